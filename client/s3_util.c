@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * s3_util.c: the two small string helpers of the S3 module that everything
+ * else leans on. s3_etag_normalize is the one place an ETag is turned into the
+ * bare version string ringcache keys blocks by (HEAD, GET and ListObjectsV2
+ * spell the same ETag differently: quoted, weak "W/" prefix, stray spaces).
+ * s3_url_parse splits "s3://bucket/key" and checks the bucket name against
+ * S3's naming rules, so a typo is caught before any request is signed.
+ */
+#include "s3_int.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <string.h>
+
+static bool is_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
+}
+
+/* Trim [*b, *e) of surrounding white space. */
+static void trim(const char **b, const char **e)
+{
+    while (*b < *e && is_space(**b))
+        (*b)++;
+    while (*e > *b && is_space((*e)[-1]))
+        (*e)--;
+}
+
+static bool has_prefix(const char *b, const char *e, const char *p)
+{
+    size_t n = strlen(p);
+    return (size_t)(e - b) >= n && memcmp(b, p, n) == 0;
+}
+
+static bool has_suffix(const char *b, const char *e, const char *s)
+{
+    size_t n = strlen(s);
+    return (size_t)(e - b) >= n && memcmp(e - n, s, n) == 0;
+}
+
+int s3_etag_normalize(const char *in, char *out, size_t cap)
+{
+    if (in == NULL || out == NULL || cap == 0)
+        return -EINVAL;
+    const char *b = in;
+    const char *e = in + strlen(in);
+    trim(&b, &e);
+    /* A weak validator ("W/" or "w/"): S3 never sends one, but proxies may. */
+    if (e - b >= 2 && (b[0] == 'W' || b[0] == 'w') && b[1] == '/') {
+        b += 2;
+        trim(&b, &e);
+    }
+    /* Quotes, as HTTP spells them or as a doubly-escaped XML body leaves them. */
+    if (has_prefix(b, e, "&quot;"))
+        b += 6;
+    else if (b < e && *b == '"')
+        b++;
+    if (has_suffix(b, e, "&quot;"))
+        e -= 6;
+    else if (e > b && e[-1] == '"')
+        e--;
+    trim(&b, &e);
+    size_t n = (size_t)(e - b);
+    if (n + 1 > cap)
+        return -ENOSPC;
+    memmove(out, b, n); /* in and out may be the same buffer */
+    out[n] = '\0';
+    return (int)n;
+}
+
+static bool is_lower_alnum(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+/* "192.168.5.4": S3 refuses bucket names formatted as an IPv4 address. */
+static bool looks_like_ipv4(const char *s, size_t n)
+{
+    int dots = 0, digits = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '.') {
+            if (digits == 0)
+                return false;
+            dots++;
+            digits = 0;
+        } else if (s[i] >= '0' && s[i] <= '9') {
+            if (++digits > 3)
+                return false;
+        } else {
+            return false;
+        }
+    }
+    return dots == 3 && digits > 0;
+}
+
+/* S3's rules for new buckets: 3-63 characters of a-z 0-9 . -, starting and
+ * ending with a letter or digit, no "..", not an IP address, none of the
+ * reserved prefixes and suffixes. */
+static bool bucket_name_ok(const char *s, size_t n)
+{
+    if (n < 3 || n > 63)
+        return false;
+    if (!is_lower_alnum(s[0]) || !is_lower_alnum(s[n - 1]))
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!is_lower_alnum(c) && c != '.' && c != '-')
+            return false;
+        if (c == '.' && i > 0 && s[i - 1] == '.')
+            return false;
+    }
+    if (looks_like_ipv4(s, n))
+        return false;
+    if (has_prefix(s, s + n, "xn--") || has_prefix(s, s + n, "sthree-") ||
+        has_suffix(s, s + n, "-s3alias") || has_suffix(s, s + n, "--ol-s3"))
+        return false;
+    return true;
+}
+
+int s3_url_parse(const char *url, char *bucket, size_t bucket_cap, char *key,
+                 size_t key_cap)
+{
+    if (url == NULL || bucket == NULL || key == NULL)
+        return -EINVAL;
+    if (strncmp(url, "s3://", 5) != 0)
+        return -EINVAL;
+    const char *b = url + 5;
+    const char *slash = strchr(b, '/');
+    size_t blen = slash ? (size_t)(slash - b) : strlen(b);
+    if (!bucket_name_ok(b, blen))
+        return -EINVAL;
+    const char *k = slash ? slash + 1 : "";
+    size_t klen = strlen(k);
+    if (klen > 1024) /* S3's limit on key length, in bytes */
+        return -EINVAL;
+    if (blen + 1 > bucket_cap || klen + 1 > key_cap)
+        return -ENOSPC;
+    memcpy(bucket, b, blen);
+    bucket[blen] = '\0';
+    memcpy(key, k, klen);
+    key[klen] = '\0';
+    return 0;
+}

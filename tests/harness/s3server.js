@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// Launcher for the npm S3 servers used by tests and benchmarks. The npm packages
+// ship either a CLI without a port file (s3rver 3) or no CLI at all
+// (@20minutes/s3rver 5), so the harness starts them through this file: it binds
+// 127.0.0.1 on the given port (0 = any free one), pre-creates buckets, and writes
+// the chosen port to --port-file (atomically: a temp file renamed into place), so
+// the harness can ready-wait on it. SIGTERM/SIGINT exit 0.
+//
+//   node s3server.js --node-modules DIR --version 3|5 --dir DATA --port-file F
+//                    [--port 0] [--bucket NAME]... [--access-key K --secret-key S]
+//                    [--verbose]
+//
+// s3rver 3 needs NODE_OPTIONS=--openssl-legacy-provider (its ListObjectsV2
+// continuation token uses DES); the harness sets it for both versions.
+'use strict';
+
+const fs = require('node:fs');
+const path = require('node:path');
+
+function usage(msg) {
+  process.stderr.write(`s3server.js: ${msg}\n` +
+    'usage: node s3server.js --node-modules DIR --version 3|5 --dir DATA ' +
+    '--port-file F [--port 0] [--bucket NAME]... [--access-key K --secret-key S] [--verbose]\n');
+  process.exit(2);
+}
+
+function parseArgs(argv) {
+  const o = { port: 0, buckets: [], version: '3', verbose: false };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    const val = () => {
+      if (i + 1 >= argv.length) usage(`${a} needs a value`);
+      return argv[++i];
+    };
+    switch (a) {
+      case '--node-modules': o.nodeModules = val(); break;
+      case '--version': o.version = val(); break;
+      case '--dir': o.dir = val(); break;
+      case '--port-file': o.portFile = val(); break;
+      case '--port': o.port = Number(val()); break;
+      case '--bucket': o.buckets.push(val()); break;
+      case '--access-key': o.accessKey = val(); break;
+      case '--secret-key': o.secretKey = val(); break;
+      case '--verbose': o.verbose = true; break;
+      default: usage(`unknown flag ${a}`);
+    }
+  }
+  if (!o.nodeModules) usage('--node-modules is required');
+  if (!o.dir) usage('--dir is required');
+  if (!o.portFile) usage('--port-file is required');
+  if (o.version !== '3' && o.version !== '5') usage(`--version must be 3 or 5, not ${o.version}`);
+  if (!Number.isInteger(o.port) || o.port < 0 || o.port > 65535) usage('--port must be 0..65535');
+  if ((o.accessKey === undefined) !== (o.secretKey === undefined)) {
+    usage('--access-key and --secret-key go together');
+  }
+  return o;
+}
+
+async function main() {
+  const o = parseArgs(process.argv.slice(2));
+  const pkg = o.version === '3' ? 's3rver' : path.join('@20minutes', 's3rver');
+  const pkgDir = path.join(o.nodeModules, pkg);
+  let S3rver;
+  try {
+    S3rver = require(pkgDir);
+  } catch (err) {
+    process.stderr.write(`s3server.js: cannot load ${pkgDir}: ${err.message} ` +
+      '(run npm ci in the source folder, or set RINGCACHE_NODE_MODULES)\n');
+    process.exit(3);
+  }
+  if (o.accessKey !== undefined) {
+    // Both versions keep credentials in lib/models/account.js; the default
+    // account holds S3RVER/S3RVER. Replace that key with the one asked for.
+    const account = require(path.join(pkgDir, 'lib', 'models', 'account.js'));
+    account.DUMMY_ACCOUNT.revokeAccessKey('S3RVER');
+    account.DUMMY_ACCOUNT.createKeyPair(o.accessKey, o.secretKey);
+  }
+  fs.mkdirSync(o.dir, { recursive: true });
+  const server = new S3rver({
+    address: '127.0.0.1',
+    port: o.port,
+    directory: o.dir,
+    silent: !o.verbose,
+    configureBuckets: o.buckets.map((name) => ({ name })),
+  });
+  const addr = await server.run();
+  const tmp = `${o.portFile}.tmp`;
+  fs.writeFileSync(tmp, `${addr.port}\n`);
+  fs.renameSync(tmp, o.portFile);
+  process.stdout.write(`s3server.js: s3rver ${o.version} listening on 127.0.0.1:${addr.port} ` +
+    `data=${o.dir} buckets=${o.buckets.join(',')}\n`);
+  const stop = () => process.exit(0);
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+}
+
+main().catch((err) => {
+  process.stderr.write(`s3server.js: ${err.stack || err}\n`);
+  process.exit(1);
+});

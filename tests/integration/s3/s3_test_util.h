@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * s3_test_util.h: helpers shared by the S3 client's integration tests: a client
+ * config pointing at a harness server, deterministic test data, and a bulk PUT
+ * that keeps many requests in flight on the async client.
+ * Single-threaded, like the tests.
+ */
+#ifndef RINGCACHE_S3_TEST_UTIL_H
+#define RINGCACHE_S3_TEST_UTIL_H
+
+#include "harness.h"
+#include "s3.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* A config for endpoint with the given credentials (NULL: S3RVER), short backoff
+ * so retries are quick, path-style. */
+void t_s3_config(s3_config *cfg, const char *endpoint, const char *access, const char *secret);
+
+/* len bytes of a deterministic pseudo-random stream seeded by seed. */
+void t_fill(void *buf, size_t len, uint64_t seed);
+void *t_alloc_data(size_t len, uint64_t seed);
+
+/* PUT n objects "<prefix><i>" (i formatted with %05d) of size `size` each, with
+ * up to `inflight` requests at once on one async client. 0 or -errno. */
+int t_put_many(const s3_config *cfg, const char *bucket, const char *prefix, int n, size_t size,
+               int inflight);
+
+/* Starts s3rver (version 3 or 5) in env, or skips the test when it is not
+ * installed. */
+h_s3 *t_start_s3(h_env *env, int version);
+
+#endif

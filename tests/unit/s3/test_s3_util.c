@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * test_s3_util.c: ETag normalisation (every spelling HEAD, GET, List and
+ * proxies use comes out as the same bare value) and s3:// URL parsing with
+ * S3's bucket naming rules.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "s3_int.h"
+
+static void check_etag(const char *in, const char *want)
+{
+    char out[S3_ETAG_MAX];
+    int n = s3_etag_normalize(in, out, sizeof out);
+    assert_int_equal(n, (int)strlen(want));
+    assert_string_equal(out, want);
+}
+
+static void test_etag(void **state)
+{
+    (void)state;
+    check_etag("\"9b2cf535f27731c974343645a3985328\"", "9b2cf535f27731c974343645a3985328");
+    check_etag("9b2cf535f27731c974343645a3985328", "9b2cf535f27731c974343645a3985328");
+    check_etag("  \"abc-12\"\r\n", "abc-12");
+    check_etag("W/\"abc\"", "abc");
+    check_etag("w/ \"abc\" ", "abc");
+    check_etag("&quot;abc&quot;", "abc");
+    check_etag("\"\"", "");
+    check_etag("", "");
+    check_etag("\"", "");
+    check_etag("\"abc", "abc");
+    /* Only the outer quotes go. */
+    check_etag("\"a\"b\"", "a\"b");
+    /* In place. */
+    char buf[S3_ETAG_MAX] = "\"inplace\"";
+    assert_int_equal(s3_etag_normalize(buf, buf, sizeof buf), 7);
+    assert_string_equal(buf, "inplace");
+}
+
+static void test_etag_limits(void **state)
+{
+    (void)state;
+    char out[8];
+    assert_int_equal(s3_etag_normalize("\"1234567\"", out, sizeof out), 7);
+    assert_int_equal(s3_etag_normalize("\"12345678\"", out, sizeof out), -ENOSPC);
+    assert_int_equal(s3_etag_normalize(NULL, out, sizeof out), -EINVAL);
+    assert_int_equal(s3_etag_normalize("x", out, 0), -EINVAL);
+    char big[S3_ETAG_MAX + 10];
+    memset(big, 'e', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    char o[S3_ETAG_MAX];
+    assert_int_equal(s3_etag_normalize(big, o, sizeof o), -ENOSPC);
+}
+
+static void test_url_ok(void **state)
+{
+    (void)state;
+    char b[64], k[1025];
+    assert_int_equal(s3_url_parse("s3://my-bucket/dir/a b.parquet", b, sizeof b, k, sizeof k), 0);
+    assert_string_equal(b, "my-bucket");
+    assert_string_equal(k, "dir/a b.parquet");
+    assert_int_equal(s3_url_parse("s3://abc", b, sizeof b, k, sizeof k), 0);
+    assert_string_equal(b, "abc");
+    assert_string_equal(k, "");
+    assert_int_equal(s3_url_parse("s3://abc/", b, sizeof b, k, sizeof k), 0);
+    assert_string_equal(k, "");
+    assert_int_equal(s3_url_parse("s3://a.b-c.1/x//y/", b, sizeof b, k, sizeof k), 0);
+    assert_string_equal(b, "a.b-c.1");
+    assert_string_equal(k, "x//y/");
+    char name63[80] = "s3://";
+    memset(name63 + 5, 'a', 63);
+    strcpy(name63 + 68, "/k");
+    assert_int_equal(s3_url_parse(name63, b, sizeof b, k, sizeof k), 0);
+    assert_int_equal(strlen(b), 63);
+}
+
+static void test_url_bad(void **state)
+{
+    (void)state;
+    char b[64], k[1025];
+    static const char *bad[] = {
+        "http://bucket/key", "s3:/bucket/key", "S3://bucket/key", "bucket/key", "s3://",
+        "s3:///key", "s3://ab/key", "s3://Bucket/key", "s3://bu_cket/key", "s3://-bucket/k",
+        "s3://bucket-/k", "s3://buc..ket/k", "s3://192.168.5.4/k", "s3://xn--bucket/k",
+        "s3://bucket-s3alias/k", "s3://bucket--ol-s3/k", "s3://buck et/k", "",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        if (s3_url_parse(bad[i], b, sizeof b, k, sizeof k) != -EINVAL)
+            fail_msg("'%s' should be refused", bad[i]);
+    char name64[90] = "s3://";
+    memset(name64 + 5, 'a', 64);
+    strcpy(name64 + 69, "/k");
+    assert_int_equal(s3_url_parse(name64, b, sizeof b, k, sizeof k), -EINVAL);
+    /* A key longer than S3's 1024 bytes. */
+    char longkey[1100] = "s3://bucket/";
+    memset(longkey + 12, 'k', 1025);
+    longkey[12 + 1025] = '\0';
+    assert_int_equal(s3_url_parse(longkey, b, sizeof b, k, sizeof k), -EINVAL);
+    /* Buffers too small. */
+    char sb[4], sk[4];
+    assert_int_equal(s3_url_parse("s3://bucket/k", sb, sizeof sb, k, sizeof k), -ENOSPC);
+    assert_int_equal(s3_url_parse("s3://bucket/keys", b, sizeof b, sk, sizeof sk), -ENOSPC);
+    assert_int_equal(s3_url_parse("s3://bucket/key", b, sizeof b, sk, sizeof sk), 0);
+    assert_int_equal(s3_url_parse(NULL, b, sizeof b, k, sizeof k), -EINVAL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_etag),
+        cmocka_unit_test(test_etag_limits),
+        cmocka_unit_test(test_url_ok),
+        cmocka_unit_test(test_url_bad),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
