@@ -15,6 +15,8 @@ pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
 pkg_check_modules(CRYPTO REQUIRED IMPORTED_TARGET libcrypto)
 pkg_check_modules(EXPAT REQUIRED IMPORTED_TARGET expat)
 pkg_check_modules(CMOCKA IMPORTED_TARGET cmocka)
+pkg_check_modules(URING REQUIRED IMPORTED_TARGET liburing)
+pkg_check_modules(ROCKSDB REQUIRED IMPORTED_TARGET rocksdb)
 
 # One interface target for warnings; every target links it PRIVATE.
 add_library(ringcache_warnings INTERFACE)
