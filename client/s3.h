@@ -100,8 +100,8 @@ typedef struct s3_error {
 
 /* Normalise an ETag as S3's HEAD, GET and List spell it (quoted, &quot;-escaped
  * already decoded by the XML parser, W/ prefix) into the bare value: white
- * space, a "W/" prefix and one pair of surrounding quotes (or literal &quot;)
- * are removed. Writes at most cap bytes with the NUL (in and out may be the
+ * space, a "W/" prefix and surrounding quotes (or literal &quot;) are peeled
+ * until none is left, so normalising twice changes nothing. Writes at most cap bytes with the NUL (in and out may be the
  * same buffer); returns its length, -ENOSPC, or -EINVAL for NULL / cap 0. */
 int s3_etag_normalize(const char *in, char *out, size_t cap);
 

@@ -652,9 +652,9 @@ static void s3__on_retry_timer(evutil_socket_t fd, short what, void *arg)
     int rc = s3__attempt_start(r);
     if (rc < 0) {
         s3_error err = {0};
+        err.attempts = r->attempts;
         s3__error_fill(&err, s3__op_name[r->op], r->bucket, r->key, 0, rc,
                        "could not build the request", NULL, NULL, r->c->cfg.endpoint);
-        err.attempts = r->attempts;
         s3__complete(r, &err);
     }
 }
@@ -780,6 +780,7 @@ static void s3__attempt_done(s3__req *r, CURLcode cc)
         /* our own abort (version changed, buffer full, the caller said stop):
          * never retried */
         s3_error err = {0};
+        err.attempts = r->attempts;
         if (transport == -ESTALE)
             s3__error_fill(&err, s3__op_name[r->op], r->bucket, r->key, 412, 0, NULL,
                            "PreconditionFailed",
@@ -792,7 +793,6 @@ static void s3__attempt_done(s3__req *r, CURLcode cc)
                      transport == -ENOBUFS ? "the answer is larger than the buffer given"
                                            : strerror(-transport));
         }
-        err.attempts = r->attempts;
         s3__complete(r, &err);
         return;
     }
@@ -810,10 +810,10 @@ static void s3__attempt_done(s3__req *r, CURLcode cc)
         }
     }
     s3_error err = {0};
+    err.attempts = r->attempts;
     s3__error_fill(&err, s3__op_name[r->op], r->bucket, r->key, transport ? 0 : r->status,
                    transport, r->curl_err[0] ? r->curl_err : NULL, s3_code[0] ? s3_code : NULL,
                    s3_msg[0] ? s3_msg : NULL, c->cfg.endpoint[0] ? c->cfg.endpoint : c->host);
-    err.attempts = r->attempts;
     s3__complete(r, &err);
 }
 

@@ -365,7 +365,9 @@ static bool run(const s3_glob *g, const tok *v, size_t n, const unsigned char *k
                 const alt *a = &g->alts[t->off + ai];
                 unsigned char *sc = r->sa, *ss = r->sb;
                 memcpy(sc, *cur, L + 1);
-                if (!run(g, g->sub.v + a->first, a->n, k, L, &sc, &ss, NULL))
+                /* an empty alternative has no tokens (and sub.v may be NULL) */
+                const tok *sub = a->n > 0 ? g->sub.v + a->first : NULL;
+                if (!run(g, sub, a->n, k, L, &sc, &ss, NULL))
                     continue;
                 for (size_t i = 0; i <= L; i++)
                     if (sc[i])

@@ -45,22 +45,27 @@ int s3_etag_normalize(const char *in, char *out, size_t cap)
         return -EINVAL;
     const char *b = in;
     const char *e = in + strlen(in);
-    trim(&b, &e);
-    /* A weak validator ("W/" or "w/"): S3 never sends one, but proxies may. */
-    if (e - b >= 2 && (b[0] == 'W' || b[0] == 'w') && b[1] == '/') {
-        b += 2;
+    /* Peel until nothing changes, so that normalising a normalised ETag
+     * leaves it as it is (a hostile '"abc""' must not become 'abc"' once and
+     * 'abc' the next time). */
+    for (;;) {
+        const char *b0 = b, *e0 = e;
         trim(&b, &e);
+        /* A weak validator ("W/" or "w/"): S3 never sends one, proxies may. */
+        if (e - b >= 2 && (b[0] == 'W' || b[0] == 'w') && b[1] == '/')
+            b += 2;
+        /* Quotes, as HTTP spells them or a doubly-escaped XML body leaves them. */
+        if (has_prefix(b, e, "&quot;"))
+            b += 6;
+        else if (b < e && *b == '"')
+            b++;
+        if (has_suffix(b, e, "&quot;"))
+            e -= 6;
+        else if (e > b && e[-1] == '"')
+            e--;
+        if (b == b0 && e == e0)
+            break;
     }
-    /* Quotes, as HTTP spells them or as a doubly-escaped XML body leaves them. */
-    if (has_prefix(b, e, "&quot;"))
-        b += 6;
-    else if (b < e && *b == '"')
-        b++;
-    if (has_suffix(b, e, "&quot;"))
-        e -= 6;
-    else if (e > b && e[-1] == '"')
-        e--;
-    trim(&b, &e);
     size_t n = (size_t)(e - b);
     if (n + 1 > cap)
         return -ENOSPC;

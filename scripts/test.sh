@@ -75,10 +75,20 @@ for s in "${stages[@]}"; do
         trap 'rm -rf "$work"' EXIT
         seeds=$root/tests/fuzz/corpus/$t
         [[ -d $seeds ]] && cp -r "$seeds/." "$work/" 2>/dev/null || true
+        dict=()
+        d=$(find "$root/tests/fuzz" -name "$t.dict" | head -1)
+        [[ -n $d ]] && dict=(-dict="$d")
+        bin=$(find "$root/build/fuzz" -name "$t" -type f -perm -u+x | head -1)
         echo "--- fuzz $t (${fuzz_seconds}s)"
-        (cd "$work" && "$root/build/fuzz/$(find "$root/build/fuzz" -name "$t" -type f -perm -u+x \
-            -printf '%P\n' | head -1)" -max_total_time="$fuzz_seconds" -print_final_stats=1 \
-            -artifact_prefix="$root/build/fuzz/crash-$t-" "$work" 2>&1 | tail -n 6)
+        if ! (cd "$work" && "$bin" "${dict[@]}" -max_total_time="$fuzz_seconds" \
+                -print_final_stats=1 -artifact_prefix="$root/build/fuzz/crash-$t-" "$work" \
+                > "$root/build/fuzz/$t.log" 2>&1); then
+          tail -n 60 "$root/build/fuzz/$t.log"
+          echo "fuzz target $t failed: crash input under build/fuzz/crash-$t-*" >&2
+          exit 1
+        fi
+        grep -E '^stat::number_of_executed_units|^Done' "$root/build/fuzz/$t.log" | tr '\n' ' '
+        echo
         rm -rf "$work"
         trap - EXIT
       done < build/fuzz/fuzz_targets.txt

@@ -20,12 +20,14 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* A normalised ETag fits, and normalising it again changes nothing. */
 static void check_etag(const char *e)
 {
     size_t n = strnlen(e, S3_ETAG_MAX);
     if (n >= S3_ETAG_MAX)
         abort();
-    if (n > 0 && (e[0] == '"' || e[n - 1] == '"' || e[0] == ' ' || e[n - 1] == ' '))
+    char again[S3_ETAG_MAX];
+    if (s3_etag_normalize(e, again, sizeof again) != (int)n || strcmp(again, e) != 0)
         abort();
 }
 

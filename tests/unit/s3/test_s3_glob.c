@@ -83,6 +83,8 @@ static void test_alternatives(void **state)
     CHECK("data/{x,yy,zzz}/f", {"data/x/f", true}, {"data/yy/f", true}, {"data/zzz/f", true},
           {"data/y/f", false}, {"data/xyy/f", false}, {"data//f", false});
     CHECK("f{,.gz}", {"f", true}, {"f.gz", true}, {"f.g", false});
+    CHECK("x{,}y", {"xy", true}, {"x,y", false}); /* only empty alternatives */
+    CHECK("{,}", {"", true}, {"a", false});
     CHECK("{*.csv,*.tsv}", {"a.csv", true}, {"b.tsv", true}, {"a.json", false},
           {"d/a.csv", false});
     CHECK("{a/**,b?}", {"a/x/y", true}, {"bz", true}, {"b", false}, {"b/", false});

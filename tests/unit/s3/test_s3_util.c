@@ -38,6 +38,19 @@ static void test_etag(void **state)
     check_etag("\"abc", "abc");
     /* Only the outer quotes go. */
     check_etag("\"a\"b\"", "a\"b");
+    /* Peeled to the end: normalising twice changes nothing. */
+    check_etag("\"abc\"\"", "abc");
+    check_etag("W/\"W/abc\"", "abc");
+    check_etag("\" \"abc\" \"", "abc");
+    check_etag("&quot;\"abc\"&quot;", "abc");
+    static const char *odd[] = {"\"abc\"\"", "W/\"W/x\"", "\"\"\"", "&quot;&quot;a\"",
+                                " w/ &quot;x&quot; ", "\"a\"b\""};
+    for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++) {
+        char once[S3_ETAG_MAX], twice[S3_ETAG_MAX];
+        assert_true(s3_etag_normalize(odd[i], once, sizeof once) >= 0);
+        assert_true(s3_etag_normalize(once, twice, sizeof twice) >= 0);
+        assert_string_equal(once, twice);
+    }
     /* In place. */
     char buf[S3_ETAG_MAX] = "\"inplace\"";
     assert_int_equal(s3_etag_normalize(buf, buf, sizeof buf), 7);
