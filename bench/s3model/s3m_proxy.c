@@ -34,7 +34,7 @@
 
 #define S3M_HIGH (1024 * 1024)      /* most bytes queued in an output buffer */
 #define S3M_READ_HIGH (1024 * 1024) /* read high watermark of every input */
-#define S3M_IO_CHUNK (256 * 1024)   /* largest single read/write */
+#define S3M_IO_CHUNK (256 * 1024)  /* largest single read/write */
 #define S3M_MIN_QUANTUM 1024        /* smallest release of the token bucket */
 #define S3M_REFILL_QUANTUM 16384    /* bytes waited for when the bucket is empty */
 

@@ -58,6 +58,11 @@ function parseArgs(argv) {
 }
 
 async function main() {
+  // Before anything else: a SIGTERM right after the port file appears must
+  // still exit 0 (the harness asserts a clean exit).
+  const stop = () => process.exit(0);
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
   const o = parseArgs(process.argv.slice(2));
   const pkg = o.version === '3' ? 's3rver' : path.join('@20minutes', 's3rver');
   const pkgDir = path.join(o.nodeModules, pkg);
@@ -90,9 +95,6 @@ async function main() {
   fs.renameSync(tmp, o.portFile);
   process.stdout.write(`s3server.js: s3rver ${o.version} listening on 127.0.0.1:${addr.port} ` +
     `data=${o.dir} buckets=${o.buckets.join(',')}\n`);
-  const stop = () => process.exit(0);
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
 }
 
 main().catch((err) => {

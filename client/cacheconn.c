@@ -1,0 +1,793 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * cacheconn.c: a pipelined client connection to a cache node (cacheconn.h).
+ * Requests live in a slot table; a request id is (generation << 12 | slot), so
+ * a late answer to a request that timed out or was cancelled (its slot reused
+ * by then) is recognised and dropped. Requests wait in a queue until HELLO has
+ * been answered and while the node's announced outstanding limit is reached.
+ * GET answers are copied straight from the socket buffer into the caller's
+ * buffer, chunk by chunk.
+ */
+#include "cacheconn.h"
+
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/util.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#define CC_SLOTS 4096u
+#define CC_SLOT_MASK (CC_SLOTS - 1)
+#define CC_PUT_CHUNK (256u * 1024)
+#define CC_OUT_HIGH (2u * 1024 * 1024)
+
+typedef struct cc_req cc_req;
+struct cc_req {
+    cc_conn *c;
+    cc_req *next;               /* in the pending queue */
+    uint32_t id;
+    uint8_t op;
+    cc_done_fn done;
+    void *arg;
+    uint8_t *body;              /* the request's body, sent when it leaves the queue */
+    size_t body_len;
+    const void *extra;          /* PUT_BLOCK data, appended after body */
+    size_t extra_len;
+    void *buf;                  /* GET */
+    size_t cap;
+    bool head_seen;
+    uint32_t want;
+    cc_read_fn read_fn;         /* PUT */
+    void *read_arg;
+    uint64_t put_size, put_sent;
+    bool put_done;
+    bool cancelled;
+    struct event *timer;
+    cc_result res;
+    char *text;                 /* STATS */
+    size_t text_len;
+};
+
+struct cc_conn {
+    struct event_base *base;
+    struct bufferevent *bev;
+    struct event *connect_timer;
+    cc_config cfg;
+    char host[256];
+    char token[RCP_MAX_STRING + 1];
+    char name[64];
+    bool ready, broken, connected;
+    int busy;                   /* > 0 while callbacks run from our events */
+    bool zombie;                /* destroyed while busy: free when not */
+    rcp_hello_resp hello;
+    char node_id[257], tenant[257];
+    cc_req *slots[CC_SLOTS];
+    uint32_t gen;
+    size_t outstanding;         /* sent, not answered */
+    size_t in_slots;
+    cc_req *pend_head, *pend_tail;
+    cc_req *put_active;         /* the PUT whose data is being streamed */
+};
+
+static void cc_fail_all(cc_conn *c, int code, int rcp_code, const char *msg);
+static void cc_flush(cc_conn *c);
+static void cc_pump_put(cc_conn *c);
+
+/* ---- requests ------------------------------------------------------------- */
+
+static void cc_req_free(cc_req *r)
+{
+    if (r->timer)
+        event_free(r->timer);
+    free(r->body);
+    free(r->text);
+    free(r);
+}
+
+/* Finish r: remove it from its slot, run the callback, free it. */
+static void cc_finish(cc_req *r, int code, int rcp_code, const char *msg)
+{
+    cc_conn *c = r->c;
+    uint32_t slot = r->id & CC_SLOT_MASK;
+    if (c->slots[slot] == r) {
+        c->slots[slot] = NULL;
+        c->in_slots--;
+    }
+    if (c->put_active == r)
+        c->put_active = NULL;
+    r->res.code = code;
+    r->res.rcp_code = rcp_code;
+    if (msg)
+        snprintf(r->res.message, sizeof(r->res.message), "%s", msg);
+    r->res.text = r->text;
+    r->res.text_len = r->text_len;
+    c->busy++;
+    r->done(&r->res, r->arg);
+    c->busy--;
+    cc_req_free(r);
+}
+
+static void cc_on_req_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    cc_req *r = arg;
+    cc_conn *c = r->c;
+    bool sent = !r->body; /* the body is freed when sent */
+    if (sent && r->cancelled) {
+        c->outstanding--; /* cc_cancel told the node already */
+    } else if (sent && !c->broken && c->bev) {
+        uint8_t b[RCP_HEADER_SIZE + 4];
+        rcp_header h = {RCP_OP_CANCEL, 0, 0, 4};
+        rcp_header_encode(&h, b);
+        rcp_encode_cancel_req(r->id, b + RCP_HEADER_SIZE, 4);
+        bufferevent_write(c->bev, b, sizeof(b));
+        c->outstanding--;
+    } else {
+        /* still queued: unlink it */
+        cc_req **pp = &c->pend_head;
+        while (*pp && *pp != r)
+            pp = &(*pp)->next;
+        if (*pp) {
+            *pp = r->next;
+            if (c->pend_tail == r) {
+                c->pend_tail = NULL;
+                for (cc_req *q = c->pend_head; q; q = q->next)
+                    c->pend_tail = q;
+            }
+        }
+    }
+    char msg[640];
+    if (r->cancelled)
+        snprintf(msg, sizeof(msg), "%s cancelled", rcp_op_name(r->op));
+    else
+        snprintf(msg, sizeof(msg), "%s to %s:%d got no answer within %d ms", rcp_op_name(r->op),
+                 c->host, c->cfg.port, c->cfg.request_timeout_ms);
+    c->busy++;
+    cc_finish(r, r->cancelled ? -ECANCELED : -ETIMEDOUT, 0, msg);
+    c->busy--;
+    cc_flush(c);
+}
+
+static int cc_submit(cc_conn *c, uint8_t op, uint8_t *body, size_t body_len, cc_done_fn done,
+                     void *arg, cc_req **out)
+{
+    if (c->broken) {
+        free(body);
+        return -EPIPE;
+    }
+    if (c->in_slots >= CC_SLOTS - 1) {
+        free(body);
+        return -EAGAIN;
+    }
+    cc_req *r = calloc(1, sizeof(*r));
+    if (!r) {
+        free(body);
+        return -ENOMEM;
+    }
+    r->c = c;
+    r->op = op;
+    r->done = done;
+    r->arg = arg;
+    r->body = body;
+    r->body_len = body_len;
+    uint32_t slot = 0;
+    for (uint32_t k = 0; k < CC_SLOTS; k++) {
+        c->gen++;
+        slot = c->gen & CC_SLOT_MASK;
+        if (slot != 0 && !c->slots[slot])
+            break;
+    }
+    r->id = ((c->gen >> 12) << 12 | slot) & 0x7fffffffu;
+    if (r->id == 0)
+        r->id = slot;
+    c->slots[slot] = r;
+    c->in_slots++;
+    r->timer = evtimer_new(c->base, cc_on_req_timeout, r);
+    if (!r->timer) {
+        c->slots[slot] = NULL;
+        c->in_slots--;
+        cc_req_free(r);
+        return -ENOMEM;
+    }
+    struct timeval tv = {c->cfg.request_timeout_ms / 1000, (c->cfg.request_timeout_ms % 1000) * 1000};
+    evtimer_add(r->timer, &tv);
+    if (c->pend_tail)
+        c->pend_tail->next = r;
+    else
+        c->pend_head = r;
+    c->pend_tail = r;
+    if (out)
+        *out = r;
+    cc_flush(c);
+    return 0;
+}
+
+static void cc_write_frame(cc_conn *c, uint8_t op, uint16_t flags, uint32_t id,
+                           const void *body, size_t len, const void *extra, size_t extra_len)
+{
+    uint8_t h[RCP_HEADER_SIZE];
+    rcp_header hd = {op, flags, id, (uint32_t)(len + extra_len)};
+    rcp_header_encode(&hd, h);
+    struct evbuffer *out = bufferevent_get_output(c->bev);
+    evbuffer_add(out, h, sizeof(h));
+    if (len)
+        evbuffer_add(out, body, len);
+    if (extra_len)
+        evbuffer_add(out, extra, extra_len);
+}
+
+/* Send queued requests while the node's outstanding limit allows. */
+static void cc_flush(cc_conn *c)
+{
+    if (!c->ready || c->broken)
+        return;
+    size_t limit = c->hello.max_outstanding ? c->hello.max_outstanding : 64;
+    while (c->pend_head && c->outstanding < limit) {
+        cc_req *r = c->pend_head;
+        if (r->op == RCP_OP_PUT && c->put_active)
+            break; /* one streamed PUT at a time keeps its data frames contiguous */
+        c->pend_head = r->next;
+        if (!c->pend_head)
+            c->pend_tail = NULL;
+        r->next = NULL;
+        cc_write_frame(c, r->op, 0, r->id, r->body, r->body_len, r->extra, r->extra_len);
+        free(r->body);
+        r->body = NULL;
+        c->outstanding++;
+        if (r->op == RCP_OP_PUT) {
+            c->put_active = r;
+            cc_pump_put(c);
+        }
+    }
+}
+
+/* Stream the active PUT's data while the output buffer has room. */
+static void cc_pump_put(cc_conn *c)
+{
+    cc_req *r = c->put_active;
+    if (!r || r->put_done || c->broken)
+        return;
+    struct evbuffer *out = bufferevent_get_output(c->bev);
+    static uint8_t chunk[CC_PUT_CHUNK];
+    while (evbuffer_get_length(out) < CC_OUT_HIGH) {
+        uint64_t left = r->put_size - r->put_sent;
+        size_t want = left < CC_PUT_CHUNK ? (size_t)left : CC_PUT_CHUNK;
+        int64_t n = want ? r->read_fn(chunk, want, r->read_arg) : 0;
+        if (n < 0 || (n == 0 && left > 0)) {
+            /* the source failed: the stream cannot be finished, close */
+            char msg[640];
+            snprintf(msg, sizeof(msg), "PUT: the data source failed after %llu of %llu bytes",
+                     (unsigned long long)r->put_sent, (unsigned long long)r->put_size);
+            cc_fail_all(c, n < 0 ? (int)n : -EIO, 0, msg);
+            return;
+        }
+        r->put_sent += (uint64_t)n;
+        bool last = r->put_sent == r->put_size;
+        cc_write_frame(c, RCP_OP_PUT_DATA, last ? 0 : RCP_F_MORE, r->id, chunk, (size_t)n, NULL,
+                       0);
+        if (last) {
+            r->put_done = true;
+            c->put_active = NULL;
+            cc_flush(c);
+            return;
+        }
+    }
+}
+
+/* ---- connection events ------------------------------------------------------ */
+
+static void cc_fail_all(cc_conn *c, int code, int rcp_code, const char *msg)
+{
+    c->broken = true;
+    c->ready = false;
+    c->put_active = NULL;
+    if (c->bev) {
+        bufferevent_free(c->bev);
+        c->bev = NULL;
+    }
+    c->busy++;
+    while (c->pend_head) {
+        cc_req *r = c->pend_head;
+        c->pend_head = r->next;
+        cc_finish(r, code, rcp_code, msg);
+    }
+    c->pend_tail = NULL;
+    for (uint32_t i = 0; i < CC_SLOTS; i++)
+        if (c->slots[i])
+            cc_finish(c->slots[i], code, rcp_code, msg);
+    c->busy--;
+    c->outstanding = 0;
+}
+
+static void cc_send_hello(cc_conn *c)
+{
+    uint8_t b[RCP_MAX_STRING + 512];
+    rcp_hello_req h = {RCP_VERSION, RCP_VERSION, rcp_s(c->token), c->cfg.block_size,
+                       rcp_s(c->name)};
+    int n = rcp_encode_hello_req(&h, b, sizeof(b));
+    if (n < 0) {
+        cc_fail_all(c, -EINVAL, 0, "the token is too long");
+        return;
+    }
+    cc_write_frame(c, RCP_OP_HELLO, 0, 0, b, (size_t)n, NULL, 0);
+}
+
+/* One whole frame is at the front of in (header + body). Consumes it. */
+static int cc_on_frame(cc_conn *c, const rcp_header *h, struct evbuffer *in)
+{
+    evbuffer_drain(in, RCP_HEADER_SIZE);
+    if (!(h->flags & RCP_F_RESPONSE)) {
+        evbuffer_drain(in, h->len);
+        return -EPROTO;
+    }
+    if (h->id == 0) { /* HELLO answer, or an error about the connection */
+        uint8_t *body = evbuffer_pullup(in, h->len);
+        if (h->op == RCP_OP_HELLO) {
+            rcp_hello_resp hr;
+            if (rcp_parse_hello_resp(body, h->len, &hr) < 0 || hr.version != RCP_VERSION) {
+                evbuffer_drain(in, h->len);
+                return -EPROTO;
+            }
+            rcp_str_copy(hr.node_id, c->node_id, sizeof(c->node_id));
+            rcp_str_copy(hr.tenant, c->tenant, sizeof(c->tenant));
+            c->hello = hr;
+            c->hello.node_id = rcp_s(c->node_id);
+            c->hello.tenant = rcp_s(c->tenant);
+            evbuffer_drain(in, h->len);
+            if (c->cfg.block_size && hr.block_size != c->cfg.block_size) {
+                char msg[640];
+                snprintf(msg, sizeof(msg),
+                         "cache node %s:%d uses %u-byte blocks, this client %u: use one block "
+                         "size per cluster",
+                         c->host, c->cfg.port, hr.block_size, c->cfg.block_size);
+                cc_fail_all(c, -EREMOTEIO, RCP_E_BAD_REQUEST, msg);
+                return 1;
+            }
+            c->ready = true;
+            cc_flush(c);
+            return 0;
+        }
+        rcp_error e;
+        char msg[640] = "the node closed the connection";
+        int code = RCP_E_PROTOCOL;
+        if (h->op == RCP_OP_ERROR && rcp_parse_error(body, h->len, &e) == 0) {
+            code = e.code;
+            snprintf(msg, sizeof(msg), "%s:%d: %.*s", c->host, c->cfg.port, e.message.len,
+                     e.message.p);
+        }
+        evbuffer_drain(in, h->len);
+        cc_fail_all(c, -EREMOTEIO, code, msg); /* everything fails with the node's words */
+        return 1;
+    }
+    uint32_t slot = h->id & CC_SLOT_MASK;
+    cc_req *r = c->slots[slot];
+    if (!r || r->id != h->id || r->body) { /* timed out, cancelled, or never sent */
+        evbuffer_drain(in, h->len);
+        return 0;
+    }
+    bool more = h->flags & RCP_F_MORE;
+    if (h->op == RCP_OP_ERROR) {
+        uint8_t *body = evbuffer_pullup(in, h->len);
+        rcp_error e;
+        if (rcp_parse_error(body, h->len, &e) < 0) {
+            evbuffer_drain(in, h->len);
+            return -EPROTO;
+        }
+        char msg[640];
+        snprintf(msg, sizeof(msg), "%.*s", e.message.len, e.message.p);
+        evbuffer_drain(in, h->len);
+        c->outstanding--;
+        cc_finish(r, e.code == RCP_E_CANCELED ? -ECANCELED : -EREMOTEIO, e.code, msg);
+        return 0;
+    }
+    if (h->op != r->op) {
+        evbuffer_drain(in, h->len);
+        return -EPROTO;
+    }
+    if (r->op == RCP_OP_GET) {
+        size_t len = h->len;
+        if (!r->head_seen) {
+            uint8_t hb[RCP_GET_RESP_HEAD_SIZE];
+            rcp_get_resp_head gh;
+            if (len < RCP_GET_RESP_HEAD_SIZE) {
+                evbuffer_drain(in, len);
+                return -EPROTO;
+            }
+            evbuffer_remove(in, hb, sizeof(hb));
+            len -= sizeof(hb);
+            if (rcp_parse_get_resp_head(hb, sizeof(hb), &gh) < 0) {
+                evbuffer_drain(in, len);
+                return -EPROTO;
+            }
+            r->head_seen = true;
+            r->want = gh.length;
+            r->res.source = gh.source;
+            if (gh.length > r->cap) {
+                evbuffer_drain(in, len);
+                c->outstanding--;
+                if (more)
+                    cc_cancel(c, r->id);
+                cc_finish(r, -ENOBUFS, 0, "the answer is larger than the buffer");
+                return 0;
+            }
+        }
+        if (r->res.bytes + len > r->want) {
+            evbuffer_drain(in, len);
+            return -EPROTO;
+        }
+        evbuffer_remove(in, (uint8_t *)r->buf + r->res.bytes, len);
+        r->res.bytes += (uint32_t)len;
+        if (!more) {
+            c->outstanding--;
+            if (r->res.bytes != r->want)
+                return -EPROTO;
+            cc_finish(r, 0, 0, NULL);
+        }
+        return 0;
+    }
+    uint8_t *body = evbuffer_pullup(in, h->len);
+    int rc = 0;
+    switch (r->op) {
+    case RCP_OP_HEAD: {
+        rcp_head_resp hr;
+        rc = rcp_parse_head_resp(body, h->len, &hr);
+        if (!rc) {
+            r->res.size = hr.size;
+            rcp_str_copy(hr.version, r->res.version, sizeof(r->res.version));
+        }
+        break;
+    }
+    case RCP_OP_PUT: {
+        rcp_put_resp pr;
+        rc = rcp_parse_put_resp(body, h->len, &pr);
+        if (!rc) {
+            r->res.size = pr.size;
+            rcp_str_copy(pr.version, r->res.version, sizeof(r->res.version));
+        }
+        break;
+    }
+    case RCP_OP_STATS: {
+        char *t = realloc(r->text, r->text_len + h->len + 1);
+        if (!t) {
+            rc = -ENOMEM;
+            break;
+        }
+        memcpy(t + r->text_len, body, h->len);
+        r->text = t;
+        r->text_len += h->len;
+        t[r->text_len] = '\0';
+        break;
+    }
+    default:
+        break; /* PING, PUT_BLOCK, WARM: an empty or ignorable body */
+    }
+    evbuffer_drain(in, h->len);
+    if (rc < 0)
+        return -EPROTO;
+    if (!more) {
+        c->outstanding--;
+        cc_finish(r, 0, 0, NULL);
+    }
+    return 0;
+}
+
+static void cc_maybe_free(cc_conn *c);
+
+static void cc_on_read(struct bufferevent *bev, void *arg)
+{
+    cc_conn *c = arg;
+    struct evbuffer *in = bufferevent_get_input(bev);
+    c->busy++;
+    while (!c->broken) {
+        uint8_t hb[RCP_HEADER_SIZE];
+        if (evbuffer_copyout(in, hb, sizeof(hb)) < (ssize_t)sizeof(hb))
+            break;
+        rcp_header h;
+        uint32_t max = RCP_MAX_FRAME_BODY;
+        if (rcp_header_decode(hb, max, &h) < 0) {
+            char msg[640];
+            snprintf(msg, sizeof(msg), "cache node %s:%d sent a corrupt frame", c->host,
+                     c->cfg.port);
+            cc_fail_all(c, -EPROTO, 0, msg);
+            break;
+        }
+        if (evbuffer_get_length(in) < RCP_HEADER_SIZE + (size_t)h.len)
+            break;
+        int rc = cc_on_frame(c, &h, in);
+        if (rc < 0) {
+            char msg[640];
+            snprintf(msg, sizeof(msg), "cache node %s:%d broke the protocol (%s answer)",
+                     c->host, c->cfg.port, rcp_op_name(h.op));
+            cc_fail_all(c, -EPROTO, 0, msg);
+            break;
+        }
+    }
+    c->busy--;
+    cc_maybe_free(c);
+}
+
+static void cc_on_write(struct bufferevent *bev, void *arg)
+{
+    (void)bev;
+    cc_conn *c = arg;
+    c->busy++;
+    cc_pump_put(c);
+    c->busy--;
+    cc_maybe_free(c);
+}
+
+static void cc_on_event(struct bufferevent *bev, short what, void *arg)
+{
+    (void)bev;
+    cc_conn *c = arg;
+    c->busy++;
+    if (what & BEV_EVENT_CONNECTED) {
+        c->connected = true;
+        evtimer_del(c->connect_timer);
+        evutil_socket_t fd = bufferevent_getfd(c->bev);
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        cc_send_hello(c);
+    } else if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
+        char msg[640];
+        int err = EVUTIL_SOCKET_ERROR();
+        if (!c->connected)
+            snprintf(msg, sizeof(msg), "cannot connect to cache node %s:%d: %s", c->host,
+                     c->cfg.port, err ? strerror(err) : "connection failed");
+        else
+            snprintf(msg, sizeof(msg), "cache node %s:%d closed the connection", c->host,
+                     c->cfg.port);
+        cc_fail_all(c, c->connected ? -ECONNRESET : -ECONNREFUSED, 0, msg);
+    }
+    c->busy--;
+    cc_maybe_free(c);
+}
+
+static void cc_on_connect_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    cc_conn *c = arg;
+    if (c->connected)
+        return;
+    char msg[640];
+    snprintf(msg, sizeof(msg), "cannot connect to cache node %s:%d within %d ms", c->host,
+             c->cfg.port, c->cfg.connect_timeout_ms);
+    c->busy++;
+    cc_fail_all(c, -ETIMEDOUT, 0, msg);
+    c->busy--;
+    cc_maybe_free(c);
+}
+
+int cc_conn_create(cc_conn **out, struct event_base *base, const cc_config *cfg)
+{
+    if (!cfg->host || cfg->port <= 0 || cfg->port > 65535)
+        return -EINVAL;
+    cc_conn *c = calloc(1, sizeof(*c));
+    if (!c)
+        return -ENOMEM;
+    c->base = base;
+    c->cfg = *cfg;
+    snprintf(c->host, sizeof(c->host), "%s", cfg->host);
+    snprintf(c->token, sizeof(c->token), "%s", cfg->token ? cfg->token : "");
+    snprintf(c->name, sizeof(c->name), "%s", cfg->client_name ? cfg->client_name : "client");
+    c->cfg.host = c->host;
+    c->cfg.token = c->token;
+    c->cfg.client_name = c->name;
+    if (c->cfg.connect_timeout_ms <= 0)
+        c->cfg.connect_timeout_ms = 2000;
+    if (c->cfg.request_timeout_ms <= 0)
+        c->cfg.request_timeout_ms = 30000;
+
+    struct sockaddr_storage ss;
+    int sslen = sizeof(ss);
+    char hp[300];
+    if (strchr(c->host, ':'))
+        snprintf(hp, sizeof(hp), "[%s]:%d", c->host, cfg->port);
+    else
+        snprintf(hp, sizeof(hp), "%s:%d", c->host, cfg->port);
+    if (evutil_parse_sockaddr_port(hp, (struct sockaddr *)&ss, &sslen) != 0) {
+        struct addrinfo hints = {0}, *ai = NULL;
+        hints.ai_socktype = SOCK_STREAM;
+        char port[8];
+        snprintf(port, sizeof(port), "%d", cfg->port);
+        if (getaddrinfo(c->host, port, &hints, &ai) != 0 || !ai) {
+            free(c);
+            return -EHOSTUNREACH;
+        }
+        memcpy(&ss, ai->ai_addr, ai->ai_addrlen);
+        sslen = (int)ai->ai_addrlen;
+        freeaddrinfo(ai);
+    }
+    c->bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+    c->connect_timer = evtimer_new(base, cc_on_connect_timeout, c);
+    if (!c->bev || !c->connect_timer) {
+        if (c->bev)
+            bufferevent_free(c->bev);
+        if (c->connect_timer)
+            event_free(c->connect_timer);
+        free(c);
+        return -ENOMEM;
+    }
+    bufferevent_setcb(c->bev, cc_on_read, cc_on_write, cc_on_event, c);
+    bufferevent_setwatermark(c->bev, EV_WRITE, CC_OUT_HIGH / 2, 0);
+    bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+    struct timeval tv = {c->cfg.connect_timeout_ms / 1000, (c->cfg.connect_timeout_ms % 1000) * 1000};
+    evtimer_add(c->connect_timer, &tv);
+    if (bufferevent_socket_connect(c->bev, (struct sockaddr *)&ss, sslen) < 0) {
+        /* reported through the event callback on the loop */
+    }
+    *out = c;
+    return 0;
+}
+
+static void cc_free(cc_conn *c)
+{
+    if (c->bev)
+        bufferevent_free(c->bev);
+    if (c->connect_timer)
+        event_free(c->connect_timer);
+    free(c);
+}
+
+static void cc_maybe_free(cc_conn *c)
+{
+    if (c->zombie && c->busy == 0)
+        cc_free(c);
+}
+
+void cc_conn_destroy(cc_conn **cp)
+{
+    if (!cp || !*cp)
+        return;
+    cc_conn *c = *cp;
+    *cp = NULL;
+    if (c->zombie)
+        return;
+    cc_fail_all(c, -ECANCELED, 0, "cancelled: the connection was closed by its owner");
+    c->zombie = true;
+    cc_maybe_free(c);
+}
+
+bool cc_conn_broken(const cc_conn *c) { return c->broken; }
+const rcp_hello_resp *cc_conn_hello(const cc_conn *c) { return &c->hello; }
+size_t cc_conn_outstanding(const cc_conn *c) { return c->in_slots; }
+
+/* ---- operations ---------------------------------------------------------------- */
+
+static uint8_t *cc_body(size_t cap) { return malloc(cap ? cap : 1); }
+
+int cc_get(cc_conn *c, const rcp_get_req *req, void *buf, size_t cap, cc_done_fn done,
+           void *arg, uint32_t *id_out)
+{
+    size_t bcap = 2 * RCP_MAX_KEY + 256;
+    uint8_t *b = cc_body(bcap);
+    if (!b)
+        return -ENOMEM;
+    int n = rcp_encode_get_req(req, b, bcap);
+    if (n < 0) {
+        free(b);
+        return n;
+    }
+    cc_req *r;
+    int rc = cc_submit(c, RCP_OP_GET, b, (size_t)n, done, arg, &r);
+    if (rc < 0)
+        return rc;
+    r->buf = buf;
+    r->cap = cap;
+    if (id_out)
+        *id_out = r->id;
+    return 0;
+}
+
+int cc_head(cc_conn *c, const char *bucket, const char *key, cc_done_fn done, void *arg)
+{
+    size_t bcap = RCP_MAX_KEY + 128;
+    uint8_t *b = cc_body(bcap);
+    if (!b)
+        return -ENOMEM;
+    rcp_head_req h = {rcp_s(bucket), rcp_s(key)};
+    int n = rcp_encode_head_req(&h, b, bcap);
+    if (n < 0) {
+        free(b);
+        return n;
+    }
+    return cc_submit(c, RCP_OP_HEAD, b, (size_t)n, done, arg, NULL);
+}
+
+int cc_put_block(cc_conn *c, const rcp_put_block_req *req, cc_done_fn done, void *arg)
+{
+    size_t bcap = 2 * RCP_MAX_KEY + 512;
+    uint8_t *b = cc_body(bcap);
+    if (!b)
+        return -ENOMEM;
+    int n = rcp_encode_put_block_req(req, b, bcap);
+    if (n < 0) {
+        free(b);
+        return n;
+    }
+    cc_req *r;
+    int rc = cc_submit(c, RCP_OP_PUT_BLOCK, b, (size_t)n, done, arg, &r);
+    if (rc < 0)
+        return rc;
+    r->extra = req->data;
+    r->extra_len = req->data_len;
+    return 0;
+}
+
+int cc_put(cc_conn *c, const char *bucket, const char *key, uint64_t size, cc_read_fn read_fn,
+           void *read_arg, cc_done_fn done, void *arg)
+{
+    size_t bcap = RCP_MAX_KEY + 128;
+    uint8_t *b = cc_body(bcap);
+    if (!b)
+        return -ENOMEM;
+    rcp_put_req p = {rcp_s(bucket), rcp_s(key), size};
+    int n = rcp_encode_put_req(&p, b, bcap);
+    if (n < 0) {
+        free(b);
+        return n;
+    }
+    cc_req *r;
+    int rc = cc_submit(c, RCP_OP_PUT, b, (size_t)n, done, arg, &r);
+    if (rc < 0)
+        return rc;
+    r->read_fn = read_fn;
+    r->read_arg = read_arg;
+    r->put_size = size;
+    return 0;
+}
+
+int cc_warm(cc_conn *c, const rcp_object *obj, const uint64_t *blocks, uint32_t n, cc_done_fn done,
+            void *arg)
+{
+    size_t bcap = 2 * RCP_MAX_KEY + 256 + (size_t)n * 8;
+    uint8_t *b = cc_body(bcap);
+    if (!b)
+        return -ENOMEM;
+    rcp_warm_req w = {*obj, n, NULL};
+    int k = rcp_encode_warm_req(&w, blocks, b, bcap);
+    if (k < 0) {
+        free(b);
+        return k;
+    }
+    return cc_submit(c, RCP_OP_WARM, b, (size_t)k, done, arg, NULL);
+}
+
+int cc_stats(cc_conn *c, cc_done_fn done, void *arg)
+{
+    return cc_submit(c, RCP_OP_STATS, NULL, 0, done, arg, NULL);
+}
+
+int cc_ping(cc_conn *c, cc_done_fn done, void *arg)
+{
+    return cc_submit(c, RCP_OP_PING, NULL, 0, done, arg, NULL);
+}
+
+int cc_cancel(cc_conn *c, uint32_t id)
+{
+    cc_req *r = c->slots[id & CC_SLOT_MASK];
+    if (!r || r->id != id)
+        return -ENOENT;
+    if (!r->body && !c->broken && c->bev) { /* sent: tell the node */
+        uint8_t b[RCP_HEADER_SIZE + 4];
+        rcp_header h = {RCP_OP_CANCEL, 0, 0, 4};
+        rcp_header_encode(&h, b);
+        rcp_encode_cancel_req(id, b + RCP_HEADER_SIZE, 4);
+        bufferevent_write(c->bev, b, sizeof(b));
+    }
+    /* finished from the loop (never inside this call); a late answer for this id
+     * is dropped because its slot no longer holds it */
+    r->cancelled = true;
+    evtimer_del(r->timer);
+    event_active(r->timer, EV_TIMEOUT, 0);
+    return 0;
+}
