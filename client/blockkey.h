@@ -63,6 +63,16 @@ static inline uint64_t bkey_block_len(uint64_t object_size, uint64_t block_size,
     return object_size - start < block_size ? object_size - start : block_size;
 }
 
+/* The bytes the ring places a block by (ring_lookup's key): the block key as
+ * 16 little-endian bytes, hi then lo. Every client and node must use this. */
+static inline void bkey_ring_key(bkey k, uint8_t out[16])
+{
+    for (int i = 0; i < 8; i++) {
+        out[i] = (uint8_t)(k.hi >> (8 * i));
+        out[8 + i] = (uint8_t)(k.lo >> (8 * i));
+    }
+}
+
 /* "0123456789abcdef0123456789abcdef" (32 hex digits + NUL). */
 void bkey_hex(bkey k, char out[33]);
 
