@@ -62,5 +62,9 @@ int cli_cmd_head(int argc, char **argv);
 int cli_cmd_get(int argc, char **argv);
 int cli_cmd_put(int argc, char **argv);
 int cli_cmd_rm(int argc, char **argv);
+int cli_cmd_stats(int argc, char **argv);
+
+/* The cache-tier options, for --help texts. */
+extern const char cli_cache_help[];
 
 #endif /* RINGCACHE_CLI_H */

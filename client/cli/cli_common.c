@@ -95,6 +95,12 @@ int cli_s3_env(cli_s3_opts *o, const char *profile)
     return 0;
 }
 
+const char cli_cache_help[] =
+    "Cache options (get, head, put, stats):\n"
+    "  --cache MEMBERS        go through these cache nodes instead of S3 directly:\n"
+    "                         id=host:port,... or host:port,... (or RINGCACHE_CACHE)\n"
+    "  --token TOKEN          tenant token the nodes expect (or RINGCACHE_TOKEN)\n\n";
+
 const char cli_s3_help[] =
     "S3 options (defaults come from the AWS environment: AWS_ACCESS_KEY_ID,\n"
     "AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION, AWS_ENDPOINT_URL,\n"

@@ -6,6 +6,7 @@
  * only when the whole range arrived, so a failed download leaves nothing behind.
  */
 #include "cli.h"
+#include "cli_cache.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -22,6 +23,7 @@
 
 typedef struct cli_args {
     cli_s3_opts s3;
+    cli_cache_opts cache;   /* members set: go through the cache tier */
     const char *pos[3];     /* positional words */
     int n_pos;
 } cli_args;
@@ -45,9 +47,12 @@ static int cli_parse(int argc, char **argv, cli_args *a, cli_extra_fn extra, voi
     int rc = cli_s3_env(&a->s3, profile);
     if (rc)
         return rc;
+    a->cache.members = getenv("RINGCACHE_CACHE");
+    a->cache.token = getenv("RINGCACHE_TOKEN");
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             fputs(usage, stdout);
+            fputs(cli_cache_help, stdout);
             fputs(cli_s3_help, stdout);
             exit(CLI_OK);
         }
@@ -55,6 +60,18 @@ static int cli_parse(int argc, char **argv, cli_args *a, cli_extra_fn extra, voi
         int r = cli_opt(argc, argv, &i, "profile", &v);
         if (r > 0)
             continue;
+        if ((r = cli_opt(argc, argv, &i, "cache", &v)) != 0) {
+            if (r < 0)
+                return CLI_USAGE;
+            a->cache.members = v;
+            continue;
+        }
+        if ((r = cli_opt(argc, argv, &i, "token", &v)) != 0) {
+            if (r < 0)
+                return CLI_USAGE;
+            a->cache.token = v;
+            continue;
+        }
         r = cli_s3_opt(&a->s3, argc, argv, &i);
         if (r < 0)
             return CLI_USAGE;
@@ -194,6 +211,8 @@ int cli_cmd_head(int argc, char **argv)
         cli_error("head: %s names a bucket, not an object", a.pos[0]);
         return CLI_USAGE;
     }
+    if (a.cache.members && a.cache.members[0])
+        return cli_cache_head(&a.cache, bucket, key);
     s3_sync *s;
     if ((rc = cli_open(&s, &a)))
         return rc;
@@ -340,6 +359,21 @@ int cli_cmd_get(int argc, char **argv)
             return CLI_FAIL;
         }
     }
+    if (a.cache.members && a.cache.members[0]) {
+        cli_progress cp;
+        a.cache.parallel = g.parallel > 4 ? g.parallel : 16;
+        rc = cli_cache_get(&a.cache, bucket, key, off, len, fd, &cp);
+        if (g.out) {
+            if (rc == CLI_OK && close(fd) == 0 && rename(tmp, g.out) == 0)
+                return CLI_OK;
+            if (rc == CLI_OK)
+                cli_error("get: cannot write %s: %s", g.out, strerror(errno));
+            close(fd);
+            unlink(tmp);
+            return CLI_FAIL;
+        }
+        return rc;
+    }
     s3_sync *s;
     if ((rc = cli_open(&s, &a))) {
         if (g.out) {
@@ -427,6 +461,12 @@ int cli_cmd_put(int argc, char **argv)
             close(fd);
         return CLI_FAIL;
     }
+    if (a.cache.members && a.cache.members[0]) {
+        cli_progress cp;
+        rc = cli_cache_put(&a.cache, bucket, key, fd, (uint64_t)st.st_size, &cp);
+        close(fd);
+        return rc;
+    }
     s3_sync *s;
     if ((rc = cli_open(&s, &a))) {
         close(fd);
@@ -486,4 +526,23 @@ int cli_cmd_rm(int argc, char **argv)
         return CLI_FAIL;
     }
     return CLI_OK;
+}
+
+/* ---- stats ----------------------------------------------------------------- */
+
+static const char stats_usage[] =
+    "usage: ringcache stats --cache MEMBERS [--token T]\n"
+    "Print every cache node's counters (the same as its /metrics, without comments).\n\n";
+
+int cli_cmd_stats(int argc, char **argv)
+{
+    cli_args a = {0};
+    int rc = cli_parse(argc, argv, &a, NULL, NULL, stats_usage);
+    if (rc)
+        return rc;
+    if (!a.cache.members || !a.cache.members[0] || a.n_pos) {
+        cli_error("stats: give --cache MEMBERS (or set RINGCACHE_CACHE)");
+        return CLI_USAGE;
+    }
+    return cli_cache_stats(&a.cache);
 }

@@ -25,6 +25,7 @@ static const struct {
     {"get", cli_cmd_get, "download: ringcache get s3://bucket/key [-o FILE] [--range A-B]"},
     {"put", cli_cmd_put, "upload: ringcache put FILE s3://bucket/key"},
     {"rm", cli_cmd_rm, "delete: ringcache rm s3://bucket/key"},
+    {"stats", cli_cmd_stats, "counters of every cache node: ringcache stats --cache MEMBERS"},
 #ifdef RINGCACHE_HAVE_CMD_RING
     {"ring", cli_ring_main, "owners of keys on a ring: ringcache ring --members LIST KEY..."},
 #endif
@@ -34,7 +35,8 @@ static void cli_usage(FILE *f)
 {
     fputs("usage: ringcache COMMAND [options] [args]\n\n"
           "ringcache is a distributed read-through cache for S3 objects. These commands\n"
-          "talk to S3 directly (the cache tier arrives with ringcached).\n\nCommands:\n",
+          "talk to S3 directly, or through cache nodes (ringcached) with --cache.\n\n"
+          "Commands:\n",
           f);
     for (size_t i = 0; i < sizeof(cli_cmds) / sizeof(cli_cmds[0]); i++)
         fprintf(f, "  %-6s %s\n", cli_cmds[i].name, cli_cmds[i].summary);
