@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * node_util.c: ringcached helpers for integration tests (see the header).
+ */
+#include "node_util.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+void t_node_start(h_env *env, t_node *n, const char *name, const char *s3_endpoint,
+                  const char *const *extra)
+{
+    char bin[1024];
+    if (h_build_path(bin, sizeof(bin), "cached/ringcached") < 0)
+        h_skip("ringcached is not built");
+    memset(n, 0, sizeof(*n));
+    snprintf(n->name, sizeof(n->name), "%s", name);
+    h_env_path(env, n->dir, sizeof(n->dir), name);
+    mkdir(n->dir, 0755);
+    char port_file[600], admin_file[600];
+    snprintf(port_file, sizeof(port_file), "%s/port", n->dir);
+    snprintf(admin_file, sizeof(admin_file), "%s/admin-port", n->dir);
+    const char *argv[64];
+    int k = 0;
+    const char *base[] = {bin, "--node-id", name, "--listen", "127.0.0.1", "--port", "0",
+                          "--port-file", port_file, "--admin-listen", "127.0.0.1",
+                          "--admin-port", "0", "--admin-port-file", admin_file,
+                          "--data-dir", n->dir, "--ssd-capacity", "512MiB", "--ram-capacity",
+                          "64MiB", "--no-sync", "--s3-endpoint", s3_endpoint,
+                          "--s3-access-key", "S3RVER", "--s3-secret-key", "S3RVER", NULL};
+    for (int i = 0; base[i]; i++)
+        argv[k++] = base[i];
+    for (int i = 0; extra && extra[i] && k < 62; i++)
+        argv[k++] = extra[i];
+    argv[k] = NULL;
+    int rc = h_proc_start(env, &n->proc, name, (char *const *)argv, NULL, port_file, 0);
+    if (rc < 0) {
+        fprintf(stderr, "cannot start %s: %s\n", name, h_last_error());
+        exit(1);
+    }
+    n->port = h_proc_port(n->proc);
+    FILE *f = fopen(admin_file, "r");
+    if (!f || fscanf(f, "%d", &n->admin_port) != 1) {
+        fprintf(stderr, "%s wrote no admin port\n", name);
+        exit(1);
+    }
+    fclose(f);
+}
+
+int64_t t_node_metric(const t_node *n, const char *metric)
+{
+    char url[128];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", n->admin_port);
+    h_http_resp r = {0};
+    if (h_http_get(url, &r) != 200 || !r.body) {
+        h_http_resp_deinit(&r);
+        return -1;
+    }
+    int64_t v = -1;
+    size_t ml = strlen(metric);
+    for (const char *l = r.body; l && *l;) {
+        if (strncmp(l, metric, ml) == 0 && (l[ml] == ' ' || l[ml] == '{')) {
+            const char *sp = strchr(l, ' ');
+            if (sp)
+                v = (int64_t)strtod(sp + 1, NULL);
+            break;
+        }
+        l = strchr(l, '\n');
+        if (l)
+            l++;
+    }
+    h_http_resp_deinit(&r);
+    return v;
+}
+
+int64_t t_node_rss_kib(const t_node *n)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)h_proc_pid(n->proc));
+    FILE *f = fopen(path, "r");
+    int64_t kib = -1;
+    while (f && fgets(line, sizeof(line), f))
+        if (strncmp(line, "VmRSS:", 6) == 0)
+            kib = strtoll(line + 6, NULL, 10);
+    if (f)
+        fclose(f);
+    return kib;
+}
+
+cc_conn *t_conn(struct event_base *base, const t_node *n, const char *token)
+{
+    cc_conn *c = NULL;
+    cc_config cc = {"127.0.0.1", n->port, token, 0, "test", 2000, 30000};
+    if (cc_conn_create(&c, base, &cc) < 0)
+        return NULL;
+    return c;
+}
+
+typedef struct {
+    int done;
+    cc_result res;
+} t_wait;
+
+static void t_done(const cc_result *r, void *arg)
+{
+    t_wait *w = arg;
+    w->res = *r;
+    w->res.text = NULL;
+    w->done = 1;
+}
+
+cc_result t_get(struct event_base *base, cc_conn *c, const char *bucket, const char *key,
+                const char *version, uint64_t size, uint64_t block, void *buf, size_t cap)
+{
+    t_wait w = {0};
+    rcp_get_req g = {{rcp_s(bucket), rcp_s(key), rcp_s(version), size}, block, 0, 0, 0};
+    int rc = cc_get(c, &g, buf, cap, t_done, &w, NULL);
+    if (rc < 0) {
+        w.res.code = rc;
+        return w.res;
+    }
+    while (!w.done)
+        event_base_loop(base, EVLOOP_ONCE);
+    return w.res;
+}

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * node_util.h: starting ringcached nodes for integration tests (through the
+ * harness, so they are stopped and their folders removed whatever happens),
+ * reading their Prometheus counters, and running cacheconn requests to
+ * completion on a private loop. Single-threaded, like the tests.
+ */
+#ifndef RINGCACHE_NODE_UTIL_H
+#define RINGCACHE_NODE_UTIL_H
+
+#include "cacheconn.h"
+#include "harness.h"
+
+#include <stdint.h>
+
+typedef struct t_node {
+    h_proc *proc;
+    int port;
+    int admin_port;
+    char name[32];
+    char dir[512];
+} t_node;
+
+/* Starts ringcached named `name` with its own data folder in env, S3 at
+ * s3_endpoint (S3RVER credentials), 127.0.0.1 ports chosen by the node; extra
+ * is a NULL-terminated list of more flags (may be NULL). Skips the test when
+ * the binary is not built. */
+void t_node_start(h_env *env, t_node *n, const char *name, const char *s3_endpoint,
+                  const char *const *extra);
+
+/* A counter or gauge from /metrics (the first line that starts with `metric`
+ * followed by a space or '{'). -1 when absent. */
+int64_t t_node_metric(const t_node *n, const char *metric);
+
+/* Resident memory of the node's process in KiB (VmRSS). */
+int64_t t_node_rss_kib(const t_node *n);
+
+/* Blocking helpers: a connection on the caller's base, and one request run to
+ * its end. */
+cc_conn *t_conn(struct event_base *base, const t_node *n, const char *token);
+cc_result t_get(struct event_base *base, cc_conn *c, const char *bucket, const char *key,
+                const char *version, uint64_t size, uint64_t block, void *buf, size_t cap);
+
+#endif
