@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * tenants.h: who may read what. A tenants file maps a token (what a client
+ * sends in HELLO) to a tenant: its name, the S3 buckets and key prefixes it may
+ * read and write, and optionally the S3 credentials used for its fills.
+ *
+ *   # one section per tenant
+ *   [tenant analytics]
+ *   token = 9f2c1e...                       # at least 16 characters, unique
+ *   allow = s3://bucket-a/prefix/ s3://bucket-b/   # space- or comma-separated;
+ *   allow = s3://bucket-c                   # more allow lines add to the list
+ *   aws_access_key_id = AKIA...             # optional, with the secret: this
+ *   aws_secret_access_key = ...             # tenant's fills use these instead
+ *   aws_session_token = ...                 # of the node's (optional)
+ *
+ * Grammar: the config file's (config.h): `key = value`, '#' comments at the
+ * start of a line or after whitespace, values optionally in double quotes
+ * (\" \\ escapes). Section names are [A-Za-z0-9._-]{1,64}. "s3://bucket/" or
+ * "s3://bucket" is the whole bucket; "s3://bucket/logs/" every key starting
+ * with "logs/" (a plain prefix, as S3 and IAM use them: "s3://b/logs" also
+ * matches "logs-old/x"). No wildcards.
+ *
+ * Secrets: tokens are kept only as SHA-256 digests and compared in constant
+ * time; no message ever contains a token or an S3 secret (they name the
+ * tenant and the line). Credentials are wiped when the set is destroyed.
+ *
+ * Thread-safety: a ten_set is immutable after ten_load()/ten_parse(): any
+ * number of threads may call ten_find(), ten_allows() and the accessors at
+ * once. ten_destroy() only when no thread uses the set or its tenants.
+ */
+#ifndef RINGCACHE_TENANTS_H
+#define RINGCACHE_TENANTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct ten_set ten_set;
+typedef struct ten_tenant ten_tenant;
+
+#define TEN_TOKEN_MIN 16
+#define TEN_TOKEN_MAX 256
+#define TEN_MAX_FILE (4u << 20)
+
+/* Reads and parses the tenants file at path. Returns 0, or a negative errno
+ * with one sentence in err (may be NULL) naming path:line and the fix: -EINVAL
+ * for a bad file (unknown key, key outside a section, missing token or allow,
+ * token shorter than TEN_TOKEN_MIN, duplicate tenant name or token, a bad
+ * allow entry, a secret without its access key...), -EFBIG over TEN_MAX_FILE,
+ * the errno of opening or reading it, -ENOMEM. A file with no tenant is an
+ * error (-EINVAL). */
+int ten_load(ten_set **out, const char *path, char *err, size_t errlen);
+
+/* The same from text in memory (len bytes; a NUL byte is an error); source
+ * names it in messages ("tenants file /etc/ringcache/tenants"). For tests and
+ * the fuzz target. */
+int ten_parse(ten_set **out, const char *text, size_t len, const char *source, char *err,
+              size_t errlen);
+
+/* Frees the set, wiping tokens and credentials. Accepts NULL and *t == NULL;
+ * sets *t to NULL. */
+void ten_destroy(ten_set **t);
+
+/* The tenant whose token is token[0..len), or NULL. Runs in time independent
+ * of which tenant matches and of the token's bytes (one SHA-256 of the token,
+ * then CRYPTO_memcmp against every tenant's digest). t may be NULL. */
+const ten_tenant *ten_find(const ten_set *t, const char *token, size_t len);
+
+/* true if the tenant may access key[0..klen) of bucket[0..blen): an allow
+ * entry names this bucket exactly and its prefix starts the key. NULL tenant:
+ * false. */
+bool ten_allows(const ten_tenant *t, const char *bucket, size_t blen, const char *key,
+                size_t klen);
+
+/* The tenant's name (the section's). */
+const char *ten_name(const ten_tenant *t);
+
+/* Credentials for this tenant's S3 fills; NULL when the tenant uses the node's
+ * own (no aws_access_key_id in its section). The session token is NULL when
+ * not given. The secret is non-NULL whenever the access key is. */
+const char *ten_access_key(const ten_tenant *t);
+const char *ten_secret_key(const ten_tenant *t);
+const char *ten_session_token(const ten_tenant *t);
+
+/* Number of tenants, and the i-th in file order (i < ten_count; else NULL):
+ * a stable index for per-tenant state such as an S3 client per worker. */
+size_t ten_count(const ten_set *t);
+const ten_tenant *ten_at(const ten_set *t, size_t i);
+
+#endif /* RINGCACHE_TENANTS_H */

@@ -1,0 +1,227 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * test_tenants.c: the tenants file (cached/tenants.h): a full file with every
+ * key, token lookup, prefix rules at their edges, credentials, every refusal
+ * with its file:line message, and that no message carries a token or secret.
+ */
+#include "tenants.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#define TOK_A "9f2c1e0a7b3d4c5e6f708192a3b4c5d6"
+#define TOK_B "tok-bbbbbbbbbbbbbbbb"
+#define SECRET "wJalrXUtnFEMI/K7MDENG/bPxRfiCYSECRETKEY"
+
+static const char full[] =
+    "# tenants of the test cluster\n"
+    "\n"
+    "[tenant analytics]\n"
+    "token = " TOK_A "   # what clients send in HELLO\n"
+    "allow = s3://bucket-a/prefix/ s3://bucket-b/,s3://bucket-c\n"
+    "allow = s3://bucket-d/logs   s3://bucket-a/prefix/\n"
+    "aws_access_key_id = AKIAEXAMPLE\n"
+    "aws_secret_access_key = " SECRET "\n"
+    "aws_session_token = \"FwoGZXIvYXdzE\\\"x\"\n"
+    "\r\n"
+    "[ tenant   ingest ]\r\n"
+    "  token=" TOK_B "\n"
+    "  allow = s3://raw/\n";
+
+static bool allows(const ten_tenant *t, const char *bucket, const char *key)
+{
+    return ten_allows(t, bucket, strlen(bucket), key, strlen(key));
+}
+
+static void test_full_file(void **state)
+{
+    (void)state;
+    ten_set *s = NULL;
+    char err[256];
+    assert_int_equal(ten_parse(&s, full, strlen(full), "T", err, sizeof err), 0);
+    assert_int_equal(ten_count(s), 2);
+
+    const ten_tenant *a = ten_find(s, TOK_A, strlen(TOK_A));
+    const ten_tenant *b = ten_find(s, TOK_B, strlen(TOK_B));
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_ptr_equal(ten_at(s, 0), a);
+    assert_ptr_equal(ten_at(s, 1), b);
+    assert_null(ten_at(s, 2));
+    assert_string_equal(ten_name(a), "analytics");
+    assert_string_equal(ten_name(b), "ingest");
+    assert_string_equal(ten_access_key(a), "AKIAEXAMPLE");
+    assert_string_equal(ten_secret_key(a), SECRET);
+    assert_string_equal(ten_session_token(a), "FwoGZXIvYXdzE\"x");
+    assert_null(ten_access_key(b));
+    assert_null(ten_secret_key(b));
+    assert_null(ten_session_token(b));
+
+    /* unknown, truncated, extended, empty tokens */
+    assert_null(ten_find(s, TOK_A, strlen(TOK_A) - 1));
+    assert_null(ten_find(s, TOK_A "x", strlen(TOK_A) + 1));
+    assert_null(ten_find(s, "", 0));
+    assert_null(ten_find(s, NULL, 0));
+    assert_null(ten_find(NULL, TOK_A, strlen(TOK_A)));
+    char flipped[] = TOK_A;
+    flipped[10] ^= 1;
+    assert_null(ten_find(s, flipped, strlen(flipped)));
+
+    /* prefixes */
+    assert_true(allows(a, "bucket-a", "prefix/x.parquet"));
+    assert_true(allows(a, "bucket-a", "prefix/"));
+    assert_false(allows(a, "bucket-a", "prefix"));
+    assert_false(allows(a, "bucket-a", "other/x"));
+    assert_false(allows(a, "bucket-a", ""));
+    assert_true(allows(a, "bucket-b", "anything/at/all"));
+    assert_true(allows(a, "bucket-b", ""));
+    assert_true(allows(a, "bucket-c", "x"));
+    assert_true(allows(a, "bucket-d", "logs/2024"));
+    assert_true(allows(a, "bucket-d", "logs-old/x")); /* a plain prefix, as in S3 */
+    assert_false(allows(a, "bucket-bb", "x"));       /* buckets match exactly */
+    assert_false(allows(a, "bucket-", "x"));
+    assert_false(allows(a, "raw", "x"));
+    assert_true(allows(b, "raw", "x"));
+    assert_false(allows(b, "bucket-a", "prefix/x"));
+    assert_false(ten_allows(NULL, "raw", 3, "x", 1));
+    assert_true(ten_allows(b, "raw", 3, NULL, 0));
+    /* lengths, not NULs, delimit */
+    assert_true(ten_allows(b, "rawx", 3, "k", 1));
+    assert_false(ten_allows(a, "bucket-a", 8, "prefix/x", 6));
+    ten_destroy(&s);
+    assert_null(s);
+    ten_destroy(&s);
+    ten_destroy(NULL);
+}
+
+static void test_refusals(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text, *want;
+    } cases[] = {
+        {"token = " TOK_A "\n", "T:1: `token` is outside a tenant section; start one with [tenant NAME]"},
+        {"[tenant a]\ntoken = short\nallow = s3://b/\n",
+         "T:2: the token of tenant a is 5 characters long; use 16 to 256 (for example the output of `openssl rand -hex 16`)"},
+        {"[tenant a]\ntoken = \"has a space in it!!\"\nallow = s3://b/\n",
+         "T:2: the token of tenant a contains a space or a control character; use printable characters only"},
+        {"[tenant a]\nallow = s3://b/\n", "T:1: tenant a has no token; add `token = ...` (16 characters or more)"},
+        {"[tenant a]\ntoken = " TOK_A "\n",
+         "T:1: tenant a has no allow line, so it could read nothing; add `allow = s3://bucket/prefix/`"},
+        {"[tenant a]\ntoken = " TOK_A "\nallow = s3://b/\n[tenant a]\n",
+         "T:4: tenant a is already defined on line 1; merge the two sections or rename one"},
+        {"[tenant a]\ntoken = " TOK_A "\nallow = s3://b/\n\n[tenant b]\ntoken = " TOK_A "\nallow = s3://c/\n",
+         "T:6: tenant b has the same token as tenant a (line 2); give every tenant its own token"},
+        {"[tenant a]\ntoken = " TOK_A "\ntoken = " TOK_B "\n",
+         "T:3: the token of tenant a is already set on line 2; keep one"},
+        {"[tenant a]\nallow = b/prefix\n",
+         "T:2: allow entry 'b/prefix' of tenant a must start with s3:// (for example s3://bucket/prefix/)"},
+        {"[tenant a]\nallow = s3:///x\n",
+         "T:2: allow entry 's3:///x' of tenant a has no valid bucket name (write s3://bucket/ or s3://bucket/prefix/)"},
+        {"[tenant a]\nallow = , ,\n",
+         "T:2: allow of tenant a is empty (list s3://bucket/prefix/ entries, separated by spaces or commas)"},
+        {"[tenant a]\ntokn = x\n", "T:2: unknown key 'tokn' in tenant a (did you mean 'token'?)"},
+        {"[tenant a]\naws-access-key-id = x\n",
+         "T:2: unknown key 'aws-access-key-id' in tenant a (did you mean 'aws_access_key_id'?)"},
+        {"[tenant a]\nregion = x\n",
+         "T:2: unknown key 'region' in tenant a (known keys: token, allow, aws_access_key_id, aws_secret_access_key, aws_session_token)"},
+        {"[tenant a]\ntoken = " TOK_A "\nallow = s3://b/\naws_secret_access_key = " SECRET "\n",
+         "T:4: tenant a sets aws_secret_access_key but not aws_access_key_id; set both or neither"},
+        {"[tenant a]\ntoken = " TOK_A "\nallow = s3://b/\naws_session_token = " SECRET "\n",
+         "T:4: tenant a sets aws_session_token without aws_access_key_id and aws_secret_access_key; set all three or drop it"},
+        {"[tenant a]\naws_secret_access_key = \"" SECRET " x\"\n",
+         "T:2: aws_secret_access_key of tenant a must be 1 to 127 printable characters without spaces"},
+        {"[user a]\n", "T:1: unknown section [user a]; sections are [tenant NAME]"},
+        {"[tenant a b]\n", "T:1: tenant name 'a b' is not 1 to 64 letters, digits, '.', '_' or '-'"},
+        {"[tenant a\n", "T:1: a section header without its closing ']' (write [tenant NAME])"},
+        {"[tenant a] x\n", "T:1: text after the section header (start a comment with #)"},
+        {"[tenant a]\ntoken " TOK_A "\n", "T:2: expected `key = value` or a [tenant NAME] header"},
+        {"[tenant a]\ntoken = \"" TOK_A "\n", "T:2: the quoted value has no closing quote"},
+        {"# nothing here\n\n", "T defines no tenant; add a [tenant NAME] section with a token and an allow line"},
+        {"", "T defines no tenant; add a [tenant NAME] section with a token and an allow line"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ten_set *s = (ten_set *)0x1;
+        char err[256] = "";
+        int rc = ten_parse(&s, cases[i].text, strlen(cases[i].text), "T", err, sizeof err);
+        assert_int_equal(rc, -EINVAL);
+        assert_null(s);
+        assert_string_equal(err, cases[i].want);
+        /* no secret in any message */
+        assert_null(strstr(err, TOK_A));
+        assert_null(strstr(err, TOK_B));
+        assert_null(strstr(err, SECRET));
+        assert_null(strstr(err, "short"));
+    }
+    ten_set *s;
+    char err[256];
+    assert_int_equal(ten_parse(&s, "[tenant a]\n\0", 12, "T", err, sizeof err), -EINVAL);
+    assert_string_equal(err, "T:2: the line contains a NUL byte (is this a text file?)");
+    /* a long token is fine up to the limit, not above */
+    char text[700];
+    char tok[300];
+    memset(tok, 'k', 256);
+    tok[256] = '\0';
+    snprintf(text, sizeof text, "[tenant a]\ntoken = %s\nallow = s3://b/\n", tok);
+    assert_int_equal(ten_parse(&s, text, strlen(text), "T", err, sizeof err), 0);
+    assert_non_null(ten_find(s, tok, 256));
+    ten_destroy(&s);
+    memset(tok, 'k', 257);
+    tok[257] = '\0';
+    snprintf(text, sizeof text, "[tenant a]\ntoken = %s\nallow = s3://b/\n", tok);
+    assert_int_equal(ten_parse(&s, text, strlen(text), "T", err, sizeof err), -EINVAL);
+    assert_null(strstr(err, tok));
+}
+
+static void test_load_file(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/test_tenants_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, full, strlen(full)), (ssize_t)strlen(full));
+    close(fd);
+    ten_set *s = NULL;
+    char err[256];
+    assert_int_equal(ten_load(&s, path, err, sizeof err), 0);
+    assert_int_equal(ten_count(s), 2);
+    ten_destroy(&s);
+
+    /* an error names the file */
+    fd = open(path, O_WRONLY | O_TRUNC);
+    assert_true(fd >= 0);
+    const char *bad = "[tenant a]\nbogus = 1\n";
+    assert_int_equal(write(fd, bad, strlen(bad)), (ssize_t)strlen(bad));
+    close(fd);
+    assert_int_equal(ten_load(&s, path, err, sizeof err), -EINVAL);
+    char want[128];
+    snprintf(want, sizeof want, "tenants file %s:2: unknown key 'bogus'", path);
+    assert_memory_equal(err, want, strlen(want));
+    unlink(path);
+
+    assert_int_equal(ten_load(&s, "/nonexistent/tenants", err, sizeof err), -ENOENT);
+    assert_string_equal(err, "cannot open tenants file /nonexistent/tenants: No such file or "
+                             "directory (fix the path given to --tenants)");
+    assert_int_equal(ten_load(&s, "/tmp", err, sizeof err), -EISDIR);
+    assert_null(s);
+    assert_int_equal(ten_load(&s, "/tmp", NULL, 0), -EISDIR);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_full_file),
+        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_load_file),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
