@@ -22,7 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define BS_FREE_RESERVE 1u
+#define BS_FREE_RESERVE 2u
 #define NO_REGION UINT32_MAX
 
 int bs__regions_init(bs_store *s)
@@ -382,7 +382,6 @@ static void evict_region(bs_store *s, uint32_t vi, bs_entry *list)
     bs_region *v = &s->regions[vi];
     uint64_t budget = s->cfg.reinsert ? s->region_size / 2 : 0;
     uint32_t min_hits = s->cfg.reinsert_hits ? s->cfg.reinsert_hits : 1;
-    uint64_t dropped = 0;
     for (bs_entry *e = list; e; e = e->rnext) {
         uint32_t alen = (uint32_t)bs__round_up(e->len, BS_ALIGN);
         if (budget >= alen && atomic_load_explicit(&e->hits, memory_order_relaxed) >= min_hits &&
@@ -398,7 +397,7 @@ static void evict_region(bs_store *s, uint32_t vi, bs_entry *list)
         pthread_mutex_unlock(&sh->lock);
         if (removed) {
             bs__entry_unref(e);
-            dropped++;
+            bs__inc(&s->evicted_blocks, 1); /* counted as it leaves the map */
         }
     }
     /* 2: durable deletes (and the copies' puts) before the bytes go. */
@@ -415,7 +414,6 @@ static void evict_region(bs_store *s, uint32_t vi, bs_entry *list)
         e->rnext = e->rprev = NULL;
         bs__entry_unref(e); /* the list's reference */
     }
-    bs__inc(&s->evicted_blocks, dropped);
 }
 
 static void *evictor_main(void *arg)

@@ -305,10 +305,12 @@ static void fill_unref_locked(node *n, node_fill *f)
     free(f);
 }
 
-static void fill_unlink_locked(node *n, node_fill *f)
+/* Take f out of the table; true when it was there (its reference is then the
+ * caller's to drop). */
+static bool fill_remove_locked(node *n, node_fill *f)
 {
     if (!f->in_table)
-        return;
+        return false;
     node_fill **pp = &n->fill_table[fill_bucket(n, f->key)];
     while (*pp && *pp != f)
         pp = &(*pp)->hnext;
@@ -316,8 +318,9 @@ static void fill_unlink_locked(node *n, node_fill *f)
         *pp = f->hnext;
     f->in_table = false;
     n->fills_active--;
-    fill_unref_locked(n, f);
+    return true;
 }
+
 
 /* Tell every waiter (under fill_lock). */
 static void fill_notify_locked(node_fill *f)
@@ -355,8 +358,11 @@ static void fill_stored(void *arg, int rc)
         node_log(NODE_LOG_WARN, "msg=\"block not stored\" bucket=%s key=\"%s\" block=%llu err=%d",
                  f->bucket, f->key_s, (unsigned long long)f->index, rc);
     pthread_mutex_lock(&n->fill_lock);
-    fill_unlink_locked(n, f);  /* indexed (or failed): later requests use the store */
-    fill_unref_locked(n, f);   /* the write's reference */
+    /* indexed (or failed): later requests use the store. Drop the table's
+     * reference (if still there) and the write's in one step. */
+    if (fill_remove_locked(n, f))
+        f->ref--; /* the write's reference keeps f alive here */
+    fill_unref_locked(n, f);
     pthread_mutex_unlock(&n->fill_lock);
 }
 
@@ -394,7 +400,10 @@ static void fill_got(const s3_error *err, const s3_get_result *res, void *arg)
                           : err->code == -ECANCELED ? RCP_E_BUSY
                                                    : RCP_E_S3;
             snprintf(f->message, sizeof(f->message), "%s", err->message);
-            fill_unlink_locked(n, f); /* the next request tries again */
+            /* out of the table: the next request tries again. The S3 GET's
+             * reference (dropped below) keeps f alive until then. */
+            if (fill_remove_locked(n, f))
+                f->ref--;
         }
         if (f->deadline)
             evtimer_del(f->deadline);
@@ -433,8 +442,10 @@ static void fill_deadline_cb(evutil_socket_t fd, short what, void *arg)
                  "fill of s3://%s/%s block %llu from S3 took longer than %lld ms", f->bucket,
                  f->key_s, (unsigned long long)f->index, (long long)n->conf.fill_deadline_ms);
         fill_notify_locked(f);
-        fill_unlink_locked(n, f);
         node__count(f->owner, NM_FILL_TIMEOUTS, 1);
+        /* the S3 GET still holds a reference: f outlives this */
+        if (fill_remove_locked(n, f))
+            f->ref--;
     }
     pthread_mutex_unlock(&n->fill_lock);
 }

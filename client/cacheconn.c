@@ -105,7 +105,7 @@ static void cc_finish(cc_req *r, int code, int rcp_code, const char *msg)
     r->res.code = code;
     r->res.rcp_code = rcp_code;
     if (msg)
-        snprintf(r->res.message, sizeof(r->res.message), "%s", msg);
+        snprintf(r->res.message, sizeof(r->res.message), "%.255s", msg);
     r->res.text = r->text;
     r->res.text_len = r->text_len;
     c->busy++;

@@ -33,8 +33,11 @@ configure_build() { # dir, cmake args...
   local dir=$1; shift
   cmake -S "$root" -B "$dir" -DRINGCACHE_WERROR=ON "$@" > "$dir.configure.log" 2>&1 \
     || { cat "$dir.configure.log"; return 1; }
-  cmake --build "$dir" -j "$jobs" 2>&1 | grep -Ev '^\[ *[0-9]+%\]' || true
-  [[ ${PIPESTATUS[0]} -eq 0 ]]
+  if ! cmake --build "$dir" -j "$jobs" > "$dir.build.log" 2>&1; then
+    grep -E 'error|warning|undefined' "$dir.build.log" | head -40
+    echo "build failed in $dir (full log: $dir.build.log)" >&2
+    return 1
+  fi
 }
 
 run_ctest() { # dir, label regex

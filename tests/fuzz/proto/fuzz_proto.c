@@ -7,9 +7,16 @@
  */
 #include "proto.h"
 
-#include <assert.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
+
+/* CHECK() vanishes under NDEBUG; a fuzz check must not */
+#define CHECK(c)                                                                               \
+    do {                                                                                       \
+        if (!(c))                                                                              \
+            abort();                                                                           \
+    } while (0)
 
 static void body_parsers(const uint8_t *b, size_t n)
 {
@@ -28,16 +35,16 @@ static void body_parsers(const uint8_t *b, size_t n)
     uint8_t out[8192];
     if (rcp_parse_hello_req(b, n, &hq) == 0) {
         int k = rcp_encode_hello_req(&hq, out, sizeof(out));
-        assert(k > 0);
+        CHECK(k > 0);
         rcp_hello_req again;
-        assert(rcp_parse_hello_req(out, (size_t)k, &again) == 0);
-        assert(again.token.len == hq.token.len && again.block_size == hq.block_size);
+        CHECK(rcp_parse_hello_req(out, (size_t)k, &again) == 0);
+        CHECK(again.token.len == hq.token.len && again.block_size == hq.block_size);
     }
     rcp_parse_hello_resp(b, n, &hr);
     if (rcp_parse_get_req(b, n, &g) == 0) {
         int k = rcp_encode_get_req(&g, out, sizeof(out));
-        assert(k == (int)n);
-        assert(memcmp(out, b, n) == 0);
+        CHECK(k == (int)n);
+        CHECK(memcmp(out, b, n) == 0);
     }
     rcp_parse_get_resp_head(b, n, &gh);
     rcp_parse_head_req(b, n, &h);
@@ -45,7 +52,7 @@ static void body_parsers(const uint8_t *b, size_t n)
     rcp_parse_put_req(b, n, &p);
     rcp_parse_put_resp(b, n, &ps);
     if (rcp_parse_put_block_req(b, n, &pb) == 0)
-        assert(pb.data + pb.data_len == b + n);
+        CHECK(pb.data + pb.data_len == b + n);
     if (rcp_parse_warm_req(b, n, &w) == 0)
         for (uint32_t i = 0; i < w.n_blocks; i++)
             (void)rcp_warm_block(&w, i);
@@ -60,12 +67,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size >= RCP_HEADER_SIZE) {
         rcp_header h;
         if (rcp_header_decode(data, 1u << 20, &h) == 0) {
-            assert(h.len <= (1u << 20));
+            CHECK(h.len <= (1u << 20));
             size_t n = size - RCP_HEADER_SIZE < h.len ? size - RCP_HEADER_SIZE : h.len;
             body_parsers(data + RCP_HEADER_SIZE, n);
             uint8_t re[RCP_HEADER_SIZE];
             rcp_header_encode(&h, re);
-            assert(memcmp(re, data, RCP_HEADER_SIZE) == 0);
+            CHECK(memcmp(re, data, RCP_HEADER_SIZE) == 0);
         }
     }
     return 0;
