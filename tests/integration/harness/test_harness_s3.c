@@ -60,7 +60,7 @@ static void put_get_roundtrip(const h_s3 *s3, const char *bucket)
 
 static void list_paginates(const h_s3 *s3, const char *bucket)
 {
-    char url[512];
+    char url[2048];
     for (int i = 0; i < 3; i++) {
         snprintf(url, sizeof(url), "%s/%s/page/k%d", h_s3_endpoint(s3), bucket, i);
         h_http_req put = {.method = "PUT", .url = url, .body = "x", .body_len = 1};

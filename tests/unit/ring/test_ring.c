@@ -26,8 +26,8 @@
 
 struct members {
 	struct ring_member m[MAX_MEMBERS];
-	char id[MAX_MEMBERS][32];
-	char addr[MAX_MEMBERS][32];
+	char id[MAX_MEMBERS][48];
+	char addr[MAX_MEMBERS][48];
 	size_t n;
 };
 
