@@ -1,0 +1,710 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * cached_bench.c: ringcached measured against its peers in one run, on
+ * loopback, interleaved, medians:
+ *  - warm 1 MiB blocks from the RAM tier over 4 connections vs `iperf3 -P 4`
+ *    (the loopback ceiling), and the node's CPU-seconds per GiB served;
+ *  - cold: a 512 MiB object through one node, S3 behind the S3 model at its
+ *    defaults (30 ms, 100 MiB/s per connection), vs a single-stream GET of it
+ *    through the same model;
+ *  - warm from SSD with the RAM tier off vs the block store's own read
+ *    throughput of the same blocks (the store opened in this process after the
+ *    node stopped);
+ *  - nginx slice cache (Debian nginx, slice 1m, proxy_cache, proxy_cache_lock
+ *    on) in front of the same S3 model: warm throughput with the same client
+ *    concurrency, p99 of 2000 random 64 KiB reads interleaved with ours, and
+ *    nginx's CPU-seconds per GiB;
+ *  - the node's resident memory at rest and under load against its RAM tier.
+ * The last line:
+ *   cached: ram_vs_iperf=<a> ssd_vs_store=<b> cold_vs_single_stream=<c>
+ *   vs_nginx_throughput=<d> p99_vs_nginx=<e> cpu_s_per_gib_vs_nginx=<f>
+ *   rss_over_ram_tier_mib=<g>
+ * Usage: cached_bench [--size-mib N (512)] [--reps N (3)] [--ranges N (2000)]
+ */
+#include "blockkey.h"
+#include "blockstore.h"
+#include "cacheconn.h"
+#include "harness.h"
+#include "s3.h"
+
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <event2/event.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *bucket = H_S3_DEFAULT_BUCKET;
+static const char *okey = "bench/obj.bin";
+static h_env *env;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double pct(double *v, size_t n, double p)
+{
+    qsort(v, n, sizeof(*v), cmp_d);
+    size_t i = (size_t)ceil(p * (double)n);
+    return v[i ? i - 1 : 0];
+}
+
+static void die(const char *what)
+{
+    fprintf(stderr, "cached_bench: %s\n", what);
+    exit(1);
+}
+
+/* CPU seconds (user + system) of a process and its threads. */
+static double proc_cpu_s(pid_t pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')');
+    unsigned long ut = 0, st = 0;
+    if (p)
+        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st);
+    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+static long proc_rss_kib(pid_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    long kib = -1;
+    while (f && fgets(line, sizeof(line), f))
+        if (!strncmp(line, "VmRSS:", 6))
+            kib = strtol(line + 6, NULL, 10);
+    if (f)
+        fclose(f);
+    return kib;
+}
+
+/* ---- a node ----------------------------------------------------------------- */
+
+typedef struct {
+    h_proc *proc;
+    int port;
+    char dir[600];
+} node_t;
+
+static void node_start(node_t *n, const char *name, const char *s3_endpoint, const char *ram,
+                       bool fresh)
+{
+    char bin[1024], pf[700], af[700];
+    if (h_build_path(bin, sizeof(bin), "cached/ringcached") < 0)
+        die("ringcached is not built");
+    h_env_path(env, n->dir, sizeof(n->dir), "node-data");
+    if (fresh)
+        mkdir(n->dir, 0755);
+    snprintf(pf, sizeof(pf), "%s/../%s.port", n->dir, name);
+    snprintf(af, sizeof(af), "%s/../%s.admin", n->dir, name);
+    const char *argv[] = {bin, "--node-id", "bench-0", "--listen", "127.0.0.1", "--port", "0",
+                          "--port-file", pf, "--admin-listen", "127.0.0.1", "--admin-port", "0",
+                          "--admin-port-file", af, "--data-dir", n->dir, "--ssd-capacity",
+                          "2GiB", "--ram-capacity", ram, "--threads", "2", "--no-sync",
+                          "--s3-endpoint", s3_endpoint, "--s3-access-key", "S3RVER",
+                          "--s3-secret-key", "S3RVER", "--log-level", "warn", NULL};
+    if (h_proc_start(env, &n->proc, name, (char *const *)argv, NULL, pf, 0) < 0)
+        die(h_last_error());
+    n->port = h_proc_port(n->proc);
+}
+
+/* ---- our load: K connections, D block GETs in flight each -------------------- */
+
+typedef struct load load;
+typedef struct {
+    load *l;
+    cc_conn *c;
+    uint8_t *buf;
+} load_conn;
+
+struct load {
+    struct event_base *base;
+    load_conn *conns;
+    int k, depth;
+    uint64_t size, blocks, next, done_blocks, target;
+    uint64_t bytes;
+    int inflight;
+    int failed;
+    uint64_t rnd;
+    bool random64k;
+    char version[130];
+};
+
+static void load_issue(load_conn *lc);
+
+static void load_done(const cc_result *r, void *arg)
+{
+    load_conn *lc = arg;
+    load *l = lc->l;
+    l->inflight--;
+    if (r->code) {
+        fprintf(stderr, "cached_bench: GET failed: %s\n", r->message);
+        l->failed = 1;
+        return;
+    }
+    l->bytes += r->bytes;
+    l->done_blocks++;
+    load_issue(lc);
+}
+
+static void load_issue(load_conn *lc)
+{
+    load *l = lc->l;
+    if (l->failed || l->next >= l->target)
+        return;
+    uint64_t b = l->next++ % l->blocks;
+    rcp_get_req g = {{rcp_s(bucket), rcp_s(okey), rcp_s(l->version), l->size}, b, 0, 0, 0};
+    if (cc_get(lc->c, &g, lc->buf, 1u << 20, load_done, lc, NULL) == 0)
+        l->inflight++;
+    else
+        l->failed = 1;
+}
+
+/* Reads `target` blocks over k connections; returns seconds. */
+static double load_run(int port, const char *version, uint64_t size, uint64_t target, int k,
+                       int depth)
+{
+    load l = {0};
+    l.base = event_base_new();
+    l.k = k;
+    l.depth = depth;
+    l.size = size;
+    l.blocks = bkey_block_count(size, 1u << 20);
+    l.target = target;
+    snprintf(l.version, sizeof(l.version), "%s", version);
+    l.conns = calloc((size_t)k, sizeof(*l.conns));
+    for (int i = 0; i < k; i++) {
+        cc_config cc = {"127.0.0.1", port, NULL, 0, "bench", 2000, 60000};
+        l.conns[i].l = &l;
+        l.conns[i].buf = malloc((size_t)depth << 20);
+        if (cc_conn_create(&l.conns[i].c, l.base, &cc) < 0)
+            die("cannot connect to the node");
+    }
+    double t0 = now_s();
+    for (int d = 0; d < depth; d++)
+        for (int i = 0; i < k; i++)
+            load_issue(&l.conns[i]);
+    while (l.inflight > 0 && !l.failed)
+        event_base_loop(l.base, EVLOOP_ONCE);
+    double t = now_s() - t0;
+    if (l.failed)
+        die("a GET through the node failed");
+    for (int i = 0; i < k; i++) {
+        cc_conn_destroy(&l.conns[i].c);
+        free(l.conns[i].buf);
+    }
+    event_base_loop(l.base, EVLOOP_NONBLOCK);
+    free(l.conns);
+    event_base_free(l.base);
+    return t;
+}
+
+typedef struct {
+    int done;
+    cc_result r;
+} one_wait;
+
+static void one_cb(const cc_result *r, void *arg)
+{
+    one_wait *w = arg;
+    w->r = *r;
+    w->done = 1;
+}
+
+/* 64 KiB random reads, one at a time, latency each (ms). */
+static void ours_random(int port, const char *version, uint64_t size, const uint64_t *offs,
+                        int n, double *lat)
+{
+    struct event_base *base = event_base_new();
+    cc_conn *c;
+    cc_config cc = {"127.0.0.1", port, NULL, 0, "bench", 2000, 60000};
+    if (cc_conn_create(&c, base, &cc) < 0)
+        die("cannot connect");
+    uint8_t *buf = malloc(65536);
+    for (int i = 0; i < n; i++) {
+        one_wait w = {0};
+        uint64_t b = offs[i] >> 20;
+        uint32_t in = (uint32_t)(offs[i] & ((1u << 20) - 1));
+        uint32_t len = 65536;
+        if (in + len > (1u << 20))
+            in = (1u << 20) - len;
+        rcp_get_req g = {{rcp_s(bucket), rcp_s(okey), rcp_s(version), size}, b, in, len, 0};
+        double t0 = now_s();
+        if (cc_get(c, &g, buf, 65536, one_cb, &w, NULL) < 0)
+            die("cc_get");
+        while (!w.done)
+            event_base_loop(base, EVLOOP_ONCE);
+        lat[i] = (now_s() - t0) * 1000;
+        if (w.r.code)
+            die("random GET failed");
+    }
+    free(buf);
+    cc_conn_destroy(&c);
+    event_base_loop(base, EVLOOP_NONBLOCK);
+    event_base_free(base);
+}
+
+/* ---- nginx -------------------------------------------------------------------- */
+
+static h_proc *nginx_start(int upstream_port, int *port_out)
+{
+    char dir[600], conf[700], err[700];
+    h_env_path(env, dir, sizeof(dir), "nginx");
+    mkdir(dir, 0755);
+    /* a free port: bind 0, read it, close (nginx has no port file) */
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t sl = sizeof(sa);
+    bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+    getsockname(fd, (struct sockaddr *)&sa, &sl);
+    int port = ntohs(sa.sin_port);
+    close(fd);
+    snprintf(conf, sizeof(conf), "%s/nginx.conf", dir);
+    snprintf(err, sizeof(err), "%s/error.log", dir);
+    FILE *f = fopen(conf, "w");
+    fprintf(f,
+            "worker_processes 2;\npid %s/nginx.pid;\nerror_log %s warn;\ndaemon off;\n"
+            "events { worker_connections 1024; }\n"
+            "http {\n access_log off;\n client_body_temp_path %s/body;\n"
+            " proxy_temp_path %s/proxy;\n fastcgi_temp_path %s/fcgi;\n uwsgi_temp_path %s/uwsgi;\n"
+            " scgi_temp_path %s/scgi;\n sendfile on;\n tcp_nopush off;\n"
+            " proxy_cache_path %s/cache levels=1:2 keys_zone=s3:64m max_size=4g inactive=1h "
+            "use_temp_path=off;\n"
+            " upstream s3 { server 127.0.0.1:%d; keepalive 32; }\n"
+            " server {\n  listen 127.0.0.1:%d;\n  location / {\n   slice 1m;\n"
+            "   proxy_cache s3;\n   proxy_cache_key $uri$is_args$args$slice_range;\n"
+            "   proxy_set_header Range $slice_range;\n   proxy_cache_valid 200 206 1h;\n"
+            "   proxy_cache_lock on;\n   proxy_http_version 1.1;\n"
+            "   proxy_set_header Connection \"\";\n   proxy_set_header Host 127.0.0.1:%d;\n"
+            "   proxy_pass http://s3;\n  }\n }\n}\n",
+            dir, err, dir, dir, dir, dir, dir, dir, upstream_port, port, upstream_port);
+    fclose(f);
+    const char *argv[] = {"nginx", "-p", dir, "-c", conf, "-e", err, NULL};
+    h_proc *p;
+    if (h_proc_start(env, &p, "nginx", (char *const *)argv, NULL, NULL, 0) < 0)
+        die("cannot start nginx (apt-get install nginx)");
+    for (int i = 0; i < 100; i++) {
+        int c = h_tcp_connect(port, 100);
+        if (c >= 0) {
+            close(c);
+            *port_out = port;
+            return p;
+        }
+        usleep(50000);
+    }
+    die("nginx did not start");
+    return NULL;
+}
+
+/* CPU of nginx: the master and its workers (children in its process group). */
+static double nginx_cpu_s(pid_t master)
+{
+    double t = proc_cpu_s(master);
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "pgrep -g %d", (int)master);
+    FILE *p = popen(cmd, "r");
+    int pid;
+    while (p && fscanf(p, "%d", &pid) == 1)
+        if (pid != master)
+            t += proc_cpu_s(pid);
+    if (p)
+        pclose(p);
+    return t;
+}
+
+typedef struct {
+    size_t got;
+} sink;
+
+static size_t sink_write(char *d, size_t s, size_t n, void *arg)
+{
+    (void)d;
+    ((sink *)arg)->got += s * n;
+    return s * n;
+}
+
+/* k connections, each reading 1 MiB ranges in turn: `target` blocks. */
+static double nginx_load(int port, uint64_t size, uint64_t target, int k)
+{
+    CURLM *m = curl_multi_init();
+    CURL **h = calloc((size_t)k, sizeof(*h));
+    sink *sk = calloc((size_t)k, sizeof(*sk));
+    uint64_t blocks = size >> 20, next = 0;
+    char url[256];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/%s/%s", port, bucket, okey);
+    double t0 = now_s();
+    for (int i = 0; i < k; i++) {
+        h[i] = curl_easy_init();
+        curl_easy_setopt(h[i], CURLOPT_URL, url);
+        curl_easy_setopt(h[i], CURLOPT_WRITEFUNCTION, sink_write);
+        curl_easy_setopt(h[i], CURLOPT_WRITEDATA, &sk[i]);
+        char r[64];
+        uint64_t b = next++ % blocks;
+        snprintf(r, sizeof(r), "%llu-%llu", (unsigned long long)(b << 20),
+                 (unsigned long long)((b << 20) + (1u << 20) - 1));
+        curl_easy_setopt(h[i], CURLOPT_RANGE, r);
+        curl_multi_add_handle(m, h[i]);
+    }
+    int running = k;
+    uint64_t done = 0;
+    while (running || done < target) {
+        curl_multi_perform(m, &running);
+        CURLMsg *msg;
+        int left;
+        while ((msg = curl_multi_info_read(m, &left))) {
+            if (msg->msg != CURLMSG_DONE)
+                continue;
+            if (msg->data.result != CURLE_OK)
+                die("nginx GET failed");
+            done++;
+            CURL *e = msg->easy_handle;
+            curl_multi_remove_handle(m, e);
+            if (next < target) {
+                char r[64];
+                uint64_t b = next++ % blocks;
+                snprintf(r, sizeof(r), "%llu-%llu", (unsigned long long)(b << 20),
+                         (unsigned long long)((b << 20) + (1u << 20) - 1));
+                curl_easy_setopt(e, CURLOPT_RANGE, r);
+                curl_multi_add_handle(m, e);
+                running++;
+            }
+        }
+        if (done >= target)
+            break;
+        curl_multi_poll(m, NULL, 0, 100, NULL);
+    }
+    double t = now_s() - t0;
+    for (int i = 0; i < k; i++) {
+        curl_multi_remove_handle(m, h[i]);
+        curl_easy_cleanup(h[i]);
+    }
+    curl_multi_cleanup(m);
+    free(h);
+    free(sk);
+    return t;
+}
+
+static void nginx_random(int port, const uint64_t *offs, int n, double *lat)
+{
+    CURL *e = curl_easy_init();
+    char url[256];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/%s/%s", port, bucket, okey);
+    sink sk = {0};
+    curl_easy_setopt(e, CURLOPT_URL, url);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, sink_write);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, &sk);
+    for (int i = 0; i < n; i++) {
+        uint64_t b = offs[i] >> 20;
+        uint32_t in = (uint32_t)(offs[i] & ((1u << 20) - 1));
+        if (in + 65536 > (1u << 20))
+            in = (1u << 20) - 65536;
+        char r[64];
+        snprintf(r, sizeof(r), "%llu-%llu", (unsigned long long)((b << 20) + in),
+                 (unsigned long long)((b << 20) + in + 65535));
+        curl_easy_setopt(e, CURLOPT_RANGE, r);
+        double t0 = now_s();
+        if (curl_easy_perform(e) != CURLE_OK)
+            die("nginx random GET failed");
+        lat[i] = (now_s() - t0) * 1000;
+    }
+    curl_easy_cleanup(e);
+}
+
+/* ---- iperf3 ------------------------------------------------------------------- */
+
+static double iperf_gib_s(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t sl = sizeof(sa);
+    bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+    getsockname(fd, (struct sockaddr *)&sa, &sl);
+    int port = ntohs(sa.sin_port);
+    close(fd);
+    char ps[16];
+    snprintf(ps, sizeof(ps), "%d", port);
+    const char *sv[] = {"iperf3", "-s", "-B", "127.0.0.1", "-p", ps, "-1", NULL};
+    h_proc *srv;
+    if (h_proc_start(env, &srv, "iperf3-server", (char *const *)sv, NULL, NULL, 0) < 0)
+        die("cannot start iperf3 (apt-get install iperf3)");
+    usleep(300000);
+    char cmd[256];
+    snprintf(cmd, sizeof(cmd), "iperf3 -c 127.0.0.1 -p %d -P 4 -t 3 -f m 2>/dev/null | "
+                               "grep SUM | grep receiver | awk '{print $6}'", port);
+    double mbits = 0;
+    FILE *p = popen(cmd, "r");
+    if (!p || fscanf(p, "%lf", &mbits) != 1)
+        mbits = 0;
+    if (p)
+        pclose(p);
+    h_proc_wait(srv, 3000);
+    h_proc_stop(srv, 2000);
+    return mbits * 1e6 / 8 / (1024.0 * 1024 * 1024);
+}
+
+/* ---- the store alone ------------------------------------------------------------ */
+
+typedef struct {
+    int inflight;
+    uint64_t bytes;
+    int failed;
+} store_load;
+
+static void store_read_cb(void *arg, int rc, bs_buf *buf)
+{
+    store_load *s = arg;
+    s->inflight--;
+    if (rc < 0)
+        s->failed = 1;
+    else
+        s->bytes += (uint64_t)rc;
+    bs_buf_unref(&buf);
+}
+
+static double store_read_all(const char *dir, const char *version, uint64_t size, double *secs)
+{
+    bs_config bc = {0};
+    bc.dir = dir;
+    bc.ssd_bytes = 2ull << 30;
+    bc.ram_bytes = 0;
+    bc.no_sync = true;
+    char err[512];
+    bs_store *st;
+    if (bs_open(&st, &bc, err, sizeof(err)) < 0)
+        die(err);
+    struct event_base *base = event_base_new();
+    bs_worker *w;
+    if (bs_worker_attach(st, base, &w) < 0)
+        die("bs_worker_attach");
+    store_load sl = {0};
+    uint64_t blocks = bkey_block_count(size, 1u << 20), next = 0;
+    double t0 = now_s();
+    while (next < blocks || sl.inflight) {
+        while (next < blocks && sl.inflight < 16) {
+            bkey_id id;
+            bkey_id_init(&id, "", bucket, okey, version, size, next++);
+            if (bs_read(w, &id, 0, 0, store_read_cb, &sl) == 0)
+                sl.inflight++;
+            else
+                sl.failed = 1;
+        }
+        event_base_loop(base, EVLOOP_ONCE);
+    }
+    *secs = now_s() - t0;
+    bs_worker_detach(&w);
+    event_base_free(base);
+    bs_close(&st);
+    if (sl.failed)
+        die("the store could not read every block back");
+    return (double)sl.bytes;
+}
+
+int main(int argc, char **argv)
+{
+    int size_mib = 512, reps = 3, n_ranges = 2000;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--size-mib") && i + 1 < argc)
+            size_mib = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+            reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--ranges") && i + 1 < argc)
+            n_ranges = atoi(argv[++i]);
+        else {
+            fprintf(stderr, "usage: cached_bench [--size-mib N (512)] [--reps N (3)] "
+                            "[--ranges N (2000)]\n");
+            return 2;
+        }
+    }
+    if (size_mib < 16 || reps < 1 || n_ranges < 100)
+        die("--size-mib >= 16, --reps >= 1, --ranges >= 100");
+    signal(SIGPIPE, SIG_IGN);
+    curl_global_init(CURL_GLOBAL_ALL);
+    if (h_env_create(&env, "cached_bench") < 0)
+        return 1;
+    h_s3 *s3;
+    h_s3_opts so = {.version = 3};
+    if (h_s3_start(env, &s3, &so) < 0)
+        die(h_last_error());
+    h_s3model *model;
+    if (h_s3model_start(env, &model, h_s3_port(s3), 30, 100) < 0)
+        die(h_last_error());
+
+    uint64_t size = (uint64_t)size_mib << 20;
+    uint8_t *data = malloc(size);
+    for (uint64_t i = 0; i < size; i += 8) {
+        uint64_t x = (i + 1) * 0x9e3779b97f4a7c15ull;
+        memcpy(data + i, &x, 8);
+    }
+    s3_config dc;
+    s3_config_init(&dc);
+    snprintf(dc.endpoint, sizeof(dc.endpoint), "%s", h_s3_endpoint(s3));
+    snprintf(dc.access_key, sizeof(dc.access_key), "S3RVER");
+    snprintf(dc.secret_key, sizeof(dc.secret_key), "S3RVER");
+    dc.path_style = true;
+    s3_sync *direct;
+    s3_sync_create(&direct, &dc);
+    s3_error err;
+    char etag[S3_ETAG_MAX];
+    s3_sync_put_args pa = {.bucket = bucket, .key = okey, .fd = -1, .data = data, .size = size,
+                           .part_size = 16u << 20, .parallel = 4};
+    fprintf(stderr, "uploading %d MiB ...\n", size_mib);
+    if (s3_sync_put(direct, &pa, etag, &err) < 0)
+        die(err.message);
+
+    /* single stream through the model: the peer of the cold read */
+    s3_config mc = dc;
+    snprintf(mc.endpoint, sizeof(mc.endpoint), "%s", h_s3model_endpoint(model));
+    s3_sync *via;
+    s3_sync_create(&via, &mc);
+    uint8_t *buf = malloc(size);
+    s3_sync_get_args ga = {.bucket = bucket, .key = okey, .fd = -1, .buf = buf, .cap = size,
+                           .parallel = 1};
+    double t0 = now_s();
+    if (s3_sync_get(via, &ga, &err) != (int64_t)size)
+        die(err.message);
+    double t_single = now_s() - t0;
+    fprintf(stderr, "single-stream GET via the model: %.2f s\n", t_single);
+
+    /* cold through one node, then warm from RAM */
+    node_t n;
+    char ram[32];
+    snprintf(ram, sizeof(ram), "%dMiB", size_mib + 256);
+    node_start(&n, "node", h_s3model_endpoint(model), ram, true);
+    long rss_rest = proc_rss_kib(h_proc_pid(n.proc));
+    uint64_t blocks = bkey_block_count(size, 1u << 20);
+    double t_cold = load_run(n.port, etag, size, blocks, 4, 8);
+    fprintf(stderr, "cold through the node: %.2f s\n", t_cold);
+
+    double *t_ram = calloc((size_t)reps, sizeof(double));
+    double *t_ip = calloc((size_t)reps, sizeof(double));
+    double cpu_ours = 0, gib_ours = 0;
+    long rss_load = 0;
+    for (int r = 0; r < reps; r++) {
+        t_ip[r] = iperf_gib_s();
+        double c0 = proc_cpu_s(h_proc_pid(n.proc));
+        double t = load_run(n.port, etag, size, blocks * 2, 4, 4);
+        cpu_ours += proc_cpu_s(h_proc_pid(n.proc)) - c0;
+        gib_ours += 2.0 * (double)size / (1u << 30);
+        long rss = proc_rss_kib(h_proc_pid(n.proc));
+        if (rss > rss_load)
+            rss_load = rss;
+        t_ram[r] = 2.0 * (double)size / (1u << 30) / t;
+        fprintf(stderr, "rep %d: iperf3 -P 4 %.2f GiB/s, node RAM tier %.2f GiB/s\n", r + 1,
+                t_ip[r], t_ram[r]);
+    }
+    double ram_gib = pct(t_ram, (size_t)reps, 0.5), ip_gib = pct(t_ip, (size_t)reps, 0.5);
+
+    /* random 64 KiB ranges vs nginx, both warm, interleaved in batches */
+    int nport;
+    h_proc *ngx = nginx_start(h_s3model_port(model), &nport);
+    fprintf(stderr, "warming nginx ...\n");
+    nginx_load(nport, size, blocks, 4); /* cold fill of its slice cache */
+    double *t_ng = calloc((size_t)reps, sizeof(double));
+    double cpu_ng = 0, gib_ng = 0;
+    for (int r = 0; r < reps; r++) {
+        double c0 = nginx_cpu_s(h_proc_pid(ngx));
+        double t = nginx_load(nport, size, blocks * 2, 4);
+        cpu_ng += nginx_cpu_s(h_proc_pid(ngx)) - c0;
+        gib_ng += 2.0 * (double)size / (1u << 30);
+        t_ng[r] = 2.0 * (double)size / (1u << 30) / t;
+        fprintf(stderr, "rep %d: nginx warm %.2f GiB/s\n", r + 1, t_ng[r]);
+    }
+    double ng_gib = pct(t_ng, (size_t)reps, 0.5);
+    uint64_t *offs = malloc(sizeof(uint64_t) * (size_t)n_ranges);
+    uint64_t x = 88172645463325252ull;
+    for (int i = 0; i < n_ranges; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        offs[i] = x % (size - 65536);
+    }
+    double *lo = malloc(sizeof(double) * (size_t)n_ranges);
+    double *ln = malloc(sizeof(double) * (size_t)n_ranges);
+    for (int b0 = 0; b0 < n_ranges; b0 += 100) {
+        int k = n_ranges - b0 < 100 ? n_ranges - b0 : 100;
+        ours_random(n.port, etag, size, offs + b0, k, lo + b0);
+        nginx_random(nport, offs + b0, k, ln + b0);
+    }
+    double o99 = pct(lo, (size_t)n_ranges, 0.99), n99 = pct(ln, (size_t)n_ranges, 0.99);
+    double o50 = pct(lo, (size_t)n_ranges, 0.5), n50 = pct(ln, (size_t)n_ranges, 0.5);
+    h_proc_stop(ngx, 5000);
+
+    /* SSD: restart the node with the RAM tier off; then the store alone */
+    if (h_proc_stop(n.proc, 15000) != 0)
+        die("the node did not exit cleanly");
+    node_t n2;
+    node_start(&n2, "node-ssd", h_s3model_endpoint(model), "0", false);
+    double *t_ssd = calloc((size_t)reps, sizeof(double));
+    double *t_store = calloc((size_t)reps, sizeof(double));
+    for (int r = 0; r < reps; r++) {
+        double t = load_run(n2.port, etag, size, blocks, 4, 4);
+        t_ssd[r] = (double)size / (1u << 30) / t;
+        fprintf(stderr, "rep %d: node from SSD %.2f GiB/s\n", r + 1, t_ssd[r]);
+    }
+    if (h_proc_stop(n2.proc, 15000) != 0)
+        die("the node did not exit cleanly");
+    for (int r = 0; r < reps; r++) {
+        double secs;
+        double bytes = store_read_all(n2.dir, etag, size, &secs);
+        t_store[r] = bytes / (1u << 30) / secs;
+        fprintf(stderr, "rep %d: block store alone %.2f GiB/s\n", r + 1, t_store[r]);
+    }
+    double ssd_gib = pct(t_ssd, (size_t)reps, 0.5), store_gib = pct(t_store, (size_t)reps, 0.5);
+
+    printf("\n| measure | ringcached | peer | ratio |\n|---|---|---|---|\n");
+    printf("| warm RAM tier, 1 MiB blocks, 4 connections | %.2f GiB/s | iperf3 -P 4: %.2f GiB/s | "
+           "%.2f |\n",
+           ram_gib, ip_gib, ram_gib / ip_gib);
+    printf("| warm, same client concurrency | %.2f GiB/s | nginx slice cache: %.2f GiB/s | %.2f |\n",
+           ram_gib, ng_gib, ram_gib / ng_gib);
+    printf("| CPU-seconds per GiB served | %.3f | nginx: %.3f | %.2f |\n", cpu_ours / gib_ours,
+           cpu_ng / gib_ng, (cpu_ours / gib_ours) / (cpu_ng / gib_ng));
+    printf("| 64 KiB random reads, p50 / p99 (%d) | %.3f / %.3f ms | nginx: %.3f / %.3f ms | "
+           "p99 %.2f |\n",
+           n_ranges, o50, o99, n50, n99, o99 / n99);
+    printf("| cold %d MiB through one node | %.2f s | single-stream GET: %.2f s | %.2fx |\n",
+           size_mib, t_cold, t_single, t_single / t_cold);
+    printf("| warm from SSD, RAM tier off | %.2f GiB/s | block store alone: %.2f GiB/s | %.2f |\n",
+           ssd_gib, store_gib, ssd_gib / store_gib);
+    printf("| resident memory, RAM tier %s | at rest %.0f MiB, under load %.0f MiB | | |\n", ram,
+           rss_rest / 1024.0, rss_load / 1024.0);
+    double ram_tier_mib = size_mib + 256;
+    printf("cached: ram_vs_iperf=%.2f ssd_vs_store=%.2f cold_vs_single_stream=%.2f "
+           "vs_nginx_throughput=%.2f p99_vs_nginx=%.2f cpu_s_per_gib_vs_nginx=%.2f "
+           "rss_over_ram_tier_mib=%.0f\n",
+           ram_gib / ip_gib, ssd_gib / store_gib, t_single / t_cold, ram_gib / ng_gib, o99 / n99,
+           (cpu_ours / gib_ours) / (cpu_ng / gib_ng), rss_load / 1024.0 - ram_tier_mib);
+    s3_sync_destroy(&direct);
+    s3_sync_destroy(&via);
+    h_env_destroy(&env);
+    free(data);
+    free(buf);
+    return 0;
+}
