@@ -110,6 +110,7 @@ static long proc_rss_kib(pid_t pid)
 typedef struct {
     h_proc *proc;
     int port;
+    int admin_port;
     char dir[600];
 } node_t;
 
@@ -133,6 +134,57 @@ static void node_start(node_t *n, const char *name, const char *s3_endpoint, con
     if (h_proc_start(env, &n->proc, name, (char *const *)argv, NULL, pf, 0) < 0)
         die(h_last_error());
     n->port = h_proc_port(n->proc);
+    FILE *f = fopen(af, "r");
+    if (!f || fscanf(f, "%d", &n->admin_port) != 1)
+        die("the node wrote no admin port");
+    fclose(f);
+}
+
+typedef struct {
+    char *p;
+    size_t n;
+} membuf;
+
+static size_t membuf_write(char *d, size_t s, size_t k, void *arg)
+{
+    membuf *m = arg;
+    char *q = realloc(m->p, m->n + s * k + 1);
+    if (!q)
+        return 0;
+    memcpy(q + m->n, d, s * k);
+    m->p = q;
+    m->n += s * k;
+    q[m->n] = '\0';
+    return s * k;
+}
+
+/* One sample of the node's /metrics (name with its labels, e.g.
+ * ringcached_capacity_used_bytes{tier="ram"}); -1 if absent. */
+static double node_metric(const node_t *n, const char *sample)
+{
+    char url[128];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", n->admin_port);
+    CURL *e = curl_easy_init();
+    membuf m = {0};
+    curl_easy_setopt(e, CURLOPT_URL, url);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, membuf_write);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, &m);
+    double v = -1;
+    if (curl_easy_perform(e) == CURLE_OK && m.p) {
+        size_t l = strlen(sample);
+        for (char *line = m.p; line && *line;) {
+            if (!strncmp(line, sample, l) && line[l] == ' ') {
+                v = atof(line + l + 1);
+                break;
+            }
+            line = strchr(line, '\n');
+            if (line)
+                line++;
+        }
+    }
+    free(m.p);
+    curl_easy_cleanup(e);
+    return v;
 }
 
 /* ---- our load: K connections, D block GETs in flight each -------------------- */
@@ -290,7 +342,7 @@ static h_proc *nginx_start(int upstream_port, int *port_out)
     snprintf(err, sizeof(err), "%s/error.log", dir);
     FILE *f = fopen(conf, "w");
     fprintf(f,
-            "worker_processes 2;\npid %s/nginx.pid;\nerror_log %s warn;\ndaemon off;\n"
+            "%sworker_processes 2;\npid %s/nginx.pid;\nerror_log %s warn;\ndaemon off;\n"
             "events { worker_connections 1024; }\n"
             "http {\n access_log off;\n client_body_temp_path %s/body;\n"
             " proxy_temp_path %s/proxy;\n fastcgi_temp_path %s/fcgi;\n uwsgi_temp_path %s/uwsgi;\n"
@@ -304,6 +356,7 @@ static h_proc *nginx_start(int upstream_port, int *port_out)
             "   proxy_cache_lock on;\n   proxy_http_version 1.1;\n"
             "   proxy_set_header Connection \"\";\n   proxy_set_header Host 127.0.0.1:%d;\n"
             "   proxy_pass http://s3;\n  }\n }\n}\n",
+            geteuid() == 0 ? "user root;\n" : "", /* workers must write our temp folder */
             dir, err, dir, dir, dir, dir, dir, dir, upstream_port, port, upstream_port);
     fclose(f);
     const char *argv[] = {"nginx", "-p", dir, "-c", conf, "-e", err, NULL};
@@ -381,10 +434,15 @@ static double nginx_load(int port, uint64_t size, uint64_t target, int k)
         while ((msg = curl_multi_info_read(m, &left))) {
             if (msg->msg != CURLMSG_DONE)
                 continue;
-            if (msg->data.result != CURLE_OK)
-                die("nginx GET failed");
-            done++;
             CURL *e = msg->easy_handle;
+            long code = 0;
+            curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &code);
+            if (msg->data.result != CURLE_OK || code != 206) {
+                fprintf(stderr, "cached_bench: nginx answered %ld (%s)\n", code,
+                        curl_easy_strerror(msg->data.result));
+                die("nginx GET failed (see its error.log in the bench folder)");
+            }
+            done++;
             curl_multi_remove_handle(m, e);
             if (next < target) {
                 char r[64];
@@ -430,7 +488,11 @@ static void nginx_random(int port, const uint64_t *offs, int n, double *lat)
                  (unsigned long long)((b << 20) + in + 65535));
         curl_easy_setopt(e, CURLOPT_RANGE, r);
         double t0 = now_s();
-        if (curl_easy_perform(e) != CURLE_OK)
+        sk.got = 0;
+        long code = 0;
+        if (curl_easy_perform(e) != CURLE_OK ||
+            curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &code) != CURLE_OK || code != 206 ||
+            sk.got != 65536)
             die("nginx random GET failed");
         lat[i] = (now_s() - t0) * 1000;
     }
@@ -623,6 +685,7 @@ int main(int argc, char **argv)
 
     /* random 64 KiB ranges vs nginx, both warm, interleaved in batches */
     int nport;
+    double ram_used_mib = node_metric(&n, "ringcached_capacity_used_bytes{tier=\"ram\"}") / 1048576.0;
     h_proc *ngx = nginx_start(h_s3model_port(model), &nport);
     fprintf(stderr, "warming nginx ...\n");
     nginx_load(nport, size, blocks, 4); /* cold fill of its slice cache */
@@ -693,14 +756,15 @@ int main(int argc, char **argv)
            size_mib, t_cold, t_single, t_single / t_cold);
     printf("| warm from SSD, RAM tier off | %.2f GiB/s | block store alone: %.2f GiB/s | %.2f |\n",
            ssd_gib, store_gib, ssd_gib / store_gib);
-    printf("| resident memory, RAM tier %s | at rest %.0f MiB, under load %.0f MiB | | |\n", ram,
-           rss_rest / 1024.0, rss_load / 1024.0);
-    double ram_tier_mib = size_mib + 256;
+    printf("| resident memory (RAM tier %s, %.0f MiB in use) | at rest %.0f MiB, under load %.0f "
+           "MiB | | over the tier's bytes: %.0f MiB |\n",
+           ram, ram_used_mib, rss_rest / 1024.0, rss_load / 1024.0,
+           rss_load / 1024.0 - ram_used_mib);
     printf("cached: ram_vs_iperf=%.2f ssd_vs_store=%.2f cold_vs_single_stream=%.2f "
            "vs_nginx_throughput=%.2f p99_vs_nginx=%.2f cpu_s_per_gib_vs_nginx=%.2f "
            "rss_over_ram_tier_mib=%.0f\n",
            ram_gib / ip_gib, ssd_gib / store_gib, t_single / t_cold, ram_gib / ng_gib, o99 / n99,
-           (cpu_ours / gib_ours) / (cpu_ng / gib_ng), rss_load / 1024.0 - ram_tier_mib);
+           (cpu_ours / gib_ours) / (cpu_ng / gib_ng), rss_load / 1024.0 - ram_used_mib);
     s3_sync_destroy(&direct);
     s3_sync_destroy(&via);
     h_env_destroy(&env);
