@@ -15,7 +15,7 @@ DEBS=(
   libevent-dev libcurl4-openssl-dev libssl-dev libxxhash-dev libexpat1-dev
   librocksdb-dev liburing-dev libcmocka-dev
   libzstd-dev liblz4-dev libsnappy-dev zlib1g-dev
-  curl bc gnuplot-nox
+  curl bc gnuplot-nox nginx iperf3
 )
 
 missing=()
