@@ -181,11 +181,14 @@ void bs_close(bs_store **store);
  * io_uring_queue_init / eventfd. Thread-safe (many workers may attach). */
 int bs_worker_attach(bs_store *store, struct event_base *base, bs_worker **out);
 
-/* Detaches a worker, on its own thread: operations not yet on disk or in the
- * kernel complete with -ECANCELED; I/O already submitted is waited for (the
- * kernel owns its buffers) and completes with -ECANCELED too. These callbacks
- * run synchronously inside this call, the one exception to the rule. Frees
- * the worker; *w becomes NULL; accepts NULL. */
+/* Detaches a worker, on its own thread: operations not yet handed to the
+ * kernel or the I/O pool (writes parked for space, a backlog, a pool queue)
+ * complete with -ECANCELED; I/O already submitted is waited for (the kernel
+ * owns its buffers) and completes with its real result (a finished write is
+ * stored). Completions with no I/O (misses, RAM hits) still pending complete
+ * as they would have. These callbacks run synchronously inside this call, the
+ * one exception to the rule; bs_read/bs_write called from them return
+ * -ESHUTDOWN. Frees the worker; *w becomes NULL; accepts NULL. */
 void bs_worker_detach(bs_worker **w);
 
 /* Reads [off, off+len) of a block (len 0: to the end of the block). The range
@@ -193,7 +196,7 @@ void bs_worker_detach(bs_worker **w);
  * borrowed for the call only. Returns 0 when accepted: done(arg, rc, buf) will
  * run later on this worker's loop, exactly once. Returns -EINVAL (bad range,
  * NULL), -ENAMETOOLONG (identity above BS_MAX_IDENTITY) or -ESHUTDOWN without
- * calling done. A hit from the RAM tier is a reference to its page (no copy);
+ * calling done; -ENOMEM if no buffer could be had. A hit from the RAM tier is a reference to its page (no copy);
  * one from SSD verifies only the 64 KiB chunks it touches. */
 int bs_read(bs_worker *w, const bkey_id *id, uint64_t off, uint64_t len, bs_read_fn done,
             void *arg);

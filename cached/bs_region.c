@@ -392,13 +392,13 @@ static void evict_region(bs_store *s, uint32_t vi, bs_entry *list)
         bs_shard *sh = bs__shard_of(s, e->key);
         pthread_mutex_lock(&sh->lock);
         bool removed = bs__map_del_locked(sh, e);
-        if (removed)
-            bs__index_del(s->ix, e->key);
-        pthread_mutex_unlock(&sh->lock);
         if (removed) {
-            bs__entry_unref(e);
+            bs__index_del(s->ix, e->key);
             bs__inc(&s->evicted_blocks, 1); /* counted as it leaves the map */
         }
+        pthread_mutex_unlock(&sh->lock);
+        if (removed)
+            bs__entry_unref(e);
     }
     /* 2: durable deletes (and the copies' puts) before the bytes go. */
     bs__index_barrier(s->ix);

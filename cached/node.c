@@ -28,6 +28,8 @@
 #include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 
 /* ---- configuration ---------------------------------------------------------- */
 
@@ -57,6 +59,9 @@ const cfg_opt node_opts[] = {
     {"node-id", CFG_STR, NULL, "this node's member id (default: the host name)", O(node_id), 0, 0, false, false},
     {"tenants", CFG_STR, NULL, "tenants file (tokens, allowed buckets/prefixes, credentials); empty: open", O(tenants), 0, 0, false, false},
     {"peer-token", CFG_STR, NULL, "token cache nodes use with each other (PUT_BLOCK)", O(peer_token), 0, 0, true, false},
+    {"tls-cert", CFG_STR, NULL, "PEM certificate chain: TLS on the protocol and admin ports", O(tls_cert), 0, 0, false, false},
+    {"tls-key", CFG_STR, NULL, "PEM private key of --tls-cert", O(tls_key), 0, 0, false, false},
+    {"tls-ca", CFG_STR, NULL, "PEM CAs this node trusts when it connects to its peers over TLS", O(tls_ca), 0, 0, false, false},
     {"fill-deadline", CFG_MS, "20s", "a fill from S3 that takes longer fails (shorter than clients' timeout)", O(fill_deadline_ms), 100, 3600000, false, false},
     {"max-outstanding", CFG_INT, "64", "requests in flight per connection (announced in HELLO)", O(max_outstanding), 1, 4096, false, false},
     {"max-buffered", CFG_SIZE, "8MiB", "answer bytes queued per connection before it stops reading", O(max_buffered), 64 << 10, 1LL << 31, false, false},
@@ -944,8 +949,32 @@ int node_create(node **out, const node_conf *conf)
         }
     }
 
+    if (conf->tls_cert[0] || conf->tls_key[0]) {
+        if (!conf->tls_cert[0] || !conf->tls_key[0]) {
+            fprintf(stderr, "ringcached: TLS needs both --tls-cert and --tls-key\n");
+            node_destroy(&n);
+            return -EINVAL;
+        }
+        n->ssl_ctx = SSL_CTX_new(TLS_server_method());
+        if (!n->ssl_ctx ||
+            SSL_CTX_use_certificate_chain_file(n->ssl_ctx, conf->tls_cert) != 1 ||
+            SSL_CTX_use_PrivateKey_file(n->ssl_ctx, conf->tls_key, SSL_FILETYPE_PEM) != 1 ||
+            SSL_CTX_check_private_key(n->ssl_ctx) != 1) {
+            char why[256];
+            ERR_error_string_n(ERR_get_error(), why, sizeof(why));
+            fprintf(stderr,
+                    "ringcached: cannot load the TLS certificate %s / key %s: %s (check the files "
+                    "and that the key matches the certificate)\n",
+                    conf->tls_cert, conf->tls_key, why);
+            node_destroy(&n);
+            return -EINVAL;
+        }
+        SSL_CTX_set_min_proto_version(n->ssl_ctx, TLS1_2_VERSION);
+    }
     adm_config ac = {conf->admin_listen, (int)conf->admin_port,
-                     conf->admin_port_file[0] ? conf->admin_port_file : NULL, NULL, NULL};
+                     conf->admin_port_file[0] ? conf->admin_port_file : NULL,
+                     conf->tls_cert[0] ? conf->tls_cert : NULL,
+                     conf->tls_key[0] ? conf->tls_key : NULL};
     if ((rc = adm_start(&n->admin, &ac, n->metrics, config_text_cb, n, err, sizeof(err))) < 0) {
         fprintf(stderr, "ringcached: %s\n", err);
         node_destroy(&n);
@@ -960,9 +989,9 @@ int node_create(node **out, const node_conf *conf)
     bs_stats st;
     bs_stats_get(n->store, &st);
     node_log(NODE_LOG_INFO,
-             "msg=\"ringcached ready\" node=%s port=%d admin_port=%d threads=%u io=%s "
+             "msg=\"ringcached ready\" node=%s port=%d admin_port=%d tls=%s threads=%u io=%s "
              "blocks=%llu ssd_capacity=%llu ram_capacity=%llu",
-             conf->node_id, port, adm_port(n->admin), threads,
+             conf->node_id, port, adm_port(n->admin), n->ssl_ctx ? "on" : "off", threads,
              st.io_uring ? "io_uring" : "threads", (unsigned long long)st.blocks_stored,
              (unsigned long long)st.ssd_capacity, (unsigned long long)st.ram_capacity);
     *out = n;
@@ -1058,6 +1087,7 @@ void node_destroy(node **np)
     }
     free(n->fill_table);
     bs_close(&n->store);
+    SSL_CTX_free(n->ssl_ctx);
     met_destroy(&n->metrics);
     ten_destroy(&n->tenants);
     if (n->main_base)

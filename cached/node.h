@@ -50,6 +50,9 @@ typedef struct node_conf {
     char node_id[128];
     char tenants[512];
     char peer_token[256];
+    char tls_cert[512];
+    char tls_key[512];
+    char tls_ca[512];
     int64_t fill_deadline_ms;
     int64_t max_outstanding;
     int64_t max_buffered;

@@ -14,6 +14,8 @@
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <openssl/ssl.h>
 #include <event2/event.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -871,7 +873,16 @@ void node__accept(node_worker *w, int fd)
     c->max_body = (uint32_t)(n->conf.block_size + 64 * 1024);
     if (c->max_body < (uint32_t)n->conf.chunk_size + 4096)
         c->max_body = (uint32_t)n->conf.chunk_size + 4096;
-    c->bev = bufferevent_socket_new(w->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    if (n->ssl_ctx) {
+        SSL *ssl = SSL_new(n->ssl_ctx);
+        c->bev = ssl ? bufferevent_openssl_socket_new(w->base, fd, ssl, BUFFEREVENT_SSL_ACCEPTING,
+                                                      BEV_OPT_CLOSE_ON_FREE)
+                     : NULL;
+        if (!c->bev && ssl)
+            SSL_free(ssl);
+    } else {
+        c->bev = bufferevent_socket_new(w->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    }
     if (!c->bev) {
         close(fd);
         free(c);

@@ -119,6 +119,7 @@ struct node {
     node_worker *workers;
     unsigned n_workers;
     int listen_fd;                  /* the first listener (others reuse the port) */
+    struct ssl_ctx_st *ssl_ctx;     /* TLS on the protocol port, or NULL */
     int port;
     s3_config s3cfg;
     atomic_bool stopping;

@@ -13,7 +13,7 @@ if(TARGET ringcache_tenants AND TARGET ringcache_admin)
     PUBLIC ringcache_blockstore ringcache_config ringcache_metrics ringcache_admin
            ringcache_tenants ringcache_s3 ringcache_cacheconn ringcache_membership
            ringcache_ring ringcache_blockkey PkgConfig::EVENT PkgConfig::EVENT_PTHREADS
-    PRIVATE ringcache_warnings)
+    PRIVATE PkgConfig::EVENT_OPENSSL PkgConfig::SSL PkgConfig::CRYPTO ringcache_warnings)
   add_executable(ringcached ringcached.c)
   target_link_libraries(ringcached PRIVATE ringcache_node ringcache_warnings)
 endif()

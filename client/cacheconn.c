@@ -13,11 +13,15 @@
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/util.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +65,8 @@ struct cc_conn {
     struct event *connect_timer;
     cc_config cfg;
     char host[256];
+    char tls_ca[512];
+    SSL_CTX *ssl_ctx;
     char token[RCP_MAX_STRING + 1];
     char name[64];
     bool ready, broken, connected;
@@ -539,6 +545,19 @@ static void cc_on_event(struct bufferevent *bev, short what, void *arg)
     } else if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
         char msg[640];
         int err = EVUTIL_SOCKET_ERROR();
+        unsigned long tls_err = c->cfg.tls ? bufferevent_get_openssl_error(c->bev) : 0;
+        if (tls_err) {
+            char why[256];
+            ERR_error_string_n(tls_err, why, sizeof(why));
+            snprintf(msg, sizeof(msg),
+                     "TLS with cache node %s:%d failed: %s (check the node's certificate and the "
+                     "CA file given to the client)",
+                     c->host, c->cfg.port, why);
+            cc_fail_all(c, -EPROTO, 0, msg);
+            c->busy--;
+            cc_maybe_free(c);
+            return;
+        }
         if (!c->connected)
             snprintf(msg, sizeof(msg), "cannot connect to cache node %s:%d: %s", c->host,
                      c->cfg.port, err ? strerror(err) : "connection failed");
@@ -607,13 +626,39 @@ int cc_conn_create(cc_conn **out, struct event_base *base, const cc_config *cfg)
         sslen = (int)ai->ai_addrlen;
         freeaddrinfo(ai);
     }
-    c->bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+    if (cfg->tls) {
+        snprintf(c->tls_ca, sizeof(c->tls_ca), "%s", cfg->tls_ca ? cfg->tls_ca : "");
+        c->cfg.tls_ca = c->tls_ca;
+        c->ssl_ctx = SSL_CTX_new(TLS_client_method());
+        SSL *ssl = c->ssl_ctx ? SSL_new(c->ssl_ctx) : NULL;
+        if (!ssl ||
+            (c->tls_ca[0] ? SSL_CTX_load_verify_locations(c->ssl_ctx, c->tls_ca, NULL)
+                          : SSL_CTX_set_default_verify_paths(c->ssl_ctx)) != 1) {
+            if (ssl)
+                SSL_free(ssl);
+            SSL_CTX_free(c->ssl_ctx);
+            free(c);
+            return -EINVAL; /* no usable CA file */
+        }
+        SSL_set_verify(ssl, SSL_VERIFY_PEER, NULL);
+        /* the node's certificate must name the address we dial */
+        X509_VERIFY_PARAM *vp = SSL_get0_param(ssl);
+        if (X509_VERIFY_PARAM_set1_ip_asc(vp, c->host) != 1) {
+            X509_VERIFY_PARAM_set1_host(vp, c->host, 0);
+            SSL_set_tlsext_host_name(ssl, c->host);
+        }
+        c->bev = bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_CONNECTING,
+                                                BEV_OPT_CLOSE_ON_FREE);
+    } else {
+        c->bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+    }
     c->connect_timer = evtimer_new(base, cc_on_connect_timeout, c);
     if (!c->bev || !c->connect_timer) {
         if (c->bev)
             bufferevent_free(c->bev);
         if (c->connect_timer)
             event_free(c->connect_timer);
+        SSL_CTX_free(c->ssl_ctx);
         free(c);
         return -ENOMEM;
     }
@@ -635,6 +680,7 @@ static void cc_free(cc_conn *c)
         bufferevent_free(c->bev);
     if (c->connect_timer)
         event_free(c->connect_timer);
+    SSL_CTX_free(c->ssl_ctx);
     free(c);
 }
 

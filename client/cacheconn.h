@@ -34,6 +34,8 @@ typedef struct cc_config {
     const char *client_name;    /* for the node's logs */
     int connect_timeout_ms;     /* default 2000 */
     int request_timeout_ms;     /* default 30000: longer than the node's fill deadline */
+    bool tls;                   /* TLS to the node (its --tls-cert) */
+    const char *tls_ca;         /* PEM file of CAs to verify the node; NULL: the system's */
 } cc_config;
 
 /* What a request ended with. code is 0 or -errno: -ECONNREFUSED/-ECONNRESET/

@@ -3,7 +3,9 @@
  * cluster.c: reads and writes through a cluster of cache nodes (cluster.h).
  * Each read keeps up to `parallel` block requests in flight over the members'
  * pipelined connections; a block whose owner fails is asked of the next owner
- * on the ring, and the failed member is skipped for down_ms.
+ * on the ring, and the failed member is skipped for down_ms. Nodes are kept in
+ * a table that only grows (one entry per id and address ever seen), so a
+ * request in flight may hold a node pointer across a ring change.
  */
 #include "cluster.h"
 
@@ -30,17 +32,24 @@ typedef struct rcl_node {
     int64_t down_until_ms;
 } rcl_node;
 
+typedef struct rcl_connect_state rcl_connect_state;
+
 struct rcl_cluster {
     struct event_base *base;
     rcl_config cfg;
     char token[RCP_MAX_STRING + 1];
-    struct ring *ring;
-    rcl_node *nodes;
-    size_t n_nodes;
+    struct membership *ms;
+    struct ring *ring;          /* the ring in use (a reference) */
+    rcl_node **ring_nodes;      /* ring member index -> node */
+    size_t n_ring;
+    rcl_node **all;             /* every node ever seen; freed at destroy */
+    size_t n_all, cap_all;
     char tenant[257];
     uint32_t block_size;
     bool have_hello;
     bool destroying;
+    rcl_connect_state *waiting;  /* rcl_connect waiting for a first ring */
+    struct event *wait_timer;
     rcl_stats stats;
 };
 
@@ -62,9 +71,8 @@ static void rcl_learn_hello(rcl_cluster *c, cc_conn *conn)
     c->have_hello = true;
 }
 
-static cc_conn *rcl_conn(rcl_cluster *c, size_t i)
+static cc_conn *rcl_conn(rcl_cluster *c, rcl_node *n)
 {
-    rcl_node *n = &c->nodes[i];
     if (n->conn && cc_conn_broken(n->conn))
         cc_conn_destroy(&n->conn);
     if (n->conn)
@@ -72,15 +80,16 @@ static cc_conn *rcl_conn(rcl_cluster *c, size_t i)
     if (n->down_until_ms > rcl_now_ms())
         return NULL;
     cc_config cc = {n->host, n->port, c->token[0] ? c->token : NULL, c->cfg.block_size,
-                    "ringcache", c->cfg.connect_timeout_ms, c->cfg.request_timeout_ms};
+                    "ringcache", c->cfg.connect_timeout_ms, c->cfg.request_timeout_ms,
+                    c->cfg.tls, c->cfg.tls_ca};
     if (cc_conn_create(&n->conn, c->base, &cc) < 0)
         return NULL;
     return n->conn;
 }
 
-static void rcl_mark_down(rcl_cluster *c, size_t i)
+static void rcl_mark_down(rcl_cluster *c, rcl_node *n)
 {
-    c->nodes[i].down_until_ms = rcl_now_ms() + c->cfg.down_ms;
+    n->down_until_ms = rcl_now_ms() + c->cfg.down_ms;
     c->stats.node_failures++;
 }
 
@@ -106,6 +115,82 @@ static int rcl_remote_errno(const cc_result *r)
     }
 }
 
+/* ---- nodes and the ring ------------------------------------------------------ */
+
+static rcl_node *rcl_node_get(rcl_cluster *c, const char *id, const char *addr)
+{
+    for (size_t i = 0; i < c->n_all; i++)
+        if (strcmp(c->all[i]->id, id) == 0 && strcmp(c->all[i]->addr, addr) == 0)
+            return c->all[i];
+    if (c->n_all == c->cap_all) {
+        size_t cap = c->cap_all ? c->cap_all * 2 : 8;
+        rcl_node **a = realloc(c->all, cap * sizeof(*a));
+        if (!a)
+            return NULL;
+        c->all = a;
+        c->cap_all = cap;
+    }
+    rcl_node *n = calloc(1, sizeof(*n));
+    if (!n)
+        return NULL;
+    snprintf(n->id, sizeof(n->id), "%s", id);
+    snprintf(n->addr, sizeof(n->addr), "%s", addr);
+    const char *colon = strrchr(addr, ':');
+    size_t hl = colon ? (size_t)(colon - addr) : strlen(addr);
+    if (hl >= sizeof(n->host))
+        hl = sizeof(n->host) - 1;
+    memcpy(n->host, addr, hl);
+    n->host[hl] = '\0';
+    if (n->host[0] == '[' && hl > 2) {
+        memmove(n->host, n->host + 1, hl - 2);
+        n->host[hl - 2] = '\0';
+    }
+    n->port = colon ? atoi(colon + 1) : (int)MEMBERSHIP_DEFAULT_PORT;
+    c->all[c->n_all++] = n;
+    return n;
+}
+
+static void rcl_connect_run(rcl_cluster *c, rcl_connect_state *st);
+
+/* Makes `ring` (borrowed) the ring in use. -ENOMEM leaves the old one. */
+static int rcl_adopt(rcl_cluster *c, struct ring *ring)
+{
+    size_t n = ring_member_count(ring);
+    rcl_node **map = calloc(n ? n : 1, sizeof(*map));
+    if (!map)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        const struct ring_member *m = ring_member_at(ring, i);
+        map[i] = rcl_node_get(c, m->id, m->addr);
+        if (!map[i]) {
+            free(map);
+            return -ENOMEM;
+        }
+    }
+    if (c->ring)
+        c->stats.ring_changes++;
+    ring_unref(&c->ring);
+    c->ring = ring_ref(ring);
+    free(c->ring_nodes);
+    c->ring_nodes = map;
+    c->n_ring = n;
+    return 0;
+}
+
+static void rcl_on_change(void *arg, struct ring *ring)
+{
+    rcl_cluster *c = arg;
+    if (c->destroying || rcl_adopt(c, ring) < 0)
+        return;
+    if (c->waiting) {
+        rcl_connect_state *st = c->waiting;
+        c->waiting = NULL;
+        if (c->wait_timer)
+            event_del(c->wait_timer);
+        rcl_connect_run(c, st);
+    }
+}
+
 int rcl_create(rcl_cluster **out, struct event_base *base, const rcl_config *cfg, char *err,
                size_t errlen)
 {
@@ -126,40 +211,28 @@ int rcl_create(rcl_cluster **out, struct event_base *base, const rcl_config *cfg
     if (c->cfg.down_ms <= 0)
         c->cfg.down_ms = 5000;
     c->block_size = cfg->block_size;
-    struct membership_list ml;
+    struct membership_options mo = {0};
+    mo.base = base;
+    mo.dns = cfg->dns;
+    mo.interval_ms = cfg->dns_interval_ms;
+    mo.on_change = rcl_on_change;
+    mo.change_arg = c;
     const char *m = cfg->members ? cfg->members : "";
-    int rc = membership_parse_list(m, strlen(m), MEMBERSHIP_DEFAULT_PORT, &ml, err, errlen);
+    int rc = membership_create(&c->ms, m, &mo, err, errlen);
     if (rc < 0) {
         free(c);
         return rc;
     }
-    c->nodes = calloc(ml.n, sizeof(*c->nodes));
-    rc = c->nodes ? ring_create(&c->ring, ml.members, ml.n, NULL, err, errlen) : -ENOMEM;
-    if (rc < 0) {
-        membership_list_deinit(&ml);
-        free(c->nodes);
-        free(c);
-        return rc;
-    }
-    c->n_nodes = ring_member_count(c->ring);
-    for (size_t i = 0; i < c->n_nodes; i++) {
-        const struct ring_member *rm = ring_member_at(c->ring, i);
-        rcl_node *n = &c->nodes[i];
-        snprintf(n->id, sizeof(n->id), "%s", rm->id);
-        snprintf(n->addr, sizeof(n->addr), "%s", rm->addr);
-        const char *colon = strrchr(rm->addr, ':');
-        size_t hl = colon ? (size_t)(colon - rm->addr) : strlen(rm->addr);
-        if (hl >= sizeof(n->host))
-            hl = sizeof(n->host) - 1;
-        memcpy(n->host, rm->addr, hl);
-        n->host[hl] = '\0';
-        if (n->host[0] == '[' && hl > 2) {
-            memmove(n->host, n->host + 1, hl - 2);
-            n->host[hl - 2] = '\0';
+    struct ring *r = membership_ring(c->ms);
+    if (r) {
+        rc = rcl_adopt(c, r);
+        ring_unref(&r);
+        if (rc < 0) {
+            snprintf(err, errlen, "out of memory building the member table of %s", m);
+            rcl_destroy(&c);
+            return rc;
         }
-        n->port = colon ? atoi(colon + 1) : (int)MEMBERSHIP_DEFAULT_PORT;
     }
-    membership_list_deinit(&ml);
     *out = c;
     return 0;
 }
@@ -170,10 +243,21 @@ void rcl_destroy(rcl_cluster **cp)
         return;
     rcl_cluster *c = *cp;
     c->destroying = true;
-    for (size_t i = 0; i < c->n_nodes; i++)
-        cc_conn_destroy(&c->nodes[i].conn);
+    membership_destroy(&c->ms);
+    if (c->wait_timer)
+        event_free(c->wait_timer);
+    if (c->waiting) {
+        rcl_connect_state *st = c->waiting;
+        c->waiting = NULL;
+        rcl_connect_run(c, st); /* no ring: fails at once */
+    }
+    for (size_t i = 0; i < c->n_all; i++) {
+        cc_conn_destroy(&c->all[i]->conn);
+        free(c->all[i]);
+    }
+    free(c->all);
+    free(c->ring_nodes);
     ring_unref(&c->ring);
-    free(c->nodes);
     free(c);
     *cp = NULL;
 }
@@ -181,22 +265,40 @@ void rcl_destroy(rcl_cluster **cp)
 const char *rcl_tenant(const rcl_cluster *c) { return c->tenant; }
 uint32_t rcl_block_size(const rcl_cluster *c) { return c->block_size; }
 void rcl_stats_get(const rcl_cluster *c, rcl_stats *out) { *out = c->stats; }
+size_t rcl_member_count(const rcl_cluster *c) { return c->n_ring; }
+
+size_t rcl_members_up(const rcl_cluster *c)
+{
+    int64_t now = rcl_now_ms();
+    size_t up = 0;
+    for (size_t i = 0; i < c->n_ring; i++)
+        if (c->ring_nodes[i]->down_until_ms <= now)
+            up++;
+    return up;
+}
+
+void rcl_reset_down(rcl_cluster *c)
+{
+    for (size_t i = 0; i < c->n_all; i++)
+        c->all[i]->down_until_ms = 0;
+}
 
 /* ---- connect -------------------------------------------------------------- */
 
 typedef struct {
     rcl_cluster *c;
-    size_t node;
-    struct rcl_connect_state *st;
+    rcl_node *node;
+    rcl_connect_state *st;
 } rcl_ping;
 
-typedef struct rcl_connect_state {
+struct rcl_connect_state {
     rcl_done_fn done;
     void *arg;
     size_t pending;
     bool told;
+    bool refused;
     char last[256];
-} rcl_connect_state;
+};
 
 static void rcl_ping_done(const cc_result *res, void *arg)
 {
@@ -204,14 +306,16 @@ static void rcl_ping_done(const cc_result *res, void *arg)
     rcl_connect_state *st = p->st;
     rcl_cluster *c = p->c;
     if (res->code == 0) {
-        rcl_learn_hello(c, c->nodes[p->node].conn);
+        rcl_learn_hello(c, p->node->conn);
         if (!st->told) {
             st->told = true;
             st->done(0, NULL, st->arg);
         }
     } else {
         snprintf(st->last, sizeof(st->last), "%s", res->message);
-        if (res->code != -ECANCELED && res->code != -EREMOTEIO)
+        if (res->code == -EREMOTEIO)
+            st->refused = true;
+        else if (res->code != -ECANCELED)
             rcl_mark_down(c, p->node);
     }
     if (--st->pending == 0) {
@@ -219,11 +323,71 @@ static void rcl_ping_done(const cc_result *res, void *arg)
             st->told = true;
             char msg[400];
             snprintf(msg, sizeof(msg), "no cache node answered: %s", st->last);
-            st->done(res->code == -EREMOTEIO ? -EACCES : -ECONNREFUSED, msg, st->arg);
+            st->done(st->refused ? -EACCES : -EHOSTDOWN, msg, st->arg);
         }
         free(st);
     }
     free(p);
+}
+
+static void rcl_connect_fail_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    rcl_connect_state *st = arg;
+    char msg[400];
+    snprintf(msg, sizeof(msg), "no cache node answered: %s", st->last);
+    st->done(-EHOSTDOWN, msg, st->arg);
+    free(st);
+}
+
+static void rcl_connect_run(rcl_cluster *c, rcl_connect_state *st)
+{
+    for (size_t i = 0; i < c->n_ring; i++) {
+        rcl_node *n = c->ring_nodes[i];
+        n->down_until_ms = 0; /* connecting is an explicit probe of every member */
+        cc_conn *conn = rcl_conn(c, n);
+        rcl_ping *p = calloc(1, sizeof(*p));
+        if (!conn || !p) {
+            free(p);
+            continue;
+        }
+        p->c = c;
+        p->node = n;
+        p->st = st;
+        if (cc_ping(conn, rcl_ping_done, p) == 0)
+            st->pending++;
+        else
+            free(p);
+    }
+    if (st->pending == 0) {
+        if (c->destroying) {
+            st->done(-ECANCELED, "the cluster is being destroyed", st->arg);
+            free(st);
+            return;
+        }
+        if (c->n_ring == 0)
+            snprintf(st->last, sizeof(st->last), "the member source has no members yet");
+        struct timeval tv = {0, 0};
+        if (event_base_once(c->base, -1, EV_TIMEOUT, rcl_connect_fail_cb, st, &tv) < 0) {
+            st->done(-ENOMEM, "out of memory", st->arg);
+            free(st);
+        }
+    }
+}
+
+static void rcl_wait_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    rcl_cluster *c = arg;
+    if (!c->waiting)
+        return;
+    rcl_connect_state *st = c->waiting;
+    c->waiting = NULL;
+    snprintf(st->last, sizeof(st->last), "%s resolved to no member in time (is the name "
+             "fully qualified, with SRV records?)", membership_spec(c->ms));
+    rcl_connect_run(c, st);
 }
 
 int rcl_connect(rcl_cluster *c, rcl_done_fn done, void *arg)
@@ -234,25 +398,21 @@ int rcl_connect(rcl_cluster *c, rcl_done_fn done, void *arg)
     st->done = done;
     st->arg = arg;
     snprintf(st->last, sizeof(st->last), "no members");
-    for (size_t i = 0; i < c->n_nodes; i++) {
-        cc_conn *conn = rcl_conn(c, i);
-        rcl_ping *p = calloc(1, sizeof(*p));
-        if (!conn || !p) {
-            free(p);
-            continue;
+    if (c->n_ring == 0 && !c->waiting) {
+        /* a dns: source still resolving: connect when the first ring comes */
+        if (!c->wait_timer)
+            c->wait_timer = evtimer_new(c->base, rcl_wait_timeout, c);
+        if (!c->wait_timer) {
+            free(st);
+            return -ENOMEM;
         }
-        p->c = c;
-        p->node = i;
-        p->st = st;
-        if (cc_ping(conn, rcl_ping_done, p) == 0)
-            st->pending++;
-        else
-            free(p);
+        int ms = c->cfg.connect_timeout_ms > 5000 ? c->cfg.connect_timeout_ms : 5000;
+        struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+        evtimer_add(c->wait_timer, &tv);
+        c->waiting = st;
+        return 0;
     }
-    if (st->pending == 0) {
-        free(st);
-        return -ECONNREFUSED;
-    }
+    rcl_connect_run(c, st);
     return 0;
 }
 
@@ -260,7 +420,8 @@ int rcl_connect(rcl_cluster *c, rcl_done_fn done, void *arg)
 
 typedef struct {
     rcl_cluster *c;
-    size_t next;            /* next node to try */
+    size_t next;            /* next ring position to try */
+    rcl_node *tried;
     char bucket[64], key[1025];
     rcl_head_fn done;
     void *arg;
@@ -272,7 +433,7 @@ static void rcl_head_done(const cc_result *res, void *arg)
 {
     rcl_head_op *op = arg;
     if (rcl_node_fault(res) && !op->c->destroying) {
-        rcl_mark_down(op->c, op->next - 1);
+        rcl_mark_down(op->c, op->tried);
         rcl_head_try(op);
         return;
     }
@@ -284,14 +445,22 @@ static void rcl_head_done(const cc_result *res, void *arg)
 static void rcl_head_try(rcl_head_op *op)
 {
     rcl_cluster *c = op->c;
-    while (op->next < c->n_nodes) {
-        size_t i = op->next++;
-        cc_conn *conn = rcl_conn(c, i);
+    while (op->next < c->n_ring) {
+        rcl_node *n = c->ring_nodes[op->next++];
+        cc_conn *conn = rcl_conn(c, n);
+        op->tried = n;
         if (conn && cc_head(conn, op->bucket, op->key, rcl_head_done, op) == 0)
             return;
     }
-    op->done(-ECONNREFUSED, "no cache node could be reached for HEAD", 0, "", op->arg);
+    op->done(-EHOSTDOWN, "no cache node could be reached for HEAD", 0, "", op->arg);
     free(op);
+}
+
+static void rcl_head_start(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    rcl_head_try(arg);
 }
 
 int rcl_head(rcl_cluster *c, const char *bucket, const char *key, rcl_head_fn done, void *arg)
@@ -305,8 +474,30 @@ int rcl_head(rcl_cluster *c, const char *bucket, const char *key, rcl_head_fn do
     op->done = done;
     op->arg = arg;
     op->next = 0;
-    rcl_head_try(op);
+    /* from the loop, so done never runs inside this call */
+    struct timeval tv = {0, 0};
+    if (event_base_once(c->base, -1, EV_TIMEOUT, rcl_head_start, op, &tv) < 0) {
+        free(op);
+        return -ENOMEM;
+    }
     return 0;
+}
+
+/* Up to RCL_MAX_OWNERS owners of block b of obj, in ring order. */
+static int rcl_owners(rcl_cluster *c, const char *bucket, const char *key, const char *version,
+                      uint64_t size, uint64_t b, rcl_node **out)
+{
+    if (!c->ring)
+        return 0;
+    bkey_id id;
+    bkey_id_init(&id, c->tenant, bucket, key, version, size, b);
+    uint8_t rk[16];
+    bkey_ring_key(bkey_of(&id), rk);
+    const struct ring_member *owners[RCL_MAX_OWNERS];
+    int n = ring_lookup(c->ring, rk, sizeof(rk), owners, RCL_MAX_OWNERS);
+    for (int k = 0; k < n; k++)
+        out[k] = c->ring_nodes[ring_member_index(c->ring, owners[k])];
+    return n > 0 ? n : 0;
 }
 
 /* ---- read ------------------------------------------------------------------- */
@@ -333,7 +524,7 @@ struct rcl_read_op {
     uint64_t block;
     uint32_t in_off, in_len;     /* range inside the block */
     uint64_t buf_off;
-    size_t owners[RCL_MAX_OWNERS];
+    rcl_node *owners[RCL_MAX_OWNERS];
     int n_owners, attempt;
 };
 
@@ -389,8 +580,7 @@ static void rcl_read_send(rcl_read_op *op)
     rcl_read_state *rd = op->rd;
     rcl_cluster *c = rd->c;
     while (op->attempt < op->n_owners) {
-        size_t ni = op->owners[op->attempt];
-        cc_conn *conn = rcl_conn(c, ni);
+        cc_conn *conn = rcl_conn(c, op->owners[op->attempt]);
         if (conn) {
             rcp_get_req g = {{rcp_s(rd->bucket), rcp_s(rd->key), rcp_s(rd->version), rd->size},
                              op->block, op->in_off, op->in_len,
@@ -404,9 +594,9 @@ static void rcl_read_send(rcl_read_op *op)
             c->stats.failovers++;
     }
     if (!rd->failed) {
-        rd->failed = -EIO;
+        rd->failed = -EHOSTDOWN;
         char last[256];
-        snprintf(last, sizeof(last), "%.255s", rd->msg[0] ? rd->msg : "no connection");
+        snprintf(last, sizeof(last), "%.255s", rd->msg[0] ? rd->msg : "marked down");
         snprintf(rd->msg, sizeof(rd->msg),
                  "every cache node owning s3://%s/%s block %llu failed (last: %s)", rd->bucket,
                  rd->key, (unsigned long long)op->block, last);
@@ -437,26 +627,20 @@ static void rcl_read_launch(rcl_read_state *rd)
         op->in_off = (uint32_t)from;
         op->in_len = (uint32_t)(to - from);
         op->buf_off = bstart + from - rd->off;
-        bkey_id id;
-        bkey_id_init(&id, c->tenant, rd->bucket, rd->key, rd->version, rd->size, b);
-        uint8_t rk[16];
-        bkey_ring_key(bkey_of(&id), rk);
-        const struct ring_member *owners[RCL_MAX_OWNERS];
-        int n = ring_lookup(c->ring, rk, sizeof(rk), owners, RCL_MAX_OWNERS);
-        for (int k = 0; k < n; k++)
-            op->owners[k] = ring_member_index(c->ring, owners[k]);
-        op->n_owners = n > 0 ? n : 0;
+        op->n_owners = rcl_owners(c, rd->bucket, rd->key, rd->version, rd->size, b, op->owners);
         rd->inflight++;
         rcl_read_send(op);
     }
 }
 
-static void rcl_read_empty(evutil_socket_t fd, short what, void *arg)
+static void rcl_read_start(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
     rcl_read_state *rd = arg;
-    rd->inflight = 0;
+    rd->inflight--;
+    if (rd->len)
+        rcl_read_launch(rd);
     rcl_read_finish_if_done(rd);
 }
 
@@ -482,26 +666,28 @@ int rcl_read(rcl_cluster *c, const rcl_object *obj, uint64_t off, uint64_t len, 
     rd->done = done;
     rd->arg = arg;
     if (len == 0) {
-        /* nothing to read: finish from the loop, never inside this call */
         rd->next_block = 1;
         rd->last_block = 0;
-        rd->inflight = 1;
-        struct timeval tv = {0, 0};
-        if (event_base_once(c->base, -1, EV_TIMEOUT, rcl_read_empty, rd, &tv) < 0) {
-            free(rd);
-            return -ENOMEM;
-        }
-        return 0;
+    } else {
+        rd->next_block = off / c->block_size;
+        rd->last_block = (off + len - 1) / c->block_size;
     }
-    rd->next_block = off / c->block_size;
-    rd->last_block = (off + len - 1) / c->block_size;
-    rcl_read_launch(rd);
+    /* start from the loop, so done never runs inside this call (a read whose
+     * owners are all marked down would otherwise finish synchronously) */
+    rd->inflight = 1;
+    struct timeval tv = {0, 0};
+    if (event_base_once(c->base, -1, EV_TIMEOUT, rcl_read_start, rd, &tv) < 0) {
+        free(rd);
+        return -ENOMEM;
+    }
     return 0;
 }
 
 /* ---- put ----------------------------------------------------------------------- */
 
 typedef struct {
+    rcl_cluster *c;
+    rcl_node *node;
     rcl_put_fn done;
     void *arg;
 } rcl_put_op;
@@ -509,34 +695,213 @@ typedef struct {
 static void rcl_put_done(const cc_result *res, void *arg)
 {
     rcl_put_op *op = arg;
-    op->done(rcl_remote_errno(res), res->code ? res->message : NULL, res->version, op->arg);
+    int code = rcl_remote_errno(res);
+    if (rcl_node_fault(res) && res->code != -EREMOTEIO) {
+        rcl_mark_down(op->c, op->node);
+        code = -EHOSTDOWN;
+    }
+    op->done(code, res->code ? res->message : NULL, res->version, op->arg);
     free(op);
 }
 
 int rcl_put(rcl_cluster *c, const char *bucket, const char *key, uint64_t size,
             cc_read_fn read_fn, void *read_arg, rcl_put_fn done, void *arg)
 {
-    for (size_t i = 0; i < c->n_nodes; i++) {
-        cc_conn *conn = rcl_conn(c, i);
+    for (size_t i = 0; i < c->n_ring; i++) {
+        rcl_node *n = c->ring_nodes[i];
+        cc_conn *conn = rcl_conn(c, n);
         if (!conn)
             continue;
         rcl_put_op *op = calloc(1, sizeof(*op));
         if (!op)
             return -ENOMEM;
+        op->c = c;
+        op->node = n;
         op->done = done;
         op->arg = arg;
         if (cc_put(conn, bucket, key, size, read_fn, read_arg, rcl_put_done, op) == 0)
             return 0;
         free(op);
     }
-    return -ECONNREFUSED;
+    return -EHOSTDOWN;
+}
+
+/* ---- warm ----------------------------------------------------------------------- */
+
+typedef struct rcl_warm_state rcl_warm_state;
+typedef struct {
+    rcl_warm_state *st;
+    rcl_node *node;
+    uint64_t *blocks;
+    uint32_t n;
+} rcl_warm_req;
+
+struct rcl_warm_state {
+    rcl_cluster *c;
+    char bucket[64], key[1025], version[129];
+    uint64_t size;
+    size_t pending;
+    uint64_t started;
+    int failed;
+    char msg[2600];
+    rcl_warm_fn done;
+    void *arg;
+};
+
+static void rcl_warm_finish(rcl_warm_state *st)
+{
+    if (st->pending)
+        return;
+    st->done(st->failed, st->failed ? st->msg : NULL, st->started, st->arg);
+    free(st);
+}
+
+static void rcl_warm_dispatch(rcl_warm_state *st, const uint64_t *blocks, size_t n);
+
+static void rcl_warm_done(const cc_result *res, void *arg)
+{
+    rcl_warm_req *w = arg;
+    rcl_warm_state *st = w->st;
+    rcl_cluster *c = st->c;
+    if (res->code == 0) {
+        st->started += w->n; /* blocks a node took (cacheconn drops its count) */
+    } else if (rcl_node_fault(res) && !c->destroying) {
+        rcl_mark_down(c, w->node);
+        c->stats.failovers++;
+        rcl_warm_dispatch(st, w->blocks, w->n); /* next owners */
+    } else if (!st->failed) {
+        st->failed = rcl_remote_errno(res);
+        snprintf(st->msg, sizeof(st->msg), "WARM s3://%s/%s on %s: %s", st->bucket, st->key,
+                 w->node->id, res->message);
+    }
+    st->pending--;
+    free(w->blocks);
+    free(w);
+    rcl_warm_finish(st);
+}
+
+/* Groups blocks by their first live owner and sends one WARM per owner (in
+ * pieces of at most RCP_MAX_WARM_BLOCKS). */
+static void rcl_warm_dispatch(rcl_warm_state *st, const uint64_t *blocks, size_t n)
+{
+    rcl_cluster *c = st->c;
+    rcl_node **pick = calloc(n ? n : 1, sizeof(*pick));
+    if (!pick) {
+        st->failed = -ENOMEM;
+        snprintf(st->msg, sizeof(st->msg), "out of memory");
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        rcl_node *own[RCL_MAX_OWNERS];
+        int no = rcl_owners(c, st->bucket, st->key, st->version, st->size, blocks[i], own);
+        for (int k = 0; k < no && !pick[i]; k++)
+            if (rcl_conn(c, own[k]))
+                pick[i] = own[k];
+        if (!pick[i] && !st->failed) {
+            st->failed = -EHOSTDOWN;
+            snprintf(st->msg, sizeof(st->msg),
+                     "every cache node owning s3://%s/%s block %llu is down", st->bucket,
+                     st->key, (unsigned long long)blocks[i]);
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        rcl_node *node = pick[i];
+        if (!node)
+            continue;
+        /* gather this node's blocks from i on */
+        uint64_t *mine = malloc(n * sizeof(*mine));
+        size_t m = 0;
+        if (!mine) {
+            st->failed = -ENOMEM;
+            break;
+        }
+        for (size_t j = i; j < n; j++)
+            if (pick[j] == node) {
+                mine[m++] = blocks[j];
+                pick[j] = NULL;
+            }
+        for (size_t from = 0; from < m; from += RCP_MAX_WARM_BLOCKS) {
+            size_t k = m - from < RCP_MAX_WARM_BLOCKS ? m - from : RCP_MAX_WARM_BLOCKS;
+            rcl_warm_req *w = calloc(1, sizeof(*w));
+            uint64_t *part = malloc(k * sizeof(*part));
+            if (!w || !part) {
+                free(w);
+                free(part);
+                st->failed = -ENOMEM;
+                break;
+            }
+            memcpy(part, mine + from, k * sizeof(*part));
+            w->st = st;
+            w->node = node;
+            w->blocks = part;
+            w->n = (uint32_t)k;
+            rcp_object o = {rcp_s(st->bucket), rcp_s(st->key), rcp_s(st->version), st->size};
+            cc_conn *conn = rcl_conn(c, node);
+            if (!conn || cc_warm(conn, &o, part, w->n, rcl_warm_done, w) != 0) {
+                free(part);
+                free(w);
+                if (!st->failed) {
+                    st->failed = -EHOSTDOWN;
+                    snprintf(st->msg, sizeof(st->msg), "cannot send WARM to %s", node->id);
+                }
+                continue;
+            }
+            st->pending++;
+        }
+        free(mine);
+    }
+    free(pick);
+}
+
+static void rcl_warm_start(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    rcl_warm_state *st = arg;
+    uint64_t bs = st->c->block_size;
+    uint64_t nb = bkey_block_count(st->size, bs);
+    uint64_t *all = malloc((nb ? nb : 1) * sizeof(*all));
+    if (!all) {
+        st->failed = -ENOMEM;
+        snprintf(st->msg, sizeof(st->msg), "out of memory");
+    } else {
+        for (uint64_t b = 0; b < nb; b++)
+            all[b] = b;
+        rcl_warm_dispatch(st, all, nb);
+        free(all);
+    }
+    st->pending--;
+    rcl_warm_finish(st);
+}
+
+int rcl_warm(rcl_cluster *c, const rcl_object *obj, rcl_warm_fn done, void *arg)
+{
+    if (!c->block_size || !c->have_hello)
+        return -ENOTCONN;
+    rcl_warm_state *st = calloc(1, sizeof(*st));
+    if (!st)
+        return -ENOMEM;
+    st->c = c;
+    snprintf(st->bucket, sizeof(st->bucket), "%s", obj->bucket);
+    snprintf(st->key, sizeof(st->key), "%s", obj->key);
+    snprintf(st->version, sizeof(st->version), "%s", obj->version ? obj->version : "");
+    st->size = obj->size;
+    st->done = done;
+    st->arg = arg;
+    st->pending = 1; /* held until the loop dispatches */
+    struct timeval tv = {0, 0};
+    if (event_base_once(c->base, -1, EV_TIMEOUT, rcl_warm_start, st, &tv) < 0) {
+        free(st);
+        return -ENOMEM;
+    }
+    return 0;
 }
 
 /* ---- stats ----------------------------------------------------------------------- */
 
 typedef struct {
     rcl_cluster *c;
-    size_t node;
+    rcl_node *node;         /* NULL: the hold reference */
     struct rcl_stats_state *st;
 } rcl_stats_op;
 
@@ -551,7 +916,7 @@ static void rcl_stats_done(const cc_result *res, void *arg)
 {
     rcl_stats_op *op = arg;
     rcl_stats_state *st = op->st;
-    rcl_node *n = &op->c->nodes[op->node];
+    rcl_node *n = op->node;
     st->fn(n->id, n->addr, res->code, res->code ? res->message : res->text, st->arg);
     if (--st->pending == 0) {
         st->done(0, NULL, st->arg);
@@ -560,17 +925,15 @@ static void rcl_stats_done(const cc_result *res, void *arg)
     free(op);
 }
 
-/* A member that could not be asked (or the hold reference, node SIZE_MAX). */
+/* A member that could not be asked (or the hold reference, node NULL). */
 static void rcl_stats_unreachable(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
     rcl_stats_op *op = arg;
     rcl_stats_state *st = op->st;
-    if (op->node != SIZE_MAX) {
-        rcl_node *n = &op->c->nodes[op->node];
-        st->fn(n->id, n->addr, -ECONNREFUSED, "cannot connect", st->arg);
-    }
+    if (op->node)
+        st->fn(op->node->id, op->node->addr, -ECONNREFUSED, "cannot connect", st->arg);
     if (--st->pending == 0) {
         st->done(0, NULL, st->arg);
         free(st);
@@ -581,20 +944,25 @@ static void rcl_stats_unreachable(evutil_socket_t fd, short what, void *arg)
 int rcl_stats_all(rcl_cluster *c, rcl_node_text_fn fn, rcl_done_fn done, void *arg)
 {
     rcl_stats_state *st = calloc(1, sizeof(*st));
-    if (!st)
+    rcl_stats_op *hold = calloc(1, sizeof(*hold));
+    if (!st || !hold) {
+        free(st);
+        free(hold);
         return -ENOMEM;
+    }
     st->fn = fn;
     st->done = done;
     st->arg = arg;
     st->pending = 1; /* held until every request is out */
-    for (size_t i = 0; i < c->n_nodes; i++) {
-        c->nodes[i].down_until_ms = 0; /* ask every member, even one marked down */
-        cc_conn *conn = rcl_conn(c, i);
+    for (size_t i = 0; i < c->n_ring; i++) {
+        rcl_node *n = c->ring_nodes[i];
+        n->down_until_ms = 0; /* ask every member, even one marked down */
+        cc_conn *conn = rcl_conn(c, n);
         rcl_stats_op *op = calloc(1, sizeof(*op));
         if (!op)
             break;
         op->c = c;
-        op->node = i;
+        op->node = n;
         op->st = st;
         st->pending++;
         if (!conn || cc_stats(conn, rcl_stats_done, op) != 0) {
@@ -603,11 +971,8 @@ int rcl_stats_all(rcl_cluster *c, rcl_node_text_fn fn, rcl_done_fn done, void *a
         }
     }
     struct timeval tv = {0, 0};
-    rcl_stats_op *hold = calloc(1, sizeof(*hold));
-    if (!hold)
-        return -ENOMEM;
     hold->c = c;
-    hold->node = SIZE_MAX;
+    hold->node = NULL;
     hold->st = st;
     event_base_once(c->base, -1, EV_TIMEOUT, rcl_stats_unreachable, hold, &tv);
     return 0;

@@ -1,13 +1,19 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
  * cluster.h: reading and writing through a cluster of cache nodes on one event
- * loop. The members (a static list for now) form the ring (ring.h); a read of
- * a byte range is cut into blocks, each block asked of its owner on the ring
- * over a pipelined connection (cacheconn.h), several nodes at once; a node that
- * refuses, drops the connection or misses the deadline is marked down for a
- * while and the block is asked of the next owner. Block keys (and so placement)
- * include the tenant the nodes named in HELLO, exactly as the nodes compute
- * them.
+ * loop. The members come from a membership source (membership.h: a static
+ * list, file:PATH or dns:NAME[:PORT], re-resolved on its interval) and form the
+ * ring (ring.h); a read of a byte range is cut into blocks, each block asked of
+ * its owner on the ring over a pipelined connection (cacheconn.h), several
+ * nodes at once; a node that refuses, drops the connection or misses the
+ * deadline is marked down for down_ms and the block is asked of the next owner.
+ * After down_ms the next request to the node is the probe: a new connection,
+ * marked down again if it fails. Block keys (and so placement) include the
+ * tenant the nodes named in HELLO, exactly as the nodes compute them.
+ *
+ * When the ring changes, members that stay keep their connections; members
+ * that leave keep theirs until the cluster is destroyed, so requests in flight
+ * on them finish normally.
  *
  * Thread-safety: an rcl_cluster belongs to the loop it was created on; call it
  * from that loop's thread only. Callbacks run on the loop, never from inside
@@ -27,7 +33,7 @@ struct event_base;
 typedef struct rcl_cluster rcl_cluster;
 
 typedef struct rcl_config {
-    const char *members;        /* "id=host:port,..." or "host:port,..." */
+    const char *members;        /* "id=host:port,...", "host:port,...", file:PATH, dns:NAME[:PORT] */
     const char *token;          /* tenant token, NULL: none */
     uint32_t block_size;        /* 0: what the first node says in HELLO */
     int parallel;               /* block requests in flight per read; 0: 16 */
@@ -35,6 +41,11 @@ typedef struct rcl_config {
     int request_timeout_ms;     /* 0: 30000 (longer than the nodes' fill deadline) */
     int down_ms;                /* how long a failed node is skipped; 0: 5000 */
     bool cache_only;            /* ask nodes not to fill from S3 */
+    bool tls;                   /* TLS to the nodes */
+    const char *tls_ca;         /* PEM CAs for the nodes' certificates (borrowed for the
+                                   cluster's life); NULL: the system's */
+    unsigned dns_interval_ms;   /* dns: re-resolution interval; 0: membership's default */
+    struct evdns_base *dns;     /* dns: resolver (borrowed); NULL: /etc/resolv.conf */
 } rcl_config;
 
 typedef struct rcl_object {
@@ -50,40 +61,63 @@ typedef struct rcl_stats {
     uint64_t node_failures;     /* connections that failed */
     uint64_t from_s3;           /* blocks the nodes filled from S3 */
     uint64_t bytes;
+    uint64_t ring_changes;      /* rings adopted after the first */
 } rcl_stats;
 
-/* Parses the members and builds the ring. Connections open lazily. 0, or
- * -EINVAL with a sentence in err. */
+/* Creates the membership source and the connections' table. A static list or
+ * file gives the ring at once; dns: resolves in the background (rcl_connect
+ * waits for it). Connections open lazily. 0, or -EINVAL (and others of
+ * membership_create) with a sentence in err. */
 int rcl_create(rcl_cluster **out, struct event_base *base, const rcl_config *cfg, char *err,
                size_t errlen);
 /* Fails what is in flight with -ECANCELED (callbacks run before it returns). */
 void rcl_destroy(rcl_cluster **c);
 
 /* Connects to every member and calls done once one has answered HELLO (code
- * 0) or all have failed (code < 0, msg says why). */
+ * 0) or all have failed (code < 0, msg says why: -EHOSTDOWN no node answered,
+ * -EACCES a node refused the token). With a dns: source and no ring yet it
+ * waits for the first resolution (up to max(connect timeout, 5 s)). */
 typedef void (*rcl_done_fn)(int code, const char *msg, void *arg);
 int rcl_connect(rcl_cluster *c, rcl_done_fn done, void *arg);
 
 /* The tenant the nodes named, and the block size (valid after rcl_connect). */
 const char *rcl_tenant(const rcl_cluster *c);
 uint32_t rcl_block_size(const rcl_cluster *c);
+/* Members of the current ring (0 before a dns: source resolved). */
+size_t rcl_member_count(const rcl_cluster *c);
+/* Members of the current ring not marked down right now. */
+size_t rcl_members_up(const rcl_cluster *c);
+/* Forget every mark: the next request to each node is a probe. */
+void rcl_reset_down(rcl_cluster *c);
 
-/* HEAD through a live node: size and version. */
+/* HEAD through a live node: size and version. code -EHOSTDOWN when no node
+ * could answer (read S3 directly), else as rcl_read. */
 typedef void (*rcl_head_fn)(int code, const char *msg, uint64_t size, const char *version,
                             void *arg);
 int rcl_head(rcl_cluster *c, const char *bucket, const char *key, rcl_head_fn done, void *arg);
 
 /* Read [off, off+len) of obj into buf. progress (may be NULL) is told the bytes
  * done. code: 0, -ESTALE (the object is not the version pinned), -ENOENT,
- * -EACCES, -EIO (every owner of a block failed), -ECANCELED. */
+ * -EACCES, -ENODATA (cache_only and a block is not cached), -EHOSTDOWN (every
+ * owner of a block failed or is marked down: read S3 directly), -EIO (a node
+ * answered that S3 failed), -ECANCELED. */
 typedef void (*rcl_progress_fn)(uint64_t done, uint64_t total, void *arg);
 int rcl_read(rcl_cluster *c, const rcl_object *obj, uint64_t off, uint64_t len, void *buf,
              rcl_progress_fn progress, rcl_done_fn done, void *arg);
 
-/* Write-through PUT through a live node; version is S3's new ETag. */
+/* Write-through PUT through a live node; version is S3's new ETag. -EHOSTDOWN
+ * (returned, or in done when the node failed before answering) means no node
+ * took it: S3 directly is the way. */
 typedef void (*rcl_put_fn)(int code, const char *msg, const char *version, void *arg);
 int rcl_put(rcl_cluster *c, const char *bucket, const char *key, uint64_t size,
             cc_read_fn read_fn, void *read_arg, rcl_put_fn done, void *arg);
+
+/* WARM: asks each block's owner (the next owner when it is down) to fill the
+ * blocks of obj from S3 in the background; no data comes back. done gets the
+ * number of blocks the nodes accepted (a node skips those it has) or -errno
+ * with a message (-EHOSTDOWN: some block found no live owner). */
+typedef void (*rcl_warm_fn)(int code, const char *msg, uint64_t started, void *arg);
+int rcl_warm(rcl_cluster *c, const rcl_object *obj, rcl_warm_fn done, void *arg);
 
 /* STATS of every member: fn once per member (text NULL when it failed), then
  * done. */

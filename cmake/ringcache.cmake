@@ -10,6 +10,8 @@ find_package(Threads REQUIRED)
 # Debian packages, by their pkg-config names (see ../shared/REFERENCES.md).
 pkg_check_modules(EVENT REQUIRED IMPORTED_TARGET libevent_core libevent_extra)
 pkg_check_modules(EVENT_PTHREADS REQUIRED IMPORTED_TARGET libevent_pthreads)
+pkg_check_modules(EVENT_OPENSSL REQUIRED IMPORTED_TARGET libevent_openssl)
+pkg_check_modules(SSL REQUIRED IMPORTED_TARGET libssl)
 pkg_check_modules(CURL REQUIRED IMPORTED_TARGET libcurl)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
 pkg_check_modules(CRYPTO REQUIRED IMPORTED_TARGET libcrypto)

@@ -34,6 +34,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509v3.h>
+#include <sys/wait.h>
 
 static h_env *env;
 static h_s3 *s3;
@@ -541,6 +545,122 @@ static void test_pipelined_client_that_never_reads(void **state)
     stop_clean(&n);
 }
 
+/* ---- TLS ---------------------------------------------------------------------- */
+
+/* A self-signed certificate for 127.0.0.1 that is its own CA, made here. */
+static void make_cert(const char *cert_path, const char *key_path)
+{
+    EVP_PKEY *key = EVP_EC_gen("P-256");
+    assert_non_null(key);
+    X509 *x = X509_new();
+    X509_set_version(x, 2);
+    ASN1_INTEGER_set(X509_get_serialNumber(x), (long)(getpid() ^ rand()));
+    X509_gmtime_adj(X509_getm_notBefore(x), -60);
+    X509_gmtime_adj(X509_getm_notAfter(x), 3600);
+    X509_set_pubkey(x, key);
+    X509_NAME *name = X509_get_subject_name(x);
+    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)"127.0.0.1", -1,
+                               -1, 0);
+    X509_set_issuer_name(x, name);
+    X509V3_CTX ctx;
+    X509V3_set_ctx_nodb(&ctx);
+    X509V3_set_ctx(&ctx, x, x, NULL, NULL, 0);
+    static const char *const exts[][2] = {
+        {"basicConstraints", "critical,CA:TRUE"},
+        {"subjectAltName", "IP:127.0.0.1"},
+        {"keyUsage", "critical,digitalSignature,keyCertSign"},
+    };
+    for (size_t i = 0; i < 3; i++) {
+        X509_EXTENSION *e = X509V3_EXT_conf(NULL, &ctx, exts[i][0], exts[i][1]);
+        assert_non_null(e);
+        X509_add_ext(x, e, -1);
+        X509_EXTENSION_free(e);
+    }
+    assert_true(X509_sign(x, key, EVP_sha256()) > 0);
+    FILE *f = fopen(cert_path, "w");
+    assert_int_equal(PEM_write_X509(f, x), 1);
+    fclose(f);
+    f = fopen(key_path, "w");
+    assert_int_equal(PEM_write_PrivateKey(f, key, NULL, NULL, 0, NULL, NULL), 1);
+    fclose(f);
+    X509_free(x);
+    EVP_PKEY_free(key);
+}
+
+static cc_conn *tls_conn(const t_node *n, const char *ca)
+{
+    cc_conn *c = NULL;
+    cc_config cc = {"127.0.0.1", n->port, NULL, 0, "tls-test", 2000, 30000, true, ca};
+    assert_int_equal(cc_conn_create(&c, base, &cc), 0);
+    return c;
+}
+
+static void test_tls(void **state)
+{
+    (void)state;
+    char cert[600], key[600], other_cert[600], other_key[600];
+    h_env_path(env, cert, sizeof(cert), "node.crt");
+    h_env_path(env, key, sizeof(key), "node.key");
+    h_env_path(env, other_cert, sizeof(other_cert), "other.crt");
+    h_env_path(env, other_key, sizeof(other_key), "other.key");
+    make_cert(cert, key);
+    make_cert(other_cert, other_key);
+    t_node n;
+    const char *extra[] = {"--tls-cert", cert, "--tls-key", key, NULL};
+    t_node_start(env, &n, "tls", h_s3model_endpoint(model), extra);
+    size_t size = (1u << 20) + 7;
+    unsigned char *data = t_alloc_data(size, 8);
+    char etag[S3_ETAG_MAX];
+    put_direct("tls/obj", data, size, etag);
+
+    /* the right CA: blocks flow, byte for byte */
+    cc_conn *c = tls_conn(&n, cert);
+    unsigned char *buf = malloc(1u << 20);
+    for (uint64_t b = 0; b < 2; b++) {
+        cc_result r = t_get(base, c, bucket, "tls/obj", etag, size, b, buf, 1u << 20);
+        if (r.code)
+            fprintf(stderr, "TLS GET: %s\n", r.message);
+        assert_int_equal(r.code, 0);
+        assert_memory_equal(buf, data + b * (1u << 20), r.bytes);
+    }
+    cc_conn_destroy(&c);
+
+    /* a client trusting another CA: a clear error, not a hang */
+    c = tls_conn(&n, other_cert);
+    cc_result r = t_get(base, c, bucket, "tls/obj", etag, size, 0, buf, 1u << 20);
+    fprintf(stderr, "wrong CA: %s\n", r.message);
+    assert_int_equal(r.code, -EPROTO);
+    assert_non_null(strstr(r.message, "TLS"));
+    assert_non_null(strstr(r.message, "certificate verify failed"));
+    cc_conn_destroy(&c);
+
+    /* a plaintext client on the TLS port fails, it does not get data */
+    c = t_conn(base, &n, NULL);
+    r = t_get(base, c, bucket, "tls/obj", etag, size, 0, buf, 1u << 20);
+    assert_true(r.code < 0);
+    cc_conn_destroy(&c);
+    event_base_loop(base, EVLOOP_NONBLOCK);
+
+    /* the admin port speaks HTTPS with the same certificate: curl --cacert */
+    char url[128], cmd[1400];
+    snprintf(url, sizeof(url), "https://127.0.0.1:%d/healthz", n.admin_port);
+    snprintf(cmd, sizeof(cmd), "curl -sS --cacert %s %s", cert, url);
+    FILE *p = popen(cmd, "r");
+    char out[64] = "";
+    assert_non_null(p);
+    size_t k = fread(out, 1, sizeof(out) - 1, p);
+    out[k] = '\0';
+    assert_int_equal(pclose(p), 0);
+    assert_string_equal(out, "ok\n");
+    snprintf(cmd, sizeof(cmd), "curl -sS --cacert %s %s 2>/dev/null", other_cert, url);
+    p = popen(cmd, "r");
+    k = fread(out, 1, sizeof(out) - 1, p);
+    assert_int_not_equal(pclose(p), 0); /* curl refuses the certificate */
+    free(buf);
+    free(data);
+    stop_clean(&n);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -551,6 +671,7 @@ int main(void)
         cmocka_unit_test(test_tenants),
         cmocka_unit_test(test_bad_input_keeps_serving),
         cmocka_unit_test(test_pipelined_client_that_never_reads),
+        cmocka_unit_test(test_tls),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
