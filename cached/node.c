@@ -192,6 +192,11 @@ void node__count(node_worker *w, int metric, uint64_t v)
     met_add(w->n->metrics, w->idx, node_metric_base + metric, v);
 }
 
+void node__gauge_add(node_worker *w, int metric, int64_t delta)
+{
+    met_gauge_add(w->n->metrics, node_metric_base + metric, delta);
+}
+
 void node__latency(node_worker *w, uint64_t us)
 {
     met_observe_us(w->n->metrics, w->idx, node_metric_base + NM_LATENCY, us);
@@ -252,13 +257,6 @@ static int64_t node_gauge_fn(void *arg)
     }
 }
 
-static int64_t node_conns_open_fn(void *arg)
-{
-    node *n = arg;
-    int64_t total = (int64_t)met_get(n->metrics, node_metric_base + NM_CONNECTIONS);
-    (void)total;
-    return 0;
-}
 
 /* ---- the fill table ---------------------------------------------------------- */
 
@@ -837,9 +835,13 @@ int node_create(node **out, const node_conf *conf)
     n->s3cfg.max_connections = (int)conf->s3_connections;
     /* a fill's own S3 retries must fit inside the fill deadline */
     n->s3cfg.retry_budget_ms = (int)conf->fill_deadline_ms;
-    if (!n->s3cfg.endpoint[0] && !getenv("AWS_REGION") && !conf->s3_region[0])
-        node_log(NODE_LOG_WARN, "msg=\"no S3 endpoint or region given: using AWS us-east-1 "
-                                "(set --s3-endpoint or AWS_ENDPOINT_URL)\"");
+    if (!n->s3cfg.endpoint[0] && !conf->s3_region[0] && !getenv("AWS_REGION") &&
+        !getenv("AWS_DEFAULT_REGION")) {
+        fprintf(stderr, "ringcached: no S3 endpoint: set --s3-endpoint (or AWS_ENDPOINT_URL) "
+                        "for an S3-compatible store, or --s3-region (or AWS_REGION) for AWS\n");
+        node_destroy(&n);
+        return -EINVAL;
+    }
 
     if (conf->tenants[0]) {
         if ((rc = ten_load(&n->tenants, conf->tenants, err, sizeof(err))) < 0) {
@@ -884,7 +886,6 @@ int node_create(node **out, const node_conf *conf)
             g_gauge_args[g] = (gauge_arg){n, (node_gauge)g};
             met_set_fn(n->metrics, gbase + g, node_gauge_fn, &g_gauge_args[g]);
         }
-    (void)node_conns_open_fn;
 
     /* the protocol port: one socket per worker on the same port (SO_REUSEPORT) */
     n->workers = calloc(threads, sizeof(*n->workers));

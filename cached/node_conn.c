@@ -899,6 +899,7 @@ void node__accept(node_worker *w, int fd)
         w->conns->prev = c;
     w->conns = c;
     node__count(w, NM_CONNECTIONS, 1);
+    node__gauge_add(w, NM_CONNECTIONS_OPEN, 1);
 }
 
 static void conn_close(node_conn *c)
@@ -907,6 +908,7 @@ static void conn_close(node_conn *c)
         return;
     c->closed = true;
     node_worker *w = c->w;
+    node__gauge_add(w, NM_CONNECTIONS_OPEN, -1);
     /* requests: those waiting on something of another thread leave it now;
      * those with an operation of this thread in flight are freed when it ends */
     node_req *r = c->reqs;

@@ -154,6 +154,7 @@ void node__post(node_worker *w, node_msg *m); /* any thread; takes ownership of 
 s3_client *node__s3_for(node_worker *w, const ten_tenant *t);
 void node__count(node_worker *w, int metric, uint64_t v);
 void node__latency(node_worker *w, uint64_t us);
+void node__gauge_add(node_worker *w, int metric, int64_t delta);
 
 /* Join (or start) the fill of block `id` for request `r` on worker `w`. The
  * answer arrives through w's mailbox. Returns 0, or -errno (answer an error). */

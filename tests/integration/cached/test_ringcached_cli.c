@@ -1,0 +1,220 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * test_ringcached_cli.c: ringcached's command line as an operator meets it:
+ * --help lists every option with its default; a port in use, a data folder
+ * that does not exist, an unknown key (in a flag and in a config file), a
+ * missing S3 endpoint and a half TLS setting each stop it with exit status
+ * non-zero and one sentence that names the thing and the fix; a config file
+ * and flags combine, and /config shows the effective values with secrets
+ * redacted.
+ */
+#include "harness.h"
+
+#include <errno.h>
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+static h_env *env;
+static char bin[1024];
+
+typedef struct {
+    int status;
+    char out[65536];
+    char err[8192];
+} run_result;
+
+static void slurp(const char *path, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return;
+    size_t n = fread(buf, 1, cap - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+}
+
+/* Runs ringcached with args (NULL-terminated) and waits for it (it must exit). */
+static void run(run_result *r, const char *const *args)
+{
+    char outp[600], errp[600];
+    h_env_path(env, outp, sizeof(outp), "out");
+    h_env_path(env, errp, sizeof(errp), "err");
+    const char *argv[64];
+    int n = 0;
+    argv[n++] = bin;
+    for (int i = 0; args[i] && n < 63; i++)
+        argv[n++] = args[i];
+    argv[n] = NULL;
+    pid_t pid = fork();
+    if (pid == 0) {
+        int o = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int e = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(o, 1);
+        dup2(e, 2);
+        unsetenv("AWS_ENDPOINT_URL");
+        unsetenv("AWS_REGION");
+        unsetenv("AWS_DEFAULT_REGION");
+        setenv("HOME", h_env_dir(env), 1);
+        execv(bin, (char *const *)argv);
+        _exit(127);
+    }
+    int st;
+    waitpid(pid, &st, 0);
+    r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    slurp(outp, r->out, sizeof(r->out));
+    slurp(errp, r->err, sizeof(r->err));
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    if (h_env_create(&env, "test_ringcached_cli") < 0)
+        return -1;
+    if (h_build_path(bin, sizeof(bin), "cached/ringcached") < 0)
+        h_skip("ringcached is not built");
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    h_env_destroy(&env);
+    return 0;
+}
+
+static void test_help(void **state)
+{
+    (void)state;
+    run_result r;
+    run(&r, (const char *[]){"--help", NULL});
+    assert_int_equal(r.status, 0);
+    const char *keys[] = {"--data-dir", "--ssd-capacity", "--ram-capacity", "--block-size",
+                          "--listen", "--port", "--admin-port", "--s3-endpoint", "--s3-region",
+                          "--members", "--tenants", "--tls-cert", "--config", "--port-file"};
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        if (!strstr(r.out, keys[i]))
+            fprintf(stderr, "--help does not list %s\n", keys[i]);
+        assert_non_null(strstr(r.out, keys[i]));
+    }
+    assert_non_null(strstr(r.out, "default: 1MiB"));
+}
+
+static void test_errors_name_the_fix(void **state)
+{
+    (void)state;
+    run_result r;
+    char data[600];
+    h_env_path(env, data, sizeof(data), "data");
+    mkdir(data, 0755);
+
+    run(&r, (const char *[]){"--data-dir", data, "--bogus-key", "1", NULL});
+    assert_int_not_equal(r.status, 0);
+    assert_non_null(strstr(r.err, "bogus-key"));
+
+    run(&r, (const char *[]){"--data-dir", data, "--listen", "127.0.0.1", "--port", "0",
+                             "--admin-port", "0", NULL});
+    assert_int_not_equal(r.status, 0);
+    assert_non_null(strstr(r.err, "--s3-endpoint"));
+
+    run(&r, (const char *[]){"--data-dir", "/nonexistent/ringcache", "--s3-endpoint",
+                             "http://127.0.0.1:1", "--port", "0", "--admin-port", "0", NULL});
+    assert_int_not_equal(r.status, 0);
+    assert_non_null(strstr(r.err, "/nonexistent/ringcache"));
+
+    /* a port in use */
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t sl = sizeof(sa);
+    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    assert_int_equal(listen(fd, 1), 0);
+    getsockname(fd, (struct sockaddr *)&sa, &sl);
+    char port[16];
+    snprintf(port, sizeof(port), "%d", ntohs(sa.sin_port));
+    run(&r, (const char *[]){"--data-dir", data, "--s3-endpoint", "http://127.0.0.1:1",
+                             "--listen", "127.0.0.1", "--port", port, "--admin-listen",
+                             "127.0.0.1", "--admin-port", "0", "--ssd-capacity", "256MiB",
+                             "--ram-capacity", "0", NULL});
+    assert_int_not_equal(r.status, 0);
+    assert_non_null(strstr(r.err, "in use"));
+    assert_non_null(strstr(r.err, "--port"));
+    close(fd);
+
+    run(&r, (const char *[]){"--data-dir", data, "--s3-endpoint", "http://127.0.0.1:1",
+                             "--tls-cert", "/x.pem", "--port", "0", "--admin-port", "0",
+                             "--ssd-capacity", "256MiB", "--ram-capacity", "0", NULL});
+    assert_int_not_equal(r.status, 0);
+    assert_non_null(strstr(r.err, "--tls-key"));
+
+    /* an unknown key in a config file names the file and the line */
+    char conf[600];
+    h_env_path(env, conf, sizeof(conf), "bad.conf");
+    FILE *f = fopen(conf, "w");
+    fprintf(f, "# a comment\nblock-size = 1MiB\nssd-capacty = 1GiB\n");
+    fclose(f);
+    run(&r, (const char *[]){"--config", conf, "--data-dir", data, NULL});
+    assert_int_not_equal(r.status, 0);
+    assert_non_null(strstr(r.err, "bad.conf"));
+    assert_non_null(strstr(r.err, ":3"));
+    assert_non_null(strstr(r.err, "ssd-capacity")); /* did you mean */
+}
+
+static void test_config_file_and_effective_config(void **state)
+{
+    (void)state;
+    char data[600], conf[600], pf[600], af[600];
+    h_env_path(env, data, sizeof(data), "data2");
+    mkdir(data, 0755);
+    h_env_path(env, conf, sizeof(conf), "good.conf");
+    h_env_path(env, pf, sizeof(pf), "good.port");
+    h_env_path(env, af, sizeof(af), "good.admin");
+    FILE *f = fopen(conf, "w");
+    fprintf(f, "listen = 127.0.0.1\nadmin-listen = 127.0.0.1\nport = 0\nadmin-port = 0\n"
+               "ssd-capacity = 256MiB\nram-capacity = 32MiB\ns3-endpoint = http://127.0.0.1:1\n"
+               "s3-secret-key = very-secret-value\nthreads = 1\n");
+    fclose(f);
+    const char *argv[] = {bin, "--config", conf, "--data-dir", data, "--port-file", pf,
+                          "--admin-port-file", af, "--chunk-size", "128KiB", NULL};
+    h_proc *p;
+    assert_int_equal(h_proc_start(env, &p, "good", (char *const *)argv, NULL, pf, 0), 0);
+    int admin = 0;
+    f = fopen(af, "r");
+    assert_non_null(f);
+    assert_int_equal(fscanf(f, "%d", &admin), 1);
+    fclose(f);
+    char url[128];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/config", admin);
+    h_http_resp resp = {0};
+    assert_int_equal(h_http_get(url, &resp), 200);
+    assert_non_null(strstr(resp.body, "ram-capacity = 32MiB"));   /* from the file */
+    assert_non_null(strstr(resp.body, "chunk-size = 128KiB"));    /* from a flag */
+    assert_non_null(strstr(resp.body, "s3-secret-key = <redacted>"));
+    assert_null(strstr(resp.body, "very-secret-value"));
+    h_http_resp_deinit(&resp);
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/readyz", admin);
+    assert_int_equal(h_http_get(url, &resp), 200);
+    h_http_resp_deinit(&resp);
+    assert_int_equal(h_proc_stop(p, 15000), 0); /* SIGTERM: drained, exit 0 */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_help),
+        cmocka_unit_test(test_errors_name_the_fix),
+        cmocka_unit_test(test_config_file_and_effective_config),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
