@@ -16,6 +16,9 @@ DEBS=(
   librocksdb-dev liburing-dev libcmocka-dev
   libzstd-dev liblz4-dev libsnappy-dev zlib1g-dev
   curl bc gnuplot-nox nginx iperf3
+  golang-go golang-github-masterminds-sprig-dev golang-github-masterminds-semver-dev
+  golang-github-xeipuuv-gojsonschema-dev golang-gopkg-yaml.v2-dev golang-gopkg-yaml.v3-dev
+  yamllint
 )
 
 missing=()

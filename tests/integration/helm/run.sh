@@ -1,0 +1,197 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# test_helm_chart: checks helm/ringcache without helm. Builds the small Go
+# renderer (helm/tools/render) offline, renders the chart for the default
+# values and for every scenario in values/, lints each rendering with
+# yamllint, validates every object with npm kubernetes-models and checks the
+# chart's invariants (check.mjs); renders every file in bad/ and requires it
+# to be refused with the message its `# expect:` line names; and, when
+# ringcached is built, starts it on the rendered config to prove the daemon
+# accepts every key and value. Installs nothing: a missing tool exits 77
+# (skipped) with the package to install. Writes only in a temp folder (the Go
+# build cache too), removed on exit.
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+src=${RINGCACHE_SOURCE_DIR:-$(cd "$here/../../.." && pwd)}
+build=${RINGCACHE_BUILD_DIR:-}
+nm=${RINGCACHE_NODE_MODULES:-$src/node_modules}
+chart=$src/helm/ringcache
+gocode=/usr/share/gocode
+
+skip() { echo "SKIP: $*" >&2; exit 77; }
+command -v go >/dev/null || skip "go not found (Debian package golang-go)"
+command -v yamllint >/dev/null || skip "yamllint not found (Debian package yamllint)"
+command -v node >/dev/null || skip "node not found (Debian package nodejs)"
+for p in github.com/Masterminds/sprig:golang-github-masterminds-sprig-dev \
+         github.com/Masterminds/semver:golang-github-masterminds-semver-dev \
+         github.com/xeipuuv/gojsonschema:golang-github-xeipuuv-gojsonschema-dev \
+         gopkg.in/yaml.v2:golang-gopkg-yaml.v2-dev \
+         gopkg.in/yaml.v3:golang-gopkg-yaml.v3-dev; do
+  [[ -d $gocode/src/${p%%:*} ]] || skip "Go package ${p%%:*} not in $gocode (Debian package ${p##*:})"
+done
+[[ -f $nm/kubernetes-models/package.json ]] || skip "npm kubernetes-models not in $nm (run scripts/setup.sh)"
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/test_helm_chart.XXXXXX")
+daemon_pid=
+cleanup() {
+  if [[ -n $daemon_pid ]]; then kill -KILL "$daemon_pid" 2>/dev/null; wait "$daemon_pid" 2>/dev/null; fi
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+fails=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+
+# ---- the renderer: GOPATH mode, Debian's Go sources, no network ------------
+export GO111MODULE=off GOPATH=$gocode GOCACHE=$tmp/gocache GOTMPDIR=$tmp GOFLAGS= GOTOOLCHAIN=local
+mkdir -p "$tmp/gocache"
+if ! (cd "$src/helm/tools/render" && go build -o "$tmp/render" .) >"$tmp/build.log" 2>&1; then
+  cat "$tmp/build.log" >&2
+  echo "FAIL: the renderer does not build" >&2
+  exit 1
+fi
+# check.mjs resolves kubernetes-models from next to itself.
+cp "$here/check.mjs" "$tmp/check.mjs"
+ln -s "$nm" "$tmp/node_modules"
+
+lint() { yamllint --strict -f parsable -c "$here/yamllint.yaml" "$@" || fail "yamllint: $*"; }
+lint "$chart/Chart.yaml" "$chart/values.yaml" "$here"/values/*.yaml "$here"/bad/*.yaml
+
+# ---- scenarios: NAME NAMESPACE [VALUES FILE] ---------------------------------
+scenarios=(
+  "default default"
+  "hostpath cache $here/values/hostpath.yaml"
+  "emptydir data $here/values/emptydir.yaml"
+  "seccomp-localhost default $here/values/seccomp-localhost.yaml"
+  "secrets-inline analytics $here/values/secrets-inline.yaml"
+  "secrets-existing analytics $here/values/secrets-existing.yaml"
+  "monitoring monitoring $here/values/monitoring.yaml"
+)
+for s in "${scenarios[@]}"; do
+  read -r name ns file <<<"$s"
+  out=$tmp/$name
+  args=(-chart "$chart" -name ringcache -namespace "$ns" -json "$out.json" -values-json "$out.values.json" -notes "$out.notes")
+  [[ -n ${file:-} ]] && args+=(-f "$file")
+  if ! "$tmp/render" "${args[@]}" >"$out.yaml" 2>"$out.err"; then
+    fail "[$name] render: $(cat "$out.err")"
+    continue
+  fi
+  lint "$out.yaml"
+  node "$tmp/check.mjs" "$name" "$out.json" "$out.values.json" "$out.notes" "$ns" || fail "[$name] chart checks"
+done
+
+# ---- the README documents every value ------------------------------------------
+if [[ -f $tmp/default.values.json ]]; then
+  node -e '
+    const fs = require("fs");
+    const v = JSON.parse(fs.readFileSync(process.argv[1], "utf8"));
+    const readme = fs.readFileSync(process.argv[2], "utf8");
+    const leaves = [];
+    (function walk(o, p) {
+      for (const [k, x] of Object.entries(o)) {
+        const q = p ? p + "." + k : k;
+        if (x && typeof x === "object" && !Array.isArray(x) && Object.keys(x).length) walk(x, q);
+        else leaves.push(q);
+      }
+    })(v, "");
+    const documented = (q) => readme.includes("`" + q + "`") ||
+      q.split(".").some((_, i, a) => i > 0 && readme.includes("`" + a.slice(0, i).join(".") + ".*`"));
+    const missing = leaves.filter((q) => !documented(q));
+    if (missing.length) { console.error("README.md does not describe: " + missing.join(", ")); process.exit(1); }
+  ' "$tmp/default.values.json" "$chart/README.md" || fail "helm/ringcache/README.md misses values"
+fi
+
+# ---- values the chart must refuse ----------------------------------------------
+for f in "$here"/bad/*.yaml; do
+  want=$(sed -n 's/^# expect: //p' "$f")
+  [[ -n $want ]] || { fail "$f has no '# expect:' line"; continue; }
+  if "$tmp/render" -chart "$chart" -f "$f" >/dev/null 2>"$tmp/bad.err"; then
+    fail "$(basename "$f") was accepted; expected a refusal naming '$want'"
+  elif ! grep -qF -- "$want" "$tmp/bad.err"; then
+    fail "$(basename "$f") refused, but the message does not name '$want': $(cat "$tmp/bad.err")"
+  fi
+done
+
+# ---- the seccomp profile and the image agree with the chart ------------------
+node -e '
+  const p = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+  const denied = new Set(p.syscalls.filter(s => s.action !== "SCMP_ACT_ALLOW").flatMap(s => s.names));
+  const bad = ["io_uring_setup", "io_uring_enter", "io_uring_register"].filter(n => denied.has(n));
+  if (p.defaultAction !== "SCMP_ACT_ALLOW" && p.defaultAction !== "SCMP_ACT_ERRNO") throw new Error("odd defaultAction");
+  if (p.defaultAction !== "SCMP_ACT_ALLOW" || bad.length) throw new Error("profile does not allow io_uring: " + bad);
+  for (const n of ["ptrace", "bpf", "mount", "unshare", "keyctl", "userfaultfd"])
+    if (!denied.has(n)) throw new Error("profile allows " + n);
+' "$chart/files/ringcached-io-uring.json" || fail "seccomp profile files/ringcached-io-uring.json"
+uid=$(sed -n 's/^runAsUser: //p' "$chart/values.yaml")
+grep -qx "USER $uid:$uid" "$src/helm/Dockerfile" || fail "helm/Dockerfile does not run as USER $uid:$uid (values runAsUser)"
+
+# ---- ringcached accepts the rendered config ------------------------------------
+# Each rendered ringcached.conf is given to the real daemon; flags override only
+# what cannot work here (addresses, ports, the data folder and its size, the
+# tenants path). It must come up (admin /readyz answers) and exit 0 on SIGTERM.
+daemon=${build:+$build/cached/ringcached}
+if [[ -z $daemon || ! -x $daemon ]]; then
+  echo "note: ringcached not built (RINGCACHE_BUILD_DIR=$build): the daemon config check is skipped" >&2
+elif ! command -v curl >/dev/null; then
+  echo "note: curl not found: the daemon config check is skipped" >&2
+else
+  for name in default emptydir seccomp-localhost secrets-inline; do
+    d=$tmp/daemon-$name
+    mkdir -p "$d/data"
+    node -e '
+      const fs = require("fs");
+      const objs = JSON.parse(fs.readFileSync(process.argv[1], "utf8"));
+      const vals = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
+      fs.writeFileSync(process.argv[3], objs.find(o => o.kind === "ConfigMap").data["ringcached.conf"]);
+      fs.writeFileSync(process.argv[4], vals.tenants.enabled ? vals.tenants.file : "");
+    ' "$tmp/$name.json" "$tmp/$name.values.json" "$d/ringcached.conf" "$d/tenants.conf" || { fail "[$name] cannot extract the config"; continue; }
+    extra=(--tenants "")
+    [[ -s $d/tenants.conf ]] && extra=(--tenants "$d/tenants.conf" --peer-token ci-peer-token-0123456789abcdef)
+    "$daemon" --config "$d/ringcached.conf" --node-id ringcache-0 --data-dir "$d/data" \
+      --listen 127.0.0.1 --port 0 --port-file "$d/port" \
+      --admin-listen 127.0.0.1 --admin-port 0 --admin-port-file "$d/admin-port" \
+      --ssd-capacity 256MiB --ram-capacity 16MiB --members "ringcache-0=127.0.0.1:1" \
+      "${extra[@]}" >"$d/log" 2>&1 &
+    daemon_pid=$!
+    for _ in $(seq 100); do
+      [[ -s $d/admin-port ]] && break
+      kill -0 "$daemon_pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    if [[ ! -s $d/admin-port ]]; then
+      wait "$daemon_pid" 2>/dev/null
+      fail "[$name] ringcached refused the rendered config: $(tail -5 "$d/log")"
+      daemon_pid=
+      continue
+    fi
+    admin=$(cat "$d/admin-port")
+    ready=
+    for _ in $(seq 100); do
+      curl -fsS "http://127.0.0.1:$admin/readyz" >/dev/null 2>&1 && { ready=1; break; }
+      sleep 0.1
+    done
+    [[ -n $ready ]] || fail "[$name] ringcached on the rendered config never became ready: $(tail -5 "$d/log")"
+    curl -fsS "http://127.0.0.1:$admin/config" >"$d/effective" 2>/dev/null || fail "[$name] /config does not answer"
+    for k in block-size region-size io drain-timeout fill-deadline; do
+      want=$(sed -n "s/^$k = //p" "$d/ringcached.conf")
+      grep -q "$k" "$d/effective" || fail "[$name] effective config lacks $k (rendered: $want)"
+    done
+    kill -TERM "$daemon_pid"
+    wait "$daemon_pid"
+    rc=$?
+    daemon_pid=
+    if [[ $rc -eq 0 ]]; then
+      echo "ok [$name] ringcached accepts the rendered config, becomes ready, exits 0 on SIGTERM"
+    else
+      fail "[$name] ringcached exited $rc on SIGTERM: $(tail -5 "$d/log")"
+    fi
+  done
+fi
+
+if ((fails)); then
+  echo "test_helm_chart: $fails failure(s)" >&2
+  exit 1
+fi
+echo "test_helm_chart: ok (${#scenarios[@]} scenarios rendered, linted, validated and checked; $(ls "$here"/bad/*.yaml | wc -l) bad values files refused)"
