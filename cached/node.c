@@ -267,6 +267,7 @@ struct node_waiter {
     uint64_t conn_serial;
     uint32_t req_id;
     uint32_t off, len;
+    bool creator;                /* this request started the fill */
 };
 
 enum { FILL_RUNNING, FILL_DONE, FILL_FAILED };
@@ -342,6 +343,7 @@ static void fill_notify_locked(node_fill *f)
                 m->buf = f->buf;
                 m->off = w->off;
                 m->len = w->len;
+                m->source = w->creator ? RCP_SRC_S3 : RCP_SRC_FILL_WAIT;
             } else {
                 m->rcp_code = f->rcp_code;
                 snprintf(m->message, sizeof(m->message), "%.255s", f->message);
@@ -493,6 +495,7 @@ int node__fill_join(node_worker *w, const node_fill_args *a, node_fill **joined)
                     m->req_id = wt->req_id;
                     m->off = wt->off;
                     m->len = wt->len;
+                    m->source = RCP_SRC_FILL_WAIT;
                     node__post(w, m);
                 }
                 free(wt);
@@ -539,6 +542,8 @@ int node__fill_join(node_worker *w, const node_fill_args *a, node_fill **joined)
         free(wt);
         return -ENOMEM;
     }
+    if (wt)
+        wt->creator = true;
     f->waiters = wt;
     f->ref = 2; /* the table and the S3 GET */
     f->in_table = true;

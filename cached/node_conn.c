@@ -328,7 +328,8 @@ void node__deliver(node_worker *w, node_msg *m)
         r->fill = NULL;
         if (m->buf) {
             uint32_t len = m->len ? m->len : (uint32_t)(m->buf->len - m->off);
-            answer_data(r, RCP_SRC_S3, m->buf->data + m->off, len, NULL, m->buf);
+            answer_data(r, m->source ? m->source : RCP_SRC_S3, m->buf->data + m->off, len, NULL,
+                        m->buf);
         } else {
             node__answer_error(c, r->id, m->rcp_code ? m->rcp_code : RCP_E_INTERNAL, "%s",
                                m->message);

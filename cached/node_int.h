@@ -86,6 +86,8 @@ struct node_msg {
     int rcp_code;             /* 0: data */
     char message[256];
     node_buf *buf;            /* a reference, or NULL */
+    uint8_t source;           /* RCP_SRC_S3: this request's own fill; RCP_SRC_FILL_WAIT:
+                                 another request's fill or its buffer */
     uint32_t off, len;        /* the slice of buf to send */
 };
 

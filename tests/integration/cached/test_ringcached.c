@@ -107,11 +107,18 @@ static void test_read_through_and_warm(void **state)
             uint64_t want = b < 2 ? (1u << 20) : 12345;
             assert_int_equal(r.bytes, want);
             assert_memory_equal(buf, data + b * (1u << 20), want);
-            assert_int_equal(r.source, pass == 0 ? RCP_SRC_S3 : RCP_SRC_SSD);
+            /* the second pass is served by the store, or by the fill's buffer when
+             * the block's write to disk has not finished yet: never by S3 */
+            if (pass == 0)
+                assert_int_equal(r.source, RCP_SRC_S3);
+            else
+                assert_true(r.source == RCP_SRC_SSD || r.source == RCP_SRC_FILL_WAIT);
         }
     /* one S3 GET per block, on the first pass only */
     assert_int_equal(h_s3model_count(model, "GET", "/ringcache-test/rt/obj"), 3);
-    assert_int_equal(t_node_metric(&n, "ringcached_hits_total"), 3);
+    assert_int_equal(t_node_metric(&n, "ringcached_hits_total") +
+                         t_node_metric(&n, "ringcached_fill_buffer_hits_total"),
+                     3);
     assert_int_equal(t_node_metric(&n, "ringcached_s3_get_requests_total"), 3);
     cc_conn_destroy(&c);
     event_base_loop(base, EVLOOP_NONBLOCK);
