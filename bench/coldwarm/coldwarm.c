@@ -1,0 +1,687 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * coldwarm.c: the cold-versus-warm benchmark, the five set-ups of ClickHouse's
+ * distributed-cache post on one machine, with its peers in the same run:
+ *   peer  S3 directly (through the S3 model: 30 ms first byte, 100 MiB/s per
+ *         connection) and an nginx slice cache in front of the same S3
+ *   1     data on local disk, read directly (shared-nothing baseline)
+ *   2     one compute node with a cache node of its own (no LAN hop)
+ *   3     distributed cache, first load: compute node 1, three cold nodes
+ *   4     distributed cache, second compute node: new process, nodes warm
+ *   5     six compute nodes at once: nodes warm, and again with them cold
+ * Each compute node is a coldwarm_reader process; in 3-5 it reaches the cache
+ * nodes through its own netproxy (LAN latency, a bandwidth cap X per compute
+ * node, X chosen so 6X <= half the loopback ceiling measured by iperf3 -P 4 in
+ * this run). Workloads: a full scan (every byte, checked against its XXH64)
+ * and 2000 scattered 64 KiB reads. S3 requests and bytes are counted at the S3
+ * model; CPU is summed over the readers and the cache nodes (or nginx).
+ *
+ *   coldwarm [--scale tiny|small|medium|large] [--threads N] [--latency-us U]
+ *            [--bandwidth-mib X] [--out DIR] [--help]
+ *
+ * Prints a Markdown table, writes it and a PNG plot (gnuplot) to DIR
+ * (default: bench/results), and ends with
+ *   coldwarm: dc_second_node_vs_cold=<x> six_nodes_aggregate_vs_one=<y>
+ *   hot_vs_direct_s3=<z> s3_gets_six_cold_per_block=<n>
+ */
+#include "harness.h"
+#include "s3.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#define MAX_COMPUTE 6
+#define N_NODES 3
+
+static h_env *env;
+static h_s3 *s3;
+static h_s3model *model;
+static const char *bucket = "ringcache-bench";
+static int threads = 4, latency_us = 200;
+static double bw_mib;
+static char list_path[700], data_dir[700];
+static uint64_t dataset_bytes, dataset_blocks;
+static int node_gen;
+
+static void die(const char *what)
+{
+    fprintf(stderr, "coldwarm: %s\n", what);
+    exit(1);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double proc_cpu_s(pid_t pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')');
+    unsigned long ut = 0, st = 0;
+    if (p)
+        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st);
+    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* ---- processes ----------------------------------------------------------------- */
+
+typedef struct {
+    h_proc *proc;
+    int port;
+    char id[32];
+} node_t;
+
+static void start_node(node_t *n, const char *id)
+{
+    char bin[1024], d[700], pf[760], af[760];
+    if (h_build_path(bin, sizeof(bin), "cached/ringcached") < 0)
+        die("ringcached is not built");
+    snprintf(n->id, sizeof(n->id), "%s", id);
+    char name[64];
+    snprintf(name, sizeof(name), "%s-g%d", id, node_gen);
+    h_env_path(env, d, sizeof(d), name);
+    mkdir(d, 0755);
+    snprintf(pf, sizeof(pf), "%s/port", d);
+    snprintf(af, sizeof(af), "%s/admin", d);
+    const char *argv[] = {bin, "--node-id", id, "--listen", "127.0.0.1", "--port", "0",
+                          "--port-file", pf, "--admin-listen", "127.0.0.1", "--admin-port", "0",
+                          "--admin-port-file", af, "--data-dir", d, "--ssd-capacity", "8GiB",
+                          "--ram-capacity", "512MiB", "--threads", "2", "--no-sync",
+                          "--s3-endpoint", h_s3model_endpoint(model), "--s3-access-key",
+                          "S3RVER", "--s3-secret-key", "S3RVER", "--log-level", "warn", NULL};
+    if (h_proc_start(env, &n->proc, name, (char *const *)argv, NULL, pf, 0) < 0)
+        die(h_last_error());
+    n->port = h_proc_port(n->proc);
+}
+
+static void start_cluster(node_t *nodes)
+{
+    node_gen++;
+    for (int i = 0; i < N_NODES; i++) {
+        char id[32];
+        snprintf(id, sizeof(id), "ringcache-%d", i);
+        start_node(&nodes[i], id);
+    }
+}
+
+static void stop_cluster(node_t *nodes, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (h_proc_stop(nodes[i].proc, 15000) != 0)
+            die("a cache node did not exit cleanly");
+}
+
+static double nodes_cpu(const node_t *nodes, int n)
+{
+    double t = 0;
+    for (int i = 0; i < n; i++)
+        t += proc_cpu_s(h_proc_pid(nodes[i].proc));
+    return t;
+}
+
+/* A netproxy in front of the nodes for compute node `c`: members string out. */
+static h_proc *start_proxy(const node_t *nodes, int c, char *members, size_t cap)
+{
+    char bin[1024], pf[700], name[32];
+    if (h_build_path(bin, sizeof(bin), "bench/netproxy/netproxy") < 0)
+        die("netproxy is not built");
+    snprintf(name, sizeof(name), "proxy%d-g%d", c, node_gen);
+    char file[64];
+    snprintf(file, sizeof(file), "%s.ports", name);
+    h_env_path(env, pf, sizeof(pf), file);
+    char tgt[N_NODES][32], lat[16], bw[16];
+    snprintf(lat, sizeof(lat), "%d", latency_us);
+    snprintf(bw, sizeof(bw), "%.0f", bw_mib);
+    const char *argv[32];
+    int k = 0;
+    argv[k++] = bin;
+    for (int i = 0; i < N_NODES; i++) {
+        snprintf(tgt[i], sizeof(tgt[i]), "127.0.0.1:%d", nodes[i].port);
+        argv[k++] = "--target";
+        argv[k++] = tgt[i];
+    }
+    const char *rest[] = {"--port-file", pf, "--latency-us", lat, "--bandwidth-mib", bw, NULL};
+    for (int i = 0; rest[i]; i++)
+        argv[k++] = rest[i];
+    argv[k] = NULL;
+    h_proc *p;
+    /* the port file holds several lines; the harness reads the first and
+     * connect-checks it */
+    if (h_proc_start(env, &p, name, (char *const *)argv, NULL, pf, 0) < 0)
+        die(h_last_error());
+    FILE *f = fopen(pf, "r");
+    members[0] = '\0';
+    for (int i = 0; i < N_NODES; i++) {
+        int port = 0;
+        if (!f || fscanf(f, "%d", &port) != 1)
+            die("netproxy wrote no ports");
+        size_t l = strlen(members);
+        snprintf(members + l, cap - l, "%s%s=127.0.0.1:%d", i ? "," : "", nodes[i].id, port);
+    }
+    fclose(f);
+    return p;
+}
+
+typedef struct {
+    double seconds, cpu_s, p50, p99;
+    uint64_t bytes;
+} result_t;
+
+typedef struct {
+    h_proc *proc;
+} reader_t;
+
+static void start_reader(reader_t *r, const char *name, const char *source, const char *arg,
+                         const char *workload)
+{
+    char bin[1024], th[16];
+    if (h_build_path(bin, sizeof(bin), "bench/coldwarm/coldwarm_reader") < 0)
+        die("coldwarm_reader is not built");
+    snprintf(th, sizeof(th), "%d", threads);
+    const char *opt = !strcmp(source, "cache")   ? "--cache"
+                      : !strcmp(source, "local") ? "--dir"
+                      : !strcmp(source, "http")  ? "--url-base"
+                                                 : NULL;
+    const char *argv[24];
+    int k = 0;
+    argv[k++] = bin;
+    argv[k++] = "--source";
+    argv[k++] = source;
+    argv[k++] = "--list";
+    argv[k++] = list_path;
+    argv[k++] = "--bucket";
+    argv[k++] = bucket;
+    argv[k++] = "--workload";
+    argv[k++] = workload;
+    argv[k++] = "--threads";
+    argv[k++] = th;
+    if (opt) {
+        argv[k++] = opt;
+        argv[k++] = arg;
+    }
+    argv[k] = NULL;
+    char ep[300];
+    snprintf(ep, sizeof(ep), "AWS_ENDPOINT_URL=%s", h_s3model_endpoint(model));
+    char *envx[] = {"AWS_ACCESS_KEY_ID=S3RVER", "AWS_SECRET_ACCESS_KEY=S3RVER",
+                    "AWS_REGION=us-east-1", ep, NULL};
+    if (h_proc_start(env, &r->proc, name, (char *const *)argv, envx, NULL, 0) < 0)
+        die(h_last_error());
+}
+
+static void wait_reader(reader_t *r, result_t *out)
+{
+    int st = h_proc_wait(r->proc, -1);
+    FILE *f = fopen(h_proc_log_path(r->proc), "r");
+    char line[512];
+    memset(out, 0, sizeof(*out));
+    bool got = false;
+    while (f && fgets(line, sizeof(line), f)) {
+        unsigned long long e = 0;
+        if (sscanf(line, "result bytes=%" SCNu64 " seconds=%lf cpu_s=%lf p50_ms=%lf p99_ms=%lf "
+                         "errors=%llu",
+                   &out->bytes, &out->seconds, &out->cpu_s, &out->p50, &out->p99, &e) == 6)
+            got = e == 0;
+    }
+    if (f)
+        fclose(f);
+    if (st != 0 || !got) {
+        h_proc_print_log_tail(r->proc, 20);
+        die("a reader failed (its log is above)");
+    }
+}
+
+static result_t run_one(const char *name, const char *source, const char *arg,
+                        const char *workload)
+{
+    reader_t r;
+    result_t res;
+    start_reader(&r, name, source, arg, workload);
+    wait_reader(&r, &res);
+    return res;
+}
+
+/* ---- data ----------------------------------------------------------------------- */
+
+static void make_dataset(int files, int file_mib)
+{
+    h_env_path(env, data_dir, sizeof(data_dir), "data");
+    h_env_path(env, list_path, sizeof(list_path), "objects.txt");
+    mkdir(data_dir, 0755);
+    char sub[760];
+    snprintf(sub, sizeof(sub), "%s/cw", data_dir);
+    mkdir(sub, 0755);
+    s3_config c;
+    s3_config_init(&c);
+    snprintf(c.endpoint, sizeof(c.endpoint), "%s", h_s3_endpoint(s3));
+    snprintf(c.access_key, sizeof(c.access_key), "S3RVER");
+    snprintf(c.secret_key, sizeof(c.secret_key), "S3RVER");
+    c.path_style = true;
+    s3_sync *sy;
+    if (s3_sync_create(&sy, &c) < 0)
+        die("cannot create the S3 client");
+    FILE *lf = fopen(list_path, "w");
+    size_t size = (size_t)file_mib << 20;
+    uint8_t *buf = malloc(size);
+    for (int i = 0; i < files; i++) {
+        uint64_t x = 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1);
+        for (size_t k = 0; k < size; k += 8) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            memcpy(buf + k, &x, 8);
+        }
+        char key[64], path[900];
+        snprintf(key, sizeof(key), "cw/part-%03d.bin", i);
+        snprintf(path, sizeof(path), "%s/%s", data_dir, key);
+        FILE *f = fopen(path, "wb");
+        if (!f || fwrite(buf, 1, size, f) != size || fclose(f) != 0)
+            die("cannot write the local copy of the dataset");
+        s3_error err;
+        s3_sync_put_args pa = {.bucket = bucket, .key = key, .fd = -1, .data = buf,
+                               .size = size, .part_size = 16u << 20, .parallel = 4};
+        if (s3_sync_put(sy, &pa, NULL, &err) < 0)
+            die(err.message);
+        fprintf(lf, "%s %zu %016" PRIx64 "\n", key, size, (uint64_t)XXH64(buf, size, 0));
+        fprintf(stderr, "\rdataset: %d/%d objects", i + 1, files);
+    }
+    fprintf(stderr, "\n");
+    fclose(lf);
+    free(buf);
+    s3_sync_destroy(&sy);
+    dataset_bytes = (uint64_t)files * size;
+    dataset_blocks = (uint64_t)files * (uint64_t)file_mib;
+}
+
+/* ---- nginx ------------------------------------------------------------------------ */
+
+static h_proc *start_nginx(int *port_out)
+{
+    char d[700], conf[760], err[760];
+    h_env_path(env, d, sizeof(d), "nginx");
+    mkdir(d, 0755);
+    snprintf(conf, sizeof(conf), "%s/nginx.conf", d);
+    snprintf(err, sizeof(err), "%s/error.log", d);
+    /* a free port from the kernel (nginx writes no port file): bind 0, close */
+    int sfd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t sl = sizeof(sa);
+    if (sfd < 0 || bind(sfd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+        getsockname(sfd, (struct sockaddr *)&sa, &sl) != 0)
+        die("cannot pick a port for nginx");
+    int port = ntohs(sa.sin_port);
+    close(sfd);
+    FILE *f = fopen(conf, "w");
+    fprintf(f,
+            "%sworker_processes 2;\npid %s/nginx.pid;\nerror_log %s warn;\ndaemon off;\n"
+            "events { worker_connections 1024; }\nhttp {\n access_log off;\n"
+            " client_body_temp_path %s/body;\n proxy_temp_path %s/proxy;\n"
+            " fastcgi_temp_path %s/fcgi;\n uwsgi_temp_path %s/uwsgi;\n scgi_temp_path %s/scgi;\n"
+            " sendfile on;\n tcp_nopush off;\n"
+            " proxy_cache_path %s/cache levels=1:2 keys_zone=s3:64m max_size=16g inactive=1h "
+            "use_temp_path=off;\n upstream s3 { server 127.0.0.1:%d; keepalive 32; }\n"
+            " server {\n  listen 127.0.0.1:%d;\n  location / {\n   slice 1m;\n"
+            "   proxy_cache s3;\n   proxy_cache_key $uri$is_args$args$slice_range;\n"
+            "   proxy_set_header Range $slice_range;\n   proxy_cache_valid 200 206 1h;\n"
+            "   proxy_cache_lock on;\n   proxy_http_version 1.1;\n"
+            "   proxy_set_header Connection \"\";\n   proxy_set_header Host 127.0.0.1:%d;\n"
+            "   proxy_pass http://s3;\n  }\n }\n}\n",
+            geteuid() == 0 ? "user root;\n" : "", d, err, d, d, d, d, d, d,
+            h_s3model_port(model), port, h_s3model_port(model));
+    fclose(f);
+    const char *argv[] = {"nginx", "-p", d, "-c", conf, "-e", err, NULL};
+    h_proc *p;
+    if (h_proc_start(env, &p, "nginx", (char *const *)argv, NULL, NULL, 0) < 0)
+        die("cannot start nginx (apt-get install nginx)");
+    for (int i = 0; i < 100; i++) {
+        int c = h_tcp_connect(port, 100);
+        if (c >= 0) {
+            close(c);
+            *port_out = port;
+            return p;
+        }
+        usleep(50000);
+    }
+    die("nginx did not start");
+    return NULL;
+}
+
+/* ---- main ------------------------------------------------------------------------- */
+
+typedef struct {
+    const char *name;
+    result_t cold, hot, scattered;
+    bool has_cold, has_hot, has_scattered;
+    uint64_t s3_gets, s3_bytes; /* during the cold scan */
+    double extra_cpu;           /* nodes / nginx during the hot scan */
+} row_t;
+
+static double mib_s(const result_t *r)
+{
+    return r->seconds > 0 ? (double)r->bytes / 1048576.0 / r->seconds : 0;
+}
+
+static double iperf_mib_s(void)
+{
+    FILE *p = popen("sh -c 'iperf3 -s -B 127.0.0.1 -p 5399 -1 >/dev/null 2>&1 & sleep 0.3; "
+                    "iperf3 -c 127.0.0.1 -p 5399 -P 4 -t 2 -f m 2>/dev/null | grep SUM | "
+                    "grep receiver | awk \"{print \\$6}\"'",
+                    "r");
+    double mbits = 0;
+    if (!p || fscanf(p, "%lf", &mbits) != 1)
+        mbits = 0;
+    if (p)
+        pclose(p);
+    return mbits * 1e6 / 8 / 1048576.0;
+}
+
+static void s3_counts(uint64_t *gets, uint64_t *bytes)
+{
+    int64_t g = h_s3model_count(model, "GET", NULL), b = h_s3model_stat(model, "bytes_out");
+    *gets = g > 0 ? (uint64_t)g : 0;
+    *bytes = b > 0 ? (uint64_t)b : 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *scale = "small", *out_dir = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--scale") && v)
+            scale = v, i++;
+        else if (!strcmp(a, "--threads") && v)
+            threads = atoi(v), i++;
+        else if (!strcmp(a, "--latency-us") && v)
+            latency_us = atoi(v), i++;
+        else if (!strcmp(a, "--bandwidth-mib") && v)
+            bw_mib = atof(v), i++;
+        else if (!strcmp(a, "--out") && v)
+            out_dir = v, i++;
+        else {
+            printf("usage: coldwarm [--scale tiny|small|medium|large (small)] [--threads N (4)]\n"
+                   "                [--latency-us U (200)] [--bandwidth-mib X (measured)]\n"
+                   "                [--out DIR (bench/results)]\n"
+                   "scales: tiny 4 x 4 MiB, small 8 x 32 MiB, medium 24 x 128 MiB, large 48 x "
+                   "128 MiB objects\n"
+                   "X, the cap per compute node, defaults to half the loopback ceiling (iperf3 "
+                   "-P 4, this run) over 6\n");
+            return strcmp(a, "--help") == 0 ? 0 : 2;
+        }
+    }
+    int files, file_mib;
+    if (!strcmp(scale, "tiny"))
+        files = 4, file_mib = 4;
+    else if (!strcmp(scale, "small"))
+        files = 8, file_mib = 32;
+    else if (!strcmp(scale, "medium"))
+        files = 24, file_mib = 128;
+    else if (!strcmp(scale, "large"))
+        files = 48, file_mib = 128;
+    else
+        die("--scale is tiny, small, medium or large");
+    if (threads < 1 || latency_us < 0 || bw_mib < 0)
+        die("--threads >= 1, --latency-us >= 0, --bandwidth-mib >= 0");
+
+    if (h_env_create(&env, "coldwarm") < 0)
+        return 1;
+    const char *buckets[] = {bucket, NULL};
+    h_s3_opts so = {.version = 3, .buckets = buckets};
+    if (h_s3_start(env, &s3, &so) < 0)
+        die(h_last_error());
+    if (h_s3model_start(env, &model, h_s3_port(s3), 30, 100) < 0)
+        die(h_last_error());
+    double ceiling = iperf_mib_s();
+    if (bw_mib == 0)
+        bw_mib = ceiling > 0 ? ceiling / 2 / 6 : 200;
+    fprintf(stderr, "loopback ceiling (iperf3 -P 4): %.0f MiB/s; cap per compute node X = %.0f "
+                    "MiB/s, latency %d us each way\n",
+            ceiling, bw_mib, latency_us);
+    make_dataset(files, file_mib);
+
+    row_t rows[8];
+    memset(rows, 0, sizeof(rows));
+    int nr = 0;
+    char arg[4096];
+
+    /* peer: S3 directly */
+    row_t *r = &rows[nr++];
+    r->name = "S3 directly (peer)";
+    h_s3model_reset(model);
+    r->cold = run_one("s3-scan-1", "s3", NULL, "scan");
+    s3_counts(&r->s3_gets, &r->s3_bytes);
+    r->hot = run_one("s3-scan-2", "s3", NULL, "scan");
+    r->scattered = run_one("s3-scattered", "s3", NULL, "scattered");
+    r->has_cold = r->has_hot = r->has_scattered = true;
+
+    /* peer: nginx slice cache */
+    int nport;
+    h_proc *ngx = start_nginx(&nport);
+    snprintf(arg, sizeof(arg), "http://127.0.0.1:%d/%s", nport, bucket);
+    r = &rows[nr++];
+    r->name = "nginx slice cache (peer)";
+    h_s3model_reset(model);
+    r->cold = run_one("nginx-scan-1", "http", arg, "scan");
+    s3_counts(&r->s3_gets, &r->s3_bytes);
+    r->hot = run_one("nginx-scan-2", "http", arg, "scan");
+    r->scattered = run_one("nginx-scattered", "http", arg, "scattered");
+    r->has_cold = r->has_hot = r->has_scattered = true;
+    h_proc_stop(ngx, 5000);
+
+    /* 1: local disk */
+    r = &rows[nr++];
+    r->name = "1 local disk";
+    FILE *dc = fopen("/proc/sys/vm/drop_caches", "w");
+    bool dropped = dc && fputs("3\n", dc) >= 0 && fclose(dc) == 0;
+    if (!dropped && dc)
+        fclose(dc);
+    r->cold = run_one("local-scan-1", "local", data_dir, "scan");
+    r->hot = run_one("local-scan-2", "local", data_dir, "scan");
+    r->scattered = run_one("local-scattered", "local", data_dir, "scattered");
+    r->has_cold = dropped;
+    r->has_hot = r->has_scattered = true;
+
+    /* 2: one compute node, its own cache node, no LAN hop */
+    node_t solo;
+    node_gen++;
+    start_node(&solo, "solo");
+    snprintf(arg, sizeof(arg), "solo=127.0.0.1:%d", solo.port);
+    r = &rows[nr++];
+    r->name = "2 local cache node";
+    h_s3model_reset(model);
+    r->cold = run_one("solo-scan-1", "cache", arg, "scan");
+    s3_counts(&r->s3_gets, &r->s3_bytes);
+    double c0 = nodes_cpu(&solo, 1);
+    r->hot = run_one("solo-scan-2", "cache", arg, "scan");
+    r->extra_cpu = nodes_cpu(&solo, 1) - c0;
+    r->scattered = run_one("solo-scattered", "cache", arg, "scattered");
+    r->has_cold = r->has_hot = r->has_scattered = true;
+    stop_cluster(&solo, 1);
+
+    /* 3 + 4: the distributed cache, first load then a second compute node */
+    node_t nodes[N_NODES];
+    start_cluster(nodes);
+    char members[MAX_COMPUTE][512];
+    h_proc *proxies[MAX_COMPUTE];
+    for (int c = 0; c < 2; c++)
+        proxies[c] = start_proxy(nodes, c, members[c], sizeof(members[c]));
+    r = &rows[nr++];
+    r->name = "3 distributed, first load";
+    h_s3model_reset(model);
+    c0 = nodes_cpu(nodes, N_NODES);
+    r->cold = run_one("dc1-scan", "cache", members[0], "scan");
+    r->extra_cpu = nodes_cpu(nodes, N_NODES) - c0;
+    s3_counts(&r->s3_gets, &r->s3_bytes);
+    r->has_cold = true;
+    row_t *first = r;
+    r = &rows[nr++];
+    r->name = "4 distributed, second node";
+    h_s3model_reset(model);
+    c0 = nodes_cpu(nodes, N_NODES);
+    r->hot = run_one("dc2-scan", "cache", members[1], "scan");
+    r->extra_cpu = nodes_cpu(nodes, N_NODES) - c0;
+    s3_counts(&r->s3_gets, &r->s3_bytes);
+    r->scattered = run_one("dc2-scattered", "cache", members[1], "scattered");
+    r->has_hot = r->has_scattered = true;
+    row_t *second = r;
+
+    /* 5: six compute nodes at once, warm */
+    for (int c = 2; c < MAX_COMPUTE; c++)
+        proxies[c] = start_proxy(nodes, c, members[c], sizeof(members[c]));
+    reader_t rd[MAX_COMPUTE];
+    result_t six[MAX_COMPUTE];
+    double t0 = now_s();
+    for (int c = 0; c < MAX_COMPUTE; c++) {
+        char name[32];
+        snprintf(name, sizeof(name), "six-warm-%d", c);
+        start_reader(&rd[c], name, "cache", members[c], "scan");
+    }
+    for (int c = 0; c < MAX_COMPUTE; c++)
+        wait_reader(&rd[c], &six[c]);
+    double six_warm_s = now_s() - t0;
+    for (int c = 0; c < MAX_COMPUTE; c++)
+        h_proc_stop(proxies[c], 5000);
+    stop_cluster(nodes, N_NODES);
+
+    /* 5, cold: a fresh cluster, six at once */
+    start_cluster(nodes);
+    for (int c = 0; c < MAX_COMPUTE; c++)
+        proxies[c] = start_proxy(nodes, c, members[c], sizeof(members[c]));
+    h_s3model_reset(model);
+    t0 = now_s();
+    for (int c = 0; c < MAX_COMPUTE; c++) {
+        char name[32];
+        snprintf(name, sizeof(name), "six-cold-%d", c);
+        start_reader(&rd[c], name, "cache", members[c], "scan");
+    }
+    result_t six_cold[MAX_COMPUTE];
+    for (int c = 0; c < MAX_COMPUTE; c++)
+        wait_reader(&rd[c], &six_cold[c]);
+    double six_cold_s = now_s() - t0;
+    uint64_t six_gets, six_bytes;
+    s3_counts(&six_gets, &six_bytes);
+    for (int c = 0; c < MAX_COMPUTE; c++)
+        h_proc_stop(proxies[c], 5000);
+    stop_cluster(nodes, N_NODES);
+
+    double agg_warm = 6.0 * (double)dataset_bytes / 1048576.0 / six_warm_s;
+    double agg_cold = 6.0 * (double)dataset_bytes / 1048576.0 / six_cold_s;
+    double one_warm = mib_s(&second->hot);
+    double x_dc = mib_s(&second->hot) / mib_s(&first->cold);
+    double y_six = agg_warm / (6.0 * one_warm);
+    double z_hot = mib_s(&second->hot) / mib_s(&rows[0].cold);
+    double n_gets = (double)six_gets / (double)dataset_blocks;
+
+    /* the table */
+    char table[16384];
+    size_t tl = 0;
+    tl += (size_t)snprintf(table + tl, sizeof(table) - tl,
+                           "| set-up | cold scan | hot scan | scattered 64 KiB p50 / p99 | S3 GETs "
+                           "(MiB) in the cold scan | CPU-s per GiB, hot |\n"
+                           "|---|---|---|---|---|---|\n");
+    for (int i = 0; i < nr; i++) {
+        row_t *w = &rows[i];
+        char cold[64] = "-", hot[64] = "-", sc[64] = "-", s3c[64] = "-", cpu[32] = "-";
+        if (w->has_cold)
+            snprintf(cold, sizeof(cold), "%.2f s, %.0f MiB/s", w->cold.seconds, mib_s(&w->cold));
+        if (w->has_hot)
+            snprintf(hot, sizeof(hot), "%.2f s, %.0f MiB/s", w->hot.seconds, mib_s(&w->hot));
+        if (w->has_scattered)
+            snprintf(sc, sizeof(sc), "%.2f / %.2f ms", w->scattered.p50, w->scattered.p99);
+        if (w->has_cold || i >= 2)
+            snprintf(s3c, sizeof(s3c), "%" PRIu64 " (%.0f)", w->s3_gets,
+                     (double)w->s3_bytes / 1048576.0);
+        const result_t *h = w->has_hot ? &w->hot : &w->cold;
+        if (h->bytes)
+            snprintf(cpu, sizeof(cpu), "%.2f",
+                     (h->cpu_s + w->extra_cpu) / ((double)h->bytes / (1u << 30)));
+        tl += (size_t)snprintf(table + tl, sizeof(table) - tl, "| %s | %s | %s | %s | %s | %s |\n",
+                               w->name, cold, hot, sc, s3c, cpu);
+    }
+    tl += (size_t)snprintf(table + tl, sizeof(table) - tl,
+                           "| 5 six compute nodes at once | %.2f s, %.0f MiB/s aggregate | %.2f s, "
+                           "%.0f MiB/s aggregate | - | %" PRIu64 " (%.0f) for %" PRIu64
+                           " blocks | - |\n",
+                           six_cold_s, agg_cold, six_warm_s, agg_warm, six_gets,
+                           (double)six_bytes / 1048576.0, dataset_blocks);
+    printf("\ncold-versus-warm, scale %s: %d objects x %d MiB = %" PRIu64 " MiB, %d reader "
+           "threads per compute node; S3 behind 30 ms / 100 MiB/s per connection; compute -> "
+           "cache links %d us each way, %.0f MiB/s per compute node (loopback ceiling %.0f "
+           "MiB/s)%s\n\n%s",
+           scale, files, file_mib, dataset_bytes >> 20, threads, latency_us, bw_mib, ceiling,
+           rows[2].has_cold ? "" : "; local-disk cold not measured (cannot drop the page cache)",
+           table);
+
+    /* files */
+    char dirbuf[1024];
+    if (!out_dir) {
+        const char *src = getenv("RINGCACHE_SOURCE_DIR");
+        snprintf(dirbuf, sizeof(dirbuf), "%s/bench/results", src ? src : ".");
+        out_dir = dirbuf;
+    }
+    mkdir(out_dir, 0755);
+    char path[1200];
+    snprintf(path, sizeof(path), "%s/coldwarm-%s.md", out_dir, scale);
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fprintf(f, "# cold versus warm, scale %s\n\n%s", scale, table);
+        fprintf(f, "\ncoldwarm: dc_second_node_vs_cold=%.2f six_nodes_aggregate_vs_one=%.2f "
+                   "hot_vs_direct_s3=%.2f s3_gets_six_cold_per_block=%.2f\n",
+                x_dc, y_six, z_hot, n_gets);
+        fclose(f);
+    }
+    char dat[1200], gp[1200], png[1200];
+    snprintf(dat, sizeof(dat), "%s/coldwarm-%s.dat", out_dir, scale);
+    snprintf(gp, sizeof(gp), "%s/coldwarm-%s.gp", out_dir, scale);
+    snprintf(png, sizeof(png), "%s/coldwarm-%s.png", out_dir, scale);
+    f = fopen(dat, "w");
+    if (f) {
+        fprintf(f, "setup cold hot\n");
+        for (int i = 0; i < nr; i++)
+            fprintf(f, "\"%s\" %.1f %.1f\n", rows[i].name,
+                    rows[i].has_cold ? mib_s(&rows[i].cold) : 0,
+                    rows[i].has_hot ? mib_s(&rows[i].hot) : 0);
+        fprintf(f, "\"5 six nodes (aggregate)\" %.1f %.1f\n", agg_cold, agg_warm);
+        fclose(f);
+        f = fopen(gp, "w");
+        fprintf(f,
+                "set terminal png size 1100,500\nset output '%s'\n"
+                "set title 'cold vs warm scan throughput (MiB/s), scale %s'\n"
+                "set style data histograms\nset style histogram cluster gap 1\n"
+                "set style fill solid 0.8\nset xtics rotate by -20\nset key top left\n"
+                "set ylabel 'MiB/s'\n"
+                "plot '%s' using 2:xtic(1) title 'cold', '' using 3 title 'hot'\n",
+                png, scale, dat);
+        fclose(f);
+        char cmd[2600];
+        snprintf(cmd, sizeof(cmd), "gnuplot %s 2>/dev/null", gp);
+        if (system(cmd) != 0)
+            fprintf(stderr, "coldwarm: gnuplot failed or is missing: no PNG\n");
+        remove(gp);
+    }
+    printf("\nwritten: %s, %s\n", path, png);
+    printf("coldwarm: dc_second_node_vs_cold=%.2f six_nodes_aggregate_vs_one=%.2f "
+           "hot_vs_direct_s3=%.2f s3_gets_six_cold_per_block=%.2f\n",
+           x_dc, y_six, z_hot, n_gets);
+    h_env_destroy(&env);
+    return 0;
+}

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# test_tiny.sh: runs the cold-versus-warm benchmark at the tiny scale (label
+# slow) and checks what can be checked without timing: the table and its files
+# are produced, every set-up has a row, the first load cost S3 exactly one GET
+# per block, a second compute node on the warm cache cost none, and six cold
+# compute nodes at once cost one GET per block, not six.
+set -euo pipefail
+bin=$1
+command -v nginx >/dev/null || { echo "SKIP: nginx is not installed"; exit 77; }
+command -v iperf3 >/dev/null || { echo "SKIP: iperf3 is not installed"; exit 77; }
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+"$bin" --scale tiny --out "$out" --bandwidth-mib 200 | tee "$out/stdout"
+md=$out/coldwarm-tiny.md
+[[ -s $md ]] || { echo "FAIL: no table written"; exit 1; }
+for row in "S3 directly" "nginx slice cache" "1 local disk" "2 local cache node" \
+           "3 distributed, first load" "4 distributed, second node" "5 six compute nodes"; do
+  grep -q "| $row" "$md" || { echo "FAIL: no row '$row'"; exit 1; }
+done
+blocks=16   # tiny: 4 objects x 4 MiB in 1 MiB blocks
+first=$(grep '| 3 distributed, first load' "$md" | awk -F'|' '{print $6}' | awk '{print $1}')
+second=$(grep '| 4 distributed, second node' "$md" | awk -F'|' '{print $6}' | awk '{print $1}')
+[[ $first == "$blocks" ]] || { echo "FAIL: first load cost $first S3 GETs, not $blocks"; exit 1; }
+[[ $second == 0 ]] || { echo "FAIL: the second compute node cost $second S3 GETs, not 0"; exit 1; }
+line=$(tail -1 "$out/stdout")
+[[ $line == coldwarm:* ]] || { echo "FAIL: no summary line"; exit 1; }
+per=$(sed -E 's/.*s3_gets_six_cold_per_block=([0-9.]+).*/\1/' <<<"$line")
+[[ $per == 1.00 ]] || { echo "FAIL: six cold compute nodes cost $per S3 GETs per block, not 1"; exit 1; }
+echo "1 passed, 0 failed"
