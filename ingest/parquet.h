@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * parquet.h: the native Parquet reader. Opens a file through a byte-range
+ * source (rangesrc.h) with one speculative tail read for the footer, decodes
+ * the Thrift footer by hand, maps flat schemas (OPTIONAL and REQUIRED leaves;
+ * nested and repeated columns are refused, naming the column) to engine types
+ * (colbatch.h), prunes row groups by min_value/max_value statistics for the
+ * predicates a caller passes down, and reads only the requested column chunks,
+ * by byte range, with nearby ranges coalesced and all ranges of a row group in
+ * flight at once. Output: one cb_batch per row group.
+ *
+ * Supported: data pages v1 and v2, dictionary pages; encodings PLAIN,
+ * RLE/bit-packed hybrid, BIT_PACKED (levels), PLAIN_DICTIONARY, RLE_DICTIONARY,
+ * DELTA_BINARY_PACKED, DELTA_LENGTH_BYTE_ARRAY, DELTA_BYTE_ARRAY,
+ * BYTE_STREAM_SPLIT; codecs UNCOMPRESSED, SNAPPY, GZIP (multi-member), ZSTD,
+ * LZ4_RAW and Hadoop-framed LZ4; BOOLEAN, INT32/INT64 of every logical width
+ * signed and unsigned, FLOAT, DOUBLE, FLOAT16, BYTE_ARRAY and
+ * FIXED_LEN_BYTE_ARRAY (strings by LogicalType or ConvertedType, binaries,
+ * decimals), DATE, TIME, TIMESTAMP (ms, us, ns), INT96 (as ns timestamps),
+ * DECIMAL (INT32, INT64, FLBA, BYTE_ARRAY; up to 38 digits).
+ *
+ * Errors: every function returns >= 0 or -errno; a failed pq_file_open() writes
+ * a sentence naming the file (and column, row group, page) and what is wrong
+ * into err; a failed reader call leaves it in pq_reader_error(). -EBADMSG means
+ * malformed Parquet, -ENOTSUP a valid file using something this reader does not
+ * decode; errors of the source (-ESTALE above all) pass through unchanged.
+ *
+ * Thread-safety: a pq_file is immutable after pq_file_open(); any number of
+ * threads may call the pq_file_* accessors and create readers on it at once
+ * (the source must then be thread-safe, as rangesrc.h's are). A pq_reader
+ * belongs to one thread at a time. Batches returned are independent of the
+ * reader (they may outlive it and move between threads).
+ */
+#ifndef RINGCACHE_PARQUET_H
+#define RINGCACHE_PARQUET_H
+
+#include "colbatch.h"
+#include "rangesrc.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PQ_MSG_MAX 512
+
+typedef struct pq_file pq_file;
+typedef struct pq_reader pq_reader;
+
+/* Parquet physical types (parquet.thrift `Type`). */
+typedef enum pq_physical {
+    PQ_BOOLEAN = 0,
+    PQ_INT32 = 1,
+    PQ_INT64 = 2,
+    PQ_INT96 = 3,
+    PQ_FLOAT = 4,
+    PQ_DOUBLE = 5,
+    PQ_BYTE_ARRAY = 6,
+    PQ_FIXED_LEN_BYTE_ARRAY = 7,
+} pq_physical;
+
+/* A leaf column of the (flat) schema. */
+typedef struct pq_column_info {
+    const char *name;        /* borrowed from the file */
+    cb_typeinfo type;        /* what batches carry */
+    pq_physical physical;
+    int32_t type_length;     /* FIXED_LEN_BYTE_ARRAY width */
+    bool nullable;           /* OPTIONAL */
+} pq_column_info;
+
+typedef struct pq_open_opts {
+    uint64_t footer_read;    /* speculative tail read; 0: 512 KiB */
+    uint64_t max_footer;     /* refuse larger footers; 0: 256 MiB */
+} pq_open_opts;
+
+/* Opens a Parquet file on `src` (borrowed; it must outlive the pq_file).
+ * Reads the tail (one range; a second one only when the footer is larger than
+ * the tail read), checks the magic, decodes the footer and the schema. opts may
+ * be NULL. Returns 0, -EBADMSG (malformed), -ENOTSUP (nested schema, unknown
+ * physical type), -ENOMEM, or an error of the source; err (may be NULL) gets a
+ * sentence naming the file. */
+int pq_file_open(pq_file **out, rs_source *src, const pq_open_opts *opts, char *err,
+                 size_t errlen);
+void pq_file_destroy(pq_file **f);
+
+const char *pq_file_name(const pq_file *f);
+int64_t pq_file_num_rows(const pq_file *f);
+int pq_file_num_row_groups(const pq_file *f);
+int64_t pq_file_row_group_rows(const pq_file *f, int rg);
+int pq_file_num_columns(const pq_file *f);
+const pq_column_info *pq_file_column(const pq_file *f, int col);
+/* Index of the column named `name` (exact match), or -ENOENT. */
+int pq_file_find_column(const pq_file *f, const char *name);
+const char *pq_file_created_by(const pq_file *f); /* "" when absent */
+
+/* Statistics of one column chunk, as engine values. A bound is present only
+ * when the writer gave a trustworthy one: min_value/max_value, or the legacy
+ * min/max only for signed integers, floats, dates and timestamps (legacy
+ * string and unsigned bounds are in signed byte order and ignored). */
+typedef struct pq_value {
+    int64_t i;               /* ints, bool, date, time, timestamp, decimal <= 18 digits */
+    uint64_t u;              /* unsigned ints */
+    double d;                /* float, double */
+    cb_i128 i128;            /* decimal 19..38 digits */
+    const uint8_t *bytes;    /* strings, binaries (borrowed) */
+    size_t len;
+} pq_value;
+
+typedef struct pq_stats {
+    bool has_min, has_max, has_null_count;
+    pq_value min, max;       /* borrowed from the file */
+    int64_t null_count;
+    int64_t num_values;      /* values in the chunk, nulls included */
+} pq_stats;
+/* 0, or -ERANGE for a bad index. */
+int pq_file_stats(const pq_file *f, int rg, int col, pq_stats *out);
+
+/* A predicate on one column for row-group pruning: `column OP value`, where
+ * value is in the column's engine type (pq_value field as in pq_stats). A row
+ * group is skipped only when its statistics prove no row can match. */
+typedef enum pq_op { PQ_EQ, PQ_LT, PQ_LE, PQ_GT, PQ_GE, PQ_IS_NULL, PQ_NOT_NULL } pq_op;
+typedef struct pq_pred {
+    int column;
+    pq_op op;
+    pq_value value;          /* borrowed until pq_reader_create returns */
+} pq_pred;
+
+/* Whether row group rg may hold rows matching ALL of preds (1) or certainly
+ * holds none (0); -ERANGE for a bad column or row group. */
+int pq_file_row_group_may_match(const pq_file *f, int rg, const pq_pred *preds, size_t n);
+
+typedef struct pq_read_opts {
+    const int *columns;      /* leaf indices to read, in batch order; NULL: all */
+    size_t n_columns;
+    const pq_pred *preds;    /* for pruning; may be NULL */
+    size_t n_preds;
+    int rg_begin, rg_end;    /* row-group window [begin, end); both 0: all (for
+                                splitting a file across threads) */
+    uint64_t coalesce_gap;   /* merge ranges with gaps up to this; 0: 1 MiB */
+    uint64_t coalesce_max;   /* never merge past this size; 0: 64 MiB */
+    bool keep_dictionary;    /* string columns stay dictionary-encoded when every
+                                page of a chunk is (default true through
+                                pq_read_opts_init); false: always plain */
+    uint64_t max_page_bytes; /* refuse pages that inflate past this; 0: 1 GiB */
+} pq_read_opts;
+void pq_read_opts_init(pq_read_opts *o);
+
+/* Creates a reader (opts may be NULL: all columns, all row groups). Returns
+ * 0, -ERANGE (a column index out of range; err filled), or -ENOMEM. */
+int pq_reader_create(pq_reader **out, pq_file *f, const pq_read_opts *opts, char *err,
+                     size_t errlen);
+void pq_reader_destroy(pq_reader **r);
+
+/* The next row group that survived pruning, as a batch of the requested
+ * columns (the caller owns it: cb_batch_destroy). Returns 1 with *out set, 0
+ * at the end (*out NULL), or -errno (message in pq_reader_error). */
+int pq_reader_next(pq_reader *r, cb_batch **out);
+/* Index of the row group the last batch came from (-1 before the first). */
+int pq_reader_row_group(const pq_reader *r);
+const char *pq_reader_error(const pq_reader *r);
+
+/* Counters of one reader. */
+typedef struct pq_reader_stats {
+    uint64_t row_groups_read, row_groups_pruned;
+    uint64_t ranges_requested;  /* column chunks asked for */
+    uint64_t ranges_fetched;    /* after coalescing */
+    uint64_t bytes_fetched;
+} pq_reader_stats;
+void pq_reader_stats_get(const pq_reader *r, pq_reader_stats *out);
+
+#endif /* RINGCACHE_PARQUET_H */

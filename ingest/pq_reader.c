@@ -1,0 +1,293 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * pq_reader.c: reading row groups of an open Parquet file (parquet.h). For
+ * each row group that survives pruning, the byte ranges of the requested
+ * column chunks are computed, sorted and coalesced (a gap up to coalesce_gap
+ * is read rather than paying another request; a merged range never grows past
+ * coalesce_max), all fetched in one rs_read_ranges() call (so the source keeps
+ * them in flight at once), then each chunk is decoded into a column.
+ *
+ *   chunks:   [a....]   [b..]            [c......]
+ *   gap <= 1 MiB: ---------- one range ----------   (when c is within the gap)
+ *
+ * A chunk spans from its dictionary page (when there is one) or its first data
+ * page, for total_compressed_size bytes.
+ */
+#include "parquet_int.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct pq_reader {
+    pq_file *f;
+    int *cols;
+    size_t n_cols;
+    int *rgs;              /* row groups to read, after pruning */
+    int n_rgs;
+    int next;
+    int cur;
+    uint64_t gap, max;
+    bool keep_dict;
+    uint64_t max_page;
+    pq__scratch scratch;   /* decoder buffers, kept across row groups */
+    uint8_t *fetch;        /* fetched ranges, kept across row groups */
+    size_t fetch_cap;
+    pq_reader_stats stats;
+    char err[PQ_MSG_MAX];
+};
+
+typedef struct pq__want {
+    uint64_t off, len;
+    size_t col;            /* position in r->cols */
+    int group;             /* merged range it belongs to */
+} pq__want;
+
+void pq_read_opts_init(pq_read_opts *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->keep_dictionary = true;
+}
+
+static int pq__rerr(pq_reader *r, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int pq__rerr(pq_reader *r, int rc, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->err, sizeof(r->err), fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+int pq_reader_create(pq_reader **out, pq_file *f, const pq_read_opts *opts, char *err,
+                     size_t errlen)
+{
+    *out = NULL;
+    pq_read_opts def;
+    if (!opts) {
+        pq_read_opts_init(&def);
+        opts = &def;
+    }
+    pq_reader *r = calloc(1, sizeof(*r));
+    if (!r)
+        return -ENOMEM;
+    r->f = f;
+    r->cur = -1;
+    r->gap = opts->coalesce_gap ? opts->coalesce_gap : (1u << 20);
+    r->max = opts->coalesce_max ? opts->coalesce_max : (64u << 20);
+    r->keep_dict = opts->keep_dictionary;
+    r->max_page = opts->max_page_bytes;
+    int nc = pq_file_num_columns(f), nrg = pq_file_num_row_groups(f);
+    r->n_cols = opts->columns ? opts->n_columns : (size_t)nc;
+    r->cols = calloc(r->n_cols ? r->n_cols : 1, sizeof(int));
+    r->rgs = calloc(nrg ? (size_t)nrg : 1, sizeof(int));
+    if (!r->cols || !r->rgs) {
+        pq_reader_destroy(&r);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < r->n_cols; i++) {
+        int c = opts->columns ? opts->columns[i] : (int)i;
+        if (c < 0 || c >= nc) {
+            if (err && errlen)
+                snprintf(err, errlen, "%s: column index %d is out of range (the file has %d "
+                         "columns)", pq_file_name(f), c, nc);
+            pq_reader_destroy(&r);
+            return -ERANGE;
+        }
+        r->cols[i] = c;
+    }
+    for (size_t i = 0; i < opts->n_preds; i++) {
+        if (opts->preds[i].column < 0 || opts->preds[i].column >= nc) {
+            if (err && errlen)
+                snprintf(err, errlen, "%s: a predicate names column index %d, out of range (the "
+                         "file has %d columns)", pq_file_name(f), opts->preds[i].column, nc);
+            pq_reader_destroy(&r);
+            return -ERANGE;
+        }
+    }
+    int begin = opts->rg_begin, end = opts->rg_end;
+    if (begin == 0 && end == 0)
+        end = nrg;
+    if (begin < 0)
+        begin = 0;
+    if (end > nrg)
+        end = nrg;
+    for (int g = begin; g < end; g++) {
+        int ok = opts->n_preds ? pq_file_row_group_may_match(f, g, opts->preds, opts->n_preds) : 1;
+        if (ok > 0)
+            r->rgs[r->n_rgs++] = g;
+        else
+            r->stats.row_groups_pruned++;
+    }
+    *out = r;
+    return 0;
+}
+
+void pq_reader_destroy(pq_reader **r)
+{
+    if (!r || !*r)
+        return;
+    free((*r)->cols);
+    free((*r)->rgs);
+    free((*r)->fetch);
+    pq__scratch_deinit(&(*r)->scratch);
+    free(*r);
+    *r = NULL;
+}
+
+int pq_reader_row_group(const pq_reader *r) { return r->cur; }
+const char *pq_reader_error(const pq_reader *r) { return r->err; }
+void pq_reader_stats_get(const pq_reader *r, pq_reader_stats *out) { *out = r->stats; }
+
+static bool pq__grow_fetch(pq_reader *r, size_t need)
+{
+    /* Not realloc: the old bytes are not needed, so do not copy them. */
+    free(r->fetch);
+    r->fetch = malloc(need ? need : 1);
+    r->fetch_cap = r->fetch ? need : 0;
+    return r->fetch != NULL;
+}
+
+static int pq__want_cmp(const void *a, const void *b)
+{
+    const pq__want *x = a, *y = b;
+    return x->off < y->off ? -1 : x->off > y->off;
+}
+
+int pq_reader_next(pq_reader *r, cb_batch **out)
+{
+    *out = NULL;
+    if (r->next >= r->n_rgs)
+        return 0;
+    int rg = r->rgs[r->next++];
+    r->cur = rg;
+    pq_file *f = r->f;
+    rs_source *src = pq__file_source(f);
+    const char *name = pq_file_name(f);
+    uint64_t fsize = rs_size(src);
+    int64_t rows = pq_file_row_group_rows(f, rg);
+    size_t n = r->n_cols;
+    pq__want *w = calloc(n ? n : 1, sizeof(*w));
+    rs_range *ranges = calloc(n ? n : 1, sizeof(*ranges));
+    cb_batch *b = NULL;
+    int rc = cb_batch_create(&b, (uint32_t)rows, (uint32_t)n);
+    if (!w || !ranges || rc < 0) {
+        rc = pq__rerr(r, -ENOMEM, "%s: out of memory reading row group %d", name, rg);
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const pq__chunk_meta *cm = pq__file_chunk(f, rg, r->cols[i]);
+        int64_t start = cm->data_page_offset;
+        if (cm->dictionary_page_offset > 0 && cm->dictionary_page_offset < start)
+            start = cm->dictionary_page_offset;
+        uint64_t len = (uint64_t)cm->total_compressed_size;
+        if (start < 0 || (uint64_t)start > fsize || len > fsize - (uint64_t)start) {
+            rc = pq__rerr(r, -EBADMSG, "%s: column '%s' of row group %d spans bytes %" PRId64
+                          "..+%" PRIu64 ", outside the file (%" PRIu64 " bytes)", name,
+                          pq_file_column(f, r->cols[i])->name, rg, start, len, fsize);
+            goto out;
+        }
+        w[i].off = (uint64_t)start;
+        w[i].len = len;
+        w[i].col = i;
+    }
+    /* Coalesce: sort by offset, merge while the gap and the size allow. */
+    pq__want *sorted = malloc((n ? n : 1) * sizeof(*sorted));
+    if (!sorted) {
+        rc = pq__rerr(r, -ENOMEM, "%s: out of memory", name);
+        goto out;
+    }
+    memcpy(sorted, w, n * sizeof(*w));
+    qsort(sorted, n, sizeof(*sorted), pq__want_cmp);
+    size_t ng = 0;
+    for (size_t i = 0; i < n; i++) {
+        pq__want *x = &sorted[i];
+        if (x->len == 0) {
+            x->group = -1;
+            w[x->col].group = -1;
+            continue;
+        }
+        if (ng > 0) {
+            rs_range *g = &ranges[ng - 1];
+            uint64_t gend = g->offset + g->length, xend = x->off + x->len;
+            uint64_t nend = xend > gend ? xend : gend;
+            if (x->off <= gend + r->gap && nend - g->offset <= r->max) {
+                g->length = nend - g->offset;
+                w[x->col].group = (int)ng - 1;
+                continue;
+            }
+        }
+        ranges[ng].offset = x->off;
+        ranges[ng].length = x->len;
+        w[x->col].group = (int)ng;
+        ng++;
+    }
+    free(sorted);
+    /* One buffer for all ranges, reused by the next row group. */
+    uint64_t total = 0;
+    for (size_t g = 0; g < ng; g++)
+        total += ranges[g].length;
+    if (total > SIZE_MAX / 2 || (total > r->fetch_cap && !pq__grow_fetch(r, (size_t)total))) {
+        rc = pq__rerr(r, -ENOMEM, "%s: out of memory for %" PRIu64 " bytes of row group %d",
+                      name, total, rg);
+        goto out;
+    }
+    total = 0;
+    for (size_t g = 0; g < ng; g++) {
+        ranges[g].buf = r->fetch + total;
+        total += ranges[g].length;
+    }
+    r->stats.ranges_requested += n;
+    r->stats.ranges_fetched += ng;
+    rc = rs_read_ranges(src, ranges, ng, r->err, sizeof(r->err));
+    if (rc < 0)
+        goto out; /* the source's code and sentence, unchanged (-ESTALE above all) */
+    for (size_t g = 0; g < ng; g++)
+        r->stats.bytes_fetched += ranges[g].length;
+    for (size_t i = 0; i < n; i++) {
+        const pq_column_info *ci = pq_file_column(f, r->cols[i]);
+        const pq__chunk_meta *cm = pq__file_chunk(f, rg, r->cols[i]);
+        pq__coldesc d = {
+            .file = name,
+            .name = ci->name,
+            .rg = rg,
+            .physical = ci->physical,
+            .type_length = ci->type_length,
+            .type = ci->type,
+            .nullable = ci->nullable,
+            .codec = cm->codec,
+            .num_values = cm->num_values,
+            .num_rows = (uint32_t)rows,
+            .keep_dictionary = r->keep_dict,
+            .max_page_bytes = r->max_page,
+        };
+        /* A hint for string buffers, trusted only within reason. */
+        uint64_t hint = cm->total_uncompressed_size > 0 ? (uint64_t)cm->total_uncompressed_size : 0;
+        if (hint > 64 * w[i].len || hint > (256u << 20))
+            hint = 0;
+        d.size_hint = (size_t)hint;
+        const uint8_t *p = (const uint8_t *)"";
+        size_t len = 0;
+        if (w[i].group >= 0) {
+            const rs_range *g = &ranges[w[i].group];
+            p = (const uint8_t *)g->buf + (w[i].off - g->offset);
+            len = (size_t)w[i].len;
+        }
+        rc = pq__decode_chunk_with(&d, p, len, &r->scratch, &b->cols[i], r->err, sizeof(r->err));
+        if (rc < 0)
+            goto out;
+    }
+    r->stats.row_groups_read++;
+    *out = b;
+    b = NULL;
+    rc = 1;
+out:
+    free(ranges);
+    free(w);
+    cb_batch_destroy(&b);
+    return rc;
+}

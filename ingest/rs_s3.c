@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * rs_s3.c: the S3 implementation of the byte-range source (rangesrc.h). One
+ * private libevent loop and one async S3 client per source: a call submits all
+ * its ranges as ranged GETs pinned to the ETag seen by HEAD at open (If-Match,
+ * and the client compares the answer's ETag too), then turns the loop until
+ * every one has completed, so many ranges are in flight at once on the client's
+ * pooled connections. Callers are serialised on a mutex: the client belongs to
+ * the loop and the loop to whichever thread runs it.
+ */
+#include "rangesrc.h"
+
+#include "s3.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct rs__s3 {
+    pthread_mutex_t lock;
+    struct event_base *base;
+    s3_client *client;
+    char *bucket;
+    char *key;
+    char etag[S3_ETAG_MAX];
+} rs__s3;
+
+typedef struct rs__s3_call {
+    size_t pending;
+    int rc;              /* first error */
+    char *err;
+    size_t errlen;
+    bool head_done;
+    s3_object_info head;
+} rs__s3_call;
+
+typedef struct rs__s3_get {
+    rs__s3_call *call;
+    uint64_t want;
+} rs__s3_get;
+
+static void rs__s3_destroy(void *impl)
+{
+    rs__s3 *s = impl;
+    if (!s)
+        return;
+    s3_client_destroy(&s->client);
+    if (s->base)
+        event_base_free(s->base);
+    pthread_mutex_destroy(&s->lock);
+    free(s->bucket);
+    free(s->key);
+    free(s);
+}
+
+static void rs__s3_fail(rs__s3_call *c, int code, const char *msg)
+{
+    if (c->rc == 0) {
+        c->rc = code ? code : -EIO;
+        snprintf(c->err, c->errlen, "%s", msg);
+    }
+}
+
+static void rs__s3_get_done(const s3_error *err, const s3_get_result *res, void *arg)
+{
+    rs__s3_get *g = arg;
+    rs__s3_call *c = g->call;
+    if (err && err->code) {
+        rs__s3_fail(c, err->code, err->message);
+    } else if (!res || res->bytes != g->want) {
+        char msg[RS_MSG_MAX];
+        snprintf(msg, sizeof(msg), "short read: %" PRIu64 " of %" PRIu64 " bytes arrived",
+                 res ? res->bytes : 0, g->want);
+        rs__s3_fail(c, -EIO, msg);
+    }
+    c->pending--;
+}
+
+static int rs__s3_read(void *impl, const rs_range *ranges, size_t n, char *err, size_t errlen)
+{
+    rs__s3 *s = impl;
+    rs__s3_get *gets = calloc(n, sizeof(*gets));
+    if (!gets)
+        return -ENOMEM;
+    rs__s3_call call = {.err = err, .errlen = errlen};
+    pthread_mutex_lock(&s->lock);
+    for (size_t i = 0; i < n; i++) {
+        if (ranges[i].length == 0)
+            continue;
+        gets[i].call = &call;
+        gets[i].want = ranges[i].length;
+        s3_get_args a = {
+            .bucket = s->bucket,
+            .key = s->key,
+            .offset = ranges[i].offset,
+            .length = ranges[i].length,
+            .if_match = s->etag[0] ? s->etag : NULL,
+            .buf = ranges[i].buf,
+            .cap = (size_t)ranges[i].length,
+        };
+        int rc = s3_get(s->client, &a, rs__s3_get_done, &gets[i]);
+        if (rc < 0) {
+            char msg[RS_MSG_MAX];
+            snprintf(msg, sizeof(msg), "s3://%s/%s: cannot submit a ranged GET: %s", s->bucket,
+                     s->key, strerror(-rc));
+            rs__s3_fail(&call, rc, msg);
+            break;
+        }
+        call.pending++;
+    }
+    while (call.pending > 0)
+        event_base_loop(s->base, EVLOOP_ONCE);
+    pthread_mutex_unlock(&s->lock);
+    free(gets);
+    return call.rc;
+}
+
+static void rs__s3_head_done(const s3_error *err, const s3_object_info *info, void *arg)
+{
+    rs__s3_call *c = arg;
+    if (err && err->code)
+        rs__s3_fail(c, err->code, err->message);
+    else if (info)
+        c->head = *info;
+    c->head_done = true;
+}
+
+int rs_s3_open(rs_source **out, const s3_config *cfg, const char *bucket, const char *key,
+               char *err, size_t errlen)
+{
+    *out = NULL;
+    char scratch[RS_MSG_MAX];
+    if (!err || !errlen) {
+        err = scratch;
+        errlen = sizeof(scratch);
+    }
+    rs__s3 *s = calloc(1, sizeof(*s));
+    if (!s)
+        return -ENOMEM;
+    pthread_mutex_init(&s->lock, NULL);
+    s->bucket = strdup(bucket);
+    s->key = strdup(key);
+    s->base = event_base_new();
+    if (!s->bucket || !s->key || !s->base) {
+        rs__s3_destroy(s);
+        snprintf(err, errlen, "s3://%s/%s: out of memory opening the object", bucket, key);
+        return -ENOMEM;
+    }
+    int rc = s3_client_create(&s->client, cfg, s->base);
+    if (rc < 0) {
+        snprintf(err, errlen, "s3://%s/%s: cannot create the S3 client: %s (check the endpoint)",
+                 bucket, key, strerror(-rc));
+        rs__s3_destroy(s);
+        return rc;
+    }
+    rs__s3_call call = {.err = err, .errlen = errlen};
+    rc = s3_head(s->client, bucket, key, rs__s3_head_done, &call);
+    if (rc < 0) {
+        snprintf(err, errlen, "s3://%s/%s: cannot submit HEAD: %s", bucket, key, strerror(-rc));
+        rs__s3_destroy(s);
+        return rc;
+    }
+    while (!call.head_done)
+        event_base_loop(s->base, EVLOOP_ONCE);
+    if (call.rc < 0) {
+        rc = call.rc;
+        rs__s3_destroy(s);
+        return rc;
+    }
+    snprintf(s->etag, sizeof(s->etag), "%s", call.head.etag);
+    char name[2048];
+    snprintf(name, sizeof(name), "s3://%s/%s", bucket, key);
+    static const rs_ops ops = {.read_ranges = rs__s3_read, .destroy = rs__s3_destroy};
+    rc = rs_source_create(out, &ops, s, name, call.head.size, call.head.etag);
+    if (rc < 0)
+        snprintf(err, errlen, "%s: cannot open: %s", name, strerror(-rc));
+    return rc;
+}
