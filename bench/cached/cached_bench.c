@@ -115,7 +115,7 @@ typedef struct {
 } node_t;
 
 static void node_start(node_t *n, const char *name, const char *s3_endpoint, const char *ram,
-                       bool fresh)
+                       bool fresh, const char *const *extra)
 {
     char bin[1024], pf[700], af[700];
     if (h_build_path(bin, sizeof(bin), "cached/ringcached") < 0)
@@ -131,7 +131,14 @@ static void node_start(node_t *n, const char *name, const char *s3_endpoint, con
                           "2GiB", "--ram-capacity", ram, "--threads", "2", "--no-sync",
                           "--s3-endpoint", s3_endpoint, "--s3-access-key", "S3RVER",
                           "--s3-secret-key", "S3RVER", "--log-level", "warn", NULL};
-    if (h_proc_start(env, &n->proc, name, (char *const *)argv, NULL, pf, 0) < 0)
+    const char *all[48];
+    int k = 0;
+    for (int i = 0; argv[i]; i++)
+        all[k++] = argv[i];
+    for (int i = 0; extra && extra[i] && k < 46; i++)
+        all[k++] = extra[i];
+    all[k] = NULL;
+    if (h_proc_start(env, &n->proc, name, (char *const *)all, NULL, pf, 0) < 0)
         die(h_last_error());
     n->port = h_proc_port(n->proc);
     FILE *f = fopen(af, "r");
@@ -240,6 +247,8 @@ static void load_issue(load_conn *lc)
 }
 
 /* Reads `target` blocks over k connections; returns seconds. */
+static const char *g_tls_ca; /* set: load_run speaks TLS with this CA */
+
 static double load_run(int port, const char *version, uint64_t size, uint64_t target, int k,
                        int depth)
 {
@@ -253,7 +262,8 @@ static double load_run(int port, const char *version, uint64_t size, uint64_t ta
     snprintf(l.version, sizeof(l.version), "%s", version);
     l.conns = calloc((size_t)k, sizeof(*l.conns));
     for (int i = 0; i < k; i++) {
-        cc_config cc = {"127.0.0.1", port, NULL, 0, "bench", 2000, 60000, false, NULL};
+        cc_config cc = {"127.0.0.1", port, NULL, 0, "bench", 2000, 60000, g_tls_ca != NULL,
+                        g_tls_ca};
         l.conns[i].l = &l;
         l.conns[i].buf = malloc((size_t)depth << 20);
         if (cc_conn_create(&l.conns[i].c, l.base, &cc) < 0)
@@ -658,7 +668,7 @@ int main(int argc, char **argv)
     node_t n;
     char ram[32];
     snprintf(ram, sizeof(ram), "%dMiB", size_mib + 256);
-    node_start(&n, "node", h_s3model_endpoint(model), ram, true);
+    node_start(&n, "node", h_s3model_endpoint(model), ram, true, NULL);
     long rss_rest = proc_rss_kib(h_proc_pid(n.proc));
     uint64_t blocks = bkey_block_count(size, 1u << 20);
     double t_cold = load_run(n.port, etag, size, blocks, 4, 8);
@@ -723,7 +733,7 @@ int main(int argc, char **argv)
     if (h_proc_stop(n.proc, 15000) != 0)
         die("the node did not exit cleanly");
     node_t n2;
-    node_start(&n2, "node-ssd", h_s3model_endpoint(model), "0", false);
+    node_start(&n2, "node-ssd", h_s3model_endpoint(model), "0", false, NULL);
     double *t_ssd = calloc((size_t)reps, sizeof(double));
     double *t_store = calloc((size_t)reps, sizeof(double));
     for (int r = 0; r < reps; r++) {
@@ -741,6 +751,28 @@ int main(int argc, char **argv)
     }
     double ssd_gib = pct(t_ssd, (size_t)reps, 0.5), store_gib = pct(t_store, (size_t)reps, 0.5);
 
+    /* TLS beside plaintext: the same node (RAM tier on), restarted with TLS,
+     * interleaved with a plaintext node on the same data */
+    char cert[700], key[700];
+    h_env_path(env, cert, sizeof(cert), "node.crt");
+    h_env_path(env, key, sizeof(key), "node.key");
+    if (h_make_cert(cert, key) < 0)
+        die("cannot make a TLS certificate");
+    const char *tls_args[] = {"--tls-cert", cert, "--tls-key", key, NULL};
+    node_t nt;
+    node_start(&nt, "node-tls", h_s3model_endpoint(model), ram, false, tls_args);
+    g_tls_ca = cert;
+    load_run(nt.port, etag, size, blocks, 4, 4); /* warm its RAM tier */
+    double *t_tls = calloc((size_t)reps, sizeof(double));
+    for (int r = 0; r < reps; r++) {
+        t_tls[r] = (double)size / (1u << 30) / load_run(nt.port, etag, size, blocks, 4, 4);
+        fprintf(stderr, "rep %d: RAM tier over TLS %.2f GiB/s\n", r + 1, t_tls[r]);
+    }
+    g_tls_ca = NULL;
+    double tls_gib = pct(t_tls, (size_t)reps, 0.5);
+    if (h_proc_stop(nt.proc, 15000) != 0)
+        die("the TLS node did not exit cleanly");
+
     printf("\n| measure | ringcached | peer | ratio |\n|---|---|---|---|\n");
     printf("| warm RAM tier, 1 MiB blocks, 4 connections | %.2f GiB/s | iperf3 -P 4: %.2f GiB/s | "
            "%.2f |\n",
@@ -754,6 +786,9 @@ int main(int argc, char **argv)
            n_ranges, o50, o99, n50, n99, o99 / n99);
     printf("| cold %d MiB through one node | %.2f s | single-stream GET: %.2f s | %.2fx |\n",
            size_mib, t_cold, t_single, t_single / t_cold);
+    printf("| warm RAM tier over TLS (same client, 4 connections) | %.2f GiB/s | plaintext: %.2f "
+           "GiB/s | %.2f |\n",
+           tls_gib, ram_gib, tls_gib / ram_gib);
     printf("| warm from SSD, RAM tier off | %.2f GiB/s | block store alone: %.2f GiB/s | %.2f |\n",
            ssd_gib, store_gib, ssd_gib / store_gib);
     printf("| resident memory (RAM tier %s, %.0f MiB in use) | at rest %.0f MiB, under load %.0f "

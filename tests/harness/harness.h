@@ -137,6 +137,11 @@ const char *h_last_error(void);
 /* Milliseconds of CLOCK_MONOTONIC. */
 int64_t h_now_ms(void);
 
+/* Writes a self-signed P-256 certificate for 127.0.0.1 (subjectAltName IP,
+ * CA:TRUE, valid for an hour) and its key as PEM files, for TLS tests: the
+ * certificate is its own CA. 0 or -errno. */
+int h_make_cert(const char *cert_path, const char *key_path);
+
 /* A blocking TCP connect to 127.0.0.1:port; returns the fd or -errno. */
 int h_tcp_connect(int port, int timeout_ms);
 
