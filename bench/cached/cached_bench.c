@@ -335,57 +335,6 @@ static void ours_random(int port, const char *version, uint64_t size, const uint
 
 /* ---- nginx -------------------------------------------------------------------- */
 
-static h_proc *nginx_start(int upstream_port, int *port_out)
-{
-    char dir[600], conf[700], err[700];
-    h_env_path(env, dir, sizeof(dir), "nginx");
-    mkdir(dir, 0755);
-    /* a free port: bind 0, read it, close (nginx has no port file) */
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t sl = sizeof(sa);
-    bind(fd, (struct sockaddr *)&sa, sizeof(sa));
-    getsockname(fd, (struct sockaddr *)&sa, &sl);
-    int port = ntohs(sa.sin_port);
-    close(fd);
-    snprintf(conf, sizeof(conf), "%s/nginx.conf", dir);
-    snprintf(err, sizeof(err), "%s/error.log", dir);
-    FILE *f = fopen(conf, "w");
-    fprintf(f,
-            "%sworker_processes 2;\npid %s/nginx.pid;\nerror_log %s warn;\ndaemon off;\n"
-            "events { worker_connections 1024; }\n"
-            "http {\n access_log off;\n client_body_temp_path %s/body;\n"
-            " proxy_temp_path %s/proxy;\n fastcgi_temp_path %s/fcgi;\n uwsgi_temp_path %s/uwsgi;\n"
-            " scgi_temp_path %s/scgi;\n sendfile on;\n tcp_nopush off;\n"
-            " proxy_cache_path %s/cache levels=1:2 keys_zone=s3:64m max_size=4g inactive=1h "
-            "use_temp_path=off;\n"
-            " upstream s3 { server 127.0.0.1:%d; keepalive 32; }\n"
-            " server {\n  listen 127.0.0.1:%d;\n  location / {\n   slice 1m;\n"
-            "   proxy_cache s3;\n   proxy_cache_key $uri$is_args$args$slice_range;\n"
-            "   proxy_set_header Range $slice_range;\n   proxy_cache_valid 200 206 1h;\n"
-            "   proxy_cache_lock on;\n   proxy_http_version 1.1;\n"
-            "   proxy_set_header Connection \"\";\n   proxy_set_header Host 127.0.0.1:%d;\n"
-            "   proxy_pass http://s3;\n  }\n }\n}\n",
-            geteuid() == 0 ? "user root;\n" : "", /* workers must write our temp folder */
-            dir, err, dir, dir, dir, dir, dir, dir, upstream_port, port, upstream_port);
-    fclose(f);
-    const char *argv[] = {"nginx", "-p", dir, "-c", conf, "-e", err, NULL};
-    h_proc *p;
-    if (h_proc_start(env, &p, "nginx", (char *const *)argv, NULL, NULL, 0) < 0)
-        die("cannot start nginx (apt-get install nginx)");
-    for (int i = 0; i < 100; i++) {
-        int c = h_tcp_connect(port, 100);
-        if (c >= 0) {
-            close(c);
-            *port_out = port;
-            return p;
-        }
-        usleep(50000);
-    }
-    die("nginx did not start");
-    return NULL;
-}
-
 /* CPU of nginx: the master and its workers (children in its process group). */
 static double nginx_cpu_s(pid_t master)
 {
@@ -507,38 +456,6 @@ static void nginx_random(int port, const uint64_t *offs, int n, double *lat)
         lat[i] = (now_s() - t0) * 1000;
     }
     curl_easy_cleanup(e);
-}
-
-/* ---- iperf3 ------------------------------------------------------------------- */
-
-static double iperf_gib_s(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t sl = sizeof(sa);
-    bind(fd, (struct sockaddr *)&sa, sizeof(sa));
-    getsockname(fd, (struct sockaddr *)&sa, &sl);
-    int port = ntohs(sa.sin_port);
-    close(fd);
-    char ps[16];
-    snprintf(ps, sizeof(ps), "%d", port);
-    const char *sv[] = {"iperf3", "-s", "-B", "127.0.0.1", "-p", ps, "-1", NULL};
-    h_proc *srv;
-    if (h_proc_start(env, &srv, "iperf3-server", (char *const *)sv, NULL, NULL, 0) < 0)
-        die("cannot start iperf3 (apt-get install iperf3)");
-    usleep(300000);
-    char cmd[256];
-    snprintf(cmd, sizeof(cmd), "iperf3 -c 127.0.0.1 -p %d -P 4 -t 3 -f m 2>/dev/null | "
-                               "grep SUM | grep receiver | awk '{print $6}'", port);
-    double mbits = 0;
-    FILE *p = popen(cmd, "r");
-    if (!p || fscanf(p, "%lf", &mbits) != 1)
-        mbits = 0;
-    if (p)
-        pclose(p);
-    h_proc_wait(srv, 3000);
-    h_proc_stop(srv, 2000);
-    return mbits * 1e6 / 8 / (1024.0 * 1024 * 1024);
 }
 
 /* ---- the store alone ------------------------------------------------------------ */
@@ -679,7 +596,7 @@ int main(int argc, char **argv)
     double cpu_ours = 0, gib_ours = 0;
     long rss_load = 0;
     for (int r = 0; r < reps; r++) {
-        t_ip[r] = iperf_gib_s();
+        t_ip[r] = h_iperf_gib_s(env, 4, 3);
         double c0 = proc_cpu_s(h_proc_pid(n.proc));
         double t = load_run(n.port, etag, size, blocks * 2, 4, 4);
         cpu_ours += proc_cpu_s(h_proc_pid(n.proc)) - c0;
@@ -696,7 +613,9 @@ int main(int argc, char **argv)
     /* random 64 KiB ranges vs nginx, both warm, interleaved in batches */
     int nport;
     double ram_used_mib = node_metric(&n, "ringcached_capacity_used_bytes{tier=\"ram\"}") / 1048576.0;
-    h_proc *ngx = nginx_start(h_s3model_port(model), &nport);
+    h_proc *ngx;
+    if (h_nginx_start(env, &ngx, h_s3model_port(model), &nport) < 0)
+        die("cannot start nginx (apt-get install nginx)");
     fprintf(stderr, "warming nginx ...\n");
     nginx_load(nport, size, blocks, 4); /* cold fill of its slice cache */
     double *t_ng = calloc((size_t)reps, sizeof(double));

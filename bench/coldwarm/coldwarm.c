@@ -313,59 +313,6 @@ static void make_dataset(int files, int file_mib)
     dataset_blocks = (uint64_t)files * (uint64_t)file_mib;
 }
 
-/* ---- nginx ------------------------------------------------------------------------ */
-
-static h_proc *start_nginx(int *port_out)
-{
-    char d[700], conf[760], err[760];
-    h_env_path(env, d, sizeof(d), "nginx");
-    mkdir(d, 0755);
-    snprintf(conf, sizeof(conf), "%s/nginx.conf", d);
-    snprintf(err, sizeof(err), "%s/error.log", d);
-    /* a free port from the kernel (nginx writes no port file): bind 0, close */
-    int sfd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t sl = sizeof(sa);
-    if (sfd < 0 || bind(sfd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
-        getsockname(sfd, (struct sockaddr *)&sa, &sl) != 0)
-        die("cannot pick a port for nginx");
-    int port = ntohs(sa.sin_port);
-    close(sfd);
-    FILE *f = fopen(conf, "w");
-    fprintf(f,
-            "%sworker_processes 2;\npid %s/nginx.pid;\nerror_log %s warn;\ndaemon off;\n"
-            "events { worker_connections 1024; }\nhttp {\n access_log off;\n"
-            " client_body_temp_path %s/body;\n proxy_temp_path %s/proxy;\n"
-            " fastcgi_temp_path %s/fcgi;\n uwsgi_temp_path %s/uwsgi;\n scgi_temp_path %s/scgi;\n"
-            " sendfile on;\n tcp_nopush off;\n"
-            " proxy_cache_path %s/cache levels=1:2 keys_zone=s3:64m max_size=16g inactive=1h "
-            "use_temp_path=off;\n upstream s3 { server 127.0.0.1:%d; keepalive 32; }\n"
-            " server {\n  listen 127.0.0.1:%d;\n  location / {\n   slice 1m;\n"
-            "   proxy_cache s3;\n   proxy_cache_key $uri$is_args$args$slice_range;\n"
-            "   proxy_set_header Range $slice_range;\n   proxy_cache_valid 200 206 1h;\n"
-            "   proxy_cache_lock on;\n   proxy_http_version 1.1;\n"
-            "   proxy_set_header Connection \"\";\n   proxy_set_header Host 127.0.0.1:%d;\n"
-            "   proxy_pass http://s3;\n  }\n }\n}\n",
-            geteuid() == 0 ? "user root;\n" : "", d, err, d, d, d, d, d, d,
-            h_s3model_port(model), port, h_s3model_port(model));
-    fclose(f);
-    const char *argv[] = {"nginx", "-p", d, "-c", conf, "-e", err, NULL};
-    h_proc *p;
-    if (h_proc_start(env, &p, "nginx", (char *const *)argv, NULL, NULL, 0) < 0)
-        die("cannot start nginx (apt-get install nginx)");
-    for (int i = 0; i < 100; i++) {
-        int c = h_tcp_connect(port, 100);
-        if (c >= 0) {
-            close(c);
-            *port_out = port;
-            return p;
-        }
-        usleep(50000);
-    }
-    die("nginx did not start");
-    return NULL;
-}
-
 /* ---- main ------------------------------------------------------------------------- */
 
 typedef struct {
@@ -379,20 +326,6 @@ typedef struct {
 static double mib_s(const result_t *r)
 {
     return r->seconds > 0 ? (double)r->bytes / 1048576.0 / r->seconds : 0;
-}
-
-static double iperf_mib_s(void)
-{
-    FILE *p = popen("sh -c 'iperf3 -s -B 127.0.0.1 -p 5399 -1 >/dev/null 2>&1 & sleep 0.3; "
-                    "iperf3 -c 127.0.0.1 -p 5399 -P 4 -t 2 -f m 2>/dev/null | grep SUM | "
-                    "grep receiver | awk \"{print \\$6}\"'",
-                    "r");
-    double mbits = 0;
-    if (!p || fscanf(p, "%lf", &mbits) != 1)
-        mbits = 0;
-    if (p)
-        pclose(p);
-    return mbits * 1e6 / 8 / 1048576.0;
 }
 
 static void s3_counts(uint64_t *gets, uint64_t *bytes)
@@ -450,7 +383,7 @@ int main(int argc, char **argv)
         die(h_last_error());
     if (h_s3model_start(env, &model, h_s3_port(s3), 30, 100) < 0)
         die(h_last_error());
-    double ceiling = iperf_mib_s();
+    double ceiling = h_iperf_gib_s(env, 4, 2) * 1024.0;
     if (bw_mib == 0)
         bw_mib = ceiling > 0 ? ceiling / 2 / 6 : 200;
     fprintf(stderr, "loopback ceiling (iperf3 -P 4): %.0f MiB/s; cap per compute node X = %.0f "
@@ -475,7 +408,9 @@ int main(int argc, char **argv)
 
     /* peer: nginx slice cache */
     int nport;
-    h_proc *ngx = start_nginx(&nport);
+    h_proc *ngx;
+    if (h_nginx_start(env, &ngx, h_s3model_port(model), &nport) < 0)
+        die("cannot start nginx (apt-get install nginx)");
     snprintf(arg, sizeof(arg), "http://127.0.0.1:%d/%s", nport, bucket);
     r = &rows[nr++];
     r->name = "nginx slice cache (peer)";

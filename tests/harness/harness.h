@@ -142,6 +142,19 @@ int64_t h_now_ms(void);
  * certificate is its own CA. 0 or -errno. */
 int h_make_cert(const char *cert_path, const char *key_path);
 
+/* A port the kernel says is free on 127.0.0.1 now (for servers without a port
+ * file, such as nginx and iperf3), or -errno. */
+int h_free_port(void);
+
+/* Starts Debian's nginx as a slice cache (slice 1m, proxy_cache,
+ * proxy_cache_lock on) in front of 127.0.0.1:upstream_port, everything in the
+ * env folder; *port_out is its port. 0 or -errno (nginx missing: its error). */
+int h_nginx_start(h_env *env, h_proc **out, int upstream_port, int *port_out);
+
+/* The loopback ceiling: iperf3 -P streams for `seconds` against its own
+ * server on a free port. GiB/s received, 0 when iperf3 is missing. */
+double h_iperf_gib_s(h_env *env, int streams, int seconds);
+
 /* A blocking TCP connect to 127.0.0.1:port; returns the fd or -errno. */
 int h_tcp_connect(int port, int timeout_ms);
 
