@@ -514,6 +514,14 @@ int node__fill_join(node_worker *w, const node_fill_args *a, node_fill **joined)
         *joined = wt ? f : NULL;
         return 0;
     }
+    /* No fill runs. The caller's store lookup missed, but a fill may have
+     * finished (written and indexed) since: then the store has it, and a new
+     * S3 GET would be a second one for the block. */
+    if (!a->force && bs_contains(n->store, a->id)) {
+        pthread_mutex_unlock(&n->fill_lock);
+        free(wt);
+        return -EAGAIN;
+    }
     /* a new fill, run on this worker */
     f = calloc(1, sizeof(*f));
     if (!f) {

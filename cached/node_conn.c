@@ -285,7 +285,8 @@ static void store_read_done(void *arg, int rc, bs_buf *buf)
         bs_buf_unref(&buf);
         return;
     }
-    node__count(c->w, NM_MISSES, 1);
+    if (!r->reread)
+        node__count(c->w, NM_MISSES, 1);
     if (r->flags & RCP_GET_CACHE_ONLY) {
         node__answer_error(c, r->id, RCP_E_NOT_CACHED, "s3://%s/%s block %llu is not cached here",
                            r->bucket, r->key, (unsigned long long)r->block);
@@ -305,9 +306,19 @@ static void get_from_fill(node_req *r)
     node_conn *c = r->c;
     bkey_id id;
     req_identity(r, &id);
-    node_fill_args fa = {c->tenant, &id, r->block_len, c->serial, r->id, r->off, r->len};
+    node_fill_args fa = {c->tenant, &id, r->block_len, c->serial, r->id, r->off, r->len,
+                         r->reread};
     r->state = R_FILL_WAIT;
     int rc = node__fill_join(c->w, &fa, &r->fill);
+    if (rc == -EAGAIN) {
+        /* a fill finished meanwhile: the store has it now (asked once more) */
+        r->reread = true;
+        r->state = R_STORE_READ;
+        rc = bs_read(c->w->bs, &id, r->off, r->len, store_read_done, r);
+        if (rc < 0)
+            store_read_done(r, rc, NULL);
+        return;
+    }
     if (rc < 0) {
         node__answer_error(c, r->id, RCP_E_INTERNAL, "cannot start a fill: %s", strerror(-rc));
         node__req_done(r);
@@ -550,7 +561,7 @@ static void do_warm(node_conn *c, uint32_t id, const uint8_t *body, size_t len)
         bkey_id_init(&bid, c->tenant_name, bucket, key, version, wr.obj.size, b);
         if (bs_contains(n->store, &bid))
             continue;
-        node_fill_args fa = {c->tenant, &bid, (uint32_t)blen, 0, 0, 0, 0};
+        node_fill_args fa = {c->tenant, &bid, (uint32_t)blen, 0, 0, 0, 0, false};
         node_fill *f;
         if (node__fill_join(c->w, &fa, &f) == 0)
             queued++;

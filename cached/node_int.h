@@ -148,6 +148,7 @@ struct node_req {
     char bucket[64], key[1025], version[129];
     uint64_t size, block;
     uint32_t off, len, flags, block_len;
+    bool reread;                   /* the store was asked again after a fill finished */
     node_put *put;
 };
 
@@ -159,7 +160,10 @@ void node__latency(node_worker *w, uint64_t us);
 void node__gauge_add(node_worker *w, int metric, int64_t delta);
 
 /* Join (or start) the fill of block `id` for request `r` on worker `w`. The
- * answer arrives through w's mailbox. Returns 0, or -errno (answer an error). */
+ * answer arrives through w's mailbox. Returns 0; -EAGAIN when no fill runs
+ * and the store has the block after all (a fill finished between the
+ * caller's store miss and now: read the store again, unless a->force); or
+ * -errno (answer an error). */
 typedef struct node_fill_args {
     const ten_tenant *tenant;
     const bkey_id *id;
@@ -167,6 +171,7 @@ typedef struct node_fill_args {
     uint64_t conn_serial;          /* who waits; 0: nobody (WARM) */
     uint32_t req_id;
     uint32_t off, len;             /* slice of the block the waiter wants */
+    bool force;                    /* start a fill even if the store has the block now */
 } node_fill_args;
 int node__fill_join(node_worker *w, const node_fill_args *a, node_fill **joined);
 /* Remove a waiter (request cancelled or connection closed). */

@@ -212,7 +212,8 @@ static int cc_submit(cc_conn *c, uint8_t op, uint8_t *body, size_t body_len, cc_
     c->pend_tail = r;
     if (out)
         *out = r;
-    cc_flush(c);
+    /* not flushed here: the caller fills the request's data first, then
+     * calls cc_flush (a PUT_BLOCK or a PUT must not leave without its data) */
     return 0;
 }
 
@@ -472,8 +473,13 @@ static int cc_on_frame(cc_conn *c, const rcp_header *h, struct evbuffer *in)
         t[r->text_len] = '\0';
         break;
     }
+    case RCP_OP_WARM:
+        if (h->len == 4)
+            r->res.count = (uint32_t)body[0] | (uint32_t)body[1] << 8 |
+                           (uint32_t)body[2] << 16 | (uint32_t)body[3] << 24;
+        break;
     default:
-        break; /* PING, PUT_BLOCK, WARM: an empty or ignorable body */
+        break; /* PING, PUT_BLOCK: an empty body */
     }
     evbuffer_drain(in, h->len);
     if (rc < 0)
@@ -731,6 +737,7 @@ int cc_get(cc_conn *c, const rcp_get_req *req, void *buf, size_t cap, cc_done_fn
     r->cap = cap;
     if (id_out)
         *id_out = r->id;
+    cc_flush(c);
     return 0;
 }
 
@@ -746,7 +753,10 @@ int cc_head(cc_conn *c, const char *bucket, const char *key, cc_done_fn done, vo
         free(b);
         return n;
     }
-    return cc_submit(c, RCP_OP_HEAD, b, (size_t)n, done, arg, NULL);
+    int rc = cc_submit(c, RCP_OP_HEAD, b, (size_t)n, done, arg, NULL);
+    if (rc == 0)
+        cc_flush(c);
+    return rc;
 }
 
 int cc_put_block(cc_conn *c, const rcp_put_block_req *req, cc_done_fn done, void *arg)
@@ -766,6 +776,7 @@ int cc_put_block(cc_conn *c, const rcp_put_block_req *req, cc_done_fn done, void
         return rc;
     r->extra = req->data;
     r->extra_len = req->data_len;
+    cc_flush(c);
     return 0;
 }
 
@@ -789,6 +800,7 @@ int cc_put(cc_conn *c, const char *bucket, const char *key, uint64_t size, cc_re
     r->read_fn = read_fn;
     r->read_arg = read_arg;
     r->put_size = size;
+    cc_flush(c);
     return 0;
 }
 
@@ -805,17 +817,26 @@ int cc_warm(cc_conn *c, const rcp_object *obj, const uint64_t *blocks, uint32_t 
         free(b);
         return k;
     }
-    return cc_submit(c, RCP_OP_WARM, b, (size_t)k, done, arg, NULL);
+    int rc = cc_submit(c, RCP_OP_WARM, b, (size_t)k, done, arg, NULL);
+    if (rc == 0)
+        cc_flush(c);
+    return rc;
 }
 
 int cc_stats(cc_conn *c, cc_done_fn done, void *arg)
 {
-    return cc_submit(c, RCP_OP_STATS, NULL, 0, done, arg, NULL);
+    int rc = cc_submit(c, RCP_OP_STATS, NULL, 0, done, arg, NULL);
+    if (rc == 0)
+        cc_flush(c);
+    return rc;
 }
 
 int cc_ping(cc_conn *c, cc_done_fn done, void *arg)
 {
-    return cc_submit(c, RCP_OP_PING, NULL, 0, done, arg, NULL);
+    int rc = cc_submit(c, RCP_OP_PING, NULL, 0, done, arg, NULL);
+    if (rc == 0)
+        cc_flush(c);
+    return rc;
 }
 
 int cc_cancel(cc_conn *c, uint32_t id)

@@ -51,6 +51,7 @@ typedef struct cc_result {
     uint8_t source;             /* GET: enum rcp_source */
     uint64_t size;              /* HEAD/PUT: object size */
     char version[130];          /* HEAD/PUT: normalised ETag */
+    uint32_t count;             /* WARM: fills the node started */
     char *text;                 /* STATS: the text (valid during the callback) */
     size_t text_len;
 } cc_result;

@@ -33,6 +33,7 @@ typedef struct rcl_node {
 } rcl_node;
 
 typedef struct rcl_connect_state rcl_connect_state;
+typedef struct rcl_put_op rcl_put_op;
 
 struct rcl_cluster {
     struct event_base *base;
@@ -49,8 +50,18 @@ struct rcl_cluster {
     bool have_hello;
     bool destroying;
     rcl_connect_state *waiting;  /* rcl_connect waiting for a first ring */
+    rcl_put_op *puts;            /* PUTs in flight, each on its own connection */
     struct event *wait_timer;
     rcl_stats stats;
+};
+
+struct rcl_put_op {
+    rcl_put_op *next, *prev;    /* the cluster's PUTs in flight */
+    rcl_cluster *c;
+    rcl_node *node;
+    cc_conn *conn;
+    rcl_put_fn done;
+    void *arg;
 };
 
 static int64_t rcl_now_ms(void)
@@ -250,6 +261,11 @@ void rcl_destroy(rcl_cluster **cp)
         rcl_connect_state *st = c->waiting;
         c->waiting = NULL;
         rcl_connect_run(c, st); /* no ring: fails at once */
+    }
+    while (c->puts) {
+        cc_conn *conn = c->puts->conn; /* its callback frees the op */
+        c->puts->conn = NULL;
+        cc_conn_destroy(&conn);
     }
     for (size_t i = 0; i < c->n_all; i++) {
         cc_conn_destroy(&c->all[i]->conn);
@@ -685,12 +701,20 @@ int rcl_read(rcl_cluster *c, const rcl_object *obj, uint64_t off, uint64_t len, 
 
 /* ---- put ----------------------------------------------------------------------- */
 
-typedef struct {
-    rcl_cluster *c;
-    rcl_node *node;
-    rcl_put_fn done;
-    void *arg;
-} rcl_put_op;
+/* Each PUT gets a connection of its own: its data frames then never queue
+ * behind (or hold up) block GETs, and the request is submitted before the
+ * connection is ready, so cacheconn reads the data source only after cc_put
+ * has set it up (cc_put on a ready connection starts streaming from inside
+ * cc_submit, before the source is attached). */
+
+static void rcl_put_free(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    rcl_put_op *op = arg;
+    cc_conn_destroy(&op->conn);
+    free(op);
+}
 
 static void rcl_put_done(const cc_result *res, void *arg)
 {
@@ -700,27 +724,53 @@ static void rcl_put_done(const cc_result *res, void *arg)
         rcl_mark_down(op->c, op->node);
         code = -EHOSTDOWN;
     }
+    rcl_cluster *c = op->c;
+    if (op->prev)
+        op->prev->next = op->next;
+    else
+        c->puts = op->next;
+    if (op->next)
+        op->next->prev = op->prev;
     op->done(code, res->code ? res->message : NULL, res->version, op->arg);
-    free(op);
+    /* the connection is freed from the loop, not inside its own callback; when
+     * the cluster is being destroyed, rcl_destroy is freeing it right now */
+    struct timeval tv = {0, 0};
+    if (c->destroying || event_base_once(c->base, -1, EV_TIMEOUT, rcl_put_free, op, &tv) < 0) {
+        op->conn = NULL;
+        free(op);
+    }
 }
 
 int rcl_put(rcl_cluster *c, const char *bucket, const char *key, uint64_t size,
             cc_read_fn read_fn, void *read_arg, rcl_put_fn done, void *arg)
 {
+    int64_t now = rcl_now_ms();
     for (size_t i = 0; i < c->n_ring; i++) {
         rcl_node *n = c->ring_nodes[i];
-        cc_conn *conn = rcl_conn(c, n);
-        if (!conn)
+        if (n->down_until_ms > now)
             continue;
         rcl_put_op *op = calloc(1, sizeof(*op));
         if (!op)
             return -ENOMEM;
+        cc_config cc = {n->host, n->port, c->token[0] ? c->token : NULL, c->cfg.block_size,
+                        "ringcache-put", c->cfg.connect_timeout_ms, c->cfg.request_timeout_ms,
+                        c->cfg.tls, c->cfg.tls_ca};
+        if (cc_conn_create(&op->conn, c->base, &cc) < 0) {
+            free(op);
+            continue;
+        }
         op->c = c;
         op->node = n;
         op->done = done;
         op->arg = arg;
-        if (cc_put(conn, bucket, key, size, read_fn, read_arg, rcl_put_done, op) == 0)
+        if (cc_put(op->conn, bucket, key, size, read_fn, read_arg, rcl_put_done, op) == 0) {
+            op->next = c->puts;
+            if (c->puts)
+                c->puts->prev = op;
+            c->puts = op;
             return 0;
+        }
+        cc_conn_destroy(&op->conn);
         free(op);
     }
     return -EHOSTDOWN;

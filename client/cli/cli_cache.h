@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * cli_cache.h: the CLI commands that go through the cache tier (--cache).
+ * cli_cache.h: the CLI commands that go through the cache tier (--cache), on
+ * libringcache (ringcache.h): get, cat, head, ls, put, stats and warm.
  * Single-threaded, one command per process.
  */
 #ifndef RINGCACHE_CLI_CACHE_H
@@ -12,6 +13,8 @@ typedef struct cli_cache_opts {
     const char *members;   /* --cache or RINGCACHE_CACHE */
     const char *token;     /* --token or RINGCACHE_TOKEN */
     int parallel;
+    const s3_config *s3;   /* for reads and writes when every node is down, and ls */
+    bool cache_only;       /* --cache-only: never S3 directly */
 } cli_cache_opts;
 
 int cli_cache_head(const cli_cache_opts *o, const char *bucket, const char *key);
@@ -20,5 +23,17 @@ int cli_cache_get(const cli_cache_opts *o, const char *bucket, const char *key, 
 int cli_cache_put(const cli_cache_opts *o, const char *bucket, const char *key, int fd,
                   uint64_t size, cli_progress *p);
 int cli_cache_stats(const cli_cache_opts *o);
+/* Lists a prefix or glob (from S3: the cache tier has no listing); fn per object. */
+int cli_cache_ls(const cli_cache_opts *o, const char *bucket, const char *pattern,
+                 s3_object_fn fn, void *arg);
+/* Loads every object the glob matches into the cache tier; progress on stderr. */
+int cli_cache_warm(const cli_cache_opts *o, const char *bucket, const char *pattern, bool wait);
+
+/* Subcommands added with the library (argv[0] is the subcommand's name). */
+int cli_cmd_cat(int argc, char **argv);
+int cli_cmd_warm(int argc, char **argv);
+
+/* The options of the cache tier this file adds (for --help texts). */
+extern const char cli_cache_more_help[];
 
 #endif

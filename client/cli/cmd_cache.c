@@ -1,158 +1,126 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * cmd_cache.c: the CLI's path through the cache tier (`--cache MEMBERS`):
- * get, head and put go to the cache nodes by the ring (cluster.h) instead of
- * S3, and `ringcache stats` prints every node's counters. Blocking wrappers
- * over the cluster's event loop, one command per process.
+ * cmd_cache.c: the CLI's path through the cache tier (`--cache MEMBERS`), on
+ * libringcache (ringcache.h): get and cat read through the page cache and the
+ * nodes (S3 directly when every node is down, unless --cache-only), head and
+ * put go through a node, ls lists S3, stats prints every node's counters, and
+ * warm loads objects into the nodes without reading them here.
  */
 #include "cli_cache.h"
 
-#include "cluster.h"
+#include "ringcache.h"
 
 #include <errno.h>
-#include <event2/event.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-typedef struct {
-    struct event_base *base;
-    rcl_cluster *cl;
-    bool done;
-    int code;
-    char msg[2600];
-    uint64_t size;
-    char version[130];
-} cli_cl;
+const char cli_cache_more_help[] =
+    "  --cache-only           never read or write S3 directly when the nodes are down\n"
+    "                         (fail instead)\n\n";
 
-static void cl_done(int code, const char *msg, void *arg)
+static int cc_open(rc_client **c, const cli_cache_opts *o)
 {
-    cli_cl *c = arg;
-    c->code = code;
-    snprintf(c->msg, sizeof(c->msg), "%s", msg ? msg : "");
-    c->done = true;
-}
-
-static void cl_wait(cli_cl *c)
-{
-    while (!c->done)
-        event_base_loop(c->base, EVLOOP_ONCE);
-    c->done = false;
-}
-
-static int cl_open(cli_cl *c, const cli_cache_opts *o)
-{
-    memset(c, 0, sizeof(*c));
-    c->base = event_base_new();
-    rcl_config rc = {0};
-    rc.members = o->members;
-    rc.token = o->token;
-    rc.parallel = o->parallel > 0 ? o->parallel : 16;
-    char err[512];
-    if (!c->base || rcl_create(&c->cl, c->base, &rc, err, sizeof(err)) < 0) {
-        cli_error("--cache: %s", c->base ? err : "out of memory");
-        if (c->base)
-            event_base_free(c->base);
-        return CLI_USAGE;
-    }
-    if (rcl_connect(c->cl, cl_done, c) < 0) {
-        cli_error("--cache: no cache node can be reached (%s)", o->members);
-        return CLI_FAIL;
-    }
-    cl_wait(c);
-    if (c->code < 0) {
-        cli_error("--cache: %s", c->msg);
-        return CLI_FAIL;
+    rc_config cfg;
+    rc_config_init(&cfg);
+    cfg.members = o->members;
+    cfg.token = o->token;
+    if (o->s3)
+        cfg.s3 = *o->s3;
+    cfg.page_cache_bytes = 256u << 20;
+    cfg.max_threads = 1;
+    cfg.cache_only = o->cache_only;
+    char err[RC_ERR_MAX];
+    int rc = rc_create(c, &cfg, err, sizeof(err));
+    if (rc < 0) {
+        cli_error("--cache: %s", err);
+        return rc == -EINVAL ? CLI_USAGE : CLI_FAIL;
     }
     return 0;
 }
 
-static void cl_close(cli_cl *c)
+static void cc_verbose(rc_client *c)
 {
-    rcl_destroy(&c->cl);
-    event_base_loop(c->base, EVLOOP_NONBLOCK);
-    event_base_free(c->base);
-}
-
-static void cl_head_done(int code, const char *msg, uint64_t size, const char *version, void *arg)
-{
-    cli_cl *c = arg;
-    c->size = size;
-    snprintf(c->version, sizeof(c->version), "%s", version ? version : "");
-    cl_done(code, msg, arg);
-}
-
-static int cl_head(cli_cl *c, const char *bucket, const char *key)
-{
-    if (rcl_head(c->cl, bucket, key, cl_head_done, c) < 0)
-        return -ENOMEM;
-    cl_wait(c);
-    if (c->code < 0)
-        cli_error("%s", c->msg[0] ? c->msg : strerror(-c->code));
-    return c->code;
+    if (!getenv("RINGCACHE_VERBOSE"))
+        return;
+    rc_stats st;
+    rc_stats_get(c, &st);
+    fprintf(stderr,
+            "blocks=%" PRIu64 " hits=%" PRIu64 " misses=%" PRIu64 " readahead=%" PRIu64
+            " failovers=%" PRIu64 " fallbacks=%" PRIu64 " stalls=%" PRIu64 "\n",
+            st.node_blocks, st.hits, st.misses, st.readahead_fetches, st.failovers,
+            st.fallbacks, st.stalls);
 }
 
 int cli_cache_head(const cli_cache_opts *o, const char *bucket, const char *key)
 {
-    cli_cl c;
-    int rc = cl_open(&c, o);
+    rc_client *c;
+    int rc = cc_open(&c, o);
     if (rc)
         return rc;
-    rc = cl_head(&c, bucket, key);
-    if (rc == 0)
-        printf("url: s3://%s/%s\nsize: %" PRIu64 "\netag: %s\n", bucket, key, c.size, c.version);
-    cl_close(&c);
-    return rc ? CLI_FAIL : CLI_OK;
+    rc_handle *h;
+    char err[RC_ERR_MAX];
+    rc = rc_open(c, bucket, key, &h, err, sizeof(err));
+    if (rc < 0)
+        cli_error("%s", err);
+    else
+        printf("url: s3://%s/%s\nsize: %" PRIu64 "\netag: %s\n", bucket, key, rc_size(h),
+               rc_version(h));
+    rc_close(&h);
+    rc_destroy(&c);
+    return rc < 0 ? CLI_FAIL : CLI_OK;
 }
 
 int cli_cache_get(const cli_cache_opts *o, const char *bucket, const char *key, uint64_t off,
                   uint64_t len, int fd, cli_progress *p)
 {
-    cli_cl c;
-    int rc = cl_open(&c, o);
+    rc_client *c;
+    int rc = cc_open(&c, o);
     if (rc)
         return rc;
-    if ((rc = cl_head(&c, bucket, key)) < 0) {
-        cl_close(&c);
+    rc_handle *h;
+    char err[RC_ERR_MAX];
+    if ((rc = rc_open(c, bucket, key, &h, err, sizeof(err))) < 0) {
+        cli_error("%s", err);
+        rc_destroy(&c);
         return CLI_FAIL;
     }
-    if (off > c.size || (off == c.size && c.size)) {
+    uint64_t size = rc_size(h);
+    if (off > size || (off == size && size)) {
         cli_error("get: the range starts past the end of s3://%s/%s (%" PRIu64 " bytes)", bucket,
-                  key, c.size);
-        cl_close(&c);
+                  key, size);
+        rc_close(&h);
+        rc_destroy(&c);
         return CLI_FAIL;
     }
-    uint64_t total = c.size - off;
+    uint64_t total = size - off;
     if (len && len < total)
         total = len;
     cli_progress_init(p, "get", total);
-    const uint64_t window = 64ull << 20;
-    uint8_t *buf = malloc(total < window ? (total ? total : 1) : window);
+    const uint64_t window = 16ull << 20;
+    uint8_t *buf = malloc(window);
     if (!buf) {
-        cl_close(&c);
         cli_error("get: out of memory");
+        rc_close(&h);
+        rc_destroy(&c);
         return CLI_FAIL;
     }
-    rcl_object obj = {bucket, key, c.version, c.size};
     uint64_t done = 0;
+    rc = 0;
     while (done < total) {
         uint64_t n = total - done < window ? total - done : window;
-        if ((rc = rcl_read(c.cl, &obj, off + done, n, buf, NULL, cl_done, &c)) < 0) {
-            cli_error("get: %s", strerror(-rc));
+        int64_t got = rc_pread(h, buf, (size_t)n, off + done);
+        if (got <= 0) {
+            rc_last_error(h, err, sizeof(err));
+            cli_error("get s3://%s/%s: %s", bucket, key,
+                      got < 0 ? err : "the object ended early");
+            rc = got < 0 ? (int)got : -EIO;
             break;
         }
-        cl_wait(&c);
-        if (c.code < 0) {
-            rc = c.code;
-            cli_error("get: %s", c.msg);
-            break;
-        }
-        for (uint64_t w = 0; w < n;) {
-            ssize_t k = write(fd, buf + w, n - w);
+        for (uint64_t w = 0; w < (uint64_t)got;) {
+            ssize_t k = write(fd, buf + w, (size_t)got - w);
             if (k < 0) {
                 rc = -errno;
                 cli_error("get: cannot write the output: %s", strerror(errno));
@@ -162,76 +130,59 @@ int cli_cache_get(const cli_cache_opts *o, const char *bucket, const char *key, 
         }
         if (rc < 0)
             break;
-        done += n;
+        done += (uint64_t)got;
         cli_progress_update(done, total, p);
     }
     cli_progress_end(p);
-    rcl_stats st;
-    rcl_stats_get(c.cl, &st);
-    if (getenv("RINGCACHE_VERBOSE"))
-        fprintf(stderr, "blocks=%" PRIu64 " from_s3=%" PRIu64 " failovers=%" PRIu64 "\n",
-                st.blocks, st.from_s3, st.failovers);
+    cc_verbose(c);
     free(buf);
-    cl_close(&c);
+    rc_close(&h);
+    rc_destroy(&c);
     return rc < 0 ? CLI_FAIL : CLI_OK;
 }
 
 typedef struct {
     int fd;
-    uint64_t off;
     cli_progress *p;
     uint64_t total;
 } put_src;
 
-static int64_t put_read(void *buf, size_t cap, void *arg)
+static int64_t put_read_at(void *arg, void *buf, size_t len, uint64_t off)
 {
     put_src *s = arg;
-    ssize_t n = pread(s->fd, buf, cap, (off_t)s->off);
+    ssize_t n = pread(s->fd, buf, len, (off_t)off);
     if (n < 0)
         return -errno;
-    s->off += (uint64_t)n;
-    cli_progress_update(s->off, s->total, s->p);
+    cli_progress_update(off + (uint64_t)n, s->total, s->p);
     return n;
-}
-
-static void put_done(int code, const char *msg, const char *version, void *arg)
-{
-    cli_cl *c = arg;
-    snprintf(c->version, sizeof(c->version), "%s", version ? version : "");
-    cl_done(code, msg, arg);
 }
 
 int cli_cache_put(const cli_cache_opts *o, const char *bucket, const char *key, int fd,
                   uint64_t size, cli_progress *p)
 {
-    cli_cl c;
-    int rc = cl_open(&c, o);
+    rc_client *c;
+    int rc = cc_open(&c, o);
     if (rc)
         return rc;
-    put_src src = {fd, 0, p, size};
+    put_src src = {fd, p, size};
     cli_progress_init(p, "put", size);
-    if ((rc = rcl_put(c.cl, bucket, key, size, put_read, &src, put_done, &c)) < 0) {
-        cli_error("put: no cache node can be reached: %s", strerror(-rc));
-        cl_close(&c);
-        return CLI_FAIL;
-    }
-    cl_wait(&c);
+    char version[RC_VERSION_MAX], err[RC_ERR_MAX];
+    rc = rc_put_stream(c, bucket, key, size, put_read_at, &src, version, err, sizeof(err));
     cli_progress_end(p);
-    if (c.code < 0)
-        cli_error("put s3://%s/%s: %s", bucket, key, c.msg);
+    if (rc < 0)
+        cli_error("put s3://%s/%s: %s", bucket, key, err);
     else
-        printf("s3://%s/%s etag=%s size=%" PRIu64 "\n", bucket, key, c.version, size);
-    cl_close(&c);
-    return c.code < 0 ? CLI_FAIL : CLI_OK;
+        printf("s3://%s/%s etag=%s size=%" PRIu64 "\n", bucket, key, version, size);
+    rc_destroy(&c);
+    return rc < 0 ? CLI_FAIL : CLI_OK;
 }
 
 static void stats_node(const char *id, const char *addr, int code, const char *text, void *arg)
 {
-    int *failed = arg;
+    (void)arg;
     printf("== %s (%s)\n", id, addr);
     if (code < 0) {
         printf("# unreachable: %s\n", text ? text : strerror(-code));
-        (*failed)++;
         return;
     }
     /* the counters without the HELP/TYPE comments */
@@ -245,39 +196,123 @@ static void stats_node(const char *id, const char *addr, int code, const char *t
     }
 }
 
-typedef struct {
-    cli_cl *c;
-    int failed;
-} stats_ctx;
-
-static void stats_node_cb(const char *id, const char *addr, int code, const char *text, void *arg)
-{
-    stats_ctx *s = arg;
-    stats_node(id, addr, code, text, &s->failed);
-}
-
-static void stats_done(int code, const char *msg, void *arg)
-{
-    stats_ctx *s = arg;
-    cl_done(code, msg, s->c);
-}
-
 int cli_cache_stats(const cli_cache_opts *o)
 {
-    cli_cl c;
-    memset(&c, 0, sizeof(c));
-    c.base = event_base_new();
-    rcl_config rc = {0};
-    rc.members = o->members;
-    rc.token = o->token;
-    char err[512];
-    if (!c.base || rcl_create(&c.cl, c.base, &rc, err, sizeof(err)) < 0) {
-        cli_error("--cache: %s", c.base ? err : "out of memory");
-        return CLI_USAGE;
+    rc_client *c;
+    int rc = cc_open(&c, o);
+    if (rc)
+        return rc;
+    rc = rc_node_stats(c, stats_node, NULL);
+    if (rc < 0)
+        cli_error("stats: %s", strerror(-rc));
+    rc_destroy(&c);
+    return rc != 0 ? CLI_FAIL : CLI_OK;
+}
+
+int cli_cache_ls(const cli_cache_opts *o, const char *bucket, const char *pattern,
+                 s3_object_fn fn, void *arg)
+{
+    rc_client *c;
+    int rc = cc_open(&c, o);
+    if (rc)
+        return rc;
+    char err[RC_ERR_MAX];
+    rc = rc_list(c, bucket, pattern, fn, arg, err, sizeof(err));
+    if (rc < 0)
+        cli_error("%s", err);
+    rc_destroy(&c);
+    return rc < 0 ? CLI_FAIL : CLI_OK;
+}
+
+typedef struct {
+    char (*keys)[1025];
+    uint64_t *sizes;
+    size_t n, cap;
+} warm_list;
+
+static int warm_collect(const s3_object_info *info, void *arg)
+{
+    warm_list *l = arg;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 64;
+        char(*k)[1025] = realloc(l->keys, cap * sizeof(*k));
+        if (!k)
+            return -ENOMEM;
+        l->keys = k;
+        uint64_t *s = realloc(l->sizes, cap * sizeof(*s));
+        if (!s)
+            return -ENOMEM;
+        l->sizes = s;
+        l->cap = cap;
     }
-    stats_ctx s = {&c, 0};
-    rcl_stats_all(c.cl, stats_node_cb, stats_done, &s);
-    cl_wait(&c);
-    cl_close(&c);
-    return s.failed ? CLI_FAIL : CLI_OK;
+    snprintf(l->keys[l->n], sizeof(l->keys[0]), "%s", info->key);
+    l->sizes[l->n++] = info->size;
+    return 0;
+}
+
+typedef struct {
+    size_t obj, n_obj;
+    uint64_t bytes_before, bytes_total;
+    uint64_t obj_size;
+    bool tty;
+} warm_progress;
+
+static void warm_tick(uint64_t done, uint64_t total, void *arg)
+{
+    warm_progress *w = arg;
+    if (!w->tty)
+        return;
+    double frac = total ? (double)done / (double)total : 1.0;
+    double bytes = (double)w->bytes_before + frac * (double)w->obj_size;
+    fprintf(stderr, "\rwarm: object %zu/%zu, %.1f / %.1f MiB", w->obj + 1, w->n_obj,
+            bytes / 1048576.0, (double)w->bytes_total / 1048576.0);
+    fflush(stderr);
+}
+
+int cli_cache_warm(const cli_cache_opts *o, const char *bucket, const char *pattern, bool wait)
+{
+    rc_client *c;
+    int rc = cc_open(&c, o);
+    if (rc)
+        return rc;
+    char err[RC_ERR_MAX];
+    warm_list l = {0};
+    rc = rc_list(c, bucket, pattern, warm_collect, &l, err, sizeof(err));
+    if (rc < 0) {
+        cli_error("warm: %s", err);
+        goto out;
+    }
+    warm_progress wp = {.n_obj = l.n, .tty = isatty(STDERR_FILENO) != 0};
+    for (size_t i = 0; i < l.n; i++)
+        wp.bytes_total += l.sizes[i];
+    uint64_t blocks = 0;
+    for (size_t i = 0; i < l.n; i++) {
+        wp.obj = i;
+        wp.obj_size = l.sizes[i];
+        if (l.sizes[i] == 0)
+            continue;
+        int64_t n = rc_warm(c, bucket, l.keys[i], wait, warm_tick, &wp, err, sizeof(err));
+        if (n < 0) {
+            if (wp.tty)
+                fputc('\n', stderr);
+            cli_error("warm: %s", err);
+            rc = (int)n;
+            goto out;
+        }
+        blocks += (uint64_t)n;
+        wp.bytes_before += l.sizes[i];
+        /* one line per object when not on a terminal, so logs show progress too */
+        if (!wp.tty)
+            fprintf(stderr, "warm: %zu/%zu s3://%s/%s %" PRIu64 " blocks\n", i + 1, l.n,
+                    bucket, l.keys[i], (uint64_t)n);
+    }
+    if (wp.tty && l.n)
+        fputc('\n', stderr);
+    printf("warmed %zu objects, %" PRIu64 " bytes, %" PRIu64 " blocks%s\n", l.n, wp.bytes_total,
+           blocks, wait ? "" : " (fills started)");
+out:
+    free(l.keys);
+    free(l.sizes);
+    rc_destroy(&c);
+    return rc < 0 ? CLI_FAIL : CLI_OK;
 }

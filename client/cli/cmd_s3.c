@@ -9,6 +9,7 @@
 #include "cli_cache.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -49,10 +50,12 @@ static int cli_parse(int argc, char **argv, cli_args *a, cli_extra_fn extra, voi
         return rc;
     a->cache.members = getenv("RINGCACHE_CACHE");
     a->cache.token = getenv("RINGCACHE_TOKEN");
+    a->cache.s3 = &a->s3.cfg;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             fputs(usage, stdout);
             fputs(cli_cache_help, stdout);
+            fputs(cli_cache_more_help, stdout);
             fputs(cli_s3_help, stdout);
             exit(CLI_OK);
         }
@@ -64,6 +67,10 @@ static int cli_parse(int argc, char **argv, cli_args *a, cli_extra_fn extra, voi
             if (r < 0)
                 return CLI_USAGE;
             a->cache.members = v;
+            continue;
+        }
+        if (strcmp(argv[i], "--cache-only") == 0) {
+            a->cache.cache_only = true;
             continue;
         }
         if ((r = cli_opt(argc, argv, &i, "token", &v)) != 0) {
@@ -168,10 +175,16 @@ int cli_cmd_ls(int argc, char **argv)
     char bucket[CLI_BUCKET_MAX], key[CLI_KEY_MAX];
     if ((rc = cli_url("ls", a.pos[0], bucket, key)))
         return rc;
+    cli_ls_state st = {bucket, 0, 0};
+    if (a.cache.members && a.cache.members[0]) {
+        rc = cli_cache_ls(&a.cache, bucket, key, cli_ls_print, &st);
+        if (rc == CLI_OK && isatty(STDOUT_FILENO))
+            fprintf(stderr, "%" PRIu64 " objects, %" PRIu64 " bytes\n", st.n, st.bytes);
+        return rc;
+    }
     s3_sync *s;
     if ((rc = cli_open(&s, &a)))
         return rc;
-    cli_ls_state st = {bucket, 0, 0};
     s3_error err;
     s3_glob *g = NULL;
     bool glob = s3_glob_create(&g, key) == 0 && s3_glob_has_wildcards(g);
@@ -244,6 +257,14 @@ static const char get_usage[] =
     "  --range START-END      inclusive byte range; START- means to the end\n"
     "  --parallel N           ranged requests in flight (default 4; 1 = one stream)\n"
     "  --part-size SIZE       bytes per ranged request (default 8MiB)\n\n";
+
+static const char cat_usage[] =
+    "usage: ringcache cat s3://bucket/key [--range START-END] [options]\n"
+    "Write an object (or an inclusive byte range of it) to standard output, for pipes:\n"
+    "`ringcache cat s3://b/data.csv --cache dns:ringcache-headless:7070 | head`.\n"
+    "Pinned to the version HEAD saw: a concurrent overwrite fails instead of mixing.\n"
+    "  --range START-END      inclusive byte range; START- means to the end\n"
+    "  --parallel N           ranged requests in flight without --cache (default 4)\n\n";
 
 typedef struct {
     const char *out;
@@ -322,15 +343,19 @@ static int cli_parse_range(const char *r, uint64_t *off, uint64_t *len)
     return 0;
 }
 
-int cli_cmd_get(int argc, char **argv)
+static int cli_get_or_cat(int argc, char **argv, bool cat)
 {
     cli_args a = {0};
     cli_get_opts g = {.parallel = 4};
-    int rc = cli_parse(argc, argv, &a, cli_get_extra, &g, get_usage);
+    int rc = cli_parse(argc, argv, &a, cli_get_extra, &g, cat ? cat_usage : get_usage);
     if (rc)
         return rc;
     if (a.n_pos != 1) {
-        cli_error("get: give one s3://bucket/key (see ringcache get --help)");
+        cli_error("%s: give one s3://bucket/key (see ringcache %s --help)", argv[0], argv[0]);
+        return CLI_USAGE;
+    }
+    if (cat && g.out) {
+        cli_error("cat: writes to standard output; use ringcache get -o FILE for a file");
         return CLI_USAGE;
     }
     char bucket[CLI_BUCKET_MAX], key[CLI_KEY_MAX];
@@ -347,7 +372,18 @@ int cli_cmd_get(int argc, char **argv)
     }
     char tmp[4096];
     int fd = STDOUT_FILENO;
-    if (g.out) {
+    /* a regular file (or a new one) is written as FILE.part and renamed when
+     * complete; anything else that exists (/dev/null, a FIFO, a terminal) is
+     * written in place: never replaced */
+    struct stat ost;
+    bool staged = g.out && (stat(g.out, &ost) != 0 || S_ISREG(ost.st_mode));
+    if (g.out && !staged) {
+        fd = open(g.out, O_WRONLY | O_CLOEXEC);
+        if (fd < 0) {
+            cli_error("get: cannot write %s: %s", g.out, strerror(errno));
+            return CLI_FAIL;
+        }
+    } else if (g.out) {
         if ((size_t)snprintf(tmp, sizeof(tmp), "%s.part", g.out) >= sizeof(tmp)) {
             cli_error("get: the output path is too long");
             return CLI_USAGE;
@@ -363,6 +399,13 @@ int cli_cmd_get(int argc, char **argv)
         cli_progress cp;
         a.cache.parallel = g.parallel > 4 ? g.parallel : 16;
         rc = cli_cache_get(&a.cache, bucket, key, off, len, fd, &cp);
+        if (g.out && !staged) {
+            if (close(fd) != 0 && rc == CLI_OK) {
+                cli_error("get: cannot write %s: %s", g.out, strerror(errno));
+                return CLI_FAIL;
+            }
+            return rc;
+        }
         if (g.out) {
             if (rc == CLI_OK && close(fd) == 0 && rename(tmp, g.out) == 0)
                 return CLI_OK;
@@ -378,7 +421,8 @@ int cli_cmd_get(int argc, char **argv)
     if ((rc = cli_open(&s, &a))) {
         if (g.out) {
             close(fd);
-            unlink(tmp);
+            if (staged)
+                unlink(tmp);
         }
         return rc;
     }
@@ -403,7 +447,12 @@ int cli_cmd_get(int argc, char **argv)
     }
     cli_progress_end(&p);
     s3_sync_destroy(&s);
-    if (g.out) {
+    if (g.out && !staged) {
+        if (close(fd) != 0 && rc == 0) {
+            cli_error("get: cannot write %s: %s", g.out, strerror(errno));
+            return CLI_FAIL;
+        }
+    } else if (g.out) {
         if (rc == 0 && close(fd) != 0) {
             cli_error("get: cannot write %s: %s", tmp, strerror(errno));
             unlink(tmp);
@@ -423,6 +472,52 @@ int cli_cmd_get(int argc, char **argv)
         return CLI_FAIL;
     }
     return CLI_OK;
+}
+
+int cli_cmd_get(int argc, char **argv) { return cli_get_or_cat(argc, argv, false); }
+
+int cli_cmd_cat(int argc, char **argv) { return cli_get_or_cat(argc, argv, true); }
+
+/* ---- warm ---------------------------------------------------------------- */
+
+static const char warm_usage[] =
+    "usage: ringcache warm s3://bucket/glob --cache MEMBERS [--no-wait] [options]\n"
+    "Load every object the glob matches into the cache tier (each block on its owner\n"
+    "node, fetched from S3 by the nodes); no object data comes to this machine. Shows\n"
+    "progress on a terminal, one line per object otherwise. Globs as in `ringcache ls`.\n"
+    "  --no-wait              return once the nodes have the requests, not the blocks\n\n";
+
+static int cli_warm_extra(int argc, char **argv, int *i, void *arg)
+{
+    (void)argc;
+    bool *wait = arg;
+    if (strcmp(argv[*i], "--no-wait") == 0) {
+        *wait = false;
+        return 1;
+    }
+    return 0;
+}
+
+int cli_cmd_warm(int argc, char **argv)
+{
+    cli_args a = {0};
+    bool wait = true;
+    int rc = cli_parse(argc, argv, &a, cli_warm_extra, &wait, warm_usage);
+    if (rc)
+        return rc;
+    if (a.n_pos != 1) {
+        cli_error("warm: give one s3://bucket/glob (see ringcache warm --help)");
+        return CLI_USAGE;
+    }
+    if (!a.cache.members || !a.cache.members[0]) {
+        cli_error("warm: give --cache MEMBERS (or set RINGCACHE_CACHE): warm loads the cache "
+                  "nodes");
+        return CLI_USAGE;
+    }
+    char bucket[CLI_BUCKET_MAX], key[CLI_KEY_MAX];
+    if ((rc = cli_url("warm", a.pos[0], bucket, key)))
+        return rc;
+    return cli_cache_warm(&a.cache, bucket, key, wait);
 }
 
 /* ---- put ----------------------------------------------------------------- */

@@ -5,9 +5,14 @@
  * returns the process's exit code (0 ok, 1 failed, 2 bad command line).
  */
 #include "cli.h"
+#include "cli_cache.h"
 
 #ifdef RINGCACHE_HAVE_CMD_RING
 #include "cli_ring.h"
+#endif
+
+#ifdef RINGCACHE_HAVE_CMD_QUERY
+#include "eng.h"
 #endif
 
 #include <stdio.h>
@@ -23,9 +28,14 @@ static const struct {
     {"ls", cli_cmd_ls, "list objects: ringcache ls s3://bucket/glob"},
     {"head", cli_cmd_head, "size and version of an object: ringcache head s3://bucket/key"},
     {"get", cli_cmd_get, "download: ringcache get s3://bucket/key [-o FILE] [--range A-B]"},
+    {"cat", cli_cmd_cat, "to standard output: ringcache cat s3://bucket/key [--range A-B]"},
     {"put", cli_cmd_put, "upload: ringcache put FILE s3://bucket/key"},
     {"rm", cli_cmd_rm, "delete: ringcache rm s3://bucket/key"},
     {"stats", cli_cmd_stats, "counters of every cache node: ringcache stats --cache MEMBERS"},
+    {"warm", cli_cmd_warm, "load into the cache tier: ringcache warm s3://bucket/glob --cache M"},
+#ifdef RINGCACHE_HAVE_CMD_QUERY
+    {"query", eng_cli_query, "SQL over files: ringcache query \"SELECT ... FROM s3('s3://b/*.parquet')\""},
+#endif
 #ifdef RINGCACHE_HAVE_CMD_RING
     {"ring", cli_ring_main, "owners of keys on a ring: ringcache ring --members LIST KEY..."},
 #endif

@@ -181,6 +181,43 @@ static void test_put_ls_head_get_rm(void **state)
     free(bdata);
 }
 
+/* -o onto something that is not a regular file (a FIFO here, /dev/null for
+ * users) writes into it and never replaces it with a file */
+static void test_get_into_a_fifo(void **state)
+{
+    (void)state;
+    char fifo[4096], sink[4096], src[4096];
+    h_env_path(env, fifo, sizeof(fifo), "out.fifo");
+    h_env_path(env, sink, sizeof(sink), "fifo.copy");
+    h_env_path(env, src, sizeof(src), "fifo-src.txt");
+    write_file(src, "through a pipe\n", 15);
+    run_result r;
+    run(&r, (const char *[]){"put", src, "s3://ringcache-test/cli/fifo.txt", NULL});
+    assert_int_equal(r.status, 0);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) { /* the reader end: copy the FIFO into a file */
+        int in = open(fifo, O_RDONLY), out = open(sink, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        char b[256];
+        ssize_t k;
+        while ((k = read(in, b, sizeof(b))) > 0)
+            if (write(out, b, (size_t)k) != k)
+                _exit(1);
+        _exit(0);
+    }
+    run(&r, (const char *[]){"get", "s3://ringcache-test/cli/fifo.txt", "-o", fifo, NULL});
+    int st;
+    waitpid(pid, &st, 0);
+    assert_int_equal(r.status, 0);
+    struct stat sb;
+    assert_int_equal(stat(fifo, &sb), 0);
+    assert_true(S_ISFIFO(sb.st_mode)); /* still a FIFO, not replaced by a file */
+    char got[64];
+    slurp(sink, got, sizeof(got));
+    assert_string_equal(got, "through a pipe\n");
+}
+
 static void test_errors_and_help(void **state)
 {
     (void)state;
@@ -225,6 +262,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_put_ls_head_get_rm),
+        cmocka_unit_test(test_get_into_a_fifo),
         cmocka_unit_test(test_errors_and_help),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -1,0 +1,482 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * client_bench.c: libringcache measured side by side with its peers, in one
+ * run, on one machine: a real s3rver behind the S3 model at its defaults (30 ms
+ * first byte, 100 MiB/s per connection), three real ringcached nodes, and
+ * Debian's nginx as a slice cache (slice 1m) in front of the same model.
+ *
+ *   single   one GET of the whole object through the model (one stream)
+ *   cold     the object read through the nodes, nodes and page cache empty
+ *   warm     again, a new client (empty page cache), nodes warm; median of 3
+ *   nginx    the object through nginx warm, as many requests in flight as
+ *            the client keeps (16 MiB preads + the read-ahead window = 32)
+ *   scattered 2000 random 64 KiB reads, warm nodes, empty page cache,
+ *            interleaved one by one with the same read through nginx warm
+ *
+ * Ratios are "peer time / our time" (higher is better for us; the issue asks
+ * cold >= 2, warm >= 5, warm vs nginx >= 1, scattered p99 vs nginx >= 1).
+ * The last line is
+ *   client: cold_vs_single_stream=A warm_vs_single_stream=B warm_vs_nginx=C
+ *           scattered_p99_vs_nginx=D   (one line; `na` when not measured)
+ *
+ * Run: RINGCACHE_BUILD_DIR=build RINGCACHE_SOURCE_DIR=. \
+ *      RINGCACHE_NODE_MODULES=./node_modules build/bench/client/client_bench [--size-mib N]
+ */
+#include "node_util.h"
+#include "ringcache.h"
+#include "s3_test_util.h"
+
+#include <event2/event.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define KEY "bench/object.bin"
+#define RUNS 3
+
+static size_t pread_size = 16u << 20;
+static int readahead = 16;
+static int block_mib = 1;
+static int ram_mib = 1024; /* the nodes' default RAM tier */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(a);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0 ||
+        getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
+        fprintf(stderr, "client_bench: cannot find a free port: %s\n", strerror(errno));
+        exit(1);
+    }
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double pct(double *v, size_t n, double p)
+{
+    qsort(v, n, sizeof(*v), cmp_double);
+    size_t i = (size_t)ceil(p * (double)n) - 1;
+    return v[i < n ? i : n - 1];
+}
+
+static double median3(double *v)
+{
+    qsort(v, RUNS, sizeof(*v), cmp_double);
+    return v[RUNS / 2];
+}
+
+/* Reads the object whole through a new client (empty page cache). */
+static double read_through(const char *members, const s3_config *s3, const unsigned char *want,
+                           size_t size, rc_stats *st)
+{
+    rc_config cfg;
+    rc_config_init(&cfg);
+    cfg.members = members;
+    cfg.s3 = *s3;
+    cfg.page_cache_bytes = 512u << 20;
+    cfg.max_threads = 1;
+    cfg.readahead_blocks = readahead;
+    rc_client *c;
+    rc_handle *h;
+    char err[RC_ERR_MAX];
+    if (rc_create(&c, &cfg, err, sizeof(err)) < 0 ||
+        rc_open(c, H_S3_DEFAULT_BUCKET, KEY, &h, err, sizeof(err)) < 0) {
+        fprintf(stderr, "client_bench: %s\n", err);
+        exit(1);
+    }
+    const size_t step = pread_size;
+    unsigned char *buf = malloc(step);
+    double t0 = now_s();
+    for (size_t off = 0; off < size; off += step) {
+        int64_t n = rc_pread(h, buf, step, off);
+        if (n <= 0) {
+            rc_last_error(h, err, sizeof(err));
+            fprintf(stderr, "client_bench: pread: %s\n", err);
+            exit(1);
+        }
+        if (memcmp(buf, want + off, (size_t)n) != 0) {
+            fprintf(stderr, "client_bench: bytes at %zu differ from S3\n", off);
+            exit(1);
+        }
+    }
+    double t = now_s() - t0;
+    rc_stats_get(c, st);
+    free(buf);
+    rc_close(&h);
+    rc_destroy(&c);
+    return t;
+}
+
+/* GET of [off, off+len) through an S3 endpoint with `parallel` streams. */
+static double s3_read(s3_sync *s, uint64_t off, uint64_t len, void *buf, int parallel,
+                      uint64_t part)
+{
+    s3_error err;
+    s3_sync_get_args ga = {.bucket = H_S3_DEFAULT_BUCKET, .key = KEY, .offset = off,
+                           .length = len, .fd = -1, .buf = buf, .cap = len,
+                           .parallel = parallel, .part_size = part};
+    double t0 = now_s();
+    int64_t n = s3_sync_get(s, &ga, &err);
+    double t = now_s() - t0;
+    if (n != (int64_t)len) {
+        fprintf(stderr, "client_bench: GET %" PRIu64 "+%" PRIu64 ": %s\n", off, len,
+                n < 0 ? err.message : "short");
+        return -1;
+    }
+    return t;
+}
+
+
+/* Ranged GETs on a kept-alive async S3 client (no HEAD first: nginx's slice
+ * module answers a HEAD with 500). */
+typedef struct {
+    struct event_base *base;
+    s3_client *c;
+} rr_client;
+
+typedef struct {
+    rr_client *rc;
+    uint64_t next, end, part, off0;
+    unsigned char *buf;
+    int inflight, parallel, failed;
+} rr_state;
+
+static void rr_launch(rr_state *st);
+
+static void rr_done(const s3_error *err, const s3_get_result *res, void *arg)
+{
+    rr_state *st = arg;
+    st->inflight--;
+    if (err->code) {
+        if (!st->failed)
+            fprintf(stderr, "client_bench: ranged GET: %s\n", err->message);
+        st->failed = 1;
+    }
+    (void)res;
+    rr_launch(st);
+}
+
+static void rr_launch(rr_state *st)
+{
+    while (!st->failed && st->inflight < st->parallel && st->next < st->end) {
+        uint64_t len = st->end - st->next < st->part ? st->end - st->next : st->part;
+        s3_get_args a = {.bucket = H_S3_DEFAULT_BUCKET, .key = KEY, .offset = st->next,
+                         .length = len, .buf = st->buf + (st->next - st->off0), .cap = len};
+        if (s3_get(st->rc->c, &a, rr_done, st) < 0) {
+            st->failed = 1;
+            break;
+        }
+        st->next += len;
+        st->inflight++;
+    }
+}
+
+static double rr_read(rr_client *rc, uint64_t off, uint64_t len, void *buf, int parallel,
+                      uint64_t part)
+{
+    rr_state st = {rc, off, off + len, part, off, buf, 0, parallel, 0};
+    double t0 = now_s();
+    rr_launch(&st);
+    while (st.inflight > 0)
+        event_base_loop(rc->base, EVLOOP_ONCE);
+    double t = now_s() - t0;
+    return st.failed ? -1 : t;
+}
+
+/* Starts nginx as a slice cache in front of the model; 0 on success. */
+static int start_nginx(h_env *env, int upstream_port, int *port_out)
+{
+    const char *bin = "/usr/sbin/nginx";
+    if (access(bin, X_OK) != 0) {
+        fprintf(stderr, "client_bench: nginx is not installed (apt-get install nginx)\n");
+        return -ENOENT;
+    }
+    char dir[1024], conf[1100];
+    h_env_path(env, dir, sizeof(dir), "nginx");
+    char cmd[2200];
+    snprintf(cmd, sizeof(cmd), "mkdir -p %s/cache %s/tmp", dir, dir);
+    if (system(cmd) != 0)
+        return -EIO;
+    int port = free_port();
+    if ((size_t)snprintf(conf, sizeof(conf), "%s/nginx.conf", dir) >= sizeof(conf))
+        return -ENAMETOOLONG;
+    FILE *f = fopen(conf, "w");
+    if (!f)
+        return -errno;
+    /* as root, workers would run as nobody and could not write the cache
+     * inside the (0700) test folder */
+    if (geteuid() == 0)
+        fprintf(f, "user root;\n");
+    fprintf(f,
+            "daemon off;\nworker_processes 2;\npid %s/nginx.pid;\nerror_log %s/error.log warn;\n"
+            "events { worker_connections 1024; }\n"
+            "http {\n"
+            "  access_log off;\n"
+            "  client_body_temp_path %s/tmp/body; proxy_temp_path %s/tmp/proxy;\n"
+            "  fastcgi_temp_path %s/tmp/fcgi; uwsgi_temp_path %s/tmp/uwsgi;\n"
+            "  scgi_temp_path %s/tmp/scgi;\n"
+            "  proxy_cache_path %s/cache levels=1:2 keys_zone=rc:64m max_size=8g "
+            "inactive=1h use_temp_path=off;\n"
+            "  upstream s3 { server 127.0.0.1:%d; keepalive 64; }\n"
+            "  server {\n"
+            "    listen 127.0.0.1:%d;\n"
+            "    location / {\n"
+            "      slice 1m;\n"
+            "      proxy_cache rc;\n"
+            "      proxy_cache_key $uri$is_args$args$slice_range;\n"
+            "      proxy_set_header Range $slice_range;\n"
+            "      proxy_cache_valid 200 206 1h;\n"
+            "      proxy_cache_lock on;\n"
+            "      proxy_http_version 1.1;\n"
+            "      proxy_set_header Connection \"\";\n"
+            "      proxy_set_header Host 127.0.0.1:%d;\n"
+            "      proxy_pass http://s3;\n"
+            "    }\n"
+            "  }\n"
+            "}\n",
+            dir, dir, dir, dir, dir, dir, dir, dir, upstream_port, port, upstream_port);
+    fclose(f);
+    char *argv[] = {(char *)bin, "-p", dir, "-c", conf, "-e", "stderr", NULL};
+    h_proc *p;
+    int rc = h_proc_start(env, &p, "nginx", argv, NULL, NULL, 0);
+    if (rc < 0)
+        return rc;
+    for (int i = 0; i < 100; i++) {
+        int fd = h_tcp_connect(port, 200);
+        if (fd >= 0) {
+            close(fd);
+            *port_out = port;
+            return 0;
+        }
+        usleep(50000);
+    }
+    h_proc_print_log_tail(p, 20);
+    return -ETIMEDOUT;
+}
+
+int main(int argc, char **argv)
+{
+    size_t mib = 1024;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--size-mib") == 0 && i + 1 < argc)
+            mib = (size_t)atoi(argv[++i]);
+        else if (strcmp(argv[i], "--pread-mib") == 0 && i + 1 < argc)
+            pread_size = (size_t)atoi(argv[++i]) << 20;
+        else if (strcmp(argv[i], "--readahead") == 0 && i + 1 < argc)
+            readahead = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--block-mib") == 0 && i + 1 < argc)
+            block_mib = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--node-ram-mib") == 0 && i + 1 < argc)
+            ram_mib = atoi(argv[++i]);
+        else {
+            fprintf(stderr, "usage: client_bench [--size-mib N (1024)] [--pread-mib N (16)] "
+                            "[--readahead BLOCKS (16)] [--block-mib N (1)]\n"
+                            "       [--node-ram-mib N (1024)]\n");
+            return 2;
+        }
+    }
+    size_t size = mib << 20;
+    h_env *env;
+    if (h_env_create(&env, "client_bench") < 0)
+        return 1;
+    h_s3 *s3 = t_start_s3(env, 3);
+    h_s3model *model;
+    if (h_s3model_start(env, &model, h_s3_port(s3), 30, 100) < 0) {
+        fprintf(stderr, "client_bench: cannot start the S3 model: %s\n", h_last_error());
+        return 1;
+    }
+    s3_config direct, via_model;
+    t_s3_config(&direct, h_s3_endpoint(s3), NULL, NULL);
+    t_s3_config(&via_model, h_s3model_endpoint(model), NULL, NULL);
+    char members[512];
+    t_node nodes[3];
+    int ports[3];
+    size_t off = 0;
+    for (int i = 0; i < 3; i++) {
+        ports[i] = free_port();
+        off += (size_t)snprintf(members + off, sizeof(members) - off, "%sn%d=127.0.0.1:%d",
+                                i ? "," : "", i, ports[i]);
+    }
+    for (int i = 0; i < 3; i++) {
+        char nm[8], port[16], bs[16], ram[16];
+        snprintf(ram, sizeof(ram), "%dMiB", ram_mib);
+        snprintf(nm, sizeof(nm), "n%d", i);
+        snprintf(port, sizeof(port), "%d", ports[i]);
+        snprintf(bs, sizeof(bs), "%dMiB", block_mib);
+        const char *extra[] = {"--port", port, "--members", members, "--ssd-capacity", "4GiB",
+                               "--block-size", bs, "--region-size", "64MiB", "--ram-capacity", ram, NULL};
+        t_node_start(env, &nodes[i], nm, h_s3model_endpoint(model), extra);
+    }
+    unsigned char *data = t_alloc_data(size, 77);
+    {
+        s3_sync *s;
+        s3_error err;
+        char etag[S3_ETAG_MAX];
+        s3_sync_create(&s, &direct);
+        s3_sync_put_args pa = {.bucket = H_S3_DEFAULT_BUCKET, .key = KEY, .fd = -1,
+                               .data = data, .size = size, .part_size = 64u << 20,
+                               .parallel = 4};
+        if (s3_sync_put(s, &pa, etag, &err) < 0) {
+            fprintf(stderr, "client_bench: put: %s\n", err.message);
+            return 1;
+        }
+        s3_sync_destroy(&s);
+    }
+    printf("client_bench: %zu MiB object, S3 model 30 ms + 100 MiB/s per connection, "
+           "3 ringcached nodes (%d MiB blocks, RAM tier %d MiB each, SSD behind), %zu MiB "
+           "preads, read-ahead %d blocks\n", mib, block_mib, ram_mib, pread_size >> 20,
+           readahead);
+
+    /* single stream through the model */
+    unsigned char *buf = malloc(size);
+    s3_sync *sm;
+    s3_sync_create(&sm, &via_model);
+    double t_single = s3_read(sm, 0, size, buf, 1, size);
+    s3_sync_destroy(&sm);
+    printf("single-stream GET:   %7.2f s  %7.1f MiB/s\n", t_single, (double)mib / t_single);
+
+    /* what any client gets from this S3 with 32 ranged GETs in flight */
+    rr_client pm = {event_base_new(), NULL};
+    s3_client_create(&pm.c, &via_model, pm.base);
+    double t_par = rr_read(&pm, 0, size, buf, 32, 1u << 20);
+    s3_client_destroy(&pm.c);
+    event_base_free(pm.base);
+    printf("32 x 1 MiB GETs:     %7.2f s  %7.1f MiB/s  (this S3's ceiling for ranged reads)\n",
+           t_par, (double)mib / t_par);
+
+    rc_stats st;
+    double t_cold = read_through(members, &via_model, data, size, &st);
+    printf("cold via 3 nodes:    %7.2f s  %7.1f MiB/s  (stalls %" PRIu64 ", read-ahead %" PRIu64
+           ")\n", t_cold, (double)mib / t_cold, st.stalls, st.readahead_fetches);
+
+    int nginx_port = 0;
+    bool nginx = start_nginx(env, h_s3model_port(model), &nginx_port) == 0;
+    s3_config via_nginx;
+    rr_client sn_ = {0}, *sn = &sn_;
+    if (nginx) {
+        char ep[64];
+        snprintf(ep, sizeof(ep), "http://127.0.0.1:%d", nginx_port);
+        t_s3_config(&via_nginx, ep, NULL, NULL);
+        via_nginx.max_connections = 64;
+        sn->base = event_base_new();
+        s3_client_create(&sn->c, &via_nginx, sn->base);
+        double t = rr_read(sn, 0, size, buf, 32, 1u << 20); /* fill nginx's cache */
+        if (t < 0 || memcmp(buf, data, size) != 0) {
+            fprintf(stderr, "client_bench: nginx gave wrong bytes; leaving it out\n");
+            nginx = false;
+        } else {
+            printf("nginx cold fill:     %7.2f s  %7.1f MiB/s  (32 slices in flight)\n", t,
+                   (double)mib / t);
+        }
+    }
+
+    double warm[RUNS], ng[RUNS];
+    for (int r = 0; r < RUNS; r++) {
+        warm[r] = read_through(members, &via_model, data, size, &st);
+        if (nginx) {
+            memset(buf, 0, 4096);
+            ng[r] = rr_read(sn, 0, size, buf, 32, 1u << 20);
+            if (ng[r] < 0 || memcmp(buf, data, size) != 0)
+                nginx = false;
+        }
+    }
+    double t_warm = median3(warm);
+    printf("warm via 3 nodes:    %7.2f s  %7.1f MiB/s  (median of %d, empty page cache)\n",
+           t_warm, (double)mib / t_warm, RUNS);
+    double t_ng = nginx ? median3(ng) : 0;
+    if (nginx)
+        printf("nginx warm:          %7.2f s  %7.1f MiB/s  (median of %d)\n", t_ng,
+               (double)mib / t_ng, RUNS);
+
+    /* scattered: 2000 random 64 KiB reads, interleaved with nginx */
+    enum { N = 2000, LEN = 64 << 10 };
+    double *lat = calloc(N, sizeof(double)), *lat_ng = calloc(N, sizeof(double));
+    rc_config cfg;
+    rc_config_init(&cfg);
+    cfg.members = members;
+    cfg.s3 = via_model;
+    cfg.max_threads = 1;
+    rc_client *c;
+    rc_handle *h;
+    char err[RC_ERR_MAX];
+    if (rc_create(&c, &cfg, err, sizeof(err)) < 0 ||
+        rc_open(c, H_S3_DEFAULT_BUCKET, KEY, &h, err, sizeof(err)) < 0) {
+        fprintf(stderr, "client_bench: %s\n", err);
+        return 1;
+    }
+    uint64_t x = 4242;
+    for (int i = 0; i < N; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        uint64_t o = (x >> 7) % (size - LEN);
+        double t0 = now_s();
+        if (rc_pread(h, buf, LEN, o) != LEN || memcmp(buf, data + o, LEN) != 0) {
+            fprintf(stderr, "client_bench: scattered read at %" PRIu64 " failed\n", o);
+            return 1;
+        }
+        lat[i] = now_s() - t0;
+        if (nginx) {
+            lat_ng[i] = rr_read(sn, o, LEN, buf + LEN, 1, LEN);
+            if (lat_ng[i] < 0 || memcmp(buf + LEN, data + o, LEN) != 0)
+                nginx = false;
+        }
+    }
+    rc_stats_get(c, &st);
+    rc_close(&h);
+    rc_destroy(&c);
+    double p50 = pct(lat, N, 0.50) * 1e6, p99 = pct(lat, N, 0.99) * 1e6;
+    printf("scattered 64 KiB:    p50 %6.0f us  p99 %6.0f us  (ranges fetched %" PRIu64
+           ", read-ahead %" PRIu64 ")\n", p50, p99, st.partial_fetches, st.readahead_fetches);
+    double np50 = 0, np99 = 0;
+    if (nginx) {
+        np50 = pct(lat_ng, N, 0.50) * 1e6;
+        np99 = pct(lat_ng, N, 0.99) * 1e6;
+        printf("nginx scattered:     p50 %6.0f us  p99 %6.0f us\n", np50, np99);
+    }
+    s3_client_destroy(&sn->c);
+    if (sn->base)
+        event_base_free(sn->base);
+    for (int i = 0; i < 3; i++)
+        h_proc_stop(nodes[i].proc, 15000);
+    h_env_destroy(&env);
+    free(lat);
+    free(lat_ng);
+    free(buf);
+    free(data);
+
+    char c_s[32], w_s[32], n_s[32], d_s[32];
+    snprintf(c_s, sizeof(c_s), "%.2f", t_single / t_cold);
+    snprintf(w_s, sizeof(w_s), "%.2f", t_single / t_warm);
+    if (nginx) {
+        snprintf(n_s, sizeof(n_s), "%.2f", t_ng / t_warm);
+        snprintf(d_s, sizeof(d_s), "%.2f", np99 / p99);
+    } else {
+        snprintf(n_s, sizeof(n_s), "na");
+        snprintf(d_s, sizeof(d_s), "na");
+    }
+    printf("client: cold_vs_single_stream=%s warm_vs_single_stream=%s warm_vs_nginx=%s "
+           "scattered_p99_vs_nginx=%s\n", c_s, w_s, n_s, d_s);
+    return 0;
+}

@@ -1,0 +1,214 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * ringcache.h: libringcache, the compute-side client. It reads S3 objects
+ * through a cluster of cache nodes (ringcached) into a RAM page cache, so the
+ * threads of a query read what they need from several nodes at once:
+ *
+ *   rc_config cfg;  rc_config_init(&cfg);  rc_config_from_env(&cfg, err, n);
+ *   rc_client *c;   rc_create(&c, &cfg, err, n);
+ *   rc_handle *h;   rc_open(c, "bucket", "key", &h);       HEAD, pinned version
+ *   rc_pread(h, buf, len, off);                            any thread, any time
+ *   rc_close(&h);   rc_destroy(&c);
+ *
+ * A handle is pinned to the (version, size) a HEAD saw (kept in a metadata
+ * cache for metadata_ttl_ms; a write-through rc_put() replaces the entry at
+ * once, so a writer reads its own write). Every byte a handle returns is of
+ * that version: when a node or S3 says the object changed, the read and every
+ * later one on the handle fail with -ESTALE, and the caller re-opens.
+ *
+ * Reads: rc_pread() cuts the range into blocks (one size per cluster, from the
+ * nodes' HELLO), copies what the page cache has and sends the rest to the
+ * blocks' owners on the ring, pipelined, several nodes at once. A node that
+ * fails is marked down for down_ms (then probed by the next request) and its
+ * blocks go to the next owner; with every owner down the block is read from S3
+ * directly (ranged GET with If-Match, ETag compared), unless cache_only.
+ * Sequential readers get read-ahead (a window of blocks, at low priority in the
+ * page cache); scattered reads get none, and a small scattered read of a block
+ * that is not cached fetches only its range (not the whole block).
+ *
+ * Threads: one rc_client owns one I/O thread running an event loop (the
+ * cluster connections, the S3 client, the membership source). Reader threads
+ * hit the page cache directly and hand misses to the I/O thread (a queue and an
+ * eventfd), then sleep on a condition variable until their blocks arrived.
+ *
+ * Why this shape (bench/client/client_bench, 2-core VM, one run, 256 MiB):
+ * hits never cross threads (a page cache hit is a shard lock and a memcpy on
+ * the reader's own thread); one loop multiplexes every node connection and
+ * the S3 client, so a reader's misses of many blocks go out together,
+ * pipelined to several nodes. Warm (nodes warm, page cache empty) one reader
+ * reads 800 MiB/s, 8x a single-stream GET through the S3 model; cold 170-190
+ * MiB/s, 1.8-2.0x (the model's own ceiling for 32 ranged GETs in flight was
+ * 260-290 MiB/s); scattered 64 KiB reads p50 170 us, p99 350-600 us.
+ *
+ * Thread-safety: rc_open, rc_pread, rc_close, rc_put*, rc_warm, rc_list,
+ * rc_node_stats, rc_stats_get and the accessors may be called from any number
+ * of threads at once (up to max_threads readers are what the read-ahead bound
+ * assumes; more work, with less read-ahead room each). rc_create and
+ * rc_destroy must not race with any other call on the same client, and every
+ * handle must be closed before rc_destroy. One handle may be used by several
+ * threads at once. Callbacks run on the thread that made the call, except
+ * rc_put_stream's read_at, which the I/O thread calls while it sends.
+ *
+ * Ownership: the caller owns the rc_client and every rc_handle it opened
+ * (free with rc_destroy / rc_close); strings passed in are borrowed (copied
+ * when kept). Errors are -errno; functions that take an err buffer put a
+ * sentence there naming the object and the cause.
+ */
+#ifndef RINGCACHE_H
+#define RINGCACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "s3.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RC_VERSION_MAX 130  /* a normalised ETag, NUL included */
+#define RC_ERR_MAX 2048     /* enough for every error sentence */
+
+typedef struct rc_client rc_client;
+typedef struct rc_handle rc_handle;
+
+typedef struct rc_config {
+    /* Cache members: "id=host:port,...", "host:port,...", file:PATH or
+     * dns:NAME[:PORT] (SRV of a headless Service; a fully qualified name).
+     * NULL or "": no cache tier, S3 only (rc_config_from_env fills it from
+     * RINGCACHE_CACHE). Borrowed until rc_create returns. */
+    const char *members;
+    const char *token;          /* tenant token (RINGCACHE_TOKEN); NULL: none */
+    s3_config s3;               /* S3 settings for HEAD/GET/PUT fallbacks and rc_list */
+    size_t page_cache_bytes;    /* RAM for pages; default 512 MiB */
+    uint32_t block_size;        /* 0 (default): the nodes' (HELLO); 1 MiB if none answers */
+    int max_threads;            /* reader threads sharing the client; default: cores */
+    int readahead_blocks;       /* window for sequential readers; default 16; 0: off */
+    int metadata_ttl_ms;        /* how long a HEAD is trusted; default 5000 */
+    int timeout_ms;             /* a node request with no answer fails; default 30000
+                                   (longer than the nodes' fill deadline, 20 s) */
+    int connect_timeout_ms;     /* default 2000 */
+    int down_ms;                /* a failed node is skipped this long; default 5000 */
+    int max_inflight;           /* block requests the I/O thread keeps in flight; default 96 */
+    uint32_t partial_read_max;  /* a scattered read needing at most this many bytes of an
+                                   uncached block fetches only them (no page); default
+                                   block size / 4; 0: always whole blocks */
+    bool cache_only;            /* never read S3 directly: fail with -EHOSTDOWN instead */
+} rc_config;
+
+/* Defaults, no environment (s3 gets s3_config_init). */
+void rc_config_init(rc_config *cfg);
+
+/* Applies the environment: RINGCACHE_CACHE (members, when cfg->members is
+ * NULL), RINGCACHE_TOKEN (when cfg->token is NULL), and the AWS variables and
+ * files into cfg->s3 (s3_config_from_env). The strings point into the
+ * environment. 0 or -EINVAL with a sentence in err. */
+int rc_config_from_env(rc_config *cfg, char *err, size_t errlen);
+
+/* The read-ahead window rc_create will use, in blocks of block_size (or 1 MiB
+ * when 0): min(readahead_blocks, page cache pages / (4 x max_threads)). Pure. */
+int rc_readahead_window(const rc_config *cfg, uint32_t block_size);
+
+/* Starts the I/O thread, the membership source and the S3 client, and says
+ * HELLO to the nodes (waiting up to the connect timeout). Nodes that do not
+ * answer are not an error (reads go to S3 until a probe finds one), a token
+ * every node refuses is (-EACCES). -EINVAL for a bad config (a sentence in err
+ * names the field), -ENOMEM. */
+int rc_create(rc_client **out, const rc_config *cfg, char *err, size_t errlen);
+
+/* Stops the I/O thread (requests in flight fail with -ECANCELED) and frees
+ * everything. Every handle must be closed. Accepts NULL; sets *c to NULL. */
+void rc_destroy(rc_client **c);
+
+/* Opens bucket/key: the version and size from the metadata cache, or a HEAD
+ * through a node (S3 directly when every node is down). 0, -ENOENT, -EACCES,
+ * -EHOSTDOWN (cache_only and no node answered), -EIO (err has the sentence;
+ * err may be NULL). */
+int rc_open(rc_client *c, const char *bucket, const char *key, rc_handle **out, char *err,
+            size_t errlen);
+
+/* Frees a handle (read-ahead in flight for it finishes on its own). Accepts
+ * NULL; sets *h to NULL. */
+void rc_close(rc_handle **h);
+
+uint64_t rc_size(const rc_handle *h);
+const char *rc_version(const rc_handle *h);
+
+/* Reads up to len bytes at off into buf: the bytes read (short only at the
+ * end of the object, 0 at or past it), or -ESTALE (the object changed: this
+ * handle is dead, re-open), -EHOSTDOWN (cache_only and no node has the
+ * block's owner up), -ENOENT (deleted since the open), -EACCES, -EIO (S3
+ * failed), -ECANCELED (rc_destroy). Blocks the calling thread until done. */
+int64_t rc_pread(rc_handle *h, void *buf, size_t len, uint64_t off);
+
+/* The error sentence of the last failed rc_pread on this handle (any thread;
+ * a copy into out). */
+void rc_last_error(rc_handle *h, char *out, size_t cap);
+
+/* Write-through PUT of size bytes that read_at produces (called on the I/O
+ * thread, maybe twice for a byte range when a node fails and S3 takes over;
+ * returns bytes placed in buf, < 0 to abort). Through a node; when every node
+ * is down, straight to S3 (the bytes are gathered in RAM: at most 5 GiB).
+ * The metadata cache gets the new version at once. version_out
+ * (RC_VERSION_MAX, may be NULL) receives it. 0 or -errno (sentence in err). */
+typedef int64_t (*rc_read_at_fn)(void *arg, void *buf, size_t len, uint64_t off);
+int rc_put_stream(rc_client *c, const char *bucket, const char *key, uint64_t size,
+                  rc_read_at_fn read_at, void *arg, char *version_out, char *err,
+                  size_t errlen);
+/* The same from a buffer (borrowed for the call). */
+int rc_put(rc_client *c, const char *bucket, const char *key, const void *data, size_t len,
+           char *version_out, char *err, size_t errlen);
+
+/* Loads bucket/key into the cache tier (protocol WARM to each block's owner);
+ * nothing comes to the client. With wait, returns only when every block is on
+ * its node (a one-byte GET per block joins the fill), telling progress (may be
+ * NULL; on this thread, every 200 ms and at the end) the blocks done. Returns
+ * the object's block count or -errno (sentence in err). */
+typedef void (*rc_progress_fn)(uint64_t done, uint64_t total, void *arg);
+int64_t rc_warm(rc_client *c, const char *bucket, const char *key, bool wait,
+                rc_progress_fn progress, void *arg, char *err, size_t errlen);
+
+/* Lists bucket under a prefix, or a glob (s3_glob_create's grammar), from S3
+ * (the cache tier has no listing). fn as in s3_sync_list. 0 or -errno. */
+int rc_list(rc_client *c, const char *bucket, const char *pattern, s3_object_fn fn, void *arg,
+            char *err, size_t errlen);
+
+/* Every node's counters (Prometheus text): fn once per member (text NULL and
+ * code < 0 when unreachable), on the calling thread. 0, or the number of
+ * nodes that failed. */
+typedef void (*rc_node_text_fn)(const char *member_id, const char *addr, int code,
+                                const char *text, void *arg);
+int rc_node_stats(rc_client *c, rc_node_text_fn fn, void *arg);
+
+typedef struct rc_stats {
+    uint64_t preads;
+    uint64_t hits;              /* blocks served from the page cache */
+    uint64_t misses;            /* blocks a read had to fetch or wait for */
+    uint64_t stalls;            /* preads that had to start a fetch themselves */
+    uint64_t waits;             /* blocks a read waited for (another's or read-ahead fill) */
+    uint64_t readahead_fetches; /* blocks fetched ahead of use */
+    uint64_t partial_fetches;   /* scattered reads fetched as a range, no page */
+    uint64_t node_blocks;       /* block requests answered by nodes */
+    uint64_t failovers;         /* blocks asked of a next owner after a node failed */
+    uint64_t fallbacks;         /* block reads that went to S3 directly */
+    uint64_t head_fallbacks;    /* HEADs and PUTs that went to S3 directly */
+    uint64_t stale;             /* reads that found the version changed */
+    uint64_t meta_hits;         /* rc_open served by the metadata cache */
+    uint64_t bytes;             /* bytes returned by rc_pread */
+} rc_stats;
+
+void rc_stats_get(rc_client *c, rc_stats *out);
+
+/* Block size in use, tenant the nodes named ("" when none answered), the
+ * effective read-ahead window, and members of the ring now. */
+uint32_t rc_block_size(const rc_client *c);
+const char *rc_tenant(const rc_client *c);
+int rc_window(const rc_client *c);
+size_t rc_members(rc_client *c);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RINGCACHE_H */

@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * client_test_util.c: shared set-up of the libringcache integration tests
+ * (see the header).
+ */
+#include "client_test_util.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+static int t_free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(a);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0 ||
+        getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
+        fprintf(stderr, "cannot find a free port: %s\n", strerror(errno));
+        exit(1);
+    }
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+void t_cluster_start(t_cluster *tc, const char *name, const char *const *node_extra)
+{
+    memset(tc, 0, sizeof(*tc));
+    if (h_env_create(&tc->env, name) < 0) {
+        fprintf(stderr, "cannot create the test folder: %s\n", h_last_error());
+        exit(1);
+    }
+    tc->s3 = t_start_s3(tc->env, 3);
+    int rc = h_s3model_start(tc->env, &tc->model, h_s3_port(tc->s3), 0, 0);
+    if (rc < 0) {
+        if (rc == -ENOENT)
+            h_skip("the S3 model is not built");
+        fprintf(stderr, "cannot start the S3 model: %s\n", h_last_error());
+        exit(1);
+    }
+    t_s3_config(&tc->direct, h_s3_endpoint(tc->s3), NULL, NULL);
+    t_s3_config(&tc->via_model, h_s3model_endpoint(tc->model), NULL, NULL);
+    /* the nodes must know each other for write-through placement, so their
+     * ports are picked before they start (bound and released here) */
+    int ports[T_NODES];
+    size_t off = 0;
+    for (int i = 0; i < T_NODES; i++) {
+        ports[i] = t_free_port();
+        off += (size_t)snprintf(tc->members + off, sizeof(tc->members) - off,
+                                "%sn%d=127.0.0.1:%d", i ? "," : "", i, ports[i]);
+    }
+    for (int i = 0; i < T_NODES; i++) {
+        char nm[16], port[16];
+        snprintf(nm, sizeof(nm), "n%d", i);
+        snprintf(port, sizeof(port), "%d", ports[i]);
+        const char *extra[32] = {"--port", port, "--members", tc->members, "--ssd-capacity",
+                                 "3GiB"};
+        int k = 6;
+        for (int j = 0; node_extra && node_extra[j] && k < 31; j++)
+            extra[k++] = node_extra[j];
+        extra[k] = NULL;
+        t_node_start(tc->env, &tc->nodes[i], nm, h_s3model_endpoint(tc->model), extra);
+        assert_int_equal(tc->nodes[i].port, ports[i]);
+    }
+}
+
+void t_cluster_stop(t_cluster *tc)
+{
+    for (int i = 0; i < T_NODES; i++) {
+        if (!tc->nodes[i].proc)
+            continue;
+        int st = h_proc_stop(tc->nodes[i].proc, 15000);
+        if (st != 0)
+            fprintf(stderr, "node %s exited with %d\n", tc->nodes[i].name, st);
+        assert_int_equal(st, 0);
+    }
+    h_env_destroy(&tc->env);
+}
+
+size_t t_size_mib(size_t release_mib, size_t sanitized_mib)
+{
+    size_t mib = release_mib;
+#ifdef RC_TEST_SANITIZED
+    mib = sanitized_mib;
+#else
+    (void)sanitized_mib;
+#endif
+    const char *cap = getenv("RINGCACHE_CLIENT_TEST_MIB");
+    if (cap && atoi(cap) > 0 && (size_t)atoi(cap) < mib)
+        mib = (size_t)atoi(cap);
+    return mib << 20;
+}
+
+void t_put_direct(t_cluster *tc, const char *key, const void *data, size_t len, char *etag)
+{
+    s3_sync *s;
+    assert_int_equal(s3_sync_create(&s, &tc->direct), 0);
+    s3_error err;
+    char e[S3_ETAG_MAX];
+    s3_sync_put_args pa = {.bucket = H_S3_DEFAULT_BUCKET, .key = key, .fd = -1, .data = data,
+                           .size = len, .part_size = 64u << 20, .parallel = 4};
+    int rc = s3_sync_put(s, &pa, etag ? etag : e, &err);
+    if (rc < 0)
+        fprintf(stderr, "put %s: %s\n", key, err.message);
+    assert_int_equal(rc, 0);
+    s3_sync_destroy(&s);
+}
+
+void t_rc_config(t_cluster *tc, rc_config *cfg)
+{
+    rc_config_init(cfg);
+    cfg->members = tc->members;
+    cfg->s3 = tc->via_model;
+    cfg->page_cache_bytes = 256u << 20;
+    cfg->max_threads = 2;
+}
+
+int64_t t_s3_gets(t_cluster *tc, const char *key)
+{
+    char path[1200];
+    snprintf(path, sizeof(path), "/%s/%s", H_S3_DEFAULT_BUCKET, key);
+    return h_s3model_count(tc->model, "GET", path);
+}

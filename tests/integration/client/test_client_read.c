@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * test_client_read.c: libringcache reading through three real ringcached
+ * nodes, with every S3 request counted at the S3 model:
+ *  - a 256 MiB object read whole equals the S3 bytes, costs one S3 GET per
+ *    block (the nodes fill each block once), and 1000 random ranges of it
+ *    equal the S3 bytes too;
+ *  - a second client (empty page cache) reads it again: no S3 GET at all;
+ *  - rc_put writes through a node, and the writer's next open sees the new
+ *    version without a HEAD (read-your-writes) and reads its bytes;
+ *  - errors: a missing key is -ENOENT with a sentence naming it.
+ * (Sanitizer builds use 48 MiB.)
+ */
+#include "client_test_util.h"
+
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+static t_cluster tc;
+static size_t big_size;
+static unsigned char *big;
+static char big_etag[S3_ETAG_MAX];
+
+static int setup(void **state)
+{
+    (void)state;
+    t_cluster_start(&tc, "test_client_read", NULL);
+    big_size = t_size_mib(256, 48) + 12345; /* a short last block */
+    big = t_alloc_data(big_size, 7);
+    t_put_direct(&tc, "read/big.bin", big, big_size, big_etag);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    t_cluster_stop(&tc);
+    free(big);
+    return 0;
+}
+
+static void test_whole_and_ranges(void **state)
+{
+    (void)state;
+    assert_int_equal(h_s3model_reset(tc.model), 0);
+    rc_config cfg;
+    t_rc_config(&tc, &cfg);
+    rc_client *c;
+    char err[RC_ERR_MAX];
+    int rc = rc_create(&c, &cfg, err, sizeof(err));
+    if (rc < 0)
+        fprintf(stderr, "%s\n", err);
+    assert_int_equal(rc, 0);
+    assert_int_equal(rc_block_size(c), 1u << 20);
+    assert_int_equal(rc_members(c), 3);
+    rc_handle *h;
+    assert_int_equal(rc_open(c, H_S3_DEFAULT_BUCKET, "read/big.bin", &h, err, sizeof(err)), 0);
+    assert_int_equal(rc_size(h), big_size);
+    assert_string_equal(rc_version(h), big_etag);
+
+    unsigned char *buf = malloc(big_size);
+    const size_t step = 8u << 20;
+    for (size_t off = 0; off < big_size; off += step) {
+        int64_t n = rc_pread(h, buf + off, step, off);
+        assert_int_equal(n, off + step <= big_size ? step : big_size - off);
+    }
+    assert_memory_equal(buf, big, big_size);
+    uint64_t blocks = (big_size + (1u << 20) - 1) >> 20;
+    /* every block filled from S3 exactly once, by its owner */
+    assert_int_equal(t_s3_gets(&tc, "read/big.bin"), (int64_t)blocks);
+
+    /* 1000 random ranges, some crossing blocks, some past the end */
+    uint64_t x = 12345;
+    for (int i = 0; i < 1000; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        uint64_t off = (x >> 11) % big_size;
+        size_t len = (size_t)((x >> 40) % (3u << 20)) + 1;
+        int64_t n = rc_pread(h, buf, len, off);
+        size_t want = off + len <= big_size ? len : big_size - off;
+        assert_int_equal(n, want);
+        assert_memory_equal(buf, big + off, want);
+    }
+    assert_int_equal(rc_pread(h, buf, 10, big_size), 0);
+    rc_stats st;
+    rc_stats_get(c, &st);
+    assert_true(st.hits > 0);
+    assert_int_equal(st.fallbacks, 0);
+    assert_int_equal(st.stale, 0);
+    rc_close(&h);
+    rc_destroy(&c);
+
+    /* a second compute node: empty page cache, warm nodes, no S3 GET */
+    assert_int_equal(h_s3model_reset(tc.model), 0);
+    assert_int_equal(rc_create(&c, &cfg, err, sizeof(err)), 0);
+    assert_int_equal(rc_open(c, H_S3_DEFAULT_BUCKET, "read/big.bin", &h, err, sizeof(err)), 0);
+    memset(buf, 0, big_size);
+    assert_int_equal(rc_pread(h, buf, big_size, 0), big_size);
+    assert_memory_equal(buf, big, big_size);
+    assert_int_equal(t_s3_gets(&tc, "read/big.bin"), 0);
+    rc_stats_get(c, &st);
+    assert_int_equal(st.node_blocks + st.readahead_fetches >= blocks, 1);
+    rc_close(&h);
+    rc_destroy(&c);
+    free(buf);
+}
+
+static void test_put_read_your_writes(void **state)
+{
+    (void)state;
+    rc_config cfg;
+    t_rc_config(&tc, &cfg);
+    cfg.metadata_ttl_ms = 60000;
+    rc_client *c;
+    char err[RC_ERR_MAX];
+    assert_int_equal(rc_create(&c, &cfg, err, sizeof(err)), 0);
+    size_t size = (5u << 20) + 777;
+    unsigned char *v1 = t_alloc_data(size, 21), *v2 = t_alloc_data(size, 22);
+    char e1[RC_VERSION_MAX], e2[RC_VERSION_MAX];
+    int rc = rc_put(c, H_S3_DEFAULT_BUCKET, "read/rw.bin", v1, size, e1, err, sizeof(err));
+    if (rc < 0)
+        fprintf(stderr, "%s\n", err);
+    assert_int_equal(rc, 0);
+    rc_handle *h;
+    assert_int_equal(rc_open(c, H_S3_DEFAULT_BUCKET, "read/rw.bin", &h, err, sizeof(err)), 0);
+    assert_string_equal(rc_version(h), e1);
+    rc_close(&h);
+    /* overwrite: the same client sees the new version at once, though the
+     * TTL of the first entry has a minute to run */
+    assert_int_equal(h_s3model_reset(tc.model), 0);
+    assert_int_equal(rc_put(c, H_S3_DEFAULT_BUCKET, "read/rw.bin", v2, size, e2, err,
+                            sizeof(err)), 0);
+    assert_string_not_equal(e1, e2);
+    rc_stats before, after;
+    rc_stats_get(c, &before);
+    assert_int_equal(rc_open(c, H_S3_DEFAULT_BUCKET, "read/rw.bin", &h, err, sizeof(err)), 0);
+    rc_stats_get(c, &after);
+    assert_int_equal(after.meta_hits, before.meta_hits + 1);
+    assert_string_equal(rc_version(h), e2);
+    unsigned char *buf = malloc(size);
+    assert_int_equal(rc_pread(h, buf, size, 0), size);
+    assert_memory_equal(buf, v2, size);
+    /* no HEAD: the version came from the writer's metadata cache */
+    assert_int_equal(h_s3model_count(tc.model, "HEAD", NULL), 0);
+    rc_close(&h);
+    rc_destroy(&c);
+    free(buf);
+    free(v1);
+    free(v2);
+}
+
+static void test_missing_key(void **state)
+{
+    (void)state;
+    rc_config cfg;
+    t_rc_config(&tc, &cfg);
+    rc_client *c;
+    char err[RC_ERR_MAX];
+    assert_int_equal(rc_create(&c, &cfg, err, sizeof(err)), 0);
+    rc_handle *h = NULL;
+    assert_int_equal(rc_open(c, H_S3_DEFAULT_BUCKET, "read/nope.bin", &h, err, sizeof(err)),
+                     -ENOENT);
+    assert_null(h);
+    assert_non_null(strstr(err, "nope.bin"));
+    rc_destroy(&c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_whole_and_ranges),
+        cmocka_unit_test(test_put_read_your_writes),
+        cmocka_unit_test(test_missing_key),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
