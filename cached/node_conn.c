@@ -219,7 +219,8 @@ static void answer_data(node_req *r, uint8_t source, const uint8_t *p, size_t le
     conn_pump(c);
 }
 
-/* Move chunks from the send queue to the socket while it is below two chunks. */
+/* Move chunks from the send queue to the socket while it holds less than four
+ * chunks: enough for large writes, little enough to interleave answers. */
 static void conn_pump(node_conn *c)
 {
     if (c->closed)
@@ -227,7 +228,7 @@ static void conn_pump(node_conn *c)
     node *n = c->w->n;
     size_t chunk = (size_t)n->conf.chunk_size;
     struct evbuffer *out = bufferevent_get_output(c->bev);
-    while (c->sq_head && evbuffer_get_length(out) < 2 * chunk) {
+    while (c->sq_head && evbuffer_get_length(out) < 4 * chunk) {
         node_send *s = c->sq_head;
         c->sq_head = s->next;
         if (!c->sq_head)
@@ -902,9 +903,13 @@ void node__accept(node_worker *w, int fd)
     }
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    /* libevent's default of 16 KiB per read/write call would make a 1 MiB
+     * block 64 system calls and as many wake-ups */
+    bufferevent_set_max_single_read(c->bev, 256 * 1024);
+    bufferevent_set_max_single_write(c->bev, 1u << 20);
     bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
-    /* the write callback fires when the output falls to one chunk: refill it */
-    bufferevent_setwatermark(c->bev, EV_WRITE, (size_t)n->conf.chunk_size, 0);
+    /* the write callback fires when the output falls to two chunks: refill it */
+    bufferevent_setwatermark(c->bev, EV_WRITE, 2 * (size_t)n->conf.chunk_size, 0);
     bufferevent_enable(c->bev, EV_READ | EV_WRITE);
     c->next = w->conns;
     if (w->conns)

@@ -668,6 +668,10 @@ int cc_conn_create(cc_conn **out, struct event_base *base, const cc_config *cfg)
         free(c);
         return -ENOMEM;
     }
+    /* libevent reads and writes 16 KiB per call by default: far too little for
+     * 1 MiB blocks (most of the cost would be callbacks) */
+    bufferevent_set_max_single_read(c->bev, 1u << 20);
+    bufferevent_set_max_single_write(c->bev, 1u << 20);
     bufferevent_setcb(c->bev, cc_on_read, cc_on_write, cc_on_event, c);
     bufferevent_setwatermark(c->bev, EV_WRITE, CC_OUT_HIGH / 2, 0);
     bufferevent_enable(c->bev, EV_READ | EV_WRITE);
