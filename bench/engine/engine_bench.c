@@ -1,0 +1,401 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * engine_bench.c: the scan engine (ingest/eng.h) against DuckDB, in one run,
+ * on the same files and threads. bench_gen.mjs writes a Stack-Overflow-shaped
+ * dataset (default 20M rows in four Parquet files, two snappy and two zstd,
+ * about 1 GiB) into a temp folder and times DuckDB; this program then runs
+ * the same queries in-process (median of --runs, output format Null):
+ *
+ *   seed    SELECT OwnerDisplayName, count() AS num_posts FROM ... WHERE
+ *           OwnerDisplayName NOT IN ('', 'anon') GROUP BY OwnerDisplayName
+ *           ORDER BY num_posts DESC LIMIT 5        (1 and 2 threads)
+ *   sum     SELECT sum(Score), count() FROM ...    (2 threads)
+ *   pruned  a 200k-row Id range of the sorted Id column (row groups pruned)
+ *   memory  the seed at 2 threads: peak RSS minus RSS after start-up, each
+ *           side measured first thing after its start-up (VmHWM reset through
+ *           /proc/self/clear_refs)
+ *   cached  the seed (2 threads) from s3() through three warm ringcached
+ *           nodes with an empty page cache (a fresh client per run), against
+ *           the same query on the local files
+ *
+ *   engine_bench [--rows N] [--runs R] [--no-cache]
+ *
+ * The last line is
+ *   engine: seed_1t_vs_duckdb=<a> seed_2t_vs_duckdb=<b> mem_vs_duckdb=<c>
+ *           sum_vs_duckdb=<d> pruned_vs_duckdb=<e> cached_vs_local=<f>
+ * (one line; speed ratios above 1 mean faster than DuckDB, memory below 1 means
+ * less; `na` when a part could not run, with the reason on stderr). The temp
+ * folder is removed at the end.
+ */
+#include "eng.h"
+#include "harness.h"
+#include "s3.h"
+
+#ifdef ENGINE_BENCH_HAVE_RC
+#include "ringcache.h"
+#endif
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static h_env *env;
+static char dir[4096];
+static int runs = 3;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static _Noreturn void die(const char *msg)
+{
+    fprintf(stderr, "engine_bench: %s\n", msg);
+    h_env_destroy(&env);
+    exit(1);
+}
+
+static long long proc_status(const char *key)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f)
+        return 0;
+    char line[256];
+    long long v = 0;
+    size_t kl = strlen(key);
+    while (fgets(line, sizeof(line), f))
+        if (strncmp(line, key, kl) == 0 && line[kl] == ':')
+            v = atoll(line + kl + 1) * 1024;
+    fclose(f);
+    return v;
+}
+
+static double run_query(const eng_ctx *base, const char *sql, int threads, uint64_t *rows)
+{
+    eng_ctx ctx = *base;
+    ctx.max_threads = threads;
+    ctx.format = ENG_FMT_NULL;
+    char err[ENG_MSG_MAX];
+    eng_result res;
+    double t0 = now_s();
+    if (eng_run(&ctx, sql, strlen(sql), NULL, &res, err, sizeof(err)) < 0) {
+        fprintf(stderr, "engine_bench: the query failed: %s\n  %s\n", err, sql);
+        die("a benchmark query failed");
+    }
+    if (rows)
+        *rows = res.rows_read;
+    return now_s() - t0;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(const eng_ctx *ctx, const char *sql, int threads)
+{
+    double t[16];
+    int n = runs > 16 ? 16 : runs;
+    for (int i = 0; i < n; i++)
+        t[i] = run_query(ctx, sql, threads, NULL);
+    qsort(t, (size_t)n, sizeof(double), cmp_d);
+    return t[n / 2];
+}
+
+static double duck_value(const char *name)
+{
+    char path[4200], line[256];
+    snprintf(path, sizeof(path), "%s/duckdb.txt", dir);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        die("bench_gen.mjs wrote no duckdb.txt");
+    double v = -1;
+    size_t nl = strlen(name);
+    while (fgets(line, sizeof(line), f))
+        if (strncmp(line, name, nl) == 0 && line[nl] == ' ')
+            v = atof(line + nl + 1);
+    fclose(f);
+    if (v < 0)
+        die("duckdb.txt lacks a measurement");
+    return v;
+}
+
+#ifdef ENGINE_BENCH_HAVE_RC
+/* ---- the cached path: s3rver + three ringcached nodes ---- */
+
+typedef struct rc_src {
+    rc_handle *h;
+} rc_src;
+
+static int rcs_read(void *impl, const rs_range *r, size_t n, char *err, size_t errlen)
+{
+    rc_src *s = impl;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t done = 0;
+        while (done < r[i].length) {
+            int64_t got = rc_pread(s->h, (uint8_t *)r[i].buf + done, r[i].length - done,
+                                   r[i].offset + done);
+            if (got <= 0) {
+                rc_last_error(s->h, err, errlen);
+                return got < 0 ? (int)got : -EIO;
+            }
+            done += (uint64_t)got;
+        }
+    }
+    return 0;
+}
+
+static void rcs_destroy(void *impl)
+{
+    rc_src *s = impl;
+    rc_close(&s->h);
+    free(s);
+}
+
+typedef struct glob_ctx {
+    eng_key_fn fn;
+    void *arg;
+} glob_ctx;
+
+static int glob_cb(const s3_object_info *info, void *arg)
+{
+    glob_ctx *g = arg;
+    return g->fn(info->key, info->size, g->arg);
+}
+
+static int cache_list(void *impl, const char *bucket, const char *glob, eng_key_fn fn, void *arg,
+                      char *err, size_t errlen)
+{
+    glob_ctx g = {fn, arg};
+    return rc_list(impl, bucket, glob, glob_cb, &g, err, errlen);
+}
+
+static int cache_open(void *impl, const char *bucket, const char *key, rs_source **out,
+                      char *err, size_t errlen)
+{
+    rc_src *s = calloc(1, sizeof(*s));
+    if (!s)
+        return -ENOMEM;
+    int rc = rc_open(impl, bucket, key, &s->h, err, errlen);
+    if (rc < 0) {
+        free(s);
+        return rc;
+    }
+    rs_ops ops = {rcs_read, rcs_destroy};
+    char name[1200];
+    snprintf(name, sizeof(name), "s3://%s/%s", bucket, key);
+    return rs_source_create(out, &ops, s, name, rc_size(s->h), rc_version(s->h));
+}
+
+static double cached_seed(const char *seed_s3, double local_2t)
+{
+    char bin[1024];
+    if (h_build_path(bin, sizeof(bin), "cached/ringcached") < 0 || access(bin, X_OK) != 0) {
+        fprintf(stderr, "engine_bench: cached_vs_local=na: ringcached is not built (build the "
+                        "ringcached target)\n");
+        return -1;
+    }
+    h_s3 *s3;
+    if (h_s3_start(env, &s3, NULL) < 0) {
+        fprintf(stderr, "engine_bench: cached_vs_local=na: cannot start the S3 server: %s\n",
+                h_last_error());
+        return -1;
+    }
+    char members[512] = "";
+    for (int i = 0; i < 3; i++) {
+        char d[4200], pf[4300], af[4300], id[32];
+        snprintf(id, sizeof(id), "ringcache-%d", i);
+        snprintf(d, sizeof(d), "%s/node%d", h_env_dir(env), i);
+        mkdir(d, 0755);
+        snprintf(pf, sizeof(pf), "%s/port", d);
+        snprintf(af, sizeof(af), "%s/admin", d);
+        const char *argv[] = {bin, "--node-id", id, "--listen", "127.0.0.1", "--port", "0",
+                              "--port-file", pf, "--admin-listen", "127.0.0.1", "--admin-port",
+                              "0", "--admin-port-file", af, "--data-dir", d, "--ssd-capacity",
+                              "4GiB", "--ram-capacity", "256MiB", "--threads", "2", "--no-sync",
+                              "--s3-endpoint", h_s3_endpoint(s3), "--s3-access-key", "S3RVER",
+                              "--s3-secret-key", "S3RVER", "--log-level", "warn", NULL};
+        h_proc *p;
+        if (h_proc_start(env, &p, id, (char *const *)argv, NULL, pf, 0) < 0) {
+            fprintf(stderr, "engine_bench: cached_vs_local=na: a cache node did not start: %s\n",
+                    h_last_error());
+            return -1;
+        }
+        size_t o = strlen(members);
+        snprintf(members + o, sizeof(members) - o, "%s%s=127.0.0.1:%d", o ? "," : "", id,
+                 h_proc_port(p));
+    }
+    /* upload the files */
+    s3_config cfg;
+    s3_config_init(&cfg);
+    snprintf(cfg.endpoint, sizeof(cfg.endpoint), "%s", h_s3_endpoint(s3));
+    snprintf(cfg.access_key, sizeof(cfg.access_key), "S3RVER");
+    snprintf(cfg.secret_key, sizeof(cfg.secret_key), "S3RVER");
+    cfg.path_style = true;
+    s3_sync *sy;
+    if (s3_sync_create(&sy, &cfg) < 0)
+        die("cannot create an S3 client");
+    for (int i = 0; i < 4; i++) {
+        char path[4300], key[64];
+        snprintf(path, sizeof(path), "%s/data/posts_%d.parquet", dir, i);
+        snprintf(key, sizeof(key), "posts/posts_%d.parquet", i);
+        int fd = open(path, O_RDONLY);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0)
+            die("cannot open a data file for upload");
+        s3_sync_put_args pa = {.bucket = "ringcache-test", .key = key, .fd = fd,
+                               .size = (uint64_t)st.st_size, .parallel = 4};
+        s3_error e = {0};
+        if (s3_sync_put(sy, &pa, NULL, &e) < 0) {
+            fprintf(stderr, "engine_bench: upload failed: %s\n", e.message);
+            die("cannot upload the dataset to the S3 server");
+        }
+        close(fd);
+    }
+    s3_sync_destroy(&sy);
+    double t[16];
+    int n = runs > 16 ? 16 : runs;
+    for (int i = -1; i < n; i++) {
+        /* i = -1 warms the cache nodes; every run starts with an empty page cache */
+        rc_config rcfg;
+        rc_config_init(&rcfg);
+        rcfg.members = members;
+        rcfg.s3 = cfg;
+        rcfg.max_threads = 2;
+        rc_client *c;
+        char err[RC_ERR_MAX];
+        if (rc_create(&c, &rcfg, err, sizeof(err)) < 0) {
+            fprintf(stderr, "engine_bench: cached_vs_local=na: %s\n", err);
+            return -1;
+        }
+        eng_ctx ctx = {.out = stdout, .list_s3 = cache_list, .open_s3 = cache_open, .s3_impl = c};
+        double s = run_query(&ctx, seed_s3, 2, NULL);
+        rc_destroy(&c);
+        if (i >= 0)
+            t[i] = s;
+        else
+            fprintf(stderr, "cached: warm-up run (cold nodes) %.3f s\n", s);
+    }
+    qsort(t, (size_t)n, sizeof(double), cmp_d);
+    fprintf(stderr, "cached: seed through 3 warm nodes, empty page cache: %.3f s (local %.3f s)\n",
+            t[n / 2], local_2t);
+    return local_2t / t[n / 2];
+}
+#endif
+
+int main(int argc, char **argv)
+{
+    long long rows = 20000000;
+    bool cache = true;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--rows") == 0 && i + 1 < argc)
+            rows = atoll(argv[++i]);
+        else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc)
+            runs = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--no-cache") == 0)
+            cache = false;
+        else {
+            fprintf(stderr, "usage: engine_bench [--rows N] [--runs R] [--no-cache]\n");
+            return 2;
+        }
+    }
+    if (rows < 1000 || runs < 1)
+        die("--rows >= 1000 and --runs >= 1");
+    if (h_env_create(&env, "engine_bench") < 0)
+        return 1;
+    snprintf(dir, sizeof(dir), "%s", h_env_dir(env));
+    char script[4096], rs[32], rn[32];
+    if (h_source_path(script, sizeof(script), "bench/engine/bench_gen.mjs") < 0)
+        die("cannot find bench/engine/bench_gen.mjs (set RINGCACHE_SOURCE_DIR)");
+    snprintf(rs, sizeof(rs), "%lld", rows);
+    snprintf(rn, sizeof(rn), "%d", runs);
+    char *gargv[] = {"node", script, dir, rs, rn, NULL};
+    h_proc *p;
+    double t0 = now_s();
+    if (h_proc_start(env, &p, "gen", gargv, NULL, NULL, 0) < 0)
+        die("cannot start node (bench_gen.mjs)");
+    int st = h_proc_wait(p, 600000);
+    if (st != 0) {
+        h_proc_print_log_tail(p, 20);
+        die("bench_gen.mjs failed (see its log above)");
+    }
+    h_proc_print_log_tail(p, 10);
+    fprintf(stderr, "data and DuckDB timings: %.1f s\n", now_s() - t0);
+
+    char glob[4300], seed[8192], sum[8192], pruned[8192];
+    snprintf(glob, sizeof(glob), "file('%s/data/posts_*.parquet')", dir);
+    snprintf(seed, sizeof(seed),
+             "SELECT OwnerDisplayName, count() AS num_posts FROM %s WHERE OwnerDisplayName NOT "
+             "IN ('', 'anon') GROUP BY OwnerDisplayName ORDER BY num_posts DESC LIMIT 5",
+             glob);
+    snprintf(sum, sizeof(sum), "SELECT sum(Score), count() FROM %s", glob);
+    long long lo = (long long)(rows * 0.3);
+    snprintf(pruned, sizeof(pruned),
+             "SELECT count(), sum(Score) FROM %s WHERE Id >= %lld AND Id < %lld", glob, lo,
+             lo + 200000);
+    FILE *devnull = fopen("/dev/null", "w");
+    eng_ctx ctx = {.out = devnull};
+
+    /* memory first, right after start-up */
+    FILE *cr = fopen("/proc/self/clear_refs", "w");
+    if (cr) {
+        fputs("5", cr);
+        fclose(cr);
+    }
+    long long base = proc_status("VmRSS");
+    uint64_t nrows = 0;
+    run_query(&ctx, seed, 2, &nrows);
+    double mem_ours = (double)(proc_status("VmHWM") - base);
+
+    double s1 = median(&ctx, seed, 1), s2 = median(&ctx, seed, 2);
+    double su = median(&ctx, sum, 2), pr = median(&ctx, pruned, 2);
+    double d1 = duck_value("seed_1t"), d2 = duck_value("seed_2t"), dsu = duck_value("sum_2t"),
+           dpr = duck_value("pruned_2t"), dmem = duck_value("mem_seed_2t");
+    fprintf(stderr,
+            "rows %llu\n"
+            "seed 1 thread : engine %.3f s (%.1fM rows/s)  duckdb %.3f s (%.1fM rows/s)\n"
+            "seed 2 threads: engine %.3f s (%.1fM rows/s)  duckdb %.3f s (%.1fM rows/s)\n"
+            "sum  2 threads: engine %.3f s  duckdb %.3f s\n"
+            "pruned 2 thr. : engine %.3f s  duckdb %.3f s\n"
+            "peak memory (RSS over start-up), seed 2 threads: engine %.1f MiB  duckdb %.1f MiB\n",
+            (unsigned long long)nrows, s1, nrows / s1 / 1e6, d1, nrows / d1 / 1e6, s2,
+            nrows / s2 / 1e6, d2, nrows / d2 / 1e6, su, dsu, pr, dpr, mem_ours / 1048576.0,
+            dmem / 1048576.0);
+    char cached[32] = "na";
+#ifdef ENGINE_BENCH_HAVE_RC
+    if (cache) {
+        char seed_s3[1024];
+        snprintf(seed_s3, sizeof(seed_s3),
+                 "SELECT OwnerDisplayName, count() AS num_posts FROM "
+                 "s3('s3://ringcache-test/posts/posts_*.parquet') WHERE OwnerDisplayName NOT IN "
+                 "('', 'anon') GROUP BY OwnerDisplayName ORDER BY num_posts DESC LIMIT 5");
+        double c = cached_seed(seed_s3, s2);
+        if (c > 0)
+            snprintf(cached, sizeof(cached), "%.2f", c);
+    } else {
+        fprintf(stderr, "engine_bench: cached_vs_local=na: --no-cache\n");
+    }
+#else
+    (void)cache;
+    fprintf(stderr, "engine_bench: cached_vs_local=na: built without libringcache\n");
+#endif
+    fclose(devnull);
+    h_env_destroy(&env);
+    char mem[32];
+    if (dmem > 0 && mem_ours > 0)
+        snprintf(mem, sizeof(mem), "%.2f", mem_ours / dmem);
+    else
+        snprintf(mem, sizeof(mem), "na");
+    printf("engine: seed_1t_vs_duckdb=%.2f seed_2t_vs_duckdb=%.2f mem_vs_duckdb=%s "
+           "sum_vs_duckdb=%.2f pruned_vs_duckdb=%.2f cached_vs_local=%s\n",
+           d1 / s1, d2 / s2, mem, dsu / su, dpr / pr, cached);
+    return 0;
+}

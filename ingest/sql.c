@@ -1,0 +1,1470 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * sql.c: lexer and recursive-descent parser of the engine's SQL subset (see
+ * sql.h). Precedence follows ClickHouse, loosest first:
+ *
+ *   OR < AND < NOT < comparison (= != <> < <= > >= [NOT] LIKE/ILIKE/IN/BETWEEN,
+ *   IS [NOT] NULL) < || < + - < * / % < unary - < :: < primary
+ *
+ * The lexer works on a byte buffer with an explicit length (the fuzzer hands
+ * it arbitrary bytes); recursion depth is bounded so hostile input cannot
+ * blow the stack.
+ */
+#include "sql.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define SQL_MAX_DEPTH 200
+
+typedef enum tok_kind {
+    T_EOF = 0, T_IDENT, T_QIDENT, T_INT, T_FLOAT, T_STRING, T_OP, T_ERR,
+} tok_kind;
+
+typedef struct tok {
+    tok_kind kind;
+    const char *p;      /* start in the text */
+    size_t len;
+    int line, col;
+} tok;
+
+typedef struct parser {
+    const char *text;
+    size_t len, pos;
+    int line, col;      /* of pos */
+    tok cur;
+    char *err;
+    size_t errlen;
+    int depth;
+    int rc;             /* first error */
+} parser;
+
+/* ---- lexer ---------------------------------------------------------------- */
+
+static void adv(parser *ps, size_t n)
+{
+    for (size_t i = 0; i < n && ps->pos < ps->len; i++) {
+        if (ps->text[ps->pos] == '\n') {
+            ps->line++;
+            ps->col = 1;
+        } else {
+            ps->col++;
+        }
+        ps->pos++;
+    }
+}
+
+static int peekc(const parser *ps, size_t k)
+{
+    return ps->pos + k < ps->len ? (unsigned char)ps->text[ps->pos + k] : -1;
+}
+
+static void fail(parser *ps, int line, int col, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void fail(parser *ps, int line, int col, const char *fmt, ...)
+{
+    if (ps->rc)
+        return;
+    ps->rc = -EINVAL;
+    if (!ps->err || !ps->errlen)
+        return;
+    int k = snprintf(ps->err, ps->errlen, "line %d, column %d: ", line, col);
+    if (k < 0 || (size_t)k >= ps->errlen)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ps->err + k, ps->errlen - (size_t)k, fmt, ap);
+    va_end(ap);
+}
+
+static void next(parser *ps)
+{
+    for (;;) {
+        int c = peekc(ps, 0);
+        if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v') {
+            adv(ps, 1);
+        } else if (c == '-' && peekc(ps, 1) == '-') {
+            while (ps->pos < ps->len && ps->text[ps->pos] != '\n')
+                adv(ps, 1);
+        } else if (c == '/' && peekc(ps, 1) == '*') {
+            int l = ps->line, co = ps->col;
+            adv(ps, 2);
+            while (ps->pos < ps->len && !(peekc(ps, 0) == '*' && peekc(ps, 1) == '/'))
+                adv(ps, 1);
+            if (ps->pos >= ps->len) {
+                fail(ps, l, co, "unterminated comment: close it with */");
+                ps->cur = (tok){T_ERR, ps->text + ps->pos, 0, l, co};
+                return;
+            }
+            adv(ps, 2);
+        } else {
+            break;
+        }
+    }
+    tok t = {T_EOF, ps->text + ps->pos, 0, ps->line, ps->col};
+    size_t start = ps->pos;
+    int c = peekc(ps, 0);
+    if (c < 0) {
+        ps->cur = t;
+        return;
+    }
+    if (isalpha(c) || c == '_') {
+        while (peekc(ps, 0) >= 0 && (isalnum(peekc(ps, 0)) || peekc(ps, 0) == '_'))
+            adv(ps, 1);
+        t.kind = T_IDENT;
+    } else if (isdigit(c) || (c == '.' && peekc(ps, 1) >= 0 && isdigit(peekc(ps, 1)))) {
+        t.kind = T_INT;
+        if (c == '0' && (peekc(ps, 1) == 'x' || peekc(ps, 1) == 'X')) {
+            adv(ps, 2);
+            while (peekc(ps, 0) >= 0 && isxdigit(peekc(ps, 0)))
+                adv(ps, 1);
+        } else {
+            while (peekc(ps, 0) >= 0 && isdigit(peekc(ps, 0)))
+                adv(ps, 1);
+            if (peekc(ps, 0) == '.') {
+                t.kind = T_FLOAT;
+                adv(ps, 1);
+                while (peekc(ps, 0) >= 0 && isdigit(peekc(ps, 0)))
+                    adv(ps, 1);
+            }
+            if (peekc(ps, 0) == 'e' || peekc(ps, 0) == 'E') {
+                int k = 1;
+                if (peekc(ps, 1) == '+' || peekc(ps, 1) == '-')
+                    k = 2;
+                if (peekc(ps, (size_t)k) >= 0 && isdigit(peekc(ps, (size_t)k))) {
+                    t.kind = T_FLOAT;
+                    adv(ps, (size_t)k);
+                    while (peekc(ps, 0) >= 0 && isdigit(peekc(ps, 0)))
+                        adv(ps, 1);
+                }
+            }
+        }
+        if (peekc(ps, 0) >= 0 && (isalpha(peekc(ps, 0)) || peekc(ps, 0) == '_')) {
+            fail(ps, t.line, t.col, "malformed number '%.*s%c'",
+                 (int)(ps->pos - start), ps->text + start, peekc(ps, 0));
+            t.kind = T_ERR;
+        }
+    } else if (c == '\'' || c == '`' || c == '"') {
+        adv(ps, 1);
+        for (;;) {
+            int d = peekc(ps, 0);
+            if (d < 0) {
+                fail(ps, t.line, t.col, "unterminated %s: close it with %c",
+                     c == '\'' ? "string literal" : "quoted identifier", c);
+                t.kind = T_ERR;
+                break;
+            }
+            if (d == '\\' && peekc(ps, 1) >= 0) {
+                adv(ps, 2);
+                continue;
+            }
+            if (d == c) {
+                if (peekc(ps, 1) == c) {
+                    adv(ps, 2);
+                    continue;
+                }
+                adv(ps, 1);
+                t.kind = c == '\'' ? T_STRING : T_QIDENT;
+                break;
+            }
+            adv(ps, 1);
+        }
+    } else {
+        static const char *ops2[] = {"<=", ">=", "!=", "<>", "==", "||", "::"};
+        t.kind = T_OP;
+        size_t n = 1;
+        for (size_t i = 0; i < sizeof(ops2) / sizeof(ops2[0]); i++)
+            if (c == ops2[i][0] && peekc(ps, 1) == ops2[i][1])
+                n = 2;
+        if (n == 1 && !strchr("+-*/%=<>(),.;", c)) {
+            if (c >= 0x20 && c < 0x7f)
+                fail(ps, t.line, t.col, "unexpected character '%c'", c);
+            else
+                fail(ps, t.line, t.col, "unexpected byte 0x%02x", c);
+            t.kind = T_ERR;
+        }
+        adv(ps, n);
+    }
+    t.len = ps->pos - start;
+    ps->cur = t;
+}
+
+static bool is_kw(const tok *t, const char *kw)
+{
+    return t->kind == T_IDENT && strlen(kw) == t->len && strncasecmp(t->p, kw, t->len) == 0;
+}
+
+static bool is_op(const tok *t, const char *op)
+{
+    return t->kind == T_OP && strlen(op) == t->len && memcmp(t->p, op, t->len) == 0;
+}
+
+static bool accept_kw(parser *ps, const char *kw)
+{
+    if (!is_kw(&ps->cur, kw))
+        return false;
+    next(ps);
+    return true;
+}
+
+static bool accept_op(parser *ps, const char *op)
+{
+    if (!is_op(&ps->cur, op))
+        return false;
+    next(ps);
+    return true;
+}
+
+static void fail_expected(parser *ps, const char *what)
+{
+    if (ps->cur.kind == T_EOF)
+        fail(ps, ps->cur.line, ps->cur.col, "expected %s, found the end of the query", what);
+    else
+        fail(ps, ps->cur.line, ps->cur.col, "expected %s, found '%.*s'", what,
+             (int)(ps->cur.len > 40 ? 40 : ps->cur.len), ps->cur.p);
+}
+
+static bool expect_op(parser *ps, const char *op)
+{
+    if (accept_op(ps, op))
+        return true;
+    char w[8];
+    snprintf(w, sizeof(w), "'%s'", op);
+    fail_expected(ps, w);
+    return false;
+}
+
+static bool expect_kw(parser *ps, const char *kw)
+{
+    if (accept_kw(ps, kw))
+        return true;
+    fail_expected(ps, kw);
+    return false;
+}
+
+/* Unquotes a string or quoted identifier token (\-escapes, doubled quotes). */
+static char *unquote(const tok *t, size_t *outlen)
+{
+    char q = t->p[0];
+    char *s = malloc(t->len + 1);
+    if (!s)
+        return NULL;
+    size_t o = 0;
+    for (size_t i = 1; i + 1 < t->len; i++) {
+        char c = t->p[i];
+        if (c == '\\' && i + 2 < t->len) {
+            char e = t->p[++i];
+            switch (e) {
+            case 'n': c = '\n'; break;
+            case 't': c = '\t'; break;
+            case 'r': c = '\r'; break;
+            case '0': c = '\0'; break;
+            case 'b': c = '\b'; break;
+            case 'f': c = '\f'; break;
+            case 'a': c = '\a'; break;
+            case 'v': c = '\v'; break;
+            default: c = e; break;
+            }
+        } else if (c == q && i + 2 < t->len && t->p[i + 1] == q) {
+            i++;
+        }
+        s[o++] = c;
+    }
+    s[o] = 0;
+    if (outlen)
+        *outlen = o;
+    return s;
+}
+
+static char *tokdup(const tok *t)
+{
+    if (t->kind == T_QIDENT)
+        return unquote(t, NULL);
+    return strndup(t->p, t->len);
+}
+
+/* ---- nodes ---------------------------------------------------------------- */
+
+static sql_node *node_new(parser *ps, sql_kind k, int line, int col)
+{
+    sql_node *n = calloc(1, sizeof(*n));
+    if (!n) {
+        if (!ps->rc) {
+            ps->rc = -ENOMEM;
+            if (ps->err && ps->errlen)
+                snprintf(ps->err, ps->errlen, "out of memory while parsing the query");
+        }
+        return NULL;
+    }
+    n->kind = k;
+    n->line = line;
+    n->col = col;
+    return n;
+}
+
+static bool node_push(parser *ps, sql_node *n, sql_node *child)
+{
+    if (!child)
+        return false;
+    sql_node **a = realloc(n->args, sizeof(*a) * (size_t)(n->nargs + 1));
+    if (!a) {
+        sql_node_free(child);
+        if (!ps->rc)
+            ps->rc = -ENOMEM;
+        return false;
+    }
+    n->args = a;
+    n->args[n->nargs++] = child;
+    return true;
+}
+
+void sql_node_free(sql_node *n)
+{
+    if (!n)
+        return;
+    for (int i = 0; i < n->nargs; i++)
+        sql_node_free(n->args[i]);
+    free(n->args);
+    free(n->s);
+    free(n);
+}
+
+sql_node *sql_node_clone(const sql_node *n)
+{
+    if (!n)
+        return NULL;
+    sql_node *c = malloc(sizeof(*c));
+    if (!c)
+        return NULL;
+    *c = *n;
+    c->s = NULL;
+    c->args = NULL;
+    c->nargs = 0;
+    if (n->s) {
+        c->s = malloc(n->slen + 1);
+        if (!c->s) {
+            free(c);
+            return NULL;
+        }
+        memcpy(c->s, n->s, n->slen + 1);
+    }
+    if (n->nargs) {
+        c->args = calloc((size_t)n->nargs, sizeof(*c->args));
+        if (!c->args) {
+            sql_node_free(c);
+            return NULL;
+        }
+        for (int i = 0; i < n->nargs; i++) {
+            c->args[i] = sql_node_clone(n->args[i]);
+            c->nargs = i + 1;
+            if (!c->args[i]) {
+                sql_node_free(c);
+                return NULL;
+            }
+        }
+    }
+    return c;
+}
+
+bool sql_node_equal(const sql_node *a, const sql_node *b)
+{
+    if (!a || !b)
+        return a == b;
+    if (a->kind != b->kind || a->op != b->op || a->nargs != b->nargs ||
+        a->negated != b->negated || a->has_operand != b->has_operand ||
+        a->has_else != b->has_else)
+        return false;
+    switch (a->kind) {
+    case SQL_INT: if (a->u != b->u) return false; break;
+    case SQL_FLOAT: if (a->d != b->d) return false; break;
+    case SQL_BOOL: if (a->i != b->i) return false; break;
+    case SQL_FUNC:
+        if (strcasecmp(a->s, b->s) != 0)
+            return false;
+        break;
+    case SQL_STRING: case SQL_COLUMN: case SQL_CAST:
+        if (a->slen != b->slen || memcmp(a->s, b->s, a->slen) != 0)
+            return false;
+        break;
+    default: break;
+    }
+    for (int i = 0; i < a->nargs; i++)
+        if (!sql_node_equal(a->args[i], b->args[i]))
+            return false;
+    return true;
+}
+
+/* ---- expressions ---------------------------------------------------------- */
+
+static sql_node *parse_expr(parser *ps);
+static bool is_clause_kw(const tok *t);
+
+static sql_node *parse_primary(parser *ps)
+{
+    tok t = ps->cur;
+    if (ps->rc)
+        return NULL;
+    if (is_clause_kw(&t)) {
+        fail_expected(ps, "an expression");
+        return NULL;
+    }
+    if (t.kind == T_INT || t.kind == T_FLOAT) {
+        next(ps);
+        char buf[128];
+        if (t.len >= sizeof(buf)) {
+            fail(ps, t.line, t.col, "number '%.20s...' is too long", t.p);
+            return NULL;
+        }
+        memcpy(buf, t.p, t.len);
+        buf[t.len] = 0;
+        if (t.kind == T_INT) {
+            errno = 0;
+            char *end;
+            unsigned long long v = strtoull(buf, &end, 0);
+            if (errno == ERANGE) {
+                sql_node *n = node_new(ps, SQL_FLOAT, t.line, t.col);
+                if (n)
+                    n->d = strtod(buf, NULL);
+                return n;
+            }
+            sql_node *n = node_new(ps, SQL_INT, t.line, t.col);
+            if (n) {
+                n->u = v;
+                n->i = (int64_t)v;
+            }
+            return n;
+        }
+        sql_node *n = node_new(ps, SQL_FLOAT, t.line, t.col);
+        if (n)
+            n->d = strtod(buf, NULL);
+        return n;
+    }
+    if (t.kind == T_STRING) {
+        next(ps);
+        sql_node *n = node_new(ps, SQL_STRING, t.line, t.col);
+        if (n && !(n->s = unquote(&t, &n->slen))) {
+            sql_node_free(n);
+            ps->rc = -ENOMEM;
+            return NULL;
+        }
+        return n;
+    }
+    if (is_op(&t, "(")) {
+        next(ps);
+        sql_node *e = parse_expr(ps);
+        if (!e)
+            return NULL;
+        if (!expect_op(ps, ")")) {
+            sql_node_free(e);
+            return NULL;
+        }
+        return e;
+    }
+    if (is_op(&t, "*")) {
+        next(ps);
+        return node_new(ps, SQL_STAR, t.line, t.col);
+    }
+    if (t.kind == T_IDENT && (is_kw(&t, "NULL"))) {
+        next(ps);
+        return node_new(ps, SQL_NULL, t.line, t.col);
+    }
+    if (t.kind == T_IDENT && (is_kw(&t, "TRUE") || is_kw(&t, "FALSE"))) {
+        next(ps);
+        sql_node *n = node_new(ps, SQL_BOOL, t.line, t.col);
+        if (n)
+            n->i = is_kw(&t, "TRUE");
+        return n;
+    }
+    if (is_kw(&t, "CASE")) {
+        next(ps);
+        sql_node *n = node_new(ps, SQL_CASE, t.line, t.col);
+        if (!n)
+            return NULL;
+        if (!is_kw(&ps->cur, "WHEN")) {
+            n->has_operand = true;
+            if (!node_push(ps, n, parse_expr(ps)))
+                goto case_fail;
+        }
+        int whens = 0;
+        while (accept_kw(ps, "WHEN")) {
+            if (!node_push(ps, n, parse_expr(ps)) || !expect_kw(ps, "THEN") ||
+                !node_push(ps, n, parse_expr(ps)))
+                goto case_fail;
+            whens++;
+        }
+        if (!whens) {
+            fail_expected(ps, "WHEN");
+            goto case_fail;
+        }
+        if (accept_kw(ps, "ELSE")) {
+            n->has_else = true;
+            if (!node_push(ps, n, parse_expr(ps)))
+                goto case_fail;
+        }
+        if (!expect_kw(ps, "END"))
+            goto case_fail;
+        return n;
+    case_fail:
+        sql_node_free(n);
+        return NULL;
+    }
+    if (is_kw(&t, "CAST")) {
+        tok save = t;
+        next(ps);
+        if (is_op(&ps->cur, "(")) {
+            next(ps);
+            sql_node *n = node_new(ps, SQL_CAST, save.line, save.col);
+            if (!n || !node_push(ps, n, parse_expr(ps))) {
+                sql_node_free(n);
+                return NULL;
+            }
+            if (accept_kw(ps, "AS")) {
+                /* a type: Name or Name(args) */
+                if (ps->cur.kind != T_IDENT) {
+                    fail_expected(ps, "a type name");
+                    sql_node_free(n);
+                    return NULL;
+                }
+                const char *start = ps->cur.p;
+                next(ps);
+                if (accept_op(ps, "(")) {
+                    int d = 1;
+                    while (d > 0 && ps->cur.kind != T_EOF && !ps->rc) {
+                        if (is_op(&ps->cur, "("))
+                            d++;
+                        if (is_op(&ps->cur, ")"))
+                            d--;
+                        next(ps);
+                    }
+                }
+                const char *end = ps->cur.p;
+                while (end > start && isspace((unsigned char)end[-1]))
+                    end--;
+                n->s = strndup(start, (size_t)(end - start));
+                n->slen = n->s ? strlen(n->s) : 0;
+            } else if (accept_op(ps, ",")) {
+                if (ps->cur.kind != T_STRING) {
+                    fail_expected(ps, "a type name as a string");
+                    sql_node_free(n);
+                    return NULL;
+                }
+                n->s = unquote(&ps->cur, &n->slen);
+                next(ps);
+            } else {
+                fail_expected(ps, "AS or ','");
+                sql_node_free(n);
+                return NULL;
+            }
+            if (!n->s || !expect_op(ps, ")")) {
+                sql_node_free(n);
+                return NULL;
+            }
+            return n;
+        }
+        /* a column named cast */
+        sql_node *n = node_new(ps, SQL_COLUMN, save.line, save.col);
+        if (n && !(n->s = tokdup(&save))) {
+            sql_node_free(n);
+            return NULL;
+        }
+        if (n)
+            n->slen = strlen(n->s);
+        return n;
+    }
+    if (t.kind == T_IDENT || t.kind == T_QIDENT) {
+        next(ps);
+        if (t.kind == T_IDENT && is_op(&ps->cur, "(")) {
+            next(ps);
+            sql_node *n = node_new(ps, SQL_FUNC, t.line, t.col);
+            if (!n || !(n->s = tokdup(&t))) {
+                sql_node_free(n);
+                return NULL;
+            }
+            n->slen = strlen(n->s);
+            if (accept_kw(ps, "DISTINCT")) {
+                fail(ps, t.line, t.col, "DISTINCT inside %s() is not supported: use uniqExact()",
+                     n->s);
+                sql_node_free(n);
+                return NULL;
+            }
+            if (!accept_op(ps, ")")) {
+                do {
+                    if (!node_push(ps, n, parse_expr(ps))) {
+                        sql_node_free(n);
+                        return NULL;
+                    }
+                } while (accept_op(ps, ","));
+                if (!expect_op(ps, ")")) {
+                    sql_node_free(n);
+                    return NULL;
+                }
+            }
+            return n;
+        }
+        sql_node *n = node_new(ps, SQL_COLUMN, t.line, t.col);
+        if (!n || !(n->s = tokdup(&t))) {
+            sql_node_free(n);
+            return NULL;
+        }
+        n->slen = strlen(n->s);
+        if (accept_op(ps, ".")) {
+            /* table.column: keep the column */
+            if (ps->cur.kind != T_IDENT && ps->cur.kind != T_QIDENT) {
+                fail_expected(ps, "a column name after '.'");
+                sql_node_free(n);
+                return NULL;
+            }
+            free(n->s);
+            n->s = tokdup(&ps->cur);
+            n->slen = n->s ? strlen(n->s) : 0;
+            next(ps);
+        }
+        return n;
+    }
+    if (t.kind == T_ERR)
+        return NULL;
+    fail_expected(ps, "an expression");
+    return NULL;
+}
+
+static sql_node *parse_cast_postfix(parser *ps)
+{
+    sql_node *e = parse_primary(ps);
+    while (e && is_op(&ps->cur, "::")) {
+        tok t = ps->cur;
+        next(ps);
+        if (ps->cur.kind != T_IDENT) {
+            fail_expected(ps, "a type name after '::'");
+            sql_node_free(e);
+            return NULL;
+        }
+        const char *start = ps->cur.p;
+        next(ps);
+        if (accept_op(ps, "(")) {
+            int d = 1;
+            while (d > 0 && ps->cur.kind != T_EOF && !ps->rc) {
+                if (is_op(&ps->cur, "("))
+                    d++;
+                if (is_op(&ps->cur, ")"))
+                    d--;
+                next(ps);
+            }
+        }
+        const char *end = ps->cur.p;
+        while (end > start && isspace((unsigned char)end[-1]))
+            end--;
+        sql_node *c = node_new(ps, SQL_CAST, t.line, t.col);
+        if (!c) {
+            sql_node_free(e);
+            return NULL;
+        }
+        c->s = strndup(start, (size_t)(end - start));
+        c->slen = c->s ? strlen(c->s) : 0;
+        if (!c->s || !node_push(ps, c, e)) {
+            sql_node_free(c);
+            return NULL;
+        }
+        e = c;
+    }
+    return e;
+}
+
+static sql_node *mk_binary(parser *ps, sql_op op, sql_node *l, sql_node *r, int line, int col)
+{
+    if (!l || !r) {
+        sql_node_free(l);
+        sql_node_free(r);
+        return NULL;
+    }
+    sql_node *n = node_new(ps, SQL_BINARY, line, col);
+    if (!n) {
+        sql_node_free(l);
+        sql_node_free(r);
+        return NULL;
+    }
+    n->op = op;
+    n->args = malloc(2 * sizeof(*n->args));
+    if (!n->args) {
+        sql_node_free(l);
+        sql_node_free(r);
+        free(n);
+        return NULL;
+    }
+    n->args[0] = l;
+    n->args[1] = r;
+    n->nargs = 2;
+    return n;
+}
+
+static sql_node *parse_unary(parser *ps)
+{
+    if (++ps->depth > SQL_MAX_DEPTH) {
+        fail(ps, ps->cur.line, ps->cur.col, "expression nested too deeply (more than %d levels)",
+             SQL_MAX_DEPTH);
+        return NULL;
+    }
+    sql_node *r;
+    if (is_op(&ps->cur, "-") || is_op(&ps->cur, "+")) {
+        tok t = ps->cur;
+        next(ps);
+        sql_node *e = parse_unary(ps);
+        if (!e || is_op(&t, "+")) {
+            r = e;
+        } else if (e->kind == SQL_INT && e->u <= (uint64_t)INT64_MAX + 1) {
+            e->i = (int64_t)(0 - e->u);
+            e->u = (uint64_t)e->i;
+            e->negated = true;  /* a negative literal */
+            e->line = t.line;
+            e->col = t.col;
+            r = e;
+        } else if (e->kind == SQL_FLOAT) {
+            e->d = -e->d;
+            e->line = t.line;
+            e->col = t.col;
+            r = e;
+        } else {
+            r = node_new(ps, SQL_UNARY, t.line, t.col);
+            if (r) {
+                r->op = SQL_OP_NEG;
+                if (!node_push(ps, r, e)) {
+                    sql_node_free(r);
+                    r = NULL;
+                }
+            } else {
+                sql_node_free(e);
+            }
+        }
+    } else {
+        r = parse_cast_postfix(ps);
+    }
+    ps->depth--;
+    return r;
+}
+
+static sql_node *parse_mul(parser *ps)
+{
+    sql_node *l = parse_unary(ps);
+    for (;;) {
+        sql_op op;
+        if (is_op(&ps->cur, "*"))
+            op = SQL_OP_MUL;
+        else if (is_op(&ps->cur, "/"))
+            op = SQL_OP_DIV;
+        else if (is_op(&ps->cur, "%"))
+            op = SQL_OP_MOD;
+        else
+            return l;
+        if (!l)
+            return NULL;
+        tok t = ps->cur;
+        next(ps);
+        l = mk_binary(ps, op, l, parse_unary(ps), t.line, t.col);
+    }
+}
+
+static sql_node *parse_add(parser *ps)
+{
+    sql_node *l = parse_mul(ps);
+    for (;;) {
+        sql_op op;
+        if (is_op(&ps->cur, "+"))
+            op = SQL_OP_ADD;
+        else if (is_op(&ps->cur, "-"))
+            op = SQL_OP_SUB;
+        else
+            return l;
+        if (!l)
+            return NULL;
+        tok t = ps->cur;
+        next(ps);
+        l = mk_binary(ps, op, l, parse_mul(ps), t.line, t.col);
+    }
+}
+
+static sql_node *parse_concat(parser *ps)
+{
+    sql_node *l = parse_add(ps);
+    while (l && is_op(&ps->cur, "||")) {
+        tok t = ps->cur;
+        next(ps);
+        l = mk_binary(ps, SQL_OP_CONCAT, l, parse_add(ps), t.line, t.col);
+    }
+    return l;
+}
+
+static sql_node *parse_cmp(parser *ps)
+{
+    sql_node *l = parse_concat(ps);
+    while (l && !ps->rc) {
+        tok t = ps->cur;
+        static const struct { const char *s; sql_op op; } cmps[] = {
+            {"=", SQL_OP_EQ}, {"==", SQL_OP_EQ}, {"!=", SQL_OP_NE}, {"<>", SQL_OP_NE},
+            {"<", SQL_OP_LT}, {"<=", SQL_OP_LE}, {">", SQL_OP_GT}, {">=", SQL_OP_GE},
+        };
+        sql_op op = SQL_OP_NONE;
+        for (size_t i = 0; i < sizeof(cmps) / sizeof(cmps[0]); i++)
+            if (is_op(&t, cmps[i].s))
+                op = cmps[i].op;
+        if (op) {
+            next(ps);
+            l = mk_binary(ps, op, l, parse_concat(ps), t.line, t.col);
+            continue;
+        }
+        if (is_kw(&t, "IS")) {
+            next(ps);
+            sql_node *n = node_new(ps, SQL_IS_NULL, t.line, t.col);
+            if (!n) {
+                sql_node_free(l);
+                return NULL;
+            }
+            n->negated = accept_kw(ps, "NOT");
+            if (!expect_kw(ps, "NULL") || !node_push(ps, n, l)) {
+                if (n->nargs == 0)
+                    sql_node_free(l);
+                sql_node_free(n);
+                return NULL;
+            }
+            l = n;
+            continue;
+        }
+        bool neg = false;
+        if (is_kw(&t, "NOT")) {
+            /* NOT LIKE / NOT ILIKE / NOT IN / NOT BETWEEN */
+            parser save = *ps;
+            next(ps);
+            if (!is_kw(&ps->cur, "LIKE") && !is_kw(&ps->cur, "ILIKE") &&
+                !is_kw(&ps->cur, "IN") && !is_kw(&ps->cur, "BETWEEN")) {
+                *ps = save;
+                return l;
+            }
+            neg = true;
+        }
+        tok k = ps->cur;
+        if (is_kw(&k, "LIKE") || is_kw(&k, "ILIKE")) {
+            next(ps);
+            sql_node *n = node_new(ps, SQL_LIKE, t.line, t.col);
+            if (!n) {
+                sql_node_free(l);
+                return NULL;
+            }
+            n->negated = neg;
+            n->op = is_kw(&k, "LIKE") ? SQL_OP_LIKE : SQL_OP_ILIKE;
+            node_push(ps, n, l);
+            if (!node_push(ps, n, parse_concat(ps))) {
+                sql_node_free(n);
+                return NULL;
+            }
+            l = n;
+            continue;
+        }
+        if (is_kw(&k, "IN")) {
+            next(ps);
+            sql_node *n = node_new(ps, SQL_IN, t.line, t.col);
+            if (!n) {
+                sql_node_free(l);
+                return NULL;
+            }
+            n->negated = neg;
+            node_push(ps, n, l);
+            if (!expect_op(ps, "(")) {
+                sql_node_free(n);
+                return NULL;
+            }
+            if (!is_op(&ps->cur, ")")) {
+                do {
+                    if (!node_push(ps, n, parse_expr(ps))) {
+                        sql_node_free(n);
+                        return NULL;
+                    }
+                } while (accept_op(ps, ","));
+            }
+            if (!expect_op(ps, ")")) {
+                sql_node_free(n);
+                return NULL;
+            }
+            l = n;
+            continue;
+        }
+        if (is_kw(&k, "BETWEEN")) {
+            next(ps);
+            sql_node *n = node_new(ps, SQL_BETWEEN, t.line, t.col);
+            if (!n) {
+                sql_node_free(l);
+                return NULL;
+            }
+            n->negated = neg;
+            node_push(ps, n, l);
+            if (!node_push(ps, n, parse_concat(ps)) || !expect_kw(ps, "AND") ||
+                !node_push(ps, n, parse_concat(ps))) {
+                sql_node_free(n);
+                return NULL;
+            }
+            l = n;
+            continue;
+        }
+        return l;
+    }
+    return l;
+}
+
+static sql_node *parse_not(parser *ps)
+{
+    if (is_kw(&ps->cur, "NOT")) {
+        if (++ps->depth > SQL_MAX_DEPTH) {
+            fail(ps, ps->cur.line, ps->cur.col,
+                 "expression nested too deeply (more than %d levels)", SQL_MAX_DEPTH);
+            return NULL;
+        }
+        tok t = ps->cur;
+        next(ps);
+        sql_node *e = parse_not(ps);
+        ps->depth--;
+        if (!e)
+            return NULL;
+        sql_node *n = node_new(ps, SQL_UNARY, t.line, t.col);
+        if (!n) {
+            sql_node_free(e);
+            return NULL;
+        }
+        n->op = SQL_OP_NOT;
+        node_push(ps, n, e);
+        return n;
+    }
+    return parse_cmp(ps);
+}
+
+static sql_node *parse_and(parser *ps)
+{
+    sql_node *l = parse_not(ps);
+    while (l && is_kw(&ps->cur, "AND")) {
+        tok t = ps->cur;
+        next(ps);
+        l = mk_binary(ps, SQL_OP_AND, l, parse_not(ps), t.line, t.col);
+    }
+    return l;
+}
+
+static sql_node *parse_expr(parser *ps)
+{
+    if (ps->rc)
+        return NULL;
+    if (++ps->depth > SQL_MAX_DEPTH) {
+        fail(ps, ps->cur.line, ps->cur.col, "expression nested too deeply (more than %d levels)",
+             SQL_MAX_DEPTH);
+        return NULL;
+    }
+    sql_node *l = parse_and(ps);
+    while (l && is_kw(&ps->cur, "OR")) {
+        tok t = ps->cur;
+        next(ps);
+        l = mk_binary(ps, SQL_OP_OR, l, parse_and(ps), t.line, t.col);
+    }
+    ps->depth--;
+    if (!l && !ps->rc)
+        fail_expected(ps, "an expression");
+    return l;
+}
+
+/* ---- statements ----------------------------------------------------------- */
+
+void sql_stmt_destroy(sql_stmt **sp)
+{
+    if (!sp || !*sp)
+        return;
+    sql_stmt *s = *sp;
+    for (int i = 0; i < s->n_items; i++) {
+        sql_node_free(s->items[i].expr);
+        free(s->items[i].alias);
+    }
+    free(s->items);
+    free(s->from_fn);
+    for (int i = 0; i < s->n_from_args; i++)
+        sql_node_free(s->from_args[i]);
+    free(s->from_args);
+    sql_node_free(s->where);
+    for (int i = 0; i < s->n_group_by; i++)
+        sql_node_free(s->group_by[i]);
+    free(s->group_by);
+    sql_node_free(s->having);
+    for (int i = 0; i < s->n_order_by; i++)
+        sql_node_free(s->order_by[i].expr);
+    free(s->order_by);
+    for (int i = 0; i < s->n_settings; i++) {
+        free(s->settings[i].name);
+        sql_node_free(s->settings[i].value);
+    }
+    free(s->settings);
+    free(s->format);
+    free(s);
+    *sp = NULL;
+}
+
+static bool grow(parser *ps, void **arr, int n, size_t size)
+{
+    void *a = realloc(*arr, size * (size_t)(n + 1));
+    if (!a) {
+        if (!ps->rc)
+            ps->rc = -ENOMEM;
+        return false;
+    }
+    *arr = a;
+    return true;
+}
+
+static bool is_clause_kw(const tok *t)
+{
+    static const char *kws[] = {"FROM", "WHERE", "GROUP", "HAVING", "ORDER", "LIMIT",
+                                "SETTINGS", "FORMAT", "OFFSET", "UNION", "ASC", "DESC"};
+    for (size_t i = 0; i < sizeof(kws) / sizeof(kws[0]); i++)
+        if (is_kw(t, kws[i]))
+            return true;
+    return false;
+}
+
+static bool parse_from(parser *ps, sql_stmt *s)
+{
+    if (ps->cur.kind != T_IDENT) {
+        fail_expected(ps, "a table function such as s3('s3://bucket/*.parquet') or "
+                          "file('data/*.csv')");
+        return false;
+    }
+    tok t = ps->cur;
+    next(ps);
+    if (!is_op(&ps->cur, "(")) {
+        fail(ps, t.line, t.col,
+             "tables are not supported yet: read files with s3('s3://bucket/glob') or "
+             "file('path/glob') instead of '%.*s'",
+             (int)t.len, t.p);
+        return false;
+    }
+    next(ps);
+    s->from_fn = strndup(t.p, t.len);
+    s->from_line = t.line;
+    s->from_col = t.col;
+    if (!s->from_fn) {
+        ps->rc = -ENOMEM;
+        return false;
+    }
+    if (!is_op(&ps->cur, ")")) {
+        do {
+            sql_node *a = parse_expr(ps);
+            if (!a || !grow(ps, (void **)&s->from_args, s->n_from_args, sizeof(sql_node *))) {
+                sql_node_free(a);
+                return false;
+            }
+            s->from_args[s->n_from_args++] = a;
+        } while (accept_op(ps, ","));
+    }
+    if (!expect_op(ps, ")"))
+        return false;
+    /* optional alias */
+    if (accept_kw(ps, "AS") || (ps->cur.kind == T_IDENT && !is_clause_kw(&ps->cur))) {
+        if (ps->cur.kind == T_IDENT || ps->cur.kind == T_QIDENT)
+            next(ps);
+        else {
+            fail_expected(ps, "an alias");
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool parse_int_literal(parser *ps, int64_t *out, const char *what)
+{
+    if (ps->cur.kind != T_INT) {
+        fail_expected(ps, what);
+        return false;
+    }
+    char buf[64];
+    size_t n = ps->cur.len < sizeof(buf) - 1 ? ps->cur.len : sizeof(buf) - 1;
+    memcpy(buf, ps->cur.p, n);
+    buf[n] = 0;
+    errno = 0;
+    unsigned long long v = strtoull(buf, NULL, 0);
+    if (errno || v > (unsigned long long)INT64_MAX) {
+        fail(ps, ps->cur.line, ps->cur.col, "%s %s is too large", what, buf);
+        return false;
+    }
+    *out = (int64_t)v;
+    next(ps);
+    return true;
+}
+
+static sql_stmt *parse_stmt(parser *ps)
+{
+    sql_stmt *s = calloc(1, sizeof(*s));
+    if (!s) {
+        ps->rc = -ENOMEM;
+        return NULL;
+    }
+    s->line = ps->cur.line;
+    s->col = ps->cur.col;
+    if (accept_kw(ps, "DESCRIBE") || accept_kw(ps, "DESC")) {
+        s->kind = SQL_DESCRIBE;
+        accept_kw(ps, "TABLE");
+        if (!parse_from(ps, s))
+            goto fail;
+        goto tail;
+    }
+    if (!accept_kw(ps, "SELECT")) {
+        fail_expected(ps, "SELECT or DESCRIBE");
+        goto fail;
+    }
+    s->kind = SQL_SELECT;
+    if (is_kw(&ps->cur, "DISTINCT")) {
+        fail(ps, ps->cur.line, ps->cur.col,
+             "SELECT DISTINCT is not supported: use GROUP BY on the same columns");
+        goto fail;
+    }
+    do {
+        if (!grow(ps, (void **)&s->items, s->n_items, sizeof(sql_select_item)))
+            goto fail;
+        sql_select_item *it = &s->items[s->n_items];
+        memset(it, 0, sizeof(*it));
+        it->expr = parse_expr(ps);
+        if (!it->expr)
+            goto fail;
+        s->n_items++;
+        if (accept_kw(ps, "AS")) {
+            if (ps->cur.kind != T_IDENT && ps->cur.kind != T_QIDENT) {
+                fail_expected(ps, "an alias after AS");
+                goto fail;
+            }
+            it->alias = tokdup(&ps->cur);
+            next(ps);
+        } else if ((ps->cur.kind == T_IDENT && !is_clause_kw(&ps->cur)) ||
+                   ps->cur.kind == T_QIDENT) {
+            it->alias = tokdup(&ps->cur);
+            next(ps);
+        }
+    } while (accept_op(ps, ","));
+    if (!accept_kw(ps, "FROM")) {
+        fail_expected(ps, "FROM");
+        goto fail;
+    }
+    if (!parse_from(ps, s))
+        goto fail;
+    if (accept_kw(ps, "WHERE") && !(s->where = parse_expr(ps)))
+        goto fail;
+    if (accept_kw(ps, "GROUP")) {
+        if (!expect_kw(ps, "BY"))
+            goto fail;
+        do {
+            if (!grow(ps, (void **)&s->group_by, s->n_group_by, sizeof(sql_node *)))
+                goto fail;
+            sql_node *e = parse_expr(ps);
+            if (!e)
+                goto fail;
+            s->group_by[s->n_group_by++] = e;
+        } while (accept_op(ps, ","));
+    }
+    if (accept_kw(ps, "HAVING") && !(s->having = parse_expr(ps)))
+        goto fail;
+    if (accept_kw(ps, "ORDER")) {
+        if (!expect_kw(ps, "BY"))
+            goto fail;
+        do {
+            if (!grow(ps, (void **)&s->order_by, s->n_order_by, sizeof(sql_order_item)))
+                goto fail;
+            sql_order_item *o = &s->order_by[s->n_order_by];
+            memset(o, 0, sizeof(*o));
+            o->expr = parse_expr(ps);
+            if (!o->expr)
+                goto fail;
+            s->n_order_by++;
+            if (accept_kw(ps, "DESC") || accept_kw(ps, "DESCENDING"))
+                o->desc = true;
+            else if (!accept_kw(ps, "ASC"))
+                accept_kw(ps, "ASCENDING");
+            if (accept_kw(ps, "NULLS")) {
+                if (accept_kw(ps, "FIRST"))
+                    o->nulls = 1;
+                else if (accept_kw(ps, "LAST"))
+                    o->nulls = 2;
+                else {
+                    fail_expected(ps, "FIRST or LAST after NULLS");
+                    goto fail;
+                }
+            }
+        } while (accept_op(ps, ","));
+    }
+    if (accept_kw(ps, "LIMIT")) {
+        s->has_limit = true;
+        int64_t a;
+        if (!parse_int_literal(ps, &a, "a row count after LIMIT"))
+            goto fail;
+        s->limit = a;
+        if (accept_op(ps, ",")) {
+            /* LIMIT offset, count */
+            s->offset = a;
+            if (!parse_int_literal(ps, &s->limit, "a row count after LIMIT m,"))
+                goto fail;
+        } else if (accept_kw(ps, "OFFSET")) {
+            if (!parse_int_literal(ps, &s->offset, "a row count after OFFSET"))
+                goto fail;
+        }
+    } else if (accept_kw(ps, "OFFSET")) {
+        if (!parse_int_literal(ps, &s->offset, "a row count after OFFSET"))
+            goto fail;
+        accept_kw(ps, "ROWS");
+        s->limit = INT64_MAX;
+        s->has_limit = true;
+    }
+tail:
+    if (accept_kw(ps, "SETTINGS")) {
+        do {
+            if (ps->cur.kind != T_IDENT) {
+                fail_expected(ps, "a setting name");
+                goto fail;
+            }
+            if (!grow(ps, (void **)&s->settings, s->n_settings, sizeof(sql_setting)))
+                goto fail;
+            sql_setting *st = &s->settings[s->n_settings];
+            memset(st, 0, sizeof(*st));
+            st->line = ps->cur.line;
+            st->col = ps->cur.col;
+            st->name = tokdup(&ps->cur);
+            s->n_settings++;
+            if (!st->name) {
+                ps->rc = -ENOMEM;
+                goto fail;
+            }
+            next(ps);
+            if (!expect_op(ps, "="))
+                goto fail;
+            st->value = parse_unary(ps);
+            if (!st->value)
+                goto fail;
+        } while (accept_op(ps, ","));
+    }
+    if (accept_kw(ps, "FORMAT")) {
+        if (ps->cur.kind != T_IDENT) {
+            fail_expected(ps, "a format name");
+            goto fail;
+        }
+        s->format = tokdup(&ps->cur);
+        next(ps);
+    }
+    if (ps->rc)
+        goto fail;
+    return s;
+fail:
+    sql_stmt_destroy(&s);
+    return NULL;
+}
+
+void sql_script_free(sql_stmt ***stmts, int n)
+{
+    if (!stmts || !*stmts)
+        return;
+    for (int i = 0; i < n; i++)
+        sql_stmt_destroy(&(*stmts)[i]);
+    free(*stmts);
+    *stmts = NULL;
+}
+
+int sql_parse_script(const char *text, size_t len, sql_stmt ***out, char *err, size_t errlen)
+{
+    parser ps = {.text = text, .len = len, .line = 1, .col = 1, .err = err, .errlen = errlen};
+    *out = NULL;
+    if (err && errlen)
+        err[0] = 0;
+    sql_stmt **arr = NULL;
+    int n = 0;
+    next(&ps);
+    for (;;) {
+        while (accept_op(&ps, ";"))
+            ;
+        if (ps.rc)
+            break;
+        if (ps.cur.kind == T_EOF)
+            break;
+        sql_stmt *s = parse_stmt(&ps);
+        if (!s)
+            break;
+        sql_stmt **a = realloc(arr, sizeof(*a) * (size_t)(n + 1));
+        if (!a) {
+            sql_stmt_destroy(&s);
+            ps.rc = -ENOMEM;
+            break;
+        }
+        arr = a;
+        arr[n++] = s;
+        if (ps.cur.kind == T_EOF)
+            break;
+        if (!is_op(&ps.cur, ";")) {
+            fail_expected(&ps, "';' or the end of the query");
+            break;
+        }
+    }
+    if (ps.rc) {
+        if (ps.rc == -ENOMEM && err && errlen && !err[0])
+            snprintf(err, errlen, "out of memory while parsing the query");
+        sql_script_free(&arr, n);
+        return ps.rc;
+    }
+    *out = arr;
+    return n;
+}
+
+int sql_parse(const char *text, size_t len, sql_stmt **out, char *err, size_t errlen)
+{
+    sql_stmt **arr;
+    *out = NULL;
+    int n = sql_parse_script(text, len, &arr, err, errlen);
+    if (n < 0)
+        return n;
+    if (n != 1) {
+        if (err && errlen)
+            snprintf(err, errlen, n == 0 ? "line 1, column 1: the query is empty"
+                                         : "line 1, column 1: expected one statement, found %d",
+                     n);
+        sql_script_free(&arr, n);
+        return -EINVAL;
+    }
+    *out = arr[0];
+    free(arr);
+    return 0;
+}
+
+/* ---- names ---------------------------------------------------------------- */
+
+typedef struct sbuf {
+    char *p;
+    size_t cap, len;
+} sbuf;
+
+static void sb_put(sbuf *b, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++, b->len++)
+        if (b->len + 1 < b->cap)
+            b->p[b->len] = s[i];
+}
+
+static void sb_str(sbuf *b, const char *s)
+{
+    sb_put(b, s, strlen(s));
+}
+
+static const char *op_fn(sql_op op)
+{
+    switch (op) {
+    case SQL_OP_ADD: return "plus";
+    case SQL_OP_SUB: return "minus";
+    case SQL_OP_MUL: return "multiply";
+    case SQL_OP_DIV: return "divide";
+    case SQL_OP_MOD: return "modulo";
+    case SQL_OP_EQ: return "equals";
+    case SQL_OP_NE: return "notEquals";
+    case SQL_OP_LT: return "less";
+    case SQL_OP_LE: return "lessOrEquals";
+    case SQL_OP_GT: return "greater";
+    case SQL_OP_GE: return "greaterOrEquals";
+    case SQL_OP_AND: return "and";
+    case SQL_OP_OR: return "or";
+    case SQL_OP_NOT: return "not";
+    case SQL_OP_NEG: return "negate";
+    case SQL_OP_CONCAT: return "concat";
+    case SQL_OP_LIKE: return "like";
+    case SQL_OP_ILIKE: return "ilike";
+    default: return "?";
+    }
+}
+
+static void name_rec(const sql_node *n, sbuf *b, int depth)
+{
+    char tmp[64];
+    if (depth > SQL_MAX_DEPTH + 8) {
+        sb_str(b, "...");
+        return;
+    }
+    switch (n->kind) {
+    case SQL_NULL: sb_str(b, "NULL"); return;
+    case SQL_BOOL: sb_str(b, n->i ? "true" : "false"); return;
+    case SQL_INT:
+        if (n->negated)
+            snprintf(tmp, sizeof(tmp), "%lld", (long long)n->i);
+        else
+            snprintf(tmp, sizeof(tmp), "%llu", (unsigned long long)n->u);
+        sb_str(b, tmp);
+        return;
+    case SQL_FLOAT:
+        snprintf(tmp, sizeof(tmp), "%.17g", n->d);
+        for (int p = 15; p <= 17; p++) {
+            snprintf(tmp, sizeof(tmp), "%.*g", p, n->d);
+            if (strtod(tmp, NULL) == n->d)
+                break;
+        }
+        sb_str(b, tmp);
+        return;
+    case SQL_STRING:
+        sb_str(b, "'");
+        for (size_t i = 0; i < n->slen; i++) {
+            char c = n->s[i];
+            if (c == '\'' || c == '\\')
+                sb_put(b, "\\", 1);
+            sb_put(b, &c, 1);
+        }
+        sb_str(b, "'");
+        return;
+    case SQL_COLUMN: sb_put(b, n->s, n->slen); return;
+    case SQL_STAR: sb_str(b, "*"); return;
+    case SQL_FUNC: sb_put(b, n->s, n->slen); break;
+    case SQL_UNARY: case SQL_BINARY: sb_str(b, op_fn(n->op)); break;
+    case SQL_IN: sb_str(b, n->negated ? "notIn" : "in"); break;
+    case SQL_LIKE:
+        sb_str(b, n->op == SQL_OP_LIKE ? (n->negated ? "notLike" : "like")
+                                       : (n->negated ? "notILike" : "ilike"));
+        break;
+    case SQL_IS_NULL: sb_str(b, n->negated ? "isNotNull" : "isNull"); break;
+    case SQL_CASE: sb_str(b, n->has_operand ? "caseWithExpression" : "multiIf"); break;
+    case SQL_CAST:
+        sb_str(b, "CAST(");
+        name_rec(n->args[0], b, depth + 1);
+        sb_str(b, ", '");
+        sb_put(b, n->s, n->slen);
+        sb_str(b, "')");
+        return;
+    case SQL_BETWEEN: sb_str(b, n->negated ? "notBetween" : "between"); break;
+    }
+    sb_str(b, "(");
+    if (n->kind == SQL_IN) {
+        name_rec(n->args[0], b, depth + 1);
+        sb_str(b, ", (");
+        for (int i = 1; i < n->nargs; i++) {
+            if (i > 1)
+                sb_str(b, ", ");
+            name_rec(n->args[i], b, depth + 1);
+        }
+        sb_str(b, "))");
+        return;
+    }
+    for (int i = 0; i < n->nargs; i++) {
+        if (i)
+            sb_str(b, ", ");
+        name_rec(n->args[i], b, depth + 1);
+    }
+    sb_str(b, ")");
+}
+
+size_t sql_node_name(const sql_node *n, char *buf, size_t cap)
+{
+    sbuf b = {buf, cap, 0};
+    name_rec(n, &b, 0);
+    if (cap) {
+        if (b.len < cap) {
+            buf[b.len] = 0;
+        } else {
+            buf[cap - 1] = 0;
+            if (cap > 4)
+                memcpy(buf + cap - 4, "...", 3);
+        }
+    }
+    return b.len;
+}

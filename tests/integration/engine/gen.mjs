@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// gen.mjs: datasets and expected results for tests/integration/engine. Writes,
+// into OUTDIR, Stack-Overflow-shaped posts (one Parquet file of several row
+// groups, the same rows cut into 12 small Parquet files, and CSVWithNames /
+// TSVWithNames / plain CSV / JSONEachRow / gzip / zstd copies), then runs the
+// table below: each ClickHouse-dialect query (what the engine runs) has a
+// hand-written DuckDB equivalent (the oracle, @duckdb/node-api), whose result
+// goes to OUTDIR/<name>.expected as TSV. OUTDIR/cases.tsv lists
+// name<TAB>flags<TAB>ClickHouse SQL; flags: 'sorted' = compare as a multiset
+// (no ORDER BY), '-' otherwise. `{D}` in a query is OUTDIR.
+//
+//   node gen.mjs OUTDIR
+//
+// Where ClickHouse and DuckDB differ, the DuckDB side is written to give
+// ClickHouse's answer, and the note says how: ClickHouse is the spec.
+// Exits 77 (printing why) when node packages are missing.
+import { createRequire } from 'node:module';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join, dirname } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { gzipSync } from 'node:zlib';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const nm = process.env.RINGCACHE_NODE_MODULES || join(here, '..', '..', '..', 'node_modules');
+const req = createRequire(join(nm, 'noop.js'));
+let duck;
+try {
+  duck = await import(pathToFileURL(req.resolve('@duckdb/node-api')).href);
+} catch (e) {
+  console.error(`SKIP: npm package @duckdb/node-api is not installed under ${nm}: ${e.message}`);
+  process.exit(77);
+}
+const D = process.argv[2];
+if (!D) {
+  console.error('usage: node gen.mjs OUTDIR');
+  process.exit(2);
+}
+mkdirSync(join(D, 'small'), { recursive: true });
+const inst = await duck.DuckDBInstance.create(':memory:', {
+  extension_directory: join(D, 'duckdb_extensions'), threads: '2' });
+const con = await inst.connect();
+
+const N = 200000;
+await con.run(`CREATE TABLE posts AS SELECT
+  i::BIGINT AS Id,
+  (1 + i % 3)::INTEGER AS PostTypeId,
+  TIMESTAMP '2015-01-01 00:00:00' + to_seconds(i * 613) AS CreationDate,
+  ((hash(i) % 200)::INTEGER - 50) AS Score,
+  CASE WHEN i % 7 = 3 THEN NULL ELSE (hash(i * 3) % 100000)::BIGINT END AS ViewCount,
+  CASE WHEN i % 11 = 5 THEN NULL ELSE (hash(i * 5) % 5000)::BIGINT END AS OwnerUserId,
+  CASE WHEN i % 5 = 0 THEN '' WHEN i % 5 = 1 THEN 'anon'
+       ELSE 'User_' || ((hash(i * 7) % 300))::VARCHAR END AS OwnerDisplayName,
+  '<tag' || (i % 13)::VARCHAR || '><t' || (i % 4)::VARCHAR || '>' AS Tags,
+  CASE WHEN i % 9 = 0 THEN NULL ELSE 'How do I ' || (ARRAY['sort','parse','Join','cache','Query'])[1 + i % 5] || ' x' || (i % 97)::VARCHAR || '?' END AS Title,
+  (DATE '2015-01-01' + (i % 3000)::INTEGER) AS Day,
+  (i % 1000) / 8.0 AS Ratio
+FROM range(${N}) t(i)`);
+await con.run(`COPY posts TO '${D}/posts.parquet' (FORMAT parquet, ROW_GROUP_SIZE 30000)`);
+for (let k = 0; k < 12; k++)
+  await con.run(`COPY (SELECT * FROM posts WHERE Id % 12 = ${k}) TO '${D}/small/part_${String(k).padStart(2, '0')}.parquet' (FORMAT parquet, COMPRESSION zstd)`);
+const T = `SELECT Id, PostTypeId, strftime(CreationDate, '%Y-%m-%d %H:%M:%S') AS CreationDate, Score, ViewCount, OwnerDisplayName, Title FROM posts WHERE Id < 20000`;
+await con.run(`COPY (${T}) TO '${D}/posts.csv' (HEADER true)`);
+await con.run(`COPY (${T}) TO '${D}/posts.tsv' (HEADER true, DELIMITER '\t')`);
+await con.run(`COPY (${T}) TO '${D}/posts_plain.csv' (HEADER false)`);
+await con.run(`COPY (${T}) TO '${D}/posts.ndjson' (FORMAT json)`);
+await con.run(`COPY (${T}) TO '${D}/posts.csv.zst' (HEADER true, COMPRESSION zstd)`);
+const csvText = (await import('node:fs')).readFileSync(`${D}/posts.csv`);
+writeFileSync(`${D}/posts.csv.gz`, gzipSync(csvText));
+await con.run(`CREATE VIEW t AS ${T}`);
+// malformed inputs, for the error tests
+writeFileSync(`${D}/bad_quote.csv`, 'a,b\n1,"x\n2,y\n');
+writeFileSync(`${D}/bad_line.ndjson`, '{"a": 1}\n{"a": 2}\n{"a": 3,, }\n');
+writeFileSync(`${D}/bad_value.csv`, 'a,b\n1,2\n3,4\nzz,5\n');
+mkdirSync(join(D, 'mixed'), { recursive: true });
+await con.run(`COPY (SELECT Id, Score FROM posts LIMIT 10) TO '${D}/mixed/a.parquet' (FORMAT parquet)`);
+await con.run(`COPY (SELECT Id FROM posts LIMIT 10) TO '${D}/mixed/b.parquet' (FORMAT parquet)`);
+
+const P = `file('{D}/posts.parquet')`, Q = `'${D}/posts.parquet'`;
+// [name, ClickHouse SQL, DuckDB SQL, flags, note]
+const cases = [
+  ['seed', `SELECT OwnerDisplayName, count() AS num_posts FROM ${P} WHERE OwnerDisplayName NOT IN ('', 'anon') GROUP BY OwnerDisplayName ORDER BY num_posts DESC, OwnerDisplayName LIMIT 5`,
+    `SELECT OwnerDisplayName, count(*) AS num_posts FROM ${Q} WHERE OwnerDisplayName NOT IN ('', 'anon') GROUP BY OwnerDisplayName ORDER BY num_posts DESC, OwnerDisplayName LIMIT 5`],
+  ['sum_count', `SELECT sum(Score), count() FROM ${P}`, `SELECT sum(Score), count(*) FROM ${Q}`],
+  ['pruned', `SELECT count(), sum(Score), min(Id), max(Id) FROM ${P} WHERE Id >= 150000 AND Id < 151000`,
+    `SELECT count(*), sum(Score), min(Id), max(Id) FROM ${Q} WHERE Id >= 150000 AND Id < 151000`],
+  ['every_agg', `SELECT count(), count(ViewCount), sum(ViewCount), avg(ViewCount), min(ViewCount), max(ViewCount), uniqExact(OwnerUserId), uniq(OwnerDisplayName), min(Title), max(Title), avg(Ratio) FROM ${P}`,
+    `SELECT count(*), count(ViewCount), sum(ViewCount), avg(ViewCount), min(ViewCount), max(ViewCount), count(DISTINCT OwnerUserId), count(DISTINCT OwnerDisplayName), min(Title), max(Title), avg(Ratio) FROM ${Q}`,
+    '-', 'uniq/uniqExact skip NULL like count(DISTINCT)'],
+  ['group_string', `SELECT OwnerDisplayName, count(), sum(Score), max(CreationDate) FROM ${P} GROUP BY OwnerDisplayName ORDER BY OwnerDisplayName`,
+    `SELECT OwnerDisplayName, count(*), sum(Score), strftime(max(CreationDate), '%Y-%m-%d %H:%M:%S.%f') FROM ${Q} GROUP BY OwnerDisplayName ORDER BY OwnerDisplayName`,
+    '-', 'DateTime64(6) prints 6 fraction digits in ClickHouse'],
+  ['group_int', `SELECT PostTypeId, count(), avg(Score), any(PostTypeId) FROM ${P} GROUP BY PostTypeId ORDER BY PostTypeId`,
+    `SELECT PostTypeId, count(*), avg(Score), any_value(PostTypeId) FROM ${Q} GROUP BY PostTypeId ORDER BY PostTypeId`],
+  ['group_date', `SELECT toStartOfMonth(CreationDate) AS m, count() AS c, sum(Score) FROM ${P} GROUP BY m ORDER BY m LIMIT 20`,
+    `SELECT strftime(date_trunc('month', CreationDate), '%Y-%m-%d') AS m, count(*) AS c, sum(Score) FROM ${Q} GROUP BY m ORDER BY m LIMIT 20`],
+  ['group_expr_pos', `SELECT Score % 10 AS k, toYear(Day) AS y, count() FROM ${P} GROUP BY 1, 2 ORDER BY 1, 2`,
+    `SELECT Score % 10 AS k, year(Day) AS y, count(*) FROM ${Q} GROUP BY 1, 2 ORDER BY 1, 2`,
+    '-', "'%' truncates toward zero in both"],
+  ['null_where', `SELECT count(), sum(Score) FROM ${P} WHERE ViewCount IS NULL OR OwnerUserId IS NULL`,
+    `SELECT count(*), sum(Score) FROM ${Q} WHERE ViewCount IS NULL OR OwnerUserId IS NULL`],
+  ['null_where_cmp', `SELECT count() FROM ${P} WHERE ViewCount > 50000`, `SELECT count(*) FROM ${Q} WHERE ViewCount > 50000`],
+  ['null_group_key', `SELECT OwnerUserId % 4 AS k, count(), count(OwnerUserId), avg(ViewCount) FROM ${P} GROUP BY k ORDER BY k NULLS FIRST`,
+    `SELECT OwnerUserId % 4 AS k, count(*), count(OwnerUserId), avg(ViewCount) FROM ${Q} GROUP BY k ORDER BY k NULLS FIRST`],
+  ['null_agg_all_null', `SELECT PostTypeId, sum(ViewCount), min(ViewCount), avg(ViewCount), count(ViewCount) FROM ${P} WHERE ViewCount IS NULL GROUP BY PostTypeId ORDER BY PostTypeId`,
+    `SELECT PostTypeId, sum(ViewCount), min(ViewCount), avg(ViewCount), count(ViewCount) FROM ${Q} WHERE ViewCount IS NULL GROUP BY PostTypeId ORDER BY PostTypeId`],
+  ['order_ties', `SELECT Score, Id FROM ${P} WHERE Id < 3000 ORDER BY Score DESC, Id ASC LIMIT 25`,
+    `SELECT Score, Id FROM ${Q} WHERE Id < 3000 ORDER BY Score DESC, Id ASC LIMIT 25`],
+  ['order_nulls', `SELECT ViewCount, Id FROM ${P} WHERE Id < 100 ORDER BY ViewCount DESC NULLS FIRST, Id LIMIT 30`,
+    `SELECT ViewCount, Id FROM ${Q} WHERE Id < 100 ORDER BY ViewCount DESC NULLS FIRST, Id LIMIT 30`],
+  ['order_nulls_last', `SELECT Title, Id FROM ${P} WHERE Id < 60 ORDER BY Title, Id`,
+    `SELECT Title, Id FROM ${Q} WHERE Id < 60 ORDER BY Title NULLS LAST, Id`,
+    '-', 'ClickHouse puts NULLs last by default in both directions'],
+  ['limit_offset', `SELECT Id, Score FROM ${P} ORDER BY Score, Id LIMIT 10 OFFSET 995`,
+    `SELECT Id, Score FROM ${Q} ORDER BY Score, Id LIMIT 10 OFFSET 995`],
+  ['topn_big', `SELECT Id, Ratio FROM ${P} ORDER BY Ratio DESC, Id DESC LIMIT 50`,
+    `SELECT Id, Ratio FROM ${Q} ORDER BY Ratio DESC, Id DESC LIMIT 50`],
+  ['having', `SELECT OwnerDisplayName AS n, count() AS c FROM ${P} GROUP BY n HAVING c > 570 AND n != '' ORDER BY c DESC, n`,
+    `SELECT OwnerDisplayName AS n, count(*) AS c FROM ${Q} GROUP BY n HAVING count(*) > 570 AND n != '' ORDER BY c DESC, n`],
+  ['strings', `SELECT Id, lower(Title), upper(OwnerDisplayName), length(Title), substring(Title, 3, 5), substring(Tags, -4), concat(OwnerDisplayName, '/', Tags), startsWith(Title, 'How'), endsWith(Tags, '<t1>'), position(Title, 'x') FROM ${P} WHERE Id < 40 ORDER BY Id`,
+    `SELECT Id, lower(Title), upper(OwnerDisplayName), strlen(Title), substring(Title, 3, 5), substring(Tags, -4), CASE WHEN OwnerDisplayName IS NULL THEN NULL ELSE OwnerDisplayName || '/' || Tags END, starts_with(Title, 'How')::INT, ends_with(Tags, '<t1>')::INT, strpos(Title, 'x') FROM ${Q} WHERE Id < 40 ORDER BY Id`,
+    '-', 'length/substring/position count bytes in ClickHouse (ASCII data here, so chars = bytes); predicates return UInt8'],
+  ['like_ilike', `SELECT Title LIKE '%join%' AS a, Title ILIKE '%join%' AS b, Title NOT LIKE 'How do I _ort%' AS c, count() FROM ${P} GROUP BY a, b, c ORDER BY a, b, c`,
+    `SELECT (Title LIKE '%join%')::INT AS a, (Title ILIKE '%join%')::INT AS b, (Title NOT LIKE 'How do I _ort%')::INT AS c, count(*) FROM ${Q} GROUP BY a, b, c ORDER BY a NULLS LAST, b NULLS LAST, c NULLS LAST`],
+  ['conditionals', `SELECT Id, if(Score > 0, 'pos', 'neg'), multiIf(Score < -20, 'low', Score < 50, 'mid', 'high'), CASE PostTypeId WHEN 1 THEN 'q' WHEN 2 THEN 'a' ELSE 'o' END, CASE WHEN ViewCount IS NULL THEN -1 ELSE ViewCount END, coalesce(ViewCount, OwnerUserId, 0) FROM ${P} WHERE Id < 50 ORDER BY Id`,
+    `SELECT Id, CASE WHEN Score > 0 THEN 'pos' ELSE 'neg' END, CASE WHEN Score < -20 THEN 'low' WHEN Score < 50 THEN 'mid' ELSE 'high' END, CASE PostTypeId WHEN 1 THEN 'q' WHEN 2 THEN 'a' ELSE 'o' END, CASE WHEN ViewCount IS NULL THEN -1 ELSE ViewCount END, coalesce(ViewCount, OwnerUserId, 0) FROM ${Q} WHERE Id < 50 ORDER BY Id`],
+  ['arith', `SELECT Id, Score + Id, Score - 100, Score * 3, Score / 7, Id % 7, -Score, abs(Score), round(Ratio, 1), round(Score / 7, 2), CAST(Score AS Float64) / 2, Id::String FROM ${P} WHERE Id < 30 ORDER BY Id`,
+    `SELECT Id, Score + Id, Score - 100, Score * 3, Score / 7, Id % 7, -Score, abs(Score), round_even(Ratio, 1), round_even(Score / 7, 2), CAST(Score AS DOUBLE) / 2, Id::VARCHAR FROM ${Q} WHERE Id < 30 ORDER BY Id`,
+    '-', "ClickHouse rounds floats half to even (banker's): DuckDB round_even; '/' is always Float64"],
+  ['dates', `SELECT Id, toYear(CreationDate), toMonth(CreationDate), toDate(CreationDate), toStartOfDay(CreationDate), dateDiff('day', Day, toDate(CreationDate)), dateDiff('month', Day, CreationDate), dateDiff('hour', toDate('2015-01-01'), CreationDate), Day + 1 FROM ${P} WHERE Id % 997 = 1 ORDER BY Id LIMIT 40`,
+    `SELECT Id, year(CreationDate), month(CreationDate), strftime(CreationDate::DATE, '%Y-%m-%d'), strftime(date_trunc('day', CreationDate), '%Y-%m-%d %H:%M:%S.%f'), date_diff('day', Day, CreationDate::DATE), date_diff('month', Day, CreationDate), date_diff('hour', TIMESTAMP '2015-01-01', CreationDate), strftime(Day + 1, '%Y-%m-%d') FROM ${Q} WHERE Id % 997 = 1 ORDER BY Id LIMIT 40`,
+    '-', 'dateDiff counts unit boundaries crossed, as DuckDB date_diff does'],
+  ['date_filter', `SELECT count(), min(Id) FROM ${P} WHERE CreationDate >= '2016-06-01 00:00:00' AND Day < '2020-01-01'`,
+    `SELECT count(*), min(Id) FROM ${Q} WHERE CreationDate >= TIMESTAMP '2016-06-01 00:00:00' AND Day < DATE '2020-01-01'`,
+    '-', 'a string literal against a date column compares as a date'],
+  ['in_list', `SELECT PostTypeId, count() FROM ${P} WHERE Score IN (1, 2, 3, 100) AND PostTypeId NOT IN (2) GROUP BY PostTypeId ORDER BY PostTypeId`,
+    `SELECT PostTypeId, count(*) FROM ${Q} WHERE Score IN (1, 2, 3, 100) AND PostTypeId NOT IN (2) GROUP BY PostTypeId ORDER BY PostTypeId`],
+  ['alias_where', `SELECT Score * 2 AS s2, Id FROM ${P} WHERE s2 > 290 ORDER BY Id LIMIT 10`,
+    `SELECT Score * 2 AS s2, Id FROM ${Q} WHERE Score * 2 > 290 ORDER BY Id LIMIT 10`, '-', 'ClickHouse lets WHERE use SELECT aliases'],
+  ['no_order', `SELECT Id, Score FROM ${P} WHERE Id % 10000 = 7`, `SELECT Id, Score FROM ${Q} WHERE Id % 10000 = 7`, 'sorted'],
+  ['star', `SELECT * FROM ${P} WHERE Id IN (0, 3, 12345) ORDER BY Id`,
+    `SELECT Id, PostTypeId, strftime(CreationDate, '%Y-%m-%d %H:%M:%S.%f'), Score, ViewCount, OwnerUserId, OwnerDisplayName, Tags, Title, strftime(Day, '%Y-%m-%d'), Ratio FROM ${Q} WHERE Id IN (0, 3, 12345) ORDER BY Id`],
+  ['many_small_files', `SELECT OwnerDisplayName, count() AS num_posts FROM file('{D}/small/part_*.parquet') WHERE OwnerDisplayName NOT IN ('', 'anon') GROUP BY OwnerDisplayName ORDER BY num_posts DESC, OwnerDisplayName LIMIT 7`,
+    `SELECT OwnerDisplayName, count(*) AS num_posts FROM '${D}/small/part_*.parquet' WHERE OwnerDisplayName NOT IN ('', 'anon') GROUP BY OwnerDisplayName ORDER BY num_posts DESC, OwnerDisplayName LIMIT 7`],
+  ['small_files_glob_braces', `SELECT count(), sum(Score) FROM file('{D}/small/part_{00..05}.parquet')`,
+    `SELECT count(*), sum(Score) FROM read_parquet(['${D}/small/part_00.parquet','${D}/small/part_01.parquet','${D}/small/part_02.parquet','${D}/small/part_03.parquet','${D}/small/part_04.parquet','${D}/small/part_05.parquet'])`],
+  ['csv', `SELECT OwnerDisplayName, count(), sum(Score), max(CreationDate), count(ViewCount) FROM file('{D}/posts.csv') GROUP BY OwnerDisplayName ORDER BY 2 DESC, 1 LIMIT 10`,
+    `SELECT OwnerDisplayName, count(*), sum(Score), max(CreationDate), count(ViewCount) FROM t GROUP BY OwnerDisplayName ORDER BY 2 DESC, 1 NULLS LAST LIMIT 10`,
+    '-', 'the CSV header is detected and types inferred (CreationDate as DateTime)'],
+  ['csv_with_names', `SELECT count(), sum(ViewCount), uniqExact(Title) FROM file('{D}/posts.csv', 'CSVWithNames')`,
+    `SELECT count(*), sum(ViewCount), count(DISTINCT Title) FROM t`],
+  ['tsv', `SELECT PostTypeId, count(), avg(Score) FROM file('{D}/posts.tsv', 'TSVWithNames') GROUP BY PostTypeId ORDER BY PostTypeId`,
+    `SELECT PostTypeId, count(*), avg(Score) FROM t GROUP BY PostTypeId ORDER BY PostTypeId`],
+  ['csv_plain', `SELECT c2, count(), sum(c4) FROM file('{D}/posts_plain.csv') GROUP BY c2 ORDER BY c2`,
+    `SELECT PostTypeId, count(*), sum(Score) FROM t GROUP BY PostTypeId ORDER BY PostTypeId`, '-', 'no header: columns are c1, c2, ...'],
+  ['ndjson', `SELECT OwnerDisplayName, count(), sum(ViewCount) FROM file('{D}/posts.ndjson') WHERE Title LIKE '%cache%' GROUP BY OwnerDisplayName ORDER BY 2 DESC, 1 LIMIT 8`,
+    `SELECT OwnerDisplayName, count(*), sum(ViewCount) FROM t WHERE Title LIKE '%cache%' GROUP BY OwnerDisplayName ORDER BY 2 DESC, 1 NULLS LAST LIMIT 8`],
+  ['csv_gz', `SELECT count(), sum(Score), min(CreationDate) FROM file('{D}/posts.csv.gz')`,
+    `SELECT count(*), sum(Score), min(CreationDate) FROM t`],
+  ['csv_zst', `SELECT count(), sum(Score), max(Id) FROM file('{D}/posts.csv.zst')`,
+    `SELECT count(*), sum(Score), max(Id) FROM t`],
+  ['settings', `SELECT count() FROM ${P} WHERE Score > 0 SETTINGS max_threads = 1, max_download_threads = 2, max_download_buffer_size = 1048576`,
+    `SELECT count(*) FROM ${Q} WHERE Score > 0`],
+  ['empty_result_agg', `SELECT count(), sum(coalesce(Score, 0)), avg(coalesce(Score, 0)), sum(Score) FROM ${P} WHERE Id < 0`,
+    `SELECT count(*), 0, 'nan', NULL FROM ${Q} WHERE Id < 0`, '-', 'ClickHouse: over no rows sum of a non-Nullable is 0 and avg nan (DuckDB: NULL); of a Nullable, NULL'],
+];
+
+const esc = (s) => s.replace(/\\/g, '\\\\').replace(/\t/g, '\\t').replace(/\n/g, '\\n');
+const fmt = (v) => {
+  if (v === null || v === undefined) return '\\N';
+  if (typeof v === 'bigint') return v.toString();
+  if (typeof v === 'number') return Number.isNaN(v) ? 'nan' : String(v);
+  if (typeof v === 'boolean') return v ? 'true' : 'false';
+  if (typeof v === 'string') return esc(v);
+  return esc(v.toString());
+};
+let list = '';
+for (const [name, ch, dk, flags = '-'] of cases) {
+  const sql = dk.replaceAll('{D}', D);
+  const r = await con.runAndReadAll(sql);
+  const rows = r.getRows().map((row) => row.map(fmt).join('\t'));
+  writeFileSync(join(D, `${name}.expected`), rows.map((l) => l + '\n').join(''));
+  list += `${name}\t${flags}\t${ch.replaceAll('{D}', D)}\n`;
+}
+writeFileSync(join(D, 'cases.tsv'), list);
+console.error(`gen.mjs: ${cases.length} cases, datasets in ${D}`);

@@ -1,0 +1,283 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * test_engine_duckdb.c: the engine against DuckDB. gen.mjs writes the
+ * datasets (Parquet: one file of several row groups and 12 small files; CSV,
+ * TSV, plain CSV, NDJSON, gzip, zstd) and, for each row of its table of
+ * ClickHouse-dialect queries, the result of the hand-written DuckDB
+ * equivalent. Each query runs through eng_run() with the TSV format and the
+ * rows must match: exactly for text, within 1e-9 relative for numbers that
+ * differ in their last printed digits. Also: malformed inputs and a column
+ * missing from one file of a glob fail with sentences naming the file and the
+ * place; SQL errors point at line and column; max_memory_usage stops a query
+ * with the memory-limit sentence.
+ */
+#include "eng.h"
+#include "harness.h"
+
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+static h_env *env;
+static char dir[4096];
+
+static int setup(void **state)
+{
+    (void)state;
+    if (h_env_create(&env, "test_engine_duckdb") < 0)
+        return -1;
+    h_env_path(env, dir, sizeof(dir), "data");
+    char script[4096];
+    if (h_source_path(script, sizeof(script), "tests/integration/engine/gen.mjs") < 0)
+        return -1;
+    char *argv[] = {"node", script, dir, NULL};
+    h_proc *p;
+    int rc = h_proc_start(env, &p, "gen", argv, NULL, NULL, 0);
+    if (rc == -ENOENT)
+        h_skip("node is not installed (it runs the DuckDB oracle, gen.mjs)");
+    if (rc < 0)
+        return -1;
+    int st = h_proc_wait(p, 120000);
+    if (st == 77) {
+        h_proc_print_log_tail(p, 5);
+        h_skip("gen.mjs needs @duckdb/node-api (see its log above)");
+    }
+    if (st == 127)
+        h_skip("node is not installed (it runs the DuckDB oracle, gen.mjs)");
+    if (st != 0) {
+        h_proc_print_log_tail(p, 30);
+        return -1;
+    }
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    h_env_destroy(&env);
+    return 0;
+}
+
+/* Runs sql; returns rc, the output in *out (malloc'ed) and the error in err. */
+static int run(const char *sql, char **out, char *err, size_t errlen, int threads)
+{
+    size_t len = 0;
+    FILE *f = open_memstream(out, &len);
+    assert_non_null(f);
+    eng_ctx ctx = {.out = f, .format = ENG_FMT_TSV, .max_threads = threads};
+    int rc = eng_run(&ctx, sql, strlen(sql), NULL, NULL, err, errlen);
+    fclose(f);
+    return rc;
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)n + 1);
+    assert_non_null(b);
+    assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
+    b[n] = 0;
+    fclose(f);
+    return b;
+}
+
+static int split(char *s, char sep, char **parts, int max)
+{
+    int n = 0;
+    if (!*s)
+        return 0;
+    for (;;) {
+        if (n == max)
+            return -1;
+        parts[n++] = s;
+        char *e = strchr(s, sep);
+        if (!e)
+            return n;
+        *e = 0;
+        s = e + 1;
+        if (sep == '\n' && !*s)
+            return n;
+    }
+}
+
+static bool same_field(const char *a, const char *b)
+{
+    if (strcmp(a, b) == 0)
+        return true;
+    char *ea, *eb;
+    double x = strtod(a, &ea), y = strtod(b, &eb);
+    if (*a && *b && !*ea && !*eb) {
+        if (isnan(x) && isnan(y))
+            return true;
+        return fabs(x - y) <= 1e-9 * fmax(fabs(x), fabs(y)) + 1e-12;
+    }
+    return false;
+}
+
+static int cmp_line(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Compares two TSV texts; prints the first difference. */
+static bool same_result(const char *name, char *got, char *want, bool sorted)
+{
+    static char *gl[200000], *wl[200000];
+    int ng = split(got, '\n', gl, 200000), nw = split(want, '\n', wl, 200000);
+    if (ng != nw) {
+        fprintf(stderr, "%s: %d rows, DuckDB has %d\n", name, ng, nw);
+        return false;
+    }
+    if (sorted) {
+        qsort(gl, (size_t)ng, sizeof(char *), cmp_line);
+        qsort(wl, (size_t)nw, sizeof(char *), cmp_line);
+    }
+    for (int i = 0; i < ng; i++) {
+        char *gf[64], *wf[64];
+        char gcopy[8192], wcopy[8192];
+        snprintf(gcopy, sizeof(gcopy), "%s", gl[i]);
+        snprintf(wcopy, sizeof(wcopy), "%s", wl[i]);
+        int a = split(gcopy, '\t', gf, 64), b = split(wcopy, '\t', wf, 64);
+        bool ok = a == b;
+        for (int k = 0; ok && k < a; k++)
+            ok = same_field(gf[k], wf[k]);
+        if (!ok) {
+            fprintf(stderr, "%s: row %d differs\n  engine: %s\n  duckdb: %s\n", name, i + 1, gl[i],
+                    wl[i]);
+            return false;
+        }
+    }
+    return true;
+}
+
+static void test_queries_match_duckdb(void **state)
+{
+    (void)state;
+    char path[4300];
+    snprintf(path, sizeof(path), "%s/cases.tsv", dir);
+    char *cases = slurp(path);
+    assert_non_null(cases);
+    int n = 0, failed = 0;
+    for (char *line = strtok(cases, "\n"); line; line = strtok(NULL, "\n")) {
+        char *name = line, *t1 = strchr(line, '\t');
+        assert_non_null(t1);
+        *t1 = 0;
+        char *flags = t1 + 1, *t2 = strchr(flags, '\t');
+        assert_non_null(t2);
+        *t2 = 0;
+        const char *sql = t2 + 1;
+        /* 1 and 2 threads: partial aggregates and top-N must merge to the same result */
+        for (int threads = 1; threads <= 2; threads++) {
+            char *out = NULL, err[ENG_MSG_MAX];
+            int rc = run(sql, &out, err, sizeof(err), threads);
+            if (rc < 0) {
+                fprintf(stderr, "%s: the engine failed: %s\n  %s\n", name, err, sql);
+                failed++;
+                free(out);
+                continue;
+            }
+            snprintf(path, sizeof(path), "%s/%s.expected", dir, name);
+            char *want = slurp(path);
+            assert_non_null(want);
+            if (!same_result(name, out, want, strcmp(flags, "sorted") == 0)) {
+                fprintf(stderr, "  query (%d threads): %s\n", threads, sql);
+                failed++;
+            }
+            free(want);
+            free(out);
+        }
+        n++;
+    }
+    free(cases);
+    fprintf(stderr, "%d queries compared with DuckDB, %d mismatches\n", n, failed);
+    assert_true(n >= 35);
+    assert_int_equal(failed, 0);
+}
+
+/* Runs a query that must fail; its message must contain every needle. */
+static void expect_error(const char *sql, ...)
+{
+    char *out = NULL, err[ENG_MSG_MAX];
+    int rc = run(sql, &out, err, sizeof(err), 2);
+    free(out);
+    if (rc >= 0)
+        fprintf(stderr, "expected an error from: %s\n", sql);
+    assert_true(rc < 0);
+    va_list ap;
+    va_start(ap, sql);
+    for (const char *n; (n = va_arg(ap, const char *));) {
+        if (!strstr(err, n))
+            fprintf(stderr, "error '%s' lacks '%s'\n", err, n);
+        assert_non_null(strstr(err, n));
+    }
+    va_end(ap);
+}
+
+static void test_malformed_inputs_name_file_and_place(void **state)
+{
+    (void)state;
+    char sql[8192];
+    snprintf(sql, sizeof(sql), "SELECT * FROM file('%s/bad_quote.csv')", dir);
+    expect_error(sql, "bad_quote.csv", "line 2", "unterminated quoted field", NULL);
+    snprintf(sql, sizeof(sql), "SELECT count() FROM file('%s/bad_line.ndjson')", dir);
+    expect_error(sql, "bad_line.ndjson", "line 3", NULL);
+    snprintf(sql, sizeof(sql), "SELECT sum(Score) FROM file('%s/mixed/*.parquet')", dir);
+    expect_error(sql, "column 'Score' is missing from", "b.parquet", NULL);
+    snprintf(sql, sizeof(sql), "SELECT count() FROM file('%s/nothing_here_*.parquet')", dir);
+    expect_error(sql, "no files match", NULL);
+}
+
+static void test_sql_errors_point_at_the_place(void **state)
+{
+    (void)state;
+    char sql[8192];
+    snprintf(sql, sizeof(sql), "SELECT OwnerDisplayNam, count() FROM file('%s/posts.parquet') GROUP BY 1", dir);
+    expect_error(sql, "line 1, column 8", "unknown column 'OwnerDisplayNam'",
+                 "did you mean 'OwnerDisplayName'?", NULL);
+    snprintf(sql, sizeof(sql), "SELECT Id\nFROM file('%s/posts.parquet')\nWHERE Scor > 1", dir);
+    expect_error(sql, "line 3, column 7", "did you mean 'Score'?", NULL);
+    snprintf(sql, sizeof(sql), "SELECT Id, count() FROM file('%s/posts.parquet')", dir);
+    expect_error(sql, "not under an aggregate function", NULL);
+    snprintf(sql, sizeof(sql), "SELECT Id FROM file('%s/posts.parquet') SETTINGS max_thread = 2", dir);
+    expect_error(sql, "unknown setting 'max_thread'", "did you mean 'max_threads'?", NULL);
+}
+
+static void test_max_memory_usage_stops_the_query(void **state)
+{
+    (void)state;
+    char sql[8192];
+    snprintf(sql, sizeof(sql),
+             "SELECT Id, Title FROM file('%s/posts.parquet') ORDER BY Title SETTINGS "
+             "max_memory_usage = 2000000",
+             dir);
+    expect_error(sql, "memory limit", "max_memory_usage", NULL);
+    /* the same query fits without the limit */
+    char *out = NULL, err[ENG_MSG_MAX];
+    snprintf(sql, sizeof(sql),
+             "SELECT Id, Title FROM file('%s/posts.parquet') ORDER BY Title LIMIT 3", dir);
+    assert_int_equal(run(sql, &out, err, sizeof(err), 2), 0);
+    free(out);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_queries_match_duckdb),
+        cmocka_unit_test(test_malformed_inputs_name_file_and_place),
+        cmocka_unit_test(test_sql_errors_point_at_the_place),
+        cmocka_unit_test(test_max_memory_usage_stops_the_query),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
