@@ -6,14 +6,15 @@
 # needs. Each prints a table and a last summary line.
 #
 #   bash scripts/bench.sh NAME [args...]
-#   NAME: s3 | cached | ring | pagecache | blockstore | parquet | client | s3model | coldwarm
+#   NAME: s3 | cached | ring | pagecache | blockstore | parquet | client | s3model | coldwarm | engine
 set -euo pipefail
 cd "$(dirname "$0")/.."
 declare -A bins=(
   [s3]=bench/s3/s3_bench [cached]=bench/cached/cached_bench [ring]=bench/ring/ring_bench
   [pagecache]=bench/pagecache/pagecache_bench [blockstore]=bench/blockstore/blockstore_bench
   [parquet]=bench/parquet/parquet_bench [client]=bench/client/client_bench
-  [s3model]=bench/s3model/s3model_bench [coldwarm]=bench/coldwarm/coldwarm)
+  [s3model]=bench/s3model/s3model_bench [coldwarm]=bench/coldwarm/coldwarm
+  [engine]=bench/engine/engine_bench)
 name=${1:-}
 if [[ -z $name || -z ${bins[$name]:-} ]]; then
   echo "usage: bash scripts/bench.sh NAME [args...]; NAME is one of: ${!bins[*]}" >&2

@@ -49,7 +49,7 @@ static h_s3 *s3;
 static h_s3model *model;
 static const char *bucket = "ringcache-bench";
 static int threads = 4, latency_us = 200;
-static double bw_mib;
+static double bw_mib, link_mib;
 static char list_path[700], data_dir[700];
 static uint64_t dataset_bytes, dataset_blocks;
 static int node_gen;
@@ -94,7 +94,11 @@ typedef struct {
 
 static void start_node(node_t *n, const char *id)
 {
-    char bin[1024], d[700], pf[760], af[760];
+    char bin[1024], d[700], pf[760], af[760], cap[32];
+    /* room for the whole dataset on any one node, plus regions to evict into;
+     * the store preallocates it, so no more than that */
+    snprintf(cap, sizeof(cap), "%lluMiB",
+             (unsigned long long)((dataset_bytes >> 20) + (dataset_bytes >> 21) + 512));
     if (h_build_path(bin, sizeof(bin), "cached/ringcached") < 0)
         die("ringcached is not built");
     snprintf(n->id, sizeof(n->id), "%s", id);
@@ -106,7 +110,7 @@ static void start_node(node_t *n, const char *id)
     snprintf(af, sizeof(af), "%s/admin", d);
     const char *argv[] = {bin, "--node-id", id, "--listen", "127.0.0.1", "--port", "0",
                           "--port-file", pf, "--admin-listen", "127.0.0.1", "--admin-port", "0",
-                          "--admin-port-file", af, "--data-dir", d, "--ssd-capacity", "8GiB",
+                          "--admin-port-file", af, "--data-dir", d, "--ssd-capacity", cap,
                           "--ram-capacity", "512MiB", "--threads", "2", "--no-sync",
                           "--s3-endpoint", h_s3model_endpoint(model), "--s3-access-key",
                           "S3RVER", "--s3-secret-key", "S3RVER", "--log-level", "warn", NULL};
@@ -386,9 +390,35 @@ int main(int argc, char **argv)
     double ceiling = h_iperf_gib_s(env, 4, 2) * 1024.0;
     if (bw_mib == 0)
         bw_mib = ceiling > 0 ? ceiling / 2 / 6 : 200;
+    /* what one compute node's link can really carry here: iperf3 through a
+     * netproxy with the same latency and cap (the proxy costs CPU on 2 cores) */
+    double link = 0;
+    {
+        h_proc *srv, *px;
+        int ip = h_free_port();
+        char bin[1024], pf[700], tgt[32], lat[16], bw[16];
+        if (ip > 0 && h_build_path(bin, sizeof(bin), "bench/netproxy/netproxy") == 0) {
+            h_env_path(env, pf, sizeof(pf), "link-probe.ports");
+            snprintf(tgt, sizeof(tgt), "127.0.0.1:%d", ip);
+            snprintf(lat, sizeof(lat), "%d", latency_us);
+            snprintf(bw, sizeof(bw), "%.0f", bw_mib);
+            const char *pv[] = {bin, "--target", tgt, "--port-file", pf, "--latency-us", lat,
+                                "--bandwidth-mib", bw, NULL};
+            /* the proxy first: its ready probe must not reach iperf3's one session */
+            if (h_proc_start(env, &px, "link-probe", (char *const *)pv, NULL, pf, 0) == 0) {
+                if (h_iperf_server_start(env, &srv, &ip) == 0) {
+                    link = h_iperf_client_gib_s(h_proc_port(px), 4, 2, 1) * 1024.0;
+                    h_proc_wait(srv, 3000);
+                    h_proc_stop(srv, 2000);
+                }
+                h_proc_stop(px, 2000);
+            }
+        }
+    }
+    link_mib = link;
     fprintf(stderr, "loopback ceiling (iperf3 -P 4): %.0f MiB/s; cap per compute node X = %.0f "
-                    "MiB/s, latency %d us each way\n",
-            ceiling, bw_mib, latency_us);
+                    "MiB/s, latency %d us each way; one link through netproxy carries %.0f MiB/s\n",
+            ceiling, bw_mib, latency_us, link);
     make_dataset(files, file_mib);
 
     row_t rows[8];
@@ -560,9 +590,10 @@ int main(int argc, char **argv)
                            (double)six_bytes / 1048576.0, dataset_blocks);
     printf("\ncold-versus-warm, scale %s: %d objects x %d MiB = %" PRIu64 " MiB, %d reader "
            "threads per compute node; S3 behind 30 ms / 100 MiB/s per connection; compute -> "
-           "cache links %d us each way, %.0f MiB/s per compute node (loopback ceiling %.0f "
-           "MiB/s)%s\n\n%s",
+           "cache links %d us each way, capped at %.0f MiB/s per compute node (loopback ceiling "
+           "%.0f MiB/s; one link through netproxy measured %.0f MiB/s with iperf3)%s\n\n%s",
            scale, files, file_mib, dataset_bytes >> 20, threads, latency_us, bw_mib, ceiling,
+           link_mib,
            rows[2].has_cold ? "" : "; local-disk cold not measured (cannot drop the page cache)",
            table);
 

@@ -48,6 +48,7 @@ typedef struct {
     size_t queued;
     struct event *timer;
     int downstream; /* target -> client: bandwidth capped */
+    int eof;        /* `from` closed: close the pair once its delayed bytes are out */
 } np_dir;
 
 struct np_conn {
@@ -58,6 +59,7 @@ struct np_conn {
 
 static struct event_base *g_base;
 static int64_t g_latency_us = 150;
+static int64_t g_slack_us = 50; /* chunks due this soon go out together: fewer wake-ups */
 static double g_rate; /* bytes per microsecond, 0: no cap */
 static double g_tokens;
 static int64_t g_last_refill;
@@ -119,8 +121,9 @@ static void dir_flush(evutil_socket_t fd, short what, void *arg)
     np_dir *d = arg;
     int64_t t = now_us();
     struct evbuffer *out = bufferevent_get_output(d->to);
-    /* send what is due within 50 us too: fewer timer wake-ups, same latency */
-    while (d->head && d->head->due_us <= t + 50) {
+    /* send what is due within the slack too (half the latency): fewer timer
+     * wake-ups, at the cost of some jitter below the nominal latency */
+    while (d->head && d->head->due_us <= t + g_slack_us) {
         np_chunk *k = d->head;
         size_t len = evbuffer_get_length(k->data);
         size_t n = len;
@@ -148,7 +151,9 @@ static void dir_flush(evutil_socket_t fd, short what, void *arg)
     }
     if (d->head)
         dir_arm(d, d->head->due_us - t);
-    if (d->queued < NP_HIGH)
+    else if (d->eof)
+        return; /* on_write closes the pair once these bytes are written */
+    if (d->queued < NP_HIGH && !d->eof)
         bufferevent_enable(d->from, EV_READ);
 }
 
@@ -176,13 +181,41 @@ static void on_read(struct bufferevent *bev, void *arg)
         dir_arm(d, g_latency_us);
 }
 
+/* A side sent EOF and everything it sent has been delivered: close the pair
+ * (the last bytes of an exchange, like iperf3's results, must not be lost). */
+static int maybe_close(np_conn *c)
+{
+    np_dir *ds[2] = {&c->up, &c->down};
+    for (int i = 0; i < 2; i++)
+        if (ds[i]->eof && !ds[i]->head &&
+            evbuffer_get_length(bufferevent_get_output(ds[i]->to)) == 0) {
+            conn_free(c);
+            return 1;
+        }
+    return 0;
+}
+
+static void on_write(struct bufferevent *bev, void *arg)
+{
+    (void)bev;
+    maybe_close(arg);
+}
+
 static void on_event(struct bufferevent *bev, short what, void *arg)
 {
     np_conn *c = arg;
     if (what & BEV_EVENT_CONNECTED)
         return;
-    if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
-        conn_free(c); /* either side gone: close both (delayed bytes are dropped) */
+    if (what & BEV_EVENT_ERROR) {
+        conn_free(c); /* a reset: nothing more can be delivered */
+        return;
+    }
+    if (what & BEV_EVENT_EOF) {
+        np_dir *d = bev == c->client ? &c->up : &c->down;
+        d->eof = 1;
+        bufferevent_disable(bev, EV_READ);
+        maybe_close(c);
+    }
 }
 
 static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int sl,
@@ -197,16 +230,16 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     c->client = bufferevent_socket_new(g_base, fd, BEV_OPT_CLOSE_ON_FREE);
     c->server = bufferevent_socket_new(g_base, -1, BEV_OPT_CLOSE_ON_FREE);
-    c->up = (np_dir){c, c->client, c->server, NULL, NULL, 0, NULL, 0};
-    c->down = (np_dir){c, c->server, c->client, NULL, NULL, 0, NULL, 1};
+    c->up = (np_dir){c, c->client, c->server, NULL, NULL, 0, NULL, 0, 0};
+    c->down = (np_dir){c, c->server, c->client, NULL, NULL, 0, NULL, 1, 0};
     c->up.timer = evtimer_new(g_base, dir_flush, &c->up);
     c->down.timer = evtimer_new(g_base, dir_flush, &c->down);
     bufferevent_set_max_single_read(c->client, 256 * 1024);
     bufferevent_set_max_single_read(c->server, 256 * 1024);
     bufferevent_set_max_single_write(c->client, 256 * 1024);
     bufferevent_set_max_single_write(c->server, 256 * 1024);
-    bufferevent_setcb(c->client, on_read, NULL, on_event, c);
-    bufferevent_setcb(c->server, on_read, NULL, on_event, c);
+    bufferevent_setcb(c->client, on_read, on_write, on_event, c);
+    bufferevent_setcb(c->server, on_read, on_write, on_event, c);
     bufferevent_enable(c->client, EV_READ | EV_WRITE);
     bufferevent_enable(c->server, EV_READ | EV_WRITE);
     if (bufferevent_socket_connect(c->server, (struct sockaddr *)&g_targets[idx],
@@ -262,6 +295,7 @@ int main(int argc, char **argv)
     if (!n || !port_file || g_latency_us < 0 || mib < 0)
         usage();
     g_rate = mib * 1048576.0 / 1e6;
+    g_slack_us = g_latency_us / 2 > 50 ? g_latency_us / 2 : 50;
     g_last_refill = now_us();
     signal(SIGPIPE, SIG_IGN);
     /* sub-millisecond latencies and refills need a precise timer (timerfd) */

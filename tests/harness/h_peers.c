@@ -83,33 +83,48 @@ int h_nginx_start(h_env *env, h_proc **out, int upstream_port, int *port_out)
     return -ETIMEDOUT;
 }
 
-double h_iperf_gib_s(h_env *env, int streams, int seconds)
+int h_iperf_server_start(h_env *env, h_proc **out, int *port_out)
 {
-    int port = h_free_port();
+    int port = *port_out > 0 ? *port_out : h_free_port();
     if (port < 0)
-        return 0;
-    char ps[16], pn[16], ts[16];
+        return port;
+    char ps[16];
     snprintf(ps, sizeof(ps), "%d", port);
-    snprintf(pn, sizeof(pn), "%d", streams);
-    snprintf(ts, sizeof(ts), "%d", seconds);
     const char *sv[] = {"iperf3", "-s", "-B", "127.0.0.1", "-p", ps, "-1", NULL};
-    h_proc *srv;
-    if (h_proc_start(env, &srv, "iperf3-server", (char *const *)sv, NULL, NULL, 0) < 0)
-        return 0;
+    int rc = h_proc_start(env, out, "iperf3-server", (char *const *)sv, NULL, NULL, 0);
+    if (rc < 0)
+        return rc;
     /* iperf3 has no port file, and a connect probe would use up its single
      * session (-1): give it a moment to listen */
     usleep(300000);
-    char cmd[256];
+    *port_out = port;
+    return 0;
+}
+
+double h_iperf_client_gib_s(int port, int streams, int seconds, int reverse)
+{
+    char cmd[320];
     snprintf(cmd, sizeof(cmd),
-             "iperf3 -c 127.0.0.1 -p %d -P %s -t %s -f m 2>/dev/null | grep -E '(SUM|\\[ *[0-9]+\\]).*receiver' | tail -1 | awk '{print $(NF-2)}'",
-             port, pn, ts);
+             "iperf3 -c 127.0.0.1 -p %d -P %d -t %d %s -f m 2>/dev/null | "
+             "grep -E '(SUM|\\[ *[0-9]+\\]).*receiver' | tail -1 | awk '{print $(NF-2)}'",
+             port, streams, seconds, reverse ? "-R" : "");
     double mbits = 0;
     FILE *p = popen(cmd, "r");
     if (!p || fscanf(p, "%lf", &mbits) != 1)
         mbits = 0;
     if (p)
         pclose(p);
+    return mbits * 1e6 / 8 / (1024.0 * 1024 * 1024);
+}
+
+double h_iperf_gib_s(h_env *env, int streams, int seconds)
+{
+    h_proc *srv;
+    int port = 0;
+    if (h_iperf_server_start(env, &srv, &port) < 0)
+        return 0;
+    double g = h_iperf_client_gib_s(port, streams, seconds, 0);
     h_proc_wait(srv, 3000);
     h_proc_stop(srv, 2000);
-    return mbits * 1e6 / 8 / (1024.0 * 1024 * 1024);
+    return g;
 }

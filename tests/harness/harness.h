@@ -155,6 +155,13 @@ int h_nginx_start(h_env *env, h_proc **out, int upstream_port, int *port_out);
  * server on a free port. GiB/s received, 0 when iperf3 is missing. */
 double h_iperf_gib_s(h_env *env, int streams, int seconds);
 
+/* The two halves, to measure through something (a proxy): a one-session
+ * iperf3 server on *port_out (0: a free port, written back), and a client run
+ * (reverse: the server sends). Start a proxy in front before the server: the
+ * harness's ready probe through the proxy would use up the server's session. */
+int h_iperf_server_start(h_env *env, h_proc **out, int *port_out);
+double h_iperf_client_gib_s(int port, int streams, int seconds, int reverse);
+
 /* A blocking TCP connect to 127.0.0.1:port; returns the fd or -errno. */
 int h_tcp_connect(int port, int timeout_ms);
 
