@@ -621,7 +621,6 @@ int main(int argc, char **argv)
     snprintf(png, sizeof(png), "%s/coldwarm-%s.png", out_dir, scale);
     f = fopen(dat, "w");
     if (f) {
-        fprintf(f, "setup cold hot\n");
         for (int i = 0; i < nr; i++)
             fprintf(f, "\"%s\" %.1f %.1f\n", rows[i].name,
                     rows[i].has_cold ? mib_s(&rows[i].cold) : 0,
@@ -634,7 +633,7 @@ int main(int argc, char **argv)
                 "set title 'cold vs warm scan throughput (MiB/s), scale %s'\n"
                 "set style data histograms\nset style histogram cluster gap 1\n"
                 "set style fill solid 0.8\nset xtics rotate by -20\nset key top left\n"
-                "set ylabel 'MiB/s'\n"
+                "set ylabel 'MiB/s (log scale)'\nset logscale y\nset yrange [1:*]\n"
                 "plot '%s' using 2:xtic(1) title 'cold', '' using 3 title 'hot'\n",
                 png, scale, dat);
         fclose(f);
