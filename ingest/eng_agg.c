@@ -3,13 +3,35 @@
  * eng_agg.c: hash aggregation. Each worker owns an agg_tab: an open-addressing
  * index from the serialized GROUP BY key to a group id, and per aggregate a
  * column of states indexed by group id. A dictionary-encoded single string
- * key is mapped per dictionary entry (each distinct value hashed once per
- * block), then per row by its index. Tables of several workers merge by key;
+ * key is mapped per dictionary entry (each entry the rows use hashed once per
+ * dictionary, i.e. per row group, however the rows are sliced), then per row
+ * by its index. Tables of several workers merge by key;
  * the result is a block of vectors: keys..., aggregates....
  *
  * Key serialization, per key column:
  *   [1 byte: 1 NULL, 0 value] then, for a value: 8 bytes (int64 / double
- *   bits) or [4-byte length][bytes] for strings.
+ *   bits) or [4-byte length][bytes] for strings; the last column's string
+ *   has no length (the key's length implies it), so a one-string key is
+ *   [0][bytes].
+ *
+ * Layout (one table per worker):
+ *
+ *   slots[mask + 1]  uint64: (hash >> 32) << 32 | (gid + 1); 0 empty
+ *   rec[cap]         per group, 16 bytes:
+ *                    +----------------------+--------------+--------+
+ *                    | key[0..8)            | key[8..12)   | len u32|
+ *                    +----------------------+--------------+--------+
+ *                    the key itself when it is at most 12 bytes (zero-
+ *                    padded), else the first word is its offset in kbuf
+ *
+ * so a hit touches the slot and one record: two cache lines, and keys of up
+ * to 12 bytes (a name, an integer) compare as two words. Hashes are not
+ * kept: growing the index and merging tables rehash the keys. Rows are
+ * looked up a chunk at a time: keys serialized and hashed first, then probed
+ * with the slot of a row a few ahead prefetched (and its record a little
+ * later), so the cache misses of consecutive rows overlap instead of queuing.
+ * A new group's states are set when it is inserted, so grown arrays are not
+ * cleared and their untouched pages cost no memory.
  */
 #include "eng_agg.h"
 
@@ -17,7 +39,14 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#define XXH_INLINE_ALL
 #include <xxhash.h>
+
+/* Rows serialized and hashed before they are probed. */
+#define AGG_CHUNK 2048
+/* How far ahead the probe loop prefetches a slot, and a record. */
+#define AGG_PF_SLOT 16
+#define AGG_PF_REC 8
 
 typedef struct uset {
     uint64_t *v;     /* 0 = empty; value 0 stored as a flag */
@@ -34,26 +63,38 @@ typedef struct agg_col {
     uset **u;
 } agg_col;
 
+#define AGG_INLINE 12
+
+typedef struct grec {
+    uint64_t k0;             /* len <= AGG_INLINE: key bytes 0..8; else offset in kbuf */
+    uint32_t k1;             /* len <= AGG_INLINE: key bytes 8..12 (zero-padded) */
+    uint32_t len;            /* key bytes */
+} grec;
+
 struct agg_tab {
     eng_mem *mem;
     const eng_plan *p;
     uint32_t n, cap;         /* groups */
     uint64_t *slots;         /* (hash >> 32) << 32 | (gid + 1); 0 empty */
-    uint64_t *hashes;        /* per group */
     uint32_t mask;
-    uint8_t *kbuf;
+    grec *rec;               /* per group */
+    uint8_t *kbuf;           /* keys longer than 16 bytes */
     size_t klen, kcap;
-    uint64_t *koff;          /* per group: offset of its key in kbuf */
-    uint32_t *kl;
     agg_col *ac;
     /* scratch */
-    uint8_t *scratch;
+    uint8_t *scratch;        /* serialized keys of a chunk (or of a dictionary) */
     size_t scratch_cap;
+    uint32_t *ko, *kls;      /* per key in scratch: offset, length */
+    uint64_t *hs;            /* per key in scratch: hash */
+    uint32_t kcap_rows;
     uint32_t *gids;
     uint32_t gids_cap;
-    uint32_t *dmap;
+    uint32_t *dmap;          /* dictionary entry -> group, AGG_UNMAPPED until seen */
     uint32_t dmap_cap;
+    cb_column *dmap_dict;    /* the dictionary dmap is for (one reference) */
 };
+
+#define AGG_UNMAPPED UINT32_MAX
 
 static int tab_oom(agg_tab *t, char *err, size_t errlen)
 {
@@ -113,13 +154,15 @@ void agg_tab_destroy(agg_tab **tp)
     }
     free(t->ac);
     em_free(m, t->slots);
-    em_free(m, t->hashes);
+    em_free(m, t->rec);
     em_free(m, t->kbuf);
-    em_free(m, t->koff);
-    em_free(m, t->kl);
     free(t->scratch);
+    free(t->ko);
+    free(t->kls);
+    free(t->hs);
     free(t->gids);
     free(t->dmap);
+    cb_column_unref(t->dmap_dict);
     free(t);
     *tp = NULL;
 }
@@ -138,12 +181,9 @@ static int grow_groups(agg_tab *t)
         void *np = em_realloc(m, ptr, (size_t)cap * (sz));              \
         if (!np)                                                        \
             return -ENOMEM;                                             \
-        memset((uint8_t *)np + (size_t)t->cap * (sz), 0, (size_t)(cap - t->cap) * (sz)); \
         ptr = np;                                                       \
     } while (0)
-    GROW(t->hashes, sizeof(uint64_t));
-    GROW(t->koff, sizeof(uint64_t));
-    GROW(t->kl, sizeof(uint32_t));
+    GROW(t->rec, sizeof(grec));
     for (int a = 0; a < t->p->n_aggs; a++) {
         const eng_agg *ag = &t->p->aggs[a];
         agg_col *c = &t->ac[a];
@@ -166,6 +206,17 @@ static int grow_groups(agg_tab *t)
     return 0;
 }
 
+/* The key bytes of a group (an inline key starts the record: k0 then k1). */
+static inline const uint8_t *key_of(const agg_tab *t, const grec *r)
+{
+    return r->len <= AGG_INLINE ? (const uint8_t *)&r->k0 : t->kbuf + r->k0;
+}
+
+static uint64_t rec_hash(const agg_tab *t, const grec *r)
+{
+    return XXH3_64bits(key_of(t, r), r->len);
+}
+
 static int rehash(agg_tab *t)
 {
     uint32_t nm = (t->mask + 1) * 2 - 1;
@@ -173,7 +224,7 @@ static int rehash(agg_tab *t)
     if (!ns)
         return -ENOMEM;
     for (uint32_t g = 0; g < t->n; g++) {
-        uint64_t h = t->hashes[g];
+        uint64_t h = rec_hash(t, &t->rec[g]);
         uint32_t i = (uint32_t)h & nm;
         while (ns[i])
             i = (i + 1) & nm;
@@ -185,49 +236,97 @@ static int rehash(agg_tab *t)
     return 0;
 }
 
-/* The group of key bytes k (inserting it); -ENOMEM. The probe compares the
- * slot's stored hash bits first, so a miss touches one cache line. */
-static int64_t lookup_h(agg_tab *t, const uint8_t *k, uint32_t kl, uint64_t h)
+/* Empty states for new group g. */
+static void group_init(agg_tab *t, uint32_t g)
+{
+    for (int a = 0; a < t->p->n_aggs; a++) {
+        agg_col *c = &t->ac[a];
+        c->seen[g] = 0;
+        if (c->i)
+            c->i[g] = 0;
+        if (c->d)
+            c->d[g] = 0;
+        if (c->cnt)
+            c->cnt[g] = 0;
+        if (c->s)
+            c->s[g] = NULL;
+        if (c->u)
+            c->u[g] = NULL;
+    }
+}
+
+/* The group of key bytes k (inserting it); -ENOMEM. When kl <= AGG_INLINE,
+ * k must have 12 readable bytes, zero past kl (the rows' keys in scratch
+ * do). The probe compares the slot's stored hash bits first, so a miss
+ * touches one cache line. */
+static int64_t lookup_p(agg_tab *t, const uint8_t *k, uint32_t kl, uint64_t h)
 {
     uint32_t s = (uint32_t)h & t->mask;
     uint64_t hi = h & 0xffffffff00000000ull;
+    uint64_t w0 = 0;
+    uint32_t w1 = 0;
+    if (kl <= AGG_INLINE) {
+        memcpy(&w0, k, 8);
+        memcpy(&w1, k + 8, 4);
+    }
     for (;;) {
         uint64_t e = t->slots[s];
         if (!e)
             break;
         if ((e & 0xffffffff00000000ull) == hi) {
             uint32_t g = (uint32_t)e - 1;
-            if (t->kl[g] == kl && (kl == 0 || memcmp(t->kbuf + t->koff[g], k, kl) == 0))
+            const grec *r = &t->rec[g];
+            if (r->len == kl &&
+                (kl <= AGG_INLINE ? r->k0 == w0 && r->k1 == w1
+                                  : memcmp(t->kbuf + r->k0, k, kl) == 0))
                 return g;
         }
         s = (s + 1) & t->mask;
     }
     if (t->n == t->cap && grow_groups(t) < 0)
         return -ENOMEM;
-    if (t->klen + kl > t->kcap) {
-        size_t nc = t->kcap ? t->kcap * 2 : 4096;
-        while (nc < t->klen + kl)
-            nc *= 2;
-        uint8_t *nb = em_realloc(t->mem, t->kbuf, nc);
-        if (!nb)
-            return -ENOMEM;
-        t->kbuf = nb;
-        t->kcap = nc;
-    }
-    uint32_t g = t->n++;
-    if (kl)
+    uint32_t g = t->n;
+    grec *r = &t->rec[g];
+    r->len = kl;
+    if (kl <= AGG_INLINE) {
+        r->k0 = w0;
+        r->k1 = w1;
+    } else {
+        if (t->klen + kl > t->kcap) {
+            size_t nc = t->kcap ? t->kcap * 2 : 4096;
+            while (nc < t->klen + kl)
+                nc *= 2;
+            uint8_t *nb = em_realloc(t->mem, t->kbuf, nc);
+            if (!nb)
+                return -ENOMEM;
+            t->kbuf = nb;
+            t->kcap = nc;
+        }
         memcpy(t->kbuf + t->klen, k, kl);
-    t->koff[g] = t->klen;
-    t->kl[g] = kl;
-    t->klen += kl;
-    t->hashes[g] = h;
+        r->k0 = t->klen;
+        t->klen += kl;
+    }
+    group_init(t, g);
+    t->n++;
     t->slots[s] = hi | (uint64_t)(g + 1);
-    if ((uint64_t)t->n * 2 > t->mask && rehash(t) < 0)
+    /* linear probing with 32 hash bits in the slot stays short up to 3/4 */
+    if ((uint64_t)t->n * 4 > (uint64_t)(t->mask + 1) * 3 && rehash(t) < 0)
         return -ENOMEM;
     return g;
 }
 
-static size_t key_put(uint8_t *o, const ex_vec *v, uint32_t r)
+/* lookup_p for a key that may not be padded. */
+static int64_t lookup_h(agg_tab *t, const uint8_t *k, uint32_t kl, uint64_t h)
+{
+    if (kl > AGG_INLINE)
+        return lookup_p(t, k, kl, h);
+    uint8_t pk[16] = {0};
+    for (uint32_t i = 0; i < kl; i++)
+        pk[i] = k[i];
+    return lookup_p(t, pk, kl, h);
+}
+
+static size_t key_put(uint8_t *o, const ex_vec *v, uint32_t r, bool last)
 {
     if (ex_null(v, r)) {
         o[0] = 1;
@@ -237,6 +336,11 @@ static size_t key_put(uint8_t *o, const ex_vec *v, uint32_t r)
     if (v->t.kind == EX_STRING) {
         uint32_t l;
         const uint8_t *s = ex_str(v, r, &l);
+        if (last) {
+            if (l)
+                memcpy(o + 1, s, l);
+            return 1 + l;
+        }
         memcpy(o + 1, &l, 4);
         if (l)
             memcpy(o + 5, s, l);
@@ -283,63 +387,123 @@ static int64_t lookup(agg_tab *t, const uint8_t *k, uint32_t kl)
     return lookup_h(t, k, kl, XXH3_64bits(k, kl));
 }
 
-/* Groups of the dictionary entries a block uses: serialize and hash them all
- * first, then probe with the slot of an entry a few ahead prefetched, so the
- * cache misses of the probes overlap. dmap[k] gets the group of entry k. */
-static int dict_groups(agg_tab *t, const cb_column *d, const uint32_t *idx, uint32_t n,
-                       const uint8_t *nulls)
+/* Room for m keys of `bytes` serialized bytes in scratch (each key takes at
+ * least 16 bytes there, zero-padded, for lookup_p). 0 or -ENOMEM. */
+static int keys_reserve(agg_tab *t, uint32_t m, size_t bytes)
 {
-    uint32_t D = d->n;
-    uint8_t *used = calloc(D ? D : 1, 1);
-    uint32_t *list = malloc(sizeof(uint32_t) * (D ? D : 1));
-    uint64_t *hs = malloc(sizeof(uint64_t) * (D ? D : 1));
-    int rc = 0;
-    if (!used || !list || !hs) {
-        rc = -ENOMEM;
-        goto out;
+    if (m > t->kcap_rows) {
+        uint32_t nc = m < 256 ? 256 : m;
+        uint32_t *ko = realloc(t->ko, sizeof(uint32_t) * nc);
+        if (ko)
+            t->ko = ko;
+        uint32_t *kl = realloc(t->kls, sizeof(uint32_t) * nc);
+        if (kl)
+            t->kls = kl;
+        uint64_t *hs = realloc(t->hs, sizeof(uint64_t) * nc);
+        if (hs)
+            t->hs = hs;
+        if (!ko || !kl || !hs)
+            return -ENOMEM;
+        t->kcap_rows = nc;
     }
-    for (uint32_t r = 0; r < n; r++)
-        if (!nulls || !nulls[r])
-            used[idx[r]] = 1;
-    uint32_t m = 0;
-    size_t need = 0;
-    for (uint32_t k = 0; k < D; k++)
-        if (used[k]) {
-            list[m++] = k;
-            need += 5 + (size_t)(d->offsets[k + 1] - d->offsets[k]);
+    if (bytes > UINT32_MAX)
+        return -ENOMEM;
+    return ensure((void **)&t->scratch, &t->scratch_cap, bytes + (size_t)m * 16 + 16);
+}
+
+/* Probes the m keys in scratch (ko, kls, hs) into out: the slot of key j +
+ * AGG_PF_SLOT is prefetched, then the record its slot points at once key j +
+ * AGG_PF_REC comes near, so the misses overlap. 0 or -ENOMEM. */
+static int probe_keys(agg_tab *t, uint32_t m, uint32_t *out)
+{
+    const uint64_t *hs = t->hs;
+    for (uint32_t j = 0; j < m; j++) {
+        if (j + AGG_PF_SLOT < m)
+            __builtin_prefetch(&t->slots[(uint32_t)hs[j + AGG_PF_SLOT] & t->mask]);
+        if (j + AGG_PF_REC < m) {
+            uint64_t h = hs[j + AGG_PF_REC], e = t->slots[(uint32_t)h & t->mask];
+            if (e && ((e ^ h) >> 32) == 0)
+                __builtin_prefetch(&t->rec[(uint32_t)e - 1]);
         }
-    if (ensure((void **)&t->scratch, &t->scratch_cap, need + 1) < 0) {
+        int64_t g = lookup_p(t, t->scratch + t->ko[j], t->kls[j], hs[j]);
+        if (g < 0)
+            return -ENOMEM;
+        out[j] = (uint32_t)g;
+    }
+    return 0;
+}
+
+/* Maps the dictionary entries the rows use that have no group yet: their
+ * keys are serialized and hashed, then probed together. dmap stays valid for
+ * the slices that follow as long as they share the dictionary, so a
+ * dictionary is hashed once per row group however the rows are sliced. */
+static int dict_groups(agg_tab *t, const cb_column *d, const uint32_t *idx, const uint32_t *sel,
+                       uint32_t n, const uint8_t *nulls)
+{
+    if (d != t->dmap_dict) {
+        if (d->n > t->dmap_cap) {
+            free(t->dmap);
+            t->dmap_cap = 0;
+            if (!(t->dmap = malloc(sizeof(uint32_t) * d->n)))
+                return -ENOMEM;
+            t->dmap_cap = d->n;
+        }
+        memset(t->dmap, 0xff, sizeof(uint32_t) * d->n);
+        cb_column_unref(t->dmap_dict);
+        t->dmap_dict = cb_column_ref((cb_column *)d);
+    }
+    uint32_t *list = NULL, *gids = NULL, m = 0, lcap = 0;
+    size_t need = 0;
+    int rc = 0;
+    for (uint32_t r = 0; r < n; r++) {
+        uint32_t x = sel ? sel[r] : r;
+        if (nulls && nulls[x])
+            continue;
+        uint32_t k = idx[x];
+        if (t->dmap[k] != AGG_UNMAPPED)
+            continue;
+        if (m == lcap) {
+            lcap = lcap ? lcap * 2 : 1024;
+            uint32_t *nl = realloc(list, sizeof(uint32_t) * lcap);
+            if (!nl) {
+                rc = -ENOMEM;
+                goto out;
+            }
+            list = nl;
+        }
+        t->dmap[k] = AGG_UNMAPPED - 1; /* listed */
+        list[m++] = k;
+        need += 1 + (size_t)(d->offsets[k + 1] - d->offsets[k]);
+    }
+    if (m == 0)
+        goto out;
+    if (keys_reserve(t, m, need) < 0 || !(gids = malloc(sizeof(uint32_t) * m))) {
         rc = -ENOMEM;
         goto out;
     }
-    /* serialized keys back to back: [0][len][bytes] */
+    /* serialized keys back to back: [0][bytes], each padded to 16 */
     size_t o = 0;
     for (uint32_t j = 0; j < m; j++) {
         uint32_t k = list[j], l = d->offsets[k + 1] - d->offsets[k];
         uint8_t *p = t->scratch + o;
-        p[0] = 0;
-        memcpy(p + 1, &l, 4);
+        memset(p, 0, 16);
         if (l)
-            memcpy(p + 5, d->data + d->offsets[k], l);
-        hs[j] = XXH3_64bits(p, l + 5);
-        o += 5 + l;
+            memcpy(p + 1, d->data + d->offsets[k], l);
+        t->ko[j] = (uint32_t)o;
+        t->kls[j] = l + 1;
+        o += l + 1 > 16 ? l + 1 : 16;
     }
-    o = 0;
-    for (uint32_t j = 0; j < m && rc == 0; j++) {
-        if (j + 8 < m)
-            __builtin_prefetch(&t->slots[(uint32_t)hs[j + 8] & t->mask]);
-        uint32_t k = list[j], l = d->offsets[k + 1] - d->offsets[k];
-        int64_t g = lookup_h(t, t->scratch + o, l + 5, hs[j]);
-        if (g < 0)
-            rc = -ENOMEM;
-        else
-            t->dmap[k] = (uint32_t)g;
-        o += 5 + l;
-    }
+    for (uint32_t j = 0; j < m; j++)
+        t->hs[j] = XXH3_64bits(t->scratch + t->ko[j], t->kls[j]);
+    if ((rc = probe_keys(t, m, gids)) == 0)
+        for (uint32_t j = 0; j < m; j++)
+            t->dmap[list[j]] = gids[j];
 out:
-    free(used);
+    if (rc < 0)
+        for (uint32_t j = 0; j < m; j++)
+            t->dmap[list[j]] = AGG_UNMAPPED;
     free(list);
-    free(hs);
+    free(gids);
     return rc;
 }
 
@@ -526,23 +690,30 @@ int agg_tab_update(agg_tab *t, ex_ectx *ec, const ex_vec *in, const uint32_t *se
             snprintf(ec->err, ec->errlen, "GROUP BY has %d keys: at most 16 are supported", nk);
             return -ENOTSUP;
         }
+        /* a key that is a column is read in place through sel (no gather) */
+        const uint32_t *ks[16];
         int done = 0;
-        for (; done < nk; done++)
-            if ((rc = bx_eval(ec, p->keys[done], in, sel, n, &kv[done])) < 0)
+        for (; done < nk; done++) {
+            const bx *e = p->keys[done];
+            if (e->op == BX_COL) {
+                kv[done] = in[e->col];
+                kv[done].own = 0;
+                ks[done] = sel;
+            } else if ((rc = bx_eval(ec, e, in, sel, n, &kv[done])) < 0) {
                 break;
+            } else {
+                ks[done] = NULL;
+            }
+        }
         if (rc == 0 && nk == 1 && kv[0].dict && !kv[0].is_const) {
             /* dictionary: one lookup per distinct entry */
             const cb_column *d = kv[0].dict;
-            if (d->n > t->dmap_cap) {
-                free(t->dmap);
-                t->dmap_cap = d->n;
-                if (!(t->dmap = malloc(sizeof(uint32_t) * d->n)))
-                    rc = -ENOMEM;
-            }
-            if (rc == 0)
-                rc = dict_groups(t, d, kv[0].idx, n, kv[0].nulls);
+            const uint32_t *idx = kv[0].idx, *s0 = ks[0];
+            const uint8_t *nulls = kv[0].nulls;
+            rc = dict_groups(t, d, idx, s0, n, nulls);
             for (uint32_t r = 0; r < n && rc == 0; r++) {
-                if (kv[0].nulls && kv[0].nulls[r]) {
+                uint32_t x = s0 ? s0[r] : r;
+                if (nulls && nulls[x]) {
                     uint8_t z = 1;
                     int64_t g = lookup(t, &z, 1);
                     if (g < 0)
@@ -550,24 +721,59 @@ int agg_tab_update(agg_tab *t, ex_ectx *ec, const ex_vec *in, const uint32_t *se
                     gid[r] = (uint32_t)g;
                     continue;
                 }
-                gid[r] = t->dmap[kv[0].idx[r]];
+                gid[r] = t->dmap[idx[x]];
             }
         } else if (rc == 0) {
-            for (uint32_t r = 0; r < n && rc == 0; r++) {
+            /* a chunk at a time: serialize and hash, then probe */
+            for (uint32_t base = 0; base < n && rc == 0; base += AGG_CHUNK) {
+                uint32_t m = n - base < AGG_CHUNK ? n - base : AGG_CHUNK;
                 size_t need = 0;
-                for (int k = 0; k < nk; k++)
-                    need += key_size(&kv[k], r);
-                if (ensure((void **)&t->scratch, &t->scratch_cap, need) < 0) {
+                for (uint32_t r = base; r < base + m; r++)
+                    for (int k = 0; k < nk; k++)
+                        need += key_size(&kv[k], ks[k] ? ks[k][r] : r);
+                if (keys_reserve(t, m, need) < 0) {
                     rc = -ENOMEM;
                     break;
                 }
                 size_t o = 0;
-                for (int k = 0; k < nk; k++)
-                    o += key_put(t->scratch + o, &kv[k], r);
-                int64_t g = lookup(t, t->scratch, (uint32_t)o);
-                if (g < 0)
-                    rc = -ENOMEM;
-                gid[r] = (uint32_t)g;
+                if (nk == 1 && kv[0].t.kind == EX_STRING && !kv[0].dict && !kv[0].is_const) {
+                    /* one plain string key: key_put without the dispatch */
+                    const uint32_t *off = kv[0].off, *s0 = ks[0];
+                    const uint8_t *data = kv[0].data, *nulls = kv[0].nulls;
+                    for (uint32_t j = 0; j < m; j++) {
+                        uint32_t x = s0 ? s0[base + j] : base + j;
+                        uint8_t *kp = t->scratch + o;
+                        memset(kp, 0, 16);
+                        uint32_t l = 1;
+                        if (nulls && nulls[x]) {
+                            kp[0] = 1;
+                        } else {
+                            uint32_t b = off[x], sl = off[x + 1] - b;
+                            memcpy(kp + 1, data + b, sl);
+                            l = 1 + sl;
+                        }
+                        t->ko[j] = (uint32_t)o;
+                        t->kls[j] = l;
+                        o += l > 16 ? l : 16;
+                    }
+                } else {
+                    for (uint32_t j = 0; j < m; j++) {
+                        uint8_t *kp = t->scratch + o;
+                        memset(kp, 0, 16);
+                        size_t l = 0;
+                        for (int k = 0; k < nk; k++)
+                            l += key_put(kp + l, &kv[k], ks[k] ? ks[k][base + j] : base + j,
+                                         k == nk - 1);
+                        t->ko[j] = (uint32_t)o;
+                        t->kls[j] = (uint32_t)l;
+                        o += l > 16 ? l : 16;
+                    }
+                }
+                /* hashed in a second pass: reading a key right after its
+                 * byte-wise stores would stall on store forwarding */
+                for (uint32_t j = 0; j < m; j++)
+                    t->hs[j] = XXH3_64bits(t->scratch + t->ko[j], t->kls[j]);
+                rc = probe_keys(t, m, gid + base);
             }
         }
         for (int k = 0; k < done; k++)
@@ -619,7 +825,8 @@ int agg_tab_merge(agg_tab *dst, agg_tab *src, char *err, size_t errlen)
 {
     const eng_plan *p = dst->p;
     for (uint32_t sg = 0; sg < src->n; sg++) {
-        int64_t x = lookup(dst, src->kbuf + src->koff[sg], src->kl[sg]);
+        const grec *sr = &src->rec[sg];
+        int64_t x = lookup_h(dst, key_of(src, sr), sr->len, rec_hash(src, sr));
         if (x < 0)
             return tab_oom(dst, err, errlen);
         uint32_t g = (uint32_t)x;
@@ -712,14 +919,16 @@ int agg_tab_finish(agg_tab *t, ex_vec *out, char *err, size_t errlen)
     }
     /* decode keys */
     for (uint32_t g = 0; g < n; g++) {
-        const uint8_t *kp = t->kbuf + t->koff[g];
+        const uint8_t *kp = key_of(t, &t->rec[g]), *kend = kp + t->rec[g].len;
         for (int k = 0; k < p->n_keys; k++) {
             ex_vec *v = &out[k];
             bool nul = *kp++ == 1;
             v->nulls[g] = nul;
             if (v->t.kind == EX_STRING) {
                 uint32_t l = 0;
-                if (!nul) {
+                if (!nul && k == p->n_keys - 1) {
+                    l = (uint32_t)(kend - kp);
+                } else if (!nul) {
                     memcpy(&l, kp, 4);
                     kp += 4;
                 }

@@ -346,6 +346,35 @@ static int eval_str_pred(ex_ectx *c, const bx *e, ex_vec *a, int na, uint32_t n,
         em_free(c->mem, m);
         return 0;
     }
+    if (e->fn == F_IN && !s->dict && !s->is_const) {
+        /* plain strings against the list: lengths first, bytes only when one
+         * matches (a row rarely has the length of any item) */
+        const uint32_t *off = s->off;
+        const uint8_t *data = s->data;
+        const uint32_t *in_len = e->in_len;
+        char *const *in_s = e->in_s;
+        int n_in = e->n_in;
+        int64_t neg = e->negated, *o = out->i;
+        /* bit l: some item is l bytes long (l < 63); bit 63: a longer one.
+         * The empty string (often many rows) is decided without a branch. */
+        uint64_t lens = 0;
+        for (int k = 0; k < n_in; k++)
+            lens |= 1ull << (in_len[k] < 63 ? in_len[k] : 63);
+        int64_t empty = (int64_t)(lens & 1) ^ neg;
+        lens &= ~1ull;
+        for (uint32_t r = 0; r < n; r++) {
+            uint32_t b = off[r], l = off[r + 1] - b;
+            int64_t v = l == 0 ? empty : neg;
+            if ((lens >> (l < 63 ? l : 63)) & 1)
+                for (int k = 0; k < n_in; k++)
+                    if (in_len[k] == l && memcmp(in_s[k], data + b, l) == 0) {
+                        v = !neg;
+                        break;
+                    }
+            o[r] = v;
+        }
+        return 0;
+    }
     if (all_const_after_first(a, na) || e->fn == F_IN) {
         for (uint32_t r = 0; r < n; r++) {
             uint32_t l;

@@ -32,6 +32,10 @@
 #include <unistd.h>
 
 #define ENG_BATCH_ROWS 65536
+/* Rows of a decoded row group that go through the operators at a time: small
+ * enough that every intermediate vector (predicate results, selection, group
+ * ids) stays in the L2 cache between one operator and the next. */
+#define ENG_SLICE_ROWS 16384
 
 static double now_s(void)
 {
@@ -752,9 +756,9 @@ static int run_parquet_unit(worker *w, int u)
             for (uint32_t k = 0; k < bt->n_cols && rc == 0; k++)
                 rc = ex_vec_from_column(&q->mem, bt->cols[k], &in[k]);
             /* process in slices so selection vectors stay small */
-            for (uint32_t off = 0; rc == 0 && off < bt->n_rows; off += ENG_BATCH_ROWS * 4) {
-                uint32_t cnt = bt->n_rows - off < ENG_BATCH_ROWS * 4 ? bt->n_rows - off
-                                                                     : ENG_BATCH_ROWS * 4;
+            for (uint32_t off = 0; rc == 0 && off < bt->n_rows; off += ENG_SLICE_ROWS) {
+                uint32_t cnt = bt->n_rows - off < ENG_SLICE_ROWS ? bt->n_rows - off
+                                                                 : ENG_SLICE_ROWS;
                 if (off == 0 && cnt == bt->n_rows) {
                     rc = process(w, in, cnt);
                     break;

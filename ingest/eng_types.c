@@ -15,9 +15,19 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/mman.h>
 
 /* ---- memory --------------------------------------------------------------- */
 
+/* Blocks of EM_BIG bytes and more (group tables, index slots, result
+ * columns) are mapped directly and grown with mremap. Through malloc they
+ * would land on the heap once the scan's freed buffers have raised glibc's
+ * dynamic mmap threshold, where every doubling copies and leaves a hole:
+ * about 8 MiB of peak RSS on a 137k-group GROUP BY at two threads. Mapped,
+ * growing moves page tables instead of bytes, and pages never touched (the
+ * unused tail of a doubled array) cost nothing. The size header is the same
+ * for both kinds; the size says which one a block is. */
+#define EM_BIG (1u << 20)
 #define EM_HDR 16
 
 static bool em_add(eng_mem *m, int64_t n)
@@ -42,11 +52,17 @@ bool em_account(eng_mem *m, int64_t delta)
     return em_add(m, delta);
 }
 
+static void *em_map(size_t n)
+{
+    void *p = mmap(NULL, n + EM_HDR, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
 void *em_alloc(eng_mem *m, size_t n)
 {
     if (!em_add(m, (int64_t)(n + EM_HDR)))
         return NULL;
-    uint8_t *p = malloc(n + EM_HDR);
+    uint8_t *p = n >= EM_BIG ? em_map(n) : malloc(n + EM_HDR);
     if (!p) {
         em_add(m, -(int64_t)(n + EM_HDR));
         return NULL;
@@ -58,7 +74,7 @@ void *em_alloc(eng_mem *m, size_t n)
 void *em_calloc(eng_mem *m, size_t n)
 {
     void *p = em_alloc(m, n);
-    if (p)
+    if (p && n < EM_BIG) /* fresh mappings are zero */
         memset(p, 0, n);
     return p;
 }
@@ -71,7 +87,10 @@ void em_free(eng_mem *m, void *p)
     size_t n;
     memcpy(&n, b, sizeof(n));
     em_add(m, -(int64_t)(n + EM_HDR));
-    free(b);
+    if (n >= EM_BIG)
+        munmap(b, n + EM_HDR);
+    else
+        free(b);
 }
 
 void *em_realloc(eng_mem *m, void *p, size_t n)
@@ -83,7 +102,24 @@ void *em_realloc(eng_mem *m, void *p, size_t n)
     memcpy(&old, b, sizeof(old));
     if (n > old && !em_add(m, (int64_t)(n - old)))
         return NULL;
-    uint8_t *nb = realloc(b, n + EM_HDR);
+    uint8_t *nb;
+    if (old >= EM_BIG && n >= EM_BIG) {
+        nb = mremap(b, old + EM_HDR, n + EM_HDR, MREMAP_MAYMOVE);
+        if (nb == MAP_FAILED)
+            nb = NULL;
+    } else if (old < EM_BIG && n < EM_BIG) {
+        nb = realloc(b, n + EM_HDR);
+    } else {
+        /* crossing EM_BIG: a new block of the other kind */
+        nb = n >= EM_BIG ? em_map(n) : malloc(n + EM_HDR);
+        if (nb) {
+            memcpy(nb + EM_HDR, b + EM_HDR, n < old ? n : old);
+            if (old >= EM_BIG)
+                munmap(b, old + EM_HDR);
+            else
+                free(b);
+        }
+    }
     if (!nb) {
         if (n > old)
             em_add(m, -(int64_t)(n - old));

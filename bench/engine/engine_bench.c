@@ -16,16 +16,23 @@
  *           /proc/self/clear_refs)
  *   cached  the seed (2 threads) from s3() through three warm ringcached
  *           nodes with an empty page cache (a fresh client per run), against
- *           the same query on the local files
+ *           the same query on the local files at the same thread count, the
+ *           two interleaved run by run (so both medians see the same machine
+ *           load): cached_vs_local = local seconds / cached seconds
  *
- *   engine_bench [--rows N] [--runs R] [--no-cache]
+ *   engine_bench [--rows N] [--runs R] [--no-cache] [--data DIR]
+ *
+ * --data DIR keeps the dataset and DuckDB's timings in DIR (created when
+ * missing) and reuses them when DIR/duckdb.txt exists, so that builds can be
+ * compared side by side without regenerating 1 GiB (pass the same --rows);
+ * the ratios then compare against DuckDB's timings of the run that wrote DIR.
  *
  * The last line is
  *   engine: seed_1t_vs_duckdb=<a> seed_2t_vs_duckdb=<b> mem_vs_duckdb=<c>
  *           sum_vs_duckdb=<d> pruned_vs_duckdb=<e> cached_vs_local=<f>
  * (one line; speed ratios above 1 mean faster than DuckDB, memory below 1 means
  * less; `na` when a part could not run, with the reason on stderr). The temp
- * folder is removed at the end.
+ * folder is removed at the end (DIR of --data is kept).
  */
 #include "eng.h"
 #include "harness.h"
@@ -195,7 +202,7 @@ static int cache_open(void *impl, const char *bucket, const char *key, rs_source
     return rs_source_create(out, &ops, s, name, rc_size(s->h), rc_version(s->h));
 }
 
-static double cached_seed(const char *seed_s3, double local_2t)
+static double cached_seed(const eng_ctx *local, const char *seed_local, const char *seed_s3)
 {
     char bin[1024];
     if (h_build_path(bin, sizeof(bin), "cached/ringcached") < 0 || access(bin, X_OK) != 0) {
@@ -261,7 +268,7 @@ static double cached_seed(const char *seed_s3, double local_2t)
         close(fd);
     }
     s3_sync_destroy(&sy);
-    double t[16];
+    double t[16], tl[16];
     int n = runs > 16 ? 16 : runs;
     for (int i = -1; i < n; i++) {
         /* i = -1 warms the cache nodes; every run starts with an empty page cache */
@@ -279,15 +286,18 @@ static double cached_seed(const char *seed_s3, double local_2t)
         eng_ctx ctx = {.out = stdout, .list_s3 = cache_list, .open_s3 = cache_open, .s3_impl = c};
         double s = run_query(&ctx, seed_s3, 2, NULL);
         rc_destroy(&c);
-        if (i >= 0)
+        if (i >= 0) {
             t[i] = s;
-        else
+            tl[i] = run_query(local, seed_local, 2, NULL);
+        } else {
             fprintf(stderr, "cached: warm-up run (cold nodes) %.3f s\n", s);
+        }
     }
     qsort(t, (size_t)n, sizeof(double), cmp_d);
-    fprintf(stderr, "cached: seed through 3 warm nodes, empty page cache: %.3f s (local %.3f s)\n",
-            t[n / 2], local_2t);
-    return local_2t / t[n / 2];
+    qsort(tl, (size_t)n, sizeof(double), cmp_d);
+    fprintf(stderr, "cached: seed (2 threads) through 3 warm nodes, empty page cache: %.3f s; "
+            "local files, runs interleaved: %.3f s\n", t[n / 2], tl[n / 2]);
+    return tl[n / 2] / t[n / 2];
 }
 #endif
 
@@ -295,6 +305,7 @@ int main(int argc, char **argv)
 {
     long long rows = 20000000;
     bool cache = true;
+    const char *data = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--rows") == 0 && i + 1 < argc)
             rows = atoll(argv[++i]);
@@ -302,8 +313,11 @@ int main(int argc, char **argv)
             runs = atoi(argv[++i]);
         else if (strcmp(argv[i], "--no-cache") == 0)
             cache = false;
+        else if (strcmp(argv[i], "--data") == 0 && i + 1 < argc)
+            data = argv[++i];
         else {
-            fprintf(stderr, "usage: engine_bench [--rows N] [--runs R] [--no-cache]\n");
+            fprintf(stderr,
+                    "usage: engine_bench [--rows N] [--runs R] [--no-cache] [--data DIR]\n");
             return 2;
         }
     }
@@ -311,7 +325,12 @@ int main(int argc, char **argv)
         die("--rows >= 1000 and --runs >= 1");
     if (h_env_create(&env, "engine_bench") < 0)
         return 1;
-    snprintf(dir, sizeof(dir), "%s", h_env_dir(env));
+    snprintf(dir, sizeof(dir), "%s", data ? data : h_env_dir(env));
+    char done[4200];
+    snprintf(done, sizeof(done), "%s/duckdb.txt", dir);
+    if (data)
+        mkdir(data, 0755);
+    bool reuse = data && access(done, R_OK) == 0;
     char script[4096], rs[32], rn[32];
     if (h_source_path(script, sizeof(script), "bench/engine/bench_gen.mjs") < 0)
         die("cannot find bench/engine/bench_gen.mjs (set RINGCACHE_SOURCE_DIR)");
@@ -320,15 +339,19 @@ int main(int argc, char **argv)
     char *gargv[] = {"node", script, dir, rs, rn, NULL};
     h_proc *p;
     double t0 = now_s();
-    if (h_proc_start(env, &p, "gen", gargv, NULL, NULL, 0) < 0)
-        die("cannot start node (bench_gen.mjs)");
-    int st = h_proc_wait(p, 600000);
-    if (st != 0) {
-        h_proc_print_log_tail(p, 20);
-        die("bench_gen.mjs failed (see its log above)");
+    if (reuse) {
+        fprintf(stderr, "reusing the dataset and DuckDB timings in %s\n", dir);
+    } else {
+        if (h_proc_start(env, &p, "gen", gargv, NULL, NULL, 0) < 0)
+            die("cannot start node (bench_gen.mjs)");
+        int st = h_proc_wait(p, 600000);
+        if (st != 0) {
+            h_proc_print_log_tail(p, 20);
+            die("bench_gen.mjs failed (see its log above)");
+        }
+        h_proc_print_log_tail(p, 10);
+        fprintf(stderr, "data and DuckDB timings: %.1f s\n", now_s() - t0);
     }
-    h_proc_print_log_tail(p, 10);
-    fprintf(stderr, "data and DuckDB timings: %.1f s\n", now_s() - t0);
 
     char glob[4300], seed[8192], sum[8192], pruned[8192];
     snprintf(glob, sizeof(glob), "file('%s/data/posts_*.parquet')", dir);
@@ -377,7 +400,7 @@ int main(int argc, char **argv)
                  "SELECT OwnerDisplayName, count() AS num_posts FROM "
                  "s3('s3://ringcache-test/posts/posts_*.parquet') WHERE OwnerDisplayName NOT IN "
                  "('', 'anon') GROUP BY OwnerDisplayName ORDER BY num_posts DESC LIMIT 5");
-        double c = cached_seed(seed_s3, s2);
+        double c = cached_seed(&ctx, seed, seed_s3);
         if (c > 0)
             snprintf(cached, sizeof(cached), "%.2f", c);
     } else {
