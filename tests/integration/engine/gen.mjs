@@ -90,6 +90,14 @@ const cases = [
   ['group_string', `SELECT OwnerDisplayName, count(), sum(Score), max(CreationDate) FROM ${P} GROUP BY OwnerDisplayName ORDER BY OwnerDisplayName`,
     `SELECT OwnerDisplayName, count(*), sum(Score), strftime(max(CreationDate), '%Y-%m-%d %H:%M:%S.%f') FROM ${Q} GROUP BY OwnerDisplayName ORDER BY OwnerDisplayName`,
     '-', 'DateTime64(6) prints 6 fraction digits in ClickHouse'],
+  // the group table's key layouts: long string keys (stored out of line), a string key
+  // that is not the last key, two string keys, NULL string keys
+  ['group_long_key', `SELECT Title, count() AS c FROM ${P} GROUP BY Title ORDER BY Title NULLS LAST`,
+    `SELECT Title, count(*) AS c FROM ${Q} GROUP BY Title ORDER BY Title NULLS LAST`],
+  ['group_string_first', `SELECT OwnerDisplayName, PostTypeId, count() FROM ${P} GROUP BY OwnerDisplayName, PostTypeId ORDER BY OwnerDisplayName NULLS LAST, PostTypeId`,
+    `SELECT OwnerDisplayName, PostTypeId, count(*) FROM ${Q} GROUP BY OwnerDisplayName, PostTypeId ORDER BY OwnerDisplayName NULLS LAST, PostTypeId`],
+  ['group_two_strings', `SELECT OwnerDisplayName, Title, count() FROM ${P} WHERE PostTypeId = 1 GROUP BY OwnerDisplayName, Title ORDER BY OwnerDisplayName NULLS LAST, Title NULLS LAST`,
+    `SELECT OwnerDisplayName, Title, count(*) FROM ${Q} WHERE PostTypeId = 1 GROUP BY OwnerDisplayName, Title ORDER BY OwnerDisplayName NULLS LAST, Title NULLS LAST`],
   ['group_int', `SELECT PostTypeId, count(), avg(Score), any(PostTypeId) FROM ${P} GROUP BY PostTypeId ORDER BY PostTypeId`,
     `SELECT PostTypeId, count(*), avg(Score), any_value(PostTypeId) FROM ${Q} GROUP BY PostTypeId ORDER BY PostTypeId`],
   ['group_date', `SELECT toStartOfMonth(CreationDate) AS m, count() AS c, sum(Score) FROM ${P} GROUP BY m ORDER BY m LIMIT 20`,
