@@ -59,6 +59,7 @@ const cfg_opt node_opts[] = {
     {"node-id", CFG_STR, NULL, "this node's member id (default: the host name)", O(node_id), 0, 0, false, false},
     {"tenants", CFG_STR, NULL, "tenants file (tokens, allowed buckets/prefixes, credentials); empty: open", O(tenants), 0, 0, false, false},
     {"peer-token", CFG_STR, NULL, "token cache nodes use with each other (PUT_BLOCK)", O(peer_token), 0, 0, true, false},
+    {"peer-token-file", CFG_STR, NULL, "read --peer-token from this file (first line), e.g. a mounted Secret", O(peer_token_file), 0, 0, false, false},
     {"tls-cert", CFG_STR, NULL, "PEM certificate chain: TLS on the protocol and admin ports", O(tls_cert), 0, 0, false, false},
     {"tls-key", CFG_STR, NULL, "PEM private key of --tls-cert", O(tls_key), 0, 0, false, false},
     {"tls-ca", CFG_STR, NULL, "PEM CAs this node trusts when it connects to its peers over TLS", O(tls_ca), 0, 0, false, false},
@@ -130,6 +131,27 @@ int node_conf_load(node_conf *conf, int argc, char **argv)
     if (strcmp(conf->io, "auto") && strcmp(conf->io, "io_uring") && strcmp(conf->io, "threads")) {
         fprintf(stderr, "ringcached: --io must be auto, io_uring or threads, not '%s'\n", conf->io);
         return -EINVAL;
+    }
+    if (conf->peer_token_file[0]) {
+        if (conf->peer_token[0]) {
+            fprintf(stderr, "ringcached: give --peer-token or --peer-token-file, not both\n");
+            return -EINVAL;
+        }
+        FILE *f = fopen(conf->peer_token_file, "r");
+        if (!f || !fgets(conf->peer_token, sizeof(conf->peer_token), f)) {
+            fprintf(stderr, "ringcached: cannot read --peer-token-file %s: %s\n",
+                    conf->peer_token_file, f ? "it is empty" : strerror(errno));
+            if (f)
+                fclose(f);
+            return -EINVAL;
+        }
+        fclose(f);
+        conf->peer_token[strcspn(conf->peer_token, "\r\n")] = '\0';
+        if (!conf->peer_token[0]) {
+            fprintf(stderr, "ringcached: --peer-token-file %s has an empty first line\n",
+                    conf->peer_token_file);
+            return -EINVAL;
+        }
     }
     if (!conf->node_id[0] && gethostname(conf->node_id, sizeof(conf->node_id) - 1) != 0)
         snprintf(conf->node_id, sizeof(conf->node_id), "ringcached");

@@ -50,6 +50,7 @@ typedef struct node_conf {
     char node_id[128];
     char tenants[512];
     char peer_token[256];
+    char peer_token_file[512];
     char tls_cert[512];
     char tls_key[512];
     char tls_ca[512];

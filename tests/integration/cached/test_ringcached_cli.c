@@ -158,6 +158,11 @@ static void test_errors_name_the_fix(void **state)
     assert_int_not_equal(r.status, 0);
     assert_non_null(strstr(r.err, "--tls-key"));
 
+    run(&r, (const char *[]){"--data-dir", data, "--s3-endpoint", "http://127.0.0.1:1",
+                             "--peer-token-file", "/nonexistent/token", NULL});
+    assert_int_not_equal(r.status, 0);
+    assert_non_null(strstr(r.err, "/nonexistent/token"));
+
     /* an unknown key in a config file names the file and the line */
     char conf[600];
     h_env_path(env, conf, sizeof(conf), "bad.conf");
