@@ -3,7 +3,8 @@ SPDX-License-Identifier: Apache-2.0
 
 Named templates shared by the chart's manifests: names, labels, the headless
 Service's fully qualified name (the ring's membership source), the capacities
-derived from storage and resources, the Secret references, and the checks on
+derived from storage and resources, the Secret references (S3, tenants, peer
+token, TLS) and the mount paths of the secret files, and the checks on
 combinations of values that values.schema.json cannot express.
 */ -}}
 
@@ -115,6 +116,44 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | 
 {{- end -}}
 {{- end -}}
 
+{{- /* The peer token is a file: the Secret's key mounted read-only here. */ -}}
+{{- define "ringcache.peerTokenPath" -}}
+{{- printf "/etc/ringcache/peer-token/%s" .Values.peerToken.key -}}
+{{- end -}}
+
+{{- /* TLS: the kubernetes.io/tls Secret (existing, else the chart's
+<fullname>-tls), mounted read-only at /etc/ringcache/tls. */ -}}
+{{- define "ringcache.tlsDir" -}}/etc/ringcache/tls{{- end -}}
+
+{{- define "ringcache.tlsSecretName" -}}
+{{- if .Values.tls.enabled -}}
+{{- if .Values.tls.existingSecret -}}
+{{- .Values.tls.existingSecret -}}
+{{- else -}}
+{{- printf "%s-tls" (include "ringcache.fullname" .) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- /* Does the chart create the TLS Secret from tls.cert/tls.key? "true" or "". */ -}}
+{{- define "ringcache.createsTlsSecret" -}}
+{{- if and .Values.tls.enabled (not .Values.tls.existingSecret) -}}true{{- end -}}
+{{- end -}}
+
+{{- /* Is there a ca.crt in the TLS Secret? "true" or "". */ -}}
+{{- define "ringcache.tlsHasCA" -}}
+{{- if .Values.tls.enabled -}}
+{{- if .Values.tls.existingSecret -}}
+{{- if .Values.tls.existingSecretHasCA -}}true{{- end -}}
+{{- else if .Values.tls.ca -}}true{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- /* The name Prometheus verifies in the nodes' certificate. */ -}}
+{{- define "ringcache.scrapeServerName" -}}
+{{- default (printf "%s.%s.svc.%s" (include "ringcache.fullname" .) .Release.Namespace .Values.clusterDomain) .Values.metrics.serviceMonitor.serverName -}}
+{{- end -}}
+
 {{- /* Does the chart create its own Secret? "true" or "". */ -}}
 {{- define "ringcache.createsSecret" -}}
 {{- $s3 := and (not .Values.s3.credentials.existingSecret) .Values.s3.credentials.accessKeyId -}}
@@ -143,6 +182,10 @@ StatefulSet so every install checks them. */ -}}
 {{- end -}}
 {{- if and .Values.s3.credentials.accessKeyId (not .Values.s3.credentials.existingSecret) -}}
 {{- $_ := required "s3.credentials.accessKeyId is set but s3.credentials.secretAccessKey is not; set both" .Values.s3.credentials.secretAccessKey -}}
+{{- end -}}
+{{- $smNs := default .Release.Namespace .Values.metrics.serviceMonitor.namespace -}}
+{{- if and .Values.metrics.serviceMonitor.enabled (include "ringcache.tlsHasCA" .) (ne $smNs .Release.Namespace) (not .Values.metrics.serviceMonitor.insecureSkipVerify) -}}
+{{- fail (printf "metrics.serviceMonitor.namespace %s differs from the release namespace %s, but the ServiceMonitor's TLS CA is read from the Secret %s, which the Prometheus Operator looks up in the ServiceMonitor's namespace: leave the namespace empty (or set insecureSkipVerify)" $smNs .Release.Namespace (include "ringcache.tlsSecretName" .)) -}}
 {{- end -}}
 {{- if and (eq .Values.storage.type "hostPath") (ne .Values.podAntiAffinity "hard") -}}
 {{- fail "storage.type hostPath needs podAntiAffinity: hard, or two pods on one node would share the folder" -}}

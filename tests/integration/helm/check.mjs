@@ -6,10 +6,14 @@
 // matter for a ring of cache nodes are checked across objects: the headless
 // Service selects the StatefulSet's pods, publishes not-ready addresses and
 // lists only the protocol port; the membership source names the headless
-// Service's FQDN; probes hit the admin port; secrets are neither in the
-// ConfigMap nor written literally into the pod spec; every Secret reference
-// resolves; the termination grace exceeds the drain deadline; capacities fit
-// the pod's memory and volume. Scenario-specific expectations follow.
+// Service's FQDN; probes hit the admin port (HTTPS exactly when TLS is on);
+// secrets are neither in the ConfigMap nor written literally into the pod
+// spec, and the peer token is a mounted file, not an argument or env var;
+// every Secret reference resolves; the files the config names (tenants, peer
+// token, TLS certificate, key and CA) are items of read-only Secret mounts;
+// the ServiceMonitor scrapes over HTTPS with the TLS Secret's CA when TLS is
+// on; the termination grace exceeds the drain deadline; capacities fit the
+// pod's memory and volume. Scenario-specific expectations follow.
 //
 // usage: node check.mjs SCENARIO OBJECTS.json VALUES.json NOTES.txt NAMESPACE
 // Exit status 0 when everything holds, 1 with one line per failure.
@@ -162,19 +166,28 @@ for (const s of regular) {
 }
 
 // ---- 5. probes ---------------------------------------------------------------
+// With tls-cert in the config the admin port serves HTTPS only: an HTTP probe
+// would fail and the kubelet would restart every pod forever.
+const tlsOn = conf.has("tls-cert");
+check(tlsOn === (values.tls?.enabled === true), `tls.enabled is ${values.tls?.enabled} but the config ${tlsOn ? "has" : "lacks"} tls-cert`);
 for (const [probe, path] of [["livenessProbe", "/healthz"], ["readinessProbe", "/readyz"], ["startupProbe", "/healthz"]]) {
   const p = ctr[probe];
   if (!check(p?.httpGet, `${probe} is not an HTTP GET`)) continue;
   check(p.httpGet.path === path, `${probe} asks ${p.httpGet.path}, expected ${path}`);
   check(containerPort(p.httpGet.port)?.containerPort === adminPort, `${probe} does not hit the admin port`);
+  const scheme = p.httpGet.scheme ?? "HTTP";
+  check(scheme === (tlsOn ? "HTTPS" : "HTTP"), `${probe} uses scheme ${scheme}, but TLS is ${tlsOn ? "on" : "off"} on the admin port`);
 }
 
 // ---- 6. secrets: not in the ConfigMap, not literal in the pod ------------------
 const secretOptions = ["s3-access-key", "s3-secret-key", "peer-token"];
 for (const k of secretOptions) check(!conf.has(k), `secret option ${k} is in the ConfigMap`);
+check(!/-----BEGIN/.test(confText ?? ""), "the ConfigMap holds PEM data (certificates and keys belong in a Secret)");
+const pemBody = (pem) => (pem ?? "").split("\n").filter((l) => l && !l.startsWith("-----")).join("");
 const secretValues = [
   values.s3?.credentials?.accessKeyId, values.s3?.credentials?.secretAccessKey,
   values.s3?.credentials?.sessionToken, values.peerToken?.value,
+  ...(values.tls?.key ?? "").split("\n").filter((l) => l.length >= 32 && !l.startsWith("-----")),
   ...[...(values.tenants?.file ?? "").matchAll(/^\s*(?:token|aws_secret_access_key|aws_access_key_id)\s*=\s*(\S+)/gm)].map((m) => m[1]),
 ].filter((v) => typeof v === "string" && v.length >= 8);
 for (const o of objects) {
@@ -184,14 +197,20 @@ for (const o of objects) {
 }
 for (const e of ctr.env) check(!("value" in e) || !/^AWS_(SECRET|ACCESS|SESSION)/.test(e.name), `env ${e.name} carries a literal value`);
 for (const a of ctr.args) check(!secretValues.includes(a), "a secret is written literally into the container's args");
-const pt = ctr.args.indexOf("--peer-token");
-if (pt >= 0) {
-  check(ctr.args[pt + 1] === "$(RINGCACHE_PEER_TOKEN)", "--peer-token is not taken from the RINGCACHE_PEER_TOKEN env var");
-  check(ctr.env.find((e) => e.name === "RINGCACHE_PEER_TOKEN")?.valueFrom?.secretKeyRef, "RINGCACHE_PEER_TOKEN is not from a Secret");
+// The peer token must not be on the command line (ps shows it) nor in the
+// environment (/proc/PID/environ, `kubectl describe`, crash dumps): only a file.
+check(!ctr.args.some((a) => /^--peer-token(=|$)/.test(a)), "--peer-token is on ringcached's command line (visible in the process list)");
+check(!ctr.args.some((a) => /\$\(/.test(a) && a !== "$(POD_NAME)"), "an argument expands an env var other than POD_NAME");
+const peerSecretName = values.peerToken?.existingSecret || (values.peerToken?.value ? secrets.find((s) => s.type !== "kubernetes.io/tls")?.metadata.name : "");
+for (const e of ctr.env) {
+  const r = e.valueFrom?.secretKeyRef;
+  check(!/PEER/i.test(e.name), `env ${e.name} looks like the peer token`);
+  check(!(r && r.name === peerSecretName && r.key === values.peerToken?.key), `env ${e.name} carries the peer token from Secret ${r?.name}`);
 }
+for (const e of ctr.envFrom ?? []) check(!e.secretRef, `envFrom pulls a whole Secret (${e.secretRef?.name}) into the environment`);
 // every secretKeyRef / secret volume resolves: to a rendered Secret that has the key, or to a named existing Secret
 const existing = new Set([values.s3?.credentials?.existingSecret, values.tenants?.existingSecret,
-  values.peerToken?.existingSecret].filter(Boolean));
+  values.peerToken?.existingSecret, values.tls?.existingSecret].filter(Boolean));
 function resolves(name, key, optional) {
   const s = secrets.find((x) => x.metadata.name === name);
   if (s) return check(optional || key in (s.data ?? {}) || key in (s.stringData ?? {}), `Secret ${name} has no key ${key}`);
@@ -207,12 +226,62 @@ for (const v of pod.spec.volumes) {
 for (const s of secrets) for (const [k, v] of Object.entries(s.data ?? {})) {
   check(/^[A-Za-z0-9+/]*={0,2}$/.test(v), `Secret ${s.metadata.name} key ${k} is not base64`);
 }
-if (conf.has("tenants")) {
-  const m = mountFor(conf.get("tenants"));
+// A file the config names must be an item of a read-only Secret mount, the
+// item's key must be the one expected, and its mode must keep others out.
+function secretFile(option, wantKey) {
+  const path = conf.get(option);
+  if (!check(path, `the config has no ${option}`)) return undefined;
+  const m = mountFor(path);
   const vol = pod.spec.volumes.find((v) => v.name === m?.name);
-  check(vol?.secret, "the tenants file is not mounted from a Secret");
-  check(m?.readOnly === true, "the tenants mount is not read-only");
-  check(ctr.args.includes("--peer-token"), "tenants are on but no --peer-token: nodes could not PUT blocks to each other");
+  if (!check(vol?.secret, `${option} ${path} is not under a Secret volume mount`)) return undefined;
+  check(m.readOnly === true, `the mount of ${option} (${m.mountPath}) is not read-only`);
+  const rel = path.slice(m.mountPath.length + 1);
+  const item = (vol.secret.items ?? []).find((it) => it.path === rel);
+  if (!check(item, `${option} ${path}: the Secret volume ${vol.name} has no item at ${rel}`)) return undefined;
+  check(item.key === wantKey, `${option} is the Secret's key ${item.key}, expected ${wantKey}`);
+  const mode = item.mode ?? vol.secret.defaultMode ?? 0o644;
+  check(mode === 0o400 || mode === 0o440, `${option} is mounted with mode 0${mode.toString(8)}, expected 0400 or 0440`);
+  return { path, mount: m, vol, item, secret: secrets.find((s) => s.metadata.name === vol.secret.secretName) };
+}
+if (conf.has("tenants")) {
+  secretFile("tenants", values.tenants.key);
+  check(conf.has("peer-token-file"), "tenants are on but no peer-token-file: nodes could not PUT blocks to each other");
+}
+const wantsPeer = !!(values.peerToken?.existingSecret || values.peerToken?.value);
+check(conf.has("peer-token-file") === wantsPeer, `a peer token is ${wantsPeer ? "" : "not "}given but the config ${conf.has("peer-token-file") ? "has" : "lacks"} peer-token-file`);
+if (wantsPeer) {
+  const f = secretFile("peer-token-file", values.peerToken.key);
+  if (f) check(f.vol.secret.secretName === (values.peerToken.existingSecret || peerSecretName), `the peer token is mounted from Secret ${f.vol.secret.secretName}`);
+  if (f?.secret && values.peerToken.value)
+    check(Buffer.from(f.secret.data?.[values.peerToken.key] ?? "", "base64").toString() === values.peerToken.value, "the mounted peer token is not peerToken.value");
+}
+
+// ---- 6b. TLS: a kubernetes.io/tls Secret mounted read-only, named by the config
+const tlsSecretName = values.tls?.existingSecret || `${sts.metadata.name}-tls`;
+const wantCA = !!(values.tls?.existingSecret ? values.tls?.existingSecretHasCA : values.tls?.ca);
+if (tlsOn) {
+  const cert = secretFile("tls-cert", "tls.crt");
+  const key = secretFile("tls-key", "tls.key");
+  check(conf.has("tls-ca") === wantCA, `the config ${conf.has("tls-ca") ? "has" : "lacks"} tls-ca, but the TLS Secret ${wantCA ? "has" : "has no"} ca.crt`);
+  const ca = wantCA ? secretFile("tls-ca", "ca.crt") : undefined;
+  for (const f of [cert, key, ca]) if (f) check(f.vol.secret.secretName === tlsSecretName, `${f.path} comes from Secret ${f.vol.secret.secretName}, not ${tlsSecretName}`);
+  const own = secrets.find((s) => s.metadata.name === tlsSecretName);
+  if (values.tls.existingSecret) {
+    check(!own, "tls.existingSecret is given, but the chart still renders a TLS Secret");
+  } else if (check(own, `the chart renders no TLS Secret ${tlsSecretName}`)) {
+    check(own.type === "kubernetes.io/tls", `Secret ${tlsSecretName} is of type ${own.type}, not kubernetes.io/tls`);
+    const dec = (k) => Buffer.from(own.data?.[k] ?? "", "base64").toString();
+    check(dec("tls.crt") === values.tls.cert, "tls.crt in the TLS Secret is not tls.cert");
+    check(dec("tls.key") === values.tls.key, "tls.key in the TLS Secret is not tls.key");
+    check(wantCA ? dec("ca.crt") === values.tls.ca : !("ca.crt" in (own.data ?? {})), "ca.crt in the TLS Secret is not tls.ca");
+    check(pod.metadata.annotations?.["checksum/tls"], "no checksum/tls annotation (pods would not roll on a new certificate)");
+  }
+  check(notes.includes("TLS is on") && notes.includes("tls = true"), "NOTES.txt does not tell clients to connect with TLS");
+  if (wantCA) check(notes.includes(tlsSecretName) && notes.includes("ca\\.crt") && notes.includes("--cacert"), "NOTES.txt does not say where the CA is");
+} else {
+  for (const k of ["tls-cert", "tls-key", "tls-ca"]) check(!conf.has(k), `TLS is off but the config has ${k}`);
+  check(!secrets.some((s) => s.type === "kubernetes.io/tls"), "TLS is off but a TLS Secret is rendered");
+  check(notes.includes("TLS is off"), "NOTES.txt does not warn that the ports are plain TCP");
 }
 
 // ---- 7. termination, capacities, storage, security -----------------------------
@@ -258,6 +327,21 @@ for (const sm of byKind("ServiceMonitor")) {
     check(sel[0]?.spec.ports.some((p) => p.name === ep.port && containerPort(p.targetPort)?.containerPort === adminPort),
       `ServiceMonitor endpoint port ${ep.port} is not the admin port`);
     check(ep.path === "/metrics", "ServiceMonitor does not scrape /metrics");
+    check(ep.scheme === (tlsOn ? "https" : "http"), `ServiceMonitor scrapes with scheme ${ep.scheme}, but the admin port serves ${tlsOn ? "HTTPS" : "HTTP"}`);
+    if (tlsOn) {
+      const tc = ep.tlsConfig ?? {};
+      check(tc.serverName === (values.metrics.serviceMonitor.serverName || `${sel[0]?.metadata.name}.${namespace}.svc.${values.clusterDomain}`),
+        `ServiceMonitor tlsConfig.serverName is ${tc.serverName}`);
+      check(tc.insecureSkipVerify === values.metrics.serviceMonitor.insecureSkipVerify, "ServiceMonitor insecureSkipVerify differs from the value");
+      if (wantCA) {
+        check(tc.ca?.secret?.name === tlsSecretName && tc.ca?.secret?.key === "ca.crt", `ServiceMonitor does not verify with ca.crt of Secret ${tlsSecretName}`);
+        if (tc.ca?.secret) resolves(tc.ca.secret.name, tc.ca.secret.key, false);
+      } else {
+        check(!tc.ca, "ServiceMonitor names a CA the TLS Secret does not have");
+      }
+    } else {
+      check(!ep.tlsConfig, "ServiceMonitor has a tlsConfig while TLS is off");
+    }
   }
   check(sm.spec.namespaceSelector?.matchNames?.includes(namespace), "ServiceMonitor does not look in the release namespace");
 }
@@ -302,7 +386,8 @@ const expect = {
   "secrets-existing": () => {
     check(secrets.length === 0, "existing Secrets given, but the chart still renders one");
     const names = ctr.env.filter((e) => e.valueFrom?.secretKeyRef).map((e) => e.valueFrom.secretKeyRef.name);
-    check(names.includes("s3-creds") && names.includes("ringcache-peer"), "existing Secrets are not referenced");
+    const vols = pod.spec.volumes.filter((v) => v.secret).map((v) => v.secret.secretName);
+    check(names.includes("s3-creds") && vols.includes("ringcache-peer") && vols.includes("ringcache-tenants"), "existing Secrets are not referenced");
   },
   monitoring: () => {
     check(byKind("ServiceMonitor").length === 1, "serviceMonitor.enabled renders no ServiceMonitor");
@@ -314,6 +399,18 @@ const expect = {
     check(byKind("ServiceAccount").length === 0 && pod.spec.serviceAccountName === "ci-runner", "existing ServiceAccount not used");
     check(sts.metadata.name === "cache", "fullnameOverride not applied");
     check(byKind("PodDisruptionBudget")[0]?.spec.maxUnavailable === "25%", "pdb percentage not rendered");
+  },
+  tls: () => {
+    check(tlsOn && conf.get("tls-cert") === "/etc/ringcache/tls/tls.crt" && conf.get("tls-ca") === "/etc/ringcache/tls/ca.crt", "TLS paths not rendered");
+    check(secrets.length === 2 && secrets.some((s) => s.type === "kubernetes.io/tls"), "expected the chart's Secret and its TLS Secret");
+    check(byKind("ServiceMonitor")[0]?.spec.endpoints[0]?.tlsConfig?.serverName === `ringcache.${namespace}.svc.cluster.local`, "default scrape serverName is not the regular Service's FQDN");
+  },
+  "tls-existing": () => {
+    check(secrets.length === 0, "existing Secrets given, but the chart still renders one");
+    check(tlsOn && !conf.has("tls-ca"), "existingSecretHasCA false still sets tls-ca");
+    const v = pod.spec.volumes.find((x) => x.secret?.secretName === "ringcache-tls");
+    check(v && !v.secret.items.some((it) => it.key === "ca.crt"), "the existing TLS Secret is not mounted, or ca.crt is asked for");
+    check(notes.includes("--cacert YOUR-CA.crt"), "NOTES.txt does not tell the reader to bring the CA");
   },
 };
 if (check(expect[scenario], `no expectations for scenario ${scenario}`)) expect[scenario]();

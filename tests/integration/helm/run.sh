@@ -7,8 +7,9 @@
 # yamllint, validates every object with npm kubernetes-models and checks the
 # chart's invariants (check.mjs); renders every file in bad/ and requires it
 # to be refused with the message its `# expect:` line names; and, when
-# ringcached is built, starts it on the rendered config to prove the daemon
-# accepts every key and value. Installs nothing: a missing tool exits 77
+# ringcached is built, starts it on the rendered config, with the rendered
+# Secrets' files in place of the mounts, to prove the daemon accepts every key
+# and value (and, in the TLS scenario, serves TLS with the chart's Secret). Installs nothing: a missing tool exits 77
 # (skipped) with the package to install. Writes only in a temp folder (the Go
 # build cache too), removed on exit.
 set -uo pipefail
@@ -24,6 +25,7 @@ skip() { echo "SKIP: $*" >&2; exit 77; }
 command -v go >/dev/null || skip "go not found (Debian package golang-go)"
 command -v yamllint >/dev/null || skip "yamllint not found (Debian package yamllint)"
 command -v node >/dev/null || skip "node not found (Debian package nodejs)"
+command -v openssl >/dev/null || skip "openssl not found (Debian package openssl)"
 for p in github.com/Masterminds/sprig:golang-github-masterminds-sprig-dev \
          github.com/Masterminds/semver:golang-github-masterminds-semver-dev \
          github.com/xeipuuv/gojsonschema:golang-github-xeipuuv-gojsonschema-dev \
@@ -56,10 +58,29 @@ fi
 cp "$here/check.mjs" "$tmp/check.mjs"
 ln -s "$nm" "$tmp/node_modules"
 
+# ---- a throwaway self-signed certificate for the TLS scenario ----------------
+# Valid one day, for 127.0.0.1 only (the daemon step dials that address). It is
+# given to the chart inline (tls.cert, tls.key, tls.ca) through a values file.
+mkdir -p "$tmp/tls"
+if ! openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 \
+    -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
+    -keyout "$tmp/tls/key.pem" -out "$tmp/tls/cert.pem" >"$tmp/tls/log" 2>&1; then
+  cat "$tmp/tls/log" >&2
+  echo "FAIL: openssl cannot make the test certificate" >&2
+  exit 1
+fi
+{
+  echo "tls:"
+  for k in cert:cert.pem key:key.pem ca:cert.pem; do
+    echo "  ${k%%:*}: |"
+    sed 's/^/    /' "$tmp/tls/${k#*:}"
+  done
+} >"$tmp/tls-pem.yaml"
+
 lint() { yamllint --strict -f parsable -c "$here/yamllint.yaml" "$@" || fail "yamllint: $*"; }
 lint "$chart/Chart.yaml" "$chart/values.yaml" "$here"/values/*.yaml "$here"/bad/*.yaml
 
-# ---- scenarios: NAME NAMESPACE [VALUES FILE] ---------------------------------
+# ---- scenarios: NAME NAMESPACE [VALUES FILE...] ------------------------------
 scenarios=(
   "default default"
   "hostpath cache $here/values/hostpath.yaml"
@@ -68,12 +89,14 @@ scenarios=(
   "secrets-inline analytics $here/values/secrets-inline.yaml"
   "secrets-existing analytics $here/values/secrets-existing.yaml"
   "monitoring monitoring $here/values/monitoring.yaml"
+  "tls secure $here/values/tls.yaml $tmp/tls-pem.yaml"
+  "tls-existing cache $here/values/tls-existing.yaml"
 )
 for s in "${scenarios[@]}"; do
-  read -r name ns file <<<"$s"
+  read -r name ns files <<<"$s"
   out=$tmp/$name
   args=(-chart "$chart" -name ringcache -namespace "$ns" -json "$out.json" -values-json "$out.values.json" -notes "$out.notes")
-  [[ -n ${file:-} ]] && args+=(-f "$file")
+  for file in ${files:-}; do args+=(-f "$file"); done
   if ! "$tmp/render" "${args[@]}" >"$out.yaml" 2>"$out.err"; then
     fail "[$name] render: $(cat "$out.err")"
     continue
@@ -130,30 +153,59 @@ grep -qx "USER $uid:$uid" "$src/helm/Dockerfile" || fail "helm/Dockerfile does n
 # ---- ringcached accepts the rendered config ------------------------------------
 # Each rendered ringcached.conf is given to the real daemon; flags override only
 # what cannot work here (addresses, ports, the data folder and its size, the
-# tenants path). It must come up (admin /readyz answers) and exit 0 on SIGTERM.
+# members). Every Secret volume the container mounts is written out from the
+# rendered Secret (its items, base64-decoded) into a local folder, and the
+# config's paths under the mount are pointed there: the tenants file, the peer
+# token file and the TLS files the daemon reads are the chart's own. It must
+# come up (admin /readyz answers, over HTTPS with the test CA when the config
+# turns TLS on) and exit 0 on SIGTERM.
 daemon=${build:+$build/cached/ringcached}
 if [[ -z $daemon || ! -x $daemon ]]; then
   echo "note: ringcached not built (RINGCACHE_BUILD_DIR=$build): the daemon config check is skipped" >&2
 elif ! command -v curl >/dev/null; then
   echo "note: curl not found: the daemon config check is skipped" >&2
 else
-  for name in default emptydir seccomp-localhost secrets-inline; do
+  for name in default emptydir seccomp-localhost secrets-inline tls; do
     d=$tmp/daemon-$name
     mkdir -p "$d/data"
     node -e '
       const fs = require("fs");
-      const objs = JSON.parse(fs.readFileSync(process.argv[1], "utf8"));
-      const vals = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
-      fs.writeFileSync(process.argv[3], objs.find(o => o.kind === "ConfigMap").data["ringcached.conf"]);
-      fs.writeFileSync(process.argv[4], vals.tenants.enabled ? vals.tenants.file : "");
-    ' "$tmp/$name.json" "$tmp/$name.values.json" "$d/ringcached.conf" "$d/tenants.conf" || { fail "[$name] cannot extract the config"; continue; }
-    extra=(--tenants "")
-    [[ -s $d/tenants.conf ]] && extra=(--tenants "$d/tenants.conf" --peer-token ci-peer-token-0123456789abcdef)
+      const [objsFile, dir] = process.argv.slice(1);
+      const objs = JSON.parse(fs.readFileSync(objsFile, "utf8"));
+      let conf = objs.find(o => o.kind === "ConfigMap").data["ringcached.conf"];
+      const pod = objs.find(o => o.kind === "StatefulSet").spec.template.spec;
+      const ctr = pod.containers.find(c => c.name === "ringcached");
+      for (const m of ctr.volumeMounts) {
+        const v = pod.volumes.find(x => x.name === m.name);
+        if (!v || !v.secret) continue;
+        const s = objs.find(o => o.kind === "Secret" && o.metadata.name === v.secret.secretName);
+        if (!s) throw new Error("Secret " + v.secret.secretName + " is not rendered: this scenario cannot run locally");
+        const local = dir + "/mnt/" + m.name;
+        fs.mkdirSync(local, { recursive: true });
+        for (const it of v.secret.items || Object.keys(s.data).map(k => ({ key: k, path: k }))) {
+          if (!(it.key in s.data)) throw new Error("Secret " + s.metadata.name + " has no key " + it.key);
+          fs.writeFileSync(local + "/" + it.path, Buffer.from(s.data[it.key], "base64"));
+        }
+        conf = conf.split(m.mountPath + "/").join(local + "/");
+      }
+      const left = conf.split("\n").filter(l => /=\s*\/etc\//.test(l));
+      if (left.length) throw new Error("the config names files no Secret mount provides: " + left.join("; "));
+      fs.writeFileSync(dir + "/ringcached.conf", conf);
+    ' "$tmp/$name.json" "$d" 2>"$d/extract.err" || { fail "[$name] cannot run the rendered config locally: $(cat "$d/extract.err")"; continue; }
+    # TLS (decided by the values, not the rendered config, so a config that
+    # drops TLS fails here): the daemon serves the test certificate, so curl
+    # trusts only that.
+    curlx=(curl -fsS)
+    scheme=http
+    if [[ $(node -p 'JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")).tls.enabled' "$tmp/$name.values.json") == true ]]; then
+      curlx=(curl -fsS --cacert "$tmp/tls/cert.pem")
+      scheme=https
+    fi
     "$daemon" --config "$d/ringcached.conf" --node-id ringcache-0 --data-dir "$d/data" \
       --listen 127.0.0.1 --port 0 --port-file "$d/port" \
       --admin-listen 127.0.0.1 --admin-port 0 --admin-port-file "$d/admin-port" \
       --ssd-capacity 256MiB --ram-capacity 16MiB --members "ringcache-0=127.0.0.1:1" \
-      "${extra[@]}" >"$d/log" 2>&1 &
+      >"$d/log" 2>&1 &
     daemon_pid=$!
     for _ in $(seq 100); do
       [[ -s $d/admin-port ]] && break
@@ -169,11 +221,18 @@ else
     admin=$(cat "$d/admin-port")
     ready=
     for _ in $(seq 100); do
-      curl -fsS "http://127.0.0.1:$admin/readyz" >/dev/null 2>&1 && { ready=1; break; }
+      "${curlx[@]}" "$scheme://127.0.0.1:$admin/readyz" >/dev/null 2>&1 && { ready=1; break; }
       sleep 0.1
     done
-    [[ -n $ready ]] || fail "[$name] ringcached on the rendered config never became ready: $(tail -5 "$d/log")"
-    curl -fsS "http://127.0.0.1:$admin/config" >"$d/effective" 2>/dev/null || fail "[$name] /config does not answer"
+    [[ -n $ready ]] || fail "[$name] ringcached on the rendered config never became $scheme-ready: $(tail -5 "$d/log")"
+    "${curlx[@]}" "$scheme://127.0.0.1:$admin/config" >"$d/effective" 2>/dev/null || fail "[$name] /config does not answer"
+    if [[ $scheme == https ]]; then
+      "${curlx[@]}" "https://127.0.0.1:$admin/healthz" >/dev/null 2>&1 || fail "[$name] /healthz does not answer over HTTPS with the test CA"
+      curl -fsS -m 2 "http://127.0.0.1:$admin/healthz" >/dev/null 2>&1 && fail "[$name] the admin port still answers plain HTTP with TLS on"
+      grep -q 'msg="ringcached ready".* tls=on' "$d/log" || fail "[$name] ringcached does not log tls=on: $(grep -m1 'ringcached ready' "$d/log")"
+      openssl s_client -connect "127.0.0.1:$(cat "$d/port")" -CAfile "$tmp/tls/cert.pem" -verify_return_error \
+        -verify_ip 127.0.0.1 </dev/null >"$d/s_client" 2>&1 || fail "[$name] the protocol port does not complete a verified TLS handshake: $(tail -3 "$d/s_client")"
+    fi
     for k in block-size region-size io drain-timeout fill-deadline; do
       want=$(sed -n "s/^$k = //p" "$d/ringcached.conf")
       grep -q "$k" "$d/effective" || fail "[$name] effective config lacks $k (rendered: $want)"
