@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -61,6 +62,7 @@ typedef struct rc_stream {
     uint64_t ra_next;      /* first block not yet read ahead */
     uint64_t used;         /* tick of last use, for replacement */
     uint32_t seq;          /* consecutive reads so far */
+    uint32_t window;       /* read-ahead blocks; grows while the stream stalls */
     bool live;
 } rc_stream;
 
@@ -143,16 +145,31 @@ typedef struct rc_meta {
     int64_t expires_ms;
 } rc_meta;
 
+/* Page buffers: one reservation of the page cache's capacity (huge pages
+ * asked for), cut into page-size slots; a freed slot goes on a free list and
+ * is handed out again already faulted in. Anything else (the page cache's
+ * metadata) comes from posix_memalign. */
+typedef struct rc_arena {
+    pthread_mutex_t lock;
+    uint8_t *map;          /* NULL: no arena, every buffer from posix_memalign */
+    size_t map_len;
+    uint8_t *start;        /* map aligned to 2 MiB */
+    size_t slot, nslots, carved;
+    void *free_head;       /* freed slots, linked through their first word */
+} rc_arena;
+
 struct rc_client {
     rc_config cfg;
     char members[4096];
     char token[4097];
     uint32_t bs;
-    int window;
+    int window;            /* read-ahead blocks a stream starts with */
+    int window_max;        /* ... and grows to while it keeps stalling */
     int chunk;
     uint32_t partial_max;
     char tenant[257];
     pc_cache *pc;
+    rc_arena arena;
 
     /* the I/O thread and what it owns */
     pthread_t io;
@@ -204,6 +221,83 @@ static void rc_obj_unref(rc_obj **op)
     *op = NULL;
     if (o && atomic_fetch_sub(&o->refs, 1) == 1)
         free(o);
+}
+
+/* ---- page buffers --------------------------------------------------------------------- */
+
+#define RC_HUGE (2u << 20)
+
+static void rc_arena_init(rc_arena *a, size_t capacity, size_t slot)
+{
+    memset(a, 0, sizeof(*a));
+    size_t nslots = capacity / slot;
+    if (nslots == 0 || slot % 4096 != 0)
+        return;
+    size_t len = nslots * slot + RC_HUGE;
+    void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+    if (m == MAP_FAILED)
+        return; /* posix_memalign serves every buffer */
+    uintptr_t start = ((uintptr_t)m + RC_HUGE - 1) & ~(uintptr_t)(RC_HUGE - 1);
+    /* one fault per 2 MiB instead of one per 4 KiB where the kernel allows */
+    (void)madvise((void *)start, nslots * slot, MADV_HUGEPAGE);
+    pthread_mutex_init(&a->lock, NULL);
+    a->map = m;
+    a->map_len = len;
+    a->start = (uint8_t *)start;
+    a->slot = slot;
+    a->nslots = nslots;
+}
+
+static void rc_arena_deinit(rc_arena *a)
+{
+    if (!a->map)
+        return;
+    munmap(a->map, a->map_len);
+    pthread_mutex_destroy(&a->lock);
+    memset(a, 0, sizeof(*a));
+}
+
+static bool rc_arena_owns(const rc_arena *a, const void *p)
+{
+    const uint8_t *b = p;
+    return a->map && b >= a->start && b < a->start + a->nslots * a->slot;
+}
+
+static void *rc_arena_alloc(void *ctx, size_t align, size_t size)
+{
+    rc_arena *a = ctx;
+    if (a->map && size == a->slot && align <= 4096) {
+        void *p = NULL;
+        pthread_mutex_lock(&a->lock);
+        if (a->free_head) {
+            p = a->free_head;
+            a->free_head = *(void **)p;
+        } else if (a->carved < a->nslots) {
+            p = a->start + a->carved++ * a->slot;
+        }
+        pthread_mutex_unlock(&a->lock);
+        if (p)
+            return p;
+    }
+    void *p = NULL;
+    return posix_memalign(&p, align, size) == 0 ? p : NULL;
+}
+
+static void rc_arena_free(void *ctx, void *ptr, size_t size)
+{
+    rc_arena *a = ctx;
+    (void)size;
+    if (!ptr)
+        return;
+    if (!rc_arena_owns(a, ptr)) {
+        free(ptr);
+        return;
+    }
+    pthread_mutex_lock(&a->lock);
+    *(void **)ptr = a->free_head;
+    a->free_head = ptr;
+    pthread_mutex_unlock(&a->lock);
 }
 
 /* ---- config ------------------------------------------------------------------------ */
@@ -799,7 +893,7 @@ static pc_key rc_key(const rc_client *c, const rc_obj *o, uint64_t b)
  * (sequential) and which blocks to read ahead ([*ra_from, *ra_to], empty when
  * from > to). */
 static bool rc_stream_update(rc_handle *h, uint64_t off, uint64_t len, uint64_t *ra_from,
-                             uint64_t *ra_to)
+                             uint64_t *ra_to, int *slot)
 {
     rc_client *c = h->c;
     uint64_t bs = c->bs;
@@ -827,13 +921,15 @@ static bool rc_stream_update(rc_handle *h, uint64_t off, uint64_t len, uint64_t 
         }
         memset(s, 0, sizeof(*s));
         s->live = true;
+        s->window = (uint32_t)c->window;
     }
+    *slot = (int)(s - h->streams);
     s->next_off = off + len;
     s->used = h->tick;
     bool seq = s->seq >= 1;
     if (seq && c->window > 0) {
         uint64_t last = (off + len - 1) / bs;
-        uint64_t target = last + (uint64_t)c->window;
+        uint64_t target = last + (uint64_t)s->window;
         if (target > nblocks - 1)
             target = nblocks - 1;
         uint64_t from = s->ra_next > last + 1 ? s->ra_next : last + 1;
@@ -845,6 +941,21 @@ static bool rc_stream_update(rc_handle *h, uint64_t off, uint64_t len, uint64_t 
     }
     pthread_mutex_unlock(&h->lock);
     return seq;
+}
+
+/* A sequential read of the stream in slot that ended at end had to wait for
+ * blocks: the window is too shallow for this cluster's latency; double it (up
+ * to window_max) so more fills run at once across the nodes. */
+static void rc_stream_grow(rc_handle *h, int slot, uint64_t end)
+{
+    rc_client *c = h->c;
+    pthread_mutex_lock(&h->lock);
+    rc_stream *s = &h->streams[slot];
+    if (s->live && s->next_off == end && s->window < (uint32_t)c->window_max) {
+        uint32_t w = s->window * 2;
+        s->window = w < (uint32_t)c->window_max ? w : (uint32_t)c->window_max;
+    }
+    pthread_mutex_unlock(&h->lock);
 }
 
 static void rc_readahead(rc_client *c, rc_obj *o, uint64_t from, uint64_t to)
@@ -910,7 +1021,7 @@ static void rc_complete_items(rc_client *c, rc_item *items, int n, uint8_t *buf)
 
 /* Reads blocks [b0, b1] (at most RC_CHUNK_MAX) of the range [off, off+len). */
 static int rc_read_chunk(rc_handle *h, uint8_t *buf, uint64_t off, uint64_t len, uint64_t b0,
-                         uint64_t b1, bool seq, bool *stalled)
+                         uint64_t b1, bool seq, bool *stalled, bool *waited)
 {
     rc_client *c = h->c;
     rc_obj *o = h->obj;
@@ -962,6 +1073,7 @@ static int rc_read_chunk(rc_handle *h, uint8_t *buf, uint64_t off, uint64_t len,
                 continue;
             }
             if (r == -EAGAIN) {
+                *waited = true;
                 RC_COUNT(c, misses, 1);
                 deferred[nd++] = b;
                 continue;
@@ -1032,15 +1144,18 @@ int64_t rc_pread(rc_handle *h, void *buf, size_t len, uint64_t off)
     uint64_t bs = c->bs;
     uint64_t b0 = off / bs, b1 = (off + len - 1) / bs;
     uint64_t ra_from, ra_to;
-    bool seq = rc_stream_update(h, off, len, &ra_from, &ra_to);
+    int slot;
+    bool seq = rc_stream_update(h, off, len, &ra_from, &ra_to, &slot);
     if (ra_from <= ra_to)
         rc_readahead(c, o, ra_from, ra_to);
-    bool stalled = false;
+    bool stalled = false, waited = false;
     int rc = 0;
     for (uint64_t cb = b0; cb <= b1 && rc == 0; cb += (uint64_t)c->chunk) {
         uint64_t ce = cb + (uint64_t)c->chunk - 1 < b1 ? cb + (uint64_t)c->chunk - 1 : b1;
-        rc = rc_read_chunk(h, buf, off, len, cb, ce, seq, &stalled);
+        rc = rc_read_chunk(h, buf, off, len, cb, ce, seq, &stalled, &waited);
     }
+    if (seq && (stalled || waited))
+        rc_stream_grow(h, slot, off + len);
     if (stalled)
         RC_COUNT(c, stalls, 1);
     if (rc == -ESTALE) {
@@ -1529,13 +1644,22 @@ int rc_create(rc_client **out, const rc_config *cfg, char *err, size_t errlen)
         return rc_fail(&c, err, errlen, -EINVAL,
                        "page cache of %zu bytes is smaller than one block (%u bytes)",
                        k->page_cache_bytes, c->bs);
-    pc_config pcc = {.capacity_bytes = k->page_cache_bytes, .page_size = c->bs};
+    rc_arena_init(&c->arena, k->page_cache_bytes, c->bs);
+    pc_config pcc = {.capacity_bytes = k->page_cache_bytes, .page_size = c->bs,
+                     .alloc_fn = rc_arena_alloc, .free_fn = rc_arena_free,
+                     .alloc_ctx = &c->arena};
     rc = pc_create(&c->pc, &pcc);
     if (rc < 0)
         return rc_fail(&c, err, errlen, rc, "cannot create a page cache of %zu bytes: %s",
                        k->page_cache_bytes, strerror(-rc));
     c->window = rc_readahead_window(k, c->bs);
     size_t pages = k->page_cache_bytes / c->bs;
+    /* a stream that keeps waiting gets up to 4x the window, still within a
+     * quarter of the page cache per reader */
+    size_t wmax = pages / (4 * (size_t)k->max_threads);
+    if (wmax > 4 * (size_t)c->window)
+        wmax = 4 * (size_t)c->window;
+    c->window_max = wmax > (size_t)c->window ? (int)wmax : c->window;
     size_t chunk = pages / (2 * (size_t)k->max_threads);
     c->chunk = chunk < 1 ? 1 : chunk > RC_CHUNK_MAX ? RC_CHUNK_MAX : (int)chunk;
     c->partial_max = k->partial_read_max == UINT32_MAX ? c->bs / 4 : k->partial_read_max;
@@ -1565,6 +1689,7 @@ void rc_destroy(rc_client **cp)
     if (c->efd >= 0)
         close(c->efd);
     pc_destroy(&c->pc);
+    rc_arena_deinit(&c->arena);
     pthread_mutex_lock(&c->mlock);
     rc_meta_clear_locked(c);
     pthread_mutex_unlock(&c->mlock);

@@ -84,7 +84,10 @@ typedef struct rc_config {
     size_t page_cache_bytes;    /* RAM for pages; default 512 MiB */
     uint32_t block_size;        /* 0 (default): the nodes' (HELLO); 1 MiB if none answers */
     int max_threads;            /* reader threads sharing the client; default: cores */
-    int readahead_blocks;       /* window for sequential readers; default 16; 0: off */
+    int readahead_blocks;       /* window for sequential readers; default 16; 0: off.
+                                   A stream that still waits for blocks doubles its
+                                   window, up to 4x, within page cache pages /
+                                   (4 x max_threads) */
     int metadata_ttl_ms;        /* how long a HEAD is trusted; default 5000 */
     int timeout_ms;             /* a node request with no answer fails; default 30000
                                    (longer than the nodes' fill deadline, 20 s) */
