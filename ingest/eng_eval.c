@@ -66,8 +66,8 @@ static inline int64_t iv(const ex_vec *v, uint32_t r)
 {
     r = ex_row(v, r);
     if (v->t.kind == EX_FLOAT)
-        return (int64_t)v->d[r];
-    return v->i[r];
+        return v->d ? (int64_t)v->d[r] : 0;
+    return v->i ? v->i[r] : 0; /* a NULL-typed vector has no values (every row is NULL) */
 }
 
 static inline bool truthy(const ex_vec *v, uint32_t r)
@@ -75,8 +75,8 @@ static inline bool truthy(const ex_vec *v, uint32_t r)
     if (ex_null(v, r))
         return false;
     if (v->t.kind == EX_FLOAT)
-        return v->d[ex_row(v, r)] != 0;
-    return v->i[ex_row(v, r)] != 0;
+        return v->d && v->d[ex_row(v, r)] != 0;
+    return v->i && v->i[ex_row(v, r)] != 0;
 }
 
 /* out->nulls |= a's nulls (allocates when needed). */
@@ -469,6 +469,8 @@ static int eval_arith(ex_ectx *c, const bx *e, ex_vec *a, uint32_t n, ex_vec *ou
 {
     if (out_new(c, out, e->t, n, a, e->fn == F_NEG ? 1 : 2) < 0)
         return -ENOMEM;
+    if (e->t.kind == EX_NOTHING)
+        return 0; /* NULL op anything: every row is NULL, there are no values to write */
     if (e->fn == F_NEG) {
         for (uint32_t r = 0; r < n; r++) {
             if (e->t.kind == EX_FLOAT)

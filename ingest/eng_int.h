@@ -117,6 +117,10 @@ static inline bool ex_null(const ex_vec *v, uint32_t r)
 static inline const uint8_t *ex_str(const ex_vec *v, uint32_t r, uint32_t *len)
 {
     r = ex_row(v, r);
+    if (!v->dict && !v->off) { /* a NULL-typed vector: no strings, every row is NULL */
+        *len = 0;
+        return (const uint8_t *)"";
+    }
     if (v->dict) {
         uint32_t k = v->idx[r];
         *len = v->dict->offsets[k + 1] - v->dict->offsets[k];
@@ -128,6 +132,8 @@ static inline const uint8_t *ex_str(const ex_vec *v, uint32_t r, uint32_t *len)
 static inline double ex_f(const ex_vec *v, uint32_t r)
 {
     r = ex_row(v, r);
+    if (!v->i && !v->d)
+        return 0; /* a NULL-typed vector: no values, every row is NULL */
     if (v->t.kind == EX_FLOAT)
         return v->d[r];
     if (v->t.kind == EX_UINT)
