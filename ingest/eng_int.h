@@ -124,10 +124,11 @@ static inline const uint8_t *ex_str(const ex_vec *v, uint32_t r, uint32_t *len)
     if (v->dict) {
         uint32_t k = v->idx[r];
         *len = v->dict->offsets[k + 1] - v->dict->offsets[k];
-        return v->dict->data + v->dict->offsets[k];
+        return v->dict->data ? v->dict->data + v->dict->offsets[k] : (const uint8_t *)"";
     }
     *len = v->off[r + 1] - v->off[r];
-    return v->data + v->off[r];
+    /* no data buffer: every string of the vector is empty */
+    return v->data ? v->data + v->off[r] : (const uint8_t *)"";
 }
 static inline double ex_f(const ex_vec *v, uint32_t r)
 {
