@@ -74,37 +74,7 @@ static void die(const char *what)
     exit(1);
 }
 
-/* CPU seconds (user + system) of a process and its threads. */
-static double proc_cpu_s(pid_t pid)
-{
-    char path[64], buf[1024];
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    char *p = strrchr(buf, ')');
-    unsigned long ut = 0, st = 0;
-    if (p)
-        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st);
-    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-}
 
-static long proc_rss_kib(pid_t pid)
-{
-    char path[64], line[256];
-    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "r");
-    long kib = -1;
-    while (f && fgets(line, sizeof(line), f))
-        if (!strncmp(line, "VmRSS:", 6))
-            kib = strtol(line + 6, NULL, 10);
-    if (f)
-        fclose(f);
-    return kib;
-}
 
 /* ---- a node ----------------------------------------------------------------- */
 
@@ -339,14 +309,14 @@ static void ours_random(int port, const char *version, uint64_t size, const uint
 /* CPU of nginx: the master and its workers (children in its process group). */
 static double nginx_cpu_s(pid_t master)
 {
-    double t = proc_cpu_s(master);
+    double t = h_pid_cpu_s(master);
     char cmd[128];
     snprintf(cmd, sizeof(cmd), "pgrep -g %d", (int)master);
     FILE *p = popen(cmd, "r");
     int pid;
     while (p && fscanf(p, "%d", &pid) == 1)
         if (pid != master)
-            t += proc_cpu_s(pid);
+            t += h_pid_cpu_s(pid);
     if (p)
         pclose(p);
     return t;
@@ -654,7 +624,7 @@ int main(int argc, char **argv)
     char ram[32];
     snprintf(ram, sizeof(ram), "%dMiB", size_mib + 256);
     node_start(&n, "node", h_s3model_endpoint(model), ram, true, NULL);
-    long rss_rest = proc_rss_kib(h_proc_pid(n.proc));
+    long rss_rest = h_pid_rss_kib(h_proc_pid(n.proc));
     uint64_t blocks = bkey_block_count(size, 1u << 20);
     double t_cold = load_run(n.port, etag, size, blocks, 4, 8);
     fprintf(stderr, "cold through the node: %.2f s\n", t_cold);
@@ -665,11 +635,11 @@ int main(int argc, char **argv)
     long rss_load = 0;
     for (int r = 0; r < reps; r++) {
         t_ip[r] = h_iperf_gib_s(env, 4, 3);
-        double c0 = proc_cpu_s(h_proc_pid(n.proc));
+        double c0 = h_pid_cpu_s(h_proc_pid(n.proc));
         double t = load_run(n.port, etag, size, blocks * 2, 4, 4);
-        cpu_ours += proc_cpu_s(h_proc_pid(n.proc)) - c0;
+        cpu_ours += h_pid_cpu_s(h_proc_pid(n.proc)) - c0;
         gib_ours += 2.0 * (double)size / (1u << 30);
-        long rss = proc_rss_kib(h_proc_pid(n.proc));
+        long rss = h_pid_rss_kib(h_proc_pid(n.proc));
         if (rss > rss_load)
             rss_load = rss;
         t_ram[r] = 2.0 * (double)size / (1u << 30) / t;

@@ -67,22 +67,6 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static double proc_cpu_s(pid_t pid)
-{
-    char path[64], buf[1024];
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    char *p = strrchr(buf, ')');
-    unsigned long ut = 0, st = 0;
-    if (p)
-        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st);
-    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-}
 
 /* ---- processes ----------------------------------------------------------------- */
 
@@ -140,7 +124,7 @@ static double nodes_cpu(const node_t *nodes, int n)
 {
     double t = 0;
     for (int i = 0; i < n; i++)
-        t += proc_cpu_s(h_proc_pid(nodes[i].proc));
+        t += h_pid_cpu_s(h_proc_pid(nodes[i].proc));
     return t;
 }
 

@@ -142,6 +142,11 @@ int64_t h_now_ms(void);
  * certificate is its own CA. 0 or -errno. */
 int h_make_cert(const char *cert_path, const char *key_path);
 
+/* CPU seconds (user + system, all threads) and resident KiB of a process, from
+ * /proc; 0 / -1 when it is gone. */
+double h_pid_cpu_s(pid_t pid);
+long h_pid_rss_kib(pid_t pid);
+
 /* A port the kernel says is free on 127.0.0.1 now (for servers without a port
  * file, such as nginx and iperf3), or -errno. */
 int h_free_port(void);

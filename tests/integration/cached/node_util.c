@@ -79,16 +79,7 @@ int64_t t_node_metric(const t_node *n, const char *metric)
 
 int64_t t_node_rss_kib(const t_node *n)
 {
-    char path[64], line[256];
-    snprintf(path, sizeof(path), "/proc/%d/status", (int)h_proc_pid(n->proc));
-    FILE *f = fopen(path, "r");
-    int64_t kib = -1;
-    while (f && fgets(line, sizeof(line), f))
-        if (strncmp(line, "VmRSS:", 6) == 0)
-            kib = strtoll(line + 6, NULL, 10);
-    if (f)
-        fclose(f);
-    return kib;
+    return h_pid_rss_kib(h_proc_pid(n->proc));
 }
 
 cc_conn *t_conn(struct event_base *base, const t_node *n, const char *token)

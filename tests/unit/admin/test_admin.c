@@ -7,6 +7,7 @@
  * CA succeeds, another CA fails, a mismatched key is refused at start).
  */
 #include "admin.h"
+#include "harness.h"
 #include "metrics.h"
 
 #include <errno.h>
@@ -422,47 +423,6 @@ static void test_start_errors(void **state)
 
 /* ---- TLS: a self-signed certificate for 127.0.0.1, made here ------------ */
 
-static void make_cert(const char *cert_path, const char *key_path)
-{
-    EVP_PKEY *key = EVP_EC_gen("P-256");
-    assert_non_null(key);
-    X509 *x = X509_new();
-    assert_non_null(x);
-    X509_set_version(x, 2);
-    ASN1_INTEGER_set(X509_get_serialNumber(x), (long)(getpid() ^ rand()));
-    X509_gmtime_adj(X509_getm_notBefore(x), -60);
-    X509_gmtime_adj(X509_getm_notAfter(x), 3600);
-    X509_set_pubkey(x, key);
-    X509_NAME *name = X509_get_subject_name(x);
-    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)"127.0.0.1", -1,
-                               -1, 0);
-    X509_set_issuer_name(x, name);
-    X509V3_CTX ctx;
-    X509V3_set_ctx_nodb(&ctx);
-    X509V3_set_ctx(&ctx, x, x, NULL, NULL, 0);
-    static const char *const exts[][2] = {
-        {"basicConstraints", "critical,CA:TRUE"},
-        {"subjectAltName", "IP:127.0.0.1"},
-        {"keyUsage", "critical,digitalSignature,keyCertSign"},
-    };
-    for (size_t i = 0; i < 3; i++) {
-        X509_EXTENSION *e = X509V3_EXT_conf(NULL, &ctx, exts[i][0], exts[i][1]);
-        assert_non_null(e);
-        X509_add_ext(x, e, -1);
-        X509_EXTENSION_free(e);
-    }
-    assert_true(X509_sign(x, key, EVP_sha256()) > 0);
-    FILE *f = fopen(cert_path, "w");
-    assert_non_null(f);
-    assert_int_equal(PEM_write_X509(f, x), 1);
-    fclose(f);
-    f = fopen(key_path, "w");
-    assert_non_null(f);
-    assert_int_equal(PEM_write_PrivateKey(f, key, NULL, NULL, 0, NULL, NULL), 1);
-    fclose(f);
-    X509_free(x);
-    EVP_PKEY_free(key);
-}
 
 static void test_tls(void **state)
 {
@@ -472,8 +432,8 @@ static void test_tls(void **state)
     snprintf(key, sizeof key, "%s/admin.key", f->dir);
     snprintf(other_cert, sizeof other_cert, "%s/other.pem", f->dir);
     snprintf(other_key, sizeof other_key, "%s/other.key", f->dir);
-    make_cert(cert, key);
-    make_cert(other_cert, other_key);
+    assert_int_equal(h_make_cert(cert, key), 0);
+    assert_int_equal(h_make_cert(other_cert, other_key), 0);
 
     adm_config cfg = {.addr = "127.0.0.1", .port = 0, .tls_cert = cert, .tls_key = key};
     adm_server *a = NULL;
