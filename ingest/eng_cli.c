@@ -13,6 +13,7 @@
 #include "s3.h"
 
 #ifdef RINGCACHE_ENGINE_HAVE_RC
+#include "rs_rc.h"
 #include "ringcache.h"
 #endif
 
@@ -96,43 +97,6 @@ static int direct_open(void *impl, const char *bucket, const char *key, rs_sourc
 /* ---- through the cache -------------------------------------------------- */
 
 #ifdef RINGCACHE_ENGINE_HAVE_RC
-typedef struct rc_src {
-    rc_handle *h;
-} rc_src;
-
-static int rcs_read(void *impl, const rs_range *r, size_t n, char *err, size_t errlen)
-{
-    rc_src *s = impl;
-    for (size_t i = 0; i < n; i++) {
-        uint64_t done = 0;
-        while (done < r[i].length) {
-            int64_t got = rc_pread(s->h, (uint8_t *)r[i].buf + done, r[i].length - done,
-                                   r[i].offset + done);
-            if (got < 0) {
-                char m[RC_ERR_MAX];
-                rc_last_error(s->h, m, sizeof(m));
-                snprintf(err, errlen, "%s", m[0] ? m : strerror((int)-got));
-                return (int)got;
-            }
-            if (got == 0) {
-                snprintf(err, errlen, "the object ended before byte %llu (it is shorter than "
-                                      "its listed size)",
-                         (unsigned long long)(r[i].offset + done));
-                return -EIO;
-            }
-            done += (uint64_t)got;
-        }
-    }
-    return 0;
-}
-
-static void rcs_destroy(void *impl)
-{
-    rc_src *s = impl;
-    rc_close(&s->h);
-    free(s);
-}
-
 static int cache_list(void *impl, const char *bucket, const char *glob, eng_key_fn fn, void *arg,
                       char *err, size_t errlen)
 {
@@ -144,24 +108,7 @@ static int cache_list(void *impl, const char *bucket, const char *glob, eng_key_
 static int cache_open(void *impl, const char *bucket, const char *key, rs_source **out,
                       char *err, size_t errlen)
 {
-    rc_src *s = calloc(1, sizeof(*s));
-    if (!s)
-        return -ENOMEM;
-    int rc = rc_open(impl, bucket, key, &s->h, err, errlen);
-    if (rc < 0) {
-        free(s);
-        return rc;
-    }
-    char name[1200];
-    snprintf(name, sizeof(name), "s3://%s/%s", bucket, key);
-    rs_ops ops = {rcs_read, rcs_destroy};
-    uint64_t size = rc_size(s->h);
-    char ver[RC_VERSION_MAX];
-    snprintf(ver, sizeof(ver), "%s", rc_version(s->h));
-    rc = rs_source_create(out, &ops, s, name, size, ver);
-    if (rc < 0)
-        snprintf(err, errlen, "out of memory opening %s", name);
-    return rc;
+    return rs_rc_open(out, impl, bucket, key, err, errlen);
 }
 #endif
 

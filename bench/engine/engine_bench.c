@@ -39,6 +39,7 @@
 #include "s3.h"
 
 #ifdef ENGINE_BENCH_HAVE_RC
+#include "rs_rc.h"
 #include "ringcache.h"
 #endif
 
@@ -138,35 +139,6 @@ static double duck_value(const char *name)
 #ifdef ENGINE_BENCH_HAVE_RC
 /* ---- the cached path: s3rver + three ringcached nodes ---- */
 
-typedef struct rc_src {
-    rc_handle *h;
-} rc_src;
-
-static int rcs_read(void *impl, const rs_range *r, size_t n, char *err, size_t errlen)
-{
-    rc_src *s = impl;
-    for (size_t i = 0; i < n; i++) {
-        uint64_t done = 0;
-        while (done < r[i].length) {
-            int64_t got = rc_pread(s->h, (uint8_t *)r[i].buf + done, r[i].length - done,
-                                   r[i].offset + done);
-            if (got <= 0) {
-                rc_last_error(s->h, err, errlen);
-                return got < 0 ? (int)got : -EIO;
-            }
-            done += (uint64_t)got;
-        }
-    }
-    return 0;
-}
-
-static void rcs_destroy(void *impl)
-{
-    rc_src *s = impl;
-    rc_close(&s->h);
-    free(s);
-}
-
 typedef struct glob_ctx {
     eng_key_fn fn;
     void *arg;
@@ -188,18 +160,7 @@ static int cache_list(void *impl, const char *bucket, const char *glob, eng_key_
 static int cache_open(void *impl, const char *bucket, const char *key, rs_source **out,
                       char *err, size_t errlen)
 {
-    rc_src *s = calloc(1, sizeof(*s));
-    if (!s)
-        return -ENOMEM;
-    int rc = rc_open(impl, bucket, key, &s->h, err, errlen);
-    if (rc < 0) {
-        free(s);
-        return rc;
-    }
-    rs_ops ops = {rcs_read, rcs_destroy};
-    char name[1200];
-    snprintf(name, sizeof(name), "s3://%s/%s", bucket, key);
-    return rs_source_create(out, &ops, s, name, rc_size(s->h), rc_version(s->h));
+    return rs_rc_open(out, impl, bucket, key, err, errlen);
 }
 
 static double cached_seed(const eng_ctx *local, const char *seed_local, const char *seed_s3)

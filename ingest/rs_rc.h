@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * rs_rc.h: a byte-range source (rangesrc.h) that reads through the compute-side
+ * cache client (client/ringcache.h): an rc_handle pinned to the version and size
+ * its open saw, so every range comes from that version, and a "stale" answer
+ * (-ESTALE) passes through unchanged for the engine to re-plan.
+ *
+ * Thread-safety: as rangesrc.h: a source's reads are serialised by the caller
+ * (the engine gives each worker its own range calls); rc_pread itself is
+ * thread-safe, so several sources on one rc_client are fine.
+ */
+#ifndef RINGCACHE_RS_RC_H
+#define RINGCACHE_RS_RC_H
+
+#include "rangesrc.h"
+
+#include <stddef.h>
+
+struct rc_client;
+
+/* Opens bucket/key through c (borrowed; it must outlive the source). 0, or
+ * -errno from rc_open (-ENOENT, -EACCES, -EHOSTDOWN, ...) with a sentence in
+ * err. The source is named "s3://bucket/key". */
+int rs_rc_open(rs_source **out, struct rc_client *c, const char *bucket, const char *key,
+               char *err, size_t errlen);
+
+#endif /* RINGCACHE_RS_RC_H */
