@@ -207,21 +207,20 @@ static const met_def node_metric_defs[NM__COUNT] = {
     [NM_LATENCY] = {"ringcached_request_seconds", "GET latency from request to last byte queued", MET_HISTOGRAM, NULL},
 };
 
-static int node_metric_base;
 
 void node__count(node_worker *w, int metric, uint64_t v)
 {
-    met_add(w->n->metrics, w->idx, node_metric_base + metric, v);
+    met_add(w->n->metrics, w->idx, w->n->metric_base + metric, v);
 }
 
 void node__gauge_add(node_worker *w, int metric, int64_t delta)
 {
-    met_gauge_add(w->n->metrics, node_metric_base + metric, delta);
+    met_gauge_add(w->n->metrics, w->n->metric_base + metric, delta);
 }
 
 void node__latency(node_worker *w, uint64_t us)
 {
-    met_observe_us(w->n->metrics, w->idx, node_metric_base + NM_LATENCY, us);
+    met_observe_us(w->n->metrics, w->idx, w->n->metric_base + NM_LATENCY, us);
 }
 
 typedef enum {
@@ -248,11 +247,10 @@ static const met_def node_gauge_defs[G__COUNT] = {
     [G_BYTES] = {"ringcached_bytes_stored", "logical bytes in the store", MET_GAUGE, NULL},
 };
 
-typedef struct {
+typedef struct gauge_arg {
     node *n;
     node_gauge g;
 } gauge_arg;
-static gauge_arg g_gauge_args[G__COUNT];
 
 static int64_t node_gauge_fn(void *arg)
 {
@@ -688,21 +686,19 @@ static void listener_cb(struct evconnlistener *l, evutil_socket_t fd, struct soc
     node__accept(w, fd);
 }
 
-static struct event *g_drain_timer[256];
 
 static void worker_drain_check(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
     node_worker *w = arg;
-    static __thread int64_t deadline_ms;
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-    if (!deadline_ms)
-        deadline_ms = now + w->n->conf.drain_timeout_ms;
+    if (!w->drain_deadline_ms)
+        w->drain_deadline_ms = now + w->n->conf.drain_timeout_ms;
     size_t busy = node__conn_count(w);
-    if (busy == 0 || now >= deadline_ms) {
+    if (busy == 0 || now >= w->drain_deadline_ms) {
         if (busy)
             node_log(NODE_LOG_WARN, "msg=\"drain deadline passed\" worker=%u connections=%zu",
                      w->idx, busy);
@@ -711,7 +707,7 @@ static void worker_drain_check(evutil_socket_t fd, short what, void *arg)
         return;
     }
     struct timeval tv = {0, 50000};
-    evtimer_add(g_drain_timer[w->idx], &tv);
+    evtimer_add(w->drain_timer, &tv);
 }
 
 static void worker_stop_cb(evutil_socket_t fd, short what, void *arg)
@@ -721,7 +717,7 @@ static void worker_stop_cb(evutil_socket_t fd, short what, void *arg)
     node_worker *w = arg;
     if (w->listener)
         evconnlistener_disable(w->listener);
-    g_drain_timer[w->idx] = evtimer_new(w->base, worker_drain_check, w);
+    w->drain_timer = evtimer_new(w->base, worker_drain_check, w);
     worker_drain_check(-1, 0, w);
 }
 
@@ -738,8 +734,9 @@ static void *worker_main(void *arg)
     if (w->n->tenants)
         for (size_t i = 0; i < ten_count(w->n->tenants); i++)
             s3_client_destroy(&w->tenant_s3[i]);
-    if (g_drain_timer[w->idx])
-        event_free(g_drain_timer[w->idx]);
+    if (w->drain_timer)
+        event_free(w->drain_timer);
+    w->drain_timer = NULL;
     return NULL;
 }
 
@@ -914,12 +911,13 @@ int node_create(node **out, const node_conf *conf)
         node_destroy(&n);
         return rc < 0 ? rc : -ENOMEM;
     }
-    node_metric_base = rc;
+    n->metric_base = rc;
     int gbase = met_register(n->metrics, node_gauge_defs, G__COUNT);
-    if (gbase >= 0)
+    n->gauge_args = calloc(G__COUNT, sizeof(*n->gauge_args));
+    if (gbase >= 0 && n->gauge_args)
         for (int g = 0; g < G__COUNT; g++) {
-            g_gauge_args[g] = (gauge_arg){n, (node_gauge)g};
-            met_set_fn(n->metrics, gbase + g, node_gauge_fn, &g_gauge_args[g]);
+            n->gauge_args[g] = (gauge_arg){n, (node_gauge)g};
+            met_set_fn(n->metrics, gbase + g, node_gauge_fn, &n->gauge_args[g]);
         }
 
     /* the protocol port: one socket per worker on the same port (SO_REUSEPORT) */
@@ -1125,6 +1123,7 @@ void node_destroy(node **np)
     bs_close(&n->store);
     SSL_CTX_free(n->ssl_ctx);
     met_destroy(&n->metrics);
+    free(n->gauge_args);
     ten_destroy(&n->tenants);
     if (n->main_base)
         event_base_free(n->main_base);

@@ -108,6 +108,8 @@ struct node_worker {
     cc_conn **peers;               /* per ring member index: connection for PUT_BLOCK */
     size_t n_peers;
     struct event *stop_ev;
+    struct event *drain_timer;     /* after SIGTERM: polls until idle or the deadline */
+    int64_t drain_deadline_ms;
 };
 
 struct node {
@@ -131,6 +133,8 @@ struct node {
     size_t fill_buckets;
     size_t fills_active;
     int log_level;
+    int metric_base;                /* index of this node's metric table (metrics.h) */
+    struct gauge_arg *gauge_args;   /* one per store gauge, arguments of their callbacks */
 };
 
 /* A request in flight on a connection (node_conn.c, node_put.c). */
