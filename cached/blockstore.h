@@ -128,6 +128,8 @@ typedef struct bs_stats {
     uint64_t evictions;         /* regions evicted */
     uint64_t evicted_blocks;    /* blocks dropped by eviction */
     uint64_t reinsertions;      /* blocks copied forward instead of dropped */
+    uint64_t reinsert_skipped;  /* hot blocks dropped: no free space for the copy
+                                   (the writers had taken every region) */
     uint64_t checksum_failures; /* reads whose bytes did not verify (dropped) */
     uint64_t io_errors;         /* failed reads and writes */
     uint64_t index_batches, index_puts, index_deletes, index_errors;

@@ -22,6 +22,8 @@
 #include <stdarg.h>
 
 #define BS_MAP_SHARDS 64u
+/* The evictor works while fewer regions than this are free (bs_region.c). */
+#define BS_FREE_RESERVE 2u
 #define BS_FORMAT_VERSION 1u
 #define BS_ALIGN 4096u /* block placement; >= the disk's O_DIRECT alignment */
 
@@ -331,7 +333,7 @@ struct bs_store {
     bs_worker *workers;
     bs_wstats gone;                   /* counters of detached workers */
 
-    _Atomic uint64_t evictions, evicted_blocks, reinsertions, write_waits;
+    _Atomic uint64_t evictions, evicted_blocks, reinsertions, reinsert_skipped, write_waits;
     _Atomic uint64_t index_batches, index_puts, index_deletes, index_errors;
     _Atomic uint64_t drop_checksum;   /* drops counted by the evictor's reads */
 

@@ -22,7 +22,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define BS_FREE_RESERVE 2u
 #define NO_REGION UINT32_MAX
 
 int bs__regions_init(bs_store *s)
@@ -384,10 +383,14 @@ static void evict_region(bs_store *s, uint32_t vi, bs_entry *list)
     uint32_t min_hits = s->cfg.reinsert_hits ? s->cfg.reinsert_hits : 1;
     for (bs_entry *e = list; e; e = e->rnext) {
         uint32_t alen = (uint32_t)bs__round_up(e->len, BS_ALIGN);
-        if (budget >= alen && atomic_load_explicit(&e->hits, memory_order_relaxed) >= min_hits &&
-            reinsert_one(s, e) == 0) {
-            budget -= alen;
-            continue;
+        if (budget >= alen && atomic_load_explicit(&e->hits, memory_order_relaxed) >= min_hits) {
+            int rc = reinsert_one(s, e);
+            if (rc == 0) {
+                budget -= alen;
+                continue;
+            }
+            if (rc == -ENOSPC) /* writers used every region first: best effort */
+                bs__inc(&s->reinsert_skipped, 1);
         }
         bs_shard *sh = bs__shard_of(s, e->key);
         pthread_mutex_lock(&sh->lock);

@@ -238,6 +238,7 @@ void bs_stats_get(bs_store *s, bs_stats *out)
     out->evictions = atomic_load(&s->evictions);
     out->evicted_blocks = atomic_load(&s->evicted_blocks);
     out->reinsertions = atomic_load(&s->reinsertions);
+    out->reinsert_skipped = atomic_load(&s->reinsert_skipped);
     out->index_batches = atomic_load(&s->index_batches);
     out->index_puts = atomic_load(&s->index_puts);
     out->index_deletes = atomic_load(&s->index_deletes);

@@ -224,7 +224,7 @@ void node__latency(node_worker *w, uint64_t us)
 }
 
 typedef enum {
-    G_RAM_HITS, G_RAM_MISSES, G_SSD_HITS, G_SSD_MISSES, G_EVICTIONS, G_REINSERT, G_CHECKSUM,
+    G_RAM_HITS, G_RAM_MISSES, G_SSD_HITS, G_SSD_MISSES, G_EVICTIONS, G_REINSERT, G_REINSERT_SKIP, G_CHECKSUM,
     G_IOERR, G_INFLIGHT, G_SSD_USED, G_SSD_CAP, G_RAM_USED, G_RAM_CAP, G_BLOCKS, G_BYTES,
     G__COUNT
 } node_gauge;
@@ -236,6 +236,7 @@ static const met_def node_gauge_defs[G__COUNT] = {
     [G_SSD_MISSES] = {"ringcached_tier_misses_total", "store misses per tier", MET_GAUGE, "tier=\"ssd\""},
     [G_EVICTIONS] = {"ringcached_evictions_total", "regions evicted from the SSD", MET_GAUGE, NULL},
     [G_REINSERT] = {"ringcached_reinsertions_total", "hot blocks kept when their region was evicted", MET_GAUGE, NULL},
+    [G_REINSERT_SKIP] = {"ringcached_reinsertions_skipped_total", "hot blocks dropped at eviction for lack of a free region to copy them into", MET_GAUGE, NULL},
     [G_CHECKSUM] = {"ringcached_checksum_failures_total", "blocks whose bytes failed their checksum (dropped, refilled)", MET_GAUGE, NULL},
     [G_IOERR] = {"ringcached_io_errors_total", "disk reads and writes that failed", MET_GAUGE, NULL},
     [G_INFLIGHT] = {"ringcached_io_inflight", "disk I/O submitted and not completed", MET_GAUGE, NULL},
@@ -264,6 +265,7 @@ static int64_t node_gauge_fn(void *arg)
     case G_SSD_MISSES: return (int64_t)st.ssd_misses;
     case G_EVICTIONS: return (int64_t)st.evictions;
     case G_REINSERT: return (int64_t)st.reinsertions;
+    case G_REINSERT_SKIP: return (int64_t)st.reinsert_skipped;
     case G_CHECKSUM: return (int64_t)st.checksum_failures;
     case G_IOERR: return (int64_t)st.io_errors;
     case G_INFLIGHT: return (int64_t)st.inflight;
