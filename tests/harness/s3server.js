@@ -13,8 +13,17 @@
 //
 // s3rver 3 needs NODE_OPTIONS=--openssl-legacy-provider (its ListObjectsV2
 // continuation token uses DES); the harness sets it for both versions.
+//
+// Overwrites are made atomic, as in real S3: both packages write a PUT's body
+// in place (truncating the live object) and its ETag afterwards, so a GET or
+// HEAD racing the PUT could return old metadata with new or half-written
+// bytes, a mixture no S3 ever serves. Here a PUT writes a temporary file and,
+// under a per-key lock that metadata reads and GET opens also take, renames
+// it into place and writes its metadata. A GET that already has the file open
+// keeps reading the old bytes, as a GET of an overwritten S3 object does.
 'use strict';
 
+const crypto = require('node:crypto');
 const fs = require('node:fs');
 const path = require('node:path');
 
@@ -23,6 +32,95 @@ function usage(msg) {
     'usage: node s3server.js --node-modules DIR --version 3|5 --dir DATA ' +
     '--port-file F [--port 0] [--bucket NAME]... [--access-key K --secret-key S] [--verbose]\n');
   process.exit(2);
+}
+
+// A readers-preferring lock per key: reads (HEAD, GET open) share it, the
+// commit of a PUT (rename + metadata) holds it alone. Reads nest (getObject
+// calls getMetadata), which a waiting writer must not block.
+function atomicOverwrites(store) {
+  const locks = new Map();
+  const slot = (k) => {
+    let l = locks.get(k);
+    if (!l) {
+      l = { readers: 0, writer: false, queue: [] };
+      locks.set(k, l);
+    }
+    return l;
+  };
+  const wakeAll = (k, l) => {
+    const q = l.queue;
+    l.queue = [];
+    for (const w of q) w();
+    if (!l.readers && !l.writer && !l.queue.length) locks.delete(k);
+  };
+  const acquire = async (k, write) => {
+    for (;;) {
+      const l = slot(k);
+      if (write ? !l.writer && !l.readers : !l.writer) {
+        if (write) l.writer = true;
+        else l.readers++;
+        return;
+      }
+      await new Promise((resolve) => l.queue.push(resolve));
+    }
+  };
+  const release = (k, write) => {
+    const l = locks.get(k);
+    if (write) l.writer = false;
+    else l.readers--;
+    wakeAll(k, l);
+  };
+  const locked = (fn, write) => async (...args) => {
+    const k = `${args[0]}/${args[1]}`;
+    await acquire(k, write);
+    try {
+      return await fn(...args);
+    } finally {
+      release(k, write);
+    }
+  };
+  const getMetadata = store.getMetadata.bind(store);
+  const getObject = store.getObject.bind(store);
+  const putMetadata = store.putMetadata.bind(store);
+  const commit = locked(async (bucket, key, tmp, objectPath, metadata, md5) => {
+    await fs.promises.rename(tmp, objectPath);
+    await putMetadata(bucket, key, metadata, md5);
+  }, true);
+  let seq = 0;
+  store.getMetadata = locked(getMetadata, false);
+  store.getObject = locked(getObject, false);
+  store.putObject = async (object) => {
+    const objectPath = store.getResourcePath(object.bucket, object.key, 'object');
+    await fs.promises.mkdir(path.dirname(objectPath), { recursive: true });
+    const tmp = `${objectPath}.tmp-${process.pid}-${++seq}`;
+    const [size, md5] = await new Promise((resolve, reject) => {
+      const out = fs.createWriteStream(tmp);
+      const hash = crypto.createHash('md5');
+      let total = 0;
+      out.on('error', reject);
+      out.on('close', () => resolve([total, hash.digest('hex')]));
+      if (Buffer.isBuffer(object.content)) {
+        hash.update(object.content);
+        total = object.content.length;
+        out.end(object.content);
+      } else {
+        object.content.on('error', (err) => {
+          out.destroy();
+          reject(err);
+        });
+        object.content.on('data', (chunk) => {
+          hash.update(chunk);
+          total += chunk.length;
+        });
+        object.content.pipe(out);
+      }
+    }).catch(async (err) => {
+      await fs.promises.rm(tmp, { force: true });
+      throw err;
+    });
+    await commit(object.bucket, object.key, tmp, objectPath, object.metadata, md5);
+    return { size, md5 };
+  };
 }
 
 function parseArgs(argv) {
@@ -89,6 +187,7 @@ async function main() {
     silent: !o.verbose,
     configureBuckets: o.buckets.map((name) => ({ name })),
   });
+  atomicOverwrites(server.store);
   const addr = await server.run();
   const tmp = `${o.portFile}.tmp`;
   fs.writeFileSync(tmp, `${addr.port}\n`);
