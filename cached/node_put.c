@@ -208,7 +208,8 @@ static cc_conn *peer_conn(node_worker *w, const struct ring *ring, const struct 
         cc_config cc = {host, atoi(colon + 1), w->n->conf.peer_token,
                         (uint32_t)w->n->conf.block_size, w->n->conf.node_id, 2000, 30000,
                         w->n->ssl_ctx != NULL,
-                        w->n->conf.tls_ca[0] ? w->n->conf.tls_ca : NULL};
+                        w->n->conf.tls_ca[0] ? w->n->conf.tls_ca : NULL,
+                        m->host /* a dns: member: verify its SRV target's name */};
         if (cc_conn_create(&w->peers[idx], w->base, &cc) < 0)
             return NULL;
     }

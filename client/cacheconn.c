@@ -89,6 +89,7 @@ struct cc_conn {
     cc_config cfg;
     char host[256];
     char tls_ca[512];
+    char tls_name[256];         /* name verified (and sent as SNI); "" = host */
     SSL_CTX *ssl_ctx;
     char token[RCP_MAX_STRING + 1];
     char name[64];
@@ -768,10 +769,22 @@ static void cc_on_event(struct bufferevent *bev, short what, void *arg)
         if (tls_err) {
             char why[256];
             ERR_error_string_n(tls_err, why, sizeof(why));
-            snprintf(msg, sizeof(msg),
-                     "TLS with cache node %s:%d failed: %s (check the node's certificate and the "
-                     "CA file given to the client)",
-                     c->host, c->cfg.port, why);
+            /* what the verification objected to (the CA, the name, the dates)
+             * comes first: messages are cut at 255 bytes */
+            SSL *ssl = bufferevent_openssl_get_ssl(c->bev);
+            long vr = ssl ? SSL_get_verify_result(ssl) : X509_V_OK;
+            if (vr != X509_V_OK)
+                snprintf(msg, sizeof(msg),
+                         "TLS with cache node %s:%d failed: certificate verify failed: %s "
+                         "(its certificate must name %.200s and be signed by the CA file "
+                         "given to the client)",
+                         c->host, c->cfg.port, X509_verify_cert_error_string(vr),
+                         c->tls_name[0] ? c->tls_name : c->host);
+            else
+                snprintf(msg, sizeof(msg),
+                         "TLS with cache node %s:%d failed: %s (check the node's certificate "
+                         "and the CA file given to the client)",
+                         c->host, c->cfg.port, why);
             cc_fail_all(c, -EPROTO, 0, msg);
             c->busy--;
             cc_maybe_free(c);
@@ -860,9 +873,15 @@ int cc_conn_create(cc_conn **out, struct event_base *base, const cc_config *cfg)
             return -EINVAL; /* no usable CA file */
         }
         SSL_set_verify(ssl, SSL_VERIFY_PEER, NULL);
-        /* the node's certificate must name the address we dial */
+        /* the node's certificate must name the address we dial, or the name it
+         * was resolved from (a shared certificate cannot list pod IPs) */
+        snprintf(c->tls_name, sizeof(c->tls_name), "%s", cfg->tls_name ? cfg->tls_name : "");
+        c->cfg.tls_name = c->tls_name;
         X509_VERIFY_PARAM *vp = SSL_get0_param(ssl);
-        if (X509_VERIFY_PARAM_set1_ip_asc(vp, c->host) != 1) {
+        if (c->tls_name[0]) {
+            X509_VERIFY_PARAM_set1_host(vp, c->tls_name, 0);
+            SSL_set_tlsext_host_name(ssl, c->tls_name);
+        } else if (X509_VERIFY_PARAM_set1_ip_asc(vp, c->host) != 1) {
             X509_VERIFY_PARAM_set1_host(vp, c->host, 0);
             SSL_set_tlsext_host_name(ssl, c->host);
         }
@@ -900,6 +919,30 @@ int cc_conn_create(cc_conn **out, struct event_base *base, const cc_config *cfg)
     }
     *out = c;
     return 0;
+}
+
+int cc_tls_check_ca(const char *ca_file, char *err, size_t errlen)
+{
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    if (!ctx) {
+        snprintf(err, errlen, "cannot set up TLS (out of memory)");
+        return -ENOMEM;
+    }
+    ERR_clear_error();
+    int ok = ca_file && ca_file[0] ? SSL_CTX_load_verify_locations(ctx, ca_file, NULL)
+                                   : SSL_CTX_set_default_verify_paths(ctx);
+    SSL_CTX_free(ctx);
+    if (ok == 1)
+        return 0;
+    char why[256];
+    ERR_error_string_n(ERR_get_error(), why, sizeof(why));
+    ERR_clear_error();
+    if (ca_file && ca_file[0])
+        snprintf(err, errlen, "cannot load the CA file %s: %s (give a readable PEM file of "
+                 "the CAs that signed the cache nodes' certificates)", ca_file, why);
+    else
+        snprintf(err, errlen, "cannot load the system's CAs: %s (give a CA file)", why);
+    return -EINVAL;
 }
 
 static void cc_free(cc_conn *c)

@@ -36,6 +36,11 @@ typedef struct cc_config {
     int request_timeout_ms;     /* default 30000: longer than the node's fill deadline */
     bool tls;                   /* TLS to the node (its --tls-cert) */
     const char *tls_ca;         /* PEM file of CAs to verify the node; NULL: the system's */
+    const char *tls_name;       /* the name the node's certificate must carry, also sent
+                                   as SNI, while `host` (an IP) is dialled: e.g. the SRV
+                                   target a dns: member came from. NULL or "": `host`
+                                   itself (an IP is matched against the certificate's
+                                   IP addresses, a name against its DNS names) */
 } cc_config;
 
 /* What a request ended with. code is 0 or -errno: -ECONNREFUSED/-ECONNRESET/
@@ -59,8 +64,17 @@ typedef struct cc_result {
 typedef void (*cc_done_fn)(const cc_result *res, void *arg);
 
 /* Start connecting. The connection is usable at once: requests wait for HELLO.
- * Returns 0 or -errno (-EINVAL for a bad address). */
+ * Returns 0 or -errno (-EINVAL for a bad address or, with tls, a CA file that
+ * cannot be loaded). A failed TLS handshake fails the requests with -EPROTO and
+ * a message that names the node, the name verified and OpenSSL's reason (e.g.
+ * "certificate verify failed: hostname mismatch"). */
 int cc_conn_create(cc_conn **out, struct event_base *base, const cc_config *cfg);
+
+/* Checks that `ca_file` (NULL: the system's CAs) can be loaded as PEM CAs, so a
+ * bad path is a configuration error at start, not a failure on every
+ * connection. 0, or -EINVAL with a sentence naming the file and the fix in err.
+ * Any thread. */
+int cc_tls_check_ca(const char *ca_file, char *err, size_t errlen);
 
 /* Fail every outstanding request with -ECANCELED (callbacks run before this
  * returns) and free. Accepts NULL; sets *c to NULL. */

@@ -27,6 +27,7 @@ typedef struct rcl_node {
     char id[128];
     char addr[300];
     char host[256];
+    char tls_name[256];         /* the name the member was resolved from ("": host) */
     int port;
     cc_conn *conn;
     int64_t down_until_ms;
@@ -92,7 +93,7 @@ static cc_conn *rcl_conn(rcl_cluster *c, rcl_node *n)
         return NULL;
     cc_config cc = {n->host, n->port, c->token[0] ? c->token : NULL, c->cfg.block_size,
                     "ringcache", c->cfg.connect_timeout_ms, c->cfg.request_timeout_ms,
-                    c->cfg.tls, c->cfg.tls_ca};
+                    c->cfg.tls, c->cfg.tls_ca, n->tls_name};
     if (cc_conn_create(&n->conn, c->base, &cc) < 0)
         return NULL;
     return n->conn;
@@ -128,10 +129,12 @@ static int rcl_remote_errno(const cc_result *r)
 
 /* ---- nodes and the ring ------------------------------------------------------ */
 
-static rcl_node *rcl_node_get(rcl_cluster *c, const char *id, const char *addr)
+static rcl_node *rcl_node_get(rcl_cluster *c, const struct ring_member *m)
 {
+    const char *id = m->id, *addr = m->addr, *name = m->host ? m->host : "";
     for (size_t i = 0; i < c->n_all; i++)
-        if (strcmp(c->all[i]->id, id) == 0 && strcmp(c->all[i]->addr, addr) == 0)
+        if (strcmp(c->all[i]->id, id) == 0 && strcmp(c->all[i]->addr, addr) == 0 &&
+            strcmp(c->all[i]->tls_name, name) == 0)
             return c->all[i];
     if (c->n_all == c->cap_all) {
         size_t cap = c->cap_all ? c->cap_all * 2 : 8;
@@ -146,6 +149,7 @@ static rcl_node *rcl_node_get(rcl_cluster *c, const char *id, const char *addr)
         return NULL;
     snprintf(n->id, sizeof(n->id), "%s", id);
     snprintf(n->addr, sizeof(n->addr), "%s", addr);
+    snprintf(n->tls_name, sizeof(n->tls_name), "%s", name);
     const char *colon = strrchr(addr, ':');
     size_t hl = colon ? (size_t)(colon - addr) : strlen(addr);
     if (hl >= sizeof(n->host))
@@ -172,7 +176,7 @@ static int rcl_adopt(rcl_cluster *c, struct ring *ring)
         return -ENOMEM;
     for (size_t i = 0; i < n; i++) {
         const struct ring_member *m = ring_member_at(ring, i);
-        map[i] = rcl_node_get(c, m->id, m->addr);
+        map[i] = rcl_node_get(c, m);
         if (!map[i]) {
             free(map);
             return -ENOMEM;
@@ -193,6 +197,8 @@ static void rcl_on_change(void *arg, struct ring *ring)
     rcl_cluster *c = arg;
     if (c->destroying || rcl_adopt(c, ring) < 0)
         return;
+    if (c->cfg.on_ring)
+        c->cfg.on_ring(c->n_ring, c->cfg.on_ring_arg);
     if (c->waiting) {
         rcl_connect_state *st = c->waiting;
         c->waiting = NULL;
@@ -222,9 +228,18 @@ int rcl_create(rcl_cluster **out, struct event_base *base, const rcl_config *cfg
     if (c->cfg.down_ms <= 0)
         c->cfg.down_ms = 5000;
     c->block_size = cfg->block_size;
+    c->cfg.dns_server = NULL; /* borrowed for this call */
+    if (cfg->tls) {
+        int rc = cc_tls_check_ca(cfg->tls_ca, err, errlen);
+        if (rc < 0) {
+            free(c);
+            return rc;
+        }
+    }
     struct membership_options mo = {0};
     mo.base = base;
     mo.dns = cfg->dns;
+    mo.nameserver = cfg->dns_server;
     mo.interval_ms = cfg->dns_interval_ms;
     mo.on_change = rcl_on_change;
     mo.change_arg = c;
@@ -754,7 +769,7 @@ int rcl_put(rcl_cluster *c, const char *bucket, const char *key, uint64_t size,
             return -ENOMEM;
         cc_config cc = {n->host, n->port, c->token[0] ? c->token : NULL, c->cfg.block_size,
                         "ringcache-put", c->cfg.connect_timeout_ms, c->cfg.request_timeout_ms,
-                        c->cfg.tls, c->cfg.tls_ca};
+                        c->cfg.tls, c->cfg.tls_ca, n->tls_name};
         if (cc_conn_create(&op->conn, c->base, &cc) < 0) {
             free(op);
             continue;

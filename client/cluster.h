@@ -32,6 +32,10 @@ struct event_base;
 
 typedef struct rcl_cluster rcl_cluster;
 
+/* A membership change was adopted: `members` is the new ring's size. On the
+ * loop, never from inside rcl_create. */
+typedef void (*rcl_ring_fn)(size_t members, void *arg);
+
 typedef struct rcl_config {
     const char *members;        /* "id=host:port,...", "host:port,...", file:PATH, dns:NAME[:PORT] */
     const char *token;          /* tenant token, NULL: none */
@@ -41,11 +45,17 @@ typedef struct rcl_config {
     int request_timeout_ms;     /* 0: 30000 (longer than the nodes' fill deadline) */
     int down_ms;                /* how long a failed node is skipped; 0: 5000 */
     bool cache_only;            /* ask nodes not to fill from S3 */
-    bool tls;                   /* TLS to the nodes */
+    bool tls;                   /* TLS to the nodes; a member found through dns: must
+                                   carry its SRV target's name (the name it was resolved
+                                   from) in its certificate, any other its address */
     const char *tls_ca;         /* PEM CAs for the nodes' certificates (borrowed for the
-                                   cluster's life); NULL: the system's */
+                                   cluster's life); NULL: the system's. Checked at create */
     unsigned dns_interval_ms;   /* dns: re-resolution interval; 0: membership's default */
     struct evdns_base *dns;     /* dns: resolver (borrowed); NULL: /etc/resolv.conf */
+    const char *dns_server;     /* dns: with dns NULL, the one DNS server to ask, "IP" or
+                                   "IP:PORT" (borrowed for rcl_create); NULL: resolv.conf */
+    rcl_ring_fn on_ring;        /* may be NULL */
+    void *on_ring_arg;
 } rcl_config;
 
 typedef struct rcl_object {

@@ -8,6 +8,7 @@
 #include "membership_int.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +54,12 @@ static int cmp_member_id(const void *a, const void *b)
 	return strcmp(x->id, y->id);
 }
 
+/* Host names as the ring keeps them: NULL and "" are both "none". */
+static bool same_host(const char *a, const char *b)
+{
+	return strcmp(a ? a : "", b ? b : "") == 0;
+}
+
 int membership__install(struct membership *ms, const struct ring_member *in, size_t n,
 			char *why, size_t why_len)
 {
@@ -71,7 +78,7 @@ int membership__install(struct membership *ms, const struct ring_member *in, siz
 		for (; i < n; i++) {
 			const struct ring_member *o = ring_member_at(old, i);
 			if (strcmp(o->id, m[i].id) || strcmp(o->addr, m[i].addr) ||
-			    o->weight != m[i].weight)
+			    o->weight != m[i].weight || !same_host(o->host, m[i].host))
 				break;
 		}
 		if (i == n) {
@@ -103,15 +110,19 @@ int membership__install(struct membership *ms, const struct ring_member *in, siz
 			i++;
 		} else if (c > 0) {
 			membership__log(ms, MEMBERSHIP_INFO, "msg=\"member joined\" source=\"%s\" "
-					"id=%s addr=%s weight=%u", membership__q(q, sizeof q, ms->spec),
-					nw->id, nw->addr, nw->weight);
+					"id=%s addr=%s weight=%u host=%s",
+					membership__q(q, sizeof q, ms->spec), nw->id, nw->addr,
+					nw->weight, nw->host ? nw->host : "-");
 			j++;
 		} else {
-			if (strcmp(o->addr, nw->addr) || o->weight != nw->weight)
+			if (strcmp(o->addr, nw->addr) || o->weight != nw->weight ||
+			    !same_host(o->host, nw->host))
 				membership__log(ms, MEMBERSHIP_INFO, "msg=\"member changed\" "
 						"source=\"%s\" id=%s addr=%s old_addr=%s weight=%u "
-						"old_weight=%u", membership__q(q, sizeof q, ms->spec),
-						nw->id, nw->addr, o->addr, nw->weight, o->weight);
+						"old_weight=%u host=%s old_host=%s",
+						membership__q(q, sizeof q, ms->spec), nw->id, nw->addr,
+						o->addr, nw->weight, o->weight,
+						nw->host ? nw->host : "-", o->host ? o->host : "-");
 			i++;
 			j++;
 		}
@@ -237,6 +248,7 @@ int membership_create(struct membership **out, const char *spec,
 		rc = install_text(ms, spec, strlen(spec), why, why_len);
 	}
 	ms->creating = false;
+	ms->o.nameserver = NULL; /* borrowed for this call only */
 	if (rc < 0)
 		goto fail;
 	*out = ms;

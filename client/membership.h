@@ -21,9 +21,11 @@
  *
  * DNS: the SRV records of the name give one member per target: the id is the
  * target's first label (the StatefulSet pod name, stable across restarts), the
- * address is the target's IPv4 address (IPv6 if it has none) and the SRV port.
+ * address is the target's IPv4 address (IPv6 if it has none) and the SRV port,
+ * and the member's host is the target itself (ring_member.host: the name TLS
+ * verifies, since a certificate shared by the pods cannot name their IPs).
  * A name without SRV records is looked up as A (then AAAA): each address is a
- * member whose id is "ip:port". The name is re-resolved every interval; a
+ * member whose id is "ip:port" and whose host is the name. The name is re-resolved every interval; a
  * change is logged and the ring rebuilt. A round that fails (time-out, server
  * failure, a target that does not resolve) changes nothing: the last good ring
  * stays. Give the fully qualified name: the SRV query does not walk the
@@ -93,8 +95,14 @@ struct membership_options {
 	 * dns: sources; unused by static and file sources (may be NULL). */
 	struct event_base *base;
 	/* Resolver for target lookups and the nameservers for SRV queries. NULL:
-	 * the membership creates one from /etc/resolv.conf. Borrowed. */
+	 * the membership creates one from /etc/resolv.conf (or `nameserver`).
+	 * Borrowed. */
 	struct evdns_base *dns;
+	/* dns: with `dns` NULL, the one DNS server to ask instead of those of
+	 * /etc/resolv.conf: "IP" or "IP:PORT" ("[IPv6]:PORT"), e.g.
+	 * "10.96.0.10:53" or a test's "127.0.0.1:5353". NULL: /etc/resolv.conf.
+	 * Borrowed for membership_create(). */
+	const char *nameserver;
 	/* dns: re-resolution interval; 0 = MEMBERSHIP_DEFAULT_INTERVAL_MS. */
 	unsigned interval_ms;
 	/* dns: time-out of one SRV query per nameserver; 0 = default. */

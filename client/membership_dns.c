@@ -8,9 +8,9 @@
  *   each tried in turn on time-out or refusal)
  *     -> records: one A lookup per distinct target through evdns (AAAA when the
  *        target has no A); member id = the target's first label (the pod name),
- *        address = ip:srv-port
+ *        address = ip:srv-port, host = the target (the name TLS verifies)
  *     -> NXDOMAIN or no SRV records: A (then AAAA) lookup of NAME through evdns;
- *        every address is a member "ip:port"
+ *        every address is a member "ip:port" whose host is NAME
  *     -> any other failure: the round fails
  *   then the member list is installed (membership__install) or, on failure,
  *   the last good ring stays and the failure is logged with its reason.
@@ -389,7 +389,10 @@ static void round_end(struct membership__dns *d)
 						       : strlen(d->targets[i].name);
 					snprintf(ids[i], sizeof ids[i], "%.*s", (int)l, d->targets[i].name);
 				}
-				m[i] = (struct ring_member){ ids[i], addr, 0 };
+				/* the name the address came from: what TLS verifies */
+				m[i] = (struct ring_member){ ids[i], addr, 0,
+							     d->a_only ? ms->name
+								       : d->targets[i].name };
 			}
 			int rc = membership__install(ms, m, n, why, sizeof why);
 			if (rc < 0)
@@ -457,7 +460,23 @@ int membership__dns_start(struct membership *ms, char *why, size_t why_len)
 	d->fd = -1;
 	d->base = ms->o.base;
 	d->evdns = ms->o.dns;
-	if (d->evdns == NULL) {
+	const char *ns = ms->o.nameserver;
+	ms->o.nameserver = NULL; /* borrowed for create only */
+	if (d->evdns == NULL && ns != NULL && ns[0] != '\0') {
+		/* one given server instead of /etc/resolv.conf (its options too) */
+		struct sockaddr_storage ss;
+		int sl = sizeof ss;
+		bool ok = evutil_parse_sockaddr_port(ns, (struct sockaddr *)&ss, &sl) == 0;
+		d->evdns = evdns_base_new(d->base, EVDNS_BASE_DISABLE_WHEN_INACTIVE);
+		if (d->evdns == NULL)
+			return -ENOMEM;
+		d->own_evdns = true;
+		if (!ok || evdns_base_nameserver_ip_add(d->evdns, ns) != 0) {
+			snprintf(why, why_len, "DNS server '%s' for %s is not an address (write IP "
+				 "or IP:PORT, e.g. 10.96.0.10:53 or [fd00::a]:53)", ns, ms->spec);
+			return -EINVAL;
+		}
+	} else if (d->evdns == NULL) {
 		d->evdns = evdns_base_new(d->base, EVDNS_BASE_INITIALIZE_NAMESERVERS |
 							   EVDNS_BASE_DISABLE_WHEN_INACTIVE);
 		if (d->evdns == NULL) {

@@ -162,6 +162,9 @@ struct rc_client {
     rc_config cfg;
     char members[4096];
     char token[4097];
+    char tls_ca[4096];
+    char dns_server[256];
+    char connect_err[512]; /* why the last connect to the nodes failed ("" if it did not) */
     uint32_t bs;
     int window;            /* read-ahead blocks a stream starts with */
     int window_max;        /* ... and grows to while it keeps stalling */
@@ -324,6 +327,24 @@ int rc_config_from_env(rc_config *cfg, char *err, size_t errlen)
         cfg->members = getenv("RINGCACHE_CACHE");
     if (!cfg->token)
         cfg->token = getenv("RINGCACHE_TOKEN");
+    const char *tls = getenv("RINGCACHE_CACHE_TLS");
+    if (tls && tls[0]) {
+        if (!strcmp(tls, "1") || !strcasecmp(tls, "true") || !strcasecmp(tls, "yes") ||
+            !strcasecmp(tls, "on")) {
+            cfg->tls = true;
+        } else if (!strcmp(tls, "0") || !strcasecmp(tls, "false") || !strcasecmp(tls, "no") ||
+                   !strcasecmp(tls, "off")) {
+            cfg->tls = false;
+        } else {
+            snprintf(err, errlen, "RINGCACHE_CACHE_TLS='%s' is not a yes or no (set it to 1 "
+                     "for TLS to the cache nodes, 0 or unset for plain TCP)", tls);
+            return -EINVAL;
+        }
+    }
+    if (!cfg->tls_ca)
+        cfg->tls_ca = getenv("RINGCACHE_CACHE_TLS_CA");
+    if (!cfg->dns_server)
+        cfg->dns_server = getenv("RINGCACHE_DNS_SERVER");
     return s3_config_from_env(&cfg->s3, err, errlen);
 }
 
@@ -727,6 +748,7 @@ static void rc_connect_done(int code, const char *msg, void *arg)
     }
     if (code < 0)
         c->next_probe_ms = rc_now_ms() + c->cfg.down_ms;
+    snprintf(c->connect_err, sizeof(c->connect_err), "%s", code < 0 && msg ? msg : "");
     if (c->connect_call) {
         rc_call *call = c->connect_call;
         c->connect_call = NULL;
@@ -771,7 +793,8 @@ static void rc_head_to_s3(rc_client *c, rc_call *call)
     char msg[RC_ERR_MAX];
     if (c->cfg.cache_only) {
         snprintf(msg, sizeof(msg), "no cache node answered the HEAD of s3://%s/%s (cache_only: "
-                 "S3 is not asked directly)", call->bucket, call->key);
+                 "S3 is not asked directly)%s%s", call->bucket, call->key,
+                 c->connect_err[0] ? "; " : "", c->connect_err);
         rc_call_finish(c, call, -EHOSTDOWN, msg);
         return;
     }
@@ -1554,6 +1577,13 @@ static void *rc_io_main(void *arg)
 static int rc_fail(rc_client **cp, char *err, size_t errlen, int rc, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
+/* The cluster adopted a new ring (dns: re-resolution): rc_members follows. */
+static void rc_ring_changed(size_t members, void *arg)
+{
+    rc_client *c = arg;
+    atomic_store(&c->n_members, members);
+}
+
 #include <stdarg.h>
 static int rc_fail(rc_client **cp, char *err, size_t errlen, int rc, const char *fmt, ...)
 {
@@ -1582,6 +1612,19 @@ int rc_create(rc_client **out, const rc_config *cfg, char *err, size_t errlen)
     snprintf(c->token, sizeof(c->token), "%s", cfg->token ? cfg->token : "");
     k->members = c->members;
     k->token = c->token[0] ? c->token : NULL;
+    snprintf(c->tls_ca, sizeof(c->tls_ca), "%s", cfg->tls_ca ? cfg->tls_ca : "");
+    snprintf(c->dns_server, sizeof(c->dns_server), "%s", cfg->dns_server ? cfg->dns_server : "");
+    k->tls_ca = c->tls_ca[0] ? c->tls_ca : NULL;
+    k->dns_server = c->dns_server[0] ? c->dns_server : NULL;
+    if (k->tls_ca && !k->tls)
+        return rc_fail(&c, err, errlen, -EINVAL,
+                       "a CA file for the cache nodes (%s) is given but TLS is off (set tls, "
+                       "RINGCACHE_CACHE_TLS=1 or --cache-tls)", k->tls_ca);
+    if ((cfg->tls_ca && strlen(cfg->tls_ca) >= sizeof(c->tls_ca)) ||
+        (cfg->dns_server && strlen(cfg->dns_server) >= sizeof(c->dns_server)))
+        return rc_fail(&c, err, errlen, -EINVAL, "the CA file name or the DNS server is too "
+                       "long (at most %zu and %zu bytes)", sizeof(c->tls_ca) - 1,
+                       sizeof(c->dns_server) - 1);
     if (k->max_threads <= 0)
         k->max_threads = 1;
     if (k->timeout_ms <= 0)
@@ -1614,7 +1657,9 @@ int rc_create(rc_client **out, const rc_config *cfg, char *err, size_t errlen)
                            .block_size = k->block_size, .parallel = 1,
                            .connect_timeout_ms = k->connect_timeout_ms,
                            .request_timeout_ms = k->timeout_ms, .down_ms = k->down_ms,
-                           .cache_only = k->cache_only};
+                           .cache_only = k->cache_only, .tls = k->tls, .tls_ca = k->tls_ca,
+                           .dns_server = k->dns_server, .dns_interval_ms = k->dns_interval_ms,
+                           .on_ring = rc_ring_changed, .on_ring_arg = c};
         char why[512];
         int rc = rcl_create(&c->cl, c->base, &rcfg, why, sizeof(why));
         if (rc < 0)

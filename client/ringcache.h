@@ -98,15 +98,38 @@ typedef struct rc_config {
                                    uncached block fetches only them (no page); default
                                    block size / 4; 0: always whole blocks */
     bool cache_only;            /* never read S3 directly: fail with -EHOSTDOWN instead */
+    /* TLS to the cache nodes (ringcached --tls-cert): every node's certificate is
+     * verified against tls_ca. A member from a static list is verified by the host
+     * it is given as (an IP against the certificate's IP addresses, a name against
+     * its DNS names); a member found through dns: by its SRV target's name (e.g.
+     * ringcache-0.ringcache-headless.ns.svc.cluster.local), which is what a
+     * certificate shared by the pods can carry (*.ringcache-headless.ns.svc...),
+     * while the connection goes to the target's address. A node that fails the
+     * handshake is down for the client; with cache_only the error of rc_open
+     * names the failure (e.g. "certificate verify failed: hostname mismatch"). */
+    bool tls;                   /* RINGCACHE_CACHE_TLS=1 */
+    const char *tls_ca;         /* PEM file of the CAs that signed the nodes' certificates
+                                   (RINGCACHE_CACHE_TLS_CA); NULL: the system's. Needs tls.
+                                   Borrowed until rc_create returns */
+    /* dns: members: the DNS server to ask ("IP" or "IP:PORT", e.g.
+     * "10.96.0.10:53"; RINGCACHE_DNS_SERVER) instead of /etc/resolv.conf's, for a
+     * resolver on another port or a cluster DNS that the compute node does not use.
+     * NULL: /etc/resolv.conf. Ignored by static lists and files. Borrowed until
+     * rc_create returns. */
+    const char *dns_server;
+    unsigned dns_interval_ms;   /* dns: how often the name is re-resolved (a change
+                                   rebuilds the ring: rc_members follows); 0: 10000 */
 } rc_config;
 
 /* Defaults, no environment (s3 gets s3_config_init). */
 void rc_config_init(rc_config *cfg);
 
 /* Applies the environment: RINGCACHE_CACHE (members, when cfg->members is
- * NULL), RINGCACHE_TOKEN (when cfg->token is NULL), and the AWS variables and
- * files into cfg->s3 (s3_config_from_env). The strings point into the
- * environment. 0 or -EINVAL with a sentence in err. */
+ * NULL), RINGCACHE_TOKEN (when cfg->token is NULL), RINGCACHE_CACHE_TLS (1,
+ * true, yes, on or 0, false, no, off: sets tls), RINGCACHE_CACHE_TLS_CA (when
+ * cfg->tls_ca is NULL), RINGCACHE_DNS_SERVER (when cfg->dns_server is NULL),
+ * and the AWS variables and files into cfg->s3 (s3_config_from_env). The
+ * strings point into the environment. 0 or -EINVAL with a sentence in err. */
 int rc_config_from_env(rc_config *cfg, char *err, size_t errlen);
 
 /* The read-ahead window rc_create will use, in blocks of block_size (or 1 MiB
@@ -117,7 +140,8 @@ int rc_readahead_window(const rc_config *cfg, uint32_t block_size);
  * HELLO to the nodes (waiting up to the connect timeout). Nodes that do not
  * answer are not an error (reads go to S3 until a probe finds one), a token
  * every node refuses is (-EACCES). -EINVAL for a bad config (a sentence in err
- * names the field), -ENOMEM. */
+ * names the field: also a CA file that cannot be loaded, tls_ca without tls, a
+ * dns_server that is not an address), -ENOMEM. */
 int rc_create(rc_client **out, const rc_config *cfg, char *err, size_t errlen);
 
 /* Stops the I/O thread (requests in flight fail with -ECANCELED) and frees
@@ -204,7 +228,8 @@ typedef struct rc_stats {
 void rc_stats_get(rc_client *c, rc_stats *out);
 
 /* Block size in use, tenant the nodes named ("" when none answered), the
- * effective read-ahead window, and members of the ring now. */
+ * effective read-ahead window, and members of the ring now (a dns: source's
+ * re-resolution that changes the ring changes it). */
 uint32_t rc_block_size(const rc_client *c);
 const char *rc_tenant(const rc_client *c);
 int rc_window(const rc_client *c);

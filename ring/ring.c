@@ -199,7 +199,8 @@ int ring_create(struct ring **out, const struct ring_member *members, size_t n,
 	r->bits = bits;
 	r->n = (uint32_t)n;
 	for (size_t i = 0; i < n; i++)
-		r->strings_len += strlen(members[i].id) + 1 + strlen(members[i].addr) + 1;
+		r->strings_len += strlen(members[i].id) + 1 + strlen(members[i].addr) + 1 +
+				  (members[i].host ? strlen(members[i].host) + 1 : 0);
 	r->m = calloc(n, sizeof *r->m);
 	r->seed = calloc(n, sizeof *r->seed);
 	r->slots = calloc(n, sizeof *r->slots);
@@ -218,6 +219,12 @@ int ring_create(struct ring **out, const struct ring_member *members, size_t n,
 		memcpy(p, members[i].addr, al);
 		r->m[i].addr = p;
 		p += al;
+		if (members[i].host && members[i].host[0]) {
+			size_t hl = strlen(members[i].host) + 1;
+			memcpy(p, members[i].host, hl);
+			r->m[i].host = p;
+			p += hl;
+		}
 		r->m[i].weight = members[i].weight ? members[i].weight : 1;
 	}
 	qsort(r->m, n, sizeof *r->m, ring__cmp_id);

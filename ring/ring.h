@@ -107,11 +107,16 @@ extern "C" {
 
 /* One member as given to ring_create() and as returned by lookups. `id` is the
  * stable identity that placement hashes (e.g. a StatefulSet pod name); `addr`
- * is where to reach it (e.g. "10.0.0.1:7070") and does not affect placement. */
+ * is where to reach it (e.g. "10.0.0.1:7070") and does not affect placement.
+ * `host` (may be NULL) is the DNS name `addr` was resolved from, e.g. the SRV
+ * target "ringcache-0.ringcache-headless.ns.svc.cluster.local": the name a TLS
+ * client verifies when it dials `addr`. It does not affect placement either;
+ * NULL or "" in the input reads back as NULL. */
 struct ring_member {
 	const char *id;
 	const char *addr;
 	uint32_t weight;
+	const char *host;
 };
 
 struct ring_options {
@@ -122,7 +127,8 @@ struct ring_options {
 struct ring;
 
 /* Builds a ring from `n` members (any order) and returns it in *out with one
- * reference. Copies ids and addresses; the caller keeps ownership of `members`.
+ * reference. Copies ids, addresses and host names; the caller keeps ownership
+ * of `members`.
  * `opts` may be NULL (defaults). On failure returns -EINVAL (empty list, empty
  * or duplicate id, missing address, weight over RING_WEIGHT_MAX, bad
  * table_bits), -E2BIG (more than RING_MEMBERS_MAX members) or -ENOMEM, and, if

@@ -234,7 +234,7 @@ static double load_run(int port, const char *version, uint64_t size, uint64_t ta
     l.conns = calloc((size_t)k, sizeof(*l.conns));
     for (int i = 0; i < k; i++) {
         cc_config cc = {"127.0.0.1", port, NULL, 0, "bench", 2000, 60000, g_tls_ca != NULL,
-                        g_tls_ca};
+                        g_tls_ca, NULL};
         l.conns[i].l = &l;
         l.conns[i].buf = malloc((size_t)depth << 20);
         if (cc_conn_create(&l.conns[i].c, l.base, &cc) < 0)
@@ -277,7 +277,7 @@ static void ours_random(int port, const char *version, uint64_t size, const uint
 {
     struct event_base *base = event_base_new();
     cc_conn *c;
-    cc_config cc = {"127.0.0.1", port, NULL, 0, "bench", 2000, 60000, false, NULL};
+    cc_config cc = {"127.0.0.1", port, NULL, 0, "bench", 2000, 60000, false, NULL, NULL};
     if (cc_conn_create(&c, base, &cc) < 0)
         die("cannot connect");
     uint8_t *buf = malloc(65536);

@@ -66,7 +66,7 @@ static int members_make(struct memberset *s, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		snprintf(s->id[i], sizeof s->id[i], "ringcache-%zu", i);
 		snprintf(s->addr[i], sizeof s->addr[i], "10.0.%zu.%zu:7070", i / 250, i % 250 + 1);
-		s->m[i] = (struct ring_member){ s->id[i], s->addr[i], 0 };
+		s->m[i] = (struct ring_member){ s->id[i], s->addr[i], 0, NULL };
 	}
 	return 0;
 }

@@ -15,6 +15,9 @@ typedef struct cli_cache_opts {
     int parallel;
     const s3_config *s3;   /* for reads and writes when every node is down, and ls */
     bool cache_only;       /* --cache-only: never S3 directly */
+    bool tls;              /* --cache-tls or RINGCACHE_CACHE_TLS */
+    const char *tls_ca;    /* --cache-tls-ca or RINGCACHE_CACHE_TLS_CA */
+    const char *dns_server; /* --dns-server or RINGCACHE_DNS_SERVER */
 } cli_cache_opts;
 
 int cli_cache_head(const cli_cache_opts *o, const char *bucket, const char *key);

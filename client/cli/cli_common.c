@@ -96,10 +96,21 @@ int cli_s3_env(cli_s3_opts *o, const char *profile)
 }
 
 const char cli_cache_help[] =
-    "Cache options (get, head, put, stats):\n"
+    "Cache options (get, cat, head, put, stats, warm):\n"
     "  --cache MEMBERS        go through these cache nodes instead of S3 directly:\n"
-    "                         id=host:port,... or host:port,... (or RINGCACHE_CACHE)\n"
-    "  --token TOKEN          tenant token the nodes expect (or RINGCACHE_TOKEN)\n\n";
+    "                         id=host:port,... or host:port,..., file:PATH, or\n"
+    "                         dns:NAME:PORT for the SRV records of a headless Service\n"
+    "                         (or RINGCACHE_CACHE)\n"
+    "  --token TOKEN          tenant token the nodes expect (or RINGCACHE_TOKEN)\n"
+    "  --cache-tls            TLS to the cache nodes (or RINGCACHE_CACHE_TLS=1); a node\n"
+    "                         found through dns: must carry its SRV target's name in its\n"
+    "                         certificate (e.g. *.ringcache-headless.NS.svc.cluster.local),\n"
+    "                         a listed one the host or IP it is listed as\n"
+    "  --cache-tls-ca FILE    PEM file of the CAs that signed the nodes' certificates\n"
+    "                         (or RINGCACHE_CACHE_TLS_CA; default the system's); implies\n"
+    "                         --cache-tls\n"
+    "  --dns-server IP:PORT   DNS server for dns: members instead of /etc/resolv.conf's\n"
+    "                         (or RINGCACHE_DNS_SERVER)\n\n";
 
 const char cli_s3_help[] =
     "S3 options (defaults come from the AWS environment: AWS_ACCESS_KEY_ID,\n"

@@ -32,6 +32,10 @@ static int cc_open(rc_client **c, const cli_cache_opts *o)
     cfg.page_cache_bytes = 256u << 20;
     cfg.max_threads = 1;
     cfg.cache_only = o->cache_only;
+    bool ca = o->tls_ca && o->tls_ca[0];
+    cfg.tls = o->tls || ca; /* --cache-tls-ca implies --cache-tls */
+    cfg.tls_ca = ca ? o->tls_ca : NULL;
+    cfg.dns_server = o->dns_server;
     char err[RC_ERR_MAX];
     int rc = rc_create(c, &cfg, err, sizeof(err));
     if (rc < 0) {

@@ -50,7 +50,21 @@ static int cli_parse(int argc, char **argv, cli_args *a, cli_extra_fn extra, voi
         return rc;
     a->cache.members = getenv("RINGCACHE_CACHE");
     a->cache.token = getenv("RINGCACHE_TOKEN");
+    a->cache.tls_ca = getenv("RINGCACHE_CACHE_TLS_CA");
+    a->cache.dns_server = getenv("RINGCACHE_DNS_SERVER");
     a->cache.s3 = &a->s3.cfg;
+    const char *tls = getenv("RINGCACHE_CACHE_TLS");
+    if (tls && tls[0]) {
+        if (!strcmp(tls, "1") || !strcasecmp(tls, "true") || !strcasecmp(tls, "yes") ||
+            !strcasecmp(tls, "on")) {
+            a->cache.tls = true;
+        } else if (strcmp(tls, "0") && strcasecmp(tls, "false") && strcasecmp(tls, "no") &&
+                   strcasecmp(tls, "off")) {
+            cli_error("RINGCACHE_CACHE_TLS='%s' is not a yes or no (set it to 1 for TLS to "
+                      "the cache nodes, 0 or unset for plain TCP)", tls);
+            return CLI_USAGE;
+        }
+    }
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             fputs(usage, stdout);
@@ -71,6 +85,22 @@ static int cli_parse(int argc, char **argv, cli_args *a, cli_extra_fn extra, voi
         }
         if (strcmp(argv[i], "--cache-only") == 0) {
             a->cache.cache_only = true;
+            continue;
+        }
+        if (strcmp(argv[i], "--cache-tls") == 0) {
+            a->cache.tls = true;
+            continue;
+        }
+        if ((r = cli_opt(argc, argv, &i, "cache-tls-ca", &v)) != 0) {
+            if (r < 0)
+                return CLI_USAGE;
+            a->cache.tls_ca = v;
+            continue;
+        }
+        if ((r = cli_opt(argc, argv, &i, "dns-server", &v)) != 0) {
+            if (r < 0)
+                return CLI_USAGE;
+            a->cache.dns_server = v;
             continue;
         }
         if ((r = cli_opt(argc, argv, &i, "token", &v)) != 0) {

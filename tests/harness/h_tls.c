@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
  * h_tls.c: certificates for TLS tests and benchmarks (h_make_cert): a
- * self-signed P-256 certificate for 127.0.0.1 that is its own CA, so one file
- * serves as the server's certificate and as the client's trust anchor, and a
- * second call gives an unrelated CA for "wrong CA" cases.
+ * self-signed P-256 certificate for 127.0.0.1 (or the names given to
+ * h_make_cert_san) that is its own CA, so one file serves as the server's
+ * certificate and as the client's trust anchor, and a second call gives an
+ * unrelated CA for "wrong CA" cases.
  */
 #include "harness.h"
 
@@ -13,6 +14,7 @@
 #include <openssl/x509v3.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 static int write_pem(const char *path, X509 *x, EVP_PKEY *key)
@@ -28,6 +30,16 @@ static int write_pem(const char *path, X509 *x, EVP_PKEY *key)
 
 int h_make_cert(const char *cert_path, const char *key_path)
 {
+    return h_make_cert_san(cert_path, key_path, "IP:127.0.0.1");
+}
+
+int h_make_cert_san(const char *cert_path, const char *key_path, const char *san)
+{
+    /* the subject CN: the first name of the list, without its type */
+    char cn[256];
+    const char *colon = strchr(san, ':');
+    snprintf(cn, sizeof(cn), "%s", colon ? colon + 1 : san);
+    cn[strcspn(cn, ",")] = '\0';
     EVP_PKEY *key = EVP_EC_gen("P-256");
     X509 *x = X509_new();
     int rc = -ENOMEM;
@@ -39,15 +51,14 @@ int h_make_cert(const char *cert_path, const char *key_path)
     X509_gmtime_adj(X509_getm_notAfter(x), 3600);
     X509_set_pubkey(x, key);
     X509_NAME *name = X509_get_subject_name(x);
-    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)"127.0.0.1", -1,
-                               -1, 0);
+    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)cn, -1, -1, 0);
     X509_set_issuer_name(x, name);
     X509V3_CTX ctx;
     X509V3_set_ctx_nodb(&ctx);
     X509V3_set_ctx(&ctx, x, x, NULL, NULL, 0);
-    static const char *const exts[][2] = {
+    const char *const exts[][2] = {
         {"basicConstraints", "critical,CA:TRUE"},
-        {"subjectAltName", "IP:127.0.0.1"},
+        {"subjectAltName", san},
         {"keyUsage", "critical,digitalSignature,keyCertSign"},
     };
     for (size_t i = 0; i < 3; i++) {

@@ -7,7 +7,8 @@
  *
  * Thread-safety: none. Use the harness from one thread (the test's main thread):
  * the environment registry behind the signal handlers is process-global, and
- * PR_SET_PDEATHSIG is tied to the thread that forks the children.
+ * PR_SET_PDEATHSIG is tied to the thread that forks the children. The one
+ * exception is the DNS server's zone (h_dns_*), which locks.
  *
  * Model: h2o t/Util.pm spawn_server and memcached testapp.c start_server().
  *
@@ -142,6 +143,11 @@ int64_t h_now_ms(void);
  * certificate is its own CA. 0 or -errno. */
 int h_make_cert(const char *cert_path, const char *key_path);
 
+/* The same with the names given: san is an OpenSSL subjectAltName value, e.g.
+ * "DNS:n0.svc.test,DNS:n1.svc.test" or "DNS:*.svc.test,IP:127.0.0.1" (the
+ * subject CN is the first name). 0, -EINVAL (a bad san) or -errno. */
+int h_make_cert_san(const char *cert_path, const char *key_path, const char *san);
+
 /* CPU seconds (user + system, all threads) and resident KiB of a process, from
  * /proc; 0 / -1 when it is gone. */
 double h_pid_cpu_s(pid_t pid);
@@ -169,6 +175,36 @@ double h_iperf_client_gib_s(int port, int streams, int seconds, int reverse);
 
 /* A blocking TCP connect to 127.0.0.1:port; returns the fd or -errno. */
 int h_tcp_connect(int port, int timeout_ms);
+
+/* ---- a DNS server (UDP on 127.0.0.1) -------------------------------------- */
+
+/* A tiny authoritative DNS server for dns: membership tests: SRV records of a
+ * headless-Service-like name pointing at targets, and A records of the
+ * targets, changed while it runs. It answers from a thread of its own, so the
+ * zone functions below may be called from any thread (they lock); start and
+ * stop from the test's main thread. A name with SRV records or an A entry
+ * gets NOERROR (no records of the asked type: NODATA); any other NXDOMAIN. */
+typedef struct h_dns h_dns;
+
+/* Binds a free UDP port on 127.0.0.1 and starts answering. 0, or -errno
+ * (with a message) when no socket can be bound: callers skip (77). */
+int h_dns_start(h_dns **out);
+/* Stops answering (the port is closed: queries then fail) and frees. Accepts
+ * NULL and *dns == NULL; sets *dns to NULL. */
+void h_dns_stop(h_dns **dns);
+/* "127.0.0.1:PORT", for rc_config.dns_server and evdns. Borrowed. */
+const char *h_dns_server(const h_dns *dns);
+int h_dns_port(const h_dns *dns);
+/* Questions answered so far. */
+int64_t h_dns_queries(const h_dns *dns);
+/* Adds an SRV record name -> target:port (priority 10, weight 50), or changes
+ * the port of the same (name, target). 0, -ENOSPC, -ENAMETOOLONG. */
+int h_dns_add_srv(h_dns *dns, const char *name, const char *target, uint16_t port);
+/* Removes the SRV record name -> target. 0 or -ENOENT. */
+int h_dns_remove_srv(h_dns *dns, const char *name, const char *target);
+/* Sets the A record of host to ipv4, or with "" makes host a name that exists
+ * without an A record. 0, -EINVAL, -ENOSPC. */
+int h_dns_set_a(h_dns *dns, const char *host, const char *ipv4);
 
 /* ---- S3 servers (npm) ----------------------------------------------------- */
 

@@ -85,7 +85,7 @@ int64_t t_node_rss_kib(const t_node *n)
 cc_conn *t_conn(struct event_base *base, const t_node *n, const char *token)
 {
     cc_conn *c = NULL;
-    cc_config cc = {"127.0.0.1", n->port, token, 0, "test", 2000, 30000, false, NULL};
+    cc_config cc = {"127.0.0.1", n->port, token, 0, "test", 2000, 30000, false, NULL, NULL};
     if (cc_conn_create(&c, base, &cc) < 0)
         return NULL;
     return c;

@@ -554,7 +554,7 @@ static void test_pipelined_client_that_never_reads(void **state)
 static cc_conn *tls_conn(const t_node *n, const char *ca)
 {
     cc_conn *c = NULL;
-    cc_config cc = {"127.0.0.1", n->port, NULL, 0, "tls-test", 2000, 30000, true, ca};
+    cc_config cc = {"127.0.0.1", n->port, NULL, 0, "tls-test", 2000, 30000, true, ca, NULL};
     assert_int_equal(cc_conn_create(&c, base, &cc), 0);
     return c;
 }

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * DNS membership against a tiny DNS server this test runs on 127.0.0.1 (an
- * ephemeral port, libevent's evdns server API), reached through an evdns base
- * pointed at it (glibc cannot be pointed at a resolver on a custom port).
- * Covers: SRV records giving pod names and ports; records added, removed and
- * changed; the server gone and a target that does not resolve (the last good
- * ring is kept); A-only names; a name that does not resolve at all; and
- * re-resolution on the interval timer. Rounds are driven by
+ * DNS membership against the harness's tiny DNS server on 127.0.0.1 (h_dns:
+ * an ephemeral port, answering from its own thread), reached through an evdns
+ * base pointed at it (glibc cannot be pointed at a resolver on a custom port)
+ * or through the nameserver option. Covers: SRV records giving pod names,
+ * ports and host names (the SRV target, what TLS verifies); records added,
+ * removed and changed; the server gone and a target that does not resolve
+ * (the last good ring is kept); A-only names; a name that does not resolve at
+ * all; re-resolution on the interval timer; the nameserver option. Rounds are driven by
  * membership_reload() or the timer and awaited through the stats counters; the
  * only deadline is a guard against hanging, never an assertion on time.
  * Exits 77 (skipped) if it cannot bind a UDP socket on 127.0.0.1.
@@ -28,38 +29,18 @@
 
 #include <cmocka.h>
 #include <event2/dns.h>
-#include <event2/dns_struct.h>
 #include <event2/event.h>
 #include <event2/util.h>
 
+#include "harness.h"
 #include "membership.h"
 
 #define SVC "ringcache-headless.test.local"
-#define MAX_RECORDS 8
-#define TEST_TYPE_SRV 33 /* RFC 2782; evdns has no name for it */
-
-struct host {
-	char name[128];
-	char ip[32]; /* "" = no A record */
-};
-
-struct zone {
-	struct {
-		char target[128];
-		uint16_t port;
-	} srv[MAX_RECORDS];
-	int nsrv;
-	struct host hosts[MAX_RECORDS * 2];
-	int nhosts;
-	int queries;
-};
 
 struct fixture {
 	struct event_base *base;
 	struct evdns_base *dns;
-	evutil_socket_t fd;
-	struct evdns_server_port *port;
-	struct zone zone;
+	h_dns *server;
 	struct membership *ms;
 	char log[8192];
 	int changes;
@@ -67,89 +48,28 @@ struct fixture {
 
 static bool g_skip;
 
-static int encode_name(uint8_t *out, const char *name)
-{
-	int o = 0;
-	const char *p = name;
-	while (*p) {
-		const char *dot = strchr(p, '.');
-		int l = dot ? (int)(dot - p) : (int)strlen(p);
-		out[o++] = (uint8_t)l;
-		memcpy(out + o, p, (size_t)l);
-		o += l;
-		p += l + (dot ? 1 : 0);
-	}
-	out[o++] = 0;
-	return o;
-}
-
-static void server_cb(struct evdns_server_request *req, void *arg)
-{
-	struct zone *z = arg;
-	z->queries++;
-	bool found = false;
-	for (int i = 0; i < req->nquestions; i++) {
-		const struct evdns_server_question *q = req->questions[i];
-		if (q->type == TEST_TYPE_SRV && strcasecmp(q->name, SVC) == 0) {
-			found = true;
-			for (int k = 0; k < z->nsrv; k++) {
-				uint8_t rdata[300] = { 0, 10, 0, 50 };
-				rdata[4] = (uint8_t)(z->srv[k].port >> 8);
-				rdata[5] = (uint8_t)z->srv[k].port;
-				int l = 6 + encode_name(rdata + 6, z->srv[k].target);
-				evdns_server_request_add_reply(req, EVDNS_ANSWER_SECTION, q->name,
-							       TEST_TYPE_SRV, EVDNS_CLASS_INET, 5, l,
-							       0, (const char *)rdata);
-			}
-		}
-		for (int k = 0; k < z->nhosts; k++) {
-			if (strcasecmp(q->name, z->hosts[k].name) != 0)
-				continue;
-			found = true;
-			if (q->type == EVDNS_TYPE_A && z->hosts[k].ip[0] != '\0') {
-				struct in_addr a;
-				inet_pton(AF_INET, z->hosts[k].ip, &a);
-				evdns_server_request_add_a_reply(req, q->name, 1, &a, 5);
-			}
-		}
-	}
-	evdns_server_request_respond(req, found ? 0 : DNS_ERR_NOTEXIST);
-}
-
-static void zone_host(struct zone *z, const char *name, const char *ip)
-{
-	for (int k = 0; k < z->nhosts; k++)
-		if (strcmp(z->hosts[k].name, name) == 0) {
-			snprintf(z->hosts[k].ip, sizeof z->hosts[k].ip, "%s", ip);
-			return;
-		}
-	assert_true(z->nhosts < MAX_RECORDS * 2);
-	snprintf(z->hosts[z->nhosts].name, sizeof z->hosts[0].name, "%s", name);
-	snprintf(z->hosts[z->nhosts].ip, sizeof z->hosts[0].ip, "%s", ip);
-	z->nhosts++;
-}
-
-static void zone_srv(struct zone *z, const char *pod, uint16_t port, const char *ip)
+/* An SRV record SVC -> pod.SVC:port and, unless ip is NULL, the target's A
+ * record ("" = the target exists without one). */
+static void zone_srv(struct fixture *f, const char *pod, uint16_t port, const char *ip)
 {
 	char target[128];
 	snprintf(target, sizeof target, "%s." SVC, pod);
-	assert_true(z->nsrv < MAX_RECORDS);
-	snprintf(z->srv[z->nsrv].target, sizeof z->srv[0].target, "%s", target);
-	z->srv[z->nsrv].port = port;
-	z->nsrv++;
+	assert_int_equal(h_dns_add_srv(f->server, SVC, target, port), 0);
 	if (ip != NULL)
-		zone_host(z, target, ip);
+		assert_int_equal(h_dns_set_a(f->server, target, ip), 0);
 }
 
-static void zone_srv_remove(struct zone *z, const char *pod)
+static void zone_host(struct fixture *f, const char *name, const char *ip)
 {
-	for (int k = 0; k < z->nsrv; k++)
-		if (strncmp(z->srv[k].target, pod, strlen(pod)) == 0 &&
-		    z->srv[k].target[strlen(pod)] == '.') {
-			z->srv[k] = z->srv[--z->nsrv];
-			return;
-		}
-	fail_msg("no SRV record for %s", pod);
+	assert_int_equal(h_dns_set_a(f->server, name, ip), 0);
+}
+
+static void zone_srv_remove(struct fixture *f, const char *pod)
+{
+	char target[128];
+	snprintf(target, sizeof target, "%s." SVC, pod);
+	if (h_dns_remove_srv(f->server, SVC, target) != 0)
+		fail_msg("no SRV record for %s", pod);
 }
 
 static void log_cb(void *arg, enum membership_level level, const char *line)
@@ -165,42 +85,22 @@ static void change_cb(void *arg, struct ring *ring)
 	f->changes++;
 }
 
-static void server_stop(struct fixture *f)
-{
-	if (f->port != NULL) {
-		evdns_close_server_port(f->port);
-		f->port = NULL;
-	}
-	if (f->fd >= 0) {
-		evutil_closesocket(f->fd);
-		f->fd = -1;
-	}
-}
-
 static int setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof *f);
 	assert_non_null(f);
 	f->base = event_base_new();
 	assert_non_null(f->base);
-	f->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = 0 };
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	socklen_t sl = sizeof sa;
-	if (f->fd < 0 || bind(f->fd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
-	    getsockname(f->fd, (struct sockaddr *)&sa, &sl) < 0) {
-		fprintf(stderr, "skipped: cannot bind a UDP socket on 127.0.0.1: %s\n",
-			strerror(errno));
+	if (h_dns_start(&f->server) < 0) {
+		fprintf(stderr, "skipped: %s\n", "cannot run a DNS server on 127.0.0.1");
 		g_skip = true;
+		event_base_free(f->base);
+		free(f);
 		return -1;
 	}
-	f->port = evdns_add_server_port_with_base(f->base, f->fd, 0, server_cb, &f->zone);
-	assert_non_null(f->port);
 	f->dns = evdns_base_new(f->base, 0);
 	assert_non_null(f->dns);
-	char ns[64];
-	snprintf(ns, sizeof ns, "127.0.0.1:%u", ntohs(sa.sin_port));
-	assert_int_equal(evdns_base_nameserver_ip_add(f->dns, ns), 0);
+	assert_int_equal(evdns_base_nameserver_ip_add(f->dns, h_dns_server(f->server)), 0);
 	/* a dead server should fail a round in about a second, not fifteen */
 	evdns_base_set_option(f->dns, "timeout:", "1");
 	evdns_base_set_option(f->dns, "attempts:", "1");
@@ -217,7 +117,7 @@ static int teardown(void **state)
 	/* cancelled evdns lookups deliver their callbacks from the loop */
 	event_base_loop(f->base, EVLOOP_NONBLOCK);
 	evdns_base_free(f->dns, 0);
-	server_stop(f);
+	h_dns_stop(&f->server);
 	event_base_free(f->base);
 	free(f);
 	return 0;
@@ -277,11 +177,21 @@ static void expect_member(struct ring *r, const char *id, const char *addr)
 	assert_string_equal(ring_member_at(r, (size_t)i)->addr, addr);
 }
 
+static void expect_host(struct ring *r, const char *id, const char *host)
+{
+	int i = ring_find(r, id);
+	if (i < 0)
+		fail_msg("member %s is not on the ring", id);
+	const char *got = ring_member_at(r, (size_t)i)->host;
+	if (got == NULL || strcmp(got, host) != 0)
+		fail_msg("member %s has host %s, not %s", id, got ? got : "(none)", host);
+}
+
 static void test_srv_added_removed_changed(void **state)
 {
 	struct fixture *f = *state;
-	zone_srv(&f->zone, "ringcache-0", 7070, "127.0.0.10");
-	zone_srv(&f->zone, "ringcache-1", 7071, "127.0.0.11");
+	zone_srv(f, "ringcache-0", 7070, "127.0.0.10");
+	zone_srv(f, "ringcache-1", 7071, "127.0.0.11");
 	create(f, "dns:" SVC ":7070", 3600 * 1000);
 	struct ring *none = membership_ring(f->ms);
 	assert_null(none); /* nothing before the first round */
@@ -292,9 +202,12 @@ static void test_srv_added_removed_changed(void **state)
 	assert_int_equal(ring_member_count(r1), 2);
 	expect_member(r1, "ringcache-0", "127.0.0.10:7070");
 	expect_member(r1, "ringcache-1", "127.0.0.11:7071");
+	/* the SRV target is the name a TLS client verifies */
+	expect_host(r1, "ringcache-0", "ringcache-0." SVC);
+	expect_host(r1, "ringcache-1", "ringcache-1." SVC);
 
 	/* added */
-	zone_srv(&f->zone, "ringcache-2", 7070, "127.0.0.12");
+	zone_srv(f, "ringcache-2", 7070, "127.0.0.12");
 	reload_and_wait(f);
 	assert_int_equal(f->changes, 2);
 	assert_non_null(strstr(f->log, "msg=\"member joined\""));
@@ -304,7 +217,7 @@ static void test_srv_added_removed_changed(void **state)
 	assert_int_equal(ring_member_count(r1), 2); /* the old ring is still ours */
 
 	/* removed */
-	zone_srv_remove(&f->zone, "ringcache-0");
+	zone_srv_remove(f, "ringcache-0");
 	reload_and_wait(f);
 	assert_int_equal(f->changes, 3);
 	assert_non_null(strstr(f->log, "msg=\"member left\""));
@@ -314,7 +227,7 @@ static void test_srv_added_removed_changed(void **state)
 	assert_int_equal(ring_find(r3, "ringcache-0"), -ENOENT);
 
 	/* a pod restarted with a new IP: same id, new address */
-	zone_host(&f->zone, "ringcache-1." SVC, "127.0.0.21");
+	zone_host(f, "ringcache-1." SVC, "127.0.0.21");
 	reload_and_wait(f);
 	assert_non_null(strstr(f->log, "msg=\"member changed\""));
 	struct ring *r4 = membership_ring(f->ms);
@@ -336,15 +249,15 @@ static void test_srv_added_removed_changed(void **state)
 static void test_failures_keep_last_ring(void **state)
 {
 	struct fixture *f = *state;
-	zone_srv(&f->zone, "ringcache-0", 7070, "127.0.0.10");
-	zone_srv(&f->zone, "ringcache-1", 7070, "127.0.0.11");
+	zone_srv(f, "ringcache-0", 7070, "127.0.0.10");
+	zone_srv(f, "ringcache-1", 7070, "127.0.0.11");
 	create(f, "dns:" SVC, 3600 * 1000);
 	run_rounds(f, 1);
 	struct ring *good = membership_ring(f->ms);
 	assert_non_null(good);
 
 	/* a target without an address: the round fails and names it */
-	zone_srv(&f->zone, "ringcache-2", 7070, "");
+	zone_srv(f, "ringcache-2", 7070, "");
 	reload_and_wait(f);
 	assert_non_null(strstr(f->log, "keeping the last ring"));
 	assert_non_null(strstr(f->log, "ringcache-2." SVC));
@@ -353,8 +266,8 @@ static void test_failures_keep_last_ring(void **state)
 	ring_unref(&now);
 
 	/* the server gone */
-	zone_srv_remove(&f->zone, "ringcache-2");
-	server_stop(f);
+	zone_srv_remove(f, "ringcache-2");
+	h_dns_stop(&f->server);
 	reload_and_wait(f);
 	assert_non_null(strstr(f->log, "keeping the last ring"));
 	assert_non_null(strstr(f->log, SVC));
@@ -373,13 +286,14 @@ static void test_failures_keep_last_ring(void **state)
 static void test_a_records_only(void **state)
 {
 	struct fixture *f = *state;
-	zone_host(&f->zone, "plain.test.local", "127.0.0.30");
+	zone_host(f, "plain.test.local", "127.0.0.30");
 	create(f, "dns:plain.test.local:7443", 3600 * 1000);
 	run_rounds(f, 1);
 	struct ring *r = membership_ring(f->ms);
 	assert_non_null(r);
 	assert_int_equal(ring_member_count(r), 1);
 	expect_member(r, "127.0.0.30:7443", "127.0.0.30:7443");
+	expect_host(r, "127.0.0.30:7443", "plain.test.local");
 	ring_unref(&r);
 }
 
@@ -400,11 +314,11 @@ static void test_name_that_does_not_resolve(void **state)
 static void test_interval_re_resolves(void **state)
 {
 	struct fixture *f = *state;
-	zone_srv(&f->zone, "ringcache-0", 7070, "127.0.0.10");
+	zone_srv(f, "ringcache-0", 7070, "127.0.0.10");
 	create(f, "dns:" SVC, 20);
 	run_rounds(f, 1);
 	assert_int_equal(f->changes, 1);
-	zone_srv(&f->zone, "ringcache-1", 7070, "127.0.0.11");
+	zone_srv(f, "ringcache-1", 7070, "127.0.0.11");
 	/* no reload: the timer alone must pick the new pod up */
 	time_t guard = time(NULL) + 60;
 	while (f->changes < 2) {
@@ -415,7 +329,7 @@ static void test_interval_re_resolves(void **state)
 	struct ring *r = membership_ring(f->ms);
 	assert_int_equal(ring_member_count(r), 2);
 	ring_unref(&r);
-	assert_true(f->zone.queries >= 4); /* two rounds: SRV + A each */
+	assert_true(h_dns_queries(f->server) >= 4); /* two rounds: SRV + A each */
 }
 
 static void test_bad_specs(void **state)
@@ -432,6 +346,42 @@ static void test_bad_specs(void **state)
 	assert_null(ms);
 }
 
+/* options.nameserver instead of an evdns base: the membership asks that one
+ * server (a resolver on another port, as rc_config.dns_server does). */
+static void test_nameserver_option(void **state)
+{
+	struct fixture *f = *state;
+	zone_srv(f, "ringcache-0", 7070, "127.0.0.10");
+	zone_srv(f, "ringcache-1", 7071, "127.0.0.11");
+	struct membership_options o = {
+		.base = f->base, .nameserver = h_dns_server(f->server), .interval_ms = 3600 * 1000,
+		.dns_timeout_ms = 1000, .ring.table_bits = 12, .log = log_cb, .log_arg = f,
+		.on_change = change_cb, .change_arg = f,
+	};
+	char why[512] = "";
+	int rc = membership_create(&f->ms, "dns:" SVC ":7070", &o, why, sizeof why);
+	if (rc != 0)
+		fail_msg("membership_create: %d %s", rc, why);
+	int64_t before = h_dns_queries(f->server);
+	run_rounds(f, 1);
+	struct ring *r = membership_ring(f->ms);
+	if (r == NULL)
+		fail_msg("no ring; log:\n%s", f->log);
+	assert_int_equal(ring_member_count(r), 2);
+	expect_member(r, "ringcache-1", "127.0.0.11:7071");
+	expect_host(r, "ringcache-1", "ringcache-1." SVC);
+	ring_unref(&r);
+	assert_true(h_dns_queries(f->server) >= before + 3); /* SRV + one A per target */
+
+	/* not an address: refused at create, naming it and the form */
+	struct membership *bad = NULL;
+	o.nameserver = "dns.example.com";
+	assert_int_equal(membership_create(&bad, "dns:" SVC, &o, why, sizeof why), -EINVAL);
+	assert_null(bad);
+	assert_non_null(strstr(why, "dns.example.com"));
+	assert_non_null(strstr(why, "IP:PORT"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -441,6 +391,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_name_that_does_not_resolve, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_interval_re_resolves, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_specs, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_nameserver_option, setup, teardown),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	return g_skip ? 77 : rc;

@@ -38,7 +38,7 @@ static void members_fill(struct members *ms, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		snprintf(ms->id[i], sizeof ms->id[i], "ringcache-%zu", i);
 		snprintf(ms->addr[i], sizeof ms->addr[i], "10.0.0.%zu:7070", i + 1);
-		ms->m[i] = (struct ring_member){ ms->id[i], ms->addr[i], 0 };
+		ms->m[i] = (struct ring_member){ ms->id[i], ms->addr[i], 0, NULL };
 	}
 }
 
@@ -128,7 +128,7 @@ static void test_owners_distinct_and_first_matches_table(void **state)
 static void test_single_member_owns_everything(void **state)
 {
 	(void)state;
-	struct ring_member m = { "solo", "127.0.0.1:7070", 0 };
+	struct ring_member m = { "solo", "127.0.0.1:7070", 0, NULL };
 	struct ring *r = build(&m, 1, RING_TABLE_BITS_MIN);
 	const struct ring_member *o[3];
 	assert_int_equal(ring_lookup(r, "abc", 3, o, 3), 1);
@@ -262,6 +262,30 @@ static void test_addresses_do_not_move_blocks(void **state)
 	ring_destroy(&rb);
 }
 
+/* A member's host name (the SRV target TLS verifies) is copied with it, an
+ * empty one reads back as NULL, and neither moves a block. */
+static void test_host_names_are_kept(void **state)
+{
+	(void)state;
+	struct members a, b;
+	members_fill(&a, 4);
+	members_fill(&b, 4);
+	char host[64];
+	snprintf(host, sizeof host, "ringcache-1.ringcache-headless.ns.svc.cluster.local");
+	b.m[1].host = host;
+	b.m[2].host = "";
+	struct ring *ra = build(a.m, 4, TEST_BITS), *rb = build(b.m, 4, TEST_BITS);
+	memset(host, 'x', 10); /* the ring has its own copy */
+	const struct ring_member *m1 = ring_member_at(rb, (size_t)ring_find(rb, "ringcache-1"));
+	assert_string_equal(m1->host, "ringcache-1.ringcache-headless.ns.svc.cluster.local");
+	assert_null(ring_member_at(rb, (size_t)ring_find(rb, "ringcache-2"))->host);
+	assert_null(ring_member_at(ra, (size_t)ring_find(ra, "ringcache-1"))->host);
+	for (size_t i = 0; i < 4; i++)
+		assert_int_equal(ring_member_slots(ra, i), ring_member_slots(rb, i));
+	ring_destroy(&ra);
+	ring_destroy(&rb);
+}
+
 static void expect_invalid(const struct ring_member *m, size_t n, unsigned bits,
 			   int want, const char *needle)
 {
@@ -279,18 +303,20 @@ static void test_invalid_member_lists(void **state)
 {
 	(void)state;
 	struct ring_member dup[3] = {
-		{ "a", "10.0.0.1:1", 0 }, { "dup-node", "10.0.0.2:1", 0 }, { "dup-node", "10.0.0.3:1", 0 },
+		{ "a", "10.0.0.1:1", 0, NULL },
+		{ "dup-node", "10.0.0.2:1", 0, NULL },
+		{ "dup-node", "10.0.0.3:1", 0, NULL },
 	};
 	expect_invalid(dup, 3, 0, -EINVAL, "dup-node");
 	expect_invalid(dup, 0, 0, -EINVAL, "empty");
 	expect_invalid(NULL, 0, 0, -EINVAL, "empty");
-	struct ring_member noid[1] = { { "", "10.0.0.7:1", 0 } };
+	struct ring_member noid[1] = { { "", "10.0.0.7:1", 0, NULL } };
 	expect_invalid(noid, 1, 0, -EINVAL, "10.0.0.7:1");
-	struct ring_member noaddr[2] = { { "a", "x:1", 0 }, { "lonely", NULL, 0 } };
+	struct ring_member noaddr[2] = { { "a", "x:1", 0, NULL }, { "lonely", NULL, 0, NULL } };
 	expect_invalid(noaddr, 2, 0, -EINVAL, "lonely");
-	struct ring_member heavy[1] = { { "heavy", "x:1", RING_WEIGHT_MAX + 1 } };
+	struct ring_member heavy[1] = { { "heavy", "x:1", RING_WEIGHT_MAX + 1, NULL } };
 	expect_invalid(heavy, 1, 0, -EINVAL, "heavy");
-	struct ring_member ok[1] = { { "ok", "x:1", 0 } };
+	struct ring_member ok[1] = { { "ok", "x:1", 0, NULL } };
 	expect_invalid(ok, 1, RING_TABLE_BITS_MAX + 1, -EINVAL, "table_bits");
 	expect_invalid(ok, 1, RING_TABLE_BITS_MIN - 1, -EINVAL, "table_bits");
 	/* why may be NULL */
@@ -410,7 +436,7 @@ static void test_wide_table(void **state)
 	static char id[N][16];
 	for (size_t i = 0; i < N; i++) {
 		snprintf(id[i], sizeof id[i], "node-%03zu", i);
-		m[i] = (struct ring_member){ id[i], "10.1.1.1:7070", 0 };
+		m[i] = (struct ring_member){ id[i], "10.1.1.1:7070", 0, NULL };
 	}
 	struct ring *r = build(m, N, 14);
 	assert_true(ring_memory(r) >= (2u << 14));
@@ -444,6 +470,7 @@ int main(void)
 		cmocka_unit_test(test_weights_proportional),
 		cmocka_unit_test(test_equal_weights_are_scale_free),
 		cmocka_unit_test(test_addresses_do_not_move_blocks),
+		cmocka_unit_test(test_host_names_are_kept),
 		cmocka_unit_test(test_invalid_member_lists),
 		cmocka_unit_test(test_accessors_and_null_destroy),
 		cmocka_unit_test(test_pinned_placements),

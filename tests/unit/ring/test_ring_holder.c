@@ -43,7 +43,7 @@ static struct ring *make_ring(unsigned g)
 	char id[MAX_GEN_MEMBERS][32];
 	for (unsigned i = 0; i < n; i++) {
 		snprintf(id[i], sizeof id[i], "n%u-m%u", n, i);
-		m[i] = (struct ring_member){ id[i], "127.0.0.1:1", 0 };
+		m[i] = (struct ring_member){ id[i], "127.0.0.1:1", 0, NULL };
 	}
 	struct ring_options o = { .table_bits = RING_TABLE_BITS_MIN };
 	struct ring *r = NULL;
