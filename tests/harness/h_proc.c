@@ -356,3 +356,73 @@ int h_proc_kill(h_proc *proc, int sig)
         return -errno;
     return 0;
 }
+
+/* ---- running a program to completion ---------------------------------------- */
+
+void h_read_text(const char *path, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return;
+    size_t n = fread(buf, 1, cap - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+}
+
+int h_run(h_env *env, h_run_result *r, const char *const argv[], const char *const env_set[])
+{
+    static unsigned seq;
+    char name[64], errp[1024];
+    unsigned id = ++seq;
+    snprintf(name, sizeof(name), "run-%u.out", id);
+    h_env_path(env, r->out_path, sizeof(r->out_path), name);
+    snprintf(name, sizeof(name), "run-%u.err", id);
+    h_env_path(env, errp, sizeof(errp), name);
+    r->status = -1;
+    r->out[0] = r->err[0] = '\0';
+    int o = open(r->out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int e = open(errp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (o < 0 || e < 0) {
+        int rc = -errno;
+        if (o >= 0)
+            close(o);
+        h__err("cannot create %s: %s", o < 0 ? r->out_path : errp, strerror(-rc));
+        return rc;
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        int rc = -errno;
+        close(o);
+        close(e);
+        h__err("fork for %s: %s", argv[0], strerror(-rc));
+        return rc;
+    }
+    if (pid == 0) {
+        dup2(o, 1);
+        dup2(e, 2);
+        setenv("HOME", h_env_dir(env), 1);
+        for (size_t i = 0; env_set != NULL && env_set[i] != NULL; i++) {
+            const char *eq = strchr(env_set[i], '=');
+            if (eq == NULL) {
+                unsetenv(env_set[i]);
+            } else {
+                char var[256];
+                snprintf(var, sizeof(var), "%.*s", (int)(eq - env_set[i]), env_set[i]);
+                setenv(var, eq + 1, 1);
+            }
+        }
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    close(o);
+    close(e);
+    int st;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    h_read_text(r->out_path, r->out, sizeof(r->out));
+    h_read_text(errp, r->err, sizeof(r->err));
+    return 0;
+}

@@ -119,6 +119,28 @@ int h_proc_kill(h_proc *proc, int sig);
 /* Prints the last max_lines lines of the process's log to stderr. */
 void h_proc_print_log_tail(const h_proc *proc, int max_lines);
 
+/* What h_run captured: the exit status (the code, or 128 + the signal that
+ * ended it), standard output and error (NUL-terminated, cut to fit), and the
+ * file that holds the whole standard output (in env's folder; for binary
+ * output). */
+typedef struct h_run_result {
+    int status;
+    char out_path[1024];
+    char out[65536];
+    char err[8192];
+} h_run_result;
+
+/* Runs argv (NULL-terminated; argv[0] is the program's path) to completion,
+ * without a shell. The child gets HOME = env's folder (never the machine's
+ * ~/.aws or config), then each entry of env_set in order: "NAME=VALUE" sets,
+ * "NAME" alone unsets (env_set may be NULL). 0 (whatever the program's
+ * status), or -errno when the output files or the fork fail. */
+int h_run(h_env *env, h_run_result *r, const char *const argv[], const char *const env_set[]);
+
+/* The start of a file as a NUL-terminated string (at most cap - 1 bytes; ""
+ * when it cannot be read). */
+void h_read_text(const char *path, char *buf, size_t cap);
+
 /* ---- locations, skips, errors --------------------------------------------- */
 
 /* "<$RINGCACHE_BUILD_DIR>/<rel>" into buf, e.g. rel "bench/s3model/s3model".

@@ -29,53 +29,19 @@
 static h_env *env;
 static char bin[1024];
 
-typedef struct {
-    int status;
-    char out[65536];
-    char err[8192];
-} run_result;
-
-static void slurp(const char *path, char *buf, size_t cap)
-{
-    buf[0] = '\0';
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return;
-    size_t n = fread(buf, 1, cap - 1, f);
-    buf[n] = '\0';
-    fclose(f);
-}
+typedef h_run_result run_result;
 
 /* Runs ringcached with args (NULL-terminated) and waits for it (it must exit). */
 static void run(run_result *r, const char *const *args)
 {
-    char outp[600], errp[600];
-    h_env_path(env, outp, sizeof(outp), "out");
-    h_env_path(env, errp, sizeof(errp), "err");
     const char *argv[64];
     int n = 0;
     argv[n++] = bin;
     for (int i = 0; args[i] && n < 63; i++)
         argv[n++] = args[i];
     argv[n] = NULL;
-    pid_t pid = fork();
-    if (pid == 0) {
-        int o = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int e = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        dup2(o, 1);
-        dup2(e, 2);
-        unsetenv("AWS_ENDPOINT_URL");
-        unsetenv("AWS_REGION");
-        unsetenv("AWS_DEFAULT_REGION");
-        setenv("HOME", h_env_dir(env), 1);
-        execv(bin, (char *const *)argv);
-        _exit(127);
-    }
-    int st;
-    waitpid(pid, &st, 0);
-    r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    slurp(outp, r->out, sizeof(r->out));
-    slurp(errp, r->err, sizeof(r->err));
+    const char *const set[] = {"AWS_ENDPOINT_URL", "AWS_REGION", "AWS_DEFAULT_REGION", NULL};
+    assert_int_equal(h_run(env, r, argv, set), 0);
 }
 
 static int setup(void **state)

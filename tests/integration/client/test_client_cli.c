@@ -26,57 +26,24 @@
 static t_cluster tc;
 static char cli[4096];
 
-typedef struct {
-    int status;
-    char outp[4096];
-    char out[8192];
-    char err[8192];
-} run_result;
+typedef h_run_result run_result;
 
-static void slurp(const char *path, char *buf, size_t cap)
-{
-    buf[0] = '\0';
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return;
-    size_t n = fread(buf, 1, cap - 1, f);
-    buf[n] = '\0';
-    fclose(f);
-}
-
+/* Runs the CLI with args (NULL-terminated, without the program) against the
+ * cluster's S3 model; RINGCACHE_CACHE is unset (the tests pass --cache). */
 static void run(run_result *r, const char *const *args)
 {
-    char errp[4096];
-    h_env_path(tc.env, r->outp, sizeof(r->outp), "cli.out");
-    h_env_path(tc.env, errp, sizeof(errp), "cli.err");
     const char *argv[32];
     int n = 0;
     argv[n++] = cli;
     for (; args[n - 1] && n < 31; n++)
         argv[n] = args[n - 1];
     argv[n] = NULL;
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        int o = open(r->outp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int e = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        dup2(o, 1);
-        dup2(e, 2);
-        setenv("HOME", h_env_dir(tc.env), 1);
-        unsetenv("AWS_PROFILE");
-        unsetenv("RINGCACHE_CACHE");
-        setenv("AWS_ACCESS_KEY_ID", "S3RVER", 1);
-        setenv("AWS_SECRET_ACCESS_KEY", "S3RVER", 1);
-        setenv("AWS_REGION", "us-east-1", 1);
-        setenv("AWS_ENDPOINT_URL", h_s3model_endpoint(tc.model), 1);
-        execv(cli, (char *const *)argv);
-        _exit(127);
-    }
-    int st;
-    waitpid(pid, &st, 0);
-    r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    slurp(r->outp, r->out, sizeof(r->out));
-    slurp(errp, r->err, sizeof(r->err));
+    char ep[300];
+    snprintf(ep, sizeof(ep), "AWS_ENDPOINT_URL=%s", h_s3model_endpoint(tc.model));
+    const char *const set[] = {"AWS_PROFILE", "RINGCACHE_CACHE", "AWS_ACCESS_KEY_ID=S3RVER",
+                               "AWS_SECRET_ACCESS_KEY=S3RVER", "AWS_REGION=us-east-1", ep,
+                               NULL};
+    assert_int_equal(h_run(tc.env, r, argv, set), 0);
     if (r->status)
         fprintf(stderr, "ringcache %s: exit %d: %s\n", args[0], r->status, r->err);
 }
@@ -132,10 +99,10 @@ static void test_put_head_get_cat_ls_stats(void **state)
     file_equals(out, data, size);
     run(r, (const char *[]){"cat", url, "--cache", tc.members, NULL});
     assert_int_equal(r->status, 0);
-    file_equals(r->outp, data, size);
+    file_equals(r->out_path, data, size);
     run(r, (const char *[]){"cat", url, "--range", "100-199", "--cache", tc.members, NULL});
     assert_int_equal(r->status, 0);
-    file_equals(r->outp, data + 100, 100);
+    file_equals(r->out_path, data + 100, 100);
     run(r, (const char *[]){"ls", "s3://ringcache-test/cli/*.bin", "--cache", tc.members, NULL});
     assert_int_equal(r->status, 0);
     assert_non_null(strstr(r->out, url));
@@ -181,7 +148,7 @@ static void test_warm_then_cat(void **state)
     run(r, (const char *[]){"cat", "s3://ringcache-test/warm/x/a.bin", "--cache", tc.members,
                             NULL});
     assert_int_equal(r->status, 0);
-    file_equals(r->outp, da, a);
+    file_equals(r->out_path, da, a);
     assert_int_equal(t_s3_gets(&tc, "warm/x/a.bin"), 6); /* all from the nodes */
     int64_t served_after = 0;
     for (int i = 0; i < T_NODES; i++)

@@ -25,57 +25,24 @@ static h_env *env;
 static h_s3 *s3;
 static char cli[4096];
 
-typedef struct {
-    int status;
-    char out[65536];
-    char err[8192];
-} run_result;
+typedef h_run_result run_result;
 
-static void slurp(const char *path, char *buf, size_t cap)
-{
-    buf[0] = '\0';
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return;
-    size_t n = fread(buf, 1, cap - 1, f);
-    buf[n] = '\0';
-    fclose(f);
-}
-
-/* Runs the CLI with argv (NULL-terminated, without the program) in the test
- * environment's AWS settings; captures stdout and stderr. */
+/* Runs the CLI with args (NULL-terminated, without the program) against the
+ * test's S3 server with its credentials; captures stdout and stderr. */
 static void run(run_result *r, const char *const *args)
 {
-    char outp[4096], errp[4096];
-    h_env_path(env, outp, sizeof(outp), "cli.out");
-    h_env_path(env, errp, sizeof(errp), "cli.err");
     const char *argv[32];
     int n = 0;
     argv[n++] = cli;
     for (; args[n - 1] && n < 31; n++)
         argv[n] = args[n - 1];
     argv[n] = NULL;
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        int o = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int e = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        dup2(o, 1);
-        dup2(e, 2);
-        setenv("HOME", h_env_dir(env), 1); /* no ~/.aws of the machine */
-        unsetenv("AWS_PROFILE");
-        setenv("AWS_ACCESS_KEY_ID", "S3RVER", 1);
-        setenv("AWS_SECRET_ACCESS_KEY", "S3RVER", 1);
-        setenv("AWS_REGION", "us-east-1", 1);
-        setenv("AWS_ENDPOINT_URL", h_s3_endpoint(s3), 1);
-        execv(cli, (char *const *)argv);
-        _exit(127);
-    }
-    int st;
-    waitpid(pid, &st, 0);
-    r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    slurp(outp, r->out, sizeof(r->out));
-    slurp(errp, r->err, sizeof(r->err));
+    char ep[300];
+    snprintf(ep, sizeof(ep), "AWS_ENDPOINT_URL=%s", h_s3_endpoint(s3));
+    const char *const set[] = {"AWS_PROFILE", "AWS_ACCESS_KEY_ID=S3RVER",
+                               "AWS_SECRET_ACCESS_KEY=S3RVER", "AWS_REGION=us-east-1", ep,
+                               NULL};
+    assert_int_equal(h_run(env, r, argv, set), 0);
 }
 
 static int count_lines(const char *s)
@@ -161,10 +128,9 @@ static void test_put_ls_head_get_rm(void **state)
     run(&r, (const char *[]){"get", "s3://ringcache-test/cli/b/big.bin", "--range",
                              "1000-1999", NULL});
     assert_int_equal(r.status, 0);
-    /* stdout captured into cli.out: compare the 1000 bytes */
-    char outp[4096];
-    h_env_path(env, outp, sizeof(outp), "cli.out");
-    f = fopen(outp, "rb");
+    /* stdout captured into a file: compare the 1000 bytes */
+    f = fopen(r.out_path, "rb");
+    assert_non_null(f);
     assert_int_equal(fread(back, 1, 2000, f), 1000);
     fclose(f);
     assert_memory_equal(back, bdata + 1000, 1000);
@@ -214,7 +180,7 @@ static void test_get_into_a_fifo(void **state)
     assert_int_equal(stat(fifo, &sb), 0);
     assert_true(S_ISFIFO(sb.st_mode)); /* still a FIFO, not replaced by a file */
     char got[64];
-    slurp(sink, got, sizeof(got));
+    h_read_text(sink, got, sizeof(got));
     assert_string_equal(got, "through a pipe\n");
 }
 
