@@ -20,10 +20,7 @@
 #define CFG_MAX_FILE (1u << 20)
 #define CFG_WHY 512
 
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
+void cfg_errf(char *err, size_t errlen, const char *fmt, ...)
 {
     if (err == NULL || errlen == 0)
         return;
@@ -110,7 +107,7 @@ static int check_table(const cfg_opt *opts, size_t n, char *err, size_t errlen)
         else if (find_opt(opts, i, o->name, strlen(o->name)) >= 0)
             bad = "appears twice";
         if (bad != NULL) {
-            seterr(err, errlen, "option table entry %zu (%s) %s; fix the table in the source",
+            cfg_errf(err, errlen, "option table entry %zu (%s) %s; fix the table in the source",
                    i, o->name != NULL ? o->name : "?", bad);
             return -EINVAL;
         }
@@ -399,7 +396,7 @@ static int load_text(const cfg_opt *opts, size_t n, void *conf, const char *text
     if (buf == NULL || line_of == NULL) {
         free(buf);
         free(line_of);
-        seterr(err, errlen, "out of memory reading %s", source);
+        cfg_errf(err, errlen, "out of memory reading %s", source);
         return -ENOMEM;
     }
     int rc = 0;
@@ -413,7 +410,7 @@ static int load_text(const cfg_opt *opts, size_t n, void *conf, const char *text
             end++;
         size_t ll = end - pos;
         if (memchr(text + pos, '\0', ll) != NULL) {
-            seterr(err, errlen, "%s:%u: the line contains a NUL byte (is this a text file?)",
+            cfg_errf(err, errlen, "%s:%u: the line contains a NUL byte (is this a text file?)",
                    source, lineno);
             rc = -EINVAL;
             break;
@@ -427,7 +424,7 @@ static int load_text(const cfg_opt *opts, size_t n, void *conf, const char *text
         char *key, *val;
         int s = split_line(buf, &key, &val, why, sizeof why);
         if (s < 0) {
-            seterr(err, errlen, "%s:%u: %s", source, lineno, why);
+            cfg_errf(err, errlen, "%s:%u: %s", source, lineno, why);
             rc = -EINVAL;
             break;
         }
@@ -436,12 +433,12 @@ static int load_text(const cfg_opt *opts, size_t n, void *conf, const char *text
         int i = find_opt(opts, n, key, strlen(key));
         if (i < 0) {
             if (strcmp(key, "config") == 0) {
-                seterr(err, errlen,
+                cfg_errf(err, errlen,
                        "%s:%u: `config` cannot be set inside a config file (pass --config once)",
                        source, lineno);
             } else {
                 const char *s2 = suggest(opts, n, key, strlen(key));
-                seterr(err, errlen, "%s:%u: unknown key '%.64s'%s%s%s", source, lineno, key,
+                cfg_errf(err, errlen, "%s:%u: unknown key '%.64s'%s%s%s", source, lineno, key,
                        s2 ? " (did you mean '" : " (see --help for the known keys)",
                        s2 ? s2 : "", s2 ? "'?)" : "");
             }
@@ -449,14 +446,14 @@ static int load_text(const cfg_opt *opts, size_t n, void *conf, const char *text
             break;
         }
         if (line_of[i] != 0) {
-            seterr(err, errlen, "%s:%u: key '%s' is already set on line %u; keep one of the two",
+            cfg_errf(err, errlen, "%s:%u: key '%s' is already set on line %u; keep one of the two",
                    source, lineno, key, line_of[i]);
             rc = -EINVAL;
             break;
         }
         line_of[i] = lineno;
         if (apply_value(&opts[i], val, conf, why, sizeof why) != 0) {
-            seterr(err, errlen, "%s:%u: %s: %s", source, lineno, opts[i].name, why);
+            cfg_errf(err, errlen, "%s:%u: %s: %s", source, lineno, opts[i].name, why);
             rc = -EINVAL;
             break;
         }
@@ -484,7 +481,7 @@ static int read_file(const char *path, char **out, size_t *len, char *err, size_
     FILE *f = fopen(path, "rb");
     if (f == NULL) {
         int e = errno;
-        seterr(err, errlen, "cannot open config file %s: %s (fix the path given to --config)",
+        cfg_errf(err, errlen, "cannot open config file %s: %s (fix the path given to --config)",
                path, strerror(e));
         return -e;
     }
@@ -494,7 +491,7 @@ static int read_file(const char *path, char **out, size_t *len, char *err, size_
     while (buf != NULL) {
         if (n == cap) {
             if (cap > CFG_MAX_FILE) {
-                seterr(err, errlen, "config file %s is larger than %u bytes; is it the right file?",
+                cfg_errf(err, errlen, "config file %s is larger than %u bytes; is it the right file?",
                        path, CFG_MAX_FILE);
                 rc = -EFBIG;
                 break;
@@ -513,7 +510,7 @@ static int read_file(const char *path, char **out, size_t *len, char *err, size_
         if (got == 0) {
             if (ferror(f)) {
                 int e = errno ? errno : EIO;
-                seterr(err, errlen, "cannot read config file %s: %s (fix the path given to --config)",
+                cfg_errf(err, errlen, "cannot read config file %s: %s (fix the path given to --config)",
                        path, strerror(e));
                 rc = -e;
             }
@@ -522,11 +519,11 @@ static int read_file(const char *path, char **out, size_t *len, char *err, size_
     }
     fclose(f);
     if (buf == NULL) {
-        seterr(err, errlen, "out of memory reading config file %s", path);
+        cfg_errf(err, errlen, "out of memory reading config file %s", path);
         return -ENOMEM;
     }
     if (rc == 0 && n > CFG_MAX_FILE) {
-        seterr(err, errlen, "config file %s is larger than %u bytes; is it the right file?", path,
+        cfg_errf(err, errlen, "config file %s is larger than %u bytes; is it the right file?", path,
                CFG_MAX_FILE);
         rc = -EFBIG;
     }
@@ -643,7 +640,7 @@ static int apply_default(const cfg_opt *o, void *conf, char *err, size_t errlen)
     }
     char why[CFG_WHY];
     if (apply_value(o, o->def, conf, why, sizeof why) != 0) {
-        seterr(err, errlen, "the default of option %s is invalid: %s; fix the table in the source",
+        cfg_errf(err, errlen, "the default of option %s is invalid: %s; fix the table in the source",
                o->name, why);
         return -EINVAL;
     }
@@ -678,7 +675,7 @@ int cfg_load(const cfg_opt *opts, size_t n, void *conf, int argc, char **argv, c
 
     bool *set = calloc(n ? n : 1, sizeof *set);
     if (set == NULL) {
-        seterr(err, errlen, "out of memory loading the configuration");
+        cfg_errf(err, errlen, "out of memory loading the configuration");
         return -ENOMEM;
     }
     for (size_t k = 0; k < n && rc == 0; k++) {
@@ -688,7 +685,7 @@ int cfg_load(const cfg_opt *opts, size_t n, void *conf, int argc, char **argv, c
 
     if (rc == 0 && config != NULL) {
         if (config[0] == '\0') {
-            seterr(err, errlen, "--config is empty; give the path of a config file");
+            cfg_errf(err, errlen, "--config is empty; give the path of a config file");
             rc = -EINVAL;
         } else {
             char *text = NULL;
@@ -698,7 +695,7 @@ int cfg_load(const cfg_opt *opts, size_t n, void *conf, int argc, char **argv, c
                 size_t sl = strlen(config) + sizeof "config file ";
                 char *source = malloc(sl);
                 if (source == NULL) {
-                    seterr(err, errlen, "out of memory loading the configuration");
+                    cfg_errf(err, errlen, "out of memory loading the configuration");
                     rc = -ENOMEM;
                 } else {
                     snprintf(source, sl, "config file %s", config);
@@ -717,19 +714,19 @@ int cfg_load(const cfg_opt *opts, size_t n, void *conf, int argc, char **argv, c
         case TOK_HELP:
             break;
         case TOK_ERR:
-            seterr(err, errlen, "%s", why);
+            cfg_errf(err, errlen, "%s", why);
             rc = -EINVAL;
             break;
         case TOK_CONFIG:
             if (seen_config) {
-                seterr(err, errlen, "--config is given twice; give one config file");
+                cfg_errf(err, errlen, "--config is given twice; give one config file");
                 rc = -EINVAL;
             }
             seen_config = true;
             break;
         case TOK_OPT:
             if (apply_value(&opts[t.opt], t.value, conf, why, sizeof why) != 0) {
-                seterr(err, errlen, "%s: %s", t.flag, why);
+                cfg_errf(err, errlen, "%s: %s", t.flag, why);
                 rc = -EINVAL;
             } else {
                 set[t.opt] = true;
@@ -740,7 +737,7 @@ int cfg_load(const cfg_opt *opts, size_t n, void *conf, int argc, char **argv, c
 
     for (size_t k = 0; k < n && rc == 0; k++) {
         if (opts[k].required && (!set[k] || !value_is_set(&opts[k], conf))) {
-            seterr(err, errlen, "%s is required: set --%s or `%s = ...` in the --config file",
+            cfg_errf(err, errlen, "%s is required: set --%s or `%s = ...` in the --config file",
                    opts[k].name, opts[k].name, opts[k].name);
             rc = -EINVAL;
         }

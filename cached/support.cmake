@@ -27,11 +27,11 @@ if(EXISTS ${_rc_support_dir}/admin.c)
   target_include_directories(ringcache_admin PUBLIC ${_rc_support_dir})
   target_link_libraries(ringcache_admin
     PUBLIC ringcache_metrics
-    PRIVATE PkgConfig::EVENT PkgConfig::RC_ADMIN_TLS Threads::Threads ringcache_warnings)
+    PRIVATE ringcache_config PkgConfig::EVENT PkgConfig::RC_ADMIN_TLS Threads::Threads ringcache_warnings)
 endif()
 
 if(EXISTS ${_rc_support_dir}/tenants.c)
   add_library(ringcache_tenants STATIC ${_rc_support_dir}/tenants.c)
   target_include_directories(ringcache_tenants PUBLIC ${_rc_support_dir})
-  target_link_libraries(ringcache_tenants PRIVATE PkgConfig::CRYPTO ringcache_warnings)
+  target_link_libraries(ringcache_tenants PRIVATE ringcache_config PkgConfig::CRYPTO ringcache_warnings)
 endif()

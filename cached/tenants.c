@@ -7,9 +7,9 @@
  * a core dump of a running node gives one away.
  */
 #include "tenants.h"
+#include "config.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,19 +46,6 @@ struct ten_set {
     ten_tenant *t;
     size_t n, cap;
 };
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err == NULL || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 static void free_secret(char **s)
 {
@@ -223,7 +210,7 @@ static int add_allow(parser *p, const char *entry, size_t len)
 {
     ten_tenant *t = p->cur;
     if (len < 5 || memcmp(entry, "s3://", 5) != 0) {
-        seterr(p->err, p->errlen, "%s:%u: allow entry '%.*s' of tenant %s must start with s3:// "
+        cfg_errf(p->err, p->errlen, "%s:%u: allow entry '%.*s' of tenant %s must start with s3:// "
                "(for example s3://bucket/prefix/)", p->src, p->line, (int)(len > 80 ? 80 : len),
                entry, t->name);
         return -EINVAL;
@@ -236,7 +223,7 @@ static int add_allow(parser *p, const char *entry, size_t len)
     for (size_t i = 0; ok && i < blen; i++)
         ok = name_char(b[i]);
     if (!ok) {
-        seterr(p->err, p->errlen, "%s:%u: allow entry '%.*s' of tenant %s has no valid bucket "
+        cfg_errf(p->err, p->errlen, "%s:%u: allow entry '%.*s' of tenant %s has no valid bucket "
                "name (write s3://bucket/ or s3://bucket/prefix/)", p->src, p->line,
                (int)(len > 80 ? 80 : len), entry, t->name);
         return -EINVAL;
@@ -288,7 +275,7 @@ static int parse_allow(parser *p, const char *v)
         s = e;
     }
     if (added == 0) {
-        seterr(p->err, p->errlen, "%s:%u: allow of tenant %s is empty (list s3://bucket/prefix/ "
+        cfg_errf(p->err, p->errlen, "%s:%u: allow of tenant %s is empty (list s3://bucket/prefix/ "
                "entries, separated by spaces or commas)", p->src, p->line, p->cur->name);
         return -EINVAL;
     }
@@ -300,13 +287,13 @@ static int set_secret(parser *p, char **dst, unsigned *line, const char *key, co
 {
     ten_tenant *t = p->cur;
     if (*dst != NULL) {
-        seterr(p->err, p->errlen, "%s:%u: %s of tenant %s is already set on line %u; keep one",
+        cfg_errf(p->err, p->errlen, "%s:%u: %s of tenant %s is already set on line %u; keep one",
                p->src, p->line, key, t->name, *line);
         return -EINVAL;
     }
     size_t len = strlen(v);
     if (len == 0 || len > max || !printable(v)) {
-        seterr(p->err, p->errlen, "%s:%u: %s of tenant %s must be 1 to %zu printable characters "
+        cfg_errf(p->err, p->errlen, "%s:%u: %s of tenant %s must be 1 to %zu printable characters "
                "without spaces", p->src, p->line, key, t->name, max);
         return -EINVAL;
     }
@@ -321,24 +308,24 @@ static int key_value(parser *p, const char *key, char *v)
 {
     ten_tenant *t = p->cur;
     if (t == NULL) {
-        seterr(p->err, p->errlen, "%s:%u: `%.40s` is outside a tenant section; start one with "
+        cfg_errf(p->err, p->errlen, "%s:%u: `%.40s` is outside a tenant section; start one with "
                "[tenant NAME]", p->src, p->line, key);
         return -EINVAL;
     }
     if (strcmp(key, "token") == 0) {
         if (t->token_line != 0) {
-            seterr(p->err, p->errlen, "%s:%u: the token of tenant %s is already set on line %u; "
+            cfg_errf(p->err, p->errlen, "%s:%u: the token of tenant %s is already set on line %u; "
                    "keep one", p->src, p->line, t->name, t->token_line);
             return -EINVAL;
         }
         size_t len = strlen(v);
         if (!printable(v)) {
-            seterr(p->err, p->errlen, "%s:%u: the token of tenant %s contains a space or a "
+            cfg_errf(p->err, p->errlen, "%s:%u: the token of tenant %s contains a space or a "
                    "control character; use printable characters only", p->src, p->line, t->name);
             return -EINVAL;
         }
         if (len < TEN_TOKEN_MIN || len > TEN_TOKEN_MAX) {
-            seterr(p->err, p->errlen, "%s:%u: the token of tenant %s is %zu characters long; use "
+            cfg_errf(p->err, p->errlen, "%s:%u: the token of tenant %s is %zu characters long; use "
                    "%d to %d (for example the output of `openssl rand -hex 16`)", p->src, p->line,
                    t->name, len, TEN_TOKEN_MIN, TEN_TOKEN_MAX);
             return -EINVAL;
@@ -393,7 +380,7 @@ static int key_value(parser *p, const char *key, char *v)
                 hint = b;
         }
     }
-    seterr(p->err, p->errlen, "%s:%u: unknown key '%.40s' in tenant %s (%s%s%s)", p->src,
+    cfg_errf(p->err, p->errlen, "%s:%u: unknown key '%.40s' in tenant %s (%s%s%s)", p->src,
            p->line, key, t->name, hint ? "did you mean '" : "known keys: token, allow, "
            "aws_access_key_id, aws_secret_access_key, aws_session_token", hint ? hint : "",
            hint ? "'?" : "");
@@ -409,24 +396,24 @@ static int close_section(parser *p)
     p->cur = NULL;
     const char *src = p->src;
     if (t->token_line == 0) {
-        seterr(p->err, p->errlen, "%s:%u: tenant %s has no token; add `token = ...` (%d characters "
+        cfg_errf(p->err, p->errlen, "%s:%u: tenant %s has no token; add `token = ...` (%d characters "
                "or more)", src, t->line, t->name, TEN_TOKEN_MIN);
         return -EINVAL;
     }
     if (t->n_allow == 0) {
-        seterr(p->err, p->errlen, "%s:%u: tenant %s has no allow line, so it could read nothing; "
+        cfg_errf(p->err, p->errlen, "%s:%u: tenant %s has no allow line, so it could read nothing; "
                "add `allow = s3://bucket/prefix/`", src, t->line, t->name);
         return -EINVAL;
     }
     if ((t->access_key == NULL) != (t->secret_key == NULL)) {
-        seterr(p->err, p->errlen, "%s:%u: tenant %s sets %s but not %s; set both or neither",
+        cfg_errf(p->err, p->errlen, "%s:%u: tenant %s sets %s but not %s; set both or neither",
                src, t->access_key ? t->ak_line : t->sk_line, t->name,
                t->access_key ? "aws_access_key_id" : "aws_secret_access_key",
                t->access_key ? "aws_secret_access_key" : "aws_access_key_id");
         return -EINVAL;
     }
     if (t->session_token != NULL && t->access_key == NULL) {
-        seterr(p->err, p->errlen, "%s:%u: tenant %s sets aws_session_token without "
+        cfg_errf(p->err, p->errlen, "%s:%u: tenant %s sets aws_session_token without "
                "aws_access_key_id and aws_secret_access_key; set all three or drop it", src,
                t->st_line, t->name);
         return -EINVAL;
@@ -434,7 +421,7 @@ static int close_section(parser *p)
     for (size_t i = 0; i + 1 < p->set->n; i++) {
         const ten_tenant *o = &p->set->t[i];
         if (CRYPTO_memcmp(o->digest, t->digest, sizeof t->digest) == 0) {
-            seterr(p->err, p->errlen, "%s:%u: tenant %s has the same token as tenant %s (line "
+            cfg_errf(p->err, p->errlen, "%s:%u: tenant %s has the same token as tenant %s (line "
                    "%u); give every tenant its own token", src, t->token_line, t->name, o->name,
                    o->token_line);
             return -EINVAL;
@@ -449,7 +436,7 @@ static int open_section(parser *p, const char *hdr)
     if (rc != 0)
         return rc;
     if (strncmp(hdr, "tenant", 6) != 0 || !is_space(hdr[6])) {
-        seterr(p->err, p->errlen, "%s:%u: unknown section [%.40s]; sections are [tenant NAME]",
+        cfg_errf(p->err, p->errlen, "%s:%u: unknown section [%.40s]; sections are [tenant NAME]",
                p->src, p->line, hdr);
         return -EINVAL;
     }
@@ -461,14 +448,14 @@ static int open_section(parser *p, const char *hdr)
     for (size_t i = 0; ok && i < len; i++)
         ok = name_char(name[i]);
     if (!ok) {
-        seterr(p->err, p->errlen, "%s:%u: tenant name '%.40s' is not 1 to %d letters, digits, "
+        cfg_errf(p->err, p->errlen, "%s:%u: tenant name '%.40s' is not 1 to %d letters, digits, "
                "'.', '_' or '-'", p->src, p->line, name, TEN_NAME_MAX);
         return -EINVAL;
     }
     ten_set *s = p->set;
     for (size_t i = 0; i < s->n; i++) {
         if (strcmp(s->t[i].name, name) == 0) {
-            seterr(p->err, p->errlen, "%s:%u: tenant %s is already defined on line %u; merge the "
+            cfg_errf(p->err, p->errlen, "%s:%u: tenant %s is already defined on line %u; merge the "
                    "two sections or rename one", p->src, p->line, name, s->t[i].line);
             return -EINVAL;
         }
@@ -504,7 +491,7 @@ int ten_parse(ten_set **out, const char *text, size_t len, const char *source, c
     if (s == NULL || buf == NULL) {
         free(s);
         free(buf);
-        seterr(err, errlen, "out of memory reading %s", src);
+        cfg_errf(err, errlen, "out of memory reading %s", src);
         return -ENOMEM;
     }
     parser p = {s, NULL, src, 0, err, errlen};
@@ -518,7 +505,7 @@ int ten_parse(ten_set **out, const char *text, size_t len, const char *source, c
             end++;
         size_t ll = end - pos;
         if (memchr(text + pos, '\0', ll) != NULL) {
-            seterr(err, errlen, "%s:%u: the line contains a NUL byte (is this a text file?)", src,
+            cfg_errf(err, errlen, "%s:%u: the line contains a NUL byte (is this a text file?)", src,
                    p.line);
             rc = -EINVAL;
             break;
@@ -533,7 +520,7 @@ int ten_parse(ten_set **out, const char *text, size_t len, const char *source, c
         case L_BLANK:
             break;
         case L_ERR:
-            seterr(err, errlen, "%s:%u: %s", src, p.line, why);
+            cfg_errf(err, errlen, "%s:%u: %s", src, p.line, why);
             rc = -EINVAL;
             break;
         case L_SECTION:
@@ -548,13 +535,13 @@ int ten_parse(ten_set **out, const char *text, size_t len, const char *source, c
     if (rc == 0)
         rc = close_section(&p);
     if (rc == 0 && s->n == 0) {
-        seterr(err, errlen, "%s defines no tenant; add a [tenant NAME] section with a token and "
+        cfg_errf(err, errlen, "%s defines no tenant; add a [tenant NAME] section with a token and "
                "an allow line", src);
         rc = -EINVAL;
     }
     free(buf);
     if (rc == -ENOMEM)
-        seterr(err, errlen, "out of memory reading %s", src);
+        cfg_errf(err, errlen, "out of memory reading %s", src);
     if (rc != 0) {
         ten_destroy(&s);
         return rc;
@@ -569,7 +556,7 @@ int ten_load(ten_set **out, const char *path, char *err, size_t errlen)
     FILE *f = fopen(path, "rb");
     if (f == NULL) {
         int e = errno;
-        seterr(err, errlen, "cannot open tenants file %s: %s (fix the path given to --tenants)",
+        cfg_errf(err, errlen, "cannot open tenants file %s: %s (fix the path given to --tenants)",
                path, strerror(e));
         return -e;
     }
@@ -606,18 +593,18 @@ int ten_load(ten_set **out, const char *path, char *err, size_t errlen)
     if (rc == 0 && n > TEN_MAX_FILE)
         rc = -EFBIG;
     if (rc == -EFBIG)
-        seterr(err, errlen, "tenants file %s is larger than %u bytes; is it the right file?", path,
+        cfg_errf(err, errlen, "tenants file %s is larger than %u bytes; is it the right file?", path,
                TEN_MAX_FILE);
     else if (rc == -ENOMEM)
-        seterr(err, errlen, "out of memory reading tenants file %s", path);
+        cfg_errf(err, errlen, "out of memory reading tenants file %s", path);
     else if (rc != 0)
-        seterr(err, errlen, "cannot read tenants file %s: %s (fix the path given to --tenants)",
+        cfg_errf(err, errlen, "cannot read tenants file %s: %s (fix the path given to --tenants)",
                path, strerror(-rc));
     if (rc == 0) {
         size_t sl = strlen(path) + sizeof "tenants file ";
         char *source = malloc(sl);
         if (source == NULL) {
-            seterr(err, errlen, "out of memory reading tenants file %s", path);
+            cfg_errf(err, errlen, "out of memory reading tenants file %s", path);
             rc = -ENOMEM;
         } else {
             snprintf(source, sl, "tenants file %s", path);
