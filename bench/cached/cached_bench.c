@@ -306,21 +306,6 @@ static void ours_random(int port, const char *version, uint64_t size, const uint
 
 /* ---- nginx -------------------------------------------------------------------- */
 
-/* CPU of nginx: the master and its workers (children in its process group). */
-static double nginx_cpu_s(pid_t master)
-{
-    double t = h_pid_cpu_s(master);
-    char cmd[128];
-    snprintf(cmd, sizeof(cmd), "pgrep -g %d", (int)master);
-    FILE *p = popen(cmd, "r");
-    int pid;
-    while (p && fscanf(p, "%d", &pid) == 1)
-        if (pid != master)
-            t += h_pid_cpu_s(pid);
-    if (p)
-        pclose(p);
-    return t;
-}
 
 typedef struct {
     size_t got;
@@ -659,9 +644,9 @@ int main(int argc, char **argv)
     double *t_ng = calloc((size_t)reps, sizeof(double));
     double cpu_ng = 0, gib_ng = 0;
     for (int r = 0; r < reps; r++) {
-        double c0 = nginx_cpu_s(h_proc_pid(ngx));
+        double c0 = h_pgrp_cpu_s(h_proc_pid(ngx));
         double t = nginx_load(nport, size, blocks * 2, 4);
-        cpu_ng += nginx_cpu_s(h_proc_pid(ngx)) - c0;
+        cpu_ng += h_pgrp_cpu_s(h_proc_pid(ngx)) - c0;
         gib_ng += 2.0 * (double)size / (1u << 30);
         t_ng[r] = 2.0 * (double)size / (1u << 30) / t;
         fprintf(stderr, "rep %d: nginx warm %.2f GiB/s\n", r + 1, t_ng[r]);

@@ -69,6 +69,14 @@ static int free_port(void)
     return ntohs(a.sin_port);
 }
 
+/* CPU seconds of this process (the client's threads, or the peer's client). */
+static double self_cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -86,6 +94,11 @@ static double median3(double *v)
 {
     qsort(v, RUNS, sizeof(*v), cmp_double);
     return v[RUNS / 2];
+}
+
+static double nodes_cpu_s(const pid_t *pids)
+{
+    return h_pid_cpu_s(pids[0]) + h_pid_cpu_s(pids[1]) + h_pid_cpu_s(pids[2]);
 }
 
 /* Reads the object whole through a new client (empty page cache). */
@@ -210,7 +223,7 @@ static double rr_read(rr_client *rc, uint64_t off, uint64_t len, void *buf, int 
 }
 
 /* Starts nginx as a slice cache in front of the model; 0 on success. */
-static int start_nginx(h_env *env, int upstream_port, int *port_out)
+static int start_nginx(h_env *env, int upstream_port, int *port_out, h_proc **proc_out)
 {
     const char *bin = "/usr/sbin/nginx";
     if (access(bin, X_OK) != 0) {
@@ -272,6 +285,7 @@ static int start_nginx(h_env *env, int upstream_port, int *port_out)
         if (fd >= 0) {
             close(fd);
             *port_out = port;
+            *proc_out = p;
             return 0;
         }
         usleep(50000);
@@ -333,6 +347,9 @@ int main(int argc, char **argv)
                                "--block-size", bs, "--region-size", "64MiB", "--ram-capacity", ram, NULL};
         t_node_start(env, &nodes[i], nm, h_s3model_endpoint(model), extra);
     }
+    pid_t node_pids[3];
+    for (int i = 0; i < 3; i++)
+        node_pids[i] = h_proc_pid(nodes[i].proc);
     unsigned char *data = t_alloc_data(size, 77);
     {
         s3_sync *s;
@@ -371,12 +388,16 @@ int main(int argc, char **argv)
            t_par, (double)mib / t_par);
 
     rc_stats st;
+    double c0 = self_cpu_s(), n0 = nodes_cpu_s(node_pids);
     double t_cold = read_through(members, &via_model, data, size, &st);
+    double cold_self = self_cpu_s() - c0, cold_nodes = nodes_cpu_s(node_pids) - n0;
     printf("cold via 3 nodes:    %7.2f s  %7.1f MiB/s  (stalls %" PRIu64 ", read-ahead %" PRIu64
-           ")\n", t_cold, (double)mib / t_cold, st.stalls, st.readahead_fetches);
+           "; CPU-s/GiB client %.2f + nodes %.2f)\n", t_cold, (double)mib / t_cold, st.stalls,
+           st.readahead_fetches, cold_self * 1024 / (double)mib, cold_nodes * 1024 / (double)mib);
 
     int nginx_port = 0;
-    bool nginx = start_nginx(env, h_s3model_port(model), &nginx_port) == 0;
+    h_proc *ngx = NULL;
+    bool nginx = start_nginx(env, h_s3model_port(model), &nginx_port, &ngx) == 0;
     s3_config via_nginx;
     rr_client sn_ = {0}, *sn = &sn_;
     if (nginx) {
@@ -396,23 +417,30 @@ int main(int argc, char **argv)
         }
     }
 
-    double warm[RUNS], ng[RUNS];
+    double warm[RUNS], ng[RUNS], cpu_warm = 0, cpu_ng = 0;
     for (int r = 0; r < RUNS; r++) {
+        double s0 = self_cpu_s(), m0 = nodes_cpu_s(node_pids);
         warm[r] = read_through(members, &via_model, data, size, &st);
+        cpu_warm += self_cpu_s() - s0 + nodes_cpu_s(node_pids) - m0;
         if (nginx) {
             memset(buf, 0, 4096);
+            s0 = self_cpu_s();
+            m0 = h_pgrp_cpu_s(h_proc_pid(ngx));
             ng[r] = rr_read(sn, 0, size, buf, 32, 1u << 20);
+            cpu_ng += self_cpu_s() - s0 + h_pgrp_cpu_s(h_proc_pid(ngx)) - m0;
             if (ng[r] < 0 || memcmp(buf, data, size) != 0)
                 nginx = false;
         }
     }
     double t_warm = median3(warm);
-    printf("warm via 3 nodes:    %7.2f s  %7.1f MiB/s  (median of %d, empty page cache)\n",
-           t_warm, (double)mib / t_warm, RUNS);
+    printf("warm via 3 nodes:    %7.2f s  %7.1f MiB/s  (median of %d, empty page cache; "
+           "CPU-s/GiB client + nodes %.2f)\n", t_warm, (double)mib / t_warm, RUNS,
+           cpu_warm * 1024 / ((double)mib * RUNS));
     double t_ng = nginx ? median3(ng) : 0;
     if (nginx)
-        printf("nginx warm:          %7.2f s  %7.1f MiB/s  (median of %d)\n", t_ng,
-               (double)mib / t_ng, RUNS);
+        printf("nginx warm:          %7.2f s  %7.1f MiB/s  (median of %d; CPU-s/GiB client + "
+               "nginx %.2f)\n", t_ng, (double)mib / t_ng, RUNS,
+               cpu_ng * 1024 / ((double)mib * RUNS));
 
     /* scattered: 2000 random 64 KiB reads, interleaved with nginx */
     enum { N = 2000, LEN = 64 << 10 };

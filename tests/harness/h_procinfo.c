@@ -5,6 +5,7 @@
  */
 #include "harness.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,35 @@ double h_pid_cpu_s(pid_t pid)
     if (p)
         sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st);
     return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+double h_pgrp_cpu_s(pid_t pgid)
+{
+    DIR *d = opendir("/proc");
+    if (!d)
+        return 0;
+    double t = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        char *end;
+        long pid = strtol(e->d_name, &end, 10);
+        if (*end || pid <= 0)
+            continue;
+        char path[64], buf[1024];
+        snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        char *p = strrchr(buf, ')');
+        int pgrp = 0;
+        if (p && sscanf(p + 2, "%*c %*d %d", &pgrp) == 1 && pgrp == (int)pgid)
+            t += h_pid_cpu_s((pid_t)pid);
+    }
+    closedir(d);
+    return t;
 }
 
 long h_pid_rss_kib(pid_t pid)

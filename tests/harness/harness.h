@@ -175,6 +175,11 @@ int h_make_cert_san(const char *cert_path, const char *key_path, const char *san
 double h_pid_cpu_s(pid_t pid);
 long h_pid_rss_kib(pid_t pid);
 
+/* CPU seconds of every live process in process group pgid (h_proc starts each
+ * process in a group of its own: a server and the workers it forks, such as
+ * nginx's). Processes that have exited are not counted. */
+double h_pgrp_cpu_s(pid_t pgid);
+
 /* A port the kernel says is free on 127.0.0.1 now (for servers without a port
  * file, such as nginx and iperf3), or -errno. */
 int h_free_port(void);
