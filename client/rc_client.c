@@ -29,6 +29,7 @@
 #include <event2/event.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -209,6 +210,13 @@ struct rc_client {
     } st;
 };
 
+static int64_t rc_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 static int64_t rc_now_ms(void)
 {
     struct timespec ts;
@@ -229,8 +237,10 @@ static void rc_obj_unref(rc_obj **op)
 /* ---- page buffers --------------------------------------------------------------------- */
 
 #define RC_HUGE (2u << 20)
+/* batches of at most this many bytes are polled for before sleeping (spin_us) */
+#define RC_SPIN_MAX_BYTES (256u << 10)
 
-static void rc_arena_init(rc_arena *a, size_t capacity, size_t slot)
+static void rc_arena_init(rc_arena *a, size_t capacity, size_t slot, bool prefault)
 {
     memset(a, 0, sizeof(*a));
     size_t nslots = capacity / slot;
@@ -244,6 +254,13 @@ static void rc_arena_init(rc_arena *a, size_t capacity, size_t slot)
     uintptr_t start = ((uintptr_t)m + RC_HUGE - 1) & ~(uintptr_t)(RC_HUGE - 1);
     /* one fault per 2 MiB instead of one per 4 KiB where the kernel allows */
     (void)madvise((void *)start, nslots * slot, MADV_HUGEPAGE);
+    if (prefault) {
+#ifdef MADV_POPULATE_WRITE
+        if (madvise((void *)start, nslots * slot, MADV_POPULATE_WRITE) != 0)
+#endif
+            for (size_t off = 0; off < nslots * slot; off += 4096)
+                ((volatile uint8_t *)start)[off] = 0;
+    }
     pthread_mutex_init(&a->lock, NULL);
     a->map = m;
     a->map_len = len;
@@ -319,6 +336,26 @@ void rc_config_init(rc_config *cfg)
     cfg->down_ms = 5000;
     cfg->max_inflight = 96;
     cfg->partial_read_max = UINT32_MAX; /* resolved to block size / 4 at create */
+    cfg->spin_us = 200;
+}
+
+/* A yes/no environment variable into *out (left alone when unset or empty). */
+static int rc_env_bool(const char *name, bool *out, const char *hint, char *err, size_t errlen)
+{
+    const char *v = getenv(name);
+    if (!v || !v[0])
+        return 0;
+    if (!strcmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes") ||
+        !strcasecmp(v, "on")) {
+        *out = true;
+    } else if (!strcmp(v, "0") || !strcasecmp(v, "false") || !strcasecmp(v, "no") ||
+               !strcasecmp(v, "off")) {
+        *out = false;
+    } else {
+        snprintf(err, errlen, "%s='%s' is not a yes or no (set it to %s)", name, v, hint);
+        return -EINVAL;
+    }
+    return 0;
 }
 
 int rc_config_from_env(rc_config *cfg, char *err, size_t errlen)
@@ -327,20 +364,14 @@ int rc_config_from_env(rc_config *cfg, char *err, size_t errlen)
         cfg->members = getenv("RINGCACHE_CACHE");
     if (!cfg->token)
         cfg->token = getenv("RINGCACHE_TOKEN");
-    const char *tls = getenv("RINGCACHE_CACHE_TLS");
-    if (tls && tls[0]) {
-        if (!strcmp(tls, "1") || !strcasecmp(tls, "true") || !strcasecmp(tls, "yes") ||
-            !strcasecmp(tls, "on")) {
-            cfg->tls = true;
-        } else if (!strcmp(tls, "0") || !strcasecmp(tls, "false") || !strcasecmp(tls, "no") ||
-                   !strcasecmp(tls, "off")) {
-            cfg->tls = false;
-        } else {
-            snprintf(err, errlen, "RINGCACHE_CACHE_TLS='%s' is not a yes or no (set it to 1 "
-                     "for TLS to the cache nodes, 0 or unset for plain TCP)", tls);
-            return -EINVAL;
-        }
-    }
+    int rc = rc_env_bool("RINGCACHE_CACHE_TLS", &cfg->tls,
+                         "1 for TLS to the cache nodes, 0 or unset for plain TCP", err, errlen);
+    if (rc == 0)
+        rc = rc_env_bool("RINGCACHE_PREFAULT", &cfg->prefault,
+                         "1 to back the page cache with memory at start, 0 or unset not to",
+                         err, errlen);
+    if (rc < 0)
+        return rc;
     if (!cfg->tls_ca)
         cfg->tls_ca = getenv("RINGCACHE_CACHE_TLS_CA");
     if (!cfg->dns_server)
@@ -556,7 +587,7 @@ static void rc_item_finish(rc_item *it, int result, const char *msg)
             b->code = result;
             snprintf(b->msg, sizeof(b->msg), "%s", msg && msg[0] ? msg : strerror(-result));
         }
-        if (--b->pending == 0)
+        if (__atomic_sub_fetch(&b->pending, 1, __ATOMIC_RELEASE) == 0)
             pthread_cond_signal(&b->cond);
         pthread_mutex_unlock(&c->qlock);
     }
@@ -1016,8 +1047,18 @@ static void rc_readahead(rc_client *c, rc_obj *o, uint64_t from, uint64_t to)
     rc_submit(c, head, tail, true, NULL, 0);
 }
 
-static void rc_wait_batch(rc_client *c, rc_batch *b)
+/* Waits for the batch's items. A small batch (a scattered read) usually
+ * completes within one round trip to a node, a few tens of microseconds: the
+ * reader first polls for up to spin_us, yielding its core between checks (the
+ * I/O thread or a node on this machine may need it), and sleeps on the
+ * condition only after that, which saves a wake-up on the common path. */
+static void rc_wait_batch(rc_client *c, rc_batch *b, bool small)
 {
+    if (small && c->cfg.spin_us > 0) {
+        int64_t until = rc_now_us() + c->cfg.spin_us;
+        while (__atomic_load_n(&b->pending, __ATOMIC_ACQUIRE) > 0 && rc_now_us() < until)
+            sched_yield();
+    }
     pthread_mutex_lock(&c->qlock);
     while (b->pending > 0)
         pthread_cond_wait(&b->cond, &c->qlock);
@@ -1130,8 +1171,11 @@ static int rc_read_chunk(rc_handle *h, uint8_t *buf, uint64_t off, uint64_t len,
         }
         if (n > first) {
             *stalled = true;
+            uint64_t bytes = 0;
+            for (int i = first; i < n; i++)
+                bytes += items[i].in_len;
             rc_submit(c, &items[first], &items[n - 1], false, &batch, n - first);
-            rc_wait_batch(c, &batch);
+            rc_wait_batch(c, &batch, bytes <= RC_SPIN_MAX_BYTES);
             rc_complete_items(c, items + first, n - first, buf);
         }
         if (batch.code || nd == 0)
@@ -1633,6 +1677,10 @@ int rc_create(rc_client **out, const rc_config *cfg, char *err, size_t errlen)
         k->connect_timeout_ms = 2000;
     if (k->down_ms <= 0)
         k->down_ms = 5000;
+    if (k->spin_us < 0)
+        k->spin_us = 0;
+    if (k->spin_us > 10000)
+        k->spin_us = 10000; /* past a round trip or two, sleeping is cheaper */
     if (k->max_inflight <= 0)
         k->max_inflight = 96;
     if (k->max_inflight < 2)
@@ -1689,7 +1737,7 @@ int rc_create(rc_client **out, const rc_config *cfg, char *err, size_t errlen)
         return rc_fail(&c, err, errlen, -EINVAL,
                        "page cache of %zu bytes is smaller than one block (%u bytes)",
                        k->page_cache_bytes, c->bs);
-    rc_arena_init(&c->arena, k->page_cache_bytes, c->bs);
+    rc_arena_init(&c->arena, k->page_cache_bytes, c->bs, k->prefault);
     pc_config pcc = {.capacity_bytes = k->page_cache_bytes, .page_size = c->bs,
                      .alloc_fn = rc_arena_alloc, .free_fn = rc_arena_free,
                      .alloc_ctx = &c->arena};

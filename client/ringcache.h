@@ -97,7 +97,17 @@ typedef struct rc_config {
     uint32_t partial_read_max;  /* a scattered read needing at most this many bytes of an
                                    uncached block fetches only them (no page); default
                                    block size / 4; 0: always whole blocks */
+    int spin_us;                /* a reader waiting for a small read (<= 256 KiB to fetch)
+                                   polls for it this long, yielding its core, before it
+                                   sleeps: one wake-up less on a round trip of tens of
+                                   microseconds; default 200; 0: sleep at once */
     bool cache_only;            /* never read S3 directly: fail with -EHOSTDOWN instead */
+    bool prefault;              /* back the whole page cache with memory in rc_create
+                                   (RINGCACHE_PREFAULT=1), as memcached -L does: a
+                                   long-lived compute node pays the first-touch page
+                                   faults at start-up instead of in its first reads
+                                   (costly on VMs whose memory the host maps lazily).
+                                   rc_create takes longer; RSS is the page cache at once */
     /* TLS to the cache nodes (ringcached --tls-cert): every node's certificate is
      * verified against tls_ca. A member from a static list is verified by the host
      * it is given as (an IP against the certificate's IP addresses, a name against

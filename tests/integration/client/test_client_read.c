@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 static t_cluster tc;
@@ -172,12 +173,48 @@ static void test_missing_key(void **state)
     rc_destroy(&c);
 }
 
+/* prefault backs the page cache with memory in rc_create (RSS grows by about
+ * its size there, and not without it); RINGCACHE_PREFAULT is read as a yes/no
+ * and anything else is refused with the variable named. */
+static void test_prefault(void **state)
+{
+    (void)state;
+    rc_config cfg;
+    t_rc_config(&tc, &cfg);
+    cfg.page_cache_bytes = 64u << 20;
+    char err[RC_ERR_MAX];
+    rc_client *c;
+    long before = h_pid_rss_kib(getpid());
+    assert_int_equal(rc_create(&c, &cfg, err, sizeof(err)), 0);
+    long plain = h_pid_rss_kib(getpid()) - before;
+    rc_destroy(&c);
+    cfg.prefault = true;
+    before = h_pid_rss_kib(getpid());
+    assert_int_equal(rc_create(&c, &cfg, err, sizeof(err)), 0);
+    long pre = h_pid_rss_kib(getpid()) - before;
+    rc_destroy(&c);
+    fprintf(stderr, "RSS growth at rc_create: %ld KiB plain, %ld KiB with prefault\n", plain, pre);
+    assert_true(pre >= 60 * 1024);
+    assert_true(plain < 32 * 1024);
+
+    rc_config e;
+    rc_config_init(&e);
+    setenv("RINGCACHE_PREFAULT", "yes", 1);
+    assert_int_equal(rc_config_from_env(&e, err, sizeof(err)), 0);
+    assert_true(e.prefault);
+    setenv("RINGCACHE_PREFAULT", "maybe", 1);
+    assert_int_equal(rc_config_from_env(&e, err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, "RINGCACHE_PREFAULT='maybe'"));
+    unsetenv("RINGCACHE_PREFAULT");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_whole_and_ranges),
         cmocka_unit_test(test_put_read_your_writes),
         cmocka_unit_test(test_missing_key),
+        cmocka_unit_test(test_prefault),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
