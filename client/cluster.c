@@ -22,6 +22,7 @@
 #include <time.h>
 
 #define RCL_MAX_OWNERS 3
+#define RCL_MAX_CONNS 16
 
 typedef struct rcl_node {
     char id[128];
@@ -29,7 +30,9 @@ typedef struct rcl_node {
     char host[256];
     char tls_name[256];         /* the name the member was resolved from ("": host) */
     int port;
-    cc_conn *conn;
+    cc_conn *conns[RCL_MAX_CONNS]; /* the pool: conns_per_node pipelined connections,
+                                      opened lazily, used in turn */
+    unsigned next_conn;
     int64_t down_until_ms;
 } rcl_node;
 
@@ -83,20 +86,24 @@ static void rcl_learn_hello(rcl_cluster *c, cc_conn *conn)
     c->have_hello = true;
 }
 
+/* The next connection of n's pool, in turn (each one is pipelined; several
+ * spread a client's requests over the node's worker threads, one event loop
+ * per connection there). A broken one is replaced; none while n is down. */
 static cc_conn *rcl_conn(rcl_cluster *c, rcl_node *n)
 {
-    if (n->conn && cc_conn_broken(n->conn))
-        cc_conn_destroy(&n->conn);
-    if (n->conn)
-        return n->conn;
+    cc_conn **slot = &n->conns[n->next_conn++ % (unsigned)c->cfg.conns_per_node];
+    if (*slot && cc_conn_broken(*slot))
+        cc_conn_destroy(slot);
+    if (*slot)
+        return *slot;
     if (n->down_until_ms > rcl_now_ms())
         return NULL;
     cc_config cc = {n->host, n->port, c->token[0] ? c->token : NULL, c->cfg.block_size,
                     "ringcache", c->cfg.connect_timeout_ms, c->cfg.request_timeout_ms,
                     c->cfg.tls, c->cfg.tls_ca, n->tls_name};
-    if (cc_conn_create(&n->conn, c->base, &cc) < 0)
+    if (cc_conn_create(slot, c->base, &cc) < 0)
         return NULL;
-    return n->conn;
+    return *slot;
 }
 
 static void rcl_mark_down(rcl_cluster *c, rcl_node *n)
@@ -221,6 +228,10 @@ int rcl_create(rcl_cluster **out, struct event_base *base, const rcl_config *cfg
     c->cfg.members = NULL;
     if (c->cfg.parallel <= 0)
         c->cfg.parallel = 16;
+    if (c->cfg.conns_per_node <= 0)
+        c->cfg.conns_per_node = RCL_DEFAULT_CONNS;
+    if (c->cfg.conns_per_node > RCL_MAX_CONNS)
+        c->cfg.conns_per_node = RCL_MAX_CONNS;
     if (c->cfg.connect_timeout_ms <= 0)
         c->cfg.connect_timeout_ms = 2000;
     if (c->cfg.request_timeout_ms <= 0)
@@ -283,7 +294,8 @@ void rcl_destroy(rcl_cluster **cp)
         cc_conn_destroy(&conn);
     }
     for (size_t i = 0; i < c->n_all; i++) {
-        cc_conn_destroy(&c->all[i]->conn);
+        for (int k = 0; k < RCL_MAX_CONNS; k++)
+            cc_conn_destroy(&c->all[i]->conns[k]);
         free(c->all[i]);
     }
     free(c->all);
@@ -319,6 +331,7 @@ void rcl_reset_down(rcl_cluster *c)
 typedef struct {
     rcl_cluster *c;
     rcl_node *node;
+    cc_conn *conn;              /* the connection pinged (alive while it answers) */
     rcl_connect_state *st;
 } rcl_ping;
 
@@ -337,7 +350,7 @@ static void rcl_ping_done(const cc_result *res, void *arg)
     rcl_connect_state *st = p->st;
     rcl_cluster *c = p->c;
     if (res->code == 0) {
-        rcl_learn_hello(c, p->node->conn);
+        rcl_learn_hello(c, p->conn);
         if (!st->told) {
             st->told = true;
             st->done(0, NULL, st->arg);
@@ -385,6 +398,7 @@ static void rcl_connect_run(rcl_cluster *c, rcl_connect_state *st)
         }
         p->c = c;
         p->node = n;
+        p->conn = conn;
         p->st = st;
         if (cc_ping(conn, rcl_ping_done, p) == 0)
             st->pending++;

@@ -4,7 +4,8 @@
  * loop. The members come from a membership source (membership.h: a static
  * list, file:PATH or dns:NAME[:PORT], re-resolved on its interval) and form the
  * ring (ring.h); a read of a byte range is cut into blocks, each block asked of
- * its owner on the ring over a pipelined connection (cacheconn.h), several
+ * its owner on the ring over one of a pool of pipelined connections to that
+ * node (cacheconn.h; conns_per_node, used in turn), several
  * nodes at once; a node that refuses, drops the connection or misses the
  * deadline is marked down for down_ms and the block is asked of the next owner.
  * After down_ms the next request to the node is the probe: a new connection,
@@ -36,11 +37,15 @@ typedef struct rcl_cluster rcl_cluster;
  * loop, never from inside rcl_create. */
 typedef void (*rcl_ring_fn)(size_t members, void *arg);
 
+#define RCL_DEFAULT_CONNS 4
+
 typedef struct rcl_config {
     const char *members;        /* "id=host:port,...", "host:port,...", file:PATH, dns:NAME[:PORT] */
     const char *token;          /* tenant token, NULL: none */
     uint32_t block_size;        /* 0: what the first node says in HELLO */
     int parallel;               /* block requests in flight per read; 0: 16 */
+    int conns_per_node;         /* kept-alive pipelined connections to each node, used
+                                   in turn; 0: RCL_DEFAULT_CONNS; at most 16 */
     int connect_timeout_ms;     /* 0: 2000 */
     int request_timeout_ms;     /* 0: 30000 (longer than the nodes' fill deadline) */
     int down_ms;                /* how long a failed node is skipped; 0: 5000 */

@@ -337,6 +337,7 @@ void rc_config_init(rc_config *cfg)
     cfg->max_inflight = 96;
     cfg->partial_read_max = UINT32_MAX; /* resolved to block size / 4 at create */
     cfg->spin_us = 200;
+    cfg->connections_per_node = RCL_DEFAULT_CONNS;
 }
 
 /* A yes/no environment variable into *out (left alone when unset or empty). */
@@ -1706,6 +1707,7 @@ int rc_create(rc_client **out, const rc_config *cfg, char *err, size_t errlen)
                            .connect_timeout_ms = k->connect_timeout_ms,
                            .request_timeout_ms = k->timeout_ms, .down_ms = k->down_ms,
                            .cache_only = k->cache_only, .tls = k->tls, .tls_ca = k->tls_ca,
+                           .conns_per_node = k->connections_per_node,
                            .dns_server = k->dns_server, .dns_interval_ms = k->dns_interval_ms,
                            .on_ring = rc_ring_changed, .on_ring_arg = c};
         char why[512];

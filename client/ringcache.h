@@ -94,6 +94,9 @@ typedef struct rc_config {
     int connect_timeout_ms;     /* default 2000 */
     int down_ms;                /* a failed node is skipped this long; default 5000 */
     int max_inflight;           /* block requests the I/O thread keeps in flight; default 96 */
+    int connections_per_node;   /* kept-alive pipelined connections to each node, used in
+                                   turn (a node serves each on one of its worker threads);
+                                   default 4, at most 16 */
     uint32_t partial_read_max;  /* a scattered read needing at most this many bytes of an
                                    uncached block fetches only them (no page); default
                                    block size / 4; 0: always whole blocks */

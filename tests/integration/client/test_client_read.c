@@ -173,6 +173,41 @@ static void test_missing_key(void **state)
     rc_destroy(&c);
 }
 
+/* Each node gets a pool of exactly connections_per_node kept-alive
+ * connections from one client, used in turn: the nodes count the connections
+ * they accept. */
+static void test_connection_pool(void **state)
+{
+    (void)state;
+    size_t size = t_size_mib(32, 8);
+    unsigned char *data = t_alloc_data(size, 9);
+    t_put_direct(&tc, "read/pool.bin", data, size, NULL);
+    int64_t before[T_NODES];
+    for (int i = 0; i < T_NODES; i++)
+        before[i] = t_node_metric(&tc.nodes[i], "ringcached_connections_total");
+    rc_config cfg;
+    t_rc_config(&tc, &cfg);
+    cfg.connections_per_node = 2;
+    char err[RC_ERR_MAX];
+    rc_client *c;
+    assert_int_equal(rc_create(&c, &cfg, err, sizeof(err)), 0);
+    rc_handle *h;
+    assert_int_equal(rc_open(c, H_S3_DEFAULT_BUCKET, "read/pool.bin", &h, err, sizeof(err)), 0);
+    unsigned char *buf = malloc(size);
+    for (int pass = 0; pass < 2; pass++) /* the second pass hits the page cache */
+        assert_int_equal(rc_pread(h, buf, size, 0), (int64_t)size);
+    assert_memory_equal(buf, data, size);
+    for (int i = 0; i < T_NODES; i++) {
+        int64_t opened = t_node_metric(&tc.nodes[i], "ringcached_connections_total") - before[i];
+        fprintf(stderr, "node %d: %lld connections from the client\n", i, (long long)opened);
+        assert_int_equal(opened, 2);
+    }
+    rc_close(&h);
+    rc_destroy(&c);
+    free(buf);
+    free(data);
+}
+
 /* prefault backs the page cache with memory in rc_create (RSS grows by about
  * its size there, and not without it); RINGCACHE_PREFAULT is read as a yes/no
  * and anything else is refused with the variable named. */
@@ -215,6 +250,7 @@ int main(void)
         cmocka_unit_test(test_put_read_your_writes),
         cmocka_unit_test(test_missing_key),
         cmocka_unit_test(test_prefault),
+        cmocka_unit_test(test_connection_pool),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
