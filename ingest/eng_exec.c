@@ -10,9 +10,21 @@
  * merged, HAVING / ORDER BY / LIMIT applied, and the rows go to the sink (an
  * output format, eng_fmt.c).
  *
- * A Parquet read that fails with -ESTALE (the object was overwritten) makes
- * the worker reopen the file once and retry the row group; a second change is
- * an error naming the file.
+ * A file whose object is overwritten while the query reads it (-ESTALE from
+ * the source) is re-planned once: opened again and read again whole, never
+ * partly one version and partly the other: a text file by the worker that met
+ * the change; a Parquet file by the worker that met it, when no rows of the
+ * file had been used yet (else, and at a second change, the query fails with
+ * an error naming the file).
+ *
+ * Downloads run ahead of the workers (eng_fetch.c): while a worker decodes
+ * unit k, download threads (max_download_threads) fetch the byte ranges of
+ * the next units in plan order (a Parquet file small enough is read whole in
+ * one request; a text file whole), bounded by max_download_threads x
+ * max_download_buffer_size bytes and as many units ahead as there are download
+ * threads, charged to the query's memory. A worker uses those bytes when it
+ * reaches the unit, or fetches the unit itself into its own buffer (charged
+ * too) when no download has started it.
  */
 #include "eng_agg.h"
 #include "eng_int.h"
@@ -52,12 +64,13 @@ typedef struct efile {
     pthread_mutex_t mu;
     rs_source *src;
     pq_file *pf;
-    int gen;                  /* reopen count */
+    int gen;                  /* reopen count (0 or 1: a file is re-planned once) */
+    bool consumed;            /* rows of it went into the workers' tables */
     rs_source *old_src[2];
     pq_file *old_pf[2];
     int *colmap;              /* scan slot -> file column */
-    int rg_first;             /* first unit index of this file */
-    int n_rg;
+    int rg_first;             /* Parquet: first unit of this file */
+    int n_rg;                 /* Parquet: its units (row groups not pruned) */
 } efile;
 
 typedef struct equery {
@@ -84,6 +97,7 @@ typedef struct equery {
     int rc;
     char err[ENG_MSG_MAX];
     double t0;
+    ef *pf;                   /* downloads ahead of the workers (NULL: none) */
 } equery;
 
 static void q_fail(equery *q, int rc, const char *msg)
@@ -95,6 +109,7 @@ static void q_fail(equery *q, int rc, const char *msg)
     }
     pthread_mutex_unlock(&q->err_mu);
     atomic_store(&q->stop, 1);
+    ef_stop(q->pf);
 }
 
 typedef struct flist {
@@ -247,12 +262,15 @@ static int schema_from_parquet(const pq_file *pf, eng_schema *s)
     return 0;
 }
 
-/* Reads a whole (text) object, in parallel ranges when it is large. */
-static int read_all(equery *q, rs_source *src, uint8_t **out, size_t *len, char *err,
-                    size_t errlen)
+/* Reads a whole (text) object, in parallel ranges when it is large, into a
+ * malloc'ed buffer, or one of the prefetcher's when pool is not NULL (*cap
+ * its size). */
+static int read_all(equery *q, rs_source *src, ef *pool, uint8_t **out, uint64_t *cap,
+                    size_t *len, char *err, size_t errlen)
 {
     uint64_t size = rs_size(src);
-    uint8_t *buf = malloc(size ? size : 1);
+    uint64_t bcap = size;
+    uint8_t *buf = pool ? ef_buf_get(pool, size, &bcap) : malloc(size ? size : 1);
     if (!buf) {
         snprintf(err, errlen, "out of memory reading %s (%llu bytes)", rs_name(src),
                  (unsigned long long)size);
@@ -264,7 +282,10 @@ static int read_all(equery *q, rs_source *src, uint8_t **out, size_t *len, char 
         size_t n = (size_t)((size + part - 1) / part);
         rs_range *r = calloc(n, sizeof(*r));
         if (!r) {
-            free(buf);
+            if (pool)
+                ef_buf_put(pool, buf, bcap);
+            else
+                free(buf);
             return -ENOMEM;
         }
         for (size_t i = 0; i < n; i++) {
@@ -278,29 +299,82 @@ static int read_all(equery *q, rs_source *src, uint8_t **out, size_t *len, char 
         rc = size ? rs_read(src, 0, buf, size, err, errlen) : 0;
     }
     if (rc < 0) {
-        free(buf);
+        if (pool)
+            ef_buf_put(pool, buf, bcap);
+        else
+            free(buf);
         return rc;
     }
     *out = buf;
+    if (cap)
+        *cap = bcap;
     *len = size;
     return 0;
 }
 
-static int load_text(equery *q, efile *f, uint8_t **text, size_t *len, char *err, size_t errlen)
+/* Opens the object and reads it whole (raw, still compressed): *raw malloc'ed. */
+static int fetch_text_raw(equery *q, efile *f, ef *pool, uint8_t **raw, uint64_t *cap,
+                          size_t *len, char *err, size_t errlen)
 {
     rs_source *src;
     int rc = open_source(q, f, &src, err, errlen);
     if (rc < 0)
         return rc;
+    rc = read_all(q, src, pool, raw, cap, len, err, errlen);
+    rs_destroy(&src);
+    return rc;
+}
+
+/* The raw bytes of a text file, re-planned once: a read that finds the object
+ * changed since its open (-ESTALE) opens it again and reads it all again, so
+ * the text is one version, whole; a second change is an error naming the
+ * file. tries is 2, or 1 when a read ahead already met a change. The raw
+ * bytes are charged to the query while held (*charged). */
+static int fetch_text_replan(equery *q, efile *f, int tries, uint8_t **raw, size_t *len,
+                             int64_t *charged, char *err, size_t errlen)
+{
+    *charged = 0;
+    int64_t want = (int64_t)f->size;
+    if (!em_account(&q->mem, want)) {
+        em_error(&q->mem, err, errlen);
+        return -ENOMEM;
+    }
+    int rc = -ESTALE;
+    for (int attempt = 0; attempt < tries && rc == -ESTALE; attempt++)
+        rc = fetch_text_raw(q, f, NULL, raw, NULL, len, err, errlen);
+    em_account(&q->mem, -want);
+    if (rc == -ESTALE) {
+        char nb[1200];
+        snprintf(err, errlen,
+                 "%.700s changed again while the query read it (it is being overwritten): rerun "
+                 "the query when the writer is done",
+                 fname(q, f, nb, sizeof(nb)));
+        return rc;
+    }
+    if (rc < 0)
+        return rc;
+    if (!em_account(&q->mem, (int64_t)*len)) {
+        free(*raw);
+        *raw = NULL;
+        em_error(&q->mem, err, errlen);
+        return -ENOMEM;
+    }
+    *charged = (int64_t)*len;
+    return 0;
+}
+
+static int load_text(equery *q, efile *f, uint8_t **text, size_t *len, char *err, size_t errlen)
+{
     uint8_t *raw;
     size_t rawlen;
-    rc = read_all(q, src, &raw, &rawlen, err, errlen);
-    rs_destroy(&src);
+    int64_t charged;
+    int rc = fetch_text_replan(q, f, 2, &raw, &rawlen, &charged, err, errlen);
     if (rc < 0)
         return rc;
     char nb[1200];
     rc = tx_decompress(fname(q, f, nb, sizeof(nb)), raw, rawlen, text, len, err, errlen);
     free(raw);
+    em_account(&q->mem, -charged);
     return rc;
 }
 
@@ -620,6 +694,12 @@ typedef struct worker {
     rtab res;
     uint32_t *sel;
     uint32_t sel_cap;
+    /* Parquet: the unit's bytes fetched ahead (or NULL), and the worker's own
+     * buffer for units that were not, charged to the query while it lives */
+    ef_blob *blob;
+    rs_source *src;           /* the source of the pq_file being read */
+    uint8_t *fbuf;
+    size_t fcap;
     char err[ENG_MSG_MAX];
 } worker;
 
@@ -704,146 +784,246 @@ static uint64_t vec_bytes(const cb_column *c)
     return b;
 }
 
-static int run_parquet_unit(worker *w, int u)
+/* pq_fetcher hook: the row group's bytes from the read ahead when it planned
+ * the same ranges on the same pq_file, else from the source into the worker's
+ * buffer (charged to the query). */
+static int unit_fetch(void *arg, const pq_file *pf, int rg, rs_range *r, size_t n, char *err,
+                      size_t errlen)
+{
+    (void)rg;
+    worker *w = arg;
+    equery *q = w->q;
+    ef_blob *b = w->blob;
+    if (b && b->rc == 0 && b->tag == pf) {
+        bool ok = true;
+        if (b->whole) {
+            for (size_t i = 0; i < n && ok; i++)
+                ok = r[i].offset <= b->bytes && r[i].length <= b->bytes - r[i].offset;
+            for (size_t i = 0; i < n && ok; i++)
+                r[i].buf = b->buf + r[i].offset;
+        } else {
+            ok = b->n == n;
+            for (size_t i = 0; i < n && ok; i++)
+                ok = b->ranges[i].offset == r[i].offset && b->ranges[i].length == r[i].length;
+            for (size_t i = 0; i < n && ok; i++)
+                r[i].buf = b->ranges[i].buf;
+        }
+        if (ok)
+            return 0;
+    }
+    uint64_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += r[i].length;
+    if (total > w->fcap) {
+        if (total > SIZE_MAX / 2 || !em_account(&q->mem, (int64_t)(total - w->fcap))) {
+            em_error(&q->mem, err, errlen);
+            return -ENOMEM;
+        }
+        free(w->fbuf);
+        w->fbuf = malloc((size_t)total);
+        if (!w->fbuf) {
+            em_account(&q->mem, -(int64_t)total);
+            w->fcap = 0;
+            snprintf(err, errlen, "%s: out of memory for %llu bytes of row group %d",
+                     pq_file_name(pf), (unsigned long long)total, rg);
+            return -ENOMEM;
+        }
+        w->fcap = (size_t)total;
+    }
+    total = 0;
+    for (size_t i = 0; i < n; i++) {
+        r[i].buf = w->fbuf + total;
+        total += r[i].length;
+    }
+    return rs_read_ranges(w->src, r, n, err, errlen);
+}
+
+/* Reads row groups [rg_begin, rg_end) (both 0: all) of pf, version gen of f,
+ * and runs the operators on them. A batch is used only while f is still at
+ * gen, and using it marks f consumed, both under f->mu: so a re-plan (which
+ * needs f not consumed) and the rows of the old version never both happen.
+ * A batch of an older gen is dropped (whoever re-planned reads the new version
+ * whole). *got counts the row groups used. */
+static int read_rgs(worker *w, efile *f, pq_file *pf, int gen, int *colmap, int rg_begin,
+                    int rg_end, int *got)
+{
+    equery *q = w->q;
+    pq_pred preds[64];
+    size_t np = 0;
+    for (int i = 0; i < q->plan.n_prune && np < 64; i++) {
+        int fc = pq_file_find_column(pf, q->schema.cols[q->plan.prune[i].col].name);
+        if (fc < 0)
+            continue;
+        preds[np++] = (pq_pred){.column = fc, .op = q->plan.prune[i].op,
+                                .value = q->plan.prune[i].v};
+    }
+    pq_read_opts o;
+    pq_read_opts_init(&o);
+    o.columns = colmap;
+    o.n_columns = (size_t)q->plan.n_need;
+    o.preds = preds;
+    o.n_preds = np;
+    o.rg_begin = rg_begin;
+    o.rg_end = rg_end;
+    pq_fetcher hook = {unit_fetch, w};
+    o.fetcher = &hook;
+    pq_reader *rd;
+    int rc = pq_reader_create(&rd, pf, &o, w->err, sizeof(w->err));
+    if (rc < 0)
+        return rc;
+    cb_batch *bt = NULL;
+    while (rc >= 0 && !atomic_load(&q->stop) && (rc = pq_reader_next(rd, &bt)) == 1) {
+        ef_release(q->pf, &w->blob); /* decoded: the compressed bytes are done with */
+        pthread_mutex_lock(&f->mu);
+        bool current = f->gen == gen;
+        if (current)
+            f->consumed = true;
+        pthread_mutex_unlock(&f->mu);
+        if (!current) {
+            cb_batch_destroy(&bt);
+            break; /* re-planned meanwhile: the new version is read whole elsewhere */
+        }
+        (*got)++;
+        uint64_t bytes = 0;
+        for (uint32_t k = 0; k < bt->n_cols; k++)
+            bytes += vec_bytes(bt->cols[k]);
+        if (!em_account(&q->mem, (int64_t)bytes)) {
+            cb_batch_destroy(&bt);
+            em_error(&q->mem, w->err, sizeof(w->err));
+            rc = -ENOMEM;
+            break;
+        }
+        atomic_fetch_add(&q->rows_read, bt->n_rows);
+        atomic_fetch_add(&q->bytes_read, bytes);
+        ex_vec *in = calloc((size_t)bt->n_cols + 1, sizeof(ex_vec));
+        rc = in ? 0 : -ENOMEM;
+        for (uint32_t k = 0; k < bt->n_cols && rc == 0; k++)
+            rc = ex_vec_from_column(&q->mem, bt->cols[k], &in[k]);
+        /* process in slices so selection vectors stay small */
+        for (uint32_t off = 0; rc == 0 && off < bt->n_rows; off += ENG_SLICE_ROWS) {
+            uint32_t cnt = bt->n_rows - off < ENG_SLICE_ROWS ? bt->n_rows - off
+                                                             : ENG_SLICE_ROWS;
+            if (off == 0 && cnt == bt->n_rows) {
+                rc = process(w, in, cnt);
+                break;
+            }
+            ex_vec *sl = calloc((size_t)bt->n_cols + 1, sizeof(ex_vec));
+            if (!sl) {
+                rc = -ENOMEM;
+                break;
+            }
+            for (uint32_t k = 0; k < bt->n_cols; k++) {
+                ex_vec *s = &sl[k], *x = &in[k];
+                *s = *x;
+                s->own = 0;
+                s->n = cnt;
+                if (x->i) s->i = x->i + off;
+                if (x->d) s->d = x->d + off;
+                if (x->off) s->off = x->off + off;
+                if (x->idx) s->idx = x->idx + off;
+                if (x->nulls) s->nulls = x->nulls + off;
+            }
+            rc = process(w, sl, cnt);
+            free(sl);
+        }
+        if (in)
+            for (uint32_t k = 0; k < bt->n_cols; k++)
+                ex_vec_clear(&q->mem, &in[k]);
+        free(in);
+        cb_batch_destroy(&bt);
+        em_account(&q->mem, -(int64_t)bytes);
+    }
+    if (rc < 0 && !w->err[0])
+        snprintf(w->err, sizeof(w->err), "%s", pq_reader_error(rd));
+    pq_reader_destroy(&rd);
+    ef_release(q->pf, &w->blob);
+    return rc < 0 ? rc : 0;
+}
+
+/* One row group of f. A read that finds the object changed (-ESTALE) re-plans
+ * the file once: when no rows of it have been used yet, it is opened again
+ * and this worker reads the new version whole (every other unit of the file
+ * then has nothing to do); when some have, mixing versions is the only way
+ * on, so the query fails naming the file, as it does when the new version
+ * changes too. */
+static int run_parquet_rg(worker *w, int u)
 {
     equery *q = w->q;
     efile *f = &q->files[q->unit_file[u]];
     int rg = q->unit_rg[u];
-    for (int attempt = 0;; attempt++) {
-        pthread_mutex_lock(&f->mu);
-        pq_file *pf = f->pf;
-        int gen = f->gen;
-        int *colmap = f->colmap;
-        pthread_mutex_unlock(&f->mu);
-        pq_pred preds[64];
-        size_t np = 0;
-        for (int i = 0; i < q->plan.n_prune && np < 64; i++) {
-            int fc = pq_file_find_column(pf, q->schema.cols[q->plan.prune[i].col].name);
-            if (fc < 0)
-                continue;
-            preds[np++] = (pq_pred){.column = fc, .op = q->plan.prune[i].op,
-                                    .value = q->plan.prune[i].v};
-        }
-        pq_read_opts o;
-        pq_read_opts_init(&o);
-        o.columns = colmap;
-        o.n_columns = (size_t)q->plan.n_need;
-        o.preds = preds;
-        o.n_preds = np;
-        o.rg_begin = rg;
-        o.rg_end = rg + 1;
-        pq_reader *rd;
-        int rc = pq_reader_create(&rd, pf, &o, w->err, sizeof(w->err));
-        if (rc < 0)
-            return rc;
-        cb_batch *bt = NULL;
-        int got = 0;
-        while (rc >= 0 && !atomic_load(&q->stop) && (rc = pq_reader_next(rd, &bt)) == 1) {
-            got++;
-            uint64_t bytes = 0;
-            for (uint32_t k = 0; k < bt->n_cols; k++)
-                bytes += vec_bytes(bt->cols[k]);
-            if (!em_account(&q->mem, (int64_t)bytes)) {
-                cb_batch_destroy(&bt);
-                em_error(&q->mem, w->err, sizeof(w->err));
-                rc = -ENOMEM;
-                break;
-            }
-            atomic_fetch_add(&q->rows_read, bt->n_rows);
-            atomic_fetch_add(&q->bytes_read, bytes);
-            ex_vec *in = calloc((size_t)bt->n_cols + 1, sizeof(ex_vec));
-            rc = in ? 0 : -ENOMEM;
-            for (uint32_t k = 0; k < bt->n_cols && rc == 0; k++)
-                rc = ex_vec_from_column(&q->mem, bt->cols[k], &in[k]);
-            /* process in slices so selection vectors stay small */
-            for (uint32_t off = 0; rc == 0 && off < bt->n_rows; off += ENG_SLICE_ROWS) {
-                uint32_t cnt = bt->n_rows - off < ENG_SLICE_ROWS ? bt->n_rows - off
-                                                                 : ENG_SLICE_ROWS;
-                if (off == 0 && cnt == bt->n_rows) {
-                    rc = process(w, in, cnt);
-                    break;
-                }
-                ex_vec *sl = calloc((size_t)bt->n_cols + 1, sizeof(ex_vec));
-                if (!sl) {
-                    rc = -ENOMEM;
-                    break;
-                }
-                for (uint32_t k = 0; k < bt->n_cols; k++) {
-                    ex_vec *s = &sl[k], *x = &in[k];
-                    *s = *x;
-                    s->own = 0;
-                    s->n = cnt;
-                    if (x->i) s->i = x->i + off;
-                    if (x->d) s->d = x->d + off;
-                    if (x->off) s->off = x->off + off;
-                    if (x->idx) s->idx = x->idx + off;
-                    if (x->nulls) s->nulls = x->nulls + off;
-                }
-                rc = process(w, sl, cnt);
-                free(sl);
-            }
-            if (in)
-                for (uint32_t k = 0; k < bt->n_cols; k++)
-                    ex_vec_clear(&q->mem, &in[k]);
-            free(in);
-            cb_batch_destroy(&bt);
-            em_account(&q->mem, -(int64_t)bytes);
-        }
-        if (rc < 0 && rc != -ESTALE && !w->err[0])
-            snprintf(w->err, sizeof(w->err), "%s", pq_reader_error(rd));
-        if (rc == -ESTALE && !w->err[0])
-            snprintf(w->err, sizeof(w->err), "%s", pq_reader_error(rd));
-        pq_reader_stats st;
-        pq_reader_stats_get(rd, &st);
-        pq_reader_destroy(&rd);
-        if (rc >= 0) {
-            if (!got)
-                atomic_fetch_add(&q->rgs_pruned, 1);
-            else
-                atomic_fetch_add(&q->rgs_read, 1);
-            return 0;
-        }
-        if (rc != -ESTALE || got > 0)
-            return rc;
-        /* the object changed under us: re-plan this file once */
-        char nb[1200];
-        pthread_mutex_lock(&f->mu);
-        if (f->gen == gen) {
-            if (f->gen >= 1) {
-                pthread_mutex_unlock(&f->mu);
-                snprintf(w->err, sizeof(w->err),
-                         "%.700s changed again while the query read it (it is being overwritten): "
-                         "rerun the query when the writer is done",
-                         fname(q, f, nb, sizeof(nb)));
-                return -ESTALE;
-            }
-            f->old_src[f->gen] = f->src;
-            f->old_pf[f->gen] = f->pf;
-            f->src = NULL;
-            f->pf = NULL;
-            int orc = open_parquet(q, f, w->err, sizeof(w->err));
-            if (orc == 0)
-                orc = map_columns(q, f, w->err, sizeof(w->err));
-            f->gen++;
-            if (orc < 0) {
-                pthread_mutex_unlock(&f->mu);
-                return orc;
-            }
-            if (rg >= pq_file_num_row_groups(f->pf)) {
-                pthread_mutex_unlock(&f->mu);
-                return 0; /* the new version has fewer row groups: nothing left here */
-            }
-        }
+    char nb[1200];
+    pthread_mutex_lock(&f->mu);
+    pq_file *pf = f->pf;
+    int gen = f->gen;
+    int *colmap = f->colmap;
+    w->src = f->src;
+    pthread_mutex_unlock(&f->mu);
+    if (gen > 0)
+        return 0; /* re-planned: the new version is read whole by whoever did it */
+    int got = 0;
+    int rc = read_rgs(w, f, pf, gen, colmap, rg, rg + 1, &got);
+    if (rc != -ESTALE) {
+        if (rc == 0)
+            atomic_fetch_add(got ? &q->rgs_read : &q->rgs_pruned, 1);
+        return rc;
+    }
+    ef_release(q->pf, &w->blob);
+    pthread_mutex_lock(&f->mu);
+    if (f->gen != gen) {
         pthread_mutex_unlock(&f->mu);
         w->err[0] = 0;
-        if (attempt >= 2)
-            return -ESTALE;
+        return 0; /* someone else re-planned it */
     }
+    if (f->consumed) {
+        pthread_mutex_unlock(&f->mu);
+        snprintf(w->err, sizeof(w->err),
+                 "%.700s changed while the query read it (rows of the version it had begun with "
+                 "are already counted): rerun the query when the writer is done",
+                 fname(q, f, nb, sizeof(nb)));
+        return -ESTALE;
+    }
+    f->old_src[0] = f->src;
+    f->old_pf[0] = f->pf;
+    f->src = NULL;
+    f->pf = NULL;
+    w->err[0] = 0;
+    int orc = open_parquet(q, f, w->err, sizeof(w->err));
+    if (orc == 0)
+        orc = map_columns(q, f, w->err, sizeof(w->err));
+    f->gen++;
+    pf = f->pf;
+    gen = f->gen;
+    colmap = f->colmap;
+    w->src = f->src;
+    pthread_mutex_unlock(&f->mu);
+    if (orc < 0) {
+        if (orc == -ESTALE)
+            goto again;
+        return orc;
+    }
+    got = 0;
+    rc = read_rgs(w, f, pf, gen, colmap, 0, 0, &got);
+    if (rc == 0) {
+        atomic_fetch_add(&q->rgs_read, (uint64_t)got);
+        return 0;
+    }
+    if (rc != -ESTALE)
+        return rc;
+again:
+    snprintf(w->err, sizeof(w->err),
+             "%.700s changed again while the query read it (it is being overwritten): rerun "
+             "the query when the writer is done",
+             fname(q, f, nb, sizeof(nb)));
+    return -ESTALE;
 }
 
-typedef struct text_arg {
-    worker *w;
-} text_arg;
+static int run_parquet_unit(worker *w, int u)
+{
+    ef_take(w->q->pf, u, &w->blob);
+    int rc = run_parquet_rg(w, u);
+    ef_release(w->q->pf, &w->blob);
+    return rc;
+}
 
 static int text_batch(ex_vec *cols, int ncols, uint32_t nrows, void *arg)
 {
@@ -866,9 +1046,34 @@ static int run_text_unit(worker *w, int u)
 {
     equery *q = w->q;
     efile *f = &q->files[q->unit_file[u]];
+    ef_blob *b = NULL;
+    uint8_t *raw = NULL;
+    size_t rawlen = 0;
+    int64_t charged = 0;
+    int rc;
+    char nb[1200];
+    ef_take(q->pf, u, &b);
+    if (b && b->rc == 0) {
+        raw = b->buf; /* read ahead, whole; charged by the prefetcher */
+        rawlen = (size_t)b->bytes;
+    } else {
+        /* not read ahead, or the read ahead failed: again here (once more
+         * only when it found the object changed) */
+        int tries = b && b->rc == -ESTALE ? 1 : 2;
+        ef_release(q->pf, &b);
+        rc = fetch_text_replan(q, f, tries, &raw, &rawlen, &charged, w->err, sizeof(w->err));
+        if (rc < 0)
+            return rc;
+    }
     uint8_t *text;
     size_t len;
-    int rc = load_text(q, f, &text, &len, w->err, sizeof(w->err));
+    rc = tx_decompress(fname(q, f, nb, sizeof(nb)), raw, rawlen, &text, &len, w->err,
+                       sizeof(w->err));
+    if (b)
+        ef_release(q->pf, &b);
+    else
+        free(raw);
+    em_account(&q->mem, -charged);
     if (rc < 0)
         return rc;
     if (!em_account(&q->mem, (int64_t)len)) {
@@ -876,7 +1081,6 @@ static int run_text_unit(worker *w, int u)
         em_error(&q->mem, w->err, sizeof(w->err));
         return -ENOMEM;
     }
-    char nb[1200];
     rc = tx_parse(&q->mem, (tx_format)q->kind, fname(q, f, nb, sizeof(nb)), (const char *)text,
                   len, &q->schema, q->plan.need, q->plan.n_need,
                   ENG_BATCH_ROWS, text_batch, w, w->err, sizeof(w->err));
@@ -888,6 +1092,104 @@ static int run_text_unit(worker *w, int u)
     return rc;
 }
 
+/* ---- reading ahead (eng_fetch.c's ops) ---------------------------------------------- */
+
+static uint64_t pf_budget(const equery *q)
+{
+    uint64_t t = (uint64_t)q->set.max_download_threads, b = q->set.max_download_buffer_size;
+    return b && t > UINT64_MAX / b ? UINT64_MAX : t * b;
+}
+
+/* A Parquet file is read whole, in one request, when it is this small. */
+static bool pf_small(const equery *q, uint64_t size)
+{
+    uint64_t b = q->set.max_download_buffer_size;
+    return size <= (b > UINT64_MAX / 2 ? UINT64_MAX : 2 * b) && size <= pf_budget(q);
+}
+
+static int64_t pf_size(void *arg, int u, bool allow_span, int *span)
+{
+    equery *q = arg;
+    efile *f = &q->files[q->unit_file[u]];
+    *span = 1;
+    if (q->kind != 0)
+        return f->size <= pf_budget(q) ? (int64_t)f->size : -1;
+    pthread_mutex_lock(&f->mu);
+    pq_file *pf = f->pf;
+    int *colmap = f->colmap;
+    uint64_t fsize = f->src ? rs_size(f->src) : 0;
+    int gen = f->gen;
+    pthread_mutex_unlock(&f->mu);
+    if (gen > 0 || !pf)
+        return -1; /* re-planned: its units have nothing left to read */
+    if (allow_span && u == f->rg_first && f->n_rg > 1 && pf_small(q, fsize)) {
+        *span = f->n_rg;
+        return (int64_t)fsize;
+    }
+    rs_range *r;
+    size_t n;
+    uint64_t total;
+    if (pq_row_group_ranges(pf, q->unit_rg[u], colmap, (size_t)q->plan.n_need, 0, 0, &r, &n,
+                            &total, NULL, 0) < 0)
+        return -1;
+    free(r);
+    return total <= pf_budget(q) ? (int64_t)total : -1;
+}
+
+static void pf_fetch(void *arg, ef *p, int u, int span, ef_blob *b)
+{
+    equery *q = arg;
+    efile *f = &q->files[q->unit_file[u]];
+    char err[ENG_MSG_MAX];
+    if (q->kind != 0) {
+        size_t len = 0;
+        b->rc = fetch_text_raw(q, f, p, &b->buf, &b->cap, &len, err, sizeof(err));
+        b->bytes = b->rc == 0 ? len : 0;
+        b->whole = true;
+        return;
+    }
+    pthread_mutex_lock(&f->mu);
+    pq_file *pf = f->pf;
+    int *colmap = f->colmap;
+    rs_source *src = f->src;
+    pthread_mutex_unlock(&f->mu);
+    b->tag = pf;
+    if (span > 1) {
+        uint64_t size = rs_size(src);
+        b->whole = true;
+        b->buf = ef_buf_get(p, size, &b->cap);
+        if (!b->buf) {
+            b->rc = -ENOMEM;
+            return;
+        }
+        b->bytes = size;
+        b->rc = rs_read(src, 0, b->buf, size, err, sizeof(err));
+    } else {
+        uint64_t total;
+        b->rc = pq_row_group_ranges(pf, q->unit_rg[u], colmap, (size_t)q->plan.n_need, 0, 0,
+                                    &b->ranges, &b->n, &total, err, sizeof(err));
+        if (b->rc < 0)
+            return;
+        b->buf = ef_buf_get(p, total, &b->cap);
+        if (!b->buf) {
+            b->rc = -ENOMEM;
+            return;
+        }
+        b->bytes = total;
+        total = 0;
+        for (size_t i = 0; i < b->n; i++) {
+            b->ranges[i].buf = b->buf + total;
+            total += b->ranges[i].length;
+        }
+        b->rc = rs_read_ranges(src, b->ranges, b->n, err, sizeof(err));
+    }
+    if (b->rc < 0) { /* the worker reads it again and reports what it meets */
+        ef_buf_put(p, b->buf, b->cap);
+        b->buf = NULL;
+        b->bytes = 0;
+    }
+}
+
 static void *worker_main(void *arg)
 {
     worker *w = arg;
@@ -896,8 +1198,10 @@ static void *worker_main(void *arg)
         if (atomic_load(&q->stop))
             break;
         if (q->plan.has_limit && !q->plan.n_order && !q->plan.aggregate &&
-            atomic_load(&q->rows_emitted) >= q->plan.offset + q->plan.limit)
+            atomic_load(&q->rows_emitted) >= q->plan.offset + q->plan.limit) {
+            ef_stop(q->pf); /* enough rows: nothing more to fetch */
             break;
+        }
         int u = atomic_fetch_add(&q->next_unit, 1);
         if (u >= q->n_units)
             break;
@@ -1230,6 +1534,8 @@ static int run_stmt(const eng_ctx *ctx, const sql_stmt *st, FILE *summary, eng_r
     /* schema from the first file */
     if (kind == 0) {
         rc = open_parquet(q, &q->files[0], err, errlen);
+        if (rc == -ESTALE) /* changed between HEAD and footer: open it again, once */
+            rc = open_parquet(q, &q->files[0], err, errlen);
         if (rc == 0 && schema_from_parquet(q->files[0].pf, &q->schema) < 0)
             rc = -ENOMEM;
     } else {
@@ -1332,7 +1638,17 @@ static int run_stmt(const eng_ctx *ctx, const sql_stmt *st, FILE *summary, eng_r
             snprintf(err, errlen, "out of memory starting the workers");
         goto done;
     }
+    {
+        static const ef_ops ops = {pf_size, pf_fetch};
+        /* as many units ahead as there are download threads: each worker
+         * finds the next unit fetched while the downloads stay a step ahead;
+         * a small file read whole counts as one */
+        if (ef_create(&q->pf, &ops, q, q->n_units, q->set.max_download_threads,
+                      q->set.max_download_threads, pf_budget(q), &q->mem) < 0)
+            q->pf = NULL; /* no reading ahead: the workers fetch everything */
+    }
     run_workers(q, ws, nthreads);
+    ef_destroy(&q->pf);
     if (q->rc) {
         rc = q->rc;
         snprintf(err, errlen, "%s", q->err);
@@ -1448,6 +1764,8 @@ done:
             agg_tab_destroy(&ws[i].agg);
             rtab_free(&q->mem, &ws[i].res);
             free(ws[i].sel);
+            free(ws[i].fbuf);
+            em_account(&q->mem, -(int64_t)ws[i].fcap);
         }
         free(ws);
     }
@@ -1492,8 +1810,11 @@ static void *footer_main(void *arg)
         efile *f = &q->files[i];
         int rc = 0;
         err[0] = 0;
-        if (!f->pf)
+        if (!f->pf) {
             rc = open_parquet(q, f, err, sizeof(err));
+            if (rc == -ESTALE) /* changed between HEAD and footer: open it again, once */
+                rc = open_parquet(q, f, err, sizeof(err));
+        }
         if (rc == 0)
             rc = map_columns(q, f, err, sizeof(err));
         if (rc < 0) {
@@ -1545,6 +1866,7 @@ static int open_footers(equery *q, int nthreads, char *err, size_t errlen)
                                         .value = q->plan.prune[k].v};
         }
         int nrg = pq_file_num_row_groups(f->pf);
+        f->rg_first = q->n_units;
         for (int rg = 0; rg < nrg; rg++) {
             if (np && pq_file_row_group_may_match(f->pf, rg, preds, np) == 0) {
                 atomic_fetch_add(&q->rgs_pruned, 1);
@@ -1556,6 +1878,7 @@ static int open_footers(equery *q, int nthreads, char *err, size_t errlen)
             q->unit_rg[q->n_units] = rg;
             q->n_units++;
         }
+        f->n_rg = q->n_units - f->rg_first;
     }
     return 0;
 }

@@ -52,6 +52,30 @@ bool em_account(eng_mem *m, int64_t delta)
     return em_add(m, delta);
 }
 
+bool em_reserve(eng_mem *m, int64_t n, int64_t keep_free)
+{
+    if (!m)
+        return true;
+    if (n > 0 && m->limit > 0 && keep_free >= 0) {
+        int64_t cur = atomic_load_explicit(&m->cur, memory_order_relaxed);
+        do {
+            if (cur + n > m->limit - keep_free)
+                return false;
+        } while (!atomic_compare_exchange_weak_explicit(&m->cur, &cur, cur + n,
+                                                        memory_order_relaxed,
+                                                        memory_order_relaxed));
+        int64_t now = cur + n, p = atomic_load_explicit(&m->peak, memory_order_relaxed);
+        while (now > p && !atomic_compare_exchange_weak(&m->peak, &p, now))
+            ;
+        return true;
+    }
+    int64_t now = atomic_fetch_add_explicit(&m->cur, n, memory_order_relaxed) + n;
+    int64_t p = atomic_load_explicit(&m->peak, memory_order_relaxed);
+    while (n > 0 && now > p && !atomic_compare_exchange_weak(&m->peak, &p, now))
+        ;
+    return true;
+}
+
 static void *em_map(size_t n)
 {
     void *p = mmap(NULL, n + EM_HDR, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

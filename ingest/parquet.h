@@ -141,7 +141,34 @@ typedef struct pq_read_opts {
                                 page of a chunk is (default true through
                                 pq_read_opts_init); false: always plain */
     uint64_t max_page_bytes; /* refuse pages that inflate past this; 0: 1 GiB */
+    /* Where the bytes of a row group come from; NULL: the file's source, into
+     * a buffer the reader keeps. See pq_fetch_fn. */
+    struct pq_fetcher *fetcher;
 } pq_read_opts;
+
+/* Supplies the bytes of the coalesced ranges of row group rg (as
+ * pq_row_group_ranges computes them, bufs NULL) in place of the source: sets
+ * every ranges[i].buf to ranges[i].length bytes of the file at
+ * ranges[i].offset that stay valid until pq_reader_next returns (bytes fetched
+ * ahead, or the hook's own buffer filled with rs_read_ranges). Returns 0 or
+ * -errno with a sentence in err; -ESTALE passes through unchanged. Called on
+ * the reader's thread. */
+typedef int (*pq_fetch_fn)(void *arg, const pq_file *f, int rg, rs_range *ranges, size_t n,
+                           char *err, size_t errlen);
+typedef struct pq_fetcher {
+    pq_fetch_fn fetch;
+    void *arg;
+} pq_fetcher;
+
+/* The ranges pq_reader_next reads for row group rg and the leaf columns cols
+ * (n_cols of them), sorted and coalesced with gap and max as in pq_read_opts
+ * (0: the defaults), bufs NULL: *out is malloc'ed (*n may be 0), *total their
+ * byte count. For a prefetcher that must ask for exactly what the reader will.
+ * 0, -ERANGE (bad row group or column), -EBADMSG (a chunk outside the file;
+ * err names it), -ENOMEM. */
+int pq_row_group_ranges(const pq_file *f, int rg, const int *cols, size_t n_cols, uint64_t gap,
+                        uint64_t max, rs_range **out, size_t *n, uint64_t *total, char *err,
+                        size_t errlen);
 void pq_read_opts_init(pq_read_opts *o);
 
 /* Creates a reader (opts may be NULL: all columns, all row groups). Returns

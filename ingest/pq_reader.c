@@ -33,6 +33,7 @@ struct pq_reader {
     uint64_t gap, max;
     bool keep_dict;
     uint64_t max_page;
+    pq_fetcher fetcher;    /* zero: read from the source */
     pq__scratch scratch;   /* decoder buffers, kept across row groups */
     uint8_t *fetch;        /* fetched ranges, kept across row groups */
     size_t fetch_cap;
@@ -81,6 +82,8 @@ int pq_reader_create(pq_reader **out, pq_file *f, const pq_read_opts *opts, char
     r->max = opts->coalesce_max ? opts->coalesce_max : (64u << 20);
     r->keep_dict = opts->keep_dictionary;
     r->max_page = opts->max_page_bytes;
+    if (opts->fetcher)
+        r->fetcher = *opts->fetcher;
     int nc = pq_file_num_columns(f), nrg = pq_file_num_row_groups(f);
     r->n_cols = opts->columns ? opts->n_columns : (size_t)nc;
     r->cols = calloc(r->n_cols ? r->n_cols : 1, sizeof(int));
@@ -158,38 +161,26 @@ static int pq__want_cmp(const void *a, const void *b)
     return x->off < y->off ? -1 : x->off > y->off;
 }
 
-int pq_reader_next(pq_reader *r, cb_batch **out)
+/* Fills w[0..n) (each column's chunk and the merged range it lands in) and
+ * ranges[0..*ng) (offsets and lengths, bufs untouched) for row group rg. */
+static int pq__plan(const pq_file *f, int rg, const int *cols, size_t n, uint64_t gap,
+                    uint64_t max, pq__want *w, rs_range *ranges, size_t *ng_out, char *err,
+                    size_t errlen)
 {
-    *out = NULL;
-    if (r->next >= r->n_rgs)
-        return 0;
-    int rg = r->rgs[r->next++];
-    r->cur = rg;
-    pq_file *f = r->f;
-    rs_source *src = pq__file_source(f);
     const char *name = pq_file_name(f);
-    uint64_t fsize = rs_size(src);
-    int64_t rows = pq_file_row_group_rows(f, rg);
-    size_t n = r->n_cols;
-    pq__want *w = calloc(n ? n : 1, sizeof(*w));
-    rs_range *ranges = calloc(n ? n : 1, sizeof(*ranges));
-    cb_batch *b = NULL;
-    int rc = cb_batch_create(&b, (uint32_t)rows, (uint32_t)n);
-    if (!w || !ranges || rc < 0) {
-        rc = pq__rerr(r, -ENOMEM, "%s: out of memory reading row group %d", name, rg);
-        goto out;
-    }
+    uint64_t fsize = rs_size(pq__file_source(f));
     for (size_t i = 0; i < n; i++) {
-        const pq__chunk_meta *cm = pq__file_chunk(f, rg, r->cols[i]);
+        const pq__chunk_meta *cm = pq__file_chunk(f, rg, cols[i]);
         int64_t start = cm->data_page_offset;
         if (cm->dictionary_page_offset > 0 && cm->dictionary_page_offset < start)
             start = cm->dictionary_page_offset;
         uint64_t len = (uint64_t)cm->total_compressed_size;
         if (start < 0 || (uint64_t)start > fsize || len > fsize - (uint64_t)start) {
-            rc = pq__rerr(r, -EBADMSG, "%s: column '%s' of row group %d spans bytes %" PRId64
-                          "..+%" PRIu64 ", outside the file (%" PRIu64 " bytes)", name,
-                          pq_file_column(f, r->cols[i])->name, rg, start, len, fsize);
-            goto out;
+            if (err && errlen)
+                snprintf(err, errlen, "%s: column '%s' of row group %d spans bytes %" PRId64
+                         "..+%" PRIu64 ", outside the file (%" PRIu64 " bytes)", name,
+                         pq_file_column(f, cols[i])->name, rg, start, len, fsize);
+            return -EBADMSG;
         }
         w[i].off = (uint64_t)start;
         w[i].len = len;
@@ -198,8 +189,9 @@ int pq_reader_next(pq_reader *r, cb_batch **out)
     /* Coalesce: sort by offset, merge while the gap and the size allow. */
     pq__want *sorted = malloc((n ? n : 1) * sizeof(*sorted));
     if (!sorted) {
-        rc = pq__rerr(r, -ENOMEM, "%s: out of memory", name);
-        goto out;
+        if (err && errlen)
+            snprintf(err, errlen, "%s: out of memory", name);
+        return -ENOMEM;
     }
     memcpy(sorted, w, n * sizeof(*w));
     qsort(sorted, n, sizeof(*sorted), pq__want_cmp);
@@ -215,7 +207,7 @@ int pq_reader_next(pq_reader *r, cb_batch **out)
             rs_range *g = &ranges[ng - 1];
             uint64_t gend = g->offset + g->length, xend = x->off + x->len;
             uint64_t nend = xend > gend ? xend : gend;
-            if (x->off <= gend + r->gap && nend - g->offset <= r->max) {
+            if (x->off <= gend + gap && nend - g->offset <= max) {
                 g->length = nend - g->offset;
                 w[x->col].group = (int)ng - 1;
                 continue;
@@ -223,10 +215,82 @@ int pq_reader_next(pq_reader *r, cb_batch **out)
         }
         ranges[ng].offset = x->off;
         ranges[ng].length = x->len;
+        ranges[ng].buf = NULL;
         w[x->col].group = (int)ng;
         ng++;
     }
     free(sorted);
+    *ng_out = ng;
+    return 0;
+}
+
+int pq_row_group_ranges(const pq_file *f, int rg, const int *cols, size_t n_cols, uint64_t gap,
+                        uint64_t max, rs_range **out, size_t *n, uint64_t *total, char *err,
+                        size_t errlen)
+{
+    *out = NULL;
+    *n = 0;
+    *total = 0;
+    int nc = pq_file_num_columns(f);
+    if (rg < 0 || rg >= pq_file_num_row_groups(f))
+        return -ERANGE;
+    for (size_t i = 0; i < n_cols; i++)
+        if (cols[i] < 0 || cols[i] >= nc)
+            return -ERANGE;
+    pq__want *w = calloc(n_cols ? n_cols : 1, sizeof(*w));
+    rs_range *ranges = calloc(n_cols ? n_cols : 1, sizeof(*ranges));
+    if (!w || !ranges) {
+        free(w);
+        free(ranges);
+        return -ENOMEM;
+    }
+    size_t ng = 0;
+    int rc = pq__plan(f, rg, cols, n_cols, gap ? gap : (1u << 20), max ? max : (64u << 20), w,
+                      ranges, &ng, err, errlen);
+    free(w);
+    if (rc < 0) {
+        free(ranges);
+        return rc;
+    }
+    for (size_t g = 0; g < ng; g++)
+        *total += ranges[g].length;
+    *out = ranges;
+    *n = ng;
+    return 0;
+}
+
+int pq_reader_next(pq_reader *r, cb_batch **out)
+{
+    *out = NULL;
+    if (r->next >= r->n_rgs)
+        return 0;
+    int rg = r->rgs[r->next++];
+    r->cur = rg;
+    pq_file *f = r->f;
+    rs_source *src = pq__file_source(f);
+    const char *name = pq_file_name(f);
+    int64_t rows = pq_file_row_group_rows(f, rg);
+    size_t n = r->n_cols;
+    pq__want *w = calloc(n ? n : 1, sizeof(*w));
+    rs_range *ranges = calloc(n ? n : 1, sizeof(*ranges));
+    cb_batch *b = NULL;
+    int rc = cb_batch_create(&b, (uint32_t)rows, (uint32_t)n);
+    if (!w || !ranges || rc < 0) {
+        rc = pq__rerr(r, -ENOMEM, "%s: out of memory reading row group %d", name, rg);
+        goto out;
+    }
+    size_t ng = 0;
+    rc = pq__plan(f, rg, r->cols, n, r->gap, r->max, w, ranges, &ng, r->err, sizeof(r->err));
+    if (rc < 0)
+        goto out;
+    r->stats.ranges_requested += n;
+    r->stats.ranges_fetched += ng;
+    if (r->fetcher.fetch) {
+        rc = r->fetcher.fetch(r->fetcher.arg, f, rg, ranges, ng, r->err, sizeof(r->err));
+        if (rc < 0)
+            goto out; /* the hook's code and sentence, unchanged (-ESTALE above all) */
+        goto fetched;
+    }
     /* One buffer for all ranges, reused by the next row group. */
     uint64_t total = 0;
     for (size_t g = 0; g < ng; g++)
@@ -241,11 +305,10 @@ int pq_reader_next(pq_reader *r, cb_batch **out)
         ranges[g].buf = r->fetch + total;
         total += ranges[g].length;
     }
-    r->stats.ranges_requested += n;
-    r->stats.ranges_fetched += ng;
     rc = rs_read_ranges(src, ranges, ng, r->err, sizeof(r->err));
     if (rc < 0)
         goto out; /* the source's code and sentence, unchanged (-ESTALE above all) */
+fetched:
     for (size_t g = 0; g < ng; g++)
         r->stats.bytes_fetched += ranges[g].length;
     for (size_t i = 0; i < n; i++) {

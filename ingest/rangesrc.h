@@ -8,19 +8,21 @@
  *
  * Thread-safety: rs_read_ranges() may be called from several threads at once
  * on the same source. The file source is lock-free (pread); the S3 source
- * serialises callers on a mutex (each call already keeps all its ranges in
- * flight at once). rs_name/rs_size/rs_version are immutable after open.
+ * gives concurrent callers a loop and client each (up to 8, made on first
+ * need; past that they wait for one), and each call keeps all its ranges in
+ * flight at once. rs_name/rs_size/rs_version are immutable after open.
  * Custom implementations must make their read_ranges callback thread-safe.
  *
  * Versions: a source is pinned to the version (ETag) it saw at open; a read
  * that meets another version fails with -ESTALE and that code passes through
  * every layer above unchanged (the engine re-plans the file).
  *
- * S3 source, how ranges are fetched: one private libevent loop and one async
- * s3_client per source; rs_read_ranges() submits every range as its own ranged
- * GET (If-Match the pinned ETag, and the answer's ETag is checked by the
- * client), then runs the loop until all complete. The client's connection
- * limit (s3_config.max_connections) bounds how many are on the wire at once.
+ * S3 source, how ranges are fetched: a call takes one of the source's lanes
+ * (a private libevent loop and an async s3_client on it); rs_read_ranges()
+ * submits every range as its own ranged GET (If-Match the pinned ETag, and the
+ * answer's ETag is checked by the client), then runs the loop until all
+ * complete. Each lane's connection limit (s3_config.max_connections) bounds
+ * how many of its requests are on the wire at once.
  * Sizes come from HEAD at open, so no suffix range is ever sent.
  */
 #ifndef RINGCACHE_RANGESRC_H

@@ -5,9 +5,10 @@
  * its open saw, so every range comes from that version, and a "stale" answer
  * (-ESTALE) passes through unchanged for the engine to re-plan.
  *
- * Thread-safety: as rangesrc.h: a source's reads are serialised by the caller
- * (the engine gives each worker its own range calls); rc_pread itself is
- * thread-safe, so several sources on one rc_client are fine.
+ * Thread-safety: as rangesrc.h: reads may come from several threads at once
+ * (the engine's workers and its download threads reading ahead): rc_pread is
+ * thread-safe and the source keeps no state of its own between calls; several
+ * sources on one rc_client are fine too.
  */
 #ifndef RINGCACHE_RS_RC_H
 #define RINGCACHE_RS_RC_H

@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * rs_s3.c: the S3 implementation of the byte-range source (rangesrc.h). One
- * private libevent loop and one async S3 client per source: a call submits all
- * its ranges as ranged GETs pinned to the ETag seen by HEAD at open (If-Match,
- * and the client compares the answer's ETag too), then turns the loop until
- * every one has completed, so many ranges are in flight at once on the client's
- * pooled connections. Callers are serialised on a mutex: the client belongs to
- * the loop and the loop to whichever thread runs it.
+ * rs_s3.c: the S3 implementation of the byte-range source (rangesrc.h). A
+ * call takes a lane (a private libevent loop and the async S3 client on it),
+ * submits all its ranges as ranged GETs pinned to the ETag seen by HEAD at open
+ * (If-Match, and the client compares the answer's ETag too), then turns the
+ * loop until every one has completed, so many ranges are in flight at once on
+ * the lane's pooled connections. Concurrent callers (the engine's download
+ * threads reading ahead in one file) each take their own lane, made on first
+ * need, up to RS_S3_LANES; past that they wait for one. A lane belongs to the
+ * thread that holds it: the client belongs to the loop and the loop to
+ * whichever thread runs it.
  */
 #include "rangesrc.h"
 
@@ -21,10 +24,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct rs__s3 {
-    pthread_mutex_t lock;
+#define RS_S3_LANES 8
+
+typedef struct rs__lane {
     struct event_base *base;
     s3_client *client;
+} rs__lane;
+
+typedef struct rs__s3 {
+    pthread_mutex_t lock;
+    pthread_cond_t cv;
+    s3_config cfg;
+    rs__lane lanes[RS_S3_LANES];
+    int n_lanes;                 /* made so far */
+    int free[RS_S3_LANES];       /* indices of lanes nobody holds */
+    int n_free;
     char *bucket;
     char *key;
     char etag[S3_ETAG_MAX];
@@ -42,6 +56,7 @@ typedef struct rs__s3_call {
 typedef struct rs__s3_get {
     rs__s3_call *call;
     uint64_t want;
+    const char *bucket, *key;
 } rs__s3_get;
 
 static void rs__s3_destroy(void *impl)
@@ -49,10 +64,13 @@ static void rs__s3_destroy(void *impl)
     rs__s3 *s = impl;
     if (!s)
         return;
-    s3_client_destroy(&s->client);
-    if (s->base)
-        event_base_free(s->base);
+    for (int i = 0; i < s->n_lanes; i++) {
+        s3_client_destroy(&s->lanes[i].client);
+        if (s->lanes[i].base)
+            event_base_free(s->lanes[i].base);
+    }
     pthread_mutex_destroy(&s->lock);
+    pthread_cond_destroy(&s->cv);
     free(s->bucket);
     free(s->key);
     free(s);
@@ -70,7 +88,17 @@ static void rs__s3_get_done(const s3_error *err, const s3_get_result *res, void 
 {
     rs__s3_get *g = arg;
     rs__s3_call *c = g->call;
-    if (err && err->code) {
+    if (err && err->code && err->http_status == 416) {
+        /* Every range lies inside the size pinned at open (rs_read_ranges
+         * checks), so "outside the object" means a shorter object took its
+         * place: the version changed (a server that checks the range before
+         * If-Match answers 416, not 412). */
+        char msg[RS_MSG_MAX];
+        snprintf(msg, sizeof(msg),
+                 "s3://%.100s/%.200s changed since it was opened (it is shorter now: %.150s)",
+                 g->bucket, g->key, err->message);
+        rs__s3_fail(c, -ESTALE, msg);
+    } else if (err && err->code) {
         rs__s3_fail(c, err->code, err->message);
     } else if (!res || res->bytes != g->want) {
         char msg[RS_MSG_MAX];
@@ -81,6 +109,50 @@ static void rs__s3_get_done(const s3_error *err, const s3_get_result *res, void 
     c->pending--;
 }
 
+/* A lane of the source's: a free one, a new one while fewer than
+ * RS_S3_LANES exist, else waits for one. -1 when a new lane cannot be made
+ * and none exists (err filled). */
+static int rs__lane_get(rs__s3 *s, char *err, size_t errlen)
+{
+    pthread_mutex_lock(&s->lock);
+    for (;;) {
+        if (s->n_free > 0) {
+            int l = s->free[--s->n_free];
+            pthread_mutex_unlock(&s->lock);
+            return l;
+        }
+        if (s->n_lanes < RS_S3_LANES) {
+            rs__lane *ln = &s->lanes[s->n_lanes];
+            ln->base = event_base_new();
+            int rc = ln->base ? s3_client_create(&ln->client, &s->cfg, ln->base) : -ENOMEM;
+            if (rc == 0) {
+                int l = s->n_lanes++;
+                pthread_mutex_unlock(&s->lock);
+                return l;
+            }
+            if (ln->base)
+                event_base_free(ln->base);
+            ln->base = NULL;
+            if (s->n_lanes == 0) {
+                pthread_mutex_unlock(&s->lock);
+                snprintf(err, errlen, "s3://%s/%s: cannot create the S3 client: %s", s->bucket,
+                         s->key, strerror(-rc));
+                return -1;
+            }
+            /* no more lanes: share the ones there are */
+        }
+        pthread_cond_wait(&s->cv, &s->lock);
+    }
+}
+
+static void rs__lane_put(rs__s3 *s, int l)
+{
+    pthread_mutex_lock(&s->lock);
+    s->free[s->n_free++] = l;
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->lock);
+}
+
 static int rs__s3_read(void *impl, const rs_range *ranges, size_t n, char *err, size_t errlen)
 {
     rs__s3 *s = impl;
@@ -88,12 +160,19 @@ static int rs__s3_read(void *impl, const rs_range *ranges, size_t n, char *err, 
     if (!gets)
         return -ENOMEM;
     rs__s3_call call = {.err = err, .errlen = errlen};
-    pthread_mutex_lock(&s->lock);
+    int l = rs__lane_get(s, err, errlen);
+    if (l < 0) {
+        free(gets);
+        return -ENOMEM;
+    }
+    rs__lane *ln = &s->lanes[l];
     for (size_t i = 0; i < n; i++) {
         if (ranges[i].length == 0)
             continue;
         gets[i].call = &call;
         gets[i].want = ranges[i].length;
+        gets[i].bucket = s->bucket;
+        gets[i].key = s->key;
         s3_get_args a = {
             .bucket = s->bucket,
             .key = s->key,
@@ -103,7 +182,7 @@ static int rs__s3_read(void *impl, const rs_range *ranges, size_t n, char *err, 
             .buf = ranges[i].buf,
             .cap = (size_t)ranges[i].length,
         };
-        int rc = s3_get(s->client, &a, rs__s3_get_done, &gets[i]);
+        int rc = s3_get(ln->client, &a, rs__s3_get_done, &gets[i]);
         if (rc < 0) {
             char msg[RS_MSG_MAX];
             snprintf(msg, sizeof(msg), "s3://%s/%s: cannot submit a ranged GET: %s", s->bucket,
@@ -114,8 +193,8 @@ static int rs__s3_read(void *impl, const rs_range *ranges, size_t n, char *err, 
         call.pending++;
     }
     while (call.pending > 0)
-        event_base_loop(s->base, EVLOOP_ONCE);
-    pthread_mutex_unlock(&s->lock);
+        event_base_loop(ln->base, EVLOOP_ONCE);
+    rs__lane_put(s, l);
     free(gets);
     return call.rc;
 }
@@ -143,15 +222,18 @@ int rs_s3_open(rs_source **out, const s3_config *cfg, const char *bucket, const 
     if (!s)
         return -ENOMEM;
     pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    s->cfg = *cfg;
     s->bucket = strdup(bucket);
     s->key = strdup(key);
-    s->base = event_base_new();
-    if (!s->bucket || !s->key || !s->base) {
+    s->lanes[0].base = event_base_new();
+    if (!s->bucket || !s->key || !s->lanes[0].base) {
         rs__s3_destroy(s);
         snprintf(err, errlen, "s3://%s/%s: out of memory opening the object", bucket, key);
         return -ENOMEM;
     }
-    int rc = s3_client_create(&s->client, cfg, s->base);
+    s->n_lanes = 1; /* lane 0 does the HEAD, then waits free for the first read */
+    int rc = s3_client_create(&s->lanes[0].client, cfg, s->lanes[0].base);
     if (rc < 0) {
         snprintf(err, errlen, "s3://%s/%s: cannot create the S3 client: %s (check the endpoint)",
                  bucket, key, strerror(-rc));
@@ -159,14 +241,15 @@ int rs_s3_open(rs_source **out, const s3_config *cfg, const char *bucket, const 
         return rc;
     }
     rs__s3_call call = {.err = err, .errlen = errlen};
-    rc = s3_head(s->client, bucket, key, rs__s3_head_done, &call);
+    rc = s3_head(s->lanes[0].client, bucket, key, rs__s3_head_done, &call);
     if (rc < 0) {
         snprintf(err, errlen, "s3://%s/%s: cannot submit HEAD: %s", bucket, key, strerror(-rc));
         rs__s3_destroy(s);
         return rc;
     }
     while (!call.head_done)
-        event_base_loop(s->base, EVLOOP_ONCE);
+        event_base_loop(s->lanes[0].base, EVLOOP_ONCE);
+    s->free[s->n_free++] = 0;
     if (call.rc < 0) {
         rc = call.rc;
         rs__s3_destroy(s);

@@ -230,6 +230,7 @@ static double cached_seed(const eng_ctx *local, const char *seed_local, const ch
     }
     s3_sync_destroy(&sy);
     double t[16], tl[16];
+    uint64_t rows_cached = 0, rows_local = 0;
     int n = runs > 16 ? 16 : runs;
     for (int i = -1; i < n; i++) {
         /* i = -1 warms the cache nodes; every run starts with an empty page cache */
@@ -245,11 +246,17 @@ static double cached_seed(const eng_ctx *local, const char *seed_local, const ch
             return -1;
         }
         eng_ctx ctx = {.out = stdout, .list_s3 = cache_list, .open_s3 = cache_open, .s3_impl = c};
-        double s = run_query(&ctx, seed_s3, 2, NULL);
+        double s = run_query(&ctx, seed_s3, 2, &rows_cached);
         rc_destroy(&c);
         if (i >= 0) {
             t[i] = s;
-            tl[i] = run_query(local, seed_local, 2, NULL);
+            tl[i] = run_query(local, seed_local, 2, &rows_local);
+            if (rows_cached != rows_local) {
+                fprintf(stderr, "engine_bench: cached_vs_local=na: the cached run read %llu rows, "
+                        "the local one %llu\n", (unsigned long long)rows_cached,
+                        (unsigned long long)rows_local);
+                return -1;
+            }
         } else {
             fprintf(stderr, "cached: warm-up run (cold nodes) %.3f s\n", s);
         }
@@ -257,7 +264,8 @@ static double cached_seed(const eng_ctx *local, const char *seed_local, const ch
     qsort(t, (size_t)n, sizeof(double), cmp_d);
     qsort(tl, (size_t)n, sizeof(double), cmp_d);
     fprintf(stderr, "cached: seed (2 threads) through 3 warm nodes, empty page cache: %.3f s; "
-            "local files, runs interleaved: %.3f s\n", t[n / 2], tl[n / 2]);
+            "local files, runs interleaved: %.3f s (%llu rows each)\n", t[n / 2], tl[n / 2],
+            (unsigned long long)rows_local);
     return tl[n / 2] / t[n / 2];
 }
 #endif

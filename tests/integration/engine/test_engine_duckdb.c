@@ -13,6 +13,7 @@
  */
 #include "eng.h"
 #include "harness.h"
+#include "parquet.h"
 
 #include <errno.h>
 #include <math.h>
@@ -271,6 +272,54 @@ static void test_max_memory_usage_stops_the_query(void **state)
     free(out);
 }
 
+/* The bytes of column chunks fetched from a file count in the query's memory,
+ * not only the decoded batches: at one thread and no reading ahead, the peak
+ * holds at least a row group's decoded Id column (8 bytes a row) plus its
+ * compressed chunk, for the largest row group. */
+static void test_memory_counts_fetched_chunks(void **state)
+{
+    (void)state;
+    char path[4300], err[ENG_MSG_MAX];
+    snprintf(path, sizeof(path), "%s/posts.parquet", dir);
+    rs_source *src;
+    assert_int_equal(rs_file_open(&src, path, err, sizeof(err)), 0);
+    pq_file *pf;
+    assert_int_equal(pq_file_open(&pf, src, NULL, err, sizeof(err)), 0);
+    int id = pq_file_find_column(pf, "Id");
+    assert_true(id >= 0);
+    uint64_t want = 0;
+    for (int rg = 0; rg < pq_file_num_row_groups(pf); rg++) {
+        rs_range *r;
+        size_t n;
+        uint64_t total;
+        assert_int_equal(pq_row_group_ranges(pf, rg, &id, 1, 0, 0, &r, &n, &total, err,
+                                             sizeof(err)),
+                         0);
+        free(r);
+        uint64_t need = total + 8 * (uint64_t)pq_file_row_group_rows(pf, rg);
+        if (need > want)
+            want = need;
+    }
+    assert_true(pq_file_num_row_groups(pf) > 1);
+    pq_file_destroy(&pf);
+    rs_destroy(&src);
+    char sql[8192], *out = NULL;
+    snprintf(sql, sizeof(sql), "SELECT sum(Id) FROM file('%s') SETTINGS max_download_threads = 0",
+             path);
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    assert_non_null(f);
+    eng_ctx ctx = {.out = f, .format = ENG_FMT_TSV, .max_threads = 1};
+    eng_result res;
+    int rc = eng_run(&ctx, sql, strlen(sql), NULL, &res, err, sizeof(err));
+    fclose(f);
+    free(out);
+    assert_int_equal(rc, 0);
+    fprintf(stderr, "peak %lld bytes, a row group's Id decoded + compressed %llu bytes\n",
+            (long long)res.peak_memory, (unsigned long long)want);
+    assert_true(res.peak_memory >= (int64_t)want);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -278,6 +327,7 @@ int main(void)
         cmocka_unit_test(test_malformed_inputs_name_file_and_place),
         cmocka_unit_test(test_sql_errors_point_at_the_place),
         cmocka_unit_test(test_max_memory_usage_stops_the_query),
+        cmocka_unit_test(test_memory_counts_fetched_chunks),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
