@@ -1086,7 +1086,7 @@ static void rc_complete_items(rc_client *c, rc_item *items, int n, uint8_t *buf)
 
 /* Reads blocks [b0, b1] (at most RC_CHUNK_MAX) of the range [off, off+len). */
 static int rc_read_chunk(rc_handle *h, uint8_t *buf, uint64_t off, uint64_t len, uint64_t b0,
-                         uint64_t b1, bool seq, bool *stalled, bool *waited)
+                         uint64_t b1, bool seq, bool scan, bool *stalled, bool *waited)
 {
     rc_client *c = h->c;
     rc_obj *o = h->obj;
@@ -1114,13 +1114,17 @@ static int rc_read_chunk(rc_handle *h, uint8_t *buf, uint64_t off, uint64_t len,
             it->batch = &batch;
             it->obj = o;
             it->block = b;
-            bool partial = pass == 0 && !seq && c->partial_max && to - from <= c->partial_max &&
-                           to - from < blen;
+            /* a scan's first and last blocks fetch only the bytes it wants, whatever
+             * their size: it reads them once and its next range starts elsewhere */
+            bool partial = pass == 0 && to - from < blen &&
+                           (scan || (!seq && c->partial_max && to - from <= c->partial_max));
             int r = PC_UNCACHED;
             pc_page *pg = NULL;
             if (!(partial && !pc_contains(c->pc, &key))) {
                 for (int attempt = 0; attempt < 3; attempt++) {
-                    r = pc_fetch(c->pc, &key, pass == 0 ? PC_FETCH_NOWAIT : 0, &pg);
+                    r = pc_fetch(c->pc, &key,
+                                 (pass == 0 ? PC_FETCH_NOWAIT : 0) | (scan ? PC_FETCH_ONCE : 0),
+                                 &pg);
                     if (r >= 0 || r == -EAGAIN || r == -ESTALE)
                         break;
                     /* another's fill failed (it may have been cancelled): again */
@@ -1195,6 +1199,11 @@ static int rc_read_chunk(rc_handle *h, uint8_t *buf, uint64_t off, uint64_t len,
 
 int64_t rc_pread(rc_handle *h, void *buf, size_t len, uint64_t off)
 {
+    return rc_pread_flags(h, buf, len, off, 0);
+}
+
+int64_t rc_pread_flags(rc_handle *h, void *buf, size_t len, uint64_t off, unsigned flags)
+{
     rc_client *c = h->c;
     rc_obj *o = h->obj;
     if (atomic_load(&o->stale)) {
@@ -1211,16 +1220,17 @@ int64_t rc_pread(rc_handle *h, void *buf, size_t len, uint64_t off)
         len = (size_t)(o->size - off);
     uint64_t bs = c->bs;
     uint64_t b0 = off / bs, b1 = (off + len - 1) / bs;
-    uint64_t ra_from, ra_to;
-    int slot;
-    bool seq = rc_stream_update(h, off, len, &ra_from, &ra_to, &slot);
+    uint64_t ra_from = 1, ra_to = 0;
+    int slot = 0;
+    bool scan = flags & RC_READ_SCAN;
+    bool seq = !scan && rc_stream_update(h, off, len, &ra_from, &ra_to, &slot);
     if (ra_from <= ra_to)
         rc_readahead(c, o, ra_from, ra_to);
     bool stalled = false, waited = false;
     int rc = 0;
     for (uint64_t cb = b0; cb <= b1 && rc == 0; cb += (uint64_t)c->chunk) {
         uint64_t ce = cb + (uint64_t)c->chunk - 1 < b1 ? cb + (uint64_t)c->chunk - 1 : b1;
-        rc = rc_read_chunk(h, buf, off, len, cb, ce, seq, &stalled, &waited);
+        rc = rc_read_chunk(h, buf, off, len, cb, ce, seq, scan, &stalled, &waited);
     }
     if (seq && (stalled || waited))
         rc_stream_grow(h, slot, off + len);

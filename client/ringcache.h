@@ -182,6 +182,14 @@ const char *rc_version(const rc_handle *h);
  * failed), -ECANCELED (rc_destroy). Blocks the calling thread until done. */
 int64_t rc_pread(rc_handle *h, void *buf, size_t len, uint64_t off);
 
+/* rc_pread with flags. RC_READ_SCAN: the caller reads these bytes once and
+ * schedules its own prefetch (a scan engine reading a column chunk): no
+ * read-ahead, whole blocks enter the page cache as one-shot pages (they do
+ * not displace the hot set), and the partial first and last blocks fetch only
+ * the bytes asked for, not the whole block. */
+#define RC_READ_SCAN 1u
+int64_t rc_pread_flags(rc_handle *h, void *buf, size_t len, uint64_t off, unsigned flags);
+
 /* The error sentence of the last failed rc_pread on this handle (any thread;
  * a copy into out). */
 void rc_last_error(rc_handle *h, char *out, size_t cap);
@@ -228,7 +236,8 @@ typedef struct rc_stats {
     uint64_t stalls;            /* preads that had to start a fetch themselves */
     uint64_t waits;             /* blocks a read waited for (another's or read-ahead fill) */
     uint64_t readahead_fetches; /* blocks fetched ahead of use */
-    uint64_t partial_fetches;   /* scattered reads fetched as a range, no page */
+    uint64_t partial_fetches;   /* scattered reads and RC_READ_SCAN edges fetched as a
+                                   range, no page */
     uint64_t node_blocks;       /* block requests answered by nodes */
     uint64_t failovers;         /* blocks asked of a next owner after a node failed */
     uint64_t fallbacks;         /* block reads that went to S3 directly */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
  * rs_rc.c: the cache client as a byte-range source (rs_rc.h). Each range is
- * read with rc_pread until it is whole; a short object is an error that says
+ * read with rc_pread_flags(RC_READ_SCAN) until it is whole; a short object is an error that says
  * so, never a silently short range.
  */
 #include "rs_rc.h"
@@ -24,8 +24,9 @@ static int rs_rc_read(void *impl, const rs_range *r, size_t n, char *err, size_t
     for (size_t i = 0; i < n; i++) {
         uint64_t done = 0;
         while (done < r[i].length) {
-            int64_t got = rc_pread(s->h, (uint8_t *)r[i].buf + done, r[i].length - done,
-                                   r[i].offset + done);
+            /* the engine fetches each range once and prefetches by itself */
+            int64_t got = rc_pread_flags(s->h, (uint8_t *)r[i].buf + done, r[i].length - done,
+                                         r[i].offset + done, RC_READ_SCAN);
             if (got < 0) {
                 char m[RC_ERR_MAX];
                 rc_last_error(s->h, m, sizeof(m));

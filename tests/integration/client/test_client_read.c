@@ -208,6 +208,47 @@ static void test_connection_pool(void **state)
     free(data);
 }
 
+/* RC_READ_SCAN: consecutive ranges start no read-ahead, and a range's partial
+ * first and last blocks fetch only their bytes (no page); the bytes are right. */
+static void test_scan_reads(void **state)
+{
+    (void)state;
+    size_t size = t_size_mib(16, 8);
+    unsigned char *data = t_alloc_data(size, 11);
+    t_put_direct(&tc, "read/scan.bin", data, size, NULL);
+    rc_config cfg;
+    t_rc_config(&tc, &cfg);
+    char err[RC_ERR_MAX];
+    rc_client *c;
+    assert_int_equal(rc_create(&c, &cfg, err, sizeof(err)), 0);
+    rc_handle *h;
+    assert_int_equal(rc_open(c, H_S3_DEFAULT_BUCKET, "read/scan.bin", &h, err, sizeof(err)), 0);
+    uint64_t bs = rc_block_size(c);
+    unsigned char *buf = malloc(size);
+    rc_stats st0, st1;
+    rc_stats_get(c, &st0);
+    /* three consecutive ranges of 2 blocks each, each starting mid-block */
+    uint64_t off = bs / 2;
+    for (int i = 0; i < 3; i++, off += 2 * bs) {
+        assert_int_equal(rc_pread_flags(h, buf, 2 * bs, off, RC_READ_SCAN), (int64_t)(2 * bs));
+        assert_memory_equal(buf, data + off, 2 * bs);
+    }
+    rc_stats_get(c, &st1);
+    assert_int_equal(st1.readahead_fetches - st0.readahead_fetches, 0);
+    /* each range: its first and last blocks partial, one whole block between */
+    assert_int_equal(st1.partial_fetches - st0.partial_fetches, 6);
+    /* the same three ranges read plainly: the read-ahead starts */
+    off = bs / 2;
+    for (int i = 0; i < 3; i++, off += 2 * bs)
+        assert_int_equal(rc_pread(h, buf, 2 * bs, off), (int64_t)(2 * bs));
+    rc_stats_get(c, &st0);
+    assert_true(st0.readahead_fetches > st1.readahead_fetches);
+    rc_close(&h);
+    rc_destroy(&c);
+    free(buf);
+    free(data);
+}
+
 /* prefault backs the page cache with memory in rc_create (RSS grows by about
  * its size there, and not without it); RINGCACHE_PREFAULT is read as a yes/no
  * and anything else is refused with the variable named. */
@@ -251,6 +292,7 @@ int main(void)
         cmocka_unit_test(test_missing_key),
         cmocka_unit_test(test_prefault),
         cmocka_unit_test(test_connection_pool),
+        cmocka_unit_test(test_scan_reads),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
