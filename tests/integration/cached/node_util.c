@@ -11,8 +11,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-void t_node_start(h_env *env, t_node *n, const char *name, const char *s3_endpoint,
-                  const char *const *extra)
+int t_node_try_start(h_env *env, t_node *n, const char *name, const char *s3_endpoint,
+                     const char *const *extra)
 {
     char bin[1024];
     if (h_build_path(bin, sizeof(bin), "cached/ringcached") < 0)
@@ -38,10 +38,8 @@ void t_node_start(h_env *env, t_node *n, const char *name, const char *s3_endpoi
         argv[k++] = extra[i];
     argv[k] = NULL;
     int rc = h_proc_start(env, &n->proc, name, (char *const *)argv, NULL, port_file, 0);
-    if (rc < 0) {
-        fprintf(stderr, "cannot start %s: %s\n", name, h_last_error());
-        exit(1);
-    }
+    if (rc < 0)
+        return rc;
     n->port = h_proc_port(n->proc);
     FILE *f = fopen(admin_file, "r");
     if (!f || fscanf(f, "%d", &n->admin_port) != 1) {
@@ -49,6 +47,16 @@ void t_node_start(h_env *env, t_node *n, const char *name, const char *s3_endpoi
         exit(1);
     }
     fclose(f);
+    return 0;
+}
+
+void t_node_start(h_env *env, t_node *n, const char *name, const char *s3_endpoint,
+                  const char *const *extra)
+{
+    if (t_node_try_start(env, n, name, s3_endpoint, extra) < 0) {
+        fprintf(stderr, "cannot start %s: %s\n", name, h_last_error());
+        exit(1);
+    }
 }
 
 int64_t t_node_metric(const t_node *n, const char *metric)

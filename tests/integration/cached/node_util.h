@@ -28,6 +28,12 @@ typedef struct t_node {
 void t_node_start(h_env *env, t_node *n, const char *name, const char *s3_endpoint,
                   const char *const *extra);
 
+/* The same, returning instead of exiting when the node does not come up:
+ * 0, or the error of h_proc_start (-ECHILD: it exited first, e.g. a --port
+ * given in extra was taken meanwhile by another test). */
+int t_node_try_start(h_env *env, t_node *n, const char *name, const char *s3_endpoint,
+                     const char *const *extra);
+
 /* A counter or gauge from /metrics (the first line that starts with `metric`
  * followed by a space or '{'). -1 when absent. */
 int64_t t_node_metric(const t_node *n, const char *metric);

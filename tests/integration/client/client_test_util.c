@@ -50,26 +50,51 @@ void t_cluster_start(t_cluster *tc, const char *name, const char *const *node_ex
     t_s3_config(&tc->direct, h_s3_endpoint(tc->s3), NULL, NULL);
     t_s3_config(&tc->via_model, h_s3model_endpoint(tc->model), NULL, NULL);
     /* the nodes must know each other for write-through placement, so their
-     * ports are picked before they start (bound and released here) */
-    int ports[T_NODES];
-    size_t off = 0;
-    for (int i = 0; i < T_NODES; i++) {
-        ports[i] = t_free_port();
-        off += (size_t)snprintf(tc->members + off, sizeof(tc->members) - off,
-                                "%sn%d=127.0.0.1:%d", i ? "," : "", i, ports[i]);
-    }
-    for (int i = 0; i < T_NODES; i++) {
-        char nm[16], port[16];
-        snprintf(nm, sizeof(nm), "n%d", i);
-        snprintf(port, sizeof(port), "%d", ports[i]);
-        const char *extra[32] = {"--port", port, "--members", tc->members, "--ssd-capacity",
-                                 "3GiB"};
-        int k = 6;
-        for (int j = 0; node_extra && node_extra[j] && k < 31; j++)
-            extra[k++] = node_extra[j];
-        extra[k] = NULL;
-        t_node_start(tc->env, &tc->nodes[i], nm, h_s3model_endpoint(tc->model), extra);
-        assert_int_equal(tc->nodes[i].port, ports[i]);
+     * ports are picked before they start (bound and released here). Another
+     * test running at the same time may take one of them meanwhile: the node
+     * then exits, and the whole set is started again on new ports. */
+    for (int attempt = 1;; attempt++) {
+        int ports[T_NODES];
+        size_t off = 0;
+        for (int i = 0; i < T_NODES; i++) {
+            ports[i] = t_free_port();
+            off += (size_t)snprintf(tc->members + off, sizeof(tc->members) - off,
+                                    "%sn%d=127.0.0.1:%d", i ? "," : "", i, ports[i]);
+        }
+        int err = 0, i;
+        for (i = 0; i < T_NODES && err == 0; i++) {
+            char nm[16], port[16];
+            snprintf(nm, sizeof(nm), "n%d", i);
+            snprintf(port, sizeof(port), "%d", ports[i]);
+            const char *extra[32] = {"--port", port, "--members", tc->members,
+                                     "--ssd-capacity", "3GiB"};
+            int k = 6;
+            for (int j = 0; node_extra && node_extra[j] && k < 31; j++)
+                extra[k++] = node_extra[j];
+            extra[k] = NULL;
+            err = t_node_try_start(tc->env, &tc->nodes[i], nm, h_s3model_endpoint(tc->model),
+                                  extra);
+        }
+        if (err == 0)
+            break;
+        if (attempt == 3) {
+            fprintf(stderr, "cannot start node n%d: %s\n", i - 1, h_last_error());
+            exit(1);
+        }
+        fprintf(stderr, "node n%d did not start (%s); starting the nodes again on new ports\n",
+                i - 1, h_last_error());
+        for (int j = 0; j < i - 1; j++) {
+            h_proc_stop(tc->nodes[j].proc, 5000);
+            tc->nodes[j].proc = NULL;
+        }
+        char dirs[3 * 600];
+        size_t dl = 0;
+        for (int j = 0; j < T_NODES; j++)
+            dl += (size_t)snprintf(dirs + dl, sizeof(dirs) - dl, " '%s'", tc->nodes[j].dir);
+        char cmd[sizeof(dirs) + 16];
+        snprintf(cmd, sizeof(cmd), "rm -rf%s", dirs);
+        if (system(cmd) != 0)
+            fprintf(stderr, "could not clear the nodes' folders\n");
     }
 }
 
