@@ -1643,7 +1643,12 @@ static int run_stmt(const eng_ctx *ctx, const sql_stmt *st, FILE *summary, eng_r
         /* as many units ahead as there are download threads: each worker
          * finds the next unit fetched while the downloads stay a step ahead;
          * a small file read whole counts as one */
-        if (ef_create(&q->pf, &ops, q, q->n_units, q->set.max_download_threads,
+        /* S3 only: a local file is read from the OS's page cache at memory
+         * speed, where a download thread adds a copy and a hand-off (ClickHouse
+         * too reads ahead for remote files only, local_filesystem_read_prefetch
+         * is off by default) */
+        if (!q->s3 ||
+            ef_create(&q->pf, &ops, q, q->n_units, q->set.max_download_threads,
                       q->set.max_download_threads, pf_budget(q), &q->mem) < 0)
             q->pf = NULL; /* no reading ahead: the workers fetch everything */
     }
