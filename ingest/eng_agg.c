@@ -663,6 +663,59 @@ static int update_one(agg_tab *t, int a, uint32_t g, const ex_vec *v, uint32_t r
     return 0;
 }
 
+/* No GROUP BY: one group (0). count() adds n; sum() of a column without
+ * NULLs reduces it in a tight loop with four accumulators (the additions of
+ * one accumulator do not wait on each other's; integer sums wrap as
+ * ClickHouse's Int64 does, so their order does not matter); everything else
+ * goes row by row. */
+static int update_global(agg_tab *t, ex_ectx *ec, const ex_vec *in, const uint32_t *sel,
+                         uint32_t n)
+{
+    const eng_plan *p = t->p;
+    int rc = 0;
+    for (int a = 0; a < p->n_aggs && rc == 0; a++) {
+        const eng_agg *ag = &p->aggs[a];
+        agg_col *c = &t->ac[a];
+        if (ag->fn == AG_COUNT && !ag->arg) {
+            c->cnt[0] += n;
+            c->seen[0] = 1;
+            continue;
+        }
+        ex_vec v;
+        if ((rc = bx_eval(ec, ag->arg, in, sel, n, &v)) < 0)
+            return rc;
+        if (ag->fn == AG_SUM && !v.nulls && !v.is_const && v.t.kind != EX_NOTHING &&
+            (ag->t.kind == EX_FLOAT) == (v.t.kind == EX_FLOAT)) {
+            uint32_t r = 0;
+            if (ag->t.kind == EX_FLOAT) {
+                double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+                for (; r + 4 <= n; r += 4) {
+                    s0 += v.d[r];
+                    s1 += v.d[r + 1];
+                    s2 += v.d[r + 2];
+                    s3 += v.d[r + 3];
+                }
+                for (; r < n; r++)
+                    s0 += v.d[r];
+                c->d[0] += (s0 + s1) + (s2 + s3);
+            } else {
+                uint64_t s0 = 0;
+                for (; r < n; r++)
+                    s0 += (uint64_t)v.i[r];
+                c->i[0] = (int64_t)((uint64_t)c->i[0] + s0);
+            }
+            c->seen[0] = 1;
+        } else {
+            for (uint32_t r = 0; r < n && rc == 0; r++)
+                rc = update_one(t, a, 0, &v, r);
+            if (rc < 0)
+                rc = tab_oom(t, ec->err, ec->errlen);
+        }
+        ex_vec_clear(ec->mem, &v);
+    }
+    return rc;
+}
+
 int agg_tab_update(agg_tab *t, ex_ectx *ec, const ex_vec *in, const uint32_t *sel, uint32_t n)
 {
     const eng_plan *p = t->p;
@@ -682,7 +735,7 @@ int agg_tab_update(agg_tab *t, ex_ectx *ec, const ex_vec *in, const uint32_t *se
             if (lookup(t, &z, 0) < 0)
                 return tab_oom(t, ec->err, ec->errlen);
         }
-        memset(gid, 0, sizeof(uint32_t) * n);
+        return update_global(t, ec, in, sel, n);
     } else {
         ex_vec kv[16];
         int nk = p->n_keys;
