@@ -15,6 +15,8 @@
 
 #include <errno.h>
 #include <event2/event.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +35,7 @@ typedef struct rcl_node {
     cc_conn *conns[RCL_MAX_CONNS]; /* the pool: conns_per_node pipelined connections,
                                       opened lazily, used in turn */
     unsigned next_conn;
-    int64_t down_until_ms;
+    _Atomic int64_t down_until_ms; /* read by rcl_route from other threads */
 } rcl_node;
 
 typedef struct rcl_connect_state rcl_connect_state;
@@ -53,6 +55,9 @@ struct rcl_cluster {
     uint32_t block_size;
     bool have_hello;
     bool destroying;
+    /* rcl_route's view, for other threads: the ring in use, its node map and
+     * the tenant, changed under route_lock (the loop reads them without it) */
+    pthread_mutex_t route_lock;
     rcl_connect_state *waiting;  /* rcl_connect waiting for a first ring */
     rcl_put_op *puts;            /* PUTs in flight, each on its own connection */
     struct event *wait_timer;
@@ -80,10 +85,12 @@ static void rcl_learn_hello(rcl_cluster *c, cc_conn *conn)
     const rcp_hello_resp *h = cc_conn_hello(conn);
     if (c->have_hello || !h->block_size)
         return;
+    pthread_mutex_lock(&c->route_lock);
     rcp_str_copy(h->tenant, c->tenant, sizeof(c->tenant));
     if (!c->block_size)
         c->block_size = h->block_size;
     c->have_hello = true;
+    pthread_mutex_unlock(&c->route_lock);
 }
 
 /* The next connection of n's pool, in turn (each one is pipelined; several
@@ -191,11 +198,13 @@ static int rcl_adopt(rcl_cluster *c, struct ring *ring)
     }
     if (c->ring)
         c->stats.ring_changes++;
+    pthread_mutex_lock(&c->route_lock);
     ring_unref(&c->ring);
     c->ring = ring_ref(ring);
     free(c->ring_nodes);
     c->ring_nodes = map;
     c->n_ring = n;
+    pthread_mutex_unlock(&c->route_lock);
     return 0;
 }
 
@@ -223,6 +232,7 @@ int rcl_create(rcl_cluster **out, struct event_base *base, const rcl_config *cfg
         return -ENOMEM;
     c->base = base;
     c->cfg = *cfg;
+    pthread_mutex_init(&c->route_lock, NULL);
     snprintf(c->token, sizeof(c->token), "%s", cfg->token ? cfg->token : "");
     c->cfg.token = NULL;
     c->cfg.members = NULL;
@@ -243,6 +253,7 @@ int rcl_create(rcl_cluster **out, struct event_base *base, const rcl_config *cfg
     if (cfg->tls) {
         int rc = cc_tls_check_ca(cfg->tls_ca, err, errlen);
         if (rc < 0) {
+            pthread_mutex_destroy(&c->route_lock);
             free(c);
             return rc;
         }
@@ -257,6 +268,7 @@ int rcl_create(rcl_cluster **out, struct event_base *base, const rcl_config *cfg
     const char *m = cfg->members ? cfg->members : "";
     int rc = membership_create(&c->ms, m, &mo, err, errlen);
     if (rc < 0) {
+        pthread_mutex_destroy(&c->route_lock);
         free(c);
         return rc;
     }
@@ -301,6 +313,7 @@ void rcl_destroy(rcl_cluster **cp)
     free(c->all);
     free(c->ring_nodes);
     ring_unref(&c->ring);
+    pthread_mutex_destroy(&c->route_lock);
     free(c);
     *cp = NULL;
 }
@@ -543,6 +556,35 @@ static int rcl_owners(rcl_cluster *c, const char *bucket, const char *key, const
     for (int k = 0; k < n; k++)
         out[k] = c->ring_nodes[ring_member_index(c->ring, owners[k])];
     return n > 0 ? n : 0;
+}
+
+int rcl_route(rcl_cluster *c, const rcl_object *obj, uint64_t b, rcl_target *out)
+{
+    int rc = -EHOSTDOWN;
+    pthread_mutex_lock(&c->route_lock);
+    if (!c->ring || !c->have_hello) {
+        pthread_mutex_unlock(&c->route_lock);
+        return -ENOTCONN;
+    }
+    bkey_id id;
+    bkey_id_init(&id, c->tenant, obj->bucket, obj->key, obj->version, obj->size, b);
+    uint8_t rk[16];
+    bkey_ring_key(bkey_of(&id), rk);
+    const struct ring_member *owners[RCL_MAX_OWNERS];
+    int n = ring_lookup(c->ring, rk, sizeof(rk), owners, RCL_MAX_OWNERS);
+    int64_t now = rcl_now_ms();
+    for (int k = 0; k < n; k++) {
+        const rcl_node *node = c->ring_nodes[ring_member_index(c->ring, owners[k])];
+        if (atomic_load(&node->down_until_ms) > now)
+            continue;
+        snprintf(out->id, sizeof(out->id), "%s", node->id);
+        snprintf(out->host, sizeof(out->host), "%s", node->host);
+        out->port = node->port;
+        rc = 0;
+        break;
+    }
+    pthread_mutex_unlock(&c->route_lock);
+    return rc;
 }
 
 /* ---- read ------------------------------------------------------------------- */

@@ -17,8 +17,8 @@
  * on them finish normally.
  *
  * Thread-safety: an rcl_cluster belongs to the loop it was created on; call it
- * from that loop's thread only. Callbacks run on the loop, never from inside
- * the submitting call.
+ * from that loop's thread only, except rcl_route (any thread). Callbacks run
+ * on the loop, never from inside the submitting call.
  */
 #ifndef RINGCACHE_CLUSTER_H
 #define RINGCACHE_CLUSTER_H
@@ -116,6 +116,18 @@ int rcl_head(rcl_cluster *c, const char *bucket, const char *key, rcl_head_fn do
  * -EACCES, -ENODATA (cache_only and a block is not cached), -EHOSTDOWN (every
  * owner of a block failed or is marked down: read S3 directly), -EIO (a node
  * answered that S3 failed), -ECANCELED. */
+/* Where block b of obj goes now: its first owner on the ring that is not
+ * marked down (the same choice rcl_read makes first). Any thread: for a
+ * caller with a connection of its own (rc_client's small reads). 0 and *out;
+ * -EHOSTDOWN when every owner is down; -ENOTCONN before the first ring and
+ * HELLO. */
+typedef struct rcl_target {
+    char id[128];
+    char host[300];
+    int port;
+} rcl_target;
+int rcl_route(rcl_cluster *c, const rcl_object *obj, uint64_t b, rcl_target *out);
+
 typedef void (*rcl_progress_fn)(uint64_t done, uint64_t total, void *arg);
 int rcl_read(rcl_cluster *c, const rcl_object *obj, uint64_t off, uint64_t len, void *buf,
              rcl_progress_fn progress, rcl_done_fn done, void *arg);

@@ -23,6 +23,7 @@
 
 #include "blockkey.h"
 #include "cluster.h"
+#include "syncconn.h"
 #include "pagecache.h"
 
 #include <errno.h>
@@ -159,6 +160,16 @@ typedef struct rc_arena {
     void *free_head;       /* freed slots, linked through their first word */
 } rc_arena;
 
+#define RC_SPOOL_NODES 64 /* node addresses with idle blocking connections */
+#define RC_SPOOL_KEEP 8   /* idle blocking connections kept per node */
+
+typedef struct rc_spool {
+    char host[300];
+    int port;
+    sc_conn *idle[RC_SPOOL_KEEP];
+    int n;
+} rc_spool;
+
 struct rc_client {
     rc_config cfg;
     char members[4096];
@@ -206,8 +217,15 @@ struct rc_client {
     struct {
         atomic_uint_fast64_t preads, hits, misses, stalls, waits, readahead_fetches,
             partial_fetches, node_blocks, failovers, fallbacks, head_fallbacks, stale,
-            meta_hits, bytes;
+            meta_hits, bytes, inline_reads;
     } st;
+
+    /* Blocking connections for small reads done on the reader's thread
+     * (syncconn.h), idle ones kept per node address; under slock. */
+    bool inline_ok;
+    pthread_mutex_t slock;
+    rc_spool spools[RC_SPOOL_NODES];
+    int n_spools;
 };
 
 static int64_t rc_now_us(void)
@@ -337,6 +355,7 @@ void rc_config_init(rc_config *cfg)
     cfg->max_inflight = 96;
     cfg->partial_read_max = UINT32_MAX; /* resolved to block size / 4 at create */
     cfg->spin_us = 200;
+    cfg->small_reads_inline = true;
     cfg->connections_per_node = RCL_DEFAULT_CONNS;
 }
 
@@ -1084,6 +1103,83 @@ static void rc_complete_items(rc_client *c, rc_item *items, int n, uint8_t *buf)
     }
 }
 
+/* An idle blocking connection to host:port, or a new one; NULL on failure. */
+static sc_conn *rc_sconn_get(rc_client *c, const rcl_target *t)
+{
+    sc_conn *sc = NULL;
+    pthread_mutex_lock(&c->slock);
+    for (int i = 0; i < c->n_spools; i++) {
+        rc_spool *p = &c->spools[i];
+        if (p->port == t->port && strcmp(p->host, t->host) == 0) {
+            if (p->n > 0)
+                sc = p->idle[--p->n];
+            break;
+        }
+    }
+    pthread_mutex_unlock(&c->slock);
+    if (sc)
+        return sc;
+    char err[512];
+    if (sc_open(&sc, t->host, t->port, c->cfg.token, c->bs, c->cfg.connect_timeout_ms,
+                c->cfg.timeout_ms, err, sizeof(err)) < 0)
+        return NULL;
+    return sc;
+}
+
+/* Keeps sc for the next small read to host:port (or closes it). */
+static void rc_sconn_put(rc_client *c, const rcl_target *t, sc_conn *sc)
+{
+    if (!sc_usable(sc)) {
+        sc_close(&sc);
+        return;
+    }
+    pthread_mutex_lock(&c->slock);
+    rc_spool *p = NULL;
+    for (int i = 0; i < c->n_spools && !p; i++)
+        if (c->spools[i].port == t->port && strcmp(c->spools[i].host, t->host) == 0)
+            p = &c->spools[i];
+    if (!p && c->n_spools < RC_SPOOL_NODES) {
+        p = &c->spools[c->n_spools++];
+        snprintf(p->host, sizeof(p->host), "%s", t->host);
+        p->port = t->port;
+        p->n = 0;
+    }
+    if (p && p->n < RC_SPOOL_KEEP) {
+        p->idle[p->n++] = sc;
+        sc = NULL;
+    }
+    pthread_mutex_unlock(&c->slock);
+    sc_close(&sc);
+}
+
+/* A small direct read done on this thread over a blocking connection to the
+ * block's first owner that is up: no hand-off to the I/O thread and back.
+ * 0 when the bytes are in place; anything else (no route yet, the node
+ * failed or answered an error, such as "version changed") returns -1 and the
+ * caller sends the item through the I/O thread, which handles every case. */
+static int rc_read_inline(rc_client *c, rc_item *it)
+{
+    rc_obj *o = it->obj;
+    rcl_object ro = {o->bucket, o->key, o->version, o->size};
+    rcl_target t;
+    if (!c->cl || rcl_route(c->cl, &ro, it->block, &t) < 0)
+        return -1;
+    sc_conn *sc = rc_sconn_get(c, &t);
+    if (!sc)
+        return -1;
+    rcp_get_req g = {.obj = {rcp_s(o->bucket), rcp_s(o->key), rcp_s(o->version), o->size},
+                     .block = it->block, .offset = it->in_off, .length = it->in_len,
+                     .flags = c->cfg.cache_only ? (uint32_t)RCP_GET_CACHE_ONLY : 0u};
+    int node_err = 0;
+    int rc = sc_get(sc, &g, it->dst, it->in_len, &node_err);
+    rc_sconn_put(c, &t, sc);
+    if (rc < 0)
+        return -1;
+    RC_COUNT(c, node_blocks, 1);
+    RC_COUNT(c, inline_reads, 1);
+    return 0;
+}
+
 /* Reads blocks [b0, b1] (at most RC_CHUNK_MAX) of the range [off, off+len). */
 static int rc_read_chunk(rc_handle *h, uint8_t *buf, uint64_t off, uint64_t len, uint64_t b0,
                          uint64_t b1, bool seq, bool scan, bool *stalled, bool *waited)
@@ -1179,9 +1275,34 @@ static int rc_read_chunk(rc_handle *h, uint8_t *buf, uint64_t off, uint64_t len,
             uint64_t bytes = 0;
             for (int i = first; i < n; i++)
                 bytes += items[i].in_len;
-            rc_submit(c, &items[first], &items[n - 1], false, &batch, n - first);
-            rc_wait_batch(c, &batch, bytes <= RC_SPIN_MAX_BYTES);
-            rc_complete_items(c, items + first, n - first, buf);
+            /* a small scattered read (its ranges straight into buf, one or two
+             * blocks) is done on this thread; what that cannot do goes through
+             * the I/O thread */
+            rc_item *head = &items[first], *tail = &items[n - 1];
+            int count = n - first;
+            bool direct = c->inline_ok && bytes <= RC_SPIN_MAX_BYTES;
+            for (int i = first; i < n && direct; i++)
+                direct = items[i].kind == RC_ITEM_DIRECT;
+            if (direct) {
+                head = tail = NULL;
+                count = 0;
+                for (int i = first; i < n; i++) {
+                    items[i].next = NULL;
+                    if (rc_read_inline(c, &items[i]) == 0)
+                        continue;
+                    if (tail)
+                        tail->next = &items[i];
+                    else
+                        head = &items[i];
+                    tail = &items[i];
+                    count++;
+                }
+            }
+            if (count > 0) {
+                rc_submit(c, head, tail, false, &batch, count);
+                rc_wait_batch(c, &batch, bytes <= RC_SPIN_MAX_BYTES);
+                rc_complete_items(c, items + first, n - first, buf);
+            }
         }
         if (batch.code || nd == 0)
             break;
@@ -1575,6 +1696,7 @@ void rc_stats_get(rc_client *c, rc_stats *out)
     RC_LOAD(waits);
     RC_LOAD(readahead_fetches);
     RC_LOAD(partial_fetches);
+    RC_LOAD(inline_reads);
     RC_LOAD(node_blocks);
     RC_LOAD(failovers);
     RC_LOAD(fallbacks);
@@ -1662,6 +1784,7 @@ int rc_create(rc_client **out, const rc_config *cfg, char *err, size_t errlen)
     c->cfg = *cfg;
     pthread_mutex_init(&c->qlock, NULL);
     pthread_mutex_init(&c->mlock, NULL);
+    pthread_mutex_init(&c->slock, NULL);
     rc_config *k = &c->cfg;
     snprintf(c->members, sizeof(c->members), "%s", cfg->members ? cfg->members : "");
     snprintf(c->token, sizeof(c->token), "%s", cfg->token ? cfg->token : "");
@@ -1758,6 +1881,7 @@ int rc_create(rc_client **out, const rc_config *cfg, char *err, size_t errlen)
         return rc_fail(&c, err, errlen, rc, "cannot create a page cache of %zu bytes: %s",
                        k->page_cache_bytes, strerror(-rc));
     c->window = rc_readahead_window(k, c->bs);
+    c->inline_ok = k->small_reads_inline && !k->tls && c->cl;
     size_t pages = k->page_cache_bytes / c->bs;
     /* a stream that keeps waiting gets up to 4x the window, still within a
      * quarter of the page cache per reader */
@@ -1798,8 +1922,12 @@ void rc_destroy(rc_client **cp)
     pthread_mutex_lock(&c->mlock);
     rc_meta_clear_locked(c);
     pthread_mutex_unlock(&c->mlock);
+    for (int i = 0; i < c->n_spools; i++)
+        for (int k = 0; k < c->spools[i].n; k++)
+            sc_close(&c->spools[i].idle[k]);
     pthread_mutex_destroy(&c->qlock);
     pthread_mutex_destroy(&c->mlock);
+    pthread_mutex_destroy(&c->slock);
     free(c);
     *cp = NULL;
 }

@@ -29,16 +29,21 @@
  * Threads: one rc_client owns one I/O thread running an event loop (the
  * cluster connections, the S3 client, the membership source). Reader threads
  * hit the page cache directly and hand misses to the I/O thread (a queue and an
- * eventfd), then sleep on a condition variable until their blocks arrived.
+ * eventfd), then wait for their blocks (polling for up to spin_us when the
+ * read is small, then on a condition variable). A small scattered read (a
+ * range of one or two blocks, not cached) is sent by the reader itself on a
+ * blocking connection of its own to the owner (small_reads_inline), which
+ * saves the two hand-offs; anything but a clean answer takes the I/O
+ * thread's path, which knows failover, S3 and "version changed".
  *
- * Why this shape (bench/client/client_bench, 2-core VM, one run, 256 MiB):
+ * Why this shape (bench/client/client_bench, 2-core VM, 1 GiB, quiet runs):
  * hits never cross threads (a page cache hit is a shard lock and a memcpy on
  * the reader's own thread); one loop multiplexes every node connection and
  * the S3 client, so a reader's misses of many blocks go out together,
- * pipelined to several nodes. Warm (nodes warm, page cache empty) one reader
- * reads 800 MiB/s, 8x a single-stream GET through the S3 model; cold 170-190
- * MiB/s, 1.8-2.0x (the model's own ceiling for 32 ranged GETs in flight was
- * 260-290 MiB/s); scattered 64 KiB reads p50 170 us, p99 350-600 us.
+ * pipelined to several nodes over a pool of connections each. Warm (nodes
+ * warm, page cache empty) one reader reads 3.2 GiB/s, 33x a single-stream GET
+ * through the S3 model and 1.4x nginx's slice cache; cold 230-290 MiB/s,
+ * 2.3-2.9x; scattered 64 KiB reads p50 about 45 us (nginx about 100 us).
  *
  * Thread-safety: rc_open, rc_pread, rc_close, rc_put*, rc_warm, rc_list,
  * rc_node_stats, rc_stats_get and the accessors may be called from any number
@@ -104,6 +109,12 @@ typedef struct rc_config {
                                    polls for it this long, yielding its core, before it
                                    sleeps: one wake-up less on a round trip of tens of
                                    microseconds; default 200; 0: sleep at once */
+    bool small_reads_inline;    /* a small scattered read (one block's range of at most
+                                   partial_read_max) is sent by the reader's own thread
+                                   over a blocking connection to the owner (kept per node,
+                                   up to 8 idle), not handed to the I/O thread and back;
+                                   anything but a clean answer goes the I/O thread's way.
+                                   Default true; not with tls */
     bool cache_only;            /* never read S3 directly: fail with -EHOSTDOWN instead */
     bool prefault;              /* back the whole page cache with memory in rc_create
                                    (RINGCACHE_PREFAULT=1), as memcached -L does: a
@@ -239,6 +250,7 @@ typedef struct rc_stats {
     uint64_t partial_fetches;   /* scattered reads and RC_READ_SCAN edges fetched as a
                                    range, no page */
     uint64_t node_blocks;       /* block requests answered by nodes */
+    uint64_t inline_reads;      /* of them, small reads done on the reader's thread */
     uint64_t failovers;         /* blocks asked of a next owner after a node failed */
     uint64_t fallbacks;         /* block reads that went to S3 directly */
     uint64_t head_fallbacks;    /* HEADs and PUTs that went to S3 directly */

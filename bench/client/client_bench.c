@@ -495,7 +495,8 @@ int main(int argc, char **argv)
     rc_destroy(&c);
     double p50 = pct(lat, N, 0.50) * 1e6, p99 = pct(lat, N, 0.99) * 1e6;
     printf("scattered 64 KiB:    p50 %6.0f us  p99 %6.0f us  (ranges fetched %" PRIu64
-           ", read-ahead %" PRIu64 ")\n", p50, p99, st.partial_fetches, st.readahead_fetches);
+           ", %" PRIu64 " on the reader's thread; read-ahead %" PRIu64 ")\n", p50, p99,
+           st.partial_fetches, st.inline_reads, st.readahead_fetches);
     double np50 = 0, np99 = 0;
     if (nginx) {
         np50 = pct(lat_ng, N, 0.50) * 1e6;

@@ -249,6 +249,46 @@ static void test_scan_reads(void **state)
     free(data);
 }
 
+/* Small scattered reads go out on the reader's own connections by default
+ * (every one counted in inline_reads), and through the I/O thread with
+ * small_reads_inline off; the bytes are right both ways. */
+static void test_small_reads_inline(void **state)
+{
+    (void)state;
+    size_t size = t_size_mib(16, 8);
+    unsigned char *data = t_alloc_data(size, 13);
+    t_put_direct(&tc, "read/small.bin", data, size, NULL);
+    unsigned char *buf = malloc(64u << 10);
+    for (int inl = 0; inl < 2; inl++) {
+        rc_config cfg;
+        t_rc_config(&tc, &cfg);
+        cfg.small_reads_inline = inl;
+        char err[RC_ERR_MAX];
+        rc_client *c;
+        assert_int_equal(rc_create(&c, &cfg, err, sizeof(err)), 0);
+        rc_handle *h;
+        assert_int_equal(rc_open(c, H_S3_DEFAULT_BUCKET, "read/small.bin", &h, err, sizeof(err)),
+                         0);
+        uint64_t x = 77;
+        for (int i = 0; i < 100; i++) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            uint64_t off = (x >> 11) % (size - (64u << 10));
+            assert_int_equal(rc_pread(h, buf, 64u << 10, off), 64u << 10);
+            assert_memory_equal(buf, data + off, 64u << 10);
+        }
+        rc_stats st;
+        rc_stats_get(c, &st);
+        fprintf(stderr, "inline %d: %llu ranges, %llu on the reader's thread\n", inl,
+                (unsigned long long)st.partial_fetches, (unsigned long long)st.inline_reads);
+        assert_true(st.partial_fetches >= 100);
+        assert_int_equal(st.inline_reads, inl ? st.partial_fetches : 0);
+        rc_close(&h);
+        rc_destroy(&c);
+    }
+    free(buf);
+    free(data);
+}
+
 /* prefault backs the page cache with memory in rc_create (RSS grows by about
  * its size there, and not without it); RINGCACHE_PREFAULT is read as a yes/no
  * and anything else is refused with the variable named. */
@@ -293,6 +333,7 @@ int main(void)
         cmocka_unit_test(test_prefault),
         cmocka_unit_test(test_connection_pool),
         cmocka_unit_test(test_scan_reads),
+        cmocka_unit_test(test_small_reads_inline),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

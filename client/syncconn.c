@@ -1,0 +1,305 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * syncconn.c: a blocking connection to a cache node (syncconn.h). Frames as
+ * in PROTOCOL.md: a 16-byte header, then the body; a GET answer is one or
+ * more chunks (RESPONSE, MORE on all but the last), the first starting with
+ * the 8-byte answer head. Lengths are checked against what was asked before
+ * a byte is written to the caller's buffer.
+ */
+#include "syncconn.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+struct sc_conn {
+    int fd;
+    bool broken;
+    uint32_t next_id;
+    uint32_t max_body;
+};
+
+static int sc_errno_or(int fallback)
+{
+    return errno ? -errno : fallback;
+}
+
+/* Reads exactly n bytes. 0, -ETIMEDOUT (SO_RCVTIMEO), -ECONNRESET (EOF). */
+static int sc_read_full(int fd, void *buf, size_t n)
+{
+    uint8_t *p = buf;
+    while (n > 0) {
+        ssize_t k = recv(fd, p, n, 0);
+        if (k > 0) {
+            p += k;
+            n -= (size_t)k;
+        } else if (k == 0) {
+            return -ECONNRESET;
+        } else if (errno == EINTR) {
+            continue;
+        } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            return -ETIMEDOUT;
+        } else {
+            return -errno;
+        }
+    }
+    return 0;
+}
+
+/* Writes the header and body in one call where the socket takes them. */
+static int sc_send_frame(sc_conn *c, uint8_t op, uint32_t id, const uint8_t *body, size_t len)
+{
+    uint8_t h[RCP_HEADER_SIZE];
+    rcp_header hd = {op, 0, id, (uint32_t)len};
+    rcp_header_encode(&hd, h);
+    struct iovec iov[2] = {{h, sizeof(h)}, {(void *)body, len}};
+    int cnt = len ? 2 : 1;
+    size_t left = sizeof(h) + len;
+    while (left > 0) {
+        ssize_t k = writev(c->fd, iov, cnt);
+        if (k < 0) {
+            if (errno == EINTR)
+                continue;
+            return errno == EAGAIN || errno == EWOULDBLOCK ? -ETIMEDOUT : -errno;
+        }
+        left -= (size_t)k;
+        for (int i = 0; i < cnt && k > 0; i++) {
+            size_t take = (size_t)k < iov[i].iov_len ? (size_t)k : iov[i].iov_len;
+            iov[i].iov_base = (uint8_t *)iov[i].iov_base + take;
+            iov[i].iov_len -= take;
+            k -= (ssize_t)take;
+        }
+    }
+    return 0;
+}
+
+static int sc_read_header(sc_conn *c, rcp_header *h)
+{
+    uint8_t b[RCP_HEADER_SIZE];
+    int rc = sc_read_full(c->fd, b, sizeof(b));
+    if (rc < 0)
+        return rc;
+    rc = rcp_header_decode(b, c->max_body, h);
+    if (rc < 0)
+        return rc;
+    return (h->flags & RCP_F_RESPONSE) ? 0 : -EPROTO;
+}
+
+/* Reads an ERROR frame's body (h already read): its code. */
+static int sc_read_error(sc_conn *c, const rcp_header *h, int *code)
+{
+    uint8_t body[1024];
+    if (h->len > sizeof(body))
+        return -EMSGSIZE;
+    int rc = sc_read_full(c->fd, body, h->len);
+    if (rc < 0)
+        return rc;
+    rcp_error e;
+    if (rcp_parse_error(body, h->len, &e) < 0)
+        return -EPROTO;
+    *code = e.code;
+    return 0;
+}
+
+static int sc_connect_fd(const char *host, int port, int timeout_ms, char *err, size_t errlen)
+{
+    char ps[16];
+    snprintf(ps, sizeof(ps), "%d", port);
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_NUMERICSERV};
+    struct addrinfo *ai = NULL;
+    int g = getaddrinfo(host, ps, &hints, &ai);
+    if (g != 0) {
+        snprintf(err, errlen, "cannot resolve cache node %s: %s", host, gai_strerror(g));
+        return -EHOSTUNREACH;
+    }
+    int rc = -ECONNREFUSED;
+    for (struct addrinfo *a = ai; a; a = a->ai_next) {
+        int fd = socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0) {
+            rc = -errno;
+            continue;
+        }
+        errno = 0;
+        if (connect(fd, a->ai_addr, a->ai_addrlen) < 0 && errno != EINPROGRESS) {
+            rc = -errno;
+            close(fd);
+            continue;
+        }
+        struct pollfd pf = {fd, POLLOUT, 0};
+        int pr;
+        while ((pr = poll(&pf, 1, timeout_ms)) < 0 && errno == EINTR) {
+        }
+        int soerr = 0;
+        socklen_t sl = sizeof(soerr);
+        if (pr == 0) {
+            rc = -ETIMEDOUT;
+        } else if (pr < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0) {
+            rc = sc_errno_or(-EIO);
+        } else if (soerr) {
+            rc = -soerr;
+        } else {
+            int fl = fcntl(fd, F_GETFL);
+            fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+            freeaddrinfo(ai);
+            return fd;
+        }
+        close(fd);
+    }
+    freeaddrinfo(ai);
+    snprintf(err, errlen, "cannot connect to cache node %s:%d: %s", host, port, strerror(-rc));
+    return rc;
+}
+
+int sc_open(sc_conn **out, const char *host, int port, const char *token, uint32_t block_size,
+            int connect_timeout_ms, int timeout_ms, char *err, size_t errlen)
+{
+    *out = NULL;
+    int fd = sc_connect_fd(host, port, connect_timeout_ms, err, errlen);
+    if (fd < 0)
+        return fd;
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    sc_conn *c = calloc(1, sizeof(*c));
+    if (!c) {
+        close(fd);
+        return -ENOMEM;
+    }
+    c->fd = fd;
+    c->next_id = 1;
+    c->max_body = RCP_MAX_FRAME_BODY;
+    uint8_t b[RCP_MAX_STRING + 512];
+    rcp_hello_req h = {RCP_VERSION, RCP_VERSION, rcp_s(token ? token : ""), block_size,
+                       rcp_s("ringcache-sync")};
+    int n = rcp_encode_hello_req(&h, b, sizeof(b));
+    int rc = n < 0 ? -EINVAL : sc_send_frame(c, RCP_OP_HELLO, 0, b, (size_t)n);
+    rcp_header hd;
+    if (rc == 0)
+        rc = sc_read_header(c, &hd);
+    if (rc == 0 && hd.op == RCP_OP_ERROR) {
+        int code = 0;
+        rc = sc_read_error(c, &hd, &code);
+        if (rc == 0)
+            rc = code == RCP_E_UNAUTHORIZED ? -EACCES : -EPROTO;
+    } else if (rc == 0 && (hd.op != RCP_OP_HELLO || hd.len > sizeof(b))) {
+        rc = -EPROTO;
+    } else if (rc == 0) {
+        rcp_hello_resp hr;
+        rc = sc_read_full(c->fd, b, hd.len);
+        if (rc == 0 && (rcp_parse_hello_resp(b, hd.len, &hr) < 0 || hr.version != RCP_VERSION ||
+                        (block_size && hr.block_size != block_size)))
+            rc = -EPROTO;
+        if (rc == 0 && hr.max_body && hr.max_body < c->max_body)
+            c->max_body = hr.max_body;
+    }
+    if (rc < 0) {
+        snprintf(err, errlen, "HELLO to cache node %s:%d failed: %s", host, port, strerror(-rc));
+        sc_close(&c);
+        return rc;
+    }
+    *out = c;
+    return 0;
+}
+
+int sc_get(sc_conn *c, const rcp_get_req *req, void *buf, uint32_t len, int *node_err)
+{
+    if (c->broken)
+        return -EPIPE;
+    uint8_t body[2 * RCP_MAX_KEY + 256];
+    int n = rcp_encode_get_req(req, body, sizeof(body));
+    if (n < 0)
+        return n; /* nothing sent: still usable */
+    uint32_t id = c->next_id++;
+    if (c->next_id == 0)
+        c->next_id = 1;
+    int rc = sc_send_frame(c, RCP_OP_GET, id, body, (size_t)n);
+    uint32_t got = 0;
+    bool head_seen = false;
+    while (rc == 0) {
+        rcp_header h;
+        if ((rc = sc_read_header(c, &h)) < 0)
+            break;
+        if (h.id != id) {
+            rc = -EPROTO;
+            break;
+        }
+        if (h.op == RCP_OP_ERROR) {
+            rc = sc_read_error(c, &h, node_err);
+            if (rc == 0)
+                return -EREMOTEIO; /* an answer: the framing is intact */
+            break;
+        }
+        if (h.op != RCP_OP_GET) {
+            rc = -EPROTO;
+            break;
+        }
+        uint32_t data = h.len;
+        if (!head_seen) {
+            uint8_t hb[RCP_GET_RESP_HEAD_SIZE];
+            rcp_get_resp_head gh;
+            if (data < sizeof(hb) || (rc = sc_read_full(c->fd, hb, sizeof(hb))) < 0) {
+                rc = rc < 0 ? rc : -EPROTO;
+                break;
+            }
+            if (rcp_parse_get_resp_head(hb, sizeof(hb), &gh) < 0 || gh.length != len) {
+                rc = -EPROTO;
+                break;
+            }
+            head_seen = true;
+            data -= (uint32_t)sizeof(hb);
+        }
+        if (data > len - got) {
+            rc = -EPROTO;
+            break;
+        }
+        if ((rc = sc_read_full(c->fd, (uint8_t *)buf + got, data)) < 0)
+            break;
+        got += data;
+        if (!(h.flags & RCP_F_MORE)) {
+            if (head_seen && got == len)
+                return 0;
+            rc = -EPROTO;
+        }
+    }
+    c->broken = true;
+    return rc < 0 ? rc : -EPROTO;
+}
+
+int sc_from_fd(sc_conn **out, int fd, uint32_t max_body)
+{
+    sc_conn *c = calloc(1, sizeof(*c));
+    if (!c)
+        return -ENOMEM;
+    c->fd = fd;
+    c->next_id = 1;
+    c->max_body = max_body && max_body < RCP_MAX_FRAME_BODY ? max_body : RCP_MAX_FRAME_BODY;
+    *out = c;
+    return 0;
+}
+
+bool sc_usable(const sc_conn *c)
+{
+    return c && !c->broken;
+}
+
+void sc_close(sc_conn **cp)
+{
+    sc_conn *c = *cp;
+    if (!c)
+        return;
+    close(c->fd);
+    free(c);
+    *cp = NULL;
+}

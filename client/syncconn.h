@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * syncconn.h: one blocking connection to a cache node, for a reader thread
+ * that wants a small range now (rc_client's fast path for scattered reads).
+ * The pipelined, event-driven connection (cacheconn.h) lives on the client's
+ * I/O thread, so every read through it costs two hand-offs between threads;
+ * on a connection of its own the reader sends the GET and receives the answer
+ * straight into its buffer, as a blocking HTTP client would.
+ *
+ * One request at a time: HELLO once at open, then GETs, each answer read to
+ * its end before the next request. Plain TCP only (a TLS cluster uses the
+ * I/O thread). Any failure leaves the connection unusable: close it; the
+ * caller falls back to the I/O thread, which knows about failover.
+ *
+ * Thread-safety: a connection is used by one thread at a time (a pool hands
+ * it out); the functions keep no global state.
+ */
+#ifndef RINGCACHE_SYNCCONN_H
+#define RINGCACHE_SYNCCONN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "proto.h"
+
+typedef struct sc_conn sc_conn;
+
+/* Connects to host:port (an address or a name), within connect_timeout_ms,
+ * and says HELLO with token (NULL: none) and block_size (0: the node's).
+ * Every later send and receive gives up after timeout_ms. 0, or -errno with
+ * a sentence in err: -ETIMEDOUT, -ECONNREFUSED, -EACCES (the node refused
+ * the token), -EPROTO (a bad answer). */
+int sc_open(sc_conn **out, const char *host, int port, const char *token, uint32_t block_size,
+            int connect_timeout_ms, int timeout_ms, char *err, size_t errlen);
+
+/* Sends req and reads its answer: exactly len bytes into buf. 0 on success;
+ * -EREMOTEIO when the node answered with an ERROR frame (its code in
+ * *node_err, e.g. RCP_E_VERSION_CHANGED; the connection stays usable);
+ * any other -errno (-ETIMEDOUT, -ECONNRESET, -EPROTO, -EMSGSIZE): the
+ * connection is broken (sc_usable says false). */
+int sc_get(sc_conn *c, const rcp_get_req *req, void *buf, uint32_t len, int *node_err);
+
+/* A connection over fd (already connected, HELLO done or not needed): for
+ * tests and the fuzz target, which play the node on the other end of a
+ * socketpair. Takes fd (closed by sc_close). 0 or -ENOMEM. */
+int sc_from_fd(sc_conn **out, int fd, uint32_t max_body);
+
+/* False after a failure that lost the framing or the socket. */
+bool sc_usable(const sc_conn *c);
+
+/* Closes and frees; accepts NULL; sets *c to NULL. */
+void sc_close(sc_conn **c);
+
+#endif /* RINGCACHE_SYNCCONN_H */
