@@ -223,6 +223,7 @@ struct rc_client {
     /* Blocking connections for small reads done on the reader's thread
      * (syncconn.h), idle ones kept per node address; under slock. */
     bool inline_ok;
+    _Atomic int64_t inline_pause_until_ms; /* after a failed connect: the I/O thread's way */
     pthread_mutex_t slock;
     rc_spool spools[RC_SPOOL_NODES];
     int n_spools;
@@ -1121,8 +1122,11 @@ static sc_conn *rc_sconn_get(rc_client *c, const rcl_target *t)
         return sc;
     char err[512];
     if (sc_open(&sc, t->host, t->port, c->cfg.token, c->bs, c->cfg.connect_timeout_ms,
-                c->cfg.timeout_ms, err, sizeof(err)) < 0)
+                c->cfg.timeout_ms, err, sizeof(err)) < 0) {
+        /* a node that is down or refuses: not again for every read */
+        atomic_store(&c->inline_pause_until_ms, rc_now_ms() + c->cfg.down_ms);
         return NULL;
+    }
     return sc;
 }
 
@@ -1162,7 +1166,8 @@ static int rc_read_inline(rc_client *c, rc_item *it)
     rc_obj *o = it->obj;
     rcl_object ro = {o->bucket, o->key, o->version, o->size};
     rcl_target t;
-    if (!c->cl || rcl_route(c->cl, &ro, it->block, &t) < 0)
+    if (!c->cl || atomic_load(&c->inline_pause_until_ms) > rc_now_ms() ||
+        rcl_route(c->cl, &ro, it->block, &t) < 0)
         return -1;
     sc_conn *sc = rc_sconn_get(c, &t);
     if (!sc)
