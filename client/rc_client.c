@@ -1122,7 +1122,7 @@ static sc_conn *rc_sconn_get(rc_client *c, const rcl_target *t)
         return sc;
     char err[512];
     if (sc_open(&sc, t->host, t->port, c->cfg.token, c->bs, c->cfg.connect_timeout_ms,
-                c->cfg.timeout_ms, err, sizeof(err)) < 0) {
+                c->cfg.timeout_ms, c->cfg.spin_us, err, sizeof(err)) < 0) {
         /* a node that is down or refuses: not again for every read */
         atomic_store(&c->inline_pause_until_ms, rc_now_ms() + c->cfg.down_ms);
         return NULL;

@@ -27,11 +27,13 @@ typedef struct sc_conn sc_conn;
 
 /* Connects to host:port (an address or a name), within connect_timeout_ms,
  * and says HELLO with token (NULL: none) and block_size (0: the node's).
- * Every later send and receive gives up after timeout_ms. 0, or -errno with
+ * Every later send and receive gives up after timeout_ms; after sending a
+ * GET the caller polls for the answer for up to spin_us (0: none), yielding
+ * its core, before it blocks in recv. 0, or -errno with
  * a sentence in err: -ETIMEDOUT, -ECONNREFUSED, -EACCES (the node refused
  * the token), -EPROTO (a bad answer). */
 int sc_open(sc_conn **out, const char *host, int port, const char *token, uint32_t block_size,
-            int connect_timeout_ms, int timeout_ms, char *err, size_t errlen);
+            int connect_timeout_ms, int timeout_ms, int spin_us, char *err, size_t errlen);
 
 /* Sends req and reads its answer: exactly len bytes into buf. 0 on success;
  * -EREMOTEIO when the node answered with an ERROR frame (its code in
