@@ -41,9 +41,10 @@
  * the reader's own thread); one loop multiplexes every node connection and
  * the S3 client, so a reader's misses of many blocks go out together,
  * pipelined to several nodes over a pool of connections each. Warm (nodes
- * warm, page cache empty) one reader reads 3.2 GiB/s, 33x a single-stream GET
- * through the S3 model and 1.4x nginx's slice cache; cold 230-290 MiB/s,
- * 2.3-2.9x; scattered 64 KiB reads p50 about 45 us (nginx about 100 us).
+ * warm, page cache empty) one reader reads 3.4 GiB/s, 35x a single-stream GET
+ * through the S3 model and 1.2-1.4x nginx's slice cache; cold 230-290 MiB/s,
+ * 2.3-3.1x; scattered 64 KiB reads p50 66-74 us (nginx 140 us), p99 at
+ * 0.9-2.3x nginx's (above 1: ours is lower).
  *
  * Thread-safety: rc_open, rc_pread, rc_close, rc_put*, rc_warm, rc_list,
  * rc_node_stats, rc_stats_get and the accessors may be called from any number
