@@ -98,6 +98,16 @@ void t_cluster_start(t_cluster *tc, const char *name, const char *const *node_ex
     }
 }
 
+void t_cluster_publish(t_cluster *tc, h_dns *dns, const char *svc)
+{
+    for (int i = 0; i < T_NODES; i++) {
+        char target[256];
+        snprintf(target, sizeof(target), "n%d.%s", i, svc);
+        assert_int_equal(h_dns_add_srv(dns, svc, target, (uint16_t)tc->nodes[i].port), 0);
+        assert_int_equal(h_dns_set_a(dns, target, "127.0.0.1"), 0);
+    }
+}
+
 void t_cluster_stop(t_cluster *tc)
 {
     for (int i = 0; i < T_NODES; i++) {

@@ -36,6 +36,11 @@ void t_cluster_start(t_cluster *tc, const char *name, const char *const *node_ex
 /* SIGTERMs every node still running and asserts each exits 0; then frees. */
 void t_cluster_stop(t_cluster *tc);
 
+/* Publishes the nodes in dns as a headless Service svc does: per node an SRV
+ * record of svc with target "n<i>.<svc>" and the node's port, and an A record
+ * 127.0.0.1 for that target. Asserts. */
+void t_cluster_publish(t_cluster *tc, h_dns *dns, const char *svc);
+
 /* A size in bytes: `release_mib` MiB, or less in sanitizer builds
  * (`sanitized_mib`) or under RINGCACHE_CLIENT_TEST_MIB. */
 size_t t_size_mib(size_t release_mib, size_t sanitized_mib);

@@ -44,12 +44,7 @@ static int setup(void **state)
         t_cluster_stop(&tc);
         h_skip("cannot run a DNS server on 127.0.0.1");
     }
-    for (int i = 0; i < T_NODES; i++) {
-        char target[128];
-        snprintf(target, sizeof(target), "n%d." SVC, i);
-        assert_int_equal(h_dns_add_srv(dns, SVC, target, (uint16_t)tc.nodes[i].port), 0);
-        assert_int_equal(h_dns_set_a(dns, target, "127.0.0.1"), 0);
-    }
+    t_cluster_publish(&tc, dns, SVC);
     return 0;
 }
 

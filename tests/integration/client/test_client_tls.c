@@ -68,16 +68,8 @@ static int setup(void **state)
         h_env_destroy(&certs);
         h_skip("cannot run a DNS server on 127.0.0.1");
     }
-    for (int i = 0; i < T_NODES; i++) {
-        char target[128];
-        snprintf(target, sizeof(target), "n%d." SVC, i);
-        assert_int_equal(h_dns_add_srv(dns, SVC, target, (uint16_t)tc.nodes[i].port), 0);
-        assert_int_equal(h_dns_set_a(dns, target, "127.0.0.1"), 0);
-        snprintf(target, sizeof(target), "n%d." SVC_OTHER, i);
-        assert_int_equal(h_dns_add_srv(dns, SVC_OTHER, target, (uint16_t)tc.nodes[i].port),
-                         0);
-        assert_int_equal(h_dns_set_a(dns, target, "127.0.0.1"), 0);
-    }
+    t_cluster_publish(&tc, dns, SVC);
+    t_cluster_publish(&tc, dns, SVC_OTHER);
     snprintf(dns_members, sizeof(dns_members), "dns:" SVC ":7070");
     snprintf(other_members, sizeof(other_members), "dns:" SVC_OTHER ":7070");
     if (h_build_path(cli, sizeof(cli), "client/cli/ringcache") < 0)
@@ -205,50 +197,29 @@ static void test_dns_members_verified_by_srv_target(void **state)
 
 /* ---- the CLI ---------------------------------------------------------------- */
 
-typedef struct {
-    int status;
-    char err[8192];
-} run_result;
+typedef h_run_result run_result;
 
+/* Runs the CLI against the cluster's S3 model; env is NULL or "NAME", "VALUE"
+ * pairs (NULL-terminated) set for this run. */
 static void run(run_result *r, const char *const *env, const char *const *args)
 {
-    char errp[4096];
-    h_env_path(tc.env, errp, sizeof(errp), "cli.err");
     const char *argv[32];
     int n = 0;
     argv[n++] = cli;
     for (; args[n - 1] && n < 31; n++)
         argv[n] = args[n - 1];
     argv[n] = NULL;
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        int o = open("/dev/null", O_WRONLY);
-        int e = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        dup2(o, 1);
-        dup2(e, 2);
-        setenv("HOME", h_env_dir(tc.env), 1);
-        unsetenv("AWS_PROFILE");
-        unsetenv("RINGCACHE_CACHE");
-        setenv("AWS_ACCESS_KEY_ID", "S3RVER", 1);
-        setenv("AWS_SECRET_ACCESS_KEY", "S3RVER", 1);
-        setenv("AWS_REGION", "us-east-1", 1);
-        setenv("AWS_ENDPOINT_URL", h_s3model_endpoint(tc.model), 1);
-        for (int i = 0; env && env[i]; i += 2)
-            setenv(env[i], env[i + 1], 1);
-        execv(cli, (char *const *)argv);
-        _exit(127);
+    char ep[300], extra[4][1200];
+    snprintf(ep, sizeof(ep), "AWS_ENDPOINT_URL=%s", h_s3model_endpoint(tc.model));
+    const char *set[16] = {"AWS_PROFILE", "RINGCACHE_CACHE", "AWS_ACCESS_KEY_ID=S3RVER",
+                           "AWS_SECRET_ACCESS_KEY=S3RVER", "AWS_REGION=us-east-1", ep};
+    int k = 6;
+    for (int i = 0; env && env[i] && i < 8; i += 2, k++) {
+        snprintf(extra[i / 2], sizeof(extra[i / 2]), "%s=%s", env[i], env[i + 1]);
+        set[k] = extra[i / 2];
     }
-    int st;
-    waitpid(pid, &st, 0);
-    r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    r->err[0] = '\0';
-    FILE *f = fopen(errp, "rb");
-    if (f) {
-        size_t k = fread(r->err, 1, sizeof(r->err) - 1, f);
-        r->err[k] = '\0';
-        fclose(f);
-    }
+    set[k] = NULL;
+    assert_int_equal(h_run(tc.env, r, argv, set), 0);
     if (r->status)
         fprintf(stderr, "ringcache %s: exit %d: %s\n", args[0], r->status, r->err);
 }
