@@ -41,6 +41,13 @@ void t_cluster_stop(t_cluster *tc);
  * 127.0.0.1 for that target. Asserts. */
 void t_cluster_publish(t_cluster *tc, h_dns *dns, const char *svc);
 
+/* Runs the ringcache CLI at cli with args (NULL-terminated, without the
+ * program) against tc's S3 model with the S3RVER credentials and neither
+ * AWS_PROFILE nor RINGCACHE_CACHE; env_extra adds "NAME=VALUE" entries
+ * (NULL-terminated, may be NULL). The CLI's stderr is printed when it fails. */
+void t_run_cli(t_cluster *tc, h_run_result *r, const char *cli, const char *const *env_extra,
+               const char *const *args);
+
 /* A size in bytes: `release_mib` MiB, or less in sanitizer builds
  * (`sanitized_mib`) or under RINGCACHE_CLIENT_TEST_MIB. */
 size_t t_size_mib(size_t release_mib, size_t sanitized_mib);

@@ -28,24 +28,9 @@ static char cli[4096];
 
 typedef h_run_result run_result;
 
-/* Runs the CLI with args (NULL-terminated, without the program) against the
- * cluster's S3 model; RINGCACHE_CACHE is unset (the tests pass --cache). */
 static void run(run_result *r, const char *const *args)
 {
-    const char *argv[32];
-    int n = 0;
-    argv[n++] = cli;
-    for (; args[n - 1] && n < 31; n++)
-        argv[n] = args[n - 1];
-    argv[n] = NULL;
-    char ep[300];
-    snprintf(ep, sizeof(ep), "AWS_ENDPOINT_URL=%s", h_s3model_endpoint(tc.model));
-    const char *const set[] = {"AWS_PROFILE", "RINGCACHE_CACHE", "AWS_ACCESS_KEY_ID=S3RVER",
-                               "AWS_SECRET_ACCESS_KEY=S3RVER", "AWS_REGION=us-east-1", ep,
-                               NULL};
-    assert_int_equal(h_run(tc.env, r, argv, set), 0);
-    if (r->status)
-        fprintf(stderr, "ringcache %s: exit %d: %s\n", args[0], r->status, r->err);
+    t_run_cli(&tc, r, cli, NULL, args);
 }
 
 static void file_equals(const char *path, const void *data, size_t len)

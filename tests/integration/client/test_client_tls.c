@@ -199,29 +199,10 @@ static void test_dns_members_verified_by_srv_target(void **state)
 
 typedef h_run_result run_result;
 
-/* Runs the CLI against the cluster's S3 model; env is NULL or "NAME", "VALUE"
- * pairs (NULL-terminated) set for this run. */
+/* env: NULL or "NAME=VALUE" entries (NULL-terminated) for this run */
 static void run(run_result *r, const char *const *env, const char *const *args)
 {
-    const char *argv[32];
-    int n = 0;
-    argv[n++] = cli;
-    for (; args[n - 1] && n < 31; n++)
-        argv[n] = args[n - 1];
-    argv[n] = NULL;
-    char ep[300], extra[4][1200];
-    snprintf(ep, sizeof(ep), "AWS_ENDPOINT_URL=%s", h_s3model_endpoint(tc.model));
-    const char *set[16] = {"AWS_PROFILE", "RINGCACHE_CACHE", "AWS_ACCESS_KEY_ID=S3RVER",
-                           "AWS_SECRET_ACCESS_KEY=S3RVER", "AWS_REGION=us-east-1", ep};
-    int k = 6;
-    for (int i = 0; env && env[i] && i < 8; i += 2, k++) {
-        snprintf(extra[i / 2], sizeof(extra[i / 2]), "%s=%s", env[i], env[i + 1]);
-        set[k] = extra[i / 2];
-    }
-    set[k] = NULL;
-    assert_int_equal(h_run(tc.env, r, argv, set), 0);
-    if (r->status)
-        fprintf(stderr, "ringcache %s: exit %d: %s\n", args[0], r->status, r->err);
+    t_run_cli(&tc, r, cli, env, args);
 }
 
 static void file_equals(const char *path, const void *data, size_t len)
@@ -261,7 +242,9 @@ static void test_cli(void **state)
     assert_int_equal(t_s3_gets(&tc, "tls/cli.bin"), 4); /* one per block */
 
     /* the same from the environment, and the dns: form */
-    run(r, (const char *[]){"RINGCACHE_CACHE_TLS", "1", "RINGCACHE_CACHE_TLS_CA", cert, NULL},
+    char ca_env[1200];
+    snprintf(ca_env, sizeof(ca_env), "RINGCACHE_CACHE_TLS_CA=%s", cert);
+    run(r, (const char *[]){"RINGCACHE_CACHE_TLS=1", ca_env, NULL},
         (const char *[]){"get", url, "-o", out, "--cache", tc.members, "--cache-only", NULL});
     assert_int_equal(r->status, 0);
     file_equals(out, data, size);
