@@ -15,6 +15,10 @@
  * this run). Workloads: a full scan (every byte, checked against its XXH64)
  * and 2000 scattered 64 KiB reads. S3 requests and bytes are counted at the S3
  * model; CPU is summed over the readers and the cache nodes (or nginx).
+ * The engine's seed query (top-5 OwnerDisplayName by count, over a
+ * Stack-Overflow-shaped Parquet dataset written by bench/engine/bench_gen.mjs)
+ * runs as a third workload through `ringcache query` in set-ups 1-4 and
+ * against S3 directly; its result must be the same in every set-up.
  *
  *   coldwarm [--scale tiny|small|medium|large] [--threads N] [--latency-us U]
  *            [--bandwidth-mib X] [--out DIR] [--help]
@@ -29,6 +33,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <inttypes.h>
@@ -36,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -323,6 +329,128 @@ static void s3_counts(uint64_t *gets, uint64_t *bytes)
     *bytes = b > 0 ? (uint64_t)b : 0;
 }
 
+/* ---- the engine's seed query ------------------------------------------------------ */
+
+static char posts_dir[700];
+static long long posts_rows;
+
+/* Writes the posts dataset with DuckDB (bench_gen.mjs) and puts its four
+ * Parquet files into the bucket under posts/. */
+static void make_posts(long long rows)
+{
+    posts_rows = rows;
+    h_env_path(env, posts_dir, sizeof(posts_dir), "posts");
+    char script[1024], rs[32];
+    if (h_source_path(script, sizeof(script), "bench/engine/bench_gen.mjs") < 0)
+        die("cannot find bench/engine/bench_gen.mjs (set RINGCACHE_SOURCE_DIR)");
+    snprintf(rs, sizeof(rs), "%lld", rows);
+    char *gargv[] = {"node", script, posts_dir, rs, "0", NULL};
+    h_proc *p;
+    if (h_proc_start(env, &p, "posts-gen", gargv, NULL, NULL, 0) < 0)
+        die("cannot start node for bench_gen.mjs");
+    if (h_proc_wait(p, 600000) != 0) {
+        h_proc_print_log_tail(p, 20);
+        die("bench_gen.mjs failed (see its log above; npm ci installs @duckdb/node-api)");
+    }
+    s3_config c;
+    s3_config_init(&c);
+    snprintf(c.endpoint, sizeof(c.endpoint), "%s", h_s3_endpoint(s3));
+    snprintf(c.access_key, sizeof(c.access_key), "S3RVER");
+    snprintf(c.secret_key, sizeof(c.secret_key), "S3RVER");
+    c.path_style = true;
+    s3_sync *sy;
+    if (s3_sync_create(&sy, &c) < 0)
+        die("cannot create the S3 client");
+    for (int i = 0; i < 4; i++) {
+        char key[64], path[900];
+        snprintf(key, sizeof(key), "posts/posts_%d.parquet", i);
+        snprintf(path, sizeof(path), "%s/data/posts_%d.parquet", posts_dir, i);
+        int fd = open(path, O_RDONLY);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) != 0)
+            die("bench_gen.mjs wrote no posts_N.parquet");
+        s3_error err;
+        s3_sync_put_args pa = {.bucket = bucket, .key = key, .fd = fd,
+                               .size = (uint64_t)st.st_size, .part_size = 16u << 20,
+                               .parallel = 4};
+        if (s3_sync_put(sy, &pa, NULL, &err) < 0)
+            die(err.message);
+        close(fd);
+    }
+    s3_sync_destroy(&sy);
+}
+
+typedef struct {
+    bool ok;
+    double seconds, cpu_s;
+    uint64_t s3_gets;
+    char rows[2048]; /* the result, TSV */
+} qres_t;
+
+typedef struct {
+    const char *name;
+    qres_t cold, hot;
+    bool has_cold, has_hot;
+} qrow_t;
+
+/* Runs the seed query in a new `ringcache query` process: from the local
+ * files (where "local"), through the cache nodes (members), or from S3
+ * directly (members NULL). Wall time and CPU of the process; the S3 GETs the
+ * model counted meanwhile. */
+static qres_t run_query(const char *where, const char *members)
+{
+    qres_t q;
+    memset(&q, 0, sizeof(q));
+    char cli[1024], from[1200], sql[2048], ep[300];
+    if (h_build_path(cli, sizeof(cli), "client/cli/ringcache") < 0)
+        die("the ringcache CLI is not built");
+    if (where && !strcmp(where, "local"))
+        snprintf(from, sizeof(from), "file('%s/data/posts_*.parquet')", posts_dir);
+    else
+        snprintf(from, sizeof(from), "s3('s3://%s/posts/*.parquet')", bucket);
+    snprintf(sql, sizeof(sql),
+             "SELECT OwnerDisplayName, count() AS num_posts FROM %s WHERE OwnerDisplayName NOT "
+             "IN ('', 'anon') GROUP BY OwnerDisplayName ORDER BY num_posts DESC, "
+             "OwnerDisplayName LIMIT 5 SETTINGS max_threads = %d",
+             from, threads);
+    const char *argv[12] = {cli, "query", sql, "--format", "TSV"};
+    int k = 5;
+    if (members) {
+        argv[k++] = "--cache";
+        argv[k++] = members;
+    }
+    argv[k] = NULL;
+    snprintf(ep, sizeof(ep), "AWS_ENDPOINT_URL=%s", h_s3model_endpoint(model));
+    const char *set[] = {"AWS_PROFILE", "RINGCACHE_CACHE", "AWS_ACCESS_KEY_ID=S3RVER",
+                         "AWS_SECRET_ACCESS_KEY=S3RVER", "AWS_REGION=us-east-1", ep, NULL};
+    h_s3model_reset(model);
+    struct rusage r0, r1;
+    getrusage(RUSAGE_CHILDREN, &r0);
+    h_run_result *rr = malloc(sizeof(*rr));
+    double t0 = now_s();
+    if (!rr || h_run(env, rr, argv, set) < 0)
+        die("cannot run ringcache query");
+    q.seconds = now_s() - t0;
+    getrusage(RUSAGE_CHILDREN, &r1);
+    q.cpu_s = (double)(r1.ru_utime.tv_sec - r0.ru_utime.tv_sec + r1.ru_stime.tv_sec -
+                       r0.ru_stime.tv_sec) +
+              (double)(r1.ru_utime.tv_usec - r0.ru_utime.tv_usec + r1.ru_stime.tv_usec -
+                       r0.ru_stime.tv_usec) / 1e6;
+    if (rr->status != 0) {
+        fprintf(stderr, "coldwarm: ringcache query failed (exit %d): %s\n", rr->status, rr->err);
+        die("the seed query failed");
+    }
+    uint64_t bytes;
+    s3_counts(&q.s3_gets, &bytes);
+    size_t n = strnlen(rr->out, sizeof(q.rows) - 1); /* 5 short rows: far below the cap */
+    memcpy(q.rows, rr->out, n);
+    q.rows[n] = '\0';
+    free(rr);
+    q.ok = true;
+    return q;
+}
+
+
 int main(int argc, char **argv)
 {
     const char *scale = "small", *out_dir = NULL;
@@ -343,21 +471,23 @@ int main(int argc, char **argv)
                    "                [--latency-us U (200)] [--bandwidth-mib X (measured)]\n"
                    "                [--out DIR (bench/results)]\n"
                    "scales: tiny 4 x 4 MiB, small 8 x 32 MiB, medium 24 x 128 MiB, large 48 x "
-                   "128 MiB objects\n"
+                   "128 MiB objects;\n"
+                   "        the seed query's Parquet dataset: 0.2M, 2M, 10M, 20M rows\n"
                    "X, the cap per compute node, defaults to half the loopback ceiling (iperf3 "
                    "-P 4, this run) over 6\n");
             return strcmp(a, "--help") == 0 ? 0 : 2;
         }
     }
     int files, file_mib;
+    long long qrows;
     if (!strcmp(scale, "tiny"))
-        files = 4, file_mib = 4;
+        files = 4, file_mib = 4, qrows = 200000;
     else if (!strcmp(scale, "small"))
-        files = 8, file_mib = 32;
+        files = 8, file_mib = 32, qrows = 2000000;
     else if (!strcmp(scale, "medium"))
-        files = 24, file_mib = 128;
+        files = 24, file_mib = 128, qrows = 10000000;
     else if (!strcmp(scale, "large"))
-        files = 48, file_mib = 128;
+        files = 48, file_mib = 128, qrows = 20000000;
     else
         die("--scale is tiny, small, medium or large");
     if (threads < 1 || latency_us < 0 || bw_mib < 0)
@@ -404,6 +534,10 @@ int main(int argc, char **argv)
                     "MiB/s, latency %d us each way; one link through netproxy carries %.0f MiB/s\n",
             ceiling, bw_mib, latency_us, link);
     make_dataset(files, file_mib);
+    make_posts(qrows);
+    qrow_t qr[6];
+    memset(qr, 0, sizeof(qr));
+    int nq = 0;
 
     row_t rows[8];
     memset(rows, 0, sizeof(rows));
@@ -419,6 +553,11 @@ int main(int argc, char **argv)
     r->hot = run_one("s3-scan-2", "s3", NULL, "scan");
     r->scattered = run_one("s3-scattered", "s3", NULL, "scattered");
     r->has_cold = r->has_hot = r->has_scattered = true;
+    qr[nq].name = "S3 directly (peer)";
+    qr[nq].cold = run_query(NULL, NULL);
+    qr[nq].hot = run_query(NULL, NULL);
+    qr[nq].has_cold = qr[nq].has_hot = true;
+    nq++;
 
     /* peer: nginx slice cache */
     int nport;
@@ -448,6 +587,10 @@ int main(int argc, char **argv)
     r->scattered = run_one("local-scattered", "local", data_dir, "scattered");
     r->has_cold = dropped;
     r->has_hot = r->has_scattered = true;
+    qrow_t *qlocal = &qr[nq++];
+    qlocal->name = "1 local disk";
+    qlocal->hot = run_query("local", NULL); /* the page cache has the files: written just now */
+    qlocal->has_hot = true;
 
     /* 2: one compute node, its own cache node, no LAN hop */
     node_t solo;
@@ -464,6 +607,11 @@ int main(int argc, char **argv)
     r->extra_cpu = nodes_cpu(&solo, 1) - c0;
     r->scattered = run_one("solo-scattered", "cache", arg, "scattered");
     r->has_cold = r->has_hot = r->has_scattered = true;
+    qr[nq].name = "2 local cache node";
+    qr[nq].cold = run_query(NULL, arg);
+    qr[nq].hot = run_query(NULL, arg);
+    qr[nq].has_cold = qr[nq].has_hot = true;
+    nq++;
     stop_cluster(&solo, 1);
 
     /* 3 + 4: the distributed cache, first load then a second compute node */
@@ -492,6 +640,23 @@ int main(int argc, char **argv)
     r->scattered = run_one("dc2-scattered", "cache", members[1], "scattered");
     r->has_hot = r->has_scattered = true;
     row_t *second = r;
+    qrow_t *qfirst = &qr[nq++], *qsecond = &qr[nq++];
+    qfirst->name = "3 distributed, first load";
+    qfirst->cold = run_query(NULL, members[0]);
+    qfirst->has_cold = true;
+    qsecond->name = "4 distributed, second node";
+    qsecond->hot = run_query(NULL, members[1]);
+    qsecond->has_hot = true;
+    for (int i = 0; i < nq; i++) {
+        const qres_t *q[2] = {&qr[i].cold, &qr[i].hot};
+        for (int k = 0; k < 2; k++)
+            if (q[k]->ok && strcmp(q[k]->rows, qlocal->hot.rows) != 0) {
+                fprintf(stderr, "coldwarm: the seed query answered differently in '%s':\n%s\n"
+                                "than from the local files:\n%s\n",
+                        qr[i].name, q[k]->rows, qlocal->hot.rows);
+                die("the seed query's results differ between set-ups");
+            }
+    }
 
     /* 5: six compute nodes at once, warm */
     for (int c = 2; c < MAX_COMPUTE; c++)
@@ -572,6 +737,33 @@ int main(int argc, char **argv)
                            " blocks | - |\n",
                            six_cold_s, agg_cold, six_warm_s, agg_warm, six_gets,
                            (double)six_bytes / 1048576.0, dataset_blocks);
+    char qtable[4096];
+    size_t ql = 0;
+    ql += (size_t)snprintf(qtable + ql, sizeof(qtable) - ql,
+                           "\nThe engine's seed query (%lld rows of Parquet, %d threads, a new "
+                           "`ringcache query` process each run; the same 5 rows in every set-up; "
+                           "S3 GETs include the one LIST):"
+                           "\n\n| set-up | cold | hot | S3 GETs cold / hot | CPU-s of the query "
+                           "process, hot |\n|---|---|---|---|---|\n",
+                           posts_rows, threads);
+    for (int i = 0; i < nq; i++) {
+        char c1[48] = "-", c2[48] = "-", g[64], g1[24] = "-", g2[24] = "-", cpu[32] = "-";
+        if (qr[i].has_cold) {
+            snprintf(c1, sizeof(c1), "%.3f s", qr[i].cold.seconds);
+            snprintf(g1, sizeof(g1), "%" PRIu64, qr[i].cold.s3_gets);
+        }
+        if (qr[i].has_hot) {
+            snprintf(c2, sizeof(c2), "%.3f s", qr[i].hot.seconds);
+            snprintf(g2, sizeof(g2), "%" PRIu64, qr[i].hot.s3_gets);
+            snprintf(cpu, sizeof(cpu), "%.2f", qr[i].hot.cpu_s);
+        }
+        snprintf(g, sizeof(g), "%s / %s", g1, g2);
+        ql += (size_t)snprintf(qtable + ql, sizeof(qtable) - ql, "| %s | %s | %s | %s | %s |\n",
+                               qr[i].name, c1, c2, g, cpu);
+    }
+    double q_dc = qfirst->cold.seconds / qsecond->hot.seconds;
+    double q_s3 = qr[0].hot.seconds / qsecond->hot.seconds;
+    double q_local = qlocal->hot.seconds / qsecond->hot.seconds;
     printf("\ncold-versus-warm, scale %s: %d objects x %d MiB = %" PRIu64 " MiB, %d reader "
            "threads per compute node; S3 behind 30 ms / 100 MiB/s per connection; compute -> "
            "cache links %d us each way, capped at %.0f MiB/s per compute node (loopback ceiling "
@@ -580,6 +772,7 @@ int main(int argc, char **argv)
            link_mib,
            rows[2].has_cold ? "" : "; local-disk cold not measured (cannot drop the page cache)",
            table);
+    printf("%s", qtable);
 
     /* files */
     char dirbuf[1024];
@@ -593,7 +786,10 @@ int main(int argc, char **argv)
     snprintf(path, sizeof(path), "%s/coldwarm-%s.md", out_dir, scale);
     FILE *f = fopen(path, "w");
     if (f) {
-        fprintf(f, "# cold versus warm, scale %s\n\n%s", scale, table);
+        fprintf(f, "# cold versus warm, scale %s\n\n%s%s", scale, table, qtable);
+        fprintf(f, "\ncoldwarm-query: second_node_vs_first_load=%.2f second_node_vs_s3=%.2f "
+                   "second_node_vs_local=%.2f\n",
+                q_dc, q_s3, q_local);
         fprintf(f, "\ncoldwarm: dc_second_node_vs_cold=%.2f six_nodes_aggregate_vs_one=%.2f "
                    "hot_vs_direct_s3=%.2f s3_gets_six_cold_per_block=%.2f\n",
                 x_dc, y_six, z_hot, n_gets);
@@ -628,6 +824,9 @@ int main(int argc, char **argv)
         remove(gp);
     }
     printf("\nwritten: %s, %s\n", path, png);
+    printf("coldwarm-query: second_node_vs_first_load=%.2f second_node_vs_s3=%.2f "
+           "second_node_vs_local=%.2f\n",
+           q_dc, q_s3, q_local);
     printf("coldwarm: dc_second_node_vs_cold=%.2f six_nodes_aggregate_vs_one=%.2f "
            "hot_vs_direct_s3=%.2f s3_gets_six_cold_per_block=%.2f\n",
            x_dc, y_six, z_hot, n_gets);

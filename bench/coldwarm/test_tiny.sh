@@ -5,7 +5,9 @@
 # slow) and checks what can be checked without timing: the table and its files
 # are produced, every set-up has a row, the first load cost S3 exactly one GET
 # per block, a second compute node on the warm cache cost none, and six cold
-# compute nodes at once cost one GET per block, not six.
+# compute nodes at once cost one GET per block, not six. The engine's seed
+# query has its table (coldwarm itself fails when its answer differs between
+# set-ups), and on the second compute node it asks S3 for the listing only.
 set -euo pipefail
 bin=$1
 command -v nginx >/dev/null || { echo "SKIP: nginx is not installed"; exit 77; }
@@ -20,10 +22,17 @@ for row in "S3 directly" "nginx slice cache" "1 local disk" "2 local cache node"
   grep -q "| $row" "$md" || { echo "FAIL: no row '$row'"; exit 1; }
 done
 blocks=16   # tiny: 4 objects x 4 MiB in 1 MiB blocks
-first=$(grep '| 3 distributed, first load' "$md" | awk -F'|' '{print $6}' | awk '{print $1}')
-second=$(grep '| 4 distributed, second node' "$md" | awk -F'|' '{print $6}' | awk '{print $1}')
+first=$(grep '| 3 distributed, first load' "$md" | head -1 | awk -F'|' '{print $6}' | awk '{print $1}')
+second=$(grep '| 4 distributed, second node' "$md" | head -1 | awk -F'|' '{print $6}' | awk '{print $1}')
 [[ $first == "$blocks" ]] || { echo "FAIL: first load cost $first S3 GETs, not $blocks"; exit 1; }
 [[ $second == 0 ]] || { echo "FAIL: the second compute node cost $second S3 GETs, not 0"; exit 1; }
+for row in "S3 directly" "1 local disk" "2 local cache node" "3 distributed, first load" \
+           "4 distributed, second node"; do
+  [[ $(grep -c "| $row" "$md") == 2 ]] || { echo "FAIL: no seed-query row '$row'"; exit 1; }
+done
+qhot=$(grep '| 4 distributed, second node' "$md" | tail -1 | awk -F'|' '{print $5}' | awk '{print $3}')
+[[ $qhot == 1 ]] || { echo "FAIL: the seed query on the second node made $qhot S3 GETs, not 1 (the LIST)"; exit 1; }
+grep -q '^coldwarm-query: ' "$out/stdout" || { echo "FAIL: no coldwarm-query line"; exit 1; }
 line=$(tail -1 "$out/stdout")
 [[ $line == coldwarm:* ]] || { echo "FAIL: no summary line"; exit 1; }
 per=$(sed -E 's/.*s3_gets_six_cold_per_block=([0-9.]+).*/\1/' <<<"$line")

@@ -10,6 +10,8 @@
 //
 //   node bench_gen.mjs DIR ROWS RUNS  -> DIR/data/posts_*.parquet, DIR/duckdb.txt
 //
+// RUNS 0 writes the data only (bench/coldwarm uses it that way).
+//
 // duckdb.txt: "<name> <seconds>" per measurement and "mem_seed_2t <bytes>".
 // Exits 77 (printing why) when the npm package is missing.
 import { createRequire } from 'node:module';
@@ -28,7 +30,7 @@ try {
   process.exit(77);
 }
 const [dir, rowsArg, runsArg] = process.argv.slice(2);
-const rows = Number(rowsArg || 20000000), runs = Number(runsArg || 3);
+const rows = Number(rowsArg || 20000000), runs = runsArg === undefined ? 3 : Number(runsArg);
 mkdirSync(join(dir, 'data'), { recursive: true });
 const inst = await duck.DuckDBInstance.create(':memory:', {
   extension_directory: join(dir, 'duckdb_extensions'), threads: '2' });
@@ -58,6 +60,8 @@ for (let f = 0; f < 4; f++) {
     TO '${dir}/data/posts_${f}.parquet' (FORMAT parquet, COMPRESSION ${codec})`);
 }
 console.error(`bench_gen: ${rows} rows written in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+if (runs === 0)
+  process.exit(0);
 
 const G = `'${dir}/data/posts_*.parquet'`;
 const Q = {
