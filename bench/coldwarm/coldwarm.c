@@ -54,7 +54,7 @@ static h_env *env;
 static h_s3 *s3;
 static h_s3model *model;
 static const char *bucket = "ringcache-bench";
-static int threads = 4, latency_us = 200;
+static int threads = 4, latency_us = 200, scattered_reads = 2000;
 static double bw_mib, link_mib;
 static char list_path[700], data_dir[700];
 static uint64_t dataset_bytes, dataset_blocks;
@@ -66,11 +66,21 @@ static void die(const char *what)
     exit(1);
 }
 
+static double t_start;
+
+/* Progress on stderr: what runs now and how long the run has taken. */
+static void stage(const char *what);
+
 static double now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void stage(const char *what)
+{
+    fprintf(stderr, "coldwarm: [%5.1f s] %s\n", now_s() - t_start, what);
 }
 
 
@@ -210,6 +220,10 @@ static void start_reader(reader_t *r, const char *name, const char *source, cons
     argv[k++] = workload;
     argv[k++] = "--threads";
     argv[k++] = th;
+    char nr[16];
+    snprintf(nr, sizeof(nr), "%d", scattered_reads);
+    argv[k++] = "--reads";
+    argv[k++] = nr;
     if (opt) {
         argv[k++] = opt;
         argv[k++] = arg;
@@ -361,10 +375,12 @@ static void make_posts(long long rows)
     s3_sync *sy;
     if (s3_sync_create(&sy, &c) < 0)
         die("cannot create the S3 client");
-    for (int i = 0; i < 4; i++) {
+    /* twice: posts/ for the seed query, colscan/ for the full-column scan, so
+     * that each query's first run finds the cache cold for it */
+    for (int i = 0; i < 8; i++) {
         char key[64], path[900];
-        snprintf(key, sizeof(key), "posts/posts_%d.parquet", i);
-        snprintf(path, sizeof(path), "%s/data/posts_%d.parquet", posts_dir, i);
+        snprintf(key, sizeof(key), "%s/posts_%d.parquet", i < 4 ? "posts" : "colscan", i % 4);
+        snprintf(path, sizeof(path), "%s/data/posts_%d.parquet", posts_dir, i % 4);
         int fd = open(path, O_RDONLY);
         struct stat st;
         if (fd < 0 || fstat(fd, &st) != 0)
@@ -389,15 +405,34 @@ typedef struct {
 
 typedef struct {
     const char *name;
-    qres_t cold, hot;
+    qres_t cold, hot;   /* the seed query */
+    qres_t ccold, chot; /* the full-column scan */
     bool has_cold, has_hot;
 } qrow_t;
 
-/* Runs the seed query in a new `ringcache query` process: from the local
- * files (where "local"), through the cache nodes (members), or from S3
- * directly (members NULL). Wall time and CPU of the process; the S3 GETs the
- * model counted meanwhile. */
-static qres_t run_query(const char *where, const char *members)
+static qres_t run_query(const char *where, const char *members, bool colscan);
+
+/* Runs the seed query and the column scan, cold (when asked) then hot. */
+static void run_queries(qrow_t *q, const char *where, const char *members, bool cold, bool hot)
+{
+    if (cold) {
+        q->cold = run_query(where, members, false);
+        q->ccold = run_query(where, members, true);
+        q->has_cold = true;
+    }
+    if (hot) {
+        q->hot = run_query(where, members, false);
+        q->chot = run_query(where, members, true);
+        q->has_hot = true;
+    }
+}
+
+/* Runs a query in a new `ringcache query` process: the seed query (colscan
+ * false) or a full-column scan of Body, the largest column (colscan true);
+ * from the local files (where "local"), through the cache nodes (members),
+ * or from S3 directly (members NULL). Wall time and CPU of the process; the
+ * S3 GETs the model counted meanwhile. */
+static qres_t run_query(const char *where, const char *members, bool colscan)
 {
     qres_t q;
     memset(&q, 0, sizeof(q));
@@ -407,12 +442,18 @@ static qres_t run_query(const char *where, const char *members)
     if (where && !strcmp(where, "local"))
         snprintf(from, sizeof(from), "file('%s/data/posts_*.parquet')", posts_dir);
     else
-        snprintf(from, sizeof(from), "s3('s3://%s/posts/*.parquet')", bucket);
-    snprintf(sql, sizeof(sql),
-             "SELECT OwnerDisplayName, count() AS num_posts FROM %s WHERE OwnerDisplayName NOT "
-             "IN ('', 'anon') GROUP BY OwnerDisplayName ORDER BY num_posts DESC, "
-             "OwnerDisplayName LIMIT 5 SETTINGS max_threads = %d",
-             from, threads);
+        snprintf(from, sizeof(from), "s3('s3://%s/%s/*.parquet')", bucket,
+                 colscan ? "colscan" : "posts");
+    if (colscan)
+        snprintf(sql, sizeof(sql),
+                 "SELECT sum(length(Body)), count() FROM %s SETTINGS max_threads = %d", from,
+                 threads);
+    else
+        snprintf(sql, sizeof(sql),
+                 "SELECT OwnerDisplayName, count() AS num_posts FROM %s WHERE OwnerDisplayName "
+                 "NOT IN ('', 'anon') GROUP BY OwnerDisplayName ORDER BY num_posts DESC, "
+                 "OwnerDisplayName LIMIT 5 SETTINGS max_threads = %d",
+                 from, threads);
     const char *argv[12] = {cli, "query", sql, "--format", "TSV"};
     int k = 5;
     if (members) {
@@ -472,7 +513,8 @@ int main(int argc, char **argv)
                    "                [--out DIR (bench/results)]\n"
                    "scales: tiny 4 x 4 MiB, small 8 x 32 MiB, medium 24 x 128 MiB, large 48 x "
                    "128 MiB objects;\n"
-                   "        the seed query's Parquet dataset: 0.2M, 2M, 10M, 20M rows\n"
+                   "        the seed query's Parquet dataset: 0.2M, 2M, 10M, 20M rows;\n"
+                   "        scattered 64 KiB reads: 200 at tiny, 2000 at the others\n"
                    "X, the cap per compute node, defaults to half the loopback ceiling (iperf3 "
                    "-P 4, this run) over 6\n");
             return strcmp(a, "--help") == 0 ? 0 : 2;
@@ -480,8 +522,9 @@ int main(int argc, char **argv)
     }
     int files, file_mib;
     long long qrows;
-    if (!strcmp(scale, "tiny"))
-        files = 4, file_mib = 4, qrows = 200000;
+    if (!strcmp(scale, "tiny")) /* 200 scattered reads: 2000 one at a time at S3's 30 ms
+                                   would take a minute alone */
+        files = 4, file_mib = 4, qrows = 200000, scattered_reads = 200;
     else if (!strcmp(scale, "small"))
         files = 8, file_mib = 32, qrows = 2000000;
     else if (!strcmp(scale, "medium"))
@@ -501,6 +544,8 @@ int main(int argc, char **argv)
         die(h_last_error());
     if (h_s3model_start(env, &model, h_s3_port(s3), 30, 100) < 0)
         die(h_last_error());
+    t_start = now_s();
+    stage("measuring the loopback ceiling (iperf3)");
     double ceiling = h_iperf_gib_s(env, 4, 2) * 1024.0;
     if (bw_mib == 0)
         bw_mib = ceiling > 0 ? ceiling / 2 / 6 : 200;
@@ -533,7 +578,9 @@ int main(int argc, char **argv)
     fprintf(stderr, "loopback ceiling (iperf3 -P 4): %.0f MiB/s; cap per compute node X = %.0f "
                     "MiB/s, latency %d us each way; one link through netproxy carries %.0f MiB/s\n",
             ceiling, bw_mib, latency_us, link);
+    stage("writing the dataset");
     make_dataset(files, file_mib);
+    stage("writing the Parquet dataset for the seed query (DuckDB)");
     make_posts(qrows);
     qrow_t qr[6];
     memset(qr, 0, sizeof(qr));
@@ -546,6 +593,7 @@ int main(int argc, char **argv)
 
     /* peer: S3 directly */
     row_t *r = &rows[nr++];
+    stage("S3 directly");
     r->name = "S3 directly (peer)";
     h_s3model_reset(model);
     r->cold = run_one("s3-scan-1", "s3", NULL, "scan");
@@ -554,10 +602,7 @@ int main(int argc, char **argv)
     r->scattered = run_one("s3-scattered", "s3", NULL, "scattered");
     r->has_cold = r->has_hot = r->has_scattered = true;
     qr[nq].name = "S3 directly (peer)";
-    qr[nq].cold = run_query(NULL, NULL);
-    qr[nq].hot = run_query(NULL, NULL);
-    qr[nq].has_cold = qr[nq].has_hot = true;
-    nq++;
+    run_queries(&qr[nq++], NULL, NULL, true, true);
 
     /* peer: nginx slice cache */
     int nport;
@@ -566,6 +611,7 @@ int main(int argc, char **argv)
         die("cannot start nginx (apt-get install nginx)");
     snprintf(arg, sizeof(arg), "http://127.0.0.1:%d/%s", nport, bucket);
     r = &rows[nr++];
+    stage("nginx slice cache");
     r->name = "nginx slice cache (peer)";
     h_s3model_reset(model);
     r->cold = run_one("nginx-scan-1", "http", arg, "scan");
@@ -577,6 +623,7 @@ int main(int argc, char **argv)
 
     /* 1: local disk */
     r = &rows[nr++];
+    stage("1 local disk");
     r->name = "1 local disk";
     FILE *dc = fopen("/proc/sys/vm/drop_caches", "w");
     bool dropped = dc && fputs("3\n", dc) >= 0 && fclose(dc) == 0;
@@ -589,8 +636,7 @@ int main(int argc, char **argv)
     r->has_hot = r->has_scattered = true;
     qrow_t *qlocal = &qr[nq++];
     qlocal->name = "1 local disk";
-    qlocal->hot = run_query("local", NULL); /* the page cache has the files: written just now */
-    qlocal->has_hot = true;
+    run_queries(qlocal, "local", NULL, false, true); /* the OS has the files: written just now */
 
     /* 2: one compute node, its own cache node, no LAN hop */
     node_t solo;
@@ -598,6 +644,7 @@ int main(int argc, char **argv)
     start_node(&solo, "solo");
     snprintf(arg, sizeof(arg), "solo=127.0.0.1:%d", solo.port);
     r = &rows[nr++];
+    stage("2 local cache node");
     r->name = "2 local cache node";
     h_s3model_reset(model);
     r->cold = run_one("solo-scan-1", "cache", arg, "scan");
@@ -608,10 +655,7 @@ int main(int argc, char **argv)
     r->scattered = run_one("solo-scattered", "cache", arg, "scattered");
     r->has_cold = r->has_hot = r->has_scattered = true;
     qr[nq].name = "2 local cache node";
-    qr[nq].cold = run_query(NULL, arg);
-    qr[nq].hot = run_query(NULL, arg);
-    qr[nq].has_cold = qr[nq].has_hot = true;
-    nq++;
+    run_queries(&qr[nq++], NULL, arg, true, true);
     stop_cluster(&solo, 1);
 
     /* 3 + 4: the distributed cache, first load then a second compute node */
@@ -622,6 +666,7 @@ int main(int argc, char **argv)
     for (int c = 0; c < 2; c++)
         proxies[c] = start_proxy(nodes, c, members[c], sizeof(members[c]));
     r = &rows[nr++];
+    stage("3 and 4: distributed cache, first load and second compute node");
     r->name = "3 distributed, first load";
     h_s3model_reset(model);
     c0 = nodes_cpu(nodes, N_NODES);
@@ -642,23 +687,22 @@ int main(int argc, char **argv)
     row_t *second = r;
     qrow_t *qfirst = &qr[nq++], *qsecond = &qr[nq++];
     qfirst->name = "3 distributed, first load";
-    qfirst->cold = run_query(NULL, members[0]);
-    qfirst->has_cold = true;
+    run_queries(qfirst, NULL, members[0], true, false);
     qsecond->name = "4 distributed, second node";
-    qsecond->hot = run_query(NULL, members[1]);
-    qsecond->has_hot = true;
+    run_queries(qsecond, NULL, members[1], false, true);
     for (int i = 0; i < nq; i++) {
-        const qres_t *q[2] = {&qr[i].cold, &qr[i].hot};
-        for (int k = 0; k < 2; k++)
-            if (q[k]->ok && strcmp(q[k]->rows, qlocal->hot.rows) != 0) {
-                fprintf(stderr, "coldwarm: the seed query answered differently in '%s':\n%s\n"
+        const qres_t *q[4] = {&qr[i].cold, &qr[i].hot, &qr[i].ccold, &qr[i].chot};
+        for (int k = 0; k < 4; k++)
+            if (q[k]->ok && strcmp(q[k]->rows, (k < 2 ? &qlocal->hot : &qlocal->chot)->rows) != 0) {
+                fprintf(stderr, "coldwarm: a query answered differently in '%s':\n%s\n"
                                 "than from the local files:\n%s\n",
-                        qr[i].name, q[k]->rows, qlocal->hot.rows);
-                die("the seed query's results differ between set-ups");
+                        qr[i].name, q[k]->rows, (k < 2 ? &qlocal->hot : &qlocal->chot)->rows);
+                die("the queries' results differ between set-ups");
             }
     }
 
     /* 5: six compute nodes at once, warm */
+    stage("5: six compute nodes at once, warm then cold");
     for (int c = 2; c < MAX_COMPUTE; c++)
         proxies[c] = start_proxy(nodes, c, members[c], sizeof(members[c]));
     reader_t rd[MAX_COMPUTE];
@@ -737,29 +781,36 @@ int main(int argc, char **argv)
                            " blocks | - |\n",
                            six_cold_s, agg_cold, six_warm_s, agg_warm, six_gets,
                            (double)six_bytes / 1048576.0, dataset_blocks);
-    char qtable[4096];
+    char qtable[8192];
     size_t ql = 0;
     ql += (size_t)snprintf(qtable + ql, sizeof(qtable) - ql,
-                           "\nThe engine's seed query (%lld rows of Parquet, %d threads, a new "
-                           "`ringcache query` process each run; the same 5 rows in every set-up; "
-                           "S3 GETs include the one LIST):"
-                           "\n\n| set-up | cold | hot | S3 GETs cold / hot | CPU-s of the query "
-                           "process, hot |\n|---|---|---|---|---|\n",
+                           "\nThe engine's queries (%lld rows of Parquet, %d threads, a new "
+                           "`ringcache query` process each run, the same answer in every set-up): "
+                           "the seed query (top 5 OwnerDisplayName by count) and a full-column "
+                           "scan (`sum(length(Body)), count()`, on a second copy of the files so "
+                           "that it starts cold too); S3 GETs include the one LIST:"
+                           "\n\n| set-up | seed cold | seed hot | S3 GETs cold / hot | column "
+                           "scan cold | column scan hot | CPU-s of the query processes, hot |"
+                           "\n|---|---|---|---|---|---|---|\n",
                            posts_rows, threads);
     for (int i = 0; i < nq; i++) {
         char c1[48] = "-", c2[48] = "-", g[64], g1[24] = "-", g2[24] = "-", cpu[32] = "-";
+        char s1[48] = "-", s2[48] = "-";
         if (qr[i].has_cold) {
             snprintf(c1, sizeof(c1), "%.3f s", qr[i].cold.seconds);
             snprintf(g1, sizeof(g1), "%" PRIu64, qr[i].cold.s3_gets);
+            snprintf(s1, sizeof(s1), "%.3f s", qr[i].ccold.seconds);
         }
         if (qr[i].has_hot) {
             snprintf(c2, sizeof(c2), "%.3f s", qr[i].hot.seconds);
             snprintf(g2, sizeof(g2), "%" PRIu64, qr[i].hot.s3_gets);
-            snprintf(cpu, sizeof(cpu), "%.2f", qr[i].hot.cpu_s);
+            snprintf(s2, sizeof(s2), "%.3f s", qr[i].chot.seconds);
+            snprintf(cpu, sizeof(cpu), "%.2f + %.2f", qr[i].hot.cpu_s, qr[i].chot.cpu_s);
         }
         snprintf(g, sizeof(g), "%s / %s", g1, g2);
-        ql += (size_t)snprintf(qtable + ql, sizeof(qtable) - ql, "| %s | %s | %s | %s | %s |\n",
-                               qr[i].name, c1, c2, g, cpu);
+        ql += (size_t)snprintf(qtable + ql, sizeof(qtable) - ql,
+                               "| %s | %s | %s | %s | %s | %s | %s |\n", qr[i].name, c1, c2, g,
+                               s1, s2, cpu);
     }
     double q_dc = qfirst->cold.seconds / qsecond->hot.seconds;
     double q_s3 = qr[0].hot.seconds / qsecond->hot.seconds;
