@@ -684,9 +684,14 @@ static int pq__dictionary_page(pq__chunk *st, const pq__page_header *h, const ui
     /* Each value takes at least one byte (or is a fixed-size value): a count
      * larger than the bytes is a lie, caught before allocating. */
     size_t minw = st->pwidth ? st->pwidth : (st->d->physical == PQ_BYTE_ARRAY ? 4 : 1);
-    if (st->d->physical == PQ_FIXED_LEN_BYTE_ARRAY)
-        minw = st->d->type_length > 0 ? (size_t)st->d->type_length : 0;
-    if (minw && (size_t)h->num_values > (size_t)h->uncompressed_size / minw)
+    if (st->d->physical == PQ_FIXED_LEN_BYTE_ARRAY) {
+        /* zero-width values would let any count through the check below */
+        if (st->d->type_length <= 0)
+            return pq__fail(st, -EBADMSG, "a FIXED_LEN_BYTE_ARRAY column with type_length %d",
+                            st->d->type_length);
+        minw = (size_t)st->d->type_length;
+    }
+    if ((size_t)h->num_values > (size_t)h->uncompressed_size / minw)
         return pq__fail(st, -EBADMSG, "the dictionary page says %d values but holds %d bytes",
                         h->num_values, h->uncompressed_size);
     rc = cb_column_create(&st->dict, &st->d->type, NULL, (uint32_t)h->num_values);
