@@ -541,7 +541,8 @@ int rcl_head(rcl_cluster *c, const char *bucket, const char *key, rcl_head_fn do
     return 0;
 }
 
-/* Up to RCL_MAX_OWNERS owners of block b of obj, in ring order. */
+/* Up to RCL_MAX_OWNERS owners of block b of obj, in ring order. On the loop,
+ * or on another thread under route_lock (rcl_route). */
 static int rcl_owners(rcl_cluster *c, const char *bucket, const char *key, const char *version,
                       uint64_t size, uint64_t b, rcl_node **out)
 {
@@ -566,20 +567,15 @@ int rcl_route(rcl_cluster *c, const rcl_object *obj, uint64_t b, rcl_target *out
         pthread_mutex_unlock(&c->route_lock);
         return -ENOTCONN;
     }
-    bkey_id id;
-    bkey_id_init(&id, c->tenant, obj->bucket, obj->key, obj->version, obj->size, b);
-    uint8_t rk[16];
-    bkey_ring_key(bkey_of(&id), rk);
-    const struct ring_member *owners[RCL_MAX_OWNERS];
-    int n = ring_lookup(c->ring, rk, sizeof(rk), owners, RCL_MAX_OWNERS);
+    rcl_node *own[RCL_MAX_OWNERS];
+    int n = rcl_owners(c, obj->bucket, obj->key, obj->version, obj->size, b, own);
     int64_t now = rcl_now_ms();
     for (int k = 0; k < n; k++) {
-        const rcl_node *node = c->ring_nodes[ring_member_index(c->ring, owners[k])];
-        if (atomic_load(&node->down_until_ms) > now)
+        if (atomic_load(&own[k]->down_until_ms) > now)
             continue;
-        snprintf(out->id, sizeof(out->id), "%s", node->id);
-        snprintf(out->host, sizeof(out->host), "%s", node->host);
-        out->port = node->port;
+        snprintf(out->id, sizeof(out->id), "%s", own[k]->id);
+        snprintf(out->host, sizeof(out->host), "%s", own[k]->host);
+        out->port = own[k]->port;
         rc = 0;
         break;
     }

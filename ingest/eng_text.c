@@ -608,6 +608,24 @@ static ex_type type_of_kind(int k, int scale)
     return t;
 }
 
+/* Grows the per-column inference state from `from` columns to `to`, the new
+ * ones knowing nothing yet (K_NONE, scale 0). 0 or -ENOMEM (what was there
+ * stays valid and is still the caller's to free). */
+static int grow_kinds(int **kinds, int **scales, int from, int to)
+{
+    int *nkd = realloc(*kinds, sizeof(int) * (size_t)to);
+    if (nkd)
+        *kinds = nkd;
+    int *nsc = realloc(*scales, sizeof(int) * (size_t)to);
+    if (nsc)
+        *scales = nsc;
+    if (!nkd || !nsc)
+        return -ENOMEM;
+    for (int i = from; i < to; i++)
+        nkd[i] = K_NONE, nsc[i] = 0;
+    return 0;
+}
+
 static int add_col(eng_schema *s, const char *name, size_t nl)
 {
     eng_col *nc = realloc(s->cols, sizeof(eng_col) * (size_t)(s->n + 1));
@@ -640,21 +658,10 @@ int tx_infer(tx_format f, const char *name, const char *text, size_t len, eng_sc
                     if (strcmp(out->cols[k].name, vals[i].key) == 0)
                         c = k;
                 if (c < 0) {
-                    if ((rc = add_col(out, vals[i].key, strlen(vals[i].key))) < 0)
+                    if ((rc = add_col(out, vals[i].key, strlen(vals[i].key))) < 0 ||
+                        (rc = grow_kinds(&kinds, &scales, out->n - 1, out->n)) < 0)
                         break;
-                    int *nkd = realloc(kinds, sizeof(int) * (size_t)out->n);
-                    int *nsc = realloc(scales, sizeof(int) * (size_t)out->n);
-                    if (nkd)
-                        kinds = nkd;
-                    if (nsc)
-                        scales = nsc;
-                    if (!nkd || !nsc) {
-                        rc = -ENOMEM;
-                        break;
-                    }
                     c = out->n - 1;
-                    kinds[c] = K_NONE;
-                    scales[c] = 0;
                 }
                 int k = K_NONE;
                 if (vals[i].kind == 1)
@@ -726,18 +733,8 @@ int tx_infer(tx_format f, const char *name, const char *text, size_t len, eng_sc
                 rows++;
             }
             if (l.nf > nk) {
-                int *nkd = realloc(kinds, sizeof(int) * (size_t)l.nf);
-                int *nsc = realloc(scales, sizeof(int) * (size_t)l.nf);
-                if (nkd)
-                    kinds = nkd;
-                if (nsc)
-                    scales = nsc;
-                if (!nkd || !nsc) {
-                    rc = -ENOMEM;
+                if ((rc = grow_kinds(&kinds, &scales, nk, l.nf)) < 0)
                     break;
-                }
-                for (int i = nk; i < l.nf; i++)
-                    kinds[i] = K_NONE, scales[i] = 0;
                 nk = l.nf;
             }
             if (rows == 1)

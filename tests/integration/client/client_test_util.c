@@ -130,6 +130,28 @@ void t_run_cli(t_cluster *tc, h_run_result *r, const char *cli, const char *cons
         fprintf(stderr, "ringcache %s: exit %d: %s\n", args[0], r->status, r->err);
 }
 
+void t_scattered_reads(rc_handle *h, const unsigned char *data, size_t size, int n,
+                       uint64_t seed)
+{
+    const size_t len = 64u << 10;
+    unsigned char *b = malloc(len);
+    uint64_t x = seed * 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < n; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        uint64_t off = (x >> 11) % (size - len);
+        int64_t got = rc_pread(h, b, len, off);
+        if (got != (int64_t)len) {
+            char err[RC_ERR_MAX];
+            rc_last_error(h, err, sizeof(err));
+            fprintf(stderr, "scattered read at %llu: %lld: %s\n", (unsigned long long)off,
+                    (long long)got, err);
+        }
+        assert_int_equal(got, len);
+        assert_memory_equal(b, data + off, len);
+    }
+    free(b);
+}
+
 void t_cluster_stop(t_cluster *tc)
 {
     for (int i = 0; i < T_NODES; i++) {

@@ -41,6 +41,11 @@ void t_cluster_stop(t_cluster *tc);
  * 127.0.0.1 for that target. Asserts. */
 void t_cluster_publish(t_cluster *tc, h_dns *dns, const char *svc);
 
+/* n reads of 64 KiB at seeded random offsets of h (an object of size bytes
+ * whose content is data), each asserted whole and equal to data. */
+void t_scattered_reads(rc_handle *h, const unsigned char *data, size_t size, int n,
+                       uint64_t seed);
+
 /* Runs the ringcache CLI at cli with args (NULL-terminated, without the
  * program) against tc's S3 model with the S3RVER credentials and neither
  * AWS_PROFILE nor RINGCACHE_CACHE; env_extra adds "NAME=VALUE" entries

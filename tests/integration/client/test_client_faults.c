@@ -49,27 +49,6 @@ static void kill_node(int i)
     tc.nodes[i].proc = NULL; /* the environment reaps it; no clean exit to check */
 }
 
-/* n random 64 KiB reads through h, each compared with data. */
-static void scattered(rc_handle *h, const unsigned char *data, size_t size, int n, uint64_t seed)
-{
-    unsigned char *b = malloc(64u << 10);
-    uint64_t x = seed * 0x9e3779b97f4a7c15ull;
-    for (int i = 0; i < n; i++) {
-        x = x * 6364136223846793005ull + 1442695040888963407ull;
-        uint64_t off = (x >> 11) % (size - (64u << 10));
-        int64_t got = rc_pread(h, b, 64u << 10, off);
-        if (got != (int64_t)(64u << 10)) {
-            char err[RC_ERR_MAX];
-            rc_last_error(h, err, sizeof(err));
-            fprintf(stderr, "scattered read at %llu: %lld: %s\n", (unsigned long long)off,
-                    (long long)got, err);
-        }
-        assert_int_equal(got, 64u << 10);
-        assert_memory_equal(b, data + off, 64u << 10);
-    }
-    free(b);
-}
-
 static void test_kill_one_mid_read(void **state)
 {
     (void)state;
@@ -87,7 +66,7 @@ static void test_kill_one_mid_read(void **state)
     unsigned char *buf = malloc(size);
     /* small scattered reads first: the reader keeps blocking connections to
      * every node (small_reads_inline), node 1's among them */
-    scattered(h, data, size, 50, 1);
+    t_scattered_reads(h, data, size, 50, 1);
     rc_stats st;
     rc_stats_get(c, &st);
     assert_true(st.inline_reads > 0);
@@ -105,7 +84,7 @@ static void test_kill_one_mid_read(void **state)
     assert_memory_equal(buf, data, size);
     /* node 1 is dead: its kept connections fail, those reads go through the
      * I/O thread's failover; every byte is still right */
-    scattered(h, data, size, 200, 2);
+    t_scattered_reads(h, data, size, 200, 2);
     rc_stats_get(c, &st);
     assert_true(st.failovers >= 1);
     assert_int_equal(st.stale, 0);

@@ -258,7 +258,6 @@ static void test_small_reads_inline(void **state)
     size_t size = t_size_mib(16, 8);
     unsigned char *data = t_alloc_data(size, 13);
     t_put_direct(&tc, "read/small.bin", data, size, NULL);
-    unsigned char *buf = malloc(64u << 10);
     for (int inl = 0; inl < 2; inl++) {
         rc_config cfg;
         t_rc_config(&tc, &cfg);
@@ -269,13 +268,7 @@ static void test_small_reads_inline(void **state)
         rc_handle *h;
         assert_int_equal(rc_open(c, H_S3_DEFAULT_BUCKET, "read/small.bin", &h, err, sizeof(err)),
                          0);
-        uint64_t x = 77;
-        for (int i = 0; i < 100; i++) {
-            x = x * 6364136223846793005ull + 1442695040888963407ull;
-            uint64_t off = (x >> 11) % (size - (64u << 10));
-            assert_int_equal(rc_pread(h, buf, 64u << 10, off), 64u << 10);
-            assert_memory_equal(buf, data + off, 64u << 10);
-        }
+        t_scattered_reads(h, data, size, 100, 77);
         rc_stats st;
         rc_stats_get(c, &st);
         fprintf(stderr, "inline %d: %llu ranges, %llu on the reader's thread\n", inl,
@@ -285,7 +278,6 @@ static void test_small_reads_inline(void **state)
         rc_close(&h);
         rc_destroy(&c);
     }
-    free(buf);
     free(data);
 }
 
