@@ -229,16 +229,18 @@ typedef enum {
     G__COUNT
 } node_gauge;
 
+/* The block store's running totals (counters, read at render time) and its
+ * levels (gauges). */
 static const met_def node_gauge_defs[G__COUNT] = {
-    [G_RAM_HITS] = {"ringcached_tier_hits_total", "store hits per tier", MET_GAUGE, "tier=\"ram\""},
-    [G_RAM_MISSES] = {"ringcached_tier_misses_total", "store misses per tier", MET_GAUGE, "tier=\"ram\""},
-    [G_SSD_HITS] = {"ringcached_tier_hits_total", "store hits per tier", MET_GAUGE, "tier=\"ssd\""},
-    [G_SSD_MISSES] = {"ringcached_tier_misses_total", "store misses per tier", MET_GAUGE, "tier=\"ssd\""},
-    [G_EVICTIONS] = {"ringcached_evictions_total", "regions evicted from the SSD", MET_GAUGE, NULL},
-    [G_REINSERT] = {"ringcached_reinsertions_total", "hot blocks kept when their region was evicted", MET_GAUGE, NULL},
-    [G_REINSERT_SKIP] = {"ringcached_reinsertions_skipped_total", "hot blocks dropped at eviction for lack of a free region to copy them into", MET_GAUGE, NULL},
-    [G_CHECKSUM] = {"ringcached_checksum_failures_total", "blocks whose bytes failed their checksum (dropped, refilled)", MET_GAUGE, NULL},
-    [G_IOERR] = {"ringcached_io_errors_total", "disk reads and writes that failed", MET_GAUGE, NULL},
+    [G_RAM_HITS] = {"ringcached_tier_hits_total", "store hits per tier", MET_COUNTER, "tier=\"ram\""},
+    [G_RAM_MISSES] = {"ringcached_tier_misses_total", "store misses per tier", MET_COUNTER, "tier=\"ram\""},
+    [G_SSD_HITS] = {"ringcached_tier_hits_total", "store hits per tier", MET_COUNTER, "tier=\"ssd\""},
+    [G_SSD_MISSES] = {"ringcached_tier_misses_total", "store misses per tier", MET_COUNTER, "tier=\"ssd\""},
+    [G_EVICTIONS] = {"ringcached_evictions_total", "regions evicted from the SSD", MET_COUNTER, NULL},
+    [G_REINSERT] = {"ringcached_reinsertions_total", "hot blocks kept when their region was evicted", MET_COUNTER, NULL},
+    [G_REINSERT_SKIP] = {"ringcached_reinsertions_skipped_total", "hot blocks dropped at eviction for lack of a free region to copy them into", MET_COUNTER, NULL},
+    [G_CHECKSUM] = {"ringcached_checksum_failures_total", "blocks whose bytes failed their checksum (dropped, refilled)", MET_COUNTER, NULL},
+    [G_IOERR] = {"ringcached_io_errors_total", "disk reads and writes that failed", MET_COUNTER, NULL},
     [G_INFLIGHT] = {"ringcached_io_inflight", "disk I/O submitted and not completed", MET_GAUGE, NULL},
     [G_SSD_USED] = {"ringcached_capacity_used_bytes", "bytes used per tier", MET_GAUGE, "tier=\"ssd\""},
     [G_SSD_CAP] = {"ringcached_capacity_bytes", "capacity per tier", MET_GAUGE, "tier=\"ssd\""},

@@ -3,12 +3,15 @@
  * test_ringcached_limits.c: the cache node under hostile clients, each case a
  * real node behind the S3 model (which counts every S3 request):
  *  - block numbers past the object's end (2^44, 2^63: i * block_size wraps)
- *    are refused by GET, WARM and PUT_BLOCK, and nothing is stored or fetched.
+ *    are refused by GET, WARM and PUT_BLOCK, and nothing is stored or fetched;
+ *  - every metric whose name ends in _total is declared a counter (the
+ *    store's checksum failures were a gauge).
  */
 #include "node_util.h"
 #include "s3_test_util.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <event2/event.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -117,10 +120,44 @@ static void test_block_numbers_past_the_end(void **state)
     stop_clean(&n);
 }
 
+/* ---- metric types ---------------------------------------------------------- */
+
+static void test_metric_types(void **state)
+{
+    (void)state;
+    t_node n;
+    t_node_start(env, &n, "types", h_s3model_endpoint(model), NULL);
+    char url[128];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", n.admin_port);
+    h_http_resp r = {0};
+    assert_int_equal(h_http_get(url, &r), 200);
+    int types = 0, counters = 0;
+    bool checksum = false;
+    for (const char *l = r.body; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        char name[128], kind[32];
+        if (sscanf(l, "# TYPE %127s %31s", name, kind) != 2)
+            continue;
+        types++;
+        size_t nl = strlen(name);
+        bool total = nl > 6 && strcmp(name + nl - 6, "_total") == 0;
+        if (total && strcmp(kind, "counter") != 0)
+            fprintf(stderr, "%s is declared %s\n", name, kind);
+        assert_true(!total || strcmp(kind, "counter") == 0);
+        counters += strcmp(kind, "counter") == 0;
+        checksum |= strcmp(name, "ringcached_checksum_failures_total") == 0 &&
+                    strcmp(kind, "counter") == 0;
+    }
+    fprintf(stderr, "%d metrics, %d counters\n", types, counters);
+    assert_true(checksum);
+    h_http_resp_deinit(&r);
+    stop_clean(&n);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_block_numbers_past_the_end),
+        cmocka_unit_test(test_metric_types),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
