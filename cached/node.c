@@ -36,7 +36,7 @@
 #define O(field) offsetof(node_conf, field), sizeof(((node_conf *)0)->field)
 
 const cfg_opt node_opts[] = {
-    {"listen", CFG_STR, "0.0.0.0", "address of the protocol port", O(listen), 0, 0, false, false},
+    {"listen", CFG_STR, NULL, "address of the protocol port (default: 0.0.0.0 with --tenants or --allow-anonymous, else 127.0.0.1)", O(listen), 0, 0, false, false},
     {"port", CFG_INT, "7070", "protocol port (0: any free port, see --port-file)", O(port), 0, 65535, false, false},
     {"port-file", CFG_STR, NULL, "write the bound protocol port here (for tests and scripts)", O(port_file), 0, 0, false, false},
     {"admin-listen", CFG_STR, "0.0.0.0", "address of the admin HTTP port", O(admin_listen), 0, 0, false, false},
@@ -58,6 +58,7 @@ const cfg_opt node_opts[] = {
     {"members", CFG_STR, NULL, "cluster members: id=host:port,... | file:PATH | dns:NAME[:PORT] (write-through placement)", O(members), 0, 0, false, false},
     {"node-id", CFG_STR, NULL, "this node's member id (default: the host name)", O(node_id), 0, 0, false, false},
     {"tenants", CFG_STR, NULL, "tenants file (tokens, allowed buckets/prefixes, credentials); empty: open", O(tenants), 0, 0, false, false},
+    {"allow-anonymous", CFG_BOOL, "false", "without --tenants, serve clients of other hosts too (anyone who reaches the port reads what the node's S3 credentials can)", O(allow_anonymous), 0, 0, false, false},
     {"peer-token", CFG_STR, NULL, "token cache nodes use with each other (PUT_BLOCK)", O(peer_token), 0, 0, true, false},
     {"peer-token-file", CFG_STR, NULL, "read --peer-token from this file (first line), e.g. a mounted Secret", O(peer_token_file), 0, 0, false, false},
     {"tls-cert", CFG_STR, NULL, "PEM certificate chain: TLS on the protocol and admin ports", O(tls_cert), 0, 0, false, false},
@@ -886,6 +887,36 @@ int node_create(node **out, const node_conf *conf)
             return rc;
         }
     }
+
+    /* protected mode: a node without tenants answers anyone who reaches it
+     * with the node's own S3 credentials, so it serves loopback only unless
+     * told otherwise */
+    bool protected_mode = !n->tenants && !conf->allow_anonymous;
+    if (!n->conf.listen[0]) {
+        snprintf(n->conf.listen, sizeof(n->conf.listen), "%s",
+                 protected_mode ? "127.0.0.1" : "0.0.0.0");
+    } else if (protected_mode && !ten_addr_text_is_loopback(n->conf.listen)) {
+        fprintf(stderr,
+                "ringcached: --listen %s without --tenants would let any host that reaches the "
+                "port read whatever this node's S3 credentials can read: give --tenants FILE, "
+                "or --allow-anonymous to serve anonymous clients on purpose, or listen on "
+                "127.0.0.1\n",
+                n->conf.listen);
+        node_destroy(&n);
+        return -EINVAL;
+    }
+    conf = &n->conf;
+    if (protected_mode)
+        node_log(NODE_LOG_INFO,
+                 "msg=\"protected mode: no --tenants, so only clients on this host are served\" "
+                 "listen=%s fix=\"give --tenants FILE, or --allow-anonymous to serve other "
+                 "hosts\"",
+                 conf->listen);
+    else if (!n->tenants)
+        node_log(NODE_LOG_WARN,
+                 "msg=\"anonymous clients allowed (--allow-anonymous): anyone who reaches the "
+                 "port reads what this node's S3 credentials can\" listen=%s",
+                 conf->listen);
 
     unsigned threads = conf->threads > 0 ? (unsigned)conf->threads
                                          : (unsigned)sysconf(_SC_NPROCESSORS_ONLN);

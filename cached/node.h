@@ -49,6 +49,7 @@ typedef struct node_conf {
     char members[4096];
     char node_id[128];
     char tenants[512];
+    bool allow_anonymous;
     char peer_token[256];
     char peer_token_file[512];
     char tls_cert[512];

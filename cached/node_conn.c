@@ -49,6 +49,7 @@ struct node_conn {
     int refs;                    /* 1 while open + async operations holding it */
     bool closed, close_after_flush, hello, peer, paused;
     bool put_hold;               /* a write-through PUT asked to stop reading */
+    bool loopback;               /* the client is on this host */
     const ten_tenant *tenant;
     char tenant_name[257];
     node_req *reqs;
@@ -495,9 +496,18 @@ static void put_block_done(void *arg, int rc)
 static void do_put_block(node_conn *c, uint32_t id, const uint8_t *body, size_t len)
 {
     node *n = c->w->n;
-    if (n->tenants && !c->peer) {
+    /* PUT_BLOCK stores bytes under any object's identity: only cache nodes
+     * may send it. With a peer token, that is whoever said it in HELLO; with
+     * tenants but no token, nobody; on an open node, this host only. */
+    if (n->conf.peer_token[0] ? !c->peer : (n->tenants || !c->loopback)) {
         node__answer_error(c, id, RCP_E_FORBIDDEN,
-                           "PUT_BLOCK is for cache nodes: connect with the peer token");
+                           n->conf.peer_token[0]
+                               ? "PUT_BLOCK is for cache nodes: connect with the peer token"
+                           : n->tenants
+                               ? "PUT_BLOCK is for cache nodes: give every node the same "
+                                 "--peer-token"
+                               : "PUT_BLOCK from another host needs the peer token: give every "
+                                 "node the same --peer-token");
         return;
     }
     rcp_put_block_req pb;
@@ -656,8 +666,7 @@ static void do_hello(node_conn *c, const uint8_t *body, size_t len)
         return;
     }
     const char *pt = n->conf.peer_token;
-    size_t ptl = strlen(pt);
-    bool is_peer = ptl && h.token.len == ptl && memcmp(h.token.p, pt, ptl) == 0;
+    bool is_peer = ten_token_equal(pt, strlen(pt), h.token.p, h.token.len);
     if (n->tenants && !is_peer) {
         c->tenant = ten_find(n->tenants, h.token.p, h.token.len);
         if (!c->tenant) {
@@ -882,6 +891,10 @@ void node__accept(node_worker *w, int fd)
     }
     c->w = w;
     c->serial = ++w->next_serial;
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    c->loopback = getpeername(fd, (struct sockaddr *)&ss, &sl) == 0 &&
+                  ten_addr_is_loopback((struct sockaddr *)&ss);
     c->refs = 1;
     c->max_body = (uint32_t)(n->conf.block_size + 64 * 1024);
     if (c->max_body < (uint32_t)n->conf.chunk_size + 4096)

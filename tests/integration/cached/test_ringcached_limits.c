@@ -4,6 +4,10 @@
  * real node behind the S3 model (which counts every S3 request):
  *  - block numbers past the object's end (2^44, 2^63: i * block_size wraps)
  *    are refused by GET, WARM and PUT_BLOCK, and nothing is stored or fetched;
+ *  - PUT_BLOCK needs the peer token whenever one is set (a node with a peer
+ *    token and no tenants took chosen bytes from anyone, and served them);
+ *  - protected mode: without tenants the node listens on loopback only, and
+ *    refuses a non-loopback --listen unless --allow-anonymous;
  *  - every metric whose name ends in _total is declared a counter (the
  *    store's checksum failures were a gauge).
  */
@@ -120,6 +124,116 @@ static void test_block_numbers_past_the_end(void **state)
     stop_clean(&n);
 }
 
+/* ---- PUT_BLOCK and the peer token ------------------------------------------ */
+
+static char *read_log(const t_node *n)
+{
+    FILE *f = fopen(h_proc_log_path(n->proc), "r");
+    assert_non_null(f);
+    static char text[1 << 16];
+    size_t k = fread(text, 1, sizeof(text) - 1, f);
+    text[k] = '\0';
+    fclose(f);
+    return text;
+}
+
+static cc_result put_block(cc_conn *c, const rcp_object *obj, uint64_t block, const void *data,
+                           uint32_t len)
+{
+    rcp_put_block_req pb = {rcp_s(""), *obj, block, data, len};
+    t_wait w = {0};
+    return t_wait_run(base, &w, cc_put_block(c, &pb, t_done, &w));
+}
+
+static void test_put_block_needs_the_peer_token(void **state)
+{
+    (void)state;
+    t_node n;
+    const char *extra[] = {"--peer-token", "peer-secret-0123456789", NULL};
+    t_node_start(env, &n, "poison", h_s3model_endpoint(model), extra);
+    size_t size = 100000;
+    unsigned char *data = t_alloc_data(size, 72), *evil = t_alloc_data(size, 73);
+    char etag[S3_ETAG_MAX];
+    put_direct("poison/obj", data, size, etag);
+    rcp_object obj = {rcp_s(bucket), rcp_s("poison/obj"), rcp_s(etag), size};
+    /* no token, and a wrong one: refused, nothing stored */
+    const char *tokens[] = {NULL, "peer-secret-0123456788", "peer-secret-01234567890"};
+    for (size_t i = 0; i < 3; i++) {
+        cc_conn *c = t_conn(base, &n, tokens[i]);
+        cc_result r = put_block(c, &obj, 0, evil, (uint32_t)size);
+        fprintf(stderr, "PUT_BLOCK with token %s: code %d rcp %d: %s\n",
+                tokens[i] ? tokens[i] : "(none)", r.code, r.rcp_code, r.message);
+        assert_int_equal(r.code, -EREMOTEIO);
+        assert_int_equal(r.rcp_code, RCP_E_FORBIDDEN);
+        assert_non_null(strstr(r.message, "peer token"));
+        cc_conn_destroy(&c);
+        event_base_loop(base, EVLOOP_NONBLOCK);
+    }
+    assert_int_equal(t_node_metric(&n, "ringcached_blocks_stored"), 0);
+    /* readers get S3's bytes */
+    cc_conn *c = t_conn(base, &n, NULL);
+    unsigned char *buf = malloc(size);
+    cc_result r = t_get(base, c, bucket, "poison/obj", etag, size, 0, buf, size);
+    assert_int_equal(r.code, 0);
+    assert_memory_equal(buf, data, size);
+    cc_conn_destroy(&c);
+    /* the peer token is taken */
+    c = t_conn(base, &n, "peer-secret-0123456789");
+    rcp_object obj2 = {rcp_s(bucket), rcp_s("poison/other"), rcp_s("v1"), size};
+    r = put_block(c, &obj2, 0, data, (uint32_t)size);
+    assert_int_equal(r.code, 0);
+    cc_conn_destroy(&c);
+    event_base_loop(base, EVLOOP_NONBLOCK);
+    free(buf);
+    free(data);
+    free(evil);
+    stop_clean(&n);
+}
+
+static void test_protected_mode(void **state)
+{
+    (void)state;
+    t_node n;
+    /* no --listen, no tenants: loopback only, said at start-up */
+    const char *dflt[] = {"--listen", "", NULL};
+    t_node_start(env, &n, "prot", h_s3model_endpoint(model), dflt);
+    char url[128];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/config", n.admin_port);
+    h_http_resp hr = {0};
+    assert_int_equal(h_http_get(url, &hr), 200);
+    assert_non_null(strstr(hr.body, "listen = 127.0.0.1\n"));
+    h_http_resp_deinit(&hr);
+    assert_non_null(strstr(read_log(&n), "protected mode"));
+    stop_clean(&n);
+
+    /* an explicit 0.0.0.0 without tenants: refused with the fix */
+    const char *open_listen[] = {"--listen", "0.0.0.0", NULL};
+    assert_true(t_node_try_start(env, &n, "prot-open", h_s3model_endpoint(model),
+                                 open_listen) < 0);
+    char path[600];
+    h_env_path(env, path, sizeof(path), "prot-open.log");
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    char text[4096];
+    size_t k = fread(text, 1, sizeof(text) - 1, f);
+    text[k] = '\0';
+    fclose(f);
+    fprintf(stderr, "--listen 0.0.0.0: %s", text);
+    assert_non_null(strstr(text, "--allow-anonymous"));
+    assert_non_null(strstr(text, "--tenants"));
+
+    /* --allow-anonymous: every address, said as a warning */
+    const char *anon[] = {"--listen", "", "--allow-anonymous", NULL};
+    t_node_start(env, &n, "prot-anon", h_s3model_endpoint(model), anon);
+    memset(&hr, 0, sizeof(hr));
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/config", n.admin_port);
+    assert_int_equal(h_http_get(url, &hr), 200);
+    assert_non_null(strstr(hr.body, "listen = 0.0.0.0\n"));
+    h_http_resp_deinit(&hr);
+    assert_non_null(strstr(read_log(&n), "anonymous clients allowed"));
+    stop_clean(&n);
+}
+
 /* ---- metric types ---------------------------------------------------------- */
 
 static void test_metric_types(void **state)
@@ -157,6 +271,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_block_numbers_past_the_end),
+        cmocka_unit_test(test_put_block_needs_the_peer_token),
+        cmocka_unit_test(test_protected_mode),
         cmocka_unit_test(test_metric_types),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
