@@ -363,11 +363,26 @@ static int parse_object(node_req *r, const rcp_object *o)
     return 0;
 }
 
-static bool allowed(node_conn *c, const char *bucket, const char *key)
+/* The tenant's access check, at every entry a key comes in by: false after
+ * answering FORBIDDEN. With tenants, a key must also pass s3_key_check (no
+ * dot segments, however spelled): a prefix check of "src/../x" would let a
+ * tenant of "src/" read "x" behind a server that resolves dots. */
+static bool access_ok(node_conn *c, uint32_t id, const char *verb, const char *bucket,
+                      const char *key)
 {
-    if (!c->w->n->tenants || c->peer)
+    if (!c->w->n->tenants)
         return true;
-    return c->tenant && ten_allows(c->tenant, bucket, strlen(bucket), key, strlen(key));
+    char why[300];
+    if (s3_key_check(key, strlen(key), why, sizeof(why)) < 0) {
+        node__answer_error(c, id, RCP_E_FORBIDDEN, "s3://%s/%s: %s", bucket, key, why);
+        return false;
+    }
+    if (c->peer || (c->tenant && ten_allows(c->tenant, bucket, strlen(bucket), key, strlen(key))))
+        return true;
+    node__answer_error(c, id, RCP_E_FORBIDDEN,
+                       "tenant %s may not %s s3://%s/%s (outside its buckets/prefixes)",
+                       c->tenant_name, verb, bucket, key);
+    return false;
 }
 
 static void do_get(node_conn *c, uint32_t id, const uint8_t *body, size_t len)
@@ -385,14 +400,11 @@ static void do_get(node_conn *c, uint32_t id, const uint8_t *body, size_t len)
         return;
     }
     if (parse_object(r, &g.obj) < 0) {
-        node__answer_error(c, id, RCP_E_BAD_REQUEST, "GET: a field is too long");
+        node__answer_error(c, id, RCP_E_BAD_REQUEST, "GET: a field is too long or holds a NUL byte");
         node__req_done(r);
         return;
     }
-    if (!allowed(c, r->bucket, r->key)) {
-        node__answer_error(c, id, RCP_E_FORBIDDEN,
-                           "tenant %s may not read s3://%s/%s (outside its buckets/prefixes)",
-                           c->tenant_name, r->bucket, r->key);
+    if (!access_ok(c, id, "read", r->bucket, r->key)) {
         node__req_done(r);
         return;
     }
@@ -457,14 +469,11 @@ static void do_head(node_conn *c, uint32_t id, const uint8_t *body, size_t len)
         return;
     if (rcp_str_copy(h.bucket, r->bucket, sizeof(r->bucket)) < 0 ||
         rcp_str_copy(h.key, r->key, sizeof(r->key)) < 0) {
-        node__answer_error(c, id, RCP_E_BAD_REQUEST, "HEAD: a field is too long");
+        node__answer_error(c, id, RCP_E_BAD_REQUEST, "HEAD: a field is too long or holds a NUL byte");
         node__req_done(r);
         return;
     }
-    if (!allowed(c, r->bucket, r->key)) {
-        node__answer_error(c, id, RCP_E_FORBIDDEN,
-                           "tenant %s may not read s3://%s/%s (outside its buckets/prefixes)",
-                           c->tenant_name, r->bucket, r->key);
+    if (!access_ok(c, id, "read", r->bucket, r->key)) {
         node__req_done(r);
         return;
     }
@@ -520,7 +529,11 @@ static void do_put_block(node_conn *c, uint32_t id, const uint8_t *body, size_t 
         return;
     char tenant[257];
     if (parse_object(r, &pb.obj) < 0 || rcp_str_copy(pb.tenant, tenant, sizeof(tenant)) < 0) {
-        node__answer_error(c, id, RCP_E_BAD_REQUEST, "PUT_BLOCK: a field is too long");
+        node__answer_error(c, id, RCP_E_BAD_REQUEST, "PUT_BLOCK: a field is too long or holds a NUL byte");
+        node__req_done(r);
+        return;
+    }
+    if (!access_ok(c, id, "write", r->bucket, r->key)) {
         node__req_done(r);
         return;
     }
@@ -553,15 +566,11 @@ static void do_warm(node_conn *c, uint32_t id, const uint8_t *body, size_t len)
     if (rcp_str_copy(wr.obj.bucket, bucket, sizeof(bucket)) < 0 ||
         rcp_str_copy(wr.obj.key, key, sizeof(key)) < 0 ||
         rcp_str_copy(wr.obj.version, version, sizeof(version)) < 0) {
-        node__answer_error(c, id, RCP_E_BAD_REQUEST, "WARM: a field is too long");
+        node__answer_error(c, id, RCP_E_BAD_REQUEST, "WARM: a field is too long or holds a NUL byte");
         return;
     }
-    if (!allowed(c, bucket, key)) {
-        node__answer_error(c, id, RCP_E_FORBIDDEN,
-                           "tenant %s may not read s3://%s/%s (outside its buckets/prefixes)",
-                           c->tenant_name, bucket, key);
+    if (!access_ok(c, id, "read", bucket, key))
         return;
-    }
     uint32_t queued = 0;
     for (uint32_t i = 0; i < wr.n_blocks; i++) {
         uint64_t b = rcp_warm_block(&wr, i);
@@ -763,15 +772,11 @@ static void dispatch(node_conn *c, const rcp_header *h, const uint8_t *body)
             break;
         if (rcp_str_copy(p.bucket, r->bucket, sizeof(r->bucket)) < 0 ||
             rcp_str_copy(p.key, r->key, sizeof(r->key)) < 0) {
-            node__answer_error(c, h->id, RCP_E_BAD_REQUEST, "PUT: a field is too long");
+            node__answer_error(c, h->id, RCP_E_BAD_REQUEST, "PUT: a field is too long or holds a NUL byte");
             node__req_done(r);
             break;
         }
-        if (!allowed(c, r->bucket, r->key)) {
-            node__answer_error(c, h->id, RCP_E_FORBIDDEN,
-                               "tenant %s may not write s3://%s/%s (outside its "
-                               "buckets/prefixes)",
-                               c->tenant_name, r->bucket, r->key);
+        if (!access_ok(c, h->id, "write", r->bucket, r->key)) {
             r->cancelled = true; /* its data frames are dropped */
             node__req_done(r);
             break;

@@ -252,7 +252,7 @@ static inline rcp_str rcp_s(const char *s)
 }
 
 /* Copy a wire string into a NUL-terminated buffer; -ENAMETOOLONG if it does not
- * fit. */
+ * fit, -EINVAL if it holds a NUL byte (it would name something shorter). */
 int rcp_str_copy(rcp_str s, char *out, size_t cap);
 
 #endif /* RINGCACHE_PROTO_H */

@@ -4,6 +4,9 @@
  * real node behind the S3 model (which counts every S3 request):
  *  - block numbers past the object's end (2^44, 2^63: i * block_size wraps)
  *    are refused by GET, WARM and PUT_BLOCK, and nothing is stored or fetched;
+ *  - a tenant allowed s3://bucket/src/ cannot leave it by dot segments
+ *    (src/../wt/k01, src/./../x, src/#/../../x, %2e%2e...) against either
+ *    s3rver: refused before any S3 request, by HEAD, GET, WARM and PUT;
  *  - PUT_BLOCK needs the peer token whenever one is set (a node with a peer
  *    token and no tenants took chosen bytes from anyone, and served them);
  *  - protected mode: without tenants the node listens on loopback only, and
@@ -73,6 +76,20 @@ static void stop_clean(t_node *n)
     assert_int_equal(h_proc_stop(n->proc, 15000), 0);
 }
 
+typedef struct {
+    const char *data;
+    size_t size, off;
+} src_buf;
+
+static int64_t src_read(void *buf, size_t cap, void *arg)
+{
+    src_buf *s = arg;
+    size_t k = s->size - s->off < cap ? s->size - s->off : cap;
+    memcpy(buf, s->data + s->off, k);
+    s->off += k;
+    return (int64_t)k;
+}
+
 /* ---- block numbers past the end ------------------------------------------ */
 
 static void test_block_numbers_past_the_end(void **state)
@@ -122,6 +139,98 @@ static void test_block_numbers_past_the_end(void **state)
     free(buf);
     free(data);
     stop_clean(&n);
+}
+
+/* ---- dot segments ---------------------------------------------------------- */
+
+static void escape_against(int version)
+{
+    char name[32];
+    snprintf(name, sizeof(name), "s3rver-v%d", version);
+    h_s3_opts o = {.version = version, .name = name};
+    h_s3 *srv = NULL;
+    int rc = h_s3_start(env, &srv, &o);
+    if (rc == -ENOPKG) {
+        fprintf(stderr, "s3rver %d is not installed: %s\n", version, h_last_error());
+        return;
+    }
+    assert_int_equal(rc, 0);
+    s3_config cfg;
+    t_s3_config(&cfg, h_s3_endpoint(srv), NULL, NULL);
+    s3_sync *sy;
+    assert_int_equal(s3_sync_create(&sy, &cfg), 0);
+    s3_error err;
+    char etag[S3_ETAG_MAX], etag_src[S3_ETAG_MAX];
+    s3_sync_put_args pa = {.bucket = bucket, .key = "wt/k01", .fd = -1, .data = "SECRET-wt",
+                           .size = 9};
+    assert_int_equal(s3_sync_put(sy, &pa, etag, &err), 0);
+    pa.key = "src/k00";
+    pa.data = "public-src";
+    pa.size = 10;
+    assert_int_equal(s3_sync_put(sy, &pa, etag_src, &err), 0);
+    /* what the server does with the dots when asked directly */
+    char got[64] = "";
+    s3_sync_get_args ga = {.bucket = bucket, .key = "src/../wt/k01", .fd = -1, .buf = got,
+                           .cap = sizeof(got) - 1};
+    int64_t k = s3_sync_get(sy, &ga, &err);
+    fprintf(stderr, "s3rver %d, GET src/../wt/k01 straight from S3: %lld bytes%s\n", version,
+            (long long)k, k == 9 && memcmp(got, "SECRET-wt", 9) == 0 ? " (wt/k01's)" : "");
+    s3_sync_destroy(&sy);
+
+    char tpath[600];
+    h_env_path(env, tpath, sizeof(tpath), "tenants-src.conf");
+    FILE *f = fopen(tpath, "w");
+    assert_non_null(f);
+    fprintf(f, "[tenant src]\ntoken = src-token-0123456789\nallow = s3://%s/src/\n", bucket);
+    fclose(f);
+    t_node n;
+    const char *extra[] = {"--tenants", tpath, NULL};
+    char nname[32];
+    snprintf(nname, sizeof(nname), "esc-v%d", version);
+    t_node_start(env, &n, nname, h_s3_endpoint(srv), extra);
+    cc_conn *c = t_conn(base, &n, "src-token-0123456789");
+    const char *keys[] = {"src/../wt/k01", "src/./../wt/k01", "src/#/../../wt/k01",
+                          "src/%2e%2e/wt/k01", "src/%2E%2e/wt/k01", "src/.%2e/wt/k01",
+                          "src/..%2Fwt/k01", "src/%252e%252e/wt/k01"};
+    char buf[64];
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        t_wait w = {0};
+        cc_result r = t_wait_run(base, &w, cc_head(c, bucket, keys[i], t_done, &w));
+        fprintf(stderr, "s3rver %d, HEAD %s as tenant src: code %d rcp %d size %llu: %s\n",
+                version, keys[i], r.code, r.rcp_code, (unsigned long long)r.size, r.message);
+        assert_int_equal(r.code, -EREMOTEIO);
+        assert_int_equal(r.rcp_code, RCP_E_FORBIDDEN);
+        r = t_get(base, c, bucket, keys[i], etag, 9, 0, buf, sizeof(buf));
+        assert_int_equal(r.rcp_code, RCP_E_FORBIDDEN);
+        assert_non_null(strstr(r.message, "segment"));
+        rcp_object obj = {rcp_s(bucket), rcp_s(keys[i]), rcp_s(etag), 9};
+        uint64_t b0 = 0;
+        memset(&w, 0, sizeof(w));
+        r = t_wait_run(base, &w, cc_warm(c, &obj, &b0, 1, t_done, &w));
+        assert_int_equal(r.rcp_code, RCP_E_FORBIDDEN);
+    }
+    /* a write to an escaping key is refused too */
+    src_buf sb = {"overwrite", 9, 0};
+    t_wait w = {0};
+    cc_result r = t_wait_run(base, &w, cc_put(c, bucket, "src/../wt/k01", 9, src_read, &sb,
+                                              t_done, &w));
+    assert_int_equal(r.rcp_code, RCP_E_FORBIDDEN);
+    /* what the tenant may read still reads */
+    r = t_get(base, c, bucket, "src/k00", etag_src, 10, 0, buf, sizeof(buf));
+    assert_int_equal(r.code, 0);
+    assert_memory_equal(buf, "public-src", 10);
+    assert_int_equal(t_node_metric(&n, "ringcached_s3_get_requests_total"), 1);
+    cc_conn_destroy(&c);
+    event_base_loop(base, EVLOOP_NONBLOCK);
+    stop_clean(&n);
+    assert_int_equal(h_proc_stop(h_s3_proc(srv), 5000), 0);
+}
+
+static void test_dot_segments_do_not_escape(void **state)
+{
+    (void)state;
+    escape_against(3);
+    escape_against(5);
 }
 
 /* ---- PUT_BLOCK and the peer token ------------------------------------------ */
@@ -271,6 +380,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_block_numbers_past_the_end),
+        cmocka_unit_test(test_dot_segments_do_not_escape),
         cmocka_unit_test(test_put_block_needs_the_peer_token),
         cmocka_unit_test(test_protected_mode),
         cmocka_unit_test(test_metric_types),
