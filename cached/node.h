@@ -61,6 +61,9 @@ typedef struct node_conf {
     int64_t chunk_size;
     int64_t part_size;
     int64_t drain_timeout_ms;
+    int64_t max_connections;
+    int64_t frame_timeout_ms;
+    int64_t idle_timeout_ms;
     char log_level[16];
 } node_conf;
 

@@ -17,6 +17,7 @@
 #include <event2/bufferevent_ssl.h>
 #include <openssl/ssl.h>
 #include <event2/event.h>
+#include <event2/listener.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdarg.h>
@@ -50,6 +51,8 @@ struct node_conn {
     bool closed, close_after_flush, hello, peer, paused;
     bool put_hold;               /* a write-through PUT asked to stop reading */
     bool loopback;               /* the client is on this host */
+    int64_t last_ms;             /* last byte read or written (idle timeout) */
+    int64_t wait_since_ms;       /* waiting for the rest of a frame since (0: not) */
     const ten_tenant *tenant;
     char tenant_name[257];
     node_req *reqs;
@@ -65,6 +68,8 @@ static uint64_t now_us(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
+
+static int64_t now_ms(void) { return (int64_t)(now_us() / 1000u); }
 
 node_worker *node__conn_worker(node_conn *c) { return c->w; }
 const ten_tenant *node__conn_tenant(node_conn *c) { return c->tenant; }
@@ -818,7 +823,8 @@ static void conn_process(node_conn *c)
             break;
         }
         rcp_header h;
-        int rc = rcp_header_decode(hb, c->max_body, &h);
+        /* before HELLO nothing longer than a HELLO is taken */
+        int rc = rcp_header_decode(hb, c->hello ? c->max_body : RCP_MAX_HELLO_BODY, &h);
         /* back-pressure: at the limits, read only what finishes requests (the
          * data of a PUT, CANCEL); resume when answers drain */
         if (rc == 0 && h.op != RCP_OP_PUT_DATA && h.op != RCP_OP_CANCEL &&
@@ -833,7 +839,7 @@ static void conn_process(node_conn *c)
                                rc == -EMSGSIZE ? "a frame body of %u bytes is over the limit of "
                                                  "%u: closing"
                                                : "corrupt frame header: closing (%u/%u)",
-                               h.len, c->max_body);
+                               h.len, c->hello ? c->max_body : RCP_MAX_HELLO_BODY);
             c->close_after_flush = true;
             bufferevent_disable(c->bev, EV_READ);
             break;
@@ -856,13 +862,16 @@ static void conn_process(node_conn *c)
 static void on_read(struct bufferevent *bev, void *arg)
 {
     (void)bev;
-    conn_process(arg);
+    node_conn *c = arg;
+    c->last_ms = now_ms();
+    conn_process(c);
 }
 
 static void on_write(struct bufferevent *bev, void *arg)
 {
     (void)bev;
     node_conn *c = arg;
+    c->last_ms = now_ms();
     c->refs++;
     conn_pump(c);
     if (!c->closed && c->close_after_flush &&
@@ -933,6 +942,8 @@ void node__accept(node_worker *w, int fd)
     if (w->conns)
         w->conns->prev = c;
     w->conns = c;
+    c->last_ms = now_ms();
+    atomic_fetch_add(&n->conns_open, 1);
     node__count(w, NM_CONNECTIONS, 1);
     node__gauge_add(w, NM_CONNECTIONS_OPEN, 1);
 }
@@ -944,6 +955,12 @@ static void conn_close(node_conn *c)
     c->closed = true;
     node_worker *w = c->w;
     node__gauge_add(w, NM_CONNECTIONS_OPEN, -1);
+    atomic_fetch_sub(&w->n->conns_open, 1);
+    if (w->accept_paused && !atomic_load(&w->n->stopping)) {
+        /* a descriptor is free again: accept the connections waiting */
+        w->accept_paused = false;
+        evconnlistener_enable(w->listener);
+    }
     /* requests: those waiting on something of another thread leave it now;
      * those with an operation of this thread in flight are freed when it ends */
     node_req *r = c->reqs;
@@ -981,6 +998,48 @@ static void conn_unref(node_conn *c)
 {
     if (--c->refs == 0)
         free(c);
+}
+
+/* Frame timeout: a connection that has not said HELLO, or holds part of a
+ * frame it is not paused on, must complete it in time (a client that sends
+ * all but one byte of a header or body holds no slot for long). Idle
+ * timeout: nothing in flight, nothing buffered, nothing moved. */
+void node__sweep(node_worker *w, int64_t now)
+{
+    node *n = w->n;
+    node_conn *c = w->conns;
+    while (c) {
+        node_conn *nx = c->next;
+        if (c->closed || c->close_after_flush) {
+            c = nx;
+            continue;
+        }
+        size_t in = evbuffer_get_length(bufferevent_get_input(c->bev));
+        size_t out = evbuffer_get_length(bufferevent_get_output(c->bev));
+        bool waiting = !c->hello || (in > 0 && !c->paused && !c->put_hold);
+        if (!waiting) {
+            c->wait_since_ms = 0;
+        } else if (!c->wait_since_ms) {
+            c->wait_since_ms = c->hello ? now : c->last_ms;
+        }
+        const char *why = NULL;
+        if (waiting && now - c->wait_since_ms >= n->conf.frame_timeout_ms)
+            why = c->hello ? "a frame did not arrive whole within --frame-timeout"
+                           : "no HELLO within --frame-timeout of connecting";
+        else if (n->conf.idle_timeout_ms > 0 && c->hello && !c->n_reqs && !c->sq_head && !in &&
+                 !out && now - c->last_ms >= n->conf.idle_timeout_ms)
+            why = "idle for --idle-timeout";
+        if (why) {
+            node__count(w, NM_CONN_TIMEOUTS, 1);
+            node_log(NODE_LOG_DEBUG, "msg=\"connection closed: %s\" buffered=%zu", why, in);
+            node__answer_error(c, 0, RCP_E_TIMEOUT, "%s: closing", why);
+            c->close_after_flush = true;
+            bufferevent_disable(c->bev, EV_READ);
+            if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
+                conn_close(c);
+        }
+        c = nx;
+    }
 }
 
 void node__close_all(node_worker *w)

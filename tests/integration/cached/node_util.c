@@ -25,6 +25,12 @@
 int t_node_try_start(h_env *env, t_node *n, const char *name, const char *s3_endpoint,
                      const char *const *extra)
 {
+    return t_node_try_start_wrapped(env, n, name, s3_endpoint, extra, NULL);
+}
+
+int t_node_try_start_wrapped(h_env *env, t_node *n, const char *name, const char *s3_endpoint,
+                             const char *const *extra, const char *const *wrap)
+{
     char bin[1024];
     if (h_build_path(bin, sizeof(bin), "cached/ringcached") < 0)
         h_skip("ringcached is not built");
@@ -35,8 +41,10 @@ int t_node_try_start(h_env *env, t_node *n, const char *name, const char *s3_end
     char port_file[600], admin_file[600];
     snprintf(port_file, sizeof(port_file), "%s/port", n->dir);
     snprintf(admin_file, sizeof(admin_file), "%s/admin-port", n->dir);
-    const char *argv[64];
+    const char *argv[72];
     int k = 0;
+    for (int i = 0; wrap && wrap[i] && k < 8; i++)
+        argv[k++] = wrap[i];
     const char *base[] = {bin, "--node-id", name, "--listen", "127.0.0.1", "--port", "0",
                           "--port-file", port_file, "--admin-listen", "127.0.0.1",
                           "--admin-port", "0", "--admin-port-file", admin_file,
@@ -45,7 +53,7 @@ int t_node_try_start(h_env *env, t_node *n, const char *name, const char *s3_end
                           "--s3-access-key", "S3RVER", "--s3-secret-key", "S3RVER", NULL};
     for (int i = 0; base[i]; i++)
         argv[k++] = base[i];
-    for (int i = 0; extra && extra[i] && k < 62; i++)
+    for (int i = 0; extra && extra[i] && k < 70; i++)
         argv[k++] = extra[i];
     argv[k] = NULL;
     int rc = h_proc_start(env, &n->proc, name, (char *const *)argv, NULL, port_file, 0);

@@ -34,6 +34,11 @@ void t_node_start(h_env *env, t_node *n, const char *name, const char *s3_endpoi
 int t_node_try_start(h_env *env, t_node *n, const char *name, const char *s3_endpoint,
                      const char *const *extra);
 
+/* The same, run through the command wrap (NULL-terminated, e.g. {"prlimit",
+ * "--nofile=128:128", NULL}: it must exec the node, keeping its pid). */
+int t_node_try_start_wrapped(h_env *env, t_node *n, const char *name, const char *s3_endpoint,
+                             const char *const *extra, const char *const *wrap);
+
 /* A counter or gauge from /metrics (the first line that starts with `metric`
  * followed by a space or '{'). -1 when absent. */
 int64_t t_node_metric(const t_node *n, const char *metric);

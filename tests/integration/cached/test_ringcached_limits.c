@@ -11,6 +11,10 @@
  *    token and no tenants took chosen bytes from anyone, and served them);
  *  - protected mode: without tenants the node listens on loopback only, and
  *    refuses a non-loopback --listen unless --allow-anonymous;
+ *  - memory before HELLO: 500 connections each declaring a 1.1 MB HELLO and
+ *    sending all but one byte; the frame and idle timeouts; --max-connections;
+ *  - out of file descriptors (a node under prlimit --nofile=128 and 344
+ *    connections): accepting pauses, the log stays short, CPU stays low;
  *  - every metric whose name ends in _total is declared a counter (the
  *    store's checksum failures were a gauge).
  */
@@ -343,6 +347,194 @@ static void test_protected_mode(void **state)
     stop_clean(&n);
 }
 
+/* ---- connections ------------------------------------------------------------ */
+
+/* The next frame's error code (or -1 when the connection closed or timed out
+ * first), and whether the connection is closed right after it. */
+static int next_error(int fd, bool *closed_after)
+{
+    rcp_header h;
+    uint8_t body[2048];
+    int rc = t_raw_recv_frame(fd, &h, body, sizeof(body));
+    if (rc < 0 || h.op != RCP_OP_ERROR)
+        return -1;
+    rcp_error e;
+    if (rcp_parse_error(body, h.len, &e) < 0)
+        return -1;
+    fprintf(stderr, "  error %d: %.*s\n", e.code, (int)e.message.len, e.message.p);
+    if (closed_after)
+        *closed_after = recv(fd, body, 1, 0) == 0;
+    return e.code;
+}
+
+static void test_memory_before_hello(void **state)
+{
+    (void)state;
+    t_node n;
+    const char *extra[] = {"--frame-timeout", "1s", "--idle-timeout", "1s", NULL};
+    t_node_start(env, &n, "prehello", h_s3model_endpoint(model), extra);
+    int64_t rss0 = t_node_rss_kib(&n);
+    enum { N = 500, DECLARED = 1100000 };
+    static int fds[N];
+    uint8_t *body = calloc(1, DECLARED);
+    int64_t t0 = h_now_ms();
+    for (int i = 0; i < N; i++) {
+        fds[i] = t_raw_connect(n.port);
+        struct timeval tv = {0, 200000};
+        setsockopt(fds[i], SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+        uint8_t hb[RCP_HEADER_SIZE];
+        rcp_header hd = {RCP_OP_HELLO, 0, 0, DECLARED};
+        rcp_header_encode(&hd, hb);
+        send(fds[i], hb, sizeof(hb), MSG_NOSIGNAL);
+        size_t off = 0;
+        while (off < DECLARED - 1) {
+            ssize_t k = send(fds[i], body + off, DECLARED - 1 - off, MSG_NOSIGNAL);
+            if (k <= 0)
+                break; /* the node closed it, or stopped reading */
+            off += (size_t)k;
+        }
+    }
+    int64_t rss1 = t_node_rss_kib(&n);
+    for (int i = 0; i < N; i++)
+        close(fds[i]);
+    sleep(1);
+    int64_t rss2 = t_node_rss_kib(&n);
+    fprintf(stderr,
+            "%d connections declaring a %d-byte HELLO, all but one byte sent (%lld ms): node RSS "
+            "%lld -> %lld KiB, %lld KiB after they closed\n",
+            N, DECLARED, (long long)(h_now_ms() - t0), (long long)rss0, (long long)rss1,
+            (long long)rss2);
+    free(body);
+    assert_true(rss1 - rss0 < 64 * 1024);
+    assert_true(rss2 - rss0 < 64 * 1024);
+
+    /* a frame over the HELLO limit before HELLO: refused at its header */
+    int fd = t_raw_connect(n.port);
+    t_raw_send(fd, RCP_OP_HELLO, 0, NULL, 0); /* a header alone cannot say more */
+    close(fd);
+    fd = t_raw_connect(n.port);
+    uint8_t hb[RCP_HEADER_SIZE];
+    rcp_header hd = {RCP_OP_HELLO, 0, 0, RCP_MAX_HELLO_BODY + 1};
+    rcp_header_encode(&hd, hb);
+    assert_int_equal(send(fd, hb, sizeof(hb), MSG_NOSIGNAL), (ssize_t)sizeof(hb));
+    bool closed = false;
+    assert_int_equal(next_error(fd, &closed), RCP_E_PROTOCOL);
+    assert_true(closed);
+    close(fd);
+    /* half a header, and no HELLO at all: closed by the frame timeout */
+    fd = t_raw_connect(n.port);
+    assert_int_equal(send(fd, hb, 10, MSG_NOSIGNAL), 10);
+    assert_int_equal(next_error(fd, &closed), RCP_E_TIMEOUT);
+    assert_true(closed);
+    close(fd);
+    fd = t_raw_connect(n.port);
+    assert_int_equal(next_error(fd, &closed), RCP_E_TIMEOUT);
+    assert_true(closed);
+    close(fd);
+    /* HELLO, then half a frame: the frame timeout; then nothing: the idle one */
+    fd = t_raw_connect(n.port);
+    t_raw_hello(fd, NULL);
+    rcp_header hg = {RCP_OP_GET, 0, 1, 100};
+    rcp_header_encode(&hg, hb);
+    assert_int_equal(send(fd, hb, sizeof(hb), MSG_NOSIGNAL), (ssize_t)sizeof(hb));
+    assert_int_equal(next_error(fd, &closed), RCP_E_TIMEOUT);
+    close(fd);
+    fd = t_raw_connect(n.port);
+    t_raw_hello(fd, NULL);
+    assert_int_equal(next_error(fd, &closed), RCP_E_TIMEOUT);
+    assert_true(closed);
+    close(fd);
+    assert_true(t_node_metric(&n, "ringcached_connections_timed_out_total") >= 4);
+    stop_clean(&n);
+}
+
+static void test_max_connections(void **state)
+{
+    (void)state;
+    t_node n;
+    const char *extra[] = {"--max-connections", "8", "--threads", "2", NULL};
+    t_node_start(env, &n, "maxconn", h_s3model_endpoint(model), extra);
+    int fds[8];
+    for (int i = 0; i < 8; i++) {
+        fds[i] = t_raw_connect(n.port);
+        t_raw_hello(fds[i], NULL);
+    }
+    int fd = t_raw_connect(n.port);
+    bool closed = false;
+    assert_int_equal(next_error(fd, &closed), RCP_E_BUSY);
+    assert_true(closed);
+    close(fd);
+    assert_int_equal(t_node_metric(&n, "ringcached_connections_refused_total"), 1);
+    close(fds[0]);
+    /* a slot is free again once the node has seen the close */
+    int ok = 0;
+    for (int tries = 0; tries < 50 && !ok; tries++) {
+        usleep(100000);
+        fd = t_raw_connect(n.port);
+        uint8_t b[512];
+        rcp_hello_req hq = {1, 1, rcp_s(""), 0, rcp_s("raw")};
+        int k = rcp_encode_hello_req(&hq, b, sizeof(b));
+        t_raw_send(fd, RCP_OP_HELLO, 0, b, (size_t)k);
+        rcp_header h;
+        ok = t_raw_recv_frame(fd, &h, b, sizeof(b)) == 0 && h.op == RCP_OP_HELLO;
+        close(fd);
+    }
+    assert_true(ok);
+    for (int i = 1; i < 8; i++)
+        close(fds[i]);
+    stop_clean(&n);
+}
+
+static int count_lines(const char *text, const char *needle)
+{
+    int k = 0;
+    for (const char *p = text; (p = strstr(p, needle)) != NULL; p++)
+        k++;
+    return k;
+}
+
+static void test_out_of_descriptors(void **state)
+{
+    (void)state;
+    t_node n;
+    /* more connections allowed than descriptors: accept itself fails */
+    const char *extra[] = {"--max-connections", "100000", "--threads", "2",
+                           "--s3-connections", "4", NULL};
+    const char *wrap[] = {"prlimit", "--nofile=128:128", NULL};
+    if (t_node_try_start_wrapped(env, &n, "nofd", h_s3model_endpoint(model), extra, wrap) < 0) {
+        fprintf(stderr, "cannot start a node under prlimit: %s\n", h_last_error());
+        fail();
+    }
+    enum { N = 344 };
+    static int fds[N];
+    for (int i = 0; i < N; i++)
+        fds[i] = h_tcp_connect(n.port, 2000); /* the backlog takes what accept does not */
+    double cpu0 = h_pid_cpu_s(h_proc_pid(n.proc));
+    sleep(3);
+    double cpu1 = h_pid_cpu_s(h_proc_pid(n.proc));
+    int lines = count_lines(read_log(&n), "cannot accept");
+    int64_t errors = t_node_metric(&n, "ringcached_accept_errors_total");
+    fprintf(stderr,
+            "%d connections to a node limited to 128 descriptors: %.2f CPU-seconds in 3 s, %d "
+            "log lines, %lld accept errors counted\n",
+            N, cpu1 - cpu0, lines, (long long)errors);
+    assert_true(errors > 0);
+    assert_true(lines >= 1 && lines <= 3);
+    assert_true(cpu1 - cpu0 < 1.0);
+    for (int i = 0; i < N; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    /* descriptors free again: new clients are served */
+    sleep(1);
+    cc_conn *c = t_conn(base, &n, NULL);
+    t_wait w = {0};
+    cc_result r = t_wait_run(base, &w, cc_ping(c, t_done, &w));
+    assert_int_equal(r.code, 0);
+    cc_conn_destroy(&c);
+    event_base_loop(base, EVLOOP_NONBLOCK);
+    stop_clean(&n);
+}
+
 /* ---- metric types ---------------------------------------------------------- */
 
 static void test_metric_types(void **state)
@@ -383,6 +575,9 @@ int main(void)
         cmocka_unit_test(test_dot_segments_do_not_escape),
         cmocka_unit_test(test_put_block_needs_the_peer_token),
         cmocka_unit_test(test_protected_mode),
+        cmocka_unit_test(test_memory_before_hello),
+        cmocka_unit_test(test_max_connections),
+        cmocka_unit_test(test_out_of_descriptors),
         cmocka_unit_test(test_metric_types),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
