@@ -6,7 +6,8 @@
  * output buffer is below two chunks, so a large block never holds up a small
  * one and memory per connection stays bounded: the node stops reading a
  * connection that has max-outstanding requests in flight or max-buffered bytes
- * of answers queued (back-pressure), and data is sent by reference from the
+ * of answers queued or admitted (back-pressure: a GET's bytes count from the
+ * moment it is admitted, while the store reads or S3 fills them), and data is sent by reference from the
  * store's or the fill's buffer, never copied.
  */
 #include "node_int.h"
@@ -59,6 +60,7 @@ struct node_conn {
     size_t n_reqs;
     node_send *sq_head, *sq_tail;
     size_t sq_bytes;
+    size_t reserved;             /* answers admitted and not queued yet (reads, fills) */
     uint32_t max_body;
 };
 
@@ -118,6 +120,7 @@ void node__req_done(node_req *r)
     if (r->next)
         r->next->prev = r->prev;
     c->n_reqs--;
+    c->reserved -= r->reserved;
     if (r->put)
         node__put_abort(r);
     free(r);
@@ -429,6 +432,10 @@ static void do_get(node_conn *c, uint32_t id, const uint8_t *body, size_t len)
     r->len = g.length ? g.length : (uint32_t)(blen - g.offset);
     r->flags = g.flags;
     r->block_len = (uint32_t)blen;
+    /* the answer's bytes count against max-buffered from now on: a store
+     * read's or a fill's buffer is memory as much as a queued answer */
+    r->reserved = r->len;
+    c->reserved += r->len;
     bkey_id bid;
     req_identity(r, &bid);
     r->state = R_STORE_READ;
@@ -829,7 +836,8 @@ static void conn_process(node_conn *c)
          * data of a PUT, CANCEL); resume when answers drain */
         if (rc == 0 && h.op != RCP_OP_PUT_DATA && h.op != RCP_OP_CANCEL &&
             (c->n_reqs >= (size_t)n->conf.max_outstanding ||
-             c->sq_bytes + evbuffer_get_length(out) >= (size_t)n->conf.max_buffered)) {
+             c->sq_bytes + c->reserved + evbuffer_get_length(out) >=
+                 (size_t)n->conf.max_buffered)) {
             conn_pause(c, true);
             break;
         }

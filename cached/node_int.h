@@ -162,6 +162,7 @@ struct node_req {
     uint64_t size, block;
     uint32_t off, len, flags, block_len;
     bool reread;                   /* the store was asked again after a fill finished */
+    uint32_t reserved;             /* answer bytes counted against max-buffered */
     node_put *put;
 };
 

@@ -15,6 +15,8 @@
  *    sending all but one byte; the frame and idle timeouts; --max-connections;
  *  - out of file descriptors (a node under prlimit --nofile=128 and 344
  *    connections): accepting pauses, the log stays short, CPU stays low;
+ *  - max-buffered is the bound: 20 connections pipelining GETs of SSD blocks
+ *    and never reading cost about 20 x max-buffered, not 20 x 64 blocks;
  *  - every metric whose name ends in _total is declared a counter (the
  *    store's checksum failures were a gauge).
  */
@@ -535,6 +537,73 @@ static void test_out_of_descriptors(void **state)
     stop_clean(&n);
 }
 
+/* ---- max-buffered ------------------------------------------------------------ */
+
+static void test_max_buffered_is_the_bound(void **state)
+{
+    (void)state;
+    t_node n;
+    /* no RAM tier: every hit is an SSD read into a buffer of its own */
+    const char *extra[] = {"--max-buffered", "2MiB", "--ram-capacity", "0", "--threads", "2",
+                           NULL};
+    t_node_start(env, &n, "maxbuf", h_s3model_endpoint(model), extra);
+    enum { BLOCKS = 32, CONNS = 20 };
+    size_t size = (size_t)BLOCKS << 20;
+    unsigned char *data = t_alloc_data(size, 74);
+    char etag[S3_ETAG_MAX];
+    put_direct("maxbuf/obj", data, size, etag);
+    cc_conn *c = t_conn(base, &n, NULL);
+    unsigned char *buf = malloc(1u << 20);
+    for (uint64_t b = 0; b < BLOCKS; b++)
+        assert_int_equal(t_get(base, c, bucket, "maxbuf/obj", etag, size, b, buf, 1u << 20).code,
+                         0);
+    cc_conn_destroy(&c);
+    event_base_loop(base, EVLOOP_NONBLOCK);
+    sleep(1); /* the fills' writes land */
+    int64_t rss0 = t_node_rss_kib(&n);
+    int fds[CONNS];
+    int sent = 0;
+    for (int k = 0; k < CONNS; k++) {
+        fds[k] = t_raw_connect(n.port);
+        int rcv = 4096;
+        setsockopt(fds[k], SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
+        t_raw_hello(fds[k], NULL);
+        struct timeval tv = {0, 100000};
+        setsockopt(fds[k], SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+        for (uint32_t i = 1; i <= 64; i++) {
+            uint8_t frame[RCP_HEADER_SIZE + 512];
+            rcp_get_req g = {{rcp_s(bucket), rcp_s("maxbuf/obj"), rcp_s(etag), size},
+                             (i - 1) % BLOCKS, 0, 0, 0};
+            int len = rcp_encode_get_req(&g, frame + RCP_HEADER_SIZE, 512);
+            rcp_header hd = {RCP_OP_GET, 0, i, (uint32_t)len};
+            rcp_header_encode(&hd, frame);
+            if (send(fds[k], frame, RCP_HEADER_SIZE + (size_t)len, MSG_NOSIGNAL) < 0)
+                break;
+            sent++;
+        }
+    }
+    sleep(2);
+    int64_t rss1 = t_node_rss_kib(&n);
+    fprintf(stderr,
+            "%d connections, %d pipelined 1 MiB GETs never read, max-buffered 2 MiB: node RSS "
+            "%lld -> %lld KiB (+%lld MiB)\n",
+            CONNS, sent, (long long)rss0, (long long)rss1, (long long)(rss1 - rss0) / 1024);
+    /* per connection: max-buffered, one more block admitted at the edge, the
+     * chunks in the socket's output: about 4 MiB, far from 64 */
+    assert_true(rss1 - rss0 < CONNS * 6 * 1024);
+    /* others are still served */
+    c = t_conn(base, &n, NULL);
+    assert_int_equal(t_get(base, c, bucket, "maxbuf/obj", etag, size, 3, buf, 1u << 20).code, 0);
+    assert_memory_equal(buf, data + (3u << 20), 1u << 20);
+    cc_conn_destroy(&c);
+    event_base_loop(base, EVLOOP_NONBLOCK);
+    for (int k = 0; k < CONNS; k++)
+        close(fds[k]);
+    free(buf);
+    free(data);
+    stop_clean(&n);
+}
+
 /* ---- metric types ---------------------------------------------------------- */
 
 static void test_metric_types(void **state)
@@ -578,6 +647,7 @@ int main(void)
         cmocka_unit_test(test_memory_before_hello),
         cmocka_unit_test(test_max_connections),
         cmocka_unit_test(test_out_of_descriptors),
+        cmocka_unit_test(test_max_buffered_is_the_bound),
         cmocka_unit_test(test_metric_types),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
