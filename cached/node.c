@@ -71,6 +71,8 @@ const cfg_opt node_opts[] = {
     {"chunk-size", CFG_SIZE, "256KiB", "answers go out in chunks of this size, interleaved", O(chunk_size), 4096, 16 << 20, false, false},
     {"part-size", CFG_SIZE, "8MiB", "multipart part size for write-through PUTs", O(part_size), 5 << 20, 5LL << 30, false, false},
     {"drain-timeout", CFG_MS, "10s", "on SIGTERM, time given to in-flight requests", O(drain_timeout_ms), 0, 600000, false, false},
+    {"max-fills", CFG_INT, "256", "fills from S3 in flight on this node; a GET past it is answered busy, WARM takes at most half", O(max_fills), 2, 65536, false, false},
+    {"max-warm-blocks", CFG_INT, "1024", "blocks one WARM request may name", O(max_warm_blocks), 1, 65536, false, false},
     {"max-connections", CFG_INT, "0", "connections open at once; more are answered busy and closed (0: the descriptor limit less a reserve, at most 10000)", O(max_connections), 0, 1000000, false, false},
     {"frame-timeout", CFG_MS, "10s", "a frame (and HELLO, after connecting) must arrive whole within this, or the connection is closed", O(frame_timeout_ms), 100, 3600000, false, false},
     {"idle-timeout", CFG_MS, "0", "close a connection with nothing in flight after this long (0: never)", O(idle_timeout_ms), 0, 86400000, false, false},
@@ -319,6 +321,8 @@ struct node_fill {
     /* identity copies for the S3 GET and the store write */
     char tenant[257], bucket[64], key_s[1025], version[129];
     uint64_t object_size, index;
+    uint32_t got;                /* bytes S3 delivered into buf */
+    bool had_waiters;            /* a GET asked (not only a WARM) */
     int rcp_code;
     char message[2048];
 };
@@ -487,6 +491,33 @@ static void fill_deadline_cb(evutil_socket_t fd, short what, void *arg)
     pthread_mutex_unlock(&n->fill_lock);
 }
 
+/* S3 delivers a fill's bytes here (the S3 client's thread is the owner's).
+ * A fill that timed out, or whose every waiter left, stops its S3 request
+ * at the next bytes instead of downloading a block nobody waits for. */
+static int fill_data(const void *data, size_t len, void *arg)
+{
+    node_fill *f = arg;
+    node *n = f->n;
+    pthread_mutex_lock(&n->fill_lock);
+    bool abandoned = f->state != FILL_RUNNING || (f->had_waiters && !f->waiters);
+    pthread_mutex_unlock(&n->fill_lock);
+    if (abandoned)
+        return -ECANCELED;
+    if (len > f->block_len - f->got)
+        return -EMSGSIZE;
+    memcpy(f->buf->data + f->got, data, len);
+    f->got += (uint32_t)len;
+    return 0;
+}
+
+size_t node__fills_active(node *n)
+{
+    pthread_mutex_lock(&n->fill_lock);
+    size_t k = n->fills_active;
+    pthread_mutex_unlock(&n->fill_lock);
+    return k;
+}
+
 static int str_copy(char *dst, size_t cap, const char *src, size_t len)
 {
     if (len + 1 > cap)
@@ -554,6 +585,11 @@ int node__fill_join(node_worker *w, const node_fill_args *a, node_fill **joined)
         free(wt);
         return -EAGAIN;
     }
+    if (n->fills_active >= (size_t)n->conf.max_fills) {
+        pthread_mutex_unlock(&n->fill_lock);
+        free(wt);
+        return -EBUSY;
+    }
     /* a new fill, run on this worker */
     f = calloc(1, sizeof(*f));
     if (!f) {
@@ -585,6 +621,7 @@ int node__fill_join(node_worker *w, const node_fill_args *a, node_fill **joined)
     if (wt)
         wt->creator = true;
     f->waiters = wt;
+    f->had_waiters = wt != NULL;
     f->ref = 2; /* the table and the S3 GET */
     f->in_table = true;
     size_t b = fill_bucket(n, k);
@@ -597,7 +634,7 @@ int node__fill_join(node_worker *w, const node_fill_args *a, node_fill **joined)
     uint64_t start = a->id->index * (uint64_t)n->conf.block_size;
     s3_get_args ga = {.bucket = f->bucket, .key = f->key_s, .offset = start,
                       .length = f->block_len, .if_match = f->version[0] ? f->version : NULL,
-                      .buf = f->buf->data, .cap = f->block_len};
+                      .on_data = fill_data, .data_arg = f};
     struct timeval tv = {n->conf.fill_deadline_ms / 1000, (n->conf.fill_deadline_ms % 1000) * 1000};
     evtimer_add(f->deadline, &tv);
     int rc = s3_get(node__s3_for(w, a->tenant), &ga, fill_got, f);

@@ -62,6 +62,8 @@ typedef struct node_conf {
     int64_t part_size;
     int64_t drain_timeout_ms;
     int64_t max_connections;
+    int64_t max_fills;
+    int64_t max_warm_blocks;
     int64_t frame_timeout_ms;
     int64_t idle_timeout_ms;
     char log_level[16];

@@ -121,6 +121,7 @@ void node__req_done(node_req *r)
         r->next->prev = r->prev;
     c->n_reqs--;
     c->reserved -= r->reserved;
+    free(r->warm);
     if (r->put)
         node__put_abort(r);
     free(r);
@@ -329,7 +330,14 @@ static void get_from_fill(node_req *r)
             store_read_done(r, rc, NULL);
         return;
     }
-    if (rc < 0) {
+    if (rc == -EBUSY) {
+        node__answer_error(c, r->id, RCP_E_BUSY,
+                           "s3://%s/%s block %llu: this node has %lld fills from S3 in flight "
+                           "(--max-fills): read it from S3 or try again",
+                           r->bucket, r->key, (unsigned long long)r->block,
+                           (long long)c->w->n->conf.max_fills);
+        node__req_done(r);
+    } else if (rc < 0) {
         node__answer_error(c, r->id, RCP_E_INTERNAL, "cannot start a fill: %s", strerror(-rc));
         node__req_done(r);
     }
@@ -566,6 +574,62 @@ static void do_put_block(node_conn *c, uint32_t id, const uint8_t *body, size_t 
         put_block_done(r, rc);
 }
 
+/* WARM: the object's real size and version come from a HEAD first (a WARM
+ * naming a made-up 64 GiB version starts nothing), then one fill per block
+ * not stored yet, while the node has room (WARM takes at most half of
+ * --max-fills, so GETs always find some). */
+static void warm_head_done(const s3_error *err, const s3_object_info *info, void *arg)
+{
+    node_req *r = arg;
+    node_conn *c = r->c;
+    node *n = c->w->n;
+    if (r->cancelled || c->closed) {
+        node__req_done(r);
+        return;
+    }
+    if (err->code) {
+        node__count(c->w, NM_S3_ERRORS, 1);
+        node__answer_error(c, r->id,
+                           err->code == -ENOENT   ? RCP_E_NOT_FOUND
+                           : err->code == -EACCES ? RCP_E_FORBIDDEN
+                                                  : RCP_E_S3,
+                           "WARM: %s", err->message);
+        node__req_done(r);
+        return;
+    }
+    if (info->size != r->size || (r->version[0] && strcmp(info->etag, r->version) != 0)) {
+        node__count(c->w, NM_VERSION_CHANGED, 1);
+        node__answer_error(c, r->id, RCP_E_VERSION_CHANGED,
+                           "WARM: s3://%s/%s is %llu bytes with version %s, not the %llu bytes "
+                           "of version %s the request named",
+                           r->bucket, r->key, (unsigned long long)info->size, info->etag,
+                           (unsigned long long)r->size, r->version[0] ? r->version : "(any)");
+        node__req_done(r);
+        return;
+    }
+    uint32_t queued = 0;
+    size_t budget = (size_t)n->conf.max_fills / 2;
+    for (uint32_t i = 0; i < r->n_warm; i++) {
+        uint64_t blen = bkey_block_len(info->size, (uint64_t)n->conf.block_size, r->warm[i]);
+        if (!blen)
+            continue;
+        bkey_id bid;
+        bkey_id_init(&bid, c->tenant_name, r->bucket, r->key, r->version, r->size, r->warm[i]);
+        if (bs_contains(n->store, &bid))
+            continue;
+        if (node__fills_active(n) >= budget)
+            break; /* the rest is left for a later WARM, or the first GET */
+        node_fill_args fa = {c->tenant, &bid, (uint32_t)blen, 0, 0, 0, 0, false};
+        node_fill *f;
+        if (node__fill_join(c->w, &fa, &f) == 0)
+            queued++;
+    }
+    uint8_t b[4] = {(uint8_t)queued, (uint8_t)(queued >> 8), (uint8_t)(queued >> 16),
+                    (uint8_t)(queued >> 24)};
+    node__answer_body(c, RCP_OP_WARM, r->id, b, sizeof(b));
+    node__req_done(r);
+}
+
 static void do_warm(node_conn *c, uint32_t id, const uint8_t *body, size_t len)
 {
     node *n = c->w->n;
@@ -574,34 +638,43 @@ static void do_warm(node_conn *c, uint32_t id, const uint8_t *body, size_t len)
         node__answer_error(c, id, RCP_E_BAD_REQUEST, "WARM: the request does not parse");
         return;
     }
-    char bucket[64], key[1025], version[129];
-    if (rcp_str_copy(wr.obj.bucket, bucket, sizeof(bucket)) < 0 ||
-        rcp_str_copy(wr.obj.key, key, sizeof(key)) < 0 ||
-        rcp_str_copy(wr.obj.version, version, sizeof(version)) < 0) {
-        node__answer_error(c, id, RCP_E_BAD_REQUEST, "WARM: a field is too long or holds a NUL byte");
-        return;
-    }
-    if (!access_ok(c, id, "read", bucket, key))
-        return;
-    uint32_t queued = 0;
-    for (uint32_t i = 0; i < wr.n_blocks; i++) {
-        uint64_t b = rcp_warm_block(&wr, i);
-        uint64_t blen = bkey_block_len(wr.obj.size, (uint64_t)n->conf.block_size, b);
-        if (!blen)
-            continue;
-        bkey_id bid;
-        bkey_id_init(&bid, c->tenant_name, bucket, key, version, wr.obj.size, b);
-        if (bs_contains(n->store, &bid))
-            continue;
-        node_fill_args fa = {c->tenant, &bid, (uint32_t)blen, 0, 0, 0, 0, false};
-        node_fill *f;
-        if (node__fill_join(c->w, &fa, &f) == 0)
-            queued++;
-    }
     node__count(c->w, NM_WARM_BLOCKS, wr.n_blocks);
-    uint8_t b[4] = {(uint8_t)queued, (uint8_t)(queued >> 8), (uint8_t)(queued >> 16),
-                    (uint8_t)(queued >> 24)};
-    node__answer_body(c, RCP_OP_WARM, id, b, sizeof(b));
+    if (wr.n_blocks > (uint32_t)n->conf.max_warm_blocks) {
+        node__answer_error(c, id, RCP_E_TOO_LARGE,
+                           "WARM names %u blocks, over this node's %lld (--max-warm-blocks): "
+                           "send them in several requests",
+                           wr.n_blocks, (long long)n->conf.max_warm_blocks);
+        return;
+    }
+    node_req *r = req_new(c, id, RCP_OP_WARM);
+    if (!r)
+        return;
+    if (parse_object(r, &wr.obj) < 0) {
+        node__answer_error(c, id, RCP_E_BAD_REQUEST,
+                           "WARM: a field is too long or holds a NUL byte");
+        node__req_done(r);
+        return;
+    }
+    if (!access_ok(c, id, "read", r->bucket, r->key)) {
+        node__req_done(r);
+        return;
+    }
+    r->warm = malloc((wr.n_blocks ? wr.n_blocks : 1) * sizeof(uint64_t));
+    if (!r->warm) {
+        node__answer_error(c, id, RCP_E_INTERNAL, "out of memory");
+        node__req_done(r);
+        return;
+    }
+    r->n_warm = wr.n_blocks;
+    for (uint32_t i = 0; i < wr.n_blocks; i++)
+        r->warm[i] = rcp_warm_block(&wr, i);
+    r->state = R_S3;
+    int rc = s3_head(node__s3_for(c->w, c->tenant), r->bucket, r->key, warm_head_done, r);
+    if (rc < 0) {
+        node__answer_error(c, id, RCP_E_S3, "WARM: cannot ask S3 for s3://%s/%s: %s", r->bucket,
+                           r->key, strerror(-rc));
+        node__req_done(r);
+    }
 }
 
 static void do_stats(node_conn *c, uint32_t id)

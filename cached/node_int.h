@@ -163,6 +163,8 @@ struct node_req {
     uint32_t off, len, flags, block_len;
     bool reread;                   /* the store was asked again after a fill finished */
     uint32_t reserved;             /* answer bytes counted against max-buffered */
+    uint64_t *warm;                /* WARM: the blocks named, until S3's HEAD answers */
+    uint32_t n_warm;
     node_put *put;
 };
 
@@ -188,6 +190,8 @@ typedef struct node_fill_args {
     bool force;                    /* start a fill even if the store has the block now */
 } node_fill_args;
 int node__fill_join(node_worker *w, const node_fill_args *a, node_fill **joined);
+/* Fills in the table now (any thread). */
+size_t node__fills_active(node *n);
 /* Remove a waiter (request cancelled or connection closed). */
 void node__fill_leave(node *n, node_fill *f, uint64_t conn_serial, uint32_t req_id);
 

@@ -15,6 +15,10 @@
  *    sending all but one byte; the frame and idle timeouts; --max-connections;
  *  - out of file descriptors (a node under prlimit --nofile=128 and 344
  *    connections): accepting pauses, the log stays short, CPU stays low;
+ *  - one WARM cannot take the node down: 65,536 blocks are refused, a made-up
+ *    64 GiB version starts nothing (HEAD first), fills in flight stay under
+ *    --max-fills while another client's GETs are answered, and SIGTERM with
+ *    fills in flight exits 0 within the drain timeout;
  *  - max-buffered is the bound: 20 connections pipelining GETs of SSD blocks
  *    and never reading cost about 20 x max-buffered, not 20 x 64 blocks;
  *  - every metric whose name ends in _total is declared a counter (the
@@ -537,6 +541,92 @@ static void test_out_of_descriptors(void **state)
     stop_clean(&n);
 }
 
+/* ---- WARM and fills ------------------------------------------------------------ */
+
+static cc_result warm(cc_conn *c, const char *key, const char *version, uint64_t size,
+                      uint32_t n_blocks)
+{
+    uint64_t *blocks = malloc(n_blocks * sizeof(uint64_t));
+    for (uint32_t i = 0; i < n_blocks; i++)
+        blocks[i] = i;
+    rcp_object obj = {rcp_s(bucket), rcp_s(key), rcp_s(version), size};
+    t_wait w = {0};
+    cc_result r = t_wait_run(base, &w, cc_warm(c, &obj, blocks, n_blocks, t_done, &w));
+    free(blocks);
+    return r;
+}
+
+static void test_warm_cannot_take_the_node_down(void **state)
+{
+    (void)state;
+    t_node n;
+    const char *extra[] = {"--max-fills", "8", "--drain-timeout", "1s", "--threads", "2", NULL};
+    t_node_start(env, &n, "warm", h_s3model_endpoint(model), extra);
+    enum { BLOCKS = 32 };
+    size_t size = (size_t)BLOCKS << 20;
+    unsigned char *data = t_alloc_data(size, 75);
+    char etag[S3_ETAG_MAX], etag2[S3_ETAG_MAX];
+    put_direct("warm/obj", data, size, etag);
+    put_direct("warm/other", data, 1u << 20, etag2);
+    assert_int_equal(h_s3model_reset(model), 0);
+    int64_t rss0 = t_node_rss_kib(&n);
+    cc_conn *c = t_conn(base, &n, NULL);
+    /* 65,536 blocks of a made-up 64 GiB object: refused at once */
+    cc_result r = warm(c, "warm/obj", "made-up", 64ull << 30, 65536);
+    fprintf(stderr, "WARM of 65,536 blocks: code %d rcp %d: %s\n", r.code, r.rcp_code, r.message);
+    assert_int_equal(r.rcp_code, RCP_E_TOO_LARGE);
+    /* 1,024 of them: S3's HEAD says the object is not that: nothing starts */
+    r = warm(c, "warm/obj", "made-up", 64ull << 30, 1024);
+    fprintf(stderr, "WARM of 1,024 blocks of a made-up version: rcp %d: %s\n", r.rcp_code,
+            r.message);
+    assert_int_equal(r.rcp_code, RCP_E_VERSION_CHANGED);
+    assert_int_equal(h_s3model_count(model, "GET", NULL), 0);
+    assert_int_equal(t_node_metric(&n, "ringcached_s3_get_requests_total"), 0);
+
+    /* the real object, with S3 slow: WARM takes at most half of --max-fills */
+    assert_int_equal(h_s3model_config(model, 1500, -1), 0);
+    r = warm(c, "warm/obj", etag, size, BLOCKS);
+    fprintf(stderr, "WARM of %d real blocks with --max-fills 8: %u fills started\n", BLOCKS,
+            r.count);
+    assert_int_equal(r.code, 0);
+    assert_true(r.count >= 1 && r.count <= 4);
+    /* another client's GET is still answered, and right */
+    cc_conn *c2 = t_conn(base, &n, NULL);
+    unsigned char *buf = malloc(1u << 20);
+    r = t_get(base, c2, bucket, "warm/other", etag2, 1u << 20, 0, buf, 1u << 20);
+    assert_int_equal(r.code, 0);
+    assert_memory_equal(buf, data, 1u << 20);
+    int64_t rss1 = t_node_rss_kib(&n);
+    assert_true(rss1 - rss0 < 128 * 1024);
+    /* GETs of cold blocks while fills are in flight, then SIGTERM: the drain
+     * deadline (1 s) holds though S3 answers in 1.5 s */
+    unsigned char *bufs[6];
+    t_wait ws[6];
+    memset(ws, 0, sizeof(ws));
+    for (int i = 0; i < 6; i++) {
+        bufs[i] = malloc(1u << 20);
+        rcp_get_req g = {{rcp_s(bucket), rcp_s("warm/obj"), rcp_s(etag), size},
+                         (uint64_t)(BLOCKS - 1 - i), 0, 0, 0};
+        assert_int_equal(cc_get(c2, &g, bufs[i], 1u << 20, t_done, &ws[i], NULL), 0);
+    }
+    event_base_loop(base, EVLOOP_NONBLOCK);
+    usleep(300000);
+    int64_t t0 = h_now_ms();
+    int status = h_proc_stop(n.proc, 6000);
+    fprintf(stderr, "SIGTERM with fills in flight, drain timeout 1 s: exit %d after %lld ms; "
+            "RSS %lld -> %lld KiB\n", status, (long long)(h_now_ms() - t0), (long long)rss0,
+            (long long)rss1);
+    assert_int_equal(status, 0);
+    assert_int_equal(h_s3model_config(model, 0, -1), 0);
+    cc_conn_destroy(&c);
+    cc_conn_destroy(&c2);
+    event_base_loop(base, EVLOOP_NONBLOCK);
+    for (int i = 0; i < 6; i++)
+        free(bufs[i]);
+    free(buf);
+    free(data);
+}
+
 /* ---- max-buffered ------------------------------------------------------------ */
 
 static void test_max_buffered_is_the_bound(void **state)
@@ -647,6 +737,7 @@ int main(void)
         cmocka_unit_test(test_memory_before_hello),
         cmocka_unit_test(test_max_connections),
         cmocka_unit_test(test_out_of_descriptors),
+        cmocka_unit_test(test_warm_cannot_take_the_node_down),
         cmocka_unit_test(test_max_buffered_is_the_bound),
         cmocka_unit_test(test_metric_types),
     };
