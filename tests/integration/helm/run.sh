@@ -19,20 +19,13 @@ src=${RINGCACHE_SOURCE_DIR:-$(cd "$here/../../.." && pwd)}
 build=${RINGCACHE_BUILD_DIR:-}
 nm=${RINGCACHE_NODE_MODULES:-$src/node_modules}
 chart=$src/helm/ringcache
-gocode=/usr/share/gocode
+. "$here/renderer.sh"
 
 skip() { echo "SKIP: $*" >&2; exit 77; }
-command -v go >/dev/null || skip "go not found (Debian package golang-go)"
+why=$(renderer_check) || skip "$why"
 command -v yamllint >/dev/null || skip "yamllint not found (Debian package yamllint)"
 command -v node >/dev/null || skip "node not found (Debian package nodejs)"
 command -v openssl >/dev/null || skip "openssl not found (Debian package openssl)"
-for p in github.com/Masterminds/sprig:golang-github-masterminds-sprig-dev \
-         github.com/Masterminds/semver:golang-github-masterminds-semver-dev \
-         github.com/xeipuuv/gojsonschema:golang-github-xeipuuv-gojsonschema-dev \
-         gopkg.in/yaml.v2:golang-gopkg-yaml.v2-dev \
-         gopkg.in/yaml.v3:golang-gopkg-yaml.v3-dev; do
-  [[ -d $gocode/src/${p%%:*} ]] || skip "Go package ${p%%:*} not in $gocode (Debian package ${p##*:})"
-done
 [[ -f $nm/kubernetes-models/package.json ]] || skip "npm kubernetes-models not in $nm (run scripts/setup.sh)"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/test_helm_chart.XXXXXX")
@@ -47,13 +40,7 @@ fails=0
 fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
 
 # ---- the renderer: GOPATH mode, Debian's Go sources, no network ------------
-export GO111MODULE=off GOPATH=$gocode GOCACHE=$tmp/gocache GOTMPDIR=$tmp GOFLAGS= GOTOOLCHAIN=local
-mkdir -p "$tmp/gocache"
-if ! (cd "$src/helm/tools/render" && go build -o "$tmp/render" .) >"$tmp/build.log" 2>&1; then
-  cat "$tmp/build.log" >&2
-  echo "FAIL: the renderer does not build" >&2
-  exit 1
-fi
+renderer_build "$src" "$tmp" || { echo "FAIL: the renderer does not build" >&2; exit 1; }
 # check.mjs resolves kubernetes-models from next to itself.
 cp "$here/check.mjs" "$tmp/check.mjs"
 ln -s "$nm" "$tmp/node_modules"
