@@ -195,6 +195,13 @@ else
       if (left.length) throw new Error("the config names files no Secret mount provides: " + left.join("; "));
       fs.writeFileSync(dir + "/ringcached.conf", conf);
     ' "$tmp/$name.json" "$d" 2>"$d/extract.err" || { fail "[$name] cannot run the rendered config locally: $(cat "$d/extract.err")"; continue; }
+    # The daemon below listens on loopback (flags override the address), so
+    # protected mode is checked here: a node without tenants refuses a pod-IP
+    # listen address unless the config asks for anonymous access.
+    if grep -q '^listen = 0\.0\.0\.0' "$d/ringcached.conf" && ! grep -q '^tenants = ' "$d/ringcached.conf" \
+       && ! grep -qx 'allow-anonymous = true' "$d/ringcached.conf"; then
+      fail "[$name] the config listens on 0.0.0.0 without tenants and without allow-anonymous: ringcached would refuse it"
+    fi
     # TLS (decided by the values, not the rendered config, so a config that
     # drops TLS fails here): the daemon serves the test certificate, so curl
     # trusts only that.
