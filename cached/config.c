@@ -8,6 +8,8 @@
  */
 #include "config.h"
 
+#include "bytesize.h"
+
 #include <assert.h>
 #include <ctype.h>
 #include <errno.h>
@@ -122,13 +124,6 @@ typedef struct unit {
     int64_t mult;
 } unit;
 
-static const unit size_units[] = {
-    {"", 1}, {"b", 1},
-    {"k", 1LL << 10}, {"kb", 1LL << 10}, {"kib", 1LL << 10},
-    {"m", 1LL << 20}, {"mb", 1LL << 20}, {"mib", 1LL << 20},
-    {"g", 1LL << 30}, {"gb", 1LL << 30}, {"gib", 1LL << 30},
-    {"t", 1LL << 40}, {"tb", 1LL << 40}, {"tib", 1LL << 40},
-};
 static const unit ms_units[] = {
     {"", 1}, {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000},
 };
@@ -209,9 +204,10 @@ static void fmt_scaled(int64_t v, const unit *units, const char *const *names, s
 
 static void fmt_size(int64_t v, char *buf, size_t cap)
 {
-    static const unit u[] = {{"", 1LL << 40}, {"", 1LL << 30}, {"", 1LL << 20}, {"", 1LL << 10}};
-    static const char *const names[] = {"TiB", "GiB", "MiB", "KiB"};
-    fmt_scaled(v, u, names, 4, buf, cap);
+    if (v < 0)
+        snprintf(buf, cap, "%" PRId64, v); /* only a table's min can be */
+    else
+        bytesize_format((uint64_t)v, buf, cap);
 }
 
 static void fmt_ms(int64_t v, char *buf, size_t cap)
@@ -273,8 +269,14 @@ static int apply_value(const cfg_opt *o, const char *v, void *conf, char *why, s
         rc = parse_int(v, &x);
         what = "is not an integer";
     } else if (o->type == CFG_SIZE) {
-        rc = parse_scaled(v, size_units, sizeof size_units / sizeof size_units[0], &x);
-        what = "is not a size (use bytes or a unit: 64k, 1MiB, 2G)";
+        uint64_t u = 0;
+        rc = bytesize_parse(v, &u, why, whylen);
+        if (rc == -EINVAL && o->secret)
+            snprintf(why, whylen, "the value is not a size (use 64KiB, 1MiB, 2GiB)");
+        if (rc == -EINVAL)
+            return rc; /* the sentence names the value and the fix */
+        x = (int64_t)u;
+        what = "";
     } else {
         rc = parse_scaled(v, ms_units, sizeof ms_units / sizeof ms_units[0], &x);
         what = "is not a duration (use 500ms, 2s, 1m or 1h)";

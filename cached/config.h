@@ -27,9 +27,11 @@
  * Values by type:
  *   CFG_STR   any text up to size-1 bytes
  *   CFG_INT   decimal integer, optional sign
- *   CFG_SIZE  integer with an optional binary unit, case-insensitive:
- *             b, k/kb/kib, m/mb/mib, g/gb/gib, t/tb/tib (all powers of 1024:
- *             "64k" = 65536, "1MiB" = "1m" = 1048576, "2G" = 2147483648)
+ *   CFG_SIZE  bytes with an optional unit, as client/bytesize.h reads them:
+ *             b, k/ki/kb/kib, m/.../mib, g/.../gib, t/.../tib, case-insensitive,
+ *             every unit a power of 1024 (KB is KiB here, not 1000 as in
+ *             ClickHouse or Kubernetes): "64k" = 65536, "1MiB" = "1m" =
+ *             1048576, "2G" = 2147483648
  *   CFG_MS    integer with an optional unit ms, s, m, h (bare = ms):
  *             "500ms", "2s", "1m" -> 500, 2000, 60000
  *   CFG_BOOL  true/false, yes/no, on/off, 1/0 (case-insensitive)

@@ -14,7 +14,7 @@ set(_rc_support_dir ${CMAKE_CURRENT_LIST_DIR})
 
 add_library(ringcache_config STATIC ${_rc_support_dir}/config.c)
 target_include_directories(ringcache_config PUBLIC ${_rc_support_dir})
-target_link_libraries(ringcache_config PRIVATE ringcache_warnings)
+target_link_libraries(ringcache_config PRIVATE ringcache_bytesize ringcache_warnings)
 
 add_library(ringcache_metrics STATIC ${_rc_support_dir}/metrics.c)
 target_include_directories(ringcache_metrics PUBLIC ${_rc_support_dir})
