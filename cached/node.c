@@ -318,9 +318,8 @@ struct node_fill {
     uint32_t block_len;
     node_waiter *waiters;
     struct event *deadline;
-    /* identity copies for the S3 GET and the store write */
-    char tenant[257], bucket[64], key_s[1025], version[129];
-    uint64_t object_size, index;
+    bkey_object obj;             /* a copy, for the S3 GET and the store write */
+    uint64_t index;
     uint32_t got;                /* bytes S3 delivered into buf */
     bool had_waiters;            /* a GET asked (not only a WARM) */
     int rcp_code;
@@ -397,7 +396,7 @@ static void fill_stored(void *arg, int rc)
     node *n = f->n;
     if (rc < 0)
         node_log(NODE_LOG_WARN, "msg=\"block not stored\" bucket=%s key=\"%s\" block=%llu err=%d",
-                 f->bucket, f->key_s, (unsigned long long)f->index, rc);
+                 f->obj.bucket, f->obj.key, (unsigned long long)f->index, rc);
     pthread_mutex_lock(&n->fill_lock);
     /* indexed (or failed): later requests use the store. Drop the table's
      * reference (if still there) and the write's in one step. */
@@ -418,8 +417,8 @@ static void fill_got(const s3_error *err, const s3_get_result *res, void *arg)
         e2.code = -ESTALE;
         snprintf(e2.message, sizeof(e2.message),
                  "s3://%s/%.300s is %llu bytes, not the %llu the request was pinned to",
-                 f->bucket, f->key_s, (unsigned long long)res->object_size,
-                 (unsigned long long)f->object_size);
+                 f->obj.bucket, f->obj.key, (unsigned long long)res->object_size,
+                 (unsigned long long)f->obj.size);
         fill_got(&e2, res, arg);
         return;
     }
@@ -458,7 +457,7 @@ static void fill_got(const s3_error *err, const s3_get_result *res, void *arg)
 
     if (store && w->bs) {
         bkey_id id;
-        bkey_id_init(&id, f->tenant, f->bucket, f->key_s, f->version, f->object_size, f->index);
+        bkey_object_block(&f->obj, f->index, &id);
         if (bs_write(w->bs, &id, f->buf->data, f->block_len, fill_stored, f) < 0)
             fill_stored(f, -EIO);
     } else if (store) {
@@ -480,8 +479,8 @@ static void fill_deadline_cb(evutil_socket_t fd, short what, void *arg)
         f->state = FILL_FAILED;
         f->rcp_code = RCP_E_TIMEOUT;
         snprintf(f->message, sizeof(f->message),
-                 "fill of s3://%s/%s block %llu from S3 took longer than %lld ms", f->bucket,
-                 f->key_s, (unsigned long long)f->index, (long long)n->conf.fill_deadline_ms);
+                 "fill of s3://%s/%s block %llu from S3 took longer than %lld ms", f->obj.bucket,
+                 f->obj.key, (unsigned long long)f->index, (long long)n->conf.fill_deadline_ms);
         fill_notify_locked(f);
         node__count(f->owner, NM_FILL_TIMEOUTS, 1);
         /* the S3 GET still holds a reference: f outlives this */
@@ -516,15 +515,6 @@ size_t node__fills_active(node *n)
     size_t k = n->fills_active;
     pthread_mutex_unlock(&n->fill_lock);
     return k;
-}
-
-static int str_copy(char *dst, size_t cap, const char *src, size_t len)
-{
-    if (len + 1 > cap)
-        return -ENAMETOOLONG;
-    memcpy(dst, src, len);
-    dst[len] = '\0';
-    return 0;
 }
 
 int node__fill_join(node_worker *w, const node_fill_args *a, node_fill **joined)
@@ -601,15 +591,15 @@ int node__fill_join(node_worker *w, const node_fill_args *a, node_fill **joined)
     f->owner = w;
     f->key = k;
     f->block_len = a->block_len;
-    f->object_size = a->id->object_size;
+    f->obj.size = a->id->object_size;
     f->index = a->id->index;
     f->buf = node_buf_new(a->block_len);
     f->deadline = evtimer_new(w->base, fill_deadline_cb, f);
     if (!f->buf || !f->deadline ||
-        str_copy(f->tenant, sizeof(f->tenant), a->id->tenant, a->id->tenant_len) ||
-        str_copy(f->bucket, sizeof(f->bucket), a->id->bucket, a->id->bucket_len) ||
-        str_copy(f->key_s, sizeof(f->key_s), a->id->key, a->id->key_len) ||
-        str_copy(f->version, sizeof(f->version), a->id->version, a->id->version_len)) {
+        bkey_field_set(f->obj.tenant, sizeof(f->obj.tenant), a->id->tenant, a->id->tenant_len) ||
+        bkey_field_set(f->obj.bucket, sizeof(f->obj.bucket), a->id->bucket, a->id->bucket_len) ||
+        bkey_field_set(f->obj.key, sizeof(f->obj.key), a->id->key, a->id->key_len) ||
+        bkey_field_set(f->obj.version, sizeof(f->obj.version), a->id->version, a->id->version_len)) {
         pthread_mutex_unlock(&n->fill_lock);
         node_buf_unref(f->buf);
         if (f->deadline)
@@ -632,8 +622,8 @@ int node__fill_join(node_worker *w, const node_fill_args *a, node_fill **joined)
 
     node__count(w, NM_FILLS, 1);
     uint64_t start = a->id->index * (uint64_t)n->conf.block_size;
-    s3_get_args ga = {.bucket = f->bucket, .key = f->key_s, .offset = start,
-                      .length = f->block_len, .if_match = f->version[0] ? f->version : NULL,
+    s3_get_args ga = {.bucket = f->obj.bucket, .key = f->obj.key, .offset = start,
+                      .length = f->block_len, .if_match = f->obj.version[0] ? f->obj.version : NULL,
                       .on_data = fill_data, .data_arg = f};
     struct timeval tv = {n->conf.fill_deadline_ms / 1000, (n->conf.fill_deadline_ms % 1000) * 1000};
     evtimer_add(f->deadline, &tv);
@@ -642,7 +632,7 @@ int node__fill_join(node_worker *w, const node_fill_args *a, node_fill **joined)
         s3_error e = {0};
         e.code = rc;
         snprintf(e.message, sizeof(e.message), "cannot start the S3 GET for s3://%s/%.300s: %s",
-                 f->bucket, f->key_s, strerror(-rc));
+                 f->obj.bucket, f->obj.key, strerror(-rc));
         /* fill_got runs the failure path: waiters told, table entry removed */
         s3_get_result res = {0};
         fill_got(&e, &res, f);

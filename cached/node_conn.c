@@ -55,7 +55,7 @@ struct node_conn {
     int64_t last_ms;             /* last byte read or written (idle timeout) */
     int64_t wait_since_ms;       /* waiting for the rest of a frame since (0: not) */
     const ten_tenant *tenant;
-    char tenant_name[257];
+    char tenant_name[BKEY_TENANT_MAX + 1];
     node_req *reqs;
     size_t n_reqs;
     node_send *sq_head, *sq_tail;
@@ -300,7 +300,7 @@ static void store_read_done(void *arg, int rc, bs_buf *buf)
         node__count(c->w, NM_MISSES, 1);
     if (r->flags & RCP_GET_CACHE_ONLY) {
         node__answer_error(c, r->id, RCP_E_NOT_CACHED, "s3://%s/%s block %llu is not cached here",
-                           r->bucket, r->key, (unsigned long long)r->block);
+                           r->obj.bucket, r->obj.key, (unsigned long long)r->block);
         node__req_done(r);
         return;
     }
@@ -309,7 +309,7 @@ static void store_read_done(void *arg, int rc, bs_buf *buf)
 
 static void req_identity(node_req *r, bkey_id *id)
 {
-    bkey_id_init(id, r->c->tenant_name, r->bucket, r->key, r->version, r->size, r->block);
+    bkey_object_block(&r->obj, r->block, id);
 }
 
 static void get_from_fill(node_req *r)
@@ -334,7 +334,7 @@ static void get_from_fill(node_req *r)
         node__answer_error(c, r->id, RCP_E_BUSY,
                            "s3://%s/%s block %llu: this node has %lld fills from S3 in flight "
                            "(--max-fills): read it from S3 or try again",
-                           r->bucket, r->key, (unsigned long long)r->block,
+                           r->obj.bucket, r->obj.key, (unsigned long long)r->block,
                            (long long)c->w->n->conf.max_fills);
         node__req_done(r);
     } else if (rc < 0) {
@@ -371,11 +371,12 @@ void node__deliver(node_worker *w, node_msg *m)
 
 static int parse_object(node_req *r, const rcp_object *o)
 {
-    if (rcp_str_copy(o->bucket, r->bucket, sizeof(r->bucket)) < 0 ||
-        rcp_str_copy(o->key, r->key, sizeof(r->key)) < 0 ||
-        rcp_str_copy(o->version, r->version, sizeof(r->version)) < 0)
+    if (rcp_str_copy(o->bucket, r->obj.bucket, sizeof(r->obj.bucket)) < 0 ||
+        rcp_str_copy(o->key, r->obj.key, sizeof(r->obj.key)) < 0 ||
+        rcp_str_copy(o->version, r->obj.version, sizeof(r->obj.version)) < 0)
         return -EBADMSG;
-    r->size = o->size;
+    r->obj.size = o->size;
+    snprintf(r->obj.tenant, sizeof(r->obj.tenant), "%s", r->c->tenant_name);
     return 0;
 }
 
@@ -420,7 +421,7 @@ static void do_get(node_conn *c, uint32_t id, const uint8_t *body, size_t len)
         node__req_done(r);
         return;
     }
-    if (!access_ok(c, id, "read", r->bucket, r->key)) {
+    if (!access_ok(c, id, "read", r->obj.bucket, r->obj.key)) {
         node__req_done(r);
         return;
     }
@@ -430,7 +431,7 @@ static void do_get(node_conn *c, uint32_t id, const uint8_t *body, size_t len)
         node__answer_error(c, id, RCP_E_BAD_REQUEST,
                            "GET s3://%s/%s: block %llu range %u+%u is outside the object of %llu "
                            "bytes in %llu-byte blocks",
-                           r->bucket, r->key, (unsigned long long)g.block, g.offset, g.length,
+                           r->obj.bucket, r->obj.key, (unsigned long long)g.block, g.offset, g.length,
                            (unsigned long long)g.obj.size, (unsigned long long)bsz);
         node__req_done(r);
         return;
@@ -487,20 +488,20 @@ static void do_head(node_conn *c, uint32_t id, const uint8_t *body, size_t len)
     node_req *r = req_new(c, id, RCP_OP_HEAD);
     if (!r)
         return;
-    if (rcp_str_copy(h.bucket, r->bucket, sizeof(r->bucket)) < 0 ||
-        rcp_str_copy(h.key, r->key, sizeof(r->key)) < 0) {
+    if (rcp_str_copy(h.bucket, r->obj.bucket, sizeof(r->obj.bucket)) < 0 ||
+        rcp_str_copy(h.key, r->obj.key, sizeof(r->obj.key)) < 0) {
         node__answer_error(c, id, RCP_E_BAD_REQUEST, "HEAD: a field is too long or holds a NUL byte");
         node__req_done(r);
         return;
     }
-    if (!access_ok(c, id, "read", r->bucket, r->key)) {
+    if (!access_ok(c, id, "read", r->obj.bucket, r->obj.key)) {
         node__req_done(r);
         return;
     }
     r->state = R_S3;
-    int rc = s3_head(node__s3_for(c->w, c->tenant), r->bucket, r->key, head_done, r);
+    int rc = s3_head(node__s3_for(c->w, c->tenant), r->obj.bucket, r->obj.key, head_done, r);
     if (rc < 0) {
-        node__answer_error(c, id, RCP_E_S3, "HEAD s3://%s/%s: %s", r->bucket, r->key,
+        node__answer_error(c, id, RCP_E_S3, "HEAD s3://%s/%s: %s", r->obj.bucket, r->obj.key,
                            strerror(-rc));
         node__req_done(r);
     }
@@ -547,13 +548,13 @@ static void do_put_block(node_conn *c, uint32_t id, const uint8_t *body, size_t 
     node_req *r = req_new(c, id, RCP_OP_PUT_BLOCK);
     if (!r)
         return;
-    char tenant[257];
-    if (parse_object(r, &pb.obj) < 0 || rcp_str_copy(pb.tenant, tenant, sizeof(tenant)) < 0) {
+    if (parse_object(r, &pb.obj) < 0 ||
+        rcp_str_copy(pb.tenant, r->obj.tenant, sizeof(r->obj.tenant)) < 0) {
         node__answer_error(c, id, RCP_E_BAD_REQUEST, "PUT_BLOCK: a field is too long or holds a NUL byte");
         node__req_done(r);
         return;
     }
-    if (!access_ok(c, id, "write", r->bucket, r->key)) {
+    if (!access_ok(c, id, "write", r->obj.bucket, r->obj.key)) {
         node__req_done(r);
         return;
     }
@@ -567,7 +568,7 @@ static void do_put_block(node_conn *c, uint32_t id, const uint8_t *body, size_t 
         return;
     }
     bkey_id bid;
-    bkey_id_init(&bid, tenant, r->bucket, r->key, r->version, r->size, pb.block);
+    bkey_object_block(&r->obj, pb.block, &bid);
     r->state = R_STORE_WRITE;
     int rc = bs_write(c->w->bs, &bid, pb.data, pb.data_len, put_block_done, r);
     if (rc < 0)
@@ -597,13 +598,13 @@ static void warm_head_done(const s3_error *err, const s3_object_info *info, void
         node__req_done(r);
         return;
     }
-    if (info->size != r->size || (r->version[0] && strcmp(info->etag, r->version) != 0)) {
+    if (info->size != r->obj.size || (r->obj.version[0] && strcmp(info->etag, r->obj.version) != 0)) {
         node__count(c->w, NM_VERSION_CHANGED, 1);
         node__answer_error(c, r->id, RCP_E_VERSION_CHANGED,
                            "WARM: s3://%s/%s is %llu bytes with version %s, not the %llu bytes "
                            "of version %s the request named",
-                           r->bucket, r->key, (unsigned long long)info->size, info->etag,
-                           (unsigned long long)r->size, r->version[0] ? r->version : "(any)");
+                           r->obj.bucket, r->obj.key, (unsigned long long)info->size, info->etag,
+                           (unsigned long long)r->obj.size, r->obj.version[0] ? r->obj.version : "(any)");
         node__req_done(r);
         return;
     }
@@ -614,7 +615,7 @@ static void warm_head_done(const s3_error *err, const s3_object_info *info, void
         if (!blen)
             continue;
         bkey_id bid;
-        bkey_id_init(&bid, c->tenant_name, r->bucket, r->key, r->version, r->size, r->warm[i]);
+        bkey_object_block(&r->obj, r->warm[i], &bid);
         if (bs_contains(n->store, &bid))
             continue;
         if (node__fills_active(n) >= budget)
@@ -655,7 +656,7 @@ static void do_warm(node_conn *c, uint32_t id, const uint8_t *body, size_t len)
         node__req_done(r);
         return;
     }
-    if (!access_ok(c, id, "read", r->bucket, r->key)) {
+    if (!access_ok(c, id, "read", r->obj.bucket, r->obj.key)) {
         node__req_done(r);
         return;
     }
@@ -669,10 +670,10 @@ static void do_warm(node_conn *c, uint32_t id, const uint8_t *body, size_t len)
     for (uint32_t i = 0; i < wr.n_blocks; i++)
         r->warm[i] = rcp_warm_block(&wr, i);
     r->state = R_S3;
-    int rc = s3_head(node__s3_for(c->w, c->tenant), r->bucket, r->key, warm_head_done, r);
+    int rc = s3_head(node__s3_for(c->w, c->tenant), r->obj.bucket, r->obj.key, warm_head_done, r);
     if (rc < 0) {
-        node__answer_error(c, id, RCP_E_S3, "WARM: cannot ask S3 for s3://%s/%s: %s", r->bucket,
-                           r->key, strerror(-rc));
+        node__answer_error(c, id, RCP_E_S3, "WARM: cannot ask S3 for s3://%s/%s: %s", r->obj.bucket,
+                           r->obj.key, strerror(-rc));
         node__req_done(r);
     }
 }
@@ -855,13 +856,13 @@ static void dispatch(node_conn *c, const rcp_header *h, const uint8_t *body)
         node_req *r = req_new(c, h->id, RCP_OP_PUT);
         if (!r)
             break;
-        if (rcp_str_copy(p.bucket, r->bucket, sizeof(r->bucket)) < 0 ||
-            rcp_str_copy(p.key, r->key, sizeof(r->key)) < 0) {
+        if (rcp_str_copy(p.bucket, r->obj.bucket, sizeof(r->obj.bucket)) < 0 ||
+            rcp_str_copy(p.key, r->obj.key, sizeof(r->obj.key)) < 0) {
             node__answer_error(c, h->id, RCP_E_BAD_REQUEST, "PUT: a field is too long or holds a NUL byte");
             node__req_done(r);
             break;
         }
-        if (!access_ok(c, h->id, "write", r->bucket, r->key)) {
+        if (!access_ok(c, h->id, "write", r->obj.bucket, r->obj.key)) {
             r->cancelled = true; /* its data frames are dropped */
             node__req_done(r);
             break;

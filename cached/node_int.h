@@ -158,8 +158,8 @@ struct node_req {
     bool cancelled;
     node_fill *fill;
     uint64_t t0_us;
-    char bucket[64], key[1025], version[129];
-    uint64_t size, block;
+    bkey_object obj;               /* tenant, bucket, key, version, size */
+    uint64_t block;
     uint32_t off, len, flags, block_len;
     bool reread;                   /* the store was asked again after a fill finished */
     uint32_t reserved;             /* answer bytes counted against max-buffered */

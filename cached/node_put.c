@@ -31,8 +31,8 @@ struct node_put {
     node_worker *w;
     uint32_t id;
     int refs;                    /* the request + S3 calls + block placements */
-    char tenant[257], bucket[64], key[1025];
-    uint64_t size, received;
+    bkey_object obj;             /* version: S3's ETag, once it has answered */
+    uint64_t received;
     uint64_t part_size;
     int staging_fd;
     const ten_tenant *tenant_ref; /* whose S3 credentials write */
@@ -91,21 +91,21 @@ static void abort_done(const s3_error *err, void *arg)
     node_put *p = arg;
     if (err->code)
         node_log(NODE_LOG_WARN, "msg=\"multipart upload not aborted\" bucket=%s key=\"%s\" err=\"%s\"",
-                 p->bucket, p->key, err->message);
+                 p->obj.bucket, p->obj.key, err->message);
     put_unref(p);
 }
 
 static void put_fail(node_put *p, int code, const char *msg)
 {
     node_log(NODE_LOG_WARN, "msg=\"write-through failed\" bucket=%s key=\"%s\" err=\"%s\"",
-             p->bucket, p->key, msg);
+             p->obj.bucket, p->obj.key, msg);
     node__count(p->w, NM_S3_ERRORS, 1);
     bool had_failed = p->failed;
     put_answer_error(p, code, msg);
     p->failed = true;
     if (!had_failed && p->upload_id && !p->done_s3) {
         p->refs++;
-        if (s3_mpu_abort(node__s3_for(p->w, p->tenant_ref), p->bucket, p->key, p->upload_id, abort_done,
+        if (s3_mpu_abort(node__s3_for(p->w, p->tenant_ref), p->obj.bucket, p->obj.key, p->upload_id, abort_done,
                          p) < 0)
             p->refs--;
     }
@@ -126,11 +126,11 @@ static void put_finish(node_put *p)
         return;
     p->answered = true;
     node__count(p->w, NM_PUTS, 1);
-    node__count(p->w, NM_PUT_BYTES, p->size);
+    node__count(p->w, NM_PUT_BYTES, p->obj.size);
     if (p->r) {
         node_req *r = p->r;
         uint8_t b[256];
-        rcp_put_resp pr = {rcp_s(p->etag), p->size};
+        rcp_put_resp pr = {rcp_s(p->etag), p->obj.size};
         int k = rcp_encode_put_resp(&pr, b, sizeof(b));
         if (k > 0)
             node__answer_body(p->c, RCP_OP_PUT, p->id, b, (size_t)k);
@@ -153,7 +153,7 @@ static void place_done(node_put *p, place_op *op, int rc, const char *where)
         node_log(NODE_LOG_WARN,
                  "msg=\"block not placed after write-through\" bucket=%s key=\"%s\" block=%llu "
                  "owner=%s err=\"%s\"",
-                 p->bucket, p->key, (unsigned long long)op->index, where, strerror(-rc));
+                 p->obj.bucket, p->obj.key, (unsigned long long)op->index, where, strerror(-rc));
     node_buf_unref(op->buf);
     free(op);
     p->blocks_inflight--;
@@ -222,7 +222,7 @@ static void place_next(node_put *p)
     uint64_t bsz = (uint64_t)n->conf.block_size;
     while (p->blocks_inflight < PUT_MAX_BLOCKS_INFLIGHT && p->next_block < p->blocks) {
         uint64_t i = p->next_block++;
-        uint64_t len = bkey_block_len(p->size, bsz, i);
+        uint64_t len = bkey_block_len(p->obj.size, bsz, i);
         place_op *op = calloc(1, sizeof(*op));
         node_buf *buf = node_buf_new(len);
         if (!op || !buf) {
@@ -237,14 +237,14 @@ static void place_next(node_put *p)
         ssize_t got = pread(p->staging_fd, buf->data, len, (off_t)(i * bsz));
         if (got != (ssize_t)len) {
             node_log(NODE_LOG_WARN, "msg=\"staged block unreadable\" key=\"%s\" block=%llu",
-                     p->key, (unsigned long long)i);
+                     p->obj.key, (unsigned long long)i);
             node_buf_unref(buf);
             free(op);
             p->blocks_done++;
             continue;
         }
         bkey_id id;
-        bkey_id_init(&id, p->tenant, p->bucket, p->key, p->etag, p->size, i);
+        bkey_object_block(&p->obj, i, &id);
         p->blocks_inflight++;
         p->refs++;
         struct ring *ring = n->members ? membership_ring(n->members) : NULL;
@@ -263,8 +263,9 @@ static void place_next(node_put *p)
                 local_written(op, rc);
         } else {
             cc_conn *pc = peer_conn(p->w, ring, owner);
-            rcp_put_block_req pb = {rcp_s(p->tenant),
-                                    {rcp_s(p->bucket), rcp_s(p->key), rcp_s(p->etag), p->size},
+            rcp_put_block_req pb = {rcp_s(p->obj.tenant),
+                                    {rcp_s(p->obj.bucket), rcp_s(p->obj.key),
+                                     rcp_s(p->obj.version), p->obj.size},
                                     i, buf->data, (uint32_t)len};
             rc = pc ? cc_put_block(pc, &pb, peer_written, op) : -ECONNREFUSED;
             if (rc < 0) {
@@ -286,8 +287,11 @@ static void s3_acknowledged(node_put *p, const char *etag)
 {
     p->done_s3 = true;
     snprintf(p->etag, sizeof(p->etag), "%s", etag ? etag : "");
-    p->blocks = bkey_block_count(p->size, (uint64_t)p->w->n->conf.block_size);
-    if (p->blocks == 0 || !p->etag[0]) {
+    p->blocks = bkey_block_count(p->obj.size, (uint64_t)p->w->n->conf.block_size);
+    /* a version longer than a block identity holds cannot be asked for: S3
+     * has the object, the cache just does not keep it */
+    if (p->blocks == 0 || !p->etag[0] ||
+        bkey_field_set(p->obj.version, sizeof(p->obj.version), p->etag, strlen(p->etag)) < 0) {
         put_finish(p);
         return;
     }
@@ -320,12 +324,12 @@ static void complete_done(const s3_error *err, const char *etag, void *arg)
 
 static void maybe_complete(node_put *p)
 {
-    if (p->failed || p->completing || p->received != p->size || p->parts_inflight ||
+    if (p->failed || p->completing || p->received != p->obj.size || p->parts_inflight ||
         p->n_queued || p->parts_ok != p->parts_total || !p->upload_id)
         return;
     p->completing = true;
     p->refs++;
-    if (s3_mpu_complete(node__s3_for(p->w, p->tenant_ref), p->bucket, p->key, p->upload_id,
+    if (s3_mpu_complete(node__s3_for(p->w, p->tenant_ref), p->obj.bucket, p->obj.key, p->upload_id,
                         (const char *const *)p->etags, p->parts_total, complete_done, p) < 0) {
         p->refs--;
         put_fail(p, RCP_E_S3, "cannot complete the multipart upload");
@@ -370,7 +374,7 @@ static void send_part(node_put *p, uint8_t *data, size_t len)
     op->data = data;
     p->parts_inflight++;
     p->refs++;
-    if (s3_mpu_upload_part(node__s3_for(p->w, p->tenant_ref), p->bucket, p->key, p->upload_id, op->number,
+    if (s3_mpu_upload_part(node__s3_for(p->w, p->tenant_ref), p->obj.bucket, p->obj.key, p->upload_id, op->number,
                            data, len, part_done, op) < 0) {
         s3_error e = {0};
         e.code = -EIO;
@@ -433,27 +437,29 @@ int node__put_start(node_conn *c, node_req *r, const rcp_put_req *req)
     p->w = w;
     p->id = r->id;
     p->refs = 1;
-    p->size = req->size;
+    p->obj.size = req->size;
     p->part_size = (uint64_t)n->conf.part_size;
     p->staging_fd = -1;
-    rcp_str_copy(req->bucket, p->bucket, sizeof(p->bucket));
-    rcp_str_copy(req->key, p->key, sizeof(p->key));
+    /* the request's identity, checked when its head was parsed */
+    p->obj = r->obj;
+    p->obj.size = req->size;
+    p->obj.version[0] = '\0';
     const ten_tenant *t = node__conn_tenant(c);
-    snprintf(p->tenant, sizeof(p->tenant), "%s", t ? ten_name(t) : "");
+    snprintf(p->obj.tenant, sizeof(p->obj.tenant), "%s", t ? ten_name(t) : "");
     p->tenant_ref = t;
     char path[600];
     snprintf(path, sizeof(path), "%s/staging-XXXXXX", n->conf.data_dir);
     p->staging_fd = mkstemp(path);
     if (p->staging_fd >= 0)
         unlink(path); /* nothing is left behind by a crash */
-    p->multipart = p->size > p->part_size;
+    p->multipart = p->obj.size > p->part_size;
     if (p->multipart) {
-        p->parts_total = (int)((p->size + p->part_size - 1) / p->part_size);
+        p->parts_total = (int)((p->obj.size + p->part_size - 1) / p->part_size);
         if (p->parts_total > 10000) {
             node__answer_error(c, r->id, RCP_E_TOO_LARGE,
                                "PUT of %llu bytes needs more than 10000 parts of %llu bytes "
                                "(raise --part-size)",
-                               (unsigned long long)p->size, (unsigned long long)p->part_size);
+                               (unsigned long long)p->obj.size, (unsigned long long)p->part_size);
             free(p);
             return -EFBIG;
         }
@@ -476,7 +482,7 @@ int node__put_start(node_conn *c, node_req *r, const rcp_put_req *req)
     if (p->multipart) {
         p->creating = true;
         p->refs++;
-        if (s3_mpu_create(node__s3_for(w, t), p->bucket, p->key, created, p) < 0) {
+        if (s3_mpu_create(node__s3_for(w, t), p->obj.bucket, p->obj.key, created, p) < 0) {
             p->refs--;
             r->put = NULL;
             node__answer_error(c, r->id, RCP_E_S3, "cannot start the multipart upload");
@@ -492,7 +498,7 @@ int node__put_data(node_conn *c, node_req *r, const uint8_t *data, size_t len, b
     node_put *p = r->put;
     if (!p || p->failed)
         return 0;
-    if (p->received + len > p->size) {
+    if (p->received + len > p->obj.size) {
         put_fail(p, RCP_E_BAD_REQUEST, "the PUT sent more bytes than it announced");
         return -EBADMSG;
     }
@@ -502,7 +508,7 @@ int node__put_data(node_conn *c, node_req *r, const uint8_t *data, size_t len, b
     }
     size_t off = 0;
     while (off < len || (last && !p->multipart && !p->part)) {
-        size_t cap = p->multipart ? (size_t)p->part_size : (size_t)p->size;
+        size_t cap = p->multipart ? (size_t)p->part_size : (size_t)p->obj.size;
         if (!p->part) {
             p->part = malloc(cap ? cap : 1);
             p->part_len = 0;
@@ -523,13 +529,13 @@ int node__put_data(node_conn *c, node_req *r, const uint8_t *data, size_t len, b
     }
     if (!last)
         return 0;
-    if (p->received != p->size) {
+    if (p->received != p->obj.size) {
         put_fail(p, RCP_E_BAD_REQUEST, "the PUT ended before the size it announced");
         return -EBADMSG;
     }
     if (!p->multipart) {
         p->refs++;
-        if (s3_put(node__s3_for(p->w, p->tenant_ref), p->bucket, p->key, p->part, p->part_len, single_done,
+        if (s3_put(node__s3_for(p->w, p->tenant_ref), p->obj.bucket, p->obj.key, p->part, p->part_len, single_done,
                    p) < 0) {
             p->refs--;
             put_fail(p, RCP_E_S3, "cannot send the PUT to S3");
@@ -555,7 +561,7 @@ void node__put_abort(node_req *r)
         p->failed = true;
         if (p->upload_id) {
             p->refs++;
-            if (s3_mpu_abort(node__s3_for(p->w, p->tenant_ref), p->bucket, p->key, p->upload_id,
+            if (s3_mpu_abort(node__s3_for(p->w, p->tenant_ref), p->obj.bucket, p->obj.key, p->upload_id,
                              abort_done, p) < 0)
                 p->refs--;
         }
