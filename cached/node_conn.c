@@ -320,7 +320,7 @@ static void get_from_fill(node_req *r)
     node_fill_args fa = {c->tenant, &id, r->block_len, c->serial, r->id, r->off, r->len,
                          r->reread};
     r->state = R_FILL_WAIT;
-    int rc = node__fill_join(c->w, &fa, &r->fill);
+    int rc = node_fill_join(c->w, &fa, &r->fill);
     if (rc == -EAGAIN) {
         /* a fill finished meanwhile: the store has it now (asked once more) */
         r->reread = true;
@@ -618,11 +618,11 @@ static void warm_head_done(const s3_error *err, const s3_object_info *info, void
         bkey_object_block(&r->obj, r->warm[i], &bid);
         if (bs_contains(n->store, &bid))
             continue;
-        if (node__fills_active(n) >= budget)
+        if (node_fill_active(n->fills) >= budget)
             break; /* the rest is left for a later WARM, or the first GET */
         node_fill_args fa = {c->tenant, &bid, (uint32_t)blen, 0, 0, 0, 0, false};
         node_fill *f;
-        if (node__fill_join(c->w, &fa, &f) == 0)
+        if (node_fill_join(c->w, &fa, &f) == 0)
             queued++;
     }
     uint8_t b[4] = {(uint8_t)queued, (uint8_t)(queued >> 8), (uint8_t)(queued >> 16),
@@ -710,7 +710,7 @@ static void do_cancel(node_conn *c, const uint8_t *body, size_t len)
         node__answer_error(c, target, RCP_E_CANCELED, "cancelled");
         if (r->state == R_FILL_WAIT) {
             if (r->fill)
-                node__fill_leave(c->w->n, r->fill, c->serial, r->id);
+                node_fill_leave(c->w->n->fills, r->fill, c->serial, r->id);
             node__req_done(r);
         } else if (r->state == R_PUT) {
             node__req_done(r);
@@ -1051,7 +1051,7 @@ static void conn_close(node_conn *c)
         r->cancelled = true;
         if (r->state == R_FILL_WAIT) {
             if (r->fill)
-                node__fill_leave(w->n, r->fill, c->serial, r->id);
+                node_fill_leave(w->n->fills, r->fill, c->serial, r->id);
             node__req_done(r);
         } else if (r->state == R_PUT || r->state == R_NEW) {
             node__req_done(r);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
  * node_int.h: internals shared by the files of ringcached (node.c: lifecycle,
- * workers, fills; node_conn.c: connections and the protocol; node_put.c:
+ * workers; node_fill.c: the fill table; node_conn.c: connections and the protocol; node_put.c:
  * write-through). Not for other modules.
  *
  * Threads: each worker thread owns its event loop, its connections, its store
@@ -20,6 +20,7 @@
 #include "membership.h"
 #include "metrics.h"
 #include "node.h"
+#include "node_fill.h"
 #include "proto.h"
 #include "s3.h"
 #include "tenants.h"
@@ -35,7 +36,6 @@ struct bufferevent;
 typedef struct node_worker node_worker;
 typedef struct node_conn node_conn;
 typedef struct node_req node_req;
-typedef struct node_fill node_fill;
 typedef struct node_put node_put;
 
 /* A reference-counted buffer (fill data, staged blocks). */
@@ -134,10 +134,7 @@ struct node {
     s3_config s3cfg;
     atomic_bool stopping;
     atomic_bool reload_asked;
-    pthread_mutex_t fill_lock;
-    node_fill **fill_table;
-    size_t fill_buckets;
-    size_t fills_active;
+    node_fills *fills;              /* the fill table (node_fill.h) */
     atomic_int conns_open;          /* every worker's connections */
     int max_connections;            /* effective --max-connections */
     atomic_llong accept_log_ms;     /* last "out of descriptors" log line */
@@ -174,26 +171,6 @@ s3_client *node__s3_for(node_worker *w, const ten_tenant *t);
 void node__count(node_worker *w, int metric, uint64_t v);
 void node__latency(node_worker *w, uint64_t us);
 void node__gauge_add(node_worker *w, int metric, int64_t delta);
-
-/* Join (or start) the fill of block `id` for request `r` on worker `w`. The
- * answer arrives through w's mailbox. Returns 0; -EAGAIN when no fill runs
- * and the store has the block after all (a fill finished between the
- * caller's store miss and now: read the store again, unless a->force); or
- * -errno (answer an error). */
-typedef struct node_fill_args {
-    const ten_tenant *tenant;
-    const bkey_id *id;
-    uint32_t block_len;
-    uint64_t conn_serial;          /* who waits; 0: nobody (WARM) */
-    uint32_t req_id;
-    uint32_t off, len;             /* slice of the block the waiter wants */
-    bool force;                    /* start a fill even if the store has the block now */
-} node_fill_args;
-int node__fill_join(node_worker *w, const node_fill_args *a, node_fill **joined);
-/* Fills in the table now (any thread). */
-size_t node__fills_active(node *n);
-/* Remove a waiter (request cancelled or connection closed). */
-void node__fill_leave(node *n, node_fill *f, uint64_t conn_serial, uint32_t req_id);
 
 /* ---- node_conn.c ---- */
 void node__accept(node_worker *w, int fd);
