@@ -15,9 +15,11 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #define CFG_MAX_FILE (1u << 20)
 #define CFG_WHY 512
@@ -311,10 +313,31 @@ static bool is_space(char c)
     return c == ' ' || c == '\t';
 }
 
-/* Splits one line (NUL-terminated, no newline, writable) into key and value in
- * place. Returns 1 for a key/value line, 0 for a blank or comment line,
- * -EINVAL with a reason in why. */
-static int split_line(char *line, char **key, char **val, char *why, size_t whylen)
+int cfg_next_line(const char *text, size_t len, size_t *pos, unsigned *lineno, char *buf,
+                  const char *source, char *err, size_t errlen)
+{
+    if (*pos >= len)
+        return 0;
+    ++*lineno;
+    size_t end = *pos;
+    while (end < len && text[end] != '\n')
+        end++;
+    size_t ll = end - *pos;
+    if (memchr(text + *pos, '\0', ll) != NULL) {
+        cfg_errf(err, errlen, "%s:%u: the line contains a NUL byte (is this a text file?)", source,
+                 *lineno);
+        return -EINVAL;
+    }
+    memcpy(buf, text + *pos, ll);
+    if (ll > 0 && buf[ll - 1] == '\r')
+        ll--;
+    buf[ll] = '\0';
+    *pos = end + 1;
+    return 1;
+}
+
+int cfg_split_line(char *line, const char *or_else, char **key, char **val, char *why,
+                   size_t whylen)
 {
     char *p = line;
     while (is_space(*p))
@@ -328,7 +351,8 @@ static int split_line(char *line, char **key, char **val, char *why, size_t whyl
     while (is_space(*p))
         p++;
     if (*p != '=' || kend == k) {
-        snprintf(why, whylen, "expected `key = value`");
+        snprintf(why, whylen, "expected `key = value`%s%s", or_else ? " or " : "",
+                 or_else ? or_else : "");
         return -EINVAL;
     }
     *kend = '\0';
@@ -405,26 +429,14 @@ static int load_text(const cfg_opt *opts, size_t n, void *conf, const char *text
     unsigned lineno = 0;
     size_t pos = 0;
     char why[CFG_WHY];
-    while (pos < len && rc == 0) {
-        lineno++;
-        size_t end = pos;
-        while (end < len && text[end] != '\n')
-            end++;
-        size_t ll = end - pos;
-        if (memchr(text + pos, '\0', ll) != NULL) {
-            cfg_errf(err, errlen, "%s:%u: the line contains a NUL byte (is this a text file?)",
-                   source, lineno);
-            rc = -EINVAL;
+    while (rc == 0) {
+        int got = cfg_next_line(text, len, &pos, &lineno, buf, source, err, errlen);
+        if (got <= 0) {
+            rc = got;
             break;
         }
-        memcpy(buf, text + pos, ll);
-        if (ll > 0 && buf[ll - 1] == '\r')
-            ll--;
-        buf[ll] = '\0';
-        pos = end + 1;
-
         char *key, *val;
-        int s = split_line(buf, &key, &val, why, sizeof why);
+        int s = cfg_split_line(buf, NULL, &key, &val, why, sizeof why);
         if (s < 0) {
             cfg_errf(err, errlen, "%s:%u: %s", source, lineno, why);
             rc = -EINVAL;
@@ -478,64 +490,88 @@ int cfg_load_text(const cfg_opt *opts, size_t n, void *conf, const char *text, s
     return load_text(opts, n, conf, text, len, source ? source : "config", NULL, err, errlen);
 }
 
-static int read_file(const char *path, char **out, size_t *len, char *err, size_t errlen)
+int cfg_read_file(const char *path, size_t max, const char *what, const char *flag, char **out,
+                  size_t *len, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "rb");
     if (f == NULL) {
         int e = errno;
-        cfg_errf(err, errlen, "cannot open config file %s: %s (fix the path given to --config)",
-               path, strerror(e));
+        cfg_errf(err, errlen, "cannot open %s %s: %s (fix the path given to %s)", what, path,
+                 strerror(e), flag);
         return -e;
     }
     size_t cap = 4096, n = 0;
     char *buf = malloc(cap);
     int rc = 0;
-    while (buf != NULL) {
-        if (n == cap) {
-            if (cap > CFG_MAX_FILE) {
-                cfg_errf(err, errlen, "config file %s is larger than %u bytes; is it the right file?",
-                       path, CFG_MAX_FILE);
-                rc = -EFBIG;
-                break;
-            }
-            char *nb = realloc(buf, cap * 2);
+    while (rc == 0 && buf != NULL) {
+        if (n + 1 >= cap) { /* room for the NUL */
+            char *nb = cap > max ? NULL : realloc(buf, cap * 2);
             if (nb == NULL) {
-                free(buf);
-                buf = NULL;
+                rc = cap > max ? -EFBIG : -ENOMEM;
                 break;
             }
             buf = nb;
             cap *= 2;
         }
-        size_t got = fread(buf + n, 1, cap - n, f);
+        size_t got = fread(buf + n, 1, cap - 1 - n, f);
         n += got;
-        if (got == 0) {
-            if (ferror(f)) {
-                int e = errno ? errno : EIO;
-                cfg_errf(err, errlen, "cannot read config file %s: %s (fix the path given to --config)",
-                       path, strerror(e));
-                rc = -e;
-            }
+        if (got == 0 && ferror(f))
+            rc = errno ? -errno : -EIO;
+        if (got == 0)
             break;
-        }
     }
     fclose(f);
-    if (buf == NULL) {
-        cfg_errf(err, errlen, "out of memory reading config file %s", path);
-        return -ENOMEM;
-    }
-    if (rc == 0 && n > CFG_MAX_FILE) {
-        cfg_errf(err, errlen, "config file %s is larger than %u bytes; is it the right file?", path,
-               CFG_MAX_FILE);
+    if (buf == NULL)
+        rc = -ENOMEM;
+    if (rc == 0 && n > max)
         rc = -EFBIG;
-    }
+    if (rc == -EFBIG)
+        cfg_errf(err, errlen, "%s %s is larger than %zu bytes; is it the right file?", what, path,
+                 max);
+    else if (rc == -ENOMEM)
+        cfg_errf(err, errlen, "out of memory reading %s %s", what, path);
+    else if (rc != 0)
+        cfg_errf(err, errlen, "cannot read %s %s: %s (fix the path given to %s)", what, path,
+                 strerror(-rc), flag);
     if (rc != 0) {
         free(buf);
         return rc;
     }
+    buf[n] = '\0';
     *out = buf;
     *len = n;
     return 0;
+}
+
+int cfg_write_port_file(const char *path, int port, const char *what, const char *flag, char *err,
+                        size_t errlen)
+{
+    size_t n = strlen(path) + 32;
+    char *tmp = malloc(n);
+    if (tmp == NULL) {
+        cfg_errf(err, errlen, "out of memory writing the %s", what);
+        return -ENOMEM;
+    }
+    snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
+    int rc = 0;
+    FILE *f = fopen(tmp, "w");
+    if (f == NULL) {
+        rc = -errno;
+    } else {
+        if (fprintf(f, "%d\n", port) < 0)
+            rc = -EIO;
+        if (fclose(f) != 0 && rc == 0)
+            rc = -errno;
+        if (rc == 0 && rename(tmp, path) != 0)
+            rc = -errno;
+        if (rc != 0)
+            unlink(tmp);
+    }
+    if (rc != 0)
+        cfg_errf(err, errlen, "cannot write the %s %s: %s (set %s to a path in a writable folder)",
+                 what, path, strerror(-rc), flag);
+    free(tmp);
+    return rc;
 }
 
 /* ---- flags -------------------------------------------------------------- */
@@ -692,7 +728,8 @@ int cfg_load(const cfg_opt *opts, size_t n, void *conf, int argc, char **argv, c
         } else {
             char *text = NULL;
             size_t len = 0;
-            rc = read_file(config, &text, &len, err, errlen);
+            rc = cfg_read_file(config, CFG_MAX_FILE, "config file", "--config", &text, &len, err,
+                               errlen);
             if (rc == 0) {
                 size_t sl = strlen(config) + sizeof "config file ";
                 char *source = malloc(sl);

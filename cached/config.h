@@ -97,6 +97,22 @@ int cfg_load(const cfg_opt *opts, size_t n, void *conf, int argc, char **argv, c
 int cfg_load_text(const cfg_opt *opts, size_t n, void *conf, const char *text, size_t len,
                   const char *source, char *err, size_t errlen);
 
+/* The next line of text[0..len) from *pos into buf (len + 1 bytes: a line
+ * is never cut), without its "\n" or "\r\n"; *pos and *lineno advance.
+ * Returns 1, 0 at the end, or -EINVAL for a line with a NUL byte, with
+ * "source:line: ..." in err. */
+int cfg_next_line(const char *text, size_t len, size_t *pos, unsigned *lineno, char *buf,
+                  const char *source, char *err, size_t errlen);
+
+/* Splits one line of a file in the grammar above (NUL-terminated, no newline,
+ * writable) into key and value, in place: 1 for a key/value line, 0 for a
+ * blank or comment line, -EINVAL with the reason in why. or_else names what
+ * else a line may be in the caller's format ("a [tenant NAME] header"), for
+ * the sentence of a line that is not `key = value`; NULL: nothing else. For
+ * the formats built on this grammar (the tenants file). */
+int cfg_split_line(char *line, const char *or_else, char **key, char **val, char *why,
+                   size_t whylen);
+
 /* Prints "Usage: <usage_line>", then every option (flag, value type, help,
  * default, range, required), then --config and --help, to f. */
 void cfg_help(const cfg_opt *opts, size_t n, const char *usage_line, FILE *f);
@@ -109,7 +125,23 @@ void cfg_help(const cfg_opt *opts, size_t n, const char *usage_line, FILE *f);
 int cfg_format(const cfg_opt *opts, size_t n, const void *conf, char *buf, size_t cap);
 
 /* Writes a sentence into err (nothing when err is NULL or errlen is 0): the
- * error convention of the daemon's modules (config, tenants, admin). */
+ * error convention of the daemon's modules (config, tenants, admin, node). */
 void cfg_errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* The files options name. `what` names the file in sentences ("tenants
+ * file"), `flag` the option that gives its path ("--tenants").
+ *
+ * cfg_read_file: reads the whole file into a malloc'd, NUL-terminated buffer
+ * (*len excludes the NUL; the caller frees it, wiping it first if it holds
+ * secrets). Returns 0, or a negative errno with a sentence in err: the errno
+ * of opening or reading, -EFBIG over max bytes, -ENOMEM.
+ *
+ * cfg_write_port_file: writes "PORT\n" to path atomically (a temporary file
+ * beside it, then rename), for scripts and tests that start a daemon on port
+ * 0. Returns 0 or a negative errno with a sentence in err. */
+int cfg_read_file(const char *path, size_t max, const char *what, const char *flag, char **out,
+                  size_t *len, char *err, size_t errlen);
+int cfg_write_port_file(const char *path, int port, const char *what, const char *flag, char *err,
+                        size_t errlen);
 
 #endif /* RINGCACHE_CONFIG_H */

@@ -128,17 +128,17 @@ struct node {
     struct event_base *main_base;   /* membership re-resolution, signals */
     node_worker *workers;
     unsigned n_workers;
-    int listen_fd;                  /* the first listener (others reuse the port) */
+    unsigned n_running;             /* worker threads started (node_run) */
+    size_t n_setup;                 /* modules set up (node.c), torn down in reverse */
     struct ssl_ctx_st *ssl_ctx;     /* TLS on the protocol port, or NULL */
     int port;
     s3_config s3cfg;
     atomic_bool stopping;
-    atomic_bool reload_asked;
     node_fills *fills;              /* the fill table (node_fill.h) */
     atomic_int conns_open;          /* every worker's connections */
     int max_connections;            /* effective --max-connections */
     atomic_llong accept_log_ms;     /* last "out of descriptors" log line */
-    atomic_llong accept_log_skipped;    int log_level;
+    atomic_llong accept_log_skipped;
     int metric_base;                /* index of this node's metric table (metrics.h) */
     struct gauge_arg *gauge_args;   /* one per store gauge, arguments of their callbacks */
 };
@@ -165,12 +165,28 @@ struct node_req {
     node_put *put;
 };
 
-/* ---- node.c ---- */
-void node__post(node_worker *w, node_msg *m); /* any thread; takes ownership of m */
-s3_client *node__s3_for(node_worker *w, const ten_tenant *t);
+/* ---- node_conf.c ---- */
+/* The level named ("error", "warn", "info", "debug"), or -EINVAL. */
+int node_log_level_of(const char *name);
+/* Lines above this level are dropped (before the threads start). */
+void node_log_set_level(int level);
+
+/* ---- node_metrics.c ---- */
+int node_metrics_setup(node *n, char *err, size_t errlen);
+void node_metrics_teardown(node *n);
 void node__count(node_worker *w, int metric, uint64_t v);
 void node__latency(node_worker *w, uint64_t us);
 void node__gauge_add(node_worker *w, int metric, int64_t delta);
+
+/* ---- node_worker.c ---- */
+/* Loops, listeners (binding the port), store workers, S3 clients; n->port. */
+int node_workers_setup(node *n, char *err, size_t errlen);
+void node_workers_teardown(node *n);
+int node_workers_start(node *n);  /* the threads; -EAGAIN if one did not start */
+void node_workers_stop(node *n);  /* any thread: each worker drains and exits its loop */
+void node_workers_join(node *n);
+void node__post(node_worker *w, node_msg *m); /* any thread; takes ownership of m */
+s3_client *node__s3_for(node_worker *w, const ten_tenant *t);
 
 /* ---- node_conn.c ---- */
 void node__accept(node_worker *w, int fd);
@@ -185,9 +201,6 @@ int node__put_start(node_conn *c, node_req *r, const rcp_put_req *p);
 /* A PUT_DATA frame: data (len bytes) for the PUT with this request. */
 int node__put_data(node_conn *c, node_req *r, const uint8_t *data, size_t len, bool last);
 void node__put_abort(node_req *r);
-/* Index a block received by PUT_BLOCK (or staged locally) on this worker. */
-int node__store_block(node_worker *w, const bkey_id *id, const void *data, size_t len,
-                      bs_write_fn done, void *arg);
 
 /* Answer helpers (node_conn.c) used by node_put.c. */
 void node__answer_error(node_conn *c, uint32_t id, int code, const char *fmt, ...)

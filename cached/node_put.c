@@ -568,9 +568,3 @@ void node__put_abort(node_req *r)
     }
     put_unref(p);
 }
-
-int node__store_block(node_worker *w, const bkey_id *id, const void *data, size_t len,
-                      bs_write_fn done, void *arg)
-{
-    return w->bs ? bs_write(w->bs, id, data, len, done, arg) : -ESHUTDOWN;
-}
