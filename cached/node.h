@@ -76,11 +76,15 @@ extern const size_t node_n_opts;
 
 /* Parses argv into conf (defaults, --config file, flags) and fills what the
  * environment gives (the host name for node-id, the peer token from its
- * file). Returns 0; 1 for --help (nothing else is read: print
- * node_conf_help()); -EINVAL with one sentence in err naming the option and
- * the fix. */
+ * file). Returns 0; 1 for --help, 2 for --version first (nothing else is
+ * read: print node_conf_help() or node_version()); -EINVAL with one sentence
+ * in err naming the option and the fix. */
 int node_conf_load(node_conf *conf, int argc, char **argv, char *err, size_t errlen);
 void node_conf_help(FILE *f);
+
+/* The version of ringcache this node is ("0.1.0"), as `ringcached --version`
+ * and the label of ringcached_build_info say it. */
+const char *node_version(void);
 
 /* Sets up every module of the node in order (see node.c): the store opened,
  * the ports bound (the port files written), nothing running yet. Returns 0,

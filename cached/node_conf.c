@@ -113,6 +113,7 @@ void node_conf_help(FILE *f)
 {
     cfg_help(node_opts, node_n_opts,
              "ringcached --data-dir DIR [--config FILE] [--key value ...]\n"
+             "       ringcached --version\n"
              "The ringcache cache node: keeps blocks of S3 objects on local SSD and serves\n"
              "them to compute nodes (read-through, write-through). Every option is also a\n"
              "`key = value` line of the --config file.",
@@ -156,6 +157,8 @@ static int read_peer_token(node_conf *conf, char *err, size_t errlen)
 int node_conf_load(node_conf *conf, int argc, char **argv, char *err, size_t errlen)
 {
     memset(conf, 0, sizeof(*conf));
+    if (argc >= 2 && strcmp(argv[1], "--version") == 0)
+        return 2;
     int rc = cfg_load(node_opts, node_n_opts, conf, argc, argv, err, errlen);
     if (rc == 1)
         return 1;

@@ -141,6 +141,9 @@ struct node {
     atomic_llong accept_log_skipped;
     int metric_base;                /* index of this node's metric table (metrics.h) */
     struct gauge_arg *gauge_args;   /* one per store gauge, arguments of their callbacks */
+    struct proc_arg *proc_args;     /* one per process metric, the same */
+    int64_t start_ms;               /* the process's start, ms since the epoch */
+    int64_t start_mono_ms;          /* the node's start, CLOCK_MONOTONIC ms */
 };
 
 /* A request in flight on a connection (node_conn.c, node_put.c). */

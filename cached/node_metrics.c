@@ -4,12 +4,23 @@
  * /metrics and by the STATS operation) and the counting helpers the other
  * files of the node use: counters and the latency histogram per worker
  * thread, gauges shared, and the block store's figures read at render time.
+ * Beside them, the process as Prometheus' client libraries name it
+ * (process_cpu_seconds_total, process_resident_memory_bytes,
+ * process_open_fds, process_max_fds, process_start_time_seconds, read from
+ * /proc/self at render time), the node's uptime and ringcached_build_info.
  */
 #include "node_int.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+#include <event2/event.h>
+#include <openssl/crypto.h>
 
 static const met_def node_metric_defs[NM__COUNT] = {
     [NM_REQUESTS] = {"ringcached_requests_total", "protocol requests received", MET_COUNTER, NULL},
@@ -115,8 +126,184 @@ static int64_t node_gauge_fn(void *arg)
     }
 }
 
+/* ---- the process -------------------------------------------------------------- */
+
+typedef enum { P_CPU, P_RSS, P_OPEN_FDS, P_MAX_FDS, P_START, P_UPTIME, P__COUNT } node_proc;
+
+static const met_def node_proc_defs[P__COUNT] = {
+    [P_CPU] = {"process_cpu_seconds_total", "user and system CPU time of the process, in seconds", MET_COUNTER, NULL},
+    [P_RSS] = {"process_resident_memory_bytes", "resident memory of the process", MET_GAUGE, NULL},
+    [P_OPEN_FDS] = {"process_open_fds", "file descriptors the process has open", MET_GAUGE, NULL},
+    [P_MAX_FDS] = {"process_max_fds", "the process's limit of open file descriptors (ulimit -n)", MET_GAUGE, NULL},
+    [P_START] = {"process_start_time_seconds", "when the process started, in seconds since the Unix epoch", MET_GAUGE, NULL},
+    [P_UPTIME] = {"ringcached_uptime_seconds", "seconds since the node started", MET_GAUGE, NULL},
+};
+/* what each value counts: 1/scale of the unit its name says */
+static const uint32_t node_proc_scale[P__COUNT] = {
+    [P_CPU] = 1000000, [P_START] = 1000, [P_UPTIME] = 1000,
+};
+
+/* /proc/self/stat: the fields after the command (in parentheses, which may
+ * hold spaces and parentheses of its own) are numbered from 3 (state). */
+static int proc_self_stat(unsigned long long *utime, unsigned long long *stime,
+                          unsigned long long *starttime, long long *rss_pages)
+{
+    char buf[1024];
+    FILE *f = fopen("/proc/self/stat", "r");
+    if (!f)
+        return -errno;
+    size_t k = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[k] = '\0';
+    char *p = strrchr(buf, ')');
+    if (!p)
+        return -EINVAL;
+    unsigned long long field[25] = {0};
+    int i = 3;
+    for (p++; i < 25 && *p; i++) {
+        while (*p == ' ')
+            p++;
+        char *end;
+        field[i] = strtoull(p, &end, 10);
+        if (end == p) /* the state letter */
+            while (*end && *end != ' ')
+                end++;
+        p = end;
+    }
+    if (i < 25)
+        return -EINVAL;
+    *utime = field[14];
+    *stime = field[15];
+    *starttime = field[22];
+    *rss_pages = (long long)field[24];
+    return 0;
+}
+
+/* The boot time (seconds since the epoch) from /proc/stat's btime line. */
+static long long boot_time_s(void)
+{
+    FILE *f = fopen("/proc/stat", "r");
+    if (!f)
+        return -1;
+    char line[256];
+    long long bt = -1;
+    while (bt < 0 && fgets(line, sizeof(line), f))
+        if (sscanf(line, "btime %lld", &bt) != 1)
+            bt = -1;
+    fclose(f);
+    return bt;
+}
+
+static int64_t open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return 0;
+    int64_t k = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.')
+            k++;
+    closedir(d);
+    return k > 0 ? k - 1 : 0; /* less the one reading the folder */
+}
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+typedef struct proc_arg {
+    node *n;
+    node_proc p;
+} proc_arg;
+
+static int64_t node_proc_fn(void *arg)
+{
+    proc_arg *pa = arg;
+    unsigned long long ut = 0, st = 0, start = 0;
+    long long rss = 0;
+    long tick = sysconf(_SC_CLK_TCK);
+    struct rlimit rl;
+    switch (pa->p) {
+    case P_CPU:
+        if (proc_self_stat(&ut, &st, &start, &rss) < 0 || tick <= 0)
+            return 0;
+        return (int64_t)((ut + st) * 1000000ull / (unsigned long long)tick);
+    case P_RSS:
+        if (proc_self_stat(&ut, &st, &start, &rss) < 0)
+            return 0;
+        return rss * (int64_t)sysconf(_SC_PAGESIZE);
+    case P_OPEN_FDS: return open_fds();
+    case P_MAX_FDS:
+        if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+            return 0;
+        return (int64_t)rl.rlim_cur;
+    case P_START: return pa->n->start_ms;
+    case P_UPTIME: return mono_ms() - pa->n->start_mono_ms;
+    default: return 0;
+    }
+}
+
+/* When the process started (ms since the epoch): its start in clock ticks
+ * after boot, plus the boot time; the node's own start when /proc says
+ * nothing. */
+static int64_t process_start_ms(void)
+{
+    unsigned long long ut, st, start;
+    long long rss;
+    long tick = sysconf(_SC_CLK_TCK);
+    long long bt = boot_time_s();
+    if (proc_self_stat(&ut, &st, &start, &rss) == 0 && bt > 0 && tick > 0)
+        return bt * 1000 + (int64_t)(start * 1000ull / (unsigned long long)tick);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- the build ------------------------------------------------------------------ */
+
+#ifndef RINGCACHE_VERSION
+#error "RINGCACHE_VERSION (the project's version) is set by cached/ringcached.cmake"
+#endif
+
+const char *node_version(void) { return RINGCACHE_VERSION; }
+
+/* ringcached_build_info{version,compiler,libevent,openssl} 1, as Prometheus
+ * exporters do: the labels say what runs, the value is always 1. */
+static int register_build_info(node *n)
+{
+    char labels[512];
+    snprintf(labels, sizeof(labels),
+             "version=\"%s\",compiler=\"%s\",libevent=\"%s\",openssl=\"%s\"", node_version(),
+#if defined(__clang__)
+             "clang " __clang_version__,
+#elif defined(__GNUC__)
+             "gcc " __VERSION__,
+#else
+             "unknown",
+#endif
+             event_get_version(), OpenSSL_version(OPENSSL_VERSION_STRING));
+    for (char *p = labels; *p; p++) /* label values: no backslash or newline in them */
+        if (*p == '\\' || *p == '\n')
+            *p = ' ';
+    met_def d = {"ringcached_build_info",
+                 "the build of ringcached: its version and the libraries it runs with (always 1)",
+                 MET_GAUGE, labels};
+    int idx = met_register(n->metrics, &d, 1);
+    if (idx >= 0)
+        met_set(n->metrics, idx, 1);
+    return idx < 0 ? idx : 0;
+}
+
+/* ---- setup and teardown ------------------------------------------------------------ */
+
 int node_metrics_setup(node *n, char *err, size_t errlen)
 {
+    n->start_ms = process_start_ms();
+    n->start_mono_ms = mono_ms();
     int rc = met_create(&n->metrics, n->n_workers);
     if (rc >= 0)
         rc = met_register(n->metrics, node_metric_defs, NM__COUNT);
@@ -127,12 +314,23 @@ int node_metrics_setup(node *n, char *err, size_t errlen)
     int gbase = rc;
     if (rc >= 0) {
         n->gauge_args = calloc(G__COUNT, sizeof(*n->gauge_args));
-        rc = n->gauge_args ? 0 : -ENOMEM;
+        n->proc_args = calloc(P__COUNT, sizeof(*n->proc_args));
+        rc = n->gauge_args && n->proc_args ? 0 : -ENOMEM;
     }
     for (int g = 0; rc >= 0 && g < G__COUNT; g++) {
         n->gauge_args[g] = (gauge_arg){n, (node_gauge)g};
         rc = met_set_fn(n->metrics, gbase + g, node_gauge_fn, &n->gauge_args[g]);
     }
+    int pbase = rc >= 0 ? met_register(n->metrics, node_proc_defs, P__COUNT) : rc;
+    rc = pbase;
+    for (int p = 0; rc >= 0 && p < P__COUNT; p++) {
+        n->proc_args[p] = (proc_arg){n, (node_proc)p};
+        rc = met_set_fn(n->metrics, pbase + p, node_proc_fn, &n->proc_args[p]);
+        if (rc >= 0 && node_proc_scale[p])
+            rc = met_set_scale(n->metrics, pbase + p, node_proc_scale[p]);
+    }
+    if (rc >= 0)
+        rc = register_build_info(n);
     if (rc < 0)
         cfg_errf(err, errlen, "cannot set up the node's metrics: %s", strerror(-rc));
     return rc < 0 ? rc : 0;
@@ -143,4 +341,6 @@ void node_metrics_teardown(node *n)
     met_destroy(&n->metrics);
     free(n->gauge_args);
     n->gauge_args = NULL;
+    free(n->proc_args);
+    n->proc_args = NULL;
 }

@@ -43,6 +43,10 @@ int main(int argc, char **argv)
         node_conf_help(stdout);
         return 0;
     }
+    if (rc == 2) {
+        printf("ringcached %s\n", node_version());
+        return 0;
+    }
     if (rc < 0) {
         fprintf(stderr, "ringcached: %s\n", err);
         return 2;

@@ -15,6 +15,8 @@ if(TARGET ringcache_tenants AND TARGET ringcache_admin)
            ringcache_tenants ringcache_s3 ringcache_cacheconn ringcache_membership
            ringcache_ring ringcache_blockkey PkgConfig::EVENT PkgConfig::EVENT_PTHREADS
     PRIVATE PkgConfig::EVENT_OPENSSL PkgConfig::SSL PkgConfig::CRYPTO ringcache_warnings)
+  # the version `ringcached --version` and ringcached_build_info say: the project's
+  target_compile_definitions(ringcache_node PRIVATE RINGCACHE_VERSION="${PROJECT_VERSION}")
   add_executable(ringcached ringcached.c)
   target_link_libraries(ringcached PRIVATE ringcache_node ringcache_warnings)
 endif()
