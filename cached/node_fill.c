@@ -29,8 +29,7 @@ typedef struct node_waiter node_waiter;
 struct node_waiter {
     node_waiter *next;
     unsigned worker;
-    uint64_t conn_serial;
-    uint32_t req_id;
+    uint64_t serial;             /* the waiting request's, on its worker */
     uint32_t off, len;
     bool creator;                /* this request started the fill */
 };
@@ -102,8 +101,7 @@ static void fill_notify_locked(node_fill *f)
         node_waiter *nx = w->next;
         node_msg *m = calloc(1, sizeof(*m));
         if (m) {
-            m->conn_serial = w->conn_serial;
-            m->req_id = w->req_id;
+            m->req_serial = w->serial;
             if (f->state == FILL_DONE) {
                 node_buf_ref(f->buf);
                 m->buf = f->buf;
@@ -253,13 +251,12 @@ int node_fill_join(node_worker *w, const node_fill_args *a, node_fill **joined)
     node *n = w->n;
     bkey k = bkey_of(a->id);
     node_waiter *wt = NULL;
-    if (a->conn_serial) {
+    if (a->waiter) {
         wt = calloc(1, sizeof(*wt));
         if (!wt)
             return -ENOMEM;
         wt->worker = w->idx;
-        wt->conn_serial = a->conn_serial;
-        wt->req_id = a->req_id;
+        wt->serial = a->waiter;
         wt->off = a->off;
         wt->len = a->len;
     }
@@ -276,8 +273,7 @@ int node_fill_join(node_worker *w, const node_fill_args *a, node_fill **joined)
                 if (m) {
                     node_buf_ref(f->buf);
                     m->buf = f->buf;
-                    m->conn_serial = wt->conn_serial;
-                    m->req_id = wt->req_id;
+                    m->req_serial = wt->serial;
                     m->off = wt->off;
                     m->len = wt->len;
                     m->source = RCP_SRC_FILL_WAIT;
@@ -373,12 +369,12 @@ int node_fill_join(node_worker *w, const node_fill_args *a, node_fill **joined)
     return 0;
 }
 
-void node_fill_leave(node_fills *t, node_fill *f, uint64_t conn_serial, uint32_t req_id)
+void node_fill_leave(node_fills *t, node_fill *f, unsigned worker, uint64_t waiter)
 {
     pthread_mutex_lock(&t->lock);
     /* f may already have notified (its waiters list emptied): then nothing to do */
     node_waiter **pp = &f->waiters;
-    while (*pp && !((*pp)->conn_serial == conn_serial && (*pp)->req_id == req_id))
+    while (*pp && !((*pp)->worker == worker && (*pp)->serial == waiter))
         pp = &(*pp)->next;
     if (*pp) {
         node_waiter *w = *pp;

@@ -13,9 +13,9 @@
  * still stored. At most --max-fills fills run at once (-EBUSY past it).
  *
  * Waiters are told through their worker's mailbox (node_int.h: a node_msg
- * with the waiter's identity, a reference to the fill's buffer or an error
- * code and sentence), so a fill running on worker A answers requests of
- * worker B on B's thread.
+ * with the waiter's serial, a reference to the fill's buffer or an error code
+ * and sentence, for node_req_deliver), so a fill running on worker A answers
+ * requests of worker B on B's thread.
  *
  * Thread-safety: node_fill_join, node_fill_leave and node_fill_active from
  * any worker thread at once (the table is one mutex). A fill's S3 GET, its
@@ -49,8 +49,8 @@ typedef struct node_fill_args {
     const ten_tenant *tenant;      /* whose S3 credentials fill (NULL: the node's) */
     const bkey_id *id;             /* borrowed for the call */
     uint32_t block_len;
-    uint64_t conn_serial;          /* who waits; 0: nobody (WARM) */
-    uint32_t req_id;
+    uint64_t waiter;               /* the serial of the request waiting on the joining
+                                      worker (node_req.h); 0: nobody (WARM) */
     uint32_t off, len;             /* slice of the block the waiter wants */
     bool force;                    /* start a fill even if the store has the block now */
 } node_fill_args;
@@ -66,7 +66,7 @@ int node_fill_join(node_worker *w, const node_fill_args *a, node_fill **joined);
 
 /* Remove a waiter (request cancelled or connection closed); nothing when the
  * fill has already told it. */
-void node_fill_leave(node_fills *t, node_fill *f, uint64_t conn_serial, uint32_t req_id);
+void node_fill_leave(node_fills *t, node_fill *f, unsigned worker, uint64_t waiter);
 
 /* Fills in the table now. */
 size_t node_fill_active(node_fills *t);

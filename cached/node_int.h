@@ -1,14 +1,23 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * node_int.h: internals shared by the files of ringcached (node.c: lifecycle,
- * workers; node_fill.c: the fill table; node_conn.c: connections and the protocol; node_put.c:
- * write-through). Not for other modules.
+ * node_int.h: what the files of ringcached share and nothing else uses: the
+ * node and worker structs, buffers, mailbox messages, metric indices, and
+ * the entry points between the files:
  *
- * Threads: each worker thread owns its event loop, its connections, its store
- * worker, its S3 clients and its peer connections; nothing of a worker is
- * touched by another thread except its mailbox (mutex + an event activated
- * across threads). The fill table is shared (one mutex). Counters go through
- * metrics.h (per-thread slots).
+ *   node.c          the lifecycle: module setups and teardowns, run, stop
+ *   node_conf.c     the options, the log
+ *   node_metrics.c  the metric tables, the process metrics
+ *   node_worker.c   worker threads: loops, listeners, mailboxes, drain
+ *   node_conn.c     the ringcache protocol's front end (frames only)
+ *   node_req.c      the request lifecycle (node_req.h), write-through placement
+ *   node_fill.c     the fill table (node_fill.h)
+ *   node_upload.c   one object streamed to S3 (node_upload.h)
+ *
+ * Threads: each worker thread owns its event loop, its connections, its
+ * requests, its store worker, its S3 clients and its peer connections;
+ * nothing of a worker is touched by another thread except its mailbox (mutex
+ * + an event activated across threads). The fill table is shared (one
+ * mutex). Counters go through metrics.h (per-thread slots).
  */
 #ifndef RINGCACHE_NODE_INT_H
 #define RINGCACHE_NODE_INT_H
@@ -21,6 +30,7 @@
 #include "metrics.h"
 #include "node.h"
 #include "node_fill.h"
+#include "node_req.h"
 #include "proto.h"
 #include "s3.h"
 #include "tenants.h"
@@ -33,10 +43,7 @@ struct event;
 struct evconnlistener;
 struct bufferevent;
 
-typedef struct node_worker node_worker;
 typedef struct node_conn node_conn;
-typedef struct node_req node_req;
-typedef struct node_put node_put;
 
 /* A reference-counted buffer (fill data, staged blocks). */
 typedef struct node_buf {
@@ -84,8 +91,7 @@ enum node_metric {
 typedef struct node_msg node_msg;
 struct node_msg {
     node_msg *next;
-    uint64_t conn_serial;
-    uint32_t req_id;
+    uint64_t req_serial;      /* the request's on the worker (node_req.h) */
     int rcp_code;             /* 0: data */
     char message[256];
     node_buf *buf;            /* a reference, or NULL */
@@ -107,7 +113,9 @@ struct node_worker {
     pthread_mutex_t mb_lock;
     node_msg *mb_head, *mb_tail;
     node_conn *conns;              /* open connections of this worker */
-    uint64_t next_serial;
+    uint64_t next_serial;          /* of connections */
+    uint64_t next_req_serial;      /* of requests (node_req.h) */
+    node_req **waiting;            /* requests waiting for a fill, by serial (node_req.c) */
     cc_conn **peers;               /* per ring member index: connection for PUT_BLOCK */
     size_t n_peers;
     struct event *stop_ev;
@@ -146,28 +154,6 @@ struct node {
     int64_t start_mono_ms;          /* the node's start, CLOCK_MONOTONIC ms */
 };
 
-/* A request in flight on a connection (node_conn.c, node_put.c). */
-enum { R_NEW, R_STORE_READ, R_FILL_WAIT, R_PUT, R_STORE_WRITE, R_S3 };
-
-struct node_req {
-    node_conn *c;
-    node_req *prev, *next;
-    uint32_t id;
-    uint8_t op;
-    int state;
-    bool cancelled;
-    node_fill *fill;
-    uint64_t t0_us;
-    bkey_object obj;               /* tenant, bucket, key, version, size */
-    uint64_t block;
-    uint32_t off, len, flags, block_len;
-    bool reread;                   /* the store was asked again after a fill finished */
-    uint32_t reserved;             /* answer bytes counted against max-buffered */
-    uint64_t *warm;                /* WARM: the blocks named, until S3's HEAD answers */
-    uint32_t n_warm;
-    node_put *put;
-};
-
 /* ---- node_conf.c ---- */
 /* The level named ("error", "warn", "info", "debug"), or -EINVAL. */
 int node_log_level_of(const char *name);
@@ -191,27 +177,10 @@ void node_workers_join(node *n);
 void node__post(node_worker *w, node_msg *m); /* any thread; takes ownership of m */
 s3_client *node__s3_for(node_worker *w, const ten_tenant *t);
 
-/* ---- node_conn.c ---- */
+/* ---- node_conn.c: the ringcache protocol's front end ---- */
 void node__accept(node_worker *w, int fd);
-void node__deliver(node_worker *w, node_msg *m); /* on w's thread */
 void node__close_all(node_worker *w);
 void node__sweep(node_worker *w, int64_t now_ms); /* frame and idle timeouts */
 size_t node__conn_count(node_worker *w);
-
-/* ---- node_put.c ---- */
-/* A PUT's head arrived on conn c for request r. */
-int node__put_start(node_conn *c, node_req *r, const rcp_put_req *p);
-/* A PUT_DATA frame: data (len bytes) for the PUT with this request. */
-int node__put_data(node_conn *c, node_req *r, const uint8_t *data, size_t len, bool last);
-void node__put_abort(node_req *r);
-
-/* Answer helpers (node_conn.c) used by node_put.c. */
-void node__answer_error(node_conn *c, uint32_t id, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-void node__answer_body(node_conn *c, uint8_t op, uint32_t id, const void *body, size_t len);
-void node__req_done(node_req *r);
-node_worker *node__conn_worker(node_conn *c);
-const ten_tenant *node__conn_tenant(node_conn *c);
-void node__conn_pause(node_conn *c, bool pause); /* stop reading (back-pressure) */
 
 #endif /* RINGCACHE_NODE_INT_H */

@@ -1,43 +1,36 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * node_put.c: write-through. A PUT's data streams into S3 (one PUT up to the
- * part size, else a multipart upload with parts in flight, the connection
- * paused while too many are) and, at the same time, into an unlinked staging
- * file in the data folder (so nothing is left behind by a crash). Only after S3
- * has acknowledged, and returned the new version (ETag), is each block read
- * back from staging and sent to its owner on the ring: indexed here when this
- * node owns it, else by PUT_BLOCK to the owner. The PUT is answered when every
- * block has been placed. If S3 fails, the client gets S3's error and nothing is
- * cached; a block that cannot be placed is logged and counted (S3 has the
- * object; the cache is only missing it).
+ * node_upload.c: the streamed S3 upload of node_upload.h. The object's bytes
+ * gather into a part (or the whole object when it fits one); a full part is
+ * sent, or queued while the multipart upload's id has not come back; S3's
+ * acknowledgements release the writer's pause and, once every part is in,
+ * the upload is completed. The upload holds a reference for its owner and one
+ * per S3 call in flight, and is freed when the last goes: a failure or an
+ * abort never leaves a callback of S3 pointing at freed memory.
  */
-#include "node_int.h"
+#include "node_upload.h"
+
+#include "blockkey.h"
+#include "node.h"
 
 #include <errno.h>
-#include <event2/event.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#define PUT_MAX_PARTS_INFLIGHT 4
-#define PUT_MAX_BLOCKS_INFLIGHT 8
+#define UPLOAD_MAX_PARTS 10000
+#define UPLOAD_MAX_PARTS_INFLIGHT 4
 
-struct node_put {
-    node_req *r;                 /* NULL once the request is gone */
-    node_conn *c;
-    node_worker *w;
-    uint32_t id;
-    int refs;                    /* the request + S3 calls + block placements */
-    bkey_object obj;             /* version: S3's ETag, once it has answered */
-    uint64_t received;
-    uint64_t part_size;
-    int staging_fd;
-    const ten_tenant *tenant_ref; /* whose S3 credentials write */
-    /* S3 */
-    bool multipart, creating, completing, done_s3, failed, answered;
+struct node_upload {
+    s3_client *s3;
+    char bucket[BKEY_BUCKET_MAX + 1], key[BKEY_KEY_MAX + 1];
+    uint64_t size, part_size, received;
+    node_upload_pause_fn pause;
+    node_upload_done_fn done;
+    void *arg;
+    int refs;                    /* the owner's (until done or abort) + S3 calls in flight */
+    bool owned;                  /* the owner still listens */
+    bool multipart, completing, acked, failed;
     char *upload_id;
     uint8_t *part;               /* the part (or whole object) being filled */
     size_t part_len;
@@ -46,298 +39,114 @@ struct node_put {
     uint8_t **queued;            /* full parts waiting for the upload id */
     size_t *queued_len;
     int n_queued;
-    char etag[S3_ETAG_MAX];
-    /* placement */
-    uint64_t next_block, blocks, blocks_inflight, blocks_done;
 };
 
-static void put_unref(node_put *p)
+static void upload_unref(node_upload *u)
 {
-    if (--p->refs > 0)
+    if (--u->refs > 0)
         return;
-    if (p->staging_fd >= 0)
-        close(p->staging_fd);
-    free(p->upload_id);
-    free(p->part);
-    for (int i = 0; p->etags && i < p->parts_total; i++)
-        free(p->etags[i]);
-    free(p->etags);
-    for (int i = 0; i < p->n_queued; i++)
-        free(p->queued[i]);
-    free(p->queued);
-    free(p->queued_len);
-    free(p);
+    free(u->upload_id);
+    free(u->part);
+    for (int i = 0; u->etags && i < u->parts_total; i++)
+        free(u->etags[i]);
+    free(u->etags);
+    for (int i = 0; i < u->n_queued; i++)
+        free(u->queued[i]);
+    free(u->queued);
+    free(u->queued_len);
+    free(u);
 }
 
-static void put_answer_error(node_put *p, int code, const char *msg)
+/* Tell the owner (once) and drop its reference. */
+static void upload_finish(node_upload *u, const s3_error *err, const char *etag)
 {
-    if (p->answered)
+    if (!u->owned)
         return;
-    p->answered = true;
-    p->failed = true;
-    if (p->r) {
-        node_req *r = p->r;
-        node__answer_error(p->c, p->id, code, "%s", msg);
-        p->r = NULL;
-        r->put = NULL;
-        node__conn_pause(p->c, false);
-        node__req_done(r);
-        put_unref(p); /* the request's reference */
-    }
+    u->owned = false;
+    u->done(u->arg, err, etag);
+    upload_unref(u);
 }
 
 static void abort_done(const s3_error *err, void *arg)
 {
-    node_put *p = arg;
+    node_upload *u = arg;
     if (err->code)
-        node_log(NODE_LOG_WARN, "msg=\"multipart upload not aborted\" bucket=%s key=\"%s\" err=\"%s\"",
-                 p->obj.bucket, p->obj.key, err->message);
-    put_unref(p);
-}
-
-static void put_fail(node_put *p, int code, const char *msg)
-{
-    node_log(NODE_LOG_WARN, "msg=\"write-through failed\" bucket=%s key=\"%s\" err=\"%s\"",
-             p->obj.bucket, p->obj.key, msg);
-    node__count(p->w, NM_S3_ERRORS, 1);
-    bool had_failed = p->failed;
-    put_answer_error(p, code, msg);
-    p->failed = true;
-    if (!had_failed && p->upload_id && !p->done_s3) {
-        p->refs++;
-        if (s3_mpu_abort(node__s3_for(p->w, p->tenant_ref), p->obj.bucket, p->obj.key, p->upload_id, abort_done,
-                         p) < 0)
-            p->refs--;
-    }
-}
-
-static int s3_code_to_rcp(int code)
-{
-    return code == -EACCES ? RCP_E_FORBIDDEN : code == -ENOENT ? RCP_E_NOT_FOUND : RCP_E_S3;
-}
-
-/* ---- placing the blocks after S3 acknowledged -------------------------------- */
-
-static void place_next(node_put *p);
-
-static void put_finish(node_put *p)
-{
-    if (p->answered)
-        return;
-    p->answered = true;
-    node__count(p->w, NM_PUTS, 1);
-    node__count(p->w, NM_PUT_BYTES, p->obj.size);
-    if (p->r) {
-        node_req *r = p->r;
-        uint8_t b[256];
-        rcp_put_resp pr = {rcp_s(p->etag), p->obj.size};
-        int k = rcp_encode_put_resp(&pr, b, sizeof(b));
-        if (k > 0)
-            node__answer_body(p->c, RCP_OP_PUT, p->id, b, (size_t)k);
-        p->r = NULL;
-        r->put = NULL;
-        node__req_done(r);
-        put_unref(p);
-    }
-}
-
-typedef struct {
-    node_put *p;
-    node_buf *buf;
-    uint64_t index;
-} place_op;
-
-static void place_done(node_put *p, place_op *op, int rc, const char *where)
-{
-    if (rc < 0)
         node_log(NODE_LOG_WARN,
-                 "msg=\"block not placed after write-through\" bucket=%s key=\"%s\" block=%llu "
-                 "owner=%s err=\"%s\"",
-                 p->obj.bucket, p->obj.key, (unsigned long long)op->index, where, strerror(-rc));
-    node_buf_unref(op->buf);
-    free(op);
-    p->blocks_inflight--;
-    p->blocks_done++;
-    place_next(p);
-    put_unref(p);
+                 "msg=\"multipart upload not aborted\" bucket=%s key=\"%s\" err=\"%s\"",
+                 u->bucket, u->key, err->message);
+    upload_unref(u);
 }
 
-static void local_written(void *arg, int rc)
+static void send_abort(node_upload *u)
 {
-    place_op *op = arg;
-    place_done(op->p, op, rc, "self");
+    u->refs++;
+    if (s3_mpu_abort(u->s3, u->bucket, u->key, u->upload_id, abort_done, u) < 0)
+        u->refs--;
 }
 
-static void peer_written(const cc_result *res, void *arg)
+static void upload_fail(node_upload *u, int code, const char *msg)
 {
-    place_op *op = arg;
-    if (!res->code)
-        node__count(op->p->w, NM_PUT_BLOCKS_SENT, 1);
-    else
-        node_log(NODE_LOG_WARN, "msg=\"PUT_BLOCK failed\" err=\"%s\"", res->message);
-    place_done(op->p, op, res->code, "peer");
-}
-
-static cc_conn *peer_conn(node_worker *w, const struct ring *ring, const struct ring_member *m)
-{
-    size_t idx = ring_member_index(ring, m);
-    size_t count = ring_member_count(ring);
-    if (w->n_peers < count) {
-        cc_conn **np = realloc(w->peers, count * sizeof(*np));
-        if (!np)
-            return NULL;
-        for (size_t i = w->n_peers; i < count; i++)
-            np[i] = NULL;
-        w->peers = np;
-        w->n_peers = count;
-    }
-    if (w->peers[idx] && cc_conn_broken(w->peers[idx]))
-        cc_conn_destroy(&w->peers[idx]);
-    if (!w->peers[idx]) {
-        char host[256];
-        const char *addr = m->addr;
-        const char *colon = strrchr(addr, ':');
-        if (!colon || (size_t)(colon - addr) >= sizeof(host))
-            return NULL;
-        memcpy(host, addr, (size_t)(colon - addr));
-        host[colon - addr] = '\0';
-        if (host[0] == '[') { /* [v6]:port */
-            memmove(host, host + 1, strlen(host));
-            host[strlen(host) - 1] = '\0';
-        }
-        cc_config cc = {host, atoi(colon + 1), w->n->conf.peer_token,
-                        (uint32_t)w->n->conf.block_size, w->n->conf.node_id, 2000, 30000,
-                        w->n->ssl_ctx != NULL,
-                        w->n->conf.tls_ca[0] ? w->n->conf.tls_ca : NULL,
-                        m->host /* a dns: member: verify its SRV target's name */};
-        if (cc_conn_create(&w->peers[idx], w->base, &cc) < 0)
-            return NULL;
-    }
-    return w->peers[idx];
-}
-
-static void place_next(node_put *p)
-{
-    node *n = p->w->n;
-    uint64_t bsz = (uint64_t)n->conf.block_size;
-    while (p->blocks_inflight < PUT_MAX_BLOCKS_INFLIGHT && p->next_block < p->blocks) {
-        uint64_t i = p->next_block++;
-        uint64_t len = bkey_block_len(p->obj.size, bsz, i);
-        place_op *op = calloc(1, sizeof(*op));
-        node_buf *buf = node_buf_new(len);
-        if (!op || !buf) {
-            free(op);
-            node_buf_unref(buf);
-            p->blocks_done++;
-            continue;
-        }
-        op->p = p;
-        op->buf = buf;
-        op->index = i;
-        ssize_t got = pread(p->staging_fd, buf->data, len, (off_t)(i * bsz));
-        if (got != (ssize_t)len) {
-            node_log(NODE_LOG_WARN, "msg=\"staged block unreadable\" key=\"%s\" block=%llu",
-                     p->obj.key, (unsigned long long)i);
-            node_buf_unref(buf);
-            free(op);
-            p->blocks_done++;
-            continue;
-        }
-        bkey_id id;
-        bkey_object_block(&p->obj, i, &id);
-        p->blocks_inflight++;
-        p->refs++;
-        struct ring *ring = n->members ? membership_ring(n->members) : NULL;
-        const struct ring_member *owner = NULL;
-        if (ring) {
-            uint8_t rk[16];
-            bkey_ring_key(bkey_of(&id), rk);
-            if (ring_lookup(ring, rk, sizeof(rk), &owner, 1) < 1)
-                owner = NULL;
-        }
-        int rc;
-        if (!owner || strcmp(owner->id, n->conf.node_id) == 0) {
-            rc = p->w->bs ? bs_write(p->w->bs, &id, buf->data, len, local_written, op)
-                          : -ESHUTDOWN;
-            if (rc < 0)
-                local_written(op, rc);
-        } else {
-            cc_conn *pc = peer_conn(p->w, ring, owner);
-            rcp_put_block_req pb = {rcp_s(p->obj.tenant),
-                                    {rcp_s(p->obj.bucket), rcp_s(p->obj.key),
-                                     rcp_s(p->obj.version), p->obj.size},
-                                    i, buf->data, (uint32_t)len};
-            rc = pc ? cc_put_block(pc, &pb, peer_written, op) : -ECONNREFUSED;
-            if (rc < 0) {
-                cc_result res = {0};
-                res.code = rc;
-                snprintf(res.message, sizeof(res.message), "cannot reach %s at %s", owner->id,
-                         owner->addr);
-                peer_written(&res, op);
-            }
-        }
-        if (ring)
-            ring_unref(&ring);
-    }
-    if (p->blocks_done == p->blocks && p->blocks_inflight == 0)
-        put_finish(p);
-}
-
-static void s3_acknowledged(node_put *p, const char *etag)
-{
-    p->done_s3 = true;
-    snprintf(p->etag, sizeof(p->etag), "%s", etag ? etag : "");
-    p->blocks = bkey_block_count(p->obj.size, (uint64_t)p->w->n->conf.block_size);
-    /* a version longer than a block identity holds cannot be asked for: S3
-     * has the object, the cache just does not keep it */
-    if (p->blocks == 0 || !p->etag[0] ||
-        bkey_field_set(p->obj.version, sizeof(p->obj.version), p->etag, strlen(p->etag)) < 0) {
-        put_finish(p);
+    if (u->failed)
         return;
-    }
-    place_next(p);
+    u->failed = true;
+    if (u->upload_id && !u->acked)
+        send_abort(u);
+    s3_error e = {0};
+    e.code = code;
+    snprintf(e.message, sizeof(e.message), "%s", msg);
+    upload_finish(u, &e, NULL);
 }
 
-/* ---- S3 ------------------------------------------------------------------------ */
+static void upload_pause(node_upload *u, bool pause)
+{
+    if (u->owned && u->pause)
+        u->pause(u->arg, pause);
+}
+
+/* ---- S3's answers ------------------------------------------------------------ */
+
+static void acked(node_upload *u, const s3_error *err, const char *etag)
+{
+    if (err->code)
+        upload_fail(u, err->code, err->message);
+    else if (!u->failed) {
+        u->acked = true;
+        upload_finish(u, err, etag ? etag : "");
+    }
+}
 
 static void single_done(const s3_error *err, const char *etag, void *arg)
 {
-    node_put *p = arg;
-    free(p->part);
-    p->part = NULL;
-    if (err->code)
-        put_fail(p, s3_code_to_rcp(err->code), err->message);
-    else if (!p->failed)
-        s3_acknowledged(p, etag);
-    put_unref(p);
+    node_upload *u = arg;
+    free(u->part);
+    u->part = NULL;
+    acked(u, err, etag);
+    upload_unref(u);
 }
 
 static void complete_done(const s3_error *err, const char *etag, void *arg)
 {
-    node_put *p = arg;
-    if (err->code)
-        put_fail(p, s3_code_to_rcp(err->code), err->message);
-    else if (!p->failed)
-        s3_acknowledged(p, etag);
-    put_unref(p);
+    node_upload *u = arg;
+    acked(u, err, etag);
+    upload_unref(u);
 }
 
-static void maybe_complete(node_put *p)
+static void maybe_complete(node_upload *u)
 {
-    if (p->failed || p->completing || p->received != p->obj.size || p->parts_inflight ||
-        p->n_queued || p->parts_ok != p->parts_total || !p->upload_id)
+    if (u->failed || u->completing || u->received != u->size || u->parts_inflight ||
+        u->n_queued || u->parts_ok != u->parts_total || !u->upload_id)
         return;
-    p->completing = true;
-    p->refs++;
-    if (s3_mpu_complete(node__s3_for(p->w, p->tenant_ref), p->obj.bucket, p->obj.key, p->upload_id,
-                        (const char *const *)p->etags, p->parts_total, complete_done, p) < 0) {
-        p->refs--;
-        put_fail(p, RCP_E_S3, "cannot complete the multipart upload");
+    u->completing = true;
+    u->refs++;
+    if (s3_mpu_complete(u->s3, u->bucket, u->key, u->upload_id, (const char *const *)u->etags,
+                        u->parts_total, complete_done, u) < 0) {
+        u->refs--;
+        upload_fail(u, -EIO, "cannot complete the multipart upload");
     }
 }
 
-typedef struct {
-    node_put *p;
+typedef struct part_op {
+    node_upload *u;
     int number;
     uint8_t *data;
 } part_op;
@@ -345,37 +154,37 @@ typedef struct {
 static void part_done(const s3_error *err, const char *etag, void *arg)
 {
     part_op *op = arg;
-    node_put *p = op->p;
-    p->parts_inflight--;
+    node_upload *u = op->u;
+    u->parts_inflight--;
     free(op->data);
     if (err->code) {
-        put_fail(p, s3_code_to_rcp(err->code), err->message);
-    } else if (!p->failed) {
-        p->etags[op->number - 1] = strdup(etag ? etag : "");
-        p->parts_ok++;
-        if (p->parts_inflight < PUT_MAX_PARTS_INFLIGHT && p->r)
-            node__conn_pause(p->c, false);
-        maybe_complete(p);
+        upload_fail(u, err->code, err->message);
+    } else if (!u->failed) {
+        u->etags[op->number - 1] = strdup(etag ? etag : "");
+        u->parts_ok++;
+        if (u->parts_inflight < UPLOAD_MAX_PARTS_INFLIGHT)
+            upload_pause(u, false);
+        maybe_complete(u);
     }
     free(op);
-    put_unref(p);
+    upload_unref(u);
 }
 
-static void send_part(node_put *p, uint8_t *data, size_t len)
+static void send_part(node_upload *u, uint8_t *data, size_t len)
 {
     part_op *op = calloc(1, sizeof(*op));
     if (!op) {
         free(data);
-        put_fail(p, RCP_E_INTERNAL, "out of memory");
+        upload_fail(u, -ENOMEM, "out of memory");
         return;
     }
-    op->p = p;
-    op->number = ++p->parts_sent;
+    op->u = u;
+    op->number = ++u->parts_sent;
     op->data = data;
-    p->parts_inflight++;
-    p->refs++;
-    if (s3_mpu_upload_part(node__s3_for(p->w, p->tenant_ref), p->obj.bucket, p->obj.key, p->upload_id, op->number,
-                           data, len, part_done, op) < 0) {
+    u->parts_inflight++;
+    u->refs++;
+    if (s3_mpu_upload_part(u->s3, u->bucket, u->key, u->upload_id, op->number, data, len,
+                           part_done, op) < 0) {
         s3_error e = {0};
         e.code = -EIO;
         snprintf(e.message, sizeof(e.message), "cannot send part %d", op->number);
@@ -385,186 +194,145 @@ static void send_part(node_put *p, uint8_t *data, size_t len)
 
 static void created(const s3_error *err, const char *upload_id, void *arg)
 {
-    node_put *p = arg;
-    p->creating = false;
+    node_upload *u = arg;
     if (err->code) {
-        put_fail(p, s3_code_to_rcp(err->code), err->message);
-    } else if (!p->failed) {
-        p->upload_id = strdup(upload_id);
-        for (int i = 0; i < p->n_queued; i++)
-            send_part(p, p->queued[i], p->queued_len[i]);
-        p->n_queued = 0;
-        maybe_complete(p);
+        upload_fail(u, err->code, err->message);
+    } else if (!u->failed) {
+        u->upload_id = strdup(upload_id);
+        for (int i = 0; i < u->n_queued; i++)
+            send_part(u, u->queued[i], u->queued_len[i]);
+        u->n_queued = 0;
+        maybe_complete(u);
     } else {
-        p->upload_id = strdup(upload_id);
-        p->failed = false; /* let put_fail send the abort for this upload */
-        put_fail(p, RCP_E_S3, "the upload was abandoned");
+        /* given up before S3 said the id: abort the upload it made */
+        u->upload_id = strdup(upload_id);
+        if (u->upload_id)
+            send_abort(u);
     }
-    put_unref(p);
+    upload_unref(u);
 }
 
 /* A part is full (or the last one): send it, or queue it until the upload id. */
-static void part_full(node_put *p)
+static void part_full(node_upload *u)
 {
-    uint8_t *data = p->part;
-    size_t len = p->part_len;
-    p->part = NULL;
-    p->part_len = 0;
-    if (!p->upload_id) {
-        p->queued[p->n_queued] = data;
-        p->queued_len[p->n_queued] = len;
-        p->n_queued++; /* sent in order when the upload id arrives */
+    uint8_t *data = u->part;
+    size_t len = u->part_len;
+    u->part = NULL;
+    u->part_len = 0;
+    if (!u->upload_id) {
+        u->queued[u->n_queued] = data;
+        u->queued_len[u->n_queued] = len;
+        u->n_queued++; /* sent in order when the upload id arrives */
     } else {
-        send_part(p, data, len);
+        send_part(u, data, len);
     }
-    if (p->parts_inflight + p->n_queued >= PUT_MAX_PARTS_INFLIGHT && p->r)
-        node__conn_pause(p->c, true); /* back-pressure until a part is acknowledged */
+    if (u->parts_inflight + u->n_queued >= UPLOAD_MAX_PARTS_INFLIGHT)
+        upload_pause(u, true); /* back-pressure until a part is acknowledged */
 }
 
-/* ---- from the connection ------------------------------------------------------ */
+/* ---- the owner's calls --------------------------------------------------------- */
 
-int node__put_start(node_conn *c, node_req *r, const rcp_put_req *req)
+int node_upload_start(node_upload **out, s3_client *s3, const char *bucket, const char *key,
+                      uint64_t size, uint64_t part_size, node_upload_pause_fn pause,
+                      node_upload_done_fn done, void *arg, char *err, size_t errlen)
 {
-    node_worker *w = node__conn_worker(c);
-    node *n = w->n;
-    node_put *p = calloc(1, sizeof(*p));
-    if (!p) {
-        node__answer_error(c, r->id, RCP_E_INTERNAL, "out of memory");
+    *out = NULL;
+    node_upload *u = calloc(1, sizeof(*u));
+    if (!u) {
+        snprintf(err, errlen, "out of memory");
         return -ENOMEM;
     }
-    p->r = r;
-    p->c = c;
-    p->w = w;
-    p->id = r->id;
-    p->refs = 1;
-    p->obj.size = req->size;
-    p->part_size = (uint64_t)n->conf.part_size;
-    p->staging_fd = -1;
-    /* the request's identity, checked when its head was parsed */
-    p->obj = r->obj;
-    p->obj.size = req->size;
-    p->obj.version[0] = '\0';
-    const ten_tenant *t = node__conn_tenant(c);
-    snprintf(p->obj.tenant, sizeof(p->obj.tenant), "%s", t ? ten_name(t) : "");
-    p->tenant_ref = t;
-    char path[600];
-    snprintf(path, sizeof(path), "%s/staging-XXXXXX", n->conf.data_dir);
-    p->staging_fd = mkstemp(path);
-    if (p->staging_fd >= 0)
-        unlink(path); /* nothing is left behind by a crash */
-    p->multipart = p->obj.size > p->part_size;
-    if (p->multipart) {
-        p->parts_total = (int)((p->obj.size + p->part_size - 1) / p->part_size);
-        if (p->parts_total > 10000) {
-            node__answer_error(c, r->id, RCP_E_TOO_LARGE,
-                               "PUT of %llu bytes needs more than 10000 parts of %llu bytes "
-                               "(raise --part-size)",
-                               (unsigned long long)p->obj.size, (unsigned long long)p->part_size);
-            free(p);
+    u->s3 = s3;
+    snprintf(u->bucket, sizeof(u->bucket), "%s", bucket);
+    snprintf(u->key, sizeof(u->key), "%s", key);
+    u->size = size;
+    u->part_size = part_size;
+    u->pause = pause;
+    u->done = done;
+    u->arg = arg;
+    u->refs = 1;
+    u->multipart = size > part_size;
+    if (u->multipart) {
+        uint64_t parts = (size + part_size - 1) / part_size;
+        if (parts > UPLOAD_MAX_PARTS) {
+            snprintf(err, errlen,
+                     "PUT of %llu bytes needs more than %d parts of %llu bytes (raise "
+                     "--part-size)",
+                     (unsigned long long)size, UPLOAD_MAX_PARTS, (unsigned long long)part_size);
+            free(u);
             return -EFBIG;
         }
-        p->etags = calloc((size_t)p->parts_total, sizeof(char *));
-        p->queued = calloc((size_t)p->parts_total, sizeof(uint8_t *));
-        p->queued_len = calloc((size_t)p->parts_total, sizeof(size_t));
-    }
-    if (p->staging_fd < 0 || (p->multipart && (!p->etags || !p->queued || !p->queued_len))) {
-        node__answer_error(c, r->id, RCP_E_INTERNAL, "cannot stage the PUT in %s: %s",
-                           n->conf.data_dir, strerror(errno));
-        if (p->staging_fd >= 0)
-            close(p->staging_fd);
-        free(p->etags);
-        free(p->queued);
-        free(p->queued_len);
-        free(p);
-        return -EIO;
-    }
-    r->put = p;
-    if (p->multipart) {
-        p->creating = true;
-        p->refs++;
-        if (s3_mpu_create(node__s3_for(w, t), p->obj.bucket, p->obj.key, created, p) < 0) {
-            p->refs--;
-            r->put = NULL;
-            node__answer_error(c, r->id, RCP_E_S3, "cannot start the multipart upload");
-            put_unref(p);
+        u->parts_total = (int)parts;
+        u->etags = calloc((size_t)u->parts_total, sizeof(char *));
+        u->queued = calloc((size_t)u->parts_total, sizeof(uint8_t *));
+        u->queued_len = calloc((size_t)u->parts_total, sizeof(size_t));
+        if (!u->etags || !u->queued || !u->queued_len) {
+            upload_unref(u);
+            snprintf(err, errlen, "out of memory");
+            return -ENOMEM;
+        }
+        u->refs++;
+        if (s3_mpu_create(s3, u->bucket, u->key, created, u) < 0) {
+            upload_unref(u);
+            upload_unref(u);
+            snprintf(err, errlen, "cannot start the multipart upload");
             return -EIO;
         }
     }
+    u->owned = true;
+    *out = u;
     return 0;
 }
 
-int node__put_data(node_conn *c, node_req *r, const uint8_t *data, size_t len, bool last)
+void node_upload_write(node_upload *u, const uint8_t *data, size_t len, bool last)
 {
-    node_put *p = r->put;
-    if (!p || p->failed)
-        return 0;
-    if (p->received + len > p->obj.size) {
-        put_fail(p, RCP_E_BAD_REQUEST, "the PUT sent more bytes than it announced");
-        return -EBADMSG;
-    }
-    if (len && pwrite(p->staging_fd, data, len, (off_t)p->received) != (ssize_t)len) {
-        put_fail(p, RCP_E_INTERNAL, "cannot write the staging file (disk full?)");
-        return -EIO;
-    }
+    if (u->failed || !u->owned)
+        return;
     size_t off = 0;
-    while (off < len || (last && !p->multipart && !p->part)) {
-        size_t cap = p->multipart ? (size_t)p->part_size : (size_t)p->obj.size;
-        if (!p->part) {
-            p->part = malloc(cap ? cap : 1);
-            p->part_len = 0;
-            if (!p->part) {
-                put_fail(p, RCP_E_INTERNAL, "out of memory");
-                return -ENOMEM;
+    while (off < len || (last && !u->multipart && !u->part)) {
+        size_t cap = u->multipart ? (size_t)u->part_size : (size_t)u->size;
+        if (!u->part) {
+            u->part = malloc(cap ? cap : 1);
+            u->part_len = 0;
+            if (!u->part) {
+                upload_fail(u, -ENOMEM, "out of memory");
+                return;
             }
         }
-        size_t k = len - off < cap - p->part_len ? len - off : cap - p->part_len;
-        memcpy(p->part + p->part_len, data + off, k);
-        p->part_len += k;
+        size_t k = len - off < cap - u->part_len ? len - off : cap - u->part_len;
+        memcpy(u->part + u->part_len, data + off, k);
+        u->part_len += k;
         off += k;
-        p->received += k;
-        if (p->multipart && p->part_len == cap)
-            part_full(p);
+        u->received += k;
+        if (u->multipart && u->part_len == cap)
+            part_full(u);
         if (!len)
             break;
     }
-    if (!last)
-        return 0;
-    if (p->received != p->obj.size) {
-        put_fail(p, RCP_E_BAD_REQUEST, "the PUT ended before the size it announced");
-        return -EBADMSG;
-    }
-    if (!p->multipart) {
-        p->refs++;
-        if (s3_put(node__s3_for(p->w, p->tenant_ref), p->obj.bucket, p->obj.key, p->part, p->part_len, single_done,
-                   p) < 0) {
-            p->refs--;
-            put_fail(p, RCP_E_S3, "cannot send the PUT to S3");
+    if (!last || u->failed)
+        return;
+    if (!u->multipart) {
+        u->refs++;
+        if (s3_put(u->s3, u->bucket, u->key, u->part, u->part_len, single_done, u) < 0) {
+            u->refs--;
+            upload_fail(u, -EIO, "cannot send the PUT to S3");
         }
-        return 0;
+        return;
     }
-    if (p->part_len)
-        part_full(p);
-    maybe_complete(p);
-    return 0;
+    if (u->part_len)
+        part_full(u);
+    maybe_complete(u);
 }
 
-/* The request went away (connection closed, cancelled): stop. */
-void node__put_abort(node_req *r)
+void node_upload_abort(node_upload *u)
 {
-    node_put *p = r->put;
-    r->put = NULL;
-    if (!p)
+    if (!u || !u->owned)
         return;
-    p->r = NULL;
-    p->answered = true;
-    if (!p->done_s3 && !p->failed) {
-        p->failed = true;
-        if (p->upload_id) {
-            p->refs++;
-            if (s3_mpu_abort(node__s3_for(p->w, p->tenant_ref), p->obj.bucket, p->obj.key, p->upload_id,
-                             abort_done, p) < 0)
-                p->refs--;
-        }
+    u->owned = false;
+    if (!u->acked && !u->failed) {
+        u->failed = true;
+        if (u->upload_id)
+            send_abort(u);
     }
-    put_unref(p);
+    upload_unref(u);
 }

@@ -68,7 +68,7 @@ static void worker_mailbox_cb(evutil_socket_t fd, short what, void *arg)
     pthread_mutex_unlock(&w->mb_lock);
     while (m) {
         node_msg *nx = m->next;
-        node__deliver(w, m); /* takes ownership */
+        node_req_deliver(w, m); /* takes ownership */
         m = nx;
     }
 }
@@ -339,7 +339,7 @@ int node_workers_setup(node *n, char *err, size_t errlen)
         if (n->tenants)
             w->tenant_s3 = calloc(ten_count(n->tenants) + 1, sizeof(s3_client *));
         if (!w->listener || !w->mailbox_ev || !w->stop_ev || !w->accept_timer || !w->sweep_timer ||
-            (n->tenants && !w->tenant_s3)) {
+            (n->tenants && !w->tenant_s3) || node_reqs_setup(w) < 0) {
             cfg_errf(err, errlen, "cannot set up worker %u: out of memory", i);
             return -ENOMEM;
         }
@@ -374,6 +374,7 @@ void node_workers_teardown(node *n)
             worker_mailbox_cb(-1, 0, w);
             event_free(w->mailbox_ev);
         }
+        node_reqs_teardown(w);
         if (w->stop_ev)
             event_free(w->stop_ev);
         if (w->accept_timer)

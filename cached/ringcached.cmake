@@ -8,7 +8,7 @@ if(NOT TARGET ringcache_config)
 endif()
 if(TARGET ringcache_tenants AND TARGET ringcache_admin)
   add_library(ringcache_node STATIC
-    node.c node_conf.c node_metrics.c node_worker.c node_fill.c node_conn.c node_put.c)
+    node.c node_conf.c node_metrics.c node_worker.c node_fill.c node_conn.c node_req.c node_upload.c)
   target_include_directories(ringcache_node PUBLIC ${CMAKE_CURRENT_LIST_DIR})
   target_link_libraries(ringcache_node
     PUBLIC ringcache_blockstore ringcache_config ringcache_metrics ringcache_admin
