@@ -6,6 +6,9 @@
  * cfg_opt array pointing into a caller-owned struct (offsetof); the binary
  * concatenates the tables it composes and calls cfg_load() once.
  *
+ * Owns nothing: every function works on the caller's table, struct, buffers
+ * and files (cfg_read_file's buffer is the caller's to free).
+ *
  * Thread-safety: every function works only on the caller's table, struct and
  * buffers and keeps no state: any thread, as long as no other thread writes the
  * same conf struct at the same time. A loaded conf struct is plain data and may

@@ -8,6 +8,9 @@
  * one value, or a callback evaluated at render time for a number another
  * module owns (the block store's bytes used).
  *
+ * A registry owns its metrics' names, help and labels (copies), and every
+ * slot; a callback's argument stays its caller's.
+ *
  * Thread-safety:
  *   - met_create / met_register / met_destroy: setup and teardown, before any
  *     thread calls met_add / met_observe_us and after they have all stopped.

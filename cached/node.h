@@ -4,14 +4,16 @@
  * (and tests drive). A node owns: the block store (blockstore.h), N worker
  * threads each with its own libevent loop, listener (SO_REUSEPORT on one port),
  * store worker, S3 clients and peer connections; the fill table shared by the
- * workers (one S3 GET per block however many ask: single-flight); the admin
- * HTTP server (admin.h) with the metrics (metrics.h); the membership and ring
- * (membership.h) used by write-through to find each block's owner; the tenants
- * (tenants.h).
+ * workers (one S3 GET per block however many ask: single-flight, node_fill.h);
+ * the admin HTTP server (admin.h) with the metrics (metrics.h); the membership
+ * and ring (membership.h) used by write-through to find each block's owner; the
+ * tenants (tenants.h); the main thread's event loop. Requests go through the
+ * request lifecycle (node_req.h) from the protocol's front end (node_conn.c).
  *
- * Thread-safety: node_create/node_run/node_destroy from one thread (main);
- * node_stop from any thread or a signal-handling loop (it only sets a flag and
- * wakes the workers).
+ * Thread-safety: node_conf_load, node_log_to, node_create, node_run and
+ * node_destroy from one thread (main), in that order; node_stop and
+ * node_reload from any thread or a signal-handling loop (they only set a flag
+ * and wake the loops); node_log and node_version from any thread.
  */
 #ifndef RINGCACHE_NODE_H
 #define RINGCACHE_NODE_H

@@ -55,7 +55,7 @@ node_buf *node_buf_new(size_t len);
 void node_buf_ref(node_buf *b);
 void node_buf_unref(node_buf *b);
 
-/* Metric indices (node.c registers the table). */
+/* Metric indices (node_metrics.c registers the table). */
 enum node_metric {
     NM_REQUESTS,
     NM_GET,

@@ -266,7 +266,7 @@ static int64_t process_start_ms(void)
 /* ---- the build ------------------------------------------------------------------ */
 
 #ifndef RINGCACHE_VERSION
-#error "RINGCACHE_VERSION (the project's version) is set by cached/ringcached.cmake"
+#error "RINGCACHE_VERSION (the project's version) is set by cached/CMakeLists.txt"
 #endif
 
 const char *node_version(void) { return RINGCACHE_VERSION; }

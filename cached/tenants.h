@@ -24,6 +24,9 @@
  * time; no message ever contains a token or an S3 secret (they name the
  * tenant and the line). Credentials are wiped when the set is destroyed.
  *
+ * A ten_set owns its tenants, their digests, prefixes and credentials; a
+ * ten_tenant pointer is valid as long as its set.
+ *
  * Thread-safety: a ten_set is immutable after ten_load()/ten_parse(): any
  * number of threads may call ten_find(), ten_allows() and the accessors at
  * once. ten_destroy() only when no thread uses the set or its tenants.

@@ -8,7 +8,6 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -27,39 +26,30 @@ static const unit units[] = {
     {"t", 40},  {"ti", 40}, {"tb", 40}, {"tib", 40},
 };
 
-__attribute__((format(printf, 3, 4))) static void say(char *err, size_t errlen,
-                                                      const char *fmt, ...)
-{
-    if (err == NULL || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 static bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
 int bytesize_parse(const char *text, uint64_t *out, char *err, size_t errlen)
 {
     const char *v = text ? text : "";
     /* the value as it is shown in messages: quoted, cut at 64 bytes */
-    char shown[80];
+    char shown[80], why[256];
     snprintf(shown, sizeof shown, "'%.64s%s'", v, strlen(v) > 64 ? "..." : "");
     const char *p = v;
-    if (*p == '-' || *p == '+') {
-        say(err, errlen, "%s is not a size: a size is a number of bytes, without a sign", shown);
-        return -EINVAL;
-    }
-    if (!is_digit(*p)) {
-        say(err, errlen,
-            "%s is not a size: give a number of bytes, optionally with a unit (4096, 64KiB, "
-            "1MiB, 2GiB)",
-            shown);
-        return -EINVAL;
-    }
+    int rc = -EINVAL;
     uint64_t num = 0;
     bool overflow = false;
+    if (*p == '-' || *p == '+') {
+        snprintf(why, sizeof why, "%s is not a size: a size is a number of bytes, without a sign",
+                 shown);
+        goto refused;
+    }
+    if (!is_digit(*p)) {
+        snprintf(why, sizeof why,
+                 "%s is not a size: give a number of bytes, optionally with a unit (4096, 64KiB, "
+                 "1MiB, 2GiB)",
+                 shown);
+        goto refused;
+    }
     for (; is_digit(*p); p++) {
         unsigned d = (unsigned)(*p - '0');
         if (num > ((uint64_t)INT64_MAX - d) / 10)
@@ -68,25 +58,30 @@ int bytesize_parse(const char *text, uint64_t *out, char *err, size_t errlen)
             num = num * 10 + d;
     }
     if (*p == '.' || *p == ',') {
-        say(err, errlen, "%s is not a size: use a whole number of a smaller unit (1536KiB, not "
-            "1.5MiB)", shown);
-        return -EINVAL;
+        snprintf(why, sizeof why,
+                 "%s is not a size: use a whole number of a smaller unit (1536KiB, not 1.5MiB)",
+                 shown);
+        goto refused;
     }
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
         if (strcasecmp(p, units[i].name) != 0)
             continue;
         if (overflow || num > ((uint64_t)INT64_MAX >> units[i].shift)) {
-            say(err, errlen, "%s is too large for a size (at most 8 EiB)", shown);
-            return -ERANGE;
+            snprintf(why, sizeof why, "%s is too large for a size (at most 8 EiB)", shown);
+            rc = -ERANGE;
+            goto refused;
         }
         *out = num << units[i].shift;
         return 0;
     }
-    say(err, errlen,
-        "%s is not a size: '%.16s' is not a unit (use KiB, MiB, GiB or TiB, or none for bytes; "
-        "every unit is a power of 1024)",
-        shown, p);
-    return -EINVAL;
+    snprintf(why, sizeof why,
+             "%s is not a size: '%.16s' is not a unit (use KiB, MiB, GiB or TiB, or none for "
+             "bytes; every unit is a power of 1024)",
+             shown, p);
+refused:
+    if (err && errlen)
+        snprintf(err, errlen, "%s", why);
+    return rc;
 }
 
 void bytesize_format(uint64_t v, char *buf, size_t cap)
