@@ -42,7 +42,7 @@ typedef struct conn_req conn_req;
 struct conn_req {
     node_req req;                /* first: the lifecycle's (node_req.h) */
     node_conn *c;
-    conn_req *prev, *next;
+    dlist_node link;             /* in its connection's requests */
     uint32_t id;
     uint8_t op;
     bool cancelled;              /* CANCEL answered, or the connection closed */
@@ -66,7 +66,7 @@ struct node_send {
 
 struct node_conn {
     node_worker *w;
-    node_conn *prev, *next;
+    dlist_node link;             /* in its worker's connections */
     uint64_t serial;
     struct bufferevent *bev;
     int refs;                    /* 1 while open + async operations holding it */
@@ -77,8 +77,7 @@ struct node_conn {
     int64_t wait_since_ms;       /* waiting for the rest of a frame since (0: not) */
     const ten_tenant *tenant;
     char tenant_name[BKEY_TENANT_MAX + 1];
-    conn_req *reqs;
-    size_t n_reqs;
+    dlist reqs;                  /* its requests in flight (conn_req) */
     node_send *sq_head, *sq_tail;
     size_t sq_bytes;
     size_t reserved;             /* answers admitted and not queued yet (reads, fills) */
@@ -116,20 +115,18 @@ static conn_req *req_new(node_conn *c, uint32_t id, uint8_t op)
     r->id = id;
     r->op = op;
     r->t0_us = now_us();
-    r->next = c->reqs;
-    if (c->reqs)
-        c->reqs->prev = r;
-    c->reqs = r;
-    c->n_reqs++;
+    dlist_push_front(&c->reqs, &r->link);
     c->refs++;
     return r;
 }
 
 static conn_req *req_find(node_conn *c, uint32_t id)
 {
-    for (conn_req *r = c->reqs; r; r = r->next)
+    for (dlist_node *i = dlist_first(&c->reqs); i; i = dlist_next(&c->reqs, i)) {
+        conn_req *r = DLIST_ENTRY(i, conn_req, link);
         if (r->id == id && !r->cancelled)
             return r;
+    }
     return NULL;
 }
 
@@ -330,13 +327,7 @@ static void sink_done(void *arg)
 {
     conn_req *r = arg;
     node_conn *c = r->c;
-    if (r->prev)
-        r->prev->next = r->next;
-    else if (c->reqs == r)
-        c->reqs = r->next;
-    if (r->next)
-        r->next->prev = r->prev;
-    c->n_reqs--;
+    dlist_remove(&c->reqs, &r->link);
     c->reserved -= r->reserved;
     bool held = r->hold;
     free(r);
@@ -665,7 +656,7 @@ static void conn_process(node_conn *c)
         /* back-pressure: at the limits, read only what finishes requests (the
          * data of a PUT, CANCEL); resume when answers drain */
         if (rc == 0 && h.op != RCP_OP_PUT_DATA && h.op != RCP_OP_CANCEL &&
-            (c->n_reqs >= (size_t)n->conf.max_outstanding ||
+            (c->reqs.count >= (size_t)n->conf.max_outstanding ||
              c->sq_bytes + c->reserved + evbuffer_get_length(out) >=
                  (size_t)n->conf.max_buffered)) {
             conn_pause(c, true);
@@ -776,10 +767,8 @@ void node__accept(node_worker *w, int fd)
     /* the write callback fires when the output falls to two chunks: refill it */
     bufferevent_setwatermark(c->bev, EV_WRITE, 2 * (size_t)n->conf.chunk_size, 0);
     bufferevent_enable(c->bev, EV_READ | EV_WRITE);
-    c->next = w->conns;
-    if (w->conns)
-        w->conns->prev = c;
-    w->conns = c;
+    dlist_init(&c->reqs);
+    dlist_push_front(&w->conns, &c->link);
     c->last_ms = now_ms();
     atomic_fetch_add(&n->conns_open, 1);
     node__count(w, NM_CONNECTIONS, 1);
@@ -801,12 +790,11 @@ static void conn_close(node_conn *c)
     }
     /* requests: those waiting on something of another thread leave it now;
      * those with an operation of this thread in flight are freed when it ends */
-    conn_req *r = c->reqs;
-    while (r) {
-        conn_req *nx = r->next;
+    for (dlist_node *i = dlist_first(&c->reqs), *nx; i; i = nx) {
+        nx = dlist_next(&c->reqs, i); /* i may be freed by its done() */
+        conn_req *r = DLIST_ENTRY(i, conn_req, link);
         r->cancelled = true;
         node_req_cancel(&r->req); /* done now, or when its I/O ends */
-        r = nx;
     }
     while (c->sq_head) {
         node_send *s = c->sq_head;
@@ -816,13 +804,7 @@ static void conn_close(node_conn *c)
     c->sq_tail = NULL;
     bufferevent_free(c->bev); /* references in its output are released */
     c->bev = NULL;
-    if (c->prev)
-        c->prev->next = c->next;
-    else if (w->conns == c)
-        w->conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
-    c->prev = c->next = NULL;
+    dlist_remove(&w->conns, &c->link);
     conn_unref(c); /* the open connection's reference */
 }
 
@@ -839,13 +821,11 @@ static void conn_unref(node_conn *c)
 void node__sweep(node_worker *w, int64_t now)
 {
     node *n = w->n;
-    node_conn *c = w->conns;
-    while (c) {
-        node_conn *nx = c->next;
-        if (c->closed || c->close_after_flush) {
-            c = nx;
+    for (dlist_node *i = dlist_first(&w->conns), *nx; i; i = nx) {
+        nx = dlist_next(&w->conns, i); /* i may close */
+        node_conn *c = DLIST_ENTRY(i, node_conn, link);
+        if (c->closed || c->close_after_flush)
             continue;
-        }
         size_t in = evbuffer_get_length(bufferevent_get_input(c->bev));
         size_t out = evbuffer_get_length(bufferevent_get_output(c->bev));
         bool waiting = !c->hello || (in > 0 && !c->paused && !c->put_hold);
@@ -858,8 +838,8 @@ void node__sweep(node_worker *w, int64_t now)
         if (waiting && now - c->wait_since_ms >= n->conf.frame_timeout_ms)
             why = c->hello ? "a frame did not arrive whole within --frame-timeout"
                            : "no HELLO within --frame-timeout of connecting";
-        else if (n->conf.idle_timeout_ms > 0 && c->hello && !c->n_reqs && !c->sq_head && !in &&
-                 !out && now - c->last_ms >= n->conf.idle_timeout_ms)
+        else if (n->conf.idle_timeout_ms > 0 && c->hello && !c->reqs.count && !c->sq_head &&
+                 !in && !out && now - c->last_ms >= n->conf.idle_timeout_ms)
             why = "idle for --idle-timeout";
         if (why) {
             node__count(w, NM_CONN_TIMEOUTS, 1);
@@ -870,22 +850,23 @@ void node__sweep(node_worker *w, int64_t now)
             if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
                 conn_close(c);
         }
-        c = nx;
     }
 }
 
 void node__close_all(node_worker *w)
 {
-    while (w->conns)
-        conn_close(w->conns);
+    while (!dlist_empty(&w->conns))
+        conn_close(DLIST_ENTRY(dlist_first(&w->conns), node_conn, link));
 }
 
 size_t node__conn_count(node_worker *w)
 {
     size_t busy = 0;
-    for (node_conn *c = w->conns; c; c = c->next)
-        if (c->n_reqs || c->sq_head ||
+    for (dlist_node *i = dlist_first(&w->conns); i; i = dlist_next(&w->conns, i)) {
+        node_conn *c = DLIST_ENTRY(i, node_conn, link);
+        if (c->reqs.count || c->sq_head ||
             (c->bev && evbuffer_get_length(bufferevent_get_output(c->bev))))
             busy++;
+    }
     return busy;
 }

@@ -26,6 +26,7 @@
 #include "blockkey.h"
 #include "blockstore.h"
 #include "cacheconn.h"
+#include "dlist.h"
 #include "membership.h"
 #include "metrics.h"
 #include "node.h"
@@ -112,7 +113,7 @@ struct node_worker {
     struct event *mailbox_ev;
     pthread_mutex_t mb_lock;
     node_msg *mb_head, *mb_tail;
-    node_conn *conns;              /* open connections of this worker */
+    dlist conns;                   /* open connections of this worker (node_conn.c) */
     uint64_t next_serial;          /* of connections */
     uint64_t next_req_serial;      /* of requests (node_req.h) */
     node_req **waiting;            /* requests waiting for a fill, by serial (node_req.c) */

@@ -304,6 +304,7 @@ int node_workers_setup(node *n, char *err, size_t errlen)
         node_worker *w = &n->workers[i];
         w->n = n;
         w->idx = i;
+        dlist_init(&w->conns);
         pthread_mutex_init(&w->mb_lock, NULL);
         w->base = event_base_new();
         if (!w->base) {

@@ -145,6 +145,17 @@ static void test_errors_name_the_fix(void **state)
     assert_non_null(strstr(r.err, "ssd-capacity")); /* did you mean */
 }
 
+/* The port a node wrote to its port file. */
+static int read_port(const char *path)
+{
+    int port = 0;
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    assert_int_equal(fscanf(f, "%d", &port), 1);
+    fclose(f);
+    return port;
+}
+
 static void test_config_file_and_effective_config(void **state)
 {
     (void)state;
@@ -163,11 +174,7 @@ static void test_config_file_and_effective_config(void **state)
                           "--admin-port-file", af, "--chunk-size", "128KiB", NULL};
     h_proc *p;
     assert_int_equal(h_proc_start(env, &p, "good", (char *const *)argv, NULL, pf, 0), 0);
-    int admin = 0;
-    f = fopen(af, "r");
-    assert_non_null(f);
-    assert_int_equal(fscanf(f, "%d", &admin), 1);
-    fclose(f);
+    int admin = read_port(af);
     char url[128];
     snprintf(url, sizeof(url), "http://127.0.0.1:%d/config", admin);
     h_http_resp resp = {0};
@@ -252,11 +259,7 @@ static void test_build_and_process_metrics(void **state)
     time_t before = time(NULL);
     h_proc *p;
     assert_int_equal(h_proc_start(env, &p, "metrics", (char *const *)argv, NULL, pf, 0), 0);
-    int admin = 0;
-    FILE *f = fopen(af, "r");
-    assert_non_null(f);
-    assert_int_equal(fscanf(f, "%d", &admin), 1);
-    fclose(f);
+    int admin = read_port(af);
     char url[128];
     snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", admin);
     h_http_resp resp = {0};
