@@ -145,15 +145,19 @@ static void test_errors_name_the_fix(void **state)
     assert_non_null(strstr(r.err, "ssd-capacity")); /* did you mean */
 }
 
-/* The port a node wrote to its port file. */
-static int read_port(const char *path)
+/* GET path from the admin port a node wrote to port_file: 200 into resp; the
+ * URL is left in url (for more requests). */
+static void admin_get(const char *port_file, const char *path, char *url, size_t cap,
+                      h_http_resp *resp)
 {
     int port = 0;
-    FILE *f = fopen(path, "r");
+    FILE *f = fopen(port_file, "r");
     assert_non_null(f);
     assert_int_equal(fscanf(f, "%d", &port), 1);
     fclose(f);
-    return port;
+    snprintf(url, cap, "http://127.0.0.1:%d%s", port, path);
+    memset(resp, 0, sizeof(*resp));
+    assert_int_equal(h_http_get(url, resp), 200);
 }
 
 static void test_config_file_and_effective_config(void **state)
@@ -174,18 +178,15 @@ static void test_config_file_and_effective_config(void **state)
                           "--admin-port-file", af, "--chunk-size", "128KiB", NULL};
     h_proc *p;
     assert_int_equal(h_proc_start(env, &p, "good", (char *const *)argv, NULL, pf, 0), 0);
-    int admin = read_port(af);
     char url[128];
-    snprintf(url, sizeof(url), "http://127.0.0.1:%d/config", admin);
-    h_http_resp resp = {0};
-    assert_int_equal(h_http_get(url, &resp), 200);
+    h_http_resp resp;
+    admin_get(af, "/config", url, sizeof(url), &resp);
     assert_non_null(strstr(resp.body, "ram-capacity = 32MiB"));   /* from the file */
     assert_non_null(strstr(resp.body, "chunk-size = 128KiB"));    /* from a flag */
     assert_non_null(strstr(resp.body, "s3-secret-key = <redacted>"));
     assert_null(strstr(resp.body, "very-secret-value"));
     h_http_resp_deinit(&resp);
-    snprintf(url, sizeof(url), "http://127.0.0.1:%d/readyz", admin);
-    assert_int_equal(h_http_get(url, &resp), 200);
+    admin_get(af, "/readyz", url, sizeof(url), &resp);
     h_http_resp_deinit(&resp);
     assert_int_equal(h_proc_stop(p, 15000), 0); /* SIGTERM: drained, exit 0 */
 }
@@ -259,11 +260,9 @@ static void test_build_and_process_metrics(void **state)
     time_t before = time(NULL);
     h_proc *p;
     assert_int_equal(h_proc_start(env, &p, "metrics", (char *const *)argv, NULL, pf, 0), 0);
-    int admin = read_port(af);
     char url[128];
-    snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", admin);
-    h_http_resp resp = {0};
-    assert_int_equal(h_http_get(url, &resp), 200);
+    h_http_resp resp;
+    admin_get(af, "/metrics", url, sizeof(url), &resp);
     time_t after = time(NULL);
     const char *t = resp.body;
 
