@@ -28,6 +28,10 @@
 extern "C" {
 #endif
 
+/* S3's limits on names: a bucket name's characters, a key's UTF-8 bytes. */
+#define S3A_BUCKET_MAX 63
+#define S3A_KEY_MAX 1024
+
 /* ---- a growable buffer ------------------------------------------------------ */
 
 /* Zero-initialise ({0}); a failed allocation sticks (oom) and later adds do
@@ -93,6 +97,32 @@ const char *s3a_header_get(const s3a_header *h, size_t n, const char *name);
  * encoded). Returns the decoded length, or -EINVAL for a bad escape or an
  * escaped NUL (%00), which no S3 name may hold. */
 ssize_t s3a_pct_decode(const char *in, size_t len, char *out);
+/* The same into a malloc'd string; NULL with *rc -EINVAL or -ENOMEM. */
+char *s3a_pct_decode_dup(const char *in, size_t len, int *rc);
+
+/* ---- the query string ----------------------------------------------------- */
+
+/* One item of a raw query, split on '&' then the first '=', both sides
+ * decoded. has_eq tells "uploads" from "uploads=" (SigV2 signs them apart). */
+typedef struct s3a_qparam {
+    char *name;
+    char *value;                       /* "" when there was no '=' */
+    bool has_eq;
+} s3a_qparam;
+
+typedef struct s3a_query {
+    s3a_qparam *p;
+    size_t n;
+} s3a_query;
+
+/* Splits and decodes raw (NULL or "" gives no items; empty items are
+ * skipped). 0, -EINVAL for a bad %-escape (nothing to free), -ENOMEM. */
+int s3a_query_parse(const char *raw, s3a_query *out);
+/* The first item of that name (case-sensitive, as S3), or NULL. */
+const s3a_qparam *s3a_query_find(const s3a_query *q, const char *name);
+/* Its value, or NULL when absent. */
+const char *s3a_query_get(const s3a_query *q, const char *name);
+void s3a_query_free(s3a_query *q);
 
 /* ---- times ------------------------------------------------------------------ */
 

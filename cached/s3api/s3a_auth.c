@@ -119,91 +119,12 @@ static int cached_key(s3a_verifier *v, const char *akid, const char *secret, con
     return 0;
 }
 
-/* ---- the query, decoded ------------------------------------------------------ */
-
-typedef struct qparams {
-    s3__kv *kv;          /* name and value decoded, malloc'd */
-    bool *eq;            /* whether the item had an '=' ("uploads" vs "uploads=") */
-    size_t n;
-} qparams;
-
-static void qparams_free(qparams *q)
-{
-    for (size_t i = 0; i < q->n; i++) {
-        free((char *)q->kv[i].name);
-        free((char *)q->kv[i].value);
-    }
-    free(q->kv);
-    free(q->eq);
-    q->kv = NULL;
-    q->eq = NULL;
-    q->n = 0;
-}
-
-static char *decode_dup(const char *s, size_t n, int *rc)
-{
-    char *d = malloc(n + 1);
-    if (d == NULL) {
-        *rc = -ENOMEM;
-        return NULL;
-    }
-    if (s3a_pct_decode(s, n, d) < 0) {
-        free(d);
-        *rc = -EINVAL;
-        return NULL;
-    }
-    return d;
-}
-
-static int parse_query(const char *q, qparams *out)
-{
-    out->kv = NULL;
-    out->eq = NULL;
-    out->n = 0;
-    if (q == NULL || q[0] == '\0')
-        return 0;
-    size_t cap = 1;
-    for (const char *p = q; *p; p++)
-        cap += *p == '&';
-    out->kv = calloc(cap, sizeof *out->kv);
-    out->eq = calloc(cap, sizeof *out->eq);
-    if (out->kv == NULL || out->eq == NULL) {
-        qparams_free(out);
-        return -ENOMEM;
-    }
-    const char *p = q;
-    int rc = 0;
-    while (*p) {
-        const char *amp = strchr(p, '&');
-        size_t len = amp ? (size_t)(amp - p) : strlen(p);
-        if (len > 0) {
-            const char *eq = memchr(p, '=', len);
-            size_t nl = eq ? (size_t)(eq - p) : len;
-            char *name = decode_dup(p, nl, &rc);
-            char *val = name ? decode_dup(eq ? eq + 1 : "", eq ? len - nl - 1 : 0, &rc) : NULL;
-            if (name == NULL || val == NULL) {
-                free(name);
-                qparams_free(out);
-                return rc;
-            }
-            out->kv[out->n].name = name;
-            out->kv[out->n].value = val;
-            out->eq[out->n] = eq != NULL;
-            out->n++;
-        }
-        p += len;
-        if (*p == '&')
-            p++;
-    }
-    return 0;
-}
+/* The query, decoded (s3a_query_parse). */
+typedef s3a_query qparams;
 
 static const char *qget(const qparams *q, const char *name)
 {
-    for (size_t i = 0; i < q->n; i++)
-        if (strcmp(q->kv[i].name, name) == 0)
-            return q->kv[i].value;
-    return NULL;
+    return s3a_query_get(q, name);
 }
 
 /* ---- pieces of SigV4 ---------------------------------------------------------------- */
@@ -212,7 +133,7 @@ static const char *qget(const qparams *q, const char *name)
 static char *canonical_uri(const char *raw, int *rc)
 {
     size_t n = raw ? strlen(raw) : 0;
-    char *dec = decode_dup(raw ? raw : "", n, rc);
+    char *dec = s3a_pct_decode_dup(raw ? raw : "", n, rc);
     if (dec == NULL)
         return NULL;
     char *enc = s3__uri_encode(dec, strlen(dec), true);
@@ -435,8 +356,11 @@ static int check_v4(s3a_verifier *v, const s3a_request *req, const credential *c
             goto out;
         }
         for (size_t i = 0; i < q->n; i++)
-            if (!drop_signature || strcmp(q->kv[i].name, "X-Amz-Signature") != 0)
-                qk[nq++] = q->kv[i];
+            if (!drop_signature || strcmp(q->p[i].name, "X-Amz-Signature") != 0) {
+                qk[nq].name = q->p[i].name;
+                qk[nq].value = q->p[i].value;
+                nq++;
+            }
     }
     rc = cached_key(v, cr->akid, secret, cr->date, cr->region, key);
     if (rc < 0)
@@ -783,20 +707,20 @@ static int v2_string_to_sign(const s3a_request *req, const qparams *q, const cha
         return -ENOMEM;
     size_t ns = 0;
     for (size_t i = 0; i < q->n; i++)
-        if (v2_subresource(q->kv[i].name))
+        if (v2_subresource(q->p[i].name))
             sub[ns++] = i;
     for (size_t i = 1; i < ns; i++)
-        for (size_t j = i; j > 0 && strcmp(q->kv[sub[j - 1]].name, q->kv[sub[j]].name) > 0; j--) {
+        for (size_t j = i; j > 0 && strcmp(q->p[sub[j - 1]].name, q->p[sub[j]].name) > 0; j--) {
             size_t t = sub[j];
             sub[j] = sub[j - 1];
             sub[j - 1] = t;
         }
     for (size_t i = 0; i < ns; i++) {
         s3a_buf_add(sts, i == 0 ? "?" : "&", 1);
-        s3a_buf_adds(sts, q->kv[sub[i]].name);
-        if (q->eq[sub[i]]) {
+        s3a_buf_adds(sts, q->p[sub[i]].name);
+        if (q->p[sub[i]].has_eq) {
             s3a_buf_add(sts, "=", 1);
-            s3a_buf_adds(sts, q->kv[sub[i]].value);
+            s3a_buf_adds(sts, q->p[sub[i]].value);
         }
     }
     free(sub);
@@ -887,7 +811,7 @@ int s3a_verify(s3a_verifier *v, const s3a_request *req, int64_t now, s3a_auth *a
     if (req == NULL || req->method == NULL || req->path == NULL)
         return s3a_error_set(err, 400, "InvalidRequest", "the request has no method or path");
     qparams q;
-    int rc = parse_query(req->query, &q);
+    int rc = s3a_query_parse(req->query, &q);
     if (rc < 0)
         return rc == -ENOMEM ? rc
                              : s3a_error_set(err, 400, "InvalidURI",
@@ -931,7 +855,7 @@ int s3a_verify(s3a_verifier *v, const s3a_request *req, int64_t now, s3a_auth *a
         }
         rc = 0;
     }
-    qparams_free(&q);
+    s3a_query_free(&q);
     if (rc < 0)
         OPENSSL_cleanse(auth->signing_key, sizeof auth->signing_key);
     return rc;

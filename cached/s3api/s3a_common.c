@@ -181,6 +181,87 @@ ssize_t s3a_pct_decode(const char *in, size_t len, char *out)
     return (ssize_t)w;
 }
 
+/* ---- the query ---------------------------------------------------------------------- */
+
+void s3a_query_free(s3a_query *q)
+{
+    for (size_t i = 0; i < q->n; i++) {
+        free(q->p[i].name);
+        free(q->p[i].value);
+    }
+    free(q->p);
+    q->p = NULL;
+    q->n = 0;
+}
+
+char *s3a_pct_decode_dup(const char *s, size_t n, int *rc)
+{
+    char *d = malloc(n + 1);
+    if (d == NULL) {
+        *rc = -ENOMEM;
+        return NULL;
+    }
+    if (s3a_pct_decode(s, n, d) < 0) {
+        free(d);
+        *rc = -EINVAL;
+        return NULL;
+    }
+    return d;
+}
+
+int s3a_query_parse(const char *raw, s3a_query *out)
+{
+    out->p = NULL;
+    out->n = 0;
+    if (raw == NULL || raw[0] == '\0')
+        return 0;
+    size_t cap = 1;
+    for (const char *c = raw; *c; c++)
+        cap += *c == '&';
+    out->p = calloc(cap, sizeof *out->p);
+    if (out->p == NULL)
+        return -ENOMEM;
+    const char *p = raw;
+    int rc = 0;
+    while (*p) {
+        const char *amp = strchr(p, '&');
+        size_t len = amp ? (size_t)(amp - p) : strlen(p);
+        if (len > 0) {
+            const char *eq = memchr(p, '=', len);
+            size_t nl = eq ? (size_t)(eq - p) : len;
+            char *name = s3a_pct_decode_dup(p, nl, &rc);
+            char *val = name ? s3a_pct_decode_dup(eq ? eq + 1 : "", eq ? len - nl - 1 : 0, &rc) : NULL;
+            if (name == NULL || val == NULL) {
+                free(name);
+                s3a_query_free(out);
+                return rc;
+            }
+            out->p[out->n].name = name;
+            out->p[out->n].value = val;
+            out->p[out->n].has_eq = eq != NULL;
+            out->n++;
+        }
+        p += len;
+        if (*p == '&')
+            p++;
+    }
+    return 0;
+}
+
+const s3a_qparam *s3a_query_find(const s3a_query *q, const char *name)
+{
+    for (size_t i = 0; i < q->n; i++)
+        if (strcmp(q->p[i].name, name) == 0)
+            return &q->p[i];
+    return NULL;
+}
+
+const char *s3a_query_get(const s3a_query *q, const char *name)
+{
+    const s3a_qparam *p = s3a_query_find(q, name);
+    return p ? p->value : NULL;
+}
+
 /* ---- dates ------------------------------------------------------------------------ */
 
 static int digits(const char *s, int n)
