@@ -298,6 +298,11 @@ typedef void (*httpd_ref_cleanup_fn)(const void *data, size_t len, void *arg);
 int httpd_resp_write_ref(httpd_req *req, const void *data, size_t len,
                          httpd_ref_cleanup_fn cleanup, void *arg);
 int httpd_resp_write_buffer(httpd_req *req, struct evbuffer *buf);
+/* len bytes of the file fd from offset: sent with sendfile(2) on a plain
+ * connection (no copy through user memory), read and copied under TLS. fd is
+ * borrowed (duplicated inside; the caller may close it at once). The file
+ * must not shrink before the bytes are sent. -errno of dup, else as above. */
+int httpd_resp_write_file(httpd_req *req, int fd, int64_t offset, size_t len);
 
 /* Bytes the handler may still queue before the output reaches out_high_bytes
  * (0: wait for the writable callback). */

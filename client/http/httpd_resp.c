@@ -22,6 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -368,15 +370,19 @@ int httpd_resp_write_ref(httpd_req *req, const void *data, size_t len,
             cleanup(data, len, arg);
         return rc < 0 ? rc : 0;
     }
-    ref_ctx *ctx = malloc(sizeof *ctx);
-    if (ctx == NULL)
-        return -ENOMEM;
-    ctx->fn = cleanup;
-    ctx->arg = arg;
+    /* no cleanup: nothing to allocate per write */
+    ref_ctx *ctx = NULL;
+    if (cleanup != NULL) {
+        ctx = malloc(sizeof *ctx);
+        if (ctx == NULL)
+            return -ENOMEM;
+        ctx->fn = cleanup;
+        ctx->arg = arg;
+    }
     struct evbuffer *out = bufferevent_get_output(req->conn->bev);
     if (req->framing == FR_CHUNKED)
         chunk_head(out, len);
-    if (evbuffer_add_reference(out, data, len, ref_done, ctx) < 0) {
+    if (evbuffer_add_reference(out, data, len, ctx ? ref_done : NULL, ctx) < 0) {
         free(ctx);
         return -ENOMEM;
     }
@@ -400,6 +406,38 @@ int httpd_resp_write_buffer(httpd_req *req, struct evbuffer *buf)
     if (req->framing == FR_CHUNKED)
         chunk_head(out, len);
     if (evbuffer_add_buffer(out, buf) < 0)
+        return -ENOMEM;
+    if (req->framing == FR_CHUNKED)
+        evbuffer_add(out, "\r\n", 2);
+    req->resp_sent += len;
+    httpd__note_out(req->conn);
+    return 0;
+}
+
+int httpd_resp_write_file(httpd_req *req, int fd, int64_t offset, size_t len)
+{
+    int rc = body_check(req, len);
+    if (rc != 0)
+        return rc < 0 ? rc : 0;
+    if (offset < 0)
+        return -EINVAL;
+    /* libevent closes the segment's descriptor once its bytes are out: give
+     * it a copy */
+    int d = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (d < 0)
+        return -errno;
+    struct evbuffer_file_segment *seg =
+        evbuffer_file_segment_new(d, offset, (ev_off_t)len, EVBUF_FS_CLOSE_ON_FREE);
+    if (seg == NULL) {
+        close(d);
+        return -ENOMEM;
+    }
+    struct evbuffer *out = bufferevent_get_output(req->conn->bev);
+    if (req->framing == FR_CHUNKED)
+        chunk_head(out, len);
+    rc = evbuffer_add_file_segment(out, seg, 0, (ev_off_t)len);
+    evbuffer_file_segment_free(seg); /* the buffer holds its own reference */
+    if (rc < 0)
         return -ENOMEM;
     if (req->framing == FR_CHUNKED)
         evbuffer_add(out, "\r\n", 2);

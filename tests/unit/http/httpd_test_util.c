@@ -142,6 +142,21 @@ static void big_fill(httpd_req *req, void *arg)
         httpd_resp_end(req);
 }
 
+static void file_fill(httpd_req *req, void *arg)
+{
+    rq *x = arg;
+    while (x->sent < x->total && httpd_resp_room(req) > 0) {
+        size_t n = sizeof x->piece;
+        if (x->total - x->sent < n)
+            n = (size_t)(x->total - x->sent);
+        if (httpd_resp_write_file(req, x->ts->file_fd, (int64_t)x->sent, n) < 0)
+            return;
+        x->sent += n;
+    }
+    if (x->sent == x->total)
+        httpd_resp_end(req);
+}
+
 static void async_cb(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd, (void)what;
@@ -181,6 +196,10 @@ static void handler(httpd_req *req, void *arg)
             return;
         }
         httpd_resp_on_writable(req, big_fill, x);
+    } else if (strcmp(path, "/file") == 0) {
+        x->total = (uint64_t)ts->file_len;
+        httpd_resp_start(req, query_u64(q, "chunked", 0) ? -1 : ts->file_len);
+        httpd_resp_on_writable(req, file_fill, x);
     } else if (strcmp(path, "/async") == 0) {
         x->timer = evtimer_new(ts->base, async_cb, x);
         uint64_t ms = query_u64(q, "ms", 50);
@@ -217,12 +236,19 @@ static void *server_main(void *arg)
 
 void ts_start(ts_server *ts, const httpd_config *cfg)
 {
+    ts_start_file(ts, cfg, -1, 0);
+}
+
+void ts_start_file(ts_server *ts, const httpd_config *cfg, int fd, int64_t len)
+{
     static bool threads_on;
     if (!threads_on) {
         evthread_use_pthreads();
         threads_on = true;
     }
     memset(ts, 0, sizeof *ts);
+    ts->file_fd = fd;
+    ts->file_len = len;
     if (cfg)
         ts->cfg = *cfg;
     else

@@ -17,6 +17,8 @@
  *                               writable callback
  *   /async?ms=N                 200 "async\n" N ms later (from a timer)
  *   /abort                      a chunked answer cut after 1000 bytes
+ *   /file[?chunked=1]           the file ts->file_fd whole, in 64 KiB pieces
+ *                               with httpd_resp_write_file
  * anything else is 404.
  *
  * Thread-safety: ts_start/ts_stop/ts_call from the test's main thread; the
@@ -53,11 +55,15 @@ typedef struct ts_server {
     atomic_llong body_bytes;        /* body bytes delivered to handlers */
     atomic_int writable_calls;      /* /big's writable callbacks */
     atomic_int drained;             /* the drain callback ran */
+    int file_fd;                    /* served by /file; set before ts_start */
+    int64_t file_len;
 } ts_server;
 
 /* Starts a server with cfg (handler and host filled in here; NULL cfg: the
  * defaults). Fails the test on error. */
 void ts_start(ts_server *ts, const httpd_config *cfg);
+/* The same, serving fd (file_len bytes) at /file. */
+void ts_start_file(ts_server *ts, const httpd_config *cfg, int fd, int64_t len);
 /* Stops the loop and destroys the server. */
 void ts_stop(ts_server *ts);
 /* Runs fn(ts) on the server's loop thread and waits for it. */

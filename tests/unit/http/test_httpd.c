@@ -259,6 +259,45 @@ static void test_tls(void **state)
     SSL_CTX_free(ctx);
 }
 
+/* A file served with httpd_resp_write_file: sendfile on plain TCP, read and
+ * copied under TLS; sized and chunked; the bytes equal the file's. */
+static void test_write_file(void **state)
+{
+    (void)state;
+    char path[1024], hex[65];
+    make_file("served.bin", 3000001, path, hex);
+    int fd = open(path, O_RDONLY);
+    assert_true(fd >= 0);
+    char cert[1024], key[1024];
+    assert_int_equal(h_env_path(env, cert, sizeof cert, "fcert.pem"), 0);
+    assert_int_equal(h_env_path(env, key, sizeof key, "fkey.pem"), 0);
+    assert_int_equal(h_make_cert(cert, key), 0);
+    SSL_CTX *ctx = server_tls(cert, key);
+    for (int tls = 0; tls < 2; tls++) {
+        httpd_config cfg;
+        httpd_config_init(&cfg);
+        cfg.tls = tls ? ctx : NULL;
+        ts_server ts;
+        ts_start_file(&ts, &cfg, fd, 3000001);
+        for (int chunked = 0; chunked < 2; chunked++) {
+            char u[128], out[1024];
+            snprintf(u, sizeof u, "%s://127.0.0.1:%d/file%s", tls ? "https" : "http", ts.port,
+                     chunked ? "?chunked=1" : "");
+            assert_int_equal(h_env_path(env, out, sizeof out, "served.out"), 0);
+            h_run_result r;
+            const char *argv[] = {"/usr/bin/curl", "-sS", "--cacert", cert, "-o", out, u, NULL};
+            assert_int_equal(h_run(env, &r, argv, NULL), 0);
+            assert_int_equal(r.status, 0);
+            const char *cmp[] = {"/usr/bin/cmp", path, out, NULL};
+            assert_int_equal(h_run(env, &r, cmp, NULL), 0);
+            assert_int_equal(r.status, 0);
+        }
+        ts_stop(&ts);
+    }
+    SSL_CTX_free(ctx);
+    close(fd);
+}
+
 /* ---- raw sockets ------------------------------------------------------------- */
 
 static void test_pipelining_in_order(void **state)
@@ -765,6 +804,7 @@ int main(void)
         cmocka_unit_test(test_slow_client_bounded),
         cmocka_unit_test(test_chunked_response_curl),
         cmocka_unit_test(test_tls),
+        cmocka_unit_test(test_write_file),
         cmocka_unit_test(test_pipelining_in_order),
         cmocka_unit_test(test_pipelined_never_read_bounded),
         cmocka_unit_test(test_expect_continue_raw),
