@@ -97,6 +97,8 @@ const char *s3a_header_get(const s3a_header *h, size_t n, const char *name);
  * encoded). Returns the decoded length, or -EINVAL for a bad escape or an
  * escaped NUL (%00), which no S3 name may hold. */
 ssize_t s3a_pct_decode(const char *in, size_t len, char *out);
+/* The value of a hex digit (either case), or -1. */
+int s3a_hex_digit(char c);
 /* The same into a malloc'd string; NULL with *rc -EINVAL or -ENOMEM. */
 char *s3a_pct_decode_dup(const char *in, size_t len, int *rc);
 

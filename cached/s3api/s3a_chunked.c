@@ -190,26 +190,15 @@ static void hash_hex(EVP_MD_CTX *md, char out[65])
     out[64] = '\0';
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* A chunk head, without its CRLF. */
 static int chunk_line(s3a_chunked *d, char *l, size_t n, s3a_error *err)
 {
     size_t i = 0;
     uint64_t size = 0;
-    while (i < n && hexval(l[i]) >= 0) {
+    while (i < n && s3a_hex_digit(l[i]) >= 0) {
         if (i >= 15)
             return fail(d, err, "a chunk size of more than 15 hex digits");
-        size = size * 16 + (uint64_t)hexval(l[i]);
+        size = size * 16 + (uint64_t)s3a_hex_digit(l[i]);
         i++;
     }
     if (i == 0)

@@ -148,7 +148,7 @@ const char *s3a_header_get(const s3a_header *h, size_t n, const char *name)
     return NULL;
 }
 
-static int hexval(char c)
+int s3a_hex_digit(char c)
 {
     if (c >= '0' && c <= '9')
         return c - '0';
@@ -171,7 +171,7 @@ ssize_t s3a_pct_decode(const char *in, size_t len, char *out)
         }
         if (i + 2 >= len)
             return -EINVAL;
-        int hi = hexval(in[i + 1]), lo = hexval(in[i + 2]);
+        int hi = s3a_hex_digit(in[i + 1]), lo = s3a_hex_digit(in[i + 2]);
         if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
             return -EINVAL;
         out[w++] = (char)(hi * 16 + lo);

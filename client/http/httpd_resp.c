@@ -331,21 +331,45 @@ static void chunk_head(struct evbuffer *out, size_t len)
     evbuffer_add(out, h, n + 2);
 }
 
-int httpd_resp_write(httpd_req *req, const void *data, size_t len)
+/* Queues len body bytes that add() puts into the output, framed as the
+ * response says (a chunk head and CRLF around them when chunked). */
+typedef int (*add_fn)(struct evbuffer *out, void *ctx);
+
+static int queue(httpd_req *req, size_t len, add_fn add, void *ctx)
 {
-    int rc = body_check(req, len);
-    if (rc != 0)
-        return rc < 0 ? rc : 0;
     struct evbuffer *out = bufferevent_get_output(req->conn->bev);
     if (req->framing == FR_CHUNKED)
         chunk_head(out, len);
-    if (evbuffer_add(out, data, len) < 0)
-        return -ENOMEM;
+    int rc = add(out, ctx);
+    if (rc < 0)
+        return rc;
     if (req->framing == FR_CHUNKED)
         evbuffer_add(out, "\r\n", 2);
     req->resp_sent += len;
     httpd__note_out(req->conn);
     return 0;
+}
+
+typedef struct bytes {
+    const void *data;
+    size_t len;
+    httpd_ref_cleanup_fn cleanup;
+    void *arg;
+} bytes;
+
+static int add_copy(struct evbuffer *out, void *ctx)
+{
+    bytes *b = ctx;
+    return evbuffer_add(out, b->data, b->len) < 0 ? -ENOMEM : 0;
+}
+
+int httpd_resp_write(httpd_req *req, const void *data, size_t len)
+{
+    int rc = body_check(req, len);
+    if (rc != 0)
+        return rc < 0 ? rc : 0;
+    bytes b = {data, len, NULL, NULL};
+    return queue(req, len, add_copy, &b);
 }
 
 typedef struct ref_ctx {
@@ -361,6 +385,25 @@ static void ref_done(const void *data, size_t len, void *arg)
     free(r);
 }
 
+static int add_ref(struct evbuffer *out, void *ctx)
+{
+    bytes *b = ctx;
+    /* no cleanup: nothing to allocate per write */
+    ref_ctx *r = NULL;
+    if (b->cleanup != NULL) {
+        r = malloc(sizeof *r);
+        if (r == NULL)
+            return -ENOMEM;
+        r->fn = b->cleanup;
+        r->arg = b->arg;
+    }
+    if (evbuffer_add_reference(out, b->data, b->len, r ? ref_done : NULL, r) < 0) {
+        free(r);
+        return -ENOMEM;
+    }
+    return 0;
+}
+
 int httpd_resp_write_ref(httpd_req *req, const void *data, size_t len,
                          httpd_ref_cleanup_fn cleanup, void *arg)
 {
@@ -370,27 +413,13 @@ int httpd_resp_write_ref(httpd_req *req, const void *data, size_t len,
             cleanup(data, len, arg);
         return rc < 0 ? rc : 0;
     }
-    /* no cleanup: nothing to allocate per write */
-    ref_ctx *ctx = NULL;
-    if (cleanup != NULL) {
-        ctx = malloc(sizeof *ctx);
-        if (ctx == NULL)
-            return -ENOMEM;
-        ctx->fn = cleanup;
-        ctx->arg = arg;
-    }
-    struct evbuffer *out = bufferevent_get_output(req->conn->bev);
-    if (req->framing == FR_CHUNKED)
-        chunk_head(out, len);
-    if (evbuffer_add_reference(out, data, len, ctx ? ref_done : NULL, ctx) < 0) {
-        free(ctx);
-        return -ENOMEM;
-    }
-    if (req->framing == FR_CHUNKED)
-        evbuffer_add(out, "\r\n", 2);
-    req->resp_sent += len;
-    httpd__note_out(req->conn);
-    return 0;
+    bytes b = {data, len, cleanup, arg};
+    return queue(req, len, add_ref, &b);
+}
+
+static int add_buffer(struct evbuffer *out, void *ctx)
+{
+    return evbuffer_add_buffer(out, ctx) < 0 ? -ENOMEM : 0;
 }
 
 int httpd_resp_write_buffer(httpd_req *req, struct evbuffer *buf)
@@ -402,16 +431,13 @@ int httpd_resp_write_buffer(httpd_req *req, struct evbuffer *buf)
             evbuffer_drain(buf, len);
         return rc < 0 ? rc : 0;
     }
-    struct evbuffer *out = bufferevent_get_output(req->conn->bev);
-    if (req->framing == FR_CHUNKED)
-        chunk_head(out, len);
-    if (evbuffer_add_buffer(out, buf) < 0)
-        return -ENOMEM;
-    if (req->framing == FR_CHUNKED)
-        evbuffer_add(out, "\r\n", 2);
-    req->resp_sent += len;
-    httpd__note_out(req->conn);
-    return 0;
+    return queue(req, len, add_buffer, buf);
+}
+
+static int add_segment(struct evbuffer *out, void *ctx)
+{
+    struct evbuffer_file_segment *seg = ctx;
+    return evbuffer_add_file_segment(out, seg, 0, -1) < 0 ? -ENOMEM : 0;
 }
 
 int httpd_resp_write_file(httpd_req *req, int fd, int64_t offset, size_t len)
@@ -432,18 +458,9 @@ int httpd_resp_write_file(httpd_req *req, int fd, int64_t offset, size_t len)
         close(d);
         return -ENOMEM;
     }
-    struct evbuffer *out = bufferevent_get_output(req->conn->bev);
-    if (req->framing == FR_CHUNKED)
-        chunk_head(out, len);
-    rc = evbuffer_add_file_segment(out, seg, 0, (ev_off_t)len);
+    rc = queue(req, len, add_segment, seg);
     evbuffer_file_segment_free(seg); /* the buffer holds its own reference */
-    if (rc < 0)
-        return -ENOMEM;
-    if (req->framing == FR_CHUNKED)
-        evbuffer_add(out, "\r\n", 2);
-    req->resp_sent += len;
-    httpd__note_out(req->conn);
-    return 0;
+    return rc;
 }
 
 size_t httpd_resp_room(const httpd_req *req)

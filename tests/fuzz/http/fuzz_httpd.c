@@ -27,13 +27,10 @@
 
 #include "httpd_int.h"
 
+#include "../fuzz_check.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define CHECK(x)                                                                                   \
-    do {                                                                                           \
-        if (!(x))                                                                                  \
-            abort();                                                                               \
-    } while (0)
 
 static struct event_base *base;
 static httpd_server *srv;

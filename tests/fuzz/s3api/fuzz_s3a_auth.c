@@ -17,13 +17,10 @@
 #include "s3a_auth.h"
 #include "s3a_xml.h"
 
+#include "../fuzz_check.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define CHECK(x)                                                                                   \
-    do {                                                                                           \
-        if (!(x))                                                                                  \
-            abort();                                                                               \
-    } while (0)
 
 static int lookup(void *arg, const char *akid, char *secret, size_t cap, void **principal)
 {

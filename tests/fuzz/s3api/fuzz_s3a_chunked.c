@@ -18,13 +18,10 @@
 #include "s3_sigv4.h"
 #include "s3a_chunked.h"
 
+#include "../fuzz_check.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define CHECK(x)                                                                                   \
-    do {                                                                                           \
-        if (!(x))                                                                                  \
-            abort();                                                                               \
-    } while (0)
 
 typedef struct out {
     unsigned char *p;

@@ -18,13 +18,10 @@
 #include "s3a_route.h"
 #include "s3a_xml.h"
 
+#include "../fuzz_check.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define CHECK(x)                                                                                   \
-    do {                                                                                           \
-        if (!(x))                                                                                  \
-            abort();                                                                               \
-    } while (0)
 
 static bool object_op(s3a_op op)
 {

@@ -15,13 +15,10 @@
 
 #include "s3a_xml.h"
 
+#include "../fuzz_check.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define CHECK(x)                                                                                   \
-    do {                                                                                           \
-        if (!(x))                                                                                  \
-            abort();                                                                               \
-    } while (0)
 
 static s3a_xmlbody *run(s3a_xmlbody_kind kind, const uint8_t *d, size_t len, size_t piece,
                         int *rc, const char **code)

@@ -382,6 +382,26 @@ static void put_done(rq *r, const char *etag)
     httpd_resp_end(r->req);
 }
 
+/* The request's XML body read as kind; NULL after answering the error. */
+static s3a_xmlbody *xml_body(rq *r, s3a_xmlbody_kind kind)
+{
+    s3a_xmlbody *x;
+    s3a_error e = {0};
+    if (s3a_xmlbody_create(&x, kind, 0) < 0) {
+        fail(r, 500, "InternalError", "out of memory");
+        return NULL;
+    }
+    int rc = s3a_xmlbody_feed(x, r->body.p, r->body.len, &e);
+    if (rc == 0)
+        rc = s3a_xmlbody_finish(x, &e);
+    if (rc < 0) {
+        send_error(r, &e);
+        s3a_error_deinit(&e);
+        s3a_xmlbody_destroy(&x);
+    }
+    return x;
+}
+
 static void complete(rq *r)
 {
     s3stub *s = r->s;
@@ -392,18 +412,9 @@ static void complete(rq *r)
                                      "completed.");
         return;
     }
-    s3a_xmlbody *x;
-    s3a_error e = {0};
-    s3a_xmlbody_create(&x, S3A_BODY_COMPLETE_MPU, 0);
-    int rc = s3a_xmlbody_feed(x, r->body.p, r->body.len, &e);
-    if (rc == 0)
-        rc = s3a_xmlbody_finish(x, &e);
-    if (rc < 0) {
-        send_error(r, &e);
-        s3a_error_deinit(&e);
-        s3a_xmlbody_destroy(&x);
+    s3a_xmlbody *x = xml_body(r, S3A_BODY_COMPLETE_MPU);
+    if (x == NULL)
         return;
-    }
     size_t n;
     const s3a_body_part *p = s3a_xmlbody_parts(x, &n);
     size_t total = 0;
@@ -458,18 +469,9 @@ static void complete(rq *r)
 
 static void delete_objects(rq *r)
 {
-    s3a_xmlbody *x;
-    s3a_error e = {0};
-    s3a_xmlbody_create(&x, S3A_BODY_DELETE, 0);
-    int rc = s3a_xmlbody_feed(x, r->body.p, r->body.len, &e);
-    if (rc == 0)
-        rc = s3a_xmlbody_finish(x, &e);
-    if (rc < 0) {
-        send_error(r, &e);
-        s3a_error_deinit(&e);
-        s3a_xmlbody_destroy(&x);
+    s3a_xmlbody *x = xml_body(r, S3A_BODY_DELETE);
+    if (x == NULL)
         return;
-    }
     size_t n;
     bool quiet;
     const s3a_body_object *o = s3a_xmlbody_objects(x, &n, &quiet);
