@@ -13,7 +13,7 @@
  *
  * The signing key (four HMACs) is cached per (access key, day, region) and
  * re-derived when the secret changes. A request's canonical form follows
- * what the three reference clients send (see the S3 API research notes):
+ * what awscli, boto3 and the JS SDK send and sign, captured from them:
  * the path is decoded then re-encoded once (S3 does not double-encode), a
  * query parameter without '=' is "name=", repeated headers are joined with
  * ',', the client's SignedHeaders list is used as given (it must be lower
