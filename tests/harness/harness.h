@@ -189,6 +189,13 @@ int h_free_port(void);
  * env folder; *port_out is its port. 0 or -errno (nginx missing: its error). */
 int h_nginx_start(h_env *env, h_proc **out, int upstream_port, int *port_out);
 
+/* Starts Debian's nginx serving the files of root (an absolute folder) as
+ * they are: sendfile on, tcp_nopush off, access log off, keep-alive with no
+ * request limit, `workers` worker processes; everything else in the env
+ * folder. *port_out is its port. For benches that compare a server with
+ * nginx on the same bytes. 0 or -errno. */
+int h_nginx_static_start(h_env *env, h_proc **out, const char *root, int workers, int *port_out);
+
 /* The loopback ceiling: iperf3 -P streams for `seconds` against its own
  * server on a free port. GiB/s received, 0 when iperf3 is missing. */
 double h_iperf_gib_s(h_env *env, int streams, int seconds);
