@@ -8,6 +8,7 @@
  * merge, a commit whose answer was lost but that landed (told apart from a
  * lost race by the writer id), and the cleanup of removed and orphan parts.
  */
+#include "merge.h"
 #include "tb_int.h"
 #include "tt_util.h"
 
@@ -416,6 +417,76 @@ static void test_cleanup(void **state)
     tb_table_destroy(&t);
 }
 
+static void test_merges_on_s3(void **state)
+{
+    (void)state;
+    for (int replacing = 0; replacing < 2; replacing++) {
+        tb_table_opts o;
+        const char *root = replacing ? "wh/default/rmt" : "wh/default/mt";
+        tt_opts(&o, h_s3_endpoint(s3), root, true);
+        tb_schema sc = tt_schema(replacing);
+        char err[512];
+        assert_int_equal(tb_table_create(&o, &sc, err, sizeof(err)), 0);
+        tb_table *t;
+        assert_int_equal(tb_table_open(&t, &o, err, sizeof(err)), 0);
+        /* 15 inserts of 1000 ids; with replacing, ids repeat across inserts */
+        char name[TB_NAME_MAX];
+        tb_commit_result r;
+        for (int i = 0; i < 15; i++) {
+            tb_part_add add;
+            uint64_t first = replacing ? (uint64_t)(i % 3) * 500 : (uint64_t)i * 1000;
+            assert_int_equal(tt_write_part(t, "all", first, 1, 1000, i * 10000, name, &add, err,
+                                           sizeof(err)),
+                             0);
+            tb_commit c = {.kind = TB_COMMIT_INSERT, .add = &add, .n_add = 1};
+            assert_int_equal(tb_commit_run(t, &c, &r, err, sizeof(err)), 0);
+        }
+        tm_settings ms;
+        tm_settings_init(&ms);
+        tm_result mr;
+        int merges = 0;
+        for (int i = 0; i < 50; i++) {
+            if (tm_run(t, &ms, false, &mr, err, sizeof(err)) < 0)
+                fail_msg("merge: %s", err);
+            if (!mr.merged)
+                break;
+            merges++;
+            assert_true(mr.n_inputs >= 2);
+        }
+        assert_true(merges >= 1);
+        tb_snapshot *s;
+        assert_int_equal(tb_table_snapshot(t, &s, err, sizeof(err)), 0);
+        assert_true(s->n_parts < 15);
+        uint64_t rows, sum, x;
+        assert_int_equal(tt_read_all(t, s, &rows, &sum, &x, err, sizeof(err)), 0);
+        if (!replacing) {
+            assert_int_equal(rows, 15000);
+            assert_int_equal(sum, 15000ull * 14999 / 2);
+        }
+        tb_snapshot_destroy(&s);
+        /* OPTIMIZE FINAL: one part */
+        for (int i = 0; i < 10; i++) {
+            assert_int_equal(tm_run(t, &ms, true, &mr, err, sizeof(err)), 0);
+            if (!mr.merged)
+                break;
+        }
+        assert_int_equal(tb_table_snapshot(t, &s, err, sizeof(err)), 0);
+        assert_int_equal(s->n_parts, 1);
+        assert_true(s->parts[0].level >= 1);
+        assert_int_equal(s->parts[0].min_block, 1);
+        assert_int_equal(s->parts[0].max_block, 15);
+        assert_int_equal(tt_read_all(t, s, &rows, &sum, &x, err, sizeof(err)), 0);
+        if (replacing) {
+            assert_int_equal(rows, 2000); /* ids 0..1999, each once */
+            assert_int_equal(sum, 2000ull * 1999 / 2);
+        } else {
+            assert_int_equal(rows, 15000);
+        }
+        tb_snapshot_destroy(&s);
+        tb_table_destroy(&t);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -426,6 +497,7 @@ int main(void)
         cmocka_unit_test(test_merge_loses_input),
         cmocka_unit_test(test_landed_vs_lost_race),
         cmocka_unit_test(test_cleanup),
+        cmocka_unit_test(test_merges_on_s3),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
