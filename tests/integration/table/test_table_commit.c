@@ -141,7 +141,7 @@ static void test_insert_and_pinned_snapshot(void **state)
     char err[512];
     assert_int_equal(tb_table_snapshot(t, &pinned, err, sizeof(err)), 0);
     insert(t, 5000, 3000, NULL, name, &r);
-    insert(t, 8000, 70000, NULL, name, &r); /* a multipart upload */
+    insert(t, 8000, 70000, NULL, name, &r);
     assert_int_equal(r.version, 3);
     /* another handle sees all three, read back whole */
     tb_table *t2;

@@ -70,8 +70,11 @@ int tt_write_part(const tb_table *t, const char *partition, uint64_t first, uint
             uint64_t id = first + (uint64_t)(at + i) * step;
             ((uint64_t *)b->cols[0]->values)[i] = id;
             ((int64_t *)b->cols[1]->values)[i] = ver_base + at + i;
-            char s[32];
-            int len = snprintf(s, sizeof(s), "row %llu", (unsigned long long)id);
+            char s[48];
+            /* a hash suffix keeps the column from compressing to nothing, so
+             * a million rows need a multipart upload */
+            int len = snprintf(s, sizeof(s), "row %llu %016llx", (unsigned long long)id,
+                               (unsigned long long)(id * 0x9e3779b97f4a7c15ull ^ (id >> 7)));
             cb_column *sc2 = b->cols[2];
             if ((rc = cb_column_reserve_data(sc2, sc2->offsets[i] + (size_t)len)) < 0)
                 break;
