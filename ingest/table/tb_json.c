@@ -284,7 +284,7 @@ static int parse_value(jp *j, tj_val *v, int depth)
             size_t kl;
             if ((rc = parse_string(j, &v->keys[v->n], &kl)) < 0)
                 return rc;
-            v->items[v->n].kind = TJ_NULL;
+            memset(&v->items[v->n], 0, sizeof(tj_val));
             v->n++;
             ws(j);
             if (j->at >= j->len || j->p[j->at] != ':')
@@ -314,7 +314,7 @@ static int parse_value(jp *j, tj_val *v, int depth)
         for (;;) {
             if ((rc = grow(v, &cap, false)) < 0)
                 return rc;
-            v->items[v->n].kind = TJ_NULL;
+            memset(&v->items[v->n], 0, sizeof(tj_val));
             v->n++;
             if ((rc = parse_value(j, &v->items[v->n - 1], depth + 1)) < 0)
                 return rc;
