@@ -98,7 +98,7 @@ static int flush_out(mctx *x)
     cb_batch *b;
     int rc = cb_batch_create(&b, n, x->m->n_cols);
     for (uint32_t i = 0; i < x->m->n_cols && !rc; i++)
-        rc = tp__colbuf_to_column(&x->out[i], x->m->cols[i].name, &b->cols[i]);
+        rc = tp__colbuf_take_column(&x->out[i], x->m->cols[i].name, &b->cols[i]);
     if (!rc)
         rc = tp_writer_add(x->o->out, b, x->err, x->errlen);
     cb_batch_destroy(&b);

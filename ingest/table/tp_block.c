@@ -298,6 +298,53 @@ size_t tp__colbuf_memory(const tp__colbuf *b)
     return (size_t)b->cap * (b->width ? b->width : 4) + (b->valid ? b->cap : 0) + b->data_cap;
 }
 
+int tp__colbuf_take_column(tp__colbuf *b, const char *name, cb_column **out)
+{
+    cb_column *c;
+    cb_typeinfo info = b->info;
+    int rc = cb_column_create(&c, &info, name, 0);
+    if (rc < 0)
+        return rc;
+    if (b->nulls) {
+        uint8_t *bits = calloc(((size_t)b->n + 7) / 8 + 1, 1);
+        if (!bits) {
+            cb_column_destroy(&c);
+            return -ENOMEM;
+        }
+        for (uint32_t i = 0; i < b->n; i++)
+            if (b->valid[i])
+                bits[i >> 3] |= (uint8_t)(1u << (i & 7));
+        c->validity = bits;
+        c->null_count = b->nulls;
+    }
+    if (b->width) {
+        if (!b->values && (rc = tp__colbuf_reserve(b, 1)) < 0) {
+            cb_column_destroy(&c);
+            return rc;
+        }
+        free(c->values);
+        c->values = b->values;
+        b->values = NULL;
+    } else {
+        if (!b->offsets && (rc = tp__colbuf_reserve(b, 1)) < 0) {
+            cb_column_destroy(&c);
+            return rc;
+        }
+        free(c->offsets);
+        free(c->data);
+        c->offsets = b->offsets;
+        c->data = b->data;
+        c->data_cap = b->data_cap;
+        b->offsets = NULL;
+        b->data = NULL;
+    }
+    c->n = b->n;
+    tp__colbuf_deinit(b);
+    tp__colbuf_init(b, &info);
+    *out = c;
+    return 0;
+}
+
 int tp__colbuf_to_column(const tp__colbuf *b, const char *name, cb_column **out)
 {
     cb_column *c;
@@ -592,6 +639,25 @@ static inline bool view_null(const block_view *v, uint32_t r)
     return v->validity && !(v->validity[r >> 3] & (1u << (r & 7)));
 }
 
+/* Validity of rows [lo, hi) of a block, appended at out->n (before n grows). */
+static int colbuf_mark_nulls(tp__colbuf *out, const block_view *v, uint32_t lo, uint32_t hi)
+{
+    if (!v->validity) {
+        if (out->valid)
+            memset(out->valid + out->n, 1, hi - lo);
+        return 0;
+    }
+    int rc = colbuf_valid(out);
+    if (rc < 0)
+        return rc;
+    for (uint32_t r = lo; r < hi; r++) {
+        bool null = view_null(v, r);
+        out->valid[out->n + (r - lo)] = !null;
+        out->nulls += null;
+    }
+    return 0;
+}
+
 int tp__block_decode(const uint8_t *raw, size_t raw_len, uint8_t enc, uint32_t rows,
                      bool nullable, uint32_t lo, uint32_t hi, tp__colbuf *out, char *err,
                      size_t errlen)
@@ -614,12 +680,12 @@ int tp__block_decode(const uint8_t *raw, size_t raw_len, uint8_t enc, uint32_t r
             return tp__fail(err, errlen, -EBADMSG,
                             "the block holds %zu bytes of values, %u rows of %zu bytes need %zu",
                             v.body_len, rows, w, (size_t)rows * w);
-        for (uint32_t r = lo; r < hi; r++) {
-            rc = view_null(&v, r) ? tp__colbuf_append_null(out)
-                                  : tp__colbuf_append_fixed(out, v.body + (size_t)r * w);
-            if (rc < 0)
-                return rc;
-        }
+        /* one copy of the values; NULL rows keep the zero bytes the writer
+         * stored there */
+        memcpy(out->values + (size_t)out->n * w, v.body + (size_t)lo * w, (size_t)(hi - lo) * w);
+        if ((rc = colbuf_mark_nulls(out, &v, lo, hi)) < 0)
+            return rc;
+        out->n += hi - lo;
         return 0;
     }
     if (enc == TP__ENC_PLAIN) {
@@ -627,23 +693,35 @@ int tp__block_decode(const uint8_t *raw, size_t raw_len, uint8_t enc, uint32_t r
             return tp__fail(err, errlen, -EBADMSG, "the block's lengths are cut short");
         const uint8_t *lens = v.body;
         const uint8_t *data = v.body + (size_t)rows * 4;
-        size_t data_len = v.body_len - (size_t)rows * 4, at = 0;
+        size_t data_len = v.body_len - (size_t)rows * 4, at = 0, from = 0;
         for (uint32_t r = 0; r < rows; r++) {
             uint32_t len = tp__get32(lens + (size_t)r * 4);
             if (len > data_len - at)
                 return tp__fail(err, errlen, -EBADMSG,
                                 "row %u's %u bytes run past the block's data", r, len);
-            if (r >= lo && r < hi) {
-                rc = view_null(&v, r) ? tp__colbuf_append_null(out)
-                                      : tp__colbuf_append_bytes(out, data + at, len);
-                if (rc < 0)
-                    return rc;
-            }
+            if (r == lo)
+                from = at;
             at += len;
         }
         if (at != data_len)
             return tp__fail(err, errlen, -EBADMSG, "the block has %zu bytes after its last row",
                             data_len - at);
+        /* rows [lo, hi) are one run of bytes: one copy, offsets from the lengths */
+        size_t to = from;
+        for (uint32_t r = lo; r < hi; r++)
+            to += tp__get32(lens + (size_t)r * 4);
+        if ((rc = colbuf_data(out, to - from)) < 0)
+            return rc;
+        memcpy(out->data + out->data_len, data + from, to - from);
+        uint32_t off = (uint32_t)out->data_len;
+        for (uint32_t r = lo; r < hi; r++) {
+            off += tp__get32(lens + (size_t)r * 4);
+            out->offsets[out->n + (r - lo) + 1] = off;
+        }
+        out->data_len = off;
+        if ((rc = colbuf_mark_nulls(out, &v, lo, hi)) < 0)
+            return rc;
+        out->n += hi - lo;
         return 0;
     }
     if (enc != TP__ENC_DICT)

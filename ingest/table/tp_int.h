@@ -57,6 +57,9 @@ int tp__colbuf_append_fixed(tp__colbuf *b, const void *p);
 size_t tp__colbuf_raw_size(const tp__colbuf *b);
 /* A new cb_column (copies; a validity bitmap only when there are nulls). */
 int tp__colbuf_to_column(const tp__colbuf *b, const char *name, cb_column **out);
+/* The same without copying: the buffers move into the column and b is left
+ * empty (reusable). */
+int tp__colbuf_take_column(tp__colbuf *b, const char *name, cb_column **out);
 size_t tp__colbuf_memory(const tp__colbuf *b);
 
 static inline bool tp__colbuf_is_null(const tp__colbuf *b, uint32_t row)

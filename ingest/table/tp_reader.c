@@ -257,7 +257,7 @@ static int decode_col(const tp_reader *r, const tp__col_meta *c, const span *s,
     }
     free(raw);
     if (!rc && !single_dict)
-        rc = tp__colbuf_to_column(&b, c->def.name, out);
+        rc = tp__colbuf_take_column(&b, c->def.name, out);
     tp__colbuf_deinit(&b);
     return rc;
 }

@@ -536,7 +536,7 @@ static int sort_and_feed(tp_writer *w, char *err, size_t errlen)
             for (uint32_t j = 0; j < k && !rc; j++)
                 rc = tp__colbuf_append_buf(&t, &w->stage[i], perm[r + j]);
             if (!rc)
-                rc = tp__colbuf_to_column(&t, NULL, &b->cols[i]);
+                rc = tp__colbuf_take_column(&t, NULL, &b->cols[i]);
             tp__colbuf_deinit(&t);
         }
         if (!rc)
