@@ -235,8 +235,9 @@ int tp__colbuf_append(tp__colbuf *b, const cb_column *src, uint32_t row, uint32_
     if (src->null_count && !b->valid && (rc = colbuf_valid(b)) < 0)
         return rc;
     if (b->width) {
-        memcpy(b->values + (size_t)b->n * b->width, (const uint8_t *)src->values + (size_t)row * b->width,
-               (size_t)n * b->width);
+        if (n)
+            memcpy(b->values + (size_t)b->n * b->width,
+                   (const uint8_t *)src->values + (size_t)row * b->width, (size_t)n * b->width);
         if (b->valid) {
             for (uint32_t i = 0; i < n; i++) {
                 bool null = cb_column_is_null(src, row + i);
@@ -251,7 +252,8 @@ int tp__colbuf_append(tp__colbuf *b, const cb_column *src, uint32_t row, uint32_
         uint32_t a = src->offsets[row], z = src->offsets[row + n];
         if ((rc = colbuf_data(b, z - a)) < 0)
             return rc;
-        memcpy(b->data + b->data_len, src->data + a, z - a);
+        if (z > a)
+            memcpy(b->data + b->data_len, src->data + a, z - a);
         uint32_t base = (uint32_t)b->data_len - a;
         for (uint32_t i = 0; i < n; i++)
             b->offsets[b->n + i + 1] = src->offsets[row + i + 1] + base;
@@ -682,7 +684,9 @@ int tp__block_decode(const uint8_t *raw, size_t raw_len, uint8_t enc, uint32_t r
                             v.body_len, rows, w, (size_t)rows * w);
         /* one copy of the values; NULL rows keep the zero bytes the writer
          * stored there */
-        memcpy(out->values + (size_t)out->n * w, v.body + (size_t)lo * w, (size_t)(hi - lo) * w);
+        if (hi > lo)
+            memcpy(out->values + (size_t)out->n * w, v.body + (size_t)lo * w,
+                   (size_t)(hi - lo) * w);
         if ((rc = colbuf_mark_nulls(out, &v, lo, hi)) < 0)
             return rc;
         out->n += hi - lo;
@@ -712,7 +716,8 @@ int tp__block_decode(const uint8_t *raw, size_t raw_len, uint8_t enc, uint32_t r
             to += tp__get32(lens + (size_t)r * 4);
         if ((rc = colbuf_data(out, to - from)) < 0)
             return rc;
-        memcpy(out->data + out->data_len, data + from, to - from);
+        if (to > from)
+            memcpy(out->data + out->data_len, data + from, to - from);
         uint32_t off = (uint32_t)out->data_len;
         for (uint32_t r = lo; r < hi; r++) {
             off += tp__get32(lens + (size_t)r * 4);
@@ -811,7 +816,8 @@ int tp__block_decode_dict(const uint8_t *raw, size_t raw_len, uint32_t rows, boo
         return rc;
     if ((rc = cb_column_reserve_data(dict, total ? total : 1)) < 0)
         goto fail;
-    memcpy(dict->data, v.body + at, total);
+    if (total)
+        memcpy(dict->data, v.body + at, total);
     uint32_t off = 0;
     for (uint32_t e = 0; e < nd; e++) {
         off += tp__get32(v.body + 4 + (size_t)e * 4);

@@ -136,7 +136,8 @@ static inline cb_batch *tg_batch(uint32_t n, uint64_t seed, uint32_t body_max)
                 }
                 if (cb_column_reserve_data(col, col->offsets[r] + len) < 0)
                     abort();
-                memcpy(col->data + col->offsets[r], buf, len);
+                if (len)
+                    memcpy(col->data + col->offsets[r], buf, len);
                 col->offsets[r + 1] = col->offsets[r] + (uint32_t)len;
                 break;
             }
