@@ -12,4 +12,20 @@
     "(a bare name: throughput, or 1/time) above 1 is better, a cost (a name with p50, "    \
     "p99, cpu, mem, rss, overhead or a unit) below 1 is better)"
 
+#include <time.h>
+
+/* Monotonic seconds, and a qsort comparator of doubles (for medians). */
+static inline double bench_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static inline int bench_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
 #endif /* RINGCACHE_BENCH_H */

@@ -12,21 +12,11 @@
 //
 // duck_table.txt: "write_s <median>", "read_s <median>", "file_bytes <n>",
 // "rows <n>". Exits 77 (printing why) when the npm package is missing.
-import { createRequire } from 'node:module';
 import { rmSync, statSync, writeFileSync } from 'node:fs';
-import { join, dirname } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { join } from 'node:path';
+import { loadDuckDB } from '../duckdb.mjs';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const nm = process.env.RINGCACHE_NODE_MODULES || join(here, '..', '..', 'node_modules');
-const req = createRequire(join(nm, 'noop.js'));
-let duck;
-try {
-  duck = await import(pathToFileURL(req.resolve('@duckdb/node-api')).href);
-} catch (e) {
-  console.error(`SKIP: npm package @duckdb/node-api is not installed under ${nm}: ${e.message}`);
-  process.exit(77);
-}
+const duck = await loadDuckDB();
 const [dir, runsArg] = process.argv.slice(2);
 const runs = Number(runsArg || 3);
 const ext = join(dir, 'duckdb_extensions');

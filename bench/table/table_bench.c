@@ -28,25 +28,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include "../bench.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 static int fd_write(void *arg, const void *data, size_t len)
 {
@@ -85,13 +72,19 @@ static double duck_value(const char *txt, const char *key)
 int main(int argc, char **argv)
 {
     long rows = 2000000;
-    int runs = 3, keep = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--rows") == 0 && i + 1 < argc)
-            rows = strtol(argv[++i], NULL, 10);
-        else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc)
-            runs = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--keep") == 0)
+    int runs = 3, keep = 0, opt;
+    static const struct option longopts[] = {
+        {"rows", required_argument, NULL, 'n'},
+        {"runs", required_argument, NULL, 'r'},
+        {"keep", no_argument, NULL, 'k'},
+        {NULL, 0, NULL, 0},
+    };
+    while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        if (opt == 'n')
+            rows = strtol(optarg, NULL, 10);
+        else if (opt == 'r')
+            runs = atoi(optarg);
+        else if (opt == 'k')
             keep = 1;
         else {
             fprintf(stderr, "usage: %s [--rows N] [--runs R] [--keep]\n", argv[0]);
@@ -211,7 +204,7 @@ int main(int argc, char **argv)
                              .key_cols = &key, .n_key = 1, .input_sorted = true,
                              .write = fd_write, .write_arg = &fd};
         tp_writer *w;
-        double t0 = now_s();
+        double t0 = bench_now_s();
         if (fd < 0 || tp_writer_create(&w, &wo, err, sizeof(err)) < 0) {
             fprintf(stderr, "%s\n", fd < 0 ? strerror(errno) : err);
             return 1;
@@ -227,13 +220,13 @@ int main(int argc, char **argv)
             return 1;
         }
         close(fd);
-        wt[run] = now_s() - t0;
+        wt[run] = bench_now_s() - t0;
         tp_writer_destroy(&w);
         part_bytes = info.bytes;
 
         rs_source *src;
         tp_reader *r;
-        t0 = now_s();
+        t0 = bench_now_s();
         if (rs_file_open(&src, part, err, sizeof(err)) < 0 ||
             tp_reader_open(&r, src, "posts", err, sizeof(err)) < 0) {
             fprintf(stderr, "%s\n", err);
@@ -269,7 +262,7 @@ int main(int argc, char **argv)
             got += b->n_rows;
             cb_batch_destroy(&b);
         }
-        rt[run] = now_s() - t0;
+        rt[run] = bench_now_s() - t0;
         free(cols);
         tp_reader_destroy(&r);
         rs_destroy(&src);
@@ -280,8 +273,8 @@ int main(int argc, char **argv)
         }
         check = sum;
     }
-    qsort(wt, (size_t)runs, sizeof(double), cmp_double);
-    qsort(rt, (size_t)runs, sizeof(double), cmp_double);
+    qsort(wt, (size_t)runs, sizeof(double), bench_cmp_double);
+    qsort(rt, (size_t)runs, sizeof(double), bench_cmp_double);
     double w = wt[runs / 2], r = rt[runs / 2];
     double dw = duck_value(txt, "write_s"), dr = duck_value(txt, "read_s"),
            dsize = duck_value(txt, "file_bytes");

@@ -255,6 +255,54 @@ static int grow(tj_val *v, size_t *cap, bool keys)
     return 0;
 }
 
+/* An object or an array: members until the closing bracket, each a value
+ * (objects: a string key and ':' before it), separated by ','. */
+static int parse_container(jp *j, tj_val *v, int depth)
+{
+    bool obj = j->p[j->at] == '{';
+    char close = obj ? '}' : ']';
+    v->kind = obj ? TJ_OBJ : TJ_ARR;
+    j->at++;
+    ws(j);
+    if (j->at < j->len && j->p[j->at] == close) {
+        j->at++;
+        return 0;
+    }
+    size_t cap = 0;
+    for (;;) {
+        ws(j);
+        if (obj && (j->at >= j->len || j->p[j->at] != '"'))
+            return jerr(j, "an object key must be a string");
+        int rc = grow(v, &cap, obj);
+        if (rc < 0)
+            return rc;
+        size_t kl;
+        if (obj && (rc = parse_string(j, &v->keys[v->n], &kl)) < 0)
+            return rc;
+        memset(&v->items[v->n], 0, sizeof(tj_val));
+        v->n++; /* counted before its value, so tj_free frees a half-parsed one */
+        if (obj) {
+            ws(j);
+            if (j->at >= j->len || j->p[j->at] != ':')
+                return jerr(j, "a ':' is missing after an object key");
+            j->at++;
+        }
+        if ((rc = parse_value(j, &v->items[v->n - 1], depth + 1)) < 0)
+            return rc;
+        ws(j);
+        if (j->at < j->len && j->p[j->at] == ',') {
+            j->at++;
+            continue;
+        }
+        if (j->at < j->len && j->p[j->at] == close) {
+            j->at++;
+            return 0;
+        }
+        return jerr(j, obj ? "a ',' or '}' is missing in an object"
+                           : "a ',' or ']' is missing in an array");
+    }
+}
+
 static int parse_value(jp *j, tj_val *v, int depth)
 {
     memset(v, 0, sizeof(*v));
@@ -264,71 +312,10 @@ static int parse_value(jp *j, tj_val *v, int depth)
     if (j->at >= j->len)
         return jerr(j, "a value is missing");
     char c = j->p[j->at];
-    int rc;
-    size_t cap = 0;
     switch (c) {
     case '{':
-        v->kind = TJ_OBJ;
-        j->at++;
-        ws(j);
-        if (j->at < j->len && j->p[j->at] == '}') {
-            j->at++;
-            return 0;
-        }
-        for (;;) {
-            ws(j);
-            if (j->at >= j->len || j->p[j->at] != '"')
-                return jerr(j, "an object key must be a string");
-            if ((rc = grow(v, &cap, true)) < 0)
-                return rc;
-            size_t kl;
-            if ((rc = parse_string(j, &v->keys[v->n], &kl)) < 0)
-                return rc;
-            memset(&v->items[v->n], 0, sizeof(tj_val));
-            v->n++;
-            ws(j);
-            if (j->at >= j->len || j->p[j->at] != ':')
-                return jerr(j, "a ':' is missing after an object key");
-            j->at++;
-            if ((rc = parse_value(j, &v->items[v->n - 1], depth + 1)) < 0)
-                return rc;
-            ws(j);
-            if (j->at < j->len && j->p[j->at] == ',') {
-                j->at++;
-                continue;
-            }
-            if (j->at < j->len && j->p[j->at] == '}') {
-                j->at++;
-                return 0;
-            }
-            return jerr(j, "a ',' or '}' is missing in an object");
-        }
     case '[':
-        v->kind = TJ_ARR;
-        j->at++;
-        ws(j);
-        if (j->at < j->len && j->p[j->at] == ']') {
-            j->at++;
-            return 0;
-        }
-        for (;;) {
-            if ((rc = grow(v, &cap, false)) < 0)
-                return rc;
-            memset(&v->items[v->n], 0, sizeof(tj_val));
-            v->n++;
-            if ((rc = parse_value(j, &v->items[v->n - 1], depth + 1)) < 0)
-                return rc;
-            ws(j);
-            if (j->at < j->len && j->p[j->at] == ',') {
-                j->at++;
-                continue;
-            }
-            if (j->at < j->len && j->p[j->at] == ']') {
-                j->at++;
-                return 0;
-            }
-            return jerr(j, "a ',' or ']' is missing in an array");
-        }
+        return parse_container(j, v, depth);
     case '"':
         v->kind = TJ_STR;
         return parse_string(j, &v->s, &v->len);

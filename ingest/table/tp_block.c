@@ -41,6 +41,19 @@ bool tp__type_valid(const cb_typeinfo *info)
     return true;
 }
 
+int tp__grow(void **arr, uint32_t n, uint32_t *cap, size_t elem, uint32_t first)
+{
+    if (n < *cap)
+        return 0;
+    uint32_t c = *cap ? *cap * 2 : first;
+    void *p = realloc(*arr, (size_t)c * elem);
+    if (!p)
+        return -ENOMEM;
+    *arr = p;
+    *cap = c;
+    return 0;
+}
+
 /* ---- bytes ---------------------------------------------------------------- */
 
 int tp__bytes_reserve(tp__bytes *b, size_t more)

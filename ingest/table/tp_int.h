@@ -179,6 +179,10 @@ static inline uint64_t tp__get64(const uint8_t *p)
     return (uint64_t)tp__get32(p) | ((uint64_t)tp__get32(p + 4) << 32);
 }
 
+/* Makes room for one more element in *arr (count n, capacity *cap, elements
+ * of size elem; the first allocation holds first). 0 or -ENOMEM. */
+int tp__grow(void **arr, uint32_t n, uint32_t *cap, size_t elem, uint32_t first);
+
 /* A growable byte buffer. */
 typedef struct tp__bytes {
     uint8_t *p;

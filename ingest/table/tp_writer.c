@@ -238,14 +238,8 @@ static int flush_block(tp_writer *w, wcol *c)
 {
     if (!c->cur.n)
         return 0;
-    if (c->n_blocks == c->cap_blocks) {
-        uint32_t cap = c->cap_blocks ? c->cap_blocks * 2 : 16;
-        tp__block_ent *b = realloc(c->blocks, cap * sizeof(*b));
-        if (!b)
-            return -ENOMEM;
-        c->blocks = b;
-        c->cap_blocks = cap;
-    }
+    if (tp__grow((void **)&c->blocks, c->n_blocks, &c->cap_blocks, sizeof(tp__block_ent), 16) < 0)
+        return -ENOMEM;
     uint8_t enc, codec, *raw = NULL, *comp = NULL;
     size_t raw_len, comp_len;
     bool strings = c->cur.width == 0;
@@ -283,14 +277,8 @@ static int flush_block(tp_writer *w, wcol *c)
 
 static int add_mark(wcol *c)
 {
-    if (c->n_marks == c->cap_marks) {
-        uint32_t cap = c->cap_marks ? c->cap_marks * 2 : 64;
-        tp__mark *m = realloc(c->marks, cap * sizeof(*m));
-        if (!m)
-            return -ENOMEM;
-        c->marks = m;
-        c->cap_marks = cap;
-    }
+    if (tp__grow((void **)&c->marks, c->n_marks, &c->cap_marks, sizeof(tp__mark), 64) < 0)
+        return -ENOMEM;
     c->marks[c->n_marks++] = (tp__mark){c->n_blocks, c->cur.n};
     return 0;
 }

@@ -234,22 +234,34 @@ static void test_roundtrip_zstd_and_none(void **state)
     roundtrip(TP_CODEC_NONE, 0, 50, 512, 2048, 4096, 50);
 }
 
+/* Writes rows of `sizes` (seed, body_max) as a part of the given granularity
+ * and opens it: *buf, *src and *r belong to the caller. */
+static input *write_and_open(const uint32_t *sizes, uint32_t nb, uint64_t seed,
+                             uint32_t body_max, uint32_t granularity, void **buf,
+                             rs_source **src, tp_reader **r)
+{
+    input *in = make_input(sizes, nb, seed, body_max);
+    tp_column_def defs[TG_NCOLS];
+    tp_writer_opts o;
+    opts_for(&o, defs, TP_CODEC_LZ4, 0);
+    o.index_granularity = granularity;
+    size_t len;
+    *buf = write_part(in, &o, &len, NULL);
+    assert_int_equal(tp_mem_source_create(src, *buf, len, "p"), 0);
+    char err[256];
+    assert_int_equal(tp_reader_open(r, *src, "p", err, sizeof(err)), 0);
+    return in;
+}
+
 static void test_dictionary_block_reads_dictionary(void **state)
 {
     (void)state;
     static const uint32_t sizes[] = {3000};
-    input *in = make_input(sizes, 1, 5, 10);
-    tp_column_def defs[TG_NCOLS];
-    tp_writer_opts o;
-    opts_for(&o, defs, TP_CODEC_LZ4, 0);
-    o.index_granularity = 1000;
-    size_t len;
-    void *buf = write_part(in, &o, &len, NULL);
+    void *buf;
     rs_source *src;
-    assert_int_equal(tp_mem_source_create(&src, buf, len, "p"), 0);
     tp_reader *r;
+    input *in = write_and_open(sizes, 1, 5, 10, 1000, &buf, &src, &r);
     char err[256];
-    assert_int_equal(tp_reader_open(&r, src, "p", err, sizeof(err)), 0);
     uint32_t cols[] = {19, 1};
     cb_batch *b;
     assert_int_equal(tp_reader_read(r, cols, 2, 1, 2, &b, err, sizeof(err)), 0);
@@ -522,18 +534,11 @@ static void test_prune_vs_brute_force(void **state)
     (void)state;
     /* sorted data with repeats in the key prefix */
     static const uint32_t sizes[] = {20000};
-    input *in = make_input(sizes, 1, 3, 8);
-    tp_column_def defs[TG_NCOLS];
-    tp_writer_opts o;
-    opts_for(&o, defs, TP_CODEC_LZ4, 0);
-    o.index_granularity = 64;
-    size_t len;
-    void *buf = write_part(in, &o, &len, NULL);
+    void *buf;
     rs_source *src;
-    assert_int_equal(tp_mem_source_create(&src, buf, len, "p"), 0);
     tp_reader *r;
+    input *in = write_and_open(sizes, 1, 3, 8, 64, &buf, &src, &r);
     char err[256];
-    assert_int_equal(tp_reader_open(&r, src, "p", err, sizeof(err)), 0);
     uint32_t G = 64, granules = tp_reader_meta(r)->granules;
     /* the data in part order, one batch */
     uint32_t keys[3] = {0, 1, 2};
