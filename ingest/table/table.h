@@ -243,6 +243,14 @@ const char *tb_upload_error(const tb_upload *u);
 int tb_part_open(const tb_table *t, const char *name, rs_source **src, tp_reader **r,
                  char *err, size_t errlen);
 
+/* The same through any byte-range source the caller opens, e.g. the cache
+ * client: open(arg, bucket, key, &src, err, errlen) with rs_rc_open() inside
+ * (reads then come from the cache nodes, filled from S3 once). */
+typedef int (*tb_source_open_fn)(void *arg, const char *bucket, const char *key,
+                                 rs_source **out, char *err, size_t errlen);
+int tb_part_open_via(const tb_table *t, const char *name, tb_source_open_fn open, void *arg,
+                     rs_source **src, tp_reader **r, char *err, size_t errlen);
+
 /* Deletes a part object (a merge that lost, a duplicate). */
 int tb_part_delete(tb_table *t, const char *name, char *err, size_t errlen);
 

@@ -922,8 +922,14 @@ void tb_upload_destroy(tb_upload **up)
 
 /* ---- reading, deleting, cleanup ---------------------------------------------------- */
 
-int tb_part_open(const tb_table *t, const char *name, rs_source **src, tp_reader **r,
-                 char *err, size_t errlen)
+static int open_s3(void *arg, const char *bucket, const char *key, rs_source **out, char *err,
+                   size_t errlen)
+{
+    return rs_s3_open(out, (const s3_config *)arg, bucket, key, err, errlen);
+}
+
+int tb_part_open_via(const tb_table *t, const char *name, tb_source_open_fn open, void *arg,
+                     rs_source **src, tp_reader **r, char *err, size_t errlen)
 {
     *src = NULL;
     *r = NULL;
@@ -931,13 +937,19 @@ int tb_part_open(const tb_table *t, const char *name, rs_source **src, tp_reader
     if (tb_part_key(t, name, key, sizeof(key)) < 0)
         return tp__fail(err, errlen, -EINVAL, "part name %s is too long", name);
     char msg[RS_MSG_MAX];
-    int rc = rs_s3_open(src, &t->cfg, t->bucket, key, msg, sizeof(msg));
+    int rc = open(arg, t->bucket, key, src, msg, sizeof(msg));
     if (rc < 0)
         return tp__fail(err, errlen, rc, "cannot open part %s: %s", name, msg);
     rc = tp_reader_open(r, *src, name, err, errlen);
     if (rc < 0)
         rs_destroy(src);
     return rc;
+}
+
+int tb_part_open(const tb_table *t, const char *name, rs_source **src, tp_reader **r,
+                 char *err, size_t errlen)
+{
+    return tb_part_open_via(t, name, open_s3, (void *)&t->cfg, src, r, err, errlen);
 }
 
 int tb_part_delete(tb_table *t, const char *name, char *err, size_t errlen)
