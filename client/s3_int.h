@@ -70,7 +70,7 @@ typedef struct s3__attempt {
 
 /* true when the attempt may be retried: 5xx but 501, 503 SlowDown, 429, 408,
  * the S3 codes SlowDown / InternalError / ServiceUnavailable / RequestTimeout /
- * Throttling whatever the status (200 + <Error> on CompleteMultipartUpload,
+ * Throttling / ConditionalRequestConflict (409) whatever the status (200 + <Error> on CompleteMultipartUpload,
  * 400 RequestTimeout), and transport errors -ECONNRESET, -ECONNABORTED,
  * -ECONNREFUSED, -ETIMEDOUT, -EPIPE (report a truncated body, libcurl's
  * CURLE_PARTIAL_FILE, as -EPIPE), -EAGAIN, -ENOTCONN, -ENETDOWN, -ENETUNREACH,
