@@ -8,7 +8,7 @@
 #ifndef RINGCACHE_ENG_AGG_H
 #define RINGCACHE_ENG_AGG_H
 
-#include "eng_int.h"
+#include "eng_plan.h"
 
 typedef struct agg_tab agg_tab;
 

@@ -10,7 +10,7 @@
  * the columns the scan needs listed, and the WHERE conjuncts of the shape
  * `column OP constant` turned into Parquet row-group pruning predicates.
  */
-#include "eng_int.h"
+#include "eng_plan.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -64,15 +64,6 @@ static int boom(binder *b)
             snprintf(b->err, b->errlen, "out of memory while planning the query");
     }
     return b->rc;
-}
-
-void eng_schema_free(eng_schema *s)
-{
-    for (int i = 0; i < s->n; i++)
-        free(s->cols[i].name);
-    free(s->cols);
-    s->cols = NULL;
-    s->n = 0;
 }
 
 /* ---- types ---------------------------------------------------------------- */

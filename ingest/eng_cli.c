@@ -8,7 +8,6 @@
  * cache); prints the result on stdout and the summary on stderr.
  */
 #include "eng.h"
-#include "eng_int.h"
 #include "rangesrc.h"
 #include "s3.h"
 

@@ -13,7 +13,7 @@
  * wraps; '/' is always Float64; '%' and integer division by zero are errors;
  * round() rounds half to even on floats (banker's), as ClickHouse does.
  */
-#include "eng_int.h"
+#include "eng_expr.h"
 
 #include <ctype.h>
 #include <errno.h>

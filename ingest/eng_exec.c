@@ -27,7 +27,9 @@
  * too) when no download has started it.
  */
 #include "eng_agg.h"
-#include "eng_int.h"
+#include "eng_fetch.h"
+#include "eng_plan.h"
+#include "eng_text.h"
 #include "eng_out.h"
 #include "s3.h"
 

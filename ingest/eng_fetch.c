@@ -16,7 +16,7 @@
  * a worker never waits for room, only for a unit already in flight, so the
  * budget cannot deadlock against units the workers have yet to reach.
  */
-#include "eng_int.h"
+#include "eng_fetch.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -8,7 +8,8 @@
 #ifndef RINGCACHE_ENG_OUT_H
 #define RINGCACHE_ENG_OUT_H
 
-#include "eng_int.h"
+#include "eng.h"
+#include "eng_types.h"
 
 #include <stdio.h>
 

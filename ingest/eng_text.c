@@ -11,7 +11,7 @@
  * empty unquoted field and \N are NULL; TSV fields use backslash escapes and
  * \N for NULL; an empty TSV field is '' for strings and NULL otherwise.
  */
-#include "eng_int.h"
+#include "eng_text.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -6,7 +6,7 @@
  * formatting as ClickHouse prints it, civil-date arithmetic (UTC), and the
  * "did you mean" suggestion used by every name lookup.
  */
-#include "eng_int.h"
+#include "eng_types.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -670,4 +670,15 @@ const char *eng_suggest(const char *name, const char *const *cands, int n)
     if (best && bd <= lim)
         return best;
     return NULL;
+}
+
+/* ---- schemas ---------------------------------------------------------------- */
+
+void eng_schema_free(eng_schema *s)
+{
+    for (int i = 0; i < s->n; i++)
+        free(s->cols[i].name);
+    free(s->cols);
+    s->cols = NULL;
+    s->n = 0;
 }

@@ -8,7 +8,7 @@
  * that no worker took; a memory limit makes it fetch nothing rather than fail.
  * Several worker threads at once (label `threads`, run under TSan).
  */
-#include "eng_int.h"
+#include "eng_fetch.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -7,7 +7,8 @@
  * value formatting, and the CSV / TSV / JSONEachRow readers (inference,
  * header detection, quoting, errors naming the line).
  */
-#include "eng_int.h"
+#include "eng_plan.h"
+#include "eng_text.h"
 
 #include <errno.h>
 #include <math.h>
