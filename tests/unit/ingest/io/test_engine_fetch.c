@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * test_engine_fetch.c: the prefetcher (eng_int.h ef_*) with fake jobs: every
+ * test_engine_fetch.c: the prefetcher (eng_fetch.h) with fake jobs: every
  * unit reaches its worker exactly once, either fetched ahead or left to the
  * worker, with the bytes of its own job; the bytes held never pass the budget
  * nor the window; jobs spanning several units are shared and freed once; the
