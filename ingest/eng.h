@@ -27,6 +27,7 @@
 #ifndef RINGCACHE_ENG_H
 #define RINGCACHE_ENG_H
 
+#include "eng_out.h"
 #include "rangesrc.h"
 
 #include <stdbool.h>
@@ -35,19 +36,6 @@
 #include <stdio.h>
 
 #define ENG_MSG_MAX 1024
-
-typedef enum eng_format {
-    ENG_FMT_PRETTY_COMPACT = 1,
-    ENG_FMT_TSV,
-    ENG_FMT_TSV_WITH_NAMES,
-    ENG_FMT_CSV,
-    ENG_FMT_CSV_WITH_NAMES,
-    ENG_FMT_JSON_EACH_ROW,
-    ENG_FMT_NULL,
-} eng_format;
-
-/* "TSV" / "TabSeparated" / "CSV" / "JSONEachRow" / ... -> format, or -EINVAL. */
-int eng_format_parse(const char *name);
 
 /* How S3 objects are listed and opened (the CLI plugs S3 directly or the
  * cache client in). list calls fn for every key of bucket matching the glob

@@ -26,6 +26,7 @@
  * reaches the unit, or fetches the unit itself into its own buffer (charged
  * too) when no download has started it.
  */
+#include "eng.h"
 #include "eng_agg.h"
 #include "eng_fetch.h"
 #include "eng_plan.h"

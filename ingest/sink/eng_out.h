@@ -8,10 +8,22 @@
 #ifndef RINGCACHE_ENG_OUT_H
 #define RINGCACHE_ENG_OUT_H
 
-#include "eng.h"
 #include "eng_types.h"
 
 #include <stdio.h>
+
+typedef enum eng_format {
+    ENG_FMT_PRETTY_COMPACT = 1,
+    ENG_FMT_TSV,
+    ENG_FMT_TSV_WITH_NAMES,
+    ENG_FMT_CSV,
+    ENG_FMT_CSV_WITH_NAMES,
+    ENG_FMT_JSON_EACH_ROW,
+    ENG_FMT_NULL,
+} eng_format;
+
+/* "TSV" / "TabSeparated" / "CSV" / "JSONEachRow" / ... -> format, or -EINVAL. */
+int eng_format_parse(const char *name);
 
 typedef struct eng_out_table {
     const ex_vec *cols;      /* n_cols vectors of n_rows rows */
