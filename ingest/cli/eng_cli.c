@@ -7,14 +7,13 @@
  * with --cache MEMBERS, through libringcache (the cache tier and its page
  * cache); prints the result on stdout and the summary on stderr.
  */
+#include "eng_cli.h"
+
 #include "eng.h"
 #include "rangesrc.h"
-#include "s3.h"
-
-#ifdef RINGCACHE_ENGINE_HAVE_RC
-#include "rs_rc.h"
 #include "ringcache.h"
-#endif
+#include "rs_rc.h"
+#include "s3.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -95,7 +94,6 @@ static int direct_open(void *impl, const char *bucket, const char *key, rs_sourc
 
 /* ---- through the cache -------------------------------------------------- */
 
-#ifdef RINGCACHE_ENGINE_HAVE_RC
 static int cache_list(void *impl, const char *bucket, const char *glob, eng_key_fn fn, void *arg,
                       char *err, size_t errlen)
 {
@@ -109,7 +107,6 @@ static int cache_open(void *impl, const char *bucket, const char *key, rs_source
 {
     return rs_rc_open(out, impl, bucket, key, err, errlen);
 }
-#endif
 
 /* ---- the command --------------------------------------------------------------- */
 
@@ -283,7 +280,6 @@ int eng_cli_query(int argc, char **argv)
     ctx.list_s3 = direct_list;
     ctx.open_s3 = direct_open;
     ctx.s3_impl = &d;
-#ifdef RINGCACHE_ENGINE_HAVE_RC
     rc_client *rcc = NULL;
     if (!cache)
         cache = getenv("RINGCACHE_CACHE");
@@ -319,21 +315,11 @@ int eng_cli_query(int argc, char **argv)
         ctx.open_s3 = cache_open;
         ctx.s3_impl = rcc;
     }
-#else
-    if (cache && cache[0]) {
-        fprintf(stderr, "ringcache query: --cache needs libringcache, which this build lacks\n");
-        free(text);
-        return 2;
-    }
-    (void)pcache;
-#endif
     eng_result res;
     rc = eng_run(&ctx, text, len, stderr, &res, err, sizeof(err));
     if (rc < 0)
         fprintf(stderr, "ringcache query: %s\n", err);
-#ifdef RINGCACHE_ENGINE_HAVE_RC
     rc_destroy(&rcc);
-#endif
     free(text);
     return rc < 0 ? 1 : 0;
 }

@@ -1,19 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
  * main.c: the `ringcache` command-line tool. Only dispatch lives here: each
- * subcommand parses its own options (cli_common.c has the shared ones) and
- * returns the process's exit code (0 ok, 1 failed, 2 bad command line).
+ * subcommand parses its own options (client/cli/cli_common.c has the shared
+ * ones) and returns the process's exit code (0 ok, 1 failed, 2 bad command
+ * line). It sits on the engine's side because it composes both: the S3 and
+ * cache commands of client/cli and the engine's `query`.
  */
 #include "cli.h"
 #include "cli_cache.h"
-
-#ifdef RINGCACHE_HAVE_CMD_RING
 #include "cli_ring.h"
-#endif
-
-#ifdef RINGCACHE_HAVE_CMD_QUERY
-#include "eng.h"
-#endif
+#include "eng_cli.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -33,12 +29,8 @@ static const struct {
     {"rm", cli_cmd_rm, "delete: ringcache rm s3://bucket/key"},
     {"stats", cli_cmd_stats, "counters of every cache node: ringcache stats --cache MEMBERS"},
     {"warm", cli_cmd_warm, "load into the cache tier: ringcache warm s3://bucket/glob --cache M"},
-#ifdef RINGCACHE_HAVE_CMD_QUERY
     {"query", eng_cli_query, "SQL over files: ringcache query \"SELECT ... FROM s3('s3://b/*.parquet')\""},
-#endif
-#ifdef RINGCACHE_HAVE_CMD_RING
     {"ring", cli_ring_main, "owners of keys on a ring: ringcache ring --members LIST KEY..."},
-#endif
 };
 
 static void cli_usage(FILE *f)

@@ -80,7 +80,4 @@ int eng_run(const eng_ctx *ctx, const char *sql, size_t len, FILE *summary, eng_
  * Peak memory usage: M." to f. */
 void eng_print_summary(FILE *f, const eng_result *r);
 
-/* The `ringcache query` command (argv[0] is "query"): exit code 0, 1 or 2. */
-int eng_cli_query(int argc, char **argv);
-
 #endif /* RINGCACHE_ENG_H */
