@@ -19,6 +19,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The size of the engine's error sentences (err buffers). */
+#define ENG_MSG_MAX 1024
+
 /* ---- memory --------------------------------------------------------------- */
 
 typedef struct eng_mem {

@@ -1,52 +1,31 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * eng_exec.c: runs a statement. Expands the FROM glob into files (local
- * folders walked, S3 listed through the context's callbacks), takes the schema
- * from the first file, binds the plan, then runs max_threads workers over
- * work units (one Parquet row group, or one text file) pulled from an atomic
- * counter. Each worker filters its blocks and either folds them into its own
- * aggregation table or appends projected rows to its own result table (cut to
- * the top N by a heap when ORDER BY has a LIMIT). At the end the tables are
- * merged, HAVING / ORDER BY / LIMIT applied, and the rows go to the sink (an
- * output format, eng_fmt.c).
- *
- * A file whose object is overwritten while the query reads it (-ESTALE from
- * the source) is re-planned once: opened again and read again whole, never
- * partly one version and partly the other: a text file by the worker that met
- * the change; a Parquet file by the worker that met it, when no rows of the
- * file had been used yet (else, and at a second change, the query fails with
- * an error naming the file).
- *
- * Downloads run ahead of the workers (eng_fetch.c): while a worker decodes
- * unit k, download threads (max_download_threads) fetch the byte ranges of
- * the next units in plan order (a Parquet file small enough is read whole in
- * one request; a text file whole), bounded by max_download_threads x
- * max_download_buffer_size bytes and as many units ahead as there are download
- * threads, charged to the query's memory. A worker uses those bytes when it
- * reaches the unit, or fetches the unit itself into its own buffer (charged
- * too) when no download has started it.
+ * eng_exec.c: runs a statement. The FROM clause's table function opens a
+ * source through the registry (source/eng_source.h), which finds the data and
+ * its schema; the plan is bound against that schema, then max_threads
+ * workers run the source's work units, pulled from an atomic counter. Each
+ * unit hands blocks of scan vectors to its worker, which filters them (in
+ * slices small enough for the L2 cache) and either folds them into its own
+ * aggregation table or appends projected rows to its own result table (cut
+ * to the top N by a heap when ORDER BY has a LIMIT). At the end the tables
+ * are merged, HAVING / ORDER BY / LIMIT applied, and the rows go to the sink
+ * (an output format, sink/eng_out.c).
  */
 #include "eng.h"
 #include "eng_agg.h"
-#include "eng_fetch.h"
-#include "eng_plan.h"
-#include "eng_text.h"
 #include "eng_out.h"
-#include "s3.h"
+#include "eng_plan.h"
+#include "eng_source.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
-#define ENG_BATCH_ROWS 65536
 /* Rows of a decoded row group that go through the operators at a time: small
  * enough that every intermediate vector (predicate results, selection, group
  * ids) stays in the L2 cache between one operator and the next. */
@@ -59,48 +38,25 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* ---- files ------------------------------------------------------------------ */
-
-typedef struct efile {
-    char *path;               /* local path or key */
-    uint64_t size;
-    pthread_mutex_t mu;
-    rs_source *src;
-    pq_file *pf;
-    int gen;                  /* reopen count (0 or 1: a file is re-planned once) */
-    bool consumed;            /* rows of it went into the workers' tables */
-    rs_source *old_src[2];
-    pq_file *old_pf[2];
-    int *colmap;              /* scan slot -> file column */
-    int rg_first;             /* Parquet: first unit of this file */
-    int n_rg;                 /* Parquet: its units (row groups not pruned) */
-} efile;
+/* ---- the running statement ------------------------------------------------------ */
 
 typedef struct equery {
     const eng_ctx *ctx;
     eng_mem mem;
     eng_settings set;
-    int kind;                 /* 0 Parquet, TX_* */
-    bool s3;
-    char bucket[64];
-    efile *files;
-    int n_files;
-    eng_schema schema;
+    eng_source *src;
     eng_plan plan;
     /* units */
     int n_units;
-    int *unit_file;
-    int *unit_rg;
     _Atomic int next_unit;
     _Atomic int units_done;
-    _Atomic uint64_t rows_read, bytes_read, rgs_pruned, rgs_read;
+    eng_scan_stats stats;
     _Atomic int stop;
     _Atomic int64_t rows_emitted; /* LIMIT without ORDER BY: early stop */
     pthread_mutex_t err_mu;
     int rc;
     char err[ENG_MSG_MAX];
     double t0;
-    ef *pf;                   /* downloads ahead of the workers (NULL: none) */
 } equery;
 
 static void q_fail(equery *q, int rc, const char *msg)
@@ -112,319 +68,7 @@ static void q_fail(equery *q, int rc, const char *msg)
     }
     pthread_mutex_unlock(&q->err_mu);
     atomic_store(&q->stop, 1);
-    ef_stop(q->pf);
-}
-
-typedef struct flist {
-    efile *f;
-    int n, cap;
-} flist;
-
-static int flist_add(flist *l, const char *path, uint64_t size)
-{
-    if (l->n == l->cap) {
-        int cap = l->cap ? l->cap * 2 : 16;
-        efile *nf = realloc(l->f, sizeof(efile) * (size_t)cap);
-        if (!nf)
-            return -ENOMEM;
-        l->f = nf;
-        l->cap = cap;
-    }
-    efile *f = &l->f[l->n];
-    memset(f, 0, sizeof(*f));
-    if (!(f->path = strdup(path)))
-        return -ENOMEM;
-    f->size = size;
-    l->n++;
-    return 0;
-}
-
-static int walk(const char *dir, const s3_glob *g, int depth, flist *l)
-{
-    if (depth > 32)
-        return 0;
-    DIR *d = opendir(dir);
-    if (!d)
-        return -errno;
-    struct dirent *de;
-    int rc = 0;
-    while (!rc && (de = readdir(d))) {
-        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-            continue;
-        char p[4096];
-        int k = strcmp(dir, ".") == 0 && !s3_glob_prefix(g)[0]
-                    ? snprintf(p, sizeof(p), "%s", de->d_name)
-                    : snprintf(p, sizeof(p), "%s%s%s", dir,
-                               dir[strlen(dir) - 1] == '/' ? "" : "/", de->d_name);
-        if (k < 0 || (size_t)k >= sizeof(p))
-            continue;
-        struct stat st;
-        if (stat(p, &st) < 0)
-            continue;
-        if (S_ISDIR(st.st_mode)) {
-            rc = walk(p, g, depth + 1, l);
-            if (rc == -EACCES)
-                rc = 0;
-        } else if (S_ISREG(st.st_mode) && s3_glob_match(g, p)) {
-            rc = flist_add(l, p, (uint64_t)st.st_size);
-        }
-    }
-    closedir(d);
-    return rc;
-}
-
-static int fcmp(const void *a, const void *b)
-{
-    return strcmp(((const efile *)a)->path, ((const efile *)b)->path);
-}
-
-static int list_local(const char *pattern, flist *l, char *err, size_t errlen)
-{
-    s3_glob *g;
-    if (s3_glob_create(&g, pattern) < 0) {
-        snprintf(err, errlen, "bad glob '%s' in file(): check braces and ranges ({a,b}, {1..9})",
-                 pattern);
-        return -EINVAL;
-    }
-    int rc = 0;
-    if (!s3_glob_has_wildcards(g)) {
-        struct stat st;
-        if (stat(pattern, &st) < 0) {
-            rc = -errno;
-            snprintf(err, errlen, "cannot open %s: %s (check the path in file())", pattern,
-                     strerror(errno));
-        } else if (S_ISDIR(st.st_mode)) {
-            rc = -EISDIR;
-            snprintf(err, errlen, "%s is a folder: add a glob such as '%s/*.parquet'", pattern,
-                     pattern);
-        } else {
-            rc = flist_add(l, pattern, (uint64_t)st.st_size);
-        }
-        s3_glob_destroy(&g);
-        return rc;
-    }
-    /* walk from the folder of the literal prefix */
-    const char *pre = s3_glob_prefix(g);
-    char dir[4096];
-    const char *slash = strrchr(pre, '/');
-    if (slash)
-        snprintf(dir, sizeof(dir), "%.*s", (int)(slash - pre == 0 ? 1 : slash - pre), pre);
-    else
-        snprintf(dir, sizeof(dir), ".");
-    rc = walk(dir, g, 0, l);
-    s3_glob_destroy(&g);
-    if (rc < 0 && rc != -ENOENT) {
-        snprintf(err, errlen, "cannot list %s for file('%s'): %s", dir, pattern, strerror(-rc));
-        return rc;
-    }
-    if (l->n == 0) {
-        snprintf(err, errlen, "no files match '%s' (check the path and the glob)", pattern);
-        return -ENOENT;
-    }
-    return 0;
-}
-
-static int s3_key_cb(const char *key, uint64_t size, void *arg)
-{
-    return flist_add(arg, key, size);
-}
-
-/* ---- schema ------------------------------------------------------------------ */
-
-static int open_source(equery *q, efile *f, rs_source **out, char *err, size_t errlen)
-{
-    if (q->s3)
-        return q->ctx->open_s3(q->ctx->s3_impl, q->bucket, f->path, out, err, errlen);
-    return rs_file_open(out, f->path, err, errlen);
-}
-
-static const char *fname(const equery *q, const efile *f, char *buf, size_t cap)
-{
-    if (q->s3)
-        snprintf(buf, cap, "s3://%s/%s", q->bucket, f->path);
-    else
-        snprintf(buf, cap, "%s", f->path);
-    return buf;
-}
-
-static int schema_from_parquet(const pq_file *pf, eng_schema *s)
-{
-    int n = pq_file_num_columns(pf);
-    s->cols = calloc((size_t)n + 1, sizeof(eng_col));
-    if (!s->cols)
-        return -ENOMEM;
-    for (int i = 0; i < n; i++) {
-        const pq_column_info *ci = pq_file_column(pf, i);
-        s->cols[i].name = strdup(ci->name);
-        if (!s->cols[i].name)
-            return -ENOMEM;
-        s->cols[i].cb = ci->type;
-        s->cols[i].t = ex_type_of_column(&ci->type, ci->nullable);
-        s->n = i + 1;
-    }
-    return 0;
-}
-
-/* Reads a whole (text) object, in parallel ranges when it is large, into a
- * malloc'ed buffer, or one of the prefetcher's when pool is not NULL (*cap
- * its size). */
-static int read_all(equery *q, rs_source *src, ef *pool, uint8_t **out, uint64_t *cap,
-                    size_t *len, char *err, size_t errlen)
-{
-    uint64_t size = rs_size(src);
-    uint64_t bcap = size;
-    uint8_t *buf = pool ? ef_buf_get(pool, size, &bcap) : malloc(size ? size : 1);
-    if (!buf) {
-        snprintf(err, errlen, "out of memory reading %s (%llu bytes)", rs_name(src),
-                 (unsigned long long)size);
-        return -ENOMEM;
-    }
-    uint64_t part = q->set.max_download_buffer_size;
-    int rc;
-    if (size > 2 * part && part > 0) {
-        size_t n = (size_t)((size + part - 1) / part);
-        rs_range *r = calloc(n, sizeof(*r));
-        if (!r) {
-            if (pool)
-                ef_buf_put(pool, buf, bcap);
-            else
-                free(buf);
-            return -ENOMEM;
-        }
-        for (size_t i = 0; i < n; i++) {
-            r[i].offset = i * part;
-            r[i].length = i + 1 == n ? size - i * part : part;
-            r[i].buf = buf + i * part;
-        }
-        rc = rs_read_ranges(src, r, n, err, errlen);
-        free(r);
-    } else {
-        rc = size ? rs_read(src, 0, buf, size, err, errlen) : 0;
-    }
-    if (rc < 0) {
-        if (pool)
-            ef_buf_put(pool, buf, bcap);
-        else
-            free(buf);
-        return rc;
-    }
-    *out = buf;
-    if (cap)
-        *cap = bcap;
-    *len = size;
-    return 0;
-}
-
-/* Opens the object and reads it whole (raw, still compressed): *raw malloc'ed. */
-static int fetch_text_raw(equery *q, efile *f, ef *pool, uint8_t **raw, uint64_t *cap,
-                          size_t *len, char *err, size_t errlen)
-{
-    rs_source *src;
-    int rc = open_source(q, f, &src, err, errlen);
-    if (rc < 0)
-        return rc;
-    rc = read_all(q, src, pool, raw, cap, len, err, errlen);
-    rs_destroy(&src);
-    return rc;
-}
-
-/* The raw bytes of a text file, re-planned once: a read that finds the object
- * changed since its open (-ESTALE) opens it again and reads it all again, so
- * the text is one version, whole; a second change is an error naming the
- * file. tries is 2, or 1 when a read ahead already met a change. The raw
- * bytes are charged to the query while held (*charged). */
-static int fetch_text_replan(equery *q, efile *f, int tries, uint8_t **raw, size_t *len,
-                             int64_t *charged, char *err, size_t errlen)
-{
-    *charged = 0;
-    int64_t want = (int64_t)f->size;
-    if (!em_account(&q->mem, want)) {
-        em_error(&q->mem, err, errlen);
-        return -ENOMEM;
-    }
-    int rc = -ESTALE;
-    for (int attempt = 0; attempt < tries && rc == -ESTALE; attempt++)
-        rc = fetch_text_raw(q, f, NULL, raw, NULL, len, err, errlen);
-    em_account(&q->mem, -want);
-    if (rc == -ESTALE) {
-        char nb[1200];
-        snprintf(err, errlen,
-                 "%.700s changed again while the query read it (it is being overwritten): rerun "
-                 "the query when the writer is done",
-                 fname(q, f, nb, sizeof(nb)));
-        return rc;
-    }
-    if (rc < 0)
-        return rc;
-    if (!em_account(&q->mem, (int64_t)*len)) {
-        free(*raw);
-        *raw = NULL;
-        em_error(&q->mem, err, errlen);
-        return -ENOMEM;
-    }
-    *charged = (int64_t)*len;
-    return 0;
-}
-
-static int load_text(equery *q, efile *f, uint8_t **text, size_t *len, char *err, size_t errlen)
-{
-    uint8_t *raw;
-    size_t rawlen;
-    int64_t charged;
-    int rc = fetch_text_replan(q, f, 2, &raw, &rawlen, &charged, err, errlen);
-    if (rc < 0)
-        return rc;
-    char nb[1200];
-    rc = tx_decompress(fname(q, f, nb, sizeof(nb)), raw, rawlen, text, len, err, errlen);
-    free(raw);
-    em_account(&q->mem, -charged);
-    return rc;
-}
-
-static int open_parquet(equery *q, efile *f, char *err, size_t errlen)
-{
-    int rc = open_source(q, f, &f->src, err, errlen);
-    if (rc < 0)
-        return rc;
-    rc = pq_file_open(&f->pf, f->src, NULL, err, errlen);
-    if (rc < 0)
-        rs_destroy(&f->src);
-    return rc;
-}
-
-/* Maps the plan's scan slots to this file's columns (by name). */
-static int map_columns(equery *q, efile *f, char *err, size_t errlen)
-{
-    free(f->colmap);
-    f->colmap = calloc((size_t)q->plan.n_need + 1, sizeof(int));
-    if (!f->colmap)
-        return -ENOMEM;
-    for (int k = 0; k < q->plan.n_need; k++) {
-        const eng_col *c = &q->schema.cols[q->plan.need[k]];
-        int i = pq_file_find_column(f->pf, c->name);
-        char nb[1200];
-        if (i < 0) {
-            snprintf(err, errlen,
-                     "column '%s' is missing from %.600s (it is in the first file of the glob; every "
-                     "file must have the columns the query reads)",
-                     c->name, fname(q, f, nb, sizeof(nb)));
-            return -EBADMSG;
-        }
-        const pq_column_info *ci = pq_file_column(f->pf, i);
-        ex_type t = ex_type_of_column(&ci->type, ci->nullable);
-        if (t.kind != c->t.kind || t.scale != c->t.scale) {
-            char a[64], b[64];
-            ex_type_name(&c->t, a, sizeof(a));
-            ex_type_name(&t, b, sizeof(b));
-            snprintf(err, errlen,
-                     "column '%.100s' is %s in %.600s but %s in the first file of the glob: every file "
-                     "must use one type per column",
-                     c->name, b, fname(q, f, nb, sizeof(nb)), a);
-            return -EBADMSG;
-        }
-        f->colmap[k] = i;
-    }
-    return 0;
+    q->src->ops->stop(q->src);
 }
 
 /* ---- result tables ------------------------------------------------------------- */
@@ -697,12 +341,7 @@ typedef struct worker {
     rtab res;
     uint32_t *sel;
     uint32_t sel_cap;
-    /* Parquet: the unit's bytes fetched ahead (or NULL), and the worker's own
-     * buffer for units that were not, charged to the query while it lives */
-    ef_blob *blob;
-    rs_source *src;           /* the source of the pq_file being read */
-    uint8_t *fbuf;
-    size_t fcap;
+    eng_reader *rd;           /* the source's state for this worker */
     char err[ENG_MSG_MAX];
 } worker;
 
@@ -774,423 +413,35 @@ static int process(worker *w, ex_vec *in, uint32_t n)
     return rc;
 }
 
-static uint64_t vec_bytes(const cb_column *c)
-{
-    uint64_t b = 0;
-    size_t wdt = cb_type_width(&c->info);
-    if (wdt)
-        b = (uint64_t)wdt * c->n;
-    else if (c->dict)
-        b = (uint64_t)c->n * 4 + c->dict->offsets[c->dict->n];
-    else
-        b = c->offsets[c->n] + (uint64_t)c->n * 4;
-    return b;
-}
-
-/* pq_fetcher hook: the row group's bytes from the read ahead when it planned
- * the same ranges on the same pq_file, else from the source into the worker's
- * buffer (charged to the query). */
-static int unit_fetch(void *arg, const pq_file *pf, int rg, rs_range *r, size_t n, char *err,
-                      size_t errlen)
-{
-    (void)rg;
-    worker *w = arg;
-    equery *q = w->q;
-    ef_blob *b = w->blob;
-    if (b && b->rc == 0 && b->tag == pf) {
-        bool ok = true;
-        if (b->whole) {
-            for (size_t i = 0; i < n && ok; i++)
-                ok = r[i].offset <= b->bytes && r[i].length <= b->bytes - r[i].offset;
-            for (size_t i = 0; i < n && ok; i++)
-                r[i].buf = b->buf + r[i].offset;
-        } else {
-            ok = b->n == n;
-            for (size_t i = 0; i < n && ok; i++)
-                ok = b->ranges[i].offset == r[i].offset && b->ranges[i].length == r[i].length;
-            for (size_t i = 0; i < n && ok; i++)
-                r[i].buf = b->ranges[i].buf;
-        }
-        if (ok)
-            return 0;
-    }
-    uint64_t total = 0;
-    for (size_t i = 0; i < n; i++)
-        total += r[i].length;
-    if (total > w->fcap) {
-        if (total > SIZE_MAX / 2 || !em_account(&q->mem, (int64_t)(total - w->fcap))) {
-            em_error(&q->mem, err, errlen);
-            return -ENOMEM;
-        }
-        free(w->fbuf);
-        w->fbuf = malloc((size_t)total);
-        if (!w->fbuf) {
-            em_account(&q->mem, -(int64_t)total);
-            w->fcap = 0;
-            snprintf(err, errlen, "%s: out of memory for %llu bytes of row group %d",
-                     pq_file_name(pf), (unsigned long long)total, rg);
-            return -ENOMEM;
-        }
-        w->fcap = (size_t)total;
-    }
-    total = 0;
-    for (size_t i = 0; i < n; i++) {
-        r[i].buf = w->fbuf + total;
-        total += r[i].length;
-    }
-    return rs_read_ranges(w->src, r, n, err, errlen);
-}
-
-/* Reads row groups [rg_begin, rg_end) (both 0: all) of pf, version gen of f,
- * and runs the operators on them. A batch is used only while f is still at
- * gen, and using it marks f consumed, both under f->mu: so a re-plan (which
- * needs f not consumed) and the rows of the old version never both happen.
- * A batch of an older gen is dropped (whoever re-planned reads the new version
- * whole). *got counts the row groups used. */
-static int read_rgs(worker *w, efile *f, pq_file *pf, int gen, int *colmap, int rg_begin,
-                    int rg_end, int *got)
-{
-    equery *q = w->q;
-    pq_pred preds[64];
-    size_t np = 0;
-    for (int i = 0; i < q->plan.n_prune && np < 64; i++) {
-        int fc = pq_file_find_column(pf, q->schema.cols[q->plan.prune[i].col].name);
-        if (fc < 0)
-            continue;
-        preds[np++] = (pq_pred){.column = fc, .op = q->plan.prune[i].op,
-                                .value = q->plan.prune[i].v};
-    }
-    pq_read_opts o;
-    pq_read_opts_init(&o);
-    o.columns = colmap;
-    o.n_columns = (size_t)q->plan.n_need;
-    o.preds = preds;
-    o.n_preds = np;
-    o.rg_begin = rg_begin;
-    o.rg_end = rg_end;
-    pq_fetcher hook = {unit_fetch, w};
-    o.fetcher = &hook;
-    pq_reader *rd;
-    int rc = pq_reader_create(&rd, pf, &o, w->err, sizeof(w->err));
-    if (rc < 0)
-        return rc;
-    cb_batch *bt = NULL;
-    while (rc >= 0 && !atomic_load(&q->stop) && (rc = pq_reader_next(rd, &bt)) == 1) {
-        ef_release(q->pf, &w->blob); /* decoded: the compressed bytes are done with */
-        pthread_mutex_lock(&f->mu);
-        bool current = f->gen == gen;
-        if (current)
-            f->consumed = true;
-        pthread_mutex_unlock(&f->mu);
-        if (!current) {
-            cb_batch_destroy(&bt);
-            break; /* re-planned meanwhile: the new version is read whole elsewhere */
-        }
-        (*got)++;
-        uint64_t bytes = 0;
-        for (uint32_t k = 0; k < bt->n_cols; k++)
-            bytes += vec_bytes(bt->cols[k]);
-        if (!em_account(&q->mem, (int64_t)bytes)) {
-            cb_batch_destroy(&bt);
-            em_error(&q->mem, w->err, sizeof(w->err));
-            rc = -ENOMEM;
-            break;
-        }
-        atomic_fetch_add(&q->rows_read, bt->n_rows);
-        atomic_fetch_add(&q->bytes_read, bytes);
-        ex_vec *in = calloc((size_t)bt->n_cols + 1, sizeof(ex_vec));
-        rc = in ? 0 : -ENOMEM;
-        for (uint32_t k = 0; k < bt->n_cols && rc == 0; k++)
-            rc = ex_vec_from_column(&q->mem, bt->cols[k], &in[k]);
-        /* process in slices so selection vectors stay small */
-        for (uint32_t off = 0; rc == 0 && off < bt->n_rows; off += ENG_SLICE_ROWS) {
-            uint32_t cnt = bt->n_rows - off < ENG_SLICE_ROWS ? bt->n_rows - off
-                                                             : ENG_SLICE_ROWS;
-            if (off == 0 && cnt == bt->n_rows) {
-                rc = process(w, in, cnt);
-                break;
-            }
-            ex_vec *sl = calloc((size_t)bt->n_cols + 1, sizeof(ex_vec));
-            if (!sl) {
-                rc = -ENOMEM;
-                break;
-            }
-            for (uint32_t k = 0; k < bt->n_cols; k++) {
-                ex_vec *s = &sl[k], *x = &in[k];
-                *s = *x;
-                s->own = 0;
-                s->n = cnt;
-                if (x->i) s->i = x->i + off;
-                if (x->d) s->d = x->d + off;
-                if (x->off) s->off = x->off + off;
-                if (x->idx) s->idx = x->idx + off;
-                if (x->nulls) s->nulls = x->nulls + off;
-            }
-            rc = process(w, sl, cnt);
-            free(sl);
-        }
-        if (in)
-            for (uint32_t k = 0; k < bt->n_cols; k++)
-                ex_vec_clear(&q->mem, &in[k]);
-        free(in);
-        cb_batch_destroy(&bt);
-        em_account(&q->mem, -(int64_t)bytes);
-    }
-    if (rc < 0 && !w->err[0])
-        snprintf(w->err, sizeof(w->err), "%s", pq_reader_error(rd));
-    pq_reader_destroy(&rd);
-    ef_release(q->pf, &w->blob);
-    return rc < 0 ? rc : 0;
-}
-
-/* One row group of f. A read that finds the object changed (-ESTALE) re-plans
- * the file once: when no rows of it have been used yet, it is opened again
- * and this worker reads the new version whole (every other unit of the file
- * then has nothing to do); when some have, mixing versions is the only way
- * on, so the query fails naming the file, as it does when the new version
- * changes too. */
-static int run_parquet_rg(worker *w, int u)
-{
-    equery *q = w->q;
-    efile *f = &q->files[q->unit_file[u]];
-    int rg = q->unit_rg[u];
-    char nb[1200];
-    pthread_mutex_lock(&f->mu);
-    pq_file *pf = f->pf;
-    int gen = f->gen;
-    int *colmap = f->colmap;
-    w->src = f->src;
-    pthread_mutex_unlock(&f->mu);
-    if (gen > 0)
-        return 0; /* re-planned: the new version is read whole by whoever did it */
-    int got = 0;
-    int rc = read_rgs(w, f, pf, gen, colmap, rg, rg + 1, &got);
-    if (rc != -ESTALE) {
-        if (rc == 0)
-            atomic_fetch_add(got ? &q->rgs_read : &q->rgs_pruned, 1);
-        return rc;
-    }
-    ef_release(q->pf, &w->blob);
-    pthread_mutex_lock(&f->mu);
-    if (f->gen != gen) {
-        pthread_mutex_unlock(&f->mu);
-        w->err[0] = 0;
-        return 0; /* someone else re-planned it */
-    }
-    if (f->consumed) {
-        pthread_mutex_unlock(&f->mu);
-        snprintf(w->err, sizeof(w->err),
-                 "%.700s changed while the query read it (rows of the version it had begun with "
-                 "are already counted): rerun the query when the writer is done",
-                 fname(q, f, nb, sizeof(nb)));
-        return -ESTALE;
-    }
-    f->old_src[0] = f->src;
-    f->old_pf[0] = f->pf;
-    f->src = NULL;
-    f->pf = NULL;
-    w->err[0] = 0;
-    int orc = open_parquet(q, f, w->err, sizeof(w->err));
-    if (orc == 0)
-        orc = map_columns(q, f, w->err, sizeof(w->err));
-    f->gen++;
-    pf = f->pf;
-    gen = f->gen;
-    colmap = f->colmap;
-    w->src = f->src;
-    pthread_mutex_unlock(&f->mu);
-    if (orc < 0) {
-        if (orc == -ESTALE)
-            goto again;
-        return orc;
-    }
-    got = 0;
-    rc = read_rgs(w, f, pf, gen, colmap, 0, 0, &got);
-    if (rc == 0) {
-        atomic_fetch_add(&q->rgs_read, (uint64_t)got);
-        return 0;
-    }
-    if (rc != -ESTALE)
-        return rc;
-again:
-    snprintf(w->err, sizeof(w->err),
-             "%.700s changed again while the query read it (it is being overwritten): rerun "
-             "the query when the writer is done",
-             fname(q, f, nb, sizeof(nb)));
-    return -ESTALE;
-}
-
-static int run_parquet_unit(worker *w, int u)
-{
-    ef_take(w->q->pf, u, &w->blob);
-    int rc = run_parquet_rg(w, u);
-    ef_release(w->q->pf, &w->blob);
-    return rc;
-}
-
-static int text_batch(ex_vec *cols, int ncols, uint32_t nrows, void *arg)
+/* The source's callback: one block of scan vectors, processed in slices so
+ * selection vectors stay small. */
+static int scan_block(void *arg, ex_vec *in, uint32_t n)
 {
     worker *w = arg;
-    equery *q = w->q;
-    uint64_t bytes = 0;
-    for (int k = 0; k < ncols; k++)
-        bytes += cols[k].t.kind == EX_STRING ? cols[k].off[nrows] + 4ull * nrows : 8ull * nrows;
-    atomic_fetch_add(&q->rows_read, nrows);
-    atomic_fetch_add(&q->bytes_read, bytes);
-    int rc = process(w, cols, nrows);
-    for (int k = 0; k < ncols; k++)
-        ex_vec_clear(&q->mem, &cols[k]);
-    if (atomic_load(&q->stop))
-        return -ECANCELED;
+    int ncols = w->q->plan.n_need;
+    int rc = 0;
+    for (uint32_t off = 0; rc == 0 && off < n; off += ENG_SLICE_ROWS) {
+        uint32_t cnt = n - off < ENG_SLICE_ROWS ? n - off : ENG_SLICE_ROWS;
+        if (off == 0 && cnt == n)
+            return process(w, in, cnt);
+        ex_vec *sl = calloc((size_t)ncols + 1, sizeof(ex_vec));
+        if (!sl)
+            return -ENOMEM;
+        for (int k = 0; k < ncols; k++) {
+            ex_vec *v = &sl[k], *x = &in[k];
+            *v = *x;
+            v->own = 0;
+            v->n = cnt;
+            if (x->i) v->i = x->i + off;
+            if (x->d) v->d = x->d + off;
+            if (x->off) v->off = x->off + off;
+            if (x->idx) v->idx = x->idx + off;
+            if (x->nulls) v->nulls = x->nulls + off;
+        }
+        rc = process(w, sl, cnt);
+        free(sl);
+    }
     return rc;
-}
-
-static int run_text_unit(worker *w, int u)
-{
-    equery *q = w->q;
-    efile *f = &q->files[q->unit_file[u]];
-    ef_blob *b = NULL;
-    uint8_t *raw = NULL;
-    size_t rawlen = 0;
-    int64_t charged = 0;
-    int rc;
-    char nb[1200];
-    ef_take(q->pf, u, &b);
-    if (b && b->rc == 0) {
-        raw = b->buf; /* read ahead, whole; charged by the prefetcher */
-        rawlen = (size_t)b->bytes;
-    } else {
-        /* not read ahead, or the read ahead failed: again here (once more
-         * only when it found the object changed) */
-        int tries = b && b->rc == -ESTALE ? 1 : 2;
-        ef_release(q->pf, &b);
-        rc = fetch_text_replan(q, f, tries, &raw, &rawlen, &charged, w->err, sizeof(w->err));
-        if (rc < 0)
-            return rc;
-    }
-    uint8_t *text;
-    size_t len;
-    rc = tx_decompress(fname(q, f, nb, sizeof(nb)), raw, rawlen, &text, &len, w->err,
-                       sizeof(w->err));
-    if (b)
-        ef_release(q->pf, &b);
-    else
-        free(raw);
-    em_account(&q->mem, -charged);
-    if (rc < 0)
-        return rc;
-    if (!em_account(&q->mem, (int64_t)len)) {
-        free(text);
-        em_error(&q->mem, w->err, sizeof(w->err));
-        return -ENOMEM;
-    }
-    rc = tx_parse(&q->mem, (tx_format)q->kind, fname(q, f, nb, sizeof(nb)), (const char *)text,
-                  len, &q->schema, q->plan.need, q->plan.n_need,
-                  ENG_BATCH_ROWS, text_batch, w, w->err, sizeof(w->err));
-    em_account(&q->mem, -(int64_t)len);
-    free(text);
-    atomic_fetch_add(&q->rgs_read, 1);
-    if (rc == -ECANCELED && atomic_load(&q->stop))
-        return 0;
-    return rc;
-}
-
-/* ---- reading ahead (eng_fetch.c's ops) ---------------------------------------------- */
-
-static uint64_t pf_budget(const equery *q)
-{
-    uint64_t t = (uint64_t)q->set.max_download_threads, b = q->set.max_download_buffer_size;
-    return b && t > UINT64_MAX / b ? UINT64_MAX : t * b;
-}
-
-/* A Parquet file is read whole, in one request, when it is this small. */
-static bool pf_small(const equery *q, uint64_t size)
-{
-    uint64_t b = q->set.max_download_buffer_size;
-    return size <= (b > UINT64_MAX / 2 ? UINT64_MAX : 2 * b) && size <= pf_budget(q);
-}
-
-static int64_t pf_size(void *arg, int u, bool allow_span, int *span)
-{
-    equery *q = arg;
-    efile *f = &q->files[q->unit_file[u]];
-    *span = 1;
-    if (q->kind != 0)
-        return f->size <= pf_budget(q) ? (int64_t)f->size : -1;
-    pthread_mutex_lock(&f->mu);
-    pq_file *pf = f->pf;
-    int *colmap = f->colmap;
-    uint64_t fsize = f->src ? rs_size(f->src) : 0;
-    int gen = f->gen;
-    pthread_mutex_unlock(&f->mu);
-    if (gen > 0 || !pf)
-        return -1; /* re-planned: its units have nothing left to read */
-    if (allow_span && u == f->rg_first && f->n_rg > 1 && pf_small(q, fsize)) {
-        *span = f->n_rg;
-        return (int64_t)fsize;
-    }
-    rs_range *r;
-    size_t n;
-    uint64_t total;
-    if (pq_row_group_ranges(pf, q->unit_rg[u], colmap, (size_t)q->plan.n_need, 0, 0, &r, &n,
-                            &total, NULL, 0) < 0)
-        return -1;
-    free(r);
-    return total <= pf_budget(q) ? (int64_t)total : -1;
-}
-
-static void pf_fetch(void *arg, ef *p, int u, int span, ef_blob *b)
-{
-    equery *q = arg;
-    efile *f = &q->files[q->unit_file[u]];
-    char err[ENG_MSG_MAX];
-    if (q->kind != 0) {
-        size_t len = 0;
-        b->rc = fetch_text_raw(q, f, p, &b->buf, &b->cap, &len, err, sizeof(err));
-        b->bytes = b->rc == 0 ? len : 0;
-        b->whole = true;
-        return;
-    }
-    pthread_mutex_lock(&f->mu);
-    pq_file *pf = f->pf;
-    int *colmap = f->colmap;
-    rs_source *src = f->src;
-    pthread_mutex_unlock(&f->mu);
-    b->tag = pf;
-    if (span > 1) {
-        uint64_t size = rs_size(src);
-        b->whole = true;
-        b->buf = ef_buf_get(p, size, &b->cap);
-        if (!b->buf) {
-            b->rc = -ENOMEM;
-            return;
-        }
-        b->bytes = size;
-        b->rc = rs_read(src, 0, b->buf, size, err, sizeof(err));
-    } else {
-        uint64_t total;
-        b->rc = pq_row_group_ranges(pf, q->unit_rg[u], colmap, (size_t)q->plan.n_need, 0, 0,
-                                    &b->ranges, &b->n, &total, err, sizeof(err));
-        if (b->rc < 0)
-            return;
-        b->buf = ef_buf_get(p, total, &b->cap);
-        if (!b->buf) {
-            b->rc = -ENOMEM;
-            return;
-        }
-        b->bytes = total;
-        total = 0;
-        for (size_t i = 0; i < b->n; i++) {
-            b->ranges[i].buf = b->buf + total;
-            total += b->ranges[i].length;
-        }
-        b->rc = rs_read_ranges(src, b->ranges, b->n, err, sizeof(err));
-    }
-    if (b->rc < 0) { /* the worker reads it again and reports what it meets */
-        ef_buf_put(p, b->buf, b->cap);
-        b->buf = NULL;
-        b->bytes = 0;
-    }
 }
 
 static void *worker_main(void *arg)
@@ -1202,14 +453,14 @@ static void *worker_main(void *arg)
             break;
         if (q->plan.has_limit && !q->plan.n_order && !q->plan.aggregate &&
             atomic_load(&q->rows_emitted) >= q->plan.offset + q->plan.limit) {
-            ef_stop(q->pf); /* enough rows: nothing more to fetch */
+            q->src->ops->stop(q->src); /* enough rows: nothing more to fetch */
             break;
         }
         int u = atomic_fetch_add(&q->next_unit, 1);
         if (u >= q->n_units)
             break;
         w->err[0] = 0;
-        int rc = q->kind == 0 ? run_parquet_unit(w, u) : run_text_unit(w, u);
+        int rc = q->src->ops->read(q->src, w->rd, u, scan_block, w, w->err, sizeof(w->err));
         atomic_fetch_add(&q->units_done, 1);
         if (rc < 0) {
             if (rc == -ENOMEM && atomic_load(&q->mem.failed_at))
@@ -1291,7 +542,7 @@ static void progress_line(equery *q, bool clear)
     }
     double el = now_s() - q->t0;
     char rows[64], bytes[64], rr[64], br[64];
-    uint64_t r = atomic_load(&q->rows_read), b = atomic_load(&q->bytes_read);
+    uint64_t r = atomic_load(&q->stats.rows_read), b = atomic_load(&q->stats.bytes_read);
     human_count((double)r, rows, sizeof(rows));
     human_bytes10((double)b, bytes, sizeof(bytes));
     human_count((double)r / (el > 0 ? el : 1), rr, sizeof(rr));
@@ -1387,37 +638,12 @@ static int run_workers(equery *q, worker *ws, int nthreads)
 
 /* ---- statement ------------------------------------------------------------------- */
 
-static int literal_str(const sql_node *n, const char **out)
-{
-    if (n->kind != SQL_STRING)
-        return -EINVAL;
-    *out = n->s;
-    return 0;
-}
-
 static void query_free(equery *q)
 {
-    for (int i = 0; i < q->n_files; i++) {
-        efile *f = &q->files[i];
-        pq_file_destroy(&f->pf);
-        rs_destroy(&f->src);
-        for (int k = 0; k < 2; k++) {
-            pq_file_destroy(&f->old_pf[k]);
-            rs_destroy(&f->old_src[k]);
-        }
-        free(f->colmap);
-        free(f->path);
-        pthread_mutex_destroy(&f->mu);
-    }
-    free(q->files);
     eng_plan_free(&q->mem, &q->plan);
-    eng_schema_free(&q->schema);
-    free(q->unit_file);
-    free(q->unit_rg);
+    eng_source_destroy(&q->src);
     pthread_mutex_destroy(&q->err_mu);
 }
-
-static int open_footers(equery *q, int nthreads, char *err, size_t errlen);
 
 static int run_stmt(const eng_ctx *ctx, const sql_stmt *st, FILE *summary, eng_result *res,
                     char *err, size_t errlen)
@@ -1452,110 +678,16 @@ static int run_stmt(const eng_ctx *ctx, const sql_stmt *st, FILE *summary, eng_r
         }
         ofmt = (eng_format)f;
     }
-    /* FROM */
-    const char *path = NULL, *fmtarg = NULL;
-    bool is_s3 = strcasecmp(st->from_fn, "s3") == 0, is_file = strcasecmp(st->from_fn, "file") == 0;
-    if (!is_s3 && !is_file) {
-        snprintf(err, errlen, "line %d, column %d: unknown table function '%s': use s3() or file()",
-                 st->from_line, st->from_col, st->from_fn);
-        rc = -EINVAL;
-        goto out;
-    }
-    if (st->n_from_args < 1 || literal_str(st->from_args[0], &path) < 0 ||
-        (st->n_from_args >= 2 && literal_str(st->from_args[st->n_from_args - 1], &fmtarg) < 0) ||
-        st->n_from_args > (is_s3 ? 4 : 3)) {
-        snprintf(err, errlen,
-                 "line %d, column %d: %s() takes a path as a string and an optional format, like "
-                 "%s('%s', 'Parquet')",
-                 st->from_line, st->from_col, st->from_fn, st->from_fn,
-                 is_s3 ? "s3://bucket/data/*.parquet" : "data/*.parquet");
-        rc = -EINVAL;
-        goto out;
-    }
-    if (is_s3 && st->n_from_args == 3) {
-        snprintf(err, errlen, "line %d, column %d: credentials in s3() are not supported: set "
-                              "AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY instead",
-                 st->from_line, st->from_col);
-        rc = -EINVAL;
-        goto out;
-    }
-    if (st->n_from_args == 4)
-        fmtarg = st->from_args[3]->kind == SQL_STRING ? st->from_args[3]->s : NULL;
-    flist fl = {0};
-    char glob[2048];
-    if (is_s3) {
-        if (!ctx->list_s3 || !ctx->open_s3) {
-            snprintf(err, errlen, "s3() is not available here (no S3 client configured)");
-            rc = -ENOTSUP;
-            goto out;
-        }
-        if (s3_url_parse(path, q->bucket, sizeof(q->bucket), glob, sizeof(glob)) < 0) {
-            snprintf(err, errlen, "bad S3 URL '%s': write s3://bucket/path/glob", path);
-            rc = -EINVAL;
-            goto out;
-        }
-        q->s3 = true;
-        rc = ctx->list_s3(ctx->s3_impl, q->bucket, glob, s3_key_cb, &fl, err, errlen);
-        if (rc == 0 && fl.n == 0) {
-            snprintf(err, errlen, "no objects match '%s' (check the bucket, the prefix and the "
-                                  "glob)",
-                     path);
-            rc = -ENOENT;
-        }
-    } else {
-        rc = list_local(path, &fl, err, errlen);
-    }
-    q->files = fl.f;
-    q->n_files = fl.n;
-    for (int i = 0; i < q->n_files; i++)
-        pthread_mutex_init(&q->files[i].mu, NULL);
+    /* FROM: the table function's source, with its schema */
+    eng_tf_call call = {st->from_fn, st->from_args, st->n_from_args, st->from_line, st->from_col};
+    eng_scan_env env = {&q->mem, &q->set, ctx->list_s3, ctx->open_s3, ctx->s3_impl,
+                        &q->stats, &q->stop};
+    rc = eng_source_open(&call, &env, &q->src, err, errlen);
     if (rc < 0)
         goto out;
-    qsort(q->files, (size_t)q->n_files, sizeof(efile), fcmp);
-    /* format */
-    int kind;
-    if (fmtarg) {
-        kind = tx_format_of_arg(fmtarg);
-        if (kind < 0) {
-            snprintf(err, errlen, "unknown input format '%s' (use Parquet, CSV, CSVWithNames, "
-                                  "TSV, TSVWithNames or JSONEachRow)",
-                     fmtarg);
-            rc = -EINVAL;
-            goto out;
-        }
-    } else {
-        kind = tx_format_of_name(q->files[0].path);
-        if (kind < 0) {
-            snprintf(err, errlen, "cannot tell the format of %s from its name: pass it, as in "
-                                  "%s('%s', 'Parquet')",
-                     q->files[0].path, st->from_fn, path);
-            rc = -EINVAL;
-            goto out;
-        }
-    }
-    q->kind = kind;
-    /* schema from the first file */
-    if (kind == 0) {
-        rc = open_parquet(q, &q->files[0], err, errlen);
-        if (rc == -ESTALE) /* changed between HEAD and footer: open it again, once */
-            rc = open_parquet(q, &q->files[0], err, errlen);
-        if (rc == 0 && schema_from_parquet(q->files[0].pf, &q->schema) < 0)
-            rc = -ENOMEM;
-    } else {
-        uint8_t *text;
-        size_t len;
-        rc = load_text(q, &q->files[0], &text, &len, err, errlen);
-        if (rc == 0) {
-            char nb[1200];
-            rc = tx_infer((tx_format)kind, fname(q, &q->files[0], nb, sizeof(nb)),
-                          (const char *)text, len, &q->schema, err, errlen);
-            free(text);
-        }
-    }
-    if (rc < 0)
-        goto out;
+    const eng_schema *schema = &q->src->schema;
     eng_result r = {0};
-    r.files = (uint64_t)q->n_files;
+    r.files = q->src->files;
     rc = 0;
     eng_out_table ot = {0};
     ex_vec *post = NULL;
@@ -1570,15 +702,15 @@ static int run_stmt(const eng_ctx *ctx, const sql_stmt *st, FILE *summary, eng_r
         ex_type ts[7];
         for (int k = 0; k < 7; k++)
             ts[k] = (ex_type){.kind = EX_STRING};
-        if (rtab_init(&q->mem, &final, ts, 7) < 0 || rtab_reserve(&q->mem, &final, (uint32_t)q->schema.n) < 0) {
+        if (rtab_init(&q->mem, &final, ts, 7) < 0 || rtab_reserve(&q->mem, &final, (uint32_t)schema->n) < 0) {
             rc = -ENOMEM;
             snprintf(err, errlen, "out of memory");
             goto done;
         }
-        for (int i = 0; i < q->schema.n; i++) {
+        for (int i = 0; i < schema->n; i++) {
             char tn[96];
-            ex_type_name(&q->schema.cols[i].t, tn, sizeof(tn));
-            const char *vals[7] = {q->schema.cols[i].name, tn, "", "", "", "", ""};
+            ex_type_name(&schema->cols[i].t, tn, sizeof(tn));
+            const char *vals[7] = {schema->cols[i].name, tn, "", "", "", "", ""};
             for (int k = 0; k < 7; k++) {
                 final.c[k].nulls[final.n] = 0;
                 if (ex_vec_str_put(&q->mem, &final.c[k], final.n, vals[k], strlen(vals[k])) < 0)
@@ -1589,28 +721,16 @@ static int run_stmt(const eng_ctx *ctx, const sql_stmt *st, FILE *summary, eng_r
         ot = (eng_out_table){.cols = final.c, .n_cols = 7, .n_rows = final.n, .names = dn};
         goto emit;
     }
-    rc = eng_bind(&q->mem, st, &q->schema, &q->plan, err, errlen);
+    rc = eng_bind(&q->mem, st, schema, &q->plan, err, errlen);
     if (rc < 0)
         goto done;
     nthreads = q->set.max_threads;
     /* units */
-    if (kind == 0) {
-        rc = open_footers(q, nthreads > q->set.max_download_threads ? nthreads
-                                                                     : q->set.max_download_threads,
-                          err, errlen);
-        if (rc < 0)
-            goto done;
-    } else {
-        q->n_units = q->n_files;
-        q->unit_file = calloc((size_t)q->n_units + 1, sizeof(int));
-        q->unit_rg = calloc((size_t)q->n_units + 1, sizeof(int));
-        if (!q->unit_file || !q->unit_rg) {
-            rc = -ENOMEM;
-            goto done;
-        }
-        for (int i = 0; i < q->n_units; i++)
-            q->unit_file[i] = i;
-    }
+    rc = q->src->ops->plan(q->src, &q->plan, err, errlen);
+    if (rc < 0)
+        goto done;
+    q->n_units = rc;
+    rc = 0;
     if (nthreads > q->n_units)
         nthreads = q->n_units > 0 ? q->n_units : 1;
     ws = calloc((size_t)nthreads, sizeof(worker));
@@ -1632,6 +752,8 @@ static int run_stmt(const eng_ctx *ctx, const sql_stmt *st, FILE *summary, eng_r
             rc = agg_tab_create(&ws[i].agg, &q->mem, &q->plan);
         else
             rc = rtab_init(&q->mem, &ws[i].res, rtypes, nrc);
+        if (rc == 0)
+            rc = q->src->ops->reader_create(q->src, &ws[i].rd);
     }
     if (rc < 0) {
         free(rtypes);
@@ -1641,22 +763,13 @@ static int run_stmt(const eng_ctx *ctx, const sql_stmt *st, FILE *summary, eng_r
             snprintf(err, errlen, "out of memory starting the workers");
         goto done;
     }
-    {
-        static const ef_ops ops = {pf_size, pf_fetch};
-        /* as many units ahead as there are download threads: each worker
-         * finds the next unit fetched while the downloads stay a step ahead;
-         * a small file read whole counts as one */
-        /* S3 only: a local file is read from the OS's page cache at memory
-         * speed, where a download thread adds a copy and a hand-off (ClickHouse
-         * too reads ahead for remote files only, local_filesystem_read_prefetch
-         * is off by default) */
-        if (!q->s3 ||
-            ef_create(&q->pf, &ops, q, q->n_units, q->set.max_download_threads,
-                      q->set.max_download_threads, pf_budget(q), &q->mem) < 0)
-            q->pf = NULL; /* no reading ahead: the workers fetch everything */
-    }
+    q->src->ops->start(q->src);
     run_workers(q, ws, nthreads);
-    ef_destroy(&q->pf);
+    q->src->ops->finish(q->src);
+    for (int i = 0; i < nthreads; i++) {
+        q->src->ops->reader_destroy(q->src, ws[i].rd);
+        ws[i].rd = NULL;
+    }
     if (q->rc) {
         rc = q->rc;
         snprintf(err, errlen, "%s", q->err);
@@ -1772,8 +885,8 @@ done:
             agg_tab_destroy(&ws[i].agg);
             rtab_free(&q->mem, &ws[i].res);
             free(ws[i].sel);
-            free(ws[i].fbuf);
-            em_account(&q->mem, -(int64_t)ws[i].fcap);
+            if (ws[i].rd)
+                q->src->ops->reader_destroy(q->src, ws[i].rd);
         }
         free(ws);
     }
@@ -1783,10 +896,10 @@ done:
         free(post);
     }
     rtab_free(&q->mem, &final);
-    r.rows_read = atomic_load(&q->rows_read);
-    r.bytes_read = atomic_load(&q->bytes_read);
-    r.row_groups = atomic_load(&q->rgs_read);
-    r.row_groups_pruned = atomic_load(&q->rgs_pruned);
+    r.rows_read = atomic_load(&q->stats.rows_read);
+    r.bytes_read = atomic_load(&q->stats.bytes_read);
+    r.row_groups = atomic_load(&q->stats.units_read);
+    r.row_groups_pruned = atomic_load(&q->stats.units_pruned);
     r.peak_memory = atomic_load(&q->mem.peak);
     r.elapsed_s = now_s() - q->t0;
     if (rc == 0 && summary)
@@ -1797,98 +910,6 @@ out:
     query_free(q);
     free(q);
     return rc;
-}
-
-/* Opens every file's footer (in parallel), checks columns, lists the row
- * groups that survive pruning as units. */
-typedef struct footer_arg {
-    equery *q;
-    _Atomic int next;
-} footer_arg;
-
-static void *footer_main(void *arg)
-{
-    footer_arg *a = arg;
-    equery *q = a->q;
-    char err[ENG_MSG_MAX];
-    for (;;) {
-        int i = atomic_fetch_add(&a->next, 1);
-        if (i >= q->n_files || atomic_load(&q->stop))
-            break;
-        efile *f = &q->files[i];
-        int rc = 0;
-        err[0] = 0;
-        if (!f->pf) {
-            rc = open_parquet(q, f, err, sizeof(err));
-            if (rc == -ESTALE) /* changed between HEAD and footer: open it again, once */
-                rc = open_parquet(q, f, err, sizeof(err));
-        }
-        if (rc == 0)
-            rc = map_columns(q, f, err, sizeof(err));
-        if (rc < 0) {
-            if (!err[0])
-                snprintf(err, sizeof(err), "cannot open %s: %s", f->path, strerror(-rc));
-            q_fail(q, rc, err);
-            break;
-        }
-    }
-    return NULL;
-}
-
-static int open_footers(equery *q, int nthreads, char *err, size_t errlen)
-{
-    footer_arg fa = {.q = q};
-    if (nthreads > q->n_files)
-        nthreads = q->n_files;
-    if (nthreads > 64)
-        nthreads = 64;
-    pthread_t th[64];
-    int started = 0;
-    for (int i = 0; i < nthreads; i++)
-        if (pthread_create(&th[started], NULL, footer_main, &fa) == 0)
-            started++;
-    if (!started)
-        footer_main(&fa);
-    for (int i = 0; i < started; i++)
-        pthread_join(th[i], NULL);
-    if (q->rc) {
-        snprintf(err, errlen, "%s", q->err);
-        return q->rc;
-    }
-    int total = 0;
-    for (int i = 0; i < q->n_files; i++)
-        total += pq_file_num_row_groups(q->files[i].pf);
-    q->unit_file = calloc((size_t)total + 1, sizeof(int));
-    q->unit_rg = calloc((size_t)total + 1, sizeof(int));
-    if (!q->unit_file || !q->unit_rg)
-        return -ENOMEM;
-    /* prune with statistics before any data is read */
-    for (int i = 0; i < q->n_files; i++) {
-        efile *f = &q->files[i];
-        pq_pred preds[64];
-        size_t np = 0;
-        for (int k = 0; k < q->plan.n_prune && np < 64; k++) {
-            int fc = pq_file_find_column(f->pf, q->schema.cols[q->plan.prune[k].col].name);
-            if (fc >= 0)
-                preds[np++] = (pq_pred){.column = fc, .op = q->plan.prune[k].op,
-                                        .value = q->plan.prune[k].v};
-        }
-        int nrg = pq_file_num_row_groups(f->pf);
-        f->rg_first = q->n_units;
-        for (int rg = 0; rg < nrg; rg++) {
-            if (np && pq_file_row_group_may_match(f->pf, rg, preds, np) == 0) {
-                atomic_fetch_add(&q->rgs_pruned, 1);
-                continue;
-            }
-            if (pq_file_row_group_rows(f->pf, rg) == 0)
-                continue;
-            q->unit_file[q->n_units] = i;
-            q->unit_rg[q->n_units] = rg;
-            q->n_units++;
-        }
-        f->n_rg = q->n_units - f->rg_first;
-    }
-    return 0;
 }
 
 int eng_run(const eng_ctx *ctx, const char *sql, size_t len, FILE *summary, eng_result *res,

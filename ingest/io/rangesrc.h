@@ -100,4 +100,16 @@ typedef struct rs_stats {
 } rs_stats;
 void rs_stats_get(const rs_source *s, rs_stats *out);
 
+/* ---- object stores --------------------------------------------------------- */
+
+/* How S3 objects are listed and opened (the CLI plugs S3 directly or the
+ * cache client in). list calls fn for every key of bucket matching the glob
+ * (s3_glob_create's grammar) with its size, returns 0 or -errno with a
+ * sentence in err. open fills *out with a source pinned to one version. */
+typedef int (*eng_key_fn)(const char *key, uint64_t size, void *arg);
+typedef int (*eng_list_fn)(void *impl, const char *bucket, const char *glob, eng_key_fn fn,
+                           void *arg, char *err, size_t errlen);
+typedef int (*eng_open_fn)(void *impl, const char *bucket, const char *key, rs_source **out,
+                           char *err, size_t errlen);
+
 #endif /* RINGCACHE_RANGESRC_H */
