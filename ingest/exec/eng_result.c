@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * eng_result.c: the result stage of the executor: ORDER BY over a result
+ * table (NULLs and NaNs ranked as ClickHouse ranks them, stable), the first N
+ * rows by a max-heap of N when there is a LIMIT, and LIMIT/OFFSET.
+ */
+#include "exec_int.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct ord_ctx {
+    const rtab *t;
+    const eng_plan *p;
+    int first_key;   /* column of the first order key in t */
+} ord_ctx;
+
+static int cmp_rows(const ord_ctx *o, uint32_t a, uint32_t b)
+{
+    for (int k = 0; k < o->p->n_order; k++) {
+        const eng_order *ord = &o->p->order[k];
+        const ex_vec *v = &o->t->c[o->first_key + k];
+        /* rank: 0 value, 1 NaN, 2 NULL (NULLS LAST); NULLS FIRST puts them first */
+        int ra = ex_null(v, a) ? 2 : (v->t.kind == EX_FLOAT && isnan(v->d[a])) ? 1 : 0;
+        int rb = ex_null(v, b) ? 2 : (v->t.kind == EX_FLOAT && isnan(v->d[b])) ? 1 : 0;
+        if (ra != rb) {
+            int c = ra < rb ? -1 : 1;
+            return ord->nulls_first ? -c : c;
+        }
+        if (ra)
+            continue;
+        int c = 0;
+        switch (v->t.kind) {
+        case EX_STRING: {
+            uint32_t la, lb;
+            const uint8_t *x = ex_str(v, a, &la), *y = ex_str(v, b, &lb);
+            uint32_t mn = la < lb ? la : lb;
+            c = mn ? memcmp(x, y, mn) : 0;
+            if (!c)
+                c = la < lb ? -1 : la > lb;
+            c = c < 0 ? -1 : c > 0;
+            break;
+        }
+        case EX_FLOAT: c = v->d[a] < v->d[b] ? -1 : v->d[a] > v->d[b]; break;
+        case EX_UINT: c = (uint64_t)v->i[a] < (uint64_t)v->i[b] ? -1 : (uint64_t)v->i[a] > (uint64_t)v->i[b]; break;
+        case EX_NOTHING: c = 0; break;
+        default: c = v->i[a] < v->i[b] ? -1 : v->i[a] > v->i[b]; break;
+        }
+        if (c)
+            return ord->desc ? -c : c;
+    }
+    return a < b ? -1 : a > b; /* stable */
+}
+
+static int qcmp(const void *x, const void *y, void *arg)
+{
+    return cmp_rows(arg, *(const uint32_t *)x, *(const uint32_t *)y);
+}
+
+/* The first k rows in order, by a max-heap of size k (then sorted). *out is
+ * malloc'ed; returns the count. */
+static int64_t top_n(const ord_ctx *o, uint32_t n, uint64_t k, uint32_t **out)
+{
+    if (k > n)
+        k = n;
+    uint32_t *h = malloc(sizeof(uint32_t) * (k ? k : 1));
+    if (!h)
+        return -ENOMEM;
+    if (k == n) {
+        for (uint32_t r = 0; r < n; r++)
+            h[r] = r;
+    } else {
+        uint32_t hn = 0;
+        for (uint32_t r = 0; r < n; r++) {
+            if (hn < k) {
+                /* sift up */
+                uint32_t i = hn++;
+                h[i] = r;
+                while (i > 0) {
+                    uint32_t pa = (i - 1) / 2;
+                    if (cmp_rows(o, h[pa], h[i]) >= 0)
+                        break;
+                    uint32_t s = h[pa];
+                    h[pa] = h[i];
+                    h[i] = s;
+                    i = pa;
+                }
+            } else if (k > 0 && cmp_rows(o, r, h[0]) < 0) {
+                h[0] = r;
+                uint32_t i = 0;
+                for (;;) {
+                    uint32_t l = 2 * i + 1, rr = l + 1, mx = i;
+                    if (l < hn && cmp_rows(o, h[l], h[mx]) > 0)
+                        mx = l;
+                    if (rr < hn && cmp_rows(o, h[rr], h[mx]) > 0)
+                        mx = rr;
+                    if (mx == i)
+                        break;
+                    uint32_t s = h[mx];
+                    h[mx] = h[i];
+                    h[i] = s;
+                    i = mx;
+                }
+            }
+        }
+    }
+    qsort_r(h, k, sizeof(uint32_t), qcmp, (void *)o);
+    *out = h;
+    return (int64_t)k;
+}
+
+/* Orders t by the plan (if it has ORDER BY) and cuts it to [offset, offset +
+ * limit) when cut is set; with keep_only_top, cuts to the first offset+limit
+ * rows (a worker's partial top-N). */
+int eng__order_and_cut(eng_mem *m, rtab *t, const eng_plan *p, int first_key, bool final)
+{
+    uint64_t want = p->has_limit ? (uint64_t)p->offset + (uint64_t)p->limit : UINT64_MAX;
+    if (p->has_limit && (uint64_t)p->limit > UINT64_MAX - (uint64_t)p->offset)
+        want = UINT64_MAX;
+    uint32_t *idx = NULL;
+    int64_t n;
+    if (p->n_order) {
+        ord_ctx o = {t, p, first_key};
+        n = top_n(&o, t->n, want, &idx);
+        if (n < 0)
+            return -ENOMEM;
+    } else {
+        n = (int64_t)(want < t->n ? want : t->n);
+        idx = malloc(sizeof(uint32_t) * (size_t)(n ? n : 1));
+        if (!idx)
+            return -ENOMEM;
+        for (int64_t r = 0; r < n; r++)
+            idx[r] = (uint32_t)r;
+    }
+    uint32_t from = 0;
+    if (final && p->offset > 0)
+        from = (uint64_t)p->offset >= (uint64_t)n ? (uint32_t)n : (uint32_t)p->offset;
+    int rc = 0;
+    if (!(from == 0 && n == t->n && !p->n_order))
+        rc = rtab_take(m, t, idx + from, (uint32_t)(n - from));
+    free(idx);
+    return rc;
+}

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * exec_int.h: internals shared by the executor's files: the running
+ * statement (equery), a worker, and the stages' entry points. eng_exec.c
+ * drives a statement; eng_worker.c runs the workers over the source's units;
+ * eng_result.c orders and cuts result tables; eng_progress.c draws progress
+ * and the summary.
+ *
+ * Thread-safety: an equery is shared by its workers: its counters, stop flag
+ * and memory tracker are atomic, its first error is under err_mu, the rest is
+ * set before the workers start and read-only while they run. A worker belongs
+ * to its thread.
+ */
+#ifndef RINGCACHE_EXEC_INT_H
+#define RINGCACHE_EXEC_INT_H
+
+#include "eng.h"
+#include "eng_agg.h"
+#include "eng_plan.h"
+#include "eng_source.h"
+#include "rtab.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct equery {
+    const eng_ctx *ctx;
+    eng_mem mem;
+    eng_settings set;
+    eng_source *src;
+    eng_plan plan;
+    /* units */
+    int n_units;
+    _Atomic int next_unit;
+    _Atomic int units_done;
+    eng_scan_stats stats;
+    _Atomic int stop;
+    _Atomic int64_t rows_emitted; /* LIMIT without ORDER BY: early stop */
+    pthread_mutex_t err_mu;
+    int rc;
+    char err[ENG_MSG_MAX];
+    double t0;
+} equery;
+
+typedef struct worker {
+    equery *q;
+    agg_tab *agg;
+    rtab res;
+    uint32_t *sel;
+    uint32_t sel_cap;
+    eng_reader *rd;           /* the source's state for this worker */
+    char err[ENG_MSG_MAX];
+} worker;
+
+/* Seconds on the monotonic clock. */
+double eng__now_s(void);
+/* Columns of a worker's result table: outs..., then ORDER BY keys. */
+int eng__n_res_cols(const eng_plan *p);
+/* Runs nthreads workers over q's units; the calling thread draws the
+ * progress line. The first failure is in q->rc / q->err. */
+int eng__run_workers(equery *q, worker *ws, int nthreads);
+/* Orders t by the plan (if it has ORDER BY) and cuts it to [offset, offset +
+ * limit) when final is set; else to the first offset+limit rows (a worker's
+ * partial top-N). 0 or -ENOMEM. */
+int eng__order_and_cut(eng_mem *m, rtab *t, const eng_plan *p, int first_key, bool final);
+/* The progress line (clear: erase it). */
+void eng__progress_line(equery *q, bool clear);
+
+#endif /* RINGCACHE_EXEC_INT_H */
