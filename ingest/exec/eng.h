@@ -27,7 +27,7 @@
 #ifndef RINGCACHE_ENG_H
 #define RINGCACHE_ENG_H
 
-#include "eng_out.h"
+#include "eng_sink.h"
 #include "rangesrc.h"
 
 #include <stdbool.h>
@@ -35,11 +35,21 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* Makes the sink a statement's result goes to, given the statement's output
+ * format (its FORMAT clause, else eng_ctx.format): called once per statement
+ * that has a result, before any of its rows exist. 0 or -errno with a
+ * sentence in err. The engine destroys the sink after the statement. */
+typedef int (*eng_open_sink_fn)(void *arg, eng_format fmt, eng_sink **out, char *err,
+                                size_t errlen);
+
 typedef struct eng_ctx {
     eng_list_fn list_s3;       /* NULL: s3() fails with a sentence saying why */
     eng_open_fn open_s3;
     void *s3_impl;
-    FILE *out;                 /* result (borrowed) */
+    FILE *out;                 /* result bytes (borrowed), when writer is NULL */
+    const eng_writer *writer;  /* where result bytes go (borrowed); NULL: out */
+    eng_open_sink_fn open_sink; /* NULL: the format's sink on writer / out */
+    void *sink_arg;
     eng_format format;         /* when the query has no FORMAT clause */
     FILE *progress;            /* a progress line every 100 ms; NULL: none */
     int max_threads;           /* default for the setting; 0: the cores */

@@ -13,8 +13,6 @@
  */
 #include "exec_int.h"
 
-#include "eng_out.h"
-
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +20,23 @@
 #include <unistd.h>
 
 /* ---- statement ------------------------------------------------------------------- */
+
+/* The sink of the statement's format: the caller's, or the format's own on
+ * the caller's writer (else its FILE). */
+static int open_sink(const eng_ctx *ctx, eng_format fmt, eng_sink **out, char *err, size_t errlen)
+{
+    if (ctx->open_sink)
+        return ctx->open_sink(ctx->sink_arg, fmt, out, err, errlen);
+    eng_writer w;
+    if (ctx->writer)
+        w = *ctx->writer;
+    else
+        eng_writer_stdio(&w, ctx->out);
+    int rc = eng_sink_format_create(out, fmt, &w);
+    if (rc < 0)
+        snprintf(err, errlen, "out of memory");
+    return rc;
+}
 
 static void query_free(equery *q)
 {
@@ -74,17 +89,18 @@ static int run_stmt(const eng_ctx *ctx, const sql_stmt *st, FILE *summary, eng_r
     eng_result r = {0};
     r.files = q->src->files;
     rc = 0;
-    eng_out_table ot = {0};
+    eng_output ot = {0};
+    ex_type *otypes = NULL;
     ex_vec *post = NULL;
     int n_post = 0;
     rtab final = {0};
     worker *ws = NULL;
     int nthreads = 0;
+    ex_type ts[7];
     if (st->kind == SQL_DESCRIBE) {
         /* name, type, default_type, default_expression, comment, codec_expression, ttl_expression */
         static const char *dn[] = {"name", "type", "default_type", "default_expression",
                                    "comment", "codec_expression", "ttl_expression"};
-        ex_type ts[7];
         for (int k = 0; k < 7; k++)
             ts[k] = (ex_type){.kind = EX_STRING};
         if (rtab_init(&q->mem, &final, ts, 7) < 0 || rtab_reserve(&q->mem, &final, (uint32_t)schema->n) < 0) {
@@ -103,7 +119,7 @@ static int run_stmt(const eng_ctx *ctx, const sql_stmt *st, FILE *summary, eng_r
             }
             final.n++;
         }
-        ot = (eng_out_table){.cols = final.c, .n_cols = 7, .n_rows = final.n, .names = dn};
+        ot = (eng_output){.names = dn, .types = ts, .n_cols = 7};
         goto emit;
     }
     rc = eng_bind(&q->mem, st, schema, &q->plan, err, errlen);
@@ -252,18 +268,30 @@ static int run_stmt(const eng_ctx *ctx, const sql_stmt *st, FILE *summary, eng_r
             rc = -ENOMEM;
             goto done;
         }
-        for (int k = 0; k < q->plan.n_outs; k++)
+        otypes = calloc((size_t)q->plan.n_outs + 1, sizeof(ex_type));
+        if (!otypes) {
+            free(names);
+            rc = -ENOMEM;
+            goto done;
+        }
+        for (int k = 0; k < q->plan.n_outs; k++) {
             names[k] = q->plan.outs[k].name;
-        ot = (eng_out_table){.cols = final.c, .n_cols = q->plan.n_outs, .n_rows = final.n,
-                             .names = names};
+            otypes[k] = q->plan.outs[k].e->t;
+        }
+        ot = (eng_output){.names = names, .types = otypes, .n_cols = q->plan.n_outs};
     }
 emit:
-    if (rc == 0) {
-        rc = eng_out_write(ctx->out, ofmt, &ot, err, errlen);
-        r.rows_out = ot.n_rows;
-    }
+    if (rc == 0)
+        rc = open_sink(ctx, ofmt, &ot.sink, err, errlen);
+    if (rc == 0)
+        rc = eng__out_table(&ot, &final, err, errlen);
+    if (rc == 0)
+        rc = eng__out_end(&ot, err, errlen);
+    r.rows_out = ot.rows;
+    eng_sink_destroy(&ot.sink);
     if (st->kind != SQL_DESCRIBE)
         free((void *)ot.names);
+    free(otypes);
 done:
     if (ws) {
         for (int i = 0; i < nthreads; i++) {

@@ -2,14 +2,19 @@
  *
  * eng_result.c: the result stage of the executor: ORDER BY over a result
  * table (NULLs and NaNs ranked as ClickHouse ranks them, stable), the first N
- * rows by a max-heap of N when there is a LIMIT, and LIMIT/OFFSET.
+ * rows by a max-heap of N when there is a LIMIT, LIMIT/OFFSET, and handing
+ * the rows to the statement's sink in blocks of ENG_OUT_BLOCK_ROWS.
  */
 #include "exec_int.h"
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Rows per block handed to the sink from a finished table. */
+#define ENG_OUT_BLOCK_ROWS 65536
 
 typedef struct ord_ctx {
     const rtab *t;
@@ -142,4 +147,62 @@ int eng__order_and_cut(eng_mem *m, rtab *t, const eng_plan *p, int first_key, bo
         rc = rtab_take(m, t, idx + from, (uint32_t)(n - from));
     free(idx);
     return rc;
+}
+
+/* ---- to the sink ------------------------------------------------------------------ */
+
+static int out_begin(eng_output *o, char *err, size_t errlen)
+{
+    if (o->begun)
+        return 0;
+    o->begun = true;
+    return o->sink->ops->begin(o->sink, o->names, o->types, o->n_cols, err, errlen);
+}
+
+int eng__out_rows(eng_output *o, const ex_vec *cols, uint32_t n, char *err, size_t errlen)
+{
+    int rc = out_begin(o, err, errlen);
+    if (rc < 0 || n == 0)
+        return rc;
+    eng_block b = {cols, o->n_cols, n};
+    rc = o->sink->ops->write(o->sink, &b, err, errlen);
+    if (rc == 0)
+        o->rows += n;
+    return rc;
+}
+
+int eng__out_table(eng_output *o, const rtab *t, char *err, size_t errlen)
+{
+    if (t->n <= ENG_OUT_BLOCK_ROWS)
+        return eng__out_rows(o, t->c, t->n, err, errlen);
+    ex_vec *v = calloc((size_t)o->n_cols + 1, sizeof(ex_vec));
+    if (!v) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    int rc = 0;
+    for (uint32_t off = 0; rc == 0 && off < t->n; off += ENG_OUT_BLOCK_ROWS) {
+        uint32_t cnt = t->n - off < ENG_OUT_BLOCK_ROWS ? t->n - off : ENG_OUT_BLOCK_ROWS;
+        for (int k = 0; k < o->n_cols; k++) {
+            const ex_vec *x = &t->c[k];
+            v[k] = *x; /* a view of rows [off, off + cnt) */
+            v[k].own = 0;
+            v[k].n = cnt;
+            if (x->i) v[k].i = x->i + off;
+            if (x->d) v[k].d = x->d + off;
+            if (x->off) v[k].off = x->off + off;
+            if (x->nulls) v[k].nulls = x->nulls + off;
+        }
+        rc = eng__out_rows(o, v, cnt, err, errlen);
+    }
+    free(v);
+    return rc;
+}
+
+int eng__out_end(eng_output *o, char *err, size_t errlen)
+{
+    int rc = out_begin(o, err, errlen);
+    if (rc < 0)
+        return rc;
+    return o->sink->ops->end(o->sink, err, errlen);
 }

@@ -54,6 +54,25 @@ typedef struct worker {
     char err[ENG_MSG_MAX];
 } worker;
 
+/* The statement's output: its sink, begun with the result's columns when the
+ * first rows (or the end) arrive, so a statement that fails before it has
+ * rows sends nothing. */
+typedef struct eng_output {
+    eng_sink *sink;
+    const char *const *names;
+    const ex_type *types;
+    int n_cols;
+    bool begun;
+    uint64_t rows;             /* rows handed to the sink */
+} eng_output;
+
+/* Hands n rows (one vector per column) to the sink. 0 or -errno (err). */
+int eng__out_rows(eng_output *o, const ex_vec *cols, uint32_t n, char *err, size_t errlen);
+/* Hands t's first o->n_columns columns to the sink, in blocks. */
+int eng__out_table(eng_output *o, const rtab *t, char *err, size_t errlen);
+/* Tells the sink the result is whole. */
+int eng__out_end(eng_output *o, char *err, size_t errlen);
+
 /* Seconds on the monotonic clock. */
 double eng__now_s(void);
 /* Columns of a worker's result table: outs..., then ORDER BY keys. */
