@@ -40,275 +40,194 @@ static int open_sink(const eng_ctx *ctx, eng_format fmt, eng_sink **out, char *e
 
 static void query_free(equery *q)
 {
+    eng_sink_destroy(&q->out.sink);
+    free((void *)q->out.names);
+    free((void *)q->out.types);
+    free(q->rtypes);
     eng_plan_free(&q->mem, &q->plan);
     eng_source_destroy(&q->src);
+    pthread_mutex_destroy(&q->out_mu);
     pthread_mutex_destroy(&q->err_mu);
+    free(q);
 }
 
-static int run_stmt(const eng_ctx *ctx, const sql_stmt *st, FILE *summary, eng_result *res,
-                    char *err, size_t errlen)
+static equery *query_create(const eng_ctx *ctx)
 {
     equery *q = calloc(1, sizeof(*q));
-    if (!q) {
-        snprintf(err, errlen, "out of memory");
-        return -ENOMEM;
-    }
+    if (!q)
+        return NULL;
     pthread_mutex_init(&q->err_mu, NULL);
+    pthread_mutex_init(&q->out_mu, NULL);
     q->ctx = ctx;
     q->t0 = eng__now_s();
+    return q;
+}
+
+/* SETTINGS over the defaults, and the output format. */
+static int stmt_settings(equery *q, const sql_stmt *st, eng_format *ofmt, char *err,
+                         size_t errlen)
+{
+    const eng_ctx *ctx = q->ctx;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     q->set.max_threads = ctx->max_threads > 0 ? ctx->max_threads : (int)(cores > 0 ? cores : 1);
     q->set.max_download_threads = 4;
     q->set.max_download_buffer_size = 10ull << 20;
     int rc = eng_settings_apply(st, &q->set, err, errlen);
     if (rc < 0)
-        goto out;
+        return rc;
     if (q->set.max_threads <= 0)
         q->set.max_threads = (int)(cores > 0 ? cores : 1);
     q->mem.limit = q->set.max_memory_usage;
-    eng_format ofmt = ctx->format ? ctx->format : ENG_FMT_TSV;
+    *ofmt = ctx->format ? ctx->format : ENG_FMT_TSV;
     if (st->format) {
         int f = eng_format_parse(st->format);
         if (f < 0) {
             snprintf(err, errlen, "unknown output format '%s' (use PrettyCompact, TSV, "
                                   "TSVWithNames, CSV, CSVWithNames, JSONEachRow or Null)",
                      st->format);
-            rc = -EINVAL;
-            goto out;
+            return -EINVAL;
         }
-        ofmt = (eng_format)f;
+        *ofmt = (eng_format)f;
     }
-    /* FROM: the table function's source, with its schema */
+    return 0;
+}
+
+/* FROM: the table function's source, with its schema. */
+static int stmt_source(equery *q, const sql_stmt *st, char *err, size_t errlen)
+{
+    const eng_ctx *ctx = q->ctx;
     eng_tf_call call = {st->from_fn, st->from_args, st->n_from_args, st->from_line, st->from_col};
     eng_scan_env env = {&q->mem, &q->set, ctx->list_s3, ctx->open_s3, ctx->s3_impl,
                         &q->stats, &q->stop};
-    rc = eng_source_open(&call, &env, &q->src, err, errlen);
-    if (rc < 0)
-        goto out;
+    return eng_source_open(&call, &env, &q->src, err, errlen);
+}
+
+/* The output's sink and columns (the output owns its arrays; the names are
+ * borrowed from the plan or static). */
+static int stmt_output(equery *q, eng_format fmt, const char *const *names,
+                       const ex_type *types, int n_cols, char *err, size_t errlen)
+{
+    const char **nm = calloc((size_t)n_cols + 1, sizeof(char *));
+    ex_type *ty = calloc((size_t)n_cols + 1, sizeof(ex_type));
+    q->out.names = nm;
+    q->out.types = ty;
+    q->out.n_cols = n_cols;
+    if (!nm || !ty) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    for (int k = 0; k < n_cols; k++) {
+        nm[k] = names[k];
+        ty[k] = types[k];
+    }
+    return open_sink(q->ctx, fmt, &q->out.sink, err, errlen);
+}
+
+/* DESCRIBE: the source's columns, one row each. */
+static int run_describe(equery *q, eng_format fmt, char *err, size_t errlen)
+{
+    /* name, type, default_type, default_expression, comment, codec_expression, ttl_expression */
+    static const char *dn[] = {"name", "type", "default_type", "default_expression",
+                               "comment", "codec_expression", "ttl_expression"};
     const eng_schema *schema = &q->src->schema;
-    eng_result r = {0};
-    r.files = q->src->files;
-    rc = 0;
-    eng_output ot = {0};
-    ex_type *otypes = NULL;
-    ex_vec *post = NULL;
-    int n_post = 0;
-    rtab final = {0};
-    worker *ws = NULL;
-    int nthreads = 0;
     ex_type ts[7];
-    if (st->kind == SQL_DESCRIBE) {
-        /* name, type, default_type, default_expression, comment, codec_expression, ttl_expression */
-        static const char *dn[] = {"name", "type", "default_type", "default_expression",
-                                   "comment", "codec_expression", "ttl_expression"};
-        for (int k = 0; k < 7; k++)
-            ts[k] = (ex_type){.kind = EX_STRING};
-        if (rtab_init(&q->mem, &final, ts, 7) < 0 || rtab_reserve(&q->mem, &final, (uint32_t)schema->n) < 0) {
-            rc = -ENOMEM;
-            snprintf(err, errlen, "out of memory");
-            goto done;
-        }
-        for (int i = 0; i < schema->n; i++) {
-            char tn[96];
-            ex_type_name(&schema->cols[i].t, tn, sizeof(tn));
-            const char *vals[7] = {schema->cols[i].name, tn, "", "", "", "", ""};
-            for (int k = 0; k < 7; k++) {
-                final.c[k].nulls[final.n] = 0;
-                if (ex_vec_str_put(&q->mem, &final.c[k], final.n, vals[k], strlen(vals[k])) < 0)
-                    rc = -ENOMEM;
-            }
-            final.n++;
-        }
-        ot = (eng_output){.names = dn, .types = ts, .n_cols = 7};
-        goto emit;
+    for (int k = 0; k < 7; k++)
+        ts[k] = (ex_type){.kind = EX_STRING};
+    rtab t = {0};
+    int rc = 0;
+    if (rtab_init(&q->mem, &t, ts, 7) < 0 || rtab_reserve(&q->mem, &t, (uint32_t)schema->n) < 0) {
+        snprintf(err, errlen, "out of memory");
+        rc = -ENOMEM;
     }
-    rc = eng_bind(&q->mem, st, schema, &q->plan, err, errlen);
+    for (int i = 0; rc == 0 && i < schema->n; i++) {
+        char tn[96];
+        ex_type_name(&schema->cols[i].t, tn, sizeof(tn));
+        const char *vals[7] = {schema->cols[i].name, tn, "", "", "", "", ""};
+        for (int k = 0; k < 7; k++) {
+            t.c[k].nulls[t.n] = 0;
+            if (ex_vec_str_put(&q->mem, &t.c[k], t.n, vals[k], strlen(vals[k])) < 0)
+                rc = -ENOMEM;
+        }
+        t.n++;
+    }
+    if (rc == 0)
+        rc = stmt_output(q, fmt, dn, ts, 7, err, errlen);
+    if (rc == 0)
+        rc = eng__out_table(&q->out, &t, err, errlen);
+    if (rc == 0)
+        rc = eng__out_end(&q->out, err, errlen);
+    rtab_free(&q->mem, &t);
+    return rc;
+}
+
+/* SELECT: bind -> the source's units -> execute (workers) -> result -> sink.
+ * Without GROUP BY and ORDER BY the rows stream to the sink as the workers
+ * produce them (bounded memory however large the result); otherwise the
+ * result is finished first: aggregates are merged, ORDER BY with a LIMIT
+ * keeps the top rows per worker, ORDER BY without one holds every row. */
+static int run_select(equery *q, const sql_stmt *st, eng_format fmt, char *err, size_t errlen)
+{
+    const eng_plan *p = &q->plan;
+    int rc = eng_bind(&q->mem, st, &q->src->schema, &q->plan, err, errlen);
     if (rc < 0)
-        goto done;
-    nthreads = q->set.max_threads;
-    /* units */
-    rc = q->src->ops->plan(q->src, &q->plan, err, errlen);
+        return rc;
+    rc = q->src->ops->plan(q->src, p, err, errlen);
     if (rc < 0)
-        goto done;
+        return rc;
     q->n_units = rc;
-    rc = 0;
-    if (nthreads > q->n_units)
-        nthreads = q->n_units > 0 ? q->n_units : 1;
-    ws = calloc((size_t)nthreads, sizeof(worker));
-    if (!ws) {
-        rc = -ENOMEM;
-        goto done;
-    }
-    int nrc = eng__n_res_cols(&q->plan);
-    ex_type *rtypes = calloc((size_t)nrc + 1, sizeof(ex_type));
-    if (!rtypes) {
-        rc = -ENOMEM;
-        goto done;
+    int nrc = eng__n_res_cols(p);
+    const char **names = calloc((size_t)p->n_outs + 1, sizeof(char *));
+    q->rtypes = calloc((size_t)nrc + 1, sizeof(ex_type));
+    if (!names || !q->rtypes) {
+        free(names);
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
     }
     for (int k = 0; k < nrc; k++)
-        rtypes[k] = k < q->plan.n_outs ? q->plan.outs[k].e->t : q->plan.order[k - q->plan.n_outs].e->t;
-    for (int i = 0; i < nthreads && rc == 0; i++) {
-        ws[i].q = q;
-        if (q->plan.aggregate)
-            rc = agg_tab_create(&ws[i].agg, &q->mem, &q->plan);
-        else
-            rc = rtab_init(&q->mem, &ws[i].res, rtypes, nrc);
-        if (rc == 0)
-            rc = q->src->ops->reader_create(q->src, &ws[i].rd);
+        q->rtypes[k] = k < p->n_outs ? p->outs[k].e->t : p->order[k - p->n_outs].e->t;
+    for (int k = 0; k < p->n_outs; k++)
+        names[k] = p->outs[k].name;
+    rc = stmt_output(q, fmt, names, q->rtypes, p->n_outs, err, errlen);
+    free(names);
+    if (rc < 0)
+        return rc;
+    q->stream = !p->aggregate && p->n_order == 0;
+    q->out_skip = p->offset > 0 ? (uint64_t)p->offset : 0;
+    q->out_left = p->has_limit ? (uint64_t)p->limit : UINT64_MAX;
+    worker *ws;
+    int nthreads;
+    rc = eng__execute(q, &ws, &nthreads, err, errlen);
+    if (rc == 0 && !q->stream)
+        rc = eng__finish_result(q, ws, nthreads, err, errlen);
+    eng__workers_free(q, ws, nthreads);
+    if (rc == 0)
+        rc = eng__out_end(&q->out, err, errlen);
+    return rc;
+}
+
+/* One statement, parsed: settings -> source -> DESCRIBE or SELECT ->
+ * summary. */
+static int run_stmt(const eng_ctx *ctx, const sql_stmt *st, FILE *summary, eng_result *res,
+                    char *err, size_t errlen)
+{
+    equery *q = query_create(ctx);
+    if (!q) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
     }
+    eng_format ofmt;
+    int rc = stmt_settings(q, st, &ofmt, err, errlen);
+    if (rc == 0)
+        rc = stmt_source(q, st, err, errlen);
     if (rc < 0) {
-        free(rtypes);
-        if (atomic_load(&q->mem.failed_at))
-            em_error(&q->mem, err, errlen);
-        else
-            snprintf(err, errlen, "out of memory starting the workers");
-        goto done;
+        query_free(q);
+        return rc;
     }
-    q->src->ops->start(q->src);
-    eng__run_workers(q, ws, nthreads);
-    q->src->ops->finish(q->src);
-    for (int i = 0; i < nthreads; i++) {
-        q->src->ops->reader_destroy(q->src, ws[i].rd);
-        ws[i].rd = NULL;
-    }
-    if (q->rc) {
-        rc = q->rc;
-        snprintf(err, errlen, "%s", q->err);
-        free(rtypes);
-        goto done;
-    }
-    ex_ectx ec = {&q->mem, err, errlen};
-    if (q->plan.aggregate) {
-        for (int i = 1; i < nthreads && rc == 0; i++) {
-            rc = agg_tab_merge(ws[0].agg, ws[i].agg, err, errlen);
-            agg_tab_destroy(&ws[i].agg);
-        }
-        if (rc < 0) {
-            free(rtypes);
-            goto done;
-        }
-        n_post = q->plan.n_keys + q->plan.n_aggs;
-        post = calloc((size_t)n_post + 1, sizeof(ex_vec));
-        if (!post) {
-            rc = -ENOMEM;
-            free(rtypes);
-            goto done;
-        }
-        int ng = agg_tab_finish(ws[0].agg, post, err, errlen);
-        agg_tab_destroy(&ws[0].agg);
-        if (ng < 0) {
-            rc = ng;
-            free(rtypes);
-            goto done;
-        }
-        for (int k = 0; k < n_post; k++)
-            post[k].n = (uint32_t)ng;
-        uint32_t *sel = NULL, m = (uint32_t)ng;
-        if (q->plan.having) {
-            ex_vec hb;
-            rc = bx_eval(&ec, q->plan.having, post, NULL, (uint32_t)ng, &hb);
-            if (rc == 0) {
-                sel = malloc(sizeof(uint32_t) * ((size_t)ng + 1));
-                if (!sel)
-                    rc = -ENOMEM;
-                else
-                    m = bx_select(&hb, NULL, (uint32_t)ng, sel);
-                ex_vec_clear(&q->mem, &hb);
-            }
-        }
-        if (rc == 0)
-            rc = rtab_init(&q->mem, &final, rtypes, nrc);
-        ex_vec *vals = calloc((size_t)nrc + 1, sizeof(ex_vec));
-        int done = 0;
-        if (!vals)
-            rc = -ENOMEM;
-        for (; rc == 0 && done < nrc; done++) {
-            const bx *e = done < q->plan.n_outs ? q->plan.outs[done].e
-                                                : q->plan.order[done - q->plan.n_outs].e;
-            rc = bx_eval(&ec, e, post, sel, m, &vals[done]);
-            if (rc < 0)
-                break;
-        }
-        if (rc == 0)
-            rc = rtab_append(&q->mem, &final, vals, m);
-        for (int k = 0; k < done; k++)
-            ex_vec_clear(&q->mem, &vals[k]);
-        free(vals);
-        free(sel);
-    } else {
-        final = ws[0].res;
-        memset(&ws[0].res, 0, sizeof(ws[0].res));
-        for (int i = 1; i < nthreads && rc == 0; i++) {
-            rtab *t = &ws[i].res;
-            if (rtab_reserve(&q->mem, &final, final.n + t->n) < 0) {
-                rc = -ENOMEM;
-                break;
-            }
-            for (uint32_t row = 0; row < t->n && rc == 0; row++) {
-                for (int k = 0; k < final.nc && rc == 0; k++)
-                    rc = rtab_put(&q->mem, &final, k, &t->c[k], row);
-                final.n++;
-            }
-            rtab_free(&q->mem, t);
-        }
-    }
-    free(rtypes);
-    if (rc == 0)
-        rc = eng__order_and_cut(&q->mem, &final, &q->plan, q->plan.n_outs, true);
-    if (rc < 0) {
-        if (rc == -ENOMEM && atomic_load(&q->mem.failed_at))
-            em_error(&q->mem, err, errlen);
-        else if (rc == -ENOMEM)
-            snprintf(err, errlen, "out of memory");
-        goto done;
-    }
-    {
-        const char **names = calloc((size_t)q->plan.n_outs + 1, sizeof(char *));
-        if (!names) {
-            rc = -ENOMEM;
-            goto done;
-        }
-        otypes = calloc((size_t)q->plan.n_outs + 1, sizeof(ex_type));
-        if (!otypes) {
-            free(names);
-            rc = -ENOMEM;
-            goto done;
-        }
-        for (int k = 0; k < q->plan.n_outs; k++) {
-            names[k] = q->plan.outs[k].name;
-            otypes[k] = q->plan.outs[k].e->t;
-        }
-        ot = (eng_output){.names = names, .types = otypes, .n_cols = q->plan.n_outs};
-    }
-emit:
-    if (rc == 0)
-        rc = open_sink(ctx, ofmt, &ot.sink, err, errlen);
-    if (rc == 0)
-        rc = eng__out_table(&ot, &final, err, errlen);
-    if (rc == 0)
-        rc = eng__out_end(&ot, err, errlen);
-    r.rows_out = ot.rows;
-    eng_sink_destroy(&ot.sink);
-    if (st->kind != SQL_DESCRIBE)
-        free((void *)ot.names);
-    free(otypes);
-done:
-    if (ws) {
-        for (int i = 0; i < nthreads; i++) {
-            agg_tab_destroy(&ws[i].agg);
-            rtab_free(&q->mem, &ws[i].res);
-            free(ws[i].sel);
-            if (ws[i].rd)
-                q->src->ops->reader_destroy(q->src, ws[i].rd);
-        }
-        free(ws);
-    }
-    if (post) {
-        for (int k = 0; k < n_post; k++)
-            ex_vec_clear(&q->mem, &post[k]);
-        free(post);
-    }
-    rtab_free(&q->mem, &final);
+    rc = st->kind == SQL_DESCRIBE ? run_describe(q, ofmt, err, errlen)
+                                  : run_select(q, st, ofmt, err, errlen);
+    eng_result r = {0};
+    r.files = q->src->files;
+    r.rows_out = q->out.rows;
     r.rows_read = atomic_load(&q->stats.rows_read);
     r.bytes_read = atomic_load(&q->stats.bytes_read);
     r.row_groups = atomic_load(&q->stats.units_read);
@@ -319,9 +238,7 @@ done:
         eng_print_summary(summary, &r);
     if (res)
         *res = r;
-out:
     query_free(q);
-    free(q);
     return rc;
 }
 

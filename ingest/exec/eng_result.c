@@ -206,3 +206,156 @@ int eng__out_end(eng_output *o, char *err, size_t errlen)
         return rc;
     return o->sink->ops->end(o->sink, err, errlen);
 }
+
+/* ---- streaming ---------------------------------------------------------------------- */
+
+int eng__stream_rows(equery *q, const rtab *t, char *err, size_t errlen)
+{
+    int rc = 0;
+    pthread_mutex_lock(&q->out_mu);
+    uint32_t from = 0, n = t->n;
+    if (q->out_skip) {
+        uint32_t k = q->out_skip < n ? (uint32_t)q->out_skip : n;
+        q->out_skip -= k;
+        from = k;
+        n -= k;
+    }
+    if (n > q->out_left)
+        n = (uint32_t)q->out_left;
+    if (n) {
+        q->out_left -= n;
+        if (from == 0) {
+            rc = eng__out_rows(&q->out, t->c, n, err, errlen);
+        } else {
+            ex_vec *v = calloc((size_t)q->out.n_cols + 1, sizeof(ex_vec));
+            if (!v) {
+                rc = -ENOMEM;
+                snprintf(err, errlen, "out of memory");
+            }
+            for (int k = 0; v && k < q->out.n_cols; k++) {
+                const ex_vec *x = &t->c[k];
+                v[k] = *x; /* a view of rows [from, from + n) */
+                v[k].own = 0;
+                v[k].n = n;
+                if (x->i) v[k].i = x->i + from;
+                if (x->d) v[k].d = x->d + from;
+                if (x->off) v[k].off = x->off + from;
+                if (x->nulls) v[k].nulls = x->nulls + from;
+            }
+            if (v)
+                rc = eng__out_rows(&q->out, v, n, err, errlen);
+            free(v);
+        }
+    }
+    pthread_mutex_unlock(&q->out_mu);
+    return rc;
+}
+
+/* ---- the materialised result ----------------------------------------------------------- */
+
+/* GROUP BY: the workers' tables merged into the first, then HAVING and the
+ * SELECT list (with the ORDER BY keys) evaluated over the groups into final. */
+static int finish_aggregate(equery *q, worker *ws, int nthreads, rtab *final, char *err,
+                            size_t errlen)
+{
+    ex_ectx ec = {&q->mem, err, errlen};
+    int rc = 0, nrc = eng__n_res_cols(&q->plan);
+    for (int i = 1; i < nthreads && rc == 0; i++) {
+        rc = agg_tab_merge(ws[0].agg, ws[i].agg, err, errlen);
+        agg_tab_destroy(&ws[i].agg);
+    }
+    if (rc < 0)
+        return rc;
+    int n_post = q->plan.n_keys + q->plan.n_aggs;
+    ex_vec *post = calloc((size_t)n_post + 1, sizeof(ex_vec));
+    if (!post)
+        return -ENOMEM;
+    int ng = agg_tab_finish(ws[0].agg, post, err, errlen);
+    agg_tab_destroy(&ws[0].agg);
+    if (ng < 0) {
+        free(post);
+        return ng;
+    }
+    for (int k = 0; k < n_post; k++)
+        post[k].n = (uint32_t)ng;
+    uint32_t *sel = NULL, m = (uint32_t)ng;
+    if (q->plan.having) {
+        ex_vec hb;
+        rc = bx_eval(&ec, q->plan.having, post, NULL, (uint32_t)ng, &hb);
+        if (rc == 0) {
+            sel = malloc(sizeof(uint32_t) * ((size_t)ng + 1));
+            if (!sel)
+                rc = -ENOMEM;
+            else
+                m = bx_select(&hb, NULL, (uint32_t)ng, sel);
+            ex_vec_clear(&q->mem, &hb);
+        }
+    }
+    if (rc == 0)
+        rc = rtab_init(&q->mem, final, q->rtypes, nrc);
+    ex_vec *vals = calloc((size_t)nrc + 1, sizeof(ex_vec));
+    int done = 0;
+    if (!vals)
+        rc = -ENOMEM;
+    for (; rc == 0 && done < nrc; done++) {
+        const bx *e = done < q->plan.n_outs ? q->plan.outs[done].e
+                                            : q->plan.order[done - q->plan.n_outs].e;
+        rc = bx_eval(&ec, e, post, sel, m, &vals[done]);
+        if (rc < 0)
+            break;
+    }
+    if (rc == 0)
+        rc = rtab_append(&q->mem, final, vals, m);
+    for (int k = 0; k < done; k++)
+        ex_vec_clear(&q->mem, &vals[k]);
+    free(vals);
+    free(sel);
+    for (int k = 0; k < n_post; k++)
+        ex_vec_clear(&q->mem, &post[k]);
+    free(post);
+    return rc;
+}
+
+/* ORDER BY: the workers' tables (each already cut to its top N when there is
+ * a LIMIT) one after the other. */
+static int finish_concat(equery *q, worker *ws, int nthreads, rtab *final)
+{
+    int rc = 0;
+    *final = ws[0].res;
+    memset(&ws[0].res, 0, sizeof(ws[0].res));
+    for (int i = 1; i < nthreads && rc == 0; i++) {
+        rtab *t = &ws[i].res;
+        if (rtab_reserve(&q->mem, final, final->n + t->n) < 0) {
+            rc = -ENOMEM;
+            break;
+        }
+        for (uint32_t row = 0; row < t->n && rc == 0; row++) {
+            for (int k = 0; k < final->nc && rc == 0; k++)
+                rc = rtab_put(&q->mem, final, k, &t->c[k], row);
+            final->n++;
+        }
+        rtab_free(&q->mem, t);
+    }
+    return rc;
+}
+
+int eng__finish_result(equery *q, worker *ws, int nthreads, char *err, size_t errlen)
+{
+    rtab final = {0};
+    if (errlen)
+        err[0] = 0;
+    int rc = q->plan.aggregate ? finish_aggregate(q, ws, nthreads, &final, err, errlen)
+                               : finish_concat(q, ws, nthreads, &final);
+    if (rc == 0)
+        rc = eng__order_and_cut(&q->mem, &final, &q->plan, q->plan.n_outs, true);
+    if (rc < 0) {
+        if (rc == -ENOMEM && atomic_load(&q->mem.failed_at))
+            em_error(&q->mem, err, errlen);
+        else if (rc == -ENOMEM && !err[0])
+            snprintf(err, errlen, "out of memory");
+    }
+    if (rc == 0)
+        rc = eng__out_table(&q->out, &final, err, errlen);
+    rtab_free(&q->mem, &final);
+    return rc;
+}

@@ -92,6 +92,12 @@ static int process(worker *w, ex_vec *in, uint32_t n)
     if (rc < 0)
         return rc;
     atomic_fetch_add(&q->rows_emitted, m);
+    if (q->stream) {
+        /* straight to the sink; the table is used again for the next block */
+        rc = eng__stream_rows(q, &w->res, w->err, sizeof(w->err));
+        w->res.n = 0;
+        return rc;
+    }
     /* partial top-N: keep the table small */
     if (p->has_limit && p->n_order) {
         uint64_t want = (uint64_t)p->offset + (uint64_t)p->limit;
@@ -243,4 +249,64 @@ int eng__run_workers(equery *q, worker *ws, int nthreads)
     free(th);
     free(wa);
     return 0;
+}
+
+int eng__execute(equery *q, worker **out, int *nout, char *err, size_t errlen)
+{
+    *out = NULL;
+    *nout = 0;
+    int nthreads = q->set.max_threads;
+    if (nthreads > q->n_units)
+        nthreads = q->n_units > 0 ? q->n_units : 1;
+    worker *ws = calloc((size_t)nthreads, sizeof(worker));
+    if (!ws) {
+        snprintf(err, errlen, "out of memory starting the workers");
+        return -ENOMEM;
+    }
+    *out = ws;
+    *nout = nthreads;
+    int nrc = eng__n_res_cols(&q->plan);
+    int rc = 0;
+    for (int i = 0; i < nthreads && rc == 0; i++) {
+        ws[i].q = q;
+        if (q->plan.aggregate)
+            rc = agg_tab_create(&ws[i].agg, &q->mem, &q->plan);
+        else
+            rc = rtab_init(&q->mem, &ws[i].res, q->rtypes, nrc);
+        if (rc == 0)
+            rc = q->src->ops->reader_create(q->src, &ws[i].rd);
+    }
+    if (rc < 0) {
+        if (atomic_load(&q->mem.failed_at))
+            em_error(&q->mem, err, errlen);
+        else
+            snprintf(err, errlen, "out of memory starting the workers");
+        return rc;
+    }
+    q->src->ops->start(q->src);
+    eng__run_workers(q, ws, nthreads);
+    q->src->ops->finish(q->src);
+    for (int i = 0; i < nthreads; i++) {
+        q->src->ops->reader_destroy(q->src, ws[i].rd);
+        ws[i].rd = NULL;
+    }
+    if (q->rc) {
+        snprintf(err, errlen, "%s", q->err);
+        return q->rc;
+    }
+    return 0;
+}
+
+void eng__workers_free(equery *q, worker *ws, int n)
+{
+    if (!ws)
+        return;
+    for (int i = 0; i < n; i++) {
+        agg_tab_destroy(&ws[i].agg);
+        rtab_free(&q->mem, &ws[i].res);
+        free(ws[i].sel);
+        if (ws[i].rd)
+            q->src->ops->reader_destroy(q->src, ws[i].rd);
+    }
+    free(ws);
 }

@@ -25,12 +25,33 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* The statement's output: its sink, begun with the result's columns when the
+ * first rows (or the end) arrive, so a statement that fails before it has
+ * rows sends nothing. */
+typedef struct eng_output {
+    eng_sink *sink;
+    const char *const *names;
+    const ex_type *types;
+    int n_cols;
+    bool begun;
+    uint64_t rows;             /* rows handed to the sink */
+} eng_output;
+
 typedef struct equery {
     const eng_ctx *ctx;
     eng_mem mem;
     eng_settings set;
     eng_source *src;
     eng_plan plan;
+    ex_type *rtypes;           /* the columns of result tables: outs..., order keys... */
+    /* output: rows stream to it from the workers (no aggregate, no ORDER BY;
+     * OFFSET and LIMIT applied under out_mu as the rows arrive), or the
+     * finished table goes to it at the end */
+    eng_output out;
+    bool stream;
+    pthread_mutex_t out_mu;
+    uint64_t out_skip;         /* rows of OFFSET still to skip */
+    uint64_t out_left;         /* rows LIMIT still lets through (UINT64_MAX: no LIMIT) */
     /* units */
     int n_units;
     _Atomic int next_unit;
@@ -54,18 +75,6 @@ typedef struct worker {
     char err[ENG_MSG_MAX];
 } worker;
 
-/* The statement's output: its sink, begun with the result's columns when the
- * first rows (or the end) arrive, so a statement that fails before it has
- * rows sends nothing. */
-typedef struct eng_output {
-    eng_sink *sink;
-    const char *const *names;
-    const ex_type *types;
-    int n_cols;
-    bool begun;
-    uint64_t rows;             /* rows handed to the sink */
-} eng_output;
-
 /* Hands n rows (one vector per column) to the sink. 0 or -errno (err). */
 int eng__out_rows(eng_output *o, const ex_vec *cols, uint32_t n, char *err, size_t errlen);
 /* Hands t's first o->n_columns columns to the sink, in blocks. */
@@ -80,6 +89,18 @@ int eng__n_res_cols(const eng_plan *p);
 /* Runs nthreads workers over q's units; the calling thread draws the
  * progress line. The first failure is in q->rc / q->err. */
 int eng__run_workers(equery *q, worker *ws, int nthreads);
+/* The execute stage: a worker per thread (up to one per unit) with its table
+ * and its reader of the source, run over q's units; *ws / *n get the workers,
+ * whose tables the result stage takes. 0 or -errno with a sentence in err. */
+int eng__execute(equery *q, worker **ws, int *n, char *err, size_t errlen);
+void eng__workers_free(equery *q, worker *ws, int n);
+/* Streaming: hands the rows of a worker's table to the output, OFFSET
+ * skipped and LIMIT cut in arrival order. Any worker; serialised on out_mu. */
+int eng__stream_rows(equery *q, const rtab *t, char *err, size_t errlen);
+/* The result stage of a materialised result: merges the workers' tables
+ * (aggregates: HAVING and the SELECT list over the groups), orders and cuts
+ * it, hands it to the output. 0 or -errno with a sentence in err. */
+int eng__finish_result(equery *q, worker *ws, int n, char *err, size_t errlen);
 /* Orders t by the plan (if it has ORDER BY) and cuts it to [offset, offset +
  * limit) when final is set; else to the first offset+limit rows (a worker's
  * partial top-N). 0 or -ENOMEM. */

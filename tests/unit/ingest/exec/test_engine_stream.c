@@ -1,0 +1,298 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * test_engine_stream.c: results stream to the sink. Over 24 CSV files of
+ * about 1 MiB each (files of a temp folder, read by file()), SELECT * without
+ * GROUP BY or ORDER BY finishes under a max_memory_usage of a third of the
+ * result's size, its output whole and in order at one thread; the same with
+ * ORDER BY and no LIMIT still holds every row and meets the limit (it says
+ * so); blocks reach a sink of the caller's (eng_ctx.open_sink) one at a time,
+ * begun once and ended once; OFFSET and LIMIT cut across blocks and files; a
+ * writer that fails makes the query fail with a sentence saying so.
+ */
+#include "eng.h"
+#include "harness.h"
+
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#define N_FILES 24
+#define ROWS_PER_FILE 20000
+
+static h_env *env;
+
+/* Row i of the data: "i,<name of i>"; the name is about 48 bytes. */
+static int name_of(int i, char *buf, size_t cap)
+{
+    return snprintf(buf, cap, "user-%08d-abcdefghijklmnopqrstuvwxyz-%06d", i, i % 7919);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    assert_int_equal(h_env_create(&env, "engine_stream"), 0);
+    for (int f = 0; f < N_FILES; f++) {
+        char path[4096], name[64];
+        snprintf(name, sizeof(name), "part-%02d.csv", f);
+        assert_int_equal(h_env_path(env, path, sizeof(path), name), 0);
+        FILE *fp = fopen(path, "w");
+        assert_non_null(fp);
+        fputs("id,name\n", fp);
+        for (int r = 0; r < ROWS_PER_FILE; r++) {
+            int i = f * ROWS_PER_FILE + r;
+            char nm[64];
+            name_of(i, nm, sizeof(nm));
+            fprintf(fp, "%d,%s\n", i, nm);
+        }
+        assert_int_equal(fclose(fp), 0);
+    }
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    h_env_destroy(&env);
+    return 0;
+}
+
+/* The bytes of the result, kept. */
+typedef struct capture {
+    char *p;
+    size_t n, cap;
+    size_t fail_after;   /* > 0: a write past this many bytes fails with EPIPE */
+} capture;
+
+static int cap_write(void *arg, const void *buf, size_t len)
+{
+    capture *c = arg;
+    if (c->fail_after && c->n + len > c->fail_after)
+        return -EPIPE;
+    if (c->n + len > c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 1 << 16;
+        while (cap < c->n + len)
+            cap *= 2;
+        char *p = realloc(c->p, cap);
+        assert_non_null(p);
+        c->p = p;
+        c->cap = cap;
+    }
+    memcpy(c->p + c->n, buf, len);
+    c->n += len;
+    return 0;
+}
+
+static int run(const char *sql, const eng_ctx *base, capture *c, eng_result *res, char *err,
+               size_t errlen)
+{
+    eng_writer w = {cap_write, NULL, c};
+    eng_ctx ctx = *base;
+    ctx.writer = &w;
+    ctx.format = ENG_FMT_TSV;
+    ctx.max_threads = 1;
+    /* {D} is the data folder */
+    char q[8192];
+    const char *at = strstr(sql, "{D}");
+    assert_non_null(at);
+    snprintf(q, sizeof(q), "%.*s%s%s", (int)(at - sql), sql, h_env_dir(env), at + 3);
+    return eng_run(&ctx, q, strlen(q), NULL, res, err, errlen);
+}
+
+/* The TSV of rows [from, to). */
+static char *expected(int from, int to, size_t *len)
+{
+    size_t cap = (size_t)(to - from) * 80 + 1, n = 0;
+    char *e = malloc(cap);
+    assert_non_null(e);
+    for (int i = from; i < to; i++) {
+        char nm[64];
+        name_of(i, nm, sizeof(nm));
+        n += (size_t)snprintf(e + n, cap - n, "%d\t%s\n", i, nm);
+    }
+    *len = n;
+    return e;
+}
+
+static void test_select_star_streams_under_the_limit(void **state)
+{
+    (void)state;
+    size_t len;
+    char *want = expected(0, N_FILES * ROWS_PER_FILE, &len);
+    assert_true(len > 15u << 20); /* the result is about 16 MiB ... */
+    capture c = {0};
+    eng_ctx ctx = {0};
+    eng_result res;
+    char err[ENG_MSG_MAX] = "";
+    /* ... and the query may hold a third of it */
+    int rc = run("SELECT * FROM file('{D}/*.csv', 'CSVWithNames') "
+                 "SETTINGS max_memory_usage = 5000000",
+                 &ctx, &c, &res, err, sizeof(err));
+    if (rc < 0)
+        fprintf(stderr, "%s\n", err);
+    assert_int_equal(rc, 0);
+    assert_int_equal(res.rows_out, N_FILES * ROWS_PER_FILE);
+    assert_true(res.peak_memory < 5000000);
+    assert_int_equal(c.n, len);
+    assert_memory_equal(c.p, want, len);
+    free(c.p);
+    free(want);
+}
+
+static void test_order_by_without_limit_holds_every_row(void **state)
+{
+    (void)state;
+    capture c = {0};
+    eng_ctx ctx = {0};
+    eng_result res;
+    char err[ENG_MSG_MAX] = "";
+    int rc = run("SELECT * FROM file('{D}/*.csv', 'CSVWithNames') ORDER BY id "
+                 "SETTINGS max_memory_usage = 5000000",
+                 &ctx, &c, &res, err, sizeof(err));
+    assert_int_equal(rc, -ENOMEM);
+    assert_non_null(strstr(err, "max_memory_usage"));
+    assert_int_equal(c.n, 0); /* nothing was written */
+    free(c.p);
+}
+
+/* A sink of the caller's: counts what it is told. */
+typedef struct counting_sink {
+    eng_sink base;
+    int begins, ends, blocks, n_cols;
+    uint64_t rows;
+    uint32_t max_block;
+    char first_name[32];
+} counting_sink;
+
+static int cs_begin(eng_sink *s, const char *const *names, const ex_type *types, int n_cols,
+                    char *err, size_t errlen)
+{
+    (void)types, (void)err, (void)errlen;
+    counting_sink *c = (counting_sink *)s;
+    c->begins++;
+    c->n_cols = n_cols;
+    snprintf(c->first_name, sizeof(c->first_name), "%s", names[0]);
+    return 0;
+}
+
+static int cs_write(eng_sink *s, const eng_block *b, char *err, size_t errlen)
+{
+    (void)err, (void)errlen;
+    counting_sink *c = (counting_sink *)s;
+    assert_int_equal(c->begins, 1);
+    assert_int_equal(c->ends, 0);
+    assert_int_equal(b->n_cols, c->n_cols);
+    c->blocks++;
+    c->rows += b->n_rows;
+    if (b->n_rows > c->max_block)
+        c->max_block = b->n_rows;
+    return 0;
+}
+
+static int cs_end(eng_sink *s, char *err, size_t errlen)
+{
+    (void)err, (void)errlen;
+    ((counting_sink *)s)->ends++;
+    return 0;
+}
+
+static void cs_destroy(eng_sink *s)
+{
+    (void)s; /* the test's own */
+}
+
+static const eng_sink_ops cs_ops = {cs_begin, cs_write, cs_end, cs_destroy};
+
+static int cs_open(void *arg, eng_format fmt, eng_sink **out, char *err, size_t errlen)
+{
+    (void)err, (void)errlen;
+    assert_int_equal(fmt, ENG_FMT_JSON_EACH_ROW);
+    *out = arg;
+    return 0;
+}
+
+static void test_blocks_reach_the_callers_sink_one_at_a_time(void **state)
+{
+    (void)state;
+    counting_sink cs = {.base.ops = &cs_ops};
+    eng_ctx ctx = {.open_sink = cs_open, .sink_arg = &cs};
+    capture c = {0};
+    eng_result res;
+    char err[ENG_MSG_MAX] = "";
+    int rc = run("SELECT id AS k, name FROM file('{D}/*.csv', 'CSVWithNames') FORMAT JSONEachRow",
+                 &ctx, &c, &res, err, sizeof(err));
+    if (rc < 0)
+        fprintf(stderr, "%s\n", err);
+    assert_int_equal(rc, 0);
+    assert_int_equal(cs.begins, 1);
+    assert_int_equal(cs.ends, 1);
+    assert_int_equal(cs.n_cols, 2);
+    assert_string_equal(cs.first_name, "k");
+    assert_int_equal(cs.rows, N_FILES * ROWS_PER_FILE);
+    assert_true(cs.blocks >= N_FILES); /* at least a block per file, none the whole */
+    assert_true(cs.max_block <= ROWS_PER_FILE);
+    assert_int_equal(res.rows_out, cs.rows);
+    assert_int_equal(c.n, 0); /* the caller's sink took the rows, not the writer */
+}
+
+static void test_offset_and_limit_cut_across_blocks(void **state)
+{
+    (void)state;
+    static const struct { int offset, limit; } t[] = {
+        {0, 5}, {3, 7}, {19998, 5}, {70000, 45000}, {N_FILES * ROWS_PER_FILE - 2, 10},
+        {N_FILES * ROWS_PER_FILE + 5, 10},
+    };
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+        char sql[256];
+        snprintf(sql, sizeof(sql), "SELECT * FROM file('{D}/*.csv', 'CSVWithNames') LIMIT %d OFFSET %d",
+                 t[i].limit, t[i].offset);
+        capture c = {0};
+        eng_ctx ctx = {0};
+        eng_result res;
+        char err[ENG_MSG_MAX] = "";
+        assert_int_equal(run(sql, &ctx, &c, &res, err, sizeof(err)), 0);
+        int total = N_FILES * ROWS_PER_FILE;
+        int from = t[i].offset < total ? t[i].offset : total;
+        int to = from + t[i].limit < total ? from + t[i].limit : total;
+        size_t len;
+        char *want = expected(from, to, &len);
+        assert_int_equal(res.rows_out, (uint64_t)(to - from));
+        assert_int_equal(c.n, len);
+        if (len)
+            assert_memory_equal(c.p, want, len);
+        free(want);
+        free(c.p);
+    }
+}
+
+static void test_a_failing_writer_fails_the_query(void **state)
+{
+    (void)state;
+    capture c = {.fail_after = 100000};
+    eng_ctx ctx = {0};
+    eng_result res;
+    char err[ENG_MSG_MAX] = "";
+    int rc = run("SELECT * FROM file('{D}/*.csv', 'CSVWithNames')", &ctx, &c, &res, err,
+                 sizeof(err));
+    assert_int_equal(rc, -EIO);
+    assert_non_null(strstr(err, "cannot write the result"));
+    assert_non_null(strstr(err, strerror(EPIPE)));
+    free(c.p);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_select_star_streams_under_the_limit),
+        cmocka_unit_test(test_order_by_without_limit_holds_every_row),
+        cmocka_unit_test(test_blocks_reach_the_callers_sink_one_at_a_time),
+        cmocka_unit_test(test_offset_and_limit_cut_across_blocks),
+        cmocka_unit_test(test_a_failing_writer_fails_the_query),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
