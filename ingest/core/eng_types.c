@@ -22,8 +22,8 @@
 /* Blocks of EM_BIG bytes and more (group tables, index slots, result
  * columns) are mapped directly and grown with mremap. Through malloc they
  * would land on the heap once the scan's freed buffers have raised glibc's
- * dynamic mmap threshold, where every doubling copies and leaves a hole:
- * about 8 MiB of peak RSS on a 137k-group GROUP BY at two threads. Mapped,
+ * dynamic mmap threshold, where every doubling copies and leaves a hole
+ * (bench/README.md, engine, has the figure). Mapped,
  * growing moves page tables instead of bytes, and pages never touched (the
  * unused tail of a doubled array) cost nothing. The size header is the same
  * for both kinds; the size says which one a block is. */

@@ -1,28 +1,34 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * eng.h: the scan engine's public face: run one SQL statement (sql.h) over
- * Parquet / CSV / TSV / JSONEachRow files from local folders or S3 and write
- * its result in a ClickHouse output format, with ClickHouse's semantics.
+ * eng.h: the scan engine's public face: run SQL statements (sql/sql.h) over
+ * Parquet / CSV / TSV / JSONEachRow files from local folders or S3 and hand
+ * each result to a sink (sink/eng_sink.h: an output format by default), with
+ * ClickHouse's semantics. A statement goes through these stages:
  *
- * The plan, for SELECT now and INSERT later (eng_int.h has the details):
+ *   parse (sql/)  ->  source (source/: the FROM table function: glob -> files
+ *   -> work units, Parquet row groups or text files)  ->  bind (plan/)
+ *   ->  execute (exec/eng_worker.c: max_threads workers; per unit: scan only
+ *       the columns the query needs, row groups pruned by WHERE; filter;
+ *       partial aggregate | projection (+ top-N) per worker)
+ *   ->  result (exec/eng_result.c: merge -> HAVING -> ORDER BY (heap when
+ *       LIMIT) -> LIMIT/OFFSET; without GROUP BY / ORDER BY the rows stream
+ *       straight from the workers)
+ *   ->  sink (one block at a time)
  *
- *   source (glob -> files -> work units: Parquet row groups, text files)
- *     -> scan (only the columns the query needs, row groups pruned by WHERE)
- *     -> filter (WHERE, a selection vector over the block)
- *     -> partial aggregate per worker  |  projection (+ top-N) per worker
- *     -> merge -> HAVING -> ORDER BY (heap when LIMIT) -> LIMIT/OFFSET
- *     -> sink: an output format today; a table-part writer for INSERT later
+ * Blocks between operators are cb_batch (core/colbatch.h) at the source and
+ * engine vectors (core/eng_types.h: typed, a null byte per row, strings plain
+ * or dictionary + indices) inside.
  *
- * Blocks between operators are cb_batch (colbatch.h) at the source and
- * eng vectors (typed, a null byte per row, strings plain or dictionary +
- * indices) inside; a sink consumes result blocks one at a time, so INSERT
- * INTO t SELECT plugs a part writer in where the formatter is.
+ * Owns: nothing between calls. eng_run keeps no global state: a process may
+ * run any number of statements at once (a server's queries), each with its
+ * own memory tracker, settings, source, workers and sink.
  *
- * Thread-safety: eng_run() may be called from several threads at once with
- * different eng_ctx; one eng_ctx serves one call at a time. Inside a query the
+ * Thread-safety: eng_run() may be called from several threads at once, with
+ * the same or different eng_ctx (it only reads it). Inside a statement the
  * engine starts max_threads workers of its own and joins them before it
- * returns. The source callbacks of eng_ctx (open_s3, list_s3) are called from
- * those workers concurrently and must be thread-safe.
+ * returns. The S3 callbacks of eng_ctx (open_s3, list_s3) are called from
+ * those workers and from download threads concurrently and must be
+ * thread-safe; a sink (and a writer) is called by one thread at a time.
  */
 #ifndef RINGCACHE_ENG_H
 #define RINGCACHE_ENG_H
@@ -66,7 +72,8 @@ typedef struct eng_result {
 } eng_result;
 
 /* Runs `sql` (one or more statements separated by ';') against ctx, writing
- * each result to ctx->out and, after each statement, the ClickHouse-style
+ * each result to its sink (ctx->open_sink's, else the format's on
+ * ctx->writer or ctx->out) and, after each statement, the ClickHouse-style
  * summary to `summary` (may be NULL). Returns 0 or -errno with a sentence in
  * err (the SQL place "line L, column C: ..." for errors in the query, the file
  * and place for errors in the data). res (may be NULL) gets the last

@@ -9,7 +9,8 @@
  * aggregation table or appends projected rows to its own result table (cut
  * to the top N by a heap when ORDER BY has a LIMIT). At the end the tables
  * are merged, HAVING / ORDER BY / LIMIT applied, and the rows go to the sink
- * (an output format, sink/eng_out.c).
+ * (an output format, sink/eng_sink.h). Without GROUP BY and ORDER BY the
+ * rows go to the sink as the workers produce them, in bounded memory.
  */
 #include "exec_int.h"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * eng_fetch.c: the prefetcher (eng_int.h, "downloads ahead of the workers"):
+ * eng_fetch.c: the prefetcher (eng_fetch.h, "downloads ahead of the workers"):
  * download threads that fetch the work units after the ones the workers have
  * taken, in plan order, within a byte budget charged to the query's memory,
  * and hand the bytes to the worker that reaches the unit. It knows nothing of

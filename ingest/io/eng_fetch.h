@@ -5,7 +5,9 @@
  * the query's memory. It knows nothing of formats: the caller's ops say what a
  * unit costs and how it is fetched.
  *
- * Thread-safety: see below (ef_take / ef_release / ef_stop from any worker).
+ * Thread-safety: ef_take / ef_release / ef_stop / ef_buf_* from any worker
+ * or download thread; ef_create / ef_destroy / ef_stats from the thread that
+ * owns the prefetcher. No globals: every query has its own.
  */
 #ifndef RINGCACHE_ENG_FETCH_H
 #define RINGCACHE_ENG_FETCH_H
@@ -72,10 +74,9 @@ void ef_stop(ef *p);
 /* Stops, joins the download threads, frees what no worker took. */
 void ef_destroy(ef **p);
 /* Buffers of blobs: mapped, not malloc'ed (through malloc they would stay in
- * the download threads' arenas, about 10 MiB of peak RSS on the seed query),
- * and kept in a small pool for the next job (a fresh mapping costs a page
- * fault and a zeroed page per 4 KiB or 2 MiB, several percent of the seed
- * query's time). ef_buf_get: a buffer of at least n bytes (*cap its size), or
+ * the download threads' arenas, adding to the process's peak RSS), and kept
+ * in a small pool for the next job (a fresh mapping costs a page fault and a
+ * zeroed page per 4 KiB or 2 MiB); bench/README.md has what each saved. ef_buf_get: a buffer of at least n bytes (*cap its size), or
  * NULL when out of memory; ef_buf_put returns it (NULL accepted). */
 uint8_t *ef_buf_get(ef *p, uint64_t n, uint64_t *cap);
 void ef_buf_put(ef *p, uint8_t *buf, uint64_t cap);

@@ -1031,8 +1031,7 @@ static bx *bind(binder *b, const sql_node *n, bmode mode)
             if (s)
                 berr(b, n, "unknown function '%s', did you mean '%s'?", n->s, s);
             else
-                berr(b, n, "unknown function '%s' (this engine implements the functions listed "
-                           "in issue 10 only)",
+                berr(b, n, "unknown function '%s': the engine does not implement it",
                      n->s);
             return NULL;
         }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
  * sql.h: the SQL front end of the engine: a lexer and a recursive-descent
- * parser for the ClickHouse-flavoured subset of issue 10 (SELECT ... FROM
+ * parser for a ClickHouse-flavoured subset (SELECT ... FROM
  * s3()/file() ... WHERE ... GROUP BY ... HAVING ... ORDER BY ... LIMIT ...
  * SETTINGS ... FORMAT ..., and DESCRIBE), producing an abstract syntax tree.
  * Names are not resolved here (eng_bind.c does that against a schema); the
