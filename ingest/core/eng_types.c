@@ -682,3 +682,49 @@ void eng_schema_free(eng_schema *s)
     s->cols = NULL;
     s->n = 0;
 }
+
+/* ---- views and failures ---------------------------------------------------------- */
+
+void ex_vec_view(const ex_vec *v, uint32_t off, uint32_t n, ex_vec *out)
+{
+    *out = *v;
+    out->own = 0;
+    if (v->is_const)
+        return;
+    out->n = n;
+    if (v->i)
+        out->i = v->i + off;
+    if (v->d)
+        out->d = v->d + off;
+    if (v->off)
+        out->off = v->off + off;
+    if (v->idx)
+        out->idx = v->idx + off;
+    if (v->nulls)
+        out->nulls = v->nulls + off;
+}
+
+void eng_fail_init(eng_fail *f)
+{
+    pthread_mutex_init(&f->mu, NULL);
+    atomic_init(&f->rc, 0);
+    f->msg[0] = 0;
+}
+
+void eng_fail_deinit(eng_fail *f)
+{
+    pthread_mutex_destroy(&f->mu);
+}
+
+bool eng_fail_set(eng_fail *f, int rc, const char *msg)
+{
+    bool first = false;
+    pthread_mutex_lock(&f->mu);
+    if (!atomic_load(&f->rc)) {
+        snprintf(f->msg, sizeof(f->msg), "%s", msg);
+        atomic_store(&f->rc, rc);
+        first = true;
+    }
+    pthread_mutex_unlock(&f->mu);
+    return first;
+}

@@ -14,6 +14,7 @@
 
 #include "colbatch.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -21,6 +22,22 @@
 
 /* The size of the engine's error sentences (err buffers). */
 #define ENG_MSG_MAX 1024
+
+/* ---- the first failure of several threads ---------------------------------- */
+
+/* Where the threads of one query (or one phase of it) leave their error: the
+ * first one stays, with its sentence. Thread-safe (a mutex); rc is also
+ * readable without it once the threads have been joined. */
+typedef struct eng_fail {
+    pthread_mutex_t mu;
+    _Atomic int rc;            /* 0, or the first failure's -errno */
+    char msg[ENG_MSG_MAX];
+} eng_fail;
+
+void eng_fail_init(eng_fail *f);
+void eng_fail_deinit(eng_fail *f);
+/* Keeps rc and msg when nothing failed before; true when it did keep them. */
+bool eng_fail_set(eng_fail *f, int rc, const char *msg);
 
 /* ---- memory --------------------------------------------------------------- */
 
@@ -142,6 +159,9 @@ int ex_vec_str_put(eng_mem *m, ex_vec *v, uint32_t r, const void *s, size_t len)
 /* Makes a vector of n rows from a batch column (zero copy where the layout
  * matches; borrowed buffers stay the column's). */
 int ex_vec_from_column(eng_mem *m, const cb_column *c, ex_vec *v);
+/* *out views rows [off, off + n) of v: v's buffers, borrowed (v must outlive
+ * it; clearing it frees nothing). A constant views itself. */
+void ex_vec_view(const ex_vec *v, uint32_t off, uint32_t n, ex_vec *out);
 ex_type ex_type_of_column(const cb_typeinfo *ti, bool nullable);
 /* Formats one value as text the way ClickHouse's TSV does (unescaped; for
  * strings the bytes). Returns the length; buf >= 64 bytes for non-strings. */

@@ -48,7 +48,7 @@ static void query_free(equery *q)
     eng_plan_free(&q->mem, &q->plan);
     eng_source_destroy(&q->src);
     pthread_mutex_destroy(&q->out_mu);
-    pthread_mutex_destroy(&q->err_mu);
+    eng_fail_deinit(&q->fail);
     free(q);
 }
 
@@ -57,7 +57,7 @@ static equery *query_create(const eng_ctx *ctx)
     equery *q = calloc(1, sizeof(*q));
     if (!q)
         return NULL;
-    pthread_mutex_init(&q->err_mu, NULL);
+    eng_fail_init(&q->fail);
     pthread_mutex_init(&q->out_mu, NULL);
     q->ctx = ctx;
     q->t0 = eng__now_s();

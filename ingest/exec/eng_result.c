@@ -183,16 +183,8 @@ int eng__out_table(eng_output *o, const rtab *t, char *err, size_t errlen)
     int rc = 0;
     for (uint32_t off = 0; rc == 0 && off < t->n; off += ENG_OUT_BLOCK_ROWS) {
         uint32_t cnt = t->n - off < ENG_OUT_BLOCK_ROWS ? t->n - off : ENG_OUT_BLOCK_ROWS;
-        for (int k = 0; k < o->n_cols; k++) {
-            const ex_vec *x = &t->c[k];
-            v[k] = *x; /* a view of rows [off, off + cnt) */
-            v[k].own = 0;
-            v[k].n = cnt;
-            if (x->i) v[k].i = x->i + off;
-            if (x->d) v[k].d = x->d + off;
-            if (x->off) v[k].off = x->off + off;
-            if (x->nulls) v[k].nulls = x->nulls + off;
-        }
+        for (int k = 0; k < o->n_cols; k++)
+            ex_vec_view(&t->c[k], off, cnt, &v[k]);
         rc = eng__out_rows(o, v, cnt, err, errlen);
     }
     free(v);
@@ -232,16 +224,8 @@ int eng__stream_rows(equery *q, const rtab *t, char *err, size_t errlen)
                 rc = -ENOMEM;
                 snprintf(err, errlen, "out of memory");
             }
-            for (int k = 0; v && k < q->out.n_cols; k++) {
-                const ex_vec *x = &t->c[k];
-                v[k] = *x; /* a view of rows [from, from + n) */
-                v[k].own = 0;
-                v[k].n = n;
-                if (x->i) v[k].i = x->i + from;
-                if (x->d) v[k].d = x->d + from;
-                if (x->off) v[k].off = x->off + from;
-                if (x->nulls) v[k].nulls = x->nulls + from;
-            }
+            for (int k = 0; v && k < q->out.n_cols; k++)
+                ex_vec_view(&t->c[k], from, n, &v[k]);
             if (v)
                 rc = eng__out_rows(&q->out, v, n, err, errlen);
             free(v);

@@ -23,12 +23,7 @@
 
 static void q_fail(equery *q, int rc, const char *msg)
 {
-    pthread_mutex_lock(&q->err_mu);
-    if (!q->rc) {
-        q->rc = rc;
-        snprintf(q->err, sizeof(q->err), "%s", msg);
-    }
-    pthread_mutex_unlock(&q->err_mu);
+    eng_fail_set(&q->fail, rc, msg);
     atomic_store(&q->stop, 1);
     q->src->ops->stop(q->src);
 }
@@ -121,17 +116,8 @@ static int scan_block(void *arg, ex_vec *in, uint32_t n)
         ex_vec *sl = calloc((size_t)ncols + 1, sizeof(ex_vec));
         if (!sl)
             return -ENOMEM;
-        for (int k = 0; k < ncols; k++) {
-            ex_vec *v = &sl[k], *x = &in[k];
-            *v = *x;
-            v->own = 0;
-            v->n = cnt;
-            if (x->i) v->i = x->i + off;
-            if (x->d) v->d = x->d + off;
-            if (x->off) v->off = x->off + off;
-            if (x->idx) v->idx = x->idx + off;
-            if (x->nulls) v->nulls = x->nulls + off;
-        }
+        for (int k = 0; k < ncols; k++)
+            ex_vec_view(&in[k], off, cnt, &sl[k]);
         rc = process(w, sl, cnt);
         free(sl);
     }
@@ -290,9 +276,10 @@ int eng__execute(equery *q, worker **out, int *nout, char *err, size_t errlen)
         q->src->ops->reader_destroy(q->src, ws[i].rd);
         ws[i].rd = NULL;
     }
-    if (q->rc) {
-        snprintf(err, errlen, "%s", q->err);
-        return q->rc;
+    int frc = atomic_load(&q->fail.rc);
+    if (frc) {
+        snprintf(err, errlen, "%s", q->fail.msg);
+        return frc;
     }
     return 0;
 }

@@ -7,7 +7,7 @@
  * and the summary.
  *
  * Thread-safety: an equery is shared by its workers: its counters, stop flag
- * and memory tracker are atomic, its first error is under err_mu, the rest is
+ * and memory tracker are atomic, its first error is in fail, the rest is
  * set before the workers start and read-only while they run. A worker belongs
  * to its thread.
  */
@@ -59,9 +59,7 @@ typedef struct equery {
     eng_scan_stats stats;
     _Atomic int stop;
     _Atomic int64_t rows_emitted; /* LIMIT without ORDER BY: early stop */
-    pthread_mutex_t err_mu;
-    int rc;
-    char err[ENG_MSG_MAX];
+    eng_fail fail;             /* the first worker's error */
     double t0;
 } equery;
 
@@ -87,7 +85,7 @@ double eng__now_s(void);
 /* Columns of a worker's result table: outs..., then ORDER BY keys. */
 int eng__n_res_cols(const eng_plan *p);
 /* Runs nthreads workers over q's units; the calling thread draws the
- * progress line. The first failure is in q->rc / q->err. */
+ * progress line. The first failure is in q->fail. */
 int eng__run_workers(equery *q, worker *ws, int nthreads);
 /* The execute stage: a worker per thread (up to one per unit) with its table
  * and its reader of the source, run over q's units; *ws / *n get the workers,

@@ -55,11 +55,7 @@ typedef struct src_files {
     int *unit_file;
     int *unit_rg;
     ef *pf;                   /* downloads ahead of the workers (NULL: none) */
-    /* the first error of the footer threads */
-    pthread_mutex_t err_mu;
-    int rc;
-    char err[ENG_MSG_MAX];
-    _Atomic int failed;
+    eng_fail fail;            /* the first error of the footer threads */
 } src_files;
 
 /* A worker's state: the unit's bytes fetched ahead (or NULL), and its own
@@ -733,17 +729,6 @@ static void pf_fetch(void *arg, ef *p, int u, int span, ef_blob *b)
 
 /* ---- footers and units ------------------------------------------------------------ */
 
-static void files_fail(src_files *s, int rc, const char *msg)
-{
-    pthread_mutex_lock(&s->err_mu);
-    if (!s->rc) {
-        s->rc = rc;
-        snprintf(s->err, sizeof(s->err), "%s", msg);
-    }
-    pthread_mutex_unlock(&s->err_mu);
-    atomic_store(&s->failed, 1);
-}
-
 /* Opens every file's footer (in parallel), checks columns, lists the row
  * groups that survive pruning as units. */
 typedef struct footer_arg {
@@ -758,7 +743,7 @@ static void *footer_main(void *arg)
     char err[ENG_MSG_MAX];
     for (;;) {
         int i = atomic_fetch_add(&a->next, 1);
-        if (i >= s->n_files || atomic_load(&s->failed) || atomic_load(s->env.stop))
+        if (i >= s->n_files || atomic_load(&s->fail.rc) || atomic_load(s->env.stop))
             break;
         efile *f = &s->files[i];
         int rc = 0;
@@ -773,7 +758,7 @@ static void *footer_main(void *arg)
         if (rc < 0) {
             if (!err[0])
                 snprintf(err, sizeof(err), "cannot open %s: %s", f->path, strerror(-rc));
-            files_fail(s, rc, err);
+            eng_fail_set(&s->fail, rc, err);
             break;
         }
     }
@@ -796,9 +781,10 @@ static int open_footers(src_files *s, int nthreads, char *err, size_t errlen)
         footer_main(&fa);
     for (int i = 0; i < started; i++)
         pthread_join(th[i], NULL);
-    if (s->rc) {
-        snprintf(err, errlen, "%s", s->err);
-        return s->rc;
+    int frc = atomic_load(&s->fail.rc);
+    if (frc) {
+        snprintf(err, errlen, "%s", s->fail.msg);
+        return frc;
     }
     int total = 0;
     for (int i = 0; i < s->n_files; i++)
@@ -941,7 +927,7 @@ static void files_destroy(eng_source *b)
     eng_schema_free(&s->base.schema);
     free(s->unit_file);
     free(s->unit_rg);
-    pthread_mutex_destroy(&s->err_mu);
+    eng_fail_deinit(&s->fail);
     free(s);
 }
 
@@ -971,7 +957,7 @@ int src__files_open(eng_source **out, const eng_scan_env *env, const eng_tf_call
     s->env = *env;
     s->s3 = s3;
     snprintf(s->bucket, sizeof(s->bucket), "%s", bucket);
-    pthread_mutex_init(&s->err_mu, NULL);
+    eng_fail_init(&s->fail);
     s->files = l->f;
     s->n_files = l->n;
     memset(l, 0, sizeof(*l));

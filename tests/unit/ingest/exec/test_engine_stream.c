@@ -88,20 +88,30 @@ static int cap_write(void *arg, const void *buf, size_t len)
     return 0;
 }
 
-static int run(const char *sql, const eng_ctx *base, capture *c, eng_result *res, char *err,
-               size_t errlen)
+/* What a query did: its bytes, counters, error. */
+typedef struct outcome {
+    capture c;
+    eng_result res;
+    char err[ENG_MSG_MAX];
+    int rc;
+} outcome;
+
+/* Runs sql ({D} is the data folder) at one thread, TSV by default, its
+ * bytes into o->c (base: other fields of the context; NULL: none). */
+static void run(const char *sql, const eng_ctx *base, outcome *o)
 {
-    eng_writer w = {cap_write, NULL, c};
-    eng_ctx ctx = *base;
+    eng_writer w = {cap_write, NULL, &o->c};
+    eng_ctx ctx = base ? *base : (eng_ctx){0};
     ctx.writer = &w;
     ctx.format = ENG_FMT_TSV;
     ctx.max_threads = 1;
-    /* {D} is the data folder */
     char q[8192];
     const char *at = strstr(sql, "{D}");
     assert_non_null(at);
     snprintf(q, sizeof(q), "%.*s%s%s", (int)(at - sql), sql, h_env_dir(env), at + 3);
-    return eng_run(&ctx, q, strlen(q), NULL, res, err, errlen);
+    o->rc = eng_run(&ctx, q, strlen(q), NULL, &o->res, o->err, sizeof(o->err));
+    if (o->rc < 0)
+        fprintf(stderr, "%s: %s\n", q, o->err);
 }
 
 /* The TSV of rows [from, to). */
@@ -125,39 +135,30 @@ static void test_select_star_streams_under_the_limit(void **state)
     size_t len;
     char *want = expected(0, N_FILES * ROWS_PER_FILE, &len);
     assert_true(len > 15u << 20); /* the result is about 16 MiB ... */
-    capture c = {0};
-    eng_ctx ctx = {0};
-    eng_result res;
-    char err[ENG_MSG_MAX] = "";
     /* ... and the query may hold a third of it */
-    int rc = run("SELECT * FROM file('{D}/*.csv', 'CSVWithNames') "
-                 "SETTINGS max_memory_usage = 5000000",
-                 &ctx, &c, &res, err, sizeof(err));
-    if (rc < 0)
-        fprintf(stderr, "%s\n", err);
-    assert_int_equal(rc, 0);
-    assert_int_equal(res.rows_out, N_FILES * ROWS_PER_FILE);
-    assert_true(res.peak_memory < 5000000);
-    assert_int_equal(c.n, len);
-    assert_memory_equal(c.p, want, len);
-    free(c.p);
+    outcome o = {0};
+    run("SELECT * FROM file('{D}/*.csv', 'CSVWithNames') SETTINGS max_memory_usage = 5000000",
+        NULL, &o);
+    assert_int_equal(o.rc, 0);
+    assert_int_equal(o.res.rows_out, N_FILES * ROWS_PER_FILE);
+    assert_true(o.res.peak_memory < 5000000);
+    assert_int_equal(o.c.n, len);
+    assert_memory_equal(o.c.p, want, len);
+    free(o.c.p);
     free(want);
 }
 
 static void test_order_by_without_limit_holds_every_row(void **state)
 {
     (void)state;
-    capture c = {0};
-    eng_ctx ctx = {0};
-    eng_result res;
-    char err[ENG_MSG_MAX] = "";
-    int rc = run("SELECT * FROM file('{D}/*.csv', 'CSVWithNames') ORDER BY id "
-                 "SETTINGS max_memory_usage = 5000000",
-                 &ctx, &c, &res, err, sizeof(err));
-    assert_int_equal(rc, -ENOMEM);
-    assert_non_null(strstr(err, "max_memory_usage"));
-    assert_int_equal(c.n, 0); /* nothing was written */
-    free(c.p);
+    outcome o = {0};
+    run("SELECT * FROM file('{D}/*.csv', 'CSVWithNames') ORDER BY id "
+        "SETTINGS max_memory_usage = 5000000",
+        NULL, &o);
+    assert_int_equal(o.rc, -ENOMEM);
+    assert_non_null(strstr(o.err, "max_memory_usage"));
+    assert_int_equal(o.c.n, 0); /* nothing was written */
+    free(o.c.p);
 }
 
 /* A sink of the caller's: counts what it is told. */
@@ -221,14 +222,10 @@ static void test_blocks_reach_the_callers_sink_one_at_a_time(void **state)
     (void)state;
     counting_sink cs = {.base.ops = &cs_ops};
     eng_ctx ctx = {.open_sink = cs_open, .sink_arg = &cs};
-    capture c = {0};
-    eng_result res;
-    char err[ENG_MSG_MAX] = "";
-    int rc = run("SELECT id AS k, name FROM file('{D}/*.csv', 'CSVWithNames') FORMAT JSONEachRow",
-                 &ctx, &c, &res, err, sizeof(err));
-    if (rc < 0)
-        fprintf(stderr, "%s\n", err);
-    assert_int_equal(rc, 0);
+    outcome o = {0};
+    run("SELECT id AS k, name FROM file('{D}/*.csv', 'CSVWithNames') FORMAT JSONEachRow", &ctx,
+        &o);
+    assert_int_equal(o.rc, 0);
     assert_int_equal(cs.begins, 1);
     assert_int_equal(cs.ends, 1);
     assert_int_equal(cs.n_cols, 2);
@@ -236,8 +233,8 @@ static void test_blocks_reach_the_callers_sink_one_at_a_time(void **state)
     assert_int_equal(cs.rows, N_FILES * ROWS_PER_FILE);
     assert_true(cs.blocks >= N_FILES); /* at least a block per file, none the whole */
     assert_true(cs.max_block <= ROWS_PER_FILE);
-    assert_int_equal(res.rows_out, cs.rows);
-    assert_int_equal(c.n, 0); /* the caller's sink took the rows, not the writer */
+    assert_int_equal(o.res.rows_out, cs.rows);
+    assert_int_equal(o.c.n, 0); /* the caller's sink took the rows, not the writer */
 }
 
 static void test_offset_and_limit_cut_across_blocks(void **state)
@@ -251,38 +248,32 @@ static void test_offset_and_limit_cut_across_blocks(void **state)
         char sql[256];
         snprintf(sql, sizeof(sql), "SELECT * FROM file('{D}/*.csv', 'CSVWithNames') LIMIT %d OFFSET %d",
                  t[i].limit, t[i].offset);
-        capture c = {0};
-        eng_ctx ctx = {0};
-        eng_result res;
-        char err[ENG_MSG_MAX] = "";
-        assert_int_equal(run(sql, &ctx, &c, &res, err, sizeof(err)), 0);
+        outcome o = {0};
+        run(sql, NULL, &o);
+        assert_int_equal(o.rc, 0);
         int total = N_FILES * ROWS_PER_FILE;
         int from = t[i].offset < total ? t[i].offset : total;
         int to = from + t[i].limit < total ? from + t[i].limit : total;
         size_t len;
         char *want = expected(from, to, &len);
-        assert_int_equal(res.rows_out, (uint64_t)(to - from));
-        assert_int_equal(c.n, len);
+        assert_int_equal(o.res.rows_out, (uint64_t)(to - from));
+        assert_int_equal(o.c.n, len);
         if (len)
-            assert_memory_equal(c.p, want, len);
+            assert_memory_equal(o.c.p, want, len);
         free(want);
-        free(c.p);
+        free(o.c.p);
     }
 }
 
 static void test_a_failing_writer_fails_the_query(void **state)
 {
     (void)state;
-    capture c = {.fail_after = 100000};
-    eng_ctx ctx = {0};
-    eng_result res;
-    char err[ENG_MSG_MAX] = "";
-    int rc = run("SELECT * FROM file('{D}/*.csv', 'CSVWithNames')", &ctx, &c, &res, err,
-                 sizeof(err));
-    assert_int_equal(rc, -EIO);
-    assert_non_null(strstr(err, "cannot write the result"));
-    assert_non_null(strstr(err, strerror(EPIPE)));
-    free(c.p);
+    outcome o = {.c.fail_after = 100000};
+    run("SELECT * FROM file('{D}/*.csv', 'CSVWithNames')", NULL, &o);
+    assert_int_equal(o.rc, -EIO);
+    assert_non_null(strstr(o.err, "cannot write the result"));
+    assert_non_null(strstr(o.err, strerror(EPIPE)));
+    free(o.c.p);
 }
 
 int main(void)

@@ -86,20 +86,6 @@ static void clear_cols(ex_vec *v)
         ex_vec_clear(NULL, &v[k]);
 }
 
-/* A view of rows [from, from + n). */
-static void view(const ex_vec *in, ex_vec *out, uint32_t from, uint32_t n)
-{
-    for (int k = 0; k < 3; k++) {
-        out[k] = in[k];
-        out[k].own = 0;
-        out[k].n = n;
-        if (in[k].i) out[k].i = in[k].i + from;
-        if (in[k].d) out[k].d = in[k].d + from;
-        if (in[k].off) out[k].off = in[k].off + from;
-        if (in[k].nulls) out[k].nulls = in[k].nulls + from;
-    }
-}
-
 /* Writes rows [0, n) in blocks of `block` rows; returns the text (malloc'ed). */
 static char *render(eng_format fmt, uint32_t n, uint32_t block)
 {
@@ -113,7 +99,8 @@ static char *render(eng_format fmt, uint32_t n, uint32_t block)
     make_cols(cols, n ? n : 1);
     for (uint32_t off = 0; off < n; off += block) {
         uint32_t cnt = n - off < block ? n - off : block;
-        view(cols, part, off, cnt);
+        for (int k = 0; k < 3; k++)
+            ex_vec_view(&cols[k], off, cnt, &part[k]);
         eng_block b = {part, 3, cnt};
         assert_int_equal(s->ops->write(s, &b, err, sizeof(err)), 0);
     }

@@ -16,16 +16,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-static sql_stmt *parse_ok(const char *sql)
-{
-    sql_stmt *s;
-    char err[SQL_MSG_MAX];
-    int rc = sql_parse(sql, strlen(sql), &s, err, sizeof(err));
-    if (rc < 0)
-        fprintf(stderr, "%s: %s\n", sql, err);
-    assert_int_equal(rc, 0);
-    return s;
-}
+#include "parse_ok.h"
 
 static void parse_err(const char *sql, const char *want)
 {
