@@ -71,11 +71,9 @@ void eng_print_summary(FILE *f, const eng_result *r)
             bytes, rr, br, mem);
 }
 
-void eng__progress_line(equery *q, bool clear)
+static void draw_locked(equery *q, bool clear)
 {
     FILE *f = q->ctx->progress;
-    if (!f)
-        return;
     if (clear) {
         fputs("\r\033[K", f);
         fflush(f);
@@ -92,4 +90,24 @@ void eng__progress_line(equery *q, bool clear)
     fprintf(f, "\r\033[K↓ Progress: %s rows, %s (%s rows/s., %s/s.) %3d%%", rows, bytes, rr, br,
             pct);
     fflush(f);
+}
+
+/* The line shares the terminal with rows streamed to standard output: it is
+ * drawn and cleared under out_mu, and a block of rows clears it first. */
+void eng__progress_line(equery *q, bool clear)
+{
+    if (!q->ctx->progress)
+        return;
+    pthread_mutex_lock(&q->out_mu);
+    draw_locked(q, clear);
+    q->progress_shown = !clear;
+    pthread_mutex_unlock(&q->out_mu);
+}
+
+void eng__progress_clear_locked(equery *q)
+{
+    if (q->progress_shown) {
+        draw_locked(q, true);
+        q->progress_shown = false;
+    }
 }

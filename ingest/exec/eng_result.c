@@ -216,6 +216,7 @@ int eng__stream_rows(equery *q, const rtab *t, char *err, size_t errlen)
         n = (uint32_t)q->out_left;
     if (n) {
         q->out_left -= n;
+        eng__progress_clear_locked(q); /* rows may go to the same terminal */
         if (from == 0) {
             rc = eng__out_rows(&q->out, t->c, n, err, errlen);
         } else {

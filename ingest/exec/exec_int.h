@@ -52,6 +52,7 @@ typedef struct equery {
     pthread_mutex_t out_mu;
     uint64_t out_skip;         /* rows of OFFSET still to skip */
     uint64_t out_left;         /* rows LIMIT still lets through (UINT64_MAX: no LIMIT) */
+    bool progress_shown;       /* the progress line is on the terminal (under out_mu) */
     /* units */
     int n_units;
     _Atomic int next_unit;
@@ -103,7 +104,9 @@ int eng__finish_result(equery *q, worker *ws, int n, char *err, size_t errlen);
  * limit) when final is set; else to the first offset+limit rows (a worker's
  * partial top-N). 0 or -ENOMEM. */
 int eng__order_and_cut(eng_mem *m, rtab *t, const eng_plan *p, int first_key, bool final);
-/* The progress line (clear: erase it). */
+/* The progress line (clear: erase it), under out_mu. */
 void eng__progress_line(equery *q, bool clear);
+/* Erases the progress line if it is shown; the caller holds out_mu. */
+void eng__progress_clear_locked(equery *q);
 
 #endif /* RINGCACHE_EXEC_INT_H */
