@@ -6,7 +6,8 @@
  * result's size, its output whole and in order at one thread; the same with
  * ORDER BY and no LIMIT still holds every row and meets the limit (it says
  * so); blocks reach a sink of the caller's (eng_ctx.open_sink) one at a time,
- * begun once and ended once; OFFSET and LIMIT cut across blocks and files; a
+ * begun once and ended once; OFFSET and LIMIT cut across blocks and files;
+ * two workers share the sink, every row once (label `threads`: TSan in CI); a
  * writer that fails makes the query fail with a sentence saying so.
  */
 #include "eng.h"
@@ -96,15 +97,16 @@ typedef struct outcome {
     int rc;
 } outcome;
 
-/* Runs sql ({D} is the data folder) at one thread, TSV by default, its
- * bytes into o->c (base: other fields of the context; NULL: none). */
+/* Runs sql ({D} is the data folder) in TSV, its bytes into o->c; base: other
+ * fields of the context (NULL: none; max_threads 0: one thread). */
 static void run(const char *sql, const eng_ctx *base, outcome *o)
 {
     eng_writer w = {cap_write, NULL, &o->c};
     eng_ctx ctx = base ? *base : (eng_ctx){0};
     ctx.writer = &w;
     ctx.format = ENG_FMT_TSV;
-    ctx.max_threads = 1;
+    if (ctx.max_threads == 0)
+        ctx.max_threads = 1;
     char q[8192];
     const char *at = strstr(sql, "{D}");
     assert_non_null(at);
@@ -265,6 +267,57 @@ static void test_offset_and_limit_cut_across_blocks(void **state)
     }
 }
 
+static int line_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The lines of text (modified in place), sorted. */
+static char **sorted_lines(char *text, size_t len, size_t *n)
+{
+    size_t cap = 1024;
+    char **l = malloc(cap * sizeof(char *));
+    assert_non_null(l);
+    *n = 0;
+    for (size_t i = 0, start = 0; i < len; i++) {
+        if (text[i] != '\n')
+            continue;
+        text[i] = 0;
+        if (*n == cap) {
+            cap *= 2;
+            l = realloc(l, cap * sizeof(char *));
+            assert_non_null(l);
+        }
+        l[(*n)++] = text + start;
+        start = i + 1;
+    }
+    qsort(l, *n, sizeof(char *), line_cmp);
+    return l;
+}
+
+static void test_two_workers_share_the_sink(void **state)
+{
+    (void)state;
+    eng_ctx ctx = {.max_threads = 2};
+    outcome o = {0};
+    run("SELECT * FROM file('{D}/*.csv', 'CSVWithNames') SETTINGS max_memory_usage = 16000000",
+        &ctx, &o);
+    assert_int_equal(o.rc, 0);
+    size_t len;
+    char *want = expected(0, N_FILES * ROWS_PER_FILE, &len);
+    assert_int_equal(o.c.n, len);
+    size_t ng, nw;
+    char **got = sorted_lines(o.c.p, o.c.n, &ng), **exp = sorted_lines(want, len, &nw);
+    assert_int_equal(ng, N_FILES * ROWS_PER_FILE);
+    assert_int_equal(ng, nw);
+    for (size_t i = 0; i < ng; i++)
+        assert_string_equal(got[i], exp[i]);
+    free(got);
+    free(exp);
+    free(want);
+    free(o.c.p);
+}
+
 static void test_a_failing_writer_fails_the_query(void **state)
 {
     (void)state;
@@ -283,6 +336,7 @@ int main(void)
         cmocka_unit_test(test_order_by_without_limit_holds_every_row),
         cmocka_unit_test(test_blocks_reach_the_callers_sink_one_at_a_time),
         cmocka_unit_test(test_offset_and_limit_cut_across_blocks),
+        cmocka_unit_test(test_two_workers_share_the_sink),
         cmocka_unit_test(test_a_failing_writer_fails_the_query),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
