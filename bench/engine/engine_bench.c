@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * engine_bench.c: the scan engine (ingest/eng.h) against DuckDB, in one run,
+ * engine_bench.c: the scan engine (ingest/exec/eng.h) against DuckDB, in one run,
  * on the same files and threads. bench_gen.mjs writes a Stack-Overflow-shaped
  * dataset (default 20M rows in four Parquet files, two snappy and two zstd,
  * about 1 GiB) into a temp folder and times DuckDB; this program then runs
