@@ -48,6 +48,7 @@ typedef struct metric {
     _Atomic int64_t gauge;
     met_gauge_fn fn;            /* fn and fn_arg under the registry's lock */
     void *fn_arg;
+    uint64_t fn_high;           /* a counter's highest fn value yet (under the lock) */
     atomic_bool has_fn;         /* mirrors fn != NULL, for met_set's fast path */
 } metric;
 
@@ -344,7 +345,8 @@ int met_set_fn(met_registry *r, int idx, met_gauge_fn fn, void *arg)
 {
     pthread_mutex_lock(&r->lock);
     int rc = -EINVAL;
-    if (idx >= 0 && (size_t)idx < r->n && r->m[idx].kind == MET_GAUGE) {
+    if (idx >= 0 && (size_t)idx < r->n &&
+        (r->m[idx].kind == MET_GAUGE || r->m[idx].kind == MET_COUNTER)) {
         r->m[idx].fn = fn;
         r->m[idx].fn_arg = arg;
         atomic_store_explicit(&r->m[idx].has_fn, fn != NULL, memory_order_relaxed);
@@ -371,6 +373,21 @@ static int64_t gauge_locked(met_registry *r, const metric *m)
     return atomic_load_explicit(&m->gauge, memory_order_relaxed);
 }
 
+/* A counter: its cells, plus its callback's value, which never goes back
+ * within the process (a store that recounts after a reopen cannot make a
+ * Prometheus counter decrease without a restart). */
+static uint64_t counter_locked(met_registry *r, metric *m)
+{
+    uint64_t v = cell_sum_locked(r, m->cell);
+    if (m->fn != NULL) {
+        int64_t f = m->fn(m->fn_arg);
+        if (f > 0 && (uint64_t)f > m->fn_high)
+            m->fn_high = (uint64_t)f;
+        v += m->fn_high;
+    }
+    return v;
+}
+
 /* buckets[MET_HIST_BUCKETS + 1] cumulative; returns the sum in us. */
 static uint64_t hist_locked(met_registry *r, const metric *m, uint64_t *cum)
 {
@@ -387,9 +404,9 @@ uint64_t met_get(met_registry *r, int idx)
     pthread_mutex_lock(&r->lock);
     uint64_t v = 0;
     if (idx >= 0 && (size_t)idx < r->n) {
-        const metric *m = &r->m[idx];
+        metric *m = &r->m[idx];
         if (m->kind == MET_COUNTER) {
-            v = cell_sum_locked(r, m->cell);
+            v = counter_locked(r, m);
         } else if (m->kind == MET_GAUGE) {
             v = (uint64_t)gauge_locked(r, m);
         } else {
@@ -471,11 +488,11 @@ static const char *type_name(met_kind k)
     return k == MET_COUNTER ? "counter" : k == MET_GAUGE ? "gauge" : "histogram";
 }
 
-static void render_one_locked(met_registry *r, sbuf *b, const metric *m)
+static void render_one_locked(met_registry *r, sbuf *b, metric *m)
 {
     const char *l = m->labels;
     if (m->kind == MET_COUNTER) {
-        uint64_t v = cell_sum_locked(r, m->cell);
+        uint64_t v = counter_locked(r, m);
         if (l)
             sb_printf(b, "%s{%s} %" PRIu64 "\n", m->name, l, v);
         else
@@ -510,7 +527,7 @@ int met_render(met_registry *r, char **out, size_t *len)
     b.p[0] = '\0';
     pthread_mutex_lock(&r->lock);
     for (size_t i = 0; i < r->n && !b.oom; i++) {
-        const metric *m = &r->m[i];
+        metric *m = &r->m[i];
         bool seen = false;
         for (size_t j = 0; j < i && !seen; j++)
             seen = strcmp(r->m[j].name, m->name) == 0;

@@ -83,7 +83,10 @@ void met_set(met_registry *r, int idx, int64_t v);
 void met_gauge_add(met_registry *r, int idx, int64_t delta);
 
 /* Gauge idx = fn(arg) at every read from now on; fn NULL goes back to the
- * value of met_set. Returns 0, or -EINVAL if idx is not a gauge. */
+ * value of met_set. On a counter, fn gives a running total kept elsewhere
+ * (the block store's): the counter reads as its own additions plus the
+ * highest value fn has returned, so it never decreases within the process.
+ * Returns 0, or -EINVAL if idx is a histogram or out of range. */
 int met_set_fn(met_registry *r, int idx, met_gauge_fn fn, void *arg);
 
 /* Records one observation of `us` microseconds into histogram idx. */

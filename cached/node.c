@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -36,7 +37,7 @@
 #define O(field) offsetof(node_conf, field), sizeof(((node_conf *)0)->field)
 
 const cfg_opt node_opts[] = {
-    {"listen", CFG_STR, "0.0.0.0", "address of the protocol port", O(listen), 0, 0, false, false},
+    {"listen", CFG_STR, NULL, "address of the protocol port (default: 0.0.0.0 with --tenants or --allow-anonymous, else 127.0.0.1)", O(listen), 0, 0, false, false},
     {"port", CFG_INT, "7070", "protocol port (0: any free port, see --port-file)", O(port), 0, 65535, false, false},
     {"port-file", CFG_STR, NULL, "write the bound protocol port here (for tests and scripts)", O(port_file), 0, 0, false, false},
     {"admin-listen", CFG_STR, "0.0.0.0", "address of the admin HTTP port", O(admin_listen), 0, 0, false, false},
@@ -58,6 +59,7 @@ const cfg_opt node_opts[] = {
     {"members", CFG_STR, NULL, "cluster members: id=host:port,... | file:PATH | dns:NAME[:PORT] (write-through placement)", O(members), 0, 0, false, false},
     {"node-id", CFG_STR, NULL, "this node's member id (default: the host name)", O(node_id), 0, 0, false, false},
     {"tenants", CFG_STR, NULL, "tenants file (tokens, allowed buckets/prefixes, credentials); empty: open", O(tenants), 0, 0, false, false},
+    {"allow-anonymous", CFG_BOOL, "false", "without --tenants, serve clients of other hosts too (anyone who reaches the port reads what the node's S3 credentials can)", O(allow_anonymous), 0, 0, false, false},
     {"peer-token", CFG_STR, NULL, "token cache nodes use with each other (PUT_BLOCK)", O(peer_token), 0, 0, true, false},
     {"peer-token-file", CFG_STR, NULL, "read --peer-token from this file (first line), e.g. a mounted Secret", O(peer_token_file), 0, 0, false, false},
     {"tls-cert", CFG_STR, NULL, "PEM certificate chain: TLS on the protocol and admin ports", O(tls_cert), 0, 0, false, false},
@@ -69,6 +71,11 @@ const cfg_opt node_opts[] = {
     {"chunk-size", CFG_SIZE, "256KiB", "answers go out in chunks of this size, interleaved", O(chunk_size), 4096, 16 << 20, false, false},
     {"part-size", CFG_SIZE, "8MiB", "multipart part size for write-through PUTs", O(part_size), 5 << 20, 5LL << 30, false, false},
     {"drain-timeout", CFG_MS, "10s", "on SIGTERM, time given to in-flight requests", O(drain_timeout_ms), 0, 600000, false, false},
+    {"max-fills", CFG_INT, "256", "fills from S3 in flight on this node; a GET past it is answered busy, WARM takes at most half", O(max_fills), 2, 65536, false, false},
+    {"max-warm-blocks", CFG_INT, "1024", "blocks one WARM request may name", O(max_warm_blocks), 1, 65536, false, false},
+    {"max-connections", CFG_INT, "0", "connections open at once; more are answered busy and closed (0: the descriptor limit less a reserve, at most 10000)", O(max_connections), 0, 1000000, false, false},
+    {"frame-timeout", CFG_MS, "10s", "a frame (and HELLO, after connecting) must arrive whole within this, or the connection is closed", O(frame_timeout_ms), 100, 3600000, false, false},
+    {"idle-timeout", CFG_MS, "0", "close a connection with nothing in flight after this long (0: never)", O(idle_timeout_ms), 0, 86400000, false, false},
     {"log-level", CFG_STR, "info", "error, warn, info or debug", O(log_level), 0, 0, false, false},
 };
 const size_t node_n_opts = sizeof(node_opts) / sizeof(node_opts[0]);
@@ -205,6 +212,9 @@ static const met_def node_metric_defs[NM__COUNT] = {
     [NM_WARM_BLOCKS] = {"ringcached_warm_blocks_total", "blocks asked for by WARM", MET_COUNTER, NULL},
     [NM_FILL_TIMEOUTS] = {"ringcached_fill_timeouts_total", "fills that missed the fill deadline", MET_COUNTER, NULL},
     [NM_LATENCY] = {"ringcached_request_seconds", "GET latency from request to last byte queued", MET_HISTOGRAM, NULL},
+    [NM_CONN_REFUSED] = {"ringcached_connections_refused_total", "connections answered busy and closed at --max-connections", MET_COUNTER, NULL},
+    [NM_ACCEPT_ERRORS] = {"ringcached_accept_errors_total", "accepts that failed for lack of file descriptors (accepting pauses)", MET_COUNTER, NULL},
+    [NM_CONN_TIMEOUTS] = {"ringcached_connections_timed_out_total", "connections closed by the frame or idle timeout", MET_COUNTER, NULL},
 };
 
 
@@ -229,16 +239,18 @@ typedef enum {
     G__COUNT
 } node_gauge;
 
+/* The block store's running totals (counters, read at render time) and its
+ * levels (gauges). */
 static const met_def node_gauge_defs[G__COUNT] = {
-    [G_RAM_HITS] = {"ringcached_tier_hits_total", "store hits per tier", MET_GAUGE, "tier=\"ram\""},
-    [G_RAM_MISSES] = {"ringcached_tier_misses_total", "store misses per tier", MET_GAUGE, "tier=\"ram\""},
-    [G_SSD_HITS] = {"ringcached_tier_hits_total", "store hits per tier", MET_GAUGE, "tier=\"ssd\""},
-    [G_SSD_MISSES] = {"ringcached_tier_misses_total", "store misses per tier", MET_GAUGE, "tier=\"ssd\""},
-    [G_EVICTIONS] = {"ringcached_evictions_total", "regions evicted from the SSD", MET_GAUGE, NULL},
-    [G_REINSERT] = {"ringcached_reinsertions_total", "hot blocks kept when their region was evicted", MET_GAUGE, NULL},
-    [G_REINSERT_SKIP] = {"ringcached_reinsertions_skipped_total", "hot blocks dropped at eviction for lack of a free region to copy them into", MET_GAUGE, NULL},
-    [G_CHECKSUM] = {"ringcached_checksum_failures_total", "blocks whose bytes failed their checksum (dropped, refilled)", MET_GAUGE, NULL},
-    [G_IOERR] = {"ringcached_io_errors_total", "disk reads and writes that failed", MET_GAUGE, NULL},
+    [G_RAM_HITS] = {"ringcached_tier_hits_total", "store hits per tier", MET_COUNTER, "tier=\"ram\""},
+    [G_RAM_MISSES] = {"ringcached_tier_misses_total", "store misses per tier", MET_COUNTER, "tier=\"ram\""},
+    [G_SSD_HITS] = {"ringcached_tier_hits_total", "store hits per tier", MET_COUNTER, "tier=\"ssd\""},
+    [G_SSD_MISSES] = {"ringcached_tier_misses_total", "store misses per tier", MET_COUNTER, "tier=\"ssd\""},
+    [G_EVICTIONS] = {"ringcached_evictions_total", "regions evicted from the SSD", MET_COUNTER, NULL},
+    [G_REINSERT] = {"ringcached_reinsertions_total", "hot blocks kept when their region was evicted", MET_COUNTER, NULL},
+    [G_REINSERT_SKIP] = {"ringcached_reinsertions_skipped_total", "hot blocks dropped at eviction for lack of a free region to copy them into", MET_COUNTER, NULL},
+    [G_CHECKSUM] = {"ringcached_checksum_failures_total", "blocks whose bytes failed their checksum (dropped, refilled)", MET_COUNTER, NULL},
+    [G_IOERR] = {"ringcached_io_errors_total", "disk reads and writes that failed", MET_COUNTER, NULL},
     [G_INFLIGHT] = {"ringcached_io_inflight", "disk I/O submitted and not completed", MET_GAUGE, NULL},
     [G_SSD_USED] = {"ringcached_capacity_used_bytes", "bytes used per tier", MET_GAUGE, "tier=\"ssd\""},
     [G_SSD_CAP] = {"ringcached_capacity_bytes", "capacity per tier", MET_GAUGE, "tier=\"ssd\""},
@@ -309,6 +321,8 @@ struct node_fill {
     /* identity copies for the S3 GET and the store write */
     char tenant[257], bucket[64], key_s[1025], version[129];
     uint64_t object_size, index;
+    uint32_t got;                /* bytes S3 delivered into buf */
+    bool had_waiters;            /* a GET asked (not only a WARM) */
     int rcp_code;
     char message[2048];
 };
@@ -477,6 +491,33 @@ static void fill_deadline_cb(evutil_socket_t fd, short what, void *arg)
     pthread_mutex_unlock(&n->fill_lock);
 }
 
+/* S3 delivers a fill's bytes here (the S3 client's thread is the owner's).
+ * A fill that timed out, or whose every waiter left, stops its S3 request
+ * at the next bytes instead of downloading a block nobody waits for. */
+static int fill_data(const void *data, size_t len, void *arg)
+{
+    node_fill *f = arg;
+    node *n = f->n;
+    pthread_mutex_lock(&n->fill_lock);
+    bool abandoned = f->state != FILL_RUNNING || (f->had_waiters && !f->waiters);
+    pthread_mutex_unlock(&n->fill_lock);
+    if (abandoned)
+        return -ECANCELED;
+    if (len > f->block_len - f->got)
+        return -EMSGSIZE;
+    memcpy(f->buf->data + f->got, data, len);
+    f->got += (uint32_t)len;
+    return 0;
+}
+
+size_t node__fills_active(node *n)
+{
+    pthread_mutex_lock(&n->fill_lock);
+    size_t k = n->fills_active;
+    pthread_mutex_unlock(&n->fill_lock);
+    return k;
+}
+
 static int str_copy(char *dst, size_t cap, const char *src, size_t len)
 {
     if (len + 1 > cap)
@@ -544,6 +585,11 @@ int node__fill_join(node_worker *w, const node_fill_args *a, node_fill **joined)
         free(wt);
         return -EAGAIN;
     }
+    if (n->fills_active >= (size_t)n->conf.max_fills) {
+        pthread_mutex_unlock(&n->fill_lock);
+        free(wt);
+        return -EBUSY;
+    }
     /* a new fill, run on this worker */
     f = calloc(1, sizeof(*f));
     if (!f) {
@@ -575,6 +621,7 @@ int node__fill_join(node_worker *w, const node_fill_args *a, node_fill **joined)
     if (wt)
         wt->creator = true;
     f->waiters = wt;
+    f->had_waiters = wt != NULL;
     f->ref = 2; /* the table and the S3 GET */
     f->in_table = true;
     size_t b = fill_bucket(n, k);
@@ -587,7 +634,7 @@ int node__fill_join(node_worker *w, const node_fill_args *a, node_fill **joined)
     uint64_t start = a->id->index * (uint64_t)n->conf.block_size;
     s3_get_args ga = {.bucket = f->bucket, .key = f->key_s, .offset = start,
                       .length = f->block_len, .if_match = f->version[0] ? f->version : NULL,
-                      .buf = f->buf->data, .cap = f->block_len};
+                      .on_data = fill_data, .data_arg = f};
     struct timeval tv = {n->conf.fill_deadline_ms / 1000, (n->conf.fill_deadline_ms % 1000) * 1000};
     evtimer_add(f->deadline, &tv);
     int rc = s3_get(node__s3_for(w, a->tenant), &ga, fill_got, f);
@@ -681,11 +728,89 @@ static void listener_cb(struct evconnlistener *l, evutil_socket_t fd, struct soc
     (void)sa;
     (void)salen;
     node_worker *w = arg;
-    if (atomic_load(&w->n->stopping)) {
+    node *n = w->n;
+    if (atomic_load(&n->stopping)) {
+        close(fd);
+        return;
+    }
+    if (atomic_load(&n->conns_open) >= n->max_connections) {
+        /* one ERROR frame (plain text only: a TLS client gets the close) */
+        node__count(w, NM_CONN_REFUSED, 1);
+        if (!n->ssl_ctx) {
+            char msg[200];
+            snprintf(msg, sizeof(msg),
+                     "this node has its %d connections open (--max-connections): use another "
+                     "node or try again",
+                     n->max_connections);
+            uint8_t frame[RCP_HEADER_SIZE + 256];
+            rcp_error e = {RCP_E_BUSY, rcp_s(msg)};
+            int k = rcp_encode_error(&e, frame + RCP_HEADER_SIZE, sizeof(frame) - RCP_HEADER_SIZE);
+            if (k > 0) {
+                rcp_header h = {RCP_OP_ERROR, RCP_F_RESPONSE, 0, (uint32_t)k};
+                rcp_header_encode(&h, frame);
+                ssize_t wr = send(fd, frame, RCP_HEADER_SIZE + (size_t)k, MSG_NOSIGNAL | MSG_DONTWAIT);
+                (void)wr;
+            }
+        }
         close(fd);
         return;
     }
     node__accept(w, fd);
+}
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void accept_resume_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    node_worker *w = arg;
+    if (w->accept_paused && !atomic_load(&w->n->stopping)) {
+        w->accept_paused = false;
+        evconnlistener_enable(w->listener);
+    }
+}
+
+/* accept() failed. Out of descriptors (EMFILE, ENFILE, ENOBUFS, ENOMEM): the
+ * pending connection stays in the backlog and the listener would wake at
+ * once, forever; so stop accepting until a connection of this worker closes
+ * or 100 ms pass (memcached does the same), count it, and log at most one
+ * line per 10 s. */
+static void listener_error_cb(struct evconnlistener *l, void *arg)
+{
+    node_worker *w = arg;
+    node *n = w->n;
+    int e = EVUTIL_SOCKET_ERROR();
+    node__count(w, NM_ACCEPT_ERRORS, 1);
+    if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM) {
+        evconnlistener_disable(l);
+        w->accept_paused = true;
+        struct timeval tv = {0, 100000};
+        evtimer_add(w->accept_timer, &tv);
+    }
+    int64_t now = mono_ms(), last = atomic_load(&n->accept_log_ms);
+    if (now - last >= 10000 && atomic_compare_exchange_strong(&n->accept_log_ms, &last, now)) {
+        long long skipped = atomic_exchange(&n->accept_log_skipped, 0);
+        node_log(NODE_LOG_WARN,
+                 "msg=\"cannot accept a connection: %s (accepting pauses until one closes; "
+                 "raise the descriptor limit, ulimit -n, or lower --max-connections)\" "
+                 "connections=%d not_logged=%lld",
+                 strerror(e), atomic_load(&n->conns_open), skipped);
+    } else {
+        atomic_fetch_add(&n->accept_log_skipped, 1);
+    }
+}
+
+static void worker_sweep_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    node__sweep(arg, mono_ms());
 }
 
 
@@ -719,6 +844,8 @@ static void worker_stop_cb(evutil_socket_t fd, short what, void *arg)
     node_worker *w = arg;
     if (w->listener)
         evconnlistener_disable(w->listener);
+    if (w->accept_timer)
+        evtimer_del(w->accept_timer);
     w->drain_timer = evtimer_new(w->base, worker_drain_check, w);
     worker_drain_check(-1, 0, w);
 }
@@ -885,6 +1012,54 @@ int node_create(node **out, const node_conf *conf)
         }
     }
 
+    /* protected mode: a node without tenants answers anyone who reaches it
+     * with the node's own S3 credentials, so it serves loopback only unless
+     * told otherwise */
+    bool protected_mode = !n->tenants && !conf->allow_anonymous;
+    if (!n->conf.listen[0]) {
+        snprintf(n->conf.listen, sizeof(n->conf.listen), "%s",
+                 protected_mode ? "127.0.0.1" : "0.0.0.0");
+    } else if (protected_mode && !ten_addr_text_is_loopback(n->conf.listen)) {
+        fprintf(stderr,
+                "ringcached: --listen %s without --tenants would let any host that reaches the "
+                "port read whatever this node's S3 credentials can read: give --tenants FILE, "
+                "or --allow-anonymous to serve anonymous clients on purpose, or listen on "
+                "127.0.0.1\n",
+                n->conf.listen);
+        node_destroy(&n);
+        return -EINVAL;
+    }
+    conf = &n->conf;
+    if (protected_mode)
+        node_log(NODE_LOG_INFO,
+                 "msg=\"protected mode: no --tenants, so only clients on this host are served\" "
+                 "listen=%s fix=\"give --tenants FILE, or --allow-anonymous to serve other "
+                 "hosts\"",
+                 conf->listen);
+    else if (!n->tenants)
+        node_log(NODE_LOG_WARN,
+                 "msg=\"anonymous clients allowed (--allow-anonymous): anyone who reaches the "
+                 "port reads what this node's S3 credentials can\" listen=%s",
+                 conf->listen);
+
+    /* connections: what the descriptor limit allows, less a reserve for the
+     * store, S3 and peer connections, the admin port and accept itself */
+    struct rlimit rl;
+    long long fd_room = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
+                            ? (long long)rl.rlim_cur - 64 - 2 * conf->s3_connections
+                            : 10000;
+    if (conf->max_connections > 0) {
+        n->max_connections = (int)conf->max_connections;
+        if (conf->max_connections > fd_room)
+            node_log(NODE_LOG_WARN,
+                     "msg=\"--max-connections %lld is more than the descriptor limit leaves "
+                     "room for (about %lld): raise ulimit -n, or accepting will pause when it "
+                     "runs out\"",
+                     (long long)conf->max_connections, fd_room);
+    } else {
+        n->max_connections = (int)(fd_room > 10000 ? 10000 : fd_room < 16 ? 16 : fd_room);
+    }
+
     unsigned threads = conf->threads > 0 ? (unsigned)conf->threads
                                          : (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
     if (threads < 1)
@@ -956,9 +1131,17 @@ int node_create(node **out, const node_conf *conf)
         w->listener = evconnlistener_new(w->base, listener_cb, w, LEV_OPT_CLOSE_ON_FREE, -1, fd);
         w->mailbox_ev = event_new(w->base, -1, EV_PERSIST | EV_READ, worker_mailbox_cb, w);
         w->stop_ev = event_new(w->base, -1, 0, worker_stop_cb, w);
+        w->accept_timer = evtimer_new(w->base, accept_resume_cb, w);
+        w->sweep_timer = event_new(w->base, -1, EV_PERSIST, worker_sweep_cb, w);
+        if (w->listener)
+            evconnlistener_set_error_cb(w->listener, listener_error_cb);
+        if (w->sweep_timer) {
+            struct timeval tv = {0, 250000};
+            event_add(w->sweep_timer, &tv);
+        }
         if (n->tenants)
             w->tenant_s3 = calloc(ten_count(n->tenants) + 1, sizeof(s3_client *));
-        if (!w->listener || !w->mailbox_ev || !w->stop_ev ||
+        if (!w->listener || !w->mailbox_ev || !w->stop_ev || !w->accept_timer || !w->sweep_timer ||
             (n->tenants && !w->tenant_s3)) {
             node_destroy(&n);
             return -ENOMEM;
@@ -1025,10 +1208,11 @@ int node_create(node **out, const node_conf *conf)
     bs_stats st;
     bs_stats_get(n->store, &st);
     node_log(NODE_LOG_INFO,
-             "msg=\"ringcached ready\" node=%s port=%d admin_port=%d tls=%s threads=%u io=%s "
-             "blocks=%llu ssd_capacity=%llu ram_capacity=%llu",
-             conf->node_id, port, adm_port(n->admin), n->ssl_ctx ? "on" : "off", threads,
-             st.io_uring ? "io_uring" : "threads", (unsigned long long)st.blocks_stored,
+             "msg=\"ringcached ready\" node=%s listen=%s port=%d admin_port=%d tls=%s threads=%u "
+             "io=%s max_connections=%d blocks=%llu ssd_capacity=%llu ram_capacity=%llu",
+             conf->node_id, conf->listen, port, adm_port(n->admin), n->ssl_ctx ? "on" : "off", threads,
+             st.io_uring ? "io_uring" : "threads", n->max_connections,
+             (unsigned long long)st.blocks_stored,
              (unsigned long long)st.ssd_capacity, (unsigned long long)st.ram_capacity);
     *out = n;
     return 0;
@@ -1105,6 +1289,10 @@ void node_destroy(node **np)
         }
         if (w->stop_ev)
             event_free(w->stop_ev);
+        if (w->accept_timer)
+            event_free(w->accept_timer);
+        if (w->sweep_timer)
+            event_free(w->sweep_timer);
         if (w->base)
             event_base_free(w->base);
         pthread_mutex_destroy(&w->mb_lock);

@@ -49,6 +49,7 @@ typedef struct node_conf {
     char members[4096];
     char node_id[128];
     char tenants[512];
+    bool allow_anonymous;
     char peer_token[256];
     char peer_token_file[512];
     char tls_cert[512];
@@ -60,6 +61,11 @@ typedef struct node_conf {
     int64_t chunk_size;
     int64_t part_size;
     int64_t drain_timeout_ms;
+    int64_t max_connections;
+    int64_t max_fills;
+    int64_t max_warm_blocks;
+    int64_t frame_timeout_ms;
+    int64_t idle_timeout_ms;
     char log_level[16];
 } node_conf;
 

@@ -6,7 +6,8 @@
  * output buffer is below two chunks, so a large block never holds up a small
  * one and memory per connection stays bounded: the node stops reading a
  * connection that has max-outstanding requests in flight or max-buffered bytes
- * of answers queued (back-pressure), and data is sent by reference from the
+ * of answers queued or admitted (back-pressure: a GET's bytes count from the
+ * moment it is admitted, while the store reads or S3 fills them), and data is sent by reference from the
  * store's or the fill's buffer, never copied.
  */
 #include "node_int.h"
@@ -17,6 +18,7 @@
 #include <event2/bufferevent_ssl.h>
 #include <openssl/ssl.h>
 #include <event2/event.h>
+#include <event2/listener.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdarg.h>
@@ -49,12 +51,16 @@ struct node_conn {
     int refs;                    /* 1 while open + async operations holding it */
     bool closed, close_after_flush, hello, peer, paused;
     bool put_hold;               /* a write-through PUT asked to stop reading */
+    bool loopback;               /* the client is on this host */
+    int64_t last_ms;             /* last byte read or written (idle timeout) */
+    int64_t wait_since_ms;       /* waiting for the rest of a frame since (0: not) */
     const ten_tenant *tenant;
     char tenant_name[257];
     node_req *reqs;
     size_t n_reqs;
     node_send *sq_head, *sq_tail;
     size_t sq_bytes;
+    size_t reserved;             /* answers admitted and not queued yet (reads, fills) */
     uint32_t max_body;
 };
 
@@ -64,6 +70,8 @@ static uint64_t now_us(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
+
+static int64_t now_ms(void) { return (int64_t)(now_us() / 1000u); }
 
 node_worker *node__conn_worker(node_conn *c) { return c->w; }
 const ten_tenant *node__conn_tenant(node_conn *c) { return c->tenant; }
@@ -112,6 +120,8 @@ void node__req_done(node_req *r)
     if (r->next)
         r->next->prev = r->prev;
     c->n_reqs--;
+    c->reserved -= r->reserved;
+    free(r->warm);
     if (r->put)
         node__put_abort(r);
     free(r);
@@ -320,7 +330,14 @@ static void get_from_fill(node_req *r)
             store_read_done(r, rc, NULL);
         return;
     }
-    if (rc < 0) {
+    if (rc == -EBUSY) {
+        node__answer_error(c, r->id, RCP_E_BUSY,
+                           "s3://%s/%s block %llu: this node has %lld fills from S3 in flight "
+                           "(--max-fills): read it from S3 or try again",
+                           r->bucket, r->key, (unsigned long long)r->block,
+                           (long long)c->w->n->conf.max_fills);
+        node__req_done(r);
+    } else if (rc < 0) {
         node__answer_error(c, r->id, RCP_E_INTERNAL, "cannot start a fill: %s", strerror(-rc));
         node__req_done(r);
     }
@@ -362,11 +379,26 @@ static int parse_object(node_req *r, const rcp_object *o)
     return 0;
 }
 
-static bool allowed(node_conn *c, const char *bucket, const char *key)
+/* The tenant's access check, at every entry a key comes in by: false after
+ * answering FORBIDDEN. With tenants, a key must also pass s3_key_check (no
+ * dot segments, however spelled): a prefix check of "src/../x" would let a
+ * tenant of "src/" read "x" behind a server that resolves dots. */
+static bool access_ok(node_conn *c, uint32_t id, const char *verb, const char *bucket,
+                      const char *key)
 {
-    if (!c->w->n->tenants || c->peer)
+    if (!c->w->n->tenants)
         return true;
-    return c->tenant && ten_allows(c->tenant, bucket, strlen(bucket), key, strlen(key));
+    char why[300];
+    if (s3_key_check(key, strlen(key), why, sizeof(why)) < 0) {
+        node__answer_error(c, id, RCP_E_FORBIDDEN, "s3://%s/%s: %s", bucket, key, why);
+        return false;
+    }
+    if (c->peer || (c->tenant && ten_allows(c->tenant, bucket, strlen(bucket), key, strlen(key))))
+        return true;
+    node__answer_error(c, id, RCP_E_FORBIDDEN,
+                       "tenant %s may not %s s3://%s/%s (outside its buckets/prefixes)",
+                       c->tenant_name, verb, bucket, key);
+    return false;
 }
 
 static void do_get(node_conn *c, uint32_t id, const uint8_t *body, size_t len)
@@ -384,14 +416,11 @@ static void do_get(node_conn *c, uint32_t id, const uint8_t *body, size_t len)
         return;
     }
     if (parse_object(r, &g.obj) < 0) {
-        node__answer_error(c, id, RCP_E_BAD_REQUEST, "GET: a field is too long");
+        node__answer_error(c, id, RCP_E_BAD_REQUEST, "GET: a field is too long or holds a NUL byte");
         node__req_done(r);
         return;
     }
-    if (!allowed(c, r->bucket, r->key)) {
-        node__answer_error(c, id, RCP_E_FORBIDDEN,
-                           "tenant %s may not read s3://%s/%s (outside its buckets/prefixes)",
-                           c->tenant_name, r->bucket, r->key);
+    if (!access_ok(c, id, "read", r->bucket, r->key)) {
         node__req_done(r);
         return;
     }
@@ -411,6 +440,10 @@ static void do_get(node_conn *c, uint32_t id, const uint8_t *body, size_t len)
     r->len = g.length ? g.length : (uint32_t)(blen - g.offset);
     r->flags = g.flags;
     r->block_len = (uint32_t)blen;
+    /* the answer's bytes count against max-buffered from now on: a store
+     * read's or a fill's buffer is memory as much as a queued answer */
+    r->reserved = r->len;
+    c->reserved += r->len;
     bkey_id bid;
     req_identity(r, &bid);
     r->state = R_STORE_READ;
@@ -456,14 +489,11 @@ static void do_head(node_conn *c, uint32_t id, const uint8_t *body, size_t len)
         return;
     if (rcp_str_copy(h.bucket, r->bucket, sizeof(r->bucket)) < 0 ||
         rcp_str_copy(h.key, r->key, sizeof(r->key)) < 0) {
-        node__answer_error(c, id, RCP_E_BAD_REQUEST, "HEAD: a field is too long");
+        node__answer_error(c, id, RCP_E_BAD_REQUEST, "HEAD: a field is too long or holds a NUL byte");
         node__req_done(r);
         return;
     }
-    if (!allowed(c, r->bucket, r->key)) {
-        node__answer_error(c, id, RCP_E_FORBIDDEN,
-                           "tenant %s may not read s3://%s/%s (outside its buckets/prefixes)",
-                           c->tenant_name, r->bucket, r->key);
+    if (!access_ok(c, id, "read", r->bucket, r->key)) {
         node__req_done(r);
         return;
     }
@@ -495,9 +525,18 @@ static void put_block_done(void *arg, int rc)
 static void do_put_block(node_conn *c, uint32_t id, const uint8_t *body, size_t len)
 {
     node *n = c->w->n;
-    if (n->tenants && !c->peer) {
+    /* PUT_BLOCK stores bytes under any object's identity: only cache nodes
+     * may send it. With a peer token, that is whoever said it in HELLO; with
+     * tenants but no token, nobody; on an open node, this host only. */
+    if (n->conf.peer_token[0] ? !c->peer : (n->tenants || !c->loopback)) {
         node__answer_error(c, id, RCP_E_FORBIDDEN,
-                           "PUT_BLOCK is for cache nodes: connect with the peer token");
+                           n->conf.peer_token[0]
+                               ? "PUT_BLOCK is for cache nodes: connect with the peer token"
+                           : n->tenants
+                               ? "PUT_BLOCK is for cache nodes: give every node the same "
+                                 "--peer-token"
+                               : "PUT_BLOCK from another host needs the peer token: give every "
+                                 "node the same --peer-token");
         return;
     }
     rcp_put_block_req pb;
@@ -510,7 +549,11 @@ static void do_put_block(node_conn *c, uint32_t id, const uint8_t *body, size_t 
         return;
     char tenant[257];
     if (parse_object(r, &pb.obj) < 0 || rcp_str_copy(pb.tenant, tenant, sizeof(tenant)) < 0) {
-        node__answer_error(c, id, RCP_E_BAD_REQUEST, "PUT_BLOCK: a field is too long");
+        node__answer_error(c, id, RCP_E_BAD_REQUEST, "PUT_BLOCK: a field is too long or holds a NUL byte");
+        node__req_done(r);
+        return;
+    }
+    if (!access_ok(c, id, "write", r->bucket, r->key)) {
         node__req_done(r);
         return;
     }
@@ -531,6 +574,62 @@ static void do_put_block(node_conn *c, uint32_t id, const uint8_t *body, size_t 
         put_block_done(r, rc);
 }
 
+/* WARM: the object's real size and version come from a HEAD first (a WARM
+ * naming a made-up 64 GiB version starts nothing), then one fill per block
+ * not stored yet, while the node has room (WARM takes at most half of
+ * --max-fills, so GETs always find some). */
+static void warm_head_done(const s3_error *err, const s3_object_info *info, void *arg)
+{
+    node_req *r = arg;
+    node_conn *c = r->c;
+    node *n = c->w->n;
+    if (r->cancelled || c->closed) {
+        node__req_done(r);
+        return;
+    }
+    if (err->code) {
+        node__count(c->w, NM_S3_ERRORS, 1);
+        node__answer_error(c, r->id,
+                           err->code == -ENOENT   ? RCP_E_NOT_FOUND
+                           : err->code == -EACCES ? RCP_E_FORBIDDEN
+                                                  : RCP_E_S3,
+                           "WARM: %s", err->message);
+        node__req_done(r);
+        return;
+    }
+    if (info->size != r->size || (r->version[0] && strcmp(info->etag, r->version) != 0)) {
+        node__count(c->w, NM_VERSION_CHANGED, 1);
+        node__answer_error(c, r->id, RCP_E_VERSION_CHANGED,
+                           "WARM: s3://%s/%s is %llu bytes with version %s, not the %llu bytes "
+                           "of version %s the request named",
+                           r->bucket, r->key, (unsigned long long)info->size, info->etag,
+                           (unsigned long long)r->size, r->version[0] ? r->version : "(any)");
+        node__req_done(r);
+        return;
+    }
+    uint32_t queued = 0;
+    size_t budget = (size_t)n->conf.max_fills / 2;
+    for (uint32_t i = 0; i < r->n_warm; i++) {
+        uint64_t blen = bkey_block_len(info->size, (uint64_t)n->conf.block_size, r->warm[i]);
+        if (!blen)
+            continue;
+        bkey_id bid;
+        bkey_id_init(&bid, c->tenant_name, r->bucket, r->key, r->version, r->size, r->warm[i]);
+        if (bs_contains(n->store, &bid))
+            continue;
+        if (node__fills_active(n) >= budget)
+            break; /* the rest is left for a later WARM, or the first GET */
+        node_fill_args fa = {c->tenant, &bid, (uint32_t)blen, 0, 0, 0, 0, false};
+        node_fill *f;
+        if (node__fill_join(c->w, &fa, &f) == 0)
+            queued++;
+    }
+    uint8_t b[4] = {(uint8_t)queued, (uint8_t)(queued >> 8), (uint8_t)(queued >> 16),
+                    (uint8_t)(queued >> 24)};
+    node__answer_body(c, RCP_OP_WARM, r->id, b, sizeof(b));
+    node__req_done(r);
+}
+
 static void do_warm(node_conn *c, uint32_t id, const uint8_t *body, size_t len)
 {
     node *n = c->w->n;
@@ -539,38 +638,43 @@ static void do_warm(node_conn *c, uint32_t id, const uint8_t *body, size_t len)
         node__answer_error(c, id, RCP_E_BAD_REQUEST, "WARM: the request does not parse");
         return;
     }
-    char bucket[64], key[1025], version[129];
-    if (rcp_str_copy(wr.obj.bucket, bucket, sizeof(bucket)) < 0 ||
-        rcp_str_copy(wr.obj.key, key, sizeof(key)) < 0 ||
-        rcp_str_copy(wr.obj.version, version, sizeof(version)) < 0) {
-        node__answer_error(c, id, RCP_E_BAD_REQUEST, "WARM: a field is too long");
-        return;
-    }
-    if (!allowed(c, bucket, key)) {
-        node__answer_error(c, id, RCP_E_FORBIDDEN,
-                           "tenant %s may not read s3://%s/%s (outside its buckets/prefixes)",
-                           c->tenant_name, bucket, key);
-        return;
-    }
-    uint32_t queued = 0;
-    for (uint32_t i = 0; i < wr.n_blocks; i++) {
-        uint64_t b = rcp_warm_block(&wr, i);
-        uint64_t blen = bkey_block_len(wr.obj.size, (uint64_t)n->conf.block_size, b);
-        if (!blen)
-            continue;
-        bkey_id bid;
-        bkey_id_init(&bid, c->tenant_name, bucket, key, version, wr.obj.size, b);
-        if (bs_contains(n->store, &bid))
-            continue;
-        node_fill_args fa = {c->tenant, &bid, (uint32_t)blen, 0, 0, 0, 0, false};
-        node_fill *f;
-        if (node__fill_join(c->w, &fa, &f) == 0)
-            queued++;
-    }
     node__count(c->w, NM_WARM_BLOCKS, wr.n_blocks);
-    uint8_t b[4] = {(uint8_t)queued, (uint8_t)(queued >> 8), (uint8_t)(queued >> 16),
-                    (uint8_t)(queued >> 24)};
-    node__answer_body(c, RCP_OP_WARM, id, b, sizeof(b));
+    if (wr.n_blocks > (uint32_t)n->conf.max_warm_blocks) {
+        node__answer_error(c, id, RCP_E_TOO_LARGE,
+                           "WARM names %u blocks, over this node's %lld (--max-warm-blocks): "
+                           "send them in several requests",
+                           wr.n_blocks, (long long)n->conf.max_warm_blocks);
+        return;
+    }
+    node_req *r = req_new(c, id, RCP_OP_WARM);
+    if (!r)
+        return;
+    if (parse_object(r, &wr.obj) < 0) {
+        node__answer_error(c, id, RCP_E_BAD_REQUEST,
+                           "WARM: a field is too long or holds a NUL byte");
+        node__req_done(r);
+        return;
+    }
+    if (!access_ok(c, id, "read", r->bucket, r->key)) {
+        node__req_done(r);
+        return;
+    }
+    r->warm = malloc((wr.n_blocks ? wr.n_blocks : 1) * sizeof(uint64_t));
+    if (!r->warm) {
+        node__answer_error(c, id, RCP_E_INTERNAL, "out of memory");
+        node__req_done(r);
+        return;
+    }
+    r->n_warm = wr.n_blocks;
+    for (uint32_t i = 0; i < wr.n_blocks; i++)
+        r->warm[i] = rcp_warm_block(&wr, i);
+    r->state = R_S3;
+    int rc = s3_head(node__s3_for(c->w, c->tenant), r->bucket, r->key, warm_head_done, r);
+    if (rc < 0) {
+        node__answer_error(c, id, RCP_E_S3, "WARM: cannot ask S3 for s3://%s/%s: %s", r->bucket,
+                           r->key, strerror(-rc));
+        node__req_done(r);
+    }
 }
 
 static void do_stats(node_conn *c, uint32_t id)
@@ -656,8 +760,7 @@ static void do_hello(node_conn *c, const uint8_t *body, size_t len)
         return;
     }
     const char *pt = n->conf.peer_token;
-    size_t ptl = strlen(pt);
-    bool is_peer = ptl && h.token.len == ptl && memcmp(h.token.p, pt, ptl) == 0;
+    bool is_peer = ten_token_equal(pt, strlen(pt), h.token.p, h.token.len);
     if (n->tenants && !is_peer) {
         c->tenant = ten_find(n->tenants, h.token.p, h.token.len);
         if (!c->tenant) {
@@ -754,15 +857,11 @@ static void dispatch(node_conn *c, const rcp_header *h, const uint8_t *body)
             break;
         if (rcp_str_copy(p.bucket, r->bucket, sizeof(r->bucket)) < 0 ||
             rcp_str_copy(p.key, r->key, sizeof(r->key)) < 0) {
-            node__answer_error(c, h->id, RCP_E_BAD_REQUEST, "PUT: a field is too long");
+            node__answer_error(c, h->id, RCP_E_BAD_REQUEST, "PUT: a field is too long or holds a NUL byte");
             node__req_done(r);
             break;
         }
-        if (!allowed(c, r->bucket, r->key)) {
-            node__answer_error(c, h->id, RCP_E_FORBIDDEN,
-                               "tenant %s may not write s3://%s/%s (outside its "
-                               "buckets/prefixes)",
-                               c->tenant_name, r->bucket, r->key);
+        if (!access_ok(c, h->id, "write", r->bucket, r->key)) {
             r->cancelled = true; /* its data frames are dropped */
             node__req_done(r);
             break;
@@ -804,12 +903,14 @@ static void conn_process(node_conn *c)
             break;
         }
         rcp_header h;
-        int rc = rcp_header_decode(hb, c->max_body, &h);
+        /* before HELLO nothing longer than a HELLO is taken */
+        int rc = rcp_header_decode(hb, c->hello ? c->max_body : RCP_MAX_HELLO_BODY, &h);
         /* back-pressure: at the limits, read only what finishes requests (the
          * data of a PUT, CANCEL); resume when answers drain */
         if (rc == 0 && h.op != RCP_OP_PUT_DATA && h.op != RCP_OP_CANCEL &&
             (c->n_reqs >= (size_t)n->conf.max_outstanding ||
-             c->sq_bytes + evbuffer_get_length(out) >= (size_t)n->conf.max_buffered)) {
+             c->sq_bytes + c->reserved + evbuffer_get_length(out) >=
+                 (size_t)n->conf.max_buffered)) {
             conn_pause(c, true);
             break;
         }
@@ -819,7 +920,7 @@ static void conn_process(node_conn *c)
                                rc == -EMSGSIZE ? "a frame body of %u bytes is over the limit of "
                                                  "%u: closing"
                                                : "corrupt frame header: closing (%u/%u)",
-                               h.len, c->max_body);
+                               h.len, c->hello ? c->max_body : RCP_MAX_HELLO_BODY);
             c->close_after_flush = true;
             bufferevent_disable(c->bev, EV_READ);
             break;
@@ -842,13 +943,16 @@ static void conn_process(node_conn *c)
 static void on_read(struct bufferevent *bev, void *arg)
 {
     (void)bev;
-    conn_process(arg);
+    node_conn *c = arg;
+    c->last_ms = now_ms();
+    conn_process(c);
 }
 
 static void on_write(struct bufferevent *bev, void *arg)
 {
     (void)bev;
     node_conn *c = arg;
+    c->last_ms = now_ms();
     c->refs++;
     conn_pump(c);
     if (!c->closed && c->close_after_flush &&
@@ -882,6 +986,10 @@ void node__accept(node_worker *w, int fd)
     }
     c->w = w;
     c->serial = ++w->next_serial;
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    c->loopback = getpeername(fd, (struct sockaddr *)&ss, &sl) == 0 &&
+                  ten_addr_is_loopback((struct sockaddr *)&ss);
     c->refs = 1;
     c->max_body = (uint32_t)(n->conf.block_size + 64 * 1024);
     if (c->max_body < (uint32_t)n->conf.chunk_size + 4096)
@@ -915,6 +1023,8 @@ void node__accept(node_worker *w, int fd)
     if (w->conns)
         w->conns->prev = c;
     w->conns = c;
+    c->last_ms = now_ms();
+    atomic_fetch_add(&n->conns_open, 1);
     node__count(w, NM_CONNECTIONS, 1);
     node__gauge_add(w, NM_CONNECTIONS_OPEN, 1);
 }
@@ -926,6 +1036,12 @@ static void conn_close(node_conn *c)
     c->closed = true;
     node_worker *w = c->w;
     node__gauge_add(w, NM_CONNECTIONS_OPEN, -1);
+    atomic_fetch_sub(&w->n->conns_open, 1);
+    if (w->accept_paused && !atomic_load(&w->n->stopping)) {
+        /* a descriptor is free again: accept the connections waiting */
+        w->accept_paused = false;
+        evconnlistener_enable(w->listener);
+    }
     /* requests: those waiting on something of another thread leave it now;
      * those with an operation of this thread in flight are freed when it ends */
     node_req *r = c->reqs;
@@ -963,6 +1079,48 @@ static void conn_unref(node_conn *c)
 {
     if (--c->refs == 0)
         free(c);
+}
+
+/* Frame timeout: a connection that has not said HELLO, or holds part of a
+ * frame it is not paused on, must complete it in time (a client that sends
+ * all but one byte of a header or body holds no slot for long). Idle
+ * timeout: nothing in flight, nothing buffered, nothing moved. */
+void node__sweep(node_worker *w, int64_t now)
+{
+    node *n = w->n;
+    node_conn *c = w->conns;
+    while (c) {
+        node_conn *nx = c->next;
+        if (c->closed || c->close_after_flush) {
+            c = nx;
+            continue;
+        }
+        size_t in = evbuffer_get_length(bufferevent_get_input(c->bev));
+        size_t out = evbuffer_get_length(bufferevent_get_output(c->bev));
+        bool waiting = !c->hello || (in > 0 && !c->paused && !c->put_hold);
+        if (!waiting) {
+            c->wait_since_ms = 0;
+        } else if (!c->wait_since_ms) {
+            c->wait_since_ms = c->hello ? now : c->last_ms;
+        }
+        const char *why = NULL;
+        if (waiting && now - c->wait_since_ms >= n->conf.frame_timeout_ms)
+            why = c->hello ? "a frame did not arrive whole within --frame-timeout"
+                           : "no HELLO within --frame-timeout of connecting";
+        else if (n->conf.idle_timeout_ms > 0 && c->hello && !c->n_reqs && !c->sq_head && !in &&
+                 !out && now - c->last_ms >= n->conf.idle_timeout_ms)
+            why = "idle for --idle-timeout";
+        if (why) {
+            node__count(w, NM_CONN_TIMEOUTS, 1);
+            node_log(NODE_LOG_DEBUG, "msg=\"connection closed: %s\" buffered=%zu", why, in);
+            node__answer_error(c, 0, RCP_E_TIMEOUT, "%s: closing", why);
+            c->close_after_flush = true;
+            bufferevent_disable(c->bev, EV_READ);
+            if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
+                conn_close(c);
+        }
+        c = nx;
+    }
 }
 
 void node__close_all(node_worker *w)

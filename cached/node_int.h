@@ -74,6 +74,9 @@ enum node_metric {
     NM_WARM_BLOCKS,
     NM_FILL_TIMEOUTS,
     NM_LATENCY,
+    NM_CONN_REFUSED,
+    NM_ACCEPT_ERRORS,
+    NM_CONN_TIMEOUTS,
     NM__COUNT
 };
 
@@ -110,6 +113,9 @@ struct node_worker {
     struct event *stop_ev;
     struct event *drain_timer;     /* after SIGTERM: polls until idle or the deadline */
     int64_t drain_deadline_ms;
+    struct event *sweep_timer;     /* closes connections past the frame or idle timeout */
+    struct event *accept_timer;    /* accepting again after running out of descriptors */
+    bool accept_paused;            /* out of descriptors: not accepting */
 };
 
 struct node {
@@ -132,7 +138,10 @@ struct node {
     node_fill **fill_table;
     size_t fill_buckets;
     size_t fills_active;
-    int log_level;
+    atomic_int conns_open;          /* every worker's connections */
+    int max_connections;            /* effective --max-connections */
+    atomic_llong accept_log_ms;     /* last "out of descriptors" log line */
+    atomic_llong accept_log_skipped;    int log_level;
     int metric_base;                /* index of this node's metric table (metrics.h) */
     struct gauge_arg *gauge_args;   /* one per store gauge, arguments of their callbacks */
 };
@@ -153,6 +162,9 @@ struct node_req {
     uint64_t size, block;
     uint32_t off, len, flags, block_len;
     bool reread;                   /* the store was asked again after a fill finished */
+    uint32_t reserved;             /* answer bytes counted against max-buffered */
+    uint64_t *warm;                /* WARM: the blocks named, until S3's HEAD answers */
+    uint32_t n_warm;
     node_put *put;
 };
 
@@ -178,6 +190,8 @@ typedef struct node_fill_args {
     bool force;                    /* start a fill even if the store has the block now */
 } node_fill_args;
 int node__fill_join(node_worker *w, const node_fill_args *a, node_fill **joined);
+/* Fills in the table now (any thread). */
+size_t node__fills_active(node *n);
 /* Remove a waiter (request cancelled or connection closed). */
 void node__fill_leave(node *n, node_fill *f, uint64_t conn_serial, uint32_t req_id);
 
@@ -185,6 +199,7 @@ void node__fill_leave(node *n, node_fill *f, uint64_t conn_serial, uint32_t req_
 void node__accept(node_worker *w, int fd);
 void node__deliver(node_worker *w, node_msg *m); /* on w's thread */
 void node__close_all(node_worker *w);
+void node__sweep(node_worker *w, int64_t now_ms); /* frame and idle timeouts */
 size_t node__conn_count(node_worker *w);
 
 /* ---- node_put.c ---- */

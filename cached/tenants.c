@@ -9,7 +9,10 @@
 #include "tenants.h"
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -635,6 +638,50 @@ const ten_tenant *ten_find(const ten_set *s, const char *token, size_t len)
     }
     OPENSSL_cleanse(d, sizeof d);
     return found;
+}
+
+bool ten_token_equal(const char *want, size_t wlen, const char *token, size_t len)
+{
+    if (want == NULL || wlen == 0 || (token == NULL && len > 0))
+        return false;
+    unsigned char a[SHA256_DIGEST_LENGTH], b[SHA256_DIGEST_LENGTH];
+    SHA256((const unsigned char *)want, wlen, a);
+    SHA256((const unsigned char *)(token ? token : ""), len, b);
+    bool eq = CRYPTO_memcmp(a, b, sizeof a) == 0;
+    OPENSSL_cleanse(a, sizeof a);
+    OPENSSL_cleanse(b, sizeof b);
+    return eq;
+}
+
+static bool v6_is_loopback(const struct in6_addr *a)
+{
+    static const uint8_t one[16] = {[15] = 1};
+    static const uint8_t mapped[12] = {[10] = 0xff, [11] = 0xff};
+    return memcmp(a->s6_addr, one, 16) == 0 ||
+           (memcmp(a->s6_addr, mapped, 12) == 0 && a->s6_addr[12] == 127);
+}
+
+bool ten_addr_is_loopback(const struct sockaddr *sa)
+{
+    if (sa == NULL)
+        return false;
+    if (sa->sa_family == AF_INET)
+        return (ntohl(((const struct sockaddr_in *)(const void *)sa)->sin_addr.s_addr) >> 24) ==
+               127;
+    if (sa->sa_family == AF_INET6)
+        return v6_is_loopback(&((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr);
+    return false;
+}
+
+bool ten_addr_text_is_loopback(const char *ip)
+{
+    struct in_addr a4;
+    struct in6_addr a6;
+    if (ip == NULL)
+        return false;
+    if (inet_pton(AF_INET, ip, &a4) == 1)
+        return (ntohl(a4.s_addr) >> 24) == 127;
+    return inet_pton(AF_INET6, ip, &a6) == 1 && v6_is_loopback(&a6);
 }
 
 bool ten_allows(const ten_tenant *t, const char *bucket, size_t blen, const char *key, size_t klen)

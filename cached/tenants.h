@@ -65,6 +65,19 @@ void ten_destroy(ten_set **t);
  * then CRYPTO_memcmp against every tenant's digest). t may be NULL. */
 const ten_tenant *ten_find(const ten_set *t, const char *token, size_t len);
 
+/* true when token[0..len) equals want[0..wlen) (the peer token): compares
+ * SHA-256 digests with CRYPTO_memcmp, so the time depends neither on where
+ * the bytes differ nor on the lengths. An empty want matches nothing. */
+bool ten_token_equal(const char *want, size_t wlen, const char *token, size_t len);
+
+/* true when the address is on this host's loopback (127.0.0.0/8, ::1, or
+ * ::ffff:127.x.y.z): whom an open node (no tenants, no --allow-anonymous)
+ * serves. The text form takes an IP address as --listen spells it; anything
+ * that does not parse is not loopback. */
+struct sockaddr;
+bool ten_addr_is_loopback(const struct sockaddr *sa);
+bool ten_addr_text_is_loopback(const char *ip);
+
 /* true if the tenant may access key[0..klen) of bucket[0..blen): an allow
  * entry names this bucket exactly and its prefix starts the key. NULL tenant:
  * false. */

@@ -50,16 +50,20 @@ static inline uint64_t bkey_seed(bkey k) { return k.hi ^ (k.lo * 0x9e3779b97f4a7
 
 static inline bool bkey_equal(bkey a, bkey b) { return a.hi == b.hi && a.lo == b.lo; }
 
-/* Number of blocks of an object, and the length of block i. */
+/* Number of blocks of an object, and the length of block i: 0 for a block
+ * past the object's end, whatever i is (no i * block_size that could wrap:
+ * block 2^44 of 1 MiB blocks is not block 0). block_size 0: no blocks. */
 static inline uint64_t bkey_block_count(uint64_t object_size, uint64_t block_size)
 {
-    return (object_size + block_size - 1) / block_size;
+    if (block_size == 0)
+        return 0;
+    return object_size / block_size + (object_size % block_size != 0);
 }
 static inline uint64_t bkey_block_len(uint64_t object_size, uint64_t block_size, uint64_t i)
 {
-    uint64_t start = i * block_size;
-    if (start >= object_size)
+    if (i >= bkey_block_count(object_size, block_size))
         return 0;
+    uint64_t start = i * block_size; /* < object_size: cannot wrap */
     return object_size - start < block_size ? object_size - start : block_size;
 }
 

@@ -476,6 +476,8 @@ int rcp_str_copy(rcp_str s, char *out, size_t cap)
 {
     if ((size_t)s.len + 1 > cap)
         return -ENAMETOOLONG;
+    if (s.len && memchr(s.p, '\0', s.len) != NULL)
+        return -EINVAL; /* the C string would be a shorter name than the wire's */
     memcpy(out, s.p, s.len);
     out[s.len] = '\0';
     return s.len;

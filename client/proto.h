@@ -54,6 +54,10 @@
 #define RCP_MAX_STRING 4096u          /* tokens, buckets, versions, messages */
 #define RCP_MAX_KEY 1024u             /* S3 keys are at most 1024 bytes */
 #define RCP_MAX_WARM_BLOCKS 65536u
+/* The largest HELLO body (versions, token, block size, client name): before
+ * HELLO a node takes no longer frame, so a connection that has not said who
+ * it is cannot make it buffer more. */
+#define RCP_MAX_HELLO_BODY (2u + 2u + 2u + RCP_MAX_STRING + 4u + 2u + 256u)
 
 enum rcp_op {
     RCP_OP_HELLO = 1,     /* token, versions -> limits, block size, node id */
@@ -252,7 +256,7 @@ static inline rcp_str rcp_s(const char *s)
 }
 
 /* Copy a wire string into a NUL-terminated buffer; -ENAMETOOLONG if it does not
- * fit. */
+ * fit, -EINVAL if it holds a NUL byte (it would name something shorter). */
 int rcp_str_copy(rcp_str s, char *out, size_t cap);
 
 #endif /* RINGCACHE_PROTO_H */

@@ -112,6 +112,17 @@ int s3_etag_normalize(const char *in, char *out, size_t cap);
 int s3_url_parse(const char *url, char *bucket, size_t bucket_cap, char *key,
                  size_t key_cap);
 
+/* The one rule for keys that name another key once a server or proxy
+ * normalises them: a key is refused when, after percent-decoding as often as
+ * it decodes (%2e, %252E, ...), one of its segments between '/' or '\\' is
+ * "." or ".." (also spelled with the full-width or one-dot-leader dot), or it
+ * holds a NUL byte, or it is over 1024 bytes. S3 itself takes such keys
+ * literally, but a tenant allowed "src/" must not read "src/../x" behind a
+ * server that resolves it. Returns 0, or -EINVAL with one sentence in why
+ * (may be NULL) naming the segment. Pure; any thread. Used by the cache node
+ * (every request of a tenant), the CLI (always) and any front end. */
+int s3_key_check(const char *key, size_t len, char *why, size_t cap);
+
 /* Globs with the meanings ClickHouse's s3() gives them: `*` any run of
  * characters but '/', `**` any run including '/', `?` one character (one UTF-8
  * sequence) but '/', `{a,b,c}` alternatives (each may hold * ** ?, may be

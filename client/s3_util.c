@@ -6,11 +6,13 @@
  * spell the same ETag differently: quoted, weak "W/" prefix, stray spaces).
  * s3_url_parse splits "s3://bucket/key" and checks the bucket name against
  * S3's naming rules, so a typo is caught before any request is signed.
+ * s3_key_check refuses keys with dot segments, however they are spelled.
  */
 #include "s3_int.h"
 
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 
 static bool is_space(char c)
@@ -145,5 +147,100 @@ int s3_url_parse(const char *url, char *bucket, size_t bucket_cap, char *key,
     bucket[blen] = '\0';
     memcpy(key, k, klen);
     key[klen] = '\0';
+    return 0;
+}
+
+/* ---- keys ------------------------------------------------------------------ */
+
+static int hex_val(unsigned char c)
+{
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
+}
+
+/* One round of %XX decoding in place; returns the new length (== n: none). */
+static size_t pct_decode(unsigned char *p, size_t n)
+{
+    size_t w = 0;
+    for (size_t r = 0; r < n; r++) {
+        int hi, lo;
+        if (p[r] == '%' && r + 2 < n && (hi = hex_val(p[r + 1])) >= 0 &&
+            (lo = hex_val(p[r + 2])) >= 0) {
+            p[w++] = (unsigned char)(hi << 4 | lo);
+            r += 2;
+        } else {
+            p[w++] = p[r];
+        }
+    }
+    return w;
+}
+
+/* Length of a dot at p (n bytes left): 1 for '.', 3 for U+FF0E or U+2024
+ * (the forms Unicode normalisation turns into '.'), 0 for none. */
+static size_t dot_at(const unsigned char *p, size_t n)
+{
+    if (n >= 1 && p[0] == '.')
+        return 1;
+    if (n >= 3 && ((p[0] == 0xEF && p[1] == 0xBC && p[2] == 0x8E) ||
+                   (p[0] == 0xE2 && p[1] == 0x80 && p[2] == 0xA4)))
+        return 3;
+    return 0;
+}
+
+/* The number of dots a segment [p, p+n) consists of, or 0 if anything else. */
+static int dots_only(const unsigned char *p, size_t n)
+{
+    int dots = 0;
+    size_t k;
+    while (n > 0 && (k = dot_at(p, n)) > 0) {
+        p += k;
+        n -= k;
+        dots++;
+    }
+    return n == 0 ? dots : 0;
+}
+
+int s3_key_check(const char *key, size_t len, char *why, size_t cap)
+{
+    unsigned char buf[1025];
+    if (key == NULL && len > 0) {
+        if (why && cap)
+            snprintf(why, cap, "no key");
+        return -EINVAL;
+    }
+    if (len > 1024) {
+        if (why && cap)
+            snprintf(why, cap, "the key is %zu bytes, over S3's 1024", len);
+        return -EINVAL;
+    }
+    if (len)
+        memcpy(buf, key, len);
+    size_t n = len;
+    /* decode until nothing decodes: each round shortens the text */
+    for (size_t k; (k = pct_decode(buf, n)) != n;)
+        n = k;
+    if (memchr(buf, '\0', n) != NULL) {
+        if (why && cap)
+            snprintf(why, cap, "the key holds a NUL byte (or %%00)");
+        return -EINVAL;
+    }
+    size_t start = 0;
+    for (size_t i = 0; i <= n; i++) {
+        if (i < n && buf[i] != '/' && buf[i] != '\\')
+            continue;
+        int dots = dots_only(buf + start, i - start);
+        if (dots == 1 || dots == 2) {
+            if (why && cap)
+                snprintf(why, cap,
+                         "the key has a '%s' segment (as written or percent-encoded): a server "
+                         "or proxy that resolves it would read another key, so it is refused "
+                         "(name the object without '.' or '..' between slashes)",
+                         dots == 1 ? "." : "..");
+            return -EINVAL;
+        }
+        start = i + 1;
+    }
     return 0;
 }

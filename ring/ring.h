@@ -26,25 +26,8 @@
  *   Ties go to the member whose id sorts first. Owners 1..n-1 of a key are the
  *   next members in the same per-slot score order, computed on demand (O(N)).
  *
- * Why this and not the alternatives. Measured with
- *   cmake -S . -B build-h3 -DRINGCACHE_WERROR=ON && cmake --build build-h3
- *   build-h3/bench/ring/ring_bench            (source: bench/ring/ring_bench.c)
- * on the 2-core development VM (RelWithDebInfo), over 1M random 16-byte block
- * keys, default table_bits = 20. Movement and balance are deterministic; the
- * timings are ranges over two runs on a noisy VM:
- *
- *   N    join moved/ideal  leave moved/ideal  max/mean share  memory    build
- *   3    1.0049            0.9989             1.0010          1.00 MiB  0.02-0.04 s
- *   10   1.0033            0.9962             1.0039          1.00 MiB  0.03-0.04 s
- *   100  1.0004            1.0080             1.0205          1.01 MiB  0.17-0.23 s
- *   lookup (1 owner) / XXH3-64 of the same key, same run: 1.24-1.63x
- *   3 owners: 33-65 ns (N=3), 93-159 ns (N=10), 348-357 ns (N=100)
- *   summary line: ring: moved_ratio=1.0080 balance=1.0205 lookup_vs_hash=1.53
- *   weights: at weight 2 among nine of weight 1, a member owns 0.1819 (ideal
- *   2/11 = 0.1818); N=100 with weights 1..3: worst share 1.025x its ideal, but
- *   the build takes 1.0 s (one log() per score)
- *   virtual nodes (ketama, binary search) at N=100: 160 points per member give
- *   max/mean 1.246 (0.24 MiB), 1000 points 1.103 (1.53 MiB), lookups 18-26x a hash
+ * Why this and not the alternatives (bench/ring/ring_bench measures each
+ * point; its figures are in bench/README.md):
  *
  *   - Movement is minimal by construction: rendezvous ranks each slot
  *     independently, so a join moves exactly the slots the new member wins and a
@@ -57,21 +40,17 @@
  *     under 1.05 (build cost and memory grow with 2^table_bits).
  *   - Lookup is one XXH3-64 of the key plus one load from the slot table: one
  *     byte per slot up to 256 members (1 MiB at the default; 2 bytes per slot
- *     above). With the 1M keys streamed from memory the hash alone costs
- *     3.4-8.6 ns (VM noise) and the lookup 1.2-1.6x that; when the keys are
- *     cache-hot (ring_bench --keys 300000) the hash alone drops to about
- *     1.5 ns and the lookup measured 2.9-3.2x (the table load then dominates).
- *     Each further owner costs one hash per member.
+ *     above). Each further owner costs one hash per member.
  *   - Virtual nodes need thousands of points per member for 1.05 at N=100 and
- *     pay a cache-missing binary search per lookup (table above). Plain
- *     rendezvous without a table hashes once per member per lookup (100 hashes
- *     at N=100). Not measured here: Maglev fills a table with near-perfect
+ *     pay a cache-missing binary search per lookup. Plain rendezvous without
+ *     a table hashes once per member per lookup (100 hashes at N=100). Not measured here: Maglev fills a table with near-perfect
  *     balance but is not minimal-disruption (a join also reshuffles slots
  *     between members that stay), and Jump hash cannot remove an arbitrary
  *     member.
- *   Cost: building evaluates N * 2^table_bits scores (about 0.2 s at N=100,
- *   1 s if weights differ); rings are built only on a membership change, off
- *   the lookup path, never while a reader waits (see ring_holder).
+ *   Cost: building evaluates N * 2^table_bits scores (a fraction of a second
+ *   at N=100, several times that if weights differ); rings are built only on
+ *   a membership change, off the lookup path, never while a reader waits (see
+ *   ring_holder).
  *
  * Determinism: members are sorted by id inside the ring, so any input order
  * gives the same ring. Placement depends on member ids, weights and table_bits

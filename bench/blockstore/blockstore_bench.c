@@ -34,6 +34,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "../bench.h"
 
 #define MIB (1024ull * 1024ull)
 enum { QD = 16 };
@@ -608,6 +609,7 @@ int main(int argc, char **argv)
     printf("| FIFO | %.3f | %.3f (%llu) |\n", h_ff, h_fr, (unsigned long long)r2);
     printf("| LRU  | %.3f | %.3f (%llu) |\n", h_lf, h_lr, (unsigned long long)r4);
     (void)r1, (void)r3;
+    printf("%s\n", BENCH_RATIO_CONVENTION);
     printf("\nblockstore: read_vs_raw=%.2f write_vs_raw=%.2f ram_vs_memcpy=%.2f restart_1m_entries_s=%.2f index_bytes_per_entry=%.0f\n",
            rd.ratio, wr.ratio, ram.ratio, open_s, bpe);
     event_base_free(base);

@@ -18,7 +18,7 @@
  *  - the node's resident memory at rest and under load against its RAM tier.
  * The last line:
  *   cached: ram_vs_iperf=<a> ssd_vs_store=<b> cold_vs_single_stream=<c>
- *   vs_nginx_throughput=<d> p99_vs_nginx=<e> cpu_s_per_gib_vs_nginx=<f>
+ *   warm_vs_nginx=<d> p99_vs_nginx=<e> cpu_s_per_gib_vs_nginx=<f>
  *   rss_over_ram_tier_mib=<g>
  * Usage: cached_bench [--size-mib N (512)] [--reps N (3)] [--ranges N (2000)]
  */
@@ -43,6 +43,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "../bench.h"
 
 static const char *bucket = H_S3_DEFAULT_BUCKET;
 static const char *okey = "bench/obj.bin";
@@ -740,8 +741,9 @@ int main(int argc, char **argv)
            "MiB | | over the tier's bytes: %.0f MiB |\n",
            ram, ram_used_mib, rss_rest / 1024.0, rss_load / 1024.0,
            rss_load / 1024.0 - ram_used_mib);
+    printf("%s\n", BENCH_RATIO_CONVENTION);
     printf("cached: ram_vs_iperf=%.2f ssd_vs_store=%.2f cold_vs_single_stream=%.2f "
-           "vs_nginx_throughput=%.2f p99_vs_nginx=%.2f cpu_s_per_gib_vs_nginx=%.2f "
+           "warm_vs_nginx=%.2f p99_vs_nginx=%.2f cpu_s_per_gib_vs_nginx=%.2f "
            "rss_over_ram_tier_mib=%.0f\n",
            ram_gib / ip_gib, ssd_gib / store_gib, t_single / t_cold, ram_gib / ng_gib, o99 / n99,
            (cpu_ours / gib_ours) / (cpu_ng / gib_ng), rss_load / 1024.0 - ram_used_mib);

@@ -46,6 +46,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
+#include "../bench.h"
 
 #define MAX_COMPUTE 6
 #define N_NODES 3
@@ -875,6 +876,7 @@ int main(int argc, char **argv)
         remove(gp);
     }
     printf("\nwritten: %s, %s\n", path, png);
+    printf("%s\n", BENCH_RATIO_CONVENTION);
     printf("coldwarm-query: second_node_vs_first_load=%.2f second_node_vs_s3=%.2f "
            "second_node_vs_local=%.2f\n",
            q_dc, q_s3, q_local);

@@ -49,6 +49,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "../bench.h"
 
 static h_env *env;
 static char dir[4096];
@@ -380,6 +381,7 @@ int main(int argc, char **argv)
         snprintf(mem, sizeof(mem), "%.2f", mem_ours / dmem);
     else
         snprintf(mem, sizeof(mem), "na");
+    printf("%s\n", BENCH_RATIO_CONVENTION);
     printf("engine: seed_1t_vs_duckdb=%.2f seed_2t_vs_duckdb=%.2f mem_vs_duckdb=%s "
            "sum_vs_duckdb=%.2f pruned_vs_duckdb=%.2f cached_vs_local=%s\n",
            d1 / s1, d2 / s2, mem, dsu / su, dpr / pr, cached);

@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "../bench.h"
 
 #define MIB (1024u * 1024u)
 
@@ -444,6 +445,7 @@ int main(int argc, char **argv)
     printf("| s3fifo | lru |\n|---|---|\n| %.2f | %.2f |\n\n", median(bs, breps), median(bl, breps));
 
     double p99 = lat.p99[0] > lat.p99[1] ? lat.p99[0] : lat.p99[1];
+    printf("%s\n", BENCH_RATIO_CONVENTION);
     printf("pagecache: hit_vs_memcpy=%.2f hot_hits_under_scan=%.3f lru_hot_hits_under_scan=%.3f "
            "p99_64k_hit_us=%.1f\n",
            thr.ratio, h_def, h_lru, p99);

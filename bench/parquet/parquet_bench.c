@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "../bench.h"
 
 static double now_s(void)
 {
@@ -190,6 +191,7 @@ int main(int argc, char **argv)
         }
     }
     h_env_destroy(&env);
+    printf("%s\n", BENCH_RATIO_CONVENTION);
     printf("parquet: int_vs_duckdb=%.2f lowcard_str_vs_duckdb=%.2f highcard_str_vs_duckdb=%.2f\n",
            duck_t[0] / ours_t[0], duck_t[1] / ours_t[1], duck_t[2] / ours_t[2]);
     return 0;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * ring_bench: the numbers behind the ring's design (issue 3), in one run.
+ * ring_bench: the numbers behind the ring's design, in one run.
  *   - keys moved when one member joins or leaves a ring of N (N = 3, 10, 100),
  *     over 1M block keys, against the ideal (the joiner's or leaver's fair
  *     share: 1/(N+1) on a join, 1/N on a leave);
@@ -12,7 +12,7 @@
  *     node circle (ketama style, binary search) at 160 and 1000 points per
  *     member, whose balance is also computed exactly from its arcs.
  * Prints a table, then one summary line:
- *   ring: moved_ratio=<worst moved/ideal> balance=<worst max/mean share> lookup_vs_hash=<ratio>
+ *   ring: moved_ratio=<worst moved/ideal> balance=<worst max/mean share> lookup_ns_vs_hash=<ratio>
  * Usage: ring_bench [--keys N] [--table-bits B] [--reps R]
  */
 #include <errno.h>
@@ -26,6 +26,7 @@
 #include <xxhash.h>
 
 #include "ring.h"
+#include "../bench.h"
 
 #define KEY_LEN 16
 
@@ -354,7 +355,8 @@ int main(int argc, char **argv)
 	}
 
 	free(keys);
-	printf("\nring: moved_ratio=%.4f balance=%.4f lookup_vs_hash=%.2f\n", worst_moved,
+	printf("%s\n", BENCH_RATIO_CONVENTION);
+	printf("\nring: moved_ratio=%.4f balance=%.4f lookup_ns_vs_hash=%.2f\n", worst_moved,
 	       worst_balance, worst_lookup);
 	return 0;
 }

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "../bench.h"
 
 static const char *bucket = H_S3_DEFAULT_BUCKET;
 
@@ -325,6 +326,7 @@ int main(int argc, char **argv)
     printf("| S3 model ceiling (no delay, no cap) | %.0f MiB/s | | overhead vs direct s3rver "
            "%.2fx |\n",
            ceiling, overhead);
+    printf("%s\n", BENCH_RATIO_CONVENTION);
     printf("s3: parallel_vs_single=%.2f p50_vs_curl=%.2f p99_vs_curl=%.2f "
            "model_ceiling_mib_s=%.0f\n",
            med_single / med_par, o50 / c50, o99 / c99, ceiling);

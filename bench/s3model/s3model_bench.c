@@ -30,6 +30,7 @@
 #include <event2/http.h>
 
 #include "harness.h"
+#include "../bench.h"
 
 #define MIB (1024.0 * 1024.0)
 
@@ -392,6 +393,7 @@ int main(int argc, char **argv)
            "direct)\noverhead: s3rver through the model takes %.2fx the time of s3rver direct "
            "(large GET); small GET p50 %+.3f ms\n",
            mib[1], mib[0] > 0 ? mib[1] / mib[0] : 0, overhead, p50[3] - p50[2]);
+    printf("%s\n", BENCH_RATIO_CONVENTION);
     printf("s3model: ceiling_mib_s=%.0f overhead_vs_direct=%.2f\n", mib[1], overhead);
     status = 0;
     if (h_proc_stop(h_s3model_proc(m_origin), 10000) != 0 ||

@@ -144,6 +144,11 @@ static int cli_url(const char *cmd, const char *url, char *bucket, char *key)
                   cmd, url);
         return CLI_USAGE;
     }
+    char why[300];
+    if (s3_key_check(key, strlen(key), why, sizeof(why)) < 0) {
+        cli_error("%s: %s: %s", cmd, url, why);
+        return CLI_USAGE;
+    }
     return 0;
 }
 

@@ -154,6 +154,8 @@ int h_s3_start(h_env *env, h_s3 **out, const h_s3_opts *opts)
     }
     if (o.verbose)
         argv[n++] = "--verbose";
+    if (o.no_conditional_writes)
+        argv[n++] = "--no-conditional-writes";
     argv[n] = NULL;
     char *const envp[] = {"NODE_OPTIONS=--openssl-legacy-provider", "NODE_NO_WARNINGS=1", NULL};
     h_proc *proc;

@@ -246,10 +246,13 @@ typedef struct h_s3_opts {
     const char *name;            /* process/log name; NULL: "s3rver" */
     int verbose;                 /* log every request to the log file */
     int ready_timeout_ms;        /* 0: H_READY_TIMEOUT_MS */
+    int no_conditional_writes;   /* ignore If-None-Match / If-Match on PUT, as some stores do */
 } h_s3_opts;
 
 /* Starts an S3 server on 127.0.0.1 (free port) through tests/harness/s3server.js,
- * with its data folder "<env dir>/<name>-data" and the buckets pre-created. opts
+ * with its data folder "<env dir>/<name>-data" and the buckets pre-created.
+ * Overwrites are atomic and conditional writes (If-None-Match: * and If-Match on
+ * PutObject and CompleteMultipartUpload) answer as AWS S3 does. opts
  * may be NULL. Returns 0, -ENOPKG if node or the npm package is missing (call
  * h_skip(h_last_error())), or an error of h_proc_start. *out belongs to env. */
 int h_s3_start(h_env *env, h_s3 **out, const h_s3_opts *opts);

@@ -9,7 +9,7 @@
 //
 //   node s3server.js --node-modules DIR --version 3|5 --dir DATA --port-file F
 //                    [--port 0] [--bucket NAME]... [--access-key K --secret-key S]
-//                    [--verbose]
+//                    [--verbose] [--no-conditional-writes]
 //
 // s3rver 3 needs NODE_OPTIONS=--openssl-legacy-provider (its ListObjectsV2
 // continuation token uses DES); the harness sets it for both versions.
@@ -21,8 +21,18 @@
 // under a per-key lock that metadata reads and GET opens also take, renames
 // it into place and writes its metadata. A GET that already has the file open
 // keeps reading the old bytes, as a GET of an overwritten S3 object does.
+//
+// Conditional writes, as AWS S3 answers them (neither package has them: both
+// honour If-None-Match on GET only): PutObject and CompleteMultipartUpload
+// with `If-None-Match: *` fail with 412 PreconditionFailed when the key exists,
+// with `If-Match: ETAG` fail with 412 when the object's ETag differs and with
+// 404 NoSuchKey when there is no object. The check runs under the same per-key
+// lock as the commit, so of two writers racing for a new key exactly one wins.
+// `--no-conditional-writes` turns them off again (a store that ignores the
+// headers, for tests of the code that must detect one).
 'use strict';
 
+const { AsyncLocalStorage } = require('node:async_hooks');
 const crypto = require('node:crypto');
 const fs = require('node:fs');
 const path = require('node:path');
@@ -30,14 +40,53 @@ const path = require('node:path');
 function usage(msg) {
   process.stderr.write(`s3server.js: ${msg}\n` +
     'usage: node s3server.js --node-modules DIR --version 3|5 --dir DATA ' +
-    '--port-file F [--port 0] [--bucket NAME]... [--access-key K --secret-key S] [--verbose]\n');
+    '--port-file F [--port 0] [--bucket NAME]... [--access-key K --secret-key S] [--verbose]\n' +
+    '       [--no-conditional-writes]\n');
   process.exit(2);
 }
 
 // A readers-preferring lock per key: reads (HEAD, GET open) share it, the
 // commit of a PUT (rename + metadata) holds it alone. Reads nest (getObject
 // calls getMetadata), which a waiting writer must not block.
-function atomicOverwrites(store) {
+// The request a store call runs for: a middleware put in front of the
+// packages' own records the method and headers for the calls it makes.
+const requestContext = new AsyncLocalStorage();
+
+function etagOf(v) {
+  return String(v).trim().replace(/^W\//, '').replace(/"/g, '');
+}
+
+// Throws the S3 error a conditional write fails with, or returns. `current`
+// is the object's metadata (null when there is none).
+function checkWriteConditions(S3Error, headers, current) {
+  const ifNoneMatch = headers['if-none-match'];
+  const ifMatch = headers['if-match'];
+  if (ifNoneMatch !== undefined) {
+    if (ifNoneMatch.trim() !== '*') {
+      throw new S3Error('NotImplemented',
+        'A header you provided implies functionality that is not implemented',
+        { Header: 'If-None-Match' });
+    }
+    if (current) {
+      throw new S3Error('PreconditionFailed',
+        'At least one of the pre-conditions you specified did not hold',
+        { Condition: 'If-None-Match' });
+    }
+  }
+  if (ifMatch !== undefined) {
+    if (!current) {
+      throw new S3Error('NoSuchKey', 'The specified key does not exist.');
+    }
+    const want = ifMatch.split(',').map(etagOf);
+    if (!want.includes('*') && !want.includes(etagOf(current.etag))) {
+      throw new S3Error('PreconditionFailed',
+        'At least one of the pre-conditions you specified did not hold',
+        { Condition: 'If-Match' });
+    }
+  }
+}
+
+function atomicOverwrites(store, S3Error, conditional) {
   const locks = new Map();
   const slot = (k) => {
     let l = locks.get(k);
@@ -83,6 +132,16 @@ function atomicOverwrites(store) {
   const getObject = store.getObject.bind(store);
   const putMetadata = store.putMetadata.bind(store);
   const commit = locked(async (bucket, key, tmp, objectPath, metadata, md5) => {
+    const req = requestContext.getStore();
+    if (conditional && req && (req.method === 'PUT' || req.method === 'POST')) {
+      const current = await getMetadata(bucket, key).catch(() => null);
+      try {
+        checkWriteConditions(S3Error, req.headers, current);
+      } catch (err) {
+        await fs.promises.rm(tmp, { force: true });
+        throw err;
+      }
+    }
     await fs.promises.rename(tmp, objectPath);
     await putMetadata(bucket, key, metadata, md5);
   }, true);
@@ -124,7 +183,7 @@ function atomicOverwrites(store) {
 }
 
 function parseArgs(argv) {
-  const o = { port: 0, buckets: [], version: '3', verbose: false };
+  const o = { port: 0, buckets: [], version: '3', verbose: false, conditional: true };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const val = () => {
@@ -141,6 +200,7 @@ function parseArgs(argv) {
       case '--access-key': o.accessKey = val(); break;
       case '--secret-key': o.secretKey = val(); break;
       case '--verbose': o.verbose = true; break;
+      case '--no-conditional-writes': o.conditional = false; break;
       default: usage(`unknown flag ${a}`);
     }
   }
@@ -187,7 +247,11 @@ async function main() {
     silent: !o.verbose,
     configureBuckets: o.buckets.map((name) => ({ name })),
   });
-  atomicOverwrites(server.store);
+  const S3Error = require(path.join(pkgDir, 'lib', 'models', 'error.js'));
+  atomicOverwrites(server.store, S3Error, o.conditional);
+  // First in the chain (Koa composes its middleware when the server starts).
+  server.middleware.unshift((ctx, next) =>
+    requestContext.run({ method: ctx.method, headers: ctx.headers }, next));
   const addr = await server.run();
   const tmp = `${o.portFile}.tmp`;
   fs.writeFileSync(tmp, `${addr.port}\n`);

@@ -5,7 +5,7 @@
 // values.schema.json, templates/), merges values files over the chart's
 // defaults, validates the result against values.schema.json, and renders every
 // template with Go's text/template, sprig, and the few functions Helm adds
-// that the ringcache chart uses (include, required, toYaml). It writes the
+// that the ringcache chart uses (include, required, toYaml, fromYaml). It writes the
 // manifests as a YAML stream (each document headed by `# Source:`, like helm)
 // and, on request, as a JSON array of objects, the merged values as JSON, and
 // the rendered NOTES.txt.
@@ -15,7 +15,8 @@
 // through JSON and then YAML (go-yaml v2, so sequences sit flush under their
 // key), a missing key renders as empty, templates are named
 // "<chart>/templates/<file>", and files starting with "_" are partials.
-// It is NOT Helm: no dependencies, hooks, lookup, tpl, .Files, or --set. Users run
+// .Files.Get reads a file of the chart (not under templates/), as Helm's does.
+// It is NOT Helm: no dependencies, hooks, lookup, tpl, .Files.Glob, or --set. Users run
 // `helm template` / `helm install`; this exists so the chart is checked here.
 //
 // Build offline (Debian golang-go, golang-github-masterminds-sprig-dev,
@@ -157,6 +158,23 @@ func toYAML(v interface{}) string {
 	return strings.TrimSuffix(string(out), "\n")
 }
 
+// chartFiles is .Files: the chart's files outside templates/, read on demand.
+type chartFiles struct{ dir string }
+
+// Get is .Files.Get: the file's text, or "" when it does not exist (as Helm).
+// Paths are relative to the chart folder and may not leave it.
+func (f chartFiles) Get(name string) (string, error) {
+	clean := filepath.Clean(name)
+	if filepath.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") || strings.HasPrefix(clean, "templates/") {
+		return "", fmt.Errorf(".Files.Get %q: not a file of the chart outside templates/", name)
+	}
+	b, err := ioutil.ReadFile(filepath.Join(f.dir, clean))
+	if os.IsNotExist(err) {
+		return "", nil
+	}
+	return string(b), err
+}
+
 type capabilities struct {
 	KubeVersion struct {
 		Version, Major, Minor string
@@ -275,6 +293,7 @@ func run(chartDir, name, namespace, kubeVersion string, valueFiles, extraAPIs []
 			"IsInstall": true, "IsUpgrade": false, "Revision": 1,
 		},
 		"Capabilities": caps,
+		"Files":        chartFiles{dir: chartDir},
 		"Template": map[string]interface{}{
 			"BasePath": chartName + "/templates",
 		},
@@ -291,6 +310,15 @@ func run(chartDir, name, namespace, kubeVersion string, valueFiles, extraAPIs []
 	delete(funcs, "env") // helm removes these two: templates must not read
 	delete(funcs, "expandenv")
 	funcs["toYaml"] = toYAML
+	// Helm's fromYaml: a map decoded as values are (numbers are float64); on
+	// bad YAML a map holding only "Error", as Helm returns.
+	funcs["fromYaml"] = func(text string) map[string]interface{} {
+		m, err := helmValues([]byte(text), "fromYaml")
+		if err != nil {
+			return map[string]interface{}{"Error": err.Error()}
+		}
+		return m
+	}
 	funcs["required"] = func(msg string, v interface{}) (interface{}, error) {
 		if v == nil {
 			return nil, errors.New(msg)

@@ -9,10 +9,27 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+/* Not cmocka (benchmarks use this file too): a failed step ends the process. */
+#define T_CHECK(cond)                                                                      \
+    do {                                                                                   \
+        if (!(cond)) {                                                                     \
+            fprintf(stderr, "%s:%d: %s failed\n", __FILE__, __LINE__, #cond);              \
+            exit(1);                                                                       \
+        }                                                                                  \
+    } while (0)
 
 int t_node_try_start(h_env *env, t_node *n, const char *name, const char *s3_endpoint,
                      const char *const *extra)
+{
+    return t_node_try_start_wrapped(env, n, name, s3_endpoint, extra, NULL);
+}
+
+int t_node_try_start_wrapped(h_env *env, t_node *n, const char *name, const char *s3_endpoint,
+                             const char *const *extra, const char *const *wrap)
 {
     char bin[1024];
     if (h_build_path(bin, sizeof(bin), "cached/ringcached") < 0)
@@ -24,8 +41,10 @@ int t_node_try_start(h_env *env, t_node *n, const char *name, const char *s3_end
     char port_file[600], admin_file[600];
     snprintf(port_file, sizeof(port_file), "%s/port", n->dir);
     snprintf(admin_file, sizeof(admin_file), "%s/admin-port", n->dir);
-    const char *argv[64];
+    const char *argv[72];
     int k = 0;
+    for (int i = 0; wrap && wrap[i] && k < 8; i++)
+        argv[k++] = wrap[i];
     const char *base[] = {bin, "--node-id", name, "--listen", "127.0.0.1", "--port", "0",
                           "--port-file", port_file, "--admin-listen", "127.0.0.1",
                           "--admin-port", "0", "--admin-port-file", admin_file,
@@ -34,7 +53,7 @@ int t_node_try_start(h_env *env, t_node *n, const char *name, const char *s3_end
                           "--s3-access-key", "S3RVER", "--s3-secret-key", "S3RVER", NULL};
     for (int i = 0; base[i]; i++)
         argv[k++] = base[i];
-    for (int i = 0; extra && extra[i] && k < 62; i++)
+    for (int i = 0; extra && extra[i] && k < 70; i++)
         argv[k++] = extra[i];
     argv[k] = NULL;
     int rc = h_proc_start(env, &n->proc, name, (char *const *)argv, NULL, port_file, 0);
@@ -99,12 +118,7 @@ cc_conn *t_conn(struct event_base *base, const t_node *n, const char *token)
     return c;
 }
 
-typedef struct {
-    int done;
-    cc_result res;
-} t_wait;
-
-static void t_done(const cc_result *r, void *arg)
+void t_done(const cc_result *r, void *arg)
 {
     t_wait *w = arg;
     w->res = *r;
@@ -117,12 +131,68 @@ cc_result t_get(struct event_base *base, cc_conn *c, const char *bucket, const c
 {
     t_wait w = {0};
     rcp_get_req g = {{rcp_s(bucket), rcp_s(key), rcp_s(version), size}, block, 0, 0, 0};
-    int rc = cc_get(c, &g, buf, cap, t_done, &w, NULL);
+    return t_wait_run(base, &w, cc_get(c, &g, buf, cap, t_done, &w, NULL));
+}
+
+cc_result t_wait_run(struct event_base *base, t_wait *w, int rc)
+{
     if (rc < 0) {
-        w.res.code = rc;
-        return w.res;
+        w->res.code = rc;
+        return w->res;
     }
-    while (!w.done)
+    while (!w->done)
         event_base_loop(base, EVLOOP_ONCE);
-    return w.res;
+    return w->res;
+}
+
+int t_raw_connect(int port)
+{
+    int fd = h_tcp_connect(port, 2000);
+    T_CHECK(fd >= 0);
+    struct timeval tv = {5, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    return fd;
+}
+
+void t_raw_send(int fd, uint8_t op, uint32_t id, const void *body, size_t len)
+{
+    uint8_t h[RCP_HEADER_SIZE];
+    rcp_header hd = {op, 0, id, (uint32_t)len};
+    rcp_header_encode(&hd, h);
+    T_CHECK(send(fd, h, sizeof(h), MSG_NOSIGNAL) == (ssize_t)sizeof(h));
+    if (len)
+        T_CHECK(send(fd, body, len, MSG_NOSIGNAL) == (ssize_t)len);
+}
+
+int t_raw_recv_frame(int fd, rcp_header *h, uint8_t *body, size_t cap)
+{
+    uint8_t hb[RCP_HEADER_SIZE];
+    size_t got = 0;
+    while (got < sizeof(hb)) {
+        ssize_t k = recv(fd, hb + got, sizeof(hb) - got, 0);
+        if (k <= 0)
+            return -1;
+        got += (size_t)k;
+    }
+    if (rcp_header_decode(hb, RCP_MAX_FRAME_BODY, h) < 0 || h->len > cap)
+        return -2;
+    got = 0;
+    while (got < h->len) {
+        ssize_t k = recv(fd, body + got, h->len - got, 0);
+        if (k <= 0)
+            return -1;
+        got += (size_t)k;
+    }
+    return 0;
+}
+
+void t_raw_hello(int fd, const char *token)
+{
+    uint8_t b[512];
+    rcp_hello_req hq = {1, 1, rcp_s(token ? token : ""), 0, rcp_s("raw")};
+    int k = rcp_encode_hello_req(&hq, b, sizeof(b));
+    t_raw_send(fd, RCP_OP_HELLO, 0, b, (size_t)k);
+    rcp_header h;
+    T_CHECK(t_raw_recv_frame(fd, &h, b, sizeof(b)) == 0);
+    T_CHECK(h.op == RCP_OP_HELLO);
 }

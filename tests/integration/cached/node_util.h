@@ -34,6 +34,11 @@ void t_node_start(h_env *env, t_node *n, const char *name, const char *s3_endpoi
 int t_node_try_start(h_env *env, t_node *n, const char *name, const char *s3_endpoint,
                      const char *const *extra);
 
+/* The same, run through the command wrap (NULL-terminated, e.g. {"prlimit",
+ * "--nofile=128:128", NULL}: it must exec the node, keeping its pid). */
+int t_node_try_start_wrapped(h_env *env, t_node *n, const char *name, const char *s3_endpoint,
+                             const char *const *extra, const char *const *wrap);
+
 /* A counter or gauge from /metrics (the first line that starts with `metric`
  * followed by a space or '{'). -1 when absent. */
 int64_t t_node_metric(const t_node *n, const char *metric);
@@ -44,7 +49,25 @@ int64_t t_node_rss_kib(const t_node *n);
 /* Blocking helpers: a connection on the caller's base, and one request run to
  * its end. */
 cc_conn *t_conn(struct event_base *base, const t_node *n, const char *token);
+/* One request run to its end: w is given as the callback's argument with
+ * t_done, rc is what starting the request returned. */
+typedef struct t_wait {
+    int done;
+    cc_result res;
+} t_wait;
+void t_done(const cc_result *r, void *arg);
+cc_result t_wait_run(struct event_base *base, t_wait *w, int rc);
 cc_result t_get(struct event_base *base, cc_conn *c, const char *bucket, const char *key,
                 const char *version, uint64_t size, uint64_t block, void *buf, size_t cap);
+
+/* Raw protocol bytes, for hostile and malformed input: a blocking connection
+ * to 127.0.0.1:port with a 5 s receive timeout (the process exits if it
+ * cannot); one frame sent (exits unless sent whole); one frame received into body (cap
+ * bytes): 0, -1 on EOF or a timeout, -2 on a bad header or a body over cap;
+ * HELLO with token (NULL: none), exiting unless answered by HELLO. */
+int t_raw_connect(int port);
+void t_raw_send(int fd, uint8_t op, uint32_t id, const void *body, size_t len);
+int t_raw_recv_frame(int fd, rcp_header *h, uint8_t *body, size_t cap);
+void t_raw_hello(int fd, const char *token);
 
 #endif

@@ -360,57 +360,6 @@ static void test_tenants(void **state)
 
 /* ---- raw bytes --------------------------------------------------------------- */
 
-static int raw_connect(int port)
-{
-    int fd = h_tcp_connect(port, 2000);
-    assert_true(fd >= 0);
-    struct timeval tv = {5, 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    return fd;
-}
-
-static void raw_send(int fd, uint8_t op, uint32_t id, const void *body, size_t len)
-{
-    uint8_t h[RCP_HEADER_SIZE];
-    rcp_header hd = {op, 0, id, (uint32_t)len};
-    rcp_header_encode(&hd, h);
-    assert_int_equal(send(fd, h, sizeof(h), MSG_NOSIGNAL), (ssize_t)sizeof(h));
-    if (len)
-        assert_int_equal(send(fd, body, len, MSG_NOSIGNAL), (ssize_t)len);
-}
-
-static int raw_recv_frame(int fd, rcp_header *h, uint8_t *body, size_t cap)
-{
-    uint8_t hb[RCP_HEADER_SIZE];
-    size_t got = 0;
-    while (got < sizeof(hb)) {
-        ssize_t k = recv(fd, hb + got, sizeof(hb) - got, 0);
-        if (k <= 0)
-            return -1;
-        got += (size_t)k;
-    }
-    if (rcp_header_decode(hb, RCP_MAX_FRAME_BODY, h) < 0 || h->len > cap)
-        return -2;
-    got = 0;
-    while (got < h->len) {
-        ssize_t k = recv(fd, body + got, h->len - got, 0);
-        if (k <= 0)
-            return -1;
-        got += (size_t)k;
-    }
-    return 0;
-}
-
-static void raw_hello(int fd)
-{
-    uint8_t b[256];
-    rcp_hello_req hq = {1, 1, rcp_s(""), 0, rcp_s("raw")};
-    int k = rcp_encode_hello_req(&hq, b, sizeof(b));
-    raw_send(fd, RCP_OP_HELLO, 0, b, (size_t)k);
-    rcp_header h;
-    assert_int_equal(raw_recv_frame(fd, &h, b, sizeof(b)), 0);
-    assert_int_equal(h.op, RCP_OP_HELLO);
-}
 
 static void test_bad_input_keeps_serving(void **state)
 {
@@ -423,9 +372,9 @@ static void test_bad_input_keeps_serving(void **state)
     rcp_header h;
 
     /* a corrupt header: one ERROR frame, then the connection closes */
-    int fd = raw_connect(n.port);
+    int fd = t_raw_connect(n.port);
     assert_int_equal(send(fd, "GARBAGE-GARBAGE-GARBAGE", 23, MSG_NOSIGNAL), 23);
-    assert_int_equal(raw_recv_frame(fd, &h, body, sizeof(body)), 0);
+    assert_int_equal(t_raw_recv_frame(fd, &h, body, sizeof(body)), 0);
     assert_int_equal(h.op, RCP_OP_ERROR);
     rcp_error e;
     assert_int_equal(rcp_parse_error(body, h.len, &e), 0);
@@ -435,25 +384,25 @@ static void test_bad_input_keeps_serving(void **state)
 
     /* an unknown opcode, a request before HELLO, a body that does not parse:
      * ERROR frames, and the connection stays usable */
-    fd = raw_connect(n.port);
-    raw_send(fd, RCP_OP_PING, 5, NULL, 0);
-    assert_int_equal(raw_recv_frame(fd, &h, body, sizeof(body)), 0);
+    fd = t_raw_connect(n.port);
+    t_raw_send(fd, RCP_OP_PING, 5, NULL, 0);
+    assert_int_equal(t_raw_recv_frame(fd, &h, body, sizeof(body)), 0);
     assert_int_equal(h.op, RCP_OP_ERROR);
     assert_int_equal(rcp_parse_error(body, h.len, &e), 0);
     assert_int_equal(e.code, RCP_E_UNAUTHORIZED);
-    raw_hello(fd);
-    raw_send(fd, 99, 6, "xyz", 3);
-    assert_int_equal(raw_recv_frame(fd, &h, body, sizeof(body)), 0);
+    t_raw_hello(fd, NULL);
+    t_raw_send(fd, 99, 6, "xyz", 3);
+    assert_int_equal(t_raw_recv_frame(fd, &h, body, sizeof(body)), 0);
     assert_int_equal(h.op, RCP_OP_ERROR);
     assert_int_equal(h.id, 6);
     assert_int_equal(rcp_parse_error(body, h.len, &e), 0);
     assert_int_equal(e.code, RCP_E_UNKNOWN_OP);
-    raw_send(fd, RCP_OP_GET, 7, "\x01\x02", 2);
-    assert_int_equal(raw_recv_frame(fd, &h, body, sizeof(body)), 0);
+    t_raw_send(fd, RCP_OP_GET, 7, "\x01\x02", 2);
+    assert_int_equal(t_raw_recv_frame(fd, &h, body, sizeof(body)), 0);
     assert_int_equal(rcp_parse_error(body, h.len, &e), 0);
     assert_int_equal(e.code, RCP_E_BAD_REQUEST);
-    raw_send(fd, RCP_OP_PING, 8, NULL, 0);
-    assert_int_equal(raw_recv_frame(fd, &h, body, sizeof(body)), 0);
+    t_raw_send(fd, RCP_OP_PING, 8, NULL, 0);
+    assert_int_equal(t_raw_recv_frame(fd, &h, body, sizeof(body)), 0);
     assert_int_equal(h.op, RCP_OP_PING);
     assert_int_equal(h.id, 8);
     /* a body longer than the limit: closed */
@@ -461,19 +410,19 @@ static void test_bad_input_keeps_serving(void **state)
     rcp_header hd = {RCP_OP_GET, 0, 9, 100u << 20};
     rcp_header_encode(&hd, big);
     assert_int_equal(send(fd, big, sizeof(big), MSG_NOSIGNAL), (ssize_t)sizeof(big));
-    assert_int_equal(raw_recv_frame(fd, &h, body, sizeof(body)), 0);
+    assert_int_equal(t_raw_recv_frame(fd, &h, body, sizeof(body)), 0);
     assert_int_equal(rcp_parse_error(body, h.len, &e), 0);
     assert_int_equal(e.code, RCP_E_PROTOCOL);
     close(fd);
 
     /* a client that vanishes in the middle of a frame and of a request */
     for (int i = 0; i < 20; i++) {
-        fd = raw_connect(n.port);
-        raw_hello(fd);
+        fd = t_raw_connect(n.port);
+        t_raw_hello(fd, NULL);
         uint8_t gb[512];
         rcp_get_req g = {{rcp_s(bucket), rcp_s("bad/obj"), rcp_s(etag), 11}, 0, 0, 0, 0};
         int k = rcp_encode_get_req(&g, gb, sizeof(gb));
-        raw_send(fd, RCP_OP_GET, 1, gb, (size_t)k);
+        t_raw_send(fd, RCP_OP_GET, 1, gb, (size_t)k);
         uint8_t half[RCP_HEADER_SIZE];
         rcp_header hh = {RCP_OP_GET, 0, 2, 500};
         rcp_header_encode(&hh, half);
@@ -510,8 +459,8 @@ static void test_pipelined_client_that_never_reads(void **state)
     event_base_loop(base, EVLOOP_NONBLOCK);
     int64_t rss0 = t_node_rss_kib(&n);
 
-    int fd = raw_connect(n.port);
-    raw_hello(fd);
+    int fd = t_raw_connect(n.port);
+    t_raw_hello(fd, NULL);
     uint8_t gb[512];
     rcp_get_req g = {{rcp_s(bucket), rcp_s("bp/obj"), rcp_s(etag), size}, 0, 0, 0, 0};
     int k = rcp_encode_get_req(&g, gb, sizeof(gb));

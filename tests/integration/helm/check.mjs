@@ -12,8 +12,17 @@
 // every Secret reference resolves; the files the config names (tenants, peer
 // token, TLS certificate, key and CA) are items of read-only Secret mounts;
 // the ServiceMonitor scrapes over HTTPS with the TLS Secret's CA when TLS is
-// on; the termination grace exceeds the drain deadline; capacities fit the
-// pod's memory and volume. Scenario-specific expectations follow.
+// on; the termination grace exceeds the drain deadline (and is the drain +
+// 20 s when not given); the container's resources are the values' or the
+// preset's, and threads and the RAM tier follow them (quantities parsed here
+// independently of the chart); capacities fit the pod's memory and volume;
+// the image, pull secrets, common labels and annotations, update strategy,
+// PVC retention, extra volumes, mounts, env, sidecars and init containers are
+// what the values ask; the NetworkPolicy, evaluated here for probe peers
+// (client pods, other pods, peers, monitoring, outside addresses), lets in and
+// out exactly what the values say; the PrometheusRule and the Grafana
+// dashboard ConfigMap carry the values' names, labels and thresholds.
+// Scenario-specific expectations follow.
 //
 // usage: node check.mjs SCENARIO OBJECTS.json VALUES.json NOTES.txt NAMESPACE
 // Exit status 0 when everything holds, 1 with one line per failure.
@@ -62,6 +71,9 @@ const one = (k) => {
   check(l.length === 1, `expected exactly one ${k}, found ${l.length}`);
   return l[0];
 };
+const sortKeys = (o) => (o && typeof o === "object" && !Array.isArray(o)
+  ? Object.fromEntries(Object.keys(o).sort().map((k) => [k, sortKeys(o[k])])) : o);
+const same = (a, b) => JSON.stringify(sortKeys(a)) === JSON.stringify(sortKeys(b));
 const matches = (selector, labels) =>
   !!selector && Object.keys(selector).length > 0 &&
   Object.entries(selector).every(([k, v]) => labels?.[k] === v);
@@ -88,14 +100,21 @@ const mib = (s) => {
   if (!r) return NaN;
   return Number(r[1]) * (r[2] === "GiB" ? 1024 : 1);
 };
-const quantityMiB = (q) => {
-  const r = /^(\d+)(Mi|Gi)$/.exec(q ?? "");
+// A Kubernetes quantity in its base unit (bytes, cores): 500m, 2, 1.5Gi, 4G.
+const quantity = (q) => {
+  if (typeof q === "number") return q;
+  const r = /^([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$/.exec(q ?? "");
   if (!r) return NaN;
-  return Number(r[1]) * (r[2] === "Gi" ? 1024 : 1);
+  const unit = { "": 1, m: 1e-3, k: 1e3, M: 1e6, G: 1e9, T: 1e12, P: 1e15, E: 1e18,
+    Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, Pi: 2 ** 50, Ei: 2 ** 60 }[r[2] ?? ""];
+  return Number(r[1]) * unit;
 };
+const quantityMiB = (q) => quantity(q) / 2 ** 20;
 
 const sts = one("StatefulSet");
-const cm = one("ConfigMap");
+const configMaps = byKind("ConfigMap").filter((c) => "ringcached.conf" in (c.data ?? {}));
+check(configMaps.length === 1, `expected one ConfigMap with ringcached.conf, found ${configMaps.length}`);
+const cm = configMaps[0];
 const services = byKind("Service");
 const secrets = byKind("Secret");
 if (!sts || !cm) {
@@ -289,10 +308,35 @@ const drain = seconds(conf.get("drain-timeout"));
 check(Number.isFinite(drain), `drain-timeout ${conf.get("drain-timeout")} is not a duration`);
 check(pod.spec.terminationGracePeriodSeconds > drain,
   `terminationGracePeriodSeconds ${pod.spec.terminationGracePeriodSeconds} does not exceed drain-timeout ${drain}s`);
-const memLimit = quantityMiB(ctr.resources?.limits?.memory);
-check(Number.isFinite(memLimit), "no memory limit in Mi/Gi");
-check(mib(conf.get("ram-capacity")) < memLimit, "ram-capacity is not below the memory limit");
-check(quantityMiB(ctr.resources?.requests?.memory) === memLimit, "memory request differs from the limit");
+// resources: the values' when given, else the preset's; threads and the RAM
+// tier derive from them.
+const presets = {
+  none: undefined,
+  small: { requests: { cpu: "1", memory: "2Gi" }, limits: { memory: "2Gi" } },
+  medium: { requests: { cpu: "2", memory: "4Gi" }, limits: { memory: "4Gi" } },
+  large: { requests: { cpu: "4", memory: "16Gi" }, limits: { memory: "16Gi" } },
+};
+const wantRes = Object.keys(values.resources ?? {}).length ? values.resources : presets[values.resourcesPreset];
+check(JSON.stringify(ctr.resources ?? {}) === JSON.stringify(wantRes ?? {}) ||
+  JSON.stringify(sortKeys(ctr.resources ?? {})) === JSON.stringify(sortKeys(wantRes ?? {})),
+  `container resources ${JSON.stringify(ctr.resources)} are not ${values.resourcesPreset ? "the preset's or the values'" : "the values'"}: ${JSON.stringify(wantRes)}`);
+const memQ = ctr.resources?.limits?.memory ?? ctr.resources?.requests?.memory;
+const memMiB = memQ === undefined ? 0 : quantityMiB(memQ);
+const wantRam = Math.floor(Math.floor(memMiB) * values.config.ramTierPercent / 100);
+check(mib(conf.get("ram-capacity")) === wantRam,
+  `ram-capacity ${conf.get("ram-capacity")} is not ${values.config.ramTierPercent}% of the memory ${memQ} (${wantRam}MiB)`);
+if (memQ !== undefined) check(mib(conf.get("ram-capacity")) < memMiB, "ram-capacity is not below the container's memory");
+const cpuQ = ctr.resources?.requests?.cpu ?? ctr.resources?.limits?.cpu;
+const wantThreads = values.config.threads > 0 ? values.config.threads : Math.ceil(quantity(cpuQ) - 1e-9);
+check(Number(conf.get("threads")) === wantThreads && wantThreads >= 1,
+  `threads ${conf.get("threads")} is not config.threads or the CPU request ${cpuQ} rounded up (${wantThreads})`);
+for (const k of ["cpu", "memory"]) {
+  const rq = ctr.resources?.requests?.[k], lm = ctr.resources?.limits?.[k];
+  if (rq !== undefined && lm !== undefined) check(quantity(rq) <= quantity(lm), `${k} request ${rq} exceeds its limit ${lm}`);
+}
+const grace = pod.spec.terminationGracePeriodSeconds;
+check(grace === (values.terminationGracePeriodSeconds === "" ? drain + 20 : values.terminationGracePeriodSeconds),
+  `terminationGracePeriodSeconds ${grace}: expected ${values.terminationGracePeriodSeconds === "" ? "the drain + 20" : values.terminationGracePeriodSeconds}`);
 const dataDir = conf.get("data-dir");
 const dataMount = ctr.volumeMounts.find((m) => m.mountPath === dataDir);
 check(dataMount && !dataMount.readOnly, `data-dir ${dataDir} is not a writable volume mount`);
@@ -349,13 +393,209 @@ for (const o of objects) {
   for (const l of ["app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/version", "app.kubernetes.io/managed-by"]) {
     check(o.metadata.labels?.[l], `${o.kind}/${o.metadata.name} lacks label ${l}`);
   }
+  for (const [k, v] of Object.entries(values.commonLabels ?? {}))
+    check(o.metadata.labels?.[k] === v, `${o.kind}/${o.metadata.name} lacks commonLabels ${k}=${v}`);
+  for (const [k, v] of Object.entries(values.commonAnnotations ?? {}))
+    check(o.metadata.annotations?.[k] === v, `${o.kind}/${o.metadata.name} lacks commonAnnotations ${k}=${v}`);
+}
+for (const [k, v] of Object.entries({ ...values.commonLabels, ...values.podLabels }))
+  check(podLabels[k] === v, `the pods lack label ${k}=${v} (commonLabels / podLabels)`);
+for (const [k, v] of Object.entries(values.podAnnotations ?? {}))
+  check(pod.metadata.annotations?.[k] === v, `the pods lack podAnnotations ${k}=${v}`);
+// The claim template is immutable in a StatefulSet: common labels there would
+// make the next helm upgrade fail when they change.
+for (const c of sts.spec.volumeClaimTemplates ?? [])
+  for (const k of Object.keys(values.commonLabels ?? {})) check(!(k in (c.metadata.labels ?? {})), `the claim template carries commonLabels ${k}`);
+
+// ---- 9. image, pull secrets, rollout, extras ------------------------------------
+{
+  const registry = values.global?.imageRegistry || values.image.registry;
+  const name = (registry ? registry.replace(/\/$/, "") + "/" : "") + values.image.repository;
+  const want = values.image.digest ? `${name}@${values.image.digest}` : `${name}:${values.image.tag || "0.1.0"}`;
+  check(ctr.image === want, `image is ${ctr.image}, expected ${want}`);
+  const secretNames = [...new Set([...(values.global?.imagePullSecrets ?? []), ...(values.imagePullSecrets ?? [])]
+    .map((x) => (typeof x === "string" ? x : x.name)))];
+  check(same((pod.spec.imagePullSecrets ?? []).map((x) => x.name), secretNames),
+    `imagePullSecrets are ${JSON.stringify(pod.spec.imagePullSecrets)}, expected ${secretNames}`);
+}
+check(same(sts.spec.updateStrategy, values.updateStrategy), `updateStrategy is ${JSON.stringify(sts.spec.updateStrategy)}`);
+const retention = values.persistentVolumeClaimRetentionPolicy;
+check(retention.enabled
+  ? same(sts.spec.persistentVolumeClaimRetentionPolicy, { whenScaled: retention.whenScaled, whenDeleted: retention.whenDeleted })
+  : !sts.spec.persistentVolumeClaimRetentionPolicy, "persistentVolumeClaimRetentionPolicy does not follow the values");
+check((pod.spec.priorityClassName ?? "") === values.priorityClassName, "priorityClassName not rendered");
+for (const v of values.extraVolumes ?? []) check(pod.spec.volumes.some((x) => same(x, v)), `extra volume ${v.name} missing`);
+for (const m of values.extraVolumeMounts ?? []) check(ctr.volumeMounts.some((x) => same(x, m)), `extra volume mount ${m.name} missing`);
+for (const e of values.extraEnvVars ?? []) check(ctr.env.some((x) => same(x, e)), `extra env ${e.name} missing`);
+check(same(pod.spec.containers.slice(1), values.sidecars ?? []) && pod.spec.containers[0] === ctr, "the sidecars are not the containers after ringcached");
+check(same(pod.spec.initContainers ?? [], values.initContainers ?? []), "initContainers not rendered");
+// every mount of every container names a volume of the pod or a claim template
+const volNames = new Set([...pod.spec.volumes.map((v) => v.name), ...(sts.spec.volumeClaimTemplates ?? []).map((c) => c.metadata.name)]);
+for (const c of [...pod.spec.containers, ...(pod.spec.initContainers ?? [])])
+  for (const m of c.volumeMounts ?? []) check(volNames.has(m.name), `container ${c.name} mounts ${m.name}, which is no volume of the pod`);
+check(volNames.size === pod.spec.volumes.length + (sts.spec.volumeClaimTemplates ?? []).length, "two volumes share a name");
+
+// ---- 10. NetworkPolicy: evaluated for probe peers --------------------------------
+// A peer is {ns, labels} (a pod) or {ip}. A rule admits a peer on a port when
+// its ports list the port (or is empty) and one of its from/to entries selects
+// the peer; no rule, no traffic (the policy selects the pods for both ways).
+const nsLabels = (ns) => ({ "kubernetes.io/metadata.name": ns });
+const ipIn = (ip, cidr) => {
+  if (!/^[0-9.]+\/[0-9]+$/.test(cidr) || !/^[0-9.]+$/.test(ip)) return cidr === "::/0" ? ip.includes(":") : false;
+  const [base, bits] = cidr.split("/");
+  const n = (a) => a.split(".").reduce((x, o) => x * 256 + Number(o), 0);
+  const size = 2 ** (32 - Number(bits));
+  return Math.floor(n(ip) / size) === Math.floor(n(base) / size);
+};
+const selects = (sel, labels) => !!sel && !sel.matchExpressions && Object.entries(sel.matchLabels ?? {}).every(([k, v]) => labels?.[k] === v);
+function peerMatches(entry, peer, policyNs) {
+  if (entry.ipBlock) return !!peer.ip && ipIn(peer.ip, entry.ipBlock.cidr) && !(entry.ipBlock.except ?? []).some((c) => ipIn(peer.ip, c));
+  if (peer.ip) return false;
+  if (entry.namespaceSelector && !selects(entry.namespaceSelector, nsLabels(peer.ns))) return false;
+  if (!entry.namespaceSelector && peer.ns !== policyNs) return false;
+  return entry.podSelector ? selects(entry.podSelector, peer.labels) : true;
+}
+function admits(policy, way, peer, port, proto = "TCP") {
+  const rules = policy.spec[way] ?? [];
+  return rules.some((r) => {
+    const ports = r.ports ?? [];
+    if (ports.length && !ports.some((p) => p.port === port && (p.protocol ?? "TCP") === proto)) return false;
+    const peers = r[way === "ingress" ? "from" : "to"] ?? [];
+    return !peers.length || peers.some((e) => peerMatches(e, peer, policy.metadata.namespace ?? namespace));
+  });
+}
+const policies = byKind("NetworkPolicy");
+const npv = values.networkPolicy;
+check(policies.length === (npv.enabled ? 1 : 0), `networkPolicy.enabled is ${npv.enabled} but ${policies.length} NetworkPolicies are rendered`);
+if (npv.enabled && policies.length === 1) {
+  const np = policies[0];
+  check(selects(np.spec.podSelector, podLabels), "the NetworkPolicy does not select the cache pods");
+  check(same(np.spec.policyTypes, ["Ingress", "Egress"]), "the NetworkPolicy does not govern both ingress and egress");
+  // the data ports: every port of the container but the admin port
+  const dataPorts = ctr.ports.map((p) => p.containerPort).filter((p) => p !== adminPort);
+  check(dataPorts.includes(protoPort), "the protocol port is not a data port");
+  const self = { ns: namespace, labels: podLabels };
+  const clientLabels = npv.clients.podLabels ?? {};
+  const hasClientLabels = Object.keys(clientLabels).length > 0;
+  const probes = [
+    // [what, peer, may reach data ports, may reach admin]
+    ["a cache pod of the release", self, true, false],
+    ["an unlabelled pod of the release namespace", { ns: namespace, labels: { app: "other" } }, false, false],
+    ["an unlabelled pod of another namespace", { ns: "elsewhere", labels: { app: "other" } }, false, false],
+    ["an outside address", { ip: "203.0.113.7" }, false, false],
+  ];
+  if (hasClientLabels) {
+    probes.push(["a client pod of the release namespace", { ns: namespace, labels: { ...clientLabels, app: "spark" } }, true, false]);
+    probes.push(["a client pod of another namespace", { ns: "elsewhere", labels: { ...clientLabels } }, npv.clients.podLabelsInAllNamespaces, false]);
+    // every label is needed, not one of them
+    for (const k of Object.keys(clientLabels)) {
+      const partial = { ...clientLabels };
+      delete partial[k];
+      probes.push([`a pod lacking the client label ${k}`, { ns: namespace, labels: partial }, false, false]);
+    }
+  }
+  for (const ns of npv.clients.namespaces ?? []) probes.push([`a pod of client namespace ${ns}`, { ns, labels: {} }, true, false]);
+  const adminLabels = npv.admin.podLabels ?? {};
+  for (const ns of npv.admin.namespaces ?? []) {
+    probes.push([`a monitoring pod of ${ns}`, { ns, labels: { ...adminLabels } }, false, true]);
+    if (Object.keys(adminLabels).length) probes.push([`an unlabelled pod of ${ns}`, { ns, labels: {} }, false, false]);
+  }
+  const extraIn = npv.extraIngress ?? [];
+  const monitoring = (peer) => !peer.ip && (npv.admin.namespaces ?? []).includes(peer.ns) &&
+    Object.entries(adminLabels).every(([k, v]) => peer.labels?.[k] === v);
+  for (const [what, peer, wantData, admin] of probes) {
+    const wantAdmin = admin || monitoring(peer);
+    for (const p of dataPorts) {
+      const got = admits(np, "ingress", peer, p);
+      const viaExtra = admits({ metadata: np.metadata, spec: { ingress: extraIn } }, "ingress", peer, p);
+      check(got === (wantData || viaExtra), `${what} ${got ? "reaches" : "cannot reach"} data port ${p}`);
+    }
+    check(admits(np, "ingress", peer, adminPort) === wantAdmin, `${what} ${wantAdmin ? "cannot reach" : "reaches"} the admin port`);
+  }
+  // egress from a cache pod
+  const s3Ports = npv.s3.ports?.length ? npv.s3.ports
+    : [values.s3.endpoint ? Number(new URL(values.s3.endpoint).port || (values.s3.endpoint.startsWith("https:") ? 443 : 80)) : 443];
+  const kubeDns = { ns: "kube-system", labels: { "k8s-app": "kube-dns" } };
+  check(admits(np, "egress", kubeDns, 53, "UDP") && admits(np, "egress", kubeDns, 53, "TCP"), "the cache pods cannot reach DNS (53/UDP, 53/TCP)");
+  check(admits(np, "egress", { ip: "169.254.20.10" }, 53, "UDP"), "the cache pods cannot reach a node-local DNS cache");
+  check(admits(np, "egress", self, protoPort), "a cache pod cannot reach its peers' protocol port");
+  check(!admits(np, "egress", { ns: "elsewhere", labels: podLabels }, protoPort), "the cache pods reach a look-alike pod in another namespace");
+  const s3ip = "52.95.150.10";
+  for (const p of s3Ports) check(admits(np, "egress", { ip: s3ip }, p), `the cache pods cannot reach S3 at ${s3ip}:${p}`);
+  for (const p of [22, 6443, 7070 === protoPort ? 7071 : 7070])
+    if (!s3Ports.includes(p)) check(!admits(np, "egress", { ip: s3ip }, p), `the cache pods may connect to ${s3ip}:${p}, not an S3 port`);
+  check(!admits(np, "egress", { ns: "elsewhere", labels: { app: "db" } }, 5432), "the cache pods may reach any pod");
+  for (const r of npv.extraIngress ?? []) check(np.spec.ingress.some((x) => same(x, r)), "an extraIngress rule is missing");
+  for (const r of npv.extraEgress ?? []) check(np.spec.egress.some((x) => same(x, r)), "an extraEgress rule is missing");
+  check(np.spec.ingress.length === 1 + ((npv.admin.namespaces ?? []).length ? 1 : 0) + (npv.extraIngress ?? []).length, "the NetworkPolicy has unexpected ingress rules");
+  check(np.spec.egress.length === 3 + (npv.extraEgress ?? []).length, "the NetworkPolicy has unexpected egress rules");
+  if (hasClientLabels) {
+    const l = Object.keys(clientLabels).sort().map((k) => `${k}=${clientLabels[k]}`).join(",");
+    check(notes.includes(`pods labelled ${l}`), `NOTES.txt does not name the client label ${l}`);
+  }
+} else if (!npv.enabled) {
+  check(notes.includes("The NetworkPolicy is off"), "NOTES.txt does not say the NetworkPolicy is off");
 }
 
-// ---- 9. what each scenario sets -------------------------------------------------
+// ---- 11. PrometheusRule and the Grafana dashboard ---------------------------------
+const rules = byKind("PrometheusRule");
+const prv = values.metrics.prometheusRule;
+check(rules.length === (prv.enabled ? 1 : 0), `metrics.prometheusRule.enabled is ${prv.enabled} but ${rules.length} PrometheusRules are rendered`);
+for (const r of rules) {
+  check(r.apiVersion === "monitoring.coreos.com/v1", "the PrometheusRule is not monitoring.coreos.com/v1");
+  check(r.metadata.namespace === (prv.namespace || namespace), "the PrometheusRule is not in its namespace");
+  for (const [k, v] of Object.entries(prv.labels ?? {})) check(r.metadata.labels?.[k] === v, `the PrometheusRule lacks label ${k}`);
+  const all = r.spec.groups.flatMap((g) => g.rules);
+  const alerts = all.map((x) => x.alert);
+  for (const a of ["RingcacheNodeDown", "RingcacheHitRatioLow", "RingcacheFillErrors", "RingcacheSSDFull", "RingcacheS3ErrorRate"])
+    check(alerts.includes(a), `the PrometheusRule has no alert ${a}`);
+  const sel = prv.selector || `job="${regular[0]?.metadata.name}",namespace="${namespace}"`;
+  const own = all.filter((x) => x.alert?.startsWith("Ringcache") && !(prv.additionalRules ?? []).some((a) => a.alert === x.alert));
+  for (const x of own) {
+    check(typeof x.expr === "string" && x.expr.includes(`{${sel}`), `alert ${x.alert} does not select the release's series (${sel})`);
+    check(/^[0-9]+[smh]$/.test(x.for ?? ""), `alert ${x.alert} has no 'for'`);
+    check(same(x.labels, prv.alertLabels), `alert ${x.alert} does not carry alertLabels`);
+    check(x.annotations?.summary && x.annotations?.description, `alert ${x.alert} lacks a summary or description`);
+  }
+  const exprOf = (a) => all.find((x) => x.alert === a)?.expr ?? "";
+  check(exprOf("RingcacheHitRatioLow").includes(`< ${prv.hitRatioBelow}`), "RingcacheHitRatioLow does not use hitRatioBelow");
+  check(exprOf("RingcacheHitRatioLow").includes(`>= ${prv.hitRatioMinGetsPerSecond}`), "RingcacheHitRatioLow does not use hitRatioMinGetsPerSecond");
+  check(exprOf("RingcacheS3ErrorRate").includes(`> ${prv.s3ErrorRatioAbove}`), "RingcacheS3ErrorRate does not use s3ErrorRatioAbove");
+  check(exprOf("RingcacheSSDFull").includes(`>= ${prv.ssdFullRatio}`), "RingcacheSSDFull does not use ssdFullRatio");
+  for (const a of prv.additionalRules ?? []) check(all.some((x) => same(x, a)), `additional rule ${a.alert ?? a.record} missing`);
+  // the ServiceMonitor's job label is the regular Service's name: the default selector must name it
+  if (!prv.selector && byKind("ServiceMonitor").length) check(sel.includes(`job="${regular[0]?.metadata.name}"`), "the rules' job is not the scraped Service");
+}
+const gdv = values.metrics.grafanaDashboard;
+const dashCMs = byKind("ConfigMap").filter((c) => c !== cm);
+check(dashCMs.length === (gdv.enabled ? 1 : 0), `metrics.grafanaDashboard.enabled is ${gdv.enabled} but ${dashCMs.length} dashboard ConfigMaps are rendered`);
+for (const d of dashCMs) {
+  check(d.metadata.namespace === (gdv.namespace || namespace), "the dashboard ConfigMap is not in its namespace");
+  for (const [k, v] of Object.entries(gdv.labels ?? {})) check(d.metadata.labels?.[k] === v, `the dashboard ConfigMap lacks label ${k}=${v}`);
+  check(d.metadata.labels?.grafana_dashboard === "1", "the dashboard ConfigMap lacks grafana_dashboard: \"1\" (the sidecar's default label)");
+  for (const [k, v] of Object.entries(gdv.annotations ?? {})) check(d.metadata.annotations?.[k] === v, `the dashboard ConfigMap lacks annotation ${k}`);
+  const files = Object.keys(d.data ?? {});
+  check(files.length === 1 && files[0].endsWith(".json"), "the dashboard ConfigMap must hold one .json file");
+  let dash;
+  try {
+    dash = JSON.parse(d.data[files[0]]);
+  } catch (e) {
+    failures.push(`the dashboard is not JSON: ${e.message}`);
+  }
+  if (dash) {
+    check(dash.uid && dash.title && Array.isArray(dash.panels) && dash.panels.length >= 10, "the dashboard has no uid, title or panels");
+    for (const pn of dash.panels ?? []) check((pn.targets ?? []).length && pn.targets.every((t) => t.expr), `dashboard panel ${pn.title} has no expression`);
+  }
+}
+
+// ---- 12. what each scenario sets ------------------------------------------------
 const kinds = objects.map((o) => o.kind).sort().join(",");
 const expect = {
   default: () => {
-    check(kinds === "ConfigMap,PodDisruptionBudget,Service,Service,ServiceAccount,StatefulSet", `default renders ${kinds}`);
+    check(kinds === "ConfigMap,NetworkPolicy,PodDisruptionBudget,Service,Service,ServiceAccount,StatefulSet", `default renders ${kinds}`);
+    check(same(ctr.resources, presets.medium), "default resources are not the medium preset");
+    check(pod.spec.terminationGracePeriodSeconds === 30, "default grace is not the 10 s drain + 20");
+    check(ctr.image === "ringcache:0.1.0" && !pod.spec.imagePullSecrets, "default image is not ringcache:<appVersion>");
     check(claim?.spec.resources.requests.storage === "100Gi", "default PVC is not 100Gi");
     check(sc === "RuntimeDefault" && conf.get("io") === "auto", "default is not RuntimeDefault + io auto");
     check(conf.get("threads") === "2" && conf.get("ram-capacity") === "2048MiB", "default threads/ram-capacity not derived from resources");
@@ -370,6 +610,8 @@ const expect = {
     check(conf.get("no-sync") === "true" && conf.get("io") === "threads", "no-sync / io threads not rendered");
     check(byKind("PodDisruptionBudget").length === 0, "pdb.enabled false still renders a PDB");
     check(!pod.spec.affinity, "podAntiAffinity '' still renders an affinity");
+    check(same(ctr.resources, presets.small) && conf.get("threads") === "1", "the small preset is not rendered");
+    check(byKind("NetworkPolicy").length === 0, "networkPolicy.enabled false still renders a NetworkPolicy");
   },
   "seccomp-localhost": () => {
     check(sc === "Localhost" && psc.seccompProfile.localhostProfile === "ringcache/ringcached-io-uring.json", "Localhost profile not rendered");
@@ -381,6 +623,8 @@ const expect = {
     check(Buffer.from(d.AWS_SECRET_ACCESS_KEY ?? "", "base64").toString() === values.s3.credentials.secretAccessKey, "S3 secret key not stored in the Secret");
     check(Buffer.from(d["tenants.conf"] ?? "", "base64").toString() === values.tenants.file, "tenants file not stored in the Secret");
     check(conf.get("s3-endpoint") === values.s3.endpoint && conf.get("s3-region") === values.s3.region, "endpoint/region not in config");
+    const np = byKind("NetworkPolicy")[0];
+    check(np && admits(np, "egress", { ip: "198.51.100.1" }, 443) && !admits(np, "egress", { ip: "198.51.100.1" }, 80), "S3 egress is not https' 443");
     check(pod.metadata.annotations?.["checksum/secret"], "no checksum/secret annotation (pods would not roll on a secret change)");
   },
   "secrets-existing": () => {
@@ -393,7 +637,11 @@ const expect = {
     check(byKind("ServiceMonitor").length === 1, "serviceMonitor.enabled renders no ServiceMonitor");
     check(pod.metadata.annotations?.["prometheus.io/port"] === String(adminPort), "prometheus.io annotations missing");
     check(pod.spec.topologySpreadConstraints?.[0]?.topologyKey === "topology.kubernetes.io/zone", "topology spread missing");
-    check(ctr.resources.limits.cpu === "4", "cpuLimit not rendered");
+    check(ctr.resources.limits.cpu === 4 && ctr.resources.requests.cpu === "3500m", "resources not rendered as given");
+    check(pod.spec.terminationGracePeriodSeconds === 45, "an explicit grace is not kept");
+    check(byKind("PrometheusRule")[0]?.metadata.labels?.release === "prometheus", "PrometheusRule labels not rendered");
+    check(byKind("PrometheusRule")[0]?.spec.groups[0].rules.some((r) => r.alert === "RingcacheManyConnections"), "additionalRules not rendered");
+    check(dashCMs[0]?.metadata.namespace === "grafana" && dashCMs[0]?.metadata.annotations?.grafana_folder === "Storage", "the dashboard's namespace / folder not rendered");
     check(conf.get("threads") === "8", "config.threads does not override the derived value");
     check(conf.get("log-level") === "debug" && conf.get("fill-deadline") === "30s", "config values not rendered");
     check(byKind("ServiceAccount").length === 0 && pod.spec.serviceAccountName === "ci-runner", "existing ServiceAccount not used");
@@ -404,6 +652,25 @@ const expect = {
     check(tlsOn && conf.get("tls-cert") === "/etc/ringcache/tls/tls.crt" && conf.get("tls-ca") === "/etc/ringcache/tls/ca.crt", "TLS paths not rendered");
     check(secrets.length === 2 && secrets.some((s) => s.type === "kubernetes.io/tls"), "expected the chart's Secret and its TLS Secret");
     check(byKind("ServiceMonitor")[0]?.spec.endpoints[0]?.tlsConfig?.serverName === `ringcache.${namespace}.svc.cluster.local`, "default scrape serverName is not the regular Service's FQDN");
+  },
+  sre: () => {
+    check(ctr.image === "registry.internal.example.com/platform/ringcache@sha256:6f1c2b7e9d3a5c8b0e4f7a2d9c1b3e5f7a9c2e4b6d8f0a1c3e5b7d9f1a3c5e7b",
+      `global.imageRegistry + digest not rendered: ${ctr.image}`);
+    check(same(pod.spec.imagePullSecrets, [{ name: "regcred" }, { name: "mirror" }]), "global and local pull secrets not merged once each");
+    check(conf.get("threads") === "2" && conf.get("ram-capacity") === "3072MiB", "1500m / 6Gi do not give 2 threads and a 3072MiB RAM tier");
+    check(pod.spec.terminationGracePeriodSeconds === 45, "the grace does not follow a 25 s drain");
+    check(sts.spec.updateStrategy.rollingUpdate?.partition === 2, "the partition is not rendered");
+    check(sts.spec.persistentVolumeClaimRetentionPolicy?.whenScaled === "Delete", "the PVC retention policy is not rendered");
+    check(pod.spec.priorityClassName === "storage-critical", "priorityClassName not rendered");
+    check(pod.spec.containers.map((c) => c.name).join() === "ringcached,disk-usage" && pod.spec.initContainers?.[0]?.name === "wait-for-disk",
+      "sidecar / init container not rendered");
+    check(ctr.volumeMounts.some((m) => m.mountPath === "/scratch") && pod.spec.volumes.some((v) => v.name === "scratch"), "extra volume not mounted");
+    check(objects.every((o) => o.metadata.labels?.["cost-center"] === "4711" && o.metadata.annotations?.owner === "sre@example.com"),
+      "commonLabels / commonAnnotations missing on some object");
+    check(byKind("Service").find((x) => x.metadata.name === "ringcache")?.metadata.annotations?.owner === "sre@example.com", "the Service's annotations lost commonAnnotations");
+    const np = byKind("NetworkPolicy")[0];
+    check(np && admits(np, "egress", { ip: "10.1.2.3" }, 9000) && !admits(np, "egress", { ip: "10.1.2.3" }, 443), "S3 egress is not the endpoint's port 9000");
+    check(np && admits(np, "ingress", { ip: "10.20.3.4" }, 7070) && admits(np, "egress", { ip: "10.30.0.10" }, 8200), "extra rules not effective");
   },
   "tls-existing": () => {
     check(secrets.length === 0, "existing Secrets given, but the chart still renders one");

@@ -19,20 +19,13 @@ src=${RINGCACHE_SOURCE_DIR:-$(cd "$here/../../.." && pwd)}
 build=${RINGCACHE_BUILD_DIR:-}
 nm=${RINGCACHE_NODE_MODULES:-$src/node_modules}
 chart=$src/helm/ringcache
-gocode=/usr/share/gocode
+. "$here/renderer.sh"
 
 skip() { echo "SKIP: $*" >&2; exit 77; }
-command -v go >/dev/null || skip "go not found (Debian package golang-go)"
+why=$(renderer_check) || skip "$why"
 command -v yamllint >/dev/null || skip "yamllint not found (Debian package yamllint)"
 command -v node >/dev/null || skip "node not found (Debian package nodejs)"
 command -v openssl >/dev/null || skip "openssl not found (Debian package openssl)"
-for p in github.com/Masterminds/sprig:golang-github-masterminds-sprig-dev \
-         github.com/Masterminds/semver:golang-github-masterminds-semver-dev \
-         github.com/xeipuuv/gojsonschema:golang-github-xeipuuv-gojsonschema-dev \
-         gopkg.in/yaml.v2:golang-gopkg-yaml.v2-dev \
-         gopkg.in/yaml.v3:golang-gopkg-yaml.v3-dev; do
-  [[ -d $gocode/src/${p%%:*} ]] || skip "Go package ${p%%:*} not in $gocode (Debian package ${p##*:})"
-done
 [[ -f $nm/kubernetes-models/package.json ]] || skip "npm kubernetes-models not in $nm (run scripts/setup.sh)"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/test_helm_chart.XXXXXX")
@@ -47,13 +40,7 @@ fails=0
 fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
 
 # ---- the renderer: GOPATH mode, Debian's Go sources, no network ------------
-export GO111MODULE=off GOPATH=$gocode GOCACHE=$tmp/gocache GOTMPDIR=$tmp GOFLAGS= GOTOOLCHAIN=local
-mkdir -p "$tmp/gocache"
-if ! (cd "$src/helm/tools/render" && go build -o "$tmp/render" .) >"$tmp/build.log" 2>&1; then
-  cat "$tmp/build.log" >&2
-  echo "FAIL: the renderer does not build" >&2
-  exit 1
-fi
+renderer_build "$src" "$tmp" || { echo "FAIL: the renderer does not build" >&2; exit 1; }
 # check.mjs resolves kubernetes-models from next to itself.
 cp "$here/check.mjs" "$tmp/check.mjs"
 ln -s "$nm" "$tmp/node_modules"
@@ -78,6 +65,21 @@ fi
 } >"$tmp/tls-pem.yaml"
 
 lint() { yamllint --strict -f parsable -c "$here/yamllint.yaml" "$@" || fail "yamllint: $*"; }
+# A rendering is linted one template at a time: the Grafana dashboard's
+# ConfigMap holds a JSON document whose expressions are longer than the line
+# limit, so that one file is linted without it (the JSON is checked below).
+lint_rendered() { # stream.yaml
+  local dir=${1%.yaml}.src f
+  mkdir -p "$dir"
+  awk -v d="$dir" '/^---$/ { next } /^# Source: /{ n = $3; sub(/.*\//, "", n); f = d "/" n; print "---" >> f } f { print >> f }' "$1"
+  for f in "$dir"/*.yaml; do
+    if [[ $(basename "$f") == grafana-dashboard.yaml ]]; then
+      yamllint --strict -f parsable -d "{extends: $here/yamllint.yaml, rules: {line-length: disable}}" "$f" || fail "yamllint: $f"
+    else
+      lint "$f"
+    fi
+  done
+}
 lint "$chart/Chart.yaml" "$chart/values.yaml" "$here"/values/*.yaml "$here"/bad/*.yaml
 
 # ---- scenarios: NAME NAMESPACE [VALUES FILE...] ------------------------------
@@ -89,6 +91,7 @@ scenarios=(
   "secrets-inline analytics $here/values/secrets-inline.yaml"
   "secrets-existing analytics $here/values/secrets-existing.yaml"
   "monitoring monitoring $here/values/monitoring.yaml"
+  "sre storage $here/values/sre.yaml"
   "tls secure $here/values/tls.yaml $tmp/tls-pem.yaml"
   "tls-existing cache $here/values/tls-existing.yaml"
 )
@@ -101,7 +104,7 @@ for s in "${scenarios[@]}"; do
     fail "[$name] render: $(cat "$out.err")"
     continue
   fi
-  lint "$out.yaml"
+  lint_rendered "$out.yaml"
   node "$tmp/check.mjs" "$name" "$out.json" "$out.values.json" "$out.notes" "$ns" || fail "[$name] chart checks"
 done
 
@@ -165,7 +168,7 @@ if [[ -z $daemon || ! -x $daemon ]]; then
 elif ! command -v curl >/dev/null; then
   echo "note: curl not found: the daemon config check is skipped" >&2
 else
-  for name in default emptydir seccomp-localhost secrets-inline tls; do
+  for name in default emptydir seccomp-localhost secrets-inline sre tls; do
     d=$tmp/daemon-$name
     mkdir -p "$d/data"
     node -e '
@@ -192,6 +195,13 @@ else
       if (left.length) throw new Error("the config names files no Secret mount provides: " + left.join("; "));
       fs.writeFileSync(dir + "/ringcached.conf", conf);
     ' "$tmp/$name.json" "$d" 2>"$d/extract.err" || { fail "[$name] cannot run the rendered config locally: $(cat "$d/extract.err")"; continue; }
+    # The daemon below listens on loopback (flags override the address), so
+    # protected mode is checked here: a node without tenants refuses a pod-IP
+    # listen address unless the config asks for anonymous access.
+    if grep -q '^listen = 0\.0\.0\.0' "$d/ringcached.conf" && ! grep -q '^tenants = ' "$d/ringcached.conf" \
+       && ! grep -qx 'allow-anonymous = true' "$d/ringcached.conf"; then
+      fail "[$name] the config listens on 0.0.0.0 without tenants and without allow-anonymous: ringcached would refuse it"
+    fi
     # TLS (decided by the values, not the rendered config, so a config that
     # drops TLS fails here): the daemon serves the test certificate, so curl
     # trusts only that.
@@ -233,10 +243,17 @@ else
       openssl s_client -connect "127.0.0.1:$(cat "$d/port")" -CAfile "$tmp/tls/cert.pem" -verify_return_error \
         -verify_ip 127.0.0.1 </dev/null >"$d/s_client" 2>&1 || fail "[$name] the protocol port does not complete a verified TLS handshake: $(tail -3 "$d/s_client")"
     fi
-    for k in block-size region-size io drain-timeout fill-deadline; do
+    # The metrics the daemon really exports, for the rule and dashboard check.
+    if [[ ! -s $tmp/metrics.txt ]]; then
+      "${curlx[@]}" "$scheme://127.0.0.1:$admin/metrics" >"$tmp/metrics.txt" 2>/dev/null || fail "[$name] /metrics does not answer"
+    fi
+    for k in block-size region-size io drain-timeout fill-deadline threads; do
       want=$(sed -n "s/^$k = //p" "$d/ringcached.conf")
       grep -q "$k" "$d/effective" || fail "[$name] effective config lacks $k (rendered: $want)"
     done
+    # the thread count derived from the CPU quantities is the one the daemon runs
+    grep -qx "threads = $(sed -n 's/^threads = //p' "$d/ringcached.conf")" "$d/effective" \
+      || fail "[$name] the daemon runs $(grep '^threads' "$d/effective"), not the rendered $(grep '^threads' "$d/ringcached.conf")"
     kill -TERM "$daemon_pid"
     wait "$daemon_pid"
     rc=$?
@@ -247,6 +264,59 @@ else
       fail "[$name] ringcached exited $rc on SIGTERM: $(tail -5 "$d/log")"
     fi
   done
+fi
+
+# ---- the rules and the dashboard name only metrics the daemon exports ----------
+# The list is the live daemon's /metrics above, so a metric the node gains or
+# loses is seen here without a hand-kept list.
+if [[ -s $tmp/metrics.txt ]]; then
+  checked=0
+  for s in "${scenarios[@]}"; do
+    read -r name _ <<<"$s"
+    [[ -f $tmp/$name.json ]] || continue
+    grep -q '"kind": "PrometheusRule"\|"grafana_dashboard"' "$tmp/$name.json" || continue
+    node "$here/metrics-check.mjs" "$tmp/metrics.txt" "$tmp/$name.json" || fail "[$name] the rules or the dashboard name metrics ringcached does not export"
+    checked=$((checked + 1))
+  done
+  ((checked)) || fail "no scenario renders the PrometheusRule or the dashboard: their metrics were not checked"
+else
+  echo "note: no /metrics from a live ringcached: the metric names of the rules and the dashboard are not checked" >&2
+fi
+
+# ---- the alerts fire when they should (promtool, when installed) ----------------
+# promtool (Debian package prometheus) checks the PromQL of the rendered rules
+# and of the dashboard's panels and the rules' annotation templates, then runs rules-test.yaml on the monitoring scenario's
+# rules: each alert fires for the sick node after its `for`, none for a
+# healthy release.
+promtool=${RINGCACHE_PROMTOOL:-$(command -v promtool || true)}
+if [[ -z $promtool ]]; then
+  echo "note: promtool not found (Debian package prometheus): the alert rules' PromQL is not run" >&2
+elif [[ -f $tmp/monitoring.json ]]; then
+  mkdir -p "$tmp/promtool"
+  node -e '
+    const fs = require("fs");
+    const [objs, dir] = process.argv.slice(1);
+    const r = JSON.parse(fs.readFileSync(objs, "utf8")).find((o) => o.kind === "PrometheusRule");
+    if (!r) throw new Error("the monitoring scenario renders no PrometheusRule");
+    fs.writeFileSync(dir + "/full.yaml", JSON.stringify(r.spec));
+    for (const g of r.spec.groups) for (const x of g.rules) delete x.annotations;
+    fs.writeFileSync(dir + "/rules.yaml", JSON.stringify(r.spec));
+    // the dashboard expressions, Grafana variables filled in, as recording rules: promtool parses them
+    const cm = JSON.parse(fs.readFileSync(objs, "utf8")).find((o) => o.kind === "ConfigMap" && o.metadata.labels?.grafana_dashboard);
+    if (!cm) throw new Error("the monitoring scenario renders no dashboard ConfigMap");
+    const dash = JSON.parse(Object.values(cm.data)[0]);
+    const fill = (e) => e.replace(/\$__rate_interval/g, "5m").replace(/\$namespace/g, "monitoring").replace(/\$pod/g, ".*");
+    const rules = dash.panels.flatMap((p, i) => p.targets.map((t, j) => ({ record: `dashboard:panel_${i}_${j}`, expr: fill(t.expr) })));
+    fs.writeFileSync(dir + "/dashboard.yaml", JSON.stringify({ groups: [{ name: "dashboard", rules }] }));
+  ' "$tmp/monitoring.json" "$tmp/promtool" || fail "[monitoring] cannot extract the PrometheusRule and the dashboard"
+  cp "$here/rules-test.yaml" "$tmp/promtool/"
+  "$promtool" check rules "$tmp/promtool/full.yaml" "$tmp/promtool/dashboard.yaml" >"$tmp/promtool/check.log" 2>&1 \
+    || fail "[monitoring] promtool check rules (the alerts, the dashboard's expressions): $(cat "$tmp/promtool/check.log")"
+  if (cd "$tmp/promtool" && "$promtool" test rules rules-test.yaml) >"$tmp/promtool/test.log" 2>&1; then
+    echo "ok [monitoring] promtool: the rules parse and every alert fires (or not) as rules-test.yaml expects"
+  else
+    fail "[monitoring] promtool test rules: $(cat "$tmp/promtool/test.log")"
+  fi
 fi
 
 if ((fails)); then

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * Trace-driven tests of scan resistance (the issue's acceptance): a hot set of
+ * Trace-driven tests of scan resistance (what the default policy promises): a hot set of
  * 25% of the capacity, read repeatedly while a one-shot scan of 10x the
  * capacity runs, keeps >= 90% hits with the default policy, with no hint from
  * the caller. LRU's figure on the same trace is printed beside it (and must

@@ -262,6 +262,8 @@ static void test_uri_encode(void **state)
     check_enc("caf\xc3\xa9 \xe2\x82\xac", true, "caf%C3%A9%20%E2%82%AC");
     check_enc("100%*!'()", false, "100%25%2A%21%27%28%29");
     check_enc("\x01\x7f\xff", false, "%01%7F%FF");
+    /* a key as the path: '#' and '?' would end it, '%' would be decoded */
+    check_enc("src/#/a?b%2e c", true, "src/%23/a%3Fb%252e%20c");
     /* An embedded NUL counts when the length says so. */
     char *s = s3__uri_encode("a\0b", 3, false);
     assert_string_equal(s, "a%00b");

@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -72,6 +73,41 @@ static void test_etag_limits(void **state)
     assert_int_equal(s3_etag_normalize(big, o, sizeof o), -ENOSPC);
 }
 
+static void test_key_check(void **state)
+{
+    (void)state;
+    const char *ok[] = {"", "src/k01", "src/.hidden", "src/..x/y", "src/x../y", "src/.../y",
+                        "a.b/c..d", "src//x", "%zz/%2", "src/%2ex", "caf\xc3\xa9/\xef\xbc\x8e\xef"};
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        char why[256] = "";
+        if (s3_key_check(ok[i], strlen(ok[i]), why, sizeof why) != 0)
+            fprintf(stderr, "refused '%s': %s\n", ok[i], why);
+        assert_int_equal(s3_key_check(ok[i], strlen(ok[i]), why, sizeof why), 0);
+    }
+    const char *bad[] = {"src/../wt/k01", "src/./../x", "src/#/../../x", "..", ".", "./x",
+                         "src/..", "src/.", "src/%2e%2e/x", "src/%2E%2e/x", "src/.%2E/x",
+                         "src/%252e%252e/x", "src%2F..%2Fx", "src\\..\\x", "src/%5C..%5Cx",
+                         "src/\xef\xbc\x8e\xef\xbc\x8e/x", "src/\xe2\x80\xa4./x",
+                         "src/%2500/x"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char why[256] = "";
+        if (s3_key_check(bad[i], strlen(bad[i]), why, sizeof why) != -EINVAL)
+            fprintf(stderr, "took '%s'\n", bad[i]);
+        assert_int_equal(s3_key_check(bad[i], strlen(bad[i]), why, sizeof why), -EINVAL);
+        assert_true(strlen(why) > 10);
+    }
+    /* a NUL inside the length, and a key over 1024 bytes */
+    assert_int_equal(s3_key_check("a\0b", 3, NULL, 0), -EINVAL);
+    char longkey[1100];
+    memset(longkey, 'k', sizeof longkey);
+    assert_int_equal(s3_key_check(longkey, 1025, NULL, 0), -EINVAL);
+    assert_int_equal(s3_key_check(longkey, 1024, NULL, 0), 0);
+    assert_int_equal(s3_key_check(NULL, 0, NULL, 0), 0);
+    char why[300];
+    assert_int_equal(s3_key_check("src/%2e%2e/x", 12, why, sizeof why), -EINVAL);
+    assert_non_null(strstr(why, "'..'"));
+}
+
 static void test_url_ok(void **state)
 {
     (void)state;
@@ -129,6 +165,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_etag),
         cmocka_unit_test(test_etag_limits),
+        cmocka_unit_test(test_key_check),
         cmocka_unit_test(test_url_ok),
         cmocka_unit_test(test_url_bad),
     };

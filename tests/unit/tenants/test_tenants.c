@@ -17,6 +17,9 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #define TOK_A "9f2c1e0a7b3d4c5e6f708192a3b4c5d6"
 #define TOK_B "tok-bbbbbbbbbbbbbbbb"
@@ -216,12 +219,42 @@ static void test_load_file(void **state)
     assert_int_equal(ten_load(&s, "/tmp", NULL, 0), -EISDIR);
 }
 
+/* The peer token's comparison and the loopback test of protected mode. */
+static void test_token_and_loopback(void **state)
+{
+    (void)state;
+    assert_true(ten_token_equal("peer-token-1234", 15, "peer-token-1234", 15));
+    assert_false(ten_token_equal("peer-token-1234", 15, "peer-token-1235", 15));
+    assert_false(ten_token_equal("peer-token-1234", 15, "peer-token-12345", 16));
+    assert_false(ten_token_equal("peer-token-1234", 15, "", 0));
+    assert_false(ten_token_equal("", 0, "", 0)); /* no token configured: nobody */
+    const char *yes[] = {"127.0.0.1", "127.1.2.3", "::1", "::ffff:127.0.0.1"};
+    const char *no[] = {"0.0.0.0", "::", "10.0.0.1", "128.0.0.1", "::ffff:10.0.0.1", "::2",
+                        "localhost", "", "127.0.0.1 "};
+    for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++)
+        assert_true(ten_addr_text_is_loopback(yes[i]));
+    for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++)
+        assert_false(ten_addr_text_is_loopback(no[i]));
+    struct sockaddr_in a4 = {.sin_family = AF_INET};
+    a4.sin_addr.s_addr = htonl(0x7f000001);
+    assert_true(ten_addr_is_loopback((struct sockaddr *)&a4));
+    a4.sin_addr.s_addr = htonl(0xc0000201); /* 192.0.2.1 */
+    assert_false(ten_addr_is_loopback((struct sockaddr *)&a4));
+    struct sockaddr_in6 a6 = {.sin6_family = AF_INET6};
+    a6.sin6_addr.s6_addr[15] = 1;
+    assert_true(ten_addr_is_loopback((struct sockaddr *)&a6));
+    a6.sin6_addr.s6_addr[0] = 0x20;
+    assert_false(ten_addr_is_loopback((struct sockaddr *)&a6));
+    assert_false(ten_addr_is_loopback(NULL));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_full_file),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_load_file),
+        cmocka_unit_test(test_token_and_loopback),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
