@@ -438,7 +438,7 @@ static qres_t run_query(const char *where, const char *members, bool colscan)
     qres_t q;
     memset(&q, 0, sizeof(q));
     char cli[1024], from[1200], sql[2048], ep[300];
-    if (h_build_path(cli, sizeof(cli), "client/cli/ringcache") < 0)
+    if (h_build_path(cli, sizeof(cli), "ingest/cli/ringcache") < 0)
         die("the ringcache CLI is not built");
     if (where && !strcmp(where, "local"))
         snprintf(from, sizeof(from), "file('%s/data/posts_*.parquet')", posts_dir);
