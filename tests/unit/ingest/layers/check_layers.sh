@@ -22,10 +22,11 @@ declare -A may=(
   [sql]=""
   [expr]="core"
   [plan]="core io format/parquet sql expr"
-  [source]="core io format/parquet format/text sql expr plan"
+  [source]="core io format/parquet format/text sql expr plan table"
+  [table]="core io"
   [sink]="core"
-  [exec]="core io format/parquet sql expr plan source sink"
-  [cli]="core io format/parquet format/text sql expr plan source sink exec"
+  [exec]="core io format/parquet sql expr plan source sink table"
+  [cli]="core io format/parquet format/text sql expr plan source sink exec table"
 )
 
 # header name -> its folder under ingest/
