@@ -50,6 +50,7 @@ const cfg_opt node_opts[] = {
     {"region-size", CFG_SIZE, "64MiB", "eviction unit on disk (multiple of the block size)", O(region_size), 1 << 20, 1LL << 32, false, false},
     {"io", CFG_STR, "auto", "disk I/O: auto (io_uring, else threads), io_uring, threads", O(io), 0, 0, false, false},
     {"no-sync", CFG_BOOL, "false", "skip fsyncs: survives a kill, not a power loss (tests, benchmarks)", O(no_sync), 0, 0, false, false},
+    {"strict-store", CFG_BOOL, "false", "refuse to start on a damaged data folder (superblock, index, data file, or another block size or capacity); by default it is set aside into DIR/quarantine-TIME/ and the node starts empty", O(strict_store), 0, 0, false, false},
     {"s3-endpoint", CFG_STR, NULL, "S3 endpoint URL (default: AWS_ENDPOINT_URL, else AWS for the region)", O(s3_endpoint), 0, 0, false, false},
     {"s3-region", CFG_STR, NULL, "S3 region (default: AWS_REGION, else us-east-1)", O(s3_region), 0, 0, false, false},
     {"s3-access-key", CFG_STR, NULL, "S3 access key for fills (default: the AWS environment)", O(s3_access_key), 0, 0, true, false},
@@ -901,9 +902,13 @@ int node_create(node **out, const node_conf *conf)
                  : !strcmp(conf->io, "threads") ? BS_IO_THREADS
                                                 : BS_IO_AUTO;
     bc.no_sync = conf->no_sync;
+    bc.strict = conf->strict_store;
     bc.log = bs_log_cb;
     if ((rc = bs_open(&n->store, &bc, err, sizeof(err))) < 0) {
-        fprintf(stderr, "ringcached: %s\n", err);
+        bool damaged = rc == -EMEDIUMTYPE || rc == -EUCLEAN;
+        fprintf(stderr, "ringcached: %s%s\n", err,
+                damaged ? "; --strict-store is set: without it the node sets the damaged "
+                          "folder aside and starts empty" : "");
         node_destroy(&n);
         return rc;
     }
@@ -914,6 +919,14 @@ int node_create(node **out, const node_conf *conf)
         return rc < 0 ? rc : -ENOMEM;
     }
     n->metric_base = rc;
+    static const met_def store_defs[] = {
+        {"ringcached_store_quarantines_total", "damaged data folders set aside at start (the store then started empty)", MET_COUNTER, NULL},
+    };
+    int qbase = met_register(n->metrics, store_defs, 1);
+    bs_stats bst;
+    bs_stats_get(n->store, &bst);
+    if (qbase >= 0 && bst.quarantined)
+        met_add(n->metrics, met_shared_slot(n->metrics), qbase, bst.quarantined);
     int gbase = met_register(n->metrics, node_gauge_defs, G__COUNT);
     n->gauge_args = calloc(G__COUNT, sizeof(*n->gauge_args));
     if (gbase >= 0 && n->gauge_args)
