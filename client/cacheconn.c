@@ -65,6 +65,8 @@ struct cc_req {
     void *arg;
     uint8_t *body;              /* the request's body, sent when it leaves the queue */
     size_t body_len;
+    bool sent;                  /* out of the queue and on the wire (a PING or STATS has
+                                   no body, so a NULL body does not say it) */
     const void *extra;          /* PUT_BLOCK data, appended after body */
     size_t extra_len;
     void *buf;                  /* GET */
@@ -166,7 +168,7 @@ static void cc_on_req_timeout(evutil_socket_t fd, short what, void *arg)
     (void)what;
     cc_req *r = arg;
     cc_conn *c = r->c;
-    bool sent = !r->body; /* the body is freed when sent */
+    bool sent = r->sent;
     if (sent && r->cancelled) {
         c->outstanding--; /* cc_cancel told the node already */
     } else if (sent && !c->broken && c->bev) {
@@ -288,6 +290,7 @@ static void cc_flush(cc_conn *c)
         cc_write_frame(c, r->op, 0, r->id, r->body, r->body_len, r->extra, r->extra_len);
         free(r->body);
         r->body = NULL;
+        r->sent = true;
         c->outstanding++;
         if (r->op == RCP_OP_PUT) {
             c->put_active = r;
@@ -483,7 +486,7 @@ static int cc_on_frame(cc_conn *c, const rcp_header *h, struct evbuffer *in)
     }
     uint32_t slot = h->id & CC_SLOT_MASK;
     cc_req *r = c->slots[slot];
-    if (!r || r->id != h->id || r->body) { /* timed out, cancelled, or never sent */
+    if (!r || r->id != h->id || !r->sent || r->cancelled) { /* timed out, cancelled, or never sent */
         evbuffer_drain(in, h->len);
         return 0;
     }
@@ -576,7 +579,7 @@ static cc_req *cc_get_target(cc_conn *c, const rcp_header *h)
     if (!(h->flags & RCP_F_RESPONSE) || h->op != RCP_OP_GET || h->id == 0)
         return NULL;
     cc_req *r = c->slots[h->id & CC_SLOT_MASK];
-    if (!r || r->id != h->id || r->body || r->op != RCP_OP_GET)
+    if (!r || r->id != h->id || !r->sent || r->cancelled || r->op != RCP_OP_GET)
         return NULL;
     return r;
 }
@@ -1113,16 +1116,23 @@ int cc_cancel(cc_conn *c, uint32_t id)
     cc_req *r = c->slots[id & CC_SLOT_MASK];
     if (!r || r->id != id)
         return -ENOENT;
-    if (!r->body && !c->broken && c->bev) { /* sent: tell the node */
+    if (r->cancelled)
+        return 0;
+    if (r->sent && !c->broken && c->bev) { /* sent: tell the node */
         uint8_t b[RCP_HEADER_SIZE + 4];
         rcp_header h = {RCP_OP_CANCEL, 0, 0, 4};
         rcp_header_encode(&h, b);
         rcp_encode_cancel_req(id, b + RCP_HEADER_SIZE, 4);
         bufferevent_write(c->bev, b, sizeof(b));
     }
-    /* finished from the loop (never inside this call); a late answer for this id
-     * is dropped because its slot no longer holds it */
+    /* finished from the loop (never inside this call); from now on nothing more
+     * of its answer lands in the caller's buffer (the rest of a chunk being
+     * received is read past), and a late answer for this id is dropped */
     r->cancelled = true;
+    if (c->rx_req == r) {
+        c->rx_req = NULL;
+        c->rx_dst = NULL;
+    }
     evtimer_del(r->timer);
     event_active(r->timer, EV_TIMEOUT, 0);
     return 0;
