@@ -410,6 +410,18 @@ static void fill_got(const s3_error *err, const s3_get_result *res, void *arg)
         fill_got(&e2, res, arg);
         return;
     }
+    if (err->code && err->http_status == 416) {
+        /* a range inside the pinned size is outside the object now: it is
+         * another, shorter version (servers that ignore If-Match say so) */
+        s3_error e2 = *err;
+        e2.code = -ESTALE;
+        e2.http_status = 412;
+        snprintf(e2.message, sizeof(e2.message),
+                 "s3://%s/%.300s is shorter than the %llu bytes the request was pinned to "
+                 "(it changed)", f->bucket, f->key_s, (unsigned long long)f->object_size);
+        fill_got(&e2, res, arg);
+        return;
+    }
     if (err->code == 0)
         node__count(w, NM_S3_GET_BYTES, res->bytes);
     else if (err->code != -ECANCELED)
@@ -424,10 +436,12 @@ static void fill_got(const s3_error *err, const s3_get_result *res, void *arg)
             f->state = FILL_FAILED;
             f->rcp_code = err->code == -ESTALE    ? RCP_E_VERSION_CHANGED
                           : err->code == -ENOENT  ? RCP_E_NOT_FOUND
-                          : err->code == -EACCES  ? RCP_E_FORBIDDEN
                           : err->code == -ECANCELED ? RCP_E_BUSY
-                                                   : RCP_E_S3;
-            snprintf(f->message, sizeof(f->message), "%s", err->message);
+                                                   : RCP_E_UPSTREAM;
+            if (f->rcp_code == RCP_E_UPSTREAM)
+                node__upstream_message(n, err->message, f->message, sizeof(f->message));
+            else
+                snprintf(f->message, sizeof(f->message), "%s", err->message);
             /* out of the table: the next request tries again. The S3 GET's
              * reference (dropped below) keeps f alive until then. */
             if (fill_remove_locked(n, f))
@@ -454,6 +468,20 @@ static void fill_got(const s3_error *err, const s3_get_result *res, void *arg)
     pthread_mutex_lock(&n->fill_lock);
     fill_unref_locked(n, f); /* the S3 GET's reference */
     pthread_mutex_unlock(&n->fill_lock);
+}
+
+void node__upstream_message(const node *n, const char *s3_message, char *out, size_t cap)
+{
+    /* the S3 client's last hint speaks to a client's environment
+     * ("; is the S3 endpoint up? (set AWS_ENDPOINT_URL)"): not this node's */
+    char m[512];
+    snprintf(m, sizeof(m), "%s", s3_message);
+    char *semi = strrchr(m, ';'), *colon = strstr(m, ": check ");
+    char *hint = semi && (!colon || semi > colon) ? semi : colon;
+    if (hint && strstr(hint, "AWS_"))
+        *hint = '\0';
+    snprintf(out, cap, "cache node %s's S3 access failed (check its --s3-endpoint and "
+             "credentials): %s", n->conf.node_id, m);
 }
 
 static void fill_deadline_cb(evutil_socket_t fd, short what, void *arg)

@@ -42,6 +42,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #define CC_SLOTS 4096u
@@ -96,6 +97,8 @@ struct cc_conn {
     char token[RCP_MAX_STRING + 1];
     char name[64];
     bool ready, broken, connected;
+    int64_t last_rx_ms;         /* CLOCK_MONOTONIC of the last bytes received (or of
+                                   the creation): how long the node has been silent */
     int busy;                   /* > 0 while callbacks run from our events */
     bool zombie;                /* destroyed while busy: free when not */
     rcp_hello_resp hello;
@@ -120,6 +123,13 @@ struct cc_conn {
 
 static void cc_fail_all(cc_conn *c, int code, int rcp_code, const char *msg);
 static void cc_flush(cc_conn *c);
+
+static int64_t cc_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 static void cc_pump_put(cc_conn *c);
 
 /* ---- requests ------------------------------------------------------------- */
@@ -647,6 +657,7 @@ static void cc_on_read(struct bufferevent *bev, void *arg)
 {
     cc_conn *c = arg;
     c->busy++;
+    c->last_rx_ms = cc_now_ms();
     cc_parse(c, bufferevent_get_input(bev));
     c->busy--;
     cc_maybe_free(c);
@@ -700,6 +711,7 @@ static void cc_on_rx(evutil_socket_t fd, short what, void *arg)
             break;
         }
         got += (size_t)k;
+        c->last_rx_ms = cc_now_ms();
         if (!body && c->rx_need > sizeof(c->stage)) {
             cc_parse(c, c->rx); /* evbuffer_read put the bytes in rx */
         } else {
@@ -830,6 +842,7 @@ int cc_conn_create(cc_conn **out, struct event_base *base, const cc_config *cfg)
         return -ENOMEM;
     c->base = base;
     c->cfg = *cfg;
+    c->last_rx_ms = cc_now_ms();
     snprintf(c->host, sizeof(c->host), "%s", cfg->host);
     snprintf(c->token, sizeof(c->token), "%s", cfg->token ? cfg->token : "");
     snprintf(c->name, sizeof(c->name), "%s", cfg->client_name ? cfg->client_name : "client");
@@ -982,6 +995,7 @@ void cc_conn_destroy(cc_conn **cp)
 }
 
 bool cc_conn_broken(const cc_conn *c) { return c->broken; }
+int64_t cc_conn_last_rx_ms(const cc_conn *c) { return c->last_rx_ms; }
 const rcp_hello_resp *cc_conn_hello(const cc_conn *c) { return &c->hello; }
 size_t cc_conn_outstanding(const cc_conn *c) { return c->in_slots; }
 
@@ -1013,7 +1027,8 @@ int cc_get(cc_conn *c, const rcp_get_req *req, void *buf, size_t cap, cc_done_fn
     return 0;
 }
 
-int cc_head(cc_conn *c, const char *bucket, const char *key, cc_done_fn done, void *arg)
+int cc_head(cc_conn *c, const char *bucket, const char *key, cc_done_fn done, void *arg,
+            uint32_t *id_out)
 {
     size_t bcap = RCP_MAX_KEY + 128;
     uint8_t *b = cc_body(bcap);
@@ -1025,10 +1040,14 @@ int cc_head(cc_conn *c, const char *bucket, const char *key, cc_done_fn done, vo
         free(b);
         return n;
     }
-    int rc = cc_submit(c, RCP_OP_HEAD, b, (size_t)n, done, arg, NULL);
-    if (rc == 0)
-        cc_flush(c);
-    return rc;
+    cc_req *r;
+    int rc = cc_submit(c, RCP_OP_HEAD, b, (size_t)n, done, arg, &r);
+    if (rc < 0)
+        return rc;
+    if (id_out)
+        *id_out = r->id;
+    cc_flush(c);
+    return 0;
 }
 
 int cc_put_block(cc_conn *c, const rcp_put_block_req *req, cc_done_fn done, void *arg)
