@@ -94,18 +94,8 @@ static int teardown(void **state)
 /* Runs the CLI with the client's S3 through the model (right credentials). */
 static void run(h_run_result *r, const char *const *args)
 {
-    const char *argv[32];
-    int n = 0;
-    argv[n++] = cli;
-    for (; args[n - 1] && n < 31; n++)
-        argv[n] = args[n - 1];
-    argv[n] = NULL;
-    char ep[300];
-    snprintf(ep, sizeof(ep), "AWS_ENDPOINT_URL=%s", h_s3model_endpoint(model));
-    const char *set[] = {"AWS_PROFILE", "RINGCACHE_CACHE", "RINGCACHE_HEDGE_MS",
-                         "AWS_ACCESS_KEY_ID=S3RVER", "AWS_SECRET_ACCESS_KEY=S3RVER",
-                         "AWS_REGION=us-east-1", "RINGCACHE_VERBOSE=1", ep, NULL};
-    assert_int_equal(h_run(env, r, argv, set), 0);
+    const char *extra[] = {"RINGCACHE_HEDGE_MS", "RINGCACHE_VERBOSE=1", NULL};
+    t_run_cli_at(env, h_s3model_endpoint(model), r, cli, extra, args);
     fprintf(stderr, "ringcache %s: exit %d\n%s", args[0], r->status, r->err);
 }
 

@@ -41,6 +41,9 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
+    for (int i = 0; i < T_NODES; i++)
+        if (tc.nodes[i].proc)
+            h_proc_kill(tc.nodes[i].proc, SIGCONT); /* a failed test may leave one stopped */
     t_cluster_stop(&tc); /* every node, the once-stopped ones too, exits 0 */
     return 0;
 }
@@ -61,6 +64,16 @@ static void sleep_ms(int ms)
 {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
+}
+
+/* A new client from cfg with a handle on key. */
+static rc_handle *open_new(const rc_config *cfg, const char *key, rc_client **c)
+{
+    char err[RC_ERR_MAX];
+    rc_handle *h = NULL;
+    assert_int_equal(rc_create(c, cfg, err, sizeof(err)), 0);
+    assert_int_equal(rc_open(*c, H_S3_DEFAULT_BUCKET, key, &h, err, sizeof(err)), 0);
+    return h;
 }
 
 static void read_all(rc_handle *h, unsigned char *buf, size_t size)
@@ -88,11 +101,7 @@ static void test_sigstop_mid_read(void **state)
     rc_config cfg;
     t_rc_config(&tc, &cfg);
     rc_client *c;
-    rc_handle *h;
-    char err[RC_ERR_MAX];
-    /* warm the nodes */
-    assert_int_equal(rc_create(&c, &cfg, err, sizeof(err)), 0);
-    assert_int_equal(rc_open(c, H_S3_DEFAULT_BUCKET, "hedge/a.bin", &h, err, sizeof(err)), 0);
+    rc_handle *h = open_new(&cfg, "hedge/a.bin", &c); /* warm the nodes */
     read_all(h, buf, size);
     rc_close(&h);
     rc_destroy(&c);
@@ -101,8 +110,7 @@ static void test_sigstop_mid_read(void **state)
     warn_count w = {0};
     cfg.node_warn = count_warn;
     cfg.node_warn_arg = &w;
-    assert_int_equal(rc_create(&c, &cfg, err, sizeof(err)), 0);
-    assert_int_equal(rc_open(c, H_S3_DEFAULT_BUCKET, "hedge/a.bin", &h, err, sizeof(err)), 0);
+    h = open_new(&cfg, "hedge/a.bin", &c);
     assert_int_equal(h_proc_kill(tc.nodes[1].proc, SIGSTOP), 0);
     memset(buf, 0, size);
     read_all(h, buf, size);
@@ -126,8 +134,7 @@ static void test_sigstop_mid_read(void **state)
     assert_int_equal(h_proc_kill(tc.nodes[1].proc, SIGCONT), 0);
     cfg.node_warn = NULL;
     cfg.hedge_ms = 0; /* a stopped node would now hold the read for the timeout */
-    assert_int_equal(rc_create(&c, &cfg, err, sizeof(err)), 0);
-    assert_int_equal(rc_open(c, H_S3_DEFAULT_BUCKET, "hedge/a.bin", &h, err, sizeof(err)), 0);
+    h = open_new(&cfg, "hedge/a.bin", &c);
     memset(buf, 0, size);
     read_all(h, buf, size);
     assert_memory_equal(buf, data, size);
@@ -152,11 +159,8 @@ static void test_sigstop_before_create(void **state)
     t_rc_config(&tc, &cfg);
     cfg.timeout_ms = 3000; /* the connect's PING to node 2 times out during the test */
     rc_client *c;
-    rc_handle *h;
-    char err[RC_ERR_MAX];
     int64_t t0 = h_now_ms();
-    assert_int_equal(rc_create(&c, &cfg, err, sizeof(err)), 0);
-    assert_int_equal(rc_open(c, H_S3_DEFAULT_BUCKET, "hedge/b.bin", &h, err, sizeof(err)), 0);
+    rc_handle *h = open_new(&cfg, "hedge/b.bin", &c);
     read_all(h, buf, size);
     assert_memory_equal(buf, data, size);
     /* past the timeout of the requests queued behind node 2's HELLO (bounded) */
@@ -187,10 +191,7 @@ static void test_slow_s3_is_not_hedged(void **state)
     t_rc_config(&tc, &cfg);
     cfg.hedge_ms = 300;
     rc_client *c;
-    rc_handle *h;
-    char err[RC_ERR_MAX];
-    assert_int_equal(rc_create(&c, &cfg, err, sizeof(err)), 0);
-    assert_int_equal(rc_open(c, H_S3_DEFAULT_BUCKET, "hedge/slow.bin", &h, err, sizeof(err)), 0);
+    rc_handle *h = open_new(&cfg, "hedge/slow.bin", &c);
     unsigned char *buf = malloc(size);
     read_all(h, buf, size);
     assert_memory_equal(buf, data, size);
