@@ -295,8 +295,13 @@ static void test_chaos(void **state)
 
     uint64_t x = g_seed | 1;
     int kills = 0, stops = 0;
-    int64_t end = h_now_ms() + (int64_t)g_seconds * 1000;
-    for (int n = 0; n < 10000 && h_now_ms() < end && !atomic_load(&g_st.errors); n++) {
+    /* at least three events, however slow a node is to restart here (a
+     * sanitizer build): up to three times the time asked for */
+    int64_t t0 = h_now_ms(), end = t0 + (int64_t)g_seconds * 1000;
+    int64_t hard_end = t0 + 3 * (int64_t)g_seconds * 1000;
+    for (int n = 0; n < 10000 && (h_now_ms() < end || kills + stops < 3) &&
+                    h_now_ms() < hard_end && !atomic_load(&g_st.errors);
+         n++) {
         sleep_ms(300 + (int)(rnd(&x) % 1200));
         int i = (int)(rnd(&x) % T_NODES);
         if (rnd(&x) % 2) {
