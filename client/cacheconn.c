@@ -1027,8 +1027,13 @@ int cc_get(cc_conn *c, const rcp_get_req *req, void *buf, size_t cap, cc_done_fn
     return 0;
 }
 
-int cc_head(cc_conn *c, const char *bucket, const char *key, cc_done_fn done, void *arg,
-            uint32_t *id_out)
+int cc_head(cc_conn *c, const char *bucket, const char *key, cc_done_fn done, void *arg)
+{
+    return cc_head_id(c, bucket, key, done, arg, NULL);
+}
+
+int cc_head_id(cc_conn *c, const char *bucket, const char *key, cc_done_fn done, void *arg,
+               uint32_t *id_out)
 {
     size_t bcap = RCP_MAX_KEY + 128;
     uint8_t *b = cc_body(bcap);

@@ -95,8 +95,10 @@ size_t cc_conn_outstanding(const cc_conn *c);
  * -EPIPE when the connection is broken). */
 int cc_get(cc_conn *c, const rcp_get_req *req, void *buf, size_t cap, cc_done_fn done,
            void *arg, uint32_t *id_out);
-int cc_head(cc_conn *c, const char *bucket, const char *key, cc_done_fn done, void *arg,
-            uint32_t *id_out);
+int cc_head(cc_conn *c, const char *bucket, const char *key, cc_done_fn done, void *arg);
+/* The same, with the request id (for cc_cancel) in *id_out. */
+int cc_head_id(cc_conn *c, const char *bucket, const char *key, cc_done_fn done, void *arg,
+               uint32_t *id_out);
 /* PUT_BLOCK: data (borrowed until done) is the whole block. */
 int cc_put_block(cc_conn *c, const rcp_put_block_req *req, cc_done_fn done, void *arg);
 /* Write-through PUT of `size` bytes produced by read_fn (called when the

@@ -726,7 +726,7 @@ static bool rcl_head_send(rcl_head_op *op, bool hedge)
         rcl_node *n = c->ring_nodes[op->next++];
         cc_conn *conn = rcl_is_down(n) ? NULL : rcl_conn(c, n);
         uint32_t id = 0;
-        if (conn && cc_head(conn, op->bucket, op->key, rcl_head_done, t, &id) == 0) {
+        if (conn && cc_head_id(conn, op->bucket, op->key, rcl_head_done, t, &id) == 0) {
             rcl_hop_sent(&op->hop, t, n, conn, id, hedge);
             return true;
         }
