@@ -51,6 +51,7 @@ const cfg_opt node_opts[] = {
     {"region-size", CFG_SIZE, "64MiB", "eviction unit on disk (multiple of the block size)", O(region_size), 1 << 20, 1LL << 32, false, false},
     {"io", CFG_STR, "auto", "disk I/O: auto (io_uring, else threads), io_uring, threads", O(io), 0, 0, false, false},
     {"no-sync", CFG_BOOL, "false", "skip fsyncs: survives a kill, not a power loss (tests, benchmarks)", O(no_sync), 0, 0, false, false},
+    {"strict-store", CFG_BOOL, "false", "refuse to start on a damaged data folder (superblock, index, data file, or another block size or capacity); by default it is set aside into DIR/quarantine-TIME/ and the node starts empty", O(strict_store), 0, 0, false, false},
     {"s3-endpoint", CFG_STR, NULL, "S3 endpoint URL (default: AWS_ENDPOINT_URL, else AWS for the region)", O(s3_endpoint), 0, 0, false, false},
     {"s3-region", CFG_STR, NULL, "S3 region (default: AWS_REGION, else us-east-1)", O(s3_region), 0, 0, false, false},
     {"s3-access-key", CFG_STR, NULL, "S3 access key for fills (default: the AWS environment)", O(s3_access_key), 0, 0, true, false},
@@ -423,6 +424,18 @@ static void fill_got(const s3_error *err, const s3_get_result *res, void *arg)
         fill_got(&e2, res, arg);
         return;
     }
+    if (err->code && err->http_status == 416) {
+        /* a range inside the pinned size is outside the object now: it is
+         * another, shorter version (servers that ignore If-Match say so) */
+        s3_error e2 = *err;
+        e2.code = -ESTALE;
+        e2.http_status = 412;
+        snprintf(e2.message, sizeof(e2.message),
+                 "s3://%s/%.300s is shorter than the %llu bytes the request was pinned to "
+                 "(it changed)", f->bucket, f->key_s, (unsigned long long)f->object_size);
+        fill_got(&e2, res, arg);
+        return;
+    }
     if (err->code == 0)
         node__count(w, NM_S3_GET_BYTES, res->bytes);
     else if (err->code != -ECANCELED)
@@ -437,10 +450,12 @@ static void fill_got(const s3_error *err, const s3_get_result *res, void *arg)
             f->state = FILL_FAILED;
             f->rcp_code = err->code == -ESTALE    ? RCP_E_VERSION_CHANGED
                           : err->code == -ENOENT  ? RCP_E_NOT_FOUND
-                          : err->code == -EACCES  ? RCP_E_FORBIDDEN
                           : err->code == -ECANCELED ? RCP_E_BUSY
-                                                   : RCP_E_S3;
-            snprintf(f->message, sizeof(f->message), "%s", err->message);
+                                                   : RCP_E_UPSTREAM;
+            if (f->rcp_code == RCP_E_UPSTREAM)
+                node__upstream_message(n, err->message, f->message, sizeof(f->message));
+            else
+                snprintf(f->message, sizeof(f->message), "%s", err->message);
             /* out of the table: the next request tries again. The S3 GET's
              * reference (dropped below) keeps f alive until then. */
             if (fill_remove_locked(n, f))
@@ -467,6 +482,20 @@ static void fill_got(const s3_error *err, const s3_get_result *res, void *arg)
     pthread_mutex_lock(&n->fill_lock);
     fill_unref_locked(n, f); /* the S3 GET's reference */
     pthread_mutex_unlock(&n->fill_lock);
+}
+
+void node__upstream_message(const node *n, const char *s3_message, char *out, size_t cap)
+{
+    /* the S3 client's last hint speaks to a client's environment
+     * ("; is the S3 endpoint up? (set AWS_ENDPOINT_URL)"): not this node's */
+    char m[512];
+    snprintf(m, sizeof(m), "%s", s3_message);
+    char *semi = strrchr(m, ';'), *colon = strstr(m, ": check ");
+    char *hint = semi && (!colon || semi > colon) ? semi : colon;
+    if (hint && strstr(hint, "AWS_"))
+        *hint = '\0';
+    snprintf(out, cap, "cache node %s's S3 access failed (check its --s3-endpoint and "
+             "credentials): %s", n->conf.node_id, m);
 }
 
 static void fill_deadline_cb(evutil_socket_t fd, short what, void *arg)
@@ -1076,9 +1105,13 @@ int node_create(node **out, const node_conf *conf)
                  : !strcmp(conf->io, "threads") ? BS_IO_THREADS
                                                 : BS_IO_AUTO;
     bc.no_sync = conf->no_sync;
+    bc.strict = conf->strict_store;
     bc.log = bs_log_cb;
     if ((rc = bs_open(&n->store, &bc, err, sizeof(err))) < 0) {
-        fprintf(stderr, "ringcached: %s\n", err);
+        bool damaged = rc == -EMEDIUMTYPE || rc == -EUCLEAN;
+        fprintf(stderr, "ringcached: %s%s\n", err,
+                damaged ? "; --strict-store is set: without it the node sets the damaged "
+                          "folder aside and starts empty" : "");
         node_destroy(&n);
         return rc;
     }
@@ -1089,6 +1122,14 @@ int node_create(node **out, const node_conf *conf)
         return rc < 0 ? rc : -ENOMEM;
     }
     n->metric_base = rc;
+    static const met_def store_defs[] = {
+        {"ringcached_store_quarantines_total", "damaged data folders set aside at start (the store then started empty)", MET_COUNTER, NULL},
+    };
+    int qbase = met_register(n->metrics, store_defs, 1);
+    bs_stats bst;
+    bs_stats_get(n->store, &bst);
+    if (qbase >= 0 && bst.quarantined)
+        met_add(n->metrics, met_shared_slot(n->metrics), qbase, bst.quarantined);
     int gbase = met_register(n->metrics, node_gauge_defs, G__COUNT);
     n->gauge_args = calloc(G__COUNT, sizeof(*n->gauge_args));
     if (gbase >= 0 && n->gauge_args)

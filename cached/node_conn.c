@@ -459,13 +459,14 @@ static void head_done(const s3_error *err, const s3_object_info *info, void *arg
     node_req *r = arg;
     node_conn *c = r->c;
     if (!r->cancelled && !c->closed) {
-        if (err->code) {
+        if (err->code == -ENOENT) {
             node__count(c->w, NM_S3_ERRORS, 1);
-            node__answer_error(c, r->id,
-                               err->code == -ENOENT   ? RCP_E_NOT_FOUND
-                               : err->code == -EACCES ? RCP_E_FORBIDDEN
-                                                      : RCP_E_S3,
-                               "%s", err->message);
+            node__answer_error(c, r->id, RCP_E_NOT_FOUND, "%s", err->message);
+        } else if (err->code) {
+            node__count(c->w, NM_S3_ERRORS, 1);
+            char m[640];
+            node__upstream_message(c->w->n, err->message, m, sizeof(m));
+            node__answer_error(c, r->id, RCP_E_UPSTREAM, "%s", m);
         } else {
             uint8_t b[256];
             rcp_head_resp h = {info->size, rcp_s(info->etag), info->last_modified};

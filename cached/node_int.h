@@ -213,6 +213,10 @@ int node__store_block(node_worker *w, const bkey_id *id, const void *data, size_
                       bs_write_fn done, void *arg);
 
 /* Answer helpers (node_conn.c) used by node_put.c. */
+/* The message of an RCP_E_UPSTREAM answer: this node failed to reach S3, in
+ * S3's words (without the hints about a client's AWS_* variables), with the
+ * node's settings to check. */
+void node__upstream_message(const node *n, const char *s3_message, char *out, size_t cap);
 void node__answer_error(node_conn *c, uint32_t id, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 void node__answer_body(node_conn *c, uint8_t op, uint32_t id, const void *body, size_t len);
