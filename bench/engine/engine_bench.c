@@ -164,7 +164,7 @@ static int cache_open(void *impl, const char *bucket, const char *key, rs_source
 static double cached_seed(const eng_ctx *local, const char *seed_local, const char *seed_s3)
 {
     char bin[1024];
-    if (h_build_path(bin, sizeof(bin), "cached/ringcached") < 0 || access(bin, X_OK) != 0) {
+    if (h_build_path(bin, sizeof(bin), H_RINGCACHED) < 0 || access(bin, X_OK) != 0) {
         fprintf(stderr, "engine_bench: cached_vs_local=na: ringcached is not built (build the "
                         "ringcached target)\n");
         return -1;

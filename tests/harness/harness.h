@@ -147,6 +147,10 @@ void h_read_text(const char *path, char *buf, size_t cap);
  * -ENOENT (with a message) if the variable is unset or the file does not exist. */
 int h_build_path(char *buf, size_t len, const char *rel);
 
+/* Where the build puts the programs tests run, relative to the build folder. */
+#define H_RINGCACHE_CLI "ingest/cli/ringcache"
+#define H_RINGCACHED "cached/ringcached"
+
 /* "<$RINGCACHE_SOURCE_DIR>/<rel>" into buf; falls back to the source folder this
  * harness was compiled from. -ENOENT if the file does not exist. */
 int h_source_path(char *buf, size_t len, const char *rel);

@@ -49,7 +49,7 @@ static int setup(void **state)
     (void)state;
     if (h_env_create(&env, "test_ringcached_cli") < 0)
         return -1;
-    if (h_build_path(bin, sizeof(bin), "cached/ringcached") < 0)
+    if (h_build_path(bin, sizeof(bin), H_RINGCACHED) < 0)
         h_skip("ringcached is not built");
     return 0;
 }

@@ -60,7 +60,7 @@ static int setup(void **state)
 {
     (void)state;
     assert_int_equal(h_env_create(&env, "test_client_degraded"), 0);
-    if (h_build_path(cli, sizeof(cli), "client/cli/ringcache") < 0)
+    if (h_build_path(cli, sizeof(cli), H_RINGCACHE_CLI) < 0)
         h_skip("the ringcache CLI is not built");
     s3 = t_start_s3(env, 5);
     int rc = h_s3model_start(env, &model, h_s3_port(s3), 0, 0);
