@@ -2,7 +2,7 @@
  *
  * bench.h: what every benchmark prints above its one-line summary, so a reader of
  * any `NAME: a_vs_b=...` line knows which way is better. The convention itself is
- * written out in bench/README.md.
+ * written out in bench/README.md. Also the small helpers a bench's timing needs.
  */
 #ifndef RINGCACHE_BENCH_H
 #define RINGCACHE_BENCH_H
@@ -11,5 +11,29 @@
     "(ratios: a_vs_b is ours over the peer's, measured side by side in this run; a speed " \
     "(a bare name: throughput, or 1/time) above 1 is better, a cost (a name with p50, "    \
     "p99, cpu, mem, rss, overhead or a unit) below 1 is better)"
+
+#include <stdlib.h>
+#include <time.h>
+
+/* Seconds of CLOCK_MONOTONIC. */
+static inline double bench_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static inline int bench_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The median of v[0..n), n >= 1 (v is sorted in place). */
+static inline double bench_median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
 
 #endif /* RINGCACHE_BENCH_H */

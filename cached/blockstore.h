@@ -113,6 +113,10 @@ typedef struct bs_config {
                                  kill, not a power loss (tests, benchmarks) */
     bool sparse;              /* do not preallocate the data file (benchmarks of
                                  the index only; a full disk then fails writes) */
+    bool strict;              /* a damaged folder (superblock, index or data file,
+                                 or one made with another geometry or format) is
+                                 refused at open; by default it is set aside into
+                                 <dir>/quarantine-<time>/ and the store starts empty */
     bs_log_fn log;            /* NULL: silent */
     void *log_ctx;
     bs_io_hook_fn io_hook;    /* NULL: none */
@@ -142,6 +146,7 @@ typedef struct bs_stats {
     uint64_t index_batches, index_puts, index_deletes, index_errors;
     uint64_t inflight;          /* I/O submitted and not completed, now */
     uint64_t regions_total, regions_free;
+    uint64_t quarantined;       /* 1 when bs_open set a damaged folder aside */
     bool io_uring;              /* the I/O mode in use */
 } bs_stats;
 
@@ -169,13 +174,26 @@ typedef void (*bs_write_fn)(void *arg, int rc);
  * index (loaded into the map; nothing of the data file is scanned), store and
  * evictor threads, the I/O thread pool when in thread mode. cfg is copied.
  * Every region that holds blocks is sealed: the region open at a crash is
- * never appended into.
+ * never appended into. The folder is locked (flock of <dir>/lock) while the
+ * store is open: a second store on it is refused.
+ *
+ * A damaged folder (a short or garbled superblock, a corrupt index, a data
+ * file of the wrong size, or a folder made with another block size, region
+ * size, capacity or format) is, unless cfg->strict, a cache that starts over:
+ * the superblock and the index are moved into <dir>/quarantine-<UTC time>/
+ * with a file `reason`, the data file is removed (its space is the store's
+ * capacity), the newest BS_QUARANTINE_KEEP such folders are kept, a warning
+ * naming the cause is logged, bs_stats.quarantined is 1, and the store opens
+ * empty.
+ *
  * Errors: -EINVAL (bad config), -ENOENT / -ENOTDIR / -EACCES / -EROFS (folder),
- * -EOPNOTSUPP (no O_DIRECT), -ENOSPC (folder smaller than ssd_bytes),
- * -EMEDIUMTYPE (folder made with another block size, region size, capacity or
- * format), -ENOSYS (BS_IO_URING asked, io_uring unavailable), -EIO (index),
- * -ENOMEM. On error a sentence naming the thing and the fix is written to err
- * (if errlen > 0) and *out is NULL. Not thread-safe for this folder. */
+ * -EBUSY (another store has the folder open), -EOPNOTSUPP (no O_DIRECT),
+ * -ENOSPC (folder smaller than ssd_bytes), with cfg->strict -EMEDIUMTYPE
+ * (damaged superblock or data file, another geometry or format) and -EUCLEAN
+ * (corrupt index), -ENOSYS (BS_IO_URING asked, io_uring unavailable), -EIO
+ * (index), -ENOMEM. On error a sentence naming the thing and the fix is
+ * written to err (if errlen > 0) and *out is NULL. */
+#define BS_QUARANTINE_KEEP 3
 int bs_open(bs_store **out, const bs_config *cfg, char *err, size_t errlen);
 
 /* Stops the store and frees it: every worker must be detached and every

@@ -154,12 +154,15 @@ void bs__region_unread(bs_store *s, uint32_t region);
 typedef struct bs_index bs_index;
 typedef struct bs_ixop bs_ixop;
 
+/* -EUCLEAN when RocksDB reports the index corrupt (or its files missing),
+ * -EIO for other failures. */
 int bs__index_open(bs_index **out, const char *path, bool sync, bs_store *s, char *err,
                    size_t errlen);
 void bs__index_close(bs_index **ix);
 /* Removes an index folder (a fresh store over a half-made one). 0 or -EIO. */
 int bs__index_destroy(const char *path);
-/* Loads every entry, calling fn (at open, before any thread runs). */
+/* Loads every entry, calling fn (at open, before any thread runs). -EUCLEAN
+ * when RocksDB finds the index corrupt while reading it. */
 int bs__index_load(bs_index *ix, int (*fn)(void *ctx, bs_entry *e), void *ctx);
 /* Queues (copied). Under the key's shard lock for ordering. -ENOMEM. */
 int bs__index_put(bs_index *ix, const bs_entry *e);
@@ -195,9 +198,20 @@ bs_buf *bs__buf_page(bs_store *s, pc_page *page);
 
 /* ---- superblock, folder and O_DIRECT checks (bs_super.c) ------------------ */
 
-/* Checks the folder, creates or verifies the superblock, opens (creating and
- * preallocating) the data file with O_DIRECT. */
+/* Checks the folder, locks it (s->lock_fd; -EBUSY when another store holds
+ * it), creates or verifies the superblock, opens (creating and preallocating)
+ * the data file with O_DIRECT. -EMEDIUMTYPE: damaged or made otherwise. */
 int bs__super_setup(bs_store *s, char *err, size_t errlen);
+/* flock(LOCK_EX | LOCK_NB) of <dir>/lock into *fd: 0, -EBUSY (held by another
+ * store) or -errno, with a sentence in err. */
+int bs__lock_folder(const char *dir, int *fd, char *err, size_t errlen);
+/* Sets the store files of dir aside (see bs_open): the superblock and the
+ * index into a new <dir>/quarantine-<UTC time>[-n]/ with `reason` written in
+ * it, the data file removed, older quarantine folders beyond
+ * BS_QUARANTINE_KEEP removed. The caller holds the folder's lock. Its name
+ * goes to qdir. 0, or -errno with a sentence in err. */
+int bs__quarantine(const char *dir, const char *reason, char *qdir, size_t qlen, char *err,
+                   size_t errlen);
 
 /* ---- workers, operations and the I/O backends (bs_worker.c, bs_uring.c,
  *      bs_threads.c) ------------------------------------------------------- */
@@ -301,8 +315,10 @@ struct bs_store {
     uint32_t nregions;
     uint8_t store_id[16];
     int data_fd;
+    int lock_fd;                      /* flock of <dir>/lock, held while open */
     bool uring;
     bool closing;
+    uint64_t quarantined;             /* 1: this open set a damaged folder aside */
 
     bs_shard shards[BS_MAP_SHARDS];
     _Atomic uint64_t clock;           /* hits, for region LRU */

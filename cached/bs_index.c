@@ -52,15 +52,28 @@ struct bs_index {
     pthread_t thread;
 };
 
-/* The one conversion of a RocksDB error: log it, free it, -EIO. */
+/* What a RocksDB error means here: -EUCLEAN when the index is damaged (a
+ * checksum or format RocksDB rejects, or a file it names gone), which a cache
+ * starts over from; -EIO for anything else (the disk, a lock, the options). */
+static int ix_code(const char *errptr)
+{
+    if (strncmp(errptr, "Corruption", 10) == 0)
+        return -EUCLEAN;
+    if (strncmp(errptr, "IO error", 8) == 0 && strstr(errptr, "No such file or directory"))
+        return -EUCLEAN;
+    return -EIO;
+}
+
+/* The one conversion of a RocksDB error: log it, free it, -EIO or -EUCLEAN. */
 static int ix_err(bs_index *ix, const char *what, char *errptr)
 {
     if (!errptr)
         return 0;
     if (ix->s)
         bs__log(ix->s, BS_LOG_ERROR, "msg=\"index %s failed: %s\" path=%s", what, errptr, ix->path);
+    int rc = ix_code(errptr);
     rocksdb_free(errptr);
-    return -EIO;
+    return rc;
 }
 
 int bs__index_open(bs_index **out, const char *path, bool sync, bs_store *s, char *err,
@@ -91,11 +104,13 @@ int bs__index_open(bs_index **out, const char *path, bool sync, bs_store *s, cha
     char *e = NULL;
     ix->db = rocksdb_open(ix->opts, path, &e);
     if (e) {
-        bs__errf(err, errlen, "cannot open the block index %s: %s (remove the data folder to start empty)",
-                 path, e);
+        int rc = ix_code(e);
+        bs__errf(err, errlen, "cannot open the block index %s: %s (%s)", path, e,
+                 rc == -EUCLEAN ? "the index is damaged; empty the data folder to start over"
+                                : "check the disk and that no other process uses the folder");
         rocksdb_free(e);
         bs__index_close(&ix);
-        return -EIO;
+        return rc;
     }
     *out = ix;
     return 0;

@@ -88,28 +88,27 @@ static int check_config(bs_store *s, const bs_config *cfg, char *err, size_t err
     return 0;
 }
 
-int bs_open(bs_store **out, const bs_config *cfg, char *err, size_t errlen)
+/* One attempt at opening; *out is set only on success. lock_fd (-1: none) is
+ * the folder's lock when the caller holds it already: the store takes it
+ * (closed with the store, or here on failure). */
+static int open_once(bs_store **out, const bs_config *cfg, int lock_fd, char *err,
+                     size_t errlen)
 {
-    if (err && errlen)
-        err[0] = '\0';
-    if (!out || !cfg) {
-        bs__errf(err, errlen, "bs_open needs a config");
-        return -EINVAL;
-    }
-    *out = NULL;
     bs_store *s = calloc(1, sizeof(*s));
-    if (!s)
+    if (!s) {
+        if (lock_fd >= 0)
+            close(lock_fd);
         return -ENOMEM;
-    s->data_fd = -1;
-    s->cfg = *cfg;
-    int rc = check_config(s, cfg, err, errlen);
-    if (rc < 0) {
-        free(s);
-        return rc;
     }
+    s->data_fd = -1;
+    s->lock_fd = lock_fd;
+    s->cfg = *cfg;
+    pthread_mutex_init(&s->workers_lock, NULL);
+    int rc = check_config(s, cfg, err, errlen);
+    if (rc < 0)
+        goto fail;
     snprintf(s->dir, sizeof(s->dir), "%s", cfg->dir);
     s->cfg.dir = s->dir;
-    pthread_mutex_init(&s->workers_lock, NULL);
     atomic_init(&s->clock, 0);
 
     /* I/O mode first: a refusal should come before anything touches disk. */
@@ -121,9 +120,8 @@ int bs_open(bs_store **out, const bs_config *cfg, char *err, size_t errlen)
         } else if (cfg->io_mode == BS_IO_URING) {
             bs__errf(err, errlen, "io_uring cannot be set up here: %s (allow io_uring_setup in the seccomp profile, or use the thread-pool I/O mode)",
                      strerror(-u));
-            pthread_mutex_destroy(&s->workers_lock);
-            free(s);
-            return -ENOSYS;
+            rc = -ENOSYS;
+            goto fail;
         } else {
             bs__log(s, BS_LOG_WARN,
                     "msg=\"io_uring cannot be set up (%s): using a pool of %u I/O threads instead; allow io_uring_setup in the seccomp profile for io_uring\"",
@@ -143,8 +141,12 @@ int bs_open(bs_store **out, const bs_config *cfg, char *err, size_t errlen)
     if ((rc = bs__index_open(&s->ix, ixpath, !cfg->no_sync, s, err, errlen)) < 0)
         goto fail;
     if ((rc = bs__index_load(s->ix, bs__load_entry, s)) < 0) {
-        bs__errf(err, errlen, "cannot read the block index in %s (see the log; empty the folder to start over)",
-                 ixpath);
+        if (rc == -EUCLEAN)
+            bs__errf(err, errlen, "the block index in %s is damaged (see the log; empty the folder to start over)",
+                     ixpath);
+        else
+            bs__errf(err, errlen, "cannot read the block index in %s (see the log; empty the folder to start over)",
+                     ixpath);
         goto fail;
     }
     bs__regions_after_load(s);
@@ -157,6 +159,71 @@ int bs_open(bs_store **out, const bs_config *cfg, char *err, size_t errlen)
         bs__errf(err, errlen, "cannot start the I/O threads: %s", strerror(-rc));
         goto fail;
     }
+    *out = s;
+    return 0;
+
+fail:
+    bs_close(&s);
+    return rc;
+}
+
+/* The log line of a quarantine, through cfg's sink (the store that found the
+ * damage is closed by then). */
+static void log_quarantine(const bs_config *cfg, const char *qdir, const char *reason)
+{
+    if (!cfg->log)
+        return;
+    char line[6400];
+    char why[1000];
+    size_t k = 0;
+    for (const char *p = reason; *p && k + 2 < sizeof(why); p++) {
+        if (*p == '"' || *p == '\\')
+            why[k++] = '\\';
+        why[k++] = *p == '\n' ? ' ' : *p;
+    }
+    why[k] = '\0';
+    snprintf(line, sizeof(line),
+             "msg=\"block store damaged: set aside, starting empty (blocks are refilled from S3)\" dir=%s quarantine=%s reason=\"%s\"",
+             cfg->dir, qdir, why);
+    cfg->log(cfg->log_ctx, BS_LOG_WARN, line);
+}
+
+int bs_open(bs_store **out, const bs_config *cfg, char *err, size_t errlen)
+{
+    if (err && errlen)
+        err[0] = '\0';
+    if (!out || !cfg) {
+        bs__errf(err, errlen, "bs_open needs a config");
+        return -EINVAL;
+    }
+    *out = NULL;
+    char why[1024] = "";
+    bs_store *s = NULL;
+    int rc = open_once(&s, cfg, -1, why, sizeof(why));
+    bool damaged = rc == -EMEDIUMTYPE || rc == -EUCLEAN;
+    if (damaged && !cfg->strict) {
+        /* A cache that cannot trust its folder starts over rather than stay
+         * down; the damaged parts are kept aside for a post-mortem. The lock
+         * is taken again for the move: no other store may be in between. */
+        int lock_fd = -1;
+        char qdir[4200];
+        rc = bs__lock_folder(cfg->dir, &lock_fd, err, errlen);
+        if (rc == 0)
+            rc = bs__quarantine(cfg->dir, why, qdir, sizeof(qdir), err, errlen);
+        if (rc == 0) {
+            log_quarantine(cfg, qdir, why);
+            rc = open_once(&s, cfg, lock_fd, err, errlen);
+            lock_fd = -1; /* the store's now */
+            if (rc == 0)
+                s->quarantined = 1;
+        }
+        if (lock_fd >= 0)
+            close(lock_fd);
+    } else if (rc < 0 && err) {
+        snprintf(err, errlen, "%s", why);
+    }
+    if (rc < 0)
+        return rc;
     bs_stats st;
     bs_stats_get(s, &st);
     bs__log(s, BS_LOG_INFO,
@@ -167,10 +234,6 @@ int bs_open(bs_store **out, const bs_config *cfg, char *err, size_t errlen)
             (unsigned long long)cfg->ram_bytes, s->dio_align);
     *out = s;
     return 0;
-
-fail:
-    bs_close(&s);
-    return rc;
 }
 
 void bs_close(bs_store **ps)
@@ -185,6 +248,8 @@ void bs_close(bs_store **ps)
     bs__pool_destroy(&s->pool);
     if (s->data_fd >= 0)
         close(s->data_fd);
+    if (s->lock_fd >= 0)
+        close(s->lock_fd);
     bs__regions_deinit(s);
     if (s->shards[0].buckets)
         bs__map_deinit(s);
@@ -244,6 +309,7 @@ void bs_stats_get(bs_store *s, bs_stats *out)
     out->index_deletes = atomic_load(&s->index_deletes);
     out->index_errors = atomic_load(&s->index_errors);
     out->inflight = inflight;
+    out->quarantined = s->quarantined;
     out->io_uring = s->uring;
 }
 

@@ -11,6 +11,9 @@
  *                      one is a creation that did not finish and starts over
  *   <dir>/data         nregions * region_size bytes, preallocated, O_DIRECT
  *   <dir>/index/       RocksDB (bs_index.c)
+ *   <dir>/lock         flock'ed while a store has the folder open
+ *   <dir>/quarantine-<UTC time>/  a damaged store set aside (bs_open): its
+ *                      superblock, its index and a file `reason`
  *
  * SUPERBLOCK (little-endian)
  *
@@ -36,11 +39,13 @@
  */
 #include "blockstore_int.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -214,9 +219,38 @@ static int read_superblock(bs_store *s, char *err, size_t errlen)
     return 1;
 }
 
+/* One store per folder: two would overwrite each other's regions, and a
+ * second one's quarantine would pull the files from under the first. */
+int bs__lock_folder(const char *dir, int *fd_out, char *err, size_t errlen)
+{
+    char p[4200];
+    snprintf(p, sizeof(p), "%s/lock", dir);
+    int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        int e = errno;
+        bs__errf(err, errlen, "cannot create the lock file %s: %s", p, strerror(e));
+        return -e;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        close(fd);
+        if (e == EWOULDBLOCK) {
+            bs__errf(err, errlen, "data folder %s is in use by another process (stop it, or give this one another data folder)",
+                     dir);
+            return -EBUSY;
+        }
+        bs__errf(err, errlen, "cannot lock data folder %s: %s", dir, strerror(e));
+        return -e;
+    }
+    *fd_out = fd;
+    return 0;
+}
+
 int bs__super_setup(bs_store *s, char *err, size_t errlen)
 {
     int rc = probe_folder(s, err, errlen);
+    if (rc == 0 && s->lock_fd < 0)
+        rc = bs__lock_folder(s->dir, &s->lock_fd, err, errlen);
     if (rc < 0)
         return rc;
     rc = read_superblock(s, err, errlen);
@@ -280,5 +314,117 @@ int bs__super_setup(bs_store *s, char *err, size_t errlen)
         }
     }
     s->data_fd = fd;
+    return 0;
+}
+
+/* ---- quarantine ------------------------------------------------------------ */
+
+/* Removes path and everything under it (a quarantine folder). */
+static void remove_tree(const char *path)
+{
+    DIR *d = opendir(path);
+    if (d) {
+        struct dirent *de;
+        while ((de = readdir(d)) != NULL) {
+            if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+                continue;
+            char p[4200];
+            snprintf(p, sizeof(p), "%s/%s", path, de->d_name);
+            struct stat st;
+            if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
+                remove_tree(p);
+            else
+                unlink(p);
+        }
+        closedir(d);
+    }
+    rmdir(path);
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Keeps the newest `keep` quarantine folders of dir (their names sort by
+ * time), removing the others. */
+static void prune_quarantine(const char *dir, unsigned keep)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    char *names[256];
+    size_t n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL && n < sizeof(names) / sizeof(names[0]))
+        if (strncmp(de->d_name, "quarantine-", 11) == 0 && (names[n] = strdup(de->d_name)))
+            n++;
+    closedir(d);
+    qsort(names, n, sizeof(names[0]), name_cmp);
+    for (size_t i = 0; i < n; i++) {
+        if (i + keep < n) {
+            char p[4200];
+            snprintf(p, sizeof(p), "%s/%s", dir, names[i]);
+            remove_tree(p);
+        }
+        free(names[i]);
+    }
+}
+
+int bs__quarantine(const char *dir, const char *reason, char *qdir, size_t qlen, char *err,
+                   size_t errlen)
+{
+    char q[4200];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    char stamp[32];
+    strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
+    int rc = -EEXIST;
+    for (int i = 0; i < 100 && rc == -EEXIST; i++) {
+        if (i == 0)
+            snprintf(q, sizeof(q), "%s/quarantine-%s", dir, stamp);
+        else
+            snprintf(q, sizeof(q), "%s/quarantine-%s-%02d", dir, stamp, i);
+        rc = mkdir(q, 0755) == 0 ? 0 : -errno;
+    }
+    if (rc < 0) {
+        bs__errf(err, errlen, "cannot make a quarantine folder in %s: %s (empty the folder by hand)",
+                 dir, strerror(-rc));
+        return rc;
+    }
+    static const char *const kept[] = {"superblock", "superblock.tmp", "index"};
+    for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++) {
+        char from[4200], to[4300];
+        snprintf(from, sizeof(from), "%s/%s", dir, kept[i]);
+        snprintf(to, sizeof(to), "%s/%s", q, kept[i]);
+        if (rename(from, to) != 0 && errno != ENOENT) {
+            int e = errno;
+            bs__errf(err, errlen, "cannot move %s into %s: %s (empty the folder by hand)", from,
+                     q, strerror(e));
+            return -e;
+        }
+    }
+    char p[4300];
+    snprintf(p, sizeof(p), "%s/data", dir);
+    if (unlink(p) != 0 && errno != ENOENT) {
+        int e = errno;
+        bs__errf(err, errlen, "cannot remove the damaged data file %s: %s (empty the folder by hand)",
+                 p, strerror(e));
+        return -e;
+    }
+    snprintf(p, sizeof(p), "%s/reason", q);
+    FILE *f = fopen(p, "w");
+    if (f) {
+        fprintf(f, "%s\n", reason);
+        fclose(f);
+    }
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        fsync(dfd);
+        close(dfd);
+    }
+    prune_quarantine(dir, BS_QUARANTINE_KEEP);
+    snprintf(qdir, qlen, "%s", q);
     return 0;
 }

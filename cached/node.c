@@ -198,8 +198,15 @@ static int store_setup(node *n, char *err, size_t errlen)
                  : !strcmp(conf->io, "threads") ? BS_IO_THREADS
                                                 : BS_IO_AUTO;
     bc.no_sync = conf->no_sync;
+    bc.strict = conf->strict_store;
     bc.log = bs_log_cb;
-    return bs_open(&n->store, &bc, err, errlen);
+    int rc = bs_open(&n->store, &bc, err, errlen);
+    if (rc == -EMEDIUMTYPE || rc == -EUCLEAN) { /* damaged, and --strict-store */
+        size_t k = strlen(err);
+        snprintf(err + k, errlen - k, "; --strict-store is set: without it the node sets the "
+                                      "damaged folder aside and starts empty");
+    }
+    return rc;
 }
 
 static void store_teardown(node *n) { bs_close(&n->store); }

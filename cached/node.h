@@ -45,6 +45,7 @@ typedef struct node_conf {
     int64_t region_size;
     char io[16];
     bool no_sync;
+    bool strict_store;
     char s3_endpoint[512];
     char s3_region[64];
     char s3_access_key[128];

@@ -34,6 +34,7 @@ const cfg_opt node_opts[] = {
     {"region-size", CFG_SIZE, "64MiB", "eviction unit on disk (multiple of the block size)", O(region_size), 1 << 20, 1LL << 32, false, false},
     {"io", CFG_STR, "auto", "disk I/O: auto (io_uring, else threads), io_uring, threads", O(io), 0, 0, false, false},
     {"no-sync", CFG_BOOL, "false", "skip fsyncs: survives a kill, not a power loss (tests, benchmarks)", O(no_sync), 0, 0, false, false},
+    {"strict-store", CFG_BOOL, "false", "refuse to start on a damaged data folder (superblock, index, data file, or another block size or capacity); by default it is set aside into DIR/quarantine-TIME/ and the node starts empty", O(strict_store), 0, 0, false, false},
     {"s3-endpoint", CFG_STR, NULL, "S3 endpoint URL (default: AWS_ENDPOINT_URL, else AWS for the region)", O(s3_endpoint), 0, 0, false, false},
     {"s3-region", CFG_STR, NULL, "S3 region (default: AWS_REGION, else us-east-1)", O(s3_region), 0, 0, false, false},
     {"s3-access-key", CFG_STR, NULL, "S3 access key for fills (default: the AWS environment)", O(s3_access_key), 0, 0, true, false},

@@ -151,6 +151,19 @@ static void fill_got(const s3_error *err, const s3_get_result *res, void *arg)
         fill_got(&e2, res, arg);
         return;
     }
+    if (err->code && err->http_status == 416) {
+        /* a range inside the pinned size is outside the object now: it is
+         * another, shorter version (servers that ignore If-Match say so) */
+        s3_error e2 = *err;
+        e2.code = -ESTALE;
+        e2.http_status = 412;
+        snprintf(e2.message, sizeof(e2.message),
+                 "s3://%s/%.300s is shorter than the %llu bytes the request was pinned to "
+                 "(it changed)",
+                 f->obj.bucket, f->obj.key, (unsigned long long)f->obj.size);
+        fill_got(&e2, res, arg);
+        return;
+    }
     if (err->code == 0)
         node__count(w, NM_S3_GET_BYTES, res->bytes);
     else if (err->code != -ECANCELED)
@@ -165,10 +178,12 @@ static void fill_got(const s3_error *err, const s3_get_result *res, void *arg)
             f->state = FILL_FAILED;
             f->rcp_code = err->code == -ESTALE    ? RCP_E_VERSION_CHANGED
                           : err->code == -ENOENT  ? RCP_E_NOT_FOUND
-                          : err->code == -EACCES  ? RCP_E_FORBIDDEN
                           : err->code == -ECANCELED ? RCP_E_BUSY
-                                                   : RCP_E_S3;
-            snprintf(f->message, sizeof(f->message), "%s", err->message);
+                                                   : RCP_E_UPSTREAM;
+            if (f->rcp_code == RCP_E_UPSTREAM)
+                node__upstream_message(n, err->message, f->message, sizeof(f->message));
+            else
+                snprintf(f->message, sizeof(f->message), "%s", err->message);
             /* out of the table: the next request tries again. The S3 GET's
              * reference (dropped below) keeps f alive until then. */
             if (fill_remove_locked(n->fills, f))

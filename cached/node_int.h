@@ -178,6 +178,12 @@ void node_workers_join(node *n);
 void node__post(node_worker *w, node_msg *m); /* any thread; takes ownership of m */
 s3_client *node__s3_for(node_worker *w, const ten_tenant *t);
 
+/* ---- node_req.c ---- */
+/* The message of an RCP_E_UPSTREAM answer: this node failed to reach S3, in
+ * S3's words (without the hints about a client's AWS_* variables), with the
+ * node's settings to check. */
+void node__upstream_message(const node *n, const char *s3_message, char *out, size_t cap);
+
 /* ---- node_conn.c: the ringcache protocol's front end ---- */
 void node__accept(node_worker *w, int fd);
 void node__close_all(node_worker *w);

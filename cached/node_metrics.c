@@ -95,6 +95,11 @@ static const met_def node_gauge_defs[G__COUNT] = {
     [G_BYTES] = {"ringcached_bytes_stored", "logical bytes in the store", MET_GAUGE, NULL},
 };
 
+/* What the store's opening did, counted once at start. */
+static const met_def node_store_defs[] = {
+    {"ringcached_store_quarantines_total", "damaged data folders set aside at start (the store then started empty)", MET_COUNTER, NULL},
+};
+
 typedef struct gauge_arg {
     node *n;
     node_gauge g;
@@ -309,6 +314,13 @@ int node_metrics_setup(node *n, char *err, size_t errlen)
         rc = met_register(n->metrics, node_metric_defs, NM__COUNT);
     if (rc >= 0) {
         n->metric_base = rc;
+        rc = met_register(n->metrics, node_store_defs, 1);
+    }
+    if (rc >= 0) {
+        bs_stats bst;
+        bs_stats_get(n->store, &bst);
+        if (bst.quarantined)
+            met_add(n->metrics, met_shared_slot(n->metrics), rc, bst.quarantined);
         rc = met_register(n->metrics, node_gauge_defs, G__COUNT);
     }
     int gbase = rc;

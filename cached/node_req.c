@@ -155,6 +155,20 @@ static int s3_code(int err)
     return err == -ENOENT ? RCP_E_NOT_FOUND : err == -EACCES ? RCP_E_FORBIDDEN : RCP_E_S3;
 }
 
+void node__upstream_message(const node *n, const char *s3_message, char *out, size_t cap)
+{
+    /* the S3 client's last hint speaks to a client's environment
+     * ("; is the S3 endpoint up? (set AWS_ENDPOINT_URL)"): not this node's */
+    char m[512];
+    snprintf(m, sizeof(m), "%s", s3_message);
+    char *semi = strrchr(m, ';'), *colon = strstr(m, ": check ");
+    char *hint = semi && (!colon || semi > colon) ? semi : colon;
+    if (hint && strstr(hint, "AWS_"))
+        *hint = '\0';
+    snprintf(out, cap, "cache node %s's S3 access failed (check its --s3-endpoint and "
+             "credentials): %s", n->conf.node_id, m);
+}
+
 /* The tenant's access check, at every entry a key comes in by: false after
  * answering FORBIDDEN. With tenants, a key must also pass s3_key_check (no
  * dot segments, however spelled): a prefix check of "src/../x" would let a
@@ -305,9 +319,14 @@ static void head_done(const s3_error *err, const s3_object_info *info, void *arg
     node_req *r = arg;
     if (r->cancelled) {
         req_end(r);
+    } else if (err->code == -ENOENT) {
+        node__count(r->w, NM_S3_ERRORS, 1);
+        req_fail(r, RCP_E_NOT_FOUND, "%s", err->message);
     } else if (err->code) {
         node__count(r->w, NM_S3_ERRORS, 1);
-        req_fail(r, s3_code(err->code), "%s", err->message);
+        char m[640];
+        node__upstream_message(r->w->n, err->message, m, sizeof(m));
+        req_fail(r, RCP_E_UPSTREAM, "%s", m);
     } else {
         node_answer a = {.size = info->size, .etag = info->etag,
                          .last_modified = info->last_modified};

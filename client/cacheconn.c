@@ -42,6 +42,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #define CC_SLOTS 4096u
@@ -65,6 +66,8 @@ struct cc_req {
     void *arg;
     uint8_t *body;              /* the request's body, sent when it leaves the queue */
     size_t body_len;
+    bool sent;                  /* out of the queue and on the wire (a PING or STATS has
+                                   no body, so a NULL body does not say it) */
     const void *extra;          /* PUT_BLOCK data, appended after body */
     size_t extra_len;
     void *buf;                  /* GET */
@@ -94,6 +97,8 @@ struct cc_conn {
     char token[RCP_MAX_STRING + 1];
     char name[64];
     bool ready, broken, connected;
+    int64_t last_rx_ms;         /* CLOCK_MONOTONIC of the last bytes received (or of
+                                   the creation): how long the node has been silent */
     int busy;                   /* > 0 while callbacks run from our events */
     bool zombie;                /* destroyed while busy: free when not */
     rcp_hello_resp hello;
@@ -118,6 +123,13 @@ struct cc_conn {
 
 static void cc_fail_all(cc_conn *c, int code, int rcp_code, const char *msg);
 static void cc_flush(cc_conn *c);
+
+static int64_t cc_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 static void cc_pump_put(cc_conn *c);
 
 /* ---- requests ------------------------------------------------------------- */
@@ -166,7 +178,7 @@ static void cc_on_req_timeout(evutil_socket_t fd, short what, void *arg)
     (void)what;
     cc_req *r = arg;
     cc_conn *c = r->c;
-    bool sent = !r->body; /* the body is freed when sent */
+    bool sent = r->sent;
     if (sent && r->cancelled) {
         c->outstanding--; /* cc_cancel told the node already */
     } else if (sent && !c->broken && c->bev) {
@@ -288,6 +300,7 @@ static void cc_flush(cc_conn *c)
         cc_write_frame(c, r->op, 0, r->id, r->body, r->body_len, r->extra, r->extra_len);
         free(r->body);
         r->body = NULL;
+        r->sent = true;
         c->outstanding++;
         if (r->op == RCP_OP_PUT) {
             c->put_active = r;
@@ -483,7 +496,7 @@ static int cc_on_frame(cc_conn *c, const rcp_header *h, struct evbuffer *in)
     }
     uint32_t slot = h->id & CC_SLOT_MASK;
     cc_req *r = c->slots[slot];
-    if (!r || r->id != h->id || r->body) { /* timed out, cancelled, or never sent */
+    if (!r || r->id != h->id || !r->sent || r->cancelled) { /* timed out, cancelled, or never sent */
         evbuffer_drain(in, h->len);
         return 0;
     }
@@ -576,7 +589,7 @@ static cc_req *cc_get_target(cc_conn *c, const rcp_header *h)
     if (!(h->flags & RCP_F_RESPONSE) || h->op != RCP_OP_GET || h->id == 0)
         return NULL;
     cc_req *r = c->slots[h->id & CC_SLOT_MASK];
-    if (!r || r->id != h->id || r->body || r->op != RCP_OP_GET)
+    if (!r || r->id != h->id || !r->sent || r->cancelled || r->op != RCP_OP_GET)
         return NULL;
     return r;
 }
@@ -644,6 +657,7 @@ static void cc_on_read(struct bufferevent *bev, void *arg)
 {
     cc_conn *c = arg;
     c->busy++;
+    c->last_rx_ms = cc_now_ms();
     cc_parse(c, bufferevent_get_input(bev));
     c->busy--;
     cc_maybe_free(c);
@@ -697,6 +711,7 @@ static void cc_on_rx(evutil_socket_t fd, short what, void *arg)
             break;
         }
         got += (size_t)k;
+        c->last_rx_ms = cc_now_ms();
         if (!body && c->rx_need > sizeof(c->stage)) {
             cc_parse(c, c->rx); /* evbuffer_read put the bytes in rx */
         } else {
@@ -827,6 +842,7 @@ int cc_conn_create(cc_conn **out, struct event_base *base, const cc_config *cfg)
         return -ENOMEM;
     c->base = base;
     c->cfg = *cfg;
+    c->last_rx_ms = cc_now_ms();
     snprintf(c->host, sizeof(c->host), "%s", cfg->host);
     snprintf(c->token, sizeof(c->token), "%s", cfg->token ? cfg->token : "");
     snprintf(c->name, sizeof(c->name), "%s", cfg->client_name ? cfg->client_name : "client");
@@ -979,6 +995,7 @@ void cc_conn_destroy(cc_conn **cp)
 }
 
 bool cc_conn_broken(const cc_conn *c) { return c->broken; }
+int64_t cc_conn_last_rx_ms(const cc_conn *c) { return c->last_rx_ms; }
 const rcp_hello_resp *cc_conn_hello(const cc_conn *c) { return &c->hello; }
 size_t cc_conn_outstanding(const cc_conn *c) { return c->in_slots; }
 
@@ -1012,6 +1029,12 @@ int cc_get(cc_conn *c, const rcp_get_req *req, void *buf, size_t cap, cc_done_fn
 
 int cc_head(cc_conn *c, const char *bucket, const char *key, cc_done_fn done, void *arg)
 {
+    return cc_head_id(c, bucket, key, done, arg, NULL);
+}
+
+int cc_head_id(cc_conn *c, const char *bucket, const char *key, cc_done_fn done, void *arg,
+               uint32_t *id_out)
+{
     size_t bcap = RCP_MAX_KEY + 128;
     uint8_t *b = cc_body(bcap);
     if (!b)
@@ -1022,10 +1045,14 @@ int cc_head(cc_conn *c, const char *bucket, const char *key, cc_done_fn done, vo
         free(b);
         return n;
     }
-    int rc = cc_submit(c, RCP_OP_HEAD, b, (size_t)n, done, arg, NULL);
-    if (rc == 0)
-        cc_flush(c);
-    return rc;
+    cc_req *r;
+    int rc = cc_submit(c, RCP_OP_HEAD, b, (size_t)n, done, arg, &r);
+    if (rc < 0)
+        return rc;
+    if (id_out)
+        *id_out = r->id;
+    cc_flush(c);
+    return 0;
 }
 
 int cc_put_block(cc_conn *c, const rcp_put_block_req *req, cc_done_fn done, void *arg)
@@ -1113,16 +1140,23 @@ int cc_cancel(cc_conn *c, uint32_t id)
     cc_req *r = c->slots[id & CC_SLOT_MASK];
     if (!r || r->id != id)
         return -ENOENT;
-    if (!r->body && !c->broken && c->bev) { /* sent: tell the node */
+    if (r->cancelled)
+        return 0;
+    if (r->sent && !c->broken && c->bev) { /* sent: tell the node */
         uint8_t b[RCP_HEADER_SIZE + 4];
         rcp_header h = {RCP_OP_CANCEL, 0, 0, 4};
         rcp_header_encode(&h, b);
         rcp_encode_cancel_req(id, b + RCP_HEADER_SIZE, 4);
         bufferevent_write(c->bev, b, sizeof(b));
     }
-    /* finished from the loop (never inside this call); a late answer for this id
-     * is dropped because its slot no longer holds it */
+    /* finished from the loop (never inside this call); from now on nothing more
+     * of its answer lands in the caller's buffer (the rest of a chunk being
+     * received is read past), and a late answer for this id is dropped */
     r->cancelled = true;
+    if (c->rx_req == r) {
+        c->rx_req = NULL;
+        c->rx_dst = NULL;
+    }
     evtimer_del(r->timer);
     event_active(r->timer, EV_TIMEOUT, 0);
     return 0;

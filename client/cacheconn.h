@@ -82,6 +82,10 @@ void cc_conn_destroy(cc_conn **c);
 
 /* true once the connection has failed (every later request fails at once). */
 bool cc_conn_broken(const cc_conn *c);
+/* CLOCK_MONOTONIC milliseconds when bytes last came from the node (the
+ * connection's creation before any did): a node that has sent nothing on it
+ * for a while is stopped or overloaded, whatever is outstanding. */
+int64_t cc_conn_last_rx_ms(const cc_conn *c);
 /* The node's HELLO answer (zeroed until it came). */
 const rcp_hello_resp *cc_conn_hello(const cc_conn *c);
 size_t cc_conn_outstanding(const cc_conn *c);
@@ -92,6 +96,9 @@ size_t cc_conn_outstanding(const cc_conn *c);
 int cc_get(cc_conn *c, const rcp_get_req *req, void *buf, size_t cap, cc_done_fn done,
            void *arg, uint32_t *id_out);
 int cc_head(cc_conn *c, const char *bucket, const char *key, cc_done_fn done, void *arg);
+/* The same, with the request id (for cc_cancel) in *id_out. */
+int cc_head_id(cc_conn *c, const char *bucket, const char *key, cc_done_fn done, void *arg,
+               uint32_t *id_out);
 /* PUT_BLOCK: data (borrowed until done) is the whole block. */
 int cc_put_block(cc_conn *c, const rcp_put_block_req *req, cc_done_fn done, void *arg);
 /* Write-through PUT of `size` bytes produced by read_fn (called when the

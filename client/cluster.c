@@ -6,6 +6,12 @@
  * on the ring, and the failed member is skipped for down_ms. Nodes are kept in
  * a table that only grows (one entry per id and address ever seen), so a
  * request in flight may hold a node pointer across a ring change.
+ *
+ * A block request is one rcl_read_op with up to two tries in flight: the
+ * first owner's, and after hedge_ms of silence on its connection the next
+ * owner's (rcl_hop_timer_cb). The first success decides the op and cancels the
+ * other try; the op is freed when both have called back, and after it is
+ * decided a try's callback touches nothing but the op.
  */
 #include "cluster.h"
 
@@ -16,6 +22,7 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -36,6 +43,13 @@ typedef struct rcl_node {
                                       opened lazily, used in turn */
     unsigned next_conn;
     _Atomic int64_t down_until_ms; /* read by rcl_route from other threads */
+    atomic_bool told;              /* on_node has been called for it */
+    /* Is a silent node alive? A PING on a connection of its own (never behind
+     * requests waiting for fills, nor a full pipeline): a node filling from a
+     * slow S3 answers at once, a stopped one does not (rcl_hop_timer_cb). */
+    cc_conn *probe;
+    bool probing;                  /* a PING out on it */
+    int64_t probe_sent_ms, alive_ms;
 } rcl_node;
 
 typedef struct rcl_connect_state rcl_connect_state;
@@ -113,18 +127,39 @@ static cc_conn *rcl_conn(rcl_cluster *c, rcl_node *n)
     return *slot;
 }
 
-static void rcl_mark_down(rcl_cluster *c, rcl_node *n)
+/* Tells on_node about n, the first time only (any thread). */
+static void rcl_tell(rcl_cluster *c, rcl_node *n, rcl_node_event what, const char *why)
 {
-    n->down_until_ms = rcl_now_ms() + c->cfg.down_ms;
+    if (c->cfg.on_node && !atomic_exchange(&n->told, true))
+        c->cfg.on_node(n->id, n->addr, what, why && why[0] ? why : "it failed",
+                       c->cfg.on_node_arg);
+}
+
+static bool rcl_is_down(const rcl_node *n)
+{
+    return atomic_load(&n->down_until_ms) > rcl_now_ms();
+}
+
+/* On the loop (counts it). */
+static void rcl_mark_down(rcl_cluster *c, rcl_node *n, rcl_node_event what, const char *why)
+{
+    atomic_store(&n->down_until_ms, rcl_now_ms() + c->cfg.down_ms);
     c->stats.node_failures++;
+    rcl_tell(c, n, what, why);
 }
 
 static bool rcl_node_fault(const cc_result *r)
 {
     if (r->code == -EREMOTEIO)
         return r->rcp_code == RCP_E_BUSY || r->rcp_code == RCP_E_TIMEOUT ||
-               r->rcp_code == RCP_E_INTERNAL || r->rcp_code == RCP_E_PROTOCOL;
+               r->rcp_code == RCP_E_INTERNAL || r->rcp_code == RCP_E_PROTOCOL ||
+               r->rcp_code == RCP_E_UNAUTHORIZED || r->rcp_code == RCP_E_VERSION;
     return r->code != 0 && r->code != -ECANCELED && r->code != -ENOBUFS;
+}
+
+static bool rcl_upstream(const cc_result *r)
+{
+    return r->code == -EREMOTEIO && r->rcp_code == RCP_E_UPSTREAM;
 }
 
 static int rcl_remote_errno(const cc_result *r)
@@ -137,6 +172,7 @@ static int rcl_remote_errno(const cc_result *r)
     case RCP_E_FORBIDDEN:
     case RCP_E_UNAUTHORIZED: return -EACCES;
     case RCP_E_NOT_CACHED: return -ENODATA;
+    case RCP_E_UPSTREAM: return -EREMOTEIO;
     default: return -EIO;
     }
 }
@@ -248,6 +284,8 @@ int rcl_create(rcl_cluster **out, struct event_base *base, const rcl_config *cfg
         c->cfg.request_timeout_ms = 30000;
     if (c->cfg.down_ms <= 0)
         c->cfg.down_ms = 5000;
+    if (c->cfg.hedge_ms < 0)
+        c->cfg.hedge_ms = 0;
     c->block_size = cfg->block_size;
     c->cfg.dns_server = NULL; /* borrowed for this call */
     if (cfg->tls) {
@@ -308,6 +346,7 @@ void rcl_destroy(rcl_cluster **cp)
     for (size_t i = 0; i < c->n_all; i++) {
         for (int k = 0; k < RCL_MAX_CONNS; k++)
             cc_conn_destroy(&c->all[i]->conns[k]);
+        cc_conn_destroy(&c->all[i]->probe); /* its callback only touches the node */
         free(c->all[i]);
     }
     free(c->all);
@@ -372,8 +411,8 @@ static void rcl_ping_done(const cc_result *res, void *arg)
         snprintf(st->last, sizeof(st->last), "%s", res->message);
         if (res->code == -EREMOTEIO)
             st->refused = true;
-        else if (res->code != -ECANCELED)
-            rcl_mark_down(c, p->node);
+        if (res->code != -ECANCELED && !c->destroying)
+            rcl_mark_down(c, p->node, RCL_NODE_DOWN, res->message);
     }
     if (--st->pending == 0) {
         if (!st->told) {
@@ -474,51 +513,280 @@ int rcl_connect(rcl_cluster *c, rcl_done_fn done, void *arg)
     return 0;
 }
 
+/* ---- hedged operations: tries and the silence timer --------------------------- */
+
+typedef struct rcl_hop rcl_hop;
+
+/* One request of an operation, to one node. */
+typedef struct rcl_try {
+    rcl_hop *hop;
+    rcl_node *node;
+    cc_conn *conn;
+    uint32_t id;
+    bool live;                  /* sent, not called back yet */
+    bool hedge;                 /* sent because the other one was silent */
+} rcl_try;
+
+/* What reads and HEADs share: up to two tries in flight, a timer that sends
+ * the second when the first's node has been silent for hedge_ms, and the
+ * op's life (freed by free_fn once decided and both tries called back). */
+struct rcl_hop {
+    rcl_cluster *c;
+    rcl_try tries[2];
+    int live;
+    bool decided;
+    struct event *timer;
+    int64_t sent_ms;            /* when the newest try went out */
+    bool (*hedge)(rcl_hop *hop);      /* send a try to the next candidate */
+    void (*free_fn)(rcl_hop *hop);
+};
+
+static void rcl_hop_timer_cb(evutil_socket_t fd, short what, void *arg);
+
+static void rcl_hop_arm(rcl_hop *hop, int ms)
+{
+    rcl_cluster *c = hop->c;
+    if (c->cfg.hedge_ms <= 0 || hop->live != 1)
+        return;
+    if (!hop->timer)
+        hop->timer = evtimer_new(c->base, rcl_hop_timer_cb, hop);
+    if (!hop->timer)
+        return; /* no hedging for this one: it still times out */
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    evtimer_add(hop->timer, &tv);
+}
+
+/* A free slot of hop, or NULL when both tries are in flight. */
+static rcl_try *rcl_hop_slot(rcl_hop *hop)
+{
+    for (int k = 0; k < 2; k++)
+        if (!hop->tries[k].live)
+            return &hop->tries[k];
+    return NULL;
+}
+
+/* t was sent on conn as request id. */
+static void rcl_hop_sent(rcl_hop *hop, rcl_try *t, rcl_node *n, cc_conn *conn, uint32_t id,
+                         bool hedge)
+{
+    t->hop = hop;
+    t->node = n;
+    t->conn = conn;
+    t->id = id;
+    t->live = true;
+    t->hedge = hedge;
+    hop->live++;
+    hop->sent_ms = rcl_now_ms();
+    rcl_hop_arm(hop, hop->c->cfg.hedge_ms);
+}
+
+/* The first thing a try's callback does. True when the op was decided before
+ * (the callback then only frees the op if it was the last try). */
+static bool rcl_hop_called(rcl_try *t)
+{
+    rcl_hop *hop = t->hop;
+    t->live = false;
+    hop->live--;
+    if (!hop->decided)
+        return false;
+    if (hop->live == 0)
+        hop->free_fn(hop);
+    return true;
+}
+
+/* The op has its outcome: the other try is cancelled (its callback comes
+ * later, from the loop; none of its bytes reach the buffer from now on). */
+static void rcl_hop_decide(rcl_hop *hop)
+{
+    hop->decided = true;
+    if (hop->timer)
+        evtimer_del(hop->timer);
+    for (int k = 0; k < 2; k++)
+        if (hop->tries[k].live)
+            cc_cancel(hop->tries[k].conn, hop->tries[k].id);
+}
+
+/* After the decision and the last callback: free when nothing is in flight. */
+static void rcl_hop_release(rcl_hop *hop)
+{
+    if (hop->live == 0)
+        hop->free_fn(hop);
+}
+
+static void rcl_hop_deinit(rcl_hop *hop)
+{
+    if (hop->timer)
+        event_free(hop->timer);
+    hop->timer = NULL;
+}
+
+static void rcl_probe_done(const cc_result *res, void *arg)
+{
+    rcl_node *n = arg;
+    n->probing = false;
+    if (res->code == 0)
+        n->alive_ms = rcl_now_ms();
+}
+
+/* Sends n a PING on its probe connection unless one is out. */
+static void rcl_probe(rcl_cluster *c, rcl_node *n)
+{
+    if (n->probing)
+        return;
+    if (n->probe && cc_conn_broken(n->probe))
+        cc_conn_destroy(&n->probe);
+    if (!n->probe) {
+        cc_config cc = {n->host, n->port, c->token[0] ? c->token : NULL, c->cfg.block_size,
+                        "ringcache-probe", c->cfg.connect_timeout_ms,
+                        c->cfg.request_timeout_ms, c->cfg.tls, c->cfg.tls_ca, n->tls_name};
+        if (cc_conn_create(&n->probe, c->base, &cc) < 0)
+            return;
+    }
+    if (cc_ping(n->probe, rcl_probe_done, n) == 0) {
+        n->probing = true;
+        n->probe_sent_ms = rcl_now_ms();
+    }
+}
+
+/* The try in flight has had no byte on its connection for hedge_ms: if its
+ * node has sent nothing on any other connection of ours lately and does not
+ * answer a PING within 2 x hedge_ms either (a new connection's HELLO and a
+ * loaded machine's scheduling included), it is stopped or stalled, not
+ * filling from a slow S3 (which is no failure): hedge. */
+static void rcl_hop_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    rcl_hop *hop = arg;
+    rcl_cluster *c = hop->c;
+    if (hop->decided || hop->live != 1 || c->destroying)
+        return;
+    rcl_try *t = hop->tries[0].live ? &hop->tries[0] : &hop->tries[1];
+    rcl_node *n = t->node;
+    int h = c->cfg.hedge_ms;
+    int64_t now = rcl_now_ms();
+    int64_t heard = cc_conn_last_rx_ms(t->conn);
+    if (heard < hop->sent_ms)
+        heard = hop->sent_ms;
+    int64_t silent = now - heard;
+    if (silent < h) { /* the node talks on this connection: look again later */
+        rcl_hop_arm(hop, (int)(h - silent));
+        return;
+    }
+    for (int k = 0; k < RCL_MAX_CONNS; k++) /* or on another one: it runs */
+        if (n->conns[k] && cc_conn_last_rx_ms(n->conns[k]) > n->alive_ms)
+            n->alive_ms = cc_conn_last_rx_ms(n->conns[k]);
+    if (n->alive_ms > now - h) { /* it sent something lately: busy, not stopped */
+        rcl_hop_arm(hop, (int)(n->alive_ms + h - now));
+        return;
+    }
+    if (!n->probing) {
+        rcl_probe(c, n);
+        rcl_hop_arm(hop, 2 * h);
+        return;
+    }
+    if (now - n->probe_sent_ms < 2 * h) { /* a busy node may take a while to answer */
+        rcl_hop_arm(hop, (int)(n->probe_sent_ms + 2 * h - now));
+        return;
+    }
+    char why[700];
+    snprintf(why, sizeof(why), "cache node %s (%s) sent nothing for %lld ms and did not "
+             "answer a PING within %d ms (stopped or stalled): its requests also go to the "
+             "next owner", n->id, n->addr, (long long)silent, 2 * h);
+    rcl_mark_down(c, t->node, RCL_NODE_SLOW, why);
+    if (hop->hedge(hop))
+        c->stats.hedges++;
+}
+
 /* ---- head ----------------------------------------------------------------- */
 
 typedef struct {
-    rcl_cluster *c;
-    size_t next;            /* next ring position to try */
-    rcl_node *tried;
+    rcl_hop hop;                /* first: the tries point at it */
+    size_t next;                /* next ring position to try */
     char bucket[64], key[1025];
     rcl_head_fn done;
     void *arg;
 } rcl_head_op;
 
-static void rcl_head_try(rcl_head_op *op);
+static void rcl_head_free(rcl_hop *hop)
+{
+    rcl_hop_deinit(hop);
+    free(hop);
+}
+
+static void rcl_head_done(const cc_result *res, void *arg);
+
+/* A HEAD to the next ring member that is up (every member once); false when
+ * none is left. */
+static bool rcl_head_send(rcl_head_op *op, bool hedge)
+{
+    rcl_cluster *c = op->hop.c;
+    rcl_try *t = rcl_hop_slot(&op->hop);
+    while (t && op->next < c->n_ring) {
+        rcl_node *n = c->ring_nodes[op->next++];
+        cc_conn *conn = rcl_is_down(n) ? NULL : rcl_conn(c, n);
+        uint32_t id = 0;
+        if (conn && cc_head_id(conn, op->bucket, op->key, rcl_head_done, t, &id) == 0) {
+            rcl_hop_sent(&op->hop, t, n, conn, id, hedge);
+            return true;
+        }
+    }
+    return false;
+}
+
+static void rcl_head_finish(rcl_head_op *op, int code, const char *msg, uint64_t size,
+                            const char *version);
+
+/* As rcl_read_hedge: the next member, or S3 directly when none is left. */
+static bool rcl_head_hedge(rcl_hop *hop)
+{
+    rcl_head_op *op = (rcl_head_op *)hop;
+    if (rcl_head_send(op, true))
+        return true;
+    rcl_head_finish(op, -EHOSTDOWN, "no cache node answered the HEAD in time (the last sent "
+                    "nothing for the hedge delay)", 0, "");
+    return false;
+}
+
+static void rcl_head_finish(rcl_head_op *op, int code, const char *msg, uint64_t size,
+                            const char *version)
+{
+    rcl_hop_decide(&op->hop);
+    op->done(code, msg, size, version, op->arg);
+    rcl_hop_release(&op->hop);
+}
 
 static void rcl_head_done(const cc_result *res, void *arg)
 {
-    rcl_head_op *op = arg;
-    if (rcl_node_fault(res) && !op->c->destroying) {
-        rcl_mark_down(op->c, op->tried);
-        rcl_head_try(op);
+    rcl_try *t = arg;
+    rcl_head_op *op = (rcl_head_op *)t->hop;
+    rcl_cluster *c = op->hop.c;
+    if (rcl_hop_called(t))
+        return;
+    if (res->code == 0 || !rcl_node_fault(res) || c->destroying) {
+        if (rcl_upstream(res)) {
+            c->stats.upstream_failures++;
+            rcl_tell(c, t->node, RCL_NODE_UPSTREAM, res->message);
+        }
+        if (res->code == 0 && t->hedge)
+            c->stats.hedge_wins++;
+        rcl_head_finish(op, rcl_remote_errno(res), res->code ? res->message : NULL, res->size,
+                        res->version);
         return;
     }
-    op->done(rcl_remote_errno(res), res->code ? res->message : NULL, res->size, res->version,
-             op->arg);
-    free(op);
-}
-
-static void rcl_head_try(rcl_head_op *op)
-{
-    rcl_cluster *c = op->c;
-    while (op->next < c->n_ring) {
-        rcl_node *n = c->ring_nodes[op->next++];
-        cc_conn *conn = rcl_conn(c, n);
-        op->tried = n;
-        if (conn && cc_head(conn, op->bucket, op->key, rcl_head_done, op) == 0)
-            return;
-    }
-    op->done(-EHOSTDOWN, "no cache node could be reached for HEAD", 0, "", op->arg);
-    free(op);
+    rcl_mark_down(c, t->node, RCL_NODE_DOWN, res->message);
+    if (rcl_head_send(op, false) || op->hop.live > 0)
+        return; /* the next member, or the other try still out */
+    rcl_head_finish(op, -EHOSTDOWN, "no cache node could be reached for HEAD", 0, "");
 }
 
 static void rcl_head_start(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
-    rcl_head_try(arg);
+    rcl_head_op *op = arg;
+    if (!rcl_head_send(op, false))
+        rcl_head_finish(op, -EHOSTDOWN, "no cache node could be reached for HEAD", 0, "");
 }
 
 int rcl_head(rcl_cluster *c, const char *bucket, const char *key, rcl_head_fn done, void *arg)
@@ -526,7 +794,9 @@ int rcl_head(rcl_cluster *c, const char *bucket, const char *key, rcl_head_fn do
     rcl_head_op *op = calloc(1, sizeof(*op));
     if (!op)
         return -ENOMEM;
-    op->c = c;
+    op->hop.c = c;
+    op->hop.hedge = rcl_head_hedge;
+    op->hop.free_fn = rcl_head_free;
     snprintf(op->bucket, sizeof(op->bucket), "%s", bucket);
     snprintf(op->key, sizeof(op->key), "%s", key);
     op->done = done;
@@ -576,11 +846,22 @@ int rcl_route(rcl_cluster *c, const rcl_object *obj, uint64_t b, rcl_target *out
         snprintf(out->id, sizeof(out->id), "%s", own[k]->id);
         snprintf(out->host, sizeof(out->host), "%s", own[k]->host);
         out->port = own[k]->port;
+        out->node = own[k];
         rc = 0;
         break;
     }
     pthread_mutex_unlock(&c->route_lock);
     return rc;
+}
+
+void rcl_node_report(rcl_cluster *c, const rcl_target *t, rcl_node_event what, const char *why)
+{
+    rcl_node *n = t->node; /* the table only grows: still there */
+    if (!n)
+        return;
+    if (what != RCL_NODE_UPSTREAM)
+        atomic_store(&n->down_until_ms, rcl_now_ms() + c->cfg.down_ms);
+    rcl_tell(c, n, what, why);
 }
 
 /* ---- read ------------------------------------------------------------------- */
@@ -593,7 +874,8 @@ typedef struct {
     uint64_t off, len;
     uint8_t *buf;
     uint64_t next_block, last_block;
-    int inflight;
+    int inflight;               /* ops not decided yet */
+    bool launching;             /* in rcl_read_launch: rd must outlive it */
     uint64_t done_bytes;
     int failed;
     char msg[2600];
@@ -602,21 +884,26 @@ typedef struct {
     void *arg;
 } rcl_read_state;
 
+/* One block of a read. Both tries write the same bytes (same version, same
+ * range) into the same place of the buffer; once the op is decided, rd may be
+ * gone and only the tries' callbacks still use the op. */
 struct rcl_read_op {
+    rcl_hop hop;                 /* first: the tries point at it */
     rcl_read_state *rd;
     uint64_t block;
     uint32_t in_off, in_len;     /* range inside the block */
     uint64_t buf_off;
     rcl_node *owners[RCL_MAX_OWNERS];
-    int n_owners, attempt;
+    int n_owners;
+    int next;                    /* next owner to send to */
 };
 
 static void rcl_read_launch(rcl_read_state *rd);
-static void rcl_read_send(rcl_read_op *op);
+static bool rcl_read_send(rcl_read_op *op, bool hedge);
 
 static void rcl_read_finish_if_done(rcl_read_state *rd)
 {
-    if (rd->inflight > 0)
+    if (rd->inflight > 0 || rd->launching)
         return;
     if (!rd->failed && rd->next_block <= rd->last_block)
         return;
@@ -624,9 +911,50 @@ static void rcl_read_finish_if_done(rcl_read_state *rd)
     free(rd);
 }
 
+static void rcl_read_op_free(rcl_hop *hop)
+{
+    rcl_hop_deinit(hop);
+    free(hop);
+}
+
+/* The block's outcome (code 0 or the read's error, msg set by the caller):
+ * the read goes on without this op. */
+static void rcl_read_decided(rcl_read_op *op)
+{
+    rcl_read_state *rd = op->rd;
+    rcl_cluster *c = rd->c;
+    rcl_hop_decide(&op->hop);
+    op->rd = NULL;
+    rd->inflight--;
+    if (!rd->failed && !c->destroying)
+        rcl_read_launch(rd); /* it finishes the read when nothing is left */
+    else
+        rcl_read_finish_if_done(rd);
+    rcl_hop_release(&op->hop);
+}
+
+static void rcl_read_fail(rcl_read_op *op, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void rcl_read_fail(rcl_read_op *op, int code, const char *fmt, ...)
+{
+    rcl_read_state *rd = op->rd;
+    if (!rd->failed) {
+        rd->failed = code;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(rd->msg, sizeof(rd->msg), fmt, ap);
+        va_end(ap);
+    }
+    rcl_read_decided(op);
+}
+
 static void rcl_read_block_done(const cc_result *res, void *arg)
 {
-    rcl_read_op *op = arg;
+    rcl_try *t = arg;
+    rcl_read_op *op = (rcl_read_op *)t->hop;
+    if (rcl_hop_called(t))
+        return; /* the other try won, or the read failed without it */
     rcl_read_state *rd = op->rd;
     rcl_cluster *c = rd->c;
     if (res->code == 0) {
@@ -634,65 +962,91 @@ static void rcl_read_block_done(const cc_result *res, void *arg)
         c->stats.bytes += res->bytes;
         if (res->source == RCP_SRC_S3)
             c->stats.from_s3++;
+        if (t->hedge)
+            c->stats.hedge_wins++;
         rd->done_bytes += res->bytes;
         if (rd->progress)
             rd->progress(rd->done_bytes, rd->len, rd->arg);
-    } else if (rcl_node_fault(res) && !c->destroying && !rd->failed) {
-        rcl_mark_down(c, op->owners[op->attempt]);
-        op->attempt++;
-        c->stats.failovers++;
-        snprintf(rd->msg, sizeof(rd->msg), "%s", res->message);
-        rcl_read_send(op); /* the next owner */
+        rcl_read_decided(op);
         return;
-    } else if (!rd->failed) {
-        rd->failed = rcl_remote_errno(res);
-        if (!rd->failed)
-            rd->failed = -EIO;
-        snprintf(rd->msg, sizeof(rd->msg), "s3://%s/%s block %llu: %s", rd->bucket, rd->key,
-                 (unsigned long long)op->block, res->message);
     }
-    rd->inflight--;
-    free(op);
-    if (!rd->failed && !c->destroying)
-        rcl_read_launch(rd);
-    rcl_read_finish_if_done(rd);
+    if (rd->failed || c->destroying) {
+        rcl_read_decided(op);
+        return;
+    }
+    if (rcl_node_fault(res)) {
+        rcl_mark_down(c, t->node, RCL_NODE_DOWN, res->message);
+        snprintf(rd->msg, sizeof(rd->msg), "%s", res->message);
+        if (rcl_read_send(op, false) || op->hop.live > 0)
+            return; /* the next owner, or the other try still out */
+        char last[256];
+        snprintf(last, sizeof(last), "%.255s", rd->msg);
+        rcl_read_fail(op, -EHOSTDOWN,
+                      "every cache node owning s3://%s/%s block %llu failed (last: %s)",
+                      rd->bucket, rd->key, (unsigned long long)op->block, last);
+        return;
+    }
+    if (rcl_upstream(res)) {
+        c->stats.upstream_failures++;
+        rcl_tell(c, t->node, RCL_NODE_UPSTREAM, res->message);
+        rcl_read_fail(op, -EREMOTEIO, "%s", res->message);
+        return;
+    }
+    int code = rcl_remote_errno(res);
+    rcl_read_fail(op, code ? code : -EIO, "s3://%s/%s block %llu: %s", rd->bucket, rd->key,
+                  (unsigned long long)op->block, res->message);
 }
 
-static void rcl_read_send(rcl_read_op *op)
+/* Sends the block to the next owner that is up, into a free try; false when
+ * no owner is left (or both tries are out). */
+static bool rcl_read_send(rcl_read_op *op, bool hedge)
 {
     rcl_read_state *rd = op->rd;
     rcl_cluster *c = rd->c;
-    while (op->attempt < op->n_owners) {
-        cc_conn *conn = rcl_conn(c, op->owners[op->attempt]);
-        if (conn) {
-            rcp_get_req g = {{rcp_s(rd->bucket), rcp_s(rd->key), rcp_s(rd->version), rd->size},
-                             op->block, op->in_off, op->in_len,
-                             c->cfg.cache_only ? (uint32_t)RCP_GET_CACHE_ONLY : 0u};
-            if (cc_get(conn, &g, rd->buf + op->buf_off, op->in_len, rcl_read_block_done, op,
-                       NULL) == 0)
-                return;
+    rcl_try *t = rcl_hop_slot(&op->hop);
+    while (t && op->next < op->n_owners) {
+        rcl_node *n = op->owners[op->next++];
+        cc_conn *conn = rcl_is_down(n) ? NULL : rcl_conn(c, n);
+        uint32_t id = 0;
+        rcp_get_req g = {{rcp_s(rd->bucket), rcp_s(rd->key), rcp_s(rd->version), rd->size},
+                         op->block, op->in_off, op->in_len,
+                         c->cfg.no_fill ? (uint32_t)RCP_GET_CACHE_ONLY : 0u};
+        if (conn && cc_get(conn, &g, rd->buf + op->buf_off, op->in_len, rcl_read_block_done, t,
+                           &id) == 0) {
+            rcl_hop_sent(&op->hop, t, n, conn, id, hedge);
+            if (!hedge && op->next > 1)
+                c->stats.failovers++; /* not its first owner: that one failed or is down */
+            return true;
         }
-        op->attempt++;
-        if (op->attempt < op->n_owners)
-            c->stats.failovers++;
     }
-    if (!rd->failed) {
-        rd->failed = -EHOSTDOWN;
-        char last[256];
-        snprintf(last, sizeof(last), "%.255s", rd->msg[0] ? rd->msg : "marked down");
-        snprintf(rd->msg, sizeof(rd->msg),
-                 "every cache node owning s3://%s/%s block %llu failed (last: %s)", rd->bucket,
-                 rd->key, (unsigned long long)op->block, last);
-    }
-    rd->inflight--;
-    free(op);
-    rcl_read_finish_if_done(rd);
+    return false;
 }
 
+/* The owner has been silent for hedge_ms (and is marked down now): the next
+ * owner too, or, when there is none, the block fails as if every owner were
+ * down (the caller reads S3) rather than wait for the request timeout. */
+static bool rcl_read_hedge(rcl_hop *hop)
+{
+    rcl_read_op *op = (rcl_read_op *)hop;
+    if (rcl_read_send(op, true))
+        return true;
+    rcl_read_state *rd = op->rd;
+    rcl_read_fail(op, -EHOSTDOWN, "every cache node owning s3://%s/%s block %llu is down or "
+                  "silent (the last sent nothing for %d ms)", rd->bucket, rd->key,
+                  (unsigned long long)op->block, hop->c->cfg.hedge_ms);
+    return false;
+}
+
+/* Starts blocks up to `parallel` in flight, then finishes the read if
+ * nothing is left (rd may be gone when it returns). A block whose owners
+ * are all down fails at once: the read must outlive that, hence launching. */
 static void rcl_read_launch(rcl_read_state *rd)
 {
     rcl_cluster *c = rd->c;
     uint64_t bs = c->block_size;
+    if (rd->launching)
+        return; /* called back from inside itself: the outer loop goes on */
+    rd->launching = true;
     while (!rd->failed && rd->inflight < c->cfg.parallel && rd->next_block <= rd->last_block) {
         uint64_t b = rd->next_block++;
         rcl_read_op *op = calloc(1, sizeof(*op));
@@ -701,6 +1055,9 @@ static void rcl_read_launch(rcl_read_state *rd)
             snprintf(rd->msg, sizeof(rd->msg), "out of memory");
             break;
         }
+        op->hop.c = c;
+        op->hop.hedge = rcl_read_hedge;
+        op->hop.free_fn = rcl_read_op_free;
         op->rd = rd;
         op->block = b;
         uint64_t bstart = b * bs;
@@ -712,8 +1069,16 @@ static void rcl_read_launch(rcl_read_state *rd)
         op->buf_off = bstart + from - rd->off;
         op->n_owners = rcl_owners(c, rd->bucket, rd->key, rd->version, rd->size, b, op->owners);
         rd->inflight++;
-        rcl_read_send(op);
+        if (!rcl_read_send(op, false)) {
+            char last[256];
+            snprintf(last, sizeof(last), "%.255s", rd->msg[0] ? rd->msg : "marked down");
+            rcl_read_fail(op, -EHOSTDOWN,
+                          "every cache node owning s3://%s/%s block %llu failed (last: %s)",
+                          rd->bucket, rd->key, (unsigned long long)b, last);
+        }
     }
+    rd->launching = false;
+    rcl_read_finish_if_done(rd);
 }
 
 static void rcl_read_start(evutil_socket_t fd, short what, void *arg)
@@ -722,9 +1087,7 @@ static void rcl_read_start(evutil_socket_t fd, short what, void *arg)
     (void)what;
     rcl_read_state *rd = arg;
     rd->inflight--;
-    if (rd->len)
-        rcl_read_launch(rd);
-    rcl_read_finish_if_done(rd);
+    rcl_read_launch(rd); /* nothing to launch when len is 0: it finishes */
 }
 
 int rcl_read(rcl_cluster *c, const rcl_object *obj, uint64_t off, uint64_t len, void *buf,
@@ -788,7 +1151,7 @@ static void rcl_put_done(const cc_result *res, void *arg)
     rcl_put_op *op = arg;
     int code = rcl_remote_errno(res);
     if (rcl_node_fault(res) && res->code != -EREMOTEIO) {
-        rcl_mark_down(op->c, op->node);
+        rcl_mark_down(op->c, op->node, RCL_NODE_DOWN, res->message);
         code = -EHOSTDOWN;
     }
     rcl_cluster *c = op->c;
@@ -883,7 +1246,7 @@ static void rcl_warm_done(const cc_result *res, void *arg)
     if (res->code == 0) {
         st->started += w->n; /* blocks a node took (cacheconn drops its count) */
     } else if (rcl_node_fault(res) && !c->destroying) {
-        rcl_mark_down(c, w->node);
+        rcl_mark_down(c, w->node, RCL_NODE_DOWN, res->message);
         c->stats.failovers++;
         rcl_warm_dispatch(st, w->blocks, w->n); /* next owners */
     } else if (!st->failed) {

@@ -9,8 +9,22 @@
  * nodes at once; a node that refuses, drops the connection or misses the
  * deadline is marked down for down_ms and the block is asked of the next owner.
  * After down_ms the next request to the node is the probe: a new connection,
- * marked down again if it fails. Block keys (and so placement) include the
+ * marked down again if it fails. A node marked down is skipped even where a
+ * connection to it is still open. Block keys (and so placement) include the
  * tenant the nodes named in HELLO, exactly as the nodes compute them.
+ *
+ * Hedging: a block request (or a HEAD) to a node that has sent nothing on
+ * that connection (nor on any other of ours) for hedge_ms, and that then does
+ * not answer a PING (on a connection of its own) within 2 x hedge_ms, is also
+ * sent to the next
+ * owner (S3 directly when there is none: -EHOSTDOWN), the node is marked
+ * down, and the first answer wins (the other is cancelled: a CANCEL frame,
+ * and none of its bytes reach the buffer after that). A stopped or stalled
+ * node then costs about 3 x hedge_ms, not the request timeout. Both requests
+ * name the same pinned version and size, so either answer has the same
+ * bytes. A node that keeps sending (other answers, chunks of this one) or
+ * answers the PING is alive and is not hedged, however slow its fill from
+ * S3: a slow fill is no failure.
  *
  * When the ring changes, members that stay keep their connections; members
  * that leave keep theirs until the cluster is destroyed, so requests in flight
@@ -30,8 +44,22 @@
 #include "cacheconn.h"
 
 struct event_base;
+struct rcl_node;
 
 typedef struct rcl_cluster rcl_cluster;
+
+/* What made a node worth telling the user about (rcl_config.on_node). */
+typedef enum rcl_node_event {
+    RCL_NODE_DOWN = 1,      /* refused, timed out, closed, TLS or token refused */
+    RCL_NODE_SLOW,          /* sent nothing for hedge_ms: requests hedged */
+    RCL_NODE_UPSTREAM,      /* answered that its own S3 access failed */
+} rcl_node_event;
+
+/* The first such event of each node (once per node for the cluster's life):
+ * `why` says what happened in a sentence (the node's or the connection's
+ * words). On the loop, or on the thread that called rcl_node_report. */
+typedef void (*rcl_node_fn)(const char *member_id, const char *addr, rcl_node_event what,
+                            const char *why, void *arg);
 
 /* A membership change was adopted: `members` is the new ring's size. On the
  * loop, never from inside rcl_create. */
@@ -49,7 +77,11 @@ typedef struct rcl_config {
     int connect_timeout_ms;     /* 0: 2000 */
     int request_timeout_ms;     /* 0: 30000 (longer than the nodes' fill deadline) */
     int down_ms;                /* how long a failed node is skipped; 0: 5000 */
-    bool cache_only;            /* ask nodes not to fill from S3 */
+    int hedge_ms;               /* a request to a node silent this long, which then
+                                   does not answer a PING within twice as long, is also
+                                   sent to the next owner; 0: never */
+    bool no_fill;               /* ask nodes not to fill from S3 (RCP_GET_CACHE_ONLY): a
+                                   block they do not have answers -ENODATA */
     bool tls;                   /* TLS to the nodes; a member found through dns: must
                                    carry its SRV target's name (the name it was resolved
                                    from) in its certificate, any other its address */
@@ -61,6 +93,8 @@ typedef struct rcl_config {
                                    "IP:PORT" (borrowed for rcl_create); NULL: resolv.conf */
     rcl_ring_fn on_ring;        /* may be NULL */
     void *on_ring_arg;
+    rcl_node_fn on_node;        /* may be NULL */
+    void *on_node_arg;
 } rcl_config;
 
 typedef struct rcl_object {
@@ -77,6 +111,9 @@ typedef struct rcl_stats {
     uint64_t from_s3;           /* blocks the nodes filled from S3 */
     uint64_t bytes;
     uint64_t ring_changes;      /* rings adopted after the first */
+    uint64_t hedges;            /* requests also sent to a next owner (hedge_ms) */
+    uint64_t hedge_wins;        /* of them, answered by the next owner first */
+    uint64_t upstream_failures; /* answers that the node's own S3 access failed */
 } rcl_stats;
 
 /* Creates the membership source and the connections' table. A static list or
@@ -106,16 +143,19 @@ size_t rcl_members_up(const rcl_cluster *c);
 void rcl_reset_down(rcl_cluster *c);
 
 /* HEAD through a live node: size and version. code -EHOSTDOWN when no node
- * could answer (read S3 directly), else as rcl_read. */
+ * could answer, -EREMOTEIO when the node could not reach its S3 (either way:
+ * ask S3 directly), else as rcl_read. Hedged like reads. */
 typedef void (*rcl_head_fn)(int code, const char *msg, uint64_t size, const char *version,
                             void *arg);
 int rcl_head(rcl_cluster *c, const char *bucket, const char *key, rcl_head_fn done, void *arg);
 
 /* Read [off, off+len) of obj into buf. progress (may be NULL) is told the bytes
  * done. code: 0, -ESTALE (the object is not the version pinned), -ENOENT,
- * -EACCES, -ENODATA (cache_only and a block is not cached), -EHOSTDOWN (every
- * owner of a block failed or is marked down: read S3 directly), -EIO (a node
- * answered that S3 failed), -ECANCELED. */
+ * -EACCES, -ENODATA (no_fill and a block is not cached), -EHOSTDOWN (every
+ * owner of a block failed or is marked down: read S3 directly), -EREMOTEIO
+ * (the owner could not read the block from its own S3: read S3 directly; msg
+ * names the node and S3's answer), -EIO (the node failed otherwise),
+ * -ECANCELED. */
 /* Where block b of obj goes now: its first owner on the ring that is not
  * marked down (the same choice rcl_read makes first). Any thread: for a
  * caller with a connection of its own (rc_client's small reads). 0 and *out;
@@ -125,8 +165,14 @@ typedef struct rcl_target {
     char id[128];
     char host[300];
     int port;
+    struct rcl_node *node;      /* for rcl_node_report */
 } rcl_target;
 int rcl_route(rcl_cluster *c, const rcl_object *obj, uint64_t b, rcl_target *out);
+
+/* A caller with a connection of its own (rcl_route's) saw the node fail:
+ * RCL_NODE_DOWN and RCL_NODE_SLOW mark it down for down_ms, every kind is
+ * told to on_node (the first time). Any thread. */
+void rcl_node_report(rcl_cluster *c, const rcl_target *t, rcl_node_event what, const char *why);
 
 typedef void (*rcl_progress_fn)(uint64_t done, uint64_t total, void *arg);
 int rcl_read(rcl_cluster *c, const rcl_object *obj, uint64_t off, uint64_t len, void *buf,

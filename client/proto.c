@@ -111,6 +111,7 @@ const char *rcp_err_name(int code)
     case RCP_E_PROTOCOL: return "protocol";
     case RCP_E_NOT_CACHED: return "not_cached";
     case RCP_E_VERSION: return "no_common_version";
+    case RCP_E_UPSTREAM: return "upstream_failed";
     default: return "unknown_error";
     }
 }

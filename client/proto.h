@@ -96,6 +96,8 @@ enum rcp_err {
     RCP_E_PROTOCOL = 13,       /* corrupt framing: the connection closes */
     RCP_E_NOT_CACHED = 14,     /* RCP_GET_CACHE_ONLY and the block is not here */
     RCP_E_VERSION = 15,        /* no common protocol version */
+    RCP_E_UPSTREAM = 16,       /* the node's own S3 access failed (its endpoint, its
+                                  credentials, or S3 itself): the client may read S3 */
 };
 
 /* Name of an error code ("version_changed"), for logs and messages. */

@@ -46,6 +46,7 @@
 #define RC_META_MAX 65536      /* entries before the metadata cache is cleared */
 #define RC_DEFAULT_BLOCK (1u << 20)
 #define RC_PUT_MAX (5ull << 30)
+#define RC_DEFAULT_HEDGE_MS 500
 
 /* ---- types ---------------------------------------------------------------------- */
 
@@ -105,6 +106,7 @@ typedef struct rc_item {
     int result;            /* bytes or -errno, set on the I/O thread */
     uint64_t buf_off;      /* RC_ITEM_PAGE: where the reader copies to */
     uint32_t copy_off, copy_len;
+    bool to_s3;            /* the owner said its own S3 failed (reader's connection) */
 } rc_item;
 
 typedef struct rc_call rc_call;
@@ -217,7 +219,9 @@ struct rc_client {
     struct {
         atomic_uint_fast64_t preads, hits, misses, stalls, waits, readahead_fetches,
             partial_fetches, node_blocks, failovers, fallbacks, head_fallbacks, stale,
-            meta_hits, bytes, inline_reads;
+            meta_hits, bytes, inline_reads, hedges, hedge_wins, upstream_fallbacks,
+            node_bytes, s3_bytes;
+        atomic_uint_fast64_t inline_hedges; /* given up on the reader's connection */
     } st;
 
     /* Blocking connections for small reads done on the reader's thread
@@ -358,6 +362,7 @@ void rc_config_init(rc_config *cfg)
     cfg->spin_us = 200;
     cfg->small_reads_inline = true;
     cfg->connections_per_node = RCL_DEFAULT_CONNS;
+    cfg->hedge_ms = RC_DEFAULT_HEDGE_MS;
 }
 
 /* A yes/no environment variable into *out (left alone when unset or empty). */
@@ -393,6 +398,17 @@ int rc_config_from_env(rc_config *cfg, char *err, size_t errlen)
                          err, errlen);
     if (rc < 0)
         return rc;
+    const char *hedge = getenv("RINGCACHE_HEDGE_MS");
+    if (hedge && hedge[0]) {
+        char *end = NULL;
+        long v = strtol(hedge, &end, 10);
+        if (*end || v < 0 || v > 600000) {
+            snprintf(err, errlen, "RINGCACHE_HEDGE_MS='%s' is not a number of milliseconds "
+                     "from 0 to 600000 (0 turns hedging off)", hedge);
+            return -EINVAL;
+        }
+        cfg->hedge_ms = (int)v;
+    }
     if (!cfg->tls_ca)
         cfg->tls_ca = getenv("RINGCACHE_CACHE_TLS_CA");
     if (!cfg->dns_server)
@@ -623,6 +639,14 @@ static void rc_item_s3_done(const s3_error *err, const s3_get_result *res, void 
     rc_item *it = arg;
     rc_obj *o = it->obj;
     char msg[RC_ERR_MAX];
+    if (err->code && err->http_status == 416) {
+        /* a range inside the pinned size is outside the object now: another,
+         * shorter version (a server that ignores If-Match says so) */
+        snprintf(msg, sizeof(msg), "s3://%s/%s changed: it is shorter than the %" PRIu64
+                 " bytes the handle is pinned to (re-open it)", o->bucket, o->key, o->size);
+        rc_item_finish(it, -ESTALE, msg);
+        return;
+    }
     if (err->code) {
         rc_item_finish(it, err->code, err->message);
         return;
@@ -640,21 +664,31 @@ static void rc_item_s3_done(const s3_error *err, const s3_get_result *res, void 
         return;
     }
     RC_COUNT(it->c, fallbacks, 1);
+    RC_COUNT(it->c, s3_bytes, it->in_len);
     rc_item_finish(it, (int)it->in_len, NULL);
 }
 
-static void rc_item_to_s3(rc_item *it)
+/* The nodes cannot give the block (code: -EHOSTDOWN none is up, -EREMOTEIO
+ * the owner's own S3 failed, -ENODATA no_fill and not cached; why: their
+ * words, or NULL): S3 directly, unless this process may not call S3. */
+static void rc_item_to_s3(rc_item *it, int code, const char *why)
 {
     rc_client *c = it->c;
     rc_obj *o = it->obj;
     char msg[RC_ERR_MAX];
     if (c->cfg.cache_only || it->kind == RC_ITEM_PROBE) {
-        snprintf(msg, sizeof(msg), "no cache node owning s3://%s/%s block %" PRIu64
-                 " is up%s", o->bucket, o->key, it->block,
-                 c->cfg.cache_only ? " (cache_only: S3 is not read directly)" : "");
-        rc_item_finish(it, -EHOSTDOWN, msg);
+        if (why && why[0])
+            snprintf(msg, sizeof(msg), "%s%s", why,
+                     c->cfg.cache_only ? " (cache_only: S3 is not read directly)" : "");
+        else
+            snprintf(msg, sizeof(msg), "no cache node owning s3://%s/%s block %" PRIu64
+                     " is up%s", o->bucket, o->key, it->block,
+                     c->cfg.cache_only ? " (cache_only: S3 is not read directly)" : "");
+        rc_item_finish(it, code, msg);
         return;
     }
+    if (code == -EREMOTEIO)
+        RC_COUNT(c, upstream_fallbacks, 1);
     if (!c->s3) {
         snprintf(msg, sizeof(msg), "every cache node is down and the S3 client could not be "
                  "set up: %s", c->s3_err);
@@ -680,12 +714,16 @@ static void rc_item_node_done(int code, const char *msg, void *arg)
         rcl_stats cs;
         rcl_stats_get(c->cl, &cs);
         atomic_store(&c->st.failovers, cs.failovers);
+        atomic_store(&c->st.hedges, cs.hedges);
+        atomic_store(&c->st.hedge_wins, cs.hedge_wins);
     }
     if (code == 0) {
         RC_COUNT(c, node_blocks, 1);
+        RC_COUNT(c, node_bytes, it->in_len);
         rc_item_finish(it, (int)it->in_len, NULL);
-    } else if (code == -EHOSTDOWN && !atomic_load(&c->stop)) {
-        rc_item_to_s3(it);
+    } else if ((code == -EHOSTDOWN || code == -EREMOTEIO || code == -ENODATA) &&
+               !atomic_load(&c->stop)) {
+        rc_item_to_s3(it, code, code == -EHOSTDOWN ? NULL : msg);
     } else {
         rc_item_finish(it, code, msg);
     }
@@ -708,6 +746,10 @@ static void rc_maybe_probe(rc_client *c)
 static void rc_item_start(rc_item *it)
 {
     rc_client *c = it->c;
+    if (it->to_s3) { /* the owner told the reader's connection its S3 failed */
+        rc_item_to_s3(it, -EREMOTEIO, NULL);
+        return;
+    }
     rc_maybe_probe(c);
     if (c->connected) {
         rc_obj *o = it->obj;
@@ -717,7 +759,7 @@ static void rc_item_start(rc_item *it)
         if (rc == 0)
             return;
     }
-    rc_item_to_s3(it);
+    rc_item_to_s3(it, -EHOSTDOWN, NULL);
 }
 
 static void rc_io_pump(rc_client *c)
@@ -840,14 +882,20 @@ static void rc_head_s3_done(const s3_error *err, const s3_object_info *info, voi
     rc_call_finish(call->c, call, 0, NULL);
 }
 
-static void rc_head_to_s3(rc_client *c, rc_call *call)
+/* why: the node's words when it answered that its own S3 failed (code
+ * -EREMOTEIO), else NULL (no node answered). */
+static void rc_head_to_s3(rc_client *c, rc_call *call, int code, const char *why)
 {
     char msg[RC_ERR_MAX];
     if (c->cfg.cache_only) {
-        snprintf(msg, sizeof(msg), "no cache node answered the HEAD of s3://%s/%s (cache_only: "
-                 "S3 is not asked directly)%s%s", call->bucket, call->key,
-                 c->connect_err[0] ? "; " : "", c->connect_err);
-        rc_call_finish(c, call, -EHOSTDOWN, msg);
+        if (why)
+            snprintf(msg, sizeof(msg), "HEAD s3://%s/%s: %s (cache_only: S3 is not asked "
+                     "directly)", call->bucket, call->key, why);
+        else
+            snprintf(msg, sizeof(msg), "no cache node answered the HEAD of s3://%s/%s "
+                     "(cache_only: S3 is not asked directly)%s%s", call->bucket, call->key,
+                     c->connect_err[0] ? "; " : "", c->connect_err);
+        rc_call_finish(c, call, code, msg);
         return;
     }
     if (!c->s3) {
@@ -866,8 +914,8 @@ static void rc_head_node_done(int code, const char *msg, uint64_t size, const ch
                               void *arg)
 {
     rc_call *call = arg;
-    if (code == -EHOSTDOWN && !atomic_load(&call->c->stop)) {
-        rc_head_to_s3(call->c, call);
+    if ((code == -EHOSTDOWN || code == -EREMOTEIO) && !atomic_load(&call->c->stop)) {
+        rc_head_to_s3(call->c, call, code, code == -EREMOTEIO ? msg : NULL);
         return;
     }
     call->size = size;
@@ -880,7 +928,7 @@ static void rc_call_head(rc_client *c, rc_call *call)
     rc_maybe_probe(c);
     if (c->connected && rcl_head(c->cl, call->bucket, call->key, rc_head_node_done, call) == 0)
         return;
-    rc_head_to_s3(c, call);
+    rc_head_to_s3(c, call, -EHOSTDOWN, NULL);
 }
 
 /* ---- open, close --------------------------------------------------------------------------- */
@@ -1121,10 +1169,15 @@ static sc_conn *rc_sconn_get(rc_client *c, const rcl_target *t)
     if (sc)
         return sc;
     char err[512];
+    /* a node silent for hedge_ms gives up the read here: the I/O thread's
+     * way then asks the next owner */
+    int silence_ms = c->cfg.hedge_ms > 0 && c->cfg.hedge_ms < c->cfg.timeout_ms
+                         ? c->cfg.hedge_ms : c->cfg.timeout_ms;
     if (sc_open(&sc, t->host, t->port, c->cfg.token, c->bs, c->cfg.connect_timeout_ms,
-                c->cfg.timeout_ms, c->cfg.spin_us, err, sizeof(err)) < 0) {
+                silence_ms, c->cfg.spin_us, err, sizeof(err)) < 0) {
         /* a node that is down or refuses: not again for every read */
         atomic_store(&c->inline_pause_until_ms, rc_now_ms() + c->cfg.down_ms);
+        rcl_node_report(c->cl, t, RCL_NODE_DOWN, err);
         return NULL;
     }
     return sc;
@@ -1174,13 +1227,24 @@ static int rc_read_inline(rc_client *c, rc_item *it)
         return -1;
     rcp_get_req g = {.obj = {rcp_s(o->bucket), rcp_s(o->key), rcp_s(o->version), o->size},
                      .block = it->block, .offset = it->in_off, .length = it->in_len,
-                     .flags = c->cfg.cache_only ? (uint32_t)RCP_GET_CACHE_ONLY : 0u};
+                     .flags = c->cfg.no_fill ? (uint32_t)RCP_GET_CACHE_ONLY : 0u};
     int node_err = 0;
-    int rc = sc_get(sc, &g, it->dst, it->in_len, &node_err);
+    char msg[256] = "";
+    int rc = sc_get(sc, &g, it->dst, it->in_len, &node_err, msg, sizeof(msg));
     rc_sconn_put(c, &t, sc);
+    if (rc == -ETIMEDOUT && c->cfg.hedge_ms > 0) {
+        /* silent for hedge_ms: the I/O thread's way asks again and, if the
+         * node does not answer a PING either, hedges (a fill from a slow S3
+         * is no failure: the node is not marked down from here) */
+        RC_COUNT(c, inline_hedges, 1);
+    } else if (rc == -EREMOTEIO && node_err == RCP_E_UPSTREAM) {
+        rcl_node_report(c->cl, &t, RCL_NODE_UPSTREAM, msg);
+        it->to_s3 = !c->cfg.cache_only; /* else the I/O thread's way fails it in words */
+    }
     if (rc < 0)
         return -1;
     RC_COUNT(c, node_blocks, 1);
+    RC_COUNT(c, node_bytes, it->in_len);
     RC_COUNT(c, inline_reads, 1);
     return 0;
 }
@@ -1621,6 +1685,13 @@ int64_t rc_warm(rc_client *c, const char *bucket, const char *key, bool wait,
 int rc_list(rc_client *c, const char *bucket, const char *pattern, s3_object_fn fn, void *arg,
             char *err, size_t errlen)
 {
+    if (c->cfg.cache_only) {
+        if (err)
+            snprintf(err, errlen, "cannot list s3://%s/%s: a listing comes from S3 itself, and "
+                     "cache_only says this process does not call S3 (the cache nodes keep "
+                     "blocks, not listings)", bucket, pattern ? pattern : "");
+        return -EHOSTDOWN;
+    }
     s3_sync *s;
     int rc = s3_sync_create(&s, &c->cfg.s3);
     if (rc < 0) {
@@ -1709,6 +1780,12 @@ void rc_stats_get(rc_client *c, rc_stats *out)
     RC_LOAD(stale);
     RC_LOAD(meta_hits);
     RC_LOAD(bytes);
+    RC_LOAD(hedges);
+    out->hedges += atomic_load_explicit(&c->st.inline_hedges, memory_order_relaxed);
+    RC_LOAD(hedge_wins);
+    RC_LOAD(upstream_fallbacks);
+    RC_LOAD(node_bytes);
+    RC_LOAD(s3_bytes);
 #undef RC_LOAD
 }
 
@@ -1758,6 +1835,35 @@ static void *rc_io_main(void *arg)
 
 static int rc_fail(rc_client **cp, char *err, size_t errlen, int rc, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
+
+/* A node's first failure, in a sentence for node_warn. */
+static void rc_node_event(const char *id, const char *addr, rcl_node_event what,
+                          const char *why, void *arg)
+{
+    rc_client *c = arg;
+    if (!c->cfg.node_warn)
+        return;
+    char s[1200];
+    bool direct = !c->cfg.cache_only;
+    switch (what) {
+    case RCL_NODE_UPSTREAM:
+        /* the node's words name it and what S3 said */
+        snprintf(s, sizeof(s), "%s; blocks it does not have %s", why,
+                 direct ? "are read from S3 directly"
+                        : "cannot be read (cache_only: this process does not call S3)");
+        break;
+    case RCL_NODE_SLOW:
+        snprintf(s, sizeof(s), "%s%s", why,
+                 direct ? " (or S3 directly when none is up)" : "");
+        break;
+    default:
+        snprintf(s, sizeof(s), "cache node %s (%s) is not used for now: %s; its blocks go to "
+                 "the next owner%s", id, addr, why,
+                 direct ? ", or S3 directly when none is up" : "");
+        break;
+    }
+    c->cfg.node_warn(s, c->cfg.node_warn_arg);
+}
 
 /* The cluster adopted a new ring (dns: re-resolution): rc_members follows. */
 static void rc_ring_changed(size_t members, void *arg)
@@ -1816,6 +1922,8 @@ int rc_create(rc_client **out, const rc_config *cfg, char *err, size_t errlen)
         k->connect_timeout_ms = 2000;
     if (k->down_ms <= 0)
         k->down_ms = 5000;
+    if (k->hedge_ms < 0)
+        k->hedge_ms = 0;
     if (k->spin_us < 0)
         k->spin_us = 0;
     if (k->spin_us > 10000)
@@ -1844,7 +1952,9 @@ int rc_create(rc_client **out, const rc_config *cfg, char *err, size_t errlen)
                            .block_size = k->block_size, .parallel = 1,
                            .connect_timeout_ms = k->connect_timeout_ms,
                            .request_timeout_ms = k->timeout_ms, .down_ms = k->down_ms,
-                           .cache_only = k->cache_only, .tls = k->tls, .tls_ca = k->tls_ca,
+                           .hedge_ms = k->hedge_ms, .no_fill = k->no_fill,
+                           .on_node = rc_node_event, .on_node_arg = c,
+                           .tls = k->tls, .tls_ca = k->tls_ca,
                            .conns_per_node = k->connections_per_node,
                            .dns_server = k->dns_server, .dns_interval_ms = k->dns_interval_ms,
                            .on_ring = rc_ring_changed, .on_ring_arg = c};

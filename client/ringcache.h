@@ -21,7 +21,16 @@
  * blocks' owners on the ring, pipelined, several nodes at once. A node that
  * fails is marked down for down_ms (then probed by the next request) and its
  * blocks go to the next owner; with every owner down the block is read from S3
- * directly (ranged GET with If-Match, ETag compared), unless cache_only.
+ * directly (ranged GET with If-Match, ETag compared), unless cache_only. A
+ * node that answers that its own S3 access failed (its endpoint or
+ * credentials wrong, or S3 down for it) serves what it has, and the blocks it
+ * could not fill are read from S3 directly, unless cache_only. A node that has
+ * sent nothing for hedge_ms on a connection with a request outstanding, and
+ * then does not answer a PING within 2 x hedge_ms (stopped, stalled; a node
+ * filling from a slow S3 answers it), is marked down and the request also
+ * goes to the next owner (S3 directly when none is left); the first answer
+ * wins (hedging; same pinned version, same bytes).
+ * The first failure of each node is told to node_warn, once, in a sentence.
  * Sequential readers get read-ahead (a window of blocks, at low priority in the
  * page cache); scattered reads get none, and a small scattered read of a block
  * that is not cached fetches only its range (not the whole block).
@@ -53,7 +62,8 @@
  * rc_destroy must not race with any other call on the same client, and every
  * handle must be closed before rc_destroy. One handle may be used by several
  * threads at once. Callbacks run on the thread that made the call, except
- * rc_put_stream's read_at, which the I/O thread calls while it sends.
+ * rc_put_stream's read_at, which the I/O thread calls while it sends, and
+ * node_warn (the I/O thread or a reader's).
  *
  * Ownership: the caller owns the rc_client and every rc_handle it opened
  * (free with rc_destroy / rc_close); strings passed in are borrowed (copied
@@ -116,7 +126,23 @@ typedef struct rc_config {
                                    up to 8 idle), not handed to the I/O thread and back;
                                    anything but a clean answer goes the I/O thread's way.
                                    Default true; not with tls */
-    bool cache_only;            /* never read S3 directly: fail with -EHOSTDOWN instead */
+    bool cache_only;            /* this process never calls S3 itself: HEAD, GET, PUT and
+                                   rc_list only through the nodes (which fill from S3 as
+                                   usual); when no node can answer, or a node's own S3
+                                   access failed, the call fails (-EHOSTDOWN, -EREMOTEIO)
+                                   instead of asking S3 (a compute node with no S3
+                                   credentials or route, or no direct S3 cost allowed) */
+    bool no_fill;               /* ask the nodes not to fill from S3: a block they do not
+                                   have is read from S3 directly, or fails with -ENODATA
+                                   under cache_only (checking that a warm holds an object,
+                                   or a read that must not cost the nodes' S3 anything) */
+    int hedge_ms;               /* a request to a node that has sent nothing for this
+                                   long, and then does not answer a PING within twice as
+                                   long, is also sent to the next owner (and the node is
+                                   marked down): a stopped node costs about 3x this, not
+                                   timeout_ms; default 500 (RINGCACHE_HEDGE_MS); 0: off.
+                                   A small read on the reader's own connection gives up
+                                   after this much silence and takes the I/O thread's way */
     bool prefault;              /* back the whole page cache with memory in rc_create
                                    (RINGCACHE_PREFAULT=1), as memcached -L does: a
                                    long-lived compute node pays the first-touch page
@@ -144,6 +170,14 @@ typedef struct rc_config {
     const char *dns_server;
     unsigned dns_interval_ms;   /* dns: how often the name is re-resolved (a change
                                    rebuilds the ring: rc_members follows); 0: 10000 */
+    /* Told once per node, the first time it fails or its S3 does: a sentence
+     * naming the node (id and address) and why (connection refused, timed out,
+     * TLS, token refused, closed, sent nothing for hedge_ms, its own S3 access
+     * failed) and where its blocks go instead. Called on the I/O thread or a
+     * reader's thread, never with a lock of the client held; must be quick and
+     * thread-safe (a CLI prints it to stderr). NULL: not told. */
+    void (*node_warn)(const char *sentence, void *arg);
+    void *node_warn_arg;
 } rc_config;
 
 /* Defaults, no environment (s3 gets s3_config_init). */
@@ -153,8 +187,9 @@ void rc_config_init(rc_config *cfg);
  * NULL), RINGCACHE_TOKEN (when cfg->token is NULL), RINGCACHE_CACHE_TLS (1,
  * true, yes, on or 0, false, no, off: sets tls), RINGCACHE_CACHE_TLS_CA (when
  * cfg->tls_ca is NULL), RINGCACHE_DNS_SERVER (when cfg->dns_server is NULL),
- * and the AWS variables and files into cfg->s3 (s3_config_from_env). The
- * strings point into the environment. 0 or -EINVAL with a sentence in err. */
+ * RINGCACHE_HEDGE_MS (milliseconds, 0: off), and the AWS variables and files
+ * into cfg->s3 (s3_config_from_env). The strings point into the environment.
+ * 0 or -EINVAL with a sentence in err. */
 int rc_config_from_env(rc_config *cfg, char *err, size_t errlen);
 
 /* The read-ahead window rc_create will use, in blocks of block_size (or 1 MiB
@@ -175,8 +210,8 @@ void rc_destroy(rc_client **c);
 
 /* Opens bucket/key: the version and size from the metadata cache, or a HEAD
  * through a node (S3 directly when every node is down). 0, -ENOENT, -EACCES,
- * -EHOSTDOWN (cache_only and no node answered), -EIO (err has the sentence;
- * err may be NULL). */
+ * -EHOSTDOWN (cache_only and no node answered), -EREMOTEIO (cache_only and the
+ * node's own S3 access failed), -EIO (err has the sentence; err may be NULL). */
 int rc_open(rc_client *c, const char *bucket, const char *key, rc_handle **out, char *err,
             size_t errlen);
 
@@ -190,8 +225,10 @@ const char *rc_version(const rc_handle *h);
 /* Reads up to len bytes at off into buf: the bytes read (short only at the
  * end of the object, 0 at or past it), or -ESTALE (the object changed: this
  * handle is dead, re-open), -EHOSTDOWN (cache_only and no node has the
- * block's owner up), -ENOENT (deleted since the open), -EACCES, -EIO (S3
- * failed), -ECANCELED (rc_destroy). Blocks the calling thread until done. */
+ * block's owner up), -EREMOTEIO (cache_only and the owner's own S3 access
+ * failed), -ENODATA (no_fill, cache_only and the block is not cached),
+ * -ENOENT (deleted since the open), -EACCES, -EIO (S3 failed), -ECANCELED
+ * (rc_destroy). Blocks the calling thread until done. */
 int64_t rc_pread(rc_handle *h, void *buf, size_t len, uint64_t off);
 
 /* rc_pread with flags. RC_READ_SCAN: the caller reads these bytes once and
@@ -230,7 +267,8 @@ int64_t rc_warm(rc_client *c, const char *bucket, const char *key, bool wait,
                 rc_progress_fn progress, void *arg, char *err, size_t errlen);
 
 /* Lists bucket under a prefix, or a glob (s3_glob_create's grammar), from S3
- * (the cache tier has no listing). fn as in s3_sync_list. 0 or -errno. */
+ * (the cache tier has no listing). fn as in s3_sync_list. 0 or -errno;
+ * -EHOSTDOWN with cache_only (a listing needs S3 itself). */
 int rc_list(rc_client *c, const char *bucket, const char *pattern, s3_object_fn fn, void *arg,
             char *err, size_t errlen);
 
@@ -253,11 +291,19 @@ typedef struct rc_stats {
     uint64_t node_blocks;       /* block requests answered by nodes */
     uint64_t inline_reads;      /* of them, small reads done on the reader's thread */
     uint64_t failovers;         /* blocks asked of a next owner after a node failed */
+    uint64_t hedges;            /* requests also sent to a next owner because the node
+                                   had sent nothing for hedge_ms nor answered a PING, plus
+                                   small reads given up on the reader's connection after
+                                   hedge_ms of silence */
+    uint64_t hedge_wins;        /* of them, answered by the next owner first */
     uint64_t fallbacks;         /* block reads that went to S3 directly */
+    uint64_t upstream_fallbacks; /* of them, because the node's own S3 access failed */
     uint64_t head_fallbacks;    /* HEADs and PUTs that went to S3 directly */
     uint64_t stale;             /* reads that found the version changed */
     uint64_t meta_hits;         /* rc_open served by the metadata cache */
     uint64_t bytes;             /* bytes returned by rc_pread */
+    uint64_t node_bytes;        /* bytes of block reads the cache nodes answered */
+    uint64_t s3_bytes;          /* bytes of block reads from S3 directly (fallbacks) */
 } rc_stats;
 
 void rc_stats_get(rc_client *c, rc_stats *out);

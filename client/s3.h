@@ -211,10 +211,38 @@ typedef void (*s3_list_fn)(const s3_error *err, const s3_list_page *page, void *
 int s3_list(s3_client *c, const char *bucket, const char *prefix, const char *delimiter,
             const char *continuation_token, int max_keys, s3_list_fn done, void *arg);
 
+/* ListObjectsV2 of keys after `start_after` (S3's start-after: keys sorting
+ * strictly after it; NULL or "" lists from the start), one page of up to
+ * max_keys, no delimiter. Same callback and ownership as s3_list. */
+int s3_list_from(s3_client *c, const char *bucket, const char *prefix,
+                 const char *start_after, int max_keys, s3_list_fn done, void *arg);
+
 /* PUT of a buffer (borrowed until done fires). *etag in the callback. */
 typedef void (*s3_put_fn)(const s3_error *err, const char *etag, void *arg);
 int s3_put(s3_client *c, const char *bucket, const char *key, const void *data,
            size_t len, s3_put_fn done, void *arg);
+
+/* Conditions on a write (PutObject, CompleteMultipartUpload), as AWS S3 has
+ * them. Zero-initialised: no condition.
+ *  - if_none_match: send `If-None-Match: *`; the write lands only if no object
+ *    has the key. When one does, the request fails with code -EEXIST,
+ *    http_status 412 and s3_code "PreconditionFailed" (never retried: a retry
+ *    of a write that landed but whose answer was lost also gets -EEXIST, so a
+ *    caller that must tell "mine" from "someone else's" tags its objects).
+ *  - if_match: send `If-Match: "etag"`; the write lands only if the current
+ *    object has that ETag: -ESTALE (412) when it differs, -ENOENT (404) when
+ *    there is no object.
+ * A 409 ConditionalRequestConflict (a concurrent conditional write to the
+ * key) is retried like a 503. A store that ignores the headers writes
+ * anyway: callers that rely on them probe the store first. */
+typedef struct s3_write_cond {
+    bool if_none_match;
+    const char *if_match;   /* ETag (quoted or not), or NULL */
+} s3_write_cond;
+
+/* s3_put with conditions (cond may be NULL: none; copied). */
+int s3_put_cond(s3_client *c, const char *bucket, const char *key, const void *data,
+                size_t len, const s3_write_cond *cond, s3_put_fn done, void *arg);
 
 /* DELETE (a missing key is success, as in S3). */
 typedef void (*s3_done_fn)(const s3_error *err, void *arg);
@@ -230,6 +258,11 @@ int s3_mpu_upload_part(s3_client *c, const char *bucket, const char *key,
 int s3_mpu_complete(s3_client *c, const char *bucket, const char *key,
                     const char *upload_id, const char *const *part_etags,
                     int n_parts, s3_put_fn done, void *arg);
+/* s3_mpu_complete with conditions (cond may be NULL; copied). */
+int s3_mpu_complete_cond(s3_client *c, const char *bucket, const char *key,
+                         const char *upload_id, const char *const *part_etags,
+                         int n_parts, const s3_write_cond *cond, s3_put_fn done,
+                         void *arg);
 int s3_mpu_abort(s3_client *c, const char *bucket, const char *key,
                  const char *upload_id, s3_done_fn done, void *arg);
 
@@ -289,6 +322,7 @@ typedef struct s3_sync_put_args {
     int parallel;            /* default 4 */
     s3_progress_fn progress;
     void *progress_arg;
+    s3_write_cond cond;      /* on the PUT, or on CompleteMultipartUpload */
 } s3_sync_put_args;
 int s3_sync_put(s3_sync *s, const s3_sync_put_args *a, char *etag_out, s3_error *err);
 

@@ -78,6 +78,10 @@ struct s3__req {
     uint64_t skip;                 /* bytes to drop (server ignored Range) */
     char want_etag[S3_ETAG_MAX];   /* if_match, or the first answer's ETag */
 
+    /* conditional PUT / CompleteMultipartUpload */
+    bool if_none_match;
+    char write_if_match[S3_ETAG_MAX];
+
     /* the current attempt */
     CURL *easy;
     struct curl_slist *headers;
@@ -615,6 +619,14 @@ static int s3__attempt_start(s3__req *r)
                 goto out;
         }
     }
+    if (r->if_none_match && (rc = s3__add_header(r, "If-None-Match", "*")) < 0)
+        goto out;
+    if (r->write_if_match[0]) {
+        char q[S3_ETAG_MAX + 2];
+        snprintf(q, sizeof(q), "\"%s\"", r->write_if_match);
+        if ((rc = s3__add_header(r, "If-Match", q)) < 0)
+            goto out;
+    }
     if (r->body) {
         if ((rc = s3__add_header(r, "Expect", "")) < 0) /* no 100-continue wait */
             goto out;
@@ -814,6 +826,12 @@ static void s3__attempt_done(s3__req *r, CURLcode cc)
     s3__error_fill(&err, s3__op_name[r->op], r->bucket, r->key, transport ? 0 : r->status,
                    transport, r->curl_err[0] ? r->curl_err : NULL, s3_code[0] ? s3_code : NULL,
                    s3_msg[0] ? s3_msg : NULL, c->cfg.endpoint[0] ? c->cfg.endpoint : c->host);
+    if (r->if_none_match && !transport && r->status == 412) {
+        err.code = -EEXIST; /* its own error: the key is taken, not "changed" */
+        snprintf(err.message, sizeof(err.message),
+                 "%s s3://%s/%s: the object already exists (If-None-Match: * did not hold)",
+                 s3__op_name[r->op], r->bucket, r->key ? r->key : "");
+    }
     s3__complete(r, &err);
 }
 
@@ -1005,8 +1023,26 @@ int s3_get(s3_client *c, const s3_get_args *a, s3_get_fn done, void *arg)
     return s3__submit(r);
 }
 
+static int s3__list(s3_client *c, const char *bucket, const char *prefix,
+                    const char *delimiter, const char *continuation_token,
+                    const char *start_after, int max_keys, s3_list_fn done, void *arg);
+
 int s3_list(s3_client *c, const char *bucket, const char *prefix, const char *delimiter,
             const char *continuation_token, int max_keys, s3_list_fn done, void *arg)
+{
+    return s3__list(c, bucket, prefix, delimiter, continuation_token, NULL, max_keys, done,
+                    arg);
+}
+
+int s3_list_from(s3_client *c, const char *bucket, const char *prefix, const char *start_after,
+                 int max_keys, s3_list_fn done, void *arg)
+{
+    return s3__list(c, bucket, prefix, NULL, NULL, start_after, max_keys, done, arg);
+}
+
+static int s3__list(s3_client *c, const char *bucket, const char *prefix,
+                    const char *delimiter, const char *continuation_token,
+                    const char *start_after, int max_keys, s3_list_fn done, void *arg)
 {
     s3__req *r = s3__req_new(c, S3__LIST, "GET", bucket, NULL);
     if (!r)
@@ -1018,6 +1054,8 @@ int s3_list(s3_client *c, const char *bucket, const char *prefix, const char *de
         rc = s3__req_add_query(r, "delimiter", delimiter);
     if (!rc && continuation_token && continuation_token[0])
         rc = s3__req_add_query(r, "continuation-token", continuation_token);
+    if (!rc && start_after && start_after[0])
+        rc = s3__req_add_query(r, "start-after", start_after);
     if (!rc && max_keys > 0) {
         char n[16];
         snprintf(n, sizeof(n), "%d", max_keys);
@@ -1033,14 +1071,36 @@ int s3_list(s3_client *c, const char *bucket, const char *prefix, const char *de
     return s3__submit(r);
 }
 
+/* Copies a write condition into the request; -EINVAL for an ETag too long. */
+static int s3__set_cond(s3__req *r, const s3_write_cond *cond)
+{
+    if (!cond)
+        return 0;
+    r->if_none_match = cond->if_none_match;
+    if (cond->if_match && s3_etag_normalize(cond->if_match, r->write_if_match,
+                                            sizeof(r->write_if_match)) <= 0)
+        return -EINVAL;
+    return 0;
+}
+
 int s3_put(s3_client *c, const char *bucket, const char *key, const void *data, size_t len,
            s3_put_fn done, void *arg)
+{
+    return s3_put_cond(c, bucket, key, data, len, NULL, done, arg);
+}
+
+int s3_put_cond(s3_client *c, const char *bucket, const char *key, const void *data, size_t len,
+                const s3_write_cond *cond, s3_put_fn done, void *arg)
 {
     if (!key || !key[0])
         return -EINVAL;
     s3__req *r = s3__req_new(c, S3__PUT, "PUT", bucket, key);
     if (!r)
         return -ENOMEM;
+    if (s3__set_cond(r, cond) < 0) {
+        s3__req_free(r);
+        return -EINVAL;
+    }
     s3__set_body(r, data, len);
     r->cb.put = done;
     r->arg = arg;
@@ -1105,12 +1165,22 @@ int s3_mpu_upload_part(s3_client *c, const char *bucket, const char *key,
 int s3_mpu_complete(s3_client *c, const char *bucket, const char *key, const char *upload_id,
                     const char *const *part_etags, int n_parts, s3_put_fn done, void *arg)
 {
+    return s3_mpu_complete_cond(c, bucket, key, upload_id, part_etags, n_parts, NULL, done,
+                                arg);
+}
+
+int s3_mpu_complete_cond(s3_client *c, const char *bucket, const char *key,
+                         const char *upload_id, const char *const *part_etags, int n_parts,
+                         const s3_write_cond *cond, s3_put_fn done, void *arg)
+{
     if (!key || !upload_id || n_parts < 1)
         return -EINVAL;
     s3__req *r = s3__req_new(c, S3__MPU_COMPLETE, "POST", bucket, key);
     if (!r)
         return -ENOMEM;
-    int rc = s3__req_add_query(r, "uploadId", upload_id);
+    int rc = s3__set_cond(r, cond);
+    if (!rc)
+        rc = s3__req_add_query(r, "uploadId", upload_id);
     if (!rc && !(r->owned_body = s3__xml_build_mpu_complete(part_etags, n_parts)))
         rc = -ENOMEM;
     if (rc < 0) {

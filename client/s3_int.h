@@ -3,74 +3,18 @@
  * s3_int.h: internals shared by the files of the S3 module (client/s3_*.c).
  * Not installed, not for other modules. Everything declared here is pure and
  * reentrant (no globals, no I/O) unless a comment says otherwise, so each piece
- * is unit-tested on its own: SigV4 signing and URI encoding, the XML answers,
+ * is unit-tested on its own: SigV4 signing and URI encoding (s3_sigv4.h), the XML answers,
  * the retry policy, and the sentences errors are reported with.
  */
 #ifndef RINGCACHE_S3_INT_H
 #define RINGCACHE_S3_INT_H
 
 #include "s3.h"
+#include "s3_sigv4.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
-/* ---- URI encoding (RFC 3986, as SigV4 wants it) ------------------------- */
-
-/* Percent-encode everything but A-Z a-z 0-9 - . _ ~ (and '/' when keep_slash),
- * upper-case hex. Returns a malloc'd string (caller frees) or NULL on ENOMEM. */
-char *s3__uri_encode(const char *in, size_t len, bool keep_slash);
-
-/* ---- Signature V4 ------------------------------------------------------- */
-
-typedef struct s3__kv {
-    const char *name;
-    const char *value;
-} s3__kv;
-
-typedef struct s3__sign_input {
-    const char *method;          /* "GET" */
-    const char *canonical_uri;   /* already URI-encoded path, "/bucket/key" */
-    const s3__kv *query;         /* raw (not encoded) names and values, any order */
-    size_t n_query;
-    const s3__kv *headers;       /* every header to sign, any order and case;
-                                    must include host and x-amz-date */
-    size_t n_headers;
-    const char *payload_hash;    /* hex SHA-256 or "UNSIGNED-PAYLOAD" */
-    const char *amz_date;        /* "20130524T000000Z" */
-    const char *region;
-    const char *service;         /* "s3" */
-    const char *access_key;
-    const char *secret_key;
-} s3__sign_input;
-
-typedef struct s3__sign_output {
-    char *canonical_request;     /* malloc'd, for tests and debugging */
-    char *string_to_sign;        /* malloc'd */
-    char *signed_headers;        /* malloc'd, "host;x-amz-date" */
-    char signature[65];          /* hex */
-    char *authorization;         /* malloc'd value of the Authorization header */
-} s3__sign_output;
-
-/* Sign a request. Header names are lower-cased and values trimmed (sequential
- * spaces folded) as SigV4 says; a name given twice becomes one line with the
- * values joined by ',' in the order given. Query parameters are encoded and
- * sorted (a NULL value is the empty value). Returns 0, -EINVAL (a NULL field,
- * amz_date not 16 characters) or -ENOMEM; on error *out holds nothing to free.
- * Free a success with s3__sign_output_free. */
-int s3__sigv4_sign(const s3__sign_input *in, s3__sign_output *out);
-void s3__sign_output_free(s3__sign_output *out);
-
-/* Build the canonical query string (encoded, sorted by name then value) from
- * raw pairs; malloc'd, "" when n == 0. Used for the URL too, so what is signed
- * is exactly what is sent. */
-char *s3__canonical_query(const s3__kv *query, size_t n);
-
-/* Hex SHA-256 of a buffer into out[65]. */
-void s3__sha256_hex(const void *data, size_t len, char out[65]);
-
-/* "20130524T000000Z" for a unix time (UTC). out must hold 17 bytes. */
-void s3__amz_date(int64_t unix_seconds, char out[17]);
 
 /* ---- XML answers (expat) ------------------------------------------------ */
 /* Each parser returns 0, or -EPROTO with a sentence in err for malformed or
@@ -126,7 +70,7 @@ typedef struct s3__attempt {
 
 /* true when the attempt may be retried: 5xx but 501, 503 SlowDown, 429, 408,
  * the S3 codes SlowDown / InternalError / ServiceUnavailable / RequestTimeout /
- * Throttling whatever the status (200 + <Error> on CompleteMultipartUpload,
+ * Throttling / ConditionalRequestConflict (409) whatever the status (200 + <Error> on CompleteMultipartUpload,
  * 400 RequestTimeout), and transport errors -ECONNRESET, -ECONNABORTED,
  * -ECONNREFUSED, -ETIMEDOUT, -EPIPE (report a truncated body, libcurl's
  * CURLE_PARTIAL_FILE, as -EPIPE), -EAGAIN, -ENOTCONN, -ENETDOWN, -ENETUNREACH,

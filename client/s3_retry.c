@@ -48,7 +48,8 @@ bool s3__retry_should(const s3__attempt *a)
     if (code_is(a->s3_code, "SlowDown") || code_is(a->s3_code, "InternalError") ||
         code_is(a->s3_code, "ServiceUnavailable") || code_is(a->s3_code, "RequestTimeout") ||
         code_is(a->s3_code, "Throttling") || code_is(a->s3_code, "ThrottlingException") ||
-        code_is(a->s3_code, "RequestLimitExceeded"))
+        code_is(a->s3_code, "RequestLimitExceeded") ||
+        code_is(a->s3_code, "ConditionalRequestConflict"))
         return true;
     if (s == 408 || s == 429)
         return true;

@@ -17,6 +17,10 @@
  *   host;x-amz-date \n             signing key = HMAC chain over
  *   payload hash                   "AWS4"+secret, date, region, service, "aws4_request"
  *
+ * The signing key is its own step (s3__sigv4_signing_key), so the S3 API's
+ * verifier can derive it once per day and region and sign with it
+ * (s3__sigv4_sign_with_key) through the same canonicalisation as the client.
+ *
  * Pure and reentrant: no globals, nothing but malloc.
  */
 #include "s3_int.h"
@@ -289,14 +293,64 @@ void s3__sign_output_free(s3__sign_output *out)
     memset(out, 0, sizeof *out);
 }
 
-static int hmac256(const void *key, size_t keylen, const char *msg, unsigned char out[32])
+static int hmac256_n(const void *key, size_t keylen, const char *msg, size_t len,
+                     unsigned char out[32])
 {
-    unsigned int len = 0;
-    if (HMAC(EVP_sha256(), key, (int)keylen, (const unsigned char *)msg, strlen(msg), out,
-             &len) == NULL ||
-        len != 32)
+    unsigned int olen = 0;
+    if (HMAC(EVP_sha256(), key, (int)keylen, (const unsigned char *)msg, len, out, &olen) ==
+            NULL ||
+        olen != 32)
         return -ENOMEM;
     return 0;
+}
+
+static int hmac256(const void *key, size_t keylen, const char *msg, unsigned char out[32])
+{
+    return hmac256_n(key, keylen, msg, strlen(msg), out);
+}
+
+int s3__sigv4_signing_key(const char *secret, const char *date8, const char *region,
+                          const char *service, unsigned char key[32])
+{
+    if (secret == NULL || date8 == NULL || region == NULL || service == NULL || key == NULL)
+        return -EINVAL;
+    /* HMAC("AWS4" + secret, date) -> region -> service -> "aws4_request" */
+    sbuf k0 = {0};
+    sb_adds(&k0, "AWS4");
+    sb_adds(&k0, secret);
+    int rc = -ENOMEM;
+    if (!k0.oom && hmac256(k0.p, k0.len, date8, key) == 0 && hmac256(key, 32, region, key) == 0 &&
+        hmac256(key, 32, service, key) == 0 && hmac256(key, 32, "aws4_request", key) == 0)
+        rc = 0;
+    if (k0.p) {
+        OPENSSL_cleanse(k0.p, k0.len);
+        free(k0.p);
+    }
+    if (rc < 0)
+        OPENSSL_cleanse(key, 32);
+    return rc;
+}
+
+int s3__sigv4_hmac_hex(const unsigned char key[32], const char *msg, size_t len, char out[65])
+{
+    unsigned char sig[32];
+    if (hmac256_n(key, 32, msg, len, sig) < 0)
+        return -ENOMEM;
+    to_hex(sig, 32, out);
+    return 0;
+}
+
+static bool sign_input_ok(const s3__sign_input *in)
+{
+    if (in->method == NULL || in->canonical_uri == NULL || in->payload_hash == NULL ||
+        in->amz_date == NULL || strlen(in->amz_date) != 16 || in->region == NULL ||
+        in->service == NULL || in->access_key == NULL ||
+        (in->n_headers > 0 && in->headers == NULL) || (in->n_query > 0 && in->query == NULL))
+        return false;
+    for (size_t i = 0; i < in->n_headers; i++)
+        if (in->headers[i].name == NULL || in->headers[i].value == NULL)
+            return false;
+    return true;
 }
 
 int s3__sigv4_sign(const s3__sign_input *in, s3__sign_output *out)
@@ -304,20 +358,34 @@ int s3__sigv4_sign(const s3__sign_input *in, s3__sign_output *out)
     if (in == NULL || out == NULL)
         return -EINVAL;
     memset(out, 0, sizeof *out);
-    if (in->method == NULL || in->canonical_uri == NULL || in->payload_hash == NULL ||
-        in->amz_date == NULL || strlen(in->amz_date) != 16 || in->region == NULL ||
-        in->service == NULL || in->access_key == NULL || in->secret_key == NULL ||
-        (in->n_headers > 0 && in->headers == NULL) || (in->n_query > 0 && in->query == NULL))
+    if (!sign_input_ok(in) || in->secret_key == NULL)
         return -EINVAL;
-    for (size_t i = 0; i < in->n_headers; i++)
-        if (in->headers[i].name == NULL || in->headers[i].value == NULL)
-            return -EINVAL;
+    char date[9];
+    memcpy(date, in->amz_date, 8);
+    date[8] = '\0';
+    unsigned char key[32];
+    int rc = s3__sigv4_signing_key(in->secret_key, date, in->region, in->service, key);
+    if (rc < 0)
+        return rc;
+    rc = s3__sigv4_sign_with_key(in, key, out);
+    OPENSSL_cleanse(key, sizeof key);
+    return rc;
+}
+
+int s3__sigv4_sign_with_key(const s3__sign_input *in, const unsigned char key[32],
+                            s3__sign_output *out)
+{
+    if (in == NULL || out == NULL || key == NULL)
+        return -EINVAL;
+    memset(out, 0, sizeof *out);
+    if (!sign_input_ok(in))
+        return -EINVAL;
 
     int rc = -ENOMEM;
     char *query = NULL;
     canon_hdr *h = NULL;
     size_t nh = in->n_headers;
-    sbuf cr = {0}, sh = {0}, sts = {0}, auth = {0}, key = {0};
+    sbuf cr = {0}, sh = {0}, sts = {0}, auth = {0};
 
     query = s3__canonical_query(in->query, in->n_query);
     if (query == NULL)
@@ -397,23 +465,10 @@ int s3__sigv4_sign(const s3__sign_input *in, s3__sign_output *out)
         goto out;
     }
 
-    /* Signing key: HMAC("AWS4" + secret, date) -> region -> service -> request. */
-    unsigned char k[32];
-    sb_adds(&key, "AWS4");
-    sb_adds(&key, in->secret_key);
-    if (key.oom || hmac256(key.p, key.len, date, k) < 0 ||
-        hmac256(k, 32, in->region, k) < 0 || hmac256(k, 32, in->service, k) < 0 ||
-        hmac256(k, 32, "aws4_request", k) < 0) {
+    if (s3__sigv4_hmac_hex(key, sts.p, sts.len, out->signature) < 0) {
         free(scope_s);
         goto out;
     }
-    unsigned char sig[32];
-    if (hmac256(k, 32, sts.p, sig) < 0) {
-        free(scope_s);
-        goto out;
-    }
-    to_hex(sig, 32, out->signature);
-    OPENSSL_cleanse(k, sizeof k);
 
     sb_adds(&auth, "AWS4-HMAC-SHA256 Credential=");
     sb_adds(&auth, in->access_key);
@@ -440,10 +495,6 @@ int s3__sigv4_sign(const s3__sign_input *in, s3__sign_output *out)
 out:
     if (rc < 0)
         memset(out->signature, 0, sizeof out->signature);
-    if (key.p) {
-        OPENSSL_cleanse(key.p, key.len);
-        free(key.p);
-    }
     free(cr.p);
     free(sh.p);
     free(sts.p);

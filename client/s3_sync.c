@@ -575,7 +575,7 @@ static int s3__put_single(s3_sync *s, const s3_sync_put_args *a, char *etag_out,
         data = owned;
     }
     s3__put_wait w = {0};
-    int rc = s3_put(s->client, a->bucket, a->key, data, a->size, s3__put_cb, &w);
+    int rc = s3_put_cond(s->client, a->bucket, a->key, data, a->size, &a->cond, s3__put_cb, &w);
     if (rc < 0) {
         free(owned);
         s3__submit_failed(err, "PUT", a->bucket, a->key, rc);
@@ -640,8 +640,9 @@ int s3_sync_put(s3_sync *s, const s3_sync_put_args *a, char *etag_out, s3_error 
 
     if (!m.failed) {
         s3__put_wait w = {0};
-        rc = s3_mpu_complete(s->client, a->bucket, a->key, m.upload_id,
-                             (const char *const *)m.etags, m.n_parts, s3__put_cb, &w);
+        rc = s3_mpu_complete_cond(s->client, a->bucket, a->key, m.upload_id,
+                                  (const char *const *)m.etags, m.n_parts, &a->cond,
+                                  s3__put_cb, &w);
         if (rc < 0) {
             s3__mpu_fail(&m, rc, "cannot complete the upload");
         } else {

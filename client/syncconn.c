@@ -119,8 +119,9 @@ static int sc_read_header(sc_conn *c, rcp_header *h)
     return (h->flags & RCP_F_RESPONSE) ? 0 : -EPROTO;
 }
 
-/* Reads an ERROR frame's body (h already read): its code. */
-static int sc_read_error(sc_conn *c, const rcp_header *h, int *code)
+/* Reads an ERROR frame's body (h already read): its code, and its message
+ * into msg (msglen bytes, may be 0). */
+static int sc_read_error(sc_conn *c, const rcp_header *h, int *code, char *msg, size_t msglen)
 {
     uint8_t body[1024];
     if (h->len > sizeof(body))
@@ -132,6 +133,8 @@ static int sc_read_error(sc_conn *c, const rcp_header *h, int *code)
     if (rcp_parse_error(body, h->len, &e) < 0)
         return -EPROTO;
     *code = e.code;
+    if (msglen)
+        snprintf(msg, msglen, "%.*s", (int)e.message.len, e.message.p);
     return 0;
 }
 
@@ -216,7 +219,7 @@ int sc_open(sc_conn **out, const char *host, int port, const char *token, uint32
         rc = sc_read_header(c, &hd);
     if (rc == 0 && hd.op == RCP_OP_ERROR) {
         int code = 0;
-        rc = sc_read_error(c, &hd, &code);
+        rc = sc_read_error(c, &hd, &code, NULL, 0);
         if (rc == 0)
             rc = code == RCP_E_UNAUTHORIZED ? -EACCES : -EPROTO;
     } else if (rc == 0 && (hd.op != RCP_OP_HELLO || hd.len > sizeof(b))) {
@@ -239,7 +242,8 @@ int sc_open(sc_conn **out, const char *host, int port, const char *token, uint32
     return 0;
 }
 
-int sc_get(sc_conn *c, const rcp_get_req *req, void *buf, uint32_t len, int *node_err)
+int sc_get(sc_conn *c, const rcp_get_req *req, void *buf, uint32_t len, int *node_err,
+           char *msg, size_t msglen)
 {
     if (c->broken)
         return -EPIPE;
@@ -264,7 +268,7 @@ int sc_get(sc_conn *c, const rcp_get_req *req, void *buf, uint32_t len, int *nod
             break;
         }
         if (h.op == RCP_OP_ERROR) {
-            rc = sc_read_error(c, &h, node_err);
+            rc = sc_read_error(c, &h, node_err, msg, msglen);
             if (rc == 0)
                 return -EREMOTEIO; /* an answer: the framing is intact */
             break;

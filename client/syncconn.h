@@ -37,10 +37,12 @@ int sc_open(sc_conn **out, const char *host, int port, const char *token, uint32
 
 /* Sends req and reads its answer: exactly len bytes into buf. 0 on success;
  * -EREMOTEIO when the node answered with an ERROR frame (its code in
- * *node_err, e.g. RCP_E_VERSION_CHANGED; the connection stays usable);
- * any other -errno (-ETIMEDOUT, -ECONNRESET, -EPROTO, -EMSGSIZE): the
+ * *node_err, e.g. RCP_E_VERSION_CHANGED, its message in msg: msglen bytes,
+ * may be 0; the connection stays usable); any other -errno (-ETIMEDOUT: the
+ * node sent nothing for timeout_ms; -ECONNRESET, -EPROTO, -EMSGSIZE): the
  * connection is broken (sc_usable says false). */
-int sc_get(sc_conn *c, const rcp_get_req *req, void *buf, uint32_t len, int *node_err);
+int sc_get(sc_conn *c, const rcp_get_req *req, void *buf, uint32_t len, int *node_err,
+           char *msg, size_t msglen);
 
 /* A connection over fd (already connected, HELLO done or not needed): for
  * tests and the fuzz target, which play the node on the other end of a

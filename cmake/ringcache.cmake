@@ -96,3 +96,15 @@ function(ringcache_fuzz name)
   target_link_options(${name} PRIVATE -fsanitize=fuzzer)
   set_property(GLOBAL APPEND PROPERTY RINGCACHE_FUZZ_TARGETS ${name})
 endfunction()
+
+# nodejs/http-parser 2.9 (Debian libhttp-parser-dev) has no pkg-config file. Its
+# static library is linked, so a binary needs no runtime package for it.
+find_path(HTTP_PARSER_INCLUDE_DIR http_parser.h)
+find_library(HTTP_PARSER_LIBRARY NAMES libhttp_parser.a http_parser)
+if(NOT HTTP_PARSER_INCLUDE_DIR OR NOT HTTP_PARSER_LIBRARY)
+  message(FATAL_ERROR "http_parser.h or libhttp_parser is missing: install Debian's "
+                      "libhttp-parser-dev (scripts/setup.sh does)")
+endif()
+add_library(ringcache_http_parser INTERFACE)
+target_include_directories(ringcache_http_parser SYSTEM INTERFACE ${HTTP_PARSER_INCLUDE_DIR})
+target_link_libraries(ringcache_http_parser INTERFACE ${HTTP_PARSER_LIBRARY})

@@ -72,7 +72,7 @@ echo "generating $objects objects of $object_mib MiB and uploading them to S3 ..
 mkdir -p "$work/data"
 for i in $(seq -f '%03g' 1 "$objects"); do
   head -c $((object_mib * 1048576)) /dev/urandom > "$work/data/part-$i.bin"
-  "$bin/client/cli/ringcache" put "$work/data/part-$i.bin" "s3://$bucket/demo/part-$i.bin" \
+  "$bin/ingest/cli/ringcache" put "$work/data/part-$i.bin" "s3://$bucket/demo/part-$i.bin" \
     --endpoint "http://127.0.0.1:$s3port" >/dev/null
 done
 
@@ -97,7 +97,7 @@ pass() { # name
   for f in "$work"/data/*.bin; do
     name=$(basename "$f")
     # streamed and compared as it arrives: no temporary copy on disk
-    "$bin/client/cli/ringcache" cat "s3://$bucket/demo/$name" --cache "$members" | cmp -s - "$f" \
+    "$bin/ingest/cli/ringcache" cat "s3://$bucket/demo/$name" --cache "$members" | cmp -s - "$f" \
       || { echo "demo: $name read through the cache differs from S3" >&2; exit 1; }
   done
   t1=$(date +%s.%N)

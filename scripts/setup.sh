@@ -15,7 +15,8 @@ DEBS=(
   libevent-dev libcurl4-openssl-dev libssl-dev libxxhash-dev libexpat1-dev
   librocksdb-dev liburing-dev libcmocka-dev
   libzstd-dev liblz4-dev libsnappy-dev zlib1g-dev
-  curl bc gnuplot-nox nginx iperf3
+  libhttp-parser-dev
+  curl bc gnuplot-nox nginx iperf3 wrk awscli python3-boto3
   golang-go golang-github-masterminds-sprig-dev golang-github-masterminds-semver-dev
   golang-github-xeipuuv-gojsonschema-dev golang-gopkg-yaml.v2-dev golang-gopkg-yaml.v3-dev
   yamllint

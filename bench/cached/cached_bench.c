@@ -90,7 +90,7 @@ static void node_start(node_t *n, const char *name, const char *s3_endpoint, con
                        bool fresh, const char *const *extra)
 {
     char bin[1024], pf[700], af[700];
-    if (h_build_path(bin, sizeof(bin), "cached/ringcached") < 0)
+    if (h_build_path(bin, sizeof(bin), H_RINGCACHED) < 0)
         die("ringcached is not built");
     h_env_path(env, n->dir, sizeof(n->dir), "node-data");
     if (fresh)

@@ -100,7 +100,7 @@ static void start_node(node_t *n, const char *id)
      * the store preallocates it, so no more than that */
     snprintf(cap, sizeof(cap), "%lluMiB",
              (unsigned long long)((dataset_bytes >> 20) + (dataset_bytes >> 21) + 512));
-    if (h_build_path(bin, sizeof(bin), "cached/ringcached") < 0)
+    if (h_build_path(bin, sizeof(bin), H_RINGCACHED) < 0)
         die("ringcached is not built");
     snprintf(n->id, sizeof(n->id), "%s", id);
     char name[64];
@@ -438,7 +438,7 @@ static qres_t run_query(const char *where, const char *members, bool colscan)
     qres_t q;
     memset(&q, 0, sizeof(q));
     char cli[1024], from[1200], sql[2048], ep[300];
-    if (h_build_path(cli, sizeof(cli), "client/cli/ringcache") < 0)
+    if (h_build_path(cli, sizeof(cli), H_RINGCACHE_CLI) < 0)
         die("the ringcache CLI is not built");
     if (where && !strcmp(where, "local"))
         snprintf(from, sizeof(from), "file('%s/data/posts_*.parquet')", posts_dir);

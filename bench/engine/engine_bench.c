@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * engine_bench.c: the scan engine (ingest/eng.h) against DuckDB, in one run,
+ * engine_bench.c: the scan engine (ingest/exec/eng.h) against DuckDB, in one run,
  * on the same files and threads. bench_gen.mjs writes a Stack-Overflow-shaped
  * dataset (default 20M rows in four Parquet files, two snappy and two zstd,
  * about 1 GiB) into a temp folder and times DuckDB; this program then runs
@@ -38,10 +38,8 @@
 #include "harness.h"
 #include "s3.h"
 
-#ifdef ENGINE_BENCH_HAVE_RC
 #include "rs_rc.h"
 #include "ringcache.h"
-#endif
 
 #include <errno.h>
 #include <fcntl.h>
@@ -137,7 +135,6 @@ static double duck_value(const char *name)
     return v;
 }
 
-#ifdef ENGINE_BENCH_HAVE_RC
 /* ---- the cached path: s3rver + three ringcached nodes ---- */
 
 typedef struct glob_ctx {
@@ -167,7 +164,7 @@ static int cache_open(void *impl, const char *bucket, const char *key, rs_source
 static double cached_seed(const eng_ctx *local, const char *seed_local, const char *seed_s3)
 {
     char bin[1024];
-    if (h_build_path(bin, sizeof(bin), "cached/ringcached") < 0 || access(bin, X_OK) != 0) {
+    if (h_build_path(bin, sizeof(bin), H_RINGCACHED) < 0 || access(bin, X_OK) != 0) {
         fprintf(stderr, "engine_bench: cached_vs_local=na: ringcached is not built (build the "
                         "ringcached target)\n");
         return -1;
@@ -272,7 +269,6 @@ static double cached_seed(const eng_ctx *local, const char *seed_local, const ch
             (unsigned long long)rows_local);
     return tl[n / 2] / t[n / 2];
 }
-#endif
 
 int main(int argc, char **argv)
 {
@@ -366,7 +362,6 @@ int main(int argc, char **argv)
             nrows / s2 / 1e6, d2, nrows / d2 / 1e6, su, dsu, pr, dpr, mem_ours / 1048576.0,
             dmem / 1048576.0);
     char cached[32] = "na";
-#ifdef ENGINE_BENCH_HAVE_RC
     if (cache) {
         char seed_s3[1024];
         snprintf(seed_s3, sizeof(seed_s3),
@@ -379,10 +374,6 @@ int main(int argc, char **argv)
     } else {
         fprintf(stderr, "engine_bench: cached_vs_local=na: --no-cache\n");
     }
-#else
-    (void)cache;
-    fprintf(stderr, "engine_bench: cached_vs_local=na: built without libringcache\n");
-#endif
     fclose(devnull);
     h_env_destroy(&env);
     char mem[32];

@@ -14,7 +14,9 @@ typedef struct cli_cache_opts {
     const char *token;     /* --token or RINGCACHE_TOKEN */
     int parallel;
     const s3_config *s3;   /* for reads and writes when every node is down, and ls */
-    bool cache_only;       /* --cache-only: never S3 directly */
+    bool cache_only;       /* --cache-only: this process never calls S3 itself */
+    bool no_fill;          /* --no-fill: the nodes do not fill from S3 */
+    int hedge_ms;          /* --hedge-ms or RINGCACHE_HEDGE_MS; < 0: the default */
     bool tls;              /* --cache-tls or RINGCACHE_CACHE_TLS */
     const char *tls_ca;    /* --cache-tls-ca or RINGCACHE_CACHE_TLS_CA */
     const char *dns_server; /* --dns-server or RINGCACHE_DNS_SERVER */

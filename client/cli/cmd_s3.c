@@ -29,6 +29,20 @@ typedef struct cli_args {
     int n_pos;
 } cli_args;
 
+/* A hedge delay in milliseconds (0: off) from `what`; -1 after printing why. */
+static int cli_hedge_ms(const char *what, const char *v, int *out)
+{
+    char *end = NULL;
+    long ms = strtol(v, &end, 10);
+    if (end == v || *end || ms < 0 || ms > 600000) {
+        cli_error("%s '%s' is not a number of milliseconds from 0 to 600000 (0 turns "
+                  "hedging off)", what, v);
+        return -1;
+    }
+    *out = (int)ms;
+    return 0;
+}
+
 /* Parses the S3 options and up to 3 positional words; any other option is
  * handled by `extra` (returns 1 when it took the word, 0 if unknown, -1 bad). */
 typedef int (*cli_extra_fn)(int argc, char **argv, int *i, void *arg);
@@ -53,6 +67,10 @@ static int cli_parse(int argc, char **argv, cli_args *a, cli_extra_fn extra, voi
     a->cache.tls_ca = getenv("RINGCACHE_CACHE_TLS_CA");
     a->cache.dns_server = getenv("RINGCACHE_DNS_SERVER");
     a->cache.s3 = &a->s3.cfg;
+    a->cache.hedge_ms = -1;
+    const char *hedge = getenv("RINGCACHE_HEDGE_MS");
+    if (hedge && hedge[0] && cli_hedge_ms("RINGCACHE_HEDGE_MS", hedge, &a->cache.hedge_ms) < 0)
+        return CLI_USAGE;
     const char *tls = getenv("RINGCACHE_CACHE_TLS");
     if (tls && tls[0]) {
         if (!strcmp(tls, "1") || !strcasecmp(tls, "true") || !strcasecmp(tls, "yes") ||
@@ -85,6 +103,15 @@ static int cli_parse(int argc, char **argv, cli_args *a, cli_extra_fn extra, voi
         }
         if (strcmp(argv[i], "--cache-only") == 0) {
             a->cache.cache_only = true;
+            continue;
+        }
+        if (strcmp(argv[i], "--no-fill") == 0) {
+            a->cache.no_fill = true;
+            continue;
+        }
+        if ((r = cli_opt(argc, argv, &i, "hedge-ms", &v)) != 0) {
+            if (r < 0 || cli_hedge_ms("--hedge-ms", v, &a->cache.hedge_ms) < 0)
+                return CLI_USAGE;
             continue;
         }
         if (strcmp(argv[i], "--cache-tls") == 0) {

@@ -9,7 +9,7 @@
 #ifndef RINGCACHE_TEXT_FUZZ_H
 #define RINGCACHE_TEXT_FUZZ_H
 
-#include "eng_int.h"
+#include "eng_text.h"
 
 #include <stddef.h>
 

@@ -3,8 +3,9 @@
  * h_peers.c: the peers benchmarks measure against, started the same way
  * everywhere: an nginx slice cache in front of an S3 endpoint (Debian nginx,
  * the configuration of REFERENCES.md: slice 1m, proxy_cache, proxy_cache_lock
- * on, keep-alive upstream, everything inside the env folder), and the loopback
- * ceiling as iperf3 -P N measures it.
+ * on, keep-alive upstream, everything inside the env folder), nginx serving a
+ * folder's files as they are (for servers compared with it byte for byte),
+ * and the loopback ceiling as iperf3 -P N measures it.
  */
 #include "harness.h"
 
@@ -32,40 +33,10 @@ int h_free_port(void)
     return port;
 }
 
-int h_nginx_start(h_env *env, h_proc **out, int upstream_port, int *port_out)
+/* Starts nginx on conf and waits until port answers. */
+static int nginx_run(h_env *env, h_proc **out, const char *d, const char *conf, const char *err,
+                     int port, int *port_out)
 {
-    char d[1024], conf[1100], err[1100];
-    if (h_env_path(env, d, sizeof(d), "nginx") < 0)
-        return -ENAMETOOLONG;
-    mkdir(d, 0755);
-    int port = h_free_port();
-    if (port < 0)
-        return port;
-    snprintf(conf, sizeof(conf), "%s/nginx.conf", d);
-    snprintf(err, sizeof(err), "%s/error.log", d);
-    FILE *f = fopen(conf, "w");
-    if (!f)
-        return -errno;
-    /* as root, nginx's workers would switch to www-data and could not write the
-     * cache in our 0700 temp folder */
-    fprintf(f,
-            "%sworker_processes 2;\npid %s/nginx.pid;\nerror_log %s warn;\ndaemon off;\n"
-            "events { worker_connections 1024; }\nhttp {\n access_log off;\n"
-            " client_body_temp_path %s/body;\n proxy_temp_path %s/proxy;\n"
-            " fastcgi_temp_path %s/fcgi;\n uwsgi_temp_path %s/uwsgi;\n scgi_temp_path %s/scgi;\n"
-            " sendfile on;\n tcp_nopush off;\n"
-            " proxy_cache_path %s/cache levels=1:2 keys_zone=s3:64m max_size=16g inactive=1h "
-            "use_temp_path=off;\n upstream s3 { server 127.0.0.1:%d; keepalive 32; }\n"
-            " server {\n  listen 127.0.0.1:%d;\n  location / {\n   slice 1m;\n"
-            "   proxy_cache s3;\n   proxy_cache_key $uri$is_args$args$slice_range;\n"
-            "   proxy_set_header Range $slice_range;\n   proxy_cache_valid 200 206 1h;\n"
-            "   proxy_cache_lock on;\n   proxy_http_version 1.1;\n"
-            "   proxy_set_header Connection \"\";\n   proxy_set_header Host 127.0.0.1:%d;\n"
-            "   proxy_pass http://s3;\n  }\n }\n}\n",
-            geteuid() == 0 ? "user root;\n" : "", d, err, d, d, d, d, d, d, upstream_port, port,
-            upstream_port);
-    if (fclose(f) != 0)
-        return -EIO;
     const char *argv[] = {"nginx", "-p", d, "-c", conf, "-e", err, NULL};
     int rc = h_proc_start(env, out, "nginx", (char *const *)argv, NULL, NULL, 0);
     if (rc < 0)
@@ -81,6 +52,81 @@ int h_nginx_start(h_env *env, h_proc **out, int upstream_port, int *port_out)
     }
     h_proc_print_log_tail(*out, 20);
     return -ETIMEDOUT;
+}
+
+/* An nginx folder <env>/<sub> with a free port and nginx.conf opened, its
+ * common part written (everything nginx writes stays in the folder) up to
+ * the inside of the http block; the caller adds the rest and closes it. */
+typedef struct nginx_conf {
+    char d[1024], conf[1100], err[1100];
+    int port;
+    FILE *f;
+} nginx_conf;
+
+static int nginx_begin(h_env *env, const char *sub, int workers, nginx_conf *c)
+{
+    if (h_env_path(env, c->d, sizeof(c->d), sub) < 0)
+        return -ENAMETOOLONG;
+    mkdir(c->d, 0755);
+    c->port = h_free_port();
+    if (c->port < 0)
+        return c->port;
+    snprintf(c->conf, sizeof(c->conf), "%s/nginx.conf", c->d);
+    snprintf(c->err, sizeof(c->err), "%s/error.log", c->d);
+    c->f = fopen(c->conf, "w");
+    if (!c->f)
+        return -errno;
+    /* as root, nginx's workers would switch to www-data and could not write the
+     * cache in our 0700 temp folder */
+    const char *d = c->d;
+    fprintf(c->f,
+            "%sworker_processes %d;\npid %s/nginx.pid;\nerror_log %s warn;\ndaemon off;\n"
+            "events { worker_connections 1024; }\nhttp {\n access_log off;\n"
+            " client_body_temp_path %s/body;\n proxy_temp_path %s/proxy;\n"
+            " fastcgi_temp_path %s/fcgi;\n uwsgi_temp_path %s/uwsgi;\n scgi_temp_path %s/scgi;\n"
+            " sendfile on;\n tcp_nopush off;\n",
+            geteuid() == 0 ? "user root;\n" : "", workers, d, c->err, d, d, d, d, d);
+    return 0;
+}
+
+static int nginx_end(h_env *env, h_proc **out, nginx_conf *c, int *port_out)
+{
+    if (fclose(c->f) != 0)
+        return -EIO;
+    return nginx_run(env, out, c->d, c->conf, c->err, c->port, port_out);
+}
+
+int h_nginx_start(h_env *env, h_proc **out, int upstream_port, int *port_out)
+{
+    nginx_conf c;
+    int rc = nginx_begin(env, "nginx", 2, &c);
+    if (rc < 0)
+        return rc;
+    fprintf(c.f,
+            " proxy_cache_path %s/cache levels=1:2 keys_zone=s3:64m max_size=16g inactive=1h "
+            "use_temp_path=off;\n upstream s3 { server 127.0.0.1:%d; keepalive 32; }\n"
+            " server {\n  listen 127.0.0.1:%d;\n  location / {\n   slice 1m;\n"
+            "   proxy_cache s3;\n   proxy_cache_key $uri$is_args$args$slice_range;\n"
+            "   proxy_set_header Range $slice_range;\n   proxy_cache_valid 200 206 1h;\n"
+            "   proxy_cache_lock on;\n   proxy_http_version 1.1;\n"
+            "   proxy_set_header Connection \"\";\n   proxy_set_header Host 127.0.0.1:%d;\n"
+            "   proxy_pass http://s3;\n  }\n }\n}\n",
+            c.d, upstream_port, c.port, upstream_port);
+    return nginx_end(env, out, &c, port_out);
+}
+
+int h_nginx_static_start(h_env *env, h_proc **out, const char *root, int workers, int *port_out)
+{
+    nginx_conf c;
+    int rc = nginx_begin(env, "nginx-static", workers > 0 ? workers : 1, &c);
+    if (rc < 0)
+        return rc;
+    fprintf(c.f,
+            " keepalive_requests 100000000;\n keepalive_timeout 300s;\n"
+            " default_type application/octet-stream;\n"
+            " server {\n  listen 127.0.0.1:%d;\n  root %s;\n }\n}\n",
+            c.port, root);
+    return nginx_end(env, out, &c, port_out);
 }
 
 int h_iperf_server_start(h_env *env, h_proc **out, int *port_out)

@@ -147,6 +147,10 @@ void h_read_text(const char *path, char *buf, size_t cap);
  * -ENOENT (with a message) if the variable is unset or the file does not exist. */
 int h_build_path(char *buf, size_t len, const char *rel);
 
+/* Where the build puts the programs tests run, relative to the build folder. */
+#define H_RINGCACHE_CLI "ingest/cli/ringcache"
+#define H_RINGCACHED "cached/ringcached"
+
 /* "<$RINGCACHE_SOURCE_DIR>/<rel>" into buf; falls back to the source folder this
  * harness was compiled from. -ENOENT if the file does not exist. */
 int h_source_path(char *buf, size_t len, const char *rel);
@@ -188,6 +192,13 @@ int h_free_port(void);
  * proxy_cache_lock on) in front of 127.0.0.1:upstream_port, everything in the
  * env folder; *port_out is its port. 0 or -errno (nginx missing: its error). */
 int h_nginx_start(h_env *env, h_proc **out, int upstream_port, int *port_out);
+
+/* Starts Debian's nginx serving the files of root (an absolute folder) as
+ * they are: sendfile on, tcp_nopush off, access log off, keep-alive with no
+ * request limit, `workers` worker processes; everything else in the env
+ * folder. *port_out is its port. For benches that compare a server with
+ * nginx on the same bytes. 0 or -errno. */
+int h_nginx_static_start(h_env *env, h_proc **out, const char *root, int workers, int *port_out);
 
 /* The loopback ceiling: iperf3 -P streams for `seconds` against its own
  * server on a free port. GiB/s received, 0 when iperf3 is missing. */

@@ -6,7 +6,7 @@
  * folding see hostile trees too. A failed parse must leave a message that
  * starts with "line ". Real checks, not assert(): NDEBUG removes those.
  */
-#include "eng_int.h"
+#include "eng_plan.h"
 
 #include <errno.h>
 #include <stdio.h>

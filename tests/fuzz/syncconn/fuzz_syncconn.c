@@ -50,7 +50,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     rcp_get_req g = {.obj = {rcp_s("bucket"), rcp_s("key"), rcp_s("etag"), 1u << 20},
                      .block = 0, .offset = 0, .length = want, .flags = 0};
     int node_err = 0;
-    int rc = sc_get(c, &g, buf, want, &node_err);
+    char msg[256];
+    int rc = sc_get(c, &g, buf, want, &node_err, msg, sizeof(msg));
     if (rc == 0 && !sc_usable(c))
         abort();
     free(buf);

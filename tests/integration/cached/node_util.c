@@ -32,7 +32,7 @@ int t_node_try_start_wrapped(h_env *env, t_node *n, const char *name, const char
                              const char *const *extra, const char *const *wrap)
 {
     char bin[1024];
-    if (h_build_path(bin, sizeof(bin), "cached/ringcached") < 0)
+    if (h_build_path(bin, sizeof(bin), H_RINGCACHED) < 0)
         h_skip("ringcached is not built");
     memset(n, 0, sizeof(*n));
     snprintf(n->name, sizeof(n->name), "%s", name);

@@ -52,7 +52,7 @@ static int setup(void **state)
     (void)state;
     if (h_env_create(&env, "test_ringcached_cli") < 0)
         return -1;
-    if (h_build_path(bin, sizeof(bin), "cached/ringcached") < 0)
+    if (h_build_path(bin, sizeof(bin), H_RINGCACHED) < 0)
         h_skip("ringcached is not built");
     return 0;
 }
@@ -209,7 +209,7 @@ static void test_version(void **state)
     assert_int_equal(r.status, 0);
     char node_v[64], cli_v[64], cli[1024];
     version_word(r.out, "ringcached", node_v, sizeof(node_v));
-    if (h_build_path(cli, sizeof(cli), "client/cli/ringcache") < 0)
+    if (h_build_path(cli, sizeof(cli), H_RINGCACHE_CLI) < 0)
         h_skip("the ringcache CLI is not built");
     const char *argv[] = {cli, "--version", NULL};
     assert_int_equal(h_run(env, &r, argv, NULL), 0);

@@ -111,6 +111,12 @@ void t_cluster_publish(t_cluster *tc, h_dns *dns, const char *svc)
 void t_run_cli(t_cluster *tc, h_run_result *r, const char *cli, const char *const *env_extra,
                const char *const *args)
 {
+    t_run_cli_at(tc->env, h_s3model_endpoint(tc->model), r, cli, env_extra, args);
+}
+
+void t_run_cli_at(h_env *env, const char *endpoint, h_run_result *r, const char *cli,
+                  const char *const *env_extra, const char *const *args)
+{
     const char *argv[32];
     int n = 0;
     argv[n++] = cli;
@@ -118,14 +124,14 @@ void t_run_cli(t_cluster *tc, h_run_result *r, const char *cli, const char *cons
         argv[n] = args[n - 1];
     argv[n] = NULL;
     char ep[300];
-    snprintf(ep, sizeof(ep), "AWS_ENDPOINT_URL=%s", h_s3model_endpoint(tc->model));
+    snprintf(ep, sizeof(ep), "AWS_ENDPOINT_URL=%s", endpoint);
     const char *set[24] = {"AWS_PROFILE", "RINGCACHE_CACHE", "AWS_ACCESS_KEY_ID=S3RVER",
                            "AWS_SECRET_ACCESS_KEY=S3RVER", "AWS_REGION=us-east-1", ep};
     int k = 6;
     for (int i = 0; env_extra && env_extra[i] && k < 23; i++)
         set[k++] = env_extra[i];
     set[k] = NULL;
-    assert_int_equal(h_run(tc->env, r, argv, set), 0);
+    assert_int_equal(h_run(env, r, argv, set), 0);
     if (r->status)
         fprintf(stderr, "ringcache %s: exit %d: %s\n", args[0], r->status, r->err);
 }

@@ -52,6 +52,9 @@ void t_scattered_reads(rc_handle *h, const unsigned char *data, size_t size, int
  * (NULL-terminated, may be NULL). The CLI's stderr is printed when it fails. */
 void t_run_cli(t_cluster *tc, h_run_result *r, const char *cli, const char *const *env_extra,
                const char *const *args);
+/* The same in env against the S3 at endpoint (a test with a set-up of its own). */
+void t_run_cli_at(h_env *env, const char *endpoint, h_run_result *r, const char *cli,
+                  const char *const *env_extra, const char *const *args);
 
 /* A size in bytes: `release_mib` MiB, or less in sanitizer builds
  * (`sanitized_mib`) or under RINGCACHE_CLIENT_TEST_MIB. */

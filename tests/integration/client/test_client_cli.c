@@ -48,7 +48,7 @@ static int setup(void **state)
 {
     (void)state;
     t_cluster_start(&tc, "test_client_cli", NULL);
-    if (h_build_path(cli, sizeof(cli), "client/cli/ringcache") < 0)
+    if (h_build_path(cli, sizeof(cli), H_RINGCACHE_CLI) < 0)
         h_skip("the ringcache CLI is not built");
     return 0;
 }

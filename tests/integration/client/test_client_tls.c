@@ -72,7 +72,7 @@ static int setup(void **state)
     t_cluster_publish(&tc, dns, SVC_OTHER);
     snprintf(dns_members, sizeof(dns_members), "dns:" SVC ":7070");
     snprintf(other_members, sizeof(other_members), "dns:" SVC_OTHER ":7070");
-    if (h_build_path(cli, sizeof(cli), "client/cli/ringcache") < 0)
+    if (h_build_path(cli, sizeof(cli), H_RINGCACHE_CLI) < 0)
         cli[0] = '\0';
     return 0;
 }

@@ -33,7 +33,7 @@ command -v podman >/dev/null || skip "podman not found (Debian packages podman a
 [[ -n ${RINGCACHE_IMAGE_BASE:-} ]] || command -v debootstrap >/dev/null \
   || skip "debootstrap not found (Debian package debootstrap), and RINGCACHE_IMAGE_BASE names no Debian 12 image"
 why=$(renderer_check) || skip "$why"
-cli=$build/client/cli/ringcache
+cli=$build/ingest/cli/ringcache
 [[ -x $cli ]] || skip "the ringcache CLI is not built ($cli)"
 command -v curl >/dev/null || skip "curl not found (Debian package curl)"
 [[ -f $nm/s3rver/package.json ]] || skip "npm s3rver not in $nm (run scripts/setup.sh)"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * test_parquet_duckdb.c: the Parquet reader (ingest/parquet.h) on files written
+ * test_parquet_duckdb.c: the Parquet reader (ingest/format/parquet/parquet.h) on files written
  * by DuckDB and hyparquet-writer (gen.mjs: every codec, pages v1 and v2, all
  * encodings, nulls in every type, empty files, one and many row groups),
  * every value compared with what DuckDB reads from the same file. Also: only

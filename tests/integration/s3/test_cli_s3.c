@@ -58,7 +58,7 @@ static int setup(void **state)
     (void)state;
     if (h_env_create(&env, "test_cli_s3") < 0)
         return -1;
-    if (h_build_path(cli, sizeof(cli), "client/cli/ringcache") < 0)
+    if (h_build_path(cli, sizeof(cli), H_RINGCACHE_CLI) < 0)
         h_skip("the ringcache CLI is not built");
     s3 = t_start_s3(env, 3);
     return 0;

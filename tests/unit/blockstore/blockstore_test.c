@@ -6,7 +6,10 @@
  * identities, restart (the index is the record; the open region is sealed),
  * eviction at 3x capacity, the I/O-error hook and a corrupted byte on disk
  * (each a miss and a counter), the RAM tier, detach cancelling pending work,
- * reinsertion on and off, LRU over regions. Every blocking helper also checks
+ * reinsertion on and off, LRU over regions; a damaged folder (superblock
+ * short or garbled, index files corrupt, data file short, another block
+ * size) set aside into a quarantine folder and the store open empty and
+ * usable, or refused with a sentence when strict; one store per folder. Every blocking helper also checks
  * that no callback ran inside its submitting call.
  */
 #include "blockstore.h"
@@ -28,6 +31,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <dirent.h>
 
 enum { BSZ = 64 * 1024, RSZ = 256 * 1024 };
 
@@ -165,8 +169,11 @@ static void test_open_refusals(void **state)
     c.region_size = BSZ * 3 + 4096;
     expect_refusal(&c, -EINVAL, "region size");
 
-    /* Made with one block size, refused with another. */
+    /* Strict: made with one block size, refused with another. */
+    f->cfg.strict = true;
     fx_open(f);
+    /* one store per folder */
+    expect_refusal(&f->cfg, -EBUSY, "in use by another process");
     fx_close(f);
     c = f->cfg;
     c.block_size = 128 * 1024;
@@ -182,6 +189,190 @@ static void test_open_refusals(void **state)
     assert_int_equal(pwrite(fd, "X", 1, 100), 1);
     close(fd);
     expect_refusal(&f->cfg, -EMEDIUMTYPE, "damaged");
+}
+
+/* ---- a damaged folder -------------------------------------------------------- */
+
+/* Overwrites n bytes at off of path with garbage (or the middle when off < 0). */
+static void garble(const char *path, long off, size_t n)
+{
+    int fd = open(path, O_WRONLY);
+    assert_true(fd >= 0);
+    struct stat st;
+    assert_int_equal(fstat(fd, &st), 0);
+    if (off < 0)
+        off = (long)st.st_size / 2;
+    uint8_t junk[64];
+    for (size_t i = 0; i < sizeof(junk); i++)
+        junk[i] = (uint8_t)(0xA5 ^ (i * 37));
+    assert_true(n <= sizeof(junk));
+    assert_int_equal(pwrite(fd, junk, n, off), (ssize_t)n);
+    close(fd);
+}
+
+/* Garbles every file of the index whose name starts with prefix. */
+static int garble_index(const char *dir, const char *prefix)
+{
+    char ix[600];
+    snprintf(ix, sizeof(ix), "%s/index", dir);
+    DIR *d = opendir(ix);
+    assert_non_null(d);
+    struct dirent *de;
+    int n = 0;
+    while ((de = readdir(d)) != NULL) {
+        if (strncmp(de->d_name, prefix, strlen(prefix)) != 0)
+            continue;
+        char p[1200];
+        snprintf(p, sizeof(p), "%s/%s", ix, de->d_name);
+        garble(p, -1, 32);
+        n++;
+    }
+    closedir(d);
+    return n;
+}
+
+/* The quarantine folders in dir; the first one's name into first. */
+static int quarantine_dirs(const char *dir, char *first, size_t cap)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    struct dirent *de;
+    int n = 0;
+    while ((de = readdir(d)) != NULL)
+        if (strncmp(de->d_name, "quarantine-", 11) == 0 && n++ == 0)
+            snprintf(first, cap, "%s/%s", dir, de->d_name);
+    closedir(d);
+    return n;
+}
+
+enum damage { D_SB_SHORT, D_SB_GARBLED, D_INDEX_SST, D_INDEX_MANIFEST, D_DATA_SHORT,
+              D_BLOCK_SIZE, D__COUNT };
+static const char *const damage_name[D__COUNT] = {
+    "superblock truncated", "superblock garbled", "index tables garbled",
+    "index manifest garbled", "data file truncated", "another block size"};
+
+/* Writes blocks, closes, damages the folder one way; returns the config to
+ * reopen it with (the block size changes for D_BLOCK_SIZE). */
+static bs_config make_damaged(fx *f, enum damage d, bst_id *ids, int nids)
+{
+    f->cfg.strict = false;
+    fx_open(f);
+    for (int i = 0; i < nids; i++) {
+        bst_id_init(&ids[i], "bucket", 7, "v1", (uint64_t)nids * BSZ, (uint64_t)i);
+        assert_int_equal(bst_write_block(f->w, f->base, &ids[i].id, BSZ), 0);
+    }
+    fx_close(f);
+    char p[700];
+    bs_config c = f->cfg;
+    switch (d) {
+    case D_SB_SHORT:
+        snprintf(p, sizeof(p), "%s/superblock", f->dir);
+        assert_int_equal(truncate(p, 100), 0);
+        break;
+    case D_SB_GARBLED:
+        snprintf(p, sizeof(p), "%s/superblock", f->dir);
+        garble(p, 8, 16); /* the format and the geometry */
+        break;
+    case D_INDEX_SST:
+        assert_true(garble_index(f->dir, "0") > 0); /* the tables and logs: 0000NN.* */
+        break;
+    case D_INDEX_MANIFEST:
+        assert_true(garble_index(f->dir, "MANIFEST") > 0);
+        break;
+    case D_DATA_SHORT:
+        snprintf(p, sizeof(p), "%s/data", f->dir);
+        assert_int_equal(truncate(p, RSZ + 4096), 0);
+        break;
+    case D_BLOCK_SIZE:
+        c.block_size = 2 * BSZ;
+        break;
+    default:
+        break;
+    }
+    return c;
+}
+
+static void test_damaged_folder_quarantined(void **state)
+{
+    fx *f = *state;
+    enum { N = 6 };
+    for (int d = 0; d < D__COUNT; d++) {
+        fprintf(stderr, "damage: %s\n", damage_name[d]);
+        bst_id ids[N];
+        bs_config c = make_damaged(f, (enum damage)d, ids, N);
+
+        /* strict: refused with a sentence, nothing moved */
+        c.strict = true;
+        bs_store *s = NULL;
+        char err[1024] = "";
+        int rc = bs_open(&s, &c, err, sizeof(err));
+        fprintf(stderr, "  strict: %d %s\n", rc, err);
+        assert_true(rc == -EMEDIUMTYPE || rc == -EUCLEAN);
+        assert_null(s);
+        assert_true(strlen(err) > 20 && strstr(err, f->dir));
+        char q[1200];
+        assert_int_equal(quarantine_dirs(f->dir, q, sizeof(q)), 0);
+
+        /* by default: set aside, open empty, usable */
+        c.strict = false;
+        c.log = bst_log;
+        f->cfg = c;
+        fx_open(f);
+        bs_stats st = stats(f);
+        assert_int_equal(st.quarantined, 1);
+        assert_int_equal(st.blocks_stored, 0);
+        assert_int_equal(quarantine_dirs(f->dir, q, sizeof(q)), 1);
+        char p[1300];
+        snprintf(p, sizeof(p), "%s/reason", q);
+        char reason[1024] = "";
+        FILE *rf = fopen(p, "r");
+        assert_non_null(rf);
+        assert_non_null(fgets(reason, sizeof(reason), rf));
+        fclose(rf);
+        assert_true(strlen(reason) > 20);
+        snprintf(p, sizeof(p), "%s/index", q);
+        struct stat sst;
+        assert_int_equal(stat(p, &sst), 0); /* the index kept for a post-mortem */
+        uint32_t bsz = c.block_size;
+        bst_id id;
+        bst_id_init(&id, "bucket", 7, "v1", 2ull * bsz, 1);
+        assert_int_equal(bst_read(f->w, f->base, &id.id, 0, 0, f->buf), -ENOENT);
+        uint8_t *big = malloc(bsz);
+        assert_int_equal(bst_write_block(f->w, f->base, &id.id, bsz), 0);
+        assert_int_equal(bst_read(f->w, f->base, &id.id, 0, 0, big), (int)bsz);
+        assert_true(bst_check(&id.id, 0, big, bsz));
+        fx_close(f);
+
+        /* the new store is sound: reopened as it is, keeping its block */
+        fx_open(f);
+        st = stats(f);
+        assert_int_equal(st.quarantined, 0);
+        assert_int_equal(st.blocks_stored, 1);
+        assert_int_equal(bst_read(f->w, f->base, &id.id, 0, 0, big), (int)bsz);
+        free(big);
+        fx_close(f);
+
+        /* next damage kind from a fresh folder */
+        bst_rmdir(f->dir);
+        assert_int_equal(mkdir(f->dir, 0755), 0);
+        f->cfg = bst_config(f->dir, 8);
+    }
+}
+
+/* Quarantine folders beyond BS_QUARANTINE_KEEP are removed, oldest first. */
+static void test_quarantine_keeps_the_newest(void **state)
+{
+    fx *f = *state;
+    bst_id ids[2];
+    for (int i = 0; i < BS_QUARANTINE_KEEP + 2; i++) {
+        bs_config c = make_damaged(f, D_SB_SHORT, ids, 2);
+        f->cfg = c;
+        fx_open(f);
+        assert_int_equal(stats(f).quarantined, 1);
+        fx_close(f);
+    }
+    char q[1200];
+    assert_int_equal(quarantine_dirs(f->dir, q, sizeof(q)), BS_QUARANTINE_KEEP);
 }
 
 /* ---- round trips ----------------------------------------------------------- */
@@ -706,6 +897,8 @@ int main(int argc, char **argv)
     bst_io_mode(&argc, argv);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_open_refusals, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_damaged_folder_quarantined, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_quarantine_keeps_the_newest, setup, teardown),
         cmocka_unit_test_setup_teardown(test_roundtrip_sizes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_range_reads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_versions_and_identity, setup, teardown),

@@ -42,6 +42,8 @@ static void test_classification(void **state)
         {403, 0, "AccessDenied", false},
         {404, 0, "NoSuchKey", false},
         {409, 0, NULL, false},
+        {409, 0, "ConditionalRequestConflict", true}, /* a racing conditional write */
+        {409, 0, "BucketAlreadyExists", false},
         {412, 0, "PreconditionFailed", false},
         {416, 0, "InvalidRange", false},
         {200, 0, NULL, false},

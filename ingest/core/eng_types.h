@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * eng_types.h: the engine's value layer (eng_types.c): the memory tracker
+ * behind max_memory_usage (em_), engine types and vectors (ex_), the schema of
+ * a source (eng_schema), value formatting as ClickHouse prints it, civil
+ * dates, and the "did you mean" suggestion every name lookup uses.
+ *
+ * Thread-safety: the memory tracker is atomic and shared by every thread of a
+ * query; a vector belongs to one thread at a time (read-only vectors may be
+ * read by many); every other function is reentrant.
+ */
+#ifndef RINGCACHE_ENG_TYPES_H
+#define RINGCACHE_ENG_TYPES_H
+
+#include "colbatch.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The size of the engine's error sentences (err buffers). */
+#define ENG_MSG_MAX 1024
+
+/* ---- the first failure of several threads ---------------------------------- */
+
+/* Where the threads of one query (or one phase of it) leave their error: the
+ * first one stays, with its sentence. Thread-safe (a mutex); rc is also
+ * readable without it once the threads have been joined. */
+typedef struct eng_fail {
+    pthread_mutex_t mu;
+    _Atomic int rc;            /* 0, or the first failure's -errno */
+    char msg[ENG_MSG_MAX];
+} eng_fail;
+
+void eng_fail_init(eng_fail *f);
+void eng_fail_deinit(eng_fail *f);
+/* Keeps rc and msg when nothing failed before; true when it did keep them. */
+bool eng_fail_set(eng_fail *f, int rc, const char *msg);
+
+/* ---- memory --------------------------------------------------------------- */
+
+typedef struct eng_mem {
+    _Atomic int64_t cur, peak;
+    int64_t limit;             /* 0: none */
+    _Atomic int64_t failed_at; /* the size of the allocation that crossed the limit */
+} eng_mem;
+
+void *em_alloc(eng_mem *m, size_t n);
+void *em_calloc(eng_mem *m, size_t n);
+void *em_realloc(eng_mem *m, void *p, size_t n);
+void em_free(eng_mem *m, void *p);
+/* Accounts memory allocated elsewhere (Parquet batches): false when over. */
+bool em_account(eng_mem *m, int64_t delta);
+/* For optional memory (bytes fetched ahead): adds n when the query stays at
+ * least keep_free below its limit (any n when keep_free < 0 or there is no
+ * limit; a negative n always), without recording a failure: false when not. */
+bool em_reserve(eng_mem *m, int64_t n, int64_t keep_free);
+/* "memory limit (max_memory_usage) exceeded: ..." */
+void em_error(eng_mem *m, char *err, size_t errlen);
+
+/* ---- types ---------------------------------------------------------------- */
+
+typedef enum ex_kind {
+    EX_NOTHING = 0, /* the type of NULL */
+    EX_BOOL,        /* int64 storage, prints true/false */
+    EX_INT,         /* int64 */
+    EX_UINT,        /* uint64 in the int64 storage */
+    EX_FLOAT,       /* double */
+    EX_STRING,
+    EX_DATE,        /* int64 days since 1970-01-01 */
+    EX_DATETIME,    /* int64 in 10^-scale seconds since the epoch (UTC) */
+} ex_kind;
+
+typedef struct ex_type {
+    uint8_t kind;
+    bool nullable;
+    uint8_t scale;   /* EX_DATETIME: 0 DateTime, 3/6/9 DateTime64 */
+    uint8_t bits;    /* EX_INT/EX_UINT/EX_FLOAT: 8..64 for the name; Date32: 32 */
+    bool utc;        /* DateTime64(s, 'UTC') */
+    bool decimal;    /* read from a decimal column (shown as Float64) */
+} ex_type;
+
+/* ClickHouse's name of a type: "Nullable(Int64)", "DateTime64(6)", ... */
+void ex_type_name(const ex_type *t, char *buf, size_t cap);
+static inline bool ex_is_num(uint8_t k)
+{
+    return k == EX_BOOL || k == EX_INT || k == EX_UINT || k == EX_FLOAT;
+}
+
+/* A vector of n values. Strings are plain (off[n+1] + data) or dictionary
+ * (dict column + idx[n]). A constant vector has n == 1 and is_const. nulls is
+ * a byte per row (1 = NULL), or NULL when no row is null. `own` says which
+ * buffers the vector frees (ex_vec_clear). */
+typedef struct ex_vec {
+    ex_type t;
+    uint32_t n;
+    bool is_const;
+    uint8_t own;
+    int64_t *i;
+    double *d;
+    uint32_t *off;
+    uint8_t *data;
+    size_t data_cap;
+    const cb_column *dict;
+    uint32_t *idx;
+    uint8_t *nulls;
+} ex_vec;
+
+enum { EXO_I = 1, EXO_D = 2, EXO_OFF = 4, EXO_DATA = 8, EXO_IDX = 16, EXO_NULLS = 32 };
+
+void ex_vec_clear(eng_mem *m, ex_vec *v);
+static inline uint32_t ex_row(const ex_vec *v, uint32_t r)
+{
+    return v->is_const ? 0 : r;
+}
+static inline bool ex_null(const ex_vec *v, uint32_t r)
+{
+    return v->t.kind == EX_NOTHING || (v->nulls && v->nulls[ex_row(v, r)]);
+}
+static inline const uint8_t *ex_str(const ex_vec *v, uint32_t r, uint32_t *len)
+{
+    r = ex_row(v, r);
+    if (!v->dict && !v->off) { /* a NULL-typed vector: no strings, every row is NULL */
+        *len = 0;
+        return (const uint8_t *)"";
+    }
+    if (v->dict) {
+        uint32_t k = v->idx[r];
+        *len = v->dict->offsets[k + 1] - v->dict->offsets[k];
+        return v->dict->data ? v->dict->data + v->dict->offsets[k] : (const uint8_t *)"";
+    }
+    *len = v->off[r + 1] - v->off[r];
+    /* no data buffer: every string of the vector is empty */
+    return v->data ? v->data + v->off[r] : (const uint8_t *)"";
+}
+static inline double ex_f(const ex_vec *v, uint32_t r)
+{
+    r = ex_row(v, r);
+    if (!v->i && !v->d)
+        return 0; /* a NULL-typed vector: no values, every row is NULL */
+    if (v->t.kind == EX_FLOAT)
+        return v->d[r];
+    if (v->t.kind == EX_UINT)
+        return (double)(uint64_t)v->i[r];
+    if (v->t.kind == EX_DATETIME && v->t.scale) {
+        double s = 1;
+        for (int k = 0; k < v->t.scale; k++)
+            s *= 10;
+        return (double)v->i[r] / s;
+    }
+    return (double)v->i[r];
+}
+
+/* Builders used by readers and operators. 0 or -ENOMEM. */
+int ex_vec_alloc(eng_mem *m, ex_vec *v, ex_type t, uint32_t n);
+int ex_vec_str_put(eng_mem *m, ex_vec *v, uint32_t r, const void *s, size_t len);
+/* Makes a vector of n rows from a batch column (zero copy where the layout
+ * matches; borrowed buffers stay the column's). */
+int ex_vec_from_column(eng_mem *m, const cb_column *c, ex_vec *v);
+/* *out views rows [off, off + n) of v: v's buffers, borrowed (v must outlive
+ * it; clearing it frees nothing). A constant views itself. */
+void ex_vec_view(const ex_vec *v, uint32_t off, uint32_t n, ex_vec *out);
+ex_type ex_type_of_column(const cb_typeinfo *ti, bool nullable);
+/* Formats one value as text the way ClickHouse's TSV does (unescaped; for
+ * strings the bytes). Returns the length; buf >= 64 bytes for non-strings. */
+size_t ex_fmt_value(const ex_vec *v, uint32_t r, char *buf, size_t cap, const uint8_t **sp);
+size_t ex_fmt_double(double d, char *buf, size_t cap);
+
+/* Dates (UTC, proleptic Gregorian). */
+int64_t ex_days_from_civil(int64_t y, unsigned m, unsigned d);
+void ex_civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d);
+/* Parses 'YYYY-MM-DD' (whole string): days; 'YYYY-MM-DD hh:mm:ss[.fff...]':
+ * value in 10^-scale s. true on success. */
+bool ex_parse_date(const char *s, size_t n, int64_t *days);
+bool ex_parse_datetime(const char *s, size_t n, int scale, int64_t *out, int *scale_seen);
+
+/* ---- schemas ---------------------------------------------------------------- */
+
+/* The columns of a source: names and engine types (Parquet: the batch type
+ * too). Owned by whoever fills it; eng_schema_free frees the names. */
+typedef struct eng_schema eng_schema;
+typedef struct eng_col {
+    char *name;
+    ex_type t;
+    cb_typeinfo cb;      /* Parquet: the batch type; text: unused */
+} eng_col;
+
+struct eng_schema {
+    eng_col *cols;
+    int n;
+};
+void eng_schema_free(eng_schema *s);
+
+/* ---- did you mean ----------------------------------------------------------- */
+/* The candidate closest to name (Damerau-Levenshtein, case-insensitive),
+ * or NULL when none is close. */
+const char *eng_suggest(const char *name, const char *const *cands, int n);
+
+
+#endif /* RINGCACHE_ENG_TYPES_H */

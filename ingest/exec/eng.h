@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * eng.h: the scan engine's public face: run SQL statements (sql/sql.h) over
+ * Parquet / CSV / TSV / JSONEachRow files from local folders or S3 and hand
+ * each result to a sink (sink/eng_sink.h: an output format by default), with
+ * ClickHouse's semantics. A statement goes through these stages:
+ *
+ *   parse (sql/)  ->  source (source/: the FROM table function: glob -> files
+ *   -> work units, Parquet row groups or text files)  ->  bind (plan/)
+ *   ->  execute (exec/eng_worker.c: max_threads workers; per unit: scan only
+ *       the columns the query needs, row groups pruned by WHERE; filter;
+ *       partial aggregate | projection (+ top-N) per worker)
+ *   ->  result (exec/eng_result.c: merge -> HAVING -> ORDER BY (heap when
+ *       LIMIT) -> LIMIT/OFFSET; without GROUP BY / ORDER BY the rows stream
+ *       straight from the workers)
+ *   ->  sink (one block at a time)
+ *
+ * Blocks between operators are cb_batch (core/colbatch.h) at the source and
+ * engine vectors (core/eng_types.h: typed, a null byte per row, strings plain
+ * or dictionary + indices) inside.
+ *
+ * Owns: nothing between calls. eng_run keeps no global state: a process may
+ * run any number of statements at once (a server's queries), each with its
+ * own memory tracker, settings, source, workers and sink.
+ *
+ * Thread-safety: eng_run() may be called from several threads at once, with
+ * the same or different eng_ctx (it only reads it). Inside a statement the
+ * engine starts max_threads workers of its own and joins them before it
+ * returns. The S3 callbacks of eng_ctx (open_s3, list_s3) are called from
+ * those workers and from download threads concurrently and must be
+ * thread-safe; a sink (and a writer) is called by one thread at a time.
+ */
+#ifndef RINGCACHE_ENG_H
+#define RINGCACHE_ENG_H
+
+#include "eng_sink.h"
+#include "rangesrc.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Makes the sink a statement's result goes to, given the statement's output
+ * format (its FORMAT clause, else eng_ctx.format): called once per statement
+ * that has a result, before any of its rows exist. 0 or -errno with a
+ * sentence in err. The engine destroys the sink after the statement. */
+typedef int (*eng_open_sink_fn)(void *arg, eng_format fmt, eng_sink **out, char *err,
+                                size_t errlen);
+
+typedef struct eng_ctx {
+    eng_list_fn list_s3;       /* NULL: s3() fails with a sentence saying why */
+    eng_open_fn open_s3;
+    void *s3_impl;
+    FILE *out;                 /* result bytes (borrowed), when writer is NULL */
+    const eng_writer *writer;  /* where result bytes go (borrowed); NULL: out */
+    eng_open_sink_fn open_sink; /* NULL: the format's sink on writer / out */
+    void *sink_arg;
+    eng_format format;         /* when the query has no FORMAT clause */
+    FILE *progress;            /* a progress line every 100 ms; NULL: none */
+    int max_threads;           /* default for the setting; 0: the cores */
+} eng_ctx;
+
+/* What a finished query did (for the summary line). */
+typedef struct eng_result {
+    uint64_t rows_out;         /* rows written */
+    uint64_t rows_read;        /* rows that came out of the readers */
+    uint64_t bytes_read;       /* their uncompressed bytes */
+    uint64_t files, row_groups, row_groups_pruned;
+    int64_t peak_memory;       /* tracked bytes */
+    double elapsed_s;
+} eng_result;
+
+/* Runs `sql` (one or more statements separated by ';') against ctx, writing
+ * each result to its sink (ctx->open_sink's, else the format's on
+ * ctx->writer or ctx->out) and, after each statement, the ClickHouse-style
+ * summary to `summary` (may be NULL). Returns 0 or -errno with a sentence in
+ * err (the SQL place "line L, column C: ..." for errors in the query, the file
+ * and place for errors in the data). res (may be NULL) gets the last
+ * statement's counters. */
+int eng_run(const eng_ctx *ctx, const char *sql, size_t len, FILE *summary, eng_result *res,
+            char *err, size_t errlen);
+
+/* Writes "N rows in set. Elapsed: X sec. Processed R rows, B (r rows/s., b/s.)\n
+ * Peak memory usage: M." to f. */
+void eng_print_summary(FILE *f, const eng_result *r);
+
+#endif /* RINGCACHE_ENG_H */

@@ -1,0 +1,1069 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * eng_agg.c: hash aggregation. Each worker owns an agg_tab: an open-addressing
+ * index from the serialized GROUP BY key to a group id, and per aggregate a
+ * column of states indexed by group id. A dictionary-encoded single string
+ * key is mapped per dictionary entry (each entry the rows use hashed once per
+ * dictionary, i.e. per row group, however the rows are sliced), then per row
+ * by its index. Tables of several workers merge by key;
+ * the result is a block of vectors: keys..., aggregates....
+ *
+ * Key serialization, per key column:
+ *   [1 byte: 1 NULL, 0 value] then, for a value: 8 bytes (int64 / double
+ *   bits) or [4-byte length][bytes] for strings; the last column's string
+ *   has no length (the key's length implies it), so a one-string key is
+ *   [0][bytes].
+ *
+ * Layout (one table per worker):
+ *
+ *   slots[mask + 1]  uint64: (hash >> 32) << 32 | (gid + 1); 0 empty
+ *   rec[cap]         per group, 16 bytes:
+ *                    +----------------------+--------------+--------+
+ *                    | key[0..8)            | key[8..12)   | len u32|
+ *                    +----------------------+--------------+--------+
+ *                    the key itself when it is at most 12 bytes (zero-
+ *                    padded), else the first word is its offset in kbuf
+ *
+ * so a hit touches the slot and one record: two cache lines, and keys of up
+ * to 12 bytes (a name, an integer) compare as two words. Hashes are not
+ * kept: growing the index and merging tables rehash the keys. Rows are
+ * looked up a chunk at a time: keys serialized and hashed first, then probed
+ * with the slot of a row a few ahead prefetched (and its record a little
+ * later), so the cache misses of consecutive rows overlap instead of queuing.
+ * A new group's states are set when it is inserted, so grown arrays are not
+ * cleared and their untouched pages cost no memory.
+ */
+#include "eng_agg.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+/* Rows serialized and hashed before they are probed. */
+#define AGG_CHUNK 2048
+/* How far ahead the probe loop prefetches a slot, and a record. */
+#define AGG_PF_SLOT 16
+#define AGG_PF_REC 8
+
+typedef struct uset {
+    uint64_t *v;     /* 0 = empty; value 0 stored as a flag */
+    uint32_t n, mask;
+    bool has_zero;
+} uset;
+
+typedef struct agg_col {
+    int64_t *i;      /* sum int/uint, min/max/any int-like */
+    double *d;       /* sum/avg float, min/max/any float */
+    uint64_t *cnt;   /* count, avg */
+    uint8_t *seen;
+    uint8_t **s;     /* min/max/any strings (owned, 4-byte length prefix) */
+    uset **u;
+} agg_col;
+
+#define AGG_INLINE 12
+
+typedef struct grec {
+    uint64_t k0;             /* len <= AGG_INLINE: key bytes 0..8; else offset in kbuf */
+    uint32_t k1;             /* len <= AGG_INLINE: key bytes 8..12 (zero-padded) */
+    uint32_t len;            /* key bytes */
+} grec;
+
+struct agg_tab {
+    eng_mem *mem;
+    const eng_plan *p;
+    uint32_t n, cap;         /* groups */
+    uint64_t *slots;         /* (hash >> 32) << 32 | (gid + 1); 0 empty */
+    uint32_t mask;
+    grec *rec;               /* per group */
+    uint8_t *kbuf;           /* keys longer than 16 bytes */
+    size_t klen, kcap;
+    agg_col *ac;
+    /* scratch */
+    uint8_t *scratch;        /* serialized keys of a chunk (or of a dictionary) */
+    size_t scratch_cap;
+    uint32_t *ko, *kls;      /* per key in scratch: offset, length */
+    uint64_t *hs;            /* per key in scratch: hash */
+    uint32_t kcap_rows;
+    uint32_t *gids;
+    uint32_t gids_cap;
+    uint32_t *dmap;          /* dictionary entry -> group, AGG_UNMAPPED until seen */
+    uint32_t dmap_cap;
+    cb_column *dmap_dict;    /* the dictionary dmap is for (one reference) */
+};
+
+#define AGG_UNMAPPED UINT32_MAX
+
+static int tab_oom(agg_tab *t, char *err, size_t errlen)
+{
+    if (t->mem && atomic_load(&t->mem->failed_at))
+        em_error(t->mem, err, errlen);
+    else
+        snprintf(err, errlen, "out of memory in GROUP BY");
+    return -ENOMEM;
+}
+
+int agg_tab_create(agg_tab **out, eng_mem *m, const eng_plan *p)
+{
+    agg_tab *t = calloc(1, sizeof(*t));
+    if (!t)
+        return -ENOMEM;
+    t->mem = m;
+    t->p = p;
+    t->ac = calloc((size_t)p->n_aggs + 1, sizeof(agg_col));
+    t->mask = 1023;
+    t->slots = em_calloc(m, (t->mask + 1) * sizeof(uint64_t));
+    if (!t->ac || !t->slots) {
+        agg_tab_destroy(&t);
+        return -ENOMEM;
+    }
+    *out = t;
+    return 0;
+}
+
+static void uset_free(eng_mem *m, uset *s)
+{
+    if (!s)
+        return;
+    em_free(m, s->v);
+    em_free(m, s);
+}
+
+void agg_tab_destroy(agg_tab **tp)
+{
+    if (!tp || !*tp)
+        return;
+    agg_tab *t = *tp;
+    eng_mem *m = t->mem;
+    for (int a = 0; t->ac && a < t->p->n_aggs; a++) {
+        agg_col *c = &t->ac[a];
+        em_free(m, c->i);
+        em_free(m, c->d);
+        em_free(m, c->cnt);
+        em_free(m, c->seen);
+        if (c->s)
+            for (uint32_t g = 0; g < t->n; g++)
+                em_free(m, c->s[g]);
+        em_free(m, c->s);
+        if (c->u)
+            for (uint32_t g = 0; g < t->n; g++)
+                uset_free(m, c->u[g]);
+        em_free(m, c->u);
+    }
+    free(t->ac);
+    em_free(m, t->slots);
+    em_free(m, t->rec);
+    em_free(m, t->kbuf);
+    free(t->scratch);
+    free(t->ko);
+    free(t->kls);
+    free(t->hs);
+    free(t->gids);
+    free(t->dmap);
+    cb_column_unref(t->dmap_dict);
+    free(t);
+    *tp = NULL;
+}
+
+uint32_t agg_tab_groups(const agg_tab *t)
+{
+    return t->n;
+}
+
+static int grow_groups(agg_tab *t)
+{
+    uint32_t cap = t->cap ? t->cap * 2 : 256;
+    eng_mem *m = t->mem;
+#define GROW(ptr, sz)                                                   \
+    do {                                                                \
+        void *np = em_realloc(m, ptr, (size_t)cap * (sz));              \
+        if (!np)                                                        \
+            return -ENOMEM;                                             \
+        ptr = np;                                                       \
+    } while (0)
+    GROW(t->rec, sizeof(grec));
+    for (int a = 0; a < t->p->n_aggs; a++) {
+        const eng_agg *ag = &t->p->aggs[a];
+        agg_col *c = &t->ac[a];
+        GROW(c->seen, 1);
+        switch (ag->fn) {
+        case AG_COUNT: GROW(c->cnt, 8); break;
+        case AG_AVG: GROW(c->cnt, 8); GROW(c->d, 8); GROW(c->i, 8); break;
+        case AG_UNIQ: GROW(c->u, sizeof(uset *)); break;
+        default:
+            if (ag->t.kind == EX_STRING)
+                GROW(c->s, sizeof(uint8_t *));
+            else if (ag->t.kind == EX_FLOAT)
+                GROW(c->d, 8);
+            else
+                GROW(c->i, 8);
+        }
+    }
+#undef GROW
+    t->cap = cap;
+    return 0;
+}
+
+/* The key bytes of a group (an inline key starts the record: k0 then k1). */
+static inline const uint8_t *key_of(const agg_tab *t, const grec *r)
+{
+    return r->len <= AGG_INLINE ? (const uint8_t *)&r->k0 : t->kbuf + r->k0;
+}
+
+static uint64_t rec_hash(const agg_tab *t, const grec *r)
+{
+    return XXH3_64bits(key_of(t, r), r->len);
+}
+
+static int rehash(agg_tab *t)
+{
+    uint32_t nm = (t->mask + 1) * 2 - 1;
+    uint64_t *ns = em_calloc(t->mem, (size_t)(nm + 1) * sizeof(uint64_t));
+    if (!ns)
+        return -ENOMEM;
+    for (uint32_t g = 0; g < t->n; g++) {
+        uint64_t h = rec_hash(t, &t->rec[g]);
+        uint32_t i = (uint32_t)h & nm;
+        while (ns[i])
+            i = (i + 1) & nm;
+        ns[i] = (h & 0xffffffff00000000ull) | (uint64_t)(g + 1);
+    }
+    em_free(t->mem, t->slots);
+    t->slots = ns;
+    t->mask = nm;
+    return 0;
+}
+
+/* Empty states for new group g. */
+static void group_init(agg_tab *t, uint32_t g)
+{
+    for (int a = 0; a < t->p->n_aggs; a++) {
+        agg_col *c = &t->ac[a];
+        c->seen[g] = 0;
+        if (c->i)
+            c->i[g] = 0;
+        if (c->d)
+            c->d[g] = 0;
+        if (c->cnt)
+            c->cnt[g] = 0;
+        if (c->s)
+            c->s[g] = NULL;
+        if (c->u)
+            c->u[g] = NULL;
+    }
+}
+
+/* The group of key bytes k (inserting it); -ENOMEM. When kl <= AGG_INLINE,
+ * k must have 12 readable bytes, zero past kl (the rows' keys in scratch
+ * do). The probe compares the slot's stored hash bits first, so a miss
+ * touches one cache line. */
+static int64_t lookup_p(agg_tab *t, const uint8_t *k, uint32_t kl, uint64_t h)
+{
+    uint32_t s = (uint32_t)h & t->mask;
+    uint64_t hi = h & 0xffffffff00000000ull;
+    uint64_t w0 = 0;
+    uint32_t w1 = 0;
+    if (kl <= AGG_INLINE) {
+        memcpy(&w0, k, 8);
+        memcpy(&w1, k + 8, 4);
+    }
+    for (;;) {
+        uint64_t e = t->slots[s];
+        if (!e)
+            break;
+        if ((e & 0xffffffff00000000ull) == hi) {
+            uint32_t g = (uint32_t)e - 1;
+            const grec *r = &t->rec[g];
+            if (r->len == kl &&
+                (kl <= AGG_INLINE ? r->k0 == w0 && r->k1 == w1
+                                  : memcmp(t->kbuf + r->k0, k, kl) == 0))
+                return g;
+        }
+        s = (s + 1) & t->mask;
+    }
+    if (t->n == t->cap && grow_groups(t) < 0)
+        return -ENOMEM;
+    uint32_t g = t->n;
+    grec *r = &t->rec[g];
+    r->len = kl;
+    if (kl <= AGG_INLINE) {
+        r->k0 = w0;
+        r->k1 = w1;
+    } else {
+        if (t->klen + kl > t->kcap) {
+            size_t nc = t->kcap ? t->kcap * 2 : 4096;
+            while (nc < t->klen + kl)
+                nc *= 2;
+            uint8_t *nb = em_realloc(t->mem, t->kbuf, nc);
+            if (!nb)
+                return -ENOMEM;
+            t->kbuf = nb;
+            t->kcap = nc;
+        }
+        memcpy(t->kbuf + t->klen, k, kl);
+        r->k0 = t->klen;
+        t->klen += kl;
+    }
+    group_init(t, g);
+    t->n++;
+    t->slots[s] = hi | (uint64_t)(g + 1);
+    /* linear probing with 32 hash bits in the slot stays short up to 3/4 */
+    if ((uint64_t)t->n * 4 > (uint64_t)(t->mask + 1) * 3 && rehash(t) < 0)
+        return -ENOMEM;
+    return g;
+}
+
+/* lookup_p for a key that may not be padded. */
+static int64_t lookup_h(agg_tab *t, const uint8_t *k, uint32_t kl, uint64_t h)
+{
+    if (kl > AGG_INLINE)
+        return lookup_p(t, k, kl, h);
+    uint8_t pk[16] = {0};
+    for (uint32_t i = 0; i < kl; i++)
+        pk[i] = k[i];
+    return lookup_p(t, pk, kl, h);
+}
+
+static size_t key_put(uint8_t *o, const ex_vec *v, uint32_t r, bool last)
+{
+    if (ex_null(v, r)) {
+        o[0] = 1;
+        return 1;
+    }
+    o[0] = 0;
+    if (v->t.kind == EX_STRING) {
+        uint32_t l;
+        const uint8_t *s = ex_str(v, r, &l);
+        if (last) {
+            if (l)
+                memcpy(o + 1, s, l);
+            return 1 + l;
+        }
+        memcpy(o + 1, &l, 4);
+        if (l)
+            memcpy(o + 5, s, l);
+        return 5 + l;
+    }
+    if (v->t.kind == EX_FLOAT) {
+        double d = ex_f(v, r);
+        if (d == 0)
+            d = 0; /* -0 and 0 are one group */
+        memcpy(o + 1, &d, 8);
+    } else {
+        memcpy(o + 1, &v->i[ex_row(v, r)], 8);
+    }
+    return 9;
+}
+
+static size_t key_size(const ex_vec *v, uint32_t r)
+{
+    if (v->t.kind == EX_STRING && !ex_null(v, r)) {
+        uint32_t l;
+        ex_str(v, r, &l);
+        return 5 + l;
+    }
+    return 9;
+}
+
+static int ensure(void **p, size_t *cap, size_t need)
+{
+    if (need <= *cap)
+        return 0;
+    size_t nc = *cap ? *cap * 2 : 256;
+    while (nc < need)
+        nc *= 2;
+    void *np = realloc(*p, nc);
+    if (!np)
+        return -ENOMEM;
+    *p = np;
+    *cap = nc;
+    return 0;
+}
+
+static int64_t lookup(agg_tab *t, const uint8_t *k, uint32_t kl)
+{
+    return lookup_h(t, k, kl, XXH3_64bits(k, kl));
+}
+
+/* Room for m keys of `bytes` serialized bytes in scratch (each key takes at
+ * least 16 bytes there, zero-padded, for lookup_p). 0 or -ENOMEM. */
+static int keys_reserve(agg_tab *t, uint32_t m, size_t bytes)
+{
+    if (m > t->kcap_rows) {
+        uint32_t nc = m < 256 ? 256 : m;
+        uint32_t *ko = realloc(t->ko, sizeof(uint32_t) * nc);
+        if (ko)
+            t->ko = ko;
+        uint32_t *kl = realloc(t->kls, sizeof(uint32_t) * nc);
+        if (kl)
+            t->kls = kl;
+        uint64_t *hs = realloc(t->hs, sizeof(uint64_t) * nc);
+        if (hs)
+            t->hs = hs;
+        if (!ko || !kl || !hs)
+            return -ENOMEM;
+        t->kcap_rows = nc;
+    }
+    if (bytes > UINT32_MAX)
+        return -ENOMEM;
+    return ensure((void **)&t->scratch, &t->scratch_cap, bytes + (size_t)m * 16 + 16);
+}
+
+/* Probes the m keys in scratch (ko, kls, hs) into out: the slot of key j +
+ * AGG_PF_SLOT is prefetched, then the record its slot points at once key j +
+ * AGG_PF_REC comes near, so the misses overlap. 0 or -ENOMEM. */
+static int probe_keys(agg_tab *t, uint32_t m, uint32_t *out)
+{
+    const uint64_t *hs = t->hs;
+    for (uint32_t j = 0; j < m; j++) {
+        if (j + AGG_PF_SLOT < m)
+            __builtin_prefetch(&t->slots[(uint32_t)hs[j + AGG_PF_SLOT] & t->mask]);
+        if (j + AGG_PF_REC < m) {
+            uint64_t h = hs[j + AGG_PF_REC], e = t->slots[(uint32_t)h & t->mask];
+            if (e && ((e ^ h) >> 32) == 0)
+                __builtin_prefetch(&t->rec[(uint32_t)e - 1]);
+        }
+        int64_t g = lookup_p(t, t->scratch + t->ko[j], t->kls[j], hs[j]);
+        if (g < 0)
+            return -ENOMEM;
+        out[j] = (uint32_t)g;
+    }
+    return 0;
+}
+
+/* Maps the dictionary entries the rows use that have no group yet: their
+ * keys are serialized and hashed, then probed together. dmap stays valid for
+ * the slices that follow as long as they share the dictionary, so a
+ * dictionary is hashed once per row group however the rows are sliced. */
+static int dict_groups(agg_tab *t, const cb_column *d, const uint32_t *idx, const uint32_t *sel,
+                       uint32_t n, const uint8_t *nulls)
+{
+    if (d != t->dmap_dict) {
+        if (d->n > t->dmap_cap) {
+            free(t->dmap);
+            t->dmap_cap = 0;
+            if (!(t->dmap = malloc(sizeof(uint32_t) * d->n)))
+                return -ENOMEM;
+            t->dmap_cap = d->n;
+        }
+        memset(t->dmap, 0xff, sizeof(uint32_t) * d->n);
+        cb_column_unref(t->dmap_dict);
+        t->dmap_dict = cb_column_ref((cb_column *)d);
+    }
+    uint32_t *list = NULL, *gids = NULL, m = 0, lcap = 0;
+    size_t need = 0;
+    int rc = 0;
+    for (uint32_t r = 0; r < n; r++) {
+        uint32_t x = sel ? sel[r] : r;
+        if (nulls && nulls[x])
+            continue;
+        uint32_t k = idx[x];
+        if (t->dmap[k] != AGG_UNMAPPED)
+            continue;
+        if (m == lcap) {
+            lcap = lcap ? lcap * 2 : 1024;
+            uint32_t *nl = realloc(list, sizeof(uint32_t) * lcap);
+            if (!nl) {
+                rc = -ENOMEM;
+                goto out;
+            }
+            list = nl;
+        }
+        t->dmap[k] = AGG_UNMAPPED - 1; /* listed */
+        list[m++] = k;
+        need += 1 + (size_t)(d->offsets[k + 1] - d->offsets[k]);
+    }
+    if (m == 0)
+        goto out;
+    if (keys_reserve(t, m, need) < 0 || !(gids = malloc(sizeof(uint32_t) * m))) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    /* serialized keys back to back: [0][bytes], each padded to 16 */
+    size_t o = 0;
+    for (uint32_t j = 0; j < m; j++) {
+        uint32_t k = list[j], l = d->offsets[k + 1] - d->offsets[k];
+        uint8_t *p = t->scratch + o;
+        memset(p, 0, 16);
+        if (l)
+            memcpy(p + 1, d->data + d->offsets[k], l);
+        t->ko[j] = (uint32_t)o;
+        t->kls[j] = l + 1;
+        o += l + 1 > 16 ? l + 1 : 16;
+    }
+    for (uint32_t j = 0; j < m; j++)
+        t->hs[j] = XXH3_64bits(t->scratch + t->ko[j], t->kls[j]);
+    if ((rc = probe_keys(t, m, gids)) == 0)
+        for (uint32_t j = 0; j < m; j++)
+            t->dmap[list[j]] = gids[j];
+out:
+    if (rc < 0)
+        for (uint32_t j = 0; j < m; j++)
+            t->dmap[list[j]] = AGG_UNMAPPED;
+    free(list);
+    free(gids);
+    return rc;
+}
+
+/* ---- uniq sets ---- */
+
+static int uset_add(eng_mem *m, uset **sp, uint64_t h)
+{
+    uset *s = *sp;
+    if (!s) {
+        if (!(s = em_calloc(m, sizeof(*s))))
+            return -ENOMEM;
+        s->mask = 7;
+        if (!(s->v = em_calloc(m, 8 * sizeof(uint64_t)))) {
+            em_free(m, s);
+            return -ENOMEM;
+        }
+        *sp = s;
+    }
+    if (h == 0) {
+        s->has_zero = true;
+        return 0;
+    }
+    uint32_t i = (uint32_t)(h ^ (h >> 32)) & s->mask;
+    while (s->v[i]) {
+        if (s->v[i] == h)
+            return 0;
+        i = (i + 1) & s->mask;
+    }
+    s->v[i] = h;
+    s->n++;
+    if (s->n * 2 > s->mask) {
+        uint32_t nm = (s->mask + 1) * 2 - 1;
+        uint64_t *nv = em_calloc(m, (size_t)(nm + 1) * 8);
+        if (!nv)
+            return -ENOMEM;
+        for (uint32_t k = 0; k <= s->mask; k++)
+            if (s->v[k]) {
+                uint32_t j = (uint32_t)(s->v[k] ^ (s->v[k] >> 32)) & nm;
+                while (nv[j])
+                    j = (j + 1) & nm;
+                nv[j] = s->v[k];
+            }
+        em_free(m, s->v);
+        s->v = nv;
+        s->mask = nm;
+    }
+    return 0;
+}
+
+static uint64_t val_hash(const ex_vec *v, uint32_t r)
+{
+    if (v->t.kind == EX_STRING) {
+        uint32_t l;
+        const uint8_t *s = ex_str(v, r, &l);
+        return XXH3_64bits(s, l);
+    }
+    if (v->t.kind == EX_FLOAT) {
+        double d = ex_f(v, r);
+        if (d == 0)
+            d = 0;
+        return XXH3_64bits(&d, 8);
+    }
+    return XXH3_64bits(&v->i[ex_row(v, r)], 8);
+}
+
+/* ---- updates ---- */
+
+static int str_set(eng_mem *m, uint8_t **slot, const uint8_t *s, uint32_t l)
+{
+    uint8_t *n = em_alloc(m, (size_t)l + 4);
+    if (!n)
+        return -ENOMEM;
+    memcpy(n, &l, 4);
+    if (l)
+        memcpy(n + 4, s, l);
+    em_free(m, *slot);
+    *slot = n;
+    return 0;
+}
+
+static int scmp(const uint8_t *a, uint32_t al, const uint8_t *b, uint32_t bl)
+{
+    uint32_t mn = al < bl ? al : bl;
+    int c = mn ? memcmp(a, b, mn) : 0;
+    return c ? c : (al < bl ? -1 : al > bl);
+}
+
+/* Folds value row r of v into state g of aggregate a. */
+static int update_one(agg_tab *t, int a, uint32_t g, const ex_vec *v, uint32_t r)
+{
+    const eng_agg *ag = &t->p->aggs[a];
+    agg_col *c = &t->ac[a];
+    if (ag->fn == AG_COUNT) {
+        if (!v || !ex_null(v, r))
+            c->cnt[g]++;
+        return 0;
+    }
+    if (ex_null(v, r))
+        return 0;
+    switch (ag->fn) {
+    case AG_SUM:
+        if (ag->t.kind == EX_FLOAT)
+            c->d[g] += ex_f(v, r);
+        else
+            c->i[g] = (int64_t)((uint64_t)c->i[g] + (uint64_t)(v->t.kind == EX_FLOAT ? (int64_t)v->d[ex_row(v, r)] : v->i[ex_row(v, r)]));
+        break;
+    case AG_AVG:
+        if (v->t.kind == EX_FLOAT)
+            c->d[g] += v->d[ex_row(v, r)];
+        else if (v->t.kind == EX_UINT)
+            c->d[g] += (double)(uint64_t)v->i[ex_row(v, r)];
+        else
+            c->i[g] += v->i[ex_row(v, r)];
+        c->cnt[g]++;
+        break;
+    case AG_UNIQ:
+        if (uset_add(t->mem, &c->u[g], val_hash(v, r)) < 0)
+            return -ENOMEM;
+        break;
+    case AG_MIN: case AG_MAX: case AG_ANY: {
+        bool take = !c->seen[g];
+        if (!take && ag->fn != AG_ANY) {
+            int cmpv;
+            if (ag->t.kind == EX_STRING) {
+                uint32_t l, ol;
+                const uint8_t *s = ex_str(v, r, &l);
+                memcpy(&ol, c->s[g], 4);
+                cmpv = scmp(s, l, c->s[g] + 4, ol);
+            } else if (ag->t.kind == EX_FLOAT) {
+                double x = ex_f(v, r), y = c->d[g];
+                cmpv = x < y ? -1 : x > y;
+            } else if (ag->t.kind == EX_UINT) {
+                uint64_t x = (uint64_t)v->i[ex_row(v, r)], y = (uint64_t)c->i[g];
+                cmpv = x < y ? -1 : x > y;
+            } else {
+                int64_t x = v->i[ex_row(v, r)], y = c->i[g];
+                cmpv = x < y ? -1 : x > y;
+            }
+            take = ag->fn == AG_MIN ? cmpv < 0 : cmpv > 0;
+        }
+        if (take) {
+            if (ag->t.kind == EX_STRING) {
+                uint32_t l;
+                const uint8_t *s = ex_str(v, r, &l);
+                if (str_set(t->mem, &c->s[g], s, l) < 0)
+                    return -ENOMEM;
+            } else if (ag->t.kind == EX_FLOAT)
+                c->d[g] = ex_f(v, r);
+            else
+                c->i[g] = v->i[ex_row(v, r)];
+        }
+        break;
+    }
+    default: break;
+    }
+    c->seen[g] = 1;
+    return 0;
+}
+
+/* No GROUP BY: one group (0). count() adds n; sum() of a column without
+ * NULLs reduces it in a tight loop with four accumulators (the additions of
+ * one accumulator do not wait on each other's; integer sums wrap as
+ * ClickHouse's Int64 does, so their order does not matter); everything else
+ * goes row by row. */
+static int update_global(agg_tab *t, ex_ectx *ec, const ex_vec *in, const uint32_t *sel,
+                         uint32_t n)
+{
+    const eng_plan *p = t->p;
+    int rc = 0;
+    for (int a = 0; a < p->n_aggs && rc == 0; a++) {
+        const eng_agg *ag = &p->aggs[a];
+        agg_col *c = &t->ac[a];
+        if (ag->fn == AG_COUNT && !ag->arg) {
+            c->cnt[0] += n;
+            c->seen[0] = 1;
+            continue;
+        }
+        ex_vec v;
+        if ((rc = bx_eval(ec, ag->arg, in, sel, n, &v)) < 0)
+            return rc;
+        if (ag->fn == AG_SUM && !v.nulls && !v.is_const && v.t.kind != EX_NOTHING &&
+            (ag->t.kind == EX_FLOAT) == (v.t.kind == EX_FLOAT)) {
+            uint32_t r = 0;
+            if (ag->t.kind == EX_FLOAT) {
+                double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+                for (; r + 4 <= n; r += 4) {
+                    s0 += v.d[r];
+                    s1 += v.d[r + 1];
+                    s2 += v.d[r + 2];
+                    s3 += v.d[r + 3];
+                }
+                for (; r < n; r++)
+                    s0 += v.d[r];
+                c->d[0] += (s0 + s1) + (s2 + s3);
+            } else {
+                uint64_t s0 = 0;
+                for (; r < n; r++)
+                    s0 += (uint64_t)v.i[r];
+                c->i[0] = (int64_t)((uint64_t)c->i[0] + s0);
+            }
+            c->seen[0] = 1;
+        } else {
+            for (uint32_t r = 0; r < n && rc == 0; r++)
+                rc = update_one(t, a, 0, &v, r);
+            if (rc < 0)
+                rc = tab_oom(t, ec->err, ec->errlen);
+        }
+        ex_vec_clear(ec->mem, &v);
+    }
+    return rc;
+}
+
+int agg_tab_update(agg_tab *t, ex_ectx *ec, const ex_vec *in, const uint32_t *sel, uint32_t n)
+{
+    const eng_plan *p = t->p;
+    if (n == 0)
+        return 0;
+    if (n > t->gids_cap) {
+        free(t->gids);
+        t->gids_cap = n;
+        if (!(t->gids = malloc(sizeof(uint32_t) * n)))
+            return tab_oom(t, ec->err, ec->errlen);
+    }
+    uint32_t *gid = t->gids;
+    int rc = 0;
+    if (p->n_keys == 0) {
+        if (t->n == 0) {
+            uint8_t z = 0;
+            if (lookup(t, &z, 0) < 0)
+                return tab_oom(t, ec->err, ec->errlen);
+        }
+        return update_global(t, ec, in, sel, n);
+    } else {
+        ex_vec kv[16];
+        int nk = p->n_keys;
+        if (nk > 16) {
+            snprintf(ec->err, ec->errlen, "GROUP BY has %d keys: at most 16 are supported", nk);
+            return -ENOTSUP;
+        }
+        /* a key that is a column is read in place through sel (no gather) */
+        const uint32_t *ks[16];
+        int done = 0;
+        for (; done < nk; done++) {
+            const bx *e = p->keys[done];
+            if (e->op == BX_COL) {
+                kv[done] = in[e->col];
+                kv[done].own = 0;
+                ks[done] = sel;
+            } else if ((rc = bx_eval(ec, e, in, sel, n, &kv[done])) < 0) {
+                break;
+            } else {
+                ks[done] = NULL;
+            }
+        }
+        if (rc == 0 && nk == 1 && kv[0].dict && !kv[0].is_const) {
+            /* dictionary: one lookup per distinct entry */
+            const cb_column *d = kv[0].dict;
+            const uint32_t *idx = kv[0].idx, *s0 = ks[0];
+            const uint8_t *nulls = kv[0].nulls;
+            rc = dict_groups(t, d, idx, s0, n, nulls);
+            for (uint32_t r = 0; r < n && rc == 0; r++) {
+                uint32_t x = s0 ? s0[r] : r;
+                if (nulls && nulls[x]) {
+                    uint8_t z = 1;
+                    int64_t g = lookup(t, &z, 1);
+                    if (g < 0)
+                        rc = -ENOMEM;
+                    gid[r] = (uint32_t)g;
+                    continue;
+                }
+                gid[r] = t->dmap[idx[x]];
+            }
+        } else if (rc == 0) {
+            /* a chunk at a time: serialize and hash, then probe */
+            for (uint32_t base = 0; base < n && rc == 0; base += AGG_CHUNK) {
+                uint32_t m = n - base < AGG_CHUNK ? n - base : AGG_CHUNK;
+                size_t need = 0;
+                for (uint32_t r = base; r < base + m; r++)
+                    for (int k = 0; k < nk; k++)
+                        need += key_size(&kv[k], ks[k] ? ks[k][r] : r);
+                if (keys_reserve(t, m, need) < 0) {
+                    rc = -ENOMEM;
+                    break;
+                }
+                size_t o = 0;
+                if (nk == 1 && kv[0].t.kind == EX_STRING && !kv[0].dict && !kv[0].is_const) {
+                    /* one plain string key: key_put without the dispatch */
+                    const uint32_t *off = kv[0].off, *s0 = ks[0];
+                    const uint8_t *data = kv[0].data, *nulls = kv[0].nulls;
+                    for (uint32_t j = 0; j < m; j++) {
+                        uint32_t x = s0 ? s0[base + j] : base + j;
+                        uint8_t *kp = t->scratch + o;
+                        memset(kp, 0, 16);
+                        uint32_t l = 1;
+                        if (nulls && nulls[x]) {
+                            kp[0] = 1;
+                        } else {
+                            uint32_t b = off[x], sl = off[x + 1] - b;
+                            memcpy(kp + 1, data + b, sl);
+                            l = 1 + sl;
+                        }
+                        t->ko[j] = (uint32_t)o;
+                        t->kls[j] = l;
+                        o += l > 16 ? l : 16;
+                    }
+                } else {
+                    for (uint32_t j = 0; j < m; j++) {
+                        uint8_t *kp = t->scratch + o;
+                        memset(kp, 0, 16);
+                        size_t l = 0;
+                        for (int k = 0; k < nk; k++)
+                            l += key_put(kp + l, &kv[k], ks[k] ? ks[k][base + j] : base + j,
+                                         k == nk - 1);
+                        t->ko[j] = (uint32_t)o;
+                        t->kls[j] = (uint32_t)l;
+                        o += l > 16 ? l : 16;
+                    }
+                }
+                /* hashed in a second pass: reading a key right after its
+                 * byte-wise stores would stall on store forwarding */
+                for (uint32_t j = 0; j < m; j++)
+                    t->hs[j] = XXH3_64bits(t->scratch + t->ko[j], t->kls[j]);
+                rc = probe_keys(t, m, gid + base);
+            }
+        }
+        for (int k = 0; k < done; k++)
+            ex_vec_clear(ec->mem, &kv[k]);
+        if (rc == -ENOMEM)
+            return tab_oom(t, ec->err, ec->errlen);
+        if (rc < 0)
+            return rc;
+    }
+    for (int a = 0; a < p->n_aggs; a++) {
+        const eng_agg *ag = &p->aggs[a];
+        agg_col *c = &t->ac[a];
+        if (ag->fn == AG_COUNT && !ag->arg) {
+            for (uint32_t r = 0; r < n; r++)
+                c->cnt[gid[r]]++;
+            if (n)
+                c->seen[gid[0]] = 1;
+            continue;
+        }
+        ex_vec v;
+        if ((rc = bx_eval(ec, ag->arg, in, sel, n, &v)) < 0)
+            return rc;
+        /* tight loops for the common cases */
+        if (ag->fn == AG_SUM && !v.nulls && !v.is_const && v.t.kind != EX_NOTHING) {
+            if (ag->t.kind == EX_FLOAT && v.t.kind == EX_FLOAT) {
+                for (uint32_t r = 0; r < n; r++)
+                    c->d[gid[r]] += v.d[r];
+            } else if (ag->t.kind != EX_FLOAT && v.t.kind != EX_FLOAT) {
+                for (uint32_t r = 0; r < n; r++)
+                    c->i[gid[r]] = (int64_t)((uint64_t)c->i[gid[r]] + (uint64_t)v.i[r]);
+            } else {
+                for (uint32_t r = 0; r < n && rc == 0; r++)
+                    rc = update_one(t, a, gid[r], &v, r);
+            }
+            for (uint32_t r = 0; r < n; r++)
+                c->seen[gid[r]] = 1;
+        } else {
+            for (uint32_t r = 0; r < n && rc == 0; r++)
+                rc = update_one(t, a, gid[r], &v, r);
+        }
+        ex_vec_clear(ec->mem, &v);
+        if (rc < 0)
+            return tab_oom(t, ec->err, ec->errlen);
+    }
+    return 0;
+}
+
+int agg_tab_merge(agg_tab *dst, agg_tab *src, char *err, size_t errlen)
+{
+    const eng_plan *p = dst->p;
+    for (uint32_t sg = 0; sg < src->n; sg++) {
+        const grec *sr = &src->rec[sg];
+        int64_t x = lookup_h(dst, key_of(src, sr), sr->len, rec_hash(src, sr));
+        if (x < 0)
+            return tab_oom(dst, err, errlen);
+        uint32_t g = (uint32_t)x;
+        for (int a = 0; a < p->n_aggs; a++) {
+            const eng_agg *ag = &p->aggs[a];
+            agg_col *d = &dst->ac[a], *s = &src->ac[a];
+            if (!s->seen[sg] && ag->fn != AG_COUNT)
+                continue;
+            switch (ag->fn) {
+            case AG_COUNT: d->cnt[g] += s->cnt[sg]; break;
+            case AG_SUM:
+                if (ag->t.kind == EX_FLOAT)
+                    d->d[g] += s->d[sg];
+                else
+                    d->i[g] = (int64_t)((uint64_t)d->i[g] + (uint64_t)s->i[sg]);
+                break;
+            case AG_AVG:
+                d->d[g] += s->d[sg];
+                d->i[g] += s->i[sg];
+                d->cnt[g] += s->cnt[sg];
+                break;
+            case AG_UNIQ: {
+                uset *u = s->u[sg];
+                if (!u)
+                    break;
+                if (u->has_zero && uset_add(dst->mem, &d->u[g], 0) < 0)
+                    return tab_oom(dst, err, errlen);
+                for (uint32_t k = 0; k <= u->mask; k++)
+                    if (u->v[k] && uset_add(dst->mem, &d->u[g], u->v[k]) < 0)
+                        return tab_oom(dst, err, errlen);
+                break;
+            }
+            default: {
+                bool take = !d->seen[g];
+                if (!take && ag->fn != AG_ANY) {
+                    int cmpv;
+                    if (ag->t.kind == EX_STRING) {
+                        uint32_t l1, l2;
+                        memcpy(&l1, s->s[sg], 4);
+                        memcpy(&l2, d->s[g], 4);
+                        cmpv = scmp(s->s[sg] + 4, l1, d->s[g] + 4, l2);
+                    } else if (ag->t.kind == EX_FLOAT)
+                        cmpv = s->d[sg] < d->d[g] ? -1 : s->d[sg] > d->d[g];
+                    else if (ag->t.kind == EX_UINT)
+                        cmpv = (uint64_t)s->i[sg] < (uint64_t)d->i[g] ? -1 : (uint64_t)s->i[sg] > (uint64_t)d->i[g];
+                    else
+                        cmpv = s->i[sg] < d->i[g] ? -1 : s->i[sg] > d->i[g];
+                    take = ag->fn == AG_MIN ? cmpv < 0 : cmpv > 0;
+                }
+                if (take) {
+                    if (ag->t.kind == EX_STRING) {
+                        em_free(dst->mem, d->s[g]);
+                        d->s[g] = s->s[sg];
+                        s->s[sg] = NULL;
+                    } else if (ag->t.kind == EX_FLOAT)
+                        d->d[g] = s->d[sg];
+                    else
+                        d->i[g] = s->i[sg];
+                }
+            }
+            }
+            d->seen[g] |= s->seen[sg];
+        }
+    }
+    return 0;
+}
+
+int agg_tab_finish(agg_tab *t, ex_vec *out, char *err, size_t errlen)
+{
+    const eng_plan *p = t->p;
+    eng_mem *m = t->mem;
+    if (p->n_keys == 0 && t->n == 0) {
+        /* aggregates without GROUP BY over no rows: one row of empty states */
+        uint8_t z = 0;
+        if (lookup(t, &z, 0) < 0)
+            return tab_oom(t, err, errlen);
+    }
+    uint32_t n = t->n;
+    int ncols = p->n_keys + p->n_aggs;
+    for (int k = 0; k < ncols; k++)
+        memset(&out[k], 0, sizeof(out[k]));
+    for (int k = 0; k < p->n_keys; k++) {
+        ex_type ty = p->keys[k]->t;
+        ty.nullable = true;
+        if (ex_vec_alloc(m, &out[k], ty, n) < 0)
+            return tab_oom(t, err, errlen);
+        out[k].t = p->keys[k]->t;
+        if (out[k].t.kind == EX_NOTHING)
+            out[k].t.nullable = true;
+    }
+    /* decode keys */
+    for (uint32_t g = 0; g < n; g++) {
+        const uint8_t *kp = key_of(t, &t->rec[g]), *kend = kp + t->rec[g].len;
+        for (int k = 0; k < p->n_keys; k++) {
+            ex_vec *v = &out[k];
+            bool nul = *kp++ == 1;
+            v->nulls[g] = nul;
+            if (v->t.kind == EX_STRING) {
+                uint32_t l = 0;
+                if (!nul && k == p->n_keys - 1) {
+                    l = (uint32_t)(kend - kp);
+                } else if (!nul) {
+                    memcpy(&l, kp, 4);
+                    kp += 4;
+                }
+                if (ex_vec_str_put(m, v, g, kp, l) < 0)
+                    return tab_oom(t, err, errlen);
+                kp += l;
+            } else if (!nul) {
+                if (v->t.kind == EX_FLOAT)
+                    memcpy(&v->d[g], kp, 8);
+                else if (v->t.kind != EX_NOTHING)
+                    memcpy(&v->i[g], kp, 8);
+                kp += 8;
+            } else {
+                if (v->t.kind == EX_FLOAT)
+                    v->d[g] = 0;
+                else if (v->t.kind != EX_NOTHING)
+                    v->i[g] = 0;
+                kp += 8 - 8; /* a NULL key has no payload */
+            }
+        }
+    }
+    for (int k = 0; k < p->n_keys; k++)
+        if (!out[k].t.nullable && out[k].t.kind != EX_NOTHING) {
+            em_free(m, out[k].nulls);
+            out[k].nulls = NULL;
+            out[k].own &= (uint8_t)~EXO_NULLS;
+        }
+    for (int a = 0; a < p->n_aggs; a++) {
+        const eng_agg *ag = &p->aggs[a];
+        agg_col *c = &t->ac[a];
+        ex_vec *v = &out[p->n_keys + a];
+        ex_type ty = ag->t;
+        ty.nullable = true;
+        if (ex_vec_alloc(m, v, ty, n) < 0)
+            return tab_oom(t, err, errlen);
+        v->t = ag->t;
+        bool any_null = false;
+        for (uint32_t g = 0; g < n; g++) {
+            bool seen = c->seen ? c->seen[g] : false;
+            switch (ag->fn) {
+            case AG_COUNT: v->i[g] = (int64_t)c->cnt[g]; break;
+            case AG_UNIQ:
+                v->i[g] = c->u[g] ? (int64_t)c->u[g]->n + c->u[g]->has_zero : 0;
+                break;
+            case AG_AVG:
+                v->d[g] = c->cnt[g] ? (c->d[g] + (double)c->i[g]) / (double)c->cnt[g] : NAN;
+                v->nulls[g] = ag->t.nullable && !c->cnt[g];
+                break;
+            case AG_SUM:
+                if (ag->t.kind == EX_FLOAT)
+                    v->d[g] = c->d[g];
+                else
+                    v->i[g] = c->i[g];
+                v->nulls[g] = ag->t.nullable && !seen;
+                break;
+            default:
+                v->nulls[g] = ag->t.nullable && !seen;
+                if (ag->t.kind == EX_STRING) {
+                    uint32_t l = 0;
+                    const uint8_t *s = (const uint8_t *)"";
+                    if (seen && c->s[g]) {
+                        memcpy(&l, c->s[g], 4);
+                        s = c->s[g] + 4;
+                    }
+                    if (ex_vec_str_put(m, v, g, s, l) < 0)
+                        return tab_oom(t, err, errlen);
+                } else if (ag->t.kind == EX_FLOAT)
+                    v->d[g] = seen ? c->d[g] : 0;
+                else if (ag->t.kind != EX_NOTHING)
+                    v->i[g] = seen ? c->i[g] : 0;
+                else
+                    v->nulls[g] = 1;
+            }
+            any_null |= v->nulls[g];
+        }
+        if (!ag->t.nullable && ag->t.kind != EX_NOTHING) {
+            em_free(m, v->nulls);
+            v->nulls = NULL;
+            v->own &= (uint8_t)~EXO_NULLS;
+        }
+        (void)any_null;
+    }
+    return (int)n;
+}

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * eng_agg.h: the hash-aggregation table of one worker (eng_agg.c), internal
+ * to the engine. Thread-safety: an agg_tab belongs to one thread; merging
+ * reads the source table and writes the destination, both owned by the
+ * caller at that time.
+ */
+#ifndef RINGCACHE_ENG_AGG_H
+#define RINGCACHE_ENG_AGG_H
+
+#include "eng_plan.h"
+
+typedef struct agg_tab agg_tab;
+
+/* 0 or -ENOMEM. The table borrows the plan. */
+int agg_tab_create(agg_tab **out, eng_mem *m, const eng_plan *p);
+void agg_tab_destroy(agg_tab **t);
+uint32_t agg_tab_groups(const agg_tab *t);
+/* Folds n rows (selected by sel) of the scan vectors into the table.
+ * 0 or -errno (ec->err filled). */
+int agg_tab_update(agg_tab *t, ex_ectx *ec, const ex_vec *in, const uint32_t *sel, uint32_t n);
+/* Adds src's groups into dst (src's string states move). 0 or -ENOMEM. */
+int agg_tab_merge(agg_tab *dst, agg_tab *src, char *err, size_t errlen);
+/* Writes the result block: n_keys + n_aggs vectors of one row per group
+ * (caller clears them). Returns the number of groups or -ENOMEM. */
+int agg_tab_finish(agg_tab *t, ex_vec *out, char *err, size_t errlen);
+
+#endif /* RINGCACHE_ENG_AGG_H */

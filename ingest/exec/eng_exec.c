@@ -1,0 +1,262 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * eng_exec.c: runs a statement. The FROM clause's table function opens a
+ * source through the registry (source/eng_source.h), which finds the data and
+ * its schema; the plan is bound against that schema, then max_threads
+ * workers run the source's work units, pulled from an atomic counter. Each
+ * unit hands blocks of scan vectors to its worker, which filters them (in
+ * slices small enough for the L2 cache) and either folds them into its own
+ * aggregation table or appends projected rows to its own result table (cut
+ * to the top N by a heap when ORDER BY has a LIMIT). At the end the tables
+ * are merged, HAVING / ORDER BY / LIMIT applied, and the rows go to the sink
+ * (an output format, sink/eng_sink.h). Without GROUP BY and ORDER BY the
+ * rows go to the sink as the workers produce them, in bounded memory.
+ */
+#include "exec_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- statement ------------------------------------------------------------------- */
+
+/* The sink of the statement's format: the caller's, or the format's own on
+ * the caller's writer (else its FILE). */
+static int open_sink(const eng_ctx *ctx, eng_format fmt, eng_sink **out, char *err, size_t errlen)
+{
+    if (ctx->open_sink)
+        return ctx->open_sink(ctx->sink_arg, fmt, out, err, errlen);
+    eng_writer w;
+    if (ctx->writer)
+        w = *ctx->writer;
+    else
+        eng_writer_stdio(&w, ctx->out);
+    int rc = eng_sink_format_create(out, fmt, &w);
+    if (rc < 0)
+        snprintf(err, errlen, "out of memory");
+    return rc;
+}
+
+static void query_free(equery *q)
+{
+    eng_sink_destroy(&q->out.sink);
+    free((void *)q->out.names);
+    free((void *)q->out.types);
+    free(q->rtypes);
+    eng_plan_free(&q->mem, &q->plan);
+    eng_source_destroy(&q->src);
+    pthread_mutex_destroy(&q->out_mu);
+    eng_fail_deinit(&q->fail);
+    free(q);
+}
+
+static equery *query_create(const eng_ctx *ctx)
+{
+    equery *q = calloc(1, sizeof(*q));
+    if (!q)
+        return NULL;
+    eng_fail_init(&q->fail);
+    pthread_mutex_init(&q->out_mu, NULL);
+    q->ctx = ctx;
+    q->t0 = eng__now_s();
+    return q;
+}
+
+/* SETTINGS over the defaults, and the output format. */
+static int stmt_settings(equery *q, const sql_stmt *st, eng_format *ofmt, char *err,
+                         size_t errlen)
+{
+    const eng_ctx *ctx = q->ctx;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    q->set.max_threads = ctx->max_threads > 0 ? ctx->max_threads : (int)(cores > 0 ? cores : 1);
+    q->set.max_download_threads = 4;
+    q->set.max_download_buffer_size = 10ull << 20;
+    int rc = eng_settings_apply(st, &q->set, err, errlen);
+    if (rc < 0)
+        return rc;
+    if (q->set.max_threads <= 0)
+        q->set.max_threads = (int)(cores > 0 ? cores : 1);
+    q->mem.limit = q->set.max_memory_usage;
+    *ofmt = ctx->format ? ctx->format : ENG_FMT_TSV;
+    if (st->format) {
+        int f = eng_format_parse(st->format);
+        if (f < 0) {
+            snprintf(err, errlen, "unknown output format '%s' (use PrettyCompact, TSV, "
+                                  "TSVWithNames, CSV, CSVWithNames, JSONEachRow or Null)",
+                     st->format);
+            return -EINVAL;
+        }
+        *ofmt = (eng_format)f;
+    }
+    return 0;
+}
+
+/* FROM: the table function's source, with its schema. */
+static int stmt_source(equery *q, const sql_stmt *st, char *err, size_t errlen)
+{
+    const eng_ctx *ctx = q->ctx;
+    eng_tf_call call = {st->from_fn, st->from_args, st->n_from_args, st->from_line, st->from_col};
+    eng_scan_env env = {&q->mem, &q->set, ctx->list_s3, ctx->open_s3, ctx->s3_impl,
+                        &q->stats, &q->stop};
+    return eng_source_open(&call, &env, &q->src, err, errlen);
+}
+
+/* The output's sink and columns (the output owns its arrays; the names are
+ * borrowed from the plan or static). */
+static int stmt_output(equery *q, eng_format fmt, const char *const *names,
+                       const ex_type *types, int n_cols, char *err, size_t errlen)
+{
+    const char **nm = calloc((size_t)n_cols + 1, sizeof(char *));
+    ex_type *ty = calloc((size_t)n_cols + 1, sizeof(ex_type));
+    q->out.names = nm;
+    q->out.types = ty;
+    q->out.n_cols = n_cols;
+    if (!nm || !ty) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    for (int k = 0; k < n_cols; k++) {
+        nm[k] = names[k];
+        ty[k] = types[k];
+    }
+    return open_sink(q->ctx, fmt, &q->out.sink, err, errlen);
+}
+
+/* DESCRIBE: the source's columns, one row each. */
+static int run_describe(equery *q, eng_format fmt, char *err, size_t errlen)
+{
+    /* name, type, default_type, default_expression, comment, codec_expression, ttl_expression */
+    static const char *dn[] = {"name", "type", "default_type", "default_expression",
+                               "comment", "codec_expression", "ttl_expression"};
+    const eng_schema *schema = &q->src->schema;
+    ex_type ts[7];
+    for (int k = 0; k < 7; k++)
+        ts[k] = (ex_type){.kind = EX_STRING};
+    rtab t = {0};
+    int rc = 0;
+    if (rtab_init(&q->mem, &t, ts, 7) < 0 || rtab_reserve(&q->mem, &t, (uint32_t)schema->n) < 0) {
+        snprintf(err, errlen, "out of memory");
+        rc = -ENOMEM;
+    }
+    for (int i = 0; rc == 0 && i < schema->n; i++) {
+        char tn[96];
+        ex_type_name(&schema->cols[i].t, tn, sizeof(tn));
+        const char *vals[7] = {schema->cols[i].name, tn, "", "", "", "", ""};
+        for (int k = 0; k < 7; k++) {
+            t.c[k].nulls[t.n] = 0;
+            if (ex_vec_str_put(&q->mem, &t.c[k], t.n, vals[k], strlen(vals[k])) < 0)
+                rc = -ENOMEM;
+        }
+        t.n++;
+    }
+    if (rc == 0)
+        rc = stmt_output(q, fmt, dn, ts, 7, err, errlen);
+    if (rc == 0)
+        rc = eng__out_table(&q->out, &t, err, errlen);
+    if (rc == 0)
+        rc = eng__out_end(&q->out, err, errlen);
+    rtab_free(&q->mem, &t);
+    return rc;
+}
+
+/* SELECT: bind -> the source's units -> execute (workers) -> result -> sink.
+ * Without GROUP BY and ORDER BY the rows stream to the sink as the workers
+ * produce them (bounded memory however large the result); otherwise the
+ * result is finished first: aggregates are merged, ORDER BY with a LIMIT
+ * keeps the top rows per worker, ORDER BY without one holds every row. */
+static int run_select(equery *q, const sql_stmt *st, eng_format fmt, char *err, size_t errlen)
+{
+    const eng_plan *p = &q->plan;
+    int rc = eng_bind(&q->mem, st, &q->src->schema, &q->plan, err, errlen);
+    if (rc < 0)
+        return rc;
+    rc = q->src->ops->plan(q->src, p, err, errlen);
+    if (rc < 0)
+        return rc;
+    q->n_units = rc;
+    int nrc = eng__n_res_cols(p);
+    const char **names = calloc((size_t)p->n_outs + 1, sizeof(char *));
+    q->rtypes = calloc((size_t)nrc + 1, sizeof(ex_type));
+    if (!names || !q->rtypes) {
+        free(names);
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    for (int k = 0; k < nrc; k++)
+        q->rtypes[k] = k < p->n_outs ? p->outs[k].e->t : p->order[k - p->n_outs].e->t;
+    for (int k = 0; k < p->n_outs; k++)
+        names[k] = p->outs[k].name;
+    rc = stmt_output(q, fmt, names, q->rtypes, p->n_outs, err, errlen);
+    free(names);
+    if (rc < 0)
+        return rc;
+    q->stream = !p->aggregate && p->n_order == 0;
+    q->out_skip = p->offset > 0 ? (uint64_t)p->offset : 0;
+    q->out_left = p->has_limit ? (uint64_t)p->limit : UINT64_MAX;
+    worker *ws;
+    int nthreads;
+    rc = eng__execute(q, &ws, &nthreads, err, errlen);
+    if (rc == 0 && !q->stream)
+        rc = eng__finish_result(q, ws, nthreads, err, errlen);
+    eng__workers_free(q, ws, nthreads);
+    if (rc == 0)
+        rc = eng__out_end(&q->out, err, errlen);
+    return rc;
+}
+
+/* One statement, parsed: settings -> source -> DESCRIBE or SELECT ->
+ * summary. */
+static int run_stmt(const eng_ctx *ctx, const sql_stmt *st, FILE *summary, eng_result *res,
+                    char *err, size_t errlen)
+{
+    equery *q = query_create(ctx);
+    if (!q) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    eng_format ofmt;
+    int rc = stmt_settings(q, st, &ofmt, err, errlen);
+    if (rc == 0)
+        rc = stmt_source(q, st, err, errlen);
+    if (rc < 0) {
+        query_free(q);
+        return rc;
+    }
+    rc = st->kind == SQL_DESCRIBE ? run_describe(q, ofmt, err, errlen)
+                                  : run_select(q, st, ofmt, err, errlen);
+    eng_result r = {0};
+    r.files = q->src->files;
+    r.rows_out = q->out.rows;
+    r.rows_read = atomic_load(&q->stats.rows_read);
+    r.bytes_read = atomic_load(&q->stats.bytes_read);
+    r.row_groups = atomic_load(&q->stats.units_read);
+    r.row_groups_pruned = atomic_load(&q->stats.units_pruned);
+    r.peak_memory = atomic_load(&q->mem.peak);
+    r.elapsed_s = eng__now_s() - q->t0;
+    if (rc == 0 && summary)
+        eng_print_summary(summary, &r);
+    if (res)
+        *res = r;
+    query_free(q);
+    return rc;
+}
+
+int eng_run(const eng_ctx *ctx, const char *sql, size_t len, FILE *summary, eng_result *res,
+            char *err, size_t errlen)
+{
+    sql_stmt **st;
+    int n = sql_parse_script(sql, len, &st, err, errlen);
+    if (n < 0)
+        return n;
+    if (n == 0) {
+        snprintf(err, errlen, "the query is empty: write a SELECT or DESCRIBE statement");
+        return -EINVAL;
+    }
+    int rc = 0;
+    for (int i = 0; i < n && rc == 0; i++)
+        rc = run_stmt(ctx, st[i], summary, res, err, errlen);
+    sql_script_free(&st, n);
+    return rc;
+}

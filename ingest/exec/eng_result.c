@@ -1,0 +1,346 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * eng_result.c: the result stage of the executor: ORDER BY over a result
+ * table (NULLs and NaNs ranked as ClickHouse ranks them, stable), the first N
+ * rows by a max-heap of N when there is a LIMIT, LIMIT/OFFSET, and handing
+ * the rows to the statement's sink in blocks of ENG_OUT_BLOCK_ROWS.
+ */
+#include "exec_int.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Rows per block handed to the sink from a finished table. */
+#define ENG_OUT_BLOCK_ROWS 65536
+
+typedef struct ord_ctx {
+    const rtab *t;
+    const eng_plan *p;
+    int first_key;   /* column of the first order key in t */
+} ord_ctx;
+
+static int cmp_rows(const ord_ctx *o, uint32_t a, uint32_t b)
+{
+    for (int k = 0; k < o->p->n_order; k++) {
+        const eng_order *ord = &o->p->order[k];
+        const ex_vec *v = &o->t->c[o->first_key + k];
+        /* rank: 0 value, 1 NaN, 2 NULL (NULLS LAST); NULLS FIRST puts them first */
+        int ra = ex_null(v, a) ? 2 : (v->t.kind == EX_FLOAT && isnan(v->d[a])) ? 1 : 0;
+        int rb = ex_null(v, b) ? 2 : (v->t.kind == EX_FLOAT && isnan(v->d[b])) ? 1 : 0;
+        if (ra != rb) {
+            int c = ra < rb ? -1 : 1;
+            return ord->nulls_first ? -c : c;
+        }
+        if (ra)
+            continue;
+        int c = 0;
+        switch (v->t.kind) {
+        case EX_STRING: {
+            uint32_t la, lb;
+            const uint8_t *x = ex_str(v, a, &la), *y = ex_str(v, b, &lb);
+            uint32_t mn = la < lb ? la : lb;
+            c = mn ? memcmp(x, y, mn) : 0;
+            if (!c)
+                c = la < lb ? -1 : la > lb;
+            c = c < 0 ? -1 : c > 0;
+            break;
+        }
+        case EX_FLOAT: c = v->d[a] < v->d[b] ? -1 : v->d[a] > v->d[b]; break;
+        case EX_UINT: c = (uint64_t)v->i[a] < (uint64_t)v->i[b] ? -1 : (uint64_t)v->i[a] > (uint64_t)v->i[b]; break;
+        case EX_NOTHING: c = 0; break;
+        default: c = v->i[a] < v->i[b] ? -1 : v->i[a] > v->i[b]; break;
+        }
+        if (c)
+            return ord->desc ? -c : c;
+    }
+    return a < b ? -1 : a > b; /* stable */
+}
+
+static int qcmp(const void *x, const void *y, void *arg)
+{
+    return cmp_rows(arg, *(const uint32_t *)x, *(const uint32_t *)y);
+}
+
+/* The first k rows in order, by a max-heap of size k (then sorted). *out is
+ * malloc'ed; returns the count. */
+static int64_t top_n(const ord_ctx *o, uint32_t n, uint64_t k, uint32_t **out)
+{
+    if (k > n)
+        k = n;
+    uint32_t *h = malloc(sizeof(uint32_t) * (k ? k : 1));
+    if (!h)
+        return -ENOMEM;
+    if (k == n) {
+        for (uint32_t r = 0; r < n; r++)
+            h[r] = r;
+    } else {
+        uint32_t hn = 0;
+        for (uint32_t r = 0; r < n; r++) {
+            if (hn < k) {
+                /* sift up */
+                uint32_t i = hn++;
+                h[i] = r;
+                while (i > 0) {
+                    uint32_t pa = (i - 1) / 2;
+                    if (cmp_rows(o, h[pa], h[i]) >= 0)
+                        break;
+                    uint32_t s = h[pa];
+                    h[pa] = h[i];
+                    h[i] = s;
+                    i = pa;
+                }
+            } else if (k > 0 && cmp_rows(o, r, h[0]) < 0) {
+                h[0] = r;
+                uint32_t i = 0;
+                for (;;) {
+                    uint32_t l = 2 * i + 1, rr = l + 1, mx = i;
+                    if (l < hn && cmp_rows(o, h[l], h[mx]) > 0)
+                        mx = l;
+                    if (rr < hn && cmp_rows(o, h[rr], h[mx]) > 0)
+                        mx = rr;
+                    if (mx == i)
+                        break;
+                    uint32_t s = h[mx];
+                    h[mx] = h[i];
+                    h[i] = s;
+                    i = mx;
+                }
+            }
+        }
+    }
+    qsort_r(h, k, sizeof(uint32_t), qcmp, (void *)o);
+    *out = h;
+    return (int64_t)k;
+}
+
+/* Orders t by the plan (if it has ORDER BY) and cuts it to [offset, offset +
+ * limit) when cut is set; with keep_only_top, cuts to the first offset+limit
+ * rows (a worker's partial top-N). */
+int eng__order_and_cut(eng_mem *m, rtab *t, const eng_plan *p, int first_key, bool final)
+{
+    uint64_t want = p->has_limit ? (uint64_t)p->offset + (uint64_t)p->limit : UINT64_MAX;
+    if (p->has_limit && (uint64_t)p->limit > UINT64_MAX - (uint64_t)p->offset)
+        want = UINT64_MAX;
+    uint32_t *idx = NULL;
+    int64_t n;
+    if (p->n_order) {
+        ord_ctx o = {t, p, first_key};
+        n = top_n(&o, t->n, want, &idx);
+        if (n < 0)
+            return -ENOMEM;
+    } else {
+        n = (int64_t)(want < t->n ? want : t->n);
+        idx = malloc(sizeof(uint32_t) * (size_t)(n ? n : 1));
+        if (!idx)
+            return -ENOMEM;
+        for (int64_t r = 0; r < n; r++)
+            idx[r] = (uint32_t)r;
+    }
+    uint32_t from = 0;
+    if (final && p->offset > 0)
+        from = (uint64_t)p->offset >= (uint64_t)n ? (uint32_t)n : (uint32_t)p->offset;
+    int rc = 0;
+    if (!(from == 0 && n == t->n && !p->n_order))
+        rc = rtab_take(m, t, idx + from, (uint32_t)(n - from));
+    free(idx);
+    return rc;
+}
+
+/* ---- to the sink ------------------------------------------------------------------ */
+
+static int out_begin(eng_output *o, char *err, size_t errlen)
+{
+    if (o->begun)
+        return 0;
+    o->begun = true;
+    return o->sink->ops->begin(o->sink, o->names, o->types, o->n_cols, err, errlen);
+}
+
+int eng__out_rows(eng_output *o, const ex_vec *cols, uint32_t n, char *err, size_t errlen)
+{
+    int rc = out_begin(o, err, errlen);
+    if (rc < 0 || n == 0)
+        return rc;
+    eng_block b = {cols, o->n_cols, n};
+    rc = o->sink->ops->write(o->sink, &b, err, errlen);
+    if (rc == 0)
+        o->rows += n;
+    return rc;
+}
+
+int eng__out_table(eng_output *o, const rtab *t, char *err, size_t errlen)
+{
+    if (t->n <= ENG_OUT_BLOCK_ROWS)
+        return eng__out_rows(o, t->c, t->n, err, errlen);
+    ex_vec *v = calloc((size_t)o->n_cols + 1, sizeof(ex_vec));
+    if (!v) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    int rc = 0;
+    for (uint32_t off = 0; rc == 0 && off < t->n; off += ENG_OUT_BLOCK_ROWS) {
+        uint32_t cnt = t->n - off < ENG_OUT_BLOCK_ROWS ? t->n - off : ENG_OUT_BLOCK_ROWS;
+        for (int k = 0; k < o->n_cols; k++)
+            ex_vec_view(&t->c[k], off, cnt, &v[k]);
+        rc = eng__out_rows(o, v, cnt, err, errlen);
+    }
+    free(v);
+    return rc;
+}
+
+int eng__out_end(eng_output *o, char *err, size_t errlen)
+{
+    int rc = out_begin(o, err, errlen);
+    if (rc < 0)
+        return rc;
+    return o->sink->ops->end(o->sink, err, errlen);
+}
+
+/* ---- streaming ---------------------------------------------------------------------- */
+
+int eng__stream_rows(equery *q, const rtab *t, char *err, size_t errlen)
+{
+    int rc = 0;
+    pthread_mutex_lock(&q->out_mu);
+    uint32_t from = 0, n = t->n;
+    if (q->out_skip) {
+        uint32_t k = q->out_skip < n ? (uint32_t)q->out_skip : n;
+        q->out_skip -= k;
+        from = k;
+        n -= k;
+    }
+    if (n > q->out_left)
+        n = (uint32_t)q->out_left;
+    if (n) {
+        q->out_left -= n;
+        eng__progress_clear_locked(q); /* rows may go to the same terminal */
+        if (from == 0) {
+            rc = eng__out_rows(&q->out, t->c, n, err, errlen);
+        } else {
+            ex_vec *v = calloc((size_t)q->out.n_cols + 1, sizeof(ex_vec));
+            if (!v) {
+                rc = -ENOMEM;
+                snprintf(err, errlen, "out of memory");
+            }
+            for (int k = 0; v && k < q->out.n_cols; k++)
+                ex_vec_view(&t->c[k], from, n, &v[k]);
+            if (v)
+                rc = eng__out_rows(&q->out, v, n, err, errlen);
+            free(v);
+        }
+    }
+    pthread_mutex_unlock(&q->out_mu);
+    return rc;
+}
+
+/* ---- the materialised result ----------------------------------------------------------- */
+
+/* GROUP BY: the workers' tables merged into the first, then HAVING and the
+ * SELECT list (with the ORDER BY keys) evaluated over the groups into final. */
+static int finish_aggregate(equery *q, worker *ws, int nthreads, rtab *final, char *err,
+                            size_t errlen)
+{
+    ex_ectx ec = {&q->mem, err, errlen};
+    int rc = 0, nrc = eng__n_res_cols(&q->plan);
+    for (int i = 1; i < nthreads && rc == 0; i++) {
+        rc = agg_tab_merge(ws[0].agg, ws[i].agg, err, errlen);
+        agg_tab_destroy(&ws[i].agg);
+    }
+    if (rc < 0)
+        return rc;
+    int n_post = q->plan.n_keys + q->plan.n_aggs;
+    ex_vec *post = calloc((size_t)n_post + 1, sizeof(ex_vec));
+    if (!post)
+        return -ENOMEM;
+    int ng = agg_tab_finish(ws[0].agg, post, err, errlen);
+    agg_tab_destroy(&ws[0].agg);
+    if (ng < 0) {
+        free(post);
+        return ng;
+    }
+    for (int k = 0; k < n_post; k++)
+        post[k].n = (uint32_t)ng;
+    uint32_t *sel = NULL, m = (uint32_t)ng;
+    if (q->plan.having) {
+        ex_vec hb;
+        rc = bx_eval(&ec, q->plan.having, post, NULL, (uint32_t)ng, &hb);
+        if (rc == 0) {
+            sel = malloc(sizeof(uint32_t) * ((size_t)ng + 1));
+            if (!sel)
+                rc = -ENOMEM;
+            else
+                m = bx_select(&hb, NULL, (uint32_t)ng, sel);
+            ex_vec_clear(&q->mem, &hb);
+        }
+    }
+    if (rc == 0)
+        rc = rtab_init(&q->mem, final, q->rtypes, nrc);
+    ex_vec *vals = calloc((size_t)nrc + 1, sizeof(ex_vec));
+    int done = 0;
+    if (!vals)
+        rc = -ENOMEM;
+    for (; rc == 0 && done < nrc; done++) {
+        const bx *e = done < q->plan.n_outs ? q->plan.outs[done].e
+                                            : q->plan.order[done - q->plan.n_outs].e;
+        rc = bx_eval(&ec, e, post, sel, m, &vals[done]);
+        if (rc < 0)
+            break;
+    }
+    if (rc == 0)
+        rc = rtab_append(&q->mem, final, vals, m);
+    for (int k = 0; k < done; k++)
+        ex_vec_clear(&q->mem, &vals[k]);
+    free(vals);
+    free(sel);
+    for (int k = 0; k < n_post; k++)
+        ex_vec_clear(&q->mem, &post[k]);
+    free(post);
+    return rc;
+}
+
+/* ORDER BY: the workers' tables (each already cut to its top N when there is
+ * a LIMIT) one after the other. */
+static int finish_concat(equery *q, worker *ws, int nthreads, rtab *final)
+{
+    int rc = 0;
+    *final = ws[0].res;
+    memset(&ws[0].res, 0, sizeof(ws[0].res));
+    for (int i = 1; i < nthreads && rc == 0; i++) {
+        rtab *t = &ws[i].res;
+        if (rtab_reserve(&q->mem, final, final->n + t->n) < 0) {
+            rc = -ENOMEM;
+            break;
+        }
+        for (uint32_t row = 0; row < t->n && rc == 0; row++) {
+            for (int k = 0; k < final->nc && rc == 0; k++)
+                rc = rtab_put(&q->mem, final, k, &t->c[k], row);
+            final->n++;
+        }
+        rtab_free(&q->mem, t);
+    }
+    return rc;
+}
+
+int eng__finish_result(equery *q, worker *ws, int nthreads, char *err, size_t errlen)
+{
+    rtab final = {0};
+    if (errlen)
+        err[0] = 0;
+    int rc = q->plan.aggregate ? finish_aggregate(q, ws, nthreads, &final, err, errlen)
+                               : finish_concat(q, ws, nthreads, &final);
+    if (rc == 0)
+        rc = eng__order_and_cut(&q->mem, &final, &q->plan, q->plan.n_outs, true);
+    if (rc < 0) {
+        if (rc == -ENOMEM && atomic_load(&q->mem.failed_at))
+            em_error(&q->mem, err, errlen);
+        else if (rc == -ENOMEM && !err[0])
+            snprintf(err, errlen, "out of memory");
+    }
+    if (rc == 0)
+        rc = eng__out_table(&q->out, &final, err, errlen);
+    rtab_free(&q->mem, &final);
+    return rc;
+}

@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * rtab.c: the result table (rtab.h): columns allocated through the query's
+ * memory tracker, doubled as rows arrive; strings copied into the column.
+ */
+#include "rtab.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+int rtab_init(eng_mem *m, rtab *t, const ex_type *types, int nc)
+{
+    memset(t, 0, sizeof(*t));
+    t->c = calloc((size_t)nc + 1, sizeof(ex_vec));
+    if (!t->c)
+        return -ENOMEM;
+    t->nc = nc;
+    for (int k = 0; k < nc; k++) {
+        ex_type ty = types[k];
+        ty.nullable = true; /* always keep a null map; cheap and simple */
+        if (ex_vec_alloc(m, &t->c[k], ty, 0) < 0)
+            return -ENOMEM;
+        t->c[k].t = types[k];
+        if (t->c[k].t.kind == EX_NOTHING)
+            t->c[k].t.nullable = true;
+    }
+    t->cap = 1;
+    return 0;
+}
+
+void rtab_free(eng_mem *m, rtab *t)
+{
+    for (int k = 0; k < t->nc; k++)
+        ex_vec_clear(m, &t->c[k]);
+    free(t->c);
+    memset(t, 0, sizeof(*t));
+}
+
+int rtab_reserve(eng_mem *m, rtab *t, uint32_t need)
+{
+    if (need <= t->cap)
+        return 0;
+    uint32_t cap = t->cap * 2;
+    while (cap < need)
+        cap *= 2;
+    for (int k = 0; k < t->nc; k++) {
+        ex_vec *v = &t->c[k];
+        void *p;
+        if (v->t.kind == EX_FLOAT) {
+            if (!(p = em_realloc(m, v->d, (size_t)cap * 8)))
+                return -ENOMEM;
+            v->d = p;
+        } else if (v->t.kind == EX_STRING) {
+            if (!(p = em_realloc(m, v->off, ((size_t)cap + 1) * 4)))
+                return -ENOMEM;
+            v->off = p;
+        } else if (v->t.kind != EX_NOTHING) {
+            if (!(p = em_realloc(m, v->i, (size_t)cap * 8)))
+                return -ENOMEM;
+            v->i = p;
+        }
+        if (!(p = em_realloc(m, v->nulls, cap)))
+            return -ENOMEM;
+        v->nulls = p;
+    }
+    t->cap = cap;
+    return 0;
+}
+
+/* Appends row r of v to column k (row t->n). */
+int rtab_put(eng_mem *m, rtab *t, int k, const ex_vec *v, uint32_t r)
+{
+    ex_vec *c = &t->c[k];
+    uint32_t at = t->n;
+    bool nul = ex_null(v, r);
+    c->nulls[at] = nul;
+    if (c->t.kind == EX_STRING) {
+        uint32_t l = 0;
+        const uint8_t *s = nul ? (const uint8_t *)"" : ex_str(v, r, &l);
+        return ex_vec_str_put(m, c, at, s, l);
+    }
+    if (c->t.kind == EX_FLOAT)
+        c->d[at] = nul ? 0 : ex_f(v, r);
+    else if (c->t.kind != EX_NOTHING)
+        c->i[at] = nul || v->t.kind == EX_NOTHING ? 0 : v->i[ex_row(v, r)];
+    return 0;
+}
+
+int rtab_append(eng_mem *m, rtab *t, const ex_vec *vals, uint32_t n)
+{
+    if (rtab_reserve(m, t, t->n + n) < 0)
+        return -ENOMEM;
+    for (uint32_t r = 0; r < n; r++) {
+        for (int k = 0; k < t->nc; k++)
+            if (rtab_put(m, t, k, &vals[k], r) < 0)
+                return -ENOMEM;
+        t->n++;
+    }
+    return 0;
+}
+
+/* Keeps only rows idx[0..n) in that order. */
+int rtab_take(eng_mem *m, rtab *t, const uint32_t *idx, uint32_t n)
+{
+    rtab nt;
+    ex_type *ty = calloc((size_t)t->nc + 1, sizeof(ex_type));
+    if (!ty)
+        return -ENOMEM;
+    for (int k = 0; k < t->nc; k++)
+        ty[k] = t->c[k].t;
+    int rc = rtab_init(m, &nt, ty, t->nc);
+    free(ty);
+    if (rc < 0 || rtab_reserve(m, &nt, n) < 0) {
+        rtab_free(m, &nt);
+        return -ENOMEM;
+    }
+    for (uint32_t r = 0; r < n; r++) {
+        for (int k = 0; k < t->nc; k++)
+            if (rtab_put(m, &nt, k, &t->c[k], idx[r]) < 0) {
+                rtab_free(m, &nt);
+                return -ENOMEM;
+            }
+        nt.n++;
+    }
+    rtab_free(m, t);
+    *t = nt;
+    return 0;
+}

@@ -1,0 +1,1544 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * eng_bind.c: from a parsed SELECT and a file schema to a plan (eng_plan):
+ * aliases expanded (ClickHouse lets WHERE, GROUP BY, HAVING and ORDER BY use
+ * the SELECT list's aliases, and GROUP BY / ORDER BY positions), names
+ * resolved with "did you mean" suggestions, types inferred with ClickHouse's
+ * rules (comparisons are UInt8, '/' is Float64, sum of Int* is Int64, avg is
+ * Float64, count is UInt64), implicit casts inserted (a date column against a
+ * string literal compares as dates), aggregates collected and deduplicated,
+ * the columns the scan needs listed, and the WHERE conjuncts of the shape
+ * `column OP constant` turned into Parquet row-group pruning predicates.
+ */
+#include "eng_plan.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+typedef struct binder {
+    eng_mem *mem;
+    const sql_stmt *st;
+    const eng_schema *sc;
+    eng_plan *p;
+    char *err;
+    size_t errlen;
+    int rc;
+    /* expanded ASTs */
+    sql_node **gkeys;
+    int n_gkeys;
+    const char *alias_stack[64];
+    int alias_depth;
+    bool in_agg;
+} binder;
+
+static int berr(binder *b, const sql_node *at, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int berr(binder *b, const sql_node *at, const char *fmt, ...)
+{
+    if (b->rc)
+        return b->rc;
+    b->rc = -EINVAL;
+    if (!b->err || !b->errlen)
+        return b->rc;
+    int k = at ? snprintf(b->err, b->errlen, "line %d, column %d: ", at->line, at->col) : 0;
+    if (k < 0 || (size_t)k >= b->errlen)
+        return b->rc;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(b->err + k, b->errlen - (size_t)k, fmt, ap);
+    va_end(ap);
+    return b->rc;
+}
+
+static int boom(binder *b)
+{
+    if (!b->rc) {
+        b->rc = -ENOMEM;
+        if (b->err && b->errlen)
+            snprintf(b->err, b->errlen, "out of memory while planning the query");
+    }
+    return b->rc;
+}
+
+/* ---- types ---------------------------------------------------------------- */
+
+int eng_parse_type(const char *name, ex_type *out)
+{
+    memset(out, 0, sizeof(*out));
+    char buf[128];
+    size_t n = strlen(name);
+    if (n >= sizeof(buf))
+        return -EINVAL;
+    memcpy(buf, name, n + 1);
+    if (strncasecmp(buf, "Nullable(", 9) == 0 && buf[n - 1] == ')') {
+        buf[n - 1] = 0;
+        int rc = eng_parse_type(buf + 9, out);
+        out->nullable = true;
+        return rc;
+    }
+    static const struct { const char *n; uint8_t k, bits; } tab[] = {
+        {"Int8", EX_INT, 8}, {"Int16", EX_INT, 16}, {"Int32", EX_INT, 32}, {"Int64", EX_INT, 64},
+        {"UInt8", EX_UINT, 8}, {"UInt16", EX_UINT, 16}, {"UInt32", EX_UINT, 32},
+        {"UInt64", EX_UINT, 64}, {"Float32", EX_FLOAT, 32}, {"Float64", EX_FLOAT, 64},
+        {"String", EX_STRING, 0}, {"Date", EX_DATE, 16}, {"Date32", EX_DATE, 32},
+        {"DateTime", EX_DATETIME, 0}, {"Bool", EX_BOOL, 0}, {"Boolean", EX_BOOL, 0},
+        /* SQL-standard aliases ClickHouse accepts */
+        {"TINYINT", EX_INT, 8}, {"SMALLINT", EX_INT, 16}, {"INT", EX_INT, 32},
+        {"INTEGER", EX_INT, 32}, {"BIGINT", EX_INT, 64}, {"FLOAT", EX_FLOAT, 32},
+        {"DOUBLE", EX_FLOAT, 64}, {"REAL", EX_FLOAT, 32}, {"VARCHAR", EX_STRING, 0},
+        {"TEXT", EX_STRING, 0}, {"CHAR", EX_STRING, 0}, {"TIMESTAMP", EX_DATETIME, 0},
+    };
+    for (size_t i = 0; i < sizeof(tab) / sizeof(tab[0]); i++) {
+        bool ci = tab[i].n[1] >= 'A' && tab[i].n[1] <= 'Z'; /* SQL aliases: any case */
+        if (ci ? strcasecmp(buf, tab[i].n) == 0 : strcmp(buf, tab[i].n) == 0) {
+            out->kind = tab[i].k;
+            out->bits = tab[i].bits;
+            return 0;
+        }
+    }
+    int sc;
+    char tz[64];
+    if (sscanf(buf, "DateTime64(%d)", &sc) == 1 || sscanf(buf, "DateTime64(%d, %63[^)])", &sc, tz) == 2) {
+        if (sc < 0 || sc > 9)
+            return -EINVAL;
+        out->kind = EX_DATETIME;
+        out->scale = (uint8_t)sc;
+        return 0;
+    }
+    return -EINVAL;
+}
+
+static const char *const type_names[] = {
+    "Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64", "Float32",
+    "Float64", "String", "Date", "Date32", "DateTime", "DateTime64", "Bool", "Nullable"};
+
+static ex_type t_u8(void)
+{
+    return (ex_type){.kind = EX_UINT, .bits = 8};
+}
+
+/* The common type of a and b for if/multiIf/coalesce/IN; false if none. */
+static bool supertype(ex_type a, ex_type b, ex_type *out)
+{
+    bool nul = a.nullable || b.nullable || a.kind == EX_NOTHING || b.kind == EX_NOTHING;
+    if (a.kind == EX_NOTHING) {
+        *out = b;
+    } else if (b.kind == EX_NOTHING || (a.kind == b.kind && a.scale == b.scale)) {
+        *out = a;
+        if (a.kind == b.kind && b.bits > a.bits)
+            out->bits = b.bits;
+    } else if (ex_is_num(a.kind) && ex_is_num(b.kind)) {
+        *out = (ex_type){.kind = a.kind == EX_FLOAT || b.kind == EX_FLOAT ? EX_FLOAT : EX_INT,
+                         .bits = 64};
+    } else if ((a.kind == EX_DATE || a.kind == EX_DATETIME) &&
+               (b.kind == EX_DATE || b.kind == EX_DATETIME)) {
+        *out = (ex_type){.kind = EX_DATETIME, .scale = a.scale > b.scale ? a.scale : b.scale};
+    } else {
+        return false;
+    }
+    out->nullable = nul && out->kind != EX_NOTHING;
+    if (out->kind == EX_NOTHING)
+        out->nullable = true;
+    return true;
+}
+
+/* ---- bx helpers -------------------------------------------------------------- */
+
+static bx *bx_new(binder *b, bx_op op)
+{
+    bx *e = calloc(1, sizeof(*e));
+    if (!e)
+        boom(b);
+    else
+        e->op = op;
+    return e;
+}
+
+static bx *bx_fn_new(binder *b, bx_fn fn, ex_type t, bx **args, int n)
+{
+    bx *e = bx_new(b, BX_FUNC);
+    if (!e) {
+        for (int i = 0; i < n; i++)
+            bx_free(b->mem, args[i]);
+        return NULL;
+    }
+    e->fn = fn;
+    e->t = t;
+    if (n) {
+        e->a = malloc(sizeof(bx *) * (size_t)n);
+        if (!e->a) {
+            for (int i = 0; i < n; i++)
+                bx_free(b->mem, args[i]);
+            free(e);
+            boom(b);
+            return NULL;
+        }
+        memcpy(e->a, args, sizeof(bx *) * (size_t)n);
+    }
+    e->na = n;
+    return e;
+}
+
+static bx *const_new(binder *b, ex_type t)
+{
+    bx *e = bx_new(b, BX_CONST);
+    if (!e)
+        return NULL;
+    ex_type tt = t;
+    if (ex_vec_alloc(b->mem, &e->cval, tt, 1) < 0) {
+        free(e);
+        boom(b);
+        return NULL;
+    }
+    e->cval.is_const = true;
+    e->t = t;
+    if (t.kind == EX_NOTHING)
+        e->cval.nulls[0] = 1;
+    return e;
+}
+
+/* Evaluates a constant subtree now (so later code sees a BX_CONST). */
+static bx *fold(binder *b, bx *e)
+{
+    if (!e || e->op != BX_FUNC)
+        return e;
+    for (int i = 0; i < e->na; i++)
+        if (e->a[i]->op != BX_CONST)
+            return e;
+    ex_ectx c = {b->mem, b->err, b->errlen};
+    ex_vec v;
+    int rc = bx_eval(&c, e, NULL, NULL, 1, &v);
+    if (rc < 0) {
+        b->rc = rc;
+        bx_free(b->mem, e);
+        return NULL;
+    }
+    bx *k = bx_new(b, BX_CONST);
+    if (!k) {
+        ex_vec_clear(b->mem, &v);
+        bx_free(b->mem, e);
+        return NULL;
+    }
+    k->t = e->t;
+    /* own a copy of the single value */
+    if (ex_vec_alloc(b->mem, &k->cval, (ex_type){.kind = v.t.kind, .nullable = true}, 1) < 0) {
+        ex_vec_clear(b->mem, &v);
+        bx_free(b->mem, e);
+        free(k);
+        boom(b);
+        return NULL;
+    }
+    k->cval.t = e->t;
+    k->cval.is_const = true;
+    k->cval.nulls[0] = ex_null(&v, 0);
+    if (v.t.kind == EX_FLOAT)
+        k->cval.d[0] = v.d[0];
+    else if (v.t.kind == EX_STRING) {
+        uint32_t l;
+        const uint8_t *s = ex_str(&v, 0, &l);
+        if (ex_vec_str_put(b->mem, &k->cval, 0, s, l) < 0)
+            boom(b);
+    } else if (v.t.kind != EX_NOTHING)
+        k->cval.i[0] = v.i[0];
+    ex_vec_clear(b->mem, &v);
+    bx_free(b->mem, e);
+    return k;
+}
+
+static bx *cast_to(binder *b, bx *e, ex_type t)
+{
+    if (!e)
+        return NULL;
+    if (e->t.kind == t.kind && e->t.scale == t.scale && e->t.nullable == t.nullable)
+        return e;
+    if (e->t.kind == EX_NOTHING) {
+        e->t = t;
+        e->t.nullable = true;
+        e->cval.t = e->t;
+        return e;
+    }
+    ex_type tt = t;
+    tt.nullable = e->t.nullable || t.nullable;
+    bx *a[1] = {e};
+    return fold(b, bx_fn_new(b, F_CAST, tt, a, 1));
+}
+
+/* ---- aliases ---------------------------------------------------------------- */
+
+static const sql_select_item *find_alias(binder *b, const char *name)
+{
+    for (int i = 0; i < b->st->n_items; i++)
+        if (b->st->items[i].alias && strcmp(b->st->items[i].alias, name) == 0)
+            return &b->st->items[i];
+    return NULL;
+}
+
+static int find_column(const eng_schema *sc, const char *name)
+{
+    for (int i = 0; i < sc->n; i++)
+        if (strcmp(sc->cols[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+/* A clone of n with select aliases substituted (cycle-safe: inside an alias's
+ * own expression its name means the column). */
+static sql_node *expand(binder *b, const sql_node *n)
+{
+    if (b->rc)
+        return NULL;
+    if (n->kind == SQL_COLUMN) {
+        const sql_select_item *it = find_alias(b, n->s);
+        bool cyc = false;
+        for (int i = 0; i < b->alias_depth; i++)
+            cyc |= strcmp(b->alias_stack[i], n->s) == 0;
+        if (it && !cyc && b->alias_depth < 64) {
+            b->alias_stack[b->alias_depth++] = n->s;
+            sql_node *r = expand(b, it->expr);
+            b->alias_depth--;
+            return r;
+        }
+    }
+    sql_node *c = malloc(sizeof(*c));
+    if (!c) {
+        boom(b);
+        return NULL;
+    }
+    *c = *n;
+    c->s = NULL;
+    c->args = NULL;
+    c->nargs = 0;
+    if (n->s && !(c->s = malloc(n->slen + 1))) {
+        free(c);
+        boom(b);
+        return NULL;
+    }
+    if (n->s)
+        memcpy(c->s, n->s, n->slen + 1);
+    if (n->nargs) {
+        if (!(c->args = calloc((size_t)n->nargs, sizeof(*c->args)))) {
+            sql_node_free(c);
+            boom(b);
+            return NULL;
+        }
+        for (int i = 0; i < n->nargs; i++) {
+            c->args[i] = expand(b, n->args[i]);
+            c->nargs = i + 1;
+            if (!c->args[i]) {
+                sql_node_free(c);
+                return NULL;
+            }
+        }
+    }
+    return c;
+}
+
+/* GROUP BY / ORDER BY position -> the select item's expression. */
+static sql_node *expand_pos(binder *b, const sql_node *n)
+{
+    if (n->kind == SQL_INT && !n->negated) {
+        if (n->u < 1 || n->u > (uint64_t)b->st->n_items) {
+            berr(b, n, "position %llu is out of range: the SELECT list has %d expressions",
+                 (unsigned long long)n->u, b->st->n_items);
+            return NULL;
+        }
+        return expand(b, b->st->items[n->u - 1].expr);
+    }
+    return expand(b, n);
+}
+
+/* ---- functions -------------------------------------------------------------- */
+
+static const struct fn_def {
+    const char *name;
+    int fn;
+    int min, max;
+    bool agg;
+} fns[] = {
+    {"count", AG_COUNT, 0, 1, true}, {"sum", AG_SUM, 1, 1, true}, {"avg", AG_AVG, 1, 1, true},
+    {"min", AG_MIN, 1, 1, true}, {"max", AG_MAX, 1, 1, true},
+    {"uniqExact", AG_UNIQ, 1, 1, true}, {"uniq", AG_UNIQ, 1, 1, true},
+    {"any", AG_ANY, 1, 1, true},
+    {"if", F_IF, 3, 3, false}, {"multiIf", F_MULTIIF, 3, 255, false},
+    {"coalesce", F_COALESCE, 1, 255, false}, {"length", F_LENGTH, 1, 1, false},
+    {"lower", F_LOWER, 1, 1, false}, {"upper", F_UPPER, 1, 1, false},
+    {"substring", F_SUBSTRING, 2, 3, false}, {"substr", F_SUBSTRING, 2, 3, false},
+    {"concat", F_CONCAT, 1, 255, false}, {"startsWith", F_STARTSWITH, 2, 2, false},
+    {"endsWith", F_ENDSWITH, 2, 2, false}, {"position", F_POSITION, 2, 2, false},
+    {"toYear", F_TOYEAR, 1, 1, false}, {"toMonth", F_TOMONTH, 1, 1, false},
+    {"toDate", F_TODATE, 1, 1, false}, {"toStartOfMonth", F_TOSTARTOFMONTH, 1, 1, false},
+    {"toStartOfDay", F_TOSTARTOFDAY, 1, 1, false}, {"dateDiff", F_DATEDIFF, 3, 3, false},
+    {"date_diff", F_DATEDIFF, 3, 3, false}, {"round", F_ROUND, 1, 2, false},
+    {"abs", F_ABS, 1, 1, false},
+    /* the operators under their function names */
+    {"plus", F_ADD, 2, 2, false}, {"minus", F_SUB, 2, 2, false},
+    {"multiply", F_MUL, 2, 2, false}, {"divide", F_DIV, 2, 2, false},
+    {"modulo", F_MOD, 2, 2, false}, {"negate", F_NEG, 1, 1, false},
+    {"equals", F_EQ, 2, 2, false}, {"notEquals", F_NE, 2, 2, false},
+    {"less", F_LT, 2, 2, false}, {"lessOrEquals", F_LE, 2, 2, false},
+    {"greater", F_GT, 2, 2, false}, {"greaterOrEquals", F_GE, 2, 2, false},
+    {"and", F_AND, 2, 255, false}, {"or", F_OR, 2, 255, false}, {"not", F_NOT, 1, 1, false},
+    {"isNull", F_ISNULL, 1, 1, false}, {"isNotNull", F_ISNOTNULL, 1, 1, false},
+    {"like", F_LIKE, 2, 2, false}, {"ilike", F_ILIKE, 2, 2, false},
+};
+
+static const struct fn_def *find_fn(const char *name)
+{
+    for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++)
+        if (strcasecmp(fns[i].name, name) == 0)
+            return &fns[i];
+    return NULL;
+}
+
+static bool is_agg_call(const sql_node *n)
+{
+    if (n->kind != SQL_FUNC)
+        return false;
+    const struct fn_def *d = find_fn(n->s);
+    return d && d->agg;
+}
+
+/* ---- binding ------------------------------------------------------------------ */
+
+typedef enum { MODE_PRE, MODE_POST } bmode;
+
+static bx *bind(binder *b, const sql_node *n, bmode mode);
+
+static bx *col_ref(binder *b, const sql_node *n)
+{
+    int c = find_column(b->sc, n->s);
+    if (c < 0) {
+        const char **cands = malloc(sizeof(char *) * (size_t)(b->sc->n + b->st->n_items + 1));
+        int nc = 0;
+        if (cands) {
+            for (int i = 0; i < b->sc->n; i++)
+                cands[nc++] = b->sc->cols[i].name;
+            for (int i = 0; i < b->st->n_items; i++)
+                if (b->st->items[i].alias)
+                    cands[nc++] = b->st->items[i].alias;
+        }
+        const char *s = cands ? eng_suggest(n->s, cands, nc) : NULL;
+        if (s)
+            berr(b, n, "unknown column '%s', did you mean '%s'?", n->s, s);
+        else
+            berr(b, n, "unknown column '%s': the file has %d columns (DESCRIBE lists them)",
+                 n->s, b->sc->n);
+        free(cands);
+        return NULL;
+    }
+    int slot = -1;
+    for (int k = 0; k < b->p->n_need; k++)
+        if (b->p->need[k] == c)
+            slot = k;
+    if (slot < 0) {
+        int *nn = realloc(b->p->need, sizeof(int) * (size_t)(b->p->n_need + 1));
+        if (!nn) {
+            boom(b);
+            return NULL;
+        }
+        b->p->need = nn;
+        slot = b->p->n_need++;
+        nn[slot] = c;
+    }
+    bx *e = bx_new(b, BX_COL);
+    if (!e)
+        return NULL;
+    e->col = slot;
+    e->t = b->sc->cols[c].t;
+    return e;
+}
+
+static bx *literal(binder *b, const sql_node *n)
+{
+    bx *e;
+    switch (n->kind) {
+    case SQL_NULL:
+        return const_new(b, (ex_type){.kind = EX_NOTHING, .nullable = true});
+    case SQL_BOOL:
+        if ((e = const_new(b, (ex_type){.kind = EX_BOOL})))
+            e->cval.i[0] = n->i;
+        return e;
+    case SQL_INT:
+        if (!n->negated && n->u > (uint64_t)INT64_MAX) {
+            if ((e = const_new(b, (ex_type){.kind = EX_UINT, .bits = 64})))
+                e->cval.i[0] = (int64_t)n->u;
+            return e;
+        }
+        if ((e = const_new(b, (ex_type){.kind = EX_INT, .bits = 64})))
+            e->cval.i[0] = n->i;
+        return e;
+    case SQL_FLOAT:
+        if ((e = const_new(b, (ex_type){.kind = EX_FLOAT, .bits = 64})))
+            e->cval.d[0] = n->d;
+        return e;
+    case SQL_STRING:
+        if ((e = const_new(b, (ex_type){.kind = EX_STRING})) &&
+            ex_vec_str_put(b->mem, &e->cval, 0, n->s, n->slen) < 0) {
+            bx_free(b->mem, e);
+            boom(b);
+            return NULL;
+        }
+        return e;
+    default:
+        return NULL;
+    }
+}
+
+static bool is_temporal(uint8_t k)
+{
+    return k == EX_DATE || k == EX_DATETIME;
+}
+
+static void type_str(const ex_type *t, char *buf, size_t cap)
+{
+    ex_type_name(t, buf, cap);
+}
+
+/* Makes the two operands of a comparison comparable (string constants against
+ * dates become dates; Date against DateTime becomes DateTime). */
+static bool unify_cmp(binder *b, const sql_node *at, bx **x, bx **y)
+{
+    ex_type tx = (*x)->t, ty = (*y)->t;
+    if (tx.kind == EX_NOTHING || ty.kind == EX_NOTHING)
+        return true;
+    if (is_temporal(tx.kind) && ty.kind == EX_STRING) {
+        ex_type t = tx;
+        t.nullable = false;
+        *y = cast_to(b, *y, t);
+        return *y != NULL;
+    }
+    if (is_temporal(ty.kind) && tx.kind == EX_STRING) {
+        ex_type t = ty;
+        t.nullable = false;
+        *x = cast_to(b, *x, t);
+        return *x != NULL;
+    }
+    if (is_temporal(tx.kind) && is_temporal(ty.kind)) {
+        if (tx.kind == ty.kind && tx.scale == ty.scale)
+            return true;
+        ex_type t = {.kind = EX_DATETIME, .scale = tx.scale > ty.scale ? tx.scale : ty.scale};
+        t.nullable = tx.nullable;
+        *x = cast_to(b, *x, t);
+        t.nullable = ty.nullable;
+        *y = cast_to(b, *y, t);
+        return *x && *y;
+    }
+    bool sx = tx.kind == EX_STRING, sy = ty.kind == EX_STRING;
+    if (sx != sy || (is_temporal(tx.kind) != is_temporal(ty.kind) && !(sx || sy))) {
+        char a[64], c[64];
+        type_str(&tx, a, sizeof(a));
+        type_str(&ty, c, sizeof(c));
+        berr(b, at, "cannot compare %s with %s: convert one side with CAST", a, c);
+        return false;
+    }
+    return true;
+}
+
+static int date_unit(const char *s)
+{
+    static const struct { const char *n; int u; } u[] = {
+        {"second", 0}, {"seconds", 0}, {"ss", 0}, {"s", 0}, {"minute", 1}, {"minutes", 1},
+        {"mi", 1}, {"n", 1}, {"hour", 2}, {"hours", 2}, {"hh", 2}, {"h", 2}, {"day", 3},
+        {"days", 3}, {"dd", 3}, {"d", 3}, {"week", 4}, {"weeks", 4}, {"wk", 4}, {"ww", 4},
+        {"month", 5}, {"months", 5}, {"mm", 5}, {"m", 5}, {"quarter", 6}, {"quarters", 6},
+        {"qq", 6}, {"q", 6}, {"year", 7}, {"years", 7}, {"yyyy", 7}, {"yy", 7},
+    };
+    for (size_t i = 0; i < sizeof(u) / sizeof(u[0]); i++)
+        if (strcasecmp(s, u[i].n) == 0)
+            return u[i].u;
+    return -1;
+}
+
+static bx *bind_agg(binder *b, const sql_node *n, const struct fn_def *d)
+{
+    if (b->in_agg) {
+        berr(b, n, "aggregate function %s() is found inside another aggregate function: "
+                   "move it out or use a subquery-free form",
+             n->s);
+        return NULL;
+    }
+    eng_plan *p = b->p;
+    /* same call seen before: share it */
+    int idx = -1;
+    for (int i = 0; i < p->n_aggs; i++)
+        if (sql_node_equal(p->aggs[i].node, n))
+            idx = i;
+    if (idx < 0) {
+        int na = n->nargs;
+        if (d->fn == AG_COUNT && na == 1 && n->args[0]->kind == SQL_STAR)
+            na = 0;
+        if (na < d->min || na > d->max) {
+            berr(b, n, "aggregate function %s takes %d argument%s, not %d", d->name, d->max,
+                 d->max == 1 ? "" : "s", na);
+            return NULL;
+        }
+        bx *arg = NULL;
+        if (na) {
+            b->in_agg = true;
+            arg = bind(b, n->args[0], MODE_PRE);
+            b->in_agg = false;
+            if (!arg)
+                return NULL;
+        }
+        ex_type t = {0};
+        switch (d->fn) {
+        case AG_COUNT: case AG_UNIQ: t = (ex_type){.kind = EX_UINT, .bits = 64}; break;
+        case AG_SUM:
+            if (!arg || !ex_is_num(arg->t.kind)) {
+                char tn[64];
+                type_str(&arg->t, tn, sizeof(tn));
+                bx_free(b->mem, arg);
+                berr(b, n, "illegal type %s of the argument of sum(): it needs a number", tn);
+                return NULL;
+            }
+            t.kind = arg->t.kind == EX_FLOAT ? EX_FLOAT : arg->t.kind == EX_UINT ? EX_UINT : EX_INT;
+            t.bits = 64;
+            t.nullable = arg->t.nullable;
+            break;
+        case AG_AVG:
+            if (!arg || !ex_is_num(arg->t.kind)) {
+                char tn[64];
+                type_str(&arg->t, tn, sizeof(tn));
+                bx_free(b->mem, arg);
+                berr(b, n, "illegal type %s of the argument of avg(): it needs a number", tn);
+                return NULL;
+            }
+            t = (ex_type){.kind = EX_FLOAT, .bits = 64, .nullable = arg->t.nullable};
+            break;
+        default:
+            t = arg->t;
+            break;
+        }
+        if (d->fn == AG_COUNT && arg && arg->t.kind == EX_NOTHING) {
+            bx_free(b->mem, arg);
+            arg = NULL;
+            /* count(NULL) is 0: keep a never-true argument */
+            arg = const_new(b, (ex_type){.kind = EX_NOTHING, .nullable = true});
+        }
+        eng_agg *na2 = realloc(p->aggs, sizeof(*na2) * (size_t)(p->n_aggs + 1));
+        if (!na2) {
+            bx_free(b->mem, arg);
+            boom(b);
+            return NULL;
+        }
+        p->aggs = na2;
+        idx = p->n_aggs++;
+        p->aggs[idx] = (eng_agg){.fn = (eng_agg_fn)d->fn, .arg = arg, .t = t,
+                                 .node = sql_node_clone(n)};
+        if (!p->aggs[idx].node) {
+            boom(b);
+            return NULL;
+        }
+    }
+    bx *e = bx_new(b, BX_COL);
+    if (!e)
+        return NULL;
+    e->col = b->n_gkeys + idx;
+    e->t = p->aggs[idx].t;
+    return e;
+}
+
+static bx *bind_fn(binder *b, const sql_node *n, bmode mode, int fn, bx **a, int na)
+{
+    ex_type t = {0};
+    bool anynull = false;
+    for (int i = 0; i < na; i++)
+        anynull |= a[i]->t.nullable || a[i]->t.kind == EX_NOTHING;
+    char t0[64] = "";
+    if (na)
+        type_str(&a[0]->t, t0, sizeof(t0));
+    switch (fn) {
+    case F_ADD: case F_SUB: case F_MUL: case F_DIV: case F_MOD: {
+        ex_type x = a[0]->t, y = a[1]->t;
+        if (x.kind == EX_NOTHING || y.kind == EX_NOTHING) {
+            t = (ex_type){.kind = EX_NOTHING, .nullable = true};
+            break;
+        }
+        if ((fn == F_ADD || fn == F_SUB) && is_temporal(x.kind) && ex_is_num(y.kind) &&
+            y.kind != EX_FLOAT) {
+            t = x;
+        } else if (fn == F_ADD && is_temporal(y.kind) && ex_is_num(x.kind) && x.kind != EX_FLOAT) {
+            bx *s = a[0];
+            a[0] = a[1];
+            a[1] = s;
+            t = y;
+        } else if (fn == F_SUB && is_temporal(x.kind) && x.kind == y.kind && x.scale == y.scale) {
+            t = (ex_type){.kind = EX_INT, .bits = 64};
+        } else if (ex_is_num(x.kind) && ex_is_num(y.kind)) {
+            if (fn == F_DIV || x.kind == EX_FLOAT || y.kind == EX_FLOAT)
+                t = (ex_type){.kind = EX_FLOAT, .bits = 64};
+            else if (x.kind == EX_UINT && y.kind == EX_UINT && fn != F_SUB)
+                t = (ex_type){.kind = EX_UINT, .bits = 64};
+            else
+                t = (ex_type){.kind = EX_INT, .bits = 64};
+        } else {
+            char t1[64];
+            type_str(&y, t1, sizeof(t1));
+            berr(b, n, "illegal types %s and %s of arguments of an arithmetic operator", t0, t1);
+            goto fail;
+        }
+        t.nullable = anynull;
+        break;
+    }
+    case F_NEG:
+        if (!ex_is_num(a[0]->t.kind) && a[0]->t.kind != EX_NOTHING) {
+            berr(b, n, "illegal type %s of the argument of negate", t0);
+            goto fail;
+        }
+        t = (ex_type){.kind = a[0]->t.kind == EX_FLOAT ? EX_FLOAT : EX_INT, .bits = 64,
+                      .nullable = anynull};
+        break;
+    case F_EQ: case F_NE: case F_LT: case F_LE: case F_GT: case F_GE:
+        if (!unify_cmp(b, n, &a[0], &a[1]))
+            goto fail_nofree;
+        t = t_u8();
+        t.nullable = a[0]->t.nullable || a[1]->t.nullable || a[0]->t.kind == EX_NOTHING ||
+                     a[1]->t.kind == EX_NOTHING;
+        break;
+    case F_AND: case F_OR: case F_NOT:
+        for (int i = 0; i < na; i++)
+            if (a[i]->t.kind == EX_STRING || is_temporal(a[i]->t.kind)) {
+                char tn[64];
+                type_str(&a[i]->t, tn, sizeof(tn));
+                berr(b, n, "illegal type %s of an argument of a logical operator: it needs a "
+                           "number or a condition",
+                     tn);
+                goto fail;
+            }
+        t = t_u8();
+        t.nullable = anynull;
+        break;
+    case F_ISNULL: case F_ISNOTNULL:
+        t = t_u8();
+        break;
+    case F_LIKE: case F_ILIKE: case F_STARTSWITH: case F_ENDSWITH: case F_POSITION:
+        for (int i = 0; i < 2; i++)
+            if (a[i]->t.kind != EX_STRING && a[i]->t.kind != EX_NOTHING) {
+                char tn[64];
+                type_str(&a[i]->t, tn, sizeof(tn));
+                berr(b, n, "illegal type %s of argument %d of %s: it needs a String", tn, i + 1,
+                     fn == F_POSITION ? "position" : fn == F_STARTSWITH ? "startsWith"
+                                                : fn == F_ENDSWITH ? "endsWith" : "LIKE");
+                goto fail;
+            }
+        t = fn == F_POSITION ? (ex_type){.kind = EX_UINT, .bits = 64} : t_u8();
+        t.nullable = anynull;
+        break;
+    case F_LENGTH: case F_LOWER: case F_UPPER: case F_SUBSTRING:
+        if (a[0]->t.kind != EX_STRING && a[0]->t.kind != EX_NOTHING) {
+            berr(b, n, "illegal type %s of the first argument of %s: it needs a String", t0, n->s);
+            goto fail;
+        }
+        for (int i = 1; i < na; i++)
+            if (!ex_is_num(a[i]->t.kind) || a[i]->t.kind == EX_FLOAT) {
+                berr(b, n, "argument %d of %s must be an integer", i + 1, n->s);
+                goto fail;
+            }
+        t = fn == F_LENGTH ? (ex_type){.kind = EX_UINT, .bits = 64} : (ex_type){.kind = EX_STRING};
+        t.nullable = anynull;
+        break;
+    case F_CONCAT:
+        t = (ex_type){.kind = EX_STRING, .nullable = anynull};
+        break;
+    case F_TOYEAR: case F_TOMONTH: case F_TODATE: case F_TOSTARTOFMONTH: case F_TOSTARTOFDAY:
+        if (a[0]->t.kind == EX_STRING)
+            a[0] = cast_to(b, a[0], (ex_type){.kind = EX_DATETIME, .nullable = a[0]->t.nullable});
+        if (!a[0])
+            goto fail;
+        if (!is_temporal(a[0]->t.kind) && !(fn == F_TODATE && ex_is_num(a[0]->t.kind)) &&
+            a[0]->t.kind != EX_NOTHING) {
+            berr(b, n, "illegal type %s of the argument of %s: it needs a Date or DateTime", t0,
+                 n->s);
+            goto fail;
+        }
+        switch (fn) {
+        case F_TOYEAR: t = (ex_type){.kind = EX_UINT, .bits = 16}; break;
+        case F_TOMONTH: t = (ex_type){.kind = EX_UINT, .bits = 8}; break;
+        case F_TOSTARTOFDAY:
+            t = (ex_type){.kind = EX_DATETIME,
+                          .scale = a[0]->t.kind == EX_DATETIME ? a[0]->t.scale : 0};
+            break;
+        default: t = (ex_type){.kind = EX_DATE, .bits = 16}; break;
+        }
+        t.nullable = anynull;
+        break;
+    case F_DATEDIFF: {
+        if (a[0]->op != BX_CONST || a[0]->t.kind != EX_STRING) {
+            berr(b, n, "the first argument of dateDiff must be a unit as a string, like 'day'");
+            goto fail;
+        }
+        uint32_t l;
+        const uint8_t *s = ex_str(&a[0]->cval, 0, &l);
+        char u[32];
+        snprintf(u, sizeof(u), "%.*s", (int)(l < 31 ? l : 31), (const char *)s);
+        int unit = date_unit(u);
+        if (unit < 0) {
+            berr(b, n, "unknown unit '%s' of dateDiff: use second, minute, hour, day, week, "
+                       "month, quarter or year",
+                 u);
+            goto fail;
+        }
+        for (int i = 1; i < 3; i++) {
+            if (a[i]->t.kind == EX_STRING)
+                a[i] = cast_to(b, a[i], (ex_type){.kind = EX_DATETIME, .nullable = a[i]->t.nullable});
+            if (!a[i])
+                goto fail;
+            if (!is_temporal(a[i]->t.kind) && a[i]->t.kind != EX_NOTHING) {
+                char tn[64];
+                type_str(&a[i]->t, tn, sizeof(tn));
+                berr(b, n, "illegal type %s of argument %d of dateDiff: it needs a Date or DateTime",
+                     tn, i + 1);
+                goto fail;
+            }
+        }
+        anynull = a[1]->t.nullable || a[2]->t.nullable || a[1]->t.kind == EX_NOTHING ||
+                  a[2]->t.kind == EX_NOTHING;
+        t = (ex_type){.kind = EX_INT, .bits = 64, .nullable = anynull};
+        bx *e = bx_fn_new(b, F_DATEDIFF, t, a, na);
+        if (e)
+            e->unit = unit;
+        return fold(b, e);
+    }
+    case F_ROUND: case F_ABS:
+        if (!ex_is_num(a[0]->t.kind) && a[0]->t.kind != EX_NOTHING) {
+            berr(b, n, "illegal type %s of the argument of %s: it needs a number", t0, n->s);
+            goto fail;
+        }
+        if (na > 1 && (a[1]->op != BX_CONST || !ex_is_num(a[1]->t.kind) || a[1]->t.kind == EX_FLOAT)) {
+            berr(b, n, "the second argument of round must be a constant integer");
+            goto fail;
+        }
+        t = a[0]->t;
+        if (t.kind == EX_BOOL)
+            t.kind = EX_UINT;
+        if (fn == F_ABS && t.kind == EX_INT)
+            t.kind = EX_UINT;
+        t.nullable = a[0]->t.nullable;
+        break;
+    case F_IF: case F_MULTIIF: case F_COALESCE: {
+        if (fn == F_MULTIIF && na % 2 == 0) {
+            berr(b, n, "multiIf needs an odd number of arguments: cond1, then1, ..., else");
+            goto fail;
+        }
+        ex_type st = {.kind = EX_NOTHING, .nullable = true};
+        bool first = true;
+        for (int i = 0; i < na; i++) {
+            bool is_val = fn == F_COALESCE || i % 2 == 1 || i == na - 1;
+            if (!is_val)
+                continue;
+            ex_type nt;
+            if (first) {
+                st = a[i]->t;
+                first = false;
+            } else if (!supertype(st, a[i]->t, &nt)) {
+                char x[64], y[64];
+                type_str(&st, x, sizeof(x));
+                type_str(&a[i]->t, y, sizeof(y));
+                berr(b, n, "there is no supertype for types %s and %s of the branches of %s: "
+                           "CAST them to one type",
+                     x, y, n->s ? n->s : "CASE");
+                goto fail;
+            } else {
+                st = nt;
+            }
+        }
+        if (fn == F_COALESCE) {
+            bool all_nullable = true;
+            for (int i = 0; i < na; i++)
+                all_nullable &= a[i]->t.nullable || a[i]->t.kind == EX_NOTHING;
+            st.nullable = all_nullable;
+        }
+        for (int i = 0; i < na; i++) {
+            bool is_val = fn == F_COALESCE || i % 2 == 1 || i == na - 1;
+            if (is_val && st.kind != EX_NOTHING) {
+                ex_type ct = st;
+                ct.nullable = a[i]->t.nullable || a[i]->t.kind == EX_NOTHING;
+                a[i] = cast_to(b, a[i], ct);
+                if (!a[i])
+                    goto fail;
+            } else if (!is_val && (a[i]->t.kind == EX_STRING || is_temporal(a[i]->t.kind))) {
+                berr(b, n, "the condition of %s must be a number or a comparison",
+                     n->s ? n->s : "CASE");
+                goto fail;
+            }
+        }
+        t = st;
+        if (fn == F_IF)
+            fn = F_MULTIIF;
+        break;
+    }
+    default:
+        break;
+    }
+    (void)mode;
+    return fold(b, bx_fn_new(b, (bx_fn)fn, t, a, na));
+fail:
+fail_nofree:
+    for (int i = 0; i < na; i++)
+        bx_free(b->mem, a[i]);
+    return NULL;
+}
+
+static bx *bind_in(binder *b, const sql_node *n, bmode mode)
+{
+    bx *x = bind(b, n->args[0], mode);
+    if (!x)
+        return NULL;
+    bx *e = bx_new(b, BX_FUNC);
+    if (!e) {
+        bx_free(b->mem, x);
+        return NULL;
+    }
+    e->fn = F_IN;
+    e->negated = n->negated;
+    e->t = t_u8();
+    e->t.nullable = x->t.nullable || x->t.kind == EX_NOTHING;
+    e->a = malloc(sizeof(bx *));
+    if (!e->a) {
+        bx_free(b->mem, x);
+        free(e);
+        boom(b);
+        return NULL;
+    }
+    e->a[0] = x;
+    e->na = 1;
+    int cnt = n->nargs - 1;
+    e->in_i = calloc((size_t)cnt + 1, sizeof(int64_t));
+    e->in_d = calloc((size_t)cnt + 1, sizeof(double));
+    e->in_s = calloc((size_t)cnt + 1, sizeof(char *));
+    e->in_len = calloc((size_t)cnt + 1, sizeof(uint32_t));
+    if (!e->in_i || !e->in_d || !e->in_s || !e->in_len) {
+        bx_free(b->mem, e);
+        boom(b);
+        return NULL;
+    }
+    ex_type xt = x->t;
+    xt.nullable = false;
+    for (int i = 0; i < cnt; i++) {
+        const sql_node *it = n->args[i + 1];
+        bx *v = bind(b, it, mode);
+        if (!v) {
+            bx_free(b->mem, e);
+            return NULL;
+        }
+        if (v->op != BX_CONST) {
+            bx_free(b->mem, v);
+            bx_free(b->mem, e);
+            berr(b, it, "the list of IN must hold constants");
+            return NULL;
+        }
+        if (v->t.kind == EX_NOTHING) {
+            e->in_has_null = true;
+            bx_free(b->mem, v);
+            continue;
+        }
+        if (xt.kind != EX_NOTHING && v->t.kind != xt.kind) {
+            if ((xt.kind == EX_STRING) != (v->t.kind == EX_STRING) && !is_temporal(xt.kind)) {
+                char a1[64], a2[64];
+                type_str(&x->t, a1, sizeof(a1));
+                type_str(&v->t, a2, sizeof(a2));
+                bx_free(b->mem, v);
+                bx_free(b->mem, e);
+                berr(b, it, "cannot compare %s with %s in IN: convert one side with CAST", a1, a2);
+                return NULL;
+            }
+            if (!(xt.kind == EX_FLOAT || v->t.kind == EX_FLOAT) || is_temporal(xt.kind) ||
+                xt.kind == EX_FLOAT) {
+                ex_type ct = xt.kind == EX_BOOL ? (ex_type){.kind = EX_INT, .bits = 64} : xt;
+                if (!(v = cast_to(b, v, ct))) {
+                    bx_free(b->mem, e);
+                    return NULL;
+                }
+            }
+        }
+        if (v->t.kind == EX_STRING) {
+            uint32_t l;
+            const uint8_t *s = ex_str(&v->cval, 0, &l);
+            e->in_s[e->n_in] = malloc(l + 1);
+            if (!e->in_s[e->n_in]) {
+                bx_free(b->mem, v);
+                bx_free(b->mem, e);
+                boom(b);
+                return NULL;
+            }
+            if (l)
+                memcpy(e->in_s[e->n_in], s, l);
+            e->in_len[e->n_in] = l;
+        } else {
+            e->in_d[e->n_in] = ex_f(&v->cval, 0);
+            e->in_i[e->n_in] = v->t.kind == EX_FLOAT ? (int64_t)v->cval.d[0] : v->cval.i[0];
+            if (v->t.kind == EX_FLOAT && xt.kind != EX_FLOAT && v->cval.d[0] != floor(v->cval.d[0])) {
+                /* 1.5 can never equal an integer column */
+                e->in_i[e->n_in] = INT64_MIN;
+            }
+        }
+        e->n_in++;
+        bx_free(b->mem, v);
+    }
+    if (xt.kind == EX_FLOAT)
+        for (int i = 0; i < e->n_in; i++)
+            e->in_d[i] = e->in_d[i];
+    return fold(b, e);
+}
+
+static bx *bind(binder *b, const sql_node *n, bmode mode)
+{
+    if (b->rc)
+        return NULL;
+    if (mode == MODE_POST) {
+        for (int i = 0; i < b->n_gkeys; i++)
+            if (sql_node_equal(b->gkeys[i], n)) {
+                bx *e = bx_new(b, BX_COL);
+                if (!e)
+                    return NULL;
+                e->col = i;
+                e->t = b->p->keys[i]->t;
+                return e;
+            }
+    }
+    switch (n->kind) {
+    case SQL_NULL: case SQL_BOOL: case SQL_INT: case SQL_FLOAT: case SQL_STRING:
+        return literal(b, n);
+    case SQL_STAR:
+        berr(b, n, "'*' is only allowed in count(*) and SELECT *");
+        return NULL;
+    case SQL_COLUMN:
+        if (mode == MODE_POST) {
+            if (find_column(b->sc, n->s) < 0)
+                return col_ref(b, n); /* the unknown-column error */
+            berr(b, n, "column '%s' is not under an aggregate function and not in the GROUP BY "
+                       "keys: add it to GROUP BY or wrap it in any()",
+                 n->s);
+            return NULL;
+        }
+        return col_ref(b, n);
+    default:
+        break;
+    }
+    if (n->kind == SQL_FUNC) {
+        const struct fn_def *d = find_fn(n->s);
+        if (!d) {
+            const char *cands[sizeof(fns) / sizeof(fns[0])];
+            for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++)
+                cands[i] = fns[i].name;
+            const char *s = eng_suggest(n->s, cands, (int)(sizeof(fns) / sizeof(fns[0])));
+            if (s)
+                berr(b, n, "unknown function '%s', did you mean '%s'?", n->s, s);
+            else
+                berr(b, n, "unknown function '%s': the engine does not implement it",
+                     n->s);
+            return NULL;
+        }
+        if (d->agg) {
+            if (mode == MODE_PRE) {
+                if (b->in_agg)
+                    return bind_agg(b, n, d);
+                berr(b, n, "aggregate function %s() is not allowed here (WHERE and GROUP BY run "
+                           "before aggregation: use HAVING)",
+                     n->s);
+                return NULL;
+            }
+            return bind_agg(b, n, d);
+        }
+        if (n->nargs < d->min || n->nargs > d->max) {
+            if (d->min == d->max)
+                berr(b, n, "function %s takes %d argument%s, not %d", d->name, d->min,
+                     d->min == 1 ? "" : "s", n->nargs);
+            else
+                berr(b, n, "function %s takes %d to %d arguments, not %d", d->name, d->min,
+                     d->max, n->nargs);
+            return NULL;
+        }
+        bx **a = calloc((size_t)n->nargs + 1, sizeof(bx *));
+        if (!a) {
+            boom(b);
+            return NULL;
+        }
+        for (int i = 0; i < n->nargs; i++)
+            if (!(a[i] = bind(b, n->args[i], mode))) {
+                for (int j = 0; j < i; j++)
+                    bx_free(b->mem, a[j]);
+                free(a);
+                return NULL;
+            }
+        bx *r = bind_fn(b, n, mode, d->fn, a, n->nargs);
+        free(a);
+        return r;
+    }
+    if (n->kind == SQL_IN)
+        return bind_in(b, n, mode);
+    if (n->kind == SQL_CAST) {
+        ex_type t;
+        if (eng_parse_type(n->s, &t) < 0) {
+            const char *s = eng_suggest(n->s, type_names, (int)(sizeof(type_names) / sizeof(type_names[0])));
+            if (s)
+                berr(b, n, "unknown type '%s', did you mean '%s'?", n->s, s);
+            else
+                berr(b, n, "unknown type '%s'", n->s);
+            return NULL;
+        }
+        bx *x = bind(b, n->args[0], mode);
+        if (!x)
+            return NULL;
+        if (x->t.kind == EX_NOTHING) {
+            if (!t.nullable) {
+                bx_free(b->mem, x);
+                berr(b, n, "cannot CAST NULL to a non-Nullable type: use Nullable(%s)", n->s);
+                return NULL;
+            }
+        }
+        bx *a[1] = {x};
+        t.nullable = t.nullable || (x->t.nullable && false);
+        if (x->t.nullable)
+            t.nullable = true; /* ClickHouse keeps Nullable through CAST */
+        return fold(b, bx_fn_new(b, F_CAST, t, a, 1));
+    }
+    /* operators: rewrite into function binds */
+    bx *a[3] = {0};
+    int na = n->nargs > 3 ? 3 : n->nargs;
+    if (n->kind == SQL_CASE) {
+        /* CASE [x] WHEN a THEN b ... ELSE c END -> multiIf(x = a, b, ..., c) */
+        int start = n->has_operand ? 1 : 0;
+        int pairs = (n->nargs - start - (n->has_else ? 1 : 0)) / 2;
+        int cnt = pairs * 2 + 1;
+        bx **v = calloc((size_t)cnt, sizeof(bx *));
+        if (!v) {
+            boom(b);
+            return NULL;
+        }
+        bx *opnd = NULL;
+        bool ok = true;
+        for (int i = 0; i < pairs && ok; i++) {
+            bx *w = bind(b, n->args[start + 2 * i], mode);
+            if (w && n->has_operand) {
+                if (!opnd)
+                    opnd = bind(b, n->args[0], mode);
+                bx *ca[2] = {opnd ? bind(b, n->args[0], mode) : NULL, w};
+                if (!ca[0]) {
+                    bx_free(b->mem, w);
+                    w = NULL;
+                } else {
+                    w = bind_fn(b, n, mode, F_EQ, ca, 2);
+                }
+            }
+            v[2 * i] = w;
+            v[2 * i + 1] = w ? bind(b, n->args[start + 2 * i + 1], mode) : NULL;
+            ok = v[2 * i] && v[2 * i + 1];
+        }
+        bx_free(b->mem, opnd);
+        if (ok)
+            v[cnt - 1] = n->has_else ? bind(b, n->args[n->nargs - 1], mode)
+                                     : const_new(b, (ex_type){.kind = EX_NOTHING, .nullable = true});
+        if (!ok || !v[cnt - 1]) {
+            for (int i = 0; i < cnt; i++)
+                bx_free(b->mem, v[i]);
+            free(v);
+            return NULL;
+        }
+        sql_node fake = *n;
+        fake.s = "CASE";
+        bx *r = bind_fn(b, &fake, mode, F_MULTIIF, v, cnt);
+        free(v);
+        return r;
+    }
+    for (int i = 0; i < na; i++)
+        if (!(a[i] = bind(b, n->args[i], mode))) {
+            for (int j = 0; j < i; j++)
+                bx_free(b->mem, a[j]);
+            return NULL;
+        }
+    switch (n->kind) {
+    case SQL_UNARY:
+        return bind_fn(b, n, mode, n->op == SQL_OP_NOT ? F_NOT : F_NEG, a, 1);
+    case SQL_BINARY: {
+        static const int map[] = {
+            [SQL_OP_ADD] = F_ADD, [SQL_OP_SUB] = F_SUB, [SQL_OP_MUL] = F_MUL,
+            [SQL_OP_DIV] = F_DIV, [SQL_OP_MOD] = F_MOD, [SQL_OP_EQ] = F_EQ, [SQL_OP_NE] = F_NE,
+            [SQL_OP_LT] = F_LT, [SQL_OP_LE] = F_LE, [SQL_OP_GT] = F_GT, [SQL_OP_GE] = F_GE,
+            [SQL_OP_AND] = F_AND, [SQL_OP_OR] = F_OR, [SQL_OP_CONCAT] = F_CONCAT,
+        };
+        return bind_fn(b, n, mode, map[n->op], a, 2);
+    }
+    case SQL_LIKE: {
+        bx *r = bind_fn(b, n, mode, n->op == SQL_OP_LIKE ? F_LIKE : F_ILIKE, a, 2);
+        if (r && r->op == BX_FUNC)
+            r->negated = n->negated;
+        else if (r && n->negated && r->op == BX_CONST && !ex_null(&r->cval, 0))
+            r->cval.i[0] = !r->cval.i[0];
+        return r;
+    }
+    case SQL_IS_NULL:
+        return bind_fn(b, n, mode, n->negated ? F_ISNOTNULL : F_ISNULL, a, 1);
+    case SQL_BETWEEN: {
+        /* x BETWEEN lo AND hi -> x >= lo AND x <= hi (x bound twice) */
+        bx *x2 = bind(b, n->args[0], mode);
+        if (!x2) {
+            for (int i = 0; i < 3; i++)
+                bx_free(b->mem, a[i]);
+            return NULL;
+        }
+        bx *l[2] = {a[0], a[1]}, *h[2] = {x2, a[2]};
+        bx *ge = bind_fn(b, n, mode, n->negated ? F_LT : F_GE, l, 2);
+        bx *le = bind_fn(b, n, mode, n->negated ? F_GT : F_LE, h, 2);
+        if (!ge || !le) {
+            bx_free(b->mem, ge);
+            bx_free(b->mem, le);
+            return NULL;
+        }
+        bx *c[2] = {ge, le};
+        return bind_fn(b, n, mode, n->negated ? F_OR : F_AND, c, 2);
+    }
+    default:
+        for (int i = 0; i < na; i++)
+            bx_free(b->mem, a[i]);
+        berr(b, n, "unsupported expression");
+        return NULL;
+    }
+}
+
+/* ---- pruning ------------------------------------------------------------------ */
+
+static void add_prune(binder *b, const bx *colx, pq_op op, const bx *k)
+{
+    eng_plan *p = b->p;
+    int sc = p->need[colx->col];
+    const eng_col *col = &b->sc->cols[sc];
+    if (col->cb.type == 0)
+        return; /* not a Parquet schema */
+    eng_prune pr = {.col = sc, .op = op};
+    const ex_vec *v = &k->cval;
+    if (ex_null(v, 0))
+        return;
+    switch (col->cb.type) {
+    case CB_INT8: case CB_INT16: case CB_INT32: case CB_INT64: case CB_DATE:
+        if (k->t.kind == EX_FLOAT || k->t.kind == EX_STRING)
+            return;
+        pr.v.i = v->i[0];
+        break;
+    case CB_TIMESTAMP:
+        if (k->t.kind != EX_DATETIME || k->t.scale != col->t.scale)
+            return;
+        pr.v.i = v->i[0];
+        break;
+    case CB_UINT8: case CB_UINT16: case CB_UINT32: case CB_UINT64:
+        if (k->t.kind == EX_FLOAT || k->t.kind == EX_STRING || (k->t.kind == EX_INT && v->i[0] < 0))
+            return;
+        pr.v.u = (uint64_t)v->i[0];
+        break;
+    case CB_FLOAT: case CB_DOUBLE:
+        if (!ex_is_num(k->t.kind))
+            return;
+        pr.v.d = ex_f(v, 0);
+        break;
+    case CB_STRING: case CB_BINARY: {
+        if (k->t.kind != EX_STRING)
+            return;
+        uint32_t l;
+        const uint8_t *s = ex_str(v, 0, &l);
+        pr.s = malloc(l + 1);
+        if (!pr.s)
+            return;
+        if (l)
+            memcpy(pr.s, s, l);
+        pr.v.bytes = (const uint8_t *)pr.s;
+        pr.v.len = l;
+        break;
+    }
+    default:
+        return;
+    }
+    eng_prune *np = realloc(p->prune, sizeof(*np) * (size_t)(p->n_prune + 1));
+    if (!np) {
+        free(pr.s);
+        return;
+    }
+    p->prune = np;
+    p->prune[p->n_prune++] = pr;
+}
+
+static void collect_prune(binder *b, const bx *e)
+{
+    if (!e || e->op != BX_FUNC)
+        return;
+    if (e->fn == F_AND) {
+        for (int i = 0; i < e->na; i++)
+            collect_prune(b, e->a[i]);
+        return;
+    }
+    if (e->fn == F_ISNULL || e->fn == F_ISNOTNULL) {
+        if (e->a[0]->op == BX_COL) {
+            eng_plan *p = b->p;
+            eng_prune *np = realloc(p->prune, sizeof(*np) * (size_t)(p->n_prune + 1));
+            if (np) {
+                p->prune = np;
+                p->prune[p->n_prune++] = (eng_prune){.col = p->need[e->a[0]->col],
+                                                     .op = e->fn == F_ISNULL ? PQ_IS_NULL : PQ_NOT_NULL};
+            }
+        }
+        return;
+    }
+    static const pq_op ops[] = {[F_EQ] = PQ_EQ, [F_LT] = PQ_LT, [F_LE] = PQ_LE,
+                                [F_GT] = PQ_GT, [F_GE] = PQ_GE};
+    static const pq_op flip[] = {[PQ_EQ] = PQ_EQ, [PQ_LT] = PQ_GT, [PQ_LE] = PQ_GE,
+                                 [PQ_GT] = PQ_LT, [PQ_GE] = PQ_LE};
+    if (e->fn != F_EQ && e->fn != F_LT && e->fn != F_LE && e->fn != F_GT && e->fn != F_GE)
+        return;
+    const bx *x = e->a[0], *y = e->a[1];
+    if (x->op == BX_COL && y->op == BX_CONST)
+        add_prune(b, x, ops[e->fn], y);
+    else if (y->op == BX_COL && x->op == BX_CONST)
+        add_prune(b, y, flip[ops[e->fn]], x);
+}
+
+/* ---- settings ------------------------------------------------------------------- */
+
+int eng_settings_apply(const sql_stmt *st, eng_settings *s, char *err, size_t errlen)
+{
+    static const char *names[] = {"max_threads", "max_download_threads",
+                                  "max_download_buffer_size", "max_memory_usage"};
+    for (int i = 0; i < st->n_settings; i++) {
+        const sql_setting *x = &st->settings[i];
+        int k = -1;
+        for (int j = 0; j < 4; j++)
+            if (strcmp(x->name, names[j]) == 0)
+                k = j;
+        if (k < 0) {
+            const char *sg = eng_suggest(x->name, names, 4);
+            snprintf(err, errlen, "line %d, column %d: unknown setting '%s'%s%s%s", x->line,
+                     x->col, x->name, sg ? ", did you mean '" : " (known: max_threads, "
+                                                                "max_download_threads, "
+                                                                "max_download_buffer_size, "
+                                                                "max_memory_usage)",
+                     sg ? sg : "", sg ? "'?" : "");
+            return -EINVAL;
+        }
+        const sql_node *v = x->value;
+        uint64_t u;
+        if (v->kind == SQL_INT && !v->negated)
+            u = v->u;
+        else if (v->kind == SQL_STRING && v->s[0] >= '0' && v->s[0] <= '9')
+            u = strtoull(v->s, NULL, 10);
+        else {
+            snprintf(err, errlen, "line %d, column %d: setting %s needs a non-negative integer",
+                     v->line, v->col, x->name);
+            return -EINVAL;
+        }
+        switch (k) {
+        case 0: s->max_threads = u > 1024 ? 1024 : (int)u; break;
+        case 1: s->max_download_threads = u > 1024 ? 1024 : (int)u; break;
+        case 2: s->max_download_buffer_size = u; break;
+        case 3: s->max_memory_usage = u > INT64_MAX ? INT64_MAX : (int64_t)u; break;
+        }
+    }
+    return 0;
+}
+
+/* ---- entry ------------------------------------------------------------------------ */
+
+void eng_plan_free(eng_mem *m, eng_plan *p)
+{
+    free(p->need);
+    bx_free(m, p->where);
+    for (int i = 0; i < p->n_keys; i++)
+        bx_free(m, p->keys[i]);
+    free(p->keys);
+    for (int i = 0; i < p->n_aggs; i++) {
+        bx_free(m, p->aggs[i].arg);
+        sql_node_free(p->aggs[i].node);
+    }
+    free(p->aggs);
+    for (int i = 0; i < p->n_outs; i++) {
+        bx_free(m, p->outs[i].e);
+        free(p->outs[i].name);
+    }
+    free(p->outs);
+    bx_free(m, p->having);
+    for (int i = 0; i < p->n_order; i++)
+        bx_free(m, p->order[i].e);
+    free(p->order);
+    for (int i = 0; i < p->n_prune; i++)
+        free(p->prune[i].s);
+    free(p->prune);
+    memset(p, 0, sizeof(*p));
+}
+
+static bool has_agg(const sql_node *n)
+{
+    if (is_agg_call(n))
+        return true;
+    for (int i = 0; i < n->nargs; i++)
+        if (has_agg(n->args[i]))
+            return true;
+    return false;
+}
+
+int eng_bind(eng_mem *m, const sql_stmt *st, const eng_schema *sc, eng_plan *p, char *err,
+             size_t errlen)
+{
+    memset(p, 0, sizeof(*p));
+    p->schema = sc;
+    binder b = {.mem = m, .st = st, .sc = sc, .p = p, .err = err, .errlen = errlen};
+    sql_node **ex_items = NULL;
+    int n_items = 0;
+    /* SELECT * -> every column */
+    for (int i = 0; i < st->n_items; i++)
+        n_items += st->items[i].expr->kind == SQL_STAR ? sc->n : 1;
+    ex_items = calloc((size_t)n_items + 1, sizeof(*ex_items));
+    char **names = calloc((size_t)n_items + 1, sizeof(char *));
+    if (!ex_items || !names) {
+        boom(&b);
+        goto out;
+    }
+    int k = 0;
+    for (int i = 0; i < st->n_items && !b.rc; i++) {
+        const sql_select_item *it = &st->items[i];
+        if (it->expr->kind == SQL_STAR) {
+            for (int c = 0; c < sc->n; c++) {
+                sql_node tmp = {.kind = SQL_COLUMN, .line = it->expr->line, .col = it->expr->col,
+                                .s = sc->cols[c].name, .slen = strlen(sc->cols[c].name)};
+                ex_items[k] = sql_node_clone(&tmp);
+                names[k] = strdup(sc->cols[c].name);
+                if (!ex_items[k] || !names[k])
+                    boom(&b);
+                k++;
+            }
+            continue;
+        }
+        if (it->alias) {
+            b.alias_stack[0] = it->alias;
+            b.alias_depth = 1;
+        }
+        ex_items[k] = expand(&b, it->expr);
+        b.alias_depth = 0;
+        char nb[1024];
+        if (it->alias)
+            names[k] = strdup(it->alias);
+        else {
+            sql_node_name(it->expr, nb, sizeof(nb));
+            names[k] = strdup(nb);
+        }
+        if (!names[k])
+            boom(&b);
+        k++;
+    }
+    if (b.rc)
+        goto out;
+    /* WHERE */
+    if (st->where) {
+        sql_node *w = expand(&b, st->where);
+        if (w) {
+            if (has_agg(w))
+                berr(&b, w, "aggregate functions are not allowed in WHERE: use HAVING");
+            else
+                p->where = bind(&b, w, MODE_PRE);
+        }
+        sql_node_free(w);
+        if (b.rc)
+            goto out;
+        if (p->where && (p->where->t.kind == EX_STRING || is_temporal(p->where->t.kind))) {
+            berr(&b, st->where, "illegal type of the WHERE condition: it must be a number or a "
+                                "comparison");
+            goto out;
+        }
+    }
+    /* GROUP BY */
+    bool aggs = st->n_group_by > 0 || st->having;
+    for (int i = 0; i < n_items; i++)
+        aggs |= has_agg(ex_items[i]);
+    for (int i = 0; i < st->n_order_by; i++) {
+        sql_node *o = expand(&b, st->order_by[i].expr);
+        if (o)
+            aggs |= has_agg(o);
+        sql_node_free(o);
+    }
+    p->aggregate = aggs;
+    if (st->n_group_by) {
+        b.gkeys = calloc((size_t)st->n_group_by, sizeof(sql_node *));
+        p->keys = calloc((size_t)st->n_group_by, sizeof(bx *));
+        if (!b.gkeys || !p->keys) {
+            boom(&b);
+            goto out;
+        }
+        for (int i = 0; i < st->n_group_by; i++) {
+            sql_node *g = expand_pos(&b, st->group_by[i]);
+            if (!g)
+                goto out;
+            b.gkeys[b.n_gkeys++] = g;
+            if (has_agg(g)) {
+                berr(&b, st->group_by[i], "aggregate functions are not allowed in GROUP BY");
+                goto out;
+            }
+            p->keys[i] = bind(&b, g, MODE_PRE);
+            if (!p->keys[i])
+                goto out;
+            p->n_keys = i + 1;
+        }
+    }
+    bmode mode = aggs ? MODE_POST : MODE_PRE;
+    p->outs = calloc((size_t)n_items, sizeof(eng_out));
+    if (!p->outs) {
+        boom(&b);
+        goto out;
+    }
+    for (int i = 0; i < n_items; i++) {
+        p->outs[i].e = bind(&b, ex_items[i], mode);
+        if (!p->outs[i].e)
+            goto out;
+        p->outs[i].name = names[i];
+        names[i] = NULL;
+        p->n_outs = i + 1;
+    }
+    if (st->having) {
+        sql_node *h = expand(&b, st->having);
+        if (!h)
+            goto out;
+        p->having = bind(&b, h, MODE_POST);
+        sql_node_free(h);
+        if (!p->having)
+            goto out;
+    }
+    if (st->n_order_by) {
+        p->order = calloc((size_t)st->n_order_by, sizeof(eng_order));
+        if (!p->order) {
+            boom(&b);
+            goto out;
+        }
+        for (int i = 0; i < st->n_order_by; i++) {
+            sql_node *o = expand_pos(&b, st->order_by[i].expr);
+            if (!o)
+                goto out;
+            p->order[i].e = bind(&b, o, mode);
+            sql_node_free(o);
+            if (!p->order[i].e)
+                goto out;
+            p->order[i].desc = st->order_by[i].desc;
+            p->order[i].nulls_first = st->order_by[i].nulls == 1;
+            p->n_order = i + 1;
+        }
+    }
+    p->has_limit = st->has_limit;
+    p->limit = st->limit;
+    p->offset = st->offset;
+    collect_prune(&b, p->where);
+out:
+    if (ex_items)
+        for (int i = 0; i < n_items; i++)
+            sql_node_free(ex_items[i]);
+    free(ex_items);
+    if (names)
+        for (int i = 0; i < n_items; i++)
+            free(names[i]);
+    free(names);
+    for (int i = 0; i < b.n_gkeys; i++)
+        sql_node_free(b.gkeys[i]);
+    free(b.gkeys);
+    if (b.rc)
+        eng_plan_free(m, p);
+    return b.rc;
+}

@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * eng_source.h: where a query's rows come from. A FROM clause names a table
+ * function; the registry (eng_source.c) maps its name to an entry whose open
+ * checks the arguments, finds the data (lists a glob, say) and learns its
+ * schema. After binding, the executor asks the source for its work units and
+ * runs them on its workers; reading a unit hands blocks of scan vectors to
+ * the executor's callback, one at a time.
+ *
+ *   FROM s3('s3://b/x.parquet')  -> eng_table_fn "s3"   (src_s3.c)
+ *   FROM file('data/x.csv')      -> eng_table_fn "file" (src_file.c)
+ *        both: glob -> files -> units (Parquet row groups, text files),
+ *        re-planned once when an object changes mid-query (src_files.c)
+ *
+ * A new source is one file here and one entry in eng_source.c: numbers(),
+ * system.* tables, a table's parts (ingest/table/), s3Cluster's remote units
+ * (ingest/dist/). The executor knows only this interface.
+ *
+ * Lifecycle, as the executor drives it (one statement):
+ *
+ *   eng_table_fn.open -> schema            (DESCRIBE stops here)
+ *   ops->plan(bound plan)   -> number of units
+ *   ops->reader_create      once per worker
+ *   ops->start              reading ahead may begin
+ *   ops->read(reader, u)    on the workers, each unit once; ops->stop any time
+ *   ops->finish             the workers are done
+ *   ops->reader_destroy, ops->destroy
+ *
+ * Thread-safety: read() runs on several workers at once, each with its own
+ * reader; stop() may be called from any thread at any time after start
+ * (also before it, and more than once); every other call comes from the
+ * thread running the statement. A source keeps no globals: any number of
+ * queries may run sources at once.
+ */
+#ifndef RINGCACHE_ENG_SOURCE_H
+#define RINGCACHE_ENG_SOURCE_H
+
+#include "eng_plan.h"
+#include "rangesrc.h"
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+/* Counters a source keeps for the query (progress, the summary): relaxed
+ * atomics, read while the workers run. */
+typedef struct eng_scan_stats {
+    _Atomic uint64_t rows_read;    /* rows that came out of the readers */
+    _Atomic uint64_t bytes_read;   /* their uncompressed bytes */
+    _Atomic uint64_t units_read;   /* Parquet row groups / text files read */
+    _Atomic uint64_t units_pruned; /* row groups skipped by their statistics */
+} eng_scan_stats;
+
+/* What the query lends its source (borrowed for the source's whole life). */
+typedef struct eng_scan_env {
+    eng_mem *mem;              /* the query's memory tracker */
+    const eng_settings *set;   /* max_threads, max_download_threads, ... */
+    eng_list_fn list_s3;       /* how S3 objects are listed and opened; */
+    eng_open_fn open_s3;       /*   NULL: none configured */
+    void *s3_impl;
+    eng_scan_stats *stats;
+    _Atomic int *stop;         /* non-zero: the query is stopping (LIMIT, error) */
+} eng_scan_env;
+
+/* A table function as written in FROM: name(args...) at line/col. */
+typedef struct eng_tf_call {
+    const char *name;          /* as written ("S3" and "s3" both find s3) */
+    sql_node *const *args;
+    int n_args;
+    int line, col;
+} eng_tf_call;
+
+/* Rows of one block: ncols vectors in the plan's scan order (plan->need),
+ * n rows each, lent to the callback for the call. 0 or -errno (err filled by
+ * the callback's owner). */
+typedef int (*eng_scan_fn)(void *arg, ex_vec *cols, uint32_t n);
+
+typedef struct eng_source eng_source;
+typedef struct eng_reader eng_reader;   /* one worker's state, the source's own */
+
+typedef struct eng_source_ops {
+    /* Lists the units the bound plan needs (pruning what it can before
+     * reading data); returns their count or -errno with a sentence in err. */
+    int (*plan)(eng_source *s, const eng_plan *p, char *err, size_t errlen);
+    int (*reader_create)(eng_source *s, eng_reader **out);
+    void (*reader_destroy)(eng_source *s, eng_reader *r);
+    void (*start)(eng_source *s);
+    /* Reads unit u, calling fn for each block; 0, fn's error, or -errno with
+     * a sentence in err. A stopping query may end it early with 0. */
+    int (*read)(eng_source *s, eng_reader *r, int u, eng_scan_fn fn, void *arg, char *err,
+                size_t errlen);
+    void (*stop)(eng_source *s);
+    void (*finish)(eng_source *s);
+    void (*destroy)(eng_source *s);
+} eng_source_ops;
+
+/* Every source starts with this (implementations embed it first). */
+struct eng_source {
+    const eng_source_ops *ops;
+    eng_schema schema;         /* the columns a query may read */
+    uint64_t files;            /* objects behind it (the summary's "files") */
+};
+
+/* Opens the source a call names. 0, or -errno with a sentence in err that
+ * names the call's place ("line L, column C: ...") for bad arguments. */
+typedef int (*eng_tf_open_fn)(const eng_tf_call *call, const eng_scan_env *env,
+                              eng_source **out, char *err, size_t errlen);
+
+typedef struct eng_table_fn {
+    const char *name;
+    eng_tf_open_fn open;
+} eng_table_fn;
+
+/* The table function of that name (case-insensitive), or NULL. */
+const eng_table_fn *eng_table_fn_find(const char *name);
+/* Opens call through the registry: an unknown name is -EINVAL with a
+ * sentence listing the known ones. */
+int eng_source_open(const eng_tf_call *call, const eng_scan_env *env, eng_source **out,
+                    char *err, size_t errlen);
+/* ops->destroy; accepts NULL and sets *s to NULL. */
+void eng_source_destroy(eng_source **s);
+
+#endif /* RINGCACHE_ENG_SOURCE_H */

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * src_int.h: internals shared by the file-reading table functions (s3() in
+ * src_s3.c, file() in src_file.c) and the scan of a list of files they both
+ * hand over to (src_files.c).
+ *
+ * Thread-safety: an efile's source, footer, generation and consumed flag
+ * change under its mutex (a re-plan, on a worker); the rest is set before
+ * the workers start.
+ */
+#ifndef RINGCACHE_SRC_INT_H
+#define RINGCACHE_SRC_INT_H
+
+#include "eng_source.h"
+#include "parquet.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct efile {
+    char *path;               /* local path or key */
+    uint64_t size;
+    pthread_mutex_t mu;
+    rs_source *src;
+    pq_file *pf;
+    int gen;                  /* reopen count (0 or 1: a file is re-planned once) */
+    bool consumed;            /* rows of it went into the workers' tables */
+    rs_source *old_src[2];
+    pq_file *old_pf[2];
+    int *colmap;              /* scan slot -> file column */
+    int rg_first;             /* Parquet: first unit of this file */
+    int n_rg;                 /* Parquet: its units (row groups not pruned) */
+} efile;
+
+/* The files a glob matched, as they are listed. */
+typedef struct flist {
+    efile *f;
+    int n, cap;
+} flist;
+
+int src__flist_add(flist *l, const char *path, uint64_t size);
+void src__flist_free(flist *l);
+
+/* The arguments of a table function that reads files: a path (a string
+ * literal, then up to max_args - 1 more, the last a string: the format).
+ * *fmtarg is NULL without one. 0 or -EINVAL with a sentence naming the call's
+ * place and showing `example` as the path. */
+int src__path_args(const eng_tf_call *c, int max_args, const char *example, const char **path,
+                   const char **fmtarg, char *err, size_t errlen);
+
+/* The scan of the files in l (taken: l is emptied, also on failure), keys of
+ * bucket when s3, else local paths: sorted by name, read in the format fmtarg
+ * names (NULL: by the first file's extension), the schema taken from the
+ * first file. c and path name the call in errors. 0 or -errno with a
+ * sentence in err. */
+int src__files_open(eng_source **out, const eng_scan_env *env, const eng_tf_call *c,
+                    const char *path, flist *l, bool s3, const char *bucket, const char *fmtarg,
+                    char *err, size_t errlen);
+
+/* The registry's entries (eng_source.c): s3() and file(). */
+int src__s3_open(const eng_tf_call *c, const eng_scan_env *env, eng_source **out, char *err,
+                 size_t errlen);
+int src__file_open(const eng_tf_call *c, const eng_scan_env *env, eng_source **out, char *err,
+                   size_t errlen);
+
+#endif /* RINGCACHE_SRC_INT_H */

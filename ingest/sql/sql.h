@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * sql.h: the SQL front end of the engine: a lexer and a recursive-descent
+ * parser for a ClickHouse-flavoured subset (SELECT ... FROM
+ * s3()/file() ... WHERE ... GROUP BY ... HAVING ... ORDER BY ... LIMIT ...
+ * SETTINGS ... FORMAT ..., and DESCRIBE), producing an abstract syntax tree.
+ * Names are not resolved here (eng_bind.c does that against a schema); the
+ * parser only knows the grammar, so it can be fuzzed on its own.
+ *
+ * Every node carries the line and column (1-based, in bytes) where it starts,
+ * so a later error ("unknown column") can point at the place in the SQL.
+ * A parse error is a sentence "line L, column C: ..." in the caller's buffer.
+ *
+ * Thread-safety: the parser has no global state; any number of threads may
+ * parse at once. A parsed sql_stmt is immutable by convention and may be read
+ * from any thread.
+ *
+ * Ownership: sql_parse_script() returns statements the caller frees with
+ * sql_stmt_destroy(); every string and child node inside belongs to its
+ * statement.
+ */
+#ifndef RINGCACHE_SQL_H
+#define RINGCACHE_SQL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SQL_MSG_MAX 512
+
+typedef enum sql_kind {
+    SQL_NULL = 1,   /* NULL literal */
+    SQL_INT,        /* integer literal: u (magnitude fits uint64); i when <= INT64_MAX */
+    SQL_FLOAT,      /* d */
+    SQL_STRING,     /* s (unescaped, may hold NUL: slen) */
+    SQL_BOOL,       /* true/false: i */
+    SQL_COLUMN,     /* s: name */
+    SQL_STAR,       /* * (in count(*) or SELECT *) */
+    SQL_FUNC,       /* s: name as written; args */
+    SQL_UNARY,      /* op: SQL_OP_NEG / SQL_OP_NOT; args[0] */
+    SQL_BINARY,     /* op; args[0], args[1] */
+    SQL_IN,         /* args[0] IN (args[1..]); negated */
+    SQL_LIKE,       /* args[0] LIKE args[1]; negated, op SQL_OP_LIKE/ILIKE */
+    SQL_IS_NULL,    /* args[0] IS [NOT] NULL; negated */
+    SQL_CASE,       /* args: [operand] (when, then)* [else]; has_operand, has_else */
+    SQL_CAST,       /* args[0]; s: type name as written */
+    SQL_BETWEEN,    /* args[0] [NOT] BETWEEN args[1] AND args[2] */
+} sql_kind;
+
+typedef enum sql_op {
+    SQL_OP_NONE = 0,
+    SQL_OP_ADD, SQL_OP_SUB, SQL_OP_MUL, SQL_OP_DIV, SQL_OP_MOD,
+    SQL_OP_EQ, SQL_OP_NE, SQL_OP_LT, SQL_OP_LE, SQL_OP_GT, SQL_OP_GE,
+    SQL_OP_AND, SQL_OP_OR, SQL_OP_NOT, SQL_OP_NEG, SQL_OP_CONCAT,
+    SQL_OP_LIKE, SQL_OP_ILIKE,
+} sql_op;
+
+typedef struct sql_node sql_node;
+struct sql_node {
+    sql_kind kind;
+    sql_op op;
+    int line, col;
+    bool negated, has_operand, has_else;
+    int64_t i;
+    uint64_t u;
+    double d;
+    char *s;
+    size_t slen;
+    sql_node **args;
+    int nargs;
+};
+
+typedef struct sql_select_item {
+    sql_node *expr;
+    char *alias;            /* NULL when none */
+} sql_select_item;
+
+typedef struct sql_order_item {
+    sql_node *expr;
+    bool desc;
+    int nulls;              /* 0 default (last), 1 first, 2 last */
+} sql_order_item;
+
+typedef struct sql_setting {
+    char *name;
+    sql_node *value;        /* a literal */
+    int line, col;
+} sql_setting;
+
+typedef enum sql_stmt_kind { SQL_SELECT = 1, SQL_DESCRIBE } sql_stmt_kind;
+
+typedef struct sql_stmt {
+    sql_stmt_kind kind;
+    sql_select_item *items;
+    int n_items;
+    /* FROM: a table function (s3 / file) with literal arguments */
+    char *from_fn;
+    sql_node **from_args;
+    int n_from_args;
+    int from_line, from_col;
+    sql_node *where;        /* NULL when absent */
+    sql_node **group_by;
+    int n_group_by;
+    sql_node *having;
+    sql_order_item *order_by;
+    int n_order_by;
+    bool has_limit;
+    int64_t limit, offset;
+    sql_setting *settings;
+    int n_settings;
+    char *format;           /* FORMAT name, NULL when absent */
+    int line, col;          /* where the statement starts */
+} sql_stmt;
+
+/* Parses the statements of `text` (len bytes, need not be NUL-terminated),
+ * separated by ';' (empty statements are skipped). Returns the number of
+ * statements (>= 0) with *out an array of them, or -EINVAL with "line L,
+ * column C: ..." in err (*out NULL), or -ENOMEM. Free with sql_script_free. */
+int sql_parse_script(const char *text, size_t len, sql_stmt ***out, char *err, size_t errlen);
+void sql_script_free(sql_stmt ***stmts, int n);
+
+/* Parses exactly one statement (a trailing ';' is allowed). 0 or -EINVAL/-ENOMEM. */
+int sql_parse(const char *text, size_t len, sql_stmt **out, char *err, size_t errlen);
+void sql_stmt_destroy(sql_stmt **s);
+void sql_node_free(sql_node *n);
+
+/* Writes the ClickHouse-style name of an expression ("count()", "sum(Score)",
+ * "plus(a, 1)", "'x'") into buf (truncated with "..." if longer). Returns the
+ * full length it wanted. */
+size_t sql_node_name(const sql_node *n, char *buf, size_t cap);
+
+/* Deep copy. NULL on -ENOMEM. */
+sql_node *sql_node_clone(const sql_node *n);
+
+/* Whether two expressions are the same tree (names compared exactly). */
+bool sql_node_equal(const sql_node *a, const sql_node *b);
+
+#endif /* RINGCACHE_SQL_H */

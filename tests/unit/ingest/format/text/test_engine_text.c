@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * test_engine_text.c: the CSV / TSV / JSONEachRow readers (eng_text.h):
+ * inference, header detection, quoting, errors naming the line.
+ */
+#include "eng_text.h"
+
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+/* ---- text readers ---- */
+
+typedef struct collect {
+    char text[4096];
+    size_t o;
+    uint32_t rows;
+} collect;
+
+static int collect_fn(ex_vec *cols, int ncols, uint32_t n, void *arg)
+{
+    collect *c = arg;
+    for (uint32_t r = 0; r < n; r++) {
+        for (int k = 0; k < ncols; k++) {
+            char b[96];
+            const uint8_t *sp;
+            size_t l = ex_null(&cols[k], r) ? (size_t)snprintf(b, sizeof(b), "\\N")
+                                            : ex_fmt_value(&cols[k], r, b, sizeof(b), &sp);
+            const char *p = !ex_null(&cols[k], r) && sp ? (const char *)sp : b;
+            c->o += (size_t)snprintf(c->text + c->o, sizeof(c->text) - c->o, "%s%.*s",
+                                     k ? "," : "", (int)l, p);
+        }
+        c->o += (size_t)snprintf(c->text + c->o, sizeof(c->text) - c->o, ";");
+    }
+    c->rows += n;
+    for (int k = 0; k < ncols; k++)
+        ex_vec_clear(NULL, &cols[k]);
+    return 0;
+}
+
+static void read_text(tx_format f, const char *text, const char *types, const char *rows)
+{
+    eng_schema s;
+    char err[512] = "";
+    int rc = tx_infer(f, "t.txt", text, strlen(text), &s, err, sizeof(err));
+    if (rc < 0)
+        fprintf(stderr, "%s\n", err);
+    assert_int_equal(rc, 0);
+    char got[1024] = "";
+    size_t o = 0;
+    int want[32];
+    for (int k = 0; k < s.n; k++) {
+        char tn[64];
+        ex_type_name(&s.cols[k].t, tn, sizeof(tn));
+        o += (size_t)snprintf(got + o, sizeof(got) - o, "%s%s %s", k ? ", " : "", s.cols[k].name, tn);
+        want[k] = k;
+    }
+    assert_string_equal(got, types);
+    collect c = {0};
+    rc = tx_parse(NULL, f, "t.txt", text, strlen(text), &s, want, s.n, 2, collect_fn, &c, err,
+                  sizeof(err));
+    if (rc < 0)
+        fprintf(stderr, "%s\n", err);
+    assert_int_equal(rc, 0);
+    assert_string_equal(c.text, rows);
+    eng_schema_free(&s);
+}
+
+static void read_err(tx_format f, const char *text, const char *want)
+{
+    eng_schema s;
+    char err[512] = "";
+    int rc = tx_infer(f, "bad.txt", text, strlen(text), &s, err, sizeof(err));
+    if (rc == 0) {
+        int w[32];
+        for (int k = 0; k < s.n; k++)
+            w[k] = k;
+        collect c = {0};
+        rc = tx_parse(NULL, f, "bad.txt", text, strlen(text), &s, w, s.n, 100, collect_fn, &c,
+                      err, sizeof(err));
+        eng_schema_free(&s);
+    }
+    assert_int_equal(rc, -EBADMSG);
+    if (!strstr(err, want))
+        fprintf(stderr, "error '%s' lacks '%s'\n", err, want);
+    assert_non_null(strstr(err, want));
+}
+
+static void test_text_readers(void **state)
+{
+    (void)state;
+    /* header detected: first row all strings, the rest typed */
+    read_text(TX_CSV, "id,name,day\n1,\"a,b\",2020-01-02\n2,,2021-03-04\n-3,\"q\"\"\",\n",
+              "id Nullable(Int64), name Nullable(String), day Nullable(Date)",
+              "1,a,b,2020-01-02;2,\\N,2021-03-04;-3,q\",\\N;");
+    /* no header: c1, c2 */
+    read_text(TX_CSV, "1,2.5\n2,x\n", "c1 Nullable(Int64), c2 Nullable(String)", "1,2.5;2,x;");
+    read_text(TX_TSV_NAMES, "a\tb\n1\tx\\ty\n\\N\t2024-01-01 10:00:00\n",
+              "a Nullable(Int64), b Nullable(String)", "1,x\ty;\\N,2024-01-01 10:00:00;");
+    read_text(TX_JSON_EACH_ROW, "{\"a\": 1, \"b\": \"x\\n\"}\n{\"b\": null, \"a\": 2.5, \"c\": true}\n",
+              "a Nullable(Float64), b Nullable(String), c Nullable(Bool)", "1,x\n,\\N;2.5,\\N,true;");
+    read_err(TX_CSV, "a,b\n1,\"open\n2,3\n", "bad.txt, line 2: unterminated quoted field");
+    read_err(TX_CSV, "a,b\n1,\"x\"y\n", "after a closing quote");
+    read_err(TX_JSON_EACH_ROW, "{\"a\": 1}\n{\"a\": [1]}\n", "line 2");
+    read_err(TX_JSON_EACH_ROW, "{\"a\": 1}\nnot json\n", "line 2");
+    read_err(TX_CSV_NAMES, "", "empty");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_text_readers),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# check_layers.sh SOURCE_DIR: no import up the layers. Fails (exit 1), naming
+# the file and the header, when
+#  - anything under ring/, pagecache/, client/ or cached/ includes a header of
+#    the engine (ingest/): the engine sits on the client, never the reverse;
+#  - a folder of ingest/ includes a header of a folder it may not use; the
+#    table below is the engine's layering, lowest first (a folder may use
+#    itself and the folders listed after it).
+# Includes are matched by file name ("eng.h"), as the build's include paths
+# resolve them.
+set -euo pipefail
+src=${1:?usage: check_layers.sh SOURCE_DIR}
+cd "$src"
+
+declare -A may=(
+  [core]=""
+  [io]="core"
+  [format/parquet]="core io"
+  [format/text]="core"
+  [sql]=""
+  [expr]="core"
+  [plan]="core io format/parquet sql expr"
+  [source]="core io format/parquet format/text sql expr plan table"
+  [table]="core io"
+  [sink]="core"
+  [exec]="core io format/parquet sql expr plan source sink table"
+  [cli]="core io format/parquet format/text sql expr plan source sink exec table"
+)
+
+# header name -> its folder under ingest/
+declare -A home=()
+while IFS= read -r h; do
+  rel=${h#ingest/}
+  dir=${rel%/*}
+  [[ $dir == "$rel" ]] && dir=.
+  home[${h##*/}]=$dir
+done < <(find ingest -name '*.h' | sort)
+
+bad=0
+includes() { grep -oE '^[[:space:]]*#[[:space:]]*include[[:space:]]+"[^"]+"' "$1" | sed -E 's/.*"([^"]+)"/\1/'; }
+
+for top in ring pagecache client cached; do
+  [[ -d $top ]] || continue
+  while IFS= read -r f; do
+    for inc in $(includes "$f"); do
+      if [[ -n ${home[${inc##*/}]:-} ]]; then
+        echo "$f includes \"$inc\" (ingest/${home[${inc##*/}]}): nothing under $top/ may use the engine; move the code to the engine's side (ingest/cli/ composes both)"
+        bad=1
+      fi
+    done
+  done < <(find "$top" -name '*.[ch]' | sort)
+done
+
+while IFS= read -r f; do
+  rel=${f#ingest/}
+  dir=${rel%/*}
+  if [[ -z ${may[$dir]+set} ]]; then
+    echo "$f: folder ingest/$dir has no place in the layer table of $0; add it"
+    bad=1
+    continue
+  fi
+  for inc in $(includes "$f"); do
+    to=${home[${inc##*/}]:-}
+    [[ -z $to || $to == "$dir" ]] && continue
+    if [[ " ${may[$dir]} " != *" $to "* ]]; then
+      echo "$f includes \"$inc\" from ingest/$to: ingest/$dir may use only: ${may[$dir]:-itself}"
+      bad=1
+    fi
+  done
+done < <(find ingest -mindepth 2 -name '*.[ch]' | sort)
+
+if (( bad )); then
+  exit 1
+fi
+echo "layers: no include runs up the layers"

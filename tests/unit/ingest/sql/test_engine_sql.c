@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * test_engine_sql.c: the parser (sql.h): precedence, ClickHouse names of
+ * expressions, clauses, errors at line and column, nesting bounded.
+ */
+#include "sql.h"
+
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "parse_ok.h"
+
+static void parse_err(const char *sql, const char *want)
+{
+    sql_stmt *s;
+    char err[SQL_MSG_MAX] = "";
+    assert_int_equal(sql_parse(sql, strlen(sql), &s, err, sizeof(err)), -EINVAL);
+    assert_null(s);
+    if (!strstr(err, want))
+        fprintf(stderr, "error '%s' lacks '%s'\n", err, want);
+    assert_non_null(strstr(err, want));
+}
+
+static void name_of(const char *expr, const char *want)
+{
+    char sql[512], got[256];
+    snprintf(sql, sizeof(sql), "SELECT %s FROM file('x')", expr);
+    sql_stmt *s = parse_ok(sql);
+    sql_node_name(s->items[0].expr, got, sizeof(got));
+    assert_string_equal(got, want);
+    sql_stmt_destroy(&s);
+    assert_null(s);
+}
+
+static void test_parser_precedence_and_names(void **state)
+{
+    (void)state;
+    name_of("a + b * 2", "plus(a, multiply(b, 2))");
+    name_of("(a + b) * 2", "multiply(plus(a, b), 2)");
+    name_of("NOT a = 1 AND b OR c", "or(and(not(equals(a, 1)), b), c)");
+    name_of("x NOT IN ('', 'anon')", "notIn(x, ('', 'anon'))");
+    name_of("count()", "count()");
+    name_of("-3", "-3");
+    name_of("-a", "negate(a)");
+    name_of("a::String", "CAST(a, 'String')");
+    name_of("CAST(a AS Nullable(Int32))", "CAST(a, 'Nullable(Int32)')");
+    name_of("t LIKE 'a%' ", "like(t, 'a%')");
+    name_of("t NOT ILIKE 'a%'", "notILike(t, 'a%')");
+    name_of("x IS NOT NULL", "isNotNull(x)");
+    name_of("'it''s'", "'it\\'s'");
+    name_of("a || b", "concat(a, b)");
+}
+
+static void test_parser_clauses(void **state)
+{
+    (void)state;
+    sql_stmt *s = parse_ok(
+        "select a as x, count(*) from s3('s3://b/k/*.parquet', 'Parquet') t where a > 1 "
+        "group by 1 having count() > 2 order by x desc nulls first, 2 limit 5 offset 10 "
+        "settings max_threads = 2, max_memory_usage = 1000000 format JSONEachRow;");
+    assert_int_equal(s->kind, SQL_SELECT);
+    assert_int_equal(s->n_items, 2);
+    assert_string_equal(s->items[0].alias, "x");
+    assert_string_equal(s->from_fn, "s3");
+    assert_int_equal(s->n_from_args, 2);
+    assert_non_null(s->where);
+    assert_int_equal(s->n_group_by, 1);
+    assert_non_null(s->having);
+    assert_int_equal(s->n_order_by, 2);
+    assert_true(s->order_by[0].desc);
+    assert_int_equal(s->order_by[0].nulls, 1);
+    assert_true(s->has_limit);
+    assert_int_equal(s->limit, 5);
+    assert_int_equal(s->offset, 10);
+    assert_int_equal(s->n_settings, 2);
+    assert_string_equal(s->format, "JSONEachRow");
+    sql_stmt_destroy(&s);
+    s = parse_ok("SELECT a FROM file('f') LIMIT 3, 7");
+    assert_int_equal(s->offset, 3);
+    assert_int_equal(s->limit, 7);
+    sql_stmt_destroy(&s);
+    s = parse_ok("DESCRIBE file('x.csv')");
+    assert_int_equal(s->kind, SQL_DESCRIBE);
+    sql_stmt_destroy(&s);
+    sql_stmt **many;
+    char err[SQL_MSG_MAX];
+    const char *script = "SELECT 1 FROM file('a');\n-- comment\n;SELECT 2 FROM file('b') /* x */;";
+    assert_int_equal(sql_parse_script(script, strlen(script), &many, err, sizeof(err)), 2);
+    sql_script_free(&many, 2);
+    assert_null(many);
+}
+
+static void test_parser_errors_have_line_and_column(void **state)
+{
+    (void)state;
+    parse_err("SELECT a FROM file('x') WHER a > 1", "line 1, column 30");
+    parse_err("SELECT a,\n  b +\nFROM file('x')", "line 3, column 1");
+    parse_err("SELECT 'abc FROM file('x')", "line 1, column");
+    parse_err("SELECT a FROM t", "tables are not supported yet");
+    parse_err("SELECT a FROM file('x') LIMIT", "a row count after LIMIT");
+    parse_err("SELECT ((((a FROM file('x')", "expected ')'");
+    parse_err("SELECT a FROM file('x') ORDER BY a NULLS MIDDLE", "FIRST or LAST");
+    parse_err("SELECT #", "unexpected character '#'");
+    parse_err("", "empty");
+    /* deep nesting is refused, not a stack overflow */
+    char deep[5000];
+    size_t o = 0;
+    o += (size_t)snprintf(deep, sizeof(deep), "SELECT ");
+    for (int i = 0; i < 1000; i++)
+        deep[o++] = '(';
+    deep[o] = 0;
+    parse_err(deep, "nested too deeply");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parser_precedence_and_names),
+        cmocka_unit_test(test_parser_clauses),
+        cmocka_unit_test(test_parser_errors_have_line_and_column),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
