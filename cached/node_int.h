@@ -146,7 +146,7 @@ struct node {
     node_fills *fills;              /* the fill table (node_fill.h) */
     atomic_int conns_open;          /* every worker's connections */
     int max_connections;            /* effective --max-connections */
-    atomic_llong accept_log_ms;     /* last "out of descriptors" log line */
+    _Atomic int64_t accept_log_ms;  /* last "out of descriptors" log line */
     atomic_llong accept_log_skipped;
     int metric_base;                /* index of this node's metric table (metrics.h) */
     struct gauge_arg *gauge_args;   /* one per store gauge, arguments of their callbacks */
