@@ -232,6 +232,51 @@ static int partition_cb(void *arg, const cb_batch *b, uint32_t *row_part, char *
 static int run_insert_into(equery *q, const sql_stmt *st, const char *db, const char *name,
                            char *err, size_t errlen);
 
+/* CREATE TABLE ... AS SELECT without columns: the SELECT's names and types. */
+static int ctas_columns(equery *q, const sql_stmt *st, const char *db, eng_tdef *def,
+                        char *err, size_t errlen)
+{
+    const sql_stmt *sel = st->create->as_select;
+    equery *q2 = eng__query_create(q->ctx);
+    if (!q2) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    eng_format fmt;
+    int rc = eng__stmt_settings(q2, sel, &fmt, err, errlen);
+    if (rc == 0)
+        rc = eng__stmt_source(q2, sel, err, errlen);
+    if (rc == 0)
+        rc = eng_bind(&q2->mem, sel, &q2->src->schema, &q2->plan, err, errlen);
+    int n = rc == 0 ? q2->plan.n_outs : 0;
+    sql_column_def *cols = calloc((size_t)n + 1, sizeof(sql_column_def));
+    char (*types)[64] = calloc((size_t)n + 1, 64);
+    if (rc == 0 && (!cols || !types))
+        rc = -ENOMEM;
+    for (int k = 0; rc == 0 && k < n; k++) {
+        ex_type t = q2->plan.outs[k].e->t;
+        if (t.kind == EX_NOTHING)
+            t = (ex_type){.kind = EX_STRING, .nullable = true};
+        if (t.kind == EX_DATETIME && t.scale != 0 && t.scale != 3 && t.scale != 6 && t.scale != 9)
+            t.scale = 9;
+        ex_type_name(&t, types[k], 64);
+        cols[k] = (sql_column_def){.name = q2->plan.outs[k].name, .type = types[k],
+                                   .line = sel->line, .col = sel->col};
+    }
+    if (rc == 0) {
+        sql_table_def d2 = *st->create;
+        d2.cols = cols;
+        d2.n_cols = n;
+        sql_stmt s2 = *st;
+        s2.create = &d2;
+        rc = eng_tdef_from_create(&s2, db, def, err, errlen);
+    }
+    free(cols);
+    free(types);
+    eng__query_free(q2);
+    return rc;
+}
+
 static int run_create(equery *q, const sql_stmt *st, char *err, size_t errlen)
 {
     const char *db = db_of(q, st);
@@ -241,7 +286,11 @@ static int run_create(equery *q, const sql_stmt *st, char *err, size_t errlen)
     if (rc < 0)
         return rc;
     eng_tdef def;
-    if ((rc = eng_tdef_from_create(st, db, &def, err, errlen)) < 0)
+    if (st->create->as_select && st->create->n_cols == 0)
+        rc = ctas_columns(q, st, db, &def, err, errlen);
+    else
+        rc = eng_tdef_from_create(st, db, &def, err, errlen);
+    if (rc < 0)
         return rc;
     if (def.schema.partition_by) {
         part_expr pe;

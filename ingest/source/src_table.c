@@ -176,6 +176,26 @@ static bool put_value(cb_column *c, uint32_t row, const ex_type *ct, int64_t i, 
         return true;
     }
     (void)d;
+    ex_type tt = *ct;
+    if (ct->kind == EX_STRING && (colt->kind == EX_DATE || colt->kind == EX_DATETIME)) {
+        /* a date or time written as a string */
+        int seen;
+        if (colt->kind == EX_DATE ? !ex_parse_date((const char *)sp, len, &i)
+                                  : !ex_parse_datetime((const char *)sp, len, colt->scale, &i,
+                                                       &seen))
+            return false;
+        tt = *colt;
+        ct = &tt;
+    }
+    if (ct->kind == EX_DATETIME && colt->kind == EX_DATETIME && ct->scale < colt->scale) {
+        for (int k = ct->scale; k < colt->scale; k++) {
+            if (i > INT64_MAX / 10 || i < INT64_MIN / 10)
+                return false;
+            i *= 10;
+        }
+        tt = *colt;
+        ct = &tt;
+    }
     if (ct->kind == EX_STRING || ct->kind == EX_FLOAT || ti->type == CB_FLOAT ||
         ti->type == CB_DOUBLE || ti->type == CB_DECIMAL)
         return false;
@@ -330,20 +350,41 @@ static bool part_may_match(const src_table *s, carena *a, const tpart *tp)
         return true;
     bool may = true;
     for (uint32_t j = 0; j < m->n_minmax && may; j++) {
-        if (!m->minmax[j])
-            continue;
+        const cb_column *mn = m->minmax[2 * j], *mx = m->minmax[2 * j + 1];
+        if (!mn || !mx)
+            continue; /* only NULLs */
         const char *cname = m->cols[m->minmax_cols[j]].name;
         for (int i = 0; i < n; i++)
             keypos[i] = strcmp(s->base.schema.cols[i].name, cname) ? -1 : 0;
         const tp_cond *c = to_cond(a, s, keypos, s->plan->where, 0);
-        if (!c)
+        cb_column *two = NULL;
+        if (!c || cb_column_create(&two, &mn->info, NULL, 2) < 0)
             continue;
+        size_t w = cb_type_width(&mn->info);
+        bool built = true;
+        if (w) {
+            memcpy(two->values, mn->values, w);
+            memcpy((uint8_t *)two->values + w, mx->values, w);
+        } else {
+            size_t la, lb;
+            const uint8_t *pa = cb_column_bytes(mn, 0, &la), *pb = cb_column_bytes(mx, 0, &lb);
+            built = cb_column_reserve_data(two, la + lb + 1) == 0;
+            if (built) {
+                if (la)
+                    memcpy(two->data, pa, la);
+                if (lb)
+                    memcpy(two->data + la, pb, lb);
+                two->offsets[1] = (uint32_t)la;
+                two->offsets[2] = (uint32_t)(la + lb);
+            }
+        }
         tp_granule_range *r = NULL;
         size_t nr = 0;
-        const cb_column *idx[1] = {m->minmax[j]};
-        if (tp_prune_index(idx, 1, 1, c, &r, &nr, NULL, 0) == 0 && nr == 0)
+        const cb_column *idx[1] = {two};
+        if (built && tp_prune_index(idx, 1, 1, c, &r, &nr, NULL, 0) == 0 && nr == 0)
             may = false;
         free(r);
+        cb_column_unref(two);
     }
     free(keypos);
     return may;
