@@ -1107,6 +1107,11 @@ static int run_insert_into(equery *q, const sql_stmt *st, const char *db, const 
             eng_part_sink_discard(j.sink, j.t, NULL);
     }
     ij_free(&j);
+    if (rc == -ENOMEM && strstr(err, "memory limit") && !strstr(err, "MEMORY_LIMIT_EXCEEDED")) {
+        size_t l = strlen(err);
+        snprintf(err + l, errlen > l ? errlen - l : 0,
+                 " (MEMORY_LIMIT_EXCEEDED); nothing of this INSERT was committed");
+    }
     return rc;
 }
 

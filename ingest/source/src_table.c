@@ -29,6 +29,7 @@
 #include <string.h>
 
 #define UNIT_GRANULES 16
+#define BATCH_ROWS 65536
 
 typedef struct tpart {
     const tb_part *p;
@@ -588,13 +589,20 @@ static int table_read(eng_source *b, eng_reader *r, int ui, eng_scan_fn fn, void
     if (s->final && s->replacing) {
         rc = read_final(s, u, fn, arg, err, errlen);
     } else {
+        /* blocks of about BATCH_ROWS rows, so a worker holds little at a time */
         const tpart *tp = &s->parts[u->part];
-        cb_batch *bt = NULL;
-        rc = tp_reader_read(tp->rd, tp->colmap, (uint32_t)s->plan->n_need, u->g0, u->g1, &bt,
-                            err, errlen);
-        if (rc == 0)
-            rc = hand_batch(s, bt, fn, arg, err, errlen);
-        cb_batch_destroy(&bt);
+        uint32_t gran = tp_reader_meta(tp->rd)->granularity;
+        uint32_t step = gran >= BATCH_ROWS ? 1 : BATCH_ROWS / gran;
+        rc = 0;
+        for (uint32_t g = u->g0; rc == 0 && g < u->g1 && !atomic_load(s->env.stop); g += step) {
+            uint32_t e = g + step < u->g1 ? g + step : u->g1;
+            cb_batch *bt = NULL;
+            rc = tp_reader_read(tp->rd, tp->colmap, (uint32_t)s->plan->n_need, g, e, &bt, err,
+                                errlen);
+            if (rc == 0)
+                rc = hand_batch(s, bt, fn, arg, err, errlen);
+            cb_batch_destroy(&bt);
+        }
     }
     if (rc == 0)
         atomic_fetch_add(&s->env.stats->units_read, 1);
