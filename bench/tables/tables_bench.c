@@ -153,26 +153,35 @@ int main(int argc, char **argv)
         die("cannot start the S3 server");
     if (h_s3model_start(env, &model, h_s3_port(s3), 0, 0) < 0)
         die("cannot start the S3 model (build the s3model target)");
+    /* the nodes must know each other to place written blocks on their owners:
+     * their ports are picked first */
     char members[512] = "";
+    int ports[3];
     for (int i = 0; i < 3; i++) {
-        char d[4200], pf[4300], af[4300], id[32];
+        ports[i] = h_free_port();
+        if (ports[i] <= 0)
+            die("no free port for a cache node");
+        size_t o = strlen(members);
+        snprintf(members + o, sizeof(members) - o, "%sringcache-%d=127.0.0.1:%d", o ? "," : "",
+                 i, ports[i]);
+    }
+    for (int i = 0; i < 3; i++) {
+        char d[4200], pf[4300], af[4300], id[32], port[16];
         snprintf(id, sizeof(id), "ringcache-%d", i);
+        snprintf(port, sizeof(port), "%d", ports[i]);
         snprintf(d, sizeof(d), "%s/node%d", dir, i);
         mkdir(d, 0755);
         snprintf(pf, sizeof(pf), "%s/port", d);
         snprintf(af, sizeof(af), "%s/admin", d);
-        const char *nargv[] = {bin, "--node-id", id, "--listen", "127.0.0.1", "--port", "0",
-                               "--port-file", pf, "--admin-listen", "127.0.0.1", "--admin-port",
-                               "0", "--admin-port-file", af, "--data-dir", d, "--ssd-capacity",
-                               "8GiB", "--ram-capacity", "256MiB", "--threads", "2", "--no-sync",
-                               "--s3-endpoint", h_s3model_endpoint(model), "--s3-access-key",
-                               "S3RVER", "--s3-secret-key", "S3RVER", "--log-level", "warn",
-                               NULL};
+        const char *nargv[] = {bin, "--node-id", id, "--listen", "127.0.0.1", "--port", port,
+                               "--port-file", pf, "--members", members, "--admin-listen",
+                               "127.0.0.1", "--admin-port", "0", "--admin-port-file", af,
+                               "--data-dir", d, "--ssd-capacity", "8GiB", "--ram-capacity",
+                               "256MiB", "--threads", "2", "--no-sync", "--s3-endpoint",
+                               h_s3model_endpoint(model), "--s3-access-key", "S3RVER",
+                               "--s3-secret-key", "S3RVER", "--log-level", "warn", NULL};
         if (h_proc_start(env, &p, id, (char *const *)nargv, NULL, pf, 0) < 0)
             die("a cache node did not start");
-        size_t o = strlen(members);
-        snprintf(members + o, sizeof(members) - o, "%s%s=127.0.0.1:%d", o ? "," : "", id,
-                 h_proc_port(p));
     }
     s3_config cfg;
     s3_config_init(&cfg);
