@@ -734,15 +734,19 @@ static int insert_data(equery *q, const sql_insert *in, const char **data, size_
 
 typedef struct feed_arg {
     eng_sink *sink;
+    eng_mem *mem;
     char *err;
     size_t errlen;
 } feed_arg;
 
+/* tx_parse's batches to the sink (the vectors are ours to clear). */
 static int feed_text(ex_vec *cols, int ncols, uint32_t nrows, void *arg)
 {
     feed_arg *f = arg;
     eng_block b = {cols, ncols, nrows};
     int rc = f->sink->ops->write(f->sink, &b, f->err, f->errlen);
+    for (int k = 0; k < ncols; k++)
+        ex_vec_clear(f->mem, &cols[k]);
     return rc;
 }
 
@@ -838,7 +842,7 @@ static int insert_format(insert_job *j, const sql_insert *in, int fmt, const cha
     char name[300];
     snprintf(name, sizeof(name), "the INSERT's %s data", in->format);
     if (rc == 0 && fmt != 0 && (rc = sink_begin(j, types, err, errlen)) == 0) {
-        feed_arg fa = {j->sink, err, errlen};
+        feed_arg fa = {j->sink, &q->mem, err, errlen};
         rc = tx_parse(&q->mem, (tx_format)fmt, name, data, len, &sc, want, j->n_in, 65536,
                       feed_text, &fa, err, errlen);
     }

@@ -328,8 +328,8 @@ static void ds_keys(dstr *d, const char *clause, char *const *k, int n)
         ds_put(d, "");
 }
 
-int eng_tdef_from_create(const sql_stmt *st, const char *db, eng_tdef *out, char *err,
-                         size_t errlen)
+static int tdef_create(const sql_stmt *st, const char *db, eng_tdef *out, char *err,
+                       size_t errlen)
 {
     memset(out, 0, sizeof(*out));
     out->schema.version_col = -1;
@@ -365,6 +365,7 @@ int eng_tdef_from_create(const sql_stmt *st, const char *db, eng_tdef *out, char
     s->engine = strdup(c->engine);
     if (!s->cols || !out->types || !out->codecs || !out->fixed || !out->date16 || !s->engine)
         goto oom;
+    s->n_cols = n; /* every entry starts empty: eng_tdef_free frees what is set */
     for (uint32_t i = 0; i < n; i++) {
         const sql_column_def *cd = &c->cols[i];
         tp_column_def *d = &s->cols[i];
@@ -380,7 +381,6 @@ int eng_tdef_from_create(const sql_stmt *st, const char *db, eng_tdef *out, char
         if (!(d->name = strdup(cd->name)) || !(out->types[i] = strdup(cd->type)) ||
             (cd->codec && !(out->codecs[i] = strdup(cd->codec))))
             goto oom;
-        s->n_cols = i + 1;
     }
     char *const *keys = c->has_order_by ? c->order_by : c->primary_key;
     int nk = c->has_order_by ? c->n_order_by : c->n_primary_key;
@@ -500,6 +500,15 @@ oom:
     eng_tdef_free(out);
     snprintf(err, errlen, "out of memory");
     return -ENOMEM;
+}
+
+int eng_tdef_from_create(const sql_stmt *st, const char *db, eng_tdef *out, char *err,
+                         size_t errlen)
+{
+    int rc = tdef_create(st, db, out, err, errlen);
+    if (rc < 0 && rc != -ENOMEM)
+        eng_tdef_free(out); /* -ENOMEM freed it already */
+    return rc;
 }
 
 int eng_tdef_from_schema(const tb_schema *s, eng_tdef *out, char *err, size_t errlen)
