@@ -17,6 +17,7 @@
  * rows with equal sorting keys the one with the greatest version (the last
  * inserted among equals) is seen. On a MergeTree, FINAL changes nothing.
  */
+#include "src_int.h"
 #include "src_int_table.h"
 
 #include "eng_tdef.h"
@@ -58,10 +59,6 @@ typedef struct src_table {
     _Atomic size_t next_open;
     eng_fail fail;
 } src_table;
-
-struct eng_reader {
-    src_table *s;
-};
 
 /* ---- opening parts --------------------------------------------------------------- */
 
@@ -489,37 +486,6 @@ static int table_plan(eng_source *b, const eng_plan *p, char *err, size_t errlen
 
 /* ---- reading -------------------------------------------------------------------------- */
 
-static int hand_batch(src_table *s, cb_batch *bt, eng_scan_fn fn, void *arg, char *err,
-                      size_t errlen)
-{
-    uint64_t bytes = 0;
-    for (uint32_t k = 0; k < bt->n_cols; k++) {
-        const cb_column *c = bt->cols[k];
-        size_t w = cb_type_width(&c->info);
-        bytes += w ? (uint64_t)w * c->n
-                   : c->dict ? (uint64_t)c->n * 4 + c->dict->offsets[c->dict->n]
-                             : c->offsets[c->n] + (uint64_t)c->n * 4;
-    }
-    if (!em_account(s->env.mem, (int64_t)bytes)) {
-        em_error(s->env.mem, err, errlen);
-        return -ENOMEM;
-    }
-    atomic_fetch_add(&s->env.stats->rows_read, bt->n_rows);
-    atomic_fetch_add(&s->env.stats->bytes_read, bytes);
-    ex_vec *in = calloc((size_t)bt->n_cols + 1, sizeof(ex_vec));
-    int rc = in ? 0 : -ENOMEM;
-    for (uint32_t k = 0; k < bt->n_cols && rc == 0; k++)
-        rc = ex_vec_from_column(s->env.mem, bt->cols[k], &in[k]);
-    if (rc == 0 && bt->n_rows)
-        rc = fn(arg, in, bt->n_rows);
-    if (in)
-        for (uint32_t k = 0; k < bt->n_cols; k++)
-            ex_vec_clear(s->env.mem, &in[k]);
-    free(in);
-    em_account(s->env.mem, -(int64_t)bytes);
-    return rc;
-}
-
 /* FINAL: the partition's parts merged into one in memory, then read. */
 static int read_final(src_table *s, const tunit *u, eng_scan_fn fn, void *arg, char *err,
                       size_t errlen)
@@ -569,7 +535,7 @@ static int read_final(src_table *s, const tunit *u, eng_scan_fn fn, void *arg, c
         uint32_t g1 = g0 + UNIT_GRANULES < g ? g0 + UNIT_GRANULES : g;
         rc = tp_reader_read(rd, tp->colmap, (uint32_t)s->plan->n_need, g0, g1, &bt, err, errlen);
         if (rc == 0)
-            rc = hand_batch(s, bt, fn, arg, err, errlen);
+            rc = src__scan_batch(&s->env, bt, fn, arg, err, errlen);
         cb_batch_destroy(&bt);
     }
     tp_reader_destroy(&rd);
@@ -600,7 +566,7 @@ static int table_read(eng_source *b, eng_reader *r, int ui, eng_scan_fn fn, void
             rc = tp_reader_read(tp->rd, tp->colmap, (uint32_t)s->plan->n_need, g, e, &bt, err,
                                 errlen);
             if (rc == 0)
-                rc = hand_batch(s, bt, fn, arg, err, errlen);
+                rc = src__scan_batch(&s->env, bt, fn, arg, err, errlen);
             cb_batch_destroy(&bt);
         }
     }
@@ -611,20 +577,19 @@ static int table_read(eng_source *b, eng_reader *r, int ui, eng_scan_fn fn, void
     return rc;
 }
 
+/* A worker needs no state of its own: units read through the shared,
+ * immutable part readers. */
 static int table_reader_create(eng_source *b, eng_reader **out)
 {
-    eng_reader *r = calloc(1, sizeof(*r));
-    if (!r)
-        return -ENOMEM;
-    r->s = (src_table *)b;
-    *out = r;
+    (void)b;
+    *out = NULL;
     return 0;
 }
 
 static void table_reader_destroy(eng_source *b, eng_reader *r)
 {
     (void)b;
-    free(r);
+    (void)r;
 }
 
 static void table_nop(eng_source *b)

@@ -9,8 +9,10 @@
  * answer. The primary index must prune: a query on a key range reads fewer
  * rows than the table holds, with the same answer as the file gives.
  */
+#include "duck_compare.h"
 #include "eng.h"
 #include "harness.h"
+#include "s3_test_util.h"
 
 #include <errno.h>
 #include <math.h>
@@ -79,11 +81,7 @@ static int setup(void **state)
     if (rc < 0)
         return -1;
     s3_config cfg;
-    s3_config_init(&cfg);
-    snprintf(cfg.endpoint, sizeof(cfg.endpoint), "%s", h_s3_endpoint(s3));
-    snprintf(cfg.access_key, sizeof(cfg.access_key), "S3RVER");
-    snprintf(cfg.secret_key, sizeof(cfg.secret_key), "S3RVER");
-    cfg.path_style = true;
+    t_s3_config(&cfg, h_s3_endpoint(s3), NULL, NULL);
     char err[256];
     if (tb_wh_init(&wh, "s3://" H_S3_DEFAULT_BUCKET "/wh/", &cfg, err, sizeof(err)) < 0)
         return -1;
@@ -95,86 +93,6 @@ static int teardown(void **state)
     (void)state;
     h_env_destroy(&env);
     return 0;
-}
-
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    assert_non_null(b);
-    assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
-    b[n] = 0;
-    fclose(f);
-    return b;
-}
-
-static int split(char *s, char sep, char **parts, int max)
-{
-    int n = 0;
-    if (!*s)
-        return 0;
-    for (;;) {
-        if (n == max)
-            return -1;
-        parts[n++] = s;
-        char *e = strchr(s, sep);
-        if (!e)
-            return n;
-        *e = 0;
-        s = e + 1;
-        if (sep == '\n' && !*s)
-            return n;
-    }
-}
-
-static bool same_field(const char *a, const char *b)
-{
-    if (strcmp(a, b) == 0)
-        return true;
-    char *ea, *eb;
-    double x = strtod(a, &ea), y = strtod(b, &eb);
-    if (*a && *b && !*ea && !*eb)
-        return (isnan(x) && isnan(y)) || fabs(x - y) <= 1e-9 * fmax(fabs(x), fabs(y)) + 1e-12;
-    return false;
-}
-
-static int cmp_line(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static bool same_result(const char *name, char *got, char *want, bool sorted)
-{
-    static char *gl[200000], *wl[200000];
-    int ng = split(got, '\n', gl, 200000), nw = split(want, '\n', wl, 200000);
-    if (ng != nw) {
-        fprintf(stderr, "%s: %d rows, DuckDB has %d\n", name, ng, nw);
-        return false;
-    }
-    if (sorted) {
-        qsort(gl, (size_t)ng, sizeof(char *), cmp_line);
-        qsort(wl, (size_t)nw, sizeof(char *), cmp_line);
-    }
-    for (int i = 0; i < ng; i++) {
-        char *gf[64], *wf[64], gc[8192], wc[8192];
-        snprintf(gc, sizeof(gc), "%s", gl[i]);
-        snprintf(wc, sizeof(wc), "%s", wl[i]);
-        int a = split(gc, '\t', gf, 64), b = split(wc, '\t', wf, 64);
-        bool same = a == b;
-        for (int k = 0; same && k < a; k++)
-            same = same_field(gf[k], wf[k]);
-        if (!same) {
-            fprintf(stderr, "%s: row %d differs\n  table:  %s\n  duckdb: %s\n", name, i + 1,
-                    gl[i], wl[i]);
-            return false;
-        }
-    }
-    return true;
 }
 
 /* Replaces every `from` in s by `to` (malloc'ed); NULL when there is none. */
@@ -231,7 +149,7 @@ static void test_file_queries_on_a_table(void **state)
     free(out);
 
     snprintf(sql, sizeof(sql), "%s/cases.tsv", dir);
-    char *cases = slurp(sql);
+    char *cases = dc_slurp(sql);
     assert_non_null(cases);
     int n = 0, failed = 0;
     for (char *line = strtok(cases, "\n"); line; line = strtok(NULL, "\n")) {
@@ -254,9 +172,9 @@ static void test_file_queries_on_a_table(void **state)
                 continue;
             }
             snprintf(sql, sizeof(sql), "%s/%s.expected", dir, name);
-            char *want = slurp(sql);
+            char *want = dc_slurp(sql);
             assert_non_null(want);
-            if (!same_result(name, out, want, strcmp(flags, "sorted") == 0)) {
+            if (!dc_same_result(name, out, want, strcmp(flags, "sorted") == 0)) {
                 fprintf(stderr, "  query (%d threads): %s\n", threads, q);
                 failed++;
             }

@@ -18,6 +18,7 @@
  * The seed of the random moments is printed (TABLES_FAULTS_SEED repeats it).
  */
 #include "harness.h"
+#include "s3_test_util.h"
 #include "s3.h"
 
 #include <errno.h>
@@ -260,11 +261,7 @@ static void test_two_writers(void **state)
     ok("SELECT count(), sum(k), uniqExact(k) FROM two", w);
     /* the versions: 0 (CREATE), then one per insert, none missing, none twice */
     s3_config cfg;
-    s3_config_init(&cfg);
-    snprintf(cfg.endpoint, sizeof(cfg.endpoint), "%s", h_s3_endpoint(s3));
-    snprintf(cfg.access_key, sizeof(cfg.access_key), "S3RVER");
-    snprintf(cfg.secret_key, sizeof(cfg.secret_key), "S3RVER");
-    cfg.path_style = true;
+    t_s3_config(&cfg, h_s3_endpoint(s3), NULL, NULL);
     s3_sync *s;
     assert_int_equal(s3_sync_create(&s, &cfg), 0);
     for (int v = 0; v <= 8; v++) {
@@ -296,11 +293,7 @@ static void test_flipped_byte_and_ragged_source(void **state)
     snprintf(name, sizeof(name), "%.*s", (int)strcspn(rr.out, "\n"), rr.out);
     /* flip a byte in the middle of the object (a data block) */
     s3_config cfg;
-    s3_config_init(&cfg);
-    snprintf(cfg.endpoint, sizeof(cfg.endpoint), "%s", h_s3_endpoint(s3));
-    snprintf(cfg.access_key, sizeof(cfg.access_key), "S3RVER");
-    snprintf(cfg.secret_key, sizeof(cfg.secret_key), "S3RVER");
-    cfg.path_style = true;
+    t_s3_config(&cfg, h_s3_endpoint(s3), NULL, NULL);
     s3_sync *s;
     assert_int_equal(s3_sync_create(&s, &cfg), 0);
     char key[400];

@@ -14,6 +14,7 @@
  */
 #include "eng.h"
 #include "harness.h"
+#include "s3_test_util.h"
 
 #include <errno.h>
 #include <setjmp.h>
@@ -32,11 +33,7 @@ static tb_wh wh, wh_plain;
 static void wh_at(tb_wh *w, const h_s3 *s, const char *url)
 {
     s3_config cfg;
-    s3_config_init(&cfg);
-    snprintf(cfg.endpoint, sizeof(cfg.endpoint), "%s", h_s3_endpoint(s));
-    snprintf(cfg.access_key, sizeof(cfg.access_key), "S3RVER");
-    snprintf(cfg.secret_key, sizeof(cfg.secret_key), "S3RVER");
-    cfg.path_style = true;
+    t_s3_config(&cfg, h_s3_endpoint(s), NULL, NULL);
     char err[256];
     assert_int_equal(tb_wh_init(w, url, &cfg, err, sizeof(err)), 0);
 }
