@@ -73,20 +73,21 @@ int eng_decl_type(const char *type, cb_typeinfo *info, bool *nullable, uint32_t 
         }
     }
     unsigned a, b;
-    char tz[64], rest[8];
-    if (sscanf(t, "FixedString(%u)%1s", &a, rest) == 1) {
+    char tz[64];
+    int e = -1, L = (int)strlen(t);
+#define WHOLE(n, ...) (e = -1, sscanf(t, __VA_ARGS__, &e) == (n) && e == L)
+    if (WHOLE(1, "FixedString(%u)%n", &a)) {
         if (a < 1 || a > 65535)
             return fail(err, errlen, "FixedString(N) needs N of 1 to 65535, not %u", a);
         info->type = CB_STRING;
         *fixed = a;
         return 0;
     }
-    if (sscanf(t, "DateTime('%63[^']')%1s", tz, rest) == 1) {
+    if (WHOLE(1, "DateTime('%63[^']')%n", tz)) {
         info->type = CB_TIMESTAMP;
         return 0;
     }
-    if (sscanf(t, "DateTime64(%u)%1s", &a, rest) == 1 ||
-        sscanf(t, "DateTime64(%u, '%63[^']')%1s", &a, tz, rest) == 2) {
+    if (WHOLE(1, "DateTime64(%u)%n", &a) || WHOLE(2, "DateTime64(%u, '%63[^']')%n", &a, tz)) {
         if (a != 0 && a != 3 && a != 6 && a != 9)
             return fail(err, errlen,
                         "DateTime64(%u) is not supported: use a precision of 0, 3, 6 or 9", a);
@@ -96,18 +97,19 @@ int eng_decl_type(const char *type, cb_typeinfo *info, bool *nullable, uint32_t 
         return 0;
     }
     bool dec = false;
-    if (sscanf(t, "Decimal(%u, %u)%1s", &a, &b, rest) == 2) {
+    if (WHOLE(2, "Decimal(%u, %u)%n", &a, &b)) {
         dec = true;
-    } else if (sscanf(t, "Decimal(%u)%1s", &a, rest) == 1) {
+    } else if (WHOLE(1, "Decimal(%u)%n", &a)) {
         b = 0;
         dec = true;
-    } else if (sscanf(t, "Decimal32(%u)%1s", &b, rest) == 1) {
+    } else if (WHOLE(1, "Decimal32(%u)%n", &b)) {
         a = 9;
         dec = true;
-    } else if (sscanf(t, "Decimal64(%u)%1s", &b, rest) == 1) {
+    } else if (WHOLE(1, "Decimal64(%u)%n", &b)) {
         a = 18;
         dec = true;
     }
+#undef WHOLE
     if (dec) {
         if (a < 1 || a > 18 || b > a)
             return fail(err, errlen,
@@ -127,8 +129,7 @@ int eng_decl_type(const char *type, cb_typeinfo *info, bool *nullable, uint32_t 
 static int parse_codec(const char *c, tp_codec *codec, int *level, char *err, size_t errlen)
 {
     *level = 0;
-    int lv;
-    char rest[8];
+    int lv, e = -1;
     if (!c || strcasecmp(c, "LZ4") == 0 || strcasecmp(c, "Default") == 0) {
         *codec = TP_CODEC_LZ4;
         return 0;
@@ -142,7 +143,7 @@ static int parse_codec(const char *c, tp_codec *codec, int *level, char *err, si
         *level = 1;
         return 0;
     }
-    if (sscanf(c, "ZSTD(%d)%1s", &lv, rest) == 1) {
+    if (sscanf(c, "ZSTD(%d)%n", &lv, &e) == 1 && e == (int)strlen(c)) {
         if (lv < 1 || lv > 22)
             return fail(err, errlen, "CODEC(ZSTD(%d)) needs a level of 1 to 22", lv);
         *codec = TP_CODEC_ZSTD;

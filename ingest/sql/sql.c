@@ -182,7 +182,7 @@ static void next(parser *ps)
         for (size_t i = 0; i < sizeof(ops2) / sizeof(ops2[0]); i++)
             if (c == ops2[i][0] && peekc(ps, 1) == ops2[i][1])
                 n = 2;
-        if (n == 1 && !strchr("+-*/%=<>(),.;", c)) {
+        if (n == 1 && (c == 0 || !strchr("+-*/%=<>(),.;", c))) { /* strchr finds the NUL too */
             if (c >= 0x20 && c < 0x7f)
                 fail(ps, t.line, t.col, "unexpected character '%c'", c);
             else
