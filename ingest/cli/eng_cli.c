@@ -26,7 +26,10 @@ static const char query_help[] =
     "       ringcache query [options] --queries-file FILE\n"
     "       ... | ringcache query [options]\n\n"
     "Runs SELECT / DESCRIBE statements (ClickHouse dialect) over Parquet, CSV, TSV and\n"
-    "JSONEachRow files: FROM file('path/glob') or FROM s3('s3://bucket/glob' [, 'Format']).\n\n"
+    "JSONEachRow files: FROM file('path/glob') or FROM s3('s3://bucket/glob' [, 'Format']).\n"
+    "s3(url, 'KEY', 'SECRET' [, 'SESSION_TOKEN'] [, 'Format']) reads that source with those\n"
+    "credentials, s3(url, NOSIGN [, 'Format']) unsigned; both from S3 directly, also with\n"
+    "--cache (the nodes fill with their own credentials).\n\n"
     "Options:\n"
     "  --format F          PrettyCompact (default on a terminal), TSV, TSVWithNames, CSV,\n"
     "                      CSVWithNames, JSONEachRow, Null (default otherwise: TSV)\n"
@@ -40,11 +43,17 @@ static const char query_help[] =
     "S3 credentials and region come from the AWS environment (AWS_ACCESS_KEY_ID, ...);\n"
     "without credentials requests are anonymous.\n";
 
-/* ---- S3 directly --------------------------------------------------------- */
+/* ---- S3 directly, or through the cache ------------------------------------ */
 
-typedef struct direct_s3 {
+/* The query's S3 access: the S3 settings, and the cache client when --cache
+ * is given (then rc is set and reads go through the nodes). A source with
+ * its own credentials gets an s3_access of its own with rc NULL. */
+typedef struct s3_access {
     s3_config cfg;
-} direct_s3;
+    rc_client *rc;
+    bool cache_only;       /* --cache-only: this process does not call S3 */
+    const char *own;       /* a source's own credentials: how errors name them */
+} s3_access;
 
 typedef struct glob_ctx {
     eng_key_fn fn;
@@ -63,49 +72,137 @@ static int glob_cb(const s3_object_info *info, void *arg)
     return 0;
 }
 
-static int direct_list(void *impl, const char *bucket, const char *glob, eng_key_fn fn, void *arg,
-                       char *err, size_t errlen)
+/* An error of a source with its own credentials says whose they are: the
+ * S3 sentence names the environment's variables. */
+static int own_error(const s3_access *a, int rc, char *err, size_t errlen)
 {
-    direct_s3 *d = impl;
+    if (rc < 0 && a->own && errlen > 1) {
+        char *m = strdup(err);
+        if (m) {
+            snprintf(err, errlen, "%s (%s)", m, a->own);
+            free(m);
+        }
+    }
+    return rc;
+}
+
+static int direct_list(const s3_config *cfg, const char *bucket, const char *glob,
+                       glob_ctx *g, char *err, size_t errlen)
+{
     s3_sync *s;
-    int rc = s3_sync_create(&s, &d->cfg);
+    int rc = s3_sync_create(&s, cfg);
     if (rc < 0) {
         snprintf(err, errlen, "cannot start the S3 client: %s", strerror(-rc));
         return rc;
     }
-    glob_ctx g = {fn, arg, 0};
     s3_error e = {0};
-    rc = s3_sync_glob(s, bucket, glob, glob_cb, &g, &e);
+    rc = s3_sync_glob(s, bucket, glob, glob_cb, g, &e);
     s3_sync_destroy(&s);
-    if (g.rc < 0)
-        rc = g.rc;
+    if (g->rc < 0)
+        rc = g->rc;
     if (rc < 0)
         snprintf(err, errlen, "cannot list s3://%s/%s: %s", bucket, glob,
                  e.message[0] ? e.message : strerror(-rc));
     return rc < 0 ? rc : 0;
 }
 
-static int direct_open(void *impl, const char *bucket, const char *key, rs_source **out,
-                       char *err, size_t errlen)
+/* With --cache-only a listing cannot come from S3: a path without wildcards
+ * names one object, whose size a HEAD through the nodes gives. */
+static int cache_only_list(rc_client *c, const char *bucket, const char *glob, glob_ctx *g,
+                           char *err, size_t errlen)
 {
-    direct_s3 *d = impl;
-    return rs_s3_open(out, &d->cfg, bucket, key, err, errlen);
+    s3_glob *sg = NULL;
+    bool wild = s3_glob_create(&sg, glob) < 0 || s3_glob_has_wildcards(sg);
+    s3_glob_destroy(&sg);
+    if (wild)
+        return rc_list(c, bucket, glob, glob_cb, g, err, errlen); /* refused, in words */
+    rc_handle *h;
+    int rc = rc_open(c, bucket, glob, &h, err, errlen);
+    if (rc < 0)
+        return rc;
+    rc = g->fn(glob, rc_size(h), g->arg);
+    rc_close(&h);
+    return rc;
 }
 
-/* ---- through the cache -------------------------------------------------- */
-
-static int cache_list(void *impl, const char *bucket, const char *glob, eng_key_fn fn, void *arg,
-                      char *err, size_t errlen)
+static int access_list(void *impl, const char *bucket, const char *glob, eng_key_fn fn,
+                       void *arg, char *err, size_t errlen)
 {
+    s3_access *a = impl;
     glob_ctx g = {fn, arg, 0};
-    int rc = rc_list(impl, bucket, glob, glob_cb, &g, err, errlen);
+    int rc;
+    if (!a->rc)
+        return own_error(a, direct_list(&a->cfg, bucket, glob, &g, err, errlen), err, errlen);
+    if (a->cache_only)
+        rc = cache_only_list(a->rc, bucket, glob, &g, err, errlen);
+    else
+        rc = rc_list(a->rc, bucket, glob, glob_cb, &g, err, errlen);
     return g.rc < 0 ? g.rc : rc;
 }
 
-static int cache_open(void *impl, const char *bucket, const char *key, rs_source **out,
-                      char *err, size_t errlen)
+static int access_open(void *impl, const char *bucket, const char *key, rs_source **out,
+                       char *err, size_t errlen)
 {
-    return rs_rc_open(out, impl, bucket, key, err, errlen);
+    s3_access *a = impl;
+    if (a->rc)
+        return rs_rc_open(out, a->rc, bucket, key, err, errlen);
+    return own_error(a, rs_s3_open(out, &a->cfg, bucket, key, err, errlen), err, errlen);
+}
+
+static void access_free(void *impl)
+{
+    s3_access *a = impl;
+    if (a) {
+        memset(a->cfg.secret_key, 0, sizeof(a->cfg.secret_key));
+        free(a);
+    }
+}
+
+/* s3(url, key, secret [, token]) and s3(url, NOSIGN): S3 directly with those
+ * credentials and the process's endpoint and settings, also with --cache:
+ * the cache nodes fill with their own credentials, so serving such a source
+ * from the nodes would answer without its key ever being checked. */
+static int access_as(void *impl, const eng_s3_creds *cr, eng_s3_access *out, char *err,
+                     size_t errlen)
+{
+    const s3_access *q = impl;
+    if (q->cache_only) {
+        snprintf(err, errlen, "s3() with its own credentials reads S3 directly (the cache "
+                              "nodes fill with theirs), and --cache-only says this process does "
+                              "not call S3: drop the credentials from s3() or --cache-only");
+        return -EHOSTDOWN;
+    }
+    const char *tok = cr->session_token ? cr->session_token : "";
+    s3_access *a = calloc(1, sizeof(*a));
+    if (!a) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    a->cfg = q->cfg;
+    memset(a->cfg.access_key, 0, sizeof(a->cfg.access_key));
+    memset(a->cfg.secret_key, 0, sizeof(a->cfg.secret_key));
+    memset(a->cfg.session_token, 0, sizeof(a->cfg.session_token));
+    a->cfg.anonymous = cr->nosign != 0;
+    a->own = cr->nosign ? "unsigned: NOSIGN was given to s3()"
+                        : "with the key and secret given to s3()";
+    if (!cr->nosign) {
+        const char *too_long =
+            strlen(cr->access_key) >= sizeof(a->cfg.access_key)   ? "access key"
+            : strlen(cr->secret_key) >= sizeof(a->cfg.secret_key) ? "secret"
+            : strlen(tok) >= sizeof(a->cfg.session_token)         ? "session token"
+                                                                  : NULL;
+        if (too_long) {
+            snprintf(err, errlen, "the %s given to s3() is longer than this client accepts",
+                     too_long);
+            access_free(a);
+            return -EINVAL;
+        }
+        snprintf(a->cfg.access_key, sizeof(a->cfg.access_key), "%s", cr->access_key);
+        snprintf(a->cfg.secret_key, sizeof(a->cfg.secret_key), "%s", cr->secret_key);
+        snprintf(a->cfg.session_token, sizeof(a->cfg.session_token), "%s", tok);
+    }
+    *out = (eng_s3_access){access_list, access_open, a, access_free};
+    return 0;
 }
 
 /* ---- the command --------------------------------------------------------------- */
@@ -262,7 +359,7 @@ int eng_cli_query(int argc, char **argv)
         fprintf(stderr, "ringcache query: out of memory reading the query\n");
         return 1;
     }
-    direct_s3 d;
+    s3_access d = {0};
     s3_config_init(&d.cfg);
     char err[ENG_MSG_MAX];
     int rc = s3_config_from_env(&d.cfg, err, sizeof(err));
@@ -277,9 +374,10 @@ int eng_cli_query(int argc, char **argv)
     }
     if (!d.cfg.access_key[0])
         d.cfg.anonymous = true;
-    ctx.list_s3 = direct_list;
-    ctx.open_s3 = direct_open;
+    ctx.list_s3 = access_list;
+    ctx.open_s3 = access_open;
     ctx.s3_impl = &d;
+    ctx.s3_as = access_as;
     rc_client *rcc = NULL;
     if (!cache)
         cache = getenv("RINGCACHE_CACHE");
@@ -311,9 +409,7 @@ int eng_cli_query(int argc, char **argv)
             free(text);
             return 1;
         }
-        ctx.list_s3 = cache_list;
-        ctx.open_s3 = cache_open;
-        ctx.s3_impl = rcc;
+        d.rc = rcc;
     }
     eng_result res;
     rc = eng_run(&ctx, text, len, stderr, &res, err, sizeof(err));

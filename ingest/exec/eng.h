@@ -52,6 +52,8 @@ typedef struct eng_ctx {
     eng_list_fn list_s3;       /* NULL: s3() fails with a sentence saying why */
     eng_open_fn open_s3;
     void *s3_impl;
+    eng_s3_as_fn s3_as;        /* a source's own credentials (s3(url, key, secret),
+                                  NOSIGN); NULL: such sources fail, saying why */
     FILE *out;                 /* result bytes (borrowed), when writer is NULL */
     const eng_writer *writer;  /* where result bytes go (borrowed); NULL: out */
     eng_open_sink_fn open_sink; /* NULL: the format's sink on writer / out */

@@ -99,7 +99,7 @@ static int stmt_source(equery *q, const sql_stmt *st, char *err, size_t errlen)
     const eng_ctx *ctx = q->ctx;
     eng_tf_call call = {st->from_fn, st->from_args, st->n_from_args, st->from_line, st->from_col};
     eng_scan_env env = {&q->mem, &q->set, ctx->list_s3, ctx->open_s3, ctx->s3_impl,
-                        &q->stats, &q->stop};
+                        &q->stats, &q->stop, ctx->s3_as};
     return eng_source_open(&call, &env, &q->src, err, errlen);
 }
 

@@ -59,6 +59,7 @@ typedef struct eng_scan_env {
     void *s3_impl;
     eng_scan_stats *stats;
     _Atomic int *stop;         /* non-zero: the query is stopping (LIMIT, error) */
+    eng_s3_as_fn s3_as;        /* S3 with a source's own credentials; NULL: none */
 } eng_scan_env;
 
 /* A table function as written in FROM: name(args...) at line/col. */

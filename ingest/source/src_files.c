@@ -56,6 +56,8 @@ typedef struct src_files {
     int *unit_rg;
     ef *pf;                   /* downloads ahead of the workers (NULL: none) */
     eng_fail fail;            /* the first error of the footer threads */
+    eng_s3_access own;        /* an S3 access of the source's own (s3() with
+                                 credentials), freed with it; env uses it */
 } src_files;
 
 /* A worker's state: the unit's bytes fetched ahead (or NULL), and its own
@@ -928,7 +930,14 @@ static void files_destroy(eng_source *b)
     free(s->unit_file);
     free(s->unit_rg);
     eng_fail_deinit(&s->fail);
+    if (s->own.destroy)
+        s->own.destroy(s->own.impl);
     free(s);
+}
+
+void src__files_adopt(eng_source *b, const eng_s3_access *a)
+{
+    ((src_files *)b)->own = *a;
 }
 
 static const eng_source_ops files_ops = {
