@@ -37,8 +37,11 @@ static bool em_add(eng_mem *m, int64_t n)
     int64_t now = atomic_fetch_add_explicit(&m->cur, n, memory_order_relaxed) + n;
     if (n > 0 && m->limit > 0 && now > m->limit) {
         atomic_fetch_sub_explicit(&m->cur, n, memory_order_relaxed);
+        /* the total this attempt would have made, taken now: by the time the
+           error is worded the query has let go of much of what it held */
         int64_t z = 0;
-        atomic_compare_exchange_strong(&m->failed_at, &z, n);
+        if (atomic_compare_exchange_strong(&m->failed_at, &z, n))
+            atomic_store(&m->failed_total, now);
         return false;
     }
     int64_t p = atomic_load_explicit(&m->peak, memory_order_relaxed);
@@ -170,7 +173,8 @@ void em_error(eng_mem *m, char *err, size_t errlen)
 {
     char a[32], b[32], c[32];
     int64_t at = atomic_load(&m->failed_at);
-    fmt_bytes((double)(atomic_load(&m->cur) + at), a, sizeof(a));
+    int64_t total = atomic_load(&m->failed_total);
+    fmt_bytes((double)(total ? total : atomic_load(&m->cur) + at), a, sizeof(a));
     fmt_bytes((double)at, b, sizeof(b));
     fmt_bytes((double)m->limit, c, sizeof(c));
     snprintf(err, errlen,

@@ -45,6 +45,7 @@ typedef struct eng_mem {
     _Atomic int64_t cur, peak;
     int64_t limit;             /* 0: none */
     _Atomic int64_t failed_at; /* the size of the allocation that crossed the limit */
+    _Atomic int64_t failed_total; /* what the query would have reached with it */
 } eng_mem;
 
 void *em_alloc(eng_mem *m, size_t n);
