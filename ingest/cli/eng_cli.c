@@ -16,6 +16,7 @@
 #include "s3.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +54,10 @@ typedef struct s3_access {
     rc_client *rc;
     bool cache_only;       /* --cache-only: this process does not call S3 */
     const char *own;       /* a source's own credentials: how errors name them */
+    /* with --cache: bytes read from S3 directly by sources with their own
+     * credentials (the query's access owns it; the others point at it) */
+    _Atomic uint64_t direct_bytes;
+    _Atomic uint64_t *count;
 } s3_access;
 
 typedef struct glob_ctx {
@@ -140,13 +145,53 @@ static int access_list(void *impl, const char *bucket, const char *glob, eng_key
     return g.rc < 0 ? g.rc : rc;
 }
 
+/* A source read from S3 directly while --cache is on: its bytes are counted
+ * for the summary's "from S3 directly". */
+typedef struct counted {
+    rs_source *inner;
+    _Atomic uint64_t *count;
+} counted;
+
+static int counted_read(void *impl, const rs_range *r, size_t n, char *err, size_t errlen)
+{
+    counted *c = impl;
+    int rc = rs_read_ranges(c->inner, r, n, err, errlen);
+    uint64_t b = 0;
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        b += r[i].length;
+    atomic_fetch_add_explicit(c->count, b, memory_order_relaxed);
+    return rc;
+}
+
+static void counted_free(void *impl)
+{
+    counted *c = impl;
+    rs_destroy(&c->inner);
+    free(c);
+}
+
 static int access_open(void *impl, const char *bucket, const char *key, rs_source **out,
                        char *err, size_t errlen)
 {
     s3_access *a = impl;
     if (a->rc)
         return rs_rc_open(out, a->rc, bucket, key, err, errlen);
-    return own_error(a, rs_s3_open(out, &a->cfg, bucket, key, err, errlen), err, errlen);
+    int rc = own_error(a, rs_s3_open(out, &a->cfg, bucket, key, err, errlen), err, errlen);
+    if (rc < 0 || !a->count)
+        return rc;
+    counted *c = malloc(sizeof(*c));
+    if (!c) {
+        rs_destroy(out);
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    *c = (counted){*out, a->count};
+    static const rs_ops ops = {counted_read, counted_free};
+    rs_source *inner = *out;
+    rc = rs_source_create(out, &ops, c, rs_name(inner), rs_size(inner), rs_version(inner));
+    if (rc < 0)
+        snprintf(err, errlen, "out of memory");
+    return rc;
 }
 
 static void access_free(void *impl)
@@ -183,6 +228,7 @@ static int access_as(void *impl, const eng_s3_creds *cr, eng_s3_access *out, cha
     memset(a->cfg.secret_key, 0, sizeof(a->cfg.secret_key));
     memset(a->cfg.session_token, 0, sizeof(a->cfg.session_token));
     a->cfg.anonymous = cr->nosign != 0;
+    a->count = q->rc ? (_Atomic uint64_t *)&((s3_access *)impl)->direct_bytes : NULL;
     a->own = cr->nosign ? "unsigned: NOSIGN was given to s3()"
                         : "with the key and secret given to s3()";
     if (!cr->nosign) {
@@ -203,6 +249,45 @@ static int access_as(void *impl, const eng_s3_creds *cr, eng_s3_access *out, cha
     }
     *out = (eng_s3_access){access_list, access_open, a, access_free};
     return 0;
+}
+
+/* ---- the summary's line about the cache ------------------------------------ */
+
+/* With --cache, after each statement's summary: how many bytes the cache
+ * nodes answered and how many came from S3 directly (a node down, a node's
+ * own S3 failing, or a source with its own credentials), so a cache that is
+ * not used does not go unnoticed. */
+typedef struct cache_summary {
+    s3_access *a;
+    rc_stats last;
+    uint64_t last_direct;
+} cache_summary;
+
+static void cache_summary_line(void *arg, FILE *f)
+{
+    cache_summary *cs = arg;
+    rc_stats st;
+    rc_stats_get(cs->a->rc, &st);
+    uint64_t direct = atomic_load(&cs->a->direct_bytes);
+    uint64_t node = st.node_bytes - cs->last.node_bytes;
+    uint64_t s3 = st.s3_bytes - cs->last.s3_bytes + (direct - cs->last_direct);
+    uint64_t fb = st.fallbacks - cs->last.fallbacks;
+    uint64_t up = st.upstream_fallbacks - cs->last.upstream_fallbacks;
+    char nb[32], sb[32];
+    eng_format_bytes((double)node, nb, sizeof(nb));
+    eng_format_bytes((double)s3, sb, sizeof(sb));
+    fprintf(f, "Read through the cache: %s from cache nodes, %s from S3 directly", nb, sb);
+    if (fb)
+        fprintf(f, " (%llu block read%s went to S3: %s)", (unsigned long long)fb,
+                fb == 1 ? "" : "s",
+                up == fb ? "the nodes' own S3 access failed"
+                : up     ? "no node could serve them, or a node's own S3 failed"
+                         : "no node could serve them");
+    if (direct - cs->last_direct)
+        fputs("; sources with their own credentials in s3() are read from S3 directly", f);
+    fputs(".\n", f);
+    cs->last = st;
+    cs->last_direct = direct;
 }
 
 /* ---- the command --------------------------------------------------------------- */
@@ -410,6 +495,12 @@ int eng_cli_query(int argc, char **argv)
             return 1;
         }
         d.rc = rcc;
+    }
+    cache_summary cs = {&d, {0}, 0};
+    if (rcc) {
+        rc_stats_get(rcc, &cs.last);
+        ctx.summary_more = cache_summary_line;
+        ctx.summary_arg = &cs;
     }
     eng_result res;
     rc = eng_run(&ctx, text, len, stderr, &res, err, sizeof(err));

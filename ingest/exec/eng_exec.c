@@ -235,8 +235,11 @@ static int run_stmt(const eng_ctx *ctx, const sql_stmt *st, FILE *summary, eng_r
     r.row_groups_pruned = atomic_load(&q->stats.units_pruned);
     r.peak_memory = atomic_load(&q->mem.peak);
     r.elapsed_s = eng__now_s() - q->t0;
-    if (rc == 0 && summary)
+    if (rc == 0 && summary) {
         eng_print_summary(summary, &r);
+        if (ctx->summary_more)
+            ctx->summary_more(ctx->summary_arg, summary);
+    }
     if (res)
         *res = r;
     query_free(q);

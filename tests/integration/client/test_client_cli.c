@@ -7,7 +7,9 @@
  *  - warm s3://bucket/glob loads every matching object into the nodes (one S3
  *    GET per block, counted at the model) without sending data to the CLI,
  *    and a cat afterwards costs S3 nothing;
- *  - --help of warm and cat; warm without --cache is a usage error.
+ *  - --help of warm and cat; warm without --cache is a usage error;
+ *  - a query with --cache ends its summary with the bytes the nodes answered
+ *    and the bytes read from S3 directly.
  */
 #include "client_test_util.h"
 
@@ -153,11 +155,73 @@ static void test_warm_then_cat(void **state)
     free(db);
 }
 
+/* The bytes of the "Read through the cache" line of r's summary: from the
+ * nodes and from S3 directly (as printed: powers of 1000). */
+static void cache_line(const run_result *r, double *node, double *s3)
+{
+    const char *l = strstr(r->err, "Read through the cache: ");
+    if (!l)
+        fprintf(stderr, "no cache line in: %s\n", r->err);
+    assert_non_null(l);
+    char nu[8], su[8];
+    assert_int_equal(sscanf(l, "Read through the cache: %lf %7s from cache nodes, %lf %7s from S3",
+                            node, nu, s3, su),
+                     4);
+    const char *const units[] = {"B", "KB", "MB", "GB"};
+    double scale = 1;
+    for (int i = 0; i < 4; i++, scale *= 1000) {
+        if (!strcmp(nu, units[i]))
+            *node *= scale;
+        if (!strncmp(su, units[i], strlen(units[i])) && (su[strlen(units[i])] == 0 ||
+                                                         su[strlen(units[i])] == ','))
+            *s3 *= scale;
+    }
+}
+
+/* A query with --cache says where its bytes came from: the nodes, or S3
+ * directly when the nodes cannot be used (a typo'd port), so a cache that is
+ * not used does not go unnoticed. */
+static void test_query_says_where_bytes_came_from(void **state)
+{
+    (void)state;
+    char csv[64 * 1024];
+    size_t o = (size_t)snprintf(csv, sizeof(csv), "a,b\n");
+    for (int i = 0; i < 2000; i++)
+        o += (size_t)snprintf(csv + o, sizeof(csv) - o, "%d,row-%d\n", i, i);
+    t_put_direct(&tc, "q/t.csv", csv, o, NULL);
+    const char *sql = "SELECT sum(a) FROM s3('s3://ringcache-test/q/t.csv')";
+    run_result *r = malloc(sizeof(*r));
+    run(r, (const char *[]){"query", "--format", "TSV", "--cache", tc.members, sql, NULL});
+    assert_int_equal(r->status, 0);
+    assert_string_equal(r->out, "1999000\n");
+    double node = 0, s3 = 0;
+    cache_line(r, &node, &s3);
+    /* the figures are printed with 4 digits */
+    if (node < 0.99 * (double)o)
+        fprintf(stderr, "%s (object %zu bytes)\n", r->err, o);
+    assert_true(node >= 0.99 * (double)o);
+    assert_true(s3 == 0);
+    /* nothing listens on port 1: every byte from S3, and the line says so */
+    run(r, (const char *[]){"query", "--format", "TSV", "--cache", "n0=127.0.0.1:1", sql, NULL});
+    assert_int_equal(r->status, 0);
+    assert_string_equal(r->out, "1999000\n");
+    cache_line(r, &node, &s3);
+    assert_true(node == 0);
+    assert_true(s3 >= 0.99 * (double)o);
+    assert_non_null(strstr(r->err, "went to S3: no node could serve them"));
+    /* without --cache there is no such line */
+    run(r, (const char *[]){"query", "--format", "TSV", sql, NULL});
+    assert_int_equal(r->status, 0);
+    assert_null(strstr(r->err, "Read through the cache"));
+    free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_put_head_get_cat_ls_stats),
         cmocka_unit_test(test_warm_then_cat),
+        cmocka_unit_test(test_query_says_where_bytes_came_from),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
