@@ -9,6 +9,8 @@
 
 #include "cli.h"
 
+#include <stdio.h>
+
 typedef struct cli_cache_opts {
     const char *members;   /* --cache or RINGCACHE_CACHE */
     const char *token;     /* --token or RINGCACHE_TOKEN */
@@ -38,7 +40,37 @@ int cli_cache_warm(const cli_cache_opts *o, const char *bucket, const char *patt
 int cli_cmd_cat(int argc, char **argv);
 int cli_cmd_warm(int argc, char **argv);
 
-/* The options of the cache tier this file adds (for --help texts). */
-extern const char cli_cache_more_help[];
+/* ---- the connection options of every command (cli_conn.c) ------------------ */
+
+/* S3's options and the cache tier's, as every command (query included)
+ * takes them, from one table: the environment first (AWS_* and the AWS files
+ * through the S3 client's chain, after --profile; RINGCACHE_*), the command
+ * line on top. c->cache.s3 points at c->s3.cfg. */
+typedef struct cli_conn {
+    cli_s3_opts s3;
+    cli_cache_opts cache;
+} cli_conn;
+
+/* Loads the environment (and --profile, wherever it is in argv). 0, or
+ * CLI_USAGE after printing why. */
+int cli_conn_init(cli_conn *c, int argc, char **argv);
+/* If argv[*i] is a connection option, applies it (taking its value) and
+ * returns 1; 0 if not; -1 on a bad value (printed). */
+int cli_conn_opt(cli_conn *c, int argc, char **argv, int *i);
+/* Every connection option with its variable, for --help. */
+void cli_conn_help(FILE *f);
+
+/* The client configuration the cache options make (members, token, TLS,
+ * hedging, --cache-only, --no-fill, S3 for fallbacks, node warnings on
+ * stderr); the caller sets the sizes. Strings are borrowed from o. */
+struct rc_config;
+void cli_cache_config(const cli_cache_opts *o, struct rc_config *cfg);
+/* rc_config.node_warn for a command line: one "ringcache: warning:" line. */
+void cli_node_warn(const char *sentence, void *arg);
+
+/* Whether requests can be sent: credentials were found, or unsigned requests
+ * were asked for; else cli_no_credentials says what to do. */
+bool cli_s3_signable(const s3_config *cfg);
+extern const char cli_no_credentials[];
 
 #endif

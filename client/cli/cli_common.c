@@ -5,12 +5,12 @@
  */
 #include "cli.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -24,36 +24,67 @@ void cli_error(const char *fmt, ...)
     va_end(ap);
 }
 
-int cli_parse_size(const char *s, uint64_t *out)
+/* The size grammar of every size the CLI takes: digits and an optional unit,
+ * every unit a power of 1024 (b, k, ki, kb, kib, ... t, tib; any case); no
+ * sign, space, fraction or junk ("1x" is not 1 byte). The same grammar, and
+ * the same sentences, as the cache node's sizes. */
+int cli_parse_size(const char *s, uint64_t *out, char *err, size_t errlen)
 {
-    char *end;
-    errno = 0;
-    if (!s || !isdigit((unsigned char)*s))
-        return -EINVAL;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno)
-        return -EINVAL;
-    uint64_t mul = 1;
-    if (*end) {
-        char u = (char)toupper((unsigned char)*end);
-        const char *rest = end + 1;
-        switch (u) {
-        case 'K': mul = 1ull << 10; break;
-        case 'M': mul = 1ull << 20; break;
-        case 'G': mul = 1ull << 30; break;
-        case 'T': mul = 1ull << 40; break;
-        case 'B': mul = 1; rest = end + 1; break;
-        default: return -EINVAL;
-        }
-        if (u != 'B' && (strcmp(rest, "") != 0 && strcasecmp(rest, "iB") != 0 &&
-                         strcasecmp(rest, "B") != 0))
-            return -EINVAL;
-        if (u == 'B' && *rest)
-            return -EINVAL;
+    static const struct {
+        const char *name;
+        unsigned shift;
+    } units[] = {
+        {"", 0},   {"b", 0},   {"k", 10},  {"ki", 10}, {"kb", 10}, {"kib", 10},
+        {"m", 20}, {"mi", 20}, {"mb", 20}, {"mib", 20}, {"g", 30},  {"gi", 30},
+        {"gb", 30}, {"gib", 30}, {"t", 40}, {"ti", 40}, {"tb", 40}, {"tib", 40},
+    };
+    const char *v = s ? s : "";
+    const char *p = v;
+    uint64_t num = 0;
+    bool over = false;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        unsigned d = (unsigned)(*p - '0');
+        if (num > ((uint64_t)INT64_MAX - d) / 10)
+            over = true;
+        else
+            num = num * 10 + d;
     }
-    if (v > UINT64_MAX / mul)
+    if (p == v) {
+        if (err && errlen)
+            snprintf(err, errlen, "'%.64s' is not a size: give a number of bytes, optionally "
+                     "with a unit (4096, 64KiB, 1MiB, 2GiB)", v);
         return -EINVAL;
-    *out = v * mul;
+    }
+    if (*p == '.' || *p == ',') {
+        if (err && errlen)
+            snprintf(err, errlen, "'%.64s' is not a size: use a whole number of a smaller unit "
+                     "(1536KiB, not 1.5MiB)", v);
+        return -EINVAL;
+    }
+    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+        if (strcasecmp(p, units[i].name) != 0)
+            continue;
+        if (over || num > ((uint64_t)INT64_MAX >> units[i].shift)) {
+            if (err && errlen)
+                snprintf(err, errlen, "'%.64s' is too large for a size (at most 8 EiB)", v);
+            return -ERANGE;
+        }
+        *out = num << units[i].shift;
+        return 0;
+    }
+    if (err && errlen)
+        snprintf(err, errlen, "'%.64s' is not a size: '%.16s' is not a unit (use KiB, MiB, GiB "
+                 "or TiB, or none for bytes; every unit is a power of 1024)", v, p);
+    return -EINVAL;
+}
+
+int cli_size_opt(const char *name, const char *v, uint64_t *out)
+{
+    char err[256];
+    if (cli_parse_size(v, out, err, sizeof(err)) < 0) {
+        cli_error("--%s: %s", name, err);
+        return -1;
+    }
     return 0;
 }
 
@@ -94,37 +125,6 @@ int cli_s3_env(cli_s3_opts *o, const char *profile)
     }
     return 0;
 }
-
-const char cli_cache_help[] =
-    "Cache options (get, cat, head, put, stats, warm):\n"
-    "  --cache MEMBERS        go through these cache nodes instead of S3 directly:\n"
-    "                         id=host:port,... or host:port,..., file:PATH, or\n"
-    "                         dns:NAME:PORT for the SRV records of a headless Service\n"
-    "                         (or RINGCACHE_CACHE)\n"
-    "  --token TOKEN          tenant token the nodes expect (or RINGCACHE_TOKEN)\n"
-    "  --cache-tls            TLS to the cache nodes (or RINGCACHE_CACHE_TLS=1); a node\n"
-    "                         found through dns: must carry its SRV target's name in its\n"
-    "                         certificate (e.g. *.ringcache-headless.NS.svc.cluster.local),\n"
-    "                         a listed one the host or IP it is listed as\n"
-    "  --cache-tls-ca FILE    PEM file of the CAs that signed the nodes' certificates\n"
-    "                         (or RINGCACHE_CACHE_TLS_CA; default the system's); implies\n"
-    "                         --cache-tls\n"
-    "  --dns-server IP:PORT   DNS server for dns: members instead of /etc/resolv.conf's\n"
-    "                         (or RINGCACHE_DNS_SERVER)\n\n";
-
-const char cli_s3_help[] =
-    "S3 options (defaults come from the AWS environment: AWS_ACCESS_KEY_ID,\n"
-    "AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION, AWS_ENDPOINT_URL,\n"
-    "AWS_PROFILE and ~/.aws/credentials):\n"
-    "  --endpoint URL         S3 endpoint, e.g. http://127.0.0.1:9000 (path-style)\n"
-    "  --region NAME          signing region (default us-east-1)\n"
-    "  --profile NAME         section of the shared credentials file\n"
-    "  --no-sign-request      anonymous requests, for public buckets\n"
-    "  --ca-bundle FILE       PEM file of CAs for https\n"
-    "  --virtual-host         bucket.host addressing instead of host/bucket\n"
-    "  --connect-timeout MS   per attempt (default 3000)\n"
-    "  --timeout MS           a transfer that moves nothing this long fails (default 30000)\n"
-    "  --attempts N           tries per request, the first included (default 5)\n";
 
 static int cli_int(const char *name, const char *v, int *out)
 {

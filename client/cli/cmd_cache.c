@@ -17,47 +17,12 @@
 #include <string.h>
 #include <unistd.h>
 
-const char cli_cache_more_help[] =
-    "  --cache-only           this process never calls S3 itself: reads, HEADs and PUTs\n"
-    "                         go through the nodes only (which fill from S3 as usual);\n"
-    "                         fail when no node can answer or a node's own S3 fails\n"
-    "                         (ls and warm list S3, and are refused)\n"
-    "  --no-fill              ask the nodes not to fill from S3: blocks they do not have\n"
-    "                         are read from S3 directly, or fail with --cache-only (to\n"
-    "                         check that a warm holds an object)\n"
-    "  --hedge-ms MS          a node that sends nothing for MS ms, then does not answer\n"
-    "                         a PING within 2 x MS ms, is marked down and its requests\n"
-    "                         also go to the next owner (or RINGCACHE_HEDGE_MS; default\n"
-    "                         500; 0: off, a stopped node then holds a read for 30 s)\n"
-    "A node that cannot be used (connection refused, timed out, TLS, token refused,\n"
-    "stopped, its own S3 failing) is named once on stderr, with where its blocks go.\n\n";
-
-/* node_warn: the I/O thread or this one; stderr's own lock keeps lines whole. */
-static void cc_node_warn(const char *sentence, void *arg)
-{
-    (void)arg;
-    fprintf(stderr, "ringcache: warning: %s\n", sentence);
-}
-
 static int cc_open(rc_client **c, const cli_cache_opts *o)
 {
     rc_config cfg;
-    rc_config_init(&cfg);
-    cfg.members = o->members;
-    cfg.token = o->token;
-    if (o->s3)
-        cfg.s3 = *o->s3;
+    cli_cache_config(o, &cfg);
     cfg.page_cache_bytes = 256u << 20;
     cfg.max_threads = 1;
-    cfg.cache_only = o->cache_only;
-    cfg.no_fill = o->no_fill;
-    if (o->hedge_ms >= 0)
-        cfg.hedge_ms = o->hedge_ms;
-    cfg.node_warn = cc_node_warn;
-    bool ca = o->tls_ca && o->tls_ca[0];
-    cfg.tls = o->tls || ca; /* --cache-tls-ca implies --cache-tls */
-    cfg.tls_ca = ca ? o->tls_ca : NULL;
-    cfg.dns_server = o->dns_server;
     char err[RC_ERR_MAX];
     int rc = rc_create(c, &cfg, err, sizeof(err));
     if (rc < 0) {

@@ -9,6 +9,7 @@
  */
 #include "eng_cli.h"
 
+#include "cli_cache.h"
 #include "eng.h"
 #include "rangesrc.h"
 #include "ringcache.h"
@@ -32,17 +33,13 @@ static const char query_help[] =
     "credentials, s3(url, NOSIGN [, 'Format']) unsigned; both from S3 directly, also with\n"
     "--cache (the nodes fill with their own credentials).\n\n"
     "Options:\n"
-    "  --format F          PrettyCompact (default on a terminal), TSV, TSVWithNames, CSV,\n"
-    "                      CSVWithNames, JSONEachRow, Null (default otherwise: TSV)\n"
-    "  --queries-file F    read the statements from F (separated by ';')\n"
-    "  --max_threads N     default of the max_threads setting (default: the cores)\n"
-    "  --cache MEMBERS     read S3 through cache nodes (libringcache): host:port,... or\n"
-    "                      dns:NAME; default: RINGCACHE_CACHE; none: S3 directly\n"
-    "  --page-cache SIZE   RAM of the compute-side page cache with --cache (default 512MiB)\n"
-    "  --endpoint URL      S3 endpoint (default: AWS_ENDPOINT_URL or AWS)\n"
-    "  --no-progress       no progress line on a terminal\n"
-    "S3 credentials and region come from the AWS environment (AWS_ACCESS_KEY_ID, ...);\n"
-    "without credentials requests are anonymous.\n";
+    "  --format F             PrettyCompact (default on a terminal), TSV, TSVWithNames, CSV,\n"
+    "                         CSVWithNames, JSONEachRow, Null (default otherwise: TSV)\n"
+    "  --queries-file F       read the statements from F (separated by ';')\n"
+    "  --max_threads N        default of the max_threads setting (default: the cores)\n"
+    "  --page-cache SIZE      RAM of the compute-side page cache with --cache (default\n"
+    "                         512MiB)\n"
+    "  --no-progress          no progress line on a terminal\n\n";
 
 /* ---- S3 directly, or through the cache ------------------------------------ */
 
@@ -94,6 +91,10 @@ static int own_error(const s3_access *a, int rc, char *err, size_t errlen)
 static int direct_list(const s3_config *cfg, const char *bucket, const char *glob,
                        glob_ctx *g, char *err, size_t errlen)
 {
+    if (!cli_s3_signable(cfg)) {
+        snprintf(err, errlen, "cannot list s3://%s/%s: %s", bucket, glob, cli_no_credentials);
+        return -EACCES;
+    }
     s3_sync *s;
     int rc = s3_sync_create(&s, cfg);
     if (rc < 0) {
@@ -176,6 +177,10 @@ static int access_open(void *impl, const char *bucket, const char *key, rs_sourc
     s3_access *a = impl;
     if (a->rc)
         return rs_rc_open(out, a->rc, bucket, key, err, errlen);
+    if (!cli_s3_signable(&a->cfg)) {
+        snprintf(err, errlen, "cannot read s3://%s/%s: %s", bucket, key, cli_no_credentials);
+        return -EACCES;
+    }
     int rc = own_error(a, rs_s3_open(out, &a->cfg, bucket, key, err, errlen), err, errlen);
     if (rc < 0 || !a->count)
         return rc;
@@ -318,86 +323,69 @@ static char *read_stream(FILE *f, size_t *len)
     return b;
 }
 
-static int opt(int argc, char **argv, int *i, const char *name, const char **val)
-{
-    size_t n = strlen(name);
-    if (strncmp(argv[*i], name, n) != 0)
-        return 0;
-    if (argv[*i][n] == '=') {
-        *val = argv[*i] + n + 1;
-        return 1;
-    }
-    if (argv[*i][n] != 0)
-        return 0;
-    if (*i + 1 >= argc) {
-        fprintf(stderr, "ringcache query: %s needs a value (see ringcache query --help)\n", name);
-        return -1;
-    }
-    *val = argv[++*i];
-    return 1;
-}
-
 int eng_cli_query(int argc, char **argv)
 {
-    const char *sql = NULL, *qfile = NULL, *fmt = NULL, *cache = NULL, *endpoint = NULL,
-               *threads = NULL, *pcache = NULL;
+    const char *sql = NULL, *qfile = NULL, *fmt = NULL, *threads = NULL;
+    uint64_t pcache = 0;
     bool no_progress = false;
+    cli_conn conn;
+    int rc = cli_conn_init(&conn, argc, argv);
+    if (rc)
+        return rc;
     for (int i = 1; i < argc; i++) {
         const char *v;
         int r;
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             fputs(query_help, stdout);
+            cli_conn_help(stdout);
             return 0;
         }
         if (strcmp(argv[i], "--no-progress") == 0) {
             no_progress = true;
             continue;
         }
-        if ((r = opt(argc, argv, &i, "--format", &v)) != 0) {
+        if ((r = cli_conn_opt(&conn, argc, argv, &i)) != 0) {
             if (r < 0)
-                return 2;
+                return CLI_USAGE;
+        } else if ((r = cli_opt(argc, argv, &i, "format", &v)) != 0) {
+            if (r < 0)
+                return CLI_USAGE;
             fmt = v;
-        } else if ((r = opt(argc, argv, &i, "--queries-file", &v)) != 0) {
+        } else if ((r = cli_opt(argc, argv, &i, "queries-file", &v)) != 0) {
             if (r < 0)
-                return 2;
+                return CLI_USAGE;
             qfile = v;
-        } else if ((r = opt(argc, argv, &i, "--cache", &v)) != 0) {
+        } else if ((r = cli_opt(argc, argv, &i, "max_threads", &v)) != 0 ||
+                   (r = cli_opt(argc, argv, &i, "max-threads", &v)) != 0) {
             if (r < 0)
-                return 2;
-            cache = v;
-        } else if ((r = opt(argc, argv, &i, "--endpoint", &v)) != 0) {
-            if (r < 0)
-                return 2;
-            endpoint = v;
-        } else if ((r = opt(argc, argv, &i, "--max_threads", &v)) != 0 ||
-                   (r = opt(argc, argv, &i, "--max-threads", &v)) != 0) {
-            if (r < 0)
-                return 2;
+                return CLI_USAGE;
             threads = v;
-        } else if ((r = opt(argc, argv, &i, "--page-cache", &v)) != 0) {
-            if (r < 0)
-                return 2;
-            pcache = v;
+        } else if ((r = cli_opt(argc, argv, &i, "page-cache", &v)) != 0) {
+            if (r < 0 || cli_size_opt("page-cache", v, &pcache) < 0)
+                return CLI_USAGE;
+            if (pcache == 0 || pcache > SIZE_MAX / 2) {
+                cli_error("--page-cache takes a size above 0, such as 512MiB");
+                return CLI_USAGE;
+            }
         } else if (argv[i][0] == '-' && argv[i][1] == '-') {
-            fprintf(stderr, "ringcache query: unknown option '%s' (see ringcache query --help)\n",
-                    argv[i]);
-            return 2;
+            cli_error("query: unknown option '%s' (see ringcache query --help)", argv[i]);
+            return CLI_USAGE;
         } else if (!sql) {
             sql = argv[i];
         } else {
-            fprintf(stderr, "ringcache query: more than one query argument: put several "
-                            "statements in one string separated by ';'\n");
-            return 2;
+            cli_error("query: more than one query argument: put several statements in one "
+                      "string separated by ';'");
+            return CLI_USAGE;
         }
     }
     eng_ctx ctx = {.out = stdout};
     if (fmt) {
         int f = eng_format_parse(fmt);
         if (f < 0) {
-            fprintf(stderr, "ringcache query: unknown format '%s' (use PrettyCompact, TSV, "
-                            "TSVWithNames, CSV, CSVWithNames, JSONEachRow or Null)\n",
-                    fmt);
-            return 2;
+            cli_error("query: unknown format '%s' (use PrettyCompact, TSV, TSVWithNames, CSV, "
+                      "CSVWithNames, JSONEachRow or Null)",
+                      fmt);
+            return CLI_USAGE;
         }
         ctx.format = (eng_format)f;
     } else {
@@ -406,10 +394,9 @@ int eng_cli_query(int argc, char **argv)
     if (threads) {
         char *end;
         long t = strtol(threads, &end, 10);
-        if (*end || t < 0 || t > 1024) {
-            fprintf(stderr, "ringcache query: --max_threads needs a number 0..1024, not '%s'\n",
-                    threads);
-            return 2;
+        if (*threads == 0 || *end || t < 0 || t > 1024) {
+            cli_error("query: --max_threads needs a number 0..1024, not '%s'", threads);
+            return CLI_USAGE;
         }
         ctx.max_threads = (int)t;
     }
@@ -418,15 +405,15 @@ int eng_cli_query(int argc, char **argv)
     char *text = NULL;
     size_t len = 0;
     if (sql && qfile) {
-        fprintf(stderr, "ringcache query: give the SQL or --queries-file, not both\n");
-        return 2;
+        cli_error("query: give the SQL or --queries-file, not both");
+        return CLI_USAGE;
     }
     if (qfile) {
         FILE *f = fopen(qfile, "rb");
         if (!f) {
-            fprintf(stderr, "ringcache query: cannot open %s: %s (check --queries-file)\n", qfile,
-                    strerror(errno));
-            return 1;
+            cli_error("query: cannot open %s: %s (check --queries-file)", qfile,
+                      strerror(errno));
+            return CLI_FAIL;
         }
         text = read_stream(f, &len);
         fclose(f);
@@ -436,63 +423,34 @@ int eng_cli_query(int argc, char **argv)
     } else {
         if (isatty(STDIN_FILENO)) {
             fputs(query_help, stderr);
-            return 2;
+            return CLI_USAGE;
         }
         text = read_stream(stdin, &len);
     }
     if (!text) {
-        fprintf(stderr, "ringcache query: out of memory reading the query\n");
-        return 1;
+        cli_error("query: out of memory reading the query");
+        return CLI_FAIL;
     }
-    s3_access d = {0};
-    s3_config_init(&d.cfg);
-    char err[ENG_MSG_MAX];
-    int rc = s3_config_from_env(&d.cfg, err, sizeof(err));
-    if (rc < 0) {
-        fprintf(stderr, "ringcache query: %s\n", err);
-        free(text);
-        return 2;
-    }
-    if (endpoint) {
-        snprintf(d.cfg.endpoint, sizeof(d.cfg.endpoint), "%s", endpoint);
-        d.cfg.path_style = true;
-    }
-    if (!d.cfg.access_key[0])
-        d.cfg.anonymous = true;
+    s3_access d = {.cfg = conn.s3.cfg, .cache_only = conn.cache.cache_only};
     ctx.list_s3 = access_list;
     ctx.open_s3 = access_open;
     ctx.s3_impl = &d;
     ctx.s3_as = access_as;
+    char err[ENG_MSG_MAX];
     rc_client *rcc = NULL;
-    if (!cache)
-        cache = getenv("RINGCACHE_CACHE");
+    const char *cache = conn.cache.members;
     if (cache && cache[0]) {
         rc_config rcfg;
-        rc_config_init(&rcfg);
-        rcfg.members = cache;
-        if (rc_config_from_env(&rcfg, err, sizeof(err)) < 0) {
-            fprintf(stderr, "ringcache query: %s\n", err);
-            free(text);
-            return 2;
-        }
-        rcfg.s3 = d.cfg;
-        if (pcache) {
-            char *end;
-            unsigned long long v = strtoull(pcache, &end, 10);
-            if (*end == 'K' || *end == 'k')
-                v <<= 10;
-            else if (*end == 'M')
-                v <<= 20;
-            else if (*end == 'G')
-                v <<= 30;
-            rcfg.page_cache_bytes = (size_t)v;
-        }
+        cli_cache_config(&conn.cache, &rcfg);
+        if (pcache)
+            rcfg.page_cache_bytes = (size_t)pcache;
         if (ctx.max_threads > 0)
             rcfg.max_threads = ctx.max_threads;
-        if (rc_create(&rcc, &rcfg, err, sizeof(err)) < 0) {
-            fprintf(stderr, "ringcache query: cannot start the cache client: %s\n", err);
+        rc = rc_create(&rcc, &rcfg, err, sizeof(err));
+        if (rc < 0) {
+            cli_error("--cache: %s", err);
             free(text);
-            return 1;
+            return rc == -EINVAL ? CLI_USAGE : CLI_FAIL;
         }
         d.rc = rcc;
     }
@@ -505,8 +463,8 @@ int eng_cli_query(int argc, char **argv)
     eng_result res;
     rc = eng_run(&ctx, text, len, stderr, &res, err, sizeof(err));
     if (rc < 0)
-        fprintf(stderr, "ringcache query: %s\n", err);
+        cli_error("query: %s", err);
     rc_destroy(&rcc);
     free(text);
-    return rc < 0 ? 1 : 0;
+    return rc < 0 ? CLI_FAIL : CLI_OK;
 }

@@ -145,7 +145,9 @@ int src__s3_open(const eng_tf_call *c, const eng_scan_env *env, eng_source **out
     }
     char bucket[64], glob[2048];
     if (s3_url_parse(path, bucket, sizeof(bucket), glob, sizeof(glob)) < 0) {
-        snprintf(err, errlen, "bad S3 URL '%s': write s3://bucket/path/glob", path);
+        char why[512];
+        s3_url_explain(path, why, sizeof(why));
+        snprintf(err, errlen, "line %d, column %d: %s", c->line, c->col, why);
         return -EINVAL;
     }
     eng_scan_env own = *env;

@@ -9,7 +9,13 @@
  *    `ringcache ls` gives for it; s3(url, NOSIGN) sends unsigned requests;
  *  - and with --cache too: such a source is read from S3 directly, never
  *    served by cache nodes that fill with other credentials (the nodes here
- *    are unreachable, and the query succeeds with no word about them).
+ *    are unreachable);
+ *  - one credential chain: without credentials query fails as ls does (never
+ *    anonymous unless --no-sign-request), --profile for both;
+ *  - one set of connection options: query takes --token, --cache-tls,
+ *    --cache-tls-ca, --cache-only, --region, --no-sign-request, ... and every
+ *    command's --help lists them with their variables; --page-cache 1x is
+ *    refused; a bad bucket name says which of S3's rules it breaks.
  * Skips (77) without node or the npm package.
  */
 #include "harness.h"
@@ -21,6 +27,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #define KEY "AKQUERYTEST"
@@ -191,11 +199,131 @@ static void test_credentials_in_s3_with_cache(void **state)
     free(r);
 }
 
+/* No credentials anywhere: query fails as ls does, with the same sentence,
+ * instead of going anonymous; unsigned only with --no-sign-request. */
+static void test_one_credential_chain(void **state)
+{
+    (void)state;
+    h_run_result *r = malloc(sizeof(*r));
+    static const char *const none[] = {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", NULL};
+    const char *sql = "SELECT sum(a) FROM s3('s3://ringcache-test/q/t.csv')";
+    run_env(r, none, (const char *[]){"ls", "s3://ringcache-test/q/", NULL});
+    assert_int_equal(r->status, 1);
+    assert_non_null(strstr(r->err, "no S3 credentials were found"));
+    char ls_err[8192];
+    snprintf(ls_err, sizeof(ls_err), "%s", strstr(r->err, "no S3 credentials"));
+    query(r, none, sql);
+    assert_int_equal(r->status, 1);
+    assert_string_equal(r->out, "");
+    assert_non_null(strstr(r->err, ls_err));
+    /* asked for: unsigned requests, for both */
+    run_env(r, none, (const char *[]){"ls", "s3://ringcache-test/q/", "--no-sign-request", NULL});
+    assert_int_equal(r->status, 0);
+    assert_non_null(strstr(r->out, "s3://ringcache-test/q/t.csv"));
+    run_env(r, none, (const char *[]){"query", "--format", "TSV", "--no-sign-request", sql, NULL});
+    assert_int_equal(r->status, 0);
+    assert_string_equal(r->out, "6\n");
+    /* --profile: the section of ~/.aws/credentials (HOME is the test's folder) */
+    char path[4096];
+    h_env_path(env, path, sizeof(path), ".aws");
+    assert_int_equal(mkdir(path, 0700), 0);
+    h_env_path(env, path, sizeof(path), ".aws/credentials");
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("[qp]\naws_access_key_id = " KEY "\naws_secret_access_key = " SECRET "\n", f);
+    fclose(f);
+    run_env(r, none, (const char *[]){"query", "--format", "TSV", "--profile", "qp", sql, NULL});
+    assert_int_equal(r->status, 0);
+    assert_string_equal(r->out, "6\n");
+    run_env(r, none, (const char *[]){"ls", "--profile=qp", "s3://ringcache-test/q/", NULL});
+    assert_int_equal(r->status, 0);
+    assert_int_equal(unlink(path), 0);
+    free(r);
+}
+
+/* query takes the connection options every command takes, and every
+ * command's --help lists them with their variables. */
+static void test_one_set_of_options(void **state)
+{
+    (void)state;
+    h_run_result *r = malloc(sizeof(*r));
+    const char *sql = "SELECT sum(a) FROM s3('s3://ringcache-test/q/t.csv')";
+    /* port 1: the node is down, the bytes come from S3 */
+    run_env(r, right_env,
+            (const char *[]){"query", "--format", "TSV", "--cache", "n0=127.0.0.1:1", "--token",
+                             "tenant-token", "--region", "us-east-1", "--hedge-ms", "100",
+                             "--no-fill", sql, NULL});
+    assert_int_equal(r->status, 0);
+    assert_string_equal(r->out, "6\n");
+    assert_non_null(strstr(r->err, "warning: cache node n0 (127.0.0.1:1) is not used"));
+    run_env(r, right_env,
+            (const char *[]){"query", "--format", "TSV", "--cache", "n0=127.0.0.1:1",
+                             "--cache-only", "SELECT sum(a) FROM s3('s3://ringcache-test/q/"
+                                             "t.csv')",
+                             NULL});
+    assert_int_equal(r->status, 1);
+    assert_non_null(strstr(r->err, "cache_only"));
+    run_env(r, right_env,
+            (const char *[]){"query", "--cache", "n0=127.0.0.1:1", "--cache-tls-ca",
+                             "/nonexistent/ca.pem", sql, NULL});
+    assert_int_equal(r->status, 2);
+    assert_non_null(strstr(r->err, "/nonexistent/ca.pem"));
+    run_env(r, right_env,
+            (const char *[]){"query", "--format", "TSV", "--cache", "n0=127.0.0.1:1",
+                             "--cache-tls", sql, NULL});
+    assert_int_equal(r->status, 0);
+    /* one size parser: junk is refused, not read as its digits */
+    run_env(r, right_env, (const char *[]){"query", "--page-cache", "1x", sql, NULL});
+    assert_int_equal(r->status, 2);
+    assert_non_null(strstr(r->err, "--page-cache: '1x' is not a size"));
+    /* every command lists every connection option, with its variable */
+    static const char *const cmds[] = {"ls", "head", "get", "cat", "put", "rm", "stats",
+                                       "warm", "query"};
+    static const char *const want[] = {
+        "--endpoint", "--region", "--profile", "--no-sign-request", "--cache MEMBERS",
+        "--token", "--cache-tls ", "--cache-tls-ca", "--cache-only", "--no-fill",
+        "RINGCACHE_CACHE)", "RINGCACHE_TOKEN", "RINGCACHE_CACHE_TLS=1", "RINGCACHE_CACHE_TLS_CA",
+        "AWS_ACCESS_KEY_ID", "AWS_PROFILE"};
+    for (size_t c = 0; c < sizeof cmds / sizeof cmds[0]; c++) {
+        run_env(r, right_env, (const char *[]){cmds[c], "--help", NULL});
+        assert_int_equal(r->status, 0);
+        for (size_t w = 0; w < sizeof want / sizeof want[0]; w++)
+            if (!strstr(r->out, want[w]))
+                fail_msg("ringcache %s --help lacks '%s'", cmds[c], want[w]);
+    }
+    free(r);
+}
+
+/* A bucket name S3 refuses: the sentence says which rule, wherever a bucket
+ * is parsed. */
+static void test_bad_bucket_names(void **state)
+{
+    (void)state;
+    h_run_result *r = malloc(sizeof(*r));
+    const char *why = "'Bad_Bucket' in s3://Bad_Bucket/x is not a valid bucket name: it has an "
+                      "upper-case letter";
+    run_env(r, right_env, (const char *[]){"ls", "s3://Bad_Bucket/x", NULL});
+    assert_int_equal(r->status, 2);
+    assert_non_null(strstr(r->err, why));
+    assert_non_null(strstr(r->err, "S3's rules: 3 to 63 characters"));
+    run_env(r, right_env, (const char *[]){"cat", "s3://Bad_Bucket/x", NULL});
+    assert_int_equal(r->status, 2);
+    assert_non_null(strstr(r->err, why));
+    query(r, right_env, "SELECT * FROM s3('s3://Bad_Bucket/x')");
+    assert_int_equal(r->status, 1);
+    assert_non_null(strstr(r->err, why));
+    assert_non_null(strstr(r->err, "line 1, column 15"));
+    free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_credentials_in_s3),
         cmocka_unit_test(test_credentials_in_s3_with_cache),
+        cmocka_unit_test(test_one_credential_chain),
+        cmocka_unit_test(test_one_set_of_options),
+        cmocka_unit_test(test_bad_bucket_names),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
