@@ -29,7 +29,10 @@ int cli_cache_get(const cli_cache_opts *o, const char *bucket, const char *key, 
                   uint64_t len, int fd, cli_progress *p);
 int cli_cache_put(const cli_cache_opts *o, const char *bucket, const char *key, int fd,
                   uint64_t size, cli_progress *p);
-int cli_cache_stats(const cli_cache_opts *o);
+/* Every node's counters, in member order: a table (hit ratio, bytes used /
+ * capacity, blocks, fills and S3 GETs, errors, and a total), or with raw
+ * the Prometheus text of each. */
+int cli_cache_stats(const cli_cache_opts *o, bool raw);
 /* Lists a prefix or glob (from S3: the cache tier has no listing); fn per object. */
 int cli_cache_ls(const cli_cache_opts *o, const char *bucket, const char *pattern,
                  s3_object_fn fn, void *arg);

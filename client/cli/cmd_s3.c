@@ -603,18 +603,34 @@ int cli_cmd_rm(int argc, char **argv)
 /* ---- stats ----------------------------------------------------------------- */
 
 static const char stats_usage[] =
-    "usage: ringcache stats --cache MEMBERS [--token T]\n"
-    "Print every cache node's counters (the same as its /metrics, without comments).\n\n";
+    "usage: ringcache stats --cache MEMBERS [--raw] [options]\n"
+    "A table of every cache node, in member order: hit ratio of GETs, hits and misses,\n"
+    "SSD and RAM used / capacity, blocks stored, fills (S3 GETs) and their bytes, S3\n"
+    "errors, disk errors, error answers; then the total.\n"
+    "  --raw                  every counter of every node instead (its /metrics, without\n"
+    "                         comments)\n\n";
+
+static int cli_stats_extra(int argc, char **argv, int *i, void *arg)
+{
+    (void)argc;
+    bool *raw = arg;
+    if (strcmp(argv[*i], "--raw") == 0) {
+        *raw = true;
+        return 1;
+    }
+    return 0;
+}
 
 int cli_cmd_stats(int argc, char **argv)
 {
     cli_args a = {0};
-    int rc = cli_parse(argc, argv, &a, NULL, NULL, stats_usage);
+    bool raw = false;
+    int rc = cli_parse(argc, argv, &a, cli_stats_extra, &raw, stats_usage);
     if (rc)
         return rc;
     if (!a.conn.cache.members || !a.conn.cache.members[0] || a.n_pos) {
         cli_error("stats: give --cache MEMBERS (or set RINGCACHE_CACHE)");
         return CLI_USAGE;
     }
-    return cli_cache_stats(&a.conn.cache);
+    return cli_cache_stats(&a.conn.cache, raw);
 }
