@@ -20,13 +20,9 @@ enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
 /* Prints "ringcache: <message>" to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Parses a size: digits and an optional unit, every unit a power of 1024
- * ("123", "64k", "8MiB", "1M", "2GiB"). 0; -EINVAL for anything else ("1x",
- * "1.5M", "-1", ""), -ERANGE over 8 EiB, with a sentence in err (may be
- * NULL) naming the value and how to write it. */
-int cli_parse_size(const char *s, uint64_t *out, char *err, size_t errlen);
-
-/* cli_parse_size for option --name: 0, or -1 after printing why. */
+/* A size option --name (bytesize_parse: digits and an optional unit, every
+ * unit a power of 1024; "1x", "1.5M", "-1" refused): 0, or -1 after printing
+ * why. */
 int cli_size_opt(const char *name, const char *v, uint64_t *out);
 
 /* An option of argv[*i]: if argv[*i] is `--name` or `--name=value`, sets *value

@@ -5,6 +5,8 @@
  */
 #include "cli.h"
 
+#include "bytesize.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -24,64 +26,10 @@ void cli_error(const char *fmt, ...)
     va_end(ap);
 }
 
-/* The size grammar of every size the CLI takes: digits and an optional unit,
- * every unit a power of 1024 (b, k, ki, kb, kib, ... t, tib; any case); no
- * sign, space, fraction or junk ("1x" is not 1 byte). The same grammar, and
- * the same sentences, as the cache node's sizes. */
-int cli_parse_size(const char *s, uint64_t *out, char *err, size_t errlen)
-{
-    static const struct {
-        const char *name;
-        unsigned shift;
-    } units[] = {
-        {"", 0},   {"b", 0},   {"k", 10},  {"ki", 10}, {"kb", 10}, {"kib", 10},
-        {"m", 20}, {"mi", 20}, {"mb", 20}, {"mib", 20}, {"g", 30},  {"gi", 30},
-        {"gb", 30}, {"gib", 30}, {"t", 40}, {"ti", 40}, {"tb", 40}, {"tib", 40},
-    };
-    const char *v = s ? s : "";
-    const char *p = v;
-    uint64_t num = 0;
-    bool over = false;
-    for (; *p >= '0' && *p <= '9'; p++) {
-        unsigned d = (unsigned)(*p - '0');
-        if (num > ((uint64_t)INT64_MAX - d) / 10)
-            over = true;
-        else
-            num = num * 10 + d;
-    }
-    if (p == v) {
-        if (err && errlen)
-            snprintf(err, errlen, "'%.64s' is not a size: give a number of bytes, optionally "
-                     "with a unit (4096, 64KiB, 1MiB, 2GiB)", v);
-        return -EINVAL;
-    }
-    if (*p == '.' || *p == ',') {
-        if (err && errlen)
-            snprintf(err, errlen, "'%.64s' is not a size: use a whole number of a smaller unit "
-                     "(1536KiB, not 1.5MiB)", v);
-        return -EINVAL;
-    }
-    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-        if (strcasecmp(p, units[i].name) != 0)
-            continue;
-        if (over || num > ((uint64_t)INT64_MAX >> units[i].shift)) {
-            if (err && errlen)
-                snprintf(err, errlen, "'%.64s' is too large for a size (at most 8 EiB)", v);
-            return -ERANGE;
-        }
-        *out = num << units[i].shift;
-        return 0;
-    }
-    if (err && errlen)
-        snprintf(err, errlen, "'%.64s' is not a size: '%.16s' is not a unit (use KiB, MiB, GiB "
-                 "or TiB, or none for bytes; every unit is a power of 1024)", v, p);
-    return -EINVAL;
-}
-
 int cli_size_opt(const char *name, const char *v, uint64_t *out)
 {
     char err[256];
-    if (cli_parse_size(v, out, err, sizeof(err)) < 0) {
+    if (bytesize_parse(v, out, err, sizeof(err)) < 0) {
         cli_error("--%s: %s", name, err);
         return -1;
     }

@@ -15,6 +15,7 @@
 #include "ringcache.h"
 #include "rs_rc.h"
 #include "s3.h"
+#include "warehouse.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -28,7 +29,10 @@ static const char query_help[] =
     "       ringcache query [options] --queries-file FILE\n"
     "       ... | ringcache query [options]\n\n"
     "Runs SELECT / DESCRIBE statements (ClickHouse dialect) over Parquet, CSV, TSV and\n"
-    "JSONEachRow files: FROM file('path/glob') or FROM s3('s3://bucket/glob' [, 'Format']).\n"
+    "JSONEachRow files: FROM file('path/glob') or FROM s3('s3://bucket/glob' [, 'Format']),\n"
+    "and over MergeTree tables kept on S3 (--warehouse): CREATE TABLE, INSERT INTO t\n"
+    "SELECT / VALUES / FORMAT F (the data on standard input), OPTIMIZE, TRUNCATE, DROP,\n"
+    "SHOW TABLES, DESCRIBE t, FROM t [FINAL], system.parts / tables / columns.\n"
     "s3(url, 'KEY', 'SECRET' [, 'SESSION_TOKEN'] [, 'Format']) reads that source with those\n"
     "credentials, s3(url, NOSIGN [, 'Format']) unsigned; both from S3 directly, also with\n"
     "--cache (the nodes fill with their own credentials).\n\n"
@@ -39,6 +43,9 @@ static const char query_help[] =
     "  --max_threads N        default of the max_threads setting (default: the cores)\n"
     "  --page-cache SIZE      RAM of the compute-side page cache with --cache (default\n"
     "                         512MiB)\n"
+    "  --warehouse URL        where tables live: s3://bucket/prefix/ (default:\n"
+    "                         RINGCACHE_WAREHOUSE); CREATE TABLE, INSERT, FROM t, system.*\n"
+    "  --database NAME        the current database (default: default)\n"
     "  --no-progress          no progress line on a terminal\n\n";
 
 /* ---- S3 directly, or through the cache ------------------------------------ */
@@ -295,6 +302,50 @@ static void cache_summary_line(void *arg, FILE *f)
     cs->last_direct = direct;
 }
 
+/* ---- tables --------------------------------------------------------------------- */
+
+static int cache_open(void *impl, const char *bucket, const char *key, rs_source **out,
+                      char *err, size_t errlen)
+{
+    return rs_rc_open(out, impl, bucket, key, err, errlen);
+}
+
+static int cache_put(void *arg, const char *bucket, const char *key, const void *data,
+                     size_t len, char *err, size_t errlen)
+{
+    return rc_put(arg, bucket, key, data, len, NULL, err, errlen);
+}
+
+static int64_t stdin_read(void *arg, void *buf, size_t len)
+{
+    size_t n = fread(buf, 1, len, arg);
+    if (n == 0 && ferror((FILE *)arg))
+        return -EIO;
+    return (int64_t)n;
+}
+
+/* The warehouse (--warehouse, else RINGCACHE_WAREHOUSE): its log and listings
+ * straight to S3; its part objects through the cache when there is one
+ * (written through, read from the nodes). 0 when there is none. */
+static int setup_warehouse(tb_wh *wh, const char *url, const s3_config *cfg, rc_client *rcc,
+                           char *err, size_t errlen)
+{
+    if (!url)
+        url = getenv("RINGCACHE_WAREHOUSE");
+    if (!url || !url[0])
+        return 0;
+    int rc = tb_wh_init(wh, url, cfg, err, errlen);
+    if (rc < 0)
+        return rc;
+    if (rcc) {
+        wh->io.open = cache_open;
+        wh->io.open_arg = rcc;
+        wh->io.put = cache_put;
+        wh->io.put_arg = rcc;
+    }
+    return 1;
+}
+
 /* ---- the command --------------------------------------------------------------- */
 
 static char *read_stream(FILE *f, size_t *len)
@@ -325,7 +376,8 @@ static char *read_stream(FILE *f, size_t *len)
 
 int eng_cli_query(int argc, char **argv)
 {
-    const char *sql = NULL, *qfile = NULL, *fmt = NULL, *threads = NULL;
+    const char *sql = NULL, *qfile = NULL, *fmt = NULL, *threads = NULL, *warehouse = NULL,
+               *database = NULL;
     uint64_t pcache = 0;
     bool no_progress = false;
     cli_conn conn;
@@ -360,6 +412,14 @@ int eng_cli_query(int argc, char **argv)
             if (r < 0)
                 return CLI_USAGE;
             threads = v;
+        } else if ((r = cli_opt(argc, argv, &i, "warehouse", &v)) != 0) {
+            if (r < 0)
+                return CLI_USAGE;
+            warehouse = v;
+        } else if ((r = cli_opt(argc, argv, &i, "database", &v)) != 0) {
+            if (r < 0)
+                return CLI_USAGE;
+            database = v;
         } else if ((r = cli_opt(argc, argv, &i, "page-cache", &v)) != 0) {
             if (r < 0 || cli_size_opt("page-cache", v, &pcache) < 0)
                 return CLI_USAGE;
@@ -459,6 +519,21 @@ int eng_cli_query(int argc, char **argv)
         rc_stats_get(rcc, &cs.last);
         ctx.summary_more = cache_summary_line;
         ctx.summary_arg = &cs;
+    }
+    tb_wh wh;
+    rc = setup_warehouse(&wh, warehouse, &d.cfg, rcc, err, sizeof(err));
+    if (rc < 0) {
+        cli_error("query: %s", err);
+        rc_destroy(&rcc);
+        free(text);
+        return CLI_USAGE;
+    }
+    if (rc > 0)
+        ctx.warehouse = &wh;
+    ctx.database = database;
+    if ((sql || qfile) && !isatty(STDIN_FILENO)) { /* stdin: INSERT ... FORMAT F data */
+        ctx.input_read = stdin_read;
+        ctx.input_arg = stdin;
     }
     eng_result res;
     rc = eng_run(&ctx, text, len, stderr, &res, err, sizeof(err));
