@@ -132,13 +132,23 @@ static void test_credentials_in_s3(void **state)
     assert_int_equal(r->status, 0);
     assert_string_equal(r->out, "6\n");
 
+    /* an unknown key in s3() fails, the advice naming it */
+    query(r, right_env, "SELECT sum(a) FROM s3('s3://ringcache-test/q/t.csv', 'WRONG', "
+                        "'WRONG', 'CSVWithNames')");
+    assert_int_equal(r->status, 1);
+    assert_non_null(strstr(r->err, "403 InvalidAccessKeyId"));
+    assert_non_null(strstr(r->err, "check the access key given to s3()"));
+    assert_null(strstr(r->err, "AWS_ACCESS_KEY_ID"));
+
     /* a wrong secret in s3() fails with the sentence ls gives for a wrong secret,
      * even when the process's own credentials are right */
     query(r, right_env, "SELECT sum(a) FROM s3('s3://ringcache-test/q/t.csv', '" KEY "', "
                         "'wrong-secret', 'CSVWithNames')");
     assert_int_equal(r->status, 1);
     assert_non_null(strstr(r->err, "403 SignatureDoesNotMatch"));
-    assert_non_null(strstr(r->err, "given to s3()"));
+    /* its advice is about the secret given to s3(), not the environment's */
+    assert_non_null(strstr(r->err, "check the secret given to s3()"));
+    assert_null(strstr(r->err, "AWS_SECRET_ACCESS_KEY"));
     char ls_err[8192];
     run_env(r, (const char *[]){"AWS_ACCESS_KEY_ID=" KEY, "AWS_SECRET_ACCESS_KEY=wrong-secret",
                                 NULL},
