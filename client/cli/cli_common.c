@@ -68,7 +68,17 @@ int cli_s3_env(cli_s3_opts *o, const char *profile)
     }
     o->profile = profile;
     if (s3_config_from_env(&o->cfg, err, sizeof(err)) < 0) {
-        cli_error("%s", err);
+        /* the S3 config's sentence names AWS_PROFILE, which --profile set */
+        char *from = profile ? strstr(err, " (from AWS_PROFILE)") : NULL;
+        char *fix = from ? strstr(from, " or unset AWS_PROFILE") : NULL;
+        if (fix) {
+            *from = 0;
+            *fix = 0;
+            cli_error("%s (from --profile)%s or pass another --profile", err,
+                      from + strlen(" (from AWS_PROFILE)"));
+        } else {
+            cli_error("%s", err);
+        }
         return CLI_USAGE;
     }
     return 0;

@@ -247,6 +247,14 @@ static void test_one_credential_chain(void **state)
     assert_string_equal(r->out, "6\n");
     run_env(r, none, (const char *[]){"ls", "--profile=qp", "s3://ringcache-test/q/", NULL});
     assert_int_equal(r->status, 0);
+    /* a misspelt --profile is named as the flag it came from, for both */
+    run_env(r, none, (const char *[]){"query", "--profile", "qpp", sql, NULL});
+    assert_int_equal(r->status, 2);
+    assert_non_null(strstr(r->err, "AWS profile 'qpp' (from --profile) is in neither"));
+    assert_null(strstr(r->err, "AWS_PROFILE"));
+    run_env(r, none, (const char *[]){"ls", "--profile=qpp", "s3://ringcache-test/q/", NULL});
+    assert_int_equal(r->status, 2);
+    assert_non_null(strstr(r->err, "(from --profile)"));
     assert_int_equal(unlink(path), 0);
     free(r);
 }
