@@ -283,9 +283,14 @@ void em_error(eng_mem *m, char *err, size_t errlen)
     char a[32], b[32], c[32];
     int64_t at = atomic_load(&m->failed_at);
     int64_t total = atomic_load(&m->failed_total);
-    fmt_bytes((double)(total ? total : atomic_load(&m->cur) + at), a, sizeof(a));
+    int64_t would = total ? total : atomic_load(&m->cur) + at;
+    fmt_bytes((double)would, a, sizeof(a));
     fmt_bytes((double)at, b, sizeof(b));
     fmt_bytes((double)m->limit, c, sizeof(c));
+    if (strcmp(a, c) == 0) { /* "would use 1.91 MiB, maximum: 1.91 MiB": say the bytes */
+        snprintf(a, sizeof(a), "%lld bytes", (long long)would);
+        snprintf(c, sizeof(c), "%lld bytes", (long long)m->limit);
+    }
     snprintf(err, errlen,
              "memory limit (for query) exceeded: would use %s (attempt to allocate a chunk of "
              "%s), maximum: %s; raise it with SETTINGS max_memory_usage = N, or make the query "

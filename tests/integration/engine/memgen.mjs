@@ -11,20 +11,10 @@
 //   node memgen.mjs OUTDIR N
 //
 // Exits 77 (printing why) when the npm package is missing.
-import { createRequire } from 'node:module';
-import { join, dirname } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { join } from 'node:path';
+import { loadDuckDB } from './duck_node.mjs';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const nm = process.env.RINGCACHE_NODE_MODULES || join(here, '..', '..', '..', 'node_modules');
-const req = createRequire(join(nm, 'noop.js'));
-let duck;
-try {
-  duck = await import(pathToFileURL(req.resolve('@duckdb/node-api')).href);
-} catch (e) {
-  console.error(`SKIP: npm package @duckdb/node-api is not installed under ${nm}: ${e.message}`);
-  process.exit(77);
-}
+const duck = await loadDuckDB();
 const [D, N] = [process.argv[2], Number(process.argv[3])];
 if (!D || !(N > 0)) {
   console.error('usage: node memgen.mjs OUTDIR N');

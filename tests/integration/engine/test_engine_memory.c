@@ -17,6 +17,7 @@
  * without node or @duckdb/node-api, and in sanitizer builds (their shadow
  * memory and quarantine are in the RSS).
  */
+#include "duck_compare.h"
 #include "eng.h"
 #include "harness.h"
 
@@ -100,32 +101,12 @@ static int setup(void **state)
     if (h_env_create(&env, "test_engine_memory") < 0)
         return -1;
     h_env_path(env, dir, sizeof(dir), "data");
-    char script[4096];
-    if (h_source_path(script, sizeof(script), "tests/integration/engine/memgen.mjs") < 0)
-        return -1;
     if (mkdir(dir, 0755) != 0)
         return -1;
     char rows[32];
     snprintf(rows, sizeof(rows), "%d", ROWS);
-    char *argv[] = {"node", script, dir, rows, NULL};
-    h_proc *p;
-    int rc = h_proc_start(env, &p, "memgen", argv, NULL, NULL, 0);
-    if (rc == -ENOENT)
-        h_skip("node is not installed (it runs DuckDB, memgen.mjs)");
-    if (rc < 0)
-        return -1;
-    int st = h_proc_wait(p, 240000);
-    if (st == 77) {
-        h_proc_print_log_tail(p, 5);
-        h_skip("memgen.mjs needs @duckdb/node-api (see its log above)");
-    }
-    if (st == 127)
-        h_skip("node is not installed (it runs DuckDB, memgen.mjs)");
-    if (st != 0) {
-        h_proc_print_log_tail(p, 30);
-        return -1;
-    }
-    return 0;
+    return dc_generate(env, "memgen", "tests/integration/engine/memgen.mjs",
+                       (const char *[]){dir, rows, NULL}, 240000);
 }
 
 static int teardown(void **state)

@@ -53,6 +53,23 @@ static void test_memory_error_gives_the_attempted_total(void **state)
     assert_non_null(strstr(err, "maximum: 47.68 MiB"));
 }
 
+/* Just over the limit, both figures round to the same MiB: the error gives
+ * the bytes, so that it never reads "would use 1.91 MiB, maximum: 1.91 MiB". */
+static void test_memory_error_just_over_the_limit(void **state)
+{
+    (void)state;
+    eng_mem m = {.limit = 2000000};
+    assert_true(em_account(&m, 1990000));
+    assert_false(em_account(&m, 15000));
+    char err[512];
+    em_error(&m, err, sizeof(err));
+    if (!strstr(err, "would use 2005000 bytes"))
+        fprintf(stderr, "%s\n", err);
+    assert_non_null(strstr(err, "would use 2005000 bytes (attempt to allocate a chunk of "
+                                "14.65 KiB), maximum: 2000000 bytes;"));
+    em_account(&m, -1990000);
+}
+
 /* A growable array of 1 MiB and more is charged for what em_use says is in
  * use, not its size; heap blocks for their chunks; and whatever the sequence
  * of calls, freeing everything gives every byte back. */
@@ -126,6 +143,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_double_format),
         cmocka_unit_test(test_memory_error_gives_the_attempted_total),
+        cmocka_unit_test(test_memory_error_just_over_the_limit),
         cmocka_unit_test(test_memory_charges_what_is_used),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
