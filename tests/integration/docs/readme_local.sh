@@ -44,8 +44,8 @@ cd "$src" || exit 1
 setsid bash "$work/block.sh" > "$work/out" 2>&1 &
 pid=$!
 pgid=$pid
-for _ in $(seq 600); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-kill -0 "$pid" 2>/dev/null && fail "the block did not finish within 60 s"
+for _ in $(seq 1500); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$pid" 2>/dev/null && fail "the block did not finish within 150 s"
 wait "$pid"
 st=$?
 pgid=""
