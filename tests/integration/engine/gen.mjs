@@ -18,7 +18,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { loadDuckDB } from './duck_node.mjs';
+import { loadDuckDB } from '../../../bench/duckdb.mjs';
 
 const duck = await loadDuckDB();
 const D = process.argv[2];

@@ -12,7 +12,7 @@
 //
 // Exits 77 (printing why) when the npm package is missing.
 import { join } from 'node:path';
-import { loadDuckDB } from './duck_node.mjs';
+import { loadDuckDB } from '../../../bench/duckdb.mjs';
 
 const duck = await loadDuckDB();
 const [D, N] = [process.argv[2], Number(process.argv[3])];
