@@ -112,6 +112,12 @@ int s3_etag_normalize(const char *in, char *out, size_t cap);
 int s3_url_parse(const char *url, char *bucket, size_t bucket_cap, char *key,
                  size_t key_cap);
 
+/* Why s3_url_parse refuses url, as a sentence for a person: not "s3://", the
+ * bucket name and the rule it breaks (upper case, length, a character, ...)
+ * with S3's rules, or a key too long. Always NUL-terminates when cap > 0;
+ * for a URL that parses it says so. Pure; any thread. */
+void s3_url_explain(const char *url, char *why, size_t cap);
+
 /* The one rule for keys that name another key once a server or proxy
  * normalises them: a key is refused when, after percent-decoding as often as
  * it decodes (%2e, %252E, ...), one of its segments between '/' or '\\' is

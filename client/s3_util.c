@@ -5,7 +5,8 @@
  * bare version string ringcache keys blocks by (HEAD, GET and ListObjectsV2
  * spell the same ETag differently: quoted, weak "W/" prefix, stray spaces).
  * s3_url_parse splits "s3://bucket/key" and checks the bucket name against
- * S3's naming rules, so a typo is caught before any request is signed.
+ * S3's naming rules, so a typo is caught before any request is signed;
+ * s3_url_explain says which rule a refused URL breaks.
  * s3_key_check refuses keys with dot segments, however they are spelled.
  */
 #include "s3_int.h"
@@ -103,26 +104,84 @@ static bool looks_like_ipv4(const char *s, size_t n)
 
 /* S3's rules for new buckets: 3-63 characters of a-z 0-9 . -, starting and
  * ending with a letter or digit, no "..", not an IP address, none of the
- * reserved prefixes and suffixes. */
-static bool bucket_name_ok(const char *s, size_t n)
+ * reserved prefixes and suffixes. true when the name keeps them; else the
+ * rule it breaks goes to why (may be NULL), as the end of a sentence. */
+static bool bucket_name_check(const char *s, size_t n, char *why, size_t cap)
 {
-    if (n < 3 || n > 63)
-        return false;
-    if (!is_lower_alnum(s[0]) || !is_lower_alnum(s[n - 1]))
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (!is_lower_alnum(c) && c != '.' && c != '-')
-            return false;
-        if (c == '.' && i > 0 && s[i - 1] == '.')
-            return false;
+    char dummy[1];
+    if (why == NULL) {
+        why = dummy;
+        cap = sizeof dummy;
     }
-    if (looks_like_ipv4(s, n))
+    if (n < 3 || n > 63) {
+        snprintf(why, cap, "it is %s than %d characters", n < 3 ? "shorter" : "longer",
+                 n < 3 ? 3 : 63);
         return false;
-    if (has_prefix(s, s + n, "xn--") || has_prefix(s, s + n, "sthree-") ||
-        has_suffix(s, s + n, "-s3alias") || has_suffix(s, s + n, "--ol-s3"))
+    }
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 'A' && c <= 'Z') {
+            snprintf(why, cap, "it has an upper-case letter, '%c' (bucket names are lower "
+                     "case)", c);
+            return false;
+        }
+        if (!is_lower_alnum((char)c) && c != '.' && c != '-') {
+            if (c > ' ' && c < 127)
+                snprintf(why, cap, "it has '%c', which bucket names cannot hold", c);
+            else
+                snprintf(why, cap, "it has a control or non-ASCII byte, which bucket names "
+                         "cannot hold");
+            return false;
+        }
+        if (c == '.' && i > 0 && s[i - 1] == '.') {
+            snprintf(why, cap, "it has two dots in a row");
+            return false;
+        }
+    }
+    if (!is_lower_alnum(s[0]) || !is_lower_alnum(s[n - 1])) {
+        snprintf(why, cap, "it does not start and end with a letter or a digit");
         return false;
+    }
+    if (looks_like_ipv4(s, n)) {
+        snprintf(why, cap, "it is written as an IP address");
+        return false;
+    }
+    if (has_prefix(s, s + n, "xn--") || has_prefix(s, s + n, "sthree-")) {
+        snprintf(why, cap, "it starts with a prefix S3 reserves (xn--, sthree-)");
+        return false;
+    }
+    if (has_suffix(s, s + n, "-s3alias") || has_suffix(s, s + n, "--ol-s3")) {
+        snprintf(why, cap, "it ends with a suffix S3 reserves (-s3alias, --ol-s3)");
+        return false;
+    }
     return true;
+}
+
+void s3_url_explain(const char *url, char *why, size_t cap)
+{
+    if (why == NULL || cap == 0)
+        return;
+    if (url == NULL || strncmp(url, "s3://", 5) != 0) {
+        snprintf(why, cap, "'%.300s' is not an S3 URL: write s3://bucket/key (or a glob "
+                 "after the bucket)", url ? url : "");
+        return;
+    }
+    const char *b = url + 5;
+    const char *slash = strchr(b, '/');
+    size_t blen = slash ? (size_t)(slash - b) : strlen(b);
+    char rule[128];
+    if (!bucket_name_check(b, blen, rule, sizeof rule)) {
+        snprintf(why, cap, "'%.*s' in %.300s is not a valid bucket name: %s (S3's rules: 3 to "
+                 "63 characters of lower-case letters, digits, '.' and '-', starting and ending "
+                 "with a letter or digit)", (int)(blen > 100 ? 100 : blen), b, url, rule);
+        return;
+    }
+    const char *k = slash ? slash + 1 : "";
+    if (strlen(k) > 1024) {
+        snprintf(why, cap, "the key of %.100s... is longer than S3's 1024 bytes", url);
+        return;
+    }
+    snprintf(why, cap, "%.300s is a valid S3 URL", url);
 }
 
 int s3_url_parse(const char *url, char *bucket, size_t bucket_cap, char *key,
@@ -135,7 +194,7 @@ int s3_url_parse(const char *url, char *bucket, size_t bucket_cap, char *key,
     const char *b = url + 5;
     const char *slash = strchr(b, '/');
     size_t blen = slash ? (size_t)(slash - b) : strlen(b);
-    if (!bucket_name_ok(b, blen))
+    if (!bucket_name_check(b, blen, NULL, 0))
         return -EINVAL;
     const char *k = slash ? slash + 1 : "";
     size_t klen = strlen(k);

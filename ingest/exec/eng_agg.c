@@ -76,11 +76,12 @@ struct agg_tab {
     eng_mem *mem;
     const eng_plan *p;
     uint32_t n, cap;         /* groups */
+    uint32_t charged;        /* groups the per-group arrays are charged for (em_use) */
     uint64_t *slots;         /* (hash >> 32) << 32 | (gid + 1); 0 empty */
     uint32_t mask;
     grec *rec;               /* per group */
     uint8_t *kbuf;           /* keys longer than 16 bytes */
-    size_t klen, kcap;
+    size_t klen, kcap, kcharged;
     agg_col *ac;
     /* scratch */
     uint8_t *scratch;        /* serialized keys of a chunk (or of a dictionary) */
@@ -173,38 +174,64 @@ uint32_t agg_tab_groups(const agg_tab *t)
     return t->n;
 }
 
-static int grow_groups(agg_tab *t)
+/* Charges the per-group arrays for groups up to rows (em_use: the doubled
+ * tails are not written until groups come). */
+static int charge_groups(agg_tab *t, uint32_t rows)
 {
-    uint32_t cap = t->cap ? t->cap * 2 : 256;
     eng_mem *m = t->mem;
+    bool ok = em_use(m, t->rec, (size_t)rows * sizeof(grec));
+    for (int a = 0; a < t->p->n_aggs && ok; a++) {
+        agg_col *c = &t->ac[a];
+        ok = em_use(m, c->seen, rows) && em_use(m, c->i, (size_t)rows * 8) &&
+             em_use(m, c->d, (size_t)rows * 8) && em_use(m, c->cnt, (size_t)rows * 8) &&
+             em_use(m, c->s, (size_t)rows * sizeof(uint8_t *)) &&
+             em_use(m, c->u, (size_t)rows * sizeof(uset *));
+    }
+    if (!ok)
+        return -ENOMEM;
+    t->charged = rows;
+    return 0;
+}
+
+/* Room and charge for group t->n: the arrays double when full; they are
+ * charged a step ahead (a 32nd of their size), so a charge costs little and
+ * the untouched rest of a doubled array is not counted. */
+static int room_for_group(agg_tab *t)
+{
+    if (t->n == t->cap) {
+        uint32_t cap = t->cap ? t->cap * 2 : 256;
+        eng_mem *m = t->mem;
 #define GROW(ptr, sz)                                                   \
     do {                                                                \
-        void *np = em_realloc(m, ptr, (size_t)cap * (sz));              \
+        void *np = em_grow(m, ptr, (size_t)cap * (sz));                 \
         if (!np)                                                        \
             return -ENOMEM;                                             \
         ptr = np;                                                       \
     } while (0)
-    GROW(t->rec, sizeof(grec));
-    for (int a = 0; a < t->p->n_aggs; a++) {
-        const eng_agg *ag = &t->p->aggs[a];
-        agg_col *c = &t->ac[a];
-        GROW(c->seen, 1);
-        switch (ag->fn) {
-        case AG_COUNT: GROW(c->cnt, 8); break;
-        case AG_AVG: GROW(c->cnt, 8); GROW(c->d, 8); GROW(c->i, 8); break;
-        case AG_UNIQ: GROW(c->u, sizeof(uset *)); break;
-        default:
-            if (ag->t.kind == EX_STRING)
-                GROW(c->s, sizeof(uint8_t *));
-            else if (ag->t.kind == EX_FLOAT)
-                GROW(c->d, 8);
-            else
-                GROW(c->i, 8);
+        GROW(t->rec, sizeof(grec));
+        for (int a = 0; a < t->p->n_aggs; a++) {
+            const eng_agg *ag = &t->p->aggs[a];
+            agg_col *c = &t->ac[a];
+            GROW(c->seen, 1);
+            switch (ag->fn) {
+            case AG_COUNT: GROW(c->cnt, 8); break;
+            case AG_AVG: GROW(c->cnt, 8); GROW(c->d, 8); GROW(c->i, 8); break;
+            case AG_UNIQ: GROW(c->u, sizeof(uset *)); break;
+            default:
+                if (ag->t.kind == EX_STRING)
+                    GROW(c->s, sizeof(uint8_t *));
+                else if (ag->t.kind == EX_FLOAT)
+                    GROW(c->d, 8);
+                else
+                    GROW(c->i, 8);
+            }
         }
-    }
 #undef GROW
-    t->cap = cap;
-    return 0;
+        t->cap = cap;
+    }
+    uint32_t step = t->cap / 32 > 256 ? t->cap / 32 : 256;
+    uint32_t rows = t->cap - t->n > step ? t->n + step : t->cap;
+    return charge_groups(t, rows);
 }
 
 /* The key bytes of a group (an inline key starts the record: k0 then k1). */
@@ -284,7 +311,7 @@ static int64_t lookup_p(agg_tab *t, const uint8_t *k, uint32_t kl, uint64_t h)
         }
         s = (s + 1) & t->mask;
     }
-    if (t->n == t->cap && grow_groups(t) < 0)
+    if (t->n == t->charged && room_for_group(t) < 0)
         return -ENOMEM;
     uint32_t g = t->n;
     grec *r = &t->rec[g];
@@ -293,15 +320,24 @@ static int64_t lookup_p(agg_tab *t, const uint8_t *k, uint32_t kl, uint64_t h)
         r->k0 = w0;
         r->k1 = w1;
     } else {
-        if (t->klen + kl > t->kcap) {
-            size_t nc = t->kcap ? t->kcap * 2 : 4096;
-            while (nc < t->klen + kl)
-                nc *= 2;
-            uint8_t *nb = em_realloc(t->mem, t->kbuf, nc);
-            if (!nb)
+        if (t->klen + kl > t->kcharged) {
+            if (t->klen + kl > t->kcap) {
+                size_t nc = t->kcap ? t->kcap * 2 : 4096;
+                while (nc < t->klen + kl)
+                    nc *= 2;
+                uint8_t *nb = em_grow(t->mem, t->kbuf, nc);
+                if (!nb)
+                    return -ENOMEM;
+                t->kbuf = nb;
+                t->kcap = nc;
+            }
+            /* charged a step (a 32nd) ahead of the keys written, as the arrays */
+            size_t want = t->klen + kl + t->kcap / 32;
+            if (want > t->kcap)
+                want = t->kcap;
+            if (!em_use(t->mem, t->kbuf, want))
                 return -ENOMEM;
-            t->kbuf = nb;
-            t->kcap = nc;
+            t->kcharged = want;
         }
         memcpy(t->kbuf + t->klen, k, kl);
         r->k0 = t->klen;

@@ -99,7 +99,8 @@ int eng__stmt_source(equery *q, const sql_stmt *st, char *err, size_t errlen)
 {
     const eng_ctx *ctx = q->ctx;
     eng_scan_env env = {&q->mem, &q->set, ctx->list_s3, ctx->open_s3, ctx->s3_impl,
-                        &q->stats, &q->stop, ctx->warehouse, ctx->database};
+                        &q->stats, &q->stop, ctx->s3_as, ctx->warehouse,
+                        ctx->database};
     if (!st->from_fn) {
         eng_table_ref t = {st->table_db, st->table, st->final, st->table_line, st->table_col};
         return eng_source_open_table(&t, &env, &q->src, err, errlen);
@@ -286,8 +287,11 @@ static int run_stmt(const eng_ctx *ctx, const sql_stmt *st, FILE *summary, eng_r
     r.elapsed_s = eng__now_s() - q->t0;
     if (table && q->rows_written)
         r.rows_read = q->rows_written;
-    if (rc == 0 && summary)
+    if (rc == 0 && summary) {
         eng_print_summary(summary, &r);
+        if (ctx->summary_more)
+            ctx->summary_more(ctx->summary_arg, summary);
+    }
     if (res)
         *res = r;
     eng__query_free(q);

@@ -160,6 +160,45 @@ static void test_url_bad(void **state)
     assert_int_equal(s3_url_parse(NULL, b, sizeof b, k, sizeof k), -EINVAL);
 }
 
+/* Why a URL is refused: the bucket and the rule it breaks, for each rule. */
+static void test_url_explain(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *url, *why;
+    } cases[] = {
+        {"s3://Bad_Bucket/x", "'Bad_Bucket' in s3://Bad_Bucket/x is not a valid bucket name: it "
+                              "has an upper-case letter, 'B'"},
+        {"s3://bu_cket/k", "it has '_', which bucket names cannot hold"},
+        {"s3://ab/key", "'ab' in s3://ab/key is not a valid bucket name: it is shorter than 3"},
+        {"s3://buc..ket/k", "two dots in a row"},
+        {"s3://-bucket/k", "does not start and end with a letter or a digit"},
+        {"s3://192.168.5.4/k", "written as an IP address"},
+        {"s3://xn--bucket/k", "prefix S3 reserves"},
+        {"s3://bucket--ol-s3/k", "suffix S3 reserves"},
+        {"s3://buck et/k", "it has a control or non-ASCII byte"},
+        {"http://bucket/key", "'http://bucket/key' is not an S3 URL: write s3://bucket/key"},
+        {"s3://bucket/key", "s3://bucket/key is a valid S3 URL"},
+    };
+    char b[64], k[1025];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char why[512];
+        s3_url_explain(cases[i].url, why, sizeof why);
+        if (!strstr(why, cases[i].why))
+            fail_msg("'%s': '%s' lacks '%s'", cases[i].url, why, cases[i].why);
+        /* every refused name is explained with S3's rules */
+        if (s3_url_parse(cases[i].url, b, sizeof b, k, sizeof k) < 0 &&
+            strncmp(cases[i].url, "s3://", 5) == 0)
+            assert_non_null(strstr(why, "S3's rules: 3 to 63 characters"));
+    }
+    char name64[90] = "s3://";
+    memset(name64 + 5, 'a', 64);
+    strcpy(name64 + 69, "/k");
+    char why[512];
+    s3_url_explain(name64, why, sizeof why);
+    assert_non_null(strstr(why, "longer than 63 characters"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -168,6 +207,7 @@ int main(void)
         cmocka_unit_test(test_key_check),
         cmocka_unit_test(test_url_ok),
         cmocka_unit_test(test_url_bad),
+        cmocka_unit_test(test_url_explain),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
