@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * libFuzzer target for GetObject's Range and conditional headers
+ * (cached/s3api/s3a_get.h). Input: an 8-byte object size, then
+ * "range\nif-match\nif-none-match\nif-modified-since\nif-unmodified-since"
+ * (an empty line is an absent header). Besides memory errors it checks what
+ * a plan promises: one of S3's statuses, and for 200/206 a range inside the
+ * object whose count matches (the whole object for 200).
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "s3a_get.h"
+
+#include "../fuzz_check.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 8 || size > 4096)
+        return 0;
+    uint64_t osize = 0;
+    memcpy(&osize, data, 8);
+    osize %= (1ull << 50);
+    char *buf = malloc(size - 8 + 1);
+    CHECK(buf != NULL);
+    memcpy(buf, data + 8, size - 8);
+    buf[size - 8] = '\0';
+    char *f[5] = {"", "", "", "", ""};
+    char *p = buf;
+    for (int i = 0; i < 5 && p; i++) {
+        f[i] = p;
+        p = strchr(p, '\n');
+        if (p)
+            *p++ = '\0';
+    }
+    s3a_get_headers h = {f[1][0] ? f[1] : NULL, f[2][0] ? f[2] : NULL, f[3][0] ? f[3] : NULL,
+                         f[4][0] ? f[4] : NULL, f[0][0] ? f[0] : NULL};
+    s3a_get_object o = {"\"0123456789abcdef\"", 1700000000, osize};
+    s3a_get_plan plan;
+    s3a_get_decide(&o, &h, &plan);
+    int s = plan.status;
+    CHECK(s == 200 || s == 206 || s == 304 || s == 412 || s == 416);
+    if (s == 200) {
+        CHECK(plan.first == 0 && plan.count == osize);
+    } else if (s == 206) {
+        CHECK(h.range != NULL && plan.first <= plan.last && plan.last < osize);
+        CHECK(plan.count == plan.last - plan.first + 1);
+    } else if (s == 412) {
+        CHECK(plan.condition != NULL);
+    } else if (s == 416) {
+        CHECK(h.range != NULL);
+    }
+    free(buf);
+    return 0;
+}
