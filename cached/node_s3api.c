@@ -438,6 +438,16 @@ static void decoded(void *arg, const void *data, size_t len)
         r->on_data(r, data, len);
 }
 
+/* The operation hears the body's end once: at its real end, or at the first
+ * byte that cannot be right (answered at once, as S3 does, the rest unread). */
+static void body_over(ns3_req *r, bool ok)
+{
+    if (r->body_over)
+        return;
+    r->body_over = true;
+    r->on_end(r, ok);
+}
+
 static void body_data(httpd_req *h, const void *data, size_t len, void *arg)
 {
     (void)h;
@@ -447,11 +457,13 @@ static void body_data(httpd_req *h, const void *data, size_t len, void *arg)
     if (r->dec) {
         if (s3a_chunked_feed(r->dec, data, len, decoded, r, &r->err) < 0)
             r->body_failed = true;
-        return;
+    } else {
+        if (r->sha)
+            EVP_DigestUpdate(r->sha, data, len);
+        decoded(r, data, len);
     }
-    if (r->sha)
-        EVP_DigestUpdate(r->sha, data, len);
-    decoded(r, data, len);
+    if (r->body_failed)
+        body_over(r, false);
 }
 
 /* Every digest the client gave, against what came. */
@@ -493,8 +505,10 @@ static void body_end(httpd_req *h, int status, void *arg)
 {
     (void)h;
     ns3_req *r = arg;
+    if (r->body_over)
+        return;
     if (status == -ECONNRESET || status == -ECANCELED || !r->h) {
-        r->on_end(r, false); /* nobody to answer: the operation lets go */
+        body_over(r, false); /* nobody to answer: the operation lets go */
         return;
     }
     if (!r->body_failed && status < 0) {
@@ -517,7 +531,7 @@ static void body_end(httpd_req *h, int status, void *arg)
                           "Content-Length HTTP header.");
         }
     }
-    r->on_end(r, !r->body_failed && body_verify(r));
+    body_over(r, !r->body_failed && body_verify(r));
 }
 
 void ns3_read_body(ns3_req *r, uint64_t max, ns3_data_fn on_data, ns3_end_fn on_end)
@@ -557,13 +571,13 @@ void ns3_read_body(ns3_req *r, uint64_t max, ns3_data_fn on_data, ns3_end_fn on_
     }
     if (r->body_failed) {
         /* answered at once: the body is never read */
-        on_end(r, false);
+        body_over(r, false);
         return;
     }
     if (httpd_req_read_body(r->h, body_data, body_end, r) < 0) {
         r->body_failed = true;
         s3a_error_set(&r->err, 400, "IncompleteBody", "The request body could not be read.");
-        on_end(r, false);
+        body_over(r, false);
     }
 }
 
@@ -589,6 +603,22 @@ static int secret_of(void *arg, const char *access_key, char *secret, size_t cap
     snprintf(secret, cap, "%s", ten_s3api_secret(t));
     *principal = (void *)t;
     return 0;
+}
+
+/* Operations that change nothing: the only ones anonymous requests may make. */
+static bool is_read(s3a_op op)
+{
+    switch (op) {
+    case S3A_OP_HEAD_BUCKET:
+    case S3A_OP_GET_BUCKET_LOCATION:
+    case S3A_OP_LIST_OBJECTS:
+    case S3A_OP_LIST_OBJECTS_V2:
+    case S3A_OP_GET_OBJECT:
+    case S3A_OP_HEAD_OBJECT:
+        return true;
+    default:
+        return false;
+    }
 }
 
 /* A public tenant that may reach bucket/key (or the bucket), for an anonymous
@@ -745,12 +775,13 @@ static void handler(httpd_req *h, void *arg)
             return;
         }
         if (r->auth.kind == S3A_AUTH_ANONYMOUS) {
-            r->who.tenant = public_tenant(n, &r->route);
+            r->who.tenant = is_read(r->route.op) ? public_tenant(n, &r->route) : NULL;
             if (!r->who.tenant) {
                 node__count(w, NM_FORBIDDEN, 1);
                 ns3_fail(r, 403, "AccessDenied",
-                         "Access Denied (anonymous requests are served only for tenants "
-                         "configured public; sign the request with a tenant's S3 API keys)");
+                         "Access Denied (anonymous requests are served only for reads of "
+                         "tenants configured public; sign the request with a tenant's S3 API "
+                         "keys)");
                 return;
             }
             if (open_payload(r) < 0) { /* its body's framing, as on an open node */

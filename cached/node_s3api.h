@@ -77,7 +77,7 @@ struct ns3_req {
     s3a_ck_alg ck_alg;
     const char *ck_value;
     uint64_t body_bytes, body_max;
-    bool body_failed;
+    bool body_failed, body_over;
 
     /* the operation's own state: one of these */
     ns3_get *get;

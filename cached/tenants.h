@@ -15,8 +15,9 @@
  *   s3api_access_key_id = AKRC...           # optional: S3 API clients (awscli,
  *   s3api_secret_access_key = ...           # boto3, ...) signing with these are
  *                                           # this tenant
- *   public = false                          # true: anonymous S3 API requests
- *                                           # are served as this tenant
+ *   public = false                          # true: anonymous S3 API reads
+ *                                           # (GET, HEAD, listings) are served
+ *                                           # as this tenant
  *
  * A tenant needs a token, S3 API keys, or public = true (a way in).
  * Grammar: the config file's (config.h, cfg_split_line): `key = value`, '#'
@@ -109,7 +110,7 @@ const char *ten_session_token(const ten_tenant *t);
  * in clear because a SigV4 signature is checked by computing it. */
 const ten_tenant *ten_find_s3api_key(const ten_set *t, const char *access_key);
 const char *ten_s3api_secret(const ten_tenant *t);
-/* true for `public = true`: the S3 API serves anonymous requests as it. */
+/* true for `public = true`: the S3 API serves anonymous reads as it. */
 bool ten_public(const ten_tenant *t);
 /* The tenant named name[0..len), or NULL (a peer names the tenant it reads
  * for). */
