@@ -56,6 +56,7 @@ typedef struct src_files {
     int *unit_rg;
     ef *pf;                   /* downloads ahead of the workers (NULL: none) */
     eng_fail fail;            /* the first error of the footer threads */
+    void *adopted;            /* freed with the source (src__files_adopt) */
 } src_files;
 
 /* A worker's state: the unit's bytes fetched ahead (or NULL), and its own
@@ -928,7 +929,15 @@ static void files_destroy(eng_source *b)
     free(s->unit_file);
     free(s->unit_rg);
     eng_fail_deinit(&s->fail);
+    free(s->adopted);
     free(s);
+}
+
+void src__files_adopt(eng_source *src, void *p)
+{
+    src_files *s = (src_files *)src;
+    free(s->adopted);
+    s->adopted = p;
 }
 
 static const eng_source_ops files_ops = {

@@ -58,6 +58,10 @@ int src__files_open(eng_source **out, const eng_scan_env *env, const eng_tf_call
                     const char *path, flist *l, bool s3, const char *bucket, const char *fmtarg,
                     char *err, size_t errlen);
 
+/* src (a files source) frees p (malloc'd) when it is destroyed: what its
+ * env's s3_impl points to, when the caller made one for it. */
+void src__files_adopt(eng_source *src, void *p);
+
 /* The registry's entries (eng_source.c): s3() and file(). */
 int src__s3_open(const eng_tf_call *c, const eng_scan_env *env, eng_source **out, char *err,
                  size_t errlen);
