@@ -54,6 +54,9 @@ static const int status_codes[] = {200, 204, 206, 304, 400, 403, 404, 405,
 #define N_CODES (sizeof(status_codes) / sizeof(status_codes[0]) + 1) /* + "other" */
 #define N_OPS ((int)S3A_OP__COUNT)
 static const char *const source_names[NS3_SRC__COUNT] = {"ram", "ssd", "peer", "s3"};
+enum { CK_SHA256, CK_MD5, CK_HEADER, CK_TRAILER, CK__COUNT };
+static const char *const check_names[CK__COUNT] = {"payload_sha256", "content_md5",
+                                                    "checksum_header", "checksum_trailer"};
 
 /* Layout of the S3 API's metrics from n->s3api_metric_base: requests by
  * (op, code), then one latency histogram per op, then bytes by source. */
@@ -78,9 +81,16 @@ void ns3_count_bytes(node_worker *w, int source, uint64_t bytes)
             bytes);
 }
 
+static void count_check(node_worker *w, int check)
+{
+    node *n = w->n;
+    met_add(n->metrics, w->idx,
+            n->s3api_metric_base + N_OPS * (int)N_CODES + N_OPS + NS3_SRC__COUNT + check, 1);
+}
+
 static int metrics_setup(node *n)
 {
-    size_t total = (size_t)N_OPS * N_CODES + (size_t)N_OPS + NS3_SRC__COUNT;
+    size_t total = (size_t)N_OPS * N_CODES + (size_t)N_OPS + NS3_SRC__COUNT + CK__COUNT;
     met_def *defs = calloc(total, sizeof(*defs));
     char (*labels)[64] = calloc(total, sizeof(*labels));
     if (!defs || !labels) {
@@ -113,6 +123,14 @@ static int metrics_setup(node *n)
         defs[k] = (met_def){"ringcached_s3api_bytes_served_total",
                             "object bytes the S3 API sent, by where they came from (this node's "
                             "RAM tier or SSD, a peer that owns the block, S3)",
+                            MET_COUNTER, labels[k]};
+    }
+    for (int c = 0; c < CK__COUNT; c++, k++) {
+        snprintf(labels[k], sizeof(labels[k]), "check=\"%s\"", check_names[c]);
+        defs[k] = (met_def){"ringcached_s3api_body_checks_total",
+                            "request bodies whose digest matched what the client sent "
+                            "(x-amz-content-sha256, Content-MD5, an x-amz-checksum-* header, "
+                            "an aws-chunked trailer)",
                             MET_COUNTER, labels[k]};
     }
     int rc = met_register(n->metrics, defs, total);
@@ -472,6 +490,9 @@ static bool body_verify(ns3_req *r)
     s3a_error *e = &r->err;
     if (r->dec && s3a_chunked_finish(r->dec, e) < 0)
         return false;
+    char b64[S3A_CK_B64_MAX];
+    if (r->dec && s3a_chunked_checksum(r->dec, b64) != S3A_CK_NONE)
+        count_check(r->w, CK_TRAILER);
     if (r->sha) {
         unsigned char h[32];
         unsigned int hl = 0;
@@ -485,18 +506,21 @@ static bool body_verify(ns3_req *r)
                           "computed.");
             return false;
         }
+        count_check(r->w, CK_SHA256);
     }
     if (r->md5.alg) {
         unsigned char d[S3A_CK_DIGEST_MAX];
         s3a_checksum_final(&r->md5, d);
         if (s3a_checksum_verify(S3A_CK_MD5, d, ns3_header(r, "content-md5"), e) < 0)
             return false;
+        count_check(r->w, CK_MD5);
     }
     if (r->ck.alg) {
         unsigned char d[S3A_CK_DIGEST_MAX];
         s3a_checksum_final(&r->ck, d);
         if (s3a_checksum_verify(r->ck_alg, d, r->ck_value, e) < 0)
             return false;
+        count_check(r->w, CK_HEADER);
     }
     return true;
 }

@@ -2,8 +2,9 @@
  *
  * node_s3api_get.c: GetObject and HeadObject on the S3 API (node_s3api.h).
  *
- *   version   the object's size, ETag and Last-Modified: the version cache,
- *             else S3's HEAD (node_req_head, the tenant's credentials)
+ *   version   the object's size, ETag and Last-Modified: the version cache
+ *             (GetObject), else S3's HEAD (node_req_head, the tenant's
+ *             credentials; HeadObject always), which refreshes the cache
  *   decide    conditionals, then Range (s3a_get.h): 304, 412, 416, or the
  *             bytes [first, last]
  *   blocks    the blocks covering them, up to GET_WINDOW at once, each from
@@ -613,7 +614,10 @@ static const node_sink_ops head_ops = {NULL, NULL, head_answer, head_error, NULL
 static void get_begin(ns3_get *g)
 {
     ns3_req *r = g->r;
-    if (ns3_meta_get(r->w->n, g->obj.tenant, g->obj.bucket, g->obj.key, &g->meta)) {
+    /* a HeadObject always asks S3 (and refreshes the cache): what it says is all
+     * it is for, and a client checks a change (a delete through another node)
+     * with it */
+    if (!g->head && ns3_meta_get(r->w->n, g->obj.tenant, g->obj.bucket, g->obj.key, &g->meta)) {
         get_decide(g);
         return;
     }

@@ -57,6 +57,23 @@ except ClientError as e:
     assert e.response["Error"]["Code"] in ("304", "NotModified"), e.response
 ok("ranged_gets")
 
+# copy, then delete several at once (one of them outside the tenant's prefixes)
+s3.copy_object(Bucket=bucket, Key="t/boto/copy.bin",
+               CopySource={"Bucket": bucket, "Key": "t/boto/obj.bin"})
+assert s3b.get_object(Bucket=bucket, Key="t/boto/copy.bin")["Body"].read() == body
+s3.put_object(Bucket=bucket, Key="t/boto/gone", Body=b"x")
+r = s3.delete_objects(Bucket=bucket, Delete={"Objects": [
+    {"Key": "t/boto/copy.bin"}, {"Key": "t/boto/gone"}, {"Key": "elsewhere/x"}]})
+assert sorted(d["Key"] for d in r["Deleted"]) == ["t/boto/copy.bin", "t/boto/gone"], r
+assert [(e["Key"], e["Code"]) for e in r["Errors"]] == [("elsewhere/x", "AccessDenied")], r
+for k in ["t/boto/copy.bin", "t/boto/gone"]:
+    try:
+        s3b.head_object(Bucket=bucket, Key=k)
+        raise AssertionError(k + " is still there")
+    except ClientError as e:
+        assert e.response["Error"]["Code"] in ("404", "NoSuchKey"), e.response
+ok("copy_delete_objects")
+
 # presigned, SigV4 and SigV2 (boto3's default in us-east-1), fetched by curl
 s3v4 = client(url, config=Config(signature_version="s3v4"))
 for c, name in [(s3v4, "sigv4"), (s3, "sigv2")]:

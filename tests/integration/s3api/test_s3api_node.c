@@ -207,6 +207,22 @@ static void test_awscli(void **state)
     snprintf(want, sizeof want, "\"ContentLength\": %zu", big_size);
     assert_non_null(strstr(r->out, want));
 
+    /* the bucket's own operations */
+    aws(r, 1, (const char *[]){"s3", "ls", NULL});
+    assert_int_equal(r->status, 0);
+    assert_non_null(strstr(r->out, BUCKET));
+    aws(r, 1, (const char *[]){"s3api", "get-bucket-location", "--bucket", BUCKET, NULL});
+    assert_int_equal(r->status, 0);
+    assert_non_null(strstr(r->out, "\"LocationConstraint\": null"));
+    aws(r, 2, (const char *[]){"s3api", "head-bucket", "--bucket", BUCKET, NULL});
+    assert_int_equal(r->status, 0);
+    aws(r, 2, (const char *[]){"s3api", "list-objects", "--bucket", BUCKET, "--prefix", "t/", NULL});
+    assert_int_equal(r->status, 0);
+    assert_non_null(strstr(r->out, "\"Key\": \"t/big.bin\""));
+    aws(r, 2, (const char *[]){"s3api", "list-objects", "--bucket", BUCKET, NULL});
+    assert_int_not_equal(r->status, 0); /* the whole bucket is more than the tenant's */
+    assert_non_null(strstr(r->err, "AccessDenied"));
+
     /* 1,100 keys: two pages of ListObjectsV2 */
     assert_int_equal(t_put_many(&tc.direct, BUCKET, "t/many/k", 1100, 10, 32), 0);
     assert_int_equal(h_s3model_reset(tc.model), 0);
@@ -322,7 +338,9 @@ static void test_js_sdk(void **state)
     const char *argv[] = {"node", script, ep, AKID, SECRET, BUCKET, NULL};
     const char *set[] = {"AWS_EC2_METADATA_DISABLED=true", "AWS_PROFILE", "AWS_CONFIG_FILE=/dev/null",
                          "AWS_SHARED_CREDENTIALS_FILE=/dev/null", NULL};
-    int64_t chunked = metric(0, "ringcached_s3api_requests_total{op=\"UploadPart\",code=\"200\"}");
+    int64_t parts = metric(0, "ringcached_s3api_requests_total{op=\"UploadPart\",code=\"200\"}");
+    int64_t trailers = metric(0, "ringcached_s3api_body_checks_total{check=\"checksum_trailer\"}");
+    int64_t headers = metric(0, "ringcached_s3api_body_checks_total{check=\"checksum_header\"}");
     h_run_result *r = malloc(sizeof(*r));
     assert_non_null(r);
     char nodebin[64] = "/usr/bin/node";
@@ -336,7 +354,13 @@ static void test_js_sdk(void **state)
     assert_non_null(strstr(r->out, "ok put_stream_trailer"));
     assert_non_null(strstr(r->out, "ok multipart"));
     assert_true(metric(0, "ringcached_s3api_requests_total{op=\"UploadPart\",code=\"200\"}") >=
-                chunked + 3);
+                parts + 3);
+    /* the stream and the three streamed parts came aws-chunked with a trailing CRC32,
+     * the Buffer with a CRC32 header: each checked */
+    assert_true(metric(0, "ringcached_s3api_body_checks_total{check=\"checksum_trailer\"}") >=
+                trailers + 4);
+    assert_true(metric(0, "ringcached_s3api_body_checks_total{check=\"checksum_header\"}") >=
+                headers + 1);
     free(r);
 }
 
