@@ -147,22 +147,6 @@ void ns3_head_bucket(ns3_req *r)
 
 /* ---- ListBuckets ------------------------------------------------------------------------- */
 
-/* "2024-01-01T00:00:00.000Z" -> unix seconds, 0 when it is not that. */
-static int64_t iso8601_s(const char *d)
-{
-    int Y, M, D, h, m, sec;
-    if (sscanf(d, "%d-%d-%dT%d:%d:%d", &Y, &M, &D, &h, &m, &sec) != 6)
-        return 0;
-    struct tm tm = {0};
-    tm.tm_year = Y - 1900;
-    tm.tm_mon = M - 1;
-    tm.tm_mday = D;
-    tm.tm_hour = h;
-    tm.tm_min = m;
-    tm.tm_sec = sec;
-    return (int64_t)timegm(&tm);
-}
-
 /* A tenant sees the buckets its allow lines name, with the creation dates S3
  * gives (S3's listing is read for them; buckets S3 does not list for its
  * credentials are not shown). */
@@ -203,7 +187,8 @@ static void list_buckets_done(ns3_req *r, const s3_error *err, const s3_response
         char d[40] = "";
         if (date && dl < sizeof(d))
             memcpy(d, date, dl);
-        out[n] = (s3a_xml_bucket){names[n], iso8601_s(d) * 1000};
+        int64_t created = s3a_parse_iso8601(d); /* S3 always gives one; 1970 if not */
+        out[n] = (s3a_xml_bucket){names[n], (created > 0 ? created : 0) * 1000};
         n++;
     }
     s3a_xml_owner owner = {ten_name(t), ten_name(t)};

@@ -13,20 +13,21 @@
  *    copies (the node's process, nginx's process group);
  *  - 2000 random 64 KiB ranged GETs on one kept-alive connection (libcurl),
  *    both warm, interleaved in batches of 100: p50 and p99.
- * The node runs without tenants (loopback only: no signature checks); awscli
- * writes into /dev/shm so the disk is not what is timed. The last line:
+ * The object is put by the same awscli straight to s3rver. The node runs
+ * without tenants (loopback only: no signature checks); awscli reads and
+ * writes files in /dev/shm so the disk is not what is timed. The last line:
  *   s3api: warm_vs_nginx=<a> cold_vs_direct=<b> p99_vs_nginx=<c>
  *   cpu_per_gib_vs_nginx=<d>
  * Usage: s3api_bench [--size-mib N (512)] [--reps N (3)] [--ranges N (2000)]
  */
 #include "harness.h"
-#include "s3.h"
 
 #include <curl/curl.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,13 +38,15 @@
 static const char *bucket = H_S3_DEFAULT_BUCKET;
 static const char *okey = "bench/s3api.bin";
 static h_env *env;
-static char out_path[256];
+static char out_path[256], in_path[256];
 
 static void die(const char *what)
 {
     fprintf(stderr, "s3api_bench: %s\n", what);
     if (out_path[0])
         unlink(out_path);
+    if (in_path[0])
+        unlink(in_path);
     exit(1);
 }
 
@@ -54,15 +57,16 @@ static double pct(double *v, size_t n, double p)
     return v[i ? i - 1 : 0];
 }
 
-/* Seconds for `aws s3 cp s3://bucket/key FILE` against endpoint; dies unless
- * the copy succeeds with every byte. */
-static double aws_cp(const char *endpoint, uint64_t size)
+/* Seconds for `aws s3 cp` against endpoint: "get" the object into out_path
+ * (dies unless it has size bytes), or "cp" the file `from` up to it. */
+static double aws(const char *endpoint, const char *what, const char *from, uint64_t size)
 {
     static h_run_result r;
-    char src[256];
-    snprintf(src, sizeof(src), "s3://%s/%s", bucket, okey);
+    char obj[256];
+    snprintf(obj, sizeof(obj), "s3://%s/%s", bucket, okey);
+    bool get = !strcmp(what, "get");
     const char *argv[] = {"/usr/bin/aws", "--endpoint-url", endpoint, "s3", "cp",
-                          "--only-show-errors", src, out_path, NULL};
+                          "--only-show-errors", get ? obj : from, get ? out_path : obj, NULL};
     const char *envs[] = {"AWS_ACCESS_KEY_ID=S3RVER", "AWS_SECRET_ACCESS_KEY=S3RVER",
                           "AWS_DEFAULT_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true",
                           "AWS_PAGER=", NULL};
@@ -72,7 +76,7 @@ static double aws_cp(const char *endpoint, uint64_t size)
         die("cannot run /usr/bin/aws");
     double t = bench_now_s() - t0;
     struct stat st;
-    if (r.status != 0 || stat(out_path, &st) != 0 || (uint64_t)st.st_size != size) {
+    if (r.status != 0 || (get && (stat(out_path, &st) != 0 || (uint64_t)st.st_size != size))) {
         fprintf(stderr, "s3api_bench: aws s3 cp via %s: status %d: %s\n", endpoint, r.status,
                 r.err);
         die("the copy failed");
@@ -153,33 +157,21 @@ int main(int argc, char **argv)
     if (h_s3model_start(env, &model, h_s3_port(s3), 30, 100) < 0)
         die(h_last_error());
 
-    /* the object, put straight into S3 */
+    /* the object, put straight into S3 by awscli too */
     uint64_t size = (uint64_t)size_mib << 20;
-    uint8_t *data = malloc(size);
-    if (!data)
-        die("out of memory");
+    snprintf(in_path, sizeof(in_path), "/dev/shm/s3api_bench.%d.in", (int)getpid());
+    FILE *in = fopen(in_path, "w");
+    if (!in)
+        die("cannot write the object's file in /dev/shm");
     for (uint64_t i = 0; i < size; i += 8) {
         uint64_t x = (i + 1) * 0x9e3779b97f4a7c15ull;
-        memcpy(data + i, &x, 8);
+        fwrite(&x, 8, 1, in);
     }
-    s3_config dc;
-    s3_config_init(&dc);
-    snprintf(dc.endpoint, sizeof(dc.endpoint), "%s", h_s3_endpoint(s3));
-    snprintf(dc.access_key, sizeof(dc.access_key), "S3RVER");
-    snprintf(dc.secret_key, sizeof(dc.secret_key), "S3RVER");
-    dc.path_style = true;
-    s3_sync *direct;
-    if (s3_sync_create(&direct, &dc) < 0)
-        die("cannot create an S3 client");
-    s3_error err;
-    char etag[S3_ETAG_MAX];
-    s3_sync_put_args pa = {.bucket = bucket, .key = okey, .fd = -1, .data = data, .size = size,
-                           .part_size = 16u << 20, .parallel = 4};
+    if (fclose(in) != 0)
+        die("cannot write the object's file in /dev/shm");
     fprintf(stderr, "uploading %d MiB ...\n", size_mib);
-    if (s3_sync_put(direct, &pa, etag, &err) < 0)
-        die(err.message);
-    s3_sync_destroy(&direct);
-    free(data);
+    aws(h_s3_endpoint(s3), "cp", in_path, 0);
+    unlink(in_path);
 
     /* the node: one, RAM tier over the object, the S3 API on a free port */
     char bin[1024], dir[600], pf[700], af[700], sf[700], ram[32];
@@ -215,15 +207,15 @@ int main(int argc, char **argv)
     snprintf(ep_ngx, sizeof(ep_ngx), "http://127.0.0.1:%d", nport);
 
     /* cold: straight from the model, then through the fresh node, then nginx */
-    double t_direct = aws_cp(h_s3model_endpoint(model), size);
+    double t_direct = aws(h_s3model_endpoint(model), "get", NULL, size);
     fprintf(stderr, "cold, direct to S3 through the model: %.2f s\n", t_direct);
     h_s3model_reset(model);
-    double t_cold = aws_cp(ep_node, size);
+    double t_cold = aws(ep_node, "get", NULL, size);
     char path[256];
     snprintf(path, sizeof(path), "/%s/%s", bucket, okey);
     int64_t cold_gets = h_s3model_count(model, "GET", path);
     fprintf(stderr, "cold, through the node: %.2f s (%" PRId64 " S3 GETs)\n", t_cold, cold_gets);
-    double t_ngx_cold = aws_cp(ep_ngx, size);
+    double t_ngx_cold = aws(ep_ngx, "get", NULL, size);
     fprintf(stderr, "cold, through nginx: %.2f s\n", t_ngx_cold);
 
     /* warm, interleaved; the servers' CPU over the warm copies */
@@ -232,10 +224,10 @@ int main(int argc, char **argv)
     double cpu_ours = 0, cpu_ng = 0;
     for (int r = 0; r < reps; r++) {
         double c0 = h_pid_cpu_s(h_proc_pid(node));
-        t_ours[r] = aws_cp(ep_node, size);
+        t_ours[r] = aws(ep_node, "get", NULL, size);
         cpu_ours += h_pid_cpu_s(h_proc_pid(node)) - c0;
         c0 = h_pgrp_cpu_s(h_proc_pid(ngx));
-        t_ng[r] = aws_cp(ep_ngx, size);
+        t_ng[r] = aws(ep_ngx, "get", NULL, size);
         cpu_ng += h_pgrp_cpu_s(h_proc_pid(ngx)) - c0;
         fprintf(stderr, "rep %d: warm through the node %.2f s, through nginx %.2f s\n", r + 1,
                 t_ours[r], t_ng[r]);

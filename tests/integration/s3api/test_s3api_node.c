@@ -581,6 +581,34 @@ static void test_malformed(void **state)
                     " -> %" PRId64 " KiB\n", sent, rss0, rss1);
     assert_true(rss1 - rss0 < 64 * 1024);
     close(fd);
+    /* a node at its connection limit sheds load as S3 does: 503 SlowDown in
+     * S3's XML, which SDKs retry; the connections it holds are still served */
+    t_node bn;
+    const char *bextra[] = {"--s3-api-port", "0", "--threads", "1", "--max-connections", "2", NULL};
+    t_node_start(tc.env, &bn, "busy0", h_s3model_endpoint(tc.model), bextra);
+    const char *head = "HEAD /" BUCKET "/pub/pipe.bin HTTP/1.1\r\nHost: x\r\n\r\n";
+    int held[2];
+    for (int i = 0; i < 2; i++) {
+        held[i] = raw_connect(bn.s3api_port);
+        send_all(held[i], head, strlen(head));
+        assert_int_equal(read_status(held[i], buf, sizeof buf), 200);
+    }
+    fd = raw_connect(bn.s3api_port);
+    send_all(fd, req, rl);
+    size_t bgot = 0;
+    for (ssize_t k; bgot + 1 < sizeof buf && (k = recv(fd, buf + bgot, sizeof buf - 1 - bgot, 0)) > 0;)
+        bgot += (size_t)k; /* until the node closes */
+    buf[bgot] = '\0';
+    assert_int_equal(strncmp(buf, "HTTP/1.1 503", 12), 0);
+    assert_non_null(strstr(buf, "<Code>SlowDown</Code>"));
+    assert_non_null(strstr(buf, "<RequestId>"));
+    close(fd);
+    send_all(held[0], head, strlen(head));
+    assert_int_equal(read_status(held[0], buf, sizeof buf), 200);
+    for (int i = 0; i < 2; i++)
+        close(held[i]);
+    assert_int_equal(h_proc_stop(bn.proc, 15000), 0);
+
     /* the node is up and answers */
     h_run_result *r = malloc(sizeof(*r));
     assert_non_null(r);
@@ -590,6 +618,85 @@ static void test_malformed(void **state)
     assert_int_equal(r->status, 0);
     assert_non_null(strstr(r->out, "f4.dat"));
     free(r);
+    assert_int_equal(h_proc_stop(on.proc, 15000), 0);
+}
+
+/* ---- an object replaced mid-answer ------------------------------------------------------------------ */
+
+/* A GET is pinned to one version: when the object is replaced at S3 while
+ * the answer is still being sent, the answer is cut short (the connection
+ * closed before Content-Length), and every byte it did carry is the old
+ * version's. The client stops reading after the first MiB, so the node has
+ * at most its window of blocks when the object changes. */
+static void test_replaced_mid_answer(void **state)
+{
+    (void)state;
+    t_node on;
+    const char *oextra[] = {"--s3-api-port", "0", "--threads", "1", "--s3-api-domain",
+                            "s3.example.internal", NULL};
+    t_node_start(tc.env, &on, "cut0", h_s3model_endpoint(tc.model), oextra);
+    size_t size = 48u << 20;
+    unsigned char *a = t_alloc_data(size, 31), *b = t_alloc_data(size, 32);
+    t_put_direct(&tc, "pub/cut.bin", a, size, NULL);
+    int fd = raw_connect(on.s3api_port);
+    const char *req = "GET /" BUCKET "/pub/cut.bin HTTP/1.1\r\nHost: x\r\n\r\n";
+    send_all(fd, req, strlen(req));
+    char head[4096];
+    size_t hl = 0;
+    char *end = NULL;
+    while (!end && hl + 1 < sizeof head) { /* byte by byte: no body bytes in head[] */
+        ssize_t k = recv(fd, head + hl, 1, 0);
+        assert_true(k == 1);
+        head[++hl] = '\0';
+        end = strstr(head, "\r\n\r\n");
+    }
+    assert_non_null(end);
+    assert_int_equal(strncmp(head, "HTTP/1.1 200", 12), 0);
+    char *cl = strstr(head, "\r\nContent-Length: ");
+    if (!cl)
+        cl = strstr(head, "\r\ncontent-length: ");
+    assert_non_null(cl);
+    assert_int_equal(strtoull(cl + 18, NULL, 10), size);
+    unsigned char *got = malloc(size);
+    assert_non_null(got);
+    size_t n = 0;
+    while (n < (1u << 20)) {
+        ssize_t k = recv(fd, got + n, (1u << 20) - n, 0);
+        assert_true(k > 0);
+        n += (size_t)k;
+    }
+    t_put_direct(&tc, "pub/cut.bin", b, size, NULL); /* the new version, straight to S3 */
+    ssize_t k = -1;
+    while (n < size && (k = recv(fd, got + n, size - n, 0)) > 0)
+        n += (size_t)k;
+    fprintf(stderr, "replaced mid-answer: %zu of %zu bytes sent before the cut\n", n, size);
+    assert_true(n < size);                 /* cut, */
+    assert_int_equal(k, 0);                /* by the node closing, not a time-out */
+    assert_memory_equal(got, a, n);        /* and nothing of the new version */
+    close(fd);
+
+    /* the new version, virtual-hosted style (the bucket in Host, a --s3-api-domain) */
+    fd = raw_connect(on.s3api_port);
+    const char *vreq = "GET /pub/cut.bin HTTP/1.1\r\nHost: " BUCKET ".s3.example.internal:9000\r\n"
+                       "Range: bytes=1048570-1048579\r\n\r\n";
+    send_all(fd, vreq, strlen(vreq));
+    hl = 0;
+    end = NULL;
+    while (!end && hl + 1 < sizeof head) {
+        k = recv(fd, head + hl, 1, 0);
+        assert_true(k == 1);
+        head[++hl] = '\0';
+        end = strstr(head, "\r\n\r\n");
+    }
+    assert_int_equal(strncmp(head, "HTTP/1.1 206", 12), 0);
+    for (n = 0; n < 10 && (k = recv(fd, got + n, 10 - n, 0)) > 0;)
+        n += (size_t)k;
+    assert_int_equal(n, 10);
+    assert_memory_equal(got, b + 1048570, 10);
+    close(fd);
+    free(got);
+    free(a);
+    free(b);
     assert_int_equal(h_proc_stop(on.proc, 15000), 0);
 }
 
@@ -646,6 +753,7 @@ int main(void)
         cmocka_unit_test(test_engine),
         cmocka_unit_test(test_six_cold_readers),
         cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_replaced_mid_answer),
         cmocka_unit_test(test_node_killed),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
