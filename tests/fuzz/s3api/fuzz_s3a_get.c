@@ -5,13 +5,16 @@
  * "range\nif-match\nif-none-match\nif-modified-since\nif-unmodified-since"
  * (an empty line is an absent header). Besides memory errors it checks what
  * a plan promises: one of S3's statuses, and for 200/206 a range inside the
- * object whose count matches (the whole object for 200).
+ * object whose count matches (the whole object for 200). Each line is also
+ * read as each of the three date forms S3 speaks (s3a.h): -1 or a time, and
+ * an XML date read back from what s3a_iso8601_ms writes for it.
  */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "s3a.h"
 #include "s3a_get.h"
 
 #include "../fuzz_check.h"
@@ -53,6 +56,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(plan.condition != NULL);
     } else if (s == 416) {
         CHECK(h.range != NULL);
+    }
+    for (int i = 0; i < 5; i++) {
+        int64_t t = s3a_parse_iso8601(f[i]);
+        CHECK(t >= -1 && s3a_parse_http_date(f[i]) >= -1 && s3a_parse_amz_date(f[i]) >= -1);
+        if (t >= 0 && t < 253402300800LL) { /* up to 9999-12-31 */
+            char d[25];
+            s3a_iso8601_ms(t * 1000, d);
+            CHECK(s3a_parse_iso8601(d) == t);
+        }
     }
     free(buf);
     return 0;
