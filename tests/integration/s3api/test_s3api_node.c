@@ -322,6 +322,10 @@ static void test_boto3(void **state)
     assert_int_equal(r->status, 0);
     assert_non_null(strstr(r->out, "ok conditional_race"));
     assert_non_null(strstr(r->out, "ok anonymous"));
+    assert_non_null(strstr(r->out, "ok list_parts_abort"));
+    /* ListParts and the abort reached S3 (the upload's own key, nothing else touches it) */
+    assert_true(h_s3model_count(tc.model, "GET", "/" BUCKET "/t/boto/aborted") >= 1);
+    assert_true(h_s3model_count(tc.model, "DELETE", "/" BUCKET "/t/boto/aborted") >= 1);
     free(r);
 }
 
