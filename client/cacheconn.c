@@ -1006,11 +1006,18 @@ static uint8_t *cc_body(size_t cap) { return malloc(cap ? cap : 1); }
 int cc_get(cc_conn *c, const rcp_get_req *req, void *buf, size_t cap, cc_done_fn done,
            void *arg, uint32_t *id_out)
 {
-    size_t bcap = 2 * RCP_MAX_KEY + 256;
+    return cc_get_tenant(c, req, NULL, buf, cap, done, arg, id_out);
+}
+
+int cc_get_tenant(cc_conn *c, const rcp_get_req *req, const char *tenant, void *buf, size_t cap,
+                  cc_done_fn done, void *arg, uint32_t *id_out)
+{
+    size_t bcap = 2 * RCP_MAX_KEY + 512;
     uint8_t *b = cc_body(bcap);
     if (!b)
         return -ENOMEM;
-    int n = rcp_encode_get_req(req, b, bcap);
+    rcp_str t = rcp_s(tenant);
+    int n = rcp_encode_get_req_tenant(req, tenant ? &t : NULL, b, bcap);
     if (n < 0) {
         free(b);
         return n;
@@ -1072,6 +1079,25 @@ int cc_put_block(cc_conn *c, const rcp_put_block_req *req, cc_done_fn done, void
         return rc;
     r->extra = req->data;
     r->extra_len = req->data_len;
+    cc_flush(c);
+    return 0;
+}
+
+int cc_drop(cc_conn *c, const rcp_drop_req *req, cc_done_fn done, void *arg)
+{
+    size_t bcap = 2 * RCP_MAX_KEY + 512;
+    uint8_t *b = cc_body(bcap);
+    if (!b)
+        return -ENOMEM;
+    int n = rcp_encode_drop_req(req, b, bcap);
+    if (n < 0) {
+        free(b);
+        return n;
+    }
+    cc_req *r;
+    int rc = cc_submit(c, RCP_OP_DROP, b, (size_t)n, done, arg, &r);
+    if (rc < 0)
+        return rc;
     cc_flush(c);
     return 0;
 }

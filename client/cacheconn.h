@@ -95,12 +95,20 @@ size_t cc_conn_outstanding(const cc_conn *c);
  * -EPIPE when the connection is broken). */
 int cc_get(cc_conn *c, const rcp_get_req *req, void *buf, size_t cap, cc_done_fn done,
            void *arg, uint32_t *id_out);
+/* The same for a cache node reading a block of tenant `tenant` from its owner
+ * (RCP_GET_TENANT: the connection must have said the peer token). NULL: as
+ * cc_get. */
+int cc_get_tenant(cc_conn *c, const rcp_get_req *req, const char *tenant, void *buf, size_t cap,
+                  cc_done_fn done, void *arg, uint32_t *id_out);
 int cc_head(cc_conn *c, const char *bucket, const char *key, cc_done_fn done, void *arg);
 /* The same, with the request id (for cc_cancel) in *id_out. */
 int cc_head_id(cc_conn *c, const char *bucket, const char *key, cc_done_fn done, void *arg,
                uint32_t *id_out);
 /* PUT_BLOCK: data (borrowed until done) is the whole block. */
 int cc_put_block(cc_conn *c, const rcp_put_block_req *req, cc_done_fn done, void *arg);
+/* DROP (node to node, the peer token): the node removes the blocks of
+ * req->obj of tenant req->tenant it holds. */
+int cc_drop(cc_conn *c, const rcp_drop_req *req, cc_done_fn done, void *arg);
 /* Write-through PUT of `size` bytes produced by read_fn (called when the
  * connection has room; returns bytes written into buf, 0 at the end, < 0 to
  * abort). */

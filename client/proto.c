@@ -121,6 +121,7 @@ const char *rcp_op_name(int op)
     switch (op) {
     case RCP_OP_HELLO: return "HELLO";
     case RCP_OP_GET: return "GET";
+    case RCP_OP_DROP: return "DROP";
     case RCP_OP_HEAD: return "HEAD";
     case RCP_OP_PUT: return "PUT";
     case RCP_OP_PUT_DATA: return "PUT_DATA";
@@ -257,7 +258,8 @@ int rcp_encode_hello_resp(const rcp_hello_resp *q, uint8_t *out, size_t cap)
     return wr_end(&w);
 }
 
-int rcp_parse_get_req(const uint8_t *body, size_t len, rcp_get_req *out)
+int rcp_parse_get_req_tenant(const uint8_t *body, size_t len, rcp_get_req *out,
+                             rcp_str *tenant)
 {
     rd r = {body, len, false};
     rd_object(&r, &out->obj);
@@ -265,22 +267,41 @@ int rcp_parse_get_req(const uint8_t *body, size_t len, rcp_get_req *out)
     out->offset = (uint32_t)rd_uint(&r, 4);
     out->length = (uint32_t)rd_uint(&r, 4);
     out->flags = (uint32_t)rd_uint(&r, 4);
-    if (!r.bad && (out->flags & ~(uint32_t)(RCP_GET_CACHE_ONLY | RCP_GET_ONE_SHOT)))
+    uint32_t known = RCP_GET_CACHE_ONLY | RCP_GET_ONE_SHOT | (tenant ? RCP_GET_TENANT : 0);
+    if (!r.bad && (out->flags & ~known))
         return -EBADMSG;
+    if (tenant) {
+        *tenant = (rcp_str){"", 0};
+        if (out->flags & RCP_GET_TENANT)
+            *tenant = rd_str(&r, 256);
+    }
     return rd_end(&r);
 }
 
-int rcp_encode_get_req(const rcp_get_req *q, uint8_t *out, size_t cap)
+int rcp_parse_get_req(const uint8_t *body, size_t len, rcp_get_req *out)
 {
-    if (!object_ok(&q->obj))
+    return rcp_parse_get_req_tenant(body, len, out, NULL);
+}
+
+int rcp_encode_get_req_tenant(const rcp_get_req *q, const rcp_str *tenant, uint8_t *out,
+                              size_t cap)
+{
+    if (!object_ok(&q->obj) || (q->flags & RCP_GET_TENANT) || (tenant && tenant->len > 256))
         return -EINVAL;
     wr w = {out, cap, 0, false};
     wr_object(&w, &q->obj);
     wr_uint(&w, q->block, 8);
     wr_uint(&w, q->offset, 4);
     wr_uint(&w, q->length, 4);
-    wr_uint(&w, q->flags, 4);
+    wr_uint(&w, q->flags | (tenant ? RCP_GET_TENANT : 0), 4);
+    if (tenant)
+        wr_str(&w, *tenant);
     return wr_end(&w);
+}
+
+int rcp_encode_get_req(const rcp_get_req *q, uint8_t *out, size_t cap)
+{
+    return rcp_encode_get_req_tenant(q, NULL, out, cap);
 }
 
 int rcp_parse_get_resp_head(const uint8_t *body, size_t len, rcp_get_resp_head *out)
@@ -408,6 +429,24 @@ int rcp_encode_put_block_req(const rcp_put_block_req *q, uint8_t *out, size_t ca
     wr_object(&w, &q->obj);
     wr_uint(&w, q->block, 8);
     wr_uint(&w, q->data_len, 4);
+    return wr_end(&w);
+}
+
+int rcp_parse_drop_req(const uint8_t *body, size_t len, rcp_drop_req *out)
+{
+    rd r = {body, len, false};
+    out->tenant = rd_str(&r, 256);
+    rd_object(&r, &out->obj);
+    return rd_end(&r);
+}
+
+int rcp_encode_drop_req(const rcp_drop_req *q, uint8_t *out, size_t cap)
+{
+    if (!object_ok(&q->obj) || q->tenant.len > 256)
+        return -EINVAL;
+    wr w = {out, cap, 0, false};
+    wr_str(&w, q->tenant);
+    wr_object(&w, &q->obj);
     return wr_end(&w);
 }
 

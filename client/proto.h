@@ -70,6 +70,7 @@ enum rcp_op {
     RCP_OP_STATS = 8,     /* the node's counters as text */
     RCP_OP_PING = 9,
     RCP_OP_CANCEL = 10,   /* cancel request id (the cancelled one answers CANCELED) */
+    RCP_OP_DROP = 11,     /* node to node: forget the blocks of one version of an object */
     RCP_OP_ERROR = 127,   /* answer: code + message */
 };
 
@@ -156,6 +157,9 @@ typedef struct rcp_hello_resp {
 enum rcp_get_flags {
     RCP_GET_CACHE_ONLY = 1u << 0, /* a miss answers NOT_CACHED instead of filling */
     RCP_GET_ONE_SHOT = 1u << 1,   /* a scan: do not keep it in the RAM tier */
+    RCP_GET_TENANT = 1u << 2,     /* node to node: the tenant whose block it is (its key
+                                     space, its S3 credentials for a fill) follows the
+                                     flags as a string; from a peer only */
 };
 
 typedef struct rcp_get_req {
@@ -204,6 +208,14 @@ typedef struct rcp_put_block_req {
     uint32_t data_len;
 } rcp_put_block_req;
 
+/* DROP (node to node, the peer token): the node removes every block of obj
+ * (that version, that size) of tenant `tenant` it holds, after the object was
+ * deleted. The answer is an empty DROP frame. */
+typedef struct rcp_drop_req {
+    rcp_str tenant;
+    rcp_object obj;
+} rcp_drop_req;
+
 typedef struct rcp_warm_req {
     rcp_object obj;
     uint32_t n_blocks;
@@ -221,6 +233,11 @@ typedef struct rcp_error {
 int rcp_parse_hello_req(const uint8_t *body, size_t len, rcp_hello_req *out);
 int rcp_parse_hello_resp(const uint8_t *body, size_t len, rcp_hello_resp *out);
 int rcp_parse_get_req(const uint8_t *body, size_t len, rcp_get_req *out);
+/* The same for a node that serves peers: RCP_GET_TENANT is accepted and its
+ * tenant returned in *tenant ("" without the flag). */
+int rcp_parse_get_req_tenant(const uint8_t *body, size_t len, rcp_get_req *out,
+                             rcp_str *tenant);
+int rcp_parse_drop_req(const uint8_t *body, size_t len, rcp_drop_req *out);
 int rcp_parse_get_resp_head(const uint8_t *body, size_t len, rcp_get_resp_head *out);
 int rcp_parse_head_req(const uint8_t *body, size_t len, rcp_head_req *out);
 int rcp_parse_head_resp(const uint8_t *body, size_t len, rcp_head_resp *out);
@@ -239,6 +256,10 @@ static inline rcp_str rcp_s(const char *s);
 int rcp_encode_hello_req(const rcp_hello_req *r, uint8_t *out, size_t cap);
 int rcp_encode_hello_resp(const rcp_hello_resp *r, uint8_t *out, size_t cap);
 int rcp_encode_get_req(const rcp_get_req *r, uint8_t *out, size_t cap);
+/* A GET for tenant *tenant (RCP_GET_TENANT set; NULL: as rcp_encode_get_req). */
+int rcp_encode_get_req_tenant(const rcp_get_req *r, const rcp_str *tenant, uint8_t *out,
+                              size_t cap);
+int rcp_encode_drop_req(const rcp_drop_req *r, uint8_t *out, size_t cap);
 int rcp_encode_get_resp_head(const rcp_get_resp_head *r, uint8_t *out, size_t cap);
 int rcp_encode_head_req(const rcp_head_req *r, uint8_t *out, size_t cap);
 int rcp_encode_head_resp(const rcp_head_resp *r, uint8_t *out, size_t cap);

@@ -272,6 +272,45 @@ int s3_mpu_complete_cond(s3_client *c, const char *bucket, const char *key,
 int s3_mpu_abort(s3_client *c, const char *bucket, const char *key,
                  const char *upload_id, s3_done_fn done, void *arg);
 
+/* Any other request, for a server that relays S3 (the cache node's S3 API):
+ * method GET, HEAD, PUT, POST or DELETE on bucket/key (key NULL: the bucket
+ * itself; bucket "": the service, e.g. ListBuckets), with query parameters
+ * (raw names and values, at most 16) and headers (at most 8, e.g.
+ * x-amz-copy-source, Content-Type) that are sent and signed, and a body
+ * (borrowed until done; PUT and POST without one send an empty body).
+ * Retried as the other calls are. done gets the error as the other calls do
+ * (code 0 for a 2xx) and, always, the response: S3's final status (0 when
+ * none came), its body (NUL-terminated; a 2xx body up to 32 MiB, an error
+ * document up to 64 KiB), the <Code> and <Message> of an <Error> document
+ * (also one in a 200, as CompleteMultipartUpload and CopyObject may send),
+ * "" otherwise, and the normalised ETag header ("" without one); all valid
+ * during the call. -EINVAL for an unknown method or too many parameters. */
+typedef struct s3_kv {
+    const char *name;
+    const char *value;
+} s3_kv;
+typedef struct s3_request_args {
+    const char *method;
+    const char *bucket;
+    const char *key;
+    const s3_kv *query;
+    size_t n_query;
+    const s3_kv *headers;
+    size_t n_headers;
+    const void *body;
+    size_t body_len;
+} s3_request_args;
+typedef struct s3_response {
+    int status;
+    const char *body;
+    size_t body_len;
+    const char *s3_code;
+    const char *s3_message;
+    const char *etag;
+} s3_response;
+typedef void (*s3_request_fn)(const s3_error *err, const s3_response *resp, void *arg);
+int s3_request(s3_client *c, const s3_request_args *a, s3_request_fn done, void *arg);
+
 /* ------------------------------------------------------------------------ */
 /* The blocking wrapper, for tools and tests                                 */
 /* ------------------------------------------------------------------------ */

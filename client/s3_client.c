@@ -26,7 +26,8 @@
 
 #define S3__ERRBODY_MAX (64u * 1024u)   /* error documents kept for the message */
 #define S3__XMLBODY_MAX (32u * 1024u * 1024u) /* list pages and MPU answers */
-#define S3__MAX_QUERY 6
+#define S3__MAX_QUERY 16
+#define S3__MAX_EXTRA_HEADERS 8
 
 typedef enum s3__op {
     S3__HEAD,
@@ -38,6 +39,7 @@ typedef enum s3__op {
     S3__MPU_PART,
     S3__MPU_COMPLETE,
     S3__MPU_ABORT,
+    S3__RAW,
 } s3__op;
 
 static const char *const s3__op_name[] = {
@@ -45,7 +47,7 @@ static const char *const s3__op_name[] = {
     [S3__LIST] = "LIST",           [S3__PUT] = "PUT",
     [S3__DELETE] = "DELETE",       [S3__MPU_CREATE] = "CreateMultipartUpload",
     [S3__MPU_PART] = "UploadPart", [S3__MPU_COMPLETE] = "CompleteMultipartUpload",
-    [S3__MPU_ABORT] = "AbortMultipartUpload",
+    [S3__MPU_ABORT] = "AbortMultipartUpload", [S3__RAW] = "S3",
 };
 
 typedef struct s3__buf {
@@ -64,6 +66,8 @@ struct s3__req {
     char *key;
     s3__kv query[S3__MAX_QUERY];   /* owned strings */
     size_t n_query;
+    s3__kv extra[S3__MAX_EXTRA_HEADERS]; /* s3_request's headers, signed; owned */
+    size_t n_extra;
 
     /* request body (borrowed from the caller, or owned_body) */
     const char *body;
@@ -108,6 +112,7 @@ struct s3__req {
         s3_put_fn put;
         s3_done_fn done;
         s3_mpu_create_fn mpu_create;
+        s3_request_fn raw;
     } cb;
     void *arg;
 };
@@ -296,6 +301,10 @@ static void s3__req_free(s3__req *r)
     for (size_t i = 0; i < r->n_query; i++) {
         free((char *)r->query[i].name);
         free((char *)r->query[i].value);
+    }
+    for (size_t i = 0; i < r->n_extra; i++) {
+        free((char *)r->extra[i].name);
+        free((char *)r->extra[i].value);
     }
     free(r->bucket);
     free(r->key);
@@ -497,7 +506,10 @@ static int s3__attempt_start(s3__req *r)
         goto out;
     char host[320];
     char path[8192];
-    if (c->virtual_host) {
+    if (!r->bucket[0]) { /* the service itself (ListBuckets) */
+        snprintf(host, sizeof(host), "%s", c->host);
+        rc = snprintf(path, sizeof(path), "/");
+    } else if (c->virtual_host) {
         snprintf(host, sizeof(host), "%s.%s", r->bucket, c->host);
         rc = snprintf(path, sizeof(path), "/%s", path_key);
     } else {
@@ -575,13 +587,15 @@ static int s3__attempt_start(s3__req *r)
         s3__sha256_hex("", 0, empty_hash);
         payload = empty_hash;
     }
-    s3__kv sh[4];
+    s3__kv sh[4 + S3__MAX_EXTRA_HEADERS];
     size_t nsh = 0;
     sh[nsh++] = (s3__kv){"host", host};
     sh[nsh++] = (s3__kv){"x-amz-content-sha256", payload};
     sh[nsh++] = (s3__kv){"x-amz-date", amz_date};
     if (cfg->session_token[0] && !cfg->anonymous)
         sh[nsh++] = (s3__kv){"x-amz-security-token", cfg->session_token};
+    for (size_t i = 0; i < r->n_extra; i++)
+        sh[nsh++] = r->extra[i];
     for (size_t i = 1; i < nsh; i++) /* host is set by curl from the URL */
         if ((rc = s3__add_header(r, sh[i].name, sh[i].value)) < 0)
             goto out;
@@ -757,6 +771,16 @@ static void s3__complete(s3__req *r, const s3_error *err)
     case S3__MPU_ABORT:
         r->cb.done(e, r->arg);
         break;
+    case S3__RAW: {
+        char code[64] = "", msg[512] = "";
+        const char *body = r->body_in.data ? r->body_in.data : ""; /* NUL-terminated */
+        if (r->body_in.len && (r->status >= 300 || strstr(body, "</Error>")))
+            s3__xml_parse_error(body, r->body_in.len, code, sizeof(code), msg, sizeof(msg));
+        s3_response resp = {e->code && !e->http_status ? 0 : r->status, body, r->body_in.len,
+                            code, msg, r->etag};
+        r->cb.raw(e, &resp, r->arg);
+        break;
+    }
     }
     s3__req_free(r);
 }
@@ -947,7 +971,7 @@ void s3_client_stats_get(const s3_client *c, s3_client_stats *out) { *out = c->s
 static s3__req *s3__req_new(s3_client *c, s3__op op, const char *method, const char *bucket,
                             const char *key)
 {
-    if (!bucket || !bucket[0])
+    if (!bucket || (!bucket[0] && op != S3__RAW))
         return NULL;
     s3__req *r = calloc(1, sizeof(*r));
     if (!r)
@@ -1207,6 +1231,45 @@ int s3_mpu_abort(s3_client *c, const char *bucket, const char *key, const char *
         return rc;
     }
     r->cb.done = done;
+    r->arg = arg;
+    return s3__submit(r);
+}
+
+int s3_request(s3_client *c, const s3_request_args *a, s3_request_fn done, void *arg)
+{
+    if (!a->method || !a->bucket || a->n_query > S3__MAX_QUERY ||
+        a->n_headers > S3__MAX_EXTRA_HEADERS || (!a->bucket[0] && a->key))
+        return -EINVAL;
+    static const char *const methods[] = {"GET", "HEAD", "PUT", "POST", "DELETE"};
+    const char *method = NULL;
+    for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
+        if (strcmp(a->method, methods[i]) == 0)
+            method = methods[i];
+    if (!method)
+        return -EINVAL;
+    s3__req *r = s3__req_new(c, S3__RAW, method, a->bucket, a->key);
+    if (!r)
+        return -ENOMEM;
+    int rc = 0;
+    for (size_t i = 0; !rc && i < a->n_query; i++)
+        rc = s3__req_add_query(r, a->query[i].name, a->query[i].value);
+    for (size_t i = 0; !rc && i < a->n_headers; i++) {
+        char *n = strdup(a->headers[i].name), *v = strdup(a->headers[i].value);
+        if (!n || !v || strpbrk(v, "\r\n")) {
+            free(n);
+            free(v);
+            rc = !n || !v ? -ENOMEM : -EINVAL;
+            break;
+        }
+        r->extra[r->n_extra++] = (s3__kv){n, v};
+    }
+    if (rc < 0) {
+        s3__req_free(r);
+        return rc;
+    }
+    if (a->body || strcmp(method, "PUT") == 0 || strcmp(method, "POST") == 0)
+        s3__set_body(r, a->body, a->body_len);
+    r->cb.raw = done;
     r->arg = arg;
     return s3__submit(r);
 }

@@ -13,15 +13,23 @@
  * so a key given in the query is used for that source or the query fails.
  * A fourth argument is the format when it names one, else the session token
  * (as ClickHouse decides). The objects are scanned by src_files.c.
+ *
+ * As in ClickHouse, the URL may also be an endpoint's,
+ * s3('http://host:port/bucket/glob'): the objects are then listed and read
+ * from that endpoint (path style) with the credentials the call names, else
+ * those of the AWS environment, whatever the caller's S3 access is: a cache
+ * node's S3 API, a MinIO, another region's S3.
  */
 #include "src_int.h"
 
 #include "eng_text.h"
+#include "rangesrc.h"
 #include "s3.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -130,6 +138,108 @@ static int s3_args(const eng_tf_call *c, const char **url, eng_s3_creds *creds,
     return 0;
 }
 
+/* ---- s3('http://host:port/bucket/glob') ----------------------------------------- */
+
+static int url_open(void *impl, const char *bucket, const char *key, rs_source **out, char *err,
+                    size_t errlen)
+{
+    return rs_s3_open(out, impl, bucket, key, err, errlen);
+}
+
+static int url_key(const s3_object_info *info, void *arg)
+{
+    return src__flist_add(arg, info->key, info->size);
+}
+
+/* Splits "http[s]://host[:port]/bucket/glob" into the endpoint (cfg) and the
+ * rest; 0, or -EINVAL with a sentence. */
+static int url_split(const char *url, const eng_s3_creds *creds, s3_config *cfg, char *bucket,
+                     size_t bcap, char *glob, size_t gcap, char *err, size_t errlen)
+{
+    const char *host = strstr(url, "://") + 3;
+    const char *slash = strchr(host, '/');
+    char s3url[4200];
+    if (!slash || slash == host || (size_t)(slash - url) >= sizeof(cfg->endpoint) ||
+        snprintf(s3url, sizeof(s3url), "s3://%s", slash + 1) >= (int)sizeof(s3url) ||
+        s3_url_parse(s3url, bucket, bcap, glob, gcap) < 0) {
+        snprintf(err, errlen, "bad S3 URL '%s': write http://host:port/bucket/path/glob (the "
+                              "endpoint, then the bucket and the glob, path style)",
+                 url);
+        return -EINVAL;
+    }
+    s3_config_init(cfg);
+    int rc = s3_config_from_env(cfg, err, errlen);
+    if (rc < 0)
+        return rc;
+    snprintf(cfg->endpoint, sizeof(cfg->endpoint), "%.*s", (int)(slash - url), url);
+    cfg->path_style = true;
+    if (creds && creds->nosign) {
+        cfg->access_key[0] = cfg->secret_key[0] = cfg->session_token[0] = 0;
+    } else if (creds) {
+        if (strlen(creds->access_key) >= sizeof(cfg->access_key) ||
+            strlen(creds->secret_key) >= sizeof(cfg->secret_key) ||
+            (creds->session_token &&
+             strlen(creds->session_token) >= sizeof(cfg->session_token))) {
+            snprintf(err, errlen, "the credentials given to s3() for %s are too long",
+                     cfg->endpoint);
+            return -EINVAL;
+        }
+        snprintf(cfg->access_key, sizeof(cfg->access_key), "%s", creds->access_key);
+        snprintf(cfg->secret_key, sizeof(cfg->secret_key), "%s", creds->secret_key);
+        snprintf(cfg->session_token, sizeof(cfg->session_token), "%s",
+                 creds->session_token ? creds->session_token : "");
+    }
+    if (!cfg->access_key[0])
+        cfg->anonymous = true;
+    return 0;
+}
+
+static int url_open_source(const eng_tf_call *c, const eng_scan_env *env, eng_source **out,
+                           const char *path, const eng_s3_creds *creds, const char *fmtarg,
+                           char *err, size_t errlen)
+{
+    s3_config *cfg = malloc(sizeof(*cfg));
+    char bucket[64], glob[2048];
+    if (!cfg) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    int rc = url_split(path, creds, cfg, bucket, sizeof(bucket), glob, sizeof(glob), err, errlen);
+    s3_sync *sync = NULL;
+    flist fl = {0};
+    if (rc == 0 && (rc = s3_sync_create(&sync, cfg)) < 0)
+        snprintf(err, errlen, "cannot start the S3 client for %s: %s", cfg->endpoint,
+                 strerror(-rc));
+    if (rc == 0) {
+        s3_error e = {0};
+        rc = s3_sync_glob(sync, bucket, glob, url_key, &fl, &e);
+        if (rc < 0)
+            snprintf(err, errlen, "cannot list %s: %s", path,
+                     e.message[0] ? e.message : strerror(-rc));
+        else if (fl.n == 0 && (rc = -ENOENT))
+            snprintf(err, errlen, "no objects match '%s' (check the bucket, the prefix and the "
+                                  "glob)", path);
+    }
+    s3_sync_destroy(&sync);
+    if (rc < 0) {
+        src__flist_free(&fl);
+        free(cfg);
+        return rc;
+    }
+    eng_scan_env e2 = *env;
+    e2.list_s3 = NULL;
+    e2.open_s3 = url_open;
+    e2.s3_impl = cfg;
+    rc = src__files_open(out, &e2, c, path, &fl, true, bucket, fmtarg, err, errlen);
+    if (rc < 0) {
+        free(cfg);
+    } else {
+        eng_s3_access acc = {.open = url_open, .impl = cfg, .destroy = free};
+        src__files_adopt(*out, &acc);
+    }
+    return rc;
+}
+
 int src__s3_open(const eng_tf_call *c, const eng_scan_env *env, eng_source **out, char *err,
                  size_t errlen)
 {
@@ -139,6 +249,9 @@ int src__s3_open(const eng_tf_call *c, const eng_scan_env *env, eng_source **out
     int rc = s3_args(c, &path, &creds, &has_creds, &fmtarg, err, errlen);
     if (rc < 0)
         return rc;
+    if (strncmp(path, "http://", 7) == 0 || strncmp(path, "https://", 8) == 0)
+        return url_open_source(c, env, out, path, has_creds ? &creds : NULL, fmtarg, err,
+                               errlen);
     if (!env->list_s3 || !env->open_s3) {
         snprintf(err, errlen, "s3() is not available here (no S3 client configured)");
         return -ENOTSUP;

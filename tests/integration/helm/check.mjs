@@ -138,6 +138,12 @@ const protoPort = Number(conf.get("port"));
 const adminPort = Number(conf.get("admin-port"));
 check(containerPort("protocol")?.containerPort === protoPort, "container port 'protocol' differs from the config's port");
 check(containerPort("admin")?.containerPort === adminPort, "container port 'admin' differs from the config's admin-port");
+if (values.ports.s3api) {
+  check(Number(conf.get("s3-api-port")) === values.ports.s3api, "ports.s3api is set but the config has no s3-api-port line for it");
+  check(containerPort("s3api")?.containerPort === values.ports.s3api, "container port 's3api' differs from ports.s3api");
+} else {
+  check(!conf.has("s3-api-port") && !containerPort("s3api"), "the S3 API is configured though ports.s3api is off");
+}
 check(ctr.args.includes("--config"), "ringcached is not given --config");
 const confPath = ctr.args[ctr.args.indexOf("--config") + 1];
 const mountFor = (path) =>
@@ -182,6 +188,14 @@ for (const s of regular) {
   check(matches(s.spec.selector, podLabels), "the regular Service does not select the pods");
   for (const p of s.spec.ports) check(containerPort(p.targetPort), `Service port ${p.name} targets no container port`);
   check(s.spec.ports.some((p) => containerPort(p.targetPort)?.containerPort === adminPort), "the regular Service has no admin port");
+  // the S3 API: in the Service exactly when ports.s3api is set, on the container's port
+  const s3p = s.spec.ports.find((p) => p.name === "s3api");
+  if (values.ports.s3api) {
+    check(s3p && s3p.port === values.ports.s3api && containerPort(s3p.targetPort)?.containerPort === values.ports.s3api,
+      "ports.s3api is set but the regular Service has no s3api port reaching the container's");
+  } else {
+    check(!s3p, "the regular Service has an s3api port though ports.s3api is off");
+  }
 }
 
 // ---- 5. probes ---------------------------------------------------------------
@@ -474,6 +488,7 @@ if (npv.enabled && policies.length === 1) {
   // the data ports: every port of the container but the admin port
   const dataPorts = ctr.ports.map((p) => p.containerPort).filter((p) => p !== adminPort);
   check(dataPorts.includes(protoPort), "the protocol port is not a data port");
+  if (values.ports.s3api) check(dataPorts.includes(values.ports.s3api), "the S3 API port is not a data port");
   const self = { ns: namespace, labels: podLabels };
   const clientLabels = npv.clients.podLabels ?? {};
   const hasClientLabels = Object.keys(clientLabels).length > 0;
@@ -671,6 +686,15 @@ const expect = {
     const np = byKind("NetworkPolicy")[0];
     check(np && admits(np, "egress", { ip: "10.1.2.3" }, 9000) && !admits(np, "egress", { ip: "10.1.2.3" }, 443), "S3 egress is not the endpoint's port 9000");
     check(np && admits(np, "ingress", { ip: "10.20.3.4" }, 7070) && admits(np, "egress", { ip: "10.30.0.10" }, 8200), "extra rules not effective");
+  },
+  s3api: () => {
+    const svc = byKind("Service").find((x) => x.metadata.name === sts.metadata.name);
+    check(svc?.spec.ports.some((p) => p.name === "s3api" && p.port === 9000), "the regular Service has no S3 API port 9000");
+    const np = byKind("NetworkPolicy")[0];
+    check(np && admits(np, "ingress", { ns: "spark", labels: {} }, 9000), "a pod of the client namespace spark cannot reach the S3 API port");
+    check(np && !admits(np, "ingress", { ns: "elsewhere", labels: {} }, 9000), "any pod reaches the S3 API port");
+    check(notes.includes(`--endpoint-url http://${sts.metadata.name}.${namespace}.svc:9000`), "NOTES.txt does not give the S3 endpoint URL");
+    check(notes.includes("s3api_access_key_id"), "NOTES.txt does not say S3 clients sign with a tenant's S3 API keys");
   },
   "tls-existing": () => {
     check(secrets.length === 0, "existing Secrets given, but the chart still renders one");

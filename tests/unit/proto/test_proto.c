@@ -104,6 +104,47 @@ static void test_get_roundtrip_and_truncation(void **state)
     assert_int_equal(rcp_encode_get_req(&g, b, sizeof(b)), -EINVAL);
 }
 
+/* A node's GET for a tenant (RCP_GET_TENANT), and DROP. */
+static void test_tenant_get_and_drop(void **state)
+{
+    (void)state;
+    uint8_t b[4096];
+    rcp_get_req g = {obj(), 2, 0, 4096, RCP_GET_CACHE_ONLY};
+    rcp_str t = rcp_s("analytics");
+    int n = rcp_encode_get_req_tenant(&g, &t, b, sizeof(b));
+    assert_true(n > 0);
+    rcp_get_req d;
+    rcp_str dt;
+    assert_int_equal(rcp_parse_get_req_tenant(b, (size_t)n, &d, &dt), 0);
+    assert_int_equal(d.flags, RCP_GET_CACHE_ONLY | RCP_GET_TENANT);
+    assert_int_equal(dt.len, 9);
+    assert_memory_equal(dt.p, "analytics", 9);
+    assert_int_equal(d.block, 2);
+    /* a node that does not serve peers refuses the flag */
+    assert_int_equal(rcp_parse_get_req(b, (size_t)n, &d), -EBADMSG);
+    for (int k = 0; k < n; k++)
+        assert_int_equal(rcp_parse_get_req_tenant(b, (size_t)k, &d, &dt), -EBADMSG);
+    /* without the flag there is no tenant */
+    n = rcp_encode_get_req(&g, b, sizeof(b));
+    assert_int_equal(rcp_parse_get_req_tenant(b, (size_t)n, &d, &dt), 0);
+    assert_int_equal(dt.len, 0);
+    /* the flag is the encoder's to set */
+    g.flags = RCP_GET_TENANT;
+    assert_int_equal(rcp_encode_get_req_tenant(&g, &t, b, sizeof(b)), -EINVAL);
+
+    rcp_drop_req q = {rcp_s("analytics"), obj()}, dq;
+    n = rcp_encode_drop_req(&q, b, sizeof(b));
+    assert_true(n > 0);
+    assert_int_equal(rcp_parse_drop_req(b, (size_t)n, &dq), 0);
+    assert_memory_equal(dq.tenant.p, "analytics", 9);
+    assert_memory_equal(dq.obj.key.p, "dir/file.parquet", 16);
+    assert_int_equal(dq.obj.size, 5u << 20);
+    for (int k = 0; k < n; k++)
+        assert_int_equal(rcp_parse_drop_req(b, (size_t)k, &dq), -EBADMSG);
+    assert_int_equal(rcp_parse_drop_req(b, (size_t)n + 1, &dq), -EBADMSG);
+    assert_string_equal(rcp_op_name(RCP_OP_DROP), "DROP");
+}
+
 static void test_other_bodies_roundtrip(void **state)
 {
     (void)state;
@@ -209,6 +250,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_header_roundtrip_and_checks),
         cmocka_unit_test(test_get_roundtrip_and_truncation),
+        cmocka_unit_test(test_tenant_get_and_drop),
         cmocka_unit_test(test_other_bodies_roundtrip),
         cmocka_unit_test(test_block_keys),
     };
