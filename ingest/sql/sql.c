@@ -987,6 +987,8 @@ void sql_stmt_destroy(sql_stmt **sp)
     for (int i = 0; i < s->n_from_args; i++)
         sql_node_free(s->from_args[i]);
     free(s->from_args);
+    free(s->from_db);
+    free(s->from_table);
     sql_node_free(s->where);
     for (int i = 0; i < s->n_group_by; i++)
         sql_node_free(s->group_by[i]);
@@ -1027,8 +1029,58 @@ static bool is_clause_kw(const tok *t)
     return false;
 }
 
+/* An optional alias after FROM's source: AS x, or a bare name that is not a
+ * clause's keyword. */
+static bool parse_from_alias(parser *ps)
+{
+    if (accept_kw(ps, "AS") || (ps->cur.kind == T_IDENT && !is_clause_kw(&ps->cur))) {
+        if (ps->cur.kind == T_IDENT || ps->cur.kind == T_QIDENT)
+            next(ps);
+        else {
+            fail_expected(ps, "an alias");
+            return false;
+        }
+    }
+    return true;
+}
+
+/* FROM [db.]table, the name's first token t already read: the table (or
+ * db.table) into s->from_table (and from_db). */
+static bool parse_from_table(parser *ps, sql_stmt *s, const tok *t)
+{
+    s->from_line = t->line;
+    s->from_col = t->col;
+    char *first = tokdup(t);
+    if (!first) {
+        ps->rc = -ENOMEM;
+        return false;
+    }
+    if (accept_op(ps, ".")) {
+        if (ps->cur.kind != T_IDENT && ps->cur.kind != T_QIDENT) {
+            free(first);
+            fail_expected(ps, "a table name after '.'");
+            return false;
+        }
+        s->from_db = first;
+        s->from_table = tokdup(&ps->cur);
+        next(ps);
+    } else {
+        s->from_table = first;
+    }
+    if (!s->from_table) {
+        ps->rc = -ENOMEM;
+        return false;
+    }
+    return parse_from_alias(ps);
+}
+
 static bool parse_from(parser *ps, sql_stmt *s)
 {
+    if (ps->cur.kind == T_QIDENT) {
+        tok t = ps->cur;
+        next(ps);
+        return parse_from_table(ps, s, &t);
+    }
     if (ps->cur.kind != T_IDENT) {
         fail_expected(ps, "a table function such as s3('s3://bucket/*.parquet') or "
                           "file('data/*.csv')");
@@ -1036,13 +1088,8 @@ static bool parse_from(parser *ps, sql_stmt *s)
     }
     tok t = ps->cur;
     next(ps);
-    if (!is_op(&ps->cur, "(")) {
-        fail(ps, t.line, t.col,
-             "tables are not supported yet: read files with s3('s3://bucket/glob') or "
-             "file('path/glob') instead of '%.*s'",
-             (int)t.len, t.p);
-        return false;
-    }
+    if (!is_op(&ps->cur, "("))
+        return parse_from_table(ps, s, &t);
     next(ps);
     s->from_fn = strndup(t.p, t.len);
     s->from_line = t.line;
@@ -1063,16 +1110,7 @@ static bool parse_from(parser *ps, sql_stmt *s)
     }
     if (!expect_op(ps, ")"))
         return false;
-    /* optional alias */
-    if (accept_kw(ps, "AS") || (ps->cur.kind == T_IDENT && !is_clause_kw(&ps->cur))) {
-        if (ps->cur.kind == T_IDENT || ps->cur.kind == T_QIDENT)
-            next(ps);
-        else {
-            fail_expected(ps, "an alias");
-            return false;
-        }
-    }
-    return true;
+    return parse_from_alias(ps);
 }
 
 static bool parse_int_literal(parser *ps, int64_t *out, const char *what)
@@ -1144,11 +1182,8 @@ static sql_stmt *parse_stmt(parser *ps)
             next(ps);
         }
     } while (accept_op(ps, ","));
-    if (!accept_kw(ps, "FROM")) {
-        fail_expected(ps, "FROM");
-        goto fail;
-    }
-    if (!parse_from(ps, s))
+    /* without FROM: ClickHouse's system.one, one row */
+    if (accept_kw(ps, "FROM") && !parse_from(ps, s))
         goto fail;
     if (accept_kw(ps, "WHERE") && !(s->where = parse_expr(ps)))
         goto fail;

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
  * sql.h: the SQL front end of the engine: a lexer and a recursive-descent
- * parser for a ClickHouse-flavoured subset (SELECT ... FROM
- * s3()/file() ... WHERE ... GROUP BY ... HAVING ... ORDER BY ... LIMIT ...
- * SETTINGS ... FORMAT ..., and DESCRIBE), producing an abstract syntax tree.
+ * parser for a ClickHouse-flavoured subset (SELECT ... [FROM s3()/file()/
+ * numbers() | [db.]table] ... WHERE ... GROUP BY ... HAVING ... ORDER BY ...
+ * LIMIT ... SETTINGS ... FORMAT ..., and DESCRIBE), producing an abstract
+ * syntax tree.
  * Names are not resolved here (eng_bind.c does that against a schema); the
  * parser only knows the grammar, so it can be fuzzed on its own.
  *
@@ -93,11 +94,15 @@ typedef struct sql_stmt {
     sql_stmt_kind kind;
     sql_select_item *items;
     int n_items;
-    /* FROM: a table function (s3 / file) with literal arguments */
+    /* FROM: a table function (s3 / file) with literal arguments, or a table
+     * [db.]name (from_fn NULL); neither: a SELECT without FROM, which reads
+     * the one row of system.one as ClickHouse's does */
     char *from_fn;
     sql_node **from_args;
     int n_from_args;
     int from_line, from_col;
+    char *from_db;          /* NULL: the current database */
+    char *from_table;
     sql_node *where;        /* NULL when absent */
     sql_node **group_by;
     int n_group_by;
