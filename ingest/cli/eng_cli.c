@@ -26,10 +26,15 @@ static const char query_help[] =
     "       ringcache query [options] --queries-file FILE\n"
     "       ... | ringcache query [options]\n\n"
     "Runs SELECT / DESCRIBE statements (ClickHouse dialect) over Parquet, CSV, TSV and\n"
-    "JSONEachRow files: FROM file('path/glob') or FROM s3('s3://bucket/glob' [, 'Format']).\n\n"
+    "JSONEachRow files: FROM file('path/glob') or FROM s3('s3://bucket/glob' [, 'Format']);\n"
+    "also FROM numbers(N), zeros(N), system.numbers, and SELECT without FROM.\n\n"
     "Options:\n"
-    "  --format F          PrettyCompact (default on a terminal), TSV, TSVWithNames, CSV,\n"
-    "                      CSVWithNames, JSONEachRow, Null (default otherwise: TSV)\n"
+    "  --format F          the output format: PrettyCompact (default on a terminal), Pretty,\n"
+    "                      PrettySpace, TSV (default otherwise), TSVWithNames[AndTypes],\n"
+    "                      TSVRaw, CSV, CSVWithNames[AndTypes], JSON, JSONCompact,\n"
+    "                      JSONStrings, JSONEachRow, JSONStringsEachRow, JSONCompactEachRow\n"
+    "                      [WithNames[AndTypes]], JSONCompactStringsEachRow, Vertical,\n"
+    "                      Markdown, Values, Null\n"
     "  --queries-file F    read the statements from F (separated by ';')\n"
     "  --max_threads N     default of the max_threads setting (default: the cores)\n"
     "  --cache MEMBERS     read S3 through cache nodes (libringcache): host:port,... or\n"
@@ -212,9 +217,8 @@ int eng_cli_query(int argc, char **argv)
     if (fmt) {
         int f = eng_format_parse(fmt);
         if (f < 0) {
-            fprintf(stderr, "ringcache query: unknown format '%s' (use PrettyCompact, TSV, "
-                            "TSVWithNames, CSV, CSVWithNames, JSONEachRow or Null)\n",
-                    fmt);
+            fprintf(stderr, "ringcache query: unknown format '%s' (use %s)\n", fmt,
+                    eng_format_list());
             return 2;
         }
         ctx.format = (eng_format)f;

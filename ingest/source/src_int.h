@@ -58,10 +58,14 @@ int src__files_open(eng_source **out, const eng_scan_env *env, const eng_tf_call
                     const char *path, flist *l, bool s3, const char *bucket, const char *fmtarg,
                     char *err, size_t errlen);
 
-/* The registry's entries (eng_source.c): s3() and file(). */
+/* The registry's entries (eng_source.c): s3(), file(), numbers(), zeros(). */
 int src__s3_open(const eng_tf_call *c, const eng_scan_env *env, eng_source **out, char *err,
                  size_t errlen);
 int src__file_open(const eng_tf_call *c, const eng_scan_env *env, eng_source **out, char *err,
                    size_t errlen);
+int src__numbers_open(const eng_tf_call *c, const eng_scan_env *env, eng_source **out,
+                      char *err, size_t errlen);
+int src__zeros_open(const eng_tf_call *c, const eng_scan_env *env, eng_source **out, char *err,
+                    size_t errlen);
 
 #endif /* RINGCACHE_SRC_INT_H */
