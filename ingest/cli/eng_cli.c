@@ -45,74 +45,6 @@ static const char query_help[] =
     "S3 credentials and region come from the AWS environment (AWS_ACCESS_KEY_ID, ...);\n"
     "without credentials requests are anonymous.\n";
 
-/* ---- S3 directly --------------------------------------------------------- */
-
-typedef struct direct_s3 {
-    s3_config cfg;
-} direct_s3;
-
-typedef struct glob_ctx {
-    eng_key_fn fn;
-    void *arg;
-    int rc;
-} glob_ctx;
-
-static int glob_cb(const s3_object_info *info, void *arg)
-{
-    glob_ctx *g = arg;
-    int rc = g->fn(info->key, info->size, g->arg);
-    if (rc < 0) {
-        g->rc = rc;
-        return rc;
-    }
-    return 0;
-}
-
-static int direct_list(void *impl, const char *bucket, const char *glob, eng_key_fn fn, void *arg,
-                       char *err, size_t errlen)
-{
-    direct_s3 *d = impl;
-    s3_sync *s;
-    int rc = s3_sync_create(&s, &d->cfg);
-    if (rc < 0) {
-        snprintf(err, errlen, "cannot start the S3 client: %s", strerror(-rc));
-        return rc;
-    }
-    glob_ctx g = {fn, arg, 0};
-    s3_error e = {0};
-    rc = s3_sync_glob(s, bucket, glob, glob_cb, &g, &e);
-    s3_sync_destroy(&s);
-    if (g.rc < 0)
-        rc = g.rc;
-    if (rc < 0)
-        snprintf(err, errlen, "cannot list s3://%s/%s: %s", bucket, glob,
-                 e.message[0] ? e.message : strerror(-rc));
-    return rc < 0 ? rc : 0;
-}
-
-static int direct_open(void *impl, const char *bucket, const char *key, rs_source **out,
-                       char *err, size_t errlen)
-{
-    direct_s3 *d = impl;
-    return rs_s3_open(out, &d->cfg, bucket, key, err, errlen);
-}
-
-/* ---- through the cache -------------------------------------------------- */
-
-static int cache_list(void *impl, const char *bucket, const char *glob, eng_key_fn fn, void *arg,
-                      char *err, size_t errlen)
-{
-    glob_ctx g = {fn, arg, 0};
-    int rc = rc_list(impl, bucket, glob, glob_cb, &g, err, errlen);
-    return g.rc < 0 ? g.rc : rc;
-}
-
-static int cache_open(void *impl, const char *bucket, const char *key, rs_source **out,
-                      char *err, size_t errlen)
-{
-    return rs_rc_open(out, impl, bucket, key, err, errlen);
-}
-
 /* ---- the command --------------------------------------------------------------- */
 
 static char *read_stream(FILE *f, size_t *len)
@@ -266,24 +198,24 @@ int eng_cli_query(int argc, char **argv)
         fprintf(stderr, "ringcache query: out of memory reading the query\n");
         return 1;
     }
-    direct_s3 d;
-    s3_config_init(&d.cfg);
+    s3_config s3c;
+    s3_config_init(&s3c);
     char err[ENG_MSG_MAX];
-    int rc = s3_config_from_env(&d.cfg, err, sizeof(err));
+    int rc = s3_config_from_env(&s3c, err, sizeof(err));
     if (rc < 0) {
         fprintf(stderr, "ringcache query: %s\n", err);
         free(text);
         return 2;
     }
     if (endpoint) {
-        snprintf(d.cfg.endpoint, sizeof(d.cfg.endpoint), "%s", endpoint);
-        d.cfg.path_style = true;
+        snprintf(s3c.endpoint, sizeof(s3c.endpoint), "%s", endpoint);
+        s3c.path_style = true;
     }
-    if (!d.cfg.access_key[0])
-        d.cfg.anonymous = true;
-    ctx.list_s3 = direct_list;
-    ctx.open_s3 = direct_open;
-    ctx.s3_impl = &d;
+    if (!s3c.access_key[0])
+        s3c.anonymous = true;
+    ctx.list_s3 = rs_s3_list;
+    ctx.open_s3 = rs_s3_open_key;
+    ctx.s3_impl = &s3c;
     rc_client *rcc = NULL;
     if (!cache)
         cache = getenv("RINGCACHE_CACHE");
@@ -296,7 +228,7 @@ int eng_cli_query(int argc, char **argv)
             free(text);
             return 2;
         }
-        rcfg.s3 = d.cfg;
+        rcfg.s3 = s3c;
         if (pcache) {
             char *end;
             unsigned long long v = strtoull(pcache, &end, 10);
@@ -315,8 +247,8 @@ int eng_cli_query(int argc, char **argv)
             free(text);
             return 1;
         }
-        ctx.list_s3 = cache_list;
-        ctx.open_s3 = cache_open;
+        ctx.list_s3 = rs_rc_list;
+        ctx.open_s3 = rs_rc_open_key;
         ctx.s3_impl = rcc;
     }
     eng_result res;
