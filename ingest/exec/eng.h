@@ -15,6 +15,13 @@
  *       straight from the workers)
  *   ->  sink (one block at a time)
  *
+ * Table statements (exec/eng_table.c): CREATE TABLE / DROP / TRUNCATE /
+ * OPTIMIZE / SHOW TABLES against ctx->warehouse; INSERT INTO t SELECT runs
+ * the SELECT with a part writer as its sink (sink/eng_part_sink.h), INSERT
+ * ... VALUES and ... FORMAT feed the same sink; the parts are committed to
+ * the table's log in one version at the end, so a failed INSERT commits
+ * nothing.
+ *
  * Blocks between operators are cb_batch (core/colbatch.h) at the source and
  * engine vectors (core/eng_types.h: typed, a null byte per row, strings plain
  * or dictionary + indices) inside.
@@ -37,6 +44,7 @@
 #include "eng_sink.h"
 #include "eng_source.h"
 #include "rangesrc.h"
+#include "warehouse.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -76,6 +84,10 @@ typedef struct eng_live {
     _Atomic int64_t memory, peak_memory;
 } eng_live;
 
+/* Reads up to len bytes of an INSERT's data into buf: the bytes read, 0 at
+ * the end, or -errno. */
+typedef int64_t (*eng_input_fn)(void *arg, void *buf, size_t len);
+
 typedef struct eng_ctx {
     eng_list_fn list_s3;       /* NULL: s3() fails with a sentence saying why */
     eng_open_fn open_s3;
@@ -102,12 +114,22 @@ typedef struct eng_ctx {
                                   (max_server_memory_usage): the query whose allocation
                                   crosses its limit fails, the others go on */
     eng_live *live;            /* counters to keep up to date; NULL: none */
+
+    /* tables (CREATE TABLE, INSERT, FROM t, system.*): */
+    const tb_wh *warehouse;    /* where tables live (borrowed); NULL: no tables */
+    /* the data of INSERT ... FORMAT F when none follows the statement: a
+     * buffer, else a stream read to its end (a server's request body) */
+    const void *input;
+    size_t input_len;
+    eng_input_fn input_read;
+    void *input_arg;
 } eng_ctx;
 
 /* What a finished query did (for the summary line). */
 typedef struct eng_result {
     uint64_t rows_out;         /* rows written */
     uint64_t rows_read;        /* rows that came out of the readers */
+    uint64_t rows_written;     /* INSERT: rows written to the table */
     uint64_t bytes_read;       /* their uncompressed bytes */
     uint64_t files, row_groups, row_groups_pruned;
     int64_t peak_memory;       /* tracked bytes */

@@ -40,7 +40,7 @@ static int open_sink(const eng_ctx *ctx, eng_format fmt, eng_sink **out, char *e
     return rc;
 }
 
-static void query_free(equery *q)
+void eng__query_free(equery *q)
 {
     eng_sink_destroy(&q->out.sink);
     free((void *)q->out.names);
@@ -48,12 +48,13 @@ static void query_free(equery *q)
     free(q->rtypes);
     eng_plan_free(&q->mem, &q->plan);
     eng_source_destroy(&q->src);
+    eng_sink_destroy(&q->given_sink);
     pthread_mutex_destroy(&q->out_mu);
     eng_fail_deinit(&q->fail);
     free(q);
 }
 
-static equery *query_create(const eng_ctx *ctx)
+equery *eng__query_create(const eng_ctx *ctx)
 {
     equery *q = calloc(1, sizeof(*q));
     if (!q)
@@ -111,8 +112,8 @@ static int stmt_own_settings(const eng_ctx *ctx, const sql_stmt *st, sql_stmt *c
 }
 
 /* SETTINGS over the defaults, and the output format. */
-static int stmt_settings(equery *q, const sql_stmt *st, eng_format *ofmt, char *err,
-                         size_t errlen)
+int eng__stmt_settings(equery *q, const sql_stmt *st, eng_format *ofmt, char *err,
+                       size_t errlen)
 {
     const eng_ctx *ctx = q->ctx;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -151,31 +152,40 @@ static int stmt_settings(equery *q, const sql_stmt *st, eng_format *ofmt, char *
     return 0;
 }
 
-/* FROM [db.]table: the engine's system tables, else the caller's tables. */
+/* FROM [db.]table: in system, the engine's own tables (one, numbers, zeros),
+ * then the caller's (a server's processes, query_log, ...), then the
+ * warehouse's (tables, columns, parts); elsewhere the caller's, then the
+ * warehouse's tables. */
 static int stmt_table(equery *q, const sql_stmt *st, const eng_scan_env *env, char *err,
                       size_t errlen)
 {
     const eng_ctx *ctx = q->ctx;
-    const char *db = st->from_db ? st->from_db : ctx->database ? ctx->database : "default";
+    const char *db = st->table_db ? st->table_db : ctx->database ? ctx->database : "default";
     int rc = -ENOENT;
     if (strcmp(db, "system") == 0)
-        rc = eng_system_table_open(st->from_table, env, &q->src, err, errlen);
+        rc = eng_system_table_open(st->table, env, &q->src, err, errlen);
     if (rc == -ENOENT && ctx->open_table)
-        rc = ctx->open_table(ctx->table_arg, db, st->from_table, env, &q->src, err, errlen);
+        rc = ctx->open_table(ctx->table_arg, db, st->table, env, &q->src, err, errlen);
+    if (rc == -ENOENT && ctx->warehouse) {
+        eng_table_ref t = {db, st->table, st->final, st->table_line, st->table_col};
+        rc = eng_source_open_table(&t, env, &q->src, err, errlen);
+        if (rc == -ENOENT && (strcmp(db, "system") != 0 || !ctx->open_table))
+            return rc; /* the warehouse's sentence */
+    }
     if (rc == -ENOENT)
-        snprintf(err, errlen, "line %d, column %d: table %s.%s does not exist", st->from_line,
-                 st->from_col, db, st->from_table);
+        snprintf(err, errlen, "line %d, column %d: table %s.%s does not exist", st->table_line,
+                 st->table_col, db, st->table);
     return rc;
 }
 
 /* FROM: the table function's source, or the table's, or system.one (no
  * FROM), with its schema. */
-static int stmt_source(equery *q, const sql_stmt *st, char *err, size_t errlen)
+int eng__stmt_source(equery *q, const sql_stmt *st, char *err, size_t errlen)
 {
     const eng_ctx *ctx = q->ctx;
     eng_scan_env env = {&q->mem, &q->set, ctx->list_s3, ctx->open_s3, ctx->s3_impl,
-                        &q->stats, &q->stop};
-    if (!st->from_fn && !st->from_table)
+                        &q->stats, &q->stop, ctx->warehouse, ctx->database};
+    if (!st->from_fn && !st->table)
         return eng_system_table_open("one", &env, &q->src, err, errlen);
     if (!st->from_fn)
         return stmt_table(q, st, &env, err, errlen);
@@ -201,7 +211,46 @@ static int stmt_output(equery *q, eng_format fmt, const char *const *names,
         nm[k] = names[k];
         ty[k] = types[k];
     }
+    if (q->given_sink) {
+        q->out.sink = q->given_sink;
+        q->given_sink = NULL;
+        return 0;
+    }
     return open_sink(q->ctx, fmt, &q->out.sink, err, errlen);
+}
+
+int eng__out_strings(equery *q, eng_format fmt, const char *const *names, int n_cols,
+                     const char *const *cells, uint32_t n_rows, char *err, size_t errlen)
+{
+    ex_type *ts = calloc((size_t)n_cols + 1, sizeof(ex_type));
+    rtab t = {0};
+    int rc = ts ? 0 : -ENOMEM;
+    for (int k = 0; k < n_cols && ts; k++)
+        ts[k] = (ex_type){.kind = EX_STRING};
+    if (rc == 0 && (rtab_init(&q->mem, &t, ts, n_cols) < 0 || rtab_reserve(&q->mem, &t, n_rows) < 0))
+        rc = -ENOMEM;
+    for (uint32_t i = 0; rc == 0 && i < n_rows; i++) {
+        for (int k = 0; k < n_cols; k++) {
+            const char *v = cells[(size_t)i * (size_t)n_cols + (size_t)k];
+            t.c[k].nulls[t.n] = 0;
+            if (ex_vec_str_put(&q->mem, &t.c[k], t.n, v ? v : "", v ? strlen(v) : 0) < 0)
+                rc = -ENOMEM;
+        }
+        t.n++;
+    }
+    if (rc < 0)
+        snprintf(err, errlen, "out of memory");
+    if (rc == 0)
+        rc = stmt_output(q, fmt, names, ts, n_cols, err, errlen);
+    if (rc == 0)
+        rc = eng__out_table(&q->out, &t, err, errlen);
+    if (rc == 0) {
+        eng_sink_stats ss = {eng__now_s() - q->t0, 0, 0};
+        rc = eng__out_end(&q->out, &ss, err, errlen);
+    }
+    rtab_free(&q->mem, &t);
+    free(ts);
+    return rc;
 }
 
 /* DESCRIBE: the source's columns, one row each. */
@@ -221,8 +270,11 @@ static int run_describe(equery *q, eng_format fmt, char *err, size_t errlen)
         rc = -ENOMEM;
     }
     for (int i = 0; rc == 0 && i < schema->n; i++) {
-        char tn[96];
-        ex_type_name(&schema->cols[i].t, tn, sizeof(tn));
+        char tn[256];
+        if (q->src->type_names && q->src->type_names[i])
+            snprintf(tn, sizeof(tn), "%s", q->src->type_names[i]);
+        else
+            ex_type_name(&schema->cols[i].t, tn, sizeof(tn));
         const char *vals[7] = {schema->cols[i].name, tn, "", "", "", "", ""};
         for (int k = 0; k < 7; k++) {
             t.c[k].nulls[t.n] = 0;
@@ -248,7 +300,7 @@ static int run_describe(equery *q, eng_format fmt, char *err, size_t errlen)
  * produce them (bounded memory however large the result); otherwise the
  * result is finished first: aggregates are merged, ORDER BY with a LIMIT
  * keeps the top rows per worker, ORDER BY without one holds every row. */
-static int run_select(equery *q, const sql_stmt *st, eng_format fmt, char *err, size_t errlen)
+int eng__run_select(equery *q, const sql_stmt *st, eng_format fmt, char *err, size_t errlen)
 {
     const eng_plan *p = &q->plan;
     eng_bind_env benv = {q->ctx->database, q->ctx->user, q->start_ms};
@@ -314,7 +366,7 @@ void eng__live_update(equery *q)
 static int run_stmt(const eng_ctx *ctx, const sql_stmt *st, FILE *summary, eng_result *res,
                     char *err, size_t errlen)
 {
-    equery *q = query_create(ctx);
+    equery *q = eng__query_create(ctx);
     if (!q) {
         snprintf(err, errlen, "out of memory");
         if (res)
@@ -323,15 +375,19 @@ static int run_stmt(const eng_ctx *ctx, const sql_stmt *st, FILE *summary, eng_r
     }
     eng_format ofmt;
     q->stage = ENG_STAGE_SETTINGS;
-    int rc = stmt_settings(q, st, &ofmt, err, errlen);
-    if (rc == 0) {
+    int rc = eng__stmt_settings(q, st, &ofmt, err, errlen);
+    bool table = rc == 0 && eng__is_table_stmt(st);
+    if (rc == 0 && !table) {
         q->stage = ENG_STAGE_SOURCE;
-        rc = stmt_source(q, st, err, errlen);
+        rc = eng__stmt_source(q, st, err, errlen);
     }
-    if (rc == 0) {
+    if (rc == 0 && table) {
+        q->stage = ENG_STAGE_EXEC;
+        rc = eng__run_table_stmt(q, st, ofmt, err, errlen);
+    } else if (rc == 0) {
         q->stage = st->kind == SQL_DESCRIBE ? ENG_STAGE_EXEC : ENG_STAGE_BIND;
         rc = st->kind == SQL_DESCRIBE ? run_describe(q, ofmt, err, errlen)
-                                      : run_select(q, st, ofmt, err, errlen);
+                                      : eng__run_select(q, st, ofmt, err, errlen);
     }
     if (rc < 0 && ctx->cancel && atomic_load(ctx->cancel)) {
         rc = -ECANCELED;
@@ -347,6 +403,9 @@ static int run_stmt(const eng_ctx *ctx, const sql_stmt *st, FILE *summary, eng_r
     r.peak_memory = atomic_load(&q->mem.peak);
     r.elapsed_s = eng__now_s() - q->t0;
     r.has_output = q->out.sink != NULL;
+    r.rows_written = q->rows_written;
+    if (table && q->rows_written)
+        r.rows_read = q->rows_written;
     if (rc < 0)
         r.code = eng_error_classify(q->stage, rc, err);
     eng__live_update(q);
@@ -354,7 +413,7 @@ static int run_stmt(const eng_ctx *ctx, const sql_stmt *st, FILE *summary, eng_r
         eng_print_summary(summary, &r);
     if (res)
         *res = r;
-    query_free(q);
+    eng__query_free(q);
     return rc;
 }
 
@@ -369,7 +428,8 @@ int eng_run(const eng_ctx *ctx, const char *sql, size_t len, FILE *summary, eng_
     if (n < 0)
         return n;
     if (n == 0) {
-        snprintf(err, errlen, "the query is empty: write a SELECT or DESCRIBE statement");
+        snprintf(err, errlen, "the query is empty: write a SELECT, INSERT, CREATE TABLE or "
+                              "DESCRIBE statement");
         return -EINVAL;
     }
     int rc = 0;

@@ -105,3 +105,9 @@ int rs_rc_open_key(void *impl, const char *bucket, const char *key, rs_source **
 {
     return rs_rc_open(out, impl, bucket, key, err, errlen);
 }
+
+int rs_rc_put_key(void *impl, const char *bucket, const char *key, const void *data, size_t len,
+                  char *err, size_t errlen)
+{
+    return rc_put(impl, bucket, key, data, len, NULL, err, errlen);
+}

@@ -32,5 +32,9 @@ int rs_rc_list(void *impl, const char *bucket, const char *glob, eng_key_fn fn, 
                char *err, size_t errlen);
 int rs_rc_open_key(void *impl, const char *bucket, const char *key, rs_source **out, char *err,
                    size_t errlen);
+/* A whole object written through the cache nodes (rc_put, write-through):
+ * a table's part upload (table.h's tb_put_fn, impl an rc_client). */
+int rs_rc_put_key(void *impl, const char *bucket, const char *key, const void *data, size_t len,
+                  char *err, size_t errlen);
 
 #endif /* RINGCACHE_RS_RC_H */

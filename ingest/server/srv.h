@@ -18,14 +18,15 @@
  *                           the format's sink -> the response (chunked,
  *                             compressed, back-pressured) <- the event loop
  *
- * Tables (MergeTree on S3) plug in through srv_tables (below): until a
- * provider is set, FROM a table other than system.* is UNKNOWN_TABLE, and so
- * is INSERT INTO it.
+ * Tables (MergeTree on S3, ingest/table/) live in the warehouse of
+ * --warehouse: queries reach them through eng_ctx.warehouse, their parts
+ * read and written through the cache client when there is one, and the
+ * background pool (background_pool_size threads) merges them and deletes old
+ * parts. Without a warehouse, FROM a table other than system.* is
+ * UNKNOWN_TABLE, and so is INSERT INTO it.
  *
  * Thread-safety: srv_create / srv_run / srv_destroy from one thread (main);
- * srv_stop and srv_set_tables from any thread (srv_set_tables before
- * srv_run). srv_tables callbacks are called from query threads, several at
- * once.
+ * srv_stop from any thread.
  */
 #ifndef RINGCACHE_SRV_H
 #define RINGCACHE_SRV_H
@@ -59,6 +60,7 @@ typedef struct srv_conf {
     int64_t max_body_size;
     int64_t max_connections;
     int64_t keep_alive_timeout_ms;
+    int64_t request_timeout_ms;
     int64_t drain_timeout_ms;
     int64_t session_timeout_ms;
     int64_t background_pool_size;
@@ -75,37 +77,12 @@ typedef struct srv_conf {
  * the sentence on stderr. */
 int srv_conf_load(srv_conf *conf, int argc, char **argv);
 
-/* ---- tables ------------------------------------------------------------------ */
-
-/* A provider of tables (the warehouse's MergeTree tables): every callback
- * may be NULL. Called from query threads, several at once.
- *  - open: FROM [db.]name (as eng_open_table_fn: -ENOENT when there is none);
- *  - insert_open: INSERT INTO db.name [(columns)] FORMAT ...: the table's
- *    columns in *schema (the ones named, in that order, or all) and the sink
- *    that writes the rows (begin, blocks, end commits the insert; destroyed
- *    without end, nothing is written). -ENOENT when there is no such table.
- *  - databases: fn(name) for each database besides default and system;
- *  - merge: one round of background work (merges, old-part cleanup) of the
- *    warehouse, on a thread of the background pool; 0 or -errno with a
- *    sentence. */
-typedef struct srv_tables {
-    eng_open_table_fn open;
-    int (*insert_open)(void *arg, const char *db, const char *name, const char *const *cols,
-                       int n_cols, eng_schema *schema, eng_sink **out, char *err,
-                       size_t errlen);
-    void (*databases)(void *arg, void (*fn)(const char *name, void *fn_arg), void *fn_arg);
-    int (*merge)(void *arg, char *err, size_t errlen);
-    void *arg;
-} srv_tables;
-
 typedef struct srv srv;
 
 /* Starts everything but the loop: the cache client, the users, the HTTP
  * listener (the port file is written here), the query and background
  * threads. 0 or -errno with a sentence in err. */
 int srv_create(srv **out, const srv_conf *conf, char *err, size_t errlen);
-/* The tables provider (copied); before srv_run. */
-void srv_set_tables(srv *s, const srv_tables *t);
 /* Runs the loop until a stop has drained it. 0 after a clean drain. */
 int srv_run(srv *s);
 /* Stops accepting, lets running queries finish within drain_timeout, then

@@ -37,10 +37,11 @@ static const cfg_opt srv_opts[] = {
     {"max-body-size", CFG_SIZE, "1GiB", "bytes of one request's body (an INSERT's data); more: 413", O(max_body_size), 1 << 20, INT64_MAX, false, false},
     {"max-connections", CFG_INT, "1000", "client connections open at once; more are answered 503", O(max_connections), 1, 100000, false, false},
     {"keep-alive-timeout", CFG_MS, "30s", "an idle keep-alive connection is closed after this (sent as Keep-Alive: timeout=N)", O(keep_alive_timeout_ms), 3000, 3600000, false, false},
+    {"request-timeout", CFG_MS, "60s", "a request's head, each piece of its body and each write of its answer must make progress within this (else 408, or the connection closes)", O(request_timeout_ms), 100, 3600000, false, false},
     {"drain-timeout", CFG_MS, "30s", "on SIGTERM, time given to running queries before they are cancelled", O(drain_timeout_ms), 0, 3600000, false, false},
     {"session-timeout", CFG_MS, "60s", "a session_id's settings and database live this long after its last query, unless session_timeout says otherwise (at most 1 h)", O(session_timeout_ms), 1000, 3600000, false, false},
     {"background-pool-size", CFG_INT, "2", "threads of the background pool (table merges)", O(background_pool_size), 1, 64, false, false},
-    {"background-merges", CFG_BOOL, "false", "merge table parts in the background (needs --warehouse and tables)", O(background_merges), 0, 0, false, false},
+    {"background-merges", CFG_BOOL, "true", "merge the warehouse's table parts and delete old ones in the background (with --warehouse)", O(background_merges), 0, 0, false, false},
     {"merge-interval", CFG_MS, "10s", "a background thread looks for merges this often", O(merge_interval_ms), 100, 3600000, false, false},
     {"tls-cert", CFG_STR, NULL, "PEM certificate chain: HTTPS on the HTTP port", O(tls_cert), 0, 0, false, false},
     {"tls-key", CFG_STR, NULL, "PEM private key of --tls-cert", O(tls_key), 0, 0, false, false},
@@ -80,11 +81,6 @@ int srv_conf_load(srv_conf *conf, int argc, char **argv)
     if (!conf->tls_cert[0] != !conf->tls_key[0]) {
         fprintf(stderr, "ringcache server: --tls-cert and --tls-key go together: give both for "
                         "HTTPS, or neither\n");
-        return -EINVAL;
-    }
-    if (conf->background_merges && !conf->warehouse[0]) {
-        fprintf(stderr, "ringcache server: --background-merges needs --warehouse (the tables "
-                        "to merge)\n");
         return -EINVAL;
     }
     return 0;

@@ -35,6 +35,7 @@
 #include "ringcache.h"
 #include "srv.h"
 #include "srv_params.h"
+#include "warehouse.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -234,6 +235,7 @@ struct srv_query {
     double t0;                         /* monotonic start */
     int64_t start_us;                  /* wall clock start */
     srv_cache *cache;                  /* borrowed reference */
+    tb_wh wh;                          /* the server's, parts through this cache client */
     /* what the engine updates, read by system.processes and progress */
     eng_live live;
     _Atomic int cancel;
@@ -310,7 +312,12 @@ struct srv {
     struct event *sigs[3];
     struct event *ticker;
     srv_users *users;
-    srv_tables tables;
+    tb_wh wh;                          /* --warehouse (wh_set): the tables */
+    bool wh_set;
+    /* background merges: the tables being merged now (one thread per table) */
+    char (*merging)[2 * TB_WH_NAME_MAX];
+    int n_merging;
+    uint64_t merge_cursor;
     s3_config s3;
     eng_mem mem;                       /* every query's bytes (max_server_memory_usage) */
     double t_start;
@@ -374,8 +381,14 @@ void srv_qlog_add(srv *s, const srv_query *q, srv_qtype type, const char *except
 int srv_session_acquire(srv *s, const char *id, const char *user, const char *timeout,
                         bool check, srv_session **out, char *err, size_t errlen);
 void srv_session_release(srv *s, srv_session *ss, bool close);
-/* Whether a database exists (default, system, the tables provider's). */
+/* The server's warehouse with its parts read and written through rc (the
+ * cache nodes; S3 directly without --cache) into *out. */
+void srv_wh_for(srv *s, rc_client *rc, tb_wh *out);
+/* Whether a database exists (default, system, the warehouse's). */
 bool srv_database_exists(srv *s, const char *name);
+/* fn(name) for each database of the warehouse besides default (sorted; a
+ * database exists while it holds a table). */
+void srv_databases(srv *s, void (*fn)(const char *name, void *arg), void *arg);
 
 /* ---- a query's life (srv_http.c and srv_query.c) ----------------------------------- */
 
@@ -418,7 +431,8 @@ typedef struct srv_insert_head {
     char cols[64][128];
     int n_cols;
     char format[64];
-    bool select;                       /* INSERT ... SELECT (the engine's) */
+    bool select;                       /* INSERT ... SELECT or VALUES: the data is in
+                                          the statement (the engine parses it whole) */
 } srv_insert_head;
 int srv_insert_parse(const char *text, size_t len, srv_insert_head *h, size_t *data_off,
                      char *err, size_t errlen);
@@ -426,16 +440,14 @@ int srv_insert_parse(const char *text, size_t len, srv_insert_head *h, size_t *d
  * arriving): -EAGAIN when the head may go on past the text's end. */
 int srv_insert_parse_whole(const char *text, size_t len, bool whole, srv_insert_head *h,
                            size_t *data_off, char *err, size_t errlen);
-/* Decodes an INSERT's data in format (JSONEachRow, JSONCompactEachRow, CSV,
- * CSVWithNames, TabSeparated, TabSeparatedWithNames, Parquet) into schema's
- * columns, in blocks to sink (begin, write..., end; the caller destroys it),
- * reading with read (bytes, 0 at the end, -errno). *rows and *bytes get what
- * was read. 0 or a code with a sentence. */
-typedef ssize_t (*srv_read_fn)(void *arg, void *buf, size_t n, char *err, size_t errlen);
-int srv_insert_decode(const char *format, const eng_schema *schema, srv_read_fn read, void *arg,
-                      eng_sink *sink, uint64_t *rows, uint64_t *bytes, char *err, size_t errlen);
-/* Runs an INSERT on the query thread: 0 or a code with a sentence. */
-int srv_insert_run(srv_query *q, const srv_insert_head *h, char *err, size_t errlen);
+/* Runs an INSERT on the query thread (sql: the statement, its data in q->in
+ * when it is INSERT ... FORMAT): 0 or a code with a sentence. */
+int srv_insert_run(srv_query *q, const srv_insert_head *h, const char *sql, size_t len,
+                   char *err, size_t errlen);
+/* Runs sql through the engine with the query's context (input: the INSERT's
+ * data from q->in): 0 or a ClickHouse code with a sentence (srv_query.c). */
+int srv_run_engine(srv_query *q, const char *sql, size_t len, bool input, char *err,
+                   size_t errlen);
 
 /* ---- background pool (srv_pool.c) --------------------------------------------------- */
 

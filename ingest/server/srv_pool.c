@@ -3,7 +3,7 @@
  * srv_pool.c: the background pool: a fixed number of threads (ClickHouse's
  * background_pool_size) that run one task, each every interval, staggered,
  * until stopped. The tables' merges and old-part cleanup run here
- * (srv_tables.merge), so their cost is bounded by the pool's size whatever
+ * (srv_server.c's merge task), so their cost is bounded by the pool's size whatever
  * the insert rate. A stop wakes sleeping threads at once and waits for a
  * running task to return.
  *

@@ -215,8 +215,19 @@ static int cancelled(srv_query *q, char *err, size_t errlen)
     }
 }
 
-/* Runs sql through the engine: 0 or a code with a sentence. */
-static int run_engine(srv_query *q, const char *sql, size_t len, char *err, size_t errlen)
+/* The INSERT's data (eng_ctx.input_read): the body as it arrives. */
+static int64_t input_read(void *arg, void *buf, size_t len)
+{
+    srv_query *q = arg;
+    char e[256];
+    ssize_t n = srv_query_read_body(q, buf, len, e, sizeof(e));
+    if (n > 0)
+        atomic_fetch_add(&q->written_bytes, (uint64_t)n);
+    return n;
+}
+
+int srv_run_engine(srv_query *q, const char *sql, size_t len, bool input, char *err,
+                   size_t errlen)
 {
     srv *s = q->s;
     eng_settings es;
@@ -241,9 +252,18 @@ static int run_engine(srv_query *q, const char *sql, size_t len, char *err, size
     ctx.list_s3 = rs_rc_list;
     ctx.open_s3 = rs_rc_open_key;
     ctx.s3_impl = q->cache->rc;
+    if (s->wh_set) {
+        srv_wh_for(s, q->cache->rc, &q->wh);
+        ctx.warehouse = &q->wh;
+    }
+    if (input) {
+        ctx.input_read = input_read;
+        ctx.input_arg = q;
+    }
     eng_result res;
     int rc = eng_run(&ctx, sql, len, NULL, &res, err, errlen);
     q->result_rows = res.rows_out;
+    atomic_store(&q->written_rows, res.rows_written);
     if (rc == 0)
         return 0;
     if (atomic_load(&q->cancel))
@@ -343,7 +363,11 @@ static bool table_exists(srv_query *q, const char *db, const char *name)
     eng_scan_stats st = {0};
     _Atomic int stop = 0;
     eng_settings es = q->set.eng;
-    eng_scan_env env = {&mem, &es, NULL, NULL, NULL, &st, &stop};
+    tb_wh wh;
+    if (q->s->wh_set)
+        srv_wh_for(q->s, q->cache->rc, &wh);
+    eng_scan_env env = {&mem, &es, NULL, NULL, NULL, &st, &stop,
+                        q->s->wh_set ? &wh : NULL, q->database};
     eng_source *src = NULL;
     char err[ENG_MSG_MAX];
     int rc = -ENOENT;
@@ -351,6 +375,10 @@ static bool table_exists(srv_query *q, const char *db, const char *name)
         rc = eng_system_table_open(name, &env, &src, err, sizeof(err));
     if (rc == -ENOENT)
         rc = srv_open_table(q, db, name, &env, &src, err, sizeof(err));
+    if (rc == -ENOENT && q->s->wh_set) {
+        eng_table_ref t = {db, name, false, 1, 1};
+        rc = eng_source_open_table(&t, &env, &src, err, sizeof(err));
+    }
     eng_source_destroy(&src);
     return rc == 0;
 }
@@ -387,7 +415,7 @@ static int run_kill(srv_query *q, const sql_admin *a, char *err, size_t errlen)
              "query_id = %s%s%s",
              a->sync ? "finished" : "waiting", id, a->format[0] ? " FORMAT " : "", a->format);
     /* the rows name what is there now: take them before the kill */
-    int code = run_engine(q, sql, strlen(sql), err, errlen);
+    int code = srv_run_engine(q, sql, strlen(sql), false, err, errlen);
     if (code)
         return code;
     srv_kill(q->s, a->query_id);
@@ -423,7 +451,7 @@ static int run_admin(srv_query *q, const sql_admin *a, char *err, size_t errlen)
     case SQL_ADMIN_SHOW_DATABASES:
         snprintf(sql, sizeof(sql), "SELECT name FROM system.databases WHERE 1%s ORDER BY name%s%s",
                  pat, fmt, a->format);
-        return run_engine(q, sql, strlen(sql), err, errlen);
+        return srv_run_engine(q, sql, strlen(sql), false, err, errlen);
     case SQL_ADMIN_SHOW_TABLES:
         sql_quote(db, sizeof(db), a->db[0] ? a->db : q->database);
         if (!srv_database_exists(q->s, a->db[0] ? a->db : q->database)) {
@@ -433,16 +461,16 @@ static int run_admin(srv_query *q, const sql_admin *a, char *err, size_t errlen)
         snprintf(sql, sizeof(sql),
                  "SELECT name FROM system.tables WHERE database = %s%s ORDER BY name%s%s", db,
                  pat, fmt, a->format);
-        return run_engine(q, sql, strlen(sql), err, errlen);
+        return srv_run_engine(q, sql, strlen(sql), false, err, errlen);
     case SQL_ADMIN_SHOW_PROCESSLIST:
         snprintf(sql, sizeof(sql), "SELECT * FROM system.processes%s%s", fmt, a->format);
-        return run_engine(q, sql, strlen(sql), err, errlen);
+        return srv_run_engine(q, sql, strlen(sql), false, err, errlen);
     case SQL_ADMIN_EXISTS: {
         bool yes = a->exists_database
                        ? srv_database_exists(q->s, a->name)
                        : table_exists(q, a->db[0] ? a->db : q->database, a->name);
         snprintf(sql, sizeof(sql), "SELECT %s AS result%s%s", yes ? "1" : "0", fmt, a->format);
-        return run_engine(q, sql, strlen(sql), err, errlen);
+        return srv_run_engine(q, sql, strlen(sql), false, err, errlen);
     }
     case SQL_ADMIN_USE:
         if (!srv_database_exists(q->s, a->name)) {
@@ -523,7 +551,7 @@ static int run_text(srv_query *q, char *err, size_t errlen)
         if (rc != 1)
             return ENG_E_SYNTAX_ERROR;
         srv_query_started(q);
-        return srv_insert_run(q, &h, err, errlen);
+        return srv_insert_run(q, &h, q->text, q->text_len, err, errlen);
     }
     char *sql = NULL;
     size_t len = 0;
@@ -564,9 +592,10 @@ static int run_text(srv_query *q, char *err, size_t errlen)
                 evbuffer_add(q->in, sql + off, len - off);
             q->in_eof = true;
             pthread_mutex_unlock(&q->mu);
-            free(sql);
             srv_query_started(q);
-            return srv_insert_run(q, &h, err, errlen);
+            code = srv_insert_run(q, &h, sql, off, err, errlen);
+            free(sql);
+            return code;
         }
         if (rc == -EINVAL || rc == -EAGAIN) {
             free(sql);
@@ -576,7 +605,7 @@ static int run_text(srv_query *q, char *err, size_t errlen)
     code = one_statement(sql, len, err, errlen);
     if (!code) {
         srv_query_started(q);
-        code = run_engine(q, sql, len, err, errlen);
+        code = srv_run_engine(q, sql, len, false, err, errlen);
     }
     free(sql);
     return code;

@@ -15,6 +15,7 @@
  */
 #include "srv_int.h"
 
+#include "merge.h"
 #include "rs_rc.h"
 
 #include <errno.h>
@@ -543,6 +544,33 @@ static void sessions_expire(srv *s, double now)
 
 /* ---- databases ------------------------------------------------------------------------------ */
 
+typedef struct db_walk {
+    void (*fn)(const char *name, void *arg);
+    void *arg;
+    char last[TB_WH_NAME_MAX];
+} db_walk;
+
+static int db_of_table(const char *db, const char *table, void *arg)
+{
+    (void)table;
+    db_walk *w = arg;
+    if (strcmp(db, w->last) != 0 && strcmp(db, "default") != 0) {
+        snprintf(w->last, sizeof(w->last), "%s", db);
+        w->fn(db, w->arg);
+    }
+    return 0;
+}
+
+void srv_databases(srv *s, void (*fn)(const char *name, void *arg), void *arg)
+{
+    if (!s->wh_set)
+        return;
+    db_walk w = {fn, arg, ""};
+    char err[256];
+    if (tb_wh_list(&s->wh, NULL, db_of_table, &w, err, sizeof(err)) < 0)
+        srv_log(SRV_LOG_WARN, "msg=\"cannot list the warehouse's databases\" error=\"%s\"", err);
+}
+
 typedef struct db_find {
     const char *name;
     bool found;
@@ -560,8 +588,7 @@ bool srv_database_exists(srv *s, const char *name)
     if (strcmp(name, "default") == 0 || strcmp(name, "system") == 0)
         return true;
     db_find f = {name, false};
-    if (s->tables.databases)
-        s->tables.databases(s->tables.arg, db_match, &f);
+    srv_databases(s, db_match, &f);
     return f.found;
 }
 
@@ -661,6 +688,17 @@ int srv_create(srv **out, const srv_conf *conf, char *err, size_t errlen)
         snprintf(s->s3.region, sizeof(s->s3.region), "%s", conf->s3_region);
     if (!s->s3.access_key[0])
         s->s3.anonymous = true;
+    if (conf->warehouse[0]) {
+        if ((rc = tb_wh_init(&s->wh, conf->warehouse, &s->s3, err, errlen)) < 0)
+            goto fail;
+        s->wh_set = true;
+        s->merging = calloc((size_t)conf->background_pool_size, sizeof(s->merging[0]));
+        if (!s->merging) {
+            snprintf(err, errlen, "out of memory");
+            rc = -ENOMEM;
+            goto fail;
+        }
+    }
     char e2[RC_ERR_MAX];
     if ((rc = cache_new(s, &s->cache, e2, sizeof(e2))) < 0) {
         snprintf(err, errlen, "cannot start the cache client: %s", e2);
@@ -679,8 +717,9 @@ int srv_create(srv **out, const srv_conf *conf, char *err, size_t errlen)
     hc.max_header_bytes = 80 << 10;
     hc.max_conns = (int)conf->max_connections;
     hc.idle_timeout_ms = (int)conf->keep_alive_timeout_ms;
-    hc.body_timeout_ms = 300000;
-    hc.write_timeout_ms = 300000;
+    hc.header_timeout_ms = (int)conf->request_timeout_ms;
+    hc.body_timeout_ms = (int)conf->request_timeout_ms;
+    hc.write_timeout_ms = (int)conf->request_timeout_ms;
     hc.in_buffer_bytes = 1 << 20;
     hc.out_high_bytes = 4 << 20;
     hc.out_low_bytes = 1 << 20;
@@ -715,36 +754,122 @@ fail:
     return rc < 0 ? rc : -EINVAL;
 }
 
-void srv_set_tables(srv *s, const srv_tables *t)
-{
-    s->tables = *t;
-}
-
 int srv_port(const srv *s)
 {
     return s->http ? httpd_server_port(s->http) : 0;
 }
 
+void srv_wh_for(srv *s, rc_client *rc, tb_wh *out)
+{
+    *out = s->wh;
+    if (s->conf.cache[0] && rc) {
+        out->io.open = rs_rc_open_key;
+        out->io.open_arg = rc;
+        out->io.put = rs_rc_put_key;
+        out->io.put_arg = rc;
+    }
+}
+
+typedef struct merge_pick {
+    srv *s;
+    uint64_t n, want;
+    char db[TB_WH_NAME_MAX], table[TB_WH_NAME_MAX];
+    bool found;
+} merge_pick;
+
+static bool merging_locked(srv *s, const char *key)
+{
+    for (int i = 0; i < s->n_merging; i++)
+        if (strcmp(s->merging[i], key) == 0)
+            return true;
+    return false;
+}
+
+/* The want-th table (round robin) that no other thread is merging. */
+static int pick_table(const char *db, const char *table, void *arg)
+{
+    merge_pick *p = arg;
+    if (p->n++ < p->want)
+        return 0;
+    char key[2 * TB_WH_NAME_MAX];
+    snprintf(key, sizeof(key), "%s.%s", db, table);
+    pthread_mutex_lock(&p->s->mu);
+    bool busy = merging_locked(p->s, key) || p->s->n_merging >= (int)p->s->conf.background_pool_size;
+    if (!busy)
+        snprintf(p->s->merging[p->s->n_merging++], sizeof(p->s->merging[0]), "%s", key);
+    pthread_mutex_unlock(&p->s->mu);
+    if (busy)
+        return 0;
+    snprintf(p->db, sizeof(p->db), "%s", db);
+    snprintf(p->table, sizeof(p->table), "%s", table);
+    p->found = true;
+    return 1; /* stop */
+}
+
+/* One round of a background thread: the next table's best merge (tm_run),
+ * then its old parts' deletion (tb_cleanup). */
 static int merge_task(void *arg, char *err, size_t errlen)
 {
     srv *s = arg;
-    srv_count(s, SRV_M_MERGES, 1);
-    int rc = s->tables.merge(s->tables.arg, err, errlen);
-    if (rc < 0)
+    pthread_mutex_lock(&s->mu);
+    merge_pick p = {s, 0, s->merge_cursor++, "", "", false};
+    pthread_mutex_unlock(&s->mu);
+    int rc = tb_wh_list(&s->wh, NULL, pick_table, &p, err, errlen);
+    if (rc >= 0 && !p.found && p.n > 0) { /* past the end: from the first */
+        pthread_mutex_lock(&s->mu);
+        s->merge_cursor = 1;
+        pthread_mutex_unlock(&s->mu);
+        p.n = 0;
+        p.want = 0;
+        rc = tb_wh_list(&s->wh, NULL, pick_table, &p, err, errlen);
+    }
+    if (rc < 0 || !p.found)
+        return rc < 0 ? rc : 0;
+    srv_cache *c = srv_cache_get(s);
+    tb_wh wh;
+    srv_wh_for(s, c->rc, &wh);
+    tb_table *t = NULL;
+    rc = tb_wh_open(&wh, p.db, p.table, true, &t, err, errlen);
+    tm_result res = {0};
+    if (rc == 0) {
+        tm_settings ts;
+        tm_settings_init(&ts);
+        rc = tm_run(t, &ts, false, &res, err, errlen);
+        if (rc == -ESTALE)
+            rc = 0; /* a racing commit: the next round looks again */
+    }
+    if (rc == 0 && res.merged) {
+        srv_count(s, SRV_M_MERGES, 1);
+        srv_log(SRV_LOG_INFO, "msg=\"merged\" table=%s.%s partition=\"%s\" parts=%zu rows=%llu",
+                p.db, p.table, res.partition, res.n_inputs, (unsigned long long)res.rows_out);
+    }
+    if (rc == 0)
+        rc = tb_cleanup(t, false, NULL, err, errlen);
+    if (rc < 0) {
         srv_count(s, SRV_M_MERGE_ERRORS, 1);
+        srv_log(SRV_LOG_WARN, "msg=\"background merge failed\" table=%s.%s error=\"%s\"", p.db,
+                p.table, err);
+    }
+    tb_table_destroy(&t);
+    srv_cache_put(s, c);
+    char key[2 * TB_WH_NAME_MAX];
+    snprintf(key, sizeof(key), "%s.%s", p.db, p.table);
+    pthread_mutex_lock(&s->mu);
+    for (int i = 0; i < s->n_merging; i++)
+        if (strcmp(s->merging[i], key) == 0) {
+            memcpy(s->merging[i], s->merging[--s->n_merging], sizeof(s->merging[0]));
+            break;
+        }
+    pthread_mutex_unlock(&s->mu);
     return rc;
 }
 
 int srv_run(srv *s)
 {
-    if (s->conf.background_merges) {
-        if (!s->tables.merge)
-            srv_log(SRV_LOG_WARN, "msg=\"--background-merges is on but no table provider "
-                                  "merges: nothing runs in the background\"");
-        else if (srv_pool_start(&s->bg, (int)s->conf.background_pool_size,
-                                (int)s->conf.merge_interval_ms, merge_task, s) < 0)
-            srv_log(SRV_LOG_ERROR, "msg=\"cannot start the background pool\"");
-    }
+    if (s->conf.background_merges && s->wh_set &&
+        srv_pool_start(&s->bg, (int)s->conf.background_pool_size,
+                       (int)s->conf.merge_interval_ms, merge_task, s) < 0)
+        srv_log(SRV_LOG_ERROR, "msg=\"cannot start the background pool\"");
     event_base_dispatch(s->base);
     srv_pool_stop(&s->bg);
     return s->drained ? 0 : 1;
@@ -806,6 +931,7 @@ void srv_destroy(srv **ps)
         qlog_clear(&s->qlog[i]);
     free(s->qlog);
     free(s->threads);
+    free(s->merging);
     srv_users_destroy(&s->users);
     if (s->tls)
         SSL_CTX_free(s->tls);

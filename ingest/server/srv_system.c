@@ -12,11 +12,12 @@
  *   system.metrics     values now: Query, MemoryTracking, ...
  *   system.events      counters since start: Query, FailedQuery, page cache
  *                      hits and misses, bytes from cache nodes and from S3
- *   system.databases   default, system and the tables provider's
- *   system.tables      the system tables (a tables provider lists its own)
+ *   system.databases   default, system and the warehouse's databases
+ *   system.tables      the system tables, when there is no warehouse
  *
- * system.one, system.numbers and system.zeros are the engine's. Other
- * databases' tables go to the tables provider (srv_tables.open).
+ * system.one, system.numbers and system.zeros are the engine's, and so are
+ * the warehouse's tables and its system.tables, system.columns and
+ * system.parts (eng_ctx.warehouse).
  */
 #include "srv_int.h"
 
@@ -380,8 +381,7 @@ static int databases(srv *s, const eng_scan_env *env, eng_source **out, char *er
     db_list l = {0};
     db_add("default", &l);
     db_add("system", &l);
-    if (s->tables.databases)
-        s->tables.databases(s->tables.arg, db_add, &l);
+    srv_databases(s, db_add, &l);
     static const colspec cs[] = {{"name", T_STR}, {"engine", T_STR}, {"data_path", T_STR},
                                  {"metadata_path", T_STR}, {"uuid", T_STR}, {"engine_full", T_STR},
                                  {"comment", T_STR}};
@@ -444,18 +444,10 @@ int srv_open_table(void *arg, const char *db, const char *name, const eng_scan_e
             return events(s, env, out, err, errlen);
         if (strcmp(name, "databases") == 0)
             return databases(s, env, out, err, errlen);
-        /* system.tables, columns, parts: the tables provider's first */
-        int rc = s->tables.open ? s->tables.open(s->tables.arg, db, name, env, out, err, errlen)
-                                : -ENOENT;
-        if (rc == -ENOENT && strcmp(name, "tables") == 0)
+        /* system.tables, columns, parts: the warehouse's (the engine's) */
+        if (strcmp(name, "tables") == 0 && !s->wh_set)
             return tables(env, out, err, errlen);
-        return rc;
-    }
-    if (!srv_database_exists(s, db)) {
-        snprintf(err, errlen, "database %s does not exist", db);
-        return -EINVAL;
-    }
-    if (!s->tables.open)
         return -ENOENT;
-    return s->tables.open(s->tables.arg, db, name, env, out, err, errlen);
+    }
+    return -ENOENT; /* the warehouse's tables: the engine's */
 }

@@ -195,6 +195,7 @@ void sk_tsv_escape(sk_buf *f, const uint8_t *s, size_t n)
         case '\n': sk_puts(f, "\\n"); break;
         case '\r': sk_puts(f, "\\r"); break;
         case '\\': sk_puts(f, "\\\\"); break;
+        case '\'': sk_puts(f, "\\'"); break; /* as ClickHouse's writeEscapedString */
         case '\0': sk_puts(f, "\\0"); break;
         case '\b': sk_puts(f, "\\b"); break;
         case '\f': sk_puts(f, "\\f"); break;
