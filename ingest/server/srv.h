@@ -73,7 +73,7 @@ typedef struct srv_conf {
 } srv_conf;
 
 /* Loads the options: defaults, --config FILE, then the flags (argv[0] is
- * "server"). 0, 1 when --help was given (printed on stdout), or -EINVAL with
+ * "server"). 0, 1 when --help or --version was given (printed on stdout), or -EINVAL with
  * the sentence on stderr. */
 int srv_conf_load(srv_conf *conf, int argc, char **argv);
 

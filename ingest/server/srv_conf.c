@@ -55,10 +55,16 @@ int srv_conf_load(srv_conf *conf, int argc, char **argv)
 {
     char err[512];
     memset(conf, 0, sizeof(*conf));
+    if (argc >= 2 && strcmp(argv[1], "--version") == 0) {
+        printf("ringcache server %s (answers as ClickHouse %s)\n", RINGCACHE_VERSION,
+               ENG_CLICKHOUSE_VERSION);
+        return 1;
+    }
     int rc = cfg_load(srv_opts, N_OPTS, conf, argc, argv, err, sizeof(err));
     if (rc == 1) {
         cfg_help(srv_opts, N_OPTS,
                  "ringcache server [--config FILE] [--key value ...]\n"
+                 "       ringcache server --version\n"
                  "The compute node as a server speaking ClickHouse's HTTP interface (port 8123):\n"
                  "any ClickHouse client runs SQL over S3 files and tables through it, and every\n"
                  "query shares one page cache and one cache client. Every option is also a\n"

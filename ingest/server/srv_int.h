@@ -333,6 +333,7 @@ struct srv {
     pthread_t *threads;
     int n_threads, idle_threads;
     srv_job *jobs, *jobs_tail;
+    int n_jobs;                        /* queued, not yet taken by a thread */
     bool stop_threads;
     bool stopping;
     bool drained;

@@ -319,6 +319,7 @@ static void *query_thread(void *arg)
         s->jobs = j->next;
         if (!s->jobs)
             s->jobs_tail = NULL;
+        s->n_jobs--;
         s->idle_threads--;
         pthread_mutex_unlock(&s->mu);
         srv_query_run(j->q); /* drops the thread's reference at its end */
@@ -337,7 +338,9 @@ int srv_submit(srv *s, srv_query *q)
         return -ENOMEM;
     j->q = q;
     pthread_mutex_lock(&s->mu);
-    if (s->idle_threads == 0 && s->n_threads < s->conf.max_concurrent_queries + 2) {
+    /* a thread for every queued job: an idle thread may not have taken the
+     * jobs queued before this one yet */
+    if (s->idle_threads <= s->n_jobs && s->n_threads < s->conf.max_concurrent_queries + 2) {
         if (pthread_create(&s->threads[s->n_threads], NULL, query_thread, s) == 0) {
             s->n_threads++;
             s->idle_threads++;
@@ -352,6 +355,7 @@ int srv_submit(srv *s, srv_query *q)
     else
         s->jobs = j;
     s->jobs_tail = j;
+    s->n_jobs++;
     pthread_cond_signal(&s->cv);
     pthread_mutex_unlock(&s->mu);
     return 0;
@@ -845,10 +849,11 @@ static int merge_task(void *arg, char *err, size_t errlen)
     }
     if (rc == 0)
         rc = tb_cleanup(t, false, NULL, err, errlen);
-    if (rc < 0) {
+    if (rc < 0) { /* the pool logs it */
         srv_count(s, SRV_M_MERGE_ERRORS, 1);
-        srv_log(SRV_LOG_WARN, "msg=\"background merge failed\" table=%s.%s error=\"%s\"", p.db,
-                p.table, err);
+        char e2[512];
+        snprintf(e2, sizeof(e2), "%s", err);
+        snprintf(err, errlen, "merging table %s.%s: %s", p.db, p.table, e2);
     }
     tb_table_destroy(&t);
     srv_cache_put(s, c);

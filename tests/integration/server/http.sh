@@ -272,6 +272,21 @@ printf '[user bad]\nnetworks = nowhere\n' >"$tmp/users3"
 eq "$?" "1" "a bad users file is refused at start"
 has "$(cat "$tmp/bad.log")" "'nowhere' in networks is not an address" "saying which line and why"
 
+# ---- options: --version, --help, a config file; logfmt logs ----------------------------------
+has "$("$bin" server --version)" "ringcache server " "--version"
+has "$("$bin" server --help)" "--max-concurrent-queries N" "--help lists the options"
+printf 'display-name = from-the-file\nmax-concurrent-queries = 3\n' >"$tmp/server.conf"
+start cfg --config "$tmp/server.conf"
+r "http://127.0.0.1:$port_cfg/?query=SELECT+1"
+eq "$(header X-ClickHouse-Server-Display-Name)" "from-the-file" "a config file's key"
+printf 'max-concurent-queries = 3\n' >"$tmp/bad.conf"
+"$bin" server --port 0 --config "$tmp/bad.conf" >"$tmp/badconf.log" 2>&1
+eq "$?" "2" "an unknown key in the config file is refused"
+has "$(cat "$tmp/badconf.log")" "max-concurent-queries" "naming the key"
+r "$U/?query_id=my-q-bad&query=SELEC+1"
+grep -qE '^ts=[0-9T:.-]+Z? level=info msg="query failed" query_id=my-q-bad code=62 name=SYNTAX_ERROR' "$tmp/main.log" &&
+  ok "logfmt log lines with the query id" || fail "no logfmt line for my-q-bad in $(tail -3 "$tmp/main.log")"
+
 # ---- SIGTERM: the running query finishes, then exit 0 ----------------------------------------
 curl -s -o "$tmp/drain" "$U/?query=SELECT+count()+FROM+numbers(3000000000)&max_threads=1" &
 bgp=$!
@@ -286,7 +301,7 @@ wait "$pid_main"
 eq "$?" "0" "SIGTERM: exit 0 after the drain"
 wait "$bgp"
 eq "$(cat "$tmp/drain")" "3000000000" "the running query finished first"
-for p in auth auth2; do
+for p in auth auth2 cfg; do
   v=pid_$p
   kill -TERM "${!v}"; wait "${!v}"; eq "$?" "0" "$p exits 0"
 done
