@@ -94,6 +94,7 @@ scenarios=(
   "sre storage $here/values/sre.yaml"
   "tls secure $here/values/tls.yaml $tmp/tls-pem.yaml"
   "tls-existing cache $here/values/tls-existing.yaml"
+  "compute analytics $here/values/compute.yaml"
 )
 for s in "${scenarios[@]}"; do
   read -r name ns files <<<"$s"
