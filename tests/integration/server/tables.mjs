@@ -16,7 +16,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { buildDir, check, failed, requireClient, sleep, startS3, startServer, tail, tempDir } from './srvutil.mjs';
+import { buildDir, check, finish, requireClient, sleep, startS3, startServer, tail, tempDir } from './srvutil.mjs';
 
 const ch = await requireClient();
 const tmp = tempDir('test_server_tables');
@@ -110,11 +110,4 @@ check(/^ringcache_server_merges_total 0$/m.test(m0) && /^ringcache_server_merges
 check((await merger.stop()) === 0, 'the merging server exits 0 after SIGTERM');
 
 await client.close();
-const code = await srv.stop();
-check(code === 0, `the server exits 0 after SIGTERM (${code})`);
-if (failed()) {
-  console.log(tail(srv.log));
-  process.exit(1);
-}
-console.log('all passed');
-process.exit(0);
+await finish(srv);
