@@ -449,6 +449,9 @@ int srv_insert_run(srv_query *q, const srv_insert_head *h, const char *sql, size
  * data from q->in): 0 or a ClickHouse code with a sentence (srv_query.c). */
 int srv_run_engine(srv_query *q, const char *sql, size_t len, bool input, char *err,
                    size_t errlen);
+/* The same with the INSERT's data from read(read_arg, ...) (NULL: none). */
+int srv_run_engine_input(srv_query *q, const char *sql, size_t len, eng_input_fn read,
+                         void *read_arg, char *err, size_t errlen);
 
 /* ---- background pool (srv_pool.c) --------------------------------------------------- */
 

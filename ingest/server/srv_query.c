@@ -229,6 +229,12 @@ static int64_t input_read(void *arg, void *buf, size_t len)
 int srv_run_engine(srv_query *q, const char *sql, size_t len, bool input, char *err,
                    size_t errlen)
 {
+    return srv_run_engine_input(q, sql, len, input ? input_read : NULL, q, err, errlen);
+}
+
+int srv_run_engine_input(srv_query *q, const char *sql, size_t len, eng_input_fn read,
+                         void *read_arg, char *err, size_t errlen)
+{
     srv *s = q->s;
     eng_settings es;
     int code = srv_qset_engine(&q->set, &es, err, errlen);
@@ -256,10 +262,8 @@ int srv_run_engine(srv_query *q, const char *sql, size_t len, bool input, char *
         srv_wh_for(s, q->cache->rc, &q->wh);
         ctx.warehouse = &q->wh;
     }
-    if (input) {
-        ctx.input_read = input_read;
-        ctx.input_arg = q;
-    }
+    ctx.input_read = read;
+    ctx.input_arg = read_arg;
     eng_result res;
     int rc = eng_run(&ctx, sql, len, NULL, &res, err, errlen);
     q->result_rows = res.rows_out;
