@@ -241,7 +241,8 @@ struct srv_query {
     _Atomic int cancel;
     _Atomic int cancel_why;
     _Atomic uint64_t written_rows, written_bytes;
-    char kind[16];                     /* Select, Insert, ... (the query thread) */
+    char kind[16];                     /* Select, Insert, ... (the query thread, under
+                                          srv.mu: system.processes reads it) */
     bool logged_start;                 /* QueryStart is in the log (the thread, then done) */
     /* bridge: under mu */
     pthread_mutex_t mu;

@@ -317,10 +317,14 @@ static void set_kind(srv_query *q, const char *w)
         {"KILL", "KillQuery"}, {"SYSTEM", "System"}, {"OPTIMIZE", "Optimize"},
         {"EXPLAIN", "Explain"},
     };
-    snprintf(q->kind, sizeof(q->kind), "Other");
+    const char *kind = "Other";
     for (size_t i = 0; i < sizeof(tab) / sizeof(tab[0]); i++)
         if (strcmp(w, tab[i].w) == 0)
-            snprintf(q->kind, sizeof(q->kind), "%s", tab[i].kind);
+            kind = tab[i].kind;
+    /* system.processes reads it under the server's lock */
+    pthread_mutex_lock(&q->s->mu);
+    snprintf(q->kind, sizeof(q->kind), "%s", kind);
+    pthread_mutex_unlock(&q->s->mu);
 }
 
 /* Statements that change something: refused in readonly mode. A word that
@@ -481,12 +485,11 @@ static int run_admin(srv_query *q, const sql_admin *a, char *err, size_t errlen)
             snprintf(err, errlen, "Database %s does not exist", a->name);
             return ENG_E_UNKNOWN_DATABASE;
         }
+        pthread_mutex_lock(&q->s->mu); /* system.processes reads q->database */
         snprintf(q->database, sizeof(q->database), "%s", a->name);
-        if (q->session) {
-            pthread_mutex_lock(&q->s->mu);
+        if (q->session)
             snprintf(q->session->database, sizeof(q->session->database), "%s", a->name);
-            pthread_mutex_unlock(&q->s->mu);
-        }
+        pthread_mutex_unlock(&q->s->mu);
         return 0;
     case SQL_ADMIN_SET:
         return run_set(q, a, err, errlen);
