@@ -29,16 +29,21 @@ static const char query_help[] =
     "       ringcache query [options] --queries-file FILE\n"
     "       ... | ringcache query [options]\n\n"
     "Runs SELECT / DESCRIBE statements (ClickHouse dialect) over Parquet, CSV, TSV and\n"
-    "JSONEachRow files: FROM file('path/glob') or FROM s3('s3://bucket/glob' [, 'Format']),\n"
-    "and over MergeTree tables kept on S3 (--warehouse): CREATE TABLE, INSERT INTO t\n"
-    "SELECT / VALUES / FORMAT F (the data on standard input), OPTIMIZE, TRUNCATE, DROP,\n"
-    "SHOW TABLES, DESCRIBE t, FROM t [FINAL], system.parts / tables / columns.\n"
+    "JSONEachRow files: FROM file('path/glob') or FROM s3('s3://bucket/glob' [, 'Format']);\n"
+    "also FROM numbers(N), zeros(N), system.numbers, and SELECT without FROM; and over\n"
+    "MergeTree tables kept on S3 (--warehouse): CREATE TABLE, INSERT INTO t SELECT /\n"
+    "VALUES / FORMAT F (the data on standard input), OPTIMIZE, TRUNCATE, DROP, SHOW\n"
+    "TABLES, DESCRIBE t, FROM t [FINAL], system.parts / tables / columns.\n"
     "s3(url, 'KEY', 'SECRET' [, 'SESSION_TOKEN'] [, 'Format']) reads that source with those\n"
     "credentials, s3(url, NOSIGN [, 'Format']) unsigned; both from S3 directly, also with\n"
     "--cache (the nodes fill with their own credentials).\n\n"
     "Options:\n"
-    "  --format F             PrettyCompact (default on a terminal), TSV, TSVWithNames, CSV,\n"
-    "                         CSVWithNames, JSONEachRow, Null (default otherwise: TSV)\n"
+    "  --format F             the output format: PrettyCompact (default on a terminal),\n"
+    "                         Pretty, PrettySpace, TSV (default otherwise),\n"
+    "                         TSVWithNames[AndTypes], TSVRaw, CSV, CSVWithNames[AndTypes],\n"
+    "                         JSON, JSONCompact, JSONStrings, JSONEachRow,\n"
+    "                         JSONStringsEachRow, JSONCompactEachRow[WithNames[AndTypes]],\n"
+    "                         JSONCompactStringsEachRow, Vertical, Markdown, Values, Null\n"
     "  --queries-file F       read the statements from F (separated by ';')\n"
     "  --max_threads N        default of the max_threads setting (default: the cores)\n"
     "  --page-cache SIZE      RAM of the compute-side page cache with --cache (default\n"
@@ -459,9 +464,7 @@ int eng_cli_query(int argc, char **argv)
     if (fmt) {
         int f = eng_format_parse(fmt);
         if (f < 0) {
-            cli_error("query: unknown format '%s' (use PrettyCompact, TSV, TSVWithNames, CSV, "
-                      "CSVWithNames, JSONEachRow or Null)",
-                      fmt);
+            cli_error("query: unknown format '%s' (use %s)", fmt, eng_format_list());
             return CLI_USAGE;
         }
         ctx.format = (eng_format)f;

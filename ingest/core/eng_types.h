@@ -41,12 +41,18 @@ bool eng_fail_set(eng_fail *f, int rc, const char *msg);
 
 /* ---- memory --------------------------------------------------------------- */
 
-typedef struct eng_mem {
+typedef struct eng_mem eng_mem;
+struct eng_mem {
     _Atomic int64_t cur, peak;
     int64_t limit;             /* 0: none */
     _Atomic int64_t failed_at; /* the size of the allocation that crossed the limit */
     _Atomic int64_t failed_total; /* what the query would have reached with it */
-} eng_mem;
+    /* A tracker this one's bytes also count in (a server's, for
+     * max_server_memory_usage; NULL: none). An allocation that would take the
+     * parent over its limit fails here, in the query that asked for it. */
+    eng_mem *parent;
+    _Atomic int failed_parent; /* the failure was the parent's limit */
+};
 
 /* Allocations charged to the tracker for what they really take (a heap
  * block its chunk, a mapped block its pages): NULL when that would cross the

@@ -137,5 +137,11 @@ typedef struct eng_s3_access {
  * itself). Called from the thread running the statement. */
 typedef int (*eng_s3_as_fn)(void *impl, const eng_s3_creds *creds, eng_s3_access *out,
                             char *err, size_t errlen);
+/* S3 directly: the list and open above with impl an s3_config (borrowed;
+ * rs_s3.c). Anonymous requests when it has no credentials. */
+int rs_s3_list(void *impl, const char *bucket, const char *glob, eng_key_fn fn, void *arg,
+               char *err, size_t errlen);
+int rs_s3_open_key(void *impl, const char *bucket, const char *key, rs_source **out, char *err,
+                   size_t errlen);
 
 #endif /* RINGCACHE_RANGESRC_H */

@@ -65,7 +65,10 @@ for (const o of objects) {
 }
 
 // ---- helpers ---------------------------------------------------------------
-const byKind = (k) => objects.filter((o) => o.kind === k);
+// the compute servers' objects (compute.enabled) are checked apart, in 11.
+const isCompute = (o) => o.metadata?.labels?.["app.kubernetes.io/component"] === "compute";
+const computeObjects = objects.filter(isCompute);
+const byKind = (k) => objects.filter((o) => o.kind === k && !isCompute(o));
 const one = (k) => {
   const l = byKind(k);
   check(l.length === 1, `expected exactly one ${k}, found ${l.length}`);
@@ -696,6 +699,15 @@ const expect = {
     check(notes.includes(`--endpoint-url http://${sts.metadata.name}.${namespace}.svc:9000`), "NOTES.txt does not give the S3 endpoint URL");
     check(notes.includes("s3api_access_key_id"), "NOTES.txt does not say S3 clients sign with a tenant's S3 API keys");
   },
+  compute: () => {
+    const dep = computeObjects.find((o) => o.kind === "Deployment");
+    check(dep && computeObjects.some((o) => o.kind === "HorizontalPodAutoscaler"), "compute.enabled with autoscaling renders no Deployment and HPA");
+    const ccm = computeObjects.find((o) => o.kind === "ConfigMap");
+    const users = ccm?.data?.["users.conf"] ?? "";
+    check(users.includes("[user default]\nnetworks = 10.0.0.0/8, 127.0.0.1\nreadonly = 1") &&
+      users.includes("[user writer]\npassword_sha256_hex = 2bb8"), `compute users file not rendered: ${users}`);
+    check(ccm?.data?.["server.conf"].includes("warehouse = s3://bucket/warehouse/"), "compute warehouse not rendered");
+  },
   "tls-existing": () => {
     check(secrets.length === 0, "existing Secrets given, but the chart still renders one");
     check(tlsOn && !conf.has("tls-ca"), "existingSecretHasCA false still sets tls-ca");
@@ -704,6 +716,41 @@ const expect = {
     check(notes.includes("--cacert YOUR-CA.crt"), "NOTES.txt does not tell the reader to bring the CA");
   },
 };
+
+// ---- 11. compute servers --------------------------------------------------------
+{
+  const cKind = (k) => computeObjects.filter((o) => o.kind === k);
+  const dep = cKind("Deployment")[0];
+  if (dep) {
+    const cpod = dep.spec.template;
+    const cctr = cpod.spec.containers[0];
+    const csvc = cKind("Service")[0];
+    const ccm = cKind("ConfigMap")[0];
+    const port = cctr.ports.find((p) => p.name === "http")?.containerPort;
+    check(matches(dep.spec.selector.matchLabels, cpod.metadata.labels), "the compute Deployment does not select its pods");
+    check(!matches(podLabels, cpod.metadata.labels) && !matches(cpod.metadata.labels, podLabels) &&
+      !matches(dep.spec.selector.matchLabels, podLabels), "compute and cache-node pods' selectors overlap");
+    check(cpod.metadata.labels["ringcache.io/client"] === "true", "compute pods lack the client label the NetworkPolicy lets in");
+    check(csvc && matches(csvc.spec.selector, cpod.metadata.labels), "the compute Service does not select the compute pods");
+    check(csvc?.spec.ports.some((p) => p.port === port && p.targetPort === "http"), "the compute Service does not target the http port");
+    for (const pr of ["startupProbe", "livenessProbe", "readinessProbe"])
+      check(cctr[pr]?.httpGet?.path === "/ping" && cctr[pr]?.httpGet?.port === "http", `compute ${pr} is not GET /ping`);
+    check(cctr.args.join(" ") === "server --config /etc/ringcache/compute/server.conf", "compute args are not ringcache server --config");
+    const sconf = new Map((ccm?.data?.["server.conf"] ?? "").split("\n").filter((l) => l.includes(" = "))
+      .map((l) => l.split(" = ")));
+    check(sconf.get("http-port") === String(port) && sconf.get("listen") === "0.0.0.0", "compute config: listen and port");
+    const cache = sconf.get("cache") ?? "";
+    check(cache === `dns:${headless?.metadata.name}.${namespace}.svc.${values.clusterDomain}:${protoPort}` || values.compute?.cache === cache,
+      `compute config's cache is not this release's headless Service: ${cache}`);
+    check(!("users.conf" in (ccm?.data ?? {})) === !sconf.has("users"), "compute users file and its key disagree");
+    check(cctr.securityContext?.readOnlyRootFilesystem === true && cctr.securityContext?.allowPrivilegeEscalation === false,
+      "compute container is not read-only / unprivileged");
+    if (cKind("HorizontalPodAutoscaler").length)
+      check(dep.spec.replicas === undefined && cKind("HorizontalPodAutoscaler")[0].spec.scaleTargetRef.name === dep.metadata.name,
+        "the HPA does not own the compute Deployment's replicas");
+  }
+}
+
 if (check(expect[scenario], `no expectations for scenario ${scenario}`)) expect[scenario]();
 
 if (failures.length) {

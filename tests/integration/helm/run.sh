@@ -95,6 +95,7 @@ scenarios=(
   "tls secure $here/values/tls.yaml $tmp/tls-pem.yaml"
   "tls-existing cache $here/values/tls-existing.yaml"
   "s3api analytics $here/values/s3api.yaml"
+  "compute analytics $here/values/compute.yaml"
 )
 for s in "${scenarios[@]}"; do
   read -r name ns files <<<"$s"
