@@ -16,6 +16,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <regex.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -315,8 +316,26 @@ static sql_node *expand(binder *b, const sql_node *n)
     c->s = NULL;
     c->args = NULL;
     c->nargs = 0;
+    c->params = NULL;
+    c->nparams = 0;
+    if (n->nparams) { /* parameters are literals: no aliases inside */
+        if (!(c->params = calloc((size_t)n->nparams, sizeof(*c->params)))) {
+            free(c);
+            boom(b);
+            return NULL;
+        }
+        for (int i = 0; i < n->nparams; i++) {
+            c->params[i] = sql_node_clone(n->params[i]);
+            c->nparams = i + 1;
+            if (!c->params[i]) {
+                sql_node_free(c);
+                boom(b);
+                return NULL;
+            }
+        }
+    }
     if (n->s && !(c->s = malloc(n->slen + 1))) {
-        free(c);
+        sql_node_free(c);
         boom(b);
         return NULL;
     }
@@ -365,7 +384,17 @@ static const struct fn_def {
     {"count", AG_COUNT, 0, 1, true}, {"sum", AG_SUM, 1, 1, true}, {"avg", AG_AVG, 1, 1, true},
     {"min", AG_MIN, 1, 1, true}, {"max", AG_MAX, 1, 1, true},
     {"uniqExact", AG_UNIQ, 1, 1, true}, {"uniq", AG_UNIQ, 1, 1, true},
-    {"any", AG_ANY, 1, 1, true},
+    {"any", AG_ANY, 1, 1, true}, {"any_value", AG_ANY, 1, 1, true},
+    {"anyLast", AG_ANYLAST, 1, 1, true}, {"last_value", AG_ANYLAST, 1, 1, true},
+    {"quantile", AG_QUANTILE, 1, 1, true}, {"median", AG_QUANTILE, 1, 1, true},
+    {"quantileExact", AG_QUANTILE_EXACT, 1, 1, true},
+    {"medianExact", AG_QUANTILE_EXACT, 1, 1, true},
+    {"varPop", AG_VAR_POP, 1, 1, true}, {"var_pop", AG_VAR_POP, 1, 1, true},
+    {"varSamp", AG_VAR_SAMP, 1, 1, true}, {"var_samp", AG_VAR_SAMP, 1, 1, true},
+    {"stddevPop", AG_STDDEV_POP, 1, 1, true}, {"stddev_pop", AG_STDDEV_POP, 1, 1, true},
+    {"stddevSamp", AG_STDDEV_SAMP, 1, 1, true}, {"stddev_samp", AG_STDDEV_SAMP, 1, 1, true},
+    {"corr", AG_CORR, 2, 2, true}, {"argMin", AG_ARGMIN, 2, 2, true},
+    {"argMax", AG_ARGMAX, 2, 2, true},
     {"if", F_IF, 3, 3, false}, {"multiIf", F_MULTIIF, 3, 255, false},
     {"coalesce", F_COALESCE, 1, 255, false}, {"length", F_LENGTH, 1, 1, false},
     {"lower", F_LOWER, 1, 1, false}, {"upper", F_UPPER, 1, 1, false},
@@ -397,12 +426,44 @@ static const struct fn_def *find_fn(const char *name)
     return NULL;
 }
 
+/* An aggregate call with its combinators: f, fIf, fDistinct, fDistinctIf. */
+typedef struct agg_call {
+    const struct fn_def *d;
+    bool cond, distinct;
+} agg_call;
+
+static bool resolve_agg(const char *name, agg_call *out)
+{
+    memset(out, 0, sizeof(*out));
+    const struct fn_def *d = find_fn(name);
+    if (d)
+        return d->agg && (out->d = d);
+    size_t l = strlen(name);
+    char base[96];
+    if (l > 2 && l < sizeof(base) && strcmp(name + l - 2, "If") == 0) {
+        memcpy(base, name, l - 2);
+        base[l - 2] = 0;
+        if (!resolve_agg(base, out) || out->cond)
+            return false;
+        out->cond = true;
+        return true;
+    }
+    if (l > 8 && l < sizeof(base) && strcmp(name + l - 8, "Distinct") == 0) {
+        memcpy(base, name, l - 8);
+        base[l - 8] = 0;
+        if (!(d = find_fn(base)) || !d->agg)
+            return false;
+        out->d = d;
+        out->distinct = true;
+        return true;
+    }
+    return false;
+}
+
 static bool is_agg_call(const sql_node *n)
 {
-    if (n->kind != SQL_FUNC)
-        return false;
-    const struct fn_def *d = find_fn(n->s);
-    return d && d->agg;
+    agg_call c;
+    return n->kind == SQL_FUNC && resolve_agg(n->s, &c);
 }
 
 /* ---- binding ------------------------------------------------------------------ */
@@ -556,8 +617,44 @@ static int date_unit(const char *s)
     return -1;
 }
 
-static bx *bind_agg(binder *b, const sql_node *n, const struct fn_def *d)
+/* The level of quantile(level)(x) / median: a constant in [0, 1]. */
+static bool agg_level(binder *b, const sql_node *n, const struct fn_def *d, double *level)
 {
+    *level = 0.5;
+    bool quant = d->fn == AG_QUANTILE || d->fn == AG_QUANTILE_EXACT;
+    bool median = strncasecmp(d->name, "median", 6) == 0;
+    if (n->nparams == 0)
+        return true;
+    if (!quant || median || n->nparams > 1) {
+        berr(b, n, "aggregate function %s takes %s", n->s,
+             quant && !median ? "one parameter, the level: quantile(0.9)(x)" : "no parameters");
+        return false;
+    }
+    const sql_node *v = n->params[0];
+    double x = v->kind == SQL_INT ? (v->negated ? (double)v->i : (double)v->u)
+             : v->kind == SQL_FLOAT ? v->d : -1;
+    if ((v->kind != SQL_INT && v->kind != SQL_FLOAT) || !(x >= 0 && x <= 1)) {
+        berr(b, v, "the level of %s must be a number from 0 to 1, as in quantile(0.9)(x)", n->s);
+        return false;
+    }
+    *level = x;
+    return true;
+}
+
+static bool agg_numeric(binder *b, const sql_node *n, const bx *arg)
+{
+    if (arg && (ex_is_num(arg->t.kind) || arg->t.kind == EX_NOTHING))
+        return true;
+    char tn[64] = "nothing";
+    if (arg)
+        type_str(&arg->t, tn, sizeof(tn));
+    berr(b, n, "illegal type %s of the argument of %s(): it needs a number", tn, n->s);
+    return false;
+}
+
+static bx *bind_agg(binder *b, const sql_node *n, const agg_call *call)
+{
+    const struct fn_def *d = call->d;
     if (b->in_agg) {
         berr(b, n, "aggregate function %s() is found inside another aggregate function: "
                    "move it out or use a subquery-free form",
@@ -571,72 +668,112 @@ static bx *bind_agg(binder *b, const sql_node *n, const struct fn_def *d)
         if (sql_node_equal(p->aggs[i].node, n))
             idx = i;
     if (idx < 0) {
-        int na = n->nargs;
+        int na = n->nargs - (call->cond ? 1 : 0);
         if (d->fn == AG_COUNT && na == 1 && n->args[0]->kind == SQL_STAR)
             na = 0;
-        if (na < d->min || na > d->max) {
-            berr(b, n, "aggregate function %s takes %d argument%s, not %d", d->name, d->max,
-                 d->max == 1 ? "" : "s", na);
+        if (na < d->min || na > d->max || (call->cond && n->nargs < 1)) {
+            int want = d->max + (call->cond ? 1 : 0);
+            berr(b, n, "aggregate function %s takes %s%d argument%s, not %d", n->s,
+                 d->min != d->max ? "up to " : "", want, want == 1 ? "" : "s",
+                 n->nargs);
             return NULL;
         }
-        bx *arg = NULL;
-        if (na) {
-            b->in_agg = true;
-            arg = bind(b, n->args[0], MODE_PRE);
-            b->in_agg = false;
-            if (!arg)
-                return NULL;
-        }
-        ex_type t = {0};
-        switch (d->fn) {
-        case AG_COUNT: case AG_UNIQ: t = (ex_type){.kind = EX_UINT, .bits = 64}; break;
-        case AG_SUM:
-            if (!arg || !ex_is_num(arg->t.kind)) {
-                char tn[64];
-                type_str(&arg->t, tn, sizeof(tn));
-                bx_free(b->mem, arg);
-                berr(b, n, "illegal type %s of the argument of sum(): it needs a number", tn);
+        eng_agg ag = {.fn = (eng_agg_fn)d->fn, .distinct = call->distinct};
+        if (!agg_level(b, n, d, &ag.level))
+            return NULL;
+        if (call->distinct) {
+            if (d->fn == AG_COUNT) {
+                if (na == 0) {
+                    berr(b, n, "%s needs an argument", n->s);
+                    return NULL;
+                }
+                ag.fn = AG_UNIQ;
+                ag.distinct = false;
+            } else if (d->fn == AG_MIN || d->fn == AG_MAX || d->fn == AG_ANY ||
+                       d->fn == AG_ANYLAST || d->fn == AG_UNIQ) {
+                ag.distinct = false; /* the same answer */
+            } else if (d->fn != AG_SUM && d->fn != AG_AVG) {
+                berr(b, n, "the Distinct combinator of %s is not supported: it applies to "
+                           "count, sum, avg, min, max, any and anyLast",
+                     d->name);
                 return NULL;
             }
+        }
+        b->in_agg = true;
+        if (na >= 1)
+            ag.arg = bind(b, n->args[0], MODE_PRE);
+        if (na >= 2 && !b->rc)
+            ag.arg2 = bind(b, n->args[1], MODE_PRE);
+        if (call->cond && !b->rc) {
+            ag.cond = bind(b, n->args[n->nargs - 1], MODE_PRE);
+            if (ag.cond && (ag.cond->t.kind == EX_STRING || is_temporal(ag.cond->t.kind))) {
+                char tn[64];
+                type_str(&ag.cond->t, tn, sizeof(tn));
+                berr(b, n->args[n->nargs - 1], "the condition of %s must be a number or a "
+                                               "comparison, not %s", n->s, tn);
+            }
+        }
+        b->in_agg = false;
+        if (b->rc)
+            goto fail;
+        bx *arg = ag.arg;
+        ex_type t = {0};
+        bool nul = arg && (arg->t.nullable || arg->t.kind == EX_NOTHING);
+        if (ag.arg2 && (ag.arg2->t.nullable || ag.arg2->t.kind == EX_NOTHING))
+            nul = true;
+        switch (ag.fn) {
+        case AG_COUNT: case AG_UNIQ: t = (ex_type){.kind = EX_UINT, .bits = 64}; break;
+        case AG_SUM:
+            if (!agg_numeric(b, n, arg))
+                goto fail;
             t.kind = arg->t.kind == EX_FLOAT ? EX_FLOAT : arg->t.kind == EX_UINT ? EX_UINT : EX_INT;
             t.bits = 64;
             t.nullable = arg->t.nullable;
             break;
-        case AG_AVG:
-            if (!arg || !ex_is_num(arg->t.kind)) {
-                char tn[64];
-                type_str(&arg->t, tn, sizeof(tn));
-                bx_free(b->mem, arg);
-                berr(b, n, "illegal type %s of the argument of avg(): it needs a number", tn);
-                return NULL;
-            }
-            t = (ex_type){.kind = EX_FLOAT, .bits = 64, .nullable = arg->t.nullable};
+        case AG_AVG: case AG_QUANTILE: case AG_VAR_POP: case AG_VAR_SAMP: case AG_STDDEV_POP:
+        case AG_STDDEV_SAMP: case AG_CORR:
+            if (!agg_numeric(b, n, arg) || (ag.arg2 && !agg_numeric(b, n, ag.arg2)))
+                goto fail;
+            t = (ex_type){.kind = EX_FLOAT, .bits = 64, .nullable = nul};
+            break;
+        case AG_QUANTILE_EXACT:
+            if (!agg_numeric(b, n, arg))
+                goto fail;
+            t = arg->t;
+            if (t.kind == EX_BOOL)
+                t = (ex_type){.kind = EX_UINT, .bits = 8, .nullable = t.nullable};
             break;
         default:
             t = arg->t;
             break;
         }
-        if (d->fn == AG_COUNT && arg && arg->t.kind == EX_NOTHING) {
-            bx_free(b->mem, arg);
-            arg = NULL;
+        ag.t = t;
+        if (ag.fn == AG_COUNT && arg && arg->t.kind == EX_NOTHING) {
             /* count(NULL) is 0: keep a never-true argument */
-            arg = const_new(b, (ex_type){.kind = EX_NOTHING, .nullable = true});
+            bx_free(b->mem, ag.arg);
+            ag.arg = const_new(b, (ex_type){.kind = EX_NOTHING, .nullable = true});
         }
         eng_agg *na2 = realloc(p->aggs, sizeof(*na2) * (size_t)(p->n_aggs + 1));
         if (!na2) {
-            bx_free(b->mem, arg);
             boom(b);
-            return NULL;
+            goto fail;
         }
         p->aggs = na2;
         idx = p->n_aggs++;
-        p->aggs[idx] = (eng_agg){.fn = (eng_agg_fn)d->fn, .arg = arg, .t = t,
-                                 .node = sql_node_clone(n)};
+        ag.node = sql_node_clone(n);
+        p->aggs[idx] = ag;
         if (!p->aggs[idx].node) {
             boom(b);
             return NULL;
         }
+        goto found;
+    fail:
+        bx_free(b->mem, ag.arg);
+        bx_free(b->mem, ag.arg2);
+        bx_free(b->mem, ag.cond);
+        return NULL;
     }
+found:;
     bx *e = bx_new(b, BX_COL);
     if (!e)
         return NULL;
@@ -988,6 +1125,111 @@ static bx *bind_in(binder *b, const sql_node *n, bmode mode)
     return fold(b, e);
 }
 
+/* Names other dialects use for a function the engine has under ClickHouse's
+ * name: the suggestion means the same thing. */
+static const char *const fn_synonyms[][2] = {
+    {"strlen", "length"}, {"char_length", "length"}, {"len", "length"},
+    {"lcase", "lower"}, {"ucase", "upper"}, {"strpos", "position"}, {"instr", "position"},
+    {"mean", "avg"}, {"average", "avg"}, {"stddev", "stddevSamp"}, {"std", "stddevPop"},
+    {"variance", "varSamp"}, {"percentile_cont", "quantile"}, {"percentile_disc", "quantileExact"},
+    {"count_distinct", "uniqExact"}, {"approx_count_distinct", "uniq"},
+    {"first_value", "any"}, {"first", "any"}, {"last", "anyLast"}, {"arg_min", "argMin"},
+    {"arg_max", "argMax"}, {"ifnull", "ifNull"}, {"nvl", "ifNull"}, {"nullif", "nullIf"},
+    {"regexp_replace", "replaceRegexpAll"}, {"regexp_matches", "match"},
+    {"regexp_extract", "extract"}, {"string_split", "splitByChar"}, {"ltrim", "trimLeft"},
+    {"rtrim", "trimRight"}, {"btrim", "trimBoth"}, {"power", "pow"}, {"ln", "log"},
+    {"ceiling", "ceil"}, {"date_add", "dateAdd"}, {"date_sub", "dateSub"},
+    {"starts_with", "startsWith"}, {"ends_with", "endsWith"}, {"datediff", "dateDiff"},
+    {"str_to_date", "parseDateTimeBestEffort"}, {"strftime", "formatDateTime"},
+    {"date_format", "formatDateTime"}, {"sha256", NULL}, {"md5", NULL},
+};
+
+/* "unknown function 'f'", with a name that means the same: a synonym of
+ * another dialect, or a near spelling of a function of the same family (an
+ * aggregate for an aggregate; never the base for a combinator's name, since
+ * countIf is not count). */
+static const char *const array_fns[] = {
+    "quantiles", "quantilesExact", "topK", "groupArray", "groupUniqArray", "arrayJoin",
+    "splitByChar", "splitByString", "range", "array", "arrayMap", "arrayFilter",
+};
+
+static void unknown_fn(binder *b, const sql_node *n)
+{
+    for (size_t i = 0; i < sizeof(array_fns) / sizeof(array_fns[0]); i++)
+        if (strcasecmp(n->s, array_fns[i]) == 0) {
+            berr(b, n, "%s() returns an array, and Array values are not supported%s", n->s,
+                 strncasecmp(n->s, "quantiles", 9) == 0
+                     ? ": use quantile(level)(x) once per level"
+                     : "");
+            return;
+        }
+    /* a combinator in the wrong case: countif is countIf */
+    size_t nl = strlen(n->s);
+    static const char *const combs[] = {"If", "Distinct"};
+    for (int c = 0; c < 2; c++) {
+        size_t cl = strlen(combs[c]);
+        char fix[128];
+        agg_call call;
+        if (nl > cl && nl < sizeof(fix) - 1 && strcasecmp(n->s + nl - cl, combs[c]) == 0) {
+            memcpy(fix, n->s, nl - cl);
+            fix[nl - cl] = 0;
+            const struct fn_def *d = find_fn(fix);
+            if (d && d->agg) {
+                snprintf(fix, sizeof(fix), "%s%s", d->name, combs[c]);
+                if (resolve_agg(fix, &call)) {
+                    berr(b, n, "unknown function '%s', did you mean '%s'?", n->s, fix);
+                    return;
+                }
+            }
+        }
+    }
+    for (size_t i = 0; i < sizeof(fn_synonyms) / sizeof(fn_synonyms[0]); i++)
+        if (strcasecmp(n->s, fn_synonyms[i][0]) == 0 && fn_synonyms[i][1] &&
+            find_fn(fn_synonyms[i][1])) {
+            berr(b, n, "unknown function '%s': ClickHouse calls it %s()", n->s,
+                 fn_synonyms[i][1]);
+            return;
+        }
+    size_t l = strlen(n->s);
+    bool comb = (l > 2 && strcmp(n->s + l - 2, "If") == 0) ||
+                (l > 8 && strcmp(n->s + l - 8, "Distinct") == 0);
+    const char *cands[sizeof(fns) / sizeof(fns[0])];
+    int nc = 0;
+    for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {
+        size_t fl = strlen(fns[i].name);
+        /* a shorter or longer name by a suffix is another function */
+        if ((fl < l && strncasecmp(n->s, fns[i].name, fl) == 0) ||
+            (l < fl && strncasecmp(n->s, fns[i].name, l) == 0))
+            continue;
+        if (!comb)
+            cands[nc++] = fns[i].name;
+    }
+    const char *s = eng_suggest(n->s, cands, nc);
+    if (s)
+        berr(b, n, "unknown function '%s', did you mean '%s'?", n->s, s);
+    else
+        berr(b, n, "unknown function '%s': the engine does not implement it (the engine's "
+                   "README lists the functions it has)",
+             n->s);
+}
+
+/* has([a, b, ...], x) is x IN (a, b, ...). */
+static bx *bind_has(binder *b, const sql_node *n, bmode mode)
+{
+    const sql_node *arr = n->args[0];
+    sql_node in = {.kind = SQL_IN, .line = n->line, .col = n->col, .nargs = arr->nargs + 1};
+    if (!(in.args = calloc((size_t)in.nargs, sizeof(sql_node *)))) {
+        boom(b);
+        return NULL;
+    }
+    in.args[0] = n->args[1];
+    for (int i = 0; i < arr->nargs; i++)
+        in.args[i + 1] = arr->args[i];
+    bx *r = bind_in(b, &in, mode);
+    free(in.args);
+    return r;
+}
+
 static bx *bind(binder *b, const sql_node *n, bmode mode)
 {
     if (b->rc)
@@ -1022,30 +1264,39 @@ static bx *bind(binder *b, const sql_node *n, bmode mode)
     default:
         break;
     }
+    if (n->kind == SQL_ARRAY) {
+        berr(b, n, "array values are not supported here: an array literal goes in IN [...] or "
+                   "has([...], x)");
+        return NULL;
+    }
+    if (n->kind == SQL_COLUMNS) {
+        berr(b, n, "COLUMNS('regex') is only allowed in the SELECT list");
+        return NULL;
+    }
+    if (n->kind == SQL_FUNC && strcasecmp(n->s, "has") == 0 && n->nargs == 2 &&
+        n->args[0]->kind == SQL_ARRAY)
+        return bind_has(b, n, mode);
     if (n->kind == SQL_FUNC) {
         const struct fn_def *d = find_fn(n->s);
-        if (!d) {
-            const char *cands[sizeof(fns) / sizeof(fns[0])];
-            for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++)
-                cands[i] = fns[i].name;
-            const char *s = eng_suggest(n->s, cands, (int)(sizeof(fns) / sizeof(fns[0])));
-            if (s)
-                berr(b, n, "unknown function '%s', did you mean '%s'?", n->s, s);
-            else
-                berr(b, n, "unknown function '%s': the engine does not implement it",
-                     n->s);
-            return NULL;
-        }
-        if (d->agg) {
+        agg_call call;
+        if (resolve_agg(n->s, &call)) {
             if (mode == MODE_PRE) {
                 if (b->in_agg)
-                    return bind_agg(b, n, d);
+                    return bind_agg(b, n, &call);
                 berr(b, n, "aggregate function %s() is not allowed here (WHERE and GROUP BY run "
                            "before aggregation: use HAVING)",
                      n->s);
                 return NULL;
             }
-            return bind_agg(b, n, d);
+            return bind_agg(b, n, &call);
+        }
+        if (!d) {
+            unknown_fn(b, n);
+            return NULL;
+        }
+        if (n->nparams) {
+            berr(b, n, "function %s takes no parameters: write %s(args)", d->name, d->name);
+            return NULL;
         }
         if (n->nargs < d->min || n->nargs > d->max) {
             if (d->min == d->max)
@@ -1353,6 +1604,8 @@ void eng_plan_free(eng_mem *m, eng_plan *p)
     free(p->keys);
     for (int i = 0; i < p->n_aggs; i++) {
         bx_free(m, p->aggs[i].arg);
+        bx_free(m, p->aggs[i].arg2);
+        bx_free(m, p->aggs[i].cond);
         sql_node_free(p->aggs[i].node);
     }
     free(p->aggs);
@@ -1381,6 +1634,100 @@ static bool has_agg(const sql_node *n)
     return false;
 }
 
+/* SELECT DISTINCT a, b: GROUP BY a, b with no aggregates (the output rows
+ * are the keys). */
+static bool bind_distinct(binder *b, bool aggs, sql_node **items, int n)
+{
+    const sql_stmt *st = b->st;
+    if (aggs) {
+        berr(b, st->n_group_by ? st->group_by[0] : items[0],
+             "SELECT DISTINCT with GROUP BY or aggregate functions is not supported: the "
+             "groups are distinct already, or use uniqExact() for a count");
+        return false;
+    }
+    b->gkeys = calloc((size_t)n + 1, sizeof(sql_node *));
+    b->p->keys = calloc((size_t)n + 1, sizeof(bx *));
+    if (!b->gkeys || !b->p->keys) {
+        boom(b);
+        return false;
+    }
+    if (n > 16) {
+        berr(b, items[16], "SELECT DISTINCT of %d expressions: at most 16 are supported", n);
+        return false;
+    }
+    for (int i = 0; i < n; i++) {
+        if (!(b->gkeys[i] = sql_node_clone(items[i]))) {
+            boom(b);
+            return false;
+        }
+        b->n_gkeys = i + 1;
+        if (!(b->p->keys[i] = bind(b, items[i], MODE_PRE)))
+            return false;
+        b->p->n_keys = i + 1;
+    }
+    return true;
+}
+
+/* The columns of * or COLUMNS('re') into items[k...] (their names into
+ * names[k...]), less EXCEPT's, with REPLACE's expressions in place of the
+ * columns they name. Returns the next k. */
+static int expand_star(binder *b, const sql_select_item *it, sql_node **items, char **names,
+                       int k)
+{
+    const eng_schema *sc = b->sc;
+    regex_t re;
+    bool has_re = it->expr->kind == SQL_COLUMNS;
+    if (has_re) {
+        int rc = regcomp(&re, it->expr->s, REG_EXTENDED | REG_NOSUB);
+        if (rc) {
+            char m[128];
+            regerror(rc, &re, m, sizeof(m));
+            berr(b, it->expr, "bad regular expression in COLUMNS('%s'): %s", it->expr->s, m);
+            return k;
+        }
+    }
+    for (int e = 0; e < it->n_except && !b->rc; e++)
+        if (find_column(sc, it->except[e]) < 0)
+            berr(b, it->expr, "EXCEPT names column '%s', which the source does not have",
+                 it->except[e]);
+    for (int r = 0; r < it->n_replace && !b->rc; r++)
+        if (find_column(sc, it->replace[r].alias) < 0)
+            berr(b, it->replace[r].expr, "REPLACE names column '%s', which the source does not "
+                                         "have", it->replace[r].alias);
+    int first = k;
+    for (int c = 0; c < sc->n && !b->rc; c++) {
+        const char *cn = sc->cols[c].name;
+        bool skip = has_re && regexec(&re, cn, 0, NULL, 0) != 0;
+        for (int e = 0; e < it->n_except && !skip; e++)
+            skip = strcmp(it->except[e], cn) == 0;
+        if (skip)
+            continue;
+        const sql_node *rep = NULL;
+        for (int r = 0; r < it->n_replace; r++)
+            if (strcmp(it->replace[r].alias, cn) == 0)
+                rep = it->replace[r].expr;
+        if (rep) {
+            b->alias_stack[0] = cn;
+            b->alias_depth = 1;
+            items[k] = expand(b, rep);
+            b->alias_depth = 0;
+        } else {
+            sql_node tmp = {.kind = SQL_COLUMN, .line = it->expr->line, .col = it->expr->col,
+                            .s = (char *)cn, .slen = strlen(cn)};
+            items[k] = sql_node_clone(&tmp);
+        }
+        names[k] = strdup(cn);
+        if (!items[k] || !names[k])
+            boom(b);
+        k++;
+    }
+    if (has_re)
+        regfree(&re);
+    if (!b->rc && k == first && has_re)
+        berr(b, it->expr, "COLUMNS('%s') matches no column of the source", it->expr->s);
+    return k;
+}
+
 int eng_bind(eng_mem *m, const sql_stmt *st, const eng_schema *sc, eng_plan *p, char *err,
              size_t errlen)
 {
@@ -1389,9 +1736,11 @@ int eng_bind(eng_mem *m, const sql_stmt *st, const eng_schema *sc, eng_plan *p, 
     binder b = {.mem = m, .st = st, .sc = sc, .p = p, .err = err, .errlen = errlen};
     sql_node **ex_items = NULL;
     int n_items = 0;
-    /* SELECT * -> every column */
+    /* SELECT * / COLUMNS('re') -> the columns, less EXCEPT's */
     for (int i = 0; i < st->n_items; i++)
-        n_items += st->items[i].expr->kind == SQL_STAR ? sc->n : 1;
+        n_items += st->items[i].expr->kind == SQL_STAR || st->items[i].expr->kind == SQL_COLUMNS
+                       ? sc->n
+                       : 1;
     ex_items = calloc((size_t)n_items + 1, sizeof(*ex_items));
     char **names = calloc((size_t)n_items + 1, sizeof(char *));
     if (!ex_items || !names) {
@@ -1401,16 +1750,8 @@ int eng_bind(eng_mem *m, const sql_stmt *st, const eng_schema *sc, eng_plan *p, 
     int k = 0;
     for (int i = 0; i < st->n_items && !b.rc; i++) {
         const sql_select_item *it = &st->items[i];
-        if (it->expr->kind == SQL_STAR) {
-            for (int c = 0; c < sc->n; c++) {
-                sql_node tmp = {.kind = SQL_COLUMN, .line = it->expr->line, .col = it->expr->col,
-                                .s = sc->cols[c].name, .slen = strlen(sc->cols[c].name)};
-                ex_items[k] = sql_node_clone(&tmp);
-                names[k] = strdup(sc->cols[c].name);
-                if (!ex_items[k] || !names[k])
-                    boom(&b);
-                k++;
-            }
+        if (it->expr->kind == SQL_STAR || it->expr->kind == SQL_COLUMNS) {
+            k = expand_star(&b, it, ex_items, names, k);
             continue;
         }
         if (it->alias) {
@@ -1430,6 +1771,7 @@ int eng_bind(eng_mem *m, const sql_stmt *st, const eng_schema *sc, eng_plan *p, 
             boom(&b);
         k++;
     }
+    n_items = k;
     if (b.rc)
         goto out;
     /* WHERE */
@@ -1460,6 +1802,9 @@ int eng_bind(eng_mem *m, const sql_stmt *st, const eng_schema *sc, eng_plan *p, 
             aggs |= has_agg(o);
         sql_node_free(o);
     }
+    if (st->distinct && !bind_distinct(&b, aggs, ex_items, n_items))
+        goto out;
+    aggs |= st->distinct;
     p->aggregate = aggs;
     if (st->n_group_by) {
         b.gkeys = calloc((size_t)st->n_group_by, sizeof(sql_node *));
