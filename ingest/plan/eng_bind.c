@@ -37,6 +37,9 @@ typedef struct binder {
     const char *alias_stack[64];
     int alias_depth;
     bool in_agg;
+    /* the SELECT list, * and aliases expanded (for GROUP BY / ORDER BY positions) */
+    sql_node **items;
+    int n_items;
 } binder;
 
 static int berr(binder *b, const sql_node *at, const char *fmt, ...)
@@ -363,12 +366,15 @@ static sql_node *expand(binder *b, const sql_node *n)
 static sql_node *expand_pos(binder *b, const sql_node *n)
 {
     if (n->kind == SQL_INT && !n->negated) {
-        if (n->u < 1 || n->u > (uint64_t)b->st->n_items) {
+        if (n->u < 1 || n->u > (uint64_t)b->n_items) {
             berr(b, n, "position %llu is out of range: the SELECT list has %d expressions",
-                 (unsigned long long)n->u, b->st->n_items);
+                 (unsigned long long)n->u, b->n_items);
             return NULL;
         }
-        return expand(b, b->st->items[n->u - 1].expr);
+        sql_node *c = sql_node_clone(b->items[n->u - 1]); /* expanded already */
+        if (!c)
+            boom(b);
+        return c;
     }
     return expand(b, n);
 }
@@ -1772,6 +1778,8 @@ int eng_bind(eng_mem *m, const sql_stmt *st, const eng_schema *sc, eng_plan *p, 
         k++;
     }
     n_items = k;
+    b.items = ex_items;
+    b.n_items = n_items;
     if (b.rc)
         goto out;
     /* WHERE */

@@ -463,28 +463,30 @@ static bool parse_call(parser *ps, sql_node *n)
     }
     if (!is_op(&ps->cur, "("))
         return true;
-    if (n->nparams) {
-        fail(ps, ps->cur.line, ps->cur.col, "%s has two lists of parameters: write f(params)(args)",
-             n->s);
-        return false;
-    }
     next(ps);
     n->params = n->args;
     n->nparams = n->nargs;
     n->args = NULL;
     n->nargs = 0;
-    if (accept_op(ps, ")"))
-        return true;
     if (accept_kw(ps, "DISTINCT")) {
         fail(ps, line, col, "DISTINCT in the arguments of the parametric %s is not supported: "
                             "use %sDistinct(params)(args)", n->s, n->s);
         return false;
     }
-    do {
-        if (!node_push(ps, n, parse_expr(ps)))
-            return false;
-    } while (accept_op(ps, ","));
-    return expect_op(ps, ")");
+    if (!is_op(&ps->cur, ")")) {
+        do {
+            if (!node_push(ps, n, parse_expr(ps)))
+                return false;
+        } while (accept_op(ps, ","));
+    }
+    if (!expect_op(ps, ")"))
+        return false;
+    if (is_op(&ps->cur, "(")) {
+        fail(ps, ps->cur.line, ps->cur.col,
+             "%s has two lists of parameters: write f(params)(args)", n->s);
+        return false;
+    }
+    return true;
 }
 
 /* [a, b, ...] after the '[' token (not consumed yet). */

@@ -190,11 +190,42 @@ static void test_bind_errors(void **state)
     bind_err("SELECT i FROM file('x') GROUP BY 3", "position 3 is out of range");
 }
 
+/* The combinators' and the new aggregates' errors name the function and the
+ * fix; a suggestion is given only when it means the same thing. */
+static void test_bind_aggregate_errors(void **state)
+{
+    (void)state;
+    bind_err("SELECT countIff(i) FROM file('x')", "unknown function 'countIff'");
+    bind_err("SELECT countif(i > 1) FROM file('x')", "did you mean 'countIf'?");
+    bind_err("SELECT strlen(s) FROM file('x')", "ClickHouse calls it length()");
+    bind_err("SELECT quantiles(0.5)(i) FROM file('x')", "use quantile(level)(x) once per level");
+    bind_err("SELECT groupArray(i) FROM file('x')", "Array values are not supported");
+    bind_err("SELECT quantile(1.5)(i) FROM file('x')",
+             "line 1, column 17: the level of quantile must be a number from 0 to 1");
+    bind_err("SELECT median(0.5)(i) FROM file('x')", "median takes no parameters");
+    bind_err("SELECT sum(2)(i) FROM file('x')", "sum takes no parameters");
+    bind_err("SELECT lower(1)(s) FROM file('x')", "lower takes no parameters");
+    bind_err("SELECT median(s) FROM file('x')", "illegal type Nullable(String) of the argument of median()");
+    bind_err("SELECT sumIf(i, s) FROM file('x')", "the condition of sumIf must be a number");
+    bind_err("SELECT sumIf(i) FROM file('x')", "sumIf takes 2 arguments, not 1");
+    bind_err("SELECT corr(i) FROM file('x')", "corr takes 2 arguments");
+    bind_err("SELECT varPopDistinct(i) FROM file('x')", "Distinct combinator of varPop is not supported");
+    bind_err("SELECT DISTINCT count() FROM file('x')", "SELECT DISTINCT with GROUP BY or aggregate");
+    bind_err("SELECT * EXCEPT (nope) FROM file('x')", "EXCEPT names column 'nope'");
+    bind_err("SELECT * REPLACE (1 AS nope) FROM file('x')", "REPLACE names column 'nope'");
+    bind_err("SELECT COLUMNS('^zz') FROM file('x')", "COLUMNS('^zz') matches no column");
+    bind_err("SELECT COLUMNS('(') FROM file('x')", "bad regular expression in COLUMNS('(')");
+    bind_err("SELECT i FROM file('x') WHERE COLUMNS('i') > 1", "only allowed in the SELECT list");
+    bind_err("SELECT [1, 2] FROM file('x')", "line 1, column 8: array values are not supported");
+    bind_err("SELECT sum(i) FROM file('x') WHERE sumIf(i, 1) > 0", "not allowed in WHERE");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_eval_semantics),
         cmocka_unit_test(test_bind_errors),
+        cmocka_unit_test(test_bind_aggregate_errors),
     };
     return cmocka_run_group_tests(tests, schema_setup, schema_teardown);
 }
