@@ -262,6 +262,16 @@ static bx *cast_to(binder *b, bx *e, ex_type t)
         return NULL;
     if (e->t.kind == t.kind && e->t.scale == t.scale && e->t.nullable == t.nullable)
         return e;
+    if (e->t.kind == EX_NOTHING && e->op == BX_CONST) {
+        /* a NULL of type t: a vector with t's buffers, its one row NULL */
+        ex_type nt = t;
+        nt.nullable = true;
+        bx *k = const_new(b, nt);
+        if (k)
+            k->cval.nulls[0] = 1;
+        bx_free(b->mem, e);
+        return k;
+    }
     if (e->t.kind == EX_NOTHING) {
         e->t = t;
         e->t.nullable = true;
@@ -412,6 +422,70 @@ static const struct fn_def {
     {"toStartOfDay", F_TOSTARTOFDAY, 1, 1, false}, {"dateDiff", F_DATEDIFF, 3, 3, false},
     {"date_diff", F_DATEDIFF, 3, 3, false}, {"round", F_ROUND, 1, 2, false},
     {"abs", F_ABS, 1, 1, false},
+    {"intDiv", F_INTDIV, 2, 2, false}, {"pow", F_POW, 2, 2, false},
+    {"power", F_POW, 2, 2, false}, {"log", F_LOG, 1, 1, false},
+    {"ln", F_LOG, 1, 1, false}, {"log2", F_LOG2, 1, 1, false},
+    {"log10", F_LOG10, 1, 1, false}, {"exp", F_EXP, 1, 1, false},
+    {"sqrt", F_SQRT, 1, 1, false}, {"floor", F_FLOOR, 1, 2, false},
+    {"ceil", F_CEIL, 1, 2, false}, {"ceiling", F_CEIL, 1, 2, false},
+    {"trunc", F_TRUNC, 1, 2, false}, {"truncate", F_TRUNC, 1, 2, false},
+    {"replaceAll", F_REPLACEALL, 3, 3, false}, {"replace", F_REPLACEALL, 3, 3, false},
+    {"replaceOne", F_REPLACEONE, 3, 3, false},
+    {"replaceRegexpAll", F_REPLACEREGEXPALL, 3, 3, false},
+    {"replaceRegexpOne", F_REPLACEREGEXPONE, 3, 3, false},
+    {"match", F_MATCH, 2, 2, false}, {"extract", F_EXTRACT, 2, 2, false},
+    {"trim", F_TRIMBOTH, 1, 1, false}, {"trimBoth", F_TRIMBOTH, 1, 1, false},
+    {"trimLeft", F_TRIMLEFT, 1, 1, false}, {"trimRight", F_TRIMRIGHT, 1, 1, false},
+    {"reverse", F_REVERSE, 1, 1, false}, {"empty", F_EMPTY, 1, 1, false},
+    {"notEmpty", F_NOTEMPTY, 1, 1, false},
+    {"formatReadableSize", F_FMT_SIZE, 1, 1, false},
+    {"formatReadableQuantity", F_FMT_QUANTITY, 1, 1, false},
+    {"formatReadableTimeDelta", F_FMT_TIMEDELTA, 1, 1, false},
+    {"xxHash64", F_XXHASH64, 1, 1, false}, {"sipHash64", F_SIPHASH64, 1, 1, false},
+    {"toStartOfSecond", F_TOSTARTOF, 1, 1, false},
+    {"toStartOfMinute", F_TOSTARTOF, 1, 1, false},
+    {"toStartOfFiveMinutes", F_TOSTARTOF, 1, 1, false},
+    {"toStartOfTenMinutes", F_TOSTARTOF, 1, 1, false},
+    {"toStartOfFifteenMinutes", F_TOSTARTOF, 1, 1, false},
+    {"toStartOfHour", F_TOSTARTOF, 1, 1, false},
+    {"toStartOfWeek", F_TOSTARTOF, 1, 1, false},
+    {"toMonday", F_TOSTARTOF, 1, 1, false},
+    {"toStartOfQuarter", F_TOSTARTOF, 1, 1, false},
+    {"toStartOfYear", F_TOSTARTOF, 1, 1, false},
+    {"toYYYYMM", F_DATEPART, 1, 1, false},
+    {"toYYYYMMDD", F_DATEPART, 1, 1, false},
+    {"toYYYYMMDDhhmmss", F_DATEPART, 1, 1, false},
+    {"toDayOfWeek", F_DATEPART, 1, 1, false},
+    {"toDayOfMonth", F_DATEPART, 1, 1, false},
+    {"toDayOfYear", F_DATEPART, 1, 1, false},
+    {"toHour", F_DATEPART, 1, 1, false},
+    {"toMinute", F_DATEPART, 1, 1, false},
+    {"toSecond", F_DATEPART, 1, 1, false},
+    {"toQuarter", F_DATEPART, 1, 1, false},
+    {"dateAdd", F_DATEADD, 3, 3, false}, {"date_add", F_DATEADD, 3, 3, false},
+    {"dateSub", F_DATEADD, 3, 3, false}, {"date_sub", F_DATEADD, 3, 3, false},
+    {"addSeconds", F_DATEADD, 2, 2, false},
+    {"addMinutes", F_DATEADD, 2, 2, false},
+    {"addHours", F_DATEADD, 2, 2, false},
+    {"addDays", F_DATEADD, 2, 2, false},
+    {"addWeeks", F_DATEADD, 2, 2, false},
+    {"addMonths", F_DATEADD, 2, 2, false},
+    {"addQuarters", F_DATEADD, 2, 2, false},
+    {"addYears", F_DATEADD, 2, 2, false},
+    {"subtractSeconds", F_DATEADD, 2, 2, false},
+    {"subtractMinutes", F_DATEADD, 2, 2, false},
+    {"subtractHours", F_DATEADD, 2, 2, false},
+    {"subtractDays", F_DATEADD, 2, 2, false},
+    {"subtractWeeks", F_DATEADD, 2, 2, false},
+    {"subtractMonths", F_DATEADD, 2, 2, false},
+    {"subtractQuarters", F_DATEADD, 2, 2, false},
+    {"subtractYears", F_DATEADD, 2, 2, false},
+    {"formatDateTime", F_FORMATDATETIME, 2, 2, false},
+    {"parseDateTimeBestEffort", F_PARSEDATETIME, 1, 1, false},
+    {"parseDateTimeBestEffortOrNull", F_PARSEDATETIME, 1, 1, false},
+    {"parseDateTimeBestEffortOrZero", F_PARSEDATETIME, 1, 1, false},
+    {"assumeNotNull", F_ASSUMENOTNULL, 1, 1, false},
+    {"ifNull", F_COALESCE, 2, 2, false},
     /* the operators under their function names */
     {"plus", F_ADD, 2, 2, false}, {"minus", F_SUB, 2, 2, false},
     {"multiply", F_MUL, 2, 2, false}, {"divide", F_DIV, 2, 2, false},
@@ -423,6 +497,37 @@ static const struct fn_def {
     {"isNull", F_ISNULL, 1, 1, false}, {"isNotNull", F_ISNOTNULL, 1, 1, false},
     {"like", F_LIKE, 2, 2, false}, {"ilike", F_ILIKE, 2, 2, false},
 };
+
+/* The unit or mode of the functions that share an evaluation:
+ * F_TOSTARTOF / F_DATEPART / F_DATEADD (negative: from the first argument,
+ * -2 subtracting; 100 + unit: subtracting) and F_PARSEDATETIME (1 OrNull, 2 OrZero). */
+static const struct { const char *name; int unit; } fn_units[] = {
+    {"toStartOfSecond", BX_U_SECOND}, {"toStartOfMinute", BX_U_MINUTE},
+    {"toStartOfFiveMinutes", BX_U_MIN5}, {"toStartOfTenMinutes", BX_U_MIN10},
+    {"toStartOfFifteenMinutes", BX_U_MIN15}, {"toStartOfHour", BX_U_HOUR},
+    {"toStartOfWeek", BX_U_WEEK}, {"toMonday", BX_U_MONDAY}, {"toStartOfQuarter", BX_U_QUARTER},
+    {"toStartOfYear", BX_U_YEAR}, {"toYYYYMM", BX_P_YYYYMM}, {"toYYYYMMDD", BX_P_YYYYMMDD},
+    {"toYYYYMMDDhhmmss", BX_P_YYYYMMDDHHMMSS}, {"toDayOfWeek", BX_P_DAYOFWEEK},
+    {"toDayOfMonth", BX_P_DAYOFMONTH}, {"toDayOfYear", BX_P_DAYOFYEAR}, {"toHour", BX_P_HOUR},
+    {"toMinute", BX_P_MINUTE}, {"toSecond", BX_P_SECOND}, {"toQuarter", BX_P_QUARTER},
+    {"dateAdd", -1}, {"date_add", -1}, {"dateSub", -2}, {"date_sub", -2},
+    {"addSeconds", BX_U_SECOND}, {"addMinutes", BX_U_MINUTE}, {"addHours", BX_U_HOUR},
+    {"addDays", BX_U_DAY}, {"addWeeks", BX_U_WEEK}, {"addMonths", BX_U_MONTH},
+    {"addQuarters", BX_U_QUARTER}, {"addYears", BX_U_YEAR},
+    {"subtractSeconds", 100 + BX_U_SECOND}, {"subtractMinutes", 100 + BX_U_MINUTE},
+    {"subtractHours", 100 + BX_U_HOUR}, {"subtractDays", 100 + BX_U_DAY},
+    {"subtractWeeks", 100 + BX_U_WEEK}, {"subtractMonths", 100 + BX_U_MONTH},
+    {"subtractQuarters", 100 + BX_U_QUARTER}, {"subtractYears", 100 + BX_U_YEAR},
+    {"parseDateTimeBestEffortOrNull", 1}, {"parseDateTimeBestEffortOrZero", 2},
+};
+
+static int fn_unit(const char *name)
+{
+    for (size_t i = 0; i < sizeof(fn_units) / sizeof(fn_units[0]); i++)
+        if (strcasecmp(fn_units[i].name, name) == 0)
+            return fn_units[i].unit;
+    return 0;
+}
 
 static const struct fn_def *find_fn(const char *name)
 {
@@ -788,6 +893,185 @@ found:;
     return e;
 }
 
+/* A date argument: a string becomes a DateTime; false (with the error) when
+ * it is not a date. */
+static bool date_arg(binder *b, const sql_node *n, bx **a, int i)
+{
+    if (a[i]->t.kind == EX_STRING)
+        a[i] = cast_to(b, a[i], (ex_type){.kind = EX_DATETIME, .nullable = a[i]->t.nullable});
+    if (!a[i])
+        return false;
+    if (!is_temporal(a[i]->t.kind) && a[i]->t.kind != EX_NOTHING) {
+        char tn[64];
+        type_str(&a[i]->t, tn, sizeof(tn));
+        berr(b, n, "illegal type %s of argument %d of %s: it needs a Date or DateTime", tn, i + 1,
+             n->s);
+        return false;
+    }
+    return true;
+}
+
+static bool num_arg(binder *b, const sql_node *n, bx **a, int i, bool integer)
+{
+    ex_type t = a[i]->t;
+    if (t.kind == EX_NOTHING || (ex_is_num(t.kind) && !(integer && t.kind == EX_FLOAT)))
+        return true;
+    char tn[64];
+    type_str(&t, tn, sizeof(tn));
+    berr(b, n, "illegal type %s of argument %d of %s: it needs %s", tn, i + 1, n->s,
+         integer ? "an integer" : "a number");
+    return false;
+}
+
+static bool str_arg(binder *b, const sql_node *n, bx **a, int i, bool constant)
+{
+    ex_type t = a[i]->t;
+    if (constant && (a[i]->op != BX_CONST || t.kind != EX_STRING)) {
+        berr(b, n, "argument %d of %s must be a constant string", i + 1, n->s);
+        return false;
+    }
+    if (t.kind == EX_STRING || t.kind == EX_NOTHING)
+        return true;
+    char tn[64];
+    type_str(&t, tn, sizeof(tn));
+    berr(b, n, "illegal type %s of argument %d of %s: it needs a String", tn, i + 1, n->s);
+    return false;
+}
+
+/* The result type of a date moved by a unit: a Date stays a Date for days
+ * and longer, a DateTime keeps its scale. */
+static ex_type date_add_type(const bx *d, int unit, bool nullable)
+{
+    ex_type t = d->t;
+    if (t.kind == EX_DATE && unit < BX_U_DAY)
+        t = (ex_type){.kind = EX_DATETIME};
+    t.nullable = nullable;
+    return t;
+}
+
+/* Type rules of the functions of eng_eval_fn.c. Takes a[]. */
+static bx *bind_fn_more(binder *b, const sql_node *n, int fn, bx **a, int na)
+{
+    int unit = fn_unit(n->s);
+    bool anynull = false;
+    for (int i = 0; i < na; i++)
+        anynull |= a[i]->t.nullable || a[i]->t.kind == EX_NOTHING;
+    ex_type t = {0};
+    bool neg = false;
+    switch (fn) {
+    case F_INTDIV:
+        if (!num_arg(b, n, a, 0, false) || !num_arg(b, n, a, 1, false))
+            goto fail;
+        t = (ex_type){.kind = a[0]->t.kind == EX_UINT && a[1]->t.kind == EX_UINT ? EX_UINT : EX_INT,
+                      .bits = 64};
+        break;
+    case F_POW: case F_LOG: case F_LOG2: case F_LOG10: case F_EXP: case F_SQRT:
+        for (int i = 0; i < na; i++)
+            if (!num_arg(b, n, a, i, false))
+                goto fail;
+        t = (ex_type){.kind = EX_FLOAT, .bits = 64};
+        break;
+    case F_FLOOR: case F_CEIL: case F_TRUNC:
+        if (!num_arg(b, n, a, 0, false))
+            goto fail;
+        if (na > 1 && (a[1]->op != BX_CONST || !ex_is_num(a[1]->t.kind) || a[1]->t.kind == EX_FLOAT)) {
+            berr(b, n, "the second argument of %s must be a constant integer (the precision)", n->s);
+            goto fail;
+        }
+        t = a[0]->t;
+        if (t.kind == EX_BOOL || t.kind == EX_NOTHING)
+            t = (ex_type){.kind = EX_UINT, .bits = 8};
+        break;
+    case F_REPLACEALL: case F_REPLACEONE:
+        for (int i = 0; i < 3; i++)
+            if (!str_arg(b, n, a, i, false))
+                goto fail;
+        t = (ex_type){.kind = EX_STRING};
+        break;
+    case F_REPLACEREGEXPALL: case F_REPLACEREGEXPONE: case F_MATCH: case F_EXTRACT:
+        if (!str_arg(b, n, a, 0, false) || !str_arg(b, n, a, 1, true) ||
+            (na > 2 && !str_arg(b, n, a, 2, false)))
+            goto fail;
+        t = fn == F_MATCH ? t_u8() : (ex_type){.kind = EX_STRING};
+        break;
+    case F_TRIMBOTH: case F_TRIMLEFT: case F_TRIMRIGHT: case F_REVERSE: case F_EMPTY:
+    case F_NOTEMPTY: case F_XXHASH64: case F_SIPHASH64:
+        if (!str_arg(b, n, a, 0, false))
+            goto fail;
+        t = fn == F_EMPTY || fn == F_NOTEMPTY ? t_u8()
+            : fn == F_XXHASH64 || fn == F_SIPHASH64 ? (ex_type){.kind = EX_UINT, .bits = 64}
+                                                      : (ex_type){.kind = EX_STRING};
+        break;
+    case F_FMT_SIZE: case F_FMT_QUANTITY: case F_FMT_TIMEDELTA:
+        if (!num_arg(b, n, a, 0, false))
+            goto fail;
+        t = (ex_type){.kind = EX_STRING};
+        break;
+    case F_TOSTARTOF:
+        if (!date_arg(b, n, a, 0))
+            goto fail;
+        if (unit == BX_U_WEEK || unit == BX_U_MONDAY || unit == BX_U_QUARTER || unit == BX_U_YEAR)
+            t = (ex_type){.kind = EX_DATE, .bits = 16};
+        else
+            t = (ex_type){.kind = EX_DATETIME,
+                          .scale = a[0]->t.kind == EX_DATETIME ? a[0]->t.scale : 0};
+        break;
+    case F_DATEPART:
+        if (!date_arg(b, n, a, 0))
+            goto fail;
+        t = (ex_type){.kind = EX_UINT,
+                      .bits = unit == BX_P_YYYYMMDDHHMMSS ? 64
+                              : unit == BX_P_YYYYMM || unit == BX_P_YYYYMMDD ? 32
+                              : unit == BX_P_DAYOFYEAR ? 16 : 8};
+        break;
+    case F_DATEADD: {
+        /* addDays(d, n) / subtractDays(d, n): the amount first, as dateAdd has it */
+        bx *x = a[0];
+        a[0] = a[1];
+        a[1] = x;
+        neg = unit >= 100;
+        unit %= 100;
+        if (!num_arg(b, n, a, 0, true) || !date_arg(b, n, a, 1))
+            goto fail;
+        t = date_add_type(a[1], unit, false);
+        break;
+    }
+    case F_FORMATDATETIME:
+        if (!date_arg(b, n, a, 0) || !str_arg(b, n, a, 1, true))
+            goto fail;
+        t = (ex_type){.kind = EX_STRING};
+        break;
+    case F_PARSEDATETIME:
+        if (!str_arg(b, n, a, 0, false))
+            goto fail;
+        t = (ex_type){.kind = EX_DATETIME};
+        anynull |= unit == 1;
+        break;
+    case F_ASSUMENOTNULL:
+        if (a[0]->t.kind == EX_NOTHING) {
+            berr(b, n, "assumeNotNull(NULL) has no type: CAST the NULL to one");
+            goto fail;
+        }
+        t = a[0]->t;
+        anynull = false;
+        break;
+    default:
+        berr(b, n, "internal: function %s has no type rule", n->s);
+        goto fail;
+    }
+    t.nullable = anynull;
+    bx *e = bx_fn_new(b, (bx_fn)fn, t, a, na);
+    if (e) {
+        e->unit = unit;
+        e->negated = neg;
+    }
+    return fold(b, e);
+fail:
+    for (int i = 0; i < na; i++)
+        bx_free(b->mem, a[i]);
+    return NULL;
+}
+
 static bx *bind_fn(binder *b, const sql_node *n, bmode mode, int fn, bx **a, int na)
 {
     ex_type t = {0};
@@ -1018,6 +1302,8 @@ static bx *bind_fn(binder *b, const sql_node *n, bmode mode, int fn, bx **a, int
         break;
     }
     default:
+        if (fn >= F_INTDIV)
+            return bind_fn_more(b, n, fn, a, na);
         break;
     }
     (void)mode;
@@ -1219,6 +1505,161 @@ static void unknown_fn(binder *b, const sql_node *n)
              n->s);
 }
 
+/* The unit of dateAdd(unit, ...) and of toIntervalUnit: -1 when none. */
+static int node_unit(const sql_node *u)
+{
+    if (u->kind != SQL_COLUMN && u->kind != SQL_STRING)
+        return -1;
+    return date_unit(u->s);
+}
+
+/* The unit of an INTERVAL (toIntervalDay(n) and the like), or -1. */
+static int interval_unit(const sql_node *n)
+{
+    if (n->kind != SQL_FUNC || n->nargs != 1 || strncasecmp(n->s, "toInterval", 10) != 0)
+        return -1;
+    return date_unit(n->s + 10);
+}
+
+/* date +/- amount units: a DateAdd over bound amount and date. */
+static bx *bind_date_add(binder *b, const sql_node *at, int unit, bool neg,
+                         const sql_node *amount, const sql_node *date, bmode mode)
+{
+    bx *a[2] = {bind(b, amount, mode), NULL};
+    if (a[0])
+        a[1] = bind(b, date, mode);
+    if (!a[1]) {
+        bx_free(b->mem, a[0]);
+        return NULL;
+    }
+    if (!num_arg(b, at, a, 0, true) || !date_arg(b, at, a, 1)) {
+        bx_free(b->mem, a[0]);
+        bx_free(b->mem, a[1]);
+        return NULL;
+    }
+    bool nul = a[0]->t.nullable || a[1]->t.nullable || a[0]->t.kind == EX_NOTHING ||
+               a[1]->t.kind == EX_NOTHING;
+    bx *e = bx_fn_new(b, F_DATEADD, date_add_type(a[1], unit, nul), a, 2);
+    if (e) {
+        e->unit = unit;
+        e->negated = neg;
+    }
+    return fold(b, e);
+}
+
+/* Calls that are rewritten rather than bound as written: dateAdd(unit, n,
+ * d), date +/- INTERVAL, nullIf, and the conversions toT / toTOrZero /
+ * toTOrNull / toDateTime64(x, s) (as CASTs). *handled says whether n was one. */
+static bx *bind_special(binder *b, const sql_node *n, bmode mode, bool *handled)
+{
+    *handled = true;
+    if (n->kind == SQL_BINARY && (n->op == SQL_OP_ADD || n->op == SQL_OP_SUB)) {
+        int u1 = interval_unit(n->args[1]), u0 = n->op == SQL_OP_ADD ? interval_unit(n->args[0]) : -1;
+        if (u1 >= 0)
+            return bind_date_add(b, n, u1, n->op == SQL_OP_SUB, n->args[1]->args[0], n->args[0], mode);
+        if (u0 >= 0)
+            return bind_date_add(b, n, u0, false, n->args[0]->args[0], n->args[1], mode);
+        *handled = false;
+        return NULL;
+    }
+    if (n->kind != SQL_FUNC || n->nparams) {
+        *handled = false;
+        return NULL;
+    }
+    const struct fn_def *d = find_fn(n->s);
+    if (d && d->fn == F_DATEADD && fn_unit(d->name) < 0) {
+        int unit = n->nargs == 3 ? node_unit(n->args[0]) : -1;
+        if (n->nargs != 3) {
+            berr(b, n, "function %s takes 3 arguments (unit, amount, date), not %d", n->s, n->nargs);
+            return NULL;
+        }
+        if (unit < 0) {
+            berr(b, n->args[0], "unknown unit of %s: use second, minute, hour, day, week, month, "
+                                "quarter or year", n->s);
+            return NULL;
+        }
+        return bind_date_add(b, n, unit, fn_unit(d->name) == -2, n->args[1], n->args[2], mode);
+    }
+    if (interval_unit(n) >= 0) {
+        berr(b, n, "an INTERVAL is only supported added to or subtracted from a date, as in "
+                   "d + INTERVAL 1 DAY");
+        return NULL;
+    }
+    if (strcasecmp(n->s, "nullIf") == 0) {
+        if (n->nargs != 2) {
+            berr(b, n, "function nullIf takes 2 arguments, not %d", n->nargs);
+            return NULL;
+        }
+        /* nullIf(a, b) is if(a = b, NULL, a) */
+        sql_node eq = {.kind = SQL_BINARY, .op = SQL_OP_EQ, .line = n->line, .col = n->col,
+                       .args = n->args, .nargs = 2};
+        sql_node nul = {.kind = SQL_NULL, .line = n->line, .col = n->col};
+        sql_node *args[3] = {&eq, &nul, n->args[0]};
+        sql_node call = {.kind = SQL_FUNC, .line = n->line, .col = n->col, .s = "nullIf",
+                         .slen = 6, .args = args, .nargs = 3};
+        bx *a[3] = {bind(b, &eq, mode), NULL, NULL};
+        if (a[0] && (a[1] = bind(b, &nul, mode)))
+            a[2] = bind(b, n->args[0], mode);
+        if (!a[2]) {
+            bx_free(b->mem, a[0]);
+            bx_free(b->mem, a[1]);
+            return NULL;
+        }
+        return bind_fn(b, &call, mode, F_MULTIIF, a, 3);
+    }
+    /* conversions */
+    size_t l = strlen(n->s);
+    int mode_or = 0;
+    char tn[64];
+    if (d || l < 3 || l >= sizeof(tn) + 2 || strncmp(n->s, "to", 2) != 0) {
+        *handled = false;
+        return NULL;
+    }
+    snprintf(tn, sizeof(tn), "%s", n->s + 2);
+    size_t tl = strlen(tn);
+    if (tl > 6 && strcmp(tn + tl - 6, "OrZero") == 0) {
+        tn[tl - 6] = 0;
+        mode_or = 1;
+    } else if (tl > 6 && strcmp(tn + tl - 6, "OrNull") == 0) {
+        tn[tl - 6] = 0;
+        mode_or = 2;
+    }
+    ex_type t;
+    bool dt64 = strcmp(tn, "DateTime64") == 0;
+    if (!dt64 && (eng_parse_type(tn, &t) < 0 || strchr(tn, '(') || tn[0] < 'A' || tn[0] > 'Z')) {
+        *handled = false;
+        return NULL;
+    }
+    int want = dt64 ? 2 : 1;
+    if (n->nargs != want && !(dt64 && n->nargs == 3)) {
+        berr(b, n, "function %s takes %d argument%s, not %d", n->s, want, want == 1 ? "" : "s",
+             n->nargs);
+        return NULL;
+    }
+    if (dt64) {
+        const sql_node *sc = n->args[1];
+        if (sc->kind != SQL_INT || sc->negated || sc->u > 9) {
+            berr(b, sc, "the scale of toDateTime64 must be a constant from 0 to 9");
+            return NULL;
+        }
+        t = (ex_type){.kind = EX_DATETIME, .scale = (uint8_t)sc->u};
+    }
+    bx *x = bind(b, n->args[0], mode);
+    if (!x)
+        return NULL;
+    t.nullable = x->t.nullable || x->t.kind == EX_NOTHING || mode_or == 2;
+    if (x->t.kind == EX_NOTHING && !t.nullable) {
+        bx_free(b->mem, x);
+        berr(b, n, "%s(NULL) has no value: use %sOrNull", n->s, n->s);
+        return NULL;
+    }
+    bx *a[1] = {x};
+    bx *e = bx_fn_new(b, F_CAST, t, a, 1);
+    if (e)
+        e->unit = mode_or;
+    return fold(b, e);
+}
+
 /* has([a, b, ...], x) is x IN (a, b, ...). */
 static bx *bind_has(binder *b, const sql_node *n, bmode mode)
 {
@@ -1282,6 +1723,10 @@ static bx *bind(binder *b, const sql_node *n, bmode mode)
     if (n->kind == SQL_FUNC && strcasecmp(n->s, "has") == 0 && n->nargs == 2 &&
         n->args[0]->kind == SQL_ARRAY)
         return bind_has(b, n, mode);
+    bool handled = false;
+    bx *sp = bind_special(b, n, mode, &handled);
+    if (handled)
+        return sp;
     if (n->kind == SQL_FUNC) {
         const struct fn_def *d = find_fn(n->s);
         agg_call call;

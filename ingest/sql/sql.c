@@ -549,6 +549,68 @@ static sql_node *parse_columns_matcher(parser *ps)
     return n;
 }
 
+static sql_node *parse_unary(parser *ps);
+
+/* INTERVAL n UNIT as toIntervalUnit(n); NULL without an error when INTERVAL
+ * is not followed by an amount (then it is a column's name). */
+static sql_node *parse_interval(parser *ps)
+{
+    tok t = ps->cur;
+    parser save = *ps;
+    next(ps);
+    if (ps->cur.kind != T_INT && ps->cur.kind != T_FLOAT && !is_op(&ps->cur, "(") &&
+        !is_op(&ps->cur, "-") && ps->cur.kind != T_IDENT) {
+        *ps = save;
+        return NULL;
+    }
+    if (ps->cur.kind == T_IDENT && !is_op(&ps->cur, "(")) {
+        /* INTERVAL x DAY with a column x: x then a unit name */
+        parser look = *ps;
+        next(&look);
+        if (look.cur.kind != T_IDENT) {
+            *ps = save;
+            return NULL;
+        }
+    }
+    sql_node *amount = parse_unary(ps);
+    if (!amount)
+        return NULL;
+    static const char *const units[] = {"SECOND", "MINUTE", "HOUR", "DAY", "WEEK", "MONTH",
+                                        "QUARTER", "YEAR"};
+    static const char *const names[] = {"Second", "Minute", "Hour", "Day", "Week", "Month",
+                                        "Quarter", "Year"};
+    int u = -1;
+    for (int i = 0; i < 8 && u < 0; i++) {
+        size_t ul = strlen(units[i]);
+        if (ps->cur.kind == T_IDENT && (ps->cur.len == ul || ps->cur.len == ul + 1) &&
+            strncasecmp(ps->cur.p, units[i], ul) == 0 &&
+            (ps->cur.len == ul || ps->cur.p[ul] == 's' || ps->cur.p[ul] == 'S'))
+            u = i;
+    }
+    if (u < 0) {
+        sql_node_free(amount);
+        fail_expected(ps, "a unit after INTERVAL n (SECOND, MINUTE, HOUR, DAY, WEEK, MONTH, "
+                          "QUARTER or YEAR)");
+        return NULL;
+    }
+    next(ps);
+    sql_node *n = node_new(ps, SQL_FUNC, t.line, t.col);
+    char name[32];
+    snprintf(name, sizeof(name), "toInterval%s", names[u]);
+    if (!n || !(n->s = strdup(name))) {
+        sql_node_free(n);
+        sql_node_free(amount);
+        ps->rc = -ENOMEM;
+        return NULL;
+    }
+    n->slen = strlen(n->s);
+    if (!node_push(ps, n, amount)) {
+        sql_node_free(n);
+        return NULL;
+    }
+    return n;
+}
+
 static sql_node *parse_primary(parser *ps)
 {
     tok t = ps->cur;
@@ -618,6 +680,11 @@ static sql_node *parse_primary(parser *ps)
         return parse_array(ps);
     if (is_kw(&t, "COLUMNS"))
         return parse_columns_matcher(ps);
+    if (is_kw(&t, "INTERVAL")) {
+        sql_node *iv = parse_interval(ps);
+        if (iv || ps->rc)
+            return iv;
+    }
     if (t.kind == T_IDENT && (is_kw(&t, "NULL"))) {
         next(ps);
         return node_new(ps, SQL_NULL, t.line, t.col);
