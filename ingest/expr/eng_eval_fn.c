@@ -338,7 +338,6 @@ static uint64_t rotl64(uint64_t x, int b)
         v2 += v1; v1 = rotl64(v1, 17); v1 ^= v2; v2 = rotl64(v2, 32);                    \
     } while (0)
 
-uint64_t bx_siphash24(uint64_t k0, uint64_t k1, const uint8_t *m, size_t len);
 uint64_t bx_siphash24(uint64_t k0, uint64_t k1, const uint8_t *m, size_t len)
 {
     uint64_t v0 = 0x736f6d6570736575ull ^ k0, v1 = 0x646f72616e646f6dull ^ k1;
