@@ -897,6 +897,52 @@ static inline bool cond_true(const ex_vec *v, uint32_t r)
     return v->i[ex_row(v, r)] != 0;
 }
 
+/* countIf(c) and sumIf(x, c) of a non-NULL x under a condition without
+ * NULLs, in tight loops (the condition's 0/1 as a mask): true when done. */
+static bool cond_fast(agg_tab *t, int a, const ex_vec *cv, const ex_vec *v, uint32_t n,
+                      const uint32_t *gid)
+{
+    const eng_agg *ag = &t->p->aggs[a];
+    agg_col *c = &t->ac[a];
+    const int64_t *m = cv->i;
+    if (ag->fn == AG_COUNT && !v) {
+        if (gid) {
+            for (uint32_t r = 0; r < n; r++) {
+                c->cnt[gid[r]] += m[r] != 0;
+                c->seen[gid[r]] = 1;
+            }
+        } else {
+            uint64_t k = 0;
+            for (uint32_t r = 0; r < n; r++)
+                k += m[r] != 0;
+            c->cnt[0] += k;
+            c->seen[0] = 1;
+        }
+        return true;
+    }
+    if (ag->fn != AG_SUM || ag->distinct || !v || v->nulls || v->is_const ||
+        v->t.kind == EX_NOTHING || (ag->t.kind == EX_FLOAT) != (v->t.kind == EX_FLOAT))
+        return false;
+    if (ag->t.kind == EX_FLOAT) {
+        const double *x = v->d;
+        for (uint32_t r = 0; r < n; r++) {
+            uint32_t g = gid ? gid[r] : 0;
+            bool on = m[r] != 0;
+            c->d[g] += on ? x[r] : 0.0;
+            c->seen[g] |= on;
+        }
+    } else {
+        const int64_t *x = v->i;
+        for (uint32_t r = 0; r < n; r++) {
+            uint32_t g = gid ? gid[r] : 0;
+            bool on = m[r] != 0;
+            c->i[g] = (int64_t)((uint64_t)c->i[g] + (on ? (uint64_t)x[r] : 0));
+            c->seen[g] |= on;
+        }
+    }
+    return true;
+}
+
 /* Folds n rows into a generic aggregate; gid NULL: the one group 0. */
 static int update_generic(agg_tab *t, ex_ectx *ec, int a, const ex_vec *in, const uint32_t *sel,
                           uint32_t n, const uint32_t *gid)
@@ -912,6 +958,10 @@ static int update_generic(agg_tab *t, ex_ectx *ec, int a, const ex_vec *in, cons
     if (ag->arg2 && (rc = bx_eval(ec, ag->arg2, in, sel, n, &v2)) < 0)
         goto out;
     bool old = !ag->distinct && ag->fn < AG_ANYLAST;
+    if (ag->cond && !cv.nulls && !cv.is_const && cv.i && cv.t.kind != EX_FLOAT &&
+        cond_fast(t, a, &cv, ag->arg ? &v : NULL, n, gid)) {
+        n = 0; /* folded */
+    }
     for (uint32_t r = 0; r < n && rc == 0; r++) {
         if (ag->cond && !cond_true(&cv, r))
             continue;
