@@ -2085,6 +2085,39 @@ static bool has_agg(const sql_node *n)
     return false;
 }
 
+/* LIMIT n BY keys: the keys after ORDER BY's in order[] (by_only), the
+ * LIMIT that follows applied after them (so no stage cuts early). */
+static bool bind_limit_by(binder *b, bmode mode)
+{
+    const sql_stmt *st = b->st;
+    eng_plan *p = b->p;
+    eng_order *no = realloc(p->order, sizeof(*no) * (size_t)(p->n_order + st->n_limit_by));
+    if (!no) {
+        boom(b);
+        return false;
+    }
+    p->order = no;
+    for (int i = 0; i < st->n_limit_by; i++) {
+        sql_node *o = expand_pos(b, st->limit_by[i]);
+        if (!o)
+            return false;
+        bx *e = bind(b, o, mode);
+        sql_node_free(o);
+        if (!e)
+            return false;
+        p->order[p->n_order++] = (eng_order){.e = e, .by_only = true};
+        p->n_limit_by++;
+    }
+    p->limit_by_n = st->limit_by_n;
+    p->limit_by_offset = st->limit_by_offset;
+    p->lb_has_limit = p->has_limit;
+    p->lb_limit = p->limit;
+    p->lb_offset = p->offset;
+    p->has_limit = false;
+    p->limit = p->offset = 0;
+    return true;
+}
+
 /* SELECT DISTINCT a, b: GROUP BY a, b with no aggregates (the output rows
  * are the keys). */
 static bool bind_distinct(binder *b, bool aggs, sql_node **items, int n)
@@ -2326,6 +2359,8 @@ int eng_bind(eng_mem *m, const sql_stmt *st, const eng_schema *sc, eng_plan *p, 
     p->has_limit = st->has_limit;
     p->limit = st->limit;
     p->offset = st->offset;
+    if (st->n_limit_by && !bind_limit_by(&b, mode))
+        goto out;
     collect_prune(&b, p->where);
 out:
     if (ex_items)

@@ -61,6 +61,7 @@ typedef struct eng_order {
     bx *e;
     bool desc;
     bool nulls_first;
+    bool by_only;        /* a LIMIT BY key (after the sort keys): carried, not sorted on */
 } eng_order;
 
 typedef struct eng_prune {
@@ -94,6 +95,13 @@ typedef struct eng_plan {
     int n_order;
     bool has_limit;
     int64_t limit, offset;
+    /* LIMIT BY: the last n_limit_by entries of order[] are its keys; the rows
+     * of each key past limit_by_offset + limit_by_n are dropped after ORDER BY.
+     * With LIMIT BY, has_limit is false and the LIMIT after it is here. */
+    int n_limit_by;
+    int64_t limit_by_n, limit_by_offset;
+    bool lb_has_limit;
+    int64_t lb_limit, lb_offset;
     eng_prune *prune;
     int n_prune;
 } eng_plan;

@@ -1210,6 +1210,9 @@ void sql_stmt_destroy(sql_stmt **sp)
         sql_node_free(s->group_by[i]);
     free(s->group_by);
     sql_node_free(s->having);
+    for (int i = 0; i < s->n_limit_by; i++)
+        sql_node_free(s->limit_by[i]);
+    free(s->limit_by);
     for (int i = 0; i < s->n_order_by; i++)
         sql_node_free(s->order_by[i].expr);
     free(s->order_by);
@@ -1311,6 +1314,47 @@ static bool parse_int_literal(parser *ps, int64_t *out, const char *what)
     }
     *out = (int64_t)v;
     next(ps);
+    return true;
+}
+
+/* LIMIT [m,] n [OFFSET m] BY exprs, when the LIMIT at the cursor has a BY;
+ * otherwise nothing is consumed. */
+static bool parse_limit_by(parser *ps, sql_stmt *s)
+{
+    parser save = *ps;
+    next(ps);
+    int64_t a, b = -1;
+    bool by = false;
+    if (ps->cur.kind == T_INT && parse_int_literal(ps, &a, "a row count after LIMIT")) {
+        if (accept_op(ps, ",")) {
+            if (ps->cur.kind == T_INT && parse_int_literal(ps, &b, "a row count after LIMIT m,"))
+                by = is_kw(&ps->cur, "BY");
+        } else if (accept_kw(ps, "OFFSET")) {
+            if (ps->cur.kind == T_INT && parse_int_literal(ps, &b, "a row count after OFFSET")) {
+                int64_t t = a;
+                a = b;
+                b = t; /* a: the offset, b: the count */
+                by = is_kw(&ps->cur, "BY");
+            }
+        } else {
+            by = is_kw(&ps->cur, "BY");
+        }
+    }
+    if (!by || ps->rc) {
+        *ps = save;
+        return true;
+    }
+    next(ps);
+    s->limit_by_n = b < 0 ? a : b;
+    s->limit_by_offset = b < 0 ? 0 : a;
+    do {
+        if (!grow(ps, (void **)&s->limit_by, s->n_limit_by, sizeof(sql_node *)))
+            return false;
+        sql_node *e = parse_expr(ps);
+        if (!e)
+            return false;
+        s->limit_by[s->n_limit_by++] = e;
+    } while (accept_op(ps, ","));
     return true;
 }
 
@@ -1468,6 +1512,8 @@ static sql_stmt *parse_stmt(parser *ps)
             }
         } while (accept_op(ps, ","));
     }
+    if (is_kw(&ps->cur, "LIMIT") && !parse_limit_by(ps, s))
+        goto fail;
     if (accept_kw(ps, "LIMIT")) {
         s->has_limit = true;
         int64_t a;

@@ -187,6 +187,10 @@ typedef struct sql_stmt {
     int n_order_by;
     bool has_limit;
     int64_t limit, offset;
+    /* LIMIT [m,] n BY exprs (before the LIMIT above, which may follow it) */
+    sql_node **limit_by;
+    int n_limit_by;
+    int64_t limit_by_n, limit_by_offset;
     sql_setting *settings;
     int n_settings;
     char *format;           /* FORMAT name, NULL when absent */

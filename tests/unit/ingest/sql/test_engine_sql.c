@@ -240,6 +240,22 @@ static void test_parser_clickhouse_forms(void **state)
     s = parse_ok("SELECT columns FROM file('x')"); /* a column named columns */
     assert_int_equal(s->items[0].expr->kind, SQL_COLUMN);
     sql_stmt_destroy(&s);
+    s = parse_ok("SELECT a FROM file('x') ORDER BY a LIMIT 1, 2 BY a, b LIMIT 5");
+    assert_int_equal(s->n_limit_by, 2);
+    assert_int_equal(s->limit_by_offset, 1);
+    assert_int_equal(s->limit_by_n, 2);
+    assert_true(s->has_limit);
+    assert_int_equal(s->limit, 5);
+    sql_stmt_destroy(&s);
+    s = parse_ok("SELECT a FROM file('x') LIMIT 3 OFFSET 4 BY a");
+    assert_int_equal(s->limit_by_n, 3);
+    assert_int_equal(s->limit_by_offset, 4);
+    assert_false(s->has_limit);
+    sql_stmt_destroy(&s);
+    s = parse_ok("SELECT a FROM file('x') LIMIT 3 OFFSET 4");
+    assert_int_equal(s->n_limit_by, 0);
+    assert_int_equal(s->offset, 4);
+    sql_stmt_destroy(&s);
     parse_err("SELECT count(DISTINCT) FROM file('x')", "count(DISTINCT) needs an argument");
     parse_err("SELECT quantile(0.5)(0.1)(x) FROM file('x')", "two lists of parameters");
     parse_err("SELECT quantile(0.5)(DISTINCT x) FROM file('x')", "quantileDistinct(params)(args)");
