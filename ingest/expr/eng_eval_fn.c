@@ -147,6 +147,38 @@ static bool sb_add(sbuf *b, const void *s, size_t n)
     return true;
 }
 
+bool bx_regex_bounded(const char *re)
+{
+    size_t n = strlen(re);
+    if (n > 1024)
+        return false;
+    /* bounded repetitions expand into copies: keep their product small */
+    double prod = 1;
+    for (size_t i = 0; i < n; i++) {
+        if (re[i] == '\\' && i + 1 < n) {
+            i++;
+            continue;
+        }
+        if (re[i] != '{')
+            continue;
+        long hi = 0;
+        for (size_t k = i + 1; k < n && re[k] != '}'; k++)
+            if (isdigit((unsigned char)re[k])) {
+                long v = strtol(re + k, NULL, 10);
+                if (v > hi)
+                    hi = v;
+                while (k + 1 < n && isdigit((unsigned char)re[k + 1]))
+                    k++;
+            }
+        if (hi > 1000)
+            return false;
+        prod *= (double)(hi + 1);
+        if (prod > 10000)
+            return false;
+    }
+    return true;
+}
+
 /* The constant pattern of a regular-expression function, compiled. */
 static int compile_const(ex_ectx *c, const bx *e, const ex_vec *pat, regex_t *re, bool nosub)
 {
@@ -159,6 +191,13 @@ static int compile_const(ex_ectx *c, const bx *e, const ex_vec *pat, regex_t *re
         return bx_oom(c);
     memcpy(z, s, l);
     z[l] = 0;
+    if (!bx_regex_bounded(z)) {
+        if (c->err && c->errlen)
+            snprintf(c->err, c->errlen, "the regular expression '%.64s' is too large: at most "
+                     "1024 bytes and repetition counts of at most 1000", z);
+        free(z);
+        return -EINVAL;
+    }
     int rc = regcomp(re, z, REG_EXTENDED | (nosub ? REG_NOSUB : 0));
     if (rc) {
         char m[160];
@@ -481,7 +520,7 @@ static int64_t from_secs(const ex_type *t, int64_t s)
 {
     if (t->kind == EX_DATE)
         return div_floor(s, 86400);
-    return s * p10(t->scale);
+    return (int64_t)((uint64_t)s * (uint64_t)p10(t->scale)); /* wraps, as ClickHouse's */
 }
 
 static int64_t add_months(int64_t days, int64_t months)
@@ -492,6 +531,8 @@ static int64_t add_months(int64_t days, int64_t months)
     int64_t t = y * 12 + (m - 1) + months;
     int64_t ny = div_floor(t, 12);
     unsigned nm = (unsigned)(t - ny * 12) + 1;
+    if (nm < 1 || nm > 12) /* beyond the calendar's range */
+        nm = 1;
     static const unsigned mdays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
     unsigned last = mdays[nm - 1];
     if (nm == 2 && ((ny % 4 == 0 && ny % 100 != 0) || ny % 400 == 0))
@@ -562,6 +603,8 @@ static bool fmt_datetime(sbuf *b, const uint8_t *f, uint32_t fl, int64_t s, int6
     unsigned m, d;
     ex_civil_from_days(days, &y, &m, &d);
     int dow = (int)date_part(BX_P_DAYOFWEEK, s);
+    if (dow < 1 || dow > 7 || m < 1 || m > 12) /* out of the calendar's range */
+        dow = 1, m = 1;
     int hh = (int)(sod / 3600), mi = (int)(sod / 60 % 60), ss = (int)(sod % 60);
     int h12 = hh % 12 == 0 ? 12 : hh % 12;
     char t[64];
@@ -738,21 +781,25 @@ static int eval_datefn(ex_ectx *c, const bx *e, ex_vec *a, int na, uint32_t n, e
             s = secs(d, r, &frac);
             switch (e->unit) {
             case BX_U_MONTH: case BX_U_QUARTER: case BX_U_YEAR: {
-                int64_t mm = e->unit == BX_U_MONTH ? k : e->unit == BX_U_QUARTER ? k * 3 : k * 12;
+                int64_t mm = (int64_t)((uint64_t)k * (e->unit == BX_U_MONTH     ? 1u
+                                                      : e->unit == BX_U_QUARTER ? 3u
+                                                                                : 12u));
                 int64_t days = div_floor(s, 86400), sod = s - days * 86400;
                 s = add_months(days, mm) * 86400 + sod;
                 break;
             }
             default: {
                 static const int64_t mul[] = {1, 60, 3600, 86400, 604800};
-                s += k * mul[e->unit];
+                s = (int64_t)((uint64_t)s + (uint64_t)k * (uint64_t)mul[e->unit]); /* wraps */
             }
             }
             if (e->t.kind == EX_DATE)
                 out->i[r] = div_floor(s, 86400);
             else
-                out->i[r] = s * p10(e->t.scale) +
-                            (d->t.kind == EX_DATETIME ? frac * p10(e->t.scale - d->t.scale) : 0);
+                out->i[r] = (int64_t)((uint64_t)s * (uint64_t)p10(e->t.scale) +
+                                      (uint64_t)(d->t.kind == EX_DATETIME
+                                                     ? frac * p10(e->t.scale - d->t.scale)
+                                                     : 0));
             break;
         }
         case F_FORMATDATETIME: {

@@ -80,6 +80,10 @@ typedef struct ex_ectx {
 int bx_eval(ex_ectx *c, const bx *e, const ex_vec *in, const uint32_t *sel, uint32_t n,
             ex_vec *out);
 void bx_free(eng_mem *m, bx *e);
+/* Whether a regular expression is small enough to compile: at most 1024
+ * bytes, its bounded repetitions ({m,n}) at most 1000 and together
+ * expanding it at most 10000 times (glibc's regcomp copies them out). */
+bool bx_regex_bounded(const char *re);
 /* Fills sel with the rows where the boolean vector is true (not NULL, != 0);
  * returns their count. */
 uint32_t bx_select(const ex_vec *b, const uint32_t *insel, uint32_t n, uint32_t *sel);

@@ -2161,6 +2161,11 @@ static int expand_star(binder *b, const sql_select_item *it, sql_node **items, c
     const eng_schema *sc = b->sc;
     regex_t re;
     bool has_re = it->expr->kind == SQL_COLUMNS;
+    if (has_re && !bx_regex_bounded(it->expr->s)) {
+        berr(b, it->expr, "the regular expression of COLUMNS is too large: at most 1024 bytes "
+                          "and repetition counts of at most 1000");
+        return k;
+    }
     if (has_re) {
         int rc = regcomp(&re, it->expr->s, REG_EXTENDED | REG_NOSUB);
         if (rc) {
