@@ -23,6 +23,7 @@
 #include "eng.h"
 #include "harness.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,21 +37,6 @@ static _Noreturn void die(const char *msg)
     fprintf(stderr, "sqlfn_bench: %s\n", msg);
     h_env_destroy(&env);
     exit(1);
-}
-
-static long long status_bytes(const char *key)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    if (!f)
-        return 0;
-    char line[256];
-    long long v = 0;
-    size_t kl = strlen(key);
-    while (fgets(line, sizeof(line), f))
-        if (strncmp(line, key, kl) == 0 && line[kl] == ':')
-            v = atoll(line + kl + 1) * 1024;
-    fclose(f);
-    return v;
 }
 
 static double run_once(FILE *out, const char *sql, int threads)
@@ -77,31 +63,24 @@ static double median_of(FILE *out, const char *sql, int threads)
 
 static double duck(const char *name)
 {
-    char path[4200], line[256];
+    char path[4200];
     snprintf(path, sizeof(path), "%s/duckdb.txt", h_env_dir(env));
-    FILE *f = fopen(path, "r");
-    if (!f)
-        die("sqlfn_gen.mjs wrote no duckdb.txt");
-    double v = -1;
-    size_t nl = strlen(name);
-    while (fgets(line, sizeof(line), f))
-        if (strncmp(line, name, nl) == 0 && line[nl] == ' ')
-            v = atof(line + nl + 1);
-    fclose(f);
+    double v = bench_file_figure(path, name);
     if (v < 0)
-        die("duckdb.txt lacks a measurement");
+        die("duckdb.txt (sqlfn_gen.mjs) lacks a measurement");
     return v;
 }
 
 int main(int argc, char **argv)
 {
     long long rows = 20000000;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--rows") == 0 && i + 1 < argc)
-            rows = atoll(argv[++i]);
-        else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc)
-            runs = atoi(argv[++i]);
-        else {
+    for (int i = 1; i < argc; i += 2) {
+        bool has_value = i + 1 < argc;
+        if (has_value && strcmp(argv[i], "--rows") == 0) {
+            rows = atoll(argv[i + 1]);
+        } else if (has_value && strcmp(argv[i], "--runs") == 0) {
+            runs = atoi(argv[i + 1]);
+        } else {
             fprintf(stderr, "usage: sqlfn_bench [--rows N] [--runs R]\n");
             return 2;
         }
@@ -145,9 +124,9 @@ int main(int argc, char **argv)
         fputs("5", cr);
         fclose(cr);
     }
-    long long base = status_bytes("VmRSS");
+    long long base = bench_status_bytes("VmRSS");
     run_once(devnull, q[0], 2);
-    double mem_ours = (double)(status_bytes("VmHWM") - base), mem_duck = duck("mem_distinct_2t");
+    double mem_ours = (double)(bench_status_bytes("VmHWM") - base), mem_duck = duck("mem_distinct_2t");
 
     double ratio[3] = {0};
     for (int k = 0; k < 3; k++) {

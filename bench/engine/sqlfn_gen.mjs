@@ -16,21 +16,11 @@
 //
 // duckdb.txt: "<name> <seconds>" per measurement and "mem_distinct_2t <bytes>".
 // Exits 77 (printing why) when the npm package is missing.
-import { createRequire } from 'node:module';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join, dirname } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { join } from 'node:path';
+import { loadDuckDB, medianSeconds } from '../duckdb.mjs';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const nm = process.env.RINGCACHE_NODE_MODULES || join(here, '..', '..', 'node_modules');
-const req = createRequire(join(nm, 'noop.js'));
-let duck;
-try {
-  duck = await import(pathToFileURL(req.resolve('@duckdb/node-api')).href);
-} catch (e) {
-  console.error(`SKIP: npm package @duckdb/node-api is not installed under ${nm}: ${e.message}`);
-  process.exit(77);
-}
+const duck = await loadDuckDB();
 const [dir, rowsArg, runsArg] = process.argv.slice(2);
 const rows = Number(rowsArg || 20000000), runs = runsArg === undefined ? 3 : Number(runsArg);
 mkdirSync(join(dir, 'data'), { recursive: true });
@@ -53,16 +43,7 @@ const Q = {
   quantile: `SELECT quantile_cont(V, 0.5) FROM ${G}`,
   if: `SELECT K, sum(V) FILTER (WHERE C > 50), count(*) FILTER (WHERE C < 10) FROM ${G} GROUP BY K`,
 };
-async function time(sql) {
-  const ts = [];
-  for (let r = 0; r < runs; r++) {
-    const t = process.hrtime.bigint();
-    await con.runAndReadAll(sql);
-    ts.push(Number(process.hrtime.bigint() - t) / 1e9);
-  }
-  ts.sort((a, b) => a - b);
-  return ts[Math.floor(ts.length / 2)];
-}
+const time = (sql) => medianSeconds(con, sql, runs);
 let out = '';
 await con.runAndReadAll(Q.if); // warm the OS page cache
 for (const th of [1, 2]) {

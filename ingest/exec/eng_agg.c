@@ -656,6 +656,22 @@ static int scmp(const uint8_t *a, uint32_t al, const uint8_t *b, uint32_t bl)
     return c ? c : (al < bl ? -1 : al > bl);
 }
 
+/* Keeps row r of v as the value of state g (min, max, any, anyLast, argMin, argMax). */
+static int keep_value(agg_tab *t, agg_col *c, const eng_agg *ag, uint32_t g, const ex_vec *v,
+                      uint32_t r)
+{
+    if (ag->t.kind == EX_STRING) {
+        uint32_t l;
+        const uint8_t *s = ex_str(v, r, &l);
+        return str_set(t->mem, &c->s[g], s, l);
+    }
+    if (ag->t.kind == EX_FLOAT)
+        c->d[g] = ex_f(v, r);
+    else
+        c->i[g] = v->i[ex_row(v, r)];
+    return 0;
+}
+
 /* Folds value row r of v into state g of aggregate a. */
 static int update_one(agg_tab *t, int a, uint32_t g, const ex_vec *v, uint32_t r)
 {
@@ -709,17 +725,8 @@ static int update_one(agg_tab *t, int a, uint32_t g, const ex_vec *v, uint32_t r
             }
             take = ag->fn == AG_MIN ? cmpv < 0 : cmpv > 0;
         }
-        if (take) {
-            if (ag->t.kind == EX_STRING) {
-                uint32_t l;
-                const uint8_t *s = ex_str(v, r, &l);
-                if (str_set(t->mem, &c->s[g], s, l) < 0)
-                    return -ENOMEM;
-            } else if (ag->t.kind == EX_FLOAT)
-                c->d[g] = ex_f(v, r);
-            else
-                c->i[g] = v->i[ex_row(v, r)];
-        }
+        if (take && keep_value(t, c, ag, g, v, r) < 0)
+            return -ENOMEM;
         break;
     }
     default: break;
@@ -811,15 +818,8 @@ static int update_ext(agg_tab *t, int a, uint32_t g, const ex_vec *v, const ex_v
     }
     switch (ag->fn) {
     case AG_ANYLAST:
-        if (ag->t.kind == EX_STRING) {
-            uint32_t l;
-            const uint8_t *s = ex_str(v, r, &l);
-            if (str_set(t->mem, &c->s[g], s, l) < 0)
-                return -ENOMEM;
-        } else if (ag->t.kind == EX_FLOAT)
-            c->d[g] = ex_f(v, r);
-        else
-            c->i[g] = v->i[ex_row(v, r)];
+        if (keep_value(t, c, ag, g, v, r) < 0)
+            return -ENOMEM;
         break;
     case AG_QUANTILE: case AG_QUANTILE_EXACT: {
         int64_t x;
@@ -870,15 +870,8 @@ static int update_ext(agg_tab *t, int a, uint32_t g, const ex_vec *v, const ex_v
         } else {
             c->ki[g] = (int64_t)val_bits(v2, r);
         }
-        if (ag->t.kind == EX_STRING) {
-            uint32_t l;
-            const uint8_t *s = ex_str(v, r, &l);
-            if (str_set(t->mem, &c->s[g], s, l) < 0)
-                return -ENOMEM;
-        } else if (ag->t.kind == EX_FLOAT)
-            c->d[g] = ex_f(v, r);
-        else
-            c->i[g] = v->i[ex_row(v, r)];
+        if (keep_value(t, c, ag, g, v, r) < 0)
+            return -ENOMEM;
         break;
     }
     default:
@@ -1204,6 +1197,21 @@ int agg_tab_update(agg_tab *t, ex_ectx *ec, const ex_vec *in, const uint32_t *se
     return 0;
 }
 
+/* The value of state sg of src becomes state g's of dst (a string moves). */
+static void move_value(agg_tab *dst, const eng_agg *ag, agg_col *d, uint32_t g, agg_col *s,
+                       uint32_t sg)
+{
+    if (ag->t.kind == EX_STRING) {
+        em_free(dst->mem, d->s[g]);
+        d->s[g] = s->s[sg];
+        s->s[sg] = NULL;
+    } else if (ag->t.kind == EX_FLOAT) {
+        d->d[g] = s->d[sg];
+    } else {
+        d->i[g] = s->i[sg];
+    }
+}
+
 /* Merges state sg of src into state g of dst for a generic aggregate a
  * (src's seen[sg] is set). Moments combine by Chan's formulas. */
 static int merge_ext(agg_tab *dst, int a, uint32_t g, agg_tab *src, uint32_t sg)
@@ -1279,14 +1287,7 @@ static int merge_ext(agg_tab *dst, int a, uint32_t g, agg_tab *src, uint32_t sg)
     }
         __attribute__((fallthrough)); /* then the value, as anyLast keeps it */
     case AG_ANYLAST:
-        if (ag->t.kind == EX_STRING) {
-            em_free(dst->mem, d->s[g]);
-            d->s[g] = s->s[sg];
-            s->s[sg] = NULL;
-        } else if (ag->t.kind == EX_FLOAT)
-            d->d[g] = s->d[sg];
-        else
-            d->i[g] = s->i[sg];
+        move_value(dst, ag, d, g, s, sg);
         return 0;
     default: {
         /* the seven first under -If: the same states as without it */
@@ -1359,16 +1360,8 @@ int agg_tab_merge(agg_tab *dst, agg_tab *src, char *err, size_t errlen)
                         cmpv = s->i[sg] < d->i[g] ? -1 : s->i[sg] > d->i[g];
                     take = ag->fn == AG_MIN ? cmpv < 0 : cmpv > 0;
                 }
-                if (take) {
-                    if (ag->t.kind == EX_STRING) {
-                        em_free(dst->mem, d->s[g]);
-                        d->s[g] = s->s[sg];
-                        s->s[sg] = NULL;
-                    } else if (ag->t.kind == EX_FLOAT)
-                        d->d[g] = s->d[sg];
-                    else
-                        d->i[g] = s->i[sg];
-                }
+                if (take)
+                    move_value(dst, ag, d, g, s, sg);
             }
             }
             d->seen[g] |= s->seen[sg];

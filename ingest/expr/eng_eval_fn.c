@@ -406,28 +406,22 @@ uint64_t bx_siphash24(uint64_t k0, uint64_t k1, const uint8_t *m, size_t len)
 
 /* ---- formatReadable* --------------------------------------------------------- */
 
-static size_t fmt_size(double x, char *buf, size_t cap)
+/* x in steps of base with units u[0..nu): "183.92 MiB", "10.04 thousand". */
+static size_t fmt_scaled(double x, double base, const char *const *u, int nu, char *buf,
+                         size_t cap)
 {
-    static const char *const u[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB"};
     int k = 0;
-    while (fabs(x) >= 1024 && k < 8) {
-        x /= 1024;
-        k++;
-    }
-    return (size_t)snprintf(buf, cap, "%.2f %s", x, u[k]);
-}
-
-static size_t fmt_quantity(double x, char *buf, size_t cap)
-{
-    static const char *const u[] = {"", " thousand", " million", " billion", " trillion",
-                                    " quadrillion"};
-    int k = 0;
-    while (fabs(x) >= 1000 && k < 5) {
-        x /= 1000;
+    while (fabs(x) >= base && k < nu - 1) {
+        x /= base;
         k++;
     }
     return (size_t)snprintf(buf, cap, "%.2f%s", x, u[k]);
 }
+
+static const char *const size_units[] = {" B", " KiB", " MiB", " GiB", " TiB", " PiB", " EiB",
+                                         " ZiB", " YiB"};
+static const char *const quantity_units[] = {"", " thousand", " million", " billion",
+                                             " trillion", " quadrillion"};
 
 /* "3 hours, 25 minutes and 45 seconds": years of 365 days, months of 30. */
 static size_t fmt_timedelta(double x, char *buf, size_t cap)
@@ -469,9 +463,9 @@ static int eval_readable(ex_ectx *c, const bx *e, ex_vec *a, int na, uint32_t n,
         if (!is_null(out, r)) {
             double x = ex_f(&a[0], r);
             if (e->fn == F_FMT_SIZE)
-                l = fmt_size(x, buf, sizeof(buf));
+                l = fmt_scaled(x, 1024, size_units, 9, buf, sizeof(buf));
             else if (e->fn == F_FMT_QUANTITY)
-                l = fmt_quantity(x, buf, sizeof(buf));
+                l = fmt_scaled(x, 1000, quantity_units, 6, buf, sizeof(buf));
             else
                 l = fmt_timedelta(x, buf, sizeof(buf));
         }
