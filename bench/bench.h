@@ -61,4 +61,37 @@ static inline int bench_int_opts(int argc, char **argv, const char *prog, int n,
     return 0;
 }
 
+/* A line "key: N kB" of /proc/self/status (VmRSS, VmHWM) in bytes; 0 when absent. */
+static inline long long bench_status_bytes(const char *key)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f)
+        return 0;
+    char line[256];
+    long long v = 0;
+    size_t kl = strlen(key);
+    while (fgets(line, sizeof(line), f))
+        if (strncmp(line, key, kl) == 0 && line[kl] == ':')
+            v = atoll(line + kl + 1) * 1024;
+    fclose(f);
+    return v;
+}
+
+/* The figure of a "name value" line of the file at path (a peer's timings),
+ * or -1 when the file or the line is missing. */
+static inline double bench_file_figure(const char *path, const char *name)
+{
+    char line[256];
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    double v = -1;
+    size_t nl = strlen(name);
+    while (fgets(line, sizeof(line), f))
+        if (strncmp(line, name, nl) == 0 && line[nl] == ' ')
+            v = atof(line + nl + 1);
+    fclose(f);
+    return v;
+}
+
 #endif /* RINGCACHE_BENCH_H */

@@ -7,7 +7,7 @@
 #
 #   bash scripts/bench.sh NAME [args...]
 #   NAME: s3 | cached | ring | pagecache | blockstore | parquet | client | s3model | coldwarm | engine
-#         | http | table | tables | threads | insert | s3api | server
+#         | http | table | tables | threads | insert | s3api | server | sqlfn
 set -euo pipefail
 cd "$(dirname "$0")/.."
 declare -A bins=(
@@ -18,7 +18,8 @@ declare -A bins=(
   [engine]=bench/engine/engine_bench [http]=bench/http/http_bench
   [table]=bench/table/table_bench [tables]=bench/tables/tables_bench
   [threads]=bench/threads/threads_bench [insert]=bench/insert/insert_bench
-  [s3api]=bench/s3api/s3api_bench [server]=bench/server/server_bench.mjs)
+  [s3api]=bench/s3api/s3api_bench [server]=bench/server/server_bench.mjs
+  [sqlfn]=bench/engine/sqlfn_bench)
 name=${1:-}
 if [[ -z $name || -z ${bins[$name]:-} ]]; then
   echo "usage: bash scripts/bench.sh NAME [args...]; NAME is one of: ${!bins[*]}" >&2

@@ -19,6 +19,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { loadDuckDB } from '../../../bench/duckdb.mjs';
+import { sqlfnCases, sqlfnData } from './cases_sqlfn.mjs';
 
 const duck = await loadDuckDB();
 const D = process.argv[2];
@@ -161,7 +162,9 @@ const cases = [
     `SELECT count(*) FROM ${Q} WHERE Score > 0`],
   ['empty_result_agg', `SELECT count(), sum(coalesce(Score, 0)), avg(coalesce(Score, 0)), sum(Score) FROM ${P} WHERE Id < 0`,
     `SELECT count(*), 0, 'nan', NULL FROM ${Q} WHERE Id < 0`, '-', 'ClickHouse: over no rows sum of a non-Nullable is 0 and avg nan (DuckDB: NULL); of a Nullable, NULL'],
+  ...sqlfnCases(P, Q, D),
 ];
+await sqlfnData(con, D);
 
 const esc = (s) => s.replace(/\\/g, '\\\\').replace(/\t/g, '\\t').replace(/\n/g, '\\n');
 const fmt = (v) => {
