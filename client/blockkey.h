@@ -12,9 +12,11 @@
 #ifndef RINGCACHE_BLOCKKEY_H
 #define RINGCACHE_BLOCKKEY_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 typedef struct bkey {
     uint64_t hi, lo;
@@ -38,6 +40,76 @@ typedef struct bkey_id {
 /* Fill id from NUL-terminated strings. */
 void bkey_id_init(bkey_id *id, const char *tenant, const char *bucket, const char *key,
                   const char *version, uint64_t object_size, uint64_t index);
+
+/* The limits of an object's identity, in bytes without the NUL: an S3 bucket
+ * name is 3 to 63 characters, a key at most 1024 bytes; a tenant name and a
+ * version (the normalised ETag) are bounded by what the node keeps. The wire
+ * (proto.h) and every front end refuse longer fields with these limits. */
+#define BKEY_TENANT_MAX 256
+#define BKEY_BUCKET_MAX 63
+#define BKEY_KEY_MAX 1024
+#define BKEY_VERSION_MAX 128
+
+/* One object's identity with its own storage (NUL-terminated copies within
+ * the limits above): what a request names and what a fill or a write-through
+ * keeps while it runs. version "" is "any version" where a request allows it.
+ * Its blocks' identities are bkey_object_block() views of it. */
+typedef struct bkey_object {
+    char tenant[BKEY_TENANT_MAX + 1];
+    char bucket[BKEY_BUCKET_MAX + 1];
+    char key[BKEY_KEY_MAX + 1];
+    char version[BKEY_VERSION_MAX + 1];
+    uint64_t size;
+} bkey_object;
+
+/* Copies src[0..len) into a field of cap bytes (sizeof the field): 0,
+ * -ENAMETOOLONG when it does not fit with its NUL, -EINVAL for a NUL byte
+ * inside (a name that C strings would cut short). */
+static inline int bkey_field_set(char *field, size_t cap, const char *src, size_t len)
+{
+    if (len >= cap)
+        return -ENAMETOOLONG;
+    if (len && memchr(src, '\0', len))
+        return -EINVAL;
+    if (len)
+        memcpy(field, src, len);
+    field[len] = '\0';
+    return 0;
+}
+
+/* Sets every field of o from NUL-terminated strings (NULL: ""). Returns 0,
+ * or -ENAMETOOLONG when a field is over its limit (o is then partly set). */
+static inline int bkey_object_init(bkey_object *o, const char *tenant, const char *bucket,
+                                   const char *key, const char *version, uint64_t size)
+{
+    const char *f[4] = {tenant ? tenant : "", bucket ? bucket : "", key ? key : "",
+                        version ? version : ""};
+    char *d[4] = {o->tenant, o->bucket, o->key, o->version};
+    size_t cap[4] = {sizeof o->tenant, sizeof o->bucket, sizeof o->key, sizeof o->version};
+    o->size = size;
+    for (int i = 0; i < 4; i++) {
+        int rc = bkey_field_set(d[i], cap[i], f[i], strlen(f[i]));
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* The identity of block `index` of o: a view borrowing o's strings (valid
+ * while o is). */
+static inline void bkey_object_block(const bkey_object *o, uint64_t index, bkey_id *id)
+{
+    id->tenant = o->tenant;
+    id->tenant_len = strlen(o->tenant);
+    id->bucket = o->bucket;
+    id->bucket_len = strlen(o->bucket);
+    id->key = o->key;
+    id->key_len = strlen(o->key);
+    id->version = o->version;
+    id->version_len = strlen(o->version);
+    id->object_size = o->size;
+    id->index = index;
+}
 
 /* The block's key: XXH3-128 over
  *   u32 len | tenant | u32 len | bucket | u32 len | key | u32 len | version |
