@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * test_proto.c: the wire protocol's encoders and parsers (client/proto.h) and
- * the block identity (client/blockkey.h): round trips of every body, the header
+ * test_proto.c: the wire protocol's encoders and parsers (client/wire/proto.h) and
+ * the block identity (client/wire/blockkey.h): round trips of every body, the header
  * checks that decide when a connection must close, malformed and truncated
  * bodies, limits, and the fixed serialisation of block keys.
  */
