@@ -68,7 +68,10 @@ static int sc_send_frame(sc_conn *c, uint8_t op, uint32_t id, const uint8_t *bod
     int cnt = len ? 2 : 1;
     size_t left = sizeof(h) + len;
     while (left > 0) {
-        ssize_t k = writev(c->fd, iov, cnt);
+        /* MSG_NOSIGNAL: a node that closed the connection is -EPIPE here, not
+         * a SIGPIPE that kills whatever program reads through this library */
+        struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)cnt};
+        ssize_t k = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
         if (k < 0) {
             if (errno == EINTR)
                 continue;
