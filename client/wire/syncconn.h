@@ -12,8 +12,14 @@
  * I/O thread). Any failure leaves the connection unusable: close it; the
  * caller falls back to the I/O thread, which knows about failover.
  *
- * Thread-safety: a connection is used by one thread at a time (a pool hands
- * it out); the functions keep no global state.
+ * The pool (syncpool.c) keeps idle connections per node address for the
+ * next small read to the same node, so a reader connects once per node, not
+ * once per read.
+ *
+ * Thread-safety: a connection is used by one thread at a time (the pool hands
+ * it out); the functions keep no global state. The pool's functions may be
+ * called from any number of threads at once (one mutex, held only to take or
+ * put an idle connection: connecting and reading happen outside it).
  */
 #ifndef RINGCACHE_SYNCCONN_H
 #define RINGCACHE_SYNCCONN_H
@@ -54,5 +60,32 @@ bool sc_usable(const sc_conn *c);
 
 /* Closes and frees; accepts NULL; sets *c to NULL. */
 void sc_close(sc_conn **c);
+
+/* ---- the pool ---------------------------------------------------------------- */
+
+typedef struct sc_pool sc_pool;
+
+typedef struct sc_pool_config {
+    const char *token;          /* copied; NULL: none */
+    uint32_t block_size;        /* as sc_open */
+    int connect_timeout_ms, timeout_ms, spin_us;
+    int max_nodes;              /* node addresses with idle connections kept; 0: 64 */
+    int keep_per_node;          /* idle connections kept per address; 0: 8 */
+} sc_pool_config;
+
+/* 0, -ENOMEM. */
+int sc_pool_create(sc_pool **out, const sc_pool_config *cfg);
+/* Closes every idle connection and frees; accepts NULL; sets *p to NULL.
+ * Every connection handed out must have been put back (or closed). */
+void sc_pool_destroy(sc_pool **p);
+
+/* An idle connection to host:port, or a new one (sc_open with the pool's
+ * settings, on the calling thread): 0 and *out, or sc_open's -errno with its
+ * sentence in err. */
+int sc_pool_get(sc_pool *p, const char *host, int port, sc_conn **out, char *err,
+                size_t errlen);
+/* Gives *c back (taken: *c becomes NULL): kept idle for host:port when it is
+ * still usable and there is room, closed otherwise. */
+void sc_pool_put(sc_pool *p, const char *host, int port, sc_conn **c);
 
 #endif /* RINGCACHE_SYNCCONN_H */
