@@ -102,7 +102,7 @@ struct cc_conn {
     int busy;                   /* > 0 while callbacks run from our events */
     bool zombie;                /* destroyed while busy: free when not */
     rcp_hello_resp hello;
-    char node_id[257], tenant[257];
+    char node_id[RCP_MAX_NAME + 1], tenant[BKEY_TENANT_MAX + 1];
     cc_req *slots[CC_SLOTS];
     uint32_t gen;
     size_t outstanding;         /* sent, not answered */
@@ -374,7 +374,7 @@ static void cc_fail_all(cc_conn *c, int code, int rcp_code, const char *msg)
 
 static void cc_send_hello(cc_conn *c)
 {
-    uint8_t b[RCP_MAX_STRING + 512];
+    uint8_t b[RCP_MAX_HELLO_BODY];
     rcp_hello_req h = {RCP_VERSION, RCP_VERSION, rcp_s(c->token), c->cfg.block_size,
                        rcp_s(c->name)};
     int n = rcp_encode_hello_req(&h, b, sizeof(b));
@@ -1006,7 +1006,7 @@ static uint8_t *cc_body(size_t cap) { return malloc(cap ? cap : 1); }
 int cc_get(cc_conn *c, const rcp_get_req *req, void *buf, size_t cap, cc_done_fn done,
            void *arg, uint32_t *id_out)
 {
-    size_t bcap = 2 * RCP_MAX_KEY + 256;
+    size_t bcap = RCP_GET_REQ_MAX;
     uint8_t *b = cc_body(bcap);
     if (!b)
         return -ENOMEM;
@@ -1035,7 +1035,7 @@ int cc_head(cc_conn *c, const char *bucket, const char *key, cc_done_fn done, vo
 int cc_head_id(cc_conn *c, const char *bucket, const char *key, cc_done_fn done, void *arg,
                uint32_t *id_out)
 {
-    size_t bcap = RCP_MAX_KEY + 128;
+    size_t bcap = RCP_HEAD_REQ_MAX;
     uint8_t *b = cc_body(bcap);
     if (!b)
         return -ENOMEM;
@@ -1057,7 +1057,7 @@ int cc_head_id(cc_conn *c, const char *bucket, const char *key, cc_done_fn done,
 
 int cc_put_block(cc_conn *c, const rcp_put_block_req *req, cc_done_fn done, void *arg)
 {
-    size_t bcap = 2 * RCP_MAX_KEY + 512;
+    size_t bcap = RCP_PUT_BLOCK_REQ_MAX;
     uint8_t *b = cc_body(bcap);
     if (!b)
         return -ENOMEM;
@@ -1079,7 +1079,7 @@ int cc_put_block(cc_conn *c, const rcp_put_block_req *req, cc_done_fn done, void
 int cc_put(cc_conn *c, const char *bucket, const char *key, uint64_t size, cc_read_fn read_fn,
            void *read_arg, cc_done_fn done, void *arg)
 {
-    size_t bcap = RCP_MAX_KEY + 128;
+    size_t bcap = RCP_PUT_REQ_MAX;
     uint8_t *b = cc_body(bcap);
     if (!b)
         return -ENOMEM;
@@ -1103,7 +1103,7 @@ int cc_put(cc_conn *c, const char *bucket, const char *key, uint64_t size, cc_re
 int cc_warm(cc_conn *c, const rcp_object *obj, const uint64_t *blocks, uint32_t n, cc_done_fn done,
             void *arg)
 {
-    size_t bcap = 2 * RCP_MAX_KEY + 256 + (size_t)n * 8;
+    size_t bcap = RCP_WARM_REQ_MAX(n);
     uint8_t *b = cc_body(bcap);
     if (!b)
         return -ENOMEM;

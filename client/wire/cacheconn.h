@@ -55,7 +55,7 @@ typedef struct cc_result {
     uint32_t bytes;             /* GET: data bytes placed in the buffer */
     uint8_t source;             /* GET: enum rcp_source */
     uint64_t size;              /* HEAD/PUT: object size */
-    char version[130];          /* HEAD/PUT: normalised ETag */
+    char version[BKEY_VERSION_MAX + 1]; /* HEAD/PUT: normalised ETag */
     uint32_t count;             /* WARM: fills the node started */
     char *text;                 /* STATS: the text (valid during the callback) */
     size_t text_len;

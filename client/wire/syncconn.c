@@ -212,7 +212,7 @@ int sc_open(sc_conn **out, const char *host, int port, const char *token, uint32
     c->spin_us = spin_us;
     c->next_id = 1;
     c->max_body = RCP_MAX_FRAME_BODY;
-    uint8_t b[RCP_MAX_STRING + 512];
+    uint8_t b[RCP_MAX_HELLO_BODY]; /* our HELLO, and its (smaller) answer */
     rcp_hello_req h = {RCP_VERSION, RCP_VERSION, rcp_s(token ? token : ""), block_size,
                        rcp_s("ringcache-sync")};
     int n = rcp_encode_hello_req(&h, b, sizeof(b));
@@ -250,7 +250,7 @@ int sc_get(sc_conn *c, const rcp_get_req *req, void *buf, uint32_t len, int *nod
 {
     if (c->broken)
         return -EPIPE;
-    uint8_t body[2 * RCP_MAX_KEY + 256];
+    uint8_t body[RCP_GET_REQ_MAX];
     int n = rcp_encode_get_req(req, body, sizeof(body));
     if (n < 0)
         return n; /* nothing sent: still usable */
