@@ -34,8 +34,10 @@ typedef struct sc_conn sc_conn;
 /* Connects to host:port (an address or a name), within connect_timeout_ms,
  * and says HELLO with token (NULL: none) and block_size (0: the node's).
  * Every later send and receive gives up after timeout_ms; after sending a
- * GET the caller polls for the answer for up to spin_us (0: none), yielding
- * its core, before it blocks in recv. 0, or -errno with
+ * GET the caller polls for the answer for up to spin_us (0: never), yielding
+ * its core, before it blocks in recv, but only while the answers come within
+ * spin_us (a smoothed wait of the last ones): on a link where they take
+ * longer it sleeps at once. 0, or -errno with
  * a sentence in err: -ETIMEDOUT, -ECONNREFUSED, -EACCES (the node refused
  * the token), -EPROTO (a bad answer). */
 int sc_open(sc_conn **out, const char *host, int port, const char *token, uint32_t block_size,
@@ -50,10 +52,14 @@ int sc_open(sc_conn **out, const char *host, int port, const char *token, uint32
 int sc_get(sc_conn *c, const rcp_get_req *req, void *buf, uint32_t len, int *node_err,
            char *msg, size_t msglen);
 
-/* A connection over fd (already connected, HELLO done or not needed): for
- * tests and the fuzz target, which play the node on the other end of a
- * socketpair. Takes fd (closed by sc_close). 0 or -ENOMEM. */
-int sc_from_fd(sc_conn **out, int fd, uint32_t max_body);
+/* A connection over fd (already connected, HELLO done or not needed), polling
+ * as sc_open's spin_us says: for tests and the fuzz target, which play the
+ * node on the other end of a socketpair. Takes fd (closed by sc_close). 0 or
+ * -ENOMEM. */
+int sc_from_fd(sc_conn **out, int fd, uint32_t max_body, int spin_us);
+
+/* GETs that polled for their answer (the others slept at once). */
+uint64_t sc_spins(const sc_conn *c);
 
 /* False after a failure that lost the framing or the socket. */
 bool sc_usable(const sc_conn *c);

@@ -27,7 +27,7 @@ static sc_conn *pair_conn(int *peer)
     int sv[2];
     assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
     sc_conn *c = NULL;
-    assert_int_equal(sc_from_fd(&c, sv[0], 0), 0);
+    assert_int_equal(sc_from_fd(&c, sv[0], 0, 0), 0);
     *peer = sv[1];
     return c;
 }
