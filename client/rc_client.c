@@ -238,6 +238,7 @@ void rc_stats_get(rc_client *c, rc_stats *out)
     RC_LOAD(upstream_fallbacks);
     RC_LOAD(node_bytes);
     RC_LOAD(s3_bytes);
+    RC_LOAD(scan_direct);
 #undef RC_LOAD
 }
 

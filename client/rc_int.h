@@ -302,7 +302,7 @@ struct rc_client {
         atomic_uint_fast64_t preads, hits, misses, stalls, waits, readahead_fetches,
             partial_fetches, node_blocks, failovers, fallbacks, head_fallbacks, stale,
             meta_hits, bytes, inline_reads, hedges, hedge_wins, upstream_fallbacks,
-            node_bytes, s3_bytes;
+            node_bytes, s3_bytes, scan_direct;
         atomic_uint_fast64_t inline_hedges; /* given up on the reader's connection */
     } st;
 
@@ -311,7 +311,13 @@ struct rc_client {
     bool inline_ok;
     sc_pool *pool;
     _Atomic int64_t inline_pause_until_ms; /* after a failed connect: the I/O thread's way */
+    /* smoothed time a small batch took through the I/O thread (each sample
+     * capped at RC_WAIT_CAP spin windows): a reader polls for one only while
+     * they come within spin_us (0: none yet) */
+    _Atomic int64_t small_wait_us;
 };
+
+#define RC_WAIT_CAP 4
 
 #define RC_COUNT(c, f, n) atomic_fetch_add_explicit(&(c)->st.f, (n), memory_order_relaxed)
 

@@ -11,6 +11,8 @@
  *     UNCACHED       an item fetching the range straight into the caller's buffer
  *     small partial  (a scattered read, or a scan's first or last block, not
  *                    cached) the same, without taking a page
+ *     scan block     (RC_READ_SCAN, not cached) the same: read once, it needs
+ *                    no page, and lands in the caller's buffer with one copy
  *   send             the items of the pass go to the I/O thread, or a small
  *                    scattered read's ranges to their owner on this thread's
  *                    blocking connection; wait; complete pages; copy out
@@ -229,12 +231,15 @@ static bool rc_plan_block(rc_plan *p, uint64_t b, int pass)
     uint64_t dst_off = bstart + from - p->off;
     pc_key key = rc__key(c, o, b);
     /* a scan's first and last blocks fetch only the bytes it wants, whatever
-     * their size: it reads them once and its next range starts elsewhere */
+     * their size: it reads them once and its next range starts elsewhere; its
+     * whole blocks, read once too, land straight in buf: no page to fill and
+     * copy out (one copy of every byte less) */
     bool partial = pass == 0 && to - from < blen &&
                    (p->scan || (!p->seq && c->partial_max && to - from <= c->partial_max));
+    bool direct = pass == 0 && (partial || p->scan);
     int r = PC_UNCACHED;
     pc_page *pg = NULL;
-    if (!(partial && !pc_contains(c->pc, &key))) {
+    if (!(direct && !pc_contains(c->pc, &key))) {
         unsigned flags = (pass == 0 ? PC_FETCH_NOWAIT : 0) | (p->scan ? PC_FETCH_ONCE : 0);
         for (int attempt = 0; attempt < 3; attempt++) {
             r = pc_fetch(c->pc, &key, flags, &pg);
@@ -244,8 +249,10 @@ static bool rc_plan_block(rc_plan *p, uint64_t b, int pass)
         }
         if (pass == 1 && r >= 0)
             RC_COUNT(c, waits, r == PC_HIT ? 1 : 0);
-    } else {
+    } else if (partial) {
         RC_COUNT(c, partial_fetches, 1);
+    } else {
+        RC_COUNT(c, scan_direct, 1);
     }
     if (r == PC_HIT) {
         if (pass == 0)
@@ -295,11 +302,16 @@ static bool rc_plan_block(rc_plan *p, uint64_t b, int pass)
  * completes within one round trip to a node, a few tens of microseconds: the
  * reader first polls for up to spin_us, yielding its core between checks (the
  * I/O thread or a node on this machine may need it), and sleeps on the
- * condition only after that, which saves a wake-up on the common path. */
+ * condition only after that, which saves a wake-up on the common path. It
+ * polls only while small batches complete within spin_us (c->small_wait_us):
+ * behind a far or capped link, where they take longer, polling would only
+ * burn the core the I/O thread needs, so the reader sleeps at once. */
 static void rc_wait_batch(rc_client *c, rc_batch *b, bool small)
 {
-    if (small && c->cfg.spin_us > 0) {
-        int64_t until = rc__now_us() + c->cfg.spin_us;
+    int64_t t0 = small ? rc__now_us() : 0;
+    int64_t expect = atomic_load_explicit(&c->small_wait_us, memory_order_relaxed);
+    if (small && c->cfg.spin_us > 0 && expect <= c->cfg.spin_us) {
+        int64_t until = t0 + c->cfg.spin_us;
         while (atomic_load_explicit(&b->pending, memory_order_acquire) > 0 &&
                rc__now_us() < until)
             sched_yield();
@@ -308,6 +320,14 @@ static void rc_wait_batch(rc_client *c, rc_batch *b, bool small)
     while (atomic_load_explicit(&b->pending, memory_order_relaxed) > 0)
         pthread_cond_wait(&b->cond, &c->qlock);
     pthread_mutex_unlock(&c->qlock);
+    if (small) {
+        /* readers race to update it: any of their samples will do */
+        int64_t sample = rc__now_us() - t0, cap = (int64_t)RC_WAIT_CAP * c->cfg.spin_us;
+        if (sample > cap)
+            sample = cap;
+        atomic_store_explicit(&c->small_wait_us, expect ? (3 * expect + sample) / 4 : sample,
+                              memory_order_relaxed);
+    }
 }
 
 /* Completes the pages of the items [first, n) and copies them out. */
