@@ -55,6 +55,9 @@
 /* Bytes one read callback takes from the socket before it lets the loop run
  * other connections (the event is level-triggered: it comes back). */
 #define CC_RX_BUDGET (2u * 1024 * 1024)
+/* The most bytes the socket is asked to gather (SO_RCVLOWAT) before it says
+ * it is readable, while the rest of a frame is known to be on its way. */
+#define CC_LOWAT_MAX (128u * 1024)
 
 typedef struct cc_req cc_req;
 struct cc_req {
@@ -118,6 +121,7 @@ struct cc_conn {
     uint8_t *rx_dst;
     size_t rx_left;             /* chunk body bytes still to come from the socket */
     bool rx_more;               /* that chunk is not the answer's last */
+    int rx_lowat;               /* the socket's SO_RCVLOWAT now (1: the default) */
     uint8_t stage[CC_STAGE];
 };
 
@@ -663,6 +667,23 @@ static void cc_on_read(struct bufferevent *bev, void *arg)
     cc_maybe_free(c);
 }
 
+/* Plaintext, between reads: while the rest of a frame is on its way (a chunk
+ * body, or the tail of a header), the socket wakes the loop only once that
+ * much has arrived (up to CC_LOWAT_MAX), not for every segment: a link that
+ * delivers a block a few KiB at a time (a capped one) costs a wake-up per
+ * 128 KiB instead of one per segment. At a frame boundary it wakes for the
+ * first byte again. The bytes waited for are sure to come (a node writes a
+ * chunk whole, or closes), and every request keeps its deadline. */
+static void cc_rx_lowat(cc_conn *c, evutil_socket_t fd)
+{
+    size_t need = c->rx_left ? c->rx_left : c->rx_need;
+    int want = need > CC_LOWAT_MAX ? (int)CC_LOWAT_MAX : need > 1 ? (int)need : 1;
+    if (want == c->rx_lowat || c->broken)
+        return;
+    if (setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &want, sizeof(want)) == 0)
+        c->rx_lowat = want;
+}
+
 /* Plaintext: the socket is readable (the event is level-triggered). */
 static void cc_on_rx(evutil_socket_t fd, short what, void *arg)
 {
@@ -742,6 +763,8 @@ static void cc_on_rx(evutil_socket_t fd, short what, void *arg)
         if ((size_t)k < want)
             break; /* the socket is empty for now */
     }
+    if (!c->broken)
+        cc_rx_lowat(c, fd);
     c->busy--;
     cc_maybe_free(c);
 }
@@ -843,6 +866,7 @@ int cc_conn_create(cc_conn **out, struct event_base *base, const cc_config *cfg)
     c->base = base;
     c->cfg = *cfg;
     c->last_rx_ms = cc_now_ms();
+    c->rx_lowat = 1;
     snprintf(c->host, sizeof(c->host), "%s", cfg->host);
     snprintf(c->token, sizeof(c->token), "%s", cfg->token ? cfg->token : "");
     snprintf(c->name, sizeof(c->name), "%s", cfg->client_name ? cfg->client_name : "client");
