@@ -18,8 +18,10 @@
  * workers), as CPU-seconds per GiB read; for six compute nodes at once, the
  * aggregate bytes per CPU-second of the whole system (readers + nodes) are
  * compared with one compute node's (set-up 4): near 1, the design scales
- * with the cores it is given. With RINGCACHE_BENCH_PERF=DIR the hot scans of
- * nginx and of set-up 4 are recorded by perf (bench_profile.h).
+ * with the cores it is given. With RINGCACHE_BENCH_PERF=DIR the hot scans and
+ * the scattered reads of nginx and of set-up 4 are recorded by perf
+ * (bench_profile.h). The scattered reads' cells also give the reader's CPU
+ * per read.
  * The engine's seed query (top-5 OwnerDisplayName by count, over a
  * Stack-Overflow-shaped Parquet dataset written by bench/engine/bench_gen.mjs)
  * runs as a third workload through `ringcache query` in set-ups 1-4 and
@@ -656,7 +658,7 @@ int main(int argc, char **argv)
     r->hot = run_one_profiled("nginx-scan-2", "http", arg, "scan", ngx_pids, n_ngx);
     r->extra_cpu = h_pgrp_cpu_s(h_proc_pid(ngx)) - ngx0; /* nginx serves it: its CPU counts */
     row_t *ngx_row = r;
-    r->scattered = run_one("nginx-scattered", "http", arg, "scattered");
+    r->scattered = run_one_profiled("nginx-scattered", "http", arg, "scattered", ngx_pids, n_ngx);
     r->has_cold = r->has_hot = r->has_scattered = true;
     h_proc_stop(ngx, 5000);
 
@@ -723,7 +725,8 @@ int main(int argc, char **argv)
                               node_pids(nodes, N_NODES, npids));
     r->extra_cpu = nodes_cpu(nodes, N_NODES) - c0;
     s3_counts(&r->s3_gets, &r->s3_bytes);
-    r->scattered = run_one("dc2-scattered", "cache", members[1], "scattered");
+    r->scattered = run_one_profiled("dc2-scattered", "cache", members[1], "scattered", npids,
+                                    N_NODES);
     r->has_hot = r->has_scattered = true;
     row_t *second = r;
     qrow_t *qfirst = &qr[nq++], *qsecond = &qr[nq++];
@@ -812,13 +815,15 @@ int main(int argc, char **argv)
                            "|---|---|---|---|---|---|\n");
     for (int i = 0; i < nr; i++) {
         row_t *w = &rows[i];
-        char cold[64] = "-", hot[64] = "-", sc[64] = "-", s3c[64] = "-", cpu[32] = "-";
+        char cold[64] = "-", hot[64] = "-", sc[96] = "-", s3c[64] = "-", cpu[32] = "-";
         if (w->has_cold)
             snprintf(cold, sizeof(cold), "%.2f s, %.0f MiB/s", w->cold.seconds, mib_s(&w->cold));
         if (w->has_hot)
             snprintf(hot, sizeof(hot), "%.2f s, %.0f MiB/s", w->hot.seconds, mib_s(&w->hot));
         if (w->has_scattered)
-            snprintf(sc, sizeof(sc), "%.2f / %.2f ms", w->scattered.p50, w->scattered.p99);
+            snprintf(sc, sizeof(sc), "%.2f / %.2f ms (reader CPU %.0f us a read)",
+                     w->scattered.p50, w->scattered.p99,
+                     w->scattered.cpu_s * 1e6 / scattered_reads);
         if (w->has_cold || i >= 2)
             snprintf(s3c, sizeof(s3c), "%" PRIu64 " (%.0f)", w->s3_gets,
                      (double)w->s3_bytes / 1048576.0);
