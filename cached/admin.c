@@ -323,36 +323,6 @@ static int tls_setup(adm_server *a, const adm_config *cfg, char *err, size_t err
     return 0;
 }
 
-static int write_port_file(const char *path, int port, char *err, size_t errlen)
-{
-    size_t n = strlen(path) + 32;
-    char *tmp = malloc(n);
-    if (tmp == NULL) {
-        cfg_errf(err, errlen, "out of memory writing the admin port file");
-        return -ENOMEM;
-    }
-    snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
-    int rc = 0;
-    FILE *f = fopen(tmp, "w");
-    if (f == NULL) {
-        rc = -errno;
-    } else {
-        if (fprintf(f, "%d\n", port) < 0)
-            rc = -EIO;
-        if (fclose(f) != 0 && rc == 0)
-            rc = -errno;
-        if (rc == 0 && rename(tmp, path) != 0)
-            rc = -errno;
-        if (rc != 0)
-            unlink(tmp);
-    }
-    if (rc != 0)
-        cfg_errf(err, errlen, "cannot write the admin port file %s: %s (set --admin-port-file to a "
-                            "path in a writable folder)", path, strerror(-rc));
-    free(tmp);
-    return rc;
-}
-
 int adm_start(adm_server **out, const adm_config *cfg, met_registry *metrics,
               adm_text_fn config_text, void *config_arg, char *err, size_t errlen)
 {
@@ -421,7 +391,8 @@ int adm_start(adm_server **out, const adm_config *cfg, met_registry *metrics,
         }
     }
     if (rc == 0 && cfg->port_file != NULL && cfg->port_file[0] != '\0')
-        rc = write_port_file(cfg->port_file, a->port, err, errlen);
+        rc = cfg_write_port_file(cfg->port_file, a->port, "admin port file", "--admin-port-file", err,
+                                errlen);
     if (rc == 0) {
         /* the thread blocks every signal: they belong to the daemon's main
          * thread, and SIGPIPE from a closed scraper becomes EPIPE */

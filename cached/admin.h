@@ -2,7 +2,9 @@
  *
  * admin.h: the admin HTTP server of ringcached, on its own port, its own
  * thread, its own event_base + evhttp, so a slow scrape never touches a worker
- * loop. Plain HTTP, or HTTPS when a certificate and key are given.
+ * loop. Plain HTTP, or HTTPS when a certificate and key are given. The server
+ * owns its thread, its listening socket and its connections; the registry
+ * and the config callback it serves are borrowed.
  *
  * Endpoints (GET and HEAD only; any other method gets 405 with
  * `Allow: GET, HEAD`; any other path gets 404; the query string is ignored):

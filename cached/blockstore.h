@@ -5,8 +5,15 @@
  * identity, kept on local SSD in one large preallocated file cut into regions,
  * written with O_DIRECT, indexed by RocksDB (the index of record) and an
  * in-memory map loaded from it at open, with an optional RAM tier in front
- * (pagecache/, S3-FIFO). See cached/README-store.md for what survives a kill
- * and a power loss.
+ * (pagecache/, S3-FIFO). What survives a restart, a kill and a power loss is
+ * the section of that name in README.md.
+ *
+ * OWNS
+ *   A bs_store owns its folder's files (superblock, data file, RocksDB index),
+ *   the in-memory map, the RAM tier, the space allocator and its store thread
+ *   (the index writer, and the I/O threads in BS_IO_THREADS mode). A bs_worker
+ *   owns its io_uring (or its queue into the pool) and its operations. A
+ *   bs_buf is reference-counted and owned by whoever holds a reference.
  *
  * THREAD-SAFETY
  *   bs_open() and bs_close() must not race with any other call on the store.

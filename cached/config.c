@@ -8,14 +8,18 @@
  */
 #include "config.h"
 
+#include "bytesize.h"
+
 #include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #define CFG_MAX_FILE (1u << 20)
 #define CFG_WHY 512
@@ -122,13 +126,6 @@ typedef struct unit {
     int64_t mult;
 } unit;
 
-static const unit size_units[] = {
-    {"", 1}, {"b", 1},
-    {"k", 1LL << 10}, {"kb", 1LL << 10}, {"kib", 1LL << 10},
-    {"m", 1LL << 20}, {"mb", 1LL << 20}, {"mib", 1LL << 20},
-    {"g", 1LL << 30}, {"gb", 1LL << 30}, {"gib", 1LL << 30},
-    {"t", 1LL << 40}, {"tb", 1LL << 40}, {"tib", 1LL << 40},
-};
 static const unit ms_units[] = {
     {"", 1}, {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000},
 };
@@ -209,9 +206,10 @@ static void fmt_scaled(int64_t v, const unit *units, const char *const *names, s
 
 static void fmt_size(int64_t v, char *buf, size_t cap)
 {
-    static const unit u[] = {{"", 1LL << 40}, {"", 1LL << 30}, {"", 1LL << 20}, {"", 1LL << 10}};
-    static const char *const names[] = {"TiB", "GiB", "MiB", "KiB"};
-    fmt_scaled(v, u, names, 4, buf, cap);
+    if (v < 0)
+        snprintf(buf, cap, "%" PRId64, v); /* only a table's min can be */
+    else
+        bytesize_format((uint64_t)v, buf, cap);
 }
 
 static void fmt_ms(int64_t v, char *buf, size_t cap)
@@ -273,8 +271,14 @@ static int apply_value(const cfg_opt *o, const char *v, void *conf, char *why, s
         rc = parse_int(v, &x);
         what = "is not an integer";
     } else if (o->type == CFG_SIZE) {
-        rc = parse_scaled(v, size_units, sizeof size_units / sizeof size_units[0], &x);
-        what = "is not a size (use bytes or a unit: 64k, 1MiB, 2G)";
+        uint64_t u = 0;
+        rc = bytesize_parse(v, &u, why, whylen);
+        if (rc == -EINVAL && o->secret)
+            snprintf(why, whylen, "the value is not a size (use 64KiB, 1MiB, 2GiB)");
+        if (rc == -EINVAL)
+            return rc; /* the sentence names the value and the fix */
+        x = (int64_t)u;
+        what = "";
     } else {
         rc = parse_scaled(v, ms_units, sizeof ms_units / sizeof ms_units[0], &x);
         what = "is not a duration (use 500ms, 2s, 1m or 1h)";
@@ -309,10 +313,31 @@ static bool is_space(char c)
     return c == ' ' || c == '\t';
 }
 
-/* Splits one line (NUL-terminated, no newline, writable) into key and value in
- * place. Returns 1 for a key/value line, 0 for a blank or comment line,
- * -EINVAL with a reason in why. */
-static int split_line(char *line, char **key, char **val, char *why, size_t whylen)
+int cfg_next_line(const char *text, size_t len, size_t *pos, unsigned *lineno, char *buf,
+                  const char *source, char *err, size_t errlen)
+{
+    if (*pos >= len)
+        return 0;
+    ++*lineno;
+    size_t end = *pos;
+    while (end < len && text[end] != '\n')
+        end++;
+    size_t ll = end - *pos;
+    if (memchr(text + *pos, '\0', ll) != NULL) {
+        cfg_errf(err, errlen, "%s:%u: the line contains a NUL byte (is this a text file?)", source,
+                 *lineno);
+        return -EINVAL;
+    }
+    memcpy(buf, text + *pos, ll);
+    if (ll > 0 && buf[ll - 1] == '\r')
+        ll--;
+    buf[ll] = '\0';
+    *pos = end + 1;
+    return 1;
+}
+
+int cfg_split_line(char *line, const char *or_else, char **key, char **val, char *why,
+                   size_t whylen)
 {
     char *p = line;
     while (is_space(*p))
@@ -326,7 +351,8 @@ static int split_line(char *line, char **key, char **val, char *why, size_t whyl
     while (is_space(*p))
         p++;
     if (*p != '=' || kend == k) {
-        snprintf(why, whylen, "expected `key = value`");
+        snprintf(why, whylen, "expected `key = value`%s%s", or_else ? " or " : "",
+                 or_else ? or_else : "");
         return -EINVAL;
     }
     *kend = '\0';
@@ -403,26 +429,14 @@ static int load_text(const cfg_opt *opts, size_t n, void *conf, const char *text
     unsigned lineno = 0;
     size_t pos = 0;
     char why[CFG_WHY];
-    while (pos < len && rc == 0) {
-        lineno++;
-        size_t end = pos;
-        while (end < len && text[end] != '\n')
-            end++;
-        size_t ll = end - pos;
-        if (memchr(text + pos, '\0', ll) != NULL) {
-            cfg_errf(err, errlen, "%s:%u: the line contains a NUL byte (is this a text file?)",
-                   source, lineno);
-            rc = -EINVAL;
+    while (rc == 0) {
+        int got = cfg_next_line(text, len, &pos, &lineno, buf, source, err, errlen);
+        if (got <= 0) {
+            rc = got;
             break;
         }
-        memcpy(buf, text + pos, ll);
-        if (ll > 0 && buf[ll - 1] == '\r')
-            ll--;
-        buf[ll] = '\0';
-        pos = end + 1;
-
         char *key, *val;
-        int s = split_line(buf, &key, &val, why, sizeof why);
+        int s = cfg_split_line(buf, NULL, &key, &val, why, sizeof why);
         if (s < 0) {
             cfg_errf(err, errlen, "%s:%u: %s", source, lineno, why);
             rc = -EINVAL;
@@ -476,64 +490,88 @@ int cfg_load_text(const cfg_opt *opts, size_t n, void *conf, const char *text, s
     return load_text(opts, n, conf, text, len, source ? source : "config", NULL, err, errlen);
 }
 
-static int read_file(const char *path, char **out, size_t *len, char *err, size_t errlen)
+int cfg_read_file(const char *path, size_t max, const char *what, const char *flag, char **out,
+                  size_t *len, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "rb");
     if (f == NULL) {
         int e = errno;
-        cfg_errf(err, errlen, "cannot open config file %s: %s (fix the path given to --config)",
-               path, strerror(e));
+        cfg_errf(err, errlen, "cannot open %s %s: %s (fix the path given to %s)", what, path,
+                 strerror(e), flag);
         return -e;
     }
     size_t cap = 4096, n = 0;
     char *buf = malloc(cap);
     int rc = 0;
-    while (buf != NULL) {
-        if (n == cap) {
-            if (cap > CFG_MAX_FILE) {
-                cfg_errf(err, errlen, "config file %s is larger than %u bytes; is it the right file?",
-                       path, CFG_MAX_FILE);
-                rc = -EFBIG;
-                break;
-            }
-            char *nb = realloc(buf, cap * 2);
+    while (rc == 0 && buf != NULL) {
+        if (n + 1 >= cap) { /* room for the NUL */
+            char *nb = cap > max ? NULL : realloc(buf, cap * 2);
             if (nb == NULL) {
-                free(buf);
-                buf = NULL;
+                rc = cap > max ? -EFBIG : -ENOMEM;
                 break;
             }
             buf = nb;
             cap *= 2;
         }
-        size_t got = fread(buf + n, 1, cap - n, f);
+        size_t got = fread(buf + n, 1, cap - 1 - n, f);
         n += got;
-        if (got == 0) {
-            if (ferror(f)) {
-                int e = errno ? errno : EIO;
-                cfg_errf(err, errlen, "cannot read config file %s: %s (fix the path given to --config)",
-                       path, strerror(e));
-                rc = -e;
-            }
+        if (got == 0 && ferror(f))
+            rc = errno ? -errno : -EIO;
+        if (got == 0)
             break;
-        }
     }
     fclose(f);
-    if (buf == NULL) {
-        cfg_errf(err, errlen, "out of memory reading config file %s", path);
-        return -ENOMEM;
-    }
-    if (rc == 0 && n > CFG_MAX_FILE) {
-        cfg_errf(err, errlen, "config file %s is larger than %u bytes; is it the right file?", path,
-               CFG_MAX_FILE);
+    if (buf == NULL)
+        rc = -ENOMEM;
+    if (rc == 0 && n > max)
         rc = -EFBIG;
-    }
+    if (rc == -EFBIG)
+        cfg_errf(err, errlen, "%s %s is larger than %zu bytes; is it the right file?", what, path,
+                 max);
+    else if (rc == -ENOMEM)
+        cfg_errf(err, errlen, "out of memory reading %s %s", what, path);
+    else if (rc != 0)
+        cfg_errf(err, errlen, "cannot read %s %s: %s (fix the path given to %s)", what, path,
+                 strerror(-rc), flag);
     if (rc != 0) {
         free(buf);
         return rc;
     }
+    buf[n] = '\0';
     *out = buf;
     *len = n;
     return 0;
+}
+
+int cfg_write_port_file(const char *path, int port, const char *what, const char *flag, char *err,
+                        size_t errlen)
+{
+    size_t n = strlen(path) + 32;
+    char *tmp = malloc(n);
+    if (tmp == NULL) {
+        cfg_errf(err, errlen, "out of memory writing the %s", what);
+        return -ENOMEM;
+    }
+    snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
+    int rc = 0;
+    FILE *f = fopen(tmp, "w");
+    if (f == NULL) {
+        rc = -errno;
+    } else {
+        if (fprintf(f, "%d\n", port) < 0)
+            rc = -EIO;
+        if (fclose(f) != 0 && rc == 0)
+            rc = -errno;
+        if (rc == 0 && rename(tmp, path) != 0)
+            rc = -errno;
+        if (rc != 0)
+            unlink(tmp);
+    }
+    if (rc != 0)
+        cfg_errf(err, errlen, "cannot write the %s %s: %s (set %s to a path in a writable folder)",
+                 what, path, strerror(-rc), flag);
+    free(tmp);
+    return rc;
 }
 
 /* ---- flags -------------------------------------------------------------- */
@@ -690,7 +728,8 @@ int cfg_load(const cfg_opt *opts, size_t n, void *conf, int argc, char **argv, c
         } else {
             char *text = NULL;
             size_t len = 0;
-            rc = read_file(config, &text, &len, err, errlen);
+            rc = cfg_read_file(config, CFG_MAX_FILE, "config file", "--config", &text, &len, err,
+                               errlen);
             if (rc == 0) {
                 size_t sl = strlen(config) + sizeof "config file ";
                 char *source = malloc(sl);

@@ -6,6 +6,9 @@
  * cfg_opt array pointing into a caller-owned struct (offsetof); the binary
  * concatenates the tables it composes and calls cfg_load() once.
  *
+ * Owns nothing: every function works on the caller's table, struct, buffers
+ * and files (cfg_read_file's buffer is the caller's to free).
+ *
  * Thread-safety: every function works only on the caller's table, struct and
  * buffers and keeps no state: any thread, as long as no other thread writes the
  * same conf struct at the same time. A loaded conf struct is plain data and may
@@ -27,9 +30,11 @@
  * Values by type:
  *   CFG_STR   any text up to size-1 bytes
  *   CFG_INT   decimal integer, optional sign
- *   CFG_SIZE  integer with an optional binary unit, case-insensitive:
- *             b, k/kb/kib, m/mb/mib, g/gb/gib, t/tb/tib (all powers of 1024:
- *             "64k" = 65536, "1MiB" = "1m" = 1048576, "2G" = 2147483648)
+ *   CFG_SIZE  bytes with an optional unit, as client/bytesize.h reads them:
+ *             b, k/ki/kb/kib, m/.../mib, g/.../gib, t/.../tib, case-insensitive,
+ *             every unit a power of 1024 (KB is KiB here, not 1000 as in
+ *             ClickHouse or Kubernetes): "64k" = 65536, "1MiB" = "1m" =
+ *             1048576, "2G" = 2147483648
  *   CFG_MS    integer with an optional unit ms, s, m, h (bare = ms):
  *             "500ms", "2s", "1m" -> 500, 2000, 60000
  *   CFG_BOOL  true/false, yes/no, on/off, 1/0 (case-insensitive)
@@ -95,6 +100,22 @@ int cfg_load(const cfg_opt *opts, size_t n, void *conf, int argc, char **argv, c
 int cfg_load_text(const cfg_opt *opts, size_t n, void *conf, const char *text, size_t len,
                   const char *source, char *err, size_t errlen);
 
+/* The next line of text[0..len) from *pos into buf (len + 1 bytes: a line
+ * is never cut), without its "\n" or "\r\n"; *pos and *lineno advance.
+ * Returns 1, 0 at the end, or -EINVAL for a line with a NUL byte, with
+ * "source:line: ..." in err. */
+int cfg_next_line(const char *text, size_t len, size_t *pos, unsigned *lineno, char *buf,
+                  const char *source, char *err, size_t errlen);
+
+/* Splits one line of a file in the grammar above (NUL-terminated, no newline,
+ * writable) into key and value, in place: 1 for a key/value line, 0 for a
+ * blank or comment line, -EINVAL with the reason in why. or_else names what
+ * else a line may be in the caller's format ("a [tenant NAME] header"), for
+ * the sentence of a line that is not `key = value`; NULL: nothing else. For
+ * the formats built on this grammar (the tenants file). */
+int cfg_split_line(char *line, const char *or_else, char **key, char **val, char *why,
+                   size_t whylen);
+
 /* Prints "Usage: <usage_line>", then every option (flag, value type, help,
  * default, range, required), then --config and --help, to f. */
 void cfg_help(const cfg_opt *opts, size_t n, const char *usage_line, FILE *f);
@@ -107,7 +128,23 @@ void cfg_help(const cfg_opt *opts, size_t n, const char *usage_line, FILE *f);
 int cfg_format(const cfg_opt *opts, size_t n, const void *conf, char *buf, size_t cap);
 
 /* Writes a sentence into err (nothing when err is NULL or errlen is 0): the
- * error convention of the daemon's modules (config, tenants, admin). */
+ * error convention of the daemon's modules (config, tenants, admin, node). */
 void cfg_errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* The files options name. `what` names the file in sentences ("tenants
+ * file"), `flag` the option that gives its path ("--tenants").
+ *
+ * cfg_read_file: reads the whole file into a malloc'd, NUL-terminated buffer
+ * (*len excludes the NUL; the caller frees it, wiping it first if it holds
+ * secrets). Returns 0, or a negative errno with a sentence in err: the errno
+ * of opening or reading, -EFBIG over max bytes, -ENOMEM.
+ *
+ * cfg_write_port_file: writes "PORT\n" to path atomically (a temporary file
+ * beside it, then rename), for scripts and tests that start a daemon on port
+ * 0. Returns 0 or a negative errno with a sentence in err. */
+int cfg_read_file(const char *path, size_t max, const char *what, const char *flag, char **out,
+                  size_t *len, char *err, size_t errlen);
+int cfg_write_port_file(const char *path, int port, const char *what, const char *flag, char *err,
+                        size_t errlen);
 
 #endif /* RINGCACHE_CONFIG_H */

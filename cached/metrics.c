@@ -44,6 +44,7 @@ static const char *const hist_le[MET_HIST_BUCKETS + 1] = {
 typedef struct metric {
     char *name, *help, *labels; /* labels: NULL when none */
     met_kind kind;
+    uint32_t scale;             /* > 1: rendered as value / scale */
     size_t cell;                /* first cell, counters and histograms */
     _Atomic int64_t gauge;
     met_gauge_fn fn;            /* fn and fn_arg under the registry's lock */
@@ -356,6 +357,21 @@ int met_set_fn(met_registry *r, int idx, met_gauge_fn fn, void *arg)
     return rc;
 }
 
+int met_set_scale(met_registry *r, int idx, uint32_t scale)
+{
+    uint32_t s = scale;
+    while (s > 1 && s % 10 == 0)
+        s /= 10;
+    pthread_mutex_lock(&r->lock);
+    int rc = -EINVAL;
+    if (s == 1 && idx >= 0 && (size_t)idx < r->n && r->m[idx].kind != MET_HISTOGRAM) {
+        r->m[idx].scale = scale;
+        rc = 0;
+    }
+    pthread_mutex_unlock(&r->lock);
+    return rc;
+}
+
 /* ---- reading ------------------------------------------------------------ */
 
 static uint64_t cell_sum_locked(met_registry *r, size_t cell)
@@ -488,21 +504,39 @@ static const char *type_name(met_kind k)
     return k == MET_COUNTER ? "counter" : k == MET_GAUGE ? "gauge" : "histogram";
 }
 
+/* A value as Prometheus reads it: whole, or value / scale with one decimal
+ * digit per power of 10 of the scale ("12.340000"). */
+static void sb_value(sbuf *b, bool negative, uint64_t mag, uint32_t scale)
+{
+    const char *sign = negative ? "-" : "";
+    if (scale <= 1) {
+        sb_printf(b, "%s%" PRIu64 "\n", sign, mag);
+        return;
+    }
+    int digits = 0;
+    for (uint32_t s = scale; s > 1; s /= 10)
+        digits++;
+    sb_printf(b, "%s%" PRIu64 ".%0*" PRIu64 "\n", sign, mag / scale, digits, mag % scale);
+}
+
 static void render_one_locked(met_registry *r, sbuf *b, metric *m)
 {
     const char *l = m->labels;
-    if (m->kind == MET_COUNTER) {
-        uint64_t v = counter_locked(r, m);
+    if (m->kind == MET_COUNTER || m->kind == MET_GAUGE) {
+        bool negative = false;
+        uint64_t mag;
+        if (m->kind == MET_COUNTER) {
+            mag = counter_locked(r, m);
+        } else {
+            int64_t v = gauge_locked(r, m);
+            negative = v < 0;
+            mag = negative ? 0 - (uint64_t)v : (uint64_t)v;
+        }
         if (l)
-            sb_printf(b, "%s{%s} %" PRIu64 "\n", m->name, l, v);
+            sb_printf(b, "%s{%s} ", m->name, l);
         else
-            sb_printf(b, "%s %" PRIu64 "\n", m->name, v);
-    } else if (m->kind == MET_GAUGE) {
-        int64_t v = gauge_locked(r, m);
-        if (l)
-            sb_printf(b, "%s{%s} %" PRId64 "\n", m->name, l, v);
-        else
-            sb_printf(b, "%s %" PRId64 "\n", m->name, v);
+            sb_printf(b, "%s ", m->name);
+        sb_value(b, negative, mag, m->scale);
     } else {
         uint64_t cum[MET_HIST_BUCKETS + 1];
         uint64_t sum = hist_locked(r, m, cum);

@@ -8,6 +8,9 @@
  * one value, or a callback evaluated at render time for a number another
  * module owns (the block store's bytes used).
  *
+ * A registry owns its metrics' names, help and labels (copies), and every
+ * slot; a callback's argument stays its caller's.
+ *
  * Thread-safety:
  *   - met_create / met_register / met_destroy: setup and teardown, before any
  *     thread calls met_add / met_observe_us and after they have all stopped.
@@ -88,6 +91,13 @@ void met_gauge_add(met_registry *r, int idx, int64_t delta);
  * highest value fn has returned, so it never decreases within the process.
  * Returns 0, or -EINVAL if idx is a histogram or out of range. */
 int met_set_fn(met_registry *r, int idx, met_gauge_fn fn, void *arg);
+
+/* Counter or gauge idx counts 1/scale of the unit its name says (CPU time
+ * in microseconds for a _seconds metric: 1000000): rendered as the decimal
+ * value / scale ("12.345678"); met_get still returns the raw count. scale is
+ * a power of 10; 1 (the default): whole units. Returns 0, or -EINVAL for a
+ * histogram, an index out of range or a scale that is not a power of 10. */
+int met_set_scale(met_registry *r, int idx, uint32_t scale);
 
 /* Records one observation of `us` microseconds into histogram idx. */
 void met_observe_us(met_registry *r, unsigned thread, int idx, uint64_t us);

@@ -1,13 +1,19 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * node_conn.c: one client connection of ringcached: reading frames (proto.h),
- * checking them, dispatching them, and sending answers. Answers wait in a send
- * queue and go out one chunk at a time, round robin, only while the socket's
- * output buffer is below two chunks, so a large block never holds up a small
- * one and memory per connection stays bounded: the node stops reading a
- * connection that has max-outstanding requests in flight or max-buffered bytes
- * of answers queued or admitted (back-pressure: a GET's bytes count from the
- * moment it is admitted, while the store reads or S3 fills them), and data is sent by reference from the
+ * node_conn.c: the ringcache protocol's front end: one client connection of
+ * ringcached. It only frames: it reads frames (proto.h), checks and parses
+ * them, hands each request to the request lifecycle (node_req.h) with a sink
+ * that turns what comes back into frames, and keeps the connection's limits
+ * and timeouts (HELLO first, --max-outstanding, --max-buffered, the frame
+ * and idle timeouts). HELLO, STATS, PING and CANCEL are the protocol's own.
+ *
+ * Answers wait in a send queue and go out one chunk at a time, round robin,
+ * only while the socket's output buffer is below two chunks, so a large
+ * block never holds up a small one and memory per connection stays bounded:
+ * the connection stops reading when it has max-outstanding requests in
+ * flight or max-buffered bytes of answers queued or admitted (back-pressure:
+ * a GET's bytes count from the moment the lifecycle admits it, while the
+ * store reads or S3 fills them), and data is sent by reference from the
  * store's or the fill's buffer, never copied.
  */
 #include "node_int.h"
@@ -30,6 +36,21 @@
 #include <unistd.h>
 
 typedef struct node_send node_send;
+typedef struct conn_req conn_req;
+
+/* A request of this connection: its frame's id and the lifecycle's part. */
+struct conn_req {
+    node_req req;                /* first: the lifecycle's (node_req.h) */
+    node_conn *c;
+    dlist_node link;             /* in its connection's requests */
+    uint32_t id;
+    uint8_t op;
+    bool cancelled;              /* CANCEL answered, or the connection closed */
+    bool hold;                   /* it asked the connection to stop reading (PUT) */
+    uint32_t reserved;           /* answer bytes counted against max-buffered */
+    uint64_t t0_us;
+};
+
 struct node_send {
     node_send *next;
     uint32_t id;
@@ -45,7 +66,7 @@ struct node_send {
 
 struct node_conn {
     node_worker *w;
-    node_conn *prev, *next;
+    dlist_node link;             /* in its worker's connections */
     uint64_t serial;
     struct bufferevent *bev;
     int refs;                    /* 1 while open + async operations holding it */
@@ -55,9 +76,8 @@ struct node_conn {
     int64_t last_ms;             /* last byte read or written (idle timeout) */
     int64_t wait_since_ms;       /* waiting for the rest of a frame since (0: not) */
     const ten_tenant *tenant;
-    char tenant_name[257];
-    node_req *reqs;
-    size_t n_reqs;
+    char tenant_name[BKEY_TENANT_MAX + 1];
+    dlist reqs;                  /* its requests in flight (conn_req) */
     node_send *sq_head, *sq_tail;
     size_t sq_bytes;
     size_t reserved;             /* answers admitted and not queued yet (reads, fills) */
@@ -73,62 +93,46 @@ static uint64_t now_us(void)
 
 static int64_t now_ms(void) { return (int64_t)(now_us() / 1000u); }
 
-node_worker *node__conn_worker(node_conn *c) { return c->w; }
-const ten_tenant *node__conn_tenant(node_conn *c) { return c->tenant; }
-
 static void conn_unref(node_conn *c);
 static void conn_close(node_conn *c);
 static void conn_pump(node_conn *c);
 static void conn_process(node_conn *c);
+static const node_sink_ops conn_sink_ops;
+__attribute__((format(printf, 4, 5))) static void answer_error(node_conn *c, uint32_t id,
+                                                               int code, const char *fmt, ...);
 
 /* ---- requests ------------------------------------------------------------- */
 
-static node_req *req_new(node_conn *c, uint32_t id, uint8_t op)
+/* A request of this connection (NULL after answering "out of memory"). */
+static conn_req *req_new(node_conn *c, uint32_t id, uint8_t op)
 {
-    node_req *r = calloc(1, sizeof(*r));
-    if (!r)
+    conn_req *r = calloc(1, sizeof(*r));
+    if (!r) {
+        answer_error(c, id, RCP_E_INTERNAL, "out of memory");
         return NULL;
+    }
     r->c = c;
     r->id = id;
     r->op = op;
     r->t0_us = now_us();
-    r->next = c->reqs;
-    if (c->reqs)
-        c->reqs->prev = r;
-    c->reqs = r;
-    c->n_reqs++;
+    dlist_push_front(&c->reqs, &r->link);
     c->refs++;
     return r;
 }
 
-static node_req *req_find(node_conn *c, uint32_t id)
+static conn_req *req_find(node_conn *c, uint32_t id)
 {
-    for (node_req *r = c->reqs; r; r = r->next)
+    for (dlist_node *i = dlist_first(&c->reqs); i; i = dlist_next(&c->reqs, i)) {
+        conn_req *r = DLIST_ENTRY(i, conn_req, link);
         if (r->id == id && !r->cancelled)
             return r;
+    }
     return NULL;
 }
 
-/* The request is answered (or abandoned): unlink and free it. */
-void node__req_done(node_req *r)
-{
-    node_conn *c = r->c;
-    if (r->prev)
-        r->prev->next = r->next;
-    else if (c->reqs == r)
-        c->reqs = r->next;
-    if (r->next)
-        r->next->prev = r->prev;
-    c->n_reqs--;
-    c->reserved -= r->reserved;
-    free(r->warm);
-    if (r->put)
-        node__put_abort(r);
-    free(r);
-    if (!c->closed && c->paused)
-        conn_process(c); /* room for more requests */
-    conn_unref(c);
-}
+/* Who the connection's client is, and where the lifecycle answers request r. */
+#define CALLER(c) (&(node_caller){(c)->tenant, (c)->peer, (c)->loopback})
+#define SINK(r) (&(node_sink){&conn_sink_ops, (r)})
 
 /* ---- answers ---------------------------------------------------------------- */
 
@@ -140,7 +144,7 @@ static void write_header(node_conn *c, uint8_t op, uint16_t flags, uint32_t id, 
     evbuffer_add(bufferevent_get_output(c->bev), h, sizeof(h));
 }
 
-void node__answer_body(node_conn *c, uint8_t op, uint32_t id, const void *body, size_t len)
+static void answer_body(node_conn *c, uint8_t op, uint32_t id, const void *body, size_t len)
 {
     if (c->closed)
         return;
@@ -149,7 +153,7 @@ void node__answer_body(node_conn *c, uint8_t op, uint32_t id, const void *body, 
         evbuffer_add(bufferevent_get_output(c->bev), body, len);
 }
 
-void node__answer_error(node_conn *c, uint32_t id, int code, const char *fmt, ...)
+static void answer_error(node_conn *c, uint32_t id, int code, const char *fmt, ...)
 {
     if (c->closed)
         return;
@@ -163,9 +167,9 @@ void node__answer_error(node_conn *c, uint32_t id, int code, const char *fmt, ..
     int n = rcp_encode_error(&e, body, sizeof(body));
     if (n < 0)
         return;
-    node__answer_body(c, RCP_OP_ERROR, id, body, (size_t)n);
+    answer_body(c, RCP_OP_ERROR, id, body, (size_t)n);
     node__count(c->w, NM_ERRORS_SENT, 1);
-    if (code == RCP_E_FORBIDDEN || code == RCP_E_UNAUTHORIZED)
+    if (code == RCP_E_UNAUTHORIZED) /* the lifecycle counts its own refusals */
         node__count(c->w, NM_FORBIDDEN, 1);
 }
 
@@ -193,42 +197,6 @@ static void send_free(node_send *s)
 
 /* Queue the data answer of a GET: head + [p, p+len) of bs or nb (the send
  * takes its own reference). */
-static void answer_data(node_req *r, uint8_t source, const uint8_t *p, size_t len, bs_buf *bs,
-                        node_buf *nb)
-{
-    node_conn *c = r->c;
-    node_send *s = calloc(1, sizeof(*s));
-    if (!s) {
-        node__answer_error(c, r->id, RCP_E_INTERNAL, "out of memory");
-        node__req_done(r);
-        return;
-    }
-    s->id = r->id;
-    s->op = RCP_OP_GET;
-    rcp_get_resp_head gh = {(uint32_t)len, source};
-    s->head_len = (size_t)rcp_encode_get_resp_head(&gh, s->head, sizeof(s->head));
-    s->p = p;
-    s->len = len;
-    if (bs) {
-        bs_buf_ref(bs);
-        s->bs = bs;
-    }
-    if (nb) {
-        node_buf_ref(nb);
-        s->nb = nb;
-    }
-    s->t0_us = r->t0_us;
-    if (c->sq_tail)
-        c->sq_tail->next = s;
-    else
-        c->sq_head = s;
-    c->sq_tail = s;
-    c->sq_bytes += len;
-    node__count(c->w, NM_BYTES_SERVED, len);
-    node__req_done(r); /* the request is answered; the send queue owns the bytes */
-    conn_pump(c);
-}
-
 /* Move chunks from the send queue to the socket while it holds less than four
  * chunks: enough for large writes, little enough to interleave answers. */
 static void conn_pump(node_conn *c)
@@ -277,405 +245,215 @@ static void conn_pump(node_conn *c)
     }
 }
 
-/* ---- GET -------------------------------------------------------------------- */
+/* ---- the sink: what the lifecycle answers, as frames ----------------------------- */
 
-static void get_from_fill(node_req *r);
-
-static void store_read_done(void *arg, int rc, bs_buf *buf)
+static void sink_admit(void *arg, size_t bytes)
 {
-    node_req *r = arg;
+    conn_req *r = arg;
+    r->reserved = (uint32_t)bytes;
+    r->c->reserved += bytes;
+}
+
+/* Queue the data answer of a GET: head + the piece's bytes (the send takes
+ * its own reference to the buffer holding them). */
+static void sink_piece(void *arg, const node_piece *p)
+{
+    conn_req *r = arg;
     node_conn *c = r->c;
-    if (r->cancelled || c->closed) {
-        bs_buf_unref(&buf);
-        node__req_done(r);
+    if (c->closed)
+        return;
+    node_send *s = calloc(1, sizeof(*s));
+    if (!s) {
+        answer_error(c, r->id, RCP_E_INTERNAL, "out of memory");
         return;
     }
-    if (rc >= 0) {
-        node__count(c->w, NM_HITS, 1);
-        answer_data(r, RCP_SRC_SSD, bs_buf_data(buf), (size_t)rc, buf, NULL);
-        bs_buf_unref(&buf);
-        return;
-    }
-    if (!r->reread)
-        node__count(c->w, NM_MISSES, 1);
-    if (r->flags & RCP_GET_CACHE_ONLY) {
-        node__answer_error(c, r->id, RCP_E_NOT_CACHED, "s3://%s/%s block %llu is not cached here",
-                           r->bucket, r->key, (unsigned long long)r->block);
-        node__req_done(r);
-        return;
-    }
-    get_from_fill(r);
+    s->id = r->id;
+    s->op = RCP_OP_GET;
+    rcp_get_resp_head gh = {(uint32_t)p->len, p->source};
+    s->head_len = (size_t)rcp_encode_get_resp_head(&gh, s->head, sizeof(s->head));
+    s->p = p->data;
+    s->len = p->len;
+    node_piece_ref(p);
+    s->bs = p->bs;
+    s->nb = p->nb;
+    s->t0_us = r->t0_us;
+    if (c->sq_tail)
+        c->sq_tail->next = s;
+    else
+        c->sq_head = s;
+    c->sq_tail = s;
+    c->sq_bytes += p->len;
+    node__count(c->w, NM_BYTES_SERVED, p->len);
 }
 
-static void req_identity(node_req *r, bkey_id *id)
+static void sink_answer(void *arg, const node_answer *a)
 {
-    bkey_id_init(id, r->c->tenant_name, r->bucket, r->key, r->version, r->size, r->block);
+    conn_req *r = arg;
+    uint8_t b[256];
+    int k = 0;
+    if (r->op == RCP_OP_HEAD) {
+        rcp_head_resp h = {a->size, rcp_s(a->etag), a->last_modified};
+        k = rcp_encode_head_resp(&h, b, sizeof(b));
+    } else if (r->op == RCP_OP_PUT) {
+        rcp_put_resp pr = {rcp_s(a->etag), a->size};
+        k = rcp_encode_put_resp(&pr, b, sizeof(b));
+    } else if (r->op == RCP_OP_WARM) {
+        uint32_t q = a->queued;
+        b[0] = (uint8_t)q, b[1] = (uint8_t)(q >> 8), b[2] = (uint8_t)(q >> 16);
+        b[3] = (uint8_t)(q >> 24);
+        k = 4;
+    }
+    if (k >= 0)
+        answer_body(r->c, r->op, r->id, b, (size_t)k);
 }
 
-static void get_from_fill(node_req *r)
+static void sink_error(void *arg, int code, const char *sentence)
 {
+    conn_req *r = arg;
+    answer_error(r->c, r->id, code, "%s", sentence);
+}
+
+static void conn_put_hold(node_conn *c, bool hold);
+
+static void sink_pause(void *arg, bool pause)
+{
+    conn_req *r = arg;
+    r->hold = pause;
+    conn_put_hold(r->c, pause);
+}
+
+/* The request is over: unlink and free it. */
+static void sink_done(void *arg)
+{
+    conn_req *r = arg;
     node_conn *c = r->c;
-    bkey_id id;
-    req_identity(r, &id);
-    node_fill_args fa = {c->tenant, &id, r->block_len, c->serial, r->id, r->off, r->len,
-                         r->reread};
-    r->state = R_FILL_WAIT;
-    int rc = node__fill_join(c->w, &fa, &r->fill);
-    if (rc == -EAGAIN) {
-        /* a fill finished meanwhile: the store has it now (asked once more) */
-        r->reread = true;
-        r->state = R_STORE_READ;
-        rc = bs_read(c->w->bs, &id, r->off, r->len, store_read_done, r);
-        if (rc < 0)
-            store_read_done(r, rc, NULL);
-        return;
+    dlist_remove(&c->reqs, &r->link);
+    c->reserved -= r->reserved;
+    bool held = r->hold;
+    free(r);
+    if (!c->closed) {
+        conn_pump(c); /* its answer, if it has one */
+        if (held)
+            conn_put_hold(c, false); /* reads on, and takes the frames buffered */
+        else if (c->paused)
+            conn_process(c); /* room for more requests */
     }
-    if (rc == -EBUSY) {
-        node__answer_error(c, r->id, RCP_E_BUSY,
-                           "s3://%s/%s block %llu: this node has %lld fills from S3 in flight "
-                           "(--max-fills): read it from S3 or try again",
-                           r->bucket, r->key, (unsigned long long)r->block,
-                           (long long)c->w->n->conf.max_fills);
-        node__req_done(r);
-    } else if (rc < 0) {
-        node__answer_error(c, r->id, RCP_E_INTERNAL, "cannot start a fill: %s", strerror(-rc));
-        node__req_done(r);
-    }
-    /* the answer comes through the mailbox (node__deliver) */
+    conn_unref(c);
 }
 
-void node__deliver(node_worker *w, node_msg *m)
-{
-    node_conn *c = NULL;
-    for (node_conn *k = w->conns; k; k = k->next)
-        if (k->serial == m->conn_serial) {
-            c = k;
-            break;
-        }
-    node_req *r = c && !c->closed ? req_find(c, m->req_id) : NULL;
-    if (r && r->state == R_FILL_WAIT) {
-        r->fill = NULL;
-        if (m->buf) {
-            uint32_t len = m->len ? m->len : (uint32_t)(m->buf->len - m->off);
-            answer_data(r, m->source ? m->source : RCP_SRC_S3, m->buf->data + m->off, len, NULL,
-                        m->buf);
-        } else {
-            node__answer_error(c, r->id, m->rcp_code ? m->rcp_code : RCP_E_INTERNAL, "%s",
-                               m->message);
-            node__req_done(r);
-        }
-    }
-    node_buf_unref(m->buf);
-    free(m);
-}
+static const node_sink_ops conn_sink_ops = {sink_admit, sink_piece, sink_answer, sink_error,
+                                            sink_pause, sink_done};
 
-static int parse_object(node_req *r, const rcp_object *o)
+/* ---- the requests' frames -------------------------------------------------------- */
+
+/* The object a frame names; the tenant is the connection's (the lifecycle's
+ * business). -EBADMSG: a field too long or with a NUL byte. */
+static int parse_object(const rcp_object *o, bkey_object *obj)
 {
-    if (rcp_str_copy(o->bucket, r->bucket, sizeof(r->bucket)) < 0 ||
-        rcp_str_copy(o->key, r->key, sizeof(r->key)) < 0 ||
-        rcp_str_copy(o->version, r->version, sizeof(r->version)) < 0)
+    memset(obj, 0, sizeof(*obj));
+    if (rcp_str_copy(o->bucket, obj->bucket, sizeof(obj->bucket)) < 0 ||
+        rcp_str_copy(o->key, obj->key, sizeof(obj->key)) < 0 ||
+        rcp_str_copy(o->version, obj->version, sizeof(obj->version)) < 0)
         return -EBADMSG;
-    r->size = o->size;
+    obj->size = o->size;
     return 0;
 }
 
-/* The tenant's access check, at every entry a key comes in by: false after
- * answering FORBIDDEN. With tenants, a key must also pass s3_key_check (no
- * dot segments, however spelled): a prefix check of "src/../x" would let a
- * tenant of "src/" read "x" behind a server that resolves dots. */
-static bool access_ok(node_conn *c, uint32_t id, const char *verb, const char *bucket,
-                      const char *key)
+/* true after answering BAD_REQUEST to a frame of op `what` whose body does
+ * not parse (parsed < 0) or has a field that does not fit (fields < 0). */
+static bool bad_frame(node_conn *c, uint32_t id, const char *what, int parsed, int fields)
 {
-    if (!c->w->n->tenants)
-        return true;
-    char why[300];
-    if (s3_key_check(key, strlen(key), why, sizeof(why)) < 0) {
-        node__answer_error(c, id, RCP_E_FORBIDDEN, "s3://%s/%s: %s", bucket, key, why);
+    if (parsed >= 0 && fields >= 0)
         return false;
-    }
-    if (c->peer || (c->tenant && ten_allows(c->tenant, bucket, strlen(bucket), key, strlen(key))))
-        return true;
-    node__answer_error(c, id, RCP_E_FORBIDDEN,
-                       "tenant %s may not %s s3://%s/%s (outside its buckets/prefixes)",
-                       c->tenant_name, verb, bucket, key);
-    return false;
+    answer_error(c, id, RCP_E_BAD_REQUEST, "%s: %s", what,
+                 parsed < 0 ? "the request does not parse"
+                            : "a field is too long or holds a NUL byte");
+    return true;
 }
 
 static void do_get(node_conn *c, uint32_t id, const uint8_t *body, size_t len)
 {
-    node *n = c->w->n;
-    node__count(c->w, NM_GET, 1);
     rcp_get_req g;
-    if (rcp_parse_get_req(body, len, &g) < 0) {
-        node__answer_error(c, id, RCP_E_BAD_REQUEST, "GET: the request does not parse");
+    bkey_object obj;
+    int parsed = rcp_parse_get_req(body, len, &g);
+    if (bad_frame(c, id, "GET", parsed, parsed < 0 ? 0 : parse_object(&g.obj, &obj))) {
+        node__count(c->w, NM_GET, 1); /* a GET the lifecycle never sees counts too */
         return;
     }
-    node_req *r = req_new(c, id, RCP_OP_GET);
-    if (!r) {
-        node__answer_error(c, id, RCP_E_INTERNAL, "out of memory");
-        return;
-    }
-    if (parse_object(r, &g.obj) < 0) {
-        node__answer_error(c, id, RCP_E_BAD_REQUEST, "GET: a field is too long or holds a NUL byte");
-        node__req_done(r);
-        return;
-    }
-    if (!access_ok(c, id, "read", r->bucket, r->key)) {
-        node__req_done(r);
-        return;
-    }
-    uint64_t bsz = (uint64_t)n->conf.block_size;
-    uint64_t blen = bkey_block_len(g.obj.size, bsz, g.block);
-    if (blen == 0 || g.offset >= blen || (uint64_t)g.offset + g.length > blen) {
-        node__answer_error(c, id, RCP_E_BAD_REQUEST,
-                           "GET s3://%s/%s: block %llu range %u+%u is outside the object of %llu "
-                           "bytes in %llu-byte blocks",
-                           r->bucket, r->key, (unsigned long long)g.block, g.offset, g.length,
-                           (unsigned long long)g.obj.size, (unsigned long long)bsz);
-        node__req_done(r);
-        return;
-    }
-    r->block = g.block;
-    r->off = g.offset;
-    r->len = g.length ? g.length : (uint32_t)(blen - g.offset);
-    r->flags = g.flags;
-    r->block_len = (uint32_t)blen;
-    /* the answer's bytes count against max-buffered from now on: a store
-     * read's or a fill's buffer is memory as much as a queued answer */
-    r->reserved = r->len;
-    c->reserved += r->len;
-    bkey_id bid;
-    req_identity(r, &bid);
-    r->state = R_STORE_READ;
-    int rc = bs_read(c->w->bs, &bid, r->off, r->len, store_read_done, r);
-    if (rc < 0) /* the store refused the read: treat it as a miss */
-        store_read_done(r, rc, NULL);
-}
-
-/* ---- other operations ----------------------------------------------------- */
-
-static void head_done(const s3_error *err, const s3_object_info *info, void *arg)
-{
-    node_req *r = arg;
-    node_conn *c = r->c;
-    if (!r->cancelled && !c->closed) {
-        if (err->code == -ENOENT) {
-            node__count(c->w, NM_S3_ERRORS, 1);
-            node__answer_error(c, r->id, RCP_E_NOT_FOUND, "%s", err->message);
-        } else if (err->code) {
-            node__count(c->w, NM_S3_ERRORS, 1);
-            char m[640];
-            node__upstream_message(c->w->n, err->message, m, sizeof(m));
-            node__answer_error(c, r->id, RCP_E_UPSTREAM, "%s", m);
-        } else {
-            uint8_t b[256];
-            rcp_head_resp h = {info->size, rcp_s(info->etag), info->last_modified};
-            int k = rcp_encode_head_resp(&h, b, sizeof(b));
-            if (k > 0)
-                node__answer_body(c, RCP_OP_HEAD, r->id, b, (size_t)k);
-        }
-    }
-    node__req_done(r);
+    conn_req *r = req_new(c, id, RCP_OP_GET);
+    if (r)
+        node_req_get(&r->req, c->w, CALLER(c), &obj, g.block, g.offset, g.length, g.flags,
+                     SINK(r));
 }
 
 static void do_head(node_conn *c, uint32_t id, const uint8_t *body, size_t len)
 {
     rcp_head_req h;
-    if (rcp_parse_head_req(body, len, &h) < 0) {
-        node__answer_error(c, id, RCP_E_BAD_REQUEST, "HEAD: the request does not parse");
+    char bucket[BKEY_BUCKET_MAX + 1], key[BKEY_KEY_MAX + 1];
+    int parsed = rcp_parse_head_req(body, len, &h);
+    int fields = parsed < 0 ? 0
+                 : rcp_str_copy(h.bucket, bucket, sizeof(bucket)) < 0
+                     ? -EBADMSG
+                     : rcp_str_copy(h.key, key, sizeof(key));
+    if (bad_frame(c, id, "HEAD", parsed, fields))
         return;
-    }
-    node_req *r = req_new(c, id, RCP_OP_HEAD);
-    if (!r)
-        return;
-    if (rcp_str_copy(h.bucket, r->bucket, sizeof(r->bucket)) < 0 ||
-        rcp_str_copy(h.key, r->key, sizeof(r->key)) < 0) {
-        node__answer_error(c, id, RCP_E_BAD_REQUEST, "HEAD: a field is too long or holds a NUL byte");
-        node__req_done(r);
-        return;
-    }
-    if (!access_ok(c, id, "read", r->bucket, r->key)) {
-        node__req_done(r);
-        return;
-    }
-    r->state = R_S3;
-    int rc = s3_head(node__s3_for(c->w, c->tenant), r->bucket, r->key, head_done, r);
-    if (rc < 0) {
-        node__answer_error(c, id, RCP_E_S3, "HEAD s3://%s/%s: %s", r->bucket, r->key,
-                           strerror(-rc));
-        node__req_done(r);
-    }
+    conn_req *r = req_new(c, id, RCP_OP_HEAD);
+    if (r)
+        node_req_head(&r->req, c->w, CALLER(c), bucket, key, SINK(r));
 }
 
-static void put_block_done(void *arg, int rc)
+/* A refused PUT's data frames find no request: dropped. */
+static void do_put(node_conn *c, uint32_t id, const uint8_t *body, size_t len)
 {
-    node_req *r = arg;
-    node_conn *c = r->c;
-    if (!r->cancelled && !c->closed) {
-        if (rc < 0)
-            node__answer_error(c, r->id, RCP_E_INTERNAL, "the block could not be stored: %s",
-                               strerror(-rc));
-        else {
-            node__count(c->w, NM_PUT_BLOCKS_RECEIVED, 1);
-            node__answer_body(c, RCP_OP_PUT_BLOCK, r->id, NULL, 0);
-        }
-    }
-    node__req_done(r);
+    rcp_put_req p;
+    bkey_object obj;
+    memset(&obj, 0, sizeof(obj));
+    int parsed = rcp_parse_put_req(body, len, &p);
+    int fields = parsed < 0 ? 0
+                 : rcp_str_copy(p.bucket, obj.bucket, sizeof(obj.bucket)) < 0
+                     ? -EBADMSG
+                     : rcp_str_copy(p.key, obj.key, sizeof(obj.key));
+    if (bad_frame(c, id, "PUT", parsed, fields))
+        return;
+    obj.size = p.size;
+    conn_req *r = req_new(c, id, RCP_OP_PUT);
+    if (r)
+        node_req_put(&r->req, c->w, CALLER(c), &obj, SINK(r));
 }
 
 static void do_put_block(node_conn *c, uint32_t id, const uint8_t *body, size_t len)
 {
-    node *n = c->w->n;
-    /* PUT_BLOCK stores bytes under any object's identity: only cache nodes
-     * may send it. With a peer token, that is whoever said it in HELLO; with
-     * tenants but no token, nobody; on an open node, this host only. */
-    if (n->conf.peer_token[0] ? !c->peer : (n->tenants || !c->loopback)) {
-        node__answer_error(c, id, RCP_E_FORBIDDEN,
-                           n->conf.peer_token[0]
-                               ? "PUT_BLOCK is for cache nodes: connect with the peer token"
-                           : n->tenants
-                               ? "PUT_BLOCK is for cache nodes: give every node the same "
-                                 "--peer-token"
-                               : "PUT_BLOCK from another host needs the peer token: give every "
-                                 "node the same --peer-token");
-        return;
-    }
     rcp_put_block_req pb;
-    if (rcp_parse_put_block_req(body, len, &pb) < 0) {
-        node__answer_error(c, id, RCP_E_BAD_REQUEST, "PUT_BLOCK: the request does not parse");
+    bkey_object obj;
+    int parsed = rcp_parse_put_block_req(body, len, &pb);
+    int fields = parsed < 0 ? 0
+                 : parse_object(&pb.obj, &obj) < 0
+                     ? -EBADMSG
+                     : rcp_str_copy(pb.tenant, obj.tenant, sizeof(obj.tenant));
+    if (bad_frame(c, id, "PUT_BLOCK", parsed, fields))
         return;
-    }
-    node_req *r = req_new(c, id, RCP_OP_PUT_BLOCK);
-    if (!r)
-        return;
-    char tenant[257];
-    if (parse_object(r, &pb.obj) < 0 || rcp_str_copy(pb.tenant, tenant, sizeof(tenant)) < 0) {
-        node__answer_error(c, id, RCP_E_BAD_REQUEST, "PUT_BLOCK: a field is too long or holds a NUL byte");
-        node__req_done(r);
-        return;
-    }
-    if (!access_ok(c, id, "write", r->bucket, r->key)) {
-        node__req_done(r);
-        return;
-    }
-    uint64_t blen = bkey_block_len(pb.obj.size, (uint64_t)n->conf.block_size, pb.block);
-    if (blen == 0 || blen != pb.data_len) {
-        node__answer_error(c, id, RCP_E_BAD_REQUEST,
-                           "PUT_BLOCK: block %llu of a %llu-byte object is %llu bytes, not %u",
-                           (unsigned long long)pb.block, (unsigned long long)pb.obj.size,
-                           (unsigned long long)blen, pb.data_len);
-        node__req_done(r);
-        return;
-    }
-    bkey_id bid;
-    bkey_id_init(&bid, tenant, r->bucket, r->key, r->version, r->size, pb.block);
-    r->state = R_STORE_WRITE;
-    int rc = bs_write(c->w->bs, &bid, pb.data, pb.data_len, put_block_done, r);
-    if (rc < 0)
-        put_block_done(r, rc);
+    conn_req *r = req_new(c, id, RCP_OP_PUT_BLOCK);
+    if (r)
+        node_req_store_block(&r->req, c->w, CALLER(c), &obj, pb.block, pb.data, pb.data_len,
+                             SINK(r));
 }
 
-/* WARM: the object's real size and version come from a HEAD first (a WARM
- * naming a made-up 64 GiB version starts nothing), then one fill per block
- * not stored yet, while the node has room (WARM takes at most half of
- * --max-fills, so GETs always find some). */
-static void warm_head_done(const s3_error *err, const s3_object_info *info, void *arg)
+static uint64_t warm_block_at(const void *src, uint32_t i)
 {
-    node_req *r = arg;
-    node_conn *c = r->c;
-    node *n = c->w->n;
-    if (r->cancelled || c->closed) {
-        node__req_done(r);
-        return;
-    }
-    if (err->code) {
-        node__count(c->w, NM_S3_ERRORS, 1);
-        node__answer_error(c, r->id,
-                           err->code == -ENOENT   ? RCP_E_NOT_FOUND
-                           : err->code == -EACCES ? RCP_E_FORBIDDEN
-                                                  : RCP_E_S3,
-                           "WARM: %s", err->message);
-        node__req_done(r);
-        return;
-    }
-    if (info->size != r->size || (r->version[0] && strcmp(info->etag, r->version) != 0)) {
-        node__count(c->w, NM_VERSION_CHANGED, 1);
-        node__answer_error(c, r->id, RCP_E_VERSION_CHANGED,
-                           "WARM: s3://%s/%s is %llu bytes with version %s, not the %llu bytes "
-                           "of version %s the request named",
-                           r->bucket, r->key, (unsigned long long)info->size, info->etag,
-                           (unsigned long long)r->size, r->version[0] ? r->version : "(any)");
-        node__req_done(r);
-        return;
-    }
-    uint32_t queued = 0;
-    size_t budget = (size_t)n->conf.max_fills / 2;
-    for (uint32_t i = 0; i < r->n_warm; i++) {
-        uint64_t blen = bkey_block_len(info->size, (uint64_t)n->conf.block_size, r->warm[i]);
-        if (!blen)
-            continue;
-        bkey_id bid;
-        bkey_id_init(&bid, c->tenant_name, r->bucket, r->key, r->version, r->size, r->warm[i]);
-        if (bs_contains(n->store, &bid))
-            continue;
-        if (node__fills_active(n) >= budget)
-            break; /* the rest is left for a later WARM, or the first GET */
-        node_fill_args fa = {c->tenant, &bid, (uint32_t)blen, 0, 0, 0, 0, false};
-        node_fill *f;
-        if (node__fill_join(c->w, &fa, &f) == 0)
-            queued++;
-    }
-    uint8_t b[4] = {(uint8_t)queued, (uint8_t)(queued >> 8), (uint8_t)(queued >> 16),
-                    (uint8_t)(queued >> 24)};
-    node__answer_body(c, RCP_OP_WARM, r->id, b, sizeof(b));
-    node__req_done(r);
+    return rcp_warm_block(src, i);
 }
 
 static void do_warm(node_conn *c, uint32_t id, const uint8_t *body, size_t len)
 {
-    node *n = c->w->n;
     rcp_warm_req wr;
-    if (rcp_parse_warm_req(body, len, &wr) < 0) {
-        node__answer_error(c, id, RCP_E_BAD_REQUEST, "WARM: the request does not parse");
+    bkey_object obj;
+    int parsed = rcp_parse_warm_req(body, len, &wr);
+    if (bad_frame(c, id, "WARM", parsed, parsed < 0 ? 0 : parse_object(&wr.obj, &obj)))
         return;
-    }
-    node__count(c->w, NM_WARM_BLOCKS, wr.n_blocks);
-    if (wr.n_blocks > (uint32_t)n->conf.max_warm_blocks) {
-        node__answer_error(c, id, RCP_E_TOO_LARGE,
-                           "WARM names %u blocks, over this node's %lld (--max-warm-blocks): "
-                           "send them in several requests",
-                           wr.n_blocks, (long long)n->conf.max_warm_blocks);
-        return;
-    }
-    node_req *r = req_new(c, id, RCP_OP_WARM);
-    if (!r)
-        return;
-    if (parse_object(r, &wr.obj) < 0) {
-        node__answer_error(c, id, RCP_E_BAD_REQUEST,
-                           "WARM: a field is too long or holds a NUL byte");
-        node__req_done(r);
-        return;
-    }
-    if (!access_ok(c, id, "read", r->bucket, r->key)) {
-        node__req_done(r);
-        return;
-    }
-    r->warm = malloc((wr.n_blocks ? wr.n_blocks : 1) * sizeof(uint64_t));
-    if (!r->warm) {
-        node__answer_error(c, id, RCP_E_INTERNAL, "out of memory");
-        node__req_done(r);
-        return;
-    }
-    r->n_warm = wr.n_blocks;
-    for (uint32_t i = 0; i < wr.n_blocks; i++)
-        r->warm[i] = rcp_warm_block(&wr, i);
-    r->state = R_S3;
-    int rc = s3_head(node__s3_for(c->w, c->tenant), r->bucket, r->key, warm_head_done, r);
-    if (rc < 0) {
-        node__answer_error(c, id, RCP_E_S3, "WARM: cannot ask S3 for s3://%s/%s: %s", r->bucket,
-                           r->key, strerror(-rc));
-        node__req_done(r);
-    }
+    conn_req *r = req_new(c, id, RCP_OP_WARM);
+    if (r)
+        node_req_warm(&r->req, c->w, CALLER(c), &obj, wr.n_blocks, warm_block_at, &wr,
+                      SINK(r));
 }
 
 static void do_stats(node_conn *c, uint32_t id)
@@ -683,7 +461,7 @@ static void do_stats(node_conn *c, uint32_t id)
     char *text = NULL;
     size_t len = 0;
     if (met_render(c->w->n->metrics, &text, &len) < 0) {
-        node__answer_error(c, id, RCP_E_INTERNAL, "cannot render the counters");
+        answer_error(c, id, RCP_E_INTERNAL, "cannot render the counters");
         return;
     }
     size_t chunk = 256 * 1024;
@@ -704,18 +482,11 @@ static void do_cancel(node_conn *c, const uint8_t *body, size_t len)
     if (rcp_parse_cancel_req(body, len, &target) < 0)
         return; /* CANCEL has no answer of its own */
     node__count(c->w, NM_CANCELS, 1);
-    node_req *r = req_find(c, target);
+    conn_req *r = req_find(c, target);
     if (r) {
         r->cancelled = true;
-        node__answer_error(c, target, RCP_E_CANCELED, "cancelled");
-        if (r->state == R_FILL_WAIT) {
-            if (r->fill)
-                node__fill_leave(c->w->n, r->fill, c->serial, r->id);
-            node__req_done(r);
-        } else if (r->state == R_PUT) {
-            node__req_done(r);
-        }
-        /* store reads, S3 calls and writes finish later and free it then */
+        answer_error(c, target, RCP_E_CANCELED, "cancelled");
+        node_req_cancel(&r->req); /* done now, or when its I/O ends */
         return;
     }
     /* maybe it is being sent: drop what is not on the wire yet */
@@ -728,7 +499,7 @@ static void do_cancel(node_conn *c, const uint8_t *body, size_t len)
                 c->sq_tail = prev;
             c->sq_bytes -= s->len - s->off;
             send_free(s);
-            node__answer_error(c, target, RCP_E_CANCELED, "cancelled");
+            answer_error(c, target, RCP_E_CANCELED, "cancelled");
             break;
         }
         prev = s;
@@ -741,19 +512,19 @@ static void do_hello(node_conn *c, const uint8_t *body, size_t len)
     node *n = c->w->n;
     rcp_hello_req h;
     if (rcp_parse_hello_req(body, len, &h) < 0) {
-        node__answer_error(c, 0, RCP_E_BAD_REQUEST, "HELLO does not parse");
+        answer_error(c, 0, RCP_E_BAD_REQUEST, "HELLO does not parse");
         c->close_after_flush = true;
         return;
     }
     if (h.min_version > RCP_VERSION || h.max_version < RCP_VERSION) {
-        node__answer_error(c, 0, RCP_E_VERSION,
+        answer_error(c, 0, RCP_E_VERSION,
                            "this node speaks protocol version %d, the client %u..%u", RCP_VERSION,
                            h.min_version, h.max_version);
         c->close_after_flush = true;
         return;
     }
     if (h.block_size && h.block_size != (uint32_t)n->conf.block_size) {
-        node__answer_error(c, 0, RCP_E_BAD_REQUEST,
+        answer_error(c, 0, RCP_E_BAD_REQUEST,
                            "this node stores %lld-byte blocks, the client asked for %u: one "
                            "block size per cluster",
                            (long long)n->conf.block_size, h.block_size);
@@ -765,7 +536,7 @@ static void do_hello(node_conn *c, const uint8_t *body, size_t len)
     if (n->tenants && !is_peer) {
         c->tenant = ten_find(n->tenants, h.token.p, h.token.len);
         if (!c->tenant) {
-            node__answer_error(c, 0, RCP_E_UNAUTHORIZED,
+            answer_error(c, 0, RCP_E_UNAUTHORIZED,
                                h.token.len ? "the token is not known to this node (check the "
                                              "tenants file and the client's token)"
                                            : "this node needs a tenant token in HELLO (set the "
@@ -788,7 +559,7 @@ static void do_hello(node_conn *c, const uint8_t *body, size_t len)
                          rcp_s(c->tenant_name)};
     int k = rcp_encode_hello_resp(&hr, b, sizeof(b));
     if (k > 0)
-        node__answer_body(c, RCP_OP_HELLO, 0, b, (size_t)k);
+        answer_body(c, RCP_OP_HELLO, 0, b, (size_t)k);
 }
 
 /* ---- the read side ---------------------------------------------------------- */
@@ -804,7 +575,8 @@ static void conn_pause(node_conn *c, bool pause)
         bufferevent_enable(c->bev, EV_READ);
 }
 
-void node__conn_pause(node_conn *c, bool pause)
+/* A write-through asks to stop reading (S3 has parts in flight) or to go on. */
+static void conn_put_hold(node_conn *c, bool pause)
 {
     if (c->closed)
         return;
@@ -822,70 +594,45 @@ static void dispatch(node_conn *c, const rcp_header *h, const uint8_t *body)
 {
     node__count(c->w, NM_REQUESTS, 1);
     if (h->flags & RCP_F_RESPONSE) {
-        node__answer_error(c, h->id, RCP_E_BAD_REQUEST, "a client does not send answers");
+        answer_error(c, h->id, RCP_E_BAD_REQUEST, "a client does not send answers");
         return;
     }
     if (!c->hello && h->op != RCP_OP_HELLO) {
-        node__answer_error(c, h->id, RCP_E_UNAUTHORIZED, "say HELLO first");
+        answer_error(c, h->id, RCP_E_UNAUTHORIZED, "say HELLO first");
         return;
     }
     if (atomic_load(&c->w->n->stopping) && h->op != RCP_OP_PUT_DATA && h->op != RCP_OP_CANCEL) {
-        node__answer_error(c, h->id, RCP_E_BUSY, "the node is shutting down: use another");
+        answer_error(c, h->id, RCP_E_BUSY, "the node is shutting down: use another");
         return;
     }
     if (h->op != RCP_OP_PUT_DATA && h->op != RCP_OP_CANCEL && h->op != RCP_OP_HELLO &&
         req_find(c, h->id)) {
-        node__answer_error(c, h->id, RCP_E_BAD_REQUEST, "request id %u is already in use", h->id);
+        answer_error(c, h->id, RCP_E_BAD_REQUEST, "request id %u is already in use", h->id);
         return;
     }
     switch (h->op) {
     case RCP_OP_HELLO:
         if (c->hello)
-            node__answer_error(c, 0, RCP_E_BAD_REQUEST, "HELLO was already said");
+            answer_error(c, 0, RCP_E_BAD_REQUEST, "HELLO was already said");
         else
             do_hello(c, body, h->len);
         break;
     case RCP_OP_GET: do_get(c, h->id, body, h->len); break;
     case RCP_OP_HEAD: do_head(c, h->id, body, h->len); break;
-    case RCP_OP_PUT: {
-        rcp_put_req p;
-        if (rcp_parse_put_req(body, h->len, &p) < 0) {
-            node__answer_error(c, h->id, RCP_E_BAD_REQUEST, "PUT: the request does not parse");
-            break;
-        }
-        node_req *r = req_new(c, h->id, RCP_OP_PUT);
-        if (!r)
-            break;
-        if (rcp_str_copy(p.bucket, r->bucket, sizeof(r->bucket)) < 0 ||
-            rcp_str_copy(p.key, r->key, sizeof(r->key)) < 0) {
-            node__answer_error(c, h->id, RCP_E_BAD_REQUEST, "PUT: a field is too long or holds a NUL byte");
-            node__req_done(r);
-            break;
-        }
-        if (!access_ok(c, h->id, "write", r->bucket, r->key)) {
-            r->cancelled = true; /* its data frames are dropped */
-            node__req_done(r);
-            break;
-        }
-        r->state = R_PUT;
-        if (node__put_start(c, r, &p) < 0)
-            node__req_done(r);
-        break;
-    }
+    case RCP_OP_PUT: do_put(c, h->id, body, h->len); break;
     case RCP_OP_PUT_DATA: {
-        node_req *r = req_find(c, h->id);
-        if (!r || r->op != RCP_OP_PUT || !r->put)
-            break; /* data of a refused or cancelled PUT: dropped */
-        node__put_data(c, r, body, h->len, !(h->flags & RCP_F_MORE));
+        conn_req *r = req_find(c, h->id);
+        if (r && r->op == RCP_OP_PUT) /* else the data of a refused or cancelled PUT: dropped */
+            node_req_put_data(&r->req, body, h->len, !(h->flags & RCP_F_MORE));
         break;
     }
     case RCP_OP_PUT_BLOCK: do_put_block(c, h->id, body, h->len); break;
     case RCP_OP_WARM: do_warm(c, h->id, body, h->len); break;
     case RCP_OP_STATS: do_stats(c, h->id); break;
-    case RCP_OP_PING: node__answer_body(c, RCP_OP_PING, h->id, NULL, 0); break;
+    case RCP_OP_PING: answer_body(c, RCP_OP_PING, h->id, NULL, 0); break;
     case RCP_OP_CANCEL: do_cancel(c, body, h->len); break;
     default:
-        node__answer_error(c, h->id, RCP_E_UNKNOWN_OP, "unknown opcode %u", h->op);
+        answer_error(c, h->id, RCP_E_UNKNOWN_OP, "unknown opcode %u", h->op);
         break;
     }
 }
@@ -909,7 +656,7 @@ static void conn_process(node_conn *c)
         /* back-pressure: at the limits, read only what finishes requests (the
          * data of a PUT, CANCEL); resume when answers drain */
         if (rc == 0 && h.op != RCP_OP_PUT_DATA && h.op != RCP_OP_CANCEL &&
-            (c->n_reqs >= (size_t)n->conf.max_outstanding ||
+            (c->reqs.count >= (size_t)n->conf.max_outstanding ||
              c->sq_bytes + c->reserved + evbuffer_get_length(out) >=
                  (size_t)n->conf.max_buffered)) {
             conn_pause(c, true);
@@ -917,7 +664,7 @@ static void conn_process(node_conn *c)
         }
         if (rc < 0) {
             node__count(c->w, NM_PROTOCOL_ERRORS, 1);
-            node__answer_error(c, 0, RCP_E_PROTOCOL,
+            answer_error(c, 0, RCP_E_PROTOCOL,
                                rc == -EMSGSIZE ? "a frame body of %u bytes is over the limit of "
                                                  "%u: closing"
                                                : "corrupt frame header: closing (%u/%u)",
@@ -1020,10 +767,8 @@ void node__accept(node_worker *w, int fd)
     /* the write callback fires when the output falls to two chunks: refill it */
     bufferevent_setwatermark(c->bev, EV_WRITE, 2 * (size_t)n->conf.chunk_size, 0);
     bufferevent_enable(c->bev, EV_READ | EV_WRITE);
-    c->next = w->conns;
-    if (w->conns)
-        w->conns->prev = c;
-    w->conns = c;
+    dlist_init(&c->reqs);
+    dlist_push_front(&w->conns, &c->link);
     c->last_ms = now_ms();
     atomic_fetch_add(&n->conns_open, 1);
     node__count(w, NM_CONNECTIONS, 1);
@@ -1045,18 +790,11 @@ static void conn_close(node_conn *c)
     }
     /* requests: those waiting on something of another thread leave it now;
      * those with an operation of this thread in flight are freed when it ends */
-    node_req *r = c->reqs;
-    while (r) {
-        node_req *nx = r->next;
+    for (dlist_node *i = dlist_first(&c->reqs), *nx; i; i = nx) {
+        nx = dlist_next(&c->reqs, i); /* i may be freed by its done() */
+        conn_req *r = DLIST_ENTRY(i, conn_req, link);
         r->cancelled = true;
-        if (r->state == R_FILL_WAIT) {
-            if (r->fill)
-                node__fill_leave(w->n, r->fill, c->serial, r->id);
-            node__req_done(r);
-        } else if (r->state == R_PUT || r->state == R_NEW) {
-            node__req_done(r);
-        }
-        r = nx;
+        node_req_cancel(&r->req); /* done now, or when its I/O ends */
     }
     while (c->sq_head) {
         node_send *s = c->sq_head;
@@ -1066,13 +804,7 @@ static void conn_close(node_conn *c)
     c->sq_tail = NULL;
     bufferevent_free(c->bev); /* references in its output are released */
     c->bev = NULL;
-    if (c->prev)
-        c->prev->next = c->next;
-    else if (w->conns == c)
-        w->conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
-    c->prev = c->next = NULL;
+    dlist_remove(&w->conns, &c->link);
     conn_unref(c); /* the open connection's reference */
 }
 
@@ -1089,13 +821,11 @@ static void conn_unref(node_conn *c)
 void node__sweep(node_worker *w, int64_t now)
 {
     node *n = w->n;
-    node_conn *c = w->conns;
-    while (c) {
-        node_conn *nx = c->next;
-        if (c->closed || c->close_after_flush) {
-            c = nx;
+    for (dlist_node *i = dlist_first(&w->conns), *nx; i; i = nx) {
+        nx = dlist_next(&w->conns, i); /* i may close */
+        node_conn *c = DLIST_ENTRY(i, node_conn, link);
+        if (c->closed || c->close_after_flush)
             continue;
-        }
         size_t in = evbuffer_get_length(bufferevent_get_input(c->bev));
         size_t out = evbuffer_get_length(bufferevent_get_output(c->bev));
         bool waiting = !c->hello || (in > 0 && !c->paused && !c->put_hold);
@@ -1108,34 +838,35 @@ void node__sweep(node_worker *w, int64_t now)
         if (waiting && now - c->wait_since_ms >= n->conf.frame_timeout_ms)
             why = c->hello ? "a frame did not arrive whole within --frame-timeout"
                            : "no HELLO within --frame-timeout of connecting";
-        else if (n->conf.idle_timeout_ms > 0 && c->hello && !c->n_reqs && !c->sq_head && !in &&
-                 !out && now - c->last_ms >= n->conf.idle_timeout_ms)
+        else if (n->conf.idle_timeout_ms > 0 && c->hello && !c->reqs.count && !c->sq_head &&
+                 !in && !out && now - c->last_ms >= n->conf.idle_timeout_ms)
             why = "idle for --idle-timeout";
         if (why) {
             node__count(w, NM_CONN_TIMEOUTS, 1);
             node_log(NODE_LOG_DEBUG, "msg=\"connection closed: %s\" buffered=%zu", why, in);
-            node__answer_error(c, 0, RCP_E_TIMEOUT, "%s: closing", why);
+            answer_error(c, 0, RCP_E_TIMEOUT, "%s: closing", why);
             c->close_after_flush = true;
             bufferevent_disable(c->bev, EV_READ);
             if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
                 conn_close(c);
         }
-        c = nx;
     }
 }
 
 void node__close_all(node_worker *w)
 {
-    while (w->conns)
-        conn_close(w->conns);
+    while (!dlist_empty(&w->conns))
+        conn_close(DLIST_ENTRY(dlist_first(&w->conns), node_conn, link));
 }
 
 size_t node__conn_count(node_worker *w)
 {
     size_t busy = 0;
-    for (node_conn *c = w->conns; c; c = c->next)
-        if (c->n_reqs || c->sq_head ||
+    for (dlist_node *i = dlist_first(&w->conns); i; i = dlist_next(&w->conns, i)) {
+        node_conn *c = DLIST_ENTRY(i, node_conn, link);
+        if (c->reqs.count || c->sq_head ||
             (c->bev && evbuffer_get_length(bufferevent_get_output(c->bev))))
             busy++;
+    }
     return busy;
 }

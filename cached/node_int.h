@@ -1,14 +1,23 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * node_int.h: internals shared by the files of ringcached (node.c: lifecycle,
- * workers, fills; node_conn.c: connections and the protocol; node_put.c:
- * write-through). Not for other modules.
+ * node_int.h: what the files of ringcached share and nothing else uses: the
+ * node and worker structs, buffers, mailbox messages, metric indices, and
+ * the entry points between the files:
  *
- * Threads: each worker thread owns its event loop, its connections, its store
- * worker, its S3 clients and its peer connections; nothing of a worker is
- * touched by another thread except its mailbox (mutex + an event activated
- * across threads). The fill table is shared (one mutex). Counters go through
- * metrics.h (per-thread slots).
+ *   node.c          the lifecycle: module setups and teardowns, run, stop
+ *   node_conf.c     the options, the log
+ *   node_metrics.c  the metric tables, the process metrics
+ *   node_worker.c   worker threads: loops, listeners, mailboxes, drain
+ *   node_conn.c     the ringcache protocol's front end (frames only)
+ *   node_req.c      the request lifecycle (node_req.h), write-through placement
+ *   node_fill.c     the fill table (node_fill.h)
+ *   node_upload.c   one object streamed to S3 (node_upload.h)
+ *
+ * Threads: each worker thread owns its event loop, its connections, its
+ * requests, its store worker, its S3 clients and its peer connections;
+ * nothing of a worker is touched by another thread except its mailbox (mutex
+ * + an event activated across threads). The fill table is shared (one
+ * mutex). Counters go through metrics.h (per-thread slots).
  */
 #ifndef RINGCACHE_NODE_INT_H
 #define RINGCACHE_NODE_INT_H
@@ -17,9 +26,12 @@
 #include "blockkey.h"
 #include "blockstore.h"
 #include "cacheconn.h"
+#include "dlist.h"
 #include "membership.h"
 #include "metrics.h"
 #include "node.h"
+#include "node_fill.h"
+#include "node_req.h"
 #include "proto.h"
 #include "s3.h"
 #include "tenants.h"
@@ -32,11 +44,7 @@ struct event;
 struct evconnlistener;
 struct bufferevent;
 
-typedef struct node_worker node_worker;
 typedef struct node_conn node_conn;
-typedef struct node_req node_req;
-typedef struct node_fill node_fill;
-typedef struct node_put node_put;
 
 /* A reference-counted buffer (fill data, staged blocks). */
 typedef struct node_buf {
@@ -48,7 +56,7 @@ node_buf *node_buf_new(size_t len);
 void node_buf_ref(node_buf *b);
 void node_buf_unref(node_buf *b);
 
-/* Metric indices (node.c registers the table). */
+/* Metric indices (node_metrics.c registers the table). */
 enum node_metric {
     NM_REQUESTS,
     NM_GET,
@@ -84,8 +92,7 @@ enum node_metric {
 typedef struct node_msg node_msg;
 struct node_msg {
     node_msg *next;
-    uint64_t conn_serial;
-    uint32_t req_id;
+    uint64_t req_serial;      /* the request's on the worker (node_req.h) */
     int rcp_code;             /* 0: data */
     char message[256];
     node_buf *buf;            /* a reference, or NULL */
@@ -106,8 +113,10 @@ struct node_worker {
     struct event *mailbox_ev;
     pthread_mutex_t mb_lock;
     node_msg *mb_head, *mb_tail;
-    node_conn *conns;              /* open connections of this worker */
-    uint64_t next_serial;
+    dlist conns;                   /* open connections of this worker (node_conn.c) */
+    uint64_t next_serial;          /* of connections */
+    uint64_t next_req_serial;      /* of requests (node_req.h) */
+    node_req **waiting;            /* requests waiting for a fill, by serial (node_req.c) */
     cc_conn **peers;               /* per ring member index: connection for PUT_BLOCK */
     size_t n_peers;
     struct event *stop_ev;
@@ -128,101 +137,57 @@ struct node {
     struct event_base *main_base;   /* membership re-resolution, signals */
     node_worker *workers;
     unsigned n_workers;
-    int listen_fd;                  /* the first listener (others reuse the port) */
+    unsigned n_running;             /* worker threads started (node_run) */
+    size_t n_setup;                 /* modules set up (node.c), torn down in reverse */
     struct ssl_ctx_st *ssl_ctx;     /* TLS on the protocol port, or NULL */
     int port;
     s3_config s3cfg;
     atomic_bool stopping;
-    atomic_bool reload_asked;
-    pthread_mutex_t fill_lock;
-    node_fill **fill_table;
-    size_t fill_buckets;
-    size_t fills_active;
+    node_fills *fills;              /* the fill table (node_fill.h) */
     atomic_int conns_open;          /* every worker's connections */
     int max_connections;            /* effective --max-connections */
-    atomic_llong accept_log_ms;     /* last "out of descriptors" log line */
-    atomic_llong accept_log_skipped;    int log_level;
+    _Atomic int64_t accept_log_ms;  /* last "out of descriptors" log line */
+    atomic_llong accept_log_skipped;
     int metric_base;                /* index of this node's metric table (metrics.h) */
     struct gauge_arg *gauge_args;   /* one per store gauge, arguments of their callbacks */
+    struct proc_arg *proc_args;     /* one per process metric, the same */
+    int64_t start_ms;               /* the process's start, ms since the epoch */
+    int64_t start_mono_ms;          /* the node's start, CLOCK_MONOTONIC ms */
 };
 
-/* A request in flight on a connection (node_conn.c, node_put.c). */
-enum { R_NEW, R_STORE_READ, R_FILL_WAIT, R_PUT, R_STORE_WRITE, R_S3 };
+/* ---- node_conf.c ---- */
+/* The level named ("error", "warn", "info", "debug"), or -EINVAL. */
+int node_log_level_of(const char *name);
+/* Lines above this level are dropped (before the threads start). */
+void node_log_set_level(int level);
 
-struct node_req {
-    node_conn *c;
-    node_req *prev, *next;
-    uint32_t id;
-    uint8_t op;
-    int state;
-    bool cancelled;
-    node_fill *fill;
-    uint64_t t0_us;
-    char bucket[64], key[1025], version[129];
-    uint64_t size, block;
-    uint32_t off, len, flags, block_len;
-    bool reread;                   /* the store was asked again after a fill finished */
-    uint32_t reserved;             /* answer bytes counted against max-buffered */
-    uint64_t *warm;                /* WARM: the blocks named, until S3's HEAD answers */
-    uint32_t n_warm;
-    node_put *put;
-};
-
-/* ---- node.c ---- */
-void node__post(node_worker *w, node_msg *m); /* any thread; takes ownership of m */
-s3_client *node__s3_for(node_worker *w, const ten_tenant *t);
+/* ---- node_metrics.c ---- */
+int node_metrics_setup(node *n, char *err, size_t errlen);
+void node_metrics_teardown(node *n);
 void node__count(node_worker *w, int metric, uint64_t v);
 void node__latency(node_worker *w, uint64_t us);
 void node__gauge_add(node_worker *w, int metric, int64_t delta);
 
-/* Join (or start) the fill of block `id` for request `r` on worker `w`. The
- * answer arrives through w's mailbox. Returns 0; -EAGAIN when no fill runs
- * and the store has the block after all (a fill finished between the
- * caller's store miss and now: read the store again, unless a->force); or
- * -errno (answer an error). */
-typedef struct node_fill_args {
-    const ten_tenant *tenant;
-    const bkey_id *id;
-    uint32_t block_len;
-    uint64_t conn_serial;          /* who waits; 0: nobody (WARM) */
-    uint32_t req_id;
-    uint32_t off, len;             /* slice of the block the waiter wants */
-    bool force;                    /* start a fill even if the store has the block now */
-} node_fill_args;
-int node__fill_join(node_worker *w, const node_fill_args *a, node_fill **joined);
-/* Fills in the table now (any thread). */
-size_t node__fills_active(node *n);
-/* Remove a waiter (request cancelled or connection closed). */
-void node__fill_leave(node *n, node_fill *f, uint64_t conn_serial, uint32_t req_id);
+/* ---- node_worker.c ---- */
+/* Loops, listeners (binding the port), store workers, S3 clients; n->port. */
+int node_workers_setup(node *n, char *err, size_t errlen);
+void node_workers_teardown(node *n);
+int node_workers_start(node *n);  /* the threads; -EAGAIN if one did not start */
+void node_workers_stop(node *n);  /* any thread: each worker drains and exits its loop */
+void node_workers_join(node *n);
+void node__post(node_worker *w, node_msg *m); /* any thread; takes ownership of m */
+s3_client *node__s3_for(node_worker *w, const ten_tenant *t);
 
-/* ---- node_conn.c ---- */
-void node__accept(node_worker *w, int fd);
-void node__deliver(node_worker *w, node_msg *m); /* on w's thread */
-void node__close_all(node_worker *w);
-void node__sweep(node_worker *w, int64_t now_ms); /* frame and idle timeouts */
-size_t node__conn_count(node_worker *w);
-
-/* ---- node_put.c ---- */
-/* A PUT's head arrived on conn c for request r. */
-int node__put_start(node_conn *c, node_req *r, const rcp_put_req *p);
-/* A PUT_DATA frame: data (len bytes) for the PUT with this request. */
-int node__put_data(node_conn *c, node_req *r, const uint8_t *data, size_t len, bool last);
-void node__put_abort(node_req *r);
-/* Index a block received by PUT_BLOCK (or staged locally) on this worker. */
-int node__store_block(node_worker *w, const bkey_id *id, const void *data, size_t len,
-                      bs_write_fn done, void *arg);
-
-/* Answer helpers (node_conn.c) used by node_put.c. */
+/* ---- node_req.c ---- */
 /* The message of an RCP_E_UPSTREAM answer: this node failed to reach S3, in
  * S3's words (without the hints about a client's AWS_* variables), with the
  * node's settings to check. */
 void node__upstream_message(const node *n, const char *s3_message, char *out, size_t cap);
-void node__answer_error(node_conn *c, uint32_t id, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-void node__answer_body(node_conn *c, uint8_t op, uint32_t id, const void *body, size_t len);
-void node__req_done(node_req *r);
-node_worker *node__conn_worker(node_conn *c);
-const ten_tenant *node__conn_tenant(node_conn *c);
-void node__conn_pause(node_conn *c, bool pause); /* stop reading (back-pressure) */
+
+/* ---- node_conn.c: the ringcache protocol's front end ---- */
+void node__accept(node_worker *w, int fd);
+void node__close_all(node_worker *w);
+void node__sweep(node_worker *w, int64_t now_ms); /* frame and idle timeouts */
+size_t node__conn_count(node_worker *w);
 
 #endif /* RINGCACHE_NODE_INT_H */

@@ -126,61 +126,8 @@ static enum line_kind split_line(char *line, char **key, char **val, char *why, 
         *key = s;
         return L_SECTION;
     }
-    char *k = p;
-    while (*p != '\0' && *p != '=' && !is_space(*p))
-        p++;
-    char *kend = p;
-    while (is_space(*p))
-        p++;
-    if (*p != '=' || kend == k) {
-        snprintf(why, whylen, "expected `key = value` or a [tenant NAME] header");
-        return L_ERR;
-    }
-    *kend = '\0';
-    p++;
-    while (is_space(*p))
-        p++;
-    if (*p == '"') {
-        char *out = p, *v = p, *q = p + 1;
-        for (;;) {
-            if (*q == '\0') {
-                snprintf(why, whylen, "the quoted value has no closing quote");
-                return L_ERR;
-            }
-            if (*q == '"')
-                break;
-            if (*q == '\\') {
-                q++;
-                if (*q != '"' && *q != '\\') {
-                    snprintf(why, whylen, "unknown escape in a quoted value (use \\\" or \\\\)");
-                    return L_ERR;
-                }
-            }
-            *out++ = *q++;
-        }
-        q++;
-        while (is_space(*q))
-            q++;
-        if (*q != '\0' && *q != '#') {
-            snprintf(why, whylen, "text after the closing quote (start a comment with #)");
-            return L_ERR;
-        }
-        *out = '\0';
-        *key = k;
-        *val = v;
-        return L_KV;
-    }
-    char *v = p, *end = p;
-    for (; *p != '\0'; p++) {
-        if (*p == '#' && (p == v || is_space(p[-1])))
-            break;
-        if (!is_space(*p))
-            end = p + 1;
-    }
-    *end = '\0';
-    *key = k;
-    *val = v;
-    return L_KV;
+    int rc = cfg_split_line(p, "a [tenant NAME] header", key, val, why, whylen);
+    return rc < 0 ? L_ERR : rc == 0 ? L_BLANK : L_KV;
 }
 
 /* printable ASCII without spaces: tokens and credentials */
@@ -501,23 +448,13 @@ int ten_parse(ten_set **out, const char *text, size_t len, const char *source, c
     int rc = 0;
     size_t pos = 0;
     char why[160];
-    while (pos < len && rc == 0) {
-        p.line++;
-        size_t end = pos;
-        while (end < len && text[end] != '\n')
-            end++;
-        size_t ll = end - pos;
-        if (memchr(text + pos, '\0', ll) != NULL) {
-            cfg_errf(err, errlen, "%s:%u: the line contains a NUL byte (is this a text file?)", src,
-                   p.line);
-            rc = -EINVAL;
+    while (rc == 0) {
+        size_t start = pos;
+        int got = cfg_next_line(text, len, &pos, &p.line, buf, src, err, errlen);
+        if (got <= 0) {
+            rc = got;
             break;
         }
-        memcpy(buf, text + pos, ll);
-        if (ll > 0 && buf[ll - 1] == '\r')
-            ll--;
-        buf[ll] = '\0';
-        pos = end + 1;
         char *key = NULL, *val = NULL;
         switch (split_line(buf, &key, &val, why, sizeof why)) {
         case L_BLANK:
@@ -533,7 +470,7 @@ int ten_parse(ten_set **out, const char *text, size_t len, const char *source, c
             rc = key_value(&p, key, val);
             break;
         }
-        OPENSSL_cleanse(buf, ll);
+        OPENSSL_cleanse(buf, pos - start < len + 1 ? pos - start : len + 1); /* the line */
     }
     if (rc == 0)
         rc = close_section(&p);
@@ -556,69 +493,23 @@ int ten_parse(ten_set **out, const char *text, size_t len, const char *source, c
 int ten_load(ten_set **out, const char *path, char *err, size_t errlen)
 {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        int e = errno;
-        cfg_errf(err, errlen, "cannot open tenants file %s: %s (fix the path given to --tenants)",
-               path, strerror(e));
-        return -e;
-    }
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    int rc = 0;
-    while (rc == 0) {
-        if (buf == NULL) {
-            rc = -ENOMEM;
-            break;
-        }
-        if (n == cap) {
-            if (cap > TEN_MAX_FILE) {
-                rc = -EFBIG;
-                break;
-            }
-            char *nb = realloc(buf, cap * 2);
-            if (nb == NULL) {
-                rc = -ENOMEM;
-                break;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (got == 0) {
-            if (ferror(f))
-                rc = errno ? -errno : -EIO;
-            break;
-        }
-    }
-    fclose(f);
-    if (rc == 0 && n > TEN_MAX_FILE)
-        rc = -EFBIG;
-    if (rc == -EFBIG)
-        cfg_errf(err, errlen, "tenants file %s is larger than %u bytes; is it the right file?", path,
-               TEN_MAX_FILE);
-    else if (rc == -ENOMEM)
+    char *buf = NULL;
+    size_t n = 0;
+    int rc = cfg_read_file(path, TEN_MAX_FILE, "tenants file", "--tenants", &buf, &n, err, errlen);
+    if (rc != 0)
+        return rc;
+    size_t sl = strlen(path) + sizeof "tenants file ";
+    char *source = malloc(sl);
+    if (source == NULL) {
         cfg_errf(err, errlen, "out of memory reading tenants file %s", path);
-    else if (rc != 0)
-        cfg_errf(err, errlen, "cannot read tenants file %s: %s (fix the path given to --tenants)",
-               path, strerror(-rc));
-    if (rc == 0) {
-        size_t sl = strlen(path) + sizeof "tenants file ";
-        char *source = malloc(sl);
-        if (source == NULL) {
-            cfg_errf(err, errlen, "out of memory reading tenants file %s", path);
-            rc = -ENOMEM;
-        } else {
-            snprintf(source, sl, "tenants file %s", path);
-            rc = ten_parse(out, buf, n, source, err, errlen);
-            free(source);
-        }
+        rc = -ENOMEM;
+    } else {
+        snprintf(source, sl, "tenants file %s", path);
+        rc = ten_parse(out, buf, n, source, err, errlen);
+        free(source);
     }
-    if (buf != NULL) {
-        OPENSSL_cleanse(buf, n);
-        free(buf);
-    }
+    OPENSSL_cleanse(buf, n);
+    free(buf);
     return rc;
 }
 

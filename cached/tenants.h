@@ -13,16 +13,19 @@
  *   aws_secret_access_key = ...             # tenant's fills use these instead
  *   aws_session_token = ...                 # of the node's (optional)
  *
- * Grammar: the config file's (config.h): `key = value`, '#' comments at the
- * start of a line or after whitespace, values optionally in double quotes
- * (\" \\ escapes). Section names are [A-Za-z0-9._-]{1,64}. "s3://bucket/" or
- * "s3://bucket" is the whole bucket; "s3://bucket/logs/" every key starting
- * with "logs/" (a plain prefix, as S3 and IAM use them: "s3://b/logs" also
- * matches "logs-old/x"). No wildcards.
+ * Grammar: the config file's (config.h, cfg_split_line): `key = value`, '#'
+ * comments at the start of a line or after whitespace, values optionally in
+ * double quotes (\" \\ \n \t \r escapes). Section names are
+ * [A-Za-z0-9._-]{1,64}. "s3://bucket/" or "s3://bucket" is the whole bucket;
+ * "s3://bucket/logs/" every key starting with "logs/" (a plain prefix, as S3
+ * and IAM use them: "s3://b/logs" also matches "logs-old/x"). No wildcards.
  *
  * Secrets: tokens are kept only as SHA-256 digests and compared in constant
  * time; no message ever contains a token or an S3 secret (they name the
  * tenant and the line). Credentials are wiped when the set is destroyed.
+ *
+ * A ten_set owns its tenants, their digests, prefixes and credentials; a
+ * ten_tenant pointer is valid as long as its set.
  *
  * Thread-safety: a ten_set is immutable after ten_load()/ten_parse(): any
  * number of threads may call ten_find(), ten_allows() and the accessors at

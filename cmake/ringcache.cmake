@@ -7,7 +7,7 @@
 find_package(PkgConfig REQUIRED)
 find_package(Threads REQUIRED)
 
-# Debian packages, by their pkg-config names (see ../shared/REFERENCES.md).
+# Debian packages, by their pkg-config names (scripts/setup.sh installs them).
 pkg_check_modules(EVENT REQUIRED IMPORTED_TARGET libevent_core libevent_extra)
 pkg_check_modules(EVENT_PTHREADS REQUIRED IMPORTED_TARGET libevent_pthreads)
 pkg_check_modules(EVENT_OPENSSL REQUIRED IMPORTED_TARGET libevent_openssl)

@@ -7,7 +7,7 @@
 #
 #   bash scripts/bench.sh NAME [args...]
 #   NAME: s3 | cached | ring | pagecache | blockstore | parquet | client | s3model | coldwarm | engine
-#         | http | table | netcopy
+#         | http | table | tables | netcopy
 set -euo pipefail
 cd "$(dirname "$0")/.."
 declare -A bins=(
@@ -17,7 +17,7 @@ declare -A bins=(
   [s3model]=bench/s3model/s3model_bench [coldwarm]=bench/coldwarm/coldwarm
   [engine]=bench/engine/engine_bench [http]=bench/http/http_bench
   [netcopy]=bench/netcopy/netcopy_bench
-  [table]=bench/table/table_bench)
+  [table]=bench/table/table_bench [tables]=bench/tables/tables_bench)
 name=${1:-}
 if [[ -z $name || -z ${bins[$name]:-} ]]; then
   echo "usage: bash scripts/bench.sh NAME [args...]; NAME is one of: ${!bins[*]}" >&2

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
  * blockkey.h: the identity of a block and its 128-bit key, shared by every
- * client and every cache node (DESIGN.md, "Blocks and identity"). An object is
+ * client and every cache node (ARCHITECTURE.md, "Identity, versions"). An object is
  * (tenant, bucket, key, version, size); its bytes are cut into blocks of one
  * size per cluster; block i covers [i*B, min((i+1)*B, size)). The block key is
  * XXH3-128 over the length-prefixed fields, so bucket "a" + key "b/c" and

@@ -14,6 +14,7 @@
 #include "ringcache.h"
 #include "rs_rc.h"
 #include "s3.h"
+#include "warehouse.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -26,7 +27,10 @@ static const char query_help[] =
     "       ringcache query [options] --queries-file FILE\n"
     "       ... | ringcache query [options]\n\n"
     "Runs SELECT / DESCRIBE statements (ClickHouse dialect) over Parquet, CSV, TSV and\n"
-    "JSONEachRow files: FROM file('path/glob') or FROM s3('s3://bucket/glob' [, 'Format']).\n\n"
+    "JSONEachRow files: FROM file('path/glob') or FROM s3('s3://bucket/glob' [, 'Format']),\n"
+    "and over MergeTree tables kept on S3 (--warehouse): CREATE TABLE, INSERT INTO t\n"
+    "SELECT / VALUES / FORMAT F (the data on standard input), OPTIMIZE, TRUNCATE, DROP,\n"
+    "SHOW TABLES, DESCRIBE t, FROM t [FINAL], system.parts / tables / columns.\n\n"
     "Options:\n"
     "  --format F          PrettyCompact (default on a terminal), TSV, TSVWithNames, CSV,\n"
     "                      CSVWithNames, JSONEachRow, Null (default otherwise: TSV)\n"
@@ -36,6 +40,9 @@ static const char query_help[] =
     "                      dns:NAME; default: RINGCACHE_CACHE; none: S3 directly\n"
     "  --page-cache SIZE   RAM of the compute-side page cache with --cache (default 512MiB)\n"
     "  --endpoint URL      S3 endpoint (default: AWS_ENDPOINT_URL or AWS)\n"
+    "  --warehouse URL     where tables live: s3://bucket/prefix/ (default:\n"
+    "                      RINGCACHE_WAREHOUSE); CREATE TABLE, INSERT, FROM t, system.*\n"
+    "  --database NAME     the current database (default: default)\n"
     "  --no-progress       no progress line on a terminal\n"
     "S3 credentials and region come from the AWS environment (AWS_ACCESS_KEY_ID, ...);\n"
     "without credentials requests are anonymous.\n";
@@ -108,6 +115,44 @@ static int cache_open(void *impl, const char *bucket, const char *key, rs_source
     return rs_rc_open(out, impl, bucket, key, err, errlen);
 }
 
+/* ---- tables --------------------------------------------------------------------- */
+
+static int cache_put(void *arg, const char *bucket, const char *key, const void *data,
+                     size_t len, char *err, size_t errlen)
+{
+    return rc_put(arg, bucket, key, data, len, NULL, err, errlen);
+}
+
+static int64_t stdin_read(void *arg, void *buf, size_t len)
+{
+    size_t n = fread(buf, 1, len, arg);
+    if (n == 0 && ferror((FILE *)arg))
+        return -EIO;
+    return (int64_t)n;
+}
+
+/* The warehouse (--warehouse, else RINGCACHE_WAREHOUSE): its log and listings
+ * straight to S3; its part objects through the cache when there is one
+ * (written through, read from the nodes). 0 when there is none. */
+static int setup_warehouse(tb_wh *wh, const char *url, const s3_config *cfg, rc_client *rcc,
+                           char *err, size_t errlen)
+{
+    if (!url)
+        url = getenv("RINGCACHE_WAREHOUSE");
+    if (!url || !url[0])
+        return 0;
+    int rc = tb_wh_init(wh, url, cfg, err, errlen);
+    if (rc < 0)
+        return rc;
+    if (rcc) {
+        wh->io.open = cache_open;
+        wh->io.open_arg = rcc;
+        wh->io.put = cache_put;
+        wh->io.put_arg = rcc;
+    }
+    return 1;
+}
+
 /* ---- the command --------------------------------------------------------------- */
 
 static char *read_stream(FILE *f, size_t *len)
@@ -158,7 +203,7 @@ static int opt(int argc, char **argv, int *i, const char *name, const char **val
 int eng_cli_query(int argc, char **argv)
 {
     const char *sql = NULL, *qfile = NULL, *fmt = NULL, *cache = NULL, *endpoint = NULL,
-               *threads = NULL, *pcache = NULL;
+               *threads = NULL, *pcache = NULL, *warehouse = NULL, *database = NULL;
     bool no_progress = false;
     for (int i = 1; i < argc; i++) {
         const char *v;
@@ -192,6 +237,14 @@ int eng_cli_query(int argc, char **argv)
             if (r < 0)
                 return 2;
             threads = v;
+        } else if ((r = opt(argc, argv, &i, "--warehouse", &v)) != 0) {
+            if (r < 0)
+                return 2;
+            warehouse = v;
+        } else if ((r = opt(argc, argv, &i, "--database", &v)) != 0) {
+            if (r < 0)
+                return 2;
+            database = v;
         } else if ((r = opt(argc, argv, &i, "--page-cache", &v)) != 0) {
             if (r < 0)
                 return 2;
@@ -314,6 +367,21 @@ int eng_cli_query(int argc, char **argv)
         ctx.list_s3 = cache_list;
         ctx.open_s3 = cache_open;
         ctx.s3_impl = rcc;
+    }
+    tb_wh wh;
+    rc = setup_warehouse(&wh, warehouse, &d.cfg, rcc, err, sizeof(err));
+    if (rc < 0) {
+        fprintf(stderr, "ringcache query: %s\n", err);
+        rc_destroy(&rcc);
+        free(text);
+        return 2;
+    }
+    if (rc > 0)
+        ctx.warehouse = &wh;
+    ctx.database = database;
+    if ((sql || qfile) && !isatty(STDIN_FILENO)) { /* stdin: INSERT ... FORMAT F data */
+        ctx.input_read = stdin_read;
+        ctx.input_arg = stdin;
     }
     eng_result res;
     rc = eng_run(&ctx, text, len, stderr, &res, err, sizeof(err));

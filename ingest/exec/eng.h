@@ -15,6 +15,13 @@
  *       straight from the workers)
  *   ->  sink (one block at a time)
  *
+ * Table statements (exec/eng_table.c): CREATE TABLE / DROP / TRUNCATE /
+ * OPTIMIZE / SHOW TABLES against ctx->warehouse; INSERT INTO t SELECT runs
+ * the SELECT with a part writer as its sink (sink/eng_part_sink.h), INSERT
+ * ... VALUES and ... FORMAT feed the same sink; the parts are committed to
+ * the table's log in one version at the end, so a failed INSERT commits
+ * nothing.
+ *
  * Blocks between operators are cb_batch (core/colbatch.h) at the source and
  * engine vectors (core/eng_types.h: typed, a null byte per row, strings plain
  * or dictionary + indices) inside.
@@ -35,6 +42,7 @@
 
 #include "eng_sink.h"
 #include "rangesrc.h"
+#include "warehouse.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -48,6 +56,10 @@
 typedef int (*eng_open_sink_fn)(void *arg, eng_format fmt, eng_sink **out, char *err,
                                 size_t errlen);
 
+/* Reads up to len bytes of an INSERT's data into buf: the bytes read, 0 at
+ * the end, or -errno. */
+typedef int64_t (*eng_input_fn)(void *arg, void *buf, size_t len);
+
 typedef struct eng_ctx {
     eng_list_fn list_s3;       /* NULL: s3() fails with a sentence saying why */
     eng_open_fn open_s3;
@@ -59,6 +71,15 @@ typedef struct eng_ctx {
     eng_format format;         /* when the query has no FORMAT clause */
     FILE *progress;            /* a progress line every 100 ms; NULL: none */
     int max_threads;           /* default for the setting; 0: the cores */
+    /* tables (CREATE TABLE, INSERT, FROM t, system.*): */
+    const tb_wh *warehouse;    /* where tables live (borrowed); NULL: no tables */
+    const char *database;      /* the current database; NULL: default */
+    /* the data of INSERT ... FORMAT F when none follows the statement: a
+     * buffer, else a stream read to its end (a server's request body) */
+    const void *input;
+    size_t input_len;
+    eng_input_fn input_read;
+    void *input_arg;
 } eng_ctx;
 
 /* What a finished query did (for the summary line). */

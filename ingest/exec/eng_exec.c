@@ -39,7 +39,7 @@ static int open_sink(const eng_ctx *ctx, eng_format fmt, eng_sink **out, char *e
     return rc;
 }
 
-static void query_free(equery *q)
+void eng__query_free(equery *q)
 {
     eng_sink_destroy(&q->out.sink);
     free((void *)q->out.names);
@@ -47,12 +47,13 @@ static void query_free(equery *q)
     free(q->rtypes);
     eng_plan_free(&q->mem, &q->plan);
     eng_source_destroy(&q->src);
+    eng_sink_destroy(&q->given_sink);
     pthread_mutex_destroy(&q->out_mu);
     eng_fail_deinit(&q->fail);
     free(q);
 }
 
-static equery *query_create(const eng_ctx *ctx)
+equery *eng__query_create(const eng_ctx *ctx)
 {
     equery *q = calloc(1, sizeof(*q));
     if (!q)
@@ -65,8 +66,8 @@ static equery *query_create(const eng_ctx *ctx)
 }
 
 /* SETTINGS over the defaults, and the output format. */
-static int stmt_settings(equery *q, const sql_stmt *st, eng_format *ofmt, char *err,
-                         size_t errlen)
+int eng__stmt_settings(equery *q, const sql_stmt *st, eng_format *ofmt, char *err,
+                       size_t errlen)
 {
     const eng_ctx *ctx = q->ctx;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -94,12 +95,16 @@ static int stmt_settings(equery *q, const sql_stmt *st, eng_format *ofmt, char *
 }
 
 /* FROM: the table function's source, with its schema. */
-static int stmt_source(equery *q, const sql_stmt *st, char *err, size_t errlen)
+int eng__stmt_source(equery *q, const sql_stmt *st, char *err, size_t errlen)
 {
     const eng_ctx *ctx = q->ctx;
-    eng_tf_call call = {st->from_fn, st->from_args, st->n_from_args, st->from_line, st->from_col};
     eng_scan_env env = {&q->mem, &q->set, ctx->list_s3, ctx->open_s3, ctx->s3_impl,
-                        &q->stats, &q->stop};
+                        &q->stats, &q->stop, ctx->warehouse, ctx->database};
+    if (!st->from_fn) {
+        eng_table_ref t = {st->table_db, st->table, st->final, st->table_line, st->table_col};
+        return eng_source_open_table(&t, &env, &q->src, err, errlen);
+    }
+    eng_tf_call call = {st->from_fn, st->from_args, st->n_from_args, st->from_line, st->from_col};
     return eng_source_open(&call, &env, &q->src, err, errlen);
 }
 
@@ -121,7 +126,44 @@ static int stmt_output(equery *q, eng_format fmt, const char *const *names,
         nm[k] = names[k];
         ty[k] = types[k];
     }
+    if (q->given_sink) {
+        q->out.sink = q->given_sink;
+        q->given_sink = NULL;
+        return 0;
+    }
     return open_sink(q->ctx, fmt, &q->out.sink, err, errlen);
+}
+
+int eng__out_strings(equery *q, eng_format fmt, const char *const *names, int n_cols,
+                     const char *const *cells, uint32_t n_rows, char *err, size_t errlen)
+{
+    ex_type *ts = calloc((size_t)n_cols + 1, sizeof(ex_type));
+    rtab t = {0};
+    int rc = ts ? 0 : -ENOMEM;
+    for (int k = 0; k < n_cols && ts; k++)
+        ts[k] = (ex_type){.kind = EX_STRING};
+    if (rc == 0 && (rtab_init(&q->mem, &t, ts, n_cols) < 0 || rtab_reserve(&q->mem, &t, n_rows) < 0))
+        rc = -ENOMEM;
+    for (uint32_t i = 0; rc == 0 && i < n_rows; i++) {
+        for (int k = 0; k < n_cols; k++) {
+            const char *v = cells[(size_t)i * (size_t)n_cols + (size_t)k];
+            t.c[k].nulls[t.n] = 0;
+            if (ex_vec_str_put(&q->mem, &t.c[k], t.n, v ? v : "", v ? strlen(v) : 0) < 0)
+                rc = -ENOMEM;
+        }
+        t.n++;
+    }
+    if (rc < 0)
+        snprintf(err, errlen, "out of memory");
+    if (rc == 0)
+        rc = stmt_output(q, fmt, names, ts, n_cols, err, errlen);
+    if (rc == 0)
+        rc = eng__out_table(&q->out, &t, err, errlen);
+    if (rc == 0)
+        rc = eng__out_end(&q->out, err, errlen);
+    rtab_free(&q->mem, &t);
+    free(ts);
+    return rc;
 }
 
 /* DESCRIBE: the source's columns, one row each. */
@@ -141,8 +183,11 @@ static int run_describe(equery *q, eng_format fmt, char *err, size_t errlen)
         rc = -ENOMEM;
     }
     for (int i = 0; rc == 0 && i < schema->n; i++) {
-        char tn[96];
-        ex_type_name(&schema->cols[i].t, tn, sizeof(tn));
+        char tn[256];
+        if (q->src->type_names && q->src->type_names[i])
+            snprintf(tn, sizeof(tn), "%s", q->src->type_names[i]);
+        else
+            ex_type_name(&schema->cols[i].t, tn, sizeof(tn));
         const char *vals[7] = {schema->cols[i].name, tn, "", "", "", "", ""};
         for (int k = 0; k < 7; k++) {
             t.c[k].nulls[t.n] = 0;
@@ -166,7 +211,7 @@ static int run_describe(equery *q, eng_format fmt, char *err, size_t errlen)
  * produce them (bounded memory however large the result); otherwise the
  * result is finished first: aggregates are merged, ORDER BY with a LIMIT
  * keeps the top rows per worker, ORDER BY without one holds every row. */
-static int run_select(equery *q, const sql_stmt *st, eng_format fmt, char *err, size_t errlen)
+int eng__run_select(equery *q, const sql_stmt *st, eng_format fmt, char *err, size_t errlen)
 {
     const eng_plan *p = &q->plan;
     int rc = eng_bind(&q->mem, st, &q->src->schema, &q->plan, err, errlen);
@@ -211,23 +256,27 @@ static int run_select(equery *q, const sql_stmt *st, eng_format fmt, char *err, 
 static int run_stmt(const eng_ctx *ctx, const sql_stmt *st, FILE *summary, eng_result *res,
                     char *err, size_t errlen)
 {
-    equery *q = query_create(ctx);
+    equery *q = eng__query_create(ctx);
     if (!q) {
         snprintf(err, errlen, "out of memory");
         return -ENOMEM;
     }
     eng_format ofmt;
-    int rc = stmt_settings(q, st, &ofmt, err, errlen);
-    if (rc == 0)
-        rc = stmt_source(q, st, err, errlen);
+    int rc = eng__stmt_settings(q, st, &ofmt, err, errlen);
+    bool table = rc == 0 && eng__is_table_stmt(st);
+    if (rc == 0 && !table)
+        rc = eng__stmt_source(q, st, err, errlen);
     if (rc < 0) {
-        query_free(q);
+        eng__query_free(q);
         return rc;
     }
-    rc = st->kind == SQL_DESCRIBE ? run_describe(q, ofmt, err, errlen)
-                                  : run_select(q, st, ofmt, err, errlen);
+    if (table)
+        rc = eng__run_table_stmt(q, st, ofmt, err, errlen);
+    else
+        rc = st->kind == SQL_DESCRIBE ? run_describe(q, ofmt, err, errlen)
+                                      : eng__run_select(q, st, ofmt, err, errlen);
     eng_result r = {0};
-    r.files = q->src->files;
+    r.files = q->src ? q->src->files : 0;
     r.rows_out = q->out.rows;
     r.rows_read = atomic_load(&q->stats.rows_read);
     r.bytes_read = atomic_load(&q->stats.bytes_read);
@@ -235,11 +284,13 @@ static int run_stmt(const eng_ctx *ctx, const sql_stmt *st, FILE *summary, eng_r
     r.row_groups_pruned = atomic_load(&q->stats.units_pruned);
     r.peak_memory = atomic_load(&q->mem.peak);
     r.elapsed_s = eng__now_s() - q->t0;
+    if (table && q->rows_written)
+        r.rows_read = q->rows_written;
     if (rc == 0 && summary)
         eng_print_summary(summary, &r);
     if (res)
         *res = r;
-    query_free(q);
+    eng__query_free(q);
     return rc;
 }
 
@@ -251,7 +302,8 @@ int eng_run(const eng_ctx *ctx, const char *sql, size_t len, FILE *summary, eng_
     if (n < 0)
         return n;
     if (n == 0) {
-        snprintf(err, errlen, "the query is empty: write a SELECT or DESCRIBE statement");
+        snprintf(err, errlen, "the query is empty: write a SELECT, INSERT, CREATE TABLE or "
+                              "DESCRIBE statement");
         return -EINVAL;
     }
     int rc = 0;

@@ -62,6 +62,8 @@ typedef struct equery {
     _Atomic int64_t rows_emitted; /* LIMIT without ORDER BY: early stop */
     eng_fail fail;             /* the first worker's error */
     double t0;
+    eng_sink *given_sink;      /* INSERT: the part sink the result goes to (taken) */
+    uint64_t rows_written;     /* INSERT: rows written to the table */
 } equery;
 
 typedef struct worker {
@@ -73,6 +75,23 @@ typedef struct worker {
     eng_reader *rd;           /* the source's state for this worker */
     char err[ENG_MSG_MAX];
 } worker;
+
+/* The stages eng_table.c uses: a query of its own (free with eng__query_free),
+ * its settings and output format, its FROM, a SELECT with its result to
+ * q->given_sink when set, and a result of string columns. */
+equery *eng__query_create(const eng_ctx *ctx);
+void eng__query_free(equery *q);
+int eng__stmt_settings(equery *q, const sql_stmt *st, eng_format *ofmt, char *err,
+                       size_t errlen);
+int eng__stmt_source(equery *q, const sql_stmt *st, char *err, size_t errlen);
+int eng__run_select(equery *q, const sql_stmt *st, eng_format fmt, char *err, size_t errlen);
+int eng__out_strings(equery *q, eng_format fmt, const char *const *names, int n_cols,
+                     const char *const *cells, uint32_t n_rows, char *err, size_t errlen);
+/* A table statement (CREATE, DROP, TRUNCATE, OPTIMIZE, INSERT, SHOW TABLES),
+ * or DESCRIBE of a table. */
+bool eng__is_table_stmt(const sql_stmt *st);
+int eng__run_table_stmt(equery *q, const sql_stmt *st, eng_format fmt, char *err,
+                        size_t errlen);
 
 /* Hands n rows (one vector per column) to the sink. 0 or -errno (err). */
 int eng__out_rows(eng_output *o, const ex_vec *cols, uint32_t n, char *err, size_t errlen);

@@ -11,6 +11,7 @@
  * `column OP constant` turned into Parquet row-group pruning predicates.
  */
 #include "eng_plan.h"
+#include "eng_tdef.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -1308,6 +1309,8 @@ int eng_settings_apply(const sql_stmt *st, eng_settings *s, char *err, size_t er
         for (int j = 0; j < 4; j++)
             if (strcmp(x->name, names[j]) == 0)
                 k = j;
+        if (k < 0 && eng_insert_setting_known(x->name))
+            continue; /* INSERT's own (eng_tdef.h) */
         if (k < 0) {
             const char *sg = eng_suggest(x->name, names, 4);
             snprintf(err, errlen, "line %d, column %d: unknown setting '%s'%s%s%s", x->line,

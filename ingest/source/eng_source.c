@@ -7,6 +7,7 @@
 #include "eng_source.h"
 
 #include "src_int.h"
+#include "src_int_table.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -46,6 +47,15 @@ int eng_source_open(const eng_tf_call *call, const eng_scan_env *env, eng_source
         return -EINVAL;
     }
     return tf->open(call, env, out, err, errlen);
+}
+
+int eng_source_open_table(const eng_table_ref *t, const eng_scan_env *env, eng_source **out,
+                          char *err, size_t errlen)
+{
+    *out = NULL;
+    if (t->db && strcasecmp(t->db, "system") == 0)
+        return src__system_open(t, env, out, err, errlen);
+    return src__table_open(t, env, out, err, errlen);
 }
 
 void eng_source_destroy(eng_source **s)

@@ -12,9 +12,13 @@
  *        both: glob -> files -> units (Parquet row groups, text files),
  *        re-planned once when an object changes mid-query (src_files.c)
  *
+ *   FROM posts [FINAL]           -> src_table.c: a MergeTree table's parts,
+ *        units of granules pruned by the partition key and the primary index
+ *   FROM system.parts            -> src_system.c (also tables, columns)
+ *
  * A new source is one file here and one entry in eng_source.c: numbers(),
- * system.* tables, a table's parts (ingest/table/), s3Cluster's remote units
- * (ingest/dist/). The executor knows only this interface.
+ * s3Cluster's remote units (ingest/dist/). The executor knows only this
+ * interface.
  *
  * Lifecycle, as the executor drives it (one statement):
  *
@@ -37,8 +41,10 @@
 
 #include "eng_plan.h"
 #include "rangesrc.h"
+#include "warehouse.h"
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 /* Counters a source keeps for the query (progress, the summary): relaxed
@@ -59,6 +65,8 @@ typedef struct eng_scan_env {
     void *s3_impl;
     eng_scan_stats *stats;
     _Atomic int *stop;         /* non-zero: the query is stopping (LIMIT, error) */
+    const tb_wh *wh;           /* where tables live; NULL: no tables */
+    const char *database;      /* the current database; NULL: default */
 } eng_scan_env;
 
 /* A table function as written in FROM: name(args...) at line/col. */
@@ -98,6 +106,7 @@ struct eng_source {
     const eng_source_ops *ops;
     eng_schema schema;         /* the columns a query may read */
     uint64_t files;            /* objects behind it (the summary's "files") */
+    char **type_names;         /* tables: the columns' declared types (DESCRIBE), or NULL */
 };
 
 /* Opens the source a call names. 0, or -errno with a sentence in err that
@@ -116,6 +125,19 @@ const eng_table_fn *eng_table_fn_find(const char *name);
  * sentence listing the known ones. */
 int eng_source_open(const eng_tf_call *call, const eng_scan_env *env, eng_source **out,
                     char *err, size_t errlen);
+/* Opens a table named in FROM: [db.]name [FINAL] (db NULL: the current
+ * database), a MergeTree table of the warehouse (src_table.c) or one of
+ * system.parts, system.tables, system.columns (src_system.c). line/col place
+ * the name in errors. */
+typedef struct eng_table_ref {
+    const char *db;
+    const char *name;
+    bool final;
+    int line, col;
+} eng_table_ref;
+int eng_source_open_table(const eng_table_ref *t, const eng_scan_env *env, eng_source **out,
+                          char *err, size_t errlen);
+
 /* ops->destroy; accepts NULL and sets *s to NULL. */
 void eng_source_destroy(eng_source **s);
 

@@ -345,6 +345,32 @@ static uint64_t vec_bytes(const cb_column *c)
     return b;
 }
 
+int src__scan_batch(const eng_scan_env *env, const cb_batch *bt, eng_scan_fn fn, void *arg,
+                    char *err, size_t errlen)
+{
+    uint64_t bytes = 0;
+    for (uint32_t k = 0; k < bt->n_cols; k++)
+        bytes += vec_bytes(bt->cols[k]);
+    if (!em_account(env->mem, (int64_t)bytes)) {
+        em_error(env->mem, err, errlen);
+        return -ENOMEM;
+    }
+    atomic_fetch_add(&env->stats->rows_read, bt->n_rows);
+    atomic_fetch_add(&env->stats->bytes_read, bytes);
+    ex_vec *in = calloc((size_t)bt->n_cols + 1, sizeof(ex_vec));
+    int rc = in ? 0 : -ENOMEM;
+    for (uint32_t k = 0; k < bt->n_cols && rc == 0; k++)
+        rc = ex_vec_from_column(env->mem, bt->cols[k], &in[k]);
+    if (rc == 0 && bt->n_rows)
+        rc = fn(arg, in, bt->n_rows);
+    if (in)
+        for (uint32_t k = 0; k < bt->n_cols; k++)
+            ex_vec_clear(env->mem, &in[k]);
+    free(in);
+    em_account(env->mem, -(int64_t)bytes);
+    return rc;
+}
+
 /* pq_fetcher hook: the row group's bytes from the read ahead when it planned
  * the same ranges on the same pq_file, else from the source into the reader's
  * buffer (charged to the query). */
@@ -446,29 +472,10 @@ static int read_rgs(eng_reader *rd, efile *f, pq_file *pf, int gen, int *colmap,
             break; /* re-planned meanwhile: the new version is read whole elsewhere */
         }
         (*got)++;
-        uint64_t bytes = 0;
-        for (uint32_t k = 0; k < bt->n_cols; k++)
-            bytes += vec_bytes(bt->cols[k]);
-        if (!em_account(s->env.mem, (int64_t)bytes)) {
-            cb_batch_destroy(&bt);
-            em_error(s->env.mem, rd->err, rd->errlen);
-            rc = -ENOMEM;
-            break;
-        }
-        atomic_fetch_add(&s->env.stats->rows_read, bt->n_rows);
-        atomic_fetch_add(&s->env.stats->bytes_read, bytes);
-        ex_vec *in = calloc((size_t)bt->n_cols + 1, sizeof(ex_vec));
-        rc = in ? 0 : -ENOMEM;
-        for (uint32_t k = 0; k < bt->n_cols && rc == 0; k++)
-            rc = ex_vec_from_column(s->env.mem, bt->cols[k], &in[k]);
-        if (rc == 0)
-            rc = rd->fn(rd->arg, in, bt->n_rows);
-        if (in)
-            for (uint32_t k = 0; k < bt->n_cols; k++)
-                ex_vec_clear(s->env.mem, &in[k]);
-        free(in);
+        rc = src__scan_batch(&s->env, bt, rd->fn, rd->arg, rd->err, rd->errlen);
         cb_batch_destroy(&bt);
-        em_account(s->env.mem, -(int64_t)bytes);
+        if (rc < 0)
+            break;
     }
     if (rc < 0 && !rd->err[0])
         snprintf(rd->err, rd->errlen, "%s", pq_reader_error(prd));

@@ -58,6 +58,12 @@ int src__files_open(eng_source **out, const eng_scan_env *env, const eng_tf_call
                     const char *path, flist *l, bool s3, const char *bucket, const char *fmtarg,
                     char *err, size_t errlen);
 
+/* Hands a decoded batch to a unit's callback as scan vectors: its bytes
+ * charged to the query while the callback runs, the rows and bytes counted.
+ * 0, the callback's error, or -ENOMEM (the tracker's sentence in err). */
+int src__scan_batch(const eng_scan_env *env, const cb_batch *bt, eng_scan_fn fn, void *arg,
+                    char *err, size_t errlen);
+
 /* The registry's entries (eng_source.c): s3() and file(). */
 int src__s3_open(const eng_tf_call *c, const eng_scan_env *env, eng_source **out, char *err,
                  size_t errlen);

@@ -182,7 +182,7 @@ static void next(parser *ps)
         for (size_t i = 0; i < sizeof(ops2) / sizeof(ops2[0]); i++)
             if (c == ops2[i][0] && peekc(ps, 1) == ops2[i][1])
                 n = 2;
-        if (n == 1 && !strchr("+-*/%=<>(),.;", c)) {
+        if (n == 1 && (c == 0 || !strchr("+-*/%=<>(),.;", c))) { /* strchr finds the NUL too */
             if (c >= 0x20 && c < 0x7f)
                 fail(ps, t.line, t.col, "unexpected character '%c'", c);
             else
@@ -973,6 +973,8 @@ static sql_node *parse_expr(parser *ps)
 
 /* ---- statements ----------------------------------------------------------- */
 
+static void table_stmt_free(sql_stmt *s);
+
 void sql_stmt_destroy(sql_stmt **sp)
 {
     if (!sp || !*sp)
@@ -1001,6 +1003,7 @@ void sql_stmt_destroy(sql_stmt **sp)
     }
     free(s->settings);
     free(s->format);
+    table_stmt_free(s);
     free(s);
     *sp = NULL;
 }
@@ -1027,22 +1030,21 @@ static bool is_clause_kw(const tok *t)
     return false;
 }
 
+static bool parse_table_ref(parser *ps, sql_stmt *s, const tok *first);
+static sql_stmt *parse_table_stmt(parser *ps, sql_stmt *s);
+static bool parse_settings(parser *ps, sql_setting **out, int *n);
+
 static bool parse_from(parser *ps, sql_stmt *s)
 {
-    if (ps->cur.kind != T_IDENT) {
-        fail_expected(ps, "a table function such as s3('s3://bucket/*.parquet') or "
-                          "file('data/*.csv')");
+    if (ps->cur.kind != T_IDENT && ps->cur.kind != T_QIDENT) {
+        fail_expected(ps, "a table or a table function such as "
+                          "s3('s3://bucket/*.parquet') or file('data/*.csv')");
         return false;
     }
     tok t = ps->cur;
     next(ps);
-    if (!is_op(&ps->cur, "(")) {
-        fail(ps, t.line, t.col,
-             "tables are not supported yet: read files with s3('s3://bucket/glob') or "
-             "file('path/glob') instead of '%.*s'",
-             (int)t.len, t.p);
-        return false;
-    }
+    if (!is_op(&ps->cur, "("))
+        return parse_table_ref(ps, s, &t);
     next(ps);
     s->from_fn = strndup(t.p, t.len);
     s->from_line = t.line;
@@ -1105,6 +1107,9 @@ static sql_stmt *parse_stmt(parser *ps)
     }
     s->line = ps->cur.line;
     s->col = ps->cur.col;
+    if (is_kw(&ps->cur, "CREATE") || is_kw(&ps->cur, "DROP") || is_kw(&ps->cur, "TRUNCATE") ||
+        is_kw(&ps->cur, "OPTIMIZE") || is_kw(&ps->cur, "INSERT") || is_kw(&ps->cur, "SHOW"))
+        return parse_table_stmt(ps, s);
     if (accept_kw(ps, "DESCRIBE") || accept_kw(ps, "DESC")) {
         s->kind = SQL_DESCRIBE;
         accept_kw(ps, "TABLE");
@@ -1113,7 +1118,7 @@ static sql_stmt *parse_stmt(parser *ps)
         goto tail;
     }
     if (!accept_kw(ps, "SELECT")) {
-        fail_expected(ps, "SELECT or DESCRIBE");
+        fail_expected(ps, "SELECT, INSERT, CREATE TABLE, DESCRIBE or another statement");
         goto fail;
     }
     s->kind = SQL_SELECT;
@@ -1217,32 +1222,8 @@ static sql_stmt *parse_stmt(parser *ps)
         s->has_limit = true;
     }
 tail:
-    if (accept_kw(ps, "SETTINGS")) {
-        do {
-            if (ps->cur.kind != T_IDENT) {
-                fail_expected(ps, "a setting name");
-                goto fail;
-            }
-            if (!grow(ps, (void **)&s->settings, s->n_settings, sizeof(sql_setting)))
-                goto fail;
-            sql_setting *st = &s->settings[s->n_settings];
-            memset(st, 0, sizeof(*st));
-            st->line = ps->cur.line;
-            st->col = ps->cur.col;
-            st->name = tokdup(&ps->cur);
-            s->n_settings++;
-            if (!st->name) {
-                ps->rc = -ENOMEM;
-                goto fail;
-            }
-            next(ps);
-            if (!expect_op(ps, "="))
-                goto fail;
-            st->value = parse_unary(ps);
-            if (!st->value)
-                goto fail;
-        } while (accept_op(ps, ","));
-    }
+    if (accept_kw(ps, "SETTINGS") && !parse_settings(ps, &s->settings, &s->n_settings))
+        goto fail;
     if (accept_kw(ps, "FORMAT")) {
         if (ps->cur.kind != T_IDENT) {
             fail_expected(ps, "a format name");
@@ -1468,3 +1449,610 @@ size_t sql_node_name(const sql_node *n, char *buf, size_t cap)
     }
     return b.len;
 }
+
+/* ---- table statements ------------------------------------------------------ */
+
+/* [db.]name after the first token (already consumed). */
+static bool table_name_from(parser *ps, const tok *first, char **db, char **name, int *line,
+                            int *col)
+{
+    *line = first->line;
+    *col = first->col;
+    char *a = tokdup(first);
+    if (!a) {
+        ps->rc = -ENOMEM;
+        return false;
+    }
+    if (accept_op(ps, ".")) {
+        if (ps->cur.kind != T_IDENT && ps->cur.kind != T_QIDENT) {
+            free(a);
+            fail_expected(ps, "a table name after '.'");
+            return false;
+        }
+        *db = a;
+        *name = tokdup(&ps->cur);
+        next(ps);
+    } else {
+        *name = a;
+    }
+    if (!*name) {
+        ps->rc = -ENOMEM;
+        return false;
+    }
+    return true;
+}
+
+static bool table_name(parser *ps, sql_stmt *s)
+{
+    if (ps->cur.kind != T_IDENT && ps->cur.kind != T_QIDENT) {
+        fail_expected(ps, "a table name");
+        return false;
+    }
+    tok t = ps->cur;
+    next(ps);
+    return table_name_from(ps, &t, &s->table_db, &s->table, &s->table_line, &s->table_col);
+}
+
+/* FROM [db.]t [FINAL] [[AS] alias] */
+static bool parse_table_ref(parser *ps, sql_stmt *s, const tok *first)
+{
+    if (!table_name_from(ps, first, &s->table_db, &s->table, &s->table_line, &s->table_col))
+        return false;
+    if (accept_kw(ps, "FINAL"))
+        s->final = true;
+    if (accept_kw(ps, "AS") || (ps->cur.kind == T_IDENT && !is_clause_kw(&ps->cur))) {
+        if (ps->cur.kind != T_IDENT && ps->cur.kind != T_QIDENT) {
+            fail_expected(ps, "an alias");
+            return false;
+        }
+        next(ps);
+        if (accept_kw(ps, "FINAL"))
+            s->final = true;
+    }
+    return true;
+}
+
+static bool parse_settings(parser *ps, sql_setting **out, int *n)
+{
+    do {
+        if (ps->cur.kind != T_IDENT) {
+            fail_expected(ps, "a setting name");
+            return false;
+        }
+        if (!grow(ps, (void **)out, *n, sizeof(sql_setting)))
+            return false;
+        sql_setting *st = &(*out)[*n];
+        memset(st, 0, sizeof(*st));
+        st->line = ps->cur.line;
+        st->col = ps->cur.col;
+        st->name = tokdup(&ps->cur);
+        (*n)++;
+        if (!st->name) {
+            ps->rc = -ENOMEM;
+            return false;
+        }
+        next(ps);
+        if (!expect_op(ps, "="))
+            return false;
+        st->value = parse_unary(ps);
+        if (!st->value)
+            return false;
+    } while (accept_op(ps, ","));
+    return true;
+}
+
+/* The text of a type or a codec as written, tokens joined ("Decimal(10, 2)"),
+ * up to the matching ')' of an opening one. */
+static char *type_text(parser *ps, const char *what)
+{
+    if (ps->cur.kind != T_IDENT) {
+        fail_expected(ps, what);
+        return NULL;
+    }
+    char buf[256];
+    sbuf b = {buf, sizeof(buf), 0};
+    int line = ps->cur.line, col = ps->cur.col;
+    sb_put(&b, ps->cur.p, ps->cur.len);
+    next(ps);
+    if (is_op(&ps->cur, "(")) {
+        int d = 0;
+        do {
+            if (ps->cur.kind == T_EOF || ps->rc) {
+                fail_expected(ps, "')'");
+                return NULL;
+            }
+            if (is_op(&ps->cur, "("))
+                d++;
+            else if (is_op(&ps->cur, ")"))
+                d--;
+            sb_put(&b, ps->cur.p, ps->cur.len);
+            if (is_op(&ps->cur, ","))
+                sb_put(&b, " ", 1);
+            next(ps);
+        } while (d > 0);
+    }
+    if (b.len + 1 >= b.cap) {
+        fail(ps, line, col, "%s is longer than %zu bytes", what, b.cap - 2);
+        return NULL;
+    }
+    buf[b.len] = 0;
+    char *r = strdup(buf);
+    if (!r)
+        ps->rc = -ENOMEM;
+    return r;
+}
+
+/* A key list: x | (a, b, ...) | tuple() */
+static bool key_list(parser *ps, char ***out, int *n, const char *clause)
+{
+    bool paren = false;
+    if (is_kw(&ps->cur, "tuple")) {
+        next(ps);
+        if (!expect_op(ps, "("))
+            return false;
+        paren = true;
+    } else if (accept_op(ps, "(")) {
+        paren = true;
+    }
+    if (paren && accept_op(ps, ")"))
+        return true;
+    do {
+        if (ps->cur.kind != T_IDENT && ps->cur.kind != T_QIDENT) {
+            fail(ps, ps->cur.line, ps->cur.col,
+                 "%s takes column names, as in %s (a, b): expressions in keys are not "
+                 "supported",
+                 clause, clause);
+            return false;
+        }
+        if (!grow(ps, (void **)out, *n, sizeof(char *)))
+            return false;
+        if (!((*out)[*n] = tokdup(&ps->cur))) {
+            ps->rc = -ENOMEM;
+            return false;
+        }
+        (*n)++;
+        next(ps);
+        if (is_op(&ps->cur, "(") || is_op(&ps->cur, "+") || is_op(&ps->cur, "-") ||
+            is_op(&ps->cur, "*") || is_op(&ps->cur, "/")) {
+            fail(ps, ps->cur.line, ps->cur.col,
+                 "%s takes column names, as in %s (a, b): expressions in keys are not "
+                 "supported",
+                 clause, clause);
+            return false;
+        }
+    } while (paren && accept_op(ps, ","));
+    return !paren || expect_op(ps, ")");
+}
+
+static bool column_def(parser *ps, sql_table_def *d)
+{
+    if (!grow(ps, (void **)&d->cols, d->n_cols, sizeof(sql_column_def)))
+        return false;
+    sql_column_def *c = &d->cols[d->n_cols];
+    memset(c, 0, sizeof(*c));
+    d->n_cols++;
+    c->line = ps->cur.line;
+    c->col = ps->cur.col;
+    if (ps->cur.kind != T_IDENT && ps->cur.kind != T_QIDENT) {
+        fail_expected(ps, "a column name");
+        return false;
+    }
+    if (!(c->name = tokdup(&ps->cur))) {
+        ps->rc = -ENOMEM;
+        return false;
+    }
+    next(ps);
+    if (!(c->type = type_text(ps, "a column type")))
+        return false;
+    for (;;) {
+        if (accept_kw(ps, "CODEC")) {
+            if (!expect_op(ps, "("))
+                return false;
+            char buf[256];
+            sbuf b = {buf, sizeof(buf), 0};
+            int d2 = 1;
+            while (!ps->rc && ps->cur.kind != T_EOF) {
+                if (is_op(&ps->cur, "("))
+                    d2++;
+                else if (is_op(&ps->cur, ")") && --d2 == 0)
+                    break;
+                sb_put(&b, ps->cur.p, ps->cur.len);
+                if (is_op(&ps->cur, ","))
+                    sb_put(&b, " ", 1);
+                next(ps);
+            }
+            if (b.len + 1 >= b.cap) {
+                fail(ps, c->line, c->col, "the CODEC of column %s is too long", c->name);
+                return false;
+            }
+            buf[b.len] = 0;
+            free(c->codec);
+            if (!(c->codec = strdup(buf))) {
+                ps->rc = -ENOMEM;
+                return false;
+            }
+            if (!expect_op(ps, ")"))
+                return false;
+        } else if (accept_kw(ps, "COMMENT")) {
+            if (ps->cur.kind != T_STRING) {
+                fail_expected(ps, "a comment as a string");
+                return false;
+            }
+            next(ps);
+        } else if (is_kw(&ps->cur, "DEFAULT") || is_kw(&ps->cur, "MATERIALIZED") ||
+                   is_kw(&ps->cur, "ALIAS") || is_kw(&ps->cur, "EPHEMERAL") ||
+                   is_kw(&ps->cur, "TTL")) {
+            fail(ps, ps->cur.line, ps->cur.col,
+                 "column %.*s expressions are not supported: declare the column with its type "
+                 "only",
+                 (int)ps->cur.len, ps->cur.p);
+            return false;
+        } else {
+            return true;
+        }
+    }
+}
+
+static bool create_clauses(parser *ps, sql_table_def *d)
+{
+    for (;;) {
+        if (accept_kw(ps, "ORDER")) {
+            if (!expect_kw(ps, "BY") || !key_list(ps, &d->order_by, &d->n_order_by, "ORDER BY"))
+                return false;
+            d->has_order_by = true;
+        } else if (accept_kw(ps, "PRIMARY")) {
+            if (!expect_kw(ps, "KEY") ||
+                !key_list(ps, &d->primary_key, &d->n_primary_key, "PRIMARY KEY"))
+                return false;
+            d->has_primary_key = true;
+        } else if (accept_kw(ps, "PARTITION")) {
+            if (!expect_kw(ps, "BY"))
+                return false;
+            const char *start = ps->cur.p;
+            sql_node_free(d->partition_by);
+            if (!(d->partition_by = parse_expr(ps)))
+                return false;
+            const char *end = ps->cur.kind == T_EOF ? ps->text + ps->len : ps->cur.p;
+            while (end > start && isspace((unsigned char)end[-1]))
+                end--;
+            free(d->partition_text);
+            if (!(d->partition_text = strndup(start, (size_t)(end - start)))) {
+                ps->rc = -ENOMEM;
+                return false;
+            }
+        } else if (accept_kw(ps, "SETTINGS")) {
+            if (!parse_settings(ps, &d->settings, &d->n_settings))
+                return false;
+        } else if (is_kw(&ps->cur, "SAMPLE") || is_kw(&ps->cur, "TTL")) {
+            fail(ps, ps->cur.line, ps->cur.col, "%.*s in CREATE TABLE is not supported",
+                 (int)ps->cur.len, ps->cur.p);
+            return false;
+        } else if (accept_kw(ps, "COMMENT")) {
+            if (ps->cur.kind != T_STRING) {
+                fail_expected(ps, "a comment as a string");
+                return false;
+            }
+            next(ps);
+        } else {
+            return true;
+        }
+    }
+}
+
+static bool parse_create(parser *ps, sql_stmt *s)
+{
+    s->kind = SQL_CREATE_TABLE;
+    if (!expect_kw(ps, "TABLE"))
+        return false;
+    if (accept_kw(ps, "IF")) {
+        if (!expect_kw(ps, "NOT") || !expect_kw(ps, "EXISTS"))
+            return false;
+        s->if_not_exists = true;
+    }
+    if (!table_name(ps, s))
+        return false;
+    sql_table_def *d = s->create = calloc(1, sizeof(*d));
+    if (!d) {
+        ps->rc = -ENOMEM;
+        return false;
+    }
+    if (accept_op(ps, "(")) {
+        do {
+            if (is_kw(&ps->cur, "INDEX") || is_kw(&ps->cur, "PROJECTION") ||
+                is_kw(&ps->cur, "CONSTRAINT")) {
+                fail(ps, ps->cur.line, ps->cur.col, "%.*s in CREATE TABLE is not supported",
+                     (int)ps->cur.len, ps->cur.p);
+                return false;
+            }
+            if (!column_def(ps, d))
+                return false;
+        } while (accept_op(ps, ","));
+        if (!expect_op(ps, ")"))
+            return false;
+    }
+    d->engine_line = ps->cur.line;
+    d->engine_col = ps->cur.col;
+    if (!expect_kw(ps, "ENGINE") || !expect_op(ps, "="))
+        return false;
+    if (ps->cur.kind != T_IDENT) {
+        fail_expected(ps, "an engine name such as MergeTree");
+        return false;
+    }
+    if (!(d->engine = tokdup(&ps->cur))) {
+        ps->rc = -ENOMEM;
+        return false;
+    }
+    next(ps);
+    if (accept_op(ps, "(")) {
+        if (ps->cur.kind == T_IDENT || ps->cur.kind == T_QIDENT) {
+            if (!(d->engine_arg = tokdup(&ps->cur))) {
+                ps->rc = -ENOMEM;
+                return false;
+            }
+            next(ps);
+        }
+        if (!expect_op(ps, ")"))
+            return false;
+    }
+    if (!create_clauses(ps, d))
+        return false;
+    if (accept_kw(ps, "AS")) {
+        if (!is_kw(&ps->cur, "SELECT")) {
+            fail_expected(ps, "SELECT after AS");
+            return false;
+        }
+        if (!(d->as_select = parse_stmt(ps)))
+            return false;
+    }
+    return true;
+}
+
+static bool parse_insert(parser *ps, sql_stmt *s)
+{
+    s->kind = SQL_INSERT;
+    if (!expect_kw(ps, "INTO"))
+        return false;
+    accept_kw(ps, "TABLE");
+    if (!table_name(ps, s))
+        return false;
+    sql_insert *in = s->insert = calloc(1, sizeof(*in));
+    if (!in) {
+        ps->rc = -ENOMEM;
+        return false;
+    }
+    if (accept_op(ps, "(")) {
+        do {
+            if (ps->cur.kind != T_IDENT && ps->cur.kind != T_QIDENT) {
+                fail_expected(ps, "a column name");
+                return false;
+            }
+            if (!grow(ps, (void **)&in->cols, in->n_cols, sizeof(char *)))
+                return false;
+            if (!(in->cols[in->n_cols] = tokdup(&ps->cur))) {
+                ps->rc = -ENOMEM;
+                return false;
+            }
+            in->n_cols++;
+            next(ps);
+        } while (accept_op(ps, ","));
+        if (!expect_op(ps, ")"))
+            return false;
+    }
+    if (accept_kw(ps, "SETTINGS") && !parse_settings(ps, &s->settings, &s->n_settings))
+        return false;
+    if (is_kw(&ps->cur, "SELECT")) {
+        if (!(in->select = parse_stmt(ps)))
+            return false;
+        return true;
+    }
+    if (accept_kw(ps, "VALUES")) {
+        int width = -1;
+        do {
+            int row_line = ps->cur.line, row_col = ps->cur.col;
+            if (!expect_op(ps, "("))
+                return false;
+            int base = in->n_rows * (width < 0 ? 0 : width), w = 0;
+            bool row_ok = true;
+            if (!is_op(&ps->cur, ")")) {
+                do {
+                    sql_node *e = parse_expr(ps);
+                    if (!e || !grow(ps, (void **)&in->values, base + w, sizeof(sql_node *))) {
+                        sql_node_free(e);
+                        row_ok = false;
+                        break;
+                    }
+                    in->values[base + w++] = e;
+                } while (accept_op(ps, ","));
+            }
+            if (row_ok && !expect_op(ps, ")"))
+                row_ok = false;
+            if (row_ok && width >= 0 && w != width) {
+                fail(ps, row_line, row_col, "row %d of VALUES has %d values, the first row %d",
+                     in->n_rows + 1, w, width);
+                row_ok = false;
+            }
+            if (!row_ok) { /* the values of the rows before stay counted */
+                for (int k = 0; k < w; k++)
+                    sql_node_free(in->values[base + k]);
+                return false;
+            }
+            if (width < 0)
+                width = w;
+            in->width = width;
+            in->n_rows++;
+        } while (accept_op(ps, ","));
+        if (width == 0) {
+            fail(ps, s->table_line, s->table_col, "VALUES needs at least one value per row");
+            return false;
+        }
+        return true;
+    }
+    if (accept_kw(ps, "FORMAT")) {
+        if (ps->cur.kind != T_IDENT) {
+            fail_expected(ps, "a format name");
+            return false;
+        }
+        if (!(in->format = tokdup(&ps->cur))) {
+            ps->rc = -ENOMEM;
+            return false;
+        }
+        /* the data: the rest of the text, after blanks and one line break */
+        size_t at = (size_t)(ps->cur.p - ps->text) + ps->cur.len;
+        while (at < ps->len && (ps->text[at] == ' ' || ps->text[at] == '\t'))
+            at++;
+        if (at < ps->len && ps->text[at] == '\r')
+            at++;
+        if (at < ps->len && ps->text[at] == '\n')
+            at++;
+        in->data_len = ps->len - at;
+        if (!(in->data = malloc(in->data_len + 1))) {
+            ps->rc = -ENOMEM;
+            return false;
+        }
+        memcpy(in->data, ps->text + at, in->data_len);
+        in->data[in->data_len] = 0;
+        ps->pos = ps->len;
+        next(ps);
+        return true;
+    }
+    fail_expected(ps, "SELECT, VALUES or FORMAT");
+    return false;
+}
+
+/* CREATE TABLE, DROP TABLE, TRUNCATE TABLE, OPTIMIZE TABLE, INSERT INTO, SHOW
+ * TABLES; statements other than INSERT ... SELECT may end in SETTINGS and
+ * FORMAT like a SELECT. */
+static sql_stmt *parse_table_stmt(parser *ps, sql_stmt *s)
+{
+    bool ok;
+    bool tail = true;
+    if (accept_kw(ps, "CREATE")) {
+        ok = parse_create(ps, s);
+        tail = ok && !s->create->as_select;
+    } else if (accept_kw(ps, "DROP")) {
+        s->kind = SQL_DROP_TABLE;
+        ok = expect_kw(ps, "TABLE");
+        if (ok && accept_kw(ps, "IF")) {
+            ok = expect_kw(ps, "EXISTS");
+            s->if_exists = true;
+        }
+        ok = ok && table_name(ps, s);
+        if (ok)
+            accept_kw(ps, "SYNC");
+    } else if (accept_kw(ps, "TRUNCATE")) {
+        s->kind = SQL_TRUNCATE_TABLE;
+        accept_kw(ps, "TABLE");
+        ok = true;
+        if (accept_kw(ps, "IF")) {
+            ok = expect_kw(ps, "EXISTS");
+            s->if_exists = true;
+        }
+        ok = ok && table_name(ps, s);
+    } else if (accept_kw(ps, "OPTIMIZE")) {
+        s->kind = SQL_OPTIMIZE_TABLE;
+        ok = expect_kw(ps, "TABLE") && table_name(ps, s);
+        if (ok && accept_kw(ps, "FINAL"))
+            s->optimize_final = true;
+        if (ok && (is_kw(&ps->cur, "DEDUPLICATE") || is_kw(&ps->cur, "PARTITION"))) {
+            fail(ps, ps->cur.line, ps->cur.col, "OPTIMIZE TABLE ... %.*s is not supported",
+                 (int)ps->cur.len, ps->cur.p);
+            ok = false;
+        }
+    } else if (accept_kw(ps, "INSERT")) {
+        ok = parse_insert(ps, s);
+        tail = false;
+    } else {
+        next(ps); /* SHOW */
+        s->kind = SQL_SHOW_TABLES;
+        ok = expect_kw(ps, "TABLES");
+        if (ok && (accept_kw(ps, "FROM") || accept_kw(ps, "IN"))) {
+            if (ps->cur.kind != T_IDENT && ps->cur.kind != T_QIDENT) {
+                fail_expected(ps, "a database name");
+                ok = false;
+            } else if (!(s->table_db = tokdup(&ps->cur))) {
+                ps->rc = -ENOMEM;
+                ok = false;
+            } else {
+                next(ps);
+            }
+        }
+        if (ok && accept_kw(ps, "LIKE")) {
+            if (ps->cur.kind != T_STRING) {
+                fail_expected(ps, "a pattern as a string");
+                ok = false;
+            } else if (!(s->like = unquote(&ps->cur, NULL))) {
+                ps->rc = -ENOMEM;
+                ok = false;
+            } else {
+                next(ps);
+            }
+        }
+    }
+    if (ok && tail && accept_kw(ps, "SETTINGS"))
+        ok = parse_settings(ps, &s->settings, &s->n_settings);
+    if (ok && tail && accept_kw(ps, "FORMAT")) {
+        if (ps->cur.kind != T_IDENT) {
+            fail_expected(ps, "a format name");
+            ok = false;
+        } else if (!(s->format = tokdup(&ps->cur))) {
+            ps->rc = -ENOMEM;
+            ok = false;
+        } else {
+            next(ps);
+        }
+    }
+    if (!ok || ps->rc) {
+        if (!ps->rc)
+            ps->rc = -EINVAL;
+        sql_stmt_destroy(&s);
+        return NULL;
+    }
+    return s;
+}
+
+static void table_stmt_free(sql_stmt *s)
+{
+    free(s->table_db);
+    free(s->table);
+    free(s->like);
+    sql_table_def *d = s->create;
+    if (d) {
+        for (int i = 0; i < d->n_cols; i++) {
+            free(d->cols[i].name);
+            free(d->cols[i].type);
+            free(d->cols[i].codec);
+        }
+        free(d->cols);
+        free(d->engine);
+        free(d->engine_arg);
+        for (int i = 0; i < d->n_order_by; i++)
+            free(d->order_by[i]);
+        free(d->order_by);
+        for (int i = 0; i < d->n_primary_key; i++)
+            free(d->primary_key[i]);
+        free(d->primary_key);
+        sql_node_free(d->partition_by);
+        free(d->partition_text);
+        for (int i = 0; i < d->n_settings; i++) {
+            free(d->settings[i].name);
+            sql_node_free(d->settings[i].value);
+        }
+        free(d->settings);
+        sql_stmt_destroy(&d->as_select);
+        free(d);
+    }
+    sql_insert *in = s->insert;
+    if (in) {
+        for (int i = 0; i < in->n_cols; i++)
+            free(in->cols[i]);
+        free(in->cols);
+        sql_stmt_destroy(&in->select);
+        for (int i = 0; i < in->n_rows * in->width; i++)
+            sql_node_free(in->values[i]);
+        free(in->values);
+        free(in->format);
+        free(in->data);
+        free(in);
+    }
+}
+

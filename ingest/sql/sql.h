@@ -2,8 +2,11 @@
  *
  * sql.h: the SQL front end of the engine: a lexer and a recursive-descent
  * parser for a ClickHouse-flavoured subset (SELECT ... FROM
- * s3()/file() ... WHERE ... GROUP BY ... HAVING ... ORDER BY ... LIMIT ...
- * SETTINGS ... FORMAT ..., and DESCRIBE), producing an abstract syntax tree.
+ * s3()/file()/a table ... WHERE ... GROUP BY ... HAVING ... ORDER BY ... LIMIT
+ * ... SETTINGS ... FORMAT ..., DESCRIBE, and the table statements: CREATE
+ * TABLE, DROP TABLE, TRUNCATE TABLE, OPTIMIZE TABLE, INSERT INTO (SELECT,
+ * VALUES, FORMAT with the data after it), SHOW TABLES), producing an abstract
+ * syntax tree.
  * Names are not resolved here (eng_bind.c does that against a schema); the
  * parser only knows the grammar, so it can be fuzzed on its own.
  *
@@ -87,7 +90,62 @@ typedef struct sql_setting {
     int line, col;
 } sql_setting;
 
-typedef enum sql_stmt_kind { SQL_SELECT = 1, SQL_DESCRIBE } sql_stmt_kind;
+typedef enum sql_stmt_kind {
+    SQL_SELECT = 1,
+    SQL_DESCRIBE,
+    SQL_CREATE_TABLE,   /* table, create */
+    SQL_DROP_TABLE,     /* table, if_exists */
+    SQL_TRUNCATE_TABLE, /* table, if_exists */
+    SQL_OPTIMIZE_TABLE, /* table, optimize_final */
+    SQL_INSERT,         /* table, insert */
+    SQL_SHOW_TABLES,    /* table_db (FROM db) or NULL, like (LIKE 'pattern') or NULL */
+} sql_stmt_kind;
+
+/* One column of CREATE TABLE. type is the type as written, normalised
+ * ("Nullable(Int32)", "DateTime64(3, 'UTC')"); codec is what CODEC(...)
+ * holds ("ZSTD(3)", "LZ4"), or NULL. */
+typedef struct sql_column_def {
+    char *name;
+    char *type;
+    char *codec;
+    int line, col;
+} sql_column_def;
+
+/* CREATE TABLE's definition. Keys are column names (ORDER BY x, ORDER BY
+ * (a, b), ORDER BY tuple()); has_order_by / has_primary_key say whether the
+ * clause was there. partition_by is the expression, partition_text its text. */
+typedef struct sql_table_def {
+    sql_column_def *cols;
+    int n_cols;
+    char *engine;               /* "MergeTree", "ReplacingMergeTree", ... as written */
+    char *engine_arg;           /* ReplacingMergeTree(ver): "ver"; NULL when none */
+    int engine_line, engine_col;
+    char **order_by;
+    int n_order_by;
+    bool has_order_by;
+    char **primary_key;
+    int n_primary_key;
+    bool has_primary_key;
+    sql_node *partition_by;
+    char *partition_text;
+    sql_setting *settings;      /* the table's SETTINGS */
+    int n_settings;
+    struct sql_stmt *as_select; /* CREATE TABLE ... AS SELECT, or NULL */
+} sql_table_def;
+
+/* INSERT INTO t [(cols)] SELECT ... | VALUES (...), ... | FORMAT F <data>. */
+typedef struct sql_insert {
+    char **cols;                /* the column list, or NULL (every column) */
+    int n_cols;
+    struct sql_stmt *select;    /* INSERT ... SELECT (its SETTINGS apply to both) */
+    sql_node **values;          /* VALUES: n_rows x width expressions, row-major */
+    int n_rows, width;
+    char *format;               /* INSERT ... FORMAT name */
+    char *data;                 /* the bytes after the format name (one blank or
+                                   newline skipped), to the end of the text; may
+                                   be empty: then the data comes from elsewhere */
+    size_t data_len;
+} sql_insert;
 
 typedef struct sql_stmt {
     sql_stmt_kind kind;
@@ -98,6 +156,17 @@ typedef struct sql_stmt {
     sql_node **from_args;
     int n_from_args;
     int from_line, from_col;
+    /* FROM a table (from_fn NULL), and the table of the table statements:
+     * [table_db.]table, FROM t FINAL */
+    char *table_db;
+    char *table;
+    bool final;
+    int table_line, table_col;
+    bool if_exists, if_not_exists;
+    bool optimize_final;        /* OPTIMIZE TABLE t FINAL */
+    char *like;                 /* SHOW TABLES LIKE */
+    sql_table_def *create;      /* SQL_CREATE_TABLE */
+    sql_insert *insert;         /* SQL_INSERT */
     sql_node *where;        /* NULL when absent */
     sql_node **group_by;
     int n_group_by;

@@ -189,7 +189,8 @@ typedef struct tp_part_meta {
     const cb_column *const *index;    /* per key column: granules + 1 values */
     uint32_t n_minmax;
     const uint32_t *minmax_cols;
-    const cb_column *const *minmax;   /* per partition column: 2 values (min, max),
+    const cb_column *const *minmax;   /* per partition column k: minmax[2k] (the min)
+                                         and minmax[2k + 1] (the max), one value each,
                                          both NULL when the column held only NULLs */
 } tp_part_meta;
 

@@ -90,6 +90,8 @@ typedef struct tb_schema {
     int32_t version_col;        /* ReplacingMergeTree(ver): index, or -1 */
     uint32_t index_granularity;
     uint64_t schema_version;    /* 1 at CREATE */
+    char *ddl;                  /* the CREATE TABLE statement as the engine keeps it
+                                   (declared types, settings), or NULL */
 } tb_schema;
 
 /* Deep copy (dst is overwritten) and free. 0 or -ENOMEM. */
@@ -105,6 +107,8 @@ typedef struct tb_part {
     uint32_t level;
     int64_t created_ms;         /* time of the version that added it */
     int64_t removed_ms;         /* removed parts: time of the version that removed it */
+    uint32_t granules;          /* 0 when the writer did not record these three */
+    uint64_t compressed_bytes, uncompressed_bytes;
 } tb_part;
 
 typedef struct tb_dedup_id {
@@ -182,6 +186,7 @@ typedef enum tb_commit_kind {
     TB_COMMIT_INSERT = 1,       /* add parts (block ids deduplicated) */
     TB_COMMIT_MERGE,            /* add one part, remove its inputs */
     TB_COMMIT_PURGE,            /* forget removed parts whose objects are gone */
+    TB_COMMIT_TRUNCATE,         /* remove every active part (TRUNCATE TABLE) */
 } tb_commit_kind;
 
 typedef struct tb_part_add {
@@ -191,6 +196,8 @@ typedef struct tb_part_add {
     uint32_t level;             /* merges */
     uint64_t min_block, max_block;  /* merges; inserts get the commit's version */
     const char *block_id;       /* inserts: dedup id, or NULL for none */
+    uint32_t granules;          /* optional (0: not recorded): for system.parts */
+    uint64_t compressed_bytes, uncompressed_bytes;
 } tb_part_add;
 
 typedef struct tb_commit {
@@ -223,7 +230,10 @@ int tb_commit_run(tb_table *t, const tb_commit *c, tb_commit_result *res, char *
 /* Streams one part object to S3 in bounded memory: bytes given to
  * tb_upload_write (a tp_write_fn: pass the upload as write_arg) are sent in
  * part_size pieces of a multipart upload once they exceed one piece, else in
- * one PUT at finish; either way with If-None-Match: *. */
+ * one PUT at finish; either way with If-None-Match: *. With the table's
+ * tb_io put (tb_table_set_io), a part of up to put_max bytes is gathered and
+ * handed to put at finish instead (its name is random: no condition is
+ * needed). */
 typedef struct tb_upload tb_upload;
 /* part_size 0: 8 MiB (at least 5 MiB). The name is "<partition>_<random>". */
 int tb_upload_create(tb_upload **out, const tb_table *t, const char *partition,
@@ -250,6 +260,31 @@ typedef int (*tb_source_open_fn)(void *arg, const char *bucket, const char *key,
                                  rs_source **out, char *err, size_t errlen);
 int tb_part_open_via(const tb_table *t, const char *name, tb_source_open_fn open, void *arg,
                      rs_source **src, tp_reader **r, char *err, size_t errlen);
+
+/* ---- where part objects go and come from ----------------------------------------- */
+
+/* Writes a whole object (a part) somewhere that places it in S3, e.g. the
+ * cache client's write-through PUT. 0 or -errno with a sentence in err. */
+typedef int (*tb_put_fn)(void *arg, const char *bucket, const char *key, const void *data,
+                         size_t len, char *err, size_t errlen);
+
+/* Part I/O of a table other than its own S3 client: with open set,
+ * tb_part_open (and so merges) reads parts through it; with put set, an
+ * upload gathers the part in memory and hands it to put at finish, up to
+ * put_max bytes (0: 256 MiB); a larger part goes on as a multipart upload
+ * straight to S3. The log always uses the table's own client (its writes are
+ * conditional). */
+typedef struct tb_io {
+    tb_source_open_fn open;
+    void *open_arg;
+    tb_put_fn put;
+    void *put_arg;
+    size_t put_max;
+} tb_io;
+
+/* Sets the table's part I/O (copied; NULL: its own S3 client). Uploads
+ * created afterwards use it. */
+void tb_table_set_io(tb_table *t, const tb_io *io);
 
 /* Deletes a part object (a merge that lost, a duplicate). */
 int tb_part_delete(tb_table *t, const char *name, char *err, size_t errlen);

@@ -47,6 +47,7 @@ void tb_schema_deinit(tb_schema *s)
     free(s->key_cols);
     free(s->partition_by);
     free(s->engine);
+    free(s->ddl);
     memset(s, 0, sizeof(*s));
     s->version_col = -1;
 }
@@ -59,7 +60,9 @@ int tb_schema_copy(tb_schema *d, const tb_schema *s)
     d->key_cols = calloc(s->n_key + 1, sizeof(uint32_t));
     d->partition_by = s->partition_by ? strdup(s->partition_by) : NULL;
     d->engine = strdup(s->engine ? s->engine : "MergeTree");
-    bool ok = d->cols && d->key_cols && d->engine && (!s->partition_by || d->partition_by);
+    d->ddl = s->ddl ? strdup(s->ddl) : NULL;
+    bool ok = d->cols && d->key_cols && d->engine && (!s->partition_by || d->partition_by) &&
+              (!s->ddl || d->ddl);
     for (uint32_t i = 0; ok && i < s->n_cols; i++) {
         d->cols[i] = s->cols[i];
         ok = (d->cols[i].name = strdup(s->cols[i].name)) != NULL;
@@ -95,6 +98,10 @@ int tb__schema_write(const tb_schema *s, tp__bytes *o)
     rc |= s->partition_by ? tj_put_str(o, s->partition_by) : tj_put_raw(o, "null");
     rc |= tj_put_raw(o, ",\"index_granularity\":");
     rc |= tj_put_i64(o, s->index_granularity);
+    if (s->ddl) {
+        rc |= tj_put_raw(o, ",\"ddl\":");
+        rc |= tj_put_str(o, s->ddl);
+    }
     rc |= tj_put_raw(o, ",\"order_by\":[");
     for (uint32_t k = 0; k < s->n_key; k++) {
         rc |= k ? tj_put_raw(o, ",") : 0;
@@ -179,6 +186,15 @@ int tb__schema_parse(const tj_val *v, tb_schema *s, char *err, size_t errlen)
     if (!get_int(v, "index_granularity", 1, 1 << 24, &x))
         BADJ("the schema's index_granularity is missing or out of range");
     s->index_granularity = (uint32_t)x;
+    const tj_val *ddl = tj_get(v, "ddl");
+    if (ddl) {
+        if (ddl->kind != TJ_STR || strlen(ddl->s) != ddl->len)
+            BADJ("the schema's ddl is not a string");
+        if (!(s->ddl = strdup(ddl->s))) {
+            rc = -ENOMEM;
+            goto fail;
+        }
+    }
     for (size_t i = 0; i < cols->n; i++) {
         const tj_val *c = &cols->items[i];
         const char *name = get_str(c, "name"), *type = get_str(c, "type"),
@@ -360,6 +376,7 @@ static const char *kind_name(int k)
     case TB_COMMIT_INSERT: return "insert";
     case TB_COMMIT_MERGE: return "merge";
     case TB_COMMIT_PURGE: return "purge";
+    case TB_COMMIT_TRUNCATE: return "truncate";
     default: return "create";
     }
 }
@@ -380,6 +397,14 @@ static int put_part(tp__bytes *o, const tb_part *p, bool created, bool removed)
     rc |= tj_put_i64(o, (int64_t)p->max_block);
     rc |= tj_put_raw(o, ",\"level\":");
     rc |= tj_put_i64(o, p->level);
+    if (p->granules) {
+        rc |= tj_put_raw(o, ",\"granules\":");
+        rc |= tj_put_i64(o, p->granules);
+        rc |= tj_put_raw(o, ",\"compressed\":");
+        rc |= tj_put_i64(o, (int64_t)p->compressed_bytes);
+        rc |= tj_put_raw(o, ",\"uncompressed\":");
+        rc |= tj_put_i64(o, (int64_t)p->uncompressed_bytes);
+    }
     if (created) {
         rc |= tj_put_raw(o, ",\"created_ms\":");
         rc |= tj_put_i64(o, p->created_ms);
@@ -472,6 +497,15 @@ static int parse_part(const tj_val *e, tb_part *p, bool created, bool removed, c
     p->level = (uint32_t)lvl;
     p->created_ms = c;
     p->removed_ms = r;
+    /* optional: what system.parts shows (absent in logs of older writers) */
+    int64_t g, cb, ub;
+    if (get_int(e, "granules", 1, UINT32_MAX, &g) &&
+        get_int(e, "compressed", 0, INT64_MAX, &cb) &&
+        get_int(e, "uncompressed", 0, INT64_MAX, &ub)) {
+        p->granules = (uint32_t)g;
+        p->compressed_bytes = (uint64_t)cb;
+        p->uncompressed_bytes = (uint64_t)ub;
+    }
     return 0;
 }
 
@@ -578,6 +612,7 @@ int tb__version_parse(const char *buf, size_t len, tb__version *v, char *err, si
     v->kind = !strcmp(kind, "insert") ? TB_COMMIT_INSERT
               : !strcmp(kind, "merge") ? TB_COMMIT_MERGE
               : !strcmp(kind, "purge") ? TB_COMMIT_PURGE
+              : !strcmp(kind, "truncate") ? TB_COMMIT_TRUNCATE
               : !strcmp(kind, "create") ? 0 : -1;
     if (v->kind < 0)
         BADJ("unknown kind %s", kind);

@@ -26,7 +26,16 @@ struct tb_table {
     tb_snapshot state;
     tb__put_hook_fn put_hook;
     void *put_hook_arg;
+    tb_io io;
 };
+
+void tb_table_set_io(tb_table *t, const tb_io *io)
+{
+    if (io)
+        t->io = *io;
+    else
+        memset(&t->io, 0, sizeof(t->io));
+}
 
 void tb__table_set_put_hook(tb_table *t, tb__put_hook_fn fn, void *arg)
 {
@@ -508,11 +517,13 @@ static int check_request(const tb_commit *c, char *err, size_t errlen)
     bool ok = c->kind == TB_COMMIT_INSERT ? c->n_add >= 1 && !c->n_remove && !c->n_purge
               : c->kind == TB_COMMIT_MERGE ? c->n_add == 1 && c->n_remove >= 1 && !c->n_purge
               : c->kind == TB_COMMIT_PURGE ? !c->n_add && !c->n_remove && c->n_purge >= 1
+              : c->kind == TB_COMMIT_TRUNCATE ? !c->n_add && !c->n_remove && !c->n_purge
                                            : false;
     if (!ok)
         return tp__fail(err, errlen, -EINVAL,
-                        "a commit adds parts (insert), replaces inputs by one part (merge) or "
-                        "forgets removed parts (purge), not a mix");
+                        "a commit adds parts (insert), replaces inputs by one part (merge), "
+                        "forgets removed parts (purge) or removes every part (truncate), not a "
+                        "mix");
     for (size_t i = 0; i < c->n_add; i++) {
         const tb_part_add *a = &c->add[i];
         if (!a->name || !tb__name_ok(a->name) || !a->partition || !tb__name_ok(a->partition) ||
@@ -549,7 +560,8 @@ static int build(tb_table *t, const tb_commit *c, tb__version *v, char *err, siz
     v->schema_version = s->schema.schema_version ? s->schema.schema_version : 1;
     v->add = calloc(c->n_add + 1, sizeof(tb_part));
     v->dedup = calloc(c->n_add + 1, sizeof(tb_dedup_id));
-    v->remove = calloc(c->n_remove + 1, sizeof(char *));
+    size_t n_remove = c->kind == TB_COMMIT_TRUNCATE ? s->n_parts : c->n_remove;
+    v->remove = calloc(n_remove + 1, sizeof(char *));
     v->purge = calloc(c->n_purge + 1, sizeof(char *));
     if (!v->add || !v->dedup || !v->remove || !v->purge)
         return -ENOMEM;
@@ -589,6 +601,9 @@ static int build(tb_table *t, const tb_commit *c, tb__version *v, char *err, siz
         v->n_add++;
         p->rows = a->rows;
         p->bytes = a->bytes;
+        p->granules = a->granules;
+        p->compressed_bytes = a->compressed_bytes;
+        p->uncompressed_bytes = a->uncompressed_bytes;
         if (c->kind == TB_COMMIT_INSERT) {
             p->min_block = p->max_block = v->version;
             p->level = 0;
@@ -598,8 +613,9 @@ static int build(tb_table *t, const tb_commit *c, tb__version *v, char *err, siz
             p->level = a->level;
         }
     }
-    for (size_t i = 0; i < c->n_remove; i++, v->n_remove++)
-        if (!(v->remove[i] = strdup(c->remove[i])))
+    for (size_t i = 0; i < n_remove; i++, v->n_remove++)
+        if (!(v->remove[i] = strdup(c->kind == TB_COMMIT_TRUNCATE ? s->parts[i].name
+                                                                  : c->remove[i])))
             return -ENOMEM;
     for (size_t i = 0; i < c->n_purge; i++) {
         if (!removed_known(s, c->purge[i]))
@@ -779,6 +795,8 @@ int tb_commit_run(tb_table *t, const tb_commit *c, tb_commit_result *res, char *
 
 struct tb_upload {
     tb__s3 *s3;
+    tb_io io;                   /* put: gathered in buf up to io.put_max, then put */
+    char bucket[64];
     char key[1100];
     char name[TB_NAME_MAX];
     size_t part_size;
@@ -809,6 +827,10 @@ int tb_upload_create(tb_upload **out, const tb_table *t, const char *partition,
     u->part_size = part_size ? part_size : 8u << 20;
     if (u->part_size < 5u << 20)
         u->part_size = 5u << 20;
+    u->io = t->io;
+    snprintf(u->bucket, sizeof(u->bucket), "%s", t->bucket);
+    if (u->io.put && !u->io.put_max)
+        u->io.put_max = 256u << 20;
     int rc = tb__s3_create(&u->s3, &t->cfg, t->bucket);
     if (rc < 0) {
         free(u);
@@ -860,6 +882,8 @@ int tb_upload_write(void *arg, const void *data, size_t len)
         return -EINVAL;
     int rc = tp__bytes_add(&u->buf, data, len);
     u->total += len;
+    if (u->io.put && u->total <= u->io.put_max)
+        return rc; /* gathered whole for the put at finish */
     while (!rc && u->buf.len >= u->part_size) {
         rc = upload_piece(u, u->buf.p, u->part_size);
         if (!rc) {
@@ -880,7 +904,11 @@ int tb_upload_finish(tb_upload *u, uint64_t *size_out, char *err, size_t errlen)
     s3_write_cond c = {.if_none_match = true};
     s3_error e;
     int rc;
-    if (!u->upload_id) {
+    e.message[0] = 0;
+    if (!u->upload_id && u->io.put) {
+        rc = u->io.put(u->io.put_arg, u->bucket, u->key, u->buf.p, u->buf.len, u->err,
+                       sizeof(u->err));
+    } else if (!u->upload_id) {
         rc = tb__s3_put(u->s3, u->key, u->buf.p, u->buf.len, &c, &e);
     } else {
         rc = u->buf.len ? upload_piece(u, u->buf.p, u->buf.len) : 0;
@@ -949,6 +977,8 @@ int tb_part_open_via(const tb_table *t, const char *name, tb_source_open_fn open
 int tb_part_open(const tb_table *t, const char *name, rs_source **src, tp_reader **r,
                  char *err, size_t errlen)
 {
+    if (t->io.open)
+        return tb_part_open_via(t, name, t->io.open, t->io.open_arg, src, r, err, errlen);
     return tb_part_open_via(t, name, open_s3, (void *)&t->cfg, src, r, err, errlen);
 }
 

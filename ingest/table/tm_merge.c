@@ -358,7 +358,9 @@ int tm_run(tb_table *t, const tm_settings *s, bool final, tm_result *res, char *
     if (!rc) {
         tb_part_add add = {.name = tb_upload_name(u), .partition = in[0].partition,
                            .rows = info.rows, .bytes = size, .min_block = in[0].min_block,
-                           .max_block = in[0].max_block};
+                           .max_block = in[0].max_block, .granules = info.granules,
+                           .compressed_bytes = info.compressed_bytes,
+                           .uncompressed_bytes = info.uncompressed_bytes};
         for (size_t i = 0; i < n; i++) {
             if (in[i].level + 1 > add.level)
                 add.level = in[i].level + 1;

@@ -6,7 +6,9 @@
  * missing S3 endpoint and a half TLS setting each stop it with exit status
  * non-zero and one sentence that names the thing and the fix; a config file
  * and flags combine, and /config shows the effective values with secrets
- * redacted.
+ * redacted; --version says the version `ringcache --version` says, and
+ * /metrics has the build and the process (CPU, memory, descriptors, start
+ * time, uptime) with their types and plausible values.
  */
 #include "harness.h"
 
@@ -23,6 +25,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -142,6 +145,21 @@ static void test_errors_name_the_fix(void **state)
     assert_non_null(strstr(r.err, "ssd-capacity")); /* did you mean */
 }
 
+/* GET path from the admin port a node wrote to port_file: 200 into resp; the
+ * URL is left in url (for more requests). */
+static void admin_get(const char *port_file, const char *path, char *url, size_t cap,
+                      h_http_resp *resp)
+{
+    int port = 0;
+    FILE *f = fopen(port_file, "r");
+    assert_non_null(f);
+    assert_int_equal(fscanf(f, "%d", &port), 1);
+    fclose(f);
+    snprintf(url, cap, "http://127.0.0.1:%d%s", port, path);
+    memset(resp, 0, sizeof(*resp));
+    assert_int_equal(h_http_get(url, resp), 200);
+}
+
 static void test_config_file_and_effective_config(void **state)
 {
     (void)state;
@@ -160,24 +178,120 @@ static void test_config_file_and_effective_config(void **state)
                           "--admin-port-file", af, "--chunk-size", "128KiB", NULL};
     h_proc *p;
     assert_int_equal(h_proc_start(env, &p, "good", (char *const *)argv, NULL, pf, 0), 0);
-    int admin = 0;
-    f = fopen(af, "r");
-    assert_non_null(f);
-    assert_int_equal(fscanf(f, "%d", &admin), 1);
-    fclose(f);
     char url[128];
-    snprintf(url, sizeof(url), "http://127.0.0.1:%d/config", admin);
-    h_http_resp resp = {0};
-    assert_int_equal(h_http_get(url, &resp), 200);
+    h_http_resp resp;
+    admin_get(af, "/config", url, sizeof(url), &resp);
     assert_non_null(strstr(resp.body, "ram-capacity = 32MiB"));   /* from the file */
     assert_non_null(strstr(resp.body, "chunk-size = 128KiB"));    /* from a flag */
     assert_non_null(strstr(resp.body, "s3-secret-key = <redacted>"));
     assert_null(strstr(resp.body, "very-secret-value"));
     h_http_resp_deinit(&resp);
-    snprintf(url, sizeof(url), "http://127.0.0.1:%d/readyz", admin);
-    assert_int_equal(h_http_get(url, &resp), 200);
+    admin_get(af, "/readyz", url, sizeof(url), &resp);
     h_http_resp_deinit(&resp);
     assert_int_equal(h_proc_stop(p, 15000), 0); /* SIGTERM: drained, exit 0 */
+}
+
+/* "ringcache 0.1.0\n" -> "0.1.0" */
+static void version_word(const char *out, const char *program, char *word, size_t cap)
+{
+    size_t pl = strlen(program);
+    assert_int_equal(strncmp(out, program, pl), 0);
+    assert_int_equal(out[pl], ' ');
+    snprintf(word, cap, "%.*s", (int)strcspn(out + pl + 1, "\n"), out + pl + 1);
+    assert_true(strlen(word) > 0);
+}
+
+static void test_version(void **state)
+{
+    (void)state;
+    run_result r;
+    run(&r, (const char *[]){"--version", NULL});
+    assert_int_equal(r.status, 0);
+    char node_v[64], cli_v[64], cli[1024];
+    version_word(r.out, "ringcached", node_v, sizeof(node_v));
+    if (h_build_path(cli, sizeof(cli), H_RINGCACHE_CLI) < 0)
+        h_skip("the ringcache CLI is not built");
+    const char *argv[] = {cli, "--version", NULL};
+    assert_int_equal(h_run(env, &r, argv, NULL), 0);
+    assert_int_equal(r.status, 0);
+    version_word(r.out, "ringcache", cli_v, sizeof(cli_v));
+    assert_string_equal(node_v, cli_v);
+    /* --help shows it */
+    run(&r, (const char *[]){"--help", NULL});
+    assert_non_null(strstr(r.out, "--version"));
+}
+
+/* The value of the sample `name` (no labels) or `name{` (labels given as
+ * the start of the braces' text), after checking `# TYPE name type`. */
+static double sample(const char *text, const char *name, const char *labels, const char *type)
+{
+    char want[256];
+    snprintf(want, sizeof(want), "\n# TYPE %s %s\n", name, type);
+    if (!strstr(text, want))
+        fprintf(stderr, "no '%s' in /metrics\n", want + 1);
+    assert_non_null(strstr(text, want));
+    if (labels)
+        snprintf(want, sizeof(want), "\n%s{%s", name, labels);
+    else
+        snprintf(want, sizeof(want), "\n%s ", name);
+    const char *p = strstr(text, want);
+    if (!p)
+        fprintf(stderr, "no sample '%s' in /metrics\n", want + 1);
+    assert_non_null(p);
+    p = strchr(labels ? strchr(p + 1, '}') : p + 1, ' ');
+    char *end;
+    double v = strtod(p + 1, &end);
+    assert_true(end > p + 1 && *end == '\n');
+    return v;
+}
+
+static void test_build_and_process_metrics(void **state)
+{
+    (void)state;
+    char data[600], pf[600], af[600];
+    h_env_path(env, data, sizeof(data), "data3");
+    mkdir(data, 0755);
+    h_env_path(env, pf, sizeof(pf), "metrics.port");
+    h_env_path(env, af, sizeof(af), "metrics.admin");
+    const char *argv[] = {bin, "--data-dir", data, "--listen", "127.0.0.1", "--port", "0",
+                          "--port-file", pf, "--admin-listen", "127.0.0.1", "--admin-port", "0",
+                          "--admin-port-file", af, "--ssd-capacity", "256MiB", "--ram-capacity",
+                          "0", "--s3-endpoint", "http://127.0.0.1:1", "--threads", "1", NULL};
+    time_t before = time(NULL);
+    h_proc *p;
+    assert_int_equal(h_proc_start(env, &p, "metrics", (char *const *)argv, NULL, pf, 0), 0);
+    char url[128];
+    h_http_resp resp;
+    admin_get(af, "/metrics", url, sizeof(url), &resp);
+    time_t after = time(NULL);
+    const char *t = resp.body;
+
+    run_result r;
+    run(&r, (const char *[]){"--version", NULL});
+    char v[64], lab[96];
+    version_word(r.out, "ringcached", v, sizeof(v));
+    snprintf(lab, sizeof(lab), "version=\"%s\",", v);
+    assert_true(sample(t, "ringcached_build_info", lab, "gauge") == 1.0);
+
+    double cpu = sample(t, "process_cpu_seconds_total", NULL, "counter");
+    assert_true(cpu >= 0.0 && cpu < 600.0);
+    double rss = sample(t, "process_resident_memory_bytes", NULL, "gauge");
+    assert_true(rss > 1024.0 * 1024.0 && rss < 64.0 * 1024 * 1024 * 1024);
+    double fds = sample(t, "process_open_fds", NULL, "gauge");
+    assert_true(fds >= 4.0); /* stdin/out/err, the listeners, the store's files */
+    double max_fds = sample(t, "process_max_fds", NULL, "gauge");
+    assert_true(max_fds >= fds);
+    double start = sample(t, "process_start_time_seconds", NULL, "gauge");
+    assert_true(start >= (double)before - 60.0 && start <= (double)after + 1.0);
+    double up = sample(t, "ringcached_uptime_seconds", NULL, "gauge");
+    assert_true(up >= 0.0 && up <= (double)(after - before) + 60.0);
+    h_http_resp_deinit(&resp);
+
+    /* CPU time is a counter: later it is not lower */
+    assert_int_equal(h_http_get(url, &resp), 200);
+    assert_true(sample(resp.body, "process_cpu_seconds_total", NULL, "counter") >= cpu);
+    h_http_resp_deinit(&resp);
+    assert_int_equal(h_proc_stop(p, 15000), 0);
 }
 
 int main(void)
@@ -186,6 +300,8 @@ int main(void)
         cmocka_unit_test(test_help),
         cmocka_unit_test(test_errors_name_the_fix),
         cmocka_unit_test(test_config_file_and_effective_config),
+        cmocka_unit_test(test_version),
+        cmocka_unit_test(test_build_and_process_metrics),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

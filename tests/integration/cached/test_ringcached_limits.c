@@ -19,6 +19,8 @@
  *    64 GiB version starts nothing (HEAD first), fills in flight stay under
  *    --max-fills while another client's GETs are answered, and SIGTERM with
  *    fills in flight exits 0 within the drain timeout;
+ *  - a GET cancelled while its fill runs, a write-through cancelled or cut off
+ *    in its data, a PUT S3 refuses: each ends alone, uploads are aborted;
  *  - max-buffered is the bound: 20 connections pipelining GETs of SSD blocks
  *    and never reading cost about 20 x max-buffered, not 20 x 64 blocks;
  *  - every metric whose name ends in _total is declared a counter (the
@@ -627,6 +629,157 @@ static void test_warm_cannot_take_the_node_down(void **state)
     free(data);
 }
 
+/* ---- cancel and close in the middle of a request ------------------------------- */
+
+/* Reads frames until the last one of request id; skips other requests'.
+ * Returns its op; *code is an ERROR's code, *bytes the data of a GET answer. */
+static uint8_t raw_answer(int fd, uint32_t id, int *code, size_t *bytes)
+{
+    static uint8_t body[2u << 20];
+    *code = 0;
+    *bytes = 0;
+    bool first = true;
+    for (;;) {
+        rcp_header h;
+        assert_int_equal(t_raw_recv_frame(fd, &h, body, sizeof(body)), 0);
+        if (h.id != id)
+            continue;
+        if (h.op == RCP_OP_ERROR) {
+            rcp_error e;
+            assert_int_equal(rcp_parse_error(body, h.len, &e), 0);
+            fprintf(stderr, "  request %u: error %d: %.*s\n", id, e.code, (int)e.message.len,
+                    e.message.p);
+            *code = e.code;
+            return h.op;
+        }
+        if (h.op == RCP_OP_GET) {
+            *bytes += h.len - (first ? RCP_GET_RESP_HEAD_SIZE : 0);
+            first = false;
+        }
+        if (!(h.flags & RCP_F_MORE))
+            return h.op;
+    }
+}
+
+static void raw_get(int fd, uint32_t id, const char *key, const char *etag, uint64_t size,
+                    uint64_t block)
+{
+    uint8_t b[1200];
+    rcp_get_req g = {{rcp_s(bucket), rcp_s(key), rcp_s(etag), size}, block, 0, 0, 0};
+    int k = rcp_encode_get_req(&g, b, sizeof(b));
+    assert_true(k > 0);
+    t_raw_send(fd, RCP_OP_GET, id, b, (size_t)k);
+}
+
+static void raw_put(int fd, uint32_t id, const char *bkt, const char *key, uint64_t size)
+{
+    uint8_t b[1200];
+    rcp_put_req pr = {rcp_s(bkt), rcp_s(key), size};
+    int k = rcp_encode_put_req(&pr, b, sizeof(b));
+    assert_true(k > 0);
+    t_raw_send(fd, RCP_OP_PUT, id, b, (size_t)k);
+}
+
+static void raw_put_data(int fd, uint32_t id, const void *data, size_t len, bool more)
+{
+    uint8_t h[RCP_HEADER_SIZE];
+    rcp_header hd = {RCP_OP_PUT_DATA, more ? RCP_F_MORE : 0, id, (uint32_t)len};
+    rcp_header_encode(&hd, h);
+    assert_int_equal(send(fd, h, sizeof(h), MSG_NOSIGNAL), (ssize_t)sizeof(h));
+    assert_int_equal(send(fd, data, len, MSG_NOSIGNAL), (ssize_t)len);
+}
+
+static void raw_cancel(int fd, uint32_t target)
+{
+    uint8_t b[8];
+    int k = rcp_encode_cancel_req(target, b, sizeof(b));
+    t_raw_send(fd, RCP_OP_CANCEL, 0, b, (size_t)k);
+}
+
+/* A request cancelled or whose connection closes while it waits for S3
+ * ends without harm to the others: a GET cancelled while its fill runs
+ * answers CANCELED, and the fill still answers the other GET waiting for it;
+ * a write-through PUT cancelled (or its connection closed) in the middle of
+ * its data is aborted at S3 (its multipart upload aborted, no object); a PUT
+ * S3 refuses answers S3's error and the connection goes on. The node stays
+ * up and exits clean (under ASan: no use after free, no leak). */
+static void test_cancel_and_close_mid_request(void **state)
+{
+    (void)state;
+    t_node n;
+    const char *extra[] = {"--threads", "1", "--part-size", "5MiB", NULL};
+    t_node_start(env, &n, "cancel", h_s3model_endpoint(model), extra);
+    size_t size = 4u << 20;
+    unsigned char *data = t_alloc_data(size, 91);
+    char etag[S3_ETAG_MAX];
+    put_direct("cancel/obj", data, size, etag);
+    assert_int_equal(h_s3model_reset(model), 0);
+    assert_int_equal(h_s3model_config(model, 700, -1), 0); /* S3 slow: requests wait */
+
+    /* two GETs of one cold block on two connections; the first is cancelled */
+    int a = t_raw_connect(n.port), b = t_raw_connect(n.port);
+    t_raw_hello(a, NULL);
+    t_raw_hello(b, NULL);
+    raw_get(a, 1, "cancel/obj", etag, size, 0);
+    usleep(100000);
+    raw_get(b, 2, "cancel/obj", etag, size, 0);
+    usleep(100000);
+    raw_cancel(a, 1);
+    int code;
+    size_t bytes;
+    assert_int_equal(raw_answer(a, 1, &code, &bytes), RCP_OP_ERROR);
+    assert_int_equal(code, RCP_E_CANCELED);
+    assert_int_equal(raw_answer(b, 2, &code, &bytes), RCP_OP_GET);
+    assert_int_equal(bytes, 1u << 20);
+    assert_int_equal(h_s3model_count(model, "GET", "/" H_S3_DEFAULT_BUCKET "/cancel/obj"), 1);
+
+    /* a multipart write-through cancelled in its data, another whose
+     * connection closes in its data */
+    size_t put_size = 12u << 20, piece = 1u << 20;
+    raw_put(a, 3, bucket, "cancel/put3", put_size);
+    raw_put_data(a, 3, data, piece, true);
+    raw_cancel(a, 3);
+    assert_int_equal(raw_answer(a, 3, &code, &bytes), RCP_OP_ERROR);
+    assert_int_equal(code, RCP_E_CANCELED);
+    raw_put(b, 4, bucket, "cancel/put4", put_size);
+    raw_put_data(b, 4, data, piece, true);
+    usleep(100000);
+    close(b);
+
+    /* a PUT S3 refuses (no such bucket): S3's error, and the connection goes on */
+    assert_int_equal(h_s3model_config(model, 0, -1), 0);
+    raw_put(a, 5, "no-such-bucket-here", "x", 10);
+    raw_put_data(a, 5, data, 10, false);
+    assert_int_equal(raw_answer(a, 5, &code, &bytes), RCP_OP_ERROR);
+    assert_true(code == RCP_E_NOT_FOUND || code == RCP_E_S3);
+    t_raw_send(a, RCP_OP_PING, 6, NULL, 0);
+    assert_int_equal(raw_answer(a, 6, &code, &bytes), RCP_OP_PING);
+    /* the block the cancelled GET asked for was stored by the fill it left */
+    raw_get(a, 7, "cancel/obj", etag, size, 0);
+    assert_int_equal(raw_answer(a, 7, &code, &bytes), RCP_OP_GET);
+    assert_int_equal(bytes, 1u << 20);
+    assert_int_equal(h_s3model_count(model, "GET", "/" H_S3_DEFAULT_BUCKET "/cancel/obj"), 1);
+
+    /* both uploads are aborted at S3 once it has said their ids */
+    int64_t deadline = h_now_ms() + 10000;
+    while (h_s3model_count(model, "DELETE", NULL) < 2 && h_now_ms() < deadline)
+        usleep(50000);
+    fprintf(stderr, "multipart uploads aborted: %lld\n",
+            (long long)h_s3model_count(model, "DELETE", NULL));
+    assert_int_equal(h_s3model_count(model, "DELETE", NULL), 2);
+    s3_sync *sy;
+    assert_int_equal(s3_sync_create(&sy, &direct), 0);
+    s3_object_info info;
+    s3_error err;
+    assert_int_equal(s3_sync_head(sy, bucket, "cancel/put3", &info, &err), -ENOENT);
+    assert_int_equal(s3_sync_head(sy, bucket, "cancel/put4", &info, &err), -ENOENT);
+    s3_sync_destroy(&sy);
+    assert_true(t_node_metric(&n, "ringcached_cancels_total") >= 2);
+    close(a);
+    free(data);
+    stop_clean(&n);
+}
+
 /* ---- max-buffered ------------------------------------------------------------ */
 
 static void test_max_buffered_is_the_bound(void **state)
@@ -738,6 +891,7 @@ int main(void)
         cmocka_unit_test(test_max_connections),
         cmocka_unit_test(test_out_of_descriptors),
         cmocka_unit_test(test_warm_cannot_take_the_node_down),
+        cmocka_unit_test(test_cancel_and_close_mid_request),
         cmocka_unit_test(test_max_buffered_is_the_bound),
         cmocka_unit_test(test_metric_types),
     };

@@ -124,6 +124,7 @@ static void test_value_types(void **state)
         {"--block-size", "1MiB", 1 << 20}, {"--block-size", "1m", 1 << 20},
         {"--block-size", "2G", 0},         {"--block-size", "4096", 4096},
         {"--block-size", "8KB", 8192},     {"--block-size", "64MiB", 64 << 20},
+        {"--block-size", "64Ki", 65536},
         {"--fill-timeout", "2s", 2000},    {"--fill-timeout", "1m", 60000},
         {"--fill-timeout", "1h", 3600000}, {"--fill-timeout", "250", 250},
     };
@@ -161,6 +162,10 @@ static void test_value_types(void **state)
     assert_int_equal(load(&c, err, sizeof err, "--s3-endpoint", "e", "--port", "70000", NULL),
                      -EINVAL);
     assert_string_equal(err, "--port: '70000' is out of range (use 0 to 65535)");
+    /* sizes: bytesize.h's sentence, naming the value and the unit it does not know */
+    assert_int_equal(load(&c, err, sizeof err, "--s3-endpoint", "e", "--block-size", "10XB", NULL),
+                     -EINVAL);
+    assert_non_null(strstr(err, "--block-size: '10XB' is not a size: 'XB' is not a unit"));
 
     /* without a range, any int64 goes */
     assert_int_equal(load(&c, err, sizeof err, "--s3-endpoint", "e", "--offset",

@@ -122,6 +122,42 @@ static void test_gauge_callback(void **state)
     met_destroy(&r);
 }
 
+/* Scaled values: a counter of microseconds rendered in seconds, a gauge of
+ * milliseconds, negative ones too; raw counts through met_get; only powers of
+ * 10, never on a histogram. */
+static void test_scaled_values(void **state)
+{
+    (void)state;
+    met_registry *r;
+    assert_int_equal(met_create(&r, 1), 0);
+    static const met_def d[] = {
+        {"process_cpu_seconds_total", "cpu", MET_COUNTER, NULL},
+        {"up_seconds", "up", MET_GAUGE, NULL},
+        {"lat_seconds", "lat", MET_HISTOGRAM, NULL},
+    };
+    assert_int_equal(met_register(r, d, 3), 0);
+    assert_int_equal(met_set_scale(r, 0, 1000000), 0);
+    assert_int_equal(met_set_scale(r, 1, 1000), 0);
+    assert_int_equal(met_set_scale(r, 2, 1000), -EINVAL);
+    assert_int_equal(met_set_scale(r, 1, 1024), -EINVAL);
+    assert_int_equal(met_set_scale(r, 1, 0), -EINVAL);
+    assert_int_equal(met_set_scale(r, 3, 10), -EINVAL);
+    met_add(r, 0, 0, 12345678);
+    met_set(r, 1, -1500);
+    char *text;
+    size_t len;
+    assert_int_equal(met_render(r, &text, &len), 0);
+    assert_non_null(strstr(text, "\nprocess_cpu_seconds_total 12.345678\n"));
+    assert_non_null(strstr(text, "\nup_seconds -1.500\n"));
+    free(text);
+    assert_int_equal(met_get(r, 0), 12345678);
+    met_set(r, 1, 7);
+    assert_int_equal(met_render(r, &text, &len), 0);
+    assert_non_null(strstr(text, "\nup_seconds 0.007\n"));
+    free(text);
+    met_destroy(&r);
+}
+
 /* A counter fed by a running total kept elsewhere (the block store's
  * checksum failures): TYPE counter, its own additions included, and never
  * lower than it was, even when the total it reads goes back. */
@@ -276,6 +312,7 @@ int main(void)
         cmocka_unit_test(test_counters_and_gauges),
         cmocka_unit_test(test_gauge_callback),
         cmocka_unit_test(test_counter_callback),
+        cmocka_unit_test(test_scaled_values),
         cmocka_unit_test(test_histogram_edges),
         cmocka_unit_test(test_render_exact),
         cmocka_unit_test(test_render_large),

@@ -21,11 +21,11 @@ declare -A may=(
   [format/text]="core"
   [sql]=""
   [expr]="core"
-  [plan]="core io format/parquet sql expr"
+  [plan]="core io format/parquet sql expr table"
   [source]="core io format/parquet format/text sql expr plan table"
   [table]="core io"
-  [sink]="core"
-  [exec]="core io format/parquet sql expr plan source sink table"
+  [sink]="core table"
+  [exec]="core io format/parquet format/text sql expr plan source sink table"
   [cli]="core io format/parquet format/text sql expr plan source sink exec table"
 )
 

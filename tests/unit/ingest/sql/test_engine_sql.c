@@ -104,7 +104,14 @@ static void test_parser_errors_have_line_and_column(void **state)
     parse_err("SELECT a FROM file('x') WHER a > 1", "line 1, column 30");
     parse_err("SELECT a,\n  b +\nFROM file('x')", "line 3, column 1");
     parse_err("SELECT 'abc FROM file('x')", "line 1, column");
-    parse_err("SELECT a FROM t", "tables are not supported yet");
+    parse_err("SELECT a FROM t FINAL,", "expected");
+    parse_err("CREATE TABLE t (a UInt8) ENGINE = MergeTree ORDER BY (a + 1)",
+              "expressions in keys are not supported");
+    parse_err("CREATE TABLE t (a UInt8 DEFAULT 1) ENGINE = MergeTree ORDER BY a",
+              "DEFAULT expressions are not supported");
+    parse_err("INSERT INTO t VALUES (1, 2), (3)", "row 2 of VALUES has 1 values");
+    parse_err("INSERT INTO t", "SELECT, VALUES or FORMAT");
+    parse_err("DROP TABLE IF t", "EXISTS");
     parse_err("SELECT a FROM file('x') LIMIT", "a row count after LIMIT");
     parse_err("SELECT ((((a FROM file('x')", "expected ')'");
     parse_err("SELECT a FROM file('x') ORDER BY a NULLS MIDDLE", "FIRST or LAST");
@@ -120,12 +127,90 @@ static void test_parser_errors_have_line_and_column(void **state)
     parse_err(deep, "nested too deeply");
 }
 
+/* CREATE TABLE, INSERT (SELECT, VALUES, FORMAT with its data), FROM a table,
+ * the other table statements. */
+static void test_parser_table_statements(void **state)
+{
+    (void)state;
+    sql_stmt *s = parse_ok(
+        "CREATE TABLE IF NOT EXISTS db.posts (Id UInt32, Body String CODEC(ZSTD(3)), "
+        "d DateTime64(3, 'UTC'), v Nullable(Decimal(10, 2))) ENGINE = ReplacingMergeTree(Id) "
+        "ORDER BY (d, Id) PARTITION BY toYear(d) PRIMARY KEY d "
+        "SETTINGS index_granularity = 1024");
+    assert_int_equal(s->kind, SQL_CREATE_TABLE);
+    assert_true(s->if_not_exists);
+    assert_string_equal(s->table_db, "db");
+    assert_string_equal(s->table, "posts");
+    const sql_table_def *d = s->create;
+    assert_int_equal(d->n_cols, 4);
+    assert_string_equal(d->cols[1].codec, "ZSTD(3)");
+    assert_string_equal(d->cols[2].type, "DateTime64(3, 'UTC')");
+    assert_string_equal(d->cols[3].type, "Nullable(Decimal(10, 2))");
+    assert_string_equal(d->engine, "ReplacingMergeTree");
+    assert_string_equal(d->engine_arg, "Id");
+    assert_int_equal(d->n_order_by, 2);
+    assert_string_equal(d->order_by[1], "Id");
+    assert_int_equal(d->n_primary_key, 1);
+    assert_string_equal(d->partition_text, "toYear(d)");
+    assert_int_equal(d->n_settings, 1);
+    sql_stmt_destroy(&s);
+
+    s = parse_ok("INSERT INTO t (a, b) SELECT x, y FROM s3('s3://b/*.parquet') "
+                 "SETTINGS max_insert_threads = 2");
+    assert_int_equal(s->kind, SQL_INSERT);
+    assert_int_equal(s->insert->n_cols, 2);
+    assert_non_null(s->insert->select);
+    assert_int_equal(s->insert->select->n_settings, 1);
+    sql_stmt_destroy(&s);
+
+    s = parse_ok("INSERT INTO t VALUES (1, 'a', -2.5), (2, NULL, toDate('2020-01-01'))");
+    assert_int_equal(s->insert->n_rows, 2);
+    assert_int_equal(s->insert->width, 3);
+    sql_stmt_destroy(&s);
+
+    /* the data after FORMAT is the rest of the text, whatever it holds */
+    const char *t = "INSERT INTO t FORMAT JSONEachRow\n{\"a\": 1};{\"a\": #}\n";
+    sql_stmt **st;
+    char err[SQL_MSG_MAX];
+    assert_int_equal(sql_parse_script(t, strlen(t), &st, err, sizeof(err)), 1);
+    assert_string_equal(st[0]->insert->format, "JSONEachRow");
+    assert_string_equal(st[0]->insert->data, "{\"a\": 1};{\"a\": #}\n");
+    sql_script_free(&st, 1);
+
+    s = parse_ok("SELECT count() FROM default.t FINAL WHERE a = 1");
+    assert_null(s->from_fn);
+    assert_string_equal(s->table_db, "default");
+    assert_string_equal(s->table, "t");
+    assert_true(s->final);
+    sql_stmt_destroy(&s);
+
+    s = parse_ok("OPTIMIZE TABLE t FINAL");
+    assert_int_equal(s->kind, SQL_OPTIMIZE_TABLE);
+    assert_true(s->optimize_final);
+    sql_stmt_destroy(&s);
+    s = parse_ok("SHOW TABLES FROM db LIKE 'p%'");
+    assert_int_equal(s->kind, SQL_SHOW_TABLES);
+    assert_string_equal(s->like, "p%");
+    sql_stmt_destroy(&s);
+    s = parse_ok("DROP TABLE IF EXISTS t");
+    assert_true(s->if_exists);
+    sql_stmt_destroy(&s);
+    s = parse_ok("TRUNCATE TABLE t");
+    assert_int_equal(s->kind, SQL_TRUNCATE_TABLE);
+    sql_stmt_destroy(&s);
+    s = parse_ok("DESCRIBE TABLE t");
+    assert_int_equal(s->kind, SQL_DESCRIBE);
+    assert_string_equal(s->table, "t");
+    sql_stmt_destroy(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parser_precedence_and_names),
         cmocka_unit_test(test_parser_clauses),
         cmocka_unit_test(test_parser_errors_have_line_and_column),
+        cmocka_unit_test(test_parser_table_statements),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,313 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * tables_bench.c: MergeTree tables end to end against DuckDB, in one run.
+ * bench/engine/bench_gen.mjs writes the Stack-Overflow-shaped posts as four
+ * Parquet files; bench_duck.mjs times DuckDB's CREATE TABLE AS SELECT from
+ * them into a DuckDB file (1 and 2 threads) and the seed query on that table.
+ * Here, against the harness S3 server (s3rver behind the S3 model, which
+ * counts GETs) and three ringcached nodes on this machine:
+ *
+ *   insert   INSERT INTO posts SELECT * FROM file('.../posts_*.parquet')
+ *            with max_insert_threads = max_threads = 1, then 2 (parts PUT
+ *            straight to S3; min_insert_block_size_rows = 0,
+ *            min_insert_block_size_bytes = 64 MiB), median of RUNS, a fresh
+ *            table each; rows/s per core printed beside ClickHouse's S3
+ *            guide (465k rows/s tuned on 8 vCPUs: about 58k per vCPU)
+ *   memory   the 2-thread insert's tracked peak over the formula's budget
+ *            3 x max_insert_threads x min_insert_block_size_bytes
+ *   gets     the same data inserted through the cache (write-through); then
+ *            a process-fresh client's first full scan: S3 GETs counted (the
+ *            log's, and none of a part object)
+ *   scan     the seed query on that table through the warm nodes, 2 threads
+ *            (a fresh client each run), against DuckDB's table
+ *   point    SELECT * FROM posts WHERE Id IN (3 values): rows read (in
+ *            granules of 8192) per value, and its latency through the nodes
+ *
+ *   tables_bench [--rows N] [--runs R]
+ *
+ * One line: tables: insert_1t_vs_duckdb=.. insert_2t_vs_duckdb=..
+ *   insert_mem_vs_budget=.. scan_vs_duckdb=.. point_granules_per_value=..
+ *   s3_gets_after_insert=..
+ */
+#include "eng.h"
+#include "harness.h"
+#include "ringcache.h"
+#include "rs_rc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "../bench.h"
+
+#define BLOCK_BYTES (64ull << 20)
+
+static h_env *env;
+static char dir[4096];
+static int runs = 3;
+
+static _Noreturn void die(const char *msg)
+{
+    fprintf(stderr, "tables_bench: %s\n", msg);
+    h_env_destroy(&env);
+    exit(1);
+}
+
+static double duck_value(const char *txt, const char *key)
+{
+    const char *p = strstr(txt, key);
+    return p ? strtod(p + strlen(key) + 1, NULL) : -1;
+}
+
+static int cache_open(void *impl, const char *bucket, const char *key, rs_source **out,
+                      char *err, size_t errlen)
+{
+    return rs_rc_open(out, impl, bucket, key, err, errlen);
+}
+
+static int cache_put(void *arg, const char *bucket, const char *key, const void *data,
+                     size_t len, char *err, size_t errlen)
+{
+    return rc_put(arg, bucket, key, data, len, NULL, err, errlen);
+}
+
+/* Runs sql; its seconds, the result in *res; dies on failure. */
+static double run(const eng_ctx *ctx0, const char *sql, int threads, eng_result *res, char **out)
+{
+    eng_ctx ctx = *ctx0;
+    ctx.max_threads = threads;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = out ? open_memstream(&buf, &len) : fopen("/dev/null", "w");
+    ctx.out = f;
+    char err[ENG_MSG_MAX];
+    eng_result r;
+    double t = bench_now_s();
+    int rc = eng_run(&ctx, sql, strlen(sql), NULL, &r, err, sizeof(err));
+    t = bench_now_s() - t;
+    fclose(f);
+    if (rc < 0) {
+        fprintf(stderr, "tables_bench: %s\n  %s\n", err, sql);
+        die("a statement failed");
+    }
+    if (res)
+        *res = r;
+    if (out)
+        *out = buf;
+    return t;
+}
+
+int main(int argc, char **argv)
+{
+    long long rows = 1000000;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--rows") == 0 && i + 1 < argc)
+            rows = atoll(argv[++i]);
+        else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc)
+            runs = atoi(argv[++i]);
+        else {
+            fprintf(stderr, "usage: tables_bench [--rows N] [--runs R]\n");
+            return 2;
+        }
+    }
+    if (rows < 10000 || runs < 1 || runs > 15)
+        die("--rows >= 10000 and --runs 1..15");
+    if (h_env_create(&env, "tables_bench") < 0)
+        return 1;
+    snprintf(dir, sizeof(dir), "%s", h_env_dir(env));
+    char gen[4096], duckjs[4096], rs[32], rn[32];
+    if (h_source_path(gen, sizeof(gen), "bench/engine/bench_gen.mjs") < 0 ||
+        h_source_path(duckjs, sizeof(duckjs), "bench/tables/bench_duck.mjs") < 0)
+        die("cannot find the bench scripts (set RINGCACHE_SOURCE_DIR)");
+    snprintf(rs, sizeof(rs), "%lld", rows);
+    snprintf(rn, sizeof(rn), "%d", runs);
+    char *gargv[] = {"node", gen, dir, rs, "0", NULL};
+    char *dargv[] = {"node", duckjs, dir, rn, NULL};
+    h_proc *p;
+    double t0 = bench_now_s();
+    if (h_proc_start(env, &p, "gen", gargv, NULL, NULL, 0) < 0 || h_proc_wait(p, 1800000) != 0)
+        die("bench_gen.mjs failed (node and @duckdb/node-api are needed)");
+    if (h_proc_start(env, &p, "duck", dargv, NULL, NULL, 0) < 0 || h_proc_wait(p, 1800000) != 0)
+        die("bench_duck.mjs failed");
+    h_proc_print_log_tail(p, 6);
+    fprintf(stderr, "data and DuckDB timings: %.1f s\n", bench_now_s() - t0);
+    char path[4300], duck[2048] = "";
+    snprintf(path, sizeof(path), "%s/duck_tables.txt", dir);
+    FILE *df = fopen(path, "r");
+    if (!df)
+        die("no DuckDB timings");
+    size_t dn = fread(duck, 1, sizeof(duck) - 1, df);
+    duck[dn] = 0;
+    fclose(df);
+
+    /* S3, the model in front of it, three nodes filling through the model */
+    char bin[1024];
+    if (h_build_path(bin, sizeof(bin), H_RINGCACHED) < 0 || access(bin, X_OK) != 0)
+        die("ringcached is not built");
+    h_s3 *s3;
+    h_s3model *model;
+    if (h_s3_start(env, &s3, NULL) < 0)
+        die("cannot start the S3 server");
+    if (h_s3model_start(env, &model, h_s3_port(s3), 0, 0) < 0)
+        die("cannot start the S3 model (build the s3model target)");
+    /* the nodes must know each other to place written blocks on their owners:
+     * their ports are picked first */
+    char members[512] = "";
+    int ports[3];
+    for (int i = 0; i < 3; i++) {
+        ports[i] = h_free_port();
+        if (ports[i] <= 0)
+            die("no free port for a cache node");
+        size_t o = strlen(members);
+        snprintf(members + o, sizeof(members) - o, "%sringcache-%d=127.0.0.1:%d", o ? "," : "",
+                 i, ports[i]);
+    }
+    for (int i = 0; i < 3; i++) {
+        char d[4200], pf[4300], af[4300], id[32], port[16];
+        snprintf(id, sizeof(id), "ringcache-%d", i);
+        snprintf(port, sizeof(port), "%d", ports[i]);
+        snprintf(d, sizeof(d), "%s/node%d", dir, i);
+        mkdir(d, 0755);
+        snprintf(pf, sizeof(pf), "%s/port", d);
+        snprintf(af, sizeof(af), "%s/admin", d);
+        const char *nargv[] = {bin, "--node-id", id, "--listen", "127.0.0.1", "--port", port,
+                               "--port-file", pf, "--members", members, "--admin-listen",
+                               "127.0.0.1", "--admin-port", "0", "--admin-port-file", af,
+                               "--data-dir", d, "--ssd-capacity", "8GiB", "--ram-capacity",
+                               "256MiB", "--threads", "2", "--no-sync", "--s3-endpoint",
+                               h_s3model_endpoint(model), "--s3-access-key", "S3RVER",
+                               "--s3-secret-key", "S3RVER", "--log-level", "warn", NULL};
+        if (h_proc_start(env, &p, id, (char *const *)nargv, NULL, pf, 0) < 0)
+            die("a cache node did not start");
+    }
+    s3_config cfg;
+    s3_config_init(&cfg);
+    snprintf(cfg.endpoint, sizeof(cfg.endpoint), "%s", h_s3model_endpoint(model));
+    snprintf(cfg.access_key, sizeof(cfg.access_key), "S3RVER");
+    snprintf(cfg.secret_key, sizeof(cfg.secret_key), "S3RVER");
+    cfg.path_style = true;
+    tb_wh wh;
+    char err[ENG_MSG_MAX];
+    if (tb_wh_init(&wh, "s3://ringcache-test/wh/", &cfg, err, sizeof(err)) < 0)
+        die(err);
+    eng_ctx direct = {.format = ENG_FMT_TSV, .warehouse = &wh};
+
+    const char *cols = "(Id Int64, PostTypeId Int32, CreationDate DateTime64(6), "
+                       "Score Int32, ViewCount Nullable(Int32), OwnerUserId Nullable(Int64), "
+                       "OwnerDisplayName String, Tags String, Title String, Body String) "
+                       "ENGINE = MergeTree ORDER BY Id";
+    char sql[8192];
+    double ti[2][16];
+    double peak2 = 0;
+    for (int th = 1; th <= 2; th++)
+        for (int r = 0; r < runs; r++) {
+            run(&direct, "DROP TABLE IF EXISTS posts", 1, NULL, NULL);
+            snprintf(sql, sizeof(sql), "CREATE TABLE posts %s", cols);
+            run(&direct, sql, 1, NULL, NULL);
+            snprintf(sql, sizeof(sql),
+                     "INSERT INTO posts SELECT * FROM file('%s/data/posts_*.parquet') SETTINGS "
+                     "max_insert_threads = %d, max_threads = %d, min_insert_block_size_rows = 0, "
+                     "min_insert_block_size_bytes = %llu",
+                     dir, th, th, BLOCK_BYTES);
+            eng_result res;
+            ti[th - 1][r] = run(&direct, sql, th, &res, NULL);
+            if (res.rows_read != (uint64_t)rows)
+                die("the insert did not take every row");
+            if (th == 2 && (double)res.peak_memory > peak2)
+                peak2 = (double)res.peak_memory;
+        }
+    double i1 = bench_median(ti[0], runs), i2 = bench_median(ti[1], runs);
+    double d1 = duck_value(duck, "ctas_1t"), d2 = duck_value(duck, "ctas_2t"),
+           ds = duck_value(duck, "seed_2t");
+    fprintf(stderr,
+            "insert 1 thread : %.2f s, %.0f rows/s per core (DuckDB CTAS %.2f s, %.0f)\n"
+            "insert 2 threads: %.2f s, %.0f rows/s per core (DuckDB CTAS %.2f s, %.0f)\n"
+            "  (ClickHouse's S3 guide: about 58k rows/s per vCPU at best)\n"
+            "insert peak (2 threads): %.1f MiB, budget 3 x 2 x %llu MiB = %llu MiB\n",
+            i1, (double)rows / i1, d1, (double)rows / d1, i2, (double)rows / i2 / 2, d2,
+            (double)rows / d2 / 2, peak2 / 1048576.0, BLOCK_BYTES >> 20,
+            (6 * BLOCK_BYTES) >> 20);
+
+    /* through the cache: write-through insert, then a fresh client's first scan */
+    rc_config rcfg;
+    rc_config_init(&rcfg);
+    rcfg.members = members;
+    rcfg.s3 = cfg;
+    rcfg.max_threads = 2;
+    rc_client *rc;
+    if (rc_create(&rc, &rcfg, err, sizeof(err)) < 0)
+        die(err);
+    tb_wh whc = wh;
+    whc.io = (tb_io){.open = cache_open, .open_arg = rc, .put = cache_put, .put_arg = rc};
+    eng_ctx cached = {.format = ENG_FMT_TSV, .warehouse = &whc, .open_s3 = cache_open,
+                      .s3_impl = rc};
+    run(&direct, "DROP TABLE IF EXISTS posts", 1, NULL, NULL);
+    snprintf(sql, sizeof(sql), "CREATE TABLE posts %s", cols);
+    run(&direct, sql, 1, NULL, NULL);
+    snprintf(sql, sizeof(sql),
+             "INSERT INTO posts SELECT * FROM file('%s/data/posts_*.parquet') SETTINGS "
+             "max_insert_threads = 2, min_insert_block_size_rows = 0, "
+             "min_insert_block_size_bytes = %llu",
+             dir, BLOCK_BYTES);
+    double tc = run(&cached, sql, 2, NULL, NULL);
+    rc_destroy(&rc);
+    char *names = NULL;
+    run(&direct, "SELECT name FROM system.parts WHERE table = 'posts' AND active", 1, NULL,
+        &names);
+    if (rc_create(&rc, &rcfg, err, sizeof(err)) < 0)
+        die(err);
+    whc.io.open_arg = whc.io.put_arg = rc;
+    cached.s3_impl = rc;
+    if (h_s3model_reset(model) < 0)
+        die("cannot reset the S3 model's counters");
+    run(&cached, "SELECT count(), sum(length(Body)), sum(Score) FROM posts", 2, NULL, NULL);
+    int64_t gets = h_s3model_count(model, "GET", NULL), part_gets = 0;
+    int n_parts = 0;
+    for (char *l = strtok(names, "\n"); l; l = strtok(NULL, "\n")) {
+        char key[400];
+        snprintf(key, sizeof(key), "/ringcache-test/wh/default/posts/data/%.150s.part", l);
+        part_gets += h_s3model_count(model, "GET", key);
+        n_parts++;
+    }
+    free(names);
+    rc_destroy(&rc);
+    fprintf(stderr, "write-through insert (2 threads): %.2f s, %d parts; the first full scan "
+                    "after it: %lld S3 GETs, %lld of them of part objects\n",
+            tc, n_parts, (long long)gets, (long long)part_gets);
+
+    /* the seed and the point query through the warm nodes, a fresh client each run */
+    char seed[] = "SELECT OwnerDisplayName, count() AS num_posts FROM posts WHERE "
+                  "OwnerDisplayName NOT IN ('', 'anon') GROUP BY OwnerDisplayName ORDER BY "
+                  "num_posts DESC LIMIT 5";
+    char point[512];
+    snprintf(point, sizeof(point), "SELECT * FROM posts WHERE Id IN (%lld, %lld, %lld)",
+             rows / 7, rows / 2, rows - 3);
+    double ts[16], tp[16];
+    eng_result pres = {0};
+    for (int r = 0; r < runs; r++) {
+        rcfg.prefault = true;
+        if (rc_create(&rc, &rcfg, err, sizeof(err)) < 0)
+            die(err);
+        whc.io.open_arg = whc.io.put_arg = rc;
+        cached.s3_impl = rc;
+        ts[r] = run(&cached, seed, 2, NULL, NULL);
+        tp[r] = run(&cached, point, 2, &pres, NULL);
+        rc_destroy(&rc);
+    }
+    double s = bench_median(ts, runs), pt = bench_median(tp, runs);
+    double granules = (double)pres.rows_read / 8192.0 / 3.0;
+    fprintf(stderr,
+            "seed on the table (2 threads, warm nodes): %.3f s (DuckDB's table %.3f s)\n"
+            "point query (Id IN 3 values): %.1f ms, %llu rows read = %.2f granules per value\n",
+            s, ds, pt * 1e3, (unsigned long long)pres.rows_read, granules);
+    h_env_destroy(&env);
+    printf("%s\n", BENCH_RATIO_CONVENTION);
+    printf("tables: insert_1t_vs_duckdb=%.2f insert_2t_vs_duckdb=%.2f insert_mem_vs_budget=%.2f "
+           "scan_vs_duckdb=%.2f point_granules_per_value=%.2f s3_gets_after_insert=%lld\n",
+           d1 / i1, d2 / i2, peak2 / (double)(6 * BLOCK_BYTES), ds / s, granules,
+           (long long)gets);
+    return 0;
+}

@@ -1,0 +1,187 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * node_conf.c: ringcached's options (one table: the config file, the flags,
+ * --help and /config), the checks across options that the table cannot
+ * express, and the node's log: logfmt lines handed to the caller's sink.
+ */
+#include "node_int.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <openssl/crypto.h>
+
+/* ---- the options ------------------------------------------------------------- */
+
+#define O(field) offsetof(node_conf, field), sizeof(((node_conf *)0)->field)
+
+const cfg_opt node_opts[] = {
+    {"listen", CFG_STR, NULL, "address of the protocol port (default: 0.0.0.0 with --tenants or --allow-anonymous, else 127.0.0.1)", O(listen), 0, 0, false, false},
+    {"port", CFG_INT, "7070", "protocol port (0: any free port, see --port-file)", O(port), 0, 65535, false, false},
+    {"port-file", CFG_STR, NULL, "write the bound protocol port here (for tests and scripts)", O(port_file), 0, 0, false, false},
+    {"admin-listen", CFG_STR, "0.0.0.0", "address of the admin HTTP port", O(admin_listen), 0, 0, false, false},
+    {"admin-port", CFG_INT, "9070", "admin HTTP port: /metrics /healthz /readyz /config (0: any free port)", O(admin_port), 0, 65535, false, false},
+    {"admin-port-file", CFG_STR, NULL, "write the bound admin port here", O(admin_port_file), 0, 0, false, false},
+    {"threads", CFG_INT, "0", "worker threads, each with its own event loop (0: one per core)", O(threads), 0, 256, false, false},
+    {"data-dir", CFG_STR, NULL, "folder for the block store (data file, index)", O(data_dir), 0, 0, false, true},
+    {"ssd-capacity", CFG_SIZE, "10GiB", "bytes of SSD the store may use (hard limit)", O(ssd_capacity), 1 << 20, INT64_MAX, false, false},
+    {"ram-capacity", CFG_SIZE, "1GiB", "bytes of the RAM tier in front of the SSD (0: off)", O(ram_capacity), 0, INT64_MAX, false, false},
+    {"block-size", CFG_SIZE, "1MiB", "block size, one per cluster (power of two)", O(block_size), 4096, 64 << 20, false, false},
+    {"region-size", CFG_SIZE, "64MiB", "eviction unit on disk (multiple of the block size)", O(region_size), 1 << 20, 1LL << 32, false, false},
+    {"io", CFG_STR, "auto", "disk I/O: auto (io_uring, else threads), io_uring, threads", O(io), 0, 0, false, false},
+    {"no-sync", CFG_BOOL, "false", "skip fsyncs: survives a kill, not a power loss (tests, benchmarks)", O(no_sync), 0, 0, false, false},
+    {"strict-store", CFG_BOOL, "false", "refuse to start on a damaged data folder (superblock, index, data file, or another block size or capacity); by default it is set aside into DIR/quarantine-TIME/ and the node starts empty", O(strict_store), 0, 0, false, false},
+    {"s3-endpoint", CFG_STR, NULL, "S3 endpoint URL (default: AWS_ENDPOINT_URL, else AWS for the region)", O(s3_endpoint), 0, 0, false, false},
+    {"s3-region", CFG_STR, NULL, "S3 region (default: AWS_REGION, else us-east-1)", O(s3_region), 0, 0, false, false},
+    {"s3-access-key", CFG_STR, NULL, "S3 access key for fills (default: the AWS environment)", O(s3_access_key), 0, 0, true, false},
+    {"s3-secret-key", CFG_STR, NULL, "S3 secret key for fills (default: the AWS environment)", O(s3_secret_key), 0, 0, true, false},
+    {"s3-connections", CFG_INT, "32", "S3 connections per worker thread", O(s3_connections), 1, 1024, false, false},
+    {"members", CFG_STR, NULL, "cluster members: id=host:port,... | file:PATH | dns:NAME[:PORT] (write-through placement)", O(members), 0, 0, false, false},
+    {"node-id", CFG_STR, NULL, "this node's member id (default: the host name)", O(node_id), 0, 0, false, false},
+    {"tenants", CFG_STR, NULL, "tenants file (tokens, allowed buckets/prefixes, credentials); empty: open", O(tenants), 0, 0, false, false},
+    {"allow-anonymous", CFG_BOOL, "false", "without --tenants, serve clients of other hosts too (anyone who reaches the port reads what the node's S3 credentials can)", O(allow_anonymous), 0, 0, false, false},
+    {"peer-token", CFG_STR, NULL, "token cache nodes use with each other (PUT_BLOCK)", O(peer_token), 0, 0, true, false},
+    {"peer-token-file", CFG_STR, NULL, "read --peer-token from this file (first line), e.g. a mounted Secret", O(peer_token_file), 0, 0, false, false},
+    {"tls-cert", CFG_STR, NULL, "PEM certificate chain: TLS on the protocol and admin ports", O(tls_cert), 0, 0, false, false},
+    {"tls-key", CFG_STR, NULL, "PEM private key of --tls-cert", O(tls_key), 0, 0, false, false},
+    {"tls-ca", CFG_STR, NULL, "PEM CAs this node trusts when it connects to its peers over TLS", O(tls_ca), 0, 0, false, false},
+    {"fill-deadline", CFG_MS, "20s", "a fill from S3 that takes longer fails (shorter than clients' timeout)", O(fill_deadline_ms), 100, 3600000, false, false},
+    {"max-outstanding", CFG_INT, "64", "requests in flight per connection (announced in HELLO)", O(max_outstanding), 1, 4096, false, false},
+    {"max-buffered", CFG_SIZE, "8MiB", "answer bytes queued per connection before it stops reading", O(max_buffered), 64 << 10, 1LL << 31, false, false},
+    {"chunk-size", CFG_SIZE, "256KiB", "answers go out in chunks of this size, interleaved", O(chunk_size), 4096, 16 << 20, false, false},
+    {"part-size", CFG_SIZE, "8MiB", "multipart part size for write-through PUTs", O(part_size), 5 << 20, 5LL << 30, false, false},
+    {"drain-timeout", CFG_MS, "10s", "on SIGTERM, time given to in-flight requests", O(drain_timeout_ms), 0, 600000, false, false},
+    {"max-fills", CFG_INT, "256", "fills from S3 in flight on this node; a GET past it is answered busy, WARM takes at most half", O(max_fills), 2, 65536, false, false},
+    {"max-warm-blocks", CFG_INT, "1024", "blocks one WARM request may name", O(max_warm_blocks), 1, 65536, false, false},
+    {"max-connections", CFG_INT, "0", "connections open at once; more are answered busy and closed (0: the descriptor limit less a reserve, at most 10000)", O(max_connections), 0, 1000000, false, false},
+    {"frame-timeout", CFG_MS, "10s", "a frame (and HELLO, after connecting) must arrive whole within this, or the connection is closed", O(frame_timeout_ms), 100, 3600000, false, false},
+    {"idle-timeout", CFG_MS, "0", "close a connection with nothing in flight after this long (0: never)", O(idle_timeout_ms), 0, 86400000, false, false},
+    {"log-level", CFG_STR, "info", "error, warn, info or debug", O(log_level), 0, 0, false, false},
+};
+const size_t node_n_opts = sizeof(node_opts) / sizeof(node_opts[0]);
+
+/* ---- the log ------------------------------------------------------------------- */
+
+/* Set before the node starts its threads (node_log_to, node_log_set_level),
+ * read by every thread after. */
+static node_log_fn g_log_fn;
+static void *g_log_arg;
+static int g_log_level = NODE_LOG_INFO;
+static const char *const g_level_names[] = {"error", "warn", "info", "debug"};
+
+void node_log_to(node_log_fn fn, void *arg)
+{
+    g_log_fn = fn;
+    g_log_arg = arg;
+}
+
+int node_log_level_of(const char *name)
+{
+    for (int i = 0; i < 4; i++)
+        if (strcmp(name, g_level_names[i]) == 0)
+            return i;
+    return -EINVAL;
+}
+
+void node_log_set_level(int level) { g_log_level = level; }
+
+void node_log(int level, const char *fmt, ...)
+{
+    if (level > g_log_level || !g_log_fn)
+        return;
+    char line[2048];
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    struct tm tm;
+    gmtime_r(&ts.tv_sec, &tm);
+    int n = snprintf(line, sizeof(line), "ts=%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ level=%s ",
+                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+                     tm.tm_sec, ts.tv_nsec / 1000000, g_level_names[level]);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+    va_end(ap);
+    g_log_fn(g_log_arg, level, line);
+}
+
+/* ---- loading ------------------------------------------------------------------ */
+
+void node_conf_help(FILE *f)
+{
+    cfg_help(node_opts, node_n_opts,
+             "ringcached --data-dir DIR [--config FILE] [--key value ...]\n"
+             "       ringcached --version\n"
+             "The ringcache cache node: keeps blocks of S3 objects on local SSD and serves\n"
+             "them to compute nodes (read-through, write-through). Every option is also a\n"
+             "`key = value` line of the --config file.",
+             f);
+}
+
+/* The first line of --peer-token-file (a mounted Secret ends it with a
+ * newline or not). */
+static int read_peer_token(node_conf *conf, char *err, size_t errlen)
+{
+    if (conf->peer_token[0]) {
+        cfg_errf(err, errlen, "give --peer-token or --peer-token-file, not both");
+        return -EINVAL;
+    }
+    char *text = NULL;
+    size_t len = 0;
+    int rc = cfg_read_file(conf->peer_token_file, 64u << 10, "peer token file", "--peer-token-file",
+                           &text, &len, err, errlen);
+    if (rc < 0)
+        return rc;
+    size_t line = strcspn(text, "\r\n");
+    rc = -EINVAL;
+    if (line == 0) {
+        cfg_errf(err, errlen, "the peer token file %s %s (write the token on its first line)",
+                 conf->peer_token_file, len ? "has an empty first line" : "is empty");
+    } else if (line >= sizeof(conf->peer_token)) {
+        cfg_errf(err, errlen,
+                 "the first line of the peer token file %s is longer than %zu bytes (a token is "
+                 "one line of at most that)",
+                 conf->peer_token_file, sizeof(conf->peer_token) - 1);
+    } else {
+        memcpy(conf->peer_token, text, line);
+        conf->peer_token[line] = '\0';
+        rc = 0;
+    }
+    OPENSSL_cleanse(text, len);
+    free(text);
+    return rc;
+}
+
+int node_conf_load(node_conf *conf, int argc, char **argv, char *err, size_t errlen)
+{
+    memset(conf, 0, sizeof(*conf));
+    if (argc >= 2 && strcmp(argv[1], "--version") == 0)
+        return 2;
+    int rc = cfg_load(node_opts, node_n_opts, conf, argc, argv, err, errlen);
+    if (rc == 1)
+        return 1;
+    if (rc < 0)
+        return -EINVAL;
+    if (node_log_level_of(conf->log_level) < 0) {
+        cfg_errf(err, errlen, "--log-level must be error, warn, info or debug, not '%s'",
+                 conf->log_level);
+        return -EINVAL;
+    }
+    if (conf->block_size & (conf->block_size - 1)) {
+        cfg_errf(err, errlen, "--block-size must be a power of two (e.g. 1MiB), not %lld",
+                 (long long)conf->block_size);
+        return -EINVAL;
+    }
+    if (strcmp(conf->io, "auto") && strcmp(conf->io, "io_uring") && strcmp(conf->io, "threads")) {
+        cfg_errf(err, errlen, "--io must be auto, io_uring or threads, not '%s'", conf->io);
+        return -EINVAL;
+    }
+    if (conf->peer_token_file[0] && (rc = read_peer_token(conf, err, errlen)) < 0)
+        return -EINVAL;
+    if (!conf->node_id[0] && gethostname(conf->node_id, sizeof(conf->node_id) - 1) != 0)
+        snprintf(conf->node_id, sizeof(conf->node_id), "ringcached");
+    return 0;
+}

@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * src_int_table.h: the registry's entries for tables (eng_source.c):
+ * MergeTree tables of the warehouse (src_table.c) and the system tables
+ * (src_system.c).
+ */
+#ifndef RINGCACHE_SRC_INT_TABLE_H
+#define RINGCACHE_SRC_INT_TABLE_H
+
+#include "eng_source.h"
+
+int src__table_open(const eng_table_ref *t, const eng_scan_env *env, eng_source **out,
+                    char *err, size_t errlen);
+int src__system_open(const eng_table_ref *t, const eng_scan_env *env, eng_source **out,
+                     char *err, size_t errlen);
+
+#endif

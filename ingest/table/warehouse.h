@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * warehouse.h: where tables live. A warehouse is an S3 prefix
+ * (s3://bucket/prefix/) holding one folder per database and one per table
+ * inside it, <prefix>/<database>/<table>/, each a table of table.h (its
+ * commit log and part objects). Nothing else records which tables exist: a
+ * table exists when version 0 of its log does, so every process pointed at the
+ * same warehouse sees the same tables, and creating one is the conditional
+ * write of that version. `default` is the database when none is named.
+ *
+ * Thread-safety: a tb_wh is immutable after tb_wh_init; the functions make
+ * their own S3 clients, so any number of threads may call them at once.
+ */
+#ifndef RINGCACHE_TABLE_WAREHOUSE_H
+#define RINGCACHE_TABLE_WAREHOUSE_H
+
+#include "table.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define TB_WH_DEFAULT_DB "default"
+#define TB_WH_NAME_MAX 64          /* database and table names, NUL included */
+
+typedef struct tb_wh {
+    s3_config s3;                  /* the log's and the listings' client */
+    char bucket[64];
+    char prefix[512];              /* without a trailing '/'; "" for the bucket's root */
+    tb_io io;                      /* part I/O every table opened here gets */
+} tb_wh;
+
+/* Parses "s3://bucket/prefix/" (the trailing '/' optional) with the S3
+ * settings to use. 0 or -EINVAL with a sentence in err. */
+int tb_wh_init(tb_wh *w, const char *url, const s3_config *cfg, char *err, size_t errlen);
+
+/* Database and table names: 1 to 63 of [A-Za-z0-9_], not starting with a
+ * digit... as ClickHouse's unquoted identifiers (a dash or a dot would clash
+ * with keys and partition ids). */
+bool tb_wh_name_ok(const char *name);
+
+/* The table's root key: "<prefix>/<db>/<table>". -EINVAL for a bad name
+ * (err says which and why), -ENOSPC when cap is short. */
+int tb_wh_root(const tb_wh *w, const char *db, const char *table, char *buf, size_t cap,
+               char *err, size_t errlen);
+
+/* Table options for that root (borrowed: root and w must outlive o's use). */
+void tb_wh_opts(const tb_wh *w, const char *root, bool writer, tb_table_opts *o);
+
+/* Opens [db.]table (db NULL: default): tb_table_open with the warehouse's part
+ * I/O set. -ENOENT with "table db.t does not exist" in err. */
+int tb_wh_open(const tb_wh *w, const char *db, const char *table, bool writer, tb_table **out,
+               char *err, size_t errlen);
+
+/* Calls fn for every table of database db (NULL: of every database), sorted
+ * by database then name. fn < 0 stops (and is returned). 0 or -errno. */
+typedef int (*tb_wh_table_fn)(const char *db, const char *table, void *arg);
+int tb_wh_list(const tb_wh *w, const char *db, tb_wh_table_fn fn, void *arg, char *err,
+               size_t errlen);
+
+/* Deletes a table: version 0 of its log first (so it stops existing at once
+ * for every process), then every other object under its root. 0, -ENOENT
+ * (no such table), or an S3 error. */
+int tb_wh_drop(const tb_wh *w, const char *db, const char *table, char *err, size_t errlen);
+
+#endif /* RINGCACHE_TABLE_WAREHOUSE_H */

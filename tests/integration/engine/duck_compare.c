@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * duck_compare.c: the comparison helpers of the DuckDB-oracle tests (see
+ * duck_compare.h).
+ */
+#include "duck_compare.h"
+
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+char *dc_slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)n + 1);
+    assert_non_null(b);
+    assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
+    b[n] = 0;
+    fclose(f);
+    return b;
+}
+
+static int split(char *s, char sep, char **parts, int max)
+{
+    int n = 0;
+    if (!*s)
+        return 0;
+    for (;;) {
+        if (n == max)
+            return -1;
+        parts[n++] = s;
+        char *e = strchr(s, sep);
+        if (!e)
+            return n;
+        *e = 0;
+        s = e + 1;
+        if (sep == '\n' && !*s)
+            return n;
+    }
+}
+
+static bool same_field(const char *a, const char *b)
+{
+    if (strcmp(a, b) == 0)
+        return true;
+    char *ea, *eb;
+    double x = strtod(a, &ea), y = strtod(b, &eb);
+    if (*a && *b && !*ea && !*eb) {
+        if (isnan(x) && isnan(y))
+            return true;
+        return fabs(x - y) <= 1e-9 * fmax(fabs(x), fabs(y)) + 1e-12;
+    }
+    return false;
+}
+
+static int cmp_line(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Compares two TSV texts; prints the first difference. */
+bool dc_same_result(const char *name, char *got, char *want, bool sorted)
+{
+    static char *gl[200000], *wl[200000];
+    int ng = split(got, '\n', gl, 200000), nw = split(want, '\n', wl, 200000);
+    if (ng != nw) {
+        fprintf(stderr, "%s: %d rows, DuckDB has %d\n", name, ng, nw);
+        return false;
+    }
+    if (sorted) {
+        qsort(gl, (size_t)ng, sizeof(char *), cmp_line);
+        qsort(wl, (size_t)nw, sizeof(char *), cmp_line);
+    }
+    for (int i = 0; i < ng; i++) {
+        char *gf[64], *wf[64];
+        char gcopy[8192], wcopy[8192];
+        snprintf(gcopy, sizeof(gcopy), "%s", gl[i]);
+        snprintf(wcopy, sizeof(wcopy), "%s", wl[i]);
+        int a = split(gcopy, '\t', gf, 64), b = split(wcopy, '\t', wf, 64);
+        bool ok = a == b;
+        for (int k = 0; ok && k < a; k++)
+            ok = same_field(gf[k], wf[k]);
+        if (!ok) {
+            fprintf(stderr, "%s: row %d differs\n  engine: %s\n  duckdb: %s\n", name, i + 1, gl[i],
+                    wl[i]);
+            return false;
+        }
+    }
+    return true;
+}
+

@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * test_tables_duckdb.c: every query shape that works on files works on a
+ * MergeTree table. gen.mjs writes the posts dataset and, for each query of
+ * its table, DuckDB's answer; here the posts are loaded into a table on the
+ * harness S3 server (INSERT INTO posts SELECT * FROM file(...), several
+ * parts over several partitions), and each query that reads posts.parquet
+ * runs again on the table, with 1 and 2 threads, and must give DuckDB's
+ * answer. The primary index must prune: a query on a key range reads fewer
+ * rows than the table holds, with the same answer as the file gives.
+ */
+#include "duck_compare.h"
+#include "eng.h"
+#include "harness.h"
+#include "s3_test_util.h"
+
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+static h_env *env;
+static h_s3 *s3;
+static tb_wh wh;
+static char dir[4096];
+
+static int run(const char *sql, char **out, char *err, size_t errlen, int threads,
+               eng_result *res)
+{
+    size_t len = 0;
+    FILE *f = open_memstream(out, &len);
+    assert_non_null(f);
+    eng_ctx ctx = {.out = f, .format = ENG_FMT_TSV, .max_threads = threads, .warehouse = &wh};
+    int rc = eng_run(&ctx, sql, strlen(sql), NULL, res, err, errlen);
+    fclose(f);
+    return rc;
+}
+
+static void ok(const char *sql)
+{
+    char *out = NULL, err[ENG_MSG_MAX];
+    int rc = run(sql, &out, err, sizeof(err), 2, NULL);
+    if (rc < 0)
+        fprintf(stderr, "failed: %s\n  %s\n", err, sql);
+    assert_int_equal(rc, 0);
+    free(out);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    if (h_env_create(&env, "test_tables_duckdb") < 0)
+        return -1;
+    h_env_path(env, dir, sizeof(dir), "data");
+    char script[4096];
+    if (h_source_path(script, sizeof(script), "tests/integration/engine/gen.mjs") < 0)
+        return -1;
+    char *argv[] = {"node", script, dir, NULL};
+    h_proc *p;
+    int rc = h_proc_start(env, &p, "gen", argv, NULL, NULL, 0);
+    if (rc == -ENOENT)
+        h_skip("node is not installed (it runs the DuckDB oracle, gen.mjs)");
+    if (rc < 0)
+        return -1;
+    int st = h_proc_wait(p, 120000);
+    if (st == 77 || st == 127)
+        h_skip("gen.mjs needs node and @duckdb/node-api");
+    if (st != 0) {
+        h_proc_print_log_tail(p, 30);
+        return -1;
+    }
+    rc = h_s3_start(env, &s3, NULL);
+    if (rc == -ENOPKG)
+        h_skip(h_last_error());
+    if (rc < 0)
+        return -1;
+    s3_config cfg;
+    t_s3_config(&cfg, h_s3_endpoint(s3), NULL, NULL);
+    char err[256];
+    if (tb_wh_init(&wh, "s3://" H_S3_DEFAULT_BUCKET "/wh/", &cfg, err, sizeof(err)) < 0)
+        return -1;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    h_env_destroy(&env);
+    return 0;
+}
+
+/* Replaces every `from` in s by `to` (malloc'ed); NULL when there is none. */
+static char *replace_all(const char *s, const char *from, const char *to)
+{
+    if (!strstr(s, from))
+        return NULL;
+    size_t fl = strlen(from), tl = strlen(to), n = 0;
+    for (const char *p = strstr(s, from); p; p = strstr(p + fl, from))
+        n++;
+    char *o = malloc(strlen(s) + n * tl + 1), *w = o;
+    assert_non_null(o);
+    for (const char *p = s;;) {
+        const char *q = strstr(p, from);
+        if (!q) {
+            strcpy(w, p);
+            break;
+        }
+        memcpy(w, p, (size_t)(q - p));
+        w += q - p;
+        memcpy(w, to, tl);
+        w += tl;
+        p = q + fl;
+    }
+    return o;
+}
+
+static void test_file_queries_on_a_table(void **state)
+{
+    (void)state;
+    char sql[16384], file[4400];
+    snprintf(file, sizeof(file), "file('%s/posts.parquet')", dir);
+    ok("CREATE TABLE posts (Id Int64, PostTypeId Int32, CreationDate DateTime64(6), "
+       "Score Nullable(Int32), ViewCount Nullable(Int64), OwnerUserId Nullable(Int64), "
+       "OwnerDisplayName Nullable(String), Tags Nullable(String), Title Nullable(String), "
+       "Day Nullable(Date32), Ratio Nullable(Float64)) ENGINE = MergeTree "
+       "ORDER BY (PostTypeId, CreationDate, Id) PARTITION BY toYear(CreationDate) "
+       "SETTINGS index_granularity = 2048");
+    snprintf(sql, sizeof(sql), "INSERT INTO posts SELECT * FROM %s SETTINGS "
+                               "max_insert_threads = 2, min_insert_block_size_rows = 60000",
+             file);
+    ok(sql);
+    /* several parts over several partitions */
+    char *out = NULL, err[ENG_MSG_MAX];
+    assert_int_equal(run("SELECT count(), uniqExact(partition), sum(rows) FROM system.parts "
+                         "WHERE table = 'posts' AND active",
+                         &out, err, sizeof(err), 1, NULL),
+                     0);
+    unsigned parts, parts_p, rows;
+    assert_int_equal(sscanf(out, "%u\t%u\t%u", &parts, &parts_p, &rows), 3);
+    assert_true(parts >= 6);
+    assert_true(parts_p >= 4);
+    assert_int_equal(rows, 200000);
+    free(out);
+
+    snprintf(sql, sizeof(sql), "%s/cases.tsv", dir);
+    char *cases = dc_slurp(sql);
+    assert_non_null(cases);
+    int n = 0, failed = 0;
+    for (char *line = strtok(cases, "\n"); line; line = strtok(NULL, "\n")) {
+        char *name = line, *t1 = strchr(line, '\t');
+        assert_non_null(t1);
+        *t1 = 0;
+        char *flags = t1 + 1, *t2 = strchr(flags, '\t');
+        assert_non_null(t2);
+        *t2 = 0;
+        char *q = replace_all(t2 + 1, file, "posts");
+        if (!q)
+            continue; /* another dataset */
+        for (int threads = 1; threads <= 2; threads++) {
+            out = NULL;
+            int rc = run(q, &out, err, sizeof(err), threads, NULL);
+            if (rc < 0) {
+                fprintf(stderr, "%s: failed on the table: %s\n  %s\n", name, err, q);
+                failed++;
+                free(out);
+                continue;
+            }
+            snprintf(sql, sizeof(sql), "%s/%s.expected", dir, name);
+            char *want = dc_slurp(sql);
+            assert_non_null(want);
+            if (!dc_same_result(name, out, want, strcmp(flags, "sorted") == 0)) {
+                fprintf(stderr, "  query (%d threads): %s\n", threads, q);
+                failed++;
+            }
+            free(want);
+            free(out);
+        }
+        free(q);
+        n++;
+    }
+    free(cases);
+    fprintf(stderr, "%d queries on the table compared with DuckDB, %d mismatches\n", n, failed);
+    assert_true(n >= 20);
+    assert_int_equal(failed, 0);
+
+    /* the primary index prunes: the same answer as the file, fewer rows read */
+    const char *where[] = {
+        "PostTypeId = 2 AND CreationDate < '2015-03-01 00:00:00'",
+        "PostTypeId IN (1, 3) AND CreationDate >= '2018-06-01 00:00:00'",
+        "(PostTypeId = 1 AND CreationDate < '2015-02-01 00:00:00') OR PostTypeId = 3 AND "
+        "CreationDate BETWEEN '2016-01-01 00:00:00' AND '2016-01-15 00:00:00'",
+    };
+    for (size_t i = 0; i < sizeof(where) / sizeof(where[0]); i++) {
+        char *a = NULL, *b = NULL;
+        eng_result ra, rb;
+        snprintf(sql, sizeof(sql), "SELECT count(), sum(Score), min(Id), max(Id) FROM posts "
+                                   "WHERE %s", where[i]);
+        assert_int_equal(run(sql, &a, err, sizeof(err), 2, &ra), 0);
+        snprintf(sql, sizeof(sql), "SELECT count(), sum(Score), min(Id), max(Id) FROM %s "
+                                   "WHERE %s", file, where[i]);
+        assert_int_equal(run(sql, &b, err, sizeof(err), 2, &rb), 0);
+        assert_string_equal(a, b);
+        fprintf(stderr, "pruned %zu: %llu of 200000 rows read\n", i,
+                (unsigned long long)ra.rows_read);
+        assert_true(ra.rows_read < 200000 / 2);
+        if (i == 0) /* one partition, PostTypeId 2, two months: a few granules of 2048 */
+            assert_true(ra.rows_read <= 4 * 2048);
+        free(a);
+        free(b);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_file_queries_on_a_table),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

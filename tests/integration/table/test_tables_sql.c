@@ -1,0 +1,353 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * test_tables_sql.c: MergeTree tables as a user types them, through
+ * eng_run() against the harness S3 server: CREATE / SHOW TABLES / DESCRIBE /
+ * system tables / DROP / TRUNCATE; INSERT ... VALUES and ... FORMAT (the
+ * data after the statement, and from the caller's buffer); ClickHouse's
+ * conversions, and an impossible one naming column and row with nothing
+ * committed; deduplication (a retried INSERT, insert_deduplication_token,
+ * insert_deduplicate = 0); OPTIMIZE [FINAL]; ReplacingMergeTree with
+ * optimize_on_insert and FINAL; TOO_MANY_PARTS; max_memory_usage; a missing
+ * table, a column-count mismatch, a ragged CSV; a store without conditional
+ * writes refused at the first write; the insert's tracked peak against
+ * 3 x max_insert_threads x min_insert_block_size_bytes.
+ */
+#include "eng.h"
+#include "harness.h"
+#include "s3_test_util.h"
+
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+static h_env *env;
+static h_s3 *s3, *s3_plain;
+static tb_wh wh, wh_plain;
+
+static void wh_at(tb_wh *w, const h_s3 *s, const char *url)
+{
+    s3_config cfg;
+    t_s3_config(&cfg, h_s3_endpoint(s), NULL, NULL);
+    char err[256];
+    assert_int_equal(tb_wh_init(w, url, &cfg, err, sizeof(err)), 0);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    if (h_env_create(&env, "test_tables_sql") < 0)
+        return -1;
+    int rc = h_s3_start(env, &s3, NULL);
+    if (rc == -ENOPKG)
+        h_skip(h_last_error());
+    if (rc < 0)
+        return -1;
+    h_s3_opts o = {.name = "s3plain", .no_conditional_writes = 1};
+    if (h_s3_start(env, &s3_plain, &o) < 0)
+        return -1;
+    wh_at(&wh, s3, "s3://" H_S3_DEFAULT_BUCKET "/wh/");
+    wh_at(&wh_plain, s3_plain, "s3://" H_S3_DEFAULT_BUCKET "/wh/");
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    h_env_destroy(&env);
+    return 0;
+}
+
+static const void *g_input;
+static size_t g_input_len;
+
+/* Runs sql against the warehouse: rc; the TSV output in *out (malloc'ed). */
+static int run_at(const tb_wh *w, const char *sql, char **out, char *err, size_t errlen,
+                  eng_result *res)
+{
+    size_t len = 0;
+    FILE *f = open_memstream(out, &len);
+    assert_non_null(f);
+    eng_ctx ctx = {.out = f, .format = ENG_FMT_TSV, .max_threads = 2, .warehouse = w,
+                   .input = g_input, .input_len = g_input_len};
+    int rc = eng_run(&ctx, sql, strlen(sql), NULL, res, err, errlen);
+    fclose(f);
+    return rc;
+}
+
+/* Runs sql, which must succeed; returns its output (caller frees). */
+static char *q(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *q(const char *fmt, ...)
+{
+    char sql[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(sql, sizeof(sql), fmt, ap);
+    va_end(ap);
+    char *out = NULL, err[ENG_MSG_MAX];
+    int rc = run_at(&wh, sql, &out, err, sizeof(err), NULL);
+    if (rc < 0)
+        fprintf(stderr, "failed: %s\n  %s\n", err, sql);
+    assert_int_equal(rc, 0);
+    return out;
+}
+
+static void q_is(const char *want, const char *sql)
+{
+    char *out = q("%s", sql);
+    if (strcmp(out, want) != 0)
+        fprintf(stderr, "%s\n  gave: [%s]\n  want: [%s]\n", sql, out, want);
+    assert_string_equal(out, want);
+    free(out);
+}
+
+/* sql must fail at warehouse w; every needle must be in the message. */
+static void fails_at(const tb_wh *w, const char *sql, ...)
+{
+    char *out = NULL, err[ENG_MSG_MAX] = "";
+    int rc = run_at(w, sql, &out, err, sizeof(err), NULL);
+    free(out);
+    if (rc >= 0)
+        fprintf(stderr, "expected an error from: %s\n", sql);
+    assert_true(rc < 0);
+    va_list ap;
+    va_start(ap, sql);
+    for (const char *n; (n = va_arg(ap, const char *));) {
+        if (!strstr(err, n))
+            fprintf(stderr, "error '%s' lacks '%s'\n", err, n);
+        assert_non_null(strstr(err, n));
+    }
+    va_end(ap);
+}
+#define fails(...) fails_at(&wh, __VA_ARGS__, NULL)
+
+static void test_ddl_and_catalog(void **state)
+{
+    (void)state;
+    free(q("CREATE TABLE t1 (id UInt32, s LowCardinality(String), d Date, dt DateTime, "
+           "d32 Date32, f FixedString(3), dec Decimal(10, 2), b Bool, "
+           "n Nullable(Int16) CODEC(ZSTD(3))) ENGINE = MergeTree ORDER BY id "
+           "PARTITION BY toYear(d) SETTINGS index_granularity = 128"));
+    free(q("CREATE TABLE IF NOT EXISTS t1 (x UInt8) ENGINE = MergeTree ORDER BY x"));
+    fails("CREATE TABLE t1 (x UInt8) ENGINE = MergeTree ORDER BY x", "already exists",
+          "TABLE_ALREADY_EXISTS");
+    fails("CREATE TABLE bad (x UInt8) ENGINE = Log", "engine Log is not supported");
+    fails("CREATE TABLE bad (x Array(String)) ENGINE = MergeTree ORDER BY tuple()",
+          "Array(String) is not supported");
+    fails("CREATE TABLE bad (x Nullable(UInt8)) ENGINE = MergeTree ORDER BY x",
+          "cannot be Nullable");
+    fails("CREATE TABLE bad (x UInt8) ENGINE = MergeTree", "needs ORDER BY");
+    fails("CREATE TABLE bad (x UInt8) ENGINE = MergeTree ORDER BY y", "column y");
+    fails("CREATE TABLE bad (x UInt8) ENGINE = MergeTree ORDER BY x SETTINGS index_granularty = 5",
+          "unknown table setting", "index_granularity");
+    fails("CREATE TABLE bad (x UInt8) ENGINE = MergeTree ORDER BY x PARTITION BY nosuch(x)",
+          "PARTITION BY");
+    free(q("CREATE TABLE t2 (k String, v UInt64) ENGINE = ReplacingMergeTree(v) ORDER BY k"));
+    q_is("t1\nt2\n", "SHOW TABLES");
+    q_is("t2\n", "SHOW TABLES LIKE '%2'");
+    q_is("id\tUInt32\t\t\t\t\t\ns\tLowCardinality(String)\t\t\t\t\t\nd\tDate\t\t\t\t\t\n"
+         "dt\tDateTime\t\t\t\t\t\nd32\tDate32\t\t\t\t\t\nf\tFixedString(3)\t\t\t\t\t\n"
+         "dec\tDecimal(10, 2)\t\t\t\t\t\nb\tBool\t\t\t\t\t\nn\tNullable(Int16)\t\t\t\t\t\n",
+         "DESCRIBE t1");
+    q_is("default\tt1\tMergeTree\tid\ttoYear(d)\n"
+         "default\tt2\tReplacingMergeTree\tk\t\n",
+         "SELECT database, name, engine, sorting_key, partition_key FROM system.tables "
+         "ORDER BY name");
+    q_is("n\tNullable(Int16)\t9\tCODEC(ZSTD(3))\t0\n"
+         "d\tDate\t3\t\t1\n",
+         "SELECT name, type, position, compression_codec, is_in_partition_key FROM "
+         "system.columns WHERE table = 't1' AND name IN ('n', 'd') ORDER BY name DESC");
+    /* another process pointed at the same warehouse sees the same tables */
+    tb_wh other;
+    wh_at(&other, s3, "s3://" H_S3_DEFAULT_BUCKET "/wh/");
+    char *out = NULL, err[ENG_MSG_MAX];
+    assert_int_equal(run_at(&other, "SHOW TABLES FROM default", &out, err, sizeof(err), NULL), 0);
+    assert_string_equal(out, "t1\nt2\n");
+    free(out);
+    fails("SELECT * FROM nosuch", "table default.nosuch does not exist", "UNKNOWN_TABLE");
+    fails("INSERT INTO nosuch VALUES (1)", "does not exist");
+    fails("SELECT * FROM system.nosuch", "system.tables, system.columns and system.parts");
+    free(q("DROP TABLE t2"));
+    q_is("t1\n", "SHOW TABLES");
+    fails("DROP TABLE t2", "does not exist");
+    free(q("DROP TABLE IF EXISTS t2"));
+}
+
+static void test_insert_values_format_and_conversions(void **state)
+{
+    (void)state;
+    free(q("INSERT INTO t1 VALUES (3, 'c', '2020-01-02', '2020-01-02 03:04:05', '1950-01-01', "
+           "'ab', 12.345, true, -5), (1, 'a', '2021-05-06', 1600000000, '2200-12-31', 'xyz', "
+           "-7, 0, NULL)"));
+    free(q("INSERT INTO t1 (id, d) VALUES (2, '2020-03-04')"));
+    q_is("1\ta\t2021-05-06\t2020-09-13 12:26:40\t2200-12-31\txyz\t-7\tfalse\t\\N\n"
+         "2\t\t2020-03-04\t1970-01-01 00:00:00\t1970-01-01\t\\0\\0\\0\t0\tfalse\t\\N\n"
+         "3\tc\t2020-01-02\t2020-01-02 03:04:05\t1950-01-01\tab\\0\t12.34\ttrue\t-5\n",
+         "SELECT * FROM t1 ORDER BY id");
+    /* FORMAT: the data after the statement, and the caller's buffer */
+    free(q("INSERT INTO t1 (id, s, d) FORMAT JSONEachRow\n"
+           "{\"id\": 10, \"s\": \"j\", \"d\": \"2022-01-01\"}\n{\"id\": 11, \"d\": \"2022-01-02\"}\n"));
+    static const char csv[] = "id,d,n\n12,2022-02-02,7\n13,2022-02-03,\\N\n";
+    g_input = csv;
+    g_input_len = sizeof(csv) - 1;
+    free(q("INSERT INTO t1 FORMAT CSVWithNames"));
+    static const char tsv[] = "14\tx\t2023-01-01\n";
+    g_input = tsv;
+    g_input_len = sizeof(tsv) - 1;
+    free(q("INSERT INTO t1 (id, s, d) FORMAT TSV"));
+    g_input = NULL;
+    g_input_len = 0;
+    q_is("10\tj\t\\N\n11\t\t\\N\n12\t\t7\n13\t\t\\N\n14\tx\t\\N\n",
+         "SELECT id, s, n FROM t1 WHERE id >= 10 ORDER BY id");
+    q_is("8\n", "SELECT count() FROM t1");
+    /* impossible conversions: an error naming column and row, nothing committed */
+    fails("INSERT INTO t1 (id, d) VALUES (20, '2020-01-01'), (21, 'soon')",
+          "row 2", "column d (Date)", "soon", "nothing of this INSERT was committed");
+    fails("INSERT INTO t1 (id, d, f) VALUES (22, '2020-01-01', 'toolong')", "column f",
+          "FixedString(3)");
+    fails("INSERT INTO t1 (id, d, dec) VALUES (23, '2020-01-01', 123456789012)", "column dec",
+          "DECIMAL_OVERFLOW");
+    fails("INSERT INTO t1 (id, d) FORMAT JSONEachRow\n{\"id\": \"x1\", \"d\": \"2020-01-01\"}",
+          "column id (UInt32)", "x1");
+    fails("INSERT INTO t1 (id, d) FORMAT CSV\n30,2020-01-01\n31\n", "line 2");
+    fails("INSERT INTO t1 (id, nosuch) VALUES (1, 2)", "no column nosuch");
+    fails("INSERT INTO t1 (id, d) VALUES (1, '2020-01-01', 3)", "NUMBER_OF_COLUMNS_DOESNT_MATCH");
+    fails("INSERT INTO t1 SELECT 1, 2", "FROM");
+    fails("INSERT INTO t1 (id, d) SELECT id FROM t1", "NUMBER_OF_COLUMNS_DOESNT_MATCH");
+    fails("INSERT INTO t1 (id, d) FORMAT Avro\n", "unknown input format");
+    q_is("8\n", "SELECT count() FROM t1");
+    /* INSERT SELECT from a table */
+    free(q("CREATE TABLE t3 ENGINE = MergeTree ORDER BY id AS SELECT id, s FROM t1 WHERE id < 10"));
+    q_is("id\tUInt32\t\t\t\t\t\ns\tString\t\t\t\t\t\n", "DESCRIBE t3");
+    q_is("1\ta\n2\t\n3\tc\n", "SELECT * FROM t3 ORDER BY id");
+}
+
+static void test_dedup_truncate_optimize(void **state)
+{
+    (void)state;
+    free(q("CREATE TABLE d (k UInt64, v String) ENGINE = MergeTree ORDER BY k "
+           "PARTITION BY k %% 3"));
+    const char *ins = "INSERT INTO d VALUES (1, 'a'), (2, 'b'), (3, 'c'), (4, 'd')";
+    free(q("%s", ins));
+    free(q("%s", ins)); /* a retry of the same blocks: dropped */
+    q_is("4\n", "SELECT count() FROM d");
+    free(q("INSERT INTO d SETTINGS insert_deduplicate = 0 VALUES (1, 'a'), (2, 'b'), (3, 'c'), "
+           "(4, 'd')"));
+    q_is("8\n", "SELECT count() FROM d");
+    /* with a token the blocks' ids come from it: other data, same token: dropped */
+    free(q("INSERT INTO d SETTINGS insert_deduplication_token = 'tok1' VALUES (7, 'x')"));
+    free(q("INSERT INTO d SETTINGS insert_deduplication_token = 'tok1' VALUES (7, 'x')"));
+    free(q("INSERT INTO d SETTINGS insert_deduplication_token = 'tok2' VALUES (7, 'x')"));
+    q_is("10\n", "SELECT count() FROM d");
+    char *out = q("SELECT count() FROM system.parts WHERE table = 'd' AND active");
+    int parts = atoi(out);
+    free(out);
+    assert_int_equal(parts, 8); /* 3 + 3 partitions, one part of each token */
+    free(q("OPTIMIZE TABLE d FINAL"));
+    q_is("3\t10\n", "SELECT count(), sum(rows) FROM system.parts WHERE table = 'd' AND active");
+    q_is("1\t3\n", "SELECT min(level), count() FROM system.parts WHERE table = 'd' AND active "
+         "AND level >= 1");
+    q_is("8\n", "SELECT count() FROM system.parts WHERE table = 'd' AND NOT active");
+    q_is("10\t34\n", "SELECT count(), sum(k) FROM d");
+    free(q("TRUNCATE TABLE d"));
+    q_is("0\n", "SELECT count() FROM d");
+    q_is("0\n", "SELECT count() FROM system.parts WHERE table = 'd' AND active");
+}
+
+static void test_replacing_merge_tree(void **state)
+{
+    (void)state;
+    free(q("CREATE TABLE r (k String, ver UInt32, x Int64) ENGINE = ReplacingMergeTree(ver) "
+           "ORDER BY k"));
+    /* optimize_on_insert: one row per key within the block, the greatest version */
+    free(q("INSERT INTO r VALUES ('a', 1, 10), ('b', 5, 20), ('a', 3, 30), ('a', 2, 40)"));
+    q_is("a\t3\t30\nb\t5\t20\n", "SELECT * FROM r ORDER BY k");
+    free(q("INSERT INTO r SETTINGS optimize_on_insert = 0 VALUES ('b', 4, 50), ('b', 7, 60), "
+           "('c', 1, 70), ('c', 1, 80)"));
+    q_is("6\n", "SELECT count() FROM r");
+    /* FINAL: across parts; equal versions: the last inserted */
+    q_is("a\t3\t30\nb\t7\t60\nc\t1\t80\n", "SELECT * FROM r FINAL ORDER BY k");
+    q_is("3\t170\n", "SELECT count(), sum(x) FROM r FINAL");
+    free(q("OPTIMIZE TABLE r FINAL"));
+    q_is("a\t3\t30\nb\t7\t60\nc\t1\t80\n", "SELECT * FROM r ORDER BY k");
+}
+
+static void test_limits(void **state)
+{
+    (void)state;
+    free(q("CREATE TABLE m (k UInt64, s String) ENGINE = MergeTree ORDER BY k "
+           "SETTINGS parts_to_delay_insert = 2, parts_to_throw_insert = 3, max_delay_to_insert = 0"));
+    for (int i = 0; i < 3; i++)
+        free(q("INSERT INTO m VALUES (%d, 'x')", i));
+    fails("INSERT INTO m VALUES (9, 'y')", "Too many parts (3 with average size of",
+          "in table 'default.m'", "Merges are processing significantly slower than inserts",
+          "TOO_MANY_PARTS");
+    free(q("INSERT INTO m SETTINGS parts_to_throw_insert = 10 VALUES (9, 'y')"));
+    q_is("4\n", "SELECT count() FROM m");
+    /* max_memory_usage: the insert stops, nothing of it committed */
+    free(q("CREATE TABLE big (k UInt64, s String) ENGINE = MergeTree ORDER BY k"));
+    fails("INSERT INTO big SELECT k, s FROM m SETTINGS max_memory_usage = 1",
+          "MEMORY_LIMIT_EXCEEDED");
+    q_is("0\n", "SELECT count() FROM big");
+    /* a store that ignores conditional writes is refused at the first write */
+    fails_at(&wh_plain, "CREATE TABLE p (k UInt8) ENGINE = MergeTree ORDER BY k",
+             "conditional writes", NULL);
+}
+
+/* The insert's tracked peak stays within 3 x max_insert_threads x
+ * min_insert_block_size_bytes (the S3 guide's sizing formula), and blocks are
+ * cut by bytes when min_insert_block_size_rows is 0. */
+static void test_insert_memory_budget(void **state)
+{
+    (void)state;
+    free(q("CREATE TABLE src (k UInt64, s String) ENGINE = MergeTree ORDER BY k"));
+    size_t cap = 1 << 20, o = 0;
+    char *sql = malloc(cap);
+    assert_non_null(sql);
+    o += (size_t)snprintf(sql, cap, "INSERT INTO src VALUES ");
+    for (int i = 0; i < 1000; i++)
+        o += (size_t)snprintf(sql + o, cap - o, "%s(%d, '%0100d')", i ? ", " : "", i, i * 7919);
+    char *out = NULL, err[ENG_MSG_MAX];
+    assert_int_equal(run_at(&wh, sql, &out, err, sizeof(err), NULL), 0);
+    free(out);
+    free(sql);
+    for (int d = 0; d < 9; d++)
+        free(q("INSERT INTO src SELECT k + %d, s FROM src", 1000 << d));
+    q_is("512000\n", "SELECT count() FROM src");
+    free(q("CREATE TABLE dst (k UInt64, s String) ENGINE = MergeTree ORDER BY k"));
+    const uint64_t block = 16u << 20;
+    eng_result res;
+    char ins[512];
+    snprintf(ins, sizeof(ins), "INSERT INTO dst SELECT * FROM src SETTINGS max_insert_threads = 2, "
+                               "min_insert_block_size_rows = 0, min_insert_block_size_bytes = %llu",
+             (unsigned long long)block);
+    out = NULL;
+    assert_int_equal(run_at(&wh, ins, &out, err, sizeof(err), &res), 0);
+    free(out);
+    fprintf(stderr, "insert of 512000 rows: peak %.1f MiB, budget %.1f MiB\n",
+            (double)res.peak_memory / 1048576.0, 3.0 * 2 * (double)block / 1048576.0);
+    assert_true(res.peak_memory > 0);
+    assert_true((uint64_t)res.peak_memory <= 3 * 2 * block);
+    q_is("512000\t131071744000\n", "SELECT count(), sum(k) FROM dst");
+    out = q("SELECT count() FROM system.parts WHERE table = 'dst' AND active");
+    assert_true(atoi(out) >= 3); /* about 57 MB of rows in blocks of 16 MiB */
+    free(out);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ddl_and_catalog),
+        cmocka_unit_test(test_insert_values_format_and_conversions),
+        cmocka_unit_test(test_dedup_truncate_optimize),
+        cmocka_unit_test(test_replacing_merge_tree),
+        cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_insert_memory_budget),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
