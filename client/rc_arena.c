@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
  * rc_arena.c: the page cache's buffers (rc_int.h, rc_arena). One anonymous
- * mapping of the page cache's capacity, aligned to 2 MiB and advised for
- * huge pages (one fault per 2 MiB instead of one per 4 KiB where the kernel
- * allows), cut into page-size slots handed out in order and, once freed,
- * from a free list already faulted in. With prefault the whole mapping is
+ * mapping of the page cache's capacity, aligned to 2 MiB, cut into page-size
+ * slots handed out in order and, once freed, from a free list already
+ * faulted in. With huge pages the mapping is advised for them (one fault per
+ * 2 MiB instead of one per 4 KiB where the kernel allows); without, the
+ * kernel backs it 4 KiB at a time (which costs less CPU per byte on VMs that
+ * back their memory lazily: see bench/README.md). With prefault the whole mapping is
  * backed at create (MADV_POPULATE_WRITE, or a write per 4 KiB), as a
  * long-lived compute node wants. Anything that is not a page (the page
  * cache's metadata) comes from posix_memalign.
@@ -17,7 +19,7 @@
 
 #define RC_HUGE (2u << 20)
 
-void rc__arena_init(rc_arena *a, size_t capacity, size_t slot, bool prefault)
+void rc__arena_init(rc_arena *a, size_t capacity, size_t slot, bool prefault, bool huge)
 {
     memset(a, 0, sizeof(*a));
     size_t nslots = capacity / slot;
@@ -29,7 +31,7 @@ void rc__arena_init(rc_arena *a, size_t capacity, size_t slot, bool prefault)
     if (m == MAP_FAILED)
         return; /* posix_memalign serves every buffer */
     uintptr_t start = ((uintptr_t)m + RC_HUGE - 1) & ~(uintptr_t)(RC_HUGE - 1);
-    (void)madvise((void *)start, nslots * slot, MADV_HUGEPAGE);
+    (void)madvise((void *)start, nslots * slot, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
     if (prefault) {
 #ifdef MADV_POPULATE_WRITE
         if (madvise((void *)start, nslots * slot, MADV_POPULATE_WRITE) != 0)

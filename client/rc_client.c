@@ -71,6 +71,11 @@ int rc_config_from_env(rc_config *cfg, char *err, size_t errlen)
         rc = rc_env_bool("RINGCACHE_PREFAULT", &cfg->prefault,
                          "1 to back the page cache with memory at start, 0 or unset not to",
                          err, errlen);
+    if (rc == 0)
+        rc = rc_env_bool("RINGCACHE_HUGE_PAGES", &cfg->huge_pages,
+                         "1 to back the page cache with huge pages where the kernel allows, "
+                         "0 or unset for 4 KiB pages",
+                         err, errlen);
     if (rc < 0)
         return rc;
     const char *hedge = getenv("RINGCACHE_HEDGE_MS");
@@ -408,7 +413,7 @@ static int rc_setup_cache(rc_client *c, char *err, size_t errlen)
                  k->page_cache_bytes, c->bs);
         return -EINVAL;
     }
-    rc__arena_init(&c->arena, k->page_cache_bytes, c->bs, k->prefault);
+    rc__arena_init(&c->arena, k->page_cache_bytes, c->bs, k->prefault, k->huge_pages);
     pc_config pcc = {.capacity_bytes = k->page_cache_bytes, .page_size = c->bs,
                      .alloc_fn = rc__arena_alloc, .free_fn = rc__arena_free,
                      .alloc_ctx = &c->arena};

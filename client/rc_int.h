@@ -249,7 +249,8 @@ typedef struct rc_arena {
     void *free_head;       /* under lock: freed slots, linked through their first word */
 } rc_arena;
 
-void rc__arena_init(rc_arena *a, size_t capacity, size_t slot, bool prefault);
+/* prefault: back it at once; huge: advise it for huge pages. */
+void rc__arena_init(rc_arena *a, size_t capacity, size_t slot, bool prefault, bool huge);
 void rc__arena_deinit(rc_arena *a);
 /* pc_alloc_fn / pc_free_fn over an rc_arena (ctx). */
 void *rc__arena_alloc(void *ctx, size_t align, size_t size);
