@@ -122,14 +122,10 @@ static double nodes_cpu_s(const pid_t *pids)
 /* The processes a warm read of ours runs in: this one and the nodes. */
 static pid_t work_pids[4];
 
-/* Reads the object whole through a new client (empty page cache): the
- * seconds the reads took. cpu (may be NULL) gets the CPU-seconds this process
- * and the nodes spent meanwhile (not making or freeing the client: a
- * long-lived compute node does that once). phase (may be NULL) names the
- * reads for the profilers (bench_profile.h). */
-static double read_through(const char *members, const s3_config *s3, const unsigned char *want,
-                           size_t size, unsigned char *buf, rc_stats *st, bool prefault,
-                           const char *phase, double *cpu)
+/* A new client of the bench's shape (one reader thread, a 512 MiB page
+ * cache) and a handle on the object; exits on failure. */
+static void open_client(const char *members, const s3_config *s3, bool prefault, rc_client **c,
+                        rc_handle **h)
 {
     rc_config cfg;
     rc_config_init(&cfg);
@@ -139,14 +135,27 @@ static double read_through(const char *members, const s3_config *s3, const unsig
     cfg.max_threads = 1;
     cfg.readahead_blocks = ra_blocks;
     cfg.prefault = prefault;
-    rc_client *c;
-    rc_handle *h;
     char err[RC_ERR_MAX];
-    if (rc_create(&c, &cfg, err, sizeof(err)) < 0 ||
-        rc_open(c, H_S3_DEFAULT_BUCKET, KEY, &h, err, sizeof(err)) < 0) {
+    if (rc_create(c, &cfg, err, sizeof(err)) < 0 ||
+        rc_open(*c, H_S3_DEFAULT_BUCKET, KEY, h, err, sizeof(err)) < 0) {
         fprintf(stderr, "client_bench: %s\n", err);
         exit(1);
     }
+}
+
+/* Reads the object whole through a new client (empty page cache): the
+ * seconds the reads took. cpu (may be NULL) gets the CPU-seconds this process
+ * and the nodes spent meanwhile (not making or freeing the client: a
+ * long-lived compute node does that once). phase (may be NULL) names the
+ * reads for the profilers (bench_profile.h). */
+static double read_through(const char *members, const s3_config *s3, const unsigned char *want,
+                           size_t size, unsigned char *buf, rc_stats *st, bool prefault,
+                           const char *phase, double *cpu)
+{
+    rc_client *c;
+    rc_handle *h;
+    char err[RC_ERR_MAX];
+    open_client(members, s3, prefault, &c, &h);
     const size_t step = pread_size;
     /* the reads go into buf (size bytes, touched) and are checked against
      * S3's bytes after them, outside the time and the CPU measured, as the
@@ -190,22 +199,9 @@ static double read_through(const char *members, const s3_config *s3, const unsig
 static void hot_reread(const char *members, const s3_config *s3, const unsigned char *want,
                        size_t bytes, double *hit_mib_s, double *memcpy_mib_s)
 {
-    rc_config cfg;
-    rc_config_init(&cfg);
-    cfg.members = members;
-    cfg.s3 = *s3;
-    cfg.page_cache_bytes = 512u << 20;
-    cfg.max_threads = 1;
-    cfg.readahead_blocks = ra_blocks;
-    cfg.prefault = true;
     rc_client *c;
     rc_handle *h;
-    char err[RC_ERR_MAX];
-    if (rc_create(&c, &cfg, err, sizeof(err)) < 0 ||
-        rc_open(c, H_S3_DEFAULT_BUCKET, KEY, &h, err, sizeof(err)) < 0) {
-        fprintf(stderr, "client_bench: %s\n", err);
-        exit(1);
-    }
+    open_client(members, s3, true, &c, &h);
     const size_t step = pread_size;
     unsigned char *buf = malloc(step);
     unsigned char *src = malloc(bytes);
