@@ -40,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -122,6 +123,7 @@ struct cc_conn {
     size_t rx_left;             /* chunk body bytes still to come from the socket */
     bool rx_more;               /* that chunk is not the answer's last */
     int rx_lowat;               /* the socket's SO_RCVLOWAT now (1: the default) */
+    int rx_queued_seen;         /* bytes below it at the last cc_conn_last_rx_ms */
     uint8_t stage[CC_STAGE];
 };
 
@@ -733,6 +735,7 @@ static void cc_on_rx(evutil_socket_t fd, short what, void *arg)
         }
         got += (size_t)k;
         c->last_rx_ms = cc_now_ms();
+        c->rx_queued_seen = 0;
         if (!body && c->rx_need > sizeof(c->stage)) {
             cc_parse(c, c->rx); /* evbuffer_read put the bytes in rx */
         } else {
@@ -1019,7 +1022,19 @@ void cc_conn_destroy(cc_conn **cp)
 }
 
 bool cc_conn_broken(const cc_conn *c) { return c->broken; }
-int64_t cc_conn_last_rx_ms(const cc_conn *c) { return c->last_rx_ms; }
+int64_t cc_conn_last_rx_ms(cc_conn *c)
+{
+    /* below SO_RCVLOWAT the loop is not woken for arriving bytes: a node
+     * whose chunk trickles in over a slow link is talking all the same */
+    int queued = 0;
+    evutil_socket_t fd = c->bev ? bufferevent_getfd(c->bev) : -1;
+    if (c->rx_lowat > 1 && fd >= 0 && ioctl(fd, FIONREAD, &queued) == 0 &&
+        queued > c->rx_queued_seen) {
+        c->rx_queued_seen = queued;
+        c->last_rx_ms = cc_now_ms();
+    }
+    return c->last_rx_ms;
+}
 const rcp_hello_resp *cc_conn_hello(const cc_conn *c) { return &c->hello; }
 size_t cc_conn_outstanding(const cc_conn *c) { return c->in_slots; }
 
