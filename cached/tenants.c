@@ -21,7 +21,7 @@
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
 
-/* What the S3 client's config can hold (client/s3.h), so nothing is cut. */
+/* What the S3 client's config can hold (client/s3/s3.h), so nothing is cut. */
 #define TEN_ACCESS_KEY_MAX 127
 #define TEN_SECRET_KEY_MAX 127
 #define TEN_SESSION_TOKEN_MAX 4095

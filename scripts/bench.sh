@@ -7,7 +7,7 @@
 #
 #   bash scripts/bench.sh NAME [args...]
 #   NAME: s3 | cached | ring | pagecache | blockstore | parquet | client | s3model | coldwarm | engine
-#         | http | table | tables | threads | insert | s3api | server | sqlfn
+#         | http | table | tables | threads | insert | s3api | server | sqlfn | netcopy
 set -euo pipefail
 cd "$(dirname "$0")/.."
 declare -A bins=(
@@ -16,6 +16,7 @@ declare -A bins=(
   [parquet]=bench/parquet/parquet_bench [client]=bench/client/client_bench
   [s3model]=bench/s3model/s3model_bench [coldwarm]=bench/coldwarm/coldwarm
   [engine]=bench/engine/engine_bench [http]=bench/http/http_bench
+  [netcopy]=bench/netcopy/netcopy_bench
   [table]=bench/table/table_bench [tables]=bench/tables/tables_bench
   [threads]=bench/threads/threads_bench [insert]=bench/insert/insert_bench
   [s3api]=bench/s3api/s3api_bench [server]=bench/server/server_bench.mjs

@@ -55,7 +55,7 @@ typedef struct cc_result {
     uint32_t bytes;             /* GET: data bytes placed in the buffer */
     uint8_t source;             /* GET: enum rcp_source */
     uint64_t size;              /* HEAD/PUT: object size */
-    char version[130];          /* HEAD/PUT: normalised ETag */
+    char version[BKEY_VERSION_MAX + 1]; /* HEAD/PUT: normalised ETag */
     uint32_t count;             /* WARM: fills the node started */
     char *text;                 /* STATS: the text (valid during the callback) */
     size_t text_len;
@@ -84,8 +84,10 @@ void cc_conn_destroy(cc_conn **c);
 bool cc_conn_broken(const cc_conn *c);
 /* CLOCK_MONOTONIC milliseconds when bytes last came from the node (the
  * connection's creation before any did): a node that has sent nothing on it
- * for a while is stopped or overloaded, whatever is outstanding. */
-int64_t cc_conn_last_rx_ms(const cc_conn *c);
+ * for a while is stopped or overloaded, whatever is outstanding. Bytes the
+ * socket holds below its low-water mark count once more of them are there
+ * than at the last look. */
+int64_t cc_conn_last_rx_ms(cc_conn *c);
 /* The node's HELLO answer (zeroed until it came). */
 const rcp_hello_resp *cc_conn_hello(const cc_conn *c);
 size_t cc_conn_outstanding(const cc_conn *c);

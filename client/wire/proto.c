@@ -176,9 +176,9 @@ static bool pow2(uint32_t v) { return v && !(v & (v - 1)); }
 
 static void rd_object(rd *r, rcp_object *o)
 {
-    o->bucket = rd_str(r, 63);
-    o->key = rd_str(r, RCP_MAX_KEY);
-    o->version = rd_str(r, 128);
+    o->bucket = rd_str(r, BKEY_BUCKET_MAX);
+    o->key = rd_str(r, BKEY_KEY_MAX);
+    o->version = rd_str(r, BKEY_VERSION_MAX);
     o->size = rd_uint(r, 8);
     if (!r->bad && (o->bucket.len < 3 || o->key.len == 0))
         r->bad = true;
@@ -194,8 +194,8 @@ static void wr_object(wr *w, const rcp_object *o)
 
 static bool object_ok(const rcp_object *o)
 {
-    return o->bucket.len >= 3 && o->bucket.len <= 63 && o->key.len >= 1 &&
-           o->key.len <= RCP_MAX_KEY && o->version.len <= 128;
+    return o->bucket.len >= 3 && o->bucket.len <= BKEY_BUCKET_MAX && o->key.len >= 1 &&
+           o->key.len <= BKEY_KEY_MAX && o->version.len <= BKEY_VERSION_MAX;
 }
 
 int rcp_parse_hello_req(const uint8_t *body, size_t len, rcp_hello_req *out)
@@ -205,7 +205,7 @@ int rcp_parse_hello_req(const uint8_t *body, size_t len, rcp_hello_req *out)
     out->max_version = (uint16_t)rd_uint(&r, 2);
     out->token = rd_str(&r, RCP_MAX_STRING);
     out->block_size = (uint32_t)rd_uint(&r, 4);
-    out->client = rd_str(&r, 256);
+    out->client = rd_str(&r, RCP_MAX_NAME);
     if (!r.bad && (out->min_version > out->max_version ||
                    (out->block_size && !pow2(out->block_size))))
         return -EBADMSG;
@@ -214,7 +214,7 @@ int rcp_parse_hello_req(const uint8_t *body, size_t len, rcp_hello_req *out)
 
 int rcp_encode_hello_req(const rcp_hello_req *q, uint8_t *out, size_t cap)
 {
-    if (q->token.len > RCP_MAX_STRING || q->client.len > 256)
+    if (q->token.len > RCP_MAX_STRING || q->client.len > RCP_MAX_NAME)
         return -EINVAL;
     wr w = {out, cap, 0, false};
     wr_uint(&w, q->min_version, 2);
@@ -234,8 +234,8 @@ int rcp_parse_hello_resp(const uint8_t *body, size_t len, rcp_hello_resp *out)
     out->max_buffered = (uint32_t)rd_uint(&r, 4);
     out->max_body = (uint32_t)rd_uint(&r, 4);
     out->chunk_size = (uint32_t)rd_uint(&r, 4);
-    out->node_id = rd_str(&r, 256);
-    out->tenant = rd_str(&r, 256);
+    out->node_id = rd_str(&r, RCP_MAX_NAME);
+    out->tenant = rd_str(&r, BKEY_TENANT_MAX);
     if (!r.bad && (!pow2(out->block_size) || !out->max_outstanding || !out->chunk_size ||
                    out->max_body > RCP_MAX_FRAME_BODY))
         return -EBADMSG;
@@ -244,7 +244,7 @@ int rcp_parse_hello_resp(const uint8_t *body, size_t len, rcp_hello_resp *out)
 
 int rcp_encode_hello_resp(const rcp_hello_resp *q, uint8_t *out, size_t cap)
 {
-    if (q->node_id.len > 256 || q->tenant.len > 256)
+    if (q->node_id.len > RCP_MAX_NAME || q->tenant.len > BKEY_TENANT_MAX)
         return -EINVAL;
     wr w = {out, cap, 0, false};
     wr_uint(&w, q->version, 2);
@@ -329,8 +329,8 @@ int rcp_encode_get_resp_head(const rcp_get_resp_head *q, uint8_t *out, size_t ca
 int rcp_parse_head_req(const uint8_t *body, size_t len, rcp_head_req *out)
 {
     rd r = {body, len, false};
-    out->bucket = rd_str(&r, 63);
-    out->key = rd_str(&r, RCP_MAX_KEY);
+    out->bucket = rd_str(&r, BKEY_BUCKET_MAX);
+    out->key = rd_str(&r, BKEY_KEY_MAX);
     if (!r.bad && (out->bucket.len < 3 || out->key.len == 0))
         return -EBADMSG;
     return rd_end(&r);
@@ -338,7 +338,8 @@ int rcp_parse_head_req(const uint8_t *body, size_t len, rcp_head_req *out)
 
 int rcp_encode_head_req(const rcp_head_req *q, uint8_t *out, size_t cap)
 {
-    if (q->bucket.len < 3 || q->bucket.len > 63 || !q->key.len || q->key.len > RCP_MAX_KEY)
+    if (q->bucket.len < 3 || q->bucket.len > BKEY_BUCKET_MAX || !q->key.len ||
+        q->key.len > BKEY_KEY_MAX)
         return -EINVAL;
     wr w = {out, cap, 0, false};
     wr_str(&w, q->bucket);
@@ -350,14 +351,14 @@ int rcp_parse_head_resp(const uint8_t *body, size_t len, rcp_head_resp *out)
 {
     rd r = {body, len, false};
     out->size = rd_uint(&r, 8);
-    out->version = rd_str(&r, 128);
+    out->version = rd_str(&r, BKEY_VERSION_MAX);
     out->last_modified = (int64_t)rd_uint(&r, 8);
     return rd_end(&r);
 }
 
 int rcp_encode_head_resp(const rcp_head_resp *q, uint8_t *out, size_t cap)
 {
-    if (q->version.len > 128)
+    if (q->version.len > BKEY_VERSION_MAX)
         return -EINVAL;
     wr w = {out, cap, 0, false};
     wr_uint(&w, q->size, 8);
@@ -369,8 +370,8 @@ int rcp_encode_head_resp(const rcp_head_resp *q, uint8_t *out, size_t cap)
 int rcp_parse_put_req(const uint8_t *body, size_t len, rcp_put_req *out)
 {
     rd r = {body, len, false};
-    out->bucket = rd_str(&r, 63);
-    out->key = rd_str(&r, RCP_MAX_KEY);
+    out->bucket = rd_str(&r, BKEY_BUCKET_MAX);
+    out->key = rd_str(&r, BKEY_KEY_MAX);
     out->size = rd_uint(&r, 8);
     if (!r.bad && (out->bucket.len < 3 || out->key.len == 0))
         return -EBADMSG;
@@ -379,7 +380,8 @@ int rcp_parse_put_req(const uint8_t *body, size_t len, rcp_put_req *out)
 
 int rcp_encode_put_req(const rcp_put_req *q, uint8_t *out, size_t cap)
 {
-    if (q->bucket.len < 3 || q->bucket.len > 63 || !q->key.len || q->key.len > RCP_MAX_KEY)
+    if (q->bucket.len < 3 || q->bucket.len > BKEY_BUCKET_MAX || !q->key.len ||
+        q->key.len > BKEY_KEY_MAX)
         return -EINVAL;
     wr w = {out, cap, 0, false};
     wr_str(&w, q->bucket);
@@ -391,14 +393,14 @@ int rcp_encode_put_req(const rcp_put_req *q, uint8_t *out, size_t cap)
 int rcp_parse_put_resp(const uint8_t *body, size_t len, rcp_put_resp *out)
 {
     rd r = {body, len, false};
-    out->version = rd_str(&r, 128);
+    out->version = rd_str(&r, BKEY_VERSION_MAX);
     out->size = rd_uint(&r, 8);
     return rd_end(&r);
 }
 
 int rcp_encode_put_resp(const rcp_put_resp *q, uint8_t *out, size_t cap)
 {
-    if (q->version.len > 128)
+    if (q->version.len > BKEY_VERSION_MAX)
         return -EINVAL;
     wr w = {out, cap, 0, false};
     wr_str(&w, q->version);
@@ -409,7 +411,7 @@ int rcp_encode_put_resp(const rcp_put_resp *q, uint8_t *out, size_t cap)
 int rcp_parse_put_block_req(const uint8_t *body, size_t len, rcp_put_block_req *out)
 {
     rd r = {body, len, false};
-    out->tenant = rd_str(&r, 256);
+    out->tenant = rd_str(&r, BKEY_TENANT_MAX);
     rd_object(&r, &out->obj);
     out->block = rd_uint(&r, 8);
     uint32_t n = (uint32_t)rd_uint(&r, 4);
@@ -422,7 +424,7 @@ int rcp_parse_put_block_req(const uint8_t *body, size_t len, rcp_put_block_req *
 
 int rcp_encode_put_block_req(const rcp_put_block_req *q, uint8_t *out, size_t cap)
 {
-    if (!object_ok(&q->obj) || q->tenant.len > 256)
+    if (!object_ok(&q->obj) || q->tenant.len > BKEY_TENANT_MAX)
         return -EINVAL;
     wr w = {out, cap, 0, false};
     wr_str(&w, q->tenant);

@@ -44,6 +44,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "blockkey.h"
+
 #define RCP_MAGIC0 'R'
 #define RCP_MAGIC1 'C'
 #define RCP_VERSION 1
@@ -51,9 +53,24 @@
 
 /* Hard limits, whatever a peer announces. */
 #define RCP_MAX_FRAME_BODY (16u * 1024 * 1024)
-#define RCP_MAX_STRING 4096u          /* tokens, buckets, versions, messages */
-#define RCP_MAX_KEY 1024u             /* S3 keys are at most 1024 bytes */
+#define RCP_MAX_STRING 4096u          /* tokens and messages */
+#define RCP_MAX_NAME 256u             /* node ids and client names */
+/* An object's fields are bounded by its identity's limits (blockkey.h):
+ * bucket BKEY_BUCKET_MAX, key BKEY_KEY_MAX, version BKEY_VERSION_MAX, tenant
+ * BKEY_TENANT_MAX bytes. */
+#define RCP_MAX_KEY ((unsigned)BKEY_KEY_MAX)
 #define RCP_MAX_WARM_BLOCKS 65536u
+/* The largest bodies of the requests that name an object, for a sender's
+ * buffer: an object (bucket, key, version as u16-prefixed strings, u64 size),
+ * then each request's own fields. */
+#define RCP_OBJECT_MAX (2u + BKEY_BUCKET_MAX + 2u + BKEY_KEY_MAX + 2u + BKEY_VERSION_MAX + 8u)
+#define RCP_GET_REQ_MAX (RCP_OBJECT_MAX + 8u + 4u + 4u + 4u)
+/* a node's GET for a tenant (RCP_GET_TENANT): the tenant after the rest */
+#define RCP_GET_TENANT_REQ_MAX (RCP_GET_REQ_MAX + 2u + BKEY_TENANT_MAX)
+#define RCP_HEAD_REQ_MAX (2u + BKEY_BUCKET_MAX + 2u + BKEY_KEY_MAX)
+#define RCP_PUT_REQ_MAX (RCP_HEAD_REQ_MAX + 8u)
+#define RCP_PUT_BLOCK_REQ_MAX (2u + BKEY_TENANT_MAX + RCP_OBJECT_MAX + 8u + 4u)
+#define RCP_WARM_REQ_MAX(n) (RCP_OBJECT_MAX + 4u + 8u * (size_t)(n))
 /* The largest HELLO body (versions, token, block size, client name): before
  * HELLO a node takes no longer frame, so a connection that has not said who
  * it is cannot make it buffer more. */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * test_proto.c: the wire protocol's encoders and parsers (client/proto.h) and
- * the block identity (client/blockkey.h): round trips of every body, the header
+ * test_proto.c: the wire protocol's encoders and parsers (client/wire/proto.h) and
+ * the block identity (client/wire/blockkey.h): round trips of every body, the header
  * checks that decide when a connection must close, malformed and truncated
  * bodies, limits, and the fixed serialisation of block keys.
  */
@@ -245,6 +245,59 @@ static void test_block_keys(void **state)
     assert_int_equal(bkey_block_len((1 << 20) + 1, 1 << 20, 2), 0);
 }
 
+/* The object identity type: fields within their named limits are kept,
+ * longer ones (and NUL bytes inside) refused; a block of it has the key a
+ * borrowed identity of the same strings has. The largest request bodies fit
+ * the buffers the limits size (RCP_*_REQ_MAX), exactly. */
+static void test_object_identity_limits(void **state)
+{
+    (void)state;
+    static char key[BKEY_KEY_MAX + 2], bucket[BKEY_BUCKET_MAX + 2];
+    static char version[BKEY_VERSION_MAX + 2], tenant[BKEY_TENANT_MAX + 2];
+    memset(key, 'k', BKEY_KEY_MAX);
+    memset(bucket, 'b', BKEY_BUCKET_MAX);
+    memset(version, 'v', BKEY_VERSION_MAX);
+    memset(tenant, 't', BKEY_TENANT_MAX);
+    bkey_object o;
+    assert_int_equal(bkey_object_init(&o, tenant, bucket, key, version, 7), 0);
+    assert_int_equal(strlen(o.key), BKEY_KEY_MAX);
+    assert_int_equal(o.size, 7);
+    bkey_id a, b;
+    bkey_object_block(&o, 3, &a);
+    bkey_id_init(&b, tenant, bucket, key, version, 7, 3);
+    assert_true(bkey_equal(bkey_of(&a), bkey_of(&b)));
+    key[BKEY_KEY_MAX] = 'k'; /* one byte over */
+    assert_int_equal(bkey_object_init(&o, tenant, bucket, key, version, 7), -ENAMETOOLONG);
+    key[BKEY_KEY_MAX] = '\0';
+    bucket[BKEY_BUCKET_MAX] = 'b';
+    assert_int_equal(bkey_object_init(&o, NULL, bucket, "k", NULL, 0), -ENAMETOOLONG);
+    bucket[BKEY_BUCKET_MAX] = '\0';
+    assert_int_equal(bkey_field_set(o.key, sizeof(o.key), "a\0b", 3), -EINVAL);
+
+    uint8_t buf[RCP_PUT_BLOCK_REQ_MAX + 8];
+    rcp_object big = {rcp_s(bucket), rcp_s(key), rcp_s(version), 1};
+    rcp_get_req g = {big, 1, 2, 3, 0};
+    assert_int_equal(rcp_encode_get_req(&g, buf, RCP_GET_REQ_MAX), (int)RCP_GET_REQ_MAX);
+    assert_int_equal(rcp_encode_get_req(&g, buf, RCP_GET_REQ_MAX - 1), -ENOSPC);
+    rcp_head_req hq = {rcp_s(bucket), rcp_s(key)};
+    assert_int_equal(rcp_encode_head_req(&hq, buf, RCP_HEAD_REQ_MAX), (int)RCP_HEAD_REQ_MAX);
+    rcp_put_req pq = {rcp_s(bucket), rcp_s(key), 9};
+    assert_int_equal(rcp_encode_put_req(&pq, buf, RCP_PUT_REQ_MAX), (int)RCP_PUT_REQ_MAX);
+    rcp_put_block_req pb = {rcp_s(tenant), big, 4, NULL, 0};
+    assert_int_equal(rcp_encode_put_block_req(&pb, buf, RCP_PUT_BLOCK_REQ_MAX),
+                     (int)RCP_PUT_BLOCK_REQ_MAX);
+    uint64_t blocks[2] = {1, 2};
+    rcp_warm_req wq = {big, 2, NULL};
+    assert_int_equal(rcp_encode_warm_req(&wq, blocks, buf, RCP_WARM_REQ_MAX(2)),
+                     (int)RCP_WARM_REQ_MAX(2));
+    /* and the wire refuses a field over its limit */
+    rcp_object over = {rcp_s(bucket), rcp_s(key), rcp_s(version), 1};
+    version[BKEY_VERSION_MAX] = 'v';
+    over.version = rcp_s(version);
+    rcp_get_req go = {over, 1, 2, 3, 0};
+    assert_int_equal(rcp_encode_get_req(&go, buf, sizeof(buf)), -EINVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -253,6 +306,7 @@ int main(void)
         cmocka_unit_test(test_tenant_get_and_drop),
         cmocka_unit_test(test_other_bodies_roundtrip),
         cmocka_unit_test(test_block_keys),
+        cmocka_unit_test(test_object_identity_limits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -26,6 +26,10 @@
 struct sc_conn {
     int fd;
     int spin_us;
+    int64_t wait_us;            /* smoothed time from a GET sent to its answer's first
+                                   bytes (each sample capped at SC_WAIT_CAP x spin_us);
+                                   0: none yet */
+    uint64_t spins;             /* GETs that polled for their answer */
     bool broken;
     uint32_t next_id;
     uint32_t max_body;
@@ -68,7 +72,10 @@ static int sc_send_frame(sc_conn *c, uint8_t op, uint32_t id, const uint8_t *bod
     int cnt = len ? 2 : 1;
     size_t left = sizeof(h) + len;
     while (left > 0) {
-        ssize_t k = writev(c->fd, iov, cnt);
+        /* MSG_NOSIGNAL: a node that closed the connection is -EPIPE here, not
+         * a SIGPIPE that kills whatever program reads through this library */
+        struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)cnt};
+        ssize_t k = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
         if (k < 0) {
             if (errno == EINTR)
                 continue;
@@ -85,26 +92,48 @@ static int sc_send_frame(sc_conn *c, uint8_t op, uint32_t id, const uint8_t *bod
     return 0;
 }
 
-/* Waits until fd has bytes to read, polling (and yielding the core) for up
- * to spin_us first: an answer due in tens of microseconds then costs no
- * wake-up. The blocking read after it still has SO_RCVTIMEO. */
-static void sc_spin_readable(const sc_conn *c)
+/* A sample of the wait counts at most this many spin windows: one slow answer
+ * (a fill from S3) does not stop the polling for long, a link that is slow
+ * every time stops it for good. */
+#define SC_WAIT_CAP 4
+
+static int64_t sc_now_us(void)
 {
-    if (c->spin_us <= 0)
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000 + t.tv_nsec / 1000;
+}
+
+/* Waits until fd has bytes to read. An answer due within spin_us (the last
+ * answers came that fast) is polled for, yielding the core between looks: it
+ * then costs no wake-up. One not due that soon (a far or capped link, a node
+ * busy filling) is slept for at once in the blocking read (SO_RCVTIMEO):
+ * polling for it would only take the core from whoever could use it. */
+static void sc_wait_readable(sc_conn *c)
+{
+    if (c->spin_us <= 0 || c->wait_us > c->spin_us)
         return;
-    struct timespec t0, t;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    c->spins++;
+    int64_t until = sc_now_us() + c->spin_us;
     for (;;) {
         uint8_t b;
         ssize_t k = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
         if (k > 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) ||
             k == 0)
             return;
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        if ((t.tv_sec - t0.tv_sec) * 1000000 + (t.tv_nsec - t0.tv_nsec) / 1000 >= c->spin_us)
+        if (sc_now_us() >= until)
             return;
         sched_yield();
     }
+}
+
+/* The answer's first bytes came `sample` microseconds after the GET. */
+static void sc_note_wait(sc_conn *c, int64_t sample)
+{
+    int64_t cap = (int64_t)SC_WAIT_CAP * (c->spin_us > 0 ? c->spin_us : 1);
+    if (sample > cap)
+        sample = cap;
+    c->wait_us = c->wait_us ? (3 * c->wait_us + sample) / 4 : sample;
 }
 
 static int sc_read_header(sc_conn *c, rcp_header *h)
@@ -209,7 +238,7 @@ int sc_open(sc_conn **out, const char *host, int port, const char *token, uint32
     c->spin_us = spin_us;
     c->next_id = 1;
     c->max_body = RCP_MAX_FRAME_BODY;
-    uint8_t b[RCP_MAX_STRING + 512];
+    uint8_t b[RCP_MAX_HELLO_BODY]; /* our HELLO, and its (smaller) answer */
     rcp_hello_req h = {RCP_VERSION, RCP_VERSION, rcp_s(token ? token : ""), block_size,
                        rcp_s("ringcache-sync")};
     int n = rcp_encode_hello_req(&h, b, sizeof(b));
@@ -247,22 +276,25 @@ int sc_get(sc_conn *c, const rcp_get_req *req, void *buf, uint32_t len, int *nod
 {
     if (c->broken)
         return -EPIPE;
-    uint8_t body[2 * RCP_MAX_KEY + 256];
+    uint8_t body[RCP_GET_REQ_MAX];
     int n = rcp_encode_get_req(req, body, sizeof(body));
     if (n < 0)
         return n; /* nothing sent: still usable */
     uint32_t id = c->next_id++;
     if (c->next_id == 0)
         c->next_id = 1;
+    int64_t sent_us = sc_now_us();
     int rc = sc_send_frame(c, RCP_OP_GET, id, body, (size_t)n);
     if (rc == 0)
-        sc_spin_readable(c);
+        sc_wait_readable(c);
     uint32_t got = 0;
     bool head_seen = false;
     while (rc == 0) {
         rcp_header h;
         if ((rc = sc_read_header(c, &h)) < 0)
             break;
+        if (!head_seen)
+            sc_note_wait(c, sc_now_us() - sent_us);
         if (h.id != id) {
             rc = -EPROTO;
             break;
@@ -309,16 +341,22 @@ int sc_get(sc_conn *c, const rcp_get_req *req, void *buf, uint32_t len, int *nod
     return rc < 0 ? rc : -EPROTO;
 }
 
-int sc_from_fd(sc_conn **out, int fd, uint32_t max_body)
+int sc_from_fd(sc_conn **out, int fd, uint32_t max_body, int spin_us)
 {
     sc_conn *c = calloc(1, sizeof(*c));
     if (!c)
         return -ENOMEM;
     c->fd = fd;
+    c->spin_us = spin_us;
     c->next_id = 1;
     c->max_body = max_body && max_body < RCP_MAX_FRAME_BODY ? max_body : RCP_MAX_FRAME_BODY;
     *out = c;
     return 0;
+}
+
+uint64_t sc_spins(const sc_conn *c)
+{
+    return c->spins;
 }
 
 bool sc_usable(const sc_conn *c)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * s3_int.h: internals shared by the files of the S3 module (client/s3_*.c).
+ * s3_int.h: internals shared by the files of the S3 module (client/s3/s3_*.c).
  * Not installed, not for other modules. Everything declared here is pure and
  * reentrant (no globals, no I/O) unless a comment says otherwise, so each piece
  * is unit-tested on its own: SigV4 signing and URI encoding (s3_sigv4.h), the XML answers,

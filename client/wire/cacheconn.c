@@ -40,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -55,6 +56,9 @@
 /* Bytes one read callback takes from the socket before it lets the loop run
  * other connections (the event is level-triggered: it comes back). */
 #define CC_RX_BUDGET (2u * 1024 * 1024)
+/* The most bytes the socket is asked to gather (SO_RCVLOWAT) before it says
+ * it is readable, while the rest of a frame is known to be on its way. */
+#define CC_LOWAT_MAX (128u * 1024)
 
 typedef struct cc_req cc_req;
 struct cc_req {
@@ -102,7 +106,7 @@ struct cc_conn {
     int busy;                   /* > 0 while callbacks run from our events */
     bool zombie;                /* destroyed while busy: free when not */
     rcp_hello_resp hello;
-    char node_id[257], tenant[257];
+    char node_id[RCP_MAX_NAME + 1], tenant[BKEY_TENANT_MAX + 1];
     cc_req *slots[CC_SLOTS];
     uint32_t gen;
     size_t outstanding;         /* sent, not answered */
@@ -118,6 +122,8 @@ struct cc_conn {
     uint8_t *rx_dst;
     size_t rx_left;             /* chunk body bytes still to come from the socket */
     bool rx_more;               /* that chunk is not the answer's last */
+    int rx_lowat;               /* the socket's SO_RCVLOWAT now (1: the default) */
+    int rx_queued_seen;         /* bytes below it at the last cc_conn_last_rx_ms */
     uint8_t stage[CC_STAGE];
 };
 
@@ -374,7 +380,7 @@ static void cc_fail_all(cc_conn *c, int code, int rcp_code, const char *msg)
 
 static void cc_send_hello(cc_conn *c)
 {
-    uint8_t b[RCP_MAX_STRING + 512];
+    uint8_t b[RCP_MAX_HELLO_BODY];
     rcp_hello_req h = {RCP_VERSION, RCP_VERSION, rcp_s(c->token), c->cfg.block_size,
                        rcp_s(c->name)};
     int n = rcp_encode_hello_req(&h, b, sizeof(b));
@@ -663,6 +669,23 @@ static void cc_on_read(struct bufferevent *bev, void *arg)
     cc_maybe_free(c);
 }
 
+/* Plaintext, between reads: while the rest of a frame is on its way (a chunk
+ * body, or the tail of a header), the socket wakes the loop only once that
+ * much has arrived (up to CC_LOWAT_MAX), not for every segment: a link that
+ * delivers a block a few KiB at a time (a capped one) costs a wake-up per
+ * 128 KiB instead of one per segment. At a frame boundary it wakes for the
+ * first byte again. The bytes waited for are sure to come (a node writes a
+ * chunk whole, or closes), and every request keeps its deadline. */
+static void cc_rx_lowat(cc_conn *c, evutil_socket_t fd)
+{
+    size_t need = c->rx_left ? c->rx_left : c->rx_need;
+    int want = need > CC_LOWAT_MAX ? (int)CC_LOWAT_MAX : need > 1 ? (int)need : 1;
+    if (want == c->rx_lowat || c->broken)
+        return;
+    if (setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &want, sizeof(want)) == 0)
+        c->rx_lowat = want;
+}
+
 /* Plaintext: the socket is readable (the event is level-triggered). */
 static void cc_on_rx(evutil_socket_t fd, short what, void *arg)
 {
@@ -712,6 +735,7 @@ static void cc_on_rx(evutil_socket_t fd, short what, void *arg)
         }
         got += (size_t)k;
         c->last_rx_ms = cc_now_ms();
+        c->rx_queued_seen = 0;
         if (!body && c->rx_need > sizeof(c->stage)) {
             cc_parse(c, c->rx); /* evbuffer_read put the bytes in rx */
         } else {
@@ -742,6 +766,8 @@ static void cc_on_rx(evutil_socket_t fd, short what, void *arg)
         if ((size_t)k < want)
             break; /* the socket is empty for now */
     }
+    if (!c->broken)
+        cc_rx_lowat(c, fd);
     c->busy--;
     cc_maybe_free(c);
 }
@@ -843,6 +869,7 @@ int cc_conn_create(cc_conn **out, struct event_base *base, const cc_config *cfg)
     c->base = base;
     c->cfg = *cfg;
     c->last_rx_ms = cc_now_ms();
+    c->rx_lowat = 1;
     snprintf(c->host, sizeof(c->host), "%s", cfg->host);
     snprintf(c->token, sizeof(c->token), "%s", cfg->token ? cfg->token : "");
     snprintf(c->name, sizeof(c->name), "%s", cfg->client_name ? cfg->client_name : "client");
@@ -995,7 +1022,19 @@ void cc_conn_destroy(cc_conn **cp)
 }
 
 bool cc_conn_broken(const cc_conn *c) { return c->broken; }
-int64_t cc_conn_last_rx_ms(const cc_conn *c) { return c->last_rx_ms; }
+int64_t cc_conn_last_rx_ms(cc_conn *c)
+{
+    /* below SO_RCVLOWAT the loop is not woken for arriving bytes: a node
+     * whose chunk trickles in over a slow link is talking all the same */
+    int queued = 0;
+    evutil_socket_t fd = c->bev ? bufferevent_getfd(c->bev) : -1;
+    if (c->rx_lowat > 1 && fd >= 0 && ioctl(fd, FIONREAD, &queued) == 0 &&
+        queued > c->rx_queued_seen) {
+        c->rx_queued_seen = queued;
+        c->last_rx_ms = cc_now_ms();
+    }
+    return c->last_rx_ms;
+}
 const rcp_hello_resp *cc_conn_hello(const cc_conn *c) { return &c->hello; }
 size_t cc_conn_outstanding(const cc_conn *c) { return c->in_slots; }
 
@@ -1012,7 +1051,7 @@ int cc_get(cc_conn *c, const rcp_get_req *req, void *buf, size_t cap, cc_done_fn
 int cc_get_tenant(cc_conn *c, const rcp_get_req *req, const char *tenant, void *buf, size_t cap,
                   cc_done_fn done, void *arg, uint32_t *id_out)
 {
-    size_t bcap = 2 * RCP_MAX_KEY + 512;
+    size_t bcap = RCP_GET_TENANT_REQ_MAX;
     uint8_t *b = cc_body(bcap);
     if (!b)
         return -ENOMEM;
@@ -1042,7 +1081,7 @@ int cc_head(cc_conn *c, const char *bucket, const char *key, cc_done_fn done, vo
 int cc_head_id(cc_conn *c, const char *bucket, const char *key, cc_done_fn done, void *arg,
                uint32_t *id_out)
 {
-    size_t bcap = RCP_MAX_KEY + 128;
+    size_t bcap = RCP_HEAD_REQ_MAX;
     uint8_t *b = cc_body(bcap);
     if (!b)
         return -ENOMEM;
@@ -1064,7 +1103,7 @@ int cc_head_id(cc_conn *c, const char *bucket, const char *key, cc_done_fn done,
 
 int cc_put_block(cc_conn *c, const rcp_put_block_req *req, cc_done_fn done, void *arg)
 {
-    size_t bcap = 2 * RCP_MAX_KEY + 512;
+    size_t bcap = RCP_PUT_BLOCK_REQ_MAX;
     uint8_t *b = cc_body(bcap);
     if (!b)
         return -ENOMEM;
@@ -1105,7 +1144,7 @@ int cc_drop(cc_conn *c, const rcp_drop_req *req, cc_done_fn done, void *arg)
 int cc_put(cc_conn *c, const char *bucket, const char *key, uint64_t size, cc_read_fn read_fn,
            void *read_arg, cc_done_fn done, void *arg)
 {
-    size_t bcap = RCP_MAX_KEY + 128;
+    size_t bcap = RCP_PUT_REQ_MAX;
     uint8_t *b = cc_body(bcap);
     if (!b)
         return -ENOMEM;
@@ -1129,7 +1168,7 @@ int cc_put(cc_conn *c, const char *bucket, const char *key, uint64_t size, cc_re
 int cc_warm(cc_conn *c, const rcp_object *obj, const uint64_t *blocks, uint32_t n, cc_done_fn done,
             void *arg)
 {
-    size_t bcap = 2 * RCP_MAX_KEY + 256 + (size_t)n * 8;
+    size_t bcap = RCP_WARM_REQ_MAX(n);
     uint8_t *b = cc_body(bcap);
     if (!b)
         return -ENOMEM;
