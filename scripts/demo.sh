@@ -87,16 +87,23 @@ for f in "$work"/gen/data/posts_*.parquet; do
   done
 done
 
+# the nodes know each other (--members), so that a node taking a write places each block on
+# its owner; their ports are picked first, free ones
+ports=$(python3 -c 'import socket, sys
+ss = [socket.socket() for _ in range(int(sys.argv[1]))]
+for s in ss: s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in ss))' "$nodes")
+read -r -a port <<< "$ports"
 members=""
+for n in $(seq 0 $((nodes - 1))); do members+="${members:+,}ringcache-$n=127.0.0.1:${port[$n]}"; done
 for n in $(seq 0 $((nodes - 1))); do
   mkdir -p "$work/node$n"
-  "$bin/cached/ringcached" --node-id "ringcache-$n" --listen 127.0.0.1 --port 0 \
-    --port-file "$work/node$n.port" --admin-listen 127.0.0.1 --admin-port 0 \
+  "$bin/cached/ringcached" --node-id "ringcache-$n" --listen 127.0.0.1 --port "${port[$n]}" \
+    --port-file "$work/node$n.port" --members "$members" --admin-listen 127.0.0.1 --admin-port 0 \
     --admin-port-file "$work/node$n.admin" --data-dir "$work/node$n" --ssd-capacity 2GiB \
     --ram-capacity 512MiB --threads 2 --no-sync --s3-endpoint "http://127.0.0.1:$mport" \
     > "$work/node$n.log" 2>&1 &
-  pids+=($!); p=$(wait_port "$work/node$n.port" $! "node$n")
-  members+="${members:+,}ringcache-$n=127.0.0.1:$p"
+  pids+=($!); wait_port "$work/node$n.port" $! "node$n" >/dev/null
 done
 "$bin/ingest/cli/ringcache" server --http-port 0 --port-file "$work/server.port" \
   --cache "$members" --warehouse "s3://$bucket/wh/" --s3-endpoint "http://127.0.0.1:$mport" \
