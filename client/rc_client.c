@@ -72,6 +72,10 @@ int rc_config_from_env(rc_config *cfg, char *err, size_t errlen)
                          "1 to back the page cache with memory at start, 0 or unset not to",
                          err, errlen);
     if (rc == 0)
+        rc = rc_env_bool("RINGCACHE_CACHE_SCANS", &cfg->cache_scans,
+                         "1 to keep what scans read in the page cache, 0 or unset not to",
+                         err, errlen);
+    if (rc == 0)
         rc = rc_env_bool("RINGCACHE_HUGE_PAGES", &cfg->huge_pages,
                          "1 to back the page cache with huge pages where the kernel allows, "
                          "0 or unset for 4 KiB pages",
@@ -437,6 +441,7 @@ static int rc_setup_cache(rc_client *c, char *err, size_t errlen)
     size_t chunk = pages / (2 * (size_t)k->max_threads);
     c->chunk = chunk < 1 ? 1 : chunk > RC_CHUNK_MAX ? RC_CHUNK_MAX : (int)chunk;
     c->partial_max = k->partial_read_max == UINT32_MAX ? c->bs / 4 : k->partial_read_max;
+    c->cache_scans = k->cache_scans;
     c->inline_ok = k->small_reads_inline && !k->tls && c->cl;
     if (c->inline_ok) {
         /* a node silent for hedge_ms gives up a small read on the reader's

@@ -38,7 +38,8 @@
  * Fields the I/O thread alone writes after rc_create (connected, connecting,
  * inflight, ra_inflight, pumping, next_probe_ms, connect_err) are read by it
  * alone. Fields set in rc_create before any reader runs (cfg, bs, tenant,
- * window, chunk, partial_max, pc, cl, inline_ok) are read-only afterwards.
+ * window, chunk, partial_max, cache_scans, pc, cl, inline_ok) are read-only
+ * afterwards.
  * Counters are C11 atomics, relaxed.
  */
 #ifndef RINGCACHE_RC_INT_H
@@ -269,6 +270,7 @@ struct rc_client {
     int window_max;        /* ... and grows to while it keeps stalling */
     int chunk;
     uint32_t partial_max;
+    bool cache_scans;      /* rc_config.cache_scans */
     char tenant[BKEY_TENANT_MAX + 1];
     pc_cache *pc;
     rc_arena arena;

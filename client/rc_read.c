@@ -12,7 +12,8 @@
  *     small partial  (a scattered read, or a scan's first or last block, not
  *                    cached) the same, without taking a page
  *     scan block     (RC_READ_SCAN, not cached) the same: read once, it needs
- *                    no page, and lands in the caller's buffer with one copy
+ *                    no page, and lands in the caller's buffer with one copy;
+ *                    with cache_scans it fills a page read once (PC_FETCH_ONCE)
  *   send             the items of the pass go to the I/O thread, or a small
  *                    scattered read's ranges to their owner on this thread's
  *                    blocking connection; wait; complete pages; copy out
@@ -234,9 +235,10 @@ static bool rc_plan_block(rc_plan *p, uint64_t b, int pass)
      * their size: it reads them once and its next range starts elsewhere; its
      * whole blocks, read once too, land straight in buf: no page to fill and
      * copy out (one copy of every byte less) */
+    bool scan_direct = p->scan && !c->cache_scans; /* else the scan fills pages */
     bool partial = pass == 0 && to - from < blen &&
-                   (p->scan || (!p->seq && c->partial_max && to - from <= c->partial_max));
-    bool direct = pass == 0 && (partial || p->scan);
+                   (scan_direct || (!p->seq && c->partial_max && to - from <= c->partial_max));
+    bool direct = pass == 0 && (partial || scan_direct);
     int r = PC_UNCACHED;
     pc_page *pg = NULL;
     if (!(direct && !pc_contains(c->pc, &key))) {

@@ -151,6 +151,13 @@ typedef struct rc_config {
                                    faults at start-up instead of in its first reads
                                    (costly on VMs whose memory the host maps lazily).
                                    rc_create takes longer; RSS is the page cache at once */
+    bool cache_scans;           /* RC_READ_SCAN reads keep what they fetch in the page
+                                   cache (as pages read once, the first to go), so a
+                                   long-lived process answers the same scan again from
+                                   RAM (a compute server: RINGCACHE_CACHE_SCANS=1). Off
+                                   by default: a scan's whole blocks then land straight
+                                   in the caller's buffer, one copy less per byte, and
+                                   nothing of it is kept */
     bool huge_pages;            /* back the page cache with transparent huge pages where
                                    the kernel allows (RINGCACHE_HUGE_PAGES=1): one page
                                    fault per 2 MiB instead of per 4 KiB, fewer TLB
@@ -245,7 +252,9 @@ int64_t rc_pread(rc_handle *h, void *buf, size_t len, uint64_t off);
  * read-ahead; blocks the page cache has are copied from it, the others are
  * fetched straight into buf (no page: nothing of the hot set is displaced,
  * and each byte is copied once, from the socket), and the partial first and
- * last blocks fetch only the bytes asked for, not the whole block. */
+ * last blocks fetch only the bytes asked for, not the whole block. With
+ * rc_config.cache_scans the blocks are fetched into pages read once instead,
+ * and kept. */
 #define RC_READ_SCAN 1u
 int64_t rc_pread_flags(rc_handle *h, void *buf, size_t len, uint64_t off, unsigned flags);
 

@@ -140,6 +140,9 @@ static int cache_new(srv *s, srv_cache **out, char *err, size_t errlen)
         if (s->conf.max_threads > 0)
             rcfg.max_threads = (int)s->conf.max_threads;
         rcfg.prefault = s->conf.prefault || rcfg.prefault;
+        /* every query shares the page cache: what one scans, the next reads
+         * from RAM */
+        rcfg.cache_scans = true;
         rc = rc_create(&c->rc, &rcfg, err, errlen);
     }
     if (rc < 0) {
