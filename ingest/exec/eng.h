@@ -41,6 +41,7 @@
 #define RINGCACHE_ENG_H
 
 #include "eng_sink.h"
+#include "eng_source.h"
 #include "rangesrc.h"
 #include "warehouse.h"
 
@@ -80,6 +81,9 @@ typedef struct eng_ctx {
     size_t input_len;
     eng_input_fn input_read;
     void *input_arg;
+    /* a distributed query's work unit (ingest/dist/): the FROM reads only
+     * it; NULL: everything */
+    const eng_unit *unit;
 } eng_ctx;
 
 /* What a finished query did (for the summary line). */

@@ -1067,3 +1067,173 @@ int agg_tab_finish(agg_tab *t, ex_vec *out, char *err, size_t errlen)
     }
     return (int)n;
 }
+
+/* ---- the wire (dist/dist_state.h draws the layout) ---- */
+
+/* Whether kl bytes at k are a key of the plan's key columns, as key_put
+ * writes them (agg_tab_finish decodes keys without checks). */
+static bool key_valid(const eng_plan *p, const uint8_t *k, uint32_t kl)
+{
+    uint32_t o = 0;
+    for (int c = 0; c < p->n_keys; c++) {
+        if (o >= kl)
+            return false;
+        uint8_t nul = k[o++];
+        if (nul > 1)
+            return false;
+        if (nul)
+            continue;
+        if (p->keys[c]->t.kind == EX_STRING) {
+            if (c == p->n_keys - 1)
+                return true; /* the last string runs to the end */
+            if (kl - o < 4)
+                return false;
+            uint32_t l;
+            memcpy(&l, k + o, 4);
+            o += 4;
+            if (l > kl - o)
+                return false;
+            o += l;
+        } else {
+            if (kl - o < 8)
+                return false;
+            o += 8;
+        }
+    }
+    return o == kl;
+}
+
+int agg_tab_encode(const agg_tab *t, ew_buf *b)
+{
+    const eng_plan *p = t->p;
+    ew_u32(b, t->n);
+    for (uint32_t g = 0; g < t->n; g++) {
+        const grec *r = &t->rec[g];
+        ew_bytes(b, key_of(t, r), r->len);
+        for (int a = 0; a < p->n_aggs; a++) {
+            const eng_agg *ag = &p->aggs[a];
+            const agg_col *c = &t->ac[a];
+            ew_u8(b, c->seen[g]);
+            switch (ag->fn) {
+            case AG_COUNT: ew_u64(b, c->cnt[g]); break;
+            case AG_AVG:
+                ew_f64(b, c->d[g]);
+                ew_u64(b, (uint64_t)c->i[g]);
+                ew_u64(b, c->cnt[g]);
+                break;
+            case AG_UNIQ: {
+                const uset *u = c->u[g];
+                ew_u8(b, u && u->has_zero);
+                ew_u32(b, u ? u->n : 0);
+                for (uint32_t k = 0; u && k <= u->mask; k++)
+                    if (u->v[k])
+                        ew_u64(b, u->v[k]);
+                break;
+            }
+            default:
+                if (ag->fn != AG_SUM && !c->seen[g])
+                    break; /* min/max/any without a value: no payload */
+                if (ag->t.kind == EX_STRING) {
+                    uint32_t l = 0;
+                    if (c->s[g])
+                        memcpy(&l, c->s[g], 4);
+                    ew_bytes(b, c->s[g] ? c->s[g] + 4 : NULL, l);
+                } else if (ag->t.kind == EX_FLOAT) {
+                    ew_f64(b, c->d[g]);
+                } else {
+                    ew_u64(b, (uint64_t)c->i[g]);
+                }
+            }
+        }
+    }
+    return b->err;
+}
+
+static int wire_bad(er_buf *r, char *err, size_t errlen, const char *what)
+{
+    er_fail(r);
+    snprintf(err, errlen, "a partial aggregate state is malformed (%s): the sending server "
+                          "runs another version or the bytes were damaged",
+             what);
+    return -EBADMSG;
+}
+
+int agg_tab_decode(agg_tab *t, er_buf *r, char *err, size_t errlen)
+{
+    const eng_plan *p = t->p;
+    if (t->n)
+        return wire_bad(r, err, errlen, "decoded into a table that has groups");
+    /* a group is at least its key length and a seen byte per aggregate */
+    uint32_t n = er_count(r, 4 + (size_t)p->n_aggs, UINT32_MAX / 2);
+    if (r->err)
+        return wire_bad(r, err, errlen, "group count");
+    if (p->n_keys == 0 && n > 1)
+        return wire_bad(r, err, errlen, "several groups without GROUP BY");
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t kl;
+        const uint8_t *k = er_bytes(r, (uint32_t)er_left(r), &kl);
+        if (!k)
+            return wire_bad(r, err, errlen, "group key");
+        if (p->n_keys ? !key_valid(p, k, kl) : kl != 0)
+            return wire_bad(r, err, errlen, "group key");
+        uint32_t before = t->n;
+        int64_t x = lookup(t, k, kl);
+        if (x < 0)
+            return tab_oom(t, err, errlen);
+        if (t->n == before)
+            return wire_bad(r, err, errlen, "a group sent twice");
+        uint32_t g = (uint32_t)x;
+        for (int a = 0; a < p->n_aggs; a++) {
+            const eng_agg *ag = &p->aggs[a];
+            agg_col *c = &t->ac[a];
+            uint8_t seen = er_u8(r);
+            if (seen > 1)
+                return wire_bad(r, err, errlen, "seen flag");
+            c->seen[g] = seen;
+            switch (ag->fn) {
+            case AG_COUNT: c->cnt[g] = er_u64(r); break;
+            case AG_AVG:
+                c->d[g] = er_f64(r);
+                c->i[g] = (int64_t)er_u64(r);
+                c->cnt[g] = er_u64(r);
+                break;
+            case AG_UNIQ: {
+                uint8_t hz = er_u8(r);
+                uint32_t m = er_count(r, 8, UINT32_MAX / 4);
+                if (r->err || hz > 1)
+                    return wire_bad(r, err, errlen, "uniq set");
+                if (hz && uset_add(t->mem, &c->u[g], 0) < 0)
+                    return tab_oom(t, err, errlen);
+                for (uint32_t j = 0; j < m; j++) {
+                    uint64_t h = er_u64(r);
+                    if (h == 0)
+                        return wire_bad(r, err, errlen, "uniq set");
+                    if (uset_add(t->mem, &c->u[g], h) < 0)
+                        return tab_oom(t, err, errlen);
+                }
+                if (c->u[g] && c->u[g]->n != m)
+                    return wire_bad(r, err, errlen, "a uniq value sent twice");
+                break;
+            }
+            default:
+                if (ag->fn != AG_SUM && !seen)
+                    break;
+                if (ag->t.kind == EX_STRING) {
+                    uint32_t l;
+                    const uint8_t *s = er_bytes(r, (uint32_t)er_left(r), &l);
+                    if (!s)
+                        return wire_bad(r, err, errlen, "string state");
+                    if (str_set(t->mem, &c->s[g], s, l) < 0)
+                        return tab_oom(t, err, errlen);
+                } else if (ag->t.kind == EX_FLOAT) {
+                    c->d[g] = er_f64(r);
+                } else {
+                    c->i[g] = (int64_t)er_u64(r);
+                }
+            }
+            if (r->err)
+                return wire_bad(r, err, errlen, "truncated state");
+        }
+    }
+    return 0;
+}

@@ -56,6 +56,24 @@ typedef struct eng_scan_stats {
     _Atomic uint64_t units_pruned; /* row groups skipped by their statistics */
 } eng_scan_stats;
 
+/* One work unit of a distributed query (ingest/dist/): a file as the FROM's
+ * glob lists it (an S3 key or a local path) and, of a Parquet file, its row
+ * groups [rg_begin, rg_end) (rg_end 0: to the last). A query given a unit
+ * reads only that. */
+typedef struct eng_unit {
+    const char *path;
+    int rg_begin, rg_end;
+} eng_unit;
+
+/* Where a source's unit u comes from (ops->unit_info): its file, its row
+ * group (-1: the whole file, a text file) and about how many bytes it reads
+ * from storage. The path is borrowed from the source. */
+typedef struct eng_unit_info {
+    const char *path;
+    int rg;
+    uint64_t bytes;
+} eng_unit_info;
+
 /* What the query lends its source (borrowed for the source's whole life). */
 typedef struct eng_scan_env {
     eng_mem *mem;              /* the query's memory tracker */
@@ -67,6 +85,7 @@ typedef struct eng_scan_env {
     _Atomic int *stop;         /* non-zero: the query is stopping (LIMIT, error) */
     const tb_wh *wh;           /* where tables live; NULL: no tables */
     const char *database;      /* the current database; NULL: default */
+    const eng_unit *unit;      /* a distributed query's unit: read only it; NULL: all */
 } eng_scan_env;
 
 /* A table function as written in FROM: name(args...) at line/col. */
@@ -99,6 +118,9 @@ typedef struct eng_source_ops {
     void (*stop)(eng_source *s);
     void (*finish)(eng_source *s);
     void (*destroy)(eng_source *s);
+    /* After plan: where unit u comes from (0), for the planner of a
+     * distributed query; NULL for sources that cannot be split by file. */
+    int (*unit_info)(const eng_source *s, int u, eng_unit_info *out);
 } eng_source_ops;
 
 /* Every source starts with this (implementations embed it first). */
