@@ -1,0 +1,223 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * test_engine_dist.c: the scheduler of distributed units (dist_plan.h) over
+ * made-up units, and the bounded reader of eng_wire.h: pre-assignment by
+ * rendezvous hashing is stable and moves only a lost server's files; a
+ * server takes its own queue first and steals only after the grace, from the
+ * tail of the longest queue; a lost or stalled server's units go to the
+ * others and each unit's first result is the only one that counts; counts
+ * the bytes left cannot hold are refused before allocation.
+ */
+#include "dist_plan.h"
+#include "eng_wire.h"
+
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+static const char *const servers[] = {"10.0.0.1:8123", "10.0.0.2:8123", "10.0.0.3:8123"};
+
+static void make_units(dist_units *us, int n)
+{
+    us->u = calloc((size_t)n, sizeof(dist_unit));
+    assert_non_null(us->u);
+    us->n = n;
+    for (int i = 0; i < n; i++) {
+        char p[64];
+        snprintf(p, sizeof(p), "posts/part-%03d.parquet", i);
+        us->u[i].path = strdup(p);
+        us->u[i].rg_begin = us->u[i].rg_end = -1;
+        us->u[i].bytes = 1000;
+    }
+}
+
+static void test_rendezvous_is_stable_and_moves_only_the_lost(void **state)
+{
+    (void)state;
+    dist_units us;
+    make_units(&us, 300);
+    int per[3] = {0}, moved = 0;
+    bool live[3] = {true, false, true};
+    for (int i = 0; i < us.n; i++) {
+        int h = dist_rendezvous(servers, NULL, 3, us.u[i].path);
+        assert_int_equal(h, dist_rendezvous(servers, NULL, 3, us.u[i].path));
+        per[h]++;
+        int h2 = dist_rendezvous(servers, live, 3, us.u[i].path);
+        assert_int_not_equal(h2, 1);
+        if (h != 1)
+            assert_int_equal(h2, h); /* only server 1's files move */
+        else
+            moved++;
+    }
+    for (int s = 0; s < 3; s++)
+        assert_true(per[s] > 60); /* about a third each */
+    assert_int_equal(moved, per[1]);
+    dist_units_free(&us);
+}
+
+static void test_own_queue_first_then_steal_after_grace(void **state)
+{
+    (void)state;
+    dist_units us;
+    make_units(&us, 30);
+    dist_sched *s;
+    assert_int_equal(dist_sched_create(&s, &us, servers, 3, 100), 0);
+    /* server 0 drains its own queue: every unit it gets is its own */
+    int own = 0;
+    for (int u = 0; u < us.n; u++)
+        own += dist_sched_home(s, u) == 0;
+    assert_true(own > 0);
+    for (int k = 0; k < own; k++) {
+        int u = dist_sched_next(s, 0, 1000);
+        assert_true(u >= 0);
+        assert_int_equal(dist_sched_home(s, u), 0);
+        assert_true(dist_sched_complete(s, u, 0));
+    }
+    /* empty: it waits for the grace before it steals */
+    assert_int_equal(dist_sched_next(s, 0, 1000), DIST_SCHED_WAIT);
+    assert_int_equal(dist_sched_next(s, 0, 1099), DIST_SCHED_WAIT);
+    int q1 = 0, q2 = 0;
+    for (int u = 0; u < us.n; u++) {
+        q1 += dist_sched_home(s, u) == 1;
+        q2 += dist_sched_home(s, u) == 2;
+    }
+    int stolen = dist_sched_next(s, 0, 1100);
+    assert_true(stolen >= 0);
+    /* from the longest queue, and from its tail: the last unit of that server */
+    int victim = q1 >= q2 ? 1 : 2, last = -1;
+    for (int u = 0; u < us.n; u++)
+        if (dist_sched_home(s, u) == victim)
+            last = u;
+    assert_int_equal(stolen, last);
+    /* a result from a server that does not hold the unit does not count */
+    assert_false(dist_sched_complete(s, stolen, victim));
+    assert_true(dist_sched_complete(s, stolen, 0));
+    assert_false(dist_sched_complete(s, stolen, 0)); /* counted once */
+    dist_sched_destroy(&s);
+    dist_units_free(&us);
+}
+
+/* Runs every unit to the end, servers taking turns; returns results that
+ * counted. */
+static int drain(dist_sched *s, int n_servers, uint64_t now)
+{
+    int counted = 0;
+    for (int round = 0; round < 10000 && !dist_sched_done(s); round++) {
+        for (int srv = 0; srv < n_servers; srv++) {
+            int u = dist_sched_next(s, srv, now);
+            if (u >= 0)
+                counted += dist_sched_complete(s, u, srv);
+        }
+        now++;
+    }
+    return counted;
+}
+
+static void test_lost_server_units_go_to_others_counted_once(void **state)
+{
+    (void)state;
+    dist_units us;
+    make_units(&us, 40);
+    dist_sched *s;
+    assert_int_equal(dist_sched_create(&s, &us, servers, 3, 0), 0);
+    /* server 1 finishes one unit, takes another, then dies */
+    int a = dist_sched_next(s, 1, 1), b = dist_sched_next(s, 1, 1);
+    assert_true(a >= 0 && b >= 0);
+    assert_true(dist_sched_complete(s, a, 1));
+    int q1 = 0;
+    for (int u = 0; u < us.n; u++)
+        q1 += dist_sched_home(s, u) == 1;
+    assert_int_equal(dist_sched_lose(s, 1), q1 - 1); /* its queue and its unit in flight */
+    assert_int_equal(dist_sched_live(s), 2);
+    assert_int_equal(dist_sched_next(s, 1, 2), DIST_SCHED_LOST);
+    assert_false(dist_sched_complete(s, b, 1)); /* its late result is dropped */
+    int counted = drain(s, 3, 3);
+    assert_true(dist_sched_done(s));
+    assert_int_equal(counted + 1, us.n); /* a counted once, the rest by the others */
+    assert_int_equal(dist_sched_count(s, 1), 1);
+    assert_int_equal(dist_sched_count(s, 0) + dist_sched_count(s, 2), us.n - 1);
+    assert_int_equal(dist_sched_next(s, 0, 4), DIST_SCHED_DONE);
+    dist_sched_destroy(&s);
+    dist_units_free(&us);
+}
+
+static void test_stalled_server_is_given_up(void **state)
+{
+    (void)state;
+    dist_units us;
+    make_units(&us, 12);
+    dist_sched *s;
+    assert_int_equal(dist_sched_create(&s, &us, servers, 3, 0), 0);
+    int u = dist_sched_next(s, 2, 100);
+    assert_true(u >= 0);
+    assert_int_equal(dist_sched_expire(s, 5000, 10000), 0); /* within the deadline */
+    assert_int_equal(dist_sched_expire(s, 10101, 10000), 1);
+    assert_int_equal(dist_sched_live(s), 2);
+    assert_false(dist_sched_complete(s, u, 2));
+    assert_int_equal(drain(s, 3, 10200), us.n);
+    /* every server lost: nothing is handed out, the query cannot finish */
+    dist_sched *t;
+    assert_int_equal(dist_sched_create(&t, &us, servers, 3, 0), 0);
+    for (int srv = 0; srv < 3; srv++)
+        dist_sched_lose(t, srv);
+    assert_int_equal(dist_sched_live(t), 0);
+    assert_false(dist_sched_done(t));
+    for (int srv = 0; srv < 3; srv++)
+        assert_int_equal(dist_sched_next(t, srv, 1), DIST_SCHED_LOST);
+    dist_sched_destroy(&t);
+    dist_sched_destroy(&s);
+    dist_units_free(&us);
+}
+
+static void test_wire_reader_bounds_counts_before_allocation(void **state)
+{
+    (void)state;
+    ew_buf w;
+    ew_init(&w, 16);
+    ew_u32(&w, 1000000); /* a count of a million 8-byte values */
+    ew_u64(&w, 7);
+    assert_int_equal(w.err, 0);
+    er_buf r;
+    er_init(&r, w.p, w.n);
+    assert_int_equal(er_count(&r, 8, UINT32_MAX), 0);
+    assert_int_equal(r.err, -EBADMSG);
+    er_init(&r, w.p, w.n);
+    uint32_t l;
+    assert_null(er_bytes(&r, 100, &l)); /* a length above its bound */
+    assert_int_equal(r.err, -EBADMSG);
+    /* the writer's cap */
+    ew_u64(&w, 1);
+    assert_int_equal(w.err, -E2BIG);
+    ew_free(&w);
+    ew_init(&w, 0);
+    ew_bytes(&w, "abc", 3);
+    ew_f64(&w, -2.5);
+    er_init(&r, w.p, w.n);
+    const uint8_t *p = er_bytes(&r, 3, &l);
+    assert_non_null(p);
+    assert_int_equal(l, 3);
+    assert_memory_equal(p, "abc", 3);
+    assert_true(er_f64(&r) == -2.5);
+    assert_int_equal(er_left(&r), 0);
+    assert_int_equal(er_u8(&r), 0);
+    assert_int_equal(r.err, -EBADMSG); /* past the end */
+    ew_free(&w);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rendezvous_is_stable_and_moves_only_the_lost),
+        cmocka_unit_test(test_own_queue_first_then_steal_after_grace),
+        cmocka_unit_test(test_lost_server_units_go_to_others_counted_once),
+        cmocka_unit_test(test_stalled_server_is_given_up),
+        cmocka_unit_test(test_wire_reader_bounds_counts_before_allocation),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
