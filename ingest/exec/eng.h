@@ -84,6 +84,10 @@ typedef struct eng_ctx {
     /* a distributed query's work unit (ingest/dist/): the FROM reads only
      * it; NULL: everything */
     const eng_unit *unit;
+    /* the clusters of compute servers this process knows (s3Cluster,
+     * system.clusters); borrowed */
+    const eng_cluster *clusters;
+    int n_clusters;
 } eng_ctx;
 
 /* What a finished query did (for the summary line). */

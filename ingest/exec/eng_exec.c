@@ -99,7 +99,8 @@ int eng__stmt_source(equery *q, const sql_stmt *st, char *err, size_t errlen)
 {
     const eng_ctx *ctx = q->ctx;
     eng_scan_env env = {&q->mem, &q->set, ctx->list_s3, ctx->open_s3, ctx->s3_impl,
-                        &q->stats, &q->stop, ctx->warehouse, ctx->database, ctx->unit};
+                        &q->stats, &q->stop, ctx->warehouse, ctx->database, ctx->unit,
+                        ctx->clusters, ctx->n_clusters};
     if (!st->from_fn) {
         eng_table_ref t = {st->table_db, st->table, st->final, st->table_line, st->table_col};
         return eng_source_open_table(&t, &env, &q->src, err, errlen);

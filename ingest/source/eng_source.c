@@ -17,6 +17,7 @@
 static const eng_table_fn registry[] = {
     {"s3", src__s3_open},
     {"file", src__file_open},
+    {"s3Cluster", src__s3cluster_open},
 };
 
 #define N_REGISTRY (sizeof(registry) / sizeof(registry[0]))
@@ -56,6 +57,14 @@ int eng_source_open_table(const eng_table_ref *t, const eng_scan_env *env, eng_s
     if (t->db && strcasecmp(t->db, "system") == 0)
         return src__system_open(t, env, out, err, errlen);
     return src__table_open(t, env, out, err, errlen);
+}
+
+const eng_cluster *eng_cluster_find(const eng_cluster *cs, int n, const char *name)
+{
+    for (int i = 0; cs && i < n; i++)
+        if (strcmp(cs[i].name, name) == 0)
+            return &cs[i];
+    return NULL;
 }
 
 void eng_source_destroy(eng_source **s)

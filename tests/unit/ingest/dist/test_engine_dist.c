@@ -6,9 +6,12 @@
  * server takes its own queue first and steals only after the grace, from the
  * tail of the longest queue; a lost or stalled server's units go to the
  * others and each unit's first result is the only one that counts; counts
- * the bytes left cannot hold are refused before allocation.
+ * the bytes left cannot hold are refused before allocation. Also the SQL
+ * face: s3Cluster's arguments and its cluster's lookup, the distributed
+ * settings, and system.clusters from the clusters the process knows.
  */
 #include "dist_plan.h"
+#include "eng.h"
 #include "eng_wire.h"
 
 #include <errno.h>
@@ -210,6 +213,83 @@ static void test_wire_reader_bounds_counts_before_allocation(void **state)
     ew_free(&w);
 }
 
+static const char *const members[] = {"127.0.0.1:8123", "[::1]:8124", "compute-2.svc:8125"};
+static const uint32_t errors[] = {0, 3, 0};
+static const eng_cluster clusters[] = {
+    {.name = "default", .members = members, .n_members = 3, .local = 0, .errors = errors},
+    {.name = "solo", .members = members + 2, .n_members = 1, .local = -1},
+};
+
+/* Runs sql with the clusters above and TSV output; rc, *out (malloc'ed), err. */
+static int run(const char *sql, char **out, char *err, size_t errlen)
+{
+    size_t len = 0;
+    FILE *f = open_memstream(out, &len);
+    assert_non_null(f);
+    eng_ctx ctx = {.out = f, .format = ENG_FMT_TSV, .max_threads = 1, .clusters = clusters,
+                   .n_clusters = 2};
+    int rc = eng_run(&ctx, sql, strlen(sql), NULL, NULL, err, errlen);
+    fclose(f);
+    return rc;
+}
+
+static void expect_error(const char *sql, const char *a, const char *b)
+{
+    char *out = NULL, err[ENG_MSG_MAX] = "";
+    int rc = run(sql, &out, err, sizeof(err));
+    free(out);
+    if (rc >= 0 || !strstr(err, a) || (b && !strstr(err, b)))
+        fprintf(stderr, "%s\n  gave %d: %s\n", sql, rc, err);
+    assert_true(rc < 0);
+    assert_non_null(strstr(err, a));
+    if (b)
+        assert_non_null(strstr(err, b));
+}
+
+static void test_system_clusters_lists_every_member(void **state)
+{
+    (void)state;
+    char *out = NULL, err[ENG_MSG_MAX];
+    assert_int_equal(run("SELECT cluster, shard_num, replica_num, host_name, port, is_local, "
+                         "errors_count FROM system.clusters ORDER BY cluster, shard_num",
+                         &out, err, sizeof(err)),
+                     0);
+    assert_string_equal(out, "default\t1\t1\t127.0.0.1\t8123\t1\t0\n"
+                             "default\t2\t1\t::1\t8124\t0\t3\n"
+                             "default\t3\t1\tcompute-2.svc\t8125\t0\t0\n"
+                             "solo\t1\t1\tcompute-2.svc\t8125\t0\t0\n");
+    free(out);
+}
+
+static void test_s3cluster_arguments_and_settings(void **state)
+{
+    (void)state;
+    expect_error("SELECT count() FROM s3Cluster('nope', 's3://bucket/x/*.parquet')",
+                 "cluster 'nope' is not configured", "system.clusters");
+    expect_error("SELECT count() FROM s3Cluster('s3://bucket/x/*.parquet')",
+                 "s3Cluster takes the cluster's name and an S3 URL", NULL);
+    expect_error("SELECT count() FROM s3Cluster(default, 's3://bucket/x/*.parquet')",
+                 "s3Cluster takes the cluster's name", NULL);
+    /* a known cluster goes on to s3()'s arguments and S3 access */
+    expect_error("SELECT count() FROM s3Cluster('default', 's3://bucket/x/*.parquet', 'k', 's')",
+                 "credentials in s3() are not supported", NULL);
+    expect_error("SELECT count() FROM s3Cluster('default', 's3://bucket/x/*.parquet')",
+                 "no S3 client configured", NULL);
+    expect_error("SELECT 1 FROM system.clusters SETTINGS parallel_distributed_insert_select = 1",
+                 "parallel_distributed_insert_select = 1 is not supported", "use 0");
+    expect_error("SELECT 1 FROM system.clusters SETTINGS skip_unavailable_shards = 2",
+                 "skip_unavailable_shards is 0 or 1", NULL);
+    expect_error("SELECT 1 FROM system.clusters SETTINGS parallel_distributed_insert_selct = 2",
+                 "did you mean 'parallel_distributed_insert_select'?", NULL);
+    char *out = NULL, err[ENG_MSG_MAX];
+    assert_int_equal(run("SELECT count() FROM system.clusters SETTINGS "
+                         "parallel_distributed_insert_select = 2, skip_unavailable_shards = true",
+                         &out, err, sizeof(err)),
+                     0);
+    assert_string_equal(out, "4\n");
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -218,6 +298,8 @@ int main(void)
         cmocka_unit_test(test_lost_server_units_go_to_others_counted_once),
         cmocka_unit_test(test_stalled_server_is_given_up),
         cmocka_unit_test(test_wire_reader_bounds_counts_before_allocation),
+        cmocka_unit_test(test_system_clusters_lists_every_member),
+        cmocka_unit_test(test_s3cluster_arguments_and_settings),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
