@@ -93,29 +93,42 @@ int dist_units_plan(const eng_pstate *ps, uint64_t split_bytes, dist_units *out)
     return rc;
 }
 
-static uint64_t rv_score(const char *server, const char *path)
+static uint64_t rv_score(const char *server, const char *path, int rg)
 {
     XXH3_state_t h;
     XXH3_64bits_reset(&h);
     XXH3_64bits_update(&h, server, strlen(server) + 1); /* the NUL keeps "a"+"bc" from "ab"+"c" */
     XXH3_64bits_update(&h, path, strlen(path));
+    if (rg > 0) /* a range of row groups after the first: the ranges of a big file spread */
+        XXH3_64bits_update(&h, &rg, sizeof(rg));
     return XXH3_64bits_digest(&h);
 }
 
-int dist_rendezvous(const char *const *servers, const bool *live, int n, const char *path)
+static int rendezvous_rg(const char *const *servers, const bool *live, int n, const char *path,
+                         int rg)
 {
     int best = -1;
     uint64_t bs = 0;
     for (int i = 0; i < n; i++) {
         if (live && !live[i])
             continue;
-        uint64_t sc = rv_score(servers[i], path);
+        uint64_t sc = rv_score(servers[i], path, rg);
         if (best < 0 || sc > bs) {
             best = i;
             bs = sc;
         }
     }
     return best;
+}
+
+int dist_rendezvous(const char *const *servers, const bool *live, int n, const char *path)
+{
+    return rendezvous_rg(servers, live, n, path, -1);
+}
+
+static int unit_home(const char *const *servers, const bool *live, int n, const dist_unit *u)
+{
+    return rendezvous_rg(servers, live, n, u->path, u->rg_begin);
 }
 
 /* ---- the scheduler ---- */
@@ -185,7 +198,7 @@ int dist_sched_create(dist_sched **out, const dist_units *us, const char *const 
         return -ENOMEM;
     }
     for (int u = 0; u < us->n; u++) {
-        s->home[u] = dist_rendezvous(servers, NULL, n, us->u[u].path);
+        s->home[u] = unit_home(servers, NULL, n, &us->u[u]);
         q_push(s, s->home[u], u);
     }
     *out = s;
@@ -296,7 +309,7 @@ static int lose_locked(dist_sched *s, int srv)
             pend[np++] = u;
     for (int k = 0; k < np && alive; k++) {
         int u = pend[k];
-        q_push(s, dist_rendezvous(s->servers, s->live, s->n, s->us->u[pend[k]].path), u);
+        q_push(s, unit_home(s->servers, s->live, s->n, &s->us->u[u]), u);
         moved++;
     }
     free(pend);
@@ -335,6 +348,16 @@ int dist_sched_live(const dist_sched *s)
         n += s->live[i];
     pthread_mutex_unlock((pthread_mutex_t *)&s->mu);
     return n;
+}
+
+bool dist_sched_server_live(const dist_sched *s, int srv)
+{
+    if (srv < 0 || srv >= s->n)
+        return false;
+    pthread_mutex_lock((pthread_mutex_t *)&s->mu);
+    bool l = s->live[srv];
+    pthread_mutex_unlock((pthread_mutex_t *)&s->mu);
+    return l;
 }
 
 bool dist_sched_done(const dist_sched *s)

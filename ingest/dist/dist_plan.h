@@ -8,7 +8,9 @@
  * each, so a few big files do not leave servers idle.
  *
  * Assignment (dist_sched): each unit is pre-assigned to the server with the
- * highest hash of (server, path) (rendezvous hashing: the same server reads
+ * highest hash of (server, path) (of (server, path, first row group) for a
+ * range after a file's first, so a big file's ranges spread) (rendezvous
+ * hashing: the same server reads
  * the same files every time, so its page cache and the cache nodes' stay
  * warm, and a server that leaves moves only its own files). A server takes
  * its own queue first, in order; once it is empty and has stayed empty for
@@ -49,7 +51,8 @@ void dist_units_free(dist_units *us);
 /* The eng_unit a worker's query reads for unit u (borrows us). */
 void dist_unit_to_eng(const dist_unit *u, eng_unit *out);
 
-/* The server rendezvous hashing gives path among the live ones of n. */
+/* The server rendezvous hashing gives a whole file's path among the live
+ * ones of n (live NULL: all). */
 int dist_rendezvous(const char *const *servers, const bool *live, int n, const char *path);
 
 typedef struct dist_sched dist_sched;
@@ -78,6 +81,8 @@ int dist_sched_lose(dist_sched *s, int server);
  * now_ms - deadline_ms (a stall). Returns how many were lost. */
 int dist_sched_expire(dist_sched *s, uint64_t now_ms, uint64_t deadline_ms);
 int dist_sched_live(const dist_sched *s);
+/* Whether server is still given units. */
+bool dist_sched_server_live(const dist_sched *s, int server);
 bool dist_sched_done(const dist_sched *s);
 /* Units run by server so far (its results that counted). */
 int dist_sched_count(const dist_sched *s, int server);

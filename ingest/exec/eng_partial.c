@@ -128,6 +128,16 @@ uint64_t eng_pstate_fingerprint(const eng_pstate *ps)
     return XXH3_64bits_digest(&h);
 }
 
+const eng_cluster *eng_pstate_cluster(const eng_pstate *ps)
+{
+    return ps->q->src->cluster;
+}
+
+const eng_settings *eng_pstate_settings(const eng_pstate *ps)
+{
+    return &ps->q->set;
+}
+
 int eng_pstate_units(const eng_pstate *ps)
 {
     return ps->q->src->ops->unit_info ? ps->q->n_units : -ENOTSUP;

@@ -44,6 +44,10 @@ uint64_t eng_pstate_fingerprint(const eng_pstate *ps);
  * a source that cannot be split by file, as tables and system.*). */
 int eng_pstate_units(const eng_pstate *ps);
 int eng_pstate_unit_info(const eng_pstate *ps, int u, eng_unit_info *out);
+/* The cluster of its s3Cluster FROM (NULL: not an s3Cluster query), and its
+ * settings (SETTINGS over the defaults). Borrowed from the pstate. */
+const eng_cluster *eng_pstate_cluster(const eng_pstate *ps);
+const eng_settings *eng_pstate_settings(const eng_pstate *ps);
 /* Runs the statement over its units into the state. 0 or -errno (err). */
 int eng_pstate_run(eng_pstate *ps, char *err, size_t errlen);
 /* The rows and bytes the readers produced (the summary's "processed"). */
