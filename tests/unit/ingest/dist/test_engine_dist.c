@@ -10,6 +10,7 @@
  * face: s3Cluster's arguments and its cluster's lookup, the distributed
  * settings, and system.clusters from the clusters the process knows.
  */
+#include "dist_cluster.h"
 #include "dist_plan.h"
 #include "eng.h"
 #include "eng_wire.h"
@@ -290,6 +291,46 @@ static void test_s3cluster_arguments_and_settings(void **state)
     free(out);
 }
 
+static void test_cluster_option_grammar(void **state)
+{
+    (void)state;
+    dist_clusters cs;
+    char err[512];
+    assert_int_equal(dist_clusters_parse(&cs, " default = 10.0.0.1:8123, [::1]:8124 ,h:9;"
+                                              "svc=dns:compute.ns.svc.cluster.local",
+                                         "[::1]:8124", err, sizeof(err)),
+                     0);
+    assert_int_equal(cs.n, 2);
+    assert_string_equal(cs.c[0].name, "default");
+    assert_int_equal(cs.c[0].n_members, 3);
+    assert_string_equal(cs.c[0].members[1], "[::1]:8124");
+    assert_int_equal(cs.c[0].local, 1);
+    assert_string_equal(cs.c[1].dns, "compute.ns.svc.cluster.local");
+    assert_int_equal(cs.c[1].local, -1);
+    dist_clusters_free(&cs);
+    static const struct { const char *spec, *needle; } bad[] = {
+        {"default", "has no '='"},
+        {"default=", "has no members"},
+        {"de fault=h:1", "not a cluster name"},
+        {"a=h:1;a=h:2", "given twice"},
+        {"a=h:1,h:1", "member h:1 is given twice"},
+        {"a=h", "is not host:port"},
+        {"a=h:0", "is not host:port"},
+        {"a=h:70000", "is not host:port"},
+        {"a=dns:", "is not a DNS name"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        err[0] = 0;
+        assert_int_equal(dist_clusters_parse(&cs, bad[i].spec, NULL, err, sizeof(err)), -EINVAL);
+        if (!strstr(err, bad[i].needle))
+            fprintf(stderr, "%s: %s\n", bad[i].spec, err);
+        assert_non_null(strstr(err, bad[i].needle));
+    }
+    assert_int_equal(dist_clusters_parse(&cs, "", NULL, err, sizeof(err)), 0);
+    assert_int_equal(cs.n, 0);
+    dist_clusters_free(&cs);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -300,6 +341,7 @@ int main(void)
         cmocka_unit_test(test_wire_reader_bounds_counts_before_allocation),
         cmocka_unit_test(test_system_clusters_lists_every_member),
         cmocka_unit_test(test_s3cluster_arguments_and_settings),
+        cmocka_unit_test(test_cluster_option_grammar),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
