@@ -27,13 +27,18 @@ static const char query_help[] =
     "       ringcache query [options] --queries-file FILE\n"
     "       ... | ringcache query [options]\n\n"
     "Runs SELECT / DESCRIBE statements (ClickHouse dialect) over Parquet, CSV, TSV and\n"
-    "JSONEachRow files: FROM file('path/glob') or FROM s3('s3://bucket/glob' [, 'Format']),\n"
-    "and over MergeTree tables kept on S3 (--warehouse): CREATE TABLE, INSERT INTO t\n"
-    "SELECT / VALUES / FORMAT F (the data on standard input), OPTIMIZE, TRUNCATE, DROP,\n"
-    "SHOW TABLES, DESCRIBE t, FROM t [FINAL], system.parts / tables / columns.\n\n"
+    "JSONEachRow files: FROM file('path/glob') or FROM s3('s3://bucket/glob' [, 'Format']);\n"
+    "also FROM numbers(N), zeros(N), system.numbers, and SELECT without FROM; and over\n"
+    "MergeTree tables kept on S3 (--warehouse): CREATE TABLE, INSERT INTO t SELECT /\n"
+    "VALUES / FORMAT F (the data on standard input), OPTIMIZE, TRUNCATE, DROP, SHOW\n"
+    "TABLES, DESCRIBE t, FROM t [FINAL], system.parts / tables / columns.\n\n"
     "Options:\n"
-    "  --format F          PrettyCompact (default on a terminal), TSV, TSVWithNames, CSV,\n"
-    "                      CSVWithNames, JSONEachRow, Null (default otherwise: TSV)\n"
+    "  --format F          the output format: PrettyCompact (default on a terminal), Pretty,\n"
+    "                      PrettySpace, TSV (default otherwise), TSVWithNames[AndTypes],\n"
+    "                      TSVRaw, CSV, CSVWithNames[AndTypes], JSON, JSONCompact,\n"
+    "                      JSONStrings, JSONEachRow, JSONStringsEachRow, JSONCompactEachRow\n"
+    "                      [WithNames[AndTypes]], JSONCompactStringsEachRow, Vertical,\n"
+    "                      Markdown, Values, Null\n"
     "  --queries-file F    read the statements from F (separated by ';')\n"
     "  --max_threads N     default of the max_threads setting (default: the cores)\n"
     "  --cache MEMBERS     read S3 through cache nodes (libringcache): host:port,... or\n"
@@ -47,81 +52,7 @@ static const char query_help[] =
     "S3 credentials and region come from the AWS environment (AWS_ACCESS_KEY_ID, ...);\n"
     "without credentials requests are anonymous.\n";
 
-/* ---- S3 directly --------------------------------------------------------- */
-
-typedef struct direct_s3 {
-    s3_config cfg;
-} direct_s3;
-
-typedef struct glob_ctx {
-    eng_key_fn fn;
-    void *arg;
-    int rc;
-} glob_ctx;
-
-static int glob_cb(const s3_object_info *info, void *arg)
-{
-    glob_ctx *g = arg;
-    int rc = g->fn(info->key, info->size, g->arg);
-    if (rc < 0) {
-        g->rc = rc;
-        return rc;
-    }
-    return 0;
-}
-
-static int direct_list(void *impl, const char *bucket, const char *glob, eng_key_fn fn, void *arg,
-                       char *err, size_t errlen)
-{
-    direct_s3 *d = impl;
-    s3_sync *s;
-    int rc = s3_sync_create(&s, &d->cfg);
-    if (rc < 0) {
-        snprintf(err, errlen, "cannot start the S3 client: %s", strerror(-rc));
-        return rc;
-    }
-    glob_ctx g = {fn, arg, 0};
-    s3_error e = {0};
-    rc = s3_sync_glob(s, bucket, glob, glob_cb, &g, &e);
-    s3_sync_destroy(&s);
-    if (g.rc < 0)
-        rc = g.rc;
-    if (rc < 0)
-        snprintf(err, errlen, "cannot list s3://%s/%s: %s", bucket, glob,
-                 e.message[0] ? e.message : strerror(-rc));
-    return rc < 0 ? rc : 0;
-}
-
-static int direct_open(void *impl, const char *bucket, const char *key, rs_source **out,
-                       char *err, size_t errlen)
-{
-    direct_s3 *d = impl;
-    return rs_s3_open(out, &d->cfg, bucket, key, err, errlen);
-}
-
-/* ---- through the cache -------------------------------------------------- */
-
-static int cache_list(void *impl, const char *bucket, const char *glob, eng_key_fn fn, void *arg,
-                      char *err, size_t errlen)
-{
-    glob_ctx g = {fn, arg, 0};
-    int rc = rc_list(impl, bucket, glob, glob_cb, &g, err, errlen);
-    return g.rc < 0 ? g.rc : rc;
-}
-
-static int cache_open(void *impl, const char *bucket, const char *key, rs_source **out,
-                      char *err, size_t errlen)
-{
-    return rs_rc_open(out, impl, bucket, key, err, errlen);
-}
-
 /* ---- tables --------------------------------------------------------------------- */
-
-static int cache_put(void *arg, const char *bucket, const char *key, const void *data,
-                     size_t len, char *err, size_t errlen)
-{
-    return rc_put(arg, bucket, key, data, len, NULL, err, errlen);
-}
 
 static int64_t stdin_read(void *arg, void *buf, size_t len)
 {
@@ -145,9 +76,9 @@ static int setup_warehouse(tb_wh *wh, const char *url, const s3_config *cfg, rc_
     if (rc < 0)
         return rc;
     if (rcc) {
-        wh->io.open = cache_open;
+        wh->io.open = rs_rc_open_key;
         wh->io.open_arg = rcc;
-        wh->io.put = cache_put;
+        wh->io.put = rs_rc_put_key;
         wh->io.put_arg = rcc;
     }
     return 1;
@@ -265,9 +196,8 @@ int eng_cli_query(int argc, char **argv)
     if (fmt) {
         int f = eng_format_parse(fmt);
         if (f < 0) {
-            fprintf(stderr, "ringcache query: unknown format '%s' (use PrettyCompact, TSV, "
-                            "TSVWithNames, CSV, CSVWithNames, JSONEachRow or Null)\n",
-                    fmt);
+            fprintf(stderr, "ringcache query: unknown format '%s' (use %s)\n", fmt,
+                    eng_format_list());
             return 2;
         }
         ctx.format = (eng_format)f;
@@ -315,24 +245,24 @@ int eng_cli_query(int argc, char **argv)
         fprintf(stderr, "ringcache query: out of memory reading the query\n");
         return 1;
     }
-    direct_s3 d;
-    s3_config_init(&d.cfg);
+    s3_config s3c;
+    s3_config_init(&s3c);
     char err[ENG_MSG_MAX];
-    int rc = s3_config_from_env(&d.cfg, err, sizeof(err));
+    int rc = s3_config_from_env(&s3c, err, sizeof(err));
     if (rc < 0) {
         fprintf(stderr, "ringcache query: %s\n", err);
         free(text);
         return 2;
     }
     if (endpoint) {
-        snprintf(d.cfg.endpoint, sizeof(d.cfg.endpoint), "%s", endpoint);
-        d.cfg.path_style = true;
+        snprintf(s3c.endpoint, sizeof(s3c.endpoint), "%s", endpoint);
+        s3c.path_style = true;
     }
-    if (!d.cfg.access_key[0])
-        d.cfg.anonymous = true;
-    ctx.list_s3 = direct_list;
-    ctx.open_s3 = direct_open;
-    ctx.s3_impl = &d;
+    if (!s3c.access_key[0])
+        s3c.anonymous = true;
+    ctx.list_s3 = rs_s3_list;
+    ctx.open_s3 = rs_s3_open_key;
+    ctx.s3_impl = &s3c;
     rc_client *rcc = NULL;
     if (!cache)
         cache = getenv("RINGCACHE_CACHE");
@@ -345,7 +275,7 @@ int eng_cli_query(int argc, char **argv)
             free(text);
             return 2;
         }
-        rcfg.s3 = d.cfg;
+        rcfg.s3 = s3c;
         if (pcache) {
             char *end;
             unsigned long long v = strtoull(pcache, &end, 10);
@@ -364,12 +294,12 @@ int eng_cli_query(int argc, char **argv)
             free(text);
             return 1;
         }
-        ctx.list_s3 = cache_list;
-        ctx.open_s3 = cache_open;
+        ctx.list_s3 = rs_rc_list;
+        ctx.open_s3 = rs_rc_open_key;
         ctx.s3_impl = rcc;
     }
     tb_wh wh;
-    rc = setup_warehouse(&wh, warehouse, &d.cfg, rcc, err, sizeof(err));
+    rc = setup_warehouse(&wh, warehouse, &s3c, rcc, err, sizeof(err));
     if (rc < 0) {
         fprintf(stderr, "ringcache query: %s\n", err);
         rc_destroy(&rcc);

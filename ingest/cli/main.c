@@ -10,6 +10,7 @@
 #include "cli_cache.h"
 #include "cli_ring.h"
 #include "eng_cli.h"
+#include "srv.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -30,6 +31,7 @@ static const struct {
     {"stats", cli_cmd_stats, "counters of every cache node: ringcache stats --cache MEMBERS"},
     {"warm", cli_cmd_warm, "load into the cache tier: ringcache warm s3://bucket/glob --cache M"},
     {"query", eng_cli_query, "SQL over files: ringcache query \"SELECT ... FROM s3('s3://b/*.parquet')\""},
+    {"server", srv_main, "ClickHouse's HTTP interface on :8123: ringcache server --cache MEMBERS"},
     {"ring", cli_ring_main, "owners of keys on a ring: ringcache ring --members LIST KEY..."},
 };
 

@@ -41,6 +41,16 @@ static bool em_add(eng_mem *m, int64_t n)
         atomic_compare_exchange_strong(&m->failed_at, &z, n);
         return false;
     }
+    if (m->parent && !em_add(m->parent, n)) {
+        /* the server's limit: this query's allocation fails, the parent
+         * remembers nothing (other queries go on) */
+        atomic_fetch_sub_explicit(&m->cur, n, memory_order_relaxed);
+        int64_t z = 0;
+        if (atomic_compare_exchange_strong(&m->failed_at, &z, n))
+            atomic_store(&m->failed_parent, 1);
+        atomic_store(&m->parent->failed_at, 0);
+        return false;
+    }
     int64_t p = atomic_load_explicit(&m->peak, memory_order_relaxed);
     while (now > p && !atomic_compare_exchange_weak(&m->peak, &p, now))
         ;
@@ -52,10 +62,9 @@ bool em_account(eng_mem *m, int64_t delta)
     return em_add(m, delta);
 }
 
-bool em_reserve(eng_mem *m, int64_t n, int64_t keep_free)
+/* em_reserve on m alone. */
+static bool em_reserve_one(eng_mem *m, int64_t n, int64_t keep_free)
 {
-    if (!m)
-        return true;
     if (n > 0 && m->limit > 0 && keep_free >= 0) {
         int64_t cur = atomic_load_explicit(&m->cur, memory_order_relaxed);
         do {
@@ -73,6 +82,20 @@ bool em_reserve(eng_mem *m, int64_t n, int64_t keep_free)
     int64_t p = atomic_load_explicit(&m->peak, memory_order_relaxed);
     while (n > 0 && now > p && !atomic_compare_exchange_weak(&m->peak, &p, now))
         ;
+    return true;
+}
+
+bool em_reserve(eng_mem *m, int64_t n, int64_t keep_free)
+{
+    if (!m)
+        return true;
+    if (m->parent && !em_reserve_one(m->parent, n, keep_free))
+        return false;
+    if (!em_reserve_one(m, n, keep_free)) {
+        if (m->parent)
+            em_reserve_one(m->parent, -n, -1);
+        return false;
+    }
     return true;
 }
 
@@ -170,6 +193,17 @@ void em_error(eng_mem *m, char *err, size_t errlen)
 {
     char a[32], b[32], c[32];
     int64_t at = atomic_load(&m->failed_at);
+    if (atomic_load(&m->failed_parent) && m->parent) {
+        fmt_bytes((double)(atomic_load(&m->parent->cur) + at), a, sizeof(a));
+        fmt_bytes((double)at, b, sizeof(b));
+        fmt_bytes((double)m->parent->limit, c, sizeof(c));
+        snprintf(err, errlen,
+                 "memory limit (total) exceeded: would use %s (attempt to allocate a chunk of "
+                 "%s), maximum: %s; this query was stopped so that the others go on (the "
+                 "server's max_server_memory_usage; this query used %lld bytes)",
+                 a, b, c, (long long)atomic_load(&m->cur));
+        return;
+    }
     fmt_bytes((double)(atomic_load(&m->cur) + at), a, sizeof(a));
     fmt_bytes((double)at, b, sizeof(b));
     fmt_bytes((double)m->limit, c, sizeof(c));

@@ -41,11 +41,17 @@ bool eng_fail_set(eng_fail *f, int rc, const char *msg);
 
 /* ---- memory --------------------------------------------------------------- */
 
-typedef struct eng_mem {
+typedef struct eng_mem eng_mem;
+struct eng_mem {
     _Atomic int64_t cur, peak;
     int64_t limit;             /* 0: none */
     _Atomic int64_t failed_at; /* the size of the allocation that crossed the limit */
-} eng_mem;
+    /* A tracker this one's bytes also count in (a server's, for
+     * max_server_memory_usage; NULL: none). An allocation that would take the
+     * parent over its limit fails here, in the query that asked for it. */
+    eng_mem *parent;
+    _Atomic int failed_parent; /* the failure was the parent's limit */
+};
 
 void *em_alloc(eng_mem *m, size_t n);
 void *em_calloc(eng_mem *m, size_t n);

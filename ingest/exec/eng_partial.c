@@ -278,8 +278,11 @@ int eng_pstate_finish(eng_pstate *ps, eng_result *res, char *err, size_t errlen)
         agg_tab_destroy(&w.agg);
         rtab_free(&q->mem, &w.res);
     }
-    if (rc == 0)
-        rc = eng__out_end(&q->out, err, errlen);
+    if (rc == 0) {
+        eng_sink_stats ss = {eng__now_s() - q->t0, atomic_load(&q->stats.rows_read) + ps->more_rows,
+                             atomic_load(&q->stats.bytes_read) + ps->more_bytes};
+        rc = eng__out_end(&q->out, &ss, err, errlen);
+    }
     if (res) {
         memset(res, 0, sizeof(*res));
         res->rows_out = q->out.rows;

@@ -191,11 +191,13 @@ int eng__out_table(eng_output *o, const rtab *t, char *err, size_t errlen)
     return rc;
 }
 
-int eng__out_end(eng_output *o, char *err, size_t errlen)
+int eng__out_end(eng_output *o, const eng_sink_stats *st, char *err, size_t errlen)
 {
     int rc = out_begin(o, err, errlen);
     if (rc < 0)
         return rc;
+    if (st && o->sink->stats)
+        o->sink->stats(o->sink, st);
     return o->sink->ops->end(o->sink, err, errlen);
 }
 

@@ -112,4 +112,11 @@ typedef int (*eng_list_fn)(void *impl, const char *bucket, const char *glob, eng
 typedef int (*eng_open_fn)(void *impl, const char *bucket, const char *key, rs_source **out,
                            char *err, size_t errlen);
 
+/* S3 directly: the list and open above with impl an s3_config (borrowed;
+ * rs_s3.c). Anonymous requests when it has no credentials. */
+int rs_s3_list(void *impl, const char *bucket, const char *glob, eng_key_fn fn, void *arg,
+               char *err, size_t errlen);
+int rs_s3_open_key(void *impl, const char *bucket, const char *key, rs_source **out, char *err,
+                   size_t errlen);
+
 #endif /* RINGCACHE_RANGESRC_H */

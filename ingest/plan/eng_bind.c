@@ -21,9 +21,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
+#include <unistd.h>
 
 typedef struct binder {
     eng_mem *mem;
+    const eng_bind_env *env;   /* may be NULL */
     const sql_stmt *st;
     const eng_schema *sc;
     eng_plan *p;
@@ -465,15 +468,23 @@ static bx *literal(binder *b, const sql_node *n)
         if ((e = const_new(b, (ex_type){.kind = EX_BOOL})))
             e->cval.i[0] = n->i;
         return e;
-    case SQL_INT:
-        if (!n->negated && n->u > (uint64_t)INT64_MAX) {
-            if ((e = const_new(b, (ex_type){.kind = EX_UINT, .bits = 64})))
-                e->cval.i[0] = (int64_t)n->u;
+    case SQL_INT: {
+        /* ClickHouse's type of an integer literal: the narrowest that holds
+         * it, unsigned unless negative (SELECT 1 is UInt8, -1 is Int8) */
+        uint8_t bits;
+        if (!n->negated) {
+            uint64_t u = n->u;
+            bits = u <= UINT8_MAX ? 8 : u <= UINT16_MAX ? 16 : u <= UINT32_MAX ? 32 : 64;
+            if ((e = const_new(b, (ex_type){.kind = EX_UINT, .bits = bits})))
+                e->cval.i[0] = (int64_t)u;
             return e;
         }
-        if ((e = const_new(b, (ex_type){.kind = EX_INT, .bits = 64})))
-            e->cval.i[0] = n->i;
+        int64_t i = n->i;
+        bits = i >= INT8_MIN ? 8 : i >= INT16_MIN ? 16 : i >= INT32_MIN ? 32 : 64;
+        if ((e = const_new(b, (ex_type){.kind = EX_INT, .bits = bits})))
+            e->cval.i[0] = i;
         return e;
+    }
     case SQL_FLOAT:
         if ((e = const_new(b, (ex_type){.kind = EX_FLOAT, .bits = 64})))
             e->cval.d[0] = n->d;
@@ -988,6 +999,63 @@ static bx *bind_in(binder *b, const sql_node *n, bmode mode)
     return fold(b, e);
 }
 
+/* A string constant. */
+static bx *const_str(binder *b, const char *v)
+{
+    bx *e = const_new(b, (ex_type){.kind = EX_STRING});
+    if (e && ex_vec_str_put(b->mem, &e->cval, 0, v, strlen(v)) < 0) {
+        bx_free(b->mem, e);
+        boom(b);
+        return NULL;
+    }
+    return e;
+}
+
+/* The functions of the query's context, constants for the whole query (as in
+ * ClickHouse, now() is the query's start): version(), now(), today(),
+ * timezone(), currentDatabase(), currentUser(), hostName(). NULL (no error)
+ * when n is none of them. */
+static bx *bind_context_fn(binder *b, const sql_node *n)
+{
+    static const char *const ctx_fns[] = {"version", "now", "today", "timezone", "timeZone",
+                                      "serverTimezone", "serverTimeZone", "currentDatabase",
+                                      "database", "currentUser", "user", "hostName",
+                                      "hostname"};
+    int k = -1;
+    for (int i = 0; i < (int)(sizeof(ctx_fns) / sizeof(ctx_fns[0])); i++)
+        if (strcmp(n->s, ctx_fns[i]) == 0 || (i >= 7 && strcasecmp(n->s, ctx_fns[i]) == 0))
+            k = i;
+    if (k < 0)
+        return NULL;
+    const eng_bind_env *env = b->env;
+    int64_t now_ms = env && env->now_ms ? env->now_ms : (int64_t)time(NULL) * 1000;
+    bx *e;
+    switch (k) {
+    case 0:
+        return const_str(b, ENG_CLICKHOUSE_VERSION);
+    case 1:
+        if ((e = const_new(b, (ex_type){.kind = EX_DATETIME})))
+            e->cval.i[0] = now_ms / 1000;
+        return e;
+    case 2:
+        if ((e = const_new(b, (ex_type){.kind = EX_DATE, .bits = 16})))
+            e->cval.i[0] = now_ms / 1000 / 86400;
+        return e;
+    case 3: case 4: case 5: case 6:
+        return const_str(b, "UTC");
+    case 7: case 8:
+        return const_str(b, env && env->database ? env->database : "default");
+    case 9: case 10:
+        return const_str(b, env && env->user ? env->user : "default");
+    default: {
+        char h[256] = "localhost";
+        gethostname(h, sizeof(h) - 1);
+        h[sizeof(h) - 1] = 0;
+        return const_str(b, h);
+    }
+    }
+}
+
 static bx *bind(binder *b, const sql_node *n, bmode mode)
 {
     if (b->rc)
@@ -1021,6 +1089,11 @@ static bx *bind(binder *b, const sql_node *n, bmode mode)
         return col_ref(b, n);
     default:
         break;
+    }
+    if (n->kind == SQL_FUNC && n->nargs == 0) {
+        bx *c = bind_context_fn(b, n);
+        if (c || b->rc)
+            return c;
     }
     if (n->kind == SQL_FUNC) {
         const struct fn_def *d = find_fn(n->s);
@@ -1409,9 +1482,16 @@ static bool has_agg(const sql_node *n)
 int eng_bind(eng_mem *m, const sql_stmt *st, const eng_schema *sc, eng_plan *p, char *err,
              size_t errlen)
 {
+    return eng_bind_ex(m, st, sc, NULL, p, err, errlen);
+}
+
+int eng_bind_ex(eng_mem *m, const sql_stmt *st, const eng_schema *sc, const eng_bind_env *env,
+                eng_plan *p, char *err, size_t errlen)
+{
     memset(p, 0, sizeof(*p));
     p->schema = sc;
-    binder b = {.mem = m, .st = st, .sc = sc, .p = p, .err = err, .errlen = errlen};
+    binder b = {.mem = m, .env = env, .st = st, .sc = sc, .p = p, .err = err,
+                .errlen = errlen};
     sql_node **ex_items = NULL;
     int n_items = 0;
     /* SELECT * -> every column */

@@ -92,11 +92,26 @@ typedef struct eng_plan {
     int n_prune;
 } eng_plan;
 
+/* The version ClickHouse clients see in version(): they compare major.minor
+ * for features, so it names the ClickHouse release whose behaviour the engine
+ * follows. */
+#define ENG_CLICKHOUSE_VERSION "25.8.1.1"
+
+/* What the functions of the query's context answer (eng_bind_ex). */
+typedef struct eng_bind_env {
+    const char *database;  /* currentDatabase(); NULL: "default" */
+    const char *user;      /* currentUser(); NULL: "default" */
+    int64_t now_ms;        /* now() and today(): the query's start; 0: the clock */
+} eng_bind_env;
+
 /* Binds a SELECT against a schema. 0, or -EINVAL with "line L, column C: ..."
  * (unknown column with a suggestion, wrong types, a column outside GROUP BY).
  * The plan borrows stmt and schema. */
 int eng_bind(eng_mem *m, const sql_stmt *stmt, const eng_schema *schema, eng_plan *plan,
              char *err, size_t errlen);
+/* eng_bind with the query's context (env may be NULL). */
+int eng_bind_ex(eng_mem *m, const sql_stmt *stmt, const eng_schema *schema,
+                const eng_bind_env *env, eng_plan *plan, char *err, size_t errlen);
 void eng_plan_free(eng_mem *m, eng_plan *plan);
 /* Applies SETTINGS (known names only, with suggestions) on top of s. */
 int eng_settings_apply(const sql_stmt *stmt, eng_settings *s, char *err, size_t errlen);

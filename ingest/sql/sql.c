@@ -1030,6 +1030,21 @@ static bool is_clause_kw(const tok *t)
     return false;
 }
 
+/* An optional alias after FROM's source: AS x, or a bare name that is not a
+ * clause's keyword. */
+static bool parse_from_alias(parser *ps)
+{
+    if (accept_kw(ps, "AS") || (ps->cur.kind == T_IDENT && !is_clause_kw(&ps->cur))) {
+        if (ps->cur.kind == T_IDENT || ps->cur.kind == T_QIDENT)
+            next(ps);
+        else {
+            fail_expected(ps, "an alias");
+            return false;
+        }
+    }
+    return true;
+}
+
 static bool parse_table_ref(parser *ps, sql_stmt *s, const tok *first);
 static sql_stmt *parse_table_stmt(parser *ps, sql_stmt *s);
 static bool parse_settings(parser *ps, sql_setting **out, int *n);
@@ -1065,16 +1080,7 @@ static bool parse_from(parser *ps, sql_stmt *s)
     }
     if (!expect_op(ps, ")"))
         return false;
-    /* optional alias */
-    if (accept_kw(ps, "AS") || (ps->cur.kind == T_IDENT && !is_clause_kw(&ps->cur))) {
-        if (ps->cur.kind == T_IDENT || ps->cur.kind == T_QIDENT)
-            next(ps);
-        else {
-            fail_expected(ps, "an alias");
-            return false;
-        }
-    }
-    return true;
+    return parse_from_alias(ps);
 }
 
 static bool parse_int_literal(parser *ps, int64_t *out, const char *what)
@@ -1149,11 +1155,8 @@ static sql_stmt *parse_stmt(parser *ps)
             next(ps);
         }
     } while (accept_op(ps, ","));
-    if (!accept_kw(ps, "FROM")) {
-        fail_expected(ps, "FROM");
-        goto fail;
-    }
-    if (!parse_from(ps, s))
+    /* without FROM: ClickHouse's system.one, one row */
+    if (accept_kw(ps, "FROM") && !parse_from(ps, s))
         goto fail;
     if (accept_kw(ps, "WHERE") && !(s->where = parse_expr(ps)))
         goto fail;

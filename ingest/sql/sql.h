@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
  * sql.h: the SQL front end of the engine: a lexer and a recursive-descent
- * parser for a ClickHouse-flavoured subset (SELECT ... FROM
- * s3()/file()/a table ... WHERE ... GROUP BY ... HAVING ... ORDER BY ... LIMIT
- * ... SETTINGS ... FORMAT ..., DESCRIBE, and the table statements: CREATE
- * TABLE, DROP TABLE, TRUNCATE TABLE, OPTIMIZE TABLE, INSERT INTO (SELECT,
- * VALUES, FORMAT with the data after it), SHOW TABLES), producing an abstract
+ * parser for a ClickHouse-flavoured subset (SELECT ... [FROM s3()/file()/
+ * numbers() | [db.]table] ... WHERE ... GROUP BY ... HAVING ... ORDER BY ...
+ * LIMIT ... SETTINGS ... FORMAT ..., DESCRIBE, and the table statements:
+ * CREATE TABLE, DROP TABLE, TRUNCATE TABLE, OPTIMIZE TABLE, INSERT INTO
+ * (SELECT, VALUES, FORMAT with the data after it), SHOW TABLES), producing an
+ * abstract
  * syntax tree.
  * Names are not resolved here (eng_bind.c does that against a schema); the
  * parser only knows the grammar, so it can be fuzzed on its own.
@@ -151,7 +152,9 @@ typedef struct sql_stmt {
     sql_stmt_kind kind;
     sql_select_item *items;
     int n_items;
-    /* FROM: a table function (s3 / file) with literal arguments */
+    /* FROM: a table function (s3 / file) with literal arguments, or a table
+     * [db.]name (from_fn NULL); neither: a SELECT without FROM, which reads
+     * the one row of system.one as ClickHouse's does */
     char *from_fn;
     sql_node **from_args;
     int n_from_args;

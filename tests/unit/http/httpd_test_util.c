@@ -164,6 +164,17 @@ static void async_cb(evutil_socket_t fd, short what, void *arg)
     httpd_resp_send(x->req, 200, "text/plain", "async\n", 6);
 }
 
+/* /early: the late header and the body, after the head was flushed. */
+static void early_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd, (void)what;
+    rq *x = arg;
+    httpd_resp_add_header(x->req, "X-Late", "2");
+    httpd_resp_start(x->req, -1);
+    httpd_resp_write(x->req, "late\n", 5);
+    httpd_resp_end(x->req);
+}
+
 static void handler(httpd_req *req, void *arg)
 {
     ts_server *ts = arg;
@@ -203,6 +214,16 @@ static void handler(httpd_req *req, void *arg)
     } else if (strcmp(path, "/async") == 0) {
         x->timer = evtimer_new(ts->base, async_cb, x);
         uint64_t ms = query_u64(q, "ms", 50);
+        struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
+        evtimer_add(x->timer, &tv);
+    } else if (strcmp(path, "/early") == 0) {
+        httpd_resp_set_status(req, 202);
+        httpd_resp_add_header(req, "X-Early", "1");
+        httpd_resp_flush_head(req);
+        if (httpd_resp_set_status(req, 500) != -EALREADY)
+            die("the status changed after the head was flushed");
+        x->timer = evtimer_new(ts->base, early_cb, x);
+        uint64_t ms = query_u64(q, "ms", 300);
         struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
         evtimer_add(x->timer, &tv);
     } else if (strcmp(path, "/abort") == 0) {

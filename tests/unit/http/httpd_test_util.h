@@ -17,6 +17,9 @@
  *                               writable callback
  *   /async?ms=N                 200 "async\n" N ms later (from a timer)
  *   /abort                      a chunked answer cut after 1000 bytes
+ *   /early?ms=N                 202 with X-Early: 1 flushed at once
+ *                               (httpd_resp_flush_head), then N ms later
+ *                               X-Late: 2 and a chunked "late\n"
  *   /file[?chunked=1]           the file ts->file_fd whole, in 64 KiB pieces
  *                               with httpd_resp_write_file
  * anything else is 404.

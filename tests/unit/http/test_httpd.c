@@ -625,6 +625,44 @@ static void test_head_and_http10(void **state)
     ts_stop(&ts);
 }
 
+/* A flushed head reaches the client before the handler has finished it;
+ * later headers and the body follow in the same answer. */
+static void test_flush_head_early(void **state)
+{
+    (void)state;
+    ts_server ts;
+    ts_start(&ts, NULL);
+    int fd = tc_connect(ts.port);
+    tc_sends(fd, "GET /early?ms=400 HTTP/1.1\r\nHost: x\r\n\r\n");
+    char buf[4096];
+    size_t n = 0;
+    int64_t t0 = h_now_ms();
+    while (!memmem(buf, n, "X-Early: 1\r\n", 12) && h_now_ms() - t0 < 20000) {
+        ssize_t k = recv(fd, buf + n, sizeof buf - n - 1, 0);
+        assert_true(k > 0);
+        n += (size_t)k;
+    }
+    buf[n] = 0;
+    assert_non_null(strstr(buf, "HTTP/1.1 202 Accepted\r\n"));
+    assert_null(strstr(buf, "\r\n\r\n")); /* the head is still open */
+    assert_null(strstr(buf, "X-Late"));
+    close(fd);
+    /* the whole answer, as a client reads it */
+    tc_resp resp;
+    fd = tc_connect(ts.port);
+    tc_reader *r = tc_reader_create(fd);
+    tc_sends(fd, "GET /early?ms=10 HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_int_equal(tc_read(r, &resp, false), 0);
+    assert_int_equal(resp.status, 202);
+    assert_string_equal(resp.transfer_encoding, "chunked");
+    assert_int_equal(resp.body_len, 5);
+    assert_memory_equal(resp.body, "late\n", 5);
+    tc_resp_free(&resp);
+    tc_reader_destroy(&r);
+    close(fd);
+    ts_stop(&ts);
+}
+
 static void test_abort_cuts_answer(void **state)
 {
     (void)state;
@@ -812,6 +850,7 @@ int main(void)
         cmocka_unit_test(test_client_vanishes_mid_body),
         cmocka_unit_test(test_head_limits),
         cmocka_unit_test(test_head_and_http10),
+        cmocka_unit_test(test_flush_head_early),
         cmocka_unit_test(test_abort_cuts_answer),
         cmocka_unit_test(test_timeouts),
         cmocka_unit_test(test_max_conns),

@@ -27,7 +27,8 @@ declare -A may=(
   [sink]="core table"
   [exec]="core io format/parquet format/text sql expr plan source sink table"
   [dist]="core io format/parquet format/text sql expr plan source sink exec table"
-  [cli]="core io format/parquet format/text sql expr plan source sink exec table dist"
+  [server]="core io format/parquet format/text sql expr plan source sink exec table dist"
+  [cli]="core io format/parquet format/text sql expr plan source sink exec table server dist"
 )
 
 # header name -> its folder under ingest/

@@ -104,6 +104,7 @@ static void test_parser_errors_have_line_and_column(void **state)
     parse_err("SELECT a FROM file('x') WHER a > 1", "line 1, column 30");
     parse_err("SELECT a,\n  b +\nFROM file('x')", "line 3, column 1");
     parse_err("SELECT 'abc FROM file('x')", "line 1, column");
+    parse_err("SELECT a FROM system.", "a table name after '.'");
     parse_err("SELECT a FROM t FINAL,", "expected");
     parse_err("CREATE TABLE t (a UInt8) ENGINE = MergeTree ORDER BY (a + 1)",
               "expressions in keys are not supported");
@@ -125,6 +126,41 @@ static void test_parser_errors_have_line_and_column(void **state)
         deep[o++] = '(';
     deep[o] = 0;
     parse_err(deep, "nested too deeply");
+}
+
+/* SELECT without FROM reads system.one; FROM [db.]table names a table. */
+static void test_parser_from_table_or_nothing(void **state)
+{
+    (void)state;
+    sql_stmt *s = parse_ok("SELECT 1, version()");
+    assert_null(s->from_fn);
+    assert_null(s->table);
+    assert_int_equal(s->n_items, 2);
+    sql_stmt_destroy(&s);
+    s = parse_ok("SELECT 'ping' FORMAT JSON");
+    assert_null(s->table);
+    assert_string_equal(s->format, "JSON");
+    sql_stmt_destroy(&s);
+    s = parse_ok("SELECT name FROM system.query_log AS q WHERE 1 LIMIT 2");
+    assert_null(s->from_fn);
+    assert_string_equal(s->table_db, "system");
+    assert_string_equal(s->table, "query_log");
+    assert_true(s->has_limit);
+    sql_stmt_destroy(&s);
+    s = parse_ok("SELECT * FROM `my db`.`t 1`");
+    assert_string_equal(s->table_db, "my db");
+    assert_string_equal(s->table, "t 1");
+    sql_stmt_destroy(&s);
+    s = parse_ok("SELECT * FROM hits h ORDER BY 1");
+    assert_null(s->table_db);
+    assert_string_equal(s->table, "hits");
+    assert_int_equal(s->n_order_by, 1);
+    sql_stmt_destroy(&s);
+    s = parse_ok("SELECT number FROM numbers(10)");
+    assert_string_equal(s->from_fn, "numbers");
+    assert_int_equal(s->n_from_args, 1);
+    sql_stmt_destroy(&s);
+    parse_err("SELECT 1 2", "expected");
 }
 
 /* CREATE TABLE, INSERT (SELECT, VALUES, FORMAT with its data), FROM a table,
@@ -210,6 +246,7 @@ int main(void)
         cmocka_unit_test(test_parser_precedence_and_names),
         cmocka_unit_test(test_parser_clauses),
         cmocka_unit_test(test_parser_errors_have_line_and_column),
+        cmocka_unit_test(test_parser_from_table_or_nothing),
         cmocka_unit_test(test_parser_table_statements),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
