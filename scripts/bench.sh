@@ -7,7 +7,7 @@
 #
 #   bash scripts/bench.sh NAME [args...]
 #   NAME: s3 | cached | ring | pagecache | blockstore | parquet | client | s3model | coldwarm | engine
-#         | http | table | tables | server
+#         | http | table | tables | server | cluster
 set -euo pipefail
 cd "$(dirname "$0")/.."
 declare -A bins=(
@@ -17,7 +17,7 @@ declare -A bins=(
   [s3model]=bench/s3model/s3model_bench [coldwarm]=bench/coldwarm/coldwarm
   [engine]=bench/engine/engine_bench [http]=bench/http/http_bench
   [table]=bench/table/table_bench [tables]=bench/tables/tables_bench
-  [server]=bench/server/server_bench.mjs)
+  [server]=bench/server/server_bench.mjs [cluster]=bench/cluster/cluster_bench.mjs)
 name=${1:-}
 if [[ -z $name || -z ${bins[$name]:-} ]]; then
   echo "usage: bash scripts/bench.sh NAME [args...]; NAME is one of: ${!bins[*]}" >&2
@@ -30,7 +30,7 @@ bin=${bins[$name]}
 target=$(basename "$bin")
 [[ $bin == *.mjs ]] && target=ringcache # a Node script: it runs the built programs
 cmake --build build/release -j "$(nproc)" --target "$target" ringcached s3model \
-  ringcache >/dev/null
+  ringcache netproxy >/dev/null
 export RINGCACHE_BUILD_DIR=$PWD/build/release RINGCACHE_SOURCE_DIR=$PWD \
        RINGCACHE_NODE_MODULES=$PWD/node_modules
 [[ $bin == *.mjs ]] && exec node "$bin" "$@"

@@ -141,7 +141,7 @@ int dist_query_run(const eng_ctx *ctx, const char *sql, size_t len, const dist_t
         return -EINVAL;
     }
     int n = q.cl->n_members;
-    uint64_t split = o && o->split_bytes ? o->split_bytes : 64ull << 20;
+    uint64_t split = o && o->split_bytes ? o->split_bytes : 8ull << 20;
     uint64_t grace = o && o->grace_ms ? o->grace_ms : 100;
     uint64_t deadline = o && o->deadline_ms ? o->deadline_ms : 120000;
     if (rep) {

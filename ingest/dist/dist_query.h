@@ -46,7 +46,7 @@ typedef struct dist_transport {
 } dist_transport;
 
 typedef struct dist_opts {
-    uint64_t split_bytes;   /* Parquet row-group ranges of about this; 0: 64 MiB */
+    uint64_t split_bytes;   /* Parquet row-group ranges of about this; 0: 8 MiB */
     uint64_t grace_ms;      /* an idle server steals after this; 0: 100 ms */
     uint64_t deadline_ms;   /* a unit in flight longer loses its server; 0: 120 s */
 } dist_opts;

@@ -4,6 +4,8 @@
  * the objects of a bucket, listed and opened through the caller's S3 access
  * (S3 directly or the cache client, eng_scan_env). Credentials in the call
  * are refused rather than ignored. The objects are scanned by src_files.c.
+ * A distributed query's worker, given one unit, opens that object by its key
+ * instead of listing the glob.
  */
 #include "src_int.h"
 
@@ -40,7 +42,18 @@ int src__s3_open(const eng_tf_call *c, const eng_scan_env *env, eng_source **out
         return -EINVAL;
     }
     flist fl = {0};
-    rc = env->list_s3(env->s3_impl, bucket, glob, s3_key_cb, &fl, err, errlen);
+    if (env->unit) {
+        /* a distributed query's unit: its one object, opened by its key (no
+         * listing: the initiator expanded the glob) */
+        rs_source *one;
+        rc = env->open_s3(env->s3_impl, bucket, env->unit->path, &one, err, errlen);
+        if (rc == 0) {
+            rc = src__flist_add(&fl, env->unit->path, rs_size(one));
+            rs_destroy(&one);
+        }
+    } else {
+        rc = env->list_s3(env->s3_impl, bucket, glob, s3_key_cb, &fl, err, errlen);
+    }
     if (rc == 0 && fl.n == 0) {
         snprintf(err, errlen, "no objects match '%s' (check the bucket, the prefix and the "
                               "glob)",
