@@ -666,7 +666,9 @@ static int64_t pf_size(void *arg, int u, bool allow_span, int *span)
     pthread_mutex_unlock(&f->mu);
     if (gen > 0 || !pf)
         return -1; /* re-planned: its units have nothing left to read */
-    if (allow_span && u == f->rg_first && f->n_rg > 1 && pf_small(s, fsize)) {
+    /* a small file read whole in one request, unless the query reads only some
+     * of its row groups (a distributed query's unit): then only their chunks */
+    if (allow_span && !s->env.unit && u == f->rg_first && f->n_rg > 1 && pf_small(s, fsize)) {
         *span = f->n_rg;
         return (int64_t)fsize;
     }
