@@ -5,6 +5,8 @@
  */
 #include "duck_compare.h"
 
+#include <errno.h>
+
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -100,3 +102,30 @@ bool dc_same_result(const char *name, char *got, char *want, bool sorted)
     return true;
 }
 
+
+int dc_gen_data(h_env *env, char *dir, size_t cap)
+{
+    h_env_path(env, dir, cap, "data");
+    char script[4096];
+    if (h_source_path(script, sizeof(script), "tests/integration/engine/gen.mjs") < 0)
+        return -1;
+    char *argv[] = {"node", script, dir, NULL};
+    h_proc *p;
+    int rc = h_proc_start(env, &p, "gen", argv, NULL, NULL, 0);
+    if (rc == -ENOENT)
+        h_skip("node is not installed (it runs the DuckDB oracle, gen.mjs)");
+    if (rc < 0)
+        return -1;
+    int st = h_proc_wait(p, 120000);
+    if (st == 77) {
+        h_proc_print_log_tail(p, 5);
+        h_skip("gen.mjs needs @duckdb/node-api (see its log above)");
+    }
+    if (st == 127)
+        h_skip("node is not installed (it runs the DuckDB oracle, gen.mjs)");
+    if (st != 0) {
+        h_proc_print_log_tail(p, 30);
+        return -1;
+    }
+    return 0;
+}

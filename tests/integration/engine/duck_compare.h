@@ -9,8 +9,15 @@
 #ifndef RINGCACHE_TESTS_DUCK_COMPARE_H
 #define RINGCACHE_TESTS_DUCK_COMPARE_H
 
-#include <stdbool.h>
+#include "harness.h"
 
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Runs gen.mjs into env's folder "data" (its path in dir): 0, -1 on a
+ * failure (its log's tail printed), or skips the test (77) without node or
+ * @duckdb/node-api. */
+int dc_gen_data(h_env *env, char *dir, size_t cap);
 /* The file's bytes, NUL-terminated (malloc'ed), or NULL when it cannot be read. */
 char *dc_slurp(const char *path);
 /* Whether the TSV texts got and want hold the same rows (both are cut up in
