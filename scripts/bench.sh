@@ -7,7 +7,8 @@
 #
 #   bash scripts/bench.sh NAME [args...]
 #   NAME: s3 | cached | ring | pagecache | blockstore | parquet | client | s3model | coldwarm | engine
-#         | http | table | tables | server | cluster
+#         | http | table | tables | threads | insert | s3api | server | sqlfn | netcopy
+#         | cluster
 set -euo pipefail
 cd "$(dirname "$0")/.."
 declare -A bins=(
@@ -16,8 +17,11 @@ declare -A bins=(
   [parquet]=bench/parquet/parquet_bench [client]=bench/client/client_bench
   [s3model]=bench/s3model/s3model_bench [coldwarm]=bench/coldwarm/coldwarm
   [engine]=bench/engine/engine_bench [http]=bench/http/http_bench
+  [netcopy]=bench/netcopy/netcopy_bench
   [table]=bench/table/table_bench [tables]=bench/tables/tables_bench
-  [server]=bench/server/server_bench.mjs [cluster]=bench/cluster/cluster_bench.mjs)
+  [threads]=bench/threads/threads_bench [insert]=bench/insert/insert_bench
+  [s3api]=bench/s3api/s3api_bench [server]=bench/server/server_bench.mjs
+  [sqlfn]=bench/engine/sqlfn_bench [cluster]=bench/cluster/cluster_bench.mjs)
 name=${1:-}
 if [[ -z $name || -z ${bins[$name]:-} ]]; then
   echo "usage: bash scripts/bench.sh NAME [args...]; NAME is one of: ${!bins[*]}" >&2

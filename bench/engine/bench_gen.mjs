@@ -18,6 +18,7 @@ import { createRequire } from 'node:module';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { medianSeconds } from '../duckdb.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const nm = process.env.RINGCACHE_NODE_MODULES || join(here, '..', '..', 'node_modules');
@@ -73,16 +74,7 @@ const status = (k) => {
   const m = readFileSync('/proc/self/status', 'utf8').match(new RegExp(`${k}:\\s+(\\d+) kB`));
   return m ? Number(m[1]) * 1024 : 0;
 };
-async function time(sql) {
-  const ts = [];
-  for (let r = 0; r < runs; r++) {
-    const t = process.hrtime.bigint();
-    await con.runAndReadAll(sql);
-    ts.push(Number(process.hrtime.bigint() - t) / 1e9);
-  }
-  ts.sort((a, b) => a - b);
-  return ts[Math.floor(ts.length / 2)];
-}
+const time = (sql) => medianSeconds(con, sql, runs);
 let out = '';
 await con.run(`SET threads = 1`);
 await con.runAndReadAll(Q.seed); // warm the OS page cache

@@ -69,21 +69,6 @@ static _Noreturn void die(const char *msg)
     exit(1);
 }
 
-static long long proc_status(const char *key)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    if (!f)
-        return 0;
-    char line[256];
-    long long v = 0;
-    size_t kl = strlen(key);
-    while (fgets(line, sizeof(line), f))
-        if (strncmp(line, key, kl) == 0 && line[kl] == ':')
-            v = atoll(line + kl + 1) * 1024;
-    fclose(f);
-    return v;
-}
-
 static double run_query(const eng_ctx *base, const char *sql, int threads, uint64_t *rows)
 {
     eng_ctx ctx = *base;
@@ -119,19 +104,11 @@ static double median(const eng_ctx *ctx, const char *sql, int threads)
 
 static double duck_value(const char *name)
 {
-    char path[4200], line[256];
+    char path[4200];
     snprintf(path, sizeof(path), "%s/duckdb.txt", dir);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        die("bench_gen.mjs wrote no duckdb.txt");
-    double v = -1;
-    size_t nl = strlen(name);
-    while (fgets(line, sizeof(line), f))
-        if (strncmp(line, name, nl) == 0 && line[nl] == ' ')
-            v = atof(line + nl + 1);
-    fclose(f);
+    double v = bench_file_figure(path, name);
     if (v < 0)
-        die("duckdb.txt lacks a measurement");
+        die("duckdb.txt (bench_gen.mjs) lacks a measurement");
     return v;
 }
 
@@ -342,10 +319,10 @@ int main(int argc, char **argv)
         fputs("5", cr);
         fclose(cr);
     }
-    long long base = proc_status("VmRSS");
+    long long base = bench_status_bytes("VmRSS");
     uint64_t nrows = 0;
     run_query(&ctx, seed, 2, &nrows);
-    double mem_ours = (double)(proc_status("VmHWM") - base);
+    double mem_ours = (double)(bench_status_bytes("VmHWM") - base);
 
     double s1 = median(&ctx, seed, 1), s2 = median(&ctx, seed, 2);
     double su = median(&ctx, sum, 2), pr = median(&ctx, pruned, 2);

@@ -25,14 +25,24 @@
  *                           sum        [f64 | i64]        (by the result type)
  *                           avg        [f64 float sum][i64 integer sum][u64 count]
  *                           uniq(Exact) [u8 has zero][u32 n][n x u64 value hashes]
- *                           min/max/any, when seen: [u32 len][bytes] | [f64] | [i64]
+ *                           min/max/any/anyLast, when seen: [u32 len][bytes] | [f64] | [i64]
+ *                           quantile(Exact) [u32 n][n x u64 values (i64 or f64 bits)]
+ *                           var/stddev [u64 count][f64 mean][f64 m2]
+ *                           corr       [u64 count][f64 mean x][f64 m2 x][f64 mean y]
+ *                                      [f64 m2 y][f64 co-moment]
+ *                           argMin/argMax, when seen: [key: u32 len][bytes] | [u64]
+ *                                      then the value as min/max's
+ *                           -Distinct  (any aggregate) [u8 has zero][u32 n][n x u64 value bits]
+ *                           -If        the aggregate's own state
  *   kind 2, rows:       [u32 columns] per column [6 bytes: its type]
  *                       [u32 rows] per column: [rows x u8 null] then per row
  *                         [u32 len][bytes] | [f64] | [i64]   (nothing for NULL-typed)
  *
  * Partial aggregates are exact: sums and counts add, avg carries its sums
  * and count, uniq and uniqExact carry the set of value hashes (as the
- * threads of one server merge them), min/max/any their value.
+ * threads of one server merge them), min/max/any their value, quantiles
+ * every value, the moments Welford's (merged by Chan's formulas), argMin /
+ * argMax their key and value, -Distinct the set of distinct values.
  *
  * Thread-safety: the functions are reentrant; a pstate belongs to the
  * calling thread.

@@ -92,6 +92,8 @@ typedef struct eng_ctx {
     eng_list_fn list_s3;       /* NULL: s3() fails with a sentence saying why */
     eng_open_fn open_s3;
     void *s3_impl;
+    eng_s3_as_fn s3_as;        /* a source's own credentials (s3(url, key, secret),
+                                  NOSIGN); NULL: such sources fail, saying why */
     FILE *out;                 /* result bytes (borrowed), when writer is NULL */
     const eng_writer *writer;  /* where result bytes go (borrowed); NULL: out */
     eng_open_sink_fn open_sink; /* NULL: the format's sink on writer / out */
@@ -99,6 +101,11 @@ typedef struct eng_ctx {
     eng_format format;         /* when the query has no FORMAT clause */
     FILE *progress;            /* a progress line every 100 ms; NULL: none */
     int max_threads;           /* default for the setting; 0: the cores */
+    /* Called after each statement's summary, on the same FILE, to add lines
+     * of the caller's (the CLI: where the bytes came from with --cache);
+     * NULL: none. On the thread running the statement. */
+    void (*summary_more)(void *arg, FILE *f);
+    void *summary_arg;
     /* What a server adds (all may be NULL / 0): */
     const eng_settings *settings; /* the query's settings before its SETTINGS
                                      clause (max_threads 0: as above) */
@@ -159,5 +166,9 @@ int eng_run(const eng_ctx *ctx, const char *sql, size_t len, FILE *summary, eng_
 /* Writes "N rows in set. Elapsed: X sec. Processed R rows, B (r rows/s., b/s.)\n
  * Peak memory usage: M." to f. */
 void eng_print_summary(FILE *f, const eng_result *r);
+
+/* Bytes as the summary writes them, in powers of 1000 as ClickHouse does:
+ * "512 B", "40.00 MB". Always NUL-terminates when cap > 0. */
+void eng_format_bytes(double v, char *buf, size_t cap);
 
 #endif /* RINGCACHE_ENG_H */

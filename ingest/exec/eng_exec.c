@@ -190,8 +190,8 @@ int eng__stmt_source(equery *q, const sql_stmt *st, char *err, size_t errlen)
 {
     const eng_ctx *ctx = q->ctx;
     eng_scan_env env = {&q->mem, &q->set, ctx->list_s3, ctx->open_s3, ctx->s3_impl,
-                        &q->stats, &q->stop, ctx->warehouse, ctx->database, ctx->unit,
-                        ctx->clusters, ctx->n_clusters};
+                        &q->stats, &q->stop, ctx->s3_as, ctx->warehouse, ctx->database,
+                        ctx->unit, ctx->clusters, ctx->n_clusters};
     if (!st->from_fn && !st->table)
         return eng_system_table_open("one", &env, &q->src, err, errlen);
     if (!st->from_fn)
@@ -416,8 +416,11 @@ static int run_stmt(const eng_ctx *ctx, const sql_stmt *st, FILE *summary, eng_r
     if (rc < 0)
         r.code = eng_error_classify(q->stage, rc, err);
     eng__live_update(q);
-    if (rc == 0 && summary)
+    if (rc == 0 && summary) {
         eng_print_summary(summary, &r);
+        if (ctx->summary_more)
+            ctx->summary_more(ctx->summary_arg, summary);
+    }
     if (res)
         *res = r;
     eng__query_free(q);

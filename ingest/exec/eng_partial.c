@@ -119,9 +119,15 @@ uint64_t eng_pstate_fingerprint(const eng_pstate *ps)
     for (int k = 0; k < p->n_keys; k++)
         fp_type(&h, &p->keys[k]->t);
     for (int a = 0; a < p->n_aggs; a++) {
-        uint8_t fn = (uint8_t)p->aggs[a].fn;
-        XXH3_64bits_update(&h, &fn, 1);
-        fp_type(&h, &p->aggs[a].t);
+        const eng_agg *ag = &p->aggs[a];
+        uint8_t fn[3] = {(uint8_t)ag->fn, ag->distinct, ag->cond != NULL};
+        XXH3_64bits_update(&h, fn, sizeof(fn));
+        XXH3_64bits_update(&h, &ag->level, sizeof(ag->level));
+        fp_type(&h, &ag->t);
+        if (ag->arg)
+            fp_type(&h, &ag->arg->t);
+        if (ag->arg2)
+            fp_type(&h, &ag->arg2->t);
     }
     for (int k = 0; k < eng__n_res_cols(p); k++)
         fp_type(&h, &ps->q->rtypes[k]);

@@ -30,6 +30,12 @@
 
 typedef enum eng_agg_fn {
     AG_COUNT = 1, AG_SUM, AG_AVG, AG_MIN, AG_MAX, AG_UNIQ, AG_ANY,
+    AG_ANYLAST,
+    AG_QUANTILE,        /* every value kept; linear interpolation at level * (n - 1) */
+    AG_QUANTILE_EXACT,  /* every value kept; the value at index floor(level * n) */
+    AG_VAR_POP, AG_VAR_SAMP, AG_STDDEV_POP, AG_STDDEV_SAMP, /* Welford's moments */
+    AG_CORR,            /* arg and arg2: Pearson's coefficient */
+    AG_ARGMIN, AG_ARGMAX, /* arg at the least / greatest arg2 */
 } eng_agg_fn;
 
 typedef struct eng_agg {
@@ -37,6 +43,10 @@ typedef struct eng_agg {
     bx *arg;            /* NULL for count() */
     ex_type t;          /* result type */
     sql_node *node;     /* the AST it came from (for dedup) */
+    bx *arg2;           /* the second argument (corr, argMin, argMax), or NULL */
+    bx *cond;           /* the -If combinator's condition, or NULL */
+    bool distinct;      /* the -Distinct combinator: each distinct value once */
+    double level;       /* quantile's level, 0..1 */
 } eng_agg;
 
 /* ---- plan ------------------------------------------------------------------ */
@@ -51,6 +61,7 @@ typedef struct eng_order {
     bx *e;
     bool desc;
     bool nulls_first;
+    bool by_only;        /* a LIMIT BY key (after the sort keys): carried, not sorted on */
 } eng_order;
 
 typedef struct eng_prune {
@@ -88,6 +99,13 @@ typedef struct eng_plan {
     int n_order;
     bool has_limit;
     int64_t limit, offset;
+    /* LIMIT BY: the last n_limit_by entries of order[] are its keys; the rows
+     * of each key past limit_by_offset + limit_by_n are dropped after ORDER BY.
+     * With LIMIT BY, has_limit is false and the LIMIT after it is here. */
+    int n_limit_by;
+    int64_t limit_by_n, limit_by_offset;
+    bool lb_has_limit;
+    int64_t lb_limit, lb_offset;
     eng_prune *prune;
     int n_prune;
 } eng_plan;

@@ -13,12 +13,14 @@
  * (eng_table.c: the table of the warehouse, its columns, the part sink, one
  * committed log version) and reads the data from the body as eng_ctx's input
  * stream: JSONEachRow, CSV[WithNames], TSV / TabSeparated[WithNames],
- * Parquet. INSERT ... SELECT and INSERT ... VALUES carry their data in the
+ * Parquet, and JSONCompactEachRow (the JS client's default for insert()),
+ * whose rows become JSONEachRow objects here with the columns' names. INSERT ... SELECT and INSERT ... VALUES carry their data in the
  * statement: the engine parses them whole.
  */
 #include "srv_int.h"
 
 #include <ctype.h>
+#include <event2/buffer.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -204,6 +206,160 @@ int srv_insert_parse_whole(const char *text, size_t len, bool whole, srv_insert_
 
 /* ---- the whole INSERT ----------------------------------------------------------------------- */
 
+/* ---- JSONCompactEachRow, as the JS client's insert() sends by default ------------------- */
+
+/* One JSONCompactEachRow line [v1, v2, ...] as a JSONEachRow object with
+ * the names, into out (evbuffer). 0, -EBADMSG (not an array of n values). */
+static int compact_line(const char *p, size_t n, char *const *names, int n_names,
+                        struct evbuffer *out)
+{
+    size_t i = 0;
+    while (i < n && isspace((unsigned char)p[i]))
+        i++;
+    if (i == n)
+        return 0; /* a blank line */
+    if (p[i] != '[')
+        return -EBADMSG;
+    i++;
+    evbuffer_add(out, "{", 1);
+    int k = 0;
+    for (;;) {
+        while (i < n && isspace((unsigned char)p[i]))
+            i++;
+        if (i < n && p[i] == ']' && k == 0)
+            break;
+        size_t start = i;
+        int depth = 0;
+        bool str = false;
+        for (; i < n; i++) {
+            char c = p[i];
+            if (str) {
+                if (c == '\\')
+                    i++;
+                else if (c == '"')
+                    str = false;
+                continue;
+            }
+            if (c == '"')
+                str = true;
+            else if (c == '[' || c == '{')
+                depth++;
+            else if (c == ']' || c == '}') {
+                if (depth == 0)
+                    break;
+                depth--;
+            } else if (c == ',' && depth == 0)
+                break;
+        }
+        if (i >= n || k >= n_names)
+            return -EBADMSG;
+        evbuffer_add_printf(out, "%s\"%s\":", k ? "," : "", names[k]);
+        evbuffer_add(out, p + start, i - start);
+        k++;
+        if (p[i] == ']')
+            break;
+        i++;
+    }
+    i++;
+    while (i < n && isspace((unsigned char)p[i]))
+        i++;
+    if (i != n || k != n_names)
+        return -EBADMSG;
+    evbuffer_add(out, "}\n", 2);
+    return 0;
+}
+
+typedef struct compact_in {
+    srv_query *q;
+    char **names;                      /* JSON-escaped column names */
+    int n;
+    struct evbuffer *raw, *conv;
+    bool eof;
+    int rc;
+} compact_in;
+
+/* eng_ctx.input_read over the body: whole lines converted. */
+static int64_t compact_read(void *arg, void *buf, size_t len)
+{
+    compact_in *c = arg;
+    while (evbuffer_get_length(c->conv) == 0 && !c->eof && c->rc == 0) {
+        char tmp[65536], e[256];
+        ssize_t got = srv_query_read_body(c->q, tmp, sizeof(tmp), e, sizeof(e));
+        if (got < 0) {
+            c->rc = (int)got;
+            break;
+        }
+        if (got > 0) {
+            atomic_fetch_add(&c->q->written_bytes, (uint64_t)got);
+            evbuffer_add(c->raw, tmp, (size_t)got);
+        } else {
+            c->eof = true;
+            if (evbuffer_get_length(c->raw))
+                evbuffer_add(c->raw, "\n", 1);
+        }
+        size_t nl;
+        struct evbuffer_ptr at;
+        while ((at = evbuffer_search(c->raw, "\n", 1, NULL)).pos >= 0 && c->rc == 0) {
+            nl = (size_t)at.pos;
+            char *line = (char *)evbuffer_pullup(c->raw, (ssize_t)nl + 1);
+            if (compact_line(line, nl, c->names, c->n, c->conv) < 0)
+                c->rc = -EBADMSG;
+            evbuffer_drain(c->raw, nl + 1);
+        }
+    }
+    if (evbuffer_get_length(c->conv))
+        return evbuffer_remove(c->conv, buf, len);
+    return c->rc;
+}
+
+/* The columns the rows carry: the INSERT's list, else the table's. */
+static int compact_names(srv_query *q, const srv_insert_head *h, const char *db,
+                         compact_in *c, char *err, size_t errlen)
+{
+    const char *list[64];
+    int n = 0;
+    tb_table *t = NULL;
+    tb_snapshot *snap = NULL;
+    if (h->n_cols) {
+        for (int i = 0; i < h->n_cols; i++)
+            list[n++] = h->cols[i];
+    } else {
+        tb_wh wh;
+        srv_wh_for(q->s, q->cache->rc, &wh);
+        int rc = tb_wh_open(&wh, db, h->table, false, &t, err, errlen);
+        if (rc == 0)
+            rc = tb_table_snapshot(t, &snap, err, errlen);
+        if (rc < 0) {
+            tb_table_destroy(&t);
+            return rc == -ENOENT ? ENG_E_UNKNOWN_TABLE : ENG_E_STD_EXCEPTION;
+        }
+        for (uint32_t i = 0; i < snap->schema.n_cols && n < 64; i++)
+            list[n++] = snap->schema.cols[i].name;
+    }
+    c->names = calloc((size_t)n + 1, sizeof(char *));
+    for (int i = 0; c->names && i < n; i++) {
+        size_t l = strlen(list[i]);
+        char *e = malloc(2 * l + 1), *o = e;
+        for (size_t k = 0; e && k < l; k++) {
+            if (list[i][k] == '"' || list[i][k] == '\\')
+                *o++ = '\\';
+            *o++ = list[i][k];
+        }
+        if (e)
+            *o = 0;
+        c->names[c->n++] = e;
+        if (!e)
+            break;
+    }
+    tb_snapshot_destroy(&snap);
+    tb_table_destroy(&t);
+    if (!c->names || (n && !c->names[n - 1])) {
+        snprintf(err, errlen, "out of memory");
+        return ENG_E_MEMORY_LIMIT_EXCEEDED;
+    }
+    return 0;
+}
+
 int srv_insert_run(srv_query *q, const srv_insert_head *h, const char *sql, size_t len,
                    char *err, size_t errlen)
 {
@@ -223,5 +379,43 @@ int srv_insert_run(srv_query *q, const srv_insert_head *h, const char *sql, size
                  db, h->table);
         return ENG_E_UNKNOWN_TABLE;
     }
-    return srv_run_engine(q, sql, len, true, err, errlen);
+    if (strcasecmp(h->format, "JSONCompactEachRow") != 0)
+        return srv_run_engine(q, sql, len, true, err, errlen);
+    /* the engine reads JSONEachRow: the rows become objects on the way */
+    compact_in c = {q, NULL, 0, evbuffer_new(), evbuffer_new(), false, 0};
+    int code = c.raw && c.conv ? compact_names(q, h, db, &c, err, errlen)
+                               : ENG_E_MEMORY_LIMIT_EXCEEDED;
+    if (!code) {
+        char *stmt = NULL;
+        size_t sl = 0;
+        FILE *f = open_memstream(&stmt, &sl);
+        if (f) {
+            fprintf(f, "INSERT INTO `%s`.`%s` (", db, h->table);
+            for (int i = 0; i < c.n; i++)
+                fprintf(f, "%s`%s`", i ? ", " : "", c.names[i]);
+            fprintf(f, ") FORMAT JSONEachRow");
+            fclose(f);
+        }
+        if (!f || !stmt) {
+            snprintf(err, errlen, "out of memory");
+            code = ENG_E_MEMORY_LIMIT_EXCEEDED;
+        } else {
+            code = srv_run_engine_input(q, stmt, sl, compact_read, &c, err, errlen);
+            if (c.rc == -EBADMSG) {
+                snprintf(err, errlen, "Cannot parse input: a JSONCompactEachRow row is not an "
+                                      "array of %d values (the table's columns, or the INSERT's "
+                                      "list)", c.n);
+                code = ENG_E_CANNOT_PARSE_INPUT_ASSERTION_FAILED;
+            }
+        }
+        free(stmt);
+    }
+    for (int i = 0; i < c.n; i++)
+        free(c.names[i]);
+    free(c.names);
+    if (c.raw)
+        evbuffer_free(c.raw);
+    if (c.conv)
+        evbuffer_free(c.conv);
+    return code;
 }

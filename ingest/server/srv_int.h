@@ -242,7 +242,8 @@ struct srv_query {
     _Atomic int cancel;
     _Atomic int cancel_why;
     _Atomic uint64_t written_rows, written_bytes;
-    char kind[16];                     /* Select, Insert, ... (the query thread) */
+    char kind[16];                     /* Select, Insert, ... (the query thread, under
+                                          srv.mu: system.processes reads it) */
     bool logged_start;                 /* QueryStart is in the log (the thread, then done) */
     /* bridge: under mu */
     pthread_mutex_t mu;
@@ -466,6 +467,9 @@ int srv_insert_run(srv_query *q, const srv_insert_head *h, const char *sql, size
  * data from q->in): 0 or a ClickHouse code with a sentence (srv_query.c). */
 int srv_run_engine(srv_query *q, const char *sql, size_t len, bool input, char *err,
                    size_t errlen);
+/* The same with the INSERT's data from read(read_arg, ...) (NULL: none). */
+int srv_run_engine_input(srv_query *q, const char *sql, size_t len, eng_input_fn read,
+                         void *read_arg, char *err, size_t errlen);
 
 /* ---- background pool (srv_pool.c) --------------------------------------------------- */
 

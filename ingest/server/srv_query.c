@@ -229,6 +229,12 @@ static int64_t input_read(void *arg, void *buf, size_t len)
 int srv_run_engine(srv_query *q, const char *sql, size_t len, bool input, char *err,
                    size_t errlen)
 {
+    return srv_run_engine_input(q, sql, len, input ? input_read : NULL, q, err, errlen);
+}
+
+int srv_run_engine_input(srv_query *q, const char *sql, size_t len, eng_input_fn read,
+                         void *read_arg, char *err, size_t errlen)
+{
     srv *s = q->s;
     eng_settings es;
     int code = srv_qset_engine(&q->set, &es, err, errlen);
@@ -256,10 +262,8 @@ int srv_run_engine(srv_query *q, const char *sql, size_t len, bool input, char *
         srv_wh_for(s, q->cache->rc, &q->wh);
         ctx.warehouse = &q->wh;
     }
-    if (input) {
-        ctx.input_read = input_read;
-        ctx.input_arg = q;
-    }
+    ctx.input_read = read;
+    ctx.input_arg = read_arg;
     ctx.clusters = s->clusters.c;
     ctx.n_clusters = s->clusters.n;
     if (q->dist_unit)
@@ -325,10 +329,14 @@ static void set_kind(srv_query *q, const char *w)
         {"KILL", "KillQuery"}, {"SYSTEM", "System"}, {"OPTIMIZE", "Optimize"},
         {"EXPLAIN", "Explain"},
     };
-    snprintf(q->kind, sizeof(q->kind), "Other");
+    const char *kind = "Other";
     for (size_t i = 0; i < sizeof(tab) / sizeof(tab[0]); i++)
         if (strcmp(w, tab[i].w) == 0)
-            snprintf(q->kind, sizeof(q->kind), "%s", tab[i].kind);
+            kind = tab[i].kind;
+    /* system.processes reads it under the server's lock */
+    pthread_mutex_lock(&q->s->mu);
+    snprintf(q->kind, sizeof(q->kind), "%s", kind);
+    pthread_mutex_unlock(&q->s->mu);
 }
 
 /* Statements that change something: refused in readonly mode. A word that
@@ -378,7 +386,7 @@ static bool table_exists(srv_query *q, const char *db, const char *name)
     tb_wh wh;
     if (q->s->wh_set)
         srv_wh_for(q->s, q->cache->rc, &wh);
-    eng_scan_env env = {&mem, &es, NULL, NULL, NULL, &st, &stop,
+    eng_scan_env env = {&mem, &es, NULL, NULL, NULL, &st, &stop, NULL,
                         q->s->wh_set ? &wh : NULL, q->database, NULL, NULL, 0};
     eng_source *src = NULL;
     char err[ENG_MSG_MAX];
@@ -489,12 +497,11 @@ static int run_admin(srv_query *q, const sql_admin *a, char *err, size_t errlen)
             snprintf(err, errlen, "Database %s does not exist", a->name);
             return ENG_E_UNKNOWN_DATABASE;
         }
+        pthread_mutex_lock(&q->s->mu); /* system.processes reads q->database */
         snprintf(q->database, sizeof(q->database), "%s", a->name);
-        if (q->session) {
-            pthread_mutex_lock(&q->s->mu);
+        if (q->session)
             snprintf(q->session->database, sizeof(q->session->database), "%s", a->name);
-            pthread_mutex_unlock(&q->s->mu);
-        }
+        pthread_mutex_unlock(&q->s->mu);
         return 0;
     case SQL_ADMIN_SET:
         return run_set(q, a, err, errlen);

@@ -66,7 +66,7 @@ static const met_def srv_metric_defs[SRV_M_N] = {
     [SRV_M_REJECTED] = {"ringcache_server_queries_rejected_total", "queries refused over max_concurrent_queries", MET_COUNTER, NULL},
     [SRV_M_CANCELLED] = {"ringcache_server_queries_cancelled_total", "queries cancelled (client gone, KILL QUERY, max_execution_time)", MET_COUNTER, NULL},
     [SRV_M_CACHE_DROPS] = {"ringcache_server_page_cache_drops_total", "SYSTEM DROP PAGE CACHE", MET_COUNTER, NULL},
-    [SRV_M_MERGES] = {"ringcache_server_background_runs_total", "rounds of background work (merges)", MET_COUNTER, NULL},
+    [SRV_M_MERGES] = {"ringcache_server_merges_total", "table merges the background pool committed", MET_COUNTER, NULL},
     [SRV_M_MERGE_ERRORS] = {"ringcache_server_background_failures_total", "rounds of background work that failed", MET_COUNTER, NULL},
     [SRV_M_QUERY_US] = {"ringcache_server_query_seconds", "time from a query's request to its end", MET_HISTOGRAM, NULL},
 };

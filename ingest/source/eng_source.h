@@ -103,6 +103,7 @@ typedef struct eng_scan_env {
     void *s3_impl;
     eng_scan_stats *stats;
     _Atomic int *stop;         /* non-zero: the query is stopping (LIMIT, error) */
+    eng_s3_as_fn s3_as;        /* S3 with a source's own credentials; NULL: none */
     const tb_wh *wh;           /* where tables live; NULL: no tables */
     const char *database;      /* the current database; NULL: default */
     const eng_unit *unit;      /* a distributed query's unit: read only it; NULL: all */

@@ -37,7 +37,8 @@ static int rows_plan(eng_source *b, const eng_plan *p, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         return -ENOMEM;
     }
-    memcpy(s->need, p->need, sizeof(int) * (size_t)p->n_need);
+    if (p->n_need > 0) /* count(): no column needed, p->need may be NULL */
+        memcpy(s->need, p->need, sizeof(int) * (size_t)p->n_need);
     s->n_need = p->n_need;
     return (int)((s->n + ROWS_BLOCK - 1) / ROWS_BLOCK);
 }

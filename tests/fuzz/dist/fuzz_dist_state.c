@@ -2,7 +2,8 @@
  *
  * fuzz_dist_state.c: arbitrary bytes as a worker's partial state. The first
  * byte picks one of a few statements over a small CSV file written at start
- * (every aggregate, keys of every kind, no GROUP BY, a top N, plain rows);
+ * (every aggregate, keys of every kind, no GROUP BY, a top N, plain rows,
+ * the states of quantiles, moments, argMin/argMax and the combinators);
  * the rest goes to dist_state_merge (envelope and body) and, past the
  * envelope's size, straight to eng_pstate_merge (the body alone, so the
  * fingerprint does not guard it). A merge that succeeds must finish and
@@ -22,8 +23,8 @@
 
 static char dir[64], csv[128];
 static FILE *devnull;
-static char sqls[5][1024];
-#define N_SQL 5
+static char sqls[6][1024];
+#define N_SQL 6
 
 static void cleanup(void)
 {
@@ -82,6 +83,12 @@ static void init(void)
     snprintf(sqls[3], sizeof(sqls[3]),
              "SELECT s, a, f, n FROM file('%s') ORDER BY a DESC, s LIMIT 3 OFFSET 1", csv);
     snprintf(sqls[4], sizeof(sqls[4]), "SELECT s, a + 1, d, n FROM file('%s') WHERE a > 1", csv);
+    snprintf(sqls[5], sizeof(sqls[5]),
+             "SELECT s, quantile(0.5)(f), quantileExact(0.9)(a), median(n), varPop(f), "
+             "stddevSamp(a), corr(a, f), argMin(s, f), argMax(f, s), argMax(d, a), "
+             "sumDistinct(a), avgDistinct(f), count(DISTINCT s), countIf(a > 1), "
+             "sumIf(f, a > 1), anyLast(n) FROM file('%s') GROUP BY s ORDER BY s",
+             csv);
     const char *seeds = getenv("RINGCACHE_DIST_FUZZ_SEEDS");
     if (seeds)
         write_seeds(seeds);

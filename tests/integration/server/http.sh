@@ -73,7 +73,7 @@ header() { # NAME: its value in $head
   grep -i "^$1:" <<<"$head" | head -1 | sed -E 's/^[^:]*: ?//'
 }
 
-start main --max-concurrent-queries 4 --max-body-size 1MiB --request-timeout 1s
+start main --max-concurrent-queries 4 --max-body-size 1MiB --request-timeout 1s --drain-timeout 10m
 U=http://127.0.0.1:$port_main
 
 # ---- routes ------------------------------------------------------------------------
@@ -288,11 +288,11 @@ grep -qE '^ts=[0-9T:.-]+Z? level=info msg="query failed" query_id=my-q-bad code=
   ok "logfmt log lines with the query id" || fail "no logfmt line for my-q-bad in $(tail -3 "$tmp/main.log")"
 
 # ---- SIGTERM: the running query finishes, then exit 0 ----------------------------------------
-curl -s -o "$tmp/drain" "$U/?query=SELECT+count()+FROM+numbers(3000000000)&max_threads=1" &
+curl -s -o "$tmp/drain" "$U/?query=SELECT+count()+FROM+numbers(1000000000)&max_threads=1" &
 bgp=$!
 pids+=($bgp)
 for _ in $(seq 100); do
-  r "$U/?query=SELECT+count()+FROM+system.processes+WHERE+query+LIKE+'%25numbers(3000000000)%25'"
+  r "$U/?query=SELECT+count()+FROM+system.processes+WHERE+query+LIKE+'%25numbers(1000000000)%25'"
   [[ $body == 1 ]] && break
   sleep 0.05
 done
@@ -300,7 +300,7 @@ kill -TERM "$pid_main"
 wait "$pid_main"
 eq "$?" "0" "SIGTERM: exit 0 after the drain"
 wait "$bgp"
-eq "$(cat "$tmp/drain")" "3000000000" "the running query finished first"
+eq "$(cat "$tmp/drain")" "1000000000" "the running query finished first"
 for p in auth auth2 cfg; do
   v=pid_$p
   kill -TERM "${!v}"; wait "${!v}"; eq "$?" "0" "$p exits 0"

@@ -10,7 +10,7 @@
 // have grown past the one measured after a warm-up by more than a bound
 // (flat: no leak per query), and the server exits 0 on SIGTERM.
 import fs from 'node:fs';
-import { check, failed, requireClient, startServer, tail, tempDir } from './srvutil.mjs';
+import { check, finish, requireClient, startServer, tempDir } from './srvutil.mjs';
 
 const argv = process.argv.slice(2);
 const arg = (name, def) => {
@@ -125,11 +125,4 @@ check(greedy.n >= 1 && greedy.limited === greedy.n,
   `each query over its max_memory_usage failed alone with MEMORY_LIMIT_EXCEEDED (${greedy.limited}/${greedy.n}) ${greedy.other}`);
 // flat: at most 64 MiB or 50 % more than after the warm-up (the page cache is 64 MiB)
 check(rss1 <= Math.max(rss0 * 1.5, rss0 + 65536), `memory flat: ${rss0} -> ${rss1} KiB`);
-const code = await srv.stop();
-check(code === 0, `the server exits 0 after SIGTERM (${code})`);
-if (failed()) {
-  console.log(tail(srv.log));
-  process.exit(1);
-}
-console.log('all passed');
-process.exit(0);
+await finish(srv);

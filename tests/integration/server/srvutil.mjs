@@ -135,3 +135,17 @@ export function failed() {
   return failures;
 }
 export { sleep };
+
+// The end of a test: SIGTERM must stop the server with exit 0; then the
+// verdict (the server log's tail on a failure) and the exit, which stops the
+// S3 server and whatever else is left.
+export async function finish(srv) {
+  const code = await srv.stop();
+  check(code === 0, `the server exits 0 after SIGTERM (${code})`);
+  if (failures) {
+    console.log(tail(srv.log));
+    process.exit(1);
+  }
+  console.log('all passed');
+  process.exit(0);
+}

@@ -272,8 +272,8 @@ static void test_s3cluster_arguments_and_settings(void **state)
     expect_error("SELECT count() FROM s3Cluster(default, 's3://bucket/x/*.parquet')",
                  "s3Cluster takes the cluster's name", NULL);
     /* a known cluster goes on to s3()'s arguments and S3 access */
-    expect_error("SELECT count() FROM s3Cluster('default', 's3://bucket/x/*.parquet', 'k', 's')",
-                 "credentials in s3() are not supported", NULL);
+    expect_error("SELECT count() FROM s3Cluster('default', 's3://bucket/x/*.parquet', 'k', '')",
+                 "s3()'s secret is empty", NULL);
     expect_error("SELECT count() FROM s3Cluster('default', 's3://bucket/x/*.parquet')",
                  "no S3 client configured", NULL);
     expect_error("SELECT 1 FROM system.clusters SETTINGS parallel_distributed_insert_select = 1",
