@@ -8,6 +8,7 @@
 #   bash scripts/bench.sh NAME [args...]
 #   NAME: s3 | cached | ring | pagecache | blockstore | parquet | client | s3model | coldwarm | engine
 #         | http | table | tables | threads | insert | s3api | server | sqlfn | netcopy
+#         | cluster
 set -euo pipefail
 cd "$(dirname "$0")/.."
 declare -A bins=(
@@ -20,7 +21,7 @@ declare -A bins=(
   [table]=bench/table/table_bench [tables]=bench/tables/tables_bench
   [threads]=bench/threads/threads_bench [insert]=bench/insert/insert_bench
   [s3api]=bench/s3api/s3api_bench [server]=bench/server/server_bench.mjs
-  [sqlfn]=bench/engine/sqlfn_bench)
+  [sqlfn]=bench/engine/sqlfn_bench [cluster]=bench/cluster/cluster_bench.mjs)
 name=${1:-}
 if [[ -z $name || -z ${bins[$name]:-} ]]; then
   echo "usage: bash scripts/bench.sh NAME [args...]; NAME is one of: ${!bins[*]}" >&2
@@ -33,7 +34,7 @@ bin=${bins[$name]}
 target=$(basename "$bin")
 [[ $bin == *.mjs ]] && target=ringcache # a Node script: it runs the built programs
 cmake --build build/release -j "$(nproc)" --target "$target" ringcached s3model \
-  ringcache >/dev/null
+  ringcache netproxy >/dev/null
 export RINGCACHE_BUILD_DIR=$PWD/build/release RINGCACHE_SOURCE_DIR=$PWD \
        RINGCACHE_NODE_MODULES=$PWD/node_modules
 [[ $bin == *.mjs ]] && exec node "$bin" "$@"

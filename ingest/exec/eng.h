@@ -130,6 +130,13 @@ typedef struct eng_ctx {
     size_t input_len;
     eng_input_fn input_read;
     void *input_arg;
+    /* a distributed query's work unit (ingest/dist/): the FROM reads only
+     * it; NULL: everything */
+    const eng_unit *unit;
+    /* the clusters of compute servers this process knows (s3Cluster,
+     * system.clusters); borrowed */
+    const eng_cluster *clusters;
+    int n_clusters;
 } eng_ctx;
 
 /* What a finished query did (for the summary line). */

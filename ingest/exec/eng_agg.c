@@ -1695,3 +1695,281 @@ int agg_tab_finish(agg_tab *t, ex_vec *out, char *err, size_t errlen)
     }
     return (int)n;
 }
+
+/* ---- the wire (dist/dist_state.h draws the layout) ---- */
+
+/* Whether kl bytes at k are a key of the plan's key columns, as key_put
+ * writes them (agg_tab_finish decodes keys without checks). */
+static bool key_valid(const eng_plan *p, const uint8_t *k, uint32_t kl)
+{
+    uint32_t o = 0;
+    for (int c = 0; c < p->n_keys; c++) {
+        if (o >= kl)
+            return false;
+        uint8_t nul = k[o++];
+        if (nul > 1)
+            return false;
+        if (nul)
+            continue;
+        if (p->keys[c]->t.kind == EX_STRING) {
+            if (c == p->n_keys - 1)
+                return true; /* the last string runs to the end */
+            if (kl - o < 4)
+                return false;
+            uint32_t l;
+            memcpy(&l, k + o, 4);
+            o += 4;
+            if (l > kl - o)
+                return false;
+            o += l;
+        } else {
+            if (kl - o < 8)
+                return false;
+            o += 8;
+        }
+    }
+    return o == kl;
+}
+
+/* A kept value (min, max, any, anyLast, argMin/argMax's value): a string
+ * with its length, a double, or the int64. */
+static void enc_value(ew_buf *b, const eng_agg *ag, const agg_col *c, uint32_t g)
+{
+    if (ag->t.kind == EX_STRING) {
+        uint32_t l = 0;
+        if (c->s[g])
+            memcpy(&l, c->s[g], 4);
+        ew_bytes(b, c->s[g] ? c->s[g] + 4 : NULL, l);
+    } else if (ag->t.kind == EX_FLOAT) {
+        ew_f64(b, c->d[g]);
+    } else {
+        ew_u64(b, (uint64_t)c->i[g]);
+    }
+}
+
+/* A set of 64-bit values (uniq's hashes, -Distinct's value bits). */
+static void enc_set(ew_buf *b, const uset *u)
+{
+    ew_u8(b, u && u->has_zero);
+    ew_u32(b, u ? u->n : 0);
+    for (uint32_t k = 0; u && k <= u->mask; k++)
+        if (u->v[k])
+            ew_u64(b, u->v[k]);
+}
+
+int agg_tab_encode(const agg_tab *t, ew_buf *b)
+{
+    const eng_plan *p = t->p;
+    ew_u32(b, t->n);
+    for (uint32_t g = 0; g < t->n; g++) {
+        const grec *r = &t->rec[g];
+        ew_bytes(b, key_of(t, r), r->len);
+        for (int a = 0; a < p->n_aggs; a++) {
+            const eng_agg *ag = &p->aggs[a];
+            const agg_col *c = &t->ac[a];
+            ew_u8(b, c->seen[g]);
+            if (ag->distinct) {
+                enc_set(b, c->u[g]);
+                continue;
+            }
+            switch (ag->fn) {
+            case AG_COUNT: ew_u64(b, c->cnt[g]); break;
+            case AG_AVG:
+                ew_f64(b, c->d[g]);
+                ew_u64(b, (uint64_t)c->i[g]);
+                ew_u64(b, c->cnt[g]);
+                break;
+            case AG_UNIQ: enc_set(b, c->u[g]); break;
+            case AG_QUANTILE: case AG_QUANTILE_EXACT: {
+                const qbuf *q = c->q[g];
+                ew_u32(b, q ? q->n : 0);
+                for (uint32_t k = 0; q && k < q->n; k++)
+                    ew_u64(b, (uint64_t)q->v[k]);
+                break;
+            }
+            case AG_VAR_POP: case AG_VAR_SAMP: case AG_STDDEV_POP: case AG_STDDEV_SAMP:
+            case AG_CORR:
+                ew_u64(b, c->cnt[g]);
+                ew_f64(b, c->d[g]);
+                ew_f64(b, c->m2[g]);
+                if (ag->fn == AG_CORR) {
+                    ew_f64(b, c->my[g]);
+                    ew_f64(b, c->m2y[g]);
+                    ew_f64(b, c->cxy[g]);
+                }
+                break;
+            case AG_ARGMIN: case AG_ARGMAX:
+                if (!c->seen[g])
+                    break; /* no key and no value yet */
+                if (ag->arg2->t.kind == EX_STRING) {
+                    uint32_t l = 0;
+                    if (c->ks[g])
+                        memcpy(&l, c->ks[g], 4);
+                    ew_bytes(b, c->ks[g] ? c->ks[g] + 4 : NULL, l);
+                } else {
+                    ew_u64(b, (uint64_t)c->ki[g]);
+                }
+                enc_value(b, ag, c, g);
+                break;
+            default:
+                if (ag->fn != AG_SUM && !c->seen[g])
+                    break; /* min/max/any/anyLast without a value: no payload */
+                enc_value(b, ag, c, g);
+            }
+        }
+    }
+    return b->err;
+}
+
+static int wire_bad(er_buf *r, char *err, size_t errlen, const char *what)
+{
+    er_fail(r);
+    snprintf(err, errlen, "a partial aggregate state is malformed (%s): the sending server "
+                          "runs another version or the bytes were damaged",
+             what);
+    return -EBADMSG;
+}
+
+/* Reads a kept value enc_value wrote into state g: 0, -EBADMSG (r->err
+ * set) or -ENOMEM. */
+static int dec_value(agg_tab *t, const eng_agg *ag, agg_col *c, uint32_t g, er_buf *r)
+{
+    if (ag->t.kind == EX_STRING) {
+        uint32_t l;
+        const uint8_t *s = er_bytes(r, (uint32_t)er_left(r), &l);
+        if (!s)
+            return er_fail(r);
+        return str_set(t->mem, &c->s[g], s, l) < 0 ? -ENOMEM : 0;
+    }
+    if (ag->t.kind == EX_FLOAT)
+        c->d[g] = er_f64(r);
+    else
+        c->i[g] = (int64_t)er_u64(r);
+    return 0;
+}
+
+/* Reads a set enc_set wrote into *sp: 0, -EBADMSG (r->err set) or -ENOMEM. */
+static int dec_set(agg_tab *t, uset **sp, er_buf *r)
+{
+    uint8_t hz = er_u8(r);
+    uint32_t m = er_count(r, 8, UINT32_MAX / 4);
+    if (r->err || hz > 1)
+        return er_fail(r);
+    if (hz && uset_add(t->mem, sp, 0) < 0)
+        return -ENOMEM;
+    for (uint32_t j = 0; j < m; j++) {
+        uint64_t h = er_u64(r);
+        if (h == 0 || r->err)
+            return er_fail(r);
+        if (uset_add(t->mem, sp, h) < 0)
+            return -ENOMEM;
+    }
+    if (*sp && (*sp)->n != m)
+        return er_fail(r); /* a value sent twice */
+    return 0;
+}
+
+int agg_tab_decode(agg_tab *t, er_buf *r, char *err, size_t errlen)
+{
+    const eng_plan *p = t->p;
+    if (t->n)
+        return wire_bad(r, err, errlen, "decoded into a table that has groups");
+    /* a group is at least its key length and a seen byte per aggregate */
+    uint32_t n = er_count(r, 4 + (size_t)p->n_aggs, UINT32_MAX / 2);
+    if (r->err)
+        return wire_bad(r, err, errlen, "group count");
+    if (p->n_keys == 0 && n > 1)
+        return wire_bad(r, err, errlen, "several groups without GROUP BY");
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t kl;
+        const uint8_t *k = er_bytes(r, (uint32_t)er_left(r), &kl);
+        if (!k)
+            return wire_bad(r, err, errlen, "group key");
+        if (p->n_keys ? !key_valid(p, k, kl) : kl != 0)
+            return wire_bad(r, err, errlen, "group key");
+        uint32_t before = t->n;
+        int64_t x = lookup(t, k, kl);
+        if (x < 0)
+            return tab_oom(t, err, errlen);
+        if (t->n == before)
+            return wire_bad(r, err, errlen, "a group sent twice");
+        uint32_t g = (uint32_t)x;
+        for (int a = 0; a < p->n_aggs; a++) {
+            const eng_agg *ag = &p->aggs[a];
+            agg_col *c = &t->ac[a];
+            uint8_t seen = er_u8(r);
+            if (seen > 1)
+                return wire_bad(r, err, errlen, "seen flag");
+            c->seen[g] = seen;
+            if (ag->distinct) {
+                if (dec_set(t, &c->u[g], r) < 0)
+                    return r->err ? wire_bad(r, err, errlen, "distinct set")
+                                  : tab_oom(t, err, errlen);
+                continue;
+            }
+            switch (ag->fn) {
+            case AG_COUNT: c->cnt[g] = er_u64(r); break;
+            case AG_AVG:
+                c->d[g] = er_f64(r);
+                c->i[g] = (int64_t)er_u64(r);
+                c->cnt[g] = er_u64(r);
+                break;
+            case AG_UNIQ:
+                if (dec_set(t, &c->u[g], r) < 0)
+                    return r->err ? wire_bad(r, err, errlen, "uniq set")
+                                  : tab_oom(t, err, errlen);
+                break;
+            case AG_QUANTILE: case AG_QUANTILE_EXACT: {
+                uint32_t m = er_count(r, 8, UINT32_MAX / 8);
+                if (r->err)
+                    return wire_bad(r, err, errlen, "quantile values");
+                for (uint32_t q = 0; q < m; q++)
+                    if (qbuf_push(t->mem, &c->q[g], (int64_t)er_u64(r)) < 0)
+                        return tab_oom(t, err, errlen);
+                if (m && !seen)
+                    return wire_bad(r, err, errlen, "quantile values without a seen flag");
+                break;
+            }
+            case AG_VAR_POP: case AG_VAR_SAMP: case AG_STDDEV_POP: case AG_STDDEV_SAMP:
+            case AG_CORR:
+                c->cnt[g] = er_u64(r);
+                c->d[g] = er_f64(r);
+                c->m2[g] = er_f64(r);
+                if (ag->fn == AG_CORR) {
+                    c->my[g] = er_f64(r);
+                    c->m2y[g] = er_f64(r);
+                    c->cxy[g] = er_f64(r);
+                }
+                if (!r->err && (c->cnt[g] > 0) != (seen != 0))
+                    return wire_bad(r, err, errlen, "moments");
+                break;
+            case AG_ARGMIN: case AG_ARGMAX:
+                if (!seen)
+                    break;
+                if (ag->arg2->t.kind == EX_STRING) {
+                    uint32_t l;
+                    const uint8_t *ks = er_bytes(r, (uint32_t)er_left(r), &l);
+                    if (!ks)
+                        return wire_bad(r, err, errlen, "argMin/argMax key");
+                    if (str_set(t->mem, &c->ks[g], ks, l) < 0)
+                        return tab_oom(t, err, errlen);
+                } else {
+                    c->ki[g] = (int64_t)er_u64(r);
+                }
+                if (dec_value(t, ag, c, g, r) < 0)
+                    return r->err ? wire_bad(r, err, errlen, "string state")
+                                  : tab_oom(t, err, errlen);
+                break;
+            default:
+                if (ag->fn != AG_SUM && !seen)
+                    break;
+                if (dec_value(t, ag, c, g, r) < 0)
+                    return r->err ? wire_bad(r, err, errlen, "string state")
+                                  : tab_oom(t, err, errlen);
+            }
+            if (r->err)
+                return wire_bad(r, err, errlen, "truncated state");
+        }
+    }
+    return 0;
+}

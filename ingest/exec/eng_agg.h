@@ -9,6 +9,7 @@
 #define RINGCACHE_ENG_AGG_H
 
 #include "eng_plan.h"
+#include "eng_wire.h"
 
 typedef struct agg_tab agg_tab;
 
@@ -24,5 +25,14 @@ int agg_tab_merge(agg_tab *dst, agg_tab *src, char *err, size_t errlen);
 /* Writes the result block: n_keys + n_aggs vectors of one row per group
  * (caller clears them). Returns the number of groups or -ENOMEM. */
 int agg_tab_finish(agg_tab *t, ex_vec *out, char *err, size_t errlen);
+
+/* Appends every group's key and states to b (the layout is drawn in
+ * dist/dist_state.h): b->err (0, -ENOMEM or -E2BIG). */
+int agg_tab_encode(const agg_tab *t, ew_buf *b);
+/* Reads groups agg_tab_encode wrote for the same plan into t, which has no
+ * groups yet: every length and count is checked against the bytes left and
+ * every key against the plan's key types before anything is allocated.
+ * 0, -EBADMSG or -ENOMEM with a sentence in err. */
+int agg_tab_decode(agg_tab *t, er_buf *r, char *err, size_t errlen);
 
 #endif /* RINGCACHE_ENG_AGG_H */

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -164,6 +165,11 @@ static int stmt_table(equery *q, const sql_stmt *st, const eng_scan_env *env, ch
     int rc = -ENOENT;
     if (strcmp(db, "system") == 0)
         rc = eng_system_table_open(st->table, env, &q->src, err, errlen);
+    if (rc == -ENOENT && strcmp(db, "system") == 0 && strcasecmp(st->table, "clusters") == 0) {
+        /* the clusters the process knows (eng_ctx.clusters), with or without a warehouse */
+        eng_table_ref t = {db, st->table, false, st->table_line, st->table_col};
+        rc = eng_source_open_table(&t, env, &q->src, err, errlen);
+    }
     if (rc == -ENOENT && ctx->open_table)
         rc = ctx->open_table(ctx->table_arg, db, st->table, env, &q->src, err, errlen);
     if (rc == -ENOENT && ctx->warehouse) {
@@ -184,8 +190,8 @@ int eng__stmt_source(equery *q, const sql_stmt *st, char *err, size_t errlen)
 {
     const eng_ctx *ctx = q->ctx;
     eng_scan_env env = {&q->mem, &q->set, ctx->list_s3, ctx->open_s3, ctx->s3_impl,
-                        &q->stats, &q->stop, ctx->s3_as, ctx->warehouse,
-                        ctx->database};
+                        &q->stats, &q->stop, ctx->s3_as, ctx->warehouse, ctx->database,
+                        ctx->unit, ctx->clusters, ctx->n_clusters};
     if (!st->from_fn && !st->table)
         return eng_system_table_open("one", &env, &q->src, err, errlen);
     if (!st->from_fn)
@@ -196,7 +202,7 @@ int eng__stmt_source(equery *q, const sql_stmt *st, char *err, size_t errlen)
 
 /* The output's sink and columns (the output owns its arrays; the names are
  * borrowed from the plan or static). */
-static int stmt_output(equery *q, eng_format fmt, const char *const *names,
+int eng__stmt_output(equery *q, eng_format fmt, const char *const *names,
                        const ex_type *types, int n_cols, char *err, size_t errlen)
 {
     const char **nm = calloc((size_t)n_cols + 1, sizeof(char *));
@@ -242,7 +248,7 @@ int eng__out_strings(equery *q, eng_format fmt, const char *const *names, int n_
     if (rc < 0)
         snprintf(err, errlen, "out of memory");
     if (rc == 0)
-        rc = stmt_output(q, fmt, names, ts, n_cols, err, errlen);
+        rc = eng__stmt_output(q, fmt, names, ts, n_cols, err, errlen);
     if (rc == 0)
         rc = eng__out_table(&q->out, &t, err, errlen);
     if (rc == 0) {
@@ -285,7 +291,7 @@ static int run_describe(equery *q, eng_format fmt, char *err, size_t errlen)
         t.n++;
     }
     if (rc == 0)
-        rc = stmt_output(q, fmt, dn, ts, 7, err, errlen);
+        rc = eng__stmt_output(q, fmt, dn, ts, 7, err, errlen);
     if (rc == 0)
         rc = eng__out_table(&q->out, &t, err, errlen);
     if (rc == 0) {
@@ -325,7 +331,7 @@ int eng__run_select(equery *q, const sql_stmt *st, eng_format fmt, char *err, si
         q->rtypes[k] = k < p->n_outs ? p->outs[k].e->t : p->order[k - p->n_outs].e->t;
     for (int k = 0; k < p->n_outs; k++)
         names[k] = p->outs[k].name;
-    rc = stmt_output(q, fmt, names, q->rtypes, p->n_outs, err, errlen);
+    rc = eng__stmt_output(q, fmt, names, q->rtypes, p->n_outs, err, errlen);
     free(names);
     if (rc < 0)
         return rc;

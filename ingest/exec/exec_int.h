@@ -87,6 +87,9 @@ int eng__stmt_settings(equery *q, const sql_stmt *st, eng_format *ofmt, char *er
                        size_t errlen);
 int eng__stmt_source(equery *q, const sql_stmt *st, char *err, size_t errlen);
 int eng__run_select(equery *q, const sql_stmt *st, eng_format fmt, char *err, size_t errlen);
+/* The statement's sink and its columns' names and types (copied). */
+int eng__stmt_output(equery *q, eng_format fmt, const char *const *names,
+                     const ex_type *types, int n_cols, char *err, size_t errlen);
 int eng__out_strings(equery *q, eng_format fmt, const char *const *names, int n_cols,
                      const char *const *cells, uint32_t n_rows, char *err, size_t errlen);
 /* A table statement (CREATE, DROP, TRUNCATE, OPTIMIZE, INSERT, SHOW TABLES),

@@ -135,3 +135,81 @@ int rtab_take(eng_mem *m, rtab *t, const uint32_t *idx, uint32_t n)
     *t = nt;
     return 0;
 }
+
+/* ---- the wire (dist/dist_state.h draws the layout) ---- */
+
+static void type_put(ew_buf *b, const ex_type *t)
+{
+    uint8_t x[6] = {t->kind, t->nullable, t->scale, t->bits, t->utc, t->decimal};
+    ew_raw(b, x, 6);
+}
+
+int rtab_encode(const rtab *t, ew_buf *b)
+{
+    ew_u32(b, (uint32_t)t->nc);
+    for (int k = 0; k < t->nc; k++)
+        type_put(b, &t->c[k].t);
+    ew_u32(b, t->n);
+    for (int k = 0; k < t->nc; k++) {
+        const ex_vec *v = &t->c[k];
+        ew_raw(b, v->nulls, t->n);
+        for (uint32_t r = 0; r < t->n; r++) {
+            if (v->t.kind == EX_STRING) {
+                uint32_t l;
+                const uint8_t *s = ex_str(v, r, &l);
+                ew_bytes(b, s, l);
+            } else if (v->t.kind == EX_FLOAT) {
+                ew_f64(b, v->d[r]);
+            } else if (v->t.kind != EX_NOTHING) {
+                ew_u64(b, (uint64_t)v->i[r]);
+            }
+        }
+    }
+    return b->err;
+}
+
+int rtab_decode_append(eng_mem *m, rtab *t, er_buf *r)
+{
+    uint32_t nc = er_u32(r);
+    if (r->err || nc != (uint32_t)t->nc)
+        return er_fail(r);
+    for (int k = 0; k < t->nc; k++) {
+        const uint8_t *x = er_raw(r, 6);
+        const ex_type *w = &t->c[k].t;
+        if (!x || x[0] != w->kind || x[1] != w->nullable || x[2] != w->scale ||
+            x[3] != w->bits || x[4] != w->utc || x[5] != w->decimal)
+            return er_fail(r);
+    }
+    /* each row is at least its null byte in every column */
+    uint32_t n = er_count(r, nc ? nc : 1, UINT32_MAX / 2 - t->n);
+    if (r->err)
+        return -EBADMSG;
+    if (rtab_reserve(m, t, t->n + n) < 0)
+        return -ENOMEM;
+    uint32_t at = t->n;
+    for (int k = 0; k < t->nc; k++) {
+        ex_vec *v = &t->c[k];
+        const uint8_t *nl = er_raw(r, n);
+        if (!nl)
+            return -EBADMSG;
+        for (uint32_t i = 0; i < n; i++) {
+            if (nl[i] > 1)
+                return er_fail(r);
+            v->nulls[at + i] = nl[i];
+            if (v->t.kind == EX_STRING) {
+                uint32_t l;
+                const uint8_t *s = er_bytes(r, (uint32_t)er_left(r), &l);
+                if (!s || ex_vec_str_put(m, v, at + i, s, l) < 0)
+                    return s ? -ENOMEM : -EBADMSG;
+            } else if (v->t.kind == EX_FLOAT) {
+                v->d[at + i] = er_f64(r);
+            } else if (v->t.kind != EX_NOTHING) {
+                v->i[at + i] = (int64_t)er_u64(r);
+            }
+            if (r->err)
+                return -EBADMSG;
+        }
+    }
+    t->n = at + n;
+    return 0;
+}

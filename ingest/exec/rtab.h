@@ -10,6 +10,7 @@
 #define RINGCACHE_RTAB_H
 
 #include "eng_types.h"
+#include "eng_wire.h"
 
 #include <stdint.h>
 
@@ -30,5 +31,13 @@ int rtab_put(eng_mem *m, rtab *t, int k, const ex_vec *v, uint32_t r);
 int rtab_append(eng_mem *m, rtab *t, const ex_vec *vals, uint32_t n);
 /* Keeps only rows idx[0..n) in that order. 0 or -ENOMEM. */
 int rtab_take(eng_mem *m, rtab *t, const uint32_t *idx, uint32_t n);
+
+/* Appends t's columns' types and rows to b (the layout is drawn in
+ * dist/dist_state.h): b->err. */
+int rtab_encode(const rtab *t, ew_buf *b);
+/* Appends rows rtab_encode wrote to t, whose columns must have the same
+ * types; counts and lengths are checked against the bytes left before
+ * anything is allocated. 0, -EBADMSG (r->err set) or -ENOMEM. */
+int rtab_decode_append(eng_mem *m, rtab *t, er_buf *r);
 
 #endif /* RINGCACHE_RTAB_H */

@@ -2077,22 +2077,27 @@ static void collect_prune(binder *b, const bx *e)
 int eng_settings_apply(const sql_stmt *st, eng_settings *s, char *err, size_t errlen)
 {
     static const char *names[] = {"max_threads", "max_download_threads",
-                                  "max_download_buffer_size", "max_memory_usage"};
+                                  "max_download_buffer_size", "max_memory_usage",
+                                  "parallel_distributed_insert_select",
+                                  "skip_unavailable_shards"};
+    enum { N_NAMES = sizeof(names) / sizeof(names[0]) };
     for (int i = 0; i < st->n_settings; i++) {
         const sql_setting *x = &st->settings[i];
         int k = -1;
-        for (int j = 0; j < 4; j++)
+        for (int j = 0; j < N_NAMES; j++)
             if (strcmp(x->name, names[j]) == 0)
                 k = j;
         if (k < 0 && eng_insert_setting_known(x->name))
             continue; /* INSERT's own (eng_tdef.h) */
         if (k < 0) {
-            const char *sg = eng_suggest(x->name, names, 4);
+            const char *sg = eng_suggest(x->name, names, N_NAMES);
             snprintf(err, errlen, "line %d, column %d: unknown setting '%s'%s%s%s", x->line,
                      x->col, x->name, sg ? ", did you mean '" : " (known: max_threads, "
                                                                 "max_download_threads, "
                                                                 "max_download_buffer_size, "
-                                                                "max_memory_usage)",
+                                                                "max_memory_usage, "
+                                                                "parallel_distributed_insert_select, "
+                                                                "skip_unavailable_shards)",
                      sg ? sg : "", sg ? "'?" : "");
             return -EINVAL;
         }
@@ -2100,6 +2105,8 @@ int eng_settings_apply(const sql_stmt *st, eng_settings *s, char *err, size_t er
         uint64_t u;
         if (v->kind == SQL_INT && !v->negated)
             u = v->u;
+        else if (v->kind == SQL_BOOL && k == 5)
+            u = v->i != 0;
         else if (v->kind == SQL_STRING && v->s[0] >= '0' && v->s[0] <= '9')
             u = strtoull(v->s, NULL, 10);
         else {
@@ -2112,6 +2119,24 @@ int eng_settings_apply(const sql_stmt *st, eng_settings *s, char *err, size_t er
         case 1: s->max_download_threads = u > 1024 ? 1024 : (int)u; break;
         case 2: s->max_download_buffer_size = u; break;
         case 3: s->max_memory_usage = u > INT64_MAX ? INT64_MAX : (int64_t)u; break;
+        case 4:
+            if (u != 0 && u != 2) {
+                snprintf(err, errlen, "line %d, column %d: parallel_distributed_insert_select = "
+                                      "%llu is not supported: use 0 (the workers read, this "
+                                      "server inserts) or 2 (each worker inserts its share)",
+                         v->line, v->col, (unsigned long long)u);
+                return -EINVAL;
+            }
+            s->parallel_distributed_insert_select = (int)u;
+            break;
+        case 5:
+            if (u > 1) {
+                snprintf(err, errlen, "line %d, column %d: skip_unavailable_shards is 0 or 1",
+                         v->line, v->col);
+                return -EINVAL;
+            }
+            s->skip_unavailable_shards = u == 1;
+            break;
         }
     }
     return 0;

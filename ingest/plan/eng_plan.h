@@ -76,6 +76,10 @@ typedef struct eng_settings {
     int max_download_threads;
     uint64_t max_download_buffer_size;
     int64_t max_memory_usage;
+    /* s3Cluster: 0 workers read and the initiator inserts, 2 each worker
+     * inserts its units (ClickHouse's 1 and 3 are refused) */
+    int parallel_distributed_insert_select;
+    bool skip_unavailable_shards; /* servers down at the start are left out */
 } eng_settings;
 
 typedef struct eng_plan {

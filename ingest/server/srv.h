@@ -70,6 +70,8 @@ typedef struct srv_conf {
     char tls_key[1024];
     char display_name[256];
     char log_level[16];
+    char cluster[4096];        /* --cluster NAME=host:port,...[;NAME=...] */
+    char cluster_secret[256];  /* --cluster-secret */
 } srv_conf;
 
 /* Loads the options: defaults, --config FILE, then the flags (argv[0] is

@@ -46,6 +46,8 @@ static const cfg_opt srv_opts[] = {
     {"tls-cert", CFG_STR, NULL, "PEM certificate chain: HTTPS on the HTTP port", O(tls_cert), 0, 0, false, false},
     {"tls-key", CFG_STR, NULL, "PEM private key of --tls-cert", O(tls_key), 0, 0, false, false},
     {"display-name", CFG_STR, NULL, "X-ClickHouse-Server-Display-Name (default: the host name)", O(display_name), 0, 0, false, false},
+    {"cluster", CFG_STR, NULL, "clusters of compute servers for s3Cluster(): NAME=host:port,host:port (each member by its HTTP address) or NAME=dns:SRV-NAME; several separated by ';'", O(cluster), 0, 0, false, false},
+    {"cluster-secret", CFG_STR, NULL, "the secret the servers of a cluster share: work units are taken only from a server that sends it (required with --cluster, and on every worker)", O(cluster_secret), 0, 0, false, false},
     {"log-level", CFG_STR, "info", "error, warn, info or debug", O(log_level), 0, 0, false, false},
 };
 

@@ -279,6 +279,7 @@ static void query_free(srv_query *q)
     srv_zstream_destroy(&q->dec);
     free(q->text);
     free(q->qparam);
+    free(q->dist_unit);
     srv_params_free(&q->params);
     free(q->err_msg);
     pthread_mutex_destroy(&q->mu);
@@ -1018,6 +1019,21 @@ static void query_request(srv *s, httpd_req *req, srv_params *p)
         }
         q->format = (eng_format)f;
         q->format_given = true;
+    }
+    /* a cluster's work unit: taken only with the cluster's secret */
+    const char *du = httpd_req_header(req, "X-RingCache-Unit");
+    if (du) {
+        const char *sec = httpd_req_header(req, "X-RingCache-Cluster-Secret");
+        const char *mine = s->conf.cluster_secret;
+        size_t ls = sec ? strlen(sec) : 0, lm = strlen(mine);
+        unsigned diff = (unsigned)(ls ^ lm);
+        for (size_t i = 0; i < ls && i < lm; i++)
+            diff |= (unsigned)(sec[i] ^ mine[i]);
+        q->dist_auth = lm > 0 && diff == 0;
+        if (!(q->dist_unit = strdup(du))) {
+            answer_error(s, req, q->id, ENG_E_STD_EXCEPTION, "out of memory");
+            return;
+        }
     }
     /* compression of the answer */
     if (q->set.enable_http_compression)

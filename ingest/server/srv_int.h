@@ -29,6 +29,7 @@
 #ifndef RINGCACHE_SRV_INT_H
 #define RINGCACHE_SRV_INT_H
 
+#include "dist_cluster.h"
 #include "eng.h"
 #include "httpd.h"
 #include "metrics.h"
@@ -264,6 +265,8 @@ struct srv_query {
     srv_zstream *enc;                  /* the answer's compressor (the thread) */
     /* the loop's side */
     char *qparam;                      /* query= (owned), until the text is whole */
+    char *dist_unit;                   /* X-RingCache-Unit of a cluster's work unit (owned) */
+    bool dist_auth;                    /* it came with the cluster secret */
     srv_params params;                 /* the param_* of the URL (owned) */
     bool launched;                     /* a thread has it (srv_submit succeeded) */
     bool finalized;                    /* logged and unregistered */
@@ -325,6 +328,7 @@ struct srv {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     srv_cache *cache;
+    dist_clusters clusters;            /* --cluster, members marked local after binding */
     srv_query *running;
     int n_running;                     /* counted in max_concurrent_queries */
     srv_session *sessions;
@@ -404,6 +408,19 @@ void srv_query_started(srv_query *q);
 void srv_query_wake_locked(srv_query *q);
 /* The writer of the answer (the thread). */
 void srv_query_writer(srv_query *q, eng_writer *w);
+
+/* ---- distributed execution (srv_dist.c) ------------------------------------------- */
+
+/* Runs q's text as a cluster's work unit (q->dist_unit): its partial state is
+ * the answer's body. A ClickHouse error code (0: done) with err. */
+int srv_dist_run_unit(srv_query *q, const eng_ctx *ctx, const char *sql, size_t len, char *err,
+                      size_t errlen);
+/* Runs a SELECT over s3Cluster(...) across its cluster; -ENOTSUP when sql is
+ * not one (the caller runs it with eng_run), else a ClickHouse error code (0:
+ * done) with err. res gets the counters. */
+int srv_dist_run_query(srv_query *q, const eng_ctx *ctx, const char *sql, size_t len,
+                       eng_result *res, char *err, size_t errlen);
+
 /* The thread failed or finished: records it and wakes the loop. */
 void srv_query_finish(srv_query *q, int code, const char *msg);
 /* The INSERT body: reads up to n bytes (blocking); 0 at the end, -errno

@@ -264,8 +264,20 @@ int srv_run_engine_input(srv_query *q, const char *sql, size_t len, eng_input_fn
     }
     ctx.input_read = read;
     ctx.input_arg = read_arg;
+    ctx.clusters = s->clusters.c;
+    ctx.n_clusters = s->clusters.n;
+    if (q->dist_unit)
+        return srv_dist_run_unit(q, &ctx, sql, len, err, errlen);
     eng_result res;
-    int rc = eng_run(&ctx, sql, len, NULL, &res, err, errlen);
+    int rc = -ENOTSUP;
+    if (s->clusters.n && strcasestr(sql, "s3Cluster")) {
+        rc = srv_dist_run_query(q, &ctx, sql, len, &res, err, errlen);
+        if (rc != -ENOTSUP) {
+            q->result_rows = res.rows_out;
+            return rc;
+        }
+    }
+    rc = eng_run(&ctx, sql, len, NULL, &res, err, errlen);
     q->result_rows = res.rows_out;
     atomic_store(&q->written_rows, res.rows_written);
     if (rc == 0)
@@ -375,7 +387,7 @@ static bool table_exists(srv_query *q, const char *db, const char *name)
     if (q->s->wh_set)
         srv_wh_for(q->s, q->cache->rc, &wh);
     eng_scan_env env = {&mem, &es, NULL, NULL, NULL, &st, &stop, NULL,
-                        q->s->wh_set ? &wh : NULL, q->database};
+                        q->s->wh_set ? &wh : NULL, q->database, NULL, NULL, 0};
     eng_source *src = NULL;
     char err[ENG_MSG_MAX];
     int rc = -ENOENT;

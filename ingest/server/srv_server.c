@@ -736,6 +736,20 @@ int srv_create(srv **out, const srv_conf *conf, char *err, size_t errlen)
     if (conf->port_file[0] &&
         (rc = write_port_file(conf->port_file, httpd_server_port(s->http), err, errlen)) < 0)
         goto fail;
+    if (conf->cluster[0]) {
+        /* the member that is this server: its listen address and bound port */
+        char self[300];
+        snprintf(self, sizeof(self), strchr(conf->listen, ':') ? "[%s]:%d" : "%s:%d",
+                 conf->listen, httpd_server_port(s->http));
+        if ((rc = dist_clusters_parse(&s->clusters, conf->cluster, self, err, errlen)) < 0)
+            goto fail;
+        if (!conf->cluster_secret[0]) {
+            snprintf(err, errlen, "--cluster needs --cluster-secret: the servers of a cluster "
+                                  "take work units only from servers that hold it");
+            rc = -EINVAL;
+            goto fail;
+        }
+    }
     s->ticker = event_new(s->base, -1, EV_PERSIST, ticker_cb, s);
     struct timeval tick = {0, 50000};
     if (!s->ticker || event_add(s->ticker, &tick) < 0) {
@@ -941,6 +955,7 @@ void srv_destroy(srv **ps)
     free(s->threads);
     free(s->merging);
     srv_users_destroy(&s->users);
+    dist_clusters_free(&s->clusters);
     if (s->tls)
         SSL_CTX_free(s->tls);
     if (s->base)

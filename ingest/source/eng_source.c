@@ -19,6 +19,7 @@ static const eng_table_fn registry[] = {
     {"file", src__file_open},
     {"numbers", src__numbers_open},
     {"zeros", src__zeros_open},
+    {"s3Cluster", src__s3cluster_open},
 };
 
 #define N_REGISTRY (sizeof(registry) / sizeof(registry[0]))
@@ -58,6 +59,14 @@ int eng_source_open_table(const eng_table_ref *t, const eng_scan_env *env, eng_s
     if (t->db && strcasecmp(t->db, "system") == 0)
         return src__system_open(t, env, out, err, errlen);
     return src__table_open(t, env, out, err, errlen);
+}
+
+const eng_cluster *eng_cluster_find(const eng_cluster *cs, int n, const char *name)
+{
+    for (int i = 0; cs && i < n; i++)
+        if (strcmp(cs[i].name, name) == 0)
+            return &cs[i];
+    return NULL;
 }
 
 void eng_source_destroy(eng_source **s)

@@ -8,6 +8,8 @@
  * the executor's callback, one at a time.
  *
  *   FROM s3('s3://b/x.parquet')  -> eng_table_fn "s3"   (src_s3.c)
+ *   FROM s3Cluster('c', 's3://b/x.parquet') -> the same scan, marked with
+ *        its cluster (src_s3cluster.c); ingest/dist/ hands its units out
  *   FROM file('data/x.csv')      -> eng_table_fn "file" (src_file.c)
  *        both: glob -> files -> units (Parquet row groups, text files),
  *        re-planned once when an object changes mid-query (src_files.c)
@@ -59,6 +61,39 @@ typedef struct eng_scan_stats {
     _Atomic uint64_t units_pruned; /* row groups skipped by their statistics */
 } eng_scan_stats;
 
+/* One work unit of a distributed query (ingest/dist/): a file as the FROM's
+ * glob lists it (an S3 key or a local path) and, of a Parquet file, its row
+ * groups [rg_begin, rg_end) (rg_end 0: to the last). A query given a unit
+ * reads only that. */
+typedef struct eng_unit {
+    const char *path;
+    int rg_begin, rg_end;
+} eng_unit;
+
+/* Where a source's unit u comes from (ops->unit_info): its file, its row
+ * group (-1: the whole file, a text file) and about how many bytes it reads
+ * from storage. The path is borrowed from the source. */
+typedef struct eng_unit_info {
+    const char *path;
+    int rg;
+    uint64_t bytes;
+} eng_unit_info;
+
+/* A cluster of compute servers, as a server is configured with it
+ * (--cluster NAME=host:port,... or NAME=dns:SRV-NAME): s3Cluster's servers
+ * and system.clusters' rows. Members are named by their HTTP address. */
+typedef struct eng_cluster {
+    const char *name;
+    const char *const *members;  /* "host:port" */
+    int n_members;
+    int local;                   /* the member that is this server, or -1 */
+    const char *dns;             /* the SRV name the members were resolved from, or NULL */
+    const uint32_t *errors;      /* per member: failures seen (may be NULL) */
+} eng_cluster;
+
+/* The cluster of that name (case-sensitive, as ClickHouse's), or NULL. */
+const eng_cluster *eng_cluster_find(const eng_cluster *cs, int n, const char *name);
+
 /* What the query lends its source (borrowed for the source's whole life). */
 typedef struct eng_scan_env {
     eng_mem *mem;              /* the query's memory tracker */
@@ -71,6 +106,9 @@ typedef struct eng_scan_env {
     eng_s3_as_fn s3_as;        /* S3 with a source's own credentials; NULL: none */
     const tb_wh *wh;           /* where tables live; NULL: no tables */
     const char *database;      /* the current database; NULL: default */
+    const eng_unit *unit;      /* a distributed query's unit: read only it; NULL: all */
+    const eng_cluster *clusters; /* the clusters this process knows (s3Cluster, */
+    int n_clusters;              /*   system.clusters) */
 } eng_scan_env;
 
 /* A table function as written in FROM: name(args...) at line/col. */
@@ -103,6 +141,9 @@ typedef struct eng_source_ops {
     void (*stop)(eng_source *s);
     void (*finish)(eng_source *s);
     void (*destroy)(eng_source *s);
+    /* After plan: where unit u comes from (0), for the planner of a
+     * distributed query; NULL for sources that cannot be split by file. */
+    int (*unit_info)(const eng_source *s, int u, eng_unit_info *out);
 } eng_source_ops;
 
 /* Every source starts with this (implementations embed it first). */
@@ -111,6 +152,7 @@ struct eng_source {
     eng_schema schema;         /* the columns a query may read */
     uint64_t files;            /* objects behind it (the summary's "files") */
     char **type_names;         /* tables: the columns' declared types (DESCRIBE), or NULL */
+    const eng_cluster *cluster; /* s3Cluster: the servers its units may go to, else NULL */
 };
 
 /* Opens the source a call names. 0, or -errno with a sentence in err that
@@ -131,7 +173,7 @@ int eng_source_open(const eng_tf_call *call, const eng_scan_env *env, eng_source
                     char *err, size_t errlen);
 /* Opens a table named in FROM: [db.]name [FINAL] (db NULL: the current
  * database), a MergeTree table of the warehouse (src_table.c) or one of
- * system.parts, system.tables, system.columns (src_system.c). line/col place
+ * system.parts, system.tables, system.columns, system.clusters (src_system.c). line/col place
  * the name in errors. */
 typedef struct eng_table_ref {
     const char *db;

@@ -683,7 +683,9 @@ static int64_t pf_size(void *arg, int u, bool allow_span, int *span)
     pthread_mutex_unlock(&f->mu);
     if (gen > 0 || !pf)
         return -1; /* re-planned: its units have nothing left to read */
-    if (allow_span && u == f->rg_first && f->n_rg > 1 && pf_small(s, fsize)) {
+    /* a small file read whole in one request, unless the query reads only some
+     * of its row groups (a distributed query's unit): then only their chunks */
+    if (allow_span && !s->env.unit && u == f->rg_first && f->n_rg > 1 && pf_small(s, fsize)) {
         *span = f->n_rg;
         return (int64_t)fsize;
     }
@@ -831,9 +833,16 @@ static int open_footers(src_files *s, int nthreads, char *err, size_t errlen)
                 preds[np++] = (pq_pred){.column = fc, .op = p->prune[k].op,
                                         .value = p->prune[k].v};
         }
-        int nrg = pq_file_num_row_groups(f->pf);
+        int nrg = pq_file_num_row_groups(f->pf), rg0 = 0;
+        const eng_unit *un = s->env.unit;
+        if (un) {
+            /* a distributed query's unit: its row groups only */
+            rg0 = un->rg_begin > 0 ? un->rg_begin : 0;
+            if (un->rg_end > 0 && un->rg_end < nrg)
+                nrg = un->rg_end;
+        }
         f->rg_first = s->n_units;
-        for (int rg = 0; rg < nrg; rg++) {
+        for (int rg = rg0; rg < nrg; rg++) {
             if (np && pq_file_row_group_may_match(f->pf, rg, preds, np) == 0) {
                 atomic_fetch_add(&s->env.stats->units_pruned, 1);
                 continue;
@@ -957,6 +966,24 @@ static void files_destroy(eng_source *b)
     free(s);
 }
 
+static int files_unit_info(const eng_source *b, int u, eng_unit_info *out)
+{
+    const src_files *s = (const src_files *)b;
+    if (u < 0 || u >= s->n_units)
+        return -EINVAL;
+    const efile *f = &s->files[s->unit_file[u]];
+    out->path = f->path;
+    out->rg = -1;
+    out->bytes = f->size;
+    if (s->kind == 0) {
+        out->rg = s->unit_rg[u];
+        int64_t all = pq_file_num_rows(f->pf), rows = pq_file_row_group_rows(f->pf, out->rg);
+        if (all > 0 && rows >= 0)
+            out->bytes = (uint64_t)((double)f->size * (double)rows / (double)all);
+    }
+    return 0;
+}
+
 void src__files_adopt(eng_source *b, const eng_s3_access *a)
 {
     ((src_files *)b)->own = *a;
@@ -971,6 +998,7 @@ static const eng_source_ops files_ops = {
     .stop = files_stop,
     .finish = files_finish,
     .destroy = files_destroy,
+    .unit_info = files_unit_info,
 };
 
 int src__files_open(eng_source **out, const eng_scan_env *env, const eng_tf_call *c,
@@ -989,6 +1017,27 @@ int src__files_open(eng_source **out, const eng_scan_env *env, const eng_tf_call
     s->s3 = s3;
     snprintf(s->bucket, sizeof(s->bucket), "%s", bucket);
     eng_fail_init(&s->fail);
+    if (env->unit) {
+        /* a distributed query's unit: only its file of the glob */
+        int keep = -1;
+        for (int i = 0; i < l->n; i++)
+            if (strcmp(l->f[i].path, env->unit->path) == 0)
+                keep = i;
+        if (keep < 0) {
+            snprintf(err, errlen, "the file %s of a distributed query's work unit is no longer "
+                                  "listed by '%s': it was deleted or renamed during the query; "
+                                  "run the query again",
+                     env->unit->path, path);
+            src__flist_free(l);
+            free(s);
+            return -ENOENT;
+        }
+        for (int i = 0; i < l->n; i++)
+            if (i != keep)
+                free(l->f[i].path);
+        l->f[0] = l->f[keep];
+        l->n = 1;
+    }
     s->files = l->f;
     s->n_files = l->n;
     memset(l, 0, sizeof(*l));

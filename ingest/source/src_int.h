@@ -69,7 +69,8 @@ void src__files_adopt(eng_source *s, const eng_s3_access *a);
 int src__scan_batch(const eng_scan_env *env, const cb_batch *bt, eng_scan_fn fn, void *arg,
                     char *err, size_t errlen);
 
-/* The registry's entries (eng_source.c): s3(), file(), numbers(), zeros(). */
+/* The registry's entries (eng_source.c): s3(), file(), numbers(), zeros(),
+ * s3Cluster(). */
 int src__s3_open(const eng_tf_call *c, const eng_scan_env *env, eng_source **out, char *err,
                  size_t errlen);
 int src__file_open(const eng_tf_call *c, const eng_scan_env *env, eng_source **out, char *err,
@@ -78,5 +79,7 @@ int src__numbers_open(const eng_tf_call *c, const eng_scan_env *env, eng_source 
                       char *err, size_t errlen);
 int src__zeros_open(const eng_tf_call *c, const eng_scan_env *env, eng_source **out, char *err,
                     size_t errlen);
+int src__s3cluster_open(const eng_tf_call *c, const eng_scan_env *env, eng_source **out,
+                        char *err, size_t errlen);
 
 #endif /* RINGCACHE_SRC_INT_H */

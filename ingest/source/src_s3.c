@@ -19,6 +19,9 @@
  * from that endpoint (path style) with the credentials the call names, else
  * those of the AWS environment, whatever the caller's S3 access is: a cache
  * node's S3 API, a MinIO, another region's S3.
+ *
+ * A distributed query's worker, given one unit, opens that object by its key
+ * instead of listing the glob.
  */
 #include "src_int.h"
 
@@ -210,7 +213,15 @@ static int url_open_source(const eng_tf_call *c, const eng_scan_env *env, eng_so
     if (rc == 0 && (rc = s3_sync_create(&sync, cfg)) < 0)
         snprintf(err, errlen, "cannot start the S3 client for %s: %s", cfg->endpoint,
                  strerror(-rc));
-    if (rc == 0) {
+    if (rc == 0 && env->unit) {
+        /* a distributed query's unit: its one object, opened by its key */
+        rs_source *one;
+        rc = url_open(cfg, bucket, env->unit->path, &one, err, errlen);
+        if (rc == 0) {
+            rc = src__flist_add(&fl, env->unit->path, rs_size(one));
+            rs_destroy(&one);
+        }
+    } else if (rc == 0) {
         s3_error e = {0};
         rc = s3_sync_glob(sync, bucket, glob, url_key, &fl, &e);
         if (rc < 0)
@@ -280,7 +291,18 @@ int src__s3_open(const eng_tf_call *c, const eng_scan_env *env, eng_source **out
         own.s3_impl = acc.impl;
     }
     flist fl = {0};
-    rc = own.list_s3(own.s3_impl, bucket, glob, s3_key_cb, &fl, err, errlen);
+    if (env->unit) {
+        /* a distributed query's unit: its one object, opened by its key (no
+         * listing: the initiator expanded the glob) */
+        rs_source *one;
+        rc = own.open_s3(own.s3_impl, bucket, env->unit->path, &one, err, errlen);
+        if (rc == 0) {
+            rc = src__flist_add(&fl, env->unit->path, rs_size(one));
+            rs_destroy(&one);
+        }
+    } else {
+        rc = own.list_s3(own.s3_impl, bucket, glob, s3_key_cb, &fl, err, errlen);
+    }
     if (rc == 0 && fl.n == 0) {
         snprintf(err, errlen, "no objects match '%s' (check the bucket, the prefix and the "
                               "glob)",

@@ -3,7 +3,8 @@
  * src_system.c: the system tables about the warehouse's tables, as sources:
  * system.tables (one row per table), system.columns (one per column) and
  * system.parts (one per part of a table's latest log version, the removed
- * ones not yet deleted too, with active = 0), with ClickHouse's column names.
+ * ones not yet deleted too, with active = 0), with ClickHouse's column names;
+ * and system.clusters (a row per member of each cluster the process knows).
  * Opening one lists the warehouse and reads each table's log; the rows are
  * made then and read as one unit.
  */
@@ -17,7 +18,7 @@
 #include <string.h>
 #include <strings.h>
 
-typedef enum { SYS_TABLES = 1, SYS_COLUMNS, SYS_PARTS } sys_kind;
+typedef enum { SYS_TABLES = 1, SYS_COLUMNS, SYS_PARTS, SYS_CLUSTERS } sys_kind;
 
 typedef struct sys_col {
     const char *name;
@@ -46,6 +47,17 @@ static const sys_col parts_cols[] = {
     {"data_compressed_bytes", EX_UINT, 64}, {"data_uncompressed_bytes", EX_UINT, 64},
     {"level", EX_UINT, 32}, {"min_block_number", EX_INT, 64},
     {"max_block_number", EX_INT, 64}, {"modification_time", EX_DATETIME, 0},
+};
+
+/* One row per member of each cluster this process knows (eng_cluster):
+ * each member is a shard of one replica, as s3Cluster uses them. */
+static const sys_col clusters_cols[] = {
+    {"cluster", EX_STRING, 0}, {"shard_num", EX_UINT, 32}, {"shard_weight", EX_UINT, 32},
+    {"internal_replication", EX_UINT, 8}, {"replica_num", EX_UINT, 32},
+    {"host_name", EX_STRING, 0}, {"host_address", EX_STRING, 0}, {"port", EX_UINT, 16},
+    {"is_local", EX_UINT, 8}, {"user", EX_STRING, 0}, {"default_database", EX_STRING, 0},
+    {"errors_count", EX_UINT, 32}, {"slowdowns_count", EX_UINT, 32},
+    {"estimated_recovery_time", EX_UINT, 32},
 };
 
 /* Rows being made: a column of strings or of integers each. */
@@ -269,6 +281,40 @@ static int fill_table(const char *db, const char *name, void *arg)
     return 0;
 }
 
+/* system.clusters: a member is "host:port" ("[v6]:port" too). */
+static int fill_clusters(src_sys *s, char *err, size_t errlen)
+{
+    sys_rows *r = &s->rows;
+    for (int c = 0; c < s->env.n_clusters; c++) {
+        const eng_cluster *cl = &s->env.clusters[c];
+        for (int m = 0; m < cl->n_members && row_new(r); m++) {
+            const char *mb = cl->members[m], *colon = strrchr(mb, ':');
+            char host[256];
+            size_t hl = colon ? (size_t)(colon - mb) : strlen(mb);
+            if (hl >= 2 && mb[0] == '[' && mb[hl - 1] == ']') {
+                mb++;
+                hl -= 2;
+            }
+            snprintf(host, sizeof(host), "%.*s", (int)(hl < sizeof(host) ? hl : sizeof(host) - 1), mb);
+            set_s(r, 0, cl->name);
+            set_i(r, 1, m + 1);
+            set_i(r, 2, 1);
+            set_i(r, 3, 0);
+            set_i(r, 4, 1);
+            set_s(r, 5, host);
+            set_s(r, 6, host);
+            set_i(r, 7, colon ? strtol(colon + 1, NULL, 10) : 8123);
+            set_i(r, 8, m == cl->local);
+            set_s(r, 9, "default");
+            set_s(r, 10, "");
+            set_i(r, 11, cl->errors ? cl->errors[m] : 0);
+        }
+    }
+    if (r->rc)
+        snprintf(err, errlen, "out of memory");
+    return r->rc;
+}
+
 /* ---- the source ------------------------------------------------------------------------ */
 
 static int sys_plan(eng_source *b, const eng_plan *p, char *err, size_t errlen)
@@ -360,18 +406,19 @@ int src__system_open(const eng_table_ref *t, const eng_scan_env *env, eng_source
                      char *err, size_t errlen)
 {
     *out = NULL;
-    sys_kind kind = !strcasecmp(t->name, "tables")    ? SYS_TABLES
-                    : !strcasecmp(t->name, "columns") ? SYS_COLUMNS
-                    : !strcasecmp(t->name, "parts")   ? SYS_PARTS
-                                                      : 0;
+    sys_kind kind = !strcasecmp(t->name, "tables")     ? SYS_TABLES
+                    : !strcasecmp(t->name, "columns")  ? SYS_COLUMNS
+                    : !strcasecmp(t->name, "parts")    ? SYS_PARTS
+                    : !strcasecmp(t->name, "clusters") ? SYS_CLUSTERS
+                                                       : 0;
     if (!kind) {
         snprintf(err, errlen, "line %d, column %d: table system.%s does not exist here "
                               "(UNKNOWN_TABLE): the system tables are system.tables, "
-                              "system.columns and system.parts",
+                              "system.columns, system.parts and system.clusters",
                  t->line, t->col, t->name);
         return -ENOENT;
     }
-    if (!env->wh) {
+    if (!env->wh && kind != SYS_CLUSTERS) {
         snprintf(err, errlen, "line %d, column %d: system.%s lists the warehouse's tables, and "
                               "none is configured: pass --warehouse s3://bucket/prefix/ (or "
                               "set RINGCACHE_WAREHOUSE)",
@@ -386,10 +433,14 @@ int src__system_open(const eng_table_ref *t, const eng_scan_env *env, eng_source
     s->base.ops = &sys_ops;
     s->env = *env;
     s->kind = kind;
-    const sys_col *cols = kind == SYS_TABLES ? tables_cols : kind == SYS_COLUMNS ? columns_cols : parts_cols;
-    int n = kind == SYS_TABLES    ? (int)(sizeof(tables_cols) / sizeof(tables_cols[0]))
-            : kind == SYS_COLUMNS ? (int)(sizeof(columns_cols) / sizeof(columns_cols[0]))
-                                  : (int)(sizeof(parts_cols) / sizeof(parts_cols[0]));
+    const sys_col *cols = kind == SYS_TABLES     ? tables_cols
+                          : kind == SYS_COLUMNS  ? columns_cols
+                          : kind == SYS_CLUSTERS ? clusters_cols
+                                                 : parts_cols;
+    int n = kind == SYS_TABLES     ? (int)(sizeof(tables_cols) / sizeof(tables_cols[0]))
+            : kind == SYS_COLUMNS  ? (int)(sizeof(columns_cols) / sizeof(columns_cols[0]))
+            : kind == SYS_CLUSTERS ? (int)(sizeof(clusters_cols) / sizeof(clusters_cols[0]))
+                                   : (int)(sizeof(parts_cols) / sizeof(parts_cols[0]));
     int rc = rows_init(&s->rows, cols, n);
     s->base.schema.cols = calloc((size_t)n + 1, sizeof(eng_col));
     if (rc < 0 || !s->base.schema.cols)
@@ -403,6 +454,8 @@ int src__system_open(const eng_table_ref *t, const eng_scan_env *env, eng_source
     }
     if (rc < 0) {
         snprintf(err, errlen, "out of memory");
+    } else if (kind == SYS_CLUSTERS) {
+        rc = fill_clusters(s, err, errlen);
     } else {
         fill_arg fa = {s, err, errlen};
         rc = tb_wh_list(env->wh, NULL, fill_table, &fa, err, errlen);

@@ -131,3 +131,10 @@ int dc_generate(h_env *env, const char *name, const char *script, const char *co
     }
     return 0;
 }
+
+int dc_gen_data(h_env *env, char *dir, size_t cap)
+{
+    h_env_path(env, dir, cap, "data");
+    return dc_generate(env, "gen", "tests/integration/engine/gen.mjs", (const char *[]){dir, NULL},
+                       120000);
+}

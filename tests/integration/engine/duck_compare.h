@@ -13,6 +13,7 @@
 #include "harness.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 
 /* Runs `node SCRIPT ARGS...` (SCRIPT relative to the source folder, e.g.
  * "tests/integration/engine/gen.mjs") as a process of env named `name`, and
@@ -21,6 +22,10 @@
  * end of its log. args end with NULL (at most 8). */
 int dc_generate(h_env *env, const char *name, const char *script, const char *const *args,
                 int timeout_ms);
+
+/* Runs gen.mjs (the dataset of the DuckDB comparisons) into env's folder
+ * "data", its path in dir: dc_generate's answers. */
+int dc_gen_data(h_env *env, char *dir, size_t cap);
 
 /* The file's bytes, NUL-terminated (malloc'ed), or NULL when it cannot be read. */
 char *dc_slurp(const char *path);

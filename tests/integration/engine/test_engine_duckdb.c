@@ -35,9 +35,7 @@ static int setup(void **state)
     (void)state;
     if (h_env_create(&env, "test_engine_duckdb") < 0)
         return -1;
-    h_env_path(env, dir, sizeof(dir), "data");
-    return dc_generate(env, "gen", "tests/integration/engine/gen.mjs",
-                       (const char *[]){dir, NULL}, 120000);
+    return dc_gen_data(env, dir, sizeof(dir));
 }
 
 static int teardown(void **state)

@@ -57,9 +57,7 @@ static int setup(void **state)
     (void)state;
     if (h_env_create(&env, "test_tables_duckdb") < 0)
         return -1;
-    h_env_path(env, dir, sizeof(dir), "data");
-    if (dc_generate(env, "gen", "tests/integration/engine/gen.mjs",
-                    (const char *[]){dir, NULL}, 120000) < 0)
+    if (dc_gen_data(env, dir, sizeof(dir)) < 0)
         return -1;
     int rc = h_s3_start(env, &s3, NULL);
     if (rc == -ENOPKG)

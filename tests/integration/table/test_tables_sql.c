@@ -171,7 +171,7 @@ static void test_ddl_and_catalog(void **state)
     free(out);
     fails("SELECT * FROM nosuch", "table default.nosuch does not exist", "UNKNOWN_TABLE");
     fails("INSERT INTO nosuch VALUES (1)", "does not exist");
-    fails("SELECT * FROM system.nosuch", "system.tables, system.columns and system.parts");
+    fails("SELECT * FROM system.nosuch", "system.tables, system.columns, system.parts and system.clusters");
     free(q("DROP TABLE t2"));
     q_is("t1\n", "SHOW TABLES");
     fails("DROP TABLE t2", "does not exist");

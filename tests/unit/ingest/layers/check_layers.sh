@@ -26,8 +26,9 @@ declare -A may=(
   [table]="core io"
   [sink]="core table"
   [exec]="core io format/parquet format/text sql expr plan source sink table"
-  [server]="core io format/parquet format/text sql expr plan source sink exec table"
-  [cli]="core io format/parquet format/text sql expr plan source sink exec table server"
+  [dist]="core io format/parquet format/text sql expr plan source sink exec table"
+  [server]="core io format/parquet format/text sql expr plan source sink exec table dist"
+  [cli]="core io format/parquet format/text sql expr plan source sink exec table server dist"
 )
 
 # header name -> its folder under ingest/
