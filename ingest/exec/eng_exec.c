@@ -48,6 +48,8 @@ void eng__query_free(equery *q)
     eng_plan_free(&q->mem, &q->plan);
     eng_source_destroy(&q->src);
     eng_sink_destroy(&q->given_sink);
+    eng__scope_free(q);
+    eng__memtab_free(&q->mem, &q->keep);
     pthread_mutex_destroy(&q->out_mu);
     eng_fail_deinit(&q->fail);
     free(q);
@@ -100,6 +102,14 @@ int eng__stmt_source(equery *q, const sql_stmt *st, char *err, size_t errlen)
     const eng_ctx *ctx = q->ctx;
     eng_scan_env env = {&q->mem, &q->set, ctx->list_s3, ctx->open_s3, ctx->s3_impl,
                         &q->stats, &q->stop, ctx->warehouse, ctx->database};
+    if (!q->scope_here && eng__scope_init(q, st) < 0) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    bool done;
+    int rc = eng__compose_source(q, st, &done, err, errlen);
+    if (rc < 0 || done)
+        return rc;
     if (!st->from_fn) {
         eng_table_ref t = {st->table_db, st->table, st->final, st->table_line, st->table_col};
         return eng_source_open_table(&t, &env, &q->src, err, errlen);
@@ -110,8 +120,8 @@ int eng__stmt_source(equery *q, const sql_stmt *st, char *err, size_t errlen)
 
 /* The output's sink and columns (the output owns its arrays; the names are
  * borrowed from the plan or static). */
-static int stmt_output(equery *q, eng_format fmt, const char *const *names,
-                       const ex_type *types, int n_cols, char *err, size_t errlen)
+int eng__stmt_output(equery *q, eng_format fmt, const char *const *names, const ex_type *types,
+                     int n_cols, char *err, size_t errlen)
 {
     const char **nm = calloc((size_t)n_cols + 1, sizeof(char *));
     ex_type *ty = calloc((size_t)n_cols + 1, sizeof(ex_type));
@@ -156,7 +166,7 @@ int eng__out_strings(equery *q, eng_format fmt, const char *const *names, int n_
     if (rc < 0)
         snprintf(err, errlen, "out of memory");
     if (rc == 0)
-        rc = stmt_output(q, fmt, names, ts, n_cols, err, errlen);
+        rc = eng__stmt_output(q, fmt, names, ts, n_cols, err, errlen);
     if (rc == 0)
         rc = eng__out_table(&q->out, &t, err, errlen);
     if (rc == 0)
@@ -197,7 +207,7 @@ static int run_describe(equery *q, eng_format fmt, char *err, size_t errlen)
         t.n++;
     }
     if (rc == 0)
-        rc = stmt_output(q, fmt, dn, ts, 7, err, errlen);
+        rc = eng__stmt_output(q, fmt, dn, ts, 7, err, errlen);
     if (rc == 0)
         rc = eng__out_table(&q->out, &t, err, errlen);
     if (rc == 0)
@@ -214,7 +224,8 @@ static int run_describe(equery *q, eng_format fmt, char *err, size_t errlen)
 int eng__run_select(equery *q, const sql_stmt *st, eng_format fmt, char *err, size_t errlen)
 {
     const eng_plan *p = &q->plan;
-    int rc = eng_bind(&q->mem, st, &q->src->schema, &q->plan, err, errlen);
+    eng_bind_env benv = {eng__subquery_hook, q};
+    int rc = eng_bind_env_run(&q->mem, st, &q->src->schema, &benv, &q->plan, err, errlen);
     if (rc < 0)
         return rc;
     rc = q->src->ops->plan(q->src, p, err, errlen);
@@ -233,7 +244,7 @@ int eng__run_select(equery *q, const sql_stmt *st, eng_format fmt, char *err, si
         q->rtypes[k] = k < p->n_outs ? p->outs[k].e->t : p->order[k - p->n_outs].e->t;
     for (int k = 0; k < p->n_outs; k++)
         names[k] = p->outs[k].name;
-    rc = stmt_output(q, fmt, names, q->rtypes, p->n_outs, err, errlen);
+    rc = eng__stmt_output(q, fmt, names, q->rtypes, p->n_outs, err, errlen);
     free(names);
     if (rc < 0)
         return rc;
@@ -264,7 +275,12 @@ static int run_stmt(const eng_ctx *ctx, const sql_stmt *st, FILE *summary, eng_r
     eng_format ofmt;
     int rc = eng__stmt_settings(q, st, &ofmt, err, errlen);
     bool table = rc == 0 && eng__is_table_stmt(st);
-    if (rc == 0 && !table)
+    bool uni = rc == 0 && !table && st->kind == SQL_SELECT && st->union_all;
+    if (uni && eng__scope_init(q, st) < 0) {
+        snprintf(err, errlen, "out of memory");
+        rc = -ENOMEM;
+    }
+    if (rc == 0 && !table && !uni)
         rc = eng__stmt_source(q, st, err, errlen);
     if (rc < 0) {
         eng__query_free(q);
@@ -272,6 +288,8 @@ static int run_stmt(const eng_ctx *ctx, const sql_stmt *st, FILE *summary, eng_r
     }
     if (table)
         rc = eng__run_table_stmt(q, st, ofmt, err, errlen);
+    else if (uni)
+        rc = eng__run_union(q, st, ofmt, err, errlen);
     else
         rc = st->kind == SQL_DESCRIBE ? run_describe(q, ofmt, err, errlen)
                                       : eng__run_select(q, st, ofmt, err, errlen);
@@ -282,7 +300,9 @@ static int run_stmt(const eng_ctx *ctx, const sql_stmt *st, FILE *summary, eng_r
     r.bytes_read = atomic_load(&q->stats.bytes_read);
     r.row_groups = atomic_load(&q->stats.units_read);
     r.row_groups_pruned = atomic_load(&q->stats.units_pruned);
-    r.peak_memory = atomic_load(&q->mem.peak);
+    /* the queries run for this one (subqueries, WITH, a join's right side)
+     * held their working memory apart; their rows are in q's */
+    r.peak_memory = atomic_load(&q->mem.peak) + atomic_load(&q->child_peak);
     r.elapsed_s = eng__now_s() - q->t0;
     if (table && q->rows_written)
         r.rows_read = q->rows_written;

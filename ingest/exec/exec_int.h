@@ -37,6 +37,25 @@ typedef struct eng_output {
     uint64_t rows;             /* rows handed to the sink */
 } eng_output;
 
+/* A query's result kept in memory (eng_compose.c): a subquery's, a WITH
+ * query's, a UNION ALL's, a JOIN's right side. */
+typedef struct eng_memtab {
+    char **names;
+    int n_names;
+    rtab rows;
+} eng_memtab;
+
+/* The WITH queries of one statement, each run the first time FROM names it;
+ * up: the enclosing statement's. */
+typedef struct eng_scope {
+    const sql_stmt *st;
+    eng_memtab *tabs;          /* st->n_with; done[i]: tabs[i] holds the rows */
+    bool *done;
+    uint64_t busy;             /* being run (a WITH that names itself) */
+    struct eng_scope *up;
+    eng_mem *mem;              /* the defining query's tracker */
+} eng_scope;
+
 typedef struct equery {
     const eng_ctx *ctx;
     eng_mem mem;
@@ -62,7 +81,14 @@ typedef struct equery {
     _Atomic int64_t rows_emitted; /* LIMIT without ORDER BY: early stop */
     eng_fail fail;             /* the first worker's error */
     double t0;
-    eng_sink *given_sink;      /* INSERT: the part sink the result goes to (taken) */
+    eng_sink *given_sink;      /* INSERT, a subquery: the sink the result goes to (taken) */
+    /* composition (eng_compose.c) */
+    eng_scope *scope_here;     /* this statement's WITH queries, or NULL */
+    eng_scope *scope_up;       /* the enclosing statement's */
+    int depth;                 /* subquery nesting */
+    _Atomic int64_t child_peak; /* the largest peak of the queries run for this one */
+    eng_memtab keep;           /* a UNION ALL's result, until the query ends */
+    void *join;                /* the join's state (eng_join.c), or NULL */
     uint64_t rows_written;     /* INSERT: rows written to the table */
 } equery;
 
@@ -87,6 +113,27 @@ int eng__stmt_source(equery *q, const sql_stmt *st, char *err, size_t errlen);
 int eng__run_select(equery *q, const sql_stmt *st, eng_format fmt, char *err, size_t errlen);
 int eng__out_strings(equery *q, eng_format fmt, const char *const *names, int n_cols,
                      const char *const *cells, uint32_t n_rows, char *err, size_t errlen);
+/* The output's sink and columns (names and types borrowed until the query ends). */
+int eng__stmt_output(equery *q, eng_format fmt, const char *const *names, const ex_type *types,
+                     int n_cols, char *err, size_t errlen);
+
+/* Composition (eng_compose.c). Runs st (with its UNION ALL branches) as
+ * queries of q's, its rows into *out allocated on m. 0 or -errno (err). */
+int eng__materialize(equery *q, const sql_stmt *st, eng_mem *m, eng_memtab *out, char *err,
+                     size_t errlen);
+void eng__memtab_free(eng_mem *m, eng_memtab *t);
+/* The statement's WITH queries (none run yet). 0 or -ENOMEM. */
+int eng__scope_init(equery *q, const sql_stmt *st);
+void eng__scope_free(equery *q);
+/* FROM (SELECT ...) or FROM a WITH name: q->src over its rows, *done set;
+ * else *done false (a table or a table function). */
+int eng__compose_source(equery *q, const sql_stmt *st, bool *done, char *err, size_t errlen);
+/* eng_subquery_fn over q (arg). */
+int eng__subquery_hook(void *arg, const sql_stmt *sub, ex_vec *col, uint32_t *rows, int *n_cols,
+                       char *err, size_t errlen);
+/* SELECT ... UNION ALL ...: every branch's rows to the statement's sink. */
+int eng__run_union(equery *q, const sql_stmt *st, eng_format fmt, char *err, size_t errlen);
+
 /* A table statement (CREATE, DROP, TRUNCATE, OPTIMIZE, INSERT, SHOW TABLES),
  * or DESCRIBE of a table. */
 bool eng__is_table_stmt(const sql_stmt *st);

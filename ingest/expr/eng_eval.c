@@ -62,6 +62,8 @@ void bx_free(eng_mem *m, bx *e)
     free(e);
 }
 
+static bool in_sorted_s(const bx *e, const uint8_t *s, uint32_t l);
+
 static inline int64_t iv(const ex_vec *v, uint32_t r)
 {
     r = ex_row(v, r);
@@ -304,6 +306,8 @@ static bool str_pred(const bx *e, const ex_vec *a, const uint8_t *s, uint32_t sl
         p = ex_str(&a[1], 0, &pl);
         return cmp_result(e->fn, cmp_bytes(s, sl, p, pl));
     case F_IN:
+        if (e->in_sorted)
+            return in_sorted_s(e, s, sl) != e->negated;
         for (int k = 0; k < e->n_in; k++)
             if (e->in_len[k] == sl && memcmp(e->in_s[k], s, sl) == 0)
                 return !e->negated;
@@ -346,7 +350,7 @@ static int eval_str_pred(ex_ectx *c, const bx *e, ex_vec *a, int na, uint32_t n,
         em_free(c->mem, m);
         return 0;
     }
-    if (e->fn == F_IN && !s->dict && !s->is_const) {
+    if (e->fn == F_IN && !s->dict && !s->is_const && !e->in_sorted) {
         /* plain strings against the list: lengths first, bytes only when one
          * matches (a row rarely has the length of any item) */
         const uint32_t *off = s->off;
@@ -575,11 +579,104 @@ static int eval_logic(ex_ectx *c, const bx *e, ex_vec *a, int na, uint32_t n, ex
     return 0;
 }
 
+static int cmp_i64(const void *x, const void *y)
+{
+    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+    return (a > b) - (a < b);
+}
+
+static int cmp_f64(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+typedef struct in_str {
+    char *s;
+    uint32_t len;
+} in_str;
+
+static int cmp_in_str(const void *x, const void *y)
+{
+    const in_str *a = x, *b = y;
+    if (a->len != b->len)
+        return a->len < b->len ? -1 : 1;
+    return a->len ? memcmp(a->s, b->s, a->len) : 0;
+}
+
+void bx_in_index(bx *e)
+{
+    if (e->n_in < 16 || !e->in_i || !e->in_d || !e->in_s || !e->in_len)
+        return;
+    in_str *ss = malloc(sizeof(in_str) * (size_t)e->n_in);
+    if (!ss)
+        return; /* stays a list: slower, still right */
+    qsort(e->in_i, (size_t)e->n_in, sizeof(int64_t), cmp_i64);
+    qsort(e->in_d, (size_t)e->n_in, sizeof(double), cmp_f64);
+    for (int k = 0; k < e->n_in; k++)
+        ss[k] = (in_str){e->in_s[k], e->in_len[k]};
+    qsort(ss, (size_t)e->n_in, sizeof(in_str), cmp_in_str);
+    for (int k = 0; k < e->n_in; k++) {
+        e->in_s[k] = ss[k].s;
+        e->in_len[k] = ss[k].len;
+    }
+    free(ss);
+    e->in_sorted = true;
+}
+
+static bool in_sorted_i(const bx *e, int64_t x)
+{
+    int lo = 0, hi = e->n_in;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (e->in_i[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < e->n_in && e->in_i[lo] == x;
+}
+
+static bool in_sorted_d(const bx *e, double x)
+{
+    int lo = 0, hi = e->n_in;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (e->in_d[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < e->n_in && e->in_d[lo] == x;
+}
+
+static bool in_sorted_s(const bx *e, const uint8_t *s, uint32_t l)
+{
+    in_str key = {(char *)s, l};
+    int lo = 0, hi = e->n_in;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        in_str m = {e->in_s[mid], e->in_len[mid]};
+        if (cmp_in_str(&m, &key) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < e->n_in && e->in_len[lo] == l && (l == 0 || memcmp(e->in_s[lo], s, l) == 0);
+}
+
 static int eval_in_num(ex_ectx *c, const bx *e, ex_vec *a, uint32_t n, ex_vec *out)
 {
     if (out_new(c, out, e->t, n, a, 1) < 0)
         return -ENOMEM;
     bool fl = a[0].t.kind == EX_FLOAT;
+    if (e->in_sorted) {
+        for (uint32_t r = 0; r < n; r++) {
+            bool found = fl ? in_sorted_d(e, ex_f(&a[0], r)) : in_sorted_i(e, iv(&a[0], r));
+            out->i[r] = found != e->negated;
+        }
+        return 0;
+    }
     for (uint32_t r = 0; r < n; r++) {
         bool found = false;
         if (fl) {

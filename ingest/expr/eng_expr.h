@@ -44,6 +44,7 @@ struct bx {
     uint32_t *in_len;
     int n_in;
     bool in_has_null;
+    bool in_sorted;     /* bx_in_index sorted the lists: looked up by bisection */
 };
 
 typedef struct ex_ectx {
@@ -57,6 +58,9 @@ typedef struct ex_ectx {
 int bx_eval(ex_ectx *c, const bx *e, const ex_vec *in, const uint32_t *sel, uint32_t n,
             ex_vec *out);
 void bx_free(eng_mem *m, bx *e);
+/* Sorts a long F_IN list (in_i, in_d, and in_s with in_len, each on its own)
+ * so that rows find their value by bisection; short lists stay as they are. */
+void bx_in_index(bx *e);
 /* Fills sel with the rows where the boolean vector is true (not NULL, != 0);
  * returns their count. */
 uint32_t bx_select(const ex_vec *b, const uint32_t *insel, uint32_t n, uint32_t *sel);

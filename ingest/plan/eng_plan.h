@@ -93,6 +93,19 @@ typedef struct eng_plan {
  * The plan borrows stmt and schema. */
 int eng_bind(eng_mem *m, const sql_stmt *stmt, const eng_schema *schema, eng_plan *plan,
              char *err, size_t errlen);
+/* How the binder runs a subquery ((SELECT ...) as a value, IN (SELECT ...)):
+ * the executor's hook. It runs sub and gives its first column in *col (rows
+ * rows, the caller clears it on the binder's tracker) and the number of its
+ * columns in *n_cols. 0 or -errno with a sentence in err. */
+typedef int (*eng_subquery_fn)(void *arg, const sql_stmt *sub, ex_vec *col, uint32_t *rows,
+                               int *n_cols, char *err, size_t errlen);
+typedef struct eng_bind_env {
+    eng_subquery_fn subquery;
+    void *arg;
+} eng_bind_env;
+/* eng_bind with subqueries run through env (NULL: a subquery is an error). */
+int eng_bind_env_run(eng_mem *m, const sql_stmt *stmt, const eng_schema *schema,
+                     const eng_bind_env *env, eng_plan *plan, char *err, size_t errlen);
 void eng_plan_free(eng_mem *m, eng_plan *plan);
 /* Applies SETTINGS (known names only, with suggestions) on top of s. */
 int eng_settings_apply(const sql_stmt *stmt, eng_settings *s, char *err, size_t errlen);

@@ -332,6 +332,9 @@ void sql_node_free(sql_node *n)
         sql_node_free(n->args[i]);
     free(n->args);
     free(n->s);
+    free(n->qual);
+    if (!n->sub_borrowed)
+        sql_stmt_destroy(&n->sub);
     free(n);
 }
 
@@ -346,9 +349,16 @@ sql_node *sql_node_clone(const sql_node *n)
     c->s = NULL;
     c->args = NULL;
     c->nargs = 0;
+    c->sub_borrowed = n->sub != NULL; /* the original keeps the subquery */
+    c->qual = NULL;
+    if (n->qual && !(c->qual = strdup(n->qual))) {
+        free(c);
+        return NULL;
+    }
     if (n->s) {
         c->s = malloc(n->slen + 1);
         if (!c->s) {
+            free(c->qual);
             free(c);
             return NULL;
         }
@@ -394,6 +404,15 @@ bool sql_node_equal(const sql_node *a, const sql_node *b)
         break;
     default: break;
     }
+    if (a->kind == SQL_COLUMN && (!a->qual != !b->qual || (a->qual && strcmp(a->qual, b->qual))))
+        return false;
+    switch (a->kind) {
+    case SQL_SUBQUERY:
+        if (a->sub != b->sub)
+            return false;
+        break;
+    default: break;
+    }
     for (int i = 0; i < a->nargs; i++)
         if (!sql_node_equal(a->args[i], b->args[i]))
             return false;
@@ -404,6 +423,8 @@ bool sql_node_equal(const sql_node *a, const sql_node *b)
 
 static sql_node *parse_expr(parser *ps);
 static bool is_clause_kw(const tok *t);
+static bool starts_query(const tok *t);
+static sql_node *parse_subquery_node(parser *ps, const tok *open);
 
 static sql_node *parse_primary(parser *ps)
 {
@@ -457,6 +478,8 @@ static sql_node *parse_primary(parser *ps)
     }
     if (is_op(&t, "(")) {
         next(ps);
+        if (starts_query(&ps->cur))
+            return parse_subquery_node(ps, &t);
         sql_node *e = parse_expr(ps);
         if (!e)
             return NULL;
@@ -614,13 +637,13 @@ static sql_node *parse_primary(parser *ps)
         }
         n->slen = strlen(n->s);
         if (accept_op(ps, ".")) {
-            /* table.column: keep the column */
+            /* table.column: the column, qualified */
             if (ps->cur.kind != T_IDENT && ps->cur.kind != T_QIDENT) {
                 fail_expected(ps, "a column name after '.'");
                 sql_node_free(n);
                 return NULL;
             }
-            free(n->s);
+            n->qual = n->s;
             n->s = tokdup(&ps->cur);
             n->slen = n->s ? strlen(n->s) : 0;
             next(ps);
@@ -876,6 +899,14 @@ static sql_node *parse_cmp(parser *ps)
                 sql_node_free(n);
                 return NULL;
             }
+            if (starts_query(&ps->cur)) {
+                if (!node_push(ps, n, parse_subquery_node(ps, &k))) {
+                    sql_node_free(n);
+                    return NULL;
+                }
+                l = n;
+                continue;
+            }
             if (!is_op(&ps->cur, ")")) {
                 do {
                     if (!node_push(ps, n, parse_expr(ps))) {
@@ -974,6 +1005,7 @@ static sql_node *parse_expr(parser *ps)
 /* ---- statements ----------------------------------------------------------- */
 
 static void table_stmt_free(sql_stmt *s);
+static void compose_free(sql_stmt *s);
 
 void sql_stmt_destroy(sql_stmt **sp)
 {
@@ -1004,6 +1036,7 @@ void sql_stmt_destroy(sql_stmt **sp)
     free(s->settings);
     free(s->format);
     table_stmt_free(s);
+    compose_free(s);
     free(s);
     *sp = NULL;
 }
@@ -1032,10 +1065,17 @@ static bool is_clause_kw(const tok *t)
 
 static bool parse_table_ref(parser *ps, sql_stmt *s, const tok *first);
 static sql_stmt *parse_table_stmt(parser *ps, sql_stmt *s);
+static bool parse_from_subquery(parser *ps, sql_stmt *s);
+static bool parse_from_alias(parser *ps, sql_stmt *s);
+static bool parse_with(parser *ps, sql_stmt *s);
+static bool parse_joins(parser *ps, sql_stmt *s);
+static bool parse_union(parser *ps, sql_stmt *s);
 static bool parse_settings(parser *ps, sql_setting **out, int *n);
 
 static bool parse_from(parser *ps, sql_stmt *s)
 {
+    if (is_op(&ps->cur, "("))
+        return parse_from_subquery(ps, s);
     if (ps->cur.kind != T_IDENT && ps->cur.kind != T_QIDENT) {
         fail_expected(ps, "a table or a table function such as "
                           "s3('s3://bucket/*.parquet') or file('data/*.csv')");
@@ -1065,16 +1105,7 @@ static bool parse_from(parser *ps, sql_stmt *s)
     }
     if (!expect_op(ps, ")"))
         return false;
-    /* optional alias */
-    if (accept_kw(ps, "AS") || (ps->cur.kind == T_IDENT && !is_clause_kw(&ps->cur))) {
-        if (ps->cur.kind == T_IDENT || ps->cur.kind == T_QIDENT)
-            next(ps);
-        else {
-            fail_expected(ps, "an alias");
-            return false;
-        }
-    }
-    return true;
+    return parse_from_alias(ps, s);
 }
 
 static bool parse_int_literal(parser *ps, int64_t *out, const char *what)
@@ -1098,6 +1129,8 @@ static bool parse_int_literal(parser *ps, int64_t *out, const char *what)
     return true;
 }
 
+static bool parse_explain(parser *ps, sql_stmt *s);
+
 static sql_stmt *parse_stmt(parser *ps)
 {
     sql_stmt *s = calloc(1, sizeof(*s));
@@ -1117,6 +1150,10 @@ static sql_stmt *parse_stmt(parser *ps)
             goto fail;
         goto tail;
     }
+    if (is_kw(&ps->cur, "EXPLAIN") && !parse_explain(ps, s))
+        goto fail;
+    if (is_kw(&ps->cur, "WITH") && !parse_with(ps, s))
+        goto fail;
     if (!accept_kw(ps, "SELECT")) {
         fail_expected(ps, "SELECT, INSERT, CREATE TABLE, DESCRIBE or another statement");
         goto fail;
@@ -1153,7 +1190,7 @@ static sql_stmt *parse_stmt(parser *ps)
         fail_expected(ps, "FROM");
         goto fail;
     }
-    if (!parse_from(ps, s))
+    if (!parse_from(ps, s) || !parse_joins(ps, s))
         goto fail;
     if (accept_kw(ps, "WHERE") && !(s->where = parse_expr(ps)))
         goto fail;
@@ -1221,6 +1258,8 @@ static sql_stmt *parse_stmt(parser *ps)
         s->limit = INT64_MAX;
         s->has_limit = true;
     }
+    if (is_kw(&ps->cur, "UNION") && !parse_union(ps, s))
+        goto fail;
 tail:
     if (accept_kw(ps, "SETTINGS") && !parse_settings(ps, &s->settings, &s->n_settings))
         goto fail;
@@ -1413,6 +1452,7 @@ static void name_rec(const sql_node *n, sbuf *b, int depth)
         sb_str(b, "')");
         return;
     case SQL_BETWEEN: sb_str(b, n->negated ? "notBetween" : "between"); break;
+    case SQL_SUBQUERY: sb_str(b, "_subquery"); return;
     }
     sb_str(b, "(");
     if (n->kind == SQL_IN) {
@@ -1500,15 +1540,10 @@ static bool parse_table_ref(parser *ps, sql_stmt *s, const tok *first)
         return false;
     if (accept_kw(ps, "FINAL"))
         s->final = true;
-    if (accept_kw(ps, "AS") || (ps->cur.kind == T_IDENT && !is_clause_kw(&ps->cur))) {
-        if (ps->cur.kind != T_IDENT && ps->cur.kind != T_QIDENT) {
-            fail_expected(ps, "an alias");
-            return false;
-        }
-        next(ps);
-        if (accept_kw(ps, "FINAL"))
-            s->final = true;
-    }
+    if (!parse_from_alias(ps, s))
+        return false;
+    if (s->from_alias && accept_kw(ps, "FINAL"))
+        s->final = true;
     return true;
 }
 
@@ -2056,3 +2091,358 @@ static void table_stmt_free(sql_stmt *s)
     }
 }
 
+
+/* ---- composition: subqueries, WITH, JOIN, UNION ALL, EXPLAIN ---------------- */
+
+/* Whether t begins a query inside parentheses: (SELECT ...) or (WITH ...). */
+static bool starts_query(const tok *t)
+{
+    return is_kw(t, "SELECT") || is_kw(t, "WITH");
+}
+
+/* Words that end a FROM item where an alias could stand. */
+static bool is_join_kw(const tok *t)
+{
+    static const char *kws[] = {"JOIN", "INNER", "LEFT", "RIGHT", "FULL", "CROSS", "ANY",
+                                "ALL", "ON", "USING", "OUTER", "SEMI", "ANTI", "ASOF",
+                                "GLOBAL", "ARRAY", "PASTE", "WINDOW", "QUALIFY", "PREWHERE"};
+    for (size_t i = 0; i < sizeof(kws) / sizeof(kws[0]); i++)
+        if (is_kw(t, kws[i]))
+            return true;
+    return false;
+}
+
+/* A SELECT in parentheses, the '(' read: WITH ... SELECT ... [UNION ALL ...]
+ * up to the ')', which it reads. NULL on error. */
+static sql_stmt *parse_subquery(parser *ps)
+{
+    if (++ps->depth > SQL_MAX_DEPTH) {
+        fail(ps, ps->cur.line, ps->cur.col, "subqueries nested too deeply (more than %d levels)",
+             SQL_MAX_DEPTH);
+        return NULL;
+    }
+    sql_stmt *sub = parse_stmt(ps);
+    ps->depth--;
+    if (!sub)
+        return NULL;
+    if (sub->format) {
+        fail(ps, sub->line, sub->col, "a subquery cannot have FORMAT: give it to the outer query");
+        sql_stmt_destroy(&sub);
+        return NULL;
+    }
+    if (!expect_op(ps, ")")) {
+        sql_stmt_destroy(&sub);
+        return NULL;
+    }
+    return sub;
+}
+
+/* (SELECT ...) in an expression, its '(' at open already read. */
+static sql_node *parse_subquery_node(parser *ps, const tok *open)
+{
+    sql_node *n = node_new(ps, SQL_SUBQUERY, open->line, open->col);
+    if (!n)
+        return NULL;
+    n->sub = parse_subquery(ps);
+    if (!n->sub) {
+        sql_node_free(n);
+        return NULL;
+    }
+    return n;
+}
+
+/* An optional alias after FROM's item: AS x, or a bare name that is not a
+ * keyword of a clause or of JOIN; kept in s->from_alias. */
+static bool parse_from_alias(parser *ps, sql_stmt *s)
+{
+    bool as = accept_kw(ps, "AS");
+    if (!as && !(ps->cur.kind == T_IDENT && !is_clause_kw(&ps->cur) && !is_join_kw(&ps->cur)) &&
+        ps->cur.kind != T_QIDENT)
+        return true;
+    if (ps->cur.kind != T_IDENT && ps->cur.kind != T_QIDENT) {
+        fail_expected(ps, "an alias");
+        return false;
+    }
+    free(s->from_alias);
+    if (!(s->from_alias = tokdup(&ps->cur))) {
+        ps->rc = -ENOMEM;
+        return false;
+    }
+    next(ps);
+    return true;
+}
+
+/* FROM (SELECT ...) [[AS] alias] */
+static bool parse_from_subquery(parser *ps, sql_stmt *s)
+{
+    s->from_line = ps->cur.line;
+    s->from_col = ps->cur.col;
+    next(ps);
+    if (!starts_query(&ps->cur)) {
+        fail_expected(ps, "SELECT or WITH after '(' in FROM");
+        return false;
+    }
+    if (!(s->from_sub = parse_subquery(ps)))
+        return false;
+    return parse_from_alias(ps, s);
+}
+
+/* WITH item, ...: name AS (SELECT ...) or expr AS name. */
+static bool parse_with(parser *ps, sql_stmt *s)
+{
+    next(ps); /* WITH */
+    do {
+        if (!grow(ps, (void **)&s->with, s->n_with, sizeof(sql_with)))
+            return false;
+        sql_with *w = &s->with[s->n_with];
+        memset(w, 0, sizeof(*w));
+        w->line = ps->cur.line;
+        w->col = ps->cur.col;
+        s->n_with++;
+        if (ps->cur.kind == T_IDENT || ps->cur.kind == T_QIDENT) {
+            parser save = *ps;
+            tok name = ps->cur;
+            next(ps);
+            if (accept_kw(ps, "AS") && is_op(&ps->cur, "(")) {
+                next(ps);
+                if (starts_query(&ps->cur)) {
+                    if (!(w->name = tokdup(&name))) {
+                        ps->rc = -ENOMEM;
+                        return false;
+                    }
+                    if (!(w->sub = parse_subquery(ps)))
+                        return false;
+                    continue;
+                }
+            }
+            *ps = save;
+        }
+        if (!(w->expr = parse_expr(ps)))
+            return false;
+        if (!accept_kw(ps, "AS")) {
+            fail_expected(ps, "AS and a name after WITH's expression");
+            return false;
+        }
+        if (ps->cur.kind != T_IDENT && ps->cur.kind != T_QIDENT) {
+            fail_expected(ps, "a name after AS");
+            return false;
+        }
+        if (!(w->name = tokdup(&ps->cur))) {
+            ps->rc = -ENOMEM;
+            return false;
+        }
+        next(ps);
+    } while (accept_op(ps, ","));
+    if (!is_kw(&ps->cur, "SELECT")) {
+        fail_expected(ps, "SELECT after WITH");
+        return false;
+    }
+    return true;
+}
+
+/* The right side of a JOIN as "SELECT * FROM <item>". */
+static sql_stmt *join_right(parser *ps)
+{
+    sql_stmt *r = calloc(1, sizeof(*r));
+    if (!r || !(r->items = calloc(1, sizeof(sql_select_item)))) {
+        free(r);
+        ps->rc = -ENOMEM;
+        return NULL;
+    }
+    r->kind = SQL_SELECT;
+    r->line = ps->cur.line;
+    r->col = ps->cur.col;
+    r->n_items = 1;
+    if (!(r->items[0].expr = node_new(ps, SQL_STAR, r->line, r->col)) || !parse_from(ps, r)) {
+        sql_stmt_destroy(&r);
+        return NULL;
+    }
+    return r;
+}
+
+/* USING a | USING (a, b, ...) */
+static bool parse_using(parser *ps, sql_join *j)
+{
+    bool paren = accept_op(ps, "(");
+    do {
+        if (ps->cur.kind != T_IDENT && ps->cur.kind != T_QIDENT) {
+            fail_expected(ps, "a column name in USING");
+            return false;
+        }
+        if (!grow(ps, (void **)&j->using, j->n_using, sizeof(char *)))
+            return false;
+        if (!(j->using[j->n_using] = tokdup(&ps->cur))) {
+            ps->rc = -ENOMEM;
+            return false;
+        }
+        j->n_using++;
+        next(ps);
+    } while (paren && accept_op(ps, ","));
+    return !paren || expect_op(ps, ")");
+}
+
+/* One JOIN: [ALL|ANY] [INNER|LEFT|RIGHT|FULL] [OUTER] JOIN item ON e | USING
+ * (..); CROSS JOIN item; ', item' (a cross join). false: none or an error. */
+static bool parse_join(parser *ps, sql_stmt *s)
+{
+    tok t = ps->cur;
+    sql_join j = {.kind = SQL_JOIN_INNER, .line = t.line, .col = t.col};
+    bool cross = false;
+    if (accept_op(ps, ",")) {
+        cross = true;
+    } else {
+        for (int pass = 0; pass < 2; pass++) {
+            if (accept_kw(ps, "ANY"))
+                j.any = true;
+            else if (!accept_kw(ps, "ALL")) {
+                const char *un[] = {"SEMI", "ANTI", "ASOF", "GLOBAL", "ARRAY", "PASTE"};
+                for (size_t i = 0; i < sizeof(un) / sizeof(un[0]); i++)
+                    if (is_kw(&ps->cur, un[i])) {
+                        fail(ps, ps->cur.line, ps->cur.col,
+                             "%s JOIN is not supported: write [ANY|ALL] [INNER|LEFT|RIGHT|FULL] "
+                             "JOIN or CROSS JOIN", un[i]);
+                        return false;
+                    }
+            }
+            if (pass == 1)
+                break;
+            if (accept_kw(ps, "INNER"))
+                j.kind = SQL_JOIN_INNER;
+            else if (accept_kw(ps, "LEFT"))
+                j.kind = SQL_JOIN_LEFT;
+            else if (accept_kw(ps, "RIGHT"))
+                j.kind = SQL_JOIN_RIGHT;
+            else if (accept_kw(ps, "FULL"))
+                j.kind = SQL_JOIN_FULL;
+            else if (accept_kw(ps, "CROSS"))
+                cross = true;
+        }
+        if (!cross && j.kind != SQL_JOIN_INNER)
+            accept_kw(ps, "OUTER");
+        if (!expect_kw(ps, "JOIN"))
+            return false;
+    }
+    if (cross)
+        j.kind = SQL_JOIN_CROSS;
+    if (cross && j.any) {
+        fail(ps, t.line, t.col, "ANY CROSS JOIN is not supported: a cross join pairs every row");
+        return false;
+    }
+    if (!grow(ps, (void **)&s->joins, s->n_joins, sizeof(sql_join)))
+        return false;
+    sql_join *jp = &s->joins[s->n_joins++];
+    *jp = j;
+    if (!(jp->right = join_right(ps)))
+        return false;
+    if (cross)
+        return true;
+    if (accept_kw(ps, "ON"))
+        return (jp->on = parse_expr(ps)) != NULL;
+    if (accept_kw(ps, "USING"))
+        return parse_using(ps, jp);
+    fail_expected(ps, "ON or USING after the joined table");
+    return false;
+}
+
+static bool parse_joins(parser *ps, sql_stmt *s)
+{
+    while (!ps->rc && (is_op(&ps->cur, ",") || is_join_kw(&ps->cur)) && !is_kw(&ps->cur, "ON") &&
+           !is_kw(&ps->cur, "USING")) {
+        if (s->n_joins >= 64) {
+            fail(ps, ps->cur.line, ps->cur.col, "more than 64 joins in one FROM");
+            return false;
+        }
+        if (!parse_join(ps, s))
+            return false;
+    }
+    return !ps->rc;
+}
+
+/* UNION ALL SELECT ... (chained): the SETTINGS and FORMAT after the last
+ * SELECT are the whole query's, so they move to the head. */
+static bool parse_union(parser *ps, sql_stmt *s)
+{
+    tok t = ps->cur;
+    next(ps); /* UNION */
+    if (accept_kw(ps, "DISTINCT")) {
+        fail(ps, t.line, t.col, "UNION DISTINCT is not supported: write UNION ALL and GROUP BY "
+                                "the columns of the outer query");
+        return false;
+    }
+    if (!accept_kw(ps, "ALL")) {
+        fail(ps, t.line, t.col, "write UNION ALL (UNION alone is ambiguous, as ClickHouse's "
+                                "union_default_mode leaves it)");
+        return false;
+    }
+    if (!is_kw(&ps->cur, "SELECT") && !is_kw(&ps->cur, "WITH")) {
+        fail_expected(ps, "SELECT after UNION ALL");
+        return false;
+    }
+    if (++ps->depth > SQL_MAX_DEPTH) {
+        fail(ps, t.line, t.col, "more than %d SELECTs in one UNION ALL", SQL_MAX_DEPTH);
+        return false;
+    }
+    s->union_all = parse_stmt(ps);
+    ps->depth--;
+    if (!s->union_all)
+        return false;
+    sql_stmt *u = s->union_all;
+    if (u->explain) {
+        fail(ps, u->line, u->col, "EXPLAIN can only begin the query");
+        return false;
+    }
+    s->settings = u->settings;
+    s->n_settings = u->n_settings;
+    s->format = u->format;
+    u->settings = NULL;
+    u->n_settings = 0;
+    u->format = NULL;
+    return true;
+}
+
+/* EXPLAIN [PLAN | SYNTAX] before a SELECT. */
+static bool parse_explain(parser *ps, sql_stmt *s)
+{
+    s->explain_line = ps->cur.line;
+    s->explain_col = ps->cur.col;
+    next(ps);
+    s->explain = SQL_EXPLAIN_PLAN;
+    if (accept_kw(ps, "SYNTAX"))
+        s->explain = SQL_EXPLAIN_SYNTAX;
+    else if (!accept_kw(ps, "PLAN")) {
+        static const char *un[] = {"PIPELINE", "AST", "ESTIMATE", "TABLE", "QUERY", "CURRENT"};
+        for (size_t i = 0; i < sizeof(un) / sizeof(un[0]); i++)
+            if (is_kw(&ps->cur, un[i])) {
+                fail(ps, ps->cur.line, ps->cur.col,
+                     "EXPLAIN %s is not supported: use EXPLAIN (the plan) or EXPLAIN SYNTAX",
+                     un[i]);
+                return false;
+            }
+    }
+    if (!is_kw(&ps->cur, "SELECT") && !is_kw(&ps->cur, "WITH")) {
+        fail_expected(ps, "SELECT or WITH after EXPLAIN");
+        return false;
+    }
+    return true;
+}
+
+static void compose_free(sql_stmt *s)
+{
+    sql_stmt_destroy(&s->from_sub);
+    free(s->from_alias);
+    for (int i = 0; i < s->n_with; i++) {
+        free(s->with[i].name);
+        sql_stmt_destroy(&s->with[i].sub);
+        sql_node_free(s->with[i].expr);
+    }
+    free(s->with);
+    for (int i = 0; i < s->n_joins; i++) {
+        sql_stmt_destroy(&s->joins[i].right);
+        sql_node_free(s->joins[i].on);
+        for (int k = 0; k < s->joins[i].n_using; k++)
+            free(s->joins[i].using[k]);
+        free(s->joins[i].using);
+    }
+    free(s->joins);
+    sql_stmt_destroy(&s->union_all);
+}

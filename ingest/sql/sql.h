@@ -48,6 +48,7 @@ typedef enum sql_kind {
     SQL_CASE,       /* args: [operand] (when, then)* [else]; has_operand, has_else */
     SQL_CAST,       /* args[0]; s: type name as written */
     SQL_BETWEEN,    /* args[0] [NOT] BETWEEN args[1] AND args[2] */
+    SQL_SUBQUERY,   /* sub: (SELECT ...) as a scalar, or the list of IN (SELECT ...) */
 } sql_kind;
 
 typedef enum sql_op {
@@ -71,6 +72,9 @@ struct sql_node {
     size_t slen;
     sql_node **args;
     int nargs;
+    char *qual;             /* SQL_COLUMN t.x: the qualifier t (s is x), else NULL */
+    struct sql_stmt *sub;   /* SQL_SUBQUERY: the query */
+    bool sub_borrowed;      /* a clone's: sub belongs to the original node */
 };
 
 typedef struct sql_select_item {
@@ -147,6 +151,36 @@ typedef struct sql_insert {
     size_t data_len;
 } sql_insert;
 
+/* WITH name AS (SELECT ...) (a common table expression: sub) or ClickHouse's
+ * WITH expr AS name (expr, which the name stands for in the query). */
+typedef struct sql_with {
+    char *name;
+    struct sql_stmt *sub;
+    sql_node *expr;
+    int line, col;
+} sql_with;
+
+typedef enum sql_join_kind {
+    SQL_JOIN_INNER = 1, SQL_JOIN_LEFT, SQL_JOIN_RIGHT, SQL_JOIN_FULL, SQL_JOIN_CROSS,
+} sql_join_kind;
+
+/* One JOIN of FROM: right is "SELECT * FROM <the right side>" (a table, a
+ * table function or a subquery, with its alias in right->from_alias); on is
+ * the ON condition, or using[] the USING columns (neither: CROSS JOIN). */
+typedef struct sql_join {
+    sql_join_kind kind;
+    bool any;                   /* ANY strictness (else ALL) */
+    struct sql_stmt *right;
+    sql_node *on;
+    char **using;
+    int n_using;
+    int line, col;
+} sql_join;
+
+typedef enum sql_explain_kind {
+    SQL_EXPLAIN_NONE = 0, SQL_EXPLAIN_PLAN, SQL_EXPLAIN_SYNTAX,
+} sql_explain_kind;
+
 typedef struct sql_stmt {
     sql_stmt_kind kind;
     sql_select_item *items;
@@ -179,6 +213,17 @@ typedef struct sql_stmt {
     int n_settings;
     char *format;           /* FORMAT name, NULL when absent */
     int line, col;          /* where the statement starts */
+    /* composition */
+    struct sql_stmt *from_sub;  /* FROM (SELECT ...) */
+    char *from_alias;           /* FROM's [AS] alias, NULL when none */
+    sql_with *with;             /* WITH ... (in the order written) */
+    int n_with;
+    sql_join *joins;            /* FROM a JOIN b ... JOIN c: left to right */
+    int n_joins;
+    struct sql_stmt *union_all; /* the next SELECT of UNION ALL (its SETTINGS and
+                                   FORMAT are the head's) */
+    sql_explain_kind explain;   /* EXPLAIN [PLAN] / EXPLAIN SYNTAX */
+    int explain_line, explain_col;
 } sql_stmt;
 
 /* Parses the statements of `text` (len bytes, need not be NUL-terminated),
