@@ -96,8 +96,19 @@ int eng__stmt_settings(equery *q, const sql_stmt *st, eng_format *ofmt, char *er
     return 0;
 }
 
-/* FROM: the table function's source, with its schema. */
+static int from_source(equery *q, const sql_stmt *st, char *err, size_t errlen);
+
+/* FROM: the table function's (or table's, or subquery's) source, with its
+ * schema; each JOIN wraps it in a join source. */
 int eng__stmt_source(equery *q, const sql_stmt *st, char *err, size_t errlen)
+{
+    int rc = from_source(q, st, err, errlen);
+    for (int i = 0; rc == 0 && i < st->n_joins; i++)
+        rc = eng__join_wrap(q, &st->joins[i], err, errlen);
+    return rc;
+}
+
+static int from_source(equery *q, const sql_stmt *st, char *err, size_t errlen)
 {
     const eng_ctx *ctx = q->ctx;
     eng_scan_env env = {&q->mem, &q->set, ctx->list_s3, ctx->open_s3, ctx->s3_impl,

@@ -88,7 +88,6 @@ typedef struct equery {
     int depth;                 /* subquery nesting */
     _Atomic int64_t child_peak; /* the largest peak of the queries run for this one */
     eng_memtab keep;           /* a UNION ALL's result, until the query ends */
-    void *join;                /* the join's state (eng_join.c), or NULL */
     uint64_t rows_written;     /* INSERT: rows written to the table */
 } equery;
 
@@ -131,6 +130,9 @@ int eng__compose_source(equery *q, const sql_stmt *st, bool *done, char *err, si
 /* eng_subquery_fn over q (arg). */
 int eng__subquery_hook(void *arg, const sql_stmt *sub, ex_vec *col, uint32_t *rows, int *n_cols,
                        char *err, size_t errlen);
+/* JOIN (eng_join.c): runs the right side into memory, builds its hash table
+ * and makes q->src the join of q->src and it. 0 or -errno (err). */
+int eng__join_wrap(equery *q, const sql_join *jn, char *err, size_t errlen);
 /* SELECT ... UNION ALL ...: every branch's rows to the statement's sink. */
 int eng__run_union(equery *q, const sql_stmt *st, eng_format fmt, char *err, size_t errlen);
 

@@ -1458,22 +1458,25 @@ static void collect_prune(binder *b, const bx *e)
 int eng_settings_apply(const sql_stmt *st, eng_settings *s, char *err, size_t errlen)
 {
     static const char *names[] = {"max_threads", "max_download_threads",
-                                  "max_download_buffer_size", "max_memory_usage"};
+                                  "max_download_buffer_size", "max_memory_usage",
+                                  "join_use_nulls"};
+    const int n_names = (int)(sizeof(names) / sizeof(names[0]));
     for (int i = 0; i < st->n_settings; i++) {
         const sql_setting *x = &st->settings[i];
         int k = -1;
-        for (int j = 0; j < 4; j++)
+        for (int j = 0; j < n_names; j++)
             if (strcmp(x->name, names[j]) == 0)
                 k = j;
         if (k < 0 && eng_insert_setting_known(x->name))
             continue; /* INSERT's own (eng_tdef.h) */
         if (k < 0) {
-            const char *sg = eng_suggest(x->name, names, 4);
+            const char *sg = eng_suggest(x->name, names, n_names);
             snprintf(err, errlen, "line %d, column %d: unknown setting '%s'%s%s%s", x->line,
                      x->col, x->name, sg ? ", did you mean '" : " (known: max_threads, "
                                                                 "max_download_threads, "
                                                                 "max_download_buffer_size, "
-                                                                "max_memory_usage)",
+                                                                "max_memory_usage, "
+                                                                "join_use_nulls)",
                      sg ? sg : "", sg ? "'?" : "");
             return -EINVAL;
         }
@@ -1493,6 +1496,7 @@ int eng_settings_apply(const sql_stmt *st, eng_settings *s, char *err, size_t er
         case 1: s->max_download_threads = u > 1024 ? 1024 : (int)u; break;
         case 2: s->max_download_buffer_size = u; break;
         case 3: s->max_memory_usage = u > INT64_MAX ? INT64_MAX : (int64_t)u; break;
+        case 4: s->join_use_nulls = u != 0; break;
         }
     }
     return 0;

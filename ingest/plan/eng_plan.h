@@ -65,6 +65,8 @@ typedef struct eng_settings {
     int max_download_threads;
     uint64_t max_download_buffer_size;
     int64_t max_memory_usage;
+    bool join_use_nulls;     /* 0 (ClickHouse's default): a missing side's columns
+                                hold their type's default, not NULL */
 } eng_settings;
 
 typedef struct eng_plan {
