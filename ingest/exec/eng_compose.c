@@ -275,10 +275,14 @@ static int run_branch(equery *q, const sql_stmt *st, eng_mem *m, eng_memtab *t, 
             c->given_sink = &ms->base;
         }
     }
-    if (rc == 0)
-        rc = eng__stmt_source(c, st, err, errlen);
-    if (rc == 0)
-        rc = eng__run_select(c, st, ENG_FMT_NULL, err, errlen);
+    if (rc == 0 && eng__has_window(st)) {
+        rc = eng__run_window(c, st, ENG_FMT_NULL, err, errlen);
+    } else {
+        if (rc == 0)
+            rc = eng__stmt_source(c, st, err, errlen);
+        if (rc == 0)
+            rc = eng__run_select(c, st, ENG_FMT_NULL, err, errlen);
+    }
     if (rc == 0 && !t->names) {
         /* the child ended without beginning its sink: no rows and no columns */
         snprintf(err, errlen, "line %d, column %d: the subquery gave no columns", st->line,

@@ -287,11 +287,12 @@ static int run_stmt(const eng_ctx *ctx, const sql_stmt *st, FILE *summary, eng_r
     int rc = eng__stmt_settings(q, st, &ofmt, err, errlen);
     bool table = rc == 0 && eng__is_table_stmt(st);
     bool uni = rc == 0 && !table && st->kind == SQL_SELECT && st->union_all;
+    bool win = rc == 0 && !table && !uni && st->kind == SQL_SELECT && eng__has_window(st);
     if (uni && eng__scope_init(q, st) < 0) {
         snprintf(err, errlen, "out of memory");
         rc = -ENOMEM;
     }
-    if (rc == 0 && !table && !uni)
+    if (rc == 0 && !table && !uni && !win)
         rc = eng__stmt_source(q, st, err, errlen);
     if (rc < 0) {
         eng__query_free(q);
@@ -301,6 +302,8 @@ static int run_stmt(const eng_ctx *ctx, const sql_stmt *st, FILE *summary, eng_r
         rc = eng__run_table_stmt(q, st, ofmt, err, errlen);
     else if (uni)
         rc = eng__run_union(q, st, ofmt, err, errlen);
+    else if (win)
+        rc = eng__run_window(q, st, ofmt, err, errlen);
     else
         rc = st->kind == SQL_DESCRIBE ? run_describe(q, ofmt, err, errlen)
                                       : eng__run_select(q, st, ofmt, err, errlen);

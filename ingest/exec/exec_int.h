@@ -130,6 +130,10 @@ int eng__compose_source(equery *q, const sql_stmt *st, bool *done, char *err, si
 /* eng_subquery_fn over q (arg). */
 int eng__subquery_hook(void *arg, const sql_stmt *sub, ex_vec *col, uint32_t *rows, int *n_cols,
                        char *err, size_t errlen);
+/* Window functions (eng_window.c): whether st's SELECT list has one, and the
+ * statement run in its two steps, its result to q's output. */
+bool eng__has_window(const sql_stmt *st);
+int eng__run_window(equery *q, const sql_stmt *st, eng_format fmt, char *err, size_t errlen);
 /* JOIN (eng_join.c): runs the right side into memory, builds its hash table
  * and makes q->src the join of q->src and it. 0 or -errno (err). */
 int eng__join_wrap(equery *q, const sql_join *jn, char *err, size_t errlen);

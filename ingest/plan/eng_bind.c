@@ -335,6 +335,7 @@ static sql_node *expand(binder *b, const sql_node *n)
     c->args = NULL;
     c->nargs = 0;
     c->sub_borrowed = n->sub != NULL;
+    c->win_borrowed = n->win != NULL;
     c->qual = NULL;
     if ((n->s && !(c->s = malloc(n->slen + 1))) || (n->qual && !(c->qual = strdup(n->qual)))) {
         sql_node_free(c);
@@ -1175,6 +1176,11 @@ static bx *bind(binder *b, const sql_node *n, bmode mode)
         return col_ref(b, n);
     default:
         break;
+    }
+    if (n->kind == SQL_FUNC && n->win) {
+        berr(b, n, "window function %s() OVER (...) is only supported as a whole item of the "
+                   "SELECT list (compute with it in an outer query)", n->s);
+        return NULL;
     }
     if (n->kind == SQL_FUNC) {
         const struct fn_def *d = find_fn(n->s);

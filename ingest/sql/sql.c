@@ -324,6 +324,8 @@ static bool node_push(parser *ps, sql_node *n, sql_node *child)
     return true;
 }
 
+static void window_free(sql_window *w);
+
 void sql_node_free(sql_node *n)
 {
     if (!n)
@@ -335,6 +337,8 @@ void sql_node_free(sql_node *n)
     free(n->qual);
     if (!n->sub_borrowed)
         sql_stmt_destroy(&n->sub);
+    if (!n->win_borrowed)
+        window_free(n->win);
     free(n);
 }
 
@@ -350,6 +354,7 @@ sql_node *sql_node_clone(const sql_node *n)
     c->args = NULL;
     c->nargs = 0;
     c->sub_borrowed = n->sub != NULL; /* the original keeps the subquery */
+    c->win_borrowed = n->win != NULL; /* and the window */
     c->qual = NULL;
     if (n->qual && !(c->qual = strdup(n->qual))) {
         free(c);
@@ -395,7 +400,7 @@ bool sql_node_equal(const sql_node *a, const sql_node *b)
     case SQL_FLOAT: if (a->d != b->d) return false; break;
     case SQL_BOOL: if (a->i != b->i) return false; break;
     case SQL_FUNC:
-        if (strcasecmp(a->s, b->s) != 0)
+        if (strcasecmp(a->s, b->s) != 0 || a->win != b->win)
             return false;
         break;
     case SQL_STRING: case SQL_COLUMN: case SQL_CAST:
@@ -425,6 +430,7 @@ static sql_node *parse_expr(parser *ps);
 static bool is_clause_kw(const tok *t);
 static bool starts_query(const tok *t);
 static sql_node *parse_subquery_node(parser *ps, const tok *open);
+static bool parse_over(parser *ps, sql_node *fn);
 
 static sql_node *parse_primary(parser *ps)
 {
@@ -627,6 +633,10 @@ static sql_node *parse_primary(parser *ps)
                     sql_node_free(n);
                     return NULL;
                 }
+            }
+            if (is_kw(&ps->cur, "OVER") && !parse_over(ps, n)) {
+                sql_node_free(n);
+                return NULL;
             }
             return n;
         }
@@ -1435,7 +1445,36 @@ static void name_rec(const sql_node *n, sbuf *b, int depth)
         return;
     case SQL_COLUMN: sb_put(b, n->s, n->slen); return;
     case SQL_STAR: sb_str(b, "*"); return;
-    case SQL_FUNC: sb_put(b, n->s, n->slen); break;
+    case SQL_FUNC:
+        sb_put(b, n->s, n->slen);
+        if (n->win) {
+            sb_str(b, "(");
+            for (int i = 0; i < n->nargs; i++) {
+                if (i)
+                    sb_str(b, ", ");
+                name_rec(n->args[i], b, depth + 1);
+            }
+            sb_str(b, ") OVER (");
+            const sql_window *w = n->win;
+            if (w->n_partition)
+                sb_str(b, "PARTITION BY ");
+            for (int i = 0; i < w->n_partition; i++) {
+                if (i)
+                    sb_str(b, ", ");
+                name_rec(w->partition[i], b, depth + 1);
+            }
+            if (w->n_order)
+                sb_str(b, w->n_partition ? " ORDER BY " : "ORDER BY ");
+            for (int i = 0; i < w->n_order; i++) {
+                if (i)
+                    sb_str(b, ", ");
+                name_rec(w->order[i].expr, b, depth + 1);
+                sb_str(b, w->order[i].desc ? " DESC" : " ASC");
+            }
+            sb_str(b, ")");
+            return;
+        }
+        break;
     case SQL_UNARY: case SQL_BINARY: sb_str(b, op_fn(n->op)); break;
     case SQL_IN: sb_str(b, n->negated ? "notIn" : "in"); break;
     case SQL_LIKE:
@@ -2445,4 +2484,141 @@ static void compose_free(sql_stmt *s)
     }
     free(s->joins);
     sql_stmt_destroy(&s->union_all);
+}
+
+/* ---- window functions: f(...) OVER (...) ------------------------------------- */
+
+static void window_free(sql_window *w)
+{
+    if (!w)
+        return;
+    for (int i = 0; i < w->n_partition; i++)
+        sql_node_free(w->partition[i]);
+    free(w->partition);
+    for (int i = 0; i < w->n_order; i++)
+        sql_node_free(w->order[i].expr);
+    free(w->order);
+    free(w);
+}
+
+/* UNBOUNDED PRECEDING | n PRECEDING | CURRENT ROW | n FOLLOWING | UNBOUNDED FOLLOWING */
+static bool frame_bound(parser *ps, sql_frame_bound *b, int64_t *n)
+{
+    if (accept_kw(ps, "UNBOUNDED")) {
+        if (accept_kw(ps, "PRECEDING"))
+            *b = SQL_FB_UNBOUNDED_PRECEDING;
+        else if (accept_kw(ps, "FOLLOWING"))
+            *b = SQL_FB_UNBOUNDED_FOLLOWING;
+        else {
+            fail_expected(ps, "PRECEDING or FOLLOWING after UNBOUNDED");
+            return false;
+        }
+        return true;
+    }
+    if (accept_kw(ps, "CURRENT")) {
+        *b = SQL_FB_CURRENT;
+        return expect_kw(ps, "ROW");
+    }
+    if (!parse_int_literal(ps, n, "a row count, CURRENT ROW or UNBOUNDED in the frame"))
+        return false;
+    if (accept_kw(ps, "PRECEDING"))
+        *b = SQL_FB_PRECEDING;
+    else if (accept_kw(ps, "FOLLOWING"))
+        *b = SQL_FB_FOLLOWING;
+    else {
+        fail_expected(ps, "PRECEDING or FOLLOWING after the row count");
+        return false;
+    }
+    return true;
+}
+
+static bool window_order(parser *ps, sql_window *w)
+{
+    do {
+        if (!grow(ps, (void **)&w->order, w->n_order, sizeof(sql_order_item)))
+            return false;
+        sql_order_item *o = &w->order[w->n_order];
+        memset(o, 0, sizeof(*o));
+        if (!(o->expr = parse_expr(ps)))
+            return false;
+        w->n_order++;
+        if (accept_kw(ps, "DESC") || accept_kw(ps, "DESCENDING"))
+            o->desc = true;
+        else if (!accept_kw(ps, "ASC"))
+            accept_kw(ps, "ASCENDING");
+        if (accept_kw(ps, "NULLS")) {
+            if (accept_kw(ps, "FIRST"))
+                o->nulls = 1;
+            else if (accept_kw(ps, "LAST"))
+                o->nulls = 2;
+            else {
+                fail_expected(ps, "FIRST or LAST after NULLS");
+                return false;
+            }
+        }
+    } while (accept_op(ps, ","));
+    return true;
+}
+
+/* OVER (...) after fn's arguments. */
+static bool parse_over(parser *ps, sql_node *fn)
+{
+    tok over = ps->cur;
+    next(ps);
+    if (!is_op(&ps->cur, "(")) {
+        fail(ps, ps->cur.line, ps->cur.col,
+             "named windows (OVER name, WINDOW ...) are not supported: write the window in "
+             "parentheses, OVER (PARTITION BY ... ORDER BY ...)");
+        return false;
+    }
+    next(ps);
+    sql_window *w = calloc(1, sizeof(*w));
+    if (!w) {
+        ps->rc = -ENOMEM;
+        return false;
+    }
+    fn->win = w;
+    w->line = over.line;
+    w->col = over.col;
+    if (accept_kw(ps, "PARTITION")) {
+        if (!expect_kw(ps, "BY"))
+            return false;
+        do {
+            if (!grow(ps, (void **)&w->partition, w->n_partition, sizeof(sql_node *)))
+                return false;
+            sql_node *e = parse_expr(ps);
+            if (!e)
+                return false;
+            w->partition[w->n_partition++] = e;
+        } while (accept_op(ps, ","));
+    }
+    if (accept_kw(ps, "ORDER")) {
+        if (!expect_kw(ps, "BY") || !window_order(ps, w))
+            return false;
+    }
+    if (is_kw(&ps->cur, "RANGE") || is_kw(&ps->cur, "GROUPS")) {
+        fail(ps, ps->cur.line, ps->cur.col,
+             "window frames with %s are not supported: use ROWS BETWEEN ... AND ...",
+             is_kw(&ps->cur, "RANGE") ? "RANGE" : "GROUPS");
+        return false;
+    }
+    if (accept_kw(ps, "ROWS")) {
+        w->has_frame = true;
+        w->end = SQL_FB_CURRENT;
+        if (accept_kw(ps, "BETWEEN")) {
+            if (!frame_bound(ps, &w->start, &w->start_n) || !expect_kw(ps, "AND") ||
+                !frame_bound(ps, &w->end, &w->end_n))
+                return false;
+        } else if (!frame_bound(ps, &w->start, &w->start_n)) {
+            return false;
+        }
+        if (w->start == SQL_FB_UNBOUNDED_FOLLOWING || w->end == SQL_FB_UNBOUNDED_PRECEDING ||
+            (w->start == SQL_FB_CURRENT && w->end == SQL_FB_PRECEDING) ||
+            (w->start == SQL_FB_FOLLOWING && (w->end == SQL_FB_PRECEDING ||
+                                              w->end == SQL_FB_CURRENT))) {
+            fail(ps, over.line, over.col, "the window frame ends before it starts");
+            return false;
+        }
+    }
+    return expect_op(ps, ")");
 }

@@ -60,6 +60,7 @@ typedef enum sql_op {
 } sql_op;
 
 typedef struct sql_node sql_node;
+struct sql_window;
 struct sql_node {
     sql_kind kind;
     sql_op op;
@@ -75,6 +76,8 @@ struct sql_node {
     char *qual;             /* SQL_COLUMN t.x: the qualifier t (s is x), else NULL */
     struct sql_stmt *sub;   /* SQL_SUBQUERY: the query */
     bool sub_borrowed;      /* a clone's: sub belongs to the original node */
+    struct sql_window *win; /* SQL_FUNC f(...) OVER (...): the window, else NULL */
+    bool win_borrowed;      /* a clone's: win belongs to the original node */
 };
 
 typedef struct sql_select_item {
@@ -87,6 +90,26 @@ typedef struct sql_order_item {
     bool desc;
     int nulls;              /* 0 default (last), 1 first, 2 last */
 } sql_order_item;
+
+/* A window frame's bound: ROWS BETWEEN <start> AND <end>. */
+typedef enum sql_frame_bound {
+    SQL_FB_UNBOUNDED_PRECEDING = 1, SQL_FB_PRECEDING, SQL_FB_CURRENT, SQL_FB_FOLLOWING,
+    SQL_FB_UNBOUNDED_FOLLOWING,
+} sql_frame_bound;
+
+/* OVER ([PARTITION BY ...] [ORDER BY ...] [ROWS BETWEEN ... AND ...]). Without
+ * a frame ClickHouse's default holds: with ORDER BY, from the partition's
+ * start to the current row's last peer; without, the whole partition. */
+typedef struct sql_window {
+    sql_node **partition;
+    int n_partition;
+    struct sql_order_item *order;
+    int n_order;
+    bool has_frame;
+    sql_frame_bound start, end;
+    int64_t start_n, end_n;     /* n PRECEDING / n FOLLOWING */
+    int line, col;              /* OVER */
+} sql_window;
 
 typedef struct sql_setting {
     char *name;

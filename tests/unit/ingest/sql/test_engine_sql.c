@@ -276,6 +276,31 @@ static void test_parser_composition(void **state)
     parse_err("EXPLAIN PIPELINE SELECT a FROM t", "EXPLAIN PIPELINE is not supported");
     parse_err("SELECT a FROM t ANY CROSS JOIN u", "ANY CROSS JOIN is not supported");
     parse_err("SELECT a FROM t\nJOIN u USING (", "line 2, column 15");
+
+    s = parse_ok("SELECT row_number() OVER (PARTITION BY a, b ORDER BY c DESC NULLS FIRST ROWS "
+                 "BETWEEN 2 PRECEDING AND UNBOUNDED FOLLOWING) AS rn, sum(x) OVER () FROM t");
+    const sql_window *w = s->items[0].expr->win;
+    assert_non_null(w);
+    assert_int_equal(w->n_partition, 2);
+    assert_int_equal(w->n_order, 1);
+    assert_true(w->order[0].desc);
+    assert_int_equal(w->order[0].nulls, 1);
+    assert_true(w->has_frame);
+    assert_int_equal(w->start, SQL_FB_PRECEDING);
+    assert_int_equal(w->start_n, 2);
+    assert_int_equal(w->end, SQL_FB_UNBOUNDED_FOLLOWING);
+    assert_string_equal(s->items[0].alias, "rn");
+    assert_non_null(s->items[1].expr->win);
+    assert_false(s->items[1].expr->win->has_frame);
+    char nm[256];
+    sql_node_name(s->items[0].expr, nm, sizeof(nm));
+    assert_string_equal(nm, "row_number() OVER (PARTITION BY a, b ORDER BY c DESC)");
+    sql_stmt_destroy(&s);
+    parse_err("SELECT sum(x) OVER (ORDER BY t RANGE UNBOUNDED PRECEDING) FROM t",
+              "line 1, column 32: window frames with RANGE are not supported");
+    parse_err("SELECT sum(x) OVER (ROWS BETWEEN CURRENT ROW AND 1 PRECEDING) FROM t",
+              "the window frame ends before it starts");
+    parse_err("SELECT sum(x) OVER w FROM t", "named windows");
 }
 
 int main(void)
