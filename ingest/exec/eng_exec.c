@@ -286,13 +286,15 @@ static int run_stmt(const eng_ctx *ctx, const sql_stmt *st, FILE *summary, eng_r
     eng_format ofmt;
     int rc = eng__stmt_settings(q, st, &ofmt, err, errlen);
     bool table = rc == 0 && eng__is_table_stmt(st);
-    bool uni = rc == 0 && !table && st->kind == SQL_SELECT && st->union_all;
-    bool win = rc == 0 && !table && !uni && st->kind == SQL_SELECT && eng__has_window(st);
+    bool expl = rc == 0 && !table && st->kind == SQL_SELECT && st->explain;
+    bool uni = rc == 0 && !table && !expl && st->kind == SQL_SELECT && st->union_all;
+    bool win = rc == 0 && !table && !uni && !expl && st->kind == SQL_SELECT &&
+               eng__has_window(st);
     if (uni && eng__scope_init(q, st) < 0) {
         snprintf(err, errlen, "out of memory");
         rc = -ENOMEM;
     }
-    if (rc == 0 && !table && !uni && !win)
+    if (rc == 0 && !table && !uni && !win && !expl)
         rc = eng__stmt_source(q, st, err, errlen);
     if (rc < 0) {
         eng__query_free(q);
@@ -300,6 +302,8 @@ static int run_stmt(const eng_ctx *ctx, const sql_stmt *st, FILE *summary, eng_r
     }
     if (table)
         rc = eng__run_table_stmt(q, st, ofmt, err, errlen);
+    else if (expl)
+        rc = eng__run_explain(q, st, ofmt, err, errlen);
     else if (uni)
         rc = eng__run_union(q, st, ofmt, err, errlen);
     else if (win)

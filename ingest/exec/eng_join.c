@@ -722,3 +722,18 @@ int eng__join_wrap(equery *q, const sql_join *jn, char *err, size_t errlen)
         return build(j, err, errlen);
     return 0;
 }
+
+bool eng__join_info(const eng_source *s, eng_join_info *out)
+{
+    if (!s || s->ops != &js_ops)
+        return false;
+    const jsrc *j = (const jsrc *)s;
+    out->kind = j->kind;
+    out->any = j->any;
+    out->use_nulls = j->use_nulls;
+    out->right_rows = j->right.rows.n;
+    out->n_keys = j->n_keys;
+    out->left = j->left;
+    out->left_units = j->n_left_units;
+    return true;
+}

@@ -137,6 +137,19 @@ int eng__run_window(equery *q, const sql_stmt *st, eng_format fmt, char *err, si
 /* JOIN (eng_join.c): runs the right side into memory, builds its hash table
  * and makes q->src the join of q->src and it. 0 or -errno (err). */
 int eng__join_wrap(equery *q, const sql_join *jn, char *err, size_t errlen);
+/* What EXPLAIN says of a join source (false: s is not one). */
+typedef struct eng_join_info {
+    sql_join_kind kind;
+    bool any, use_nulls;
+    uint32_t right_rows;
+    int n_keys;
+    const eng_source *left;
+    int left_units;            /* after plan */
+} eng_join_info;
+bool eng__join_info(const eng_source *s, eng_join_info *out);
+/* EXPLAIN [PLAN] and EXPLAIN SYNTAX (eng_explain.c): the lines as rows of one
+ * String column, explain. */
+int eng__run_explain(equery *q, const sql_stmt *st, eng_format fmt, char *err, size_t errlen);
 /* SELECT ... UNION ALL ...: every branch's rows to the statement's sink. */
 int eng__run_union(equery *q, const sql_stmt *st, eng_format fmt, char *err, size_t errlen);
 

@@ -266,6 +266,13 @@ void sql_node_free(sql_node *n);
  * full length it wanted. */
 size_t sql_node_name(const sql_node *n, char *buf, size_t cap);
 
+/* A SELECT (with its WITH, subqueries, joins, UNION ALL and SETTINGS) as SQL
+ * text that parses back to the same statement: expressions in infix form,
+ * fully parenthesised, names backquoted where needed; pretty: each clause on
+ * a line of its own (EXPLAIN SYNTAX). Returns the length with *out malloc'ed,
+ * -EINVAL for another statement, or -ENOMEM. */
+int sql_stmt_text(const sql_stmt *s, bool pretty, char **out);
+
 /* Deep copy. NULL on -ENOMEM. */
 sql_node *sql_node_clone(const sql_node *n);
 

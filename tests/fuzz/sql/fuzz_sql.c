@@ -4,7 +4,8 @@
  * parses is also named (sql_node_name), cloned and compared with its clone,
  * and bound against a small schema, so the binder's type rules and constant
  * folding see hostile trees too (and those of every subquery, WITH, JOIN
- * side and UNION ALL branch inside); a CREATE TABLE is turned into a table
+ * side and UNION ALL branch inside); a SELECT's text (EXPLAIN SYNTAX) must
+ * parse again to the same text; a CREATE TABLE is turned into a table
  * definition whose normalised statement must parse again. A failed parse must leave a message that
  * starts with "line ". Real checks, not assert(): NDEBUG removes those.
  */
@@ -75,6 +76,24 @@ static void check_items(const sql_stmt *st, int depth)
             eng_plan_free(&mem, &p);
         if (atomic_load(&mem.cur) != 0)
             abort(); /* the binder gives back every tracked byte */
+    }
+    if (st->kind == SQL_SELECT && depth == 0) {
+        /* EXPLAIN SYNTAX's text must parse again, to the same text */
+        char *text;
+        if (sql_stmt_text(st, false, &text) >= 0) {
+            sql_stmt *again;
+            char perr[SQL_MSG_MAX];
+            if (sql_parse(text, strlen(text), &again, perr, sizeof(perr)) != 0)
+                abort();
+            char *text2;
+            if (sql_stmt_text(again, false, &text2) >= 0) {
+                if (strcmp(text, text2) != 0)
+                    abort();
+                free(text2);
+            }
+            sql_stmt_destroy(&again);
+            free(text);
+        }
     }
     check_items(st->from_sub, depth + 1);
     for (int i = 0; i < st->n_with; i++) {

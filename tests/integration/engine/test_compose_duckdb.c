@@ -110,6 +110,34 @@ static void test_compositions_match_duckdb(void **state)
             free(want);
             free(out);
         }
+        /* EXPLAIN SYNTAX's text is the same query: it runs to the same rows */
+        size_t el = strlen(sql) + 32;
+        char *ex = malloc(el), *text = NULL, err[ENG_MSG_MAX];
+        assert_non_null(ex);
+        snprintf(ex, el, "EXPLAIN SYNTAX %s", sql);
+        int rc = run(ex, &text, err, sizeof(err), 1);
+        free(ex);
+        if (rc < 0) {
+            fprintf(stderr, "%s: EXPLAIN SYNTAX failed: %s\n", name, err);
+            failed++;
+        } else {
+            char *out = NULL;
+            if ((rc = run(text, &out, err, sizeof(err), 2)) < 0) {
+                fprintf(stderr, "%s: EXPLAIN SYNTAX's text failed: %s\n  %s", name, err, text);
+                failed++;
+            } else {
+                snprintf(path, sizeof(path), "%s/%s.expected", dir, name);
+                char *want = dc_slurp(path);
+                assert_non_null(want);
+                if (!dc_same_result(name, out, want, strcmp(flags, "sorted") == 0)) {
+                    fprintf(stderr, "  EXPLAIN SYNTAX's text: %s\n", text);
+                    failed++;
+                }
+                free(want);
+            }
+            free(out);
+        }
+        free(text);
         n++;
     }
     free(cases);
@@ -198,6 +226,50 @@ static void test_clickhouse_join_defaults(void **state)
     free(out);
 }
 
+/* EXPLAIN: the stages from the output down, each join with its right side's
+ * rows, the source's units after pruning, the threads. */
+static void test_explain_names_the_stages(void **state)
+{
+    (void)state;
+    char sql[20000], *out = NULL, err[ENG_MSG_MAX];
+    snprintf(sql, sizeof(sql),
+             "EXPLAIN SELECT d.s, count(), sum(f.v) FROM file('%s/facts.parquet') AS f LEFT JOIN "
+             "file('%s/dims.parquet') AS d ON f.k = d.k WHERE f.v > 10 GROUP BY d.s ORDER BY d.s "
+             "LIMIT 3 SETTINGS max_threads = 2", dir, dir);
+    assert_int_equal(run(sql, &out, err, sizeof(err), 2), 0);
+    const char *want[] = {"Expression (SELECT ", "Limit (3, offset 0)", "Sorting (ORDER BY s",
+                          "Aggregating (GROUP BY s: count(), sum(v)", "Filter (WHERE greater(v, 10)",
+                          "Join (LEFT JOIN, hash join on 1 key; join_use_nulls = 0)",
+                          "1000 rows in memory", "Left side (probed in parallel, 6 units)",
+                          "facts.parquet'): 1 file; 6 units to read", "Threads: max_threads = 2"};
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        if (!strstr(out, want[i]))
+            fprintf(stderr, "EXPLAIN lacks '%s':\n%s", want[i], out);
+        assert_non_null(strstr(out, want[i]));
+    }
+    free(out);
+    /* pruning: id < 10000 keeps the first of the 6 row groups */
+    snprintf(sql, sizeof(sql), "EXPLAIN SELECT id FROM file('%s/facts.parquet') WHERE id < 10000 "
+             "ORDER BY id DESC LIMIT 5", dir);
+    assert_int_equal(run(sql, &out, err, sizeof(err), 2), 0);
+    if (!strstr(out, "1 unit to read") || !strstr(out, "5 pruned by WHERE; columns id"))
+        fprintf(stderr, "%s", out);
+    assert_non_null(strstr(out, "1 unit to read"));
+    assert_non_null(strstr(out, "5 pruned by WHERE; columns id"));
+    free(out);
+    snprintf(sql, sizeof(sql), "EXPLAIN SELECT id, rank() OVER (ORDER BY v) FROM "
+             "file('%s/facts.parquet') UNION ALL SELECT j, 1 FROM file('%s/dims.parquet')", dir, dir);
+    assert_int_equal(run(sql, &out, err, sizeof(err), 2), 0);
+    assert_non_null(strstr(out, "Union (UNION ALL of 2 SELECTs"));
+    assert_non_null(strstr(out, "Window (1 function: rank() OVER (ORDER BY v ASC)"));
+    free(out);
+    /* EXPLAIN SYNTAX: one clause a line */
+    snprintf(sql, sizeof(sql), "EXPLAIN SYNTAX SELECT a.id AS i FROM file('x') AS a JOIN t USING k "
+             "WHERE i>1 LIMIT 2");
+    expect_rows(sql, "SELECT a.id AS i\nFROM file('x') AS a\nINNER JOIN t USING (k)\n"
+                     "WHERE (i > 1)\nLIMIT 2\n");
+}
+
 static void test_right_side_over_the_memory_limit(void **state)
 {
     (void)state;
@@ -271,6 +343,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_compositions_match_duckdb),
         cmocka_unit_test(test_clickhouse_join_defaults),
+        cmocka_unit_test(test_explain_names_the_stages),
         cmocka_unit_test(test_right_side_over_the_memory_limit),
         cmocka_unit_test(test_unsupported_forms_are_named),
     };
