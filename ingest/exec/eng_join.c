@@ -43,6 +43,11 @@ typedef struct jkey {
     int mode;                  /* JK_*: how both sides' values compare */
 } jkey;
 
+typedef struct jslot {
+    uint64_t h;                /* the key's hash, or with int1 the key */
+    uint32_t head, tail;       /* row + 1; head 0: empty */
+} jslot;
+
 typedef struct jsrc {
     eng_source base;
     equery *q;
@@ -55,10 +60,13 @@ typedef struct jsrc {
     int *using_r;              /* left column k is USING's, also right column using_r[k]; -1 */
     jkey *keys;
     int n_keys;
-    /* the hash table over the right rows (chains head..tail, next[]) */
+    /* the hash table over the right rows: open addressing, one 16-byte slot
+     * per key (a cache line holds four), its rows chained head..tail by next[];
+     * with one integer key (int1) a slot holds the key itself, so a probe
+     * reads no right column */
     uint32_t cap;
-    uint64_t *slot_h;
-    uint32_t *slot_head, *slot_tail; /* row + 1; 0: empty */
+    bool int1;
+    jslot *slots;
     uint32_t *next;            /* row + 1 of the next row of the key; 0: last */
     _Atomic uint8_t *matched;  /* RIGHT / FULL */
     /* the left's plan: its columns this query needs, and the keys */
@@ -73,14 +81,34 @@ typedef struct jsrc {
 
 typedef struct jreader {
     eng_reader *lr;
+    uint64_t *hs;              /* a block's hashes (UINT64_MAX with a NULL key) */
+    uint8_t *nul;
+    uint32_t hcap;
     uint32_t *pl, *pr;         /* pairs: left row, right row (NONE: no row) */
     uint32_t n, cap;
 } jreader;
 
 /* ---- keys ----------------------------------------------------------------------- */
 
+/* With int1 the "hash" is the key; its slot comes from a multiplicative mix. */
+static inline uint32_t slot_of(const jsrc *j, uint64_t h)
+{
+    if (j->int1)
+        h = (h ^ (h >> 29)) * 0xbf58476d1ce4e5b9ull, h ^= h >> 32;
+    return (uint32_t)h & (j->cap - 1);
+}
+
 static inline uint64_t key_hash(const jsrc *j, const ex_vec *const *kv, uint32_t r, bool *null)
 {
+    if (j->int1) {
+        const ex_vec *v = kv[0];
+        if (ex_null(v, r)) {
+            *null = true;
+            return 0;
+        }
+        *null = false;
+        return (uint64_t)v->i[ex_row(v, r)];
+    }
     uint64_t h = 0x9e3779b97f4a7c15ull;
     for (int k = 0; k < j->n_keys; k++) {
         const ex_vec *v = kv[k];
@@ -138,13 +166,11 @@ static int build(jsrc *j, char *err, size_t errlen)
         return -E2BIG;
     }
     j->cap = (uint32_t)cap;
-    j->slot_h = em_alloc(m, cap * sizeof(uint64_t));
-    j->slot_head = em_calloc(m, cap * sizeof(uint32_t));
-    j->slot_tail = em_alloc(m, cap * sizeof(uint32_t));
+    j->slots = em_calloc(m, cap * sizeof(jslot));
     j->next = em_calloc(m, ((size_t)n + 1) * sizeof(uint32_t));
     if (j->kind == SQL_JOIN_RIGHT || j->kind == SQL_JOIN_FULL)
         j->matched = em_calloc(m, (size_t)n + 1);
-    if (!j->slot_h || !j->slot_head || !j->slot_tail || !j->next ||
+    if (!j->slots || !j->next ||
         ((j->kind == SQL_JOIN_RIGHT || j->kind == SQL_JOIN_FULL) && !j->matched)) {
         if (atomic_load(&m->failed_at))
             em_error(m, err, errlen);
@@ -161,18 +187,18 @@ static int build(jsrc *j, char *err, size_t errlen)
         uint64_t h = key_hash(j, kv, r, &null);
         if (null)
             continue; /* matches nothing */
-        uint32_t s = (uint32_t)h & mask;
+        uint32_t s = slot_of(j, h);
         for (;;) {
-            if (!j->slot_head[s]) {
-                j->slot_h[s] = h;
-                j->slot_head[s] = j->slot_tail[s] = r + 1;
+            jslot *sl = &j->slots[s];
+            if (!sl->head) {
+                sl->h = h;
+                sl->head = sl->tail = r + 1;
                 break;
             }
-            uint32_t f = j->slot_head[s] - 1;
-            if (j->slot_h[s] == h && key_eq(j, kv, r, f)) {
+            if (sl->h == h && (j->int1 || key_eq(j, kv, r, sl->head - 1))) {
                 if (!j->any) {
-                    j->next[j->slot_tail[s] - 1] = r + 1;
-                    j->slot_tail[s] = r + 1;
+                    j->next[sl->tail - 1] = r + 1;
+                    sl->tail = r + 1;
                 }
                 break;
             }
@@ -182,21 +208,18 @@ static int build(jsrc *j, char *err, size_t errlen)
     return 0;
 }
 
-/* The first right row of left row lr's key, or NONE. */
-static inline uint32_t probe(const jsrc *j, const ex_vec *const *lv, uint32_t lr)
+/* The first right row of left row lr's key (hash h), or NONE. */
+static inline uint32_t probe(const jsrc *j, const ex_vec *const *lv, uint32_t lr, uint64_t h)
 {
-    bool null;
-    uint64_t h = key_hash(j, lv, lr, &null);
-    if (null)
-        return NONE;
-    uint32_t mask = j->cap - 1, s = (uint32_t)h & mask;
-    while (j->slot_head[s]) {
-        uint32_t f = j->slot_head[s] - 1;
-        if (j->slot_h[s] == h && key_eq(j, lv, lr, f))
-            return f;
+    uint32_t mask = j->cap - 1, s = slot_of(j, h);
+    for (;;) {
+        const jslot *sl = &j->slots[s];
+        if (!sl->head)
+            return NONE;
+        if (sl->h == h && (j->int1 || key_eq(j, lv, lr, sl->head - 1)))
+            return sl->head - 1;
         s = (s + 1) & mask;
     }
-    return NONE;
 }
 
 /* ---- output --------------------------------------------------------------------- */
@@ -245,6 +268,38 @@ static int flush_pairs(jsrc *j, jreader *jr, const ex_vec *lcols, eng_scan_fn fn
         if (t.kind == EX_NOTHING)
             out[k].t.nullable = true;
         bool miss_null = j->use_nulls || t.nullable;
+        /* numbers: a tight gather (strings and USING's fallback go cell by cell) */
+        const ex_vec *src = NULL;
+        const uint32_t *rows = NULL;
+        if (c < j->n_lcols && !(j->using_r && j->using_r[c] >= 0)) {
+            src = lcols ? &lcols[j->lslot[c]] : NULL;
+            rows = jr->pl;
+        } else if (c >= j->n_lcols) {
+            src = &j->right.rows.c[j->rmap[c - j->n_lcols]];
+            rows = jr->pr;
+        }
+        if (src && !src->is_const && src->t.kind == t.kind && t.kind != EX_STRING &&
+            t.kind != EX_NOTHING) {
+            ex_vec *ov = &out[k];
+            bool fl = t.kind == EX_FLOAT;
+            for (uint32_t i = 0; i < jr->n; i++) {
+                uint32_t r = rows[i];
+                if (r == NONE) {
+                    ov->nulls[i] = miss_null;
+                    if (fl)
+                        ov->d[i] = 0;
+                    else
+                        ov->i[i] = 0;
+                    continue;
+                }
+                ov->nulls[i] = src->nulls ? src->nulls[r] : 0;
+                if (fl)
+                    ov->d[i] = src->d[r];
+                else
+                    ov->i[i] = src->i[r];
+            }
+            continue;
+        }
         for (uint32_t i = 0; i < jr->n && rc == 0; i++) {
             if (c < j->n_lcols) {
                 uint32_t lr = jr->pl[i];
@@ -302,16 +357,39 @@ static int probe_block(void *arg, ex_vec *cols, uint32_t n)
     for (int k = 0; k < j->n_keys; k++)
         kv[k] = &cols[j->lslot[j->keys[k].lcol]];
     bool outer_left = j->kind == SQL_JOIN_LEFT || j->kind == SQL_JOIN_FULL;
+    bool cross = j->kind == SQL_JOIN_CROSS;
+    if (!cross && n > jr->hcap) {
+        free(jr->hs);
+        free(jr->nul);
+        jr->hs = malloc(sizeof(uint64_t) * n);
+        jr->nul = malloc(n);
+        jr->hcap = jr->hs && jr->nul ? n : 0;
+        if (!jr->hcap)
+            return -ENOMEM;
+    }
+    /* the hashes first, then the probes with the slots a few rows ahead
+     * prefetched: the table is larger than the caches */
+    for (uint32_t r = 0; !cross && r < n; r++) {
+        bool null;
+        jr->hs[r] = key_hash(j, kv, r, &null);
+        jr->nul[r] = null;
+    }
+    enum { AHEAD = 8 };
+    for (uint32_t r = 0; !cross && r < n && r < AHEAD; r++)
+        if (!jr->nul[r])
+            __builtin_prefetch(&j->slots[slot_of(j, jr->hs[r])]);
     for (uint32_t r = 0; r < n; r++) {
         int rc = 0;
-        if (j->kind == SQL_JOIN_CROSS) {
+        if (cross) {
             for (uint32_t x = 0; x < nr && rc == 0; x++)
                 rc = add_pair(j, jr, r, x, cols, pa->fn, pa->arg);
             if (rc < 0)
                 return rc;
             continue;
         }
-        uint32_t f = probe(j, kv, r);
+        if (r + AHEAD < n && !jr->nul[r + AHEAD])
+            __builtin_prefetch(&j->slots[slot_of(j, jr->hs[r + AHEAD])]);
+        uint32_t f = jr->nul[r] ? NONE : probe(j, kv, r, jr->hs[r]);
         if (f == NONE) {
             if (outer_left && (rc = add_pair(j, jr, r, NONE, cols, pa->fn, pa->arg)) < 0)
                 return rc;
@@ -396,6 +474,8 @@ static void js_reader_destroy(eng_source *s, eng_reader *r)
     if (!jr)
         return;
     j->left->ops->reader_destroy(j->left, jr->lr);
+    free(jr->hs);
+    free(jr->nul);
     free(jr->pl);
     free(jr->pr);
     free(jr);
@@ -458,9 +538,7 @@ static void js_destroy(eng_source *s)
     eng_mem *m = &j->q->mem;
     eng_source_destroy(&j->left);
     eng__memtab_free(m, &j->right);
-    em_free(m, j->slot_h);
-    em_free(m, j->slot_head);
-    em_free(m, j->slot_tail);
+    em_free(m, j->slots);
     em_free(m, j->next);
     em_free(m, (void *)j->matched);
     free(j->rmap);
@@ -718,6 +796,7 @@ int eng__join_wrap(equery *q, const sql_join *jn, char *err, size_t errlen)
     }
     if ((rc = make_schema(j, jn, err, errlen)) < 0)
         return rc;
+    j->int1 = j->n_keys == 1 && j->keys[0].mode == JK_INT;
     if (j->kind != SQL_JOIN_CROSS)
         return build(j, err, errlen);
     return 0;
