@@ -144,6 +144,81 @@ static int wcmp(const void *x, const void *y, void *arg)
     return c ? c : (a < b ? -1 : a > b);
 }
 
+/* One partition key and one order key, both integers (the common shape,
+ * PARTITION BY k ORDER BY t): sorted as packed keys with a tight comparator;
+ * anything else through wcmp. */
+typedef struct pkey {
+    int64_t p, o;
+    uint32_t r;
+    uint8_t pn, on;            /* 1: NULL (sorts last, or first for the order key's NULLS FIRST) */
+} pkey;
+
+static bool int_key(const ex_vec *v)
+{
+    return v->t.kind == EX_INT || v->t.kind == EX_DATE || v->t.kind == EX_DATETIME ||
+           v->t.kind == EX_BOOL;
+}
+
+static int pkcmp(const void *x, const void *y, void *arg)
+{
+    const pkey *a = x, *b = y;
+    const int *dir = arg; /* desc, nulls first */
+    if (a->pn != b->pn)
+        return a->pn < b->pn ? -1 : 1;
+    if (!a->pn && a->p != b->p)
+        return a->p < b->p ? -1 : 1;
+    if (a->on != b->on) {
+        int c = a->on < b->on ? -1 : 1;
+        return dir[1] ? -c : c;
+    }
+    if (!a->on && a->o != b->o) {
+        int c = a->o < b->o ? -1 : 1;
+        return dir[0] ? -c : c;
+    }
+    return a->r < b->r ? -1 : a->r > b->r;
+}
+
+/* brk[p]: bit 0, sorted position p starts a partition; bit 1, a peer group
+ * (its order keys differ from p - 1's, or it starts a partition). */
+static void sort_positions(const wsort *so, uint32_t *pos, uint8_t *brk, uint32_t n)
+{
+    const witem *w = so->w;
+    const rtab *t = so->t;
+    if (w->n_part <= 1 && w->n_ord <= 1 && (!w->n_part || int_key(&t->c[w->part0])) &&
+        (!w->n_ord || int_key(&t->c[w->ord0]))) {
+        pkey *k = malloc(sizeof(pkey) * ((size_t)n + 1));
+        if (k) {
+            const ex_vec *pv = w->n_part ? &t->c[w->part0] : NULL;
+            const ex_vec *ov = w->n_ord ? &t->c[w->ord0] : NULL;
+            for (uint32_t i = 0; i < n; i++) {
+                k[i].r = i;
+                k[i].pn = pv && ex_null(pv, i);
+                k[i].p = pv && !k[i].pn ? pv->i[ex_row(pv, i)] : 0;
+                k[i].on = ov && ex_null(ov, i);
+                k[i].o = ov && !k[i].on ? ov->i[ex_row(ov, i)] : 0;
+            }
+            int dir[2] = {ov && so->win->order[0].desc, ov && so->win->order[0].nulls == 1};
+            qsort_r(k, n, sizeof(pkey), pkcmp, dir);
+            for (uint32_t i = 0; i < n; i++) {
+                pos[i] = k[i].r;
+                bool np = i == 0 || k[i].pn != k[i - 1].pn || (!k[i].pn && k[i].p != k[i - 1].p);
+                bool no = np || k[i].on != k[i - 1].on || (!k[i].on && k[i].o != k[i - 1].o);
+                brk[i] = (uint8_t)((np ? 1 : 0) | (no ? 2 : 0));
+            }
+            free(k);
+            return;
+        }
+    }
+    for (uint32_t i = 0; i < n; i++)
+        pos[i] = i;
+    qsort_r(pos, n, sizeof(uint32_t), wcmp, (void *)so);
+    for (uint32_t i = 0; i < n; i++) {
+        bool np = i == 0 || cmp_part(so, pos[i - 1], pos[i]) != 0;
+        bool no = np || cmp_ord(so, pos[i - 1], pos[i]) != 0;
+        brk[i] = (uint8_t)((np ? 1 : 0) | (no ? 2 : 0));
+    }
+}
+
 /* ---- one window ------------------------------------------------------------------ */
 
 static ex_type result_type(const witem *w, const rtab *t)
@@ -240,29 +315,29 @@ static int compute(eng_mem *m, witem *w, const rtab *t, char *err, size_t errlen
         for (uint32_t i = 0; i <= n; i++)
             w->res.off[i] = 0;
     uint32_t *pos = malloc(sizeof(uint32_t) * ((size_t)n + 1));
+    uint8_t *brk = malloc((size_t)n + 1);
     double *ps_d = malloc(sizeof(double) * ((size_t)n + 1));
     int64_t *ps_i = malloc(sizeof(int64_t) * ((size_t)n + 1));
     uint32_t *ps_c = malloc(sizeof(uint32_t) * ((size_t)n + 1));
     /* strings go in row order: results are first kept per row, then put */
     int64_t *src_row = rt.kind == EX_STRING ? malloc(sizeof(int64_t) * ((size_t)n + 1)) : NULL;
-    if (!pos || !ps_d || !ps_i || !ps_c || (rt.kind == EX_STRING && !src_row)) {
+    if (!pos || !brk || !ps_d || !ps_i || !ps_c || (rt.kind == EX_STRING && !src_row)) {
         free(pos);
+        free(brk);
         free(ps_d);
         free(ps_i);
         free(ps_c);
         free(src_row);
         goto oom;
     }
-    for (uint32_t i = 0; i < n; i++)
-        pos[i] = i;
     wsort so = {t, w, win};
-    qsort_r(pos, n, sizeof(uint32_t), wcmp, &so);
+    sort_positions(&so, pos, brk, n);
     const ex_vec *a0 = w->n_args ? &t->c[w->arg0] : NULL;
     bool af = a0 && a0->t.kind == EX_FLOAT;
     int rc = 0;
     for (uint32_t ps = 0; ps < n && rc == 0;) {
         uint32_t pe = ps + 1;
-        while (pe < n && cmp_part(&so, pos[ps], pos[pe]) == 0)
+        while (pe < n && !(brk[pe] & 1))
             pe++;
         /* prefix sums of the argument over the partition */
         ps_d[ps] = 0;
@@ -290,12 +365,12 @@ static int compute(eng_mem *m, witem *w, const rtab *t, char *err, size_t errlen
         uint32_t peer_end = ps;
         for (uint32_t p = ps; p < pe && rc == 0; p++) {
             uint32_t r = pos[p];
-            if (p == ps || cmp_ord(&so, pos[p - 1], r) != 0) {
+            if (p == ps || (brk[p] & 2)) {
                 peer_start = p;
                 dense++;
                 rank = p - ps + 1;
                 peer_end = p + 1;
-                while (peer_end < pe && cmp_ord(&so, r, pos[peer_end]) == 0)
+                while (peer_end < pe && !(brk[peer_end] & 2))
                     peer_end++;
             }
             int64_t fs, fe;
@@ -374,6 +449,7 @@ static int compute(eng_mem *m, witem *w, const rtab *t, char *err, size_t errlen
             rc = put_cell(m, &w->res, r, a0, from);
     }
     free(pos);
+    free(brk);
     free(ps_d);
     free(ps_i);
     free(ps_c);
