@@ -7,7 +7,7 @@
 #
 #   bash scripts/bench.sh NAME [args...]
 #   NAME: s3 | cached | ring | pagecache | blockstore | parquet | client | s3model | coldwarm | engine
-#         | http | table | tables
+#         | http | table | tables | sqljoin
 set -euo pipefail
 cd "$(dirname "$0")/.."
 declare -A bins=(
@@ -16,7 +16,8 @@ declare -A bins=(
   [parquet]=bench/parquet/parquet_bench [client]=bench/client/client_bench
   [s3model]=bench/s3model/s3model_bench [coldwarm]=bench/coldwarm/coldwarm
   [engine]=bench/engine/engine_bench [http]=bench/http/http_bench
-  [table]=bench/table/table_bench [tables]=bench/tables/tables_bench)
+  [table]=bench/table/table_bench [tables]=bench/tables/tables_bench
+  [sqljoin]=bench/engine/sqljoin_bench)
 name=${1:-}
 if [[ -z $name || -z ${bins[$name]:-} ]]; then
   echo "usage: bash scripts/bench.sh NAME [args...]; NAME is one of: ${!bins[*]}" >&2
