@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
  * sql.h: the SQL front end of the engine: a lexer and a recursive-descent
- * parser for a ClickHouse-flavoured subset (SELECT ... FROM
- * s3()/file()/a table ... WHERE ... GROUP BY ... HAVING ... ORDER BY ... LIMIT
- * ... SETTINGS ... FORMAT ..., DESCRIBE, and the table statements: CREATE
+ * parser for a ClickHouse-flavoured subset ([EXPLAIN [SYNTAX]] [WITH ...]
+ * SELECT ... FROM s3()/file()/a table/(SELECT ...) [[ANY|ALL] [INNER|LEFT|
+ * RIGHT|FULL|CROSS] JOIN ... ON/USING]... WHERE ... GROUP BY ... HAVING ...
+ * ORDER BY ... LIMIT ... [UNION ALL SELECT ...] SETTINGS ... FORMAT ..., with
+ * IN (SELECT ...), scalar subqueries and f(...) OVER (...) in expressions;
+ * DESCRIBE, and the table statements: CREATE
  * TABLE, DROP TABLE, TRUNCATE TABLE, OPTIMIZE TABLE, INSERT INTO (SELECT,
  * VALUES, FORMAT with the data after it), SHOW TABLES), producing an abstract
  * syntax tree.
