@@ -12,7 +12,9 @@
     "(a bare name: throughput, or 1/time) above 1 is better, a cost (a name with p50, "    \
     "p99, cpu, mem, rss, overhead or a unit) below 1 is better)"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 /* Seconds of CLOCK_MONOTONIC. */
@@ -34,6 +36,34 @@ static inline double bench_median(double *v, int n)
 {
     qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* A "Key:   N kB" line of /proc/self/status (VmRSS, VmHWM) in bytes; 0 when
+ * it cannot be read. */
+static inline long long bench_proc_status(const char *key)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f)
+        return 0;
+    char line[256];
+    long long v = 0;
+    size_t kl = strlen(key);
+    while (fgets(line, sizeof(line), f))
+        if (strncmp(line, key, kl) == 0 && line[kl] == ':')
+            v = atoll(line + kl + 1) * 1024;
+    fclose(f);
+    return v;
+}
+
+/* Resets VmHWM to the current RSS (/proc/self/clear_refs; old kernels keep
+ * the peak since start). */
+static inline void bench_hwm_reset(void)
+{
+    FILE *cr = fopen("/proc/self/clear_refs", "w");
+    if (cr) {
+        fputs("5", cr);
+        fclose(cr);
+    }
 }
 
 #endif /* RINGCACHE_BENCH_H */

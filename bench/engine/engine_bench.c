@@ -69,21 +69,6 @@ static _Noreturn void die(const char *msg)
     exit(1);
 }
 
-static long long proc_status(const char *key)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    if (!f)
-        return 0;
-    char line[256];
-    long long v = 0;
-    size_t kl = strlen(key);
-    while (fgets(line, sizeof(line), f))
-        if (strncmp(line, key, kl) == 0 && line[kl] == ':')
-            v = atoll(line + kl + 1) * 1024;
-    fclose(f);
-    return v;
-}
-
 static double run_query(const eng_ctx *base, const char *sql, int threads, uint64_t *rows)
 {
     eng_ctx ctx = *base;
@@ -337,15 +322,11 @@ int main(int argc, char **argv)
     eng_ctx ctx = {.out = devnull};
 
     /* memory first, right after start-up */
-    FILE *cr = fopen("/proc/self/clear_refs", "w");
-    if (cr) {
-        fputs("5", cr);
-        fclose(cr);
-    }
-    long long base = proc_status("VmRSS");
+    bench_hwm_reset();
+    long long base = bench_proc_status("VmRSS");
     uint64_t nrows = 0;
     run_query(&ctx, seed, 2, &nrows);
-    double mem_ours = (double)(proc_status("VmHWM") - base);
+    double mem_ours = (double)(bench_proc_status("VmHWM") - base);
 
     double s1 = median(&ctx, seed, 1), s2 = median(&ctx, seed, 2);
     double su = median(&ctx, sum, 2), pr = median(&ctx, pruned, 2);

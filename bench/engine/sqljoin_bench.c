@@ -49,21 +49,6 @@ static _Noreturn void die(const char *msg)
     exit(1);
 }
 
-static long long proc_status(const char *key)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    if (!f)
-        return 0;
-    char line[256];
-    long long v = 0;
-    size_t kl = strlen(key);
-    while (fgets(line, sizeof(line), f))
-        if (strncmp(line, key, kl) == 0 && line[kl] == ':')
-            v = atoll(line + kl + 1) * 1024;
-    fclose(f);
-    return v;
-}
-
 static double run_query(const eng_ctx *base, const char *sql, int threads)
 {
     eng_ctx ctx = *base;
@@ -163,14 +148,10 @@ int main(int argc, char **argv)
     eng_ctx ctx = {.out = devnull};
 
     /* memory first, right after start-up */
-    FILE *cr = fopen("/proc/self/clear_refs", "w");
-    if (cr) {
-        fputs("5", cr);
-        fclose(cr);
-    }
-    long long base = proc_status("VmRSS");
+    bench_hwm_reset();
+    long long base = bench_proc_status("VmRSS");
     run_query(&ctx, q[0], 2);
-    double mem_ours = (double)(proc_status("VmHWM") - base);
+    double mem_ours = (double)(bench_proc_status("VmHWM") - base);
 
     double ours[4][2], duck[4][2];
     for (int t = 1; t <= 2; t++)
