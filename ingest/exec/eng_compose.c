@@ -241,19 +241,27 @@ static bool union_type(ex_type a, ex_type b, ex_type *out)
     return false;
 }
 
-/* The child query of q that runs one SELECT (no UNION) into t, on tracker m. */
-static int run_branch(equery *q, const sql_stmt *st, eng_mem *m, eng_memtab *t, char *err,
-                      size_t errlen)
+equery *eng__query_child(equery *q)
 {
     equery *c = eng__query_create(q->ctx);
-    if (!c) {
-        snprintf(err, errlen, "out of memory");
-        return -ENOMEM;
-    }
+    if (!c)
+        return NULL;
     c->set = q->set;
     c->mem.limit = q->mem.limit;
     c->scope_up = q->scope_here ? q->scope_here : q->scope_up;
     c->depth = q->depth + 1;
+    return c;
+}
+
+/* The child query of q that runs one SELECT (no UNION) into t, on tracker m. */
+static int run_branch(equery *q, const sql_stmt *st, eng_mem *m, eng_memtab *t, char *err,
+                      size_t errlen)
+{
+    equery *c = eng__query_child(q);
+    if (!c) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
     int rc = 0;
     if (c->depth > 64) {
         snprintf(err, errlen, "line %d, column %d: subqueries nested more than 64 deep", st->line,

@@ -277,15 +277,11 @@ static int explain_stmt(equery *q, const sql_stmt *st, xlines *x, int ind, char 
     xadd(x, ind, "Union (UNION ALL of %d SELECTs, each run in turn into memory, then sent)", n);
     int rc = 0;
     for (const sql_stmt *b = st; b && rc == 0; b = b->union_all) {
-        equery *c = eng__query_create(q->ctx);
+        equery *c = eng__query_child(q);
         if (!c) {
             snprintf(err, errlen, "out of memory");
             return -ENOMEM;
         }
-        c->set = q->set;
-        c->mem.limit = q->mem.limit;
-        c->scope_up = q->scope_here ? q->scope_here : q->scope_up;
-        c->depth = q->depth + 1;
         rc = explain_one(c, b, x, ind + 1, err, errlen);
         eng__query_free(c);
     }

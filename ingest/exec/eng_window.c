@@ -91,25 +91,7 @@ static int cmp_val(const ex_vec *v, uint32_t a, uint32_t b, bool desc, bool null
     }
     if (ra)
         return 0;
-    int c;
-    switch (v->t.kind) {
-    case EX_STRING: {
-        uint32_t la, lb;
-        const uint8_t *x = ex_str(v, a, &la), *y = ex_str(v, b, &lb);
-        uint32_t mn = la < lb ? la : lb;
-        c = mn ? memcmp(x, y, mn) : 0;
-        if (!c)
-            c = la < lb ? -1 : la > lb;
-        c = c < 0 ? -1 : c > 0;
-        break;
-    }
-    case EX_FLOAT: c = v->d[a] < v->d[b] ? -1 : v->d[a] > v->d[b]; break;
-    case EX_UINT:
-        c = (uint64_t)v->i[a] < (uint64_t)v->i[b] ? -1 : (uint64_t)v->i[a] > (uint64_t)v->i[b];
-        break;
-    case EX_NOTHING: c = 0; break;
-    default: c = v->i[a] < v->i[b] ? -1 : v->i[a] > v->i[b]; break;
-    }
+    int c = rtab_cmp_values(v, a, b);
     return desc ? -c : c;
 }
 
@@ -321,20 +303,15 @@ static int compute(eng_mem *m, witem *w, const rtab *t, char *err, size_t errlen
     uint32_t *ps_c = malloc(sizeof(uint32_t) * ((size_t)n + 1));
     /* strings go in row order: results are first kept per row, then put */
     int64_t *src_row = rt.kind == EX_STRING ? malloc(sizeof(int64_t) * ((size_t)n + 1)) : NULL;
+    int rc = 0;
     if (!pos || !brk || !ps_d || !ps_i || !ps_c || (rt.kind == EX_STRING && !src_row)) {
-        free(pos);
-        free(brk);
-        free(ps_d);
-        free(ps_i);
-        free(ps_c);
-        free(src_row);
-        goto oom;
+        rc = -ENOMEM;
+        goto out;
     }
     wsort so = {t, w, win};
     sort_positions(&so, pos, brk, n);
     const ex_vec *a0 = w->n_args ? &t->c[w->arg0] : NULL;
     bool af = a0 && a0->t.kind == EX_FLOAT;
-    int rc = 0;
     for (uint32_t ps = 0; ps < n && rc == 0;) {
         uint32_t pe = ps + 1;
         while (pe < n && !(brk[pe] & 1))
@@ -448,6 +425,7 @@ static int compute(eng_mem *m, witem *w, const rtab *t, char *err, size_t errlen
         else
             rc = put_cell(m, &w->res, r, a0, from);
     }
+out:
     free(pos);
     free(brk);
     free(ps_d);

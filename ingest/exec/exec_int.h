@@ -116,7 +116,10 @@ int eng__out_strings(equery *q, eng_format fmt, const char *const *names, int n_
 int eng__stmt_output(equery *q, eng_format fmt, const char *const *names, const ex_type *types,
                      int n_cols, char *err, size_t errlen);
 
-/* Composition (eng_compose.c). Runs st (with its UNION ALL branches) as
+/* Composition (eng_compose.c). A query run for q (its settings, its WITH
+ * names in sight), or NULL (-ENOMEM); free with eng__query_free. */
+equery *eng__query_child(equery *q);
+/* Runs st (with its UNION ALL branches) as
  * queries of q's, its rows into *out allocated on m. 0 or -errno (err). */
 int eng__materialize(equery *q, const sql_stmt *st, eng_mem *m, eng_memtab *out, char *err,
                      size_t errlen);
