@@ -36,7 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "../bench.h"
+#include "engine_bench_util.h"
 
 static h_env *env;
 static char dir[4096];
@@ -51,17 +51,10 @@ static _Noreturn void die(const char *msg)
 
 static double run_query(const eng_ctx *base, const char *sql, int threads)
 {
-    eng_ctx ctx = *base;
-    ctx.max_threads = threads;
-    ctx.format = ENG_FMT_NULL;
-    char err[ENG_MSG_MAX];
-    eng_result res;
-    double t0 = bench_now_s();
-    if (eng_run(&ctx, sql, strlen(sql), NULL, &res, err, sizeof(err)) < 0) {
-        fprintf(stderr, "sqljoin_bench: the query failed: %s\n  %s\n", err, sql);
+    double t = eb_run(base, sql, threads, NULL);
+    if (t < 0)
         die("a benchmark query failed");
-    }
-    return bench_now_s() - t0;
+    return t;
 }
 
 static double median(const eng_ctx *ctx, const char *sql, int threads)
@@ -75,19 +68,9 @@ static double median(const eng_ctx *ctx, const char *sql, int threads)
 
 static double duck_value(const char *name)
 {
-    char path[4200], line[256];
-    snprintf(path, sizeof(path), "%s/duckdb.txt", dir);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        die("sqljoin_gen.mjs wrote no duckdb.txt");
-    double v = -1;
-    size_t nl = strlen(name);
-    while (fgets(line, sizeof(line), f))
-        if (strncmp(line, name, nl) == 0 && line[nl] == ' ')
-            v = atof(line + nl + 1);
-    fclose(f);
+    double v = eb_duck_value(dir, name);
     if (v < 0)
-        die("duckdb.txt lacks a measurement");
+        die("sqljoin_gen.mjs wrote no duckdb.txt, or it lacks a measurement");
     return v;
 }
 

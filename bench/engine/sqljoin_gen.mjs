@@ -14,21 +14,12 @@
 // duckdb.txt: "<query>_<threads>t <seconds>" per measurement and
 // "mem_join_2t <bytes>". The queries are sqljoin_bench.c's, in DuckDB's dialect.
 // Exits 77 (printing why) when the npm package is missing.
-import { createRequire } from 'node:module';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, dirname } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
+import { loadDuck, status, medianTime } from './duck_util.mjs';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const nm = process.env.RINGCACHE_NODE_MODULES || join(here, '..', '..', 'node_modules');
-const req = createRequire(join(nm, 'noop.js'));
-let duck;
-try {
-  duck = await import(pathToFileURL(req.resolve('@duckdb/node-api')).href);
-} catch (e) {
-  console.error(`SKIP: npm package @duckdb/node-api is not installed under ${nm}: ${e.message}`);
-  process.exit(77);
-}
+const duck = await loadDuck(dirname(fileURLToPath(import.meta.url)));
 const [dir, factArg, dimArg, runsArg] = process.argv.slice(2);
 const fact = Number(factArg), dim = Number(dimArg), runs = Number(runsArg || 3);
 mkdirSync(dir, { recursive: true });
@@ -50,20 +41,7 @@ const Q = {
   cte: `WITH a AS (SELECT k, sum(v) AS s FROM ${F} GROUP BY k) SELECT count(*), sum(s) FROM a UNION ALL SELECT max(s), min(s) FROM a`,
   in: `SELECT count(*), sum(v) FROM ${F} WHERE t IN (SELECT t FROM ${F} WHERE id < ${inVals})`,
 };
-const status = (k) => {
-  const m = readFileSync('/proc/self/status', 'utf8').match(new RegExp(`${k}:\\s+(\\d+) kB`));
-  return m ? Number(m[1]) * 1024 : 0;
-};
-async function time(sql) {
-  const ts = [];
-  for (let r = 0; r < runs; r++) {
-    const t = process.hrtime.bigint();
-    await con.runAndReadAll(sql);
-    ts.push(Number(process.hrtime.bigint() - t) / 1e9);
-  }
-  ts.sort((a, b) => a - b);
-  return ts[Math.floor(ts.length / 2)];
-}
+const time = (sql) => medianTime(con, sql, runs);
 let out = '';
 await con.runAndReadAll(Q.join); // warm the OS page cache
 for (const th of [1, 2]) {
