@@ -15,11 +15,10 @@
 // duckdb.txt: "<name> <seconds>" per measurement and "mem_seed_2t <bytes>".
 // Exits 77 (printing why) when the npm package is missing.
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { join, dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { loadDuck, status, medianTime } from './duck_util.mjs';
 
-const duck = await loadDuck(dirname(fileURLToPath(import.meta.url)));
+const duck = await loadDuck();
 const [dir, rowsArg, runsArg] = process.argv.slice(2);
 const rows = Number(rowsArg || 20000000), runs = runsArg === undefined ? 3 : Number(runsArg);
 mkdirSync(join(dir, 'data'), { recursive: true });

@@ -51,4 +51,14 @@ static inline double eb_duck_value(const char *dir, const char *name)
     return v;
 }
 
+/* ours / peer's into buf ("%.2f"), or "na" when either is missing. */
+static inline const char *eb_ratio(double ours, double peer, char *buf, size_t cap)
+{
+    if (ours > 0 && peer > 0)
+        snprintf(buf, cap, "%.2f", ours / peer);
+    else
+        snprintf(buf, cap, "na");
+    return buf;
+}
+
 #endif /* RINGCACHE_ENGINE_BENCH_UTIL_H */

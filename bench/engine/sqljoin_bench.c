@@ -156,10 +156,7 @@ int main(int argc, char **argv)
     fclose(devnull);
     h_env_destroy(&env);
     char mem[32];
-    if (dmem > 0 && mem_ours > 0)
-        snprintf(mem, sizeof(mem), "%.2f", mem_ours / dmem);
-    else
-        snprintf(mem, sizeof(mem), "na");
+    eb_ratio(mem_ours, dmem, mem, sizeof(mem));
     printf("%s\n", BENCH_RATIO_CONVENTION);
     printf("sqljoin: join_vs_duckdb=%.2f window_vs_duckdb=%.2f in_subquery_vs_duckdb=%.2f "
            "mem_vs_duckdb=%s cte_vs_duckdb=%.2f\n",

@@ -15,11 +15,10 @@
 // "mem_join_2t <bytes>". The queries are sqljoin_bench.c's, in DuckDB's dialect.
 // Exits 77 (printing why) when the npm package is missing.
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { join, dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { loadDuck, status, medianTime } from './duck_util.mjs';
 
-const duck = await loadDuck(dirname(fileURLToPath(import.meta.url)));
+const duck = await loadDuck();
 const [dir, factArg, dimArg, runsArg] = process.argv.slice(2);
 const fact = Number(factArg), dim = Number(dimArg), runs = Number(runsArg || 3);
 mkdirSync(dir, { recursive: true });
