@@ -53,6 +53,7 @@ void bx_free(eng_mem *m, bx *e)
     free(e->a);
     ex_vec_clear(m, &e->cval);
     free(e->in_i);
+    free(e->in_set);
     free(e->in_d);
     if (e->in_s)
         for (int i = 0; i < e->n_in; i++)
@@ -604,6 +605,26 @@ static int cmp_in_str(const void *x, const void *y)
     return a->len ? memcmp(a->s, b->s, a->len) : 0;
 }
 
+static inline uint32_t in_slot(const bx *e, int64_t x)
+{
+    uint64_t h = (uint64_t)x;
+    h = (h ^ (h >> 31)) * 0x9e3779b97f4a7c15ull;
+    return (uint32_t)(h ^ (h >> 32)) & e->in_set_mask;
+}
+
+static inline bool in_set_has(const bx *e, int64_t x)
+{
+    if (x == 0)
+        return e->in_set_zero;
+    for (uint32_t s = in_slot(e, x);; s = (s + 1) & e->in_set_mask) {
+        int64_t v = e->in_set[s];
+        if (v == x)
+            return true;
+        if (!v)
+            return false;
+    }
+}
+
 void bx_in_index(bx *e)
 {
     if (e->n_in < 16 || !e->in_i || !e->in_d || !e->in_s || !e->in_len)
@@ -622,6 +643,25 @@ void bx_in_index(bx *e)
     }
     free(ss);
     e->in_sorted = true;
+    /* integers also go in a hash set: a probe is one or two cache lines where
+     * bisecting a long list misses the cache at every step */
+    uint64_t cap = 16;
+    while (cap < (uint64_t)e->n_in * 2)
+        cap *= 2;
+    if (cap > (1ull << 31) || !(e->in_set = calloc(cap, sizeof(int64_t))))
+        return;
+    e->in_set_mask = (uint32_t)(cap - 1);
+    for (int k = 0; k < e->n_in; k++) {
+        int64_t x = e->in_i[k];
+        if (x == 0) {
+            e->in_set_zero = true;
+            continue;
+        }
+        uint32_t s = in_slot(e, x);
+        while (e->in_set[s] && e->in_set[s] != x)
+            s = (s + 1) & e->in_set_mask;
+        e->in_set[s] = x;
+    }
 }
 
 static bool in_sorted_i(const bx *e, int64_t x)
@@ -672,7 +712,8 @@ static int eval_in_num(ex_ectx *c, const bx *e, ex_vec *a, uint32_t n, ex_vec *o
     bool fl = a[0].t.kind == EX_FLOAT;
     if (e->in_sorted) {
         for (uint32_t r = 0; r < n; r++) {
-            bool found = fl ? in_sorted_d(e, ex_f(&a[0], r)) : in_sorted_i(e, iv(&a[0], r));
+            bool found = fl ? in_sorted_d(e, ex_f(&a[0], r))
+                            : e->in_set ? in_set_has(e, iv(&a[0], r)) : in_sorted_i(e, iv(&a[0], r));
             out->i[r] = found != e->negated;
         }
         return 0;

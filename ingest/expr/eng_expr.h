@@ -45,6 +45,10 @@ struct bx {
     int n_in;
     bool in_has_null;
     bool in_sorted;     /* bx_in_index sorted the lists: looked up by bisection */
+    int64_t *in_set;    /* and in_i as a hash set (0 marks an empty slot; in_set_zero
+                           says whether 0 is in the list), in_set_mask + 1 slots */
+    uint32_t in_set_mask;
+    bool in_set_zero;
 };
 
 typedef struct ex_ectx {
