@@ -703,6 +703,7 @@ static int make_schema(jsrc *j, const sql_join *jn, char *err, size_t errlen)
     bool rnull = j->use_nulls && (j->kind == SQL_JOIN_LEFT || j->kind == SQL_JOIN_FULL);
     for (int k = 0; k < ls->n; k++) {
         sc->cols[k].t = ls->cols[k].t;
+        sc->cols[k].cb = ls->cols[k].cb; /* the left's Parquet types: WHERE's pruning */
         bool is_using = j->using_r && j->using_r[k] >= 0;
         if (lnull && !is_using)
             sc->cols[k].t.nullable = true;

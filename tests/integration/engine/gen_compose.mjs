@@ -148,6 +148,12 @@ const cases = [
     `SELECT count(*), sum(x.c) FROM ${f} AS f JOIN ${d} AS d ON f.k = d.k LEFT JOIN (SELECT s, count(*) AS c FROM ${d} GROUP BY s) AS x ON d.s = x.s`],
   ['join_where_group', `SELECT d.s, count(), sum(f.v) FROM ${F} AS f JOIN ${DM} AS d ON f.k = d.k WHERE f.v > 500 AND d.w < 900 GROUP BY d.s ORDER BY d.s`,
     `SELECT d.s, count(*), sum(f.v) FROM ${f} AS f JOIN ${d} AS d ON f.k = d.k WHERE f.v > 500 AND d.w < 900 GROUP BY d.s ORDER BY d.s`],
+  ['join_pruned_left', `SELECT count(), sum(d.w), count(d.name) FROM ${F} AS f LEFT JOIN ${DM} AS d ON f.k = d.k WHERE f.id < 10000`,
+    `SELECT count(*), sum(d.w), count(d.name) FROM ${f} AS f LEFT JOIN ${d} AS d ON f.k = d.k WHERE f.id < 10000`,
+    '-', "WHERE on the left's columns prunes its row groups (5 of 6)"],
+  ['join_pruned_right', `SELECT count(), sum(d.w), count(f.id) FROM ${F} AS f RIGHT JOIN ${DM} AS d ON f.k = d.k WHERE f.id < 10000 OR f.id IS NULL`,
+    `SELECT count(*), sum(d.w), count(f.id) FROM ${f} AS f RIGHT JOIN ${d} AS d ON f.k = d.k WHERE f.id < 10000 OR f.id IS NULL`,
+    '-', 'RIGHT JOIN: the left is not pruned (its rows decide which right rows match)'],
   ['join_self', `SELECT count() FROM ${DM} AS a JOIN ${DM} AS b ON a.k = b.k`,
     `SELECT count(*) FROM ${d} AS a JOIN ${d} AS b ON a.k = b.k`, '-', 'duplicate keys on both sides: every pair'],
   // window functions
