@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // duck_util.mjs: what the DuckDB halves of the engine's benches (bench_gen.mjs,
-// sqljoin_gen.mjs) share beside bench/duckdb.mjs's loader: a line of
+// sqljoin_gen.mjs) share beside bench/duckdb.mjs: a line of
 // /proc/self/status in bytes, and the median time of a query over runs.
 import { readFileSync } from 'node:fs';
 import { loadDuckDB } from '../duckdb.mjs';
@@ -13,13 +13,5 @@ export function status(k) {
   return m ? Number(m[1]) * 1024 : 0;
 }
 
-export async function medianTime(con, sql, runs) {
-  const ts = [];
-  for (let r = 0; r < runs; r++) {
-    const t = process.hrtime.bigint();
-    await con.runAndReadAll(sql);
-    ts.push(Number(process.hrtime.bigint() - t) / 1e9);
-  }
-  ts.sort((a, b) => a - b);
-  return ts[Math.floor(ts.length / 2)];
-}
+// The median time of a query over runs, in seconds.
+export { medianSeconds as medianTime } from '../duckdb.mjs';

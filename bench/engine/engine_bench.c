@@ -304,10 +304,10 @@ int main(int argc, char **argv)
 
     /* memory first, right after start-up */
     bench_hwm_reset();
-    long long base = bench_proc_status("VmRSS");
+    long long base = bench_status_bytes("VmRSS");
     uint64_t nrows = 0;
     run_query(&ctx, seed, 2, &nrows);
-    double mem_ours = (double)(bench_proc_status("VmHWM") - base);
+    double mem_ours = (double)(bench_status_bytes("VmHWM") - base);
 
     double s1 = median(&ctx, seed, 1), s2 = median(&ctx, seed, 2);
     double su = median(&ctx, sum, 2), pr = median(&ctx, pruned, 2);

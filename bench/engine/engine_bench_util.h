@@ -37,18 +37,9 @@ static inline double eb_run(const eng_ctx *base, const char *sql, int threads, u
 /* The value of "<name> <value>" in dir/duckdb.txt, or -1 (no file, no line). */
 static inline double eb_duck_value(const char *dir, const char *name)
 {
-    char path[4200], line[256];
+    char path[4200];
     snprintf(path, sizeof(path), "%s/duckdb.txt", dir);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return -1;
-    double v = -1;
-    size_t nl = strlen(name);
-    while (fgets(line, sizeof(line), f))
-        if (strncmp(line, name, nl) == 0 && line[nl] == ' ')
-            v = atof(line + nl + 1);
-    fclose(f);
-    return v;
+    return bench_file_figure(path, name);
 }
 
 /* ours / peer's into buf ("%.2f"), or "na" when either is missing. */

@@ -132,9 +132,9 @@ int main(int argc, char **argv)
 
     /* memory first, right after start-up */
     bench_hwm_reset();
-    long long base = bench_proc_status("VmRSS");
+    long long base = bench_status_bytes("VmRSS");
     run_query(&ctx, q[0], 2);
-    double mem_ours = (double)(bench_proc_status("VmHWM") - base);
+    double mem_ours = (double)(bench_status_bytes("VmHWM") - base);
 
     double ours[4][2], duck[4][2];
     for (int t = 1; t <= 2; t++)

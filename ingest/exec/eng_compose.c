@@ -268,6 +268,7 @@ static int run_branch(equery *q, const sql_stmt *st, eng_mem *m, eng_memtab *t, 
                  st->col);
         rc = -EINVAL;
     }
+    c->stage = ENG_STAGE_SETTINGS;
     if (rc == 0)
         rc = eng_settings_apply(st, &c->set, err, errlen);
     if (rc == 0) {
@@ -283,13 +284,17 @@ static int run_branch(equery *q, const sql_stmt *st, eng_mem *m, eng_memtab *t, 
             c->given_sink = &ms->base;
         }
     }
+    if (rc == 0)
+        c->stage = ENG_STAGE_SOURCE;
     if (rc == 0 && eng__has_window(st)) {
         rc = eng__run_window(c, st, ENG_FMT_NULL, err, errlen);
     } else {
         if (rc == 0)
             rc = eng__stmt_source(c, st, err, errlen);
-        if (rc == 0)
+        if (rc == 0) {
+            c->stage = ENG_STAGE_BIND;
             rc = eng__run_select(c, st, ENG_FMT_NULL, err, errlen);
+        }
     }
     if (rc == 0 && !t->names) {
         /* the child ended without beginning its sink: no rows and no columns */
@@ -304,6 +309,8 @@ static int run_branch(equery *q, const sql_stmt *st, eng_mem *m, eng_memtab *t, 
     int64_t pk = atomic_load(&c->mem.peak);
     if (pk > atomic_load(&q->child_peak))
         atomic_store(&q->child_peak, pk);
+    if (rc < 0)
+        q->stage = c->stage; /* the failure is the subquery's (eng_error_classify) */
     eng__query_free(c);
     return rc;
 }
@@ -510,8 +517,11 @@ int eng__run_union(equery *q, const sql_stmt *st, eng_format fmt, char *err, siz
     rc = eng__stmt_output(q, fmt, (const char *const *)t.names, ty, t.n_names, err, errlen);
     if (rc == 0)
         rc = eng__out_table(&q->out, &t.rows, err, errlen);
-    if (rc == 0)
-        rc = eng__out_end(&q->out, err, errlen);
+    if (rc == 0) {
+        eng_sink_stats ss = {eng__now_s() - q->t0, atomic_load(&q->stats.rows_read),
+                             atomic_load(&q->stats.bytes_read)};
+        rc = eng__out_end(&q->out, &ss, err, errlen);
+    }
     /* the output keeps pointers to the names until the query is freed */
     q->keep = t;
     return rc;

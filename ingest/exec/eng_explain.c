@@ -155,8 +155,8 @@ static int explain_one(equery *q, const sql_stmt *st, xlines *x, int ind, char *
             xadd(x, ind++, "Filter (WHERE %s)", w);
         }
     } else {
-        eng_bind_env benv = {eng__subquery_hook, q};
-        rc = eng_bind_env_run(&q->mem, st, &q->src->schema, &benv, &q->plan, err, errlen);
+        eng_bind_env benv = {q->ctx->database, q->ctx->user, q->start_ms, eng__subquery_hook, q};
+        rc = eng_bind_ex(&q->mem, st, &q->src->schema, &benv, &q->plan, err, errlen);
         if (rc < 0)
             return rc;
         rc = q->src->ops->plan(q->src, p, err, errlen);

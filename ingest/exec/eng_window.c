@@ -469,6 +469,7 @@ static int add_item(inner *in, sql_node *e, char kind, int a, int b)
             return -ENOMEM;
         in->aliases[in->n_aliases++] = name;
     }
+    memset(&it[in->st.n_items], 0, sizeof(*it));
     it[in->st.n_items].expr = e;
     it[in->st.n_items].alias = name;
     in->st.n_items++;
@@ -503,6 +504,26 @@ int eng__run_window(equery *q, const sql_stmt *st, eng_format fmt, char *err, si
             return -EINVAL;
         }
     }
+    if (st->distinct || st->n_limit_by) {
+        snprintf(err, errlen, "line %d, column %d: %s with window functions is not supported: "
+                              "apply it in an outer query",
+                 st->line, st->col, st->distinct ? "SELECT DISTINCT" : "LIMIT BY");
+        return -ENOTSUP;
+    }
+    int n_wide = 0;
+    bool modified = false;
+    for (int i = 0; i < st->n_items; i++) {
+        const sql_select_item *it = &st->items[i];
+        bool wide = it->expr->kind == SQL_STAR || it->expr->kind == SQL_COLUMNS;
+        n_wide += wide;
+        modified |= wide && (it->expr->kind == SQL_COLUMNS || it->n_except || it->n_replace);
+    }
+    if (n_wide > 1 && modified) {
+        snprintf(err, errlen, "line %d, column %d: window functions beside more than one * or "
+                              "COLUMNS(...) of different widths are not supported: name the "
+                              "columns", st->line, st->col);
+        return -ENOTSUP;
+    }
     witem *ws = calloc((size_t)nw + 1, sizeof(witem));
     int *ord_col = calloc((size_t)st->n_order_by + 1, sizeof(int));
     inner in;
@@ -529,10 +550,16 @@ int eng__run_window(equery *q, const sql_stmt *st, eng_format fmt, char *err, si
         if (it->expr->kind == SQL_FUNC && it->expr->win)
             continue;
         int k = add_item(&in, it->expr, 0, 0, 0);
-        if (k < 0)
+        if (k < 0) {
             rc = k;
-        else
-            in.st.items[k].alias = it->alias;
+        } else {
+            sql_select_item *ii = &in.st.items[k];
+            ii->alias = it->alias;
+            ii->except = it->except; /* * EXCEPT / REPLACE: the inner query expands them */
+            ii->n_except = it->n_except;
+            ii->replace = it->replace;
+            ii->n_replace = it->n_replace;
+        }
         n_plain++;
     }
     int w = 0;
@@ -608,7 +635,7 @@ int eng__run_window(equery *q, const sql_stmt *st, eng_format fmt, char *err, si
     int plain_cols = rc == 0 ? mt.n_names - in.n_aliases : 0;
     int n_star = 0;
     for (int i = 0; i < st->n_items; i++)
-        n_star += st->items[i].expr->kind == SQL_STAR;
+        n_star += st->items[i].expr->kind == SQL_STAR || st->items[i].expr->kind == SQL_COLUMNS;
     int star_w = n_star ? (plain_cols - (n_plain - n_star)) / n_star : 0;
     int n_out = plain_cols + nw;
     int *src_col = calloc((size_t)n_out + (size_t)st->n_order_by + 1, sizeof(int)); /* >= 0: mt; < 0: -1 - window */
@@ -634,7 +661,7 @@ int eng__run_window(equery *q, const sql_stmt *st, eng_format fmt, char *err, si
             wk++;
             continue;
         }
-        int width = e->kind == SQL_STAR ? star_w : 1;
+        int width = e->kind == SQL_STAR || e->kind == SQL_COLUMNS ? star_w : 1;
         for (int x = 0; x < width; x++, c++) {
             src_col[o] = c;
             types[o] = mt.rows.c[c].t;
@@ -696,8 +723,11 @@ int eng__run_window(equery *q, const sql_stmt *st, eng_format fmt, char *err, si
     }
     if (rc == 0)
         rc = eng__out_table(&q->out, &fin, err, errlen);
-    if (rc == 0)
-        rc = eng__out_end(&q->out, err, errlen);
+    if (rc == 0) {
+        eng_sink_stats ss = {eng__now_s() - q->t0, atomic_load(&q->stats.rows_read),
+                             atomic_load(&q->stats.bytes_read)};
+        rc = eng__out_end(&q->out, &ss, err, errlen);
+    }
     free(ords);
     rtab_free(&q->mem, &fin);
     for (int i = 0; ws && i < nw; i++)

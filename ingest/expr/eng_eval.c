@@ -14,6 +14,7 @@
  * round() rounds half to even on floats (banker's), as ClickHouse does.
  */
 #include "eng_expr.h"
+#include "expr_int.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -118,6 +119,16 @@ static int out_new(ex_ectx *c, ex_vec *out, ex_type t, uint32_t n, ex_vec *a, in
         if (merge_nulls(c, out, &a[j], n) < 0)
             return -ENOMEM;
     return 0;
+}
+
+int bx_out_new(ex_ectx *c, ex_vec *out, ex_type t, uint32_t n, ex_vec *a, int na)
+{
+    return out_new(c, out, t, n, a, na);
+}
+
+int bx_oom(ex_ectx *c)
+{
+    return oom(c);
 }
 
 /* ---- column references ---------------------------------------------------- */
@@ -999,6 +1010,11 @@ static int eval_cast(ex_ectx *c, const bx *e, ex_vec *a, uint32_t n, ex_vec *out
     ex_type t = e->t;
     if (out_new(c, out, t, n, a, 1) < 0)
         return -ENOMEM;
+    if (e->unit == 2 && !out->nulls) {
+        if (!(out->nulls = em_calloc(c->mem, n ? n : 1)))
+            return oom(c);
+        out->own |= EXO_NULLS;
+    }
     if (!t.nullable && out->nulls) {
         for (uint32_t r = 0; r < n; r++)
             if (out->nulls[r])
@@ -1044,6 +1060,12 @@ static int eval_cast(ex_ectx *c, const bx *e, ex_vec *a, uint32_t n, ex_vec *out
                 out->i[r] = l == 4 || (l == 1 && s[0] == '1');
                 break;
             default: ok = parse_i64(s, l, &v); out->i[r] = v; break;
+            }
+            if (!ok && e->unit) { /* toTOrZero: 0; toTOrNull: NULL */
+                out->i ? (void)(out->i[r] = 0) : (void)(out->d[r] = 0);
+                if (e->unit == 2 && out->nulls)
+                    out->nulls[r] = 1;
+                continue;
             }
             if (!ok) {
                 char tn[64];
@@ -1270,6 +1292,9 @@ int bx_eval(ex_ectx *c, const bx *e, const ex_vec *in, const uint32_t *sel, uint
             break;
         case F_ROUND: case F_ABS:
             rc = eval_math(c, e, a, e->na, m, out);
+            break;
+        default:
+            rc = bx_eval_fn(c, e, a, e->na, m, out);
             break;
         }
     }

@@ -15,22 +15,13 @@
 // Where ClickHouse and DuckDB differ, the DuckDB side is written to give
 // ClickHouse's answer, and the note says how: ClickHouse is the spec.
 // Exits 77 (printing why) when node packages are missing.
-import { createRequire } from 'node:module';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { join, dirname } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
+import { loadDuckDB } from '../../../bench/duckdb.mjs';
+import { sqlfnCases, sqlfnData } from './cases_sqlfn.mjs';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const nm = process.env.RINGCACHE_NODE_MODULES || join(here, '..', '..', '..', 'node_modules');
-const req = createRequire(join(nm, 'noop.js'));
-let duck;
-try {
-  duck = await import(pathToFileURL(req.resolve('@duckdb/node-api')).href);
-} catch (e) {
-  console.error(`SKIP: npm package @duckdb/node-api is not installed under ${nm}: ${e.message}`);
-  process.exit(77);
-}
+const duck = await loadDuckDB();
 const D = process.argv[2];
 if (!D) {
   console.error('usage: node gen.mjs OUTDIR');
@@ -171,7 +162,9 @@ const cases = [
     `SELECT count(*) FROM ${Q} WHERE Score > 0`],
   ['empty_result_agg', `SELECT count(), sum(coalesce(Score, 0)), avg(coalesce(Score, 0)), sum(Score) FROM ${P} WHERE Id < 0`,
     `SELECT count(*), 0, 'nan', NULL FROM ${Q} WHERE Id < 0`, '-', 'ClickHouse: over no rows sum of a non-Nullable is 0 and avg nan (DuckDB: NULL); of a Nullable, NULL'],
+  ...sqlfnCases(P, Q, D),
 ];
+await sqlfnData(con, D);
 
 const esc = (s) => s.replace(/\\/g, '\\\\').replace(/\t/g, '\\t').replace(/\n/g, '\\n');
 const fmt = (v) => {
