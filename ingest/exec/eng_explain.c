@@ -156,9 +156,12 @@ static int explain_one(equery *q, const sql_stmt *st, xlines *x, int ind, char *
         }
     } else {
         eng_bind_env benv = {q->ctx->database, q->ctx->user, q->start_ms, eng__subquery_hook, q};
+        eng_stage at = q->stage;
+        q->stage = ENG_STAGE_BIND;
         rc = eng_bind_ex(&q->mem, st, &q->src->schema, &benv, &q->plan, err, errlen);
         if (rc < 0)
             return rc;
+        q->stage = at;
         rc = q->src->ops->plan(q->src, p, err, errlen);
         if (rc < 0)
             return rc;
