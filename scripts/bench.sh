@@ -8,7 +8,7 @@
 #   bash scripts/bench.sh NAME [args...]
 #   NAME: s3 | cached | ring | pagecache | blockstore | parquet | client | s3model | coldwarm | engine
 #         | http | table | tables | threads | insert | s3api | server | sqlfn | netcopy
-#         | cluster
+#         | cluster | sqljoin
 set -euo pipefail
 cd "$(dirname "$0")/.."
 declare -A bins=(
@@ -21,7 +21,8 @@ declare -A bins=(
   [table]=bench/table/table_bench [tables]=bench/tables/tables_bench
   [threads]=bench/threads/threads_bench [insert]=bench/insert/insert_bench
   [s3api]=bench/s3api/s3api_bench [server]=bench/server/server_bench.mjs
-  [sqlfn]=bench/engine/sqlfn_bench [cluster]=bench/cluster/cluster_bench.mjs)
+  [sqlfn]=bench/engine/sqlfn_bench [cluster]=bench/cluster/cluster_bench.mjs
+  [sqljoin]=bench/engine/sqljoin_bench)
 name=${1:-}
 if [[ -z $name || -z ${bins[$name]:-} ]]; then
   echo "usage: bash scripts/bench.sh NAME [args...]; NAME is one of: ${!bins[*]}" >&2

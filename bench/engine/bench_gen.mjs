@@ -14,22 +14,11 @@
 //
 // duckdb.txt: "<name> <seconds>" per measurement and "mem_seed_2t <bytes>".
 // Exits 77 (printing why) when the npm package is missing.
-import { createRequire } from 'node:module';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join, dirname } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { medianSeconds } from '../duckdb.mjs';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { loadDuck, status, medianTime } from './duck_util.mjs';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const nm = process.env.RINGCACHE_NODE_MODULES || join(here, '..', '..', 'node_modules');
-const req = createRequire(join(nm, 'noop.js'));
-let duck;
-try {
-  duck = await import(pathToFileURL(req.resolve('@duckdb/node-api')).href);
-} catch (e) {
-  console.error(`SKIP: npm package @duckdb/node-api is not installed under ${nm}: ${e.message}`);
-  process.exit(77);
-}
+const duck = await loadDuck();
 const [dir, rowsArg, runsArg] = process.argv.slice(2);
 const rows = Number(rowsArg || 20000000), runs = runsArg === undefined ? 3 : Number(runsArg);
 mkdirSync(join(dir, 'data'), { recursive: true });
@@ -70,11 +59,7 @@ const Q = {
   sum: `SELECT sum(Score), count(*) FROM ${G}`,
   pruned: `SELECT count(*), sum(Score) FROM ${G} WHERE Id >= ${Math.floor(rows * 0.3)} AND Id < ${Math.floor(rows * 0.3) + 200000}`,
 };
-const status = (k) => {
-  const m = readFileSync('/proc/self/status', 'utf8').match(new RegExp(`${k}:\\s+(\\d+) kB`));
-  return m ? Number(m[1]) * 1024 : 0;
-};
-const time = (sql) => medianSeconds(con, sql, runs);
+const time = (sql) => medianTime(con, sql, runs);
 let out = '';
 await con.run(`SET threads = 1`);
 await con.runAndReadAll(Q.seed); // warm the OS page cache

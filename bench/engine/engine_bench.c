@@ -49,7 +49,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include "../bench.h"
+#include "engine_bench_util.h"
 
 static h_env *env;
 static char dir[4096];
@@ -71,19 +71,10 @@ static _Noreturn void die(const char *msg)
 
 static double run_query(const eng_ctx *base, const char *sql, int threads, uint64_t *rows)
 {
-    eng_ctx ctx = *base;
-    ctx.max_threads = threads;
-    ctx.format = ENG_FMT_NULL;
-    char err[ENG_MSG_MAX];
-    eng_result res;
-    double t0 = now_s();
-    if (eng_run(&ctx, sql, strlen(sql), NULL, &res, err, sizeof(err)) < 0) {
-        fprintf(stderr, "engine_bench: the query failed: %s\n  %s\n", err, sql);
+    double t = eb_run(base, sql, threads, rows);
+    if (t < 0)
         die("a benchmark query failed");
-    }
-    if (rows)
-        *rows = res.rows_read;
-    return now_s() - t0;
+    return t;
 }
 
 static int cmp_d(const void *a, const void *b)
@@ -104,11 +95,9 @@ static double median(const eng_ctx *ctx, const char *sql, int threads)
 
 static double duck_value(const char *name)
 {
-    char path[4200];
-    snprintf(path, sizeof(path), "%s/duckdb.txt", dir);
-    double v = bench_file_figure(path, name);
+    double v = eb_duck_value(dir, name);
     if (v < 0)
-        die("duckdb.txt (bench_gen.mjs) lacks a measurement");
+        die("bench_gen.mjs wrote no duckdb.txt, or it lacks a measurement");
     return v;
 }
 
@@ -314,11 +303,7 @@ int main(int argc, char **argv)
     eng_ctx ctx = {.out = devnull};
 
     /* memory first, right after start-up */
-    FILE *cr = fopen("/proc/self/clear_refs", "w");
-    if (cr) {
-        fputs("5", cr);
-        fclose(cr);
-    }
+    bench_hwm_reset();
     long long base = bench_status_bytes("VmRSS");
     uint64_t nrows = 0;
     run_query(&ctx, seed, 2, &nrows);
@@ -354,10 +339,7 @@ int main(int argc, char **argv)
     fclose(devnull);
     h_env_destroy(&env);
     char mem[32];
-    if (dmem > 0 && mem_ours > 0)
-        snprintf(mem, sizeof(mem), "%.2f", mem_ours / dmem);
-    else
-        snprintf(mem, sizeof(mem), "na");
+    eb_ratio(mem_ours, dmem, mem, sizeof(mem));
     printf("%s\n", BENCH_RATIO_CONVENTION);
     printf("engine: seed_1t_vs_duckdb=%.2f seed_2t_vs_duckdb=%.2f mem_vs_duckdb=%s "
            "sum_vs_duckdb=%.2f pruned_vs_duckdb=%.2f cached_vs_local=%s\n",

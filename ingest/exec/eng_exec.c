@@ -50,6 +50,8 @@ void eng__query_free(equery *q)
     eng_plan_free(&q->mem, &q->plan);
     eng_source_destroy(&q->src);
     eng_sink_destroy(&q->given_sink);
+    eng__scope_free(q);
+    eng__memtab_free(&q->mem, &q->keep);
     pthread_mutex_destroy(&q->out_mu);
     eng_fail_deinit(&q->fail);
     free(q);
@@ -153,6 +155,8 @@ int eng__stmt_settings(equery *q, const sql_stmt *st, eng_format *ofmt, char *er
     return 0;
 }
 
+static int from_source(equery *q, const sql_stmt *st, char *err, size_t errlen);
+
 /* FROM [db.]table: in system, the engine's own tables (one, numbers, zeros),
  * then the caller's (a server's processes, query_log, ...), then the
  * warehouse's (tables, columns, parts); elsewhere the caller's, then the
@@ -184,14 +188,30 @@ static int stmt_table(equery *q, const sql_stmt *st, const eng_scan_env *env, ch
     return rc;
 }
 
-/* FROM: the table function's source, or the table's, or system.one (no
- * FROM), with its schema. */
+/* FROM: the table function's source, or the table's, or a subquery's, or
+ * system.one (no FROM), with its schema; each JOIN wraps it in a join source. */
 int eng__stmt_source(equery *q, const sql_stmt *st, char *err, size_t errlen)
+{
+    int rc = from_source(q, st, err, errlen);
+    for (int i = 0; rc == 0 && i < st->n_joins; i++)
+        rc = eng__join_wrap(q, &st->joins[i], err, errlen);
+    return rc;
+}
+
+static int from_source(equery *q, const sql_stmt *st, char *err, size_t errlen)
 {
     const eng_ctx *ctx = q->ctx;
     eng_scan_env env = {&q->mem, &q->set, ctx->list_s3, ctx->open_s3, ctx->s3_impl,
                         &q->stats, &q->stop, ctx->s3_as, ctx->warehouse, ctx->database,
                         ctx->unit, ctx->clusters, ctx->n_clusters};
+    if (!q->scope_here && eng__scope_init(q, st) < 0) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    bool done;
+    int rc = eng__compose_source(q, st, &done, err, errlen);
+    if (rc < 0 || done)
+        return rc;
     if (!st->from_fn && !st->table)
         return eng_system_table_open("one", &env, &q->src, err, errlen);
     if (!st->from_fn)
@@ -202,8 +222,8 @@ int eng__stmt_source(equery *q, const sql_stmt *st, char *err, size_t errlen)
 
 /* The output's sink and columns (the output owns its arrays; the names are
  * borrowed from the plan or static). */
-int eng__stmt_output(equery *q, eng_format fmt, const char *const *names,
-                       const ex_type *types, int n_cols, char *err, size_t errlen)
+int eng__stmt_output(equery *q, eng_format fmt, const char *const *names, const ex_type *types,
+                     int n_cols, char *err, size_t errlen)
 {
     const char **nm = calloc((size_t)n_cols + 1, sizeof(char *));
     ex_type *ty = calloc((size_t)n_cols + 1, sizeof(ex_type));
@@ -310,7 +330,7 @@ static int run_describe(equery *q, eng_format fmt, char *err, size_t errlen)
 int eng__run_select(equery *q, const sql_stmt *st, eng_format fmt, char *err, size_t errlen)
 {
     const eng_plan *p = &q->plan;
-    eng_bind_env benv = {q->ctx->database, q->ctx->user, q->start_ms};
+    eng_bind_env benv = {q->ctx->database, q->ctx->user, q->start_ms, eng__subquery_hook, q};
     int rc = eng_bind_ex(&q->mem, st, &q->src->schema, &benv, &q->plan, err, errlen);
     if (rc < 0)
         return rc;
@@ -384,13 +404,28 @@ static int run_stmt(const eng_ctx *ctx, const sql_stmt *st, FILE *summary, eng_r
     q->stage = ENG_STAGE_SETTINGS;
     int rc = eng__stmt_settings(q, st, &ofmt, err, errlen);
     bool table = rc == 0 && eng__is_table_stmt(st);
-    if (rc == 0 && !table) {
+    bool expl = rc == 0 && !table && st->kind == SQL_SELECT && st->explain;
+    bool uni = rc == 0 && !table && !expl && st->kind == SQL_SELECT && st->union_all;
+    bool win = rc == 0 && !table && !uni && !expl && st->kind == SQL_SELECT &&
+               eng__has_window(st);
+    if (uni && eng__scope_init(q, st) < 0) {
+        snprintf(err, errlen, "out of memory");
+        rc = -ENOMEM;
+    }
+    if (rc == 0 && !table && !uni && !win && !expl) {
         q->stage = ENG_STAGE_SOURCE;
         rc = eng__stmt_source(q, st, err, errlen);
     }
     if (rc == 0 && table) {
         q->stage = ENG_STAGE_EXEC;
         rc = eng__run_table_stmt(q, st, ofmt, err, errlen);
+    } else if (rc == 0 && (expl || uni || win)) {
+        /* these run their parts as queries of their own (eng_compose.c),
+         * which set the stage of a failure */
+        q->stage = ENG_STAGE_SOURCE;
+        rc = expl  ? eng__run_explain(q, st, ofmt, err, errlen)
+             : uni ? eng__run_union(q, st, ofmt, err, errlen)
+                   : eng__run_window(q, st, ofmt, err, errlen);
     } else if (rc == 0) {
         q->stage = st->kind == SQL_DESCRIBE ? ENG_STAGE_EXEC : ENG_STAGE_BIND;
         rc = st->kind == SQL_DESCRIBE ? run_describe(q, ofmt, err, errlen)
@@ -407,7 +442,9 @@ static int run_stmt(const eng_ctx *ctx, const sql_stmt *st, FILE *summary, eng_r
     r.bytes_read = atomic_load(&q->stats.bytes_read);
     r.row_groups = atomic_load(&q->stats.units_read);
     r.row_groups_pruned = atomic_load(&q->stats.units_pruned);
-    r.peak_memory = atomic_load(&q->mem.peak);
+    /* the queries run for this one (subqueries, WITH, a join's right side)
+     * held their working memory apart; their rows are in q's */
+    r.peak_memory = atomic_load(&q->mem.peak) + atomic_load(&q->child_peak);
     r.elapsed_s = eng__now_s() - q->t0;
     r.has_output = q->out.sink != NULL;
     r.rows_written = q->rows_written;

@@ -38,23 +38,7 @@ static int cmp_rows(const ord_ctx *o, uint32_t a, uint32_t b)
         }
         if (ra)
             continue;
-        int c = 0;
-        switch (v->t.kind) {
-        case EX_STRING: {
-            uint32_t la, lb;
-            const uint8_t *x = ex_str(v, a, &la), *y = ex_str(v, b, &lb);
-            uint32_t mn = la < lb ? la : lb;
-            c = mn ? memcmp(x, y, mn) : 0;
-            if (!c)
-                c = la < lb ? -1 : la > lb;
-            c = c < 0 ? -1 : c > 0;
-            break;
-        }
-        case EX_FLOAT: c = v->d[a] < v->d[b] ? -1 : v->d[a] > v->d[b]; break;
-        case EX_UINT: c = (uint64_t)v->i[a] < (uint64_t)v->i[b] ? -1 : (uint64_t)v->i[a] > (uint64_t)v->i[b]; break;
-        case EX_NOTHING: c = 0; break;
-        default: c = v->i[a] < v->i[b] ? -1 : v->i[a] > v->i[b]; break;
-        }
+        int c = rtab_cmp_values(v, a, b);
         if (c)
             return ord->desc ? -c : c;
     }

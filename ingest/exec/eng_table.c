@@ -233,6 +233,26 @@ static int run_insert_into(equery *q, const sql_stmt *st, const char *db, const 
                            char *err, size_t errlen);
 
 /* CREATE TABLE ... AS SELECT without columns: the SELECT's names and types. */
+
+/* The SELECT of CREATE TABLE ... AS and INSERT ... SELECT: one SELECT
+ * (subqueries, WITH and joins inside are fine). */
+static int table_select_supported(const sql_stmt *sel, char *err, size_t errlen)
+{
+    if (sel->union_all) {
+        snprintf(err, errlen, "line %d, column %d: UNION ALL is not supported in INSERT ... "
+                              "SELECT or CREATE TABLE ... AS SELECT: insert each SELECT on its own, "
+                              "or wrap them: SELECT * FROM (... UNION ALL ...)",
+                 sel->union_all->line, sel->union_all->col);
+        return -EINVAL;
+    }
+    if (eng__has_window(sel) || sel->explain) {
+        snprintf(err, errlen, "line %d, column %d: %s is not supported in INSERT ... SELECT or "
+                              "CREATE TABLE ... AS SELECT: wrap the SELECT, SELECT * FROM (...)",
+                 sel->line, sel->col, sel->explain ? "EXPLAIN" : "a window function");
+        return -EINVAL;
+    }
+    return 0;
+}
 static int ctas_columns(equery *q, const sql_stmt *st, const char *db, eng_tdef *def,
                         char *err, size_t errlen)
 {
@@ -244,6 +264,8 @@ static int ctas_columns(equery *q, const sql_stmt *st, const char *db, eng_tdef 
     }
     eng_format fmt;
     int rc = eng__stmt_settings(q2, sel, &fmt, err, errlen);
+    if (rc == 0)
+        rc = table_select_supported(sel, err, errlen);
     if (rc == 0)
         rc = eng__stmt_source(q2, sel, err, errlen);
     if (rc == 0)
@@ -1049,6 +1071,8 @@ static int insert_select(insert_job *j, const sql_stmt *outer, const sql_stmt *s
         rc = eng_settings_apply(outer, &q2->set, err, errlen);
         q2->mem.limit = q2->set.max_memory_usage;
     }
+    if (rc == 0)
+        rc = table_select_supported(sel, err, errlen);
     if (rc == 0)
         rc = eng__stmt_source(q2, sel, err, errlen);
     if (rc == 0)

@@ -37,6 +37,25 @@ typedef struct eng_output {
     uint64_t rows;             /* rows handed to the sink */
 } eng_output;
 
+/* A query's result kept in memory (eng_compose.c): a subquery's, a WITH
+ * query's, a UNION ALL's, a JOIN's right side. */
+typedef struct eng_memtab {
+    char **names;
+    int n_names;
+    rtab rows;
+} eng_memtab;
+
+/* The WITH queries of one statement, each run the first time FROM names it;
+ * up: the enclosing statement's. */
+typedef struct eng_scope {
+    const sql_stmt *st;
+    eng_memtab *tabs;          /* st->n_with; done[i]: tabs[i] holds the rows */
+    bool *done;
+    uint64_t busy;             /* being run (a WITH that names itself) */
+    struct eng_scope *up;
+    eng_mem *mem;              /* the defining query's tracker */
+} eng_scope;
+
 typedef struct equery {
     const eng_ctx *ctx;
     eng_mem mem;
@@ -64,7 +83,13 @@ typedef struct equery {
     double t0;
     int64_t start_ms;          /* wall clock at the start (now()) */
     eng_stage stage;           /* where a failure happens (eng_error_classify) */
-    eng_sink *given_sink;      /* INSERT: the part sink the result goes to (taken) */
+    eng_sink *given_sink;      /* INSERT, a subquery: the sink the result goes to (taken) */
+    /* composition (eng_compose.c) */
+    eng_scope *scope_here;     /* this statement's WITH queries, or NULL */
+    eng_scope *scope_up;       /* the enclosing statement's */
+    int depth;                 /* subquery nesting */
+    _Atomic int64_t child_peak; /* the largest peak of the queries run for this one */
+    eng_memtab keep;           /* a UNION ALL's result, until the query ends */
     uint64_t rows_written;     /* INSERT: rows written to the table */
 } equery;
 
@@ -92,6 +117,50 @@ int eng__stmt_output(equery *q, eng_format fmt, const char *const *names,
                      const ex_type *types, int n_cols, char *err, size_t errlen);
 int eng__out_strings(equery *q, eng_format fmt, const char *const *names, int n_cols,
                      const char *const *cells, uint32_t n_rows, char *err, size_t errlen);
+/* The output's sink and columns (names and types borrowed until the query ends). */
+int eng__stmt_output(equery *q, eng_format fmt, const char *const *names, const ex_type *types,
+                     int n_cols, char *err, size_t errlen);
+
+/* Composition (eng_compose.c). A query run for q (its settings, its WITH
+ * names in sight), or NULL (-ENOMEM); free with eng__query_free. */
+equery *eng__query_child(equery *q);
+/* Runs st (with its UNION ALL branches) as
+ * queries of q's, its rows into *out allocated on m. 0 or -errno (err). */
+int eng__materialize(equery *q, const sql_stmt *st, eng_mem *m, eng_memtab *out, char *err,
+                     size_t errlen);
+void eng__memtab_free(eng_mem *m, eng_memtab *t);
+/* The statement's WITH queries (none run yet). 0 or -ENOMEM. */
+int eng__scope_init(equery *q, const sql_stmt *st);
+void eng__scope_free(equery *q);
+/* FROM (SELECT ...) or FROM a WITH name: q->src over its rows, *done set;
+ * else *done false (a table or a table function). */
+int eng__compose_source(equery *q, const sql_stmt *st, bool *done, char *err, size_t errlen);
+/* eng_subquery_fn over q (arg). */
+int eng__subquery_hook(void *arg, const sql_stmt *sub, ex_vec *col, uint32_t *rows, int *n_cols,
+                       char *err, size_t errlen);
+/* Window functions (eng_window.c): whether st's SELECT list has one, and the
+ * statement run in its two steps, its result to q's output. */
+bool eng__has_window(const sql_stmt *st);
+int eng__run_window(equery *q, const sql_stmt *st, eng_format fmt, char *err, size_t errlen);
+/* JOIN (eng_join.c): runs the right side into memory, builds its hash table
+ * and makes q->src the join of q->src and it. 0 or -errno (err). */
+int eng__join_wrap(equery *q, const sql_join *jn, char *err, size_t errlen);
+/* What EXPLAIN says of a join source (false: s is not one). */
+typedef struct eng_join_info {
+    sql_join_kind kind;
+    bool any, use_nulls;
+    uint32_t right_rows;
+    int n_keys;
+    const eng_source *left;
+    int left_units;            /* after plan */
+} eng_join_info;
+bool eng__join_info(const eng_source *s, eng_join_info *out);
+/* EXPLAIN [PLAN] and EXPLAIN SYNTAX (eng_explain.c): the lines as rows of one
+ * String column, explain. */
+int eng__run_explain(equery *q, const sql_stmt *st, eng_format fmt, char *err, size_t errlen);
+/* SELECT ... UNION ALL ...: every branch's rows to the statement's sink. */
+int eng__run_union(equery *q, const sql_stmt *st, eng_format fmt, char *err, size_t errlen);
+
 /* A table statement (CREATE, DROP, TRUNCATE, OPTIMIZE, INSERT, SHOW TABLES),
  * or DESCRIBE of a table. */
 bool eng__is_table_stmt(const sql_stmt *st);

@@ -213,3 +213,23 @@ int rtab_decode_append(eng_mem *m, rtab *t, er_buf *r)
     t->n = at + n;
     return 0;
 }
+
+int rtab_cmp_values(const ex_vec *v, uint32_t a, uint32_t b)
+{
+    switch (v->t.kind) {
+    case EX_STRING: {
+        uint32_t la, lb;
+        const uint8_t *x = ex_str(v, a, &la), *y = ex_str(v, b, &lb);
+        uint32_t mn = la < lb ? la : lb;
+        int c = mn ? memcmp(x, y, mn) : 0;
+        if (!c)
+            c = la < lb ? -1 : la > lb;
+        return c < 0 ? -1 : c > 0;
+    }
+    case EX_FLOAT: return v->d[a] < v->d[b] ? -1 : v->d[a] > v->d[b];
+    case EX_UINT:
+        return (uint64_t)v->i[a] < (uint64_t)v->i[b] ? -1 : (uint64_t)v->i[a] > (uint64_t)v->i[b];
+    case EX_NOTHING: return 0;
+    default: return v->i[a] < v->i[b] ? -1 : v->i[a] > v->i[b];
+    }
+}

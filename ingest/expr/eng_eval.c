@@ -54,6 +54,7 @@ void bx_free(eng_mem *m, bx *e)
     free(e->a);
     ex_vec_clear(m, &e->cval);
     free(e->in_i);
+    free(e->in_set);
     free(e->in_d);
     if (e->in_s)
         for (int i = 0; i < e->n_in; i++)
@@ -62,6 +63,8 @@ void bx_free(eng_mem *m, bx *e)
     free(e->in_len);
     free(e);
 }
+
+static bool in_sorted_s(const bx *e, const uint8_t *s, uint32_t l);
 
 static inline int64_t iv(const ex_vec *v, uint32_t r)
 {
@@ -315,6 +318,8 @@ static bool str_pred(const bx *e, const ex_vec *a, const uint8_t *s, uint32_t sl
         p = ex_str(&a[1], 0, &pl);
         return cmp_result(e->fn, cmp_bytes(s, sl, p, pl));
     case F_IN:
+        if (e->in_sorted)
+            return in_sorted_s(e, s, sl) != e->negated;
         for (int k = 0; k < e->n_in; k++)
             if (e->in_len[k] == sl && memcmp(e->in_s[k], s, sl) == 0)
                 return !e->negated;
@@ -357,7 +362,7 @@ static int eval_str_pred(ex_ectx *c, const bx *e, ex_vec *a, int na, uint32_t n,
         em_free(c->mem, m);
         return 0;
     }
-    if (e->fn == F_IN && !s->dict && !s->is_const) {
+    if (e->fn == F_IN && !s->dict && !s->is_const && !e->in_sorted) {
         /* plain strings against the list: lengths first, bytes only when one
          * matches (a row rarely has the length of any item) */
         const uint32_t *off = s->off;
@@ -586,11 +591,144 @@ static int eval_logic(ex_ectx *c, const bx *e, ex_vec *a, int na, uint32_t n, ex
     return 0;
 }
 
+static int cmp_i64(const void *x, const void *y)
+{
+    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+    return (a > b) - (a < b);
+}
+
+static int cmp_f64(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+typedef struct in_str {
+    char *s;
+    uint32_t len;
+} in_str;
+
+static int cmp_in_str(const void *x, const void *y)
+{
+    const in_str *a = x, *b = y;
+    if (a->len != b->len)
+        return a->len < b->len ? -1 : 1;
+    return a->len ? memcmp(a->s, b->s, a->len) : 0;
+}
+
+static inline uint32_t in_slot(const bx *e, int64_t x)
+{
+    uint64_t h = (uint64_t)x;
+    h = (h ^ (h >> 31)) * 0x9e3779b97f4a7c15ull;
+    return (uint32_t)(h ^ (h >> 32)) & e->in_set_mask;
+}
+
+static inline bool in_set_has(const bx *e, int64_t x)
+{
+    if (x == 0)
+        return e->in_set_zero;
+    for (uint32_t s = in_slot(e, x);; s = (s + 1) & e->in_set_mask) {
+        int64_t v = e->in_set[s];
+        if (v == x)
+            return true;
+        if (!v)
+            return false;
+    }
+}
+
+void bx_in_index(bx *e)
+{
+    if (e->n_in < 16 || !e->in_i || !e->in_d || !e->in_s || !e->in_len)
+        return;
+    in_str *ss = malloc(sizeof(in_str) * (size_t)e->n_in);
+    if (!ss)
+        return; /* stays a list: slower, still right */
+    qsort(e->in_i, (size_t)e->n_in, sizeof(int64_t), cmp_i64);
+    qsort(e->in_d, (size_t)e->n_in, sizeof(double), cmp_f64);
+    for (int k = 0; k < e->n_in; k++)
+        ss[k] = (in_str){e->in_s[k], e->in_len[k]};
+    qsort(ss, (size_t)e->n_in, sizeof(in_str), cmp_in_str);
+    for (int k = 0; k < e->n_in; k++) {
+        e->in_s[k] = ss[k].s;
+        e->in_len[k] = ss[k].len;
+    }
+    free(ss);
+    e->in_sorted = true;
+    /* integers also go in a hash set: a probe is one or two cache lines where
+     * bisecting a long list misses the cache at every step */
+    uint64_t cap = 16;
+    while (cap < (uint64_t)e->n_in * 2)
+        cap *= 2;
+    if (cap > (1ull << 31) || !(e->in_set = calloc(cap, sizeof(int64_t))))
+        return;
+    e->in_set_mask = (uint32_t)(cap - 1);
+    for (int k = 0; k < e->n_in; k++) {
+        int64_t x = e->in_i[k];
+        if (x == 0) {
+            e->in_set_zero = true;
+            continue;
+        }
+        uint32_t s = in_slot(e, x);
+        while (e->in_set[s] && e->in_set[s] != x)
+            s = (s + 1) & e->in_set_mask;
+        e->in_set[s] = x;
+    }
+}
+
+static bool in_sorted_i(const bx *e, int64_t x)
+{
+    int lo = 0, hi = e->n_in;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (e->in_i[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < e->n_in && e->in_i[lo] == x;
+}
+
+static bool in_sorted_d(const bx *e, double x)
+{
+    int lo = 0, hi = e->n_in;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (e->in_d[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < e->n_in && e->in_d[lo] == x;
+}
+
+static bool in_sorted_s(const bx *e, const uint8_t *s, uint32_t l)
+{
+    in_str key = {(char *)s, l};
+    int lo = 0, hi = e->n_in;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        in_str m = {e->in_s[mid], e->in_len[mid]};
+        if (cmp_in_str(&m, &key) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < e->n_in && e->in_len[lo] == l && (l == 0 || memcmp(e->in_s[lo], s, l) == 0);
+}
+
 static int eval_in_num(ex_ectx *c, const bx *e, ex_vec *a, uint32_t n, ex_vec *out)
 {
     if (out_new(c, out, e->t, n, a, 1) < 0)
         return -ENOMEM;
     bool fl = a[0].t.kind == EX_FLOAT;
+    if (e->in_sorted) {
+        for (uint32_t r = 0; r < n; r++) {
+            bool found = fl ? in_sorted_d(e, ex_f(&a[0], r))
+                            : e->in_set ? in_set_has(e, iv(&a[0], r)) : in_sorted_i(e, iv(&a[0], r));
+            out->i[r] = found != e->negated;
+        }
+        return 0;
+    }
     for (uint32_t r = 0; r < n; r++) {
         bool found = false;
         if (fl) {

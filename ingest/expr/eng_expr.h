@@ -67,6 +67,11 @@ struct bx {
     uint32_t *in_len;
     int n_in;
     bool in_has_null;
+    bool in_sorted;     /* bx_in_index sorted the lists: looked up by bisection */
+    int64_t *in_set;    /* and in_i as a hash set (0 marks an empty slot; in_set_zero
+                           says whether 0 is in the list), in_set_mask + 1 slots */
+    uint32_t in_set_mask;
+    bool in_set_zero;
 };
 
 typedef struct ex_ectx {
@@ -80,6 +85,9 @@ typedef struct ex_ectx {
 int bx_eval(ex_ectx *c, const bx *e, const ex_vec *in, const uint32_t *sel, uint32_t n,
             ex_vec *out);
 void bx_free(eng_mem *m, bx *e);
+/* Sorts a long F_IN list (in_i, in_d, and in_s with in_len, each on its own)
+ * so that rows find their value by bisection; short lists stay as they are. */
+void bx_in_index(bx *e);
 /* Whether a regular expression is small enough to compile: at most 1024
  * bytes, its bounded repetitions ({m,n}) at most 1000 and together
  * expanding it at most 10000 times (glibc's regcomp copies them out). */

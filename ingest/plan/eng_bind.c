@@ -27,9 +27,9 @@
 
 typedef struct binder {
     eng_mem *mem;
-    const eng_bind_env *env;   /* may be NULL */
     const sql_stmt *st;
     const eng_schema *sc;
+    const eng_bind_env *env;   /* the query's context and how subqueries run; may be NULL */
     eng_plan *p;
     char *err;
     size_t errlen;
@@ -289,11 +289,15 @@ static bx *cast_to(binder *b, bx *e, ex_type t)
 
 /* ---- aliases ---------------------------------------------------------------- */
 
-static const sql_select_item *find_alias(binder *b, const char *name)
+/* The expression a name stands for: a SELECT alias, else WITH expr AS name. */
+static const sql_node *find_alias(binder *b, const char *name)
 {
     for (int i = 0; i < b->st->n_items; i++)
         if (b->st->items[i].alias && strcmp(b->st->items[i].alias, name) == 0)
-            return &b->st->items[i];
+            return b->st->items[i].expr;
+    for (int i = 0; i < b->st->n_with; i++)
+        if (b->st->with[i].expr && strcmp(b->st->with[i].name, name) == 0)
+            return b->st->with[i].expr;
     return NULL;
 }
 
@@ -305,6 +309,20 @@ static int find_column(const eng_schema *sc, const char *name)
     return -1;
 }
 
+/* A column reference's schema column: t.x is the column named "t.x" (a
+ * joined table's column whose name the left side has too), else x. */
+static int resolve_column(const eng_schema *sc, const sql_node *n)
+{
+    if (n->qual) {
+        char q[512];
+        snprintf(q, sizeof(q), "%s.%s", n->qual, n->s);
+        int c = find_column(sc, q);
+        if (c >= 0)
+            return c;
+    }
+    return find_column(sc, n->s);
+}
+
 /* A clone of n with select aliases substituted (cycle-safe: inside an alias's
  * own expression its name means the column). */
 static sql_node *expand(binder *b, const sql_node *n)
@@ -312,13 +330,13 @@ static sql_node *expand(binder *b, const sql_node *n)
     if (b->rc)
         return NULL;
     if (n->kind == SQL_COLUMN) {
-        const sql_select_item *it = find_alias(b, n->s);
+        const sql_node *it = n->qual ? NULL : find_alias(b, n->s);
         bool cyc = false;
         for (int i = 0; i < b->alias_depth; i++)
             cyc |= strcmp(b->alias_stack[i], n->s) == 0;
         if (it && !cyc && b->alias_depth < 64) {
             b->alias_stack[b->alias_depth++] = n->s;
-            sql_node *r = expand(b, it->expr);
+            sql_node *r = expand(b, it);
             b->alias_depth--;
             return r;
         }
@@ -332,6 +350,9 @@ static sql_node *expand(binder *b, const sql_node *n)
     c->s = NULL;
     c->args = NULL;
     c->nargs = 0;
+    c->sub_borrowed = n->sub != NULL;
+    c->win_borrowed = n->win != NULL;
+    c->qual = NULL;
     c->params = NULL;
     c->nparams = 0;
     if (n->nparams) { /* parameters are literals: no aliases inside */
@@ -350,7 +371,7 @@ static sql_node *expand(binder *b, const sql_node *n)
             }
         }
     }
-    if (n->s && !(c->s = malloc(n->slen + 1))) {
+    if ((n->s && !(c->s = malloc(n->slen + 1))) || (n->qual && !(c->qual = strdup(n->qual)))) {
         sql_node_free(c);
         boom(b);
         return NULL;
@@ -588,7 +609,7 @@ static bx *bind(binder *b, const sql_node *n, bmode mode);
 
 static bx *col_ref(binder *b, const sql_node *n)
 {
-    int c = find_column(b->sc, n->s);
+    int c = resolve_column(b->sc, n);
     if (c < 0) {
         const char **cands = malloc(sizeof(char *) * (size_t)(b->sc->n + b->st->n_items + 1));
         int nc = 0;
@@ -1326,6 +1347,8 @@ fail_nofree:
     return NULL;
 }
 
+static bx *in_subquery(binder *b, const sql_node *sub, bx *e);
+
 static bx *bind_in(binder *b, const sql_node *n, bmode mode)
 {
     bx *x = bind(b, n->args[0], mode);
@@ -1349,6 +1372,8 @@ static bx *bind_in(binder *b, const sql_node *n, bmode mode)
     }
     e->a[0] = x;
     e->na = 1;
+    if (n->nargs == 2 && n->args[1]->kind == SQL_SUBQUERY)
+        return in_subquery(b, n->args[1], e);
     int cnt = n->nargs - 1;
     e->in_i = calloc((size_t)cnt + 1, sizeof(int64_t));
     e->in_d = calloc((size_t)cnt + 1, sizeof(double));
@@ -1425,7 +1450,136 @@ static bx *bind_in(binder *b, const sql_node *n, bmode mode)
     if (xt.kind == EX_FLOAT)
         for (int i = 0; i < e->n_in; i++)
             e->in_d[i] = e->in_d[i];
+    bx_in_index(e);
     return fold(b, e);
+}
+
+/* Runs a subquery through the caller's hook: its one column in *col. */
+static int run_subquery(binder *b, const sql_node *n, ex_vec *col, uint32_t *rows)
+{
+    if (!b->env || !b->env->subquery) {
+        berr(b, n, "subqueries are not supported here");
+        return -EINVAL;
+    }
+    int nc = 0;
+    int rc = b->env->subquery(b->env->arg, n->sub, col, rows, &nc, b->err, b->errlen);
+    if (rc < 0) {
+        b->rc = rc;
+        return rc;
+    }
+    if (nc != 1) {
+        ex_vec_clear(b->mem, col);
+        berr(b, n, "a subquery used as a value or in IN must return one column, not %d", nc);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+/* (SELECT ...) as a value: its one row (none: NULL, as ClickHouse does). */
+static bx *bind_scalar_subquery(binder *b, const sql_node *n)
+{
+    ex_vec v;
+    uint32_t rows;
+    if (run_subquery(b, n, &v, &rows) < 0)
+        return NULL;
+    if (rows > 1) {
+        ex_vec_clear(b->mem, &v);
+        berr(b, n, "the scalar subquery returned %u rows; it must return one (add LIMIT 1 or "
+                   "an aggregate)", rows);
+        return NULL;
+    }
+    ex_type t = v.t;
+    if (rows == 0)
+        t.nullable = true;
+    bx *k = const_new(b, t);
+    if (!k) {
+        ex_vec_clear(b->mem, &v);
+        return NULL;
+    }
+    if (rows == 0 || ex_null(&v, 0)) {
+        k->cval.nulls[0] = 1;
+    } else if (t.kind == EX_FLOAT) {
+        k->cval.d[0] = ex_f(&v, 0);
+    } else if (t.kind == EX_STRING) {
+        uint32_t l;
+        const uint8_t *s = ex_str(&v, 0, &l);
+        if (ex_vec_str_put(b->mem, &k->cval, 0, s, l) < 0)
+            boom(b);
+    } else if (t.kind != EX_NOTHING) {
+        k->cval.i[0] = v.i[ex_row(&v, 0)];
+    }
+    ex_vec_clear(b->mem, &v);
+    if (b->rc) {
+        bx_free(b->mem, k);
+        return NULL;
+    }
+    return k;
+}
+
+/* IN (SELECT ...): the subquery's column as the list, converted to the
+ * operand's type (e holds the operand). */
+static bx *in_subquery(binder *b, const sql_node *sub, bx *e)
+{
+    ex_vec v;
+    uint32_t rows;
+    if (run_subquery(b, sub, &v, &rows) < 0) {
+        bx_free(b->mem, e);
+        return NULL;
+    }
+    ex_type xt = e->a[0]->t;
+    bool xs = xt.kind == EX_STRING, vs = v.t.kind == EX_STRING;
+    if (xt.kind != EX_NOTHING && v.t.kind != EX_NOTHING && xs != vs) {
+        char a1[64], a2[64];
+        type_str(&xt, a1, sizeof(a1));
+        type_str(&v.t, a2, sizeof(a2));
+        ex_vec_clear(b->mem, &v);
+        bx_free(b->mem, e);
+        berr(b, sub, "cannot compare %s with the subquery's %s in IN: convert one side with CAST",
+             a1, a2);
+        return NULL;
+    }
+    e->in_i = calloc((size_t)rows + 1, sizeof(int64_t));
+    e->in_d = calloc((size_t)rows + 1, sizeof(double));
+    e->in_s = calloc((size_t)rows + 1, sizeof(char *));
+    e->in_len = calloc((size_t)rows + 1, sizeof(uint32_t));
+    if (!e->in_i || !e->in_d || !e->in_s || !e->in_len) {
+        ex_vec_clear(b->mem, &v);
+        bx_free(b->mem, e);
+        boom(b);
+        return NULL;
+    }
+    bool xf = xt.kind == EX_FLOAT;
+    for (uint32_t r = 0; r < rows; r++) {
+        if (ex_null(&v, r)) {
+            e->in_has_null = true;
+            continue;
+        }
+        int k = e->n_in;
+        if (vs) {
+            uint32_t l;
+            const uint8_t *s = ex_str(&v, r, &l);
+            if (!(e->in_s[k] = malloc(l + 1))) {
+                ex_vec_clear(b->mem, &v);
+                bx_free(b->mem, e);
+                boom(b);
+                return NULL;
+            }
+            if (l)
+                memcpy(e->in_s[k], s, l);
+            e->in_len[k] = l;
+        } else {
+            double d = ex_f(&v, r);
+            e->in_d[k] = d;
+            if (v.t.kind == EX_FLOAT)
+                e->in_i[k] = !xf && d != floor(d) ? INT64_MIN : (int64_t)d;
+            else
+                e->in_i[k] = v.i[ex_row(&v, r)];
+        }
+        e->n_in++;
+    }
+    ex_vec_clear(b->mem, &v);
+    bx_in_index(e);
+    return e;
 }
 
 /* A string constant. */
@@ -1768,7 +1922,7 @@ static bx *bind(binder *b, const sql_node *n, bmode mode)
         return NULL;
     case SQL_COLUMN:
         if (mode == MODE_POST) {
-            if (find_column(b->sc, n->s) < 0)
+            if (resolve_column(b->sc, n) < 0)
                 return col_ref(b, n); /* the unknown-column error */
             berr(b, n, "column '%s' is not under an aggregate function and not in the GROUP BY "
                        "keys: add it to GROUP BY or wrap it in any()",
@@ -1778,6 +1932,11 @@ static bx *bind(binder *b, const sql_node *n, bmode mode)
         return col_ref(b, n);
     default:
         break;
+    }
+    if (n->kind == SQL_FUNC && n->win) {
+        berr(b, n, "window function %s() OVER (...) is only supported as a whole item of the "
+                   "SELECT list (compute with it in an outer query)", n->s);
+        return NULL;
     }
     if (n->kind == SQL_FUNC && n->nargs == 0) {
         bx *c = bind_context_fn(b, n);
@@ -1849,6 +2008,8 @@ static bx *bind(binder *b, const sql_node *n, bmode mode)
     }
     if (n->kind == SQL_IN)
         return bind_in(b, n, mode);
+    if (n->kind == SQL_SUBQUERY)
+        return bind_scalar_subquery(b, n);
     if (n->kind == SQL_CAST) {
         ex_type t;
         if (eng_parse_type(n->s, &t) < 0) {
@@ -2079,7 +2240,7 @@ int eng_settings_apply(const sql_stmt *st, eng_settings *s, char *err, size_t er
     static const char *names[] = {"max_threads", "max_download_threads",
                                   "max_download_buffer_size", "max_memory_usage",
                                   "parallel_distributed_insert_select",
-                                  "skip_unavailable_shards"};
+                                  "skip_unavailable_shards", "join_use_nulls"};
     enum { N_NAMES = sizeof(names) / sizeof(names[0]) };
     for (int i = 0; i < st->n_settings; i++) {
         const sql_setting *x = &st->settings[i];
@@ -2097,7 +2258,7 @@ int eng_settings_apply(const sql_stmt *st, eng_settings *s, char *err, size_t er
                                                                 "max_download_buffer_size, "
                                                                 "max_memory_usage, "
                                                                 "parallel_distributed_insert_select, "
-                                                                "skip_unavailable_shards)",
+                                                                "skip_unavailable_shards, join_use_nulls)",
                      sg ? sg : "", sg ? "'?" : "");
             return -EINVAL;
         }
@@ -2137,6 +2298,7 @@ int eng_settings_apply(const sql_stmt *st, eng_settings *s, char *err, size_t er
             }
             s->skip_unavailable_shards = u == 1;
             break;
+        case 6: s->join_use_nulls = u != 0; break;
         }
     }
     return 0;

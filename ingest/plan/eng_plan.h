@@ -80,6 +80,8 @@ typedef struct eng_settings {
      * inserts its units (ClickHouse's 1 and 3 are refused) */
     int parallel_distributed_insert_select;
     bool skip_unavailable_shards; /* servers down at the start are left out */
+    bool join_use_nulls;     /* 0 (ClickHouse's default): a missing side's columns
+                                hold their type's default, not NULL */
 } eng_settings;
 
 typedef struct eng_plan {
@@ -115,11 +117,21 @@ typedef struct eng_plan {
  * follows. */
 #define ENG_CLICKHOUSE_VERSION "25.8.1.1"
 
-/* What the functions of the query's context answer (eng_bind_ex). */
+/* How the binder runs a subquery ((SELECT ...) as a value, IN (SELECT ...)):
+ * the executor's hook. It runs sub and gives its first column in *col (rows
+ * rows, the caller clears it on the binder's tracker) and the number of its
+ * columns in *n_cols. 0 or -errno with a sentence in err. */
+typedef int (*eng_subquery_fn)(void *arg, const sql_stmt *sub, ex_vec *col, uint32_t *rows,
+                               int *n_cols, char *err, size_t errlen);
+
+/* What the binder takes from the query's context (eng_bind_ex): what its
+ * functions answer, and how subqueries run. */
 typedef struct eng_bind_env {
-    const char *database;  /* currentDatabase(); NULL: "default" */
-    const char *user;      /* currentUser(); NULL: "default" */
-    int64_t now_ms;        /* now() and today(): the query's start; 0: the clock */
+    const char *database;     /* currentDatabase(); NULL: "default" */
+    const char *user;         /* currentUser(); NULL: "default" */
+    int64_t now_ms;           /* now() and today(): the query's start; 0: the clock */
+    eng_subquery_fn subquery; /* NULL: a subquery is an error */
+    void *arg;                /* subquery's first argument */
 } eng_bind_env;
 
 /* Binds a SELECT against a schema. 0, or -EINVAL with "line L, column C: ..."
@@ -127,7 +139,8 @@ typedef struct eng_bind_env {
  * The plan borrows stmt and schema. */
 int eng_bind(eng_mem *m, const sql_stmt *stmt, const eng_schema *schema, eng_plan *plan,
              char *err, size_t errlen);
-/* eng_bind with the query's context (env may be NULL). */
+/* eng_bind with the query's context and subqueries run through env (env may
+ * be NULL: the context's defaults, and a subquery is an error). */
 int eng_bind_ex(eng_mem *m, const sql_stmt *stmt, const eng_schema *schema,
                 const eng_bind_env *env, eng_plan *plan, char *err, size_t errlen);
 void eng_plan_free(eng_mem *m, eng_plan *plan);

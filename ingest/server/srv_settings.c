@@ -45,6 +45,9 @@ static const st_def defs[] = {
      "larger than twice this."},
     {"max_memory_usage", ST_UINT, "0", F(eng.max_memory_usage), INT64_MAX,
      "The maximum memory one query may use, in bytes (0: no limit of its own)."},
+    {"join_use_nulls", ST_BOOL, "0", F(eng.join_use_nulls), 0,
+     "1: the columns of a JOIN's missing side are NULL (Nullable); 0: their types' "
+     "default values, as ClickHouse does by default."},
     {"readonly", ST_UINT, "0", F(readonly), 2,
      "0: any query; 1: only reading queries and no setting changes; 2: reading queries and "
      "setting changes but readonly."},

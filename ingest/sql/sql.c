@@ -324,6 +324,8 @@ static bool node_push(parser *ps, sql_node *n, sql_node *child)
     return true;
 }
 
+static void window_free(sql_window *w);
+
 void sql_node_free(sql_node *n)
 {
     if (!n)
@@ -335,6 +337,11 @@ void sql_node_free(sql_node *n)
         sql_node_free(n->params[i]);
     free(n->params);
     free(n->s);
+    free(n->qual);
+    if (!n->sub_borrowed)
+        sql_stmt_destroy(&n->sub);
+    if (!n->win_borrowed)
+        window_free(n->win);
     free(n);
 }
 
@@ -349,11 +356,18 @@ sql_node *sql_node_clone(const sql_node *n)
     c->s = NULL;
     c->args = NULL;
     c->nargs = 0;
+    c->sub_borrowed = n->sub != NULL; /* the original keeps the subquery */
+    c->win_borrowed = n->win != NULL; /* and the window */
+    c->qual = NULL;
     c->params = NULL;
     c->nparams = 0;
+    if (n->qual && !(c->qual = strdup(n->qual))) {
+        free(c);
+        return NULL;
+    }
     if (n->nparams) {
         if (!(c->params = calloc((size_t)n->nparams, sizeof(*c->params)))) {
-            free(c);
+            sql_node_free(c);
             return NULL;
         }
         for (int i = 0; i < n->nparams; i++) {
@@ -368,7 +382,7 @@ sql_node *sql_node_clone(const sql_node *n)
     if (n->s) {
         c->s = malloc(n->slen + 1);
         if (!c->s) {
-            free(c);
+            sql_node_free(c);
             return NULL;
         }
         memcpy(c->s, n->s, n->slen + 1);
@@ -404,11 +418,20 @@ bool sql_node_equal(const sql_node *a, const sql_node *b)
     case SQL_FLOAT: if (a->d != b->d) return false; break;
     case SQL_BOOL: if (a->i != b->i) return false; break;
     case SQL_FUNC:
-        if (strcasecmp(a->s, b->s) != 0)
+        if (strcasecmp(a->s, b->s) != 0 || a->win != b->win)
             return false;
         break;
     case SQL_STRING: case SQL_COLUMN: case SQL_CAST: case SQL_COLUMNS:
         if (a->slen != b->slen || memcmp(a->s, b->s, a->slen) != 0)
+            return false;
+        break;
+    default: break;
+    }
+    if (a->kind == SQL_COLUMN && (!a->qual != !b->qual || (a->qual && strcmp(a->qual, b->qual))))
+        return false;
+    switch (a->kind) {
+    case SQL_SUBQUERY:
+        if (a->sub != b->sub)
             return false;
         break;
     default: break;
@@ -426,6 +449,9 @@ bool sql_node_equal(const sql_node *a, const sql_node *b)
 
 static sql_node *parse_expr(parser *ps);
 static bool is_clause_kw(const tok *t);
+static bool starts_query(const tok *t);
+static sql_node *parse_subquery_node(parser *ps, const tok *open);
+static bool parse_over(parser *ps, sql_node *fn);
 
 /* The argument list of a call after its '(' (already consumed), to the ')':
  * f(DISTINCT x) becomes fDistinct(x) (count(DISTINCT x) is uniqExact(x), as
@@ -663,6 +689,8 @@ static sql_node *parse_primary(parser *ps)
     }
     if (is_op(&t, "(")) {
         next(ps);
+        if (starts_query(&ps->cur))
+            return parse_subquery_node(ps, &t);
         sql_node *e = parse_expr(ps);
         if (!e)
             return NULL;
@@ -806,6 +834,10 @@ static sql_node *parse_primary(parser *ps)
                 sql_node_free(n);
                 return NULL;
             }
+            if (is_kw(&ps->cur, "OVER") && !parse_over(ps, n)) {
+                sql_node_free(n);
+                return NULL;
+            }
             return n;
         }
         sql_node *n = node_new(ps, SQL_COLUMN, t.line, t.col);
@@ -815,13 +847,13 @@ static sql_node *parse_primary(parser *ps)
         }
         n->slen = strlen(n->s);
         if (accept_op(ps, ".")) {
-            /* table.column: keep the column */
+            /* table.column: the column, qualified */
             if (ps->cur.kind != T_IDENT && ps->cur.kind != T_QIDENT) {
                 fail_expected(ps, "a column name after '.'");
                 sql_node_free(n);
                 return NULL;
             }
-            free(n->s);
+            n->qual = n->s;
             n->s = tokdup(&ps->cur);
             n->slen = n->s ? strlen(n->s) : 0;
             next(ps);
@@ -999,14 +1031,17 @@ static sql_node *parse_concat(parser *ps)
     return l;
 }
 
-/* The list of IN: (a, b, ...) or [a, b, ...]. */
-static bool parse_in_list(parser *ps, sql_node *n)
+/* The list of IN: (a, b, ...), [a, b, ...] or (SELECT ...) (a subquery node,
+ * placed at the IN keyword at). */
+static bool parse_in_list(parser *ps, sql_node *n, const tok *at)
 {
     const char *close = ")";
     if (accept_op(ps, "["))
         close = "]";
     else if (!expect_op(ps, "("))
         return false;
+    else if (starts_query(&ps->cur))
+        return node_push(ps, n, parse_subquery_node(ps, at));
     if (!is_op(&ps->cur, close)) {
         do {
             if (!node_push(ps, n, parse_expr(ps)))
@@ -1090,7 +1125,7 @@ static sql_node *parse_cmp(parser *ps)
             }
             n->negated = neg;
             node_push(ps, n, l);
-            if (!parse_in_list(ps, n)) {
+            if (!parse_in_list(ps, n, &k)) {
                 sql_node_free(n);
                 return NULL;
             }
@@ -1180,6 +1215,7 @@ static sql_node *parse_expr(parser *ps)
 /* ---- statements ----------------------------------------------------------- */
 
 static void table_stmt_free(sql_stmt *s);
+static void compose_free(sql_stmt *s);
 
 static void select_item_clear(sql_select_item *it)
 {
@@ -1223,6 +1259,7 @@ void sql_stmt_destroy(sql_stmt **sp)
     free(s->settings);
     free(s->format);
     table_stmt_free(s);
+    compose_free(s);
     free(s);
     *sp = NULL;
 }
@@ -1249,27 +1286,19 @@ static bool is_clause_kw(const tok *t)
     return false;
 }
 
-/* An optional alias after FROM's source: AS x, or a bare name that is not a
- * clause's keyword. */
-static bool parse_from_alias(parser *ps)
-{
-    if (accept_kw(ps, "AS") || (ps->cur.kind == T_IDENT && !is_clause_kw(&ps->cur))) {
-        if (ps->cur.kind == T_IDENT || ps->cur.kind == T_QIDENT)
-            next(ps);
-        else {
-            fail_expected(ps, "an alias");
-            return false;
-        }
-    }
-    return true;
-}
-
 static bool parse_table_ref(parser *ps, sql_stmt *s, const tok *first);
 static sql_stmt *parse_table_stmt(parser *ps, sql_stmt *s);
+static bool parse_from_subquery(parser *ps, sql_stmt *s);
+static bool parse_from_alias(parser *ps, sql_stmt *s);
+static bool parse_with(parser *ps, sql_stmt *s);
+static bool parse_joins(parser *ps, sql_stmt *s);
+static bool parse_union(parser *ps, sql_stmt *s);
 static bool parse_settings(parser *ps, sql_setting **out, int *n);
 
 static bool parse_from(parser *ps, sql_stmt *s)
 {
+    if (is_op(&ps->cur, "("))
+        return parse_from_subquery(ps, s);
     if (ps->cur.kind != T_IDENT && ps->cur.kind != T_QIDENT) {
         fail_expected(ps, "a table or a table function such as "
                           "s3('s3://bucket/*.parquet') or file('data/*.csv')");
@@ -1299,7 +1328,7 @@ static bool parse_from(parser *ps, sql_stmt *s)
     }
     if (!expect_op(ps, ")"))
         return false;
-    return parse_from_alias(ps);
+    return parse_from_alias(ps, s);
 }
 
 static bool parse_int_literal(parser *ps, int64_t *out, const char *what)
@@ -1322,6 +1351,8 @@ static bool parse_int_literal(parser *ps, int64_t *out, const char *what)
     next(ps);
     return true;
 }
+
+static bool parse_explain(parser *ps, sql_stmt *s);
 
 /* LIMIT [m,] n [OFFSET m] BY exprs, when the LIMIT at the cursor has a BY;
  * otherwise nothing is consumed. */
@@ -1434,6 +1465,10 @@ static sql_stmt *parse_stmt(parser *ps)
             goto fail;
         goto tail;
     }
+    if (is_kw(&ps->cur, "EXPLAIN") && !parse_explain(ps, s))
+        goto fail;
+    if (is_kw(&ps->cur, "WITH") && !parse_with(ps, s))
+        goto fail;
     if (!accept_kw(ps, "SELECT")) {
         fail_expected(ps, "SELECT, INSERT, CREATE TABLE, DESCRIBE or another statement");
         goto fail;
@@ -1469,7 +1504,7 @@ static sql_stmt *parse_stmt(parser *ps)
         }
     } while (accept_op(ps, ","));
     /* without FROM: ClickHouse's system.one, one row */
-    if (accept_kw(ps, "FROM") && !parse_from(ps, s))
+    if (accept_kw(ps, "FROM") && (!parse_from(ps, s) || !parse_joins(ps, s)))
         goto fail;
     if (accept_kw(ps, "WHERE") && !(s->where = parse_expr(ps)))
         goto fail;
@@ -1539,6 +1574,8 @@ static sql_stmt *parse_stmt(parser *ps)
         s->limit = INT64_MAX;
         s->has_limit = true;
     }
+    if (is_kw(&ps->cur, "UNION") && !parse_union(ps, s))
+        goto fail;
 tail:
     if (accept_kw(ps, "SETTINGS") && !parse_settings(ps, &s->settings, &s->n_settings))
         goto fail;
@@ -1739,6 +1776,33 @@ static void name_rec(const sql_node *n, sbuf *b, int depth)
             }
             sb_str(b, ")");
         }
+        if (n->win) {
+            sb_str(b, "(");
+            for (int i = 0; i < n->nargs; i++) {
+                if (i)
+                    sb_str(b, ", ");
+                name_rec(n->args[i], b, depth + 1);
+            }
+            sb_str(b, ") OVER (");
+            const sql_window *w = n->win;
+            if (w->n_partition)
+                sb_str(b, "PARTITION BY ");
+            for (int i = 0; i < w->n_partition; i++) {
+                if (i)
+                    sb_str(b, ", ");
+                name_rec(w->partition[i], b, depth + 1);
+            }
+            if (w->n_order)
+                sb_str(b, w->n_partition ? " ORDER BY " : "ORDER BY ");
+            for (int i = 0; i < w->n_order; i++) {
+                if (i)
+                    sb_str(b, ", ");
+                name_rec(w->order[i].expr, b, depth + 1);
+                sb_str(b, w->order[i].desc ? " DESC" : " ASC");
+            }
+            sb_str(b, ")");
+            return;
+        }
         break;
     case SQL_UNARY: case SQL_BINARY: sb_str(b, op_fn(n->op)); break;
     case SQL_IN: sb_str(b, n->negated ? "notIn" : "in"); break;
@@ -1756,6 +1820,7 @@ static void name_rec(const sql_node *n, sbuf *b, int depth)
         sb_str(b, "')");
         return;
     case SQL_BETWEEN: sb_str(b, n->negated ? "notBetween" : "between"); break;
+    case SQL_SUBQUERY: sb_str(b, "_subquery"); return;
     }
     sb_str(b, "(");
     if (n->kind == SQL_IN) {
@@ -1843,15 +1908,10 @@ static bool parse_table_ref(parser *ps, sql_stmt *s, const tok *first)
         return false;
     if (accept_kw(ps, "FINAL"))
         s->final = true;
-    if (accept_kw(ps, "AS") || (ps->cur.kind == T_IDENT && !is_clause_kw(&ps->cur))) {
-        if (ps->cur.kind != T_IDENT && ps->cur.kind != T_QIDENT) {
-            fail_expected(ps, "an alias");
-            return false;
-        }
-        next(ps);
-        if (accept_kw(ps, "FINAL"))
-            s->final = true;
-    }
+    if (!parse_from_alias(ps, s))
+        return false;
+    if (s->from_alias && accept_kw(ps, "FINAL"))
+        s->final = true;
     return true;
 }
 
@@ -2399,3 +2459,1001 @@ static void table_stmt_free(sql_stmt *s)
     }
 }
 
+
+/* ---- composition: subqueries, WITH, JOIN, UNION ALL, EXPLAIN ---------------- */
+
+/* Whether t begins a query inside parentheses: (SELECT ...) or (WITH ...). */
+static bool starts_query(const tok *t)
+{
+    return is_kw(t, "SELECT") || is_kw(t, "WITH");
+}
+
+/* Words that end a FROM item where an alias could stand. */
+static bool is_join_kw(const tok *t)
+{
+    static const char *kws[] = {"JOIN", "INNER", "LEFT", "RIGHT", "FULL", "CROSS", "ANY",
+                                "ALL", "ON", "USING", "OUTER", "SEMI", "ANTI", "ASOF",
+                                "GLOBAL", "ARRAY", "PASTE", "WINDOW", "QUALIFY", "PREWHERE"};
+    for (size_t i = 0; i < sizeof(kws) / sizeof(kws[0]); i++)
+        if (is_kw(t, kws[i]))
+            return true;
+    return false;
+}
+
+/* A SELECT in parentheses, the '(' read: WITH ... SELECT ... [UNION ALL ...]
+ * up to the ')', which it reads. NULL on error. */
+static sql_stmt *parse_subquery(parser *ps)
+{
+    if (++ps->depth > SQL_MAX_DEPTH) {
+        fail(ps, ps->cur.line, ps->cur.col, "subqueries nested too deeply (more than %d levels)",
+             SQL_MAX_DEPTH);
+        return NULL;
+    }
+    sql_stmt *sub = parse_stmt(ps);
+    ps->depth--;
+    if (!sub)
+        return NULL;
+    if (sub->format) {
+        fail(ps, sub->line, sub->col, "a subquery cannot have FORMAT: give it to the outer query");
+        sql_stmt_destroy(&sub);
+        return NULL;
+    }
+    if (!expect_op(ps, ")")) {
+        sql_stmt_destroy(&sub);
+        return NULL;
+    }
+    return sub;
+}
+
+/* (SELECT ...) in an expression, its '(' at open already read. */
+static sql_node *parse_subquery_node(parser *ps, const tok *open)
+{
+    sql_node *n = node_new(ps, SQL_SUBQUERY, open->line, open->col);
+    if (!n)
+        return NULL;
+    n->sub = parse_subquery(ps);
+    if (!n->sub) {
+        sql_node_free(n);
+        return NULL;
+    }
+    return n;
+}
+
+/* An optional alias after FROM's item: AS x, or a bare name that is not a
+ * keyword of a clause or of JOIN; kept in s->from_alias. */
+static bool parse_from_alias(parser *ps, sql_stmt *s)
+{
+    bool as = accept_kw(ps, "AS");
+    if (!as && !(ps->cur.kind == T_IDENT && !is_clause_kw(&ps->cur) && !is_join_kw(&ps->cur)) &&
+        ps->cur.kind != T_QIDENT)
+        return true;
+    if (ps->cur.kind != T_IDENT && ps->cur.kind != T_QIDENT) {
+        fail_expected(ps, "an alias");
+        return false;
+    }
+    free(s->from_alias);
+    if (!(s->from_alias = tokdup(&ps->cur))) {
+        ps->rc = -ENOMEM;
+        return false;
+    }
+    next(ps);
+    return true;
+}
+
+/* FROM (SELECT ...) [[AS] alias] */
+static bool parse_from_subquery(parser *ps, sql_stmt *s)
+{
+    s->from_line = ps->cur.line;
+    s->from_col = ps->cur.col;
+    next(ps);
+    if (!starts_query(&ps->cur)) {
+        fail_expected(ps, "SELECT or WITH after '(' in FROM");
+        return false;
+    }
+    if (!(s->from_sub = parse_subquery(ps)))
+        return false;
+    return parse_from_alias(ps, s);
+}
+
+/* WITH item, ...: name AS (SELECT ...) or expr AS name. */
+static bool parse_with(parser *ps, sql_stmt *s)
+{
+    next(ps); /* WITH */
+    do {
+        if (!grow(ps, (void **)&s->with, s->n_with, sizeof(sql_with)))
+            return false;
+        sql_with *w = &s->with[s->n_with];
+        memset(w, 0, sizeof(*w));
+        w->line = ps->cur.line;
+        w->col = ps->cur.col;
+        s->n_with++;
+        if (ps->cur.kind == T_IDENT || ps->cur.kind == T_QIDENT) {
+            parser save = *ps;
+            tok name = ps->cur;
+            next(ps);
+            if (accept_kw(ps, "AS") && is_op(&ps->cur, "(")) {
+                next(ps);
+                if (starts_query(&ps->cur)) {
+                    if (!(w->name = tokdup(&name))) {
+                        ps->rc = -ENOMEM;
+                        return false;
+                    }
+                    if (!(w->sub = parse_subquery(ps)))
+                        return false;
+                    continue;
+                }
+            }
+            *ps = save;
+        }
+        if (!(w->expr = parse_expr(ps)))
+            return false;
+        if (!accept_kw(ps, "AS")) {
+            fail_expected(ps, "AS and a name after WITH's expression");
+            return false;
+        }
+        if (ps->cur.kind != T_IDENT && ps->cur.kind != T_QIDENT) {
+            fail_expected(ps, "a name after AS");
+            return false;
+        }
+        if (!(w->name = tokdup(&ps->cur))) {
+            ps->rc = -ENOMEM;
+            return false;
+        }
+        next(ps);
+    } while (accept_op(ps, ","));
+    if (!is_kw(&ps->cur, "SELECT")) {
+        fail_expected(ps, "SELECT after WITH");
+        return false;
+    }
+    return true;
+}
+
+/* The right side of a JOIN as "SELECT * FROM <item>". */
+static sql_stmt *join_right(parser *ps)
+{
+    sql_stmt *r = calloc(1, sizeof(*r));
+    if (!r || !(r->items = calloc(1, sizeof(sql_select_item)))) {
+        free(r);
+        ps->rc = -ENOMEM;
+        return NULL;
+    }
+    r->kind = SQL_SELECT;
+    r->line = ps->cur.line;
+    r->col = ps->cur.col;
+    r->n_items = 1;
+    if (!(r->items[0].expr = node_new(ps, SQL_STAR, r->line, r->col)) || !parse_from(ps, r)) {
+        sql_stmt_destroy(&r);
+        return NULL;
+    }
+    return r;
+}
+
+/* USING a | USING (a, b, ...) */
+static bool parse_using(parser *ps, sql_join *j)
+{
+    bool paren = accept_op(ps, "(");
+    do {
+        if (ps->cur.kind != T_IDENT && ps->cur.kind != T_QIDENT) {
+            fail_expected(ps, "a column name in USING");
+            return false;
+        }
+        if (!grow(ps, (void **)&j->using, j->n_using, sizeof(char *)))
+            return false;
+        if (!(j->using[j->n_using] = tokdup(&ps->cur))) {
+            ps->rc = -ENOMEM;
+            return false;
+        }
+        j->n_using++;
+        next(ps);
+    } while (paren && accept_op(ps, ","));
+    return !paren || expect_op(ps, ")");
+}
+
+/* One JOIN: [ALL|ANY] [INNER|LEFT|RIGHT|FULL] [OUTER] JOIN item ON e | USING
+ * (..); CROSS JOIN item; ', item' (a cross join). false: none or an error. */
+static bool parse_join(parser *ps, sql_stmt *s)
+{
+    tok t = ps->cur;
+    sql_join j = {.kind = SQL_JOIN_INNER, .line = t.line, .col = t.col};
+    bool cross = false;
+    if (accept_op(ps, ",")) {
+        cross = true;
+    } else {
+        for (int pass = 0; pass < 2; pass++) {
+            if (accept_kw(ps, "ANY"))
+                j.any = true;
+            else if (!accept_kw(ps, "ALL")) {
+                const char *un[] = {"SEMI", "ANTI", "ASOF", "GLOBAL", "ARRAY", "PASTE"};
+                for (size_t i = 0; i < sizeof(un) / sizeof(un[0]); i++)
+                    if (is_kw(&ps->cur, un[i])) {
+                        fail(ps, ps->cur.line, ps->cur.col,
+                             "%s JOIN is not supported: write [ANY|ALL] [INNER|LEFT|RIGHT|FULL] "
+                             "JOIN or CROSS JOIN", un[i]);
+                        return false;
+                    }
+            }
+            if (pass == 1)
+                break;
+            if (accept_kw(ps, "INNER"))
+                j.kind = SQL_JOIN_INNER;
+            else if (accept_kw(ps, "LEFT"))
+                j.kind = SQL_JOIN_LEFT;
+            else if (accept_kw(ps, "RIGHT"))
+                j.kind = SQL_JOIN_RIGHT;
+            else if (accept_kw(ps, "FULL"))
+                j.kind = SQL_JOIN_FULL;
+            else if (accept_kw(ps, "CROSS"))
+                cross = true;
+        }
+        if (!cross && j.kind != SQL_JOIN_INNER)
+            accept_kw(ps, "OUTER");
+        if (!expect_kw(ps, "JOIN"))
+            return false;
+    }
+    if (cross)
+        j.kind = SQL_JOIN_CROSS;
+    if (cross && j.any) {
+        fail(ps, t.line, t.col, "ANY CROSS JOIN is not supported: a cross join pairs every row");
+        return false;
+    }
+    if (!grow(ps, (void **)&s->joins, s->n_joins, sizeof(sql_join)))
+        return false;
+    sql_join *jp = &s->joins[s->n_joins++];
+    *jp = j;
+    if (!(jp->right = join_right(ps)))
+        return false;
+    if (cross)
+        return true;
+    if (accept_kw(ps, "ON"))
+        return (jp->on = parse_expr(ps)) != NULL;
+    if (accept_kw(ps, "USING"))
+        return parse_using(ps, jp);
+    fail_expected(ps, "ON or USING after the joined table");
+    return false;
+}
+
+static bool parse_joins(parser *ps, sql_stmt *s)
+{
+    while (!ps->rc && (is_op(&ps->cur, ",") || is_join_kw(&ps->cur)) && !is_kw(&ps->cur, "ON") &&
+           !is_kw(&ps->cur, "USING")) {
+        if (s->n_joins >= 64) {
+            fail(ps, ps->cur.line, ps->cur.col, "more than 64 joins in one FROM");
+            return false;
+        }
+        if (!parse_join(ps, s))
+            return false;
+    }
+    return !ps->rc;
+}
+
+/* UNION ALL SELECT ... (chained): the SETTINGS and FORMAT after the last
+ * SELECT are the whole query's, so they move to the head. */
+static bool parse_union(parser *ps, sql_stmt *s)
+{
+    tok t = ps->cur;
+    next(ps); /* UNION */
+    if (accept_kw(ps, "DISTINCT")) {
+        fail(ps, t.line, t.col, "UNION DISTINCT is not supported: write UNION ALL and GROUP BY "
+                                "the columns of the outer query");
+        return false;
+    }
+    if (!accept_kw(ps, "ALL")) {
+        fail(ps, t.line, t.col, "write UNION ALL (UNION alone is ambiguous, as ClickHouse's "
+                                "union_default_mode leaves it)");
+        return false;
+    }
+    if (!is_kw(&ps->cur, "SELECT") && !is_kw(&ps->cur, "WITH")) {
+        fail_expected(ps, "SELECT after UNION ALL");
+        return false;
+    }
+    if (++ps->depth > SQL_MAX_DEPTH) {
+        fail(ps, t.line, t.col, "more than %d SELECTs in one UNION ALL", SQL_MAX_DEPTH);
+        return false;
+    }
+    s->union_all = parse_stmt(ps);
+    ps->depth--;
+    if (!s->union_all)
+        return false;
+    sql_stmt *u = s->union_all;
+    if (u->explain) {
+        fail(ps, u->line, u->col, "EXPLAIN can only begin the query");
+        return false;
+    }
+    s->settings = u->settings;
+    s->n_settings = u->n_settings;
+    s->format = u->format;
+    u->settings = NULL;
+    u->n_settings = 0;
+    u->format = NULL;
+    return true;
+}
+
+/* EXPLAIN [PLAN | SYNTAX] before a SELECT. */
+static bool parse_explain(parser *ps, sql_stmt *s)
+{
+    s->explain_line = ps->cur.line;
+    s->explain_col = ps->cur.col;
+    next(ps);
+    s->explain = SQL_EXPLAIN_PLAN;
+    if (accept_kw(ps, "SYNTAX"))
+        s->explain = SQL_EXPLAIN_SYNTAX;
+    else if (!accept_kw(ps, "PLAN")) {
+        static const char *un[] = {"PIPELINE", "AST", "ESTIMATE", "TABLE", "QUERY", "CURRENT"};
+        for (size_t i = 0; i < sizeof(un) / sizeof(un[0]); i++)
+            if (is_kw(&ps->cur, un[i])) {
+                fail(ps, ps->cur.line, ps->cur.col,
+                     "EXPLAIN %s is not supported: use EXPLAIN (the plan) or EXPLAIN SYNTAX",
+                     un[i]);
+                return false;
+            }
+    }
+    if (!is_kw(&ps->cur, "SELECT") && !is_kw(&ps->cur, "WITH")) {
+        fail_expected(ps, "SELECT or WITH after EXPLAIN");
+        return false;
+    }
+    return true;
+}
+
+static void compose_free(sql_stmt *s)
+{
+    sql_stmt_destroy(&s->from_sub);
+    free(s->from_alias);
+    for (int i = 0; i < s->n_with; i++) {
+        free(s->with[i].name);
+        sql_stmt_destroy(&s->with[i].sub);
+        sql_node_free(s->with[i].expr);
+    }
+    free(s->with);
+    for (int i = 0; i < s->n_joins; i++) {
+        sql_stmt_destroy(&s->joins[i].right);
+        sql_node_free(s->joins[i].on);
+        for (int k = 0; k < s->joins[i].n_using; k++)
+            free(s->joins[i].using[k]);
+        free(s->joins[i].using);
+    }
+    free(s->joins);
+    sql_stmt_destroy(&s->union_all);
+}
+
+/* ---- window functions: f(...) OVER (...) ------------------------------------- */
+
+static void window_free(sql_window *w)
+{
+    if (!w)
+        return;
+    for (int i = 0; i < w->n_partition; i++)
+        sql_node_free(w->partition[i]);
+    free(w->partition);
+    for (int i = 0; i < w->n_order; i++)
+        sql_node_free(w->order[i].expr);
+    free(w->order);
+    free(w);
+}
+
+/* UNBOUNDED PRECEDING | n PRECEDING | CURRENT ROW | n FOLLOWING | UNBOUNDED FOLLOWING */
+static bool frame_bound(parser *ps, sql_frame_bound *b, int64_t *n)
+{
+    if (accept_kw(ps, "UNBOUNDED")) {
+        if (accept_kw(ps, "PRECEDING"))
+            *b = SQL_FB_UNBOUNDED_PRECEDING;
+        else if (accept_kw(ps, "FOLLOWING"))
+            *b = SQL_FB_UNBOUNDED_FOLLOWING;
+        else {
+            fail_expected(ps, "PRECEDING or FOLLOWING after UNBOUNDED");
+            return false;
+        }
+        return true;
+    }
+    if (accept_kw(ps, "CURRENT")) {
+        *b = SQL_FB_CURRENT;
+        return expect_kw(ps, "ROW");
+    }
+    if (!parse_int_literal(ps, n, "a row count, CURRENT ROW or UNBOUNDED in the frame"))
+        return false;
+    if (accept_kw(ps, "PRECEDING"))
+        *b = SQL_FB_PRECEDING;
+    else if (accept_kw(ps, "FOLLOWING"))
+        *b = SQL_FB_FOLLOWING;
+    else {
+        fail_expected(ps, "PRECEDING or FOLLOWING after the row count");
+        return false;
+    }
+    return true;
+}
+
+static bool window_order(parser *ps, sql_window *w)
+{
+    do {
+        if (!grow(ps, (void **)&w->order, w->n_order, sizeof(sql_order_item)))
+            return false;
+        sql_order_item *o = &w->order[w->n_order];
+        memset(o, 0, sizeof(*o));
+        if (!(o->expr = parse_expr(ps)))
+            return false;
+        w->n_order++;
+        if (accept_kw(ps, "DESC") || accept_kw(ps, "DESCENDING"))
+            o->desc = true;
+        else if (!accept_kw(ps, "ASC"))
+            accept_kw(ps, "ASCENDING");
+        if (accept_kw(ps, "NULLS")) {
+            if (accept_kw(ps, "FIRST"))
+                o->nulls = 1;
+            else if (accept_kw(ps, "LAST"))
+                o->nulls = 2;
+            else {
+                fail_expected(ps, "FIRST or LAST after NULLS");
+                return false;
+            }
+        }
+    } while (accept_op(ps, ","));
+    return true;
+}
+
+/* OVER (...) after fn's arguments. */
+static bool parse_over(parser *ps, sql_node *fn)
+{
+    tok over = ps->cur;
+    next(ps);
+    if (!is_op(&ps->cur, "(")) {
+        fail(ps, ps->cur.line, ps->cur.col,
+             "named windows (OVER name, WINDOW ...) are not supported: write the window in "
+             "parentheses, OVER (PARTITION BY ... ORDER BY ...)");
+        return false;
+    }
+    next(ps);
+    sql_window *w = calloc(1, sizeof(*w));
+    if (!w) {
+        ps->rc = -ENOMEM;
+        return false;
+    }
+    fn->win = w;
+    w->line = over.line;
+    w->col = over.col;
+    if (accept_kw(ps, "PARTITION")) {
+        if (!expect_kw(ps, "BY"))
+            return false;
+        do {
+            if (!grow(ps, (void **)&w->partition, w->n_partition, sizeof(sql_node *)))
+                return false;
+            sql_node *e = parse_expr(ps);
+            if (!e)
+                return false;
+            w->partition[w->n_partition++] = e;
+        } while (accept_op(ps, ","));
+    }
+    if (accept_kw(ps, "ORDER")) {
+        if (!expect_kw(ps, "BY") || !window_order(ps, w))
+            return false;
+    }
+    if (is_kw(&ps->cur, "RANGE") || is_kw(&ps->cur, "GROUPS")) {
+        fail(ps, ps->cur.line, ps->cur.col,
+             "window frames with %s are not supported: use ROWS BETWEEN ... AND ...",
+             is_kw(&ps->cur, "RANGE") ? "RANGE" : "GROUPS");
+        return false;
+    }
+    if (accept_kw(ps, "ROWS")) {
+        w->has_frame = true;
+        w->end = SQL_FB_CURRENT;
+        if (accept_kw(ps, "BETWEEN")) {
+            if (!frame_bound(ps, &w->start, &w->start_n) || !expect_kw(ps, "AND") ||
+                !frame_bound(ps, &w->end, &w->end_n))
+                return false;
+        } else if (!frame_bound(ps, &w->start, &w->start_n)) {
+            return false;
+        }
+        if (w->start == SQL_FB_UNBOUNDED_FOLLOWING || w->end == SQL_FB_UNBOUNDED_PRECEDING ||
+            (w->start == SQL_FB_CURRENT && w->end == SQL_FB_PRECEDING) ||
+            (w->start == SQL_FB_FOLLOWING && (w->end == SQL_FB_PRECEDING ||
+                                              w->end == SQL_FB_CURRENT))) {
+            fail(ps, over.line, over.col, "the window frame ends before it starts");
+            return false;
+        }
+    }
+    return expect_op(ps, ")");
+}
+
+/* ---- a statement as SQL text (EXPLAIN SYNTAX) -------------------------------- */
+
+typedef struct dbuf {
+    char *p;
+    size_t len, cap;
+    bool oom;
+} dbuf;
+
+static void db_put(dbuf *b, const char *s, size_t n)
+{
+    if (b->oom)
+        return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 256;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (!p) {
+            b->oom = true;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = 0;
+}
+
+static void db_str(dbuf *b, const char *s)
+{
+    db_put(b, s, strlen(s));
+}
+
+/* A name, backquoted unless it is a plain word that is no keyword. */
+static void db_ident(dbuf *b, const char *s)
+{
+    static const char *kws[] = {
+        "SELECT", "FROM", "WHERE", "GROUP", "HAVING", "ORDER", "LIMIT", "SETTINGS", "FORMAT",
+        "OFFSET", "UNION", "ASC", "DESC", "JOIN", "INNER", "LEFT", "RIGHT", "FULL", "CROSS",
+        "ANY", "ALL", "ON", "USING", "OUTER", "SEMI", "ANTI", "ASOF", "GLOBAL", "ARRAY", "PASTE",
+        "WINDOW", "QUALIFY", "PREWHERE", "AND", "OR", "NOT", "IN", "IS", "NULL", "LIKE", "ILIKE",
+        "BETWEEN", "CASE", "WHEN", "THEN", "ELSE", "END", "AS", "TRUE", "FALSE", "CAST", "OVER",
+        "WITH", "DISTINCT", "EXPLAIN", "FINAL", "BY", "NULLS", "ROWS", "RANGE", "DESCENDING",
+        "ASCENDING", "INTERVAL", "FIRST", "LAST"};
+    bool plain = s[0] && (isalpha((unsigned char)s[0]) || s[0] == '_');
+    for (const char *c = s; plain && *c; c++)
+        plain = isalnum((unsigned char)*c) || *c == '_';
+    for (size_t i = 0; plain && i < sizeof(kws) / sizeof(kws[0]); i++)
+        if (strcasecmp(s, kws[i]) == 0)
+            plain = false;
+    if (plain) {
+        db_str(b, s);
+        return;
+    }
+    db_str(b, "`");
+    for (const char *c = s; *c; c++) {
+        if (*c == '`' || *c == '\\')
+            db_put(b, "\\", 1);
+        db_put(b, c, 1);
+    }
+    db_str(b, "`");
+}
+
+static void db_quoted(dbuf *b, const char *s, size_t n)
+{
+    db_str(b, "'");
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (c == '\'' || c == '\\')
+            db_put(b, "\\", 1);
+        if (c == 0)
+            db_str(b, "\\0");
+        else
+            db_put(b, &c, 1);
+    }
+    db_str(b, "'");
+}
+
+static void stmt_text(dbuf *b, const sql_stmt *s, bool pretty, int depth);
+
+static const char *op_sql(sql_op op)
+{
+    switch (op) {
+    case SQL_OP_ADD: return " + ";
+    case SQL_OP_SUB: return " - ";
+    case SQL_OP_MUL: return " * ";
+    case SQL_OP_DIV: return " / ";
+    case SQL_OP_MOD: return " % ";
+    case SQL_OP_EQ: return " = ";
+    case SQL_OP_NE: return " != ";
+    case SQL_OP_LT: return " < ";
+    case SQL_OP_LE: return " <= ";
+    case SQL_OP_GT: return " > ";
+    case SQL_OP_GE: return " >= ";
+    case SQL_OP_AND: return " AND ";
+    case SQL_OP_OR: return " OR ";
+    case SQL_OP_CONCAT: return " || ";
+    default: return " ? ";
+    }
+}
+
+static void order_text(dbuf *b, const sql_order_item *o, int n, int depth);
+
+static void expr_text(dbuf *b, const sql_node *n, int depth)
+{
+    char tmp[64];
+    if (depth > SQL_MAX_DEPTH * 4) {
+        b->oom = true; /* deeper than the parser makes */
+        return;
+    }
+    switch (n->kind) {
+    case SQL_NULL: db_str(b, "NULL"); return;
+    case SQL_BOOL: db_str(b, n->i ? "true" : "false"); return;
+    case SQL_INT:
+        if (n->negated)
+            snprintf(tmp, sizeof(tmp), "%lld", (long long)n->i);
+        else
+            snprintf(tmp, sizeof(tmp), "%llu", (unsigned long long)n->u);
+        db_str(b, tmp);
+        return;
+    case SQL_FLOAT:
+        if (isinf(n->d))
+            snprintf(tmp, sizeof(tmp), "%s", n->d > 0 ? "1e999" : "-1e999");
+        else if (isnan(n->d))
+            snprintf(tmp, sizeof(tmp), "(0 / 0)");
+        else {
+            for (int p = 15; p <= 17; p++) {
+                snprintf(tmp, sizeof(tmp), "%.*g", p, n->d);
+                if (strtod(tmp, NULL) == n->d)
+                    break;
+            }
+            if (!strpbrk(tmp, ".eEn"))
+                strcat(tmp, ".0");
+        }
+        db_str(b, tmp);
+        return;
+    case SQL_STRING: db_quoted(b, n->s, n->slen); return;
+    case SQL_COLUMN:
+        if (n->qual) {
+            db_ident(b, n->qual);
+            db_str(b, ".");
+        }
+        db_ident(b, n->s);
+        return;
+    case SQL_STAR: db_str(b, "*"); return;
+    case SQL_COLUMNS:
+        db_str(b, "COLUMNS(");
+        db_quoted(b, n->s, n->slen);
+        db_str(b, ")");
+        return;
+    case SQL_ARRAY:
+        db_str(b, "[");
+        for (int i = 0; i < n->nargs; i++) {
+            if (i)
+                db_str(b, ", ");
+            expr_text(b, n->args[i], depth + 1);
+        }
+        db_str(b, "]");
+        return;
+    case SQL_FUNC:
+        db_str(b, n->s);
+        if (n->nparams) {
+            db_str(b, "(");
+            for (int i = 0; i < n->nparams; i++) {
+                if (i)
+                    db_str(b, ", ");
+                expr_text(b, n->params[i], depth + 1);
+            }
+            db_str(b, ")");
+        }
+        db_str(b, "(");
+        for (int i = 0; i < n->nargs; i++) {
+            if (i)
+                db_str(b, ", ");
+            expr_text(b, n->args[i], depth + 1);
+        }
+        db_str(b, ")");
+        if (n->win) {
+            const sql_window *w = n->win;
+            db_str(b, " OVER (");
+            if (w->n_partition)
+                db_str(b, "PARTITION BY ");
+            for (int i = 0; i < w->n_partition; i++) {
+                if (i)
+                    db_str(b, ", ");
+                expr_text(b, w->partition[i], depth + 1);
+            }
+            if (w->n_order) {
+                db_str(b, w->n_partition ? " ORDER BY " : "ORDER BY ");
+                order_text(b, w->order, w->n_order, depth + 1);
+            }
+            if (w->has_frame) {
+                static const char *fb[] = {"", "UNBOUNDED PRECEDING", "PRECEDING", "CURRENT ROW",
+                                           "FOLLOWING", "UNBOUNDED FOLLOWING"};
+                db_str(b, w->n_partition || w->n_order ? " ROWS BETWEEN " : "ROWS BETWEEN ");
+                for (int e = 0; e < 2; e++) {
+                    sql_frame_bound f = e ? w->end : w->start;
+                    if (f == SQL_FB_PRECEDING || f == SQL_FB_FOLLOWING) {
+                        snprintf(tmp, sizeof(tmp), "%lld ", (long long)(e ? w->end_n : w->start_n));
+                        db_str(b, tmp);
+                    }
+                    db_str(b, fb[f]);
+                    if (!e)
+                        db_str(b, " AND ");
+                }
+            }
+            db_str(b, ")");
+        }
+        return;
+    case SQL_UNARY:
+        db_str(b, n->op == SQL_OP_NOT ? "NOT (" : "-(");
+        expr_text(b, n->args[0], depth + 1);
+        db_str(b, ")");
+        return;
+    case SQL_BINARY:
+        db_str(b, "(");
+        expr_text(b, n->args[0], depth + 1);
+        db_str(b, op_sql(n->op));
+        expr_text(b, n->args[1], depth + 1);
+        db_str(b, ")");
+        return;
+    case SQL_IN:
+        db_str(b, "(");
+        expr_text(b, n->args[0], depth + 1);
+        db_str(b, n->negated ? " NOT IN " : " IN ");
+        if (n->nargs == 2 && n->args[1]->kind == SQL_SUBQUERY) {
+            expr_text(b, n->args[1], depth + 1);
+        } else {
+            db_str(b, "(");
+            for (int i = 1; i < n->nargs; i++) {
+                if (i > 1)
+                    db_str(b, ", ");
+                expr_text(b, n->args[i], depth + 1);
+            }
+            db_str(b, ")");
+        }
+        db_str(b, ")");
+        return;
+    case SQL_LIKE:
+        db_str(b, "(");
+        expr_text(b, n->args[0], depth + 1);
+        db_str(b, n->negated ? " NOT" : "");
+        db_str(b, n->op == SQL_OP_LIKE ? " LIKE " : " ILIKE ");
+        expr_text(b, n->args[1], depth + 1);
+        db_str(b, ")");
+        return;
+    case SQL_IS_NULL:
+        db_str(b, "(");
+        expr_text(b, n->args[0], depth + 1);
+        db_str(b, n->negated ? " IS NOT NULL)" : " IS NULL)");
+        return;
+    case SQL_CASE: {
+        db_str(b, "CASE");
+        int i = 0;
+        if (n->has_operand) {
+            db_str(b, " ");
+            expr_text(b, n->args[i++], depth + 1);
+        }
+        int end = n->nargs - (n->has_else ? 1 : 0);
+        for (; i + 1 < end; i += 2) {
+            db_str(b, " WHEN ");
+            expr_text(b, n->args[i], depth + 1);
+            db_str(b, " THEN ");
+            expr_text(b, n->args[i + 1], depth + 1);
+        }
+        if (n->has_else) {
+            db_str(b, " ELSE ");
+            expr_text(b, n->args[n->nargs - 1], depth + 1);
+        }
+        db_str(b, " END");
+        return;
+    }
+    case SQL_CAST:
+        db_str(b, "CAST(");
+        expr_text(b, n->args[0], depth + 1);
+        db_str(b, ", ");
+        db_quoted(b, n->s, n->slen);
+        db_str(b, ")");
+        return;
+    case SQL_BETWEEN:
+        db_str(b, "(");
+        expr_text(b, n->args[0], depth + 1);
+        db_str(b, n->negated ? " NOT BETWEEN " : " BETWEEN ");
+        expr_text(b, n->args[1], depth + 1);
+        db_str(b, " AND ");
+        expr_text(b, n->args[2], depth + 1);
+        db_str(b, ")");
+        return;
+    case SQL_SUBQUERY:
+        db_str(b, "(");
+        stmt_text(b, n->sub, false, depth + 1);
+        db_str(b, ")");
+        return;
+    }
+}
+
+static void order_text(dbuf *b, const sql_order_item *o, int n, int depth)
+{
+    for (int i = 0; i < n; i++) {
+        if (i)
+            db_str(b, ", ");
+        expr_text(b, o[i].expr, depth);
+        db_str(b, o[i].desc ? " DESC" : " ASC");
+        if (o[i].nulls)
+            db_str(b, o[i].nulls == 1 ? " NULLS FIRST" : " NULLS LAST");
+    }
+}
+
+/* FROM's item (also a JOIN's right side). */
+static void from_text(dbuf *b, const sql_stmt *s, int depth)
+{
+    if (s->from_sub) {
+        db_str(b, "(");
+        stmt_text(b, s->from_sub, false, depth + 1);
+        db_str(b, ")");
+    } else if (s->from_fn) {
+        db_str(b, s->from_fn);
+        db_str(b, "(");
+        for (int i = 0; i < s->n_from_args; i++) {
+            if (i)
+                db_str(b, ", ");
+            expr_text(b, s->from_args[i], depth + 1);
+        }
+        db_str(b, ")");
+    } else if (s->table) {
+        if (s->table_db) {
+            db_ident(b, s->table_db);
+            db_str(b, ".");
+        }
+        db_ident(b, s->table);
+        if (s->final)
+            db_str(b, " FINAL");
+    }
+    if (s->from_alias) {
+        db_str(b, " AS ");
+        db_ident(b, s->from_alias);
+    }
+}
+
+static void stmt_text(dbuf *b, const sql_stmt *s, bool pretty, int depth)
+{
+    const char *nl = pretty ? "\n" : " ";
+    if (depth > SQL_MAX_DEPTH * 2) {
+        b->oom = true;
+        return;
+    }
+    if (s->n_with) {
+        db_str(b, "WITH ");
+        for (int i = 0; i < s->n_with; i++) {
+            const sql_with *w = &s->with[i];
+            if (i)
+                db_str(b, ", ");
+            if (w->sub) {
+                db_ident(b, w->name);
+                db_str(b, " AS (");
+                stmt_text(b, w->sub, false, depth + 1);
+                db_str(b, ")");
+            } else {
+                expr_text(b, w->expr, depth + 1);
+                db_str(b, " AS ");
+                db_ident(b, w->name);
+            }
+        }
+        db_str(b, nl);
+    }
+    db_str(b, s->distinct ? "SELECT DISTINCT " : "SELECT ");
+    for (int i = 0; i < s->n_items; i++) {
+        const sql_select_item *it = &s->items[i];
+        if (i)
+            db_str(b, ", ");
+        expr_text(b, it->expr, depth + 1);
+        if (it->n_except) {
+            db_str(b, " EXCEPT (");
+            for (int k = 0; k < it->n_except; k++) {
+                if (k)
+                    db_str(b, ", ");
+                db_ident(b, it->except[k]);
+            }
+            db_str(b, ")");
+        }
+        if (it->n_replace) {
+            db_str(b, " REPLACE (");
+            for (int k = 0; k < it->n_replace; k++) {
+                if (k)
+                    db_str(b, ", ");
+                expr_text(b, it->replace[k].expr, depth + 1);
+                db_str(b, " AS ");
+                db_ident(b, it->replace[k].alias);
+            }
+            db_str(b, ")");
+        }
+        if (s->items[i].alias) {
+            db_str(b, " AS ");
+            db_ident(b, s->items[i].alias);
+        }
+    }
+    if (s->from_sub || s->from_fn || s->table) {
+        db_str(b, nl);
+        db_str(b, "FROM ");
+        from_text(b, s, depth);
+    }
+    for (int i = 0; i < s->n_joins; i++) {
+        const sql_join *j = &s->joins[i];
+        static const char *kinds[] = {"", "INNER", "LEFT", "RIGHT", "FULL", "CROSS"};
+        db_str(b, nl);
+        if (j->any)
+            db_str(b, "ANY ");
+        db_str(b, kinds[j->kind]);
+        db_str(b, " JOIN ");
+        from_text(b, j->right, depth);
+        if (j->on) {
+            db_str(b, " ON ");
+            expr_text(b, j->on, depth + 1);
+        } else if (j->n_using) {
+            db_str(b, " USING (");
+            for (int k = 0; k < j->n_using; k++) {
+                if (k)
+                    db_str(b, ", ");
+                db_ident(b, j->using[k]);
+            }
+            db_str(b, ")");
+        }
+    }
+    if (s->where) {
+        db_str(b, nl);
+        db_str(b, "WHERE ");
+        expr_text(b, s->where, depth + 1);
+    }
+    if (s->n_group_by) {
+        db_str(b, nl);
+        db_str(b, "GROUP BY ");
+        for (int i = 0; i < s->n_group_by; i++) {
+            if (i)
+                db_str(b, ", ");
+            expr_text(b, s->group_by[i], depth + 1);
+        }
+    }
+    if (s->having) {
+        db_str(b, nl);
+        db_str(b, "HAVING ");
+        expr_text(b, s->having, depth + 1);
+    }
+    if (s->n_order_by) {
+        db_str(b, nl);
+        db_str(b, "ORDER BY ");
+        order_text(b, s->order_by, s->n_order_by, depth + 1);
+    }
+    if (s->n_limit_by) {
+        char tmp[96];
+        db_str(b, nl);
+        snprintf(tmp, sizeof(tmp), "LIMIT %lld OFFSET %lld BY ", (long long)s->limit_by_n,
+                 (long long)s->limit_by_offset);
+        db_str(b, tmp);
+        for (int i = 0; i < s->n_limit_by; i++) {
+            if (i)
+                db_str(b, ", ");
+            expr_text(b, s->limit_by[i], depth + 1);
+        }
+    }
+    if (s->has_limit) {
+        char tmp[64];
+        db_str(b, nl);
+        if (s->limit == INT64_MAX)
+            snprintf(tmp, sizeof(tmp), "OFFSET %lld", (long long)s->offset);
+        else if (s->offset)
+            snprintf(tmp, sizeof(tmp), "LIMIT %lld OFFSET %lld", (long long)s->limit,
+                     (long long)s->offset);
+        else
+            snprintf(tmp, sizeof(tmp), "LIMIT %lld", (long long)s->limit);
+        db_str(b, tmp);
+    }
+    if (s->union_all) {
+        db_str(b, nl);
+        db_str(b, "UNION ALL");
+        db_str(b, nl);
+        stmt_text(b, s->union_all, pretty, depth + 1);
+    }
+    if (s->n_settings) {
+        db_str(b, nl);
+        db_str(b, "SETTINGS ");
+        for (int i = 0; i < s->n_settings; i++) {
+            if (i)
+                db_str(b, ", ");
+            db_ident(b, s->settings[i].name);
+            db_str(b, " = ");
+            expr_text(b, s->settings[i].value, depth + 1);
+        }
+    }
+}
+
+int sql_stmt_text(const sql_stmt *s, bool pretty, char **out)
+{
+    dbuf b = {0};
+    *out = NULL;
+    if (s->kind != SQL_SELECT)
+        return -EINVAL;
+    stmt_text(&b, s, pretty, 0);
+    if (b.oom || !b.p) {
+        free(b.p);
+        return -ENOMEM;
+    }
+    *out = b.p;
+    return (int)(b.len > INT32_MAX ? INT32_MAX : b.len);
+}

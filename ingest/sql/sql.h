@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
  * sql.h: the SQL front end of the engine: a lexer and a recursive-descent
- * parser for a ClickHouse-flavoured subset (SELECT ... [FROM s3()/file()/
- * numbers() | [db.]table] ... WHERE ... GROUP BY ... HAVING ... ORDER BY ...
- * LIMIT ... SETTINGS ... FORMAT ..., DESCRIBE, and the table statements:
- * CREATE TABLE, DROP TABLE, TRUNCATE TABLE, OPTIMIZE TABLE, INSERT INTO
- * (SELECT, VALUES, FORMAT with the data after it), SHOW TABLES), producing an
- * abstract
+ * parser for a ClickHouse-flavoured subset ([EXPLAIN [SYNTAX]] [WITH ...]
+ * SELECT ... [FROM s3()/file()/numbers() | [db.]table | (SELECT ...)] [[ANY|
+ * ALL] [INNER|LEFT|RIGHT|FULL|CROSS] JOIN ... ON/USING]... WHERE ... GROUP BY
+ * ... HAVING ... ORDER BY ... LIMIT ... [UNION ALL SELECT ...] SETTINGS ...
+ * FORMAT ..., with IN (SELECT ...), scalar subqueries and f(...) OVER (...)
+ * in expressions; DESCRIBE, and the table statements: CREATE TABLE, DROP
+ * TABLE, TRUNCATE TABLE, OPTIMIZE TABLE, INSERT INTO (SELECT, VALUES, FORMAT
+ * with the data after it), SHOW TABLES), producing an abstract
  * syntax tree.
  * Names are not resolved here (eng_bind.c does that against a schema); the
  * parser only knows the grammar, so it can be fuzzed on its own.
@@ -49,6 +51,7 @@ typedef enum sql_kind {
     SQL_CASE,       /* args: [operand] (when, then)* [else]; has_operand, has_else */
     SQL_CAST,       /* args[0]; s: type name as written */
     SQL_BETWEEN,    /* args[0] [NOT] BETWEEN args[1] AND args[2] */
+    SQL_SUBQUERY,   /* sub: (SELECT ...) as a scalar, or the list of IN (SELECT ...) */
     SQL_COLUMNS,    /* COLUMNS('regex') in the SELECT list: s the regex */
     SQL_ARRAY,      /* [a, b, ...]: args */
 } sql_kind;
@@ -62,6 +65,7 @@ typedef enum sql_op {
 } sql_op;
 
 typedef struct sql_node sql_node;
+struct sql_window;
 struct sql_node {
     sql_kind kind;
     sql_op op;
@@ -74,6 +78,11 @@ struct sql_node {
     size_t slen;
     sql_node **args;
     int nargs;
+    char *qual;             /* SQL_COLUMN t.x: the qualifier t (s is x), else NULL */
+    struct sql_stmt *sub;   /* SQL_SUBQUERY: the query */
+    bool sub_borrowed;      /* a clone's: sub belongs to the original node */
+    struct sql_window *win; /* SQL_FUNC f(...) OVER (...): the window, else NULL */
+    bool win_borrowed;      /* a clone's: win belongs to the original node */
     /* SQL_FUNC of a parametric aggregate, f(params)(args): the parameters */
     sql_node **params;
     int nparams;
@@ -95,6 +104,26 @@ typedef struct sql_order_item {
     bool desc;
     int nulls;              /* 0 default (last), 1 first, 2 last */
 } sql_order_item;
+
+/* A window frame's bound: ROWS BETWEEN <start> AND <end>. */
+typedef enum sql_frame_bound {
+    SQL_FB_UNBOUNDED_PRECEDING = 1, SQL_FB_PRECEDING, SQL_FB_CURRENT, SQL_FB_FOLLOWING,
+    SQL_FB_UNBOUNDED_FOLLOWING,
+} sql_frame_bound;
+
+/* OVER ([PARTITION BY ...] [ORDER BY ...] [ROWS BETWEEN ... AND ...]). Without
+ * a frame ClickHouse's default holds: with ORDER BY, from the partition's
+ * start to the current row's last peer; without, the whole partition. */
+typedef struct sql_window {
+    sql_node **partition;
+    int n_partition;
+    struct sql_order_item *order;
+    int n_order;
+    bool has_frame;
+    sql_frame_bound start, end;
+    int64_t start_n, end_n;     /* n PRECEDING / n FOLLOWING */
+    int line, col;              /* OVER */
+} sql_window;
 
 typedef struct sql_setting {
     char *name;
@@ -159,6 +188,36 @@ typedef struct sql_insert {
     size_t data_len;
 } sql_insert;
 
+/* WITH name AS (SELECT ...) (a common table expression: sub) or ClickHouse's
+ * WITH expr AS name (expr, which the name stands for in the query). */
+typedef struct sql_with {
+    char *name;
+    struct sql_stmt *sub;
+    sql_node *expr;
+    int line, col;
+} sql_with;
+
+typedef enum sql_join_kind {
+    SQL_JOIN_INNER = 1, SQL_JOIN_LEFT, SQL_JOIN_RIGHT, SQL_JOIN_FULL, SQL_JOIN_CROSS,
+} sql_join_kind;
+
+/* One JOIN of FROM: right is "SELECT * FROM <the right side>" (a table, a
+ * table function or a subquery, with its alias in right->from_alias); on is
+ * the ON condition, or using[] the USING columns (neither: CROSS JOIN). */
+typedef struct sql_join {
+    sql_join_kind kind;
+    bool any;                   /* ANY strictness (else ALL) */
+    struct sql_stmt *right;
+    sql_node *on;
+    char **using;
+    int n_using;
+    int line, col;
+} sql_join;
+
+typedef enum sql_explain_kind {
+    SQL_EXPLAIN_NONE = 0, SQL_EXPLAIN_PLAN, SQL_EXPLAIN_SYNTAX,
+} sql_explain_kind;
+
 typedef struct sql_stmt {
     sql_stmt_kind kind;
     bool distinct;          /* SELECT DISTINCT */
@@ -198,6 +257,17 @@ typedef struct sql_stmt {
     int n_settings;
     char *format;           /* FORMAT name, NULL when absent */
     int line, col;          /* where the statement starts */
+    /* composition */
+    struct sql_stmt *from_sub;  /* FROM (SELECT ...) */
+    char *from_alias;           /* FROM's [AS] alias, NULL when none */
+    sql_with *with;             /* WITH ... (in the order written) */
+    int n_with;
+    sql_join *joins;            /* FROM a JOIN b ... JOIN c: left to right */
+    int n_joins;
+    struct sql_stmt *union_all; /* the next SELECT of UNION ALL (its SETTINGS and
+                                   FORMAT are the head's) */
+    sql_explain_kind explain;   /* EXPLAIN [PLAN] / EXPLAIN SYNTAX */
+    int explain_line, explain_col;
 } sql_stmt;
 
 /* Parses the statements of `text` (len bytes, need not be NUL-terminated),
@@ -216,6 +286,13 @@ void sql_node_free(sql_node *n);
  * "plus(a, 1)", "'x'") into buf (truncated with "..." if longer). Returns the
  * full length it wanted. */
 size_t sql_node_name(const sql_node *n, char *buf, size_t cap);
+
+/* A SELECT (with its WITH, subqueries, joins, UNION ALL and SETTINGS) as SQL
+ * text that parses back to the same statement: expressions in infix form,
+ * fully parenthesised, names backquoted where needed; pretty: each clause on
+ * a line of its own (EXPLAIN SYNTAX). Returns the length with *out malloc'ed,
+ * -EINVAL for another statement, or -ENOMEM. */
+int sql_stmt_text(const sql_stmt *s, bool pretty, char **out);
 
 /* Deep copy. NULL on -ENOMEM. */
 sql_node *sql_node_clone(const sql_node *n);

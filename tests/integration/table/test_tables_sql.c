@@ -228,6 +228,24 @@ static void test_insert_values_format_and_conversions(void **state)
     q_is("1\ta\n2\t\n3\tc\n", "SELECT * FROM t3 ORDER BY id");
 }
 
+/* Tables in composed queries: a join of a table with a subquery over it,
+ * INSERT ... SELECT from a UNION ALL in a subquery; UNION ALL straight in
+ * INSERT ... SELECT is refused by name. */
+static void test_tables_in_composed_queries(void **state)
+{
+    (void)state;
+    free(q("CREATE TABLE tc (id UInt32, d Date) ENGINE = MergeTree ORDER BY id"));
+    free(q("INSERT INTO tc SELECT * FROM (SELECT 5 AS id, toDate('2020-01-01') AS d FROM t1 "
+           "LIMIT 1 UNION ALL SELECT id, d FROM t1 WHERE id < 3)"));
+    q_is("1\t1\t2021-05-06\n2\t1\t2020-03-04\n5\t0\t1970-01-01\n",
+         "SELECT c.id, b.n, b.d FROM tc AS c LEFT JOIN (SELECT id, count() AS n, any(d) AS d "
+         "FROM t1 GROUP BY id) AS b USING (id) ORDER BY c.id");
+    fails("INSERT INTO tc SELECT 7, '2020-01-01' FROM t1 LIMIT 1 UNION ALL SELECT 8, "
+          "'2020-01-01' FROM t1 LIMIT 1", "UNION ALL is not supported in INSERT");
+    q_is("3\n", "SELECT count() FROM tc");
+    free(q("DROP TABLE tc"));
+}
+
 static void test_dedup_truncate_optimize(void **state)
 {
     (void)state;
@@ -345,6 +363,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ddl_and_catalog),
         cmocka_unit_test(test_insert_values_format_and_conversions),
+        cmocka_unit_test(test_tables_in_composed_queries),
         cmocka_unit_test(test_dedup_truncate_optimize),
         cmocka_unit_test(test_replacing_merge_tree),
         cmocka_unit_test(test_limits),

@@ -240,6 +240,105 @@ static void test_parser_table_statements(void **state)
     sql_stmt_destroy(&s);
 }
 
+/* Subqueries, WITH, UNION ALL, joins, EXPLAIN: the trees they make. */
+static void test_parser_composition(void **state)
+{
+    (void)state;
+    sql_stmt *s = parse_ok("SELECT x.a FROM (SELECT a FROM file('f') WHERE a IN (SELECT b FROM t)) "
+                           "AS x WHERE x.a > (SELECT max(c) FROM t)");
+    assert_non_null(s->from_sub);
+    assert_string_equal(s->from_alias, "x");
+    assert_int_equal(s->from_sub->where->kind, SQL_IN);
+    assert_int_equal(s->from_sub->where->args[1]->kind, SQL_SUBQUERY);
+    assert_string_equal(s->items[0].expr->qual, "x");
+    assert_string_equal(s->items[0].expr->s, "a");
+    assert_int_equal(s->where->args[1]->kind, SQL_SUBQUERY);
+    assert_string_equal(s->where->args[1]->sub->table, "t");
+    sql_stmt_destroy(&s);
+
+    s = parse_ok("WITH 10 AS lim, c AS (SELECT 1 AS one FROM t) SELECT * FROM c WHERE one < lim");
+    assert_int_equal(s->n_with, 2);
+    assert_string_equal(s->with[0].name, "lim");
+    assert_non_null(s->with[0].expr);
+    assert_string_equal(s->with[1].name, "c");
+    assert_non_null(s->with[1].sub);
+    sql_stmt_destroy(&s);
+
+    s = parse_ok("SELECT a FROM t UNION ALL SELECT b FROM u UNION ALL SELECT c FROM v "
+                 "SETTINGS max_threads = 1 FORMAT CSV");
+    assert_non_null(s->union_all);
+    assert_non_null(s->union_all->union_all);
+    assert_int_equal(s->n_settings, 1);
+    assert_string_equal(s->format, "CSV");
+    assert_null(s->union_all->union_all->format);
+    sql_stmt_destroy(&s);
+
+    s = parse_ok("SELECT * FROM t AS a LEFT OUTER JOIN u b ON a.k = b.k AND a.j = b.j "
+                 "ANY INNER JOIN (SELECT k FROM v) AS c USING (k) CROSS JOIN w, z AS y "
+                 "FULL JOIN q USING k WHERE 1");
+    assert_string_equal(s->from_alias, "a");
+    assert_int_equal(s->n_joins, 5);
+    assert_int_equal(s->joins[0].kind, SQL_JOIN_LEFT);
+    assert_false(s->joins[0].any);
+    assert_string_equal(s->joins[0].right->table, "u");
+    assert_string_equal(s->joins[0].right->from_alias, "b");
+    assert_int_equal(s->joins[0].on->op, SQL_OP_AND);
+    assert_int_equal(s->joins[1].kind, SQL_JOIN_INNER);
+    assert_true(s->joins[1].any);
+    assert_non_null(s->joins[1].right->from_sub);
+    assert_int_equal(s->joins[1].n_using, 1);
+    assert_int_equal(s->joins[2].kind, SQL_JOIN_CROSS);
+    assert_int_equal(s->joins[3].kind, SQL_JOIN_CROSS);
+    assert_string_equal(s->joins[3].right->from_alias, "y");
+    assert_int_equal(s->joins[4].kind, SQL_JOIN_FULL);
+    assert_string_equal(s->joins[4].using[0], "k");
+    assert_non_null(s->where);
+    sql_stmt_destroy(&s);
+
+    s = parse_ok("EXPLAIN SYNTAX SELECT a FROM t");
+    assert_int_equal(s->explain, SQL_EXPLAIN_SYNTAX);
+    sql_stmt_destroy(&s);
+    s = parse_ok("EXPLAIN SELECT a FROM t");
+    assert_int_equal(s->explain, SQL_EXPLAIN_PLAN);
+    sql_stmt_destroy(&s);
+
+    parse_err("SELECT a FROM (DROP TABLE t)", "SELECT or WITH after '('");
+    parse_err("SELECT a FROM t JOIN u", "ON or USING");
+    parse_err("SELECT a FROM t SEMI JOIN u ON a = b", "SEMI JOIN is not supported");
+    parse_err("SELECT a FROM t UNION SELECT b FROM u", "write UNION ALL");
+    parse_err("SELECT a FROM t UNION DISTINCT SELECT b FROM u", "UNION DISTINCT is not supported");
+    parse_err("SELECT a FROM (SELECT a FROM t FORMAT CSV)", "a subquery cannot have FORMAT");
+    parse_err("WITH x SELECT 1", "AS and a name");
+    parse_err("EXPLAIN PIPELINE SELECT a FROM t", "EXPLAIN PIPELINE is not supported");
+    parse_err("SELECT a FROM t ANY CROSS JOIN u", "ANY CROSS JOIN is not supported");
+    parse_err("SELECT a FROM t\nJOIN u USING (", "line 2, column 15");
+
+    s = parse_ok("SELECT row_number() OVER (PARTITION BY a, b ORDER BY c DESC NULLS FIRST ROWS "
+                 "BETWEEN 2 PRECEDING AND UNBOUNDED FOLLOWING) AS rn, sum(x) OVER () FROM t");
+    const sql_window *w = s->items[0].expr->win;
+    assert_non_null(w);
+    assert_int_equal(w->n_partition, 2);
+    assert_int_equal(w->n_order, 1);
+    assert_true(w->order[0].desc);
+    assert_int_equal(w->order[0].nulls, 1);
+    assert_true(w->has_frame);
+    assert_int_equal(w->start, SQL_FB_PRECEDING);
+    assert_int_equal(w->start_n, 2);
+    assert_int_equal(w->end, SQL_FB_UNBOUNDED_FOLLOWING);
+    assert_string_equal(s->items[0].alias, "rn");
+    assert_non_null(s->items[1].expr->win);
+    assert_false(s->items[1].expr->win->has_frame);
+    char nm[256];
+    sql_node_name(s->items[0].expr, nm, sizeof(nm));
+    assert_string_equal(nm, "row_number() OVER (PARTITION BY a, b ORDER BY c DESC)");
+    sql_stmt_destroy(&s);
+    parse_err("SELECT sum(x) OVER (ORDER BY t RANGE UNBOUNDED PRECEDING) FROM t",
+              "line 1, column 32: window frames with RANGE are not supported");
+    parse_err("SELECT sum(x) OVER (ROWS BETWEEN CURRENT ROW AND 1 PRECEDING) FROM t",
+              "the window frame ends before it starts");
+    parse_err("SELECT sum(x) OVER w FROM t", "named windows");
+}
+
 /* DISTINCT, combinators, parametric aggregates, * EXCEPT / REPLACE,
  * COLUMNS('re'), array literals: what ClickHouse users type. */
 static void test_parser_clickhouse_forms(void **state)
@@ -308,6 +407,7 @@ int main(void)
         cmocka_unit_test(test_parser_errors_have_line_and_column),
         cmocka_unit_test(test_parser_from_table_or_nothing),
         cmocka_unit_test(test_parser_table_statements),
+        cmocka_unit_test(test_parser_composition),
         cmocka_unit_test(test_parser_clickhouse_forms),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,363 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * test_compose_duckdb.c: queries built of queries against DuckDB. gen_compose.mjs
+ * writes a fact table, a dimension and an empty one (NULL keys, duplicate
+ * keys, keys only one side has) and, for each ClickHouse-dialect query of
+ * its table (subqueries in FROM, WITH, IN (SELECT ...), scalar subqueries,
+ * UNION ALL, every kind of JOIN, window functions), the result of the hand-written DuckDB
+ * equivalent; each runs through eng_run() at 1 and 2 threads and the rows
+ * must match. Also: ClickHouse's documented join defaults, a right side over
+ * max_memory_usage, and the unsupported forms named with their place.
+ */
+#include "duck_compare.h"
+#include "eng.h"
+#include "harness.h"
+
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+static h_env *env;
+static char dir[4096];
+
+static int setup(void **state)
+{
+    (void)state;
+    if (h_env_create(&env, "test_compose_duckdb") < 0)
+        return -1;
+    h_env_path(env, dir, sizeof(dir), "data");
+    char script[4096];
+    if (h_source_path(script, sizeof(script), "tests/integration/engine/gen_compose.mjs") < 0)
+        return -1;
+    char *argv[] = {"node", script, dir, NULL};
+    h_proc *p;
+    int rc = h_proc_start(env, &p, "gen", argv, NULL, NULL, 0);
+    if (rc == -ENOENT)
+        h_skip("node is not installed (it runs the DuckDB oracle, gen_compose.mjs)");
+    if (rc < 0)
+        return -1;
+    int st = h_proc_wait(p, 120000);
+    if (st == 77) {
+        h_proc_print_log_tail(p, 5);
+        h_skip("gen_compose.mjs needs @duckdb/node-api (see its log above)");
+    }
+    if (st == 127)
+        h_skip("node is not installed (it runs the DuckDB oracle, gen_compose.mjs)");
+    if (st != 0) {
+        h_proc_print_log_tail(p, 30);
+        return -1;
+    }
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    h_env_destroy(&env);
+    return 0;
+}
+
+/* Runs sql; returns rc, the output in *out (malloc'ed) and the error in err.
+ * EXPLAIN's lines come as TabSeparatedRaw (TabSeparated escapes their quotes,
+ * as ClickHouse does), to be read and run again as they are. */
+static int run(const char *sql, char **out, char *err, size_t errlen, int threads)
+{
+    size_t len = 0;
+    FILE *f = open_memstream(out, &len);
+    assert_non_null(f);
+    eng_format fmt = strncmp(sql, "EXPLAIN", 7) == 0 ? ENG_FMT_TSV_RAW : ENG_FMT_TSV;
+    eng_ctx ctx = {.out = f, .format = fmt, .max_threads = threads};
+    int rc = eng_run(&ctx, sql, strlen(sql), NULL, NULL, err, errlen);
+    fclose(f);
+    return rc;
+}
+
+static void test_compositions_match_duckdb(void **state)
+{
+    (void)state;
+    char path[4300];
+    snprintf(path, sizeof(path), "%s/cases.tsv", dir);
+    char *cases = dc_slurp(path);
+    assert_non_null(cases);
+    int n = 0, failed = 0;
+    for (char *line = strtok(cases, "\n"); line; line = strtok(NULL, "\n")) {
+        char *name = line, *t1 = strchr(line, '\t');
+        assert_non_null(t1);
+        *t1 = 0;
+        char *flags = t1 + 1, *t2 = strchr(flags, '\t');
+        assert_non_null(t2);
+        *t2 = 0;
+        const char *sql = t2 + 1;
+        for (int threads = 1; threads <= 2; threads++) {
+            char *out = NULL, err[ENG_MSG_MAX];
+            int rc = run(sql, &out, err, sizeof(err), threads);
+            if (rc < 0) {
+                fprintf(stderr, "%s: the engine failed: %s\n  %s\n", name, err, sql);
+                failed++;
+                free(out);
+                continue;
+            }
+            snprintf(path, sizeof(path), "%s/%s.expected", dir, name);
+            char *want = dc_slurp(path);
+            assert_non_null(want);
+            if (!dc_same_result(name, out, want, strcmp(flags, "sorted") == 0)) {
+                fprintf(stderr, "  query (%d threads): %s\n", threads, sql);
+                failed++;
+            }
+            free(want);
+            free(out);
+        }
+        /* EXPLAIN SYNTAX's text is the same query: it runs to the same rows */
+        size_t el = strlen(sql) + 32;
+        char *ex = malloc(el), *text = NULL, err[ENG_MSG_MAX];
+        assert_non_null(ex);
+        snprintf(ex, el, "EXPLAIN SYNTAX %s", sql);
+        int rc = run(ex, &text, err, sizeof(err), 1);
+        free(ex);
+        if (rc < 0) {
+            fprintf(stderr, "%s: EXPLAIN SYNTAX failed: %s\n", name, err);
+            failed++;
+        } else {
+            char *out = NULL;
+            if ((rc = run(text, &out, err, sizeof(err), 2)) < 0) {
+                fprintf(stderr, "%s: EXPLAIN SYNTAX's text failed: %s\n  %s", name, err, text);
+                failed++;
+            } else {
+                snprintf(path, sizeof(path), "%s/%s.expected", dir, name);
+                char *want = dc_slurp(path);
+                assert_non_null(want);
+                if (!dc_same_result(name, out, want, strcmp(flags, "sorted") == 0)) {
+                    fprintf(stderr, "  EXPLAIN SYNTAX's text: %s\n", text);
+                    failed++;
+                }
+                free(want);
+            }
+            free(out);
+        }
+        free(text);
+        n++;
+    }
+    free(cases);
+    fprintf(stderr, "%d queries compared with DuckDB, %d mismatches\n", n, failed);
+    assert_true(n >= 51);
+    assert_int_equal(failed, 0);
+}
+
+/* Runs sql at 2 threads; its TSV output must be want exactly. */
+static void expect_rows(const char *sql, const char *want)
+{
+    char *out = NULL, err[ENG_MSG_MAX];
+    int rc = run(sql, &out, err, sizeof(err), 2);
+    if (rc < 0)
+        fprintf(stderr, "%s\n  failed: %s\n", sql, err);
+    assert_int_equal(rc, 0);
+    if (strcmp(out, want) != 0)
+        fprintf(stderr, "%s\n  gave:\n%s  want:\n%s", sql, out, want);
+    assert_string_equal(out, want);
+    free(out);
+}
+
+/* Runs a query that must fail; its message must contain every needle. */
+static void expect_error(const char *sql, ...)
+{
+    char *out = NULL, err[ENG_MSG_MAX];
+    int rc = run(sql, &out, err, sizeof(err), 2);
+    free(out);
+    if (rc >= 0)
+        fprintf(stderr, "expected an error from: %s\n", sql);
+    assert_true(rc < 0);
+    va_list ap;
+    va_start(ap, sql);
+    for (const char *n; (n = va_arg(ap, const char *));) {
+        if (!strstr(err, n))
+            fprintf(stderr, "error '%s' lacks '%s'\n", err, n);
+        assert_non_null(strstr(err, n));
+    }
+    va_end(ap);
+}
+
+/* ClickHouse's documented answers, not DuckDB's. The join_use_nulls setting
+ * (ClickHouse docs, Settings, join_use_nulls): "0 — The empty cells are filled
+ * with the default value of the corresponding field type. 1 — JOIN behaves
+ * the same way as in standard SQL. The type of the corresponding field is
+ * converted to Nullable, and empty cells are filled with NULL." The default
+ * is 0. And the JOIN page: with ANY, "if the right table has several matching
+ * rows, only the first one found is joined". The keys here are non-Nullable
+ * (coalesce), as ClickHouse's own example tables are. */
+static void test_clickhouse_join_defaults(void **state)
+{
+    (void)state;
+    char sql[20000];
+    char lq[5000], rq[5000];
+    snprintf(lq, sizeof(lq), "(SELECT coalesce(j, 0) AS id, coalesce(k, -2) AS k FROM "
+             "file('%s/dims.parquet') WHERE j IN (752, 34, 102))", dir);
+    snprintf(rq, sizeof(rq), "(SELECT coalesce(k, -1) AS k, coalesce(name, '') AS name, "
+             "coalesce(j, 0) AS j, coalesce(w, 0) AS w FROM file('%s/dims.parquet') WHERE j IN "
+             "(34, 834, 5, 752))", dir);
+    /* the keys (gen_compose.mjs's dims): left 752 (k 752), 34 (k 34), 102 (k NULL
+     * -> -2); right 34 and 834 (k 34), 5 (k NULL -> -1), 752 (k 752) */
+    snprintf(sql, sizeof(sql), "SELECT id, k FROM %s ORDER BY id", lq);
+    expect_rows(sql, "34\t34\n102\t-2\n752\t752\n");
+    char *out = NULL, err[ENG_MSG_MAX];
+    /* LEFT JOIN, default join_use_nulls = 0: unmatched rows get '' and 0 */
+    snprintf(sql, sizeof(sql),
+             "SELECT l.id, r.name, r.j, r.w FROM %s AS l LEFT JOIN %s AS r ON l.k = r.k "
+             "WHERE l.id = 102 ORDER BY l.id, r.j", lq, rq);
+    expect_rows(sql, "102\t\t0\t0\n");
+    /* the same with join_use_nulls = 1: NULL */
+    snprintf(sql, sizeof(sql),
+             "SELECT l.id, r.name, r.j, r.w FROM %s AS l LEFT JOIN %s AS r ON l.k = r.k "
+             "WHERE l.id = 102 ORDER BY l.id, r.j SETTINGS join_use_nulls = 1", lq, rq);
+    expect_rows(sql, "102\t\\N\t\\N\t\\N\n");
+    /* RIGHT JOIN: the left's columns of an unmatched right row are defaults */
+    snprintf(sql, sizeof(sql),
+             "SELECT l.id, r.j FROM %s AS l RIGHT JOIN %s AS r ON l.k = r.k WHERE r.j = 5", lq, rq);
+    expect_rows(sql, "0\t5\n");
+    /* ANY LEFT JOIN: the first right row of the key (j 34 before j 834) */
+    snprintf(sql, sizeof(sql),
+             "SELECT r.j, count() FROM %s AS l ANY LEFT JOIN %s AS r ON l.k = r.k GROUP BY r.j "
+             "ORDER BY r.j", lq, rq);
+    assert_int_equal(run(sql, &out, err, sizeof(err), 1), 0);
+    /* every left row once, 102's with the default j 0, and never j 834 */
+    assert_string_equal(out, "0\t1\n34\t1\n752\t1\n");
+    free(out);
+}
+
+/* EXPLAIN: the stages from the output down, each join with its right side's
+ * rows, the source's units after pruning, the threads. */
+static void test_explain_names_the_stages(void **state)
+{
+    (void)state;
+    char sql[20000], *out = NULL, err[ENG_MSG_MAX];
+    snprintf(sql, sizeof(sql),
+             "EXPLAIN SELECT d.s, count(), sum(f.v) FROM file('%s/facts.parquet') AS f LEFT JOIN "
+             "file('%s/dims.parquet') AS d ON f.k = d.k WHERE f.v > 10 GROUP BY d.s ORDER BY d.s "
+             "LIMIT 3 SETTINGS max_threads = 2", dir, dir);
+    assert_int_equal(run(sql, &out, err, sizeof(err), 2), 0);
+    const char *want[] = {"Expression (SELECT ", "Limit (3, offset 0)", "Sorting (ORDER BY s",
+                          "Aggregating (GROUP BY s: count(), sum(v)", "Filter (WHERE greater(v, 10)",
+                          "Join (LEFT JOIN, hash join on 1 key; join_use_nulls = 0)",
+                          "1000 rows in memory", "Left side (probed in parallel, 6 units)",
+                          "facts.parquet'): 1 file; 6 units to read", "Threads: max_threads = 2"};
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        if (!strstr(out, want[i]))
+            fprintf(stderr, "EXPLAIN lacks '%s':\n%s", want[i], out);
+        assert_non_null(strstr(out, want[i]));
+    }
+    free(out);
+    /* pruning: id < 10000 keeps the first of the 6 row groups */
+    snprintf(sql, sizeof(sql), "EXPLAIN SELECT id FROM file('%s/facts.parquet') WHERE id < 10000 "
+             "ORDER BY id DESC LIMIT 5", dir);
+    assert_int_equal(run(sql, &out, err, sizeof(err), 2), 0);
+    if (!strstr(out, "1 unit to read") || !strstr(out, "5 pruned by WHERE; columns id"))
+        fprintf(stderr, "%s", out);
+    assert_non_null(strstr(out, "1 unit to read"));
+    assert_non_null(strstr(out, "5 pruned by WHERE; columns id"));
+    free(out);
+    /* through a LEFT JOIN, WHERE on the left's columns prunes the left */
+    snprintf(sql, sizeof(sql), "EXPLAIN SELECT count() FROM file('%s/facts.parquet') AS f LEFT JOIN "
+             "file('%s/dims.parquet') AS d ON f.k = d.k WHERE f.id < 10000", dir, dir);
+    assert_int_equal(run(sql, &out, err, sizeof(err), 2), 0);
+    if (!strstr(out, "Left side (probed in parallel, 1 units)"))
+        fprintf(stderr, "%s", out);
+    assert_non_null(strstr(out, "Left side (probed in parallel, 1 units)"));
+    assert_non_null(strstr(out, "5 pruned by WHERE"));
+    free(out);
+    snprintf(sql, sizeof(sql), "EXPLAIN SELECT id, rank() OVER (ORDER BY v) FROM "
+             "file('%s/facts.parquet') UNION ALL SELECT j, 1 FROM file('%s/dims.parquet')", dir, dir);
+    assert_int_equal(run(sql, &out, err, sizeof(err), 2), 0);
+    assert_non_null(strstr(out, "Union (UNION ALL of 2 SELECTs"));
+    assert_non_null(strstr(out, "Window (1 function: rank() OVER (ORDER BY v ASC)"));
+    free(out);
+    /* EXPLAIN SYNTAX: one clause a line */
+    snprintf(sql, sizeof(sql), "EXPLAIN SYNTAX SELECT a.id AS i FROM file('x') AS a JOIN t USING k "
+             "WHERE i>1 LIMIT 2");
+    expect_rows(sql, "SELECT a.id AS i\nFROM file('x') AS a\nINNER JOIN t USING (k)\n"
+                     "WHERE (i > 1)\nLIMIT 2\n");
+}
+
+static void test_right_side_over_the_memory_limit(void **state)
+{
+    (void)state;
+    char sql[20000];
+    snprintf(sql, sizeof(sql),
+             "SELECT count() FROM file('%s/dims.parquet') AS d JOIN file('%s/facts.parquet') AS f "
+             "ON d.k = f.k SETTINGS max_memory_usage = 1500000", dir, dir);
+    expect_error(sql, "memory limit", "max_memory_usage", NULL);
+    /* with room, the same join runs */
+    snprintf(sql, sizeof(sql),
+             "SELECT count() > 0 FROM file('%s/dims.parquet') AS d JOIN file('%s/facts.parquet') AS f "
+             "ON d.k = f.k SETTINGS max_memory_usage = 200000000", dir, dir);
+    expect_rows(sql, "1\n");
+}
+
+static void test_unsupported_forms_are_named(void **state)
+{
+    (void)state;
+    char sql[20000];
+    snprintf(sql, sizeof(sql), "SELECT count() FROM file('%s/facts.parquet') AS f\nJOIN "
+             "file('%s/dims.parquet') AS d ON f.k < d.k", dir, dir);
+    expect_error(sql, "line 2, column", "JOIN ON supports equalities", NULL);
+    snprintf(sql, sizeof(sql), "SELECT count() FROM file('%s/facts.parquet') AS f ANY RIGHT JOIN "
+             "file('%s/dims.parquet') AS d ON f.k = d.k", dir, dir);
+    expect_error(sql, "ANY RIGHT JOIN is not supported", NULL);
+    snprintf(sql, sizeof(sql), "SELECT count() FROM file('%s/facts.parquet') AS f SEMI JOIN "
+             "file('%s/dims.parquet') AS d ON f.k = d.k", dir, dir);
+    expect_error(sql, "SEMI JOIN is not supported", NULL);
+    snprintf(sql, sizeof(sql), "SELECT id FROM file('%s/facts.parquet') UNION SELECT j FROM "
+             "file('%s/dims.parquet')", dir, dir);
+    expect_error(sql, "write UNION ALL", NULL);
+    snprintf(sql, sizeof(sql), "SELECT id FROM file('%s/facts.parquet') UNION DISTINCT SELECT j "
+             "FROM file('%s/dims.parquet')", dir, dir);
+    expect_error(sql, "UNION DISTINCT is not supported", NULL);
+    snprintf(sql, sizeof(sql), "SELECT id, s FROM file('%s/facts.parquet') UNION ALL SELECT j "
+             "FROM file('%s/dims.parquet')", dir, dir);
+    expect_error(sql, "as many columns", NULL);
+    snprintf(sql, sizeof(sql), "SELECT s FROM file('%s/facts.parquet') UNION ALL SELECT j "
+             "FROM file('%s/dims.parquet')", dir, dir);
+    expect_error(sql, "no common type", NULL);
+    snprintf(sql, sizeof(sql), "SELECT count() FROM file('%s/facts.parquet') WHERE v = "
+             "(SELECT v FROM file('%s/facts.parquet'))", dir, dir);
+    expect_error(sql, "scalar subquery returned 60000 rows", NULL);
+    snprintf(sql, sizeof(sql), "SELECT count() FROM file('%s/facts.parquet') WHERE v IN "
+             "(SELECT v, k FROM file('%s/facts.parquet'))", dir, dir);
+    expect_error(sql, "must return one column", NULL);
+    snprintf(sql, sizeof(sql), "WITH x AS (SELECT * FROM x) SELECT * FROM x");
+    expect_error(sql, "recursive WITH", NULL);
+    snprintf(sql, sizeof(sql), "SELECT s FROM file('%s/facts.parquet') AS f JOIN "
+             "file('%s/dims.parquet') AS d ON f.k = d.k", dir, dir);
+    /* s is in both: the bare name is the left's (d.s is the right's), as in ClickHouse */
+    char *out = NULL, err[ENG_MSG_MAX];
+    assert_int_equal(run(sql, &out, err, sizeof(err), 2), 0);
+    free(out);
+    snprintf(sql, sizeof(sql), "SELECT count() FROM file('%s/facts.parquet') AS f JOIN "
+             "file('%s/dims.parquet') AS d ON k = k", dir, dir);
+    expect_error(sql, "column 'k' of ON is in both tables", NULL);
+    snprintf(sql, sizeof(sql), "SELECT id,\n  sum(v) OVER (ORDER BY t RANGE BETWEEN 1 PRECEDING AND "
+             "CURRENT ROW) FROM file('%s/facts.parquet')", dir);
+    expect_error(sql, "line 2, column 27", "window frames with RANGE are not supported", NULL);
+    snprintf(sql, sizeof(sql), "SELECT sum(v) OVER w FROM file('%s/facts.parquet')", dir);
+    expect_error(sql, "named windows", NULL);
+    snprintf(sql, sizeof(sql), "SELECT 1 + row_number() OVER () FROM file('%s/facts.parquet')", dir);
+    expect_error(sql, "line 1, column 12", "only supported as a whole item of the SELECT list", NULL);
+    snprintf(sql, sizeof(sql), "SELECT ntile(4) OVER (ORDER BY t) FROM file('%s/facts.parquet')", dir);
+    expect_error(sql, "ntile() is not supported as a window function", NULL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_compositions_match_duckdb),
+        cmocka_unit_test(test_clickhouse_join_defaults),
+        cmocka_unit_test(test_explain_names_the_stages),
+        cmocka_unit_test(test_right_side_over_the_memory_limit),
+        cmocka_unit_test(test_unsupported_forms_are_named),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
