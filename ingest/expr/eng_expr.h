@@ -57,6 +57,10 @@ typedef struct ex_ectx {
 int bx_eval(ex_ectx *c, const bx *e, const ex_vec *in, const uint32_t *sel, uint32_t n,
             ex_vec *out);
 void bx_free(eng_mem *m, bx *e);
+/* The type ClickHouse gives fn (F_ADD .. F_MOD, F_NEG, F_ABS, F_ROUND) over
+ * x and y when one of them is a Decimal: false with why filled when there is
+ * none (a String, a scale above 18). */
+bool bx_dec_result_type(bx_fn fn, ex_type x, ex_type y, ex_type *out, char *why, size_t wlen);
 /* Fills sel with the rows where the boolean vector is true (not NULL, != 0);
  * returns their count. */
 uint32_t bx_select(const ex_vec *b, const uint32_t *insel, uint32_t n, uint32_t *sel);

@@ -360,7 +360,13 @@ int src__scan_batch(const eng_scan_env *env, const cb_batch *bt, eng_scan_fn fn,
     ex_vec *in = calloc((size_t)bt->n_cols + 1, sizeof(ex_vec));
     int rc = in ? 0 : -ENOMEM;
     for (uint32_t k = 0; k < bt->n_cols && rc == 0; k++)
-        rc = ex_vec_from_column(env->mem, bt->cols[k], &in[k]);
+        if ((rc = ex_vec_from_column(env->mem, bt->cols[k], &in[k])) == -ERANGE)
+            snprintf(err, errlen,
+                     "column '%.100s' is Decimal(%d, %d) and holds a value of more than 18 digits: "
+                     "decimals wider than 18 digits are read only while their values fit 18 "
+                     "digits; write the column with a precision of at most 18, or as a DOUBLE",
+                     bt->cols[k]->name ? bt->cols[k]->name : "?", bt->cols[k]->info.precision,
+                     bt->cols[k]->info.scale);
     if (rc == 0 && bt->n_rows)
         rc = fn(arg, in, bt->n_rows);
     if (in)

@@ -76,7 +76,23 @@ mkdirSync(join(D, 'mixed'), { recursive: true });
 await con.run(`COPY (SELECT Id, Score FROM posts LIMIT 10) TO '${D}/mixed/a.parquet' (FORMAT parquet)`);
 await con.run(`COPY (SELECT Id FROM posts LIMIT 10) TO '${D}/mixed/b.parquet' (FORMAT parquet)`);
 
+// decimals: DECIMAL(12,2) and (4,1) and (9,3) as INT64 / INT32, (30,4) as
+// FIXED_LEN_BYTE_ARRAY, with NULLs; a glob of three files, one of them empty; one row
+await con.run(`CREATE TABLE dec AS SELECT i::BIGINT AS Id,
+  (((hash(i) % 10000000000)::BIGINT - 5000000000) * 0.01)::DECIMAL(12,2) AS Price,
+  CASE WHEN i % 13 = 0 THEN NULL ELSE ((i % 200000) * 0.001)::DECIMAL(9,3) END AS Qty,
+  CASE WHEN i % 7 = 2 THEN NULL ELSE ((hash(i * 3) % 1000000000000)::BIGINT * 0.0001)::DECIMAL(30,4) END AS Big,
+  (((i % 1999) - 999) * 0.1)::DECIMAL(4,1) AS Small
+FROM range(60000) t(i)`);
+await con.run(`COPY dec TO '${D}/dec.parquet' (FORMAT parquet, ROW_GROUP_SIZE 20000)`);
+mkdirSync(join(D, 'dec_glob'), { recursive: true });
+await con.run(`COPY (SELECT * FROM dec WHERE Id < 1000) TO '${D}/dec_glob/a.parquet' (FORMAT parquet)`);
+await con.run(`COPY (SELECT * FROM dec WHERE Id < 0) TO '${D}/dec_glob/b.parquet' (FORMAT parquet)`);
+await con.run(`COPY (SELECT * FROM dec WHERE Id >= 1000 AND Id < 1500) TO '${D}/dec_glob/c.parquet' (FORMAT parquet)`);
+await con.run(`COPY (SELECT * FROM dec WHERE Id = 42) TO '${D}/dec_one.parquet' (FORMAT parquet)`);
+
 const P = `file('{D}/posts.parquet')`, Q = `'${D}/posts.parquet'`;
+const DP = `file('{D}/dec.parquet')`, DQ = `'${D}/dec.parquet'`;
 // [name, ClickHouse SQL, DuckDB SQL, flags, note]
 const cases = [
   ['seed', `SELECT OwnerDisplayName, count() AS num_posts FROM ${P} WHERE OwnerDisplayName NOT IN ('', 'anon') GROUP BY OwnerDisplayName ORDER BY num_posts DESC, OwnerDisplayName LIMIT 5`,
@@ -171,6 +187,39 @@ const cases = [
     `SELECT count(*) FROM ${Q} WHERE Score > 0`],
   ['empty_result_agg', `SELECT count(), sum(coalesce(Score, 0)), avg(coalesce(Score, 0)), sum(Score) FROM ${P} WHERE Id < 0`,
     `SELECT count(*), 0, 'nan', NULL FROM ${Q} WHERE Id < 0`, '-', 'ClickHouse: over no rows sum of a non-Nullable is 0 and avg nan (DuckDB: NULL); of a Nullable, NULL'],
+  // Decimal(P, S): exact, compared digit for digit ('exact'); ClickHouse prints no
+  // trailing zeros (output_format_decimal_trailing_zeros = 0), so the DuckDB side's
+  // decimals are printed without them (fmt below)
+  ['dec_sum', `SELECT sum(Price), sum(Qty), sum(Big), sum(Small), count(Qty), count(Big) FROM ${DP}`,
+    `SELECT sum(Price), sum(Qty), sum(Big), sum(Small), count(Qty), count(Big) FROM ${DQ}`, 'exact'],
+  ['dec_minmax', `SELECT min(Price), max(Price), min(Qty), max(Qty), min(Big), max(Big), min(Small), max(Small) FROM ${DP}`,
+    `SELECT min(Price), max(Price), min(Qty), max(Qty), min(Big), max(Big), min(Small), max(Small) FROM ${DQ}`, 'exact'],
+  ['dec_group', `SELECT Id % 5 AS k, sum(Price), min(Qty), max(Big), sum(Small) FROM ${DP} GROUP BY k ORDER BY k`,
+    `SELECT Id % 5 AS k, sum(Price), min(Qty), max(Big), sum(Small) FROM ${DQ} GROUP BY k ORDER BY k`, 'exact'],
+  ['dec_group_key', `SELECT Small, count(), sum(Qty) FROM ${DP} WHERE Id < 5000 GROUP BY Small ORDER BY Small LIMIT 30`,
+    `SELECT Small, count(*), sum(Qty) FROM ${DQ} WHERE Id < 5000 GROUP BY Small ORDER BY Small LIMIT 30`, 'exact'],
+  ['dec_arith', `SELECT Id, Price + Qty, Price - Small, Price * Qty, -Price, Price * 3, Price + 1, Small * Small, abs(Small) FROM ${DP} WHERE Id < 300 ORDER BY Id`,
+    `SELECT Id, Price + Qty, Price - Small, Price * Qty, -Price, Price * 3, Price + 1, Small * Small, abs(Small) FROM ${DQ} WHERE Id < 300 ORDER BY Id`,
+    'exact', 'ClickHouse: + and - take the larger scale, * adds the scales, an integer counts as scale 0'],
+  ['dec_div', `SELECT Id, Price / Qty, Price / 7, Qty / Small FROM ${DP} WHERE Id < 2000 AND Price > 0 AND Qty > 0 AND Small > 0 ORDER BY Id`,
+    `SELECT Id, (Price * 100)::HUGEINT * 1000 // (Qty * 1000)::HUGEINT * 0.01, (Price * 100)::HUGEINT // 7 * 0.01, (Qty * 1000)::HUGEINT * 10 // (Small * 10)::HUGEINT * 0.001 FROM ${DQ} WHERE Id < 2000 AND Price > 0 AND Qty > 0 AND Small > 0 ORDER BY Id`,
+    'exact', "ClickHouse's Decimal division keeps the dividend's scale and discards the digits below it (positive operands, so // is that truncation)"],
+  ['dec_filter', `SELECT count(), sum(Price) FROM ${DP} WHERE Price > 1000.5 AND Qty <= 150 AND Small IN (1.5, -2.5, 3, 99.9) AND Big IS NOT NULL`,
+    `SELECT count(*), sum(Price) FROM ${DQ} WHERE Price > 1000.5 AND Qty <= 150 AND Small IN (1.5, -2.5, 3, 99.9) AND Big IS NOT NULL`, 'exact'],
+  ['dec_cmp_cols', `SELECT count() FROM ${DP} WHERE Qty > Small AND Price < Big`,
+    `SELECT count(*) FROM ${DQ} WHERE Qty > Small AND Price < Big`, 'exact'],
+  ['dec_order', `SELECT Id, Big, Price FROM ${DP} ORDER BY Big DESC NULLS LAST, Id LIMIT 12`,
+    `SELECT Id, Big, Price FROM ${DQ} ORDER BY Big DESC NULLS LAST, Id LIMIT 12`, 'exact'],
+  ['dec_avg', `SELECT avg(Price), avg(Qty), avg(Big), avg(Small) FROM ${DP}`,
+    `SELECT avg(Price)::DOUBLE, avg(Qty)::DOUBLE, avg(Big)::DOUBLE, avg(Small)::DOUBLE FROM ${DQ}`, '-', 'avg of a Decimal is Float64'],
+  ['dec_null_sum', `SELECT sum(Qty), count() FROM ${DP} WHERE Qty IS NULL`,
+    `SELECT sum(Qty), count(*) FROM ${DQ} WHERE Qty IS NULL`, 'exact', 'the sum of a Nullable over no values is NULL'],
+  ['dec_glob', `SELECT count(), sum(Price), max(Qty), sum(Big) FROM file('{D}/dec_glob/*.parquet')`,
+    `SELECT count(*), sum(Price), max(Qty), sum(Big) FROM '${D}/dec_glob/*.parquet'`, 'exact', 'one of the three files has no rows'],
+  ['dec_one_row', `SELECT * FROM file('{D}/dec_one.parquet')`, `SELECT * FROM '${D}/dec_one.parquet'`, 'exact'],
+  ['dec_cast', `SELECT Id, CAST(Price AS Decimal(18, 4)), CAST(Small AS Int32), CAST(Qty AS String), CAST(Id AS Decimal(10, 2)) FROM ${DP} WHERE Id < 40 ORDER BY Id`,
+    `SELECT Id, CAST(Price AS DECIMAL(18, 4)), trunc(Small)::INTEGER, CASE WHEN Qty IS NULL THEN NULL ELSE rtrim(rtrim(Qty::VARCHAR, '0'), '.') END, CAST(Id AS DECIMAL(10,2)) FROM ${DQ} WHERE Id < 40 ORDER BY Id`,
+    'exact', 'Decimal to an integer truncates toward zero; to a String prints as ClickHouse does'],
 ];
 
 const esc = (s) => s.replace(/\\/g, '\\\\').replace(/\t/g, '\\t').replace(/\n/g, '\\n');
@@ -180,6 +229,10 @@ const fmt = (v) => {
   if (typeof v === 'number') return Number.isNaN(v) ? 'nan' : String(v);
   if (typeof v === 'boolean') return v ? 'true' : 'false';
   if (typeof v === 'string') return esc(v);
+  if (v instanceof duck.DuckDBDecimalValue) {
+    const t = v.toString();
+    return t.includes('.') ? t.replace(/0+$/, '').replace(/\.$/, '') : t;
+  }
   return esc(v.toString());
 };
 let list = '';
