@@ -33,7 +33,7 @@ static const char query_help[] =
     "SHOW TABLES, DESCRIBE t, FROM t [FINAL], system.parts / tables / columns.\n\n"
     "Options:\n"
     "  --format F          PrettyCompact (default on a terminal), TSV, TSVWithNames, CSV,\n"
-    "                      CSVWithNames, JSONEachRow, Null (default otherwise: TSV)\n"
+    "                      CSVWithNames, JSONEachRow, Null, Parquet (default otherwise: TSV)\n"
     "  --queries-file F    read the statements from F (separated by ';')\n"
     "  --max_threads N     default of the max_threads setting (default: the cores)\n"
     "  --cache MEMBERS     read S3 through cache nodes (libringcache): host:port,... or\n"
@@ -261,12 +261,12 @@ int eng_cli_query(int argc, char **argv)
             return 2;
         }
     }
-    eng_ctx ctx = {.out = stdout};
+    eng_ctx ctx = {.out = stdout, .allow_outfile = true};
     if (fmt) {
         int f = eng_format_parse(fmt);
         if (f < 0) {
             fprintf(stderr, "ringcache query: unknown format '%s' (use PrettyCompact, TSV, "
-                            "TSVWithNames, CSV, CSVWithNames, JSONEachRow or Null)\n",
+                            "TSVWithNames, CSV, CSVWithNames, JSONEachRow, Null or Parquet)\n",
                     fmt);
             return 2;
         }

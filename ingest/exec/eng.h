@@ -71,6 +71,8 @@ typedef struct eng_ctx {
     eng_format format;         /* when the query has no FORMAT clause */
     FILE *progress;            /* a progress line every 100 ms; NULL: none */
     int max_threads;           /* default for the setting; 0: the cores */
+    bool allow_outfile;        /* SELECT ... INTO OUTFILE may write files where the
+                                * engine runs (the CLI: the user's own machine) */
     /* tables (CREATE TABLE, INSERT, FROM t, system.*): */
     const tb_wh *warehouse;    /* where tables live (borrowed); NULL: no tables */
     const char *database;      /* the current database; NULL: default */

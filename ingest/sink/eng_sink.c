@@ -21,6 +21,7 @@ int eng_format_parse(const char *name)
         {"CSV", ENG_FMT_CSV}, {"CSVWithNames", ENG_FMT_CSV_WITH_NAMES},
         {"JSONEachRow", ENG_FMT_JSON_EACH_ROW}, {"NDJSON", ENG_FMT_JSON_EACH_ROW},
         {"JSONLines", ENG_FMT_JSON_EACH_ROW}, {"Null", ENG_FMT_NULL},
+        {"Parquet", ENG_FMT_PARQUET},
     };
     for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
         if (strcasecmp(name, t[i].n) == 0)
@@ -136,6 +137,8 @@ int eng_sink_format_create(eng_sink **out, eng_format fmt, const eng_writer *w)
     case ENG_FMT_TSV: case ENG_FMT_TSV_WITH_NAMES: case ENG_FMT_CSV: case ENG_FMT_CSV_WITH_NAMES:
     case ENG_FMT_JSON_EACH_ROW: case ENG_FMT_NULL:
         return sk__text_create(out, fmt, w);
+    case ENG_FMT_PARQUET:
+        return sk__parquet_create(out, w);
     }
     return -EINVAL;
 }

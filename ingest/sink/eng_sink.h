@@ -17,7 +17,8 @@
  * (64-bit integers quoted, as output_format_json_quote_64bit_integers=1 does;
  * nan/inf as null), PrettyCompact (box drawing, numbers right-aligned, NULL
  * as ᴺᵁᴸᴸ, at most 10000 rows like output_format_pretty_max_rows: it keeps
- * those rows to measure its columns, and counts the rest) and Null.
+ * those rows to measure its columns, and counts the rest), Null, and Parquet
+ * (sink_parquet.c: a row group at a time, the footer at the end).
  *
  * Ownership: a format sink copies its eng_writer; what the writer writes to
  * must outlive the sink. Blocks are lent for the call; begin's names and
@@ -43,6 +44,7 @@ typedef enum eng_format {
     ENG_FMT_CSV_WITH_NAMES,
     ENG_FMT_JSON_EACH_ROW,
     ENG_FMT_NULL,
+    ENG_FMT_PARQUET,
 } eng_format;
 
 /* "TSV" / "TabSeparated" / "CSV" / "JSONEachRow" / ... -> format, or -EINVAL. */

@@ -67,5 +67,6 @@ void sk_names_free(char **names, int n);
 
 int sk__text_create(eng_sink **out, eng_format fmt, const eng_writer *w);
 int sk__pretty_create(eng_sink **out, const eng_writer *w);
+int sk__parquet_create(eng_sink **out, const eng_writer *w);
 
 #endif /* RINGCACHE_SINK_INT_H */

@@ -20,6 +20,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { gzipSync } from 'node:zlib';
+import { duckText } from './duck_fmt.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const nm = process.env.RINGCACHE_NODE_MODULES || join(here, '..', '..', '..', 'node_modules');
@@ -189,7 +190,7 @@ const cases = [
     `SELECT count(*), 0, 'nan', NULL FROM ${Q} WHERE Id < 0`, '-', 'ClickHouse: over no rows sum of a non-Nullable is 0 and avg nan (DuckDB: NULL); of a Nullable, NULL'],
   // Decimal(P, S): exact, compared digit for digit ('exact'); ClickHouse prints no
   // trailing zeros (output_format_decimal_trailing_zeros = 0), so the DuckDB side's
-  // decimals are printed without them (fmt below)
+  // decimals are printed without them (duck_fmt.mjs)
   ['dec_sum', `SELECT sum(Price), sum(Qty), sum(Big), sum(Small), count(Qty), count(Big) FROM ${DP}`,
     `SELECT sum(Price), sum(Qty), sum(Big), sum(Small), count(Qty), count(Big) FROM ${DQ}`, 'exact'],
   ['dec_minmax', `SELECT min(Price), max(Price), min(Qty), max(Qty), min(Big), max(Big), min(Small), max(Small) FROM ${DP}`,
@@ -222,24 +223,11 @@ const cases = [
     'exact', 'Decimal to an integer truncates toward zero; to a String prints as ClickHouse does'],
 ];
 
-const esc = (s) => s.replace(/\\/g, '\\\\').replace(/\t/g, '\\t').replace(/\n/g, '\\n');
-const fmt = (v) => {
-  if (v === null || v === undefined) return '\\N';
-  if (typeof v === 'bigint') return v.toString();
-  if (typeof v === 'number') return Number.isNaN(v) ? 'nan' : String(v);
-  if (typeof v === 'boolean') return v ? 'true' : 'false';
-  if (typeof v === 'string') return esc(v);
-  if (v instanceof duck.DuckDBDecimalValue) {
-    const t = v.toString();
-    return t.includes('.') ? t.replace(/0+$/, '').replace(/\.$/, '') : t;
-  }
-  return esc(v.toString());
-};
 let list = '';
 for (const [name, ch, dk, flags = '-'] of cases) {
   const sql = dk.replaceAll('{D}', D);
   const r = await con.runAndReadAll(sql);
-  const rows = r.getRows().map((row) => row.map(fmt).join('\t'));
+  const rows = r.getRows().map((row) => row.map((v) => duckText(duck, v)).join('\t'));
   writeFileSync(join(D, `${name}.expected`), rows.map((l) => l + '\n').join(''));
   list += `${name}\t${flags}\t${ch.replaceAll('{D}', D)}\n`;
 }

@@ -24,7 +24,7 @@ declare -A may=(
   [plan]="core io format/parquet sql expr table"
   [source]="core io format/parquet format/text sql expr plan table"
   [table]="core io"
-  [sink]="core table"
+  [sink]="core table format/parquet"
   [exec]="core io format/parquet format/text sql expr plan source sink table"
   [cli]="core io format/parquet format/text sql expr plan source sink exec table"
 )
