@@ -203,6 +203,8 @@ typedef struct eng_col {
     char *name;
     ex_type t;
     cb_typeinfo cb;      /* Parquet: the batch type; text: unused */
+    bool virt;           /* a virtual column (_path, _file, _size, _time): read by
+                          * name only, never by SELECT * or DESCRIBE */
 } eng_col;
 
 struct eng_schema {

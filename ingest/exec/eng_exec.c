@@ -302,6 +302,8 @@ static int run_describe(equery *q, eng_format fmt, char *err, size_t errlen)
         rc = -ENOMEM;
     }
     for (int i = 0; rc == 0 && i < schema->n; i++) {
+        if (schema->cols[i].virt)
+            continue;
         char tn[256];
         if (q->src->type_names && q->src->type_names[i])
             snprintf(tn, sizeof(tn), "%s", q->src->type_names[i]);

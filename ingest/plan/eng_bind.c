@@ -1469,7 +1469,7 @@ int eng_bind(eng_mem *m, const sql_stmt *st, const eng_schema *sc, eng_plan *p, 
     int n_items = 0;
     /* SELECT * -> every column */
     for (int i = 0; i < st->n_items; i++)
-        n_items += st->items[i].expr->kind == SQL_STAR ? sc->n : 1;
+        n_items += st->items[i].expr->kind == SQL_STAR ? sc->n : 1; /* at most */
     ex_items = calloc((size_t)n_items + 1, sizeof(*ex_items));
     char **names = calloc((size_t)n_items + 1, sizeof(char *));
     if (!ex_items || !names) {
@@ -1481,6 +1481,8 @@ int eng_bind(eng_mem *m, const sql_stmt *st, const eng_schema *sc, eng_plan *p, 
         const sql_select_item *it = &st->items[i];
         if (it->expr->kind == SQL_STAR) {
             for (int c = 0; c < sc->n; c++) {
+                if (sc->cols[c].virt)
+                    continue; /* _path, _file, ...: by name only, as in ClickHouse */
                 sql_node tmp = {.kind = SQL_COLUMN, .line = it->expr->line, .col = it->expr->col,
                                 .s = sc->cols[c].name, .slen = strlen(sc->cols[c].name)};
                 ex_items[k] = sql_node_clone(&tmp);
@@ -1508,6 +1510,7 @@ int eng_bind(eng_mem *m, const sql_stmt *st, const eng_schema *sc, eng_plan *p, 
             boom(&b);
         k++;
     }
+    n_items = k; /* SELECT * skipped the virtual columns */
     if (b.rc)
         goto out;
     /* WHERE */

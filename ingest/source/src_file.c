@@ -42,7 +42,8 @@ static int walk(const char *dir, const s3_glob *g, int depth, flist *l)
             if (rc == -EACCES)
                 rc = 0;
         } else if (S_ISREG(st.st_mode) && s3_glob_match(g, p)) {
-            rc = src__flist_add(l, p, (uint64_t)st.st_size);
+            if ((rc = src__flist_add(l, p, (uint64_t)st.st_size)) == 0)
+                l->f[l->n - 1].mtime = (int64_t)st.st_mtime;
         }
     }
     closedir(d);
@@ -68,8 +69,8 @@ static int list_local(const char *pattern, flist *l, char *err, size_t errlen)
             rc = -EISDIR;
             snprintf(err, errlen, "%s is a folder: add a glob such as '%s/*.parquet'", pattern,
                      pattern);
-        } else {
-            rc = src__flist_add(l, pattern, (uint64_t)st.st_size);
+        } else if ((rc = src__flist_add(l, pattern, (uint64_t)st.st_size)) == 0) {
+            l->f[l->n - 1].mtime = (int64_t)st.st_mtime;
         }
         s3_glob_destroy(&g);
         return rc;

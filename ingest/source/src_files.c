@@ -56,6 +56,11 @@ typedef struct src_files {
     int *unit_rg;
     ef *pf;                   /* downloads ahead of the workers (NULL: none) */
     eng_fail fail;            /* the first error of the footer threads */
+    /* the plan's scan slots: those read from the files (n_phys, their schema
+     * columns in phys_need) and, per slot, the virtual column it is or -1 */
+    int n_phys;
+    int *phys_need;
+    int *vslot;
 } src_files;
 
 /* A worker's state: the unit's bytes fetched ahead (or NULL), and its own
@@ -71,6 +76,12 @@ struct eng_reader {
     void *arg;
     char *err;
     size_t errlen;
+    /* with virtual columns: the caller's callback, the file of the unit and
+     * its virtual values (constant vectors), and the slots handed on */
+    eng_scan_fn ufn;
+    void *uarg;
+    ex_vec vval[SRC_N_VIRT];
+    ex_vec *slots;
 };
 
 /* ---- file lists ------------------------------------------------------------------ */
@@ -90,7 +101,116 @@ int src__flist_add(flist *l, const char *path, uint64_t size)
     if (!(f->path = strdup(path)))
         return -ENOMEM;
     f->size = size;
+    f->mtime = -1;
     l->n++;
+    return 0;
+}
+
+/* ---- virtual columns --------------------------------------------------------------- */
+
+/* ClickHouse's virtual columns of file() and s3(): the object's path (for s3(),
+ * bucket/key), its name, size and modification time (NULL when the listing
+ * does not tell). A column of the files with the same name hides one. */
+static const struct {
+    const char *name;
+    ex_type t;
+} virt_cols[SRC_N_VIRT] = {
+    {"_path", {.kind = EX_STRING}},
+    {"_file", {.kind = EX_STRING}},
+    {"_size", {.kind = EX_UINT, .bits = 64, .nullable = true}},
+    {"_time", {.kind = EX_DATETIME, .nullable = true}},
+};
+
+static int add_virtual_columns(eng_schema *sc)
+{
+    eng_col *c = realloc(sc->cols, sizeof(eng_col) * (size_t)(sc->n + SRC_N_VIRT + 1));
+    if (!c)
+        return -ENOMEM;
+    sc->cols = c;
+    for (int v = 0; v < SRC_N_VIRT; v++) {
+        bool hidden = false;
+        for (int i = 0; i < sc->n && !hidden; i++)
+            hidden = !sc->cols[i].virt && strcmp(sc->cols[i].name, virt_cols[v].name) == 0;
+        if (hidden)
+            continue;
+        eng_col *n = &sc->cols[sc->n];
+        memset(n, 0, sizeof(*n));
+        if (!(n->name = strdup(virt_cols[v].name)))
+            return -ENOMEM;
+        n->t = virt_cols[v].t;
+        n->virt = true;
+        sc->n++;
+    }
+    return 0;
+}
+
+/* The virtual values of file f for a reader (constant vectors). */
+static int virt_values(src_files *s, eng_reader *rd, const efile *f)
+{
+    for (int v = 0; v < SRC_N_VIRT; v++)
+        ex_vec_clear(s->env.mem, &rd->vval[v]);
+    char path[4200];
+    if (s->s3)
+        snprintf(path, sizeof(path), "%s/%s", s->bucket, f->path);
+    else
+        snprintf(path, sizeof(path), "%s", f->path);
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    int rc = 0;
+    for (int v = 0; v < SRC_N_VIRT && rc == 0; v++) {
+        ex_vec *x = &rd->vval[v];
+        if ((rc = ex_vec_alloc(s->env.mem, x, virt_cols[v].t, 1)) < 0)
+            break;
+        x->is_const = true;
+        switch (v) {
+        case 0: rc = ex_vec_str_put(s->env.mem, x, 0, path, strlen(path)); break;
+        case 1: rc = ex_vec_str_put(s->env.mem, x, 0, base, strlen(base)); break;
+        case 2: x->i[0] = (int64_t)f->size; break;
+        default:
+            x->i[0] = f->mtime < 0 ? 0 : f->mtime;
+            x->nulls[0] = f->mtime < 0;
+            break;
+        }
+    }
+    return rc;
+}
+
+/* The scan callback when the plan reads virtual columns: the file's columns
+ * (n_phys of them, in slot order) with the virtual ones put in their slots. */
+static int virt_fn(void *arg, ex_vec *cols, uint32_t n)
+{
+    eng_reader *rd = arg;
+    src_files *s = rd->s;
+    for (int k = 0, j = 0; k < s->plan->n_need; k++) {
+        if (s->vslot[k] < 0) {
+            rd->slots[k] = cols[j++];
+            rd->slots[k].own = 0; /* cols' owner frees them */
+        } else {
+            ex_vec_view(&rd->vval[s->vslot[k]], 0, 1, &rd->slots[k]);
+        }
+    }
+    return rd->ufn(rd->uarg, rd->slots, n);
+}
+
+/* Splits the plan's slots into the files' columns and the virtual ones. */
+static int plan_slots(src_files *s, const eng_plan *p)
+{
+    s->phys_need = calloc((size_t)p->n_need + 1, sizeof(int));
+    s->vslot = calloc((size_t)p->n_need + 1, sizeof(int));
+    if (!s->phys_need || !s->vslot)
+        return -ENOMEM;
+    s->n_phys = 0;
+    for (int k = 0; k < p->n_need; k++) {
+        const eng_col *c = &s->base.schema.cols[p->need[k]];
+        s->vslot[k] = -1;
+        if (!c->virt) {
+            s->phys_need[s->n_phys++] = p->need[k];
+            continue;
+        }
+        for (int v = 0; v < SRC_N_VIRT; v++)
+            if (strcmp(c->name, virt_cols[v].name) == 0)
+                s->vslot[k] = v;
+    }
     return 0;
 }
 
@@ -299,11 +419,11 @@ static int open_parquet(src_files *s, efile *f, char *err, size_t errlen)
 static int map_columns(src_files *s, efile *f, char *err, size_t errlen)
 {
     free(f->colmap);
-    f->colmap = calloc((size_t)s->plan->n_need + 1, sizeof(int));
+    f->colmap = calloc((size_t)s->n_phys + 1, sizeof(int));
     if (!f->colmap)
         return -ENOMEM;
-    for (int k = 0; k < s->plan->n_need; k++) {
-        const eng_col *c = &s->base.schema.cols[s->plan->need[k]];
+    for (int k = 0; k < s->n_phys; k++) {
+        const eng_col *c = &s->base.schema.cols[s->phys_need[k]];
         int i = pq_file_find_column(f->pf, c->name);
         char nb[1200];
         if (i < 0) {
@@ -454,7 +574,7 @@ static int read_rgs(eng_reader *rd, efile *f, pq_file *pf, int gen, int *colmap,
     pq_read_opts o;
     pq_read_opts_init(&o);
     o.columns = colmap;
-    o.n_columns = (size_t)p->n_need;
+    o.n_columns = (size_t)s->n_phys;
     o.preds = preds;
     o.n_preds = np;
     o.rg_begin = rg_begin;
@@ -632,7 +752,7 @@ static int run_text_unit(eng_reader *rd, int u)
         return -ENOMEM;
     }
     rc = tx_parse(s->env.mem, (tx_format)s->kind, fname(s, f, nb, sizeof(nb)), (const char *)text,
-                  len, &s->base.schema, s->plan->need, s->plan->n_need,
+                  len, &s->base.schema, s->phys_need, s->n_phys,
                   ENG_BATCH_ROWS, text_batch, rd, rd->err, rd->errlen);
     em_account(s->env.mem, -(int64_t)len);
     free(text);
@@ -679,7 +799,7 @@ static int64_t pf_size(void *arg, int u, bool allow_span, int *span)
     rs_range *r;
     size_t n;
     uint64_t total;
-    if (pq_row_group_ranges(pf, s->unit_rg[u], colmap, (size_t)s->plan->n_need, 0, 0, &r, &n,
+    if (pq_row_group_ranges(pf, s->unit_rg[u], colmap, (size_t)s->n_phys, 0, 0, &r, &n,
                             &total, NULL, 0) < 0)
         return -1;
     free(r);
@@ -716,7 +836,7 @@ static void pf_fetch(void *arg, ef *p, int u, int span, ef_blob *b)
         b->rc = rs_read(src, 0, b->buf, size, err, sizeof(err));
     } else {
         uint64_t total;
-        b->rc = pq_row_group_ranges(pf, s->unit_rg[u], colmap, (size_t)s->plan->n_need, 0, 0,
+        b->rc = pq_row_group_ranges(pf, s->unit_rg[u], colmap, (size_t)s->n_phys, 0, 0,
                                     &b->ranges, &b->n, &total, err, sizeof(err));
         if (b->rc < 0)
             return;
@@ -844,6 +964,10 @@ static int files_plan(eng_source *b, const eng_plan *p, char *err, size_t errlen
 {
     src_files *s = (src_files *)b;
     s->plan = p;
+    if (plan_slots(s, p) < 0) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
     if (s->kind == 0) {
         int t = s->env.set->max_threads;
         if (t < s->env.set->max_download_threads)
@@ -883,6 +1007,9 @@ static void files_reader_destroy(eng_source *b, eng_reader *rd)
     ef_release(s->pf, &rd->blob);
     free(rd->fbuf);
     em_account(s->env.mem, -(int64_t)rd->fcap);
+    for (int v = 0; v < SRC_N_VIRT; v++)
+        ex_vec_clear(s->env.mem, &rd->vval[v]);
+    free(rd->slots);
     free(rd);
 }
 
@@ -907,6 +1034,20 @@ static int files_read(eng_source *b, eng_reader *rd, int u, eng_scan_fn fn, void
     rd->arg = arg;
     rd->err = err;
     rd->errlen = errlen;
+    if (s->n_phys < s->plan->n_need) {
+        if (!rd->slots && !(rd->slots = calloc((size_t)s->plan->n_need, sizeof(ex_vec)))) {
+            snprintf(err, errlen, "out of memory");
+            return -ENOMEM;
+        }
+        if (virt_values(s, rd, &s->files[s->unit_file[u]]) < 0) {
+            snprintf(err, errlen, "out of memory");
+            return -ENOMEM;
+        }
+        rd->ufn = fn;
+        rd->uarg = arg;
+        rd->fn = virt_fn;
+        rd->arg = rd;
+    }
     return s->kind == 0 ? run_parquet_unit(rd, u) : run_text_unit(rd, u);
 }
 
@@ -940,6 +1081,8 @@ static void files_destroy(eng_source *b)
     eng_schema_free(&s->base.schema);
     free(s->unit_file);
     free(s->unit_rg);
+    free(s->phys_need);
+    free(s->vslot);
     eng_fail_deinit(&s->fail);
     free(s);
 }
@@ -1017,6 +1160,10 @@ int src__files_open(eng_source **out, const eng_scan_env *env, const eng_tf_call
                           (const char *)text, len, &s->base.schema, err, errlen);
             free(text);
         }
+    }
+    if (rc == 0 && add_virtual_columns(&s->base.schema) < 0) {
+        snprintf(err, errlen, "out of memory");
+        rc = -ENOMEM;
     }
     if (rc < 0)
         goto fail;

@@ -21,6 +21,7 @@
 typedef struct efile {
     char *path;               /* local path or key */
     uint64_t size;
+    int64_t mtime;            /* seconds since the epoch, -1 when unknown (_time) */
     pthread_mutex_t mu;
     rs_source *src;
     pq_file *pf;
@@ -32,6 +33,9 @@ typedef struct efile {
     int rg_first;             /* Parquet: first unit of this file */
     int n_rg;                 /* Parquet: its units (row groups not pruned) */
 } efile;
+
+/* _path, _file, _size, _time */
+#define SRC_N_VIRT 4
 
 /* The files a glob matched, as they are listed. */
 typedef struct flist {

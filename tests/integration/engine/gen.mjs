@@ -221,6 +221,15 @@ const cases = [
   ['dec_cast', `SELECT Id, CAST(Price AS Decimal(18, 4)), CAST(Small AS Int32), CAST(Qty AS String), CAST(Id AS Decimal(10, 2)) FROM ${DP} WHERE Id < 40 ORDER BY Id`,
     `SELECT Id, CAST(Price AS DECIMAL(18, 4)), trunc(Small)::INTEGER, CASE WHEN Qty IS NULL THEN NULL ELSE rtrim(rtrim(Qty::VARCHAR, '0'), '.') END, CAST(Id AS DECIMAL(10,2)) FROM ${DQ} WHERE Id < 40 ORDER BY Id`,
     'exact', 'Decimal to an integer truncates toward zero; to a String prints as ClickHouse does'],
+  // the virtual columns of file(): _path as listed, _file its name, _size, _time (mtime)
+  ['virtual_cols', `SELECT _file, _path, _size, _time, count(), min(Id), sum(Price) FROM file('{D}/dec_glob/*.parquet') GROUP BY _file, _path, _size, _time ORDER BY _file`,
+    `SELECT parse_filename(b.filename), b.filename, b.size, strftime(b.last_modified, '%Y-%m-%d %H:%M:%S'), count(*), min(Id), sum(Price) FROM read_parquet('${D}/dec_glob/*.parquet', filename = true) p JOIN read_blob('${D}/dec_glob/*.parquet') b ON p.filename = b.filename GROUP BY ALL ORDER BY 1`,
+    'exact', 'the file without rows has no group'],
+  ['virtual_filter', `SELECT count(), sum(Score) FROM file('{D}/small/part_*.parquet') WHERE _file IN ('part_03.parquet', 'part_07.parquet')`,
+    `SELECT count(*), sum(Score) FROM read_parquet('${D}/small/part_*.parquet', filename = true) WHERE parse_filename(filename) IN ('part_03.parquet', 'part_07.parquet')`],
+  ['virtual_text', `SELECT _file, count(), sum(Score) FROM file('{D}/posts.csv*') GROUP BY _file ORDER BY _file`,
+    `SELECT f, count(*), sum(Score) FROM t, (VALUES ('posts.csv'), ('posts.csv.gz'), ('posts.csv.zst')) v(f) GROUP BY f ORDER BY f`,
+    '-', 'plain, gzip and zstd copies of one CSV'],
 ];
 
 let list = '';
