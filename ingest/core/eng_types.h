@@ -210,6 +210,8 @@ typedef struct eng_col {
 struct eng_schema {
     eng_col *cols;
     int n;
+    bool given;          /* the query's structure argument, not the files': plain
+                          * CSV and TSV then have no header row */
 };
 void eng_schema_free(eng_schema *s);
 

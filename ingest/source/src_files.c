@@ -61,6 +61,7 @@ typedef struct src_files {
     int n_phys;
     int *phys_need;
     int *vslot;
+    tx_codec codec;           /* text: the compression argument (AUTO: by name) */
 } src_files;
 
 /* A worker's state: the unit's bytes fetched ahead (or NULL), and its own
@@ -398,7 +399,8 @@ static int load_text(src_files *s, efile *f, uint8_t **text, size_t *len, char *
     if (rc < 0)
         return rc;
     char nb[1200];
-    rc = tx_decompress(fname(s, f, nb, sizeof(nb)), raw, rawlen, text, len, err, errlen);
+    rc = tx_decompress_as(s->codec, fname(s, f, nb, sizeof(nb)), raw, rawlen, text, len, err,
+                          errlen);
     free(raw);
     em_account(s->env.mem, -charged);
     return rc;
@@ -737,7 +739,7 @@ static int run_text_unit(eng_reader *rd, int u)
     }
     uint8_t *text;
     size_t len;
-    rc = tx_decompress(fname(s, f, nb, sizeof(nb)), raw, rawlen, &text, &len, rd->err,
+    rc = tx_decompress_as(s->codec, fname(s, f, nb, sizeof(nb)), raw, rawlen, &text, &len, rd->err,
                        rd->errlen);
     if (b)
         ef_release(s->pf, &b);
@@ -1098,10 +1100,70 @@ static const eng_source_ops files_ops = {
     .destroy = files_destroy,
 };
 
+/* The structure argument over a Parquet schema: its columns, in its order,
+ * each in the files with the type it names (a different one is refused: the
+ * query can CAST); Nullable or not may differ, the files' own is kept (their
+ * NULLs stay NULLs). */
+static int parquet_structure(eng_schema *sc, const eng_schema *want, const char *fname, char *err,
+                             size_t errlen)
+{
+    eng_col *cols = calloc((size_t)want->n + 1, sizeof(eng_col));
+    if (!cols) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    int rc = 0;
+    for (int k = 0; k < want->n && rc == 0; k++) {
+        const eng_col *w = &want->cols[k];
+        int i = 0;
+        while (i < sc->n && strcmp(sc->cols[i].name, w->name) != 0)
+            i++;
+        if (i == sc->n) {
+            snprintf(err, errlen, "column '%.100s' of the structure argument is not in %.600s",
+                     w->name, fname);
+            rc = -EINVAL;
+            break;
+        }
+        ex_type ft = sc->cols[i].t, wt = w->t;
+        if (ft.kind != wt.kind || ft.scale != wt.scale ||
+            (ft.kind == EX_DECIMAL && ft.prec != wt.prec)) {
+            char a[64], b[64];
+            ex_type_name(&ft, a, sizeof(a));
+            ex_type_name(&wt, b, sizeof(b));
+            snprintf(err, errlen, "column '%.100s' is %s in %.600s, not %s as the structure "
+                     "argument says: give %s, or CAST it in the query", w->name, a, fname, b, a);
+            rc = -EINVAL;
+            break;
+        }
+        cols[k] = sc->cols[i];
+        sc->cols[i].name = NULL; /* moved */
+    }
+    if (rc < 0) {
+        for (int k = 0; k < want->n; k++)
+            free(cols[k].name);
+        free(cols);
+        return rc;
+    }
+    eng_schema_free(sc);
+    sc->cols = cols;
+    sc->n = want->n;
+    return 0;
+}
+
 int src__files_open(eng_source **out, const eng_scan_env *env, const eng_tf_call *c,
                     const char *path, flist *l, bool s3, const char *bucket, const char *fmtarg,
                     char *err, size_t errlen)
 {
+    src_fargs a = {.format = fmtarg};
+    return src__files_open_args(out, env, c, path, l, s3, bucket, &a, err, errlen);
+}
+
+int src__files_open_args(eng_source **out, const eng_scan_env *env, const eng_tf_call *c,
+                         const char *path, flist *l, bool s3, const char *bucket,
+                         const src_fargs *a, char *err, size_t errlen)
+{
+    const char *fmtarg = a->format;
+    eng_schema given = {0};
     *out = NULL;
     src_files *s = calloc(1, sizeof(*s));
     if (!s) {
@@ -1143,13 +1205,35 @@ int src__files_open(eng_source **out, const eng_scan_env *env, const eng_tf_call
         }
     }
     s->kind = kind;
-    /* schema from the first file */
-    if (kind == 0) {
+    if (a->compression) {
+        int cd = tx_codec_of_arg(a->compression);
+        if (cd < 0 || (kind == 0 && cd != TX_CODEC_NONE)) {
+            snprintf(err, errlen, cd < 0 ? "unknown compression '%s' of %s() (use auto, none, "
+                                           "gzip or zstd)"
+                                         : "compression '%s' of %s() applies to text files: "
+                                           "Parquet compresses inside the file; drop it",
+                     a->compression, c->name);
+            rc = -EINVAL;
+            goto fail;
+        }
+        s->codec = (tx_codec)cd;
+    }
+    if (a->structure && (rc = src__structure_parse(a->structure, &given, err, errlen)) < 0)
+        goto fail;
+    /* schema from the first file, or the structure argument's */
+    if (kind != 0 && a->structure) {
+        s->base.schema = given;
+        memset(&given, 0, sizeof(given));
+    } else if (kind == 0) {
         rc = open_parquet(s, &s->files[0], err, errlen);
         if (rc == -ESTALE) /* changed between HEAD and footer: open it again, once */
             rc = open_parquet(s, &s->files[0], err, errlen);
         if (rc == 0 && schema_from_parquet(s->files[0].pf, &s->base.schema) < 0)
             rc = -ENOMEM;
+        char nb[1200];
+        if (rc == 0 && a->structure)
+            rc = parquet_structure(&s->base.schema, &given, fname(s, &s->files[0], nb, sizeof(nb)),
+                                   err, errlen);
     } else {
         uint8_t *text;
         size_t len;
@@ -1165,11 +1249,13 @@ int src__files_open(eng_source **out, const eng_scan_env *env, const eng_tf_call
         snprintf(err, errlen, "out of memory");
         rc = -ENOMEM;
     }
+    eng_schema_free(&given);
     if (rc < 0)
         goto fail;
     *out = &s->base;
     return 0;
 fail:
+    eng_schema_free(&given);
     files_destroy(&s->base);
     return rc;
 }

@@ -68,6 +68,7 @@ await con.run(`COPY (${T}) TO '${D}/posts.ndjson' (FORMAT json)`);
 await con.run(`COPY (${T}) TO '${D}/posts.csv.zst' (HEADER true, COMPRESSION zstd)`);
 const csvText = (await import('node:fs')).readFileSync(`${D}/posts.csv`);
 writeFileSync(`${D}/posts.csv.gz`, gzipSync(csvText));
+writeFileSync(`${D}/posts_csv_gz.bin`, gzipSync(csvText));
 await con.run(`CREATE VIEW t AS ${T}`);
 // malformed inputs, for the error tests
 writeFileSync(`${D}/bad_quote.csv`, 'a,b\n1,"x\n2,y\n');
@@ -230,6 +231,18 @@ const cases = [
   ['virtual_text', `SELECT _file, count(), sum(Score) FROM file('{D}/posts.csv*') GROUP BY _file ORDER BY _file`,
     `SELECT f, count(*), sum(Score) FROM t, (VALUES ('posts.csv'), ('posts.csv.gz'), ('posts.csv.zst')) v(f) GROUP BY f ORDER BY f`,
     '-', 'plain, gzip and zstd copies of one CSV'],
+  // file()'s structure and compression arguments
+  ['structure_csv', `SELECT PostTypeId, count(), sum(Score), max(Day2), sum(Views) FROM file('{D}/posts_plain.csv', 'CSV', 'Id UInt64, PostTypeId UInt8, Day2 DateTime, Score Int32, Views Nullable(UInt32), Name String, Title Nullable(String)') GROUP BY PostTypeId ORDER BY PostTypeId`,
+    `SELECT PostTypeId, count(*), sum(Score), max(CreationDate), sum(ViewCount) FROM t GROUP BY PostTypeId ORDER BY PostTypeId`,
+    '-', 'plain CSV: the structure names the columns by position (no header row)'],
+  ['structure_csv_decimal', `SELECT sum(Id), sum(CAST(Score AS Decimal(12, 2))) FROM file('{D}/posts.csv', 'CSVWithNames', 'Score Decimal(12, 2), Id Int64')`,
+    `SELECT sum(Id), sum(Score)::DECIMAL(38,2) FROM t`, 'exact', 'CSVWithNames: by the header names'],
+  ['structure_json', `SELECT count(), sum(ViewCount), min(Title) FROM file('{D}/posts.ndjson', 'JSONEachRow', 'ViewCount Nullable(Int64), Title Nullable(String)')`,
+    `SELECT count(*), sum(ViewCount), min(Title) FROM t`],
+  ['structure_parquet', `SELECT * FROM file('{D}/dec.parquet', 'Parquet', 'Small Decimal(4, 1), Id Int64') ORDER BY Id LIMIT 5`,
+    `SELECT Small, Id FROM ${DQ} ORDER BY Id LIMIT 5`, 'exact', 'Parquet: the columns it names, in its order (the files keep their NULLs)'],
+  ['compression_arg', `SELECT count(), sum(Score) FROM file('{D}/posts_csv_gz.bin', 'CSVWithNames', 'Score Int64', 'gzip')`,
+    `SELECT count(*), sum(Score) FROM t`, '-', 'a gzip file whose name does not say so'],
 ];
 
 let list = '';
