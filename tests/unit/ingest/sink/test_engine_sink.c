@@ -217,7 +217,8 @@ static void test_format_names(void **state)
     assert_int_equal(eng_format_parse("JSONLines"), ENG_FMT_JSON_EACH_ROW);
     assert_int_equal(eng_format_parse("Pretty"), ENG_FMT_PRETTY_COMPACT);
     assert_int_equal(eng_format_parse("Null"), ENG_FMT_NULL);
-    assert_int_equal(eng_format_parse("Parquet"), -EINVAL);
+    assert_int_equal(eng_format_parse("Parquet"), ENG_FMT_PARQUET);
+    assert_int_equal(eng_format_parse("Parquett"), -EINVAL);
     eng_sink *s = (eng_sink *)1;
     capture c = {0};
     eng_writer w = {cap_write, NULL, &c};
