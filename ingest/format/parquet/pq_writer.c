@@ -19,7 +19,6 @@
 #include "parquet_int.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,25 +181,12 @@ struct pq_writer {
     bool failed;
 };
 
-static int wfail(char *err, size_t errlen, int rc, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int wfail(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return rc;
-}
-
 static int emit(pq_writer *w, const void *p, size_t n, char *err, size_t errlen)
 {
     int rc = w->write(w->arg, p, n);
     if (rc < 0) {
         w->failed = true;
-        return wfail(err, errlen, rc, "cannot write the Parquet output: %s", strerror(-rc));
+        return pq__ferr(err, errlen, rc, "cannot write the Parquet output: %s", strerror(-rc));
     }
     w->pos += (int64_t)n;
     return 0;
@@ -237,13 +223,13 @@ int pq_writer_create(pq_writer **out, const pq_wcol *cols, int n_cols, pq_write_
         const cb_typeinfo *t = &cols[k].type;
         if (t->type == CB_TIME || (t->type == CB_DECIMAL && (t->precision < 1 || t->precision > 38)) ||
             (t->type == CB_TIMESTAMP && t->unit == CB_UNIT_NONE))
-            return wfail(err, errlen, -ENOTSUP, "column '%s' has a type the Parquet writer "
+            return pq__ferr(err, errlen, -ENOTSUP, "column '%s' has a type the Parquet writer "
                          "does not write (%s)", cols[k].name, cb_type_name(t->type));
     }
     pq_writer *w = calloc(1, sizeof(*w));
     if (!w || !(w->cols = calloc((size_t)n_cols + 1, sizeof(pq_wcol)))) {
         free(w);
-        return wfail(err, errlen, -ENOMEM, "out of memory");
+        return pq__ferr(err, errlen, -ENOMEM, "out of memory");
     }
     w->write = fn;
     w->arg = arg;
@@ -253,7 +239,7 @@ int pq_writer_create(pq_writer **out, const pq_wcol *cols, int n_cols, pq_write_
         if (!(w->cols[k].name = strdup(cols[k].name))) {
             w->n_cols = k;
             pq_writer_destroy(&w);
-            return wfail(err, errlen, -ENOMEM, "out of memory");
+            return pq__ferr(err, errlen, -ENOMEM, "out of memory");
         }
     }
     *out = w;
@@ -371,18 +357,18 @@ static int write_page(pq_writer *w, const pq_wcol *c, const pq_wdata *d, uint32_
         def_levels(pg, d, r0, n);
     plain_values(pg, c, d, r0, n);
     if (pg->oom)
-        return wfail(err, errlen, -ENOMEM, "out of memory while writing Parquet");
+        return pq__ferr(err, errlen, -ENOMEM, "out of memory while writing Parquet");
     if (pg->len > INT32_MAX)
-        return wfail(err, errlen, -E2BIG, "a Parquet page of column '%s' would exceed 2 GiB: "
+        return pq__ferr(err, errlen, -E2BIG, "a Parquet page of column '%s' would exceed 2 GiB: "
                      "its strings are too long for one page", c->name);
     cp->len = 0;
     size_t bound = ZSTD_compressBound(pg->len);
     wb_reserve(cp, bound);
     if (cp->oom)
-        return wfail(err, errlen, -ENOMEM, "out of memory while writing Parquet");
+        return pq__ferr(err, errlen, -ENOMEM, "out of memory while writing Parquet");
     size_t clen = ZSTD_compress(cp->p, bound, pg->p, pg->len, 1);
     if (ZSTD_isError(clen))
-        return wfail(err, errlen, -EIO, "ZSTD failed on a Parquet page: %s",
+        return pq__ferr(err, errlen, -EIO, "ZSTD failed on a Parquet page: %s",
                      ZSTD_getErrorName(clen));
     h->len = 0;
     h->depth = 0;
@@ -398,7 +384,7 @@ static int write_page(pq_writer *w, const pq_wcol *c, const pq_wdata *d, uint32_
     t_end(h);
     wb_byte(h, PQ__T_STOP);
     if (h->oom)
-        return wfail(err, errlen, -ENOMEM, "out of memory while writing Parquet");
+        return pq__ferr(err, errlen, -ENOMEM, "out of memory while writing Parquet");
     int rc;
     if ((rc = emit(w, h->p, h->len, err, errlen)) < 0 || (rc = emit(w, cp->p, clen, err, errlen)) < 0)
         return rc;
@@ -411,17 +397,17 @@ static int write_page(pq_writer *w, const pq_wcol *c, const pq_wdata *d, uint32_
 int pq_writer_row_group(pq_writer *w, const pq_wdata *cols, uint32_t n, char *err, size_t errlen)
 {
     if (w->failed)
-        return wfail(err, errlen, -EIO, "the Parquet output failed before");
+        return pq__ferr(err, errlen, -EIO, "the Parquet output failed before");
     if (n == 0)
         return 0;
     wrg *nr = realloc(w->rgs, sizeof(*nr) * (size_t)(w->n_rgs + 1));
     if (!nr)
-        return wfail(err, errlen, -ENOMEM, "out of memory");
+        return pq__ferr(err, errlen, -ENOMEM, "out of memory");
     w->rgs = nr;
     wrg *g = &w->rgs[w->n_rgs];
     *g = (wrg){.chunks = calloc((size_t)w->n_cols + 1, sizeof(wchunk)), .rows = n};
     if (!g->chunks)
-        return wfail(err, errlen, -ENOMEM, "out of memory");
+        return pq__ferr(err, errlen, -ENOMEM, "out of memory");
     w->n_rgs++;
     for (int k = 0; k < w->n_cols; k++) {
         wchunk *ch = &g->chunks[k];
@@ -524,7 +510,7 @@ static void schema_elem(wbuf *b, const pq_wcol *c)
 int pq_writer_finish(pq_writer *w, char *err, size_t errlen)
 {
     if (w->failed)
-        return wfail(err, errlen, -EIO, "the Parquet output failed before");
+        return pq__ferr(err, errlen, -EIO, "the Parquet output failed before");
     wbuf b = {0};
     t_i32(&b, 1, 1);                                   /* version */
     t_list(&b, 2, PQ__T_STRUCT, (uint32_t)w->n_cols + 1);
@@ -569,13 +555,13 @@ int pq_writer_finish(pq_writer *w, char *err, size_t errlen)
     wb_byte(&b, PQ__T_STOP);
     int rc = 0;
     if (b.oom)
-        rc = wfail(err, errlen, -ENOMEM, "out of memory while writing the Parquet footer");
+        rc = pq__ferr(err, errlen, -ENOMEM, "out of memory while writing the Parquet footer");
     else if (b.len > UINT32_MAX)
-        rc = wfail(err, errlen, -E2BIG, "the Parquet footer would exceed 4 GiB");
+        rc = pq__ferr(err, errlen, -E2BIG, "the Parquet footer would exceed 4 GiB");
     if (rc == 0) {
         wb_u32le(&b, (uint32_t)b.len);
         wb_bytes(&b, "PAR1", 4);
-        rc = b.oom ? wfail(err, errlen, -ENOMEM, "out of memory") : emit(w, b.p, b.len, err, errlen);
+        rc = b.oom ? pq__ferr(err, errlen, -ENOMEM, "out of memory") : emit(w, b.p, b.len, err, errlen);
     }
     free(b.p);
     return rc;
