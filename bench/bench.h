@@ -12,7 +12,9 @@
     "(a bare name: throughput, or 1/time) above 1 is better, a cost (a name with p50, "    \
     "p99, cpu, mem, rss, overhead or a unit) below 1 is better)"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 /* Seconds of CLOCK_MONOTONIC. */
@@ -34,6 +36,62 @@ static inline double bench_median(double *v, int n)
 {
     qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Integer options "--NAME N": names[i] (without the dashes) fills vals[i],
+ * which holds its default; usage is printed with each default. 0, or 2 (the
+ * exit code) after an unknown option or a missing value. */
+static inline int bench_int_opts(int argc, char **argv, const char *prog, int n,
+                                 const char *const *names, int *vals)
+{
+    for (int i = 1; i < argc; i++) {
+        int k = -1;
+        for (int j = 0; j < n; j++)
+            if (argv[i][0] == '-' && argv[i][1] == '-' && !strcmp(argv[i] + 2, names[j]))
+                k = j;
+        if (k < 0 || i + 1 >= argc) {
+            fprintf(stderr, "usage: %s", prog);
+            for (int j = 0; j < n; j++)
+                fprintf(stderr, " [--%s N (%d)]", names[j], vals[j]);
+            fprintf(stderr, "\n");
+            return 2;
+        }
+        vals[k] = atoi(argv[++i]);
+    }
+    return 0;
+}
+
+/* A line "key: N kB" of /proc/self/status (VmRSS, VmHWM) in bytes; 0 when absent. */
+static inline long long bench_status_bytes(const char *key)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f)
+        return 0;
+    char line[256];
+    long long v = 0;
+    size_t kl = strlen(key);
+    while (fgets(line, sizeof(line), f))
+        if (strncmp(line, key, kl) == 0 && line[kl] == ':')
+            v = atoll(line + kl + 1) * 1024;
+    fclose(f);
+    return v;
+}
+
+/* The figure of a "name value" line of the file at path (a peer's timings),
+ * or -1 when the file or the line is missing. */
+static inline double bench_file_figure(const char *path, const char *name)
+{
+    char line[256];
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    double v = -1;
+    size_t nl = strlen(name);
+    while (fgets(line, sizeof(line), f))
+        if (strncmp(line, name, nl) == 0 && line[nl] == ' ')
+            v = atof(line + nl + 1);
+    fclose(f);
+    return v;
 }
 
 #endif /* RINGCACHE_BENCH_H */

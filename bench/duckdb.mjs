@@ -18,3 +18,15 @@ export async function loadDuckDB() {
     process.exit(77);
   }
 }
+
+// The median of `runs` timings of sql on con, in seconds.
+export async function medianSeconds(con, sql, runs) {
+  const ts = [];
+  for (let r = 0; r < runs; r++) {
+    const t = process.hrtime.bigint();
+    await con.runAndReadAll(sql);
+    ts.push(Number(process.hrtime.bigint() - t) / 1e9);
+  }
+  ts.sort((a, b) => a - b);
+  return ts[Math.floor(ts.length / 2)];
+}

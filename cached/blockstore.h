@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
  * blockstore: the cache node's storage. Blocks of S3 objects, keyed by their
- * 128-bit block key (client/blockkey.h) and checked against their full
+ * 128-bit block key (client/wire/blockkey.h) and checked against their full
  * identity, kept on local SSD in one large preallocated file cut into regions,
  * written with O_DIRECT, indexed by RocksDB (the index of record) and an
  * in-memory map loaded from it at open, with an optional RAM tier in front

@@ -18,11 +18,13 @@
  *   metrics     the registry and the node's table            store, limits
  *   fills       the fill table                               -
  *   workers     loops, listeners, store workers, S3 clients  all above
+ *   s3api       the S3 API's listeners (--s3-api-port)       workers, tenants, tls
  *   main-loop   the main thread's loop, the membership       -
  *   admin       the admin HTTP server                        metrics
  *   port-file   --port-file                                  workers
  */
 #include "node_int.h"
+#include "node_s3api.h"
 
 #include <errno.h>
 #include <event2/event.h>
@@ -316,6 +318,7 @@ static const node_module node_modules[] = {
     {"metrics", node_metrics_setup, node_metrics_teardown},
     {"fills", fills_setup, fills_teardown},
     {"workers", node_workers_setup, node_workers_teardown},
+    {"s3api", node_s3api_setup, node_s3api_teardown},
     {"main-loop", main_loop_setup, main_loop_teardown},
     {"admin", admin_setup, admin_teardown},
     {"port-file", port_file_setup, NULL},
@@ -346,9 +349,10 @@ int node_create(node **out, const node_conf *conf, char *err, size_t errlen)
     bs_stats st;
     bs_stats_get(n->store, &st);
     node_log(NODE_LOG_INFO,
-             "msg=\"ringcached ready\" node=%s listen=%s port=%d admin_port=%d tls=%s threads=%u "
-             "io=%s max_connections=%d blocks=%llu ssd_capacity=%llu ram_capacity=%llu",
-             n->conf.node_id, n->conf.listen, n->port, adm_port(n->admin),
+             "msg=\"ringcached ready\" node=%s listen=%s port=%d admin_port=%d s3_api_port=%d "
+             "tls=%s threads=%u io=%s max_connections=%d blocks=%llu ssd_capacity=%llu "
+             "ram_capacity=%llu",
+             n->conf.node_id, n->conf.listen, n->port, adm_port(n->admin), n->s3api_port,
              n->ssl_ctx ? "on" : "off", n->n_workers, st.io_uring ? "io_uring" : "threads",
              n->max_connections, (unsigned long long)st.blocks_stored,
              (unsigned long long)st.ssd_capacity, (unsigned long long)st.ram_capacity);

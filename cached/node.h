@@ -8,7 +8,8 @@
  * the admin HTTP server (admin.h) with the metrics (metrics.h); the membership
  * and ring (membership.h) used by write-through to find each block's owner; the
  * tenants (tenants.h); the main thread's event loop. Requests go through the
- * request lifecycle (node_req.h) from the protocol's front end (node_conn.c).
+ * request lifecycle (node_req.h) from the protocol's front end (node_conn.c)
+ * and, with --s3-api-port, from the S3 API's (node_s3api.h).
  *
  * Thread-safety: node_conf_load, node_log_to, node_create, node_run and
  * node_destroy from one thread (main), in that order; node_stop and
@@ -72,6 +73,13 @@ typedef struct node_conf {
     int64_t frame_timeout_ms;
     int64_t idle_timeout_ms;
     char log_level[16];
+    int64_t s3_api_port;
+    char s3_api_listen[64];
+    char s3_api_port_file[512];
+    char s3_api_region[64];
+    char s3_api_domain[512];
+    int64_t s3_api_meta_ttl_ms;
+    int64_t s3_api_staging_max;
 } node_conf;
 
 extern const cfg_opt node_opts[];

@@ -61,6 +61,13 @@ const cfg_opt node_opts[] = {
     {"frame-timeout", CFG_MS, "10s", "a frame (and HELLO, after connecting) must arrive whole within this, or the connection is closed", O(frame_timeout_ms), 100, 3600000, false, false},
     {"idle-timeout", CFG_MS, "0", "close a connection with nothing in flight after this long (0: never)", O(idle_timeout_ms), 0, 86400000, false, false},
     {"log-level", CFG_STR, "info", "error, warn, info or debug", O(log_level), 0, 0, false, false},
+    {"s3-api-port", CFG_INT, "-1", "S3 API port: awscli, boto3, Spark and any S3 client read and write through the cache here (-1: off; 0: any free port, see --s3-api-port-file)", O(s3_api_port), -1, 65535, false, false},
+    {"s3-api-listen", CFG_STR, NULL, "address of the S3 API port (default: as --listen, 0.0.0.0 with --tenants or --allow-anonymous, else 127.0.0.1)", O(s3_api_listen), 0, 0, false, false},
+    {"s3-api-port-file", CFG_STR, NULL, "write the bound S3 API port here", O(s3_api_port_file), 0, 0, false, false},
+    {"s3-api-region", CFG_STR, "us-east-1", "the region the S3 API names in GetBucketLocation and HeadBucket (clients may sign for any region)", O(s3_api_region), 0, 0, false, false},
+    {"s3-api-domain", CFG_STR, NULL, "domains of virtual-hosted-style S3 API requests (http://BUCKET.DOMAIN/key), comma-separated; path style always works", O(s3_api_domain), 0, 0, false, false},
+    {"s3-api-meta-ttl", CFG_MS, "5s", "how long the S3 API trusts an object's size and version (ETag) from S3's HEAD before asking S3 again (0: every request); writes through this node forget it at once", O(s3_api_meta_ttl_ms), 0, 86400000, false, false},
+    {"s3-api-staging-max", CFG_SIZE, "4GiB", "bytes of multipart upload parts kept in the data folder until CompleteMultipartUpload, whose blocks are then placed from them (0: none; past it, a part's blocks are filled on first read)", O(s3_api_staging_max), 0, INT64_MAX, false, false},
 };
 const size_t node_n_opts = sizeof(node_opts) / sizeof(node_opts[0]);
 

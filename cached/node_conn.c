@@ -374,16 +374,52 @@ static bool bad_frame(node_conn *c, uint32_t id, const char *what, int parsed, i
 static void do_get(node_conn *c, uint32_t id, const uint8_t *body, size_t len)
 {
     rcp_get_req g;
+    rcp_str tenant;
     bkey_object obj;
-    int parsed = rcp_parse_get_req(body, len, &g);
+    int parsed = rcp_parse_get_req_tenant(body, len, &g, &tenant);
     if (bad_frame(c, id, "GET", parsed, parsed < 0 ? 0 : parse_object(&g.obj, &obj))) {
         node__count(c->w, NM_GET, 1); /* a GET the lifecycle never sees counts too */
         return;
     }
+    node_caller who = *CALLER(c);
+    if (g.flags & RCP_GET_TENANT) {
+        /* a node's S3 API reads a tenant's block from its owner: the tenant's
+         * key space and credentials, on the peer's word */
+        node *n = c->w->n;
+        who.tenant = n->tenants ? ten_find_name(n->tenants, tenant.p, tenant.len) : NULL;
+        if (!c->peer || (tenant.len && !who.tenant)) {
+            node__count(c->w, NM_GET, 1);
+            if (c->peer)
+                answer_error(c, id, RCP_E_BAD_REQUEST,
+                             "GET for tenant %.*s: this node has no such tenant (give every "
+                             "node the same tenants file)",
+                             (int)tenant.len, tenant.p);
+            else
+                answer_error(c, id, RCP_E_FORBIDDEN,
+                             "GET for a tenant is for cache nodes: connect with the peer token");
+            return;
+        }
+        g.flags &= ~(uint32_t)RCP_GET_TENANT;
+    }
     conn_req *r = req_new(c, id, RCP_OP_GET);
     if (r)
-        node_req_get(&r->req, c->w, CALLER(c), &obj, g.block, g.offset, g.length, g.flags,
-                     SINK(r));
+        node_req_get(&r->req, c->w, &who, &obj, g.block, g.offset, g.length, g.flags, SINK(r));
+}
+
+static void do_drop(node_conn *c, uint32_t id, const uint8_t *body, size_t len)
+{
+    rcp_drop_req d;
+    bkey_object obj;
+    int parsed = rcp_parse_drop_req(body, len, &d);
+    int fields = parsed < 0 ? 0
+                 : parse_object(&d.obj, &obj) < 0
+                     ? -EBADMSG
+                     : rcp_str_copy(d.tenant, obj.tenant, sizeof(obj.tenant));
+    if (bad_frame(c, id, "DROP", parsed, fields))
+        return;
+    conn_req *r = req_new(c, id, RCP_OP_DROP);
+    if (r)
+        node_req_drop(&r->req, c->w, CALLER(c), &obj, SINK(r));
 }
 
 static void do_head(node_conn *c, uint32_t id, const uint8_t *body, size_t len)
@@ -627,6 +663,7 @@ static void dispatch(node_conn *c, const rcp_header *h, const uint8_t *body)
         break;
     }
     case RCP_OP_PUT_BLOCK: do_put_block(c, h->id, body, h->len); break;
+    case RCP_OP_DROP: do_drop(c, h->id, body, h->len); break;
     case RCP_OP_WARM: do_warm(c, h->id, body, h->len); break;
     case RCP_OP_STATS: do_stats(c, h->id); break;
     case RCP_OP_PING: answer_body(c, RCP_OP_PING, h->id, NULL, 0); break;

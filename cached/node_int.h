@@ -125,6 +125,12 @@ struct node_worker {
     struct event *sweep_timer;     /* closes connections past the frame or idle timeout */
     struct event *accept_timer;    /* accepting again after running out of descriptors */
     bool accept_paused;            /* out of descriptors: not accepting */
+    struct httpd_server *s3api;    /* the S3 API's server on this loop, or NULL */
+    struct s3a_verifier *s3auth;   /* its signature checks (with tenants) */
+    bool s3api_drained;            /* after SIGTERM: its connections are gone */
+    uint64_t s3api_seq;            /* request ids */
+    int64_t *peer_down_ms;         /* per ring member index: not asked before (S3 API) */
+    size_t n_peer_down;
 };
 
 struct node {
@@ -153,6 +159,11 @@ struct node {
     struct proc_arg *proc_args;     /* one per process metric, the same */
     int64_t start_ms;               /* the process's start, ms since the epoch */
     int64_t start_mono_ms;          /* the node's start, CLOCK_MONOTONIC ms */
+    int s3api_port;                 /* the S3 API's port, -1: off */
+    int s3api_metric_base;          /* its metrics (node_s3api.c) */
+    char **s3api_domains;           /* --s3-api-domain, split */
+    size_t n_s3api_domains;
+    struct ns3_tables *s3tables;    /* its version cache and staged uploads (node_s3api_meta.c) */
 };
 
 /* ---- node_conf.c ---- */
@@ -179,6 +190,14 @@ void node__post(node_worker *w, node_msg *m); /* any thread; takes ownership of 
 s3_client *node__s3_for(node_worker *w, const ten_tenant *t);
 
 /* ---- node_req.c ---- */
+/* The worker's connection to ring member m (PUT_BLOCK, a peer's block, DROP),
+ * made with the peer token on first use and again after it broke; NULL when
+ * it cannot be made. */
+struct ring;
+struct ring_member;
+cc_conn *node__peer_conn(node_worker *w, const struct ring *ring, const struct ring_member *m);
+/* Removes from the store every block of obj this node holds: the count. */
+uint64_t node__drop_object(node_worker *w, const bkey_object *obj);
 /* The message of an RCP_E_UPSTREAM answer: this node failed to reach S3, in
  * S3's words (without the hints about a client's AWS_* variables), with the
  * node's settings to check. */

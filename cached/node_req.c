@@ -149,10 +149,14 @@ __attribute__((format(printf, 3, 4))) static void req_fail(node_req *r, int code
     req_end(r);
 }
 
-/* An S3 failure's code on the wire. */
+/* An S3 failure's code on the wire: a write's condition that did not hold
+ * (S3's 412) is the version the writer named not being there. */
 static int s3_code(int err)
 {
-    return err == -ENOENT ? RCP_E_NOT_FOUND : err == -EACCES ? RCP_E_FORBIDDEN : RCP_E_S3;
+    return err == -ENOENT ? RCP_E_NOT_FOUND
+           : err == -EACCES ? RCP_E_FORBIDDEN
+           : err == -EEXIST || err == -ESTALE ? RCP_E_VERSION_CHANGED
+                                               : RCP_E_S3;
 }
 
 void node__upstream_message(const node *n, const char *s3_message, char *out, size_t cap)
@@ -352,7 +356,26 @@ void node_req_head(node_req *r, node_worker *w, const node_caller *who, const ch
     }
 }
 
-/* ---- PUT_BLOCK -------------------------------------------------------------------------- */
+/* ---- PUT_BLOCK, DROP ----------------------------------------------------------------------- */
+
+/* PUT_BLOCK and DROP act on any object's identity: only cache nodes may send
+ * them. With a peer token, that is whoever said it in HELLO; with tenants but
+ * no token, nobody; on an open node, this host only. false after answering
+ * FORBIDDEN. */
+static bool peer_ok(node_req *r, const char *op)
+{
+    node *n = r->w->n;
+    const node_caller *who = &r->who;
+    if (n->conf.peer_token[0] ? who->peer : (!n->tenants && who->loopback))
+        return true;
+    req_fail(r, RCP_E_FORBIDDEN,
+             n->conf.peer_token[0] ? "%s is for cache nodes: connect with the peer token"
+             : n->tenants ? "%s is for cache nodes: give every node the same --peer-token"
+                          : "%s from another host needs the peer token: give every node the "
+                            "same --peer-token",
+             op);
+    return false;
+}
 
 static void store_block_done(void *arg, int rc)
 {
@@ -374,19 +397,8 @@ void node_req_store_block(node_req *r, node_worker *w, const node_caller *who,
 {
     req_init(r, w, who, sink);
     node *n = w->n;
-    /* PUT_BLOCK stores bytes under any object's identity: only cache nodes
-     * may send it. With a peer token, that is whoever said it in HELLO; with
-     * tenants but no token, nobody; on an open node, this host only. */
-    if (n->conf.peer_token[0] ? !who->peer : (n->tenants || !who->loopback)) {
-        req_fail(r, RCP_E_FORBIDDEN, "%s",
-                 n->conf.peer_token[0]
-                     ? "PUT_BLOCK is for cache nodes: connect with the peer token"
-                 : n->tenants ? "PUT_BLOCK is for cache nodes: give every node the same "
-                                "--peer-token"
-                              : "PUT_BLOCK from another host needs the peer token: give every "
-                                "node the same --peer-token");
+    if (!peer_ok(r, "PUT_BLOCK"))
         return;
-    }
     r->obj = *obj; /* the tenant is the one the peer names */
     if (!access_ok(r, "write", r->obj.bucket, r->obj.key))
         return;
@@ -404,6 +416,29 @@ void node_req_store_block(node_req *r, node_worker *w, const node_caller *who,
     int rc = bs_write(w->bs, &bid, data, len, store_block_done, r);
     if (rc < 0)
         store_block_done(r, rc);
+}
+
+uint64_t node__drop_object(node_worker *w, const bkey_object *obj)
+{
+    uint64_t n_blocks = bkey_block_count(obj->size, (uint64_t)w->n->conf.block_size), dropped = 0;
+    for (uint64_t i = 0; i < n_blocks; i++) {
+        bkey_id id;
+        bkey_object_block(obj, i, &id);
+        dropped += bs_remove(w->n->store, &id) == 0;
+    }
+    return dropped;
+}
+
+void node_req_drop(node_req *r, node_worker *w, const node_caller *who, const bkey_object *obj,
+                   const node_sink *sink)
+{
+    req_init(r, w, who, sink);
+    if (!peer_ok(r, "DROP"))
+        return;
+    r->obj = *obj; /* the tenant is the one the peer names */
+    node__drop_object(w, &r->obj);
+    node_answer a = {0};
+    req_answer(r, &a);
 }
 
 /* ---- WARM ------------------------------------------------------------------------------- */
@@ -505,7 +540,10 @@ struct node_put {
     node_worker *w;
     int refs;                    /* the request's, the upload's, one per block being placed */
     bkey_object obj;             /* version: S3's ETag, once it has answered */
-    int staging_fd;
+    int staging_fd;              /* -1: the blocks come from read (node_req_place) */
+    node_place_read_fn read;
+    void (*read_release)(void *arg);
+    void *read_arg;
     node_upload *up;             /* until it is done, or given up */
     uint64_t received;
     bool paused;                 /* the front end was asked to stop sending */
@@ -521,6 +559,8 @@ static void put_release(node_put *p, int n)
         return;
     if (p->staging_fd >= 0)
         close(p->staging_fd);
+    if (p->read_release)
+        p->read_release(p->read_arg);
     free(p);
 }
 
@@ -613,7 +653,7 @@ static void peer_written(const cc_result *res, void *arg)
     place_done(op->p, op, res->code, "peer");
 }
 
-static cc_conn *peer_conn(node_worker *w, const struct ring *ring, const struct ring_member *m)
+cc_conn *node__peer_conn(node_worker *w, const struct ring *ring, const struct ring_member *m)
 {
     size_t idx = ring_member_index(ring, m);
     size_t count = ring_member_count(ring);
@@ -669,10 +709,14 @@ static void place_next(node_put *p)
         op->p = p;
         op->buf = buf;
         op->index = i;
-        ssize_t got = pread(p->staging_fd, buf->data, len, (off_t)(i * bsz));
-        if (got != (ssize_t)len) {
-            node_log(NODE_LOG_WARN, "msg=\"staged block unreadable\" key=\"%s\" block=%llu",
-                     p->obj.key, (unsigned long long)i);
+        int got = p->read ? p->read(p->read_arg, i, buf->data, len)
+                  : pread(p->staging_fd, buf->data, len, (off_t)(i * bsz)) == (ssize_t)len
+                      ? 0
+                      : -EIO;
+        if (got < 0) {
+            if (got != -ENOENT) /* -ENOENT: the reader does not have it (left to fills) */
+                node_log(NODE_LOG_WARN, "msg=\"staged block unreadable\" key=\"%s\" block=%llu",
+                         p->obj.key, (unsigned long long)i);
             node_buf_unref(buf);
             free(op);
             p->blocks_done++;
@@ -697,7 +741,7 @@ static void place_next(node_put *p)
             if (rc < 0)
                 local_written(op, rc);
         } else {
-            cc_conn *pc = peer_conn(p->w, ring, owner);
+            cc_conn *pc = node__peer_conn(p->w, ring, owner);
             rcp_put_block_req pb = {rcp_s(p->obj.tenant),
                                     {rcp_s(p->obj.bucket), rcp_s(p->obj.key),
                                      rcp_s(p->obj.version), p->obj.size},
@@ -741,6 +785,12 @@ static void put_uploaded(void *arg, const s3_error *err, const char *etag)
 void node_req_put(node_req *r, node_worker *w, const node_caller *who, const bkey_object *obj,
                   const node_sink *sink)
 {
+    node_req_put_cond(r, w, who, obj, NULL, sink);
+}
+
+void node_req_put_cond(node_req *r, node_worker *w, const node_caller *who,
+                       const bkey_object *obj, const s3_write_cond *cond, const node_sink *sink)
+{
     req_init(r, w, who, sink);
     node *n = w->n;
     req_object(r, obj);
@@ -767,10 +817,11 @@ void node_req_put(node_req *r, node_worker *w, const node_caller *who, const bke
     unlink(path); /* nothing is left behind by a crash */
     char why[512];
     int rc = node_upload_start(&p->up, node__s3_for(w, who->tenant), p->obj.bucket, p->obj.key,
-                               p->obj.size, (uint64_t)n->conf.part_size, put_pause, put_uploaded,
-                               p, why, sizeof(why));
+                               p->obj.size, (uint64_t)n->conf.part_size, cond, put_pause,
+                               put_uploaded, p, why, sizeof(why));
     if (rc < 0) {
-        req_fail(r, rc == -EFBIG ? RCP_E_TOO_LARGE : rc == -ENOMEM ? RCP_E_INTERNAL : RCP_E_S3,
+        req_fail(r, rc == -EFBIG ? RCP_E_TOO_LARGE : rc == -ENOMEM ? RCP_E_INTERNAL
+                    : rc == -EINVAL ? RCP_E_BAD_REQUEST : RCP_E_S3,
                  "%s", why);
         put_release(p, 1);
         return;
@@ -800,6 +851,40 @@ void node_req_put_data(node_req *r, const uint8_t *data, size_t len, bool last)
         return;
     }
     node_upload_write(p->up, data, len, last); /* its failure comes back as put_uploaded */
+}
+
+void node_req_place(node_req *r, node_worker *w, const node_caller *who, const bkey_object *obj,
+                    node_place_read_fn read, void (*release)(void *arg), void *arg,
+                    const node_sink *sink)
+{
+    req_init(r, w, who, sink);
+    req_object(r, obj);
+    node_put *p = calloc(1, sizeof(*p));
+    if (!p || !access_ok(r, "write", r->obj.bucket, r->obj.key)) {
+        if (release)
+            release(arg);
+        if (!p)
+            req_fail(r, RCP_E_INTERNAL, "out of memory");
+        free(p);
+        return;
+    }
+    p->w = w;
+    p->obj = r->obj;
+    p->refs = 1; /* the request's */
+    p->staging_fd = -1;
+    p->read = read;
+    p->read_release = release;
+    p->read_arg = arg;
+    snprintf(p->etag, sizeof(p->etag), "%s", r->obj.version);
+    p->blocks = r->obj.version[0] ? bkey_block_count(p->obj.size, (uint64_t)w->n->conf.block_size)
+                                  : 0;
+    p->r = r;
+    r->put = p;
+    r->state = NR_PUT;
+    if (p->blocks == 0)
+        put_finish(p);
+    else
+        place_next(p);
 }
 
 /* ---- cancelling ---------------------------------------------------------------------------- */

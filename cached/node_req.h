@@ -49,6 +49,7 @@
 
 #include "blockkey.h"
 #include "blockstore.h"
+#include "s3.h"
 #include "tenants.h"
 
 #include <stdbool.h>
@@ -149,10 +150,36 @@ void node_req_head(node_req *r, node_worker *w, const node_caller *who, const ch
  * with S3's sentence, nothing cached. */
 void node_req_put(node_req *r, node_worker *w, const node_caller *who, const bkey_object *obj,
                   const node_sink *sink);
+/* The same with a condition on the write (S3's conditional PUT: cond copied,
+ * NULL: none), sent with the PUT or the multipart upload's Complete: when it
+ * does not hold (S3's 412), error(RCP_E_VERSION_CHANGED) and nothing is
+ * cached; an object missing for If-Match is RCP_E_NOT_FOUND. */
+void node_req_put_cond(node_req *r, node_worker *w, const node_caller *who,
+                       const bkey_object *obj, const s3_write_cond *cond, const node_sink *sink);
+
 /* The next len bytes of the PUT's data; last on its final piece. Data past
  * the announced size, or an end before it, fails the PUT (RCP_E_BAD_REQUEST).
  * Ignored once the PUT has been answered. */
 void node_req_put_data(node_req *r, const uint8_t *data, size_t len, bool last);
+
+/* Places the blocks of obj (its version the one S3 gave it, its tenant the
+ * caller's), which S3 already has, on their ring owners, as a PUT does after
+ * S3's answer: block i's bytes come from read(arg, i, buf, len), which
+ * returns 0, or -ENOENT for a block it does not have (left to fills).
+ * release(arg) (may be NULL) runs once no block is being read any more,
+ * also when the request is refused or cancelled. Then answer() with obj's
+ * version. For objects written through another path (S3's multipart upload
+ * driven by the client, whose parts this node kept). */
+typedef int (*node_place_read_fn)(void *arg, uint64_t index, uint8_t *buf, size_t len);
+void node_req_place(node_req *r, node_worker *w, const node_caller *who, const bkey_object *obj,
+                    node_place_read_fn read, void (*release)(void *arg), void *arg,
+                    const node_sink *sink);
+
+/* A peer's DROP: every block of obj (obj->tenant the one the peer names)
+ * this node holds is removed, then answer(). Only cache nodes may send it,
+ * as for PUT_BLOCK. */
+void node_req_drop(node_req *r, node_worker *w, const node_caller *who, const bkey_object *obj,
+                   const node_sink *sink);
 
 /* Fill n blocks of obj into the cache in the background, block i being
  * block_at(src, i) (read during the call only, after the limit is checked):

@@ -39,6 +39,8 @@ struct node_upload {
     uint8_t **queued;            /* full parts waiting for the upload id */
     size_t *queued_len;
     int n_queued;
+    bool if_none_match;          /* the write's condition (PUT, or the Complete) */
+    char if_match[S3_ETAG_MAX];
 };
 
 static void upload_unref(node_upload *u)
@@ -138,8 +140,10 @@ static void maybe_complete(node_upload *u)
         return;
     u->completing = true;
     u->refs++;
-    if (s3_mpu_complete(u->s3, u->bucket, u->key, u->upload_id, (const char *const *)u->etags,
-                        u->parts_total, complete_done, u) < 0) {
+    s3_write_cond cond = {u->if_none_match, u->if_match[0] ? u->if_match : NULL};
+    if (s3_mpu_complete_cond(u->s3, u->bucket, u->key, u->upload_id,
+                             (const char *const *)u->etags, u->parts_total, &cond, complete_done,
+                             u) < 0) {
         u->refs--;
         upload_fail(u, -EIO, "cannot complete the multipart upload");
     }
@@ -233,8 +237,9 @@ static void part_full(node_upload *u)
 /* ---- the owner's calls --------------------------------------------------------- */
 
 int node_upload_start(node_upload **out, s3_client *s3, const char *bucket, const char *key,
-                      uint64_t size, uint64_t part_size, node_upload_pause_fn pause,
-                      node_upload_done_fn done, void *arg, char *err, size_t errlen)
+                      uint64_t size, uint64_t part_size, const s3_write_cond *cond,
+                      node_upload_pause_fn pause, node_upload_done_fn done, void *arg, char *err,
+                      size_t errlen)
 {
     *out = NULL;
     node_upload *u = calloc(1, sizeof(*u));
@@ -252,6 +257,15 @@ int node_upload_start(node_upload **out, s3_client *s3, const char *bucket, cons
     u->arg = arg;
     u->refs = 1;
     u->multipart = size > part_size;
+    if (cond) {
+        u->if_none_match = cond->if_none_match;
+        if (cond->if_match && s3_etag_normalize(cond->if_match, u->if_match,
+                                                sizeof(u->if_match)) <= 0) {
+            snprintf(err, errlen, "the If-Match ETag is empty or too long");
+            free(u);
+            return -EINVAL;
+        }
+    }
     if (u->multipart) {
         uint64_t parts = (size + part_size - 1) / part_size;
         if (parts > UPLOAD_MAX_PARTS) {
@@ -313,7 +327,9 @@ void node_upload_write(node_upload *u, const uint8_t *data, size_t len, bool las
         return;
     if (!u->multipart) {
         u->refs++;
-        if (s3_put(u->s3, u->bucket, u->key, u->part, u->part_len, single_done, u) < 0) {
+        s3_write_cond cond = {u->if_none_match, u->if_match[0] ? u->if_match : NULL};
+        if (s3_put_cond(u->s3, u->bucket, u->key, u->part, u->part_len, &cond, single_done,
+                        u) < 0) {
             u->refs--;
             upload_fail(u, -EIO, "cannot send the PUT to S3");
         }

@@ -30,12 +30,16 @@ typedef void (*node_upload_done_fn)(void *arg, const s3_error *err, const char *
 typedef void (*node_upload_pause_fn)(void *arg, bool pause);
 
 /* Starts the upload of size bytes to bucket/key (strings copied) through s3
- * (borrowed; outlives the upload). pause may be NULL. Returns 0; -EFBIG when
- * size needs more than 10,000 parts of part_size; -ENOMEM; -EIO when S3 cannot
- * be asked; each with one sentence in err. Neither callback runs on error. */
+ * (borrowed; outlives the upload). cond (copied; NULL: none) is the write's
+ * condition, sent with the PUT or the CompleteMultipartUpload (s3.h: a
+ * failed one is -EEXIST or -ESTALE, S3's 412). pause may be NULL. Returns 0;
+ * -EFBIG when size needs more than 10,000 parts of part_size; -EINVAL for an
+ * If-Match ETag too long; -ENOMEM; -EIO when S3 cannot be asked; each with
+ * one sentence in err. Neither callback runs on error. */
 int node_upload_start(node_upload **out, s3_client *s3, const char *bucket, const char *key,
-                      uint64_t size, uint64_t part_size, node_upload_pause_fn pause,
-                      node_upload_done_fn done, void *arg, char *err, size_t errlen);
+                      uint64_t size, uint64_t part_size, const s3_write_cond *cond,
+                      node_upload_pause_fn pause, node_upload_done_fn done, void *arg,
+                      char *err, size_t errlen);
 
 /* The next len bytes of the object, last on its final piece (the caller has
  * checked they add up to size). A failure is told through done, which may

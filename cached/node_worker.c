@@ -9,6 +9,7 @@
  * after SIGTERM run here; the connections themselves are node_conn.c's.
  */
 #include "node_int.h"
+#include "node_s3api.h"
 
 #include <errno.h>
 #include <event2/event.h>
@@ -200,7 +201,7 @@ static void worker_drain_check(evutil_socket_t fd, short what, void *arg)
     int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
     if (!w->drain_deadline_ms)
         w->drain_deadline_ms = now + w->n->conf.drain_timeout_ms;
-    size_t busy = node__conn_count(w);
+    size_t busy = node__conn_count(w) + node__s3api_busy(w);
     if (busy == 0 || now >= w->drain_deadline_ms) {
         if (busy)
             node_log(NODE_LOG_WARN, "msg=\"drain deadline passed\" worker=%u connections=%zu",
@@ -222,6 +223,7 @@ static void worker_stop_cb(evutil_socket_t fd, short what, void *arg)
         evconnlistener_disable(w->listener);
     if (w->accept_timer)
         evtimer_del(w->accept_timer);
+    node__s3api_stop(w);
     w->drain_timer = evtimer_new(w->base, worker_drain_check, w);
     worker_drain_check(-1, 0, w);
 }
@@ -231,6 +233,7 @@ static void *worker_main(void *arg)
     node_worker *w = arg;
     event_base_dispatch(w->base);
     /* drained: release what lives on this thread */
+    node__s3api_exit(w);
     for (size_t i = 0; i < w->n_peers; i++)
         cc_conn_destroy(&w->peers[i]);
     event_base_loop(w->base, EVLOOP_NONBLOCK);
@@ -370,6 +373,7 @@ void node_workers_teardown(node *n)
             free(w->tenant_s3);
         }
         free(w->peers);
+        free(w->peer_down_ms);
         if (w->mailbox_ev) {
             /* messages left: drop their buffers */
             worker_mailbox_cb(-1, 0, w);

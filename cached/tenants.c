@@ -21,7 +21,7 @@
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
 
-/* What the S3 client's config can hold (client/s3.h), so nothing is cut. */
+/* What the S3 client's config can hold (client/s3/s3.h), so nothing is cut. */
 #define TEN_ACCESS_KEY_MAX 127
 #define TEN_SECRET_KEY_MAX 127
 #define TEN_SESSION_TOKEN_MAX 4095
@@ -39,10 +39,12 @@ struct ten_tenant {
     char *name;
     unsigned line; /* of the [tenant NAME] header */
     unsigned char digest[SHA256_DIGEST_LENGTH];
-    unsigned token_line, allow_line, ak_line, sk_line, st_line;
+    unsigned token_line, allow_line, ak_line, sk_line, st_line, s3k_line, s3s_line, public_line;
     ten_prefix *allow;
     size_t n_allow, cap_allow;
     char *access_key, *secret_key, *session_token;
+    char *s3api_key, *s3api_secret; /* the S3 API's access key id and secret */
+    bool is_public;                 /* anonymous S3 API requests are this tenant's */
 };
 
 struct ten_set {
@@ -70,6 +72,8 @@ static void tenant_deinit(ten_tenant *t)
     free_secret(&t->access_key);
     free_secret(&t->secret_key);
     free_secret(&t->session_token);
+    free_secret(&t->s3api_key);
+    free_secret(&t->s3api_secret);
     OPENSSL_cleanse(t->digest, sizeof t->digest);
 }
 
@@ -302,8 +306,35 @@ static int key_value(parser *p, const char *key, char *v)
         OPENSSL_cleanse(v, strlen(v));
         return rc;
     }
+    if (strcmp(key, "s3api_access_key_id") == 0)
+        return set_secret(p, &t->s3api_key, &t->s3k_line, key, v, TEN_ACCESS_KEY_MAX);
+    if (strcmp(key, "s3api_secret_access_key") == 0) {
+        int rc = set_secret(p, &t->s3api_secret, &t->s3s_line, key, v, TEN_SECRET_KEY_MAX);
+        OPENSSL_cleanse(v, strlen(v));
+        return rc;
+    }
+    if (strcmp(key, "public") == 0) {
+        if (t->public_line != 0) {
+            cfg_errf(p->err, p->errlen, "%s:%u: public of tenant %s is already set on line %u; "
+                   "keep one", p->src, p->line, t->name, t->public_line);
+            return -EINVAL;
+        }
+        if (strcmp(v, "true") == 0 || strcmp(v, "yes") == 0 || strcmp(v, "on") == 0) {
+            t->is_public = true;
+        } else if (strcmp(v, "false") == 0 || strcmp(v, "no") == 0 || strcmp(v, "off") == 0) {
+            t->is_public = false;
+        } else {
+            cfg_errf(p->err, p->errlen, "%s:%u: public of tenant %s must be true or false, not "
+                   "'%.40s'", p->src, p->line, t->name, v);
+            return -EINVAL;
+        }
+        t->public_line = p->line;
+        return 0;
+    }
     static const char *const known[] = {"token", "allow", "aws_access_key_id",
-                                        "aws_secret_access_key", "aws_session_token"};
+                                        "aws_secret_access_key", "aws_session_token",
+                                        "s3api_access_key_id", "s3api_secret_access_key",
+                                        "public"};
     /* a near miss (one edit, or '-' for '_') gets a suggestion */
     const char *hint = NULL;
     for (size_t i = 0; i < sizeof known / sizeof known[0] && hint == NULL; i++) {
@@ -332,7 +363,8 @@ static int key_value(parser *p, const char *key, char *v)
     }
     cfg_errf(p->err, p->errlen, "%s:%u: unknown key '%.40s' in tenant %s (%s%s%s)", p->src,
            p->line, key, t->name, hint ? "did you mean '" : "known keys: token, allow, "
-           "aws_access_key_id, aws_secret_access_key, aws_session_token", hint ? hint : "",
+           "aws_access_key_id, aws_secret_access_key, aws_session_token, s3api_access_key_id, "
+           "s3api_secret_access_key, public", hint ? hint : "",
            hint ? "'?" : "");
     return -EINVAL;
 }
@@ -345,9 +377,10 @@ static int close_section(parser *p)
         return 0;
     p->cur = NULL;
     const char *src = p->src;
-    if (t->token_line == 0) {
+    if (t->token_line == 0 && t->s3api_key == NULL && !t->is_public) {
         cfg_errf(p->err, p->errlen, "%s:%u: tenant %s has no token; add `token = ...` (%d characters "
-               "or more)", src, t->line, t->name, TEN_TOKEN_MIN);
+               "or more), or S3 API keys (s3api_access_key_id and s3api_secret_access_key)",
+               src, t->line, t->name, TEN_TOKEN_MIN);
         return -EINVAL;
     }
     if (t->n_allow == 0) {
@@ -368,8 +401,23 @@ static int close_section(parser *p)
                t->st_line, t->name);
         return -EINVAL;
     }
+    if ((t->s3api_key == NULL) != (t->s3api_secret == NULL)) {
+        cfg_errf(p->err, p->errlen, "%s:%u: tenant %s sets %s but not %s; set both or neither",
+               src, t->s3api_key ? t->s3k_line : t->s3s_line, t->name,
+               t->s3api_key ? "s3api_access_key_id" : "s3api_secret_access_key",
+               t->s3api_key ? "s3api_secret_access_key" : "s3api_access_key_id");
+        return -EINVAL;
+    }
     for (size_t i = 0; i + 1 < p->set->n; i++) {
         const ten_tenant *o = &p->set->t[i];
+        if (t->s3api_key && o->s3api_key && strcmp(o->s3api_key, t->s3api_key) == 0) {
+            cfg_errf(p->err, p->errlen, "%s:%u: tenant %s has the same s3api_access_key_id as "
+                   "tenant %s (line %u); give every tenant its own", src, t->s3k_line, t->name,
+                   o->name, o->s3k_line);
+            return -EINVAL;
+        }
+        if (t->token_line == 0 || o->token_line == 0)
+            continue; /* a tenant of the S3 API only has no token to compare */
         if (CRYPTO_memcmp(o->digest, t->digest, sizeof t->digest) == 0) {
             cfg_errf(p->err, p->errlen, "%s:%u: tenant %s has the same token as tenant %s (line "
                    "%u); give every tenant its own token", src, t->token_line, t->name, o->name,
@@ -606,6 +654,52 @@ const char *ten_secret_key(const ten_tenant *t)
 const char *ten_session_token(const ten_tenant *t)
 {
     return t->session_token;
+}
+
+const char *ten_s3api_secret(const ten_tenant *t)
+{
+    return t->s3api_secret;
+}
+
+bool ten_public(const ten_tenant *t)
+{
+    return t->is_public;
+}
+
+const ten_tenant *ten_find_s3api_key(const ten_set *s, const char *access_key)
+{
+    if (s == NULL || access_key == NULL)
+        return NULL;
+    for (size_t i = 0; i < s->n; i++)
+        if (s->t[i].s3api_key && strcmp(s->t[i].s3api_key, access_key) == 0)
+            return &s->t[i];
+    return NULL;
+}
+
+const ten_tenant *ten_find_name(const ten_set *s, const char *name, size_t len)
+{
+    for (size_t i = 0; s != NULL && i < s->n; i++)
+        if (strlen(s->t[i].name) == len && memcmp(s->t[i].name, name, len) == 0)
+            return &s->t[i];
+    return NULL;
+}
+
+bool ten_allows_bucket(const ten_tenant *t, const char *bucket, size_t blen)
+{
+    for (size_t i = 0; t != NULL && i < t->n_allow; i++)
+        if (t->allow[i].blen == blen && memcmp(t->allow[i].bucket, bucket, blen) == 0)
+            return true;
+    return false;
+}
+
+size_t ten_bucket_count(const ten_tenant *t)
+{
+    return t != NULL ? t->n_allow : 0;
+}
+
+const char *ten_bucket_at(const ten_tenant *t, size_t i)
+{
+    return t != NULL && i < t->n_allow ? t->allow[i].bucket : NULL;
 }
 
 size_t ten_count(const ten_set *s)

@@ -12,7 +12,14 @@
  *   aws_access_key_id = AKIA...             # optional, with the secret: this
  *   aws_secret_access_key = ...             # tenant's fills use these instead
  *   aws_session_token = ...                 # of the node's (optional)
+ *   s3api_access_key_id = AKRC...           # optional: S3 API clients (awscli,
+ *   s3api_secret_access_key = ...           # boto3, ...) signing with these are
+ *                                           # this tenant
+ *   public = false                          # true: anonymous S3 API reads
+ *                                           # (GET, HEAD, listings) are served
+ *                                           # as this tenant
  *
+ * A tenant needs a token, S3 API keys, or public = true (a way in).
  * Grammar: the config file's (config.h, cfg_split_line): `key = value`, '#'
  * comments at the start of a line or after whitespace, values optionally in
  * double quotes (\" \\ \n \t \r escapes). Section names are
@@ -96,6 +103,25 @@ const char *ten_name(const ten_tenant *t);
 const char *ten_access_key(const ten_tenant *t);
 const char *ten_secret_key(const ten_tenant *t);
 const char *ten_session_token(const ten_tenant *t);
+
+/* The S3 API's credentials. ten_find_s3api_key: the tenant whose
+ * s3api_access_key_id is access_key (NULL: none; the ids are not secret).
+ * ten_s3api_secret: its secret, NULL when the tenant has no S3 API keys; kept
+ * in clear because a SigV4 signature is checked by computing it. */
+const ten_tenant *ten_find_s3api_key(const ten_set *t, const char *access_key);
+const char *ten_s3api_secret(const ten_tenant *t);
+/* true for `public = true`: the S3 API serves anonymous reads as it. */
+bool ten_public(const ten_tenant *t);
+/* The tenant named name[0..len), or NULL (a peer names the tenant it reads
+ * for). */
+const ten_tenant *ten_find_name(const ten_set *t, const char *name, size_t len);
+/* true when an allow entry names this bucket (with any prefix): the bucket's
+ * own operations (HeadBucket, its place in ListBuckets). */
+bool ten_allows_bucket(const ten_tenant *t, const char *bucket, size_t blen);
+/* The allow entries' buckets, by index (a bucket listed with two prefixes
+ * comes twice): ten_bucket_at NULL past ten_bucket_count. */
+size_t ten_bucket_count(const ten_tenant *t);
+const char *ten_bucket_at(const ten_tenant *t, size_t i);
 
 /* Number of tenants, and the i-th in file order (i < ten_count; else NULL):
  * a stable index for per-tenant state such as an S3 client per worker. */

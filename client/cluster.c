@@ -65,12 +65,14 @@ struct rcl_cluster {
     size_t n_ring;
     rcl_node **all;             /* every node ever seen; freed at destroy */
     size_t n_all, cap_all;
-    char tenant[257];
+    char tenant[BKEY_TENANT_MAX + 1];
     uint32_t block_size;
     bool have_hello;
     bool destroying;
-    /* rcl_route's view, for other threads: the ring in use, its node map and
-     * the tenant, changed under route_lock (the loop reads them without it) */
+    /* rcl_route's view, for other threads: the ring in use, its node map,
+     * the tenant, have_hello and block_size are changed (on the loop) only
+     * under route_lock; the loop reads them without it, other threads only
+     * under it */
     pthread_mutex_t route_lock;
     rcl_connect_state *waiting;  /* rcl_connect waiting for a first ring */
     rcl_put_op *puts;            /* PUTs in flight, each on its own connection */
@@ -92,6 +94,18 @@ static int64_t rcl_now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A node's down mark is read by rcl_route and written by rcl_node_report on
+ * other threads than the loop: C11 atomics, every access explicit. */
+static bool rcl_is_down(const rcl_node *n)
+{
+    return atomic_load(&n->down_until_ms) > rcl_now_ms();
+}
+
+static void rcl_clear_down(rcl_node *n)
+{
+    atomic_store(&n->down_until_ms, 0);
 }
 
 static void rcl_learn_hello(rcl_cluster *c, cc_conn *conn)
@@ -117,7 +131,7 @@ static cc_conn *rcl_conn(rcl_cluster *c, rcl_node *n)
         cc_conn_destroy(slot);
     if (*slot)
         return *slot;
-    if (n->down_until_ms > rcl_now_ms())
+    if (rcl_is_down(n))
         return NULL;
     cc_config cc = {n->host, n->port, c->token[0] ? c->token : NULL, c->cfg.block_size,
                     "ringcache", c->cfg.connect_timeout_ms, c->cfg.request_timeout_ms,
@@ -133,11 +147,6 @@ static void rcl_tell(rcl_cluster *c, rcl_node *n, rcl_node_event what, const cha
     if (c->cfg.on_node && !atomic_exchange(&n->told, true))
         c->cfg.on_node(n->id, n->addr, what, why && why[0] ? why : "it failed",
                        c->cfg.on_node_arg);
-}
-
-static bool rcl_is_down(const rcl_node *n)
-{
-    return atomic_load(&n->down_until_ms) > rcl_now_ms();
 }
 
 /* On the loop (counts it). */
@@ -367,7 +376,7 @@ size_t rcl_members_up(const rcl_cluster *c)
     int64_t now = rcl_now_ms();
     size_t up = 0;
     for (size_t i = 0; i < c->n_ring; i++)
-        if (c->ring_nodes[i]->down_until_ms <= now)
+        if (atomic_load(&c->ring_nodes[i]->down_until_ms) <= now)
             up++;
     return up;
 }
@@ -375,7 +384,7 @@ size_t rcl_members_up(const rcl_cluster *c)
 void rcl_reset_down(rcl_cluster *c)
 {
     for (size_t i = 0; i < c->n_all; i++)
-        c->all[i]->down_until_ms = 0;
+        rcl_clear_down(c->all[i]);
 }
 
 /* ---- connect -------------------------------------------------------------- */
@@ -441,7 +450,7 @@ static void rcl_connect_run(rcl_cluster *c, rcl_connect_state *st)
 {
     for (size_t i = 0; i < c->n_ring; i++) {
         rcl_node *n = c->ring_nodes[i];
-        n->down_until_ms = 0; /* connecting is an explicit probe of every member */
+        rcl_clear_down(n); /* connecting is an explicit probe of every member */
         cc_conn *conn = rcl_conn(c, n);
         rcl_ping *p = calloc(1, sizeof(*p));
         if (!conn || !p) {
@@ -703,7 +712,7 @@ static void rcl_hop_timer_cb(evutil_socket_t fd, short what, void *arg)
 typedef struct {
     rcl_hop hop;                /* first: the tries point at it */
     size_t next;                /* next ring position to try */
-    char bucket[64], key[1025];
+    bkey_object obj;            /* bucket and key */
     rcl_head_fn done;
     void *arg;
 } rcl_head_op;
@@ -726,7 +735,7 @@ static bool rcl_head_send(rcl_head_op *op, bool hedge)
         rcl_node *n = c->ring_nodes[op->next++];
         cc_conn *conn = rcl_is_down(n) ? NULL : rcl_conn(c, n);
         uint32_t id = 0;
-        if (conn && cc_head_id(conn, op->bucket, op->key, rcl_head_done, t, &id) == 0) {
+        if (conn && cc_head_id(conn, op->obj.bucket, op->obj.key, rcl_head_done, t, &id) == 0) {
             rcl_hop_sent(&op->hop, t, n, conn, id, hedge);
             return true;
         }
@@ -797,8 +806,10 @@ int rcl_head(rcl_cluster *c, const char *bucket, const char *key, rcl_head_fn do
     op->hop.c = c;
     op->hop.hedge = rcl_head_hedge;
     op->hop.free_fn = rcl_head_free;
-    snprintf(op->bucket, sizeof(op->bucket), "%s", bucket);
-    snprintf(op->key, sizeof(op->key), "%s", key);
+    if (bkey_object_init(&op->obj, NULL, bucket, key, NULL, 0) < 0) {
+        free(op);
+        return -EINVAL;
+    }
     op->done = done;
     op->arg = arg;
     op->next = 0;
@@ -811,22 +822,30 @@ int rcl_head(rcl_cluster *c, const char *bucket, const char *key, rcl_head_fn do
     return 0;
 }
 
-/* Up to RCL_MAX_OWNERS owners of block b of obj, in ring order. On the loop,
- * or on another thread under route_lock (rcl_route). */
-static int rcl_owners(rcl_cluster *c, const char *bucket, const char *key, const char *version,
-                      uint64_t size, uint64_t b, rcl_node **out)
+/* Up to RCL_MAX_OWNERS owners of the block id names (its tenant is set
+ * here: the nodes'), in ring order. On the loop, or on another thread under
+ * route_lock (rcl_route). */
+static int rcl_owners_of(rcl_cluster *c, bkey_id *id, rcl_node **out)
 {
     if (!c->ring)
         return 0;
-    bkey_id id;
-    bkey_id_init(&id, c->tenant, bucket, key, version, size, b);
+    id->tenant = c->tenant;
+    id->tenant_len = strlen(c->tenant);
     uint8_t rk[16];
-    bkey_ring_key(bkey_of(&id), rk);
+    bkey_ring_key(bkey_of(id), rk);
     const struct ring_member *owners[RCL_MAX_OWNERS];
     int n = ring_lookup(c->ring, rk, sizeof(rk), owners, RCL_MAX_OWNERS);
     for (int k = 0; k < n; k++)
         out[k] = c->ring_nodes[ring_member_index(c->ring, owners[k])];
     return n > 0 ? n : 0;
+}
+
+/* The owners of block b of o. */
+static int rcl_owners(rcl_cluster *c, const bkey_object *o, uint64_t b, rcl_node **out)
+{
+    bkey_id id;
+    bkey_object_block(o, b, &id);
+    return rcl_owners_of(c, &id, out);
 }
 
 int rcl_route(rcl_cluster *c, const rcl_object *obj, uint64_t b, rcl_target *out)
@@ -838,7 +857,9 @@ int rcl_route(rcl_cluster *c, const rcl_object *obj, uint64_t b, rcl_target *out
         return -ENOTCONN;
     }
     rcl_node *own[RCL_MAX_OWNERS];
-    int n = rcl_owners(c, obj->bucket, obj->key, obj->version, obj->size, b, own);
+    bkey_id id;
+    bkey_id_init(&id, "", obj->bucket, obj->key, obj->version, obj->size, b);
+    int n = rcl_owners_of(c, &id, own);
     int64_t now = rcl_now_ms();
     for (int k = 0; k < n; k++) {
         if (atomic_load(&own[k]->down_until_ms) > now)
@@ -869,8 +890,7 @@ void rcl_node_report(rcl_cluster *c, const rcl_target *t, rcl_node_event what, c
 typedef struct rcl_read_op rcl_read_op;
 typedef struct {
     rcl_cluster *c;
-    char bucket[64], key[1025], version[129];
-    uint64_t size;
+    bkey_object obj;            /* the object, pinned to its version and size */
     uint64_t off, len;
     uint8_t *buf;
     uint64_t next_block, last_block;
@@ -983,7 +1003,7 @@ static void rcl_read_block_done(const cc_result *res, void *arg)
         snprintf(last, sizeof(last), "%.255s", rd->msg);
         rcl_read_fail(op, -EHOSTDOWN,
                       "every cache node owning s3://%s/%s block %llu failed (last: %s)",
-                      rd->bucket, rd->key, (unsigned long long)op->block, last);
+                      rd->obj.bucket, rd->obj.key, (unsigned long long)op->block, last);
         return;
     }
     if (rcl_upstream(res)) {
@@ -993,7 +1013,7 @@ static void rcl_read_block_done(const cc_result *res, void *arg)
         return;
     }
     int code = rcl_remote_errno(res);
-    rcl_read_fail(op, code ? code : -EIO, "s3://%s/%s block %llu: %s", rd->bucket, rd->key,
+    rcl_read_fail(op, code ? code : -EIO, "s3://%s/%s block %llu: %s", rd->obj.bucket, rd->obj.key,
                   (unsigned long long)op->block, res->message);
 }
 
@@ -1008,7 +1028,7 @@ static bool rcl_read_send(rcl_read_op *op, bool hedge)
         rcl_node *n = op->owners[op->next++];
         cc_conn *conn = rcl_is_down(n) ? NULL : rcl_conn(c, n);
         uint32_t id = 0;
-        rcp_get_req g = {{rcp_s(rd->bucket), rcp_s(rd->key), rcp_s(rd->version), rd->size},
+        rcp_get_req g = {{rcp_s(rd->obj.bucket), rcp_s(rd->obj.key), rcp_s(rd->obj.version), rd->obj.size},
                          op->block, op->in_off, op->in_len,
                          c->cfg.no_fill ? (uint32_t)RCP_GET_CACHE_ONLY : 0u};
         if (conn && cc_get(conn, &g, rd->buf + op->buf_off, op->in_len, rcl_read_block_done, t,
@@ -1032,7 +1052,7 @@ static bool rcl_read_hedge(rcl_hop *hop)
         return true;
     rcl_read_state *rd = op->rd;
     rcl_read_fail(op, -EHOSTDOWN, "every cache node owning s3://%s/%s block %llu is down or "
-                  "silent (the last sent nothing for %d ms)", rd->bucket, rd->key,
+                  "silent (the last sent nothing for %d ms)", rd->obj.bucket, rd->obj.key,
                   (unsigned long long)op->block, hop->c->cfg.hedge_ms);
     return false;
 }
@@ -1061,20 +1081,20 @@ static void rcl_read_launch(rcl_read_state *rd)
         op->rd = rd;
         op->block = b;
         uint64_t bstart = b * bs;
-        uint64_t blen = bkey_block_len(rd->size, bs, b);
+        uint64_t blen = bkey_block_len(rd->obj.size, bs, b);
         uint64_t from = rd->off > bstart ? rd->off - bstart : 0;
         uint64_t to = rd->off + rd->len < bstart + blen ? rd->off + rd->len - bstart : blen;
         op->in_off = (uint32_t)from;
         op->in_len = (uint32_t)(to - from);
         op->buf_off = bstart + from - rd->off;
-        op->n_owners = rcl_owners(c, rd->bucket, rd->key, rd->version, rd->size, b, op->owners);
+        op->n_owners = rcl_owners(c, &rd->obj, b, op->owners);
         rd->inflight++;
         if (!rcl_read_send(op, false)) {
             char last[256];
             snprintf(last, sizeof(last), "%.255s", rd->msg[0] ? rd->msg : "marked down");
             rcl_read_fail(op, -EHOSTDOWN,
                           "every cache node owning s3://%s/%s block %llu failed (last: %s)",
-                          rd->bucket, rd->key, (unsigned long long)b, last);
+                          rd->obj.bucket, rd->obj.key, (unsigned long long)b, last);
         }
     }
     rd->launching = false;
@@ -1101,10 +1121,10 @@ int rcl_read(rcl_cluster *c, const rcl_object *obj, uint64_t off, uint64_t len, 
     if (!rd)
         return -ENOMEM;
     rd->c = c;
-    snprintf(rd->bucket, sizeof(rd->bucket), "%s", obj->bucket);
-    snprintf(rd->key, sizeof(rd->key), "%s", obj->key);
-    snprintf(rd->version, sizeof(rd->version), "%s", obj->version ? obj->version : "");
-    rd->size = obj->size;
+    if (bkey_object_init(&rd->obj, NULL, obj->bucket, obj->key, obj->version, obj->size) < 0) {
+        free(rd);
+        return -EINVAL; /* a name over its limit (blockkey.h) */
+    }
     rd->off = off;
     rd->len = len;
     rd->buf = buf;
@@ -1177,7 +1197,7 @@ int rcl_put(rcl_cluster *c, const char *bucket, const char *key, uint64_t size,
     int64_t now = rcl_now_ms();
     for (size_t i = 0; i < c->n_ring; i++) {
         rcl_node *n = c->ring_nodes[i];
-        if (n->down_until_ms > now)
+        if (atomic_load(&n->down_until_ms) > now)
             continue;
         rcl_put_op *op = calloc(1, sizeof(*op));
         if (!op)
@@ -1218,8 +1238,7 @@ typedef struct {
 
 struct rcl_warm_state {
     rcl_cluster *c;
-    char bucket[64], key[1025], version[129];
-    uint64_t size;
+    bkey_object obj;            /* the object, pinned to its version and size */
     size_t pending;
     uint64_t started;
     int failed;
@@ -1251,7 +1270,7 @@ static void rcl_warm_done(const cc_result *res, void *arg)
         rcl_warm_dispatch(st, w->blocks, w->n); /* next owners */
     } else if (!st->failed) {
         st->failed = rcl_remote_errno(res);
-        snprintf(st->msg, sizeof(st->msg), "WARM s3://%s/%s on %s: %s", st->bucket, st->key,
+        snprintf(st->msg, sizeof(st->msg), "WARM s3://%s/%s on %s: %s", st->obj.bucket, st->obj.key,
                  w->node->id, res->message);
     }
     st->pending--;
@@ -1273,15 +1292,15 @@ static void rcl_warm_dispatch(rcl_warm_state *st, const uint64_t *blocks, size_t
     }
     for (size_t i = 0; i < n; i++) {
         rcl_node *own[RCL_MAX_OWNERS];
-        int no = rcl_owners(c, st->bucket, st->key, st->version, st->size, blocks[i], own);
+        int no = rcl_owners(c, &st->obj, blocks[i], own);
         for (int k = 0; k < no && !pick[i]; k++)
             if (rcl_conn(c, own[k]))
                 pick[i] = own[k];
         if (!pick[i] && !st->failed) {
             st->failed = -EHOSTDOWN;
             snprintf(st->msg, sizeof(st->msg),
-                     "every cache node owning s3://%s/%s block %llu is down", st->bucket,
-                     st->key, (unsigned long long)blocks[i]);
+                     "every cache node owning s3://%s/%s block %llu is down", st->obj.bucket,
+                     st->obj.key, (unsigned long long)blocks[i]);
         }
     }
     for (size_t i = 0; i < n; i++) {
@@ -1315,7 +1334,7 @@ static void rcl_warm_dispatch(rcl_warm_state *st, const uint64_t *blocks, size_t
             w->node = node;
             w->blocks = part;
             w->n = (uint32_t)k;
-            rcp_object o = {rcp_s(st->bucket), rcp_s(st->key), rcp_s(st->version), st->size};
+            rcp_object o = {rcp_s(st->obj.bucket), rcp_s(st->obj.key), rcp_s(st->obj.version), st->obj.size};
             cc_conn *conn = rcl_conn(c, node);
             if (!conn || cc_warm(conn, &o, part, w->n, rcl_warm_done, w) != 0) {
                 free(part);
@@ -1339,7 +1358,7 @@ static void rcl_warm_start(evutil_socket_t fd, short what, void *arg)
     (void)what;
     rcl_warm_state *st = arg;
     uint64_t bs = st->c->block_size;
-    uint64_t nb = bkey_block_count(st->size, bs);
+    uint64_t nb = bkey_block_count(st->obj.size, bs);
     uint64_t *all = malloc((nb ? nb : 1) * sizeof(*all));
     if (!all) {
         st->failed = -ENOMEM;
@@ -1362,10 +1381,10 @@ int rcl_warm(rcl_cluster *c, const rcl_object *obj, rcl_warm_fn done, void *arg)
     if (!st)
         return -ENOMEM;
     st->c = c;
-    snprintf(st->bucket, sizeof(st->bucket), "%s", obj->bucket);
-    snprintf(st->key, sizeof(st->key), "%s", obj->key);
-    snprintf(st->version, sizeof(st->version), "%s", obj->version ? obj->version : "");
-    st->size = obj->size;
+    if (bkey_object_init(&st->obj, NULL, obj->bucket, obj->key, obj->version, obj->size) < 0) {
+        free(st);
+        return -EINVAL; /* a name over its limit (blockkey.h) */
+    }
     st->done = done;
     st->arg = arg;
     st->pending = 1; /* held until the loop dispatches */
@@ -1436,7 +1455,7 @@ int rcl_stats_all(rcl_cluster *c, rcl_node_text_fn fn, rcl_done_fn done, void *a
     st->pending = 1; /* held until every request is out */
     for (size_t i = 0; i < c->n_ring; i++) {
         rcl_node *n = c->ring_nodes[i];
-        n->down_until_ms = 0; /* ask every member, even one marked down */
+        rcl_clear_down(n); /* ask every member, even one marked down */
         cc_conn *conn = rcl_conn(c, n);
         rcl_stats_op *op = calloc(1, sizeof(*op));
         if (!op)

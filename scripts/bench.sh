@@ -7,7 +7,7 @@
 #
 #   bash scripts/bench.sh NAME [args...]
 #   NAME: s3 | cached | ring | pagecache | blockstore | parquet | client | s3model | coldwarm | engine
-#         | http | table | tables
+#         | http | table | tables | threads | insert | s3api | server | sqlfn | netcopy
 set -euo pipefail
 cd "$(dirname "$0")/.."
 declare -A bins=(
@@ -16,7 +16,11 @@ declare -A bins=(
   [parquet]=bench/parquet/parquet_bench [client]=bench/client/client_bench
   [s3model]=bench/s3model/s3model_bench [coldwarm]=bench/coldwarm/coldwarm
   [engine]=bench/engine/engine_bench [http]=bench/http/http_bench
-  [table]=bench/table/table_bench [tables]=bench/tables/tables_bench)
+  [netcopy]=bench/netcopy/netcopy_bench
+  [table]=bench/table/table_bench [tables]=bench/tables/tables_bench
+  [threads]=bench/threads/threads_bench [insert]=bench/insert/insert_bench
+  [s3api]=bench/s3api/s3api_bench [server]=bench/server/server_bench.mjs
+  [sqlfn]=bench/engine/sqlfn_bench)
 name=${1:-}
 if [[ -z $name || -z ${bins[$name]:-} ]]; then
   echo "usage: bash scripts/bench.sh NAME [args...]; NAME is one of: ${!bins[*]}" >&2
@@ -26,8 +30,11 @@ shift
 bash scripts/setup.sh >/dev/null
 cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DRINGCACHE_WERROR=ON >/dev/null
 bin=${bins[$name]}
-cmake --build build/release -j "$(nproc)" --target "$(basename "$bin")" ringcached s3model \
+target=$(basename "$bin")
+[[ $bin == *.mjs ]] && target=ringcache # a Node script: it runs the built programs
+cmake --build build/release -j "$(nproc)" --target "$target" ringcached s3model \
   ringcache >/dev/null
 export RINGCACHE_BUILD_DIR=$PWD/build/release RINGCACHE_SOURCE_DIR=$PWD \
        RINGCACHE_NODE_MODULES=$PWD/node_modules
+[[ $bin == *.mjs ]] && exec node "$bin" "$@"
 exec "build/release/$bin" "$@"

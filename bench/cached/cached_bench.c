@@ -539,20 +539,11 @@ static double store_read_all(const char *dir, const char *version, uint64_t size
 
 int main(int argc, char **argv)
 {
-    int size_mib = 512, reps = 3, n_ranges = 2000;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--size-mib") && i + 1 < argc)
-            size_mib = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
-            reps = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--ranges") && i + 1 < argc)
-            n_ranges = atoi(argv[++i]);
-        else {
-            fprintf(stderr, "usage: cached_bench [--size-mib N (512)] [--reps N (3)] "
-                            "[--ranges N (2000)]\n");
-            return 2;
-        }
-    }
+    static const char *const names[] = {"size-mib", "reps", "ranges"};
+    int opt[3] = {512, 3, 2000};
+    if (bench_int_opts(argc, argv, "cached_bench", 3, names, opt))
+        return 2;
+    int size_mib = opt[0], reps = opt[1], n_ranges = opt[2];
     if (size_mib < 16 || reps < 1 || n_ranges < 100)
         die("--size-mib >= 16, --reps >= 1, --ranges >= 100");
     signal(SIGPIPE, SIG_IGN);

@@ -17,12 +17,23 @@
  *            the client keeps (16 MiB preads + the read-ahead window = 32)
  *   scattered 2000 random 64 KiB reads, warm nodes, empty page cache,
  *            interleaved one by one with the same read through nginx warm
+ *   hits     a hot re-read in one process: the first 256 MiB read once, then
+ *            again (every block a page-cache hit), against memcpy of the same
+ *            bytes into the same buffer; medians of 5, interleaved
+ * CPU-seconds per GiB are the client's and the nodes' (or nginx's workers')
+ * together, summed over the warm runs.
  *
  * Ratios follow bench/README.md: speeds are ours over the peer's (above 1 is
  * better; the goals are cold >= 2, warm >= 5, warm vs nginx >= 1), the p99 is
  * ours over nginx's (below 1 is better; the goal is <= 1). The last line is
  *   client: cold_vs_single_stream=A warm_vs_single_stream=B warm_vs_nginx=C
- *           scattered_p99_vs_nginx=D   (one line; `na` when not measured)
+ *           scattered_p99_vs_nginx=D cpu_per_gib_vs_nginx=E hit_vs_memcpy=F
+ *   (one line; `na` when not measured; the goals for the last two are E <= 1
+ *   and F >= 0.8)
+ * With RINGCACHE_BENCH_PERF=DIR the first warm run of ours and of nginx are
+ * recorded by perf (warm-ours.data: this process and the nodes; warm-nginx:
+ * this process and nginx's workers); under callgrind (--collect-atstart=no)
+ * the same two phases and the hits are dumped apart (bench_profile.h).
  *
  * Run: RINGCACHE_BUILD_DIR=build RINGCACHE_SOURCE_DIR=. \
  *      RINGCACHE_NODE_MODULES=./node_modules build/bench/client/client_bench [--size-mib N]
@@ -45,12 +56,13 @@
 #include <time.h>
 #include <unistd.h>
 #include "../bench.h"
+#include "../bench_profile.h"
 
 #define KEY "bench/object.bin"
 #define RUNS 3
 
 static size_t pread_size = 16u << 20;
-static int readahead = 16;
+static int ra_blocks = 16;
 static int block_mib = 1;
 static int ram_mib = 1024; /* the nodes' default RAM tier */
 
@@ -107,9 +119,13 @@ static double nodes_cpu_s(const pid_t *pids)
     return h_pid_cpu_s(pids[0]) + h_pid_cpu_s(pids[1]) + h_pid_cpu_s(pids[2]);
 }
 
-/* Reads the object whole through a new client (empty page cache). */
-static double read_through(const char *members, const s3_config *s3, const unsigned char *want,
-                           size_t size, rc_stats *st, bool prefault)
+/* The processes a warm read of ours runs in: this one and the nodes. */
+static pid_t work_pids[4];
+
+/* A new client of the bench's shape (one reader thread, a 512 MiB page
+ * cache) and a handle on the object; exits on failure. */
+static void open_client(const char *members, const s3_config *s3, bool prefault, rc_client **c,
+                        rc_handle **h)
 {
     rc_config cfg;
     rc_config_init(&cfg);
@@ -117,40 +133,121 @@ static double read_through(const char *members, const s3_config *s3, const unsig
     cfg.s3 = *s3;
     cfg.page_cache_bytes = 512u << 20;
     cfg.max_threads = 1;
-    cfg.readahead_blocks = readahead;
+    cfg.readahead_blocks = ra_blocks;
     cfg.prefault = prefault;
-    rc_client *c;
-    rc_handle *h;
     char err[RC_ERR_MAX];
-    if (rc_create(&c, &cfg, err, sizeof(err)) < 0 ||
-        rc_open(c, H_S3_DEFAULT_BUCKET, KEY, &h, err, sizeof(err)) < 0) {
+    if (rc_create(c, &cfg, err, sizeof(err)) < 0 ||
+        rc_open(*c, H_S3_DEFAULT_BUCKET, KEY, h, err, sizeof(err)) < 0) {
         fprintf(stderr, "client_bench: %s\n", err);
         exit(1);
     }
+}
+
+/* Reads the object whole through a new client (empty page cache): the
+ * seconds the reads took. cpu (may be NULL) gets the CPU-seconds this process
+ * and the nodes spent meanwhile (not making or freeing the client: a
+ * long-lived compute node does that once). phase (may be NULL) names the
+ * reads for the profilers (bench_profile.h). */
+static double read_through(const char *members, const s3_config *s3, const unsigned char *want,
+                           size_t size, unsigned char *buf, rc_stats *st, bool prefault,
+                           const char *phase, double *cpu)
+{
+    rc_client *c;
+    rc_handle *h;
+    char err[RC_ERR_MAX];
+    open_client(members, s3, prefault, &c, &h);
     const size_t step = pread_size;
-    unsigned char *buf = malloc(step);
-    /* only the reads are timed: the check against S3's bytes is outside, as
-     * it is for nginx (rr_read) */
+    /* the reads go into buf (size bytes, touched) and are checked against
+     * S3's bytes after them, outside the time and the CPU measured, as the
+     * peer's are (rr_read) */
     double t = 0;
+    pid_t perf = phase ? bench_perf_start(phase, work_pids, 4) : 0;
+    if (phase)
+        bench_callgrind_on();
+    double cpu0 = self_cpu_s() + nodes_cpu_s(work_pids + 1);
     for (size_t off = 0; off < size; off += step) {
         double t0 = now_s();
-        int64_t n = rc_pread(h, buf, step, off);
+        size_t len = size - off < step ? size - off : step;
+        int64_t n = rc_pread(h, buf + off, len, off);
         t += now_s() - t0;
-        if (n <= 0) {
+        if (n != (int64_t)len) {
             rc_last_error(h, err, sizeof(err));
-            fprintf(stderr, "client_bench: pread: %s\n", err);
-            exit(1);
-        }
-        if (memcmp(buf, want + off, (size_t)n) != 0) {
-            fprintf(stderr, "client_bench: bytes at %zu differ from S3\n", off);
+            fprintf(stderr, "client_bench: pread: %s\n", n < 0 ? err : "short");
             exit(1);
         }
     }
+    if (cpu)
+        *cpu = self_cpu_s() + nodes_cpu_s(work_pids + 1) - cpu0;
+    if (phase)
+        bench_callgrind_off(phase);
+    bench_perf_stop(perf);
+    if (memcmp(buf, want, size) != 0) {
+        fprintf(stderr, "client_bench: the bytes read differ from S3's\n");
+        exit(1);
+    }
+    memset(buf, 0, 4096); /* the next read must write them again */
     rc_stats_get(c, st);
-    free(buf);
     rc_close(&h);
     rc_destroy(&c);
     return t;
+}
+
+/* A hot re-read in one process: [0, bytes) read once through a new client,
+ * then RUNS + 2 more times (every block a page-cache hit), interleaved with
+ * memcpy of the same bytes (from a copy already in memory) into the same
+ * buffer: the median speeds of each, in MiB/s. */
+static void hot_reread(const char *members, const s3_config *s3, const unsigned char *want,
+                       size_t bytes, double *hit_mib_s, double *memcpy_mib_s)
+{
+    rc_client *c;
+    rc_handle *h;
+    open_client(members, s3, true, &c, &h);
+    const size_t step = pread_size;
+    unsigned char *buf = malloc(step);
+    unsigned char *src = malloc(bytes);
+    memcpy(src, want, bytes); /* a copy of the bytes in memory this process touched */
+    memset(buf, 0, step);
+    for (size_t off = 0; off < bytes; off += step) /* fills the page cache */
+        if (rc_pread(h, buf, step, off) != (int64_t)step) {
+            fprintf(stderr, "client_bench: the first read of the hot range failed\n");
+            exit(1);
+        }
+    enum { N = RUNS + 2 };
+    double hit[N], cp[N];
+    for (int r = 0; r < N; r++) {
+        if (r == 1)
+            bench_callgrind_on();
+        double t0 = now_s();
+        for (size_t off = 0; off < bytes; off += step)
+            if (rc_pread(h, buf, step, off) != (int64_t)step) {
+                fprintf(stderr, "client_bench: a hot re-read failed\n");
+                exit(1);
+            }
+        hit[r] = (double)(bytes >> 20) / (now_s() - t0);
+        if (r == 1)
+            bench_callgrind_off("hits");
+        if (memcmp(buf, want + bytes - step, step) != 0) {
+            fprintf(stderr, "client_bench: a hot re-read gave other bytes\n");
+            exit(1);
+        }
+        t0 = now_s();
+        for (size_t off = 0; off < bytes; off += step)
+            memcpy(buf, src + off, step);
+        cp[r] = (double)(bytes >> 20) / (now_s() - t0);
+    }
+    rc_stats st;
+    rc_stats_get(c, &st);
+    if (st.misses > bytes / rc_block_size(c)) {
+        fprintf(stderr, "client_bench: the hot re-reads missed the page cache (%" PRIu64
+                " misses)\n", st.misses);
+        exit(1);
+    }
+    *hit_mib_s = bench_median(hit, N);
+    *memcpy_mib_s = bench_median(cp, N);
+    free(src);
+    free(buf);
+    rc_close(&h);
+    rc_destroy(&c);
 }
 
 /* GET of [off, off+len) through an S3 endpoint with `parallel` streams. */
@@ -310,7 +407,7 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--pread-mib") == 0 && i + 1 < argc)
             pread_size = (size_t)atoi(argv[++i]) << 20;
         else if (strcmp(argv[i], "--readahead") == 0 && i + 1 < argc)
-            readahead = atoi(argv[++i]);
+            ra_blocks = atoi(argv[++i]);
         else if (strcmp(argv[i], "--block-mib") == 0 && i + 1 < argc)
             block_mib = atoi(argv[++i]);
         else if (strcmp(argv[i], "--node-ram-mib") == 0 && i + 1 < argc)
@@ -357,6 +454,8 @@ int main(int argc, char **argv)
     pid_t node_pids[3];
     for (int i = 0; i < 3; i++)
         node_pids[i] = h_proc_pid(nodes[i].proc);
+    work_pids[0] = getpid();
+    memcpy(work_pids + 1, node_pids, sizeof(node_pids));
     unsigned char *data = t_alloc_data(size, 77);
     {
         s3_sync *s;
@@ -375,7 +474,7 @@ int main(int argc, char **argv)
     printf("client_bench: %zu MiB object, S3 model 30 ms + 100 MiB/s per connection, "
            "3 ringcached nodes (%d MiB blocks, RAM tier %d MiB each, SSD behind), %zu MiB "
            "preads, read-ahead %d blocks\n", mib, block_mib, ram_mib, pread_size >> 20,
-           readahead);
+           ra_blocks);
 
     /* single stream through the model, into memory already touched (as every
      * reader below reads into touched memory) */
@@ -398,7 +497,7 @@ int main(int argc, char **argv)
 
     rc_stats st;
     double c0 = self_cpu_s(), n0 = nodes_cpu_s(node_pids);
-    double t_cold = read_through(members, &via_model, data, size, &st, true);
+    double t_cold = read_through(members, &via_model, data, size, buf, &st, true, NULL, NULL);
     double cold_self = self_cpu_s() - c0, cold_nodes = nodes_cpu_s(node_pids) - n0;
     printf("cold via 3 nodes:    %7.2f s  %7.1f MiB/s  (stalls %" PRIu64 ", read-ahead %" PRIu64
            "; CPU-s/GiB client %.2f + nodes %.2f)\n", t_cold, (double)mib / t_cold, st.stalls,
@@ -428,15 +527,23 @@ int main(int argc, char **argv)
 
     double warm[RUNS], ng[RUNS], cpu_warm = 0, cpu_ng = 0;
     for (int r = 0; r < RUNS; r++) {
-        double s0 = self_cpu_s(), m0 = nodes_cpu_s(node_pids);
-        warm[r] = read_through(members, &via_model, data, size, &st, true);
-        cpu_warm += self_cpu_s() - s0 + nodes_cpu_s(node_pids) - m0;
+        double cpu = 0;
+        warm[r] = read_through(members, &via_model, data, size, buf, &st, true,
+                               r == 0 ? "warm-ours" : NULL, &cpu);
+        cpu_warm += cpu;
         if (nginx) {
             memset(buf, 0, 4096);
-            s0 = self_cpu_s();
-            m0 = h_pgrp_cpu_s(h_proc_pid(ngx));
+            pid_t ngx_pids[8] = {getpid()};
+            int np = 1 + bench_children(h_proc_pid(ngx), ngx_pids + 1, 7);
+            pid_t perf = r == 0 ? bench_perf_start("warm-nginx", ngx_pids, np) : 0;
+            if (r == 0)
+                bench_callgrind_on();
+            double s0 = self_cpu_s(), m0 = h_pgrp_cpu_s(h_proc_pid(ngx));
             ng[r] = rr_read(sn, 0, size, buf, 32, 1u << 20);
             cpu_ng += self_cpu_s() - s0 + h_pgrp_cpu_s(h_proc_pid(ngx)) - m0;
+            if (r == 0)
+                bench_callgrind_off("warm-nginx");
+            bench_perf_stop(perf);
             if (ng[r] < 0 || memcmp(buf, data, size) != 0)
                 nginx = false;
         }
@@ -445,7 +552,7 @@ int main(int argc, char **argv)
     /* for the record: a new process whose page cache is not backed yet pays
      * the first-touch faults inside its reads */
     double c1 = self_cpu_s();
-    double t_fresh = read_through(members, &via_model, data, size, &st, false);
+    double t_fresh = read_through(members, &via_model, data, size, buf, &st, false, NULL, NULL);
     c1 = self_cpu_s() - c1;
     printf("warm via 3 nodes:    %7.2f s  %7.1f MiB/s  (median of %d, empty page cache; "
            "CPU-s/GiB client + nodes %.2f)\n", t_warm, (double)mib / t_warm, RUNS,
@@ -458,6 +565,14 @@ int main(int argc, char **argv)
         printf("nginx warm:          %7.2f s  %7.1f MiB/s  (median of %d; CPU-s/GiB client + "
                "nginx %.2f)\n", t_ng, (double)mib / t_ng, RUNS,
                cpu_ng * 1024 / ((double)mib * RUNS));
+
+    /* hits: a hot re-read in one process, against memcpy */
+    double hit_mib_s = 0, memcpy_mib_s = 0;
+    size_t hot = size < (256u << 20) ? size : (256u << 20);
+    hot_reread(members, &via_model, data, hot, &hit_mib_s, &memcpy_mib_s);
+    printf("page-cache hits:     %7.1f MiB/s  (a hot re-read of %zu MiB in one process; "
+           "memcpy of the same bytes %.1f MiB/s; medians of %d)\n", hit_mib_s, hot >> 20,
+           memcpy_mib_s, RUNS + 2);
 
     /* scattered: 2000 random 64 KiB reads, interleaved with nginx */
     enum { N = 2000, LEN = 64 << 10 };
@@ -515,18 +630,22 @@ int main(int argc, char **argv)
     free(buf);
     free(data);
 
-    char c_s[32], w_s[32], n_s[32], d_s[32];
+    char c_s[32], w_s[32], n_s[32], d_s[32], cpu_s[32], hit_s[32];
+    snprintf(hit_s, sizeof(hit_s), "%.2f", hit_mib_s / memcpy_mib_s);
     snprintf(c_s, sizeof(c_s), "%.2f", t_single / t_cold);
     snprintf(w_s, sizeof(w_s), "%.2f", t_single / t_warm);
     if (nginx) {
         snprintf(n_s, sizeof(n_s), "%.2f", t_ng / t_warm);
         snprintf(d_s, sizeof(d_s), "%.2f", p99 / np99);
+        snprintf(cpu_s, sizeof(cpu_s), "%.2f", cpu_warm / cpu_ng);
     } else {
         snprintf(n_s, sizeof(n_s), "na");
         snprintf(d_s, sizeof(d_s), "na");
+        snprintf(cpu_s, sizeof(cpu_s), "na");
     }
     printf("%s\n", BENCH_RATIO_CONVENTION);
     printf("client: cold_vs_single_stream=%s warm_vs_single_stream=%s warm_vs_nginx=%s "
-           "scattered_p99_vs_nginx=%s\n", c_s, w_s, n_s, d_s);
+           "scattered_p99_vs_nginx=%s cpu_per_gib_vs_nginx=%s hit_vs_memcpy=%s\n", c_s, w_s,
+           n_s, d_s, cpu_s, hit_s);
     return 0;
 }

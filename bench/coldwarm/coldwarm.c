@@ -14,7 +14,14 @@
  * node, X chosen so 6X <= half the loopback ceiling measured by iperf3 -P 4 in
  * this run). Workloads: a full scan (every byte, checked against its XXH64)
  * and 2000 scattered 64 KiB reads. S3 requests and bytes are counted at the S3
- * model; CPU is summed over the readers and the cache nodes (or nginx).
+ * model; CPU is summed over the readers and the cache nodes (or nginx's
+ * workers), as CPU-seconds per GiB read; for six compute nodes at once, the
+ * aggregate bytes per CPU-second of the whole system (readers + nodes) are
+ * compared with one compute node's (set-up 4): near 1, the design scales
+ * with the cores it is given. With RINGCACHE_BENCH_PERF=DIR the hot scans and
+ * the scattered reads of nginx and of set-up 4 are recorded by perf
+ * (bench_profile.h). The scattered reads' cells also give the reader's CPU
+ * per read.
  * The engine's seed query (top-5 OwnerDisplayName by count, over a
  * Stack-Overflow-shaped Parquet dataset written by bench/engine/bench_gen.mjs)
  * runs as a third workload through `ringcache query` in set-ups 1-4 and
@@ -27,6 +34,7 @@
  * (default: bench/results), and ends with
  *   coldwarm: dc_second_node_vs_cold=<x> six_nodes_aggregate_vs_one=<y>
  *   hot_vs_direct_s3=<z> s3_gets_six_cold_per_block=<n>
+ *   six_nodes_cpu_efficiency=<e> hot_cpu_per_gib_vs_nginx=<c>
  */
 #include "harness.h"
 #include "s3.h"
@@ -47,6 +55,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 #include "../bench.h"
+#include "../bench_profile.h"
 
 #define MAX_COMPUTE 6
 #define N_NODES 3
@@ -268,6 +277,32 @@ static result_t run_one(const char *name, const char *source, const char *arg,
     start_reader(&r, name, source, arg, workload);
     wait_reader(&r, &res);
     return res;
+}
+
+/* run_one, recorded by perf (RINGCACHE_BENCH_PERF) with the processes that
+ * serve it (pids[0..n): the nodes, or nginx's workers) as phase `name`. */
+static result_t run_one_profiled(const char *name, const char *source, const char *arg,
+                                 const char *workload, const pid_t *pids, int n)
+{
+    reader_t r;
+    result_t res;
+    start_reader(&r, name, source, arg, workload);
+    pid_t all[16];
+    int k = 0;
+    all[k++] = h_proc_pid(r.proc);
+    for (int i = 0; i < n && k < 16; i++)
+        all[k++] = pids[i];
+    pid_t perf = bench_perf_start(name, all, k);
+    wait_reader(&r, &res);
+    bench_perf_stop(perf);
+    return res;
+}
+
+static int node_pids(const node_t *nodes, int n, pid_t *out)
+{
+    for (int i = 0; i < n; i++)
+        out[i] = h_proc_pid(nodes[i].proc);
+    return n;
 }
 
 /* ---- data ----------------------------------------------------------------------- */
@@ -617,8 +652,13 @@ int main(int argc, char **argv)
     h_s3model_reset(model);
     r->cold = run_one("nginx-scan-1", "http", arg, "scan");
     s3_counts(&r->s3_gets, &r->s3_bytes);
-    r->hot = run_one("nginx-scan-2", "http", arg, "scan");
-    r->scattered = run_one("nginx-scattered", "http", arg, "scattered");
+    pid_t ngx_pids[8];
+    int n_ngx = bench_children(h_proc_pid(ngx), ngx_pids, 8);
+    double ngx0 = h_pgrp_cpu_s(h_proc_pid(ngx));
+    r->hot = run_one_profiled("nginx-scan-2", "http", arg, "scan", ngx_pids, n_ngx);
+    r->extra_cpu = h_pgrp_cpu_s(h_proc_pid(ngx)) - ngx0; /* nginx serves it: its CPU counts */
+    row_t *ngx_row = r;
+    r->scattered = run_one_profiled("nginx-scattered", "http", arg, "scattered", ngx_pids, n_ngx);
     r->has_cold = r->has_hot = r->has_scattered = true;
     h_proc_stop(ngx, 5000);
 
@@ -680,10 +720,13 @@ int main(int argc, char **argv)
     r->name = "4 distributed, second node";
     h_s3model_reset(model);
     c0 = nodes_cpu(nodes, N_NODES);
-    r->hot = run_one("dc2-scan", "cache", members[1], "scan");
+    pid_t npids[N_NODES];
+    r->hot = run_one_profiled("dc2-scan", "cache", members[1], "scan", npids,
+                              node_pids(nodes, N_NODES, npids));
     r->extra_cpu = nodes_cpu(nodes, N_NODES) - c0;
     s3_counts(&r->s3_gets, &r->s3_bytes);
-    r->scattered = run_one("dc2-scattered", "cache", members[1], "scattered");
+    r->scattered = run_one_profiled("dc2-scattered", "cache", members[1], "scattered", npids,
+                                    N_NODES);
     r->has_hot = r->has_scattered = true;
     row_t *second = r;
     qrow_t *qfirst = &qr[nq++], *qsecond = &qr[nq++];
@@ -708,6 +751,7 @@ int main(int argc, char **argv)
         proxies[c] = start_proxy(nodes, c, members[c], sizeof(members[c]));
     reader_t rd[MAX_COMPUTE];
     result_t six[MAX_COMPUTE];
+    double six_nodes_cpu = nodes_cpu(nodes, N_NODES);
     double t0 = now_s();
     for (int c = 0; c < MAX_COMPUTE; c++) {
         char name[32];
@@ -717,6 +761,12 @@ int main(int argc, char **argv)
     for (int c = 0; c < MAX_COMPUTE; c++)
         wait_reader(&rd[c], &six[c]);
     double six_warm_s = now_s() - t0;
+    six_nodes_cpu = nodes_cpu(nodes, N_NODES) - six_nodes_cpu;
+    double six_cpu = six_nodes_cpu, six_bytes_read = 0;
+    for (int c = 0; c < MAX_COMPUTE; c++) {
+        six_cpu += six[c].cpu_s;
+        six_bytes_read += (double)six[c].bytes;
+    }
     for (int c = 0; c < MAX_COMPUTE; c++)
         h_proc_stop(proxies[c], 5000);
     stop_cluster(nodes, N_NODES);
@@ -747,6 +797,12 @@ int main(int argc, char **argv)
     double one_warm = mib_s(&second->hot);
     double x_dc = mib_s(&second->hot) / mib_s(&first->cold);
     double y_six = agg_warm / (6.0 * one_warm);
+    /* bytes per CPU-second of the whole system, readers + nodes: six compute
+     * nodes at once against one (set-up 4's hot scan) */
+    double one_cpu = second->hot.cpu_s + second->extra_cpu;
+    double e_six = (six_bytes_read / six_cpu) / ((double)second->hot.bytes / one_cpu);
+    double ngx_cpu = ngx_row->hot.cpu_s + ngx_row->extra_cpu;
+    double c_hot = (one_cpu / (double)second->hot.bytes) / (ngx_cpu / (double)ngx_row->hot.bytes);
     double z_hot = mib_s(&second->hot) / mib_s(&rows[0].cold);
     double n_gets = (double)six_gets / (double)dataset_blocks;
 
@@ -759,13 +815,15 @@ int main(int argc, char **argv)
                            "|---|---|---|---|---|---|\n");
     for (int i = 0; i < nr; i++) {
         row_t *w = &rows[i];
-        char cold[64] = "-", hot[64] = "-", sc[64] = "-", s3c[64] = "-", cpu[32] = "-";
+        char cold[64] = "-", hot[64] = "-", sc[96] = "-", s3c[64] = "-", cpu[32] = "-";
         if (w->has_cold)
             snprintf(cold, sizeof(cold), "%.2f s, %.0f MiB/s", w->cold.seconds, mib_s(&w->cold));
         if (w->has_hot)
             snprintf(hot, sizeof(hot), "%.2f s, %.0f MiB/s", w->hot.seconds, mib_s(&w->hot));
         if (w->has_scattered)
-            snprintf(sc, sizeof(sc), "%.2f / %.2f ms", w->scattered.p50, w->scattered.p99);
+            snprintf(sc, sizeof(sc), "%.2f / %.2f ms (reader CPU %.0f us a read)",
+                     w->scattered.p50, w->scattered.p99,
+                     w->scattered.cpu_s * 1e6 / scattered_reads);
         if (w->has_cold || i >= 2)
             snprintf(s3c, sizeof(s3c), "%" PRIu64 " (%.0f)", w->s3_gets,
                      (double)w->s3_bytes / 1048576.0);
@@ -779,9 +837,10 @@ int main(int argc, char **argv)
     tl += (size_t)snprintf(table + tl, sizeof(table) - tl,
                            "| 5 six compute nodes at once | %.2f s, %.0f MiB/s aggregate | %.2f s, "
                            "%.0f MiB/s aggregate | - | %" PRIu64 " (%.0f) for %" PRIu64
-                           " blocks | - |\n",
+                           " blocks | %.2f |\n",
                            six_cold_s, agg_cold, six_warm_s, agg_warm, six_gets,
-                           (double)six_bytes / 1048576.0, dataset_blocks);
+                           (double)six_bytes / 1048576.0, dataset_blocks,
+                           six_cpu / (six_bytes_read / (1u << 30)));
     char qtable[8192];
     size_t ql = 0;
     ql += (size_t)snprintf(qtable + ql, sizeof(qtable) - ql,
@@ -843,8 +902,9 @@ int main(int argc, char **argv)
                    "second_node_vs_local=%.2f\n",
                 q_dc, q_s3, q_local);
         fprintf(f, "\ncoldwarm: dc_second_node_vs_cold=%.2f six_nodes_aggregate_vs_one=%.2f "
-                   "hot_vs_direct_s3=%.2f s3_gets_six_cold_per_block=%.2f\n",
-                x_dc, y_six, z_hot, n_gets);
+                   "hot_vs_direct_s3=%.2f s3_gets_six_cold_per_block=%.2f "
+                   "six_nodes_cpu_efficiency=%.2f hot_cpu_per_gib_vs_nginx=%.2f\n",
+                x_dc, y_six, z_hot, n_gets, e_six, c_hot);
         fclose(f);
     }
     char dat[1200], gp[1200], png[1200];
@@ -881,8 +941,9 @@ int main(int argc, char **argv)
            "second_node_vs_local=%.2f\n",
            q_dc, q_s3, q_local);
     printf("coldwarm: dc_second_node_vs_cold=%.2f six_nodes_aggregate_vs_one=%.2f "
-           "hot_vs_direct_s3=%.2f s3_gets_six_cold_per_block=%.2f\n",
-           x_dc, y_six, z_hot, n_gets);
+           "hot_vs_direct_s3=%.2f s3_gets_six_cold_per_block=%.2f six_nodes_cpu_efficiency=%.2f "
+           "hot_cpu_per_gib_vs_nginx=%.2f\n",
+           x_dc, y_six, z_hot, n_gets, e_six, c_hot);
     h_env_destroy(&env);
     return 0;
 }

@@ -4,11 +4,11 @@
 // shaped posts dataset with DuckDB (Id, PostTypeId, CreationDate, Score,
 // ViewCount, OwnerUserId, OwnerDisplayName with many repeats and many '' and
 // 'anon', Tags, Title, Body), ROWS rows sorted by Id in 4 files: two snappy,
-// two zstd; and as many rows of (Id, Amount DECIMAL(18,2)) in dec_*.parquet. Then times DuckDB on the same files (median of RUNS, warm page
+// two zstd. Then times DuckDB on the same files (median of RUNS, warm page
 // cache) and measures its peak memory as peak RSS minus RSS after start-up
 // (VmHWM after resetting it through /proc/self/clear_refs, minus VmRSS):
 //
-//   node bench_gen.mjs DIR ROWS RUNS  -> DIR/data/{posts,dec}_*.parquet, DIR/duckdb.txt
+//   node bench_gen.mjs DIR ROWS RUNS  -> DIR/data/posts_*.parquet, DIR/duckdb.txt
 //
 // RUNS 0 writes the data only (bench/coldwarm uses it that way).
 //
@@ -18,6 +18,7 @@ import { createRequire } from 'node:module';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { medianSeconds } from '../duckdb.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const nm = process.env.RINGCACHE_NODE_MODULES || join(here, '..', '..', 'node_modules');
@@ -59,13 +60,6 @@ for (let f = 0; f < 4; f++) {
     FROM range(${lo}, ${hi}) t(i))
     TO '${dir}/data/posts_${f}.parquet' (FORMAT parquet, COMPRESSION ${codec})`);
 }
-// sqlfn's Decimal sum: the same row count of one DECIMAL(18,2) column (INT64 in Parquet)
-for (let f = 0; f < 4; f++) {
-  const lo = f * per, hi = Math.min(rows, lo + per);
-  await con.run(`COPY (SELECT i::BIGINT AS Id,
-    (((hash(i * 37) % 2000000000000)::BIGINT - 1000000000000) * 0.01)::DECIMAL(18,2) AS Amount
-    FROM range(${lo}, ${hi}) t(i)) TO '${dir}/data/dec_${f}.parquet' (FORMAT parquet, COMPRESSION snappy)`);
-}
 console.error(`bench_gen: ${rows} rows written in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 if (runs === 0)
   process.exit(0);
@@ -75,33 +69,20 @@ const Q = {
   seed: `SELECT OwnerDisplayName, count(*) AS num_posts FROM ${G} WHERE OwnerDisplayName NOT IN ('', 'anon') GROUP BY OwnerDisplayName ORDER BY num_posts DESC LIMIT 5`,
   sum: `SELECT sum(Score), count(*) FROM ${G}`,
   pruned: `SELECT count(*), sum(Score) FROM ${G} WHERE Id >= ${Math.floor(rows * 0.3)} AND Id < ${Math.floor(rows * 0.3) + 200000}`,
-  dec_sum: `SELECT sum(Amount) FROM '${dir}/data/dec_*.parquet'`,
 };
 const status = (k) => {
   const m = readFileSync('/proc/self/status', 'utf8').match(new RegExp(`${k}:\\s+(\\d+) kB`));
   return m ? Number(m[1]) * 1024 : 0;
 };
-async function time(sql) {
-  const ts = [];
-  for (let r = 0; r < runs; r++) {
-    const t = process.hrtime.bigint();
-    await con.runAndReadAll(sql);
-    ts.push(Number(process.hrtime.bigint() - t) / 1e9);
-  }
-  ts.sort((a, b) => a - b);
-  return ts[Math.floor(ts.length / 2)];
-}
+const time = (sql) => medianSeconds(con, sql, runs);
 let out = '';
 await con.run(`SET threads = 1`);
 await con.runAndReadAll(Q.seed); // warm the OS page cache
 out += `seed_1t ${await time(Q.seed)}\n`;
-await con.runAndReadAll(Q.dec_sum);
-out += `dec_sum_1t ${await time(Q.dec_sum)}\n`;
 await con.run(`SET threads = 2`);
 out += `seed_2t ${await time(Q.seed)}\n`;
 out += `sum_2t ${await time(Q.sum)}\n`;
 out += `pruned_2t ${await time(Q.pruned)}\n`;
-out += `dec_sum_2t ${await time(Q.dec_sum)}\n`;
 // memory: a fresh instance, HWM reset after start-up
 const inst2 = await duck.DuckDBInstance.create(':memory:', {
   extension_directory: join(dir, 'duckdb_extensions'), threads: '2' });

@@ -14,9 +14,6 @@
  *   memory  the seed at 2 threads: peak RSS minus RSS after start-up, each
  *           side measured first thing after its start-up (VmHWM reset through
  *           /proc/self/clear_refs)
- *   decimal sum(Amount) of a Decimal(18, 2) column, as many rows in four more
- *           files (1 and 2 threads; the sqlfn line's decimal_vs_duckdb is
- *           the 2-thread ratio)
  *   cached  the seed (2 threads) from s3() through three warm ringcached
  *           nodes with an empty page cache (a fresh client per run), against
  *           the same query on the local files at the same thread count, the
@@ -33,8 +30,7 @@
  * The last line is
  *   engine: seed_1t_vs_duckdb=<a> seed_2t_vs_duckdb=<b> mem_vs_duckdb=<c>
  *           sum_vs_duckdb=<d> pruned_vs_duckdb=<e> cached_vs_local=<f>
- *   sqlfn: decimal_vs_duckdb=<g>
- * (one line each; speed ratios above 1 mean faster than DuckDB, memory below 1 means
+ * (one line; speed ratios above 1 mean faster than DuckDB, memory below 1 means
  * less; `na` when a part could not run, with the reason on stderr). The temp
  * folder is removed at the end (DIR of --data is kept).
  */
@@ -73,21 +69,6 @@ static _Noreturn void die(const char *msg)
     exit(1);
 }
 
-static long long proc_status(const char *key)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    if (!f)
-        return 0;
-    char line[256];
-    long long v = 0;
-    size_t kl = strlen(key);
-    while (fgets(line, sizeof(line), f))
-        if (strncmp(line, key, kl) == 0 && line[kl] == ':')
-            v = atoll(line + kl + 1) * 1024;
-    fclose(f);
-    return v;
-}
-
 static double run_query(const eng_ctx *base, const char *sql, int threads, uint64_t *rows)
 {
     eng_ctx ctx = *base;
@@ -123,57 +104,12 @@ static double median(const eng_ctx *ctx, const char *sql, int threads)
 
 static double duck_value(const char *name)
 {
-    char path[4200], line[256];
+    char path[4200];
     snprintf(path, sizeof(path), "%s/duckdb.txt", dir);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        die("bench_gen.mjs wrote no duckdb.txt");
-    double v = -1;
-    size_t nl = strlen(name);
-    while (fgets(line, sizeof(line), f))
-        if (strncmp(line, name, nl) == 0 && line[nl] == ' ')
-            v = atof(line + nl + 1);
-    fclose(f);
+    double v = bench_file_figure(path, name);
     if (v < 0)
-        die("duckdb.txt lacks a measurement");
+        die("duckdb.txt (bench_gen.mjs) lacks a measurement");
     return v;
-}
-
-/* Like duck_value, or -1 when the measurement is missing (a --data folder
- * written before it existed). */
-static double duck_value_opt(const char *name)
-{
-    char path[4200], line[256];
-    snprintf(path, sizeof(path), "%s/duckdb.txt", dir);
-    FILE *f = fopen(path, "r");
-    double v = -1;
-    size_t nl = strlen(name);
-    while (f && fgets(line, sizeof(line), f))
-        if (strncmp(line, name, nl) == 0 && line[nl] == ' ')
-            v = atof(line + nl + 1);
-    if (f)
-        fclose(f);
-    return v;
-}
-
-/* sqlfn's decimal_vs_duckdb: sum() of a Decimal(18, 2) column (exact in both)
- * at 1 and 2 threads; writes the 2-thread ratio into out, or "na". */
-static void sqlfn_decimal(const eng_ctx *ctx, char *out, size_t cap)
-{
-    double d1 = duck_value_opt("dec_sum_1t"), d2 = duck_value_opt("dec_sum_2t");
-    if (d1 <= 0 || d2 <= 0) {
-        fprintf(stderr, "engine_bench: decimal_vs_duckdb=na: %s/duckdb.txt has no dec_sum "
-                        "timings (regenerate the --data folder)\n", dir);
-        snprintf(out, cap, "na");
-        return;
-    }
-    char sql[4400];
-    snprintf(sql, sizeof(sql), "SELECT sum(Amount) FROM file('%s/data/dec_*.parquet')", dir);
-    double e1 = median(ctx, sql, 1), e2 = median(ctx, sql, 2);
-    fprintf(stderr, "decimal sum 1 thread : engine %.3f s  duckdb %.3f s (%.2fx)\n"
-                    "decimal sum 2 threads: engine %.3f s  duckdb %.3f s (%.2fx)\n",
-            e1, d1, d1 / e1, e2, d2, d2 / e2);
-    snprintf(out, cap, "%.2f", d2 / e2);
 }
 
 /* ---- the cached path: s3rver + three ringcached nodes ---- */
@@ -383,10 +319,10 @@ int main(int argc, char **argv)
         fputs("5", cr);
         fclose(cr);
     }
-    long long base = proc_status("VmRSS");
+    long long base = bench_status_bytes("VmRSS");
     uint64_t nrows = 0;
     run_query(&ctx, seed, 2, &nrows);
-    double mem_ours = (double)(proc_status("VmHWM") - base);
+    double mem_ours = (double)(bench_status_bytes("VmHWM") - base);
 
     double s1 = median(&ctx, seed, 1), s2 = median(&ctx, seed, 2);
     double su = median(&ctx, sum, 2), pr = median(&ctx, pruned, 2);
@@ -402,8 +338,6 @@ int main(int argc, char **argv)
             (unsigned long long)nrows, s1, nrows / s1 / 1e6, d1, nrows / d1 / 1e6, s2,
             nrows / s2 / 1e6, d2, nrows / d2 / 1e6, su, dsu, pr, dpr, mem_ours / 1048576.0,
             dmem / 1048576.0);
-    char dec[32];
-    sqlfn_decimal(&ctx, dec, sizeof(dec));
     char cached[32] = "na";
     if (cache) {
         char seed_s3[1024];
@@ -428,6 +362,5 @@ int main(int argc, char **argv)
     printf("engine: seed_1t_vs_duckdb=%.2f seed_2t_vs_duckdb=%.2f mem_vs_duckdb=%s "
            "sum_vs_duckdb=%.2f pruned_vs_duckdb=%.2f cached_vs_local=%s\n",
            d1 / s1, d2 / s2, mem, dsu / su, dpr / pr, cached);
-    printf("sqlfn: decimal_vs_duckdb=%s\n", dec);
     return 0;
 }

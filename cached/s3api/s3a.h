@@ -132,6 +132,9 @@ void s3a_query_free(s3a_query *q);
 int64_t s3a_parse_amz_date(const char *s);
 /* RFC 1123 "Sun, 06 Nov 1994 08:49:37 GMT" -> unix seconds; -1 otherwise. */
 int64_t s3a_parse_http_date(const char *s);
+/* "2024-01-01T00:00:00.000Z" (XML dates; the fraction optional) -> unix
+ * seconds, or -1. */
+int64_t s3a_parse_iso8601(const char *s);
 /* "2024-01-01T00:00:00.000Z" for unix milliseconds into out[25]. */
 void s3a_iso8601_ms(int64_t unix_ms, char out[25]);
 

@@ -2,7 +2,7 @@
  *
  * s3a_auth.c: verifying SigV4 (header and query) and SigV2 (query) the way
  * S3 does (s3a_auth.h). The SigV4 computation itself is the S3 client's
- * (client/s3_sigv4.c: s3__sigv4_sign_with_key); what is here is reading what
+ * (client/s3/s3_sigv4.c: s3__sigv4_sign_with_key); what is here is reading what
  * the client sent back into that function's input:
  *
  *   raw path  --decode, re-encode once-->  canonical URI

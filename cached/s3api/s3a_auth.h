@@ -4,7 +4,7 @@
  *
  *  - SigV4 in the Authorization header (every SDK, awscli, boto3): canonical
  *    request, string to sign and signature computed by the S3 client's own
- *    code (client/s3_sigv4.h) from what the client sent, and compared in
+ *    code (client/s3/s3_sigv4.h) from what the client sent, and compared in
  *    constant time; the clock within max_skew_s (S3: 15 minutes);
  *  - SigV4 in the query (presigned URLs: X-Amz-Expires, at most a week);
  *  - SigV2 in the query (boto3's default generate_presigned_url in

@@ -292,3 +292,15 @@ int s3a_checksum_verify(s3a_ck_alg alg, const unsigned char *digest, const char 
     }
     return 0;
 }
+
+int s3a_payload_sha256_verify(const unsigned char digest[32], const char *hex, s3a_error *err)
+{
+    char got[65];
+    for (int i = 0; i < 32; i++)
+        snprintf(got + 2 * i, 3, "%02x", digest[i]);
+    if (hex == NULL || strcmp(got, hex) != 0)
+        return s3a_error_set(err, 400, "XAmzContentSHA256Mismatch",
+                             "The provided 'x-amz-content-sha256' header does not match what "
+                             "was computed.");
+    return 0;
+}

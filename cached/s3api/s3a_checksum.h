@@ -69,6 +69,11 @@ void s3a_b64_encode(const unsigned char *raw, size_t n, char *out);
 int s3a_checksum_verify(s3a_ck_alg alg, const unsigned char *digest, const char *b64,
                         s3a_error *err);
 
+/* Compares a body's SHA-256 with the lowercase hex the client signed as
+ * x-amz-content-sha256: 0 when equal, else -EINVAL with 400
+ * XAmzContentSHA256Mismatch (S3's words). */
+int s3a_payload_sha256_verify(const unsigned char digest[32], const char *hex, s3a_error *err);
+
 #ifdef __cplusplus
 }
 #endif

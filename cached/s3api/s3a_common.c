@@ -324,6 +324,19 @@ int64_t s3a_parse_http_date(const char *s)
     return from_fields(Y, M, D, h, m, sec);
 }
 
+int64_t s3a_parse_iso8601(const char *s)
+{
+    /* "2024-01-01T00:00:00.000Z", the fraction optional */
+    if (s == NULL || strlen(s) < 20 || s[4] != '-' || s[7] != '-' || s[10] != 'T' ||
+        s[13] != ':' || s[16] != ':')
+        return -1;
+    int Y = digits(s, 4), M = digits(s + 5, 2), D = digits(s + 8, 2);
+    int h = digits(s + 11, 2), m = digits(s + 14, 2), sec = digits(s + 17, 2);
+    if (Y < 0 || M < 0 || D < 0 || h < 0 || m < 0 || sec < 0)
+        return -1;
+    return from_fields(Y, M, D, h, m, sec);
+}
+
 void s3a_iso8601_ms(int64_t unix_ms, char out[25])
 {
     int64_t ms = unix_ms % 1000;

@@ -16,7 +16,7 @@
  *
  * The request bodies are read with expat as they stream in (an upload's
  * Complete may list 10,000 parts): the client's response-side XML driver
- * (client/s3_xml.c) reads a whole answer against its own element table, and
+ * (client/s3/s3_xml.c) reads a whole answer against its own element table, and
  * these are different documents read in pieces, so they have their own small
  * driver. A DOCTYPE is refused (no entities), nesting is capped, each text
  * is capped, the whole body is capped; anything else is 400 MalformedXML,

@@ -2,7 +2,8 @@
  *
  * cli.h: pieces shared by the `ringcache` subcommands: option parsing in the
  * config file's grammar (`--name value` or `--name=value`), sizes with units,
- * the S3 options every S3 command takes, error printing, and the progress bar.
+ * the S3 options (cli_cache.h has every connection option, S3's and the cache
+ * tier's, in one place), error printing, and the progress bar.
  * Single-threaded: the CLI runs one command per process.
  */
 #ifndef RINGCACHE_CLI_H
@@ -19,8 +20,10 @@ enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
 /* Prints "ringcache: <message>" to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Parses "123", "8MiB", "1M", "64k", "2GiB" (binary units). -EINVAL if not. */
-int cli_parse_size(const char *s, uint64_t *out);
+/* A size option --name (bytesize_parse: digits and an optional unit, every
+ * unit a power of 1024; "1x", "1.5M", "-1" refused): 0, or -1 after printing
+ * why. */
+int cli_size_opt(const char *name, const char *v, uint64_t *out);
 
 /* An option of argv[*i]: if argv[*i] is `--name` or `--name=value`, sets *value
  * (from the same word or the next one, advancing *i) and returns 1; returns 0 when
@@ -41,8 +44,6 @@ int cli_s3_env(cli_s3_opts *o, const char *profile);
  * -1 on a bad value (printed). */
 int cli_s3_opt(cli_s3_opts *o, int argc, char **argv, int *i);
 
-/* The S3 options, for --help texts. */
-extern const char cli_s3_help[];
 
 /* A progress bar on stderr, drawn only when stderr is a terminal and the
  * transfer is larger than a few MiB. */
@@ -63,8 +64,5 @@ int cli_cmd_get(int argc, char **argv);
 int cli_cmd_put(int argc, char **argv);
 int cli_cmd_rm(int argc, char **argv);
 int cli_cmd_stats(int argc, char **argv);
-
-/* The cache-tier options, for --help texts. */
-extern const char cli_cache_help[];
 
 #endif /* RINGCACHE_CLI_H */

@@ -5,12 +5,14 @@
  */
 #include "cli.h"
 
-#include <ctype.h>
+#include "bytesize.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -24,36 +26,13 @@ void cli_error(const char *fmt, ...)
     va_end(ap);
 }
 
-int cli_parse_size(const char *s, uint64_t *out)
+int cli_size_opt(const char *name, const char *v, uint64_t *out)
 {
-    char *end;
-    errno = 0;
-    if (!s || !isdigit((unsigned char)*s))
-        return -EINVAL;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno)
-        return -EINVAL;
-    uint64_t mul = 1;
-    if (*end) {
-        char u = (char)toupper((unsigned char)*end);
-        const char *rest = end + 1;
-        switch (u) {
-        case 'K': mul = 1ull << 10; break;
-        case 'M': mul = 1ull << 20; break;
-        case 'G': mul = 1ull << 30; break;
-        case 'T': mul = 1ull << 40; break;
-        case 'B': mul = 1; rest = end + 1; break;
-        default: return -EINVAL;
-        }
-        if (u != 'B' && (strcmp(rest, "") != 0 && strcasecmp(rest, "iB") != 0 &&
-                         strcasecmp(rest, "B") != 0))
-            return -EINVAL;
-        if (u == 'B' && *rest)
-            return -EINVAL;
+    char err[256];
+    if (bytesize_parse(v, out, err, sizeof(err)) < 0) {
+        cli_error("--%s: %s", name, err);
+        return -1;
     }
-    if (v > UINT64_MAX / mul)
-        return -EINVAL;
-    *out = v * mul;
     return 0;
 }
 
@@ -89,42 +68,21 @@ int cli_s3_env(cli_s3_opts *o, const char *profile)
     }
     o->profile = profile;
     if (s3_config_from_env(&o->cfg, err, sizeof(err)) < 0) {
-        cli_error("%s", err);
+        /* the S3 config's sentence names AWS_PROFILE, which --profile set */
+        char *from = profile ? strstr(err, " (from AWS_PROFILE)") : NULL;
+        char *fix = from ? strstr(from, " or unset AWS_PROFILE") : NULL;
+        if (fix) {
+            *from = 0;
+            *fix = 0;
+            cli_error("%s (from --profile)%s or pass another --profile", err,
+                      from + strlen(" (from AWS_PROFILE)"));
+        } else {
+            cli_error("%s", err);
+        }
         return CLI_USAGE;
     }
     return 0;
 }
-
-const char cli_cache_help[] =
-    "Cache options (get, cat, head, put, stats, warm):\n"
-    "  --cache MEMBERS        go through these cache nodes instead of S3 directly:\n"
-    "                         id=host:port,... or host:port,..., file:PATH, or\n"
-    "                         dns:NAME:PORT for the SRV records of a headless Service\n"
-    "                         (or RINGCACHE_CACHE)\n"
-    "  --token TOKEN          tenant token the nodes expect (or RINGCACHE_TOKEN)\n"
-    "  --cache-tls            TLS to the cache nodes (or RINGCACHE_CACHE_TLS=1); a node\n"
-    "                         found through dns: must carry its SRV target's name in its\n"
-    "                         certificate (e.g. *.ringcache-headless.NS.svc.cluster.local),\n"
-    "                         a listed one the host or IP it is listed as\n"
-    "  --cache-tls-ca FILE    PEM file of the CAs that signed the nodes' certificates\n"
-    "                         (or RINGCACHE_CACHE_TLS_CA; default the system's); implies\n"
-    "                         --cache-tls\n"
-    "  --dns-server IP:PORT   DNS server for dns: members instead of /etc/resolv.conf's\n"
-    "                         (or RINGCACHE_DNS_SERVER)\n\n";
-
-const char cli_s3_help[] =
-    "S3 options (defaults come from the AWS environment: AWS_ACCESS_KEY_ID,\n"
-    "AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION, AWS_ENDPOINT_URL,\n"
-    "AWS_PROFILE and ~/.aws/credentials):\n"
-    "  --endpoint URL         S3 endpoint, e.g. http://127.0.0.1:9000 (path-style)\n"
-    "  --region NAME          signing region (default us-east-1)\n"
-    "  --profile NAME         section of the shared credentials file\n"
-    "  --no-sign-request      anonymous requests, for public buckets\n"
-    "  --ca-bundle FILE       PEM file of CAs for https\n"
-    "  --virtual-host         bucket.host addressing instead of host/bucket\n"
-    "  --connect-timeout MS   per attempt (default 3000)\n"
-    "  --timeout MS           a transfer that moves nothing this long fails (default 30000)\n"
-    "  --attempts N           tries per request, the first included (default 5)\n";
 
 static int cli_int(const char *name, const char *v, int *out)
 {

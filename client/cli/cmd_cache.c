@@ -17,47 +17,12 @@
 #include <string.h>
 #include <unistd.h>
 
-const char cli_cache_more_help[] =
-    "  --cache-only           this process never calls S3 itself: reads, HEADs and PUTs\n"
-    "                         go through the nodes only (which fill from S3 as usual);\n"
-    "                         fail when no node can answer or a node's own S3 fails\n"
-    "                         (ls and warm list S3, and are refused)\n"
-    "  --no-fill              ask the nodes not to fill from S3: blocks they do not have\n"
-    "                         are read from S3 directly, or fail with --cache-only (to\n"
-    "                         check that a warm holds an object)\n"
-    "  --hedge-ms MS          a node that sends nothing for MS ms, then does not answer\n"
-    "                         a PING within 2 x MS ms, is marked down and its requests\n"
-    "                         also go to the next owner (or RINGCACHE_HEDGE_MS; default\n"
-    "                         500; 0: off, a stopped node then holds a read for 30 s)\n"
-    "A node that cannot be used (connection refused, timed out, TLS, token refused,\n"
-    "stopped, its own S3 failing) is named once on stderr, with where its blocks go.\n\n";
-
-/* node_warn: the I/O thread or this one; stderr's own lock keeps lines whole. */
-static void cc_node_warn(const char *sentence, void *arg)
-{
-    (void)arg;
-    fprintf(stderr, "ringcache: warning: %s\n", sentence);
-}
-
 static int cc_open(rc_client **c, const cli_cache_opts *o)
 {
     rc_config cfg;
-    rc_config_init(&cfg);
-    cfg.members = o->members;
-    cfg.token = o->token;
-    if (o->s3)
-        cfg.s3 = *o->s3;
+    cli_cache_config(o, &cfg);
     cfg.page_cache_bytes = 256u << 20;
     cfg.max_threads = 1;
-    cfg.cache_only = o->cache_only;
-    cfg.no_fill = o->no_fill;
-    if (o->hedge_ms >= 0)
-        cfg.hedge_ms = o->hedge_ms;
-    cfg.node_warn = cc_node_warn;
-    bool ca = o->tls_ca && o->tls_ca[0];
-    cfg.tls = o->tls || ca; /* --cache-tls-ca implies --cache-tls */
-    cfg.tls_ca = ca ? o->tls_ca : NULL;
-    cfg.dns_server = o->dns_server;
     char err[RC_ERR_MAX];
     int rc = rc_create(c, &cfg, err, sizeof(err));
     if (rc < 0) {
@@ -205,36 +170,223 @@ int cli_cache_put(const cli_cache_opts *o, const char *bucket, const char *key, 
     return rc < 0 ? CLI_FAIL : CLI_OK;
 }
 
-static void stats_node(const char *id, const char *addr, int code, const char *text, void *arg)
+/* ---- stats --------------------------------------------------------------- */
+
+/* One node's answer, kept until every node has answered, then printed in
+ * member order (the ring's order of answers is not stable). */
+typedef struct stats_row {
+    char id[128];
+    char addr[300];
+    int code;
+    char *text;
+} stats_row;
+
+typedef struct stats_rows {
+    stats_row *r;
+    size_t n, cap;
+    bool oom;
+} stats_rows;
+
+static void stats_collect(const char *id, const char *addr, int code, const char *text,
+                          void *arg)
 {
-    (void)arg;
-    printf("== %s (%s)\n", id, addr);
-    if (code < 0) {
-        printf("# unreachable: %s\n", text ? text : strerror(-code));
-        return;
+    stats_rows *l = arg;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 8;
+        stats_row *nr = realloc(l->r, cap * sizeof(*nr));
+        if (!nr) {
+            l->oom = true;
+            return;
+        }
+        l->r = nr;
+        l->cap = cap;
     }
-    /* the counters without the HELP/TYPE comments */
-    const char *l = text;
-    while (l && *l) {
+    stats_row *r = &l->r[l->n++];
+    snprintf(r->id, sizeof(r->id), "%s", id);
+    snprintf(r->addr, sizeof(r->addr), "%s", addr);
+    r->code = code;
+    r->text = text ? strdup(text) : NULL;
+    if (text && !r->text)
+        l->oom = true;
+}
+
+static int stats_cmp(const void *a, const void *b)
+{
+    const stats_row *x = a, *y = b;
+    int c = strcmp(x->id, y->id);
+    return c ? c : strcmp(x->addr, y->addr);
+}
+
+/* The value of metric `name` with exactly the labels `labels` (NULL: none) in
+ * Prometheus text; 0 when absent. */
+static double prom_value(const char *text, const char *name, const char *labels)
+{
+    size_t nl = strlen(name);
+    for (const char *l = text; l && *l;) {
         const char *e = strchr(l, '\n');
-        size_t n = e ? (size_t)(e - l) : strlen(l);
-        if (n && l[0] != '#')
-            printf("%.*s\n", (int)n, l);
+        if (l[0] != '#' && strncmp(l, name, nl) == 0) {
+            const char *p = l + nl;
+            bool match = false;
+            if (!labels)
+                match = *p == ' ';
+            else if (*p == '{') {
+                size_t ll = strlen(labels);
+                match = strncmp(p + 1, labels, ll) == 0 && p[1 + ll] == '}';
+                p += ll + 2;
+            }
+            if (match)
+                return strtod(p, NULL);
+        }
         l = e ? e + 1 : NULL;
+    }
+    return 0;
+}
+
+/* The figures of the table, from a node's /metrics. */
+typedef struct stats_fig {
+    double hits, misses, ssd_used, ssd_cap, ram_used, ram_cap, blocks, fills, s3_bytes,
+        s3_errors, disk_errors, errors_sent;
+} stats_fig;
+
+static void stats_read(const char *t, stats_fig *f)
+{
+    f->hits = prom_value(t, "ringcached_hits_total", NULL);
+    f->misses = prom_value(t, "ringcached_misses_total", NULL);
+    f->ssd_used = prom_value(t, "ringcached_capacity_used_bytes", "tier=\"ssd\"");
+    f->ssd_cap = prom_value(t, "ringcached_capacity_bytes", "tier=\"ssd\"");
+    f->ram_used = prom_value(t, "ringcached_capacity_used_bytes", "tier=\"ram\"");
+    f->ram_cap = prom_value(t, "ringcached_capacity_bytes", "tier=\"ram\"");
+    f->blocks = prom_value(t, "ringcached_blocks_stored", NULL);
+    f->fills = prom_value(t, "ringcached_s3_get_requests_total", NULL);
+    f->s3_bytes = prom_value(t, "ringcached_s3_get_bytes_total", NULL);
+    f->s3_errors = prom_value(t, "ringcached_s3_errors_total", NULL);
+    f->disk_errors = prom_value(t, "ringcached_io_errors_total", NULL) +
+                     prom_value(t, "ringcached_checksum_failures_total", NULL);
+    f->errors_sent = prom_value(t, "ringcached_error_answers_total", NULL);
+}
+
+static void stats_add(stats_fig *t, const stats_fig *f)
+{
+    t->hits += f->hits;
+    t->misses += f->misses;
+    t->ssd_used += f->ssd_used;
+    t->ssd_cap += f->ssd_cap;
+    t->ram_used += f->ram_used;
+    t->ram_cap += f->ram_cap;
+    t->blocks += f->blocks;
+    t->fills += f->fills;
+    t->s3_bytes += f->s3_bytes;
+    t->s3_errors += f->s3_errors;
+    t->disk_errors += f->disk_errors;
+    t->errors_sent += f->errors_sent;
+}
+
+/* Bytes in powers of 1024, as the nodes' options are written. */
+static void stats_bytes(double v, char *buf, size_t cap)
+{
+    static const char *const u[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    int k = 0;
+    while (v >= 1024 && k < 5) {
+        v /= 1024;
+        k++;
+    }
+    snprintf(buf, cap, k ? "%.1f %s" : "%.0f %s", v, u[k]);
+}
+
+static void stats_line(const char *id, const char *addr, const stats_fig *f)
+{
+    char hit[16], ssd[64], ram[64], s3b[24], a[24], b[24];
+    double lookups = f->hits + f->misses;
+    if (lookups > 0)
+        snprintf(hit, sizeof(hit), "%.1f%%", 100.0 * f->hits / lookups);
+    else
+        snprintf(hit, sizeof(hit), "-");
+    stats_bytes(f->ssd_used, a, sizeof(a));
+    stats_bytes(f->ssd_cap, b, sizeof(b));
+    snprintf(ssd, sizeof(ssd), "%s / %s", a, b);
+    stats_bytes(f->ram_used, a, sizeof(a));
+    stats_bytes(f->ram_cap, b, sizeof(b));
+    snprintf(ram, sizeof(ram), "%s / %s", a, b);
+    stats_bytes(f->s3_bytes, s3b, sizeof(s3b));
+    printf("%-10s %-21s %6s %9.0f %9.0f %9.0f %9.0f %6.0f %6.0f %6.0f %10s  %-19s  %s\n", id,
+           addr, hit, f->hits, f->misses, f->blocks, f->fills, f->s3_errors, f->disk_errors,
+           f->errors_sent, s3b, ssd, ram);
+}
+
+static void stats_table(const stats_rows *l)
+{
+    printf("%-10s %-21s %6s %9s %9s %9s %9s %6s %6s %6s %10s  %-19s  %s\n", "NODE", "ADDRESS",
+           "HIT%", "HITS", "MISSES", "BLOCKS", "S3 GETS", "S3 ER", "DISK", "ERR", "S3 BYTES",
+           "SSD USED / CAP", "RAM USED / CAP");
+    stats_fig total = {0};
+    size_t up = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        const stats_row *r = &l->r[i];
+        if (r->code < 0) {
+            printf("%-12s %-21s unreachable: %s\n", r->id, r->addr,
+                   r->text ? r->text : strerror(-r->code));
+            continue;
+        }
+        stats_fig f;
+        stats_read(r->text ? r->text : "", &f);
+        stats_line(r->id, r->addr, &f);
+        stats_add(&total, &f);
+        up++;
+    }
+    char nodes[48];
+    snprintf(nodes, sizeof(nodes), "%zu/%zu", up, l->n);
+    stats_line("TOTAL", nodes, &total);
+    puts("\nHIT% = hits / (hits + misses) of the nodes' GETs; S3 GETS = fills, one ranged GET\n"
+         "per block (S3 BYTES their bytes); S3 ER = fills and S3 calls that failed; DISK = disk\n"
+         "I/O errors and checksum failures; ERR = error answers sent. TOTAL sums the nodes\n"
+         "that answered (of all). `ringcache stats --raw`: every counter of every node.");
+}
+
+static void stats_raw(const stats_rows *l)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        const stats_row *r = &l->r[i];
+        printf("== %s (%s)\n", r->id, r->addr);
+        if (r->code < 0) {
+            printf("# unreachable: %s\n", r->text ? r->text : strerror(-r->code));
+            continue;
+        }
+        /* the counters without the HELP/TYPE comments */
+        for (const char *t = r->text; t && *t;) {
+            const char *e = strchr(t, '\n');
+            size_t n = e ? (size_t)(e - t) : strlen(t);
+            if (n && t[0] != '#')
+                printf("%.*s\n", (int)n, t);
+            t = e ? e + 1 : NULL;
+        }
     }
 }
 
-int cli_cache_stats(const cli_cache_opts *o)
+int cli_cache_stats(const cli_cache_opts *o, bool raw)
 {
     rc_client *c;
     int rc = cc_open(&c, o);
     if (rc)
         return rc;
-    rc = rc_node_stats(c, stats_node, NULL);
-    if (rc < 0)
-        cli_error("stats: %s", strerror(-rc));
+    stats_rows l = {0};
+    int failed = rc_node_stats(c, stats_collect, &l);
     rc_destroy(&c);
-    return rc != 0 ? CLI_FAIL : CLI_OK;
+    if (failed < 0) {
+        cli_error("stats: %s", strerror(-failed));
+    } else if (l.oom) {
+        cli_error("stats: out of memory");
+        failed = -ENOMEM;
+    } else {
+        qsort(l.r, l.n, sizeof(*l.r), stats_cmp);
+        if (raw)
+            stats_raw(&l);
+        else
+            stats_table(&l);
+    }
+    for (size_t i = 0; i < l.n; i++)
+        free(l.r[i].text);
+    free(l.r);
+    return failed != 0 ? CLI_FAIL : CLI_OK;
 }
 
 int cli_cache_ls(const cli_cache_opts *o, const char *bucket, const char *pattern,

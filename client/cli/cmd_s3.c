@@ -23,120 +23,29 @@
 #define CLI_KEY_MAX 1025
 
 typedef struct cli_args {
-    cli_s3_opts s3;
-    cli_cache_opts cache;   /* members set: go through the cache tier */
+    cli_conn conn;          /* conn.cache.members set: go through the cache tier */
     const char *pos[3];     /* positional words */
     int n_pos;
 } cli_args;
 
-/* A hedge delay in milliseconds (0: off) from `what`; -1 after printing why. */
-static int cli_hedge_ms(const char *what, const char *v, int *out)
-{
-    char *end = NULL;
-    long ms = strtol(v, &end, 10);
-    if (end == v || *end || ms < 0 || ms > 600000) {
-        cli_error("%s '%s' is not a number of milliseconds from 0 to 600000 (0 turns "
-                  "hedging off)", what, v);
-        return -1;
-    }
-    *out = (int)ms;
-    return 0;
-}
-
-/* Parses the S3 options and up to 3 positional words; any other option is
- * handled by `extra` (returns 1 when it took the word, 0 if unknown, -1 bad). */
+/* Parses the connection options (cli_conn.c) and up to 3 positional words;
+ * any other option is handled by `extra` (returns 1 when it took the word, 0
+ * if unknown, -1 bad). */
 typedef int (*cli_extra_fn)(int argc, char **argv, int *i, void *arg);
 
 static int cli_parse(int argc, char **argv, cli_args *a, cli_extra_fn extra, void *extra_arg,
                      const char *usage)
 {
-    const char *profile = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        int r = cli_opt(argc, argv, &i, "profile", &v);
-        if (r < 0)
-            return CLI_USAGE;
-        if (r > 0)
-            profile = v;
-    }
-    int rc = cli_s3_env(&a->s3, profile);
+    int rc = cli_conn_init(&a->conn, argc, argv);
     if (rc)
         return rc;
-    a->cache.members = getenv("RINGCACHE_CACHE");
-    a->cache.token = getenv("RINGCACHE_TOKEN");
-    a->cache.tls_ca = getenv("RINGCACHE_CACHE_TLS_CA");
-    a->cache.dns_server = getenv("RINGCACHE_DNS_SERVER");
-    a->cache.s3 = &a->s3.cfg;
-    a->cache.hedge_ms = -1;
-    const char *hedge = getenv("RINGCACHE_HEDGE_MS");
-    if (hedge && hedge[0] && cli_hedge_ms("RINGCACHE_HEDGE_MS", hedge, &a->cache.hedge_ms) < 0)
-        return CLI_USAGE;
-    const char *tls = getenv("RINGCACHE_CACHE_TLS");
-    if (tls && tls[0]) {
-        if (!strcmp(tls, "1") || !strcasecmp(tls, "true") || !strcasecmp(tls, "yes") ||
-            !strcasecmp(tls, "on")) {
-            a->cache.tls = true;
-        } else if (strcmp(tls, "0") && strcasecmp(tls, "false") && strcasecmp(tls, "no") &&
-                   strcasecmp(tls, "off")) {
-            cli_error("RINGCACHE_CACHE_TLS='%s' is not a yes or no (set it to 1 for TLS to "
-                      "the cache nodes, 0 or unset for plain TCP)", tls);
-            return CLI_USAGE;
-        }
-    }
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             fputs(usage, stdout);
-            fputs(cli_cache_help, stdout);
-            fputs(cli_cache_more_help, stdout);
-            fputs(cli_s3_help, stdout);
+            cli_conn_help(stdout);
             exit(CLI_OK);
         }
-        const char *v;
-        int r = cli_opt(argc, argv, &i, "profile", &v);
-        if (r > 0)
-            continue;
-        if ((r = cli_opt(argc, argv, &i, "cache", &v)) != 0) {
-            if (r < 0)
-                return CLI_USAGE;
-            a->cache.members = v;
-            continue;
-        }
-        if (strcmp(argv[i], "--cache-only") == 0) {
-            a->cache.cache_only = true;
-            continue;
-        }
-        if (strcmp(argv[i], "--no-fill") == 0) {
-            a->cache.no_fill = true;
-            continue;
-        }
-        if ((r = cli_opt(argc, argv, &i, "hedge-ms", &v)) != 0) {
-            if (r < 0 || cli_hedge_ms("--hedge-ms", v, &a->cache.hedge_ms) < 0)
-                return CLI_USAGE;
-            continue;
-        }
-        if (strcmp(argv[i], "--cache-tls") == 0) {
-            a->cache.tls = true;
-            continue;
-        }
-        if ((r = cli_opt(argc, argv, &i, "cache-tls-ca", &v)) != 0) {
-            if (r < 0)
-                return CLI_USAGE;
-            a->cache.tls_ca = v;
-            continue;
-        }
-        if ((r = cli_opt(argc, argv, &i, "dns-server", &v)) != 0) {
-            if (r < 0)
-                return CLI_USAGE;
-            a->cache.dns_server = v;
-            continue;
-        }
-        if ((r = cli_opt(argc, argv, &i, "token", &v)) != 0) {
-            if (r < 0)
-                return CLI_USAGE;
-            a->cache.token = v;
-            continue;
-        }
-        r = cli_s3_opt(&a->s3, argc, argv, &i);
+        int r = cli_conn_opt(&a->conn, argc, argv, &i);
         if (r < 0)
             return CLI_USAGE;
         if (r > 0)
@@ -166,9 +75,9 @@ static int cli_url(const char *cmd, const char *url, char *bucket, char *key)
 {
     int rc = s3_url_parse(url, bucket, CLI_BUCKET_MAX, key, CLI_KEY_MAX);
     if (rc < 0) {
-        cli_error("%s: '%s' is not an S3 URL; write s3://bucket/key (bucket names have 3-63 "
-                  "characters)",
-                  cmd, url);
+        char why[512];
+        s3_url_explain(url, why, sizeof(why));
+        cli_error("%s: %s", cmd, why);
         return CLI_USAGE;
     }
     char why[300];
@@ -181,7 +90,11 @@ static int cli_url(const char *cmd, const char *url, char *bucket, char *key)
 
 static int cli_open(s3_sync **s, const cli_args *a)
 {
-    int rc = s3_sync_create(s, &a->s3.cfg);
+    if (!cli_s3_signable(&a->conn.s3.cfg)) {
+        cli_error("%s", cli_no_credentials);
+        return CLI_FAIL;
+    }
+    int rc = s3_sync_create(s, &a->conn.s3.cfg);
     if (rc < 0) {
         cli_error("cannot set up the S3 client: %s (check --endpoint)", strerror(-rc));
         return CLI_FAIL;
@@ -238,8 +151,8 @@ int cli_cmd_ls(int argc, char **argv)
     if ((rc = cli_url("ls", a.pos[0], bucket, key)))
         return rc;
     cli_ls_state st = {bucket, 0, 0};
-    if (a.cache.members && a.cache.members[0]) {
-        rc = cli_cache_ls(&a.cache, bucket, key, cli_ls_print, &st);
+    if (a.conn.cache.members && a.conn.cache.members[0]) {
+        rc = cli_cache_ls(&a.conn.cache, bucket, key, cli_ls_print, &st);
         if (rc == CLI_OK && isatty(STDOUT_FILENO))
             fprintf(stderr, "%" PRIu64 " objects, %" PRIu64 " bytes\n", st.n, st.bytes);
         return rc;
@@ -286,8 +199,8 @@ int cli_cmd_head(int argc, char **argv)
         cli_error("head: %s names a bucket, not an object", a.pos[0]);
         return CLI_USAGE;
     }
-    if (a.cache.members && a.cache.members[0])
-        return cli_cache_head(&a.cache, bucket, key);
+    if (a.conn.cache.members && a.conn.cache.members[0])
+        return cli_cache_head(&a.conn.cache, bucket, key);
     s3_sync *s;
     if ((rc = cli_open(&s, &a)))
         return rc;
@@ -373,8 +286,10 @@ static int cli_get_extra(int argc, char **argv, int *i, void *arg)
     if ((r = cli_opt(argc, argv, i, "part-size", &v)) != 0) {
         if (r < 0)
             return -1;
-        if (cli_parse_size(v, &g->part_size) < 0 || g->part_size == 0) {
-            cli_error("--part-size takes a size such as 8MiB, not '%s'", v);
+        if (cli_size_opt("part-size", v, &g->part_size) < 0)
+            return -1;
+        if (g->part_size == 0) {
+            cli_error("--part-size takes a size above 0, such as 8MiB");
             return -1;
         }
         return 1;
@@ -421,7 +336,7 @@ static int cli_get_or_cat(int argc, char **argv, bool cat)
         return CLI_USAGE;
     }
     char bucket[CLI_BUCKET_MAX], key[CLI_KEY_MAX];
-    if ((rc = cli_url("get", a.pos[0], bucket, key)))
+    if ((rc = cli_url(argv[0], a.pos[0], bucket, key)))
         return rc;
     if (!key[0]) {
         cli_error("get: %s names a bucket, not an object", a.pos[0]);
@@ -457,10 +372,10 @@ static int cli_get_or_cat(int argc, char **argv, bool cat)
             return CLI_FAIL;
         }
     }
-    if (a.cache.members && a.cache.members[0]) {
+    if (a.conn.cache.members && a.conn.cache.members[0]) {
         cli_progress cp;
-        a.cache.parallel = g.parallel > 4 ? g.parallel : 16;
-        rc = cli_cache_get(&a.cache, bucket, key, off, len, fd, &cp);
+        a.conn.cache.parallel = g.parallel > 4 ? g.parallel : 16;
+        rc = cli_cache_get(&a.conn.cache, bucket, key, off, len, fd, &cp);
         if (g.out && !staged) {
             if (close(fd) != 0 && rc == CLI_OK) {
                 cli_error("get: cannot write %s: %s", g.out, strerror(errno));
@@ -571,7 +486,7 @@ int cli_cmd_warm(int argc, char **argv)
         cli_error("warm: give one s3://bucket/glob (see ringcache warm --help)");
         return CLI_USAGE;
     }
-    if (!a.cache.members || !a.cache.members[0]) {
+    if (!a.conn.cache.members || !a.conn.cache.members[0]) {
         cli_error("warm: give --cache MEMBERS (or set RINGCACHE_CACHE): warm loads the cache "
                   "nodes");
         return CLI_USAGE;
@@ -579,7 +494,7 @@ int cli_cmd_warm(int argc, char **argv)
     char bucket[CLI_BUCKET_MAX], key[CLI_KEY_MAX];
     if ((rc = cli_url("warm", a.pos[0], bucket, key)))
         return rc;
-    return cli_cache_warm(&a.cache, bucket, key, wait);
+    return cli_cache_warm(&a.conn.cache, bucket, key, wait);
 }
 
 /* ---- put ----------------------------------------------------------------- */
@@ -618,9 +533,9 @@ int cli_cmd_put(int argc, char **argv)
             close(fd);
         return CLI_FAIL;
     }
-    if (a.cache.members && a.cache.members[0]) {
+    if (a.conn.cache.members && a.conn.cache.members[0]) {
         cli_progress cp;
-        rc = cli_cache_put(&a.cache, bucket, key, fd, (uint64_t)st.st_size, &cp);
+        rc = cli_cache_put(&a.conn.cache, bucket, key, fd, (uint64_t)st.st_size, &cp);
         close(fd);
         return rc;
     }
@@ -688,18 +603,34 @@ int cli_cmd_rm(int argc, char **argv)
 /* ---- stats ----------------------------------------------------------------- */
 
 static const char stats_usage[] =
-    "usage: ringcache stats --cache MEMBERS [--token T]\n"
-    "Print every cache node's counters (the same as its /metrics, without comments).\n\n";
+    "usage: ringcache stats --cache MEMBERS [--raw] [options]\n"
+    "A table of every cache node, in member order: hit ratio of GETs, hits and misses,\n"
+    "SSD and RAM used / capacity, blocks stored, fills (S3 GETs) and their bytes, S3\n"
+    "errors, disk errors, error answers; then the total.\n"
+    "  --raw                  every counter of every node instead (its /metrics, without\n"
+    "                         comments)\n\n";
+
+static int cli_stats_extra(int argc, char **argv, int *i, void *arg)
+{
+    (void)argc;
+    bool *raw = arg;
+    if (strcmp(argv[*i], "--raw") == 0) {
+        *raw = true;
+        return 1;
+    }
+    return 0;
+}
 
 int cli_cmd_stats(int argc, char **argv)
 {
     cli_args a = {0};
-    int rc = cli_parse(argc, argv, &a, NULL, NULL, stats_usage);
+    bool raw = false;
+    int rc = cli_parse(argc, argv, &a, cli_stats_extra, &raw, stats_usage);
     if (rc)
         return rc;
-    if (!a.cache.members || !a.cache.members[0] || a.n_pos) {
+    if (!a.conn.cache.members || !a.conn.cache.members[0] || a.n_pos) {
         cli_error("stats: give --cache MEMBERS (or set RINGCACHE_CACHE)");
         return CLI_USAGE;
     }
-    return cli_cache_stats(&a.cache);
+    return cli_cache_stats(&a.conn.cache, raw);
 }

@@ -280,6 +280,14 @@ void httpd_req_on_done(httpd_req *req, httpd_done_fn fn, void *arg);
 int httpd_resp_set_status(httpd_req *req, int status);
 int httpd_resp_add_header(httpd_req *req, const char *name, const char *value);
 
+/* Sends the status line and the headers added so far, leaving the head open:
+ * headers added later go out at the next flush or at httpd_resp_start, which
+ * ends the head. For an answer that takes long to begin, so that the client
+ * hears from it (ClickHouse's progress headers); the status can no longer
+ * change (set_status is -EALREADY). -EALREADY once started, -EPIPE when the
+ * connection is gone. */
+int httpd_resp_flush_head(httpd_req *req);
+
 /* Sends the head. content_length >= 0: exactly that many body bytes follow;
  * -1: chunked (close-delimited for an HTTP/1.0 client). For HEAD, 204, 304
  * and 1xx, no body is sent whatever is written. -EALREADY when started, -EPIPE

@@ -74,6 +74,7 @@ struct httpd_req {
     /* the response */
     int status;
     struct evbuffer *head;     /* headers added so far */
+    bool head_open;            /* the status line is sent, the head is not ended */
     bool started, ended, close_after;
     enum httpd__framing framing;
     bool no_body;              /* HEAD, 1xx, 204, 304 */

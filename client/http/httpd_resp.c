@@ -160,7 +160,7 @@ void httpd_req_on_done(httpd_req *req, httpd_done_fn fn, void *arg)
 
 int httpd_resp_set_status(httpd_req *req, int status)
 {
-    if (req->started)
+    if (req->started || req->head_open)
         return -EALREADY;
     if (status < 100 || status > 599 || status == 100 || status == 101)
         return -EINVAL;
@@ -233,6 +233,19 @@ static void put_u64(char *buf, size_t cap, uint64_t v, int base, size_t *len)
     *len = n;
 }
 
+/* "HTTP/1.1 200 OK", Date and Server. */
+static void status_line(httpd_req *req)
+{
+    httpd_server *s = req->conn->srv;
+    struct evbuffer *out = bufferevent_get_output(req->conn->bev);
+    char line[256];
+    int n = snprintf(line, sizeof line, "HTTP/1.1 %d %s\r\nDate: %s\r\n", req->status,
+                     reason(req->status), httpd__date(s));
+    evbuffer_add(out, line, (size_t)n);
+    if (s->cfg.server_name[0] != '\0')
+        evbuffer_add_printf(out, "Server: %s\r\n", s->cfg.server_name);
+}
+
 int httpd_resp_start(httpd_req *req, int64_t content_length)
 {
     if (gone(req))
@@ -265,12 +278,8 @@ int httpd_resp_start(httpd_req *req, int64_t content_length)
         req->close_after = true;
 
     struct evbuffer *out = bufferevent_get_output(c->bev);
-    char line[256];
-    int n = snprintf(line, sizeof line, "HTTP/1.1 %d %s\r\nDate: %s\r\n", st, reason(st),
-                     httpd__date(s));
-    evbuffer_add(out, line, (size_t)n);
-    if (s->cfg.server_name[0] != '\0')
-        evbuffer_add_printf(out, "Server: %s\r\n", s->cfg.server_name);
+    if (!req->head_open)
+        status_line(req);
     evbuffer_add_buffer(out, req->head);
 
     bool bodyless_status = st < 200 || st == 204 || st == 304;
@@ -299,7 +308,26 @@ int httpd_resp_start(httpd_req *req, int64_t content_length)
         evbuffer_add(out, "Connection: keep-alive\r\n\r\n", 26);
     else
         evbuffer_add(out, "\r\n", 2);
-    httpd__count_status(s, st);
+    if (!req->head_open)
+        httpd__count_status(s, st);
+    req->head_open = false;
+    httpd__note_out(c);
+    return 0;
+}
+
+int httpd_resp_flush_head(httpd_req *req)
+{
+    if (gone(req))
+        return -EPIPE;
+    if (req->started)
+        return -EALREADY;
+    httpd_conn *c = req->conn;
+    if (!req->head_open) {
+        status_line(req);
+        httpd__count_status(c->srv, req->status);
+        req->head_open = true;
+    }
+    evbuffer_add_buffer(bufferevent_get_output(c->bev), req->head);
     httpd__note_out(c);
     return 0;
 }

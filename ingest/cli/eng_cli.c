@@ -9,6 +9,7 @@
  */
 #include "eng_cli.h"
 
+#include "cli_cache.h"
 #include "eng.h"
 #include "rangesrc.h"
 #include "ringcache.h"
@@ -17,6 +18,7 @@
 #include "warehouse.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,31 +29,46 @@ static const char query_help[] =
     "       ringcache query [options] --queries-file FILE\n"
     "       ... | ringcache query [options]\n\n"
     "Runs SELECT / DESCRIBE statements (ClickHouse dialect) over Parquet, CSV, TSV and\n"
-    "JSONEachRow files: FROM file('path/glob') or FROM s3('s3://bucket/glob' [, 'Format']),\n"
-    "and over MergeTree tables kept on S3 (--warehouse): CREATE TABLE, INSERT INTO t\n"
-    "SELECT / VALUES / FORMAT F (the data on standard input), OPTIMIZE, TRUNCATE, DROP,\n"
-    "SHOW TABLES, DESCRIBE t, FROM t [FINAL], system.parts / tables / columns.\n\n"
+    "JSONEachRow files: FROM file('path/glob') or FROM s3('s3://bucket/glob' [, 'Format']);\n"
+    "also FROM numbers(N), zeros(N), system.numbers, and SELECT without FROM; and over\n"
+    "MergeTree tables kept on S3 (--warehouse): CREATE TABLE, INSERT INTO t SELECT /\n"
+    "VALUES / FORMAT F (the data on standard input), OPTIMIZE, TRUNCATE, DROP, SHOW\n"
+    "TABLES, DESCRIBE t, FROM t [FINAL], system.parts / tables / columns.\n"
+    "s3(url, 'KEY', 'SECRET' [, 'SESSION_TOKEN'] [, 'Format']) reads that source with those\n"
+    "credentials, s3(url, NOSIGN [, 'Format']) unsigned; both from S3 directly, also with\n"
+    "--cache (the nodes fill with their own credentials).\n\n"
     "Options:\n"
-    "  --format F          PrettyCompact (default on a terminal), TSV, TSVWithNames, CSV,\n"
-    "                      CSVWithNames, JSONEachRow, Null, Parquet (default otherwise: TSV)\n"
-    "  --queries-file F    read the statements from F (separated by ';')\n"
-    "  --max_threads N     default of the max_threads setting (default: the cores)\n"
-    "  --cache MEMBERS     read S3 through cache nodes (libringcache): host:port,... or\n"
-    "                      dns:NAME; default: RINGCACHE_CACHE; none: S3 directly\n"
-    "  --page-cache SIZE   RAM of the compute-side page cache with --cache (default 512MiB)\n"
-    "  --endpoint URL      S3 endpoint (default: AWS_ENDPOINT_URL or AWS)\n"
-    "  --warehouse URL     where tables live: s3://bucket/prefix/ (default:\n"
-    "                      RINGCACHE_WAREHOUSE); CREATE TABLE, INSERT, FROM t, system.*\n"
-    "  --database NAME     the current database (default: default)\n"
-    "  --no-progress       no progress line on a terminal\n"
-    "S3 credentials and region come from the AWS environment (AWS_ACCESS_KEY_ID, ...);\n"
-    "without credentials requests are anonymous.\n";
+    "  --format F             the output format: PrettyCompact (default on a terminal),\n"
+    "                         Pretty, PrettySpace, TSV (default otherwise),\n"
+    "                         TSVWithNames[AndTypes], TSVRaw, CSV, CSVWithNames[AndTypes],\n"
+    "                         JSON, JSONCompact, JSONStrings, JSONEachRow,\n"
+    "                         JSONStringsEachRow, JSONCompactEachRow[WithNames[AndTypes]],\n"
+    "                         JSONCompactStringsEachRow, Vertical, Markdown, Values, Null,\n"
+    "                         Parquet\n"
+    "  --queries-file F       read the statements from F (separated by ';')\n"
+    "  --max_threads N        default of the max_threads setting (default: the cores)\n"
+    "  --page-cache SIZE      RAM of the compute-side page cache with --cache (default\n"
+    "                         512MiB)\n"
+    "  --warehouse URL        where tables live: s3://bucket/prefix/ (default:\n"
+    "                         RINGCACHE_WAREHOUSE); CREATE TABLE, INSERT, FROM t, system.*\n"
+    "  --database NAME        the current database (default: default)\n"
+    "  --no-progress          no progress line on a terminal\n\n";
 
-/* ---- S3 directly --------------------------------------------------------- */
+/* ---- S3 directly, or through the cache ------------------------------------ */
 
-typedef struct direct_s3 {
+/* The query's S3 access: the S3 settings, and the cache client when --cache
+ * is given (then rc is set and reads go through the nodes). A source with
+ * its own credentials gets an s3_access of its own with rc NULL. */
+typedef struct s3_access {
     s3_config cfg;
-} direct_s3;
+    rc_client *rc;
+    bool cache_only;       /* --cache-only: this process does not call S3 */
+    const char *own;       /* a source's own credentials: how errors name them */
+    /* with --cache: bytes read from S3 directly by sources with their own
+     * credentials (the query's access owns it; the others point at it) */
+    _Atomic uint64_t direct_bytes;
+    _Atomic uint64_t *count;
+} s3_access;
 
 typedef struct glob_ctx {
     eng_key_fn fn;
@@ -70,52 +87,251 @@ static int glob_cb(const s3_object_info *info, void *arg)
     return 0;
 }
 
-static int direct_list(void *impl, const char *bucket, const char *glob, eng_key_fn fn, void *arg,
-                       char *err, size_t errlen)
+/* An error of a source with its own credentials says whose they are: the S3
+ * sentence's advice names the environment's variables, which that source
+ * does not use, so the advice names what was given to s3() instead. */
+static int own_error(const s3_access *a, int rc, char *err, size_t errlen)
 {
-    direct_s3 *d = impl;
+    static const struct {
+        const char *env, *own;
+    } advice[] = {
+        {"; check AWS_ACCESS_KEY_ID or AWS_PROFILE", "; check the access key given to s3()"},
+        {"; check AWS_SECRET_ACCESS_KEY and the region",
+         "; check the secret given to s3() and the region"},
+    };
+    if (rc >= 0 || !a->own || errlen < 2)
+        return rc;
+    char *m = strdup(err);
+    if (!m)
+        return rc;
+    for (size_t i = 0; i < sizeof(advice) / sizeof(advice[0]); i++) {
+        char *at = strstr(m, advice[i].env);
+        if (at) {
+            *at = 0;
+            snprintf(err, errlen, "%s%s%s", m, advice[i].own, at + strlen(advice[i].env));
+            free(m);
+            return rc;
+        }
+    }
+    snprintf(err, errlen, "%s (%s)", m, a->own);
+    free(m);
+    return rc;
+}
+
+static int direct_list(const s3_config *cfg, const char *bucket, const char *glob,
+                       glob_ctx *g, char *err, size_t errlen)
+{
+    if (!cli_s3_signable(cfg)) {
+        snprintf(err, errlen, "cannot list s3://%s/%s: %s", bucket, glob, cli_no_credentials);
+        return -EACCES;
+    }
     s3_sync *s;
-    int rc = s3_sync_create(&s, &d->cfg);
+    int rc = s3_sync_create(&s, cfg);
     if (rc < 0) {
         snprintf(err, errlen, "cannot start the S3 client: %s", strerror(-rc));
         return rc;
     }
-    glob_ctx g = {fn, arg, 0};
     s3_error e = {0};
-    rc = s3_sync_glob(s, bucket, glob, glob_cb, &g, &e);
+    rc = s3_sync_glob(s, bucket, glob, glob_cb, g, &e);
     s3_sync_destroy(&s);
-    if (g.rc < 0)
-        rc = g.rc;
+    if (g->rc < 0)
+        rc = g->rc;
     if (rc < 0)
         snprintf(err, errlen, "cannot list s3://%s/%s: %s", bucket, glob,
                  e.message[0] ? e.message : strerror(-rc));
     return rc < 0 ? rc : 0;
 }
 
-static int direct_open(void *impl, const char *bucket, const char *key, rs_source **out,
-                       char *err, size_t errlen)
+/* With --cache-only a listing cannot come from S3: a path without wildcards
+ * names one object, whose size a HEAD through the nodes gives. */
+static int cache_only_list(rc_client *c, const char *bucket, const char *glob, glob_ctx *g,
+                           char *err, size_t errlen)
 {
-    direct_s3 *d = impl;
-    return rs_s3_open(out, &d->cfg, bucket, key, err, errlen);
+    s3_glob *sg = NULL;
+    bool wild = s3_glob_create(&sg, glob) < 0 || s3_glob_has_wildcards(sg);
+    s3_glob_destroy(&sg);
+    if (wild)
+        return rc_list(c, bucket, glob, glob_cb, g, err, errlen); /* refused, in words */
+    rc_handle *h;
+    int rc = rc_open(c, bucket, glob, &h, err, errlen);
+    if (rc < 0)
+        return rc;
+    rc = g->fn(glob, rc_size(h), g->arg);
+    rc_close(&h);
+    return rc;
 }
 
-/* ---- through the cache -------------------------------------------------- */
-
-static int cache_list(void *impl, const char *bucket, const char *glob, eng_key_fn fn, void *arg,
-                      char *err, size_t errlen)
+static int access_list(void *impl, const char *bucket, const char *glob, eng_key_fn fn,
+                       void *arg, char *err, size_t errlen)
 {
+    s3_access *a = impl;
     glob_ctx g = {fn, arg, 0};
-    int rc = rc_list(impl, bucket, glob, glob_cb, &g, err, errlen);
+    int rc;
+    if (!a->rc)
+        return own_error(a, direct_list(&a->cfg, bucket, glob, &g, err, errlen), err, errlen);
+    if (a->cache_only)
+        rc = cache_only_list(a->rc, bucket, glob, &g, err, errlen);
+    else
+        rc = rc_list(a->rc, bucket, glob, glob_cb, &g, err, errlen);
     return g.rc < 0 ? g.rc : rc;
 }
+
+/* A source read from S3 directly while --cache is on: its bytes are counted
+ * for the summary's "from S3 directly". */
+typedef struct counted {
+    rs_source *inner;
+    _Atomic uint64_t *count;
+} counted;
+
+static int counted_read(void *impl, const rs_range *r, size_t n, char *err, size_t errlen)
+{
+    counted *c = impl;
+    int rc = rs_read_ranges(c->inner, r, n, err, errlen);
+    uint64_t b = 0;
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        b += r[i].length;
+    atomic_fetch_add_explicit(c->count, b, memory_order_relaxed);
+    return rc;
+}
+
+static void counted_free(void *impl)
+{
+    counted *c = impl;
+    rs_destroy(&c->inner);
+    free(c);
+}
+
+static int access_open(void *impl, const char *bucket, const char *key, rs_source **out,
+                       char *err, size_t errlen)
+{
+    s3_access *a = impl;
+    if (a->rc)
+        return rs_rc_open(out, a->rc, bucket, key, err, errlen);
+    if (!cli_s3_signable(&a->cfg)) {
+        snprintf(err, errlen, "cannot read s3://%s/%s: %s", bucket, key, cli_no_credentials);
+        return -EACCES;
+    }
+    int rc = own_error(a, rs_s3_open(out, &a->cfg, bucket, key, err, errlen), err, errlen);
+    if (rc < 0 || !a->count)
+        return rc;
+    counted *c = malloc(sizeof(*c));
+    if (!c) {
+        rs_destroy(out);
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    *c = (counted){*out, a->count};
+    static const rs_ops ops = {counted_read, counted_free};
+    rs_source *inner = *out;
+    rc = rs_source_create(out, &ops, c, rs_name(inner), rs_size(inner), rs_version(inner));
+    if (rc < 0)
+        snprintf(err, errlen, "out of memory");
+    return rc;
+}
+
+static void access_free(void *impl)
+{
+    s3_access *a = impl;
+    if (a) {
+        memset(a->cfg.secret_key, 0, sizeof(a->cfg.secret_key));
+        free(a);
+    }
+}
+
+/* s3(url, key, secret [, token]) and s3(url, NOSIGN): S3 directly with those
+ * credentials and the process's endpoint and settings, also with --cache:
+ * the cache nodes fill with their own credentials, so serving such a source
+ * from the nodes would answer without its key ever being checked. */
+static int access_as(void *impl, const eng_s3_creds *cr, eng_s3_access *out, char *err,
+                     size_t errlen)
+{
+    const s3_access *q = impl;
+    if (q->cache_only) {
+        snprintf(err, errlen, "s3() with its own credentials reads S3 directly (the cache "
+                              "nodes fill with theirs), and --cache-only says this process does "
+                              "not call S3: drop the credentials from s3() or --cache-only");
+        return -EHOSTDOWN;
+    }
+    const char *tok = cr->session_token ? cr->session_token : "";
+    s3_access *a = calloc(1, sizeof(*a));
+    if (!a) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    a->cfg = q->cfg;
+    memset(a->cfg.access_key, 0, sizeof(a->cfg.access_key));
+    memset(a->cfg.secret_key, 0, sizeof(a->cfg.secret_key));
+    memset(a->cfg.session_token, 0, sizeof(a->cfg.session_token));
+    a->cfg.anonymous = cr->nosign != 0;
+    a->count = q->rc ? (_Atomic uint64_t *)&((s3_access *)impl)->direct_bytes : NULL;
+    a->own = cr->nosign ? "unsigned: NOSIGN was given to s3()"
+                        : "with the key and secret given to s3()";
+    if (!cr->nosign) {
+        const char *too_long =
+            strlen(cr->access_key) >= sizeof(a->cfg.access_key)   ? "access key"
+            : strlen(cr->secret_key) >= sizeof(a->cfg.secret_key) ? "secret"
+            : strlen(tok) >= sizeof(a->cfg.session_token)         ? "session token"
+                                                                  : NULL;
+        if (too_long) {
+            snprintf(err, errlen, "the %s given to s3() is longer than this client accepts",
+                     too_long);
+            access_free(a);
+            return -EINVAL;
+        }
+        snprintf(a->cfg.access_key, sizeof(a->cfg.access_key), "%s", cr->access_key);
+        snprintf(a->cfg.secret_key, sizeof(a->cfg.secret_key), "%s", cr->secret_key);
+        snprintf(a->cfg.session_token, sizeof(a->cfg.session_token), "%s", tok);
+    }
+    *out = (eng_s3_access){access_list, access_open, a, access_free};
+    return 0;
+}
+
+/* ---- the summary's line about the cache ------------------------------------ */
+
+/* With --cache, after each statement's summary: how many bytes the cache
+ * nodes answered and how many came from S3 directly (a node down, a node's
+ * own S3 failing, or a source with its own credentials), so a cache that is
+ * not used does not go unnoticed. */
+typedef struct cache_summary {
+    s3_access *a;
+    rc_stats last;
+    uint64_t last_direct;
+} cache_summary;
+
+static void cache_summary_line(void *arg, FILE *f)
+{
+    cache_summary *cs = arg;
+    rc_stats st;
+    rc_stats_get(cs->a->rc, &st);
+    uint64_t direct = atomic_load(&cs->a->direct_bytes);
+    uint64_t node = st.node_bytes - cs->last.node_bytes;
+    uint64_t s3 = st.s3_bytes - cs->last.s3_bytes + (direct - cs->last_direct);
+    uint64_t fb = st.fallbacks - cs->last.fallbacks;
+    uint64_t up = st.upstream_fallbacks - cs->last.upstream_fallbacks;
+    char nb[32], sb[32];
+    eng_format_bytes((double)node, nb, sizeof(nb));
+    eng_format_bytes((double)s3, sb, sizeof(sb));
+    fprintf(f, "Read through the cache: %s from cache nodes, %s from S3 directly", nb, sb);
+    if (fb)
+        fprintf(f, " (%llu block read%s went to S3: %s)", (unsigned long long)fb,
+                fb == 1 ? "" : "s",
+                up == fb ? "the nodes' own S3 access failed"
+                : up     ? "no node could serve them, or a node's own S3 failed"
+                         : "no node could serve them");
+    if (direct - cs->last_direct)
+        fputs("; sources with their own credentials in s3() are read from S3 directly", f);
+    fputs(".\n", f);
+    cs->last = st;
+    cs->last_direct = direct;
+}
+
+/* ---- tables --------------------------------------------------------------------- */
 
 static int cache_open(void *impl, const char *bucket, const char *key, rs_source **out,
                       char *err, size_t errlen)
 {
     return rs_rc_open(out, impl, bucket, key, err, errlen);
 }
-
-/* ---- tables --------------------------------------------------------------------- */
 
 static int cache_put(void *arg, const char *bucket, const char *key, const void *data,
                      size_t len, char *err, size_t errlen)
@@ -181,94 +397,76 @@ static char *read_stream(FILE *f, size_t *len)
     return b;
 }
 
-static int opt(int argc, char **argv, int *i, const char *name, const char **val)
-{
-    size_t n = strlen(name);
-    if (strncmp(argv[*i], name, n) != 0)
-        return 0;
-    if (argv[*i][n] == '=') {
-        *val = argv[*i] + n + 1;
-        return 1;
-    }
-    if (argv[*i][n] != 0)
-        return 0;
-    if (*i + 1 >= argc) {
-        fprintf(stderr, "ringcache query: %s needs a value (see ringcache query --help)\n", name);
-        return -1;
-    }
-    *val = argv[++*i];
-    return 1;
-}
-
 int eng_cli_query(int argc, char **argv)
 {
-    const char *sql = NULL, *qfile = NULL, *fmt = NULL, *cache = NULL, *endpoint = NULL,
-               *threads = NULL, *pcache = NULL, *warehouse = NULL, *database = NULL;
+    const char *sql = NULL, *qfile = NULL, *fmt = NULL, *threads = NULL, *warehouse = NULL,
+               *database = NULL;
+    uint64_t pcache = 0;
     bool no_progress = false;
+    cli_conn conn;
+    int rc = cli_conn_init(&conn, argc, argv);
+    if (rc)
+        return rc;
     for (int i = 1; i < argc; i++) {
         const char *v;
         int r;
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             fputs(query_help, stdout);
+            cli_conn_help(stdout);
             return 0;
         }
         if (strcmp(argv[i], "--no-progress") == 0) {
             no_progress = true;
             continue;
         }
-        if ((r = opt(argc, argv, &i, "--format", &v)) != 0) {
+        if ((r = cli_conn_opt(&conn, argc, argv, &i)) != 0) {
             if (r < 0)
-                return 2;
+                return CLI_USAGE;
+        } else if ((r = cli_opt(argc, argv, &i, "format", &v)) != 0) {
+            if (r < 0)
+                return CLI_USAGE;
             fmt = v;
-        } else if ((r = opt(argc, argv, &i, "--queries-file", &v)) != 0) {
+        } else if ((r = cli_opt(argc, argv, &i, "queries-file", &v)) != 0) {
             if (r < 0)
-                return 2;
+                return CLI_USAGE;
             qfile = v;
-        } else if ((r = opt(argc, argv, &i, "--cache", &v)) != 0) {
+        } else if ((r = cli_opt(argc, argv, &i, "max_threads", &v)) != 0 ||
+                   (r = cli_opt(argc, argv, &i, "max-threads", &v)) != 0) {
             if (r < 0)
-                return 2;
-            cache = v;
-        } else if ((r = opt(argc, argv, &i, "--endpoint", &v)) != 0) {
-            if (r < 0)
-                return 2;
-            endpoint = v;
-        } else if ((r = opt(argc, argv, &i, "--max_threads", &v)) != 0 ||
-                   (r = opt(argc, argv, &i, "--max-threads", &v)) != 0) {
-            if (r < 0)
-                return 2;
+                return CLI_USAGE;
             threads = v;
-        } else if ((r = opt(argc, argv, &i, "--warehouse", &v)) != 0) {
+        } else if ((r = cli_opt(argc, argv, &i, "warehouse", &v)) != 0) {
             if (r < 0)
-                return 2;
+                return CLI_USAGE;
             warehouse = v;
-        } else if ((r = opt(argc, argv, &i, "--database", &v)) != 0) {
+        } else if ((r = cli_opt(argc, argv, &i, "database", &v)) != 0) {
             if (r < 0)
-                return 2;
+                return CLI_USAGE;
             database = v;
-        } else if ((r = opt(argc, argv, &i, "--page-cache", &v)) != 0) {
-            if (r < 0)
-                return 2;
-            pcache = v;
+        } else if ((r = cli_opt(argc, argv, &i, "page-cache", &v)) != 0) {
+            if (r < 0 || cli_size_opt("page-cache", v, &pcache) < 0)
+                return CLI_USAGE;
+            if (pcache == 0 || pcache > SIZE_MAX / 2) {
+                cli_error("--page-cache takes a size above 0, such as 512MiB");
+                return CLI_USAGE;
+            }
         } else if (argv[i][0] == '-' && argv[i][1] == '-') {
-            fprintf(stderr, "ringcache query: unknown option '%s' (see ringcache query --help)\n",
-                    argv[i]);
-            return 2;
+            cli_error("query: unknown option '%s' (see ringcache query --help)", argv[i]);
+            return CLI_USAGE;
         } else if (!sql) {
             sql = argv[i];
         } else {
-            fprintf(stderr, "ringcache query: more than one query argument: put several "
-                            "statements in one string separated by ';'\n");
-            return 2;
+            cli_error("query: more than one query argument: put several statements in one "
+                      "string separated by ';'");
+            return CLI_USAGE;
         }
     }
     eng_ctx ctx = {.out = stdout, .allow_outfile = true};
     if (fmt) {
         int f = eng_format_parse(fmt);
         if (f < 0) {
-            fprintf(stderr, "ringcache query: unknown format '%s' (use PrettyCompact, TSV, "
-                            "TSVWithNames, CSV, CSVWithNames, JSONEachRow, Null or Parquet)\n",
-                    fmt);
-            return 2;
+            cli_error("query: unknown format '%s' (use %s)", fmt, eng_format_list());
+            return CLI_USAGE;
         }
         ctx.format = (eng_format)f;
     } else {
@@ -277,10 +475,9 @@ int eng_cli_query(int argc, char **argv)
     if (threads) {
         char *end;
         long t = strtol(threads, &end, 10);
-        if (*end || t < 0 || t > 1024) {
-            fprintf(stderr, "ringcache query: --max_threads needs a number 0..1024, not '%s'\n",
-                    threads);
-            return 2;
+        if (*threads == 0 || *end || t < 0 || t > 1024) {
+            cli_error("query: --max_threads needs a number 0..1024, not '%s'", threads);
+            return CLI_USAGE;
         }
         ctx.max_threads = (int)t;
     }
@@ -289,15 +486,15 @@ int eng_cli_query(int argc, char **argv)
     char *text = NULL;
     size_t len = 0;
     if (sql && qfile) {
-        fprintf(stderr, "ringcache query: give the SQL or --queries-file, not both\n");
-        return 2;
+        cli_error("query: give the SQL or --queries-file, not both");
+        return CLI_USAGE;
     }
     if (qfile) {
         FILE *f = fopen(qfile, "rb");
         if (!f) {
-            fprintf(stderr, "ringcache query: cannot open %s: %s (check --queries-file)\n", qfile,
-                    strerror(errno));
-            return 1;
+            cli_error("query: cannot open %s: %s (check --queries-file)", qfile,
+                      strerror(errno));
+            return CLI_FAIL;
         }
         text = read_stream(f, &len);
         fclose(f);
@@ -307,74 +504,50 @@ int eng_cli_query(int argc, char **argv)
     } else {
         if (isatty(STDIN_FILENO)) {
             fputs(query_help, stderr);
-            return 2;
+            return CLI_USAGE;
         }
         text = read_stream(stdin, &len);
     }
     if (!text) {
-        fprintf(stderr, "ringcache query: out of memory reading the query\n");
-        return 1;
+        cli_error("query: out of memory reading the query");
+        return CLI_FAIL;
     }
-    direct_s3 d;
-    s3_config_init(&d.cfg);
-    char err[ENG_MSG_MAX];
-    int rc = s3_config_from_env(&d.cfg, err, sizeof(err));
-    if (rc < 0) {
-        fprintf(stderr, "ringcache query: %s\n", err);
-        free(text);
-        return 2;
-    }
-    if (endpoint) {
-        snprintf(d.cfg.endpoint, sizeof(d.cfg.endpoint), "%s", endpoint);
-        d.cfg.path_style = true;
-    }
-    if (!d.cfg.access_key[0])
-        d.cfg.anonymous = true;
-    ctx.list_s3 = direct_list;
-    ctx.open_s3 = direct_open;
+    s3_access d = {.cfg = conn.s3.cfg, .cache_only = conn.cache.cache_only};
+    ctx.list_s3 = access_list;
+    ctx.open_s3 = access_open;
     ctx.s3_impl = &d;
+    ctx.s3_as = access_as;
+    char err[ENG_MSG_MAX];
     rc_client *rcc = NULL;
-    if (!cache)
-        cache = getenv("RINGCACHE_CACHE");
+    const char *cache = conn.cache.members;
     if (cache && cache[0]) {
         rc_config rcfg;
-        rc_config_init(&rcfg);
-        rcfg.members = cache;
-        if (rc_config_from_env(&rcfg, err, sizeof(err)) < 0) {
-            fprintf(stderr, "ringcache query: %s\n", err);
-            free(text);
-            return 2;
-        }
-        rcfg.s3 = d.cfg;
-        if (pcache) {
-            char *end;
-            unsigned long long v = strtoull(pcache, &end, 10);
-            if (*end == 'K' || *end == 'k')
-                v <<= 10;
-            else if (*end == 'M')
-                v <<= 20;
-            else if (*end == 'G')
-                v <<= 30;
-            rcfg.page_cache_bytes = (size_t)v;
-        }
+        cli_cache_config(&conn.cache, &rcfg);
+        if (pcache)
+            rcfg.page_cache_bytes = (size_t)pcache;
         if (ctx.max_threads > 0)
             rcfg.max_threads = ctx.max_threads;
-        if (rc_create(&rcc, &rcfg, err, sizeof(err)) < 0) {
-            fprintf(stderr, "ringcache query: cannot start the cache client: %s\n", err);
+        rc = rc_create(&rcc, &rcfg, err, sizeof(err));
+        if (rc < 0) {
+            cli_error("--cache: %s", err);
             free(text);
-            return 1;
+            return rc == -EINVAL ? CLI_USAGE : CLI_FAIL;
         }
-        ctx.list_s3 = cache_list;
-        ctx.open_s3 = cache_open;
-        ctx.s3_impl = rcc;
+        d.rc = rcc;
+    }
+    cache_summary cs = {&d, {0}, 0};
+    if (rcc) {
+        rc_stats_get(rcc, &cs.last);
+        ctx.summary_more = cache_summary_line;
+        ctx.summary_arg = &cs;
     }
     tb_wh wh;
     rc = setup_warehouse(&wh, warehouse, &d.cfg, rcc, err, sizeof(err));
     if (rc < 0) {
-        fprintf(stderr, "ringcache query: %s\n", err);
+        cli_error("query: %s", err);
         rc_destroy(&rcc);
         free(text);
-        return 2;
+        return CLI_USAGE;
     }
     if (rc > 0)
         ctx.warehouse = &wh;
@@ -386,8 +559,8 @@ int eng_cli_query(int argc, char **argv)
     eng_result res;
     rc = eng_run(&ctx, text, len, stderr, &res, err, sizeof(err));
     if (rc < 0)
-        fprintf(stderr, "ringcache query: %s\n", err);
+        cli_error("query: %s", err);
     rc_destroy(&rcc);
     free(text);
-    return rc < 0 ? 1 : 0;
+    return rc < 0 ? CLI_FAIL : CLI_OK;
 }

@@ -7,6 +7,7 @@
 #include "colbatch.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -236,4 +237,36 @@ void cb_batch_destroy(cb_batch **b)
     free((*b)->cols);
     free(*b);
     *b = NULL;
+}
+
+/* A heap block's chunk: its usable size and the allocator's size word. */
+static size_t cb__chunk(const void *p)
+{
+    return p ? malloc_usable_size((void *)p) + sizeof(size_t) : 0;
+}
+
+static size_t cb__column_mem(const cb_column *c)
+{
+    size_t b = cb__chunk(c) + cb__chunk(c->values) + cb__chunk(c->validity) +
+               cb__chunk(c->offsets) + cb__chunk(c->indices);
+    /* the string bytes grow by doubling: the bytes written, not the tail
+       never touched */
+    if (c->data) {
+        size_t used = c->offsets ? c->offsets[c->n] : 0, chunk = cb__chunk(c->data);
+        b += used + sizeof(size_t) < chunk ? used + sizeof(size_t) : chunk;
+    }
+    if (c->dict)
+        b += cb__column_mem(c->dict);
+    return b;
+}
+
+size_t cb_batch_mem(const cb_batch *b)
+{
+    if (!b)
+        return 0;
+    size_t m = cb__chunk(b) + cb__chunk(b->cols);
+    for (uint32_t k = 0; k < b->n_cols; k++)
+        if (b->cols[k])
+            m += cb__column_mem(b->cols[k]);
+    return m;
 }

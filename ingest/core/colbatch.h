@@ -161,4 +161,8 @@ int cb_batch_create(cb_batch **out, uint32_t n_rows, uint32_t n_cols);
  * NULL. */
 void cb_batch_destroy(cb_batch **b);
 
+/* The memory a batch's buffers take (their heap chunks, dictionaries
+ * included once per column that holds one), for a query's memory tracker. */
+size_t cb_batch_mem(const cb_batch *b);
+
 #endif /* RINGCACHE_COLBATCH_H */

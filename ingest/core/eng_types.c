@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <malloc.h>
 #include <sys/mman.h>
 
 /* ---- memory --------------------------------------------------------------- */
@@ -25,10 +26,22 @@
  * dynamic mmap threshold, where every doubling copies and leaves a hole
  * (bench/README.md, engine, has the figure). Mapped,
  * growing moves page tables instead of bytes, and pages never touched (the
- * unused tail of a doubled array) cost nothing. The size header is the same
- * for both kinds; the size says which one a block is. */
+ * unused tail of a doubled array) cost nothing.
+ *
+ * What a block is charged is what it really takes, so that the peak is
+ * close to the memory the query touches: a heap block its whole chunk
+ * (malloc_usable_size and the chunk's size word, not the bytes asked for:
+ * small blocks are rounded up); a mapped block its pages, all of them once
+ * written (em_alloc, em_realloc), or, for an array that grows by doubling
+ * (em_grow), only the part its owner says is in use (em_use): the doubled
+ * tail stays unwritten, and untouched pages are not memory.
+ *
+ *   block:  | size (8) | charged (8) | the caller's bytes ...
+ *            <---- EM_HDR ---------->
+ * The size says which kind a block is; charged is what em_free gives back. */
 #define EM_BIG (1u << 20)
 #define EM_HDR 16
+#define EM_CHUNK_WORD 8 /* glibc's size word in front of each heap chunk */
 
 static bool em_add(eng_mem *m, int64_t n)
 {
@@ -37,8 +50,21 @@ static bool em_add(eng_mem *m, int64_t n)
     int64_t now = atomic_fetch_add_explicit(&m->cur, n, memory_order_relaxed) + n;
     if (n > 0 && m->limit > 0 && now > m->limit) {
         atomic_fetch_sub_explicit(&m->cur, n, memory_order_relaxed);
+        /* the total this attempt would have made, taken now: by the time the
+           error is worded the query has let go of much of what it held */
         int64_t z = 0;
-        atomic_compare_exchange_strong(&m->failed_at, &z, n);
+        if (atomic_compare_exchange_strong(&m->failed_at, &z, n))
+            atomic_store(&m->failed_total, now);
+        return false;
+    }
+    if (m->parent && !em_add(m->parent, n)) {
+        /* the server's limit: this query's allocation fails, the parent
+         * remembers nothing (other queries go on) */
+        atomic_fetch_sub_explicit(&m->cur, n, memory_order_relaxed);
+        int64_t z = 0;
+        if (atomic_compare_exchange_strong(&m->failed_at, &z, n))
+            atomic_store(&m->failed_parent, 1);
+        atomic_store(&m->parent->failed_at, 0);
         return false;
     }
     int64_t p = atomic_load_explicit(&m->peak, memory_order_relaxed);
@@ -52,10 +78,16 @@ bool em_account(eng_mem *m, int64_t delta)
     return em_add(m, delta);
 }
 
-bool em_reserve(eng_mem *m, int64_t n, int64_t keep_free)
+/* A correction of what was charged, never refused (the allocation is made). */
+static void em_account_over(eng_mem *m, int64_t delta)
 {
-    if (!m)
-        return true;
+    if (m)
+        em_reserve(m, delta, -1);
+}
+
+/* em_reserve on m alone. */
+static bool em_reserve_one(eng_mem *m, int64_t n, int64_t keep_free)
+{
     if (n > 0 && m->limit > 0 && keep_free >= 0) {
         int64_t cur = atomic_load_explicit(&m->cur, memory_order_relaxed);
         do {
@@ -76,22 +108,66 @@ bool em_reserve(eng_mem *m, int64_t n, int64_t keep_free)
     return true;
 }
 
+bool em_reserve(eng_mem *m, int64_t n, int64_t keep_free)
+{
+    if (!m)
+        return true;
+    if (m->parent && !em_reserve_one(m->parent, n, keep_free))
+        return false;
+    if (!em_reserve_one(m, n, keep_free)) {
+        if (m->parent)
+            em_reserve_one(m->parent, -n, -1);
+        return false;
+    }
+    return true;
+}
+
 static void *em_map(size_t n)
 {
     void *p = mmap(NULL, n + EM_HDR, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     return p == MAP_FAILED ? NULL : p;
 }
 
+static size_t hdr_size(const uint8_t *b)
+{
+    size_t n;
+    memcpy(&n, b, sizeof(n));
+    return n;
+}
+
+static int64_t hdr_charged(const uint8_t *b)
+{
+    int64_t c;
+    memcpy(&c, b + 8, sizeof(c));
+    return c;
+}
+
+static void hdr_set(uint8_t *b, size_t n, int64_t charged)
+{
+    memcpy(b, &n, sizeof(n));
+    memcpy(b + 8, &charged, sizeof(charged));
+}
+
+/* What a heap block of the caller's n bytes takes: its chunk. */
+static int64_t heap_cost(const uint8_t *b)
+{
+    return (int64_t)(malloc_usable_size((void *)b) + EM_CHUNK_WORD);
+}
+
 void *em_alloc(eng_mem *m, size_t n)
 {
-    if (!em_add(m, (int64_t)(n + EM_HDR)))
+    int64_t est = (int64_t)(n + EM_HDR);
+    if (!em_add(m, est))
         return NULL;
     uint8_t *p = n >= EM_BIG ? em_map(n) : malloc(n + EM_HDR);
     if (!p) {
-        em_add(m, -(int64_t)(n + EM_HDR));
+        em_add(m, -est);
         return NULL;
     }
-    memcpy(p, &n, sizeof(n));
+    int64_t cost = n >= EM_BIG ? est : heap_cost(p);
+    if (cost != est)
+        em_account_over(m, cost - est);
+    hdr_set(p, n, cost);
     return p + EM_HDR;
 }
 
@@ -108,23 +184,45 @@ void em_free(eng_mem *m, void *p)
     if (!p)
         return;
     uint8_t *b = (uint8_t *)p - EM_HDR;
-    size_t n;
-    memcpy(&n, b, sizeof(n));
-    em_add(m, -(int64_t)(n + EM_HDR));
+    size_t n = hdr_size(b);
+    em_add(m, -hdr_charged(b));
     if (n >= EM_BIG)
         munmap(b, n + EM_HDR);
     else
         free(b);
 }
 
-void *em_realloc(eng_mem *m, void *p, size_t n)
+/* em_realloc and em_grow: the block resized to n; a mapped result is charged
+ * `want` bytes (with the header) when want >= 0, else what it was charged
+ * before (a heap block's bytes moved into a mapping were written: charged). */
+static void *em_resize(eng_mem *m, void *p, size_t n, int64_t want)
 {
-    if (!p)
-        return em_alloc(m, n);
+    if (!p) {
+        if (want >= 0 || n < EM_BIG)
+            return em_alloc(m, n);
+        /* a new growable mapping: only its header is written so far */
+        if (!em_add(m, EM_HDR))
+            return NULL;
+        uint8_t *nb = em_map(n);
+        if (!nb) {
+            em_add(m, -EM_HDR);
+            return NULL;
+        }
+        hdr_set(nb, n, EM_HDR);
+        return nb + EM_HDR;
+    }
     uint8_t *b = (uint8_t *)p - EM_HDR;
-    size_t old;
-    memcpy(&old, b, sizeof(old));
-    if (n > old && !em_add(m, (int64_t)(n - old)))
+    size_t old = hdr_size(b);
+    int64_t was = hdr_charged(b);
+    /* what the result will be charged: known now for a mapping, estimated
+       for the heap (corrected once malloc says) */
+    int64_t will = n >= EM_BIG ? (want >= 0 ? want : was) : (int64_t)(n + EM_HDR);
+    if (n >= EM_BIG && will > (int64_t)(n + EM_HDR))
+        will = (int64_t)(n + EM_HDR);
+    if (n >= EM_BIG && will < was && old < EM_BIG)
+        will = was; /* the heap bytes copied in are written */
+    int64_t added = will > was ? will - was : 0;
+    if (added && !em_add(m, added))
         return NULL;
     uint8_t *nb;
     if (old >= EM_BIG && n >= EM_BIG) {
@@ -145,14 +243,51 @@ void *em_realloc(eng_mem *m, void *p, size_t n)
         }
     }
     if (!nb) {
-        if (n > old)
-            em_add(m, -(int64_t)(n - old));
+        em_add(m, -added);
         return NULL;
     }
-    if (n < old)
-        em_add(m, -(int64_t)(old - n));
-    memcpy(nb, &n, sizeof(n));
+    if (n < EM_BIG)
+        will = heap_cost(nb);
+    int64_t rest = will - was - added; /* an estimate corrected, or a block that shrank */
+    if (rest > 0)
+        em_account_over(m, rest);
+    else if (rest < 0)
+        em_add(m, rest);
+    hdr_set(nb, n, will);
     return nb + EM_HDR;
+}
+
+void *em_realloc(eng_mem *m, void *p, size_t n)
+{
+    return em_resize(m, p, n, (int64_t)(n + EM_HDR));
+}
+
+void *em_grow(eng_mem *m, void *p, size_t n)
+{
+    return em_resize(m, p, n, -1);
+}
+
+bool em_use(eng_mem *m, void *p, size_t used)
+{
+    if (!p)
+        return true;
+    uint8_t *b = (uint8_t *)p - EM_HDR;
+    size_t n = hdr_size(b);
+    if (n < EM_BIG)
+        return true; /* heap blocks are charged whole */
+    int64_t want = (int64_t)((used < n ? used : n) + EM_HDR);
+    int64_t was = hdr_charged(b);
+    if (want <= was)
+        return true;
+    if (!em_add(m, want - was))
+        return false;
+    hdr_set(b, n, want);
+    return true;
+}
+
+size_t em_size(const void *p)
+{
+    return p ? hdr_size((const uint8_t *)p - EM_HDR) : 0;
 }
 
 static void fmt_bytes(double b, char *buf, size_t cap)
@@ -170,9 +305,26 @@ void em_error(eng_mem *m, char *err, size_t errlen)
 {
     char a[32], b[32], c[32];
     int64_t at = atomic_load(&m->failed_at);
-    fmt_bytes((double)(atomic_load(&m->cur) + at), a, sizeof(a));
+    if (atomic_load(&m->failed_parent) && m->parent) {
+        fmt_bytes((double)(atomic_load(&m->parent->cur) + at), a, sizeof(a));
+        fmt_bytes((double)at, b, sizeof(b));
+        fmt_bytes((double)m->parent->limit, c, sizeof(c));
+        snprintf(err, errlen,
+                 "memory limit (total) exceeded: would use %s (attempt to allocate a chunk of "
+                 "%s), maximum: %s; this query was stopped so that the others go on (the "
+                 "server's max_server_memory_usage; this query used %lld bytes)",
+                 a, b, c, (long long)atomic_load(&m->cur));
+        return;
+    }
+    int64_t total = atomic_load(&m->failed_total);
+    int64_t would = total ? total : atomic_load(&m->cur) + at;
+    fmt_bytes((double)would, a, sizeof(a));
     fmt_bytes((double)at, b, sizeof(b));
     fmt_bytes((double)m->limit, c, sizeof(c));
+    if (strcmp(a, c) == 0) { /* "would use 1.91 MiB, maximum: 1.91 MiB": say the bytes */
+        snprintf(a, sizeof(a), "%lld bytes", (long long)would);
+        snprintf(c, sizeof(c), "%lld bytes", (long long)m->limit);
+    }
     snprintf(err, errlen,
              "memory limit (for query) exceeded: would use %s (attempt to allocate a chunk of "
              "%s), maximum: %s; raise it with SETTINGS max_memory_usage = N, or make the query "
@@ -292,15 +444,26 @@ int ex_vec_str_put(eng_mem *m, ex_vec *v, uint32_t r, const void *s, size_t len)
     if (need > UINT32_MAX)
         return -E2BIG;
     if (need > v->data_cap) {
-        size_t cap = v->data_cap ? v->data_cap * 2 : 256;
-        while (cap < need)
-            cap *= 2;
-        uint8_t *d = em_realloc(v->own & EXO_DATA ? m : m, v->data, cap);
-        if (!d)
+        /* data_cap is what may be written: the block doubles as it fills, and
+           is charged a step (a 32nd of it) ahead of the bytes written */
+        size_t size = em_size(v->data);
+        if (need > size) {
+            size_t cap = size ? size * 2 : 256;
+            while (cap < need)
+                cap *= 2;
+            uint8_t *d = em_grow(m, v->data, cap);
+            if (!d)
+                return -ENOMEM;
+            v->data = d;
+            v->own |= EXO_DATA;
+            size = cap;
+        }
+        size_t use = need + size / 32;
+        if (use > size)
+            use = size;
+        if (!em_use(m, v->data, use))
             return -ENOMEM;
-        v->data = d;
-        v->data_cap = cap;
-        v->own |= EXO_DATA;
+        v->data_cap = use;
     }
     if (len)
         memcpy(v->data + v->off[r], s, len);

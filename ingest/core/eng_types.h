@@ -41,16 +41,36 @@ bool eng_fail_set(eng_fail *f, int rc, const char *msg);
 
 /* ---- memory --------------------------------------------------------------- */
 
-typedef struct eng_mem {
+typedef struct eng_mem eng_mem;
+struct eng_mem {
     _Atomic int64_t cur, peak;
     int64_t limit;             /* 0: none */
     _Atomic int64_t failed_at; /* the size of the allocation that crossed the limit */
-} eng_mem;
+    _Atomic int64_t failed_total; /* what the query would have reached with it */
+    /* A tracker this one's bytes also count in (a server's, for
+     * max_server_memory_usage; NULL: none). An allocation that would take the
+     * parent over its limit fails here, in the query that asked for it. */
+    eng_mem *parent;
+    _Atomic int failed_parent; /* the failure was the parent's limit */
+};
 
+/* Allocations charged to the tracker for what they really take (a heap
+ * block its chunk, a mapped block its pages): NULL when that would cross the
+ * limit (failed_at, failed_total say by how much) or malloc fails. */
 void *em_alloc(eng_mem *m, size_t n);
 void *em_calloc(eng_mem *m, size_t n);
 void *em_realloc(eng_mem *m, void *p, size_t n);
 void em_free(eng_mem *m, void *p);
+/* A growable array: em_realloc to n bytes, but a block of 1 MiB and more is
+ * charged only for what em_use says is in use (its pages past that are
+ * never written, so they are not memory); smaller ones are charged whole.
+ * em_use raises the block's charge to its first `used` bytes (never lowers
+ * it): false when that crosses the limit. The owner calls it before writing
+ * past what it said before, in steps (each call is cheap, not free).
+ * em_size is the block's size in bytes (0 for NULL). */
+void *em_grow(eng_mem *m, void *p, size_t n);
+bool em_use(eng_mem *m, void *p, size_t used);
+size_t em_size(const void *p);
 /* Accounts memory allocated elsewhere (Parquet batches): false when over. */
 bool em_account(eng_mem *m, int64_t delta);
 /* For optional memory (bytes fetched ahead): adds n when the query stays at

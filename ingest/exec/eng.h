@@ -40,7 +40,9 @@
 #ifndef RINGCACHE_ENG_H
 #define RINGCACHE_ENG_H
 
+#include "eng_error.h"
 #include "eng_sink.h"
+#include "eng_source.h"
 #include "rangesrc.h"
 #include "warehouse.h"
 
@@ -56,6 +58,32 @@
 typedef int (*eng_open_sink_fn)(void *arg, eng_format fmt, eng_sink **out, char *err,
                                 size_t errlen);
 
+/* A table named in FROM ([db.]name, not a table function) that is not one of
+ * the engine's own (system.one, system.numbers, system.zeros): the server's
+ * system tables, a warehouse's tables. db is never NULL (ctx->database or
+ * "default" when the query names none). 0 with *out, -ENOENT when there is
+ * no such table (err untouched: the engine says so as ClickHouse does), or
+ * -errno with a sentence in err. Called on the statement's thread. */
+typedef int (*eng_open_table_fn)(void *arg, const char *db, const char *name,
+                                 const eng_scan_env *env, eng_source **out, char *err,
+                                 size_t errlen);
+
+/* A setting of a statement's SETTINGS clause, offered before the engine looks
+ * at it: 0 when the caller takes it (its own settings, such as a server's
+ * max_execution_time; value is the literal's text), -ENOENT to leave it to the
+ * engine, another -errno with a sentence in err to refuse it. */
+typedef int (*eng_setting_fn)(void *arg, const char *name, const char *value, char *err,
+                              size_t errlen);
+
+/* A running statement's counters, for whoever watches it from another thread
+ * (a server's system.processes and progress headers): relaxed atomics,
+ * updated every 100 ms while the workers run and when the statement ends. */
+typedef struct eng_live {
+    _Atomic uint64_t rows_read, bytes_read;
+    _Atomic uint64_t result_rows;
+    _Atomic int64_t memory, peak_memory;
+} eng_live;
+
 /* Reads up to len bytes of an INSERT's data into buf: the bytes read, 0 at
  * the end, or -errno. */
 typedef int64_t (*eng_input_fn)(void *arg, void *buf, size_t len);
@@ -64,6 +92,8 @@ typedef struct eng_ctx {
     eng_list_fn list_s3;       /* NULL: s3() fails with a sentence saying why */
     eng_open_fn open_s3;
     void *s3_impl;
+    eng_s3_as_fn s3_as;        /* a source's own credentials (s3(url, key, secret),
+                                  NOSIGN); NULL: such sources fail, saying why */
     FILE *out;                 /* result bytes (borrowed), when writer is NULL */
     const eng_writer *writer;  /* where result bytes go (borrowed); NULL: out */
     eng_open_sink_fn open_sink; /* NULL: the format's sink on writer / out */
@@ -73,9 +103,29 @@ typedef struct eng_ctx {
     int max_threads;           /* default for the setting; 0: the cores */
     bool allow_outfile;        /* SELECT ... INTO OUTFILE may write files where the
                                 * engine runs (the CLI: the user's own machine) */
+    /* Called after each statement's summary, on the same FILE, to add lines
+     * of the caller's (the CLI: where the bytes came from with --cache);
+     * NULL: none. On the thread running the statement. */
+    void (*summary_more)(void *arg, FILE *f);
+    void *summary_arg;
+    /* What a server adds (all may be NULL / 0): */
+    const eng_settings *settings; /* the query's settings before its SETTINGS
+                                     clause (max_threads 0: as above) */
+    eng_setting_fn setting;    /* settings of the SETTINGS clause the engine lacks */
+    void *setting_arg;
+    const char *database;      /* currentDatabase() and unqualified tables; NULL: "default" */
+    const char *user;          /* currentUser(); NULL: "default" */
+    eng_open_table_fn open_table; /* FROM [db.]name; NULL: only the engine's system tables */
+    void *table_arg;
+    const _Atomic int *cancel; /* non-zero: stop the statement (-ECANCELED), checked
+                                  between blocks and every 100 ms */
+    eng_mem *mem_parent;       /* a tracker every query of the process also counts in
+                                  (max_server_memory_usage): the query whose allocation
+                                  crosses its limit fails, the others go on */
+    eng_live *live;            /* counters to keep up to date; NULL: none */
+
     /* tables (CREATE TABLE, INSERT, FROM t, system.*): */
     const tb_wh *warehouse;    /* where tables live (borrowed); NULL: no tables */
-    const char *database;      /* the current database; NULL: default */
     /* the data of INSERT ... FORMAT F when none follows the statement: a
      * buffer, else a stream read to its end (a server's request body) */
     const void *input;
@@ -88,10 +138,13 @@ typedef struct eng_ctx {
 typedef struct eng_result {
     uint64_t rows_out;         /* rows written */
     uint64_t rows_read;        /* rows that came out of the readers */
+    uint64_t rows_written;     /* INSERT: rows written to the table */
     uint64_t bytes_read;       /* their uncompressed bytes */
     uint64_t files, row_groups, row_groups_pruned;
     int64_t peak_memory;       /* tracked bytes */
     double elapsed_s;
+    int code;                  /* a failure's ClickHouse error code (eng_error.h), else 0 */
+    bool has_output;           /* the statement had a result (its sink was opened) */
 } eng_result;
 
 /* Runs `sql` (one or more statements separated by ';') against ctx, writing
@@ -100,12 +153,17 @@ typedef struct eng_result {
  * summary to `summary` (may be NULL). Returns 0 or -errno with a sentence in
  * err (the SQL place "line L, column C: ..." for errors in the query, the file
  * and place for errors in the data). res (may be NULL) gets the last
- * statement's counters. */
+ * statement's counters, also when it failed (then res->code says how, as
+ * ClickHouse would). */
 int eng_run(const eng_ctx *ctx, const char *sql, size_t len, FILE *summary, eng_result *res,
             char *err, size_t errlen);
 
 /* Writes "N rows in set. Elapsed: X sec. Processed R rows, B (r rows/s., b/s.)\n
  * Peak memory usage: M." to f. */
 void eng_print_summary(FILE *f, const eng_result *r);
+
+/* Bytes as the summary writes them, in powers of 1000 as ClickHouse does:
+ * "512 B", "40.00 MB". Always NUL-terminates when cap > 0. */
+void eng_format_bytes(double v, char *buf, size_t cap);
 
 #endif /* RINGCACHE_ENG_H */

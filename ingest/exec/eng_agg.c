@@ -55,14 +55,25 @@ typedef struct uset {
     bool has_zero;
 } uset;
 
+/* The values quantile keeps: int64 or double bits (by the argument's kind). */
+typedef struct qbuf {
+    int64_t *v;
+    uint32_t n, cap;
+} qbuf;
+
 typedef struct agg_col {
     int64_t *i;      /* sum int/uint, min/max/any int-like */
-    double *d;       /* sum/avg float, min/max/any float */
-    uint64_t *cnt;   /* count, avg */
+    double *d;       /* sum/avg float, min/max/any float; var/corr: mean (of x) */
+    uint64_t *cnt;   /* count, avg, var, corr */
     uint8_t *seen;
     uint8_t **s;     /* min/max/any strings (owned, 4-byte length prefix) */
-    uset **u;
     bool ovf;        /* a Decimal sum went past 64 bits */
+    uset **u;        /* uniq: value hashes; -Distinct: the values' bits */
+    double *m2;      /* var: the sum of squared deviations; corr: of x */
+    double *my, *m2y, *cxy; /* corr: mean of y, its squared deviations, co-moment */
+    qbuf **q;        /* quantile */
+    int64_t *ki;     /* argMin/argMax: the key (int-like, or double bits) */
+    uint8_t **ks;    /* argMin/argMax: a string key */
 } agg_col;
 
 #define AGG_INLINE 12
@@ -77,11 +88,12 @@ struct agg_tab {
     eng_mem *mem;
     const eng_plan *p;
     uint32_t n, cap;         /* groups */
+    uint32_t charged;        /* groups the per-group arrays are charged for (em_use) */
     uint64_t *slots;         /* (hash >> 32) << 32 | (gid + 1); 0 empty */
     uint32_t mask;
     grec *rec;               /* per group */
     uint8_t *kbuf;           /* keys longer than 16 bytes */
-    size_t klen, kcap;
+    size_t klen, kcap, kcharged;
     agg_col *ac;
     /* scratch */
     uint8_t *scratch;        /* serialized keys of a chunk (or of a dictionary) */
@@ -153,6 +165,22 @@ void agg_tab_destroy(agg_tab **tp)
             for (uint32_t g = 0; g < t->n; g++)
                 uset_free(m, c->u[g]);
         em_free(m, c->u);
+        em_free(m, c->m2);
+        em_free(m, c->my);
+        em_free(m, c->m2y);
+        em_free(m, c->cxy);
+        if (c->q)
+            for (uint32_t g = 0; g < t->n; g++)
+                if (c->q[g]) {
+                    em_free(m, c->q[g]->v);
+                    em_free(m, c->q[g]);
+                }
+        em_free(m, c->q);
+        em_free(m, c->ki);
+        if (c->ks)
+            for (uint32_t g = 0; g < t->n; g++)
+                em_free(m, c->ks[g]);
+        em_free(m, c->ks);
     }
     free(t->ac);
     em_free(m, t->slots);
@@ -174,38 +202,93 @@ uint32_t agg_tab_groups(const agg_tab *t)
     return t->n;
 }
 
-static int grow_groups(agg_tab *t)
+/* Charges the per-group arrays for groups up to rows (em_use: the doubled
+ * tails are not written until groups come). */
+static int charge_groups(agg_tab *t, uint32_t rows)
 {
-    uint32_t cap = t->cap ? t->cap * 2 : 256;
     eng_mem *m = t->mem;
+    bool ok = em_use(m, t->rec, (size_t)rows * sizeof(grec));
+    for (int a = 0; a < t->p->n_aggs && ok; a++) {
+        agg_col *c = &t->ac[a];
+        ok = em_use(m, c->seen, rows) && em_use(m, c->i, (size_t)rows * 8) &&
+             em_use(m, c->d, (size_t)rows * 8) && em_use(m, c->cnt, (size_t)rows * 8) &&
+             em_use(m, c->s, (size_t)rows * sizeof(uint8_t *)) &&
+             em_use(m, c->u, (size_t)rows * sizeof(uset *)) &&
+             em_use(m, c->m2, (size_t)rows * 8) && em_use(m, c->my, (size_t)rows * 8) &&
+             em_use(m, c->m2y, (size_t)rows * 8) && em_use(m, c->cxy, (size_t)rows * 8) &&
+             em_use(m, c->q, (size_t)rows * sizeof(qbuf *)) &&
+             em_use(m, c->ki, (size_t)rows * 8) &&
+             em_use(m, c->ks, (size_t)rows * sizeof(uint8_t *));
+    }
+    if (!ok)
+        return -ENOMEM;
+    t->charged = rows;
+    return 0;
+}
+
+/* Room and charge for group t->n: the arrays double when full; they are
+ * charged a step ahead (a 32nd of their size), so a charge costs little and
+ * the untouched rest of a doubled array is not counted. */
+static int room_for_group(agg_tab *t)
+{
+    if (t->n == t->cap) {
+        uint32_t cap = t->cap ? t->cap * 2 : 256;
+        eng_mem *m = t->mem;
 #define GROW(ptr, sz)                                                   \
     do {                                                                \
-        void *np = em_realloc(m, ptr, (size_t)cap * (sz));              \
+        void *np = em_grow(m, ptr, (size_t)cap * (sz));                 \
         if (!np)                                                        \
             return -ENOMEM;                                             \
         ptr = np;                                                       \
     } while (0)
-    GROW(t->rec, sizeof(grec));
-    for (int a = 0; a < t->p->n_aggs; a++) {
-        const eng_agg *ag = &t->p->aggs[a];
-        agg_col *c = &t->ac[a];
-        GROW(c->seen, 1);
-        switch (ag->fn) {
-        case AG_COUNT: GROW(c->cnt, 8); break;
-        case AG_AVG: GROW(c->cnt, 8); GROW(c->d, 8); GROW(c->i, 8); break;
-        case AG_UNIQ: GROW(c->u, sizeof(uset *)); break;
-        default:
-            if (ag->t.kind == EX_STRING)
-                GROW(c->s, sizeof(uint8_t *));
-            else if (ag->t.kind == EX_FLOAT)
-                GROW(c->d, 8);
-            else
-                GROW(c->i, 8);
+        GROW(t->rec, sizeof(grec));
+        for (int a = 0; a < t->p->n_aggs; a++) {
+            const eng_agg *ag = &t->p->aggs[a];
+            agg_col *c = &t->ac[a];
+            GROW(c->seen, 1);
+            if (ag->distinct) {
+                GROW(c->u, sizeof(uset *));
+                continue;
+            }
+            switch (ag->fn) {
+            case AG_COUNT: GROW(c->cnt, 8); break;
+            case AG_QUANTILE: case AG_QUANTILE_EXACT: GROW(c->q, sizeof(qbuf *)); break;
+            case AG_VAR_POP: case AG_VAR_SAMP: case AG_STDDEV_POP: case AG_STDDEV_SAMP:
+                GROW(c->cnt, 8); GROW(c->d, 8); GROW(c->m2, 8);
+                break;
+            case AG_CORR:
+                GROW(c->cnt, 8); GROW(c->d, 8); GROW(c->m2, 8); GROW(c->my, 8); GROW(c->m2y, 8);
+                GROW(c->cxy, 8);
+                break;
+            case AG_ARGMIN: case AG_ARGMAX:
+                if (ag->arg2->t.kind == EX_STRING)
+                    GROW(c->ks, sizeof(uint8_t *));
+                else
+                    GROW(c->ki, 8);
+                if (ag->t.kind == EX_STRING)
+                    GROW(c->s, sizeof(uint8_t *));
+                else if (ag->t.kind == EX_FLOAT)
+                    GROW(c->d, 8);
+                else
+                    GROW(c->i, 8);
+                break;
+            case AG_AVG: GROW(c->cnt, 8); GROW(c->d, 8); GROW(c->i, 8); break;
+            case AG_UNIQ: GROW(c->u, sizeof(uset *)); break;
+            default:
+                if (ag->t.kind == EX_STRING)
+                    GROW(c->s, sizeof(uint8_t *));
+                else if (ag->t.kind == EX_FLOAT)
+                    GROW(c->d, 8);
+                else
+                    GROW(c->i, 8);
+            }
         }
-    }
 #undef GROW
-    t->cap = cap;
-    return 0;
+        t->cap = cap;
+    }
+    uint32_t step = t->cap / 32 > 256 ? t->cap / 32 : 256;
+    uint32_t rows = t->cap - t->n > step ? t->n + step : t->cap;
+    return charge_groups(t, rows);
 }
 
 /* The key bytes of a group (an inline key starts the record: k0 then k1). */
@@ -254,6 +337,19 @@ static void group_init(agg_tab *t, uint32_t g)
             c->s[g] = NULL;
         if (c->u)
             c->u[g] = NULL;
+        if (c->m2)
+            c->m2[g] = 0;
+        if (c->my) {
+            c->my[g] = 0;
+            c->m2y[g] = 0;
+            c->cxy[g] = 0;
+        }
+        if (c->q)
+            c->q[g] = NULL;
+        if (c->ki)
+            c->ki[g] = 0;
+        if (c->ks)
+            c->ks[g] = NULL;
     }
 }
 
@@ -285,7 +381,7 @@ static int64_t lookup_p(agg_tab *t, const uint8_t *k, uint32_t kl, uint64_t h)
         }
         s = (s + 1) & t->mask;
     }
-    if (t->n == t->cap && grow_groups(t) < 0)
+    if (t->n == t->charged && room_for_group(t) < 0)
         return -ENOMEM;
     uint32_t g = t->n;
     grec *r = &t->rec[g];
@@ -294,15 +390,24 @@ static int64_t lookup_p(agg_tab *t, const uint8_t *k, uint32_t kl, uint64_t h)
         r->k0 = w0;
         r->k1 = w1;
     } else {
-        if (t->klen + kl > t->kcap) {
-            size_t nc = t->kcap ? t->kcap * 2 : 4096;
-            while (nc < t->klen + kl)
-                nc *= 2;
-            uint8_t *nb = em_realloc(t->mem, t->kbuf, nc);
-            if (!nb)
+        if (t->klen + kl > t->kcharged) {
+            if (t->klen + kl > t->kcap) {
+                size_t nc = t->kcap ? t->kcap * 2 : 4096;
+                while (nc < t->klen + kl)
+                    nc *= 2;
+                uint8_t *nb = em_grow(t->mem, t->kbuf, nc);
+                if (!nb)
+                    return -ENOMEM;
+                t->kbuf = nb;
+                t->kcap = nc;
+            }
+            /* charged a step (a 32nd) ahead of the keys written, as the arrays */
+            size_t want = t->klen + kl + t->kcap / 32;
+            if (want > t->kcap)
+                want = t->kcap;
+            if (!em_use(t->mem, t->kbuf, want))
                 return -ENOMEM;
-            t->kbuf = nb;
-            t->kcap = nc;
+            t->kcharged = want;
         }
         memcpy(t->kbuf + t->klen, k, kl);
         r->k0 = t->klen;
@@ -593,6 +698,22 @@ static int scmp(const uint8_t *a, uint32_t al, const uint8_t *b, uint32_t bl)
     return c ? c : (al < bl ? -1 : al > bl);
 }
 
+/* Keeps row r of v as the value of state g (min, max, any, anyLast, argMin, argMax). */
+static int keep_value(agg_tab *t, agg_col *c, const eng_agg *ag, uint32_t g, const ex_vec *v,
+                      uint32_t r)
+{
+    if (ag->t.kind == EX_STRING) {
+        uint32_t l;
+        const uint8_t *s = ex_str(v, r, &l);
+        return str_set(t->mem, &c->s[g], s, l);
+    }
+    if (ag->t.kind == EX_FLOAT)
+        c->d[g] = ex_f(v, r);
+    else
+        c->i[g] = v->i[ex_row(v, r)];
+    return 0;
+}
+
 /* Folds value row r of v into state g of aggregate a. */
 static int update_one(agg_tab *t, int a, uint32_t g, const ex_vec *v, uint32_t r)
 {
@@ -656,23 +777,256 @@ static int update_one(agg_tab *t, int a, uint32_t g, const ex_vec *v, uint32_t r
             }
             take = ag->fn == AG_MIN ? cmpv < 0 : cmpv > 0;
         }
-        if (take) {
-            if (ag->t.kind == EX_STRING) {
-                uint32_t l;
-                const uint8_t *s = ex_str(v, r, &l);
-                if (str_set(t->mem, &c->s[g], s, l) < 0)
-                    return -ENOMEM;
-            } else if (ag->t.kind == EX_FLOAT)
-                c->d[g] = ex_f(v, r);
-            else
-                c->i[g] = v->i[ex_row(v, r)];
-        }
+        if (take && keep_value(t, c, ag, g, v, r) < 0)
+            return -ENOMEM;
         break;
     }
     default: break;
     }
     c->seen[g] = 1;
     return 0;
+}
+
+/* ---- the aggregates beyond the first seven, and the combinators ---- */
+
+/* Whether aggregate a goes through update_generic (a condition, distinct
+ * values, two arguments, or a state other than the seven first ones). */
+static bool agg_generic(const eng_agg *ag)
+{
+    return ag->cond || ag->distinct || ag->arg2 || ag->fn >= AG_ANYLAST;
+}
+
+/* The 8 bytes a value is kept as: int64, or double bits (-0 as 0). */
+static inline uint64_t val_bits(const ex_vec *v, uint32_t r)
+{
+    if (v->t.kind == EX_FLOAT) {
+        double d = ex_f(v, r);
+        if (d == 0)
+            d = 0;
+        uint64_t u;
+        memcpy(&u, &d, 8);
+        return u;
+    }
+    return (uint64_t)v->i[ex_row(v, r)];
+}
+
+static int qbuf_push(eng_mem *m, qbuf **qp, int64_t x)
+{
+    qbuf *q = *qp;
+    if (!q) {
+        if (!(q = em_calloc(m, sizeof(*q))))
+            return -ENOMEM;
+        *qp = q;
+    }
+    if (q->n == q->cap) {
+        uint32_t nc = q->cap ? q->cap * 2 : 16;
+        int64_t *nv = em_realloc(m, q->v, (size_t)nc * 8);
+        if (!nv)
+            return -ENOMEM;
+        q->v = nv;
+        q->cap = nc;
+    }
+    q->v[q->n++] = x;
+    return 0;
+}
+
+/* Compares keys of argMin/argMax: row r of v against the kept key of g. */
+static int key_cmp(const agg_col *c, uint32_t g, const ex_vec *v, uint32_t r)
+{
+    if (v->t.kind == EX_STRING) {
+        uint32_t l, ol;
+        const uint8_t *s = ex_str(v, r, &l);
+        memcpy(&ol, c->ks[g], 4);
+        return scmp(s, l, c->ks[g] + 4, ol);
+    }
+    if (v->t.kind == EX_FLOAT) {
+        double x = ex_f(v, r), y;
+        memcpy(&y, &c->ki[g], 8);
+        return x < y ? -1 : x > y;
+    }
+    if (v->t.kind == EX_UINT) {
+        uint64_t x = (uint64_t)v->i[ex_row(v, r)], y = (uint64_t)c->ki[g];
+        return x < y ? -1 : x > y;
+    }
+    int64_t x = v->i[ex_row(v, r)], y = c->ki[g];
+    return x < y ? -1 : x > y;
+}
+
+/* Folds row r (v, and v2 for two arguments) into state g of a generic
+ * aggregate a. Rows with a NULL argument are skipped, as ClickHouse skips
+ * them. */
+static int update_ext(agg_tab *t, int a, uint32_t g, const ex_vec *v, const ex_vec *v2,
+                      uint32_t r)
+{
+    const eng_agg *ag = &t->p->aggs[a];
+    agg_col *c = &t->ac[a];
+    if (ex_null(v, r) || (v2 && ex_null(v2, r)))
+        return 0;
+    if (ag->distinct) {
+        if (uset_add(t->mem, &c->u[g], val_bits(v, r)) < 0)
+            return -ENOMEM;
+        c->seen[g] = 1;
+        return 0;
+    }
+    switch (ag->fn) {
+    case AG_ANYLAST:
+        if (keep_value(t, c, ag, g, v, r) < 0)
+            return -ENOMEM;
+        break;
+    case AG_QUANTILE: case AG_QUANTILE_EXACT: {
+        int64_t x;
+        if (ag->fn == AG_QUANTILE) {
+            double d = ex_f(v, r);
+            memcpy(&x, &d, 8);
+        } else if (v->t.kind == EX_FLOAT) {
+            double d = ex_f(v, r);
+            memcpy(&x, &d, 8);
+        } else {
+            x = v->i[ex_row(v, r)];
+        }
+        if (qbuf_push(t->mem, &c->q[g], x) < 0)
+            return -ENOMEM;
+        break;
+    }
+    case AG_VAR_POP: case AG_VAR_SAMP: case AG_STDDEV_POP: case AG_STDDEV_SAMP: {
+        double x = ex_f(v, r), n1 = (double)++c->cnt[g];
+        double delta = x - c->d[g];
+        c->d[g] += delta / n1;
+        c->m2[g] += delta * (x - c->d[g]);
+        break;
+    }
+    case AG_CORR: {
+        double x = ex_f(v, r), y = ex_f(v2, r), n1 = (double)++c->cnt[g];
+        double dx = x - c->d[g];
+        c->d[g] += dx / n1;
+        double dy = y - c->my[g];
+        c->my[g] += dy / n1;
+        c->m2[g] += dx * (x - c->d[g]);
+        c->m2y[g] += dy * (y - c->my[g]);
+        c->cxy[g] += dx * (y - c->my[g]);
+        break;
+    }
+    case AG_ARGMIN: case AG_ARGMAX: {
+        bool take = !c->seen[g];
+        if (!take) {
+            int k = key_cmp(c, g, v2, r);
+            take = ag->fn == AG_ARGMIN ? k < 0 : k > 0;
+        }
+        if (!take)
+            break;
+        if (v2->t.kind == EX_STRING) {
+            uint32_t l;
+            const uint8_t *s = ex_str(v2, r, &l);
+            if (str_set(t->mem, &c->ks[g], s, l) < 0)
+                return -ENOMEM;
+        } else {
+            c->ki[g] = (int64_t)val_bits(v2, r);
+        }
+        if (keep_value(t, c, ag, g, v, r) < 0)
+            return -ENOMEM;
+        break;
+    }
+    default:
+        return update_one(t, a, g, v, r);
+    }
+    c->seen[g] = 1;
+    return 0;
+}
+
+static inline bool cond_true(const ex_vec *v, uint32_t r)
+{
+    if (ex_null(v, r))
+        return false;
+    if (v->t.kind == EX_FLOAT)
+        return v->d[ex_row(v, r)] != 0;
+    return v->i[ex_row(v, r)] != 0;
+}
+
+/* countIf(c) and sumIf(x, c) of a non-NULL x under a condition without
+ * NULLs, in tight loops (the condition's 0/1 as a mask): true when done. */
+static bool cond_fast(agg_tab *t, int a, const ex_vec *cv, const ex_vec *v, uint32_t n,
+                      const uint32_t *gid)
+{
+    const eng_agg *ag = &t->p->aggs[a];
+    agg_col *c = &t->ac[a];
+    const int64_t *m = cv->i;
+    if (ag->fn == AG_COUNT && !v) {
+        if (gid) {
+            for (uint32_t r = 0; r < n; r++) {
+                c->cnt[gid[r]] += m[r] != 0;
+                c->seen[gid[r]] = 1;
+            }
+        } else {
+            uint64_t k = 0;
+            for (uint32_t r = 0; r < n; r++)
+                k += m[r] != 0;
+            c->cnt[0] += k;
+            c->seen[0] = 1;
+        }
+        return true;
+    }
+    if (ag->fn != AG_SUM || ag->distinct || !v || v->nulls || v->is_const ||
+        v->t.kind == EX_NOTHING || (ag->t.kind == EX_FLOAT) != (v->t.kind == EX_FLOAT))
+        return false;
+    if (ag->t.kind == EX_FLOAT) {
+        const double *x = v->d;
+        for (uint32_t r = 0; r < n; r++) {
+            uint32_t g = gid ? gid[r] : 0;
+            bool on = m[r] != 0;
+            c->d[g] += on ? x[r] : 0.0;
+            c->seen[g] |= on;
+        }
+    } else {
+        const int64_t *x = v->i;
+        for (uint32_t r = 0; r < n; r++) {
+            uint32_t g = gid ? gid[r] : 0;
+            bool on = m[r] != 0;
+            c->i[g] = (int64_t)((uint64_t)c->i[g] + (on ? (uint64_t)x[r] : 0));
+            c->seen[g] |= on;
+        }
+    }
+    return true;
+}
+
+/* Folds n rows into a generic aggregate; gid NULL: the one group 0. */
+static int update_generic(agg_tab *t, ex_ectx *ec, int a, const ex_vec *in, const uint32_t *sel,
+                          uint32_t n, const uint32_t *gid)
+{
+    const eng_agg *ag = &t->p->aggs[a];
+    agg_col *c = &t->ac[a];
+    ex_vec cv = {0}, v = {0}, v2 = {0};
+    int rc = 0;
+    if (ag->cond && (rc = bx_eval(ec, ag->cond, in, sel, n, &cv)) < 0)
+        return rc;
+    if (ag->arg && (rc = bx_eval(ec, ag->arg, in, sel, n, &v)) < 0)
+        goto out;
+    if (ag->arg2 && (rc = bx_eval(ec, ag->arg2, in, sel, n, &v2)) < 0)
+        goto out;
+    bool old = !ag->distinct && ag->fn < AG_ANYLAST;
+    if (ag->cond && !cv.nulls && !cv.is_const && cv.i && cv.t.kind != EX_FLOAT &&
+        cond_fast(t, a, &cv, ag->arg ? &v : NULL, n, gid)) {
+        n = 0; /* folded */
+    }
+    for (uint32_t r = 0; r < n && rc == 0; r++) {
+        if (ag->cond && !cond_true(&cv, r))
+            continue;
+        uint32_t g = gid ? gid[r] : 0;
+        if (!ag->arg) {
+            c->cnt[g]++;
+            c->seen[g] = 1;
+        } else if (old) {
+            rc = update_one(t, a, g, &v, r);
+        } else {
+            rc = update_ext(t, a, g, &v, ag->arg2 ? &v2 : NULL, r);
+        }
+    }
+    if (rc == -ENOMEM)
+        rc = tab_oom(t, ec->err, ec->errlen);
+out:
+    ex_vec_clear(ec->mem, &cv);
+    ex_vec_clear(ec->mem, &v);
+    ex_vec_clear(ec->mem, &v2);
+    return rc;
 }
 
 /* No GROUP BY: one group (0). count() adds n; sum() of a column without
@@ -688,6 +1042,10 @@ static int update_global(agg_tab *t, ex_ectx *ec, const ex_vec *in, const uint32
     for (int a = 0; a < p->n_aggs && rc == 0; a++) {
         const eng_agg *ag = &p->aggs[a];
         agg_col *c = &t->ac[a];
+        if (agg_generic(ag)) {
+            rc = update_generic(t, ec, a, in, sel, n, NULL);
+            continue;
+        }
         if (ag->fn == AG_COUNT && !ag->arg) {
             c->cnt[0] += n;
             c->seen[0] = 1;
@@ -859,6 +1217,11 @@ int agg_tab_update(agg_tab *t, ex_ectx *ec, const ex_vec *in, const uint32_t *se
     for (int a = 0; a < p->n_aggs; a++) {
         const eng_agg *ag = &p->aggs[a];
         agg_col *c = &t->ac[a];
+        if (agg_generic(ag)) {
+            if ((rc = update_generic(t, ec, a, in, sel, n, gid)) < 0)
+                return rc;
+            continue;
+        }
         if (ag->fn == AG_COUNT && !ag->arg) {
             for (uint32_t r = 0; r < n; r++)
                 c->cnt[gid[r]]++;
@@ -899,6 +1262,105 @@ int agg_tab_update(agg_tab *t, ex_ectx *ec, const ex_vec *in, const uint32_t *se
     return 0;
 }
 
+/* The value of state sg of src becomes state g's of dst (a string moves). */
+static void move_value(agg_tab *dst, const eng_agg *ag, agg_col *d, uint32_t g, agg_col *s,
+                       uint32_t sg)
+{
+    if (ag->t.kind == EX_STRING) {
+        em_free(dst->mem, d->s[g]);
+        d->s[g] = s->s[sg];
+        s->s[sg] = NULL;
+    } else if (ag->t.kind == EX_FLOAT) {
+        d->d[g] = s->d[sg];
+    } else {
+        d->i[g] = s->i[sg];
+    }
+}
+
+/* Merges state sg of src into state g of dst for a generic aggregate a
+ * (src's seen[sg] is set). Moments combine by Chan's formulas. */
+static int merge_ext(agg_tab *dst, int a, uint32_t g, agg_tab *src, uint32_t sg)
+{
+    const eng_agg *ag = &dst->p->aggs[a];
+    agg_col *d = &dst->ac[a], *s = &src->ac[a];
+    if (ag->distinct || ag->fn == AG_UNIQ) {
+        uset *u = s->u[sg];
+        if (!u)
+            return 0;
+        if (u->has_zero && uset_add(dst->mem, &d->u[g], 0) < 0)
+            return -ENOMEM;
+        for (uint32_t k = 0; k <= u->mask; k++)
+            if (u->v[k] && uset_add(dst->mem, &d->u[g], u->v[k]) < 0)
+                return -ENOMEM;
+        return 0;
+    }
+    bool first = !d->seen[g];
+    switch (ag->fn) {
+    case AG_QUANTILE: case AG_QUANTILE_EXACT: {
+        qbuf *q = s->q[sg];
+        for (uint32_t k = 0; q && k < q->n; k++)
+            if (qbuf_push(dst->mem, &d->q[g], q->v[k]) < 0)
+                return -ENOMEM;
+        return 0;
+    }
+    case AG_VAR_POP: case AG_VAR_SAMP: case AG_STDDEV_POP: case AG_STDDEV_SAMP: case AG_CORR: {
+        double na = (double)d->cnt[g], nb = (double)s->cnt[sg], nn = na + nb;
+        if (nb == 0)
+            return 0;
+        double dx = s->d[sg] - d->d[g];
+        d->m2[g] += s->m2[sg] + dx * dx * na * nb / nn;
+        if (ag->fn == AG_CORR) {
+            double dy = s->my[sg] - d->my[g];
+            d->m2y[g] += s->m2y[sg] + dy * dy * na * nb / nn;
+            d->cxy[g] += s->cxy[sg] + dx * dy * na * nb / nn;
+            d->my[g] += dy * nb / nn;
+        }
+        d->d[g] += dx * nb / nn;
+        d->cnt[g] += s->cnt[sg];
+        return 0;
+    }
+    case AG_ARGMIN: case AG_ARGMAX: {
+        bool take = first;
+        if (!take) {
+            int k;
+            if (ag->arg2->t.kind == EX_STRING) {
+                uint32_t l1, l2;
+                memcpy(&l1, s->ks[sg], 4);
+                memcpy(&l2, d->ks[g], 4);
+                k = scmp(s->ks[sg] + 4, l1, d->ks[g] + 4, l2);
+            } else if (ag->arg2->t.kind == EX_FLOAT) {
+                double x, y;
+                memcpy(&x, &s->ki[sg], 8);
+                memcpy(&y, &d->ki[g], 8);
+                k = x < y ? -1 : x > y;
+            } else if (ag->arg2->t.kind == EX_UINT) {
+                k = (uint64_t)s->ki[sg] < (uint64_t)d->ki[g] ? -1 : (uint64_t)s->ki[sg] > (uint64_t)d->ki[g];
+            } else {
+                k = s->ki[sg] < d->ki[g] ? -1 : s->ki[sg] > d->ki[g];
+            }
+            take = ag->fn == AG_ARGMIN ? k < 0 : k > 0;
+        }
+        if (!take)
+            return 0;
+        if (ag->arg2->t.kind == EX_STRING) {
+            em_free(dst->mem, d->ks[g]);
+            d->ks[g] = s->ks[sg];
+            s->ks[sg] = NULL;
+        } else {
+            d->ki[g] = s->ki[sg];
+        }
+    }
+        __attribute__((fallthrough)); /* then the value, as anyLast keeps it */
+    case AG_ANYLAST:
+        move_value(dst, ag, d, g, s, sg);
+        return 0;
+    default: {
+        /* the seven first under -If: the same states as without it */
+        return 1;
+    }
+    }
+}
+
 int agg_tab_merge(agg_tab *dst, agg_tab *src, char *err, size_t errlen)
 {
     const eng_plan *p = dst->p;
@@ -913,6 +1375,15 @@ int agg_tab_merge(agg_tab *dst, agg_tab *src, char *err, size_t errlen)
             agg_col *d = &dst->ac[a], *s = &src->ac[a];
             if (!s->seen[sg] && ag->fn != AG_COUNT)
                 continue;
+            if (agg_generic(ag) && ag->fn != AG_COUNT) {
+                int mr = merge_ext(dst, a, g, src, sg);
+                if (mr < 0)
+                    return tab_oom(dst, err, errlen);
+                if (mr == 0) {
+                    d->seen[g] |= s->seen[sg];
+                    continue;
+                }
+            }
             switch (ag->fn) {
             case AG_COUNT: d->cnt[g] += s->cnt[sg]; break;
             case AG_SUM:
@@ -961,22 +1432,175 @@ int agg_tab_merge(agg_tab *dst, agg_tab *src, char *err, size_t errlen)
                         cmpv = s->i[sg] < d->i[g] ? -1 : s->i[sg] > d->i[g];
                     take = ag->fn == AG_MIN ? cmpv < 0 : cmpv > 0;
                 }
-                if (take) {
-                    if (ag->t.kind == EX_STRING) {
-                        em_free(dst->mem, d->s[g]);
-                        d->s[g] = s->s[sg];
-                        s->s[sg] = NULL;
-                    } else if (ag->t.kind == EX_FLOAT)
-                        d->d[g] = s->d[sg];
-                    else
-                        d->i[g] = s->i[sg];
-                }
+                if (take)
+                    move_value(dst, ag, d, g, s, sg);
             }
             }
             d->seen[g] |= s->seen[sg];
         }
     }
     return 0;
+}
+
+/* Quickselect: a[k] is the k-th smallest of a[0..n) after it (elements
+ * partitioned around it). One per storage: double, int64, uint64. */
+#define AGG_SELECT(name, T)                                                    \
+    static void name(T *a, uint32_t n, uint32_t k)                             \
+    {                                                                          \
+        uint32_t lo = 0, hi = n - 1;                                           \
+        while (lo < hi) {                                                      \
+            T x = a[lo + (hi - lo) / 2];                                       \
+            uint32_t i = lo, j = hi;                                           \
+            while (i <= j) {                                                   \
+                while (a[i] < x)                                               \
+                    i++;                                                       \
+                while (a[j] > x)                                               \
+                    j--;                                                       \
+                if (i <= j) {                                                  \
+                    T s = a[i];                                                \
+                    a[i] = a[j];                                               \
+                    a[j] = s;                                                  \
+                    i++;                                                       \
+                    if (j == 0)                                                \
+                        break;                                                 \
+                    j--;                                                       \
+                }                                                              \
+            }                                                                  \
+            if (k <= j)                                                        \
+                hi = j;                                                        \
+            else if (k >= i)                                                   \
+                lo = i;                                                        \
+            else                                                               \
+                return;                                                        \
+        }                                                                      \
+    }
+AGG_SELECT(select_d, double)
+AGG_SELECT(select_i, int64_t)
+AGG_SELECT(select_u, uint64_t)
+#undef AGG_SELECT
+
+/* The result of quantile (interpolated) or quantileExact for group g: NaN
+ * values are dropped first (they have no place in the order). */
+static void finish_quantile(const eng_agg *ag, qbuf *q, ex_vec *v, uint32_t g)
+{
+    uint32_t n = q ? q->n : 0;
+    bool fl = ag->fn == AG_QUANTILE || ag->arg->t.kind == EX_FLOAT;
+    if (fl && n) {
+        double *a = (double *)q->v;
+        uint32_t m = 0;
+        for (uint32_t k = 0; k < n; k++)
+            if (!isnan(a[k]))
+                a[m++] = a[k];
+        n = m;
+    }
+    if (n == 0) {
+        if (v->t.kind == EX_FLOAT)
+            v->d[g] = NAN;
+        else
+            v->i[g] = 0;
+        return;
+    }
+    if (ag->fn == AG_QUANTILE) {
+        double *a = (double *)q->v;
+        double idx = ag->level * (double)(n - 1);
+        uint32_t lo = (uint32_t)idx;
+        if (lo > n - 1)
+            lo = n - 1;
+        select_d(a, n, lo);
+        double x = a[lo], frac = idx - (double)lo;
+        if (frac > 0 && lo + 1 < n) {
+            double y = a[lo + 1];
+            for (uint32_t k = lo + 2; k < n; k++)
+                if (a[k] < y)
+                    y = a[k];
+            x = x * (1 - frac) + y * frac;
+        }
+        v->d[g] = x;
+        return;
+    }
+    /* ClickHouse's quantileExact: the element at floor(level * n) (the last at level 1) */
+    uint32_t k = ag->level < 1 ? (uint32_t)(ag->level * (double)n) : n - 1;
+    if (k > n - 1)
+        k = n - 1;
+    if (fl) {
+        select_d((double *)q->v, n, k);
+        double x = ((double *)q->v)[k];
+        if (v->t.kind == EX_FLOAT)
+            v->d[g] = x;
+        else
+            v->i[g] = (int64_t)x;
+    } else if (ag->arg->t.kind == EX_UINT) {
+        select_u((uint64_t *)q->v, n, k);
+        v->i[g] = q->v[k];
+    } else {
+        select_i(q->v, n, k);
+        v->i[g] = q->v[k];
+    }
+}
+
+/* The result of a generic aggregate for group g into v (Float64 but for
+ * sumDistinct of integers and quantileExact). */
+static void finish_ext(agg_tab *t, int a, uint32_t g, ex_vec *v)
+{
+    const eng_agg *ag = &t->p->aggs[a];
+    agg_col *c = &t->ac[a];
+    bool seen = c->seen[g];
+    v->nulls[g] = ag->t.nullable && !seen;
+    if (ag->distinct) {
+        /* sum / avg over the distinct values */
+        uset *u = c->u[g];
+        bool fl = ag->arg->t.kind == EX_FLOAT;
+        double sd = 0;
+        uint64_t si = 0, cnt = 0;
+        for (uint32_t k = 0; u && k <= u->mask; k++)
+            if (u->v[k]) {
+                if (fl) {
+                    double x;
+                    memcpy(&x, &u->v[k], 8);
+                    sd += x;
+                } else if (ag->arg->t.kind == EX_UINT) {
+                    sd += (double)u->v[k];
+                    si += u->v[k];
+                } else {
+                    sd += (double)(int64_t)u->v[k];
+                    si += u->v[k];
+                }
+                cnt++;
+            }
+        if (u && u->has_zero)
+            cnt++;
+        if (ag->fn == AG_AVG) {
+            v->d[g] = cnt ? sd / (double)cnt : NAN;
+            if (ag->arg->t.kind == EX_DECIMAL)
+                v->d[g] /= (double)ex_pow10(ag->arg->t.scale);
+        } else if (v->t.kind == EX_FLOAT)
+            v->d[g] = sd;
+        else
+            v->i[g] = (int64_t)si;
+        return;
+    }
+    double nn = c->cnt ? (double)c->cnt[g] : 0, r = NAN;
+    switch (ag->fn) {
+    case AG_QUANTILE: case AG_QUANTILE_EXACT:
+        finish_quantile(ag, c->q[g], v, g);
+        return;
+    case AG_VAR_POP: case AG_STDDEV_POP:
+        if (nn > 0)
+            r = c->m2[g] / nn;
+        break;
+    case AG_VAR_SAMP: case AG_STDDEV_SAMP:
+        if (nn > 1)
+            r = c->m2[g] / (nn - 1);
+        break;
+    case AG_CORR:
+        if (nn > 1)
+            r = c->cxy[g] / sqrt(c->m2[g] * c->m2y[g]);
+        break;
+    default: break;
+    }
+    if ((ag->fn == AG_STDDEV_POP || ag->fn == AG_STDDEV_SAMP) && !isnan(r))
+        r = sqrt(r < 0 ? 0 : r);
+    v->d[g] = r;
 }
 
 int agg_tab_finish(agg_tab *t, ex_vec *out, char *err, size_t errlen)
@@ -1063,6 +1687,12 @@ int agg_tab_finish(agg_tab *t, ex_vec *out, char *err, size_t errlen)
         bool any_null = false;
         for (uint32_t g = 0; g < n; g++) {
             bool seen = c->seen ? c->seen[g] : false;
+            if ((ag->distinct || ag->fn >= AG_ANYLAST) && ag->fn != AG_ANYLAST &&
+                ag->fn != AG_ARGMIN && ag->fn != AG_ARGMAX) {
+                finish_ext(t, a, g, v);
+                any_null |= v->nulls[g];
+                continue;
+            }
             switch (ag->fn) {
             case AG_COUNT: v->i[g] = (int64_t)c->cnt[g]; break;
             case AG_UNIQ:

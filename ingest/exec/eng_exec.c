@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- statement ------------------------------------------------------------------- */
@@ -180,8 +181,53 @@ equery *eng__query_create(const eng_ctx *ctx)
     eng_fail_init(&q->fail);
     pthread_mutex_init(&q->out_mu, NULL);
     q->ctx = ctx;
+    q->mem.parent = ctx->mem_parent;
     q->t0 = eng__now_s();
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    q->start_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
     return q;
+}
+
+/* The SETTINGS clause without the settings the caller takes (ctx->setting):
+ * a shallow copy of st whose settings array is *kept (free it). */
+static int stmt_own_settings(const eng_ctx *ctx, const sql_stmt *st, sql_stmt *copy,
+                             sql_setting **kept, char *err, size_t errlen)
+{
+    *copy = *st;
+    *kept = NULL;
+    if (!ctx->setting || st->n_settings == 0)
+        return 0;
+    *kept = calloc((size_t)st->n_settings, sizeof(sql_setting));
+    if (!*kept) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    copy->settings = *kept;
+    copy->n_settings = 0;
+    for (int i = 0; i < st->n_settings; i++) {
+        const sql_setting *x = &st->settings[i];
+        char val[256];
+        const sql_node *v = x->value;
+        if (v->kind == SQL_STRING)
+            snprintf(val, sizeof(val), "%.*s", (int)v->slen, v->s);
+        else if (v->kind == SQL_INT && v->negated)
+            snprintf(val, sizeof(val), "%lld", (long long)v->i);
+        else if (v->kind == SQL_INT)
+            snprintf(val, sizeof(val), "%llu", (unsigned long long)v->u);
+        else if (v->kind == SQL_FLOAT)
+            snprintf(val, sizeof(val), "%g", v->d);
+        else if (v->kind == SQL_BOOL)
+            snprintf(val, sizeof(val), "%d", (int)v->i);
+        else
+            val[0] = 0;
+        int rc = ctx->setting(ctx->setting_arg, x->name, val, err, errlen);
+        if (rc == -ENOENT)
+            copy->settings[copy->n_settings++] = *x;
+        else if (rc < 0)
+            return rc;
+    }
+    return 0;
 }
 
 /* SETTINGS over the defaults, and the output format. */
@@ -190,10 +236,23 @@ int eng__stmt_settings(equery *q, const sql_stmt *st, eng_format *ofmt, char *er
 {
     const eng_ctx *ctx = q->ctx;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    q->set.max_threads = ctx->max_threads > 0 ? ctx->max_threads : (int)(cores > 0 ? cores : 1);
-    q->set.max_download_threads = 4;
-    q->set.max_download_buffer_size = 10ull << 20;
-    int rc = eng_settings_apply(st, &q->set, err, errlen);
+    if (ctx->settings) {
+        q->set = *ctx->settings;
+        if (q->set.max_threads <= 0)
+            q->set.max_threads = ctx->max_threads;
+    } else {
+        q->set.max_threads = ctx->max_threads;
+        q->set.max_download_threads = 4;
+        q->set.max_download_buffer_size = 10ull << 20;
+    }
+    if (q->set.max_threads <= 0)
+        q->set.max_threads = (int)(cores > 0 ? cores : 1);
+    sql_stmt own;
+    sql_setting *kept;
+    int rc = stmt_own_settings(ctx, st, &own, &kept, err, errlen);
+    if (rc == 0)
+        rc = eng_settings_apply(&own, &q->set, err, errlen);
+    free(kept);
     if (rc < 0)
         return rc;
     if (q->set.max_threads <= 0)
@@ -203,9 +262,8 @@ int eng__stmt_settings(equery *q, const sql_stmt *st, eng_format *ofmt, char *er
     if (st->format) {
         int f = eng_format_parse(st->format);
         if (f < 0) {
-            snprintf(err, errlen, "unknown output format '%s' (use PrettyCompact, TSV, "
-                                  "TSVWithNames, CSV, CSVWithNames, JSONEachRow, Null or Parquet)",
-                     st->format);
+            snprintf(err, errlen, "unknown output format '%s' (use %s)", st->format,
+                     eng_format_list());
             return -EINVAL;
         }
         *ofmt = (eng_format)f;
@@ -213,16 +271,44 @@ int eng__stmt_settings(equery *q, const sql_stmt *st, eng_format *ofmt, char *er
     return 0;
 }
 
-/* FROM: the table function's source, with its schema. */
+/* FROM [db.]table: in system, the engine's own tables (one, numbers, zeros),
+ * then the caller's (a server's processes, query_log, ...), then the
+ * warehouse's (tables, columns, parts); elsewhere the caller's, then the
+ * warehouse's tables. */
+static int stmt_table(equery *q, const sql_stmt *st, const eng_scan_env *env, char *err,
+                      size_t errlen)
+{
+    const eng_ctx *ctx = q->ctx;
+    const char *db = st->table_db ? st->table_db : ctx->database ? ctx->database : "default";
+    int rc = -ENOENT;
+    if (strcmp(db, "system") == 0)
+        rc = eng_system_table_open(st->table, env, &q->src, err, errlen);
+    if (rc == -ENOENT && ctx->open_table)
+        rc = ctx->open_table(ctx->table_arg, db, st->table, env, &q->src, err, errlen);
+    if (rc == -ENOENT && ctx->warehouse) {
+        eng_table_ref t = {db, st->table, st->final, st->table_line, st->table_col};
+        rc = eng_source_open_table(&t, env, &q->src, err, errlen);
+        if (rc == -ENOENT && (strcmp(db, "system") != 0 || !ctx->open_table))
+            return rc; /* the warehouse's sentence */
+    }
+    if (rc == -ENOENT)
+        snprintf(err, errlen, "line %d, column %d: table %s.%s does not exist", st->table_line,
+                 st->table_col, db, st->table);
+    return rc;
+}
+
+/* FROM: the table function's source, or the table's, or system.one (no
+ * FROM), with its schema. */
 int eng__stmt_source(equery *q, const sql_stmt *st, char *err, size_t errlen)
 {
     const eng_ctx *ctx = q->ctx;
     eng_scan_env env = {&q->mem, &q->set, ctx->list_s3, ctx->open_s3, ctx->s3_impl,
-                        &q->stats, &q->stop, ctx->warehouse, ctx->database};
-    if (!st->from_fn) {
-        eng_table_ref t = {st->table_db, st->table, st->final, st->table_line, st->table_col};
-        return eng_source_open_table(&t, &env, &q->src, err, errlen);
-    }
+                        &q->stats, &q->stop, ctx->s3_as, ctx->warehouse,
+                        ctx->database};
+    if (!st->from_fn && !st->table)
+        return eng_system_table_open("one", &env, &q->src, err, errlen);
+    if (!st->from_fn)
+        return stmt_table(q, st, &env, err, errlen);
     eng_tf_call call = {st->from_fn, st->from_args, st->n_from_args, st->from_line, st->from_col};
     return eng_source_open(&call, &env, &q->src, err, errlen);
 }
@@ -278,8 +364,10 @@ int eng__out_strings(equery *q, eng_format fmt, const char *const *names, int n_
         rc = stmt_output(q, fmt, names, ts, n_cols, err, errlen);
     if (rc == 0)
         rc = eng__out_table(&q->out, &t, err, errlen);
-    if (rc == 0)
-        rc = eng__out_end(&q->out, err, errlen);
+    if (rc == 0) {
+        eng_sink_stats ss = {eng__now_s() - q->t0, 0, 0};
+        rc = eng__out_end(&q->out, &ss, err, errlen);
+    }
     rtab_free(&q->mem, &t);
     free(ts);
     return rc;
@@ -321,8 +409,10 @@ static int run_describe(equery *q, eng_format fmt, char *err, size_t errlen)
         rc = stmt_output(q, fmt, dn, ts, 7, err, errlen);
     if (rc == 0)
         rc = eng__out_table(&q->out, &t, err, errlen);
-    if (rc == 0)
-        rc = eng__out_end(&q->out, err, errlen);
+    if (rc == 0) {
+        eng_sink_stats ss = {eng__now_s() - q->t0, 0, 0};
+        rc = eng__out_end(&q->out, &ss, err, errlen);
+    }
     rtab_free(&q->mem, &t);
     return rc;
 }
@@ -335,9 +425,11 @@ static int run_describe(equery *q, eng_format fmt, char *err, size_t errlen)
 int eng__run_select(equery *q, const sql_stmt *st, eng_format fmt, char *err, size_t errlen)
 {
     const eng_plan *p = &q->plan;
-    int rc = eng_bind(&q->mem, st, &q->src->schema, &q->plan, err, errlen);
+    eng_bind_env benv = {q->ctx->database, q->ctx->user, q->start_ms};
+    int rc = eng_bind_ex(&q->mem, st, &q->src->schema, &benv, &q->plan, err, errlen);
     if (rc < 0)
         return rc;
+    q->stage = ENG_STAGE_EXEC;
     rc = q->src->ops->plan(q->src, p, err, errlen);
     if (rc < 0)
         return rc;
@@ -367,9 +459,28 @@ int eng__run_select(equery *q, const sql_stmt *st, eng_format fmt, char *err, si
     if (rc == 0 && !q->stream)
         rc = eng__finish_result(q, ws, nthreads, err, errlen);
     eng__workers_free(q, ws, nthreads);
-    if (rc == 0)
-        rc = eng__out_end(&q->out, err, errlen);
+    if (rc == 0) {
+        eng_sink_stats ss = {eng__now_s() - q->t0, atomic_load(&q->stats.rows_read),
+                             atomic_load(&q->stats.bytes_read)};
+        rc = eng__out_end(&q->out, &ss, err, errlen);
+    }
     return rc;
+}
+
+/* Copies the statement's counters to ctx->live (the server's watchers). */
+void eng__live_update(equery *q)
+{
+    eng_live *l = q->ctx->live;
+    if (!l)
+        return;
+    atomic_store_explicit(&l->rows_read, atomic_load(&q->stats.rows_read), memory_order_relaxed);
+    atomic_store_explicit(&l->bytes_read, atomic_load(&q->stats.bytes_read), memory_order_relaxed);
+    pthread_mutex_lock(&q->out_mu);
+    uint64_t rows = q->out.rows;
+    pthread_mutex_unlock(&q->out_mu);
+    atomic_store_explicit(&l->result_rows, rows, memory_order_relaxed);
+    atomic_store_explicit(&l->memory, atomic_load(&q->mem.cur), memory_order_relaxed);
+    atomic_store_explicit(&l->peak_memory, atomic_load(&q->mem.peak), memory_order_relaxed);
 }
 
 /* One statement, parsed: settings -> source -> DESCRIBE or SELECT ->
@@ -380,26 +491,34 @@ static int run_stmt(const eng_ctx *ctx, const sql_stmt *st, FILE *summary, eng_r
     equery *q = eng__query_create(ctx);
     if (!q) {
         snprintf(err, errlen, "out of memory");
+        if (res)
+            *res = (eng_result){.code = ENG_E_MEMORY_LIMIT_EXCEEDED};
         return -ENOMEM;
     }
     eng_format ofmt;
+    q->stage = ENG_STAGE_SETTINGS;
     int rc = eng__stmt_settings(q, st, &ofmt, err, errlen);
     if (rc == 0)
         rc = stmt_outfile(q, st, &ofmt, err, errlen);
     bool table = rc == 0 && eng__is_table_stmt(st);
-    if (rc == 0 && !table)
+    if (rc == 0 && !table) {
+        q->stage = ENG_STAGE_SOURCE;
         rc = eng__stmt_source(q, st, err, errlen);
-    if (rc < 0) {
-        eng__query_free(q);
-        return rc;
     }
-    if (table)
+    if (rc == 0 && table) {
+        q->stage = ENG_STAGE_EXEC;
         rc = eng__run_table_stmt(q, st, ofmt, err, errlen);
-    else
+    } else if (rc == 0) {
+        q->stage = st->kind == SQL_DESCRIBE ? ENG_STAGE_EXEC : ENG_STAGE_BIND;
         rc = st->kind == SQL_DESCRIBE ? run_describe(q, ofmt, err, errlen)
                                       : eng__run_select(q, st, ofmt, err, errlen);
+    }
     if (rc == 0)
         rc = close_outfile(q, st, err, errlen);
+    if (rc < 0 && ctx->cancel && atomic_load(ctx->cancel)) {
+        rc = -ECANCELED;
+        snprintf(err, errlen, "the query was cancelled");
+    }
     eng_result r = {0};
     r.files = q->src ? q->src->files : 0;
     r.rows_out = q->out.rows;
@@ -409,10 +528,18 @@ static int run_stmt(const eng_ctx *ctx, const sql_stmt *st, FILE *summary, eng_r
     r.row_groups_pruned = atomic_load(&q->stats.units_pruned);
     r.peak_memory = atomic_load(&q->mem.peak);
     r.elapsed_s = eng__now_s() - q->t0;
+    r.has_output = q->out.sink != NULL;
+    r.rows_written = q->rows_written;
     if (table && q->rows_written)
         r.rows_read = q->rows_written;
-    if (rc == 0 && summary)
+    if (rc < 0)
+        r.code = eng_error_classify(q->stage, rc, err);
+    eng__live_update(q);
+    if (rc == 0 && summary) {
         eng_print_summary(summary, &r);
+        if (ctx->summary_more)
+            ctx->summary_more(ctx->summary_arg, summary);
+    }
     if (res)
         *res = r;
     eng__query_free(q);
@@ -424,6 +551,9 @@ int eng_run(const eng_ctx *ctx, const char *sql, size_t len, FILE *summary, eng_
 {
     sql_stmt **st;
     int n = sql_parse_script(sql, len, &st, err, errlen);
+    if (n <= 0 && res)
+        *res = (eng_result){.code = n == -ENOMEM ? ENG_E_MEMORY_LIMIT_EXCEEDED
+                                                 : ENG_E_SYNTAX_ERROR};
     if (n < 0)
         return n;
     if (n == 0) {

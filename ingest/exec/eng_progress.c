@@ -31,7 +31,7 @@ static void human_count(double v, char *buf, size_t cap)
         snprintf(buf, cap, "%.0f", v);
 }
 
-static void human_bytes10(double v, char *buf, size_t cap)
+void eng_format_bytes(double v, char *buf, size_t cap)
 {
     static const char *u[] = {"B", "KB", "MB", "GB", "TB", "PB"};
     int k = 0;
@@ -61,9 +61,9 @@ void eng_print_summary(FILE *f, const eng_result *r)
     char rows[64], bytes[64], rr[64], br[64], mem[64];
     double el = r->elapsed_s > 0 ? r->elapsed_s : 1e-9;
     human_count((double)r->rows_read, rows, sizeof(rows));
-    human_bytes10((double)r->bytes_read, bytes, sizeof(bytes));
+    eng_format_bytes((double)r->bytes_read, bytes, sizeof(bytes));
     human_count((double)r->rows_read / el, rr, sizeof(rr));
-    human_bytes10((double)r->bytes_read / el, br, sizeof(br));
+    eng_format_bytes((double)r->bytes_read / el, br, sizeof(br));
     human_bytes2((double)r->peak_memory, mem, sizeof(mem));
     fprintf(f, "%llu row%s in set. Elapsed: %.3f sec. Processed %s rows, %s (%s rows/s., %s/s.)\n"
                "Peak memory usage: %s.\n",
@@ -83,9 +83,9 @@ static void draw_locked(equery *q, bool clear)
     char rows[64], bytes[64], rr[64], br[64];
     uint64_t r = atomic_load(&q->stats.rows_read), b = atomic_load(&q->stats.bytes_read);
     human_count((double)r, rows, sizeof(rows));
-    human_bytes10((double)b, bytes, sizeof(bytes));
+    eng_format_bytes((double)b, bytes, sizeof(bytes));
     human_count((double)r / (el > 0 ? el : 1), rr, sizeof(rr));
-    human_bytes10((double)b / (el > 0 ? el : 1), br, sizeof(br));
+    eng_format_bytes((double)b / (el > 0 ? el : 1), br, sizeof(br));
     int pct = q->n_units ? (int)(100.0 * atomic_load(&q->units_done) / q->n_units) : 0;
     fprintf(f, "\r\033[K↓ Progress: %s rows, %s (%s rows/s., %s/s.) %3d%%", rows, bytes, rr, br,
             pct);

@@ -26,6 +26,8 @@ static int cmp_rows(const ord_ctx *o, uint32_t a, uint32_t b)
 {
     for (int k = 0; k < o->p->n_order; k++) {
         const eng_order *ord = &o->p->order[k];
+        if (ord->by_only)
+            break;
         const ex_vec *v = &o->t->c[o->first_key + k];
         /* rank: 0 value, 1 NaN, 2 NULL (NULLS LAST); NULLS FIRST puts them first */
         int ra = ex_null(v, a) ? 2 : (v->t.kind == EX_FLOAT && isnan(v->d[a])) ? 1 : 0;
@@ -149,6 +151,97 @@ int eng__order_and_cut(eng_mem *m, rtab *t, const eng_plan *p, int first_key, bo
     return rc;
 }
 
+/* LIMIT [m,] n BY keys over the ordered t: keeps a key's rows m+1 .. m+n
+ * (in order), then the LIMIT after it. The keys are the plan's by_only
+ * order entries, at columns first_key + n_order - n_limit_by onwards. */
+static int limit_by(eng_mem *m, rtab *t, const eng_plan *p, int first_key)
+{
+    int k0 = first_key + p->n_order - p->n_limit_by;
+    uint32_t cap = 64;
+    while (cap < t->n * 2u && cap < (1u << 31))
+        cap *= 2;
+    /* open addressing: hash and the row that holds the key first; counts per slot */
+    uint64_t *hs = calloc(cap, sizeof(uint64_t));
+    uint32_t *first = malloc(sizeof(uint32_t) * cap), *cnt = calloc(cap, sizeof(uint32_t));
+    uint32_t *keep = malloc(sizeof(uint32_t) * (t->n ? t->n : 1)), nk = 0;
+    int rc = 0;
+    if (!hs || !first || !cnt || !keep) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    uint64_t lo = (uint64_t)p->limit_by_offset, hi = lo + (uint64_t)p->limit_by_n;
+    for (uint32_t r = 0; r < t->n; r++) {
+        uint64_t h = 0x9e3779b97f4a7c15ull;
+        for (int k = k0; k < t->nc; k++) {
+            const ex_vec *v = &t->c[k];
+            uint64_t x;
+            if (ex_null(v, r)) {
+                x = 0x6e756c6cull;
+            } else if (v->t.kind == EX_STRING) {
+                uint32_t l;
+                const uint8_t *s = ex_str(v, r, &l);
+                x = 1469598103934665603ull;
+                for (uint32_t i = 0; i < l; i++)
+                    x = (x ^ s[i]) * 1099511628211ull;
+            } else if (v->t.kind == EX_FLOAT) {
+                double d = v->d[r] == 0 ? 0 : v->d[r];
+                memcpy(&x, &d, 8);
+            } else {
+                x = (uint64_t)v->i[r];
+            }
+            h = (h ^ x) * 0xff51afd7ed558ccdull;
+            h ^= h >> 29;
+        }
+        h |= 1;
+        uint32_t s = (uint32_t)h & (cap - 1);
+        for (;; s = (s + 1) & (cap - 1)) {
+            if (!hs[s]) {
+                hs[s] = h;
+                first[s] = r;
+                break;
+            }
+            if (hs[s] != h)
+                continue;
+            /* the same hash: the same key when every key column's value is */
+            bool same = true;
+            for (int k = k0; k < t->nc && same; k++) {
+                const ex_vec *v = &t->c[k];
+                uint32_t a = first[s];
+                bool na = ex_null(v, a), nb = ex_null(v, r);
+                if (na || nb) {
+                    same = na == nb;
+                } else if (v->t.kind == EX_STRING) {
+                    uint32_t la, lb;
+                    const uint8_t *x = ex_str(v, a, &la), *y = ex_str(v, r, &lb);
+                    same = la == lb && (la == 0 || memcmp(x, y, la) == 0);
+                } else if (v->t.kind == EX_FLOAT) {
+                    same = v->d[a] == v->d[r];
+                } else {
+                    same = v->i[a] == v->i[r];
+                }
+            }
+            if (same)
+                break;
+        }
+        uint32_t c = cnt[s]++;
+        if (c >= lo && c < hi)
+            keep[nk++] = r;
+    }
+    uint32_t from = 0, n = nk;
+    if (p->lb_offset > 0)
+        from = (uint64_t)p->lb_offset >= nk ? nk : (uint32_t)p->lb_offset;
+    n = nk - from;
+    if (p->lb_has_limit && (uint64_t)p->lb_limit < n)
+        n = (uint32_t)p->lb_limit;
+    rc = rtab_take(m, t, keep + from, n);
+out:
+    free(hs);
+    free(first);
+    free(cnt);
+    free(keep);
+    return rc;
+}
+
 /* ---- to the sink ------------------------------------------------------------------ */
 
 static int out_begin(eng_output *o, char *err, size_t errlen)
@@ -191,11 +284,13 @@ int eng__out_table(eng_output *o, const rtab *t, char *err, size_t errlen)
     return rc;
 }
 
-int eng__out_end(eng_output *o, char *err, size_t errlen)
+int eng__out_end(eng_output *o, const eng_sink_stats *st, char *err, size_t errlen)
 {
     int rc = out_begin(o, err, errlen);
     if (rc < 0)
         return rc;
+    if (st && o->sink->stats)
+        o->sink->stats(o->sink, st);
     return o->sink->ops->end(o->sink, err, errlen);
 }
 
@@ -333,6 +428,8 @@ int eng__finish_result(equery *q, worker *ws, int nthreads, char *err, size_t er
                                : finish_concat(q, ws, nthreads, &final);
     if (rc == 0)
         rc = eng__order_and_cut(&q->mem, &final, &q->plan, q->plan.n_outs, true);
+    if (rc == 0 && q->plan.n_limit_by)
+        rc = limit_by(&q->mem, &final, &q->plan, q->plan.n_outs);
     if (rc < 0) {
         if (rc == -ENOMEM && atomic_load(&q->mem.failed_at))
             em_error(&q->mem, err, errlen);

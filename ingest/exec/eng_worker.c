@@ -109,6 +109,10 @@ static int scan_block(void *arg, ex_vec *in, uint32_t n)
     worker *w = arg;
     int ncols = w->q->plan.n_need;
     int rc = 0;
+    if (eng__cancelled(w->q)) {
+        snprintf(w->err, sizeof(w->err), "the query was cancelled");
+        return -ECANCELED;
+    }
     for (uint32_t off = 0; rc == 0 && off < n; off += ENG_SLICE_ROWS) {
         uint32_t cnt = n - off < ENG_SLICE_ROWS ? n - off : ENG_SLICE_ROWS;
         if (off == 0 && cnt == n)
@@ -131,6 +135,10 @@ static void *worker_main(void *arg)
     for (;;) {
         if (atomic_load(&q->stop))
             break;
+        if (eng__cancelled(q)) {
+            q_fail(q, -ECANCELED, "the query was cancelled");
+            break;
+        }
         if (q->plan.has_limit && !q->plan.n_order && !q->plan.aggregate &&
             atomic_load(&q->rows_emitted) >= q->plan.offset + q->plan.limit) {
             q->src->ops->stop(q->src); /* enough rows: nothing more to fetch */
@@ -217,6 +225,9 @@ int eng__run_workers(equery *q, worker *ws, int nthreads)
                 ts.tv_nsec -= 1000000000;
             }
             pthread_cond_timedwait(&rs.cv, &rs.mu, &ts);
+            eng__live_update(q);
+            if (rs.live > 0 && eng__cancelled(q) && !atomic_load(&q->stop))
+                q_fail(q, -ECANCELED, "the query was cancelled");
             if (rs.live > 0 && q->ctx->progress && eng__now_s() > t_first) {
                 pthread_mutex_unlock(&rs.mu);
                 eng__progress_line(q, false);

@@ -65,6 +65,8 @@ typedef struct equery {
     _Atomic int64_t rows_emitted; /* LIMIT without ORDER BY: early stop */
     eng_fail fail;             /* the first worker's error */
     double t0;
+    int64_t start_ms;          /* wall clock at the start (now()) */
+    eng_stage stage;           /* where a failure happens (eng_error_classify) */
     eng_sink *given_sink;      /* INSERT: the part sink the result goes to (taken) */
     uint64_t rows_written;     /* INSERT: rows written to the table */
 } equery;
@@ -100,9 +102,17 @@ int eng__run_table_stmt(equery *q, const sql_stmt *st, eng_format fmt, char *err
 int eng__out_rows(eng_output *o, const ex_vec *cols, uint32_t n, char *err, size_t errlen);
 /* Hands t's first o->n_columns columns to the sink, in blocks. */
 int eng__out_table(eng_output *o, const rtab *t, char *err, size_t errlen);
-/* Tells the sink the result is whole. */
-int eng__out_end(eng_output *o, char *err, size_t errlen);
+/* Tells the sink what the query read (st may be NULL), then that the result
+ * is whole. */
+int eng__out_end(eng_output *o, const eng_sink_stats *st, char *err, size_t errlen);
 
+/* Copies the counters to ctx->live, if the caller watches them. */
+void eng__live_update(equery *q);
+/* Whether the caller cancelled the statement (ctx->cancel). */
+static inline bool eng__cancelled(const equery *q)
+{
+    return q->ctx->cancel && atomic_load_explicit(q->ctx->cancel, memory_order_relaxed);
+}
 /* Seconds on the monotonic clock. */
 double eng__now_s(void);
 /* Columns of a worker's result table: outs..., then ORDER BY keys. */

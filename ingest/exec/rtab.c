@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
  * rtab.c: the result table (rtab.h): columns allocated through the query's
- * memory tracker, doubled as rows arrive; strings copied into the column.
+ * memory tracker, doubled as rows arrive and charged for the rows written
+ * (em_grow, em_use); strings copied into the column.
  */
 #include "rtab.h"
 
@@ -39,32 +40,39 @@ void rtab_free(eng_mem *m, rtab *t)
 
 int rtab_reserve(eng_mem *m, rtab *t, uint32_t need)
 {
-    if (need <= t->cap)
-        return 0;
-    uint32_t cap = t->cap * 2;
-    while (cap < need)
-        cap *= 2;
+    if (need > t->cap) {
+        uint32_t cap = t->cap * 2;
+        while (cap < need)
+            cap *= 2;
+        for (int k = 0; k < t->nc; k++) {
+            ex_vec *v = &t->c[k];
+            void *p;
+            if (v->t.kind == EX_FLOAT) {
+                if (!(p = em_grow(m, v->d, (size_t)cap * 8)))
+                    return -ENOMEM;
+                v->d = p;
+            } else if (v->t.kind == EX_STRING) {
+                if (!(p = em_grow(m, v->off, ((size_t)cap + 1) * 4)))
+                    return -ENOMEM;
+                v->off = p;
+            } else if (v->t.kind != EX_NOTHING) {
+                if (!(p = em_grow(m, v->i, (size_t)cap * 8)))
+                    return -ENOMEM;
+                v->i = p;
+            }
+            if (!(p = em_grow(m, v->nulls, cap)))
+                return -ENOMEM;
+            v->nulls = p;
+        }
+        t->cap = cap;
+    }
+    /* charged for the rows about to be written, not the doubled capacity */
     for (int k = 0; k < t->nc; k++) {
         ex_vec *v = &t->c[k];
-        void *p;
-        if (v->t.kind == EX_FLOAT) {
-            if (!(p = em_realloc(m, v->d, (size_t)cap * 8)))
-                return -ENOMEM;
-            v->d = p;
-        } else if (v->t.kind == EX_STRING) {
-            if (!(p = em_realloc(m, v->off, ((size_t)cap + 1) * 4)))
-                return -ENOMEM;
-            v->off = p;
-        } else if (v->t.kind != EX_NOTHING) {
-            if (!(p = em_realloc(m, v->i, (size_t)cap * 8)))
-                return -ENOMEM;
-            v->i = p;
-        }
-        if (!(p = em_realloc(m, v->nulls, cap)))
+        if (!em_use(m, v->d, (size_t)need * 8) || !em_use(m, v->i, (size_t)need * 8) ||
+            !em_use(m, v->off, ((size_t)need + 1) * 4) || !em_use(m, v->nulls, need))
             return -ENOMEM;
-        v->nulls = p;
     }
-    t->cap = cap;
     return 0;
 }
 

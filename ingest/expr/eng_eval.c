@@ -120,6 +120,16 @@ static int out_new(ex_ectx *c, ex_vec *out, ex_type t, uint32_t n, ex_vec *a, in
     return 0;
 }
 
+int bx_out_new(ex_ectx *c, ex_vec *out, ex_type t, uint32_t n, ex_vec *a, int na)
+{
+    return out_new(c, out, t, n, a, na);
+}
+
+int bx_oom(ex_ectx *c)
+{
+    return oom(c);
+}
+
 /* ---- column references ---------------------------------------------------- */
 
 static int gather(ex_ectx *c, const ex_vec *src, const uint32_t *sel, uint32_t n, ex_vec *out)
@@ -875,6 +885,11 @@ static int eval_cast(ex_ectx *c, const bx *e, ex_vec *a, uint32_t n, ex_vec *out
     ex_type t = e->t;
     if (out_new(c, out, t, n, a, 1) < 0)
         return -ENOMEM;
+    if (e->unit == 2 && !out->nulls) {
+        if (!(out->nulls = em_calloc(c->mem, n ? n : 1)))
+            return oom(c);
+        out->own |= EXO_NULLS;
+    }
     if (!t.nullable && out->nulls) {
         for (uint32_t r = 0; r < n; r++)
             if (out->nulls[r])
@@ -924,6 +939,12 @@ static int eval_cast(ex_ectx *c, const bx *e, ex_vec *a, uint32_t n, ex_vec *out
                 out->i[r] = v;
                 break;
             default: ok = parse_i64(s, l, &v); out->i[r] = v; break;
+            }
+            if (!ok && e->unit) { /* toTOrZero: 0; toTOrNull: NULL */
+                out->i ? (void)(out->i[r] = 0) : (void)(out->d[r] = 0);
+                if (e->unit == 2 && out->nulls)
+                    out->nulls[r] = 1;
+                continue;
             }
             if (!ok) {
                 char tn[64];
@@ -1156,6 +1177,9 @@ int bx_eval(ex_ectx *c, const bx *e, const ex_vec *in, const uint32_t *sel, uint
             break;
         case F_ROUND: case F_ABS:
             rc = eval_math(c, e, a, e->na, m, out);
+            break;
+        default:
+            rc = bx_eval_fn(c, e, a, e->na, m, out);
             break;
         }
     }

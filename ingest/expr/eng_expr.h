@@ -22,7 +22,29 @@ typedef enum bx_fn {
     F_LENGTH, F_LOWER, F_UPPER, F_SUBSTRING, F_CONCAT, F_STARTSWITH, F_ENDSWITH, F_POSITION,
     F_TOYEAR, F_TOMONTH, F_TODATE, F_TOSTARTOFMONTH, F_TOSTARTOFDAY, F_DATEDIFF,
     F_ROUND, F_ABS,
+    /* eng_eval_fn.c */
+    F_INTDIV, F_POW, F_LOG, F_LOG2, F_LOG10, F_EXP, F_SQRT, F_FLOOR, F_CEIL, F_TRUNC,
+    F_REPLACEALL, F_REPLACEONE, F_REPLACEREGEXPALL, F_REPLACEREGEXPONE, F_MATCH, F_EXTRACT,
+    F_TRIMBOTH, F_TRIMLEFT, F_TRIMRIGHT, F_REVERSE, F_EMPTY, F_NOTEMPTY,
+    F_FMT_SIZE, F_FMT_QUANTITY, F_FMT_TIMEDELTA, F_XXHASH64, F_SIPHASH64,
+    F_TOSTARTOF,        /* unit: BX_U_* */
+    F_DATEPART,         /* unit: BX_P_* */
+    F_DATEADD,          /* a[0] amount, a[1] date; unit BX_U_*; negated: subtract */
+    F_FORMATDATETIME,   /* a[0] date, a[1] the format (a constant) */
+    F_PARSEDATETIME,    /* parseDateTimeBestEffort; unit: 0 error, 1 OrNull, 2 OrZero */
+    F_ASSUMENOTNULL,
 } bx_fn;
+
+/* Units of F_TOSTARTOF and F_DATEADD (the first eight are dateDiff's). */
+enum {
+    BX_U_SECOND = 0, BX_U_MINUTE, BX_U_HOUR, BX_U_DAY, BX_U_WEEK, BX_U_MONTH, BX_U_QUARTER,
+    BX_U_YEAR, BX_U_MONDAY, BX_U_MIN5, BX_U_MIN10, BX_U_MIN15,
+};
+/* Parts of F_DATEPART. */
+enum {
+    BX_P_YYYYMM = 0, BX_P_YYYYMMDD, BX_P_YYYYMMDDHHMMSS, BX_P_DAYOFWEEK, BX_P_DAYOFMONTH,
+    BX_P_DAYOFYEAR, BX_P_HOUR, BX_P_MINUTE, BX_P_SECOND, BX_P_QUARTER,
+};
 
 typedef enum bx_op { BX_COL = 1, BX_CONST, BX_FUNC } bx_op;
 
@@ -33,8 +55,9 @@ struct bx {
     bx_fn fn;
     int col;            /* BX_COL: index into the input vectors */
     ex_vec cval;        /* BX_CONST: a constant vector (n 1) */
-    bool negated;       /* F_IN, F_LIKE */
-    int unit;           /* F_DATEDIFF: 0 s,1 min,2 h,3 day,4 week,5 month,6 quarter,7 year */
+    bool negated;       /* F_IN, F_LIKE, F_DATEADD (subtract) */
+    int unit;           /* F_DATEDIFF: 0 s,1 min,2 h,3 day,4 week,5 month,6 quarter,7 year;
+                           F_CAST: 1 toTOrZero (0 when unparsable), 2 toTOrNull (NULL) */
     bx **a;
     int na;
     /* F_IN: the list, converted to the operand's type */
@@ -61,6 +84,10 @@ void bx_free(eng_mem *m, bx *e);
  * x and y when one of them is a Decimal: false with why filled when there is
  * none (a String, a scale above 18). */
 bool bx_dec_result_type(bx_fn fn, ex_type x, ex_type y, ex_type *out, char *why, size_t wlen);
+/* Whether a regular expression is small enough to compile: at most 1024
+ * bytes, its bounded repetitions ({m,n}) at most 1000 and together
+ * expanding it at most 10000 times (glibc's regcomp copies them out). */
+bool bx_regex_bounded(const char *re);
 /* Fills sel with the rows where the boolean vector is true (not NULL, != 0);
  * returns their count. */
 uint32_t bx_select(const ex_vec *b, const uint32_t *insel, uint32_t n, uint32_t *sel);

@@ -112,4 +112,36 @@ typedef int (*eng_list_fn)(void *impl, const char *bucket, const char *glob, eng
 typedef int (*eng_open_fn)(void *impl, const char *bucket, const char *key, rs_source **out,
                            char *err, size_t errlen);
 
+/* The credentials a query names for one source, as ClickHouse's s3() takes
+ * them: s3(url, 'KEY', 'SECRET' [, 'SESSION_TOKEN']) or s3(url, NOSIGN).
+ * Borrowed for the call they are passed to. */
+typedef struct eng_s3_creds {
+    int nosign;                /* unsigned (anonymous) requests */
+    const char *access_key;    /* NULL with nosign */
+    const char *secret_key;
+    const char *session_token; /* NULL: none */
+} eng_s3_creds;
+
+/* An S3 access of its own for such a source: list and open as above over
+ * impl, which destroy frees (destroy may be NULL). */
+typedef struct eng_s3_access {
+    eng_list_fn list;
+    eng_open_fn open;
+    void *impl;
+    void (*destroy)(void *impl);
+} eng_s3_access;
+
+/* Makes the access for creds from the configured one (impl: the s3_impl it
+ * comes with): the same endpoint and settings, those credentials. 0, or
+ * -errno with a sentence in err (e.g. when this process may not call S3
+ * itself). Called from the thread running the statement. */
+typedef int (*eng_s3_as_fn)(void *impl, const eng_s3_creds *creds, eng_s3_access *out,
+                            char *err, size_t errlen);
+/* S3 directly: the list and open above with impl an s3_config (borrowed;
+ * rs_s3.c). Anonymous requests when it has no credentials. */
+int rs_s3_list(void *impl, const char *bucket, const char *glob, eng_key_fn fn, void *arg,
+               char *err, size_t errlen);
+int rs_s3_open_key(void *impl, const char *bucket, const char *key, rs_source **out, char *err,
+                   size_t errlen);
+
 #endif /* RINGCACHE_RANGESRC_H */

@@ -72,3 +72,42 @@ int rs_rc_open(rs_source **out, struct rc_client *c, const char *bucket, const c
         snprintf(err, errlen, "out of memory opening %s", name);
     return rc;
 }
+
+/* ---- the cache client as an object store ------------------------------------------- */
+
+typedef struct rc_glob {
+    eng_key_fn fn;
+    void *arg;
+    int rc;
+} rc_glob;
+
+static int rc_glob_cb(const s3_object_info *info, void *arg)
+{
+    rc_glob *g = arg;
+    int rc = g->fn(info->key, info->size, g->arg);
+    if (rc < 0) {
+        g->rc = rc;
+        return rc;
+    }
+    return 0;
+}
+
+int rs_rc_list(void *impl, const char *bucket, const char *glob, eng_key_fn fn, void *arg,
+               char *err, size_t errlen)
+{
+    rc_glob g = {fn, arg, 0};
+    int rc = rc_list(impl, bucket, glob, rc_glob_cb, &g, err, errlen);
+    return g.rc < 0 ? g.rc : rc;
+}
+
+int rs_rc_open_key(void *impl, const char *bucket, const char *key, rs_source **out, char *err,
+                   size_t errlen)
+{
+    return rs_rc_open(out, impl, bucket, key, err, errlen);
+}
+
+int rs_rc_put_key(void *impl, const char *bucket, const char *key, const void *data, size_t len,
+                  char *err, size_t errlen)
+{
+    return rc_put(impl, bucket, key, data, len, NULL, err, errlen);
+}

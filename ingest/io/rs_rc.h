@@ -25,4 +25,16 @@ struct rc_client;
 int rs_rc_open(rs_source **out, struct rc_client *c, const char *bucket, const char *key,
                char *err, size_t errlen);
 
+/* The cache client as an object store (rangesrc.h's eng_list_fn and
+ * eng_open_fn, impl an rc_client): listings from S3 (rc_list), objects
+ * through the cache nodes (rs_rc_open). */
+int rs_rc_list(void *impl, const char *bucket, const char *glob, eng_key_fn fn, void *arg,
+               char *err, size_t errlen);
+int rs_rc_open_key(void *impl, const char *bucket, const char *key, rs_source **out, char *err,
+                   size_t errlen);
+/* A whole object written through the cache nodes (rc_put, write-through):
+ * a table's part upload (table.h's tb_put_fn, impl an rc_client). */
+int rs_rc_put_key(void *impl, const char *bucket, const char *key, const void *data, size_t len,
+                  char *err, size_t errlen);
+
 #endif /* RINGCACHE_RS_RC_H */

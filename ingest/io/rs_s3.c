@@ -264,3 +264,49 @@ int rs_s3_open(rs_source **out, const s3_config *cfg, const char *bucket, const 
         snprintf(err, errlen, "%s: cannot open: %s", name, strerror(-rc));
     return rc;
 }
+
+/* ---- S3 as an object store (rangesrc.h) ------------------------------------------ */
+
+typedef struct glob_ctx {
+    eng_key_fn fn;
+    void *arg;
+    int rc;
+} glob_ctx;
+
+static int glob_cb(const s3_object_info *info, void *arg)
+{
+    glob_ctx *g = arg;
+    int rc = g->fn(info->key, info->size, g->arg);
+    if (rc < 0) {
+        g->rc = rc;
+        return rc;
+    }
+    return 0;
+}
+
+int rs_s3_list(void *impl, const char *bucket, const char *glob, eng_key_fn fn, void *arg,
+               char *err, size_t errlen)
+{
+    s3_sync *s;
+    int rc = s3_sync_create(&s, impl);
+    if (rc < 0) {
+        snprintf(err, errlen, "cannot start the S3 client: %s", strerror(-rc));
+        return rc;
+    }
+    glob_ctx g = {fn, arg, 0};
+    s3_error e = {0};
+    rc = s3_sync_glob(s, bucket, glob, glob_cb, &g, &e);
+    s3_sync_destroy(&s);
+    if (g.rc < 0)
+        rc = g.rc;
+    if (rc < 0)
+        snprintf(err, errlen, "cannot list s3://%s/%s: %s", bucket, glob,
+                 e.message[0] ? e.message : strerror(-rc));
+    return rc < 0 ? rc : 0;
+}
+
+int rs_s3_open_key(void *impl, const char *bucket, const char *key, rs_source **out, char *err,
+                   size_t errlen)
+{
+    return rs_s3_open(out, impl, bucket, key, err, errlen);
+}

@@ -16,14 +16,18 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <regex.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
+#include <unistd.h>
 
 typedef struct binder {
     eng_mem *mem;
+    const eng_bind_env *env;   /* may be NULL */
     const sql_stmt *st;
     const eng_schema *sc;
     eng_plan *p;
@@ -36,6 +40,9 @@ typedef struct binder {
     const char *alias_stack[64];
     int alias_depth;
     bool in_agg;
+    /* the SELECT list, * and aliases expanded (for GROUP BY / ORDER BY positions) */
+    sql_node **items;
+    int n_items;
 } binder;
 
 static int berr(binder *b, const sql_node *at, const char *fmt, ...)
@@ -307,6 +314,16 @@ static bx *cast_to(binder *b, bx *e, ex_type t)
         return NULL;
     if (e->t.kind == t.kind && e->t.scale == t.scale && e->t.nullable == t.nullable)
         return e;
+    if (e->t.kind == EX_NOTHING && e->op == BX_CONST) {
+        /* a NULL of type t: a vector with t's buffers, its one row NULL */
+        ex_type nt = t;
+        nt.nullable = true;
+        bx *k = const_new(b, nt);
+        if (k)
+            k->cval.nulls[0] = 1;
+        bx_free(b->mem, e);
+        return k;
+    }
     if (e->t.kind == EX_NOTHING) {
         e->t = t;
         e->t.nullable = true;
@@ -364,8 +381,26 @@ static sql_node *expand(binder *b, const sql_node *n)
     c->s = NULL;
     c->args = NULL;
     c->nargs = 0;
+    c->params = NULL;
+    c->nparams = 0;
+    if (n->nparams) { /* parameters are literals: no aliases inside */
+        if (!(c->params = calloc((size_t)n->nparams, sizeof(*c->params)))) {
+            free(c);
+            boom(b);
+            return NULL;
+        }
+        for (int i = 0; i < n->nparams; i++) {
+            c->params[i] = sql_node_clone(n->params[i]);
+            c->nparams = i + 1;
+            if (!c->params[i]) {
+                sql_node_free(c);
+                boom(b);
+                return NULL;
+            }
+        }
+    }
     if (n->s && !(c->s = malloc(n->slen + 1))) {
-        free(c);
+        sql_node_free(c);
         boom(b);
         return NULL;
     }
@@ -393,12 +428,15 @@ static sql_node *expand(binder *b, const sql_node *n)
 static sql_node *expand_pos(binder *b, const sql_node *n)
 {
     if (n->kind == SQL_INT && !n->negated) {
-        if (n->u < 1 || n->u > (uint64_t)b->st->n_items) {
+        if (n->u < 1 || n->u > (uint64_t)b->n_items) {
             berr(b, n, "position %llu is out of range: the SELECT list has %d expressions",
-                 (unsigned long long)n->u, b->st->n_items);
+                 (unsigned long long)n->u, b->n_items);
             return NULL;
         }
-        return expand(b, b->st->items[n->u - 1].expr);
+        sql_node *c = sql_node_clone(b->items[n->u - 1]); /* expanded already */
+        if (!c)
+            boom(b);
+        return c;
     }
     return expand(b, n);
 }
@@ -414,7 +452,17 @@ static const struct fn_def {
     {"count", AG_COUNT, 0, 1, true}, {"sum", AG_SUM, 1, 1, true}, {"avg", AG_AVG, 1, 1, true},
     {"min", AG_MIN, 1, 1, true}, {"max", AG_MAX, 1, 1, true},
     {"uniqExact", AG_UNIQ, 1, 1, true}, {"uniq", AG_UNIQ, 1, 1, true},
-    {"any", AG_ANY, 1, 1, true},
+    {"any", AG_ANY, 1, 1, true}, {"any_value", AG_ANY, 1, 1, true},
+    {"anyLast", AG_ANYLAST, 1, 1, true}, {"last_value", AG_ANYLAST, 1, 1, true},
+    {"quantile", AG_QUANTILE, 1, 1, true}, {"median", AG_QUANTILE, 1, 1, true},
+    {"quantileExact", AG_QUANTILE_EXACT, 1, 1, true},
+    {"medianExact", AG_QUANTILE_EXACT, 1, 1, true},
+    {"varPop", AG_VAR_POP, 1, 1, true}, {"var_pop", AG_VAR_POP, 1, 1, true},
+    {"varSamp", AG_VAR_SAMP, 1, 1, true}, {"var_samp", AG_VAR_SAMP, 1, 1, true},
+    {"stddevPop", AG_STDDEV_POP, 1, 1, true}, {"stddev_pop", AG_STDDEV_POP, 1, 1, true},
+    {"stddevSamp", AG_STDDEV_SAMP, 1, 1, true}, {"stddev_samp", AG_STDDEV_SAMP, 1, 1, true},
+    {"corr", AG_CORR, 2, 2, true}, {"argMin", AG_ARGMIN, 2, 2, true},
+    {"argMax", AG_ARGMAX, 2, 2, true},
     {"if", F_IF, 3, 3, false}, {"multiIf", F_MULTIIF, 3, 255, false},
     {"coalesce", F_COALESCE, 1, 255, false}, {"length", F_LENGTH, 1, 1, false},
     {"lower", F_LOWER, 1, 1, false}, {"upper", F_UPPER, 1, 1, false},
@@ -426,6 +474,70 @@ static const struct fn_def {
     {"toStartOfDay", F_TOSTARTOFDAY, 1, 1, false}, {"dateDiff", F_DATEDIFF, 3, 3, false},
     {"date_diff", F_DATEDIFF, 3, 3, false}, {"round", F_ROUND, 1, 2, false},
     {"abs", F_ABS, 1, 1, false},
+    {"intDiv", F_INTDIV, 2, 2, false}, {"pow", F_POW, 2, 2, false},
+    {"power", F_POW, 2, 2, false}, {"log", F_LOG, 1, 1, false},
+    {"ln", F_LOG, 1, 1, false}, {"log2", F_LOG2, 1, 1, false},
+    {"log10", F_LOG10, 1, 1, false}, {"exp", F_EXP, 1, 1, false},
+    {"sqrt", F_SQRT, 1, 1, false}, {"floor", F_FLOOR, 1, 2, false},
+    {"ceil", F_CEIL, 1, 2, false}, {"ceiling", F_CEIL, 1, 2, false},
+    {"trunc", F_TRUNC, 1, 2, false}, {"truncate", F_TRUNC, 1, 2, false},
+    {"replaceAll", F_REPLACEALL, 3, 3, false}, {"replace", F_REPLACEALL, 3, 3, false},
+    {"replaceOne", F_REPLACEONE, 3, 3, false},
+    {"replaceRegexpAll", F_REPLACEREGEXPALL, 3, 3, false},
+    {"replaceRegexpOne", F_REPLACEREGEXPONE, 3, 3, false},
+    {"match", F_MATCH, 2, 2, false}, {"extract", F_EXTRACT, 2, 2, false},
+    {"trim", F_TRIMBOTH, 1, 1, false}, {"trimBoth", F_TRIMBOTH, 1, 1, false},
+    {"trimLeft", F_TRIMLEFT, 1, 1, false}, {"trimRight", F_TRIMRIGHT, 1, 1, false},
+    {"reverse", F_REVERSE, 1, 1, false}, {"empty", F_EMPTY, 1, 1, false},
+    {"notEmpty", F_NOTEMPTY, 1, 1, false},
+    {"formatReadableSize", F_FMT_SIZE, 1, 1, false},
+    {"formatReadableQuantity", F_FMT_QUANTITY, 1, 1, false},
+    {"formatReadableTimeDelta", F_FMT_TIMEDELTA, 1, 1, false},
+    {"xxHash64", F_XXHASH64, 1, 1, false}, {"sipHash64", F_SIPHASH64, 1, 1, false},
+    {"toStartOfSecond", F_TOSTARTOF, 1, 1, false},
+    {"toStartOfMinute", F_TOSTARTOF, 1, 1, false},
+    {"toStartOfFiveMinutes", F_TOSTARTOF, 1, 1, false},
+    {"toStartOfTenMinutes", F_TOSTARTOF, 1, 1, false},
+    {"toStartOfFifteenMinutes", F_TOSTARTOF, 1, 1, false},
+    {"toStartOfHour", F_TOSTARTOF, 1, 1, false},
+    {"toStartOfWeek", F_TOSTARTOF, 1, 1, false},
+    {"toMonday", F_TOSTARTOF, 1, 1, false},
+    {"toStartOfQuarter", F_TOSTARTOF, 1, 1, false},
+    {"toStartOfYear", F_TOSTARTOF, 1, 1, false},
+    {"toYYYYMM", F_DATEPART, 1, 1, false},
+    {"toYYYYMMDD", F_DATEPART, 1, 1, false},
+    {"toYYYYMMDDhhmmss", F_DATEPART, 1, 1, false},
+    {"toDayOfWeek", F_DATEPART, 1, 1, false},
+    {"toDayOfMonth", F_DATEPART, 1, 1, false},
+    {"toDayOfYear", F_DATEPART, 1, 1, false},
+    {"toHour", F_DATEPART, 1, 1, false},
+    {"toMinute", F_DATEPART, 1, 1, false},
+    {"toSecond", F_DATEPART, 1, 1, false},
+    {"toQuarter", F_DATEPART, 1, 1, false},
+    {"dateAdd", F_DATEADD, 3, 3, false}, {"date_add", F_DATEADD, 3, 3, false},
+    {"dateSub", F_DATEADD, 3, 3, false}, {"date_sub", F_DATEADD, 3, 3, false},
+    {"addSeconds", F_DATEADD, 2, 2, false},
+    {"addMinutes", F_DATEADD, 2, 2, false},
+    {"addHours", F_DATEADD, 2, 2, false},
+    {"addDays", F_DATEADD, 2, 2, false},
+    {"addWeeks", F_DATEADD, 2, 2, false},
+    {"addMonths", F_DATEADD, 2, 2, false},
+    {"addQuarters", F_DATEADD, 2, 2, false},
+    {"addYears", F_DATEADD, 2, 2, false},
+    {"subtractSeconds", F_DATEADD, 2, 2, false},
+    {"subtractMinutes", F_DATEADD, 2, 2, false},
+    {"subtractHours", F_DATEADD, 2, 2, false},
+    {"subtractDays", F_DATEADD, 2, 2, false},
+    {"subtractWeeks", F_DATEADD, 2, 2, false},
+    {"subtractMonths", F_DATEADD, 2, 2, false},
+    {"subtractQuarters", F_DATEADD, 2, 2, false},
+    {"subtractYears", F_DATEADD, 2, 2, false},
+    {"formatDateTime", F_FORMATDATETIME, 2, 2, false},
+    {"parseDateTimeBestEffort", F_PARSEDATETIME, 1, 1, false},
+    {"parseDateTimeBestEffortOrNull", F_PARSEDATETIME, 1, 1, false},
+    {"parseDateTimeBestEffortOrZero", F_PARSEDATETIME, 1, 1, false},
+    {"assumeNotNull", F_ASSUMENOTNULL, 1, 1, false},
+    {"ifNull", F_COALESCE, 2, 2, false},
     /* the operators under their function names */
     {"plus", F_ADD, 2, 2, false}, {"minus", F_SUB, 2, 2, false},
     {"multiply", F_MUL, 2, 2, false}, {"divide", F_DIV, 2, 2, false},
@@ -438,6 +550,37 @@ static const struct fn_def {
     {"like", F_LIKE, 2, 2, false}, {"ilike", F_ILIKE, 2, 2, false},
 };
 
+/* The unit or mode of the functions that share an evaluation:
+ * F_TOSTARTOF / F_DATEPART / F_DATEADD (negative: from the first argument,
+ * -2 subtracting; 100 + unit: subtracting) and F_PARSEDATETIME (1 OrNull, 2 OrZero). */
+static const struct { const char *name; int unit; } fn_units[] = {
+    {"toStartOfSecond", BX_U_SECOND}, {"toStartOfMinute", BX_U_MINUTE},
+    {"toStartOfFiveMinutes", BX_U_MIN5}, {"toStartOfTenMinutes", BX_U_MIN10},
+    {"toStartOfFifteenMinutes", BX_U_MIN15}, {"toStartOfHour", BX_U_HOUR},
+    {"toStartOfWeek", BX_U_WEEK}, {"toMonday", BX_U_MONDAY}, {"toStartOfQuarter", BX_U_QUARTER},
+    {"toStartOfYear", BX_U_YEAR}, {"toYYYYMM", BX_P_YYYYMM}, {"toYYYYMMDD", BX_P_YYYYMMDD},
+    {"toYYYYMMDDhhmmss", BX_P_YYYYMMDDHHMMSS}, {"toDayOfWeek", BX_P_DAYOFWEEK},
+    {"toDayOfMonth", BX_P_DAYOFMONTH}, {"toDayOfYear", BX_P_DAYOFYEAR}, {"toHour", BX_P_HOUR},
+    {"toMinute", BX_P_MINUTE}, {"toSecond", BX_P_SECOND}, {"toQuarter", BX_P_QUARTER},
+    {"dateAdd", -1}, {"date_add", -1}, {"dateSub", -2}, {"date_sub", -2},
+    {"addSeconds", BX_U_SECOND}, {"addMinutes", BX_U_MINUTE}, {"addHours", BX_U_HOUR},
+    {"addDays", BX_U_DAY}, {"addWeeks", BX_U_WEEK}, {"addMonths", BX_U_MONTH},
+    {"addQuarters", BX_U_QUARTER}, {"addYears", BX_U_YEAR},
+    {"subtractSeconds", 100 + BX_U_SECOND}, {"subtractMinutes", 100 + BX_U_MINUTE},
+    {"subtractHours", 100 + BX_U_HOUR}, {"subtractDays", 100 + BX_U_DAY},
+    {"subtractWeeks", 100 + BX_U_WEEK}, {"subtractMonths", 100 + BX_U_MONTH},
+    {"subtractQuarters", 100 + BX_U_QUARTER}, {"subtractYears", 100 + BX_U_YEAR},
+    {"parseDateTimeBestEffortOrNull", 1}, {"parseDateTimeBestEffortOrZero", 2},
+};
+
+static int fn_unit(const char *name)
+{
+    for (size_t i = 0; i < sizeof(fn_units) / sizeof(fn_units[0]); i++)
+        if (strcasecmp(fn_units[i].name, name) == 0)
+            return fn_units[i].unit;
+    return 0;
+}
+
 static const struct fn_def *find_fn(const char *name)
 {
     for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++)
@@ -446,12 +589,44 @@ static const struct fn_def *find_fn(const char *name)
     return NULL;
 }
 
+/* An aggregate call with its combinators: f, fIf, fDistinct, fDistinctIf. */
+typedef struct agg_call {
+    const struct fn_def *d;
+    bool cond, distinct;
+} agg_call;
+
+static bool resolve_agg(const char *name, agg_call *out)
+{
+    memset(out, 0, sizeof(*out));
+    const struct fn_def *d = find_fn(name);
+    if (d)
+        return d->agg && (out->d = d);
+    size_t l = strlen(name);
+    char base[96];
+    if (l > 2 && l < sizeof(base) && strcmp(name + l - 2, "If") == 0) {
+        memcpy(base, name, l - 2);
+        base[l - 2] = 0;
+        if (!resolve_agg(base, out) || out->cond)
+            return false;
+        out->cond = true;
+        return true;
+    }
+    if (l > 8 && l < sizeof(base) && strcmp(name + l - 8, "Distinct") == 0) {
+        memcpy(base, name, l - 8);
+        base[l - 8] = 0;
+        if (!(d = find_fn(base)) || !d->agg)
+            return false;
+        out->d = d;
+        out->distinct = true;
+        return true;
+    }
+    return false;
+}
+
 static bool is_agg_call(const sql_node *n)
 {
-    if (n->kind != SQL_FUNC)
-        return false;
-    const struct fn_def *d = find_fn(n->s);
-    return d && d->agg;
+    agg_call c;
+    return n->kind == SQL_FUNC && resolve_agg(n->s, &c);
 }
 
 /* ---- binding ------------------------------------------------------------------ */
@@ -514,15 +689,23 @@ static bx *literal(binder *b, const sql_node *n)
         if ((e = const_new(b, (ex_type){.kind = EX_BOOL})))
             e->cval.i[0] = n->i;
         return e;
-    case SQL_INT:
-        if (!n->negated && n->u > (uint64_t)INT64_MAX) {
-            if ((e = const_new(b, (ex_type){.kind = EX_UINT, .bits = 64})))
-                e->cval.i[0] = (int64_t)n->u;
+    case SQL_INT: {
+        /* ClickHouse's type of an integer literal: the narrowest that holds
+         * it, unsigned unless negative (SELECT 1 is UInt8, -1 is Int8) */
+        uint8_t bits;
+        if (!n->negated) {
+            uint64_t u = n->u;
+            bits = u <= UINT8_MAX ? 8 : u <= UINT16_MAX ? 16 : u <= UINT32_MAX ? 32 : 64;
+            if ((e = const_new(b, (ex_type){.kind = EX_UINT, .bits = bits})))
+                e->cval.i[0] = (int64_t)u;
             return e;
         }
-        if ((e = const_new(b, (ex_type){.kind = EX_INT, .bits = 64})))
-            e->cval.i[0] = n->i;
+        int64_t i = n->i;
+        bits = i >= INT8_MIN ? 8 : i >= INT16_MIN ? 16 : i >= INT32_MIN ? 32 : 64;
+        if ((e = const_new(b, (ex_type){.kind = EX_INT, .bits = bits})))
+            e->cval.i[0] = i;
         return e;
+    }
     case SQL_FLOAT:
         if ((e = const_new(b, (ex_type){.kind = EX_FLOAT, .bits = 64})))
             e->cval.d[0] = n->d;
@@ -605,8 +788,45 @@ static int date_unit(const char *s)
     return -1;
 }
 
-static bx *bind_agg(binder *b, const sql_node *n, const struct fn_def *d)
+/* The level of quantile(level)(x) / median: a constant in [0, 1]. */
+static bool agg_level(binder *b, const sql_node *n, const struct fn_def *d, double *level)
 {
+    *level = 0.5;
+    bool quant = d->fn == AG_QUANTILE || d->fn == AG_QUANTILE_EXACT;
+    bool median = strncasecmp(d->name, "median", 6) == 0;
+    if (n->nparams == 0)
+        return true;
+    if (!quant || median || n->nparams > 1) {
+        berr(b, n, "aggregate function %s takes %s", n->s,
+             quant && !median ? "one parameter, the level: quantile(0.9)(x)" : "no parameters");
+        return false;
+    }
+    const sql_node *v = n->params[0];
+    double x = v->kind == SQL_INT ? (v->negated ? (double)v->i : (double)v->u)
+             : v->kind == SQL_FLOAT ? v->d : -1;
+    if ((v->kind != SQL_INT && v->kind != SQL_FLOAT) || !(x >= 0 && x <= 1)) {
+        berr(b, v, "the level of %s must be a number from 0 to 1, as in quantile(0.9)(x)", n->s);
+        return false;
+    }
+    *level = x;
+    return true;
+}
+
+static bool agg_numeric(binder *b, const sql_node *n, const bx *arg)
+{
+    if (arg && (ex_is_num(arg->t.kind) || arg->t.kind == EX_DECIMAL ||
+                arg->t.kind == EX_NOTHING))
+        return true;
+    char tn[64] = "nothing";
+    if (arg)
+        type_str(&arg->t, tn, sizeof(tn));
+    berr(b, n, "illegal type %s of the argument of %s(): it needs a number", tn, n->s);
+    return false;
+}
+
+static bx *bind_agg(binder *b, const sql_node *n, const agg_call *call)
+{
+    const struct fn_def *d = call->d;
     if (b->in_agg) {
         berr(b, n, "aggregate function %s() is found inside another aggregate function: "
                    "move it out or use a subquery-free form",
@@ -620,24 +840,60 @@ static bx *bind_agg(binder *b, const sql_node *n, const struct fn_def *d)
         if (sql_node_equal(p->aggs[i].node, n))
             idx = i;
     if (idx < 0) {
-        int na = n->nargs;
+        int na = n->nargs - (call->cond ? 1 : 0);
         if (d->fn == AG_COUNT && na == 1 && n->args[0]->kind == SQL_STAR)
             na = 0;
-        if (na < d->min || na > d->max) {
-            berr(b, n, "aggregate function %s takes %d argument%s, not %d", d->name, d->max,
-                 d->max == 1 ? "" : "s", na);
+        if (na < d->min || na > d->max || (call->cond && n->nargs < 1)) {
+            int want = d->max + (call->cond ? 1 : 0);
+            berr(b, n, "aggregate function %s takes %s%d argument%s, not %d", n->s,
+                 d->min != d->max ? "up to " : "", want, want == 1 ? "" : "s",
+                 n->nargs);
             return NULL;
         }
-        bx *arg = NULL;
-        if (na) {
-            b->in_agg = true;
-            arg = bind(b, n->args[0], MODE_PRE);
-            b->in_agg = false;
-            if (!arg)
+        eng_agg ag = {.fn = (eng_agg_fn)d->fn, .distinct = call->distinct};
+        if (!agg_level(b, n, d, &ag.level))
+            return NULL;
+        if (call->distinct) {
+            if (d->fn == AG_COUNT) {
+                if (na == 0) {
+                    berr(b, n, "%s needs an argument", n->s);
+                    return NULL;
+                }
+                ag.fn = AG_UNIQ;
+                ag.distinct = false;
+            } else if (d->fn == AG_MIN || d->fn == AG_MAX || d->fn == AG_ANY ||
+                       d->fn == AG_ANYLAST || d->fn == AG_UNIQ) {
+                ag.distinct = false; /* the same answer */
+            } else if (d->fn != AG_SUM && d->fn != AG_AVG) {
+                berr(b, n, "the Distinct combinator of %s is not supported: it applies to "
+                           "count, sum, avg, min, max, any and anyLast",
+                     d->name);
                 return NULL;
+            }
         }
+        b->in_agg = true;
+        if (na >= 1)
+            ag.arg = bind(b, n->args[0], MODE_PRE);
+        if (na >= 2 && !b->rc)
+            ag.arg2 = bind(b, n->args[1], MODE_PRE);
+        if (call->cond && !b->rc) {
+            ag.cond = bind(b, n->args[n->nargs - 1], MODE_PRE);
+            if (ag.cond && (ag.cond->t.kind == EX_STRING || is_temporal(ag.cond->t.kind))) {
+                char tn[64];
+                type_str(&ag.cond->t, tn, sizeof(tn));
+                berr(b, n->args[n->nargs - 1], "the condition of %s must be a number or a "
+                                               "comparison, not %s", n->s, tn);
+            }
+        }
+        b->in_agg = false;
+        if (b->rc)
+            goto fail;
+        bx *arg = ag.arg;
         ex_type t = {0};
-        switch (d->fn) {
+        bool nul = arg && (arg->t.nullable || arg->t.kind == EX_NOTHING);
+        if (ag.arg2 && (ag.arg2->t.nullable || ag.arg2->t.kind == EX_NOTHING))
+            nul = true;
+        switch (ag.fn) {
         case AG_COUNT: case AG_UNIQ: t = (ex_type){.kind = EX_UINT, .bits = 64}; break;
         case AG_SUM:
             if (arg && arg->t.kind == EX_DECIMAL) {
@@ -645,58 +901,241 @@ static bx *bind_agg(binder *b, const sql_node *n, const struct fn_def *d)
                 t = ex_decimal_type(38, arg->t.scale, arg->t.nullable);
                 break;
             }
-            if (!arg || !ex_is_num(arg->t.kind)) {
-                char tn[64];
-                type_str(&arg->t, tn, sizeof(tn));
-                bx_free(b->mem, arg);
-                berr(b, n, "illegal type %s of the argument of sum(): it needs a number", tn);
-                return NULL;
-            }
+            if (!agg_numeric(b, n, arg))
+                goto fail;
             t.kind = arg->t.kind == EX_FLOAT ? EX_FLOAT : arg->t.kind == EX_UINT ? EX_UINT : EX_INT;
             t.bits = 64;
             t.nullable = arg->t.nullable;
             break;
-        case AG_AVG:
-            if (!arg || (!ex_is_num(arg->t.kind) && arg->t.kind != EX_DECIMAL)) {
-                char tn[64];
-                type_str(&arg->t, tn, sizeof(tn));
-                bx_free(b->mem, arg);
-                berr(b, n, "illegal type %s of the argument of avg(): it needs a number", tn);
-                return NULL;
-            }
-            t = (ex_type){.kind = EX_FLOAT, .bits = 64, .nullable = arg->t.nullable};
+        case AG_AVG: case AG_QUANTILE: case AG_VAR_POP: case AG_VAR_SAMP: case AG_STDDEV_POP:
+        case AG_STDDEV_SAMP: case AG_CORR:
+            if (!agg_numeric(b, n, arg) || (ag.arg2 && !agg_numeric(b, n, ag.arg2)))
+                goto fail;
+            t = (ex_type){.kind = EX_FLOAT, .bits = 64, .nullable = nul};
+            break;
+        case AG_QUANTILE_EXACT:
+            if (!agg_numeric(b, n, arg))
+                goto fail;
+            t = arg->t;
+            if (t.kind == EX_BOOL)
+                t = (ex_type){.kind = EX_UINT, .bits = 8, .nullable = t.nullable};
             break;
         default:
             t = arg->t;
             break;
         }
-        if (d->fn == AG_COUNT && arg && arg->t.kind == EX_NOTHING) {
-            bx_free(b->mem, arg);
-            arg = NULL;
+        ag.t = t;
+        if (ag.fn == AG_COUNT && arg && arg->t.kind == EX_NOTHING) {
             /* count(NULL) is 0: keep a never-true argument */
-            arg = const_new(b, (ex_type){.kind = EX_NOTHING, .nullable = true});
+            bx_free(b->mem, ag.arg);
+            ag.arg = const_new(b, (ex_type){.kind = EX_NOTHING, .nullable = true});
         }
         eng_agg *na2 = realloc(p->aggs, sizeof(*na2) * (size_t)(p->n_aggs + 1));
         if (!na2) {
-            bx_free(b->mem, arg);
             boom(b);
-            return NULL;
+            goto fail;
         }
         p->aggs = na2;
         idx = p->n_aggs++;
-        p->aggs[idx] = (eng_agg){.fn = (eng_agg_fn)d->fn, .arg = arg, .t = t,
-                                 .node = sql_node_clone(n)};
+        ag.node = sql_node_clone(n);
+        p->aggs[idx] = ag;
         if (!p->aggs[idx].node) {
             boom(b);
             return NULL;
         }
+        goto found;
+    fail:
+        bx_free(b->mem, ag.arg);
+        bx_free(b->mem, ag.arg2);
+        bx_free(b->mem, ag.cond);
+        return NULL;
     }
+found:;
     bx *e = bx_new(b, BX_COL);
     if (!e)
         return NULL;
     e->col = b->n_gkeys + idx;
     e->t = p->aggs[idx].t;
     return e;
+}
+
+/* A date argument: a string becomes a DateTime; false (with the error) when
+ * it is not a date. */
+static bool date_arg(binder *b, const sql_node *n, bx **a, int i)
+{
+    if (a[i]->t.kind == EX_STRING)
+        a[i] = cast_to(b, a[i], (ex_type){.kind = EX_DATETIME, .nullable = a[i]->t.nullable});
+    if (!a[i])
+        return false;
+    if (!is_temporal(a[i]->t.kind) && a[i]->t.kind != EX_NOTHING) {
+        char tn[64];
+        type_str(&a[i]->t, tn, sizeof(tn));
+        berr(b, n, "illegal type %s of argument %d of %s: it needs a Date or DateTime", tn, i + 1,
+             n->s);
+        return false;
+    }
+    return true;
+}
+
+static bool num_arg(binder *b, const sql_node *n, bx **a, int i, bool integer)
+{
+    ex_type t = a[i]->t;
+    if (t.kind == EX_NOTHING || (ex_is_num(t.kind) && !(integer && t.kind == EX_FLOAT)))
+        return true;
+    char tn[64];
+    type_str(&t, tn, sizeof(tn));
+    berr(b, n, "illegal type %s of argument %d of %s: it needs %s", tn, i + 1, n->s,
+         integer ? "an integer" : "a number");
+    return false;
+}
+
+static bool str_arg(binder *b, const sql_node *n, bx **a, int i, bool constant)
+{
+    ex_type t = a[i]->t;
+    if (constant && (a[i]->op != BX_CONST || t.kind != EX_STRING)) {
+        berr(b, n, "argument %d of %s must be a constant string", i + 1, n->s);
+        return false;
+    }
+    if (t.kind == EX_STRING || t.kind == EX_NOTHING)
+        return true;
+    char tn[64];
+    type_str(&t, tn, sizeof(tn));
+    berr(b, n, "illegal type %s of argument %d of %s: it needs a String", tn, i + 1, n->s);
+    return false;
+}
+
+/* The result type of a date moved by a unit: a Date stays a Date for days
+ * and longer, a DateTime keeps its scale. */
+static ex_type date_add_type(const bx *d, int unit, bool nullable)
+{
+    ex_type t = d->t;
+    if (t.kind == EX_DATE && unit < BX_U_DAY)
+        t = (ex_type){.kind = EX_DATETIME};
+    t.nullable = nullable;
+    return t;
+}
+
+/* Type rules of the functions of eng_eval_fn.c. Takes a[]. */
+static bx *bind_fn_more(binder *b, const sql_node *n, int fn, bx **a, int na)
+{
+    int unit = fn_unit(n->s);
+    bool anynull = false;
+    for (int i = 0; i < na; i++)
+        anynull |= a[i]->t.nullable || a[i]->t.kind == EX_NOTHING;
+    ex_type t = {0};
+    bool neg = false;
+    switch (fn) {
+    case F_INTDIV:
+        if (!num_arg(b, n, a, 0, false) || !num_arg(b, n, a, 1, false))
+            goto fail;
+        t = (ex_type){.kind = a[0]->t.kind == EX_UINT && a[1]->t.kind == EX_UINT ? EX_UINT : EX_INT,
+                      .bits = 64};
+        break;
+    case F_POW: case F_LOG: case F_LOG2: case F_LOG10: case F_EXP: case F_SQRT:
+        for (int i = 0; i < na; i++)
+            if (!num_arg(b, n, a, i, false))
+                goto fail;
+        t = (ex_type){.kind = EX_FLOAT, .bits = 64};
+        break;
+    case F_FLOOR: case F_CEIL: case F_TRUNC:
+        if (!num_arg(b, n, a, 0, false))
+            goto fail;
+        if (na > 1 && (a[1]->op != BX_CONST || !ex_is_num(a[1]->t.kind) || a[1]->t.kind == EX_FLOAT)) {
+            berr(b, n, "the second argument of %s must be a constant integer (the precision)", n->s);
+            goto fail;
+        }
+        t = a[0]->t;
+        if (t.kind == EX_BOOL || t.kind == EX_NOTHING)
+            t = (ex_type){.kind = EX_UINT, .bits = 8};
+        break;
+    case F_REPLACEALL: case F_REPLACEONE:
+        for (int i = 0; i < 3; i++)
+            if (!str_arg(b, n, a, i, false))
+                goto fail;
+        t = (ex_type){.kind = EX_STRING};
+        break;
+    case F_REPLACEREGEXPALL: case F_REPLACEREGEXPONE: case F_MATCH: case F_EXTRACT:
+        if (!str_arg(b, n, a, 0, false) || !str_arg(b, n, a, 1, true) ||
+            (na > 2 && !str_arg(b, n, a, 2, false)))
+            goto fail;
+        t = fn == F_MATCH ? t_u8() : (ex_type){.kind = EX_STRING};
+        break;
+    case F_TRIMBOTH: case F_TRIMLEFT: case F_TRIMRIGHT: case F_REVERSE: case F_EMPTY:
+    case F_NOTEMPTY: case F_XXHASH64: case F_SIPHASH64:
+        if (!str_arg(b, n, a, 0, false))
+            goto fail;
+        t = fn == F_EMPTY || fn == F_NOTEMPTY ? t_u8()
+            : fn == F_XXHASH64 || fn == F_SIPHASH64 ? (ex_type){.kind = EX_UINT, .bits = 64}
+                                                      : (ex_type){.kind = EX_STRING};
+        break;
+    case F_FMT_SIZE: case F_FMT_QUANTITY: case F_FMT_TIMEDELTA:
+        if (!num_arg(b, n, a, 0, false))
+            goto fail;
+        t = (ex_type){.kind = EX_STRING};
+        break;
+    case F_TOSTARTOF:
+        if (!date_arg(b, n, a, 0))
+            goto fail;
+        if (unit == BX_U_WEEK || unit == BX_U_MONDAY || unit == BX_U_QUARTER || unit == BX_U_YEAR)
+            t = (ex_type){.kind = EX_DATE, .bits = 16};
+        else
+            t = (ex_type){.kind = EX_DATETIME,
+                          .scale = a[0]->t.kind == EX_DATETIME ? a[0]->t.scale : 0};
+        break;
+    case F_DATEPART:
+        if (!date_arg(b, n, a, 0))
+            goto fail;
+        t = (ex_type){.kind = EX_UINT,
+                      .bits = unit == BX_P_YYYYMMDDHHMMSS ? 64
+                              : unit == BX_P_YYYYMM || unit == BX_P_YYYYMMDD ? 32
+                              : unit == BX_P_DAYOFYEAR ? 16 : 8};
+        break;
+    case F_DATEADD: {
+        /* addDays(d, n) / subtractDays(d, n): the amount first, as dateAdd has it */
+        bx *x = a[0];
+        a[0] = a[1];
+        a[1] = x;
+        neg = unit >= 100;
+        unit %= 100;
+        if (!num_arg(b, n, a, 0, true) || !date_arg(b, n, a, 1))
+            goto fail;
+        t = date_add_type(a[1], unit, false);
+        break;
+    }
+    case F_FORMATDATETIME:
+        if (!date_arg(b, n, a, 0) || !str_arg(b, n, a, 1, true))
+            goto fail;
+        t = (ex_type){.kind = EX_STRING};
+        break;
+    case F_PARSEDATETIME:
+        if (!str_arg(b, n, a, 0, false))
+            goto fail;
+        t = (ex_type){.kind = EX_DATETIME};
+        anynull |= unit == 1;
+        break;
+    case F_ASSUMENOTNULL:
+        if (a[0]->t.kind == EX_NOTHING) {
+            berr(b, n, "assumeNotNull(NULL) has no type: CAST the NULL to one");
+            goto fail;
+        }
+        t = a[0]->t;
+        anynull = false;
+        break;
+    default:
+        berr(b, n, "internal: function %s has no type rule", n->s);
+        goto fail;
+    }
+    t.nullable = anynull;
+    bx *e = bx_fn_new(b, (bx_fn)fn, t, a, na);
+    if (e) {
+        e->unit = unit;
+        e->negated = neg;
+    }
+    return fold(b, e);
+fail:
+    for (int i = 0; i < na; i++)
+        bx_free(b->mem, a[i]);
+    return NULL;
 }
 
 static bx *bind_fn(binder *b, const sql_node *n, bmode mode, int fn, bx **a, int na)
@@ -942,6 +1381,8 @@ static bx *bind_fn(binder *b, const sql_node *n, bmode mode, int fn, bx **a, int
         break;
     }
     default:
+        if (fn >= F_INTDIV)
+            return bind_fn_more(b, n, fn, a, na);
         break;
     }
     (void)mode;
@@ -1066,6 +1507,323 @@ static bx *bind_in(binder *b, const sql_node *n, bmode mode)
     return fold(b, e);
 }
 
+/* A string constant. */
+static bx *const_str(binder *b, const char *v)
+{
+    bx *e = const_new(b, (ex_type){.kind = EX_STRING});
+    if (e && ex_vec_str_put(b->mem, &e->cval, 0, v, strlen(v)) < 0) {
+        bx_free(b->mem, e);
+        boom(b);
+        return NULL;
+    }
+    return e;
+}
+
+/* The functions of the query's context, constants for the whole query (as in
+ * ClickHouse, now() is the query's start): version(), now(), today(),
+ * timezone(), currentDatabase(), currentUser(), hostName(). NULL (no error)
+ * when n is none of them. */
+static bx *bind_context_fn(binder *b, const sql_node *n)
+{
+    static const char *const ctx_fns[] = {"version", "now", "today", "timezone", "timeZone",
+                                      "serverTimezone", "serverTimeZone", "currentDatabase",
+                                      "database", "currentUser", "user", "hostName",
+                                      "hostname"};
+    int k = -1;
+    for (int i = 0; i < (int)(sizeof(ctx_fns) / sizeof(ctx_fns[0])); i++)
+        if (strcmp(n->s, ctx_fns[i]) == 0 || (i >= 7 && strcasecmp(n->s, ctx_fns[i]) == 0))
+            k = i;
+    if (k < 0)
+        return NULL;
+    const eng_bind_env *env = b->env;
+    int64_t now_ms = env && env->now_ms ? env->now_ms : (int64_t)time(NULL) * 1000;
+    bx *e;
+    switch (k) {
+    case 0:
+        return const_str(b, ENG_CLICKHOUSE_VERSION);
+    case 1:
+        if ((e = const_new(b, (ex_type){.kind = EX_DATETIME})))
+            e->cval.i[0] = now_ms / 1000;
+        return e;
+    case 2:
+        if ((e = const_new(b, (ex_type){.kind = EX_DATE, .bits = 16})))
+            e->cval.i[0] = now_ms / 1000 / 86400;
+        return e;
+    case 3: case 4: case 5: case 6:
+        return const_str(b, "UTC");
+    case 7: case 8:
+        return const_str(b, env && env->database ? env->database : "default");
+    case 9: case 10:
+        return const_str(b, env && env->user ? env->user : "default");
+    default: {
+        char h[256] = "localhost";
+        gethostname(h, sizeof(h) - 1);
+        h[sizeof(h) - 1] = 0;
+        return const_str(b, h);
+    }
+    }
+}
+
+/* Names other dialects use for a function the engine has under ClickHouse's
+ * name: the suggestion means the same thing. */
+static const char *const fn_synonyms[][2] = {
+    {"strlen", "length"}, {"char_length", "length"}, {"len", "length"},
+    {"lcase", "lower"}, {"ucase", "upper"}, {"strpos", "position"}, {"instr", "position"},
+    {"mean", "avg"}, {"average", "avg"}, {"stddev", "stddevSamp"}, {"std", "stddevPop"},
+    {"variance", "varSamp"}, {"percentile_cont", "quantile"}, {"percentile_disc", "quantileExact"},
+    {"count_distinct", "uniqExact"}, {"approx_count_distinct", "uniq"},
+    {"first_value", "any"}, {"first", "any"}, {"last", "anyLast"}, {"arg_min", "argMin"},
+    {"arg_max", "argMax"}, {"ifnull", "ifNull"}, {"nvl", "ifNull"}, {"nullif", "nullIf"},
+    {"regexp_replace", "replaceRegexpAll"}, {"regexp_matches", "match"},
+    {"regexp_extract", "extract"}, {"string_split", "splitByChar"}, {"ltrim", "trimLeft"},
+    {"rtrim", "trimRight"}, {"btrim", "trimBoth"}, {"power", "pow"}, {"ln", "log"},
+    {"ceiling", "ceil"}, {"date_add", "dateAdd"}, {"date_sub", "dateSub"},
+    {"starts_with", "startsWith"}, {"ends_with", "endsWith"}, {"datediff", "dateDiff"},
+    {"str_to_date", "parseDateTimeBestEffort"}, {"strftime", "formatDateTime"},
+    {"date_format", "formatDateTime"}, {"sha256", NULL}, {"md5", NULL},
+};
+
+/* "unknown function 'f'", with a name that means the same: a synonym of
+ * another dialect, or a near spelling of a function of the same family (an
+ * aggregate for an aggregate; never the base for a combinator's name, since
+ * countIf is not count). */
+static const char *const array_fns[] = {
+    "quantiles", "quantilesExact", "topK", "groupArray", "groupUniqArray", "arrayJoin",
+    "splitByChar", "splitByString", "range", "array", "arrayMap", "arrayFilter",
+};
+
+static void unknown_fn(binder *b, const sql_node *n)
+{
+    for (size_t i = 0; i < sizeof(array_fns) / sizeof(array_fns[0]); i++)
+        if (strcasecmp(n->s, array_fns[i]) == 0) {
+            berr(b, n, "%s() returns an array, and Array values are not supported%s", n->s,
+                 strncasecmp(n->s, "quantiles", 9) == 0
+                     ? ": use quantile(level)(x) once per level"
+                     : "");
+            return;
+        }
+    /* a combinator in the wrong case: countif is countIf */
+    size_t nl = strlen(n->s);
+    static const char *const combs[] = {"If", "Distinct"};
+    for (int c = 0; c < 2; c++) {
+        size_t cl = strlen(combs[c]);
+        char fix[128];
+        agg_call call;
+        if (nl > cl && nl < sizeof(fix) - 1 && strcasecmp(n->s + nl - cl, combs[c]) == 0) {
+            memcpy(fix, n->s, nl - cl);
+            fix[nl - cl] = 0;
+            const struct fn_def *d = find_fn(fix);
+            if (d && d->agg) {
+                snprintf(fix, sizeof(fix), "%s%s", d->name, combs[c]);
+                if (resolve_agg(fix, &call)) {
+                    berr(b, n, "unknown function '%s', did you mean '%s'?", n->s, fix);
+                    return;
+                }
+            }
+        }
+    }
+    for (size_t i = 0; i < sizeof(fn_synonyms) / sizeof(fn_synonyms[0]); i++)
+        if (strcasecmp(n->s, fn_synonyms[i][0]) == 0 && fn_synonyms[i][1] &&
+            find_fn(fn_synonyms[i][1])) {
+            berr(b, n, "unknown function '%s': ClickHouse calls it %s()", n->s,
+                 fn_synonyms[i][1]);
+            return;
+        }
+    size_t l = strlen(n->s);
+    bool comb = (l > 2 && strcmp(n->s + l - 2, "If") == 0) ||
+                (l > 8 && strcmp(n->s + l - 8, "Distinct") == 0);
+    const char *cands[sizeof(fns) / sizeof(fns[0])];
+    int nc = 0;
+    for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {
+        size_t fl = strlen(fns[i].name);
+        /* a shorter or longer name by a suffix is another function */
+        if ((fl < l && strncasecmp(n->s, fns[i].name, fl) == 0) ||
+            (l < fl && strncasecmp(n->s, fns[i].name, l) == 0))
+            continue;
+        if (!comb)
+            cands[nc++] = fns[i].name;
+    }
+    const char *s = eng_suggest(n->s, cands, nc);
+    if (s)
+        berr(b, n, "unknown function '%s', did you mean '%s'?", n->s, s);
+    else
+        berr(b, n, "unknown function '%s': the engine does not implement it (the engine's "
+                   "README lists the functions it has)",
+             n->s);
+}
+
+/* The unit of dateAdd(unit, ...) and of toIntervalUnit: -1 when none. */
+static int node_unit(const sql_node *u)
+{
+    if (u->kind != SQL_COLUMN && u->kind != SQL_STRING)
+        return -1;
+    return date_unit(u->s);
+}
+
+/* The unit of an INTERVAL (toIntervalDay(n) and the like), or -1. */
+static int interval_unit(const sql_node *n)
+{
+    if (n->kind != SQL_FUNC || n->nargs != 1 || strncasecmp(n->s, "toInterval", 10) != 0)
+        return -1;
+    return date_unit(n->s + 10);
+}
+
+/* date +/- amount units: a DateAdd over bound amount and date. */
+static bx *bind_date_add(binder *b, const sql_node *at, int unit, bool neg,
+                         const sql_node *amount, const sql_node *date, bmode mode)
+{
+    bx *a[2] = {bind(b, amount, mode), NULL};
+    if (a[0])
+        a[1] = bind(b, date, mode);
+    if (!a[1]) {
+        bx_free(b->mem, a[0]);
+        return NULL;
+    }
+    if (!num_arg(b, at, a, 0, true) || !date_arg(b, at, a, 1)) {
+        bx_free(b->mem, a[0]);
+        bx_free(b->mem, a[1]);
+        return NULL;
+    }
+    bool nul = a[0]->t.nullable || a[1]->t.nullable || a[0]->t.kind == EX_NOTHING ||
+               a[1]->t.kind == EX_NOTHING;
+    bx *e = bx_fn_new(b, F_DATEADD, date_add_type(a[1], unit, nul), a, 2);
+    if (e) {
+        e->unit = unit;
+        e->negated = neg;
+    }
+    return fold(b, e);
+}
+
+/* Calls that are rewritten rather than bound as written: dateAdd(unit, n,
+ * d), date +/- INTERVAL, nullIf, and the conversions toT / toTOrZero /
+ * toTOrNull / toDateTime64(x, s) (as CASTs). *handled says whether n was one. */
+static bx *bind_special(binder *b, const sql_node *n, bmode mode, bool *handled)
+{
+    *handled = true;
+    if (n->kind == SQL_BINARY && (n->op == SQL_OP_ADD || n->op == SQL_OP_SUB)) {
+        int u1 = interval_unit(n->args[1]), u0 = n->op == SQL_OP_ADD ? interval_unit(n->args[0]) : -1;
+        if (u1 >= 0)
+            return bind_date_add(b, n, u1, n->op == SQL_OP_SUB, n->args[1]->args[0], n->args[0], mode);
+        if (u0 >= 0)
+            return bind_date_add(b, n, u0, false, n->args[0]->args[0], n->args[1], mode);
+        *handled = false;
+        return NULL;
+    }
+    if (n->kind != SQL_FUNC || n->nparams) {
+        *handled = false;
+        return NULL;
+    }
+    const struct fn_def *d = find_fn(n->s);
+    if (d && d->fn == F_DATEADD && fn_unit(d->name) < 0) {
+        int unit = n->nargs == 3 ? node_unit(n->args[0]) : -1;
+        if (n->nargs != 3) {
+            berr(b, n, "function %s takes 3 arguments (unit, amount, date), not %d", n->s, n->nargs);
+            return NULL;
+        }
+        if (unit < 0) {
+            berr(b, n->args[0], "unknown unit of %s: use second, minute, hour, day, week, month, "
+                                "quarter or year", n->s);
+            return NULL;
+        }
+        return bind_date_add(b, n, unit, fn_unit(d->name) == -2, n->args[1], n->args[2], mode);
+    }
+    if (interval_unit(n) >= 0) {
+        berr(b, n, "an INTERVAL is only supported added to or subtracted from a date, as in "
+                   "d + INTERVAL 1 DAY");
+        return NULL;
+    }
+    if (strcasecmp(n->s, "nullIf") == 0) {
+        if (n->nargs != 2) {
+            berr(b, n, "function nullIf takes 2 arguments, not %d", n->nargs);
+            return NULL;
+        }
+        /* nullIf(a, b) is if(a = b, NULL, a) */
+        sql_node eq = {.kind = SQL_BINARY, .op = SQL_OP_EQ, .line = n->line, .col = n->col,
+                       .args = n->args, .nargs = 2};
+        sql_node nul = {.kind = SQL_NULL, .line = n->line, .col = n->col};
+        sql_node *args[3] = {&eq, &nul, n->args[0]};
+        sql_node call = {.kind = SQL_FUNC, .line = n->line, .col = n->col, .s = "nullIf",
+                         .slen = 6, .args = args, .nargs = 3};
+        bx *a[3] = {bind(b, &eq, mode), NULL, NULL};
+        if (a[0] && (a[1] = bind(b, &nul, mode)))
+            a[2] = bind(b, n->args[0], mode);
+        if (!a[2]) {
+            bx_free(b->mem, a[0]);
+            bx_free(b->mem, a[1]);
+            return NULL;
+        }
+        return bind_fn(b, &call, mode, F_MULTIIF, a, 3);
+    }
+    /* conversions */
+    size_t l = strlen(n->s);
+    int mode_or = 0;
+    char tn[64];
+    if (d || l < 3 || l >= sizeof(tn) + 2 || strncmp(n->s, "to", 2) != 0) {
+        *handled = false;
+        return NULL;
+    }
+    snprintf(tn, sizeof(tn), "%s", n->s + 2);
+    size_t tl = strlen(tn);
+    if (tl > 6 && strcmp(tn + tl - 6, "OrZero") == 0) {
+        tn[tl - 6] = 0;
+        mode_or = 1;
+    } else if (tl > 6 && strcmp(tn + tl - 6, "OrNull") == 0) {
+        tn[tl - 6] = 0;
+        mode_or = 2;
+    }
+    ex_type t;
+    bool dt64 = strcmp(tn, "DateTime64") == 0;
+    if (!dt64 && (eng_parse_type(tn, &t) < 0 || strchr(tn, '(') || tn[0] < 'A' || tn[0] > 'Z')) {
+        *handled = false;
+        return NULL;
+    }
+    int want = dt64 ? 2 : 1;
+    if (n->nargs != want && !(dt64 && n->nargs == 3)) {
+        berr(b, n, "function %s takes %d argument%s, not %d", n->s, want, want == 1 ? "" : "s",
+             n->nargs);
+        return NULL;
+    }
+    if (dt64) {
+        const sql_node *sc = n->args[1];
+        if (sc->kind != SQL_INT || sc->negated || sc->u > 9) {
+            berr(b, sc, "the scale of toDateTime64 must be a constant from 0 to 9");
+            return NULL;
+        }
+        t = (ex_type){.kind = EX_DATETIME, .scale = (uint8_t)sc->u};
+    }
+    bx *x = bind(b, n->args[0], mode);
+    if (!x)
+        return NULL;
+    t.nullable = x->t.nullable || x->t.kind == EX_NOTHING || mode_or == 2;
+    if (x->t.kind == EX_NOTHING && !t.nullable) {
+        bx_free(b->mem, x);
+        berr(b, n, "%s(NULL) has no value: use %sOrNull", n->s, n->s);
+        return NULL;
+    }
+    bx *a[1] = {x};
+    bx *e = bx_fn_new(b, F_CAST, t, a, 1);
+    if (e)
+        e->unit = mode_or;
+    return fold(b, e);
+}
+
+/* has([a, b, ...], x) is x IN (a, b, ...). */
+static bx *bind_has(binder *b, const sql_node *n, bmode mode)
+{
+    const sql_node *arr = n->args[0];
+    sql_node in = {.kind = SQL_IN, .line = n->line, .col = n->col, .nargs = arr->nargs + 1};
+    if (!(in.args = calloc((size_t)in.nargs, sizeof(sql_node *)))) {
+        boom(b);
+        return NULL;
+    }
+    in.args[0] = n->args[1];
+    for (int i = 0; i < arr->nargs; i++)
+        in.args[i + 1] = arr->args[i];
+    bx *r = bind_in(b, &in, mode);
+    free(in.args);
+    return r;
+}
+
 static bx *bind(binder *b, const sql_node *n, bmode mode)
 {
     if (b->rc)
@@ -1100,30 +1858,48 @@ static bx *bind(binder *b, const sql_node *n, bmode mode)
     default:
         break;
     }
+    if (n->kind == SQL_FUNC && n->nargs == 0) {
+        bx *c = bind_context_fn(b, n);
+        if (c || b->rc)
+            return c;
+    }
+    if (n->kind == SQL_ARRAY) {
+        berr(b, n, "array values are not supported here: an array literal goes in IN [...] or "
+                   "has([...], x)");
+        return NULL;
+    }
+    if (n->kind == SQL_COLUMNS) {
+        berr(b, n, "COLUMNS('regex') is only allowed in the SELECT list");
+        return NULL;
+    }
+    if (n->kind == SQL_FUNC && strcasecmp(n->s, "has") == 0 && n->nargs == 2 &&
+        n->args[0]->kind == SQL_ARRAY)
+        return bind_has(b, n, mode);
+    bool handled = false;
+    bx *sp = bind_special(b, n, mode, &handled);
+    if (handled)
+        return sp;
     if (n->kind == SQL_FUNC) {
         const struct fn_def *d = find_fn(n->s);
-        if (!d) {
-            const char *cands[sizeof(fns) / sizeof(fns[0])];
-            for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++)
-                cands[i] = fns[i].name;
-            const char *s = eng_suggest(n->s, cands, (int)(sizeof(fns) / sizeof(fns[0])));
-            if (s)
-                berr(b, n, "unknown function '%s', did you mean '%s'?", n->s, s);
-            else
-                berr(b, n, "unknown function '%s': the engine does not implement it",
-                     n->s);
-            return NULL;
-        }
-        if (d->agg) {
+        agg_call call;
+        if (resolve_agg(n->s, &call)) {
             if (mode == MODE_PRE) {
                 if (b->in_agg)
-                    return bind_agg(b, n, d);
+                    return bind_agg(b, n, &call);
                 berr(b, n, "aggregate function %s() is not allowed here (WHERE and GROUP BY run "
                            "before aggregation: use HAVING)",
                      n->s);
                 return NULL;
             }
-            return bind_agg(b, n, d);
+            return bind_agg(b, n, &call);
+        }
+        if (!d) {
+            unknown_fn(b, n);
+            return NULL;
+        }
+        if (n->nparams) {
+            berr(b, n, "function %s takes no parameters: write %s(args)", d->name, d->name);
+            return NULL;
         }
         if (n->nargs < d->min || n->nargs > d->max) {
             if (d->min == d->max)
@@ -1431,6 +2207,8 @@ void eng_plan_free(eng_mem *m, eng_plan *p)
     free(p->keys);
     for (int i = 0; i < p->n_aggs; i++) {
         bx_free(m, p->aggs[i].arg);
+        bx_free(m, p->aggs[i].arg2);
+        bx_free(m, p->aggs[i].cond);
         sql_node_free(p->aggs[i].node);
     }
     free(p->aggs);
@@ -1459,17 +2237,160 @@ static bool has_agg(const sql_node *n)
     return false;
 }
 
+/* LIMIT n BY keys: the keys after ORDER BY's in order[] (by_only), the
+ * LIMIT that follows applied after them (so no stage cuts early). */
+static bool bind_limit_by(binder *b, bmode mode)
+{
+    const sql_stmt *st = b->st;
+    eng_plan *p = b->p;
+    eng_order *no = realloc(p->order, sizeof(*no) * (size_t)(p->n_order + st->n_limit_by));
+    if (!no) {
+        boom(b);
+        return false;
+    }
+    p->order = no;
+    for (int i = 0; i < st->n_limit_by; i++) {
+        sql_node *o = expand_pos(b, st->limit_by[i]);
+        if (!o)
+            return false;
+        bx *e = bind(b, o, mode);
+        sql_node_free(o);
+        if (!e)
+            return false;
+        p->order[p->n_order++] = (eng_order){.e = e, .by_only = true};
+        p->n_limit_by++;
+    }
+    p->limit_by_n = st->limit_by_n;
+    p->limit_by_offset = st->limit_by_offset;
+    p->lb_has_limit = p->has_limit;
+    p->lb_limit = p->limit;
+    p->lb_offset = p->offset;
+    p->has_limit = false;
+    p->limit = p->offset = 0;
+    return true;
+}
+
+/* SELECT DISTINCT a, b: GROUP BY a, b with no aggregates (the output rows
+ * are the keys). */
+static bool bind_distinct(binder *b, bool aggs, sql_node **items, int n)
+{
+    const sql_stmt *st = b->st;
+    if (aggs) {
+        berr(b, st->n_group_by ? st->group_by[0] : items[0],
+             "SELECT DISTINCT with GROUP BY or aggregate functions is not supported: the "
+             "groups are distinct already, or use uniqExact() for a count");
+        return false;
+    }
+    b->gkeys = calloc((size_t)n + 1, sizeof(sql_node *));
+    b->p->keys = calloc((size_t)n + 1, sizeof(bx *));
+    if (!b->gkeys || !b->p->keys) {
+        boom(b);
+        return false;
+    }
+    if (n > 16) {
+        berr(b, items[16], "SELECT DISTINCT of %d expressions: at most 16 are supported", n);
+        return false;
+    }
+    for (int i = 0; i < n; i++) {
+        if (!(b->gkeys[i] = sql_node_clone(items[i]))) {
+            boom(b);
+            return false;
+        }
+        b->n_gkeys = i + 1;
+        if (!(b->p->keys[i] = bind(b, items[i], MODE_PRE)))
+            return false;
+        b->p->n_keys = i + 1;
+    }
+    return true;
+}
+
+/* The columns of * or COLUMNS('re') into items[k...] (their names into
+ * names[k...]), less EXCEPT's, with REPLACE's expressions in place of the
+ * columns they name. Returns the next k. */
+static int expand_star(binder *b, const sql_select_item *it, sql_node **items, char **names,
+                       int k)
+{
+    const eng_schema *sc = b->sc;
+    regex_t re;
+    bool has_re = it->expr->kind == SQL_COLUMNS;
+    if (has_re && !bx_regex_bounded(it->expr->s)) {
+        berr(b, it->expr, "the regular expression of COLUMNS is too large: at most 1024 bytes "
+                          "and repetition counts of at most 1000");
+        return k;
+    }
+    if (has_re) {
+        int rc = regcomp(&re, it->expr->s, REG_EXTENDED | REG_NOSUB);
+        if (rc) {
+            char m[128];
+            regerror(rc, &re, m, sizeof(m));
+            berr(b, it->expr, "bad regular expression in COLUMNS('%s'): %s", it->expr->s, m);
+            return k;
+        }
+    }
+    for (int e = 0; e < it->n_except && !b->rc; e++)
+        if (find_column(sc, it->except[e]) < 0)
+            berr(b, it->expr, "EXCEPT names column '%s', which the source does not have",
+                 it->except[e]);
+    for (int r = 0; r < it->n_replace && !b->rc; r++)
+        if (find_column(sc, it->replace[r].alias) < 0)
+            berr(b, it->replace[r].expr, "REPLACE names column '%s', which the source does not "
+                                         "have", it->replace[r].alias);
+    int first = k;
+    for (int c = 0; c < sc->n && !b->rc; c++) {
+        const char *cn = sc->cols[c].name;
+        if (sc->cols[c].virt)
+            continue; /* _path, _file, ...: by name only, as in ClickHouse */
+        bool skip = has_re && regexec(&re, cn, 0, NULL, 0) != 0;
+        for (int e = 0; e < it->n_except && !skip; e++)
+            skip = strcmp(it->except[e], cn) == 0;
+        if (skip)
+            continue;
+        const sql_node *rep = NULL;
+        for (int r = 0; r < it->n_replace; r++)
+            if (strcmp(it->replace[r].alias, cn) == 0)
+                rep = it->replace[r].expr;
+        if (rep) {
+            b->alias_stack[0] = cn;
+            b->alias_depth = 1;
+            items[k] = expand(b, rep);
+            b->alias_depth = 0;
+        } else {
+            sql_node tmp = {.kind = SQL_COLUMN, .line = it->expr->line, .col = it->expr->col,
+                            .s = (char *)cn, .slen = strlen(cn)};
+            items[k] = sql_node_clone(&tmp);
+        }
+        names[k] = strdup(cn);
+        if (!items[k] || !names[k])
+            boom(b);
+        k++;
+    }
+    if (has_re)
+        regfree(&re);
+    if (!b->rc && k == first && has_re)
+        berr(b, it->expr, "COLUMNS('%s') matches no column of the source", it->expr->s);
+    return k;
+}
+
 int eng_bind(eng_mem *m, const sql_stmt *st, const eng_schema *sc, eng_plan *p, char *err,
              size_t errlen)
 {
+    return eng_bind_ex(m, st, sc, NULL, p, err, errlen);
+}
+
+int eng_bind_ex(eng_mem *m, const sql_stmt *st, const eng_schema *sc, const eng_bind_env *env,
+                eng_plan *p, char *err, size_t errlen)
+{
     memset(p, 0, sizeof(*p));
     p->schema = sc;
-    binder b = {.mem = m, .st = st, .sc = sc, .p = p, .err = err, .errlen = errlen};
+    binder b = {.mem = m, .env = env, .st = st, .sc = sc, .p = p, .err = err,
+                .errlen = errlen};
     sql_node **ex_items = NULL;
     int n_items = 0;
-    /* SELECT * -> every column */
+    /* SELECT * / COLUMNS('re') -> the columns, less EXCEPT's */
     for (int i = 0; i < st->n_items; i++)
-        n_items += st->items[i].expr->kind == SQL_STAR ? sc->n : 1; /* at most */
+        n_items += st->items[i].expr->kind == SQL_STAR || st->items[i].expr->kind == SQL_COLUMNS
+                       ? sc->n
+                       : 1;
     ex_items = calloc((size_t)n_items + 1, sizeof(*ex_items));
     char **names = calloc((size_t)n_items + 1, sizeof(char *));
     if (!ex_items || !names) {
@@ -1479,18 +2400,8 @@ int eng_bind(eng_mem *m, const sql_stmt *st, const eng_schema *sc, eng_plan *p, 
     int k = 0;
     for (int i = 0; i < st->n_items && !b.rc; i++) {
         const sql_select_item *it = &st->items[i];
-        if (it->expr->kind == SQL_STAR) {
-            for (int c = 0; c < sc->n; c++) {
-                if (sc->cols[c].virt)
-                    continue; /* _path, _file, ...: by name only, as in ClickHouse */
-                sql_node tmp = {.kind = SQL_COLUMN, .line = it->expr->line, .col = it->expr->col,
-                                .s = sc->cols[c].name, .slen = strlen(sc->cols[c].name)};
-                ex_items[k] = sql_node_clone(&tmp);
-                names[k] = strdup(sc->cols[c].name);
-                if (!ex_items[k] || !names[k])
-                    boom(&b);
-                k++;
-            }
+        if (it->expr->kind == SQL_STAR || it->expr->kind == SQL_COLUMNS) {
+            k = expand_star(&b, it, ex_items, names, k);
             continue;
         }
         if (it->alias) {
@@ -1511,6 +2422,8 @@ int eng_bind(eng_mem *m, const sql_stmt *st, const eng_schema *sc, eng_plan *p, 
         k++;
     }
     n_items = k; /* SELECT * skipped the virtual columns */
+    b.items = ex_items;
+    b.n_items = n_items;
     if (b.rc)
         goto out;
     /* WHERE */
@@ -1541,6 +2454,9 @@ int eng_bind(eng_mem *m, const sql_stmt *st, const eng_schema *sc, eng_plan *p, 
             aggs |= has_agg(o);
         sql_node_free(o);
     }
+    if (st->distinct && !bind_distinct(&b, aggs, ex_items, n_items))
+        goto out;
+    aggs |= st->distinct;
     p->aggregate = aggs;
     if (st->n_group_by) {
         b.gkeys = calloc((size_t)st->n_group_by, sizeof(sql_node *));
@@ -1609,6 +2525,8 @@ int eng_bind(eng_mem *m, const sql_stmt *st, const eng_schema *sc, eng_plan *p, 
     p->has_limit = st->has_limit;
     p->limit = st->limit;
     p->offset = st->offset;
+    if (st->n_limit_by && !bind_limit_by(&b, mode))
+        goto out;
     collect_prune(&b, p->where);
 out:
     if (ex_items)

@@ -30,6 +30,12 @@
 
 typedef enum eng_agg_fn {
     AG_COUNT = 1, AG_SUM, AG_AVG, AG_MIN, AG_MAX, AG_UNIQ, AG_ANY,
+    AG_ANYLAST,
+    AG_QUANTILE,        /* every value kept; linear interpolation at level * (n - 1) */
+    AG_QUANTILE_EXACT,  /* every value kept; the value at index floor(level * n) */
+    AG_VAR_POP, AG_VAR_SAMP, AG_STDDEV_POP, AG_STDDEV_SAMP, /* Welford's moments */
+    AG_CORR,            /* arg and arg2: Pearson's coefficient */
+    AG_ARGMIN, AG_ARGMAX, /* arg at the least / greatest arg2 */
 } eng_agg_fn;
 
 typedef struct eng_agg {
@@ -37,6 +43,10 @@ typedef struct eng_agg {
     bx *arg;            /* NULL for count() */
     ex_type t;          /* result type */
     sql_node *node;     /* the AST it came from (for dedup) */
+    bx *arg2;           /* the second argument (corr, argMin, argMax), or NULL */
+    bx *cond;           /* the -If combinator's condition, or NULL */
+    bool distinct;      /* the -Distinct combinator: each distinct value once */
+    double level;       /* quantile's level, 0..1 */
 } eng_agg;
 
 /* ---- plan ------------------------------------------------------------------ */
@@ -51,6 +61,7 @@ typedef struct eng_order {
     bx *e;
     bool desc;
     bool nulls_first;
+    bool by_only;        /* a LIMIT BY key (after the sort keys): carried, not sorted on */
 } eng_order;
 
 typedef struct eng_prune {
@@ -84,15 +95,37 @@ typedef struct eng_plan {
     int n_order;
     bool has_limit;
     int64_t limit, offset;
+    /* LIMIT BY: the last n_limit_by entries of order[] are its keys; the rows
+     * of each key past limit_by_offset + limit_by_n are dropped after ORDER BY.
+     * With LIMIT BY, has_limit is false and the LIMIT after it is here. */
+    int n_limit_by;
+    int64_t limit_by_n, limit_by_offset;
+    bool lb_has_limit;
+    int64_t lb_limit, lb_offset;
     eng_prune *prune;
     int n_prune;
 } eng_plan;
+
+/* The version ClickHouse clients see in version(): they compare major.minor
+ * for features, so it names the ClickHouse release whose behaviour the engine
+ * follows. */
+#define ENG_CLICKHOUSE_VERSION "25.8.1.1"
+
+/* What the functions of the query's context answer (eng_bind_ex). */
+typedef struct eng_bind_env {
+    const char *database;  /* currentDatabase(); NULL: "default" */
+    const char *user;      /* currentUser(); NULL: "default" */
+    int64_t now_ms;        /* now() and today(): the query's start; 0: the clock */
+} eng_bind_env;
 
 /* Binds a SELECT against a schema. 0, or -EINVAL with "line L, column C: ..."
  * (unknown column with a suggestion, wrong types, a column outside GROUP BY).
  * The plan borrows stmt and schema. */
 int eng_bind(eng_mem *m, const sql_stmt *stmt, const eng_schema *schema, eng_plan *plan,
              char *err, size_t errlen);
+/* eng_bind with the query's context (env may be NULL). */
+int eng_bind_ex(eng_mem *m, const sql_stmt *stmt, const eng_schema *schema,
+                const eng_bind_env *env, eng_plan *plan, char *err, size_t errlen);
 void eng_plan_free(eng_mem *m, eng_plan *plan);
 /* Applies SETTINGS (known names only, with suggestions) on top of s. */
 int eng_settings_apply(const sql_stmt *stmt, eng_settings *s, char *err, size_t errlen);

@@ -3,8 +3,8 @@
  * sink_int.h: internals shared by the format sinks (sink_*.c): the output
  * buffer every format writes through (sk_buf: bytes gathered here and handed
  * to the writer in large pieces, so a format writes a character at a time
- * without a call per character), the text of one value, and each format's
- * constructor.
+ * without a call per character), the text of one value, the escapes of the
+ * text formats, and each format family's constructor.
  *
  * Thread-safety: a buffer belongs to its sink.
  */
@@ -61,12 +61,29 @@ static inline const uint8_t *sk_cell(const ex_vec *v, uint32_t r, char *buf, siz
     return sp ? sp : (const uint8_t *)buf;
 }
 
+/* Escapes shared by the formats: TSV's backslash escapes; CSV's double
+ * quotes ("" inside); a JSON string as ClickHouse writes it (\/ for '/',
+ * \u00XX for control bytes, \u2028 and \u2029). */
+void sk_tsv_escape(sk_buf *b, const uint8_t *s, size_t n);
+void sk_csv_quote(sk_buf *b, const uint8_t *s, size_t n);
+void sk_json_str(sk_buf *b, const uint8_t *s, size_t n);
+/* Row r of v as a JSON value: null; true/false; 64-bit integers quoted
+ * (output_format_json_quote_64bit_integers=1), narrower ones bare; nan and
+ * inf as null; strings, dates and times quoted. as_string: every value but
+ * NULL as a string (the *Strings formats). */
+void sk_json_value(sk_buf *b, const ex_vec *v, uint32_t r, bool as_string);
+/* ClickHouse's name of a type ("Nullable(Int64)"). */
+void sk_type_name(const ex_type *t, char *buf, size_t cap);
+
 /* Copies n names (for begin). NULL when out of memory. */
 char **sk_names_copy(const char *const *names, int n);
 void sk_names_free(char **names, int n);
 
+/* The constructors of the format families (eng_sink_format_create picks). */
 int sk__text_create(eng_sink **out, eng_format fmt, const eng_writer *w);
-int sk__pretty_create(eng_sink **out, const eng_writer *w);
+int sk__json_create(eng_sink **out, eng_format fmt, const eng_writer *w);
+int sk__pretty_create(eng_sink **out, eng_format fmt, const eng_writer *w);
+int sk__rows_create(eng_sink **out, eng_format fmt, const eng_writer *w);
 int sk__parquet_create(eng_sink **out, const eng_writer *w);
 
 #endif /* RINGCACHE_SINK_INT_H */

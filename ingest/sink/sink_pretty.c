@@ -1,11 +1,19 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * sink_pretty.c: PrettyCompact (eng_sink.h): one table drawn with box
- * characters, numbers right-aligned, NULL as ᴺᵁᴸᴸ. A column is as wide as its
- * widest value, so the sink keeps the text of the rows it shows, at most
- * 10000 like output_format_pretty_max_rows, and counts the rest for
- * "Showed first N."; it draws the table at end. An empty result draws
- * nothing.
+ * sink_pretty.c: the Pretty formats (eng_sink.h): one table, numbers
+ * right-aligned, NULL as ᴺᵁᴸᴸ. A column is as wide as its widest value, so the
+ * sink keeps the text of the rows it shows, at most 10000 like
+ * output_format_pretty_max_rows, and counts the rest for "Showed first N.";
+ * it draws the table at end. An empty result draws nothing.
+ *
+ *   PrettyCompact      Pretty              PrettySpace
+ *   ┌─a─┬─b─┐          ┏━━━┳━━━┓            a   b
+ *   │ 1 │ x │          ┃ a ┃ b ┃
+ *   │ 2 │ y │          ┡━━━╇━━━┩            1   x
+ *   └───┴───┘          │ 1 │ x │            2   y
+ *                      ├───┼───┤
+ *                      │ 2 │ y │
+ *                      └───┴───┘
  */
 #include "sink_int.h"
 
@@ -18,6 +26,7 @@
 
 typedef struct pretty_sink {
     eng_sink base;
+    eng_format fmt;
     sk_buf b;
     char **names;
     ex_type *types;
@@ -129,6 +138,122 @@ static int pretty_write(eng_sink *sk, const eng_block *t, char *err, size_t errl
     return 0;
 }
 
+/* The text of kept cell c (NULL: ᴺᵁᴸᴸ) and its display width. */
+static const uint8_t *cell_text(const pretty_sink *s, size_t c, size_t *len, size_t *width)
+{
+    if (s->null[c]) {
+        *len = strlen("ᴺᵁᴸᴸ");
+        *width = 4;
+        return (const uint8_t *)"ᴺᵁᴸᴸ";
+    }
+    *len = s->cell[c + 1] - s->cell[c];
+    *width = disp_width(s->text + s->cell[c], *len);
+    return s->text + s->cell[c];
+}
+
+/* A cell padded to w: numbers to the right, the rest to the left. */
+static void padded(sk_buf *f, const ex_type *t, const uint8_t *p, size_t l, size_t dw, size_t w)
+{
+    if (is_numeric(t))
+        repeat(f, " ", w - dw);
+    sk_write(f, p, l);
+    if (!is_numeric(t))
+        repeat(f, " ", w - dw);
+}
+
+/* A rule across the table: left, fill, crossing, right. */
+static void rule(sk_buf *f, const size_t *w, int nc, const char *l, const char *fill,
+                 const char *x, const char *r)
+{
+    sk_puts(f, l);
+    for (int k = 0; k < nc; k++) {
+        repeat(f, fill, w[k] + 2);
+        sk_puts(f, k + 1 < nc ? x : r);
+    }
+    sk_putc(f, '\n');
+}
+
+static void draw_compact(pretty_sink *s, const size_t *w)
+{
+    sk_buf *f = &s->b;
+    int nc = s->n_cols;
+    sk_puts(f, "┌");
+    for (int k = 0; k < nc; k++) {
+        size_t nl = disp_width((const uint8_t *)s->names[k], strlen(s->names[k]));
+        sk_puts(f, "─");
+        if (is_numeric(&s->types[k]))
+            repeat(f, "─", w[k] - nl);
+        sk_puts(f, s->names[k]);
+        if (!is_numeric(&s->types[k]))
+            repeat(f, "─", w[k] - nl);
+        sk_puts(f, "─");
+        sk_puts(f, k + 1 < nc ? "┬" : "┐\n");
+    }
+    for (uint32_t r = 0; r < s->kept; r++) {
+        sk_puts(f, "│");
+        for (int k = 0; k < nc; k++) {
+            size_t l, dw;
+            const uint8_t *p = cell_text(s, (size_t)r * (size_t)nc + (size_t)k, &l, &dw);
+            sk_putc(f, ' ');
+            padded(f, &s->types[k], p, l, dw, w[k]);
+            sk_puts(f, " │");
+        }
+        sk_putc(f, '\n');
+    }
+    rule(f, w, nc, "└", "─", "┴", "┘");
+}
+
+static void draw_full(pretty_sink *s, const size_t *w)
+{
+    sk_buf *f = &s->b;
+    int nc = s->n_cols;
+    rule(f, w, nc, "┏", "━", "┳", "┓");
+    sk_puts(f, "┃");
+    for (int k = 0; k < nc; k++) {
+        const uint8_t *n = (const uint8_t *)s->names[k];
+        sk_putc(f, ' ');
+        padded(f, &s->types[k], n, strlen(s->names[k]), disp_width(n, strlen(s->names[k])), w[k]);
+        sk_puts(f, " ┃");
+    }
+    sk_putc(f, '\n');
+    rule(f, w, nc, "┡", "━", "╇", "┩");
+    for (uint32_t r = 0; r < s->kept; r++) {
+        if (r)
+            rule(f, w, nc, "├", "─", "┼", "┤");
+        sk_puts(f, "│");
+        for (int k = 0; k < nc; k++) {
+            size_t l, dw;
+            const uint8_t *p = cell_text(s, (size_t)r * (size_t)nc + (size_t)k, &l, &dw);
+            sk_putc(f, ' ');
+            padded(f, &s->types[k], p, l, dw, w[k]);
+            sk_puts(f, " │");
+        }
+        sk_putc(f, '\n');
+    }
+    rule(f, w, nc, "└", "─", "┴", "┘");
+}
+
+static void draw_space(pretty_sink *s, const size_t *w)
+{
+    sk_buf *f = &s->b;
+    int nc = s->n_cols;
+    for (int k = 0; k < nc; k++) {
+        const uint8_t *n = (const uint8_t *)s->names[k];
+        sk_puts(f, k ? "   " : " ");
+        padded(f, &s->types[k], n, strlen(s->names[k]), disp_width(n, strlen(s->names[k])), w[k]);
+    }
+    sk_puts(f, "\n\n");
+    for (uint32_t r = 0; r < s->kept; r++) {
+        for (int k = 0; k < nc; k++) {
+            size_t l, dw;
+            const uint8_t *p = cell_text(s, (size_t)r * (size_t)nc + (size_t)k, &l, &dw);
+            sk_puts(f, k ? "   " : " ");
+            padded(f, &s->types[k], p, l, dw, w[k]);
+        }
+        sk_putc(f, '\n');
+    }
+}
+
 static int pretty_end(eng_sink *sk, char *err, size_t errlen)
 {
     pretty_sink *s = (pretty_sink *)sk;
@@ -143,56 +268,18 @@ static int pretty_end(eng_sink *sk, char *err, size_t errlen)
         for (int k = 0; k < nc; k++) {
             w[k] = disp_width((const uint8_t *)s->names[k], strlen(s->names[k]));
             for (uint32_t r = 0; r < s->kept; r++) {
-                size_t c = (size_t)r * (size_t)nc + (size_t)k;
-                size_t dw = s->null[c] ? 4
-                                       : disp_width(s->text + s->cell[c], s->cell[c + 1] - s->cell[c]);
+                size_t l, dw;
+                cell_text(s, (size_t)r * (size_t)nc + (size_t)k, &l, &dw);
                 if (dw > w[k])
                     w[k] = dw;
             }
         }
-        /* header */
-        sk_puts(f, "┌");
-        for (int k = 0; k < nc; k++) {
-            size_t nl = disp_width((const uint8_t *)s->names[k], strlen(s->names[k]));
-            sk_puts(f, "─");
-            if (is_numeric(&s->types[k]))
-                repeat(f, "─", w[k] - nl);
-            sk_puts(f, s->names[k]);
-            if (!is_numeric(&s->types[k]))
-                repeat(f, "─", w[k] - nl);
-            sk_puts(f, "─");
-            sk_puts(f, k + 1 < nc ? "┬" : "┐\n");
-        }
-        for (uint32_t r = 0; r < s->kept; r++) {
-            sk_puts(f, "│");
-            for (int k = 0; k < nc; k++) {
-                size_t c = (size_t)r * (size_t)nc + (size_t)k;
-                size_t l, dw;
-                const uint8_t *p;
-                if (s->null[c]) {
-                    p = (const uint8_t *)"ᴺᵁᴸᴸ";
-                    l = strlen("ᴺᵁᴸᴸ");
-                    dw = 4;
-                } else {
-                    p = s->text + s->cell[c];
-                    l = s->cell[c + 1] - s->cell[c];
-                    dw = disp_width(p, l);
-                }
-                sk_putc(f, ' ');
-                if (is_numeric(&s->types[k]))
-                    repeat(f, " ", w[k] - dw);
-                sk_write(f, p, l);
-                if (!is_numeric(&s->types[k]))
-                    repeat(f, " ", w[k] - dw);
-                sk_puts(f, " │");
-            }
-            sk_putc(f, '\n');
-        }
-        sk_puts(f, "└");
-        for (int k = 0; k < nc; k++) {
-            repeat(f, "─", w[k] + 2);
-            sk_puts(f, k + 1 < nc ? "┴" : "┘\n");
-        }
+        if (s->fmt == ENG_FMT_PRETTY)
+            draw_full(s, w);
+        else if (s->fmt == ENG_FMT_PRETTY_SPACE)
+            draw_space(s, w);
+        else
+            draw_compact(s, w);
         if (s->n_rows > s->kept) {
             char line[64];
             snprintf(line, sizeof(line), "  Showed first %u.\n", s->kept);
@@ -218,7 +305,7 @@ static void pretty_destroy(eng_sink *sk)
 
 static const eng_sink_ops pretty_ops = {pretty_begin, pretty_write, pretty_end, pretty_destroy};
 
-int sk__pretty_create(eng_sink **out, const eng_writer *w)
+int sk__pretty_create(eng_sink **out, eng_format fmt, const eng_writer *w)
 {
     pretty_sink *s = calloc(1, sizeof(*s));
     if (!s || sk_buf_init(&s->b, w) < 0) {
@@ -226,6 +313,7 @@ int sk__pretty_create(eng_sink **out, const eng_writer *w)
         return -ENOMEM;
     }
     s->base.ops = &pretty_ops;
+    s->fmt = fmt;
     *out = &s->base;
     return 0;
 }

@@ -17,6 +17,8 @@
 static const eng_table_fn registry[] = {
     {"s3", src__s3_open},
     {"file", src__file_open},
+    {"numbers", src__numbers_open},
+    {"zeros", src__zeros_open},
 };
 
 #define N_REGISTRY (sizeof(registry) / sizeof(registry[0]))

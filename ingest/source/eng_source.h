@@ -11,6 +11,9 @@
  *   FROM file('data/x.csv')      -> eng_table_fn "file" (src_file.c)
  *        both: glob -> files -> units (Parquet row groups, text files),
  *        re-planned once when an object changes mid-query (src_files.c)
+ *   FROM numbers(N), zeros(N)    -> made rows (src_numbers.c), as are
+ *        system.one / numbers / zeros
+ *   FROM system.query_log, ...   -> a server's rows in memory (src_rows.c)
  *
  *   FROM posts [FINAL]           -> src_table.c: a MergeTree table's parts,
  *        units of granules pruned by the partition key and the primary index
@@ -65,6 +68,7 @@ typedef struct eng_scan_env {
     void *s3_impl;
     eng_scan_stats *stats;
     _Atomic int *stop;         /* non-zero: the query is stopping (LIMIT, error) */
+    eng_s3_as_fn s3_as;        /* S3 with a source's own credentials; NULL: none */
     const tb_wh *wh;           /* where tables live; NULL: no tables */
     const char *database;      /* the current database; NULL: default */
 } eng_scan_env;
@@ -140,5 +144,19 @@ int eng_source_open_table(const eng_table_ref *t, const eng_scan_env *env, eng_s
 
 /* ops->destroy; accepts NULL and sets *s to NULL. */
 void eng_source_destroy(eng_source **s);
+
+/* The engine's own tables of the system database (src_numbers.c): "one" (the
+ * row a SELECT without FROM reads), "numbers", "zeros" (endless). 0, -ENOENT
+ * for another name (err untouched), -ENOMEM. */
+int eng_system_table_open(const char *name, const eng_scan_env *env, eng_source **out,
+                          char *err, size_t errlen);
+
+/* A source over rows in memory (src_rows.c), for tables a server fills from
+ * its state: schema (its names and cols are taken; *schema is emptied) and
+ * schema->n vectors of n rows each, allocated without a tracker (NULL) and
+ * taken with the array (freed with the source, also on failure). 0 or
+ * -ENOMEM. */
+int eng_source_rows_create(eng_source **out, const eng_scan_env *env, eng_schema *schema,
+                           ex_vec *cols, uint32_t n, char *err, size_t errlen);
 
 #endif /* RINGCACHE_ENG_SOURCE_H */

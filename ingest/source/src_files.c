@@ -62,6 +62,8 @@ typedef struct src_files {
     int *phys_need;
     int *vslot;
     tx_codec codec;           /* text: the compression argument (AUTO: by name) */
+    eng_s3_access own;        /* an S3 access of the source's own (s3() with
+                                 credentials), freed with it; env uses it */
 } src_files;
 
 /* A worker's state: the unit's bytes fetched ahead (or NULL), and its own
@@ -473,7 +475,10 @@ int src__scan_batch(const eng_scan_env *env, const cb_batch *bt, eng_scan_fn fn,
     uint64_t bytes = 0;
     for (uint32_t k = 0; k < bt->n_cols; k++)
         bytes += vec_bytes(bt->cols[k]);
-    if (!em_account(env->mem, (int64_t)bytes)) {
+    /* charged: what the batch's buffers take (heap chunks), not its values'
+       width, which a dictionary or a half-filled string buffer makes differ */
+    int64_t mem = (int64_t)cb_batch_mem(bt);
+    if (!em_account(env->mem, mem)) {
         em_error(env->mem, err, errlen);
         return -ENOMEM;
     }
@@ -495,7 +500,7 @@ int src__scan_batch(const eng_scan_env *env, const cb_batch *bt, eng_scan_fn fn,
         for (uint32_t k = 0; k < bt->n_cols; k++)
             ex_vec_clear(env->mem, &in[k]);
     free(in);
-    em_account(env->mem, -(int64_t)bytes);
+    em_account(env->mem, -mem);
     return rc;
 }
 
@@ -588,6 +593,7 @@ static int read_rgs(eng_reader *rd, efile *f, pq_file *pf, int gen, int *colmap,
     if (rc < 0)
         return rc;
     cb_batch *bt = NULL;
+    int64_t kept = 0; /* the reader's own buffers, charged while it lives */
     while (rc >= 0 && !atomic_load(s->env.stop) && (rc = pq_reader_next(prd, &bt)) == 1) {
         ef_release(s->pf, &rd->blob); /* decoded: the compressed bytes are done with */
         pthread_mutex_lock(&f->mu);
@@ -600,6 +606,16 @@ static int read_rgs(eng_reader *rd, efile *f, pq_file *pf, int gen, int *colmap,
             break; /* re-planned meanwhile: the new version is read whole elsewhere */
         }
         (*got)++;
+        /* the reader's own buffers (decoding scratch, fetched ranges), charged
+           while it lives; the batch's, while the callback runs */
+        int64_t now = (int64_t)pq_reader_mem(prd);
+        if (!em_account(s->env.mem, now - kept)) {
+            cb_batch_destroy(&bt);
+            em_error(s->env.mem, rd->err, rd->errlen);
+            rc = -ENOMEM;
+            break;
+        }
+        kept = now;
         rc = src__scan_batch(&s->env, bt, rd->fn, rd->arg, rd->err, rd->errlen);
         cb_batch_destroy(&bt);
         if (rc < 0)
@@ -608,6 +624,7 @@ static int read_rgs(eng_reader *rd, efile *f, pq_file *pf, int gen, int *colmap,
     if (rc < 0 && !rd->err[0])
         snprintf(rd->err, rd->errlen, "%s", pq_reader_error(prd));
     pq_reader_destroy(&prd);
+    em_account(s->env.mem, -kept);
     ef_release(s->pf, &rd->blob);
     return rc < 0 ? rc : 0;
 }
@@ -1086,7 +1103,14 @@ static void files_destroy(eng_source *b)
     free(s->phys_need);
     free(s->vslot);
     eng_fail_deinit(&s->fail);
+    if (s->own.destroy)
+        s->own.destroy(s->own.impl);
     free(s);
+}
+
+void src__files_adopt(eng_source *b, const eng_s3_access *a)
+{
+    ((src_files *)b)->own = *a;
 }
 
 static const eng_source_ops files_ops = {

@@ -94,16 +94,25 @@ int src__files_open_args(eng_source **out, const eng_scan_env *env, const eng_tf
                          const char *path, flist *l, bool s3, const char *bucket,
                          const src_fargs *a, char *err, size_t errlen);
 
-/* Hands a decoded batch to a unit's callback as scan vectors: its bytes
- * charged to the query while the callback runs, the rows and bytes counted.
+/* Hands a source of src__files_open(_args) the S3 access its env names (made for
+ * its own credentials), to be freed with it. */
+void src__files_adopt(eng_source *s, const eng_s3_access *a);
+
+/* Hands a decoded batch to a unit's callback as scan vectors: its
+ * buffers (cb_batch_mem) charged to the query while the callback runs, the
+ * rows and bytes counted.
  * 0, the callback's error, or -ENOMEM (the tracker's sentence in err). */
 int src__scan_batch(const eng_scan_env *env, const cb_batch *bt, eng_scan_fn fn, void *arg,
                     char *err, size_t errlen);
 
-/* The registry's entries (eng_source.c): s3() and file(). */
+/* The registry's entries (eng_source.c): s3(), file(), numbers(), zeros(). */
 int src__s3_open(const eng_tf_call *c, const eng_scan_env *env, eng_source **out, char *err,
                  size_t errlen);
 int src__file_open(const eng_tf_call *c, const eng_scan_env *env, eng_source **out, char *err,
                    size_t errlen);
+int src__numbers_open(const eng_tf_call *c, const eng_scan_env *env, eng_source **out,
+                      char *err, size_t errlen);
+int src__zeros_open(const eng_tf_call *c, const eng_scan_env *env, eng_source **out, char *err,
+                    size_t errlen);
 
 #endif /* RINGCACHE_SRC_INT_H */

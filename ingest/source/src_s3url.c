@@ -164,8 +164,13 @@ int src__s3_url_parse(const char *url, src_s3_url *u, char *why, size_t whylen)
     }
     int rc = s3_url_parse(s3url, u->bucket, sizeof(u->bucket), u->key, sizeof(u->key));
     if (rc < 0) {
-        snprintf(why, whylen, "bad S3 URL '%.300s': the bucket is not a valid S3 bucket name "
-                 "(3 to 63 of a-z, 0-9, '.', '-') or the key is longer than 1024 bytes", url);
+        /* s3_url_explain names the rule the bucket breaks, or the key's length */
+        char rule[700];
+        s3_url_explain(s3url, rule, sizeof(rule));
+        if (u->kind == SRC_URL_S3)
+            snprintf(why, whylen, "%s", rule);
+        else
+            snprintf(why, whylen, "bad S3 URL '%.300s': %s", url, rule);
         return -EINVAL;
     }
     return 0;

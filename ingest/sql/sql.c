@@ -182,7 +182,7 @@ static void next(parser *ps)
         for (size_t i = 0; i < sizeof(ops2) / sizeof(ops2[0]); i++)
             if (c == ops2[i][0] && peekc(ps, 1) == ops2[i][1])
                 n = 2;
-        if (n == 1 && (c == 0 || !strchr("+-*/%=<>(),.;", c))) { /* strchr finds the NUL too */
+        if (n == 1 && (c == 0 || !strchr("+-*/%=<>(),.;[]", c))) { /* strchr finds the NUL too */
             if (c >= 0x20 && c < 0x7f)
                 fail(ps, t.line, t.col, "unexpected character '%c'", c);
             else
@@ -331,6 +331,9 @@ void sql_node_free(sql_node *n)
     for (int i = 0; i < n->nargs; i++)
         sql_node_free(n->args[i]);
     free(n->args);
+    for (int i = 0; i < n->nparams; i++)
+        sql_node_free(n->params[i]);
+    free(n->params);
     free(n->s);
     free(n);
 }
@@ -346,6 +349,22 @@ sql_node *sql_node_clone(const sql_node *n)
     c->s = NULL;
     c->args = NULL;
     c->nargs = 0;
+    c->params = NULL;
+    c->nparams = 0;
+    if (n->nparams) {
+        if (!(c->params = calloc((size_t)n->nparams, sizeof(*c->params)))) {
+            free(c);
+            return NULL;
+        }
+        for (int i = 0; i < n->nparams; i++) {
+            c->params[i] = sql_node_clone(n->params[i]);
+            c->nparams = i + 1;
+            if (!c->params[i]) {
+                sql_node_free(c);
+                return NULL;
+            }
+        }
+    }
     if (n->s) {
         c->s = malloc(n->slen + 1);
         if (!c->s) {
@@ -377,7 +396,7 @@ bool sql_node_equal(const sql_node *a, const sql_node *b)
     if (!a || !b)
         return a == b;
     if (a->kind != b->kind || a->op != b->op || a->nargs != b->nargs ||
-        a->negated != b->negated || a->has_operand != b->has_operand ||
+        a->nparams != b->nparams || a->negated != b->negated || a->has_operand != b->has_operand ||
         a->has_else != b->has_else)
         return false;
     switch (a->kind) {
@@ -388,7 +407,7 @@ bool sql_node_equal(const sql_node *a, const sql_node *b)
         if (strcasecmp(a->s, b->s) != 0)
             return false;
         break;
-    case SQL_STRING: case SQL_COLUMN: case SQL_CAST:
+    case SQL_STRING: case SQL_COLUMN: case SQL_CAST: case SQL_COLUMNS:
         if (a->slen != b->slen || memcmp(a->s, b->s, a->slen) != 0)
             return false;
         break;
@@ -397,6 +416,9 @@ bool sql_node_equal(const sql_node *a, const sql_node *b)
     for (int i = 0; i < a->nargs; i++)
         if (!sql_node_equal(a->args[i], b->args[i]))
             return false;
+    for (int i = 0; i < a->nparams; i++)
+        if (!sql_node_equal(a->params[i], b->params[i]))
+            return false;
     return true;
 }
 
@@ -404,6 +426,190 @@ bool sql_node_equal(const sql_node *a, const sql_node *b)
 
 static sql_node *parse_expr(parser *ps);
 static bool is_clause_kw(const tok *t);
+
+/* The argument list of a call after its '(' (already consumed), to the ')':
+ * f(DISTINCT x) becomes fDistinct(x) (count(DISTINCT x) is uniqExact(x), as
+ * ClickHouse runs it); a second list, f(params)(args), makes the first the
+ * parameters of a parametric aggregate. */
+static bool parse_call(parser *ps, sql_node *n)
+{
+    int line = ps->cur.line, col = ps->cur.col;
+    if (accept_kw(ps, "DISTINCT")) {
+        if (is_op(&ps->cur, ")")) {
+            fail(ps, line, col, "%s(DISTINCT) needs an argument, as in %s(DISTINCT x)", n->s, n->s);
+            return false;
+        }
+        char name[96];
+        if (strcasecmp(n->s, "count") == 0)
+            snprintf(name, sizeof(name), "uniqExact");
+        else
+            snprintf(name, sizeof(name), "%.80sDistinct", n->s);
+        char *c = strdup(name);
+        if (!c) {
+            ps->rc = -ENOMEM;
+            return false;
+        }
+        free(n->s);
+        n->s = c;
+        n->slen = strlen(c);
+    }
+    if (!accept_op(ps, ")")) {
+        do {
+            if (!node_push(ps, n, parse_expr(ps)))
+                return false;
+        } while (accept_op(ps, ","));
+        if (!expect_op(ps, ")"))
+            return false;
+    }
+    if (!is_op(&ps->cur, "("))
+        return true;
+    next(ps);
+    n->params = n->args;
+    n->nparams = n->nargs;
+    n->args = NULL;
+    n->nargs = 0;
+    if (accept_kw(ps, "DISTINCT")) {
+        fail(ps, line, col, "DISTINCT in the arguments of the parametric %s is not supported: "
+                            "use %sDistinct(params)(args)", n->s, n->s);
+        return false;
+    }
+    if (!is_op(&ps->cur, ")")) {
+        do {
+            if (!node_push(ps, n, parse_expr(ps)))
+                return false;
+        } while (accept_op(ps, ","));
+    }
+    if (!expect_op(ps, ")"))
+        return false;
+    if (is_op(&ps->cur, "(")) {
+        fail(ps, ps->cur.line, ps->cur.col,
+             "%s has two lists of parameters: write f(params)(args)", n->s);
+        return false;
+    }
+    return true;
+}
+
+/* [a, b, ...] after the '[' token (not consumed yet). */
+static sql_node *parse_array(parser *ps)
+{
+    sql_node *n = node_new(ps, SQL_ARRAY, ps->cur.line, ps->cur.col);
+    if (!n)
+        return NULL;
+    next(ps);
+    if (accept_op(ps, "]"))
+        return n;
+    do {
+        if (!node_push(ps, n, parse_expr(ps))) {
+            sql_node_free(n);
+            return NULL;
+        }
+    } while (accept_op(ps, ","));
+    if (!expect_op(ps, "]")) {
+        sql_node_free(n);
+        return NULL;
+    }
+    return n;
+}
+
+/* COLUMNS('regex'): the columns whose names match, in the SELECT list. A
+ * column named columns stays a column. */
+static sql_node *parse_columns_matcher(parser *ps)
+{
+    tok t = ps->cur;
+    next(ps);
+    if (!is_op(&ps->cur, "(")) {
+        sql_node *n = node_new(ps, SQL_COLUMN, t.line, t.col);
+        if (n && !(n->s = tokdup(&t))) {
+            sql_node_free(n);
+            ps->rc = -ENOMEM;
+            return NULL;
+        }
+        if (n)
+            n->slen = strlen(n->s);
+        return n;
+    }
+    next(ps);
+    if (ps->cur.kind != T_STRING) {
+        fail_expected(ps, "a regular expression as a string in COLUMNS('regex')");
+        return NULL;
+    }
+    sql_node *n = node_new(ps, SQL_COLUMNS, t.line, t.col);
+    if (!n)
+        return NULL;
+    if (!(n->s = unquote(&ps->cur, &n->slen))) {
+        sql_node_free(n);
+        ps->rc = -ENOMEM;
+        return NULL;
+    }
+    next(ps);
+    if (!expect_op(ps, ")")) {
+        sql_node_free(n);
+        return NULL;
+    }
+    return n;
+}
+
+static sql_node *parse_unary(parser *ps);
+
+/* INTERVAL n UNIT as toIntervalUnit(n); NULL without an error when INTERVAL
+ * is not followed by an amount (then it is a column's name). */
+static sql_node *parse_interval(parser *ps)
+{
+    tok t = ps->cur;
+    parser save = *ps;
+    next(ps);
+    if (ps->cur.kind != T_INT && ps->cur.kind != T_FLOAT && !is_op(&ps->cur, "(") &&
+        !is_op(&ps->cur, "-") && ps->cur.kind != T_IDENT) {
+        *ps = save;
+        return NULL;
+    }
+    if (ps->cur.kind == T_IDENT && !is_op(&ps->cur, "(")) {
+        /* INTERVAL x DAY with a column x: x then a unit name */
+        parser look = *ps;
+        next(&look);
+        if (look.cur.kind != T_IDENT) {
+            *ps = save;
+            return NULL;
+        }
+    }
+    sql_node *amount = parse_unary(ps);
+    if (!amount)
+        return NULL;
+    static const char *const units[] = {"SECOND", "MINUTE", "HOUR", "DAY", "WEEK", "MONTH",
+                                        "QUARTER", "YEAR"};
+    static const char *const names[] = {"Second", "Minute", "Hour", "Day", "Week", "Month",
+                                        "Quarter", "Year"};
+    int u = -1;
+    for (int i = 0; i < 8 && u < 0; i++) {
+        size_t ul = strlen(units[i]);
+        if (ps->cur.kind == T_IDENT && (ps->cur.len == ul || ps->cur.len == ul + 1) &&
+            strncasecmp(ps->cur.p, units[i], ul) == 0 &&
+            (ps->cur.len == ul || ps->cur.p[ul] == 's' || ps->cur.p[ul] == 'S'))
+            u = i;
+    }
+    if (u < 0) {
+        sql_node_free(amount);
+        fail_expected(ps, "a unit after INTERVAL n (SECOND, MINUTE, HOUR, DAY, WEEK, MONTH, "
+                          "QUARTER or YEAR)");
+        return NULL;
+    }
+    next(ps);
+    sql_node *n = node_new(ps, SQL_FUNC, t.line, t.col);
+    char name[32];
+    snprintf(name, sizeof(name), "toInterval%s", names[u]);
+    if (!n || !(n->s = strdup(name))) {
+        sql_node_free(n);
+        sql_node_free(amount);
+        ps->rc = -ENOMEM;
+        return NULL;
+    }
+    n->slen = strlen(n->s);
+    if (!node_push(ps, n, amount)) {
+        sql_node_free(n);
+        return NULL;
+    }
+    return n;
+}
 
 static sql_node *parse_primary(parser *ps)
 {
@@ -469,6 +675,15 @@ static sql_node *parse_primary(parser *ps)
     if (is_op(&t, "*")) {
         next(ps);
         return node_new(ps, SQL_STAR, t.line, t.col);
+    }
+    if (is_op(&t, "["))
+        return parse_array(ps);
+    if (is_kw(&t, "COLUMNS"))
+        return parse_columns_matcher(ps);
+    if (is_kw(&t, "INTERVAL")) {
+        sql_node *iv = parse_interval(ps);
+        if (iv || ps->rc)
+            return iv;
     }
     if (t.kind == T_IDENT && (is_kw(&t, "NULL"))) {
         next(ps);
@@ -587,23 +802,9 @@ static sql_node *parse_primary(parser *ps)
                 return NULL;
             }
             n->slen = strlen(n->s);
-            if (accept_kw(ps, "DISTINCT")) {
-                fail(ps, t.line, t.col, "DISTINCT inside %s() is not supported: use uniqExact()",
-                     n->s);
+            if (!parse_call(ps, n)) {
                 sql_node_free(n);
                 return NULL;
-            }
-            if (!accept_op(ps, ")")) {
-                do {
-                    if (!node_push(ps, n, parse_expr(ps))) {
-                        sql_node_free(n);
-                        return NULL;
-                    }
-                } while (accept_op(ps, ","));
-                if (!expect_op(ps, ")")) {
-                    sql_node_free(n);
-                    return NULL;
-                }
             }
             return n;
         }
@@ -798,6 +999,23 @@ static sql_node *parse_concat(parser *ps)
     return l;
 }
 
+/* The list of IN: (a, b, ...) or [a, b, ...]. */
+static bool parse_in_list(parser *ps, sql_node *n)
+{
+    const char *close = ")";
+    if (accept_op(ps, "["))
+        close = "]";
+    else if (!expect_op(ps, "("))
+        return false;
+    if (!is_op(&ps->cur, close)) {
+        do {
+            if (!node_push(ps, n, parse_expr(ps)))
+                return false;
+        } while (accept_op(ps, ","));
+    }
+    return expect_op(ps, close);
+}
+
 static sql_node *parse_cmp(parser *ps)
 {
     sql_node *l = parse_concat(ps);
@@ -872,19 +1090,7 @@ static sql_node *parse_cmp(parser *ps)
             }
             n->negated = neg;
             node_push(ps, n, l);
-            if (!expect_op(ps, "(")) {
-                sql_node_free(n);
-                return NULL;
-            }
-            if (!is_op(&ps->cur, ")")) {
-                do {
-                    if (!node_push(ps, n, parse_expr(ps))) {
-                        sql_node_free(n);
-                        return NULL;
-                    }
-                } while (accept_op(ps, ","));
-            }
-            if (!expect_op(ps, ")")) {
+            if (!parse_in_list(ps, n)) {
                 sql_node_free(n);
                 return NULL;
             }
@@ -975,15 +1181,25 @@ static sql_node *parse_expr(parser *ps)
 
 static void table_stmt_free(sql_stmt *s);
 
+static void select_item_clear(sql_select_item *it)
+{
+    sql_node_free(it->expr);
+    free(it->alias);
+    for (int i = 0; i < it->n_except; i++)
+        free(it->except[i]);
+    free(it->except);
+    for (int i = 0; i < it->n_replace; i++)
+        select_item_clear(&it->replace[i]);
+    free(it->replace);
+}
+
 void sql_stmt_destroy(sql_stmt **sp)
 {
     if (!sp || !*sp)
         return;
     sql_stmt *s = *sp;
-    for (int i = 0; i < s->n_items; i++) {
-        sql_node_free(s->items[i].expr);
-        free(s->items[i].alias);
-    }
+    for (int i = 0; i < s->n_items; i++)
+        select_item_clear(&s->items[i]);
     free(s->items);
     free(s->from_fn);
     for (int i = 0; i < s->n_from_args; i++)
@@ -994,6 +1210,9 @@ void sql_stmt_destroy(sql_stmt **sp)
         sql_node_free(s->group_by[i]);
     free(s->group_by);
     sql_node_free(s->having);
+    for (int i = 0; i < s->n_limit_by; i++)
+        sql_node_free(s->limit_by[i]);
+    free(s->limit_by);
     for (int i = 0; i < s->n_order_by; i++)
         sql_node_free(s->order_by[i].expr);
     free(s->order_by);
@@ -1032,6 +1251,21 @@ static bool is_clause_kw(const tok *t)
     return false;
 }
 
+/* An optional alias after FROM's source: AS x, or a bare name that is not a
+ * clause's keyword. */
+static bool parse_from_alias(parser *ps)
+{
+    if (accept_kw(ps, "AS") || (ps->cur.kind == T_IDENT && !is_clause_kw(&ps->cur))) {
+        if (ps->cur.kind == T_IDENT || ps->cur.kind == T_QIDENT)
+            next(ps);
+        else {
+            fail_expected(ps, "an alias");
+            return false;
+        }
+    }
+    return true;
+}
+
 static bool parse_table_ref(parser *ps, sql_stmt *s, const tok *first);
 static sql_stmt *parse_table_stmt(parser *ps, sql_stmt *s);
 static bool parse_settings(parser *ps, sql_setting **out, int *n);
@@ -1068,16 +1302,7 @@ static bool parse_from(parser *ps, sql_stmt *s)
     }
     if (!expect_op(ps, ")"))
         return false;
-    /* optional alias */
-    if (accept_kw(ps, "AS") || (ps->cur.kind == T_IDENT && !is_clause_kw(&ps->cur))) {
-        if (ps->cur.kind == T_IDENT || ps->cur.kind == T_QIDENT)
-            next(ps);
-        else {
-            fail_expected(ps, "an alias");
-            return false;
-        }
-    }
-    return true;
+    return parse_from_alias(ps);
 }
 
 static bool parse_int_literal(parser *ps, int64_t *out, const char *what)
@@ -1099,6 +1324,98 @@ static bool parse_int_literal(parser *ps, int64_t *out, const char *what)
     *out = (int64_t)v;
     next(ps);
     return true;
+}
+
+/* LIMIT [m,] n [OFFSET m] BY exprs, when the LIMIT at the cursor has a BY;
+ * otherwise nothing is consumed. */
+static bool parse_limit_by(parser *ps, sql_stmt *s)
+{
+    parser save = *ps;
+    next(ps);
+    int64_t a, b = -1;
+    bool by = false;
+    if (ps->cur.kind == T_INT && parse_int_literal(ps, &a, "a row count after LIMIT")) {
+        if (accept_op(ps, ",")) {
+            if (ps->cur.kind == T_INT && parse_int_literal(ps, &b, "a row count after LIMIT m,"))
+                by = is_kw(&ps->cur, "BY");
+        } else if (accept_kw(ps, "OFFSET")) {
+            if (ps->cur.kind == T_INT && parse_int_literal(ps, &b, "a row count after OFFSET")) {
+                int64_t t = a;
+                a = b;
+                b = t; /* a: the offset, b: the count */
+                by = is_kw(&ps->cur, "BY");
+            }
+        } else {
+            by = is_kw(&ps->cur, "BY");
+        }
+    }
+    if (!by || ps->rc) {
+        *ps = save;
+        return true;
+    }
+    next(ps);
+    s->limit_by_n = b < 0 ? a : b;
+    s->limit_by_offset = b < 0 ? 0 : a;
+    do {
+        if (!grow(ps, (void **)&s->limit_by, s->n_limit_by, sizeof(sql_node *)))
+            return false;
+        sql_node *e = parse_expr(ps);
+        if (!e)
+            return false;
+        s->limit_by[s->n_limit_by++] = e;
+    } while (accept_op(ps, ","));
+    return true;
+}
+
+/* After * or COLUMNS('re'): EXCEPT [(] a, b [)] and REPLACE [(] expr AS c, ... [)],
+ * in any order. */
+static bool parse_star_modifiers(parser *ps, sql_select_item *it)
+{
+    for (;;) {
+        if (accept_kw(ps, "EXCEPT")) {
+            bool paren = accept_op(ps, "(");
+            do {
+                if (ps->cur.kind != T_IDENT && ps->cur.kind != T_QIDENT) {
+                    fail_expected(ps, "a column name after EXCEPT");
+                    return false;
+                }
+                if (!grow(ps, (void **)&it->except, it->n_except, sizeof(char *)))
+                    return false;
+                if (!(it->except[it->n_except] = tokdup(&ps->cur))) {
+                    ps->rc = -ENOMEM;
+                    return false;
+                }
+                it->n_except++;
+                next(ps);
+            } while (paren && accept_op(ps, ","));
+            if (paren && !expect_op(ps, ")"))
+                return false;
+        } else if (accept_kw(ps, "REPLACE")) {
+            bool paren = accept_op(ps, "(");
+            do {
+                if (!grow(ps, (void **)&it->replace, it->n_replace, sizeof(sql_select_item)))
+                    return false;
+                sql_select_item *r = &it->replace[it->n_replace];
+                memset(r, 0, sizeof(*r));
+                it->n_replace++;
+                if (!(r->expr = parse_expr(ps)) || !expect_kw(ps, "AS"))
+                    return false;
+                if (ps->cur.kind != T_IDENT && ps->cur.kind != T_QIDENT) {
+                    fail_expected(ps, "the name of the column REPLACE replaces");
+                    return false;
+                }
+                if (!(r->alias = tokdup(&ps->cur))) {
+                    ps->rc = -ENOMEM;
+                    return false;
+                }
+                next(ps);
+            } while (paren && accept_op(ps, ","));
+            if (paren && !expect_op(ps, ")"))
+                return false;
+        } else {
+            return true;
+        }
+    }
 }
 
 static sql_stmt *parse_stmt(parser *ps)
@@ -1125,11 +1442,10 @@ static sql_stmt *parse_stmt(parser *ps)
         goto fail;
     }
     s->kind = SQL_SELECT;
-    if (is_kw(&ps->cur, "DISTINCT")) {
-        fail(ps, ps->cur.line, ps->cur.col,
-             "SELECT DISTINCT is not supported: use GROUP BY on the same columns");
-        goto fail;
-    }
+    if (accept_kw(ps, "DISTINCT"))
+        s->distinct = true;
+    else
+        accept_kw(ps, "ALL");
     do {
         if (!grow(ps, (void **)&s->items, s->n_items, sizeof(sql_select_item)))
             goto fail;
@@ -1139,6 +1455,9 @@ static sql_stmt *parse_stmt(parser *ps)
         if (!it->expr)
             goto fail;
         s->n_items++;
+        if ((it->expr->kind == SQL_STAR || it->expr->kind == SQL_COLUMNS) &&
+            !parse_star_modifiers(ps, it))
+            goto fail;
         if (accept_kw(ps, "AS")) {
             if (ps->cur.kind != T_IDENT && ps->cur.kind != T_QIDENT) {
                 fail_expected(ps, "an alias after AS");
@@ -1152,11 +1471,8 @@ static sql_stmt *parse_stmt(parser *ps)
             next(ps);
         }
     } while (accept_op(ps, ","));
-    if (!accept_kw(ps, "FROM")) {
-        fail_expected(ps, "FROM");
-        goto fail;
-    }
-    if (!parse_from(ps, s))
+    /* without FROM: ClickHouse's system.one, one row */
+    if (accept_kw(ps, "FROM") && !parse_from(ps, s))
         goto fail;
     if (accept_kw(ps, "WHERE") && !(s->where = parse_expr(ps)))
         goto fail;
@@ -1202,6 +1518,8 @@ static sql_stmt *parse_stmt(parser *ps)
             }
         } while (accept_op(ps, ","));
     }
+    if (is_kw(&ps->cur, "LIMIT") && !parse_limit_by(ps, s))
+        goto fail;
     if (accept_kw(ps, "LIMIT")) {
         s->has_limit = true;
         int64_t a;
@@ -1403,7 +1721,32 @@ static void name_rec(const sql_node *n, sbuf *b, int depth)
         return;
     case SQL_COLUMN: sb_put(b, n->s, n->slen); return;
     case SQL_STAR: sb_str(b, "*"); return;
-    case SQL_FUNC: sb_put(b, n->s, n->slen); break;
+    case SQL_COLUMNS:
+        sb_str(b, "COLUMNS('");
+        sb_put(b, n->s, n->slen);
+        sb_str(b, "')");
+        return;
+    case SQL_ARRAY:
+        sb_str(b, "[");
+        for (int i = 0; i < n->nargs; i++) {
+            if (i)
+                sb_str(b, ", ");
+            name_rec(n->args[i], b, depth + 1);
+        }
+        sb_str(b, "]");
+        return;
+    case SQL_FUNC:
+        sb_put(b, n->s, n->slen);
+        if (n->nparams) {
+            sb_str(b, "(");
+            for (int i = 0; i < n->nparams; i++) {
+                if (i)
+                    sb_str(b, ", ");
+                name_rec(n->params[i], b, depth + 1);
+            }
+            sb_str(b, ")");
+        }
+        break;
     case SQL_UNARY: case SQL_BINARY: sb_str(b, op_fn(n->op)); break;
     case SQL_IN: sb_str(b, n->negated ? "notIn" : "in"); break;
     case SQL_LIKE:

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
  * sql.h: the SQL front end of the engine: a lexer and a recursive-descent
- * parser for a ClickHouse-flavoured subset (SELECT ... FROM
- * s3()/file()/a table ... WHERE ... GROUP BY ... HAVING ... ORDER BY ... LIMIT
- * ... SETTINGS ... FORMAT ..., DESCRIBE, and the table statements: CREATE
- * TABLE, DROP TABLE, TRUNCATE TABLE, OPTIMIZE TABLE, INSERT INTO (SELECT,
- * VALUES, FORMAT with the data after it), SHOW TABLES), producing an abstract
+ * parser for a ClickHouse-flavoured subset (SELECT ... [FROM s3()/file()/
+ * numbers() | [db.]table] ... WHERE ... GROUP BY ... HAVING ... ORDER BY ...
+ * LIMIT ... SETTINGS ... FORMAT ..., DESCRIBE, and the table statements:
+ * CREATE TABLE, DROP TABLE, TRUNCATE TABLE, OPTIMIZE TABLE, INSERT INTO
+ * (SELECT, VALUES, FORMAT with the data after it), SHOW TABLES), producing an
+ * abstract
  * syntax tree.
  * Names are not resolved here (eng_bind.c does that against a schema); the
  * parser only knows the grammar, so it can be fuzzed on its own.
@@ -48,6 +49,8 @@ typedef enum sql_kind {
     SQL_CASE,       /* args: [operand] (when, then)* [else]; has_operand, has_else */
     SQL_CAST,       /* args[0]; s: type name as written */
     SQL_BETWEEN,    /* args[0] [NOT] BETWEEN args[1] AND args[2] */
+    SQL_COLUMNS,    /* COLUMNS('regex') in the SELECT list: s the regex */
+    SQL_ARRAY,      /* [a, b, ...]: args */
 } sql_kind;
 
 typedef enum sql_op {
@@ -71,12 +74,21 @@ struct sql_node {
     size_t slen;
     sql_node **args;
     int nargs;
+    /* SQL_FUNC of a parametric aggregate, f(params)(args): the parameters */
+    sql_node **params;
+    int nparams;
 };
 
-typedef struct sql_select_item {
+typedef struct sql_select_item sql_select_item;
+struct sql_select_item {
     sql_node *expr;
     char *alias;            /* NULL when none */
-} sql_select_item;
+    /* * or COLUMNS('re') EXCEPT (a, b) REPLACE (expr AS c, ...) */
+    char **except;
+    int n_except;
+    sql_select_item *replace; /* expr and alias (the column it replaces) */
+    int n_replace;
+};
 
 typedef struct sql_order_item {
     sql_node *expr;
@@ -149,9 +161,12 @@ typedef struct sql_insert {
 
 typedef struct sql_stmt {
     sql_stmt_kind kind;
+    bool distinct;          /* SELECT DISTINCT */
     sql_select_item *items;
     int n_items;
-    /* FROM: a table function (s3 / file) with literal arguments */
+    /* FROM: a table function (s3 / file) with literal arguments, or a table
+     * [db.]name (from_fn NULL); neither: a SELECT without FROM, which reads
+     * the one row of system.one as ClickHouse's does */
     char *from_fn;
     sql_node **from_args;
     int n_from_args;
@@ -175,6 +190,10 @@ typedef struct sql_stmt {
     int n_order_by;
     bool has_limit;
     int64_t limit, offset;
+    /* LIMIT [m,] n BY exprs (before the LIMIT above, which may follow it) */
+    sql_node **limit_by;
+    int n_limit_by;
+    int64_t limit_by_n, limit_by_offset;
     sql_setting *settings;
     int n_settings;
     char *format;           /* FORMAT name, NULL when absent */

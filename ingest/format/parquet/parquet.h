@@ -184,6 +184,9 @@ int pq_reader_next(pq_reader *r, cb_batch **out);
 /* Index of the row group the last batch came from (-1 before the first). */
 int pq_reader_row_group(const pq_reader *r);
 const char *pq_reader_error(const pq_reader *r);
+/* The bytes of the buffers a reader keeps between batches (decoding scratch,
+ * fetched ranges), for a query's memory tracker. */
+size_t pq_reader_mem(const pq_reader *r);
 
 /* Counters of one reader. */
 typedef struct pq_reader_stats {

@@ -60,13 +60,18 @@ static int pq__fail(pq__chunk *st, int rc, const char *fmt, ...)
     return rc;
 }
 
+/* A scratch buffer grows to the largest need so far (in 4 KiB steps), not
+ * by doubling: it holds one page's worth, and a file's pages are mostly of
+ * one size, so it seldom grows; and what it takes is charged to the query
+ * (pq_reader_mem), where the unwritten half of a doubled buffer would be
+ * counted without being memory. */
 static int pq__grow(void **buf, size_t *cap, size_t need)
 {
     if (need <= *cap)
         return 0;
-    size_t c = *cap ? *cap : 4096;
-    while (c < need)
-        c *= 2;
+    if (need > SIZE_MAX - 4095)
+        return -ENOMEM;
+    size_t c = (need + 4095) & ~(size_t)4095;
     void *p = realloc(*buf, c);
     if (!p)
         return -ENOMEM;

@@ -354,3 +354,10 @@ out:
     cb_batch_destroy(&b);
     return rc;
 }
+
+size_t pq_reader_mem(const pq_reader *r)
+{
+    const pq__scratch *s = &r->scratch;
+    return s->page_cap + s->levels_cap + s->idx_cap + s->tmp_cap +
+           s->cur_cap + r->fetch_cap;
+}

@@ -250,6 +250,18 @@ static int lx_err(lexer *l, long line, const char *fmt, ...)
     return -EBADMSG;
 }
 
+/* A row whose field count is not the file's: the same sentence wherever it
+ * is found (schema inference, any column selection of a scan). */
+static int bad_width(lexer *l, long line, int nf, int want, bool header)
+{
+    bool csv = l->f == TX_CSV || l->f == TX_CSV_NAMES;
+    return lx_err(l, line, "the row has %d field%s, the %s %d: every row needs the same number "
+                           "of fields (%s)",
+                  nf, nf == 1 ? "" : "s", header ? "header" : "first row", want,
+                  csv ? "a comma inside a value must be in double quotes"
+                      : "a tab inside a value must be written \\t");
+}
+
 static int push_field(lexer *l, field fd)
 {
     if (l->nf == l->capf) {
@@ -715,7 +727,17 @@ int tx_infer(tx_format f, const char *name, const char *text, size_t len, eng_sc
         int rows = 0;
         char **first = NULL; /* the first record's values, for header detection */
         bool first_all_str = true;
+        long line = l.line, bad_line = 0;
+        int bad_nf = 0;
         while (rows <= TX_INFER_ROWS && (rc = next_record(&l)) == 1) {
+            if (rows > 0 && l.nf != nh) {
+                /* never a column made up from a bad row: an error, worded
+                   once the header is told from the data */
+                bad_line = line;
+                bad_nf = l.nf;
+                break;
+            }
+            line = l.line;
             if (rows == 0) {
                 nh = l.nf;
                 hdr = malloc(sizeof(field) * (size_t)nh);
@@ -755,11 +777,6 @@ int tx_infer(tx_format f, const char *name, const char *text, size_t len, eng_sc
             } else {
                 rows++;
             }
-            if (l.nf > nk) {
-                if ((rc = grow_kinds(&kinds, &scales, nk, l.nf)) < 0)
-                    break;
-                nk = l.nf;
-            }
             if (rows == 1)
                 continue; /* the first record is folded in after header detection */
             for (int i = 0; i < l.nf; i++) {
@@ -786,6 +803,8 @@ int tx_infer(tx_format f, const char *name, const char *text, size_t len, eng_sc
             rc = -EBADMSG;
         }
         bool is_header = names;
+        if (rc >= 0 && names && bad_line)
+            rc = bad_width(&l, bad_line, bad_nf, nh, true);
         if (rc >= 0 && !names && first) {
             /* ClickHouse's header detection: the first row is all strings while the
                rest holds some non-string column */
@@ -793,6 +812,8 @@ int tx_infer(tx_format f, const char *name, const char *text, size_t len, eng_sc
             for (int i = 0; i < nk; i++)
                 other |= kinds[i] != K_STRING && kinds[i] != K_NONE;
             is_header = first_all_str && other && rows > 1;
+            if (bad_line)
+                rc = bad_width(&l, bad_line, bad_nf, nh, is_header);
             if (!is_header)
                 for (int i = 0; i < nh; i++) {
                     int sc = 0;
@@ -950,10 +971,15 @@ int tx_parse(eng_mem *m, tx_format f, const char *name, const char *text, size_t
     }
     for (int k = 0; k < nwant; k++)
         pos[k] = want[k];
+    int width = 0;        /* fields every row has: the header's, else the schema's
+                             (its file columns: virtual ones come after them) */
+    for (int i = 0; i < s->n; i++)
+        width += !s->cols[i].virt;
+    bool has_hdr = false;
     if (f == TX_CSV_NAMES || f == TX_TSV_NAMES || f == TX_CSV || f == TX_TSV) {
         /* header: *WithNames always; plain formats when the schema was read from
            one (names that are not c1, c2, ...) */
-        bool has_hdr = f == TX_CSV_NAMES || f == TX_TSV_NAMES;
+        has_hdr = f == TX_CSV_NAMES || f == TX_TSV_NAMES;
         if (!has_hdr && s->n > 0 && !s->given) {
             char c1[16];
             snprintf(c1, sizeof(c1), "c1");
@@ -967,6 +993,7 @@ int tx_parse(eng_mem *m, tx_format f, const char *name, const char *text, size_t
                 rc = 0;
                 goto out;
             }
+            width = l.nf;
             for (int k = 0; k < nwant; k++) {
                 const char *cn = s->cols[want[k]].name;
                 pos[k] = -1;
@@ -986,9 +1013,9 @@ int tx_parse(eng_mem *m, tx_format f, const char *name, const char *text, size_t
                     }
                 }
                 if (pos[k] < 0) {
-                    rc = lx_err(&l, 1, "column '%s' is missing from the header (it is in the "
-                                       "first file of the glob; every file must have the "
-                                       "columns the query reads)",
+                    rc = lx_err(&l, 1, "column '%s' is missing from the header (the schema, "
+                                       "read from the first file, has it; every file must "
+                                       "have the columns the query reads)",
                                 cn);
                     goto out;
                 }
@@ -1010,6 +1037,10 @@ int tx_parse(eng_mem *m, tx_format f, const char *name, const char *text, size_t
         }
         if (got == 0)
             break;
+        if (f != TX_JSON_EACH_ROW && l.nf != width) {
+            rc = bad_width(&l, line, l.nf, width, has_hdr);
+            goto out;
+        }
         uint32_t r = b.rows;
         for (int k = 0; k < nwant && rc == 0; k++) {
             const char *p = "";
@@ -1046,14 +1077,7 @@ int tx_parse(eng_mem *m, tx_format f, const char *name, const char *text, size_t
                         break;
                     }
             } else {
-                int fi = pos[k];
-                if (fi >= l.nf) {
-                    rc = lx_err(&l, line, "the row has %d field%s but column '%s' is field %d: "
-                                          "every row needs the same number of fields",
-                                l.nf, l.nf == 1 ? "" : "s", s->cols[want[k]].name, fi + 1);
-                    break;
-                }
-                const field *fd = &l.fl[fi];
+                const field *fd = &l.fl[pos[k]];
                 null = fd->null;
                 if (!null && b.v[k].t.kind != EX_STRING && fd->len == 0)
                     null = true;

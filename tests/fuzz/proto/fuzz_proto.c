@@ -46,6 +46,18 @@ static void body_parsers(const uint8_t *b, size_t n)
         CHECK(k == (int)n);
         CHECK(memcmp(out, b, n) == 0);
     }
+    rcp_str tenant;
+    if (rcp_parse_get_req_tenant(b, n, &g, &tenant) == 0 && (g.flags & RCP_GET_TENANT)) {
+        g.flags &= ~(uint32_t)RCP_GET_TENANT;
+        int k = rcp_encode_get_req_tenant(&g, &tenant, out, sizeof(out));
+        CHECK(k == (int)n);
+        CHECK(memcmp(out, b, n) == 0);
+    }
+    rcp_drop_req dr;
+    if (rcp_parse_drop_req(b, n, &dr) == 0) {
+        int k = rcp_encode_drop_req(&dr, out, sizeof(out));
+        CHECK(k == (int)n && memcmp(out, b, n) == 0);
+    }
     rcp_parse_get_resp_head(b, n, &gh);
     rcp_parse_head_req(b, n, &h);
     rcp_parse_head_resp(b, n, &hs);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * fuzz_s3glob.c: libFuzzer target for key globs (client/s3_glob.c). The input
+ * fuzz_s3glob.c: libFuzzer target for key globs (client/s3/s3_glob.c). The input
  * is a pattern, a newline, then keys separated by newlines. Beyond "no crash,
  * no leak, no UB", it checks the properties s3_sync_glob relies on: every key
  * a glob matches starts with s3_glob_prefix (listing only the prefix misses

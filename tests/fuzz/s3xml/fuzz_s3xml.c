@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * fuzz_s3xml.c: libFuzzer target for the XML answers of S3 (client/s3_xml.c).
+ * fuzz_s3xml.c: libFuzzer target for the XML answers of S3 (client/s3/s3_xml.c).
  * The same bytes go to every parser: ListObjectsV2, Error, Initiate and
  * Complete multipart upload. Beyond "no crash, no leak, no UB" (ASan+UBSan),
  * it checks what a caller relies on: a parsed page obeys the documented

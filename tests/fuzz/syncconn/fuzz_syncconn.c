@@ -41,7 +41,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     shutdown(sv[1], SHUT_WR);
     sc_conn *c;
-    if (sc_from_fd(&c, sv[0], 1u << 16) < 0) {
+    if (sc_from_fd(&c, sv[0], 1u << 16, 0) < 0) {
         close(sv[0]);
         close(sv[1]);
         return 0;

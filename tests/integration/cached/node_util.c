@@ -5,6 +5,7 @@
 #include "node_util.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <event2/event.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,9 +39,11 @@ int t_node_try_start_wrapped(h_env *env, t_node *n, const char *name, const char
     snprintf(n->name, sizeof(n->name), "%s", name);
     h_env_path(env, n->dir, sizeof(n->dir), name);
     mkdir(n->dir, 0755);
-    char port_file[600], admin_file[600];
+    char port_file[600], admin_file[600], s3api_file[600];
     snprintf(port_file, sizeof(port_file), "%s/port", n->dir);
     snprintf(admin_file, sizeof(admin_file), "%s/admin-port", n->dir);
+    snprintf(s3api_file, sizeof(s3api_file), "%s/s3api-port", n->dir);
+    bool s3api = false;
     const char *argv[72];
     int k = 0;
     for (int i = 0; wrap && wrap[i] && k < 8; i++)
@@ -53,8 +56,14 @@ int t_node_try_start_wrapped(h_env *env, t_node *n, const char *name, const char
                           "--s3-access-key", "S3RVER", "--s3-secret-key", "S3RVER", NULL};
     for (int i = 0; base[i]; i++)
         argv[k++] = base[i];
-    for (int i = 0; extra && extra[i] && k < 70; i++)
+    for (int i = 0; extra && extra[i] && k < 68; i++) {
         argv[k++] = extra[i];
+        s3api |= strcmp(extra[i], "--s3-api-port") == 0;
+    }
+    if (s3api) {
+        argv[k++] = "--s3-api-port-file";
+        argv[k++] = s3api_file;
+    }
     argv[k] = NULL;
     int rc = h_proc_start(env, &n->proc, name, (char *const *)argv, NULL, port_file, 0);
     if (rc < 0)
@@ -66,6 +75,14 @@ int t_node_try_start_wrapped(h_env *env, t_node *n, const char *name, const char
         exit(1);
     }
     fclose(f);
+    if (s3api) {
+        f = fopen(s3api_file, "r");
+        if (!f || fscanf(f, "%d", &n->s3api_port) != 1) {
+            fprintf(stderr, "%s wrote no S3 API port\n", name);
+            exit(1);
+        }
+        fclose(f);
+    }
     return 0;
 }
 

@@ -17,14 +17,16 @@ typedef struct t_node {
     h_proc *proc;
     int port;
     int admin_port;
+    int s3api_port;          /* with --s3-api-port in extra: the port it bound, else 0 */
     char name[32];
     char dir[512];
 } t_node;
 
 /* Starts ringcached named `name` with its own data folder in env, S3 at
  * s3_endpoint (S3RVER credentials), 127.0.0.1 ports chosen by the node; extra
- * is a NULL-terminated list of more flags (may be NULL). Skips the test when
- * the binary is not built. */
+ * is a NULL-terminated list of more flags (may be NULL; with --s3-api-port,
+ * the port file of the S3 API is added and read into s3api_port). Skips the
+ * test when the binary is not built. */
 void t_node_start(h_env *env, t_node *n, const char *name, const char *s3_endpoint,
                   const char *const *extra);
 

@@ -40,8 +40,12 @@ static void test_six_cold_readers(void **state)
     char cache[600], endpoint[256];
     snprintf(cache, sizeof(cache), "RINGCACHE_CACHE=%s", tc.members);
     snprintf(endpoint, sizeof(endpoint), "AWS_ENDPOINT_URL=%s", h_s3model_endpoint(tc.model));
+    /* hedging off: a node slowed past 3 x hedge_ms (a sanitizer build on a
+     * loaded machine) would have its blocks asked of the next owner, which
+     * fills them again, by design; what is counted here is the single flight
+     * of one owner (hedging has its own tests) */
     char *envp[] = {cache, endpoint, "AWS_ACCESS_KEY_ID=S3RVER", "AWS_SECRET_ACCESS_KEY=S3RVER",
-                    "AWS_REGION=us-east-1", NULL};
+                    "AWS_REGION=us-east-1", "RINGCACHE_HEDGE_MS=0", NULL};
     char *argv[] = {bin, H_S3_DEFAULT_BUCKET, "multi/cold.bin", hash, NULL};
     h_proc *p[N_READERS];
     for (int i = 0; i < N_READERS; i++) {

@@ -208,8 +208,10 @@ static void test_connection_pool(void **state)
     free(data);
 }
 
-/* RC_READ_SCAN: consecutive ranges start no read-ahead, and a range's partial
- * first and last blocks fetch only their bytes (no page); the bytes are right. */
+/* RC_READ_SCAN: consecutive ranges start no read-ahead, a range's partial
+ * first and last blocks fetch only their bytes and its whole blocks land in
+ * the caller's buffer (no page either: a second scan fetches them again),
+ * while blocks the page cache holds are copied from it; the bytes are right. */
 static void test_scan_reads(void **state)
 {
     (void)state;
@@ -237,12 +239,30 @@ static void test_scan_reads(void **state)
     assert_int_equal(st1.readahead_fetches - st0.readahead_fetches, 0);
     /* each range: its first and last blocks partial, one whole block between */
     assert_int_equal(st1.partial_fetches - st0.partial_fetches, 6);
+    assert_int_equal(st1.scan_direct - st0.scan_direct, 3);
+    assert_int_equal(st1.hits - st0.hits, 0);
+    /* nothing of them was cached: the same scan fetches the same again */
+    off = bs / 2;
+    for (int i = 0; i < 3; i++, off += 2 * bs) {
+        assert_int_equal(rc_pread_flags(h, buf, 2 * bs, off, RC_READ_SCAN), (int64_t)(2 * bs));
+        assert_memory_equal(buf, data + off, 2 * bs);
+    }
+    rc_stats_get(c, &st0);
+    assert_int_equal(st0.scan_direct - st1.scan_direct, 3);
+    assert_int_equal(st0.hits - st1.hits, 0);
     /* the same three ranges read plainly: the read-ahead starts */
     off = bs / 2;
     for (int i = 0; i < 3; i++, off += 2 * bs)
         assert_int_equal(rc_pread(h, buf, 2 * bs, off), (int64_t)(2 * bs));
     rc_stats_get(c, &st0);
     assert_true(st0.readahead_fetches > st1.readahead_fetches);
+    /* and now that the page cache has the blocks, a scan copies them from it */
+    rc_stats_get(c, &st1);
+    assert_int_equal(rc_pread_flags(h, buf, bs, bs, RC_READ_SCAN), (int64_t)bs);
+    assert_memory_equal(buf, data + bs, bs);
+    rc_stats_get(c, &st0);
+    assert_int_equal(st0.scan_direct - st1.scan_direct, 0);
+    assert_int_equal(st0.hits - st1.hits, 1);
     rc_close(&h);
     rc_destroy(&c);
     free(buf);

@@ -5,6 +5,7 @@
  */
 #include "duck_compare.h"
 
+#include <errno.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -102,7 +103,6 @@ static bool same_result(const char *name, char *got, char *want, bool sorted, bo
     return true;
 }
 
-
 bool dc_same_result(const char *name, char *got, char *want, bool sorted)
 {
     return same_result(name, got, want, sorted, false);
@@ -111,4 +111,35 @@ bool dc_same_result(const char *name, char *got, char *want, bool sorted)
 bool dc_same_text(const char *name, char *got, char *want, bool sorted)
 {
     return same_result(name, got, want, sorted, true);
+}
+
+int dc_generate(h_env *env, const char *name, const char *script, const char *const *args,
+                int timeout_ms)
+{
+    char path[4096];
+    if (h_source_path(path, sizeof(path), script) < 0)
+        return -1;
+    char *argv[11] = {"node", path};
+    int n = 2;
+    for (; args && args[n - 2] && n < 10; n++)
+        argv[n] = (char *)args[n - 2];
+    argv[n] = NULL;
+    h_proc *p;
+    int rc = h_proc_start(env, &p, name, argv, NULL, NULL, 0);
+    if (rc == -ENOENT)
+        h_skip("node is not installed (it runs DuckDB for the test's data)");
+    if (rc < 0)
+        return -1;
+    int st = h_proc_wait(p, timeout_ms);
+    if (st == 77) {
+        h_proc_print_log_tail(p, 5);
+        h_skip("the data generator needs @duckdb/node-api (see its log above)");
+    }
+    if (st == 127)
+        h_skip("node is not installed (it runs DuckDB for the test's data)");
+    if (st != 0) {
+        h_proc_print_log_tail(p, 30);
+        return -1;
+    }
+    return 0;
 }

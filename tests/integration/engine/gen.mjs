@@ -15,23 +15,14 @@
 // Where ClickHouse and DuckDB differ, the DuckDB side is written to give
 // ClickHouse's answer, and the note says how: ClickHouse is the spec.
 // Exits 77 (printing why) when node packages are missing.
-import { createRequire } from 'node:module';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { join, dirname } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
+import { loadDuckDB } from '../../../bench/duckdb.mjs';
+import { sqlfnCases, sqlfnData } from './cases_sqlfn.mjs';
 import { duckText } from './duck_fmt.mjs';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const nm = process.env.RINGCACHE_NODE_MODULES || join(here, '..', '..', '..', 'node_modules');
-const req = createRequire(join(nm, 'noop.js'));
-let duck;
-try {
-  duck = await import(pathToFileURL(req.resolve('@duckdb/node-api')).href);
-} catch (e) {
-  console.error(`SKIP: npm package @duckdb/node-api is not installed under ${nm}: ${e.message}`);
-  process.exit(77);
-}
+const duck = await loadDuckDB();
 const D = process.argv[2];
 if (!D) {
   console.error('usage: node gen.mjs OUTDIR');
@@ -243,7 +234,9 @@ const cases = [
     `SELECT Small, Id FROM ${DQ} ORDER BY Id LIMIT 5`, 'exact', 'Parquet: the columns it names, in its order (the files keep their NULLs)'],
   ['compression_arg', `SELECT count(), sum(Score) FROM file('{D}/posts_csv_gz.bin', 'CSVWithNames', 'Score Int64', 'gzip')`,
     `SELECT count(*), sum(Score) FROM t`, '-', 'a gzip file whose name does not say so'],
+  ...sqlfnCases(P, Q, D),
 ];
+await sqlfnData(con, D);
 
 let list = '';
 for (const [name, ch, dk, flags = '-'] of cases) {

@@ -37,28 +37,8 @@ static int setup(void **state)
     if (h_env_create(&env, "test_engine_duckdb") < 0)
         return -1;
     h_env_path(env, dir, sizeof(dir), "data");
-    char script[4096];
-    if (h_source_path(script, sizeof(script), "tests/integration/engine/gen.mjs") < 0)
-        return -1;
-    char *argv[] = {"node", script, dir, NULL};
-    h_proc *p;
-    int rc = h_proc_start(env, &p, "gen", argv, NULL, NULL, 0);
-    if (rc == -ENOENT)
-        h_skip("node is not installed (it runs the DuckDB oracle, gen.mjs)");
-    if (rc < 0)
-        return -1;
-    int st = h_proc_wait(p, 120000);
-    if (st == 77) {
-        h_proc_print_log_tail(p, 5);
-        h_skip("gen.mjs needs @duckdb/node-api (see its log above)");
-    }
-    if (st == 127)
-        h_skip("node is not installed (it runs the DuckDB oracle, gen.mjs)");
-    if (st != 0) {
-        h_proc_print_log_tail(p, 30);
-        return -1;
-    }
-    return 0;
+    return dc_generate(env, "gen", "tests/integration/engine/gen.mjs",
+                       (const char *[]){dir, NULL}, 120000);
 }
 
 static int teardown(void **state)
@@ -184,6 +164,22 @@ static void test_max_memory_usage_stops_the_query(void **state)
              "max_memory_usage = 2000000",
              dir);
     expect_error(sql, "memory limit", "max_memory_usage", NULL);
+    /* the figure is what the query would have reached: over the limit */
+    char *o = NULL, err0[ENG_MSG_MAX];
+    assert_true(run(sql, &o, err0, sizeof(err0), 2) < 0);
+    free(o);
+    double would = 0, max = 0;
+    char wu[8] = "", mu[8] = "";
+    const char *w = strstr(err0, "would use "), *mx = strstr(err0, "maximum: ");
+    assert_non_null(w);
+    assert_non_null(mx);
+    assert_int_equal(sscanf(w, "would use %lf %7s", &would, wu), 2);
+    assert_int_equal(sscanf(mx, "maximum: %lf %7s", &max, mu), 2);
+    double scale_w = !strcmp(wu, "KiB") ? 1024 : !strcmp(wu, "MiB") ? 1048576 : 1;
+    double scale_m = !strncmp(mu, "KiB", 3) ? 1024 : !strncmp(mu, "MiB", 3) ? 1048576 : 1;
+    if (would * scale_w <= max * scale_m)
+        fprintf(stderr, "%s\n", err0);
+    assert_true(would * scale_w > max * scale_m);
     /* the same query fits without the limit */
     char *out = NULL, err[ENG_MSG_MAX];
     snprintf(sql, sizeof(sql),

@@ -58,24 +58,10 @@ static int setup(void **state)
     if (h_env_create(&env, "test_tables_duckdb") < 0)
         return -1;
     h_env_path(env, dir, sizeof(dir), "data");
-    char script[4096];
-    if (h_source_path(script, sizeof(script), "tests/integration/engine/gen.mjs") < 0)
+    if (dc_generate(env, "gen", "tests/integration/engine/gen.mjs",
+                    (const char *[]){dir, NULL}, 120000) < 0)
         return -1;
-    char *argv[] = {"node", script, dir, NULL};
-    h_proc *p;
-    int rc = h_proc_start(env, &p, "gen", argv, NULL, NULL, 0);
-    if (rc == -ENOENT)
-        h_skip("node is not installed (it runs the DuckDB oracle, gen.mjs)");
-    if (rc < 0)
-        return -1;
-    int st = h_proc_wait(p, 120000);
-    if (st == 77 || st == 127)
-        h_skip("gen.mjs needs node and @duckdb/node-api");
-    if (st != 0) {
-        h_proc_print_log_tail(p, 30);
-        return -1;
-    }
-    rc = h_s3_start(env, &s3, NULL);
+    int rc = h_s3_start(env, &s3, NULL);
     if (rc == -ENOPKG)
         h_skip(h_last_error());
     if (rc < 0)

@@ -65,7 +65,10 @@ for (const o of objects) {
 }
 
 // ---- helpers ---------------------------------------------------------------
-const byKind = (k) => objects.filter((o) => o.kind === k);
+// the compute servers' objects (compute.enabled) are checked apart, in 11.
+const isCompute = (o) => o.metadata?.labels?.["app.kubernetes.io/component"] === "compute";
+const computeObjects = objects.filter(isCompute);
+const byKind = (k) => objects.filter((o) => o.kind === k && !isCompute(o));
 const one = (k) => {
   const l = byKind(k);
   check(l.length === 1, `expected exactly one ${k}, found ${l.length}`);
@@ -138,6 +141,12 @@ const protoPort = Number(conf.get("port"));
 const adminPort = Number(conf.get("admin-port"));
 check(containerPort("protocol")?.containerPort === protoPort, "container port 'protocol' differs from the config's port");
 check(containerPort("admin")?.containerPort === adminPort, "container port 'admin' differs from the config's admin-port");
+if (values.ports.s3api) {
+  check(Number(conf.get("s3-api-port")) === values.ports.s3api, "ports.s3api is set but the config has no s3-api-port line for it");
+  check(containerPort("s3api")?.containerPort === values.ports.s3api, "container port 's3api' differs from ports.s3api");
+} else {
+  check(!conf.has("s3-api-port") && !containerPort("s3api"), "the S3 API is configured though ports.s3api is off");
+}
 check(ctr.args.includes("--config"), "ringcached is not given --config");
 const confPath = ctr.args[ctr.args.indexOf("--config") + 1];
 const mountFor = (path) =>
@@ -182,6 +191,14 @@ for (const s of regular) {
   check(matches(s.spec.selector, podLabels), "the regular Service does not select the pods");
   for (const p of s.spec.ports) check(containerPort(p.targetPort), `Service port ${p.name} targets no container port`);
   check(s.spec.ports.some((p) => containerPort(p.targetPort)?.containerPort === adminPort), "the regular Service has no admin port");
+  // the S3 API: in the Service exactly when ports.s3api is set, on the container's port
+  const s3p = s.spec.ports.find((p) => p.name === "s3api");
+  if (values.ports.s3api) {
+    check(s3p && s3p.port === values.ports.s3api && containerPort(s3p.targetPort)?.containerPort === values.ports.s3api,
+      "ports.s3api is set but the regular Service has no s3api port reaching the container's");
+  } else {
+    check(!s3p, "the regular Service has an s3api port though ports.s3api is off");
+  }
 }
 
 // ---- 5. probes ---------------------------------------------------------------
@@ -474,6 +491,7 @@ if (npv.enabled && policies.length === 1) {
   // the data ports: every port of the container but the admin port
   const dataPorts = ctr.ports.map((p) => p.containerPort).filter((p) => p !== adminPort);
   check(dataPorts.includes(protoPort), "the protocol port is not a data port");
+  if (values.ports.s3api) check(dataPorts.includes(values.ports.s3api), "the S3 API port is not a data port");
   const self = { ns: namespace, labels: podLabels };
   const clientLabels = npv.clients.podLabels ?? {};
   const hasClientLabels = Object.keys(clientLabels).length > 0;
@@ -672,6 +690,24 @@ const expect = {
     check(np && admits(np, "egress", { ip: "10.1.2.3" }, 9000) && !admits(np, "egress", { ip: "10.1.2.3" }, 443), "S3 egress is not the endpoint's port 9000");
     check(np && admits(np, "ingress", { ip: "10.20.3.4" }, 7070) && admits(np, "egress", { ip: "10.30.0.10" }, 8200), "extra rules not effective");
   },
+  s3api: () => {
+    const svc = byKind("Service").find((x) => x.metadata.name === sts.metadata.name);
+    check(svc?.spec.ports.some((p) => p.name === "s3api" && p.port === 9000), "the regular Service has no S3 API port 9000");
+    const np = byKind("NetworkPolicy")[0];
+    check(np && admits(np, "ingress", { ns: "spark", labels: {} }, 9000), "a pod of the client namespace spark cannot reach the S3 API port");
+    check(np && !admits(np, "ingress", { ns: "elsewhere", labels: {} }, 9000), "any pod reaches the S3 API port");
+    check(notes.includes(`--endpoint-url http://${sts.metadata.name}.${namespace}.svc:9000`), "NOTES.txt does not give the S3 endpoint URL");
+    check(notes.includes("s3api_access_key_id"), "NOTES.txt does not say S3 clients sign with a tenant's S3 API keys");
+  },
+  compute: () => {
+    const dep = computeObjects.find((o) => o.kind === "Deployment");
+    check(dep && computeObjects.some((o) => o.kind === "HorizontalPodAutoscaler"), "compute.enabled with autoscaling renders no Deployment and HPA");
+    const ccm = computeObjects.find((o) => o.kind === "ConfigMap");
+    const users = ccm?.data?.["users.conf"] ?? "";
+    check(users.includes("[user default]\nnetworks = 10.0.0.0/8, 127.0.0.1\nreadonly = 1") &&
+      users.includes("[user writer]\npassword_sha256_hex = 2bb8"), `compute users file not rendered: ${users}`);
+    check(ccm?.data?.["server.conf"].includes("warehouse = s3://bucket/warehouse/"), "compute warehouse not rendered");
+  },
   "tls-existing": () => {
     check(secrets.length === 0, "existing Secrets given, but the chart still renders one");
     check(tlsOn && !conf.has("tls-ca"), "existingSecretHasCA false still sets tls-ca");
@@ -680,6 +716,41 @@ const expect = {
     check(notes.includes("--cacert YOUR-CA.crt"), "NOTES.txt does not tell the reader to bring the CA");
   },
 };
+
+// ---- 11. compute servers --------------------------------------------------------
+{
+  const cKind = (k) => computeObjects.filter((o) => o.kind === k);
+  const dep = cKind("Deployment")[0];
+  if (dep) {
+    const cpod = dep.spec.template;
+    const cctr = cpod.spec.containers[0];
+    const csvc = cKind("Service")[0];
+    const ccm = cKind("ConfigMap")[0];
+    const port = cctr.ports.find((p) => p.name === "http")?.containerPort;
+    check(matches(dep.spec.selector.matchLabels, cpod.metadata.labels), "the compute Deployment does not select its pods");
+    check(!matches(podLabels, cpod.metadata.labels) && !matches(cpod.metadata.labels, podLabels) &&
+      !matches(dep.spec.selector.matchLabels, podLabels), "compute and cache-node pods' selectors overlap");
+    check(cpod.metadata.labels["ringcache.io/client"] === "true", "compute pods lack the client label the NetworkPolicy lets in");
+    check(csvc && matches(csvc.spec.selector, cpod.metadata.labels), "the compute Service does not select the compute pods");
+    check(csvc?.spec.ports.some((p) => p.port === port && p.targetPort === "http"), "the compute Service does not target the http port");
+    for (const pr of ["startupProbe", "livenessProbe", "readinessProbe"])
+      check(cctr[pr]?.httpGet?.path === "/ping" && cctr[pr]?.httpGet?.port === "http", `compute ${pr} is not GET /ping`);
+    check(cctr.args.join(" ") === "server --config /etc/ringcache/compute/server.conf", "compute args are not ringcache server --config");
+    const sconf = new Map((ccm?.data?.["server.conf"] ?? "").split("\n").filter((l) => l.includes(" = "))
+      .map((l) => l.split(" = ")));
+    check(sconf.get("http-port") === String(port) && sconf.get("listen") === "0.0.0.0", "compute config: listen and port");
+    const cache = sconf.get("cache") ?? "";
+    check(cache === `dns:${headless?.metadata.name}.${namespace}.svc.${values.clusterDomain}:${protoPort}` || values.compute?.cache === cache,
+      `compute config's cache is not this release's headless Service: ${cache}`);
+    check(!("users.conf" in (ccm?.data ?? {})) === !sconf.has("users"), "compute users file and its key disagree");
+    check(cctr.securityContext?.readOnlyRootFilesystem === true && cctr.securityContext?.allowPrivilegeEscalation === false,
+      "compute container is not read-only / unprivileged");
+    if (cKind("HorizontalPodAutoscaler").length)
+      check(dep.spec.replicas === undefined && cKind("HorizontalPodAutoscaler")[0].spec.scaleTargetRef.name === dep.metadata.name,
+        "the HPA does not own the compute Deployment's replicas");
+  }
+}
+
 if (check(expect[scenario], `no expectations for scenario ${scenario}`)) expect[scenario]();
 
 if (failures.length) {

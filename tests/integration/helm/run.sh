@@ -94,6 +94,8 @@ scenarios=(
   "sre storage $here/values/sre.yaml"
   "tls secure $here/values/tls.yaml $tmp/tls-pem.yaml"
   "tls-existing cache $here/values/tls-existing.yaml"
+  "s3api analytics $here/values/s3api.yaml"
+  "compute analytics $here/values/compute.yaml"
 )
 for s in "${scenarios[@]}"; do
   read -r name ns files <<<"$s"
@@ -168,7 +170,7 @@ if [[ -z $daemon || ! -x $daemon ]]; then
 elif ! command -v curl >/dev/null; then
   echo "note: curl not found: the daemon config check is skipped" >&2
 else
-  for name in default emptydir seccomp-localhost secrets-inline sre tls; do
+  for name in default emptydir seccomp-localhost secrets-inline sre tls s3api; do
     d=$tmp/daemon-$name
     mkdir -p "$d/data"
     node -e '
@@ -211,11 +213,16 @@ else
       curlx=(curl -fsS --cacert "$tmp/tls/cert.pem")
       scheme=https
     fi
+    # the S3 API's port, when the config has one, moves to loopback too
+    s3flags=()
+    if grep -q '^s3-api-port = ' "$d/ringcached.conf"; then
+      s3flags=(--s3-api-listen 127.0.0.1 --s3-api-port 0 --s3-api-port-file "$d/s3api-port")
+    fi
     "$daemon" --config "$d/ringcached.conf" --node-id ringcache-0 --data-dir "$d/data" \
       --listen 127.0.0.1 --port 0 --port-file "$d/port" \
       --admin-listen 127.0.0.1 --admin-port 0 --admin-port-file "$d/admin-port" \
       --ssd-capacity 256MiB --ram-capacity 16MiB --members "ringcache-0=127.0.0.1:1" \
-      >"$d/log" 2>&1 &
+      "${s3flags[@]}" >"$d/log" 2>&1 &
     daemon_pid=$!
     for _ in $(seq 100); do
       [[ -s $d/admin-port ]] && break
@@ -242,6 +249,12 @@ else
       grep -q 'msg="ringcached ready".* tls=on' "$d/log" || fail "[$name] ringcached does not log tls=on: $(grep -m1 'ringcached ready' "$d/log")"
       openssl s_client -connect "127.0.0.1:$(cat "$d/port")" -CAfile "$tmp/tls/cert.pem" -verify_return_error \
         -verify_ip 127.0.0.1 </dev/null >"$d/s_client" 2>&1 || fail "[$name] the protocol port does not complete a verified TLS handshake: $(tail -3 "$d/s_client")"
+    fi
+    # The S3 API answers S3's XML: an unsigned request is refused as S3 refuses it
+    # (the tenants here give no anonymous access to that bucket).
+    if ((${#s3flags[@]})); then
+      s3body=$(curl -sS -m 5 "http://127.0.0.1:$(cat "$d/s3api-port" 2>/dev/null)/lake/analytics/x" 2>&1)
+      grep -q '<Code>AccessDenied</Code>' <<<"$s3body" || fail "[$name] the S3 API does not answer S3's refusal: $s3body"
     fi
     # The metrics the daemon really exports, for the rule and dashboard check.
     if [[ ! -s $tmp/metrics.txt ]]; then

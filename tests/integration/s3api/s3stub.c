@@ -655,15 +655,8 @@ static bool check_digests(rq *r)
         unsigned char h[32];
         unsigned int hl;
         EVP_DigestFinal_ex(r->sha, h, &hl);
-        char hex[65];
-        for (int i = 0; i < 32; i++)
-            snprintf(hex + 2 * i, 3, "%02x", h[i]);
-        if (strcmp(hex, r->auth.payload_sha256) != 0) {
-            s3a_error_set(e, 400, "XAmzContentSHA256Mismatch",
-                          "The provided 'x-amz-content-sha256' header does not match what was "
-                          "computed.");
+        if (s3a_payload_sha256_verify(h, r->auth.payload_sha256, e) < 0)
             return false;
-        }
         atomic_fetch_add(&c->payload_sha256_checked, 1);
     }
     if (r->md5.alg) {

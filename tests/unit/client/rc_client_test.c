@@ -143,6 +143,16 @@ static void test_nothing_listens(void **state)
     assert_int_equal(st.head_fallbacks, 1);
     assert_int_equal(rc_put(c, "bucket-a", "k", "x", 1, NULL, err, sizeof(err)) < 0, 1);
     assert_int_equal(rc_open(c, "", "k", &h, err, sizeof(err)), -EINVAL);
+    /* a key of 1024 bytes is an S3 key, one of 1025 is not: refused before any request */
+    char key[1026];
+    memset(key, 'k', 1025);
+    key[1025] = '\0';
+    rc_stats_get(c, &st);
+    uint64_t asked = st.head_fallbacks;
+    assert_int_equal(rc_open(c, "bucket-a", key, &h, err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, "at most 63 and 1024 bytes"));
+    rc_stats_get(c, &st);
+    assert_int_equal(st.head_fallbacks, asked); /* no HEAD for it */
     rc_destroy(&c);
     assert_null(c);
 

@@ -125,6 +125,29 @@ static void test_verify(void **state)
     s3a_error_deinit(&e);
 }
 
+/* x-amz-content-sha256 against the body's digest: SHA-256 of "" */
+static void test_payload_sha256(void **state)
+{
+    (void)state;
+    static const char empty[] = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+    s3a_checksum c;
+    assert_int_equal(s3a_checksum_init(&c, S3A_CK_SHA256), 0);
+    unsigned char d[S3A_CK_DIGEST_MAX];
+    assert_int_equal(s3a_checksum_final(&c, d), 32);
+    s3a_checksum_deinit(&c);
+    s3a_error e = {0};
+    assert_int_equal(s3a_payload_sha256_verify(d, empty, &e), 0);
+    assert_null(e.code);
+    char wrong[65];
+    memcpy(wrong, empty, sizeof(wrong));
+    wrong[63] = '4';
+    assert_int_equal(s3a_payload_sha256_verify(d, wrong, &e), -EINVAL);
+    assert_int_equal(e.status, 400);
+    assert_string_equal(e.code, "XAmzContentSHA256Mismatch");
+    assert_int_equal(s3a_payload_sha256_verify(d, NULL, &e), -EINVAL);
+    s3a_error_deinit(&e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -132,6 +155,7 @@ int main(void)
         cmocka_unit_test(test_split_invariant),
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_verify),
+        cmocka_unit_test(test_payload_sha256),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -313,6 +313,23 @@ static void test_complete_refused(void **state)
     s3a_error_deinit(&e);
 }
 
+/* The dates S3's XML carries read back: what s3a_iso8601_ms writes, S3's
+ * own forms with and without the fraction, and what is not a date. */
+static void test_iso8601_read(void **state)
+{
+    (void)state;
+    char d[25];
+    s3a_iso8601_ms(T1, d);
+    assert_int_equal(s3a_parse_iso8601(d), T1 / 1000);
+    assert_int_equal(s3a_parse_iso8601("2024-01-01T00:00:00Z"), 1704067200);
+    assert_int_equal(s3a_parse_iso8601("2009-10-12T17:50:30.000Z"), 1255369830);
+    assert_int_equal(s3a_parse_iso8601("2024-02-30T00:00:00.000Z"), -1);
+    assert_int_equal(s3a_parse_iso8601("2024-01-01 00:00:00.000Z"), -1);
+    assert_int_equal(s3a_parse_iso8601("2024-01-01T0"), -1);
+    assert_int_equal(s3a_parse_iso8601(""), -1);
+    assert_int_equal(s3a_parse_iso8601(NULL), -1);
+}
+
 static void test_delete_body(void **state)
 {
     (void)state;
@@ -381,6 +398,7 @@ int main(void)
         cmocka_unit_test(test_complete_body),
         cmocka_unit_test(test_complete_refused),
         cmocka_unit_test(test_delete_body),
+        cmocka_unit_test(test_iso8601_read),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

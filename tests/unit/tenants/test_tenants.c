@@ -117,7 +117,14 @@ static void test_refusals(void **state)
          "T:2: the token of tenant a is 5 characters long; use 16 to 256 (for example the output of `openssl rand -hex 16`)"},
         {"[tenant a]\ntoken = \"has a space in it!!\"\nallow = s3://b/\n",
          "T:2: the token of tenant a contains a space or a control character; use printable characters only"},
-        {"[tenant a]\nallow = s3://b/\n", "T:1: tenant a has no token; add `token = ...` (16 characters or more)"},
+        {"[tenant a]\nallow = s3://b/\n", "T:1: tenant a has no token; add `token = ...` (16 characters or more), or S3 API keys (s3api_access_key_id and s3api_secret_access_key)"},
+        {"[tenant a]\nallow = s3://b/\ns3api_access_key_id = AKIDA\n",
+         "T:3: tenant a sets s3api_access_key_id but not s3api_secret_access_key; set both or neither"},
+        {"[tenant a]\nallow = s3://b/\ns3api_access_key_id = AKIDA\ns3api_secret_access_key = " SECRET "\n"
+         "[tenant b]\nallow = s3://c/\ns3api_access_key_id = AKIDA\ns3api_secret_access_key = x\n",
+         "T:7: tenant b has the same s3api_access_key_id as tenant a (line 3); give every tenant its own"},
+        {"[tenant a]\nallow = s3://b/\npublic = maybe\n", "T:3: public of tenant a must be true or false, not 'maybe'"},
+        {"[tenant a]\npublic = true\npublic = false\n", "T:3: public of tenant a is already set on line 2; keep one"},
         {"[tenant a]\ntoken = " TOK_A "\n",
          "T:1: tenant a has no allow line, so it could read nothing; add `allow = s3://bucket/prefix/`"},
         {"[tenant a]\ntoken = " TOK_A "\nallow = s3://b/\n[tenant a]\n",
@@ -136,7 +143,7 @@ static void test_refusals(void **state)
         {"[tenant a]\naws-access-key-id = x\n",
          "T:2: unknown key 'aws-access-key-id' in tenant a (did you mean 'aws_access_key_id'?)"},
         {"[tenant a]\nregion = x\n",
-         "T:2: unknown key 'region' in tenant a (known keys: token, allow, aws_access_key_id, aws_secret_access_key, aws_session_token)"},
+         "T:2: unknown key 'region' in tenant a (known keys: token, allow, aws_access_key_id, aws_secret_access_key, aws_session_token, s3api_access_key_id, s3api_secret_access_key, public)"},
         {"[tenant a]\ntoken = " TOK_A "\nallow = s3://b/\naws_secret_access_key = " SECRET "\n",
          "T:4: tenant a sets aws_secret_access_key but not aws_access_key_id; set both or neither"},
         {"[tenant a]\ntoken = " TOK_A "\nallow = s3://b/\naws_session_token = " SECRET "\n",
@@ -183,6 +190,50 @@ static void test_refusals(void **state)
     snprintf(text, sizeof text, "[tenant a]\ntoken = %s\nallow = s3://b/\n", tok);
     assert_int_equal(ten_parse(&s, text, strlen(text), "T", err, sizeof err), -EINVAL);
     assert_null(strstr(err, tok));
+}
+
+/* The S3 API's keys and public tenants: a tenant of the S3 API alone needs
+ * no token; the key id finds it, the secret is what signatures are checked
+ * with; a tenant's name finds it (a peer's GET names it). */
+static void test_s3api_keys(void **state)
+{
+    (void)state;
+    static const char text[] = "[tenant api]\n"
+                               "allow = s3://bkt/data/ s3://other/\n"
+                               "s3api_access_key_id = AKIDAPI\n"
+                               "s3api_secret_access_key = " SECRET "\n"
+                               "[tenant open]\n"
+                               "allow = s3://pub/\n"
+                               "public = yes\n"
+                               "[tenant tok]\n"
+                               "token = " TOK_A "\n"
+                               "allow = s3://bkt/\n";
+    ten_set *s;
+    char err[256];
+    assert_int_equal(ten_parse(&s, text, strlen(text), "T", err, sizeof err), 0);
+    const ten_tenant *api = ten_find_s3api_key(s, "AKIDAPI");
+    assert_non_null(api);
+    assert_string_equal(ten_name(api), "api");
+    assert_string_equal(ten_s3api_secret(api), SECRET);
+    assert_false(ten_public(api));
+    assert_null(ten_find_s3api_key(s, "AKIDNOPE"));
+    assert_null(ten_find_s3api_key(s, NULL));
+    const ten_tenant *open = ten_find_name(s, "open", 4);
+    assert_non_null(open);
+    assert_true(ten_public(open));
+    assert_null(ten_s3api_secret(open));
+    assert_null(ten_find_name(s, "ope", 3));
+    assert_true(ten_allows_bucket(api, "other", 5));
+    assert_true(ten_allows_bucket(api, "bkt", 3));
+    assert_false(ten_allows_bucket(api, "pub", 3));
+    assert_int_equal(ten_bucket_count(api), 2);
+    assert_string_equal(ten_bucket_at(api, 0), "bkt");
+    assert_string_equal(ten_bucket_at(api, 1), "other");
+    assert_null(ten_bucket_at(api, 2));
+    /* a tenant without a token is not found by an empty or a made-up one */
+    assert_null(ten_find(s, "", 0));
+    assert_true(ten_find(s, TOK_A, strlen(TOK_A)) == ten_find_name(s, "tok", 3));
+    ten_destroy(&s);
 }
 
 static void test_load_file(void **state)
@@ -253,6 +304,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_full_file),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_s3api_keys),
         cmocka_unit_test(test_load_file),
         cmocka_unit_test(test_token_and_loopback),
     };

@@ -8,7 +8,8 @@
  * so); blocks reach a sink of the caller's (eng_ctx.open_sink) one at a time,
  * begun once and ended once; OFFSET and LIMIT cut across blocks and files;
  * two workers share the sink, every row once (label `threads`: TSan in CI); a
- * writer that fails makes the query fail with a sentence saying so.
+ * writer that fails makes the query fail with a sentence saying so; a CSV
+ * row of the wrong width fails every query shape with one sentence.
  */
 #include "eng.h"
 #include "harness.h"
@@ -329,6 +330,45 @@ static void test_a_failing_writer_fails_the_query(void **state)
     free(o.c.p);
 }
 
+/* A CSV row with an extra field (and one with a field too few): DESCRIBE,
+ * SELECT *, SELECT of one column before it and count() all fail with the
+ * sentence naming the file, the row's line and both widths; none invents a
+ * column or blames the header. */
+static void test_a_row_of_the_wrong_width(void **state)
+{
+    (void)state;
+    static const char *const files[] = {"wide.csv", "a,b,c\n1,x,2\n3,z,4,5\n",
+                                        "narrow.csv", "a,b,c\n1,x,2\n3,z\n"};
+    static const char *const queries[] = {"DESCRIBE", "SELECT * FROM", "SELECT a FROM",
+                                          "SELECT count() FROM", "SELECT b, a FROM"};
+    for (int f = 0; f < 2; f++) {
+        char path[4096];
+        assert_int_equal(h_env_path(env, path, sizeof(path), files[2 * f]), 0);
+        FILE *fp = fopen(path, "w");
+        assert_non_null(fp);
+        fputs(files[2 * f + 1], fp);
+        assert_int_equal(fclose(fp), 0);
+        char expect[200];
+        snprintf(expect, sizeof(expect), "%s, line 3: the row has %d fields, the header 3",
+                 files[2 * f], f == 0 ? 4 : 2);
+        for (size_t q = 0; q < sizeof(queries) / sizeof(queries[0]); q++) {
+            char sql[256];
+            snprintf(sql, sizeof(sql), "%s file('{D}/%s')", queries[q], files[2 * f]);
+            outcome *o = calloc(1, sizeof(*o));
+            assert_non_null(o);
+            run(sql, NULL, o);
+            assert_int_equal(o->rc, -EBADMSG);
+            if (!strstr(o->err, expect))
+                fprintf(stderr, "%s: '%s' lacks '%s'\n", sql, o->err, expect);
+            assert_non_null(strstr(o->err, expect));
+            assert_null(strstr(o->err, "c4"));
+            assert_null(strstr(o->err, "glob"));
+            free(o->c.p);
+            free(o);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -338,6 +378,7 @@ int main(void)
         cmocka_unit_test(test_offset_and_limit_cut_across_blocks),
         cmocka_unit_test(test_two_workers_share_the_sink),
         cmocka_unit_test(test_a_failing_writer_fails_the_query),
+        cmocka_unit_test(test_a_row_of_the_wrong_width),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -26,7 +26,8 @@ declare -A may=(
   [table]="core io"
   [sink]="core table format/parquet"
   [exec]="core io format/parquet format/text sql expr plan source sink table"
-  [cli]="core io format/parquet format/text sql expr plan source sink exec table"
+  [server]="core io format/parquet format/text sql expr plan source sink exec table"
+  [cli]="core io format/parquet format/text sql expr plan source sink exec table server"
 )
 
 # header name -> its folder under ingest/

@@ -6,6 +6,7 @@
  * errors with suggestions and places.
  */
 #include "eng_plan.h"
+#include "expr_int.h"
 
 #include <errno.h>
 #include <math.h>
@@ -190,11 +191,105 @@ static void test_bind_errors(void **state)
     bind_err("SELECT i FROM file('x') GROUP BY 3", "position 3 is out of range");
 }
 
+static void expect3(const char *expr, const char *one)
+{
+    char want[512];
+    snprintf(want, sizeof(want), "%s|%s|%s", one, one, one);
+    expect(expr, want);
+}
+
+/* The scalar functions over the three rows; the values ClickHouse's
+ * documentation gives are marked so. */
+static void test_eval_functions(void **state)
+{
+    (void)state;
+    /* ClickHouse's documented values */
+    expect3("formatReadableSize(1)", "1.00 B");
+    expect3("formatReadableSize(1024)", "1.00 KiB");
+    expect3("formatReadableSize(192851925)", "183.92 MiB");
+    expect3("formatReadableQuantity(10036)", "10.04 thousand");
+    expect3("formatReadableQuantity(1000000)", "1.00 million");
+    expect3("formatReadableTimeDelta(100)", "1 minute and 40 seconds");
+    expect3("formatReadableTimeDelta(12345)", "3 hours, 25 minutes and 45 seconds");
+    expect3("xxHash64('')", "17241709254077376921");   /* XXH64 of nothing, seed 0 */
+    expect3("toYYYYMM(toDate('2023-09-25'))", "202309");
+    expect3("toDayOfWeek(toDate('2023-09-24'))", "7");  /* Sunday; Monday is 1 */
+    expect3("toStartOfWeek(toDate('2023-09-27'))", "2023-09-24");
+    expect3("dateAdd(month, 1, toDate('2020-01-31'))", "2020-02-29");
+    expect3("toDate('2018-01-01') + INTERVAL 3 YEAR", "2021-01-01");
+    expect3("formatDateTime(toDateTime('2010-01-04 12:34:56'), '%F %T %i %M %j')",
+            "2010-01-04 12:34:56 34 January 004");
+    expect3("intDiv(-7, 2)", "-3");
+    expect3("toInt8(300)", "44");                      /* wraps, as CAST */
+    expect3("toUInt32OrZero('x1')", "0");
+    expect3("toInt32OrNull('12a')", "\\N");
+    expect3("parseDateTimeBestEffort('2021-05-06T13:45:12+02:00')", "2021-05-06 11:45:12");
+    expect3("parseDateTimeBestEffortOrNull('yesterday')", "\\N");
+    expect3("replaceRegexpAll('Hello, World!', '.', '\\\\0\\\\0')",
+            "HHeelllloo,,  WWoorrlldd!!");               /* ClickHouse's example */
+    expect3("extract('key=val;', 'key=([a-z]+)')", "val");
+    expect3("floor(1234.5678, -2)", "1200");
+    expect3("ceil(-1.25, 1)", "-1.2");
+    /* over the rows */
+    expect("ifNull(i, 0)", "1|0|-7");
+    expect("nullIf(i, 1)", "\\N|\\N|-7");
+    expect("if(i > 0, NULL, i)", "\\N|\\N|-7");      /* a typed NULL branch */
+    expect("assumeNotNull(i)", "1|0|-7");
+    expect("trimBoth(concat(' ', s, '  '))", "Hello|\\N|w\xc3\xb6rld");
+    expect("reverse(OwnerDisplayName)", "boB|boB|nona");
+    expect("match(s, '^H.l+o$')", "1|\\N|0");
+    expect("empty(OwnerDisplayName)", "0|0|0");
+    expect("toStartOfHour(toDateTime('2020-01-01 10:20:30') + INTERVAL i HOUR)",
+            "2020-01-01 11:00:00|\\N|2020-01-01 03:00:00");
+    expect("d - INTERVAL 1 MONTH", "2020-01-29|2020-02-01|2020-02-02");
+    expect("toString(f)", "2.5|3.5|-0.125");
+    /* the reference vector of SipHash-2-4: key 00..0f, an empty message */
+    assert_true(bx_siphash24(0x0706050403020100ull, 0x0f0e0d0c0b0a0908ull, NULL, 0) ==
+                0x726fdb47dd0e0e31ull);
+    uint8_t m[15];
+    for (int k = 0; k < 15; k++)
+        m[k] = (uint8_t)k;
+    assert_true(bx_siphash24(0x0706050403020100ull, 0x0f0e0d0c0b0a0908ull, m, 15) ==
+                0xa129ca6149be45e5ull);
+}
+
+/* The combinators' and the new aggregates' errors name the function and the
+ * fix; a suggestion is given only when it means the same thing. */
+static void test_bind_aggregate_errors(void **state)
+{
+    (void)state;
+    bind_err("SELECT countIff(i) FROM file('x')", "unknown function 'countIff'");
+    bind_err("SELECT countif(i > 1) FROM file('x')", "did you mean 'countIf'?");
+    bind_err("SELECT strlen(s) FROM file('x')", "ClickHouse calls it length()");
+    bind_err("SELECT quantiles(0.5)(i) FROM file('x')", "use quantile(level)(x) once per level");
+    bind_err("SELECT groupArray(i) FROM file('x')", "Array values are not supported");
+    bind_err("SELECT quantile(1.5)(i) FROM file('x')",
+             "line 1, column 17: the level of quantile must be a number from 0 to 1");
+    bind_err("SELECT median(0.5)(i) FROM file('x')", "median takes no parameters");
+    bind_err("SELECT sum(2)(i) FROM file('x')", "sum takes no parameters");
+    bind_err("SELECT lower(1)(s) FROM file('x')", "lower takes no parameters");
+    bind_err("SELECT median(s) FROM file('x')", "illegal type Nullable(String) of the argument of median()");
+    bind_err("SELECT sumIf(i, s) FROM file('x')", "the condition of sumIf must be a number");
+    bind_err("SELECT sumIf(i) FROM file('x')", "sumIf takes 2 arguments, not 1");
+    bind_err("SELECT corr(i) FROM file('x')", "corr takes 2 arguments");
+    bind_err("SELECT varPopDistinct(i) FROM file('x')", "Distinct combinator of varPop is not supported");
+    bind_err("SELECT DISTINCT count() FROM file('x')", "SELECT DISTINCT with GROUP BY or aggregate");
+    bind_err("SELECT * EXCEPT (nope) FROM file('x')", "EXCEPT names column 'nope'");
+    bind_err("SELECT * REPLACE (1 AS nope) FROM file('x')", "REPLACE names column 'nope'");
+    bind_err("SELECT COLUMNS('^zz') FROM file('x')", "COLUMNS('^zz') matches no column");
+    bind_err("SELECT COLUMNS('(') FROM file('x')", "bad regular expression in COLUMNS('(')");
+    bind_err("SELECT i FROM file('x') WHERE COLUMNS('i') > 1", "only allowed in the SELECT list");
+    bind_err("SELECT [1, 2] FROM file('x')", "line 1, column 8: array values are not supported");
+    bind_err("SELECT sum(i) FROM file('x') WHERE sumIf(i, 1) > 0", "not allowed in WHERE");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_eval_semantics),
         cmocka_unit_test(test_bind_errors),
+        cmocka_unit_test(test_bind_aggregate_errors),
+        cmocka_unit_test(test_eval_functions),
     };
     return cmocka_run_group_tests(tests, schema_setup, schema_teardown);
 }

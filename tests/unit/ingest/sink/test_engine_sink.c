@@ -104,6 +104,9 @@ static char *render(eng_format fmt, uint32_t n, uint32_t block)
         eng_block b = {part, 3, cnt};
         assert_int_equal(s->ops->write(s, &b, err, sizeof(err)), 0);
     }
+    eng_sink_stats st = {0.5, 10, 80};
+    if (s->stats)
+        s->stats(s, &st);
     assert_int_equal(s->ops->end(s, err, sizeof(err)), 0);
     assert_int_equal(c.flushes, 1);
     eng_sink_destroy(&s);
@@ -143,11 +146,79 @@ static void test_row_formats(void **state)
     expect(ENG_FMT_NULL, 3, "");
 }
 
+/* The JSON document: meta, data, rows, statistics, TAB-indented, as
+ * ClickHouse writes it; the compact and the row variants. */
+static void test_json_formats(void **state)
+{
+    (void)state;
+    expect(ENG_FMT_JSON, 2,
+           "{\n\t\"meta\":\n\t[\n"
+           "\t\t{\n\t\t\t\"name\": \"i\",\n\t\t\t\"type\": \"Nullable(Int64)\"\n\t\t},\n"
+           "\t\t{\n\t\t\t\"name\": \"s\\tx\",\n\t\t\t\"type\": \"String\"\n\t\t},\n"
+           "\t\t{\n\t\t\t\"name\": \"f\",\n\t\t\t\"type\": \"Float64\"\n\t\t}\n"
+           "\t],\n\n\t\"data\":\n\t[\n"
+           "\t\t{\n\t\t\t\"i\": \"0\",\n\t\t\t\"s\\tx\": \"a\\tb\\n\\\\c\",\n\t\t\t\"f\": 0.5\n\t\t},\n"
+           "\t\t{\n\t\t\t\"i\": null,\n\t\t\t\"s\\tx\": \"say \\\"hi\\\"\",\n\t\t\t\"f\": null\n\t\t}\n"
+           "\t],\n\n\t\"rows\": 2,\n\n"
+           "\t\"statistics\":\n\t{\n\t\t\"elapsed\": 0.5,\n\t\t\"rows_read\": 10,\n"
+           "\t\t\"bytes_read\": 80\n\t}\n}\n");
+    /* no rows: an empty data array, as ClickHouse leaves it */
+    char *t = render(ENG_FMT_JSON, 0, 1);
+    assert_non_null(strstr(t, "\t\"data\":\n\t[\n\n\t],\n\n\t\"rows\": 0,\n\n"));
+    free(t);
+    t = render(ENG_FMT_JSON_COMPACT, 2, 1);
+    assert_non_null(strstr(t, "\t\"data\":\n\t[\n\t\t[\"0\", \"a\\tb\\n\\\\c\", 0.5],\n"
+                              "\t\t[null, \"say \\\"hi\\\"\", null]\n\t],\n"));
+    free(t);
+    t = render(ENG_FMT_JSON_STRINGS, 1, 1);
+    assert_non_null(strstr(t, "\t\t\t\"f\": \"0.5\"\n"));
+    free(t);
+    expect(ENG_FMT_JSON_COMPACT_EACH_ROW, 2,
+           "[\"0\", \"a\\tb\\n\\\\c\", 0.5]\n[null, \"say \\\"hi\\\"\", null]\n");
+    expect(ENG_FMT_JSON_COMPACT_EACH_ROW_WITH_NAMES_AND_TYPES, 1,
+           "[\"i\", \"s\\tx\", \"f\"]\n[\"Nullable(Int64)\", \"String\", \"Float64\"]\n"
+           "[\"0\", \"a\\tb\\n\\\\c\", 0.5]\n");
+    expect(ENG_FMT_JSON_STRINGS_EACH_ROW, 1,
+           "{\"i\":\"0\",\"s\\tx\":\"a\\tb\\n\\\\c\",\"f\":\"0.5\"}\n");
+    expect(ENG_FMT_JSON_COMPACT_STRINGS_EACH_ROW, 1, "[\"0\", \"a\\tb\\n\\\\c\", \"0.5\"]\n");
+}
+
+/* Headers with types; the formats for people and for SQL. */
+static void test_other_formats(void **state)
+{
+    (void)state;
+    expect(ENG_FMT_TSV_WITH_NAMES_AND_TYPES, 1,
+           "i\ts\\tx\tf\nNullable(Int64)\tString\tFloat64\n0\ta\\tb\\n\\\\c\t0.5\n");
+    expect(ENG_FMT_CSV_WITH_NAMES_AND_TYPES, 0,
+           "\"i\",\"s\tx\",\"f\"\n\"Nullable(Int64)\",\"String\",\"Float64\"\n");
+    expect(ENG_FMT_TSV_RAW, 1, "0\ta\tb\n\\c\t0.5\n");
+    expect(ENG_FMT_VALUES, 3, "(0,'a\\tb\\n\\\\c',0.5),(NULL,'say \"hi\"',inf),"
+                              "(2000000014,'\x01z',nan)");
+    expect(ENG_FMT_VERTICAL, 2,
+           "Row 1:\n──────\ni:   0\ns\tx: a\tb\n\\c\nf:   0.5\n"
+           "\nRow 2:\n──────\ni:   ᴺᵁᴸᴸ\ns\tx: say \"hi\"\nf:   inf\n");
+    expect(ENG_FMT_MARKDOWN, 2,
+           "| i | s\tx | f |\n|-:|:-|-:|\n| 0 | a\tb\n\\c | 0.5 |\n| ᴺᵁᴸᴸ | say \"hi\" | inf |\n");
+    expect(ENG_FMT_PRETTY, 2,
+           "┏━━━━━━┳━━━━━━━━━━┳━━━━━┓\n"
+           "┃    i ┃ s\tx      ┃   f ┃\n"
+           "┡━━━━━━╇━━━━━━━━━━╇━━━━━┩\n"
+           "│    0 │ a\tb\n\\c   │ 0.5 │\n"
+           "├──────┼──────────┼─────┤\n"
+           "│ ᴺᵁᴸᴸ │ say \"hi\" │ inf │\n"
+           "└──────┴──────────┴─────┘\n");
+    expect(ENG_FMT_PRETTY_SPACE, 2,
+           "    i   s\tx          f\n\n"
+           "    0   a\tb\n\\c     0.5\n"
+           " ᴺᵁᴸᴸ   say \"hi\"   inf\n");
+}
+
 static void test_blocks_write_what_one_block_writes(void **state)
 {
     (void)state;
     static const eng_format f[] = {ENG_FMT_TSV_WITH_NAMES, ENG_FMT_CSV, ENG_FMT_JSON_EACH_ROW,
-                                   ENG_FMT_PRETTY_COMPACT};
+                                   ENG_FMT_PRETTY_COMPACT, ENG_FMT_JSON, ENG_FMT_JSON_COMPACT,
+                                   ENG_FMT_VERTICAL, ENG_FMT_VALUES, ENG_FMT_PRETTY};
     for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
         char *whole = render(f[i], 2500, 2500);
         char *cut = render(f[i], 2500, 7);
@@ -215,7 +286,14 @@ static void test_format_names(void **state)
     assert_int_equal(eng_format_parse("tabseparated"), ENG_FMT_TSV);
     assert_int_equal(eng_format_parse("TSVWithNames"), ENG_FMT_TSV_WITH_NAMES);
     assert_int_equal(eng_format_parse("JSONLines"), ENG_FMT_JSON_EACH_ROW);
-    assert_int_equal(eng_format_parse("Pretty"), ENG_FMT_PRETTY_COMPACT);
+    assert_int_equal(eng_format_parse("Pretty"), ENG_FMT_PRETTY);
+    assert_int_equal(eng_format_parse("PrettyCompactMonoBlock"), ENG_FMT_PRETTY_COMPACT);
+    assert_int_equal(eng_format_parse("JSON"), ENG_FMT_JSON);
+    assert_int_equal(eng_format_parse("json"), ENG_FMT_JSON);
+    assert_int_equal(eng_format_parse("JSONCompactEachRowWithNamesAndTypes"),
+                     ENG_FMT_JSON_COMPACT_EACH_ROW_WITH_NAMES_AND_TYPES);
+    assert_string_equal(eng_format_name(ENG_FMT_TSV), "TabSeparated");
+    assert_string_equal(eng_format_name(ENG_FMT_JSON_COMPACT), "JSONCompact");
     assert_int_equal(eng_format_parse("Null"), ENG_FMT_NULL);
     assert_int_equal(eng_format_parse("Parquet"), ENG_FMT_PARQUET);
     assert_int_equal(eng_format_parse("Parquett"), -EINVAL);
@@ -231,6 +309,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_row_formats),
+        cmocka_unit_test(test_json_formats),
+        cmocka_unit_test(test_other_formats),
         cmocka_unit_test(test_blocks_write_what_one_block_writes),
         cmocka_unit_test(test_pretty_compact),
         cmocka_unit_test(test_a_failing_writer_is_an_error_sentence),

@@ -79,7 +79,7 @@ static void test_s3_urls(void **state)
     url_bad("http://host:9000/", "names no bucket");
     url_bad("https://s3.amazonaws.com/bucket/a%2", "%-escape");
     url_bad("https://s3.amazonaws.com/bucket/a%00b", "%-escape");
-    url_bad("https://s3.amazonaws.com/Bad_Bucket/k", "not a valid S3 bucket name");
+    url_bad("https://s3.amazonaws.com/Bad_Bucket/k", "is not a valid bucket name: it has an upper-case letter");
     url_bad("https://user@host/bucket/k", "bad host");
 }
 

@@ -104,6 +104,7 @@ static void test_parser_errors_have_line_and_column(void **state)
     parse_err("SELECT a FROM file('x') WHER a > 1", "line 1, column 30");
     parse_err("SELECT a,\n  b +\nFROM file('x')", "line 3, column 1");
     parse_err("SELECT 'abc FROM file('x')", "line 1, column");
+    parse_err("SELECT a FROM system.", "a table name after '.'");
     parse_err("SELECT a FROM t FINAL,", "expected");
     parse_err("CREATE TABLE t (a UInt8) ENGINE = MergeTree ORDER BY (a + 1)",
               "expressions in keys are not supported");
@@ -125,6 +126,41 @@ static void test_parser_errors_have_line_and_column(void **state)
         deep[o++] = '(';
     deep[o] = 0;
     parse_err(deep, "nested too deeply");
+}
+
+/* SELECT without FROM reads system.one; FROM [db.]table names a table. */
+static void test_parser_from_table_or_nothing(void **state)
+{
+    (void)state;
+    sql_stmt *s = parse_ok("SELECT 1, version()");
+    assert_null(s->from_fn);
+    assert_null(s->table);
+    assert_int_equal(s->n_items, 2);
+    sql_stmt_destroy(&s);
+    s = parse_ok("SELECT 'ping' FORMAT JSON");
+    assert_null(s->table);
+    assert_string_equal(s->format, "JSON");
+    sql_stmt_destroy(&s);
+    s = parse_ok("SELECT name FROM system.query_log AS q WHERE 1 LIMIT 2");
+    assert_null(s->from_fn);
+    assert_string_equal(s->table_db, "system");
+    assert_string_equal(s->table, "query_log");
+    assert_true(s->has_limit);
+    sql_stmt_destroy(&s);
+    s = parse_ok("SELECT * FROM `my db`.`t 1`");
+    assert_string_equal(s->table_db, "my db");
+    assert_string_equal(s->table, "t 1");
+    sql_stmt_destroy(&s);
+    s = parse_ok("SELECT * FROM hits h ORDER BY 1");
+    assert_null(s->table_db);
+    assert_string_equal(s->table, "hits");
+    assert_int_equal(s->n_order_by, 1);
+    sql_stmt_destroy(&s);
+    s = parse_ok("SELECT number FROM numbers(10)");
+    assert_string_equal(s->from_fn, "numbers");
+    assert_int_equal(s->n_from_args, 1);
+    sql_stmt_destroy(&s);
+    parse_err("SELECT 1 2", "expected");
 }
 
 /* CREATE TABLE, INSERT (SELECT, VALUES, FORMAT with its data), FROM a table,
@@ -204,13 +240,75 @@ static void test_parser_table_statements(void **state)
     sql_stmt_destroy(&s);
 }
 
+/* DISTINCT, combinators, parametric aggregates, * EXCEPT / REPLACE,
+ * COLUMNS('re'), array literals: what ClickHouse users type. */
+static void test_parser_clickhouse_forms(void **state)
+{
+    (void)state;
+    name_of("count(DISTINCT x)", "uniqExact(x)");
+    name_of("sum(DISTINCT x)", "sumDistinct(x)");
+    name_of("quantile(0.5)(x)", "quantile(0.5)(x)");
+    name_of("quantile(x)", "quantile(x)");
+    name_of("sumIf(x, y > 1)", "sumIf(x, greater(y, 1))");
+    name_of("x IN [1, 2]", "in(x, (1, 2))");
+    name_of("has([1, 2], x)", "has([1, 2], x)");
+    name_of("COLUMNS('^a')", "COLUMNS('^a')");
+    sql_stmt *s = parse_ok("SELECT DISTINCT a, b FROM file('x')");
+    assert_true(s->distinct);
+    assert_int_equal(s->n_items, 2);
+    sql_stmt_destroy(&s);
+    s = parse_ok("SELECT ALL a FROM file('x')");
+    assert_false(s->distinct);
+    sql_stmt_destroy(&s);
+    s = parse_ok("SELECT * EXCEPT (a, b) REPLACE (c + 1 AS c) FROM file('x')");
+    assert_int_equal(s->items[0].expr->kind, SQL_STAR);
+    assert_int_equal(s->items[0].n_except, 2);
+    assert_string_equal(s->items[0].except[1], "b");
+    assert_int_equal(s->items[0].n_replace, 1);
+    assert_string_equal(s->items[0].replace[0].alias, "c");
+    assert_null(s->items[0].alias);
+    sql_stmt_destroy(&s);
+    s = parse_ok("SELECT COLUMNS('^a') EXCEPT b, x FROM file('x')");
+    assert_int_equal(s->items[0].expr->kind, SQL_COLUMNS);
+    assert_int_equal(s->items[0].n_except, 1);
+    assert_int_equal(s->n_items, 2);
+    sql_stmt_destroy(&s);
+    s = parse_ok("SELECT columns FROM file('x')"); /* a column named columns */
+    assert_int_equal(s->items[0].expr->kind, SQL_COLUMN);
+    sql_stmt_destroy(&s);
+    s = parse_ok("SELECT a FROM file('x') ORDER BY a LIMIT 1, 2 BY a, b LIMIT 5");
+    assert_int_equal(s->n_limit_by, 2);
+    assert_int_equal(s->limit_by_offset, 1);
+    assert_int_equal(s->limit_by_n, 2);
+    assert_true(s->has_limit);
+    assert_int_equal(s->limit, 5);
+    sql_stmt_destroy(&s);
+    s = parse_ok("SELECT a FROM file('x') LIMIT 3 OFFSET 4 BY a");
+    assert_int_equal(s->limit_by_n, 3);
+    assert_int_equal(s->limit_by_offset, 4);
+    assert_false(s->has_limit);
+    sql_stmt_destroy(&s);
+    s = parse_ok("SELECT a FROM file('x') LIMIT 3 OFFSET 4");
+    assert_int_equal(s->n_limit_by, 0);
+    assert_int_equal(s->offset, 4);
+    sql_stmt_destroy(&s);
+    parse_err("SELECT count(DISTINCT) FROM file('x')", "count(DISTINCT) needs an argument");
+    parse_err("SELECT quantile(0.5)(0.1)(x) FROM file('x')", "two lists of parameters");
+    parse_err("SELECT quantile(0.5)(DISTINCT x) FROM file('x')", "quantileDistinct(params)(args)");
+    parse_err("SELECT * EXCEPT (1) FROM file('x')", "a column name after EXCEPT");
+    parse_err("SELECT * REPLACE (a + 1 b) FROM file('x')", "expected AS");
+    parse_err("SELECT x IN [1, 2 FROM file('x')", "expected ']'");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parser_precedence_and_names),
         cmocka_unit_test(test_parser_clauses),
         cmocka_unit_test(test_parser_errors_have_line_and_column),
+        cmocka_unit_test(test_parser_from_table_or_nothing),
         cmocka_unit_test(test_parser_table_statements),
+        cmocka_unit_test(test_parser_clickhouse_forms),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -113,10 +113,66 @@ static void test_text_readers(void **state)
     read_err(TX_CSV_NAMES, "", "empty");
 }
 
+/* tx_parse of text with schema s reading columns want (n of them): its error. */
+static void parse_err(tx_format f, const char *text, const eng_schema *s, const int *want,
+                      int n, const char *expect)
+{
+    char err[512] = "";
+    collect c = {0};
+    int rc = tx_parse(NULL, f, "t.csv", text, strlen(text), s, want, n, 100, collect_fn, &c,
+                      err, sizeof(err));
+    assert_int_equal(rc, -EBADMSG);
+    if (!strstr(err, expect))
+        fprintf(stderr, "error '%s' lacks '%s'\n", err, expect);
+    assert_non_null(strstr(err, expect));
+}
+
+/* A row with more or fewer fields than the header is the same error whatever
+ * the query reads (no column, one before it, all), and inference never makes
+ * a column up from it. */
+static void check_width(tx_format f, const char *good, const char *bad_row, long line,
+                        int nf, int want_nf, const char *against)
+{
+    char text[256], expect[160];
+    snprintf(text, sizeof(text), "%s%s", good, bad_row);
+    snprintf(expect, sizeof(expect), "t.csv, line %ld: the row has %d fields, the %s %d", line,
+             nf, against, want_nf);
+    eng_schema s;
+    char err[512] = "";
+    /* inference over the whole text meets the bad row: an error, no new column */
+    assert_int_equal(tx_infer(f, "t.csv", text, strlen(text), &s, err, sizeof(err)), -EBADMSG);
+    if (!strstr(err, expect))
+        fprintf(stderr, "error '%s' lacks '%s'\n", err, expect);
+    assert_non_null(strstr(err, expect));
+    /* the schema of the good rows, then a scan of the whole text (a bad row
+     * past the rows inference reads) */
+    assert_int_equal(tx_infer(f, "t.csv", good, strlen(good), &s, err, sizeof(err)), 0);
+    assert_int_equal(s.n, want_nf);
+    const int all[] = {0, 1, 2}, first[] = {0}, last[] = {2};
+    parse_err(f, text, &s, NULL, 0, expect);
+    parse_err(f, text, &s, first, 1, expect);
+    parse_err(f, text, &s, last, 1, expect);
+    parse_err(f, text, &s, all, 3, expect);
+    eng_schema_free(&s);
+}
+
+static void test_rows_of_the_wrong_width(void **state)
+{
+    (void)state;
+    check_width(TX_CSV, "a,b,c\n1,x,2\n", "3,z,4,5\n", 3, 4, 3, "header");
+    check_width(TX_CSV_NAMES, "a,b,c\n1,x,2\n", "3,z,4,5\n", 3, 4, 3, "header");
+    check_width(TX_CSV, "a,b,c\n1,x,2\n", "3,z\n", 3, 2, 3, "header");
+    check_width(TX_CSV, "1,x,2\n5,y,6\n", "3,z,4,5\n", 3, 4, 3, "first row");
+    check_width(TX_TSV, "a\tb\tc\n1\tx\t2\n", "3\tz\t4\t5\n", 3, 4, 3, "header");
+    check_width(TX_TSV_NAMES, "a\tb\tc\n1\tx\t2\n", "3\tz\n", 3, 2, 3, "header");
+    check_width(TX_TSV, "1\tx\t2\n", "3\tz\t4\t5\n", 2, 4, 3, "first row");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_text_readers),
+        cmocka_unit_test(test_rows_of_the_wrong_width),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * sqlfn_bench.c: the functions ClickHouse users type every day, the engine
+ * against DuckDB in one run on the same files and threads. sqlfn_gen.mjs
+ * writes ROWS rows (default 20M) in two Parquet files and times DuckDB; this
+ * program runs the same queries in-process (median of --runs, output format
+ * Null) at 1 and 2 threads:
+ *
+ *   distinct  SELECT count(DISTINCT S)      S: about 0.8 * ROWS distinct strings
+ *   quantile  SELECT median(V)              every value kept (DuckDB quantile_cont)
+ *   if        SELECT K, sumIf(V, C > 50), countIf(C < 10) GROUP BY K (1000 groups)
+ *   decimal   SELECT sum(Amount)            a Decimal(18, 2) column of as many rows
+ *             in two more files (exact in both)
+ *   memory    `distinct` at 2 threads: peak RSS minus RSS after start-up, each
+ *             side first thing after its start-up
+ *
+ *   sqlfn_bench [--rows N] [--runs R]
+ *
+ * The last line is
+ *   sqlfn: distinct_vs_duckdb=<a> quantile_vs_duckdb=<b> if_vs_duckdb=<c>
+ *          decimal_vs_duckdb=<d> mem_vs_duckdb=<e>
+ * speeds at 2 threads (above 1: faster than DuckDB), memory below 1 means
+ * less; `na` when a figure could not be measured, with the reason on stderr.
+ */
+#include "eng.h"
+#include "harness.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "../bench.h"
+
+static h_env *env;
+static int runs = 3;
+
+static _Noreturn void die(const char *msg)
+{
+    fprintf(stderr, "sqlfn_bench: %s\n", msg);
+    h_env_destroy(&env);
+    exit(1);
+}
+
+static double run_once(FILE *out, const char *sql, int threads)
+{
+    eng_ctx ctx = {.out = out, .format = ENG_FMT_NULL, .max_threads = threads};
+    char err[ENG_MSG_MAX];
+    double t0 = bench_now_s();
+    if (eng_run(&ctx, sql, strlen(sql), NULL, NULL, err, sizeof(err)) < 0) {
+        fprintf(stderr, "sqlfn_bench: the query failed: %s\n  %s\n", err, sql);
+        die("a benchmark query failed");
+    }
+    return bench_now_s() - t0;
+}
+
+static double median_of(FILE *out, const char *sql, int threads)
+{
+    double t[16];
+    int n = runs > 16 ? 16 : runs;
+    for (int i = 0; i < n; i++)
+        t[i] = run_once(out, sql, threads);
+    qsort(t, (size_t)n, sizeof(double), bench_cmp_double);
+    return t[n / 2];
+}
+
+static double duck(const char *name)
+{
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/duckdb.txt", h_env_dir(env));
+    double v = bench_file_figure(path, name);
+    if (v < 0)
+        die("duckdb.txt (sqlfn_gen.mjs) lacks a measurement");
+    return v;
+}
+
+int main(int argc, char **argv)
+{
+    long long rows = 20000000;
+    for (int i = 1; i < argc; i += 2) {
+        bool has_value = i + 1 < argc;
+        if (has_value && strcmp(argv[i], "--rows") == 0) {
+            rows = atoll(argv[i + 1]);
+        } else if (has_value && strcmp(argv[i], "--runs") == 0) {
+            runs = atoi(argv[i + 1]);
+        } else {
+            fprintf(stderr, "usage: sqlfn_bench [--rows N] [--runs R]\n");
+            return 2;
+        }
+    }
+    if (rows < 1000 || runs < 1)
+        die("--rows >= 1000 and --runs >= 1");
+    if (h_env_create(&env, "sqlfn_bench") < 0)
+        return 1;
+    char script[4096], rs[32], rn[32];
+    if (h_source_path(script, sizeof(script), "bench/engine/sqlfn_gen.mjs") < 0)
+        die("cannot find bench/engine/sqlfn_gen.mjs (set RINGCACHE_SOURCE_DIR)");
+    snprintf(rs, sizeof(rs), "%lld", rows);
+    snprintf(rn, sizeof(rn), "%d", runs);
+    char *gargv[] = {"node", script, (char *)h_env_dir(env), rs, rn, NULL};
+    h_proc *p;
+    double t0 = bench_now_s();
+    if (h_proc_start(env, &p, "gen", gargv, NULL, NULL, 0) < 0)
+        die("cannot start node (sqlfn_gen.mjs)");
+    int st = h_proc_wait(p, 1200000);
+    if (st != 0) {
+        h_proc_print_log_tail(p, 20);
+        die("sqlfn_gen.mjs failed (see its log above)");
+    }
+    h_proc_print_log_tail(p, 10);
+    fprintf(stderr, "data and DuckDB timings: %.1f s\n", bench_now_s() - t0);
+
+    char g[4300], q[4][8192];
+    snprintf(g, sizeof(g), "file('%s/data/fn_*.parquet')", h_env_dir(env));
+    snprintf(q[0], sizeof(q[0]), "SELECT count(DISTINCT S) FROM %s", g);
+    snprintf(q[1], sizeof(q[1]), "SELECT median(V) FROM %s", g);
+    snprintf(q[2], sizeof(q[2]),
+             "SELECT K, sumIf(V, C > 50), countIf(C < 10) FROM %s GROUP BY K", g);
+    snprintf(q[3], sizeof(q[3]), "SELECT sum(Amount) FROM file('%s/data/dec_*.parquet')",
+             h_env_dir(env));
+    static const char *const names[] = {"distinct", "quantile", "if", "decimal"};
+    FILE *devnull = fopen("/dev/null", "w");
+    if (!devnull)
+        die("cannot open /dev/null");
+
+    /* memory first, right after start-up */
+    FILE *cr = fopen("/proc/self/clear_refs", "w");
+    if (cr) {
+        fputs("5", cr);
+        fclose(cr);
+    }
+    long long base = bench_status_bytes("VmRSS");
+    run_once(devnull, q[0], 2);
+    double mem_ours = (double)(bench_status_bytes("VmHWM") - base), mem_duck = duck("mem_distinct_2t");
+
+    double ratio[4] = {0};
+    for (int k = 0; k < 4; k++) {
+        for (int th = 1; th <= 2; th++) {
+            char dn[32];
+            snprintf(dn, sizeof(dn), "%s_%dt", names[k], th);
+            double ours = median_of(devnull, q[k], th), theirs = duck(dn);
+            fprintf(stderr, "%-8s %d thread%s: engine %.3f s  duckdb %.3f s  (%.2fx)\n", names[k],
+                    th, th == 1 ? " " : "s", ours, theirs, theirs / ours);
+            if (th == 2)
+                ratio[k] = theirs / ours;
+        }
+    }
+    fprintf(stderr, "peak memory (RSS over start-up), distinct at 2 threads: engine %.1f MiB  "
+                    "duckdb %.1f MiB\n", mem_ours / 1048576.0, mem_duck / 1048576.0);
+    fclose(devnull);
+    h_env_destroy(&env);
+    char mem[32] = "na";
+    if (mem_ours > 0 && mem_duck > 0)
+        snprintf(mem, sizeof(mem), "%.2f", mem_ours / mem_duck);
+    printf("%s\n", BENCH_RATIO_CONVENTION);
+    printf("sqlfn: distinct_vs_duckdb=%.2f quantile_vs_duckdb=%.2f if_vs_duckdb=%.2f "
+           "decimal_vs_duckdb=%.2f mem_vs_duckdb=%s\n",
+           ratio[0], ratio[1], ratio[2], ratio[3], mem);
+    return 0;
+}
