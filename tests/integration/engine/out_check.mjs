@@ -11,22 +11,12 @@
 //                                        ClickHouse prints them (duck_fmt.mjs)
 //
 // Exits 77 (printing why) when @duckdb/node-api is missing.
-import { createRequire } from 'node:module';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { join, dirname } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { join } from 'node:path';
+import { loadDuckDB } from '../../../bench/duckdb.mjs';
 import { duckText } from './duck_fmt.mjs';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const nm = process.env.RINGCACHE_NODE_MODULES || join(here, '..', '..', '..', 'node_modules');
-const req = createRequire(join(nm, 'noop.js'));
-let duck;
-try {
-  duck = await import(pathToFileURL(req.resolve('@duckdb/node-api')).href);
-} catch (e) {
-  console.error(`SKIP: npm package @duckdb/node-api is not installed under ${nm}: ${e.message}`);
-  process.exit(77);
-}
+const duck = await loadDuckDB();
 const [mode, a, b] = process.argv.slice(2);
 const inst = await duck.DuckDBInstance.create(':memory:', { threads: '2' });
 const con = await inst.connect();
