@@ -9,10 +9,13 @@
 //   quantile   SELECT quantile_cont(V, 0.5)           (ClickHouse: median(V))
 //   if         SELECT K, sum(V) FILTER (WHERE C > 50), count(*) FILTER (WHERE C < 10) GROUP BY K
 //
+//   decimal    SELECT sum(Amount)                       (as many rows of Id, Amount
+//                                                       DECIMAL(18,2) in dec_*.parquet)
+//
 // and its peak memory on `distinct` at 2 threads (peak RSS minus RSS after
 // start-up, VmHWM reset through /proc/self/clear_refs).
 //
-//   node sqlfn_gen.mjs DIR ROWS RUNS  -> DIR/data/fn_*.parquet, DIR/duckdb.txt
+//   node sqlfn_gen.mjs DIR ROWS RUNS  -> DIR/data/{fn,dec}_*.parquet, DIR/duckdb.txt
 //
 // duckdb.txt: "<name> <seconds>" per measurement and "mem_distinct_2t <bytes>".
 // Exits 77 (printing why) when the npm package is missing.
@@ -36,16 +39,25 @@ for (let f = 0; f < 2; f++) {
     (hash(i * 3) % 1000000)::DOUBLE / 1000 AS V, (hash(i * 5) % 100)::INTEGER AS C
     FROM range(${lo}, ${hi}) t(i)) TO '${dir}/data/fn_${f}.parquet' (FORMAT parquet, COMPRESSION zstd)`);
 }
+// the Decimal sum: one DECIMAL(18,2) column (INT64 in Parquet), the same row count
+for (let f = 0; f < 2; f++) {
+  const lo = f * per, hi = Math.min(rows, lo + per);
+  await con.run(`COPY (SELECT i::BIGINT AS Id,
+    (((hash(i * 37) % 2000000000000)::BIGINT - 1000000000000) * 0.01)::DECIMAL(18,2) AS Amount
+    FROM range(${lo}, ${hi}) t(i)) TO '${dir}/data/dec_${f}.parquet' (FORMAT parquet, COMPRESSION snappy)`);
+}
 console.error(`sqlfn_gen: ${rows} rows written in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 const G = `'${dir}/data/fn_*.parquet'`;
 const Q = {
   distinct: `SELECT count(DISTINCT S) FROM ${G}`,
   quantile: `SELECT quantile_cont(V, 0.5) FROM ${G}`,
   if: `SELECT K, sum(V) FILTER (WHERE C > 50), count(*) FILTER (WHERE C < 10) FROM ${G} GROUP BY K`,
+  decimal: `SELECT sum(Amount) FROM '${dir}/data/dec_*.parquet'`,
 };
 const time = (sql) => medianSeconds(con, sql, runs);
 let out = '';
 await con.runAndReadAll(Q.if); // warm the OS page cache
+await con.runAndReadAll(Q.decimal);
 for (const th of [1, 2]) {
   await con.run(`SET threads = ${th}`);
   for (const [k, sql] of Object.entries(Q))

@@ -43,7 +43,8 @@ static const char query_help[] =
     "                         TSVWithNames[AndTypes], TSVRaw, CSV, CSVWithNames[AndTypes],\n"
     "                         JSON, JSONCompact, JSONStrings, JSONEachRow,\n"
     "                         JSONStringsEachRow, JSONCompactEachRow[WithNames[AndTypes]],\n"
-    "                         JSONCompactStringsEachRow, Vertical, Markdown, Values, Null\n"
+    "                         JSONCompactStringsEachRow, Vertical, Markdown, Values, Null,\n"
+    "                         Parquet\n"
     "  --queries-file F       read the statements from F (separated by ';')\n"
     "  --max_threads N        default of the max_threads setting (default: the cores)\n"
     "  --page-cache SIZE      RAM of the compute-side page cache with --cache (default\n"
@@ -460,7 +461,7 @@ int eng_cli_query(int argc, char **argv)
             return CLI_USAGE;
         }
     }
-    eng_ctx ctx = {.out = stdout};
+    eng_ctx ctx = {.out = stdout, .allow_outfile = true};
     if (fmt) {
         int f = eng_format_parse(fmt);
         if (f < 0) {

@@ -352,6 +352,7 @@ void ex_type_name(const ex_type *t, char *buf, size_t cap)
         else
             snprintf(inner, sizeof(inner), "DateTime");
         break;
+    case EX_DECIMAL: snprintf(inner, sizeof(inner), "Decimal(%d, %d)", t->prec, t->scale); break;
     default: snprintf(inner, sizeof(inner), "?"); break;
     }
     if (t->nullable)
@@ -375,7 +376,7 @@ ex_type ex_type_of_column(const cb_typeinfo *ti, bool nullable)
     case CB_UINT64: t.kind = EX_UINT; t.bits = 64; break;
     case CB_FLOAT: t.kind = EX_FLOAT; t.bits = 32; break;
     case CB_DOUBLE: t.kind = EX_FLOAT; t.bits = 64; break;
-    case CB_DECIMAL: t.kind = EX_FLOAT; t.bits = 64; t.decimal = true; break;
+    case CB_DECIMAL: t = ex_decimal_type(ti->precision, ti->scale, nullable); break;
     case CB_DATE: t.kind = EX_DATE; t.bits = 32; break;
     case CB_TIMESTAMP:
         t.kind = EX_DATETIME;
@@ -494,18 +495,25 @@ int ex_vec_from_column(eng_mem *m, const cb_column *c, ex_vec *v)
         break;
     }
     case CB_DECIMAL: {
-        if (!(v->d = em_alloc(m, cnt * sizeof(double))))
-            return -ENOMEM;
-        v->own |= EXO_D;
-        double s = pow(10, c->info.scale);
         if (c->info.precision <= 18) {
-            const int64_t *x = c->values;
-            for (uint32_t r = 0; r < n; r++)
-                v->d[r] = (double)x[r] / s;
-        } else {
-            const cb_i128 *x = c->values;
-            for (uint32_t r = 0; r < n; r++)
-                v->d[r] = ((double)x[r].hi * 18446744073709551616.0 + (double)x[r].lo) / s;
+            v->i = (int64_t *)c->values;
+            break;
+        }
+        /* wider decimals: exact while each value fits 64 bits (a NULL's slot may hold anything) */
+        if (c->info.scale > 18)
+            return -ERANGE;
+        if (!(v->i = em_alloc(m, cnt * sizeof(int64_t))))
+            return -ENOMEM;
+        v->own |= EXO_I;
+        const cb_i128 *x = c->values;
+        for (uint32_t r = 0; r < n; r++) {
+            bool valid = !c->validity || (c->validity[r >> 3] & (1u << (r & 7)));
+            int64_t lo = (int64_t)x[r].lo;
+            if (valid && x[r].hi != (lo < 0 ? -1 : 0)) {
+                ex_vec_clear(m, v);
+                return -ERANGE;
+            }
+            v->i[r] = valid ? lo : 0;
         }
         break;
     }
@@ -778,6 +786,7 @@ size_t ex_fmt_value(const ex_vec *v, uint32_t r, char *buf, size_t cap, const ui
             n += (size_t)snprintf(buf + n, cap - n, ".%0*lld", v->t.scale, (long long)f);
         return n;
     }
+    case EX_DECIMAL: return ex_fmt_decimal(v->i[k], v->t.scale, buf, cap);
     }
     return 0;
 }

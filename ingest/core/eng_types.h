@@ -91,15 +91,17 @@ typedef enum ex_kind {
     EX_STRING,
     EX_DATE,        /* int64 days since 1970-01-01 */
     EX_DATETIME,    /* int64 in 10^-scale seconds since the epoch (UTC) */
+    EX_DECIMAL,     /* int64 scaled by 10^scale: Decimal(prec, scale), exact */
 } ex_kind;
 
 typedef struct ex_type {
     uint8_t kind;
     bool nullable;
-    uint8_t scale;   /* EX_DATETIME: 0 DateTime, 3/6/9 DateTime64 */
+    uint8_t scale;   /* EX_DATETIME: 0 DateTime, 3/6/9 DateTime64; EX_DECIMAL: 0..18 */
     uint8_t bits;    /* EX_INT/EX_UINT/EX_FLOAT: 8..64 for the name; Date32: 32 */
     bool utc;        /* DateTime64(s, 'UTC') */
-    bool decimal;    /* read from a decimal column (shown as Float64) */
+    uint8_t prec;    /* EX_DECIMAL: 1..38 digits as named; values always fit 18 digits
+                      * (int64), wider ones are refused with a sentence */
 } ex_type;
 
 /* ClickHouse's name of a type: "Nullable(Int64)", "DateTime64(6)", ... */
@@ -164,7 +166,7 @@ static inline double ex_f(const ex_vec *v, uint32_t r)
         return v->d[r];
     if (v->t.kind == EX_UINT)
         return (double)(uint64_t)v->i[r];
-    if (v->t.kind == EX_DATETIME && v->t.scale) {
+    if ((v->t.kind == EX_DATETIME || v->t.kind == EX_DECIMAL) && v->t.scale) {
         double s = 1;
         for (int k = 0; k < v->t.scale; k++)
             s *= 10;
@@ -188,6 +190,22 @@ ex_type ex_type_of_column(const cb_typeinfo *ti, bool nullable);
 size_t ex_fmt_value(const ex_vec *v, uint32_t r, char *buf, size_t cap, const uint8_t **sp);
 size_t ex_fmt_double(double d, char *buf, size_t cap);
 
+/* Decimals (ex_decimal.c): values are int64 scaled by 10^scale. */
+int64_t ex_pow10(int k); /* 10^k for k in 0..18 */
+ex_type ex_decimal_type(int prec, int scale, bool nullable);
+/* 9, 18 or 38: the precision ClickHouse gives results of that storage width. */
+int ex_decimal_width_prec(int prec);
+/* As ClickHouse prints it: "-12.5" (no trailing zeros), "3". Returns the length. */
+size_t ex_fmt_decimal(int64_t v, int scale, char *buf, size_t cap);
+/* "-12.345" (spaces around allowed) scaled by 10^scale, excess fraction
+ * digits truncated; false when it is not a number or needs more than 18 digits. */
+bool ex_parse_decimal(const uint8_t *s, size_t n, int scale, int64_t *out);
+/* v at scale `from` to scale `to`: truncated toward zero when to < from;
+ * false when it overflows int64. */
+bool ex_decimal_rescale(int64_t v, int from, int to, int64_t *out);
+/* Whether |v| < 10^prec (always for prec >= 18, the storage's own limit). */
+bool ex_decimal_fits(int64_t v, int prec);
+
 /* Dates (UTC, proleptic Gregorian). */
 int64_t ex_days_from_civil(int64_t y, unsigned m, unsigned d);
 void ex_civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d);
@@ -205,11 +223,15 @@ typedef struct eng_col {
     char *name;
     ex_type t;
     cb_typeinfo cb;      /* Parquet: the batch type; text: unused */
+    bool virt;           /* a virtual column (_path, _file, _size, _time): read by
+                          * name only, never by SELECT * or DESCRIBE */
 } eng_col;
 
 struct eng_schema {
     eng_col *cols;
     int n;
+    bool given;          /* the query's structure argument, not the files': plain
+                          * CSV and TSV then have no header row */
 };
 void eng_schema_free(eng_schema *s);
 

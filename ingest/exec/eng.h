@@ -101,6 +101,8 @@ typedef struct eng_ctx {
     eng_format format;         /* when the query has no FORMAT clause */
     FILE *progress;            /* a progress line every 100 ms; NULL: none */
     int max_threads;           /* default for the setting; 0: the cores */
+    bool allow_outfile;        /* SELECT ... INTO OUTFILE may write files where the
+                                * engine runs (the CLI: the user's own machine) */
     /* Called after each statement's summary, on the same FILE, to add lines
      * of the caller's (the CLI: where the bytes came from with --cache);
      * NULL: none. On the thread running the statement. */

@@ -67,6 +67,7 @@ typedef struct agg_col {
     uint64_t *cnt;   /* count, avg, var, corr */
     uint8_t *seen;
     uint8_t **s;     /* min/max/any strings (owned, 4-byte length prefix) */
+    bool ovf;        /* a Decimal sum went past 64 bits */
     uset **u;        /* uniq: value hashes; -Distinct: the values' bits */
     double *m2;      /* var: the sum of squared deviations; corr: of x */
     double *my, *m2y, *cxy; /* corr: mean of y, its squared deviations, co-moment */
@@ -729,6 +730,8 @@ static int update_one(agg_tab *t, int a, uint32_t g, const ex_vec *v, uint32_t r
     case AG_SUM:
         if (ag->t.kind == EX_FLOAT)
             c->d[g] += ex_f(v, r);
+        else if (ag->t.kind == EX_DECIMAL)
+            c->ovf |= __builtin_add_overflow(c->i[g], v->i[ex_row(v, r)], &c->i[g]);
         else
             c->i[g] = (int64_t)((uint64_t)c->i[g] + (uint64_t)(v->t.kind == EX_FLOAT ? (int64_t)v->d[ex_row(v, r)] : v->i[ex_row(v, r)]));
         break;
@@ -737,7 +740,15 @@ static int update_one(agg_tab *t, int a, uint32_t g, const ex_vec *v, uint32_t r
             c->d[g] += v->d[ex_row(v, r)];
         else if (v->t.kind == EX_UINT)
             c->d[g] += (double)(uint64_t)v->i[ex_row(v, r)];
-        else
+        else if (v->t.kind == EX_DECIMAL) {
+            /* exact in i while it fits; what would overflow moves to d */
+            int64_t x = v->i[ex_row(v, r)], s;
+            if (__builtin_add_overflow(c->i[g], x, &s)) {
+                c->d[g] += (double)c->i[g];
+                s = x;
+            }
+            c->i[g] = s;
+        } else
             c->i[g] += v->i[ex_row(v, r)];
         c->cnt[g]++;
         break;
@@ -1057,6 +1068,14 @@ static int update_global(agg_tab *t, ex_ectx *ec, const ex_vec *in, const uint32
                 for (; r < n; r++)
                     s0 += v.d[r];
                 c->d[0] += (s0 + s1) + (s2 + s3);
+            } else if (ag->t.kind == EX_DECIMAL) {
+                /* n values of 64 bits cannot overflow 128 */
+                __int128 s0 = 0;
+                for (; r < n; r++)
+                    s0 += v.i[r];
+                s0 += c->i[0];
+                c->ovf |= s0 > INT64_MAX || s0 < INT64_MIN;
+                c->i[0] = (int64_t)s0;
             } else {
                 uint64_t s0 = 0;
                 for (; r < n; r++)
@@ -1218,6 +1237,11 @@ int agg_tab_update(agg_tab *t, ex_ectx *ec, const ex_vec *in, const uint32_t *se
             if (ag->t.kind == EX_FLOAT && v.t.kind == EX_FLOAT) {
                 for (uint32_t r = 0; r < n; r++)
                     c->d[gid[r]] += v.d[r];
+            } else if (ag->t.kind == EX_DECIMAL) {
+                bool o = false;
+                for (uint32_t r = 0; r < n; r++)
+                    o |= __builtin_add_overflow(c->i[gid[r]], v.i[r], &c->i[gid[r]]);
+                c->ovf |= o;
             } else if (ag->t.kind != EX_FLOAT && v.t.kind != EX_FLOAT) {
                 for (uint32_t r = 0; r < n; r++)
                     c->i[gid[r]] = (int64_t)((uint64_t)c->i[gid[r]] + (uint64_t)v.i[r]);
@@ -1365,12 +1389,19 @@ int agg_tab_merge(agg_tab *dst, agg_tab *src, char *err, size_t errlen)
             case AG_SUM:
                 if (ag->t.kind == EX_FLOAT)
                     d->d[g] += s->d[sg];
+                else if (ag->t.kind == EX_DECIMAL)
+                    d->ovf |= s->ovf | __builtin_add_overflow(d->i[g], s->i[sg], &d->i[g]);
                 else
                     d->i[g] = (int64_t)((uint64_t)d->i[g] + (uint64_t)s->i[sg]);
                 break;
             case AG_AVG:
                 d->d[g] += s->d[sg];
-                d->i[g] += s->i[sg];
+                if (ag->arg && ag->arg->t.kind == EX_DECIMAL &&
+                    __builtin_add_overflow(d->i[g], s->i[sg], &d->i[g])) {
+                    d->d[g] += (double)d->i[g];
+                    d->i[g] = s->i[sg];
+                } else if (!ag->arg || ag->arg->t.kind != EX_DECIMAL)
+                    d->i[g] += s->i[sg];
                 d->cnt[g] += s->cnt[sg];
                 break;
             case AG_UNIQ: {
@@ -1538,9 +1569,11 @@ static void finish_ext(agg_tab *t, int a, uint32_t g, ex_vec *v)
             }
         if (u && u->has_zero)
             cnt++;
-        if (ag->fn == AG_AVG)
+        if (ag->fn == AG_AVG) {
             v->d[g] = cnt ? sd / (double)cnt : NAN;
-        else if (v->t.kind == EX_FLOAT)
+            if (ag->arg->t.kind == EX_DECIMAL)
+                v->d[g] /= (double)ex_pow10(ag->arg->t.scale);
+        } else if (v->t.kind == EX_FLOAT)
             v->d[g] = sd;
         else
             v->i[g] = (int64_t)si;
@@ -1636,6 +1669,16 @@ int agg_tab_finish(agg_tab *t, ex_vec *out, char *err, size_t errlen)
         const eng_agg *ag = &p->aggs[a];
         agg_col *c = &t->ac[a];
         ex_vec *v = &out[p->n_keys + a];
+        if (c->ovf) {
+            char nm[128];
+            sql_node_name(ag->node, nm, sizeof(nm));
+            snprintf(err, errlen,
+                     "%s overflows: this engine holds Decimal sums in 64 bits (18 digits), "
+                     "where ClickHouse's Decimal128 holds 38; sum fewer rows per group or "
+                     "CAST the argument to Float64",
+                     nm);
+            return -ERANGE;
+        }
         ex_type ty = ag->t;
         ty.nullable = true;
         if (ex_vec_alloc(m, v, ty, n) < 0)
@@ -1657,6 +1700,8 @@ int agg_tab_finish(agg_tab *t, ex_vec *out, char *err, size_t errlen)
                 break;
             case AG_AVG:
                 v->d[g] = c->cnt[g] ? (c->d[g] + (double)c->i[g]) / (double)c->cnt[g] : NAN;
+                if (ag->arg && ag->arg->t.kind == EX_DECIMAL)
+                    v->d[g] /= (double)ex_pow10(ag->arg->t.scale);
                 v->nulls[g] = ag->t.nullable && !c->cnt[g];
                 break;
             case AG_SUM:

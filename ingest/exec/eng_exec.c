@@ -14,6 +14,9 @@
  */
 #include "exec_int.h"
 
+#include <fcntl.h>
+#include <strings.h>
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,8 +44,124 @@ static int open_sink(const eng_ctx *ctx, eng_format fmt, eng_sink **out, char *e
     return rc;
 }
 
+/* INTO OUTFILE ... AND STDOUT: every byte to the file and to the output
+ * (arg: the query's tee[2]). */
+static int tee_write(void *arg, const void *buf, size_t len)
+{
+    eng_writer *t = arg;
+    int rc = t[0].write(t[0].arg, buf, len);
+    return rc < 0 ? rc : t[1].write(t[1].arg, buf, len);
+}
+
+static int tee_flush(void *arg)
+{
+    eng_writer *t = arg;
+    int rc = t[0].flush ? t[0].flush(t[0].arg) : 0;
+    int rc2 = t[1].flush ? t[1].flush(t[1].arg) : 0;
+    return rc < 0 ? rc : rc2;
+}
+
+/* The sink of the statement's output: INTO OUTFILE's file (and the output
+ * too with AND STDOUT), else open_sink. */
+static int open_out_sink(equery *q, eng_format fmt, eng_sink **out, char *err, size_t errlen)
+{
+    if (!q->outfile)
+        return open_sink(q->ctx, fmt, out, err, errlen);
+    eng_writer w;
+    eng_writer_stdio(&w, q->outfile);
+    if (q->outfile_stdout) {
+        q->tee[0] = w;
+        if (q->ctx->writer)
+            q->tee[1] = *q->ctx->writer;
+        else
+            eng_writer_stdio(&q->tee[1], q->ctx->out);
+        w = (eng_writer){tee_write, tee_flush, q->tee};
+    }
+    int rc = eng_sink_format_create(out, fmt, &w);
+    if (rc < 0)
+        snprintf(err, errlen, "out of memory");
+    return rc;
+}
+
+/* The format INTO OUTFILE's name implies when there is no FORMAT clause, as
+ * ClickHouse's client infers it (TabSeparated when the name says nothing). */
+static eng_format outfile_format(const char *path)
+{
+    static const struct { const char *ext; const char *fmt; } tab[] = {
+        {".tsv", "TabSeparated"}, {".tab", "TabSeparated"}, {".csv", "CSV"},
+        {".json", "JSONEachRow"}, {".ndjson", "JSONEachRow"}, {".jsonl", "JSONEachRow"},
+        {".parquet", "Parquet"},
+    };
+    size_t n = strlen(path);
+    for (size_t i = 0; i < sizeof(tab) / sizeof(tab[0]); i++) {
+        size_t k = strlen(tab[i].ext);
+        int f;
+        if (n > k && strcasecmp(path + n - k, tab[i].ext) == 0 &&
+            (f = eng_format_parse(tab[i].fmt)) > 0)
+            return (eng_format)f;
+    }
+    return ENG_FMT_TSV;
+}
+
+/* SELECT ... INTO OUTFILE 'path' [AND STDOUT] [APPEND | TRUNCATE]: opens the
+ * file (refusing one that exists unless APPEND or TRUNCATE says what to do
+ * with it, as ClickHouse does) and picks the format from the name when the
+ * statement has no FORMAT. */
+static int stmt_outfile(equery *q, const sql_stmt *st, eng_format *ofmt, char *err, size_t errlen)
+{
+    if (!st->outfile)
+        return 0;
+    if (!q->ctx->allow_outfile) {
+        snprintf(err, errlen, "line %d, column %d: INTO OUTFILE is not allowed here: it writes "
+                 "a file where the query runs; run the query with ringcache query, or "
+                 "save the answer on your side", st->outfile_line, st->outfile_col);
+        return -EPERM;
+    }
+    if (!st->format)
+        *ofmt = outfile_format(st->outfile);
+    int flags = O_WRONLY | O_CREAT | O_CLOEXEC;
+    flags |= st->outfile_mode == SQL_OUTFILE_APPEND ? O_APPEND
+             : st->outfile_mode == SQL_OUTFILE_TRUNCATE ? O_TRUNC : O_EXCL;
+    int fd = open(st->outfile, flags, 0644);
+    if (fd < 0) {
+        int e = errno;
+        if (e == EEXIST)
+            snprintf(err, errlen, "INTO OUTFILE: the file %s exists: add APPEND or TRUNCATE "
+                     "after INTO OUTFILE '%s' to say what to do with it", st->outfile, st->outfile);
+        else
+            snprintf(err, errlen, "INTO OUTFILE: cannot open %s: %s", st->outfile, strerror(e));
+        return -e;
+    }
+    if (!(q->outfile = fdopen(fd, st->outfile_mode == SQL_OUTFILE_APPEND ? "ab" : "wb"))) {
+        close(fd);
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    q->outfile_stdout = st->outfile_stdout;
+    return 0;
+}
+
+/* Closes INTO OUTFILE's file: 0, or -EIO with the reason when the bytes did
+ * not all reach it. */
+static int close_outfile(equery *q, const sql_stmt *st, char *err, size_t errlen)
+{
+    if (!q->outfile)
+        return 0;
+    int bad = ferror(q->outfile);
+    int rc = fclose(q->outfile);
+    q->outfile = NULL;
+    if (bad || rc != 0) {
+        snprintf(err, errlen, "INTO OUTFILE: writing %s failed: %s", st->outfile,
+                 strerror(errno ? errno : EIO));
+        return -EIO;
+    }
+    return 0;
+}
+
 void eng__query_free(equery *q)
 {
+    if (q->outfile)
+        fclose(q->outfile);
     eng_sink_destroy(&q->out.sink);
     free((void *)q->out.names);
     free((void *)q->out.types);
@@ -243,7 +362,7 @@ int eng__stmt_output(equery *q, eng_format fmt, const char *const *names, const 
         q->given_sink = NULL;
         return 0;
     }
-    return open_sink(q->ctx, fmt, &q->out.sink, err, errlen);
+    return open_out_sink(q, fmt, &q->out.sink, err, errlen);
 }
 
 int eng__out_strings(equery *q, eng_format fmt, const char *const *names, int n_cols,
@@ -297,6 +416,8 @@ static int run_describe(equery *q, eng_format fmt, char *err, size_t errlen)
         rc = -ENOMEM;
     }
     for (int i = 0; rc == 0 && i < schema->n; i++) {
+        if (schema->cols[i].virt)
+            continue;
         char tn[256];
         if (q->src->type_names && q->src->type_names[i])
             snprintf(tn, sizeof(tn), "%s", q->src->type_names[i]);
@@ -403,6 +524,8 @@ static int run_stmt(const eng_ctx *ctx, const sql_stmt *st, FILE *summary, eng_r
     eng_format ofmt;
     q->stage = ENG_STAGE_SETTINGS;
     int rc = eng__stmt_settings(q, st, &ofmt, err, errlen);
+    if (rc == 0)
+        rc = stmt_outfile(q, st, &ofmt, err, errlen);
     bool table = rc == 0 && eng__is_table_stmt(st);
     bool expl = rc == 0 && !table && st->kind == SQL_SELECT && st->explain;
     bool uni = rc == 0 && !table && !expl && st->kind == SQL_SELECT && st->union_all;
@@ -431,6 +554,8 @@ static int run_stmt(const eng_ctx *ctx, const sql_stmt *st, FILE *summary, eng_r
         rc = st->kind == SQL_DESCRIBE ? run_describe(q, ofmt, err, errlen)
                                       : eng__run_select(q, st, ofmt, err, errlen);
     }
+    if (rc == 0)
+        rc = close_outfile(q, st, err, errlen);
     if (rc < 0 && ctx->cancel && atomic_load(ctx->cancel)) {
         rc = -ECANCELED;
         snprintf(err, errlen, "the query was cancelled");

@@ -105,7 +105,7 @@ int eng_pstate_open(const eng_ctx *ctx, const char *sql, size_t len, eng_pstate 
 
 static void fp_type(XXH3_state_t *h, const ex_type *t)
 {
-    uint8_t x[6] = {t->kind, t->nullable, t->scale, t->bits, t->utc, t->decimal};
+    uint8_t x[6] = {t->kind, t->nullable, t->scale, t->bits, t->utc, t->prec};
     XXH3_64bits_update(h, x, sizeof(x));
 }
 

@@ -67,6 +67,9 @@ typedef struct equery {
      * OFFSET and LIMIT applied under out_mu as the rows arrive), or the
      * finished table goes to it at the end */
     eng_output out;
+    FILE *outfile;             /* INTO OUTFILE's file, closed after the statement */
+    bool outfile_stdout;       /* ... AND STDOUT: the rows go to both */
+    eng_writer tee[2];         /* with AND STDOUT: the file's writer and the output's */
     bool stream;
     pthread_mutex_t out_mu;
     uint64_t out_skip;         /* rows of OFFSET still to skip */

@@ -140,7 +140,7 @@ int rtab_take(eng_mem *m, rtab *t, const uint32_t *idx, uint32_t n)
 
 static void type_put(ew_buf *b, const ex_type *t)
 {
-    uint8_t x[6] = {t->kind, t->nullable, t->scale, t->bits, t->utc, t->decimal};
+    uint8_t x[6] = {t->kind, t->nullable, t->scale, t->bits, t->utc, t->prec};
     ew_raw(b, x, 6);
 }
 
@@ -177,7 +177,7 @@ int rtab_decode_append(eng_mem *m, rtab *t, er_buf *r)
         const uint8_t *x = er_raw(r, 6);
         const ex_type *w = &t->c[k].t;
         if (!x || x[0] != w->kind || x[1] != w->nullable || x[2] != w->scale ||
-            x[3] != w->bits || x[4] != w->utc || x[5] != w->decimal)
+            x[3] != w->bits || x[4] != w->utc || x[5] != w->prec)
             return er_fail(r);
     }
     /* each row is at least its null byte in every column */

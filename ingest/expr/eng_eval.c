@@ -71,6 +71,8 @@ static inline int64_t iv(const ex_vec *v, uint32_t r)
     r = ex_row(v, r);
     if (v->t.kind == EX_FLOAT)
         return v->d ? (int64_t)v->d[r] : 0;
+    if (v->t.kind == EX_DECIMAL)
+        return v->i ? v->i[r] / ex_pow10(v->t.scale) : 0; /* the integer part */
     return v->i ? v->i[r] : 0; /* a NULL-typed vector has no values (every row is NULL) */
 }
 
@@ -439,6 +441,14 @@ static int eval_cmp(ex_ectx *c, const bx *e, ex_vec *a, uint32_t n, ex_vec *out)
     bool fl = a[0].t.kind == EX_FLOAT || a[1].t.kind == EX_FLOAT;
     bool un = a[0].t.kind == EX_UINT && a[1].t.kind == EX_UINT;
     int64_t *o = out->i;
+    bool same_dec = a[0].t.kind == EX_DECIMAL && a[1].t.kind == EX_DECIMAL &&
+                    a[0].t.scale == a[1].t.scale;
+    if (!fl && (a[0].t.kind == EX_DECIMAL || a[1].t.kind == EX_DECIMAL) &&
+        !(same_dec && !a[0].is_const && a[1].is_const)) {
+        for (uint32_t r = 0; r < n; r++)
+            o[r] = cmp_result(e->fn, bx__dec_cmp(&a[0], &a[1], r));
+        return 0;
+    }
     if (fl) {
         for (uint32_t r = 0; r < n; r++) {
             double x = ex_f(&a[0], r), y = ex_f(&a[1], r);
@@ -487,6 +497,8 @@ static int eval_arith(ex_ectx *c, const bx *e, ex_vec *a, uint32_t n, ex_vec *ou
         return -ENOMEM;
     if (e->t.kind == EX_NOTHING)
         return 0; /* NULL op anything: every row is NULL, there are no values to write */
+    if (e->t.kind == EX_DECIMAL)
+        return bx__dec_arith(c, e, a, n, out);
     if (e->fn == F_NEG) {
         for (uint32_t r = 0; r < n; r++) {
             if (e->t.kind == EX_FLOAT)
@@ -736,7 +748,8 @@ static int eval_in_num(ex_ectx *c, const bx *e, ex_vec *a, uint32_t n, ex_vec *o
             for (int k = 0; k < e->n_in && !found; k++)
                 found = e->in_d[k] == x;
         } else {
-            int64_t x = iv(&a[0], r);
+            /* a Decimal's list holds values at its scale */
+            int64_t x = a[0].t.kind == EX_DECIMAL ? a[0].i[ex_row(&a[0], r)] : iv(&a[0], r);
             for (int k = 0; k < e->n_in && !found; k++)
                 found = e->in_i[k] == x;
         }
@@ -1059,6 +1072,10 @@ static int eval_cast(ex_ectx *c, const bx *e, ex_vec *a, uint32_t n, ex_vec *out
                      (l == 1 && (s[0] == '0' || s[0] == '1'));
                 out->i[r] = l == 4 || (l == 1 && s[0] == '1');
                 break;
+            case EX_DECIMAL:
+                ok = ex_parse_decimal(s, l, t.scale, &v) && ex_decimal_fits(v, t.prec);
+                out->i[r] = v;
+                break;
             default: ok = parse_i64(s, l, &v); out->i[r] = v; break;
             }
             if (!ok && e->unit) { /* toTOrZero: 0; toTOrNull: NULL */
@@ -1076,6 +1093,10 @@ static int eval_cast(ex_ectx *c, const bx *e, ex_vec *a, uint32_t n, ex_vec *out
             continue;
         }
         switch (t.kind) {
+        case EX_DECIMAL:
+            if ((rc = bx__dec_from(c, t, x, r, &out->i[r])) < 0)
+                return rc;
+            break;
         case EX_FLOAT:
             out->d[r] = ex_f(x, r);
             if (t.bits == 32)
@@ -1179,6 +1200,8 @@ static int eval_math(ex_ectx *c, const bx *e, ex_vec *a, int na, uint32_t n, ex_
 {
     if (out_new(c, out, e->t, n, a, 1) < 0)
         return -ENOMEM;
+    if (e->t.kind == EX_DECIMAL)
+        return bx__dec_arith(c, e, a, n, out);
     int64_t places = na > 1 ? iv(&a[1], 0) : 0;
     for (uint32_t r = 0; r < n; r++) {
         if (e->fn == F_ABS) {

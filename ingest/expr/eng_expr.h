@@ -88,6 +88,11 @@ void bx_free(eng_mem *m, bx *e);
 /* Sorts a long F_IN list (in_i, in_d, and in_s with in_len, each on its own)
  * so that rows find their value by bisection; short lists stay as they are. */
 void bx_in_index(bx *e);
+
+/* The type ClickHouse gives fn (F_ADD .. F_MOD, F_NEG, F_ABS, F_ROUND) over
+ * x and y when one of them is a Decimal: false with why filled when there is
+ * none (a String, a scale above 18). */
+bool bx_dec_result_type(bx_fn fn, ex_type x, ex_type y, ex_type *out, char *why, size_t wlen);
 /* Whether a regular expression is small enough to compile: at most 1024
  * bytes, its bounded repetitions ({m,n}) at most 1000 and together
  * expanding it at most 10000 times (glibc's regcomp copies them out). */

@@ -76,6 +76,30 @@ static int boom(binder *b)
 
 /* ---- types ---------------------------------------------------------------- */
 
+/* Decimal(P, S), Decimal(P), Decimal, Decimal32/64/128(S): ClickHouse's
+ * spellings (Decimal alone is Decimal(10, 0)). */
+static int parse_decimal_type(const char *buf, ex_type *out)
+{
+    unsigned p = 10, s = 0;
+    int end = -1;
+    const char *a = buf + 7;
+    if (*a == 0 && strncasecmp(buf, "Decimal", 7) == 0) {
+        end = 0;
+    } else if (sscanf(a, "(%u, %u)%n", &p, &s, &end) == 2 || sscanf(a, "(%u,%u)%n", &p, &s, &end) == 2 ||
+               (s = 0, sscanf(a, "(%u)%n", &p, &end) == 1)) {
+        a += end;
+        end = *a ? -1 : 0;
+    } else if (strncasecmp(buf, "Decimal", 7) == 0 && sscanf(a, "%u(%u)%n", &p, &s, &end) == 2 &&
+               !a[end] && (p == 32 || p == 64 || p == 128)) {
+        p = p == 32 ? 9 : p == 64 ? 18 : 38;
+        end = 0;
+    }
+    if (end < 0 || p < 1 || p > 38 || s > p || s > 18)
+        return -EINVAL;
+    *out = ex_decimal_type((int)p, (int)s, false);
+    return 0;
+}
+
 int eng_parse_type(const char *name, ex_type *out)
 {
     memset(out, 0, sizeof(*out));
@@ -112,6 +136,8 @@ int eng_parse_type(const char *name, ex_type *out)
     }
     int sc;
     char tz[64];
+    if (strncasecmp(buf, "Decimal", 7) == 0 || strncasecmp(buf, "Numeric", 7) == 0)
+        return parse_decimal_type(buf, out);
     if (sscanf(buf, "DateTime64(%d)", &sc) == 1 || sscanf(buf, "DateTime64(%d, %63[^)])", &sc, tz) == 2) {
         if (sc < 0 || sc > 9)
             return -EINVAL;
@@ -124,19 +150,42 @@ int eng_parse_type(const char *name, ex_type *out)
 
 static const char *const type_names[] = {
     "Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64", "Float32",
-    "Float64", "String", "Date", "Date32", "DateTime", "DateTime64", "Bool", "Nullable"};
+    "Float64", "String", "Date", "Date32", "DateTime", "DateTime64", "Bool", "Nullable", "Decimal"};
 
 static ex_type t_u8(void)
 {
     return (ex_type){.kind = EX_UINT, .bits = 8};
 }
 
+/* The decimal digits of an integer type's largest value. */
+static int int_digits(ex_type t)
+{
+    return t.kind == EX_BOOL ? 1 : t.bits == 8 ? 3 : t.bits == 16 ? 5 : t.bits == 32 ? 10 : 19;
+}
+
 /* The common type of a and b for if/multiIf/coalesce/IN; false if none. */
 static bool supertype(ex_type a, ex_type b, ex_type *out)
 {
     bool nul = a.nullable || b.nullable || a.kind == EX_NOTHING || b.kind == EX_NOTHING;
+    bool da = a.kind == EX_DECIMAL, db = b.kind == EX_DECIMAL;
     if (a.kind == EX_NOTHING) {
         *out = b;
+    } else if ((da || db) && b.kind != EX_NOTHING) {
+        /* Decimal with Decimal or an integer: the larger scale and integer part */
+        uint8_t ka = da ? a.kind : a.kind == EX_FLOAT ? EX_FLOAT : ex_is_num(a.kind) ? EX_INT : 0;
+        uint8_t kb = db ? b.kind : b.kind == EX_FLOAT ? EX_FLOAT : ex_is_num(b.kind) ? EX_INT : 0;
+        if (!ka || !kb)
+            return false;
+        if (ka == EX_FLOAT || kb == EX_FLOAT) {
+            *out = (ex_type){.kind = EX_FLOAT, .bits = 64};
+        } else {
+            int sa = da ? a.scale : 0, sb = db ? b.scale : 0;
+            int ia = da ? a.prec - a.scale : int_digits(a), ib = db ? b.prec - b.scale : int_digits(b);
+            int s = sa > sb ? sa : sb, i = ia > ib ? ia : ib;
+            if (s > 18)
+                return false;
+            *out = ex_decimal_type(i + s > 38 ? 38 : i + s, s, false);
+        }
     } else if (b.kind == EX_NOTHING || (a.kind == b.kind && a.scale == b.scale)) {
         *out = a;
         if (a.kind == b.kind && b.bits > a.bits)
@@ -786,7 +835,8 @@ static bool agg_level(binder *b, const sql_node *n, const struct fn_def *d, doub
 
 static bool agg_numeric(binder *b, const sql_node *n, const bx *arg)
 {
-    if (arg && (ex_is_num(arg->t.kind) || arg->t.kind == EX_NOTHING))
+    if (arg && (ex_is_num(arg->t.kind) || arg->t.kind == EX_DECIMAL ||
+                arg->t.kind == EX_NOTHING))
         return true;
     char tn[64] = "nothing";
     if (arg)
@@ -867,6 +917,11 @@ static bx *bind_agg(binder *b, const sql_node *n, const agg_call *call)
         switch (ag.fn) {
         case AG_COUNT: case AG_UNIQ: t = (ex_type){.kind = EX_UINT, .bits = 64}; break;
         case AG_SUM:
+            if (arg && arg->t.kind == EX_DECIMAL) {
+                /* ClickHouse: the sum of any Decimal is Decimal128 of the same scale */
+                t = ex_decimal_type(38, arg->t.scale, arg->t.nullable);
+                break;
+            }
             if (!agg_numeric(b, n, arg))
                 goto fail;
             t.kind = arg->t.kind == EX_FLOAT ? EX_FLOAT : arg->t.kind == EX_UINT ? EX_UINT : EX_INT;
@@ -1130,6 +1185,15 @@ static bx *bind_fn(binder *b, const sql_node *n, bmode mode, int fn, bx **a, int
             t = y;
         } else if (fn == F_SUB && is_temporal(x.kind) && x.kind == y.kind && x.scale == y.scale) {
             t = (ex_type){.kind = EX_INT, .bits = 64};
+        } else if (x.kind == EX_DECIMAL || y.kind == EX_DECIMAL) {
+            char why[160];
+            if (!bx_dec_result_type((bx_fn)fn, x, y, &t, why, sizeof(why))) {
+                char t1[64];
+                type_str(&y, t1, sizeof(t1));
+                berr(b, n, "illegal types %s and %s of arguments of an arithmetic operator: %s",
+                     t0, t1, why);
+                goto fail;
+            }
         } else if (ex_is_num(x.kind) && ex_is_num(y.kind)) {
             if (fn == F_DIV || x.kind == EX_FLOAT || y.kind == EX_FLOAT)
                 t = (ex_type){.kind = EX_FLOAT, .bits = 64};
@@ -1147,6 +1211,10 @@ static bx *bind_fn(binder *b, const sql_node *n, bmode mode, int fn, bx **a, int
         break;
     }
     case F_NEG:
+        if (a[0]->t.kind == EX_DECIMAL) {
+            t = a[0]->t;
+            break;
+        }
         if (!ex_is_num(a[0]->t.kind) && a[0]->t.kind != EX_NOTHING) {
             berr(b, n, "illegal type %s of the argument of negate", t0);
             goto fail;
@@ -1266,7 +1334,7 @@ static bx *bind_fn(binder *b, const sql_node *n, bmode mode, int fn, bx **a, int
         return fold(b, e);
     }
     case F_ROUND: case F_ABS:
-        if (!ex_is_num(a[0]->t.kind) && a[0]->t.kind != EX_NOTHING) {
+        if (!ex_is_num(a[0]->t.kind) && a[0]->t.kind != EX_NOTHING && a[0]->t.kind != EX_DECIMAL) {
             berr(b, n, "illegal type %s of the argument of %s: it needs a number", t0, n->s);
             goto fail;
         }
@@ -1404,7 +1472,18 @@ static bx *bind_in(binder *b, const sql_node *n, bmode mode)
             bx_free(b->mem, v);
             continue;
         }
-        if (xt.kind != EX_NOTHING && v->t.kind != xt.kind) {
+        if (xt.kind == EX_DECIMAL && (v->t.kind != EX_DECIMAL || v->t.scale != xt.scale) &&
+            v->t.kind != EX_STRING) {
+            /* the list at the Decimal's scale; a value with more digits can match no row */
+            double want = ex_f(&v->cval, 0);
+            bool fl = v->t.kind == EX_FLOAT;
+            if (!(v = cast_to(b, v, xt))) {
+                bx_free(b->mem, e);
+                return NULL;
+            }
+            if (fl && ex_f(&v->cval, 0) != want)
+                v->cval.i[0] = INT64_MIN;
+        } else if (xt.kind != EX_NOTHING && v->t.kind != xt.kind) {
             if ((xt.kind == EX_STRING) != (v->t.kind == EX_STRING) && !is_temporal(xt.kind)) {
                 char a1[64], a2[64];
                 type_str(&x->t, a1, sizeof(a1));
@@ -2446,6 +2525,8 @@ static int expand_star(binder *b, const sql_select_item *it, sql_node **items, c
     int first = k;
     for (int c = 0; c < sc->n && !b->rc; c++) {
         const char *cn = sc->cols[c].name;
+        if (sc->cols[c].virt)
+            continue; /* _path, _file, ...: by name only, as in ClickHouse */
         bool skip = has_re && regexec(&re, cn, 0, NULL, 0) != 0;
         for (int e = 0; e < it->n_except && !skip; e++)
             skip = strcmp(it->except[e], cn) == 0;
@@ -2527,7 +2608,7 @@ int eng_bind_ex(eng_mem *m, const sql_stmt *st, const eng_schema *sc, const eng_
             boom(&b);
         k++;
     }
-    n_items = k;
+    n_items = k; /* SELECT * skipped the virtual columns */
     b.items = ex_items;
     b.n_items = n_items;
     if (b.rc)

@@ -322,6 +322,8 @@ static const char *content_type(eng_format f)
         return "application/json; charset=UTF-8";
     case ENG_FMT_MARKDOWN:
         return "text/markdown; charset=UTF-8";
+    case ENG_FMT_PARQUET:
+        return "application/octet-stream";
     default:
         return "text/plain; charset=UTF-8";
     }

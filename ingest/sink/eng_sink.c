@@ -41,6 +41,7 @@ static const struct {
     {"Markdown", ENG_FMT_MARKDOWN},
     {"Values", ENG_FMT_VALUES},
     {"Null", ENG_FMT_NULL},
+    {"Parquet", ENG_FMT_PARQUET},
     /* aliases */
     {"TSV", ENG_FMT_TSV},
     {"TSVWithNames", ENG_FMT_TSV_WITH_NAMES},
@@ -85,7 +86,7 @@ const char *eng_format_list(void)
            "CSVWithNamesAndTypes, JSON, JSONCompact, JSONStrings, JSONEachRow, "
            "JSONStringsEachRow, JSONCompactEachRow, JSONCompactEachRowWithNames, "
            "JSONCompactEachRowWithNamesAndTypes, JSONCompactStringsEachRow, Vertical, Markdown, "
-           "Values or Null";
+           "Values, Null or Parquet";
 }
 
 /* ---- the stdio writer ------------------------------------------------------- */
@@ -296,6 +297,8 @@ int eng_sink_format_create(eng_sink **out, eng_format fmt, const eng_writer *w)
         return sk__json_create(out, fmt, w);
     case ENG_FMT_VERTICAL: case ENG_FMT_MARKDOWN: case ENG_FMT_VALUES:
         return sk__rows_create(out, fmt, w);
+    case ENG_FMT_PARQUET:
+        return sk__parquet_create(out, w);
     }
     return -EINVAL;
 }

@@ -21,12 +21,14 @@
  *    statistics, tab-indented), JSONEachRow, JSONStringsEachRow,
  *    JSONCompactEachRow[WithNames[AndTypes]], JSONCompactStringsEachRow:
  *    64-bit integers quoted (output_format_json_quote_64bit_integers=1),
- *    nan/inf as null, '/' escaped as \/ (sink_json.c)
+ *    Decimals not (output_format_json_quote_decimals=0), nan/inf as null, '/' escaped as \/ (sink_json.c)
  *  - Pretty, PrettyCompact, PrettySpace: box drawing (or spaces), numbers
  *    right-aligned, NULL as ᴺᵁᴸᴸ, at most 10000 rows like
  *    output_format_pretty_max_rows: they keep those rows to measure their
  *    columns, and count the rest (sink_pretty.c)
  *  - Vertical, Markdown, Values (sink_rows.c), Null.
+ *  - Parquet: a row group at a time, the footer at the end, over
+ *    format/parquet's writer (sink_parquet.c).
  *
  * Ownership: a format sink copies its eng_writer; what the writer writes to
  * must outlive the sink. Blocks are lent for the call; begin's names and
@@ -68,6 +70,7 @@ typedef enum eng_format {
     ENG_FMT_VERTICAL,
     ENG_FMT_MARKDOWN,
     ENG_FMT_VALUES,
+    ENG_FMT_PARQUET,
 } eng_format;
 
 /* "TSV" / "TabSeparated" / "CSV" / "JSONEachRow" / ... -> format, or -EINVAL.

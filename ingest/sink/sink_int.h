@@ -84,5 +84,6 @@ int sk__text_create(eng_sink **out, eng_format fmt, const eng_writer *w);
 int sk__json_create(eng_sink **out, eng_format fmt, const eng_writer *w);
 int sk__pretty_create(eng_sink **out, eng_format fmt, const eng_writer *w);
 int sk__rows_create(eng_sink **out, eng_format fmt, const eng_writer *w);
+int sk__parquet_create(eng_sink **out, const eng_writer *w);
 
 #endif /* RINGCACHE_SINK_INT_H */

@@ -177,41 +177,6 @@ static bool parse_f64(const uint8_t *s, size_t n, double *out)
     return end != b && *end == 0;
 }
 
-/* "-12.345" into an integer scaled by 10^scale, at most 18 digits. */
-static bool parse_decimal(const uint8_t *s, size_t n, int scale, int64_t *out)
-{
-    size_t i = 0;
-    bool neg = false;
-    if (i < n && (s[i] == '-' || s[i] == '+'))
-        neg = s[i++] == '-';
-    int64_t v = 0;
-    int digits = 0, frac = -1;
-    for (; i < n; i++) {
-        if (s[i] == '.' && frac < 0) {
-            frac = 0;
-            continue;
-        }
-        if (s[i] < '0' || s[i] > '9')
-            return false;
-        if (frac >= 0 && frac >= scale)
-            continue; /* truncated, as ClickHouse does */
-        if (++digits > 18)
-            return false;
-        v = v * 10 + (s[i] - '0');
-        if (frac >= 0)
-            frac++;
-    }
-    if (!digits)
-        return false;
-    for (int f = frac < 0 ? 0 : frac; f < scale; f++) {
-        if (v > INT64_MAX / 10)
-            return false;
-        v *= 10;
-    }
-    *out = neg ? -v : v;
-    return true;
-}
-
 typedef struct cv_target {
     const cb_typeinfo *t;
     bool nullable;
@@ -253,8 +218,8 @@ static int conv_value(const cv_target *tg, const ex_vec *v, uint32_t r, int64_t 
                          (int)(sl > 60 ? 60 : sl), (const char *)s, tg->type);
                 return -EINVAL;
             }
-        } else if (k == EX_DATETIME && v->t.scale) {
-            *i = v->i[rr] / p10[v->t.scale];
+        } else if ((k == EX_DATETIME || k == EX_DECIMAL) && v->t.scale) {
+            *i = v->i[rr] / p10[v->t.scale]; /* a Decimal's integer part, as CAST gives */
         } else {
             *i = v->i[rr];
         }
@@ -276,7 +241,7 @@ static int conv_value(const cv_target *tg, const ex_vec *v, uint32_t r, int64_t 
     case CB_DECIMAL: {
         int sc = t->scale;
         if (k == EX_STRING) {
-            if (!parse_decimal(s, sl, sc, i)) {
+            if (!ex_parse_decimal(s, sl, sc, i)) {
                 snprintf(why, wlen, "cannot parse '%.*s' as %s (CANNOT_PARSE_TEXT)",
                          (int)(sl > 60 ? 60 : sl), (const char *)s, tg->type);
                 return -EINVAL;
@@ -288,6 +253,11 @@ static int conv_value(const cv_target *tg, const ex_vec *v, uint32_t r, int64_t 
                 return -EINVAL;
             }
             *i = llround(x);
+        } else if (k == EX_DECIMAL) {
+            if (!ex_decimal_rescale(v->i[rr], v->t.scale, sc, i)) {
+                snprintf(why, wlen, "the value does not fit %s (DECIMAL_OVERFLOW)", tg->type);
+                return -EINVAL;
+            }
         } else {
             int64_t x = v->i[rr];
             if (x > INT64_MAX / p10[sc] || x < -(INT64_MAX / p10[sc])) {

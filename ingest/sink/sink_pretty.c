@@ -42,7 +42,7 @@ typedef struct pretty_sink {
 
 static bool is_numeric(const ex_type *t)
 {
-    return t->kind == EX_INT || t->kind == EX_UINT || t->kind == EX_FLOAT;
+    return t->kind == EX_INT || t->kind == EX_UINT || t->kind == EX_FLOAT || t->kind == EX_DECIMAL;
 }
 
 static size_t disp_width(const uint8_t *s, size_t n)

@@ -44,7 +44,7 @@ static size_t disp_width(const char *s)
 
 static bool is_number(const ex_type *t)
 {
-    return t->kind == EX_INT || t->kind == EX_UINT || t->kind == EX_FLOAT;
+    return t->kind == EX_INT || t->kind == EX_UINT || t->kind == EX_FLOAT || t->kind == EX_DECIMAL;
 }
 
 static int rows_begin(eng_sink *sk, const char *const *names, const ex_type *types, int n_cols,

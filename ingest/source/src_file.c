@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * src_file.c: the file() table function: file('path/glob' [, 'Format']) over
- * local files. The glob (s3_glob_create's grammar) is walked from the folder
+ * src_file.c: the file() table function: file('path/glob' [, 'Format' [,
+ * 'structure' [, 'compression']]]) over local files. The glob (s3_glob_create's grammar) is walked from the folder
  * of its literal prefix, following sub-folders up to 32 deep; a path without
  * wildcards names one file. The files are scanned by src_files.c.
  */
@@ -42,7 +42,8 @@ static int walk(const char *dir, const s3_glob *g, int depth, flist *l)
             if (rc == -EACCES)
                 rc = 0;
         } else if (S_ISREG(st.st_mode) && s3_glob_match(g, p)) {
-            rc = src__flist_add(l, p, (uint64_t)st.st_size);
+            if ((rc = src__flist_add(l, p, (uint64_t)st.st_size)) == 0)
+                l->f[l->n - 1].mtime = (int64_t)st.st_mtime;
         }
     }
     closedir(d);
@@ -68,8 +69,8 @@ static int list_local(const char *pattern, flist *l, char *err, size_t errlen)
             rc = -EISDIR;
             snprintf(err, errlen, "%s is a folder: add a glob such as '%s/*.parquet'", pattern,
                      pattern);
-        } else {
-            rc = src__flist_add(l, pattern, (uint64_t)st.st_size);
+        } else if ((rc = src__flist_add(l, pattern, (uint64_t)st.st_size)) == 0) {
+            l->f[l->n - 1].mtime = (int64_t)st.st_mtime;
         }
         s3_glob_destroy(&g);
         return rc;
@@ -99,8 +100,9 @@ int src__file_open(const eng_tf_call *c, const eng_scan_env *env, eng_source **o
                    size_t errlen)
 {
     const char *path, *fmtarg;
-    int rc = src__path_args(c, 3, "data/*.parquet", &path, &fmtarg, err, errlen);
-    if (rc < 0)
+    int rc = src__path_args(c, 4, "data/*.parquet", &path, &fmtarg, err, errlen);
+    src_fargs a;
+    if (rc < 0 || (rc = src__tail_args(c, 1, &a, err, errlen)) < 0)
         return rc;
     flist fl = {0};
     rc = list_local(path, &fl, err, errlen);
@@ -108,5 +110,5 @@ int src__file_open(const eng_tf_call *c, const eng_scan_env *env, eng_source **o
         src__flist_free(&fl);
         return rc;
     }
-    return src__files_open(out, env, c, path, &fl, false, "", fmtarg, err, errlen);
+    return src__files_open_args(out, env, c, path, &fl, false, "", &a, err, errlen);
 }

@@ -56,6 +56,12 @@ typedef struct src_files {
     int *unit_rg;
     ef *pf;                   /* downloads ahead of the workers (NULL: none) */
     eng_fail fail;            /* the first error of the footer threads */
+    /* the plan's scan slots: those read from the files (n_phys, their schema
+     * columns in phys_need) and, per slot, the virtual column it is or -1 */
+    int n_phys;
+    int *phys_need;
+    int *vslot;
+    tx_codec codec;           /* text: the compression argument (AUTO: by name) */
     eng_s3_access own;        /* an S3 access of the source's own (s3() with
                                  credentials), freed with it; env uses it */
 } src_files;
@@ -73,6 +79,12 @@ struct eng_reader {
     void *arg;
     char *err;
     size_t errlen;
+    /* with virtual columns: the caller's callback, the file of the unit and
+     * its virtual values (constant vectors), and the slots handed on */
+    eng_scan_fn ufn;
+    void *uarg;
+    ex_vec vval[SRC_N_VIRT];
+    ex_vec *slots;
 };
 
 /* ---- file lists ------------------------------------------------------------------ */
@@ -92,7 +104,116 @@ int src__flist_add(flist *l, const char *path, uint64_t size)
     if (!(f->path = strdup(path)))
         return -ENOMEM;
     f->size = size;
+    f->mtime = -1;
     l->n++;
+    return 0;
+}
+
+/* ---- virtual columns --------------------------------------------------------------- */
+
+/* ClickHouse's virtual columns of file() and s3(): the object's path (for s3(),
+ * bucket/key), its name, size and modification time (NULL when the listing
+ * does not tell). A column of the files with the same name hides one. */
+static const struct {
+    const char *name;
+    ex_type t;
+} virt_cols[SRC_N_VIRT] = {
+    {"_path", {.kind = EX_STRING}},
+    {"_file", {.kind = EX_STRING}},
+    {"_size", {.kind = EX_UINT, .bits = 64, .nullable = true}},
+    {"_time", {.kind = EX_DATETIME, .nullable = true}},
+};
+
+static int add_virtual_columns(eng_schema *sc)
+{
+    eng_col *c = realloc(sc->cols, sizeof(eng_col) * (size_t)(sc->n + SRC_N_VIRT + 1));
+    if (!c)
+        return -ENOMEM;
+    sc->cols = c;
+    for (int v = 0; v < SRC_N_VIRT; v++) {
+        bool hidden = false;
+        for (int i = 0; i < sc->n && !hidden; i++)
+            hidden = !sc->cols[i].virt && strcmp(sc->cols[i].name, virt_cols[v].name) == 0;
+        if (hidden)
+            continue;
+        eng_col *n = &sc->cols[sc->n];
+        memset(n, 0, sizeof(*n));
+        if (!(n->name = strdup(virt_cols[v].name)))
+            return -ENOMEM;
+        n->t = virt_cols[v].t;
+        n->virt = true;
+        sc->n++;
+    }
+    return 0;
+}
+
+/* The virtual values of file f for a reader (constant vectors). */
+static int virt_values(src_files *s, eng_reader *rd, const efile *f)
+{
+    for (int v = 0; v < SRC_N_VIRT; v++)
+        ex_vec_clear(s->env.mem, &rd->vval[v]);
+    char path[4200];
+    if (s->s3)
+        snprintf(path, sizeof(path), "%s/%s", s->bucket, f->path);
+    else
+        snprintf(path, sizeof(path), "%s", f->path);
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    int rc = 0;
+    for (int v = 0; v < SRC_N_VIRT && rc == 0; v++) {
+        ex_vec *x = &rd->vval[v];
+        if ((rc = ex_vec_alloc(s->env.mem, x, virt_cols[v].t, 1)) < 0)
+            break;
+        x->is_const = true;
+        switch (v) {
+        case 0: rc = ex_vec_str_put(s->env.mem, x, 0, path, strlen(path)); break;
+        case 1: rc = ex_vec_str_put(s->env.mem, x, 0, base, strlen(base)); break;
+        case 2: x->i[0] = (int64_t)f->size; break;
+        default:
+            x->i[0] = f->mtime < 0 ? 0 : f->mtime;
+            x->nulls[0] = f->mtime < 0;
+            break;
+        }
+    }
+    return rc;
+}
+
+/* The scan callback when the plan reads virtual columns: the file's columns
+ * (n_phys of them, in slot order) with the virtual ones put in their slots. */
+static int virt_fn(void *arg, ex_vec *cols, uint32_t n)
+{
+    eng_reader *rd = arg;
+    src_files *s = rd->s;
+    for (int k = 0, j = 0; k < s->plan->n_need; k++) {
+        if (s->vslot[k] < 0) {
+            rd->slots[k] = cols[j++];
+            rd->slots[k].own = 0; /* cols' owner frees them */
+        } else {
+            ex_vec_view(&rd->vval[s->vslot[k]], 0, 1, &rd->slots[k]);
+        }
+    }
+    return rd->ufn(rd->uarg, rd->slots, n);
+}
+
+/* Splits the plan's slots into the files' columns and the virtual ones. */
+static int plan_slots(src_files *s, const eng_plan *p)
+{
+    s->phys_need = calloc((size_t)p->n_need + 1, sizeof(int));
+    s->vslot = calloc((size_t)p->n_need + 1, sizeof(int));
+    if (!s->phys_need || !s->vslot)
+        return -ENOMEM;
+    s->n_phys = 0;
+    for (int k = 0; k < p->n_need; k++) {
+        const eng_col *c = &s->base.schema.cols[p->need[k]];
+        s->vslot[k] = -1;
+        if (!c->virt) {
+            s->phys_need[s->n_phys++] = p->need[k];
+            continue;
+        }
+        for (int v = 0; v < SRC_N_VIRT; v++)
+            if (strcmp(c->name, virt_cols[v].name) == 0)
+                s->vslot[k] = v;
+    }
     return 0;
 }
 
@@ -280,7 +401,8 @@ static int load_text(src_files *s, efile *f, uint8_t **text, size_t *len, char *
     if (rc < 0)
         return rc;
     char nb[1200];
-    rc = tx_decompress(fname(s, f, nb, sizeof(nb)), raw, rawlen, text, len, err, errlen);
+    rc = tx_decompress_as(s->codec, fname(s, f, nb, sizeof(nb)), raw, rawlen, text, len, err,
+                          errlen);
     free(raw);
     em_account(s->env.mem, -charged);
     return rc;
@@ -301,11 +423,11 @@ static int open_parquet(src_files *s, efile *f, char *err, size_t errlen)
 static int map_columns(src_files *s, efile *f, char *err, size_t errlen)
 {
     free(f->colmap);
-    f->colmap = calloc((size_t)s->plan->n_need + 1, sizeof(int));
+    f->colmap = calloc((size_t)s->n_phys + 1, sizeof(int));
     if (!f->colmap)
         return -ENOMEM;
-    for (int k = 0; k < s->plan->n_need; k++) {
-        const eng_col *c = &s->base.schema.cols[s->plan->need[k]];
+    for (int k = 0; k < s->n_phys; k++) {
+        const eng_col *c = &s->base.schema.cols[s->phys_need[k]];
         int i = pq_file_find_column(f->pf, c->name);
         char nb[1200];
         if (i < 0) {
@@ -365,7 +487,13 @@ int src__scan_batch(const eng_scan_env *env, const cb_batch *bt, eng_scan_fn fn,
     ex_vec *in = calloc((size_t)bt->n_cols + 1, sizeof(ex_vec));
     int rc = in ? 0 : -ENOMEM;
     for (uint32_t k = 0; k < bt->n_cols && rc == 0; k++)
-        rc = ex_vec_from_column(env->mem, bt->cols[k], &in[k]);
+        if ((rc = ex_vec_from_column(env->mem, bt->cols[k], &in[k])) == -ERANGE)
+            snprintf(err, errlen,
+                     "column '%.100s' is Decimal(%d, %d) and holds a value of more than 18 digits: "
+                     "decimals wider than 18 digits are read only while their values fit 18 "
+                     "digits; write the column with a precision of at most 18, or as a DOUBLE",
+                     bt->cols[k]->name ? bt->cols[k]->name : "?", bt->cols[k]->info.precision,
+                     bt->cols[k]->info.scale);
     if (rc == 0 && bt->n_rows)
         rc = fn(arg, in, bt->n_rows);
     if (in)
@@ -453,7 +581,7 @@ static int read_rgs(eng_reader *rd, efile *f, pq_file *pf, int gen, int *colmap,
     pq_read_opts o;
     pq_read_opts_init(&o);
     o.columns = colmap;
-    o.n_columns = (size_t)p->n_need;
+    o.n_columns = (size_t)s->n_phys;
     o.preds = preds;
     o.n_preds = np;
     o.rg_begin = rg_begin;
@@ -628,7 +756,7 @@ static int run_text_unit(eng_reader *rd, int u)
     }
     uint8_t *text;
     size_t len;
-    rc = tx_decompress(fname(s, f, nb, sizeof(nb)), raw, rawlen, &text, &len, rd->err,
+    rc = tx_decompress_as(s->codec, fname(s, f, nb, sizeof(nb)), raw, rawlen, &text, &len, rd->err,
                        rd->errlen);
     if (b)
         ef_release(s->pf, &b);
@@ -643,7 +771,7 @@ static int run_text_unit(eng_reader *rd, int u)
         return -ENOMEM;
     }
     rc = tx_parse(s->env.mem, (tx_format)s->kind, fname(s, f, nb, sizeof(nb)), (const char *)text,
-                  len, &s->base.schema, s->plan->need, s->plan->n_need,
+                  len, &s->base.schema, s->phys_need, s->n_phys,
                   ENG_BATCH_ROWS, text_batch, rd, rd->err, rd->errlen);
     em_account(s->env.mem, -(int64_t)len);
     free(text);
@@ -692,7 +820,7 @@ static int64_t pf_size(void *arg, int u, bool allow_span, int *span)
     rs_range *r;
     size_t n;
     uint64_t total;
-    if (pq_row_group_ranges(pf, s->unit_rg[u], colmap, (size_t)s->plan->n_need, 0, 0, &r, &n,
+    if (pq_row_group_ranges(pf, s->unit_rg[u], colmap, (size_t)s->n_phys, 0, 0, &r, &n,
                             &total, NULL, 0) < 0)
         return -1;
     free(r);
@@ -729,7 +857,7 @@ static void pf_fetch(void *arg, ef *p, int u, int span, ef_blob *b)
         b->rc = rs_read(src, 0, b->buf, size, err, sizeof(err));
     } else {
         uint64_t total;
-        b->rc = pq_row_group_ranges(pf, s->unit_rg[u], colmap, (size_t)s->plan->n_need, 0, 0,
+        b->rc = pq_row_group_ranges(pf, s->unit_rg[u], colmap, (size_t)s->n_phys, 0, 0,
                                     &b->ranges, &b->n, &total, err, sizeof(err));
         if (b->rc < 0)
             return;
@@ -864,6 +992,10 @@ static int files_plan(eng_source *b, const eng_plan *p, char *err, size_t errlen
 {
     src_files *s = (src_files *)b;
     s->plan = p;
+    if (plan_slots(s, p) < 0) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
     if (s->kind == 0) {
         int t = s->env.set->max_threads;
         if (t < s->env.set->max_download_threads)
@@ -903,6 +1035,9 @@ static void files_reader_destroy(eng_source *b, eng_reader *rd)
     ef_release(s->pf, &rd->blob);
     free(rd->fbuf);
     em_account(s->env.mem, -(int64_t)rd->fcap);
+    for (int v = 0; v < SRC_N_VIRT; v++)
+        ex_vec_clear(s->env.mem, &rd->vval[v]);
+    free(rd->slots);
     free(rd);
 }
 
@@ -927,6 +1062,20 @@ static int files_read(eng_source *b, eng_reader *rd, int u, eng_scan_fn fn, void
     rd->arg = arg;
     rd->err = err;
     rd->errlen = errlen;
+    if (s->n_phys < s->plan->n_need) {
+        if (!rd->slots && !(rd->slots = calloc((size_t)s->plan->n_need, sizeof(ex_vec)))) {
+            snprintf(err, errlen, "out of memory");
+            return -ENOMEM;
+        }
+        if (virt_values(s, rd, &s->files[s->unit_file[u]]) < 0) {
+            snprintf(err, errlen, "out of memory");
+            return -ENOMEM;
+        }
+        rd->ufn = fn;
+        rd->uarg = arg;
+        rd->fn = virt_fn;
+        rd->arg = rd;
+    }
     return s->kind == 0 ? run_parquet_unit(rd, u) : run_text_unit(rd, u);
 }
 
@@ -960,6 +1109,8 @@ static void files_destroy(eng_source *b)
     eng_schema_free(&s->base.schema);
     free(s->unit_file);
     free(s->unit_rg);
+    free(s->phys_need);
+    free(s->vslot);
     eng_fail_deinit(&s->fail);
     if (s->own.destroy)
         s->own.destroy(s->own.impl);
@@ -1001,10 +1152,70 @@ static const eng_source_ops files_ops = {
     .unit_info = files_unit_info,
 };
 
+/* The structure argument over a Parquet schema: its columns, in its order,
+ * each in the files with the type it names (a different one is refused: the
+ * query can CAST); Nullable or not may differ, the files' own is kept (their
+ * NULLs stay NULLs). */
+static int parquet_structure(eng_schema *sc, const eng_schema *want, const char *fname, char *err,
+                             size_t errlen)
+{
+    eng_col *cols = calloc((size_t)want->n + 1, sizeof(eng_col));
+    if (!cols) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    int rc = 0;
+    for (int k = 0; k < want->n && rc == 0; k++) {
+        const eng_col *w = &want->cols[k];
+        int i = 0;
+        while (i < sc->n && strcmp(sc->cols[i].name, w->name) != 0)
+            i++;
+        if (i == sc->n) {
+            snprintf(err, errlen, "column '%.100s' of the structure argument is not in %.600s",
+                     w->name, fname);
+            rc = -EINVAL;
+            break;
+        }
+        ex_type ft = sc->cols[i].t, wt = w->t;
+        if (ft.kind != wt.kind || ft.scale != wt.scale ||
+            (ft.kind == EX_DECIMAL && ft.prec != wt.prec)) {
+            char a[64], b[64];
+            ex_type_name(&ft, a, sizeof(a));
+            ex_type_name(&wt, b, sizeof(b));
+            snprintf(err, errlen, "column '%.100s' is %s in %.600s, not %s as the structure "
+                     "argument says: give %s, or CAST it in the query", w->name, a, fname, b, a);
+            rc = -EINVAL;
+            break;
+        }
+        cols[k] = sc->cols[i];
+        sc->cols[i].name = NULL; /* moved */
+    }
+    if (rc < 0) {
+        for (int k = 0; k < want->n; k++)
+            free(cols[k].name);
+        free(cols);
+        return rc;
+    }
+    eng_schema_free(sc);
+    sc->cols = cols;
+    sc->n = want->n;
+    return 0;
+}
+
 int src__files_open(eng_source **out, const eng_scan_env *env, const eng_tf_call *c,
                     const char *path, flist *l, bool s3, const char *bucket, const char *fmtarg,
                     char *err, size_t errlen)
 {
+    src_fargs a = {.format = fmtarg};
+    return src__files_open_args(out, env, c, path, l, s3, bucket, &a, err, errlen);
+}
+
+int src__files_open_args(eng_source **out, const eng_scan_env *env, const eng_tf_call *c,
+                         const char *path, flist *l, bool s3, const char *bucket,
+                         const src_fargs *a, char *err, size_t errlen)
+{
+    const char *fmtarg = a->format;
+    eng_schema given = {0};
     *out = NULL;
     src_files *s = calloc(1, sizeof(*s));
     if (!s) {
@@ -1067,13 +1278,35 @@ int src__files_open(eng_source **out, const eng_scan_env *env, const eng_tf_call
         }
     }
     s->kind = kind;
-    /* schema from the first file */
-    if (kind == 0) {
+    if (a->compression) {
+        int cd = tx_codec_of_arg(a->compression);
+        if (cd < 0 || (kind == 0 && cd != TX_CODEC_NONE)) {
+            snprintf(err, errlen, cd < 0 ? "unknown compression '%s' of %s() (use auto, none, "
+                                           "gzip or zstd)"
+                                         : "compression '%s' of %s() applies to text files: "
+                                           "Parquet compresses inside the file; drop it",
+                     a->compression, c->name);
+            rc = -EINVAL;
+            goto fail;
+        }
+        s->codec = (tx_codec)cd;
+    }
+    if (a->structure && (rc = src__structure_parse(a->structure, &given, err, errlen)) < 0)
+        goto fail;
+    /* schema from the first file, or the structure argument's */
+    if (kind != 0 && a->structure) {
+        s->base.schema = given;
+        memset(&given, 0, sizeof(given));
+    } else if (kind == 0) {
         rc = open_parquet(s, &s->files[0], err, errlen);
         if (rc == -ESTALE) /* changed between HEAD and footer: open it again, once */
             rc = open_parquet(s, &s->files[0], err, errlen);
         if (rc == 0 && schema_from_parquet(s->files[0].pf, &s->base.schema) < 0)
             rc = -ENOMEM;
+        char nb[1200];
+        if (rc == 0 && a->structure)
+            rc = parquet_structure(&s->base.schema, &given, fname(s, &s->files[0], nb, sizeof(nb)),
+                                   err, errlen);
     } else {
         uint8_t *text;
         size_t len;
@@ -1085,11 +1318,17 @@ int src__files_open(eng_source **out, const eng_scan_env *env, const eng_tf_call
             free(text);
         }
     }
+    if (rc == 0 && add_virtual_columns(&s->base.schema) < 0) {
+        snprintf(err, errlen, "out of memory");
+        rc = -ENOMEM;
+    }
+    eng_schema_free(&given);
     if (rc < 0)
         goto fail;
     *out = &s->base;
     return 0;
 fail:
+    eng_schema_free(&given);
     files_destroy(&s->base);
     return rc;
 }

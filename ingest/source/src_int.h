@@ -21,6 +21,7 @@
 typedef struct efile {
     char *path;               /* local path or key */
     uint64_t size;
+    int64_t mtime;            /* seconds since the epoch, -1 when unknown (_time) */
     pthread_mutex_t mu;
     rs_source *src;
     pq_file *pf;
@@ -32,6 +33,9 @@ typedef struct efile {
     int rg_first;             /* Parquet: first unit of this file */
     int n_rg;                 /* Parquet: its units (row groups not pruned) */
 } efile;
+
+/* _path, _file, _size, _time */
+#define SRC_N_VIRT 4
 
 /* The files a glob matched, as they are listed. */
 typedef struct flist {
@@ -58,7 +62,39 @@ int src__files_open(eng_source **out, const eng_scan_env *env, const eng_tf_call
                     const char *path, flist *l, bool s3, const char *bucket, const char *fmtarg,
                     char *err, size_t errlen);
 
-/* Hands a source of src__files_open the S3 access its env names (made for
+/* An S3 URL as users paste it (src_s3url.c). */
+enum { SRC_URL_S3 = 1, SRC_URL_AWS, SRC_URL_ENDPOINT };
+typedef struct src_s3_url {
+    int kind;                 /* SRC_URL_* */
+    char bucket[64];
+    char key[1100];           /* the key or glob, percent-decoded for http(s) URLs */
+    char region[64];          /* SRC_URL_AWS: the host's region ("": the global endpoint) */
+    char endpoint[256];       /* SRC_URL_ENDPOINT: scheme://host[:port] */
+} src_s3_url;
+/* s3://bucket/key, AWS's virtual-hosted and path-style https URLs, and
+ * http(s)://host[:port]/bucket/key. 0, or -EINVAL with a sentence in why. */
+int src__s3_url_parse(const char *url, src_s3_url *u, char *why, size_t whylen);
+
+/* What file() and s3() take after the path (and s3()'s credentials), as
+ * ClickHouse orders it: [format [, structure [, compression]]] (src_args.c);
+ * NULL when absent or 'auto'. */
+typedef struct src_fargs {
+    const char *format, *structure, *compression;
+} src_fargs;
+/* Reads args[first..] of c. 0, or -EINVAL with a sentence naming the place. */
+int src__tail_args(const eng_tf_call *c, int first, src_fargs *out, char *err, size_t errlen);
+/* "name Type, name Type" into *out (out->given set). 0, -EINVAL or -ENOMEM
+ * with a sentence. */
+int src__structure_parse(const char *text, eng_schema *out, char *err, size_t errlen);
+/* src__files_open with the format, structure and compression of a. The
+ * structure is the schema of text files (by position in plain CSV/TSV, by
+ * name with a header and in JSONEachRow); of Parquet files, the columns read,
+ * each of which must be in the files with that type. */
+int src__files_open_args(eng_source **out, const eng_scan_env *env, const eng_tf_call *c,
+                         const char *path, flist *l, bool s3, const char *bucket,
+                         const src_fargs *a, char *err, size_t errlen);
+
+/* Hands a source of src__files_open(_args) the S3 access its env names (made for
  * its own credentials), to be freed with it. */
 void src__files_adopt(eng_source *s, const eng_s3_access *a);
 

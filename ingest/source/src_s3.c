@@ -1,18 +1,21 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
  * src_s3.c: the s3() table function over the objects of a bucket, with the
- * arguments ClickHouse gives it for credentials:
+ * arguments ClickHouse gives it:
  *
- *   s3(url [, format])                                 the query's S3 access
- *   s3(url, NOSIGN [, format])                         unsigned (public buckets)
- *   s3(url, key, secret [, session_token] [, format])  these credentials
+ *   s3(url [, format [, structure [, compression]]])        the query's S3 access
+ *   s3(url, NOSIGN [, format [, structure [, compression]]]) unsigned (public buckets)
+ *   s3(url, key, secret [, session_token] [, format [, structure [, compression]]])
  *
- * The objects are listed and opened through the caller's S3 access (S3
- * directly or the cache client, eng_scan_env); a source that names its own
- * credentials gets an access of its own from env->s3_as, never the query's,
- * so a key given in the query is used for that source or the query fails.
- * A fourth argument is the format when it names one, else the session token
- * (as ClickHouse decides). The objects are scanned by src_files.c.
+ * The URL as src_s3url.c reads it: s3://bucket/glob, or AWS's https URLs,
+ * virtual-hosted or path style. The objects are listed and opened through
+ * the caller's S3 access (S3 directly or the cache client, eng_scan_env); a
+ * source that names its own credentials gets an access of its own from
+ * env->s3_as, never the query's, so a key given in the query is used for
+ * that source or the query fails. The argument after the secret is the
+ * format when it names one, else the session token (as ClickHouse decides).
+ * What follows the credentials is read by src_args.c; the objects are
+ * scanned by src_files.c.
  *
  * As in ClickHouse, the URL may also be an endpoint's,
  * s3('http://host:port/bucket/glob'): the objects are then listed and read
@@ -64,81 +67,74 @@ static bool looks_like_format(const char *s)
 static int bad_args(const eng_tf_call *c, char *err, size_t errlen)
 {
     snprintf(err, errlen,
-             "line %d, column %d: s3() takes a URL and an optional format, NOSIGN, or a key "
-             "and a secret (and a session token), all as strings: s3('s3://bucket/*.parquet' "
-             "[, NOSIGN | , 'KEY', 'SECRET' [, 'SESSION_TOKEN']] [, 'Parquet'])",
+             "line %d, column %d: s3() takes a URL, then NOSIGN or a key and a secret (and a "
+             "session token) if the bucket needs them, then an optional format, structure and "
+             "compression, all as strings: s3('s3://bucket/*.parquet' [, NOSIGN | , 'KEY', "
+             "'SECRET' [, 'SESSION_TOKEN']] [, 'Parquet' [, 'a Int64, b String' [, 'gzip']]])",
              c->line, c->col);
     return -EINVAL;
 }
 
+/* A format argument: a format's name, or 'auto'. */
+static bool is_format_arg(const char *s)
+{
+    return strcasecmp(s, "auto") == 0 || tx_format_of_arg(s) >= 0;
+}
+
 /* Splits the arguments: the URL, the credentials (creds->nosign, or the
- * key/secret/token; *has_creds) and the format (NULL: by extension). */
+ * key/secret/token; *has_creds) and what follows them (fa: the format,
+ * structure and compression, NULL when absent). */
 static int s3_args(const eng_tf_call *c, const char **url, eng_s3_creds *creds,
-                   bool *has_creds, const char **fmt, char *err, size_t errlen)
+                   bool *has_creds, src_fargs *fa, char *err, size_t errlen)
 {
     memset(creds, 0, sizeof(*creds));
+    memset(fa, 0, sizeof(*fa));
     *has_creds = false;
-    *fmt = NULL;
     sql_node *const *a = c->args;
     int n = c->n_args;
-    if (n < 1 || n > 5 || a[0]->kind != SQL_STRING)
+    if (n < 1 || n > 7 || a[0]->kind != SQL_STRING)
         return bad_args(c, err, errlen);
     *url = a[0]->s;
-    int i = 1;
+    int first = 1; /* the first argument after the credentials */
     if (n > 1 && is_nosign(a[1])) {
         creds->nosign = 1;
         *has_creds = true;
-        i = 2;
+        first = 2;
     }
-    for (int k = i; k < n; k++)
+    for (int k = first; k < n; k++)
         if (a[k]->kind != SQL_STRING)
             return bad_args(c, err, errlen);
-    int rest = n - i;
-    if (creds->nosign) {
-        if (rest > 1)
-            return bad_args(c, err, errlen);
-        *fmt = rest ? a[i]->s : NULL;
-        return 0;
-    }
-    if (rest <= 1) {
-        *fmt = rest ? a[1]->s : NULL;
-        return 0;
-    }
-    if (tx_format_of_arg(a[1]->s) >= 0) {
-        snprintf(err, errlen,
-                 "line %d, column %d: s3(url, format, structure) is not supported: the columns "
-                 "and their types come from the files (Parquet's schema, or inferred from the "
-                 "first rows of text); drop the structure argument",
-                 c->line, c->col);
-        return -EINVAL;
-    }
-    creds->access_key = a[1]->s;
-    creds->secret_key = a[2]->s;
-    *has_creds = true;
-    if (rest == 3) {
-        const char *x = a[3]->s;
-        if (tx_format_of_arg(x) >= 0)
-            *fmt = x;
-        else if (looks_like_format(x)) {
+    if (!creds->nosign && n >= 3 && !is_format_arg(a[1]->s)) {
+        creds->access_key = a[1]->s;
+        creds->secret_key = a[2]->s;
+        *has_creds = true;
+        first = 3;
+        int rest = n - 3;
+        if (rest >= 1) {
+            /* a session token, unless a format comes right after the secret;
+               with four more it must be the token */
+            const char *x = a[3]->s;
+            if (rest == 1 && !is_format_arg(x) && looks_like_format(x)) {
+                snprintf(err, errlen,
+                         "unknown input format '%s' (use Parquet, CSV, CSVWithNames, TSV, "
+                         "TSVWithNames or JSONEachRow)",
+                         x);
+                return -EINVAL;
+            }
+            if (rest == 4 || !is_format_arg(x)) {
+                creds->session_token = x;
+                first = 4;
+            }
+        }
+        if (!creds->access_key[0] || !creds->secret_key[0]) {
             snprintf(err, errlen,
-                     "unknown input format '%s' (use Parquet, CSV, CSVWithNames, TSV, "
-                     "TSVWithNames or JSONEachRow)",
-                     x);
+                     "line %d, column %d: s3()'s %s is empty: give both the access key and the "
+                     "secret, or NOSIGN for a public bucket",
+                     c->line, c->col, !creds->access_key[0] ? "access key" : "secret");
             return -EINVAL;
-        } else
-            creds->session_token = x;
-    } else if (rest == 4) {
-        creds->session_token = a[3]->s;
-        *fmt = a[4]->s;
+        }
     }
-    if (!creds->access_key[0] || !creds->secret_key[0]) {
-        snprintf(err, errlen,
-                 "line %d, column %d: s3()'s %s is empty: give both the access key and the "
-                 "secret, or NOSIGN for a public bucket",
-                 c->line, c->col, !creds->access_key[0] ? "access key" : "secret");
-        return -EINVAL;
-    }
-    return 0;
+    return src__tail_args(c, first, fa, err, errlen);
 }
 
 /* ---- s3('http://host:port/bucket/glob') ----------------------------------------- */
@@ -154,27 +150,21 @@ static int url_key(const s3_object_info *info, void *arg)
     return src__flist_add(arg, info->key, info->size);
 }
 
-/* Splits "http[s]://host[:port]/bucket/glob" into the endpoint (cfg) and the
- * rest; 0, or -EINVAL with a sentence. */
-static int url_split(const char *url, const eng_s3_creds *creds, s3_config *cfg, char *bucket,
-                     size_t bcap, char *glob, size_t gcap, char *err, size_t errlen)
+/* The S3 settings of an endpoint URL (u: SRC_URL_ENDPOINT): the endpoint,
+ * path style, and the call's credentials, else the AWS environment's; 0, or
+ * -errno with a sentence. */
+static int url_config(const src_s3_url *u, const eng_s3_creds *creds, s3_config *cfg, char *err,
+                      size_t errlen)
 {
-    const char *host = strstr(url, "://") + 3;
-    const char *slash = strchr(host, '/');
-    char s3url[4200];
-    if (!slash || slash == host || (size_t)(slash - url) >= sizeof(cfg->endpoint) ||
-        snprintf(s3url, sizeof(s3url), "s3://%s", slash + 1) >= (int)sizeof(s3url) ||
-        s3_url_parse(s3url, bucket, bcap, glob, gcap) < 0) {
-        snprintf(err, errlen, "bad S3 URL '%s': write http://host:port/bucket/path/glob (the "
-                              "endpoint, then the bucket and the glob, path style)",
-                 url);
-        return -EINVAL;
-    }
     s3_config_init(cfg);
     int rc = s3_config_from_env(cfg, err, errlen);
     if (rc < 0)
         return rc;
-    snprintf(cfg->endpoint, sizeof(cfg->endpoint), "%.*s", (int)(slash - url), url);
+    if (strlen(u->endpoint) >= sizeof(cfg->endpoint)) {
+        snprintf(err, errlen, "the endpoint %s is too long", u->endpoint);
+        return -EINVAL;
+    }
+    snprintf(cfg->endpoint, sizeof(cfg->endpoint), "%s", u->endpoint);
     cfg->path_style = true;
     if (creds && creds->nosign) {
         cfg->access_key[0] = cfg->secret_key[0] = cfg->session_token[0] = 0;
@@ -198,16 +188,15 @@ static int url_split(const char *url, const eng_s3_creds *creds, s3_config *cfg,
 }
 
 static int url_open_source(const eng_tf_call *c, const eng_scan_env *env, eng_source **out,
-                           const char *path, const eng_s3_creds *creds, const char *fmtarg,
-                           char *err, size_t errlen)
+                           const char *path, const src_s3_url *u, const eng_s3_creds *creds,
+                           const src_fargs *fa, char *err, size_t errlen)
 {
     s3_config *cfg = malloc(sizeof(*cfg));
-    char bucket[64], glob[2048];
     if (!cfg) {
         snprintf(err, errlen, "out of memory");
         return -ENOMEM;
     }
-    int rc = url_split(path, creds, cfg, bucket, sizeof(bucket), glob, sizeof(glob), err, errlen);
+    int rc = url_config(u, creds, cfg, err, errlen);
     s3_sync *sync = NULL;
     flist fl = {0};
     if (rc == 0 && (rc = s3_sync_create(&sync, cfg)) < 0)
@@ -216,14 +205,14 @@ static int url_open_source(const eng_tf_call *c, const eng_scan_env *env, eng_so
     if (rc == 0 && env->unit) {
         /* a distributed query's unit: its one object, opened by its key */
         rs_source *one;
-        rc = url_open(cfg, bucket, env->unit->path, &one, err, errlen);
+        rc = url_open(cfg, u->bucket, env->unit->path, &one, err, errlen);
         if (rc == 0) {
             rc = src__flist_add(&fl, env->unit->path, rs_size(one));
             rs_destroy(&one);
         }
     } else if (rc == 0) {
         s3_error e = {0};
-        rc = s3_sync_glob(sync, bucket, glob, url_key, &fl, &e);
+        rc = s3_sync_glob(sync, u->bucket, u->key, url_key, &fl, &e);
         if (rc < 0)
             snprintf(err, errlen, "cannot list %s: %s", path,
                      e.message[0] ? e.message : strerror(-rc));
@@ -241,7 +230,7 @@ static int url_open_source(const eng_tf_call *c, const eng_scan_env *env, eng_so
     e2.list_s3 = NULL;
     e2.open_s3 = url_open;
     e2.s3_impl = cfg;
-    rc = src__files_open(out, &e2, c, path, &fl, true, bucket, fmtarg, err, errlen);
+    rc = src__files_open_args(out, &e2, c, path, &fl, true, u->bucket, fa, err, errlen);
     if (rc < 0) {
         free(cfg);
     } else {
@@ -254,26 +243,28 @@ static int url_open_source(const eng_tf_call *c, const eng_scan_env *env, eng_so
 int src__s3_open(const eng_tf_call *c, const eng_scan_env *env, eng_source **out, char *err,
                  size_t errlen)
 {
-    const char *path, *fmtarg;
+    const char *path;
     eng_s3_creds creds;
     bool has_creds;
-    int rc = s3_args(c, &path, &creds, &has_creds, &fmtarg, err, errlen);
+    src_fargs fa;
+    int rc = s3_args(c, &path, &creds, &has_creds, &fa, err, errlen);
     if (rc < 0)
         return rc;
-    if (strncmp(path, "http://", 7) == 0 || strncmp(path, "https://", 8) == 0)
-        return url_open_source(c, env, out, path, has_creds ? &creds : NULL, fmtarg, err,
+    src_s3_url u;
+    char why[512];
+    if (src__s3_url_parse(path, &u, why, sizeof(why)) < 0) {
+        snprintf(err, errlen, "line %d, column %d: %s", c->line, c->col, why);
+        return -EINVAL;
+    }
+    if (u.kind == SRC_URL_ENDPOINT)
+        return url_open_source(c, env, out, path, &u, has_creds ? &creds : NULL, &fa, err,
                                errlen);
     if (!env->list_s3 || !env->open_s3) {
         snprintf(err, errlen, "s3() is not available here (no S3 client configured)");
         return -ENOTSUP;
     }
-    char bucket[64], glob[2048];
-    if (s3_url_parse(path, bucket, sizeof(bucket), glob, sizeof(glob)) < 0) {
-        char why[512];
-        s3_url_explain(path, why, sizeof(why));
-        snprintf(err, errlen, "line %d, column %d: %s", c->line, c->col, why);
-        return -EINVAL;
-    }
+    /* an AWS URL names its region; the query's S3 access answers for its own
+     * (a bucket elsewhere fails with S3's sentence naming the region) */
     eng_scan_env own = *env;
     eng_s3_access acc = {0};
     if (has_creds) {
@@ -295,13 +286,13 @@ int src__s3_open(const eng_tf_call *c, const eng_scan_env *env, eng_source **out
         /* a distributed query's unit: its one object, opened by its key (no
          * listing: the initiator expanded the glob) */
         rs_source *one;
-        rc = own.open_s3(own.s3_impl, bucket, env->unit->path, &one, err, errlen);
+        rc = own.open_s3(own.s3_impl, u.bucket, env->unit->path, &one, err, errlen);
         if (rc == 0) {
             rc = src__flist_add(&fl, env->unit->path, rs_size(one));
             rs_destroy(&one);
         }
     } else {
-        rc = own.list_s3(own.s3_impl, bucket, glob, s3_key_cb, &fl, err, errlen);
+        rc = own.list_s3(own.s3_impl, u.bucket, u.key, s3_key_cb, &fl, err, errlen);
     }
     if (rc == 0 && fl.n == 0) {
         snprintf(err, errlen, "no objects match '%s' (check the bucket, the prefix and the "
@@ -310,7 +301,7 @@ int src__s3_open(const eng_tf_call *c, const eng_scan_env *env, eng_source **out
         rc = -ENOENT;
     }
     if (rc == 0)
-        rc = src__files_open(out, &own, c, path, &fl, true, bucket, fmtarg, err, errlen);
+        rc = src__files_open_args(out, &own, c, path, &fl, true, u.bucket, &fa, err, errlen);
     else
         src__flist_free(&fl);
     if (rc == 0 && has_creds)

@@ -1258,6 +1258,7 @@ void sql_stmt_destroy(sql_stmt **sp)
     }
     free(s->settings);
     free(s->format);
+    free(s->outfile);
     table_stmt_free(s);
     compose_free(s);
     free(s);
@@ -1279,7 +1280,8 @@ static bool grow(parser *ps, void **arr, int n, size_t size)
 static bool is_clause_kw(const tok *t)
 {
     static const char *kws[] = {"FROM", "WHERE", "GROUP", "HAVING", "ORDER", "LIMIT",
-                                "SETTINGS", "FORMAT", "OFFSET", "UNION", "ASC", "DESC"};
+                                "SETTINGS", "FORMAT", "OFFSET", "UNION", "ASC", "DESC",
+                                "INTO"};
     for (size_t i = 0; i < sizeof(kws) / sizeof(kws[0]); i++)
         if (is_kw(t, kws[i]))
             return true;
@@ -1294,6 +1296,7 @@ static bool parse_with(parser *ps, sql_stmt *s);
 static bool parse_joins(parser *ps, sql_stmt *s);
 static bool parse_union(parser *ps, sql_stmt *s);
 static bool parse_settings(parser *ps, sql_setting **out, int *n);
+static bool parse_into_outfile(parser *ps, sql_stmt *s);
 
 static bool parse_from(parser *ps, sql_stmt *s)
 {
@@ -1577,7 +1580,11 @@ static sql_stmt *parse_stmt(parser *ps)
     if (is_kw(&ps->cur, "UNION") && !parse_union(ps, s))
         goto fail;
 tail:
+    if (!parse_into_outfile(ps, s))
+        goto fail;
     if (accept_kw(ps, "SETTINGS") && !parse_settings(ps, &s->settings, &s->n_settings))
+        goto fail;
+    if (!s->outfile && !parse_into_outfile(ps, s))
         goto fail;
     if (accept_kw(ps, "FORMAT")) {
         if (ps->cur.kind != T_IDENT) {
@@ -1912,6 +1919,48 @@ static bool parse_table_ref(parser *ps, sql_stmt *s, const tok *first)
         return false;
     if (s->from_alias && accept_kw(ps, "FINAL"))
         s->final = true;
+    return true;
+}
+
+/* [INTO OUTFILE 'path' [AND STDOUT] [APPEND | TRUNCATE]] (ClickHouse's
+ * order; COMPRESSION is refused by name). True when absent or parsed. */
+static bool parse_into_outfile(parser *ps, sql_stmt *s)
+{
+    if (!is_kw(&ps->cur, "INTO"))
+        return true;
+    int line = ps->cur.line, col = ps->cur.col;
+    next(ps);
+    if (!accept_kw(ps, "OUTFILE")) {
+        fail_expected(ps, "OUTFILE after INTO");
+        return false;
+    }
+    if (ps->cur.kind != T_STRING) {
+        fail_expected(ps, "the file name as a string after INTO OUTFILE");
+        return false;
+    }
+    if (!(s->outfile = unquote(&ps->cur, NULL))) {
+        ps->rc = -ENOMEM;
+        return false;
+    }
+    s->outfile_line = line;
+    s->outfile_col = col;
+    next(ps);
+    if (accept_kw(ps, "AND")) {
+        if (!accept_kw(ps, "STDOUT")) {
+            fail_expected(ps, "STDOUT after INTO OUTFILE '...' AND");
+            return false;
+        }
+        s->outfile_stdout = true;
+    }
+    if (accept_kw(ps, "APPEND"))
+        s->outfile_mode = SQL_OUTFILE_APPEND;
+    else if (accept_kw(ps, "TRUNCATE"))
+        s->outfile_mode = SQL_OUTFILE_TRUNCATE;
+    if (is_kw(&ps->cur, "COMPRESSION")) {
+        fail(ps, ps->cur.line, ps->cur.col, "INTO OUTFILE ... COMPRESSION is not supported: "
+                                            "write the file plain and compress it afterwards");
+        return false;
+    }
     return true;
 }
 

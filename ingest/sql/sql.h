@@ -256,6 +256,10 @@ typedef struct sql_stmt {
     sql_setting *settings;
     int n_settings;
     char *format;           /* FORMAT name, NULL when absent */
+    char *outfile;          /* INTO OUTFILE 'path', NULL when absent */
+    uint8_t outfile_mode;   /* SQL_OUTFILE_* */
+    bool outfile_stdout;    /* ... AND STDOUT */
+    int outfile_line, outfile_col;
     int line, col;          /* where the statement starts */
     /* composition */
     struct sql_stmt *from_sub;  /* FROM (SELECT ...) */
@@ -269,6 +273,8 @@ typedef struct sql_stmt {
     sql_explain_kind explain;   /* EXPLAIN [PLAN] / EXPLAIN SYNTAX */
     int explain_line, explain_col;
 } sql_stmt;
+
+enum { SQL_OUTFILE_NEW = 0, SQL_OUTFILE_APPEND, SQL_OUTFILE_TRUNCATE };
 
 /* Parses the statements of `text` (len bytes, need not be NUL-terminated),
  * separated by ';' (empty statements are skipped). Returns the number of

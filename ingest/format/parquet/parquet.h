@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * parquet.h: the native Parquet reader. Opens a file through a byte-range
+ * parquet.h: the native Parquet reader (and, at the end, a writer). Opens a file through a byte-range
  * source (rangesrc.h) with one speculative tail read for the footer, decodes
  * the Thrift footer by hand, maps flat schemas (OPTIONAL and REQUIRED leaves;
  * nested and repeated columns are refused, naming the column) to engine types
@@ -196,5 +196,39 @@ typedef struct pq_reader_stats {
     uint64_t bytes_fetched;
 } pq_reader_stats;
 void pq_reader_stats_get(const pq_reader *r, pq_reader_stats *out);
+
+/* ---- writing (pq_writer.c) ----------------------------------------------------- */
+
+/* The writer: flat files of REQUIRED and OPTIONAL columns, PLAIN values in
+ * ZSTD data pages v1, one row group per pq_writer_row_group call, and the
+ * footer at pq_writer_finish; the bytes go out in order through a write
+ * callback (a stream: nothing is sought back). A writer belongs to one thread. */
+typedef struct pq_writer pq_writer;
+/* Takes all of buf or fails: 0 or -errno. */
+typedef int (*pq_write_fn)(void *arg, const void *buf, size_t len);
+typedef struct pq_wcol {
+    const char *name;
+    cb_typeinfo type;    /* any but CB_TIME; timestamps with a unit */
+    bool nullable;       /* OPTIONAL (definition levels), else REQUIRED */
+} pq_wcol;
+/* Rows of one column: values as in a cb_column of its type (cb_type_width
+ * bytes each; a NULL row's slot is ignored), offsets/data for strings and
+ * binaries, valid one byte per row (0: NULL) or NULL when none is NULL. */
+typedef struct pq_wdata {
+    const void *values;
+    const uint32_t *offsets;
+    const uint8_t *data;
+    const uint8_t *valid;
+} pq_wdata;
+
+/* Writes the magic. 0, -ENOTSUP (a type it does not write; err names the
+ * column), -ENOMEM, or the callback's error. */
+int pq_writer_create(pq_writer **out, const pq_wcol *cols, int n_cols, pq_write_fn fn, void *arg,
+                     char *err, size_t errlen);
+/* One row group of n rows (n_cols pq_wdata). 0 or -errno with err filled. */
+int pq_writer_row_group(pq_writer *w, const pq_wdata *cols, uint32_t n, char *err, size_t errlen);
+/* The footer. 0 or -errno with err filled. */
+int pq_writer_finish(pq_writer *w, char *err, size_t errlen);
+void pq_writer_destroy(pq_writer **w);
 
 #endif /* RINGCACHE_PARQUET_H */

@@ -27,9 +27,7 @@ struct pq_file {
     int64_t num_rows;
 };
 
-static int pq__ferr(char *err, size_t errlen, int rc, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int pq__ferr(char *err, size_t errlen, int rc, const char *fmt, ...)
+int pq__ferr(char *err, size_t errlen, int rc, const char *fmt, ...)
 {
     if (err && errlen) {
         va_list ap;

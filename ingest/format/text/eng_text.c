@@ -70,11 +70,34 @@ int tx_format_of_arg(const char *f)
 
 /* ---- decompression ---------------------------------------------------------- */
 
+int tx_codec_of_arg(const char *s)
+{
+    static const struct { const char *n; tx_codec c; } t[] = {
+        {"auto", TX_CODEC_AUTO}, {"none", TX_CODEC_NONE}, {"gzip", TX_CODEC_GZIP},
+        {"gz", TX_CODEC_GZIP}, {"deflate", TX_CODEC_GZIP}, {"zstd", TX_CODEC_ZSTD},
+        {"zst", TX_CODEC_ZSTD},
+    };
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+        if (strcasecmp(s, t[i].n) == 0)
+            return (int)t[i].c;
+    return -ENOENT;
+}
+
 int tx_decompress(const char *name, const uint8_t *in, size_t len, uint8_t **out,
                   size_t *outlen, char *err, size_t errlen)
 {
+    return tx_decompress_as(TX_CODEC_AUTO, name, in, len, out, outlen, err, errlen);
+}
+
+int tx_decompress_as(tx_codec codec, const char *name, const uint8_t *in, size_t len,
+                     uint8_t **out, size_t *outlen, char *err, size_t errlen)
+{
     size_t n = strlen(name);
     bool gz = ends_with(name, n, ".gz"), zs = ends_with(name, n, ".zst") || ends_with(name, n, ".zstd");
+    if (codec != TX_CODEC_AUTO) {
+        gz = codec == TX_CODEC_GZIP;
+        zs = codec == TX_CODEC_ZSTD;
+    }
     size_t cap = gz || zs ? len * 4 + 1024 : len + 1;
     uint8_t *buf = malloc(cap);
     if (!buf) {
@@ -886,6 +909,14 @@ static int put_text(builder *b, lexer *l, const eng_schema *s, int col, int k, u
         errno = 0;
         switch (v->t.kind) {
         case EX_INT: v->i[r] = strtoll(buf, &end, 10); ok = n && !*end && !errno; break;
+        case EX_UINT:
+            v->i[r] = (int64_t)strtoull(buf, &end, 10);
+            ok = n && !*end && !errno && buf[0] != '-';
+            break;
+        case EX_DECIMAL:
+            ok = ex_parse_decimal((const uint8_t *)buf, n, v->t.scale, &v->i[r]) &&
+                 ex_decimal_fits(v->i[r], v->t.prec);
+            break;
         case EX_FLOAT: v->d[r] = strtod(buf, &end); ok = n && !*end; break;
         case EX_BOOL:
             ok = strcasecmp(buf, "true") == 0 || strcasecmp(buf, "false") == 0 ||
@@ -908,6 +939,10 @@ static int put_text(builder *b, lexer *l, const eng_schema *s, int col, int k, u
     if (!ok) {
         char tn[64];
         ex_type_name(&v->t, tn, sizeof(tn));
+        if (s->given)
+            return lx_err(l, line, "cannot parse '%.*s' as %s for column '%s' (the type the "
+                                   "structure argument gives: fix the value or the structure)",
+                          (int)(n > 60 ? 60 : n), p, tn, s->cols[col].name);
         return lx_err(l, line, "cannot parse '%.*s' as %s for column '%s' (the type was inferred "
                                "from the first rows; CAST it as String, or fix the value)",
                       (int)(n > 60 ? 60 : n), p, tn, s->cols[col].name);
@@ -936,13 +971,16 @@ int tx_parse(eng_mem *m, tx_format f, const char *name, const char *text, size_t
     }
     for (int k = 0; k < nwant; k++)
         pos[k] = want[k];
-    int width = s->n;     /* fields every row has: the header's, else the schema's */
+    int width = 0;        /* fields every row has: the header's, else the schema's
+                             (its file columns: virtual ones come after them) */
+    for (int i = 0; i < s->n; i++)
+        width += !s->cols[i].virt;
     bool has_hdr = false;
     if (f == TX_CSV_NAMES || f == TX_TSV_NAMES || f == TX_CSV || f == TX_TSV) {
         /* header: *WithNames always; plain formats when the schema was read from
            one (names that are not c1, c2, ...) */
         has_hdr = f == TX_CSV_NAMES || f == TX_TSV_NAMES;
-        if (!has_hdr && s->n > 0) {
+        if (!has_hdr && s->n > 0 && !s->given) {
             char c1[16];
             snprintf(c1, sizeof(c1), "c1");
             has_hdr = strcmp(s->cols[0].name, c1) != 0;

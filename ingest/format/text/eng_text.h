@@ -36,6 +36,14 @@ int tx_parse(eng_mem *m, tx_format f, const char *name, const char *text, size_t
 /* Decompresses by extension (.gz, .zst) or copies: *out malloc'ed. 0 or -errno. */
 int tx_decompress(const char *name, const uint8_t *in, size_t len, uint8_t **out,
                   size_t *outlen, char *err, size_t errlen);
+/* A compression named in a query (s3()'s and file()'s compression argument). */
+typedef enum tx_codec { TX_CODEC_AUTO = 0, TX_CODEC_NONE, TX_CODEC_GZIP, TX_CODEC_ZSTD } tx_codec;
+/* 'auto', 'none', 'gzip' / 'gz' / 'deflate', 'zstd' / 'zst' (any case): the
+ * codec, or -ENOENT. */
+int tx_codec_of_arg(const char *s);
+/* tx_decompress with the codec given (AUTO: by name's extension). */
+int tx_decompress_as(tx_codec codec, const char *name, const uint8_t *in, size_t len,
+                     uint8_t **out, size_t *outlen, char *err, size_t errlen);
 
 /* Format from a file name's extension (.parquet, .csv, .tsv, .ndjson/.jsonl/
  * .json), looking through .gz/.zst: 0 Parquet, TX_* for text, -ENOENT. */

@@ -51,10 +51,12 @@ static int split(char *s, char sep, char **parts, int max)
     }
 }
 
-static bool same_field(const char *a, const char *b)
+static bool same_field(const char *a, const char *b, bool exact)
 {
     if (strcmp(a, b) == 0)
         return true;
+    if (exact)
+        return false;
     char *ea, *eb;
     double x = strtod(a, &ea), y = strtod(b, &eb);
     if (*a && *b && !*ea && !*eb) {
@@ -71,7 +73,7 @@ static int cmp_line(const void *a, const void *b)
 }
 
 /* Compares two TSV texts; prints the first difference. */
-bool dc_same_result(const char *name, char *got, char *want, bool sorted)
+static bool same_result(const char *name, char *got, char *want, bool sorted, bool exact)
 {
     static char *gl[200000], *wl[200000];
     int ng = split(got, '\n', gl, 200000), nw = split(want, '\n', wl, 200000);
@@ -91,7 +93,7 @@ bool dc_same_result(const char *name, char *got, char *want, bool sorted)
         int a = split(gcopy, '\t', gf, 64), b = split(wcopy, '\t', wf, 64);
         bool ok = a == b;
         for (int k = 0; ok && k < a; k++)
-            ok = same_field(gf[k], wf[k]);
+            ok = same_field(gf[k], wf[k], exact);
         if (!ok) {
             fprintf(stderr, "%s: row %d differs\n  engine: %s\n  duckdb: %s\n", name, i + 1, gl[i],
                     wl[i]);
@@ -99,6 +101,16 @@ bool dc_same_result(const char *name, char *got, char *want, bool sorted)
         }
     }
     return true;
+}
+
+bool dc_same_result(const char *name, char *got, char *want, bool sorted)
+{
+    return same_result(name, got, want, sorted, false);
+}
+
+bool dc_same_text(const char *name, char *got, char *want, bool sorted)
+{
+    return same_result(name, got, want, sorted, true);
 }
 
 int dc_generate(h_env *env, const char *name, const char *script, const char *const *args,

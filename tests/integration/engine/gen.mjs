@@ -20,6 +20,7 @@ import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { loadDuckDB } from '../../../bench/duckdb.mjs';
 import { sqlfnCases, sqlfnData } from './cases_sqlfn.mjs';
+import { duckText } from './duck_fmt.mjs';
 
 const duck = await loadDuckDB();
 const D = process.argv[2];
@@ -58,6 +59,7 @@ await con.run(`COPY (${T}) TO '${D}/posts.ndjson' (FORMAT json)`);
 await con.run(`COPY (${T}) TO '${D}/posts.csv.zst' (HEADER true, COMPRESSION zstd)`);
 const csvText = (await import('node:fs')).readFileSync(`${D}/posts.csv`);
 writeFileSync(`${D}/posts.csv.gz`, gzipSync(csvText));
+writeFileSync(`${D}/posts_csv_gz.bin`, gzipSync(csvText));
 await con.run(`CREATE VIEW t AS ${T}`);
 // malformed inputs, for the error tests
 writeFileSync(`${D}/bad_quote.csv`, 'a,b\n1,"x\n2,y\n');
@@ -67,7 +69,23 @@ mkdirSync(join(D, 'mixed'), { recursive: true });
 await con.run(`COPY (SELECT Id, Score FROM posts LIMIT 10) TO '${D}/mixed/a.parquet' (FORMAT parquet)`);
 await con.run(`COPY (SELECT Id FROM posts LIMIT 10) TO '${D}/mixed/b.parquet' (FORMAT parquet)`);
 
+// decimals: DECIMAL(12,2) and (4,1) and (9,3) as INT64 / INT32, (30,4) as
+// FIXED_LEN_BYTE_ARRAY, with NULLs; a glob of three files, one of them empty; one row
+await con.run(`CREATE TABLE dec AS SELECT i::BIGINT AS Id,
+  (((hash(i) % 10000000000)::BIGINT - 5000000000) * 0.01)::DECIMAL(12,2) AS Price,
+  CASE WHEN i % 13 = 0 THEN NULL ELSE ((i % 200000) * 0.001)::DECIMAL(9,3) END AS Qty,
+  CASE WHEN i % 7 = 2 THEN NULL ELSE ((hash(i * 3) % 1000000000000)::BIGINT * 0.0001)::DECIMAL(30,4) END AS Big,
+  (((i % 1999) - 999) * 0.1)::DECIMAL(4,1) AS Small
+FROM range(60000) t(i)`);
+await con.run(`COPY dec TO '${D}/dec.parquet' (FORMAT parquet, ROW_GROUP_SIZE 20000)`);
+mkdirSync(join(D, 'dec_glob'), { recursive: true });
+await con.run(`COPY (SELECT * FROM dec WHERE Id < 1000) TO '${D}/dec_glob/a.parquet' (FORMAT parquet)`);
+await con.run(`COPY (SELECT * FROM dec WHERE Id < 0) TO '${D}/dec_glob/b.parquet' (FORMAT parquet)`);
+await con.run(`COPY (SELECT * FROM dec WHERE Id >= 1000 AND Id < 1500) TO '${D}/dec_glob/c.parquet' (FORMAT parquet)`);
+await con.run(`COPY (SELECT * FROM dec WHERE Id = 42) TO '${D}/dec_one.parquet' (FORMAT parquet)`);
+
 const P = `file('{D}/posts.parquet')`, Q = `'${D}/posts.parquet'`;
+const DP = `file('{D}/dec.parquet')`, DQ = `'${D}/dec.parquet'`;
 // [name, ClickHouse SQL, DuckDB SQL, flags, note]
 const cases = [
   ['seed', `SELECT OwnerDisplayName, count() AS num_posts FROM ${P} WHERE OwnerDisplayName NOT IN ('', 'anon') GROUP BY OwnerDisplayName ORDER BY num_posts DESC, OwnerDisplayName LIMIT 5`,
@@ -162,24 +180,69 @@ const cases = [
     `SELECT count(*) FROM ${Q} WHERE Score > 0`],
   ['empty_result_agg', `SELECT count(), sum(coalesce(Score, 0)), avg(coalesce(Score, 0)), sum(Score) FROM ${P} WHERE Id < 0`,
     `SELECT count(*), 0, 'nan', NULL FROM ${Q} WHERE Id < 0`, '-', 'ClickHouse: over no rows sum of a non-Nullable is 0 and avg nan (DuckDB: NULL); of a Nullable, NULL'],
+  // Decimal(P, S): exact, compared digit for digit ('exact'); ClickHouse prints no
+  // trailing zeros (output_format_decimal_trailing_zeros = 0), so the DuckDB side's
+  // decimals are printed without them (duck_fmt.mjs)
+  ['dec_sum', `SELECT sum(Price), sum(Qty), sum(Big), sum(Small), count(Qty), count(Big) FROM ${DP}`,
+    `SELECT sum(Price), sum(Qty), sum(Big), sum(Small), count(Qty), count(Big) FROM ${DQ}`, 'exact'],
+  ['dec_minmax', `SELECT min(Price), max(Price), min(Qty), max(Qty), min(Big), max(Big), min(Small), max(Small) FROM ${DP}`,
+    `SELECT min(Price), max(Price), min(Qty), max(Qty), min(Big), max(Big), min(Small), max(Small) FROM ${DQ}`, 'exact'],
+  ['dec_group', `SELECT Id % 5 AS k, sum(Price), min(Qty), max(Big), sum(Small) FROM ${DP} GROUP BY k ORDER BY k`,
+    `SELECT Id % 5 AS k, sum(Price), min(Qty), max(Big), sum(Small) FROM ${DQ} GROUP BY k ORDER BY k`, 'exact'],
+  ['dec_group_key', `SELECT Small, count(), sum(Qty) FROM ${DP} WHERE Id < 5000 GROUP BY Small ORDER BY Small LIMIT 30`,
+    `SELECT Small, count(*), sum(Qty) FROM ${DQ} WHERE Id < 5000 GROUP BY Small ORDER BY Small LIMIT 30`, 'exact'],
+  ['dec_arith', `SELECT Id, Price + Qty, Price - Small, Price * Qty, -Price, Price * 3, Price + 1, Small * Small, abs(Small) FROM ${DP} WHERE Id < 300 ORDER BY Id`,
+    `SELECT Id, Price + Qty, Price - Small, Price * Qty, -Price, Price * 3, Price + 1, Small * Small, abs(Small) FROM ${DQ} WHERE Id < 300 ORDER BY Id`,
+    'exact', 'ClickHouse: + and - take the larger scale, * adds the scales, an integer counts as scale 0'],
+  ['dec_div', `SELECT Id, Price / Qty, Price / 7, Qty / Small FROM ${DP} WHERE Id < 2000 AND Price > 0 AND Qty > 0 AND Small > 0 ORDER BY Id`,
+    `SELECT Id, (Price * 100)::HUGEINT * 1000 // (Qty * 1000)::HUGEINT * 0.01, (Price * 100)::HUGEINT // 7 * 0.01, (Qty * 1000)::HUGEINT * 10 // (Small * 10)::HUGEINT * 0.001 FROM ${DQ} WHERE Id < 2000 AND Price > 0 AND Qty > 0 AND Small > 0 ORDER BY Id`,
+    'exact', "ClickHouse's Decimal division keeps the dividend's scale and discards the digits below it (positive operands, so // is that truncation)"],
+  ['dec_filter', `SELECT count(), sum(Price) FROM ${DP} WHERE Price > 1000.5 AND Qty <= 150 AND Small IN (1.5, -2.5, 3, 99.9) AND Big IS NOT NULL`,
+    `SELECT count(*), sum(Price) FROM ${DQ} WHERE Price > 1000.5 AND Qty <= 150 AND Small IN (1.5, -2.5, 3, 99.9) AND Big IS NOT NULL`, 'exact'],
+  ['dec_cmp_cols', `SELECT count() FROM ${DP} WHERE Qty > Small AND Price < Big`,
+    `SELECT count(*) FROM ${DQ} WHERE Qty > Small AND Price < Big`, 'exact'],
+  ['dec_order', `SELECT Id, Big, Price FROM ${DP} ORDER BY Big DESC NULLS LAST, Id LIMIT 12`,
+    `SELECT Id, Big, Price FROM ${DQ} ORDER BY Big DESC NULLS LAST, Id LIMIT 12`, 'exact'],
+  ['dec_avg', `SELECT avg(Price), avg(Qty), avg(Big), avg(Small) FROM ${DP}`,
+    `SELECT avg(Price)::DOUBLE, avg(Qty)::DOUBLE, avg(Big)::DOUBLE, avg(Small)::DOUBLE FROM ${DQ}`, '-', 'avg of a Decimal is Float64'],
+  ['dec_null_sum', `SELECT sum(Qty), count() FROM ${DP} WHERE Qty IS NULL`,
+    `SELECT sum(Qty), count(*) FROM ${DQ} WHERE Qty IS NULL`, 'exact', 'the sum of a Nullable over no values is NULL'],
+  ['dec_glob', `SELECT count(), sum(Price), max(Qty), sum(Big) FROM file('{D}/dec_glob/*.parquet')`,
+    `SELECT count(*), sum(Price), max(Qty), sum(Big) FROM '${D}/dec_glob/*.parquet'`, 'exact', 'one of the three files has no rows'],
+  ['dec_one_row', `SELECT * FROM file('{D}/dec_one.parquet')`, `SELECT * FROM '${D}/dec_one.parquet'`, 'exact'],
+  ['dec_cast', `SELECT Id, CAST(Price AS Decimal(18, 4)), CAST(Small AS Int32), CAST(Qty AS String), CAST(Id AS Decimal(10, 2)) FROM ${DP} WHERE Id < 40 ORDER BY Id`,
+    `SELECT Id, CAST(Price AS DECIMAL(18, 4)), trunc(Small)::INTEGER, CASE WHEN Qty IS NULL THEN NULL ELSE rtrim(rtrim(Qty::VARCHAR, '0'), '.') END, CAST(Id AS DECIMAL(10,2)) FROM ${DQ} WHERE Id < 40 ORDER BY Id`,
+    'exact', 'Decimal to an integer truncates toward zero; to a String prints as ClickHouse does'],
+  // the virtual columns of file(): _path as listed, _file its name, _size, _time (mtime)
+  ['virtual_cols', `SELECT _file, _path, _size, _time, count(), min(Id), sum(Price) FROM file('{D}/dec_glob/*.parquet') GROUP BY _file, _path, _size, _time ORDER BY _file`,
+    `SELECT parse_filename(b.filename), b.filename, b.size, strftime(b.last_modified, '%Y-%m-%d %H:%M:%S'), count(*), min(Id), sum(Price) FROM read_parquet('${D}/dec_glob/*.parquet', filename = true) p JOIN read_blob('${D}/dec_glob/*.parquet') b ON p.filename = b.filename GROUP BY ALL ORDER BY 1`,
+    'exact', 'the file without rows has no group'],
+  ['virtual_filter', `SELECT count(), sum(Score) FROM file('{D}/small/part_*.parquet') WHERE _file IN ('part_03.parquet', 'part_07.parquet')`,
+    `SELECT count(*), sum(Score) FROM read_parquet('${D}/small/part_*.parquet', filename = true) WHERE parse_filename(filename) IN ('part_03.parquet', 'part_07.parquet')`],
+  ['virtual_text', `SELECT _file, count(), sum(Score) FROM file('{D}/posts.csv*') GROUP BY _file ORDER BY _file`,
+    `SELECT f, count(*), sum(Score) FROM t, (VALUES ('posts.csv'), ('posts.csv.gz'), ('posts.csv.zst')) v(f) GROUP BY f ORDER BY f`,
+    '-', 'plain, gzip and zstd copies of one CSV'],
+  // file()'s structure and compression arguments
+  ['structure_csv', `SELECT PostTypeId, count(), sum(Score), max(Day2), sum(Views) FROM file('{D}/posts_plain.csv', 'CSV', 'Id UInt64, PostTypeId UInt8, Day2 DateTime, Score Int32, Views Nullable(UInt32), Name String, Title Nullable(String)') GROUP BY PostTypeId ORDER BY PostTypeId`,
+    `SELECT PostTypeId, count(*), sum(Score), max(CreationDate), sum(ViewCount) FROM t GROUP BY PostTypeId ORDER BY PostTypeId`,
+    '-', 'plain CSV: the structure names the columns by position (no header row)'],
+  ['structure_csv_decimal', `SELECT sum(Id), sum(CAST(Score AS Decimal(12, 2))) FROM file('{D}/posts.csv', 'CSVWithNames', 'Score Decimal(12, 2), Id Int64')`,
+    `SELECT sum(Id), sum(Score)::DECIMAL(38,2) FROM t`, 'exact', 'CSVWithNames: by the header names'],
+  ['structure_json', `SELECT count(), sum(ViewCount), min(Title) FROM file('{D}/posts.ndjson', 'JSONEachRow', 'ViewCount Nullable(Int64), Title Nullable(String)')`,
+    `SELECT count(*), sum(ViewCount), min(Title) FROM t`],
+  ['structure_parquet', `SELECT * FROM file('{D}/dec.parquet', 'Parquet', 'Small Decimal(4, 1), Id Int64') ORDER BY Id LIMIT 5`,
+    `SELECT Small, Id FROM ${DQ} ORDER BY Id LIMIT 5`, 'exact', 'Parquet: the columns it names, in its order (the files keep their NULLs)'],
+  ['compression_arg', `SELECT count(), sum(Score) FROM file('{D}/posts_csv_gz.bin', 'CSVWithNames', 'Score Int64', 'gzip')`,
+    `SELECT count(*), sum(Score) FROM t`, '-', 'a gzip file whose name does not say so'],
   ...sqlfnCases(P, Q, D),
 ];
 await sqlfnData(con, D);
 
-const esc = (s) => s.replace(/\\/g, '\\\\').replace(/\t/g, '\\t').replace(/\n/g, '\\n');
-const fmt = (v) => {
-  if (v === null || v === undefined) return '\\N';
-  if (typeof v === 'bigint') return v.toString();
-  if (typeof v === 'number') return Number.isNaN(v) ? 'nan' : String(v);
-  if (typeof v === 'boolean') return v ? 'true' : 'false';
-  if (typeof v === 'string') return esc(v);
-  return esc(v.toString());
-};
 let list = '';
 for (const [name, ch, dk, flags = '-'] of cases) {
   const sql = dk.replaceAll('{D}', D);
   const r = await con.runAndReadAll(sql);
-  const rows = r.getRows().map((row) => row.map(fmt).join('\t'));
+  const rows = r.getRows().map((row) => row.map((v) => duckText(duck, v)).join('\t'));
   writeFileSync(join(D, `${name}.expected`), rows.map((l) => l + '\n').join(''));
   list += `${name}\t${flags}\t${ch.replaceAll('{D}', D)}\n`;
 }

@@ -51,7 +51,7 @@ await con.run(`CREATE TABLE dims AS SELECT
   j::BIGINT AS j,
   CASE WHEN j % 97 = 5 THEN NULL WHEN j % 50 = 0 THEN 5000 + j ELSE (j % 800)::INTEGER END AS k,
   'd' || j::VARCHAR AS name,
-  j * 1.5 AS w,
+  (j * 1.5)::DOUBLE AS w,
   'c' || (j % 40)::VARCHAR AS s
 FROM range(1000) r(j)`);
 await con.run(`COPY facts TO '${D}/facts.parquet' (FORMAT parquet, ROW_GROUP_SIZE 10000)`);

@@ -145,7 +145,7 @@ static int open_people(void *arg, const char *db, const char *name, const eng_sc
     (*calls)++;
     if (strcmp(db, "db1") != 0 || strcmp(name, "people") != 0)
         return -ENOENT;
-    eng_schema sc = {calloc(2, sizeof(eng_col)), 2};
+    eng_schema sc = {.cols = calloc(2, sizeof(eng_col)), .n = 2};
     sc.cols[0] = (eng_col){.name = strdup("name"), .t = {.kind = EX_STRING}};
     sc.cols[1] = (eng_col){.name = strdup("age"), .t = {.kind = EX_UINT, .bits = 8}};
     ex_vec *v = calloc(2, sizeof(ex_vec));

@@ -295,7 +295,8 @@ static void test_format_names(void **state)
     assert_string_equal(eng_format_name(ENG_FMT_TSV), "TabSeparated");
     assert_string_equal(eng_format_name(ENG_FMT_JSON_COMPACT), "JSONCompact");
     assert_int_equal(eng_format_parse("Null"), ENG_FMT_NULL);
-    assert_int_equal(eng_format_parse("Parquet"), -EINVAL);
+    assert_int_equal(eng_format_parse("Parquet"), ENG_FMT_PARQUET);
+    assert_int_equal(eng_format_parse("Parquett"), -EINVAL);
     eng_sink *s = (eng_sink *)1;
     capture c = {0};
     eng_writer w = {cap_write, NULL, &c};
