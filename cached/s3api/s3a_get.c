@@ -172,6 +172,9 @@ void s3a_http_date(int64_t unix_s, char out[30])
     time_t t = (time_t)unix_s;
     struct tm tm;
     gmtime_r(&t, &tm);
-    snprintf(out, 30, "%s, %02d %s %04d %02d:%02d:%02d GMT", days[tm.tm_wday % 7], tm.tm_mday,
-             mons[tm.tm_mon % 12], (tm.tm_year + 1900) % 10000, tm.tm_hour, tm.tm_min, tm.tm_sec);
+    /* each field bounded, so that the 29 characters always fit */
+    snprintf(out, 30, "%s, %02u %s %04u %02u:%02u:%02u GMT", days[(unsigned)tm.tm_wday % 7u],
+             (unsigned)tm.tm_mday % 100u, mons[(unsigned)tm.tm_mon % 12u],
+             (unsigned)(tm.tm_year + 1900) % 10000u, (unsigned)tm.tm_hour % 100u,
+             (unsigned)tm.tm_min % 100u, (unsigned)tm.tm_sec % 100u);
 }

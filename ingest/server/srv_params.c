@@ -362,9 +362,13 @@ static int substitute_one(sbuf *b, const char *name, const char *type, const srv
         if (!n || *end || strlen(u) != n || !isfinite(d))
             rc = ENG_E_BAD_QUERY_PARAMETER;
         else {
-            char num[64];
-            snprintf(num, sizeof(num), "CAST(%.17g AS %s)", d, t);
+            char num[40];
+            snprintf(num, sizeof(num), "%.17g", d);
+            puts_(b, "CAST(");
             puts_(b, num);
+            puts_(b, " AS ");
+            puts_(b, t); /* Float32 or Float64 */
+            puts_(b, ")");
         }
     } else if (strcmp(t, "Bool") == 0 || strcmp(t, "Boolean") == 0) {
         if (strcmp(u, "1") == 0 || strcmp(u, "true") == 0)
