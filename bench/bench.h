@@ -7,9 +7,9 @@
 #ifndef RINGCACHE_BENCH_H
 #define RINGCACHE_BENCH_H
 
-#define BENCH_RATIO_CONVENTION                                                            \
-    "(ratios: a_vs_b is ours over the peer's, measured side by side in this run; a speed " \
-    "(a bare name: throughput, or 1/time) above 1 is better, a cost (a name with p50, "    \
+#define BENCH_RATIO_CONVENTION                                                                     \
+    "(ratios: a_vs_b is ours over the peer's, measured side by side in this run; a speed "         \
+    "(a bare name: throughput, or 1/time) above 1 is better, a cost (a name with p50, "            \
     "p99, cpu, mem, rss, overhead or a unit) below 1 is better)"
 
 #include <stdio.h>

@@ -53,8 +53,7 @@ static inline pid_t bench_perf_start(const char *name, const pid_t *pids, int n)
     char list[1024] = "", data[1024], log[1024];
     size_t off = 0;
     for (int i = 0; i < n && off < sizeof(list) - 16; i++)
-        off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%d", i ? "," : "",
-                                (int)pids[i]);
+        off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%d", i ? "," : "", (int)pids[i]);
     snprintf(data, sizeof(data), "%s/%s.data", dir, name);
     snprintf(log, sizeof(log), "%s/%s.log", dir, name);
     /* posix_spawn, not fork: a fork would make every page of this process
@@ -63,8 +62,8 @@ static inline pid_t bench_perf_start(const char *name, const pid_t *pids, int n)
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    char *argv[] = {"perf", "record", "-g", "-e", "cpu-clock", "-F", "1999", "-p", list,
-                    "-o", data, NULL};
+    char *argv[] = {"perf", "record", "-g", "-e", "cpu-clock", "-F",
+                    "1999", "-p",     list, "-o", data,        NULL};
     pid_t p = 0;
     int rc = posix_spawnp(&p, "perf", &fa, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&fa);

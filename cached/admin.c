@@ -35,7 +35,7 @@
 #include <openssl/x509.h>
 
 #define ADM_REASON_MAX 200
-#define ADM_TIMEOUT_S 30
+#define ADM_TIMEOUT_S  30
 
 struct adm_server {
     struct event_base *base;
@@ -227,8 +227,10 @@ static int listen_on(const char *addr, int port, int *fd_out, int *port_out, cha
     snprintf(ps, sizeof ps, "%d", port);
     int g = getaddrinfo(addr, ps, &hints, &res);
     if (g != 0 || res == NULL) {
-        cfg_errf(err, errlen, "cannot resolve the admin address %s: %s (set --admin-addr to an IP "
-                            "address such as 127.0.0.1)", addr, gai_strerror(g));
+        cfg_errf(err, errlen,
+                 "cannot resolve the admin address %s: %s (set --admin-addr to an IP "
+                 "address such as 127.0.0.1)",
+                 addr, gai_strerror(g));
         if (res != NULL)
             freeaddrinfo(res);
         return -EINVAL;
@@ -248,15 +250,17 @@ static int listen_on(const char *addr, int port, int *fd_out, int *port_out, cha
         if (rc == -EADDRINUSE)
             cfg_errf(err, errlen, "admin port %s:%d is in use (set --admin-port)", addr, port);
         else
-            cfg_errf(err, errlen, "cannot bind the admin port %s:%d: %s (set --admin-addr and "
-                                "--admin-port)", addr, port, strerror(-rc));
+            cfg_errf(err, errlen,
+                     "cannot bind the admin port %s:%d: %s (set --admin-addr and "
+                     "--admin-port)",
+                     addr, port, strerror(-rc));
     } else if (listen(fd, 128) != 0) {
         rc = -errno;
         if (rc == -EADDRINUSE)
             cfg_errf(err, errlen, "admin port %s:%d is in use (set --admin-port)", addr, port);
         else
             cfg_errf(err, errlen, "cannot listen on the admin port %s:%d: %s", addr, port,
-                   strerror(-rc));
+                     strerror(-rc));
     }
     freeaddrinfo(res);
     if (rc == 0) {
@@ -284,8 +288,9 @@ static int tls_setup(adm_server *a, const adm_config *cfg, char *err, size_t err
     if (cfg->tls_cert == NULL && cfg->tls_key == NULL)
         return 0;
     if (cfg->tls_cert == NULL || cfg->tls_key == NULL) {
-        cfg_errf(err, errlen, "admin TLS needs both a certificate and a key (set both "
-                            "--admin-tls-cert and --admin-tls-key, or neither)");
+        cfg_errf(err, errlen,
+                 "admin TLS needs both a certificate and a key (set both "
+                 "--admin-tls-cert and --admin-tls-key, or neither)");
         return -EINVAL;
     }
     a->ssl = SSL_CTX_new(TLS_server_method());
@@ -307,8 +312,10 @@ static int tls_setup(adm_server *a, const adm_config *cfg, char *err, size_t err
             what = NULL;
     }
     if (what == NULL && (file != NULL || SSL_CTX_check_private_key(a->ssl) != 1)) {
-        cfg_errf(err, errlen, "the admin TLS key %s does not match the certificate %s (set "
-                            "--admin-tls-key to the certificate's key)", cfg->tls_key, cfg->tls_cert);
+        cfg_errf(err, errlen,
+                 "the admin TLS key %s does not match the certificate %s (set "
+                 "--admin-tls-key to the certificate's key)",
+                 cfg->tls_key, cfg->tls_cert);
         ERR_clear_error();
         return -EINVAL;
     }
@@ -316,8 +323,10 @@ static int tls_setup(adm_server *a, const adm_config *cfg, char *err, size_t err
         char why[256];
         ERR_error_string_n(ERR_peek_last_error(), why, sizeof why);
         ERR_clear_error();
-        cfg_errf(err, errlen, "cannot load the admin TLS %s %s: %s (set --admin-tls-%s to a "
-                            "readable PEM file)", what, file, why, strcmp(what, "key") == 0 ? "key" : "cert");
+        cfg_errf(err, errlen,
+                 "cannot load the admin TLS %s %s: %s (set --admin-tls-%s to a "
+                 "readable PEM file)",
+                 what, file, why, strcmp(what, "key") == 0 ? "key" : "cert");
         return -EINVAL;
     }
     return 0;
@@ -332,7 +341,7 @@ int adm_start(adm_server **out, const adm_config *cfg, met_registry *metrics,
     const char *addr = cfg->addr != NULL && cfg->addr[0] != '\0' ? cfg->addr : "127.0.0.1";
     if (cfg->port < 0 || cfg->port > 65535) {
         cfg_errf(err, errlen, "admin port %d is out of range (set --admin-port to 0..65535)",
-               cfg->port);
+                 cfg->port);
         return -EINVAL;
     }
     adm_server *a = calloc(1, sizeof *a);
@@ -374,7 +383,8 @@ int adm_start(adm_server **out, const adm_config *cfg, met_registry *metrics,
             evhttp_set_bevcb(a->http, make_tls_bev, a);
         if (evhttp_accept_socket_with_handle(a->http, fd) == NULL) {
             close(fd);
-            cfg_errf(err, errlen, "cannot serve the admin port %s:%d: out of memory", addr, a->port);
+            cfg_errf(err, errlen, "cannot serve the admin port %s:%d: out of memory", addr,
+                     a->port);
             rc = -ENOMEM;
         }
     }
@@ -391,8 +401,8 @@ int adm_start(adm_server **out, const adm_config *cfg, met_registry *metrics,
         }
     }
     if (rc == 0 && cfg->port_file != NULL && cfg->port_file[0] != '\0')
-        rc = cfg_write_port_file(cfg->port_file, a->port, "admin port file", "--admin-port-file", err,
-                                errlen);
+        rc = cfg_write_port_file(cfg->port_file, a->port, "admin port file", "--admin-port-file",
+                                 err, errlen);
     if (rc == 0) {
         /* the thread blocks every signal: they belong to the daemon's main
          * thread, and SIGPIPE from a closed scraper becomes EPIPE */

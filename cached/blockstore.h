@@ -66,11 +66,11 @@ typedef struct bs_worker bs_worker;
 typedef struct bs_buf bs_buf;
 
 /* Defaults and limits. */
-#define BS_DEFAULT_BLOCK_SIZE (1024u * 1024u)
+#define BS_DEFAULT_BLOCK_SIZE  (1024u * 1024u)
 #define BS_DEFAULT_REGION_SIZE (64u * 1024u * 1024u)
-#define BS_CHUNK_SIZE (64u * 1024u) /* one checksum per chunk */
-#define BS_MIN_REGIONS 4u           /* open + being evicted + two sealed */
-#define BS_MAX_IDENTITY 4096u       /* encoded identity bytes (bucket+key+...) */
+#define BS_CHUNK_SIZE          (64u * 1024u) /* one checksum per chunk */
+#define BS_MIN_REGIONS         4u            /* open + being evicted + two sealed */
+#define BS_MAX_IDENTITY        4096u         /* encoded identity bytes (bucket+key+...) */
 
 typedef enum bs_io_mode {
     BS_IO_AUTO = 0,    /* io_uring if it can be set up, else threads (logged) */
@@ -94,43 +94,42 @@ typedef void (*bs_log_fn)(void *ctx, int level, const char *msg);
  * completes, before its result is used. write is 1 for a write; file_off and
  * len locate it in the data file. Return 0 to keep the real result, or a
  * -errno to replace it (the operation then fails as if the disk had). */
-typedef int (*bs_io_hook_fn)(void *ctx, int write, uint32_t region, uint64_t file_off,
-                             size_t len);
+typedef int (*bs_io_hook_fn)(void *ctx, int write, uint32_t region, uint64_t file_off, size_t len);
 
 typedef struct bs_config {
-    const char *dir;          /* data folder, must exist and be writable */
-    uint64_t ssd_bytes;       /* capacity on disk (rounded down to regions) */
-    uint64_t ram_bytes;       /* RAM tier capacity; 0 turns the tier off */
-    uint32_t block_size;      /* 0: BS_DEFAULT_BLOCK_SIZE; multiple of 4096 */
-    uint32_t region_size;     /* 0: BS_DEFAULT_REGION_SIZE; multiple of block_size */
-    bs_io_mode io_mode;       /* BS_IO_AUTO by default */
-    unsigned io_threads;      /* thread-pool size; 0: 4 */
-    unsigned ring_entries;    /* io_uring SQ size per worker; 0: 128 */
-    bs_evict_policy evict;    /* BS_EVICT_FIFO by default */
-    bool reinsert;            /* re-insert hot blocks of an evicted region */
-    unsigned reinsert_hits;   /* hits since written that make a block hot; 0: 1 */
-    bool no_sync;             /* skip fdatasync and RocksDB WAL sync: survives a
+    const char *dir;        /* data folder, must exist and be writable */
+    uint64_t ssd_bytes;     /* capacity on disk (rounded down to regions) */
+    uint64_t ram_bytes;     /* RAM tier capacity; 0 turns the tier off */
+    uint32_t block_size;    /* 0: BS_DEFAULT_BLOCK_SIZE; multiple of 4096 */
+    uint32_t region_size;   /* 0: BS_DEFAULT_REGION_SIZE; multiple of block_size */
+    bs_io_mode io_mode;     /* BS_IO_AUTO by default */
+    unsigned io_threads;    /* thread-pool size; 0: 4 */
+    unsigned ring_entries;  /* io_uring SQ size per worker; 0: 128 */
+    bs_evict_policy evict;  /* BS_EVICT_FIFO by default */
+    bool reinsert;          /* re-insert hot blocks of an evicted region */
+    unsigned reinsert_hits; /* hits since written that make a block hot; 0: 1 */
+    bool no_sync;           /* skip fdatasync and RocksDB WAL sync: survives a
                                  kill, not a power loss (tests, benchmarks) */
-    bool sparse;              /* do not preallocate the data file (benchmarks of
+    bool sparse;            /* do not preallocate the data file (benchmarks of
                                  the index only; a full disk then fails writes) */
-    bool strict;              /* a damaged folder (superblock, index or data file,
+    bool strict;            /* a damaged folder (superblock, index or data file,
                                  or one made with another geometry or format) is
                                  refused at open; by default it is set aside into
                                  <dir>/quarantine-<time>/ and the store starts empty */
-    bs_log_fn log;            /* NULL: silent */
+    bs_log_fn log;          /* NULL: silent */
     void *log_ctx;
-    bs_io_hook_fn io_hook;    /* NULL: none */
+    bs_io_hook_fn io_hook; /* NULL: none */
     void *io_hook_ctx;
 } bs_config;
 
 /* Counters. Summed over workers on read; not one atomic snapshot. */
 typedef struct bs_stats {
-    uint64_t blocks_stored;     /* blocks in the map (readable) */
-    uint64_t bytes_stored;      /* their logical bytes */
-    uint64_t ssd_capacity;      /* regions * region_size */
-    uint64_t ssd_used;          /* bytes of regions not free (open, sealed, evicting) */
+    uint64_t blocks_stored; /* blocks in the map (readable) */
+    uint64_t bytes_stored;  /* their logical bytes */
+    uint64_t ssd_capacity;  /* regions * region_size */
+    uint64_t ssd_used;      /* bytes of regions not free (open, sealed, evicting) */
     uint64_t ram_capacity;
-    uint64_t ram_bytes;         /* RAM tier page buffers in use */
+    uint64_t ram_bytes; /* RAM tier page buffers in use */
     uint64_t ram_hits, ram_misses;
     uint64_t ssd_hits, ssd_misses; /* misses: not stored, other version, or a
                                       failed read (checksum, I/O) */
@@ -144,10 +143,10 @@ typedef struct bs_stats {
     uint64_t checksum_failures; /* reads whose bytes did not verify (dropped) */
     uint64_t io_errors;         /* failed reads and writes */
     uint64_t index_batches, index_puts, index_deletes, index_errors;
-    uint64_t inflight;          /* I/O submitted and not completed, now */
+    uint64_t inflight; /* I/O submitted and not completed, now */
     uint64_t regions_total, regions_free;
-    uint64_t quarantined;       /* 1 when bs_open set a damaged folder aside */
-    bool io_uring;              /* the I/O mode in use */
+    uint64_t quarantined; /* 1 when bs_open set a damaged folder aside */
+    bool io_uring;        /* the I/O mode in use */
 } bs_stats;
 
 /* Information about a stored block (bs_lookup). */

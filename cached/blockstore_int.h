@@ -23,9 +23,9 @@
 
 #define BS_MAP_SHARDS 64u
 /* The evictor works while fewer regions than this are free (bs_region.c). */
-#define BS_FREE_RESERVE 2u
+#define BS_FREE_RESERVE   2u
 #define BS_FORMAT_VERSION 1u
-#define BS_ALIGN 4096u /* block placement; >= the disk's O_DIRECT alignment */
+#define BS_ALIGN          4096u /* block placement; >= the disk's O_DIRECT alignment */
 
 /* ---- entries and the map (bs_map.c) --------------------------------------- */
 
@@ -33,19 +33,19 @@
  * locks named) and the counters. Reference counted: the map holds one, the
  * region's list one, each read in flight one. */
 typedef struct bs_entry {
-    struct bs_entry *hnext;          /* map chain (shard lock) */
-    struct bs_entry *rprev, *rnext;  /* region list (alloc lock) */
+    struct bs_entry *hnext;         /* map chain (shard lock) */
+    struct bs_entry *rprev, *rnext; /* region list (alloc lock) */
     _Atomic uint32_t refs;
-    _Atomic uint32_t hits;           /* since written or re-inserted */
-    bool on_list;                    /* in its region's list (alloc lock) */
-    bool in_map;                     /* the map's entry for its key (shard lock) */
+    _Atomic uint32_t hits; /* since written or re-inserted */
+    bool on_list;          /* in its region's list (alloc lock) */
+    bool in_map;           /* the map's entry for its key (shard lock) */
     bkey key;
-    uint64_t seq;                    /* its region's sequence when written */
-    uint32_t region, off, len;       /* off: byte offset inside the region */
+    uint64_t seq;              /* its region's sequence when written */
+    uint32_t region, off, len; /* off: byte offset inside the region */
     uint16_t ncs;
     uint16_t idlen;
-    uint8_t *id;                     /* encoded identity, idlen bytes */
-    uint64_t cs[];                   /* one XXH3 per 64 KiB chunk */
+    uint8_t *id;   /* encoded identity, idlen bytes */
+    uint64_t cs[]; /* one XXH3 per 64 KiB chunk */
 } bs_entry;
 
 typedef struct bs_shard {
@@ -115,14 +115,14 @@ void bs__map_foreach(bs_store *s, void (*fn)(void *ctx, const bs_entry *e), void
 enum { BS_R_FREE = 0, BS_R_OPEN, BS_R_SEALED, BS_R_EVICTING };
 
 typedef struct bs_region {
-    int state;                  /* alloc lock */
-    uint64_t seq;               /* alloc lock; set when opened */
-    uint32_t used;              /* bytes reserved (alloc lock) */
-    uint32_t pending;           /* writes reserved, not completed (alloc lock) */
-    uint32_t nentries;          /* alloc lock */
-    bs_entry *head;             /* entry list (alloc lock) */
-    _Atomic uint32_t readers;   /* reads in flight on its bytes */
-    _Atomic uint64_t last_hit;  /* store clock at the last hit (LRU) */
+    int state;                 /* alloc lock */
+    uint64_t seq;              /* alloc lock; set when opened */
+    uint32_t used;             /* bytes reserved (alloc lock) */
+    uint32_t pending;          /* writes reserved, not completed (alloc lock) */
+    uint32_t nentries;         /* alloc lock */
+    bs_entry *head;            /* entry list (alloc lock) */
+    _Atomic uint32_t readers;  /* reads in flight on its bytes */
+    _Atomic uint64_t last_hit; /* store clock at the last hit (LRU) */
 } bs_region;
 
 struct bs_op;
@@ -222,18 +222,18 @@ typedef struct bs_op {
     struct bs_op *next;
     struct bs_worker *w;
     int kind;
-    bs_entry *e;             /* read: referenced; write: new, not yet in the map */
-    bs_buf *buf;             /* I/O buffer */
-    uint64_t file_off;       /* of the I/O */
+    bs_entry *e;       /* read: referenced; write: new, not yet in the map */
+    bs_buf *buf;       /* I/O buffer */
+    uint64_t file_off; /* of the I/O */
     uint32_t io_len;
-    uint32_t io_base;        /* read: offset inside the block of the I/O */
-    uint64_t off, len;       /* read: requested range */
-    int res;                 /* I/O result */
-    uint8_t *iomem;          /* I/O target/source (aligned) */
-    pc_page *page;           /* RAM-tier page being filled by this op */
-    bool reserved;           /* write: space reserved in a region */
-    bool retry;              /* back from the allocator's waiters */
-    int early;               /* deferred: completes without I/O with this */
+    uint32_t io_base;  /* read: offset inside the block of the I/O */
+    uint64_t off, len; /* read: requested range */
+    int res;           /* I/O result */
+    uint8_t *iomem;    /* I/O target/source (aligned) */
+    pc_page *page;     /* RAM-tier page being filled by this op */
+    bool reserved;     /* write: space reserved in a region */
+    bool retry;        /* back from the allocator's waiters */
+    int early;         /* deferred: completes without I/O with this */
     bs_read_fn rdone;
     bs_write_fn wdone;
     void *arg;
@@ -251,26 +251,26 @@ typedef struct bs_wstats {
 typedef struct bs_worker {
     bs_store *s;
     struct event_base *base;
-    struct event *ev_efd;    /* the eventfd: CQEs and the inbox */
-    struct event *ev_kick;   /* activated by hand: flush and deferred */
+    struct event *ev_efd;  /* the eventfd: CQEs and the inbox */
+    struct event *ev_kick; /* activated by hand: flush and deferred */
     int efd;
     bool kicked;
     bool detaching;
     bool uring;
     struct io_uring ring;
-    unsigned sq_pending;     /* SQEs prepared, not submitted */
-    unsigned in_kernel;      /* SQEs submitted, CQE not reaped */
+    unsigned sq_pending; /* SQEs prepared, not submitted */
+    unsigned in_kernel;  /* SQEs submitted, CQE not reaped */
     unsigned cq_cap;
     bs_op *backlog, *backlog_tail; /* waiting for room in the CQ */
     bs_op *tp_head, *tp_tail;      /* thread mode: to hand to the pool */
     unsigned tp_out;               /* thread mode: handed, not completed */
     pthread_mutex_t inbox_lock;
-    bs_op *inbox;                  /* completed by pool threads, or waiters */
+    bs_op *inbox;                    /* completed by pool threads, or waiters */
     bs_op *deferred, *deferred_tail; /* ready to complete on the next turn */
     bs_op *free_ops;
-    unsigned waiting;              /* ops parked in the allocator's waiters */
+    unsigned waiting; /* ops parked in the allocator's waiters */
     bs_wstats st;
-    struct bs_worker *next;        /* store's worker list (workers lock) */
+    struct bs_worker *next; /* store's worker list (workers lock) */
 } bs_worker;
 
 /* Adds from's counters to to's. */
@@ -315,25 +315,25 @@ struct bs_store {
     uint32_t nregions;
     uint8_t store_id[16];
     int data_fd;
-    int lock_fd;                      /* flock of <dir>/lock, held while open */
+    int lock_fd; /* flock of <dir>/lock, held while open */
     bool uring;
     bool closing;
-    uint64_t quarantined;             /* 1: this open set a damaged folder aside */
+    uint64_t quarantined; /* 1: this open set a damaged folder aside */
 
     bs_shard shards[BS_MAP_SHARDS];
-    _Atomic uint64_t clock;           /* hits, for region LRU */
+    _Atomic uint64_t clock; /* hits, for region LRU */
 
     pthread_mutex_t alloc_lock;
-    pthread_cond_t alloc_cond;        /* evictor: work to do; drains */
+    pthread_cond_t alloc_cond; /* evictor: work to do; drains */
     bs_region *regions;
-    uint32_t open_region;             /* UINT32_MAX: none */
+    uint32_t open_region; /* UINT32_MAX: none */
     uint32_t nfree;
     uint64_t next_seq;
     bs_op *waiters, *waiters_tail;
     bool evictor_stop;
     bool evictor_running;
     pthread_t evictor;
-    uint64_t ssd_used;                /* regions not free * region_size */
+    uint64_t ssd_used; /* regions not free * region_size */
 
     bs_index *ix;
     bs_pool *pool;
@@ -343,23 +343,21 @@ struct bs_store {
     pthread_mutex_t buf_lock;
     bs_buf *buf_free;
     unsigned buf_nfree;
-    _Atomic uint64_t bufs_out;        /* bs_bufs not yet released */
+    _Atomic uint64_t bufs_out; /* bs_bufs not yet released */
 
     pthread_mutex_t workers_lock;
     bs_worker *workers;
-    bs_wstats gone;                   /* counters of detached workers */
+    bs_wstats gone; /* counters of detached workers */
 
     _Atomic uint64_t evictions, evicted_blocks, reinsertions, reinsert_skipped, write_waits;
     _Atomic uint64_t index_batches, index_puts, index_deletes, index_errors;
-    _Atomic uint64_t drop_checksum;   /* drops counted by the evictor's reads */
+    _Atomic uint64_t drop_checksum; /* drops counted by the evictor's reads */
 
-    uint8_t *evict_buf;               /* evictor's aligned block buffer */
+    uint8_t *evict_buf; /* evictor's aligned block buffer */
 };
 
-void bs__log(bs_store *s, int level, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-void bs__errf(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+void bs__log(bs_store *s, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void bs__errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 static inline uint64_t bs__round_up(uint64_t n, uint64_t a)
 {

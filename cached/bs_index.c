@@ -46,7 +46,7 @@ struct bs_index {
     rocksdb_readoptions_t *ropts;
 
     pthread_mutex_t lock;
-    pthread_cond_t cond;      /* store thread: work; barriers: done */
+    pthread_cond_t cond; /* store thread: work; barriers: done */
     bs_ixop *head, *tail;
     bool stop, running;
     pthread_t thread;

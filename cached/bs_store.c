@@ -58,19 +58,23 @@ const char *bs_evict_policy_name(bs_evict_policy policy)
 static int check_config(bs_store *s, const bs_config *cfg, char *err, size_t errlen)
 {
     if (!cfg->dir || !*cfg->dir || strlen(cfg->dir) >= sizeof(s->dir) - 64) {
-        bs__errf(err, errlen, "no data folder given, or its path is too long (set the data folder)");
+        bs__errf(err, errlen,
+                 "no data folder given, or its path is too long (set the data folder)");
         return -EINVAL;
     }
     s->block_size = cfg->block_size ? cfg->block_size : BS_DEFAULT_BLOCK_SIZE;
     s->region_size = cfg->region_size ? cfg->region_size : BS_DEFAULT_REGION_SIZE;
     if (s->block_size % BS_ALIGN || s->block_size > 256u * 1024 * 1024) {
-        bs__errf(err, errlen, "block size %u is not a multiple of %u bytes up to 256 MiB (use e.g. 1MiB)",
+        bs__errf(err, errlen,
+                 "block size %u is not a multiple of %u bytes up to 256 MiB (use e.g. 1MiB)",
                  s->block_size, BS_ALIGN);
         return -EINVAL;
     }
     if (s->region_size % s->block_size || s->region_size > (1u << 31)) {
-        bs__errf(err, errlen, "region size %u is not a multiple of the block size %u up to 2 GiB (use e.g. 64MiB)",
-                 s->region_size, s->block_size);
+        bs__errf(
+            err, errlen,
+            "region size %u is not a multiple of the block size %u up to 2 GiB (use e.g. 64MiB)",
+            s->region_size, s->block_size);
         return -EINVAL;
     }
     if ((unsigned)cfg->io_mode > BS_IO_THREADS || (unsigned)cfg->evict > BS_EVICT_LRU) {
@@ -79,9 +83,11 @@ static int check_config(bs_store *s, const bs_config *cfg, char *err, size_t err
     }
     uint64_t n = cfg->ssd_bytes / s->region_size;
     if (n < BS_MIN_REGIONS || n > UINT32_MAX / 2) {
-        bs__errf(err, errlen, "SSD capacity %llu bytes is %llu regions of %u bytes; the store needs at least %u (raise the capacity or lower the region size)",
-                 (unsigned long long)cfg->ssd_bytes, (unsigned long long)n, s->region_size,
-                 BS_MIN_REGIONS);
+        bs__errf(
+            err, errlen,
+            "SSD capacity %llu bytes is %llu regions of %u bytes; the store needs at least %u (raise the capacity or lower the region size)",
+            (unsigned long long)cfg->ssd_bytes, (unsigned long long)n, s->region_size,
+            BS_MIN_REGIONS);
         return -EINVAL;
     }
     s->nregions = (uint32_t)n;
@@ -91,8 +97,7 @@ static int check_config(bs_store *s, const bs_config *cfg, char *err, size_t err
 /* One attempt at opening; *out is set only on success. lock_fd (-1: none) is
  * the folder's lock when the caller holds it already: the store takes it
  * (closed with the store, or here on failure). */
-static int open_once(bs_store **out, const bs_config *cfg, int lock_fd, char *err,
-                     size_t errlen)
+static int open_once(bs_store **out, const bs_config *cfg, int lock_fd, char *err, size_t errlen)
 {
     bs_store *s = calloc(1, sizeof(*s));
     if (!s) {
@@ -118,14 +123,17 @@ static int open_once(bs_store **out, const bs_config *cfg, int lock_fd, char *er
         if (u == 0) {
             s->uring = true;
         } else if (cfg->io_mode == BS_IO_URING) {
-            bs__errf(err, errlen, "io_uring cannot be set up here: %s (allow io_uring_setup in the seccomp profile, or use the thread-pool I/O mode)",
-                     strerror(-u));
+            bs__errf(
+                err, errlen,
+                "io_uring cannot be set up here: %s (allow io_uring_setup in the seccomp profile, or use the thread-pool I/O mode)",
+                strerror(-u));
             rc = -ENOSYS;
             goto fail;
         } else {
-            bs__log(s, BS_LOG_WARN,
-                    "msg=\"io_uring cannot be set up (%s): using a pool of %u I/O threads instead; allow io_uring_setup in the seccomp profile for io_uring\"",
-                    strerror(-u), cfg->io_threads ? cfg->io_threads : 4);
+            bs__log(
+                s, BS_LOG_WARN,
+                "msg=\"io_uring cannot be set up (%s): using a pool of %u I/O threads instead; allow io_uring_setup in the seccomp profile for io_uring\"",
+                strerror(-u), cfg->io_threads ? cfg->io_threads : 4);
         }
     }
 
@@ -142,11 +150,15 @@ static int open_once(bs_store **out, const bs_config *cfg, int lock_fd, char *er
         goto fail;
     if ((rc = bs__index_load(s->ix, bs__load_entry, s)) < 0) {
         if (rc == -EUCLEAN)
-            bs__errf(err, errlen, "the block index in %s is damaged (see the log; empty the folder to start over)",
-                     ixpath);
+            bs__errf(
+                err, errlen,
+                "the block index in %s is damaged (see the log; empty the folder to start over)",
+                ixpath);
         else
-            bs__errf(err, errlen, "cannot read the block index in %s (see the log; empty the folder to start over)",
-                     ixpath);
+            bs__errf(
+                err, errlen,
+                "cannot read the block index in %s (see the log; empty the folder to start over)",
+                ixpath);
         goto fail;
     }
     bs__regions_after_load(s);
@@ -182,9 +194,10 @@ static void log_quarantine(const bs_config *cfg, const char *qdir, const char *r
         why[k++] = *p == '\n' ? ' ' : *p;
     }
     why[k] = '\0';
-    snprintf(line, sizeof(line),
-             "msg=\"block store damaged: set aside, starting empty (blocks are refilled from S3)\" dir=%s quarantine=%s reason=\"%s\"",
-             cfg->dir, qdir, why);
+    snprintf(
+        line, sizeof(line),
+        "msg=\"block store damaged: set aside, starting empty (blocks are refilled from S3)\" dir=%s quarantine=%s reason=\"%s\"",
+        cfg->dir, qdir, why);
     cfg->log(cfg->log_ctx, BS_LOG_WARN, line);
 }
 
@@ -226,12 +239,13 @@ int bs_open(bs_store **out, const bs_config *cfg, char *err, size_t errlen)
         return rc;
     bs_stats st;
     bs_stats_get(s, &st);
-    bs__log(s, BS_LOG_INFO,
-            "msg=\"block store open\" dir=%s blocks=%llu bytes=%llu regions=%u region_size=%u block_size=%u io=%s evict=%s reinsert=%d ram_bytes=%llu dio_align=%u",
-            s->dir, (unsigned long long)st.blocks_stored, (unsigned long long)st.bytes_stored,
-            s->nregions, s->region_size, s->block_size, s->uring ? "io_uring" : "threads",
-            bs_evict_policy_name(cfg->evict), cfg->reinsert ? 1 : 0,
-            (unsigned long long)cfg->ram_bytes, s->dio_align);
+    bs__log(
+        s, BS_LOG_INFO,
+        "msg=\"block store open\" dir=%s blocks=%llu bytes=%llu regions=%u region_size=%u block_size=%u io=%s evict=%s reinsert=%d ram_bytes=%llu dio_align=%u",
+        s->dir, (unsigned long long)st.blocks_stored, (unsigned long long)st.bytes_stored,
+        s->nregions, s->region_size, s->block_size, s->uring ? "io_uring" : "threads",
+        bs_evict_policy_name(cfg->evict), cfg->reinsert ? 1 : 0, (unsigned long long)cfg->ram_bytes,
+        s->dio_align);
     *out = s;
     return 0;
 }

@@ -27,9 +27,10 @@ static int do_io(int fd, bs_op *op)
 {
     size_t done = 0;
     while (done < op->io_len) {
-        ssize_t n = op->kind == BS_OP_READ
-                        ? pread(fd, op->iomem + done, op->io_len - done, (off_t)(op->file_off + done))
-                        : pwrite(fd, op->iomem + done, op->io_len - done, (off_t)(op->file_off + done));
+        ssize_t n =
+            op->kind == BS_OP_READ
+                ? pread(fd, op->iomem + done, op->io_len - done, (off_t)(op->file_off + done))
+                : pwrite(fd, op->iomem + done, op->io_len - done, (off_t)(op->file_off + done));
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)

@@ -339,8 +339,7 @@ static void process(bs_worker *w)
 
 /* ---- reads and writes ----------------------------------------------------- */
 
-int bs_read(bs_worker *w, const bkey_id *id, uint64_t off, uint64_t len, bs_read_fn done,
-            void *arg)
+int bs_read(bs_worker *w, const bkey_id *id, uint64_t off, uint64_t len, bs_read_fn done, void *arg)
 {
     if (!w || !id || !done)
         return -EINVAL;

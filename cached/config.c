@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #define CFG_MAX_FILE (1u << 20)
-#define CFG_WHY 512
+#define CFG_WHY      512
 
 void cfg_errf(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -111,8 +111,8 @@ static int check_table(const cfg_opt *opts, size_t n, char *err, size_t errlen)
         else if (find_opt(opts, i, o->name, strlen(o->name)) >= 0)
             bad = "appears twice";
         if (bad != NULL) {
-            cfg_errf(err, errlen, "option table entry %zu (%s) %s; fix the table in the source",
-                   i, o->name != NULL ? o->name : "?", bad);
+            cfg_errf(err, errlen, "option table entry %zu (%s) %s; fix the table in the source", i,
+                     o->name != NULL ? o->name : "?", bad);
             return -EINVAL;
         }
     }
@@ -191,8 +191,8 @@ static int parse_bool(const char *v, bool *out)
     return -EINVAL;
 }
 
-static void fmt_scaled(int64_t v, const unit *units, const char *const *names, size_t n,
-                       char *buf, size_t cap)
+static void fmt_scaled(int64_t v, const unit *units, const char *const *names, size_t n, char *buf,
+                       size_t cap)
 {
     /* units[] and names[] go from the largest unit down */
     for (size_t i = 0; i < n; i++) {
@@ -448,20 +448,20 @@ static int load_text(const cfg_opt *opts, size_t n, void *conf, const char *text
         if (i < 0) {
             if (strcmp(key, "config") == 0) {
                 cfg_errf(err, errlen,
-                       "%s:%u: `config` cannot be set inside a config file (pass --config once)",
-                       source, lineno);
+                         "%s:%u: `config` cannot be set inside a config file (pass --config once)",
+                         source, lineno);
             } else {
                 const char *s2 = suggest(opts, n, key, strlen(key));
                 cfg_errf(err, errlen, "%s:%u: unknown key '%.64s'%s%s%s", source, lineno, key,
-                       s2 ? " (did you mean '" : " (see --help for the known keys)",
-                       s2 ? s2 : "", s2 ? "'?)" : "");
+                         s2 ? " (did you mean '" : " (see --help for the known keys)", s2 ? s2 : "",
+                         s2 ? "'?)" : "");
             }
             rc = -EINVAL;
             break;
         }
         if (line_of[i] != 0) {
             cfg_errf(err, errlen, "%s:%u: key '%s' is already set on line %u; keep one of the two",
-                   source, lineno, key, line_of[i]);
+                     source, lineno, key, line_of[i]);
             rc = -EINVAL;
             break;
         }
@@ -601,10 +601,13 @@ static void next_flag(const cfg_opt *opts, size_t n, int argc, char **argv, int 
     t->kind = TOK_ERR;
     if (strncmp(a, "--", 2) != 0 || a[2] == '\0' || a[2] == '=') {
         if (a[0] == '-' && a[1] != '\0')
-            snprintf(why, whylen, "unknown option %.64s (options are long: --name value; see --help)", a);
-        else
             snprintf(why, whylen,
-                     "unexpected argument '%.64s' (every setting is a --name value pair; see --help)", a);
+                     "unknown option %.64s (options are long: --name value; see --help)", a);
+        else
+            snprintf(
+                why, whylen,
+                "unexpected argument '%.64s' (every setting is a --name value pair; see --help)",
+                a);
         return;
     }
     const char *name = a + 2;
@@ -678,8 +681,9 @@ static int apply_default(const cfg_opt *o, void *conf, char *err, size_t errlen)
     }
     char why[CFG_WHY];
     if (apply_value(o, o->def, conf, why, sizeof why) != 0) {
-        cfg_errf(err, errlen, "the default of option %s is invalid: %s; fix the table in the source",
-               o->name, why);
+        cfg_errf(err, errlen,
+                 "the default of option %s is invalid: %s; fix the table in the source", o->name,
+                 why);
         return -EINVAL;
     }
     return 0;
@@ -750,8 +754,7 @@ int cfg_load(const cfg_opt *opts, size_t n, void *conf, int argc, char **argv, c
     for (int i = 1; i < argc && rc == 0;) {
         next_flag(opts, n, argc, argv, &i, &t, why, sizeof why);
         switch (t.kind) {
-        case TOK_HELP:
-            break;
+        case TOK_HELP: break;
         case TOK_ERR:
             cfg_errf(err, errlen, "%s", why);
             rc = -EINVAL;
@@ -777,7 +780,7 @@ int cfg_load(const cfg_opt *opts, size_t n, void *conf, int argc, char **argv, c
     for (size_t k = 0; k < n && rc == 0; k++) {
         if (opts[k].required && (!set[k] || !value_is_set(&opts[k], conf))) {
             cfg_errf(err, errlen, "%s is required: set --%s or `%s = ...` in the --config file",
-                   opts[k].name, opts[k].name, opts[k].name);
+                     opts[k].name, opts[k].name, opts[k].name);
             rc = -EINVAL;
         }
     }
@@ -831,7 +834,8 @@ void cfg_help(const cfg_opt *opts, size_t n, const char *usage_line, FILE *f)
         }
         fputc('\n', f);
     }
-    fprintf(f, "%-*s%s\n", COL, "  --config FILE", "read options from FILE first; flags override it");
+    fprintf(f, "%-*s%s\n", COL, "  --config FILE",
+            "read options from FILE first; flags override it");
     fprintf(f, "%-*s%s\n", COL, "  -h, --help", "print this help and exit");
 }
 
@@ -884,8 +888,12 @@ int cfg_format(const cfg_opt *opts, size_t n, const void *conf, char *buf, size_
                 wput(&w, "\"", 1);
                 for (size_t k = 0; k < flen; k++) {
                     char c = field[k];
-                    const char *esc = c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\n' ? "\\n"
-                                    : c == '\t' ? "\\t" : c == '\r' ? "\\r" : NULL;
+                    const char *esc = c == '"'    ? "\\\""
+                                      : c == '\\' ? "\\\\"
+                                      : c == '\n' ? "\\n"
+                                      : c == '\t' ? "\\t"
+                                      : c == '\r' ? "\\r"
+                                                  : NULL;
                     if (esc != NULL)
                         wput(&w, esc, 2);
                     else

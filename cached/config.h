@@ -57,23 +57,23 @@ typedef enum cfg_type {
     CFG_INT,
     CFG_SIZE, /* "1MiB", "64k", "2G" -> bytes */
     CFG_BOOL,
-    CFG_MS,   /* "500ms", "2s", "1m" -> milliseconds */
+    CFG_MS, /* "500ms", "2s", "1m" -> milliseconds */
 } cfg_type;
 
 typedef struct cfg_opt {
-    const char *name;   /* "data-dir": the file key and the flag --data-dir;
+    const char *name; /* "data-dir": the file key and the flag --data-dir;
                            [a-z0-9-], not "config" nor "help" */
     cfg_type type;
-    const char *def;    /* default, as text in the grammar above; NULL: empty
+    const char *def;  /* default, as text in the grammar above; NULL: empty
                            string / 0 / false, and not "set" for .required */
-    const char *help;   /* one line, no trailing period needed */
-    size_t offset;      /* offsetof(conf struct, field): char[] for STR,
+    const char *help; /* one line, no trailing period needed */
+    size_t offset;    /* offsetof(conf struct, field): char[] for STR,
                            int64_t for INT/SIZE/MS, bool for BOOL */
-    size_t size;        /* sizeof the field (the STR buffer size, >= 1) */
-    int64_t min, max;   /* inclusive numeric range, checked when max > min */
-    bool secret;        /* printed as "<redacted>" by cfg_format, never echoed
+    size_t size;      /* sizeof the field (the STR buffer size, >= 1) */
+    int64_t min, max; /* inclusive numeric range, checked when max > min */
+    bool secret;      /* printed as "<redacted>" by cfg_format, never echoed
                            in an error message */
-    bool required;      /* must be set (non-empty for STR) by the file or a flag,
+    bool required;    /* must be set (non-empty for STR) by the file or a flag,
                            or have a default */
 } cfg_opt;
 

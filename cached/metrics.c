@@ -29,12 +29,12 @@
 #include <string.h>
 
 #define MET_MAX_THREADS 1024
-#define MET_LINE 64
-#define HIST_CELLS (MET_HIST_BUCKETS + 2) /* buckets, +Inf, sum */
+#define MET_LINE        64
+#define HIST_CELLS      (MET_HIST_BUCKETS + 2) /* buckets, +Inf, sum */
 
 const uint64_t met_hist_bounds_us[MET_HIST_BUCKETS] = {
-    50,     100,    250,    500,     1000,    2500,    5000,     10000, 25000,
-    50000,  100000, 250000, 500000, 1000000, 2500000, 5000000, 10000000,
+    50,    100,    250,    500,    1000,    2500,    5000,    10000,    25000,
+    50000, 100000, 250000, 500000, 1000000, 2500000, 5000000, 10000000,
 };
 static const char *const hist_le[MET_HIST_BUCKETS + 1] = {
     "5e-05", "0.0001", "0.00025", "0.0005", "0.001", "0.0025", "0.005", "0.01", "0.025",
@@ -44,13 +44,13 @@ static const char *const hist_le[MET_HIST_BUCKETS + 1] = {
 typedef struct metric {
     char *name, *help, *labels; /* labels: NULL when none */
     met_kind kind;
-    uint32_t scale;             /* > 1: rendered as value / scale */
-    size_t cell;                /* first cell, counters and histograms */
+    uint32_t scale; /* > 1: rendered as value / scale */
+    size_t cell;    /* first cell, counters and histograms */
     _Atomic int64_t gauge;
-    met_gauge_fn fn;            /* fn and fn_arg under the registry's lock */
+    met_gauge_fn fn; /* fn and fn_arg under the registry's lock */
     void *fn_arg;
-    uint64_t fn_high;           /* a counter's highest fn value yet (under the lock) */
-    atomic_bool has_fn;         /* mirrors fn != NULL, for met_set's fast path */
+    uint64_t fn_high;   /* a counter's highest fn value yet (under the lock) */
+    atomic_bool has_fn; /* mirrors fn != NULL, for met_set's fast path */
 } metric;
 
 struct met_registry {
@@ -58,8 +58,8 @@ struct met_registry {
     pthread_mutex_t lock;
     metric *m;
     size_t n, cap;
-    size_t ncells, cells_cap;   /* per slot */
-    _Atomic uint64_t **slot;    /* n_threads + 1 arrays of cells_cap cells */
+    size_t ncells, cells_cap; /* per slot */
+    _Atomic uint64_t **slot;  /* n_threads + 1 arrays of cells_cap cells */
 };
 
 int met_create(met_registry **out, unsigned n_threads)
@@ -184,7 +184,8 @@ static int grow_cells(met_registry *r, size_t need)
             return -ENOMEM;
         }
         for (size_t c = 0; c < cap; c++) {
-            uint64_t v = c < r->ncells ? atomic_load_explicit(&r->slot[t][c], memory_order_relaxed) : 0;
+            uint64_t v =
+                c < r->ncells ? atomic_load_explicit(&r->slot[t][c], memory_order_relaxed) : 0;
             atomic_init(&fresh[t][c], v);
         }
     }
@@ -266,8 +267,8 @@ int met_register(met_registry *r, const met_def *defs, size_t n)
             m->kind = defs[i].kind;
             atomic_init(&m->gauge, 0);
             atomic_init(&m->has_fn, false);
-            if (m->name == NULL || m->help == NULL || (defs[i].labels != NULL &&
-                                                        defs[i].labels[0] != '\0' && m->labels == NULL)) {
+            if (m->name == NULL || m->help == NULL ||
+                (defs[i].labels != NULL && defs[i].labels[0] != '\0' && m->labels == NULL)) {
                 for (size_t k = 0; k <= i; k++) {
                     free(r->m[base + k].name);
                     free(r->m[base + k].help);

@@ -41,8 +41,8 @@ typedef struct met_registry met_registry;
 typedef enum met_kind { MET_COUNTER, MET_GAUGE, MET_HISTOGRAM } met_kind;
 
 typedef struct met_def {
-    const char *name;   /* full name, "ringcached_hits_total": [a-zA-Z_:][a-zA-Z0-9_:]* */
-    const char *help;   /* one line for # HELP */
+    const char *name; /* full name, "ringcached_hits_total": [a-zA-Z_:][a-zA-Z0-9_:]* */
+    const char *help; /* one line for # HELP */
     met_kind kind;
     const char *labels; /* optional constant labels, `tier="ram"` or
                            `tier="ram",op="get"`; NULL for none; "le" is

@@ -72,8 +72,9 @@ static int s3_setup(node *n, char *err, size_t errlen)
     n->s3cfg.retry_budget_ms = (int)conf->fill_deadline_ms;
     if (!n->s3cfg.endpoint[0] && !conf->s3_region[0] && !getenv("AWS_REGION") &&
         !getenv("AWS_DEFAULT_REGION")) {
-        cfg_errf(err, errlen, "no S3 endpoint: set --s3-endpoint (or AWS_ENDPOINT_URL) for an "
-                              "S3-compatible store, or --s3-region (or AWS_REGION) for AWS");
+        cfg_errf(err, errlen,
+                 "no S3 endpoint: set --s3-endpoint (or AWS_ENDPOINT_URL) for an "
+                 "S3-compatible store, or --s3-region (or AWS_REGION) for AWS");
         return -EINVAL;
     }
     return 0;
@@ -84,7 +85,10 @@ static int tenants_setup(node *n, char *err, size_t errlen)
     return n->conf.tenants[0] ? ten_load(&n->tenants, n->conf.tenants, err, errlen) : 0;
 }
 
-static void tenants_teardown(node *n) { ten_destroy(&n->tenants); }
+static void tenants_teardown(node *n)
+{
+    ten_destroy(&n->tenants);
+}
 
 /* Protected mode: a node without tenants answers anyone who reaches it with
  * the node's own S3 credentials, so it serves loopback only unless told
@@ -180,7 +184,7 @@ static void tls_teardown(node *n)
 static void bs_log_cb(void *ctx, int level, const char *msg)
 {
     (void)ctx;
-    node_log(level <= BS_LOG_ERROR ? NODE_LOG_ERROR
+    node_log(level <= BS_LOG_ERROR  ? NODE_LOG_ERROR
              : level == BS_LOG_WARN ? NODE_LOG_WARN
              : level == BS_LOG_INFO ? NODE_LOG_INFO
                                     : NODE_LOG_DEBUG,
@@ -196,7 +200,7 @@ static int store_setup(node *n, char *err, size_t errlen)
     bc.ram_bytes = (uint64_t)conf->ram_capacity;
     bc.block_size = (uint32_t)conf->block_size;
     bc.region_size = (uint32_t)conf->region_size;
-    bc.io_mode = !strcmp(conf->io, "io_uring") ? BS_IO_URING
+    bc.io_mode = !strcmp(conf->io, "io_uring")  ? BS_IO_URING
                  : !strcmp(conf->io, "threads") ? BS_IO_THREADS
                                                 : BS_IO_AUTO;
     bc.no_sync = conf->no_sync;
@@ -205,13 +209,17 @@ static int store_setup(node *n, char *err, size_t errlen)
     int rc = bs_open(&n->store, &bc, err, errlen);
     if (rc == -EMEDIUMTYPE || rc == -EUCLEAN) { /* damaged, and --strict-store */
         size_t k = strlen(err);
-        snprintf(err + k, errlen - k, "; --strict-store is set: without it the node sets the "
-                                      "damaged folder aside and starts empty");
+        snprintf(err + k, errlen - k,
+                 "; --strict-store is set: without it the node sets the "
+                 "damaged folder aside and starts empty");
     }
     return rc;
 }
 
-static void store_teardown(node *n) { bs_close(&n->store); }
+static void store_teardown(node *n)
+{
+    bs_close(&n->store);
+}
 
 static int fills_setup(node *n, char *err, size_t errlen)
 {
@@ -221,7 +229,10 @@ static int fills_setup(node *n, char *err, size_t errlen)
     return rc;
 }
 
-static void fills_teardown(node *n) { node_fills_teardown(&n->fills); }
+static void fills_teardown(node *n)
+{
+    node_fills_teardown(&n->fills);
+}
 
 static void membership_log_cb(void *arg, enum membership_level level, const char *line)
 {
@@ -291,14 +302,16 @@ static int admin_setup(node *n, char *err, size_t errlen)
     return adm_start(&n->admin, &ac, n->metrics, config_text_cb, n, err, errlen);
 }
 
-static void admin_teardown(node *n) { adm_stop(&n->admin); }
+static void admin_teardown(node *n)
+{
+    adm_stop(&n->admin);
+}
 
 static int port_file_setup(node *n, char *err, size_t errlen)
 {
     if (!n->conf.port_file[0])
         return 0;
-    return cfg_write_port_file(n->conf.port_file, n->port, "port file", "--port-file", err,
-                               errlen);
+    return cfg_write_port_file(n->conf.port_file, n->port, "port file", "--port-file", err, errlen);
 }
 
 typedef struct node_module {
@@ -392,7 +405,10 @@ int node_run(node *n)
     return 0;
 }
 
-struct event_base *node_main_base(node *n) { return n->main_base; }
+struct event_base *node_main_base(node *n)
+{
+    return n->main_base;
+}
 
 void node_destroy(node **np)
 {

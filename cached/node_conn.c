@@ -40,14 +40,14 @@ typedef struct conn_req conn_req;
 
 /* A request of this connection: its frame's id and the lifecycle's part. */
 struct conn_req {
-    node_req req;                /* first: the lifecycle's (node_req.h) */
+    node_req req; /* first: the lifecycle's (node_req.h) */
     node_conn *c;
-    dlist_node link;             /* in its connection's requests */
+    dlist_node link; /* in its connection's requests */
     uint32_t id;
     uint8_t op;
-    bool cancelled;              /* CANCEL answered, or the connection closed */
-    bool hold;                   /* it asked the connection to stop reading (PUT) */
-    uint32_t reserved;           /* answer bytes counted against max-buffered */
+    bool cancelled;    /* CANCEL answered, or the connection closed */
+    bool hold;         /* it asked the connection to stop reading (PUT) */
+    uint32_t reserved; /* answer bytes counted against max-buffered */
     uint64_t t0_us;
 };
 
@@ -59,28 +59,28 @@ struct node_send {
     size_t head_len;
     const uint8_t *p;
     size_t len, off;
-    bs_buf *bs;                  /* the send's own reference, or NULL */
+    bs_buf *bs; /* the send's own reference, or NULL */
     node_buf *nb;
-    uint64_t t0_us;              /* for the latency histogram (0: none) */
+    uint64_t t0_us; /* for the latency histogram (0: none) */
 };
 
 struct node_conn {
     node_worker *w;
-    dlist_node link;             /* in its worker's connections */
+    dlist_node link; /* in its worker's connections */
     uint64_t serial;
     struct bufferevent *bev;
-    int refs;                    /* 1 while open + async operations holding it */
+    int refs; /* 1 while open + async operations holding it */
     bool closed, close_after_flush, hello, peer, paused;
-    bool put_hold;               /* a write-through PUT asked to stop reading */
-    bool loopback;               /* the client is on this host */
-    int64_t last_ms;             /* last byte read or written (idle timeout) */
-    int64_t wait_since_ms;       /* waiting for the rest of a frame since (0: not) */
+    bool put_hold;         /* a write-through PUT asked to stop reading */
+    bool loopback;         /* the client is on this host */
+    int64_t last_ms;       /* last byte read or written (idle timeout) */
+    int64_t wait_since_ms; /* waiting for the rest of a frame since (0: not) */
     const ten_tenant *tenant;
     char tenant_name[BKEY_TENANT_MAX + 1];
-    dlist reqs;                  /* its requests in flight (conn_req) */
+    dlist reqs; /* its requests in flight (conn_req) */
     node_send *sq_head, *sq_tail;
     size_t sq_bytes;
-    size_t reserved;             /* answers admitted and not queued yet (reads, fills) */
+    size_t reserved; /* answers admitted and not queued yet (reads, fills) */
     uint32_t max_body;
 };
 
@@ -91,15 +91,18 @@ static uint64_t now_us(void)
     return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-static int64_t now_ms(void) { return (int64_t)(now_us() / 1000u); }
+static int64_t now_ms(void)
+{
+    return (int64_t)(now_us() / 1000u);
+}
 
 static void conn_unref(node_conn *c);
 static void conn_close(node_conn *c);
 static void conn_pump(node_conn *c);
 static void conn_process(node_conn *c);
 static const node_sink_ops conn_sink_ops;
-__attribute__((format(printf, 4, 5))) static void answer_error(node_conn *c, uint32_t id,
-                                                               int code, const char *fmt, ...);
+__attribute__((format(printf, 4, 5))) static void answer_error(node_conn *c, uint32_t id, int code,
+                                                               const char *fmt, ...);
 
 /* ---- requests ------------------------------------------------------------- */
 
@@ -132,7 +135,7 @@ static conn_req *req_find(node_conn *c, uint32_t id)
 
 /* Who the connection's client is, and where the lifecycle answers request r. */
 #define CALLER(c) (&(node_caller){(c)->tenant, (c)->peer, (c)->loopback})
-#define SINK(r) (&(node_sink){&conn_sink_ops, (r)})
+#define SINK(r)   (&(node_sink){&conn_sink_ops, (r)})
 
 /* ---- answers ---------------------------------------------------------------- */
 
@@ -341,8 +344,8 @@ static void sink_done(void *arg)
     conn_unref(c);
 }
 
-static const node_sink_ops conn_sink_ops = {sink_admit, sink_piece, sink_answer, sink_error,
-                                            sink_pause, sink_done};
+static const node_sink_ops conn_sink_ops = {sink_admit, sink_piece, sink_answer,
+                                            sink_error, sink_pause, sink_done};
 
 /* ---- the requests' frames -------------------------------------------------------- */
 
@@ -488,8 +491,7 @@ static void do_warm(node_conn *c, uint32_t id, const uint8_t *body, size_t len)
         return;
     conn_req *r = req_new(c, id, RCP_OP_WARM);
     if (r)
-        node_req_warm(&r->req, c->w, CALLER(c), &obj, wr.n_blocks, warm_block_at, &wr,
-                      SINK(r));
+        node_req_warm(&r->req, c->w, CALLER(c), &obj, wr.n_blocks, warm_block_at, &wr, SINK(r));
 }
 
 static void do_stats(node_conn *c, uint32_t id)
@@ -553,17 +555,16 @@ static void do_hello(node_conn *c, const uint8_t *body, size_t len)
         return;
     }
     if (h.min_version > RCP_VERSION || h.max_version < RCP_VERSION) {
-        answer_error(c, 0, RCP_E_VERSION,
-                           "this node speaks protocol version %d, the client %u..%u", RCP_VERSION,
-                           h.min_version, h.max_version);
+        answer_error(c, 0, RCP_E_VERSION, "this node speaks protocol version %d, the client %u..%u",
+                     RCP_VERSION, h.min_version, h.max_version);
         c->close_after_flush = true;
         return;
     }
     if (h.block_size && h.block_size != (uint32_t)n->conf.block_size) {
         answer_error(c, 0, RCP_E_BAD_REQUEST,
-                           "this node stores %lld-byte blocks, the client asked for %u: one "
-                           "block size per cluster",
-                           (long long)n->conf.block_size, h.block_size);
+                     "this node stores %lld-byte blocks, the client asked for %u: one "
+                     "block size per cluster",
+                     (long long)n->conf.block_size, h.block_size);
         c->close_after_flush = true;
         return;
     }
@@ -573,10 +574,10 @@ static void do_hello(node_conn *c, const uint8_t *body, size_t len)
         c->tenant = ten_find(n->tenants, h.token.p, h.token.len);
         if (!c->tenant) {
             answer_error(c, 0, RCP_E_UNAUTHORIZED,
-                               h.token.len ? "the token is not known to this node (check the "
-                                             "tenants file and the client's token)"
-                                           : "this node needs a tenant token in HELLO (set the "
-                                             "client's token)");
+                         h.token.len ? "the token is not known to this node (check the "
+                                       "tenants file and the client's token)"
+                                     : "this node needs a tenant token in HELLO (set the "
+                                       "client's token)");
             c->close_after_flush = true;
             return;
         }
@@ -668,9 +669,7 @@ static void dispatch(node_conn *c, const rcp_header *h, const uint8_t *body)
     case RCP_OP_STATS: do_stats(c, h->id); break;
     case RCP_OP_PING: answer_body(c, RCP_OP_PING, h->id, NULL, 0); break;
     case RCP_OP_CANCEL: do_cancel(c, body, h->len); break;
-    default:
-        answer_error(c, h->id, RCP_E_UNKNOWN_OP, "unknown opcode %u", h->op);
-        break;
+    default: answer_error(c, h->id, RCP_E_UNKNOWN_OP, "unknown opcode %u", h->op); break;
     }
 }
 
@@ -702,10 +701,10 @@ static void conn_process(node_conn *c)
         if (rc < 0) {
             node__count(c->w, NM_PROTOCOL_ERRORS, 1);
             answer_error(c, 0, RCP_E_PROTOCOL,
-                               rc == -EMSGSIZE ? "a frame body of %u bytes is over the limit of "
-                                                 "%u: closing"
-                                               : "corrupt frame header: closing (%u/%u)",
-                               h.len, c->hello ? c->max_body : RCP_MAX_HELLO_BODY);
+                         rc == -EMSGSIZE ? "a frame body of %u bytes is over the limit of "
+                                           "%u: closing"
+                                         : "corrupt frame header: closing (%u/%u)",
+                         h.len, c->hello ? c->max_body : RCP_MAX_HELLO_BODY);
             c->close_after_flush = true;
             bufferevent_disable(c->bev, EV_READ);
             break;
@@ -875,8 +874,8 @@ void node__sweep(node_worker *w, int64_t now)
         if (waiting && now - c->wait_since_ms >= n->conf.frame_timeout_ms)
             why = c->hello ? "a frame did not arrive whole within --frame-timeout"
                            : "no HELLO within --frame-timeout of connecting";
-        else if (n->conf.idle_timeout_ms > 0 && c->hello && !c->reqs.count && !c->sq_head &&
-                 !in && !out && now - c->last_ms >= n->conf.idle_timeout_ms)
+        else if (n->conf.idle_timeout_ms > 0 && c->hello && !c->reqs.count && !c->sq_head && !in &&
+                 !out && now - c->last_ms >= n->conf.idle_timeout_ms)
             why = "idle for --idle-timeout";
         if (why) {
             node__count(w, NM_CONN_TIMEOUTS, 1);

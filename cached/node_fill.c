@@ -29,9 +29,9 @@ typedef struct node_waiter node_waiter;
 struct node_waiter {
     node_waiter *next;
     unsigned worker;
-    uint64_t serial;             /* the waiting request's, on its worker */
+    uint64_t serial; /* the waiting request's, on its worker */
     uint32_t off, len;
-    bool creator;                /* this request started the fill */
+    bool creator; /* this request started the fill */
 };
 
 enum { FILL_RUNNING, FILL_DONE, FILL_FAILED };
@@ -39,7 +39,7 @@ enum { FILL_RUNNING, FILL_DONE, FILL_FAILED };
 struct node_fill {
     node_fill *hnext;
     bkey key;
-    int ref;                     /* table + in-flight S3 + write; under the lock */
+    int ref; /* table + in-flight S3 + write; under the lock */
     int state;
     bool in_table;
     node *n;
@@ -48,15 +48,18 @@ struct node_fill {
     uint32_t block_len;
     node_waiter *waiters;
     struct event *deadline;
-    bkey_object obj;             /* a copy, for the S3 GET and the store write */
+    bkey_object obj; /* a copy, for the S3 GET and the store write */
     uint64_t index;
-    uint32_t got;                /* bytes S3 delivered into buf */
-    bool had_waiters;            /* a GET asked (not only a WARM) */
+    uint32_t got;     /* bytes S3 delivered into buf */
+    bool had_waiters; /* a GET asked (not only a WARM) */
     int rcp_code;
     char message[2048];
 };
 
-static size_t fill_bucket(const node_fills *t, bkey k) { return (size_t)(k.lo ^ k.hi) % t->buckets; }
+static size_t fill_bucket(const node_fills *t, bkey k)
+{
+    return (size_t)(k.lo ^ k.hi) % t->buckets;
+}
 
 static void fill_unref_locked(node_fill *f)
 {
@@ -89,7 +92,6 @@ static bool fill_remove_locked(node_fills *t, node_fill *f)
     t->active--;
     return true;
 }
-
 
 /* Tell every waiter (under the lock). */
 static void fill_notify_locked(node_fill *f)
@@ -176,10 +178,10 @@ static void fill_got(const s3_error *err, const s3_get_result *res, void *arg)
             store = true;
         } else {
             f->state = FILL_FAILED;
-            f->rcp_code = err->code == -ESTALE    ? RCP_E_VERSION_CHANGED
-                          : err->code == -ENOENT  ? RCP_E_NOT_FOUND
+            f->rcp_code = err->code == -ESTALE      ? RCP_E_VERSION_CHANGED
+                          : err->code == -ENOENT    ? RCP_E_NOT_FOUND
                           : err->code == -ECANCELED ? RCP_E_BUSY
-                                                   : RCP_E_UPSTREAM;
+                                                    : RCP_E_UPSTREAM;
             if (f->rcp_code == RCP_E_UPSTREAM)
                 node__upstream_message(n, err->message, f->message, sizeof(f->message));
             else
@@ -342,7 +344,8 @@ int node_fill_join(node_worker *w, const node_fill_args *a, node_fill **joined)
         bkey_field_set(f->obj.tenant, sizeof(f->obj.tenant), a->id->tenant, a->id->tenant_len) ||
         bkey_field_set(f->obj.bucket, sizeof(f->obj.bucket), a->id->bucket, a->id->bucket_len) ||
         bkey_field_set(f->obj.key, sizeof(f->obj.key), a->id->key, a->id->key_len) ||
-        bkey_field_set(f->obj.version, sizeof(f->obj.version), a->id->version, a->id->version_len)) {
+        bkey_field_set(f->obj.version, sizeof(f->obj.version), a->id->version,
+                       a->id->version_len)) {
         pthread_mutex_unlock(&n->fills->lock);
         node_buf_unref(f->buf);
         if (f->deadline)
@@ -365,9 +368,13 @@ int node_fill_join(node_worker *w, const node_fill_args *a, node_fill **joined)
 
     node__count(w, NM_FILLS, 1);
     uint64_t start = a->id->index * (uint64_t)n->conf.block_size;
-    s3_get_args ga = {.bucket = f->obj.bucket, .key = f->obj.key, .offset = start,
-                      .length = f->block_len, .if_match = f->obj.version[0] ? f->obj.version : NULL,
-                      .on_data = fill_data, .data_arg = f};
+    s3_get_args ga = {.bucket = f->obj.bucket,
+                      .key = f->obj.key,
+                      .offset = start,
+                      .length = f->block_len,
+                      .if_match = f->obj.version[0] ? f->obj.version : NULL,
+                      .on_data = fill_data,
+                      .data_arg = f};
     struct timeval tv = {n->conf.fill_deadline_ms / 1000, (n->conf.fill_deadline_ms % 1000) * 1000};
     evtimer_add(f->deadline, &tv);
     int rc = s3_get(node__s3_for(w, a->tenant), &ga, fill_got, f);

@@ -46,13 +46,13 @@ int node_fills_setup(node_fills **out, node *n);
 void node_fills_teardown(node_fills **t);
 
 typedef struct node_fill_args {
-    const ten_tenant *tenant;      /* whose S3 credentials fill (NULL: the node's) */
-    const bkey_id *id;             /* borrowed for the call */
+    const ten_tenant *tenant; /* whose S3 credentials fill (NULL: the node's) */
+    const bkey_id *id;        /* borrowed for the call */
     uint32_t block_len;
-    uint64_t waiter;               /* the serial of the request waiting on the joining
+    uint64_t waiter;   /* the serial of the request waiting on the joining
                                       worker (node_req.h); 0: nobody (WARM) */
-    uint32_t off, len;             /* slice of the block the waiter wants */
-    bool force;                    /* start a fill even if the store has the block now */
+    uint32_t off, len; /* slice of the block the waiter wants */
+    bool force;        /* start a fill even if the store has the block now */
 } node_fill_args;
 
 /* Join (or start, on worker w) the fill of block a->id. The answer arrives

@@ -92,13 +92,13 @@ enum node_metric {
 typedef struct node_msg node_msg;
 struct node_msg {
     node_msg *next;
-    uint64_t req_serial;      /* the request's on the worker (node_req.h) */
-    int rcp_code;             /* 0: data */
+    uint64_t req_serial; /* the request's on the worker (node_req.h) */
+    int rcp_code;        /* 0: data */
     char message[256];
-    node_buf *buf;            /* a reference, or NULL */
-    uint8_t source;           /* RCP_SRC_S3: this request's own fill; RCP_SRC_FILL_WAIT:
+    node_buf *buf;     /* a reference, or NULL */
+    uint8_t source;    /* RCP_SRC_S3: this request's own fill; RCP_SRC_FILL_WAIT:
                                  another request's fill or its buffer */
-    uint32_t off, len;        /* the slice of buf to send */
+    uint32_t off, len; /* the slice of buf to send */
 };
 
 struct node_worker {
@@ -108,28 +108,28 @@ struct node_worker {
     struct event_base *base;
     struct evconnlistener *listener;
     bs_worker *bs;
-    s3_client *s3;                 /* with the node's credentials */
-    s3_client **tenant_s3;         /* one per tenant with its own credentials */
+    s3_client *s3;         /* with the node's credentials */
+    s3_client **tenant_s3; /* one per tenant with its own credentials */
     struct event *mailbox_ev;
     pthread_mutex_t mb_lock;
     node_msg *mb_head, *mb_tail;
-    dlist conns;                   /* open connections of this worker (node_conn.c) */
-    uint64_t next_serial;          /* of connections */
-    uint64_t next_req_serial;      /* of requests (node_req.h) */
-    node_req **waiting;            /* requests waiting for a fill, by serial (node_req.c) */
-    cc_conn **peers;               /* per ring member index: connection for PUT_BLOCK */
+    dlist conns;              /* open connections of this worker (node_conn.c) */
+    uint64_t next_serial;     /* of connections */
+    uint64_t next_req_serial; /* of requests (node_req.h) */
+    node_req **waiting;       /* requests waiting for a fill, by serial (node_req.c) */
+    cc_conn **peers;          /* per ring member index: connection for PUT_BLOCK */
     size_t n_peers;
     struct event *stop_ev;
-    struct event *drain_timer;     /* after SIGTERM: polls until idle or the deadline */
+    struct event *drain_timer; /* after SIGTERM: polls until idle or the deadline */
     int64_t drain_deadline_ms;
-    struct event *sweep_timer;     /* closes connections past the frame or idle timeout */
-    struct event *accept_timer;    /* accepting again after running out of descriptors */
-    bool accept_paused;            /* out of descriptors: not accepting */
-    struct httpd_server *s3api;    /* the S3 API's server on this loop, or NULL */
-    struct s3a_verifier *s3auth;   /* its signature checks (with tenants) */
-    bool s3api_drained;            /* after SIGTERM: its connections are gone */
-    uint64_t s3api_seq;            /* request ids */
-    int64_t *peer_down_ms;         /* per ring member index: not asked before (S3 API) */
+    struct event *sweep_timer;   /* closes connections past the frame or idle timeout */
+    struct event *accept_timer;  /* accepting again after running out of descriptors */
+    bool accept_paused;          /* out of descriptors: not accepting */
+    struct httpd_server *s3api;  /* the S3 API's server on this loop, or NULL */
+    struct s3a_verifier *s3auth; /* its signature checks (with tenants) */
+    bool s3api_drained;          /* after SIGTERM: its connections are gone */
+    uint64_t s3api_seq;          /* request ids */
+    int64_t *peer_down_ms;       /* per ring member index: not asked before (S3 API) */
     size_t n_peer_down;
 };
 
@@ -140,30 +140,30 @@ struct node {
     adm_server *admin;
     ten_set *tenants;
     struct membership *members;
-    struct event_base *main_base;   /* membership re-resolution, signals */
+    struct event_base *main_base; /* membership re-resolution, signals */
     node_worker *workers;
     unsigned n_workers;
-    unsigned n_running;             /* worker threads started (node_run) */
-    size_t n_setup;                 /* modules set up (node.c), torn down in reverse */
-    struct ssl_ctx_st *ssl_ctx;     /* TLS on the protocol port, or NULL */
+    unsigned n_running;         /* worker threads started (node_run) */
+    size_t n_setup;             /* modules set up (node.c), torn down in reverse */
+    struct ssl_ctx_st *ssl_ctx; /* TLS on the protocol port, or NULL */
     int port;
     s3_config s3cfg;
     atomic_bool stopping;
-    node_fills *fills;              /* the fill table (node_fill.h) */
-    atomic_int conns_open;          /* every worker's connections */
-    int max_connections;            /* effective --max-connections */
-    _Atomic int64_t accept_log_ms;  /* last "out of descriptors" log line */
+    node_fills *fills;             /* the fill table (node_fill.h) */
+    atomic_int conns_open;         /* every worker's connections */
+    int max_connections;           /* effective --max-connections */
+    _Atomic int64_t accept_log_ms; /* last "out of descriptors" log line */
     atomic_llong accept_log_skipped;
-    int metric_base;                /* index of this node's metric table (metrics.h) */
-    struct gauge_arg *gauge_args;   /* one per store gauge, arguments of their callbacks */
-    struct proc_arg *proc_args;     /* one per process metric, the same */
-    int64_t start_ms;               /* the process's start, ms since the epoch */
-    int64_t start_mono_ms;          /* the node's start, CLOCK_MONOTONIC ms */
-    int s3api_port;                 /* the S3 API's port, -1: off */
-    int s3api_metric_base;          /* its metrics (node_s3api.c) */
-    char **s3api_domains;           /* --s3-api-domain, split */
+    int metric_base;              /* index of this node's metric table (metrics.h) */
+    struct gauge_arg *gauge_args; /* one per store gauge, arguments of their callbacks */
+    struct proc_arg *proc_args;   /* one per process metric, the same */
+    int64_t start_ms;             /* the process's start, ms since the epoch */
+    int64_t start_mono_ms;        /* the node's start, CLOCK_MONOTONIC ms */
+    int s3api_port;               /* the S3 API's port, -1: off */
+    int s3api_metric_base;        /* its metrics (node_s3api.c) */
+    char **s3api_domains;         /* --s3-api-domain, split */
     size_t n_s3api_domains;
-    struct ns3_tables *s3tables;    /* its version cache and staged uploads (node_s3api_meta.c) */
+    struct ns3_tables *s3tables; /* its version cache and staged uploads (node_s3api_meta.c) */
 };
 
 /* ---- node_conf.c ---- */
@@ -183,8 +183,8 @@ void node__gauge_add(node_worker *w, int metric, int64_t delta);
 /* Loops, listeners (binding the port), store workers, S3 clients; n->port. */
 int node_workers_setup(node *n, char *err, size_t errlen);
 void node_workers_teardown(node *n);
-int node_workers_start(node *n);  /* the threads; -EAGAIN if one did not start */
-void node_workers_stop(node *n);  /* any thread: each worker drains and exits its loop */
+int node_workers_start(node *n); /* the threads; -EAGAIN if one did not start */
+void node_workers_stop(node *n); /* any thread: each worker drains and exits its loop */
 void node_workers_join(node *n);
 void node__post(node_worker *w, node_msg *m); /* any thread; takes ownership of m */
 s3_client *node__s3_for(node_worker *w, const ten_tenant *t);

@@ -25,33 +25,60 @@
 static const met_def node_metric_defs[NM__COUNT] = {
     [NM_REQUESTS] = {"ringcached_requests_total", "protocol requests received", MET_COUNTER, NULL},
     [NM_GET] = {"ringcached_get_requests_total", "GET requests", MET_COUNTER, NULL},
-    [NM_HITS] = {"ringcached_hits_total", "GETs served from the store (RAM or SSD)", MET_COUNTER, NULL},
+    [NM_HITS] = {"ringcached_hits_total", "GETs served from the store (RAM or SSD)", MET_COUNTER,
+                 NULL},
     [NM_MISSES] = {"ringcached_misses_total", "GETs the store did not have", MET_COUNTER, NULL},
-    [NM_FILLS] = {"ringcached_s3_get_requests_total", "fills started: one ranged S3 GET per block", MET_COUNTER, NULL},
-    [NM_FILL_WAITS] = {"ringcached_singleflight_waits_total", "requests that waited for a fill another request started", MET_COUNTER, NULL},
-    [NM_FILL_FROM_BUFFER] = {"ringcached_fill_buffer_hits_total", "requests served from a fill's buffer before it was indexed", MET_COUNTER, NULL},
-    [NM_S3_GET_BYTES] = {"ringcached_s3_get_bytes_total", "bytes read from S3 by fills", MET_COUNTER, NULL},
-    [NM_S3_ERRORS] = {"ringcached_s3_errors_total", "fills and S3 calls that failed", MET_COUNTER, NULL},
-    [NM_VERSION_CHANGED] = {"ringcached_version_changed_total", "answers 'version changed' (the object is not the version asked for)", MET_COUNTER, NULL},
-    [NM_BYTES_SERVED] = {"ringcached_bytes_served_total", "data bytes sent in GET answers", MET_COUNTER, NULL},
+    [NM_FILLS] = {"ringcached_s3_get_requests_total", "fills started: one ranged S3 GET per block",
+                  MET_COUNTER, NULL},
+    [NM_FILL_WAITS] = {"ringcached_singleflight_waits_total",
+                       "requests that waited for a fill another request started", MET_COUNTER,
+                       NULL},
+    [NM_FILL_FROM_BUFFER] = {"ringcached_fill_buffer_hits_total",
+                             "requests served from a fill's buffer before it was indexed",
+                             MET_COUNTER, NULL},
+    [NM_S3_GET_BYTES] = {"ringcached_s3_get_bytes_total", "bytes read from S3 by fills",
+                         MET_COUNTER, NULL},
+    [NM_S3_ERRORS] = {"ringcached_s3_errors_total", "fills and S3 calls that failed", MET_COUNTER,
+                      NULL},
+    [NM_VERSION_CHANGED] = {"ringcached_version_changed_total",
+                            "answers 'version changed' (the object is not the version asked for)",
+                            MET_COUNTER, NULL},
+    [NM_BYTES_SERVED] = {"ringcached_bytes_served_total", "data bytes sent in GET answers",
+                         MET_COUNTER, NULL},
     [NM_CONNECTIONS] = {"ringcached_connections_total", "connections accepted", MET_COUNTER, NULL},
-    [NM_CONNECTIONS_OPEN] = {"ringcached_connections_open", "connections open now", MET_GAUGE, NULL},
+    [NM_CONNECTIONS_OPEN] = {"ringcached_connections_open", "connections open now", MET_GAUGE,
+                             NULL},
     [NM_ERRORS_SENT] = {"ringcached_error_answers_total", "ERROR frames sent", MET_COUNTER, NULL},
-    [NM_PROTOCOL_ERRORS] = {"ringcached_protocol_errors_total", "connections closed for corrupt framing", MET_COUNTER, NULL},
-    [NM_CANCELS] = {"ringcached_cancels_total", "requests cancelled by their client", MET_COUNTER, NULL},
-    [NM_FORBIDDEN] = {"ringcached_forbidden_total", "requests refused: outside the tenant's prefixes or a bad token", MET_COUNTER, NULL},
+    [NM_PROTOCOL_ERRORS] = {"ringcached_protocol_errors_total",
+                            "connections closed for corrupt framing", MET_COUNTER, NULL},
+    [NM_CANCELS] = {"ringcached_cancels_total", "requests cancelled by their client", MET_COUNTER,
+                    NULL},
+    [NM_FORBIDDEN] = {"ringcached_forbidden_total",
+                      "requests refused: outside the tenant's prefixes or a bad token", MET_COUNTER,
+                      NULL},
     [NM_PUTS] = {"ringcached_puts_total", "write-through PUTs completed", MET_COUNTER, NULL},
-    [NM_PUT_BYTES] = {"ringcached_put_bytes_total", "bytes written through to S3", MET_COUNTER, NULL},
-    [NM_PUT_BLOCKS_SENT] = {"ringcached_put_blocks_sent_total", "blocks sent to their owner after a write-through PUT", MET_COUNTER, NULL},
-    [NM_PUT_BLOCKS_RECEIVED] = {"ringcached_put_blocks_received_total", "PUT_BLOCK requests indexed", MET_COUNTER, NULL},
-    [NM_WARM_BLOCKS] = {"ringcached_warm_blocks_total", "blocks asked for by WARM", MET_COUNTER, NULL},
-    [NM_FILL_TIMEOUTS] = {"ringcached_fill_timeouts_total", "fills that missed the fill deadline", MET_COUNTER, NULL},
-    [NM_LATENCY] = {"ringcached_request_seconds", "GET latency from request to last byte queued", MET_HISTOGRAM, NULL},
-    [NM_CONN_REFUSED] = {"ringcached_connections_refused_total", "connections answered busy and closed at --max-connections", MET_COUNTER, NULL},
-    [NM_ACCEPT_ERRORS] = {"ringcached_accept_errors_total", "accepts that failed for lack of file descriptors (accepting pauses)", MET_COUNTER, NULL},
-    [NM_CONN_TIMEOUTS] = {"ringcached_connections_timed_out_total", "connections closed by the frame or idle timeout", MET_COUNTER, NULL},
+    [NM_PUT_BYTES] = {"ringcached_put_bytes_total", "bytes written through to S3", MET_COUNTER,
+                      NULL},
+    [NM_PUT_BLOCKS_SENT] = {"ringcached_put_blocks_sent_total",
+                            "blocks sent to their owner after a write-through PUT", MET_COUNTER,
+                            NULL},
+    [NM_PUT_BLOCKS_RECEIVED] = {"ringcached_put_blocks_received_total",
+                                "PUT_BLOCK requests indexed", MET_COUNTER, NULL},
+    [NM_WARM_BLOCKS] = {"ringcached_warm_blocks_total", "blocks asked for by WARM", MET_COUNTER,
+                        NULL},
+    [NM_FILL_TIMEOUTS] = {"ringcached_fill_timeouts_total", "fills that missed the fill deadline",
+                          MET_COUNTER, NULL},
+    [NM_LATENCY] = {"ringcached_request_seconds", "GET latency from request to last byte queued",
+                    MET_HISTOGRAM, NULL},
+    [NM_CONN_REFUSED] = {"ringcached_connections_refused_total",
+                         "connections answered busy and closed at --max-connections", MET_COUNTER,
+                         NULL},
+    [NM_ACCEPT_ERRORS] = {"ringcached_accept_errors_total",
+                          "accepts that failed for lack of file descriptors (accepting pauses)",
+                          MET_COUNTER, NULL},
+    [NM_CONN_TIMEOUTS] = {"ringcached_connections_timed_out_total",
+                          "connections closed by the frame or idle timeout", MET_COUNTER, NULL},
 };
-
 
 void node__count(node_worker *w, int metric, uint64_t v)
 {
@@ -69,27 +96,56 @@ void node__latency(node_worker *w, uint64_t us)
 }
 
 typedef enum {
-    G_RAM_HITS, G_RAM_MISSES, G_SSD_HITS, G_SSD_MISSES, G_EVICTIONS, G_REINSERT, G_REINSERT_SKIP, G_CHECKSUM,
-    G_IOERR, G_INFLIGHT, G_SSD_USED, G_SSD_CAP, G_RAM_USED, G_RAM_CAP, G_BLOCKS, G_BYTES,
+    G_RAM_HITS,
+    G_RAM_MISSES,
+    G_SSD_HITS,
+    G_SSD_MISSES,
+    G_EVICTIONS,
+    G_REINSERT,
+    G_REINSERT_SKIP,
+    G_CHECKSUM,
+    G_IOERR,
+    G_INFLIGHT,
+    G_SSD_USED,
+    G_SSD_CAP,
+    G_RAM_USED,
+    G_RAM_CAP,
+    G_BLOCKS,
+    G_BYTES,
     G__COUNT
 } node_gauge;
 
 /* The block store's running totals (counters, read at render time) and its
  * levels (gauges). */
 static const met_def node_gauge_defs[G__COUNT] = {
-    [G_RAM_HITS] = {"ringcached_tier_hits_total", "store hits per tier", MET_COUNTER, "tier=\"ram\""},
-    [G_RAM_MISSES] = {"ringcached_tier_misses_total", "store misses per tier", MET_COUNTER, "tier=\"ram\""},
-    [G_SSD_HITS] = {"ringcached_tier_hits_total", "store hits per tier", MET_COUNTER, "tier=\"ssd\""},
-    [G_SSD_MISSES] = {"ringcached_tier_misses_total", "store misses per tier", MET_COUNTER, "tier=\"ssd\""},
-    [G_EVICTIONS] = {"ringcached_evictions_total", "regions evicted from the SSD", MET_COUNTER, NULL},
-    [G_REINSERT] = {"ringcached_reinsertions_total", "hot blocks kept when their region was evicted", MET_COUNTER, NULL},
-    [G_REINSERT_SKIP] = {"ringcached_reinsertions_skipped_total", "hot blocks dropped at eviction for lack of a free region to copy them into", MET_COUNTER, NULL},
-    [G_CHECKSUM] = {"ringcached_checksum_failures_total", "blocks whose bytes failed their checksum (dropped, refilled)", MET_COUNTER, NULL},
-    [G_IOERR] = {"ringcached_io_errors_total", "disk reads and writes that failed", MET_COUNTER, NULL},
-    [G_INFLIGHT] = {"ringcached_io_inflight", "disk I/O submitted and not completed", MET_GAUGE, NULL},
-    [G_SSD_USED] = {"ringcached_capacity_used_bytes", "bytes used per tier", MET_GAUGE, "tier=\"ssd\""},
+    [G_RAM_HITS] = {"ringcached_tier_hits_total", "store hits per tier", MET_COUNTER,
+                    "tier=\"ram\""},
+    [G_RAM_MISSES] = {"ringcached_tier_misses_total", "store misses per tier", MET_COUNTER,
+                      "tier=\"ram\""},
+    [G_SSD_HITS] = {"ringcached_tier_hits_total", "store hits per tier", MET_COUNTER,
+                    "tier=\"ssd\""},
+    [G_SSD_MISSES] = {"ringcached_tier_misses_total", "store misses per tier", MET_COUNTER,
+                      "tier=\"ssd\""},
+    [G_EVICTIONS] = {"ringcached_evictions_total", "regions evicted from the SSD", MET_COUNTER,
+                     NULL},
+    [G_REINSERT] = {"ringcached_reinsertions_total",
+                    "hot blocks kept when their region was evicted", MET_COUNTER, NULL},
+    [G_REINSERT_SKIP] =
+        {"ringcached_reinsertions_skipped_total",
+         "hot blocks dropped at eviction for lack of a free region to copy them into", MET_COUNTER,
+         NULL},
+    [G_CHECKSUM] = {"ringcached_checksum_failures_total",
+                    "blocks whose bytes failed their checksum (dropped, refilled)", MET_COUNTER,
+                    NULL},
+    [G_IOERR] = {"ringcached_io_errors_total", "disk reads and writes that failed", MET_COUNTER,
+                 NULL},
+    [G_INFLIGHT] = {"ringcached_io_inflight", "disk I/O submitted and not completed", MET_GAUGE,
+                    NULL},
+    [G_SSD_USED] = {"ringcached_capacity_used_bytes", "bytes used per tier", MET_GAUGE,
+                    "tier=\"ssd\""},
     [G_SSD_CAP] = {"ringcached_capacity_bytes", "capacity per tier", MET_GAUGE, "tier=\"ssd\""},
-    [G_RAM_USED] = {"ringcached_capacity_used_bytes", "bytes used per tier", MET_GAUGE, "tier=\"ram\""},
+    [G_RAM_USED] = {"ringcached_capacity_used_bytes", "bytes used per tier", MET_GAUGE,
+                    "tier=\"ram\""},
     [G_RAM_CAP] = {"ringcached_capacity_bytes", "capacity per tier", MET_GAUGE, "tier=\"ram\""},
     [G_BLOCKS] = {"ringcached_blocks_stored", "blocks in the store", MET_GAUGE, NULL},
     [G_BYTES] = {"ringcached_bytes_stored", "logical bytes in the store", MET_GAUGE, NULL},
@@ -97,7 +153,8 @@ static const met_def node_gauge_defs[G__COUNT] = {
 
 /* What the store's opening did, counted once at start. */
 static const met_def node_store_defs[] = {
-    {"ringcached_store_quarantines_total", "damaged data folders set aside at start (the store then started empty)", MET_COUNTER, NULL},
+    {"ringcached_store_quarantines_total",
+     "damaged data folders set aside at start (the store then started empty)", MET_COUNTER, NULL},
 };
 
 typedef struct gauge_arg {
@@ -136,16 +193,21 @@ static int64_t node_gauge_fn(void *arg)
 typedef enum { P_CPU, P_RSS, P_OPEN_FDS, P_MAX_FDS, P_START, P_UPTIME, P__COUNT } node_proc;
 
 static const met_def node_proc_defs[P__COUNT] = {
-    [P_CPU] = {"process_cpu_seconds_total", "user and system CPU time of the process, in seconds", MET_COUNTER, NULL},
+    [P_CPU] = {"process_cpu_seconds_total", "user and system CPU time of the process, in seconds",
+               MET_COUNTER, NULL},
     [P_RSS] = {"process_resident_memory_bytes", "resident memory of the process", MET_GAUGE, NULL},
     [P_OPEN_FDS] = {"process_open_fds", "file descriptors the process has open", MET_GAUGE, NULL},
-    [P_MAX_FDS] = {"process_max_fds", "the process's limit of open file descriptors (ulimit -n)", MET_GAUGE, NULL},
-    [P_START] = {"process_start_time_seconds", "when the process started, in seconds since the Unix epoch", MET_GAUGE, NULL},
+    [P_MAX_FDS] = {"process_max_fds", "the process's limit of open file descriptors (ulimit -n)",
+                   MET_GAUGE, NULL},
+    [P_START] = {"process_start_time_seconds",
+                 "when the process started, in seconds since the Unix epoch", MET_GAUGE, NULL},
     [P_UPTIME] = {"ringcached_uptime_seconds", "seconds since the node started", MET_GAUGE, NULL},
 };
 /* what each value counts: 1/scale of the unit its name says */
 static const uint32_t node_proc_scale[P__COUNT] = {
-    [P_CPU] = 1000000, [P_START] = 1000, [P_UPTIME] = 1000,
+    [P_CPU] = 1000000,
+    [P_START] = 1000,
+    [P_UPTIME] = 1000,
 };
 
 /* /proc/self/stat: the fields after the command (in parentheses, which may
@@ -274,7 +336,10 @@ static int64_t process_start_ms(void)
 #error "RINGCACHE_VERSION (the project's version) is set by cached/CMakeLists.txt"
 #endif
 
-const char *node_version(void) { return RINGCACHE_VERSION; }
+const char *node_version(void)
+{
+    return RINGCACHE_VERSION;
+}
 
 /* ringcached_build_info{version,compiler,libevent,openssl} 1, as Prometheus
  * exporters do: the labels say what runs, the value is always 1. */

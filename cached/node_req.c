@@ -35,8 +35,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#define WAIT_BUCKETS 1024         /* the worker's table of requests waiting for a fill */
-#define PLACE_MAX_INFLIGHT 8      /* blocks of one write-through being placed at once */
+#define WAIT_BUCKETS       1024 /* the worker's table of requests waiting for a fill */
+#define PLACE_MAX_INFLIGHT 8    /* blocks of one write-through being placed at once */
 
 /* ---- pieces ---------------------------------------------------------------------- */
 
@@ -133,8 +133,8 @@ static void req_piece(node_req *r, const node_piece *p)
 }
 
 /* Answer an error (code, sentence) and end the request. */
-__attribute__((format(printf, 3, 4))) static void req_fail(node_req *r, int code,
-                                                           const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static void req_fail(node_req *r, int code, const char *fmt,
+                                                           ...)
 {
     if (!r->cancelled) {
         char msg[1024];
@@ -153,10 +153,10 @@ __attribute__((format(printf, 3, 4))) static void req_fail(node_req *r, int code
  * (S3's 412) is the version the writer named not being there. */
 static int s3_code(int err)
 {
-    return err == -ENOENT ? RCP_E_NOT_FOUND
-           : err == -EACCES ? RCP_E_FORBIDDEN
+    return err == -ENOENT                     ? RCP_E_NOT_FOUND
+           : err == -EACCES                   ? RCP_E_FORBIDDEN
            : err == -EEXIST || err == -ESTALE ? RCP_E_VERSION_CHANGED
-                                               : RCP_E_S3;
+                                              : RCP_E_S3;
 }
 
 void node__upstream_message(const node *n, const char *s3_message, char *out, size_t cap)
@@ -169,8 +169,10 @@ void node__upstream_message(const node *n, const char *s3_message, char *out, si
     char *hint = semi && (!colon || semi > colon) ? semi : colon;
     if (hint && strstr(hint, "AWS_"))
         *hint = '\0';
-    snprintf(out, cap, "cache node %s's S3 access failed (check its --s3-endpoint and "
-             "credentials): %s", n->conf.node_id, m);
+    snprintf(out, cap,
+             "cache node %s's S3 access failed (check its --s3-endpoint and "
+             "credentials): %s",
+             n->conf.node_id, m);
 }
 
 /* The tenant's access check, at every entry a key comes in by: false after
@@ -281,8 +283,7 @@ void node_req_deliver(node_worker *w, node_msg *m)
 }
 
 void node_req_get(node_req *r, node_worker *w, const node_caller *who, const bkey_object *obj,
-                  uint64_t block, uint32_t off, uint32_t len, uint32_t flags,
-                  const node_sink *sink)
+                  uint64_t block, uint32_t off, uint32_t len, uint32_t flags, const node_sink *sink)
 {
     req_init(r, w, who, sink);
     node__count(w, NM_GET, 1);
@@ -332,8 +333,8 @@ static void head_done(const s3_error *err, const s3_object_info *info, void *arg
         node__upstream_message(r->w->n, err->message, m, sizeof(m));
         req_fail(r, RCP_E_UPSTREAM, "%s", m);
     } else {
-        node_answer a = {.size = info->size, .etag = info->etag,
-                         .last_modified = info->last_modified};
+        node_answer a = {
+            .size = info->size, .etag = info->etag, .last_modified = info->last_modified};
         req_answer(r, &a);
     }
 }
@@ -370,7 +371,7 @@ static bool peer_ok(node_req *r, const char *op)
         return true;
     req_fail(r, RCP_E_FORBIDDEN,
              n->conf.peer_token[0] ? "%s is for cache nodes: connect with the peer token"
-             : n->tenants ? "%s is for cache nodes: give every node the same --peer-token"
+             : n->tenants          ? "%s is for cache nodes: give every node the same --peer-token"
                           : "%s from another host needs the peer token: give every node the "
                             "same --peer-token",
              op);
@@ -520,8 +521,8 @@ void node_req_warm(node_req *r, node_worker *w, const node_caller *who, const bk
     int rc = s3_head(node__s3_for(w, who->tenant), r->obj.bucket, r->obj.key, warm_head_done, r);
     if (rc < 0) {
         r->state = NR_IDLE;
-        req_fail(r, RCP_E_S3, "WARM: cannot ask S3 for s3://%s/%s: %s", r->obj.bucket,
-                 r->obj.key, strerror(-rc));
+        req_fail(r, RCP_E_S3, "WARM: cannot ask S3 for s3://%s/%s: %s", r->obj.bucket, r->obj.key,
+                 strerror(-rc));
     }
 }
 
@@ -536,17 +537,17 @@ void node_req_warm(node_req *r, node_worker *w, const node_caller *who, const bk
  * client gets S3's error and nothing is cached; a block that cannot be placed
  * is logged and counted (S3 has the object; the cache is only missing it). */
 struct node_put {
-    node_req *r;                 /* NULL once the request is gone */
+    node_req *r; /* NULL once the request is gone */
     node_worker *w;
-    int refs;                    /* the request's, the upload's, one per block being placed */
-    bkey_object obj;             /* version: S3's ETag, once it has answered */
-    int staging_fd;              /* -1: the blocks come from read (node_req_place) */
+    int refs;        /* the request's, the upload's, one per block being placed */
+    bkey_object obj; /* version: S3's ETag, once it has answered */
+    int staging_fd;  /* -1: the blocks come from read (node_req_place) */
     node_place_read_fn read;
     void (*read_release)(void *arg);
     void *read_arg;
-    node_upload *up;             /* until it is done, or given up */
+    node_upload *up; /* until it is done, or given up */
     uint64_t received;
-    bool paused;                 /* the front end was asked to stop sending */
+    bool paused; /* the front end was asked to stop sending */
     char etag[S3_ETAG_MAX];
     uint64_t next_block, blocks, blocks_inflight, blocks_done;
 };
@@ -680,8 +681,13 @@ cc_conn *node__peer_conn(node_worker *w, const struct ring *ring, const struct r
             memmove(host, host + 1, strlen(host));
             host[strlen(host) - 1] = '\0';
         }
-        cc_config cc = {host, atoi(colon + 1), w->n->conf.peer_token,
-                        (uint32_t)w->n->conf.block_size, w->n->conf.node_id, 2000, 30000,
+        cc_config cc = {host,
+                        atoi(colon + 1),
+                        w->n->conf.peer_token,
+                        (uint32_t)w->n->conf.block_size,
+                        w->n->conf.node_id,
+                        2000,
+                        30000,
                         w->n->ssl_ctx != NULL,
                         w->n->conf.tls_ca[0] ? w->n->conf.tls_ca : NULL,
                         m->host /* a dns: member: verify its SRV target's name */};
@@ -710,9 +716,8 @@ static void place_next(node_put *p)
         op->buf = buf;
         op->index = i;
         int got = p->read ? p->read(p->read_arg, i, buf->data, len)
-                  : pread(p->staging_fd, buf->data, len, (off_t)(i * bsz)) == (ssize_t)len
-                      ? 0
-                      : -EIO;
+                  : pread(p->staging_fd, buf->data, len, (off_t)(i * bsz)) == (ssize_t)len ? 0
+                                                                                           : -EIO;
         if (got < 0) {
             if (got != -ENOENT) /* -ENOENT: the reader does not have it (left to fills) */
                 node_log(NODE_LOG_WARN, "msg=\"staged block unreadable\" key=\"%s\" block=%llu",
@@ -736,16 +741,17 @@ static void place_next(node_put *p)
         }
         int rc;
         if (!owner || strcmp(owner->id, n->conf.node_id) == 0) {
-            rc = p->w->bs ? bs_write(p->w->bs, &id, buf->data, len, local_written, op)
-                          : -ESHUTDOWN;
+            rc = p->w->bs ? bs_write(p->w->bs, &id, buf->data, len, local_written, op) : -ESHUTDOWN;
             if (rc < 0)
                 local_written(op, rc);
         } else {
             cc_conn *pc = node__peer_conn(p->w, ring, owner);
-            rcp_put_block_req pb = {rcp_s(p->obj.tenant),
-                                    {rcp_s(p->obj.bucket), rcp_s(p->obj.key),
-                                     rcp_s(p->obj.version), p->obj.size},
-                                    i, buf->data, (uint32_t)len};
+            rcp_put_block_req pb = {
+                rcp_s(p->obj.tenant),
+                {rcp_s(p->obj.bucket), rcp_s(p->obj.key), rcp_s(p->obj.version), p->obj.size},
+                i,
+                buf->data,
+                (uint32_t)len};
             rc = pc ? cc_put_block(pc, &pb, peer_written, op) : -ECONNREFUSED;
             if (rc < 0) {
                 cc_result res = {0};
@@ -788,8 +794,8 @@ void node_req_put(node_req *r, node_worker *w, const node_caller *who, const bke
     node_req_put_cond(r, w, who, obj, NULL, sink);
 }
 
-void node_req_put_cond(node_req *r, node_worker *w, const node_caller *who,
-                       const bkey_object *obj, const s3_write_cond *cond, const node_sink *sink)
+void node_req_put_cond(node_req *r, node_worker *w, const node_caller *who, const bkey_object *obj,
+                       const s3_write_cond *cond, const node_sink *sink)
 {
     req_init(r, w, who, sink);
     node *n = w->n;
@@ -820,8 +826,11 @@ void node_req_put_cond(node_req *r, node_worker *w, const node_caller *who,
                                p->obj.size, (uint64_t)n->conf.part_size, cond, put_pause,
                                put_uploaded, p, why, sizeof(why));
     if (rc < 0) {
-        req_fail(r, rc == -EFBIG ? RCP_E_TOO_LARGE : rc == -ENOMEM ? RCP_E_INTERNAL
-                    : rc == -EINVAL ? RCP_E_BAD_REQUEST : RCP_E_S3,
+        req_fail(r,
+                 rc == -EFBIG    ? RCP_E_TOO_LARGE
+                 : rc == -ENOMEM ? RCP_E_INTERNAL
+                 : rc == -EINVAL ? RCP_E_BAD_REQUEST
+                                 : RCP_E_S3,
                  "%s", why);
         put_release(p, 1);
         return;
@@ -876,8 +885,8 @@ void node_req_place(node_req *r, node_worker *w, const node_caller *who, const b
     p->read_release = release;
     p->read_arg = arg;
     snprintf(p->etag, sizeof(p->etag), "%s", r->obj.version);
-    p->blocks = r->obj.version[0] ? bkey_block_count(p->obj.size, (uint64_t)w->n->conf.block_size)
-                                  : 0;
+    p->blocks =
+        r->obj.version[0] ? bkey_block_count(p->obj.size, (uint64_t)w->n->conf.block_size) : 0;
     p->r = r;
     r->put = p;
     r->state = NR_PUT;
@@ -913,10 +922,7 @@ void node_req_cancel(node_req *r)
         req_end(r);
         break;
     }
-    case NR_IDLE:
-        req_end(r);
-        break;
-    default:
-        break; /* a store read, an S3 call or a write ends later, and the request then */
+    case NR_IDLE: req_end(r); break;
+    default: break; /* a store read, an S3 call or a write ends later, and the request then */
     }
 }

@@ -75,29 +75,29 @@ typedef struct node_caller {
 typedef struct node_piece {
     const uint8_t *data;
     size_t len;
-    uint8_t source;           /* RCP_SRC_SSD (the store, RAM or SSD), RCP_SRC_S3 (this
+    uint8_t source; /* RCP_SRC_SSD (the store, RAM or SSD), RCP_SRC_S3 (this
                                  request's fill), RCP_SRC_FILL_WAIT (another's fill) */
-    bs_buf *bs;               /* the buffer holding data: the store's, or */
-    node_buf *nb;             /* the fill's */
+    bs_buf *bs;     /* the buffer holding data: the store's, or */
+    node_buf *nb;   /* the fill's */
 } node_piece;
 void node_piece_ref(const node_piece *p);
 void node_piece_unref(const node_piece *p);
 
 /* The answer of a request that has no data. */
 typedef struct node_answer {
-    uint64_t size;            /* HEAD: the object's size; PUT: the bytes written */
-    const char *etag;         /* HEAD, PUT: the object's version (normalised ETag) */
-    int64_t last_modified;    /* HEAD: Unix seconds, 0 if unknown */
-    uint32_t queued;          /* WARM: fills started */
+    uint64_t size;         /* HEAD: the object's size; PUT: the bytes written */
+    const char *etag;      /* HEAD, PUT: the object's version (normalised ETag) */
+    int64_t last_modified; /* HEAD: Unix seconds, 0 if unknown */
+    uint32_t queued;       /* WARM: fills started */
 } node_answer;
 
 typedef struct node_sink_ops {
     void (*admit)(void *arg, size_t bytes);          /* GET: may be NULL */
-    void (*piece)(void *arg, const node_piece *p);    /* GET */
-    void (*answer)(void *arg, const node_answer *a);  /* HEAD, PUT, WARM, PUT_BLOCK */
+    void (*piece)(void *arg, const node_piece *p);   /* GET */
+    void (*answer)(void *arg, const node_answer *a); /* HEAD, PUT, WARM, PUT_BLOCK */
     void (*error)(void *arg, int code, const char *sentence);
-    void (*pause)(void *arg, bool pause);             /* PUT: may be NULL */
-    void (*done)(void *arg);                          /* the last call, always */
+    void (*pause)(void *arg, bool pause); /* PUT: may be NULL */
+    void (*done)(void *arg);              /* the last call, always */
 } node_sink_ops;
 
 typedef struct node_sink {
@@ -112,18 +112,18 @@ struct node_req {
     node_worker *w;
     node_sink sink;
     node_caller who;
-    bkey_object obj;          /* the object, its tenant the caller's */
-    uint64_t serial;          /* its name on its worker (fill waiters, mailbox) */
-    node_req *wnext;          /* in the worker's table of requests waiting for a fill */
+    bkey_object obj; /* the object, its tenant the caller's */
+    uint64_t serial; /* its name on its worker (fill waiters, mailbox) */
+    node_req *wnext; /* in the worker's table of requests waiting for a fill */
     int state;
     bool cancelled;
-    node_fill *fill;          /* NR_FILL_WAIT: the fill waited on, or NULL */
+    node_fill *fill; /* NR_FILL_WAIT: the fill waited on, or NULL */
     uint64_t block;
     uint32_t off, len, flags, block_len;
-    bool reread;              /* the store was asked again after a fill finished */
-    uint64_t *warm;           /* WARM: the blocks named, until S3's HEAD answers */
+    bool reread;    /* the store was asked again after a fill finished */
+    uint64_t *warm; /* WARM: the blocks named, until S3's HEAD answers */
     uint32_t n_warm;
-    node_put *put;            /* PUT: the write-through, until it answers */
+    node_put *put; /* PUT: the write-through, until it answers */
 };
 
 /* GET block `block` of obj (its tenant is the caller's), bytes [off, off+len)
@@ -154,8 +154,8 @@ void node_req_put(node_req *r, node_worker *w, const node_caller *who, const bke
  * NULL: none), sent with the PUT or the multipart upload's Complete: when it
  * does not hold (S3's 412), error(RCP_E_VERSION_CHANGED) and nothing is
  * cached; an object missing for If-Match is RCP_E_NOT_FOUND. */
-void node_req_put_cond(node_req *r, node_worker *w, const node_caller *who,
-                       const bkey_object *obj, const s3_write_cond *cond, const node_sink *sink);
+void node_req_put_cond(node_req *r, node_worker *w, const node_caller *who, const bkey_object *obj,
+                       const s3_write_cond *cond, const node_sink *sink);
 
 /* The next len bytes of the PUT's data; last on its final piece. Data past
  * the announced size, or an end before it, fails the PUT (RCP_E_BAD_REQUEST).
@@ -189,8 +189,7 @@ void node_req_drop(node_req *r, node_worker *w, const node_caller *who, const bk
  * More than --max-warm-blocks blocks: RCP_E_TOO_LARGE. */
 typedef uint64_t (*node_block_at_fn)(const void *src, uint32_t i);
 void node_req_warm(node_req *r, node_worker *w, const node_caller *who, const bkey_object *obj,
-                   uint32_t n, node_block_at_fn block_at, const void *src,
-                   const node_sink *sink);
+                   uint32_t n, node_block_at_fn block_at, const void *src, const node_sink *sink);
 
 /* A peer's block to index: block `block` of obj (obj->tenant is the one the
  * peer names), data[0..len) copied. Only cache nodes may send it: the peer

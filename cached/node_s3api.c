@@ -52,11 +52,11 @@ const char *ns3_header(const ns3_req *r, const char *name)
 static const int status_codes[] = {200, 204, 206, 304, 400, 403, 404, 405,
                                    409, 411, 412, 416, 500, 501, 503};
 #define N_CODES (sizeof(status_codes) / sizeof(status_codes[0]) + 1) /* + "other" */
-#define N_OPS ((int)S3A_OP__COUNT)
+#define N_OPS   ((int)S3A_OP__COUNT)
 static const char *const source_names[NS3_SRC__COUNT] = {"ram", "ssd", "peer", "s3"};
 enum { CK_SHA256, CK_MD5, CK_HEADER, CK_TRAILER, CK__COUNT };
 static const char *const check_names[CK__COUNT] = {"payload_sha256", "content_md5",
-                                                    "checksum_header", "checksum_trailer"};
+                                                   "checksum_header", "checksum_trailer"};
 
 /* Layout of the S3 API's metrics from n->s3api_metric_base: requests by
  * (op, code), then one latency histogram per op, then bytes by source. */
@@ -92,7 +92,7 @@ static int metrics_setup(node *n)
 {
     size_t total = (size_t)N_OPS * N_CODES + (size_t)N_OPS + NS3_SRC__COUNT + CK__COUNT;
     met_def *defs = calloc(total, sizeof(*defs));
-    char (*labels)[64] = calloc(total, sizeof(*labels));
+    char(*labels)[64] = calloc(total, sizeof(*labels));
     if (!defs || !labels) {
         free(defs);
         free(labels);
@@ -144,7 +144,10 @@ static int metrics_setup(node *n)
 
 /* ---- references -------------------------------------------------------------- */
 
-void ns3_ref(ns3_req *r) { r->refs++; }
+void ns3_ref(ns3_req *r)
+{
+    r->refs++;
+}
 
 void ns3_unref(ns3_req *r)
 {
@@ -186,8 +189,9 @@ void ns3_send_xml(ns3_req *r, int status, s3a_buf *b)
     }
     if (b->oom) {
         s3a_buf_free(b);
-        ns3_fail(r, 500, "InternalError", "We encountered an internal error (out of memory). "
-                                          "Please try again.");
+        ns3_fail(r, 500, "InternalError",
+                 "We encountered an internal error (out of memory). "
+                 "Please try again.");
         return;
     }
     r->answered = true;
@@ -251,9 +255,7 @@ void ns3_fail_rcp(ns3_req *r, int rcp_code, const char *sentence)
 {
     bool obj = r->routed && r->route.key;
     switch (rcp_code) {
-    case RCP_E_FORBIDDEN:
-        ns3_fail(r, 403, "AccessDenied", "Access Denied (%s)", sentence);
-        break;
+    case RCP_E_FORBIDDEN: ns3_fail(r, 403, "AccessDenied", "Access Denied (%s)", sentence); break;
     case RCP_E_NOT_FOUND:
         if (obj)
             ns3_fail(r, 404, "NoSuchKey", "The specified key does not exist.");
@@ -268,20 +270,18 @@ void ns3_fail_rcp(ns3_req *r, int rcp_code, const char *sentence)
     case RCP_E_TIMEOUT:
         ns3_fail(r, 503, "SlowDown", "Please reduce your request rate. (%s)", sentence);
         break;
-    case RCP_E_BAD_REQUEST:
-        ns3_fail(r, 400, "InvalidRequest", "%s", sentence);
-        break;
+    case RCP_E_BAD_REQUEST: ns3_fail(r, 400, "InvalidRequest", "%s", sentence); break;
     case RCP_E_TOO_LARGE:
         ns3_fail(r, 400, "EntityTooLarge",
                  "Your proposed upload exceeds the maximum allowed object size. (%s)", sentence);
         break;
     case RCP_E_S3:
-    case RCP_E_UPSTREAM:
-        ns3_fail(r, 503, "ServiceUnavailable", "%s", sentence);
-        break;
+    case RCP_E_UPSTREAM: ns3_fail(r, 503, "ServiceUnavailable", "%s", sentence); break;
     default:
-        ns3_fail(r, 500, "InternalError", "We encountered an internal error (%s). Please try "
-                                          "again.", sentence);
+        ns3_fail(r, 500, "InternalError",
+                 "We encountered an internal error (%s). Please try "
+                 "again.",
+                 sentence);
         break;
     }
 }
@@ -387,8 +387,8 @@ static const char *error_body(int status, const char *message, struct evbuffer *
                        : status == 505 ? "HttpVersionNotSupported"
                                        : "InvalidRequest";
     s3a_error e = {0};
-    s3a_error_set(&e, status, code, "%s", status == 503 ? "Please reduce your request rate."
-                                                         : message);
+    s3a_error_set(&e, status, code, "%s",
+                  status == 503 ? "Please reduce your request rate." : message);
     s3a_buf b = {0};
     s3a_xml_error(&b, &e, NULL, NULL, NULL, "0000000000000000", "");
     if (!b.oom && b.len)
@@ -557,7 +557,8 @@ void ns3_read_body(ns3_req *r, uint64_t max, ns3_data_fn on_data, ns3_end_fn on_
     r->on_end = on_end;
     r->body_max = max;
     if (ns3_body_chunked(r)) {
-        s3a_chunked_config cc = {.payload = r->auth.payload, .auth = &r->auth,
+        s3a_chunked_config cc = {.payload = r->auth.payload,
+                                 .auth = &r->auth,
                                  .trailer = ns3_header(r, "x-amz-trailer"),
                                  .decoded_length = ns3_body_length(r)};
         if (s3a_chunked_create(&r->dec, &cc, &r->err) < 0)
@@ -610,8 +611,7 @@ void ns3_pause_body(ns3_req *r, bool pause)
 
 /* ---- one request's head ----------------------------------------------------------------- */
 
-static int secret_of(void *arg, const char *access_key, char *secret, size_t cap,
-                     void **principal)
+static int secret_of(void *arg, const char *access_key, char *secret, size_t cap, void **principal)
 {
     node *n = arg;
     const ten_tenant *t = ten_find_s3api_key(n->tenants, access_key);
@@ -631,10 +631,8 @@ static bool is_read(s3a_op op)
     case S3A_OP_LIST_OBJECTS:
     case S3A_OP_LIST_OBJECTS_V2:
     case S3A_OP_GET_OBJECT:
-    case S3A_OP_HEAD_OBJECT:
-        return true;
-    default:
-        return false;
+    case S3A_OP_HEAD_OBJECT: return true;
+    default: return false;
     }
 }
 
@@ -721,9 +719,7 @@ static void dispatch(ns3_req *r)
                  "UploadPartCopy is not served through the cache: copy with CopyObject, or "
                  "upload the part's bytes");
         break;
-    default:
-        ns3_fail(r, 501, "NotImplemented", "This operation is not implemented.");
-        break;
+    default: ns3_fail(r, 501, "NotImplemented", "This operation is not implemented."); break;
     }
 }
 
@@ -769,22 +765,27 @@ static void handler(httpd_req *h, void *arg)
         return;
     }
     s3a_route_config rc = {(const char *const *)n->s3api_domains, n->n_s3api_domains};
-    int rcode = s3a_route_parse(&rc, httpd_req_method(h), ns3_header(r, "host"),
-                                httpd_req_path(h), httpd_req_query(h),
-                                ns3_header(r, "x-amz-copy-source") != NULL, &r->route, &r->err);
+    int rcode = s3a_route_parse(&rc, httpd_req_method(h), ns3_header(r, "host"), httpd_req_path(h),
+                                httpd_req_query(h), ns3_header(r, "x-amz-copy-source") != NULL,
+                                &r->route, &r->err);
     r->routed = rcode == 0;
     if (rcode < 0) {
         ns3_send_error(r, &r->err);
         return;
     }
     if (atomic_load(&n->stopping)) {
-        ns3_fail(r, 503, "SlowDown", "Please reduce your request rate. (cache node %s is "
-                                     "shutting down: use another)", n->conf.node_id);
+        ns3_fail(r, 503, "SlowDown",
+                 "Please reduce your request rate. (cache node %s is "
+                 "shutting down: use another)",
+                 n->conf.node_id);
         return;
     }
     if (n->tenants) {
-        s3a_request sr = {.method = httpd_req_method(h), .path = httpd_req_path(h),
-                          .query = httpd_req_query(h), .headers = r->hdr, .n_headers = r->nh,
+        s3a_request sr = {.method = httpd_req_method(h),
+                          .path = httpd_req_path(h),
+                          .query = httpd_req_query(h),
+                          .headers = r->hdr,
+                          .n_headers = r->nh,
                           .vhost_bucket = r->route.virtual_host ? r->route.bucket : NULL};
         if (s3a_verify(w->s3auth, &sr, (int64_t)time(NULL), &r->auth, &r->err) < 0) {
             node__count(w, NM_FORBIDDEN, 1);
@@ -881,7 +882,8 @@ int node_s3api_setup(node *n, char *err, size_t errlen)
         char *copy = strdup(conf->s3_api_domain);
         if (!copy)
             return -ENOMEM;
-        for (char *save = NULL, *t = strtok_r(copy, ", ", &save); t; t = strtok_r(NULL, ", ", &save)) {
+        for (char *save = NULL, *t = strtok_r(copy, ", ", &save); t;
+             t = strtok_r(NULL, ", ", &save)) {
             char **nd = realloc(n->s3api_domains, (n->n_s3api_domains + 1) * sizeof(*nd));
             if (!nd || !(nd[n->n_s3api_domains] = strdup(t))) {
                 if (nd)
@@ -903,8 +905,8 @@ int node_s3api_setup(node *n, char *err, size_t errlen)
     for (unsigned i = 0; i < n->n_workers; i++) {
         node_worker *w = &n->workers[i];
         if (n->tenants) {
-            s3a_auth_config ac = {.secret = secret_of, .secret_arg = n,
-                                  .region = conf->s3_api_region};
+            s3a_auth_config ac = {
+                .secret = secret_of, .secret_arg = n, .region = conf->s3_api_region};
             if ((rc = s3a_verifier_create(&w->s3auth, &ac)) < 0) {
                 cfg_errf(err, errlen, "cannot set up the S3 API's signature checks: %s",
                          rc == -EINVAL ? "--s3-api-region is empty or too long" : strerror(-rc));
@@ -927,11 +929,14 @@ int node_s3api_setup(node *n, char *err, size_t errlen)
         rc = httpd_server_create(&w->s3api, w->base, &hc, why, sizeof(why));
         if (rc < 0) {
             if (rc == -EADDRINUSE)
-                cfg_errf(err, errlen, "the S3 API port %s:%d is in use (set --s3-api-port, or "
-                                      "0 for any)", conf->s3_api_listen, port);
+                cfg_errf(err, errlen,
+                         "the S3 API port %s:%d is in use (set --s3-api-port, or "
+                         "0 for any)",
+                         conf->s3_api_listen, port);
             else
-                cfg_errf(err, errlen, "cannot serve the S3 API on %s:%d: %s (check "
-                                      "--s3-api-listen and --s3-api-port)",
+                cfg_errf(err, errlen,
+                         "cannot serve the S3 API on %s:%d: %s (check "
+                         "--s3-api-listen and --s3-api-port)",
                          conf->s3_api_listen, port, why[0] ? why : strerror(-rc));
             return rc;
         }
@@ -942,10 +947,11 @@ int node_s3api_setup(node *n, char *err, size_t errlen)
         (rc = cfg_write_port_file(conf->s3_api_port_file, port, "S3 API port file",
                                   "--s3-api-port-file", err, errlen)) < 0)
         return rc;
-    node_log(NODE_LOG_INFO,
-             "msg=\"S3 API listening\" listen=%s port=%d tls=%s auth=%s region=%s",
+    node_log(NODE_LOG_INFO, "msg=\"S3 API listening\" listen=%s port=%d tls=%s auth=%s region=%s",
              conf->s3_api_listen, port, n->ssl_ctx ? "on" : "off",
-             n->tenants ? "tenants" : protected_mode ? "open (loopback only)" : "anonymous",
+             n->tenants       ? "tenants"
+             : protected_mode ? "open (loopback only)"
+                              : "anonymous",
              conf->s3_api_region);
     return 0;
 }

@@ -37,9 +37,9 @@
 #include "s3a_route.h"
 #include "s3a_xml.h"
 
-#define NS3_MAX_HEADERS 128
-#define NS3_MAX_XML_BODY (4u << 20)           /* Complete and Delete bodies, as S3 */
-#define NS3_MAX_OBJECT (5ull << 30)           /* one PutObject or UploadPart, as S3 */
+#define NS3_MAX_HEADERS  128
+#define NS3_MAX_XML_BODY (4u << 20)   /* Complete and Delete bodies, as S3 */
+#define NS3_MAX_OBJECT   (5ull << 30) /* one PutObject or UploadPart, as S3 */
 
 typedef struct ns3_req ns3_req;
 typedef struct ns3_get ns3_get;
@@ -53,18 +53,18 @@ typedef void (*ns3_end_fn)(ns3_req *r, bool ok);
  * callback) and by each asynchronous call made for it; freed with the last. */
 struct ns3_req {
     node_worker *w;
-    httpd_req *h;                 /* NULL once the HTTP request is over */
+    httpd_req *h; /* NULL once the HTTP request is over */
     int refs;
-    char id[17];                  /* x-amz-request-id */
+    char id[17]; /* x-amz-request-id */
     uint64_t t0_us;
     s3a_route route;
     bool routed;
     s3a_header hdr[NS3_MAX_HEADERS];
     size_t nh;
     s3a_auth auth;
-    node_caller who;              /* the tenant (NULL without tenants) */
-    s3_client *s3;                /* the tenant's S3 credentials, or the node's */
-    int status;                   /* of the answer sent */
+    node_caller who; /* the tenant (NULL without tenants) */
+    s3_client *s3;   /* the tenant's S3 credentials, or the node's */
+    int status;      /* of the answer sent */
     bool answered;
     s3a_error err;
 
@@ -72,7 +72,7 @@ struct ns3_req {
     ns3_data_fn on_data;
     ns3_end_fn on_end;
     s3a_chunked *dec;
-    void *sha;                    /* EVP_MD_CTX of a signed payload's SHA-256 */
+    void *sha; /* EVP_MD_CTX of a signed payload's SHA-256 */
     s3a_checksum md5, ck;
     s3a_ck_alg ck_alg;
     const char *ck_value;
@@ -83,8 +83,8 @@ struct ns3_req {
     ns3_get *get;
     struct ns3_write *wr;
     struct ns3_pass *pass;
-    void (*op_done)(ns3_req *r);  /* the HTTP request is over: cancel what runs */
-    void (*op_free)(ns3_req *r);  /* the last reference went */
+    void (*op_done)(ns3_req *r); /* the HTTP request is over: cancel what runs */
+    void (*op_free)(ns3_req *r); /* the last reference went */
 };
 
 /* ---- node_s3api.c ---- */
@@ -145,7 +145,7 @@ void ns3_delete_objects(ns3_req *r);
 void ns3_copy_object(ns3_req *r);
 
 /* ---- node_s3api_pass.c ---- */
-void ns3_list(ns3_req *r);                /* ListObjects(V2), ListMultipartUploads, ListParts */
+void ns3_list(ns3_req *r); /* ListObjects(V2), ListMultipartUploads, ListParts */
 void ns3_list_buckets(ns3_req *r);
 void ns3_head_bucket(ns3_req *r);
 /* Sends a request to S3 with the caller's credentials, done with S3's answer
@@ -175,13 +175,13 @@ typedef struct ns3_part {
     int number;
     uint64_t size;
     char etag[S3_ETAG_MAX];
-    int fd;                                  /* an unlinked file in the data folder */
+    int fd; /* an unlinked file in the data folder */
 } ns3_part;
 typedef struct ns3_upload {
     char id[1024];
     char tenant[BKEY_TENANT_MAX + 1], bucket[BKEY_BUCKET_MAX + 1], key[BKEY_KEY_MAX + 1];
     int64_t last_ms;
-    ns3_part *parts;                         /* by number, ascending */
+    ns3_part *parts; /* by number, ascending */
     size_t n_parts, cap_parts;
     uint64_t bytes;
 } ns3_upload;

@@ -38,9 +38,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define GET_WINDOW 16        /* blocks asked for or waiting to be sent, per GET */
-#define PEER_DOWN_MS 5000    /* an owner that failed is not asked for this long */
-#define MAX_OWNERS 3
+#define GET_WINDOW   16   /* blocks asked for or waiting to be sent, per GET */
+#define PEER_DOWN_MS 5000 /* an owner that failed is not asked for this long */
+#define MAX_OWNERS   3
 
 enum { S_FREE, S_FETCH, S_READY };
 enum { F_NONE, F_LOCAL, F_PEER, F_S3 };
@@ -50,18 +50,18 @@ typedef struct ns3_slot {
     int state, kind;
     uint64_t index;
     uint32_t off, len;
-    int owner;                   /* the next owner to try */
+    int owner; /* the next owner to try */
     bool tried_local, ram;
     /* what came */
     const uint8_t *data;
     bs_buf *bs;
     node_buf *nb;
     int source;
-    int code;                    /* RCP_E_* of a failure, 0 */
+    int code; /* RCP_E_* of a failure, 0 */
     char msg[256];
     /* what runs */
-    node_req lr;                 /* F_LOCAL */
-    cc_conn *cc;                 /* F_PEER */
+    node_req lr; /* F_LOCAL */
+    cc_conn *cc; /* F_PEER */
     uint32_t cc_id;
     size_t peer;
 } ns3_slot;
@@ -127,13 +127,16 @@ static void version_lost(ns3_get *g, const char *why)
     }
     if (!g->started) {
         g->cut = true; /* the retry waits for the fetches still running */
-        ns3_fail(r, 503, "SlowDown", "Please reduce your request rate. (s3://%s/%s changed "
-                                     "while it was read: %s)", g->obj.bucket, g->obj.key, why);
+        ns3_fail(r, 503, "SlowDown",
+                 "Please reduce your request rate. (s3://%s/%s changed "
+                 "while it was read: %s)",
+                 g->obj.bucket, g->obj.key, why);
         return;
     }
-    node_log(NODE_LOG_INFO, "msg=\"S3 API GET cut: the object changed while it was sent\" "
-             "bucket=%s key=\"%s\" version=%s why=\"%s\"", g->obj.bucket, g->obj.key,
-             g->obj.version, why);
+    node_log(NODE_LOG_INFO,
+             "msg=\"S3 API GET cut: the object changed while it was sent\" "
+             "bucket=%s key=\"%s\" version=%s why=\"%s\"",
+             g->obj.bucket, g->obj.key, g->obj.version, why);
     g->cut = true;
     httpd_resp_abort(r->h);
 }
@@ -149,8 +152,10 @@ static void get_failed(ns3_get *g, int code, const char *msg)
         ns3_fail_rcp(r, code, msg);
         return;
     }
-    node_log(NODE_LOG_WARN, "msg=\"S3 API GET cut: a block could not be read\" bucket=%s "
-             "key=\"%s\" err=\"%s\"", g->obj.bucket, g->obj.key, msg);
+    node_log(NODE_LOG_WARN,
+             "msg=\"S3 API GET cut: a block could not be read\" bucket=%s "
+             "key=\"%s\" err=\"%s\"",
+             g->obj.bucket, g->obj.key, msg);
     httpd_resp_abort(r->h);
 }
 
@@ -203,15 +208,18 @@ static void local_error(void *arg, int code, const char *sentence)
     snprintf(s->msg, sizeof(s->msg), "%s", sentence);
 }
 
-static void local_done(void *arg) { slot_ended(arg); }
+static void local_done(void *arg)
+{
+    slot_ended(arg);
+}
 
 static void local_answer(void *arg, const node_answer *a)
 {
     (void)arg, (void)a;
 }
 
-static const node_sink_ops local_ops = {NULL, local_piece, local_answer, local_error, NULL,
-                                        local_done};
+static const node_sink_ops local_ops = {NULL,        local_piece, local_answer,
+                                        local_error, NULL,        local_done};
 
 static void fetch_local(ns3_slot *s)
 {
@@ -238,10 +246,10 @@ static void s3_done(const s3_error *err, const s3_get_result *res, void *arg)
         s->state = S_READY;
     } else {
         s->code = err->code == -ESTALE || err->code == -ENOENT ? RCP_E_VERSION_CHANGED
-                  : err->code                                 ? RCP_E_S3
-                                                              : RCP_E_INTERNAL;
-        node__upstream_message(s->g->r->w->n, err->code ? err->message : "a short answer",
-                               s->msg, sizeof(s->msg));
+                  : err->code                                  ? RCP_E_S3
+                                                               : RCP_E_INTERNAL;
+        node__upstream_message(s->g->r->w->n, err->code ? err->message : "a short answer", s->msg,
+                               sizeof(s->msg));
         node_buf_unref(s->nb);
         s->nb = NULL;
     }
@@ -253,9 +261,12 @@ static void fetch_s3(ns3_slot *s)
     ns3_get *g = s->g;
     uint64_t bsz = (uint64_t)g->r->w->n->conf.block_size;
     s->nb = node_buf_new(s->len);
-    s3_get_args a = {.bucket = g->obj.bucket, .key = g->obj.key,
-                     .offset = s->index * bsz + s->off, .length = s->len,
-                     .if_match = g->obj.version, .buf = s->nb ? s->nb->data : NULL,
+    s3_get_args a = {.bucket = g->obj.bucket,
+                     .key = g->obj.key,
+                     .offset = s->index * bsz + s->off,
+                     .length = s->len,
+                     .if_match = g->obj.version,
+                     .buf = s->nb ? s->nb->data : NULL,
                      .cap = s->len};
     int rc = s->nb ? s3_get(g->r->s3, &a, s3_done, s) : -ENOMEM;
     if (rc < 0) {
@@ -305,8 +316,10 @@ static void peer_done(const cc_result *res, void *arg)
         if (res->code != -EREMOTEIO && res->code != -ECANCELED) {
             /* the connection failed: the owner is not asked for a while */
             mark_down(w, s->peer);
-            node_log(NODE_LOG_DEBUG, "msg=\"S3 API: an owner failed, the next one is asked\" "
-                     "err=\"%s\"", res->message);
+            node_log(NODE_LOG_DEBUG,
+                     "msg=\"S3 API: an owner failed, the next one is asked\" "
+                     "err=\"%s\"",
+                     res->message);
         } else if (res->code == -EREMOTEIO && res->rcp_code != RCP_E_VERSION_CHANGED &&
                    res->rcp_code != RCP_E_NOT_FOUND) {
             s->code = RCP_E_BUSY; /* the owner could not: another source can */
@@ -326,9 +339,12 @@ static int fetch_peer(ns3_slot *s, const struct ring *ring, const struct ring_me
     s->nb = node_buf_new(s->len);
     if (!s->nb)
         return -ENOMEM;
-    rcp_get_req q = {.obj = {rcp_s(g->obj.bucket), rcp_s(g->obj.key), rcp_s(g->obj.version),
-                             g->obj.size},
-                     .block = s->index, .offset = s->off, .length = s->len, .flags = 0};
+    rcp_get_req q = {
+        .obj = {rcp_s(g->obj.bucket), rcp_s(g->obj.key), rcp_s(g->obj.version), g->obj.size},
+        .block = s->index,
+        .offset = s->off,
+        .length = s->len,
+        .flags = 0};
     const char *tenant = w->n->tenants ? g->obj.tenant : NULL;
     s->kind = F_PEER;
     s->peer = ring_member_index(ring, m);
@@ -521,16 +537,16 @@ static void pump(ns3_get *g)
 static void get_decide(ns3_get *g)
 {
     ns3_req *r = g->r;
-    if (bkey_field_set(g->obj.version, sizeof(g->obj.version), g->meta.etag,
-                       strlen(g->meta.etag)) < 0) {
+    if (bkey_field_set(g->obj.version, sizeof(g->obj.version), g->meta.etag, strlen(g->meta.etag)) <
+        0) {
         ns3_fail(r, 500, "InternalError", "the object's ETag is too long to cache it");
         return;
     }
     g->obj.size = g->meta.size;
     s3a_get_object o = {g->meta.etag, g->meta.last_modified, g->meta.size};
     s3a_get_headers gh = {ns3_header(r, "if-match"), ns3_header(r, "if-none-match"),
-                          ns3_header(r, "if-modified-since"),
-                          ns3_header(r, "if-unmodified-since"), ns3_header(r, "range")};
+                          ns3_header(r, "if-modified-since"), ns3_header(r, "if-unmodified-since"),
+                          ns3_header(r, "range")};
     s3a_get_decide(&o, &gh, &g->plan);
     switch (g->plan.status) {
     case 304:
@@ -565,8 +581,7 @@ static void get_decide(ns3_get *g)
         s3a_error_deinit(&e);
         return;
     }
-    default:
-        break;
+    default: break;
     }
     if (g->head || g->plan.count == 0) {
         start_answer(g);
@@ -624,8 +639,7 @@ static void get_begin(ns3_get *g)
     g->hr_active = true;
     g->head_ok = false;
     ns3_ref(r);
-    node_req_head(&g->hr, r->w, &r->who, g->obj.bucket, g->obj.key,
-                  &(node_sink){&head_ops, g});
+    node_req_head(&g->hr, r->w, &r->who, g->obj.bucket, g->obj.key, &(node_sink){&head_ops, g});
 }
 
 /* The HTTP request is over: what runs is cancelled (each ends later, or now). */
@@ -669,8 +683,7 @@ void ns3_get_object(ns3_req *r, bool head)
     r->op_done = get_op_done;
     r->op_free = get_op_free;
     const ten_tenant *t = r->who.tenant;
-    if (bkey_object_init(&g->obj, t ? ten_name(t) : "", r->route.bucket, r->route.key, "", 0) <
-        0) {
+    if (bkey_object_init(&g->obj, t ? ten_name(t) : "", r->route.bucket, r->route.key, "", 0) < 0) {
         ns3_fail(r, 400, "KeyTooLongError", "Your key is too long");
         return;
     }

@@ -26,11 +26,11 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#define META_SLOTS 16384
+#define META_SLOTS     16384
 #define UPLOAD_IDLE_MS (24 * 3600 * 1000LL)
 
 typedef struct meta_slot {
-    char *name;                  /* tenant \0 bucket \0 key, malloc'd; NULL: empty */
+    char *name; /* tenant \0 bucket \0 key, malloc'd; NULL: empty */
     size_t len;
     ns3_meta m;
     int64_t expires_ms;

@@ -113,8 +113,10 @@ void ns3_list(ns3_req *r)
     }
     s3_kv q[16];
     size_t nq = forward_query(r, q, 16);
-    s3_request_args a = {.method = "GET", .bucket = rt->bucket,
-                         .key = rt->op == S3A_OP_LIST_PARTS ? rt->key : NULL, .query = q,
+    s3_request_args a = {.method = "GET",
+                         .bucket = rt->bucket,
+                         .key = rt->op == S3A_OP_LIST_PARTS ? rt->key : NULL,
+                         .query = q,
                          .n_query = nq};
     int rc = ns3_s3_request(r, &a, list_done);
     if (rc < 0)
@@ -159,7 +161,7 @@ static void list_buckets_done(ns3_req *r, const s3_error *err, const s3_response
     }
     size_t nb = ten_bucket_count(t), n = 0;
     s3a_xml_bucket *out = calloc(nb ? nb : 1, sizeof(*out));
-    char (*names)[S3A_BUCKET_MAX + 1] = calloc(nb ? nb : 1, sizeof(*names));
+    char(*names)[S3A_BUCKET_MAX + 1] = calloc(nb ? nb : 1, sizeof(*names));
     if (!out || !names) {
         free(out);
         free(names);

@@ -43,15 +43,15 @@
 
 typedef struct del_item {
     struct ns3_write *wr;
-    const char *key;             /* borrowed from the XML body */
-    const char *code, *message;  /* NULL: deleted */
+    const char *key;            /* borrowed from the XML body */
+    const char *code, *message; /* NULL: deleted */
     char etag[S3_ETAG_MAX];
     uint64_t size;
 } del_item;
 
 struct ns3_write {
     ns3_req *r;
-    node_req lr;                 /* PutObject, Complete's placement */
+    node_req lr; /* PutObject, Complete's placement */
     bool lr_active;
     char etag[S3_ETAG_MAX];
     /* UploadPart */
@@ -62,7 +62,7 @@ struct ns3_write {
     bool part_sent;
     /* XML bodies */
     s3a_xmlbody *xml;
-    char *complete;              /* the Complete sent to S3 (borrowed by it until done) */
+    char *complete; /* the Complete sent to S3 (borrowed by it until done) */
     /* DeleteObjects */
     del_item *items;
     size_t n_items, next_item, items_done;
@@ -125,9 +125,10 @@ static bool write_size(ns3_req *r, uint64_t *size)
 {
     int64_t len = ns3_body_length(r);
     if (len < 0) {
-        ns3_fail(r, 411, "MissingContentLength", "You must provide the Content-Length HTTP "
-                                                 "header (or x-amz-decoded-content-length for "
-                                                 "an aws-chunked body).");
+        ns3_fail(r, 411, "MissingContentLength",
+                 "You must provide the Content-Length HTTP "
+                 "header (or x-amz-decoded-content-length for "
+                 "an aws-chunked body).");
         return false;
     }
     if ((uint64_t)len > NS3_MAX_OBJECT) {
@@ -163,8 +164,10 @@ static void drop_done(const cc_result *res, void *arg)
 {
     (void)arg;
     if (res->code)
-        node_log(NODE_LOG_WARN, "msg=\"blocks of a deleted object not dropped on a peer\" "
-                 "err=\"%s\"", res->message);
+        node_log(NODE_LOG_WARN,
+                 "msg=\"blocks of a deleted object not dropped on a peer\" "
+                 "err=\"%s\"",
+                 res->message);
 }
 
 static void drop_everywhere(node_worker *w, const bkey_object *obj)
@@ -180,8 +183,10 @@ static void drop_everywhere(node_worker *w, const bkey_object *obj)
         rcp_drop_req d = {rcp_s(obj->tenant),
                           {rcp_s(obj->bucket), rcp_s(obj->key), rcp_s(obj->version), obj->size}};
         if (!cc || cc_drop(cc, &d, drop_done, NULL) < 0)
-            node_log(NODE_LOG_WARN, "msg=\"blocks of a deleted object not dropped on a peer\" "
-                     "peer=%s bucket=%s key=\"%s\"", m->id, obj->bucket, obj->key);
+            node_log(NODE_LOG_WARN,
+                     "msg=\"blocks of a deleted object not dropped on a peer\" "
+                     "peer=%s bucket=%s key=\"%s\"",
+                     m->id, obj->bucket, obj->key);
     }
     if (ring)
         ring_unref(&ring);
@@ -321,8 +326,10 @@ static void part_end(ns3_req *r, bool ok)
         wr->map = mmap(NULL, wr->written, PROT_READ, MAP_SHARED, wr->fd, 0);
         if (wr->map == MAP_FAILED) {
             wr->map = NULL;
-            ns3_fail(r, 503, "SlowDown", "Please reduce your request rate. (cannot map the "
-                                         "staged part: %s)", strerror(errno));
+            ns3_fail(r, 503, "SlowDown",
+                     "Please reduce your request rate. (cannot map the "
+                     "staged part: %s)",
+                     strerror(errno));
             return;
         }
         wr->map_len = wr->written;
@@ -351,8 +358,10 @@ void ns3_upload_part(ns3_req *r)
     snprintf(path, sizeof(path), "%s/s3part-XXXXXX", r->w->n->conf.data_dir);
     wr->fd = mkstemp(path);
     if (wr->fd < 0) {
-        ns3_fail(r, 503, "SlowDown", "Please reduce your request rate. (cannot stage the part "
-                                     "in %s: %s)", r->w->n->conf.data_dir, strerror(errno));
+        ns3_fail(r, 503, "SlowDown",
+                 "Please reduce your request rate. (cannot stage the part "
+                 "in %s: %s)",
+                 r->w->n->conf.data_dir, strerror(errno));
         return;
     }
     unlink(path); /* nothing is left behind by a crash */
@@ -444,7 +453,7 @@ typedef struct place_src {
     node *n;
     ns3_upload *up;
     const ns3_part **order;
-    uint64_t *offsets;           /* of each part in the object; [n] = the size */
+    uint64_t *offsets; /* of each part in the object; [n] = the size */
     size_t n_parts;
     uint64_t block_size;
 } place_src;
@@ -617,9 +626,10 @@ static void complete_end(ns3_req *r, bool ok)
     const s3a_body_part *parts = s3a_xmlbody_parts(wr->xml, &np);
     char *body = wr->complete = complete_body(parts, np);
     if (!body) {
-        ns3_fail(r, 400, "InvalidPart", "One or more of the specified parts could not be found. "
-                                        "The part may not have been uploaded, or the specified "
-                                        "entity tag may not match the part's entity tag.");
+        ns3_fail(r, 400, "InvalidPart",
+                 "One or more of the specified parts could not be found. "
+                 "The part may not have been uploaded, or the specified "
+                 "entity tag may not match the part's entity tag.");
         return;
     }
     s3_kv q[1] = {{"uploadId", r->route.upload_id}};
@@ -631,8 +641,14 @@ static void complete_end(ns3_req *r, bool ok)
         h[nh++] = (s3_kv){"If-None-Match", inm};
     if (im)
         h[nh++] = (s3_kv){"If-Match", im};
-    s3_request_args a = {.method = "POST", .bucket = r->route.bucket, .key = r->route.key,
-                         .query = q, .n_query = 1, .headers = h, .n_headers = nh, .body = body,
+    s3_request_args a = {.method = "POST",
+                         .bucket = r->route.bucket,
+                         .key = r->route.key,
+                         .query = q,
+                         .n_query = 1,
+                         .headers = h,
+                         .n_headers = nh,
+                         .body = body,
                          .body_len = strlen(body)};
     int rc = ns3_s3_request(r, &a, completed);
     if (rc < 0)
@@ -660,12 +676,12 @@ static void item_deleted(const s3_error *err, void *arg)
     ns3_req *r = wr->r;
     if (err->code) {
         it->code = err->code == -EACCES ? "AccessDenied" : "InternalError";
-        it->message = err->code == -EACCES ? "Access Denied" : "We encountered an internal error. "
-                                                               "Please try again.";
+        it->message = err->code == -EACCES ? "Access Denied"
+                                           : "We encountered an internal error. "
+                                             "Please try again.";
     } else if (it->etag[0]) {
         bkey_object obj;
-        if (bkey_object_init(&obj, tenant_of(r), r->route.bucket, it->key, it->etag, it->size) ==
-            0)
+        if (bkey_object_init(&obj, tenant_of(r), r->route.bucket, it->key, it->etag, it->size) == 0)
             drop_everywhere(r->w, &obj);
     }
     ns3_meta_forget(r->w->n, tenant_of(r), r->route.bucket, it->key);
@@ -694,8 +710,7 @@ static void item_headed(const s3_error *err, const s3_object_info *info, void *a
 static void delete_next(struct ns3_write *wr)
 {
     ns3_req *r = wr->r;
-    while (wr->next_item < wr->n_items &&
-           wr->next_item - wr->items_done < DELETE_PARALLEL) {
+    while (wr->next_item < wr->n_items && wr->next_item - wr->items_done < DELETE_PARALLEL) {
         del_item *it = &wr->items[wr->next_item++];
         it->wr = wr;
         if (!ns3_may(r, r->route.bucket, it->key)) {
@@ -778,8 +793,7 @@ void ns3_delete_objects(ns3_req *r)
     for (size_t i = 0; i < r->nh && !summed; i++)
         summed = s3a_checksum_by_header(r->hdr[i].name) != S3A_CK_NONE;
     if (!summed) {
-        ns3_fail(r, 400, "InvalidRequest",
-                 "Missing required header for this request: Content-MD5");
+        ns3_fail(r, 400, "InvalidRequest", "Missing required header for this request: Content-MD5");
         return;
     }
     struct ns3_write *wr = write_new(r);
@@ -805,14 +819,16 @@ void ns3_copy_object(ns3_req *r)
         return;
     }
     if (vid) {
-        ns3_fail(r, 501, "NotImplemented", "Copying a given versionId is not served through the "
-                                           "cache: copy the current version");
+        ns3_fail(r, 501, "NotImplemented",
+                 "Copying a given versionId is not served through the "
+                 "cache: copy the current version");
     } else if (ns3_allowed(r, sb, sk, false) &&
                ns3_allowed(r, r->route.bucket, r->route.key, false)) {
         char src[S3A_BUCKET_MAX + BKEY_KEY_MAX + 4];
         snprintf(src, sizeof(src), "%s/%s", sb, sk);
         char *enc = s3__uri_encode(src, strlen(src), true);
-        static const char *const pass[] = {"x-amz-metadata-directive", "content-type",
+        static const char *const pass[] = {"x-amz-metadata-directive",
+                                           "content-type",
                                            "x-amz-copy-source-if-match",
                                            "x-amz-copy-source-if-none-match",
                                            "x-amz-copy-source-if-modified-since",
@@ -825,8 +841,11 @@ void ns3_copy_object(ns3_req *r)
             if (v)
                 h[nh++] = (s3_kv){pass[i], v};
         }
-        s3_request_args a = {.method = "PUT", .bucket = r->route.bucket, .key = r->route.key,
-                             .headers = h, .n_headers = nh};
+        s3_request_args a = {.method = "PUT",
+                             .bucket = r->route.bucket,
+                             .key = r->route.key,
+                             .headers = h,
+                             .n_headers = nh};
         int rc = enc ? ns3_s3_request(r, &a, copied) : -ENOMEM;
         if (rc < 0)
             ns3_fail(r, 500, "InternalError", "cannot ask S3: %s", strerror(-rc));

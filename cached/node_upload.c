@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define UPLOAD_MAX_PARTS 10000
+#define UPLOAD_MAX_PARTS          10000
 #define UPLOAD_MAX_PARTS_INFLIGHT 4
 
 struct node_upload {
@@ -28,18 +28,18 @@ struct node_upload {
     node_upload_pause_fn pause;
     node_upload_done_fn done;
     void *arg;
-    int refs;                    /* the owner's (until done or abort) + S3 calls in flight */
-    bool owned;                  /* the owner still listens */
+    int refs;   /* the owner's (until done or abort) + S3 calls in flight */
+    bool owned; /* the owner still listens */
     bool multipart, completing, acked, failed;
     char *upload_id;
-    uint8_t *part;               /* the part (or whole object) being filled */
+    uint8_t *part; /* the part (or whole object) being filled */
     size_t part_len;
     int parts_total, parts_sent, parts_inflight, parts_ok;
     char **etags;
-    uint8_t **queued;            /* full parts waiting for the upload id */
+    uint8_t **queued; /* full parts waiting for the upload id */
     size_t *queued_len;
     int n_queued;
-    bool if_none_match;          /* the write's condition (PUT, or the Complete) */
+    bool if_none_match; /* the write's condition (PUT, or the Complete) */
     char if_match[S3_ETAG_MAX];
 };
 
@@ -74,8 +74,8 @@ static void abort_done(const s3_error *err, void *arg)
     node_upload *u = arg;
     if (err->code)
         node_log(NODE_LOG_WARN,
-                 "msg=\"multipart upload not aborted\" bucket=%s key=\"%s\" err=\"%s\"",
-                 u->bucket, u->key, err->message);
+                 "msg=\"multipart upload not aborted\" bucket=%s key=\"%s\" err=\"%s\"", u->bucket,
+                 u->key, err->message);
     upload_unref(u);
 }
 
@@ -135,15 +135,14 @@ static void complete_done(const s3_error *err, const char *etag, void *arg)
 
 static void maybe_complete(node_upload *u)
 {
-    if (u->failed || u->completing || u->received != u->size || u->parts_inflight ||
-        u->n_queued || u->parts_ok != u->parts_total || !u->upload_id)
+    if (u->failed || u->completing || u->received != u->size || u->parts_inflight || u->n_queued ||
+        u->parts_ok != u->parts_total || !u->upload_id)
         return;
     u->completing = true;
     u->refs++;
     s3_write_cond cond = {u->if_none_match, u->if_match[0] ? u->if_match : NULL};
-    if (s3_mpu_complete_cond(u->s3, u->bucket, u->key, u->upload_id,
-                             (const char *const *)u->etags, u->parts_total, &cond, complete_done,
-                             u) < 0) {
+    if (s3_mpu_complete_cond(u->s3, u->bucket, u->key, u->upload_id, (const char *const *)u->etags,
+                             u->parts_total, &cond, complete_done, u) < 0) {
         u->refs--;
         upload_fail(u, -EIO, "cannot complete the multipart upload");
     }
@@ -187,8 +186,8 @@ static void send_part(node_upload *u, uint8_t *data, size_t len)
     op->data = data;
     u->parts_inflight++;
     u->refs++;
-    if (s3_mpu_upload_part(u->s3, u->bucket, u->key, u->upload_id, op->number, data, len,
-                           part_done, op) < 0) {
+    if (s3_mpu_upload_part(u->s3, u->bucket, u->key, u->upload_id, op->number, data, len, part_done,
+                           op) < 0) {
         s3_error e = {0};
         e.code = -EIO;
         snprintf(e.message, sizeof(e.message), "cannot send part %d", op->number);
@@ -259,8 +258,8 @@ int node_upload_start(node_upload **out, s3_client *s3, const char *bucket, cons
     u->multipart = size > part_size;
     if (cond) {
         u->if_none_match = cond->if_none_match;
-        if (cond->if_match && s3_etag_normalize(cond->if_match, u->if_match,
-                                                sizeof(u->if_match)) <= 0) {
+        if (cond->if_match &&
+            s3_etag_normalize(cond->if_match, u->if_match, sizeof(u->if_match)) <= 0) {
             snprintf(err, errlen, "the If-Match ETag is empty or too long");
             free(u);
             return -EINVAL;
@@ -328,8 +327,8 @@ void node_upload_write(node_upload *u, const uint8_t *data, size_t len, bool las
     if (!u->multipart) {
         u->refs++;
         s3_write_cond cond = {u->if_none_match, u->if_match[0] ? u->if_match : NULL};
-        if (s3_put_cond(u->s3, u->bucket, u->key, u->part, u->part_len, &cond, single_done,
-                        u) < 0) {
+        if (s3_put_cond(u->s3, u->bucket, u->key, u->part, u->part_len, &cond, single_done, u) <
+            0) {
             u->refs--;
             upload_fail(u, -EIO, "cannot send the PUT to S3");
         }

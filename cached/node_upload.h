@@ -38,8 +38,8 @@ typedef void (*node_upload_pause_fn)(void *arg, bool pause);
  * one sentence in err. Neither callback runs on error. */
 int node_upload_start(node_upload **out, s3_client *s3, const char *bucket, const char *key,
                       uint64_t size, uint64_t part_size, const s3_write_cond *cond,
-                      node_upload_pause_fn pause, node_upload_done_fn done, void *arg,
-                      char *err, size_t errlen);
+                      node_upload_pause_fn pause, node_upload_done_fn done, void *arg, char *err,
+                      size_t errlen);
 
 /* The next len bytes of the object, last on its final piece (the caller has
  * checked they add up to size). A failure is told through done, which may

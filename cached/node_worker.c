@@ -35,7 +35,10 @@ node_buf *node_buf_new(size_t len)
     return b;
 }
 
-void node_buf_ref(node_buf *b) { atomic_fetch_add_explicit(&b->ref, 1, memory_order_relaxed); }
+void node_buf_ref(node_buf *b)
+{
+    atomic_fetch_add_explicit(&b->ref, 1, memory_order_relaxed);
+}
 
 void node_buf_unref(node_buf *b)
 {
@@ -125,7 +128,8 @@ static void listener_cb(struct evconnlistener *l, evutil_socket_t fd, struct soc
             if (k > 0) {
                 rcp_header h = {RCP_OP_ERROR, RCP_F_RESPONSE, 0, (uint32_t)k};
                 rcp_header_encode(&h, frame);
-                ssize_t wr = send(fd, frame, RCP_HEADER_SIZE + (size_t)k, MSG_NOSIGNAL | MSG_DONTWAIT);
+                ssize_t wr =
+                    send(fd, frame, RCP_HEADER_SIZE + (size_t)k, MSG_NOSIGNAL | MSG_DONTWAIT);
                 (void)wr;
             }
         }
@@ -189,7 +193,6 @@ static void worker_sweep_cb(evutil_socket_t fd, short what, void *arg)
     (void)what;
     node__sweep(arg, mono_ms());
 }
-
 
 static void worker_drain_check(evutil_socket_t fd, short what, void *arg)
 {

@@ -22,11 +22,11 @@
 #include <openssl/sha.h>
 
 /* What the S3 client's config can hold (client/s3/s3.h), so nothing is cut. */
-#define TEN_ACCESS_KEY_MAX 127
-#define TEN_SECRET_KEY_MAX 127
+#define TEN_ACCESS_KEY_MAX    127
+#define TEN_SECRET_KEY_MAX    127
 #define TEN_SESSION_TOKEN_MAX 4095
-#define TEN_NAME_MAX 64
-#define TEN_BUCKET_MAX 255
+#define TEN_NAME_MAX          64
+#define TEN_BUCKET_MAX        255
 
 typedef struct ten_prefix {
     char *bucket;
@@ -145,8 +145,8 @@ static bool printable(const char *s)
 
 static bool name_char(char c)
 {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '.' || c == '_' || c == '-';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '_' || c == '-';
 }
 
 /* ---- the parser --------------------------------------------------------- */
@@ -164,9 +164,10 @@ static int add_allow(parser *p, const char *entry, size_t len)
 {
     ten_tenant *t = p->cur;
     if (len < 5 || memcmp(entry, "s3://", 5) != 0) {
-        cfg_errf(p->err, p->errlen, "%s:%u: allow entry '%.*s' of tenant %s must start with s3:// "
-               "(for example s3://bucket/prefix/)", p->src, p->line, (int)(len > 80 ? 80 : len),
-               entry, t->name);
+        cfg_errf(p->err, p->errlen,
+                 "%s:%u: allow entry '%.*s' of tenant %s must start with s3:// "
+                 "(for example s3://bucket/prefix/)",
+                 p->src, p->line, (int)(len > 80 ? 80 : len), entry, t->name);
         return -EINVAL;
     }
     const char *b = entry + 5;
@@ -177,9 +178,10 @@ static int add_allow(parser *p, const char *entry, size_t len)
     for (size_t i = 0; ok && i < blen; i++)
         ok = name_char(b[i]);
     if (!ok) {
-        cfg_errf(p->err, p->errlen, "%s:%u: allow entry '%.*s' of tenant %s has no valid bucket "
-               "name (write s3://bucket/ or s3://bucket/prefix/)", p->src, p->line,
-               (int)(len > 80 ? 80 : len), entry, t->name);
+        cfg_errf(p->err, p->errlen,
+                 "%s:%u: allow entry '%.*s' of tenant %s has no valid bucket "
+                 "name (write s3://bucket/ or s3://bucket/prefix/)",
+                 p->src, p->line, (int)(len > 80 ? 80 : len), entry, t->name);
         return -EINVAL;
     }
     const char *pre = slash ? slash + 1 : end;
@@ -229,8 +231,10 @@ static int parse_allow(parser *p, const char *v)
         s = e;
     }
     if (added == 0) {
-        cfg_errf(p->err, p->errlen, "%s:%u: allow of tenant %s is empty (list s3://bucket/prefix/ "
-               "entries, separated by spaces or commas)", p->src, p->line, p->cur->name);
+        cfg_errf(p->err, p->errlen,
+                 "%s:%u: allow of tenant %s is empty (list s3://bucket/prefix/ "
+                 "entries, separated by spaces or commas)",
+                 p->src, p->line, p->cur->name);
         return -EINVAL;
     }
     return 0;
@@ -242,13 +246,15 @@ static int set_secret(parser *p, char **dst, unsigned *line, const char *key, co
     ten_tenant *t = p->cur;
     if (*dst != NULL) {
         cfg_errf(p->err, p->errlen, "%s:%u: %s of tenant %s is already set on line %u; keep one",
-               p->src, p->line, key, t->name, *line);
+                 p->src, p->line, key, t->name, *line);
         return -EINVAL;
     }
     size_t len = strlen(v);
     if (len == 0 || len > max || !printable(v)) {
-        cfg_errf(p->err, p->errlen, "%s:%u: %s of tenant %s must be 1 to %zu printable characters "
-               "without spaces", p->src, p->line, key, t->name, max);
+        cfg_errf(p->err, p->errlen,
+                 "%s:%u: %s of tenant %s must be 1 to %zu printable characters "
+                 "without spaces",
+                 p->src, p->line, key, t->name, max);
         return -EINVAL;
     }
     *dst = strdup(v);
@@ -262,26 +268,33 @@ static int key_value(parser *p, const char *key, char *v)
 {
     ten_tenant *t = p->cur;
     if (t == NULL) {
-        cfg_errf(p->err, p->errlen, "%s:%u: `%.40s` is outside a tenant section; start one with "
-               "[tenant NAME]", p->src, p->line, key);
+        cfg_errf(p->err, p->errlen,
+                 "%s:%u: `%.40s` is outside a tenant section; start one with "
+                 "[tenant NAME]",
+                 p->src, p->line, key);
         return -EINVAL;
     }
     if (strcmp(key, "token") == 0) {
         if (t->token_line != 0) {
-            cfg_errf(p->err, p->errlen, "%s:%u: the token of tenant %s is already set on line %u; "
-                   "keep one", p->src, p->line, t->name, t->token_line);
+            cfg_errf(p->err, p->errlen,
+                     "%s:%u: the token of tenant %s is already set on line %u; "
+                     "keep one",
+                     p->src, p->line, t->name, t->token_line);
             return -EINVAL;
         }
         size_t len = strlen(v);
         if (!printable(v)) {
-            cfg_errf(p->err, p->errlen, "%s:%u: the token of tenant %s contains a space or a "
-                   "control character; use printable characters only", p->src, p->line, t->name);
+            cfg_errf(p->err, p->errlen,
+                     "%s:%u: the token of tenant %s contains a space or a "
+                     "control character; use printable characters only",
+                     p->src, p->line, t->name);
             return -EINVAL;
         }
         if (len < TEN_TOKEN_MIN || len > TEN_TOKEN_MAX) {
-            cfg_errf(p->err, p->errlen, "%s:%u: the token of tenant %s is %zu characters long; use "
-                   "%d to %d (for example the output of `openssl rand -hex 16`)", p->src, p->line,
-                   t->name, len, TEN_TOKEN_MIN, TEN_TOKEN_MAX);
+            cfg_errf(p->err, p->errlen,
+                     "%s:%u: the token of tenant %s is %zu characters long; use "
+                     "%d to %d (for example the output of `openssl rand -hex 16`)",
+                     p->src, p->line, t->name, len, TEN_TOKEN_MIN, TEN_TOKEN_MAX);
             return -EINVAL;
         }
         SHA256((const unsigned char *)v, len, t->digest);
@@ -315,8 +328,10 @@ static int key_value(parser *p, const char *key, char *v)
     }
     if (strcmp(key, "public") == 0) {
         if (t->public_line != 0) {
-            cfg_errf(p->err, p->errlen, "%s:%u: public of tenant %s is already set on line %u; "
-                   "keep one", p->src, p->line, t->name, t->public_line);
+            cfg_errf(p->err, p->errlen,
+                     "%s:%u: public of tenant %s is already set on line %u; "
+                     "keep one",
+                     p->src, p->line, t->name, t->public_line);
             return -EINVAL;
         }
         if (strcmp(v, "true") == 0 || strcmp(v, "yes") == 0 || strcmp(v, "on") == 0) {
@@ -324,16 +339,22 @@ static int key_value(parser *p, const char *key, char *v)
         } else if (strcmp(v, "false") == 0 || strcmp(v, "no") == 0 || strcmp(v, "off") == 0) {
             t->is_public = false;
         } else {
-            cfg_errf(p->err, p->errlen, "%s:%u: public of tenant %s must be true or false, not "
-                   "'%.40s'", p->src, p->line, t->name, v);
+            cfg_errf(p->err, p->errlen,
+                     "%s:%u: public of tenant %s must be true or false, not "
+                     "'%.40s'",
+                     p->src, p->line, t->name, v);
             return -EINVAL;
         }
         t->public_line = p->line;
         return 0;
     }
-    static const char *const known[] = {"token", "allow", "aws_access_key_id",
-                                        "aws_secret_access_key", "aws_session_token",
-                                        "s3api_access_key_id", "s3api_secret_access_key",
+    static const char *const known[] = {"token",
+                                        "allow",
+                                        "aws_access_key_id",
+                                        "aws_secret_access_key",
+                                        "aws_session_token",
+                                        "s3api_access_key_id",
+                                        "s3api_secret_access_key",
                                         "public"};
     /* a near miss (one edit, or '-' for '_') gets a suggestion */
     const char *hint = NULL;
@@ -361,11 +382,14 @@ static int key_value(parser *p, const char *key, char *v)
                 hint = b;
         }
     }
-    cfg_errf(p->err, p->errlen, "%s:%u: unknown key '%.40s' in tenant %s (%s%s%s)", p->src,
-           p->line, key, t->name, hint ? "did you mean '" : "known keys: token, allow, "
-           "aws_access_key_id, aws_secret_access_key, aws_session_token, s3api_access_key_id, "
-           "s3api_secret_access_key, public", hint ? hint : "",
-           hint ? "'?" : "");
+    cfg_errf(
+        p->err, p->errlen, "%s:%u: unknown key '%.40s' in tenant %s (%s%s%s)", p->src, p->line, key,
+        t->name,
+        hint ? "did you mean '"
+             : "known keys: token, allow, "
+               "aws_access_key_id, aws_secret_access_key, aws_session_token, s3api_access_key_id, "
+               "s3api_secret_access_key, public",
+        hint ? hint : "", hint ? "'?" : "");
     return -EINVAL;
 }
 
@@ -378,50 +402,56 @@ static int close_section(parser *p)
     p->cur = NULL;
     const char *src = p->src;
     if (t->token_line == 0 && t->s3api_key == NULL && !t->is_public) {
-        cfg_errf(p->err, p->errlen, "%s:%u: tenant %s has no token; add `token = ...` (%d characters "
-               "or more), or S3 API keys (s3api_access_key_id and s3api_secret_access_key)",
-               src, t->line, t->name, TEN_TOKEN_MIN);
+        cfg_errf(p->err, p->errlen,
+                 "%s:%u: tenant %s has no token; add `token = ...` (%d characters "
+                 "or more), or S3 API keys (s3api_access_key_id and s3api_secret_access_key)",
+                 src, t->line, t->name, TEN_TOKEN_MIN);
         return -EINVAL;
     }
     if (t->n_allow == 0) {
-        cfg_errf(p->err, p->errlen, "%s:%u: tenant %s has no allow line, so it could read nothing; "
-               "add `allow = s3://bucket/prefix/`", src, t->line, t->name);
+        cfg_errf(p->err, p->errlen,
+                 "%s:%u: tenant %s has no allow line, so it could read nothing; "
+                 "add `allow = s3://bucket/prefix/`",
+                 src, t->line, t->name);
         return -EINVAL;
     }
     if ((t->access_key == NULL) != (t->secret_key == NULL)) {
-        cfg_errf(p->err, p->errlen, "%s:%u: tenant %s sets %s but not %s; set both or neither",
-               src, t->access_key ? t->ak_line : t->sk_line, t->name,
-               t->access_key ? "aws_access_key_id" : "aws_secret_access_key",
-               t->access_key ? "aws_secret_access_key" : "aws_access_key_id");
+        cfg_errf(p->err, p->errlen, "%s:%u: tenant %s sets %s but not %s; set both or neither", src,
+                 t->access_key ? t->ak_line : t->sk_line, t->name,
+                 t->access_key ? "aws_access_key_id" : "aws_secret_access_key",
+                 t->access_key ? "aws_secret_access_key" : "aws_access_key_id");
         return -EINVAL;
     }
     if (t->session_token != NULL && t->access_key == NULL) {
-        cfg_errf(p->err, p->errlen, "%s:%u: tenant %s sets aws_session_token without "
-               "aws_access_key_id and aws_secret_access_key; set all three or drop it", src,
-               t->st_line, t->name);
+        cfg_errf(p->err, p->errlen,
+                 "%s:%u: tenant %s sets aws_session_token without "
+                 "aws_access_key_id and aws_secret_access_key; set all three or drop it",
+                 src, t->st_line, t->name);
         return -EINVAL;
     }
     if ((t->s3api_key == NULL) != (t->s3api_secret == NULL)) {
-        cfg_errf(p->err, p->errlen, "%s:%u: tenant %s sets %s but not %s; set both or neither",
-               src, t->s3api_key ? t->s3k_line : t->s3s_line, t->name,
-               t->s3api_key ? "s3api_access_key_id" : "s3api_secret_access_key",
-               t->s3api_key ? "s3api_secret_access_key" : "s3api_access_key_id");
+        cfg_errf(p->err, p->errlen, "%s:%u: tenant %s sets %s but not %s; set both or neither", src,
+                 t->s3api_key ? t->s3k_line : t->s3s_line, t->name,
+                 t->s3api_key ? "s3api_access_key_id" : "s3api_secret_access_key",
+                 t->s3api_key ? "s3api_secret_access_key" : "s3api_access_key_id");
         return -EINVAL;
     }
     for (size_t i = 0; i + 1 < p->set->n; i++) {
         const ten_tenant *o = &p->set->t[i];
         if (t->s3api_key && o->s3api_key && strcmp(o->s3api_key, t->s3api_key) == 0) {
-            cfg_errf(p->err, p->errlen, "%s:%u: tenant %s has the same s3api_access_key_id as "
-                   "tenant %s (line %u); give every tenant its own", src, t->s3k_line, t->name,
-                   o->name, o->s3k_line);
+            cfg_errf(p->err, p->errlen,
+                     "%s:%u: tenant %s has the same s3api_access_key_id as "
+                     "tenant %s (line %u); give every tenant its own",
+                     src, t->s3k_line, t->name, o->name, o->s3k_line);
             return -EINVAL;
         }
         if (t->token_line == 0 || o->token_line == 0)
             continue; /* a tenant of the S3 API only has no token to compare */
         if (CRYPTO_memcmp(o->digest, t->digest, sizeof t->digest) == 0) {
-            cfg_errf(p->err, p->errlen, "%s:%u: tenant %s has the same token as tenant %s (line "
-                   "%u); give every tenant its own token", src, t->token_line, t->name, o->name,
-                   o->token_line);
+            cfg_errf(p->err, p->errlen,
+                     "%s:%u: tenant %s has the same token as tenant %s (line "
+                     "%u); give every tenant its own token",
+                     src, t->token_line, t->name, o->name, o->token_line);
             return -EINVAL;
         }
     }
@@ -435,7 +465,7 @@ static int open_section(parser *p, const char *hdr)
         return rc;
     if (strncmp(hdr, "tenant", 6) != 0 || !is_space(hdr[6])) {
         cfg_errf(p->err, p->errlen, "%s:%u: unknown section [%.40s]; sections are [tenant NAME]",
-               p->src, p->line, hdr);
+                 p->src, p->line, hdr);
         return -EINVAL;
     }
     const char *name = hdr + 7;
@@ -446,15 +476,19 @@ static int open_section(parser *p, const char *hdr)
     for (size_t i = 0; ok && i < len; i++)
         ok = name_char(name[i]);
     if (!ok) {
-        cfg_errf(p->err, p->errlen, "%s:%u: tenant name '%.40s' is not 1 to %d letters, digits, "
-               "'.', '_' or '-'", p->src, p->line, name, TEN_NAME_MAX);
+        cfg_errf(p->err, p->errlen,
+                 "%s:%u: tenant name '%.40s' is not 1 to %d letters, digits, "
+                 "'.', '_' or '-'",
+                 p->src, p->line, name, TEN_NAME_MAX);
         return -EINVAL;
     }
     ten_set *s = p->set;
     for (size_t i = 0; i < s->n; i++) {
         if (strcmp(s->t[i].name, name) == 0) {
-            cfg_errf(p->err, p->errlen, "%s:%u: tenant %s is already defined on line %u; merge the "
-                   "two sections or rename one", p->src, p->line, name, s->t[i].line);
+            cfg_errf(p->err, p->errlen,
+                     "%s:%u: tenant %s is already defined on line %u; merge the "
+                     "two sections or rename one",
+                     p->src, p->line, name, s->t[i].line);
             return -EINVAL;
         }
     }
@@ -505,26 +539,23 @@ int ten_parse(ten_set **out, const char *text, size_t len, const char *source, c
         }
         char *key = NULL, *val = NULL;
         switch (split_line(buf, &key, &val, why, sizeof why)) {
-        case L_BLANK:
-            break;
+        case L_BLANK: break;
         case L_ERR:
             cfg_errf(err, errlen, "%s:%u: %s", src, p.line, why);
             rc = -EINVAL;
             break;
-        case L_SECTION:
-            rc = open_section(&p, key);
-            break;
-        case L_KV:
-            rc = key_value(&p, key, val);
-            break;
+        case L_SECTION: rc = open_section(&p, key); break;
+        case L_KV: rc = key_value(&p, key, val); break;
         }
         OPENSSL_cleanse(buf, pos - start < len + 1 ? pos - start : len + 1); /* the line */
     }
     if (rc == 0)
         rc = close_section(&p);
     if (rc == 0 && s->n == 0) {
-        cfg_errf(err, errlen, "%s defines no tenant; add a [tenant NAME] section with a token and "
-               "an allow line", src);
+        cfg_errf(err, errlen,
+                 "%s defines no tenant; add a [tenant NAME] section with a token and "
+                 "an allow line",
+                 src);
         rc = -EINVAL;
     }
     free(buf);

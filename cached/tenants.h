@@ -49,7 +49,7 @@ typedef struct ten_tenant ten_tenant;
 
 #define TEN_TOKEN_MIN 16
 #define TEN_TOKEN_MAX 256
-#define TEN_MAX_FILE (4u << 20)
+#define TEN_MAX_FILE  (4u << 20)
 
 /* Reads and parses the tenants file at path. Returns 0, or a negative errno
  * with one sentence in err (may be NULL) naming path:line and the fix: -EINVAL
@@ -91,8 +91,7 @@ bool ten_addr_text_is_loopback(const char *ip);
 /* true if the tenant may access key[0..klen) of bucket[0..blen): an allow
  * entry names this bucket exactly and its prefix starts the key. NULL tenant:
  * false. */
-bool ten_allows(const ten_tenant *t, const char *bucket, size_t blen, const char *key,
-                size_t klen);
+bool ten_allows(const ten_tenant *t, const char *bucket, size_t blen, const char *key, size_t klen);
 
 /* The tenant's name (the section's). */
 const char *ten_name(const ten_tenant *t);

@@ -19,14 +19,15 @@ typedef struct unit {
 } unit;
 
 static const unit units[] = {
-    {"", 0},    {"b", 0},
-    {"k", 10},  {"ki", 10}, {"kb", 10}, {"kib", 10},
-    {"m", 20},  {"mi", 20}, {"mb", 20}, {"mib", 20},
-    {"g", 30},  {"gi", 30}, {"gb", 30}, {"gib", 30},
-    {"t", 40},  {"ti", 40}, {"tb", 40}, {"tib", 40},
+    {"", 0},    {"b", 0},    {"k", 10},  {"ki", 10},  {"kb", 10}, {"kib", 10},
+    {"m", 20},  {"mi", 20},  {"mb", 20}, {"mib", 20}, {"g", 30},  {"gi", 30},
+    {"gb", 30}, {"gib", 30}, {"t", 40},  {"ti", 40},  {"tb", 40}, {"tib", 40},
 };
 
-static bool is_digit(char c) { return c >= '0' && c <= '9'; }
+static bool is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
 
 int bytesize_parse(const char *text, uint64_t *out, char *err, size_t errlen)
 {

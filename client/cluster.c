@@ -31,13 +31,13 @@
 #include <time.h>
 
 #define RCL_MAX_OWNERS 3
-#define RCL_MAX_CONNS 16
+#define RCL_MAX_CONNS  16
 
 typedef struct rcl_node {
     char id[128];
     char addr[300];
     char host[256];
-    char tls_name[256];         /* the name the member was resolved from ("": host) */
+    char tls_name[256]; /* the name the member was resolved from ("": host) */
     int port;
     cc_conn *conns[RCL_MAX_CONNS]; /* the pool: conns_per_node pipelined connections,
                                       opened lazily, used in turn */
@@ -48,7 +48,7 @@ typedef struct rcl_node {
      * requests waiting for fills, nor a full pipeline): a node filling from a
      * slow S3 answers at once, a stopped one does not (rcl_hop_timer_cb). */
     cc_conn *probe;
-    bool probing;                  /* a PING out on it */
+    bool probing; /* a PING out on it */
     int64_t probe_sent_ms, alive_ms;
 } rcl_node;
 
@@ -60,10 +60,10 @@ struct rcl_cluster {
     rcl_config cfg;
     char token[RCP_MAX_STRING + 1];
     struct membership *ms;
-    struct ring *ring;          /* the ring in use (a reference) */
-    rcl_node **ring_nodes;      /* ring member index -> node */
+    struct ring *ring;     /* the ring in use (a reference) */
+    rcl_node **ring_nodes; /* ring member index -> node */
     size_t n_ring;
-    rcl_node **all;             /* every node ever seen; freed at destroy */
+    rcl_node **all; /* every node ever seen; freed at destroy */
     size_t n_all, cap_all;
     char tenant[BKEY_TENANT_MAX + 1];
     uint32_t block_size;
@@ -74,14 +74,14 @@ struct rcl_cluster {
      * under route_lock; the loop reads them without it, other threads only
      * under it */
     pthread_mutex_t route_lock;
-    rcl_connect_state *waiting;  /* rcl_connect waiting for a first ring */
-    rcl_put_op *puts;            /* PUTs in flight, each on its own connection */
+    rcl_connect_state *waiting; /* rcl_connect waiting for a first ring */
+    rcl_put_op *puts;           /* PUTs in flight, each on its own connection */
     struct event *wait_timer;
     rcl_stats stats;
 };
 
 struct rcl_put_op {
-    rcl_put_op *next, *prev;    /* the cluster's PUTs in flight */
+    rcl_put_op *next, *prev; /* the cluster's PUTs in flight */
     rcl_cluster *c;
     rcl_node *node;
     cc_conn *conn;
@@ -133,9 +133,16 @@ static cc_conn *rcl_conn(rcl_cluster *c, rcl_node *n)
         return *slot;
     if (rcl_is_down(n))
         return NULL;
-    cc_config cc = {n->host, n->port, c->token[0] ? c->token : NULL, c->cfg.block_size,
-                    "ringcache", c->cfg.connect_timeout_ms, c->cfg.request_timeout_ms,
-                    c->cfg.tls, c->cfg.tls_ca, n->tls_name};
+    cc_config cc = {n->host,
+                    n->port,
+                    c->token[0] ? c->token : NULL,
+                    c->cfg.block_size,
+                    "ringcache",
+                    c->cfg.connect_timeout_ms,
+                    c->cfg.request_timeout_ms,
+                    c->cfg.tls,
+                    c->cfg.tls_ca,
+                    n->tls_name};
     if (cc_conn_create(slot, c->base, &cc) < 0)
         return NULL;
     return *slot;
@@ -145,8 +152,7 @@ static cc_conn *rcl_conn(rcl_cluster *c, rcl_node *n)
 static void rcl_tell(rcl_cluster *c, rcl_node *n, rcl_node_event what, const char *why)
 {
     if (c->cfg.on_node && !atomic_exchange(&n->told, true))
-        c->cfg.on_node(n->id, n->addr, what, why && why[0] ? why : "it failed",
-                       c->cfg.on_node_arg);
+        c->cfg.on_node(n->id, n->addr, what, why && why[0] ? why : "it failed", c->cfg.on_node_arg);
 }
 
 /* On the loop (counts it). */
@@ -366,10 +372,22 @@ void rcl_destroy(rcl_cluster **cp)
     *cp = NULL;
 }
 
-const char *rcl_tenant(const rcl_cluster *c) { return c->tenant; }
-uint32_t rcl_block_size(const rcl_cluster *c) { return c->block_size; }
-void rcl_stats_get(const rcl_cluster *c, rcl_stats *out) { *out = c->stats; }
-size_t rcl_member_count(const rcl_cluster *c) { return c->n_ring; }
+const char *rcl_tenant(const rcl_cluster *c)
+{
+    return c->tenant;
+}
+uint32_t rcl_block_size(const rcl_cluster *c)
+{
+    return c->block_size;
+}
+void rcl_stats_get(const rcl_cluster *c, rcl_stats *out)
+{
+    *out = c->stats;
+}
+size_t rcl_member_count(const rcl_cluster *c)
+{
+    return c->n_ring;
+}
 
 size_t rcl_members_up(const rcl_cluster *c)
 {
@@ -392,7 +410,7 @@ void rcl_reset_down(rcl_cluster *c)
 typedef struct {
     rcl_cluster *c;
     rcl_node *node;
-    cc_conn *conn;              /* the connection pinged (alive while it answers) */
+    cc_conn *conn; /* the connection pinged (alive while it answers) */
     rcl_connect_state *st;
 } rcl_ping;
 
@@ -491,8 +509,10 @@ static void rcl_wait_timeout(evutil_socket_t fd, short what, void *arg)
         return;
     rcl_connect_state *st = c->waiting;
     c->waiting = NULL;
-    snprintf(st->last, sizeof(st->last), "%s resolved to no member in time (is the name "
-             "fully qualified, with SRV records?)", membership_spec(c->ms));
+    snprintf(st->last, sizeof(st->last),
+             "%s resolved to no member in time (is the name "
+             "fully qualified, with SRV records?)",
+             membership_spec(c->ms));
     rcl_connect_run(c, st);
 }
 
@@ -532,8 +552,8 @@ typedef struct rcl_try {
     rcl_node *node;
     cc_conn *conn;
     uint32_t id;
-    bool live;                  /* sent, not called back yet */
-    bool hedge;                 /* sent because the other one was silent */
+    bool live;  /* sent, not called back yet */
+    bool hedge; /* sent because the other one was silent */
 } rcl_try;
 
 /* What reads and HEADs share: up to two tries in flight, a timer that sends
@@ -545,8 +565,8 @@ struct rcl_hop {
     int live;
     bool decided;
     struct event *timer;
-    int64_t sent_ms;            /* when the newest try went out */
-    bool (*hedge)(rcl_hop *hop);      /* send a try to the next candidate */
+    int64_t sent_ms;             /* when the newest try went out */
+    bool (*hedge)(rcl_hop *hop); /* send a try to the next candidate */
     void (*free_fn)(rcl_hop *hop);
 };
 
@@ -645,9 +665,16 @@ static void rcl_probe(rcl_cluster *c, rcl_node *n)
     if (n->probe && cc_conn_broken(n->probe))
         cc_conn_destroy(&n->probe);
     if (!n->probe) {
-        cc_config cc = {n->host, n->port, c->token[0] ? c->token : NULL, c->cfg.block_size,
-                        "ringcache-probe", c->cfg.connect_timeout_ms,
-                        c->cfg.request_timeout_ms, c->cfg.tls, c->cfg.tls_ca, n->tls_name};
+        cc_config cc = {n->host,
+                        n->port,
+                        c->token[0] ? c->token : NULL,
+                        c->cfg.block_size,
+                        "ringcache-probe",
+                        c->cfg.connect_timeout_ms,
+                        c->cfg.request_timeout_ms,
+                        c->cfg.tls,
+                        c->cfg.tls_ca,
+                        n->tls_name};
         if (cc_conn_create(&n->probe, c->base, &cc) < 0)
             return;
     }
@@ -699,9 +726,11 @@ static void rcl_hop_timer_cb(evutil_socket_t fd, short what, void *arg)
         return;
     }
     char why[700];
-    snprintf(why, sizeof(why), "cache node %s (%s) sent nothing for %lld ms and did not "
+    snprintf(why, sizeof(why),
+             "cache node %s (%s) sent nothing for %lld ms and did not "
              "answer a PING within %d ms (stopped or stalled): its requests also go to the "
-             "next owner", n->id, n->addr, (long long)silent, 2 * h);
+             "next owner",
+             n->id, n->addr, (long long)silent, 2 * h);
     rcl_mark_down(c, t->node, RCL_NODE_SLOW, why);
     if (hop->hedge(hop))
         c->stats.hedges++;
@@ -710,9 +739,9 @@ static void rcl_hop_timer_cb(evutil_socket_t fd, short what, void *arg)
 /* ---- head ----------------------------------------------------------------- */
 
 typedef struct {
-    rcl_hop hop;                /* first: the tries point at it */
-    size_t next;                /* next ring position to try */
-    bkey_object obj;            /* bucket and key */
+    rcl_hop hop;     /* first: the tries point at it */
+    size_t next;     /* next ring position to try */
+    bkey_object obj; /* bucket and key */
     rcl_head_fn done;
     void *arg;
 } rcl_head_op;
@@ -752,8 +781,10 @@ static bool rcl_head_hedge(rcl_hop *hop)
     rcl_head_op *op = (rcl_head_op *)hop;
     if (rcl_head_send(op, true))
         return true;
-    rcl_head_finish(op, -EHOSTDOWN, "no cache node answered the HEAD in time (the last sent "
-                    "nothing for the hedge delay)", 0, "");
+    rcl_head_finish(op, -EHOSTDOWN,
+                    "no cache node answered the HEAD in time (the last sent "
+                    "nothing for the hedge delay)",
+                    0, "");
     return false;
 }
 
@@ -890,12 +921,12 @@ void rcl_node_report(rcl_cluster *c, const rcl_target *t, rcl_node_event what, c
 typedef struct rcl_read_op rcl_read_op;
 typedef struct {
     rcl_cluster *c;
-    bkey_object obj;            /* the object, pinned to its version and size */
+    bkey_object obj; /* the object, pinned to its version and size */
     uint64_t off, len;
     uint8_t *buf;
     uint64_t next_block, last_block;
-    int inflight;               /* ops not decided yet */
-    bool launching;             /* in rcl_read_launch: rd must outlive it */
+    int inflight;   /* ops not decided yet */
+    bool launching; /* in rcl_read_launch: rd must outlive it */
     uint64_t done_bytes;
     int failed;
     char msg[2600];
@@ -908,14 +939,14 @@ typedef struct {
  * range) into the same place of the buffer; once the op is decided, rd may be
  * gone and only the tries' callbacks still use the op. */
 struct rcl_read_op {
-    rcl_hop hop;                 /* first: the tries point at it */
+    rcl_hop hop; /* first: the tries point at it */
     rcl_read_state *rd;
     uint64_t block;
-    uint32_t in_off, in_len;     /* range inside the block */
+    uint32_t in_off, in_len; /* range inside the block */
     uint64_t buf_off;
     rcl_node *owners[RCL_MAX_OWNERS];
     int n_owners;
-    int next;                    /* next owner to send to */
+    int next; /* next owner to send to */
 };
 
 static void rcl_read_launch(rcl_read_state *rd);
@@ -1028,11 +1059,14 @@ static bool rcl_read_send(rcl_read_op *op, bool hedge)
         rcl_node *n = op->owners[op->next++];
         cc_conn *conn = rcl_is_down(n) ? NULL : rcl_conn(c, n);
         uint32_t id = 0;
-        rcp_get_req g = {{rcp_s(rd->obj.bucket), rcp_s(rd->obj.key), rcp_s(rd->obj.version), rd->obj.size},
-                         op->block, op->in_off, op->in_len,
-                         c->cfg.no_fill ? (uint32_t)RCP_GET_CACHE_ONLY : 0u};
-        if (conn && cc_get(conn, &g, rd->buf + op->buf_off, op->in_len, rcl_read_block_done, t,
-                           &id) == 0) {
+        rcp_get_req g = {
+            {rcp_s(rd->obj.bucket), rcp_s(rd->obj.key), rcp_s(rd->obj.version), rd->obj.size},
+            op->block,
+            op->in_off,
+            op->in_len,
+            c->cfg.no_fill ? (uint32_t)RCP_GET_CACHE_ONLY : 0u};
+        if (conn &&
+            cc_get(conn, &g, rd->buf + op->buf_off, op->in_len, rcl_read_block_done, t, &id) == 0) {
             rcl_hop_sent(&op->hop, t, n, conn, id, hedge);
             if (!hedge && op->next > 1)
                 c->stats.failovers++; /* not its first owner: that one failed or is down */
@@ -1051,9 +1085,10 @@ static bool rcl_read_hedge(rcl_hop *hop)
     if (rcl_read_send(op, true))
         return true;
     rcl_read_state *rd = op->rd;
-    rcl_read_fail(op, -EHOSTDOWN, "every cache node owning s3://%s/%s block %llu is down or "
-                  "silent (the last sent nothing for %d ms)", rd->obj.bucket, rd->obj.key,
-                  (unsigned long long)op->block, hop->c->cfg.hedge_ms);
+    rcl_read_fail(op, -EHOSTDOWN,
+                  "every cache node owning s3://%s/%s block %llu is down or "
+                  "silent (the last sent nothing for %d ms)",
+                  rd->obj.bucket, rd->obj.key, (unsigned long long)op->block, hop->c->cfg.hedge_ms);
     return false;
 }
 
@@ -1191,8 +1226,8 @@ static void rcl_put_done(const cc_result *res, void *arg)
     }
 }
 
-int rcl_put(rcl_cluster *c, const char *bucket, const char *key, uint64_t size,
-            cc_read_fn read_fn, void *read_arg, rcl_put_fn done, void *arg)
+int rcl_put(rcl_cluster *c, const char *bucket, const char *key, uint64_t size, cc_read_fn read_fn,
+            void *read_arg, rcl_put_fn done, void *arg)
 {
     int64_t now = rcl_now_ms();
     for (size_t i = 0; i < c->n_ring; i++) {
@@ -1202,9 +1237,16 @@ int rcl_put(rcl_cluster *c, const char *bucket, const char *key, uint64_t size,
         rcl_put_op *op = calloc(1, sizeof(*op));
         if (!op)
             return -ENOMEM;
-        cc_config cc = {n->host, n->port, c->token[0] ? c->token : NULL, c->cfg.block_size,
-                        "ringcache-put", c->cfg.connect_timeout_ms, c->cfg.request_timeout_ms,
-                        c->cfg.tls, c->cfg.tls_ca, n->tls_name};
+        cc_config cc = {n->host,
+                        n->port,
+                        c->token[0] ? c->token : NULL,
+                        c->cfg.block_size,
+                        "ringcache-put",
+                        c->cfg.connect_timeout_ms,
+                        c->cfg.request_timeout_ms,
+                        c->cfg.tls,
+                        c->cfg.tls_ca,
+                        n->tls_name};
         if (cc_conn_create(&op->conn, c->base, &cc) < 0) {
             free(op);
             continue;
@@ -1238,7 +1280,7 @@ typedef struct {
 
 struct rcl_warm_state {
     rcl_cluster *c;
-    bkey_object obj;            /* the object, pinned to its version and size */
+    bkey_object obj; /* the object, pinned to its version and size */
     size_t pending;
     uint64_t started;
     int failed;
@@ -1334,7 +1376,8 @@ static void rcl_warm_dispatch(rcl_warm_state *st, const uint64_t *blocks, size_t
             w->node = node;
             w->blocks = part;
             w->n = (uint32_t)k;
-            rcp_object o = {rcp_s(st->obj.bucket), rcp_s(st->obj.key), rcp_s(st->obj.version), st->obj.size};
+            rcp_object o = {rcp_s(st->obj.bucket), rcp_s(st->obj.key), rcp_s(st->obj.version),
+                            st->obj.size};
             cc_conn *conn = rcl_conn(c, node);
             if (!conn || cc_warm(conn, &o, part, w->n, rcl_warm_done, w) != 0) {
                 free(part);
@@ -1400,7 +1443,7 @@ int rcl_warm(rcl_cluster *c, const rcl_object *obj, rcl_warm_fn done, void *arg)
 
 typedef struct {
     rcl_cluster *c;
-    rcl_node *node;         /* NULL: the hold reference */
+    rcl_node *node; /* NULL: the hold reference */
     struct rcl_stats_state *st;
 } rcl_stats_op;
 

@@ -50,9 +50,9 @@ typedef struct rcl_cluster rcl_cluster;
 
 /* What made a node worth telling the user about (rcl_config.on_node). */
 typedef enum rcl_node_event {
-    RCL_NODE_DOWN = 1,      /* refused, timed out, closed, TLS or token refused */
-    RCL_NODE_SLOW,          /* sent nothing for hedge_ms: requests hedged */
-    RCL_NODE_UPSTREAM,      /* answered that its own S3 access failed */
+    RCL_NODE_DOWN = 1, /* refused, timed out, closed, TLS or token refused */
+    RCL_NODE_SLOW,     /* sent nothing for hedge_ms: requests hedged */
+    RCL_NODE_UPSTREAM, /* answered that its own S3 access failed */
 } rcl_node_event;
 
 /* The first such event of each node (once per node for the cluster's life):
@@ -68,47 +68,47 @@ typedef void (*rcl_ring_fn)(size_t members, void *arg);
 #define RCL_DEFAULT_CONNS 4
 
 typedef struct rcl_config {
-    const char *members;        /* "id=host:port,...", "host:port,...", file:PATH, dns:NAME[:PORT] */
-    const char *token;          /* tenant token, NULL: none */
-    uint32_t block_size;        /* 0: what the first node says in HELLO */
-    int parallel;               /* block requests in flight per read; 0: 16 */
-    int conns_per_node;         /* kept-alive pipelined connections to each node, used
+    const char *members;      /* "id=host:port,...", "host:port,...", file:PATH, dns:NAME[:PORT] */
+    const char *token;        /* tenant token, NULL: none */
+    uint32_t block_size;      /* 0: what the first node says in HELLO */
+    int parallel;             /* block requests in flight per read; 0: 16 */
+    int conns_per_node;       /* kept-alive pipelined connections to each node, used
                                    in turn; 0: RCL_DEFAULT_CONNS; at most 16 */
-    int connect_timeout_ms;     /* 0: 2000 */
-    int request_timeout_ms;     /* 0: 30000 (longer than the nodes' fill deadline) */
-    int down_ms;                /* how long a failed node is skipped; 0: 5000 */
-    int hedge_ms;               /* a request to a node silent this long, which then
+    int connect_timeout_ms;   /* 0: 2000 */
+    int request_timeout_ms;   /* 0: 30000 (longer than the nodes' fill deadline) */
+    int down_ms;              /* how long a failed node is skipped; 0: 5000 */
+    int hedge_ms;             /* a request to a node silent this long, which then
                                    does not answer a PING within twice as long, is also
                                    sent to the next owner; 0: never */
-    bool no_fill;               /* ask nodes not to fill from S3 (RCP_GET_CACHE_ONLY): a
+    bool no_fill;             /* ask nodes not to fill from S3 (RCP_GET_CACHE_ONLY): a
                                    block they do not have answers -ENODATA */
-    bool tls;                   /* TLS to the nodes; a member found through dns: must
+    bool tls;                 /* TLS to the nodes; a member found through dns: must
                                    carry its SRV target's name (the name it was resolved
                                    from) in its certificate, any other its address */
-    const char *tls_ca;         /* PEM CAs for the nodes' certificates (borrowed for the
+    const char *tls_ca;       /* PEM CAs for the nodes' certificates (borrowed for the
                                    cluster's life); NULL: the system's. Checked at create */
-    unsigned dns_interval_ms;   /* dns: re-resolution interval; 0: membership's default */
-    struct evdns_base *dns;     /* dns: resolver (borrowed); NULL: /etc/resolv.conf */
-    const char *dns_server;     /* dns: with dns NULL, the one DNS server to ask, "IP" or
+    unsigned dns_interval_ms; /* dns: re-resolution interval; 0: membership's default */
+    struct evdns_base *dns;   /* dns: resolver (borrowed); NULL: /etc/resolv.conf */
+    const char *dns_server;   /* dns: with dns NULL, the one DNS server to ask, "IP" or
                                    "IP:PORT" (borrowed for rcl_create); NULL: resolv.conf */
-    rcl_ring_fn on_ring;        /* may be NULL */
+    rcl_ring_fn on_ring;      /* may be NULL */
     void *on_ring_arg;
-    rcl_node_fn on_node;        /* may be NULL */
+    rcl_node_fn on_node; /* may be NULL */
     void *on_node_arg;
 } rcl_config;
 
 typedef struct rcl_object {
     const char *bucket;
     const char *key;
-    const char *version;        /* normalised ETag the read is pinned to */
+    const char *version; /* normalised ETag the read is pinned to */
     uint64_t size;
 } rcl_object;
 
 typedef struct rcl_stats {
-    uint64_t blocks;            /* block requests answered */
-    uint64_t failovers;         /* blocks asked of a next owner after a failure */
-    uint64_t node_failures;     /* connections that failed */
-    uint64_t from_s3;           /* blocks the nodes filled from S3 */
+    uint64_t blocks;        /* block requests answered */
+    uint64_t failovers;     /* blocks asked of a next owner after a failure */
+    uint64_t node_failures; /* connections that failed */
+    uint64_t from_s3;       /* blocks the nodes filled from S3 */
     uint64_t bytes;
     uint64_t ring_changes;      /* rings adopted after the first */
     uint64_t hedges;            /* requests also sent to a next owner (hedge_ms) */
@@ -165,7 +165,7 @@ typedef struct rcl_target {
     char id[128];
     char host[300];
     int port;
-    struct rcl_node *node;      /* for rcl_node_report */
+    struct rcl_node *node; /* for rcl_node_report */
 } rcl_target;
 int rcl_route(rcl_cluster *c, const rcl_object *obj, uint64_t b, rcl_target *out);
 
@@ -182,8 +182,8 @@ int rcl_read(rcl_cluster *c, const rcl_object *obj, uint64_t off, uint64_t len, 
  * (returned, or in done when the node failed before answering) means no node
  * took it: S3 directly is the way. */
 typedef void (*rcl_put_fn)(int code, const char *msg, const char *version, void *arg);
-int rcl_put(rcl_cluster *c, const char *bucket, const char *key, uint64_t size,
-            cc_read_fn read_fn, void *read_arg, rcl_put_fn done, void *arg);
+int rcl_put(rcl_cluster *c, const char *bucket, const char *key, uint64_t size, cc_read_fn read_fn,
+            void *read_arg, rcl_put_fn done, void *arg);
 
 /* WARM: asks each block's owner (the next owner when it is down) to fill the
  * blocks of obj from S3 in the background; no data comes back. done gets the

@@ -25,7 +25,7 @@ typedef struct dlist {
 } dlist;
 
 /* The struct of type `type` whose member `member` is the node at ptr. */
-#define DLIST_ENTRY(ptr, type, member) ((type *)(void *)((char *)(ptr) - offsetof(type, member)))
+#define DLIST_ENTRY(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
 
 static inline void dlist_init(dlist *l)
 {
@@ -33,7 +33,10 @@ static inline void dlist_init(dlist *l)
     l->count = 0;
 }
 
-static inline bool dlist_empty(const dlist *l) { return l->head.next == &l->head; }
+static inline bool dlist_empty(const dlist *l)
+{
+    return l->head.next == &l->head;
+}
 
 /* n goes between prev and next (neighbours in l). */
 static inline void dlist__insert(dlist *l, dlist_node *prev, dlist_node *next, dlist_node *n)

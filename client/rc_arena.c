@@ -26,8 +26,8 @@ void rc__arena_init(rc_arena *a, size_t capacity, size_t slot, bool prefault, bo
     if (nslots == 0 || slot % 4096 != 0)
         return;
     size_t len = nslots * slot + RC_HUGE;
-    void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                   -1, 0);
+    void *m =
+        mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED)
         return; /* posix_memalign serves every buffer */
     uintptr_t start = ((uintptr_t)m + RC_HUGE - 1) & ~(uintptr_t)(RC_HUGE - 1);

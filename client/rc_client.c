@@ -69,12 +69,12 @@ int rc_config_from_env(rc_config *cfg, char *err, size_t errlen)
                          "1 for TLS to the cache nodes, 0 or unset for plain TCP", err, errlen);
     if (rc == 0)
         rc = rc_env_bool("RINGCACHE_PREFAULT", &cfg->prefault,
-                         "1 to back the page cache with memory at start, 0 or unset not to",
-                         err, errlen);
+                         "1 to back the page cache with memory at start, 0 or unset not to", err,
+                         errlen);
     if (rc == 0)
         rc = rc_env_bool("RINGCACHE_CACHE_SCANS", &cfg->cache_scans,
-                         "1 to keep what scans read in the page cache, 0 or unset not to",
-                         err, errlen);
+                         "1 to keep what scans read in the page cache, 0 or unset not to", err,
+                         errlen);
     if (rc == 0)
         rc = rc_env_bool("RINGCACHE_HUGE_PAGES", &cfg->huge_pages,
                          "1 to back the page cache with huge pages where the kernel allows, "
@@ -87,8 +87,10 @@ int rc_config_from_env(rc_config *cfg, char *err, size_t errlen)
         char *end = NULL;
         long v = strtol(hedge, &end, 10);
         if (*end || v < 0 || v > 600000) {
-            snprintf(err, errlen, "RINGCACHE_HEDGE_MS='%s' is not a number of milliseconds "
-                     "from 0 to 600000 (0 turns hedging off)", hedge);
+            snprintf(err, errlen,
+                     "RINGCACHE_HEDGE_MS='%s' is not a number of milliseconds "
+                     "from 0 to 600000 (0 turns hedging off)",
+                     hedge);
             return -EINVAL;
         }
         cfg->hedge_ms = (int)v;
@@ -132,9 +134,10 @@ int rc_open(rc_client *c, const char *bucket, const char *key, rc_handle **out, 
     }
     if (!bucket || !key || !bucket[0] || !key[0] ||
         bkey_object_init(&o->id, NULL, bucket, key, NULL, 0) < 0) {
-        snprintf(err, errlen, "cannot open s3://%s/%s: the bucket or key is empty or too long "
-                 "(at most %d and %d bytes)", bucket ? bucket : "", key ? key : "",
-                 BKEY_BUCKET_MAX, BKEY_KEY_MAX);
+        snprintf(err, errlen,
+                 "cannot open s3://%s/%s: the bucket or key is empty or too long "
+                 "(at most %d and %d bytes)",
+                 bucket ? bucket : "", key ? key : "", BKEY_BUCKET_MAX, BKEY_KEY_MAX);
         free(o);
         free(h);
         return -EINVAL;
@@ -153,10 +156,12 @@ int rc_open(rc_client *c, const char *bucket, const char *key, rc_handle **out, 
             return rc;
         }
         o->id.size = req.size;
-        if (bkey_field_set(o->id.version, sizeof(o->id.version), req.version,
-                           strlen(req.version)) < 0) {
-            snprintf(err, errlen, "cannot open s3://%s/%s: its version (ETag) is longer than "
-                     "the %d bytes a version may have", bucket, key, BKEY_VERSION_MAX);
+        if (bkey_field_set(o->id.version, sizeof(o->id.version), req.version, strlen(req.version)) <
+            0) {
+            snprintf(err, errlen,
+                     "cannot open s3://%s/%s: its version (ETag) is longer than "
+                     "the %d bytes a version may have",
+                     bucket, key, BKEY_VERSION_MAX);
             free(o);
             free(h);
             return -EIO;
@@ -181,8 +186,14 @@ void rc_close(rc_handle **hp)
     *hp = NULL;
 }
 
-uint64_t rc_size(const rc_handle *h) { return h->obj->id.size; }
-const char *rc_version(const rc_handle *h) { return h->obj->id.version; }
+uint64_t rc_size(const rc_handle *h)
+{
+    return h->obj->id.size;
+}
+const char *rc_version(const rc_handle *h)
+{
+    return h->obj->id.version;
+}
 
 void rc_last_error(rc_handle *h, char *out, size_t cap)
 {
@@ -198,9 +209,11 @@ int rc_list(rc_client *c, const char *bucket, const char *pattern, s3_object_fn 
 {
     if (c->cfg.cache_only) {
         if (err)
-            snprintf(err, errlen, "cannot list s3://%s/%s: a listing comes from S3 itself, and "
+            snprintf(err, errlen,
+                     "cannot list s3://%s/%s: a listing comes from S3 itself, and "
                      "cache_only says this process does not call S3 (the cache nodes keep "
-                     "blocks, not listings)", bucket, pattern ? pattern : "");
+                     "blocks, not listings)",
+                     bucket, pattern ? pattern : "");
         return -EHOSTDOWN;
     }
     s3_sync *s;
@@ -251,14 +264,26 @@ void rc_stats_get(rc_client *c, rc_stats *out)
 #undef RC_LOAD
 }
 
-uint32_t rc_block_size(const rc_client *c) { return c->bs; }
-const char *rc_tenant(const rc_client *c) { return c->tenant; }
-int rc_window(const rc_client *c) { return c->window; }
-size_t rc_members(rc_client *c) { return atomic_load(&c->n_members); }
+uint32_t rc_block_size(const rc_client *c)
+{
+    return c->bs;
+}
+const char *rc_tenant(const rc_client *c)
+{
+    return c->tenant;
+}
+int rc_window(const rc_client *c)
+{
+    return c->window;
+}
+size_t rc_members(rc_client *c)
+{
+    return atomic_load(&c->n_members);
+}
 
 /* A node's first failure, in a sentence for node_warn. */
-static void rc_node_event(const char *id, const char *addr, rcl_node_event what,
-                          const char *why, void *arg)
+static void rc_node_event(const char *id, const char *addr, rcl_node_event what, const char *why,
+                          void *arg)
 {
     rc_client *c = arg;
     if (!c->cfg.node_warn)
@@ -273,13 +298,13 @@ static void rc_node_event(const char *id, const char *addr, rcl_node_event what,
                         : "cannot be read (cache_only: this process does not call S3)");
         break;
     case RCL_NODE_SLOW:
-        snprintf(s, sizeof(s), "%s%s", why,
-                 direct ? " (or S3 directly when none is up)" : "");
+        snprintf(s, sizeof(s), "%s%s", why, direct ? " (or S3 directly when none is up)" : "");
         break;
     default:
-        snprintf(s, sizeof(s), "cache node %s (%s) is not used for now: %s; its blocks go to "
-                 "the next owner%s", id, addr, why,
-                 direct ? ", or S3 directly when none is up" : "");
+        snprintf(s, sizeof(s),
+                 "cache node %s (%s) is not used for now: %s; its blocks go to "
+                 "the next owner%s",
+                 id, addr, why, direct ? ", or S3 directly when none is up" : "");
         break;
     }
     c->cfg.node_warn(s, c->cfg.node_warn_arg);
@@ -321,8 +346,10 @@ static int rc_take_config(rc_client *c, const rc_config *cfg, char *err, size_t 
     }
     if ((cfg->tls_ca && strlen(cfg->tls_ca) >= sizeof(c->tls_ca)) ||
         (cfg->dns_server && strlen(cfg->dns_server) >= sizeof(c->dns_server))) {
-        snprintf(err, errlen, "the CA file name or the DNS server is too long (at most %zu and "
-                 "%zu bytes)", sizeof(c->tls_ca) - 1, sizeof(c->dns_server) - 1);
+        snprintf(err, errlen,
+                 "the CA file name or the DNS server is too long (at most %zu and "
+                 "%zu bytes)",
+                 sizeof(c->tls_ca) - 1, sizeof(c->dns_server) - 1);
         return -EINVAL;
     }
     snprintf(c->members, sizeof(c->members), "%s", cfg->members ? cfg->members : "");
@@ -334,13 +361,17 @@ static int rc_take_config(rc_client *c, const rc_config *cfg, char *err, size_t 
     k->tls_ca = c->tls_ca[0] ? c->tls_ca : NULL;
     k->dns_server = c->dns_server[0] ? c->dns_server : NULL;
     if (k->tls_ca && !k->tls) {
-        snprintf(err, errlen, "a CA file for the cache nodes (%s) is given but TLS is off (set "
-                 "tls, RINGCACHE_CACHE_TLS=1 or --cache-tls)", k->tls_ca);
+        snprintf(err, errlen,
+                 "a CA file for the cache nodes (%s) is given but TLS is off (set "
+                 "tls, RINGCACHE_CACHE_TLS=1 or --cache-tls)",
+                 k->tls_ca);
         return -EINVAL;
     }
     if (k->block_size && (k->block_size & (k->block_size - 1))) {
-        snprintf(err, errlen, "block size %u is not a power of two (leave it 0 to take the "
-                 "nodes')", k->block_size);
+        snprintf(err, errlen,
+                 "block size %u is not a power of two (leave it 0 to take the "
+                 "nodes')",
+                 k->block_size);
         return -EINVAL;
     }
     if (k->max_threads <= 0)
@@ -378,16 +409,24 @@ static int rc_setup_loop(rc_client *c, char *err, size_t errlen)
         return -ENOMEM;
     }
     if (c->members[0]) {
-        rcl_config rcfg = {.members = c->members, .token = k->token,
-                           .block_size = k->block_size, .parallel = 1,
+        rcl_config rcfg = {.members = c->members,
+                           .token = k->token,
+                           .block_size = k->block_size,
+                           .parallel = 1,
                            .connect_timeout_ms = k->connect_timeout_ms,
-                           .request_timeout_ms = k->timeout_ms, .down_ms = k->down_ms,
-                           .hedge_ms = k->hedge_ms, .no_fill = k->no_fill,
-                           .on_node = rc_node_event, .on_node_arg = c,
-                           .tls = k->tls, .tls_ca = k->tls_ca,
+                           .request_timeout_ms = k->timeout_ms,
+                           .down_ms = k->down_ms,
+                           .hedge_ms = k->hedge_ms,
+                           .no_fill = k->no_fill,
+                           .on_node = rc_node_event,
+                           .on_node_arg = c,
+                           .tls = k->tls,
+                           .tls_ca = k->tls_ca,
                            .conns_per_node = k->connections_per_node,
-                           .dns_server = k->dns_server, .dns_interval_ms = k->dns_interval_ms,
-                           .on_ring = rc_ring_changed, .on_ring_arg = c};
+                           .dns_server = k->dns_server,
+                           .dns_interval_ms = k->dns_interval_ms,
+                           .on_ring = rc_ring_changed,
+                           .on_ring_arg = c};
         char why[512];
         int rc = rcl_create(&c->cl, c->base, &rcfg, why, sizeof(why));
         if (rc < 0) {
@@ -421,13 +460,15 @@ static int rc_setup_cache(rc_client *c, char *err, size_t errlen)
      * every hit's copy cheaper (fewer TLB misses) */
     rc__arena_init(&c->arena, k->page_cache_bytes, c->bs, k->prefault,
                    k->huge_pages || k->prefault);
-    pc_config pcc = {.capacity_bytes = k->page_cache_bytes, .page_size = c->bs,
-                     .alloc_fn = rc__arena_alloc, .free_fn = rc__arena_free,
+    pc_config pcc = {.capacity_bytes = k->page_cache_bytes,
+                     .page_size = c->bs,
+                     .alloc_fn = rc__arena_alloc,
+                     .free_fn = rc__arena_free,
                      .alloc_ctx = &c->arena};
     int rc = pc_create(&c->pc, &pcc);
     if (rc < 0) {
-        snprintf(err, errlen, "cannot create a page cache of %zu bytes: %s",
-                 k->page_cache_bytes, strerror(-rc));
+        snprintf(err, errlen, "cannot create a page cache of %zu bytes: %s", k->page_cache_bytes,
+                 strerror(-rc));
         return rc;
     }
     c->window = rc_readahead_window(k, c->bs);
@@ -446,11 +487,13 @@ static int rc_setup_cache(rc_client *c, char *err, size_t errlen)
     if (c->inline_ok) {
         /* a node silent for hedge_ms gives up a small read on the reader's
          * connection: the I/O thread's way then asks the next owner */
-        int silence_ms = k->hedge_ms > 0 && k->hedge_ms < k->timeout_ms ? k->hedge_ms
-                                                                         : k->timeout_ms;
-        sc_pool_config pc = {.token = k->token, .block_size = c->bs,
+        int silence_ms =
+            k->hedge_ms > 0 && k->hedge_ms < k->timeout_ms ? k->hedge_ms : k->timeout_ms;
+        sc_pool_config pc = {.token = k->token,
+                             .block_size = c->bs,
                              .connect_timeout_ms = k->connect_timeout_ms,
-                             .timeout_ms = silence_ms, .spin_us = k->spin_us};
+                             .timeout_ms = silence_ms,
+                             .spin_us = k->spin_us};
         if (sc_pool_create(&c->pool, &pc) < 0)
             c->inline_ok = false; /* the I/O thread's way serves them all */
     }

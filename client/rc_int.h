@@ -57,12 +57,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define RC_CHUNK_MAX 64        /* blocks one pread handles at once */
-#define RC_STREAMS 8           /* sequential streams tracked per handle */
-#define RC_META_BUCKETS 1024
-#define RC_META_MAX 65536      /* entries before the metadata cache is cleared */
-#define RC_DEFAULT_BLOCK (1u << 20)
-#define RC_PUT_MAX (5ull << 30)
+#define RC_CHUNK_MAX        64 /* blocks one pread handles at once */
+#define RC_STREAMS          8  /* sequential streams tracked per handle */
+#define RC_META_BUCKETS     1024
+#define RC_META_MAX         65536 /* entries before the metadata cache is cleared */
+#define RC_DEFAULT_BLOCK    (1u << 20)
+#define RC_PUT_MAX          (5ull << 30)
 #define RC_DEFAULT_HEDGE_MS 500
 /* batches of at most this many bytes are polled for before sleeping (spin_us) */
 #define RC_SPIN_MAX_BYTES (256u << 10)
@@ -85,18 +85,18 @@ typedef struct rc_obj {
 void rc__obj_unref(rc_obj **op);
 
 typedef struct rc_stream {
-    uint64_t next_off;     /* where the next read of this stream starts */
-    uint64_t ra_next;      /* first block not yet read ahead */
-    uint64_t used;         /* tick of last use, for replacement */
-    uint32_t seq;          /* consecutive reads so far */
-    uint32_t window;       /* read-ahead blocks; grows while the stream stalls */
+    uint64_t next_off; /* where the next read of this stream starts */
+    uint64_t ra_next;  /* first block not yet read ahead */
+    uint64_t used;     /* tick of last use, for replacement */
+    uint32_t seq;      /* consecutive reads so far */
+    uint32_t window;   /* read-ahead blocks; grows while the stream stalls */
     bool live;
 } rc_stream;
 
 struct rc_handle {
     rc_client *c;
     rc_obj *obj;
-    pthread_mutex_t lock;  /* streams, tick, err */
+    pthread_mutex_t lock; /* streams, tick, err */
     rc_stream streams[RC_STREAMS];
     uint64_t tick;
     char err[RC_ERR_MAX];
@@ -107,34 +107,34 @@ struct rc_handle {
 /* What a reader waits on: the items of one pread chunk. */
 typedef struct rc_batch {
     pthread_cond_t cond;
-    atomic_int pending;    /* items not finished: changed under c->qlock (the
+    atomic_int pending; /* items not finished: changed under c->qlock (the
                               waiter sleeps on cond under it), read without it
                               by a polling reader */
-    int code;              /* first error, under c->qlock until pending is 0 */
+    int code;           /* first error, under c->qlock until pending is 0 */
     char msg[RC_ERR_MAX];
 } rc_batch;
 
 enum rc_item_kind {
-    RC_ITEM_PAGE,    /* whole block into a page the reader fills (PC_FILL) */
-    RC_ITEM_DIRECT,  /* a range straight into the reader's buffer */
-    RC_ITEM_RA,      /* read-ahead: the I/O thread completes and releases the page */
-    RC_ITEM_PROBE,   /* warm --wait: one byte, nodes only */
+    RC_ITEM_PAGE,   /* whole block into a page the reader fills (PC_FILL) */
+    RC_ITEM_DIRECT, /* a range straight into the reader's buffer */
+    RC_ITEM_RA,     /* read-ahead: the I/O thread completes and releases the page */
+    RC_ITEM_PROBE,  /* warm --wait: one byte, nodes only */
 };
 
 typedef struct rc_item {
     struct rc_item *next;
     rc_client *c;
-    rc_batch *batch;       /* NULL for read-ahead */
-    rc_obj *obj;           /* RC_ITEM_RA holds a reference */
+    rc_batch *batch; /* NULL for read-ahead */
+    rc_obj *obj;     /* RC_ITEM_RA holds a reference */
     enum rc_item_kind kind;
     uint64_t block;
     uint32_t in_off, in_len;
     uint8_t *dst;
     pc_page *page;
-    int result;            /* bytes or -errno, set on the I/O thread */
-    uint64_t buf_off;      /* RC_ITEM_PAGE: where the reader copies to */
+    int result;       /* bytes or -errno, set on the I/O thread */
+    uint64_t buf_off; /* RC_ITEM_PAGE: where the reader copies to */
     uint32_t copy_off, copy_len;
-    bool to_s3;            /* the owner said its own S3 failed (reader's connection) */
+    bool to_s3; /* the owner said its own S3 failed (reader's connection) */
 } rc_item;
 
 /* ---- typed requests ------------------------------------------------------------------ */
@@ -149,14 +149,14 @@ typedef enum rc_req_type {
 
 /* The header every request starts with: the queue's link, its type (which
  * says which struct it is and what the I/O thread runs), and how it ends. */
-#define RC_REQ_FIELDS                                                                       \
-    struct rc_req *next;   /* in c's request queue */                                      \
-    rc_client *c;                                                                          \
-    rc_req_type type;                                                                      \
-    pthread_cond_t cond;                                                                   \
-    bool done;             /* under c->qlock */                                            \
-    int code;              /* 0 or -errno, valid once done */                              \
-    char msg[RC_ERR_MAX];  /* the sentence when code < 0 */
+#define RC_REQ_FIELDS                                                                              \
+    struct rc_req *next; /* in c's request queue */                                                \
+    rc_client *c;                                                                                  \
+    rc_req_type type;                                                                              \
+    pthread_cond_t cond;                                                                           \
+    bool done;            /* under c->qlock */                                                     \
+    int code;             /* 0 or -errno, valid once done */                                       \
+    char msg[RC_ERR_MAX]; /* the sentence when code < 0 */
 
 typedef struct rc_req {
     RC_REQ_FIELDS
@@ -168,26 +168,26 @@ typedef struct rc_connect_req {
 
 typedef struct rc_head_req {
     RC_REQ_FIELDS
-    const char *bucket, *key;    /* borrowed for the call */
-    uint64_t size;               /* results */
+    const char *bucket, *key;     /* borrowed for the call */
+    uint64_t size;                /* results */
     char version[RC_VERSION_MAX]; /* as S3 or the node said it: checked where kept */
 } rc_head_req;
 
 typedef struct rc_put_req {
     RC_REQ_FIELDS
-    const char *bucket, *key;    /* borrowed for the call */
+    const char *bucket, *key; /* borrowed for the call */
     uint64_t size;
     rc_read_at_fn read_at;
     void *read_arg;
-    uint64_t off;                /* bytes handed to the node so far */
-    uint8_t *gathered;           /* a direct PUT to S3: the whole object */
+    uint64_t off;                 /* bytes handed to the node so far */
+    uint8_t *gathered;            /* a direct PUT to S3: the whole object */
     char version[RC_VERSION_MAX]; /* result, as S3 or the node said it */
 } rc_put_req;
 
 typedef struct rc_warm_req {
     RC_REQ_FIELDS
-    rc_obj *obj;                 /* borrowed for the call */
-    uint64_t started;            /* result: blocks the nodes took */
+    rc_obj *obj;      /* borrowed for the call */
+    uint64_t started; /* result: blocks the nodes took */
 } rc_warm_req;
 
 typedef struct rc_node_line {
@@ -217,7 +217,7 @@ typedef struct rc_meta rc_meta;
 
 typedef struct rc_meta_cache {
     pthread_mutex_t lock;
-    int ttl_ms;            /* <= 0: nothing is kept */
+    int ttl_ms; /* <= 0: nothing is kept */
     rc_meta *slots[RC_META_BUCKETS];
     size_t n;
 } rc_meta_cache;
@@ -242,12 +242,12 @@ void rc__meta_drop(rc_meta_cache *m, const char *bucket, const char *key, const 
  * metadata) comes from posix_memalign. */
 typedef struct rc_arena {
     pthread_mutex_t lock;
-    uint8_t *map;          /* NULL: no arena, every buffer from posix_memalign */
+    uint8_t *map; /* NULL: no arena, every buffer from posix_memalign */
     size_t map_len;
-    uint8_t *start;        /* map aligned to 2 MiB */
+    uint8_t *start; /* map aligned to 2 MiB */
     size_t slot, nslots;
-    size_t carved;         /* under lock */
-    void *free_head;       /* under lock: freed slots, linked through their first word */
+    size_t carved;   /* under lock */
+    void *free_head; /* under lock: freed slots, linked through their first word */
 } rc_arena;
 
 /* prefault: back it at once; huge: advise it for huge pages. */
@@ -266,11 +266,11 @@ struct rc_client {
     char tls_ca[4096];
     char dns_server[256];
     uint32_t bs;
-    int window;            /* read-ahead blocks a stream starts with */
-    int window_max;        /* ... and grows to while it keeps stalling */
+    int window;     /* read-ahead blocks a stream starts with */
+    int window_max; /* ... and grows to while it keeps stalling */
     int chunk;
     uint32_t partial_max;
-    bool cache_scans;      /* rc_config.cache_scans */
+    bool cache_scans; /* rc_config.cache_scans */
     char tenant[BKEY_TENANT_MAX + 1];
     pc_cache *pc;
     rc_arena arena;
@@ -295,17 +295,17 @@ struct rc_client {
 
     /* the queues between readers and the I/O thread, under qlock */
     pthread_mutex_t qlock;
-    rc_item *dq_head, *dq_tail;  /* demand */
-    rc_item *rq_head, *rq_tail;  /* read-ahead */
-    rc_req *cq_head, *cq_tail;   /* requests */
+    rc_item *dq_head, *dq_tail; /* demand */
+    rc_item *rq_head, *rq_tail; /* read-ahead */
+    rc_req *cq_head, *cq_tail;  /* requests */
     atomic_bool stop;
 
     atomic_size_t n_members;
     struct {
         atomic_uint_fast64_t preads, hits, misses, stalls, waits, readahead_fetches,
-            partial_fetches, node_blocks, failovers, fallbacks, head_fallbacks, stale,
-            meta_hits, bytes, inline_reads, hedges, hedge_wins, upstream_fallbacks,
-            node_bytes, s3_bytes, scan_direct;
+            partial_fetches, node_blocks, failovers, fallbacks, head_fallbacks, stale, meta_hits,
+            bytes, inline_reads, hedges, hedge_wins, upstream_fallbacks, node_bytes, s3_bytes,
+            scan_direct;
         atomic_uint_fast64_t inline_hedges; /* given up on the reader's connection */
     } st;
 

@@ -111,8 +111,10 @@ static void rc_item_s3_done(const s3_error *err, const s3_get_result *res, void 
     if (err->code && err->http_status == 416) {
         /* a range inside the pinned size is outside the object now: another,
          * shorter version (a server that ignores If-Match says so) */
-        snprintf(msg, sizeof(msg), "s3://%s/%s changed: it is shorter than the %" PRIu64
-                 " bytes the handle is pinned to (re-open it)", o->bucket, o->key, o->size);
+        snprintf(msg, sizeof(msg),
+                 "s3://%s/%s changed: it is shorter than the %" PRIu64
+                 " bytes the handle is pinned to (re-open it)",
+                 o->bucket, o->key, o->size);
         rc__item_finish(it, -ESTALE, msg);
         return;
     }
@@ -121,14 +123,17 @@ static void rc_item_s3_done(const s3_error *err, const s3_get_result *res, void 
         return;
     }
     if (strcmp(res->etag, o->version) != 0) {
-        snprintf(msg, sizeof(msg), "s3://%s/%s changed: version %.64s, the handle is pinned to "
-                 "%.64s (re-open it)", o->bucket, o->key, res->etag, o->version);
+        snprintf(msg, sizeof(msg),
+                 "s3://%s/%s changed: version %.64s, the handle is pinned to "
+                 "%.64s (re-open it)",
+                 o->bucket, o->key, res->etag, o->version);
         rc__item_finish(it, -ESTALE, msg);
         return;
     }
     if (res->bytes != it->in_len) {
-        snprintf(msg, sizeof(msg), "S3 sent %" PRIu64 " bytes of s3://%s/%s block %" PRIu64
-                 ", not %u", res->bytes, o->bucket, o->key, it->block, it->in_len);
+        snprintf(msg, sizeof(msg),
+                 "S3 sent %" PRIu64 " bytes of s3://%s/%s block %" PRIu64 ", not %u", res->bytes,
+                 o->bucket, o->key, it->block, it->in_len);
         rc__item_finish(it, -EIO, msg);
         return;
     }
@@ -150,26 +155,32 @@ static void rc_item_to_s3(rc_item *it, int code, const char *why)
         if (why && why[0])
             snprintf(msg, sizeof(msg), "%s%s", why, note);
         else
-            snprintf(msg, sizeof(msg), "no cache node owning s3://%s/%s block %" PRIu64
-                     " is up%s", o->bucket, o->key, it->block, note);
+            snprintf(msg, sizeof(msg), "no cache node owning s3://%s/%s block %" PRIu64 " is up%s",
+                     o->bucket, o->key, it->block, note);
         rc__item_finish(it, code, msg);
         return;
     }
     if (code == -EREMOTEIO)
         RC_COUNT(c, upstream_fallbacks, 1);
     if (!c->s3) {
-        snprintf(msg, sizeof(msg), "every cache node is down and the S3 client could not be "
-                 "set up: %s", c->s3_err);
+        snprintf(msg, sizeof(msg),
+                 "every cache node is down and the S3 client could not be "
+                 "set up: %s",
+                 c->s3_err);
         rc__item_finish(it, -EIO, msg);
         return;
     }
-    s3_get_args a = {.bucket = o->bucket, .key = o->key,
-                     .offset = it->block * c->bs + it->in_off, .length = it->in_len,
-                     .if_match = o->version, .buf = it->dst, .cap = it->in_len};
+    s3_get_args a = {.bucket = o->bucket,
+                     .key = o->key,
+                     .offset = it->block * c->bs + it->in_off,
+                     .length = it->in_len,
+                     .if_match = o->version,
+                     .buf = it->dst,
+                     .cap = it->in_len};
     int rc = s3_get(c->s3, &a, rc_item_s3_done, it);
     if (rc < 0) {
-        snprintf(msg, sizeof(msg), "cannot send a GET of s3://%s/%s to S3: %s", o->bucket,
-                 o->key, strerror(-rc));
+        snprintf(msg, sizeof(msg), "cannot send a GET of s3://%s/%s to S3: %s", o->bucket, o->key,
+                 strerror(-rc));
         rc__item_finish(it, rc, msg);
     }
 }

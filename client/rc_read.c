@@ -176,7 +176,9 @@ static int rc_read_inline(rc_client *c, rc_item *it)
         return -1;
     }
     rcp_get_req g = {.obj = {rcp_s(o->bucket), rcp_s(o->key), rcp_s(o->version), o->size},
-                     .block = it->block, .offset = it->in_off, .length = it->in_len,
+                     .block = it->block,
+                     .offset = it->in_off,
+                     .length = it->in_len,
                      .flags = c->cfg.no_fill ? (uint32_t)RCP_GET_CACHE_ONLY : 0u};
     int node_err = 0;
     char msg[256] = "";
@@ -208,8 +210,8 @@ typedef struct rc_plan {
     uint8_t *buf;
     uint64_t off, len;
     bool seq, scan;
-    bool stalled;          /* an item had to be sent */
-    bool waited;           /* a block was being filled by another */
+    bool stalled; /* an item had to be sent */
+    bool waited;  /* a block was being filled by another */
     rc_batch batch;
     rc_item items[RC_CHUNK_MAX];
     int n;
@@ -271,8 +273,10 @@ static bool rc_plan_block(rc_plan *p, uint64_t b, int pass)
     }
     if (r == -ESTALE) {
         p->batch.code = -ESTALE;
-        snprintf(p->batch.msg, sizeof(p->batch.msg), "s3://%s/%s changed since it was opened "
-                 "(re-open it)", o->id.bucket, o->id.key);
+        snprintf(p->batch.msg, sizeof(p->batch.msg),
+                 "s3://%s/%s changed since it was opened "
+                 "(re-open it)",
+                 o->id.bucket, o->id.key);
         return false;
     }
     if (pass == 0)
@@ -314,8 +318,7 @@ static void rc_wait_batch(rc_client *c, rc_batch *b, bool small)
     int64_t expect = atomic_load_explicit(&c->small_wait_us, memory_order_relaxed);
     if (small && c->cfg.spin_us > 0 && expect <= c->cfg.spin_us) {
         int64_t until = t0 + c->cfg.spin_us;
-        while (atomic_load_explicit(&b->pending, memory_order_acquire) > 0 &&
-               rc__now_us() < until)
+        while (atomic_load_explicit(&b->pending, memory_order_acquire) > 0 && rc__now_us() < until)
             sched_yield();
     }
     pthread_mutex_lock(&c->qlock);

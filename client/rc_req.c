@@ -124,18 +124,23 @@ static void rc_head_to_s3(rc_client *c, rc_head_req *req, int code, const char *
     char msg[RC_ERR_MAX];
     if (c->cfg.cache_only) {
         if (why)
-            snprintf(msg, sizeof(msg), "HEAD s3://%s/%s: %s (cache_only: S3 is not asked "
-                     "directly)", req->bucket, req->key, why);
+            snprintf(msg, sizeof(msg),
+                     "HEAD s3://%s/%s: %s (cache_only: S3 is not asked "
+                     "directly)",
+                     req->bucket, req->key, why);
         else
-            snprintf(msg, sizeof(msg), "no cache node answered the HEAD of s3://%s/%s "
-                     "(cache_only: S3 is not asked directly)%s%s", req->bucket, req->key,
-                     c->connect_err[0] ? "; " : "", c->connect_err);
+            snprintf(msg, sizeof(msg),
+                     "no cache node answered the HEAD of s3://%s/%s "
+                     "(cache_only: S3 is not asked directly)%s%s",
+                     req->bucket, req->key, c->connect_err[0] ? "; " : "", c->connect_err);
         rc__req_finish((rc_req *)req, code, msg);
         return;
     }
     if (!c->s3) {
-        snprintf(msg, sizeof(msg), "cannot HEAD s3://%s/%s: no cache node answered and the S3 "
-                 "client could not be set up (%s)", req->bucket, req->key, c->s3_err);
+        snprintf(msg, sizeof(msg),
+                 "cannot HEAD s3://%s/%s: no cache node answered and the S3 "
+                 "client could not be set up (%s)",
+                 req->bucket, req->key, c->s3_err);
         rc__req_finish((rc_req *)req, -EIO, msg);
         return;
     }
@@ -206,13 +211,14 @@ static int rc_put_gather(rc_put_req *req)
         return -ENOMEM;
     }
     for (uint64_t off = 0; off < req->size;) {
-        int64_t r = req->read_at(req->read_arg, req->gathered + off,
-                                 (size_t)(req->size - off), off);
+        int64_t r =
+            req->read_at(req->read_arg, req->gathered + off, (size_t)(req->size - off), off);
         if (r <= 0) {
             free(req->gathered);
             req->gathered = NULL;
-            snprintf(msg, sizeof(msg), "the data of s3://%s/%s could not be read at offset %"
-                     PRIu64, req->bucket, req->key, off);
+            snprintf(msg, sizeof(msg),
+                     "the data of s3://%s/%s could not be read at offset %" PRIu64, req->bucket,
+                     req->key, off);
             rc__req_finish((rc_req *)req, r < 0 ? (int)r : -EIO, msg);
             return -EIO;
         }
@@ -228,16 +234,16 @@ static void rc_put_to_s3(rc_client *c, rc_put_req *req)
         snprintf(msg, sizeof(msg), "no cache node took the PUT of s3://%s/%s%s", req->bucket,
                  req->key,
                  c->cfg.cache_only ? " (cache_only: S3 is not written directly)"
-                 : !c->s3 ? " and the S3 client could not be set up"
-                          : " and it is larger than 5 GiB, the most a direct PUT sends");
+                 : !c->s3          ? " and the S3 client could not be set up"
+                                   : " and it is larger than 5 GiB, the most a direct PUT sends");
         rc__req_finish((rc_req *)req, c->cfg.cache_only ? -EHOSTDOWN : -EIO, msg);
         return;
     }
     if (rc_put_gather(req) < 0)
         return;
     RC_COUNT(c, head_fallbacks, 1);
-    int rc = s3_put(c->s3, req->bucket, req->key, req->gathered, (size_t)req->size,
-                    rc_put_s3_done, req);
+    int rc =
+        s3_put(c->s3, req->bucket, req->key, req->gathered, (size_t)req->size, rc_put_s3_done, req);
     if (rc < 0) {
         free(req->gathered);
         req->gathered = NULL;
@@ -267,11 +273,10 @@ static void rc_put_start(rc_client *c, rc_put_req *req)
 }
 
 int rc_put_stream(rc_client *c, const char *bucket, const char *key, uint64_t size,
-                  rc_read_at_fn read_at, void *arg, char *version_out, char *err,
-                  size_t errlen)
+                  rc_read_at_fn read_at, void *arg, char *version_out, char *err, size_t errlen)
 {
-    rc_put_req req = {.bucket = bucket, .key = key, .size = size, .read_at = read_at,
-                      .read_arg = arg};
+    rc_put_req req = {
+        .bucket = bucket, .key = key, .size = size, .read_at = read_at, .read_arg = arg};
     int rc = rc__req_run(c, (rc_req *)&req, RC_REQ_PUT);
     if (rc < 0) {
         if (err)
@@ -334,8 +339,8 @@ static void rc_warm_start(rc_client *c, rc_warm_req *req)
 
 /* warm --wait: a one-byte GET of each block's end joins the node's fill, so
  * the wave is done when every block is stored; progress every 200 ms. */
-static int rc_warm_wait(rc_client *c, rc_obj *o, uint64_t nb, rc_progress_fn progress,
-                        void *arg, char *err, size_t errlen)
+static int rc_warm_wait(rc_client *c, rc_obj *o, uint64_t nb, rc_progress_fn progress, void *arg,
+                        char *err, size_t errlen)
 {
     enum { WAVE = 256 };
     rc_item *items = calloc(WAVE, sizeof(*items));
@@ -433,8 +438,7 @@ int64_t rc_warm(rc_client *c, const char *bucket, const char *key, bool wait,
 
 /* ---- STATS ------------------------------------------------------------------------------ */
 
-static void rc_stats_line(const char *id, const char *addr, int code, const char *text,
-                          void *arg)
+static void rc_stats_line(const char *id, const char *addr, int code, const char *text, void *arg)
 {
     rc_stats_req *req = arg;
     rc_node_line *l = calloc(1, sizeof(*l));
@@ -497,23 +501,11 @@ void rc__req_start(rc_req *req)
 {
     rc_client *c = req->c;
     switch (req->type) {
-    case RC_REQ_CONNECT:
-        rc_connect_start(c, (rc_connect_req *)req);
-        break;
-    case RC_REQ_HEAD:
-        rc_head_start(c, (rc_head_req *)req);
-        break;
-    case RC_REQ_PUT:
-        rc_put_start(c, (rc_put_req *)req);
-        break;
-    case RC_REQ_WARM:
-        rc_warm_start(c, (rc_warm_req *)req);
-        break;
-    case RC_REQ_STATS:
-        rc_stats_start(c, (rc_stats_req *)req);
-        break;
-    default:
-        rc__req_finish(req, -EINVAL, "unknown request type");
-        break;
+    case RC_REQ_CONNECT: rc_connect_start(c, (rc_connect_req *)req); break;
+    case RC_REQ_HEAD: rc_head_start(c, (rc_head_req *)req); break;
+    case RC_REQ_PUT: rc_put_start(c, (rc_put_req *)req); break;
+    case RC_REQ_WARM: rc_warm_start(c, (rc_warm_req *)req); break;
+    case RC_REQ_STATS: rc_stats_start(c, (rc_stats_req *)req); break;
+    default: rc__req_finish(req, -EINVAL, "unknown request type"); break;
     }
 }

@@ -84,7 +84,7 @@ extern "C" {
 #endif
 
 #define RC_VERSION_MAX 130  /* a normalised ETag, NUL included */
-#define RC_ERR_MAX 2048     /* enough for every error sentence */
+#define RC_ERR_MAX     2048 /* enough for every error sentence */
 
 typedef struct rc_client rc_client;
 typedef struct rc_handle rc_handle;
@@ -95,70 +95,70 @@ typedef struct rc_config {
      * NULL or "": no cache tier, S3 only (rc_config_from_env fills it from
      * RINGCACHE_CACHE). Borrowed until rc_create returns. */
     const char *members;
-    const char *token;          /* tenant token (RINGCACHE_TOKEN); NULL: none */
-    s3_config s3;               /* S3 settings for HEAD/GET/PUT fallbacks and rc_list */
-    size_t page_cache_bytes;    /* RAM for pages; default 512 MiB */
-    uint32_t block_size;        /* 0 (default): the nodes' (HELLO); 1 MiB if none answers */
-    int max_threads;            /* reader threads sharing the client; default: cores */
-    int readahead_blocks;       /* window for sequential readers; default 16; 0: off.
+    const char *token;         /* tenant token (RINGCACHE_TOKEN); NULL: none */
+    s3_config s3;              /* S3 settings for HEAD/GET/PUT fallbacks and rc_list */
+    size_t page_cache_bytes;   /* RAM for pages; default 512 MiB */
+    uint32_t block_size;       /* 0 (default): the nodes' (HELLO); 1 MiB if none answers */
+    int max_threads;           /* reader threads sharing the client; default: cores */
+    int readahead_blocks;      /* window for sequential readers; default 16; 0: off.
                                    A stream that still waits for blocks doubles its
                                    window, up to 4x, within page cache pages /
                                    (4 x max_threads) */
-    int metadata_ttl_ms;        /* how long a HEAD is trusted; default 5000 */
-    int timeout_ms;             /* a node request with no answer fails; default 30000
+    int metadata_ttl_ms;       /* how long a HEAD is trusted; default 5000 */
+    int timeout_ms;            /* a node request with no answer fails; default 30000
                                    (longer than the nodes' fill deadline, 20 s) */
-    int connect_timeout_ms;     /* default 2000 */
-    int down_ms;                /* a failed node is skipped this long; default 5000 */
-    int max_inflight;           /* block requests the I/O thread keeps in flight; default 96 */
-    int connections_per_node;   /* kept-alive pipelined connections to each node, used in
+    int connect_timeout_ms;    /* default 2000 */
+    int down_ms;               /* a failed node is skipped this long; default 5000 */
+    int max_inflight;          /* block requests the I/O thread keeps in flight; default 96 */
+    int connections_per_node;  /* kept-alive pipelined connections to each node, used in
                                    turn (a node serves each on one of its worker threads);
                                    default 4, at most 16 */
-    uint32_t partial_read_max;  /* a scattered read needing at most this many bytes of an
+    uint32_t partial_read_max; /* a scattered read needing at most this many bytes of an
                                    uncached block fetches only them (no page); default
                                    block size / 4; 0: always whole blocks */
-    int spin_us;                /* a reader waiting for a small read (<= 256 KiB to fetch)
+    int spin_us;               /* a reader waiting for a small read (<= 256 KiB to fetch)
                                    polls for it this long, yielding its core, before it
                                    sleeps: one wake-up less on a round trip of tens of
                                    microseconds; default 200; 0: sleep at once. It polls
                                    only while small reads have been answered within this
                                    (behind a slower link it sleeps at once) */
-    bool small_reads_inline;    /* a small scattered read (one block's range of at most
+    bool small_reads_inline;   /* a small scattered read (one block's range of at most
                                    partial_read_max) is sent by the reader's own thread
                                    over a blocking connection to the owner (kept per node,
                                    up to 8 idle), not handed to the I/O thread and back;
                                    anything but a clean answer goes the I/O thread's way.
                                    Default true; not with tls */
-    bool cache_only;            /* this process never calls S3 itself: HEAD, GET, PUT and
+    bool cache_only;           /* this process never calls S3 itself: HEAD, GET, PUT and
                                    rc_list only through the nodes (which fill from S3 as
                                    usual); when no node can answer, or a node's own S3
                                    access failed, the call fails (-EHOSTDOWN, -EREMOTEIO)
                                    instead of asking S3 (a compute node with no S3
                                    credentials or route, or no direct S3 cost allowed) */
-    bool no_fill;               /* ask the nodes not to fill from S3: a block they do not
+    bool no_fill;              /* ask the nodes not to fill from S3: a block they do not
                                    have is read from S3 directly, or fails with -ENODATA
                                    under cache_only (checking that a warm holds an object,
                                    or a read that must not cost the nodes' S3 anything) */
-    int hedge_ms;               /* a request to a node that has sent nothing for this
+    int hedge_ms;              /* a request to a node that has sent nothing for this
                                    long, and then does not answer a PING within twice as
                                    long, is also sent to the next owner (and the node is
                                    marked down): a stopped node costs about 3x this, not
                                    timeout_ms; default 500 (RINGCACHE_HEDGE_MS); 0: off.
                                    A small read on the reader's own connection gives up
                                    after this much silence and takes the I/O thread's way */
-    bool prefault;              /* back the whole page cache with memory in rc_create
+    bool prefault;             /* back the whole page cache with memory in rc_create
                                    (RINGCACHE_PREFAULT=1), as memcached -L does: a
                                    long-lived compute node pays the first-touch page
                                    faults at start-up instead of in its first reads
                                    (costly on VMs whose memory the host maps lazily).
                                    rc_create takes longer; RSS is the page cache at once */
-    bool cache_scans;           /* RC_READ_SCAN reads keep what they fetch in the page
+    bool cache_scans;          /* RC_READ_SCAN reads keep what they fetch in the page
                                    cache (as pages read once, the first to go), so a
                                    long-lived process answers the same scan again from
                                    RAM (a compute server: RINGCACHE_CACHE_SCANS=1). Off
                                    by default: a scan's whole blocks then land straight
                                    in the caller's buffer, one copy less per byte, and
                                    nothing of it is kept */
-    bool huge_pages;            /* back the page cache with transparent huge pages where
+    bool huge_pages;           /* back the page cache with transparent huge pages where
                                    the kernel allows (RINGCACHE_HUGE_PAGES=1): one page
                                    fault per 2 MiB instead of per 4 KiB, fewer TLB
                                    misses (hits copy 15-30% faster). On with prefault
@@ -174,8 +174,8 @@ typedef struct rc_config {
      * while the connection goes to the target's address. A node that fails the
      * handshake is down for the client; with cache_only the error of rc_open
      * names the failure (e.g. "certificate verify failed: hostname mismatch"). */
-    bool tls;                   /* RINGCACHE_CACHE_TLS=1 */
-    const char *tls_ca;         /* PEM file of the CAs that signed the nodes' certificates
+    bool tls;           /* RINGCACHE_CACHE_TLS=1 */
+    const char *tls_ca; /* PEM file of the CAs that signed the nodes' certificates
                                    (RINGCACHE_CACHE_TLS_CA); NULL: the system's. Needs tls.
                                    Borrowed until rc_create returns */
     /* dns: members: the DNS server to ask ("IP" or "IP:PORT", e.g.
@@ -184,7 +184,7 @@ typedef struct rc_config {
      * NULL: /etc/resolv.conf. Ignored by static lists and files. Borrowed until
      * rc_create returns. */
     const char *dns_server;
-    unsigned dns_interval_ms;   /* dns: how often the name is re-resolved (a change
+    unsigned dns_interval_ms; /* dns: how often the name is re-resolved (a change
                                    rebuilds the ring: rc_members follows); 0: 10000 */
     /* Told once per node, the first time it fails or its S3 does: a sentence
      * naming the node (id and address) and why (connection refused, timed out,
@@ -270,8 +270,7 @@ void rc_last_error(rc_handle *h, char *out, size_t cap);
  * (RC_VERSION_MAX, may be NULL) receives it. 0 or -errno (sentence in err). */
 typedef int64_t (*rc_read_at_fn)(void *arg, void *buf, size_t len, uint64_t off);
 int rc_put_stream(rc_client *c, const char *bucket, const char *key, uint64_t size,
-                  rc_read_at_fn read_at, void *arg, char *version_out, char *err,
-                  size_t errlen);
+                  rc_read_at_fn read_at, void *arg, char *version_out, char *err, size_t errlen);
 /* The same from a buffer (borrowed for the call). */
 int rc_put(rc_client *c, const char *bucket, const char *key, const void *data, size_t len,
            char *version_out, char *err, size_t errlen);
@@ -294,36 +293,36 @@ int rc_list(rc_client *c, const char *bucket, const char *pattern, s3_object_fn 
 /* Every node's counters (Prometheus text): fn once per member (text NULL and
  * code < 0 when unreachable), on the calling thread. 0, or the number of
  * nodes that failed. */
-typedef void (*rc_node_text_fn)(const char *member_id, const char *addr, int code,
-                                const char *text, void *arg);
+typedef void (*rc_node_text_fn)(const char *member_id, const char *addr, int code, const char *text,
+                                void *arg);
 int rc_node_stats(rc_client *c, rc_node_text_fn fn, void *arg);
 
 typedef struct rc_stats {
     uint64_t preads;
-    uint64_t hits;              /* blocks served from the page cache */
-    uint64_t misses;            /* blocks a read had to fetch or wait for */
-    uint64_t stalls;            /* preads that had to start a fetch themselves */
-    uint64_t waits;             /* blocks a read waited for (another's or read-ahead fill) */
-    uint64_t readahead_fetches; /* blocks fetched ahead of use */
-    uint64_t partial_fetches;   /* scattered reads and RC_READ_SCAN edges fetched as a
+    uint64_t hits;               /* blocks served from the page cache */
+    uint64_t misses;             /* blocks a read had to fetch or wait for */
+    uint64_t stalls;             /* preads that had to start a fetch themselves */
+    uint64_t waits;              /* blocks a read waited for (another's or read-ahead fill) */
+    uint64_t readahead_fetches;  /* blocks fetched ahead of use */
+    uint64_t partial_fetches;    /* scattered reads and RC_READ_SCAN edges fetched as a
                                    range, no page */
-    uint64_t node_blocks;       /* block requests answered by nodes */
-    uint64_t inline_reads;      /* of them, small reads done on the reader's thread */
-    uint64_t failovers;         /* blocks asked of a next owner after a node failed */
-    uint64_t hedges;            /* requests also sent to a next owner because the node
+    uint64_t node_blocks;        /* block requests answered by nodes */
+    uint64_t inline_reads;       /* of them, small reads done on the reader's thread */
+    uint64_t failovers;          /* blocks asked of a next owner after a node failed */
+    uint64_t hedges;             /* requests also sent to a next owner because the node
                                    had sent nothing for hedge_ms nor answered a PING, plus
                                    small reads given up on the reader's connection after
                                    hedge_ms of silence */
-    uint64_t hedge_wins;        /* of them, answered by the next owner first */
-    uint64_t fallbacks;         /* block reads that went to S3 directly */
+    uint64_t hedge_wins;         /* of them, answered by the next owner first */
+    uint64_t fallbacks;          /* block reads that went to S3 directly */
     uint64_t upstream_fallbacks; /* of them, because the node's own S3 access failed */
-    uint64_t head_fallbacks;    /* HEADs and PUTs that went to S3 directly */
-    uint64_t stale;             /* reads that found the version changed */
-    uint64_t meta_hits;         /* rc_open served by the metadata cache */
-    uint64_t bytes;             /* bytes returned by rc_pread */
-    uint64_t node_bytes;        /* bytes of block reads the cache nodes answered */
-    uint64_t s3_bytes;          /* bytes of block reads from S3 directly (fallbacks) */
-    uint64_t scan_direct;       /* whole blocks of RC_READ_SCAN reads fetched straight
+    uint64_t head_fallbacks;     /* HEADs and PUTs that went to S3 directly */
+    uint64_t stale;              /* reads that found the version changed */
+    uint64_t meta_hits;          /* rc_open served by the metadata cache */
+    uint64_t bytes;              /* bytes returned by rc_pread */
+    uint64_t node_bytes;         /* bytes of block reads the cache nodes answered */
+    uint64_t s3_bytes;           /* bytes of block reads from S3 directly (fallbacks) */
+    uint64_t scan_direct;        /* whole blocks of RC_READ_SCAN reads fetched straight
                                    into the caller's buffer (no page) */
 } rc_stats;
 

@@ -188,8 +188,8 @@ static void pc__free_all(pc_cache *c, unsigned ninit)
             }
             pc__meta_free(c, s->slots, sizeof(struct pc_page) * s->nslots);
             pc__meta_free(c, s->buckets, sizeof(struct pc_page *) * (s->bucket_mask + 1u));
-            pc__meta_free(c, s->ghost, sizeof(struct pc_ghost_entry) * PC__GHOST_WAYS *
-                                           s->ghost_nbuckets);
+            pc__meta_free(c, s->ghost,
+                          sizeof(struct pc_ghost_entry) * PC__GHOST_WAYS * s->ghost_nbuckets);
             if (i < ninit) {
                 pthread_cond_destroy(&s->filled);
                 pthread_mutex_destroy(&s->lock);
@@ -232,8 +232,8 @@ static int pc__shard_init(pc_cache *c, struct pc_shard *s, uint32_t nslots)
     if (c->policy == PC_POLICY_S3FIFO) {
         s->ghost_cap = nslots > s->small_target ? nslots - s->small_target : 1;
         s->ghost_nbuckets = pc__s3fifo_ghost_buckets((uint32_t)s->ghost_cap);
-        s->ghost = pc__meta_alloc(c, sizeof(struct pc_ghost_entry) * PC__GHOST_WAYS *
-                                         s->ghost_nbuckets);
+        s->ghost =
+            pc__meta_alloc(c, sizeof(struct pc_ghost_entry) * PC__GHOST_WAYS * s->ghost_nbuckets);
         if (!s->ghost)
             return -ENOMEM;
     }
@@ -305,8 +305,8 @@ int pc_create(pc_cache **out, const pc_config *cfg)
             return rc;
         }
     }
-    assert(c->overhead <= PC_OVERHEAD_PER_PAGE * npages + PC_OVERHEAD_PER_SHARD * nshards +
-                              PC_OVERHEAD_FIXED);
+    assert(c->overhead <=
+           PC_OVERHEAD_PER_PAGE * npages + PC_OVERHEAD_PER_SHARD * nshards + PC_OVERHEAD_FIXED);
     *out = c;
     return 0;
 }
@@ -603,10 +603,8 @@ const char *pc_policy_name(pc_policy policy)
 {
     switch (policy) {
     case PC_POLICY_DEFAULT:
-    case PC_POLICY_S3FIFO:
-        return "s3fifo";
-    case PC_POLICY_LRU:
-        return "lru";
+    case PC_POLICY_S3FIFO: return "s3fifo";
+    case PC_POLICY_LRU: return "lru";
     }
     return NULL;
 }

@@ -95,9 +95,9 @@ extern "C" {
 #endif
 
 /* Fixed overhead bounds (bytes requested from the allocator at pc_create()). */
-#define PC_OVERHEAD_PER_PAGE 160u
+#define PC_OVERHEAD_PER_PAGE  160u
 #define PC_OVERHEAD_PER_SHARD 1024u
-#define PC_OVERHEAD_FIXED 4096u
+#define PC_OVERHEAD_FIXED     4096u
 
 /* Most shards a cache will use; the automatic choice keeps >= 64 pages each. */
 #define PC_MAX_SHARDS 256u
@@ -245,7 +245,7 @@ void pc_stats_get(pc_cache *cache, pc_stats *out);
 size_t pc_page_size(const pc_cache *cache);
 size_t pc_capacity_pages(const pc_cache *cache); /* capacity / page_size */
 unsigned pc_shards(const pc_cache *cache);
-pc_policy pc_policy_of(const pc_cache *cache); /* never PC_POLICY_DEFAULT */
+pc_policy pc_policy_of(const pc_cache *cache);   /* never PC_POLICY_DEFAULT */
 size_t pc_overhead_bytes(const pc_cache *cache); /* the fixed overhead, exact */
 
 /* "lru", "s3fifo", or NULL for an unknown value; PC_POLICY_DEFAULT gives the

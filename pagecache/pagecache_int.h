@@ -33,20 +33,20 @@ struct pc_shard;
 
 struct pc_page {
     pc_key key;
-    uint64_t hash;          /* pc__mix(key) */
-    struct pc_page *hnext;  /* hash chain, or free list */
-    struct pc_page *prev;   /* queue, towards the head */
-    struct pc_page *next;   /* queue, towards the tail */
-    unsigned char *buf;     /* page_size bytes once allocated; owned */
+    uint64_t hash;         /* pc__mix(key) */
+    struct pc_page *hnext; /* hash chain, or free list */
+    struct pc_page *prev;  /* queue, towards the head */
+    struct pc_page *next;  /* queue, towards the tail */
+    unsigned char *buf;    /* page_size bytes once allocated; owned */
     struct pc_shard *shard;
-    size_t len;             /* valid bytes when READY */
+    size_t len; /* valid bytes when READY */
     uint32_t pins;
-    uint32_t waiters;       /* threads sleeping on this page's fill */
-    int err;                /* the -errno of a FAILED fill */
-    uint8_t state;          /* enum pc__state */
-    uint8_t queue;          /* PC__Q_* */
-    uint8_t freq;           /* S3-FIFO: hits, capped at 3 */
-    uint8_t flags;          /* PC__F_* */
+    uint32_t waiters; /* threads sleeping on this page's fill */
+    int err;          /* the -errno of a FAILED fill */
+    uint8_t state;    /* enum pc__state */
+    uint8_t queue;    /* PC__Q_* */
+    uint8_t freq;     /* S3-FIFO: hits, capped at 3 */
+    uint8_t flags;    /* PC__F_* */
 };
 
 /* Doubly linked list, head = newest, tail = next to leave. */
@@ -71,17 +71,17 @@ struct pc_shard {
     pthread_cond_t filled; /* broadcast when a fill completes */
     struct pc_page **buckets;
     uint32_t bucket_mask;
-    uint32_t nslots;       /* pages this shard may hold */
-    uint32_t nalloc;       /* slots whose buffer is allocated */
+    uint32_t nslots; /* pages this shard may hold */
+    uint32_t nalloc; /* slots whose buffer is allocated */
     uint32_t npinned;
-    uint32_t ncached;      /* FILLING + READY */
+    uint32_t ncached; /* FILLING + READY */
     struct pc_page *slots;
     struct pc_page *free_list;
     struct pc_queue small; /* LRU: the one list; S3-FIFO: the small FIFO */
     struct pc_queue main;  /* S3-FIFO: the main FIFO */
     uint32_t small_target; /* S3-FIFO: small FIFO share of nslots */
     uint32_t ghost_nbuckets;
-    uint64_t ghost_cap;    /* entries older than this many drops are gone */
+    uint64_t ghost_cap; /* entries older than this many drops are gone */
     uint64_t ghost_clock;
     struct pc_ghost_entry *ghost;
     /* counters, under lock */

@@ -75,8 +75,8 @@ extern "C" {
 #endif
 
 #define RING_TABLE_BITS_DEFAULT 20u
-#define RING_TABLE_BITS_MIN 8u
-#define RING_TABLE_BITS_MAX 24u
+#define RING_TABLE_BITS_MIN     8u
+#define RING_TABLE_BITS_MAX     24u
 /* Members per ring: table entries are uint16_t member indices. */
 #define RING_MEMBERS_MAX 65535u
 /* Weights are 1..RING_WEIGHT_MAX; 0 in the input means the default, 1. */
@@ -92,15 +92,15 @@ extern "C" {
  * client verifies when it dials `addr`. It does not affect placement either;
  * NULL or "" in the input reads back as NULL. */
 struct ring_member {
-	const char *id;
-	const char *addr;
-	uint32_t weight;
-	const char *host;
+    const char *id;
+    const char *addr;
+    uint32_t weight;
+    const char *host;
 };
 
 struct ring_options {
-	/* log2 of the slot table size, RING_TABLE_BITS_MIN..MAX; 0 = default. */
-	unsigned table_bits;
+    /* log2 of the slot table size, RING_TABLE_BITS_MIN..MAX; 0 = default. */
+    unsigned table_bits;
 };
 
 struct ring;
@@ -114,7 +114,7 @@ struct ring;
  * `why` is not NULL, writes a sentence naming the bad member and the fix into
  * why[0..why_len). Runs synchronously; the cost is N * 2^table_bits hashes. */
 int ring_create(struct ring **out, const struct ring_member *members, size_t n,
-		const struct ring_options *opts, char *why, size_t why_len);
+                const struct ring_options *opts, char *why, size_t why_len);
 
 /* Drops the creator's reference; same as ring_unref(). Accepts NULL and *r ==
  * NULL; sets *r to NULL. */
@@ -133,11 +133,11 @@ void ring_unref(struct ring **r);
  * the ring. n == 1 is one hash and one table load; each further owner costs
  * one hash per member. */
 int ring_lookup(const struct ring *r, const void *key, size_t key_len,
-		const struct ring_member **owners, size_t n);
+                const struct ring_member **owners, size_t n);
 
 /* As ring_lookup(), for a key already hashed with XXH3-64 (seed 0). */
-int ring_lookup_hash(const struct ring *r, uint64_t hash,
-		     const struct ring_member **owners, size_t n);
+int ring_lookup_hash(const struct ring *r, uint64_t hash, const struct ring_member **owners,
+                     size_t n);
 
 /* The XXH3-64 (seed 0) that ring_lookup() computes for a key. */
 uint64_t ring_hash_key(const void *key, size_t key_len);

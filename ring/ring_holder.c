@@ -31,62 +31,62 @@
 #include <stdlib.h>
 
 struct ring_holder {
-	_Atomic(struct ring *) cur;
-	atomic_uint epoch;
-	atomic_uint active[2];
-	pthread_mutex_t swap_lock;
+    _Atomic(struct ring *) cur;
+    atomic_uint epoch;
+    atomic_uint active[2];
+    pthread_mutex_t swap_lock;
 };
 
 int ring_holder_create(struct ring_holder **out, struct ring *initial)
 {
-	struct ring_holder *h = calloc(1, sizeof *h);
-	if (h == NULL)
-		return -ENOMEM;
-	int rc = pthread_mutex_init(&h->swap_lock, NULL);
-	if (rc != 0) {
-		free(h);
-		return -rc;
-	}
-	atomic_init(&h->cur, initial);
-	atomic_init(&h->epoch, 0);
-	atomic_init(&h->active[0], 0);
-	atomic_init(&h->active[1], 0);
-	*out = h;
-	return 0;
+    struct ring_holder *h = calloc(1, sizeof *h);
+    if (h == NULL)
+        return -ENOMEM;
+    int rc = pthread_mutex_init(&h->swap_lock, NULL);
+    if (rc != 0) {
+        free(h);
+        return -rc;
+    }
+    atomic_init(&h->cur, initial);
+    atomic_init(&h->epoch, 0);
+    atomic_init(&h->active[0], 0);
+    atomic_init(&h->active[1], 0);
+    *out = h;
+    return 0;
 }
 
 void ring_holder_destroy(struct ring_holder **hp)
 {
-	if (hp == NULL || *hp == NULL)
-		return;
-	struct ring_holder *h = *hp;
-	*hp = NULL;
-	struct ring *r = atomic_exchange(&h->cur, NULL);
-	ring_unref(&r);
-	pthread_mutex_destroy(&h->swap_lock);
-	free(h);
+    if (hp == NULL || *hp == NULL)
+        return;
+    struct ring_holder *h = *hp;
+    *hp = NULL;
+    struct ring *r = atomic_exchange(&h->cur, NULL);
+    ring_unref(&r);
+    pthread_mutex_destroy(&h->swap_lock);
+    free(h);
 }
 
 struct ring *ring_holder_acquire(struct ring_holder *h)
 {
-	unsigned e = atomic_load(&h->epoch) & 1u;
-	atomic_fetch_add(&h->active[e], 1);
-	struct ring *r = atomic_load(&h->cur);
-	if (r != NULL)
-		ring_ref(r);
-	atomic_fetch_sub(&h->active[e], 1);
-	return r;
+    unsigned e = atomic_load(&h->epoch) & 1u;
+    atomic_fetch_add(&h->active[e], 1);
+    struct ring *r = atomic_load(&h->cur);
+    if (r != NULL)
+        ring_ref(r);
+    atomic_fetch_sub(&h->active[e], 1);
+    return r;
 }
 
 void ring_holder_swap(struct ring_holder *h, struct ring *next)
 {
-	pthread_mutex_lock(&h->swap_lock);
-	struct ring *old = atomic_exchange(&h->cur, next);
-	for (int round = 0; round < 2; round++) {
-		unsigned e = atomic_fetch_add(&h->epoch, 1) & 1u;
-		while (atomic_load(&h->active[e]) != 0)
-			sched_yield();
-	}
-	pthread_mutex_unlock(&h->swap_lock);
-	ring_unref(&old);
+    pthread_mutex_lock(&h->swap_lock);
+    struct ring *old = atomic_exchange(&h->cur, next);
+    for (int round = 0; round < 2; round++) {
+        unsigned e = atomic_fetch_add(&h->epoch, 1) & 1u;
+        while (atomic_load(&h->active[e]) != 0)
+            sched_yield();
+    }
+    pthread_mutex_unlock(&h->swap_lock);
+    ring_unref(&old);
 }

@@ -594,13 +594,15 @@ int main(int argc, char **argv)
 
     printf("\n| figure | store | baseline | ratio (median of rounds) | goal |\n");
     printf("|---|---|---|---|---|\n");
-    printf("| read 1 MiB, cold RAM tier, io_uring QD%d | %.0f MiB/s | raw O_DIRECT io_uring %.0f MiB/s | %.2f | >= 0.8 |\n",
-           QD, rd.store, rd.raw, rd.ratio);
+    printf(
+        "| read 1 MiB, cold RAM tier, io_uring QD%d | %.0f MiB/s | raw O_DIRECT io_uring %.0f MiB/s | %.2f | >= 0.8 |\n",
+        QD, rd.store, rd.raw, rd.ratio);
     printf("| read 1 MiB, thread-pool mode | | raw O_DIRECT io_uring | %.2f | - |\n", thr);
-    printf("| write 1 MiB while evicting (durable) | %.0f MiB/s | raw O_DIRECT sequential %.0f MiB/s | %.2f | >= 0.7 |\n",
-           wr.store, wr.raw, wr.ratio);
-    printf("| RAM-tier hit + copy-out | %.0f MiB/s | memcpy %.0f MiB/s | %.2f | >= 0.5 |\n", ram.store,
-           ram.raw, ram.ratio);
+    printf(
+        "| write 1 MiB while evicting (durable) | %.0f MiB/s | raw O_DIRECT sequential %.0f MiB/s | %.2f | >= 0.7 |\n",
+        wr.store, wr.raw, wr.ratio);
+    printf("| RAM-tier hit + copy-out | %.0f MiB/s | memcpy %.0f MiB/s | %.2f | >= 0.5 |\n",
+           ram.store, ram.raw, ram.ratio);
     printf("| restart, %u index entries | %.2f s | | | |\n", entries, open_s);
     printf("| index bytes per entry (1 MiB block: 16 checksums + identity) | %.0f | | | |\n", bpe);
     printf("| writes that waited for eviction | %.3f per block | | | |\n", waits);
@@ -610,8 +612,9 @@ int main(int argc, char **argv)
     printf("| LRU  | %.3f | %.3f (%llu) |\n", h_lf, h_lr, (unsigned long long)r4);
     (void)r1, (void)r3;
     printf("%s\n", BENCH_RATIO_CONVENTION);
-    printf("\nblockstore: read_vs_raw=%.2f write_vs_raw=%.2f ram_vs_memcpy=%.2f restart_1m_entries_s=%.2f index_bytes_per_entry=%.0f\n",
-           rd.ratio, wr.ratio, ram.ratio, open_s, bpe);
+    printf(
+        "\nblockstore: read_vs_raw=%.2f write_vs_raw=%.2f ram_vs_memcpy=%.2f restart_1m_entries_s=%.2f index_bytes_per_entry=%.0f\n",
+        rd.ratio, wr.ratio, ram.ratio, open_s, bpe);
     event_base_free(base);
     bst_rmdir(root);
     return 0;

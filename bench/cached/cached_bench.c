@@ -75,8 +75,6 @@ static void die(const char *what)
     exit(1);
 }
 
-
-
 /* ---- a node ----------------------------------------------------------------- */
 
 typedef struct {
@@ -97,12 +95,39 @@ static void node_start(node_t *n, const char *name, const char *s3_endpoint, con
         mkdir(n->dir, 0755);
     snprintf(pf, sizeof(pf), "%s/../%s.port", n->dir, name);
     snprintf(af, sizeof(af), "%s/../%s.admin", n->dir, name);
-    const char *argv[] = {bin, "--node-id", "bench-0", "--listen", "127.0.0.1", "--port", "0",
-                          "--port-file", pf, "--admin-listen", "127.0.0.1", "--admin-port", "0",
-                          "--admin-port-file", af, "--data-dir", n->dir, "--ssd-capacity",
-                          "2GiB", "--ram-capacity", ram, "--threads", "2", "--no-sync",
-                          "--s3-endpoint", s3_endpoint, "--s3-access-key", "S3RVER",
-                          "--s3-secret-key", "S3RVER", "--log-level", "warn", NULL};
+    const char *argv[] = {bin,
+                          "--node-id",
+                          "bench-0",
+                          "--listen",
+                          "127.0.0.1",
+                          "--port",
+                          "0",
+                          "--port-file",
+                          pf,
+                          "--admin-listen",
+                          "127.0.0.1",
+                          "--admin-port",
+                          "0",
+                          "--admin-port-file",
+                          af,
+                          "--data-dir",
+                          n->dir,
+                          "--ssd-capacity",
+                          "2GiB",
+                          "--ram-capacity",
+                          ram,
+                          "--threads",
+                          "2",
+                          "--no-sync",
+                          "--s3-endpoint",
+                          s3_endpoint,
+                          "--s3-access-key",
+                          "S3RVER",
+                          "--s3-secret-key",
+                          "S3RVER",
+                          "--log-level",
+                          "warn",
+                          NULL};
     const char *all[48];
     int k = 0;
     for (int i = 0; argv[i]; i++)
@@ -234,8 +259,8 @@ static double load_run(int port, const char *version, uint64_t size, uint64_t ta
     snprintf(l.version, sizeof(l.version), "%s", version);
     l.conns = calloc((size_t)k, sizeof(*l.conns));
     for (int i = 0; i < k; i++) {
-        cc_config cc = {"127.0.0.1", port, NULL, 0, "bench", 2000, 60000, g_tls_ca != NULL,
-                        g_tls_ca, NULL};
+        cc_config cc = {"127.0.0.1",      port,     NULL, 0, "bench", 2000, 60000,
+                        g_tls_ca != NULL, g_tls_ca, NULL};
         l.conns[i].l = &l;
         l.conns[i].buf = malloc((size_t)depth << 20);
         if (cc_conn_create(&l.conns[i].c, l.base, &cc) < 0)
@@ -273,8 +298,8 @@ static void one_cb(const cc_result *r, void *arg)
 }
 
 /* 64 KiB random reads, one at a time, latency each (ms). */
-static void ours_random(int port, const char *version, uint64_t size, const uint64_t *offs,
-                        int n, double *lat)
+static void ours_random(int port, const char *version, uint64_t size, const uint64_t *offs, int n,
+                        double *lat)
 {
     struct event_base *base = event_base_new();
     cc_conn *c;
@@ -306,7 +331,6 @@ static void ours_random(int port, const char *version, uint64_t size, const uint
 }
 
 /* ---- nginx -------------------------------------------------------------------- */
-
 
 typedef struct {
     size_t got;
@@ -447,8 +471,12 @@ static void ranged_launch(ranged_load *l)
 {
     while (!l->failed && l->inflight < l->parallel && l->next < l->end) {
         uint64_t len = l->end - l->next < (1u << 20) ? l->end - l->next : (1u << 20);
-        s3_get_args a = {.bucket = bucket, .key = okey, .offset = l->next, .length = len,
-                         .buf = l->buf + l->next, .cap = len};
+        s3_get_args a = {.bucket = bucket,
+                         .key = okey,
+                         .offset = l->next,
+                         .length = len,
+                         .buf = l->buf + l->next,
+                         .cap = len};
         if (s3_get(l->c, &a, ranged_done, l) < 0) {
             l->failed = 1;
             break;
@@ -574,8 +602,13 @@ int main(int argc, char **argv)
     s3_sync_create(&direct, &dc);
     s3_error err;
     char etag[S3_ETAG_MAX];
-    s3_sync_put_args pa = {.bucket = bucket, .key = okey, .fd = -1, .data = data, .size = size,
-                           .part_size = 16u << 20, .parallel = 4};
+    s3_sync_put_args pa = {.bucket = bucket,
+                           .key = okey,
+                           .fd = -1,
+                           .data = data,
+                           .size = size,
+                           .part_size = 16u << 20,
+                           .parallel = 4};
     fprintf(stderr, "uploading %d MiB ...\n", size_mib);
     if (s3_sync_put(direct, &pa, etag, &err) < 0)
         die(err.message);
@@ -586,8 +619,8 @@ int main(int argc, char **argv)
     s3_sync *via;
     s3_sync_create(&via, &mc);
     uint8_t *buf = malloc(size);
-    s3_sync_get_args ga = {.bucket = bucket, .key = okey, .fd = -1, .buf = buf, .cap = size,
-                           .parallel = 1};
+    s3_sync_get_args ga = {
+        .bucket = bucket, .key = okey, .fd = -1, .buf = buf, .cap = size, .parallel = 1};
     double t0 = now_s();
     if (s3_sync_get(via, &ga, &err) != (int64_t)size)
         die(err.message);
@@ -627,7 +660,8 @@ int main(int argc, char **argv)
 
     /* random 64 KiB ranges vs nginx, both warm, interleaved in batches */
     int nport;
-    double ram_used_mib = node_metric(&n, "ringcached_capacity_used_bytes{tier=\"ram\"}") / 1048576.0;
+    double ram_used_mib =
+        node_metric(&n, "ringcached_capacity_used_bytes{tier=\"ram\"}") / 1048576.0;
     h_proc *ngx;
     if (h_nginx_start(env, &ngx, h_s3model_port(model), &nport) < 0)
         die("cannot start nginx (apt-get install nginx)");
@@ -711,8 +745,9 @@ int main(int argc, char **argv)
     printf("| warm RAM tier, 1 MiB blocks, 4 connections | %.2f GiB/s | iperf3 -P 4: %.2f GiB/s | "
            "%.2f |\n",
            ram_gib, ip_gib, ram_gib / ip_gib);
-    printf("| warm, same client concurrency | %.2f GiB/s | nginx slice cache: %.2f GiB/s | %.2f |\n",
-           ram_gib, ng_gib, ram_gib / ng_gib);
+    printf(
+        "| warm, same client concurrency | %.2f GiB/s | nginx slice cache: %.2f GiB/s | %.2f |\n",
+        ram_gib, ng_gib, ram_gib / ng_gib);
     printf("| CPU-seconds per GiB served | %.3f | nginx: %.3f | %.2f |\n", cpu_ours / gib_ours,
            cpu_ng / gib_ng, (cpu_ours / gib_ours) / (cpu_ng / gib_ng));
     printf("| 64 KiB random reads, p50 / p99 (%d) | %.3f / %.3f ms | nginx: %.3f / %.3f ms | "

@@ -58,7 +58,7 @@
 #include "../bench.h"
 #include "../bench_profile.h"
 
-#define KEY "bench/object.bin"
+#define KEY  "bench/object.bin"
 #define RUNS 3
 
 static size_t pread_size = 16u << 20;
@@ -238,8 +238,9 @@ static void hot_reread(const char *members, const s3_config *s3, const unsigned 
     rc_stats st;
     rc_stats_get(c, &st);
     if (st.misses > bytes / rc_block_size(c)) {
-        fprintf(stderr, "client_bench: the hot re-reads missed the page cache (%" PRIu64
-                " misses)\n", st.misses);
+        fprintf(stderr,
+                "client_bench: the hot re-reads missed the page cache (%" PRIu64 " misses)\n",
+                st.misses);
         exit(1);
     }
     *hit_mib_s = bench_median(hit, N);
@@ -255,9 +256,15 @@ static double s3_read(s3_sync *s, uint64_t off, uint64_t len, void *buf, int par
                       uint64_t part)
 {
     s3_error err;
-    s3_sync_get_args ga = {.bucket = H_S3_DEFAULT_BUCKET, .key = KEY, .offset = off,
-                           .length = len, .fd = -1, .buf = buf, .cap = len,
-                           .parallel = parallel, .part_size = part};
+    s3_sync_get_args ga = {.bucket = H_S3_DEFAULT_BUCKET,
+                           .key = KEY,
+                           .offset = off,
+                           .length = len,
+                           .fd = -1,
+                           .buf = buf,
+                           .cap = len,
+                           .parallel = parallel,
+                           .part_size = part};
     double t0 = now_s();
     int64_t n = s3_sync_get(s, &ga, &err);
     double t = now_s() - t0;
@@ -268,7 +275,6 @@ static double s3_read(s3_sync *s, uint64_t off, uint64_t len, void *buf, int par
     }
     return t;
 }
-
 
 /* Ranged GETs on a kept-alive async S3 client (no HEAD first: nginx's slice
  * module answers a HEAD with 500). */
@@ -303,8 +309,12 @@ static void rr_launch(rr_state *st)
 {
     while (!st->failed && st->inflight < st->parallel && st->next < st->end) {
         uint64_t len = st->end - st->next < st->part ? st->end - st->next : st->part;
-        s3_get_args a = {.bucket = H_S3_DEFAULT_BUCKET, .key = KEY, .offset = st->next,
-                         .length = len, .buf = st->buf + (st->next - st->off0), .cap = len};
+        s3_get_args a = {.bucket = H_S3_DEFAULT_BUCKET,
+                         .key = KEY,
+                         .offset = st->next,
+                         .length = len,
+                         .buf = st->buf + (st->next - st->off0),
+                         .cap = len};
         if (s3_get(st->rc->c, &a, rr_done, st) < 0) {
             st->failed = 1;
             break;
@@ -447,8 +457,19 @@ int main(int argc, char **argv)
         snprintf(nm, sizeof(nm), "n%d", i);
         snprintf(port, sizeof(port), "%d", ports[i]);
         snprintf(bs, sizeof(bs), "%dMiB", block_mib);
-        const char *extra[] = {"--port", port, "--members", members, "--ssd-capacity", "4GiB",
-                               "--block-size", bs, "--region-size", "64MiB", "--ram-capacity", ram, NULL};
+        const char *extra[] = {"--port",
+                               port,
+                               "--members",
+                               members,
+                               "--ssd-capacity",
+                               "4GiB",
+                               "--block-size",
+                               bs,
+                               "--region-size",
+                               "64MiB",
+                               "--ram-capacity",
+                               ram,
+                               NULL};
         t_node_start(env, &nodes[i], nm, h_s3model_endpoint(model), extra);
     }
     pid_t node_pids[3];
@@ -462,8 +483,12 @@ int main(int argc, char **argv)
         s3_error err;
         char etag[S3_ETAG_MAX];
         s3_sync_create(&s, &direct);
-        s3_sync_put_args pa = {.bucket = H_S3_DEFAULT_BUCKET, .key = KEY, .fd = -1,
-                               .data = data, .size = size, .part_size = 64u << 20,
+        s3_sync_put_args pa = {.bucket = H_S3_DEFAULT_BUCKET,
+                               .key = KEY,
+                               .fd = -1,
+                               .data = data,
+                               .size = size,
+                               .part_size = 64u << 20,
                                .parallel = 4};
         if (s3_sync_put(s, &pa, etag, &err) < 0) {
             fprintf(stderr, "client_bench: put: %s\n", err.message);
@@ -473,8 +498,8 @@ int main(int argc, char **argv)
     }
     printf("client_bench: %zu MiB object, S3 model 30 ms + 100 MiB/s per connection, "
            "3 ringcached nodes (%d MiB blocks, RAM tier %d MiB each, SSD behind), %zu MiB "
-           "preads, read-ahead %d blocks\n", mib, block_mib, ram_mib, pread_size >> 20,
-           ra_blocks);
+           "preads, read-ahead %d blocks\n",
+           mib, block_mib, ram_mib, pread_size >> 20, ra_blocks);
 
     /* single stream through the model, into memory already touched (as every
      * reader below reads into touched memory) */
@@ -500,8 +525,9 @@ int main(int argc, char **argv)
     double t_cold = read_through(members, &via_model, data, size, buf, &st, true, NULL, NULL);
     double cold_self = self_cpu_s() - c0, cold_nodes = nodes_cpu_s(node_pids) - n0;
     printf("cold via 3 nodes:    %7.2f s  %7.1f MiB/s  (stalls %" PRIu64 ", read-ahead %" PRIu64
-           "; CPU-s/GiB client %.2f + nodes %.2f)\n", t_cold, (double)mib / t_cold, st.stalls,
-           st.readahead_fetches, cold_self * 1024 / (double)mib, cold_nodes * 1024 / (double)mib);
+           "; CPU-s/GiB client %.2f + nodes %.2f)\n",
+           t_cold, (double)mib / t_cold, st.stalls, st.readahead_fetches,
+           cold_self * 1024 / (double)mib, cold_nodes * 1024 / (double)mib);
 
     int nginx_port = 0;
     h_proc *ngx = NULL;
@@ -555,24 +581,24 @@ int main(int argc, char **argv)
     double t_fresh = read_through(members, &via_model, data, size, buf, &st, false, NULL, NULL);
     c1 = self_cpu_s() - c1;
     printf("warm via 3 nodes:    %7.2f s  %7.1f MiB/s  (median of %d, empty page cache; "
-           "CPU-s/GiB client + nodes %.2f)\n", t_warm, (double)mib / t_warm, RUNS,
-           cpu_warm * 1024 / ((double)mib * RUNS));
+           "CPU-s/GiB client + nodes %.2f)\n",
+           t_warm, (double)mib / t_warm, RUNS, cpu_warm * 1024 / ((double)mib * RUNS));
     printf("warm, no prefault:   %7.2f s  %7.1f MiB/s  (a new process touching its page cache "
-           "for the first time; CPU-s/GiB client %.2f)\n", t_fresh, (double)mib / t_fresh,
-           c1 * 1024 / (double)mib);
+           "for the first time; CPU-s/GiB client %.2f)\n",
+           t_fresh, (double)mib / t_fresh, c1 * 1024 / (double)mib);
     double t_ng = nginx ? median3(ng) : 0;
     if (nginx)
         printf("nginx warm:          %7.2f s  %7.1f MiB/s  (median of %d; CPU-s/GiB client + "
-               "nginx %.2f)\n", t_ng, (double)mib / t_ng, RUNS,
-               cpu_ng * 1024 / ((double)mib * RUNS));
+               "nginx %.2f)\n",
+               t_ng, (double)mib / t_ng, RUNS, cpu_ng * 1024 / ((double)mib * RUNS));
 
     /* hits: a hot re-read in one process, against memcpy */
     double hit_mib_s = 0, memcpy_mib_s = 0;
     size_t hot = size < (256u << 20) ? size : (256u << 20);
     hot_reread(members, &via_model, data, hot, &hit_mib_s, &memcpy_mib_s);
     printf("page-cache hits:     %7.1f MiB/s  (a hot re-read of %zu MiB in one process; "
-           "memcpy of the same bytes %.1f MiB/s; medians of %d)\n", hit_mib_s, hot >> 20,
-           memcpy_mib_s, RUNS + 2);
+           "memcpy of the same bytes %.1f MiB/s; medians of %d)\n",
+           hit_mib_s, hot >> 20, memcpy_mib_s, RUNS + 2);
 
     /* scattered: 2000 random 64 KiB reads, interleaved with nginx */
     enum { N = 2000, LEN = 64 << 10 };
@@ -610,9 +636,9 @@ int main(int argc, char **argv)
     rc_close(&h);
     rc_destroy(&c);
     double p50 = pct(lat, N, 0.50) * 1e6, p99 = pct(lat, N, 0.99) * 1e6;
-    printf("scattered 64 KiB:    p50 %6.0f us  p99 %6.0f us  (ranges fetched %" PRIu64
-           ", %" PRIu64 " on the reader's thread; read-ahead %" PRIu64 ")\n", p50, p99,
-           st.partial_fetches, st.inline_reads, st.readahead_fetches);
+    printf("scattered 64 KiB:    p50 %6.0f us  p99 %6.0f us  (ranges fetched %" PRIu64 ", %" PRIu64
+           " on the reader's thread; read-ahead %" PRIu64 ")\n",
+           p50, p99, st.partial_fetches, st.inline_reads, st.readahead_fetches);
     double np50 = 0, np99 = 0;
     if (nginx) {
         np50 = pct(lat_ng, N, 0.50) * 1e6;
@@ -645,7 +671,7 @@ int main(int argc, char **argv)
     }
     printf("%s\n", BENCH_RATIO_CONVENTION);
     printf("client: cold_vs_single_stream=%s warm_vs_single_stream=%s warm_vs_nginx=%s "
-           "scattered_p99_vs_nginx=%s cpu_per_gib_vs_nginx=%s hit_vs_memcpy=%s\n", c_s, w_s,
-           n_s, d_s, cpu_s, hit_s);
+           "scattered_p99_vs_nginx=%s cpu_per_gib_vs_nginx=%s hit_vs_memcpy=%s\n",
+           c_s, w_s, n_s, d_s, cpu_s, hit_s);
     return 0;
 }

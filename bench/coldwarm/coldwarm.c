@@ -58,7 +58,7 @@
 #include "../bench_profile.h"
 
 #define MAX_COMPUTE 6
-#define N_NODES 3
+#define N_NODES     3
 
 static h_env *env;
 static h_s3 *s3;
@@ -93,7 +93,6 @@ static void stage(const char *what)
     fprintf(stderr, "coldwarm: [%5.1f s] %s\n", now_s() - t_start, what);
 }
 
-
 /* ---- processes ----------------------------------------------------------------- */
 
 typedef struct {
@@ -118,12 +117,39 @@ static void start_node(node_t *n, const char *id)
     mkdir(d, 0755);
     snprintf(pf, sizeof(pf), "%s/port", d);
     snprintf(af, sizeof(af), "%s/admin", d);
-    const char *argv[] = {bin, "--node-id", id, "--listen", "127.0.0.1", "--port", "0",
-                          "--port-file", pf, "--admin-listen", "127.0.0.1", "--admin-port", "0",
-                          "--admin-port-file", af, "--data-dir", d, "--ssd-capacity", cap,
-                          "--ram-capacity", "512MiB", "--threads", "2", "--no-sync",
-                          "--s3-endpoint", h_s3model_endpoint(model), "--s3-access-key",
-                          "S3RVER", "--s3-secret-key", "S3RVER", "--log-level", "warn", NULL};
+    const char *argv[] = {bin,
+                          "--node-id",
+                          id,
+                          "--listen",
+                          "127.0.0.1",
+                          "--port",
+                          "0",
+                          "--port-file",
+                          pf,
+                          "--admin-listen",
+                          "127.0.0.1",
+                          "--admin-port",
+                          "0",
+                          "--admin-port-file",
+                          af,
+                          "--data-dir",
+                          d,
+                          "--ssd-capacity",
+                          cap,
+                          "--ram-capacity",
+                          "512MiB",
+                          "--threads",
+                          "2",
+                          "--no-sync",
+                          "--s3-endpoint",
+                          h_s3model_endpoint(model),
+                          "--s3-access-key",
+                          "S3RVER",
+                          "--s3-secret-key",
+                          "S3RVER",
+                          "--log-level",
+                          "warn",
+                          NULL};
     if (h_proc_start(env, &n->proc, name, (char *const *)argv, NULL, pf, 0) < 0)
         die(h_last_error());
     n->port = h_proc_port(n->proc);
@@ -256,8 +282,9 @@ static void wait_reader(reader_t *r, result_t *out)
     bool got = false;
     while (f && fgets(line, sizeof(line), f)) {
         unsigned long long e = 0;
-        if (sscanf(line, "result bytes=%" SCNu64 " seconds=%lf cpu_s=%lf p50_ms=%lf p99_ms=%lf "
-                         "errors=%llu",
+        if (sscanf(line,
+                   "result bytes=%" SCNu64 " seconds=%lf cpu_s=%lf p50_ms=%lf p99_ms=%lf "
+                   "errors=%llu",
                    &out->bytes, &out->seconds, &out->cpu_s, &out->p50, &out->p99, &e) == 6)
             got = e == 0;
     }
@@ -269,8 +296,7 @@ static void wait_reader(reader_t *r, result_t *out)
     }
 }
 
-static result_t run_one(const char *name, const char *source, const char *arg,
-                        const char *workload)
+static result_t run_one(const char *name, const char *source, const char *arg, const char *workload)
 {
     reader_t r;
     result_t res;
@@ -350,8 +376,13 @@ static void make_dataset(int files, int file_mib)
         if (!f || fwrite(buf, 1, size, f) != size || fclose(f) != 0)
             die("cannot write the local copy of the dataset");
         s3_error err;
-        s3_sync_put_args pa = {.bucket = bucket, .key = key, .fd = -1, .data = buf,
-                               .size = size, .part_size = 16u << 20, .parallel = 4};
+        s3_sync_put_args pa = {.bucket = bucket,
+                               .key = key,
+                               .fd = -1,
+                               .data = buf,
+                               .size = size,
+                               .part_size = 16u << 20,
+                               .parallel = 4};
         if (s3_sync_put(sy, &pa, NULL, &err) < 0)
             die(err.message);
         fprintf(lf, "%s %zu %016" PRIx64 "\n", key, size, (uint64_t)XXH64(buf, size, 0));
@@ -422,8 +453,11 @@ static void make_posts(long long rows)
         if (fd < 0 || fstat(fd, &st) != 0)
             die("bench_gen.mjs wrote no posts_N.parquet");
         s3_error err;
-        s3_sync_put_args pa = {.bucket = bucket, .key = key, .fd = fd,
-                               .size = (uint64_t)st.st_size, .part_size = 16u << 20,
+        s3_sync_put_args pa = {.bucket = bucket,
+                               .key = key,
+                               .fd = fd,
+                               .size = (uint64_t)st.st_size,
+                               .part_size = 16u << 20,
                                .parallel = 4};
         if (s3_sync_put(sy, &pa, NULL, &err) < 0)
             die(err.message);
@@ -498,8 +532,13 @@ static qres_t run_query(const char *where, const char *members, bool colscan)
     }
     argv[k] = NULL;
     snprintf(ep, sizeof(ep), "AWS_ENDPOINT_URL=%s", h_s3model_endpoint(model));
-    const char *set[] = {"AWS_PROFILE", "RINGCACHE_CACHE", "AWS_ACCESS_KEY_ID=S3RVER",
-                         "AWS_SECRET_ACCESS_KEY=S3RVER", "AWS_REGION=us-east-1", ep, NULL};
+    const char *set[] = {"AWS_PROFILE",
+                         "RINGCACHE_CACHE",
+                         "AWS_ACCESS_KEY_ID=S3RVER",
+                         "AWS_SECRET_ACCESS_KEY=S3RVER",
+                         "AWS_REGION=us-east-1",
+                         ep,
+                         NULL};
     h_s3model_reset(model);
     struct rusage r0, r1;
     getrusage(RUSAGE_CHILDREN, &r0);
@@ -512,7 +551,8 @@ static qres_t run_query(const char *where, const char *members, bool colscan)
     q.cpu_s = (double)(r1.ru_utime.tv_sec - r0.ru_utime.tv_sec + r1.ru_stime.tv_sec -
                        r0.ru_stime.tv_sec) +
               (double)(r1.ru_utime.tv_usec - r0.ru_utime.tv_usec + r1.ru_stime.tv_usec -
-                       r0.ru_stime.tv_usec) / 1e6;
+                       r0.ru_stime.tv_usec) /
+                  1e6;
     if (rr->status != 0) {
         fprintf(stderr, "coldwarm: ringcache query failed (exit %d): %s\n", rr->status, rr->err);
         die("the seed query failed");
@@ -526,7 +566,6 @@ static qres_t run_query(const char *where, const char *members, bool colscan)
     q.ok = true;
     return q;
 }
-
 
 int main(int argc, char **argv)
 {
@@ -597,8 +636,8 @@ int main(int argc, char **argv)
             snprintf(tgt, sizeof(tgt), "127.0.0.1:%d", ip);
             snprintf(lat, sizeof(lat), "%d", latency_us);
             snprintf(bw, sizeof(bw), "%.0f", bw_mib);
-            const char *pv[] = {bin, "--target", tgt, "--port-file", pf, "--latency-us", lat,
-                                "--bandwidth-mib", bw, NULL};
+            const char *pv[] = {bin, "--target",        tgt, "--port-file", pf, "--latency-us",
+                                lat, "--bandwidth-mib", bw,  NULL};
             /* the proxy first: its ready probe must not reach iperf3's one session */
             if (h_proc_start(env, &px, "link-probe", (char *const *)pv, NULL, pf, 0) == 0) {
                 if (h_iperf_server_start(env, &srv, &ip) == 0) {
@@ -611,8 +650,9 @@ int main(int argc, char **argv)
         }
     }
     link_mib = link;
-    fprintf(stderr, "loopback ceiling (iperf3 -P 4): %.0f MiB/s; cap per compute node X = %.0f "
-                    "MiB/s, latency %d us each way; one link through netproxy carries %.0f MiB/s\n",
+    fprintf(stderr,
+            "loopback ceiling (iperf3 -P 4): %.0f MiB/s; cap per compute node X = %.0f "
+            "MiB/s, latency %d us each way; one link through netproxy carries %.0f MiB/s\n",
             ceiling, bw_mib, latency_us, link);
     stage("writing the dataset");
     make_dataset(files, file_mib);
@@ -725,8 +765,8 @@ int main(int argc, char **argv)
                               node_pids(nodes, N_NODES, npids));
     r->extra_cpu = nodes_cpu(nodes, N_NODES) - c0;
     s3_counts(&r->s3_gets, &r->s3_bytes);
-    r->scattered = run_one_profiled("dc2-scattered", "cache", members[1], "scattered", npids,
-                                    N_NODES);
+    r->scattered =
+        run_one_profiled("dc2-scattered", "cache", members[1], "scattered", npids, N_NODES);
     r->has_hot = r->has_scattered = true;
     row_t *second = r;
     qrow_t *qfirst = &qr[nq++], *qsecond = &qr[nq++];
@@ -738,8 +778,9 @@ int main(int argc, char **argv)
         const qres_t *q[4] = {&qr[i].cold, &qr[i].hot, &qr[i].ccold, &qr[i].chot};
         for (int k = 0; k < 4; k++)
             if (q[k]->ok && strcmp(q[k]->rows, (k < 2 ? &qlocal->hot : &qlocal->chot)->rows) != 0) {
-                fprintf(stderr, "coldwarm: a query answered differently in '%s':\n%s\n"
-                                "than from the local files:\n%s\n",
+                fprintf(stderr,
+                        "coldwarm: a query answered differently in '%s':\n%s\n"
+                        "than from the local files:\n%s\n",
                         qr[i].name, q[k]->rows, (k < 2 ? &qlocal->hot : &qlocal->chot)->rows);
                 die("the queries' results differ between set-ups");
             }
@@ -821,9 +862,8 @@ int main(int argc, char **argv)
         if (w->has_hot)
             snprintf(hot, sizeof(hot), "%.2f s, %.0f MiB/s", w->hot.seconds, mib_s(&w->hot));
         if (w->has_scattered)
-            snprintf(sc, sizeof(sc), "%.2f / %.2f ms (reader CPU %.0f us a read)",
-                     w->scattered.p50, w->scattered.p99,
-                     w->scattered.cpu_s * 1e6 / scattered_reads);
+            snprintf(sc, sizeof(sc), "%.2f / %.2f ms (reader CPU %.0f us a read)", w->scattered.p50,
+                     w->scattered.p99, w->scattered.cpu_s * 1e6 / scattered_reads);
         if (w->has_cold || i >= 2)
             snprintf(s3c, sizeof(s3c), "%" PRIu64 " (%.0f)", w->s3_gets,
                      (double)w->s3_bytes / 1048576.0);
@@ -834,13 +874,12 @@ int main(int argc, char **argv)
         tl += (size_t)snprintf(table + tl, sizeof(table) - tl, "| %s | %s | %s | %s | %s | %s |\n",
                                w->name, cold, hot, sc, s3c, cpu);
     }
-    tl += (size_t)snprintf(table + tl, sizeof(table) - tl,
-                           "| 5 six compute nodes at once | %.2f s, %.0f MiB/s aggregate | %.2f s, "
-                           "%.0f MiB/s aggregate | - | %" PRIu64 " (%.0f) for %" PRIu64
-                           " blocks | %.2f |\n",
-                           six_cold_s, agg_cold, six_warm_s, agg_warm, six_gets,
-                           (double)six_bytes / 1048576.0, dataset_blocks,
-                           six_cpu / (six_bytes_read / (1u << 30)));
+    tl += (size_t)snprintf(
+        table + tl, sizeof(table) - tl,
+        "| 5 six compute nodes at once | %.2f s, %.0f MiB/s aggregate | %.2f s, "
+        "%.0f MiB/s aggregate | - | %" PRIu64 " (%.0f) for %" PRIu64 " blocks | %.2f |\n",
+        six_cold_s, agg_cold, six_warm_s, agg_warm, six_gets, (double)six_bytes / 1048576.0,
+        dataset_blocks, six_cpu / (six_bytes_read / (1u << 30)));
     char qtable[8192];
     size_t ql = 0;
     ql += (size_t)snprintf(qtable + ql, sizeof(qtable) - ql,
@@ -869,8 +908,8 @@ int main(int argc, char **argv)
         }
         snprintf(g, sizeof(g), "%s / %s", g1, g2);
         ql += (size_t)snprintf(qtable + ql, sizeof(qtable) - ql,
-                               "| %s | %s | %s | %s | %s | %s | %s |\n", qr[i].name, c1, c2, g,
-                               s1, s2, cpu);
+                               "| %s | %s | %s | %s | %s | %s | %s |\n", qr[i].name, c1, c2, g, s1,
+                               s2, cpu);
     }
     double q_dc = qfirst->cold.seconds / qsecond->hot.seconds;
     double q_s3 = qr[0].hot.seconds / qsecond->hot.seconds;
@@ -898,12 +937,14 @@ int main(int argc, char **argv)
     FILE *f = fopen(path, "w");
     if (f) {
         fprintf(f, "# cold versus warm, scale %s\n\n%s%s", scale, table, qtable);
-        fprintf(f, "\ncoldwarm-query: second_node_vs_first_load=%.2f second_node_vs_s3=%.2f "
-                   "second_node_vs_local=%.2f\n",
+        fprintf(f,
+                "\ncoldwarm-query: second_node_vs_first_load=%.2f second_node_vs_s3=%.2f "
+                "second_node_vs_local=%.2f\n",
                 q_dc, q_s3, q_local);
-        fprintf(f, "\ncoldwarm: dc_second_node_vs_cold=%.2f six_nodes_aggregate_vs_one=%.2f "
-                   "hot_vs_direct_s3=%.2f s3_gets_six_cold_per_block=%.2f "
-                   "six_nodes_cpu_efficiency=%.2f hot_cpu_per_gib_vs_nginx=%.2f\n",
+        fprintf(f,
+                "\ncoldwarm: dc_second_node_vs_cold=%.2f six_nodes_aggregate_vs_one=%.2f "
+                "hot_vs_direct_s3=%.2f s3_gets_six_cold_per_block=%.2f "
+                "six_nodes_cpu_efficiency=%.2f hot_cpu_per_gib_vs_nginx=%.2f\n",
                 x_dc, y_six, z_hot, n_gets, e_six, c_hot);
         fclose(f);
     }

@@ -334,8 +334,9 @@ int main(int argc, char **argv)
     if (client) {
         rc_stats st;
         rc_stats_get(client, &st);
-        fprintf(stderr, "hits=%" PRIu64 " misses=%" PRIu64 " node_blocks=%" PRIu64
-                        " fallbacks=%" PRIu64 " readahead=%" PRIu64 "\n",
+        fprintf(stderr,
+                "hits=%" PRIu64 " misses=%" PRIu64 " node_blocks=%" PRIu64 " fallbacks=%" PRIu64
+                " readahead=%" PRIu64 "\n",
                 st.hits, st.misses, st.node_blocks, st.fallbacks, st.readahead_fetches);
         rc_destroy(&client);
     }

@@ -121,8 +121,8 @@ static int cache_list(void *impl, const char *bucket, const char *glob, eng_key_
     return rc_list(impl, bucket, glob, glob_cb, &g, err, errlen);
 }
 
-static int cache_open(void *impl, const char *bucket, const char *key, rs_source **out,
-                      char *err, size_t errlen)
+static int cache_open(void *impl, const char *bucket, const char *key, rs_source **out, char *err,
+                      size_t errlen)
 {
     return rs_rc_open(out, impl, bucket, key, err, errlen);
 }
@@ -149,12 +149,39 @@ static double cached_seed(const eng_ctx *local, const char *seed_local, const ch
         mkdir(d, 0755);
         snprintf(pf, sizeof(pf), "%s/port", d);
         snprintf(af, sizeof(af), "%s/admin", d);
-        const char *argv[] = {bin, "--node-id", id, "--listen", "127.0.0.1", "--port", "0",
-                              "--port-file", pf, "--admin-listen", "127.0.0.1", "--admin-port",
-                              "0", "--admin-port-file", af, "--data-dir", d, "--ssd-capacity",
-                              "4GiB", "--ram-capacity", "256MiB", "--threads", "2", "--no-sync",
-                              "--s3-endpoint", h_s3_endpoint(s3), "--s3-access-key", "S3RVER",
-                              "--s3-secret-key", "S3RVER", "--log-level", "warn", NULL};
+        const char *argv[] = {bin,
+                              "--node-id",
+                              id,
+                              "--listen",
+                              "127.0.0.1",
+                              "--port",
+                              "0",
+                              "--port-file",
+                              pf,
+                              "--admin-listen",
+                              "127.0.0.1",
+                              "--admin-port",
+                              "0",
+                              "--admin-port-file",
+                              af,
+                              "--data-dir",
+                              d,
+                              "--ssd-capacity",
+                              "4GiB",
+                              "--ram-capacity",
+                              "256MiB",
+                              "--threads",
+                              "2",
+                              "--no-sync",
+                              "--s3-endpoint",
+                              h_s3_endpoint(s3),
+                              "--s3-access-key",
+                              "S3RVER",
+                              "--s3-secret-key",
+                              "S3RVER",
+                              "--log-level",
+                              "warn",
+                              NULL};
         h_proc *p;
         if (h_proc_start(env, &p, id, (char *const *)argv, NULL, pf, 0) < 0) {
             fprintf(stderr, "engine_bench: cached_vs_local=na: a cache node did not start: %s\n",
@@ -183,8 +210,11 @@ static double cached_seed(const eng_ctx *local, const char *seed_local, const ch
         struct stat st;
         if (fd < 0 || fstat(fd, &st) < 0)
             die("cannot open a data file for upload");
-        s3_sync_put_args pa = {.bucket = "ringcache-test", .key = key, .fd = fd,
-                               .size = (uint64_t)st.st_size, .parallel = 4};
+        s3_sync_put_args pa = {.bucket = "ringcache-test",
+                               .key = key,
+                               .fd = fd,
+                               .size = (uint64_t)st.st_size,
+                               .parallel = 4};
         s3_error e = {0};
         if (s3_sync_put(sy, &pa, NULL, &e) < 0) {
             fprintf(stderr, "engine_bench: upload failed: %s\n", e.message);
@@ -219,9 +249,10 @@ static double cached_seed(const eng_ctx *local, const char *seed_local, const ch
             t[i] = s;
             tl[i] = run_query(local, seed_local, 2, &rows_local);
             if (rows_cached != rows_local) {
-                fprintf(stderr, "engine_bench: cached_vs_local=na: the cached run read %llu rows, "
-                        "the local one %llu\n", (unsigned long long)rows_cached,
-                        (unsigned long long)rows_local);
+                fprintf(stderr,
+                        "engine_bench: cached_vs_local=na: the cached run read %llu rows, "
+                        "the local one %llu\n",
+                        (unsigned long long)rows_cached, (unsigned long long)rows_local);
                 return -1;
             }
         } else {
@@ -230,9 +261,10 @@ static double cached_seed(const eng_ctx *local, const char *seed_local, const ch
     }
     qsort(t, (size_t)n, sizeof(double), cmp_d);
     qsort(tl, (size_t)n, sizeof(double), cmp_d);
-    fprintf(stderr, "cached: seed (2 threads) through 3 warm nodes, empty page cache: %.3f s; "
-            "local files, runs interleaved: %.3f s (%llu rows each)\n", t[n / 2], tl[n / 2],
-            (unsigned long long)rows_local);
+    fprintf(stderr,
+            "cached: seed (2 threads) through 3 warm nodes, empty page cache: %.3f s; "
+            "local files, runs interleaved: %.3f s (%llu rows each)\n",
+            t[n / 2], tl[n / 2], (unsigned long long)rows_local);
     return tl[n / 2] / t[n / 2];
 }
 

@@ -113,8 +113,8 @@ int main(int argc, char **argv)
     snprintf(g, sizeof(g), "file('%s/data/fn_*.parquet')", h_env_dir(env));
     snprintf(q[0], sizeof(q[0]), "SELECT count(DISTINCT S) FROM %s", g);
     snprintf(q[1], sizeof(q[1]), "SELECT median(V) FROM %s", g);
-    snprintf(q[2], sizeof(q[2]),
-             "SELECT K, sumIf(V, C > 50), countIf(C < 10) FROM %s GROUP BY K", g);
+    snprintf(q[2], sizeof(q[2]), "SELECT K, sumIf(V, C > 50), countIf(C < 10) FROM %s GROUP BY K",
+             g);
     snprintf(q[3], sizeof(q[3]), "SELECT sum(Amount) FROM file('%s/data/dec_*.parquet')",
              h_env_dir(env));
     static const char *const names[] = {"distinct", "quantile", "if", "decimal"};
@@ -130,7 +130,8 @@ int main(int argc, char **argv)
     }
     long long base = bench_status_bytes("VmRSS");
     run_once(devnull, q[0], 2);
-    double mem_ours = (double)(bench_status_bytes("VmHWM") - base), mem_duck = duck("mem_distinct_2t");
+    double mem_ours = (double)(bench_status_bytes("VmHWM") - base),
+           mem_duck = duck("mem_distinct_2t");
 
     double ratio[4] = {0};
     for (int k = 0; k < 4; k++) {
@@ -144,8 +145,10 @@ int main(int argc, char **argv)
                 ratio[k] = theirs / ours;
         }
     }
-    fprintf(stderr, "peak memory (RSS over start-up), distinct at 2 threads: engine %.1f MiB  "
-                    "duckdb %.1f MiB\n", mem_ours / 1048576.0, mem_duck / 1048576.0);
+    fprintf(stderr,
+            "peak memory (RSS over start-up), distinct at 2 threads: engine %.1f MiB  "
+            "duckdb %.1f MiB\n",
+            mem_ours / 1048576.0, mem_duck / 1048576.0);
     fclose(devnull);
     h_env_destroy(&env);
     char mem[32] = "na";

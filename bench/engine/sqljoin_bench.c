@@ -117,15 +117,22 @@ int main(int argc, char **argv)
 
     long long in_vals = fact / 4 < 1000000 ? fact / 4 : 1000000;
     char q[4][9000];
-    snprintf(q[0], sizeof(q[0]), "SELECT count(), sum(f.v), sum(d.w) FROM file('%s/fact.parquet') "
-             "AS f JOIN file('%s/dim.parquet') AS d ON f.k = d.k", dir, dir);
-    snprintf(q[1], sizeof(q[1]), "SELECT max(rn), count() FROM (SELECT row_number() OVER "
-             "(PARTITION BY k ORDER BY t) AS rn FROM file('%s/fact.parquet'))", dir);
-    snprintf(q[2], sizeof(q[2]), "WITH a AS (SELECT k, sum(v) AS s FROM file('%s/fact.parquet') "
+    snprintf(q[0], sizeof(q[0]),
+             "SELECT count(), sum(f.v), sum(d.w) FROM file('%s/fact.parquet') "
+             "AS f JOIN file('%s/dim.parquet') AS d ON f.k = d.k",
+             dir, dir);
+    snprintf(q[1], sizeof(q[1]),
+             "SELECT max(rn), count() FROM (SELECT row_number() OVER "
+             "(PARTITION BY k ORDER BY t) AS rn FROM file('%s/fact.parquet'))",
+             dir);
+    snprintf(q[2], sizeof(q[2]),
+             "WITH a AS (SELECT k, sum(v) AS s FROM file('%s/fact.parquet') "
              "GROUP BY k) SELECT count(), sum(s) FROM a UNION ALL SELECT max(s), min(s) FROM a",
              dir);
-    snprintf(q[3], sizeof(q[3]), "SELECT count(), sum(v) FROM file('%s/fact.parquet') WHERE t IN "
-             "(SELECT t FROM file('%s/fact.parquet') WHERE id < %lld)", dir, dir, in_vals);
+    snprintf(q[3], sizeof(q[3]),
+             "SELECT count(), sum(v) FROM file('%s/fact.parquet') WHERE t IN "
+             "(SELECT t FROM file('%s/fact.parquet') WHERE id < %lld)",
+             dir, dir, in_vals);
     static const char *names[4] = {"join", "window", "cte", "in"};
     FILE *devnull = fopen("/dev/null", "w");
     eng_ctx ctx = {.out = devnull};
@@ -145,14 +152,18 @@ int main(int argc, char **argv)
             duck[k][t - 1] = duck_value(nm);
         }
     double dmem = duck_value("mem_join_2t");
-    fprintf(stderr, "fact %lld rows, dim %lld rows, IN list %lld values, median of %d runs\n",
-            fact, dim, in_vals, runs);
+    fprintf(stderr, "fact %lld rows, dim %lld rows, IN list %lld values, median of %d runs\n", fact,
+            dim, in_vals, runs);
     for (int k = 0; k < 4; k++)
-        fprintf(stderr, "%-7s 1 thread: engine %.3f s  duckdb %.3f s (%.2fx) | 2 threads: engine "
-                "%.3f s  duckdb %.3f s (%.2fx)\n", names[k], ours[k][0], duck[k][0],
-                duck[k][0] / ours[k][0], ours[k][1], duck[k][1], duck[k][1] / ours[k][1]);
-    fprintf(stderr, "peak memory (RSS over start-up), join 2 threads: engine %.1f MiB  duckdb "
-            "%.1f MiB\n", mem_ours / 1048576.0, dmem / 1048576.0);
+        fprintf(stderr,
+                "%-7s 1 thread: engine %.3f s  duckdb %.3f s (%.2fx) | 2 threads: engine "
+                "%.3f s  duckdb %.3f s (%.2fx)\n",
+                names[k], ours[k][0], duck[k][0], duck[k][0] / ours[k][0], ours[k][1], duck[k][1],
+                duck[k][1] / ours[k][1]);
+    fprintf(stderr,
+            "peak memory (RSS over start-up), join 2 threads: engine %.1f MiB  duckdb "
+            "%.1f MiB\n",
+            mem_ours / 1048576.0, dmem / 1048576.0);
     fclose(devnull);
     h_env_destroy(&env);
     char mem[32];

@@ -37,7 +37,7 @@
 #include "../bench.h"
 
 #define SMALL_BYTES 100
-#define PIECE (256 * 1024)
+#define PIECE       (256 * 1024)
 
 static void die(const char *what)
 {
@@ -301,9 +301,10 @@ int main(int argc, char **argv)
         big_get(ou_b, h_proc_pid(ours), false, big_gib, &cpu_o[i], &gs_o[i]);
         big_get(ng_b, h_proc_pid(ng), true, big_gib, &cpu_n[i], &gs_n[i]);
         big_get(ou_m, h_proc_pid(ours), false, big_gib, &cpu_m[i], &gs_m[i]);
-        fprintf(stderr, "rep %d: small %.0f vs %.0f req/s; big %.3f (from memory %.3f) vs %.3f "
-                        "CPU-s/GiB, %.2f (%.2f) vs %.2f GiB/s\n", i + 1, rps_o[i], rps_n[i],
-                cpu_o[i], cpu_m[i], cpu_n[i], gs_o[i], gs_m[i], gs_n[i]);
+        fprintf(stderr,
+                "rep %d: small %.0f vs %.0f req/s; big %.3f (from memory %.3f) vs %.3f "
+                "CPU-s/GiB, %.2f (%.2f) vs %.2f GiB/s\n",
+                i + 1, rps_o[i], rps_n[i], cpu_o[i], cpu_m[i], cpu_n[i], gs_o[i], gs_m[i], gs_n[i]);
     }
     double ro = bench_median(rps_o, reps), rn = bench_median(rps_n, reps);
     double co = bench_median(cpu_o, reps), cn = bench_median(cpu_n, reps);
@@ -313,10 +314,12 @@ int main(int argc, char **argv)
     printf("| %d-byte GETs, keep-alive, wrk -t1 -c%d, %d s, req/s | %.0f | %.0f | %.2f |\n",
            SMALL_BYTES, conns, seconds, ro, rn, ro / rn);
     printf("| a %d MiB file to curl (x3), server CPU-s per GiB (both sendfile) | %.3f | %.3f | "
-           "%.2f |\n", big_mib, co, cn, co / cn);
+           "%.2f |\n",
+           big_mib, co, cn, co / cn);
     printf("| the same, GiB/s | %.2f | %.2f | %.2f |\n", go, gn, go / gn);
     printf("| the same bytes from memory (ours: write_ref, copied), CPU-s per GiB | %.3f | "
-           "%.3f | %.2f |\n", cm, cn, cm / cn);
+           "%.3f | %.2f |\n",
+           cm, cn, cm / cn);
     printf("| the same, GiB/s | %.2f | %.2f | %.2f |\n", gm, gn, gm / gn);
     printf("%s\n", BENCH_RATIO_CONVENTION);
     printf("http: small_rps_vs_nginx=%.2f cpu_per_gib_vs_nginx=%.2f\n", ro / rn, co / cn);

@@ -63,8 +63,8 @@ static _Noreturn void die(const char *msg)
 
 typedef struct stmt_out {
     double seconds;
-    double peak;          /* bytes, from the summary */
-    double bytes_read;    /* from the summary, decimal units */
+    double peak;       /* bytes, from the summary */
+    double bytes_read; /* from the summary, decimal units */
     char out[4096];
 } stmt_out;
 
@@ -98,9 +98,9 @@ static double unit_value(const char *p, const char *const units[], const double 
 /* Runs one statement through the CLI; dies when it fails. */
 static void query(const char *sql, stmt_out *o)
 {
-    const char *argv[] = {cli, "query", "--endpoint", endpoint, "--warehouse",
-                          "s3://ringcache-test/wh/", "--format", "TSV", "--no-progress", sql,
-                          NULL};
+    const char *argv[] = {
+        cli,        "query", "--endpoint",    endpoint, "--warehouse", "s3://ringcache-test/wh/",
+        "--format", "TSV",   "--no-progress", sql,      NULL};
     const char *envs[] = {"AWS_ACCESS_KEY_ID=S3RVER", "AWS_SECRET_ACCESS_KEY=S3RVER",
                           "AWS_REGION=us-east-1", NULL};
     h_run_result *r = calloc(1, sizeof(*r));
@@ -110,8 +110,8 @@ static void query(const char *sql, stmt_out *o)
     int rc = h_run(env, r, argv, envs);
     t = bench_now_s() - t;
     if (rc < 0 || r->status != 0) {
-        fprintf(stderr, "insert_bench: ringcache query failed (status %d): %s\n  %s\n",
-                r->status, r->err, sql);
+        fprintf(stderr, "insert_bench: ringcache query failed (status %d): %s\n  %s\n", r->status,
+                r->err, sql);
         die("a statement failed");
     }
     if (o) {
@@ -140,9 +140,9 @@ static long long count_of(const char *sql)
 
 typedef struct rung {
     const char *name;
-    int threads;                /* max_insert_threads; 0: ClickHouse's defaults */
+    int threads; /* max_insert_threads; 0: ClickHouse's defaults */
     bool no_dedup, no_optimize;
-    double guide_s;             /* the guide's seconds for this rung; 0: none */
+    double guide_s; /* the guide's seconds for this rung; 0: none */
     double secs, peak, mb_s, parts_per_m, settled;
 } rung;
 
@@ -230,8 +230,11 @@ int main(int argc, char **argv)
         struct stat st;
         if (fd < 0 || fstat(fd, &st) < 0)
             die("cannot open a data file for upload");
-        s3_sync_put_args pa = {.bucket = "ringcache-test", .key = key, .fd = fd,
-                               .size = (uint64_t)st.st_size, .parallel = 4};
+        s3_sync_put_args pa = {.bucket = "ringcache-test",
+                               .key = key,
+                               .fd = fd,
+                               .size = (uint64_t)st.st_size,
+                               .parallel = 4};
         s3_error e = {0};
         if (s3_sync_put(sy, &pa, NULL, &e) < 0) {
             fprintf(stderr, "insert_bench: upload failed: %s\n", e.message);
@@ -266,8 +269,7 @@ int main(int argc, char **argv)
     snprintf(create, sizeof(create), "CREATE TABLE posts %s", cols);
     for (int k = 0; k < nr; k++) {
         rung *g = &ladder[k];
-        rung_settings(settings, sizeof(settings), g->threads, block, g->no_dedup,
-                      g->no_optimize);
+        rung_settings(settings, sizeof(settings), g->threads, block, g->no_dedup, g->no_optimize);
         double t[9], pk = 0, bytes = 0;
         long long parts = 0;
         for (int r = 0; r < runs; r++) {
@@ -295,8 +297,8 @@ int main(int argc, char **argv)
         long long settled = parts;
         for (int m = 0; m < 64 && settled > 1; m++) {
             query("OPTIMIZE TABLE posts", NULL);
-            long long now = count_of(
-                "SELECT count() FROM system.parts WHERE table = 'posts' AND active");
+            long long now =
+                count_of("SELECT count() FROM system.parts WHERE table = 'posts' AND active");
             if (now >= settled)
                 break;
             settled = now;
@@ -306,10 +308,10 @@ int main(int argc, char **argv)
         g->mb_s = bytes / 1e6 / g->secs;
         g->parts_per_m = (double)parts * 1e6 / (double)rows;
         g->settled = (double)settled;
-        fprintf(stderr, "%-40s %.2f s  %.0f rows/s  %.1f MB/s  peak %.1f MiB  %lld parts "
-                        "(%lld after merges)\n",
-                g->name, g->secs, (double)rows / g->secs, g->mb_s, pk / 1048576.0, parts,
-                settled);
+        fprintf(stderr,
+                "%-40s %.2f s  %.0f rows/s  %.1f MB/s  peak %.1f MiB  %lld parts "
+                "(%lld after merges)\n",
+                g->name, g->secs, (double)rows / g->secs, g->mb_s, pk / 1048576.0, parts, settled);
     }
 
     char table[8192];
@@ -325,15 +327,15 @@ int main(int argc, char **argv)
             snprintf(gs, sizeof(gs), "%.1f", g->guide_s);
             snprintf(gr, sizeof(gr), "%.2f", ladder[0].guide_s / g->guide_s);
         }
-        rung_settings(settings, sizeof(settings), g->threads, block, g->no_dedup,
-                      g->no_optimize);
+        rung_settings(settings, sizeof(settings), g->threads, block, g->no_dedup, g->no_optimize);
         if (!settings[0])
             snprintf(settings, sizeof(settings), "ClickHouse's defaults");
         o += (size_t)snprintf(table + o, sizeof(table) - o,
                               "| %s | %s | %.2f | %.0f | %.1f | %.1f | %.2f | %.0f | %.2f | %s | "
                               "%s |\n",
-                              g->name, settings, g->secs, (double)rows / g->secs, g->mb_s, g->peak / 1048576.0,
-                              g->parts_per_m, g->settled, ladder[0].secs / g->secs, gs, gr);
+                              g->name, settings, g->secs, (double)rows / g->secs, g->mb_s,
+                              g->peak / 1048576.0, g->parts_per_m, g->settled,
+                              ladder[0].secs / g->secs, gs, gr);
     }
     printf("\n%s", table);
     const char *pdis_na = "s3Cluster is not built into this ringcache; the three-server rungs "

@@ -80,7 +80,7 @@ static void die(const char *what)
 typedef struct {
     int fd;
     int method;
-    int file_fd;            /* sendfile's source */
+    int file_fd; /* sendfile's source */
     uint8_t *block;
     double cpu;
 } sender_t;
@@ -140,9 +140,7 @@ static void *sender_main(void *arg)
     }
     while (sent < total_bytes) {
         switch (s->method) {
-        case S_SEND:
-            send_all(s->fd, s->block, BLOCK, 0);
-            break;
+        case S_SEND: send_all(s->fd, s->block, BLOCK, 0); break;
         case S_ZEROCOPY:
             send_all(s->fd, s->block, BLOCK, MSG_ZEROCOPY);
             zc_out++;
@@ -238,8 +236,8 @@ static void *receiver_main(void *arg)
     }
     r->cpu = thread_cpu_s() - c0;
     if (got != total_bytes) {
-        fprintf(stderr, "netcopy_bench: received %llu of %llu bytes\n",
-                (unsigned long long)got, (unsigned long long)total_bytes);
+        fprintf(stderr, "netcopy_bench: received %llu of %llu bytes\n", (unsigned long long)got,
+                (unsigned long long)total_bytes);
         exit(1);
     }
     if (r->method == R_URING)
@@ -315,17 +313,23 @@ int main(int argc, char **argv)
         die("the sendfile source");
     unlink(path);
     /* the pairs: every sender into recv, and send into either receiver */
-    struct { int sm, rm; } pairs[] = {{S_SEND, R_RECV}, {S_ZEROCOPY, R_RECV},
-                                      {S_VMSPLICE, R_RECV}, {S_SENDFILE, R_RECV},
-                                      {S_SEND, R_URING}};
+    struct {
+        int sm, rm;
+    } pairs[] = {{S_SEND, R_RECV},
+                 {S_ZEROCOPY, R_RECV},
+                 {S_VMSPLICE, R_RECV},
+                 {S_SENDFILE, R_RECV},
+                 {S_SEND, R_URING}};
     enum { NP = sizeof(pairs) / sizeof(pairs[0]) };
     double cpu[NP][50], wall[NP][50];
     for (int r = 0; r < rounds; r++)
         for (int p = 0; p < NP; p++)
             cpu[p][r] = run_pair(pairs[p].sm, pairs[p].rm, block, file_fd, &wall[p][r]);
     printf("netcopy_bench: %.1f GiB in 1 MiB blocks over loopback TCP per pair, %d rounds "
-           "interleaved, medians\n", (double)total_bytes / (1u << 30), rounds);
-    printf("| sender | receiver | CPU-s per GiB (sender + receiver) | GiB/s |\n|---|---|---|---|\n");
+           "interleaved, medians\n",
+           (double)total_bytes / (1u << 30), rounds);
+    printf(
+        "| sender | receiver | CPU-s per GiB (sender + receiver) | GiB/s |\n|---|---|---|---|\n");
     double med[NP];
     for (int p = 0; p < NP; p++) {
         med[p] = bench_median(cpu[p], rounds);

@@ -31,7 +31,7 @@
 #include <unistd.h>
 
 #define NP_MAX_TARGETS 64
-#define NP_HIGH (4u << 20) /* stop reading a side whose peer has this much queued */
+#define NP_HIGH        (4u << 20) /* stop reading a side whose peer has this much queued */
 
 typedef struct np_chunk np_chunk;
 struct np_chunk {
@@ -60,7 +60,7 @@ struct np_conn {
 static struct event_base *g_base;
 static int64_t g_latency_us = 150;
 static int64_t g_slack_us = 50; /* chunks due this soon go out together: fewer wake-ups */
-static double g_rate; /* bytes per microsecond, 0: no cap */
+static double g_rate;           /* bytes per microsecond, 0: no cap */
 static double g_tokens;
 static int64_t g_last_refill;
 static struct sockaddr_storage g_targets[NP_MAX_TARGETS];

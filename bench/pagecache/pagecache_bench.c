@@ -214,8 +214,12 @@ static void lat_run(pc_cache *c, const void *const *src, unsigned nthreads, size
     if (!all)
         die("malloc", -ENOMEM);
     for (unsigned i = 0; i < nthreads; i++) {
-        t[i] = (struct lat_thread){.cache = c, .src = src, .start = &start, .seed = seed + i * 7919,
-                                   .ops = ops, .ns = all + i * ops};
+        t[i] = (struct lat_thread){.cache = c,
+                                   .src = src,
+                                   .start = &start,
+                                   .seed = seed + i * 7919,
+                                   .ops = ops,
+                                   .ns = all + i * ops};
         pthread_create(&t[i].tid, NULL, lat_main, &t[i]);
     }
     for (unsigned i = 0; i < nthreads; i++) {
@@ -362,8 +366,8 @@ static double bare_hits(pc_policy policy, size_t ops)
     struct bare_thread t[2];
     uint64_t t0 = now_ns();
     for (int i = 0; i < 2; i++) {
-        t[i] = (struct bare_thread){.cache = c, .keys = keys, .ops = ops, .nkeys = nkeys,
-                                    .seed = 99 + (uint64_t)i};
+        t[i] = (struct bare_thread){
+            .cache = c, .keys = keys, .ops = ops, .nkeys = nkeys, .seed = 99 + (uint64_t)i};
         pthread_create(&t[i].tid, NULL, bare_main, &t[i]);
     }
     for (int i = 0; i < 2; i++) {
@@ -399,7 +403,8 @@ int main(int argc, char **argv)
 
     struct lat_result lat = bench_latency(quick ? 3 : 5, lat_ops);
     printf("## 64 KiB hit latency (fetch + 64 KiB copy + release), us\n\n");
-    printf("| threads | p50 | p99 | memcpy alone p50 | memcpy alone p99 |\n|---|---|---|---|---|\n");
+    printf(
+        "| threads | p50 | p99 | memcpy alone p50 | memcpy alone p99 |\n|---|---|---|---|---|\n");
     for (int k = 0; k < 2; k++)
         printf("| %d | %.2f | %.2f | %.2f | %.2f |\n", k + 1, lat.p50[k], lat.p99[k],
                lat.base_p50[k], lat.base_p99[k]);
@@ -407,7 +412,8 @@ int main(int argc, char **argv)
 
     printf("## scan resistance: hot hits while a one-shot scan of 10x capacity runs\n");
     printf("(hot set 25%% of 4096 pages read uniformly; median of %u seeds)\n\n", seeds);
-    printf("| scan reads per hot read | s3fifo | lru | lru, scan marked ONCE |\n|---|---|---|---|\n");
+    printf(
+        "| scan reads per hot read | s3fifo | lru | lru, scan marked ONCE |\n|---|---|---|---|\n");
     const unsigned per_hot[] = {1, 4, 16};
     double h_def = 0, h_lru = 0;
     for (size_t i = 0; i < 3; i++) {
@@ -426,7 +432,8 @@ int main(int argc, char **argv)
     printf("| alpha | s3fifo | lru |\n|---|---|---|\n");
     const double alphas[] = {0.7, 0.9, 1.1};
     for (size_t i = 0; i < 3; i++)
-        printf("| %.1f | %.4f | %.4f |\n", alphas[i], zipf_figure(PC_POLICY_S3FIFO, alphas[i], zreads),
+        printf("| %.1f | %.4f | %.4f |\n", alphas[i],
+               zipf_figure(PC_POLICY_S3FIFO, alphas[i], zreads),
                zipf_figure(PC_POLICY_LRU, alphas[i], zreads));
 
     size_t bops = quick ? 200000 : 1000000;
@@ -442,7 +449,8 @@ int main(int argc, char **argv)
         }
     }
     printf("\n## bare hits (fetch + release, 2 threads, 64 B pages), M/s\n\n");
-    printf("| s3fifo | lru |\n|---|---|\n| %.2f | %.2f |\n\n", median(bs, breps), median(bl, breps));
+    printf("| s3fifo | lru |\n|---|---|\n| %.2f | %.2f |\n\n", median(bs, breps),
+           median(bl, breps));
 
     double p99 = lat.p99[0] > lat.p99[1] ? lat.p99[0] : lat.p99[1];
     printf("%s\n", BENCH_RATIO_CONVENTION);

@@ -161,8 +161,7 @@ int main(int argc, char **argv)
     static const char *cols[] = {"i64", "s_low", "s_high"};
     double ours_t[3] = {0}, duck_t[3] = {0};
     int64_t total_rows[3] = {0};
-    printf("%-7s %-7s %14s %14s %8s\n", "codec", "column", "ours rows/s", "duckdb rows/s",
-           "ratio");
+    printf("%-7s %-7s %14s %14s %8s\n", "codec", "column", "ours rows/s", "duckdb rows/s", "ratio");
     for (int ci = 0; ci < 2; ci++) {
         char path[4200];
         snprintf(path, sizeof(path), "%s/%s.parquet", dir, codecs[ci]);
@@ -179,8 +178,8 @@ int main(int argc, char **argv)
             qsort(t, (size_t)runs, sizeof(double), cmp_double);
             double ours = t[runs / 2], duck = duck_seconds(json, codecs[ci], cols[k]);
             if (duck <= 0 || n != rows) {
-                fprintf(stderr, "no DuckDB time for %s/%s, or %lld rows read of %ld\n",
-                        codecs[ci], cols[k], (long long)n, rows);
+                fprintf(stderr, "no DuckDB time for %s/%s, or %lld rows read of %ld\n", codecs[ci],
+                        cols[k], (long long)n, rows);
                 return 1;
             }
             printf("%-7s %-7s %14.0f %14.0f %8.2f\n", codecs[ci], cols[k], (double)n / ours,

@@ -78,8 +78,13 @@ static double timed_get(s3_sync *s, const char *key, uint64_t size, int parallel
                         unsigned char *buf)
 {
     s3_error err;
-    s3_sync_get_args ga = {.bucket = bucket, .key = key, .fd = -1, .buf = buf, .cap = size,
-                           .parallel = parallel, .part_size = 8u << 20};
+    s3_sync_get_args ga = {.bucket = bucket,
+                           .key = key,
+                           .fd = -1,
+                           .buf = buf,
+                           .cap = size,
+                           .parallel = parallel,
+                           .part_size = 8u << 20};
     int64_t t0 = now_us();
     int64_t n = s3_sync_get(s, &ga, &err);
     int64_t t1 = now_us();
@@ -120,8 +125,9 @@ static int curl_batch(h_env *env, const char *endpoint, const char *key, const u
     for (int i = 0; i < n; i++) {
         if (i)
             fprintf(f, "next\n");
-        fprintf(f, "url = \"%s/%s/%s\"\nrange = \"%llu-%llu\"\noutput = \"/dev/null\"\n"
-                   "silent\nwrite-out = \"%%{time_total}\\n\"\n",
+        fprintf(f,
+                "url = \"%s/%s/%s\"\nrange = \"%llu-%llu\"\noutput = \"/dev/null\"\n"
+                "silent\nwrite-out = \"%%{time_total}\\n\"\n",
                 endpoint, bucket, key, (unsigned long long)offs[i],
                 (unsigned long long)(offs[i] + 65535));
     }
@@ -204,8 +210,13 @@ int main(int argc, char **argv)
     }
     fill(data, size, 1234);
     s3_error err;
-    s3_sync_put_args pa = {.bucket = bucket, .key = "bench/big.bin", .fd = -1, .data = data,
-                           .size = size, .part_size = 16u << 20, .parallel = 4};
+    s3_sync_put_args pa = {.bucket = bucket,
+                           .key = "bench/big.bin",
+                           .fd = -1,
+                           .data = data,
+                           .size = size,
+                           .part_size = 16u << 20,
+                           .parallel = 4};
     fprintf(stderr, "uploading %d MiB ...\n", size_mib);
     if (s3_sync_put(direct, &pa, NULL, &err) < 0) {
         fprintf(stderr, "s3_bench: upload failed: %s\n", err.message);
@@ -261,8 +272,12 @@ int main(int argc, char **argv)
         int n = n_ranges - b0 < batch ? n_ranges - b0 : batch;
         for (int i = b0; i < b0 + n; i++) {
             wait_t w = {0};
-            s3_get_args ga = {.bucket = bucket, .key = "bench/ranges.bin", .offset = offs[i],
-                              .length = 65536, .buf = rb, .cap = 65536};
+            s3_get_args ga = {.bucket = bucket,
+                              .key = "bench/ranges.bin",
+                              .offset = offs[i],
+                              .length = 65536,
+                              .buf = rb,
+                              .cap = 65536};
             int64_t t0 = now_us();
             if (s3_get(c, &ga, get_cb, &w) < 0)
                 return 1;
@@ -274,8 +289,7 @@ int main(int argc, char **argv)
                 return 1;
             }
         }
-        if (curl_batch(env, h_s3_endpoint(s3), "bench/ranges.bin", offs + b0, n, theirs + b0) <
-            0) {
+        if (curl_batch(env, h_s3_endpoint(s3), "bench/ranges.bin", offs + b0, n, theirs + b0) < 0) {
             fprintf(stderr, "s3_bench: the curl tool failed (is curl installed?)\n");
             return 1;
         }
@@ -318,10 +332,11 @@ int main(int argc, char **argv)
     printf("\n| measure | ours | peer | ratio |\n|---|---|---|---|\n");
     printf("| GET %d MiB via S3 model (30 ms, 100 MiB/s/conn), median of %d | parallel x%d: "
            "%.2f s (%.0f MiB/s) | single stream: %.2f s (%.0f MiB/s) | %.2fx |\n",
-           size_mib, reps, parallel, med_par, size_mib / med_par, med_single,
-           size_mib / med_single, med_single / med_par);
-    printf("| 64 KiB range GET p50, %d requests, direct s3rver | %.2f ms | curl %.2f ms | %.2fx |\n",
-           n_ranges, o50, c50, o50 / c50);
+           size_mib, reps, parallel, med_par, size_mib / med_par, med_single, size_mib / med_single,
+           med_single / med_par);
+    printf(
+        "| 64 KiB range GET p50, %d requests, direct s3rver | %.2f ms | curl %.2f ms | %.2fx |\n",
+        n_ranges, o50, c50, o50 / c50);
     printf("| 64 KiB range GET p99 | %.2f ms | curl %.2f ms | %.2fx |\n", o99, c99, o99 / c99);
     printf("| S3 model ceiling (no delay, no cap) | %.0f MiB/s | | overhead vs direct s3rver "
            "%.2fx |\n",

@@ -65,11 +65,15 @@ static double aws(const char *endpoint, const char *what, const char *from, uint
     char obj[256];
     snprintf(obj, sizeof(obj), "s3://%s/%s", bucket, okey);
     bool get = !strcmp(what, "get");
-    const char *argv[] = {"/usr/bin/aws", "--endpoint-url", endpoint, "s3", "cp",
-                          "--only-show-errors", get ? obj : from, get ? out_path : obj, NULL};
-    const char *envs[] = {"AWS_ACCESS_KEY_ID=S3RVER", "AWS_SECRET_ACCESS_KEY=S3RVER",
-                          "AWS_DEFAULT_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true",
-                          "AWS_PAGER=", NULL};
+    const char *argv[] = {
+        "/usr/bin/aws",   "--endpoint-url",     endpoint, "s3", "cp", "--only-show-errors",
+        get ? obj : from, get ? out_path : obj, NULL};
+    const char *envs[] = {"AWS_ACCESS_KEY_ID=S3RVER",
+                          "AWS_SECRET_ACCESS_KEY=S3RVER",
+                          "AWS_DEFAULT_REGION=us-east-1",
+                          "AWS_EC2_METADATA_DISABLED=true",
+                          "AWS_PAGER=",
+                          NULL};
     unlink(out_path);
     double t0 = bench_now_s();
     if (h_run(env, &r, argv, envs) < 0)
@@ -174,13 +178,43 @@ int main(int argc, char **argv)
     snprintf(af, sizeof(af), "%s/../node.admin", dir);
     snprintf(sf, sizeof(sf), "%s/../node.s3api", dir);
     snprintf(ram, sizeof(ram), "%dMiB", size_mib + 256);
-    const char *nargv[] = {bin, "--node-id", "bench-0", "--listen", "127.0.0.1", "--port", "0",
-                           "--port-file", pf, "--admin-listen", "127.0.0.1", "--admin-port", "0",
-                           "--admin-port-file", af, "--s3-api-port", "0", "--s3-api-port-file",
-                           sf, "--data-dir", dir, "--ssd-capacity", "2GiB", "--ram-capacity",
-                           ram, "--threads", "2", "--no-sync", "--s3-endpoint",
-                           h_s3model_endpoint(model), "--s3-access-key", "S3RVER",
-                           "--s3-secret-key", "S3RVER", "--log-level", "warn", NULL};
+    const char *nargv[] = {bin,
+                           "--node-id",
+                           "bench-0",
+                           "--listen",
+                           "127.0.0.1",
+                           "--port",
+                           "0",
+                           "--port-file",
+                           pf,
+                           "--admin-listen",
+                           "127.0.0.1",
+                           "--admin-port",
+                           "0",
+                           "--admin-port-file",
+                           af,
+                           "--s3-api-port",
+                           "0",
+                           "--s3-api-port-file",
+                           sf,
+                           "--data-dir",
+                           dir,
+                           "--ssd-capacity",
+                           "2GiB",
+                           "--ram-capacity",
+                           ram,
+                           "--threads",
+                           "2",
+                           "--no-sync",
+                           "--s3-endpoint",
+                           h_s3model_endpoint(model),
+                           "--s3-access-key",
+                           "S3RVER",
+                           "--s3-secret-key",
+                           "S3RVER",
+                           "--log-level",
+                           "warn",
+                           NULL};
     h_proc *node;
     if (h_proc_start(env, &node, "node", (char *const *)nargv, NULL, pf, 0) < 0)
         die(h_last_error());

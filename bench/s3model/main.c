@@ -34,7 +34,7 @@ typedef struct opt_def {
     const char *name;
     opt_type type;
     size_t off;
-    const char *def;    /* default, as text */
+    const char *def; /* default, as text */
     long min, max;
     const char *help;
 } opt_def;
@@ -83,8 +83,8 @@ static int set_opt(opts *o, const opt_def *d, const char *val)
     errno = 0;
     long x = strtol(val, &end, 10);
     if (errno != 0 || end == val || *end != '\0' || x < d->min || x > d->max) {
-        fprintf(stderr, "s3model: --%s must be an integer in %ld..%ld, not '%s'\n", d->name,
-                d->min, d->max, val);
+        fprintf(stderr, "s3model: --%s must be an integer in %ld..%ld, not '%s'\n", d->name, d->min,
+                d->max, val);
         return -EINVAL;
     }
     *(long *)p = x;
@@ -170,8 +170,10 @@ static int write_port_file(const char *path, int port)
     FILE *f = fopen(tmp, "w");
     if (f == NULL) {
         int err = errno;
-        fprintf(stderr, "s3model: cannot write port file %s: %s (check the folder exists and "
-                        "is writable)\n", tmp, strerror(err));
+        fprintf(stderr,
+                "s3model: cannot write port file %s: %s (check the folder exists and "
+                "is writable)\n",
+                tmp, strerror(err));
         return -err;
     }
     fprintf(f, "%d\n", port);
@@ -222,13 +224,16 @@ int main(int argc, char **argv)
         goto out;
     if (s3m_proxy_create(&px, base, &cfg) != 0)
         goto out;
-    if (o.admin_port_file != NULL && write_port_file(o.admin_port_file, s3m_proxy_admin_port(px)) != 0)
+    if (o.admin_port_file != NULL &&
+        write_port_file(o.admin_port_file, s3m_proxy_admin_port(px)) != 0)
         goto out;
     if (o.port_file != NULL && write_port_file(o.port_file, s3m_proxy_port(px)) != 0)
         goto out;
-    s3m__log("info", "msg=listening port=%d admin_port=%d upstream=%s latency_ms=%d "
-                     "bandwidth_mib=%d", s3m_proxy_port(px), s3m_proxy_admin_port(px), o.upstream,
-             cfg.latency_ms, cfg.bandwidth_mib);
+    s3m__log("info",
+             "msg=listening port=%d admin_port=%d upstream=%s latency_ms=%d "
+             "bandwidth_mib=%d",
+             s3m_proxy_port(px), s3m_proxy_admin_port(px), o.upstream, cfg.latency_ms,
+             cfg.bandwidth_mib);
     if (event_base_dispatch(base) < 0)
         goto out;
     rc = 0;

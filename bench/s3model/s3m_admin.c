@@ -31,8 +31,8 @@
 
 #include "s3m_int.h"
 
-static void s3m_reply(struct evhttp_request *req, int code, const char *reason,
-                      const char *ctype, struct evbuffer *body)
+static void s3m_reply(struct evhttp_request *req, int code, const char *reason, const char *ctype,
+                      struct evbuffer *body)
 {
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", ctype);
     evhttp_send_reply(req, code, reason, body);
@@ -114,8 +114,8 @@ static void s3m_do_fault(s3m_proxy *px, struct evhttp_request *req, const struct
         s3m_reply_text(req, 409, "Conflict", "too many armed faults (disarm with kind=none)");
         return;
     }
-    s3m__log("info", "msg=\"fault armed\" kind=%s count=%d method=%s path=\"%s\" stall_ms=%d",
-             kind, f.remaining, f.method[0] ? f.method : "any", f.substr, f.stall_ms);
+    s3m__log("info", "msg=\"fault armed\" kind=%s count=%d method=%s path=\"%s\" stall_ms=%d", kind,
+             f.remaining, f.method[0] ? f.method : "any", f.substr, f.stall_ms);
     s3m_reply_text(req, 200, "OK", "ok");
 }
 
@@ -207,8 +207,10 @@ int s3m__admin_setup(s3m_proxy *px)
     struct evhttp_bound_socket *bs =
         evhttp_bind_socket_with_handle(px->admin, "127.0.0.1", (ev_uint16_t)px->cfg.admin_port);
     if (bs == NULL) {
-        s3m__log("error", "msg=\"cannot listen on 127.0.0.1:%d for admin HTTP (choose another "
-                          "--admin-port, or 0 for any free one)\"", px->cfg.admin_port);
+        s3m__log("error",
+                 "msg=\"cannot listen on 127.0.0.1:%d for admin HTTP (choose another "
+                 "--admin-port, or 0 for any free one)\"",
+                 px->cfg.admin_port);
         return -EADDRINUSE;
     }
     struct sockaddr_in bound;

@@ -107,8 +107,8 @@ typedef struct s3m_fields {
     int have_cl;
     uint64_t cl;
     int have_te;
-    int te_chunked;       /* the last transfer coding is chunked */
-    int te_only_chunked;  /* the value is exactly "chunked" */
+    int te_chunked;      /* the last transfer coding is chunked */
+    int te_only_chunked; /* the value is exactly "chunked" */
     int close;
     int keep_alive;
     int expect_continue;
@@ -269,8 +269,8 @@ int s3m_parse_response(const char *buf, size_t len, const char *req_method, s3m_
     if (rc < 0)
         return rc;
     out->conn_close = f.close || (minor == 0 && !f.keep_alive);
-    if ((req_method != NULL && strcmp(req_method, "HEAD") == 0) || status < 200 ||
-        status == 204 || status == 304) {
+    if ((req_method != NULL && strcmp(req_method, "HEAD") == 0) || status < 200 || status == 204 ||
+        status == 304) {
         out->body = S3M_BODY_NONE;
     } else if (f.have_te) {
         out->body = f.te_chunked ? S3M_BODY_CHUNKED : S3M_BODY_UNTIL_CLOSE;
@@ -422,8 +422,7 @@ ssize_t s3m_chunked_scan(s3m_chunked *c, const char *data, size_t len, int *done
             c->state = C_DONE;
             i++;
             break;
-        default:
-            return -EBADMSG;
+        default: return -EBADMSG;
         }
     }
     *done = c->state == C_DONE;

@@ -32,7 +32,7 @@ typedef enum s3m_body {
 
 typedef struct s3m_req {
     char method[S3M_MAX_METHOD + 1];
-    const char *target;      /* request-target, points into the parsed buffer */
+    const char *target; /* request-target, points into the parsed buffer */
     size_t target_len;
     size_t path_len;         /* target up to '?' (the object path) */
     int http_minor;          /* HTTP/1.<minor>, 0 or 1 */
@@ -43,7 +43,7 @@ typedef struct s3m_req {
 } s3m_req;
 
 typedef struct s3m_resp {
-    int status;              /* 100..999 */
+    int status; /* 100..999 */
     int http_minor;
     s3m_body body;
     uint64_t content_length;
@@ -69,8 +69,8 @@ int s3m_parse_response(const char *buf, size_t len, const char *req_method, s3m_
 typedef struct s3m_chunked {
     int state;
     int digits;
-    uint64_t left;        /* data bytes left in the current chunk */
-    size_t line;          /* bytes seen on the current extension/trailer line */
+    uint64_t left; /* data bytes left in the current chunk */
+    size_t line;   /* bytes seen on the current extension/trailer line */
 } s3m_chunked;
 
 void s3m_chunked_init(s3m_chunked *c);

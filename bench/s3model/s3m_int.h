@@ -22,36 +22,41 @@ enum { S3M_M_GET, S3M_M_HEAD, S3M_M_PUT, S3M_M_POST, S3M_M_DELETE, S3M_M_OTHER, 
 
 /* Distinct objects counted individually; later ones count under "(other)". */
 #define S3M_MAX_OBJECTS 100000
-#define S3M_MAX_FAULTS 64
-#define S3M_MAX_PATH 1024
+#define S3M_MAX_FAULTS  64
+#define S3M_MAX_PATH    1024
 
 typedef struct s3m_object {
     struct s3m_object *next; /* hash chain */
     uint64_t count[S3M_M_COUNT];
     size_t path_len;
-    char path[];             /* NUL-terminated */
+    char path[]; /* NUL-terminated */
 } s3m_object;
 
-typedef enum s3m_fault_kind { S3M_FAULT_NONE = 0, S3M_FAULT_503, S3M_FAULT_RESET, S3M_FAULT_STALL } s3m_fault_kind;
+typedef enum s3m_fault_kind {
+    S3M_FAULT_NONE = 0,
+    S3M_FAULT_503,
+    S3M_FAULT_RESET,
+    S3M_FAULT_STALL
+} s3m_fault_kind;
 
 typedef struct s3m_fault {
     s3m_fault_kind kind;
     int remaining;
     int stall_ms;
-    char method[16];              /* empty: any */
-    char substr[S3M_MAX_PATH];    /* empty: any; matched against the whole target */
+    char method[16];           /* empty: any */
+    char substr[S3M_MAX_PATH]; /* empty: any; matched against the whole target */
 } s3m_fault;
 
 typedef struct s3m_stats {
     uint64_t requests;
     uint64_t by_method[S3M_M_COUNT];
-    uint64_t bytes_in;            /* request bytes received from clients */
-    uint64_t bytes_out;           /* response bytes sent to clients */
-    uint64_t connections;         /* accepted */
-    uint64_t bad_requests;        /* answered 400 */
-    uint64_t upstream_errors;     /* answered 502 or cut short by the upstream */
+    uint64_t bytes_in;        /* request bytes received from clients */
+    uint64_t bytes_out;       /* response bytes sent to clients */
+    uint64_t connections;     /* accepted */
+    uint64_t bad_requests;    /* answered 400 */
+    uint64_t upstream_errors; /* answered 502 or cut short by the upstream */
     uint64_t faults_503, faults_reset, faults_stall;
-    s3m_object **buckets;         /* hash table of objects */
+    s3m_object **buckets; /* hash table of objects */
     size_t nbuckets;
     size_t nobjects;
     uint64_t other_objects[S3M_M_COUNT];
@@ -63,7 +68,7 @@ struct s3m_proxy {
     struct evconnlistener *listener;
     struct evhttp *admin;
     int port, admin_port;
-    struct s3m_conn *conns;       /* doubly linked list of live connections */
+    struct s3m_conn *conns; /* doubly linked list of live connections */
     uint64_t live;
     s3m_stats stats;
     s3m_fault faults[S3M_MAX_FAULTS];

@@ -32,11 +32,11 @@
 #include "s3m_http.h"
 #include "s3m_int.h"
 
-#define S3M_HIGH (1024 * 1024)      /* most bytes queued in an output buffer */
-#define S3M_READ_HIGH (1024 * 1024) /* read high watermark of every input */
-#define S3M_IO_CHUNK (256 * 1024)  /* largest single read/write */
-#define S3M_MIN_QUANTUM 1024        /* smallest release of the token bucket */
-#define S3M_REFILL_QUANTUM 16384    /* bytes waited for when the bucket is empty */
+#define S3M_HIGH           (1024 * 1024) /* most bytes queued in an output buffer */
+#define S3M_READ_HIGH      (1024 * 1024) /* read high watermark of every input */
+#define S3M_IO_CHUNK       (256 * 1024)  /* largest single read/write */
+#define S3M_MIN_QUANTUM    1024          /* smallest release of the token bucket */
+#define S3M_REFILL_QUANTUM 16384         /* bytes waited for when the bucket is empty */
 
 typedef enum { Q_HEAD, Q_DELAY, Q_BODY, Q_WAIT, Q_CLOSING } q_state;
 typedef enum { R_IDLE, R_HEAD, R_HEAD_FWD, R_BODY } r_state;
@@ -60,7 +60,7 @@ typedef struct s3m_conn {
     size_t r_head_left;
     int r_interim;
     int r_close;
-    int r_started;     /* some bytes of the current response went to the client */
+    int r_started; /* some bytes of the current response went to the client */
     int up_eof;
     double tokens;
     uint64_t tok_ns;
@@ -157,8 +157,10 @@ static void s3m_send_error(s3m_conn *c, int status, const char *reason, const ch
     struct evbuffer *body = evbuffer_new();
     if (body == NULL)
         return;
-    evbuffer_add_printf(body, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>%s</Code>"
-                              "<Message>%s</Message><Resource>", code, message);
+    evbuffer_add_printf(body,
+                        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>%s</Code>"
+                        "<Message>%s</Message><Resource>",
+                        code, message);
     s3m_xml_escape(body, resource, resource_len);
     evbuffer_add_printf(body, "</Resource><RequestId>s3model-%llu</RequestId></Error>",
                         (unsigned long long)c->px->stats.requests);
@@ -182,8 +184,8 @@ static int s3m_bad_request(s3m_conn *c, int err)
     c->px->stats.bad_requests++;
     c->method[0] = '\0';
     s3m_send_error(c, 400, "Bad Request", "BadRequest",
-                   err == -EMSGSIZE ? "Request head too large." : "Malformed HTTP request.", "",
-                   0, 1);
+                   err == -EMSGSIZE ? "Request head too large." : "Malformed HTTP request.", "", 0,
+                   1);
     return s3m_close_after_flush(c);
 }
 
@@ -268,7 +270,8 @@ static int s3m_handle_request(s3m_conn *c, const s3m_req *req)
     c->q_conn_close = req->conn_close;
     s3m__stats_count(&px->stats, req->method, req->target, req->path_len);
     int stall_ms = 0;
-    s3m_fault_kind fault = s3m__fault_take(px, req->method, req->target, req->target_len, &stall_ms);
+    s3m_fault_kind fault =
+        s3m__fault_take(px, req->method, req->target, req->target_len, &stall_ms);
     if (fault == S3M_FAULT_RESET)
         return s3m_reset(c);
     if (fault == S3M_FAULT_503) {
@@ -355,8 +358,7 @@ static int s3m_q_drive(s3m_conn *c)
                 return -1;
             break;
         }
-        case Q_DELAY:
-            return 0;
+        case Q_DELAY: return 0;
         case Q_BODY:
             if (s3m_pump_body(c) < 0)
                 return -1;
@@ -368,8 +370,7 @@ static int s3m_q_drive(s3m_conn *c)
                 return 0;
             c->q = Q_HEAD;
             break;
-        case Q_CLOSING:
-            return 0;
+        case Q_CLOSING: return 0;
         }
     }
 }
@@ -437,8 +438,10 @@ static int s3m_r_drive(s3m_conn *c)
         switch (c->r) {
         case R_IDLE:
             if (avail > 0) {
-                s3m__log("warn", "msg=\"upstream sent bytes outside a response; dropping it\" "
-                                 "bytes=%zu", avail);
+                s3m__log("warn",
+                         "msg=\"upstream sent bytes outside a response; dropping it\" "
+                         "bytes=%zu",
+                         avail);
                 s3m_up_free(c);
             }
             return 0;
@@ -637,14 +640,16 @@ int s3m__conn_listen(s3m_proxy *px)
 {
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)px->cfg.port)};
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    px->listener = evconnlistener_new_bind(px->base, s3m_on_accept, px,
-                                           LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
-                                               LEV_OPT_CLOSE_ON_EXEC,
-                                           1024, (struct sockaddr *)&sa, sizeof(sa));
+    px->listener =
+        evconnlistener_new_bind(px->base, s3m_on_accept, px,
+                                LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC,
+                                1024, (struct sockaddr *)&sa, sizeof(sa));
     if (px->listener == NULL) {
         int err = errno != 0 ? errno : EADDRINUSE;
-        s3m__log("error", "msg=\"cannot listen on 127.0.0.1:%d: %s (choose another --port, "
-                          "or 0 for any free one)\"", px->cfg.port, strerror(err));
+        s3m__log("error",
+                 "msg=\"cannot listen on 127.0.0.1:%d: %s (choose another --port, "
+                 "or 0 for any free one)\"",
+                 px->cfg.port, strerror(err));
         return -err;
     }
     evconnlistener_set_error_cb(px->listener, s3m_on_accept_error);

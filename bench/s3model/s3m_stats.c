@@ -17,7 +17,8 @@
 
 #include "s3m_int.h"
 
-const char *const s3m__method_names[S3M_M_COUNT] = {"GET", "HEAD", "PUT", "POST", "DELETE", "OTHER"};
+const char *const s3m__method_names[S3M_M_COUNT] = {"GET",  "HEAD",   "PUT",
+                                                    "POST", "DELETE", "OTHER"};
 
 void s3m__log(const char *level, const char *fmt, ...)
 {
@@ -173,11 +174,15 @@ int s3m__stats_named(const s3m_proxy *px, const char *name, uint64_t *value)
         const char *name;
         uint64_t v;
     } t[] = {
-        {"requests", st->requests},         {"bytes_in", st->bytes_in},
-        {"bytes_out", st->bytes_out},       {"connections", st->connections},
-        {"live_connections", px->live},     {"bad_requests", st->bad_requests},
+        {"requests", st->requests},
+        {"bytes_in", st->bytes_in},
+        {"bytes_out", st->bytes_out},
+        {"connections", st->connections},
+        {"live_connections", px->live},
+        {"bad_requests", st->bad_requests},
         {"upstream_errors", st->upstream_errors},
-        {"faults_503", st->faults_503},     {"faults_reset", st->faults_reset},
+        {"faults_503", st->faults_503},
+        {"faults_reset", st->faults_reset},
         {"faults_stall", st->faults_stall},
         {"faults", st->faults_503 + st->faults_reset + st->faults_stall},
     };
@@ -231,10 +236,9 @@ int s3m__stats_json(const s3m_proxy *px, struct evbuffer *out)
                         (unsigned long long)st->requests, (unsigned long long)st->bytes_in,
                         (unsigned long long)st->bytes_out, (unsigned long long)st->connections,
                         (unsigned long long)px->live, (unsigned long long)st->bad_requests,
-                        (unsigned long long)st->upstream_errors,
-                        (unsigned long long)st->faults_503, (unsigned long long)st->faults_reset,
-                        (unsigned long long)st->faults_stall, px->nfaults, px->cfg.latency_ms,
-                        px->cfg.bandwidth_mib);
+                        (unsigned long long)st->upstream_errors, (unsigned long long)st->faults_503,
+                        (unsigned long long)st->faults_reset, (unsigned long long)st->faults_stall,
+                        px->nfaults, px->cfg.latency_ms, px->cfg.bandwidth_mib);
     s3m_json_methods(out, st->by_method);
     evbuffer_add_printf(out, ",\"by_object\":{");
     int first = 1;
@@ -298,17 +302,10 @@ s3m_fault_kind s3m__fault_take(s3m_proxy *px, const char *method, const char *ta
             px->nfaults--;
         }
         switch (kind) {
-        case S3M_FAULT_503:
-            px->stats.faults_503++;
-            break;
-        case S3M_FAULT_RESET:
-            px->stats.faults_reset++;
-            break;
-        case S3M_FAULT_STALL:
-            px->stats.faults_stall++;
-            break;
-        default:
-            break;
+        case S3M_FAULT_503: px->stats.faults_503++; break;
+        case S3M_FAULT_RESET: px->stats.faults_reset++; break;
+        case S3M_FAULT_STALL: px->stats.faults_stall++; break;
+        default: break;
         }
         return kind;
     }

@@ -132,7 +132,7 @@ typedef struct client {
     int fd;
     char *scratch;
     size_t cap;
-    size_t have;   /* bytes of the next response already read */
+    size_t have; /* bytes of the next response already read */
 } client;
 
 static int client_open(client *c, int port)
@@ -308,8 +308,11 @@ int main(int argc, char **argv)
                  : strcmp(a, "--reps") == 0        ? parse_int(a, v, 1, 1000, &o.reps)
                  : strcmp(a, "--small-kib") == 0   ? parse_int(a, v, 1, 1024, &o.small_kib)
                  : strcmp(a, "--small-count") == 0 ? parse_int(a, v, 1, 100000, &o.small_count)
-                                                   : (fprintf(stderr, "s3model_bench: unknown "
-                                                              "flag %s (see --help)\n", a), -1);
+                                                   : (fprintf(stderr,
+                                                              "s3model_bench: unknown "
+                                                              "flag %s (see --help)\n",
+                                                              a),
+                                                      -1);
         if (rc != 0)
             return 2;
     }
@@ -362,8 +365,10 @@ int main(int argc, char **argv)
             snprintf(paths[i].large, sizeof(paths[i].large), "/bytes/%zu", large);
             snprintf(paths[i].small, sizeof(paths[i].small), "/bytes/%zu", small);
         } else {
-            snprintf(paths[i].large, sizeof(paths[i].large), "/%s/%s", H_S3_DEFAULT_BUCKET, keys[0]);
-            snprintf(paths[i].small, sizeof(paths[i].small), "/%s/%s", H_S3_DEFAULT_BUCKET, keys[1]);
+            snprintf(paths[i].large, sizeof(paths[i].large), "/%s/%s", H_S3_DEFAULT_BUCKET,
+                     keys[0]);
+            snprintf(paths[i].small, sizeof(paths[i].small), "/%s/%s", H_S3_DEFAULT_BUCKET,
+                     keys[1]);
         }
         paths[i].mib_s = calloc((size_t)o.reps, sizeof(double));
         paths[i].p50_ms = calloc((size_t)o.reps, sizeof(double));

@@ -200,9 +200,14 @@ int main(int argc, char **argv)
     uint64_t part_bytes = 0, check = 0;
     for (int run = 0; run < runs; run++) {
         int fd = open(part, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        tp_writer_opts wo = {.part_name = "posts", .cols = defs, .n_cols = ncols,
-                             .key_cols = &key, .n_key = 1, .input_sorted = true,
-                             .write = fd_write, .write_arg = &fd};
+        tp_writer_opts wo = {.part_name = "posts",
+                             .cols = defs,
+                             .n_cols = ncols,
+                             .key_cols = &key,
+                             .n_key = 1,
+                             .input_sorted = true,
+                             .write = fd_write,
+                             .write_arg = &fd};
         tp_writer *w;
         double t0 = bench_now_s();
         if (fd < 0 || tp_writer_create(&w, &wo, err, sizeof(err)) < 0) {

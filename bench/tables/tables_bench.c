@@ -62,14 +62,14 @@ static double duck_value(const char *txt, const char *key)
     return p ? strtod(p + strlen(key) + 1, NULL) : -1;
 }
 
-static int cache_open(void *impl, const char *bucket, const char *key, rs_source **out,
-                      char *err, size_t errlen)
+static int cache_open(void *impl, const char *bucket, const char *key, rs_source **out, char *err,
+                      size_t errlen)
 {
     return rs_rc_open(out, impl, bucket, key, err, errlen);
 }
 
-static int cache_put(void *arg, const char *bucket, const char *key, const void *data,
-                     size_t len, char *err, size_t errlen)
+static int cache_put(void *arg, const char *bucket, const char *key, const void *data, size_t len,
+                     char *err, size_t errlen)
 {
     return rc_put(arg, bucket, key, data, len, NULL, err, errlen);
 }
@@ -162,8 +162,8 @@ int main(int argc, char **argv)
         if (ports[i] <= 0)
             die("no free port for a cache node");
         size_t o = strlen(members);
-        snprintf(members + o, sizeof(members) - o, "%sringcache-%d=127.0.0.1:%d", o ? "," : "",
-                 i, ports[i]);
+        snprintf(members + o, sizeof(members) - o, "%sringcache-%d=127.0.0.1:%d", o ? "," : "", i,
+                 ports[i]);
     }
     for (int i = 0; i < 3; i++) {
         char d[4200], pf[4300], af[4300], id[32], port[16];
@@ -173,13 +173,41 @@ int main(int argc, char **argv)
         mkdir(d, 0755);
         snprintf(pf, sizeof(pf), "%s/port", d);
         snprintf(af, sizeof(af), "%s/admin", d);
-        const char *nargv[] = {bin, "--node-id", id, "--listen", "127.0.0.1", "--port", port,
-                               "--port-file", pf, "--members", members, "--admin-listen",
-                               "127.0.0.1", "--admin-port", "0", "--admin-port-file", af,
-                               "--data-dir", d, "--ssd-capacity", "8GiB", "--ram-capacity",
-                               "256MiB", "--threads", "2", "--no-sync", "--s3-endpoint",
-                               h_s3model_endpoint(model), "--s3-access-key", "S3RVER",
-                               "--s3-secret-key", "S3RVER", "--log-level", "warn", NULL};
+        const char *nargv[] = {bin,
+                               "--node-id",
+                               id,
+                               "--listen",
+                               "127.0.0.1",
+                               "--port",
+                               port,
+                               "--port-file",
+                               pf,
+                               "--members",
+                               members,
+                               "--admin-listen",
+                               "127.0.0.1",
+                               "--admin-port",
+                               "0",
+                               "--admin-port-file",
+                               af,
+                               "--data-dir",
+                               d,
+                               "--ssd-capacity",
+                               "8GiB",
+                               "--ram-capacity",
+                               "256MiB",
+                               "--threads",
+                               "2",
+                               "--no-sync",
+                               "--s3-endpoint",
+                               h_s3model_endpoint(model),
+                               "--s3-access-key",
+                               "S3RVER",
+                               "--s3-secret-key",
+                               "S3RVER",
+                               "--log-level",
+                               "warn",
+                               NULL};
         if (h_proc_start(env, &p, id, (char *const *)nargv, NULL, pf, 0) < 0)
             die("a cache node did not start");
     }
@@ -228,8 +256,7 @@ int main(int argc, char **argv)
             "  (ClickHouse's S3 guide: about 58k rows/s per vCPU at best)\n"
             "insert peak (2 threads): %.1f MiB, budget 3 x 2 x %llu MiB = %llu MiB\n",
             i1, (double)rows / i1, d1, (double)rows / d1, i2, (double)rows / i2 / 2, d2,
-            (double)rows / d2 / 2, peak2 / 1048576.0, BLOCK_BYTES >> 20,
-            (6 * BLOCK_BYTES) >> 20);
+            (double)rows / d2 / 2, peak2 / 1048576.0, BLOCK_BYTES >> 20, (6 * BLOCK_BYTES) >> 20);
 
     /* through the cache: write-through insert, then a fresh client's first scan */
     rc_config rcfg;
@@ -242,8 +269,8 @@ int main(int argc, char **argv)
         die(err);
     tb_wh whc = wh;
     whc.io = (tb_io){.open = cache_open, .open_arg = rc, .put = cache_put, .put_arg = rc};
-    eng_ctx cached = {.format = ENG_FMT_TSV, .warehouse = &whc, .open_s3 = cache_open,
-                      .s3_impl = rc};
+    eng_ctx cached = {
+        .format = ENG_FMT_TSV, .warehouse = &whc, .open_s3 = cache_open, .s3_impl = rc};
     run(&direct, "DROP TABLE IF EXISTS posts", 1, NULL, NULL);
     snprintf(sql, sizeof(sql), "CREATE TABLE posts %s", cols);
     run(&direct, sql, 1, NULL, NULL);
@@ -255,8 +282,7 @@ int main(int argc, char **argv)
     double tc = run(&cached, sql, 2, NULL, NULL);
     rc_destroy(&rc);
     char *names = NULL;
-    run(&direct, "SELECT name FROM system.parts WHERE table = 'posts' AND active", 1, NULL,
-        &names);
+    run(&direct, "SELECT name FROM system.parts WHERE table = 'posts' AND active", 1, NULL, &names);
     if (rc_create(&rc, &rcfg, err, sizeof(err)) < 0)
         die(err);
     whc.io.open_arg = whc.io.put_arg = rc;
@@ -274,8 +300,9 @@ int main(int argc, char **argv)
     }
     free(names);
     rc_destroy(&rc);
-    fprintf(stderr, "write-through insert (2 threads): %.2f s, %d parts; the first full scan "
-                    "after it: %lld S3 GETs, %lld of them of part objects\n",
+    fprintf(stderr,
+            "write-through insert (2 threads): %.2f s, %d parts; the first full scan "
+            "after it: %lld S3 GETs, %lld of them of part objects\n",
             tc, n_parts, (long long)gets, (long long)part_gets);
 
     /* the seed and the point query through the warm nodes, a fresh client each run */
@@ -283,8 +310,8 @@ int main(int argc, char **argv)
                   "OwnerDisplayName NOT IN ('', 'anon') GROUP BY OwnerDisplayName ORDER BY "
                   "num_posts DESC LIMIT 5";
     char point[512];
-    snprintf(point, sizeof(point), "SELECT * FROM posts WHERE Id IN (%lld, %lld, %lld)",
-             rows / 7, rows / 2, rows - 3);
+    snprintf(point, sizeof(point), "SELECT * FROM posts WHERE Id IN (%lld, %lld, %lld)", rows / 7,
+             rows / 2, rows - 3);
     double ts[16], tp[16];
     eng_result pres = {0};
     for (int r = 0; r < runs; r++) {
@@ -307,7 +334,6 @@ int main(int argc, char **argv)
     printf("%s\n", BENCH_RATIO_CONVENTION);
     printf("tables: insert_1t_vs_duckdb=%.2f insert_2t_vs_duckdb=%.2f insert_mem_vs_budget=%.2f "
            "scan_vs_duckdb=%.2f point_granules_per_value=%.2f s3_gets_after_insert=%lld\n",
-           d1 / i1, d2 / i2, peak2 / (double)(6 * BLOCK_BYTES), ds / s, granules,
-           (long long)gets);
+           d1 / i1, d2 / i2, peak2 / (double)(6 * BLOCK_BYTES), ds / s, granules, (long long)gets);
     return 0;
 }

@@ -242,19 +242,23 @@ int main(int argc, char **argv)
     snprintf(ours[Q_SEED], sizeof(ours[0]),
              "SELECT OwnerDisplayName, count() AS num_posts FROM file('%s/data/posts_*.parquet') "
              "WHERE OwnerDisplayName NOT IN ('', 'anon') GROUP BY OwnerDisplayName ORDER BY "
-             "num_posts DESC LIMIT 5", dir);
+             "num_posts DESC LIMIT 5",
+             dir);
     snprintf(theirs[Q_SEED], sizeof(theirs[0]),
              "SELECT OwnerDisplayName, count(*) AS num_posts FROM '%s/data/posts_*.parquet' "
              "WHERE OwnerDisplayName NOT IN ('', 'anon') GROUP BY OwnerDisplayName ORDER BY "
-             "num_posts DESC LIMIT 5", dir);
+             "num_posts DESC LIMIT 5",
+             dir);
     snprintf(ours[Q_GROUPBY], sizeof(ours[0]),
              "SELECT county, town, district, avg(price) AS avg_price FROM "
              "file('%s/data/uk_*.parquet') GROUP BY county, town, district ORDER BY avg_price "
-             "DESC LIMIT 5", dir);
+             "DESC LIMIT 5",
+             dir);
     snprintf(theirs[Q_GROUPBY], sizeof(theirs[0]),
              "SELECT county, town, district, avg(price) AS avg_price FROM "
              "'%s/data/uk_*.parquet' GROUP BY county, town, district ORDER BY avg_price "
-             "DESC LIMIT 5", dir);
+             "DESC LIMIT 5",
+             dir);
 
     point pt[NQ][MAX_T];
     /* memory first: our children fork from a process that has run no query */
@@ -292,8 +296,8 @@ int main(int argc, char **argv)
         for (int i = 0; i < nt && o < sizeof(table); i++)
             o += (size_t)snprintf(table + o, sizeof(table) - o,
                                   "| %s | %d | %.3f | %.3f | %.1f | %.1f |\n", qname[q], tv[i],
-                                  pt[q][i].ours_s, pt[q][i].duck_s,
-                                  pt[q][i].ours_mem / 1048576.0, pt[q][i].duck_mem / 1048576.0);
+                                  pt[q][i].ours_s, pt[q][i].duck_s, pt[q][i].ours_mem / 1048576.0,
+                                  pt[q][i].duck_mem / 1048576.0);
     printf("\n%s", table);
     point *g1 = &pt[Q_GROUPBY][i1], *g2 = &pt[Q_GROUPBY][i2];
     point *s1 = &pt[Q_SEED][i1], *s2 = &pt[Q_SEED][i2];
@@ -312,9 +316,10 @@ int main(int argc, char **argv)
     snprintf(png, sizeof(png), "%s/threads-%s.png", out_dir, scale);
     FILE *f = fopen(path, "w");
     if (f) {
-        fprintf(f, "# max_threads sweep, %lld rows per dataset\n\n"
-                   "Time is the median of %d warm runs; peak is peak RSS minus RSS after "
-                   "start-up of one run from a fresh start (both sides).\n\n%s\n%s\n",
+        fprintf(f,
+                "# max_threads sweep, %lld rows per dataset\n\n"
+                "Time is the median of %d warm runs; peak is peak RSS minus RSS after "
+                "start-up of one run from a fresh start (both sides).\n\n%s\n%s\n",
                 rows, runs, table, line);
         fclose(f);
     }

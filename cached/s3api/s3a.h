@@ -30,7 +30,7 @@ extern "C" {
 
 /* S3's limits on names: a bucket name's characters, a key's UTF-8 bytes. */
 #define S3A_BUCKET_MAX 63
-#define S3A_KEY_MAX 1024
+#define S3A_KEY_MAX    1024
 
 /* ---- a growable buffer ------------------------------------------------------ */
 
@@ -59,12 +59,12 @@ void s3a_buf_free(s3a_buf *b);
  * with s3a_error_deinit. */
 typedef struct s3a_error {
     int status;
-    const char *code;                  /* static string; NULL: no error */
+    const char *code; /* static string; NULL: no error */
     char message[512];
     int n_extra;
     struct {
-        const char *name;              /* static string */
-        char *value;                   /* malloc'd */
+        const char *name; /* static string */
+        char *value;      /* malloc'd */
     } extra[S3A_ERR_EXTRA_MAX];
 } s3a_error;
 
@@ -72,9 +72,8 @@ typedef struct s3a_error {
  * extras). Returns -EACCES for 401/403, -ENOENT for 404, -EINVAL for other
  * 4xx, -ENOTSUP for 501, -EIO otherwise: what the functions that fill an
  * error return. e may be NULL (then only the return value). */
-__attribute__((format(printf, 4, 5))) int s3a_error_set(s3a_error *e, int status,
-                                                        const char *code, const char *fmt,
-                                                        ...);
+__attribute__((format(printf, 4, 5))) int s3a_error_set(s3a_error *e, int status, const char *code,
+                                                        const char *fmt, ...);
 /* Adds an extra element (value[0..len) copied; silently dropped past
  * S3A_ERR_EXTRA_MAX or on ENOMEM). */
 void s3a_error_extra(s3a_error *e, const char *name, const char *value, size_t len);
@@ -83,7 +82,7 @@ void s3a_error_deinit(s3a_error *e);
 /* ---- a request, as the pieces see it -------------------------------------- */
 
 typedef struct s3a_header {
-    const char *name;                  /* any case, as sent */
+    const char *name; /* any case, as sent */
     const char *value;
 } s3a_header;
 
@@ -108,7 +107,7 @@ char *s3a_pct_decode_dup(const char *in, size_t len, int *rc);
  * decoded. has_eq tells "uploads" from "uploads=" (SigV2 signs them apart). */
 typedef struct s3a_qparam {
     char *name;
-    char *value;                       /* "" when there was no '=' */
+    char *value; /* "" when there was no '=' */
     bool has_eq;
 } s3a_qparam;
 

@@ -26,9 +26,9 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-#define EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
-#define KEY_CACHE 32
-#define MAX_EXPIRES 604800
+#define EMPTY_SHA256       "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+#define KEY_CACHE          32
+#define MAX_EXPIRES        604800
 #define MAX_SIGNED_HEADERS 64
 
 typedef struct key_entry {
@@ -72,7 +72,7 @@ void s3a_verifier_destroy(s3a_verifier **pv)
 {
     if (pv == NULL || *pv == NULL)
         return;
-    OPENSSL_cleanse((*pv)->keys, sizeof (*pv)->keys);
+    OPENSSL_cleanse((*pv)->keys, sizeof(*pv)->keys);
     free(*pv);
     *pv = NULL;
 }
@@ -214,7 +214,8 @@ static int payload_kind(const char *v, s3a_auth *a, s3a_error *err)
     } else if (strncmp(v, "STREAMING-AWS4-ECDSA-P256-SHA256-PAYLOAD", 40) == 0) {
         return s3a_error_set(err, 501, "NotImplemented",
                              "SigV4a streaming uploads (%s) are not supported; sign with "
-                             "AWS4-HMAC-SHA256", v);
+                             "AWS4-HMAC-SHA256",
+                             v);
     } else if (is_hex64(v)) {
         a->payload = S3A_PAYLOAD_SHA256;
         memcpy(a->payload_sha256, v, 65);
@@ -245,7 +246,8 @@ static int signed_headers(const s3a_request *req, const char *list, s3__kv **out
         names += *p == ';';
     if (list[0] == '\0' || names > MAX_SIGNED_HEADERS)
         return s3a_error_set(err, 403, "SignatureDoesNotMatch",
-                             "SignedHeaders must name between 1 and %d headers", MAX_SIGNED_HEADERS);
+                             "SignedHeaders must name between 1 and %d headers",
+                             MAX_SIGNED_HEADERS);
     s3__kv *kv = calloc(req->n_headers + 1, sizeof *kv);
     if (kv == NULL)
         return -ENOMEM;
@@ -283,7 +285,8 @@ static int signed_headers(const s3a_request *req, const char *list, s3__kv **out
             free(kv);
             return s3a_error_set(err, 403, "SignatureDoesNotMatch",
                                  "the signed header '%s' is not in the request; a proxy may "
-                                 "have removed it", name);
+                                 "have removed it",
+                                 name);
         }
         p += len;
         if (*p == ';')
@@ -317,8 +320,8 @@ static void mismatch(s3a_error *err, const char *akid, const s3__sign_output *o,
 /* The common end of header and query SigV4: the signature, compared. */
 static int check_v4(s3a_verifier *v, const s3a_request *req, const credential *cr,
                     const char *amz_date, const char *signed_list, const char *signature,
-                    const char *payload_hash, const qparams *q, bool drop_signature,
-                    s3a_auth *auth, s3a_error *err)
+                    const char *payload_hash, const qparams *q, bool drop_signature, s3a_auth *auth,
+                    s3a_error *err)
 {
     char secret[S3A_SECRET_MAX];
     void *principal = NULL;
@@ -366,9 +369,17 @@ static int check_v4(s3a_verifier *v, const s3a_request *req, const credential *c
     if (rc < 0)
         goto out;
     s3__sign_input in = {
-        .method = req->method, .canonical_uri = uri, .query = qk, .n_query = nq,
-        .headers = hk, .n_headers = nh, .payload_hash = payload_hash, .amz_date = amz_date,
-        .region = cr->region, .service = "s3", .access_key = cr->akid,
+        .method = req->method,
+        .canonical_uri = uri,
+        .query = qk,
+        .n_query = nq,
+        .headers = hk,
+        .n_headers = nh,
+        .payload_hash = payload_hash,
+        .amz_date = amz_date,
+        .region = cr->region,
+        .service = "s3",
+        .access_key = cr->akid,
     };
     rc = s3__sigv4_sign_with_key(&in, key, &o);
     if (rc < 0)
@@ -380,7 +391,8 @@ static int check_v4(s3a_verifier *v, const s3a_request *req, const credential *c
         if (strlen(signature) == 64 && CRYPTO_memcmp(o.signature, signature, 64) == 0)
             snprintf(err->message, sizeof err->message,
                      "SignedHeaders must be lower case, sorted and without repeats, as SigV4 "
-                     "says: '%s' is not", signed_list);
+                     "says: '%s' is not",
+                     signed_list);
         rc = -EACCES;
         goto out;
     }
@@ -406,10 +418,11 @@ static int region_check(const s3a_verifier *v, const credential *cr, bool query,
 {
     if (!v->cfg.strict_region || strcmp(cr->region, v->region) == 0)
         return 0;
-    int rc = s3a_error_set(err, 400, query ? "AuthorizationQueryParametersError"
-                                           : "AuthorizationHeaderMalformed",
-                           "The authorization header is malformed; the region '%s' is wrong; "
-                           "expecting '%s'", cr->region, v->region);
+    int rc = s3a_error_set(
+        err, 400, query ? "AuthorizationQueryParametersError" : "AuthorizationHeaderMalformed",
+        "The authorization header is malformed; the region '%s' is wrong; "
+        "expecting '%s'",
+        cr->region, v->region);
     s3a_error_extra(err, "Region", v->region, strlen(v->region));
     return rc;
 }
@@ -523,8 +536,8 @@ static int verify_header_v4(s3a_verifier *v, const s3a_request *req, const char 
 
 /* ---- SigV4, presigned ------------------------------------------------------------------- */
 
-static int verify_query_v4(s3a_verifier *v, const s3a_request *req, const qparams *q,
-                           int64_t now, s3a_auth *auth, s3a_error *err)
+static int verify_query_v4(s3a_verifier *v, const s3a_request *req, const qparams *q, int64_t now,
+                           s3a_auth *auth, s3a_error *err)
 {
     const char *alg = qget(q, "X-Amz-Algorithm"), *cred_s = qget(q, "X-Amz-Credential");
     const char *sig = qget(q, "X-Amz-Signature"), *date = qget(q, "X-Amz-Date");
@@ -594,13 +607,41 @@ static int verify_query_v4(s3a_verifier *v, const s3a_request *req, const qparam
 
 /* The sub-resources SigV2 signs (botocore's HmacV1Auth.QSAOfInterest). */
 static const char *const v2_subresources[] = {
-    "accelerate", "acl", "analytics", "cors", "defaultObjectAcl", "delete", "inventory",
-    "lifecycle", "location", "logging", "metrics", "notification", "object-lock",
-    "partNumber", "policy", "replication", "requestPayment", "response-cache-control",
-    "response-content-disposition", "response-content-encoding", "response-content-language",
-    "response-content-type", "response-expires", "restore", "select", "select-type",
-    "storageClass", "tagging", "torrent", "uploadId", "uploads", "versionId", "versioning",
-    "versions", "website",
+    "accelerate",
+    "acl",
+    "analytics",
+    "cors",
+    "defaultObjectAcl",
+    "delete",
+    "inventory",
+    "lifecycle",
+    "location",
+    "logging",
+    "metrics",
+    "notification",
+    "object-lock",
+    "partNumber",
+    "policy",
+    "replication",
+    "requestPayment",
+    "response-cache-control",
+    "response-content-disposition",
+    "response-content-encoding",
+    "response-content-language",
+    "response-content-type",
+    "response-expires",
+    "restore",
+    "select",
+    "select-type",
+    "storageClass",
+    "tagging",
+    "torrent",
+    "uploadId",
+    "uploads",
+    "versionId",
+    "versioning",
+    "versions",
+    "website",
 };
 
 static bool v2_subresource(const char *name)
@@ -727,8 +768,8 @@ static int v2_string_to_sign(const s3a_request *req, const qparams *q, const cha
     return sts->oom ? -ENOMEM : 0;
 }
 
-static int verify_query_v2(s3a_verifier *v, const s3a_request *req, const qparams *q,
-                           int64_t now, s3a_auth *auth, s3a_error *err)
+static int verify_query_v2(s3a_verifier *v, const s3a_request *req, const qparams *q, int64_t now,
+                           s3a_auth *auth, s3a_error *err)
 {
     if (v->cfg.no_sigv2)
         return s3a_error_set(err, 400, "InvalidRequest",
@@ -774,8 +815,8 @@ static int verify_query_v2(s3a_verifier *v, const s3a_request *req, const qparam
     }
     unsigned char mac[EVP_MAX_MD_SIZE];
     unsigned int maclen = 0;
-    unsigned char *h = HMAC(EVP_sha1(), secret, (int)strlen(secret),
-                            (const unsigned char *)sts.p, sts.len, mac, &maclen);
+    unsigned char *h = HMAC(EVP_sha1(), secret, (int)strlen(secret), (const unsigned char *)sts.p,
+                            sts.len, mac, &maclen);
     OPENSSL_cleanse(secret, sizeof secret);
     if (h == NULL) {
         s3a_buf_free(&sts);
@@ -804,8 +845,7 @@ static int verify_query_v2(s3a_verifier *v, const s3a_request *req, const qparam
 
 /* ---- the entry ---------------------------------------------------------------------------- */
 
-int s3a_verify(s3a_verifier *v, const s3a_request *req, int64_t now, s3a_auth *auth,
-               s3a_error *err)
+int s3a_verify(s3a_verifier *v, const s3a_request *req, int64_t now, s3a_auth *auth, s3a_error *err)
 {
     memset(auth, 0, sizeof *auth);
     if (req == NULL || req->method == NULL || req->path == NULL)
@@ -818,8 +858,8 @@ int s3a_verify(s3a_verifier *v, const s3a_request *req, int64_t now, s3a_auth *a
                                              "Couldn't parse the specified URI: a bad %%-escape "
                                              "in the query");
     const char *authz = s3a_header_get(req->headers, req->n_headers, "authorization");
-    bool q4 = qget(&q, "X-Amz-Algorithm") || qget(&q, "X-Amz-Signature") ||
-              qget(&q, "X-Amz-Credential");
+    bool q4 =
+        qget(&q, "X-Amz-Algorithm") || qget(&q, "X-Amz-Signature") || qget(&q, "X-Amz-Credential");
     bool q2 = qget(&q, "AWSAccessKeyId") || qget(&q, "Signature");
     if ((authz != NULL) + q4 + q2 > 1) {
         rc = s3a_error_set(err, 400, "InvalidArgument",

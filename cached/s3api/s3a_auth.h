@@ -33,8 +33,8 @@ extern "C" {
 #endif
 
 #define S3A_ACCESS_KEY_MAX 128
-#define S3A_SECRET_MAX 128
-#define S3A_SCOPE_MAX 128
+#define S3A_SECRET_MAX     128
+#define S3A_SCOPE_MAX      128
 
 /* The secret of an access key id: 0 with secret (NUL-terminated) and
  * *principal (the caller's pointer for this key, e.g. its tenant) filled, or
@@ -43,14 +43,14 @@ typedef int (*s3a_secret_fn)(void *arg, const char *access_key, char *secret, si
                              void **principal);
 
 typedef struct s3a_auth_config {
-    s3a_secret_fn secret;              /* required */
+    s3a_secret_fn secret; /* required */
     void *secret_arg;
-    const char *region;                /* the server's region; NULL: "us-east-1" */
-    bool strict_region;                /* refuse a scope for another region
+    const char *region; /* the server's region; NULL: "us-east-1" */
+    bool strict_region; /* refuse a scope for another region
                                           (AuthorizationHeaderMalformed); off: any
                                           region the client signed for is used */
-    int max_skew_s;                    /* 0: 900 */
-    bool no_sigv2;                     /* refuse SigV2 presigned URLs */
+    int max_skew_s;     /* 0: 900 */
+    bool no_sigv2;      /* refuse SigV2 presigned URLs */
 } s3a_auth_config;
 
 typedef enum s3a_auth_kind {
@@ -62,9 +62,9 @@ typedef enum s3a_auth_kind {
 
 /* How the body is protected (x-amz-content-sha256). */
 typedef enum s3a_payload {
-    S3A_PAYLOAD_UNSIGNED,              /* UNSIGNED-PAYLOAD, presigned, SigV2, anonymous */
-    S3A_PAYLOAD_SHA256,                /* payload_sha256: check it against the body */
-    S3A_PAYLOAD_STREAMING_SIGNED,      /* aws-chunked, chunk signatures (s3a_chunked.h) */
+    S3A_PAYLOAD_UNSIGNED,         /* UNSIGNED-PAYLOAD, presigned, SigV2, anonymous */
+    S3A_PAYLOAD_SHA256,           /* payload_sha256: check it against the body */
+    S3A_PAYLOAD_STREAMING_SIGNED, /* aws-chunked, chunk signatures (s3a_chunked.h) */
     S3A_PAYLOAD_STREAMING_SIGNED_TRAILER,
     S3A_PAYLOAD_STREAMING_UNSIGNED_TRAILER,
 } s3a_payload;
@@ -80,18 +80,18 @@ typedef struct s3a_auth {
     char payload_sha256[65];
     char seed_signature[65];
     char amz_date[17];
-    char scope[S3A_SCOPE_MAX];         /* 20130524/us-east-1/s3/aws4_request */
+    char scope[S3A_SCOPE_MAX]; /* 20130524/us-east-1/s3/aws4_request */
     unsigned char signing_key[32];
 } s3a_auth;
 
 /* The parts of a request a signature covers. */
 typedef struct s3a_request {
     const char *method;
-    const char *path;                  /* raw, as sent: "/bkt/a%20b" */
-    const char *query;                 /* raw, after '?'; "" or NULL when none */
-    const s3a_header *headers;         /* in arrival order */
+    const char *path;          /* raw, as sent: "/bkt/a%20b" */
+    const char *query;         /* raw, after '?'; "" or NULL when none */
+    const s3a_header *headers; /* in arrival order */
     size_t n_headers;
-    const char *vhost_bucket;          /* the bucket named by the Host (virtual-
+    const char *vhost_bucket; /* the bucket named by the Host (virtual-
                                           hosted style), else NULL: SigV2 signs it */
 } s3a_request;
 

@@ -18,8 +18,8 @@
 
 /* ---- tables ------------------------------------------------------------------ */
 
-#define CRC32C_POLY 0x82F63B78u                /* reflected Castagnoli */
-#define CRC64NVME_POLY 0x9A6C9329AC4BC9B5ull   /* reflected 0xAD93D23594C93659 */
+#define CRC32C_POLY    0x82F63B78u           /* reflected Castagnoli */
+#define CRC64NVME_POLY 0x9A6C9329AC4BC9B5ull /* reflected 0xAD93D23594C93659 */
 
 static uint32_t crc32c_table[256];
 static uint64_t crc64_table[8][256];
@@ -39,7 +39,8 @@ static void build_tables(void)
     }
     for (int t = 1; t < 8; t++)
         for (int i = 0; i < 256; i++)
-            crc64_table[t][i] = (crc64_table[t - 1][i] >> 8) ^ crc64_table[0][crc64_table[t - 1][i] & 0xff];
+            crc64_table[t][i] =
+                (crc64_table[t - 1][i] >> 8) ^ crc64_table[0][crc64_table[t - 1][i] & 0xff];
 }
 
 /* ---- CRC-32C ------------------------------------------------------------------ */
@@ -53,7 +54,7 @@ static uint32_t crc32c_sw(uint32_t crc, const unsigned char *p, size_t n)
 
 #if defined(__x86_64__)
 __attribute__((target("sse4.2"))) static uint32_t crc32c_hw(uint32_t crc, const unsigned char *p,
-                                                             size_t n)
+                                                            size_t n)
 {
     uint64_t c = crc;
     while (n >= 8) {

@@ -29,16 +29,16 @@ typedef enum s3a_ck_alg {
     S3A_CK_CRC64NVME,
     S3A_CK_SHA1,
     S3A_CK_SHA256,
-    S3A_CK_MD5,          /* Content-MD5 and ETags; not an x-amz-checksum */
+    S3A_CK_MD5, /* Content-MD5 and ETags; not an x-amz-checksum */
 } s3a_ck_alg;
 
 #define S3A_CK_DIGEST_MAX 32
-#define S3A_CK_B64_MAX 48    /* base64 of 32 bytes and a NUL */
+#define S3A_CK_B64_MAX    48 /* base64 of 32 bytes and a NUL */
 
 typedef struct s3a_checksum {
     s3a_ck_alg alg;
     uint64_t crc;
-    void *md;            /* OpenSSL's EVP_MD_CTX for the hashes */
+    void *md; /* OpenSSL's EVP_MD_CTX for the hashes */
 } s3a_checksum;
 
 /* 0, -EINVAL (S3A_CK_NONE or out of range), -ENOMEM. */

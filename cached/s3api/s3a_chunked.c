@@ -23,16 +23,16 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
-#define EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
-#define LINE_MAX_BYTES 4096
+#define EMPTY_SHA256      "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+#define LINE_MAX_BYTES    4096
 #define DEFAULT_MAX_CHUNK (16u << 20)
 
 enum st { ST_LINE, ST_DATA, ST_DATA_CR, ST_DATA_LF, ST_TRAILER, ST_DONE, ST_FAILED };
 
 struct s3a_chunked {
     s3a_payload kind;
-    bool sig;                    /* chunk signatures */
-    bool trailers;               /* trailer lines may follow the 0-chunk */
+    bool sig;      /* chunk signatures */
+    bool trailers; /* trailer lines may follow the 0-chunk */
     unsigned char key[32];
     char prev[65];
     char date[17];
@@ -172,7 +172,8 @@ static int check_sig(s3a_chunked *d, const char *algo, const char *middle, const
         d->st = ST_FAILED;
         return s3a_error_set(err, 403, "SignatureDoesNotMatch",
                              "The request signature we calculated does not match the signature "
-                             "you provided: %s", what);
+                             "you provided: %s",
+                             what);
     }
     memcpy(d->prev, sig, 65);
     return 0;
@@ -207,8 +208,9 @@ static int chunk_line(s3a_chunked *d, char *l, size_t n, s3a_error *err)
         static const char ext[] = ";chunk-signature=";
         if (n - i != sizeof ext - 1 + 64 || memcmp(l + i, ext, sizeof ext - 1) != 0 ||
             !is_hexlow64(l + i + sizeof ext - 1, 64))
-            return fail(d, err, "a signed chunk's size must be followed by ;chunk-signature= "
-                                "and 64 lower-case hex digits");
+            return fail(d, err,
+                        "a signed chunk's size must be followed by ;chunk-signature= "
+                        "and 64 lower-case hex digits");
         memcpy(d->chunk_sig, l + i + sizeof ext - 1, 64);
         d->chunk_sig[64] = '\0';
     } else if (i != n) {
@@ -224,7 +226,8 @@ static int chunk_line(s3a_chunked *d, char *l, size_t n, s3a_error *err)
         d->st = ST_FAILED;
         return s3a_error_set(err, 400, "IncompleteBody",
                              "the aws-chunked body holds more than the %lld bytes "
-                             "x-amz-decoded-content-length announced", (long long)d->declared);
+                             "x-amz-decoded-content-length announced",
+                             (long long)d->declared);
     }
     if (size > 0) {
         d->left = size;
@@ -253,8 +256,7 @@ static int end_of_body(s3a_chunked *d, s3a_error *err)
                                  "the signed trailer has no x-amz-trailer-signature");
         }
         EVP_DigestInit_ex(d->md, EVP_sha256(), NULL);
-        EVP_DigestUpdate(d->md, d->trailer_bytes.p ? d->trailer_bytes.p : "",
-                         d->trailer_bytes.len);
+        EVP_DigestUpdate(d->md, d->trailer_bytes.p ? d->trailer_bytes.p : "", d->trailer_bytes.len);
         char h[65];
         hash_hex(d->md, h);
         int rc = check_sig(d, "AWS4-HMAC-SHA256-TRAILER", "", h, d->tsig, err,
@@ -340,8 +342,8 @@ static int trailer_line(s3a_chunked *d, char *l, size_t n, s3a_error *err)
     return d->trailer_bytes.oom ? -ENOMEM : 0;
 }
 
-int s3a_chunked_feed(s3a_chunked *d, const void *data, size_t len, s3a_chunk_data_fn out,
-                     void *arg, s3a_error *err)
+int s3a_chunked_feed(s3a_chunked *d, const void *data, size_t len, s3a_chunk_data_fn out, void *arg,
+                     s3a_error *err)
 {
     const char *p = data;
     while (len > 0) {
@@ -349,8 +351,7 @@ int s3a_chunked_feed(s3a_chunked *d, const void *data, size_t len, s3a_chunk_dat
         case ST_FAILED:
             return s3a_error_set(err, 400, "InvalidRequest",
                                  "the aws-chunked body was already refused");
-        case ST_DONE:
-            return fail(d, err, "bytes after the end of the body");
+        case ST_DONE: return fail(d, err, "bytes after the end of the body");
         case ST_DATA: {
             size_t n = len < d->left ? len : (size_t)d->left;
             if (d->sig)

@@ -47,11 +47,11 @@ extern "C" {
 #endif
 
 typedef struct s3a_chunked_config {
-    s3a_payload payload;               /* one of the three STREAMING kinds */
-    const s3a_auth *auth;              /* signing key, seed, date, scope (signed kinds) */
-    const char *trailer;               /* the x-amz-trailer header, or NULL */
-    int64_t decoded_length;            /* x-amz-decoded-content-length, -1: not sent */
-    size_t max_chunk_bytes;            /* 0: 16 MiB */
+    s3a_payload payload;    /* one of the three STREAMING kinds */
+    const s3a_auth *auth;   /* signing key, seed, date, scope (signed kinds) */
+    const char *trailer;    /* the x-amz-trailer header, or NULL */
+    int64_t decoded_length; /* x-amz-decoded-content-length, -1: not sent */
+    size_t max_chunk_bytes; /* 0: 16 MiB */
 } s3a_chunked_config;
 
 typedef struct s3a_chunked s3a_chunked;
@@ -70,8 +70,8 @@ void s3a_chunked_destroy(s3a_chunked **d);
  * IncompleteBody (more data than x-amz-decoded-content-length), 403
  * SignatureDoesNotMatch (a chunk or the trailer), 400 BadDigest (the trailing
  * checksum). After an error the decoder refuses everything. */
-int s3a_chunked_feed(s3a_chunked *d, const void *data, size_t len, s3a_chunk_data_fn out,
-                     void *arg, s3a_error *err);
+int s3a_chunked_feed(s3a_chunked *d, const void *data, size_t len, s3a_chunk_data_fn out, void *arg,
+                     s3a_error *err);
 
 /* The body has ended: 0 when it was whole and valid; 400 IncompleteBody when
  * it stopped early or was shorter than x-amz-decoded-content-length. */

@@ -230,7 +230,8 @@ int s3a_query_parse(const char *raw, s3a_query *out)
             const char *eq = memchr(p, '=', len);
             size_t nl = eq ? (size_t)(eq - p) : len;
             char *name = s3a_pct_decode_dup(p, nl, &rc);
-            char *val = name ? s3a_pct_decode_dup(eq ? eq + 1 : "", eq ? len - nl - 1 : 0, &rc) : NULL;
+            char *val =
+                name ? s3a_pct_decode_dup(eq ? eq + 1 : "", eq ? len - nl - 1 : 0, &rc) : NULL;
             if (name == NULL || val == NULL) {
                 free(name);
                 s3a_query_free(out);
@@ -309,9 +310,8 @@ int64_t s3a_parse_http_date(const char *s)
     static const char mons[12][4] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
                                      "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
     /* "Sun, 06 Nov 1994 08:49:37 GMT" */
-    if (s == NULL || strlen(s) != 29 || s[3] != ',' || s[4] != ' ' || s[7] != ' ' ||
-        s[11] != ' ' || s[16] != ' ' || s[19] != ':' || s[22] != ':' || s[25] != ' ' ||
-        strcmp(s + 26, "GMT") != 0)
+    if (s == NULL || strlen(s) != 29 || s[3] != ',' || s[4] != ' ' || s[7] != ' ' || s[11] != ' ' ||
+        s[16] != ' ' || s[19] != ':' || s[22] != ':' || s[25] != ' ' || strcmp(s + 26, "GMT") != 0)
         return -1;
     int M = -1;
     for (int i = 0; i < 12; i++)
@@ -327,8 +327,8 @@ int64_t s3a_parse_http_date(const char *s)
 int64_t s3a_parse_iso8601(const char *s)
 {
     /* "2024-01-01T00:00:00.000Z", the fraction optional */
-    if (s == NULL || strlen(s) < 20 || s[4] != '-' || s[7] != '-' || s[10] != 'T' ||
-        s[13] != ':' || s[16] != ':')
+    if (s == NULL || strlen(s) < 20 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' ||
+        s[16] != ':')
         return -1;
     int Y = digits(s, 4), M = digits(s + 5, 2), D = digits(s + 8, 2);
     int h = digits(s + 11, 2), m = digits(s + 14, 2), sec = digits(s + 17, 2);
@@ -352,7 +352,7 @@ void s3a_iso8601_ms(int64_t unix_ms, char out[25])
     }
     /* every field is in range here: written digit by digit */
     const int f[7] = {tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-                      tm.tm_min, tm.tm_sec, (int)ms};
+                      tm.tm_min,         tm.tm_sec,     (int)ms};
     const int w[7] = {4, 2, 2, 2, 2, 2, 3};
     const char sep[7] = {'-', '-', 'T', ':', ':', '.', 'Z'};
     char *p = out;

@@ -33,8 +33,8 @@ extern "C" {
 
 /* The object's side of the comparison. */
 typedef struct s3a_get_object {
-    const char *etag;                  /* bare or quoted */
-    int64_t last_modified;             /* unix seconds */
+    const char *etag;      /* bare or quoted */
+    int64_t last_modified; /* unix seconds */
     uint64_t size;
 } s3a_get_object;
 
@@ -45,11 +45,11 @@ typedef struct s3a_get_headers {
 } s3a_get_headers;
 
 typedef struct s3a_get_plan {
-    int status;                        /* 200, 206, 304, 412 or 416 */
-    uint64_t first, last;              /* 200/206: the bytes to send, inclusive
+    int status;            /* 200, 206, 304, 412 or 416 */
+    uint64_t first, last;  /* 200/206: the bytes to send, inclusive
                                           (a 0-byte object: first 0, last 0, count 0) */
-    uint64_t count;                    /* bytes to send */
-    const char *condition;             /* 412: the header that failed */
+    uint64_t count;        /* bytes to send */
+    const char *condition; /* 412: the header that failed */
 } s3a_get_plan;
 
 /* Decides the answer. Never fails: every input gives a status. */

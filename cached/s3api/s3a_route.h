@@ -63,20 +63,20 @@ typedef enum s3a_op {
 const char *s3a_op_name(s3a_op op);
 
 typedef struct s3a_route_config {
-    const char *const *domains;        /* virtual-host domains, e.g. "s3.example.com" */
+    const char *const *domains; /* virtual-host domains, e.g. "s3.example.com" */
     size_t n_domains;
 } s3a_route_config;
 
 typedef struct s3a_route {
     s3a_op op;
-    bool virtual_host;                 /* the bucket came from the Host */
-    char bucket[S3A_BUCKET_MAX + 1];   /* "" for ListBuckets */
-    char *key;                         /* decoded, malloc'd; NULL for bucket and
+    bool virtual_host;               /* the bucket came from the Host */
+    char bucket[S3A_BUCKET_MAX + 1]; /* "" for ListBuckets */
+    char *key;                       /* decoded, malloc'd; NULL for bucket and
                                           service operations */
     size_t key_len;
-    s3a_query query;                   /* every parameter, decoded */
-    int part_number;                   /* UploadPart(Copy): 1..10000 */
-    const char *upload_id;             /* in query: multipart operations */
+    s3a_query query;       /* every parameter, decoded */
+    int part_number;       /* UploadPart(Copy): 1..10000 */
+    const char *upload_id; /* in query: multipart operations */
 } s3a_route;
 
 /* Routes a request. host: the Host header (with or without :port; NULL is

@@ -64,8 +64,8 @@ typedef struct s3a_xml_object {
     const char *key;
     int64_t size;
     int64_t mtime_ms;
-    const char *etag;                  /* bare or quoted */
-    const char *storage_class;         /* NULL: STANDARD */
+    const char *etag;          /* bare or quoted */
+    const char *storage_class; /* NULL: STANDARD */
 } s3a_xml_object;
 
 /* One page of a listing, V1 or V2. Strings may be NULL (element omitted,
@@ -77,7 +77,7 @@ typedef struct s3a_xml_list {
     const char *delimiter;
     int max_keys;
     bool truncated;
-    bool url_encode;                   /* encoding-type=url: keys, prefixes,
+    bool url_encode; /* encoding-type=url: keys, prefixes,
                                           delimiter, markers, start-after */
     /* V2 */
     const char *start_after;
@@ -87,10 +87,10 @@ typedef struct s3a_xml_list {
     /* V1 */
     const char *marker;
     const char *next_marker;
-    const s3a_xml_owner *owner;        /* V1 always, V2 with fetch_owner */
+    const s3a_xml_owner *owner; /* V1 always, V2 with fetch_owner */
     const s3a_xml_object *objects;
     size_t n_objects;
-    const char *const *prefixes;       /* CommonPrefixes */
+    const char *const *prefixes; /* CommonPrefixes */
     size_t n_prefixes;
 } s3a_xml_list;
 
@@ -122,7 +122,7 @@ int s3a_xml_list_parts(s3a_buf *b, const s3a_xml_parts *p);
 
 typedef struct s3a_xml_deleted {
     const char *key;
-    const char *code;                  /* NULL: deleted; else the error's code */
+    const char *code; /* NULL: deleted; else the error's code */
     const char *message;
 } s3a_xml_deleted;
 
@@ -135,22 +135,22 @@ int s3a_xml_copy_result(s3a_buf *b, bool part, const char *etag, int64_t mtime_m
 /* ---- request bodies --------------------------------------------------------------- */
 
 typedef enum s3a_xmlbody_kind {
-    S3A_BODY_COMPLETE_MPU,             /* <CompleteMultipartUpload> */
-    S3A_BODY_DELETE,                   /* <Delete> */
+    S3A_BODY_COMPLETE_MPU, /* <CompleteMultipartUpload> */
+    S3A_BODY_DELETE,       /* <Delete> */
 } s3a_xmlbody_kind;
 
-#define S3A_MPU_MAX_PARTS 10000
+#define S3A_MPU_MAX_PARTS   10000
 #define S3A_DELETE_MAX_KEYS 1000
 
 typedef struct s3a_body_part {
     int number;
-    char *etag;                        /* bare: quotes and &quot; taken off */
-    char *checksum[6];                 /* by s3a_ck_alg (crc32 .. sha256), NULL if absent */
+    char *etag;        /* bare: quotes and &quot; taken off */
+    char *checksum[6]; /* by s3a_ck_alg (crc32 .. sha256), NULL if absent */
 } s3a_body_part;
 
 typedef struct s3a_body_object {
     char *key;
-    char *version_id;                  /* NULL if absent */
+    char *version_id; /* NULL if absent */
 } s3a_body_object;
 
 typedef struct s3a_xmlbody s3a_xmlbody;

@@ -25,10 +25,10 @@
 
 #include <expat.h>
 
-#define MAX_DEPTH 16
+#define MAX_DEPTH         16
 #define DEFAULT_MAX_BYTES (4u << 20)
-#define TEXT_MAX (S3A_KEY_MAX + 64) /* a key; an ETag or checksum is shorter */
-#define FEED_PIECE (1u << 20)       /* expat takes an int length */
+#define TEXT_MAX          (S3A_KEY_MAX + 64) /* a key; an ETag or checksum is shorter */
+#define FEED_PIECE        (1u << 20)         /* expat takes an int length */
 
 enum field {
     F_NONE,
@@ -72,8 +72,8 @@ struct s3a_xmlbody {
     bool finished;
 };
 
-__attribute__((format(printf, 4, 5))) static void fail(s3a_xmlbody *x, int status,
-                                                       const char *code, const char *fmt, ...)
+__attribute__((format(printf, 4, 5))) static void fail(s3a_xmlbody *x, int status, const char *code,
+                                                       const char *fmt, ...)
 {
     if (x->rc != 0)
         return;
@@ -115,7 +115,8 @@ static void XMLCALL on_start(void *ud, const XML_Char *name, const XML_Char **at
         if (strcmp(n, root_name(x)) != 0)
             fail(x, 400, "MalformedXML",
                  "The XML you provided was not well-formed or did not validate against our "
-                 "published schema: its root is <%s>, not <%s>.", n, root_name(x));
+                 "published schema: its root is <%s>, not <%s>.",
+                 n, root_name(x));
         x->root_seen = true;
         return;
     }
@@ -128,8 +129,8 @@ static void XMLCALL on_start(void *ud, const XML_Char *name, const XML_Char **at
             static const struct {
                 const char *n;
                 enum field f;
-            } f[] = {{"PartNumber", F_PART_NUMBER},   {"ETag", F_ETAG},
-                     {"ChecksumCRC32", F_CK_CRC32},   {"ChecksumCRC32C", F_CK_CRC32C},
+            } f[] = {{"PartNumber", F_PART_NUMBER},         {"ETag", F_ETAG},
+                     {"ChecksumCRC32", F_CK_CRC32},         {"ChecksumCRC32C", F_CK_CRC32C},
                      {"ChecksumCRC64NVME", F_CK_CRC64NVME}, {"ChecksumSHA1", F_CK_SHA1},
                      {"ChecksumSHA256", F_CK_SHA256}};
             for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
@@ -258,8 +259,8 @@ static void end_object(s3a_xmlbody *x)
              "published schema: each <Object> needs a <Key>.");
         return;
     }
-    if (x->nobjs >= S3A_DELETE_MAX_KEYS || !grow((void **)&x->objs, &x->objcap, x->nobjs,
-                                                 sizeof *x->objs)) {
+    if (x->nobjs >= S3A_DELETE_MAX_KEYS ||
+        !grow((void **)&x->objs, &x->objcap, x->nobjs, sizeof *x->objs)) {
         free(o->key);
         free(o->version_id);
         memset(o, 0, sizeof *o);
@@ -461,7 +462,8 @@ int s3a_xmlbody_finish(s3a_xmlbody *x, s3a_error *err)
     if (x->rc == 0 && (!x->root_seen || !x->root_closed))
         fail(x, 400, "MalformedXML",
              "The XML you provided was not well-formed or did not validate against our "
-             "published schema: the body has no <%s> document.", root_name(x));
+             "published schema: the body has no <%s> document.",
+             root_name(x));
     if (x->rc == 0 && x->kind == S3A_BODY_COMPLETE_MPU && x->nparts == 0)
         fail(x, 400, "InvalidRequest", "You must specify at least one part");
     if (x->rc == 0 && x->kind == S3A_BODY_DELETE && x->nobjs == 0)

@@ -44,7 +44,6 @@ int cli_s3_env(cli_s3_opts *o, const char *profile);
  * -1 on a bad value (printed). */
 int cli_s3_opt(cli_s3_opts *o, int argc, char **argv, int *i);
 
-
 /* A progress bar on stderr, drawn only when stderr is a terminal and the
  * transfer is larger than a few MiB. */
 typedef struct cli_progress {

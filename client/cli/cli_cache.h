@@ -12,15 +12,15 @@
 #include <stdio.h>
 
 typedef struct cli_cache_opts {
-    const char *members;   /* --cache or RINGCACHE_CACHE */
-    const char *token;     /* --token or RINGCACHE_TOKEN */
+    const char *members; /* --cache or RINGCACHE_CACHE */
+    const char *token;   /* --token or RINGCACHE_TOKEN */
     int parallel;
-    const s3_config *s3;   /* for reads and writes when every node is down, and ls */
-    bool cache_only;       /* --cache-only: this process never calls S3 itself */
-    bool no_fill;          /* --no-fill: the nodes do not fill from S3 */
-    int hedge_ms;          /* --hedge-ms or RINGCACHE_HEDGE_MS; < 0: the default */
-    bool tls;              /* --cache-tls or RINGCACHE_CACHE_TLS */
-    const char *tls_ca;    /* --cache-tls-ca or RINGCACHE_CACHE_TLS_CA */
+    const s3_config *s3;    /* for reads and writes when every node is down, and ls */
+    bool cache_only;        /* --cache-only: this process never calls S3 itself */
+    bool no_fill;           /* --no-fill: the nodes do not fill from S3 */
+    int hedge_ms;           /* --hedge-ms or RINGCACHE_HEDGE_MS; < 0: the default */
+    bool tls;               /* --cache-tls or RINGCACHE_CACHE_TLS */
+    const char *tls_ca;     /* --cache-tls-ca or RINGCACHE_CACHE_TLS_CA */
     const char *dns_server; /* --dns-server or RINGCACHE_DNS_SERVER */
 } cli_cache_opts;
 
@@ -34,8 +34,8 @@ int cli_cache_put(const cli_cache_opts *o, const char *bucket, const char *key, 
  * the Prometheus text of each. */
 int cli_cache_stats(const cli_cache_opts *o, bool raw);
 /* Lists a prefix or glob (from S3: the cache tier has no listing); fn per object. */
-int cli_cache_ls(const cli_cache_opts *o, const char *bucket, const char *pattern,
-                 s3_object_fn fn, void *arg);
+int cli_cache_ls(const cli_cache_opts *o, const char *bucket, const char *pattern, s3_object_fn fn,
+                 void *arg);
 /* Loads every object the glob matches into the cache tier; progress on stderr. */
 int cli_cache_warm(const cli_cache_opts *o, const char *bucket, const char *pattern, bool wait);
 

@@ -175,8 +175,8 @@ void cli_progress_update(uint64_t done, uint64_t total, void *arg)
         bar[k] = k < fill ? '#' : ' ';
     bar[width] = '\0';
     fprintf(stderr, "\r%s [%s] %3d%% %8.1f / %.1f MiB  %7.1f MiB/s", p->label, bar,
-            total ? (int)(100.0 * (double)done / (double)total) : 0, mib,
-            (double)total / 1048576.0, secs > 0 ? mib / secs : 0.0);
+            total ? (int)(100.0 * (double)done / (double)total) : 0, mib, (double)total / 1048576.0,
+            secs > 0 ? mib / secs : 0.0);
     fflush(stderr);
 }
 

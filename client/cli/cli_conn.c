@@ -81,7 +81,8 @@ static int set_hedge(cli_conn *c, const char *what, const char *v)
     long ms = strtol(v, &end, 10);
     if (end == v || *end || ms < 0 || ms > 600000) {
         cli_error("%s '%s' is not a number of milliseconds from 0 to 600000 (0 turns hedging "
-                  "off)", what, v);
+                  "off)",
+                  what, v);
         return -1;
     }
     c->cache.hedge_ms = (int)ms;
@@ -103,56 +104,68 @@ static int set_no_fill(cli_conn *c, const char *what, const char *v)
 enum { G_S3, G_CACHE };
 
 typedef struct conn_opt {
-    const char *name;   /* the flag, without "--" */
-    const char *arg;    /* its value in --help; NULL: a switch */
-    const char *env;    /* the variable this table reads (NULL: none) */
+    const char *name; /* the flag, without "--" */
+    const char *arg;  /* its value in --help; NULL: a switch */
+    const char *env;  /* the variable this table reads (NULL: none) */
     int (*set)(cli_conn *c, const char *what, const char *v); /* NULL: cli_s3_opt's */
-    const char *help;   /* for --help; lines after the first start with \n */
+    const char *help; /* for --help; lines after the first start with \n */
     int group;
 } conn_opt;
 
 static const conn_opt conn_opts[] = {
     {"endpoint", "URL", NULL, NULL,
      "S3 endpoint, e.g. http://127.0.0.1:9000, path-style\n(AWS_ENDPOINT_URL_S3, "
-     "AWS_ENDPOINT_URL; default: AWS for the\nregion)", G_S3},
-    {"region", "NAME", NULL, NULL, "signing region (AWS_REGION, AWS_DEFAULT_REGION; default\n"
-                                   "us-east-1)", G_S3},
+     "AWS_ENDPOINT_URL; default: AWS for the\nregion)",
+     G_S3},
+    {"region", "NAME", NULL, NULL,
+     "signing region (AWS_REGION, AWS_DEFAULT_REGION; default\n"
+     "us-east-1)",
+     G_S3},
     {"profile", "NAME", NULL, NULL,
      "section of ~/.aws/credentials and ~/.aws/config (AWS_PROFILE;\ndefault: default)", G_S3},
     {"no-sign-request", NULL, NULL, NULL,
      "unsigned requests, for public buckets (without it requests are\nsigned with "
      "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and\nAWS_SESSION_TOKEN, else the profile's "
-     "keys; none found is an\nerror)", G_S3},
+     "keys; none found is an\nerror)",
+     G_S3},
     {"ca-bundle", "FILE", NULL, NULL, "PEM file of CAs for https (AWS_CA_BUNDLE)", G_S3},
     {"virtual-host", NULL, NULL, NULL, "bucket.host addressing instead of host/bucket", G_S3},
     {"connect-timeout", "MS", NULL, NULL, "per attempt (default 3000)", G_S3},
-    {"timeout", "MS", NULL, NULL, "a transfer that moves nothing this long fails (default\n"
-                                  "30000)", G_S3},
+    {"timeout", "MS", NULL, NULL,
+     "a transfer that moves nothing this long fails (default\n"
+     "30000)",
+     G_S3},
     {"attempts", "N", NULL, NULL, "tries per request, the first included (default 5)", G_S3},
     {"cache", "MEMBERS", "RINGCACHE_CACHE", set_members,
      "go through these cache nodes instead of S3 directly:\nid=host:port,... or host:port,..., "
-     "file:PATH, or dns:NAME:PORT\nfor the SRV records of a headless Service", G_CACHE},
+     "file:PATH, or dns:NAME:PORT\nfor the SRV records of a headless Service",
+     G_CACHE},
     {"token", "TOKEN", "RINGCACHE_TOKEN", set_token, "tenant token the nodes expect", G_CACHE},
     {"cache-tls", NULL, "RINGCACHE_CACHE_TLS", set_tls,
      "TLS to the cache nodes; a node found through dns: must carry\nits SRV target's name in its "
      "certificate (e.g.\n*.ringcache-headless.NS.svc.cluster.local), a listed one the\nhost or "
-     "IP it is listed as", G_CACHE},
+     "IP it is listed as",
+     G_CACHE},
     {"cache-tls-ca", "FILE", "RINGCACHE_CACHE_TLS_CA", set_tls_ca,
      "PEM file of the CAs that signed the nodes' certificates\n(default the system's); implies "
-     "--cache-tls", G_CACHE},
+     "--cache-tls",
+     G_CACHE},
     {"dns-server", "IP:PORT", "RINGCACHE_DNS_SERVER", set_dns,
      "DNS server for dns: members instead of /etc/resolv.conf's", G_CACHE},
     {"hedge-ms", "MS", "RINGCACHE_HEDGE_MS", set_hedge,
      "a node that sends nothing for MS ms, then does not answer a\nPING within 2 x MS ms, is "
      "marked down and its requests also go\nto the next owner (default 500; 0: off, a stopped "
-     "node then\nholds a read for 30 s)", G_CACHE},
+     "node then\nholds a read for 30 s)",
+     G_CACHE},
     {"cache-only", NULL, NULL, set_cache_only,
      "this process never calls S3 itself: reads, HEADs and PUTs go\nthrough the nodes only "
      "(which fill from S3 as usual); fail when\nno node can answer or a node's own S3 fails "
-     "(listing a glob\nneeds S3: ls, warm and globs in queries are refused)", G_CACHE},
+     "(listing a glob\nneeds S3: ls, warm and globs in queries are refused)",
+     G_CACHE},
     {"no-fill", NULL, NULL, set_no_fill,
      "ask the nodes not to fill from S3: blocks they do not have are\nread from S3 directly, or "
-     "fail with --cache-only (to check\nthat a warm holds an object)", G_CACHE},
+     "fail with --cache-only (to check\nthat a warm holds an object)",
+     G_CACHE},
 };
 
 #define N_CONN_OPTS (sizeof(conn_opts) / sizeof(conn_opts[0]))
@@ -236,9 +249,10 @@ void cli_conn_help(FILE *f)
                     fprintf(f, "%25s", "");
             }
             if (o->env)
-                fprintf(f, "%s(%s%s)", strlen(o->help) > 40 || strchr(o->help, '\n')
-                                           ? "\n                         "
-                                           : " ",
+                fprintf(f, "%s(%s%s)",
+                        strlen(o->help) > 40 || strchr(o->help, '\n')
+                            ? "\n                         "
+                            : " ",
                         o->env, o->arg ? "" : "=1");
             fputc('\n', f);
         }

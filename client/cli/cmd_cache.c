@@ -107,8 +107,7 @@ int cli_cache_get(const cli_cache_opts *o, const char *bucket, const char *key, 
         int64_t got = rc_pread(h, buf, (size_t)n, off + done);
         if (got <= 0) {
             rc_last_error(h, err, sizeof(err));
-            cli_error("get s3://%s/%s: %s", bucket, key,
-                      got < 0 ? err : "the object ended early");
+            cli_error("get s3://%s/%s: %s", bucket, key, got < 0 ? err : "the object ended early");
             rc = got < 0 ? (int)got : -EIO;
             break;
         }
@@ -187,8 +186,7 @@ typedef struct stats_rows {
     bool oom;
 } stats_rows;
 
-static void stats_collect(const char *id, const char *addr, int code, const char *text,
-                          void *arg)
+static void stats_collect(const char *id, const char *addr, int code, const char *text, void *arg)
 {
     stats_rows *l = arg;
     if (l->n == l->cap) {
@@ -244,8 +242,8 @@ static double prom_value(const char *text, const char *name, const char *labels)
 
 /* The figures of the table, from a node's /metrics. */
 typedef struct stats_fig {
-    double hits, misses, ssd_used, ssd_cap, ram_used, ram_cap, blocks, fills, s3_bytes,
-        s3_errors, disk_errors, errors_sent;
+    double hits, misses, ssd_used, ssd_cap, ram_used, ram_cap, blocks, fills, s3_bytes, s3_errors,
+        disk_errors, errors_sent;
 } stats_fig;
 
 static void stats_read(const char *t, stats_fig *f)
@@ -308,8 +306,8 @@ static void stats_line(const char *id, const char *addr, const stats_fig *f)
     stats_bytes(f->ram_cap, b, sizeof(b));
     snprintf(ram, sizeof(ram), "%s / %s", a, b);
     stats_bytes(f->s3_bytes, s3b, sizeof(s3b));
-    printf("%-10s %-21s %6s %9.0f %9.0f %9.0f %9.0f %6.0f %6.0f %6.0f %10s  %-19s  %s\n", id,
-           addr, hit, f->hits, f->misses, f->blocks, f->fills, f->s3_errors, f->disk_errors,
+    printf("%-10s %-21s %6s %9.0f %9.0f %9.0f %9.0f %6.0f %6.0f %6.0f %10s  %-19s  %s\n", id, addr,
+           hit, f->hits, f->misses, f->blocks, f->fills, f->s3_errors, f->disk_errors,
            f->errors_sent, s3b, ssd, ram);
 }
 
@@ -389,8 +387,8 @@ int cli_cache_stats(const cli_cache_opts *o, bool raw)
     return failed != 0 ? CLI_FAIL : CLI_OK;
 }
 
-int cli_cache_ls(const cli_cache_opts *o, const char *bucket, const char *pattern,
-                 s3_object_fn fn, void *arg)
+int cli_cache_ls(const cli_cache_opts *o, const char *bucket, const char *pattern, s3_object_fn fn,
+                 void *arg)
 {
     rc_client *c;
     int rc = cc_open(&c, o);
@@ -483,8 +481,8 @@ int cli_cache_warm(const cli_cache_opts *o, const char *bucket, const char *patt
         wp.bytes_before += l.sizes[i];
         /* one line per object when not on a terminal, so logs show progress too */
         if (!wp.tty)
-            fprintf(stderr, "warm: %zu/%zu s3://%s/%s %" PRIu64 " blocks\n", i + 1, l.n,
-                    bucket, l.keys[i], (uint64_t)n);
+            fprintf(stderr, "warm: %zu/%zu s3://%s/%s %" PRIu64 " blocks\n", i + 1, l.n, bucket,
+                    l.keys[i], (uint64_t)n);
     }
     if (wp.tty && l.n)
         fputc('\n', stderr);

@@ -20,11 +20,11 @@
 #include <unistd.h>
 
 #define CLI_BUCKET_MAX 64
-#define CLI_KEY_MAX 1025
+#define CLI_KEY_MAX    1025
 
 typedef struct cli_args {
-    cli_conn conn;          /* conn.cache.members set: go through the cache tier */
-    const char *pos[3];     /* positional words */
+    cli_conn conn;      /* conn.cache.members set: go through the cache tier */
+    const char *pos[3]; /* positional words */
     int n_pos;
 } cli_args;
 
@@ -58,8 +58,7 @@ static int cli_parse(int argc, char **argv, cli_args *a, cli_extra_fn extra, voi
                 continue;
         }
         if (argv[i][0] == '-' && argv[i][1] != '\0') {
-            cli_error("%s: unknown option %s (see ringcache %s --help)", argv[0], argv[i],
-                      argv[0]);
+            cli_error("%s: unknown option %s (see ringcache %s --help)", argv[0], argv[i], argv[0]);
             return CLI_USAGE;
         }
         if (a->n_pos == 3) {
@@ -406,9 +405,15 @@ static int cli_get_or_cat(int argc, char **argv, bool cat)
     cli_progress p;
     cli_progress_init(&p, "get", UINT64_MAX);
     s3_sync_get_args ga = {
-        .bucket = bucket, .key = key, .offset = off, .length = len, .fd = fd,
-        .parallel = g.parallel, .part_size = g.part_size,
-        .progress = cli_progress_update, .progress_arg = &p,
+        .bucket = bucket,
+        .key = key,
+        .offset = off,
+        .length = len,
+        .fd = fd,
+        .parallel = g.parallel,
+        .part_size = g.part_size,
+        .progress = cli_progress_update,
+        .progress_arg = &p,
     };
     /* the bar is drawn only for large transfers: decide once the size is known */
     s3_object_info info;
@@ -451,9 +456,15 @@ static int cli_get_or_cat(int argc, char **argv, bool cat)
     return CLI_OK;
 }
 
-int cli_cmd_get(int argc, char **argv) { return cli_get_or_cat(argc, argv, false); }
+int cli_cmd_get(int argc, char **argv)
+{
+    return cli_get_or_cat(argc, argv, false);
+}
 
-int cli_cmd_cat(int argc, char **argv) { return cli_get_or_cat(argc, argv, true); }
+int cli_cmd_cat(int argc, char **argv)
+{
+    return cli_get_or_cat(argc, argv, true);
+}
 
 /* ---- warm ---------------------------------------------------------------- */
 
@@ -547,9 +558,14 @@ int cli_cmd_put(int argc, char **argv)
     cli_progress p;
     cli_progress_init(&p, "put", (uint64_t)st.st_size);
     s3_sync_put_args pa = {
-        .bucket = bucket, .key = key, .fd = fd, .size = (uint64_t)st.st_size,
-        .part_size = g.part_size, .parallel = g.parallel,
-        .progress = cli_progress_update, .progress_arg = &p,
+        .bucket = bucket,
+        .key = key,
+        .fd = fd,
+        .size = (uint64_t)st.st_size,
+        .part_size = g.part_size,
+        .parallel = g.parallel,
+        .progress = cli_progress_update,
+        .progress_arg = &p,
     };
     char etag[S3_ETAG_MAX];
     s3_error err;

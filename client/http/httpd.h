@@ -110,8 +110,8 @@ typedef void (*httpd_done_fn)(httpd_req *req, int status, void *arg);
  * 503, 505): write it into body and return its Content-Type, or return NULL
  * for the default (text/plain, the sentence `message` and a newline). Lets the
  * S3 API answer its over-capacity 503 as an S3 SlowDown error. */
-typedef const char *(*httpd_error_body_fn)(int status, const char *message,
-                                           struct evbuffer *body, void *arg);
+typedef const char *(*httpd_error_body_fn)(int status, const char *message, struct evbuffer *body,
+                                           void *arg);
 
 /* ---- configuration -------------------------------------------------------- */
 
@@ -120,44 +120,44 @@ typedef struct httpd_config {
      * server takes over (and closes at destroy); otherwise bind host:port
      * (port 0: any, read it back with httpd_server_port). port < 0 and
      * listen_fd < 0: no listener (connections come from httpd_server_adopt). */
-    const char *host;                  /* NULL: "127.0.0.1" */
+    const char *host; /* NULL: "127.0.0.1" */
     int port;
-    int listen_fd;                     /* -1 unless used */
-    bool reuse_port;                   /* SO_REUSEPORT, for one server per loop */
-    int backlog;                       /* 0: 1024 */
+    int listen_fd;   /* -1 unless used */
+    bool reuse_port; /* SO_REUSEPORT, for one server per loop */
+    int backlog;     /* 0: 1024 */
 
-    SSL_CTX *tls;                      /* borrowed, outlives the server; NULL: plain */
+    SSL_CTX *tls; /* borrowed, outlives the server; NULL: plain */
 
-    httpd_handler_fn handler;          /* required */
+    httpd_handler_fn handler; /* required */
     void *handler_arg;
-    httpd_error_body_fn error_body;    /* NULL: plain text */
+    httpd_error_body_fn error_body; /* NULL: plain text */
     void *error_body_arg;
-    const char *server_name;           /* Server header; NULL: "ringcache", "": none */
+    const char *server_name; /* Server header; NULL: "ringcache", "": none */
 
     /* Limits of the request head; 0 takes the default. */
-    size_t max_url_bytes;              /* 8 KiB; longer: 414 */
-    size_t max_header_bytes;           /* 32 KiB (request line + headers, at most
+    size_t max_url_bytes;    /* 8 KiB; longer: 414 */
+    size_t max_header_bytes; /* 32 KiB (request line + headers, at most
                                           80 KiB: the parser's own cap); more: 431 */
-    int max_headers;                   /* 100; more: 431 */
+    int max_headers;         /* 100; more: 431 */
 
     /* Buffers; 0 takes the default. */
-    size_t in_buffer_bytes;            /* 256 KiB read ahead at most per connection */
-    size_t out_high_bytes;             /* 1 MiB: httpd_resp_room() is 0 from here */
-    size_t out_low_bytes;              /* 256 KiB: the writable callback fires here */
-    size_t max_discard_bytes;          /* 1 MiB of an unread body skipped to keep the
+    size_t in_buffer_bytes;   /* 256 KiB read ahead at most per connection */
+    size_t out_high_bytes;    /* 1 MiB: httpd_resp_room() is 0 from here */
+    size_t out_low_bytes;     /* 256 KiB: the writable callback fires here */
+    size_t max_discard_bytes; /* 1 MiB of an unread body skipped to keep the
                                           connection; a longer rest closes it */
 
     /* Connections. */
-    int max_conns;                     /* 0: 10000; over it: 503 and close */
+    int max_conns; /* 0: 10000; over it: 503 and close */
 
     /* Timeouts in milliseconds; 0 takes the default, < 0 turns it off. */
-    int idle_timeout_ms;               /* 60 s between requests */
-    int header_timeout_ms;             /* 30 s from a request's first byte to its
+    int idle_timeout_ms;   /* 60 s between requests */
+    int header_timeout_ms; /* 30 s from a request's first byte to its
                                           last header byte: 408 */
-    int body_timeout_ms;               /* 60 s without a body byte (while the
+    int body_timeout_ms;   /* 60 s without a body byte (while the
                                           handler wants the body) */
-    int write_timeout_ms;              /* 60 s without write progress */
-    int linger_ms;                     /* 2 s of reading what a client still sends
+    int write_timeout_ms;  /* 60 s without write progress */
+    int linger_ms;         /* 2 s of reading what a client still sends
                                           after a final answer, before the close,
                                           so that it sees the answer, not a reset */
 } httpd_config;
@@ -171,8 +171,8 @@ void httpd_config_init(httpd_config *cfg);
  * listening. Returns 0, or -EINVAL (no handler, a limit out of range with a
  * sentence in err), -EADDRINUSE / -EACCES / other -errno of bind or listen
  * (with a sentence), -ENOMEM. err may be NULL. */
-int httpd_server_create(httpd_server **out, struct event_base *base,
-                        const httpd_config *cfg, char *err, size_t errlen);
+int httpd_server_create(httpd_server **out, struct event_base *base, const httpd_config *cfg,
+                        char *err, size_t errlen);
 
 /* Stops at once: closes the listener and every connection; each request in
  * flight gets its body end (-ECANCELED, if it was reading) and done
@@ -203,19 +203,19 @@ int httpd_server_adopt(httpd_server *srv, int fd);
 #define HTTPD_STATUS_MIN 100
 #define HTTPD_STATUS_MAX 599
 typedef struct httpd_stats {
-    uint64_t conns_accepted;           /* connections served (adopted included) */
-    uint64_t conns_rejected;           /* answered 503 over max_conns */
-    uint64_t conns_open;               /* now */
-    uint64_t accept_errors;            /* accept() failures (EMFILE pauses accepting) */
-    uint64_t tls_errors;               /* handshakes and TLS sessions that failed */
-    uint64_t requests;                 /* request heads parsed (handled or refused) */
-    uint64_t bytes_in;                 /* bytes read from clients (after TLS) */
-    uint64_t bytes_out;                /* bytes written to clients (before TLS) */
-    uint64_t parse_errors;             /* heads refused: 400, 414, 431, 501, 505, 417 */
-    uint64_t timeouts;                 /* connections closed by a header, body or
+    uint64_t conns_accepted; /* connections served (adopted included) */
+    uint64_t conns_rejected; /* answered 503 over max_conns */
+    uint64_t conns_open;     /* now */
+    uint64_t accept_errors;  /* accept() failures (EMFILE pauses accepting) */
+    uint64_t tls_errors;     /* handshakes and TLS sessions that failed */
+    uint64_t requests;       /* request heads parsed (handled or refused) */
+    uint64_t bytes_in;       /* bytes read from clients (after TLS) */
+    uint64_t bytes_out;      /* bytes written to clients (before TLS) */
+    uint64_t parse_errors;   /* heads refused: 400, 414, 431, 501, 505, 417 */
+    uint64_t timeouts;       /* connections closed by a header, body or
                                           write timeout (idle closes are not counted) */
-    uint64_t aborted;                  /* requests that ended with done < 0 */
-    uint64_t out_peak_bytes;           /* the most output one connection held */
+    uint64_t aborted;        /* requests that ended with done < 0 */
+    uint64_t out_peak_bytes; /* the most output one connection held */
     uint64_t status[HTTPD_STATUS_MAX - HTTPD_STATUS_MIN + 1]; /* responses by status */
 } httpd_stats;
 
@@ -257,8 +257,7 @@ httpd_server *httpd_req_server(const httpd_req *req);
  * final answer has started. A request without a body gets on_end(0) alone.
  * Callbacks start on the next loop turn. -EALREADY when called twice,
  * -EPIPE once the response has ended or the connection is gone. */
-int httpd_req_read_body(httpd_req *req, httpd_body_fn on_data, httpd_body_end_fn on_end,
-                        void *arg);
+int httpd_req_read_body(httpd_req *req, httpd_body_fn on_data, httpd_body_end_fn on_end, void *arg);
 /* Stop / restart delivering the body. While paused, at most in_buffer_bytes
  * wait in memory, then the server stops reading the socket (and the body
  * timeout does not run). Idempotent. */
@@ -303,8 +302,8 @@ int httpd_resp_start(httpd_req *req, int64_t content_length);
  * connection is gone, -EINVAL before start. */
 int httpd_resp_write(httpd_req *req, const void *data, size_t len);
 typedef void (*httpd_ref_cleanup_fn)(const void *data, size_t len, void *arg);
-int httpd_resp_write_ref(httpd_req *req, const void *data, size_t len,
-                         httpd_ref_cleanup_fn cleanup, void *arg);
+int httpd_resp_write_ref(httpd_req *req, const void *data, size_t len, httpd_ref_cleanup_fn cleanup,
+                         void *arg);
 int httpd_resp_write_buffer(httpd_req *req, struct evbuffer *buf);
 /* len bytes of the file fd from offset: sent with sendfile(2) on a plain
  * connection (no copy through user memory), read and copied under TLS. fd is

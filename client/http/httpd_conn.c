@@ -379,22 +379,21 @@ static void head_complete(httpd_conn *c)
     find_header(c, "host", &nhost);
     if ((p->http_minor >= 1 && nhost == 0) || nhost > 1) {
         HTTPD__ADD(s, parse_errors, 1);
-        httpd__error_reply(c, 400, nhost ? "the request has more than one Host header"
-                                         : "an HTTP/1.1 request needs a Host header");
+        httpd__error_reply(c, 400,
+                           nhost ? "the request has more than one Host header"
+                                 : "an HTTP/1.1 request needs a Host header");
         return;
     }
     const char *expect = find_header(c, "expect", NULL);
     if (expect != NULL && strcasecmp(expect, "100-continue") != 0) {
-        snprintf(msg, sizeof msg, "Expect: %.60s is not supported; only 100-continue is",
-                 expect);
+        snprintf(msg, sizeof msg, "Expect: %.60s is not supported; only 100-continue is", expect);
         HTTPD__ADD(s, parse_errors, 1);
         httpd__error_reply(c, 417, msg);
         return;
     }
     if (c->reject) {
         HTTPD__ADD(s, conns_rejected, 1);
-        snprintf(msg, sizeof msg,
-                 "the server is at its limit of %d connections; retry in a moment",
+        snprintf(msg, sizeof msg, "the server is at its limit of %d connections; retry in a moment",
                  s->cfg.max_conns);
         httpd__error_reply(c, 503, msg);
         return;
@@ -418,8 +417,7 @@ static void head_complete(httpd_conn *c)
     }
     r->expect_continue = expect != NULL && p->http_minor >= 1 && r->has_body;
     r->status = 200;
-    r->close_after = !http_should_keep_alive(p) || p->upgrade || c->close_after ||
-                     s->draining;
+    r->close_after = !http_should_keep_alive(p) || p->upgrade || c->close_after || s->draining;
     r->active = true;
     c->phase = PH_REQ;
     set_timer(c, T_NONE);
@@ -431,8 +429,7 @@ static void head_complete(httpd_conn *c)
 static bool body_flowing(const httpd_conn *c)
 {
     const httpd_req *r = &c->req;
-    return c->phase == PH_REQ && r->body_wanted && !r->body_paused && !r->body_done &&
-           !r->ended;
+    return c->phase == PH_REQ && r->body_wanted && !r->body_paused && !r->body_done && !r->ended;
 }
 
 static void body_end(httpd_conn *c, int status)
@@ -480,7 +477,8 @@ static void close_now(httpd_conn *c)
         bufferevent_disable(c->bev, EV_WRITE);
         bufferevent_setwatermark(c->bev, EV_READ, 0, 0);
         bufferevent_enable(c->bev, EV_READ);
-        evbuffer_drain(bufferevent_get_input(c->bev), evbuffer_get_length(bufferevent_get_input(c->bev)));
+        evbuffer_drain(bufferevent_get_input(c->bev),
+                       evbuffer_get_length(bufferevent_get_input(c->bev)));
         set_timer(c, T_LINGER);
         return;
     }
@@ -542,9 +540,7 @@ static bool feed(httpd_conn *c)
     if (e == HPE_PAUSED) {
         http_parser_pause(&c->parser, 0);
         switch (c->pause) {
-        case PAUSE_HEAD:
-            head_complete(c);
-            break;
+        case PAUSE_HEAD: head_complete(c); break;
         case PAUSE_MESSAGE:
             if (c->phase == PH_REQ) {
                 c->discarding = false;
@@ -552,8 +548,7 @@ static bool feed(httpd_conn *c)
             }
             break;
         case PAUSE_BODY:
-        case PAUSE_NONE:
-            break;
+        case PAUSE_NONE: break;
         }
         return !c->dead;
     }
@@ -731,9 +726,7 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
     c->timer_kind = T_NONE;
     switch (k) {
     case T_IDLE:
-    case T_LINGER:
-        httpd__conn_abort(c, 0);
-        break;
+    case T_LINGER: httpd__conn_abort(c, 0); break;
     case T_HEAD: {
         char msg[120];
         snprintf(msg, sizeof msg, "the request head did not arrive within %d ms",
@@ -751,8 +744,7 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
             body_end(c, -ETIMEDOUT);
         }
         break;
-    case T_NONE:
-        break;
+    case T_NONE: break;
     }
     leave(c);
 }

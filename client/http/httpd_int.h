@@ -50,34 +50,34 @@ enum httpd__framing { FR_LENGTH, FR_CHUNKED, FR_CLOSE, FR_NONE };
 
 struct httpd_req {
     httpd_conn *conn;
-    bool active;               /* handed to the handler, done not yet called */
+    bool active; /* handed to the handler, done not yet called */
 
     /* the head, pointing into conn->hbuf */
     const char *method;
     const char *target, *path, *query;
     bool has_query;
     int minor;
-    int64_t content_length;    /* -1 chunked */
+    int64_t content_length; /* -1 chunked */
     bool has_body;
     bool is_head;
-    bool expect_continue;      /* asked, and no 100 nor final answer sent yet */
+    bool expect_continue; /* asked, and no 100 nor final answer sent yet */
 
     /* the body */
     httpd_body_fn on_data;
     httpd_body_end_fn on_end;
     void *body_arg;
     bool body_wanted, body_paused;
-    bool body_done;            /* message complete (or failed) */
+    bool body_done; /* message complete (or failed) */
     bool body_end_called;
-    bool skip_body;            /* never read: the connection closes after */
+    bool skip_body; /* never read: the connection closes after */
 
     /* the response */
     int status;
-    struct evbuffer *head;     /* headers added so far */
-    bool head_open;            /* the status line is sent, the head is not ended */
+    struct evbuffer *head; /* headers added so far */
+    bool head_open;        /* the status line is sent, the head is not ended */
     bool started, ended, close_after;
     enum httpd__framing framing;
-    bool no_body;              /* HEAD, 1xx, 204, 304 */
+    bool no_body; /* HEAD, 1xx, 204, 304 */
     int64_t resp_len;
     uint64_t resp_sent;
     httpd_writable_fn on_writable;
@@ -92,46 +92,46 @@ struct httpd_conn {
     httpd_server *srv;
     httpd_conn *prev, *next;
     struct bufferevent *bev;
-    struct event *work;        /* deferred processing: never re-enter a caller */
-    struct event *timer;       /* idle / head / body / linger deadline */
+    struct event *work;  /* deferred processing: never re-enter a caller */
+    struct event *timer; /* idle / head / body / linger deadline */
     int timer_kind;
     http_parser parser;
     struct sockaddr_storage peer;
     socklen_t peer_len;
     bool tls;
-    bool reject;               /* over max_conns: answer 503 to the first head */
+    bool reject; /* over max_conns: answer 503 to the first head */
 
     /* the head being read */
     char *hbuf;
     size_t hlen, hcap;
     httpd__hdr *hdrs;
     int nhdrs;
-    bool in_value;             /* the last piece was a header value */
+    bool in_value; /* the last piece was a header value */
     size_t url_len;
-    size_t head_raw;           /* URL, name and value bytes so far */
+    size_t head_raw; /* URL, name and value bytes so far */
     size_t trailer_bytes;
-    bool in_trailers;          /* after the head: fields are chunked trailers */
-    int head_error;            /* status a callback refused the head with */
+    bool in_trailers; /* after the head: fields are chunked trailers */
+    int head_error;   /* status a callback refused the head with */
 
     enum httpd__phase phase;
     enum httpd__pause pause;
-    bool discarding;           /* skipping the rest of an unread body */
+    bool discarding; /* skipping the rest of an unread body */
     uint64_t discarded;
     bool discard_overflow;
-    bool wait_out;             /* next request held until the output drains */
+    bool wait_out; /* next request held until the output drains */
     bool peer_eof;
-    bool close_after;          /* no request after this one */
-    bool linger;               /* read and drop input for linger_ms before closing */
+    bool close_after; /* no request after this one */
+    bool linger;      /* read and drop input for linger_ms before closing */
     bool lingering;
-    bool abort_pending;        /* httpd_resp_abort: close on the next turn */
-    bool dead;                 /* aborted: free when depth drops to 0 */
-    int depth;                 /* nesting of our own callbacks on the stack */
+    bool abort_pending; /* httpd_resp_abort: close on the next turn */
+    bool dead;          /* aborted: free when depth drops to 0 */
+    int depth;          /* nesting of our own callbacks on the stack */
     httpd_req req;
 };
 
 struct httpd_server {
     struct event_base *base;
-    httpd_config cfg;          /* host and server_name copied */
+    httpd_config cfg; /* host and server_name copied */
     char *host_copy, *server_name_copy;
     struct evconnlistener *lev;
     struct event *accept_resume;
@@ -145,15 +145,16 @@ struct httpd_server {
     struct event *drain_timer, *drain_done;
     httpd_drained_fn drained;
     void *drained_arg;
-    httpd_stats st;            /* written by the loop thread with relaxed atomics */
+    httpd_stats st; /* written by the loop thread with relaxed atomics */
 };
 
 /* Counters: one writer (the loop), readers anywhere. */
-#define HTTPD__ADD(srv, field, n)                                                       \
-    __atomic_store_n(&(srv)->st.field,                                                  \
-                     __atomic_load_n(&(srv)->st.field, __ATOMIC_RELAXED) + (uint64_t)(n), \
+#define HTTPD__ADD(srv, field, n)                                                                  \
+    __atomic_store_n(&(srv)->st.field,                                                             \
+                     __atomic_load_n(&(srv)->st.field, __ATOMIC_RELAXED) + (uint64_t)(n),          \
                      __ATOMIC_RELAXED)
-#define HTTPD__SET(srv, field, v) __atomic_store_n(&(srv)->st.field, (uint64_t)(v), __ATOMIC_RELAXED)
+#define HTTPD__SET(srv, field, v)                                                                  \
+    __atomic_store_n(&(srv)->st.field, (uint64_t)(v), __ATOMIC_RELAXED)
 void httpd__count_status(httpd_server *srv, int status);
 void httpd__note_out(httpd_conn *c);
 

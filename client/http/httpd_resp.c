@@ -114,8 +114,7 @@ static bool gone(const httpd_req *req)
     return req->conn->dead || req->conn->abort_pending || !req->active;
 }
 
-int httpd_req_read_body(httpd_req *req, httpd_body_fn on_data, httpd_body_end_fn on_end,
-                        void *arg)
+int httpd_req_read_body(httpd_req *req, httpd_body_fn on_data, httpd_body_end_fn on_end, void *arg)
 {
     if (gone(req) || req->ended)
         return -EPIPE;
@@ -432,8 +431,8 @@ static int add_ref(struct evbuffer *out, void *ctx)
     return 0;
 }
 
-int httpd_resp_write_ref(httpd_req *req, const void *data, size_t len,
-                         httpd_ref_cleanup_fn cleanup, void *arg)
+int httpd_resp_write_ref(httpd_req *req, const void *data, size_t len, httpd_ref_cleanup_fn cleanup,
+                         void *arg)
 {
     int rc = body_check(req, len);
     if (rc != 0) {

@@ -26,7 +26,7 @@
 #include <openssl/ssl.h>
 
 #define HTTPD_PARSER_HEADER_CAP (80 * 1024) /* http_parser's HTTP_MAX_HEADER_SIZE */
-#define HTTPD_REJECT_MAX 64                 /* over-cap connections answered at once */
+#define HTTPD_REJECT_MAX        64          /* over-cap connections answered at once */
 
 void httpd_config_init(httpd_config *cfg)
 {
@@ -36,8 +36,8 @@ void httpd_config_init(httpd_config *cfg)
 
 static int fill_defaults(httpd_config *c, char *err, size_t errlen)
 {
-#define DEF(f, v) \
-    if (c->f == 0) \
+#define DEF(f, v)                                                                                  \
+    if (c->f == 0)                                                                                 \
     c->f = (v)
     DEF(backlog, 1024);
     DEF(max_url_bytes, 8 * 1024);
@@ -133,8 +133,8 @@ static int serve_fd(httpd_server *srv, int fd, const struct sockaddr *sa, sockle
     return httpd__conn_create(srv, bev, sa, salen, srv->cfg.tls != NULL, reject);
 }
 
-static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
-                      int salen, void *arg)
+static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int salen,
+                      void *arg)
 {
     (void)l;
     httpd_server *srv = arg;
@@ -192,8 +192,7 @@ static int listen_on(httpd_server *srv, char *err, size_t errlen)
         flags |= LEV_OPT_REUSEABLE_PORT;
     if (c->listen_fd >= 0) {
         evutil_make_socket_nonblocking(c->listen_fd);
-        srv->lev = evconnlistener_new(srv->base, accept_cb, srv, flags, c->backlog,
-                                      c->listen_fd);
+        srv->lev = evconnlistener_new(srv->base, accept_cb, srv, flags, c->backlog, c->listen_fd);
     } else {
         struct sockaddr_storage ss;
         memset(&ss, 0, sizeof ss);
@@ -229,8 +228,10 @@ static int listen_on(httpd_server *srv, char *err, size_t errlen)
         if (srv->lev == NULL) {
             int e = errno ? errno : EADDRNOTAVAIL;
             if (err && errlen)
-                snprintf(err, errlen, "HTTP server: cannot listen on %s: %s (choose another "
-                         "port or stop what holds it)", spec, strerror(e));
+                snprintf(err, errlen,
+                         "HTTP server: cannot listen on %s: %s (choose another "
+                         "port or stop what holds it)",
+                         spec, strerror(e));
             return -e;
         }
     }

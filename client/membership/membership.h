@@ -50,17 +50,17 @@
 struct event_base;
 struct evdns_base;
 
-#define MEMBERSHIP_DEFAULT_PORT 7070u
-#define MEMBERSHIP_DEFAULT_INTERVAL_MS 10000u
+#define MEMBERSHIP_DEFAULT_PORT           7070u
+#define MEMBERSHIP_DEFAULT_INTERVAL_MS    10000u
 #define MEMBERSHIP_DEFAULT_DNS_TIMEOUT_MS 2000u
 /* Longest member list text a file may hold. */
 #define MEMBERSHIP_FILE_MAX (1u << 20)
 
 enum membership_level {
-	MEMBERSHIP_DEBUG,
-	MEMBERSHIP_INFO,
-	MEMBERSHIP_WARN,
-	MEMBERSHIP_ERROR,
+    MEMBERSHIP_DEBUG,
+    MEMBERSHIP_INFO,
+    MEMBERSHIP_WARN,
+    MEMBERSHIP_ERROR,
 };
 
 /* A log line without level and time, in logfmt: `msg="member joined"
@@ -73,9 +73,9 @@ typedef void (*membership_change_fn)(void *arg, struct ring *ring);
 
 /* A parsed member list. Owns its strings; free with membership_list_deinit(). */
 struct membership_list {
-	struct ring_member *members;
-	size_t n;
-	char *strings;
+    struct ring_member *members;
+    size_t n;
+    char *strings;
 };
 
 /* Parses `len` bytes of `text` (need not be NUL-terminated) in the grammar
@@ -84,44 +84,44 @@ struct membership_list {
  * a sentence in why[0..why_len) (may be NULL) that names the bad member and the
  * fix, or -ENOMEM. Pure; any thread. */
 int membership_parse_list(const char *text, size_t len, uint16_t default_port,
-			  struct membership_list *out, char *why, size_t why_len);
+                          struct membership_list *out, char *why, size_t why_len);
 
 /* Frees what membership_parse_list() filled; leaves *l empty. Accepts an
  * already empty list. */
 void membership_list_deinit(struct membership_list *l);
 
 struct membership_options {
-	/* Event loop for DNS queries and the re-resolution timer. Required for
+    /* Event loop for DNS queries and the re-resolution timer. Required for
 	 * dns: sources; unused by static and file sources (may be NULL). */
-	struct event_base *base;
-	/* Resolver for target lookups and the nameservers for SRV queries. NULL:
+    struct event_base *base;
+    /* Resolver for target lookups and the nameservers for SRV queries. NULL:
 	 * the membership creates one from /etc/resolv.conf (or `nameserver`).
 	 * Borrowed. */
-	struct evdns_base *dns;
-	/* dns: with `dns` NULL, the one DNS server to ask instead of those of
+    struct evdns_base *dns;
+    /* dns: with `dns` NULL, the one DNS server to ask instead of those of
 	 * /etc/resolv.conf: "IP" or "IP:PORT" ("[IPv6]:PORT"), e.g.
 	 * "10.96.0.10:53" or a test's "127.0.0.1:5353". NULL: /etc/resolv.conf.
 	 * Borrowed for membership_create(). */
-	const char *nameserver;
-	/* dns: re-resolution interval; 0 = MEMBERSHIP_DEFAULT_INTERVAL_MS. */
-	unsigned interval_ms;
-	/* dns: time-out of one SRV query per nameserver; 0 = default. */
-	unsigned dns_timeout_ms;
-	/* Port for members without one and for dns: names without SRV; 0 = 7070. */
-	uint16_t default_port;
-	/* Ring settings; every process of a cluster must agree on them. */
-	struct ring_options ring;
-	membership_log_fn log;
-	void *log_arg;
-	membership_change_fn on_change;
-	void *change_arg;
+    const char *nameserver;
+    /* dns: re-resolution interval; 0 = MEMBERSHIP_DEFAULT_INTERVAL_MS. */
+    unsigned interval_ms;
+    /* dns: time-out of one SRV query per nameserver; 0 = default. */
+    unsigned dns_timeout_ms;
+    /* Port for members without one and for dns: names without SRV; 0 = 7070. */
+    uint16_t default_port;
+    /* Ring settings; every process of a cluster must agree on them. */
+    struct ring_options ring;
+    membership_log_fn log;
+    void *log_arg;
+    membership_change_fn on_change;
+    void *change_arg;
 };
 
 struct membership_stats {
-	uint64_t rounds_ok;	/* resolutions/reads that produced a member list */
-	uint64_t rounds_failed; /* ... that failed and kept the last good ring */
-	uint64_t changes;	/* rings installed */
-	uint64_t members;	/* members of the current ring (0 if none) */
+    uint64_t rounds_ok;     /* resolutions/reads that produced a member list */
+    uint64_t rounds_failed; /* ... that failed and kept the last good ring */
+    uint64_t changes;       /* rings installed */
+    uint64_t members;       /* members of the current ring (0 if none) */
 };
 
 struct membership;
@@ -134,7 +134,7 @@ struct membership;
  * round succeeds; on_change tells when). why[0..why_len) gets a sentence on
  * failure (may be NULL). Must be called on `opts->base`'s thread. */
 int membership_create(struct membership **out, const char *spec,
-		      const struct membership_options *opts, char *why, size_t why_len);
+                      const struct membership_options *opts, char *why, size_t why_len);
 
 /* Stops the source (pending queries are cancelled without callbacks), drops
  * its ring and frees it. Accepts NULL; sets *ms to NULL. Loop thread. */

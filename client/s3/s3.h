@@ -29,15 +29,15 @@
 struct event_base;
 
 #define S3_ETAG_MAX 130 /* normalised ETag, NUL included */
-#define S3_MSG_MAX 512  /* an error sentence, NUL included */
+#define S3_MSG_MAX  512 /* an error sentence, NUL included */
 
 /* ------------------------------------------------------------------------ */
 /* Configuration                                                             */
 /* ------------------------------------------------------------------------ */
 
 typedef struct s3_config {
-    char endpoint[512];       /* "http://127.0.0.1:9000"; empty: AWS for `region` */
-    char region[64];          /* signing region; default "us-east-1" */
+    char endpoint[512]; /* "http://127.0.0.1:9000"; empty: AWS for `region` */
+    char region[64];    /* signing region; default "us-east-1" */
     char access_key[128];
     char secret_key[128];
     char session_token[4096]; /* sent as x-amz-security-token when set */
@@ -79,7 +79,7 @@ int s3_config_from_env(s3_config *cfg, char *err, size_t errlen);
 /* ------------------------------------------------------------------------ */
 
 typedef struct s3_object_info {
-    char *key;            /* owned by whatever returned the info */
+    char *key; /* owned by whatever returned the info */
     uint64_t size;
     char etag[S3_ETAG_MAX]; /* normalised (see s3_etag_normalize) */
     int64_t last_modified;  /* unix seconds, 0 if unknown */
@@ -87,14 +87,14 @@ typedef struct s3_object_info {
 
 /* Result of a failed (or successful: code 0) request. */
 typedef struct s3_error {
-    int code;               /* 0, or -errno: -ENOENT (404), -EACCES (403),
+    int code;         /* 0, or -errno: -ENOENT (404), -EACCES (403),
                                -ESTALE (412 or an ETag that differs from the
                                version asked for), -ETIMEDOUT, -ECONNREFUSED,
                                -ECONNRESET, -EPROTO (malformed answer),
                                -ECANCELED, -EIO (other) */
-    int http_status;        /* 0 when no response came */
-    int attempts;           /* how many were made */
-    char s3_code[64];       /* S3's <Code>, e.g. "SignatureDoesNotMatch" */
+    int http_status;  /* 0 when no response came */
+    int attempts;     /* how many were made */
+    char s3_code[64]; /* S3's <Code>, e.g. "SignatureDoesNotMatch" */
     char message[S3_MSG_MAX];
 } s3_error;
 
@@ -109,8 +109,7 @@ int s3_etag_normalize(const char *in, char *out, size_t cap);
  * Returns 0 or -EINVAL (not "s3://", a bucket name against S3's rules: 3-63 of
  * a-z 0-9 . -, letter or digit at both ends, no "..", not an IPv4 address, no
  * reserved prefix/suffix; a key over 1024 bytes) / -ENOSPC (a buffer). */
-int s3_url_parse(const char *url, char *bucket, size_t bucket_cap, char *key,
-                 size_t key_cap);
+int s3_url_parse(const char *url, char *bucket, size_t bucket_cap, char *key, size_t key_cap);
 
 /* Why s3_url_parse refuses url, as a sentence for a person: not "s3://", the
  * bucket name and the rule it breaks (upper case, length, a character, ...)
@@ -167,9 +166,9 @@ size_t s3_client_inflight(const s3_client *c);
 
 /* Counters since creation. */
 typedef struct s3_client_stats {
-    uint64_t requests;      /* attempts sent */
+    uint64_t requests; /* attempts sent */
     uint64_t retries;
-    uint64_t failures;      /* requests that ended with an error */
+    uint64_t failures; /* requests that ended with an error */
     uint64_t bytes_in;
     uint64_t bytes_out;
 } s3_client_stats;
@@ -188,16 +187,16 @@ typedef struct s3_get_args {
     const char *bucket;
     const char *key;
     uint64_t offset;
-    uint64_t length;        /* 0: to the end of the object */
-    const char *if_match;   /* version the answer must have, or NULL */
+    uint64_t length;      /* 0: to the end of the object */
+    const char *if_match; /* version the answer must have, or NULL */
     void *buf;
     size_t cap;
     s3_data_fn on_data;
     void *data_arg;
 } s3_get_args;
 typedef struct s3_get_result {
-    uint64_t bytes;         /* delivered */
-    uint64_t object_size;   /* from Content-Range / Content-Length */
+    uint64_t bytes;       /* delivered */
+    uint64_t object_size; /* from Content-Range / Content-Length */
     char etag[S3_ETAG_MAX];
 } s3_get_result;
 typedef void (*s3_get_fn)(const s3_error *err, const s3_get_result *res, void *arg);
@@ -208,10 +207,10 @@ int s3_get(s3_client *c, const s3_get_args *a, s3_get_fn done, void *arg);
 typedef struct s3_list_page {
     s3_object_info *objects;
     size_t n_objects;
-    char **prefixes;        /* CommonPrefixes, with a delimiter */
+    char **prefixes; /* CommonPrefixes, with a delimiter */
     size_t n_prefixes;
     bool truncated;
-    char *next_token;       /* NextContinuationToken, or NULL */
+    char *next_token; /* NextContinuationToken, or NULL */
 } s3_list_page;
 typedef void (*s3_list_fn)(const s3_error *err, const s3_list_page *page, void *arg);
 int s3_list(s3_client *c, const char *bucket, const char *prefix, const char *delimiter,
@@ -220,13 +219,13 @@ int s3_list(s3_client *c, const char *bucket, const char *prefix, const char *de
 /* ListObjectsV2 of keys after `start_after` (S3's start-after: keys sorting
  * strictly after it; NULL or "" lists from the start), one page of up to
  * max_keys, no delimiter. Same callback and ownership as s3_list. */
-int s3_list_from(s3_client *c, const char *bucket, const char *prefix,
-                 const char *start_after, int max_keys, s3_list_fn done, void *arg);
+int s3_list_from(s3_client *c, const char *bucket, const char *prefix, const char *start_after,
+                 int max_keys, s3_list_fn done, void *arg);
 
 /* PUT of a buffer (borrowed until done fires). *etag in the callback. */
 typedef void (*s3_put_fn)(const s3_error *err, const char *etag, void *arg);
-int s3_put(s3_client *c, const char *bucket, const char *key, const void *data,
-           size_t len, s3_put_fn done, void *arg);
+int s3_put(s3_client *c, const char *bucket, const char *key, const void *data, size_t len,
+           s3_put_fn done, void *arg);
 
 /* Conditions on a write (PutObject, CompleteMultipartUpload), as AWS S3 has
  * them. Zero-initialised: no condition.
@@ -243,12 +242,12 @@ int s3_put(s3_client *c, const char *bucket, const char *key, const void *data,
  * anyway: callers that rely on them probe the store first. */
 typedef struct s3_write_cond {
     bool if_none_match;
-    const char *if_match;   /* ETag (quoted or not), or NULL */
+    const char *if_match; /* ETag (quoted or not), or NULL */
 } s3_write_cond;
 
 /* s3_put with conditions (cond may be NULL: none; copied). */
-int s3_put_cond(s3_client *c, const char *bucket, const char *key, const void *data,
-                size_t len, const s3_write_cond *cond, s3_put_fn done, void *arg);
+int s3_put_cond(s3_client *c, const char *bucket, const char *key, const void *data, size_t len,
+                const s3_write_cond *cond, s3_put_fn done, void *arg);
 
 /* DELETE (a missing key is success, as in S3). */
 typedef void (*s3_done_fn)(const s3_error *err, void *arg);
@@ -256,21 +255,18 @@ int s3_delete(s3_client *c, const char *bucket, const char *key, s3_done_fn done
 
 /* Multipart upload primitives. upload_id is a NUL-terminated string. */
 typedef void (*s3_mpu_create_fn)(const s3_error *err, const char *upload_id, void *arg);
-int s3_mpu_create(s3_client *c, const char *bucket, const char *key,
-                  s3_mpu_create_fn done, void *arg);
-int s3_mpu_upload_part(s3_client *c, const char *bucket, const char *key,
-                       const char *upload_id, int part_number, const void *data,
-                       size_t len, s3_put_fn done, void *arg);
-int s3_mpu_complete(s3_client *c, const char *bucket, const char *key,
-                    const char *upload_id, const char *const *part_etags,
-                    int n_parts, s3_put_fn done, void *arg);
+int s3_mpu_create(s3_client *c, const char *bucket, const char *key, s3_mpu_create_fn done,
+                  void *arg);
+int s3_mpu_upload_part(s3_client *c, const char *bucket, const char *key, const char *upload_id,
+                       int part_number, const void *data, size_t len, s3_put_fn done, void *arg);
+int s3_mpu_complete(s3_client *c, const char *bucket, const char *key, const char *upload_id,
+                    const char *const *part_etags, int n_parts, s3_put_fn done, void *arg);
 /* s3_mpu_complete with conditions (cond may be NULL; copied). */
-int s3_mpu_complete_cond(s3_client *c, const char *bucket, const char *key,
-                         const char *upload_id, const char *const *part_etags,
-                         int n_parts, const s3_write_cond *cond, s3_put_fn done,
-                         void *arg);
-int s3_mpu_abort(s3_client *c, const char *bucket, const char *key,
-                 const char *upload_id, s3_done_fn done, void *arg);
+int s3_mpu_complete_cond(s3_client *c, const char *bucket, const char *key, const char *upload_id,
+                         const char *const *part_etags, int n_parts, const s3_write_cond *cond,
+                         s3_put_fn done, void *arg);
+int s3_mpu_abort(s3_client *c, const char *bucket, const char *key, const char *upload_id,
+                 s3_done_fn done, void *arg);
 
 /* Any other request, for a server that relays S3 (the cache node's S3 API):
  * method GET, HEAD, PUT, POST or DELETE on bucket/key (key NULL: the bucket
@@ -323,8 +319,8 @@ s3_client *s3_sync_client(s3_sync *s);
 /* Progress of a long transfer: bytes done of total (0 if unknown). */
 typedef void (*s3_progress_fn)(uint64_t done, uint64_t total, void *arg);
 
-int s3_sync_head(s3_sync *s, const char *bucket, const char *key,
-                 s3_object_info *info, s3_error *err);
+int s3_sync_head(s3_sync *s, const char *bucket, const char *key, s3_object_info *info,
+                 s3_error *err);
 /* Range GET into fd at its current position (fd >= 0) or into buf. `parallel`
  * > 1 splits the range into parts of part_size fetched concurrently. Returns
  * bytes written or -errno (err filled). */
@@ -332,13 +328,13 @@ typedef struct s3_sync_get_args {
     const char *bucket;
     const char *key;
     uint64_t offset;
-    uint64_t length;         /* 0: to the end */
+    uint64_t length; /* 0: to the end */
     const char *if_match;
-    int fd;                  /* -1: use buf */
+    int fd; /* -1: use buf */
     void *buf;
     size_t cap;
-    int parallel;            /* concurrent ranged requests; 1: one stream */
-    uint64_t part_size;      /* default 8 MiB */
+    int parallel;       /* concurrent ranged requests; 1: one stream */
+    uint64_t part_size; /* default 8 MiB */
     s3_progress_fn progress;
     void *progress_arg;
 } s3_sync_get_args;
@@ -346,13 +342,13 @@ int64_t s3_sync_get(s3_sync *s, const s3_sync_get_args *a, s3_error *err);
 
 /* Every object under `prefix` (all pages); fn returns < 0 to stop. */
 typedef int (*s3_object_fn)(const s3_object_info *info, void *arg);
-int s3_sync_list(s3_sync *s, const char *bucket, const char *prefix,
-                 s3_object_fn fn, void *arg, s3_error *err);
+int s3_sync_list(s3_sync *s, const char *bucket, const char *prefix, s3_object_fn fn, void *arg,
+                 s3_error *err);
 
 /* Expand a glob over keys (see s3_glob_create): lists only the prefix before the
  * first wildcard, calls fn for each matching key. */
-int s3_sync_glob(s3_sync *s, const char *bucket, const char *pattern,
-                 s3_object_fn fn, void *arg, s3_error *err);
+int s3_sync_glob(s3_sync *s, const char *bucket, const char *pattern, s3_object_fn fn, void *arg,
+                 s3_error *err);
 
 /* Upload `size` bytes of fd from offset 0: one PUT when small, else multipart
  * with part_size parts, `parallel` in flight, aborted on failure so no parts
@@ -360,14 +356,14 @@ int s3_sync_glob(s3_sync *s, const char *bucket, const char *pattern,
 typedef struct s3_sync_put_args {
     const char *bucket;
     const char *key;
-    int fd;                  /* read with pread; -1: use data */
+    int fd; /* read with pread; -1: use data */
     const void *data;
     uint64_t size;
-    uint64_t part_size;      /* default 8 MiB; multipart when size > part_size */
-    int parallel;            /* default 4 */
+    uint64_t part_size; /* default 8 MiB; multipart when size > part_size */
+    int parallel;       /* default 4 */
     s3_progress_fn progress;
     void *progress_arg;
-    s3_write_cond cond;      /* on the PUT, or on CompleteMultipartUpload */
+    s3_write_cond cond; /* on the PUT, or on CompleteMultipartUpload */
 } s3_sync_put_args;
 int s3_sync_put(s3_sync *s, const s3_sync_put_args *a, char *etag_out, s3_error *err);
 

@@ -24,9 +24,9 @@
 #include <strings.h>
 #include <time.h>
 
-#define S3__ERRBODY_MAX (64u * 1024u)   /* error documents kept for the message */
-#define S3__XMLBODY_MAX (32u * 1024u * 1024u) /* list pages and MPU answers */
-#define S3__MAX_QUERY 16
+#define S3__ERRBODY_MAX       (64u * 1024u)         /* error documents kept for the message */
+#define S3__XMLBODY_MAX       (32u * 1024u * 1024u) /* list pages and MPU answers */
+#define S3__MAX_QUERY         16
 #define S3__MAX_EXTRA_HEADERS 8
 
 typedef enum s3__op {
@@ -43,11 +43,16 @@ typedef enum s3__op {
 } s3__op;
 
 static const char *const s3__op_name[] = {
-    [S3__HEAD] = "HEAD",           [S3__GET] = "GET",
-    [S3__LIST] = "LIST",           [S3__PUT] = "PUT",
-    [S3__DELETE] = "DELETE",       [S3__MPU_CREATE] = "CreateMultipartUpload",
-    [S3__MPU_PART] = "UploadPart", [S3__MPU_COMPLETE] = "CompleteMultipartUpload",
-    [S3__MPU_ABORT] = "AbortMultipartUpload", [S3__RAW] = "S3",
+    [S3__HEAD] = "HEAD",
+    [S3__GET] = "GET",
+    [S3__LIST] = "LIST",
+    [S3__PUT] = "PUT",
+    [S3__DELETE] = "DELETE",
+    [S3__MPU_CREATE] = "CreateMultipartUpload",
+    [S3__MPU_PART] = "UploadPart",
+    [S3__MPU_COMPLETE] = "CompleteMultipartUpload",
+    [S3__MPU_ABORT] = "AbortMultipartUpload",
+    [S3__RAW] = "S3",
 };
 
 typedef struct s3__buf {
@@ -64,7 +69,7 @@ struct s3__req {
     const char *method;
     char *bucket;
     char *key;
-    s3__kv query[S3__MAX_QUERY];   /* owned strings */
+    s3__kv query[S3__MAX_QUERY]; /* owned strings */
     size_t n_query;
     s3__kv extra[S3__MAX_EXTRA_HEADERS]; /* s3_request's headers, signed; owned */
     size_t n_extra;
@@ -78,9 +83,9 @@ struct s3__req {
 
     /* GET */
     s3_get_args get;
-    uint64_t delivered;            /* bytes handed to the caller so far */
-    uint64_t skip;                 /* bytes to drop (server ignored Range) */
-    char want_etag[S3_ETAG_MAX];   /* if_match, or the first answer's ETag */
+    uint64_t delivered;          /* bytes handed to the caller so far */
+    uint64_t skip;               /* bytes to drop (server ignored Range) */
+    char want_etag[S3_ETAG_MAX]; /* if_match, or the first answer's ETag */
 
     /* conditional PUT / CompleteMultipartUpload */
     bool if_none_match;
@@ -92,16 +97,16 @@ struct s3__req {
     int attempts;
     struct timespec started;
     struct event *retry_timer;
-    int status;                    /* of the final response of this attempt */
+    int status; /* of the final response of this attempt */
     bool headers_done;
-    int abort_code;                /* set when a callback aborted the transfer */
+    int abort_code; /* set when a callback aborted the transfer */
     char etag[S3_ETAG_MAX];
     uint64_t content_length;
     bool have_content_length;
     uint64_t range_start, range_total;
     bool have_range;
     int64_t last_modified;
-    s3__buf body_in;               /* XML answers and error documents */
+    s3__buf body_in; /* XML answers and error documents */
     char curl_err[CURL_ERROR_SIZE];
 
     /* completion */
@@ -128,17 +133,20 @@ struct s3_client {
     struct event *timer;
     s3_config cfg;
     char scheme[8];
-    char host[256];                /* host[:port] of the endpoint */
+    char host[256]; /* host[:port] of the endpoint */
     bool virtual_host;
     uint64_t rng;
-    s3__req *reqs;                 /* in flight or waiting to retry */
+    s3__req *reqs; /* in flight or waiting to retry */
     size_t n_reqs;
     s3_client_stats stats;
     bool in_destroy;
 };
 
 static pthread_once_t s3__curl_once = PTHREAD_ONCE_INIT;
-static void s3__curl_global_init(void) { curl_global_init(CURL_GLOBAL_ALL); }
+static void s3__curl_global_init(void)
+{
+    curl_global_init(CURL_GLOBAL_ALL);
+}
 
 /* ---- small helpers ------------------------------------------------------ */
 
@@ -166,8 +174,7 @@ static int64_t s3__elapsed_ms(const struct timespec *since)
 {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
-    return (int64_t)(now.tv_sec - since->tv_sec) * 1000 +
-           (now.tv_nsec - since->tv_nsec) / 1000000;
+    return (int64_t)(now.tv_sec - since->tv_sec) * 1000 + (now.tv_nsec - since->tv_nsec) / 1000000;
 }
 
 static int s3__transport_errno(CURLcode rc)
@@ -514,8 +521,7 @@ static int s3__attempt_start(s3__req *r)
         rc = snprintf(path, sizeof(path), "/%s", path_key);
     } else {
         snprintf(host, sizeof(host), "%s", c->host);
-        rc = snprintf(path, sizeof(path), "/%s%s%s", r->bucket,
-                      r->key ? "/" : "", path_key);
+        rc = snprintf(path, sizeof(path), "/%s%s%s", r->bucket, r->key ? "/" : "", path_key);
     }
     if (rc < 0 || (size_t)rc >= sizeof(path)) {
         rc = -ENAMETOOLONG;
@@ -601,10 +607,18 @@ static int s3__attempt_start(s3__req *r)
             goto out;
     if (!cfg->anonymous) {
         s3__sign_input in = {
-            .method = r->method, .canonical_uri = path, .query = r->query,
-            .n_query = r->n_query, .headers = sh, .n_headers = nsh,
-            .payload_hash = payload, .amz_date = amz_date, .region = cfg->region,
-            .service = "s3", .access_key = cfg->access_key, .secret_key = cfg->secret_key,
+            .method = r->method,
+            .canonical_uri = path,
+            .query = r->query,
+            .n_query = r->n_query,
+            .headers = sh,
+            .n_headers = nsh,
+            .payload_hash = payload,
+            .amz_date = amz_date,
+            .region = cfg->region,
+            .service = "s3",
+            .access_key = cfg->access_key,
+            .secret_key = cfg->secret_key,
         };
         if ((rc = s3__sigv4_sign(&in, &sig)) < 0)
             goto out;
@@ -718,8 +732,8 @@ static void s3__complete(s3__req *r, const s3_error *err)
         s3_error perr = *e;
         if (!e->code) {
             char msg[256];
-            if (s3__xml_parse_list(r->body_in.data ? r->body_in.data : "", r->body_in.len,
-                                   &page, msg, sizeof(msg)) < 0) {
+            if (s3__xml_parse_list(r->body_in.data ? r->body_in.data : "", r->body_in.len, &page,
+                                   msg, sizeof(msg)) < 0) {
                 perr.code = -EPROTO;
                 snprintf(perr.message, sizeof(perr.message),
                          "LIST s3://%s/%s: malformed answer from S3: %s", r->bucket,
@@ -731,9 +745,7 @@ static void s3__complete(s3__req *r, const s3_error *err)
         break;
     }
     case S3__PUT:
-    case S3__MPU_PART:
-        r->cb.put(e, e->code ? NULL : r->etag, r->arg);
-        break;
+    case S3__MPU_PART: r->cb.put(e, e->code ? NULL : r->etag, r->arg); break;
     case S3__MPU_COMPLETE: {
         s3_error perr = *e;
         char etag[S3_ETAG_MAX] = "";
@@ -755,8 +767,8 @@ static void s3__complete(s3__req *r, const s3_error *err)
         char *upload_id = NULL;
         if (!e->code) {
             char msg[256];
-            if (s3__xml_parse_mpu_initiate(r->body_in.data ? r->body_in.data : "",
-                                           r->body_in.len, &upload_id, msg, sizeof(msg)) < 0) {
+            if (s3__xml_parse_mpu_initiate(r->body_in.data ? r->body_in.data : "", r->body_in.len,
+                                           &upload_id, msg, sizeof(msg)) < 0) {
                 perr.code = -EPROTO;
                 snprintf(perr.message, sizeof(perr.message),
                          "CreateMultipartUpload s3://%s/%s: malformed answer: %s", r->bucket,
@@ -768,16 +780,14 @@ static void s3__complete(s3__req *r, const s3_error *err)
         break;
     }
     case S3__DELETE:
-    case S3__MPU_ABORT:
-        r->cb.done(e, r->arg);
-        break;
+    case S3__MPU_ABORT: r->cb.done(e, r->arg); break;
     case S3__RAW: {
         char code[64] = "", msg[512] = "";
         const char *body = r->body_in.data ? r->body_in.data : ""; /* NUL-terminated */
         if (r->body_in.len && (r->status >= 300 || strstr(body, "</Error>")))
             s3__xml_parse_error(body, r->body_in.len, code, sizeof(code), msg, sizeof(msg));
-        s3_response resp = {e->code && !e->http_status ? 0 : r->status, body, r->body_in.len,
-                            code, msg, r->etag};
+        s3_response resp = {
+            e->code && !e->http_status ? 0 : r->status, body, r->body_in.len, code, msg, r->etag};
         r->cb.raw(e, &resp, r->arg);
         break;
     }
@@ -820,8 +830,7 @@ static void s3__attempt_done(s3__req *r, CURLcode cc)
         if (transport == -ESTALE)
             s3__error_fill(&err, s3__op_name[r->op], r->bucket, r->key, 412, 0, NULL,
                            "PreconditionFailed",
-                           "the answer's ETag differs from the version asked for",
-                           c->cfg.endpoint);
+                           "the answer's ETag differs from the version asked for", c->cfg.endpoint);
         else {
             err.code = transport;
             snprintf(err.message, sizeof(err.message), "%s s3://%s/%s: %s", s3__op_name[r->op],
@@ -835,8 +844,8 @@ static void s3__attempt_done(s3__req *r, CURLcode cc)
     s3__attempt a = {r->status, transport, s3_code[0] ? s3_code : NULL};
     int64_t elapsed = s3__elapsed_ms(&r->started);
     if (s3__retry_should(&a) && r->attempts < c->cfg.max_attempts && !c->in_destroy) {
-        int delay = s3__retry_delay_ms(r->attempts, c->cfg.retry_base_ms, c->cfg.retry_cap_ms,
-                                       &c->rng);
+        int delay =
+            s3__retry_delay_ms(r->attempts, c->cfg.retry_base_ms, c->cfg.retry_cap_ms, &c->rng);
         if (elapsed + delay < c->cfg.retry_budget_ms) {
             s3__attempt_cleanup(r);
             c->stats.retries++; /* a GET resumes at offset + delivered */
@@ -962,9 +971,15 @@ void s3_client_destroy(s3_client **cp)
     *cp = NULL;
 }
 
-size_t s3_client_inflight(const s3_client *c) { return c->n_reqs; }
+size_t s3_client_inflight(const s3_client *c)
+{
+    return c->n_reqs;
+}
 
-void s3_client_stats_get(const s3_client *c, s3_client_stats *out) { *out = c->stats; }
+void s3_client_stats_get(const s3_client *c, s3_client_stats *out)
+{
+    *out = c->stats;
+}
 
 /* ---- public: operations ------------------------------------------------- */
 
@@ -1047,15 +1062,14 @@ int s3_get(s3_client *c, const s3_get_args *a, s3_get_fn done, void *arg)
     return s3__submit(r);
 }
 
-static int s3__list(s3_client *c, const char *bucket, const char *prefix,
-                    const char *delimiter, const char *continuation_token,
-                    const char *start_after, int max_keys, s3_list_fn done, void *arg);
+static int s3__list(s3_client *c, const char *bucket, const char *prefix, const char *delimiter,
+                    const char *continuation_token, const char *start_after, int max_keys,
+                    s3_list_fn done, void *arg);
 
 int s3_list(s3_client *c, const char *bucket, const char *prefix, const char *delimiter,
             const char *continuation_token, int max_keys, s3_list_fn done, void *arg)
 {
-    return s3__list(c, bucket, prefix, delimiter, continuation_token, NULL, max_keys, done,
-                    arg);
+    return s3__list(c, bucket, prefix, delimiter, continuation_token, NULL, max_keys, done, arg);
 }
 
 int s3_list_from(s3_client *c, const char *bucket, const char *prefix, const char *start_after,
@@ -1064,9 +1078,9 @@ int s3_list_from(s3_client *c, const char *bucket, const char *prefix, const cha
     return s3__list(c, bucket, prefix, NULL, NULL, start_after, max_keys, done, arg);
 }
 
-static int s3__list(s3_client *c, const char *bucket, const char *prefix,
-                    const char *delimiter, const char *continuation_token,
-                    const char *start_after, int max_keys, s3_list_fn done, void *arg)
+static int s3__list(s3_client *c, const char *bucket, const char *prefix, const char *delimiter,
+                    const char *continuation_token, const char *start_after, int max_keys,
+                    s3_list_fn done, void *arg)
 {
     s3__req *r = s3__req_new(c, S3__LIST, "GET", bucket, NULL);
     if (!r)
@@ -1101,8 +1115,8 @@ static int s3__set_cond(s3__req *r, const s3_write_cond *cond)
     if (!cond)
         return 0;
     r->if_none_match = cond->if_none_match;
-    if (cond->if_match && s3_etag_normalize(cond->if_match, r->write_if_match,
-                                            sizeof(r->write_if_match)) <= 0)
+    if (cond->if_match &&
+        s3_etag_normalize(cond->if_match, r->write_if_match, sizeof(r->write_if_match)) <= 0)
         return -EINVAL;
     return 0;
 }
@@ -1162,9 +1176,8 @@ int s3_mpu_create(s3_client *c, const char *bucket, const char *key, s3_mpu_crea
     return s3__submit(r);
 }
 
-int s3_mpu_upload_part(s3_client *c, const char *bucket, const char *key,
-                       const char *upload_id, int part_number, const void *data, size_t len,
-                       s3_put_fn done, void *arg)
+int s3_mpu_upload_part(s3_client *c, const char *bucket, const char *key, const char *upload_id,
+                       int part_number, const void *data, size_t len, s3_put_fn done, void *arg)
 {
     if (!key || !upload_id || part_number < 1 || part_number > 10000)
         return -EINVAL;
@@ -1189,13 +1202,12 @@ int s3_mpu_upload_part(s3_client *c, const char *bucket, const char *key,
 int s3_mpu_complete(s3_client *c, const char *bucket, const char *key, const char *upload_id,
                     const char *const *part_etags, int n_parts, s3_put_fn done, void *arg)
 {
-    return s3_mpu_complete_cond(c, bucket, key, upload_id, part_etags, n_parts, NULL, done,
-                                arg);
+    return s3_mpu_complete_cond(c, bucket, key, upload_id, part_etags, n_parts, NULL, done, arg);
 }
 
-int s3_mpu_complete_cond(s3_client *c, const char *bucket, const char *key,
-                         const char *upload_id, const char *const *part_etags, int n_parts,
-                         const s3_write_cond *cond, s3_put_fn done, void *arg)
+int s3_mpu_complete_cond(s3_client *c, const char *bucket, const char *key, const char *upload_id,
+                         const char *const *part_etags, int n_parts, const s3_write_cond *cond,
+                         s3_put_fn done, void *arg)
 {
     if (!key || !upload_id || n_parts < 1)
         return -EINVAL;

@@ -68,8 +68,7 @@ static char *trim(char *s)
     while (*s == ' ' || *s == '\t')
         s++;
     size_t n = strlen(s);
-    while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r' ||
-                     s[n - 1] == '\n'))
+    while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r' || s[n - 1] == '\n'))
         s[--n] = '\0';
     return s;
 }
@@ -110,8 +109,10 @@ static int read_profile(const char *path, const char *name, bool config_style, p
     if (f == NULL) {
         if (errno == ENOENT || errno == ENOTDIR)
             return 0;
-        snprintf(err, errlen, "cannot read AWS file %s: %s (fix its permissions or point %s "
-                 "elsewhere)", path, strerror(errno),
+        snprintf(err, errlen,
+                 "cannot read AWS file %s: %s (fix its permissions or point %s "
+                 "elsewhere)",
+                 path, strerror(errno),
                  config_style ? "AWS_CONFIG_FILE" : "AWS_SHARED_CREDENTIALS_FILE");
         return -EINVAL;
     }
@@ -174,25 +175,27 @@ static const char *env(const char *name)
 }
 
 /* Copy a value into a fixed config field; `what` names where it came from. */
-static int put(char *dst, size_t cap, const char *v, const char *what, char *err,
-               size_t errlen)
+static int put(char *dst, size_t cap, const char *v, const char *what, char *err, size_t errlen)
 {
     size_t n = strlen(v);
     if (n + 1 > cap) {
-        snprintf(err, errlen, "%s is %zu bytes long, more than the %zu this client accepts; "
-                 "check its value", what, n, cap - 1);
+        snprintf(err, errlen,
+                 "%s is %zu bytes long, more than the %zu this client accepts; "
+                 "check its value",
+                 what, n, cap - 1);
         return -EINVAL;
     }
     memcpy(dst, v, n + 1);
     return 0;
 }
 
-static int put_endpoint(s3_config *cfg, const char *v, const char *what, char *err,
-                        size_t errlen)
+static int put_endpoint(s3_config *cfg, const char *v, const char *what, char *err, size_t errlen)
 {
     if (strncmp(v, "http://", 7) != 0 && strncmp(v, "https://", 8) != 0) {
-        snprintf(err, errlen, "%s must start with http:// or https:// (for example "
-                 "http://127.0.0.1:9000); fix its value", what);
+        snprintf(err, errlen,
+                 "%s must start with http:// or https:// (for example "
+                 "http://127.0.0.1:9000); fix its value",
+                 what);
         return -EINVAL;
     }
     int rc = put(cfg->endpoint, sizeof cfg->endpoint, v, what, err, errlen);
@@ -235,12 +238,14 @@ int s3_config_from_env(s3_config *cfg, char *err, size_t errlen)
         prof_name = "default";
 
     char cred_path[1024] = "", conf_path[1024] = "";
-    int hc = default_path(cred_path, sizeof cred_path, "AWS_SHARED_CREDENTIALS_FILE",
-                          "credentials");
+    int hc =
+        default_path(cred_path, sizeof cred_path, "AWS_SHARED_CREDENTIALS_FILE", "credentials");
     int hf = default_path(conf_path, sizeof conf_path, "AWS_CONFIG_FILE", "config");
     if (hc < 0 || hf < 0) {
-        snprintf(err, errlen, "the path of the AWS %s file is too long; set %s to a "
-                 "shorter path", hc < 0 ? "credentials" : "config",
+        snprintf(err, errlen,
+                 "the path of the AWS %s file is too long; set %s to a "
+                 "shorter path",
+                 hc < 0 ? "credentials" : "config",
                  hc < 0 ? "AWS_SHARED_CREDENTIALS_FILE" : "AWS_CONFIG_FILE");
         return -EINVAL;
     }
@@ -255,9 +260,10 @@ int s3_config_from_env(s3_config *cfg, char *err, size_t errlen)
         goto out;
 
     if (named && !cred.found && !conf.found) {
-        snprintf(err, errlen, "AWS profile '%s' (from AWS_PROFILE) is in neither %s nor %s; "
-                 "add a [%s] section or unset AWS_PROFILE", prof_name,
-                 hc > 0 ? cred_path : "~/.aws/credentials",
+        snprintf(err, errlen,
+                 "AWS profile '%s' (from AWS_PROFILE) is in neither %s nor %s; "
+                 "add a [%s] section or unset AWS_PROFILE",
+                 prof_name, hc > 0 ? cred_path : "~/.aws/credentials",
                  hf > 0 ? conf_path : "~/.aws/config", prof_name);
         rc = -EINVAL;
         goto out;
@@ -277,8 +283,8 @@ int s3_config_from_env(s3_config *cfg, char *err, size_t errlen)
         const char *tok = env("AWS_SESSION_TOKEN");
         if ((rc = put(cfg->access_key, sizeof cfg->access_key, ak, "AWS_ACCESS_KEY_ID", err,
                       errlen)) < 0 ||
-            (rc = put(cfg->secret_key, sizeof cfg->secret_key, sk, "AWS_SECRET_ACCESS_KEY",
-                      err, errlen)) < 0 ||
+            (rc = put(cfg->secret_key, sizeof cfg->secret_key, sk, "AWS_SECRET_ACCESS_KEY", err,
+                      errlen)) < 0 ||
             (rc = put(cfg->session_token, sizeof cfg->session_token, tok ? tok : "",
                       "AWS_SESSION_TOKEN", err, errlen)) < 0)
             goto out;
@@ -287,27 +293,26 @@ int s3_config_from_env(s3_config *cfg, char *err, size_t errlen)
         profile *p = (cred.access_key || cred.secret_key) ? &cred : &conf;
         const char *file = p == &cred ? cred_path : conf_path;
         if ((p->access_key == NULL) != (p->secret_key == NULL)) {
-            snprintf(err, errlen, "AWS profile '%s' in %s has %s but not %s; add the missing "
-                     "line", prof_name, file,
-                     p->access_key ? "aws_access_key_id" : "aws_secret_access_key",
+            snprintf(err, errlen,
+                     "AWS profile '%s' in %s has %s but not %s; add the missing "
+                     "line",
+                     prof_name, file, p->access_key ? "aws_access_key_id" : "aws_secret_access_key",
                      p->access_key ? "aws_secret_access_key" : "aws_access_key_id");
             rc = -EINVAL;
             goto out;
         }
         if (p->access_key != NULL) {
             char what[1200];
-            snprintf(what, sizeof what, "aws_access_key_id of profile '%s' in %s", prof_name,
-                     file);
+            snprintf(what, sizeof what, "aws_access_key_id of profile '%s' in %s", prof_name, file);
             if ((rc = put(cfg->access_key, sizeof cfg->access_key, p->access_key, what, err,
                           errlen)) < 0)
                 goto out;
-            snprintf(what, sizeof what, "aws_secret_access_key of profile '%s' in %s",
-                     prof_name, file);
+            snprintf(what, sizeof what, "aws_secret_access_key of profile '%s' in %s", prof_name,
+                     file);
             if ((rc = put(cfg->secret_key, sizeof cfg->secret_key, p->secret_key, what, err,
                           errlen)) < 0)
                 goto out;
-            snprintf(what, sizeof what, "aws_session_token of profile '%s' in %s", prof_name,
-                     file);
+            snprintf(what, sizeof what, "aws_session_token of profile '%s' in %s", prof_name, file);
             if ((rc = put(cfg->session_token, sizeof cfg->session_token,
                           p->session_token ? p->session_token : "", what, err, errlen)) < 0)
                 goto out;
@@ -350,8 +355,8 @@ int s3_config_from_env(s3_config *cfg, char *err, size_t errlen)
         ca = conf.ca_bundle;
         ca_what = "ca_bundle in the AWS config file";
     }
-    if (ca != NULL && (rc = put(cfg->ca_bundle, sizeof cfg->ca_bundle, ca, ca_what, err,
-                                errlen)) < 0)
+    if (ca != NULL &&
+        (rc = put(cfg->ca_bundle, sizeof cfg->ca_bundle, ca, ca_what, err, errlen)) < 0)
         goto out;
     rc = 0;
 out:

@@ -164,8 +164,10 @@ static void fill_transport(msg *m, int *code, int terr, const char *tmsg, const 
     case -EPROTO:
         /* TLS failures land here too (libcurl's SSL errors) */
         *code = -EPROTO;
-        add(m, "TLS or protocol failure with %s (%s); check AWS_CA_BUNDLE for https, and that "
-               "AWS_ENDPOINT_URL is an S3 server", ep, why);
+        add(m,
+            "TLS or protocol failure with %s (%s); check AWS_CA_BUNDLE for https, and that "
+            "AWS_ENDPOINT_URL is an S3 server",
+            ep, why);
         break;
     case -EHOSTUNREACH:
     case -ENETUNREACH:
@@ -289,8 +291,7 @@ void s3__error_fill(s3_error *e, const char *op, const char *bucket, const char 
         add_status(&m, s, c);
         add(&m, "; ask for bytes within its size");
         return;
-    default:
-        break;
+    default: break;
     }
     if (is(c, "ExpiredToken") || is(c, "InvalidToken") || is(c, "TokenRefreshRequired")) {
         e->code = -EACCES;

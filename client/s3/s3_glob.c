@@ -29,22 +29,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define GLOB_PATTERN_MAX 4096
-#define GLOB_ALTS_MAX 4096
-#define GLOB_RANGE_DIGITS 18 /* fits in uint64_t with room */
-#define GLOB_STACK_KEY 1024  /* S3 keys are at most 1024 bytes */
+#define GLOB_PATTERN_MAX  4096
+#define GLOB_ALTS_MAX     4096
+#define GLOB_RANGE_DIGITS 18   /* fits in uint64_t with room */
+#define GLOB_STACK_KEY    1024 /* S3 keys are at most 1024 bytes */
 
 enum tok_kind { T_LIT, T_QMARK, T_STAR, T_DSTAR, T_ALT, T_RANGE };
 
 typedef struct tok {
     enum tok_kind kind;
-    size_t off, len;   /* T_LIT: bytes in lits; T_ALT: alternatives in alts */
-    uint64_t lo, hi;   /* T_RANGE */
-    int width;         /* T_RANGE: digits when zero-padded, else 0 */
+    size_t off, len; /* T_LIT: bytes in lits; T_ALT: alternatives in alts */
+    uint64_t lo, hi; /* T_RANGE */
+    int width;       /* T_RANGE: digits when zero-padded, else 0 */
 } tok;
 
 typedef struct alt {
-    size_t first, n;   /* tokens in sub[] */
+    size_t first, n; /* tokens in sub[] */
 } alt;
 
 typedef struct tokv {
@@ -53,11 +53,11 @@ typedef struct tokv {
 } tokv;
 
 struct s3_glob {
-    tokv main;         /* the pattern */
-    tokv sub;          /* the alternatives' tokens (never T_ALT or T_RANGE) */
+    tokv main; /* the pattern */
+    tokv sub;  /* the alternatives' tokens (never T_ALT or T_RANGE) */
     alt *alts;
     size_t n_alts, cap_alts;
-    char *lits;        /* literal bytes, referenced by T_LIT */
+    char *lits; /* literal bytes, referenced by T_LIT */
     size_t n_lits;
     char *prefix;
     bool wild;
@@ -272,8 +272,11 @@ bool s3_glob_has_wildcards(const s3_glob *g)
 /* Bytes in the UTF-8 sequence at k[0..left); 1 for anything not valid. */
 static size_t utf8_len(const unsigned char *k, size_t left)
 {
-    size_t n = k[0] < 0x80 ? 1 : (k[0] & 0xE0) == 0xC0 ? 2 : (k[0] & 0xF0) == 0xE0 ? 3
-                             : (k[0] & 0xF8) == 0xF0 ? 4 : 1;
+    size_t n = k[0] < 0x80             ? 1
+               : (k[0] & 0xE0) == 0xC0 ? 2
+               : (k[0] & 0xF0) == 0xE0 ? 3
+               : (k[0] & 0xF8) == 0xF0 ? 4
+                                       : 1;
     if (n > left)
         return 1;
     for (size_t i = 1; i < n; i++)
@@ -340,8 +343,7 @@ static bool step(const s3_glob *g, const tok *t, const unsigned char *k, size_t 
             }
         }
         break;
-    case T_ALT:
-        break; /* handled by run() */
+    case T_ALT: break; /* handled by run() */
     }
     return any;
 }
@@ -406,8 +408,8 @@ bool s3_glob_match(const s3_glob *g, const char *key)
     memset(r.a, 0, L + 1);
     r.a[0] = 1;
     unsigned char *cur = r.a, *spare = r.b;
-    bool ok = run(g, g->main.v, g->main.n, (const unsigned char *)key, L, &cur, &spare, &r) &&
-              cur[L];
+    bool ok =
+        run(g, g->main.v, g->main.n, (const unsigned char *)key, L, &cur, &spare, &r) && cur[L];
     free(heap);
     return ok;
 }

@@ -30,28 +30,27 @@
  * <EncodingType>url keys and prefixes are decoded; at most 10000 objects and
  * 10000 prefixes; IsTruncated true without NextContinuationToken is -EPROTO
  * (it would loop). On error the page is empty (nothing to free). */
-int s3__xml_parse_list(const char *xml, size_t len, s3_list_page *page,
-                       char *err, size_t errlen);
+int s3__xml_parse_list(const char *xml, size_t len, s3_list_page *page, char *err, size_t errlen);
 void s3__list_page_free(s3_list_page *page);
 
 /* <Error><Code>..</Code><Message>..</Message></Error>. Returns 0 when it is an
  * Error document (code/message filled, possibly empty, cut to their caps),
  * -ENOENT when the document is well-formed but not an Error, -EPROTO when
  * malformed. code/message are "" on any error; either may be NULL. */
-int s3__xml_parse_error(const char *xml, size_t len, char *code, size_t code_cap,
-                        char *message, size_t message_cap);
+int s3__xml_parse_error(const char *xml, size_t len, char *code, size_t code_cap, char *message,
+                        size_t message_cap);
 
 /* InitiateMultipartUploadResult -> UploadId (malloc'd into *upload_id, NULL on
  * error; an <Error> document or a missing/empty UploadId is -EPROTO). */
-int s3__xml_parse_mpu_initiate(const char *xml, size_t len, char **upload_id,
-                               char *err, size_t errlen);
+int s3__xml_parse_mpu_initiate(const char *xml, size_t len, char **upload_id, char *err,
+                               size_t errlen);
 
 /* CompleteMultipartUploadResult -> normalised ETag. S3 may answer 200 with an
  * <Error> body here: that returns -EIO with "Code: Message" in err (call
  * s3__xml_parse_error on the same body for the two apart, e.g. to retry an
  * InternalError). etag is "" on any error. */
-int s3__xml_parse_mpu_complete(const char *xml, size_t len, char etag[S3_ETAG_MAX],
-                               char *err, size_t errlen);
+int s3__xml_parse_mpu_complete(const char *xml, size_t len, char etag[S3_ETAG_MAX], char *err,
+                               size_t errlen);
 
 /* <CompleteMultipartUpload> body for parts 1..n with their ETags (normalised,
  * then quoted in the body as S3 expects, XML-escaped). malloc'd; NULL when
@@ -64,8 +63,8 @@ char *s3__xml_build_mpu_complete(const char *const *part_etags, int n_parts);
  * transport error as -errno (0 when the exchange completed). */
 typedef struct s3__attempt {
     int http_status;
-    int transport_err;           /* -ECONNRESET, -ETIMEDOUT, -ECONNREFUSED, ... */
-    const char *s3_code;         /* "SlowDown", or NULL */
+    int transport_err;   /* -ECONNRESET, -ETIMEDOUT, -ECONNREFUSED, ... */
+    const char *s3_code; /* "SlowDown", or NULL */
 } s3__attempt;
 
 /* true when the attempt may be retried: 5xx but 501, 503 SlowDown, 429, 408,

@@ -33,8 +33,7 @@ bool s3__retry_should(const s3__attempt *a)
         case -ENOTCONN:
         case -ENETDOWN:
         case -ENETUNREACH:
-        case -EHOSTUNREACH:
-            return true;
+        case -EHOSTUNREACH: return true;
         default:
             /* -ECANCELED, -ENOMEM, -EINVAL, TLS certificate failures, ...:
              * the same attempt would fail the same way. */

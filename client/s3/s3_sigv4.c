@@ -101,8 +101,8 @@ static const char hexlow[] = "0123456789abcdef";
 
 static bool unreserved(unsigned char c)
 {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-           c == '-' || c == '.' || c == '_' || c == '~';
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '.' || c == '_' || c == '~';
 }
 
 static void sb_add_encoded(sbuf *s, const char *in, size_t len, bool keep_slash)
@@ -160,7 +160,7 @@ void s3__amz_date(int64_t unix_seconds, char out[17])
     }
     /* Written digit by digit: every field is known to be in range here. */
     const int f[6] = {tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-                      tm.tm_hour, tm.tm_min, tm.tm_sec};
+                      tm.tm_hour,        tm.tm_min,     tm.tm_sec};
     const int w[6] = {4, 2, 2, 2, 2, 2};
     char *p = out;
     for (int i = 0; i < 6; i++) {
@@ -297,8 +297,7 @@ static int hmac256_n(const void *key, size_t keylen, const char *msg, size_t len
                      unsigned char out[32])
 {
     unsigned int olen = 0;
-    if (HMAC(EVP_sha256(), key, (int)keylen, (const unsigned char *)msg, len, out, &olen) ==
-            NULL ||
+    if (HMAC(EVP_sha256(), key, (int)keylen, (const unsigned char *)msg, len, out, &olen) == NULL ||
         olen != 32)
         return -ENOMEM;
     return 0;

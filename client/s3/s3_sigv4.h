@@ -30,27 +30,27 @@ typedef struct s3__kv {
 } s3__kv;
 
 typedef struct s3__sign_input {
-    const char *method;          /* "GET" */
-    const char *canonical_uri;   /* already URI-encoded path, "/bucket/key" */
-    const s3__kv *query;         /* raw (not encoded) names and values, any order */
+    const char *method;        /* "GET" */
+    const char *canonical_uri; /* already URI-encoded path, "/bucket/key" */
+    const s3__kv *query;       /* raw (not encoded) names and values, any order */
     size_t n_query;
-    const s3__kv *headers;       /* every header to sign, any order and case;
+    const s3__kv *headers; /* every header to sign, any order and case;
                                     must include host and x-amz-date */
     size_t n_headers;
-    const char *payload_hash;    /* hex SHA-256 or "UNSIGNED-PAYLOAD" */
-    const char *amz_date;        /* "20130524T000000Z" */
+    const char *payload_hash; /* hex SHA-256 or "UNSIGNED-PAYLOAD" */
+    const char *amz_date;     /* "20130524T000000Z" */
     const char *region;
-    const char *service;         /* "s3" */
+    const char *service; /* "s3" */
     const char *access_key;
     const char *secret_key;
 } s3__sign_input;
 
 typedef struct s3__sign_output {
-    char *canonical_request;     /* malloc'd, for tests and debugging */
-    char *string_to_sign;        /* malloc'd */
-    char *signed_headers;        /* malloc'd, "host;x-amz-date" */
-    char signature[65];          /* hex */
-    char *authorization;         /* malloc'd value of the Authorization header */
+    char *canonical_request; /* malloc'd, for tests and debugging */
+    char *string_to_sign;    /* malloc'd */
+    char *signed_headers;    /* malloc'd, "host;x-amz-date" */
+    char signature[65];      /* hex */
+    char *authorization;     /* malloc'd value of the Authorization header */
 } s3__sign_output;
 
 /* Sign a request. Header names are lower-cased and values trimmed (sequential
@@ -88,7 +88,6 @@ int s3__sigv4_sign_with_key(const s3__sign_input *in, const unsigned char key[32
 /* Lower-case hex of HMAC-SHA256(key, msg[0..len)) into out[65]: the
  * signature step, for strings to sign built elsewhere (aws-chunked chunk and
  * trailer signatures). 0 or -ENOMEM. */
-int s3__sigv4_hmac_hex(const unsigned char key[32], const char *msg, size_t len,
-                       char out[65]);
+int s3__sigv4_hmac_hex(const unsigned char key[32], const char *msg, size_t len, char out[65]);
 
 #endif /* RINGCACHE_S3_SIGV4_H */

@@ -54,7 +54,10 @@ void s3_sync_destroy(s3_sync **sp)
     *sp = NULL;
 }
 
-s3_client *s3_sync_client(s3_sync *s) { return s->client; }
+s3_client *s3_sync_client(s3_sync *s)
+{
+    return s->client;
+}
 
 static void s3__run_until(s3_sync *s, const bool *done)
 {
@@ -62,8 +65,8 @@ static void s3__run_until(s3_sync *s, const bool *done)
         event_base_loop(s->base, EVLOOP_ONCE);
 }
 
-static void s3__submit_failed(s3_error *err, const char *op, const char *bucket,
-                              const char *key, int rc)
+static void s3__submit_failed(s3_error *err, const char *op, const char *bucket, const char *key,
+                              int rc)
 {
     memset(err, 0, sizeof(*err));
     err->code = rc;
@@ -112,7 +115,7 @@ int s3_sync_head(s3_sync *s, const char *bucket, const char *key, s3_object_info
 typedef struct s3__get_job s3__get_job;
 typedef struct {
     s3__get_job *job;
-    uint64_t off;           /* absolute object offset of this part */
+    uint64_t off; /* absolute object offset of this part */
     uint64_t len;
     uint64_t written;
 } s3__get_part;
@@ -122,10 +125,10 @@ struct s3__get_job {
     const s3_sync_get_args *a;
     int fd;
     bool seekable;
-    off_t fd_base;          /* fd position of the first byte of the range */
-    uint64_t range_off;     /* first byte of the range */
-    uint64_t total;         /* bytes in the range */
-    uint64_t next;          /* next byte to hand to a part */
+    off_t fd_base;      /* fd position of the first byte of the range */
+    uint64_t range_off; /* first byte of the range */
+    uint64_t total;     /* bytes in the range */
+    uint64_t next;      /* next byte to hand to a part */
     uint64_t done_bytes;
     int inflight;
     bool failed;
@@ -214,9 +217,13 @@ static void s3__get_launch(s3__get_job *j)
         p->off = j->next;
         p->len = end - j->next < part ? end - j->next : part;
         s3_get_args ga = {
-            .bucket = a->bucket, .key = a->key, .offset = p->off, .length = p->len,
+            .bucket = a->bucket,
+            .key = a->key,
+            .offset = p->off,
+            .length = p->len,
             .if_match = j->etag[0] ? j->etag : a->if_match,
-            .on_data = s3__part_write, .data_arg = p,
+            .on_data = s3__part_write,
+            .data_arg = p,
         };
         int rc = s3_get(j->s->client, &ga, s3__part_done, p);
         if (rc < 0) {
@@ -383,8 +390,7 @@ int s3_sync_glob(s3_sync *s, const char *bucket, const char *pattern, s3_object_
         memset(err, 0, sizeof(*err));
         err->code = rc;
         snprintf(err->message, sizeof(err->message),
-                 "bad glob s3://%s/%s: unbalanced braces or an empty alternative", bucket,
-                 pattern);
+                 "bad glob s3://%s/%s: unbalanced braces or an empty alternative", bucket, pattern);
         return rc;
     }
     rc = s3__list_all(s, bucket, s3_glob_prefix(g), g, fn, arg, err);
@@ -422,7 +428,7 @@ struct s3__mpu {
     char *upload_id;
     uint64_t part_size;
     int n_parts;
-    int next_part;          /* 1-based */
+    int next_part; /* 1-based */
     int inflight;
     uint64_t done_bytes;
     char **etags;
@@ -499,8 +505,9 @@ static void s3__mpu_launch(s3__mpu *m)
                     int e = n < 0 ? -errno : -EIO;
                     free(p->buf);
                     free(p);
-                    s3__mpu_fail(m, e, n < 0 ? "cannot read the local file"
-                                             : "the local file is shorter than its size");
+                    s3__mpu_fail(m, e,
+                                 n < 0 ? "cannot read the local file"
+                                       : "the local file is shorter than its size");
                     return;
                 }
                 got += (size_t)n;
@@ -640,9 +647,9 @@ int s3_sync_put(s3_sync *s, const s3_sync_put_args *a, char *etag_out, s3_error 
 
     if (!m.failed) {
         s3__put_wait w = {0};
-        rc = s3_mpu_complete_cond(s->client, a->bucket, a->key, m.upload_id,
-                                  (const char *const *)m.etags, m.n_parts, &a->cond,
-                                  s3__put_cb, &w);
+        rc =
+            s3_mpu_complete_cond(s->client, a->bucket, a->key, m.upload_id,
+                                 (const char *const *)m.etags, m.n_parts, &a->cond, s3__put_cb, &w);
         if (rc < 0) {
             s3__mpu_fail(&m, rc, "cannot complete the upload");
         } else {

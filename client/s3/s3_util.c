@@ -121,15 +121,18 @@ static bool bucket_name_check(const char *s, size_t n, char *why, size_t cap)
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
         if (c >= 'A' && c <= 'Z') {
-            snprintf(why, cap, "it has an upper-case letter, '%c' (bucket names are lower "
-                     "case)", c);
+            snprintf(why, cap,
+                     "it has an upper-case letter, '%c' (bucket names are lower "
+                     "case)",
+                     c);
             return false;
         }
         if (!is_lower_alnum((char)c) && c != '.' && c != '-') {
             if (c > ' ' && c < 127)
                 snprintf(why, cap, "it has '%c', which bucket names cannot hold", c);
             else
-                snprintf(why, cap, "it has a control or non-ASCII byte, which bucket names "
+                snprintf(why, cap,
+                         "it has a control or non-ASCII byte, which bucket names "
                          "cannot hold");
             return false;
         }
@@ -162,8 +165,10 @@ void s3_url_explain(const char *url, char *why, size_t cap)
     if (why == NULL || cap == 0)
         return;
     if (url == NULL || strncmp(url, "s3://", 5) != 0) {
-        snprintf(why, cap, "'%.300s' is not an S3 URL: write s3://bucket/key (or a glob "
-                 "after the bucket)", url ? url : "");
+        snprintf(why, cap,
+                 "'%.300s' is not an S3 URL: write s3://bucket/key (or a glob "
+                 "after the bucket)",
+                 url ? url : "");
         return;
     }
     const char *b = url + 5;
@@ -171,9 +176,11 @@ void s3_url_explain(const char *url, char *why, size_t cap)
     size_t blen = slash ? (size_t)(slash - b) : strlen(b);
     char rule[128];
     if (!bucket_name_check(b, blen, rule, sizeof rule)) {
-        snprintf(why, cap, "'%.*s' in %.300s is not a valid bucket name: %s (S3's rules: 3 to "
+        snprintf(why, cap,
+                 "'%.*s' in %.300s is not a valid bucket name: %s (S3's rules: 3 to "
                  "63 characters of lower-case letters, digits, '.' and '-', starting and ending "
-                 "with a letter or digit)", (int)(blen > 100 ? 100 : blen), b, url, rule);
+                 "with a letter or digit)",
+                 (int)(blen > 100 ? 100 : blen), b, url, rule);
         return;
     }
     const char *k = slash ? slash + 1 : "";
@@ -184,8 +191,7 @@ void s3_url_explain(const char *url, char *why, size_t cap)
     snprintf(why, cap, "%.300s is a valid S3 URL", url);
 }
 
-int s3_url_parse(const char *url, char *bucket, size_t bucket_cap, char *key,
-                 size_t key_cap)
+int s3_url_parse(const char *url, char *bucket, size_t bucket_cap, char *key, size_t key_cap)
 {
     if (url == NULL || bucket == NULL || key == NULL)
         return -EINVAL;

@@ -25,13 +25,13 @@
 
 #include <expat.h>
 
-#define XP_MAX_DEPTH 32
-#define XP_MAX_OBJECTS 10000
-#define XP_KEY_MAX 1024       /* S3's limit on a key, in bytes */
-#define XP_KEY_TEXT_MAX 3072  /* a key as sent with encoding-type=url */
-#define XP_TOKEN_MAX 8192
+#define XP_MAX_DEPTH     32
+#define XP_MAX_OBJECTS   10000
+#define XP_KEY_MAX       1024 /* S3's limit on a key, in bytes */
+#define XP_KEY_TEXT_MAX  3072 /* a key as sent with encoding-type=url */
+#define XP_TOKEN_MAX     8192
 #define XP_UPLOAD_ID_MAX 2048
-#define XP_CHUNK (1u << 20)   /* expat takes an int length: feed it in pieces */
+#define XP_CHUNK         (1u << 20) /* expat takes an int length: feed it in pieces */
 
 enum el {
     E_OTHER,
@@ -98,7 +98,7 @@ typedef void (*xp_end_fn)(xp *x, int id, char *text, size_t len);
 
 struct xp {
     XML_Parser p;
-    const char *what;  /* "ListObjectsV2 answer" */
+    const char *what; /* "ListObjectsV2 answer" */
     int depth;
     unsigned char ids[XP_MAX_DEPTH];
     int root;
@@ -146,8 +146,10 @@ static void XMLCALL on_start(void *ud, const XML_Char *name, const XML_Char **at
     if (x->rc != 0)
         return;
     if (x->depth >= XP_MAX_DEPTH) {
-        xp_fail(x, -EPROTO, "the %s nests elements deeper than %d levels; is the endpoint an "
-                "S3 server?", x->what, XP_MAX_DEPTH);
+        xp_fail(x, -EPROTO,
+                "the %s nests elements deeper than %d levels; is the endpoint an "
+                "S3 server?",
+                x->what, XP_MAX_DEPTH);
         return;
     }
     int id = el_id(name);
@@ -236,8 +238,10 @@ static void XMLCALL on_doctype(void *ud, const XML_Char *name, const XML_Char *s
 {
     xp *x = ud;
     (void)name, (void)sysid, (void)pubid, (void)has_internal_subset;
-    xp_fail(x, -EPROTO, "the %s has a DOCTYPE, which S3 never sends; is the endpoint an S3 "
-            "server?", x->what);
+    xp_fail(x, -EPROTO,
+            "the %s has a DOCTYPE, which S3 never sends; is the endpoint an S3 "
+            "server?",
+            x->what);
 }
 
 /* Parse xml[0..len) with x's callbacks. Returns x->rc (0 or -errno). */
@@ -253,8 +257,7 @@ static int xp_run(xp *x, const char *xml, size_t len)
     if (len == 0) {
         x->rc = -EPROTO;
         if (x->err && x->errlen)
-            snprintf(x->err, x->errlen, "the %s is empty; is the endpoint an S3 server?",
-                     x->what);
+            snprintf(x->err, x->errlen, "the %s is empty; is the endpoint an S3 server?", x->what);
         return x->rc;
     }
     x->p = XML_ParserCreate(NULL);
@@ -313,8 +316,8 @@ static void wrong_root(xp *x, const char *want)
     if (x->root == E_Error)
         xp_fail(x, -EPROTO, "the %s is an S3 <Error> document, not a <%s>", x->what, want);
     else
-        xp_fail(x, -EPROTO, "the %s is not a <%s> document; is the endpoint an S3 server?",
-                x->what, want);
+        xp_fail(x, -EPROTO, "the %s is not a <%s> document; is the endpoint an S3 server?", x->what,
+                want);
 }
 
 /* ---- numbers and dates -------------------------------------------------- */
@@ -490,36 +493,26 @@ static size_t list_start(xp *x, int id)
             st->etag[0] = '\0';
             st->mtime = 0;
             return 0;
-        case E_CommonPrefixes:
-            return 0;
-        case E_IsTruncated:
-            return 16;
-        case E_NextContinuationToken:
-            return XP_TOKEN_MAX;
-        case E_EncodingType:
-            return 16;
-        default:
-            return 0;
+        case E_CommonPrefixes: return 0;
+        case E_IsTruncated: return 16;
+        case E_NextContinuationToken: return XP_TOKEN_MAX;
+        case E_EncodingType: return 16;
+        default: return 0;
         }
     }
     if (x->depth == 3 && parent == E_Contents) {
         switch (id) {
-        case E_Key:
-            return XP_KEY_TEXT_MAX;
-        case E_Size:
-            return 32;
-        case E_ETag:
-            return 1024;
-        case E_LastModified:
-            return 64;
-        default:
-            return 0;
+        case E_Key: return XP_KEY_TEXT_MAX;
+        case E_Size: return 32;
+        case E_ETag: return 1024;
+        case E_LastModified: return 64;
+        default: return 0;
         }
     }
     if (x->depth == 3 && parent == E_CommonPrefixes && id == E_Prefix) {
         if (st->page->n_prefixes >= XP_MAX_OBJECTS) {
-            xp_fail(x, -EPROTO, "the %s lists more than %d common prefixes in one page",
-                    x->what, XP_MAX_OBJECTS);
+            xp_fail(x, -EPROTO, "the %s lists more than %d common prefixes in one page", x->what,
+                    XP_MAX_OBJECTS);
             return 0;
         }
         return XP_KEY_TEXT_MAX;
@@ -568,8 +561,7 @@ static void list_end(xp *x, int id, char *text, size_t len)
             if (!parse_iso8601(text, &st->mtime))
                 st->mtime = 0;
             break;
-        default:
-            break;
+        default: break;
         }
         return;
     }
@@ -633,8 +625,7 @@ static void list_end(xp *x, int id, char *text, size_t len)
         if (text != NULL && strcmp(text, "url") == 0)
             st->url_encoded = true;
         break;
-    default:
-        break;
+    default: break;
     }
 }
 
@@ -652,8 +643,8 @@ void s3__list_page_free(s3_list_page *page)
     memset(page, 0, sizeof *page);
 }
 
-__attribute__((format(printf, 3, 4))) static void set_err(char *err, size_t errlen,
-                                                         const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static void set_err(char *err, size_t errlen, const char *fmt,
+                                                          ...)
 {
     if (err == NULL || errlen == 0)
         return;
@@ -663,20 +654,25 @@ __attribute__((format(printf, 3, 4))) static void set_err(char *err, size_t errl
     va_end(ap);
 }
 
-int s3__xml_parse_list(const char *xml, size_t len, s3_list_page *page, char *err,
-                       size_t errlen)
+int s3__xml_parse_list(const char *xml, size_t len, s3_list_page *page, char *err, size_t errlen)
 {
     if (page == NULL)
         return -EINVAL;
     memset(page, 0, sizeof *page);
     list_state st = {.page = page};
-    xp x = {.what = "ListObjectsV2 answer", .err = err, .errlen = errlen, .start = list_start,
-            .end = list_end, .user = &st};
+    xp x = {.what = "ListObjectsV2 answer",
+            .err = err,
+            .errlen = errlen,
+            .start = list_start,
+            .end = list_end,
+            .user = &st};
     int rc = xp_run(&x, xml, len);
     free(st.key);
     if (rc == 0 && page->truncated && (page->next_token == NULL || page->next_token[0] == 0)) {
-        set_err(err, errlen, "the %s says it is truncated but has no <NextContinuationToken>; "
-                "is the endpoint an S3 server with ListObjectsV2?", x.what);
+        set_err(err, errlen,
+                "the %s says it is truncated but has no <NextContinuationToken>; "
+                "is the endpoint an S3 server with ListObjectsV2?",
+                x.what);
         rc = -EPROTO;
     }
     /* encoding-type=url: keys and prefixes arrive percent-encoded. */
@@ -724,8 +720,8 @@ static void copy_out(char *dst, size_t cap, const char *src)
         snprintf(dst, cap, "%s", src);
 }
 
-int s3__xml_parse_error(const char *xml, size_t len, char *code, size_t code_cap,
-                        char *message, size_t message_cap)
+int s3__xml_parse_error(const char *xml, size_t len, char *code, size_t code_cap, char *message,
+                        size_t message_cap)
 {
     copy_out(code, code_cap, "");
     copy_out(message, message_cap, "");
@@ -777,8 +773,12 @@ int s3__xml_parse_mpu_initiate(const char *xml, size_t len, char **upload_id, ch
         return -EINVAL;
     *upload_id = NULL;
     mpu_state st = {E_InitiateMultipartUploadResult, E_UploadId, XP_UPLOAD_ID_MAX, NULL};
-    xp x = {.what = "CreateMultipartUpload answer", .err = err, .errlen = errlen,
-            .start = mpu_start, .end = mpu_end, .user = &st};
+    xp x = {.what = "CreateMultipartUpload answer",
+            .err = err,
+            .errlen = errlen,
+            .start = mpu_start,
+            .end = mpu_end,
+            .user = &st};
     int rc = xp_run(&x, xml, len);
     if (rc == 0 && x.root == E_Error) {
         if (err != NULL && errlen > 0)
@@ -796,15 +796,19 @@ int s3__xml_parse_mpu_initiate(const char *xml, size_t len, char **upload_id, ch
     return 0;
 }
 
-int s3__xml_parse_mpu_complete(const char *xml, size_t len, char etag[S3_ETAG_MAX],
-                               char *err, size_t errlen)
+int s3__xml_parse_mpu_complete(const char *xml, size_t len, char etag[S3_ETAG_MAX], char *err,
+                               size_t errlen)
 {
     if (etag == NULL)
         return -EINVAL;
     etag[0] = '\0';
     mpu_state st = {E_CompleteMultipartUploadResult, E_ETag, 1024, NULL};
-    xp x = {.what = "CompleteMultipartUpload answer", .err = err, .errlen = errlen,
-            .start = mpu_start, .end = mpu_end, .user = &st};
+    xp x = {.what = "CompleteMultipartUpload answer",
+            .err = err,
+            .errlen = errlen,
+            .start = mpu_start,
+            .end = mpu_end,
+            .user = &st};
     int rc = xp_run(&x, xml, len);
     if (rc == 0 && x.root == E_Error) {
         /* S3 answers 200 and then reports the failure in the body. */
@@ -857,11 +861,13 @@ char *s3__xml_build_mpu_complete(const char *const *part_etags, int n_parts)
             free(out);
             return NULL;
         }
-        w += (size_t)snprintf(out + w, cap - w, "<Part><PartNumber>%d</PartNumber><ETag>\"",
-                              i + 1);
+        w += (size_t)snprintf(out + w, cap - w, "<Part><PartNumber>%d</PartNumber><ETag>\"", i + 1);
         for (const char *p = e; *p; p++) {
-            const char *rep = *p == '&' ? "&amp;" : *p == '<' ? "&lt;" : *p == '>' ? "&gt;"
-                              : *p == '"' ? "&quot;" : NULL;
+            const char *rep = *p == '&'   ? "&amp;"
+                              : *p == '<' ? "&lt;"
+                              : *p == '>' ? "&gt;"
+                              : *p == '"' ? "&quot;"
+                                          : NULL;
             if (rep) {
                 size_t n = strlen(rep);
                 memcpy(out + w, rep, n);

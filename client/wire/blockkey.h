@@ -34,7 +34,7 @@ typedef struct bkey_id {
     const char *version;
     size_t version_len;
     uint64_t object_size;
-    uint64_t index;         /* block number */
+    uint64_t index; /* block number */
 } bkey_id;
 
 /* Fill id from NUL-terminated strings. */
@@ -45,9 +45,9 @@ void bkey_id_init(bkey_id *id, const char *tenant, const char *bucket, const cha
  * name is 3 to 63 characters, a key at most 1024 bytes; a tenant name and a
  * version (the normalised ETag) are bounded by what the node keeps. The wire
  * (proto.h) and every front end refuse longer fields with these limits. */
-#define BKEY_TENANT_MAX 256
-#define BKEY_BUCKET_MAX 63
-#define BKEY_KEY_MAX 1024
+#define BKEY_TENANT_MAX  256
+#define BKEY_BUCKET_MAX  63
+#define BKEY_KEY_MAX     1024
 #define BKEY_VERSION_MAX 128
 
 /* One object's identity with its own storage (NUL-terminated copies within
@@ -118,9 +118,15 @@ static inline void bkey_object_block(const bkey_object *o, uint64_t index, bkey_
 bkey bkey_of(const bkey_id *id);
 
 /* A 64-bit seed derived from the key, for checksums bound to the identity. */
-static inline uint64_t bkey_seed(bkey k) { return k.hi ^ (k.lo * 0x9e3779b97f4a7c15ull); }
+static inline uint64_t bkey_seed(bkey k)
+{
+    return k.hi ^ (k.lo * 0x9e3779b97f4a7c15ull);
+}
 
-static inline bool bkey_equal(bkey a, bkey b) { return a.hi == b.hi && a.lo == b.lo; }
+static inline bool bkey_equal(bkey a, bkey b)
+{
+    return a.hi == b.hi && a.lo == b.lo;
+}
 
 /* Number of blocks of an object, and the length of block i: 0 for a block
  * past the object's end, whatever i is (no i * block_size that could wrap:

@@ -46,10 +46,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CC_SLOTS 4096u
+#define CC_SLOTS     4096u
 #define CC_SLOT_MASK (CC_SLOTS - 1)
 #define CC_PUT_CHUNK (256u * 1024)
-#define CC_OUT_HIGH (2u * 1024 * 1024)
+#define CC_OUT_HIGH  (2u * 1024 * 1024)
 /* Bytes read past a chunk body per readv: enough for the next headers and a
  * small answer, little enough that copying them out costs next to nothing. */
 #define CC_STAGE (8u * 1024)
@@ -63,29 +63,29 @@
 typedef struct cc_req cc_req;
 struct cc_req {
     cc_conn *c;
-    cc_req *next;               /* in the pending queue */
+    cc_req *next; /* in the pending queue */
     uint32_t id;
     uint8_t op;
     cc_done_fn done;
     void *arg;
-    uint8_t *body;              /* the request's body, sent when it leaves the queue */
+    uint8_t *body; /* the request's body, sent when it leaves the queue */
     size_t body_len;
-    bool sent;                  /* out of the queue and on the wire (a PING or STATS has
+    bool sent;         /* out of the queue and on the wire (a PING or STATS has
                                    no body, so a NULL body does not say it) */
-    const void *extra;          /* PUT_BLOCK data, appended after body */
+    const void *extra; /* PUT_BLOCK data, appended after body */
     size_t extra_len;
-    void *buf;                  /* GET */
+    void *buf; /* GET */
     size_t cap;
     bool head_seen;
     uint32_t want;
-    cc_read_fn read_fn;         /* PUT */
+    cc_read_fn read_fn; /* PUT */
     void *read_arg;
     uint64_t put_size, put_sent;
     bool put_done;
     bool cancelled;
     struct event *timer;
     cc_result res;
-    char *text;                 /* STATS */
+    char *text; /* STATS */
     size_t text_len;
 };
 
@@ -96,34 +96,34 @@ struct cc_conn {
     cc_config cfg;
     char host[256];
     char tls_ca[512];
-    char tls_name[256];         /* name verified (and sent as SNI); "" = host */
+    char tls_name[256]; /* name verified (and sent as SNI); "" = host */
     SSL_CTX *ssl_ctx;
     char token[RCP_MAX_STRING + 1];
     char name[64];
     bool ready, broken, connected;
-    int64_t last_rx_ms;         /* CLOCK_MONOTONIC of the last bytes received (or of
+    int64_t last_rx_ms; /* CLOCK_MONOTONIC of the last bytes received (or of
                                    the creation): how long the node has been silent */
-    int busy;                   /* > 0 while callbacks run from our events */
-    bool zombie;                /* destroyed while busy: free when not */
+    int busy;           /* > 0 while callbacks run from our events */
+    bool zombie;        /* destroyed while busy: free when not */
     rcp_hello_resp hello;
     char node_id[RCP_MAX_NAME + 1], tenant[BKEY_TENANT_MAX + 1];
     cc_req *slots[CC_SLOTS];
     uint32_t gen;
-    size_t outstanding;         /* sent, not answered */
+    size_t outstanding; /* sent, not answered */
     size_t in_slots;
     cc_req *pend_head, *pend_tail;
-    cc_req *put_active;         /* the PUT whose data is being streamed */
+    cc_req *put_active; /* the PUT whose data is being streamed */
     /* plaintext receive path (see the top of the file) */
-    bool own_rx;                /* we read the socket, not the bufferevent */
+    bool own_rx; /* we read the socket, not the bufferevent */
     struct event *rx_ev;
-    struct evbuffer *rx;        /* read, not parsed yet */
-    size_t rx_need;             /* bytes the frame at the front of rx still lacks */
-    cc_req *rx_req;             /* whose buffer the chunk body goes to; NULL: discard */
+    struct evbuffer *rx; /* read, not parsed yet */
+    size_t rx_need;      /* bytes the frame at the front of rx still lacks */
+    cc_req *rx_req;      /* whose buffer the chunk body goes to; NULL: discard */
     uint8_t *rx_dst;
-    size_t rx_left;             /* chunk body bytes still to come from the socket */
-    bool rx_more;               /* that chunk is not the answer's last */
-    int rx_lowat;               /* the socket's SO_RCVLOWAT now (1: the default) */
-    int rx_queued_seen;         /* bytes below it at the last cc_conn_last_rx_ms */
+    size_t rx_left;     /* chunk body bytes still to come from the socket */
+    bool rx_more;       /* that chunk is not the answer's last */
+    int rx_lowat;       /* the socket's SO_RCVLOWAT now (1: the default) */
+    int rx_queued_seen; /* bytes below it at the last cc_conn_last_rx_ms */
     uint8_t stage[CC_STAGE];
 };
 
@@ -261,7 +261,8 @@ static int cc_submit(cc_conn *c, uint8_t op, uint8_t *body, size_t body_len, cc_
         cc_req_free(r);
         return -ENOMEM;
     }
-    struct timeval tv = {c->cfg.request_timeout_ms / 1000, (c->cfg.request_timeout_ms % 1000) * 1000};
+    struct timeval tv = {c->cfg.request_timeout_ms / 1000,
+                         (c->cfg.request_timeout_ms % 1000) * 1000};
     evtimer_add(r->timer, &tv);
     if (c->pend_tail)
         c->pend_tail->next = r;
@@ -275,8 +276,8 @@ static int cc_submit(cc_conn *c, uint8_t op, uint8_t *body, size_t body_len, cc_
     return 0;
 }
 
-static void cc_write_frame(cc_conn *c, uint8_t op, uint16_t flags, uint32_t id,
-                           const void *body, size_t len, const void *extra, size_t extra_len)
+static void cc_write_frame(cc_conn *c, uint8_t op, uint16_t flags, uint32_t id, const void *body,
+                           size_t len, const void *extra, size_t extra_len)
 {
     uint8_t h[RCP_HEADER_SIZE];
     rcp_header hd = {op, flags, id, (uint32_t)(len + extra_len)};
@@ -337,8 +338,7 @@ static void cc_pump_put(cc_conn *c)
         }
         r->put_sent += (uint64_t)n;
         bool last = r->put_sent == r->put_size;
-        cc_write_frame(c, RCP_OP_PUT_DATA, last ? 0 : RCP_F_MORE, r->id, chunk, (size_t)n, NULL,
-                       0);
+        cc_write_frame(c, RCP_OP_PUT_DATA, last ? 0 : RCP_F_MORE, r->id, chunk, (size_t)n, NULL, 0);
         if (last) {
             r->put_done = true;
             c->put_active = NULL;
@@ -502,7 +502,8 @@ static int cc_on_frame(cc_conn *c, const rcp_header *h, struct evbuffer *in)
     }
     uint32_t slot = h->id & CC_SLOT_MASK;
     cc_req *r = c->slots[slot];
-    if (!r || r->id != h->id || !r->sent || r->cancelled) { /* timed out, cancelled, or never sent */
+    if (!r || r->id != h->id || !r->sent ||
+        r->cancelled) { /* timed out, cancelled, or never sent */
         evbuffer_drain(in, h->len);
         return 0;
     }
@@ -562,11 +563,10 @@ static int cc_on_frame(cc_conn *c, const rcp_header *h, struct evbuffer *in)
     }
     case RCP_OP_WARM:
         if (h->len == 4)
-            r->res.count = (uint32_t)body[0] | (uint32_t)body[1] << 8 |
-                           (uint32_t)body[2] << 16 | (uint32_t)body[3] << 24;
+            r->res.count = (uint32_t)body[0] | (uint32_t)body[1] << 8 | (uint32_t)body[2] << 16 |
+                           (uint32_t)body[3] << 24;
         break;
-    default:
-        break; /* PING, PUT_BLOCK: an empty body */
+    default: break; /* PING, PUT_BLOCK: an empty body */
     }
     evbuffer_drain(in, h->len);
     if (rc < 0)
@@ -906,9 +906,8 @@ int cc_conn_create(cc_conn **out, struct event_base *base, const cc_config *cfg)
         c->cfg.tls_ca = c->tls_ca;
         c->ssl_ctx = SSL_CTX_new(TLS_client_method());
         SSL *ssl = c->ssl_ctx ? SSL_new(c->ssl_ctx) : NULL;
-        if (!ssl ||
-            (c->tls_ca[0] ? SSL_CTX_load_verify_locations(c->ssl_ctx, c->tls_ca, NULL)
-                          : SSL_CTX_set_default_verify_paths(c->ssl_ctx)) != 1) {
+        if (!ssl || (c->tls_ca[0] ? SSL_CTX_load_verify_locations(c->ssl_ctx, c->tls_ca, NULL)
+                                  : SSL_CTX_set_default_verify_paths(c->ssl_ctx)) != 1) {
             if (ssl)
                 SSL_free(ssl);
             SSL_CTX_free(c->ssl_ctx);
@@ -955,7 +954,8 @@ int cc_conn_create(cc_conn **out, struct event_base *base, const cc_config *cfg)
     bufferevent_setwatermark(c->bev, EV_WRITE, CC_OUT_HIGH / 2, 0);
     /* plaintext: the bufferevent writes and connects, cc_on_rx reads */
     bufferevent_enable(c->bev, c->own_rx ? EV_WRITE : EV_READ | EV_WRITE);
-    struct timeval tv = {c->cfg.connect_timeout_ms / 1000, (c->cfg.connect_timeout_ms % 1000) * 1000};
+    struct timeval tv = {c->cfg.connect_timeout_ms / 1000,
+                         (c->cfg.connect_timeout_ms % 1000) * 1000};
     evtimer_add(c->connect_timer, &tv);
     if (bufferevent_socket_connect(c->bev, (struct sockaddr *)&ss, sslen) < 0) {
         /* reported through the event callback on the loop */
@@ -981,8 +981,10 @@ int cc_tls_check_ca(const char *ca_file, char *err, size_t errlen)
     ERR_error_string_n(ERR_get_error(), why, sizeof(why));
     ERR_clear_error();
     if (ca_file && ca_file[0])
-        snprintf(err, errlen, "cannot load the CA file %s: %s (give a readable PEM file of "
-                 "the CAs that signed the cache nodes' certificates)", ca_file, why);
+        snprintf(err, errlen,
+                 "cannot load the CA file %s: %s (give a readable PEM file of "
+                 "the CAs that signed the cache nodes' certificates)",
+                 ca_file, why);
     else
         snprintf(err, errlen, "cannot load the system's CAs: %s (give a CA file)", why);
     return -EINVAL;
@@ -1021,7 +1023,10 @@ void cc_conn_destroy(cc_conn **cp)
     cc_maybe_free(c);
 }
 
-bool cc_conn_broken(const cc_conn *c) { return c->broken; }
+bool cc_conn_broken(const cc_conn *c)
+{
+    return c->broken;
+}
 int64_t cc_conn_last_rx_ms(cc_conn *c)
 {
     /* below SO_RCVLOWAT the loop is not woken for arriving bytes: a node
@@ -1035,15 +1040,24 @@ int64_t cc_conn_last_rx_ms(cc_conn *c)
     }
     return c->last_rx_ms;
 }
-const rcp_hello_resp *cc_conn_hello(const cc_conn *c) { return &c->hello; }
-size_t cc_conn_outstanding(const cc_conn *c) { return c->in_slots; }
+const rcp_hello_resp *cc_conn_hello(const cc_conn *c)
+{
+    return &c->hello;
+}
+size_t cc_conn_outstanding(const cc_conn *c)
+{
+    return c->in_slots;
+}
 
 /* ---- operations ---------------------------------------------------------------- */
 
-static uint8_t *cc_body(size_t cap) { return malloc(cap ? cap : 1); }
+static uint8_t *cc_body(size_t cap)
+{
+    return malloc(cap ? cap : 1);
+}
 
-int cc_get(cc_conn *c, const rcp_get_req *req, void *buf, size_t cap, cc_done_fn done,
-           void *arg, uint32_t *id_out)
+int cc_get(cc_conn *c, const rcp_get_req *req, void *buf, size_t cap, cc_done_fn done, void *arg,
+           uint32_t *id_out)
 {
     return cc_get_tenant(c, req, NULL, buf, cap, done, arg, id_out);
 }

@@ -27,16 +27,16 @@ struct event_base;
 typedef struct cc_conn cc_conn;
 
 typedef struct cc_config {
-    const char *host;           /* numeric IPv4/IPv6 address or a name */
+    const char *host; /* numeric IPv4/IPv6 address or a name */
     int port;
-    const char *token;          /* tenant (or peer) token; NULL: none */
-    uint32_t block_size;        /* what the client assumes; 0: take the node's */
-    const char *client_name;    /* for the node's logs */
-    int connect_timeout_ms;     /* default 2000 */
-    int request_timeout_ms;     /* default 30000: longer than the node's fill deadline */
-    bool tls;                   /* TLS to the node (its --tls-cert) */
-    const char *tls_ca;         /* PEM file of CAs to verify the node; NULL: the system's */
-    const char *tls_name;       /* the name the node's certificate must carry, also sent
+    const char *token;       /* tenant (or peer) token; NULL: none */
+    uint32_t block_size;     /* what the client assumes; 0: take the node's */
+    const char *client_name; /* for the node's logs */
+    int connect_timeout_ms;  /* default 2000 */
+    int request_timeout_ms;  /* default 30000: longer than the node's fill deadline */
+    bool tls;                /* TLS to the node (its --tls-cert) */
+    const char *tls_ca;      /* PEM file of CAs to verify the node; NULL: the system's */
+    const char *tls_name;    /* the name the node's certificate must carry, also sent
                                    as SNI, while `host` (an IP) is dialled: e.g. the SRV
                                    target a dns: member came from. NULL or "": `host`
                                    itself (an IP is matched against the certificate's
@@ -50,14 +50,14 @@ typedef struct cc_config {
  * the buffer). */
 typedef struct cc_result {
     int code;
-    int rcp_code;               /* enum rcp_err when code == -EREMOTEIO */
+    int rcp_code; /* enum rcp_err when code == -EREMOTEIO */
     char message[256];
-    uint32_t bytes;             /* GET: data bytes placed in the buffer */
-    uint8_t source;             /* GET: enum rcp_source */
-    uint64_t size;              /* HEAD/PUT: object size */
+    uint32_t bytes;                     /* GET: data bytes placed in the buffer */
+    uint8_t source;                     /* GET: enum rcp_source */
+    uint64_t size;                      /* HEAD/PUT: object size */
     char version[BKEY_VERSION_MAX + 1]; /* HEAD/PUT: normalised ETag */
-    uint32_t count;             /* WARM: fills the node started */
-    char *text;                 /* STATS: the text (valid during the callback) */
+    uint32_t count;                     /* WARM: fills the node started */
+    char *text;                         /* STATS: the text (valid during the callback) */
     size_t text_len;
 } cc_result;
 
@@ -95,8 +95,8 @@ size_t cc_conn_outstanding(const cc_conn *c);
 /* GET a block or a range of it into buf (cap bytes). *id_out (may be NULL) is
  * the request id, for cc_cancel. 0 or -errno (-EAGAIN at the outstanding limit,
  * -EPIPE when the connection is broken). */
-int cc_get(cc_conn *c, const rcp_get_req *req, void *buf, size_t cap, cc_done_fn done,
-           void *arg, uint32_t *id_out);
+int cc_get(cc_conn *c, const rcp_get_req *req, void *buf, size_t cap, cc_done_fn done, void *arg,
+           uint32_t *id_out);
 /* The same for a cache node reading a block of tenant `tenant` from its owner
  * (RCP_GET_TENANT: the connection must have said the peer token). NULL: as
  * cc_get. */
@@ -117,8 +117,8 @@ int cc_drop(cc_conn *c, const rcp_drop_req *req, cc_done_fn done, void *arg);
 typedef int64_t (*cc_read_fn)(void *buf, size_t cap, void *arg);
 int cc_put(cc_conn *c, const char *bucket, const char *key, uint64_t size, cc_read_fn read_fn,
            void *read_arg, cc_done_fn done, void *arg);
-int cc_warm(cc_conn *c, const rcp_object *obj, const uint64_t *blocks, uint32_t n,
-            cc_done_fn done, void *arg);
+int cc_warm(cc_conn *c, const rcp_object *obj, const uint64_t *blocks, uint32_t n, cc_done_fn done,
+            void *arg);
 int cc_stats(cc_conn *c, cc_done_fn done, void *arg);
 int cc_ping(cc_conn *c, cc_done_fn done, void *arg);
 /* Cancel request id: its callback fires with -ECANCELED. 0 or -ENOENT. */

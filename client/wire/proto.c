@@ -48,7 +48,10 @@ static rcp_str rd_str(rd *r, uint16_t max)
     return s;
 }
 
-static int rd_end(const rd *r) { return r->bad || r->left ? -EBADMSG : 0; }
+static int rd_end(const rd *r)
+{
+    return r->bad || r->left ? -EBADMSG : 0;
+}
 
 typedef struct wr {
     uint8_t *p;
@@ -89,7 +92,10 @@ static void wr_str(wr *w, rcp_str s)
     wr_bytes(w, s.p, s.len);
 }
 
-static int wr_end(const wr *w) { return w->full ? -ENOSPC : (int)w->n; }
+static int wr_end(const wr *w)
+{
+    return w->full ? -ENOSPC : (int)w->n;
+}
 
 /* ---- names ---------------------------------------------------------------- */
 
@@ -172,7 +178,10 @@ int rcp_header_decode(const uint8_t in[RCP_HEADER_SIZE], uint32_t max_body, rcp_
 
 /* ---- bodies --------------------------------------------------------------- */
 
-static bool pow2(uint32_t v) { return v && !(v & (v - 1)); }
+static bool pow2(uint32_t v)
+{
+    return v && !(v & (v - 1));
+}
 
 static void rd_object(rd *r, rcp_object *o)
 {
@@ -206,8 +215,8 @@ int rcp_parse_hello_req(const uint8_t *body, size_t len, rcp_hello_req *out)
     out->token = rd_str(&r, RCP_MAX_STRING);
     out->block_size = (uint32_t)rd_uint(&r, 4);
     out->client = rd_str(&r, RCP_MAX_NAME);
-    if (!r.bad && (out->min_version > out->max_version ||
-                   (out->block_size && !pow2(out->block_size))))
+    if (!r.bad &&
+        (out->min_version > out->max_version || (out->block_size && !pow2(out->block_size))))
         return -EBADMSG;
     return rd_end(&r);
 }
@@ -258,8 +267,7 @@ int rcp_encode_hello_resp(const rcp_hello_resp *q, uint8_t *out, size_t cap)
     return wr_end(&w);
 }
 
-int rcp_parse_get_req_tenant(const uint8_t *body, size_t len, rcp_get_req *out,
-                             rcp_str *tenant)
+int rcp_parse_get_req_tenant(const uint8_t *body, size_t len, rcp_get_req *out, rcp_str *tenant)
 {
     rd r = {body, len, false};
     rd_object(&r, &out->obj);
@@ -283,8 +291,7 @@ int rcp_parse_get_req(const uint8_t *body, size_t len, rcp_get_req *out)
     return rcp_parse_get_req_tenant(body, len, out, NULL);
 }
 
-int rcp_encode_get_req_tenant(const rcp_get_req *q, const rcp_str *tenant, uint8_t *out,
-                              size_t cap)
+int rcp_encode_get_req_tenant(const rcp_get_req *q, const rcp_str *tenant, uint8_t *out, size_t cap)
 {
     if (!object_ok(&q->obj) || (q->flags & RCP_GET_TENANT) || (tenant && tenant->len > 256))
         return -EINVAL;

@@ -46,31 +46,31 @@
 
 #include "blockkey.h"
 
-#define RCP_MAGIC0 'R'
-#define RCP_MAGIC1 'C'
-#define RCP_VERSION 1
+#define RCP_MAGIC0      'R'
+#define RCP_MAGIC1      'C'
+#define RCP_VERSION     1
 #define RCP_HEADER_SIZE 16
 
 /* Hard limits, whatever a peer announces. */
 #define RCP_MAX_FRAME_BODY (16u * 1024 * 1024)
-#define RCP_MAX_STRING 4096u          /* tokens and messages */
-#define RCP_MAX_NAME 256u             /* node ids and client names */
+#define RCP_MAX_STRING     4096u /* tokens and messages */
+#define RCP_MAX_NAME       256u  /* node ids and client names */
 /* An object's fields are bounded by its identity's limits (blockkey.h):
  * bucket BKEY_BUCKET_MAX, key BKEY_KEY_MAX, version BKEY_VERSION_MAX, tenant
  * BKEY_TENANT_MAX bytes. */
-#define RCP_MAX_KEY ((unsigned)BKEY_KEY_MAX)
+#define RCP_MAX_KEY         ((unsigned)BKEY_KEY_MAX)
 #define RCP_MAX_WARM_BLOCKS 65536u
 /* The largest bodies of the requests that name an object, for a sender's
  * buffer: an object (bucket, key, version as u16-prefixed strings, u64 size),
  * then each request's own fields. */
-#define RCP_OBJECT_MAX (2u + BKEY_BUCKET_MAX + 2u + BKEY_KEY_MAX + 2u + BKEY_VERSION_MAX + 8u)
+#define RCP_OBJECT_MAX  (2u + BKEY_BUCKET_MAX + 2u + BKEY_KEY_MAX + 2u + BKEY_VERSION_MAX + 8u)
 #define RCP_GET_REQ_MAX (RCP_OBJECT_MAX + 8u + 4u + 4u + 4u)
 /* a node's GET for a tenant (RCP_GET_TENANT): the tenant after the rest */
 #define RCP_GET_TENANT_REQ_MAX (RCP_GET_REQ_MAX + 2u + BKEY_TENANT_MAX)
-#define RCP_HEAD_REQ_MAX (2u + BKEY_BUCKET_MAX + 2u + BKEY_KEY_MAX)
-#define RCP_PUT_REQ_MAX (RCP_HEAD_REQ_MAX + 8u)
-#define RCP_PUT_BLOCK_REQ_MAX (2u + BKEY_TENANT_MAX + RCP_OBJECT_MAX + 8u + 4u)
-#define RCP_WARM_REQ_MAX(n) (RCP_OBJECT_MAX + 4u + 8u * (size_t)(n))
+#define RCP_HEAD_REQ_MAX       (2u + BKEY_BUCKET_MAX + 2u + BKEY_KEY_MAX)
+#define RCP_PUT_REQ_MAX        (RCP_HEAD_REQ_MAX + 8u)
+#define RCP_PUT_BLOCK_REQ_MAX  (2u + BKEY_TENANT_MAX + RCP_OBJECT_MAX + 8u + 4u)
+#define RCP_WARM_REQ_MAX(n)    (RCP_OBJECT_MAX + 4u + 8u * (size_t)(n))
 /* The largest HELLO body (versions, token, block size, client name): before
  * HELLO a node takes no longer frame, so a connection that has not said who
  * it is cannot make it buffer more. */
@@ -86,9 +86,9 @@ enum rcp_op {
     RCP_OP_WARM = 7,      /* fetch blocks into the cache in the background */
     RCP_OP_STATS = 8,     /* the node's counters as text */
     RCP_OP_PING = 9,
-    RCP_OP_CANCEL = 10,   /* cancel request id (the cancelled one answers CANCELED) */
-    RCP_OP_DROP = 11,     /* node to node: forget the blocks of one version of an object */
-    RCP_OP_ERROR = 127,   /* answer: code + message */
+    RCP_OP_CANCEL = 10, /* cancel request id (the cancelled one answers CANCELED) */
+    RCP_OP_DROP = 11,   /* node to node: forget the blocks of one version of an object */
+    RCP_OP_ERROR = 127, /* answer: code + message */
 };
 
 enum rcp_flags {
@@ -99,7 +99,7 @@ enum rcp_flags {
 
 /* Error codes carried by ERROR frames. */
 enum rcp_err {
-    RCP_E_BAD_REQUEST = 1,     /* the body does not parse or a field is out of range */
+    RCP_E_BAD_REQUEST = 1, /* the body does not parse or a field is out of range */
     RCP_E_UNKNOWN_OP = 2,
     RCP_E_UNAUTHORIZED = 3,    /* no HELLO yet, or a wrong/missing token */
     RCP_E_FORBIDDEN = 4,       /* outside the tenant's buckets/prefixes */
@@ -107,14 +107,14 @@ enum rcp_err {
     RCP_E_VERSION_CHANGED = 6, /* the object is not the version asked for */
     RCP_E_S3 = 7,              /* S3 failed (message says how) */
     RCP_E_TOO_LARGE = 8,
-    RCP_E_BUSY = 9,            /* the node is draining or over a limit */
+    RCP_E_BUSY = 9, /* the node is draining or over a limit */
     RCP_E_CANCELED = 10,
     RCP_E_INTERNAL = 11,
-    RCP_E_TIMEOUT = 12,        /* the fill missed its deadline */
-    RCP_E_PROTOCOL = 13,       /* corrupt framing: the connection closes */
-    RCP_E_NOT_CACHED = 14,     /* RCP_GET_CACHE_ONLY and the block is not here */
-    RCP_E_VERSION = 15,        /* no common protocol version */
-    RCP_E_UPSTREAM = 16,       /* the node's own S3 access failed (its endpoint, its
+    RCP_E_TIMEOUT = 12,    /* the fill missed its deadline */
+    RCP_E_PROTOCOL = 13,   /* corrupt framing: the connection closes */
+    RCP_E_NOT_CACHED = 14, /* RCP_GET_CACHE_ONLY and the block is not here */
+    RCP_E_VERSION = 15,    /* no common protocol version */
+    RCP_E_UPSTREAM = 16,   /* the node's own S3 access failed (its endpoint, its
                                   credentials, or S3 itself): the client may read S3 */
 };
 
@@ -149,24 +149,24 @@ typedef struct rcp_str {
 typedef struct rcp_object {
     rcp_str bucket;
     rcp_str key;
-    rcp_str version;       /* normalised ETag */
+    rcp_str version; /* normalised ETag */
     uint64_t size;
 } rcp_object;
 
 typedef struct rcp_hello_req {
     uint16_t min_version, max_version;
-    rcp_str token;         /* tenant token; may be empty when the node has no tenants */
-    uint32_t block_size;   /* what the client assumes, 0: whatever the node has */
-    rcp_str client;        /* a name for logs */
+    rcp_str token;       /* tenant token; may be empty when the node has no tenants */
+    uint32_t block_size; /* what the client assumes, 0: whatever the node has */
+    rcp_str client;      /* a name for logs */
 } rcp_hello_req;
 
 typedef struct rcp_hello_resp {
     uint16_t version;
     uint32_t block_size;
-    uint32_t max_outstanding;   /* requests in flight per connection */
-    uint32_t max_buffered;      /* bytes of answers the node buffers per connection */
-    uint32_t max_body;          /* largest frame body the node accepts */
-    uint32_t chunk_size;        /* answers are cut in chunks of at most this */
+    uint32_t max_outstanding; /* requests in flight per connection */
+    uint32_t max_buffered;    /* bytes of answers the node buffers per connection */
+    uint32_t max_body;        /* largest frame body the node accepts */
+    uint32_t chunk_size;      /* answers are cut in chunks of at most this */
     rcp_str node_id;
     rcp_str tenant;
 } rcp_hello_resp;
@@ -181,17 +181,17 @@ enum rcp_get_flags {
 
 typedef struct rcp_get_req {
     rcp_object obj;
-    uint64_t block;        /* block index */
-    uint32_t offset;       /* inside the block */
-    uint32_t length;       /* 0: to the end of the block */
+    uint64_t block;  /* block index */
+    uint32_t offset; /* inside the block */
+    uint32_t length; /* 0: to the end of the block */
     uint32_t flags;
 } rcp_get_req;
 
 /* First bytes of the first chunk of a GET answer; data follows. */
 enum rcp_source { RCP_SRC_RAM = 1, RCP_SRC_SSD = 2, RCP_SRC_S3 = 3, RCP_SRC_FILL_WAIT = 4 };
 typedef struct rcp_get_resp_head {
-    uint32_t length;       /* data bytes in the whole answer */
-    uint8_t source;        /* enum rcp_source */
+    uint32_t length; /* data bytes in the whole answer */
+    uint8_t source;  /* enum rcp_source */
 } rcp_get_resp_head;
 #define RCP_GET_RESP_HEAD_SIZE 8
 
@@ -209,11 +209,11 @@ typedef struct rcp_head_resp {
 typedef struct rcp_put_req {
     rcp_str bucket;
     rcp_str key;
-    uint64_t size;         /* exactly this many bytes follow in PUT_DATA frames */
+    uint64_t size; /* exactly this many bytes follow in PUT_DATA frames */
 } rcp_put_req;
 
 typedef struct rcp_put_resp {
-    rcp_str version;       /* the ETag S3 gave the new object */
+    rcp_str version; /* the ETag S3 gave the new object */
     uint64_t size;
 } rcp_put_resp;
 
@@ -221,7 +221,7 @@ typedef struct rcp_put_block_req {
     rcp_str tenant;
     rcp_object obj;
     uint64_t block;
-    const uint8_t *data;   /* the rest of the body */
+    const uint8_t *data; /* the rest of the body */
     uint32_t data_len;
 } rcp_put_block_req;
 
@@ -252,8 +252,7 @@ int rcp_parse_hello_resp(const uint8_t *body, size_t len, rcp_hello_resp *out);
 int rcp_parse_get_req(const uint8_t *body, size_t len, rcp_get_req *out);
 /* The same for a node that serves peers: RCP_GET_TENANT is accepted and its
  * tenant returned in *tenant ("" without the flag). */
-int rcp_parse_get_req_tenant(const uint8_t *body, size_t len, rcp_get_req *out,
-                             rcp_str *tenant);
+int rcp_parse_get_req_tenant(const uint8_t *body, size_t len, rcp_get_req *out, rcp_str *tenant);
 int rcp_parse_drop_req(const uint8_t *body, size_t len, rcp_drop_req *out);
 int rcp_parse_get_resp_head(const uint8_t *body, size_t len, rcp_get_resp_head *out);
 int rcp_parse_head_req(const uint8_t *body, size_t len, rcp_head_req *out);

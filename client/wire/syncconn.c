@@ -26,10 +26,10 @@
 struct sc_conn {
     int fd;
     int spin_us;
-    int64_t wait_us;            /* smoothed time from a GET sent to its answer's first
+    int64_t wait_us; /* smoothed time from a GET sent to its answer's first
                                    bytes (each sample capped at SC_WAIT_CAP x spin_us);
                                    0: none yet */
-    uint64_t spins;             /* GETs that polled for their answer */
+    uint64_t spins;  /* GETs that polled for their answer */
     bool broken;
     uint32_t next_id;
     uint32_t max_body;
@@ -118,8 +118,7 @@ static void sc_wait_readable(sc_conn *c)
     for (;;) {
         uint8_t b;
         ssize_t k = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-        if (k > 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) ||
-            k == 0)
+        if (k > 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) || k == 0)
             return;
         if (sc_now_us() >= until)
             return;
@@ -171,8 +170,8 @@ static int sc_connect_fd(const char *host, int port, int timeout_ms, char *err, 
 {
     char ps[16];
     snprintf(ps, sizeof(ps), "%d", port);
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_NUMERICSERV};
+    struct addrinfo hints = {
+        .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
     struct addrinfo *ai = NULL;
     int g = getaddrinfo(host, ps, &hints, &ai);
     if (g != 0) {
@@ -271,8 +270,8 @@ int sc_open(sc_conn **out, const char *host, int port, const char *token, uint32
     return 0;
 }
 
-int sc_get(sc_conn *c, const rcp_get_req *req, void *buf, uint32_t len, int *node_err,
-           char *msg, size_t msglen)
+int sc_get(sc_conn *c, const rcp_get_req *req, void *buf, uint32_t len, int *node_err, char *msg,
+           size_t msglen)
 {
     if (c->broken)
         return -EPIPE;

@@ -49,8 +49,8 @@ int sc_open(sc_conn **out, const char *host, int port, const char *token, uint32
  * may be 0; the connection stays usable); any other -errno (-ETIMEDOUT: the
  * node sent nothing for timeout_ms; -ECONNRESET, -EPROTO, -EMSGSIZE): the
  * connection is broken (sc_usable says false). */
-int sc_get(sc_conn *c, const rcp_get_req *req, void *buf, uint32_t len, int *node_err,
-           char *msg, size_t msglen);
+int sc_get(sc_conn *c, const rcp_get_req *req, void *buf, uint32_t len, int *node_err, char *msg,
+           size_t msglen);
 
 /* A connection over fd (already connected, HELLO done or not needed), polling
  * as sc_open's spin_us says: for tests and the fuzz target, which play the
@@ -72,11 +72,11 @@ void sc_close(sc_conn **c);
 typedef struct sc_pool sc_pool;
 
 typedef struct sc_pool_config {
-    const char *token;          /* copied; NULL: none */
-    uint32_t block_size;        /* as sc_open */
+    const char *token;   /* copied; NULL: none */
+    uint32_t block_size; /* as sc_open */
     int connect_timeout_ms, timeout_ms, spin_us;
-    int max_nodes;              /* node addresses with idle connections kept; 0: 64 */
-    int keep_per_node;          /* idle connections kept per address; 0: 8 */
+    int max_nodes;     /* node addresses with idle connections kept; 0: 64 */
+    int keep_per_node; /* idle connections kept per address; 0: 8 */
 } sc_pool_config;
 
 /* 0, -ENOMEM. */
@@ -88,8 +88,7 @@ void sc_pool_destroy(sc_pool **p);
 /* An idle connection to host:port, or a new one (sc_open with the pool's
  * settings, on the calling thread): 0 and *out, or sc_open's -errno with its
  * sentence in err. */
-int sc_pool_get(sc_pool *p, const char *host, int port, sc_conn **out, char *err,
-                size_t errlen);
+int sc_pool_get(sc_pool *p, const char *host, int port, sc_conn **out, char *err, size_t errlen);
 /* Gives *c back (taken: *c becomes NULL): kept idle for host:port when it is
  * still usable and there is room, closed otherwise. */
 void sc_pool_put(sc_pool *p, const char *host, int port, sc_conn **c);

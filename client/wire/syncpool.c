@@ -18,14 +18,14 @@ typedef struct sc_pool_node {
     char *host;
     int port;
     int n;
-    sc_conn **idle;             /* keep_per_node slots, n of them used */
+    sc_conn **idle; /* keep_per_node slots, n of them used */
 } sc_pool_node;
 
 struct sc_pool {
     sc_pool_config cfg;
     char *token;
-    pthread_mutex_t lock;       /* nodes, n_nodes and every node's idle stack */
-    sc_pool_node *nodes;        /* max_nodes entries, n_nodes used */
+    pthread_mutex_t lock; /* nodes, n_nodes and every node's idle stack */
+    sc_pool_node *nodes;  /* max_nodes entries, n_nodes used */
     int n_nodes;
 };
 
@@ -81,8 +81,7 @@ static sc_pool_node *sc_pool_find_locked(sc_pool *p, const char *host, int port)
     return NULL;
 }
 
-int sc_pool_get(sc_pool *p, const char *host, int port, sc_conn **out, char *err,
-                size_t errlen)
+int sc_pool_get(sc_pool *p, const char *host, int port, sc_conn **out, char *err, size_t errlen)
 {
     *out = NULL;
     pthread_mutex_lock(&p->lock);

@@ -62,8 +62,8 @@ static const char query_help[] =
 typedef struct s3_access {
     s3_config cfg;
     rc_client *rc;
-    bool cache_only;       /* --cache-only: this process does not call S3 */
-    const char *own;       /* a source's own credentials: how errors name them */
+    bool cache_only; /* --cache-only: this process does not call S3 */
+    const char *own; /* a source's own credentials: how errors name them */
     /* with --cache: bytes read from S3 directly by sources with their own
      * credentials (the query's access owns it; the others point at it) */
     _Atomic uint64_t direct_bytes;
@@ -118,8 +118,8 @@ static int own_error(const s3_access *a, int rc, char *err, size_t errlen)
     return rc;
 }
 
-static int direct_list(const s3_config *cfg, const char *bucket, const char *glob,
-                       glob_ctx *g, char *err, size_t errlen)
+static int direct_list(const s3_config *cfg, const char *bucket, const char *glob, glob_ctx *g,
+                       char *err, size_t errlen)
 {
     if (!cli_s3_signable(cfg)) {
         snprintf(err, errlen, "cannot list s3://%s/%s: %s", bucket, glob, cli_no_credentials);
@@ -161,8 +161,8 @@ static int cache_only_list(rc_client *c, const char *bucket, const char *glob, g
     return rc;
 }
 
-static int access_list(void *impl, const char *bucket, const char *glob, eng_key_fn fn,
-                       void *arg, char *err, size_t errlen)
+static int access_list(void *impl, const char *bucket, const char *glob, eng_key_fn fn, void *arg,
+                       char *err, size_t errlen)
 {
     s3_access *a = impl;
     glob_ctx g = {fn, arg, 0};
@@ -201,8 +201,8 @@ static void counted_free(void *impl)
     free(c);
 }
 
-static int access_open(void *impl, const char *bucket, const char *key, rs_source **out,
-                       char *err, size_t errlen)
+static int access_open(void *impl, const char *bucket, const char *key, rs_source **out, char *err,
+                       size_t errlen)
 {
     s3_access *a = impl;
     if (a->rc)
@@ -247,9 +247,10 @@ static int access_as(void *impl, const eng_s3_creds *cr, eng_s3_access *out, cha
 {
     const s3_access *q = impl;
     if (q->cache_only) {
-        snprintf(err, errlen, "s3() with its own credentials reads S3 directly (the cache "
-                              "nodes fill with theirs), and --cache-only says this process does "
-                              "not call S3: drop the credentials from s3() or --cache-only");
+        snprintf(err, errlen,
+                 "s3() with its own credentials reads S3 directly (the cache "
+                 "nodes fill with theirs), and --cache-only says this process does "
+                 "not call S3: drop the credentials from s3() or --cache-only");
         return -EHOSTDOWN;
     }
     const char *tok = cr->session_token ? cr->session_token : "";
@@ -264,14 +265,13 @@ static int access_as(void *impl, const eng_s3_creds *cr, eng_s3_access *out, cha
     memset(a->cfg.session_token, 0, sizeof(a->cfg.session_token));
     a->cfg.anonymous = cr->nosign != 0;
     a->count = q->rc ? (_Atomic uint64_t *)&((s3_access *)impl)->direct_bytes : NULL;
-    a->own = cr->nosign ? "unsigned: NOSIGN was given to s3()"
-                        : "with the key and secret given to s3()";
+    a->own =
+        cr->nosign ? "unsigned: NOSIGN was given to s3()" : "with the key and secret given to s3()";
     if (!cr->nosign) {
-        const char *too_long =
-            strlen(cr->access_key) >= sizeof(a->cfg.access_key)   ? "access key"
-            : strlen(cr->secret_key) >= sizeof(a->cfg.secret_key) ? "secret"
-            : strlen(tok) >= sizeof(a->cfg.session_token)         ? "session token"
-                                                                  : NULL;
+        const char *too_long = strlen(cr->access_key) >= sizeof(a->cfg.access_key)   ? "access key"
+                               : strlen(cr->secret_key) >= sizeof(a->cfg.secret_key) ? "secret"
+                               : strlen(tok) >= sizeof(a->cfg.session_token) ? "session token"
+                                                                             : NULL;
         if (too_long) {
             snprintf(err, errlen, "the %s given to s3() is longer than this client accepts",
                      too_long);
@@ -327,14 +327,14 @@ static void cache_summary_line(void *arg, FILE *f)
 
 /* ---- tables --------------------------------------------------------------------- */
 
-static int cache_open(void *impl, const char *bucket, const char *key, rs_source **out,
-                      char *err, size_t errlen)
+static int cache_open(void *impl, const char *bucket, const char *key, rs_source **out, char *err,
+                      size_t errlen)
 {
     return rs_rc_open(out, impl, bucket, key, err, errlen);
 }
 
-static int cache_put(void *arg, const char *bucket, const char *key, const void *data,
-                     size_t len, char *err, size_t errlen)
+static int cache_put(void *arg, const char *bucket, const char *key, const void *data, size_t len,
+                     char *err, size_t errlen)
 {
     return rc_put(arg, bucket, key, data, len, NULL, err, errlen);
 }
@@ -492,8 +492,7 @@ int eng_cli_query(int argc, char **argv)
     if (qfile) {
         FILE *f = fopen(qfile, "rb");
         if (!f) {
-            cli_error("query: cannot open %s: %s (check --queries-file)", qfile,
-                      strerror(errno));
+            cli_error("query: cannot open %s: %s (check --queries-file)", qfile, strerror(errno));
             return CLI_FAIL;
         }
         text = read_stream(f, &len);

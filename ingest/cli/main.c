@@ -28,9 +28,11 @@ static const struct {
     {"cat", cli_cmd_cat, "to standard output: ringcache cat s3://bucket/key [--range A-B]"},
     {"put", cli_cmd_put, "upload: ringcache put FILE s3://bucket/key"},
     {"rm", cli_cmd_rm, "delete: ringcache rm s3://bucket/key"},
-    {"stats", cli_cmd_stats, "a table of every cache node: ringcache stats --cache MEMBERS [--raw]"},
+    {"stats", cli_cmd_stats,
+     "a table of every cache node: ringcache stats --cache MEMBERS [--raw]"},
     {"warm", cli_cmd_warm, "load into the cache tier: ringcache warm s3://bucket/glob --cache M"},
-    {"query", eng_cli_query, "SQL over files: ringcache query \"SELECT ... FROM s3('s3://b/*.parquet')\""},
+    {"query", eng_cli_query,
+     "SQL over files: ringcache query \"SELECT ... FROM s3('s3://b/*.parquet')\""},
     {"server", srv_main, "ClickHouse's HTTP interface on :8123: ringcache server --cache MEMBERS"},
     {"ring", cli_ring_main, "owners of keys on a ring: ringcache ring --members LIST KEY..."},
 };

@@ -14,12 +14,23 @@
 size_t cb_type_width(const cb_typeinfo *info)
 {
     switch (info->type) {
-    case CB_BOOL: case CB_INT8: case CB_UINT8: return 1;
-    case CB_INT16: case CB_UINT16: return 2;
-    case CB_INT32: case CB_UINT32: case CB_FLOAT: case CB_DATE: return 4;
-    case CB_INT64: case CB_UINT64: case CB_DOUBLE: case CB_TIME: case CB_TIMESTAMP: return 8;
+    case CB_BOOL:
+    case CB_INT8:
+    case CB_UINT8: return 1;
+    case CB_INT16:
+    case CB_UINT16: return 2;
+    case CB_INT32:
+    case CB_UINT32:
+    case CB_FLOAT:
+    case CB_DATE: return 4;
+    case CB_INT64:
+    case CB_UINT64:
+    case CB_DOUBLE:
+    case CB_TIME:
+    case CB_TIMESTAMP: return 8;
     case CB_DECIMAL: return info->precision <= 18 ? 8 : 16;
-    case CB_STRING: case CB_BINARY: return 0;
+    case CB_STRING:
+    case CB_BINARY: return 0;
     }
     return 0;
 }

@@ -86,32 +86,32 @@ typedef struct cb_i128 {
 /* A type with its parameters. Zero-initialise, then set what applies. */
 typedef struct cb_typeinfo {
     cb_type type;
-    cb_unit unit;        /* CB_TIME, CB_TIMESTAMP */
-    bool utc;            /* CB_TIME, CB_TIMESTAMP: adjusted to UTC */
-    uint8_t precision;   /* CB_DECIMAL: 1..38 */
-    uint8_t scale;       /* CB_DECIMAL: 0..precision */
+    cb_unit unit;      /* CB_TIME, CB_TIMESTAMP */
+    bool utc;          /* CB_TIME, CB_TIMESTAMP: adjusted to UTC */
+    uint8_t precision; /* CB_DECIMAL: 1..38 */
+    uint8_t scale;     /* CB_DECIMAL: 0..precision */
 } cb_typeinfo;
 
 typedef struct cb_column cb_column;
 struct cb_column {
     cb_typeinfo info;
-    char *name;          /* owned; may be NULL (dictionaries, temporaries) */
-    uint32_t n;          /* rows */
+    char *name; /* owned; may be NULL (dictionaries, temporaries) */
+    uint32_t n; /* rows */
     uint32_t null_count;
-    uint8_t *validity;   /* NULL when null_count == 0 */
-    void *values;        /* fixed-width types */
-    uint32_t *offsets;   /* plain strings/binaries: n + 1 entries */
-    uint8_t *data;       /* plain strings/binaries: offsets[n] bytes */
-    size_t data_cap;     /* allocated size of data (builders grow it) */
-    cb_column *dict;     /* dictionary-encoded strings/binaries: one reference */
-    uint32_t *indices;   /* dictionary-encoded: n entries */
+    uint8_t *validity; /* NULL when null_count == 0 */
+    void *values;      /* fixed-width types */
+    uint32_t *offsets; /* plain strings/binaries: n + 1 entries */
+    uint8_t *data;     /* plain strings/binaries: offsets[n] bytes */
+    size_t data_cap;   /* allocated size of data (builders grow it) */
+    cb_column *dict;   /* dictionary-encoded strings/binaries: one reference */
+    uint32_t *indices; /* dictionary-encoded: n entries */
     atomic_uint refs;
 };
 
 typedef struct cb_batch {
     uint32_t n_rows;
     uint32_t n_cols;
-    cb_column **cols;    /* n_cols references, each with n == n_rows */
+    cb_column **cols; /* n_cols references, each with n == n_rows */
 } cb_batch;
 
 /* Bytes per value in `values` for a fixed-width type; 0 for CB_STRING and

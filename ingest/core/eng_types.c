@@ -39,8 +39,8 @@
  *   block:  | size (8) | charged (8) | the caller's bytes ...
  *            <---- EM_HDR ---------->
  * The size says which kind a block is; charged is what em_free gives back. */
-#define EM_BIG (1u << 20)
-#define EM_HDR 16
+#define EM_BIG        (1u << 20)
+#define EM_HDR        16
 #define EM_CHUNK_WORD 8 /* glibc's size word in front of each heap chunk */
 
 static bool em_add(eng_mem *m, int64_t n)
@@ -93,9 +93,8 @@ static bool em_reserve_one(eng_mem *m, int64_t n, int64_t keep_free)
         do {
             if (cur + n > m->limit - keep_free)
                 return false;
-        } while (!atomic_compare_exchange_weak_explicit(&m->cur, &cur, cur + n,
-                                                        memory_order_relaxed,
-                                                        memory_order_relaxed));
+        } while (!atomic_compare_exchange_weak_explicit(
+            &m->cur, &cur, cur + n, memory_order_relaxed, memory_order_relaxed));
         int64_t now = cur + n, p = atomic_load_explicit(&m->peak, memory_order_relaxed);
         while (now > p && !atomic_compare_exchange_weak(&m->peak, &p, now))
             ;
@@ -366,24 +365,62 @@ ex_type ex_type_of_column(const cb_typeinfo *ti, bool nullable)
     ex_type t = {.nullable = nullable};
     switch (ti->type) {
     case CB_BOOL: t.kind = EX_BOOL; break;
-    case CB_INT8: t.kind = EX_INT; t.bits = 8; break;
-    case CB_INT16: t.kind = EX_INT; t.bits = 16; break;
-    case CB_INT32: t.kind = EX_INT; t.bits = 32; break;
-    case CB_INT64: case CB_TIME: t.kind = EX_INT; t.bits = 64; break;
-    case CB_UINT8: t.kind = EX_UINT; t.bits = 8; break;
-    case CB_UINT16: t.kind = EX_UINT; t.bits = 16; break;
-    case CB_UINT32: t.kind = EX_UINT; t.bits = 32; break;
-    case CB_UINT64: t.kind = EX_UINT; t.bits = 64; break;
-    case CB_FLOAT: t.kind = EX_FLOAT; t.bits = 32; break;
-    case CB_DOUBLE: t.kind = EX_FLOAT; t.bits = 64; break;
+    case CB_INT8:
+        t.kind = EX_INT;
+        t.bits = 8;
+        break;
+    case CB_INT16:
+        t.kind = EX_INT;
+        t.bits = 16;
+        break;
+    case CB_INT32:
+        t.kind = EX_INT;
+        t.bits = 32;
+        break;
+    case CB_INT64:
+    case CB_TIME:
+        t.kind = EX_INT;
+        t.bits = 64;
+        break;
+    case CB_UINT8:
+        t.kind = EX_UINT;
+        t.bits = 8;
+        break;
+    case CB_UINT16:
+        t.kind = EX_UINT;
+        t.bits = 16;
+        break;
+    case CB_UINT32:
+        t.kind = EX_UINT;
+        t.bits = 32;
+        break;
+    case CB_UINT64:
+        t.kind = EX_UINT;
+        t.bits = 64;
+        break;
+    case CB_FLOAT:
+        t.kind = EX_FLOAT;
+        t.bits = 32;
+        break;
+    case CB_DOUBLE:
+        t.kind = EX_FLOAT;
+        t.bits = 64;
+        break;
     case CB_DECIMAL: t = ex_decimal_type(ti->precision, ti->scale, nullable); break;
-    case CB_DATE: t.kind = EX_DATE; t.bits = 32; break;
+    case CB_DATE:
+        t.kind = EX_DATE;
+        t.bits = 32;
+        break;
     case CB_TIMESTAMP:
         t.kind = EX_DATETIME;
-        t.scale = ti->unit == CB_UNIT_MS ? 3 : ti->unit == CB_UNIT_US ? 6 : ti->unit == CB_UNIT_NS ? 9 : 0;
+        t.scale = ti->unit == CB_UNIT_MS   ? 3
+                  : ti->unit == CB_UNIT_US ? 6
+                  : ti->unit == CB_UNIT_NS ? 9
+                                           : 0;
         t.utc = ti->utc;
         break;
-    case CB_STRING: case CB_BINARY: t.kind = EX_STRING; break;
+    case CB_STRING:
+    case CB_BINARY: t.kind = EX_STRING; break;
     }
     return t;
 }
@@ -479,12 +516,11 @@ int ex_vec_from_column(eng_mem *m, const cb_column *c, ex_vec *v)
     uint32_t n = c->n;
     size_t cnt = n ? n : 1;
     switch (c->info.type) {
-    case CB_INT64: case CB_UINT64: case CB_TIME: case CB_TIMESTAMP:
-        v->i = (int64_t *)c->values;
-        break;
-    case CB_DOUBLE:
-        v->d = (double *)c->values;
-        break;
+    case CB_INT64:
+    case CB_UINT64:
+    case CB_TIME:
+    case CB_TIMESTAMP: v->i = (int64_t *)c->values; break;
+    case CB_DOUBLE: v->d = (double *)c->values; break;
     case CB_FLOAT: {
         if (!(v->d = em_alloc(m, cnt * sizeof(double))))
             return -ENOMEM;
@@ -517,7 +553,8 @@ int ex_vec_from_column(eng_mem *m, const cb_column *c, ex_vec *v)
         }
         break;
     }
-    case CB_STRING: case CB_BINARY:
+    case CB_STRING:
+    case CB_BINARY:
         if (c->dict) {
             v->dict = c->dict;
             v->idx = c->indices;
@@ -531,27 +568,33 @@ int ex_vec_from_column(eng_mem *m, const cb_column *c, ex_vec *v)
             return -ENOMEM;
         v->own |= EXO_I;
         switch (c->info.type) {
-        case CB_BOOL: case CB_UINT8:
-            for (uint32_t r = 0; r < n; r++) v->i[r] = ((const uint8_t *)c->values)[r];
+        case CB_BOOL:
+        case CB_UINT8:
+            for (uint32_t r = 0; r < n; r++)
+                v->i[r] = ((const uint8_t *)c->values)[r];
             break;
         case CB_INT8:
-            for (uint32_t r = 0; r < n; r++) v->i[r] = ((const int8_t *)c->values)[r];
+            for (uint32_t r = 0; r < n; r++)
+                v->i[r] = ((const int8_t *)c->values)[r];
             break;
         case CB_INT16:
-            for (uint32_t r = 0; r < n; r++) v->i[r] = ((const int16_t *)c->values)[r];
+            for (uint32_t r = 0; r < n; r++)
+                v->i[r] = ((const int16_t *)c->values)[r];
             break;
         case CB_UINT16:
-            for (uint32_t r = 0; r < n; r++) v->i[r] = ((const uint16_t *)c->values)[r];
+            for (uint32_t r = 0; r < n; r++)
+                v->i[r] = ((const uint16_t *)c->values)[r];
             break;
-        case CB_INT32: case CB_DATE:
-            for (uint32_t r = 0; r < n; r++) v->i[r] = ((const int32_t *)c->values)[r];
+        case CB_INT32:
+        case CB_DATE:
+            for (uint32_t r = 0; r < n; r++)
+                v->i[r] = ((const int32_t *)c->values)[r];
             break;
         case CB_UINT32:
-            for (uint32_t r = 0; r < n; r++) v->i[r] = ((const uint32_t *)c->values)[r];
+            for (uint32_t r = 0; r < n; r++)
+                v->i[r] = ((const uint32_t *)c->values)[r];
             break;
-        default:
-            ex_vec_clear(m, v);
-            return -ENOTSUP;
+        default: ex_vec_clear(m, v); return -ENOTSUP;
         }
     }
     }
@@ -620,8 +663,8 @@ bool ex_parse_date(const char *s, size_t n, int64_t *days)
 bool ex_parse_datetime(const char *s, size_t n, int scale, int64_t *out, int *scale_seen)
 {
     int64_t days, hh, mm, ss;
-    if (n < 19 || !ex_parse_date(s, 10, &days) || (s[10] != ' ' && s[10] != 'T') ||
-        s[13] != ':' || s[16] != ':' || !digits(s + 11, 2, &hh) || !digits(s + 14, 2, &mm) ||
+    if (n < 19 || !ex_parse_date(s, 10, &days) || (s[10] != ' ' && s[10] != 'T') || s[13] != ':' ||
+        s[16] != ':' || !digits(s + 11, 2, &hh) || !digits(s + 14, 2, &mm) ||
         !digits(s + 17, 2, &ss) || hh > 23 || mm > 59 || ss > 60)
         return false;
     int64_t frac = 0;
@@ -780,8 +823,8 @@ size_t ex_fmt_value(const ex_vec *v, uint32_t r, char *buf, size_t cap, const ui
         int64_t y;
         unsigned m, d;
         ex_civil_from_days(days, &y, &m, &d);
-        size_t n = (size_t)snprintf(buf, cap, "%04lld-%02u-%02u %02d:%02d:%02d", (long long)y, m,
-                                    d, (int)(sod / 3600), (int)(sod / 60 % 60), (int)(sod % 60));
+        size_t n = (size_t)snprintf(buf, cap, "%04lld-%02u-%02u %02d:%02d:%02d", (long long)y, m, d,
+                                    (int)(sod / 3600), (int)(sod / 60 % 60), (int)(sod % 60));
         if (v->t.scale && n < cap)
             n += (size_t)snprintf(buf + n, cap - n, ".%0*lld", v->t.scale, (long long)f);
         return n;
@@ -811,7 +854,8 @@ static int dl_distance(const char *a, const char *b)
                 v = d[i][j - 1] + 1;
             if (d[i - 1][j - 1] + cost < v)
                 v = d[i - 1][j - 1] + cost;
-            if (i > 1 && j > 1 && tolower((unsigned char)a[i - 1]) == tolower((unsigned char)b[j - 2]) &&
+            if (i > 1 && j > 1 &&
+                tolower((unsigned char)a[i - 1]) == tolower((unsigned char)b[j - 2]) &&
                 tolower((unsigned char)a[i - 2]) == tolower((unsigned char)b[j - 1]) &&
                 d[i - 2][j - 2] + 1 < v)
                 v = d[i - 2][j - 2] + 1;

@@ -30,7 +30,7 @@
  * readable without it once the threads have been joined. */
 typedef struct eng_fail {
     pthread_mutex_t mu;
-    _Atomic int rc;            /* 0, or the first failure's -errno */
+    _Atomic int rc; /* 0, or the first failure's -errno */
     char msg[ENG_MSG_MAX];
 } eng_fail;
 
@@ -44,8 +44,8 @@ bool eng_fail_set(eng_fail *f, int rc, const char *msg);
 typedef struct eng_mem eng_mem;
 struct eng_mem {
     _Atomic int64_t cur, peak;
-    int64_t limit;             /* 0: none */
-    _Atomic int64_t failed_at; /* the size of the allocation that crossed the limit */
+    int64_t limit;                /* 0: none */
+    _Atomic int64_t failed_at;    /* the size of the allocation that crossed the limit */
     _Atomic int64_t failed_total; /* what the query would have reached with it */
     /* A tracker this one's bytes also count in (a server's, for
      * max_server_memory_usage; NULL: none). An allocation that would take the
@@ -89,18 +89,18 @@ typedef enum ex_kind {
     EX_UINT,        /* uint64 in the int64 storage */
     EX_FLOAT,       /* double */
     EX_STRING,
-    EX_DATE,        /* int64 days since 1970-01-01 */
-    EX_DATETIME,    /* int64 in 10^-scale seconds since the epoch (UTC) */
-    EX_DECIMAL,     /* int64 scaled by 10^scale: Decimal(prec, scale), exact */
+    EX_DATE,     /* int64 days since 1970-01-01 */
+    EX_DATETIME, /* int64 in 10^-scale seconds since the epoch (UTC) */
+    EX_DECIMAL,  /* int64 scaled by 10^scale: Decimal(prec, scale), exact */
 } ex_kind;
 
 typedef struct ex_type {
     uint8_t kind;
     bool nullable;
-    uint8_t scale;   /* EX_DATETIME: 0 DateTime, 3/6/9 DateTime64; EX_DECIMAL: 0..18 */
-    uint8_t bits;    /* EX_INT/EX_UINT/EX_FLOAT: 8..64 for the name; Date32: 32 */
-    bool utc;        /* DateTime64(s, 'UTC') */
-    uint8_t prec;    /* EX_DECIMAL: 1..38 digits as named; values always fit 18 digits
+    uint8_t scale; /* EX_DATETIME: 0 DateTime, 3/6/9 DateTime64; EX_DECIMAL: 0..18 */
+    uint8_t bits;  /* EX_INT/EX_UINT/EX_FLOAT: 8..64 for the name; Date32: 32 */
+    bool utc;      /* DateTime64(s, 'UTC') */
+    uint8_t prec;  /* EX_DECIMAL: 1..38 digits as named; values always fit 18 digits
                       * (int64), wider ones are refused with a sentence */
 } ex_type;
 
@@ -222,15 +222,15 @@ typedef struct eng_schema eng_schema;
 typedef struct eng_col {
     char *name;
     ex_type t;
-    cb_typeinfo cb;      /* Parquet: the batch type; text: unused */
-    bool virt;           /* a virtual column (_path, _file, _size, _time): read by
+    cb_typeinfo cb; /* Parquet: the batch type; text: unused */
+    bool virt;      /* a virtual column (_path, _file, _size, _time): read by
                           * name only, never by SELECT * or DESCRIBE */
 } eng_col;
 
 struct eng_schema {
     eng_col *cols;
     int n;
-    bool given;          /* the query's structure argument, not the files': plain
+    bool given; /* the query's structure argument, not the files': plain
                           * CSV and TSV then have no header row */
 };
 void eng_schema_free(eng_schema *s);
@@ -239,6 +239,5 @@ void eng_schema_free(eng_schema *s);
 /* The candidate closest to name (Damerau-Levenshtein, case-insensitive),
  * or NULL when none is close. */
 const char *eng_suggest(const char *name, const char *const *cands, int n);
-
 
 #endif /* RINGCACHE_ENG_TYPES_H */

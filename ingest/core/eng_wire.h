@@ -18,10 +18,10 @@
 #include <stdint.h>
 
 typedef struct ew_buf {
-    uint8_t *p;       /* malloc'ed; the caller frees it (ew_free) */
+    uint8_t *p; /* malloc'ed; the caller frees it (ew_free) */
     size_t n, cap;
-    size_t max;       /* bytes the buffer may hold; 0: no cap */
-    int err;          /* 0, -ENOMEM, or -E2BIG past max */
+    size_t max; /* bytes the buffer may hold; 0: no cap */
+    int err;    /* 0, -ENOMEM, or -E2BIG past max */
 } ew_buf;
 
 void ew_init(ew_buf *b, size_t max);
@@ -39,7 +39,7 @@ void ew_put_u32_at(ew_buf *b, size_t off, uint32_t v);
 typedef struct er_buf {
     const uint8_t *p;
     size_t n, off;
-    int err;          /* 0 or -EBADMSG once a read ran past the end or a bound */
+    int err; /* 0 or -EBADMSG once a read ran past the end or a bound */
 } er_buf;
 
 void er_init(er_buf *r, const void *p, size_t n);

@@ -12,11 +12,25 @@
 #include <stdio.h>
 #include <string.h>
 
-static const int64_t p10[19] = {
-    1LL, 10LL, 100LL, 1000LL, 10000LL, 100000LL, 1000000LL, 10000000LL, 100000000LL,
-    1000000000LL, 10000000000LL, 100000000000LL, 1000000000000LL, 10000000000000LL,
-    100000000000000LL, 1000000000000000LL, 10000000000000000LL, 100000000000000000LL,
-    1000000000000000000LL};
+static const int64_t p10[19] = {1LL,
+                                10LL,
+                                100LL,
+                                1000LL,
+                                10000LL,
+                                100000LL,
+                                1000000LL,
+                                10000000LL,
+                                100000000LL,
+                                1000000000LL,
+                                10000000000LL,
+                                100000000000LL,
+                                1000000000000LL,
+                                10000000000000LL,
+                                100000000000000LL,
+                                1000000000000000LL,
+                                10000000000000000LL,
+                                100000000000000000LL,
+                                1000000000000000000LL};
 
 int64_t ex_pow10(int k)
 {
@@ -33,7 +47,9 @@ ex_type ex_decimal_type(int prec, int scale, bool nullable)
         scale = 18;
     if (scale > prec)
         scale = prec;
-    return (ex_type){.kind = EX_DECIMAL, .prec = (uint8_t)prec, .scale = (uint8_t)(scale < 0 ? 0 : scale),
+    return (ex_type){.kind = EX_DECIMAL,
+                     .prec = (uint8_t)prec,
+                     .scale = (uint8_t)(scale < 0 ? 0 : scale),
                      .nullable = nullable};
 }
 

@@ -86,16 +86,18 @@ int dist_clusters_parse(dist_clusters *out, const char *spec, const char *self, 
             continue;
         char *eq = strchr(part, '=');
         if (!eq) {
-            snprintf(err, errlen, "--cluster '%s' has no '=': write NAME=host:port,host:port "
-                                  "or NAME=dns:SRV-NAME",
+            snprintf(err, errlen,
+                     "--cluster '%s' has no '=': write NAME=host:port,host:port "
+                     "or NAME=dns:SRV-NAME",
                      part);
             goto bad;
         }
         *eq = 0;
         char *name = trim(part), *list = trim(eq + 1);
         if (!good_name(name)) {
-            snprintf(err, errlen, "--cluster: '%s' is not a cluster name (letters, digits, "
-                                  "'_', '-', '.')",
+            snprintf(err, errlen,
+                     "--cluster: '%s' is not a cluster name (letters, digits, "
+                     "'_', '-', '.')",
                      name);
             goto bad;
         }
@@ -113,8 +115,9 @@ int dist_clusters_parse(dist_clusters *out, const char *spec, const char *self, 
         c->local = -1;
         if (strncmp(list, "dns:", 4) == 0) {
             if (!good_name(list + 4) && !good_member(list + 4)) {
-                snprintf(err, errlen, "--cluster %s: '%s' is not a DNS name: write "
-                                      "%s=dns:SRV-NAME",
+                snprintf(err, errlen,
+                         "--cluster %s: '%s' is not a DNS name: write "
+                         "%s=dns:SRV-NAME",
                          name, list, name);
                 goto bad;
             }
@@ -132,8 +135,9 @@ int dist_clusters_parse(dist_clusters *out, const char *spec, const char *self, 
         for (char *m = strtok_r(list, ",", &s2); m; m = strtok_r(NULL, ",", &s2)) {
             m = trim(m);
             if (!good_member(m)) {
-                snprintf(err, errlen, "--cluster %s: '%s' is not host:port (a member is named "
-                                      "by its HTTP address, as in 10.0.0.5:8123)",
+                snprintf(err, errlen,
+                         "--cluster %s: '%s' is not host:port (a member is named "
+                         "by its HTTP address, as in 10.0.0.5:8123)",
                          name, m);
                 goto bad;
             }
@@ -150,8 +154,8 @@ int dist_clusters_parse(dist_clusters *out, const char *spec, const char *self, 
             ms[c->n_members++] = own;
         }
         if (c->n_members == 0) {
-            snprintf(err, errlen, "--cluster %s has no members: write %s=host:port,host:port",
-                     name, name);
+            snprintf(err, errlen, "--cluster %s has no members: write %s=host:port,host:port", name,
+                     name);
             goto bad;
         }
     }

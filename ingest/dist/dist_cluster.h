@@ -22,8 +22,8 @@
 typedef struct dist_clusters {
     eng_cluster c[DIST_MAX_CLUSTERS];
     int n;
-    char *text;      /* the parsed copy the names point into */
-    char **members;  /* every member's string, owned */
+    char *text;     /* the parsed copy the names point into */
+    char **members; /* every member's string, owned */
     int n_members;
 } dist_clusters;
 

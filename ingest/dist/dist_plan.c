@@ -136,7 +136,7 @@ static int unit_home(const char *const *servers, const bool *live, int n, const 
 enum { U_QUEUED, U_FLIGHT, U_DONE };
 
 typedef struct squeue {
-    int *q;            /* ring of unit numbers, capacity n_units */
+    int *q; /* ring of unit numbers, capacity n_units */
     int head, len;
     bool live;
     uint64_t empty_since; /* when its queue was first found empty; 0: not empty */
@@ -147,13 +147,13 @@ struct dist_sched {
     pthread_mutex_t mu;
     const dist_units *us;
     const char *const *servers;
-    int n, n_units, left;    /* left: units without a result */
+    int n, n_units, left; /* left: units without a result */
     uint64_t grace_ms;
     squeue *sq;
     bool *live;
     uint8_t *state;
-    int *owner;              /* in flight: the server */
-    uint64_t *since;         /* in flight: since when */
+    int *owner;      /* in flight: the server */
+    uint64_t *since; /* in flight: since when */
     int *home;
 };
 
@@ -165,8 +165,8 @@ static void q_push(dist_sched *s, int srv, int u)
     s->state[u] = U_QUEUED;
 }
 
-int dist_sched_create(dist_sched **out, const dist_units *us, const char *const *servers,
-                      int n, uint64_t grace_ms)
+int dist_sched_create(dist_sched **out, const dist_units *us, const char *const *servers, int n,
+                      uint64_t grace_ms)
 {
     *out = NULL;
     if (n <= 0)

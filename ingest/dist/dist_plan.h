@@ -32,9 +32,9 @@
 #include <stdint.h>
 
 typedef struct dist_unit {
-    char *path;              /* as the glob lists it */
-    int rg_begin, rg_end;    /* Parquet row groups [begin, end); -1, -1: the whole file */
-    uint64_t bytes;          /* about what it reads */
+    char *path;           /* as the glob lists it */
+    int rg_begin, rg_end; /* Parquet row groups [begin, end); -1, -1: the whole file */
+    uint64_t bytes;       /* about what it reads */
 } dist_unit;
 
 typedef struct dist_units {
@@ -58,14 +58,14 @@ int dist_rendezvous(const char *const *servers, const bool *live, int n, const c
 typedef struct dist_sched dist_sched;
 
 /* What dist_sched_next answers besides a unit. */
-#define DIST_SCHED_WAIT (-EAGAIN)   /* nothing now: ask again soon */
-#define DIST_SCHED_DONE (-ENOENT)   /* every unit has its result */
+#define DIST_SCHED_WAIT (-EAGAIN)    /* nothing now: ask again soon */
+#define DIST_SCHED_DONE (-ENOENT)    /* every unit has its result */
 #define DIST_SCHED_LOST (-ESHUTDOWN) /* this server was given up on */
 
 /* n_units units of us (borrowed) over n servers (names borrowed: "host:port"),
  * stealing after grace_ms of an empty queue. 0 or -ENOMEM. */
-int dist_sched_create(dist_sched **out, const dist_units *us, const char *const *servers,
-                      int n, uint64_t grace_ms);
+int dist_sched_create(dist_sched **out, const dist_units *us, const char *const *servers, int n,
+                      uint64_t grace_ms);
 void dist_sched_destroy(dist_sched **s);
 /* The next unit for server (>= 0, now in flight on it), or DIST_SCHED_WAIT,
  * DIST_SCHED_DONE or DIST_SCHED_LOST. now_ms: a monotonic clock. */

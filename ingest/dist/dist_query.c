@@ -22,7 +22,7 @@ typedef struct dq_server {
     bool started;
     _Atomic int stop;
     _Atomic int finished;
-    char why[ENG_MSG_MAX];     /* why it was given up on */
+    char why[ENG_MSG_MAX]; /* why it was given up on */
 } dq_server;
 
 struct dq {
@@ -33,8 +33,8 @@ struct dq {
     dist_units us;
     dist_sched *s;
     eng_pstate *ps;
-    pthread_mutex_t mu;        /* the merge, the report, fail */
-    eng_fail fail;             /* a state that could not be merged fails the query */
+    pthread_mutex_t mu; /* the merge, the report, fail */
+    eng_fail fail;      /* a state that could not be merged fails the query */
     dist_report *rep;
     dq_server *sv;
     _Atomic int stop_all;
@@ -116,13 +116,12 @@ static void lost_sentence(dq *q, char *out, size_t cap)
     out[0] = 0;
     for (int i = 0; i < q->cl->n_members && o < cap; i++)
         if (q->sv[i].why[0])
-            o += (size_t)snprintf(out + o, cap - o, "%s%s: %s", o ? "; " : "",
-                                  q->cl->members[i], q->sv[i].why);
+            o += (size_t)snprintf(out + o, cap - o, "%s%s: %s", o ? "; " : "", q->cl->members[i],
+                                  q->sv[i].why);
 }
 
 int dist_query_run(const eng_ctx *ctx, const char *sql, size_t len, const dist_transport *tr,
-                   const dist_opts *o, eng_result *res, dist_report *rep, char *err,
-                   size_t errlen)
+                   const dist_opts *o, eng_result *res, dist_report *rep, char *err, size_t errlen)
 {
     dq q = {.sql = sql, .len = len, .tr = tr, .rep = rep};
     int rc = eng_pstate_open(ctx, sql, len, &q.ps, err, errlen);
@@ -157,8 +156,9 @@ int dist_query_run(const eng_ctx *ctx, const char *sql, size_t len, const dist_t
         goto out;
     }
     if ((rc = dist_units_plan(q.ps, split, &q.us)) < 0) {
-        snprintf(err, errlen, rc == -ENOTSUP ? "s3Cluster's source cannot be split by file"
-                                             : "out of memory planning the units");
+        snprintf(err, errlen,
+                 rc == -ENOTSUP ? "s3Cluster's source cannot be split by file"
+                                : "out of memory planning the units");
         goto out;
     }
     if (rep)
@@ -176,8 +176,9 @@ int dist_query_run(const eng_ctx *ctx, const char *sql, size_t len, const dist_t
         if (!tr->ping || tr->ping(tr->arg, i, q.cl->members[i], why, sizeof(why)) == 0)
             continue;
         if (!skip) {
-            snprintf(err, errlen, "server %s of cluster '%s' is unavailable: %s (SETTINGS "
-                                  "skip_unavailable_shards = 1 runs the query without it)",
+            snprintf(err, errlen,
+                     "server %s of cluster '%s' is unavailable: %s (SETTINGS "
+                     "skip_unavailable_shards = 1 runs the query without it)",
                      q.cl->members[i], q.cl->name, why);
             rc = -EHOSTUNREACH;
             goto out;

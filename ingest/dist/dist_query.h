@@ -46,9 +46,9 @@ typedef struct dist_transport {
 } dist_transport;
 
 typedef struct dist_opts {
-    uint64_t split_bytes;   /* Parquet row-group ranges of about this; 0: 8 MiB */
-    uint64_t grace_ms;      /* an idle server steals after this; 0: 100 ms */
-    uint64_t deadline_ms;   /* a unit in flight longer loses its server; 0: 120 s */
+    uint64_t split_bytes; /* Parquet row-group ranges of about this; 0: 8 MiB */
+    uint64_t grace_ms;    /* an idle server steals after this; 0: 100 ms */
+    uint64_t deadline_ms; /* a unit in flight longer loses its server; 0: 120 s */
 } dist_opts;
 
 #define DIST_MAX_SERVERS 256
@@ -57,12 +57,12 @@ typedef struct dist_opts {
  * cluster's members. */
 typedef struct dist_report {
     int n_servers;
-    int units;                            /* units of the query */
-    int units_run[DIST_MAX_SERVERS];      /* results that counted */
+    int units;                       /* units of the query */
+    int units_run[DIST_MAX_SERVERS]; /* results that counted */
     uint64_t rows_read[DIST_MAX_SERVERS], bytes_read[DIST_MAX_SERVERS];
-    bool lost[DIST_MAX_SERVERS];          /* given up on during the query */
-    bool skipped[DIST_MAX_SERVERS];       /* down at the start, left out */
-    int dropped;                          /* late results of units done elsewhere */
+    bool lost[DIST_MAX_SERVERS];    /* given up on during the query */
+    bool skipped[DIST_MAX_SERVERS]; /* down at the start, left out */
+    int dropped;                    /* late results of units done elsewhere */
 } dist_report;
 
 /* Runs sql (one SELECT over s3Cluster) across its cluster. -ENOTSUP (with a
@@ -70,7 +70,6 @@ typedef struct dist_report {
  * it with eng_run. Else 0 or -errno with a sentence in err; res and rep (may
  * be NULL) get the counters. */
 int dist_query_run(const eng_ctx *ctx, const char *sql, size_t len, const dist_transport *tr,
-                   const dist_opts *o, eng_result *res, dist_report *rep, char *err,
-                   size_t errlen);
+                   const dist_opts *o, eng_result *res, dist_report *rep, char *err, size_t errlen);
 
 #endif /* RINGCACHE_DIST_QUERY_H */

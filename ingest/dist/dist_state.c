@@ -34,8 +34,9 @@ int dist_state_encode(const eng_pstate *ps, uint32_t unit, ew_buf *b)
 
 static int bad(char *err, size_t errlen, const char *what)
 {
-    snprintf(err, errlen, "a partial state from a worker is malformed (%s): the servers of "
-                          "the cluster must run the same version",
+    snprintf(err, errlen,
+             "a partial state from a worker is malformed (%s): the servers of "
+             "the cluster must run the same version",
              what);
     return -EBADMSG;
 }
@@ -52,9 +53,10 @@ int dist_state_header(const void *p, size_t n, dist_state_hdr *out, char *err, s
     const uint8_t *vf = er_raw(&r, 4);
     out->version = (uint16_t)(vf[0] | vf[1] << 8);
     if (out->version != DIST_STATE_VERSION) {
-        snprintf(err, errlen, "a worker sent a partial state of version %u where this server "
-                              "reads version %u: the servers of the cluster must run the same "
-                              "version",
+        snprintf(err, errlen,
+                 "a worker sent a partial state of version %u where this server "
+                 "reads version %u: the servers of the cluster must run the same "
+                 "version",
                  out->version, DIST_STATE_VERSION);
         return -EBADMSG;
     }
@@ -77,9 +79,10 @@ int dist_state_merge(eng_pstate *ps, const void *p, size_t n, char *err, size_t 
     if (rc < 0)
         return rc;
     if (h.fingerprint != eng_pstate_fingerprint(ps)) {
-        snprintf(err, errlen, "a worker sent the partial state of another statement (its "
-                              "columns or aggregates differ): the servers of the cluster must "
-                              "run the same version and read the same files");
+        snprintf(err, errlen,
+                 "a worker sent the partial state of another statement (its "
+                 "columns or aggregates differ): the servers of the cluster must "
+                 "run the same version and read the same files");
         return -EBADMSG;
     }
     er_buf r;

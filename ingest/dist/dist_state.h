@@ -55,9 +55,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define DIST_STATE_MAGIC 0x53504352u /* "RCPS" */
+#define DIST_STATE_MAGIC   0x53504352u /* "RCPS" */
 #define DIST_STATE_VERSION 1
-#define DIST_STATE_HEADER 40
+#define DIST_STATE_HEADER  40
 /* The largest body a state may have (a worker's top N or its groups). */
 #define DIST_STATE_MAX_BODY (1024u * 1024u * 1024u)
 

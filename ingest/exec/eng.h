@@ -89,19 +89,19 @@ typedef struct eng_live {
 typedef int64_t (*eng_input_fn)(void *arg, void *buf, size_t len);
 
 typedef struct eng_ctx {
-    eng_list_fn list_s3;       /* NULL: s3() fails with a sentence saying why */
+    eng_list_fn list_s3; /* NULL: s3() fails with a sentence saying why */
     eng_open_fn open_s3;
     void *s3_impl;
-    eng_s3_as_fn s3_as;        /* a source's own credentials (s3(url, key, secret),
+    eng_s3_as_fn s3_as;         /* a source's own credentials (s3(url, key, secret),
                                   NOSIGN); NULL: such sources fail, saying why */
-    FILE *out;                 /* result bytes (borrowed), when writer is NULL */
-    const eng_writer *writer;  /* where result bytes go (borrowed); NULL: out */
+    FILE *out;                  /* result bytes (borrowed), when writer is NULL */
+    const eng_writer *writer;   /* where result bytes go (borrowed); NULL: out */
     eng_open_sink_fn open_sink; /* NULL: the format's sink on writer / out */
     void *sink_arg;
-    eng_format format;         /* when the query has no FORMAT clause */
-    FILE *progress;            /* a progress line every 100 ms; NULL: none */
-    int max_threads;           /* default for the setting; 0: the cores */
-    bool allow_outfile;        /* SELECT ... INTO OUTFILE may write files where the
+    eng_format format;  /* when the query has no FORMAT clause */
+    FILE *progress;     /* a progress line every 100 ms; NULL: none */
+    int max_threads;    /* default for the setting; 0: the cores */
+    bool allow_outfile; /* SELECT ... INTO OUTFILE may write files where the
                                 * engine runs (the CLI: the user's own machine) */
     /* Called after each statement's summary, on the same FILE, to add lines
      * of the caller's (the CLI: where the bytes came from with --cache);
@@ -111,10 +111,10 @@ typedef struct eng_ctx {
     /* What a server adds (all may be NULL / 0): */
     const eng_settings *settings; /* the query's settings before its SETTINGS
                                      clause (max_threads 0: as above) */
-    eng_setting_fn setting;    /* settings of the SETTINGS clause the engine lacks */
+    eng_setting_fn setting;       /* settings of the SETTINGS clause the engine lacks */
     void *setting_arg;
-    const char *database;      /* currentDatabase() and unqualified tables; NULL: "default" */
-    const char *user;          /* currentUser(); NULL: "default" */
+    const char *database;         /* currentDatabase() and unqualified tables; NULL: "default" */
+    const char *user;             /* currentUser(); NULL: "default" */
     eng_open_table_fn open_table; /* FROM [db.]name; NULL: only the engine's system tables */
     void *table_arg;
     const _Atomic int *cancel; /* non-zero: stop the statement (-ECANCELED), checked
@@ -125,7 +125,7 @@ typedef struct eng_ctx {
     eng_live *live;            /* counters to keep up to date; NULL: none */
 
     /* tables (CREATE TABLE, INSERT, FROM t, system.*): */
-    const tb_wh *warehouse;    /* where tables live (borrowed); NULL: no tables */
+    const tb_wh *warehouse; /* where tables live (borrowed); NULL: no tables */
     /* the data of INSERT ... FORMAT F when none follows the statement: a
      * buffer, else a stream read to its end (a server's request body) */
     const void *input;
@@ -143,15 +143,15 @@ typedef struct eng_ctx {
 
 /* What a finished query did (for the summary line). */
 typedef struct eng_result {
-    uint64_t rows_out;         /* rows written */
-    uint64_t rows_read;        /* rows that came out of the readers */
-    uint64_t rows_written;     /* INSERT: rows written to the table */
-    uint64_t bytes_read;       /* their uncompressed bytes */
+    uint64_t rows_out;     /* rows written */
+    uint64_t rows_read;    /* rows that came out of the readers */
+    uint64_t rows_written; /* INSERT: rows written to the table */
+    uint64_t bytes_read;   /* their uncompressed bytes */
     uint64_t files, row_groups, row_groups_pruned;
-    int64_t peak_memory;       /* tracked bytes */
+    int64_t peak_memory; /* tracked bytes */
     double elapsed_s;
-    int code;                  /* a failure's ClickHouse error code (eng_error.h), else 0 */
-    bool has_output;           /* the statement had a result (its sink was opened) */
+    int code;        /* a failure's ClickHouse error code (eng_error.h), else 0 */
+    bool has_output; /* the statement had a result (its sink was opened) */
 } eng_result;
 
 /* Runs `sql` (one or more statements separated by ';') against ctx, writing

@@ -47,10 +47,10 @@
 #define AGG_CHUNK 2048
 /* How far ahead the probe loop prefetches a slot, and a record. */
 #define AGG_PF_SLOT 16
-#define AGG_PF_REC 8
+#define AGG_PF_REC  8
 
 typedef struct uset {
-    uint64_t *v;     /* 0 = empty; value 0 stored as a flag */
+    uint64_t *v; /* 0 = empty; value 0 stored as a flag */
     uint32_t n, mask;
     bool has_zero;
 } uset;
@@ -62,50 +62,50 @@ typedef struct qbuf {
 } qbuf;
 
 typedef struct agg_col {
-    int64_t *i;      /* sum int/uint, min/max/any int-like */
-    double *d;       /* sum/avg float, min/max/any float; var/corr: mean (of x) */
-    uint64_t *cnt;   /* count, avg, var, corr */
+    int64_t *i;    /* sum int/uint, min/max/any int-like */
+    double *d;     /* sum/avg float, min/max/any float; var/corr: mean (of x) */
+    uint64_t *cnt; /* count, avg, var, corr */
     uint8_t *seen;
-    uint8_t **s;     /* min/max/any strings (owned, 4-byte length prefix) */
-    bool ovf;        /* a Decimal sum went past 64 bits */
-    uset **u;        /* uniq: value hashes; -Distinct: the values' bits */
-    double *m2;      /* var: the sum of squared deviations; corr: of x */
+    uint8_t **s;            /* min/max/any strings (owned, 4-byte length prefix) */
+    bool ovf;               /* a Decimal sum went past 64 bits */
+    uset **u;               /* uniq: value hashes; -Distinct: the values' bits */
+    double *m2;             /* var: the sum of squared deviations; corr: of x */
     double *my, *m2y, *cxy; /* corr: mean of y, its squared deviations, co-moment */
-    qbuf **q;        /* quantile */
-    int64_t *ki;     /* argMin/argMax: the key (int-like, or double bits) */
-    uint8_t **ks;    /* argMin/argMax: a string key */
+    qbuf **q;               /* quantile */
+    int64_t *ki;            /* argMin/argMax: the key (int-like, or double bits) */
+    uint8_t **ks;           /* argMin/argMax: a string key */
 } agg_col;
 
 #define AGG_INLINE 12
 
 typedef struct grec {
-    uint64_t k0;             /* len <= AGG_INLINE: key bytes 0..8; else offset in kbuf */
-    uint32_t k1;             /* len <= AGG_INLINE: key bytes 8..12 (zero-padded) */
-    uint32_t len;            /* key bytes */
+    uint64_t k0;  /* len <= AGG_INLINE: key bytes 0..8; else offset in kbuf */
+    uint32_t k1;  /* len <= AGG_INLINE: key bytes 8..12 (zero-padded) */
+    uint32_t len; /* key bytes */
 } grec;
 
 struct agg_tab {
     eng_mem *mem;
     const eng_plan *p;
-    uint32_t n, cap;         /* groups */
-    uint32_t charged;        /* groups the per-group arrays are charged for (em_use) */
-    uint64_t *slots;         /* (hash >> 32) << 32 | (gid + 1); 0 empty */
+    uint32_t n, cap;  /* groups */
+    uint32_t charged; /* groups the per-group arrays are charged for (em_use) */
+    uint64_t *slots;  /* (hash >> 32) << 32 | (gid + 1); 0 empty */
     uint32_t mask;
-    grec *rec;               /* per group */
-    uint8_t *kbuf;           /* keys longer than 16 bytes */
+    grec *rec;     /* per group */
+    uint8_t *kbuf; /* keys longer than 16 bytes */
     size_t klen, kcap, kcharged;
     agg_col *ac;
     /* scratch */
-    uint8_t *scratch;        /* serialized keys of a chunk (or of a dictionary) */
+    uint8_t *scratch; /* serialized keys of a chunk (or of a dictionary) */
     size_t scratch_cap;
-    uint32_t *ko, *kls;      /* per key in scratch: offset, length */
-    uint64_t *hs;            /* per key in scratch: hash */
+    uint32_t *ko, *kls; /* per key in scratch: offset, length */
+    uint64_t *hs;       /* per key in scratch: hash */
     uint32_t kcap_rows;
     uint32_t *gids;
     uint32_t gids_cap;
-    uint32_t *dmap;          /* dictionary entry -> group, AGG_UNMAPPED until seen */
+    uint32_t *dmap; /* dictionary entry -> group, AGG_UNMAPPED until seen */
     uint32_t dmap_cap;
-    cb_column *dmap_dict;    /* the dictionary dmap is for (one reference) */
+    cb_column *dmap_dict; /* the dictionary dmap is for (one reference) */
 };
 
 #define AGG_UNMAPPED UINT32_MAX
@@ -213,11 +213,10 @@ static int charge_groups(agg_tab *t, uint32_t rows)
         ok = em_use(m, c->seen, rows) && em_use(m, c->i, (size_t)rows * 8) &&
              em_use(m, c->d, (size_t)rows * 8) && em_use(m, c->cnt, (size_t)rows * 8) &&
              em_use(m, c->s, (size_t)rows * sizeof(uint8_t *)) &&
-             em_use(m, c->u, (size_t)rows * sizeof(uset *)) &&
-             em_use(m, c->m2, (size_t)rows * 8) && em_use(m, c->my, (size_t)rows * 8) &&
-             em_use(m, c->m2y, (size_t)rows * 8) && em_use(m, c->cxy, (size_t)rows * 8) &&
-             em_use(m, c->q, (size_t)rows * sizeof(qbuf *)) &&
-             em_use(m, c->ki, (size_t)rows * 8) &&
+             em_use(m, c->u, (size_t)rows * sizeof(uset *)) && em_use(m, c->m2, (size_t)rows * 8) &&
+             em_use(m, c->my, (size_t)rows * 8) && em_use(m, c->m2y, (size_t)rows * 8) &&
+             em_use(m, c->cxy, (size_t)rows * 8) &&
+             em_use(m, c->q, (size_t)rows * sizeof(qbuf *)) && em_use(m, c->ki, (size_t)rows * 8) &&
              em_use(m, c->ks, (size_t)rows * sizeof(uint8_t *));
     }
     if (!ok)
@@ -234,12 +233,12 @@ static int room_for_group(agg_tab *t)
     if (t->n == t->cap) {
         uint32_t cap = t->cap ? t->cap * 2 : 256;
         eng_mem *m = t->mem;
-#define GROW(ptr, sz)                                                   \
-    do {                                                                \
-        void *np = em_grow(m, ptr, (size_t)cap * (sz));                 \
-        if (!np)                                                        \
-            return -ENOMEM;                                             \
-        ptr = np;                                                       \
+#define GROW(ptr, sz)                                                                              \
+    do {                                                                                           \
+        void *np = em_grow(m, ptr, (size_t)cap * (sz));                                            \
+        if (!np)                                                                                   \
+            return -ENOMEM;                                                                        \
+        ptr = np;                                                                                  \
     } while (0)
         GROW(t->rec, sizeof(grec));
         for (int a = 0; a < t->p->n_aggs; a++) {
@@ -252,15 +251,26 @@ static int room_for_group(agg_tab *t)
             }
             switch (ag->fn) {
             case AG_COUNT: GROW(c->cnt, 8); break;
-            case AG_QUANTILE: case AG_QUANTILE_EXACT: GROW(c->q, sizeof(qbuf *)); break;
-            case AG_VAR_POP: case AG_VAR_SAMP: case AG_STDDEV_POP: case AG_STDDEV_SAMP:
-                GROW(c->cnt, 8); GROW(c->d, 8); GROW(c->m2, 8);
+            case AG_QUANTILE:
+            case AG_QUANTILE_EXACT: GROW(c->q, sizeof(qbuf *)); break;
+            case AG_VAR_POP:
+            case AG_VAR_SAMP:
+            case AG_STDDEV_POP:
+            case AG_STDDEV_SAMP:
+                GROW(c->cnt, 8);
+                GROW(c->d, 8);
+                GROW(c->m2, 8);
                 break;
             case AG_CORR:
-                GROW(c->cnt, 8); GROW(c->d, 8); GROW(c->m2, 8); GROW(c->my, 8); GROW(c->m2y, 8);
+                GROW(c->cnt, 8);
+                GROW(c->d, 8);
+                GROW(c->m2, 8);
+                GROW(c->my, 8);
+                GROW(c->m2y, 8);
                 GROW(c->cxy, 8);
                 break;
-            case AG_ARGMIN: case AG_ARGMAX:
+            case AG_ARGMIN:
+            case AG_ARGMAX:
                 if (ag->arg2->t.kind == EX_STRING)
                     GROW(c->ks, sizeof(uint8_t *));
                 else
@@ -272,7 +282,11 @@ static int room_for_group(agg_tab *t)
                 else
                     GROW(c->i, 8);
                 break;
-            case AG_AVG: GROW(c->cnt, 8); GROW(c->d, 8); GROW(c->i, 8); break;
+            case AG_AVG:
+                GROW(c->cnt, 8);
+                GROW(c->d, 8);
+                GROW(c->i, 8);
+                break;
             case AG_UNIQ: GROW(c->u, sizeof(uset *)); break;
             default:
                 if (ag->t.kind == EX_STRING)
@@ -374,9 +388,8 @@ static int64_t lookup_p(agg_tab *t, const uint8_t *k, uint32_t kl, uint64_t h)
         if ((e & 0xffffffff00000000ull) == hi) {
             uint32_t g = (uint32_t)e - 1;
             const grec *r = &t->rec[g];
-            if (r->len == kl &&
-                (kl <= AGG_INLINE ? r->k0 == w0 && r->k1 == w1
-                                  : memcmp(t->kbuf + r->k0, k, kl) == 0))
+            if (r->len == kl && (kl <= AGG_INLINE ? r->k0 == w0 && r->k1 == w1
+                                                  : memcmp(t->kbuf + r->k0, k, kl) == 0))
                 return g;
         }
         s = (s + 1) & t->mask;
@@ -733,7 +746,9 @@ static int update_one(agg_tab *t, int a, uint32_t g, const ex_vec *v, uint32_t r
         else if (ag->t.kind == EX_DECIMAL)
             c->ovf |= __builtin_add_overflow(c->i[g], v->i[ex_row(v, r)], &c->i[g]);
         else
-            c->i[g] = (int64_t)((uint64_t)c->i[g] + (uint64_t)(v->t.kind == EX_FLOAT ? (int64_t)v->d[ex_row(v, r)] : v->i[ex_row(v, r)]));
+            c->i[g] = (int64_t)((uint64_t)c->i[g] + (uint64_t)(v->t.kind == EX_FLOAT
+                                                                   ? (int64_t)v->d[ex_row(v, r)]
+                                                                   : v->i[ex_row(v, r)]));
         break;
     case AG_AVG:
         if (v->t.kind == EX_FLOAT)
@@ -756,7 +771,9 @@ static int update_one(agg_tab *t, int a, uint32_t g, const ex_vec *v, uint32_t r
         if (uset_add(t->mem, &c->u[g], val_hash(v, r)) < 0)
             return -ENOMEM;
         break;
-    case AG_MIN: case AG_MAX: case AG_ANY: {
+    case AG_MIN:
+    case AG_MAX:
+    case AG_ANY: {
         bool take = !c->seen[g];
         if (!take && ag->fn != AG_ANY) {
             int cmpv;
@@ -855,8 +872,7 @@ static int key_cmp(const agg_col *c, uint32_t g, const ex_vec *v, uint32_t r)
 /* Folds row r (v, and v2 for two arguments) into state g of a generic
  * aggregate a. Rows with a NULL argument are skipped, as ClickHouse skips
  * them. */
-static int update_ext(agg_tab *t, int a, uint32_t g, const ex_vec *v, const ex_vec *v2,
-                      uint32_t r)
+static int update_ext(agg_tab *t, int a, uint32_t g, const ex_vec *v, const ex_vec *v2, uint32_t r)
 {
     const eng_agg *ag = &t->p->aggs[a];
     agg_col *c = &t->ac[a];
@@ -873,7 +889,8 @@ static int update_ext(agg_tab *t, int a, uint32_t g, const ex_vec *v, const ex_v
         if (keep_value(t, c, ag, g, v, r) < 0)
             return -ENOMEM;
         break;
-    case AG_QUANTILE: case AG_QUANTILE_EXACT: {
+    case AG_QUANTILE:
+    case AG_QUANTILE_EXACT: {
         int64_t x;
         if (ag->fn == AG_QUANTILE) {
             double d = ex_f(v, r);
@@ -888,7 +905,10 @@ static int update_ext(agg_tab *t, int a, uint32_t g, const ex_vec *v, const ex_v
             return -ENOMEM;
         break;
     }
-    case AG_VAR_POP: case AG_VAR_SAMP: case AG_STDDEV_POP: case AG_STDDEV_SAMP: {
+    case AG_VAR_POP:
+    case AG_VAR_SAMP:
+    case AG_STDDEV_POP:
+    case AG_STDDEV_SAMP: {
         double x = ex_f(v, r), n1 = (double)++c->cnt[g];
         double delta = x - c->d[g];
         c->d[g] += delta / n1;
@@ -906,7 +926,8 @@ static int update_ext(agg_tab *t, int a, uint32_t g, const ex_vec *v, const ex_v
         c->cxy[g] += dx * (y - c->my[g]);
         break;
     }
-    case AG_ARGMIN: case AG_ARGMAX: {
+    case AG_ARGMIN:
+    case AG_ARGMAX: {
         bool take = !c->seen[g];
         if (!take) {
             int k = key_cmp(c, g, v2, r);
@@ -926,8 +947,7 @@ static int update_ext(agg_tab *t, int a, uint32_t g, const ex_vec *v, const ex_v
             return -ENOMEM;
         break;
     }
-    default:
-        return update_one(t, a, g, v, r);
+    default: return update_one(t, a, g, v, r);
     }
     c->seen[g] = 1;
     return 0;
@@ -1034,8 +1054,7 @@ out:
  * one accumulator do not wait on each other's; integer sums wrap as
  * ClickHouse's Int64 does, so their order does not matter); everything else
  * goes row by row. */
-static int update_global(agg_tab *t, ex_ectx *ec, const ex_vec *in, const uint32_t *sel,
-                         uint32_t n)
+static int update_global(agg_tab *t, ex_ectx *ec, const ex_vec *in, const uint32_t *sel, uint32_t n)
 {
     const eng_plan *p = t->p;
     int rc = 0;
@@ -1296,14 +1315,19 @@ static int merge_ext(agg_tab *dst, int a, uint32_t g, agg_tab *src, uint32_t sg)
     }
     bool first = !d->seen[g];
     switch (ag->fn) {
-    case AG_QUANTILE: case AG_QUANTILE_EXACT: {
+    case AG_QUANTILE:
+    case AG_QUANTILE_EXACT: {
         qbuf *q = s->q[sg];
         for (uint32_t k = 0; q && k < q->n; k++)
             if (qbuf_push(dst->mem, &d->q[g], q->v[k]) < 0)
                 return -ENOMEM;
         return 0;
     }
-    case AG_VAR_POP: case AG_VAR_SAMP: case AG_STDDEV_POP: case AG_STDDEV_SAMP: case AG_CORR: {
+    case AG_VAR_POP:
+    case AG_VAR_SAMP:
+    case AG_STDDEV_POP:
+    case AG_STDDEV_SAMP:
+    case AG_CORR: {
         double na = (double)d->cnt[g], nb = (double)s->cnt[sg], nn = na + nb;
         if (nb == 0)
             return 0;
@@ -1319,7 +1343,8 @@ static int merge_ext(agg_tab *dst, int a, uint32_t g, agg_tab *src, uint32_t sg)
         d->cnt[g] += s->cnt[sg];
         return 0;
     }
-    case AG_ARGMIN: case AG_ARGMAX: {
+    case AG_ARGMIN:
+    case AG_ARGMAX: {
         bool take = first;
         if (!take) {
             int k;
@@ -1334,7 +1359,9 @@ static int merge_ext(agg_tab *dst, int a, uint32_t g, agg_tab *src, uint32_t sg)
                 memcpy(&y, &d->ki[g], 8);
                 k = x < y ? -1 : x > y;
             } else if (ag->arg2->t.kind == EX_UINT) {
-                k = (uint64_t)s->ki[sg] < (uint64_t)d->ki[g] ? -1 : (uint64_t)s->ki[sg] > (uint64_t)d->ki[g];
+                k = (uint64_t)s->ki[sg] < (uint64_t)d->ki[g]
+                        ? -1
+                        : (uint64_t)s->ki[sg] > (uint64_t)d->ki[g];
             } else {
                 k = s->ki[sg] < d->ki[g] ? -1 : s->ki[sg] > d->ki[g];
             }
@@ -1351,9 +1378,7 @@ static int merge_ext(agg_tab *dst, int a, uint32_t g, agg_tab *src, uint32_t sg)
         }
     }
         __attribute__((fallthrough)); /* then the value, as anyLast keeps it */
-    case AG_ANYLAST:
-        move_value(dst, ag, d, g, s, sg);
-        return 0;
+    case AG_ANYLAST: move_value(dst, ag, d, g, s, sg); return 0;
     default: {
         /* the seven first under -If: the same states as without it */
         return 1;
@@ -1427,7 +1452,9 @@ int agg_tab_merge(agg_tab *dst, agg_tab *src, char *err, size_t errlen)
                     } else if (ag->t.kind == EX_FLOAT)
                         cmpv = s->d[sg] < d->d[g] ? -1 : s->d[sg] > d->d[g];
                     else if (ag->t.kind == EX_UINT)
-                        cmpv = (uint64_t)s->i[sg] < (uint64_t)d->i[g] ? -1 : (uint64_t)s->i[sg] > (uint64_t)d->i[g];
+                        cmpv = (uint64_t)s->i[sg] < (uint64_t)d->i[g]
+                                   ? -1
+                                   : (uint64_t)s->i[sg] > (uint64_t)d->i[g];
                     else
                         cmpv = s->i[sg] < d->i[g] ? -1 : s->i[sg] > d->i[g];
                     take = ag->fn == AG_MIN ? cmpv < 0 : cmpv > 0;
@@ -1444,35 +1471,35 @@ int agg_tab_merge(agg_tab *dst, agg_tab *src, char *err, size_t errlen)
 
 /* Quickselect: a[k] is the k-th smallest of a[0..n) after it (elements
  * partitioned around it). One per storage: double, int64, uint64. */
-#define AGG_SELECT(name, T)                                                    \
-    static void name(T *a, uint32_t n, uint32_t k)                             \
-    {                                                                          \
-        uint32_t lo = 0, hi = n - 1;                                           \
-        while (lo < hi) {                                                      \
-            T x = a[lo + (hi - lo) / 2];                                       \
-            uint32_t i = lo, j = hi;                                           \
-            while (i <= j) {                                                   \
-                while (a[i] < x)                                               \
-                    i++;                                                       \
-                while (a[j] > x)                                               \
-                    j--;                                                       \
-                if (i <= j) {                                                  \
-                    T s = a[i];                                                \
-                    a[i] = a[j];                                               \
-                    a[j] = s;                                                  \
-                    i++;                                                       \
-                    if (j == 0)                                                \
-                        break;                                                 \
-                    j--;                                                       \
-                }                                                              \
-            }                                                                  \
-            if (k <= j)                                                        \
-                hi = j;                                                        \
-            else if (k >= i)                                                   \
-                lo = i;                                                        \
-            else                                                               \
-                return;                                                        \
-        }                                                                      \
+#define AGG_SELECT(name, T)                                                                        \
+    static void name(T *a, uint32_t n, uint32_t k)                                                 \
+    {                                                                                              \
+        uint32_t lo = 0, hi = n - 1;                                                               \
+        while (lo < hi) {                                                                          \
+            T x = a[lo + (hi - lo) / 2];                                                           \
+            uint32_t i = lo, j = hi;                                                               \
+            while (i <= j) {                                                                       \
+                while (a[i] < x)                                                                   \
+                    i++;                                                                           \
+                while (a[j] > x)                                                                   \
+                    j--;                                                                           \
+                if (i <= j) {                                                                      \
+                    T s = a[i];                                                                    \
+                    a[i] = a[j];                                                                   \
+                    a[j] = s;                                                                      \
+                    i++;                                                                           \
+                    if (j == 0)                                                                    \
+                        break;                                                                     \
+                    j--;                                                                           \
+                }                                                                                  \
+            }                                                                                      \
+            if (k <= j)                                                                            \
+                hi = j;                                                                            \
+            else if (k >= i)                                                                       \
+                lo = i;                                                                            \
+            else                                                                                   \
+                return;                                                                            \
+        }                                                                                          \
     }
 AGG_SELECT(select_d, double)
 AGG_SELECT(select_i, int64_t)
@@ -1581,14 +1608,15 @@ static void finish_ext(agg_tab *t, int a, uint32_t g, ex_vec *v)
     }
     double nn = c->cnt ? (double)c->cnt[g] : 0, r = NAN;
     switch (ag->fn) {
-    case AG_QUANTILE: case AG_QUANTILE_EXACT:
-        finish_quantile(ag, c->q[g], v, g);
-        return;
-    case AG_VAR_POP: case AG_STDDEV_POP:
+    case AG_QUANTILE:
+    case AG_QUANTILE_EXACT: finish_quantile(ag, c->q[g], v, g); return;
+    case AG_VAR_POP:
+    case AG_STDDEV_POP:
         if (nn > 0)
             r = c->m2[g] / nn;
         break;
-    case AG_VAR_SAMP: case AG_STDDEV_SAMP:
+    case AG_VAR_SAMP:
+    case AG_STDDEV_SAMP:
         if (nn > 1)
             r = c->m2[g] / (nn - 1);
         break;
@@ -1695,9 +1723,7 @@ int agg_tab_finish(agg_tab *t, ex_vec *out, char *err, size_t errlen)
             }
             switch (ag->fn) {
             case AG_COUNT: v->i[g] = (int64_t)c->cnt[g]; break;
-            case AG_UNIQ:
-                v->i[g] = c->u[g] ? (int64_t)c->u[g]->n + c->u[g]->has_zero : 0;
-                break;
+            case AG_UNIQ: v->i[g] = c->u[g] ? (int64_t)c->u[g]->n + c->u[g]->has_zero : 0; break;
             case AG_AVG:
                 v->d[g] = c->cnt[g] ? (c->d[g] + (double)c->i[g]) / (double)c->cnt[g] : NAN;
                 if (ag->arg && ag->arg->t.kind == EX_DECIMAL)
@@ -1825,14 +1851,18 @@ int agg_tab_encode(const agg_tab *t, ew_buf *b)
                 ew_u64(b, c->cnt[g]);
                 break;
             case AG_UNIQ: enc_set(b, c->u[g]); break;
-            case AG_QUANTILE: case AG_QUANTILE_EXACT: {
+            case AG_QUANTILE:
+            case AG_QUANTILE_EXACT: {
                 const qbuf *q = c->q[g];
                 ew_u32(b, q ? q->n : 0);
                 for (uint32_t k = 0; q && k < q->n; k++)
                     ew_u64(b, (uint64_t)q->v[k]);
                 break;
             }
-            case AG_VAR_POP: case AG_VAR_SAMP: case AG_STDDEV_POP: case AG_STDDEV_SAMP:
+            case AG_VAR_POP:
+            case AG_VAR_SAMP:
+            case AG_STDDEV_POP:
+            case AG_STDDEV_SAMP:
             case AG_CORR:
                 ew_u64(b, c->cnt[g]);
                 ew_f64(b, c->d[g]);
@@ -1843,7 +1873,8 @@ int agg_tab_encode(const agg_tab *t, ew_buf *b)
                     ew_f64(b, c->cxy[g]);
                 }
                 break;
-            case AG_ARGMIN: case AG_ARGMAX:
+            case AG_ARGMIN:
+            case AG_ARGMAX:
                 if (!c->seen[g])
                     break; /* no key and no value yet */
                 if (ag->arg2->t.kind == EX_STRING) {
@@ -1869,8 +1900,9 @@ int agg_tab_encode(const agg_tab *t, ew_buf *b)
 static int wire_bad(er_buf *r, char *err, size_t errlen, const char *what)
 {
     er_fail(r);
-    snprintf(err, errlen, "a partial aggregate state is malformed (%s): the sending server "
-                          "runs another version or the bytes were damaged",
+    snprintf(err, errlen,
+             "a partial aggregate state is malformed (%s): the sending server "
+             "runs another version or the bytes were damaged",
              what);
     return -EBADMSG;
 }
@@ -1961,10 +1993,10 @@ int agg_tab_decode(agg_tab *t, er_buf *r, char *err, size_t errlen)
                 break;
             case AG_UNIQ:
                 if (dec_set(t, &c->u[g], r) < 0)
-                    return r->err ? wire_bad(r, err, errlen, "uniq set")
-                                  : tab_oom(t, err, errlen);
+                    return r->err ? wire_bad(r, err, errlen, "uniq set") : tab_oom(t, err, errlen);
                 break;
-            case AG_QUANTILE: case AG_QUANTILE_EXACT: {
+            case AG_QUANTILE:
+            case AG_QUANTILE_EXACT: {
                 uint32_t m = er_count(r, 8, UINT32_MAX / 8);
                 if (r->err)
                     return wire_bad(r, err, errlen, "quantile values");
@@ -1975,7 +2007,10 @@ int agg_tab_decode(agg_tab *t, er_buf *r, char *err, size_t errlen)
                     return wire_bad(r, err, errlen, "quantile values without a seen flag");
                 break;
             }
-            case AG_VAR_POP: case AG_VAR_SAMP: case AG_STDDEV_POP: case AG_STDDEV_SAMP:
+            case AG_VAR_POP:
+            case AG_VAR_SAMP:
+            case AG_STDDEV_POP:
+            case AG_STDDEV_SAMP:
             case AG_CORR:
                 c->cnt[g] = er_u64(r);
                 c->d[g] = er_f64(r);
@@ -1988,7 +2023,8 @@ int agg_tab_decode(agg_tab *t, er_buf *r, char *err, size_t errlen)
                 if (!r->err && (c->cnt[g] > 0) != (seen != 0))
                     return wire_bad(r, err, errlen, "moments");
                 break;
-            case AG_ARGMIN: case AG_ARGMAX:
+            case AG_ARGMIN:
+            case AG_ARGMAX:
                 if (!seen)
                     break;
                 if (ag->arg2->t.kind == EX_STRING) {

@@ -97,9 +97,9 @@ static const eng_sink_ops ms_ops = {ms_begin, ms_write, ms_end, ms_destroy};
 typedef struct mem_source {
     eng_source base;
     const eng_memtab *t;
-    eng_memtab own;          /* when the source owns its table */
+    eng_memtab own; /* when the source owns its table */
     bool owns;
-    eng_mem *mem;            /* own's tracker */
+    eng_mem *mem; /* own's tracker */
     eng_scan_stats *stats;
     const eng_plan *plan;
     _Atomic int *stop;
@@ -165,8 +165,9 @@ static void mem_destroy(eng_source *s)
     free(m);
 }
 
-static const eng_source_ops mem_ops = {mem_plan, mem_reader_create, mem_reader_destroy, mem_nop,
-                                       mem_read, mem_nop, mem_nop, mem_destroy, NULL};
+static const eng_source_ops mem_ops = {mem_plan, mem_reader_create, mem_reader_destroy,
+                                       mem_nop,  mem_read,          mem_nop,
+                                       mem_nop,  mem_destroy,       NULL};
 
 /* A source over t: borrowed (t outlives it) or, with take, moved into it. */
 static int mem_source_open(equery *q, eng_memtab *t, bool take, eng_source **out, char *err,
@@ -429,8 +430,10 @@ static eng_memtab *scope_find(equery *q, const char *name, int *rc, char *err, s
             if (!w->sub || strcmp(w->name, name) != 0)
                 continue;
             if (s->busy & (1ull << (i & 63))) {
-                snprintf(err, errlen, "line %d, column %d: WITH %s refers to itself, which is "
-                                      "not supported (recursive WITH)", w->line, w->col, name);
+                snprintf(err, errlen,
+                         "line %d, column %d: WITH %s refers to itself, which is "
+                         "not supported (recursive WITH)",
+                         w->line, w->col, name);
                 *rc = -EINVAL;
                 return NULL;
             }

@@ -104,7 +104,8 @@ static int by_errno(int rc)
     switch (rc) {
     case -ECANCELED: return ENG_E_QUERY_WAS_CANCELLED;
     case -ETIMEDOUT: return ENG_E_TIMEOUT_EXCEEDED;
-    case -EPIPE: case -ECONNRESET: return ENG_E_CANNOT_WRITE_TO_OSTREAM;
+    case -EPIPE:
+    case -ECONNRESET: return ENG_E_CANNOT_WRITE_TO_OSTREAM;
     case -ENOTSUP: return ENG_E_NOT_IMPLEMENTED;
     default: return 0;
     }
@@ -119,8 +120,7 @@ int eng_error_classify(eng_stage stage, int rc, const char *msg)
     if (c)
         return c;
     switch (stage) {
-    case ENG_STAGE_PARSE:
-        return ENG_E_SYNTAX_ERROR;
+    case ENG_STAGE_PARSE: return ENG_E_SYNTAX_ERROR;
     case ENG_STAGE_SETTINGS:
         if (starts(w, "unknown setting"))
             return ENG_E_UNKNOWN_SETTING;
@@ -172,8 +172,7 @@ int eng_error_classify(eng_stage stage, int rc, const char *msg)
             return ENG_E_FILE_DOESNT_EXIST;
         if (rc == -EIO && starts(w, "cannot write the result"))
             return ENG_E_CANNOT_WRITE_TO_OSTREAM;
-        if (rc == -EIO || rc == -EHOSTDOWN || rc == -EREMOTEIO || rc == -EACCES ||
-            rc == -ESTALE)
+        if (rc == -EIO || rc == -EHOSTDOWN || rc == -EREMOTEIO || rc == -EACCES || rc == -ESTALE)
             return ENG_E_S3_ERROR;
         return ENG_E_STD_EXCEPTION;
     }

@@ -72,11 +72,11 @@ const char *eng_error_name(int code);
 
 /* Where a statement failed, for eng_error_classify. */
 typedef enum eng_stage {
-    ENG_STAGE_PARSE = 1,   /* the SQL text */
-    ENG_STAGE_SETTINGS,    /* SETTINGS and FORMAT */
-    ENG_STAGE_SOURCE,      /* FROM: opening the table function or table */
-    ENG_STAGE_BIND,        /* names and types */
-    ENG_STAGE_EXEC,        /* reading, computing, writing the result */
+    ENG_STAGE_PARSE = 1, /* the SQL text */
+    ENG_STAGE_SETTINGS,  /* SETTINGS and FORMAT */
+    ENG_STAGE_SOURCE,    /* FROM: opening the table function or table */
+    ENG_STAGE_BIND,      /* names and types */
+    ENG_STAGE_EXEC,      /* reading, computing, writing the result */
 } eng_stage;
 
 /* The ClickHouse code of a failure: the stage, the -errno and the engine's

@@ -87,8 +87,11 @@ static int open_out_sink(equery *q, eng_format fmt, eng_sink **out, char *err, s
  * ClickHouse's client infers it (TabSeparated when the name says nothing). */
 static eng_format outfile_format(const char *path)
 {
-    static const struct { const char *ext; const char *fmt; } tab[] = {
-        {".tsv", "TabSeparated"}, {".tab", "TabSeparated"}, {".csv", "CSV"},
+    static const struct {
+        const char *ext;
+        const char *fmt;
+    } tab[] = {
+        {".tsv", "TabSeparated"}, {".tab", "TabSeparated"},   {".csv", "CSV"},
         {".json", "JSONEachRow"}, {".ndjson", "JSONEachRow"}, {".jsonl", "JSONEachRow"},
         {".parquet", "Parquet"},
     };
@@ -112,22 +115,27 @@ static int stmt_outfile(equery *q, const sql_stmt *st, eng_format *ofmt, char *e
     if (!st->outfile)
         return 0;
     if (!q->ctx->allow_outfile) {
-        snprintf(err, errlen, "line %d, column %d: INTO OUTFILE is not allowed here: it writes "
+        snprintf(err, errlen,
+                 "line %d, column %d: INTO OUTFILE is not allowed here: it writes "
                  "a file where the query runs; run the query with ringcache query, or "
-                 "save the answer on your side", st->outfile_line, st->outfile_col);
+                 "save the answer on your side",
+                 st->outfile_line, st->outfile_col);
         return -EPERM;
     }
     if (!st->format)
         *ofmt = outfile_format(st->outfile);
     int flags = O_WRONLY | O_CREAT | O_CLOEXEC;
-    flags |= st->outfile_mode == SQL_OUTFILE_APPEND ? O_APPEND
-             : st->outfile_mode == SQL_OUTFILE_TRUNCATE ? O_TRUNC : O_EXCL;
+    flags |= st->outfile_mode == SQL_OUTFILE_APPEND     ? O_APPEND
+             : st->outfile_mode == SQL_OUTFILE_TRUNCATE ? O_TRUNC
+                                                        : O_EXCL;
     int fd = open(st->outfile, flags, 0644);
     if (fd < 0) {
         int e = errno;
         if (e == EEXIST)
-            snprintf(err, errlen, "INTO OUTFILE: the file %s exists: add APPEND or TRUNCATE "
-                     "after INTO OUTFILE '%s' to say what to do with it", st->outfile, st->outfile);
+            snprintf(err, errlen,
+                     "INTO OUTFILE: the file %s exists: add APPEND or TRUNCATE "
+                     "after INTO OUTFILE '%s' to say what to do with it",
+                     st->outfile, st->outfile);
         else
             snprintf(err, errlen, "INTO OUTFILE: cannot open %s: %s", st->outfile, strerror(e));
         return -e;
@@ -234,8 +242,7 @@ static int stmt_own_settings(const eng_ctx *ctx, const sql_stmt *st, sql_stmt *c
 }
 
 /* SETTINGS over the defaults, and the output format. */
-int eng__stmt_settings(equery *q, const sql_stmt *st, eng_format *ofmt, char *err,
-                       size_t errlen)
+int eng__stmt_settings(equery *q, const sql_stmt *st, eng_format *ofmt, char *err, size_t errlen)
 {
     const eng_ctx *ctx = q->ctx;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -320,8 +327,8 @@ int eng__stmt_source(equery *q, const sql_stmt *st, char *err, size_t errlen)
 static int from_source(equery *q, const sql_stmt *st, char *err, size_t errlen)
 {
     const eng_ctx *ctx = q->ctx;
-    eng_scan_env env = {&q->mem, &q->set, ctx->list_s3, ctx->open_s3, ctx->s3_impl,
-                        &q->stats, &q->stop, ctx->s3_as, ctx->warehouse, ctx->database,
+    eng_scan_env env = {&q->mem,   &q->set,       ctx->list_s3,   ctx->open_s3,   ctx->s3_impl,
+                        &q->stats, &q->stop,      ctx->s3_as,     ctx->warehouse, ctx->database,
                         ctx->unit, ctx->clusters, ctx->n_clusters};
     if (!q->scope_here && eng__scope_init(q, st) < 0) {
         snprintf(err, errlen, "out of memory");
@@ -373,7 +380,8 @@ int eng__out_strings(equery *q, eng_format fmt, const char *const *names, int n_
     int rc = ts ? 0 : -ENOMEM;
     for (int k = 0; k < n_cols && ts; k++)
         ts[k] = (ex_type){.kind = EX_STRING};
-    if (rc == 0 && (rtab_init(&q->mem, &t, ts, n_cols) < 0 || rtab_reserve(&q->mem, &t, n_rows) < 0))
+    if (rc == 0 &&
+        (rtab_init(&q->mem, &t, ts, n_cols) < 0 || rtab_reserve(&q->mem, &t, n_rows) < 0))
         rc = -ENOMEM;
     for (uint32_t i = 0; rc == 0 && i < n_rows; i++) {
         for (int k = 0; k < n_cols; k++) {
@@ -403,8 +411,10 @@ int eng__out_strings(equery *q, eng_format fmt, const char *const *names, int n_
 static int run_describe(equery *q, eng_format fmt, char *err, size_t errlen)
 {
     /* name, type, default_type, default_expression, comment, codec_expression, ttl_expression */
-    static const char *dn[] = {"name", "type", "default_type", "default_expression",
-                               "comment", "codec_expression", "ttl_expression"};
+    static const char *dn[] = {"name",          "type",
+                               "default_type",  "default_expression",
+                               "comment",       "codec_expression",
+                               "ttl_expression"};
     const eng_schema *schema = &q->src->schema;
     ex_type ts[7];
     for (int k = 0; k < 7; k++)
@@ -529,8 +539,7 @@ static int run_stmt(const eng_ctx *ctx, const sql_stmt *st, FILE *summary, eng_r
     bool table = rc == 0 && eng__is_table_stmt(st);
     bool expl = rc == 0 && !table && st->kind == SQL_SELECT && st->explain;
     bool uni = rc == 0 && !table && !expl && st->kind == SQL_SELECT && st->union_all;
-    bool win = rc == 0 && !table && !uni && !expl && st->kind == SQL_SELECT &&
-               eng__has_window(st);
+    bool win = rc == 0 && !table && !uni && !expl && st->kind == SQL_SELECT && eng__has_window(st);
     if (uni && eng__scope_init(q, st) < 0) {
         snprintf(err, errlen, "out of memory");
         rc = -ENOMEM;
@@ -595,13 +604,14 @@ int eng_run(const eng_ctx *ctx, const char *sql, size_t len, FILE *summary, eng_
     sql_stmt **st;
     int n = sql_parse_script(sql, len, &st, err, errlen);
     if (n <= 0 && res)
-        *res = (eng_result){.code = n == -ENOMEM ? ENG_E_MEMORY_LIMIT_EXCEEDED
-                                                 : ENG_E_SYNTAX_ERROR};
+        *res =
+            (eng_result){.code = n == -ENOMEM ? ENG_E_MEMORY_LIMIT_EXCEEDED : ENG_E_SYNTAX_ERROR};
     if (n < 0)
         return n;
     if (n == 0) {
-        snprintf(err, errlen, "the query is empty: write a SELECT, INSERT, CREATE TABLE or "
-                              "DESCRIBE statement");
+        snprintf(err, errlen,
+                 "the query is empty: write a SELECT, INSERT, CREATE TABLE or "
+                 "DESCRIBE statement");
         return -EINVAL;
     }
     int rc = 0;

@@ -117,8 +117,7 @@ static int explain_stmt(equery *q, const sql_stmt *st, xlines *x, int ind, char 
                         size_t errlen);
 
 /* One SELECT of q's (q opens its source). */
-static int explain_one(equery *q, const sql_stmt *st, xlines *x, int ind, char *err,
-                       size_t errlen)
+static int explain_one(equery *q, const sql_stmt *st, xlines *x, int ind, char *err, size_t errlen)
 {
     bool win = eng__has_window(st);
     int rc = eng__stmt_source(q, st, err, errlen);
@@ -144,8 +143,10 @@ static int explain_one(equery *q, const sql_stmt *st, xlines *x, int ind, char *
                  (long long)st->offset);
         if (st->n_order_by)
             xadd(x, ind++, "Sorting (ORDER BY of the statement, after the windows)");
-        xadd(x, ind++, "Window (%d function%s: %s; each sorts the rows by its PARTITION BY and "
-                       "ORDER BY and walks its partitions)", nw, nw == 1 ? "" : "s", fns);
+        xadd(x, ind++,
+             "Window (%d function%s: %s; each sorts the rows by its PARTITION BY and "
+             "ORDER BY and walks its partitions)",
+             nw, nw == 1 ? "" : "s", fns);
         xadd(x, ind++, "Materialize (the rows with the windows' arguments and keys, in memory)");
         if (st->n_group_by || st->having)
             xadd(x, ind++, "Aggregating (GROUP BY / HAVING as below a plain SELECT)");
@@ -211,8 +212,8 @@ static int explain_one(equery *q, const sql_stmt *st, xlines *x, int ind, char *
                     o = sizeof(ag) - 1;
             }
             if (st->n_group_by)
-                xadd(x, ind++, "Aggregating (GROUP BY %s: %s; a hash table per worker, merged)", buf,
-                     ag);
+                xadd(x, ind++, "Aggregating (GROUP BY %s: %s; a hash table per worker, merged)",
+                     buf, ag);
             else
                 xadd(x, ind++, "Aggregating (%s: one row; a partial state per worker, merged)", ag);
         }
@@ -234,8 +235,10 @@ static int explain_one(equery *q, const sql_stmt *st, xlines *x, int ind, char *
         xadd(x, ind, "Join (%s%s%s, hash join on %d key%s; join_use_nulls = %d)",
              ji.any ? "ANY " : "", join_kind(ji.kind), ji.kind == SQL_JOIN_CROSS ? "" : " JOIN",
              ji.n_keys, ji.n_keys == 1 ? "" : "s", ji.use_nulls ? 1 : 0);
-        xadd(x, ind + 1, "Right side: %s%s%s: %u rows in memory with its hash table, built "
-                         "before the left side is read", rn, j->right->from_alias ? " AS " : "",
+        xadd(x, ind + 1,
+             "Right side: %s%s%s: %u rows in memory with its hash table, built "
+             "before the left side is read",
+             rn, j->right->from_alias ? " AS " : "",
              j->right->from_alias ? j->right->from_alias : "", ji.right_rows);
         if (ji.kind == SQL_JOIN_RIGHT || ji.kind == SQL_JOIN_FULL)
             xadd(x, ind + 1, "Then: the right rows nothing matched, after every left unit");
@@ -256,21 +259,22 @@ static int explain_one(equery *q, const sql_stmt *st, xlines *x, int ind, char *
         xadd(x, ind, "ReadFrom %s: %llu file%s", fn, (unsigned long long)s->files,
              s->files == 1 ? "" : "s");
     } else {
-        xadd(x, ind, "ReadFrom %s: %llu file%s; %d unit%s to read (Parquet row groups, text "
-                     "files, granules or blocks of rows), %llu pruned by WHERE%s%s",
+        xadd(x, ind,
+             "ReadFrom %s: %llu file%s; %d unit%s to read (Parquet row groups, text "
+             "files, granules or blocks of rows), %llu pruned by WHERE%s%s",
              fn, (unsigned long long)s->files, s->files == 1 ? "" : "s", units,
              units == 1 ? "" : "s", (unsigned long long)atomic_load(&q->stats.units_pruned),
              cols[0] ? "; columns " : "", cols);
         int workers = q->set.max_threads < units ? q->set.max_threads : units;
-        xadd(x, ind, "Threads: max_threads = %d, %d worker%s over the units; "
-                     "max_download_threads = %d",
+        xadd(x, ind,
+             "Threads: max_threads = %d, %d worker%s over the units; "
+             "max_download_threads = %d",
              q->set.max_threads, workers, workers == 1 ? "" : "s", q->set.max_download_threads);
     }
     return 0;
 }
 
-static int explain_stmt(equery *q, const sql_stmt *st, xlines *x, int ind, char *err,
-                        size_t errlen)
+static int explain_stmt(equery *q, const sql_stmt *st, xlines *x, int ind, char *err, size_t errlen)
 {
     if (!st->union_all)
         return explain_one(q, st, x, ind, err, errlen);

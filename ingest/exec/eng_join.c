@@ -33,19 +33,19 @@
 #include <xxhash.h>
 
 #define JOIN_BLOCK 65536u
-#define NONE UINT32_MAX
+#define NONE       UINT32_MAX
 
 enum { JK_INT = 0, JK_FLOAT, JK_STR };
 
 typedef struct jkey {
-    int lcol;                  /* the left's schema column */
-    int rcol;                  /* the right table's column */
-    int mode;                  /* JK_*: how both sides' values compare */
+    int lcol; /* the left's schema column */
+    int rcol; /* the right table's column */
+    int mode; /* JK_*: how both sides' values compare */
 } jkey;
 
 typedef struct jslot {
-    uint64_t h;                /* the key's hash, or with int1 the key */
-    uint32_t head, tail;       /* row + 1; head 0: empty */
+    uint64_t h;          /* the key's hash, or with int1 the key */
+    uint32_t head, tail; /* row + 1; head 0: empty */
 } jslot;
 
 typedef struct jsrc {
@@ -55,9 +55,9 @@ typedef struct jsrc {
     sql_join_kind kind;
     bool any, use_nulls;
     eng_memtab right;
-    int n_lcols;               /* schema columns [0, n_lcols) are the left's */
-    int *rmap;                 /* schema column n_lcols + j: the right's column rmap[j] */
-    int *using_r;              /* left column k is USING's, also right column using_r[k]; -1 */
+    int n_lcols;  /* schema columns [0, n_lcols) are the left's */
+    int *rmap;    /* schema column n_lcols + j: the right's column rmap[j] */
+    int *using_r; /* left column k is USING's, also right column using_r[k]; -1 */
     jkey *keys;
     int n_keys;
     /* the hash table over the right rows: open addressing, one 16-byte slot
@@ -67,12 +67,12 @@ typedef struct jsrc {
     uint32_t cap;
     bool int1;
     jslot *slots;
-    uint32_t *next;            /* row + 1 of the next row of the key; 0: last */
-    _Atomic uint8_t *matched;  /* RIGHT / FULL */
+    uint32_t *next;           /* row + 1 of the next row of the key; 0: last */
+    _Atomic uint8_t *matched; /* RIGHT / FULL */
     /* the left's plan: its columns this query needs, and the keys */
     eng_plan lplan;
     const eng_plan *p;
-    int *lslot;                /* left column -> slot of lplan, or -1 */
+    int *lslot; /* left column -> slot of lplan, or -1 */
     int n_left_units;
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -81,10 +81,10 @@ typedef struct jsrc {
 
 typedef struct jreader {
     eng_reader *lr;
-    uint64_t *hs;              /* a block's hashes (UINT64_MAX with a NULL key) */
+    uint64_t *hs; /* a block's hashes (UINT64_MAX with a NULL key) */
     uint8_t *nul;
     uint32_t hcap;
-    uint32_t *pl, *pr;         /* pairs: left row, right row (NONE: no row) */
+    uint32_t *pl, *pr; /* pairs: left row, right row (NONE: no row) */
     uint32_t n, cap;
 } jreader;
 
@@ -161,8 +161,10 @@ static int build(jsrc *j, char *err, size_t errlen)
     while (cap < (uint64_t)n * 2)
         cap *= 2;
     if (cap > (1ull << 31)) {
-        snprintf(err, errlen, "the right side of JOIN has %u rows, more than a hash join holds: "
-                              "put the smaller table on the right", n);
+        snprintf(err, errlen,
+                 "the right side of JOIN has %u rows, more than a hash join holds: "
+                 "put the smaller table on the right",
+                 n);
         return -E2BIG;
     }
     j->cap = (uint32_t)cap;
@@ -310,8 +312,8 @@ static int flush_pairs(jsrc *j, jreader *jr, const ex_vec *lcols, eng_scan_fn fn
                     rc = put_val(m, &out[k], i, lr == NONE ? NULL : &lcols[j->lslot[c]], lr,
                                  miss_null);
             } else {
-                rc = put_val(m, &out[k], i, &j->right.rows.c[j->rmap[c - j->n_lcols]],
-                             jr->pr[i], miss_null);
+                rc = put_val(m, &out[k], i, &j->right.rows.c[j->rmap[c - j->n_lcols]], jr->pr[i],
+                             miss_null);
             }
         }
     }
@@ -553,8 +555,9 @@ static void js_destroy(eng_source *s)
     free(j);
 }
 
-static const eng_source_ops js_ops = {js_plan, js_reader_create, js_reader_destroy, js_start,
-                                      js_read, js_stop, js_finish, js_destroy, NULL};
+static const eng_source_ops js_ops = {js_plan,   js_reader_create, js_reader_destroy,
+                                      js_start,  js_read,          js_stop,
+                                      js_finish, js_destroy,       NULL};
 
 /* ---- setting up: columns and keys ----------------------------------------------- */
 
@@ -582,8 +585,8 @@ static int left_find(const jsrc *j, const sql_node *n)
     return -1;
 }
 
-static int key_mode(const jsrc *j, int lc, int rc, const char *what, int line, int col,
-                    char *err, size_t errlen)
+static int key_mode(const jsrc *j, int lc, int rc, const char *what, int line, int col, char *err,
+                    size_t errlen)
 {
     ex_type a = j->left->schema.cols[lc].t, b = j->right.rows.c[rc].t;
     bool sa = a.kind == EX_STRING, sb = b.kind == EX_STRING;
@@ -601,8 +604,10 @@ static int key_mode(const jsrc *j, int lc, int rc, const char *what, int line, i
     char n1[64], n2[64];
     ex_type_name(&a, n1, sizeof(n1));
     ex_type_name(&b, n2, sizeof(n2));
-    snprintf(err, errlen, "line %d, column %d: %s compares %s with %s: CAST one side to the "
-                          "other's type", line, col, what, n1, n2);
+    snprintf(err, errlen,
+             "line %d, column %d: %s compares %s with %s: CAST one side to the "
+             "other's type",
+             line, col, what, n1, n2);
     return -EINVAL;
 }
 
@@ -635,15 +640,17 @@ static int on_side(const jsrc *j, const sql_join *jn, const sql_node *n, int *co
     if (n->qual && ra && strcmp(n->qual, ra) == 0) {
         if ((*col = right_find(j, n->s)) >= 0)
             return 1;
-        snprintf(err, errlen, "line %d, column %d: the joined table %s has no column '%s'",
-                 n->line, n->col, ra, n->s);
+        snprintf(err, errlen, "line %d, column %d: the joined table %s has no column '%s'", n->line,
+                 n->col, ra, n->s);
         return -EINVAL;
     }
     int lc = left_find(j, n);
     int rc = n->qual ? -1 : right_find(j, n->s);
     if (lc >= 0 && rc >= 0) {
-        snprintf(err, errlen, "line %d, column %d: column '%s' of ON is in both tables: "
-                              "qualify it (t.%s)", n->line, n->col, n->s, n->s);
+        snprintf(err, errlen,
+                 "line %d, column %d: column '%s' of ON is in both tables: "
+                 "qualify it (t.%s)",
+                 n->line, n->col, n->s, n->s);
         return -EINVAL;
     }
     if (lc >= 0) {
@@ -667,8 +674,9 @@ static int on_keys(jsrc *j, const sql_join *jn, const sql_node *e, char *err, si
     }
     if (e->kind != SQL_BINARY || e->op != SQL_OP_EQ || e->args[0]->kind != SQL_COLUMN ||
         e->args[1]->kind != SQL_COLUMN) {
-        snprintf(err, errlen, "line %d, column %d: JOIN ON supports equalities of a left and a "
-                              "right column joined by AND; filter the rest in WHERE",
+        snprintf(err, errlen,
+                 "line %d, column %d: JOIN ON supports equalities of a left and a "
+                 "right column joined by AND; filter the rest in WHERE",
                  e->line, e->col);
         return -EINVAL;
     }
@@ -680,8 +688,9 @@ static int on_keys(jsrc *j, const sql_join *jn, const sql_node *e, char *err, si
     if (s1 < 0)
         return s1;
     if (s0 == s1) {
-        snprintf(err, errlen, "line %d, column %d: this equality of JOIN ON compares two columns "
-                              "of the %s table; one side must be the other table's",
+        snprintf(err, errlen,
+                 "line %d, column %d: this equality of JOIN ON compares two columns "
+                 "of the %s table; one side must be the other table's",
                  e->line, e->col, s0 ? "right" : "left");
         return -EINVAL;
     }
@@ -762,9 +771,10 @@ int eng__join_wrap(equery *q, const sql_join *jn, char *err, size_t errlen)
     j->any = jn->any;
     j->use_nulls = q->set.join_use_nulls;
     if (j->any && (j->kind == SQL_JOIN_RIGHT || j->kind == SQL_JOIN_FULL)) {
-        snprintf(err, errlen, "line %d, column %d: ANY %s JOIN is not supported: use ANY LEFT, "
-                              "ANY INNER or ALL", jn->line, jn->col,
-                 j->kind == SQL_JOIN_RIGHT ? "RIGHT" : "FULL");
+        snprintf(err, errlen,
+                 "line %d, column %d: ANY %s JOIN is not supported: use ANY LEFT, "
+                 "ANY INNER or ALL",
+                 jn->line, jn->col, j->kind == SQL_JOIN_RIGHT ? "RIGHT" : "FULL");
         return -EINVAL;
     }
     int rc = eng__materialize(q, jn->right, &q->mem, &j->right, err, errlen);
@@ -782,9 +792,10 @@ int eng__join_wrap(equery *q, const sql_join *jn, char *err, size_t errlen)
             sql_node n = {.kind = SQL_COLUMN, .s = jn->using[i]};
             int lc = left_find(j, &n), rcol = right_find(j, jn->using[i]);
             if (lc < 0 || rcol < 0) {
-                snprintf(err, errlen, "line %d, column %d: USING column '%s' is not in the %s "
-                                      "table", jn->line, jn->col, jn->using[i],
-                         lc < 0 ? "left" : "right");
+                snprintf(err, errlen,
+                         "line %d, column %d: USING column '%s' is not in the %s "
+                         "table",
+                         jn->line, jn->col, jn->using[i], lc < 0 ? "left" : "right");
                 return -EINVAL;
             }
             j->using_r[lc] = rcol;

@@ -26,8 +26,8 @@ struct eng_pstate {
     sql_stmt **st;
     int n_st;
     eng_format fmt;
-    agg_tab *agg;       /* aggregate: the merged groups */
-    rtab rows;          /* else: the rows (cut to the top N with a LIMIT) */
+    agg_tab *agg; /* aggregate: the merged groups */
+    rtab rows;    /* else: the rows (cut to the top N with a LIMIT) */
     uint64_t more_rows, more_bytes;
 };
 
@@ -53,8 +53,8 @@ void eng_pstate_destroy(eng_pstate **pp)
     *pp = NULL;
 }
 
-int eng_pstate_open(const eng_ctx *ctx, const char *sql, size_t len, eng_pstate **out,
-                    char *err, size_t errlen)
+int eng_pstate_open(const eng_ctx *ctx, const char *sql, size_t len, eng_pstate **out, char *err,
+                    size_t errlen)
 {
     *out = NULL;
     eng_pstate *ps = calloc(1, sizeof(*ps));
@@ -231,8 +231,9 @@ int eng_pstate_merge(eng_pstate *ps, er_buf *r, char *err, size_t errlen)
     uint8_t kind = er_u8(r);
     if (r->err || kind != (q->plan.aggregate ? PS_AGG : PS_ROWS)) {
         er_fail(r);
-        snprintf(err, errlen, "a partial state is malformed (its kind): the sending server "
-                              "runs another version or the bytes were damaged");
+        snprintf(err, errlen,
+                 "a partial state is malformed (its kind): the sending server "
+                 "runs another version or the bytes were damaged");
         return -EBADMSG;
     }
     int rc;
@@ -247,8 +248,9 @@ int eng_pstate_merge(eng_pstate *ps, er_buf *r, char *err, size_t errlen)
     } else {
         rc = rtab_decode_append(&q->mem, &ps->rows, r);
         if (rc == -EBADMSG)
-            snprintf(err, errlen, "a partial state's rows are malformed: the sending server "
-                                  "runs another version or the bytes were damaged");
+            snprintf(err, errlen,
+                     "a partial state's rows are malformed: the sending server "
+                     "runs another version or the bytes were damaged");
         else if (rc < 0)
             oom(err, errlen);
         if (rc == 0 && rows_cut(ps, false) < 0)
@@ -256,8 +258,9 @@ int eng_pstate_merge(eng_pstate *ps, er_buf *r, char *err, size_t errlen)
     }
     if (rc == 0 && er_left(r)) {
         er_fail(r);
-        snprintf(err, errlen, "a partial state has %zu bytes after its end: the sending server "
-                              "runs another version or the bytes were damaged",
+        snprintf(err, errlen,
+                 "a partial state has %zu bytes after its end: the sending server "
+                 "runs another version or the bytes were damaged",
                  er_left(r));
         return -EBADMSG;
     }

@@ -34,8 +34,8 @@ typedef struct eng_pstate eng_pstate;
  * ctx, over ctx->unit when set), binds it and plans the source's units.
  * ctx is borrowed for the pstate's life. 0 or -errno with a sentence in err
  * (-ENOTSUP for statements that are not one SELECT over a source). */
-int eng_pstate_open(const eng_ctx *ctx, const char *sql, size_t len, eng_pstate **out,
-                    char *err, size_t errlen);
+int eng_pstate_open(const eng_ctx *ctx, const char *sql, size_t len, eng_pstate **out, char *err,
+                    size_t errlen);
 void eng_pstate_destroy(eng_pstate **ps);
 /* A hash of the result's shape (keys, aggregates and their types, result
  * columns): a state of another statement or version is refused by it. */

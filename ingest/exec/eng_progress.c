@@ -65,10 +65,11 @@ void eng_print_summary(FILE *f, const eng_result *r)
     human_count((double)r->rows_read / el, rr, sizeof(rr));
     eng_format_bytes((double)r->bytes_read / el, br, sizeof(br));
     human_bytes2((double)r->peak_memory, mem, sizeof(mem));
-    fprintf(f, "%llu row%s in set. Elapsed: %.3f sec. Processed %s rows, %s (%s rows/s., %s/s.)\n"
-               "Peak memory usage: %s.\n",
-            (unsigned long long)r->rows_out, r->rows_out == 1 ? "" : "s", r->elapsed_s, rows,
-            bytes, rr, br, mem);
+    fprintf(f,
+            "%llu row%s in set. Elapsed: %.3f sec. Processed %s rows, %s (%s rows/s., %s/s.)\n"
+            "Peak memory usage: %s.\n",
+            (unsigned long long)r->rows_out, r->rows_out == 1 ? "" : "s", r->elapsed_s, rows, bytes,
+            rr, br, mem);
 }
 
 static void draw_locked(equery *q, bool clear)

@@ -19,7 +19,7 @@
 typedef struct ord_ctx {
     const rtab *t;
     const eng_plan *p;
-    int first_key;   /* column of the first order key in t */
+    int first_key; /* column of the first order key in t */
 } ord_ctx;
 
 static int cmp_rows(const ord_ctx *o, uint32_t a, uint32_t b)
@@ -362,8 +362,8 @@ static int finish_aggregate(equery *q, worker *ws, int nthreads, rtab *final, ch
     if (!vals)
         rc = -ENOMEM;
     for (; rc == 0 && done < nrc; done++) {
-        const bx *e = done < q->plan.n_outs ? q->plan.outs[done].e
-                                            : q->plan.order[done - q->plan.n_outs].e;
+        const bx *e =
+            done < q->plan.n_outs ? q->plan.outs[done].e : q->plan.order[done - q->plan.n_outs].e;
         rc = bx_eval(&ec, e, post, sel, m, &vals[done]);
         if (rc < 0)
             break;

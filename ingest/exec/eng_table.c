@@ -41,8 +41,9 @@ static int need_wh(const equery *q, const char *what, char *err, size_t errlen)
 {
     if (q->ctx->warehouse)
         return 0;
-    snprintf(err, errlen, "%s needs a warehouse for its tables: pass --warehouse "
-                          "s3://bucket/prefix/ (or set RINGCACHE_WAREHOUSE)",
+    snprintf(err, errlen,
+             "%s needs a warehouse for its tables: pass --warehouse "
+             "s3://bucket/prefix/ (or set RINGCACHE_WAREHOUSE)",
              what);
     return -EINVAL;
 }
@@ -58,11 +59,11 @@ static int not_system(const char *db, const char *what, char *err, size_t errlen
 /* ---- the partition expression ----------------------------------------------------- */
 
 typedef struct part_expr {
-    eng_schema schema;         /* the table's columns (engine types) */
-    sql_stmt *stmt;            /* SELECT (<expr>) FROM t */
+    eng_schema schema; /* the table's columns (engine types) */
+    sql_stmt *stmt;    /* SELECT (<expr>) FROM t */
     eng_plan plan;
     eng_mem *mem;
-    uint32_t *minmax;          /* the schema columns it reads */
+    uint32_t *minmax; /* the schema columns it reads */
     uint32_t n_minmax;
     bool bound;
 } part_expr;
@@ -77,8 +78,7 @@ static void part_expr_free(part_expr *pe)
     memset(pe, 0, sizeof(*pe));
 }
 
-static int part_expr_bind(part_expr *pe, eng_mem *m, const tb_schema *ts, char *err,
-                          size_t errlen)
+static int part_expr_bind(part_expr *pe, eng_mem *m, const tb_schema *ts, char *err, size_t errlen)
 {
     memset(pe, 0, sizeof(*pe));
     pe->mem = m;
@@ -158,8 +158,7 @@ static void partition_id(const ex_vec *v, uint32_t r, char *out, size_t cap)
         return;
     }
     XXH128_hash_t h = XXH3_128bits(p, n);
-    snprintf(out, cap, "%016llx%016llx", (unsigned long long)h.high64,
-             (unsigned long long)h.low64);
+    snprintf(out, cap, "%016llx%016llx", (unsigned long long)h.high64, (unsigned long long)h.low64);
 }
 
 static int partition_cb(void *arg, const cb_batch *b, uint32_t *row_part, char ***ids,
@@ -193,9 +192,10 @@ static int partition_cb(void *arg, const cb_batch *b, uint32_t *row_part, char *
             i++;
         if (i == *n_ids) {
             if (*n_ids > 65536) {
-                snprintf(err, errlen, "an insert block spans more than 65536 partitions "
-                                      "(max_partitions_per_insert_block): choose a coarser "
-                                      "PARTITION BY");
+                snprintf(err, errlen,
+                         "an insert block spans more than 65536 partitions "
+                         "(max_partitions_per_insert_block): choose a coarser "
+                         "PARTITION BY");
                 rc = -EINVAL;
                 break;
             }
@@ -239,22 +239,24 @@ static int run_insert_into(equery *q, const sql_stmt *st, const char *db, const 
 static int table_select_supported(const sql_stmt *sel, char *err, size_t errlen)
 {
     if (sel->union_all) {
-        snprintf(err, errlen, "line %d, column %d: UNION ALL is not supported in INSERT ... "
-                              "SELECT or CREATE TABLE ... AS SELECT: insert each SELECT on its own, "
-                              "or wrap them: SELECT * FROM (... UNION ALL ...)",
+        snprintf(err, errlen,
+                 "line %d, column %d: UNION ALL is not supported in INSERT ... "
+                 "SELECT or CREATE TABLE ... AS SELECT: insert each SELECT on its own, "
+                 "or wrap them: SELECT * FROM (... UNION ALL ...)",
                  sel->union_all->line, sel->union_all->col);
         return -EINVAL;
     }
     if (eng__has_window(sel) || sel->explain) {
-        snprintf(err, errlen, "line %d, column %d: %s is not supported in INSERT ... SELECT or "
-                              "CREATE TABLE ... AS SELECT: wrap the SELECT, SELECT * FROM (...)",
+        snprintf(err, errlen,
+                 "line %d, column %d: %s is not supported in INSERT ... SELECT or "
+                 "CREATE TABLE ... AS SELECT: wrap the SELECT, SELECT * FROM (...)",
                  sel->line, sel->col, sel->explain ? "EXPLAIN" : "a window function");
         return -EINVAL;
     }
     return 0;
 }
-static int ctas_columns(equery *q, const sql_stmt *st, const char *db, eng_tdef *def,
-                        char *err, size_t errlen)
+static int ctas_columns(equery *q, const sql_stmt *st, const char *db, eng_tdef *def, char *err,
+                        size_t errlen)
 {
     const sql_stmt *sel = st->create->as_select;
     equery *q2 = eng__query_create(q->ctx);
@@ -272,7 +274,7 @@ static int ctas_columns(equery *q, const sql_stmt *st, const char *db, eng_tdef 
         rc = eng_bind(&q2->mem, sel, &q2->src->schema, &q2->plan, err, errlen);
     int n = rc == 0 ? q2->plan.n_outs : 0;
     sql_column_def *cols = calloc((size_t)n + 1, sizeof(sql_column_def));
-    char (*types)[64] = calloc((size_t)n + 1, 64);
+    char(*types)[64] = calloc((size_t)n + 1, 64);
     if (rc == 0 && (!cols || !types))
         rc = -ENOMEM;
     for (int k = 0; rc == 0 && k < n; k++) {
@@ -282,8 +284,8 @@ static int ctas_columns(equery *q, const sql_stmt *st, const char *db, eng_tdef 
         if (t.kind == EX_DATETIME && t.scale != 0 && t.scale != 3 && t.scale != 6 && t.scale != 9)
             t.scale = 9;
         ex_type_name(&t, types[k], 64);
-        cols[k] = (sql_column_def){.name = q2->plan.outs[k].name, .type = types[k],
-                                   .line = sel->line, .col = sel->col};
+        cols[k] = (sql_column_def){
+            .name = q2->plan.outs[k].name, .type = types[k], .line = sel->line, .col = sel->col};
     }
     if (rc == 0) {
         sql_table_def d2 = *st->create;
@@ -336,8 +338,9 @@ static int run_create(equery *q, const sql_stmt *st, char *err, size_t errlen)
     if (rc == -EEXIST) {
         if (st->if_not_exists)
             return 0;
-        snprintf(err, errlen, "table %s.%s already exists (TABLE_ALREADY_EXISTS): drop it "
-                              "first, or write CREATE TABLE IF NOT EXISTS",
+        snprintf(err, errlen,
+                 "table %s.%s already exists (TABLE_ALREADY_EXISTS): drop it "
+                 "first, or write CREATE TABLE IF NOT EXISTS",
                  db, st->table);
         return rc;
     }
@@ -464,11 +467,11 @@ static int name_cb(const char *db, const char *table, void *arg)
     return 0;
 }
 
-static int run_show_tables(equery *q, const sql_stmt *st, eng_format fmt, char *err,
-                           size_t errlen)
+static int run_show_tables(equery *q, const sql_stmt *st, eng_format fmt, char *err, size_t errlen)
 {
-    const char *db = st->table_db ? st->table_db
-                     : q->ctx->database ? q->ctx->database : TB_WH_DEFAULT_DB;
+    const char *db = st->table_db       ? st->table_db
+                     : q->ctx->database ? q->ctx->database
+                                        : TB_WH_DEFAULT_DB;
     names_acc a = {.like = st->like};
     int rc = 0;
     if (strcasecmp(db, "system") == 0) {
@@ -501,11 +504,11 @@ typedef struct insert_job {
     part_expr pe;
     bool have_pe;
     eng_insert_settings is;
-    int *col_of;               /* per table column: its input column, or -1 */
-    int n_in;                  /* input columns */
-    uint32_t *in_cols;         /* per input column: its table column */
+    int *col_of;       /* per table column: its input column, or -1 */
+    int n_in;          /* input columns */
+    uint32_t *in_cols; /* per input column: its table column */
     eng_sink *sink;
-    eng_mem *mem;              /* the tracker the sink charges */
+    eng_mem *mem; /* the tracker the sink charges */
 } insert_job;
 
 static void ij_free(insert_job *j)
@@ -603,8 +606,8 @@ static int parts_check(insert_job *j, char *err, size_t errlen)
     return 0;
 }
 
-static int ij_open(insert_job *j, equery *q, const sql_stmt *st, const char *db,
-                   const char *name, char *err, size_t errlen)
+static int ij_open(insert_job *j, equery *q, const sql_stmt *st, const char *db, const char *name,
+                   char *err, size_t errlen)
 {
     memset(j, 0, sizeof(*j));
     j->q = q;
@@ -624,7 +627,8 @@ static int ij_open(insert_job *j, equery *q, const sql_stmt *st, const char *db,
         return rc;
     rc = eng_insert_settings_apply(st, &j->def.set, &j->is, err, errlen);
     const sql_stmt *inner = st->kind == SQL_INSERT && st->insert->select ? st->insert->select
-                            : st->kind == SQL_CREATE_TABLE ? st->create->as_select : NULL;
+                            : st->kind == SQL_CREATE_TABLE               ? st->create->as_select
+                                                                         : NULL;
     if (rc == 0 && inner) {
         eng_insert_settings outer = j->is;
         rc = eng_insert_settings_apply(inner, &j->def.set, &j->is, err, errlen);
@@ -658,17 +662,27 @@ static int ij_sink(insert_job *j, eng_mem *mem, char *err, size_t errlen)
         j->pe.mem = mem;
     const tb_schema *ts = &j->def.schema;
     bool replacing = ts->engine && !strcmp(ts->engine, "ReplacingMergeTree");
-    eng_part_sink_opts o = {
-        .table = j->t, .schema = ts, .fixed = j->def.fixed, .date16 = j->def.date16,
-        .types = (const char *const *)j->def.types, .col_of = j->col_of, .n_in = j->n_in,
-        .mem = mem, .min_rows = j->is.min_insert_block_size_rows,
-        .min_bytes = j->is.min_insert_block_size_bytes, .threads = j->is.max_insert_threads,
-        .max_uploads = j->is.max_insert_delayed_streams_for_parallel_write,
-        .replacing = replacing && j->is.optimize_on_insert, .dedup = j->is.insert_deduplicate,
-        .token = j->is.insert_deduplication_token,
-        .partition = j->have_pe ? partition_cb : NULL, .partition_arg = &j->pe,
-        .minmax_cols = j->have_pe ? j->pe.minmax : NULL, .n_minmax = j->have_pe ? j->pe.n_minmax : 0,
-        .table_name = j->name, .db_name = j->db};
+    eng_part_sink_opts o = {.table = j->t,
+                            .schema = ts,
+                            .fixed = j->def.fixed,
+                            .date16 = j->def.date16,
+                            .types = (const char *const *)j->def.types,
+                            .col_of = j->col_of,
+                            .n_in = j->n_in,
+                            .mem = mem,
+                            .min_rows = j->is.min_insert_block_size_rows,
+                            .min_bytes = j->is.min_insert_block_size_bytes,
+                            .threads = j->is.max_insert_threads,
+                            .max_uploads = j->is.max_insert_delayed_streams_for_parallel_write,
+                            .replacing = replacing && j->is.optimize_on_insert,
+                            .dedup = j->is.insert_deduplicate,
+                            .token = j->is.insert_deduplication_token,
+                            .partition = j->have_pe ? partition_cb : NULL,
+                            .partition_arg = &j->pe,
+                            .minmax_cols = j->have_pe ? j->pe.minmax : NULL,
+                            .n_minmax = j->have_pe ? j->pe.n_minmax : 0,
+                            .table_name = j->name,
+                            .db_name = j->db};
     return eng_part_sink_create(&j->sink, &o, err, errlen);
 }
 
@@ -837,8 +851,8 @@ static int header_columns(insert_job *j, char delim, const char *data, size_t le
 }
 
 /* INSERT ... FORMAT <text format or Parquet>. */
-static int insert_format(insert_job *j, const sql_insert *in, int fmt, const char *data,
-                         size_t len, char *err, size_t errlen)
+static int insert_format(insert_job *j, const sql_insert *in, int fmt, const char *data, size_t len,
+                         char *err, size_t errlen)
 {
     equery *q = j->q;
     int rc = 0;
@@ -880,8 +894,9 @@ static int insert_format(insert_job *j, const sql_insert *in, int fmt, const cha
             const char *cn = ts->cols[j->in_cols[k]].name;
             int i = pq_file_find_column(pf, cn);
             if (i < 0) {
-                snprintf(err, errlen, "column %s of table %s.%s is missing from the Parquet "
-                                      "data (NO_SUCH_COLUMN_IN_TABLE)",
+                snprintf(err, errlen,
+                         "column %s of table %s.%s is missing from the Parquet "
+                         "data (NO_SUCH_COLUMN_IN_TABLE)",
                          cn, j->db, j->name);
                 rc = -EINVAL;
                 break;
@@ -966,8 +981,7 @@ static int value_text(equery *q, const sql_node *e, char *buf, size_t cap, const
         *out = x->i ? "true" : "false";
         *len = strlen(*out);
         return 0;
-    default:
-        break;
+    default: break;
     }
     /* an expression: SELECT it */
     sql_stmt st = {.kind = SQL_SELECT};
@@ -1007,8 +1021,9 @@ static int insert_values(insert_job *j, const sql_insert *in, char *err, size_t 
 {
     equery *q = j->q;
     if (in->width != j->n_in) {
-        snprintf(err, errlen, "VALUES has %d values per row but the INSERT takes %d columns "
-                              "(NUMBER_OF_COLUMNS_DOESNT_MATCH)",
+        snprintf(err, errlen,
+                 "VALUES has %d values per row but the INSERT takes %d columns "
+                 "(NUMBER_OF_COLUMNS_DOESNT_MATCH)",
                  in->width, j->n_in);
         return -EINVAL;
     }
@@ -1032,8 +1047,9 @@ static int insert_values(insert_job *j, const sql_insert *in, char *err, size_t 
                 const char *s;
                 size_t len;
                 bool null;
-                rc = value_text(q, in->values[(size_t)(r0 + (int)r) * (size_t)in->width + (size_t)k],
-                                buf, sizeof(buf), &s, &len, &null, err, errlen);
+                rc =
+                    value_text(q, in->values[(size_t)(r0 + (int)r) * (size_t)in->width + (size_t)k],
+                               buf, sizeof(buf), &s, &len, &null, err, errlen);
                 if (rc == 0) {
                     v[k].nulls[r] = null;
                     rc = ex_vec_str_put(&q->mem, &v[k], r, s, len);
@@ -1114,8 +1130,9 @@ static int run_insert_into(equery *q, const sql_stmt *st, const char *db, const 
         char *owned = NULL;
         int fmt = in->format ? tx_format_of_arg(in->format) : 0;
         if (in->format && fmt < 0) {
-            snprintf(err, errlen, "unknown input format '%s' (use JSONEachRow, CSV, "
-                                  "CSVWithNames, TSV, TabSeparatedWithNames or Parquet)",
+            snprintf(err, errlen,
+                     "unknown input format '%s' (use JSONEachRow, CSV, "
+                     "CSVWithNames, TSV, TabSeparatedWithNames or Parquet)",
                      in->format);
             rc = -EINVAL;
         }
@@ -1152,8 +1169,6 @@ int eng__run_table_stmt(equery *q, const sql_stmt *st, eng_format fmt, char *err
     case SQL_OPTIMIZE_TABLE: return run_optimize(q, st, err, errlen);
     case SQL_SHOW_TABLES: return run_show_tables(q, st, fmt, err, errlen);
     case SQL_INSERT: return run_insert_into(q, st, db_of(q, st), st->table, err, errlen);
-    default:
-        snprintf(err, errlen, "not a table statement");
-        return -EINVAL;
+    default: snprintf(err, errlen, "not a table statement"); return -EINVAL;
     }
 }

@@ -25,20 +25,36 @@
 #include <strings.h>
 
 enum {
-    WF_ROW_NUMBER = 1, WF_RANK, WF_DENSE_RANK, WF_COUNT, WF_SUM, WF_AVG, WF_MIN, WF_MAX,
-    WF_LAG, WF_LEAD, WF_LAG_FRAME, WF_LEAD_FRAME,
+    WF_ROW_NUMBER = 1,
+    WF_RANK,
+    WF_DENSE_RANK,
+    WF_COUNT,
+    WF_SUM,
+    WF_AVG,
+    WF_MIN,
+    WF_MAX,
+    WF_LAG,
+    WF_LEAD,
+    WF_LAG_FRAME,
+    WF_LEAD_FRAME,
 };
 
 static const struct {
     const char *name;
     int fn, min, max;
 } wfns[] = {
-    {"row_number", WF_ROW_NUMBER, 0, 0}, {"rank", WF_RANK, 0, 0},
-    {"dense_rank", WF_DENSE_RANK, 0, 0}, {"count", WF_COUNT, 0, 1},
-    {"sum", WF_SUM, 1, 1},               {"avg", WF_AVG, 1, 1},
-    {"min", WF_MIN, 1, 1},               {"max", WF_MAX, 1, 1},
-    {"lag", WF_LAG, 1, 3},               {"lead", WF_LEAD, 1, 3},
-    {"lagInFrame", WF_LAG_FRAME, 1, 3},  {"leadInFrame", WF_LEAD_FRAME, 1, 3},
+    {"row_number", WF_ROW_NUMBER, 0, 0},
+    {"rank", WF_RANK, 0, 0},
+    {"dense_rank", WF_DENSE_RANK, 0, 0},
+    {"count", WF_COUNT, 0, 1},
+    {"sum", WF_SUM, 1, 1},
+    {"avg", WF_AVG, 1, 1},
+    {"min", WF_MIN, 1, 1},
+    {"max", WF_MAX, 1, 1},
+    {"lag", WF_LAG, 1, 3},
+    {"lead", WF_LEAD, 1, 3},
+    {"lagInFrame", WF_LAG_FRAME, 1, 3},
+    {"leadInFrame", WF_LEAD_FRAME, 1, 3},
 };
 
 /* One window item: its function and where its columns are in the
@@ -46,10 +62,10 @@ static const struct {
 typedef struct witem {
     const sql_node *n;
     int fn;
-    int item;                  /* its SELECT item */
-    int arg0, n_args;          /* columns of its arguments */
-    int part0, n_part;         /* of PARTITION BY */
-    int ord0, n_ord;           /* of ORDER BY */
+    int item;          /* its SELECT item */
+    int arg0, n_args;  /* columns of its arguments */
+    int part0, n_part; /* of PARTITION BY */
+    int ord0, n_ord;   /* of ORDER BY */
     ex_vec res;
 } witem;
 
@@ -132,7 +148,7 @@ static int wcmp(const void *x, const void *y, void *arg)
 typedef struct pkey {
     int64_t p, o;
     uint32_t r;
-    uint8_t pn, on;            /* 1: NULL (sorts last, or first for the order key's NULLS FIRST) */
+    uint8_t pn, on; /* 1: NULL (sorts last, or first for the order key's NULLS FIRST) */
 } pkey;
 
 static bool int_key(const ex_vec *v)
@@ -207,18 +223,18 @@ static ex_type result_type(const witem *w, const rtab *t)
 {
     ex_type at = w->n_args ? t->c[w->arg0].t : (ex_type){.kind = EX_UINT, .bits = 64};
     switch (w->fn) {
-    case WF_ROW_NUMBER: case WF_RANK: case WF_DENSE_RANK: case WF_COUNT:
-        return (ex_type){.kind = EX_UINT, .bits = 64};
+    case WF_ROW_NUMBER:
+    case WF_RANK:
+    case WF_DENSE_RANK:
+    case WF_COUNT: return (ex_type){.kind = EX_UINT, .bits = 64};
     case WF_SUM:
         if (at.kind == EX_FLOAT)
             return (ex_type){.kind = EX_FLOAT, .bits = 64, .nullable = at.nullable};
         if (at.kind == EX_UINT)
             return (ex_type){.kind = EX_UINT, .bits = 64, .nullable = at.nullable};
         return (ex_type){.kind = EX_INT, .bits = 64, .nullable = at.nullable};
-    case WF_AVG:
-        return (ex_type){.kind = EX_FLOAT, .bits = 64, .nullable = at.nullable};
-    default:
-        return at;
+    case WF_AVG: return (ex_type){.kind = EX_FLOAT, .bits = 64, .nullable = at.nullable};
+    default: return at;
     }
 }
 
@@ -355,14 +371,24 @@ static int compute(eng_mem *m, witem *w, const rtab *t, char *err, size_t errlen
             (void)peer_start;
             ex_vec *o = &w->res;
             switch (w->fn) {
-            case WF_ROW_NUMBER: o->i[r] = (int64_t)(p - ps + 1); o->nulls[r] = 0; break;
-            case WF_RANK: o->i[r] = rank; o->nulls[r] = 0; break;
-            case WF_DENSE_RANK: o->i[r] = dense; o->nulls[r] = 0; break;
+            case WF_ROW_NUMBER:
+                o->i[r] = (int64_t)(p - ps + 1);
+                o->nulls[r] = 0;
+                break;
+            case WF_RANK:
+                o->i[r] = rank;
+                o->nulls[r] = 0;
+                break;
+            case WF_DENSE_RANK:
+                o->i[r] = dense;
+                o->nulls[r] = 0;
+                break;
             case WF_COUNT:
                 o->nulls[r] = 0;
                 o->i[r] = a0 ? (int64_t)(ps_c[fe] - ps_c[fs]) : fe - fs;
                 break;
-            case WF_SUM: case WF_AVG: {
+            case WF_SUM:
+            case WF_AVG: {
                 uint32_t c = ps_c[fe] - ps_c[fs];
                 bool nul = c == 0 && a0->t.nullable;
                 o->nulls[r] = nul;
@@ -374,7 +400,8 @@ static int compute(eng_mem *m, witem *w, const rtab *t, char *err, size_t errlen
                     o->i[r] = (int64_t)((uint64_t)ps_i[fe] - (uint64_t)ps_i[fs]);
                 break;
             }
-            case WF_MIN: case WF_MAX: {
+            case WF_MIN:
+            case WF_MAX: {
                 int64_t best = -1;
                 for (int64_t x = fs; x < fe; x++) {
                     uint32_t xr = pos[x];
@@ -398,8 +425,8 @@ static int compute(eng_mem *m, witem *w, const rtab *t, char *err, size_t errlen
                 int64_t off = w->n_args > 1 ? arg_int(&t->c[w->arg0 + 1], r, 1) : 1;
                 bool back = w->fn == WF_LAG || w->fn == WF_LAG_FRAME;
                 int64_t tp = back ? (int64_t)p - off : (int64_t)p + off;
-                bool in = w->fn == WF_LAG || w->fn == WF_LEAD ? tp >= ps && tp < pe
-                                                              : tp >= fs && tp < fe;
+                bool in =
+                    w->fn == WF_LAG || w->fn == WF_LEAD ? tp >= ps && tp < pe : tp >= fs && tp < fe;
                 int64_t from = in ? (int64_t)pos[tp] : -1;
                 const ex_vec *src = a0;
                 if (!in && w->n_args > 2) {
@@ -446,8 +473,8 @@ oom:
 /* ---- the statement ------------------------------------------------------------- */
 
 typedef struct inner {
-    sql_stmt st;               /* borrows the outer statement's nodes */
-    char **aliases;            /* the hidden columns' names (owned) */
+    sql_stmt st;    /* borrows the outer statement's nodes */
+    char **aliases; /* the hidden columns' names (owned) */
     int n_aliases;
 } inner;
 
@@ -498,15 +525,17 @@ int eng__run_window(equery *q, const sql_stmt *st, eng_format fmt, char *err, si
                     return -EINVAL;
                 }
         } else if (nested_window(e, 0)) {
-            snprintf(err, errlen, "line %d, column %d: a window function must be a whole item "
-                                  "of the SELECT list (compute with it in an outer query)",
+            snprintf(err, errlen,
+                     "line %d, column %d: a window function must be a whole item "
+                     "of the SELECT list (compute with it in an outer query)",
                      e->line, e->col);
             return -EINVAL;
         }
     }
     if (st->distinct || st->n_limit_by) {
-        snprintf(err, errlen, "line %d, column %d: %s with window functions is not supported: "
-                              "apply it in an outer query",
+        snprintf(err, errlen,
+                 "line %d, column %d: %s with window functions is not supported: "
+                 "apply it in an outer query",
                  st->line, st->col, st->distinct ? "SELECT DISTINCT" : "LIMIT BY");
         return -ENOTSUP;
     }
@@ -519,9 +548,11 @@ int eng__run_window(equery *q, const sql_stmt *st, eng_format fmt, char *err, si
         modified |= wide && (it->expr->kind == SQL_COLUMNS || it->n_except || it->n_replace);
     }
     if (n_wide > 1 && modified) {
-        snprintf(err, errlen, "line %d, column %d: window functions beside more than one * or "
-                              "COLUMNS(...) of different widths are not supported: name the "
-                              "columns", st->line, st->col);
+        snprintf(err, errlen,
+                 "line %d, column %d: window functions beside more than one * or "
+                 "COLUMNS(...) of different widths are not supported: name the "
+                 "columns",
+                 st->line, st->col);
         return -ENOTSUP;
     }
     witem *ws = calloc((size_t)nw + 1, sizeof(witem));
@@ -574,16 +605,19 @@ int eng__run_window(equery *q, const sql_stmt *st, eng_format fmt, char *err, si
             if (strcasecmp(e->s, wfns[f].name) == 0) {
                 wi->fn = wfns[f].fn;
                 if (e->nargs < wfns[f].min || e->nargs > wfns[f].max) {
-                    snprintf(err, errlen, "line %d, column %d: window function %s takes %d to "
-                                          "%d arguments, not %d", e->line, e->col, wfns[f].name,
-                             wfns[f].min, wfns[f].max, e->nargs);
+                    snprintf(err, errlen,
+                             "line %d, column %d: window function %s takes %d to "
+                             "%d arguments, not %d",
+                             e->line, e->col, wfns[f].name, wfns[f].min, wfns[f].max, e->nargs);
                     rc = -EINVAL;
                 }
             }
         if (rc == 0 && !wi->fn) {
-            snprintf(err, errlen, "line %d, column %d: %s() is not supported as a window function "
-                                  "(use row_number, rank, dense_rank, count, sum, avg, min, max, "
-                                  "lag, lead, lagInFrame or leadInFrame)", e->line, e->col, e->s);
+            snprintf(err, errlen,
+                     "line %d, column %d: %s() is not supported as a window function "
+                     "(use row_number, rank, dense_rank, count, sum, avg, min, max, "
+                     "lag, lead, lagInFrame or leadInFrame)",
+                     e->line, e->col, e->s);
             rc = -EINVAL;
         }
         if (rc == 0 && e->nargs == 1 && e->args[0]->kind == SQL_STAR)
@@ -638,7 +672,8 @@ int eng__run_window(equery *q, const sql_stmt *st, eng_format fmt, char *err, si
         n_star += st->items[i].expr->kind == SQL_STAR || st->items[i].expr->kind == SQL_COLUMNS;
     int star_w = n_star ? (plain_cols - (n_plain - n_star)) / n_star : 0;
     int n_out = plain_cols + nw;
-    int *src_col = calloc((size_t)n_out + (size_t)st->n_order_by + 1, sizeof(int)); /* >= 0: mt; < 0: -1 - window */
+    int *src_col = calloc((size_t)n_out + (size_t)st->n_order_by + 1,
+                          sizeof(int));                           /* >= 0: mt; < 0: -1 - window */
     int *item_col = calloc((size_t)st->n_items + 1, sizeof(int)); /* an item's first output */
     char **names = calloc((size_t)n_out + 1, sizeof(char *));
     ex_type *types = calloc((size_t)n_out + (size_t)st->n_order_by + 1, sizeof(ex_type));

@@ -64,8 +64,7 @@ static int process(worker *w, ex_vec *in, uint32_t n)
         return 0;
     if (p->aggregate)
         return agg_tab_update(w->agg, &ec, in, sel, m);
-    if (p->has_limit && !p->n_order &&
-        atomic_load(&q->rows_emitted) >= p->offset + p->limit)
+    if (p->has_limit && !p->n_order && atomic_load(&q->rows_emitted) >= p->offset + p->limit)
         return 0;
     int nc = eng__n_res_cols(p);
     ex_vec *vals = calloc((size_t)nc + 1, sizeof(ex_vec));

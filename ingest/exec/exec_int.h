@@ -34,7 +34,7 @@ typedef struct eng_output {
     const ex_type *types;
     int n_cols;
     bool begun;
-    uint64_t rows;             /* rows handed to the sink */
+    uint64_t rows; /* rows handed to the sink */
 } eng_output;
 
 /* A query's result kept in memory (eng_compose.c): a subquery's, a WITH
@@ -49,11 +49,11 @@ typedef struct eng_memtab {
  * up: the enclosing statement's. */
 typedef struct eng_scope {
     const sql_stmt *st;
-    eng_memtab *tabs;          /* st->n_with; done[i]: tabs[i] holds the rows */
+    eng_memtab *tabs; /* st->n_with; done[i]: tabs[i] holds the rows */
     bool *done;
-    uint64_t busy;             /* being run (a WITH that names itself) */
+    uint64_t busy; /* being run (a WITH that names itself) */
     struct eng_scope *up;
-    eng_mem *mem;              /* the defining query's tracker */
+    eng_mem *mem; /* the defining query's tracker */
 } eng_scope;
 
 typedef struct equery {
@@ -62,19 +62,19 @@ typedef struct equery {
     eng_settings set;
     eng_source *src;
     eng_plan plan;
-    ex_type *rtypes;           /* the columns of result tables: outs..., order keys... */
+    ex_type *rtypes; /* the columns of result tables: outs..., order keys... */
     /* output: rows stream to it from the workers (no aggregate, no ORDER BY;
      * OFFSET and LIMIT applied under out_mu as the rows arrive), or the
      * finished table goes to it at the end */
     eng_output out;
-    FILE *outfile;             /* INTO OUTFILE's file, closed after the statement */
-    bool outfile_stdout;       /* ... AND STDOUT: the rows go to both */
-    eng_writer tee[2];         /* with AND STDOUT: the file's writer and the output's */
+    FILE *outfile;       /* INTO OUTFILE's file, closed after the statement */
+    bool outfile_stdout; /* ... AND STDOUT: the rows go to both */
+    eng_writer tee[2];   /* with AND STDOUT: the file's writer and the output's */
     bool stream;
     pthread_mutex_t out_mu;
-    uint64_t out_skip;         /* rows of OFFSET still to skip */
-    uint64_t out_left;         /* rows LIMIT still lets through (UINT64_MAX: no LIMIT) */
-    bool progress_shown;       /* the progress line is on the terminal (under out_mu) */
+    uint64_t out_skip;   /* rows of OFFSET still to skip */
+    uint64_t out_left;   /* rows LIMIT still lets through (UINT64_MAX: no LIMIT) */
+    bool progress_shown; /* the progress line is on the terminal (under out_mu) */
     /* units */
     int n_units;
     _Atomic int next_unit;
@@ -82,18 +82,18 @@ typedef struct equery {
     eng_scan_stats stats;
     _Atomic int stop;
     _Atomic int64_t rows_emitted; /* LIMIT without ORDER BY: early stop */
-    eng_fail fail;             /* the first worker's error */
+    eng_fail fail;                /* the first worker's error */
     double t0;
-    int64_t start_ms;          /* wall clock at the start (now()) */
-    eng_stage stage;           /* where a failure happens (eng_error_classify) */
-    eng_sink *given_sink;      /* INSERT, a subquery: the sink the result goes to (taken) */
+    int64_t start_ms;     /* wall clock at the start (now()) */
+    eng_stage stage;      /* where a failure happens (eng_error_classify) */
+    eng_sink *given_sink; /* INSERT, a subquery: the sink the result goes to (taken) */
     /* composition (eng_compose.c) */
-    eng_scope *scope_here;     /* this statement's WITH queries, or NULL */
-    eng_scope *scope_up;       /* the enclosing statement's */
-    int depth;                 /* subquery nesting */
+    eng_scope *scope_here;      /* this statement's WITH queries, or NULL */
+    eng_scope *scope_up;        /* the enclosing statement's */
+    int depth;                  /* subquery nesting */
     _Atomic int64_t child_peak; /* the largest peak of the queries run for this one */
-    eng_memtab keep;           /* a UNION ALL's result, until the query ends */
-    uint64_t rows_written;     /* INSERT: rows written to the table */
+    eng_memtab keep;            /* a UNION ALL's result, until the query ends */
+    uint64_t rows_written;      /* INSERT: rows written to the table */
 } equery;
 
 typedef struct worker {
@@ -102,7 +102,7 @@ typedef struct worker {
     rtab res;
     uint32_t *sel;
     uint32_t sel_cap;
-    eng_reader *rd;           /* the source's state for this worker */
+    eng_reader *rd; /* the source's state for this worker */
     char err[ENG_MSG_MAX];
 } worker;
 
@@ -111,13 +111,12 @@ typedef struct worker {
  * q->given_sink when set, and a result of string columns. */
 equery *eng__query_create(const eng_ctx *ctx);
 void eng__query_free(equery *q);
-int eng__stmt_settings(equery *q, const sql_stmt *st, eng_format *ofmt, char *err,
-                       size_t errlen);
+int eng__stmt_settings(equery *q, const sql_stmt *st, eng_format *ofmt, char *err, size_t errlen);
 int eng__stmt_source(equery *q, const sql_stmt *st, char *err, size_t errlen);
 int eng__run_select(equery *q, const sql_stmt *st, eng_format fmt, char *err, size_t errlen);
 /* The statement's sink and its columns' names and types (copied). */
-int eng__stmt_output(equery *q, eng_format fmt, const char *const *names,
-                     const ex_type *types, int n_cols, char *err, size_t errlen);
+int eng__stmt_output(equery *q, eng_format fmt, const char *const *names, const ex_type *types,
+                     int n_cols, char *err, size_t errlen);
 int eng__out_strings(equery *q, eng_format fmt, const char *const *names, int n_cols,
                      const char *const *cells, uint32_t n_rows, char *err, size_t errlen);
 /* The output's sink and columns (names and types borrowed until the query ends). */
@@ -155,7 +154,7 @@ typedef struct eng_join_info {
     uint32_t right_rows;
     int n_keys;
     const eng_source *left;
-    int left_units;            /* after plan */
+    int left_units; /* after plan */
 } eng_join_info;
 bool eng__join_info(const eng_source *s, eng_join_info *out);
 /* EXPLAIN [PLAN] and EXPLAIN SYNTAX (eng_explain.c): the lines as rows of one
@@ -167,8 +166,7 @@ int eng__run_union(equery *q, const sql_stmt *st, eng_format fmt, char *err, siz
 /* A table statement (CREATE, DROP, TRUNCATE, OPTIMIZE, INSERT, SHOW TABLES),
  * or DESCRIBE of a table. */
 bool eng__is_table_stmt(const sql_stmt *st);
-int eng__run_table_stmt(equery *q, const sql_stmt *st, eng_format fmt, char *err,
-                        size_t errlen);
+int eng__run_table_stmt(equery *q, const sql_stmt *st, eng_format fmt, char *err, size_t errlen);
 
 /* Hands n rows (one vector per column) to the sink. 0 or -errno (err). */
 int eng__out_rows(eng_output *o, const ex_vec *cols, uint32_t n, char *err, size_t errlen);

@@ -176,8 +176,8 @@ int rtab_decode_append(eng_mem *m, rtab *t, er_buf *r)
     for (int k = 0; k < t->nc; k++) {
         const uint8_t *x = er_raw(r, 6);
         const ex_type *w = &t->c[k].t;
-        if (!x || x[0] != w->kind || x[1] != w->nullable || x[2] != w->scale ||
-            x[3] != w->bits || x[4] != w->utc || x[5] != w->prec)
+        if (!x || x[0] != w->kind || x[1] != w->nullable || x[2] != w->scale || x[3] != w->bits ||
+            x[4] != w->utc || x[5] != w->prec)
             return er_fail(r);
     }
     /* each row is at least its null byte in every column */

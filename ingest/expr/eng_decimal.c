@@ -23,8 +23,7 @@ static int dec_err(ex_ectx *c, int rc, const char *what, ex_type t)
     if (c->err && c->errlen)
         snprintf(c->err, c->errlen, "%s", what);
     if (rc == -ERANGE && c->err && c->errlen)
-        snprintf(c->err, c->errlen,
-                 "%s does not fit %s (DECIMAL_OVERFLOW)%s", what, tn,
+        snprintf(c->err, c->errlen, "%s does not fit %s (DECIMAL_OVERFLOW)%s", what, tn,
                  t.prec > 18 ? ": this engine holds Decimal values in 64 bits (18 digits)" : "");
     return rc;
 }
@@ -75,19 +74,26 @@ int bx__dec_arith(ex_ectx *c, const bx *e, const ex_vec *a, uint32_t n, ex_vec *
         case F_MUL: v = up(x * y, s - sx - sy); break;
         case F_DIV:
             if (y == 0)
-                return dec_err(c, -EDOM, "division by zero: guard the divisor, e.g. "
-                               "if(b = 0, NULL, a / b)", e->t);
+                return dec_err(c, -EDOM,
+                               "division by zero: guard the divisor, e.g. "
+                               "if(b = 0, NULL, a / b)",
+                               e->t);
             /* x / 10^sx / (y / 10^sy) at scale s = sx: x * 10^sy / y */
             v = up(x, sy + s - sx) / y;
             break;
         case F_MOD:
             if (y == 0)
-                return dec_err(c, -EDOM, "division by zero in modulo (%): guard the divisor, "
-                               "e.g. if(b = 0, NULL, a % b)", e->t);
+                return dec_err(c, -EDOM,
+                               "division by zero in modulo (%): guard the divisor, "
+                               "e.g. if(b = 0, NULL, a % b)",
+                               e->t);
             v = up(x, s - sx) % up(y, s - sy);
             break;
         case F_NEG: v = -up(x, s - sx); break;
-        case F_ABS: v = up(x, s - sx); v = v < 0 ? -v : v; break;
+        case F_ABS:
+            v = up(x, s - sx);
+            v = v < 0 ? -v : v;
+            break;
         case F_ROUND: {
             /* round(x, places): the scale stays, digits below 10^-places go */
             int64_t places = a[1].i && e->na > 1 ? a[1].i[0] : 0;
@@ -186,8 +192,10 @@ bool bx_dec_result_type(bx_fn fn, ex_type x, ex_type y, ex_type *out, char *why,
     default: s = sx > sy ? sx : sy; break;
     }
     if (s > 18) {
-        snprintf(why, wlen, "the result would have scale %d: this engine holds Decimal values "
-                 "in 64 bits (scale 18 at most); CAST an operand to a smaller scale", s);
+        snprintf(why, wlen,
+                 "the result would have scale %d: this engine holds Decimal values "
+                 "in 64 bits (scale 18 at most); CAST an operand to a smaller scale",
+                 s);
         return false;
     }
     *out = ex_decimal_type(prec, s, false);

@@ -316,9 +316,12 @@ static bool str_pred(const bx *e, const ex_vec *a, const uint8_t *s, uint32_t sl
     uint32_t pl;
     const uint8_t *p;
     switch (e->fn) {
-    case F_EQ: case F_NE: case F_LT: case F_LE: case F_GT: case F_GE:
-        p = ex_str(&a[1], 0, &pl);
-        return cmp_result(e->fn, cmp_bytes(s, sl, p, pl));
+    case F_EQ:
+    case F_NE:
+    case F_LT:
+    case F_LE:
+    case F_GT:
+    case F_GE: p = ex_str(&a[1], 0, &pl); return cmp_result(e->fn, cmp_bytes(s, sl, p, pl));
     case F_IN:
         if (e->in_sorted)
             return in_sorted_s(e, s, sl) != e->negated;
@@ -326,15 +329,12 @@ static bool str_pred(const bx *e, const ex_vec *a, const uint8_t *s, uint32_t sl
             if (e->in_len[k] == sl && memcmp(e->in_s[k], s, sl) == 0)
                 return !e->negated;
         return e->negated;
-    case F_LIKE: case F_ILIKE:
+    case F_LIKE:
+    case F_ILIKE:
         p = ex_str(&a[1], 0, &pl);
         return like_match(s, sl, p, pl, e->fn == F_ILIKE) != e->negated;
-    case F_STARTSWITH:
-        p = ex_str(&a[1], 0, &pl);
-        return pl <= sl && memcmp(s, p, pl) == 0;
-    case F_ENDSWITH:
-        p = ex_str(&a[1], 0, &pl);
-        return pl <= sl && memcmp(s + sl - pl, p, pl) == 0;
+    case F_STARTSWITH: p = ex_str(&a[1], 0, &pl); return pl <= sl && memcmp(s, p, pl) == 0;
+    case F_ENDSWITH: p = ex_str(&a[1], 0, &pl); return pl <= sl && memcmp(s + sl - pl, p, pl) == 0;
     default: return false;
     }
 }
@@ -352,7 +352,8 @@ static int eval_str_pred(ex_ectx *c, const bx *e, ex_vec *a, int na, uint32_t n,
     if (out_new(c, out, e->t, n, a, e->fn == F_IN ? 1 : na) < 0)
         return -ENOMEM;
     const ex_vec *s = &a[0];
-    if (s->dict && !s->is_const && all_const_after_first(a, na) && s->dict->n <= 2 * (size_t)n + 64) {
+    if (s->dict && !s->is_const && all_const_after_first(a, na) &&
+        s->dict->n <= 2 * (size_t)n + 64) {
         const cb_column *d = s->dict;
         uint8_t *m = em_alloc(c->mem, d->n ? d->n : 1);
         if (!m)
@@ -406,9 +407,8 @@ static int eval_str_pred(ex_ectx *c, const bx *e, ex_vec *a, int na, uint32_t n,
         const uint8_t *x = ex_str(s, r, &l);
         const uint8_t *p = ex_str(&a[1], r, &pl);
         switch (e->fn) {
-        case F_LIKE: case F_ILIKE:
-            out->i[r] = like_match(x, l, p, pl, e->fn == F_ILIKE) != e->negated;
-            break;
+        case F_LIKE:
+        case F_ILIKE: out->i[r] = like_match(x, l, p, pl, e->fn == F_ILIKE) != e->negated; break;
         case F_STARTSWITH: out->i[r] = pl <= l && memcmp(x, p, pl) == 0; break;
         case F_ENDSWITH: out->i[r] = pl <= l && memcmp(x + l - pl, p, pl) == 0; break;
         default: out->i[r] = cmp_result(e->fn, cmp_bytes(x, l, p, pl)); break;
@@ -441,8 +441,8 @@ static int eval_cmp(ex_ectx *c, const bx *e, ex_vec *a, uint32_t n, ex_vec *out)
     bool fl = a[0].t.kind == EX_FLOAT || a[1].t.kind == EX_FLOAT;
     bool un = a[0].t.kind == EX_UINT && a[1].t.kind == EX_UINT;
     int64_t *o = out->i;
-    bool same_dec = a[0].t.kind == EX_DECIMAL && a[1].t.kind == EX_DECIMAL &&
-                    a[0].t.scale == a[1].t.scale;
+    bool same_dec =
+        a[0].t.kind == EX_DECIMAL && a[1].t.kind == EX_DECIMAL && a[0].t.scale == a[1].t.scale;
     if (!fl && (a[0].t.kind == EX_DECIMAL || a[1].t.kind == EX_DECIMAL) &&
         !(same_dec && !a[0].is_const && a[1].is_const)) {
         for (uint32_t r = 0; r < n; r++)
@@ -461,12 +461,30 @@ static int eval_cmp(ex_ectx *c, const bx *e, ex_vec *a, uint32_t n, ex_vec *out)
         const int64_t *x = a[0].i;
         int64_t y = a[1].i[0];
         switch (e->fn) {
-        case F_EQ: for (uint32_t r = 0; r < n; r++) o[r] = x[r] == y; break;
-        case F_NE: for (uint32_t r = 0; r < n; r++) o[r] = x[r] != y; break;
-        case F_LT: for (uint32_t r = 0; r < n; r++) o[r] = x[r] < y; break;
-        case F_LE: for (uint32_t r = 0; r < n; r++) o[r] = x[r] <= y; break;
-        case F_GT: for (uint32_t r = 0; r < n; r++) o[r] = x[r] > y; break;
-        case F_GE: for (uint32_t r = 0; r < n; r++) o[r] = x[r] >= y; break;
+        case F_EQ:
+            for (uint32_t r = 0; r < n; r++)
+                o[r] = x[r] == y;
+            break;
+        case F_NE:
+            for (uint32_t r = 0; r < n; r++)
+                o[r] = x[r] != y;
+            break;
+        case F_LT:
+            for (uint32_t r = 0; r < n; r++)
+                o[r] = x[r] < y;
+            break;
+        case F_LE:
+            for (uint32_t r = 0; r < n; r++)
+                o[r] = x[r] <= y;
+            break;
+        case F_GT:
+            for (uint32_t r = 0; r < n; r++)
+                o[r] = x[r] > y;
+            break;
+        case F_GE:
+            for (uint32_t r = 0; r < n; r++)
+                o[r] = x[r] >= y;
+            break;
         default: break;
         }
         return 0;
@@ -535,8 +553,9 @@ static int eval_arith(ex_ectx *c, const bx *e, ex_vec *a, uint32_t n, ex_vec *ou
                 break;
             }
             if (y == 0)
-                return eval_err(c, -EDOM, "division by zero in modulo (%%): guard the divisor, "
-                                          "e.g. if(b = 0, NULL, a %% b)");
+                return eval_err(c, -EDOM,
+                                "division by zero in modulo (%%): guard the divisor, "
+                                "e.g. if(b = 0, NULL, a %% b)");
             if (e->t.kind == EX_UINT)
                 out->i[r] = (int64_t)(x % y);
             else if ((int64_t)y == -1)
@@ -735,8 +754,9 @@ static int eval_in_num(ex_ectx *c, const bx *e, ex_vec *a, uint32_t n, ex_vec *o
     bool fl = a[0].t.kind == EX_FLOAT;
     if (e->in_sorted) {
         for (uint32_t r = 0; r < n; r++) {
-            bool found = fl ? in_sorted_d(e, ex_f(&a[0], r))
-                            : e->in_set ? in_set_has(e, iv(&a[0], r)) : in_sorted_i(e, iv(&a[0], r));
+            bool found = fl          ? in_sorted_d(e, ex_f(&a[0], r))
+                         : e->in_set ? in_set_has(e, iv(&a[0], r))
+                                     : in_sorted_i(e, iv(&a[0], r));
             out->i[r] = found != e->negated;
         }
         return 0;
@@ -805,7 +825,8 @@ static int eval_string_fn(ex_ectx *c, const bx *e, ex_vec *a, int na, uint32_t n
             continue;
         }
         switch (e->fn) {
-        case F_LOWER: case F_UPPER: {
+        case F_LOWER:
+        case F_UPPER: {
             if (l > tmpcap) {
                 free(tmp);
                 tmpcap = l * 2 + 16;
@@ -941,16 +962,12 @@ static int eval_date_fn(ex_ectx *c, const bx *e, ex_vec *a, int na, uint32_t n, 
             ex_civil_from_days(days_of(&a[0], r), &y, &m, &d);
             out->i[r] = m;
             break;
-        case F_TODATE:
-            out->i[r] = days_of(&a[0], r);
-            break;
+        case F_TODATE: out->i[r] = days_of(&a[0], r); break;
         case F_TOSTARTOFMONTH:
             ex_civil_from_days(days_of(&a[0], r), &y, &m, &d);
             out->i[r] = ex_days_from_civil(y, m, 1);
             break;
-        case F_TOSTARTOFDAY:
-            out->i[r] = days_of(&a[0], r) * 86400 * pow10i(e->t.scale);
-            break;
+        case F_TOSTARTOFDAY: out->i[r] = days_of(&a[0], r) * 86400 * pow10i(e->t.scale); break;
         case F_DATEDIFF: {
             const ex_vec *x = &a[1], *z = &a[2];
             int64_t v;
@@ -1059,8 +1076,14 @@ static int eval_cast(ex_ectx *c, const bx *e, ex_vec *a, uint32_t n, ex_vec *out
             int64_t v = 0;
             double d = 0;
             switch (t.kind) {
-            case EX_FLOAT: ok = parse_f64(s, l, &d); out->d[r] = d; break;
-            case EX_DATE: ok = ex_parse_date((const char *)s, l, &v); out->i[r] = v; break;
+            case EX_FLOAT:
+                ok = parse_f64(s, l, &d);
+                out->d[r] = d;
+                break;
+            case EX_DATE:
+                ok = ex_parse_date((const char *)s, l, &v);
+                out->i[r] = v;
+                break;
             case EX_DATETIME:
                 ok = ex_parse_datetime((const char *)s, l, t.scale, &v, NULL) ||
                      (ex_parse_date((const char *)s, l, &v) &&
@@ -1068,7 +1091,8 @@ static int eval_cast(ex_ectx *c, const bx *e, ex_vec *a, uint32_t n, ex_vec *out
                 out->i[r] = v;
                 break;
             case EX_BOOL:
-                ok = (l == 4 && memcmp(s, "true", 4) == 0) || (l == 5 && memcmp(s, "false", 5) == 0) ||
+                ok = (l == 4 && memcmp(s, "true", 4) == 0) ||
+                     (l == 5 && memcmp(s, "false", 5) == 0) ||
                      (l == 1 && (s[0] == '0' || s[0] == '1'));
                 out->i[r] = l == 4 || (l == 1 && s[0] == '1');
                 break;
@@ -1076,7 +1100,10 @@ static int eval_cast(ex_ectx *c, const bx *e, ex_vec *a, uint32_t n, ex_vec *out
                 ok = ex_parse_decimal(s, l, t.scale, &v) && ex_decimal_fits(v, t.prec);
                 out->i[r] = v;
                 break;
-            default: ok = parse_i64(s, l, &v); out->i[r] = v; break;
+            default:
+                ok = parse_i64(s, l, &v);
+                out->i[r] = v;
+                break;
             }
             if (!ok && e->unit) { /* toTOrZero: 0; toTOrNull: NULL */
                 out->i ? (void)(out->i[r] = 0) : (void)(out->d[r] = 0);
@@ -1246,8 +1273,7 @@ static int eval_math(ex_ectx *c, const bx *e, ex_vec *a, int na, uint32_t n, ex_
 
 /* ---- dispatch ---------------------------------------------------------------- */
 
-int bx_eval(ex_ectx *c, const bx *e, const ex_vec *in, const uint32_t *sel, uint32_t n,
-            ex_vec *out)
+int bx_eval(ex_ectx *c, const bx *e, const ex_vec *in, const uint32_t *sel, uint32_t n, ex_vec *out)
 {
     memset(out, 0, sizeof(*out));
     if (e->op == BX_COL)
@@ -1273,23 +1299,31 @@ int bx_eval(ex_ectx *c, const bx *e, const ex_vec *in, const uint32_t *sel, uint
     uint32_t m = all_const && e->na > 0 ? 1 : n;
     if (rc == 0) {
         switch (e->fn) {
-        case F_ADD: case F_SUB: case F_MUL: case F_DIV: case F_MOD: case F_NEG:
-            rc = eval_arith(c, e, a, m, out);
-            break;
-        case F_EQ: case F_NE: case F_LT: case F_LE: case F_GT: case F_GE:
-            rc = eval_cmp(c, e, a, m, out);
-            break;
-        case F_AND: case F_OR: case F_NOT:
-            rc = eval_logic(c, e, a, e->na, m, out);
-            break;
+        case F_ADD:
+        case F_SUB:
+        case F_MUL:
+        case F_DIV:
+        case F_MOD:
+        case F_NEG: rc = eval_arith(c, e, a, m, out); break;
+        case F_EQ:
+        case F_NE:
+        case F_LT:
+        case F_LE:
+        case F_GT:
+        case F_GE: rc = eval_cmp(c, e, a, m, out); break;
+        case F_AND:
+        case F_OR:
+        case F_NOT: rc = eval_logic(c, e, a, e->na, m, out); break;
         case F_IN:
             rc = a[0].t.kind == EX_STRING ? eval_str_pred(c, e, a, 1, m, out)
                                           : eval_in_num(c, e, a, m, out);
             break;
-        case F_LIKE: case F_ILIKE: case F_STARTSWITH: case F_ENDSWITH:
-            rc = eval_str_pred(c, e, a, e->na, m, out);
-            break;
-        case F_ISNULL: case F_ISNOTNULL: {
+        case F_LIKE:
+        case F_ILIKE:
+        case F_STARTSWITH:
+        case F_ENDSWITH: rc = eval_str_pred(c, e, a, e->na, m, out); break;
+        case F_ISNULL:
+        case F_ISNOTNULL: {
             ex_type t = e->t;
             if (ex_vec_alloc(c->mem, out, t, m) < 0) {
                 rc = oom(c);
@@ -1299,26 +1333,25 @@ int bx_eval(ex_ectx *c, const bx *e, const ex_vec *in, const uint32_t *sel, uint
                 out->i[r] = ex_null(&a[0], r) == (e->fn == F_ISNULL);
             break;
         }
-        case F_IF: case F_MULTIIF: case F_COALESCE:
-            rc = eval_choice(c, e, a, e->na, m, out);
-            break;
-        case F_CAST:
-            rc = eval_cast(c, e, a, m, out);
-            break;
-        case F_LENGTH: case F_LOWER: case F_UPPER: case F_SUBSTRING: case F_CONCAT:
-        case F_POSITION:
-            rc = eval_string_fn(c, e, a, e->na, m, out);
-            break;
-        case F_TOYEAR: case F_TOMONTH: case F_TODATE: case F_TOSTARTOFMONTH:
-        case F_TOSTARTOFDAY: case F_DATEDIFF:
-            rc = eval_date_fn(c, e, a, e->na, m, out);
-            break;
-        case F_ROUND: case F_ABS:
-            rc = eval_math(c, e, a, e->na, m, out);
-            break;
-        default:
-            rc = bx_eval_fn(c, e, a, e->na, m, out);
-            break;
+        case F_IF:
+        case F_MULTIIF:
+        case F_COALESCE: rc = eval_choice(c, e, a, e->na, m, out); break;
+        case F_CAST: rc = eval_cast(c, e, a, m, out); break;
+        case F_LENGTH:
+        case F_LOWER:
+        case F_UPPER:
+        case F_SUBSTRING:
+        case F_CONCAT:
+        case F_POSITION: rc = eval_string_fn(c, e, a, e->na, m, out); break;
+        case F_TOYEAR:
+        case F_TOMONTH:
+        case F_TODATE:
+        case F_TOSTARTOFMONTH:
+        case F_TOSTARTOFDAY:
+        case F_DATEDIFF: rc = eval_date_fn(c, e, a, e->na, m, out); break;
+        case F_ROUND:
+        case F_ABS: rc = eval_math(c, e, a, e->na, m, out); break;
+        default: rc = bx_eval_fn(c, e, a, e->na, m, out); break;
         }
     }
     for (int j = 0; j < done; j++)

@@ -81,7 +81,9 @@ static int eval_math2(ex_ectx *c, const bx *e, ex_vec *a, int na, uint32_t n, ex
         case F_LOG10: out->d[r] = log10(x); break;
         case F_EXP: out->d[r] = exp(x); break;
         case F_SQRT: out->d[r] = sqrt(x); break;
-        case F_FLOOR: case F_CEIL: case F_TRUNC: {
+        case F_FLOOR:
+        case F_CEIL:
+        case F_TRUNC: {
             double (*f)(double) = e->fn == F_FLOOR ? floor : e->fn == F_CEIL ? ceil : trunc;
             if (e->t.kind == EX_FLOAT) {
                 if (places == 0) {
@@ -193,8 +195,10 @@ static int compile_const(ex_ectx *c, const bx *e, const ex_vec *pat, regex_t *re
     z[l] = 0;
     if (!bx_regex_bounded(z)) {
         if (c->err && c->errlen)
-            snprintf(c->err, c->errlen, "the regular expression '%.64s' is too large: at most "
-                     "1024 bytes and repetition counts of at most 1000", z);
+            snprintf(c->err, c->errlen,
+                     "the regular expression '%.64s' is too large: at most "
+                     "1024 bytes and repetition counts of at most 1000",
+                     z);
         free(z);
         return -EINVAL;
     }
@@ -212,8 +216,7 @@ static int compile_const(ex_ectx *c, const bx *e, const ex_vec *pat, regex_t *re
 }
 
 /* The replacement of replaceRegexp*: \0..\9 are the groups of match m. */
-static bool put_repl(sbuf *b, const uint8_t *s, const regmatch_t *m, const uint8_t *rp,
-                     uint32_t rl)
+static bool put_repl(sbuf *b, const uint8_t *s, const regmatch_t *m, const uint8_t *rp, uint32_t rl)
 {
     for (uint32_t k = 0; k < rl; k++) {
         if (rp[k] == '\\' && k + 1 < rl && rp[k + 1] >= '0' && rp[k + 1] <= '9') {
@@ -257,7 +260,8 @@ static int eval_strfn(ex_ectx *c, const bx *e, ex_vec *a, int na, uint32_t n, ex
         b.len = 0;
         bool ok = true;
         switch (e->fn) {
-        case F_REPLACEALL: case F_REPLACEONE: {
+        case F_REPLACEALL:
+        case F_REPLACEONE: {
             uint32_t fl, tl;
             const uint8_t *f = ex_str(&a[1], r, &fl), *to = ex_str(&a[2], r, &tl);
             uint32_t k = 0;
@@ -278,7 +282,10 @@ static int eval_strfn(ex_ectx *c, const bx *e, ex_vec *a, int na, uint32_t n, ex
             }
             break;
         }
-        case F_REPLACEREGEXPALL: case F_REPLACEREGEXPONE: case F_MATCH: case F_EXTRACT: {
+        case F_REPLACEREGEXPALL:
+        case F_REPLACEREGEXPONE:
+        case F_MATCH:
+        case F_EXTRACT: {
             /* regexec wants a NUL-terminated subject */
             char *z = malloc((size_t)l + 1);
             if (!z) {
@@ -328,7 +335,9 @@ static int eval_strfn(ex_ectx *c, const bx *e, ex_vec *a, int na, uint32_t n, ex
             free(z);
             break;
         }
-        case F_TRIMBOTH: case F_TRIMLEFT: case F_TRIMRIGHT: {
+        case F_TRIMBOTH:
+        case F_TRIMLEFT:
+        case F_TRIMRIGHT: {
             uint32_t lo = 0, hi = l;
             if (e->fn != F_TRIMRIGHT)
                 while (lo < hi && s[lo] == ' ')
@@ -369,12 +378,22 @@ static uint64_t rotl64(uint64_t x, int b)
     return (x << b) | (x >> (64 - b));
 }
 
-#define SIP_ROUND(v0, v1, v2, v3)                                                        \
-    do {                                                                                 \
-        v0 += v1; v1 = rotl64(v1, 13); v1 ^= v0; v0 = rotl64(v0, 32);                    \
-        v2 += v3; v3 = rotl64(v3, 16); v3 ^= v2;                                         \
-        v0 += v3; v3 = rotl64(v3, 21); v3 ^= v0;                                         \
-        v2 += v1; v1 = rotl64(v1, 17); v1 ^= v2; v2 = rotl64(v2, 32);                    \
+#define SIP_ROUND(v0, v1, v2, v3)                                                                  \
+    do {                                                                                           \
+        v0 += v1;                                                                                  \
+        v1 = rotl64(v1, 13);                                                                       \
+        v1 ^= v0;                                                                                  \
+        v0 = rotl64(v0, 32);                                                                       \
+        v2 += v3;                                                                                  \
+        v3 = rotl64(v3, 16);                                                                       \
+        v3 ^= v2;                                                                                  \
+        v0 += v3;                                                                                  \
+        v3 = rotl64(v3, 21);                                                                       \
+        v3 ^= v0;                                                                                  \
+        v2 += v1;                                                                                  \
+        v1 = rotl64(v1, 17);                                                                       \
+        v1 ^= v2;                                                                                  \
+        v2 = rotl64(v2, 32);                                                                       \
     } while (0)
 
 uint64_t bx_siphash24(uint64_t k0, uint64_t k1, const uint8_t *m, size_t len)
@@ -407,8 +426,7 @@ uint64_t bx_siphash24(uint64_t k0, uint64_t k1, const uint8_t *m, size_t len)
 /* ---- formatReadable* --------------------------------------------------------- */
 
 /* x in steps of base with units u[0..nu): "183.92 MiB", "10.04 thousand". */
-static size_t fmt_scaled(double x, double base, const char *const *u, int nu, char *buf,
-                         size_t cap)
+static size_t fmt_scaled(double x, double base, const char *const *u, int nu, char *buf, size_t cap)
 {
     int k = 0;
     while (fabs(x) >= base && k < nu - 1) {
@@ -418,17 +436,19 @@ static size_t fmt_scaled(double x, double base, const char *const *u, int nu, ch
     return (size_t)snprintf(buf, cap, "%.2f%s", x, u[k]);
 }
 
-static const char *const size_units[] = {" B", " KiB", " MiB", " GiB", " TiB", " PiB", " EiB",
-                                         " ZiB", " YiB"};
-static const char *const quantity_units[] = {"", " thousand", " million", " billion",
-                                             " trillion", " quadrillion"};
+static const char *const size_units[] = {" B",   " KiB", " MiB", " GiB", " TiB",
+                                         " PiB", " EiB", " ZiB", " YiB"};
+static const char *const quantity_units[] = {"",         " thousand", " million",
+                                             " billion", " trillion", " quadrillion"};
 
 /* "3 hours, 25 minutes and 45 seconds": years of 365 days, months of 30. */
 static size_t fmt_timedelta(double x, char *buf, size_t cap)
 {
-    static const struct { const char *n; double s; } u[] = {
-        {"year", 365 * 86400.0}, {"month", 30 * 86400.0}, {"day", 86400}, {"hour", 3600},
-        {"minute", 60}, {"second", 1}};
+    static const struct {
+        const char *n;
+        double s;
+    } u[] = {{"year", 365 * 86400.0}, {"month", 30 * 86400.0}, {"day", 86400},
+             {"hour", 3600},          {"minute", 60},          {"second", 1}};
     size_t o = 0;
     if (x < 0) {
         o += (size_t)snprintf(buf, cap, "-");
@@ -555,9 +575,7 @@ static int64_t start_of(int unit, int64_t s)
     case BX_U_QUARTER:
         ex_civil_from_days(days, &y, &m, &d);
         return ex_days_from_civil(y, (m - 1) / 3 * 3 + 1, 1) * 86400;
-    default:
-        ex_civil_from_days(days, &y, &m, &d);
-        return ex_days_from_civil(y, 1, 1) * 86400;
+    default: ex_civil_from_days(days, &y, &m, &d); return ex_days_from_civil(y, 1, 1) * 86400;
     }
 }
 
@@ -582,16 +600,15 @@ static int64_t date_part(int part, int64_t s)
     }
 }
 
-static const char *const month_names[] = {"January", "February", "March", "April", "May",
-                                          "June", "July", "August", "September", "October",
-                                          "November", "December"};
-static const char *const day_names[] = {"Monday", "Tuesday", "Wednesday", "Thursday",
+static const char *const month_names[] = {"January",   "February", "March",    "April",
+                                          "May",       "June",     "July",     "August",
+                                          "September", "October",  "November", "December"};
+static const char *const day_names[] = {"Monday", "Tuesday",  "Wednesday", "Thursday",
                                         "Friday", "Saturday", "Sunday"};
 
 /* ClickHouse's formatDateTime: %Y %y %m %d %e %H %h %I %i %M (month name)
  * %S %s %F %T %D %R %j %u %w %Q %p %a %b %f %%. */
-static bool fmt_datetime(sbuf *b, const uint8_t *f, uint32_t fl, int64_t s, int64_t frac,
-                         int scale)
+static bool fmt_datetime(sbuf *b, const uint8_t *f, uint32_t fl, int64_t s, int64_t frac, int scale)
 {
     int64_t days = div_floor(s, 86400), sod = s - days * 86400, y;
     unsigned m, d;
@@ -616,15 +633,19 @@ static bool fmt_datetime(sbuf *b, const uint8_t *f, uint32_t fl, int64_t s, int6
         case 'd': l = snprintf(t, sizeof(t), "%02u", d); break;
         case 'e': l = snprintf(t, sizeof(t), "%2u", d); break;
         case 'H': l = snprintf(t, sizeof(t), "%02d", hh); break;
-        case 'h': case 'I': l = snprintf(t, sizeof(t), "%02d", h12); break;
+        case 'h':
+        case 'I': l = snprintf(t, sizeof(t), "%02d", h12); break;
         case 'i': l = snprintf(t, sizeof(t), "%02d", mi); break;
         case 'M': l = snprintf(t, sizeof(t), "%s", month_names[m - 1]); break;
-        case 'S': case 's': l = snprintf(t, sizeof(t), "%02d", ss); break;
+        case 'S':
+        case 's': l = snprintf(t, sizeof(t), "%02d", ss); break;
         case 'F': l = snprintf(t, sizeof(t), "%04lld-%02u-%02u", (long long)y, m, d); break;
         case 'T': l = snprintf(t, sizeof(t), "%02d:%02d:%02d", hh, mi, ss); break;
         case 'D': l = snprintf(t, sizeof(t), "%02u/%02u/%02lld", m, d, (long long)(y % 100)); break;
         case 'R': l = snprintf(t, sizeof(t), "%02d:%02d", hh, mi); break;
-        case 'j': l = snprintf(t, sizeof(t), "%03lld", (long long)date_part(BX_P_DAYOFYEAR, s)); break;
+        case 'j':
+            l = snprintf(t, sizeof(t), "%03lld", (long long)date_part(BX_P_DAYOFYEAR, s));
+            break;
         case 'u': l = snprintf(t, sizeof(t), "%d", dow); break;
         case 'w': l = snprintf(t, sizeof(t), "%d", dow % 7); break;
         case 'Q': l = snprintf(t, sizeof(t), "%u", (m - 1) / 3 + 1); break;
@@ -681,7 +702,8 @@ static bool parse_best_effort(const char *s, size_t n, int64_t *out)
     }
     int y, mo, d, hh = 0, mi = 0, ss = 0;
     const char *p = z;
-    if (k == 8 && digits(p, 4, &y) == 0 && digits(p + 4, 2, &mo) == 0 && digits(p + 6, 2, &d) == 0) {
+    if (k == 8 && digits(p, 4, &y) == 0 && digits(p + 4, 2, &mo) == 0 &&
+        digits(p + 6, 2, &d) == 0) {
         p += 8;
     } else if (k == 4 && (z[4] == '-' || z[4] == '/' || z[4] == '.') && digits(p, 4, &y) == 0 &&
                digits(p + 5, 2, &mo) == 0 && p[7] == z[4] && digits(p + 8, 2, &d) == 0) {
@@ -735,7 +757,8 @@ static bool parse_best_effort(const char *s, size_t n, int64_t *out)
     }
     if (*p)
         return false;
-    *out = ex_days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 + hh * 3600 + mi * 60 + ss - off;
+    *out =
+        ex_days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 + hh * 3600 + mi * 60 + ss - off;
     return true;
 }
 
@@ -764,9 +787,7 @@ static int eval_datefn(ex_ectx *c, const bx *e, ex_vec *a, int na, uint32_t n, e
             s = secs(&a[0], r, &frac);
             out->i[r] = from_secs(&e->t, start_of(e->unit, s));
             break;
-        case F_DATEPART:
-            out->i[r] = date_part(e->unit, secs(&a[0], r, &frac));
-            break;
+        case F_DATEPART: out->i[r] = date_part(e->unit, secs(&a[0], r, &frac)); break;
         case F_DATEADD: {
             int64_t k = ival(&a[0], r);
             if (e->negated)
@@ -774,7 +795,9 @@ static int eval_datefn(ex_ectx *c, const bx *e, ex_vec *a, int na, uint32_t n, e
             const ex_vec *d = &a[1];
             s = secs(d, r, &frac);
             switch (e->unit) {
-            case BX_U_MONTH: case BX_U_QUARTER: case BX_U_YEAR: {
+            case BX_U_MONTH:
+            case BX_U_QUARTER:
+            case BX_U_YEAR: {
                 int64_t mm = (int64_t)((uint64_t)k * (e->unit == BX_U_MONTH     ? 1u
                                                       : e->unit == BX_U_QUARTER ? 3u
                                                                                 : 12u));
@@ -841,13 +864,29 @@ static int eval_datefn(ex_ectx *c, const bx *e, ex_vec *a, int na, uint32_t n, e
 int bx_eval_fn(ex_ectx *c, const bx *e, ex_vec *a, int na, uint32_t n, ex_vec *out)
 {
     switch (e->fn) {
-    case F_INTDIV: case F_POW: case F_LOG: case F_LOG2: case F_LOG10: case F_EXP: case F_SQRT:
-    case F_FLOOR: case F_CEIL: case F_TRUNC:
-        return eval_math2(c, e, a, na, n, out);
-    case F_REPLACEALL: case F_REPLACEONE: case F_REPLACEREGEXPALL: case F_REPLACEREGEXPONE:
-    case F_MATCH: case F_EXTRACT: case F_TRIMBOTH: case F_TRIMLEFT: case F_TRIMRIGHT:
-    case F_REVERSE: case F_EMPTY: case F_NOTEMPTY: case F_XXHASH64:
-        return eval_strfn(c, e, a, na, n, out);
+    case F_INTDIV:
+    case F_POW:
+    case F_LOG:
+    case F_LOG2:
+    case F_LOG10:
+    case F_EXP:
+    case F_SQRT:
+    case F_FLOOR:
+    case F_CEIL:
+    case F_TRUNC: return eval_math2(c, e, a, na, n, out);
+    case F_REPLACEALL:
+    case F_REPLACEONE:
+    case F_REPLACEREGEXPALL:
+    case F_REPLACEREGEXPONE:
+    case F_MATCH:
+    case F_EXTRACT:
+    case F_TRIMBOTH:
+    case F_TRIMLEFT:
+    case F_TRIMRIGHT:
+    case F_REVERSE:
+    case F_EMPTY:
+    case F_NOTEMPTY:
+    case F_XXHASH64: return eval_strfn(c, e, a, na, n, out);
     case F_SIPHASH64: {
         if (bx_out_new(c, out, e->t, n, a, na) < 0)
             return -ENOMEM;
@@ -858,11 +897,14 @@ int bx_eval_fn(ex_ectx *c, const bx *e, ex_vec *a, int na, uint32_t n, ex_vec *o
         }
         return 0;
     }
-    case F_FMT_SIZE: case F_FMT_QUANTITY: case F_FMT_TIMEDELTA:
-        return eval_readable(c, e, a, na, n, out);
-    case F_TOSTARTOF: case F_DATEPART: case F_DATEADD: case F_FORMATDATETIME:
-    case F_PARSEDATETIME:
-        return eval_datefn(c, e, a, na, n, out);
+    case F_FMT_SIZE:
+    case F_FMT_QUANTITY:
+    case F_FMT_TIMEDELTA: return eval_readable(c, e, a, na, n, out);
+    case F_TOSTARTOF:
+    case F_DATEPART:
+    case F_DATEADD:
+    case F_FORMATDATETIME:
+    case F_PARSEDATETIME: return eval_datefn(c, e, a, na, n, out);
     case F_ASSUMENOTNULL: {
         /* the values, without the NULL map (a NULL row reads as its type's default) */
         ex_type t = e->t;

@@ -25,8 +25,8 @@
 #include <sys/mman.h>
 
 #define EF_MAX_THREADS 64
-#define EF_POOL_MAX 16               /* buffers kept for reuse */
-#define EF_BUF_ROUND (64u << 10)     /* sizes rounded up, so buffers fit more jobs */
+#define EF_POOL_MAX    16          /* buffers kept for reuse */
+#define EF_BUF_ROUND   (64u << 10) /* sizes rounded up, so buffers fit more jobs */
 
 typedef struct ef__pooled {
     uint8_t *buf;
@@ -42,9 +42,9 @@ struct ef {
     int n_units;
     uint8_t *state;
     ef_blob **blob;
-    int cursor;             /* every unit before it is claimed or not prefetched */
-    int taken;              /* highest unit a worker has reached (-1: none) */
-    int window;             /* units ahead of it that may be fetched */
+    int cursor; /* every unit before it is claimed or not prefetched */
+    int taken;  /* highest unit a worker has reached (-1: none) */
+    int window; /* units ahead of it that may be fetched */
     uint64_t budget, held;
     uint64_t jobs, hits, peak;
     bool stop;

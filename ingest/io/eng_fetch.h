@@ -38,15 +38,15 @@
  * prefetcher's mutex held for `size` (keep it quick; it may take locks that
  * are never held around ef_* calls) and without it for `fetch`. */
 typedef struct ef_blob {
-    int rc;                 /* 0, or why the fetch failed (the worker fetches itself) */
-    uint8_t *buf;           /* from ef_buf_get: the bytes */
-    uint64_t bytes;         /* how many (what is charged to the query) */
-    uint64_t cap;           /* size of buf */
-    bool whole;             /* buf is the whole object: its byte k at buf[k] */
-    rs_range *ranges;       /* !whole: the ranges fetched (buf pointing into buf) */
+    int rc;           /* 0, or why the fetch failed (the worker fetches itself) */
+    uint8_t *buf;     /* from ef_buf_get: the bytes */
+    uint64_t bytes;   /* how many (what is charged to the query) */
+    uint64_t cap;     /* size of buf */
+    bool whole;       /* buf is the whole object: its byte k at buf[k] */
+    rs_range *ranges; /* !whole: the ranges fetched (buf pointing into buf) */
     size_t n;
-    const void *tag;        /* what the ranges were planned on (the pq_file) */
-    int refs;               /* units holding it (the prefetcher's) */
+    const void *tag; /* what the ranges were planned on (the pq_file) */
+    int refs;        /* units holding it (the prefetcher's) */
 } ef_blob;
 
 typedef struct ef ef;
@@ -82,6 +82,5 @@ uint8_t *ef_buf_get(ef *p, uint64_t n, uint64_t *cap);
 void ef_buf_put(ef *p, uint8_t *buf, uint64_t cap);
 /* Counters: jobs fetched ahead, units taken from them, peak bytes held. */
 void ef_stats(ef *p, uint64_t *jobs, uint64_t *hits, uint64_t *peak);
-
 
 #endif /* RINGCACHE_ENG_FETCH_H */

@@ -73,8 +73,8 @@ int rs_file_open(rs_source **out, const char *path, char *err, size_t errlen);
 /* An S3 object: HEAD now for size and ETag, then ranged GETs pinned to it.
  * cfg is copied. Returns 0 or the S3 error (-ENOENT, -EACCES, ...) with the
  * client's sentence in err (may be NULL). */
-int rs_s3_open(rs_source **out, const struct s3_config *cfg, const char *bucket,
-               const char *key, char *err, size_t errlen);
+int rs_s3_open(rs_source **out, const struct s3_config *cfg, const char *bucket, const char *key,
+               char *err, size_t errlen);
 
 /* Frees the source (and its implementation). Accepts NULL; sets *s to NULL. */
 void rs_destroy(rs_source **s);
@@ -89,14 +89,13 @@ const char *rs_version(const rs_source *s); /* "" when unknown */
 int rs_read_ranges(rs_source *s, const rs_range *ranges, size_t n, char *err, size_t errlen);
 
 /* One range. Same results as rs_read_ranges. */
-int rs_read(rs_source *s, uint64_t offset, void *buf, uint64_t length, char *err,
-            size_t errlen);
+int rs_read(rs_source *s, uint64_t offset, void *buf, uint64_t length, char *err, size_t errlen);
 
 /* Counters since open (relaxed atomics: a snapshot). */
 typedef struct rs_stats {
-    uint64_t calls;     /* rs_read_ranges calls */
-    uint64_t ranges;    /* ranges read */
-    uint64_t bytes;     /* bytes read */
+    uint64_t calls;  /* rs_read_ranges calls */
+    uint64_t ranges; /* ranges read */
+    uint64_t bytes;  /* bytes read */
 } rs_stats;
 void rs_stats_get(const rs_source *s, rs_stats *out);
 
@@ -116,8 +115,8 @@ typedef int (*eng_open_fn)(void *impl, const char *bucket, const char *key, rs_s
  * them: s3(url, 'KEY', 'SECRET' [, 'SESSION_TOKEN']) or s3(url, NOSIGN).
  * Borrowed for the call they are passed to. */
 typedef struct eng_s3_creds {
-    int nosign;                /* unsigned (anonymous) requests */
-    const char *access_key;    /* NULL with nosign */
+    int nosign;             /* unsigned (anonymous) requests */
+    const char *access_key; /* NULL with nosign */
     const char *secret_key;
     const char *session_token; /* NULL: none */
 } eng_s3_creds;
@@ -135,8 +134,8 @@ typedef struct eng_s3_access {
  * comes with): the same endpoint and settings, those credentials. 0, or
  * -errno with a sentence in err (e.g. when this process may not call S3
  * itself). Called from the thread running the statement. */
-typedef int (*eng_s3_as_fn)(void *impl, const eng_s3_creds *creds, eng_s3_access *out,
-                            char *err, size_t errlen);
+typedef int (*eng_s3_as_fn)(void *impl, const eng_s3_creds *creds, eng_s3_access *out, char *err,
+                            size_t errlen);
 /* S3 directly: the list and open above with impl an s3_config (borrowed;
  * rs_s3.c). Anonymous requests when it has no credentials. */
 int rs_s3_list(void *impl, const char *bucket, const char *glob, eng_key_fn fn, void *arg,

@@ -52,8 +52,8 @@ static void rs_rc_destroy(void *impl)
     free(s);
 }
 
-int rs_rc_open(rs_source **out, struct rc_client *c, const char *bucket, const char *key,
-               char *err, size_t errlen)
+int rs_rc_open(rs_source **out, struct rc_client *c, const char *bucket, const char *key, char *err,
+               size_t errlen)
 {
     rs_rc *s = calloc(1, sizeof(*s));
     if (!s)

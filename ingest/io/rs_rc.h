@@ -22,8 +22,8 @@ struct rc_client;
 /* Opens bucket/key through c (borrowed; it must outlive the source). 0, or
  * -errno from rc_open (-ENOENT, -EACCES, -EHOSTDOWN, ...) with a sentence in
  * err. The source is named "s3://bucket/key". */
-int rs_rc_open(rs_source **out, struct rc_client *c, const char *bucket, const char *key,
-               char *err, size_t errlen);
+int rs_rc_open(rs_source **out, struct rc_client *c, const char *bucket, const char *key, char *err,
+               size_t errlen);
 
 /* The cache client as an object store (rangesrc.h's eng_list_fn and
  * eng_open_fn, impl an rc_client): listings from S3 (rc_list), objects

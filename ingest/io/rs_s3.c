@@ -36,8 +36,8 @@ typedef struct rs__s3 {
     pthread_cond_t cv;
     s3_config cfg;
     rs__lane lanes[RS_S3_LANES];
-    int n_lanes;                 /* made so far */
-    int free[RS_S3_LANES];       /* indices of lanes nobody holds */
+    int n_lanes;           /* made so far */
+    int free[RS_S3_LANES]; /* indices of lanes nobody holds */
     int n_free;
     char *bucket;
     char *key;
@@ -46,7 +46,7 @@ typedef struct rs__s3 {
 
 typedef struct rs__s3_call {
     size_t pending;
-    int rc;              /* first error */
+    int rc; /* first error */
     char *err;
     size_t errlen;
     bool head_done;

@@ -81,9 +81,18 @@ void rs_destroy(rs_source **s)
     *s = NULL;
 }
 
-const char *rs_name(const rs_source *s) { return s->name; }
-uint64_t rs_size(const rs_source *s) { return s->size; }
-const char *rs_version(const rs_source *s) { return s->version; }
+const char *rs_name(const rs_source *s)
+{
+    return s->name;
+}
+uint64_t rs_size(const rs_source *s)
+{
+    return s->size;
+}
+const char *rs_version(const rs_source *s)
+{
+    return s->version;
+}
 
 void rs_stats_get(const rs_source *s, rs_stats *out)
 {
@@ -124,8 +133,7 @@ int rs_read_ranges(rs_source *s, const rs_range *ranges, size_t n, char *err, si
     return rc < 0 ? rc : 0;
 }
 
-int rs_read(rs_source *s, uint64_t offset, void *buf, uint64_t length, char *err,
-            size_t errlen)
+int rs_read(rs_source *s, uint64_t offset, void *buf, uint64_t length, char *err, size_t errlen)
 {
     rs_range r = {.offset = offset, .length = length, .buf = buf};
     return rs_read_ranges(s, &r, 1, err, errlen);

@@ -29,7 +29,7 @@ typedef struct binder {
     eng_mem *mem;
     const sql_stmt *st;
     const eng_schema *sc;
-    const eng_bind_env *env;   /* the query's context and how subqueries run; may be NULL */
+    const eng_bind_env *env; /* the query's context and how subqueries run; may be NULL */
     eng_plan *p;
     char *err;
     size_t errlen;
@@ -85,7 +85,8 @@ static int parse_decimal_type(const char *buf, ex_type *out)
     const char *a = buf + 7;
     if (*a == 0 && strncasecmp(buf, "Decimal", 7) == 0) {
         end = 0;
-    } else if (sscanf(a, "(%u, %u)%n", &p, &s, &end) == 2 || sscanf(a, "(%u,%u)%n", &p, &s, &end) == 2 ||
+    } else if (sscanf(a, "(%u, %u)%n", &p, &s, &end) == 2 ||
+               sscanf(a, "(%u,%u)%n", &p, &s, &end) == 2 ||
                (s = 0, sscanf(a, "(%u)%n", &p, &end) == 1)) {
         a += end;
         end = *a ? -1 : 0;
@@ -114,17 +115,39 @@ int eng_parse_type(const char *name, ex_type *out)
         out->nullable = true;
         return rc;
     }
-    static const struct { const char *n; uint8_t k, bits; } tab[] = {
-        {"Int8", EX_INT, 8}, {"Int16", EX_INT, 16}, {"Int32", EX_INT, 32}, {"Int64", EX_INT, 64},
-        {"UInt8", EX_UINT, 8}, {"UInt16", EX_UINT, 16}, {"UInt32", EX_UINT, 32},
-        {"UInt64", EX_UINT, 64}, {"Float32", EX_FLOAT, 32}, {"Float64", EX_FLOAT, 64},
-        {"String", EX_STRING, 0}, {"Date", EX_DATE, 16}, {"Date32", EX_DATE, 32},
-        {"DateTime", EX_DATETIME, 0}, {"Bool", EX_BOOL, 0}, {"Boolean", EX_BOOL, 0},
+    static const struct {
+        const char *n;
+        uint8_t k, bits;
+    } tab[] = {
+        {"Int8", EX_INT, 8},
+        {"Int16", EX_INT, 16},
+        {"Int32", EX_INT, 32},
+        {"Int64", EX_INT, 64},
+        {"UInt8", EX_UINT, 8},
+        {"UInt16", EX_UINT, 16},
+        {"UInt32", EX_UINT, 32},
+        {"UInt64", EX_UINT, 64},
+        {"Float32", EX_FLOAT, 32},
+        {"Float64", EX_FLOAT, 64},
+        {"String", EX_STRING, 0},
+        {"Date", EX_DATE, 16},
+        {"Date32", EX_DATE, 32},
+        {"DateTime", EX_DATETIME, 0},
+        {"Bool", EX_BOOL, 0},
+        {"Boolean", EX_BOOL, 0},
         /* SQL-standard aliases ClickHouse accepts */
-        {"TINYINT", EX_INT, 8}, {"SMALLINT", EX_INT, 16}, {"INT", EX_INT, 32},
-        {"INTEGER", EX_INT, 32}, {"BIGINT", EX_INT, 64}, {"FLOAT", EX_FLOAT, 32},
-        {"DOUBLE", EX_FLOAT, 64}, {"REAL", EX_FLOAT, 32}, {"VARCHAR", EX_STRING, 0},
-        {"TEXT", EX_STRING, 0}, {"CHAR", EX_STRING, 0}, {"TIMESTAMP", EX_DATETIME, 0},
+        {"TINYINT", EX_INT, 8},
+        {"SMALLINT", EX_INT, 16},
+        {"INT", EX_INT, 32},
+        {"INTEGER", EX_INT, 32},
+        {"BIGINT", EX_INT, 64},
+        {"FLOAT", EX_FLOAT, 32},
+        {"DOUBLE", EX_FLOAT, 64},
+        {"REAL", EX_FLOAT, 32},
+        {"VARCHAR", EX_STRING, 0},
+        {"TEXT", EX_STRING, 0},
+        {"CHAR", EX_STRING, 0},
+        {"TIMESTAMP", EX_DATETIME, 0},
     };
     for (size_t i = 0; i < sizeof(tab) / sizeof(tab[0]); i++) {
         bool ci = tab[i].n[1] >= 'A' && tab[i].n[1] <= 'Z'; /* SQL aliases: any case */
@@ -138,7 +161,8 @@ int eng_parse_type(const char *name, ex_type *out)
     char tz[64];
     if (strncasecmp(buf, "Decimal", 7) == 0 || strncasecmp(buf, "Numeric", 7) == 0)
         return parse_decimal_type(buf, out);
-    if (sscanf(buf, "DateTime64(%d)", &sc) == 1 || sscanf(buf, "DateTime64(%d, %63[^)])", &sc, tz) == 2) {
+    if (sscanf(buf, "DateTime64(%d)", &sc) == 1 ||
+        sscanf(buf, "DateTime64(%d, %63[^)])", &sc, tz) == 2) {
         if (sc < 0 || sc > 9)
             return -EINVAL;
         out->kind = EX_DATETIME;
@@ -148,9 +172,10 @@ int eng_parse_type(const char *name, ex_type *out)
     return -EINVAL;
 }
 
-static const char *const type_names[] = {
-    "Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64", "Float32",
-    "Float64", "String", "Date", "Date32", "DateTime", "DateTime64", "Bool", "Nullable", "Decimal"};
+static const char *const type_names[] = {"Int8",   "Int16",    "Int32",  "Int64",    "UInt8",
+                                         "UInt16", "UInt32",   "UInt64", "Float32",  "Float64",
+                                         "String", "Date",     "Date32", "DateTime", "DateTime64",
+                                         "Bool",   "Nullable", "Decimal"};
 
 static ex_type t_u8(void)
 {
@@ -180,7 +205,8 @@ static bool supertype(ex_type a, ex_type b, ex_type *out)
             *out = (ex_type){.kind = EX_FLOAT, .bits = 64};
         } else {
             int sa = da ? a.scale : 0, sb = db ? b.scale : 0;
-            int ia = da ? a.prec - a.scale : int_digits(a), ib = db ? b.prec - b.scale : int_digits(b);
+            int ia = da ? a.prec - a.scale : int_digits(a),
+                ib = db ? b.prec - b.scale : int_digits(b);
             int s = sa > sb ? sa : sb, i = ia > ib ? ia : ib;
             if (s > 18)
                 return false;
@@ -470,51 +496,86 @@ static const struct fn_def {
     int min, max;
     bool agg;
 } fns[] = {
-    {"count", AG_COUNT, 0, 1, true}, {"sum", AG_SUM, 1, 1, true}, {"avg", AG_AVG, 1, 1, true},
-    {"min", AG_MIN, 1, 1, true}, {"max", AG_MAX, 1, 1, true},
-    {"uniqExact", AG_UNIQ, 1, 1, true}, {"uniq", AG_UNIQ, 1, 1, true},
-    {"any", AG_ANY, 1, 1, true}, {"any_value", AG_ANY, 1, 1, true},
-    {"anyLast", AG_ANYLAST, 1, 1, true}, {"last_value", AG_ANYLAST, 1, 1, true},
-    {"quantile", AG_QUANTILE, 1, 1, true}, {"median", AG_QUANTILE, 1, 1, true},
+    {"count", AG_COUNT, 0, 1, true},
+    {"sum", AG_SUM, 1, 1, true},
+    {"avg", AG_AVG, 1, 1, true},
+    {"min", AG_MIN, 1, 1, true},
+    {"max", AG_MAX, 1, 1, true},
+    {"uniqExact", AG_UNIQ, 1, 1, true},
+    {"uniq", AG_UNIQ, 1, 1, true},
+    {"any", AG_ANY, 1, 1, true},
+    {"any_value", AG_ANY, 1, 1, true},
+    {"anyLast", AG_ANYLAST, 1, 1, true},
+    {"last_value", AG_ANYLAST, 1, 1, true},
+    {"quantile", AG_QUANTILE, 1, 1, true},
+    {"median", AG_QUANTILE, 1, 1, true},
     {"quantileExact", AG_QUANTILE_EXACT, 1, 1, true},
     {"medianExact", AG_QUANTILE_EXACT, 1, 1, true},
-    {"varPop", AG_VAR_POP, 1, 1, true}, {"var_pop", AG_VAR_POP, 1, 1, true},
-    {"varSamp", AG_VAR_SAMP, 1, 1, true}, {"var_samp", AG_VAR_SAMP, 1, 1, true},
-    {"stddevPop", AG_STDDEV_POP, 1, 1, true}, {"stddev_pop", AG_STDDEV_POP, 1, 1, true},
-    {"stddevSamp", AG_STDDEV_SAMP, 1, 1, true}, {"stddev_samp", AG_STDDEV_SAMP, 1, 1, true},
-    {"corr", AG_CORR, 2, 2, true}, {"argMin", AG_ARGMIN, 2, 2, true},
+    {"varPop", AG_VAR_POP, 1, 1, true},
+    {"var_pop", AG_VAR_POP, 1, 1, true},
+    {"varSamp", AG_VAR_SAMP, 1, 1, true},
+    {"var_samp", AG_VAR_SAMP, 1, 1, true},
+    {"stddevPop", AG_STDDEV_POP, 1, 1, true},
+    {"stddev_pop", AG_STDDEV_POP, 1, 1, true},
+    {"stddevSamp", AG_STDDEV_SAMP, 1, 1, true},
+    {"stddev_samp", AG_STDDEV_SAMP, 1, 1, true},
+    {"corr", AG_CORR, 2, 2, true},
+    {"argMin", AG_ARGMIN, 2, 2, true},
     {"argMax", AG_ARGMAX, 2, 2, true},
-    {"if", F_IF, 3, 3, false}, {"multiIf", F_MULTIIF, 3, 255, false},
-    {"coalesce", F_COALESCE, 1, 255, false}, {"length", F_LENGTH, 1, 1, false},
-    {"lower", F_LOWER, 1, 1, false}, {"upper", F_UPPER, 1, 1, false},
-    {"substring", F_SUBSTRING, 2, 3, false}, {"substr", F_SUBSTRING, 2, 3, false},
-    {"concat", F_CONCAT, 1, 255, false}, {"startsWith", F_STARTSWITH, 2, 2, false},
-    {"endsWith", F_ENDSWITH, 2, 2, false}, {"position", F_POSITION, 2, 2, false},
-    {"toYear", F_TOYEAR, 1, 1, false}, {"toMonth", F_TOMONTH, 1, 1, false},
-    {"toDate", F_TODATE, 1, 1, false}, {"toStartOfMonth", F_TOSTARTOFMONTH, 1, 1, false},
-    {"toStartOfDay", F_TOSTARTOFDAY, 1, 1, false}, {"dateDiff", F_DATEDIFF, 3, 3, false},
-    {"date_diff", F_DATEDIFF, 3, 3, false}, {"round", F_ROUND, 1, 2, false},
+    {"if", F_IF, 3, 3, false},
+    {"multiIf", F_MULTIIF, 3, 255, false},
+    {"coalesce", F_COALESCE, 1, 255, false},
+    {"length", F_LENGTH, 1, 1, false},
+    {"lower", F_LOWER, 1, 1, false},
+    {"upper", F_UPPER, 1, 1, false},
+    {"substring", F_SUBSTRING, 2, 3, false},
+    {"substr", F_SUBSTRING, 2, 3, false},
+    {"concat", F_CONCAT, 1, 255, false},
+    {"startsWith", F_STARTSWITH, 2, 2, false},
+    {"endsWith", F_ENDSWITH, 2, 2, false},
+    {"position", F_POSITION, 2, 2, false},
+    {"toYear", F_TOYEAR, 1, 1, false},
+    {"toMonth", F_TOMONTH, 1, 1, false},
+    {"toDate", F_TODATE, 1, 1, false},
+    {"toStartOfMonth", F_TOSTARTOFMONTH, 1, 1, false},
+    {"toStartOfDay", F_TOSTARTOFDAY, 1, 1, false},
+    {"dateDiff", F_DATEDIFF, 3, 3, false},
+    {"date_diff", F_DATEDIFF, 3, 3, false},
+    {"round", F_ROUND, 1, 2, false},
     {"abs", F_ABS, 1, 1, false},
-    {"intDiv", F_INTDIV, 2, 2, false}, {"pow", F_POW, 2, 2, false},
-    {"power", F_POW, 2, 2, false}, {"log", F_LOG, 1, 1, false},
-    {"ln", F_LOG, 1, 1, false}, {"log2", F_LOG2, 1, 1, false},
-    {"log10", F_LOG10, 1, 1, false}, {"exp", F_EXP, 1, 1, false},
-    {"sqrt", F_SQRT, 1, 1, false}, {"floor", F_FLOOR, 1, 2, false},
-    {"ceil", F_CEIL, 1, 2, false}, {"ceiling", F_CEIL, 1, 2, false},
-    {"trunc", F_TRUNC, 1, 2, false}, {"truncate", F_TRUNC, 1, 2, false},
-    {"replaceAll", F_REPLACEALL, 3, 3, false}, {"replace", F_REPLACEALL, 3, 3, false},
+    {"intDiv", F_INTDIV, 2, 2, false},
+    {"pow", F_POW, 2, 2, false},
+    {"power", F_POW, 2, 2, false},
+    {"log", F_LOG, 1, 1, false},
+    {"ln", F_LOG, 1, 1, false},
+    {"log2", F_LOG2, 1, 1, false},
+    {"log10", F_LOG10, 1, 1, false},
+    {"exp", F_EXP, 1, 1, false},
+    {"sqrt", F_SQRT, 1, 1, false},
+    {"floor", F_FLOOR, 1, 2, false},
+    {"ceil", F_CEIL, 1, 2, false},
+    {"ceiling", F_CEIL, 1, 2, false},
+    {"trunc", F_TRUNC, 1, 2, false},
+    {"truncate", F_TRUNC, 1, 2, false},
+    {"replaceAll", F_REPLACEALL, 3, 3, false},
+    {"replace", F_REPLACEALL, 3, 3, false},
     {"replaceOne", F_REPLACEONE, 3, 3, false},
     {"replaceRegexpAll", F_REPLACEREGEXPALL, 3, 3, false},
     {"replaceRegexpOne", F_REPLACEREGEXPONE, 3, 3, false},
-    {"match", F_MATCH, 2, 2, false}, {"extract", F_EXTRACT, 2, 2, false},
-    {"trim", F_TRIMBOTH, 1, 1, false}, {"trimBoth", F_TRIMBOTH, 1, 1, false},
-    {"trimLeft", F_TRIMLEFT, 1, 1, false}, {"trimRight", F_TRIMRIGHT, 1, 1, false},
-    {"reverse", F_REVERSE, 1, 1, false}, {"empty", F_EMPTY, 1, 1, false},
+    {"match", F_MATCH, 2, 2, false},
+    {"extract", F_EXTRACT, 2, 2, false},
+    {"trim", F_TRIMBOTH, 1, 1, false},
+    {"trimBoth", F_TRIMBOTH, 1, 1, false},
+    {"trimLeft", F_TRIMLEFT, 1, 1, false},
+    {"trimRight", F_TRIMRIGHT, 1, 1, false},
+    {"reverse", F_REVERSE, 1, 1, false},
+    {"empty", F_EMPTY, 1, 1, false},
     {"notEmpty", F_NOTEMPTY, 1, 1, false},
     {"formatReadableSize", F_FMT_SIZE, 1, 1, false},
     {"formatReadableQuantity", F_FMT_QUANTITY, 1, 1, false},
     {"formatReadableTimeDelta", F_FMT_TIMEDELTA, 1, 1, false},
-    {"xxHash64", F_XXHASH64, 1, 1, false}, {"sipHash64", F_SIPHASH64, 1, 1, false},
+    {"xxHash64", F_XXHASH64, 1, 1, false},
+    {"sipHash64", F_SIPHASH64, 1, 1, false},
     {"toStartOfSecond", F_TOSTARTOF, 1, 1, false},
     {"toStartOfMinute", F_TOSTARTOF, 1, 1, false},
     {"toStartOfFiveMinutes", F_TOSTARTOF, 1, 1, false},
@@ -535,8 +596,10 @@ static const struct fn_def {
     {"toMinute", F_DATEPART, 1, 1, false},
     {"toSecond", F_DATEPART, 1, 1, false},
     {"toQuarter", F_DATEPART, 1, 1, false},
-    {"dateAdd", F_DATEADD, 3, 3, false}, {"date_add", F_DATEADD, 3, 3, false},
-    {"dateSub", F_DATEADD, 3, 3, false}, {"date_sub", F_DATEADD, 3, 3, false},
+    {"dateAdd", F_DATEADD, 3, 3, false},
+    {"date_add", F_DATEADD, 3, 3, false},
+    {"dateSub", F_DATEADD, 3, 3, false},
+    {"date_sub", F_DATEADD, 3, 3, false},
     {"addSeconds", F_DATEADD, 2, 2, false},
     {"addMinutes", F_DATEADD, 2, 2, false},
     {"addHours", F_DATEADD, 2, 2, false},
@@ -560,38 +623,76 @@ static const struct fn_def {
     {"assumeNotNull", F_ASSUMENOTNULL, 1, 1, false},
     {"ifNull", F_COALESCE, 2, 2, false},
     /* the operators under their function names */
-    {"plus", F_ADD, 2, 2, false}, {"minus", F_SUB, 2, 2, false},
-    {"multiply", F_MUL, 2, 2, false}, {"divide", F_DIV, 2, 2, false},
-    {"modulo", F_MOD, 2, 2, false}, {"negate", F_NEG, 1, 1, false},
-    {"equals", F_EQ, 2, 2, false}, {"notEquals", F_NE, 2, 2, false},
-    {"less", F_LT, 2, 2, false}, {"lessOrEquals", F_LE, 2, 2, false},
-    {"greater", F_GT, 2, 2, false}, {"greaterOrEquals", F_GE, 2, 2, false},
-    {"and", F_AND, 2, 255, false}, {"or", F_OR, 2, 255, false}, {"not", F_NOT, 1, 1, false},
-    {"isNull", F_ISNULL, 1, 1, false}, {"isNotNull", F_ISNOTNULL, 1, 1, false},
-    {"like", F_LIKE, 2, 2, false}, {"ilike", F_ILIKE, 2, 2, false},
+    {"plus", F_ADD, 2, 2, false},
+    {"minus", F_SUB, 2, 2, false},
+    {"multiply", F_MUL, 2, 2, false},
+    {"divide", F_DIV, 2, 2, false},
+    {"modulo", F_MOD, 2, 2, false},
+    {"negate", F_NEG, 1, 1, false},
+    {"equals", F_EQ, 2, 2, false},
+    {"notEquals", F_NE, 2, 2, false},
+    {"less", F_LT, 2, 2, false},
+    {"lessOrEquals", F_LE, 2, 2, false},
+    {"greater", F_GT, 2, 2, false},
+    {"greaterOrEquals", F_GE, 2, 2, false},
+    {"and", F_AND, 2, 255, false},
+    {"or", F_OR, 2, 255, false},
+    {"not", F_NOT, 1, 1, false},
+    {"isNull", F_ISNULL, 1, 1, false},
+    {"isNotNull", F_ISNOTNULL, 1, 1, false},
+    {"like", F_LIKE, 2, 2, false},
+    {"ilike", F_ILIKE, 2, 2, false},
 };
 
 /* The unit or mode of the functions that share an evaluation:
  * F_TOSTARTOF / F_DATEPART / F_DATEADD (negative: from the first argument,
  * -2 subtracting; 100 + unit: subtracting) and F_PARSEDATETIME (1 OrNull, 2 OrZero). */
-static const struct { const char *name; int unit; } fn_units[] = {
-    {"toStartOfSecond", BX_U_SECOND}, {"toStartOfMinute", BX_U_MINUTE},
-    {"toStartOfFiveMinutes", BX_U_MIN5}, {"toStartOfTenMinutes", BX_U_MIN10},
-    {"toStartOfFifteenMinutes", BX_U_MIN15}, {"toStartOfHour", BX_U_HOUR},
-    {"toStartOfWeek", BX_U_WEEK}, {"toMonday", BX_U_MONDAY}, {"toStartOfQuarter", BX_U_QUARTER},
-    {"toStartOfYear", BX_U_YEAR}, {"toYYYYMM", BX_P_YYYYMM}, {"toYYYYMMDD", BX_P_YYYYMMDD},
-    {"toYYYYMMDDhhmmss", BX_P_YYYYMMDDHHMMSS}, {"toDayOfWeek", BX_P_DAYOFWEEK},
-    {"toDayOfMonth", BX_P_DAYOFMONTH}, {"toDayOfYear", BX_P_DAYOFYEAR}, {"toHour", BX_P_HOUR},
-    {"toMinute", BX_P_MINUTE}, {"toSecond", BX_P_SECOND}, {"toQuarter", BX_P_QUARTER},
-    {"dateAdd", -1}, {"date_add", -1}, {"dateSub", -2}, {"date_sub", -2},
-    {"addSeconds", BX_U_SECOND}, {"addMinutes", BX_U_MINUTE}, {"addHours", BX_U_HOUR},
-    {"addDays", BX_U_DAY}, {"addWeeks", BX_U_WEEK}, {"addMonths", BX_U_MONTH},
-    {"addQuarters", BX_U_QUARTER}, {"addYears", BX_U_YEAR},
-    {"subtractSeconds", 100 + BX_U_SECOND}, {"subtractMinutes", 100 + BX_U_MINUTE},
-    {"subtractHours", 100 + BX_U_HOUR}, {"subtractDays", 100 + BX_U_DAY},
-    {"subtractWeeks", 100 + BX_U_WEEK}, {"subtractMonths", 100 + BX_U_MONTH},
-    {"subtractQuarters", 100 + BX_U_QUARTER}, {"subtractYears", 100 + BX_U_YEAR},
-    {"parseDateTimeBestEffortOrNull", 1}, {"parseDateTimeBestEffortOrZero", 2},
+static const struct {
+    const char *name;
+    int unit;
+} fn_units[] = {
+    {"toStartOfSecond", BX_U_SECOND},
+    {"toStartOfMinute", BX_U_MINUTE},
+    {"toStartOfFiveMinutes", BX_U_MIN5},
+    {"toStartOfTenMinutes", BX_U_MIN10},
+    {"toStartOfFifteenMinutes", BX_U_MIN15},
+    {"toStartOfHour", BX_U_HOUR},
+    {"toStartOfWeek", BX_U_WEEK},
+    {"toMonday", BX_U_MONDAY},
+    {"toStartOfQuarter", BX_U_QUARTER},
+    {"toStartOfYear", BX_U_YEAR},
+    {"toYYYYMM", BX_P_YYYYMM},
+    {"toYYYYMMDD", BX_P_YYYYMMDD},
+    {"toYYYYMMDDhhmmss", BX_P_YYYYMMDDHHMMSS},
+    {"toDayOfWeek", BX_P_DAYOFWEEK},
+    {"toDayOfMonth", BX_P_DAYOFMONTH},
+    {"toDayOfYear", BX_P_DAYOFYEAR},
+    {"toHour", BX_P_HOUR},
+    {"toMinute", BX_P_MINUTE},
+    {"toSecond", BX_P_SECOND},
+    {"toQuarter", BX_P_QUARTER},
+    {"dateAdd", -1},
+    {"date_add", -1},
+    {"dateSub", -2},
+    {"date_sub", -2},
+    {"addSeconds", BX_U_SECOND},
+    {"addMinutes", BX_U_MINUTE},
+    {"addHours", BX_U_HOUR},
+    {"addDays", BX_U_DAY},
+    {"addWeeks", BX_U_WEEK},
+    {"addMonths", BX_U_MONTH},
+    {"addQuarters", BX_U_QUARTER},
+    {"addYears", BX_U_YEAR},
+    {"subtractSeconds", 100 + BX_U_SECOND},
+    {"subtractMinutes", 100 + BX_U_MINUTE},
+    {"subtractHours", 100 + BX_U_HOUR},
+    {"subtractDays", 100 + BX_U_DAY},
+    {"subtractWeeks", 100 + BX_U_WEEK},
+    {"subtractMonths", 100 + BX_U_MONTH},
+    {"subtractQuarters", 100 + BX_U_QUARTER},
+    {"subtractYears", 100 + BX_U_YEAR},
+    {"parseDateTimeBestEffortOrNull", 1},
+    {"parseDateTimeBestEffortOrZero", 2},
 };
 
 static int fn_unit(const char *name)
@@ -673,8 +774,8 @@ static bx *col_ref(binder *b, const sql_node *n)
         if (s)
             berr(b, n, "unknown column '%s', did you mean '%s'?", n->s, s);
         else
-            berr(b, n, "unknown column '%s': the file has %d columns (DESCRIBE lists them)",
-                 n->s, b->sc->n);
+            berr(b, n, "unknown column '%s': the file has %d columns (DESCRIBE lists them)", n->s,
+                 b->sc->n);
         free(cands);
         return NULL;
     }
@@ -704,8 +805,7 @@ static bx *literal(binder *b, const sql_node *n)
 {
     bx *e;
     switch (n->kind) {
-    case SQL_NULL:
-        return const_new(b, (ex_type){.kind = EX_NOTHING, .nullable = true});
+    case SQL_NULL: return const_new(b, (ex_type){.kind = EX_NOTHING, .nullable = true});
     case SQL_BOOL:
         if ((e = const_new(b, (ex_type){.kind = EX_BOOL})))
             e->cval.i[0] = n->i;
@@ -739,8 +839,7 @@ static bx *literal(binder *b, const sql_node *n)
             return NULL;
         }
         return e;
-    default:
-        return NULL;
+    default: return NULL;
     }
 }
 
@@ -796,12 +895,16 @@ static bool unify_cmp(binder *b, const sql_node *at, bx **x, bx **y)
 
 static int date_unit(const char *s)
 {
-    static const struct { const char *n; int u; } u[] = {
-        {"second", 0}, {"seconds", 0}, {"ss", 0}, {"s", 0}, {"minute", 1}, {"minutes", 1},
-        {"mi", 1}, {"n", 1}, {"hour", 2}, {"hours", 2}, {"hh", 2}, {"h", 2}, {"day", 3},
-        {"days", 3}, {"dd", 3}, {"d", 3}, {"week", 4}, {"weeks", 4}, {"wk", 4}, {"ww", 4},
-        {"month", 5}, {"months", 5}, {"mm", 5}, {"m", 5}, {"quarter", 6}, {"quarters", 6},
-        {"qq", 6}, {"q", 6}, {"year", 7}, {"years", 7}, {"yyyy", 7}, {"yy", 7},
+    static const struct {
+        const char *n;
+        int u;
+    } u[] = {
+        {"second", 0},  {"seconds", 0},  {"ss", 0},    {"s", 0},      {"minute", 1}, {"minutes", 1},
+        {"mi", 1},      {"n", 1},        {"hour", 2},  {"hours", 2},  {"hh", 2},     {"h", 2},
+        {"day", 3},     {"days", 3},     {"dd", 3},    {"d", 3},      {"week", 4},   {"weeks", 4},
+        {"wk", 4},      {"ww", 4},       {"month", 5}, {"months", 5}, {"mm", 5},     {"m", 5},
+        {"quarter", 6}, {"quarters", 6}, {"qq", 6},    {"q", 6},      {"year", 7},   {"years", 7},
+        {"yyyy", 7},    {"yy", 7},
     };
     for (size_t i = 0; i < sizeof(u) / sizeof(u[0]); i++)
         if (strcasecmp(s, u[i].n) == 0)
@@ -823,8 +926,9 @@ static bool agg_level(binder *b, const sql_node *n, const struct fn_def *d, doub
         return false;
     }
     const sql_node *v = n->params[0];
-    double x = v->kind == SQL_INT ? (v->negated ? (double)v->i : (double)v->u)
-             : v->kind == SQL_FLOAT ? v->d : -1;
+    double x = v->kind == SQL_INT     ? (v->negated ? (double)v->i : (double)v->u)
+               : v->kind == SQL_FLOAT ? v->d
+                                      : -1;
     if ((v->kind != SQL_INT && v->kind != SQL_FLOAT) || !(x >= 0 && x <= 1)) {
         berr(b, v, "the level of %s must be a number from 0 to 1, as in quantile(0.9)(x)", n->s);
         return false;
@@ -835,8 +939,7 @@ static bool agg_level(binder *b, const sql_node *n, const struct fn_def *d, doub
 
 static bool agg_numeric(binder *b, const sql_node *n, const bx *arg)
 {
-    if (arg && (ex_is_num(arg->t.kind) || arg->t.kind == EX_DECIMAL ||
-                arg->t.kind == EX_NOTHING))
+    if (arg && (ex_is_num(arg->t.kind) || arg->t.kind == EX_DECIMAL || arg->t.kind == EX_NOTHING))
         return true;
     char tn[64] = "nothing";
     if (arg)
@@ -849,8 +952,9 @@ static bx *bind_agg(binder *b, const sql_node *n, const agg_call *call)
 {
     const struct fn_def *d = call->d;
     if (b->in_agg) {
-        berr(b, n, "aggregate function %s() is found inside another aggregate function: "
-                   "move it out or use a subquery-free form",
+        berr(b, n,
+             "aggregate function %s() is found inside another aggregate function: "
+             "move it out or use a subquery-free form",
              n->s);
         return NULL;
     }
@@ -867,8 +971,7 @@ static bx *bind_agg(binder *b, const sql_node *n, const agg_call *call)
         if (na < d->min || na > d->max || (call->cond && n->nargs < 1)) {
             int want = d->max + (call->cond ? 1 : 0);
             berr(b, n, "aggregate function %s takes %s%d argument%s, not %d", n->s,
-                 d->min != d->max ? "up to " : "", want, want == 1 ? "" : "s",
-                 n->nargs);
+                 d->min != d->max ? "up to " : "", want, want == 1 ? "" : "s", n->nargs);
             return NULL;
         }
         eng_agg ag = {.fn = (eng_agg_fn)d->fn, .distinct = call->distinct};
@@ -886,8 +989,9 @@ static bx *bind_agg(binder *b, const sql_node *n, const agg_call *call)
                        d->fn == AG_ANYLAST || d->fn == AG_UNIQ) {
                 ag.distinct = false; /* the same answer */
             } else if (d->fn != AG_SUM && d->fn != AG_AVG) {
-                berr(b, n, "the Distinct combinator of %s is not supported: it applies to "
-                           "count, sum, avg, min, max, any and anyLast",
+                berr(b, n,
+                     "the Distinct combinator of %s is not supported: it applies to "
+                     "count, sum, avg, min, max, any and anyLast",
                      d->name);
                 return NULL;
             }
@@ -902,8 +1006,10 @@ static bx *bind_agg(binder *b, const sql_node *n, const agg_call *call)
             if (ag.cond && (ag.cond->t.kind == EX_STRING || is_temporal(ag.cond->t.kind))) {
                 char tn[64];
                 type_str(&ag.cond->t, tn, sizeof(tn));
-                berr(b, n->args[n->nargs - 1], "the condition of %s must be a number or a "
-                                               "comparison, not %s", n->s, tn);
+                berr(b, n->args[n->nargs - 1],
+                     "the condition of %s must be a number or a "
+                     "comparison, not %s",
+                     n->s, tn);
             }
         }
         b->in_agg = false;
@@ -915,7 +1021,8 @@ static bx *bind_agg(binder *b, const sql_node *n, const agg_call *call)
         if (ag.arg2 && (ag.arg2->t.nullable || ag.arg2->t.kind == EX_NOTHING))
             nul = true;
         switch (ag.fn) {
-        case AG_COUNT: case AG_UNIQ: t = (ex_type){.kind = EX_UINT, .bits = 64}; break;
+        case AG_COUNT:
+        case AG_UNIQ: t = (ex_type){.kind = EX_UINT, .bits = 64}; break;
         case AG_SUM:
             if (arg && arg->t.kind == EX_DECIMAL) {
                 /* ClickHouse: the sum of any Decimal is Decimal128 of the same scale */
@@ -928,8 +1035,13 @@ static bx *bind_agg(binder *b, const sql_node *n, const agg_call *call)
             t.bits = 64;
             t.nullable = arg->t.nullable;
             break;
-        case AG_AVG: case AG_QUANTILE: case AG_VAR_POP: case AG_VAR_SAMP: case AG_STDDEV_POP:
-        case AG_STDDEV_SAMP: case AG_CORR:
+        case AG_AVG:
+        case AG_QUANTILE:
+        case AG_VAR_POP:
+        case AG_VAR_SAMP:
+        case AG_STDDEV_POP:
+        case AG_STDDEV_SAMP:
+        case AG_CORR:
             if (!agg_numeric(b, n, arg) || (ag.arg2 && !agg_numeric(b, n, ag.arg2)))
                 goto fail;
             t = (ex_type){.kind = EX_FLOAT, .bits = 64, .nullable = nul};
@@ -941,9 +1053,7 @@ static bx *bind_agg(binder *b, const sql_node *n, const agg_call *call)
             if (t.kind == EX_BOOL)
                 t = (ex_type){.kind = EX_UINT, .bits = 8, .nullable = t.nullable};
             break;
-        default:
-            t = arg->t;
-            break;
+        default: t = arg->t; break;
         }
         ag.t = t;
         if (ag.fn == AG_COUNT && arg && arg->t.kind == EX_NOTHING) {
@@ -1052,44 +1162,65 @@ static bx *bind_fn_more(binder *b, const sql_node *n, int fn, bx **a, int na)
         t = (ex_type){.kind = a[0]->t.kind == EX_UINT && a[1]->t.kind == EX_UINT ? EX_UINT : EX_INT,
                       .bits = 64};
         break;
-    case F_POW: case F_LOG: case F_LOG2: case F_LOG10: case F_EXP: case F_SQRT:
+    case F_POW:
+    case F_LOG:
+    case F_LOG2:
+    case F_LOG10:
+    case F_EXP:
+    case F_SQRT:
         for (int i = 0; i < na; i++)
             if (!num_arg(b, n, a, i, false))
                 goto fail;
         t = (ex_type){.kind = EX_FLOAT, .bits = 64};
         break;
-    case F_FLOOR: case F_CEIL: case F_TRUNC:
+    case F_FLOOR:
+    case F_CEIL:
+    case F_TRUNC:
         if (!num_arg(b, n, a, 0, false))
             goto fail;
-        if (na > 1 && (a[1]->op != BX_CONST || !ex_is_num(a[1]->t.kind) || a[1]->t.kind == EX_FLOAT)) {
-            berr(b, n, "the second argument of %s must be a constant integer (the precision)", n->s);
+        if (na > 1 &&
+            (a[1]->op != BX_CONST || !ex_is_num(a[1]->t.kind) || a[1]->t.kind == EX_FLOAT)) {
+            berr(b, n, "the second argument of %s must be a constant integer (the precision)",
+                 n->s);
             goto fail;
         }
         t = a[0]->t;
         if (t.kind == EX_BOOL || t.kind == EX_NOTHING)
             t = (ex_type){.kind = EX_UINT, .bits = 8};
         break;
-    case F_REPLACEALL: case F_REPLACEONE:
+    case F_REPLACEALL:
+    case F_REPLACEONE:
         for (int i = 0; i < 3; i++)
             if (!str_arg(b, n, a, i, false))
                 goto fail;
         t = (ex_type){.kind = EX_STRING};
         break;
-    case F_REPLACEREGEXPALL: case F_REPLACEREGEXPONE: case F_MATCH: case F_EXTRACT:
+    case F_REPLACEREGEXPALL:
+    case F_REPLACEREGEXPONE:
+    case F_MATCH:
+    case F_EXTRACT:
         if (!str_arg(b, n, a, 0, false) || !str_arg(b, n, a, 1, true) ||
             (na > 2 && !str_arg(b, n, a, 2, false)))
             goto fail;
         t = fn == F_MATCH ? t_u8() : (ex_type){.kind = EX_STRING};
         break;
-    case F_TRIMBOTH: case F_TRIMLEFT: case F_TRIMRIGHT: case F_REVERSE: case F_EMPTY:
-    case F_NOTEMPTY: case F_XXHASH64: case F_SIPHASH64:
+    case F_TRIMBOTH:
+    case F_TRIMLEFT:
+    case F_TRIMRIGHT:
+    case F_REVERSE:
+    case F_EMPTY:
+    case F_NOTEMPTY:
+    case F_XXHASH64:
+    case F_SIPHASH64:
         if (!str_arg(b, n, a, 0, false))
             goto fail;
-        t = fn == F_EMPTY || fn == F_NOTEMPTY ? t_u8()
+        t = fn == F_EMPTY || fn == F_NOTEMPTY       ? t_u8()
             : fn == F_XXHASH64 || fn == F_SIPHASH64 ? (ex_type){.kind = EX_UINT, .bits = 64}
-                                                      : (ex_type){.kind = EX_STRING};
+                                                    : (ex_type){.kind = EX_STRING};
         break;
-    case F_FMT_SIZE: case F_FMT_QUANTITY: case F_FMT_TIMEDELTA:
+    case F_FMT_SIZE:
+    case F_FMT_QUANTITY:
+    case F_FMT_TIMEDELTA:
         if (!num_arg(b, n, a, 0, false))
             goto fail;
         t = (ex_type){.kind = EX_STRING};
@@ -1107,9 +1238,10 @@ static bx *bind_fn_more(binder *b, const sql_node *n, int fn, bx **a, int na)
         if (!date_arg(b, n, a, 0))
             goto fail;
         t = (ex_type){.kind = EX_UINT,
-                      .bits = unit == BX_P_YYYYMMDDHHMMSS ? 64
+                      .bits = unit == BX_P_YYYYMMDDHHMMSS                    ? 64
                               : unit == BX_P_YYYYMM || unit == BX_P_YYYYMMDD ? 32
-                              : unit == BX_P_DAYOFYEAR ? 16 : 8};
+                              : unit == BX_P_DAYOFYEAR                       ? 16
+                                                                             : 8};
         break;
     case F_DATEADD: {
         /* addDays(d, n) / subtractDays(d, n): the amount first, as dateAdd has it */
@@ -1142,9 +1274,7 @@ static bx *bind_fn_more(binder *b, const sql_node *n, int fn, bx **a, int na)
         t = a[0]->t;
         anynull = false;
         break;
-    default:
-        berr(b, n, "internal: function %s has no type rule", n->s);
-        goto fail;
+    default: berr(b, n, "internal: function %s has no type rule", n->s); goto fail;
     }
     t.nullable = anynull;
     bx *e = bx_fn_new(b, (bx_fn)fn, t, a, na);
@@ -1169,7 +1299,11 @@ static bx *bind_fn(binder *b, const sql_node *n, bmode mode, int fn, bx **a, int
     if (na)
         type_str(&a[0]->t, t0, sizeof(t0));
     switch (fn) {
-    case F_ADD: case F_SUB: case F_MUL: case F_DIV: case F_MOD: {
+    case F_ADD:
+    case F_SUB:
+    case F_MUL:
+    case F_DIV:
+    case F_MOD: {
         ex_type x = a[0]->t, y = a[1]->t;
         if (x.kind == EX_NOTHING || y.kind == EX_NOTHING) {
             t = (ex_type){.kind = EX_NOTHING, .nullable = true};
@@ -1190,8 +1324,8 @@ static bx *bind_fn(binder *b, const sql_node *n, bmode mode, int fn, bx **a, int
             if (!bx_dec_result_type((bx_fn)fn, x, y, &t, why, sizeof(why))) {
                 char t1[64];
                 type_str(&y, t1, sizeof(t1));
-                berr(b, n, "illegal types %s and %s of arguments of an arithmetic operator: %s",
-                     t0, t1, why);
+                berr(b, n, "illegal types %s and %s of arguments of an arithmetic operator: %s", t0,
+                     t1, why);
                 goto fail;
             }
         } else if (ex_is_num(x.kind) && ex_is_num(y.kind)) {
@@ -1219,46 +1353,62 @@ static bx *bind_fn(binder *b, const sql_node *n, bmode mode, int fn, bx **a, int
             berr(b, n, "illegal type %s of the argument of negate", t0);
             goto fail;
         }
-        t = (ex_type){.kind = a[0]->t.kind == EX_FLOAT ? EX_FLOAT : EX_INT, .bits = 64,
-                      .nullable = anynull};
+        t = (ex_type){
+            .kind = a[0]->t.kind == EX_FLOAT ? EX_FLOAT : EX_INT, .bits = 64, .nullable = anynull};
         break;
-    case F_EQ: case F_NE: case F_LT: case F_LE: case F_GT: case F_GE:
+    case F_EQ:
+    case F_NE:
+    case F_LT:
+    case F_LE:
+    case F_GT:
+    case F_GE:
         if (!unify_cmp(b, n, &a[0], &a[1]))
             goto fail_nofree;
         t = t_u8();
         t.nullable = a[0]->t.nullable || a[1]->t.nullable || a[0]->t.kind == EX_NOTHING ||
                      a[1]->t.kind == EX_NOTHING;
         break;
-    case F_AND: case F_OR: case F_NOT:
+    case F_AND:
+    case F_OR:
+    case F_NOT:
         for (int i = 0; i < na; i++)
             if (a[i]->t.kind == EX_STRING || is_temporal(a[i]->t.kind)) {
                 char tn[64];
                 type_str(&a[i]->t, tn, sizeof(tn));
-                berr(b, n, "illegal type %s of an argument of a logical operator: it needs a "
-                           "number or a condition",
+                berr(b, n,
+                     "illegal type %s of an argument of a logical operator: it needs a "
+                     "number or a condition",
                      tn);
                 goto fail;
             }
         t = t_u8();
         t.nullable = anynull;
         break;
-    case F_ISNULL: case F_ISNOTNULL:
-        t = t_u8();
-        break;
-    case F_LIKE: case F_ILIKE: case F_STARTSWITH: case F_ENDSWITH: case F_POSITION:
+    case F_ISNULL:
+    case F_ISNOTNULL: t = t_u8(); break;
+    case F_LIKE:
+    case F_ILIKE:
+    case F_STARTSWITH:
+    case F_ENDSWITH:
+    case F_POSITION:
         for (int i = 0; i < 2; i++)
             if (a[i]->t.kind != EX_STRING && a[i]->t.kind != EX_NOTHING) {
                 char tn[64];
                 type_str(&a[i]->t, tn, sizeof(tn));
                 berr(b, n, "illegal type %s of argument %d of %s: it needs a String", tn, i + 1,
-                     fn == F_POSITION ? "position" : fn == F_STARTSWITH ? "startsWith"
-                                                : fn == F_ENDSWITH ? "endsWith" : "LIKE");
+                     fn == F_POSITION     ? "position"
+                     : fn == F_STARTSWITH ? "startsWith"
+                     : fn == F_ENDSWITH   ? "endsWith"
+                                          : "LIKE");
                 goto fail;
             }
         t = fn == F_POSITION ? (ex_type){.kind = EX_UINT, .bits = 64} : t_u8();
         t.nullable = anynull;
         break;
-    case F_LENGTH: case F_LOWER: case F_UPPER: case F_SUBSTRING:
+    case F_LENGTH:
+    case F_LOWER:
+    case F_UPPER:
+    case F_SUBSTRING:
         if (a[0]->t.kind != EX_STRING && a[0]->t.kind != EX_NOTHING) {
             berr(b, n, "illegal type %s of the first argument of %s: it needs a String", t0, n->s);
             goto fail;
@@ -1271,10 +1421,12 @@ static bx *bind_fn(binder *b, const sql_node *n, bmode mode, int fn, bx **a, int
         t = fn == F_LENGTH ? (ex_type){.kind = EX_UINT, .bits = 64} : (ex_type){.kind = EX_STRING};
         t.nullable = anynull;
         break;
-    case F_CONCAT:
-        t = (ex_type){.kind = EX_STRING, .nullable = anynull};
-        break;
-    case F_TOYEAR: case F_TOMONTH: case F_TODATE: case F_TOSTARTOFMONTH: case F_TOSTARTOFDAY:
+    case F_CONCAT: t = (ex_type){.kind = EX_STRING, .nullable = anynull}; break;
+    case F_TOYEAR:
+    case F_TOMONTH:
+    case F_TODATE:
+    case F_TOSTARTOFMONTH:
+    case F_TOSTARTOFDAY:
         if (a[0]->t.kind == EX_STRING)
             a[0] = cast_to(b, a[0], (ex_type){.kind = EX_DATETIME, .nullable = a[0]->t.nullable});
         if (!a[0])
@@ -1307,21 +1459,24 @@ static bx *bind_fn(binder *b, const sql_node *n, bmode mode, int fn, bx **a, int
         snprintf(u, sizeof(u), "%.*s", (int)(l < 31 ? l : 31), (const char *)s);
         int unit = date_unit(u);
         if (unit < 0) {
-            berr(b, n, "unknown unit '%s' of dateDiff: use second, minute, hour, day, week, "
-                       "month, quarter or year",
+            berr(b, n,
+                 "unknown unit '%s' of dateDiff: use second, minute, hour, day, week, "
+                 "month, quarter or year",
                  u);
             goto fail;
         }
         for (int i = 1; i < 3; i++) {
             if (a[i]->t.kind == EX_STRING)
-                a[i] = cast_to(b, a[i], (ex_type){.kind = EX_DATETIME, .nullable = a[i]->t.nullable});
+                a[i] =
+                    cast_to(b, a[i], (ex_type){.kind = EX_DATETIME, .nullable = a[i]->t.nullable});
             if (!a[i])
                 goto fail;
             if (!is_temporal(a[i]->t.kind) && a[i]->t.kind != EX_NOTHING) {
                 char tn[64];
                 type_str(&a[i]->t, tn, sizeof(tn));
-                berr(b, n, "illegal type %s of argument %d of dateDiff: it needs a Date or DateTime",
-                     tn, i + 1);
+                berr(b, n,
+                     "illegal type %s of argument %d of dateDiff: it needs a Date or DateTime", tn,
+                     i + 1);
                 goto fail;
             }
         }
@@ -1333,12 +1488,14 @@ static bx *bind_fn(binder *b, const sql_node *n, bmode mode, int fn, bx **a, int
             e->unit = unit;
         return fold(b, e);
     }
-    case F_ROUND: case F_ABS:
+    case F_ROUND:
+    case F_ABS:
         if (!ex_is_num(a[0]->t.kind) && a[0]->t.kind != EX_NOTHING && a[0]->t.kind != EX_DECIMAL) {
             berr(b, n, "illegal type %s of the argument of %s: it needs a number", t0, n->s);
             goto fail;
         }
-        if (na > 1 && (a[1]->op != BX_CONST || !ex_is_num(a[1]->t.kind) || a[1]->t.kind == EX_FLOAT)) {
+        if (na > 1 &&
+            (a[1]->op != BX_CONST || !ex_is_num(a[1]->t.kind) || a[1]->t.kind == EX_FLOAT)) {
             berr(b, n, "the second argument of round must be a constant integer");
             goto fail;
         }
@@ -1349,7 +1506,9 @@ static bx *bind_fn(binder *b, const sql_node *n, bmode mode, int fn, bx **a, int
             t.kind = EX_UINT;
         t.nullable = a[0]->t.nullable;
         break;
-    case F_IF: case F_MULTIIF: case F_COALESCE: {
+    case F_IF:
+    case F_MULTIIF:
+    case F_COALESCE: {
         if (fn == F_MULTIIF && na % 2 == 0) {
             berr(b, n, "multiIf needs an odd number of arguments: cond1, then1, ..., else");
             goto fail;
@@ -1368,8 +1527,9 @@ static bx *bind_fn(binder *b, const sql_node *n, bmode mode, int fn, bx **a, int
                 char x[64], y[64];
                 type_str(&st, x, sizeof(x));
                 type_str(&a[i]->t, y, sizeof(y));
-                berr(b, n, "there is no supertype for types %s and %s of the branches of %s: "
-                           "CAST them to one type",
+                berr(b, n,
+                     "there is no supertype for types %s and %s of the branches of %s: "
+                     "CAST them to one type",
                      x, y, n->s ? n->s : "CASE");
                 goto fail;
             } else {
@@ -1518,7 +1678,8 @@ static bx *bind_in(binder *b, const sql_node *n, bmode mode)
         } else {
             e->in_d[e->n_in] = ex_f(&v->cval, 0);
             e->in_i[e->n_in] = v->t.kind == EX_FLOAT ? (int64_t)v->cval.d[0] : v->cval.i[0];
-            if (v->t.kind == EX_FLOAT && xt.kind != EX_FLOAT && v->cval.d[0] != floor(v->cval.d[0])) {
+            if (v->t.kind == EX_FLOAT && xt.kind != EX_FLOAT &&
+                v->cval.d[0] != floor(v->cval.d[0])) {
                 /* 1.5 can never equal an integer column */
                 e->in_i[e->n_in] = INT64_MIN;
             }
@@ -1563,8 +1724,10 @@ static bx *bind_scalar_subquery(binder *b, const sql_node *n)
         return NULL;
     if (rows > 1) {
         ex_vec_clear(b->mem, &v);
-        berr(b, n, "the scalar subquery returned %u rows; it must return one (add LIMIT 1 or "
-                   "an aggregate)", rows);
+        berr(b, n,
+             "the scalar subquery returned %u rows; it must return one (add LIMIT 1 or "
+             "an aggregate)",
+             rows);
         return NULL;
     }
     ex_type t = v.t;
@@ -1679,10 +1842,13 @@ static bx *const_str(binder *b, const char *v)
  * when n is none of them. */
 static bx *bind_context_fn(binder *b, const sql_node *n)
 {
-    static const char *const ctx_fns[] = {"version", "now", "today", "timezone", "timeZone",
-                                      "serverTimezone", "serverTimeZone", "currentDatabase",
-                                      "database", "currentUser", "user", "hostName",
-                                      "hostname"};
+    static const char *const ctx_fns[] = {"version",        "now",
+                                          "today",          "timezone",
+                                          "timeZone",       "serverTimezone",
+                                          "serverTimeZone", "currentDatabase",
+                                          "database",       "currentUser",
+                                          "user",           "hostName",
+                                          "hostname"};
     int k = -1;
     for (int i = 0; i < (int)(sizeof(ctx_fns) / sizeof(ctx_fns[0])); i++)
         if (strcmp(n->s, ctx_fns[i]) == 0 || (i >= 7 && strcasecmp(n->s, ctx_fns[i]) == 0))
@@ -1693,8 +1859,7 @@ static bx *bind_context_fn(binder *b, const sql_node *n)
     int64_t now_ms = env && env->now_ms ? env->now_ms : (int64_t)time(NULL) * 1000;
     bx *e;
     switch (k) {
-    case 0:
-        return const_str(b, ENG_CLICKHOUSE_VERSION);
+    case 0: return const_str(b, ENG_CLICKHOUSE_VERSION);
     case 1:
         if ((e = const_new(b, (ex_type){.kind = EX_DATETIME})))
             e->cval.i[0] = now_ms / 1000;
@@ -1703,12 +1868,14 @@ static bx *bind_context_fn(binder *b, const sql_node *n)
         if ((e = const_new(b, (ex_type){.kind = EX_DATE, .bits = 16})))
             e->cval.i[0] = now_ms / 1000 / 86400;
         return e;
-    case 3: case 4: case 5: case 6:
-        return const_str(b, "UTC");
-    case 7: case 8:
-        return const_str(b, env && env->database ? env->database : "default");
-    case 9: case 10:
-        return const_str(b, env && env->user ? env->user : "default");
+    case 3:
+    case 4:
+    case 5:
+    case 6: return const_str(b, "UTC");
+    case 7:
+    case 8: return const_str(b, env && env->database ? env->database : "default");
+    case 9:
+    case 10: return const_str(b, env && env->user ? env->user : "default");
     default: {
         char h[256] = "localhost";
         gethostname(h, sizeof(h) - 1);
@@ -1721,20 +1888,50 @@ static bx *bind_context_fn(binder *b, const sql_node *n)
 /* Names other dialects use for a function the engine has under ClickHouse's
  * name: the suggestion means the same thing. */
 static const char *const fn_synonyms[][2] = {
-    {"strlen", "length"}, {"char_length", "length"}, {"len", "length"},
-    {"lcase", "lower"}, {"ucase", "upper"}, {"strpos", "position"}, {"instr", "position"},
-    {"mean", "avg"}, {"average", "avg"}, {"stddev", "stddevSamp"}, {"std", "stddevPop"},
-    {"variance", "varSamp"}, {"percentile_cont", "quantile"}, {"percentile_disc", "quantileExact"},
-    {"count_distinct", "uniqExact"}, {"approx_count_distinct", "uniq"},
-    {"first_value", "any"}, {"first", "any"}, {"last", "anyLast"}, {"arg_min", "argMin"},
-    {"arg_max", "argMax"}, {"ifnull", "ifNull"}, {"nvl", "ifNull"}, {"nullif", "nullIf"},
-    {"regexp_replace", "replaceRegexpAll"}, {"regexp_matches", "match"},
-    {"regexp_extract", "extract"}, {"string_split", "splitByChar"}, {"ltrim", "trimLeft"},
-    {"rtrim", "trimRight"}, {"btrim", "trimBoth"}, {"power", "pow"}, {"ln", "log"},
-    {"ceiling", "ceil"}, {"date_add", "dateAdd"}, {"date_sub", "dateSub"},
-    {"starts_with", "startsWith"}, {"ends_with", "endsWith"}, {"datediff", "dateDiff"},
-    {"str_to_date", "parseDateTimeBestEffort"}, {"strftime", "formatDateTime"},
-    {"date_format", "formatDateTime"}, {"sha256", NULL}, {"md5", NULL},
+    {"strlen", "length"},
+    {"char_length", "length"},
+    {"len", "length"},
+    {"lcase", "lower"},
+    {"ucase", "upper"},
+    {"strpos", "position"},
+    {"instr", "position"},
+    {"mean", "avg"},
+    {"average", "avg"},
+    {"stddev", "stddevSamp"},
+    {"std", "stddevPop"},
+    {"variance", "varSamp"},
+    {"percentile_cont", "quantile"},
+    {"percentile_disc", "quantileExact"},
+    {"count_distinct", "uniqExact"},
+    {"approx_count_distinct", "uniq"},
+    {"first_value", "any"},
+    {"first", "any"},
+    {"last", "anyLast"},
+    {"arg_min", "argMin"},
+    {"arg_max", "argMax"},
+    {"ifnull", "ifNull"},
+    {"nvl", "ifNull"},
+    {"nullif", "nullIf"},
+    {"regexp_replace", "replaceRegexpAll"},
+    {"regexp_matches", "match"},
+    {"regexp_extract", "extract"},
+    {"string_split", "splitByChar"},
+    {"ltrim", "trimLeft"},
+    {"rtrim", "trimRight"},
+    {"btrim", "trimBoth"},
+    {"power", "pow"},
+    {"ln", "log"},
+    {"ceiling", "ceil"},
+    {"date_add", "dateAdd"},
+    {"date_sub", "dateSub"},
+    {"starts_with", "startsWith"},
+    {"ends_with", "endsWith"},
+    {"datediff", "dateDiff"},
+    {"str_to_date", "parseDateTimeBestEffort"},
+    {"strftime", "formatDateTime"},
+    {"date_format", "formatDateTime"},
+    {"sha256", NULL},
+    {"md5", NULL},
 };
 
 /* "unknown function 'f'", with a name that means the same: a synonym of
@@ -1742,8 +1939,8 @@ static const char *const fn_synonyms[][2] = {
  * aggregate for an aggregate; never the base for a combinator's name, since
  * countIf is not count). */
 static const char *const array_fns[] = {
-    "quantiles", "quantilesExact", "topK", "groupArray", "groupUniqArray", "arrayJoin",
-    "splitByChar", "splitByString", "range", "array", "arrayMap", "arrayFilter",
+    "quantiles",   "quantilesExact", "topK",  "groupArray", "groupUniqArray", "arrayJoin",
+    "splitByChar", "splitByString",  "range", "array",      "arrayMap",       "arrayFilter",
 };
 
 static void unknown_fn(binder *b, const sql_node *n)
@@ -1751,9 +1948,8 @@ static void unknown_fn(binder *b, const sql_node *n)
     for (size_t i = 0; i < sizeof(array_fns) / sizeof(array_fns[0]); i++)
         if (strcasecmp(n->s, array_fns[i]) == 0) {
             berr(b, n, "%s() returns an array, and Array values are not supported%s", n->s,
-                 strncasecmp(n->s, "quantiles", 9) == 0
-                     ? ": use quantile(level)(x) once per level"
-                     : "");
+                 strncasecmp(n->s, "quantiles", 9) == 0 ? ": use quantile(level)(x) once per level"
+                                                        : "");
             return;
         }
     /* a combinator in the wrong case: countif is countIf */
@@ -1779,8 +1975,7 @@ static void unknown_fn(binder *b, const sql_node *n)
     for (size_t i = 0; i < sizeof(fn_synonyms) / sizeof(fn_synonyms[0]); i++)
         if (strcasecmp(n->s, fn_synonyms[i][0]) == 0 && fn_synonyms[i][1] &&
             find_fn(fn_synonyms[i][1])) {
-            berr(b, n, "unknown function '%s': ClickHouse calls it %s()", n->s,
-                 fn_synonyms[i][1]);
+            berr(b, n, "unknown function '%s': ClickHouse calls it %s()", n->s, fn_synonyms[i][1]);
             return;
         }
     size_t l = strlen(n->s);
@@ -1801,8 +1996,9 @@ static void unknown_fn(binder *b, const sql_node *n)
     if (s)
         berr(b, n, "unknown function '%s', did you mean '%s'?", n->s, s);
     else
-        berr(b, n, "unknown function '%s': the engine does not implement it (the engine's "
-                   "README lists the functions it has)",
+        berr(b, n,
+             "unknown function '%s': the engine does not implement it (the engine's "
+             "README lists the functions it has)",
              n->s);
 }
 
@@ -1823,8 +2019,8 @@ static int interval_unit(const sql_node *n)
 }
 
 /* date +/- amount units: a DateAdd over bound amount and date. */
-static bx *bind_date_add(binder *b, const sql_node *at, int unit, bool neg,
-                         const sql_node *amount, const sql_node *date, bmode mode)
+static bx *bind_date_add(binder *b, const sql_node *at, int unit, bool neg, const sql_node *amount,
+                         const sql_node *date, bmode mode)
 {
     bx *a[2] = {bind(b, amount, mode), NULL};
     if (a[0])
@@ -1855,9 +2051,11 @@ static bx *bind_special(binder *b, const sql_node *n, bmode mode, bool *handled)
 {
     *handled = true;
     if (n->kind == SQL_BINARY && (n->op == SQL_OP_ADD || n->op == SQL_OP_SUB)) {
-        int u1 = interval_unit(n->args[1]), u0 = n->op == SQL_OP_ADD ? interval_unit(n->args[0]) : -1;
+        int u1 = interval_unit(n->args[1]),
+            u0 = n->op == SQL_OP_ADD ? interval_unit(n->args[0]) : -1;
         if (u1 >= 0)
-            return bind_date_add(b, n, u1, n->op == SQL_OP_SUB, n->args[1]->args[0], n->args[0], mode);
+            return bind_date_add(b, n, u1, n->op == SQL_OP_SUB, n->args[1]->args[0], n->args[0],
+                                 mode);
         if (u0 >= 0)
             return bind_date_add(b, n, u0, false, n->args[0]->args[0], n->args[1], mode);
         *handled = false;
@@ -1871,19 +2069,23 @@ static bx *bind_special(binder *b, const sql_node *n, bmode mode, bool *handled)
     if (d && d->fn == F_DATEADD && fn_unit(d->name) < 0) {
         int unit = n->nargs == 3 ? node_unit(n->args[0]) : -1;
         if (n->nargs != 3) {
-            berr(b, n, "function %s takes 3 arguments (unit, amount, date), not %d", n->s, n->nargs);
+            berr(b, n, "function %s takes 3 arguments (unit, amount, date), not %d", n->s,
+                 n->nargs);
             return NULL;
         }
         if (unit < 0) {
-            berr(b, n->args[0], "unknown unit of %s: use second, minute, hour, day, week, month, "
-                                "quarter or year", n->s);
+            berr(b, n->args[0],
+                 "unknown unit of %s: use second, minute, hour, day, week, month, "
+                 "quarter or year",
+                 n->s);
             return NULL;
         }
         return bind_date_add(b, n, unit, fn_unit(d->name) == -2, n->args[1], n->args[2], mode);
     }
     if (interval_unit(n) >= 0) {
-        berr(b, n, "an INTERVAL is only supported added to or subtracted from a date, as in "
-                   "d + INTERVAL 1 DAY");
+        berr(b, n,
+             "an INTERVAL is only supported added to or subtracted from a date, as in "
+             "d + INTERVAL 1 DAY");
         return NULL;
     }
     if (strcasecmp(n->s, "nullIf") == 0) {
@@ -1892,12 +2094,21 @@ static bx *bind_special(binder *b, const sql_node *n, bmode mode, bool *handled)
             return NULL;
         }
         /* nullIf(a, b) is if(a = b, NULL, a) */
-        sql_node eq = {.kind = SQL_BINARY, .op = SQL_OP_EQ, .line = n->line, .col = n->col,
-                       .args = n->args, .nargs = 2};
+        sql_node eq = {.kind = SQL_BINARY,
+                       .op = SQL_OP_EQ,
+                       .line = n->line,
+                       .col = n->col,
+                       .args = n->args,
+                       .nargs = 2};
         sql_node nul = {.kind = SQL_NULL, .line = n->line, .col = n->col};
         sql_node *args[3] = {&eq, &nul, n->args[0]};
-        sql_node call = {.kind = SQL_FUNC, .line = n->line, .col = n->col, .s = "nullIf",
-                         .slen = 6, .args = args, .nargs = 3};
+        sql_node call = {.kind = SQL_FUNC,
+                         .line = n->line,
+                         .col = n->col,
+                         .s = "nullIf",
+                         .slen = 6,
+                         .args = args,
+                         .nargs = 3};
         bx *a[3] = {bind(b, &eq, mode), NULL, NULL};
         if (a[0] && (a[1] = bind(b, &nul, mode)))
             a[2] = bind(b, n->args[0], mode);
@@ -1994,27 +2205,30 @@ static bx *bind(binder *b, const sql_node *n, bmode mode)
             }
     }
     switch (n->kind) {
-    case SQL_NULL: case SQL_BOOL: case SQL_INT: case SQL_FLOAT: case SQL_STRING:
-        return literal(b, n);
-    case SQL_STAR:
-        berr(b, n, "'*' is only allowed in count(*) and SELECT *");
-        return NULL;
+    case SQL_NULL:
+    case SQL_BOOL:
+    case SQL_INT:
+    case SQL_FLOAT:
+    case SQL_STRING: return literal(b, n);
+    case SQL_STAR: berr(b, n, "'*' is only allowed in count(*) and SELECT *"); return NULL;
     case SQL_COLUMN:
         if (mode == MODE_POST) {
             if (resolve_column(b->sc, n) < 0)
                 return col_ref(b, n); /* the unknown-column error */
-            berr(b, n, "column '%s' is not under an aggregate function and not in the GROUP BY "
-                       "keys: add it to GROUP BY or wrap it in any()",
+            berr(b, n,
+                 "column '%s' is not under an aggregate function and not in the GROUP BY "
+                 "keys: add it to GROUP BY or wrap it in any()",
                  n->s);
             return NULL;
         }
         return col_ref(b, n);
-    default:
-        break;
+    default: break;
     }
     if (n->kind == SQL_FUNC && n->win) {
-        berr(b, n, "window function %s() OVER (...) is only supported as a whole item of the "
-                   "SELECT list (compute with it in an outer query)", n->s);
+        berr(b, n,
+             "window function %s() OVER (...) is only supported as a whole item of the "
+             "SELECT list (compute with it in an outer query)",
+             n->s);
         return NULL;
     }
     if (n->kind == SQL_FUNC && n->nargs == 0) {
@@ -2023,8 +2237,9 @@ static bx *bind(binder *b, const sql_node *n, bmode mode)
             return c;
     }
     if (n->kind == SQL_ARRAY) {
-        berr(b, n, "array values are not supported here: an array literal goes in IN [...] or "
-                   "has([...], x)");
+        berr(b, n,
+             "array values are not supported here: an array literal goes in IN [...] or "
+             "has([...], x)");
         return NULL;
     }
     if (n->kind == SQL_COLUMNS) {
@@ -2045,8 +2260,9 @@ static bx *bind(binder *b, const sql_node *n, bmode mode)
             if (mode == MODE_PRE) {
                 if (b->in_agg)
                     return bind_agg(b, n, &call);
-                berr(b, n, "aggregate function %s() is not allowed here (WHERE and GROUP BY run "
-                           "before aggregation: use HAVING)",
+                berr(b, n,
+                     "aggregate function %s() is not allowed here (WHERE and GROUP BY run "
+                     "before aggregation: use HAVING)",
                      n->s);
                 return NULL;
             }
@@ -2065,8 +2281,8 @@ static bx *bind(binder *b, const sql_node *n, bmode mode)
                 berr(b, n, "function %s takes %d argument%s, not %d", d->name, d->min,
                      d->min == 1 ? "" : "s", n->nargs);
             else
-                berr(b, n, "function %s takes %d to %d arguments, not %d", d->name, d->min,
-                     d->max, n->nargs);
+                berr(b, n, "function %s takes %d to %d arguments, not %d", d->name, d->min, d->max,
+                     n->nargs);
             return NULL;
         }
         bx **a = calloc((size_t)n->nargs + 1, sizeof(bx *));
@@ -2092,7 +2308,8 @@ static bx *bind(binder *b, const sql_node *n, bmode mode)
     if (n->kind == SQL_CAST) {
         ex_type t;
         if (eng_parse_type(n->s, &t) < 0) {
-            const char *s = eng_suggest(n->s, type_names, (int)(sizeof(type_names) / sizeof(type_names[0])));
+            const char *s =
+                eng_suggest(n->s, type_names, (int)(sizeof(type_names) / sizeof(type_names[0])));
             if (s)
                 berr(b, n, "unknown type '%s', did you mean '%s'?", n->s, s);
             else
@@ -2149,8 +2366,9 @@ static bx *bind(binder *b, const sql_node *n, bmode mode)
         }
         bx_free(b->mem, opnd);
         if (ok)
-            v[cnt - 1] = n->has_else ? bind(b, n->args[n->nargs - 1], mode)
-                                     : const_new(b, (ex_type){.kind = EX_NOTHING, .nullable = true});
+            v[cnt - 1] = n->has_else
+                             ? bind(b, n->args[n->nargs - 1], mode)
+                             : const_new(b, (ex_type){.kind = EX_NOTHING, .nullable = true});
         if (!ok || !v[cnt - 1]) {
             for (int i = 0; i < cnt; i++)
                 bx_free(b->mem, v[i]);
@@ -2170,14 +2388,14 @@ static bx *bind(binder *b, const sql_node *n, bmode mode)
             return NULL;
         }
     switch (n->kind) {
-    case SQL_UNARY:
-        return bind_fn(b, n, mode, n->op == SQL_OP_NOT ? F_NOT : F_NEG, a, 1);
+    case SQL_UNARY: return bind_fn(b, n, mode, n->op == SQL_OP_NOT ? F_NOT : F_NEG, a, 1);
     case SQL_BINARY: {
         static const int map[] = {
-            [SQL_OP_ADD] = F_ADD, [SQL_OP_SUB] = F_SUB, [SQL_OP_MUL] = F_MUL,
-            [SQL_OP_DIV] = F_DIV, [SQL_OP_MOD] = F_MOD, [SQL_OP_EQ] = F_EQ, [SQL_OP_NE] = F_NE,
-            [SQL_OP_LT] = F_LT, [SQL_OP_LE] = F_LE, [SQL_OP_GT] = F_GT, [SQL_OP_GE] = F_GE,
-            [SQL_OP_AND] = F_AND, [SQL_OP_OR] = F_OR, [SQL_OP_CONCAT] = F_CONCAT,
+            [SQL_OP_ADD] = F_ADD, [SQL_OP_SUB] = F_SUB,       [SQL_OP_MUL] = F_MUL,
+            [SQL_OP_DIV] = F_DIV, [SQL_OP_MOD] = F_MOD,       [SQL_OP_EQ] = F_EQ,
+            [SQL_OP_NE] = F_NE,   [SQL_OP_LT] = F_LT,         [SQL_OP_LE] = F_LE,
+            [SQL_OP_GT] = F_GT,   [SQL_OP_GE] = F_GE,         [SQL_OP_AND] = F_AND,
+            [SQL_OP_OR] = F_OR,   [SQL_OP_CONCAT] = F_CONCAT,
         };
         return bind_fn(b, n, mode, map[n->op], a, 2);
     }
@@ -2189,8 +2407,7 @@ static bx *bind(binder *b, const sql_node *n, bmode mode)
             r->cval.i[0] = !r->cval.i[0];
         return r;
     }
-    case SQL_IS_NULL:
-        return bind_fn(b, n, mode, n->negated ? F_ISNOTNULL : F_ISNULL, a, 1);
+    case SQL_IS_NULL: return bind_fn(b, n, mode, n->negated ? F_ISNOTNULL : F_ISNULL, a, 1);
     case SQL_BETWEEN: {
         /* x BETWEEN lo AND hi -> x >= lo AND x <= hi (x bound twice) */
         bx *x2 = bind(b, n->args[0], mode);
@@ -2232,7 +2449,11 @@ static void add_prune(binder *b, const bx *colx, pq_op op, const bx *k)
     if (ex_null(v, 0))
         return;
     switch (col->cb.type) {
-    case CB_INT8: case CB_INT16: case CB_INT32: case CB_INT64: case CB_DATE:
+    case CB_INT8:
+    case CB_INT16:
+    case CB_INT32:
+    case CB_INT64:
+    case CB_DATE:
         if (k->t.kind == EX_FLOAT || k->t.kind == EX_STRING)
             return;
         pr.v.i = v->i[0];
@@ -2242,17 +2463,22 @@ static void add_prune(binder *b, const bx *colx, pq_op op, const bx *k)
             return;
         pr.v.i = v->i[0];
         break;
-    case CB_UINT8: case CB_UINT16: case CB_UINT32: case CB_UINT64:
+    case CB_UINT8:
+    case CB_UINT16:
+    case CB_UINT32:
+    case CB_UINT64:
         if (k->t.kind == EX_FLOAT || k->t.kind == EX_STRING || (k->t.kind == EX_INT && v->i[0] < 0))
             return;
         pr.v.u = (uint64_t)v->i[0];
         break;
-    case CB_FLOAT: case CB_DOUBLE:
+    case CB_FLOAT:
+    case CB_DOUBLE:
         if (!ex_is_num(k->t.kind))
             return;
         pr.v.d = ex_f(v, 0);
         break;
-    case CB_STRING: case CB_BINARY: {
+    case CB_STRING:
+    case CB_BINARY: {
         if (k->t.kind != EX_STRING)
             return;
         uint32_t l;
@@ -2266,8 +2492,7 @@ static void add_prune(binder *b, const bx *colx, pq_op op, const bx *k)
         pr.v.len = l;
         break;
     }
-    default:
-        return;
+    default: return;
     }
     eng_prune *np = realloc(p->prune, sizeof(*np) * (size_t)(p->n_prune + 1));
     if (!np) {
@@ -2293,16 +2518,17 @@ static void collect_prune(binder *b, const bx *e)
             eng_prune *np = realloc(p->prune, sizeof(*np) * (size_t)(p->n_prune + 1));
             if (np) {
                 p->prune = np;
-                p->prune[p->n_prune++] = (eng_prune){.col = p->need[e->a[0]->col],
-                                                     .op = e->fn == F_ISNULL ? PQ_IS_NULL : PQ_NOT_NULL};
+                p->prune[p->n_prune++] =
+                    (eng_prune){.col = p->need[e->a[0]->col],
+                                .op = e->fn == F_ISNULL ? PQ_IS_NULL : PQ_NOT_NULL};
             }
         }
         return;
     }
-    static const pq_op ops[] = {[F_EQ] = PQ_EQ, [F_LT] = PQ_LT, [F_LE] = PQ_LE,
-                                [F_GT] = PQ_GT, [F_GE] = PQ_GE};
-    static const pq_op flip[] = {[PQ_EQ] = PQ_EQ, [PQ_LT] = PQ_GT, [PQ_LE] = PQ_GE,
-                                 [PQ_GT] = PQ_LT, [PQ_GE] = PQ_LE};
+    static const pq_op ops[] = {
+        [F_EQ] = PQ_EQ, [F_LT] = PQ_LT, [F_LE] = PQ_LE, [F_GT] = PQ_GT, [F_GE] = PQ_GE};
+    static const pq_op flip[] = {
+        [PQ_EQ] = PQ_EQ, [PQ_LT] = PQ_GT, [PQ_LE] = PQ_GE, [PQ_GT] = PQ_LT, [PQ_GE] = PQ_LE};
     if (e->fn != F_EQ && e->fn != F_LT && e->fn != F_LE && e->fn != F_GT && e->fn != F_GE)
         return;
     const bx *x = e->a[0], *y = e->a[1];
@@ -2316,10 +2542,13 @@ static void collect_prune(binder *b, const bx *e)
 
 int eng_settings_apply(const sql_stmt *st, eng_settings *s, char *err, size_t errlen)
 {
-    static const char *names[] = {"max_threads", "max_download_threads",
-                                  "max_download_buffer_size", "max_memory_usage",
+    static const char *names[] = {"max_threads",
+                                  "max_download_threads",
+                                  "max_download_buffer_size",
+                                  "max_memory_usage",
                                   "parallel_distributed_insert_select",
-                                  "skip_unavailable_shards", "join_use_nulls"};
+                                  "skip_unavailable_shards",
+                                  "join_use_nulls"};
     enum { N_NAMES = sizeof(names) / sizeof(names[0]) };
     for (int i = 0; i < st->n_settings; i++) {
         const sql_setting *x = &st->settings[i];
@@ -2331,13 +2560,15 @@ int eng_settings_apply(const sql_stmt *st, eng_settings *s, char *err, size_t er
             continue; /* INSERT's own (eng_tdef.h) */
         if (k < 0) {
             const char *sg = eng_suggest(x->name, names, N_NAMES);
-            snprintf(err, errlen, "line %d, column %d: unknown setting '%s'%s%s%s", x->line,
-                     x->col, x->name, sg ? ", did you mean '" : " (known: max_threads, "
-                                                                "max_download_threads, "
-                                                                "max_download_buffer_size, "
-                                                                "max_memory_usage, "
-                                                                "parallel_distributed_insert_select, "
-                                                                "skip_unavailable_shards, join_use_nulls)",
+            snprintf(err, errlen, "line %d, column %d: unknown setting '%s'%s%s%s", x->line, x->col,
+                     x->name,
+                     sg ? ", did you mean '"
+                        : " (known: max_threads, "
+                          "max_download_threads, "
+                          "max_download_buffer_size, "
+                          "max_memory_usage, "
+                          "parallel_distributed_insert_select, "
+                          "skip_unavailable_shards, join_use_nulls)",
                      sg ? sg : "", sg ? "'?" : "");
             return -EINVAL;
         }
@@ -2361,9 +2592,10 @@ int eng_settings_apply(const sql_stmt *st, eng_settings *s, char *err, size_t er
         case 3: s->max_memory_usage = u > INT64_MAX ? INT64_MAX : (int64_t)u; break;
         case 4:
             if (u != 0 && u != 2) {
-                snprintf(err, errlen, "line %d, column %d: parallel_distributed_insert_select = "
-                                      "%llu is not supported: use 0 (the workers read, this "
-                                      "server inserts) or 2 (each worker inserts its share)",
+                snprintf(err, errlen,
+                         "line %d, column %d: parallel_distributed_insert_select = "
+                         "%llu is not supported: use 0 (the workers read, this "
+                         "server inserts) or 2 (each worker inserts its share)",
                          v->line, v->col, (unsigned long long)u);
                 return -EINVAL;
             }
@@ -2494,15 +2726,15 @@ static bool bind_distinct(binder *b, bool aggs, sql_node **items, int n)
 /* The columns of * or COLUMNS('re') into items[k...] (their names into
  * names[k...]), less EXCEPT's, with REPLACE's expressions in place of the
  * columns they name. Returns the next k. */
-static int expand_star(binder *b, const sql_select_item *it, sql_node **items, char **names,
-                       int k)
+static int expand_star(binder *b, const sql_select_item *it, sql_node **items, char **names, int k)
 {
     const eng_schema *sc = b->sc;
     regex_t re;
     bool has_re = it->expr->kind == SQL_COLUMNS;
     if (has_re && !bx_regex_bounded(it->expr->s)) {
-        berr(b, it->expr, "the regular expression of COLUMNS is too large: at most 1024 bytes "
-                          "and repetition counts of at most 1000");
+        berr(b, it->expr,
+             "the regular expression of COLUMNS is too large: at most 1024 bytes "
+             "and repetition counts of at most 1000");
         return k;
     }
     if (has_re) {
@@ -2520,8 +2752,10 @@ static int expand_star(binder *b, const sql_select_item *it, sql_node **items, c
                  it->except[e]);
     for (int r = 0; r < it->n_replace && !b->rc; r++)
         if (find_column(sc, it->replace[r].alias) < 0)
-            berr(b, it->replace[r].expr, "REPLACE names column '%s', which the source does not "
-                                         "have", it->replace[r].alias);
+            berr(b, it->replace[r].expr,
+                 "REPLACE names column '%s', which the source does not "
+                 "have",
+                 it->replace[r].alias);
     int first = k;
     for (int c = 0; c < sc->n && !b->rc; c++) {
         const char *cn = sc->cols[c].name;
@@ -2542,8 +2776,11 @@ static int expand_star(binder *b, const sql_select_item *it, sql_node **items, c
             items[k] = expand(b, rep);
             b->alias_depth = 0;
         } else {
-            sql_node tmp = {.kind = SQL_COLUMN, .line = it->expr->line, .col = it->expr->col,
-                            .s = (char *)cn, .slen = strlen(cn)};
+            sql_node tmp = {.kind = SQL_COLUMN,
+                            .line = it->expr->line,
+                            .col = it->expr->col,
+                            .s = (char *)cn,
+                            .slen = strlen(cn)};
             items[k] = sql_node_clone(&tmp);
         }
         names[k] = strdup(cn);
@@ -2569,8 +2806,7 @@ int eng_bind_ex(eng_mem *m, const sql_stmt *st, const eng_schema *sc, const eng_
 {
     memset(p, 0, sizeof(*p));
     p->schema = sc;
-    binder b = {.mem = m, .env = env, .st = st, .sc = sc, .p = p, .err = err,
-                .errlen = errlen};
+    binder b = {.mem = m, .env = env, .st = st, .sc = sc, .p = p, .err = err, .errlen = errlen};
     sql_node **ex_items = NULL;
     int n_items = 0;
     /* SELECT * / COLUMNS('re') -> the columns, less EXCEPT's */
@@ -2626,8 +2862,9 @@ int eng_bind_ex(eng_mem *m, const sql_stmt *st, const eng_schema *sc, const eng_
         if (b.rc)
             goto out;
         if (p->where && (p->where->t.kind == EX_STRING || is_temporal(p->where->t.kind))) {
-            berr(&b, st->where, "illegal type of the WHERE condition: it must be a number or a "
-                                "comparison");
+            berr(&b, st->where,
+                 "illegal type of the WHERE condition: it must be a number or a "
+                 "comparison");
             goto out;
         }
     }

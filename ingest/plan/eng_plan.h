@@ -29,28 +29,37 @@
 /* ---- aggregates ------------------------------------------------------------ */
 
 typedef enum eng_agg_fn {
-    AG_COUNT = 1, AG_SUM, AG_AVG, AG_MIN, AG_MAX, AG_UNIQ, AG_ANY,
+    AG_COUNT = 1,
+    AG_SUM,
+    AG_AVG,
+    AG_MIN,
+    AG_MAX,
+    AG_UNIQ,
+    AG_ANY,
     AG_ANYLAST,
-    AG_QUANTILE,        /* every value kept; linear interpolation at level * (n - 1) */
-    AG_QUANTILE_EXACT,  /* every value kept; the value at index floor(level * n) */
-    AG_VAR_POP, AG_VAR_SAMP, AG_STDDEV_POP, AG_STDDEV_SAMP, /* Welford's moments */
-    AG_CORR,            /* arg and arg2: Pearson's coefficient */
-    AG_ARGMIN, AG_ARGMAX, /* arg at the least / greatest arg2 */
+    AG_QUANTILE,       /* every value kept; linear interpolation at level * (n - 1) */
+    AG_QUANTILE_EXACT, /* every value kept; the value at index floor(level * n) */
+    AG_VAR_POP,
+    AG_VAR_SAMP,
+    AG_STDDEV_POP,
+    AG_STDDEV_SAMP, /* Welford's moments */
+    AG_CORR,        /* arg and arg2: Pearson's coefficient */
+    AG_ARGMIN,
+    AG_ARGMAX, /* arg at the least / greatest arg2 */
 } eng_agg_fn;
 
 typedef struct eng_agg {
     eng_agg_fn fn;
-    bx *arg;            /* NULL for count() */
-    ex_type t;          /* result type */
-    sql_node *node;     /* the AST it came from (for dedup) */
-    bx *arg2;           /* the second argument (corr, argMin, argMax), or NULL */
-    bx *cond;           /* the -If combinator's condition, or NULL */
-    bool distinct;      /* the -Distinct combinator: each distinct value once */
-    double level;       /* quantile's level, 0..1 */
+    bx *arg;        /* NULL for count() */
+    ex_type t;      /* result type */
+    sql_node *node; /* the AST it came from (for dedup) */
+    bx *arg2;       /* the second argument (corr, argMin, argMax), or NULL */
+    bx *cond;       /* the -If combinator's condition, or NULL */
+    bool distinct;  /* the -Distinct combinator: each distinct value once */
+    double level;   /* quantile's level, 0..1 */
 } eng_agg;
 
 /* ---- plan ------------------------------------------------------------------ */
-
 
 typedef struct eng_out {
     bx *e;
@@ -61,14 +70,14 @@ typedef struct eng_order {
     bx *e;
     bool desc;
     bool nulls_first;
-    bool by_only;        /* a LIMIT BY key (after the sort keys): carried, not sorted on */
+    bool by_only; /* a LIMIT BY key (after the sort keys): carried, not sorted on */
 } eng_order;
 
 typedef struct eng_prune {
-    int col;             /* schema column */
+    int col; /* schema column */
     pq_op op;
     pq_value v;
-    char *s;             /* owned bytes for strings */
+    char *s; /* owned bytes for strings */
 } eng_prune;
 
 typedef struct eng_settings {
@@ -80,23 +89,23 @@ typedef struct eng_settings {
      * inserts its units (ClickHouse's 1 and 3 are refused) */
     int parallel_distributed_insert_select;
     bool skip_unavailable_shards; /* servers down at the start are left out */
-    bool join_use_nulls;     /* 0 (ClickHouse's default): a missing side's columns
+    bool join_use_nulls;          /* 0 (ClickHouse's default): a missing side's columns
                                 hold their type's default, not NULL */
 } eng_settings;
 
 typedef struct eng_plan {
     const eng_schema *schema;
-    int *need;           /* scan slot k reads schema column need[k] */
+    int *need; /* scan slot k reads schema column need[k] */
     int n_need;
-    bx *where;           /* over scan slots; NULL: none */
+    bx *where; /* over scan slots; NULL: none */
     bool aggregate;
-    bx **keys;           /* over scan slots */
+    bx **keys; /* over scan slots */
     int n_keys;
     eng_agg *aggs;
     int n_aggs;
-    eng_out *outs;       /* over the post block (keys..., aggs...) or scan slots */
+    eng_out *outs; /* over the post block (keys..., aggs...) or scan slots */
     int n_outs;
-    bx *having;          /* over the post block */
+    bx *having; /* over the post block */
     eng_order *order;
     int n_order;
     bool has_limit;
@@ -137,17 +146,16 @@ typedef struct eng_bind_env {
 /* Binds a SELECT against a schema. 0, or -EINVAL with "line L, column C: ..."
  * (unknown column with a suggestion, wrong types, a column outside GROUP BY).
  * The plan borrows stmt and schema. */
-int eng_bind(eng_mem *m, const sql_stmt *stmt, const eng_schema *schema, eng_plan *plan,
-             char *err, size_t errlen);
+int eng_bind(eng_mem *m, const sql_stmt *stmt, const eng_schema *schema, eng_plan *plan, char *err,
+             size_t errlen);
 /* eng_bind with the query's context and subqueries run through env (env may
  * be NULL: the context's defaults, and a subquery is an error). */
-int eng_bind_ex(eng_mem *m, const sql_stmt *stmt, const eng_schema *schema,
-                const eng_bind_env *env, eng_plan *plan, char *err, size_t errlen);
+int eng_bind_ex(eng_mem *m, const sql_stmt *stmt, const eng_schema *schema, const eng_bind_env *env,
+                eng_plan *plan, char *err, size_t errlen);
 void eng_plan_free(eng_mem *m, eng_plan *plan);
 /* Applies SETTINGS (known names only, with suggestions) on top of s. */
 int eng_settings_apply(const sql_stmt *stmt, eng_settings *s, char *err, size_t errlen);
 /* Parses a ClickHouse type name ("Nullable(Int32)", "DateTime64(3)", ...). */
 int eng_parse_type(const char *name, ex_type *out);
-
 
 #endif /* RINGCACHE_ENG_PLAN_H */

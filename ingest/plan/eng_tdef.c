@@ -14,7 +14,8 @@
 #include <string.h>
 #include <strings.h>
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static int fail(char *err, size_t errlen, const char *fmt, ...)
 {
     if (err && errlen) {
@@ -52,18 +53,23 @@ int eng_decl_type(const char *type, cb_typeinfo *info, bool *nullable, uint32_t 
         return fail(err, errlen, "type %.60s... is too long", type);
     snprintf(t, sizeof(t), "%s", type);
     for (int depth = 0; depth < 3; depth++) {
-        if (unwrap(t, "LowCardinality", in, sizeof(in)) || (!*nullable && unwrap(t, "Nullable", in, sizeof(in)) && (*nullable = true))) {
+        if (unwrap(t, "LowCardinality", in, sizeof(in)) ||
+            (!*nullable && unwrap(t, "Nullable", in, sizeof(in)) && (*nullable = true))) {
             memmove(t, in, strlen(in) + 1);
             continue;
         }
         break;
     }
-    static const struct { const char *n; cb_type ty; } tab[] = {
-        {"Int8", CB_INT8}, {"Int16", CB_INT16}, {"Int32", CB_INT32}, {"Int64", CB_INT64},
-        {"UInt8", CB_UINT8}, {"UInt16", CB_UINT16}, {"UInt32", CB_UINT32},
-        {"UInt64", CB_UINT64}, {"Float32", CB_FLOAT}, {"Float64", CB_DOUBLE},
-        {"Bool", CB_BOOL}, {"Boolean", CB_BOOL}, {"String", CB_STRING}, {"Date", CB_DATE},
-        {"Date32", CB_DATE}, {"DateTime", CB_TIMESTAMP},
+    static const struct {
+        const char *n;
+        cb_type ty;
+    } tab[] = {
+        {"Int8", CB_INT8},          {"Int16", CB_INT16},   {"Int32", CB_INT32},
+        {"Int64", CB_INT64},        {"UInt8", CB_UINT8},   {"UInt16", CB_UINT16},
+        {"UInt32", CB_UINT32},      {"UInt64", CB_UINT64}, {"Float32", CB_FLOAT},
+        {"Float64", CB_DOUBLE},     {"Bool", CB_BOOL},     {"Boolean", CB_BOOL},
+        {"String", CB_STRING},      {"Date", CB_DATE},     {"Date32", CB_DATE},
+        {"DateTime", CB_TIMESTAMP},
     };
     for (size_t i = 0; i < sizeof(tab) / sizeof(tab[0]); i++) {
         if (strcmp(t, tab[i].n) == 0) {
@@ -168,11 +174,15 @@ static void tset_defaults(eng_table_settings *s)
     s->replicated_deduplication_window_seconds = TB_DEFAULT_DEDUP_WINDOW_SECONDS;
 }
 
-static const char *const tset_names[] = {
-    "index_granularity", "parts_to_delay_insert", "parts_to_throw_insert",
-    "max_delay_to_insert", "old_parts_lifetime", "max_parts_to_merge_at_once",
-    "max_bytes_to_merge_at_max_space_in_pool", "replicated_deduplication_window",
-    "replicated_deduplication_window_seconds"};
+static const char *const tset_names[] = {"index_granularity",
+                                         "parts_to_delay_insert",
+                                         "parts_to_throw_insert",
+                                         "max_delay_to_insert",
+                                         "old_parts_lifetime",
+                                         "max_parts_to_merge_at_once",
+                                         "max_bytes_to_merge_at_max_space_in_pool",
+                                         "replicated_deduplication_window",
+                                         "replicated_deduplication_window_seconds"};
 #define N_TSET ((int)(sizeof(tset_names) / sizeof(tset_names[0])))
 
 static uint64_t *tset_field(eng_table_settings *s, int k, uint32_t **u32)
@@ -209,8 +219,7 @@ static bool setting_u64(const sql_node *v, uint64_t *u)
     return false;
 }
 
-static int tset_apply(const sql_setting *st, int n, eng_table_settings *s, char *err,
-                      size_t errlen)
+static int tset_apply(const sql_setting *st, int n, eng_table_settings *s, char *err, size_t errlen)
 {
     for (int i = 0; i < n; i++) {
         int k = -1;
@@ -225,8 +234,9 @@ static int tset_apply(const sql_setting *st, int n, eng_table_settings *s, char 
         }
         uint64_t u;
         if (!setting_u64(st[i].value, &u))
-            return fail(err, errlen, "line %d, column %d: table setting %s needs a "
-                                     "non-negative integer",
+            return fail(err, errlen,
+                        "line %d, column %d: table setting %s needs a "
+                        "non-negative integer",
                         st[i].line, st[i].col, st[i].name);
         uint32_t *u32;
         uint64_t *f = tset_field(s, k, &u32);
@@ -329,29 +339,31 @@ static void ds_keys(dstr *d, const char *clause, char *const *k, int n)
         ds_put(d, "");
 }
 
-static int tdef_create(const sql_stmt *st, const char *db, eng_tdef *out, char *err,
-                       size_t errlen)
+static int tdef_create(const sql_stmt *st, const char *db, eng_tdef *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof(*out));
     out->schema.version_col = -1;
     tset_defaults(&out->set);
     const sql_table_def *c = st->create;
     if (!c || c->n_cols == 0)
-        return fail(err, errlen, "line %d, column %d: CREATE TABLE %s needs its columns, as in "
-                                 "CREATE TABLE %s (id UInt64, name String) ENGINE = MergeTree "
-                                 "ORDER BY id",
+        return fail(err, errlen,
+                    "line %d, column %d: CREATE TABLE %s needs its columns, as in "
+                    "CREATE TABLE %s (id UInt64, name String) ENGINE = MergeTree "
+                    "ORDER BY id",
                     st->line, st->col, st->table, st->table);
     if (strcmp(c->engine, "MergeTree") != 0 && strcmp(c->engine, "ReplacingMergeTree") != 0)
-        return fail(err, errlen, "line %d, column %d: engine %s is not supported: use MergeTree "
-                                 "or ReplacingMergeTree([version column])",
+        return fail(err, errlen,
+                    "line %d, column %d: engine %s is not supported: use MergeTree "
+                    "or ReplacingMergeTree([version column])",
                     c->engine_line, c->engine_col, c->engine);
     if (c->engine_arg && strcmp(c->engine, "MergeTree") == 0)
-        return fail(err, errlen, "line %d, column %d: MergeTree takes no arguments",
-                    c->engine_line, c->engine_col);
+        return fail(err, errlen, "line %d, column %d: MergeTree takes no arguments", c->engine_line,
+                    c->engine_col);
     if (!c->has_order_by && !c->has_primary_key)
-        return fail(err, errlen, "line %d, column %d: a MergeTree table needs ORDER BY (or "
-                                 "PRIMARY KEY): write ORDER BY (columns), or ORDER BY tuple() "
-                                 "for none",
+        return fail(err, errlen,
+                    "line %d, column %d: a MergeTree table needs ORDER BY (or "
+                    "PRIMARY KEY): write ORDER BY (columns), or ORDER BY tuple() "
+                    "for none",
                     c->engine_line, c->engine_col);
     int rc = tset_apply(c->settings, c->n_settings, &out->set, err, errlen);
     if (rc < 0)
@@ -374,8 +386,8 @@ static int tdef_create(const sql_stmt *st, const char *db, eng_tdef *out, char *
             return fail(err, errlen, "line %d, column %d: column %s is declared twice", cd->line,
                         cd->col, cd->name);
         char msg[400];
-        if (eng_decl_type(cd->type, &d->info, &d->nullable, &out->fixed[i], &out->date16[i],
-                          msg, sizeof(msg)) < 0 ||
+        if (eng_decl_type(cd->type, &d->info, &d->nullable, &out->fixed[i], &out->date16[i], msg,
+                          sizeof(msg)) < 0 ||
             parse_codec(cd->codec, &d->codec, &d->level, msg, sizeof(msg)) < 0)
             return fail(err, errlen, "line %d, column %d: column %s: %s", cd->line, cd->col,
                         cd->name, msg);
@@ -391,13 +403,15 @@ static int tdef_create(const sql_stmt *st, const char *db, eng_tdef *out, char *
     for (int k = 0; k < nk; k++) {
         int i = col_index(c, keys[k]);
         if (i < 0)
-            return fail(err, errlen, "line %d, column %d: ORDER BY names column %s, which the "
-                                     "table does not have",
+            return fail(err, errlen,
+                        "line %d, column %d: ORDER BY names column %s, which the "
+                        "table does not have",
                         c->engine_line, c->engine_col, keys[k]);
         if (s->cols[i].nullable)
-            return fail(err, errlen, "line %d, column %d: the sorting key has Nullable column "
-                                     "%s: keys cannot be Nullable (declare it %s without "
-                                     "Nullable)",
+            return fail(err, errlen,
+                        "line %d, column %d: the sorting key has Nullable column "
+                        "%s: keys cannot be Nullable (declare it %s without "
+                        "Nullable)",
                         c->engine_line, c->engine_col, keys[k], keys[k]);
         for (int j = 0; j < k; j++)
             if (s->key_cols[j] == (uint32_t)i)
@@ -412,23 +426,26 @@ static int tdef_create(const sql_stmt *st, const char *db, eng_tdef *out, char *
         for (int k = 0; prefix && k < c->n_primary_key; k++)
             prefix = strcmp(c->primary_key[k], c->order_by[k]) == 0;
         if (!prefix)
-            return fail(err, errlen, "line %d, column %d: PRIMARY KEY must be a prefix of ORDER "
-                                     "BY",
+            return fail(err, errlen,
+                        "line %d, column %d: PRIMARY KEY must be a prefix of ORDER "
+                        "BY",
                         c->engine_line, c->engine_col);
         out->n_primary = (uint32_t)c->n_primary_key;
     }
     if (c->engine_arg) {
         int i = col_index(c, c->engine_arg);
         if (i < 0)
-            return fail(err, errlen, "line %d, column %d: ReplacingMergeTree(%s) names a column "
-                                     "the table does not have",
+            return fail(err, errlen,
+                        "line %d, column %d: ReplacingMergeTree(%s) names a column "
+                        "the table does not have",
                         c->engine_line, c->engine_col, c->engine_arg);
         cb_type t = s->cols[i].info.type;
         if (s->cols[i].nullable || t == CB_STRING || t == CB_BINARY || t == CB_FLOAT ||
             t == CB_DOUBLE || t == CB_DECIMAL || t == CB_BOOL)
-            return fail(err, errlen, "line %d, column %d: the version column %s of "
-                                     "ReplacingMergeTree must be an unsigned or signed integer, "
-                                     "Date or DateTime (not Nullable)",
+            return fail(err, errlen,
+                        "line %d, column %d: the version column %s of "
+                        "ReplacingMergeTree must be an unsigned or signed integer, "
+                        "Date or DateTime (not Nullable)",
                         c->engine_line, c->engine_col, c->engine_arg);
         s->version_col = i;
     }
@@ -522,13 +539,12 @@ int eng_tdef_from_schema(const tb_schema *s, eng_tdef *out, char *err, size_t er
         if (rc == 0 && st->kind != SQL_CREATE_TABLE)
             rc = -EINVAL;
         if (rc == 0) {
-            rc = eng_tdef_from_create(st, st->table_db ? st->table_db : "default", out,
-                                      msg, sizeof(msg));
+            rc = eng_tdef_from_create(st, st->table_db ? st->table_db : "default", out, msg,
+                                      sizeof(msg));
         }
         sql_stmt_destroy(&st);
         if (rc < 0) {
-            snprintf(err, errlen, "the table's definition in its log does not read back: %s",
-                     msg);
+            snprintf(err, errlen, "the table's definition in its log does not read back: %s", msg);
             return -EBADMSG;
         }
         /* the log's schema is the storage's truth; the statement gave the rest */
@@ -566,11 +582,16 @@ int eng_tdef_from_schema(const tb_schema *s, eng_tdef *out, char *err, size_t er
 
 /* ---- INSERT settings ------------------------------------------------------------------- */
 
-static const char *const iset_names[] = {
-    "max_insert_threads", "min_insert_block_size_rows", "min_insert_block_size_bytes",
-    "insert_deduplicate", "insert_deduplication_token", "optimize_on_insert",
-    "max_insert_delayed_streams_for_parallel_write", "parts_to_delay_insert",
-    "parts_to_throw_insert", "max_delay_to_insert"};
+static const char *const iset_names[] = {"max_insert_threads",
+                                         "min_insert_block_size_rows",
+                                         "min_insert_block_size_bytes",
+                                         "insert_deduplicate",
+                                         "insert_deduplication_token",
+                                         "optimize_on_insert",
+                                         "max_insert_delayed_streams_for_parallel_write",
+                                         "parts_to_delay_insert",
+                                         "parts_to_throw_insert",
+                                         "max_delay_to_insert"};
 #define N_ISET ((int)(sizeof(iset_names) / sizeof(iset_names[0])))
 
 bool eng_insert_setting_known(const char *name)
@@ -602,9 +623,11 @@ int eng_insert_settings_apply(const sql_stmt *st, const eng_table_settings *ts,
         if (k < 0)
             continue; /* a query setting (eng_settings_apply checks those) */
         if (k == 4) {
-            if (x->value->kind != SQL_STRING || x->value->slen >= sizeof(o->insert_deduplication_token))
-                return fail(err, errlen, "line %d, column %d: insert_deduplication_token needs a "
-                                         "string of up to %zu bytes",
+            if (x->value->kind != SQL_STRING ||
+                x->value->slen >= sizeof(o->insert_deduplication_token))
+                return fail(err, errlen,
+                            "line %d, column %d: insert_deduplication_token needs a "
+                            "string of up to %zu bytes",
                             x->line, x->col, sizeof(o->insert_deduplication_token) - 1);
             memcpy(o->insert_deduplication_token, x->value->s, x->value->slen + 1);
             continue;

@@ -24,24 +24,24 @@
 
 /* Table settings (CREATE TABLE ... SETTINGS), with ClickHouse's defaults. */
 typedef struct eng_table_settings {
-    uint32_t index_granularity;            /* 8192 */
-    uint64_t parts_to_delay_insert;        /* 1000 */
-    uint64_t parts_to_throw_insert;        /* 3000 */
-    uint64_t max_delay_to_insert;          /* 1 (seconds) */
-    uint64_t old_parts_lifetime;           /* 480 (seconds) */
-    uint64_t max_parts_to_merge_at_once;   /* 100 */
+    uint32_t index_granularity;                       /* 8192 */
+    uint64_t parts_to_delay_insert;                   /* 1000 */
+    uint64_t parts_to_throw_insert;                   /* 3000 */
+    uint64_t max_delay_to_insert;                     /* 1 (seconds) */
+    uint64_t old_parts_lifetime;                      /* 480 (seconds) */
+    uint64_t max_parts_to_merge_at_once;              /* 100 */
     uint64_t max_bytes_to_merge_at_max_space_in_pool; /* 150 GiB */
     uint64_t replicated_deduplication_window;         /* 10000 */
     uint64_t replicated_deduplication_window_seconds; /* 3600 */
 } eng_table_settings;
 
 typedef struct eng_tdef {
-    tb_schema schema;          /* owned; schema.ddl is the normalised CREATE */
-    char **types;              /* per column: the declared type ("LowCardinality(String)") */
-    uint32_t *fixed;           /* per column: N of FixedString(N), else 0 */
-    bool *date16;              /* per column: Date (1970-01-01 .. 2149-06-06), not Date32 */
-    char **codecs;             /* per column: the CODEC(...) text, or NULL */
-    uint32_t n_primary;        /* PRIMARY KEY: a prefix of ORDER BY */
+    tb_schema schema;   /* owned; schema.ddl is the normalised CREATE */
+    char **types;       /* per column: the declared type ("LowCardinality(String)") */
+    uint32_t *fixed;    /* per column: N of FixedString(N), else 0 */
+    bool *date16;       /* per column: Date (1970-01-01 .. 2149-06-06), not Date32 */
+    char **codecs;      /* per column: the CODEC(...) text, or NULL */
+    uint32_t n_primary; /* PRIMARY KEY: a prefix of ORDER BY */
     eng_table_settings set;
 } eng_tdef;
 
@@ -64,16 +64,16 @@ int eng_decl_type(const char *type, cb_typeinfo *info, bool *nullable, uint32_t 
 
 /* The settings of an INSERT (query SETTINGS over the table's). */
 typedef struct eng_insert_settings {
-    int max_insert_threads;                /* 0 or 1: one pipeline */
-    uint64_t min_insert_block_size_rows;   /* 1048449; 0: off */
-    uint64_t min_insert_block_size_bytes;  /* 268435456; 0: off */
-    bool insert_deduplicate;               /* 1 */
-    char insert_deduplication_token[256];  /* "" */
-    bool optimize_on_insert;               /* 1 */
+    int max_insert_threads;                                 /* 0 or 1: one pipeline */
+    uint64_t min_insert_block_size_rows;                    /* 1048449; 0: off */
+    uint64_t min_insert_block_size_bytes;                   /* 268435456; 0: off */
+    bool insert_deduplicate;                                /* 1 */
+    char insert_deduplication_token[256];                   /* "" */
+    bool optimize_on_insert;                                /* 1 */
     uint64_t max_insert_delayed_streams_for_parallel_write; /* 0: as many as pipelines */
-    uint64_t parts_to_delay_insert;        /* the table's */
-    uint64_t parts_to_throw_insert;        /* the table's */
-    uint64_t max_delay_to_insert;          /* the table's */
+    uint64_t parts_to_delay_insert;                         /* the table's */
+    uint64_t parts_to_throw_insert;                         /* the table's */
+    uint64_t max_delay_to_insert;                           /* the table's */
 } eng_insert_settings;
 
 /* Whether name is an INSERT setting (eng_settings_apply leaves those). */

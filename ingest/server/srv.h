@@ -41,7 +41,7 @@
 typedef struct srv_conf {
     char listen[256];
     int64_t http_port;
-    int64_t port;                   /* -1: not given (an alias of http-port) */
+    int64_t port; /* -1: not given (an alias of http-port) */
     char port_file[1024];
     char cache[1024];
     char warehouse[1024];
@@ -70,8 +70,8 @@ typedef struct srv_conf {
     char tls_key[1024];
     char display_name[256];
     char log_level[16];
-    char cluster[4096];        /* --cluster NAME=host:port,...[;NAME=...] */
-    char cluster_secret[256];  /* --cluster-secret */
+    char cluster[4096];       /* --cluster NAME=host:port,...[;NAME=...] */
+    char cluster_secret[256]; /* --cluster-secret */
 } srv_conf;
 
 /* Loads the options: defaults, --config FILE, then the flags (argv[0] is

@@ -29,7 +29,7 @@ struct srv_zstream {
     ZSTD_CCtx *zc;
     ZSTD_DCtx *zd;
     uint64_t out_total, max_out;
-    bool ended;                  /* a decompressor saw the end of the stream */
+    bool ended; /* a decompressor saw the end of the stream */
 };
 
 /* Whether list (a header value) names token, ignoring parameters (;q=). */
@@ -105,8 +105,11 @@ int srv_zstream_create(srv_zstream **out, srv_codec c, bool compress, int level)
     if (c == SRV_CODEC_GZIP || c == SRV_CODEC_DEFLATE) {
         int wbits = c == SRV_CODEC_GZIP ? 15 + 16 : 15;
         if (compress)
-            rc = deflateInit2(&z->z, level < 1 ? 3 : level > 9 ? 9 : level, Z_DEFLATED, wbits,
-                              8, Z_DEFAULT_STRATEGY);
+            rc = deflateInit2(&z->z,
+                              level < 1   ? 3
+                              : level > 9 ? 9
+                                          : level,
+                              Z_DEFLATED, wbits, 8, Z_DEFAULT_STRATEGY);
         else
             rc = inflateInit2(&z->z, c == SRV_CODEC_GZIP ? 15 + 32 : 15);
         if (rc != Z_OK) {

@@ -29,16 +29,19 @@
 
 static int hexv(char c)
 {
-    return c >= '0' && c <= '9' ? c - '0' : (c | 32) >= 'a' && (c | 32) <= 'f' ? (c | 32) - 'a' + 10 : -1;
+    return c >= '0' && c <= '9'                 ? c - '0'
+           : (c | 32) >= 'a' && (c | 32) <= 'f' ? (c | 32) - 'a' + 10
+                                                : -1;
 }
 
 int srv_dist_run_unit(srv_query *q, const eng_ctx *ctx0, const char *sql, size_t len, char *err,
                       size_t errlen)
 {
     if (!q->dist_auth) {
-        snprintf(err, errlen, "this server takes a cluster's work units only with the cluster's "
-                              "secret: start every server of the cluster with the same "
-                              "--cluster-secret");
+        snprintf(err, errlen,
+                 "this server takes a cluster's work units only with the cluster's "
+                 "secret: start every server of the cluster with the same "
+                 "--cluster-secret");
         return ENG_E_AUTHENTICATION_FAILED;
     }
     unsigned id;

@@ -51,31 +51,32 @@
 int srv_http_status(int code)
 {
     switch (code) {
-    case ENG_E_REQUIRED_PASSWORD:
-        return 401;
-    case ENG_E_UNKNOWN_USER: case ENG_E_WRONG_PASSWORD: case ENG_E_AUTHENTICATION_FAILED:
-    case ENG_E_ACCESS_DENIED: case ENG_E_IP_ADDRESS_NOT_ALLOWED:
-        return 403;
-    case ENG_E_BAD_ARGUMENTS: case ENG_E_CANNOT_PARSE_TEXT:
-    case ENG_E_CANNOT_PARSE_INPUT_ASSERTION_FAILED: case ENG_E_SYNTAX_ERROR:
-    case ENG_E_INCORRECT_DATA: case ENG_E_TYPE_MISMATCH:
-        return 400;
-    case ENG_E_UNKNOWN_TABLE: case ENG_E_UNKNOWN_FUNCTION: case ENG_E_UNKNOWN_IDENTIFIER:
-    case ENG_E_UNKNOWN_TYPE: case ENG_E_UNKNOWN_DATABASE: case ENG_E_UNKNOWN_SETTING:
-    case ENG_E_UNKNOWN_FORMAT:
-        return 404;
-    case ENG_E_QUERY_IS_TOO_LARGE:
-        return 413;
-    case ENG_E_NOT_IMPLEMENTED:
-        return 501;
-    case ENG_E_SOCKET_TIMEOUT: case ENG_E_CANNOT_OPEN_FILE:
-        return 503;
-    case ENG_E_HTTP_LENGTH_REQUIRED:
-        return 411;
-    case ENG_E_TIMEOUT_EXCEEDED:
-        return 408;
-    default:
-        return 500;
+    case ENG_E_REQUIRED_PASSWORD: return 401;
+    case ENG_E_UNKNOWN_USER:
+    case ENG_E_WRONG_PASSWORD:
+    case ENG_E_AUTHENTICATION_FAILED:
+    case ENG_E_ACCESS_DENIED:
+    case ENG_E_IP_ADDRESS_NOT_ALLOWED: return 403;
+    case ENG_E_BAD_ARGUMENTS:
+    case ENG_E_CANNOT_PARSE_TEXT:
+    case ENG_E_CANNOT_PARSE_INPUT_ASSERTION_FAILED:
+    case ENG_E_SYNTAX_ERROR:
+    case ENG_E_INCORRECT_DATA:
+    case ENG_E_TYPE_MISMATCH: return 400;
+    case ENG_E_UNKNOWN_TABLE:
+    case ENG_E_UNKNOWN_FUNCTION:
+    case ENG_E_UNKNOWN_IDENTIFIER:
+    case ENG_E_UNKNOWN_TYPE:
+    case ENG_E_UNKNOWN_DATABASE:
+    case ENG_E_UNKNOWN_SETTING:
+    case ENG_E_UNKNOWN_FORMAT: return 404;
+    case ENG_E_QUERY_IS_TOO_LARGE: return 413;
+    case ENG_E_NOT_IMPLEMENTED: return 501;
+    case ENG_E_SOCKET_TIMEOUT:
+    case ENG_E_CANNOT_OPEN_FILE: return 503;
+    case ENG_E_HTTP_LENGTH_REQUIRED: return 411;
+    case ENG_E_TIMEOUT_EXCEEDED: return 408;
+    default: return 500;
     }
 }
 
@@ -85,9 +86,8 @@ size_t srv_exception_text(char *buf, size_t cap, int code, const char *msg)
     while (ml && (msg[ml - 1] == '\n' || msg[ml - 1] == ' '))
         ml--;
     bool dot = ml && msg[ml - 1] == '.';
-    int n = snprintf(buf, cap, "Code: %d. DB::Exception: %.*s%s (%s) (version %s)\n", code,
-                     (int)ml, msg ? msg : "", dot ? "" : ".", eng_error_name(code),
-                     SRV_VERSION_TEXT);
+    int n = snprintf(buf, cap, "Code: %d. DB::Exception: %.*s%s (%s) (version %s)\n", code, (int)ml,
+                     msg ? msg : "", dot ? "" : ".", eng_error_name(code), SRV_VERSION_TEXT);
     return n < 0 ? 0 : (size_t)n >= cap ? cap - 1 : (size_t)n;
 }
 
@@ -124,7 +124,8 @@ static void answer_error(srv *s, httpd_req *req, const char *query_id, int code,
     httpd_resp_add_header(req, "X-ClickHouse-Timezone", "UTC");
     httpd_resp_add_header(req, "X-ClickHouse-Exception-Code", num);
     if (code == ENG_E_REQUIRED_PASSWORD)
-        httpd_resp_add_header(req, "WWW-Authenticate", "Basic realm=\"ClickHouse server HTTP API\"");
+        httpd_resp_add_header(req, "WWW-Authenticate",
+                              "Basic realm=\"ClickHouse server HTTP API\"");
     httpd_resp_send(req, srv_http_status(code), "text/plain; charset=UTF-8", text, n);
 }
 
@@ -143,17 +144,18 @@ static void answer_metrics(srv *s, httpd_req *req)
     }
     /* libringcache's counters are kept there; append them (running totals) */
     char extra[2048];
-    int k = snprintf(extra, sizeof(extra),
-                     "# HELP ringcache_server_page_cache_blocks_total page cache blocks by outcome\n"
-                     "# TYPE ringcache_server_page_cache_blocks_total counter\n"
-                     "ringcache_server_page_cache_blocks_total{result=\"hit\"} %llu\n"
-                     "ringcache_server_page_cache_blocks_total{result=\"miss\"} %llu\n"
-                     "# HELP ringcache_server_bytes_from_total bytes read into the page cache, by source\n"
-                     "# TYPE ringcache_server_bytes_from_total counter\n"
-                     "ringcache_server_bytes_from_total{source=\"cache_nodes\"} %llu\n"
-                     "ringcache_server_bytes_from_total{source=\"s3\"} %llu\n",
-                     (unsigned long long)st.hits, (unsigned long long)st.misses,
-                     (unsigned long long)st.node_bytes, (unsigned long long)st.s3_bytes);
+    int k = snprintf(
+        extra, sizeof(extra),
+        "# HELP ringcache_server_page_cache_blocks_total page cache blocks by outcome\n"
+        "# TYPE ringcache_server_page_cache_blocks_total counter\n"
+        "ringcache_server_page_cache_blocks_total{result=\"hit\"} %llu\n"
+        "ringcache_server_page_cache_blocks_total{result=\"miss\"} %llu\n"
+        "# HELP ringcache_server_bytes_from_total bytes read into the page cache, by source\n"
+        "# TYPE ringcache_server_bytes_from_total counter\n"
+        "ringcache_server_bytes_from_total{source=\"cache_nodes\"} %llu\n"
+        "ringcache_server_bytes_from_total{source=\"s3\"} %llu\n",
+        (unsigned long long)st.hits, (unsigned long long)st.misses,
+        (unsigned long long)st.node_bytes, (unsigned long long)st.s3_bytes);
     struct evbuffer *b = evbuffer_new();
     if (!b) {
         free(text);
@@ -210,8 +212,9 @@ static int credentials(httpd_req *req, const srv_params *p, char *user, size_t u
         return 0;
     if (strncasecmp(auth, "Basic ", 6) != 0) {
         const char *sp = strchr(auth, ' ');
-        snprintf(err, errlen, "Invalid authentication: '%.*s' HTTP Authorization scheme is not "
-                              "supported (use Basic)",
+        snprintf(err, errlen,
+                 "Invalid authentication: '%.*s' HTTP Authorization scheme is not "
+                 "supported (use Basic)",
                  sp ? (int)(sp - auth) : 16, auth);
         return ENG_E_AUTHENTICATION_FAILED;
     }
@@ -234,7 +237,8 @@ static int credentials(httpd_req *req, const srv_params *p, char *user, size_t u
     dec[dl] = 0;
     char *colon = memchr(dec, ':', (size_t)dl);
     if (!colon || memchr(dec, 0, (size_t)dl)) {
-        snprintf(err, errlen, "Invalid authentication: the Basic credentials are not user:password");
+        snprintf(err, errlen,
+                 "Invalid authentication: the Basic credentials are not user:password");
         return ENG_E_AUTHENTICATION_FAILED;
     }
     *colon = 0;
@@ -252,9 +256,9 @@ static void new_uuid(char out[37])
             b[i] = (uint8_t)rand();
     b[6] = (uint8_t)((b[6] & 0x0f) | 0x40);
     b[8] = (uint8_t)((b[8] & 0x3f) | 0x80);
-    snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-             b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
-             b[13], b[14], b[15]);
+    snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+             b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+             b[14], b[15]);
 }
 
 /* ---- the query's object ------------------------------------------------------------------ */
@@ -307,25 +311,25 @@ void srv_query_wake_locked(srv_query *q)
 static const char *content_type(eng_format f)
 {
     switch (f) {
-    case ENG_FMT_TSV: case ENG_FMT_TSV_WITH_NAMES: case ENG_FMT_TSV_WITH_NAMES_AND_TYPES:
-    case ENG_FMT_TSV_RAW:
-        return "text/tab-separated-values; charset=UTF-8";
-    case ENG_FMT_CSV:
-        return "text/csv; charset=UTF-8; header=absent";
-    case ENG_FMT_CSV_WITH_NAMES: case ENG_FMT_CSV_WITH_NAMES_AND_TYPES:
-        return "text/csv; charset=UTF-8; header=present";
-    case ENG_FMT_JSON: case ENG_FMT_JSON_COMPACT: case ENG_FMT_JSON_STRINGS:
-    case ENG_FMT_JSON_EACH_ROW: case ENG_FMT_JSON_STRINGS_EACH_ROW:
-    case ENG_FMT_JSON_COMPACT_EACH_ROW: case ENG_FMT_JSON_COMPACT_EACH_ROW_WITH_NAMES:
+    case ENG_FMT_TSV:
+    case ENG_FMT_TSV_WITH_NAMES:
+    case ENG_FMT_TSV_WITH_NAMES_AND_TYPES:
+    case ENG_FMT_TSV_RAW: return "text/tab-separated-values; charset=UTF-8";
+    case ENG_FMT_CSV: return "text/csv; charset=UTF-8; header=absent";
+    case ENG_FMT_CSV_WITH_NAMES:
+    case ENG_FMT_CSV_WITH_NAMES_AND_TYPES: return "text/csv; charset=UTF-8; header=present";
+    case ENG_FMT_JSON:
+    case ENG_FMT_JSON_COMPACT:
+    case ENG_FMT_JSON_STRINGS:
+    case ENG_FMT_JSON_EACH_ROW:
+    case ENG_FMT_JSON_STRINGS_EACH_ROW:
+    case ENG_FMT_JSON_COMPACT_EACH_ROW:
+    case ENG_FMT_JSON_COMPACT_EACH_ROW_WITH_NAMES:
     case ENG_FMT_JSON_COMPACT_EACH_ROW_WITH_NAMES_AND_TYPES:
-    case ENG_FMT_JSON_COMPACT_STRINGS_EACH_ROW:
-        return "application/json; charset=UTF-8";
-    case ENG_FMT_MARKDOWN:
-        return "text/markdown; charset=UTF-8";
-    case ENG_FMT_PARQUET:
-        return "application/octet-stream";
-    default:
-        return "text/plain; charset=UTF-8";
+    case ENG_FMT_JSON_COMPACT_STRINGS_EACH_ROW: return "application/json; charset=UTF-8";
+    case ENG_FMT_MARKDOWN: return "text/markdown; charset=UTF-8";
+    case ENG_FMT_PARQUET: return "application/octet-stream";
+    default: return "text/plain; charset=UTF-8";
     }
 }
 
@@ -461,7 +465,7 @@ static void finalize(srv_query *q)
         return;
     q->finalized = true;
     srv_qlog_add(s, q,
-                 !q->err_code ? SRV_QT_FINISH
+                 !q->err_code      ? SRV_QT_FINISH
                  : q->logged_start ? SRV_QT_EXC_WHILE
                                    : SRV_QT_EXC_BEFORE,
                  q->err_msg, q->err_code);
@@ -512,9 +516,8 @@ static void req_done(httpd_req *req, int status, void *arg)
     bool done = q->done;
     if (!done && status < 0) {
         int z = SRV_CANCEL_NONE;
-        atomic_compare_exchange_strong(&q->cancel_why, &z,
-                                       status == -ECANCELED ? SRV_CANCEL_SHUTDOWN
-                                                            : SRV_CANCEL_CLIENT);
+        atomic_compare_exchange_strong(
+            &q->cancel_why, &z, status == -ECANCELED ? SRV_CANCEL_SHUTDOWN : SRV_CANCEL_CLIENT);
         atomic_store(&q->cancel, 1);
         if (!q->in_eof) {
             q->in_eof = true;
@@ -568,7 +571,7 @@ void srv_http_tick(srv *s, double now)
 
 typedef struct body_state {
     srv_query *q;
-    struct evbuffer *pending;         /* the text's part of the body, until dispatch */
+    struct evbuffer *pending; /* the text's part of the body, until dispatch */
     const char *query_param;
     bool dispatched;
     uint64_t body_bytes;
@@ -691,12 +694,12 @@ static void body_data(httpd_req *req, const void *data, size_t len, void *arg)
             if (!b->dispatched) {
                 b->dispatched = true;
                 httpd_req_pause_body(req);
-                fail_before_start(q, rc == -EFBIG ? ENG_E_QUERY_IS_TOO_LARGE
-                                                  : ENG_E_CANNOT_READ_ALL_DATA,
-                                  rc == -EFBIG ? "the decompressed body is larger than "
-                                                 "max-body-size"
-                                               : "the request body is not valid for its "
-                                                 "Content-Encoding");
+                fail_before_start(
+                    q, rc == -EFBIG ? ENG_E_QUERY_IS_TOO_LARGE : ENG_E_CANNOT_READ_ALL_DATA,
+                    rc == -EFBIG ? "the decompressed body is larger than "
+                                   "max-body-size"
+                                 : "the request body is not valid for its "
+                                   "Content-Encoding");
             } else {
                 pthread_mutex_lock(&q->mu);
                 q->in_eof = true;
@@ -931,8 +934,8 @@ static void query_request(srv *s, httpd_req *req, srv_params *p)
     /* who */
     char user[520], pass[520];
     bool given;
-    int code = credentials(req, p, user, sizeof(user), pass, sizeof(pass), &given, err,
-                           sizeof(err));
+    int code =
+        credentials(req, p, user, sizeof(user), pass, sizeof(pass), &given, err, sizeof(err));
     const srv_user *u = NULL;
     socklen_t sl;
     const struct sockaddr *peer = httpd_req_peer(req, &sl);
@@ -977,8 +980,8 @@ static void query_request(srv *s, httpd_req *req, srv_params *p)
         }
     }
     const char *bs = srv_params_last(p, "buffer_size");
-    if (bs && (code = srv_qset_apply(&q->set, "http_response_buffer_size", bs, err,
-                                     sizeof(err))) != 0) {
+    if (bs &&
+        (code = srv_qset_apply(&q->set, "http_response_buffer_size", bs, err, sizeof(err))) != 0) {
         answer_error(s, req, q->id, code, err);
         return;
     }
@@ -1057,8 +1060,9 @@ static void query_request(srv *s, httpd_req *req, srv_params *p)
     }
     int codec = srv_codec_of(httpd_req_header(req, "Content-Encoding"));
     if (codec < 0) {
-        snprintf(err, sizeof(err), "Unknown Content-Encoding '%.32s' of the request body (use "
-                                   "gzip, deflate or zstd)",
+        snprintf(err, sizeof(err),
+                 "Unknown Content-Encoding '%.32s' of the request body (use "
+                 "gzip, deflate or zstd)",
                  httpd_req_header(req, "Content-Encoding"));
         answer_error(s, req, q->id, ENG_E_UNKNOWN_COMPRESSION_METHOD, err);
         return;

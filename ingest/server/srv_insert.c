@@ -93,8 +93,8 @@ static int bad(char *err, size_t errlen, const char *what)
     return -EINVAL;
 }
 
-int srv_insert_parse(const char *text, size_t len, srv_insert_head *h, size_t *data_off,
-                     char *err, size_t errlen)
+int srv_insert_parse(const char *text, size_t len, srv_insert_head *h, size_t *data_off, char *err,
+                     size_t errlen)
 {
     return srv_insert_parse_whole(text, len, true, h, data_off, err, errlen);
 }
@@ -114,13 +114,13 @@ int srv_insert_parse_whole(const char *text, size_t len, bool whole, srv_insert_
         return 0;
     if (l.i >= len && !whole)
         return -EAGAIN;
-#define WORD()                                                                                   \
-    do {                                                                                         \
-        r = ident(&l, w, sizeof(w));                                                             \
-        if (r == 0 || (l.i >= len && !whole))                                                    \
-            return whole ? bad(err, errlen, "the statement ends too early") : -EAGAIN;           \
-        if (r < 0)                                                                               \
-            return bad(err, errlen, "expected a name");                                          \
+#define WORD()                                                                                     \
+    do {                                                                                           \
+        r = ident(&l, w, sizeof(w));                                                               \
+        if (r == 0 || (l.i >= len && !whole))                                                      \
+            return whole ? bad(err, errlen, "the statement ends too early") : -EAGAIN;             \
+        if (r < 0)                                                                                 \
+            return bad(err, errlen, "expected a name");                                            \
     } while (0)
     WORD();
     if (strcasecmp(w, "INTO") != 0)
@@ -149,8 +149,9 @@ int srv_insert_parse_whole(const char *text, size_t len, bool whole, srv_insert_
         for (;;) {
             skip_blank(&l);
             if (l.i < len && text[l.i] == '*') {
-                snprintf(err, errlen, "INSERT INTO t (* EXCEPT ...) is not supported: name the "
-                                      "columns");
+                snprintf(err, errlen,
+                         "INSERT INTO t (* EXCEPT ...) is not supported: name the "
+                         "columns");
                 return -EINVAL;
             }
             if (h->n_cols >= 64)
@@ -271,7 +272,7 @@ static int compact_line(const char *p, size_t n, char *const *names, int n_names
 
 typedef struct compact_in {
     srv_query *q;
-    char **names;                      /* JSON-escaped column names */
+    char **names; /* JSON-escaped column names */
     int n;
     struct evbuffer *raw, *conv;
     bool eof;
@@ -313,8 +314,8 @@ static int64_t compact_read(void *arg, void *buf, size_t len)
 }
 
 /* The columns the rows carry: the INSERT's list, else the table's. */
-static int compact_names(srv_query *q, const srv_insert_head *h, const char *db,
-                         compact_in *c, char *err, size_t errlen)
+static int compact_names(srv_query *q, const srv_insert_head *h, const char *db, compact_in *c,
+                         char *err, size_t errlen)
 {
     const char *list[64];
     int n = 0;
@@ -360,8 +361,8 @@ static int compact_names(srv_query *q, const srv_insert_head *h, const char *db,
     return 0;
 }
 
-int srv_insert_run(srv_query *q, const srv_insert_head *h, const char *sql, size_t len,
-                   char *err, size_t errlen)
+int srv_insert_run(srv_query *q, const srv_insert_head *h, const char *sql, size_t len, char *err,
+                   size_t errlen)
 {
     const char *db = h->db[0] ? h->db : q->database;
     if (strcmp(db, "system") == 0) {
@@ -374,8 +375,9 @@ int srv_insert_run(srv_query *q, const srv_insert_head *h, const char *sql, size
         return ENG_E_UNKNOWN_DATABASE;
     }
     if (!q->s->wh_set) {
-        snprintf(err, errlen, "Table %s.%s does not exist: this server has no tables (start it "
-                              "with --warehouse s3://bucket/prefix/)",
+        snprintf(err, errlen,
+                 "Table %s.%s does not exist: this server has no tables (start it "
+                 "with --warehouse s3://bucket/prefix/)",
                  db, h->table);
         return ENG_E_UNKNOWN_TABLE;
     }
@@ -383,8 +385,8 @@ int srv_insert_run(srv_query *q, const srv_insert_head *h, const char *sql, size
         return srv_run_engine(q, sql, len, true, err, errlen);
     /* the engine reads JSONEachRow: the rows become objects on the way */
     compact_in c = {q, NULL, 0, evbuffer_new(), evbuffer_new(), false, 0};
-    int code = c.raw && c.conv ? compact_names(q, h, db, &c, err, errlen)
-                               : ENG_E_MEMORY_LIMIT_EXCEEDED;
+    int code =
+        c.raw && c.conv ? compact_names(q, h, db, &c, err, errlen) : ENG_E_MEMORY_LIMIT_EXCEEDED;
     if (!code) {
         char *stmt = NULL;
         size_t sl = 0;
@@ -402,9 +404,11 @@ int srv_insert_run(srv_query *q, const srv_insert_head *h, const char *sql, size
         } else {
             code = srv_run_engine_input(q, stmt, sl, compact_read, &c, err, errlen);
             if (c.rc == -EBADMSG) {
-                snprintf(err, errlen, "Cannot parse input: a JSONCompactEachRow row is not an "
-                                      "array of %d values (the table's columns, or the INSERT's "
-                                      "list)", c.n);
+                snprintf(err, errlen,
+                         "Cannot parse input: a JSONCompactEachRow row is not an "
+                         "array of %d values (the table's columns, or the INSERT's "
+                         "list)",
+                         c.n);
                 code = ENG_E_CANNOT_PARSE_INPUT_ASSERTION_FAILED;
             }
         }

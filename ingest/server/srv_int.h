@@ -72,14 +72,14 @@ size_t srv_exception_text(char *buf, size_t cap, int code, const char *msg);
 
 /* ---- settings (srv_settings.c) ----------------------------------------------------- */
 
-#define SRV_SET_MAX 40      /* entries of the settings table */
-#define SRV_SET_EXTRA 16    /* engine settings the table does not list */
+#define SRV_SET_MAX   40 /* entries of the settings table */
+#define SRV_SET_EXTRA 16 /* engine settings the table does not list */
 
 /* A query's settings: the server's own, and the engine's (eng). */
 typedef struct srv_qset {
     eng_settings eng;
     uint64_t readonly;
-    double max_execution_time;         /* seconds, 0: none */
+    double max_execution_time; /* seconds, 0: none */
     bool send_progress_in_http_headers;
     uint64_t http_headers_progress_interval_ms;
     bool http_wait_end_of_query;
@@ -91,9 +91,9 @@ typedef struct srv_qset {
     bool log_queries;
     char log_comment[256];
     bool cancel_http_readonly_queries_on_client_close;
-    uint64_t max_result_rows;          /* 0: none */
+    uint64_t max_result_rows; /* 0: none */
     bool output_format_write_statistics;
-    bool changed[SRV_SET_MAX];         /* by table index */
+    bool changed[SRV_SET_MAX]; /* by table index */
     /* settings the engine knows and the table does not (eng_settings_apply) */
     struct {
         char name[64];
@@ -124,7 +124,7 @@ int srv_qset_get(const srv_qset *q, const char *name, char *buf, size_t cap);
 /* ---- users (srv_users.c) -------------------------------------------------------- */
 
 typedef struct srv_net {
-    int family;                        /* AF_INET / AF_INET6 */
+    int family; /* AF_INET / AF_INET6 */
     uint8_t addr[16];
     int prefix;
 } srv_net;
@@ -133,12 +133,12 @@ typedef struct srv_user {
     char name[64];
     bool has_password;
     uint8_t sha256[32];
-    srv_net *nets;                     /* where it may connect from */
+    srv_net *nets; /* where it may connect from */
     int n_nets;
-    int readonly;                      /* -1: not set */
-    int64_t max_memory_usage;          /* -1: not set */
-    double max_execution_time;         /* < 0: not set */
-    char database[128];                /* its default database ("" : default) */
+    int readonly;              /* -1: not set */
+    int64_t max_memory_usage;  /* -1: not set */
+    double max_execution_time; /* < 0: not set */
+    char database[128];        /* its default database ("" : default) */
 } srv_user;
 
 typedef struct srv_users srv_users;
@@ -146,8 +146,8 @@ typedef struct srv_users srv_users;
 /* The users file (path NULL or "": only `default`, password-less, from
  * loopback). 0 or -errno with a sentence naming path:line. */
 int srv_users_load(srv_users **out, const char *path, char *err, size_t errlen);
-int srv_users_parse(srv_users **out, const char *text, size_t len, const char *source,
-                    char *err, size_t errlen);
+int srv_users_parse(srv_users **out, const char *text, size_t len, const char *source, char *err,
+                    size_t errlen);
 void srv_users_destroy(srv_users **u);
 /* Who the credentials name: 0 with *out, or a ClickHouse code
  * (AUTHENTICATION_FAILED, REQUIRED_PASSWORD) with a sentence. */
@@ -162,7 +162,12 @@ int srv_net_parse(const char *text, srv_net *out);
 
 /* ---- compression (srv_compress.c) --------------------------------------------------- */
 
-typedef enum srv_codec { SRV_CODEC_NONE = 0, SRV_CODEC_GZIP, SRV_CODEC_DEFLATE, SRV_CODEC_ZSTD } srv_codec;
+typedef enum srv_codec {
+    SRV_CODEC_NONE = 0,
+    SRV_CODEC_GZIP,
+    SRV_CODEC_DEFLATE,
+    SRV_CODEC_ZSTD
+} srv_codec;
 /* The codec an Accept-Encoding allows, best first (gzip, deflate, zstd), or
  * NONE. */
 srv_codec srv_codec_accept(const char *accept_encoding);
@@ -177,33 +182,38 @@ int srv_zstream_create(srv_zstream **out, srv_codec c, bool compress, int level)
  * compressor writes its trailer; a decompressor checks the stream is whole).
  * flush (compressors): makes what was fed decodable now. 0, -EBADMSG (bad
  * input), -EFBIG (a decompressor's output over max_out in total), -ENOMEM. */
-int srv_zstream_feed(srv_zstream *z, const void *in, size_t n, struct evbuffer *out,
-                     bool flush, bool finish);
+int srv_zstream_feed(srv_zstream *z, const void *in, size_t n, struct evbuffer *out, bool flush,
+                     bool finish);
 void srv_zstream_set_max_out(srv_zstream *z, uint64_t max_out);
 void srv_zstream_destroy(srv_zstream **z);
 
 /* ---- the query log and the registry --------------------------------------------------- */
 
 typedef enum srv_qtype {
-    SRV_QT_START = 1, SRV_QT_FINISH, SRV_QT_EXC_BEFORE, SRV_QT_EXC_WHILE,
+    SRV_QT_START = 1,
+    SRV_QT_FINISH,
+    SRV_QT_EXC_BEFORE,
+    SRV_QT_EXC_WHILE,
 } srv_qtype;
 
 /* One row of system.query_log (copied strings). */
 typedef struct srv_qlog {
     srv_qtype type;
-    int64_t event_time_us;             /* wall clock */
+    int64_t event_time_us; /* wall clock */
     int64_t start_time_us;
     uint64_t duration_ms;
     uint64_t read_rows, read_bytes, written_rows, written_bytes, result_rows, result_bytes;
     int64_t memory_usage;
     int exception_code;
-    char *query, *query_id, *user, *database, *exception, *settings, *address, *kind,
-        *log_comment;
+    char *query, *query_id, *user, *database, *exception, *settings, *address, *kind, *log_comment;
     int http_method;
 } srv_qlog;
 
 typedef enum srv_cancel_why {
-    SRV_CANCEL_NONE = 0, SRV_CANCEL_CLIENT, SRV_CANCEL_KILL, SRV_CANCEL_TIMEOUT,
+    SRV_CANCEL_NONE = 0,
+    SRV_CANCEL_CLIENT,
+    SRV_CANCEL_KILL,
+    SRV_CANCEL_TIMEOUT,
     SRV_CANCEL_SHUTDOWN,
 } srv_cancel_why;
 
@@ -215,79 +225,79 @@ typedef struct srv_pool srv_pool;
 /* A request that runs a query. */
 struct srv_query {
     srv *s;
-    srv_query *prev, *next;            /* the registry (srv.mu) */
+    srv_query *prev, *next; /* the registry (srv.mu) */
     /* identity, set by the loop before the thread starts */
     char id[128];
     char user[64];
     char database[128];
-    char address[64];                  /* the client's IP */
+    char address[64]; /* the client's IP */
     uint16_t port;
-    int http_method;                   /* 1 GET, 2 POST */
-    char *text;                        /* the query text (query param + body part) */
+    int http_method; /* 1 GET, 2 POST */
+    char *text;      /* the query text (query param + body part) */
     size_t text_len;
-    size_t data_off;                   /* INSERT: where the data starts in text */
-    bool insert_stream;                /* INSERT: more data follows from the body */
+    size_t data_off;    /* INSERT: where the data starts in text */
+    bool insert_stream; /* INSERT: more data follows from the body */
     srv_qset set;
-    eng_format format;                 /* default format */
-    bool format_given;                 /* default_format / X-ClickHouse-Format */
+    eng_format format; /* default format */
+    bool format_given; /* default_format / X-ClickHouse-Format */
     srv_session *session;
     bool close_session;
-    srv_codec resp_codec;              /* answers compressed so */
-    double t0;                         /* monotonic start */
-    int64_t start_us;                  /* wall clock start */
-    srv_cache *cache;                  /* borrowed reference */
-    tb_wh wh;                          /* the server's, parts through this cache client */
+    srv_codec resp_codec; /* answers compressed so */
+    double t0;            /* monotonic start */
+    int64_t start_us;     /* wall clock start */
+    srv_cache *cache;     /* borrowed reference */
+    tb_wh wh;             /* the server's, parts through this cache client */
     /* what the engine updates, read by system.processes and progress */
     eng_live live;
     _Atomic int cancel;
     _Atomic int cancel_why;
     _Atomic uint64_t written_rows, written_bytes;
-    char kind[16];                     /* Select, Insert, ... (the query thread, under
+    char kind[16];     /* Select, Insert, ... (the query thread, under
                                           srv.mu: system.processes reads it) */
-    bool logged_start;                 /* QueryStart is in the log (the thread, then done) */
+    bool logged_start; /* QueryStart is in the log (the thread, then done) */
     /* bridge: under mu */
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    struct evbuffer *out;              /* answer bytes not yet handed to httpd */
-    uint64_t out_total;                /* answer bytes produced (result_bytes) */
-    bool commit;                       /* the head may go (enough bytes, or done) */
-    bool done;                         /* the thread is finished */
-    bool gone;                         /* the client is gone or the request is over */
-    bool has_output;                   /* the statement had a result (X-ClickHouse-Format) */
+    struct evbuffer *out; /* answer bytes not yet handed to httpd */
+    uint64_t out_total;   /* answer bytes produced (result_bytes) */
+    bool commit;          /* the head may go (enough bytes, or done) */
+    bool done;            /* the thread is finished */
+    bool gone;            /* the client is gone or the request is over */
+    bool has_output;      /* the statement had a result (X-ClickHouse-Format) */
     eng_format out_format;
-    int err_code;                      /* the failure, once done */
+    int err_code; /* the failure, once done */
     char *err_msg;
     uint64_t result_rows;
-    struct evbuffer *in;               /* INSERT body bytes not yet read */
+    struct evbuffer *in; /* INSERT body bytes not yet read */
     bool in_eof;
     int in_err;
     bool in_paused;
-    srv_zstream *enc;                  /* the answer's compressor (the thread) */
+    srv_zstream *enc; /* the answer's compressor (the thread) */
     /* the loop's side */
-    char *qparam;                      /* query= (owned), until the text is whole */
-    char *dist_unit;                   /* X-RingCache-Unit of a cluster's work unit (owned) */
-    bool dist_auth;                    /* it came with the cluster secret */
-    srv_params params;                 /* the param_* of the URL (owned) */
-    bool launched;                     /* a thread has it (srv_submit succeeded) */
-    bool finalized;                    /* logged and unregistered */
-    bool resp_ended;                   /* httpd_resp_end (or the error answer) done */
-    bool close_after;                  /* Connection: close */
-    _Atomic int64_t deadline_us;       /* monotonic; 0: none (the thread may move it) */
+    char *qparam;                /* query= (owned), until the text is whole */
+    char *dist_unit;             /* X-RingCache-Unit of a cluster's work unit (owned) */
+    bool dist_auth;              /* it came with the cluster secret */
+    srv_params params;           /* the param_* of the URL (owned) */
+    bool launched;               /* a thread has it (srv_submit succeeded) */
+    bool finalized;              /* logged and unregistered */
+    bool resp_ended;             /* httpd_resp_end (or the error answer) done */
+    bool close_after;            /* Connection: close */
+    _Atomic int64_t deadline_us; /* monotonic; 0: none (the thread may move it) */
     httpd_req *req;
-    struct event *wake;                /* event_active from the thread */
-    srv_zstream *dec;                  /* the request body's decompressor */
-    bool started;                      /* the head is sent */
-    bool head_open;                    /* flushed with progress headers, not ended */
+    struct event *wake; /* event_active from the thread */
+    srv_zstream *dec;   /* the request body's decompressor */
+    bool started;       /* the head is sent */
+    bool head_open;     /* flushed with progress headers, not ended */
     double next_progress;
-    bool slot;                         /* counted in max_concurrent_queries */
-    int refs;                          /* loop + thread (under mu) */
+    bool slot; /* counted in max_concurrent_queries */
+    int refs;  /* loop + thread (under mu) */
 };
 
 /* ---- the server (srv_server.c) -------------------------------------------------------- */
 
 struct srv_cache {
     rc_client *rc;
-    int refs;                          /* queries using it + 1 while current */
+    int refs; /* queries using it + 1 while current */
 };
 
 struct srv_session {
@@ -295,11 +305,11 @@ struct srv_session {
     char id[128];
     char user[64];
     char database[128];
-    srv_qset set;                      /* settings SET in the session */
+    srv_qset set; /* settings SET in the session */
     bool has_set;
-    double expires;                    /* monotonic */
+    double expires; /* monotonic */
     double timeout_s;
-    bool busy;                         /* a query uses it */
+    bool busy; /* a query uses it */
 };
 
 typedef struct srv_job {
@@ -312,51 +322,68 @@ struct srv {
     char display_name[256];
     struct event_base *base;
     httpd_server *http;
-    void *tls;                         /* SSL_CTX */
+    void *tls; /* SSL_CTX */
     struct event *sigs[3];
     struct event *ticker;
     srv_users *users;
-    tb_wh wh;                          /* --warehouse (wh_set): the tables */
+    tb_wh wh; /* --warehouse (wh_set): the tables */
     bool wh_set;
     /* background merges: the tables being merged now (one thread per table) */
     char (*merging)[2 * TB_WH_NAME_MAX];
     int n_merging;
     uint64_t merge_cursor;
     s3_config s3;
-    eng_mem mem;                       /* every query's bytes (max_server_memory_usage) */
+    eng_mem mem; /* every query's bytes (max_server_memory_usage) */
     double t_start;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     srv_cache *cache;
-    dist_clusters clusters;            /* --cluster, members marked local after binding */
+    dist_clusters clusters; /* --cluster, members marked local after binding */
     srv_query *running;
-    int n_running;                     /* counted in max_concurrent_queries */
+    int n_running; /* counted in max_concurrent_queries */
     srv_session *sessions;
-    srv_qlog *qlog;                    /* ring of query_log_size rows */
+    srv_qlog *qlog; /* ring of query_log_size rows */
     size_t qlog_cap, qlog_head, qlog_n;
     /* query threads */
     pthread_t *threads;
     int n_threads, idle_threads;
     srv_job *jobs, *jobs_tail;
-    int n_jobs;                        /* queued, not yet taken by a thread */
+    int n_jobs; /* queued, not yet taken by a thread */
     bool stop_threads;
     bool stopping;
     bool drained;
     srv_pool *bg;
     /* metrics */
     met_registry *met;
-    int m_base;                        /* index of the first metric */
-    int m_code_base;                   /* failures by code */
+    int m_base;      /* index of the first metric */
+    int m_code_base; /* failures by code */
 };
 
 /* Metrics (indices from m_base); counters unless said. */
 enum {
-    SRV_M_QUERIES, SRV_M_FAILED, SRV_M_SELECTS, SRV_M_INSERTS, SRV_M_RUNNING /* gauge */,
-    SRV_M_REQUESTS, SRV_M_READ_ROWS, SRV_M_READ_BYTES, SRV_M_RESULT_BYTES, SRV_M_WRITTEN_ROWS,
-    SRV_M_MEMORY /* gauge */, SRV_M_CACHE_HITS /* from rc_stats */, SRV_M_CACHE_MISSES,
-    SRV_M_NODE_BYTES, SRV_M_S3_BYTES, SRV_M_PAGE_HIT_RATIO /* gauge, per mille */,
-    SRV_M_REJECTED, SRV_M_CANCELLED, SRV_M_CACHE_DROPS, SRV_M_MERGES, SRV_M_MERGE_ERRORS,
-    SRV_M_QUERY_US /* histogram */, SRV_M_N
+    SRV_M_QUERIES,
+    SRV_M_FAILED,
+    SRV_M_SELECTS,
+    SRV_M_INSERTS,
+    SRV_M_RUNNING /* gauge */,
+    SRV_M_REQUESTS,
+    SRV_M_READ_ROWS,
+    SRV_M_READ_BYTES,
+    SRV_M_RESULT_BYTES,
+    SRV_M_WRITTEN_ROWS,
+    SRV_M_MEMORY /* gauge */,
+    SRV_M_CACHE_HITS /* from rc_stats */,
+    SRV_M_CACHE_MISSES,
+    SRV_M_NODE_BYTES,
+    SRV_M_S3_BYTES,
+    SRV_M_PAGE_HIT_RATIO /* gauge, per mille */,
+    SRV_M_REJECTED,
+    SRV_M_CANCELLED,
+    SRV_M_CACHE_DROPS,
+    SRV_M_MERGES,
+    SRV_M_MERGE_ERRORS,
+    SRV_M_QUERY_US /* histogram */,
+    SRV_M_N
 };
 void srv_count(srv *s, int m, uint64_t v);
 
@@ -379,13 +406,12 @@ int srv_kill(srv *s, const char *id);
 /* Hands q to a query thread. 0 or -errno. */
 int srv_submit(srv *s, srv_query *q);
 /* Appends a row to the query log (the strings are copied). */
-void srv_qlog_add(srv *s, const srv_query *q, srv_qtype type, const char *exception,
-                  int code);
+void srv_qlog_add(srv *s, const srv_query *q, srv_qtype type, const char *exception, int code);
 /* Sessions: the session of that id (created when absent unless check), its
  * lock taken. 0, or a code: SESSION_NOT_FOUND, SESSION_IS_LOCKED,
  * INVALID_SESSION_TIMEOUT. */
-int srv_session_acquire(srv *s, const char *id, const char *user, const char *timeout,
-                        bool check, srv_session **out, char *err, size_t errlen);
+int srv_session_acquire(srv *s, const char *id, const char *user, const char *timeout, bool check,
+                        srv_session **out, char *err, size_t errlen);
 void srv_session_release(srv *s, srv_session *ss, bool close);
 /* The server's warehouse with its parts read and written through rc (the
  * cache nodes; S3 directly without --cache) into *out. */
@@ -450,23 +476,22 @@ typedef struct srv_insert_head {
     char cols[64][128];
     int n_cols;
     char format[64];
-    bool select;                       /* INSERT ... SELECT or VALUES: the data is in
+    bool select; /* INSERT ... SELECT or VALUES: the data is in
                                           the statement (the engine parses it whole) */
 } srv_insert_head;
-int srv_insert_parse(const char *text, size_t len, srv_insert_head *h, size_t *data_off,
-                     char *err, size_t errlen);
+int srv_insert_parse(const char *text, size_t len, srv_insert_head *h, size_t *data_off, char *err,
+                     size_t errlen);
 /* The same on a text that may still grow (whole false: the body is still
  * arriving): -EAGAIN when the head may go on past the text's end. */
 int srv_insert_parse_whole(const char *text, size_t len, bool whole, srv_insert_head *h,
                            size_t *data_off, char *err, size_t errlen);
 /* Runs an INSERT on the query thread (sql: the statement, its data in q->in
  * when it is INSERT ... FORMAT): 0 or a code with a sentence. */
-int srv_insert_run(srv_query *q, const srv_insert_head *h, const char *sql, size_t len,
-                   char *err, size_t errlen);
+int srv_insert_run(srv_query *q, const srv_insert_head *h, const char *sql, size_t len, char *err,
+                   size_t errlen);
 /* Runs sql through the engine with the query's context (input: the INSERT's
  * data from q->in): 0 or a ClickHouse code with a sentence (srv_query.c). */
-int srv_run_engine(srv_query *q, const char *sql, size_t len, bool input, char *err,
-                   size_t errlen);
+int srv_run_engine(srv_query *q, const char *sql, size_t len, bool input, char *err, size_t errlen);
 /* The same with the INSERT's data from read(read_arg, ...) (NULL: none). */
 int srv_run_engine_input(srv_query *q, const char *sql, size_t len, eng_input_fn read,
                          void *read_arg, char *err, size_t errlen);

@@ -145,10 +145,24 @@ const char *srv_params_last(const srv_params *p, const char *name)
 bool srv_param_is_reserved(const char *name)
 {
     static const char *const own[] = {
-        "query", "database", "default_format", "user", "password", "quota_key", "query_id",
-        "session_id", "session_timeout", "session_check", "close_session", "compress",
-        "decompress", "buffer_size", "wait_end_of_query", "stacktrace",
-        "client_protocol_version", "role",
+        "query",
+        "database",
+        "default_format",
+        "user",
+        "password",
+        "quota_key",
+        "query_id",
+        "session_id",
+        "session_timeout",
+        "session_check",
+        "close_session",
+        "compress",
+        "decompress",
+        "buffer_size",
+        "wait_end_of_query",
+        "stacktrace",
+        "client_protocol_version",
+        "role",
     };
     if (strncmp(name, "param_", 6) == 0)
         return true;
@@ -246,10 +260,13 @@ static bool is_ident_start(int c)
 /* Integer type: its bits and signedness; false when t is not one. */
 static bool int_type(const char *t, int *bits, bool *is_signed)
 {
-    static const struct { const char *n; int bits; bool s; } tab[] = {
-        {"UInt8", 8, false}, {"UInt16", 16, false}, {"UInt32", 32, false},
-        {"UInt64", 64, false}, {"Int8", 8, true}, {"Int16", 16, true}, {"Int32", 32, true},
-        {"Int64", 64, true},
+    static const struct {
+        const char *n;
+        int bits;
+        bool s;
+    } tab[] = {
+        {"UInt8", 8, false}, {"UInt16", 16, false}, {"UInt32", 32, false}, {"UInt64", 64, false},
+        {"Int8", 8, true},   {"Int16", 16, true},   {"Int32", 32, true},   {"Int64", 64, true},
     };
     for (size_t i = 0; i < sizeof(tab) / sizeof(tab[0]); i++)
         if (strcmp(t, tab[i].n) == 0) {
@@ -298,8 +315,7 @@ static int substitute_one(sbuf *b, const char *name, const char *type, const srv
     const char *v = srv_params_first(p, key);
     if (!v) {
         snprintf(err, errlen,
-                 "Substitution `%s` is not set: give its value as the URL parameter %s", name,
-                 key);
+                 "Substitution `%s` is not set: give its value as the URL parameter %s", name, key);
         return ENG_E_UNKNOWN_QUERY_PARAMETER;
     }
     char t[128];
@@ -377,9 +393,8 @@ static int substitute_one(sbuf *b, const char *name, const char *type, const srv
             puts_(b, "false");
         else
             rc = ENG_E_BAD_QUERY_PARAMETER;
-    } else if (strcmp(t, "Date") == 0 || strcmp(t, "Date32") == 0 ||
-               strcmp(t, "DateTime") == 0 || strncmp(t, "DateTime64(", 11) == 0 ||
-               strncmp(t, "DateTime(", 9) == 0) {
+    } else if (strcmp(t, "Date") == 0 || strcmp(t, "Date32") == 0 || strcmp(t, "DateTime") == 0 ||
+               strncmp(t, "DateTime64(", 11) == 0 || strncmp(t, "DateTime(", 9) == 0) {
         bool digits = n > 0;
         for (size_t i = 0; i < n; i++)
             digits &= isdigit((unsigned char)u[i]) != 0;

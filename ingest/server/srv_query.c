@@ -164,8 +164,8 @@ static int open_sink(void *arg, eng_format fmt, eng_sink **out, char *err, size_
     q->has_output = true;
     q->out_format = fmt;
     if (q->resp_codec != SRV_CODEC_NONE && !q->enc &&
-        srv_zstream_create(&q->enc, q->resp_codec, true,
-                           (int)q->set.http_zlib_compression_level) < 0)
+        srv_zstream_create(&q->enc, q->resp_codec, true, (int)q->set.http_zlib_compression_level) <
+            0)
         rc = -ENOMEM;
     pthread_mutex_unlock(&q->mu);
     if (rc < 0) {
@@ -176,8 +176,7 @@ static int open_sink(void *arg, eng_format fmt, eng_sink **out, char *err, size_
 }
 
 /* SETTINGS of the statement that are the server's. */
-static int take_setting(void *arg, const char *name, const char *value, char *err,
-                        size_t errlen)
+static int take_setting(void *arg, const char *name, const char *value, char *err, size_t errlen)
 {
     srv_query *q = arg;
     if (!srv_qset_owns(name))
@@ -209,9 +208,7 @@ static int cancelled(srv_query *q, char *err, size_t errlen)
     case SRV_CANCEL_CLIENT:
         snprintf(err, errlen, "Query was cancelled: the client went away");
         return ENG_E_QUERY_WAS_CANCELLED;
-    default:
-        snprintf(err, errlen, "Query was cancelled");
-        return ENG_E_QUERY_WAS_CANCELLED;
+    default: snprintf(err, errlen, "Query was cancelled"); return ENG_E_QUERY_WAS_CANCELLED;
     }
 }
 
@@ -226,8 +223,7 @@ static int64_t input_read(void *arg, void *buf, size_t len)
     return n;
 }
 
-int srv_run_engine(srv_query *q, const char *sql, size_t len, bool input, char *err,
-                   size_t errlen)
+int srv_run_engine(srv_query *q, const char *sql, size_t len, bool input, char *err, size_t errlen)
 {
     return srv_run_engine_input(q, sql, len, input ? input_read : NULL, q, err, errlen);
 }
@@ -322,11 +318,14 @@ static void first_word(const char *t, size_t len, char *w, size_t cap)
 /* The kind for system.query_log ("Select", "Insert", ...). */
 static void set_kind(srv_query *q, const char *w)
 {
-    static const struct { const char *w, *kind; } tab[] = {
-        {"SELECT", "Select"}, {"WITH", "Select"}, {"INSERT", "Insert"}, {"CREATE", "Create"},
-        {"DROP", "Drop"}, {"ALTER", "Alter"}, {"SHOW", "Show"}, {"DESCRIBE", "Describe"},
-        {"DESC", "Describe"}, {"EXISTS", "Exists"}, {"SET", "Set"}, {"USE", "Use"},
-        {"KILL", "KillQuery"}, {"SYSTEM", "System"}, {"OPTIMIZE", "Optimize"},
+    static const struct {
+        const char *w, *kind;
+    } tab[] = {
+        {"SELECT", "Select"},   {"WITH", "Select"},       {"INSERT", "Insert"},
+        {"CREATE", "Create"},   {"DROP", "Drop"},         {"ALTER", "Alter"},
+        {"SHOW", "Show"},       {"DESCRIBE", "Describe"}, {"DESC", "Describe"},
+        {"EXISTS", "Exists"},   {"SET", "Set"},           {"USE", "Use"},
+        {"KILL", "KillQuery"},  {"SYSTEM", "System"},     {"OPTIMIZE", "Optimize"},
         {"EXPLAIN", "Explain"},
     };
     const char *kind = "Other";
@@ -343,9 +342,9 @@ static void set_kind(srv_query *q, const char *w)
  * is no statement at all goes on to the parser, which says so. */
 static bool writing(const char *w)
 {
-    static const char *const tab[] = {"INSERT", "CREATE", "DROP", "ALTER", "OPTIMIZE",
-                                      "TRUNCATE", "RENAME", "KILL", "SYSTEM", "DELETE",
-                                      "UPDATE", "ATTACH", "DETACH", "GRANT", "REVOKE"};
+    static const char *const tab[] = {"INSERT",   "CREATE", "DROP",   "ALTER",  "OPTIMIZE",
+                                      "TRUNCATE", "RENAME", "KILL",   "SYSTEM", "DELETE",
+                                      "UPDATE",   "ATTACH", "DETACH", "GRANT",  "REVOKE"};
     for (size_t i = 0; i < sizeof(tab) / sizeof(tab[0]); i++)
         if (strcmp(w, tab[i]) == 0)
             return true;
@@ -354,9 +353,10 @@ static bool writing(const char *w)
 
 static int readonly_error(char *err, size_t errlen)
 {
-    snprintf(err, errlen, "Cannot execute query in readonly mode. For queries over HTTP, "
-                          "method GET implies readonly. You should use method POST for "
-                          "modifying queries");
+    snprintf(err, errlen,
+             "Cannot execute query in readonly mode. For queries over HTTP, "
+             "method GET implies readonly. You should use method POST for "
+             "modifying queries");
     return ENG_E_READONLY;
 }
 
@@ -386,8 +386,9 @@ static bool table_exists(srv_query *q, const char *db, const char *name)
     tb_wh wh;
     if (q->s->wh_set)
         srv_wh_for(q->s, q->cache->rc, &wh);
-    eng_scan_env env = {&mem, &es, NULL, NULL, NULL, &st, &stop, NULL,
-                        q->s->wh_set ? &wh : NULL, q->database, NULL, NULL, 0};
+    eng_scan_env env = {
+        &mem,        &es,  NULL, NULL, NULL, &st, &stop, NULL, q->s->wh_set ? &wh : NULL,
+        q->database, NULL, NULL, 0};
     eng_source *src = NULL;
     char err[ENG_MSG_MAX];
     int rc = -ENOENT;
@@ -479,16 +480,15 @@ static int run_admin(srv_query *q, const sql_admin *a, char *err, size_t errlen)
             return ENG_E_UNKNOWN_DATABASE;
         }
         snprintf(sql, sizeof(sql),
-                 "SELECT name FROM system.tables WHERE database = %s%s ORDER BY name%s%s", db,
-                 pat, fmt, a->format);
+                 "SELECT name FROM system.tables WHERE database = %s%s ORDER BY name%s%s", db, pat,
+                 fmt, a->format);
         return srv_run_engine(q, sql, strlen(sql), false, err, errlen);
     case SQL_ADMIN_SHOW_PROCESSLIST:
         snprintf(sql, sizeof(sql), "SELECT * FROM system.processes%s%s", fmt, a->format);
         return srv_run_engine(q, sql, strlen(sql), false, err, errlen);
     case SQL_ADMIN_EXISTS: {
-        bool yes = a->exists_database
-                       ? srv_database_exists(q->s, a->name)
-                       : table_exists(q, a->db[0] ? a->db : q->database, a->name);
+        bool yes = a->exists_database ? srv_database_exists(q->s, a->name)
+                                      : table_exists(q, a->db[0] ? a->db : q->database, a->name);
         snprintf(sql, sizeof(sql), "SELECT %s AS result%s%s", yes ? "1" : "0", fmt, a->format);
         return srv_run_engine(q, sql, strlen(sql), false, err, errlen);
     }
@@ -503,8 +503,7 @@ static int run_admin(srv_query *q, const sql_admin *a, char *err, size_t errlen)
             snprintf(q->session->database, sizeof(q->session->database), "%s", a->name);
         pthread_mutex_unlock(&q->s->mu);
         return 0;
-    case SQL_ADMIN_SET:
-        return run_set(q, a, err, errlen);
+    case SQL_ADMIN_SET: return run_set(q, a, err, errlen);
     case SQL_ADMIN_KILL_QUERY:
         if (q->set.readonly)
             return readonly_error(err, errlen);
@@ -525,12 +524,12 @@ static int run_admin(srv_query *q, const sql_admin *a, char *err, size_t errlen)
         }
         if (strcmp(a->system, "FLUSH LOGS") == 0)
             return 0; /* system.query_log is in memory: always flushed */
-        snprintf(err, errlen, "SYSTEM %s is not supported (this server has SYSTEM DROP PAGE "
-                              "CACHE and SYSTEM FLUSH LOGS)",
+        snprintf(err, errlen,
+                 "SYSTEM %s is not supported (this server has SYSTEM DROP PAGE "
+                 "CACHE and SYSTEM FLUSH LOGS)",
                  a->system);
         return ENG_E_NOT_IMPLEMENTED;
-    default:
-        break;
+    default: break;
     }
     snprintf(err, errlen, "unsupported statement");
     return ENG_E_NOT_IMPLEMENTED;
@@ -549,8 +548,9 @@ static int one_statement(const char *sql, size_t len, char *err, size_t errlen)
         return ENG_E_SYNTAX_ERROR;
     }
     if (n > 1) {
-        snprintf(err, errlen, "Syntax error (Multi-statements are not allowed): send one "
-                              "statement per request");
+        snprintf(err, errlen,
+                 "Syntax error (Multi-statements are not allowed): send one "
+                 "statement per request");
         return ENG_E_SYNTAX_ERROR;
     }
     return 0;

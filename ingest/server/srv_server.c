@@ -47,36 +47,70 @@ int64_t srv_wall_us(void)
 /* ---- metrics ----------------------------------------------------------------------- */
 
 static const met_def srv_metric_defs[SRV_M_N] = {
-    [SRV_M_QUERIES] = {"ringcache_server_queries_total", "queries run (finished or failed)", MET_COUNTER, NULL},
-    [SRV_M_FAILED] = {"ringcache_server_queries_failed_total", "queries that failed", MET_COUNTER, NULL},
-    [SRV_M_SELECTS] = {"ringcache_server_select_queries_total", "queries with a result (SELECT, SHOW, DESCRIBE, EXISTS)", MET_COUNTER, NULL},
-    [SRV_M_INSERTS] = {"ringcache_server_insert_queries_total", "INSERT queries", MET_COUNTER, NULL},
+    [SRV_M_QUERIES] = {"ringcache_server_queries_total", "queries run (finished or failed)",
+                       MET_COUNTER, NULL},
+    [SRV_M_FAILED] = {"ringcache_server_queries_failed_total", "queries that failed", MET_COUNTER,
+                      NULL},
+    [SRV_M_SELECTS] = {"ringcache_server_select_queries_total",
+                       "queries with a result (SELECT, SHOW, DESCRIBE, EXISTS)", MET_COUNTER, NULL},
+    [SRV_M_INSERTS] = {"ringcache_server_insert_queries_total", "INSERT queries", MET_COUNTER,
+                       NULL},
     [SRV_M_RUNNING] = {"ringcache_server_queries_running", "queries running now", MET_GAUGE, NULL},
-    [SRV_M_REQUESTS] = {"ringcache_server_http_requests_total", "HTTP requests (queries, /ping, /metrics)", MET_COUNTER, NULL},
-    [SRV_M_READ_ROWS] = {"ringcache_server_read_rows_total", "rows the queries read", MET_COUNTER, NULL},
-    [SRV_M_READ_BYTES] = {"ringcache_server_read_bytes_total", "uncompressed bytes the queries read", MET_COUNTER, NULL},
-    [SRV_M_RESULT_BYTES] = {"ringcache_server_result_bytes_total", "bytes of results sent (before compression)", MET_COUNTER, NULL},
-    [SRV_M_WRITTEN_ROWS] = {"ringcache_server_written_rows_total", "rows inserted", MET_COUNTER, NULL},
-    [SRV_M_MEMORY] = {"ringcache_server_memory_bytes", "bytes the running queries hold (tracked)", MET_GAUGE, NULL},
-    [SRV_M_CACHE_HITS] = {"ringcache_server_page_cache_hits_total", "blocks served from the page cache", MET_COUNTER, NULL},
-    [SRV_M_CACHE_MISSES] = {"ringcache_server_page_cache_misses_total", "blocks the page cache had to fetch", MET_COUNTER, NULL},
-    [SRV_M_NODE_BYTES] = {"ringcache_server_read_bytes_by_source_total", "bytes read into the page cache, by source", MET_COUNTER, "source=\"cache_nodes\""},
-    [SRV_M_S3_BYTES] = {"ringcache_server_read_bytes_by_source_total", "bytes read into the page cache, by source", MET_COUNTER, "source=\"s3\""},
-    [SRV_M_PAGE_HIT_RATIO] = {"ringcache_server_page_cache_hit_ratio", "page cache hits over hits and misses since start", MET_GAUGE, NULL},
-    [SRV_M_REJECTED] = {"ringcache_server_queries_rejected_total", "queries refused over max_concurrent_queries", MET_COUNTER, NULL},
-    [SRV_M_CANCELLED] = {"ringcache_server_queries_cancelled_total", "queries cancelled (client gone, KILL QUERY, max_execution_time)", MET_COUNTER, NULL},
-    [SRV_M_CACHE_DROPS] = {"ringcache_server_page_cache_drops_total", "SYSTEM DROP PAGE CACHE", MET_COUNTER, NULL},
-    [SRV_M_MERGES] = {"ringcache_server_merges_total", "table merges the background pool committed", MET_COUNTER, NULL},
-    [SRV_M_MERGE_ERRORS] = {"ringcache_server_background_failures_total", "rounds of background work that failed", MET_COUNTER, NULL},
-    [SRV_M_QUERY_US] = {"ringcache_server_query_seconds", "time from a query's request to its end", MET_HISTOGRAM, NULL},
+    [SRV_M_REQUESTS] = {"ringcache_server_http_requests_total",
+                        "HTTP requests (queries, /ping, /metrics)", MET_COUNTER, NULL},
+    [SRV_M_READ_ROWS] = {"ringcache_server_read_rows_total", "rows the queries read", MET_COUNTER,
+                         NULL},
+    [SRV_M_READ_BYTES] = {"ringcache_server_read_bytes_total",
+                          "uncompressed bytes the queries read", MET_COUNTER, NULL},
+    [SRV_M_RESULT_BYTES] = {"ringcache_server_result_bytes_total",
+                            "bytes of results sent (before compression)", MET_COUNTER, NULL},
+    [SRV_M_WRITTEN_ROWS] = {"ringcache_server_written_rows_total", "rows inserted", MET_COUNTER,
+                            NULL},
+    [SRV_M_MEMORY] = {"ringcache_server_memory_bytes", "bytes the running queries hold (tracked)",
+                      MET_GAUGE, NULL},
+    [SRV_M_CACHE_HITS] = {"ringcache_server_page_cache_hits_total",
+                          "blocks served from the page cache", MET_COUNTER, NULL},
+    [SRV_M_CACHE_MISSES] = {"ringcache_server_page_cache_misses_total",
+                            "blocks the page cache had to fetch", MET_COUNTER, NULL},
+    [SRV_M_NODE_BYTES] = {"ringcache_server_read_bytes_by_source_total",
+                          "bytes read into the page cache, by source", MET_COUNTER,
+                          "source=\"cache_nodes\""},
+    [SRV_M_S3_BYTES] = {"ringcache_server_read_bytes_by_source_total",
+                        "bytes read into the page cache, by source", MET_COUNTER, "source=\"s3\""},
+    [SRV_M_PAGE_HIT_RATIO] = {"ringcache_server_page_cache_hit_ratio",
+                              "page cache hits over hits and misses since start", MET_GAUGE, NULL},
+    [SRV_M_REJECTED] = {"ringcache_server_queries_rejected_total",
+                        "queries refused over max_concurrent_queries", MET_COUNTER, NULL},
+    [SRV_M_CANCELLED] = {"ringcache_server_queries_cancelled_total",
+                         "queries cancelled (client gone, KILL QUERY, max_execution_time)",
+                         MET_COUNTER, NULL},
+    [SRV_M_CACHE_DROPS] = {"ringcache_server_page_cache_drops_total", "SYSTEM DROP PAGE CACHE",
+                           MET_COUNTER, NULL},
+    [SRV_M_MERGES] = {"ringcache_server_merges_total", "table merges the background pool committed",
+                      MET_COUNTER, NULL},
+    [SRV_M_MERGE_ERRORS] = {"ringcache_server_background_failures_total",
+                            "rounds of background work that failed", MET_COUNTER, NULL},
+    [SRV_M_QUERY_US] = {"ringcache_server_query_seconds", "time from a query's request to its end",
+                        MET_HISTOGRAM, NULL},
 };
 
 /* ClickHouse codes counted apart in ringcache_server_query_failures_total. */
 static const int counted_codes[] = {
-    ENG_E_SYNTAX_ERROR, ENG_E_UNKNOWN_TABLE, ENG_E_UNKNOWN_IDENTIFIER, ENG_E_UNKNOWN_FUNCTION,
-    ENG_E_UNKNOWN_SETTING, ENG_E_MEMORY_LIMIT_EXCEEDED, ENG_E_TIMEOUT_EXCEEDED,
-    ENG_E_QUERY_WAS_CANCELLED, ENG_E_TOO_MANY_SIMULTANEOUS_QUERIES, ENG_E_AUTHENTICATION_FAILED,
-    ENG_E_READONLY, ENG_E_S3_ERROR, ENG_E_BAD_ARGUMENTS, ENG_E_NOT_IMPLEMENTED, 0 /* others */,
+    ENG_E_SYNTAX_ERROR,
+    ENG_E_UNKNOWN_TABLE,
+    ENG_E_UNKNOWN_IDENTIFIER,
+    ENG_E_UNKNOWN_FUNCTION,
+    ENG_E_UNKNOWN_SETTING,
+    ENG_E_MEMORY_LIMIT_EXCEEDED,
+    ENG_E_TIMEOUT_EXCEEDED,
+    ENG_E_QUERY_WAS_CANCELLED,
+    ENG_E_TOO_MANY_SIMULTANEOUS_QUERIES,
+    ENG_E_AUTHENTICATION_FAILED,
+    ENG_E_READONLY,
+    ENG_E_S3_ERROR,
+    ENG_E_BAD_ARGUMENTS,
+    ENG_E_NOT_IMPLEMENTED,
+    0 /* others */,
 };
 #define N_COUNTED (sizeof(counted_codes) / sizeof(counted_codes[0]))
 
@@ -429,7 +463,8 @@ void srv_qlog_add(srv *s, const srv_query *q, srv_qtype type, const char *except
     }
     e.exception_code = code;
     e.http_method = q->http_method;
-    e.query = strndup(q->text ? q->text : "", q->text ? (q->data_off ? q->data_off : q->text_len) : 0);
+    e.query =
+        strndup(q->text ? q->text : "", q->text ? (q->data_off ? q->data_off : q->text_len) : 0);
     e.query_id = strdup(q->id);
     e.user = strdup(q->user);
     e.database = strdup(q->database);
@@ -471,8 +506,8 @@ void srv_qlog_add(srv *s, const srv_query *q, srv_qtype type, const char *except
 
 /* ---- sessions ------------------------------------------------------------------------------ */
 
-int srv_session_acquire(srv *s, const char *id, const char *user, const char *timeout,
-                        bool check, srv_session **out, char *err, size_t errlen)
+int srv_session_acquire(srv *s, const char *id, const char *user, const char *timeout, bool check,
+                        srv_session **out, char *err, size_t errlen)
 {
     *out = NULL;
     double tmo = (double)s->conf.session_timeout_ms / 1000.0;
@@ -739,13 +774,14 @@ int srv_create(srv **out, const srv_conf *conf, char *err, size_t errlen)
     if (conf->cluster[0]) {
         /* the member that is this server: its listen address and bound port */
         char self[300];
-        snprintf(self, sizeof(self), strchr(conf->listen, ':') ? "[%s]:%d" : "%s:%d",
-                 conf->listen, httpd_server_port(s->http));
+        snprintf(self, sizeof(self), strchr(conf->listen, ':') ? "[%s]:%d" : "%s:%d", conf->listen,
+                 httpd_server_port(s->http));
         if ((rc = dist_clusters_parse(&s->clusters, conf->cluster, self, err, errlen)) < 0)
             goto fail;
         if (!conf->cluster_secret[0]) {
-            snprintf(err, errlen, "--cluster needs --cluster-secret: the servers of a cluster "
-                                  "take work units only from servers that hold it");
+            snprintf(err, errlen,
+                     "--cluster needs --cluster-secret: the servers of a cluster "
+                     "take work units only from servers that hold it");
             rc = -EINVAL;
             goto fail;
         }
@@ -815,7 +851,8 @@ static int pick_table(const char *db, const char *table, void *arg)
     char key[2 * TB_WH_NAME_MAX];
     snprintf(key, sizeof(key), "%s.%s", db, table);
     pthread_mutex_lock(&p->s->mu);
-    bool busy = merging_locked(p->s, key) || p->s->n_merging >= (int)p->s->conf.background_pool_size;
+    bool busy =
+        merging_locked(p->s, key) || p->s->n_merging >= (int)p->s->conf.background_pool_size;
     if (!busy)
         snprintf(p->s->merging[p->s->n_merging++], sizeof(p->s->merging[0]), "%s", key);
     pthread_mutex_unlock(&p->s->mu);
@@ -889,8 +926,8 @@ static int merge_task(void *arg, char *err, size_t errlen)
 int srv_run(srv *s)
 {
     if (s->conf.background_merges && s->wh_set &&
-        srv_pool_start(&s->bg, (int)s->conf.background_pool_size,
-                       (int)s->conf.merge_interval_ms, merge_task, s) < 0)
+        srv_pool_start(&s->bg, (int)s->conf.background_pool_size, (int)s->conf.merge_interval_ms,
+                       merge_task, s) < 0)
         srv_log(SRV_LOG_ERROR, "msg=\"cannot start the background pool\"");
     event_base_dispatch(s->base);
     srv_pool_stop(&s->bg);
@@ -913,8 +950,8 @@ static void stop_cb(evutil_socket_t fd, short what, void *arg)
     if (s->stopping)
         return;
     s->stopping = true;
-    srv_log(SRV_LOG_INFO, "msg=\"draining\" running_queries=%d drain_timeout_ms=%lld",
-            s->n_running, (long long)s->conf.drain_timeout_ms);
+    srv_log(SRV_LOG_INFO, "msg=\"draining\" running_queries=%d drain_timeout_ms=%lld", s->n_running,
+            (long long)s->conf.drain_timeout_ms);
     if (httpd_server_drain(s->http, (int)s->conf.drain_timeout_ms, drained_cb, s) < 0)
         event_base_loopexit(s->base, NULL);
 }

@@ -29,7 +29,7 @@ typedef struct st_def {
     const char *def;
     size_t off;
     size_t size;
-    uint64_t max;               /* ST_UINT: 0 none */
+    uint64_t max; /* ST_UINT: 0 none */
     const char *desc;
 } st_def;
 
@@ -56,8 +56,8 @@ static const st_def defs[] = {
      "no limit)."},
     {"send_progress_in_http_headers", ST_BOOL, "0", F(send_progress_in_http_headers), 0,
      "Send X-ClickHouse-Progress headers while the query runs, until its first bytes."},
-    {"http_headers_progress_interval_ms", ST_UINT, "100", F(http_headers_progress_interval_ms),
-     0, "The milliseconds between two X-ClickHouse-Progress headers."},
+    {"http_headers_progress_interval_ms", ST_UINT, "100", F(http_headers_progress_interval_ms), 0,
+     "The milliseconds between two X-ClickHouse-Progress headers."},
     {"http_wait_end_of_query", ST_BOOL, "0", F(http_wait_end_of_query), 0,
      "Hold the whole result until the query has finished, so that any error gets its HTTP "
      "status."},
@@ -72,8 +72,7 @@ static const st_def defs[] = {
      "Add Access-Control-Allow-Origin: * to the answer."},
     {"max_query_size", ST_UINT, "262144", F(max_query_size), 0,
      "The maximum bytes of a query's text (an INSERT's data does not count)."},
-    {"log_queries", ST_BOOL, "1", F(log_queries), 0,
-     "Write the query's rows to system.query_log."},
+    {"log_queries", ST_BOOL, "1", F(log_queries), 0, "Write the query's rows to system.query_log."},
     {"log_comment", ST_STRING, "", F(log_comment), 0,
      "A comment kept with the query in system.query_log."},
     {"cancel_http_readonly_queries_on_client_close", ST_BOOL, "0",
@@ -117,7 +116,8 @@ static int store(srv_qset *q, const st_def *d, const char *v)
         *(bool *)f = b;
         return 0;
     }
-    case ST_UINT: case ST_INT: {
+    case ST_UINT:
+    case ST_INT: {
         if (!*v || *v == '-' || *v == '+' || strlen(v) > 20)
             return -EINVAL;
         errno = 0;
@@ -183,8 +183,8 @@ void srv_qset_init(srv_qset *q, const srv_conf *conf)
 /* An engine setting the table lacks: the engine checks it. */
 static int engine_check(const char *name, const char *value, char *err, size_t errlen)
 {
-    sql_node v = {.kind = SQL_STRING, .s = (char *)value, .slen = strlen(value), .line = 1,
-                  .col = 1};
+    sql_node v = {
+        .kind = SQL_STRING, .s = (char *)value, .slen = strlen(value), .line = 1, .col = 1};
     sql_setting st = {.name = (char *)name, .value = &v, .line = 1, .col = 1};
     sql_stmt stmt = {.kind = SQL_SELECT, .settings = &st, .n_settings = 1};
     eng_settings scratch = {0};
@@ -244,8 +244,9 @@ int srv_qset_apply(srv_qset *q, const char *name, const char *value, char *err, 
                            : defs[k].type == ST_STRING  ? "a shorter text"
                                                         : "a non-negative integer";
         if (defs[k].max && defs[k].type != ST_BOOL && defs[k].max < INT64_MAX)
-            snprintf(err, errlen, "Cannot parse '%.64s' as the value of setting %s: it takes %s "
-                                  "up to %llu",
+            snprintf(err, errlen,
+                     "Cannot parse '%.64s' as the value of setting %s: it takes %s "
+                     "up to %llu",
                      value, name, what, (unsigned long long)defs[k].max);
         else
             snprintf(err, errlen, "Cannot parse '%.64s' as the value of setting %s: it takes %s",
@@ -292,10 +293,13 @@ int srv_qset_engine(const srv_qset *q, eng_settings *out, char *err, size_t errl
     sql_node vals[SRV_SET_EXTRA];
     sql_setting st[SRV_SET_EXTRA];
     for (int i = 0; i < q->n_extra; i++) {
-        vals[i] = (sql_node){.kind = SQL_STRING, .s = (char *)q->extra[i].value,
-                             .slen = strlen(q->extra[i].value), .line = 1, .col = 1};
-        st[i] = (sql_setting){.name = (char *)q->extra[i].name, .value = &vals[i], .line = 1,
-                              .col = 1};
+        vals[i] = (sql_node){.kind = SQL_STRING,
+                             .s = (char *)q->extra[i].value,
+                             .slen = strlen(q->extra[i].value),
+                             .line = 1,
+                             .col = 1};
+        st[i] =
+            (sql_setting){.name = (char *)q->extra[i].name, .value = &vals[i], .line = 1, .col = 1};
     }
     sql_stmt stmt = {.kind = SQL_SELECT, .settings = st, .n_settings = q->n_extra};
     if (eng_settings_apply(&stmt, out, err, errlen) < 0)

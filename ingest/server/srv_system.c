@@ -31,16 +31,46 @@ typedef struct colspec {
     ex_type t;
 } colspec;
 
-#define T_STR {.kind = EX_STRING}
-#define T_U8 {.kind = EX_UINT, .bits = 8}
-#define T_U16 {.kind = EX_UINT, .bits = 16}
-#define T_U64 {.kind = EX_UINT, .bits = 64}
-#define T_I32 {.kind = EX_INT, .bits = 32}
-#define T_I64 {.kind = EX_INT, .bits = 64}
-#define T_F64 {.kind = EX_FLOAT, .bits = 64}
-#define T_DATE {.kind = EX_DATE, .bits = 16}
-#define T_DT {.kind = EX_DATETIME}
-#define T_DT6 {.kind = EX_DATETIME, .scale = 6}
+#define T_STR                                                                                      \
+    {                                                                                              \
+        .kind = EX_STRING                                                                          \
+    }
+#define T_U8                                                                                       \
+    {                                                                                              \
+        .kind = EX_UINT, .bits = 8                                                                 \
+    }
+#define T_U16                                                                                      \
+    {                                                                                              \
+        .kind = EX_UINT, .bits = 16                                                                \
+    }
+#define T_U64                                                                                      \
+    {                                                                                              \
+        .kind = EX_UINT, .bits = 64                                                                \
+    }
+#define T_I32                                                                                      \
+    {                                                                                              \
+        .kind = EX_INT, .bits = 32                                                                 \
+    }
+#define T_I64                                                                                      \
+    {                                                                                              \
+        .kind = EX_INT, .bits = 64                                                                 \
+    }
+#define T_F64                                                                                      \
+    {                                                                                              \
+        .kind = EX_FLOAT, .bits = 64                                                               \
+    }
+#define T_DATE                                                                                     \
+    {                                                                                              \
+        .kind = EX_DATE, .bits = 16                                                                \
+    }
+#define T_DT                                                                                       \
+    {                                                                                              \
+        .kind = EX_DATETIME                                                                        \
+    }
+#define T_DT6                                                                                      \
+    {                                                                                              \
+        .kind = EX_DATETIME, .scale = 6                                                            \
+    }
 
 /* Rows being made: n rows, filled in order. */
 typedef struct rows {
@@ -98,8 +128,7 @@ static void put_f(rows *r, int k, uint32_t row, double x)
         r->v[k].d[row] = x;
 }
 
-static int rows_source(rows *r, const eng_scan_env *env, eng_source **out, char *err,
-                       size_t errlen)
+static int rows_source(rows *r, const eng_scan_env *env, eng_source **out, char *err, size_t errlen)
 {
     if (r->oom) {
         rows_free(r);
@@ -112,19 +141,37 @@ static int rows_source(rows *r, const eng_scan_env *env, eng_source **out, char 
 /* ---- system.query_log -------------------------------------------------------------- */
 
 static const colspec qlog_cols[] = {
-    {"hostname", T_STR}, {"type", T_STR}, {"event_date", T_DATE}, {"event_time", T_DT},
-    {"event_time_microseconds", T_DT6}, {"query_start_time", T_DT},
-    {"query_start_time_microseconds", T_DT6}, {"query_duration_ms", T_U64},
-    {"read_rows", T_U64}, {"read_bytes", T_U64}, {"written_rows", T_U64},
-    {"written_bytes", T_U64}, {"result_rows", T_U64}, {"result_bytes", T_U64},
-    {"memory_usage", T_U64}, {"current_database", T_STR}, {"query", T_STR},
-    {"query_kind", T_STR}, {"exception_code", T_I32}, {"exception", T_STR},
-    {"is_initial_query", T_U8}, {"user", T_STR}, {"query_id", T_STR}, {"address", T_STR},
-    {"interface", T_U8}, {"http_method", T_U8}, {"Settings", T_STR}, {"log_comment", T_STR},
+    {"hostname", T_STR},
+    {"type", T_STR},
+    {"event_date", T_DATE},
+    {"event_time", T_DT},
+    {"event_time_microseconds", T_DT6},
+    {"query_start_time", T_DT},
+    {"query_start_time_microseconds", T_DT6},
+    {"query_duration_ms", T_U64},
+    {"read_rows", T_U64},
+    {"read_bytes", T_U64},
+    {"written_rows", T_U64},
+    {"written_bytes", T_U64},
+    {"result_rows", T_U64},
+    {"result_bytes", T_U64},
+    {"memory_usage", T_U64},
+    {"current_database", T_STR},
+    {"query", T_STR},
+    {"query_kind", T_STR},
+    {"exception_code", T_I32},
+    {"exception", T_STR},
+    {"is_initial_query", T_U8},
+    {"user", T_STR},
+    {"query_id", T_STR},
+    {"address", T_STR},
+    {"interface", T_U8},
+    {"http_method", T_U8},
+    {"Settings", T_STR},
+    {"log_comment", T_STR},
 };
 
-static int query_log(srv *s, const eng_scan_env *env, eng_source **out, char *err,
-                     size_t errlen)
+static int query_log(srv *s, const eng_scan_env *env, eng_source **out, char *err, size_t errlen)
 {
     static const char *const types[] = {"", "QueryStart", "QueryFinish", "ExceptionBeforeStart",
                                         "ExceptionWhileProcessing"};
@@ -176,16 +223,30 @@ static int query_log(srv *s, const eng_scan_env *env, eng_source **out, char *er
 /* ---- system.processes -------------------------------------------------------------- */
 
 static const colspec proc_cols[] = {
-    {"is_initial_query", T_U8}, {"user", T_STR}, {"query_id", T_STR}, {"address", T_STR},
-    {"port", T_U16}, {"initial_user", T_STR}, {"initial_query_id", T_STR}, {"interface", T_U8},
-    {"http_method", T_U8}, {"elapsed", T_F64}, {"is_cancelled", T_U8}, {"read_rows", T_U64},
-    {"read_bytes", T_U64}, {"total_rows_approx", T_U64}, {"written_rows", T_U64},
-    {"written_bytes", T_U64}, {"memory_usage", T_I64}, {"peak_memory_usage", T_I64},
-    {"query", T_STR}, {"query_kind", T_STR}, {"current_database", T_STR},
+    {"is_initial_query", T_U8},
+    {"user", T_STR},
+    {"query_id", T_STR},
+    {"address", T_STR},
+    {"port", T_U16},
+    {"initial_user", T_STR},
+    {"initial_query_id", T_STR},
+    {"interface", T_U8},
+    {"http_method", T_U8},
+    {"elapsed", T_F64},
+    {"is_cancelled", T_U8},
+    {"read_rows", T_U64},
+    {"read_bytes", T_U64},
+    {"total_rows_approx", T_U64},
+    {"written_rows", T_U64},
+    {"written_bytes", T_U64},
+    {"memory_usage", T_I64},
+    {"peak_memory_usage", T_I64},
+    {"query", T_STR},
+    {"query_kind", T_STR},
+    {"current_database", T_STR},
 };
 
-static int processes(srv *s, const eng_scan_env *env, eng_source **out, char *err,
-                     size_t errlen)
+static int processes(srv *s, const eng_scan_env *env, eng_source **out, char *err, size_t errlen)
 {
     rows r;
     int nc = (int)(sizeof(proc_cols) / sizeof(proc_cols[0]));
@@ -234,7 +295,7 @@ static int processes(srv *s, const eng_scan_env *env, eng_source **out, char *er
 /* ---- system.settings ------------------------------------------------------------------ */
 
 static const colspec set_cols[] = {
-    {"name", T_STR}, {"value", T_STR}, {"changed", T_U8}, {"description", T_STR},
+    {"name", T_STR}, {"value", T_STR},   {"changed", T_U8},  {"description", T_STR},
     {"type", T_STR}, {"default", T_STR}, {"readonly", T_U8},
 };
 
@@ -245,8 +306,8 @@ typedef struct set_fill {
     int readonly;
 } set_fill;
 
-static void set_row(void *arg, const char *name, const char *value, bool changed,
-                    const char *type, const char *def, const char *desc)
+static void set_row(void *arg, const char *name, const char *value, bool changed, const char *type,
+                    const char *def, const char *desc)
 {
     set_fill *f = arg;
     if (!f->count_only) {
@@ -256,7 +317,8 @@ static void set_row(void *arg, const char *name, const char *value, bool changed
         put_s(f->r, 3, f->i, desc);
         put_s(f->r, 4, f->i, type);
         put_s(f->r, 5, f->i, def);
-        put_i(f->r, 6, f->i, f->readonly == 1 || (f->readonly == 2 && strcmp(name, "readonly") == 0));
+        put_i(f->r, 6, f->i,
+              f->readonly == 1 || (f->readonly == 2 && strcmp(name, "readonly") == 0));
     }
     f->i++;
 }
@@ -350,8 +412,10 @@ static int events(srv *s, const eng_scan_env *env, eng_source **out, char *err, 
         {"PageCacheMisses", (int64_t)st.misses, "Blocks the page cache had to fetch"},
         {"PageCacheReadBytes", (int64_t)st.bytes, "Bytes returned by the page cache's reads"},
         {"CacheNodeReadBytes", (int64_t)st.node_bytes, "Bytes read from the cache nodes"},
-        {"S3ReadBytes", (int64_t)st.s3_bytes, "Bytes read from S3 directly (no node could serve them)"},
-        {"CacheNodeFailovers", (int64_t)st.failovers, "Blocks asked of a next owner after a node failed"},
+        {"S3ReadBytes", (int64_t)st.s3_bytes,
+         "Bytes read from S3 directly (no node could serve them)"},
+        {"CacheNodeFailovers", (int64_t)st.failovers,
+         "Blocks asked of a next owner after a node failed"},
         {"S3Fallbacks", (int64_t)st.fallbacks, "Block reads that went to S3 directly"},
         {"PageCacheDrops", (int64_t)met_get(s->met, b + SRV_M_CACHE_DROPS),
          "SYSTEM DROP PAGE CACHE"},
@@ -375,16 +439,15 @@ static void db_add(const char *name, void *arg)
         snprintf(l->names[l->n++], sizeof(l->names[0]), "%s", name);
 }
 
-static int databases(srv *s, const eng_scan_env *env, eng_source **out, char *err,
-                     size_t errlen)
+static int databases(srv *s, const eng_scan_env *env, eng_source **out, char *err, size_t errlen)
 {
     db_list l = {0};
     db_add("default", &l);
     db_add("system", &l);
     srv_databases(s, db_add, &l);
-    static const colspec cs[] = {{"name", T_STR}, {"engine", T_STR}, {"data_path", T_STR},
-                                 {"metadata_path", T_STR}, {"uuid", T_STR}, {"engine_full", T_STR},
-                                 {"comment", T_STR}};
+    static const colspec cs[] = {
+        {"name", T_STR}, {"engine", T_STR},      {"data_path", T_STR}, {"metadata_path", T_STR},
+        {"uuid", T_STR}, {"engine_full", T_STR}, {"comment", T_STR}};
     rows r;
     if (rows_init(&r, cs, 7, (uint32_t)l.n) < 0) {
         snprintf(err, errlen, "out of memory");
@@ -403,14 +466,14 @@ static int databases(srv *s, const eng_scan_env *env, eng_source **out, char *er
     return rows_source(&r, env, out, err, errlen);
 }
 
-static const char *const system_names[] = {"databases", "events", "metrics", "numbers",
-                                           "one", "processes", "query_log", "settings",
-                                           "tables", "zeros"};
+static const char *const system_names[] = {"databases", "events",    "metrics",   "numbers",
+                                           "one",       "processes", "query_log", "settings",
+                                           "tables",    "zeros"};
 
 static int tables(const eng_scan_env *env, eng_source **out, char *err, size_t errlen)
 {
-    static const colspec cs[] = {{"database", T_STR}, {"name", T_STR}, {"engine", T_STR},
-                                 {"is_temporary", T_U8}};
+    static const colspec cs[] = {
+        {"database", T_STR}, {"name", T_STR}, {"engine", T_STR}, {"is_temporary", T_U8}};
     int n = (int)(sizeof(system_names) / sizeof(system_names[0]));
     rows r;
     if (rows_init(&r, cs, 4, (uint32_t)n) < 0) {

@@ -60,8 +60,8 @@ typedef struct user_conf {
 static const cfg_opt user_opts[] = {
     {"password_sha256_hex", CFG_STR, NULL, "SHA-256 of the password, 64 hex digits",
      U(password_sha256_hex), 0, 0, true, false},
-    {"networks", CFG_STR, NULL, "addresses and networks the user may connect from",
-     U(networks), 0, 0, false, false},
+    {"networks", CFG_STR, NULL, "addresses and networks the user may connect from", U(networks), 0,
+     0, false, false},
     {"readonly", CFG_INT, NULL, "0, 1 or 2", U(readonly), 0, 2, false, false},
     {"max_memory_usage", CFG_SIZE, NULL, "bytes per query", U(max_memory_usage), 0, INT64_MAX,
      false, false},
@@ -213,8 +213,8 @@ static bool valid_name(const char *s, size_t n)
     return true;
 }
 
-int srv_users_parse(srv_users **out, const char *text, size_t len, const char *source,
-                    char *err, size_t errlen)
+int srv_users_parse(srv_users **out, const char *text, size_t len, const char *source, char *err,
+                    size_t errlen)
 {
     *out = NULL;
     if (memchr(text, 0, len)) {
@@ -320,7 +320,8 @@ int srv_users_parse(srv_users **out, const char *text, size_t len, const char *s
                 break;
             }
             for (int i = 0; i < us->n; i++)
-                if (strlen(us->u[i].name) == nl - 5 && strncmp(us->u[i].name, nm + 5, nl - 5) == 0) {
+                if (strlen(us->u[i].name) == nl - 5 &&
+                    strncmp(us->u[i].name, nm + 5, nl - 5) == 0) {
                     snprintf(err, errlen, "%s:%d: user %.*s is defined twice", source, line,
                              (int)(nl - 5), nm + 5);
                     rc = -EINVAL;
@@ -332,8 +333,7 @@ int srv_users_parse(srv_users **out, const char *text, size_t len, const char *s
             cur_line = line;
             sec_start = eol < len ? eol + 1 : len;
         } else if (!cur && ll && l[0] != '#') {
-            snprintf(err, errlen, "%s:%d: a setting outside a [user NAME] section", source,
-                     line);
+            snprintf(err, errlen, "%s:%d: a setting outside a [user NAME] section", source, line);
             rc = -EINVAL;
             break;
         }
@@ -428,8 +428,9 @@ int srv_users_auth(const srv_users *us, const char *name, const char *password,
     bool ok = u && (u->has_password ? CRYPTO_memcmp(md, u->sha256, 32) == 0 : !pw[0]);
     OPENSSL_cleanse(md, sizeof(md));
     if (u && u->has_password && !credentials_given) {
-        snprintf(err, errlen, "%.63s: password is required: send it with Basic authentication, "
-                              "X-ClickHouse-Key or the password parameter",
+        snprintf(err, errlen,
+                 "%.63s: password is required: send it with Basic authentication, "
+                 "X-ClickHouse-Key or the password parameter",
                  name);
         return ENG_E_REQUIRED_PASSWORD;
     }

@@ -38,25 +38,25 @@ typedef int (*eng_partition_fn)(void *arg, const cb_batch *b, uint32_t *row_part
                                 uint32_t *n_ids, char *err, size_t errlen);
 
 typedef struct eng_part_sink_opts {
-    const tb_table *table;        /* where parts are uploaded (borrowed) */
-    const tb_schema *schema;      /* the table's columns, keys, engine (borrowed) */
-    const uint32_t *fixed;        /* per table column: FixedString's N, else 0 (may be NULL) */
-    const bool *date16;           /* per table column: Date, not Date32 (may be NULL) */
-    const char *const *types;     /* per table column: its declared type, for messages */
-    const int *col_of;            /* per table column: the input column it takes, or -1
+    const tb_table *table;            /* where parts are uploaded (borrowed) */
+    const tb_schema *schema;          /* the table's columns, keys, engine (borrowed) */
+    const uint32_t *fixed;            /* per table column: FixedString's N, else 0 (may be NULL) */
+    const bool *date16;               /* per table column: Date, not Date32 (may be NULL) */
+    const char *const *types;         /* per table column: its declared type, for messages */
+    const int *col_of;                /* per table column: the input column it takes, or -1
                                      for its default (0, '', NULL when Nullable) */
-    int n_in;                     /* input columns the INSERT takes */
+    int n_in;                         /* input columns the INSERT takes */
     const char *db_name, *table_name; /* for messages */
-    eng_mem *mem;                 /* the query's tracker */
+    eng_mem *mem;                     /* the query's tracker */
     uint64_t min_rows, min_bytes;
-    int threads;                  /* max_insert_threads (>= 1) */
-    uint64_t max_uploads;         /* parts uploading at once; 0: threads */
-    bool replacing;               /* ReplacingMergeTree's rule on each block */
-    bool dedup;                   /* block ids for deduplication */
-    const char *token;            /* insert_deduplication_token, or NULL */
-    eng_partition_fn partition;   /* NULL: one partition, "all" */
+    int threads;                /* max_insert_threads (>= 1) */
+    uint64_t max_uploads;       /* parts uploading at once; 0: threads */
+    bool replacing;             /* ReplacingMergeTree's rule on each block */
+    bool dedup;                 /* block ids for deduplication */
+    const char *token;          /* insert_deduplication_token, or NULL */
+    eng_partition_fn partition; /* NULL: one partition, "all" */
     void *partition_arg;
-    const uint32_t *minmax_cols;  /* the partition expression's columns (min/max kept) */
+    const uint32_t *minmax_cols; /* the partition expression's columns (min/max kept) */
     uint32_t n_minmax;
 } eng_part_sink_opts;
 

@@ -261,9 +261,9 @@ void sk_json_value(sk_buf *f, const ex_vec *v, uint32_t r, bool as_string)
         sk_json_str(f, s, l);
         return;
     }
-    bool quote = v->t.kind == EX_STRING || v->t.kind == EX_DATE || v->t.kind == EX_DATETIME ||
-                 ((v->t.kind == EX_INT || v->t.kind == EX_UINT) &&
-                  (v->t.bits == 0 || v->t.bits == 64));
+    bool quote =
+        v->t.kind == EX_STRING || v->t.kind == EX_DATE || v->t.kind == EX_DATETIME ||
+        ((v->t.kind == EX_INT || v->t.kind == EX_UINT) && (v->t.bits == 0 || v->t.bits == 64));
     if (v->t.kind == EX_FLOAT && !isfinite(v->d[ex_row(v, r)]))
         sk_puts(f, "null");
     else if (quote)
@@ -283,22 +283,30 @@ int eng_sink_format_create(eng_sink **out, eng_format fmt, const eng_writer *w)
 {
     *out = NULL;
     switch (fmt) {
-    case ENG_FMT_PRETTY_COMPACT: case ENG_FMT_PRETTY: case ENG_FMT_PRETTY_SPACE:
-        return sk__pretty_create(out, fmt, w);
-    case ENG_FMT_TSV: case ENG_FMT_TSV_WITH_NAMES: case ENG_FMT_TSV_WITH_NAMES_AND_TYPES:
-    case ENG_FMT_TSV_RAW: case ENG_FMT_CSV: case ENG_FMT_CSV_WITH_NAMES:
-    case ENG_FMT_CSV_WITH_NAMES_AND_TYPES: case ENG_FMT_NULL:
-        return sk__text_create(out, fmt, w);
-    case ENG_FMT_JSON: case ENG_FMT_JSON_COMPACT: case ENG_FMT_JSON_STRINGS:
-    case ENG_FMT_JSON_EACH_ROW: case ENG_FMT_JSON_STRINGS_EACH_ROW:
-    case ENG_FMT_JSON_COMPACT_EACH_ROW: case ENG_FMT_JSON_COMPACT_EACH_ROW_WITH_NAMES:
+    case ENG_FMT_PRETTY_COMPACT:
+    case ENG_FMT_PRETTY:
+    case ENG_FMT_PRETTY_SPACE: return sk__pretty_create(out, fmt, w);
+    case ENG_FMT_TSV:
+    case ENG_FMT_TSV_WITH_NAMES:
+    case ENG_FMT_TSV_WITH_NAMES_AND_TYPES:
+    case ENG_FMT_TSV_RAW:
+    case ENG_FMT_CSV:
+    case ENG_FMT_CSV_WITH_NAMES:
+    case ENG_FMT_CSV_WITH_NAMES_AND_TYPES:
+    case ENG_FMT_NULL: return sk__text_create(out, fmt, w);
+    case ENG_FMT_JSON:
+    case ENG_FMT_JSON_COMPACT:
+    case ENG_FMT_JSON_STRINGS:
+    case ENG_FMT_JSON_EACH_ROW:
+    case ENG_FMT_JSON_STRINGS_EACH_ROW:
+    case ENG_FMT_JSON_COMPACT_EACH_ROW:
+    case ENG_FMT_JSON_COMPACT_EACH_ROW_WITH_NAMES:
     case ENG_FMT_JSON_COMPACT_EACH_ROW_WITH_NAMES_AND_TYPES:
-    case ENG_FMT_JSON_COMPACT_STRINGS_EACH_ROW:
-        return sk__json_create(out, fmt, w);
-    case ENG_FMT_VERTICAL: case ENG_FMT_MARKDOWN: case ENG_FMT_VALUES:
-        return sk__rows_create(out, fmt, w);
-    case ENG_FMT_PARQUET:
-        return sk__parquet_create(out, w);
+    case ENG_FMT_JSON_COMPACT_STRINGS_EACH_ROW: return sk__json_create(out, fmt, w);
+    case ENG_FMT_VERTICAL:
+    case ENG_FMT_MARKDOWN:
+    case ENG_FMT_VALUES: return sk__rows_create(out, fmt, w);
+    case ENG_FMT_PARQUET: return sk__parquet_create(out, w);
     }
     return -EINVAL;
 }

@@ -119,8 +119,8 @@ typedef struct eng_sink_stats {
  * end once, last; destroy always (also without end, after an error: then
  * nothing more is written). */
 typedef struct eng_sink_ops {
-    int (*begin)(eng_sink *s, const char *const *names, const ex_type *types, int n_cols,
-                 char *err, size_t errlen);
+    int (*begin)(eng_sink *s, const char *const *names, const ex_type *types, int n_cols, char *err,
+                 size_t errlen);
     int (*write)(eng_sink *s, const eng_block *b, char *err, size_t errlen);
     int (*end)(eng_sink *s, char *err, size_t errlen);
     void (*destroy)(eng_sink *s);

@@ -24,7 +24,7 @@ typedef struct sk_buf {
     eng_writer w;
     uint8_t *p;
     size_t n, cap;
-    int rc;                  /* the writer's first error; later bytes are dropped */
+    int rc; /* the writer's first error; later bytes are dropped */
 } sk_buf;
 
 /* 0 or -ENOMEM. */

@@ -133,7 +133,8 @@ static int json_write(eng_sink *sk, const eng_block *t, char *err, size_t errlen
     bool strs = as_strings(s->fmt);
     for (uint32_t r = 0; r < t->n_rows; r++) {
         switch (s->fmt) {
-        case ENG_FMT_JSON: case ENG_FMT_JSON_STRINGS:
+        case ENG_FMT_JSON:
+        case ENG_FMT_JSON_STRINGS:
             sk_puts(f, s->rows ? ",\n\t\t{\n" : "\t\t{\n");
             for (int k = 0; k < t->n_cols; k++) {
                 sk_puts(f, k ? ",\n\t\t\t" : "\t\t\t");
@@ -152,7 +153,8 @@ static int json_write(eng_sink *sk, const eng_block *t, char *err, size_t errlen
             }
             sk_putc(f, ']');
             break;
-        case ENG_FMT_JSON_EACH_ROW: case ENG_FMT_JSON_STRINGS_EACH_ROW:
+        case ENG_FMT_JSON_EACH_ROW:
+        case ENG_FMT_JSON_STRINGS_EACH_ROW:
             sk_putc(f, '{');
             for (int k = 0; k < t->n_cols; k++) {
                 if (k)
@@ -200,8 +202,7 @@ static int json_end(eng_sink *sk, char *err, size_t errlen)
             snprintf(line, sizeof(line),
                      ",\n\n\t\"statistics\":\n\t{\n\t\t\"elapsed\": %s,\n\t\t\"rows_read\": %llu,"
                      "\n\t\t\"bytes_read\": %llu\n\t}",
-                     el, (unsigned long long)s->st.rows_read,
-                     (unsigned long long)s->st.bytes_read);
+                     el, (unsigned long long)s->st.rows_read, (unsigned long long)s->st.bytes_read);
             sk_puts(f, line);
         }
         sk_puts(f, "\n}\n");

@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SK_PQ_GROUP_ROWS (1u << 20)
+#define SK_PQ_GROUP_ROWS  (1u << 20)
 #define SK_PQ_GROUP_BYTES (128u << 20)
 
 typedef struct pq_colbuf {
@@ -42,7 +42,7 @@ typedef struct pq_sink {
     pq_writer *pw;
     pq_colbuf *cols;
     int n_cols;
-    uint32_t n, cap;     /* rows gathered, room */
+    uint32_t n, cap; /* rows gathered, room */
 } pq_sink;
 
 static int pw_write(void *arg, const void *buf, size_t len)
@@ -58,10 +58,16 @@ static cb_typeinfo cb_of(const ex_type *t)
     switch (t->kind) {
     case EX_BOOL: c.type = CB_BOOL; break;
     case EX_INT:
-        c.type = t->bits == 8 ? CB_INT8 : t->bits == 16 ? CB_INT16 : t->bits == 32 ? CB_INT32 : CB_INT64;
+        c.type = t->bits == 8    ? CB_INT8
+                 : t->bits == 16 ? CB_INT16
+                 : t->bits == 32 ? CB_INT32
+                                 : CB_INT64;
         break;
     case EX_UINT:
-        c.type = t->bits == 8 ? CB_UINT8 : t->bits == 16 ? CB_UINT16 : t->bits == 32 ? CB_UINT32 : CB_UINT64;
+        c.type = t->bits == 8    ? CB_UINT8
+                 : t->bits == 16 ? CB_UINT16
+                 : t->bits == 32 ? CB_UINT32
+                                 : CB_UINT64;
         break;
     case EX_FLOAT: c.type = t->bits == 32 ? CB_FLOAT : CB_DOUBLE; break;
     case EX_DATE: c.type = CB_DATE; break;
@@ -158,7 +164,11 @@ static int put(pq_colbuf *c, uint32_t g, const ex_vec *v, uint32_t r)
         return 0;
     uint32_t k = ex_row(v, r);
     switch (c->cb.type) {
-    case CB_FLOAT: { float f = (float)v->d[k]; memcpy(dst, &f, 4); break; }
+    case CB_FLOAT: {
+        float f = (float)v->d[k];
+        memcpy(dst, &f, 4);
+        break;
+    }
     case CB_DOUBLE: memcpy(dst, &v->d[k], 8); break;
     case CB_BOOL: *dst = v->i[k] != 0; break;
     case CB_TIMESTAMP: {
@@ -239,9 +249,10 @@ static int pqs_write(eng_sink *b, const eng_block *blk, char *err, size_t errlen
             for (uint32_t r = 0; rc == 0 && r < m; r++)
                 rc = put(&s->cols[k], s->n + r, &blk->cols[k], r0 + r);
         if (rc < 0) {
-            snprintf(err, errlen, rc == -E2BIG ? "a row group of the Parquet output would hold "
-                                                 "more than 4 GiB of strings"
-                                               : "out of memory");
+            snprintf(err, errlen,
+                     rc == -E2BIG ? "a row group of the Parquet output would hold "
+                                    "more than 4 GiB of strings"
+                                  : "out of memory");
             return rc;
         }
         s->n += m;

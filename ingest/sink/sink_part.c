@@ -17,13 +17,13 @@
 /* ---- one column being squashed ------------------------------------------------ */
 
 typedef struct colbuf {
-    uint8_t *vals;             /* fixed-width values */
-    size_t vcap;               /* in bytes */
-    uint32_t *off;             /* strings: n + 1 offsets */
-    size_t ocap;               /* in entries */
+    uint8_t *vals; /* fixed-width values */
+    size_t vcap;   /* in bytes */
+    uint32_t *off; /* strings: n + 1 offsets */
+    size_t ocap;   /* in entries */
     uint8_t *data;
     size_t dlen, dcap;
-    uint8_t *nulls;            /* a byte per row, or NULL while none */
+    uint8_t *nulls; /* a byte per row, or NULL while none */
     size_t ncap;
     uint32_t n;
 } colbuf;
@@ -41,24 +41,24 @@ typedef struct psink {
     eng_sink base;
     eng_part_sink_opts o;
     uint32_t n_cols;
-    int n_in;                  /* input columns */
+    int n_in; /* input columns */
     ex_type *in_types;
-    colbuf *cb;                /* the block being squashed */
-    uint64_t rows, bytes;      /* in it */
-    int64_t charged;           /* its bytes, charged to the tracker */
-    uint64_t rows_total;       /* rows taken (for the row numbers of errors) */
-    uint64_t blocks;           /* blocks handed off */
+    colbuf *cb;           /* the block being squashed */
+    uint64_t rows, bytes; /* in it */
+    int64_t charged;      /* its bytes, charged to the tracker */
+    uint64_t rows_total;  /* rows taken (for the row numbers of errors) */
+    uint64_t blocks;      /* blocks handed off */
     /* writer threads */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int running;
     int uploading;
-    job *jobs;                 /* every job started (joined at the end) */
-    int rc;                    /* the first failure */
+    job *jobs; /* every job started (joined at the end) */
+    int rc;    /* the first failure */
     char msg[ENG_MSG_MAX];
     written *parts;
     size_t n_parts, cap_parts;
-    tb_part_add *adds;         /* eng_part_sink_parts' copy */
+    tb_part_add *adds; /* eng_part_sink_parts' copy */
     bool ended;
 } psink;
 
@@ -66,7 +66,7 @@ struct job {
     psink *s;
     cb_batch *b;
     int64_t charged;
-    uint64_t seq;              /* the block's number, for dedup by token */
+    uint64_t seq; /* the block's number, for dedup by token */
     pthread_t th;
     bool started;
     job *next;
@@ -128,11 +128,25 @@ static void colbuf_free(colbuf *c)
 
 /* ---- conversions ------------------------------------------------------------------- */
 
-static const int64_t p10[19] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000,
-                                100000000, 1000000000, 10000000000ll, 100000000000ll,
-                                1000000000000ll, 10000000000000ll, 100000000000000ll,
-                                1000000000000000ll, 10000000000000000ll,
-                                100000000000000000ll, 1000000000000000000ll};
+static const int64_t p10[19] = {1,
+                                10,
+                                100,
+                                1000,
+                                10000,
+                                100000,
+                                1000000,
+                                10000000,
+                                100000000,
+                                1000000000,
+                                10000000000ll,
+                                100000000000ll,
+                                1000000000000ll,
+                                10000000000000ll,
+                                100000000000000ll,
+                                1000000000000000ll,
+                                10000000000000000ll,
+                                100000000000000000ll,
+                                1000000000000000000ll};
 
 static int ts_scale(const cb_typeinfo *t)
 {
@@ -199,8 +213,15 @@ static int conv_value(const cv_target *tg, const ex_vec *v, uint32_t r, int64_t 
     uint32_t sl = 0;
     const uint8_t *s = k == EX_STRING ? ex_str(v, r, &sl) : NULL;
     switch (t->type) {
-    case CB_BOOL: case CB_INT8: case CB_INT16: case CB_INT32: case CB_INT64:
-    case CB_UINT8: case CB_UINT16: case CB_UINT32: case CB_UINT64: {
+    case CB_BOOL:
+    case CB_INT8:
+    case CB_INT16:
+    case CB_INT32:
+    case CB_INT64:
+    case CB_UINT8:
+    case CB_UINT16:
+    case CB_UINT32:
+    case CB_UINT64: {
         if (k == EX_FLOAT) {
             double x = v->d[rr];
             if (!isfinite(x) || x >= 18446744073709551616.0 || x <= -9223372036854775809.0) {
@@ -227,7 +248,8 @@ static int conv_value(const cv_target *tg, const ex_vec *v, uint32_t r, int64_t 
             *i = *i != 0;
         return 0;
     }
-    case CB_FLOAT: case CB_DOUBLE:
+    case CB_FLOAT:
+    case CB_DOUBLE:
         if (k == EX_STRING) {
             if (!parse_f64(s, sl, d)) {
                 snprintf(why, wlen, "cannot parse '%.*s' as %s (CANNOT_PARSE_TEXT)",
@@ -249,7 +271,8 @@ static int conv_value(const cv_target *tg, const ex_vec *v, uint32_t r, int64_t 
         } else if (k == EX_FLOAT) {
             double x = v->d[rr] * (double)p10[sc];
             if (!isfinite(x) || fabs(x) >= 9.2e18) {
-                snprintf(why, wlen, "the value %g does not fit %s (DECIMAL_OVERFLOW)", v->d[rr], tg->type);
+                snprintf(why, wlen, "the value %g does not fit %s (DECIMAL_OVERFLOW)", v->d[rr],
+                         tg->type);
                 return -EINVAL;
             }
             *i = llround(x);
@@ -328,7 +351,8 @@ static int conv_value(const cv_target *tg, const ex_vec *v, uint32_t r, int64_t 
         }
         return 0;
     }
-    case CB_STRING: case CB_BINARY:
+    case CB_STRING:
+    case CB_BINARY:
     default:
         if (k == EX_STRING) {
             *sp = s;
@@ -363,8 +387,11 @@ static int append(psink *s, uint32_t ci, const ex_vec *v, uint32_t n, uint64_t r
 {
     const tp_column_def *def = &s->o.schema->cols[ci];
     colbuf *c = &s->cb[ci];
-    cv_target tg = {&def->info, def->nullable, s->o.fixed ? s->o.fixed[ci] : 0,
-                    s->o.date16 ? s->o.date16[ci] : false, def->name,
+    cv_target tg = {&def->info,
+                    def->nullable,
+                    s->o.fixed ? s->o.fixed[ci] : 0,
+                    s->o.date16 ? s->o.date16[ci] : false,
+                    def->name,
                     s->o.types ? s->o.types[ci] : cb_type_name(def->info.type)};
     size_t w = cb_type_width(&def->info);
     bool str = w == 0;
@@ -384,9 +411,8 @@ static int append(psink *s, uint32_t ci, const ex_vec *v, uint32_t n, uint64_t r
         double dv = 0;
         const uint8_t *sp = NULL;
         size_t len = 0;
-        int cr = v ? conv_value(&tg, v, r, &iv, &dv, &sp, &len, tmp, sizeof(tmp), why,
-                                sizeof(why))
-                   : 1;
+        int cr =
+            v ? conv_value(&tg, v, r, &iv, &dv, &sp, &len, tmp, sizeof(tmp), why, sizeof(why)) : 1;
         if (cr < 0) {
             set_fail(s, -EINVAL,
                      "cannot insert row %llu into column %s (%s): %s; nothing of this INSERT "
@@ -413,8 +439,9 @@ static int append(psink *s, uint32_t ci, const ex_vec *v, uint32_t n, uint64_t r
             if (isnull)
                 L = 0;
             if (c->dlen + L > UINT32_MAX) {
-                set_fail(s, -E2BIG, "column %s: an insert block holds more than 4 GiB of "
-                                    "strings: lower min_insert_block_size_bytes",
+                set_fail(s, -E2BIG,
+                         "column %s: an insert block holds more than 4 GiB of "
+                         "strings: lower min_insert_block_size_bytes",
                          def->name);
                 return -E2BIG;
             }
@@ -429,10 +456,27 @@ static int append(psink *s, uint32_t ci, const ex_vec *v, uint32_t n, uint64_t r
         } else {
             uint8_t *p = c->vals + (size_t)(n0 + r) * w;
             switch (def->info.type) {
-            case CB_BOOL: case CB_INT8: case CB_UINT8: *p = (uint8_t)iv; break;
-            case CB_INT16: case CB_UINT16: { uint16_t x = (uint16_t)iv; memcpy(p, &x, 2); break; }
-            case CB_INT32: case CB_UINT32: case CB_DATE: { uint32_t x = (uint32_t)iv; memcpy(p, &x, 4); break; }
-            case CB_FLOAT: { float x = (float)dv; memcpy(p, &x, 4); break; }
+            case CB_BOOL:
+            case CB_INT8:
+            case CB_UINT8: *p = (uint8_t)iv; break;
+            case CB_INT16:
+            case CB_UINT16: {
+                uint16_t x = (uint16_t)iv;
+                memcpy(p, &x, 2);
+                break;
+            }
+            case CB_INT32:
+            case CB_UINT32:
+            case CB_DATE: {
+                uint32_t x = (uint32_t)iv;
+                memcpy(p, &x, 4);
+                break;
+            }
+            case CB_FLOAT: {
+                float x = (float)dv;
+                memcpy(p, &x, 4);
+                break;
+            }
             case CB_DOUBLE: memcpy(p, &dv, 8); break;
             default: memcpy(p, &iv, 8); break;
             }
@@ -460,17 +504,24 @@ typedef struct sort_ctx {
 static int cmp_value(const cb_column *c, uint32_t a, uint32_t b)
 {
     switch (c->info.type) {
-#define CMPT(T) { T x = ((const T *)c->values)[a], y = ((const T *)c->values)[b]; return x < y ? -1 : x > y; }
-    case CB_BOOL: case CB_UINT8: CMPT(uint8_t)
+#define CMPT(T)                                                                                    \
+    {                                                                                              \
+        T x = ((const T *)c->values)[a], y = ((const T *)c->values)[b];                            \
+        return x < y ? -1 : x > y;                                                                 \
+    }
+    case CB_BOOL:
+    case CB_UINT8: CMPT(uint8_t)
     case CB_INT8: CMPT(int8_t)
     case CB_INT16: CMPT(int16_t)
     case CB_UINT16: CMPT(uint16_t)
-    case CB_INT32: case CB_DATE: CMPT(int32_t)
+    case CB_INT32:
+    case CB_DATE: CMPT(int32_t)
     case CB_UINT32: CMPT(uint32_t)
     case CB_UINT64: CMPT(uint64_t)
     case CB_FLOAT: CMPT(float)
     case CB_DOUBLE: CMPT(double)
-    case CB_STRING: case CB_BINARY: {
+    case CB_STRING:
+    case CB_BINARY: {
         size_t la, lb;
         const uint8_t *x = cb_column_bytes(c, a, &la), *y = cb_column_bytes(c, b, &lb);
         int r = memcmp(x ? x : (const uint8_t *)"", y ? y : (const uint8_t *)"", la < lb ? la : lb);
@@ -511,7 +562,8 @@ static int gather(const cb_column *c, const uint32_t *idx, uint32_t m, cb_column
     size_t w = cb_type_width(&c->info);
     if (w) {
         for (uint32_t i = 0; i < m; i++)
-            memcpy((uint8_t *)o->values + (size_t)i * w, (const uint8_t *)c->values + (size_t)idx[i] * w, w);
+            memcpy((uint8_t *)o->values + (size_t)i * w,
+                   (const uint8_t *)c->values + (size_t)idx[i] * w, w);
     } else {
         size_t total = 0;
         for (uint32_t i = 0; i < m; i++) {
@@ -536,7 +588,7 @@ static int gather(const cb_column *c, const uint32_t *idx, uint32_t m, cb_column
             return rc;
         for (uint32_t i = 0; i < m; i++)
             if (cb_column_is_null(c, idx[i])) {
-                o->validity[i >> 3] &= (uint8_t)~(1u << (i & 7));
+                o->validity[i >> 3] &= (uint8_t) ~(1u << (i & 7));
                 o->null_count++;
             }
     }
@@ -597,11 +649,17 @@ static int write_piece(psink *s, const cb_batch *b, uint32_t *idx, uint32_t m,
     if (rc == 0)
         rc = tb_upload_create(&u, s->o.table, partition, 0, err, sizeof(err));
     if (rc == 0) {
-        tp_writer_opts wo = {.part_name = tb_upload_name(u), .cols = sc->cols,
-                             .n_cols = sc->n_cols, .key_cols = sc->key_cols, .n_key = sc->n_key,
-                             .minmax_cols = s->o.minmax_cols, .n_minmax = s->o.n_minmax,
+        tp_writer_opts wo = {.part_name = tb_upload_name(u),
+                             .cols = sc->cols,
+                             .n_cols = sc->n_cols,
+                             .key_cols = sc->key_cols,
+                             .n_key = sc->n_key,
+                             .minmax_cols = s->o.minmax_cols,
+                             .n_minmax = s->o.n_minmax,
                              .index_granularity = sc->index_granularity,
-                             .input_sorted = true, .write = tb_upload_write, .write_arg = u};
+                             .input_sorted = true,
+                             .write = tb_upload_write,
+                             .write_arg = u};
         rc = tp_writer_create(&w, &wo, err, sizeof(err));
     }
     if (rc == 0)
@@ -656,8 +714,8 @@ static int write_piece(psink *s, const cb_batch *b, uint32_t *idx, uint32_t m,
     snprintf(wr->name, sizeof(wr->name), "%s", tb_upload_name(u));
     snprintf(wr->partition, sizeof(wr->partition), "%s", partition);
     if (s->o.dedup)
-        tb_block_id(partition, info.data_hash, s->o.token && s->o.token[0] ? s->o.token : NULL,
-                    seq, wr->block_id);
+        tb_block_id(partition, info.data_hash, s->o.token && s->o.token[0] ? s->o.token : NULL, seq,
+                    wr->block_id);
     wr->add.rows = info.rows;
     wr->add.bytes = size;
     wr->add.granules = info.granules;
@@ -696,8 +754,9 @@ static int write_block(psink *s, cb_batch *b, uint64_t seq)
     if (rc < 0) {
         set_fail(s, rc, "%s", err[0] ? err : "out of memory computing the partitions");
     } else if (n_ids > 65536) {
-        set_fail(s, -EINVAL, "an insert block spans %u partitions, more than the 65536 allowed "
-                             "(max_partitions_per_insert_block): choose a coarser PARTITION BY",
+        set_fail(s, -EINVAL,
+                 "an insert block spans %u partitions, more than the 65536 allowed "
+                 "(max_partitions_per_insert_block): choose a coarser PARTITION BY",
                  n_ids);
         rc = -EINVAL;
     }
@@ -781,7 +840,7 @@ static int take_block(psink *s, cb_batch **out)
             if (any && (rc = cb_column_alloc_validity(col)) == 0)
                 for (uint32_t r = 0; r < n; r++)
                     if (c->nulls[r]) {
-                        col->validity[r >> 3] &= (uint8_t)~(1u << (r & 7));
+                        col->validity[r >> 3] &= (uint8_t) ~(1u << (r & 7));
                         col->null_count++;
                     }
         }
@@ -857,9 +916,10 @@ static int ps_begin(eng_sink *b, const char *const *names, const ex_type *types,
     }
     memcpy(s->in_types, types, sizeof(ex_type) * (size_t)n_cols);
     if (s->o.n_in && n_cols != s->o.n_in) {
-        snprintf(err, errlen, "INSERT INTO %s%s%s takes %d columns but its data has %d "
-                              "(NUMBER_OF_COLUMNS_DOESNT_MATCH): list the columns, as in INSERT "
-                              "INTO %s (a, b) SELECT ...",
+        snprintf(err, errlen,
+                 "INSERT INTO %s%s%s takes %d columns but its data has %d "
+                 "(NUMBER_OF_COLUMNS_DOESNT_MATCH): list the columns, as in INSERT "
+                 "INTO %s (a, b) SELECT ...",
                  s->o.db_name ? s->o.db_name : "", s->o.db_name ? "." : "",
                  s->o.table_name ? s->o.table_name : "the table", s->o.n_in, n_cols,
                  s->o.table_name ? s->o.table_name : "t");
@@ -867,8 +927,9 @@ static int ps_begin(eng_sink *b, const char *const *names, const ex_type *types,
     }
     for (uint32_t k = 0; k < s->n_cols; k++)
         if (s->o.col_of[k] >= n_cols) {
-            snprintf(err, errlen, "the INSERT has %d columns of data but column %s takes the "
-                                  "%d-th",
+            snprintf(err, errlen,
+                     "the INSERT has %d columns of data but column %s takes the "
+                     "%d-th",
                      n_cols, s->o.schema->cols[k].name, s->o.col_of[k] + 1);
             return -EINVAL;
         }
@@ -910,7 +971,8 @@ static int ps_write(eng_sink *b, const eng_block *blk, char *err, size_t errlen)
                     if (any && nulls_before(&s->cb[k], s->cb[k].n, m) < 0)
                         return fail_out(s, -ENOMEM, err, errlen);
                 }
-            } else if (s->o.schema->cols[k].nullable && nulls_before(&s->cb[k], s->cb[k].n, m) < 0) {
+            } else if (s->o.schema->cols[k].nullable &&
+                       nulls_before(&s->cb[k], s->cb[k].n, m) < 0) {
                 return fail_out(s, -ENOMEM, err, errlen);
             }
             int rc = append(s, k, v, m, s->rows_total);
@@ -941,7 +1003,8 @@ static int ps_end(eng_sink *b, char *err, size_t errlen)
         return fail_out(s, rc ? rc : s->rc, err, errlen);
     /* block order: the writer threads finish in any order */
     for (size_t i = 1; i < s->n_parts; i++)
-        for (size_t j = i; j > 0 && s->parts[j - 1].add.min_block > s->parts[j].add.min_block; j--) {
+        for (size_t j = i; j > 0 && s->parts[j - 1].add.min_block > s->parts[j].add.min_block;
+             j--) {
             written t = s->parts[j];
             s->parts[j] = s->parts[j - 1];
             s->parts[j - 1] = t;

@@ -31,12 +31,12 @@ typedef struct pretty_sink {
     char **names;
     ex_type *types;
     int n_cols;
-    uint64_t n_rows;         /* every row written */
-    uint32_t kept;           /* rows whose text is kept (<= PRETTY_MAX_ROWS) */
-    uint8_t *text;           /* the kept cells' bytes, row by row */
+    uint64_t n_rows; /* every row written */
+    uint32_t kept;   /* rows whose text is kept (<= PRETTY_MAX_ROWS) */
+    uint8_t *text;   /* the kept cells' bytes, row by row */
     size_t text_n, text_cap;
-    size_t *cell;            /* kept * n_cols + 1 offsets into text */
-    uint8_t *null;           /* kept * n_cols flags */
+    size_t *cell;  /* kept * n_cols + 1 offsets into text */
+    uint8_t *null; /* kept * n_cols flags */
     size_t cells_cap;
 } pretty_sink;
 
@@ -162,8 +162,8 @@ static void padded(sk_buf *f, const ex_type *t, const uint8_t *p, size_t l, size
 }
 
 /* A rule across the table: left, fill, crossing, right. */
-static void rule(sk_buf *f, const size_t *w, int nc, const char *l, const char *fill,
-                 const char *x, const char *r)
+static void rule(sk_buf *f, const size_t *w, int nc, const char *l, const char *fill, const char *x,
+                 const char *r)
 {
     sk_puts(f, l);
     for (int k = 0; k < nc; k++) {

@@ -30,7 +30,7 @@ typedef struct rows_sink {
     sk_buf b;
     char **names;
     int n_cols;
-    size_t name_w;           /* Vertical: the widest name */
+    size_t name_w; /* Vertical: the widest name */
     uint64_t rows;
 } rows_sink;
 

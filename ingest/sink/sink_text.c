@@ -47,8 +47,8 @@ static int text_begin(eng_sink *sk, const char *const *names, const ex_type *typ
     bool with_names = s->fmt == ENG_FMT_TSV_WITH_NAMES || s->fmt == ENG_FMT_CSV_WITH_NAMES ||
                       s->fmt == ENG_FMT_TSV_WITH_NAMES_AND_TYPES ||
                       s->fmt == ENG_FMT_CSV_WITH_NAMES_AND_TYPES;
-    bool with_types = s->fmt == ENG_FMT_TSV_WITH_NAMES_AND_TYPES ||
-                      s->fmt == ENG_FMT_CSV_WITH_NAMES_AND_TYPES;
+    bool with_types =
+        s->fmt == ENG_FMT_TSV_WITH_NAMES_AND_TYPES || s->fmt == ENG_FMT_CSV_WITH_NAMES_AND_TYPES;
     if (with_names)
         header_line(s, names, n_cols);
     if (with_types) {

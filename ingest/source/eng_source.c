@@ -15,11 +15,8 @@
 #include <strings.h>
 
 static const eng_table_fn registry[] = {
-    {"s3", src__s3_open},
-    {"file", src__file_open},
-    {"numbers", src__numbers_open},
-    {"zeros", src__zeros_open},
-    {"s3Cluster", src__s3cluster_open},
+    {"s3", src__s3_open},       {"file", src__file_open},           {"numbers", src__numbers_open},
+    {"zeros", src__zeros_open}, {"s3Cluster", src__s3cluster_open},
 };
 
 #define N_REGISTRY (sizeof(registry) / sizeof(registry[0]))
@@ -32,8 +29,8 @@ const eng_table_fn *eng_table_fn_find(const char *name)
     return NULL;
 }
 
-int eng_source_open(const eng_tf_call *call, const eng_scan_env *env, eng_source **out,
-                    char *err, size_t errlen)
+int eng_source_open(const eng_tf_call *call, const eng_scan_env *env, eng_source **out, char *err,
+                    size_t errlen)
 {
     *out = NULL;
     const eng_table_fn *tf = eng_table_fn_find(call->name);
@@ -43,10 +40,12 @@ int eng_source_open(const eng_tf_call *call, const eng_scan_env *env, eng_source
         size_t o = 0;
         for (size_t i = 0; i < N_REGISTRY && o < sizeof(names); i++)
             o += (size_t)snprintf(names + o, sizeof(names) - o, "%s%s()",
-                                  i == 0 ? "" : i + 1 == N_REGISTRY ? " or " : ", ",
+                                  i == 0                ? ""
+                                  : i + 1 == N_REGISTRY ? " or "
+                                                        : ", ",
                                   registry[i].name);
-        snprintf(err, errlen, "line %d, column %d: unknown table function '%s': use %s",
-                 call->line, call->col, call->name, names);
+        snprintf(err, errlen, "line %d, column %d: unknown table function '%s': use %s", call->line,
+                 call->col, call->name, names);
         return -EINVAL;
     }
     return tf->open(call, env, out, err, errlen);

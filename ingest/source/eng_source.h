@@ -84,11 +84,11 @@ typedef struct eng_unit_info {
  * and system.clusters' rows. Members are named by their HTTP address. */
 typedef struct eng_cluster {
     const char *name;
-    const char *const *members;  /* "host:port" */
+    const char *const *members; /* "host:port" */
     int n_members;
-    int local;                   /* the member that is this server, or -1 */
-    const char *dns;             /* the SRV name the members were resolved from, or NULL */
-    const uint32_t *errors;      /* per member: failures seen (may be NULL) */
+    int local;              /* the member that is this server, or -1 */
+    const char *dns;        /* the SRV name the members were resolved from, or NULL */
+    const uint32_t *errors; /* per member: failures seen (may be NULL) */
 } eng_cluster;
 
 /* The cluster of that name (case-sensitive, as ClickHouse's), or NULL. */
@@ -96,24 +96,24 @@ const eng_cluster *eng_cluster_find(const eng_cluster *cs, int n, const char *na
 
 /* What the query lends its source (borrowed for the source's whole life). */
 typedef struct eng_scan_env {
-    eng_mem *mem;              /* the query's memory tracker */
-    const eng_settings *set;   /* max_threads, max_download_threads, ... */
-    eng_list_fn list_s3;       /* how S3 objects are listed and opened; */
-    eng_open_fn open_s3;       /*   NULL: none configured */
+    eng_mem *mem;            /* the query's memory tracker */
+    const eng_settings *set; /* max_threads, max_download_threads, ... */
+    eng_list_fn list_s3;     /* how S3 objects are listed and opened; */
+    eng_open_fn open_s3;     /*   NULL: none configured */
     void *s3_impl;
     eng_scan_stats *stats;
-    _Atomic int *stop;         /* non-zero: the query is stopping (LIMIT, error) */
-    eng_s3_as_fn s3_as;        /* S3 with a source's own credentials; NULL: none */
-    const tb_wh *wh;           /* where tables live; NULL: no tables */
-    const char *database;      /* the current database; NULL: default */
-    const eng_unit *unit;      /* a distributed query's unit: read only it; NULL: all */
+    _Atomic int *stop;           /* non-zero: the query is stopping (LIMIT, error) */
+    eng_s3_as_fn s3_as;          /* S3 with a source's own credentials; NULL: none */
+    const tb_wh *wh;             /* where tables live; NULL: no tables */
+    const char *database;        /* the current database; NULL: default */
+    const eng_unit *unit;        /* a distributed query's unit: read only it; NULL: all */
     const eng_cluster *clusters; /* the clusters this process knows (s3Cluster, */
     int n_clusters;              /*   system.clusters) */
 } eng_scan_env;
 
 /* A table function as written in FROM: name(args...) at line/col. */
 typedef struct eng_tf_call {
-    const char *name;          /* as written ("S3" and "s3" both find s3) */
+    const char *name; /* as written ("S3" and "s3" both find s3) */
     sql_node *const *args;
     int n_args;
     int line, col;
@@ -125,7 +125,7 @@ typedef struct eng_tf_call {
 typedef int (*eng_scan_fn)(void *arg, ex_vec *cols, uint32_t n);
 
 typedef struct eng_source eng_source;
-typedef struct eng_reader eng_reader;   /* one worker's state, the source's own */
+typedef struct eng_reader eng_reader; /* one worker's state, the source's own */
 
 typedef struct eng_source_ops {
     /* Lists the units the bound plan needs (pruning what it can before
@@ -149,16 +149,16 @@ typedef struct eng_source_ops {
 /* Every source starts with this (implementations embed it first). */
 struct eng_source {
     const eng_source_ops *ops;
-    eng_schema schema;         /* the columns a query may read */
-    uint64_t files;            /* objects behind it (the summary's "files") */
-    char **type_names;         /* tables: the columns' declared types (DESCRIBE), or NULL */
+    eng_schema schema;          /* the columns a query may read */
+    uint64_t files;             /* objects behind it (the summary's "files") */
+    char **type_names;          /* tables: the columns' declared types (DESCRIBE), or NULL */
     const eng_cluster *cluster; /* s3Cluster: the servers its units may go to, else NULL */
 };
 
 /* Opens the source a call names. 0, or -errno with a sentence in err that
  * names the call's place ("line L, column C: ...") for bad arguments. */
-typedef int (*eng_tf_open_fn)(const eng_tf_call *call, const eng_scan_env *env,
-                              eng_source **out, char *err, size_t errlen);
+typedef int (*eng_tf_open_fn)(const eng_tf_call *call, const eng_scan_env *env, eng_source **out,
+                              char *err, size_t errlen);
 
 typedef struct eng_table_fn {
     const char *name;
@@ -169,8 +169,8 @@ typedef struct eng_table_fn {
 const eng_table_fn *eng_table_fn_find(const char *name);
 /* Opens call through the registry: an unknown name is -EINVAL with a
  * sentence listing the known ones. */
-int eng_source_open(const eng_tf_call *call, const eng_scan_env *env, eng_source **out,
-                    char *err, size_t errlen);
+int eng_source_open(const eng_tf_call *call, const eng_scan_env *env, eng_source **out, char *err,
+                    size_t errlen);
 /* Opens a table named in FROM: [db.]name [FINAL] (db NULL: the current
  * database), a MergeTree table of the warehouse (src_table.c) or one of
  * system.parts, system.tables, system.columns, system.clusters (src_system.c). line/col place
@@ -190,8 +190,8 @@ void eng_source_destroy(eng_source **s);
 /* The engine's own tables of the system database (src_numbers.c): "one" (the
  * row a SELECT without FROM reads), "numbers", "zeros" (endless). 0, -ENOENT
  * for another name (err untouched), -ENOMEM. */
-int eng_system_table_open(const char *name, const eng_scan_env *env, eng_source **out,
-                          char *err, size_t errlen);
+int eng_system_table_open(const char *name, const eng_scan_env *env, eng_source **out, char *err,
+                          size_t errlen);
 
 /* A source over rows in memory (src_rows.c), for tables a server fills from
  * its state: schema (its names and cols are taken; *schema is emptied) and

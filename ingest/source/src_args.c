@@ -22,16 +22,18 @@ int src__tail_args(const eng_tf_call *c, int first, src_fargs *out, char *err, s
     memset(out, 0, sizeof(*out));
     const char **slot[3] = {&out->format, &out->structure, &out->compression};
     if (c->n_args - first > 3) {
-        snprintf(err, errlen, "line %d, column %d: %s() takes at most a format, a structure "
-                 "and a compression after the %s", c->line, c->col, c->name,
-                 first > 1 ? "credentials" : "path");
+        snprintf(err, errlen,
+                 "line %d, column %d: %s() takes at most a format, a structure "
+                 "and a compression after the %s",
+                 c->line, c->col, c->name, first > 1 ? "credentials" : "path");
         return -EINVAL;
     }
     for (int k = first; k < c->n_args; k++) {
         const sql_node *a = c->args[k];
         if (a->kind != SQL_STRING) {
             static const char *what[3] = {"format", "structure", "compression"};
-            snprintf(err, errlen, "line %d, column %d: the %s of %s() must be a string, as in "
+            snprintf(err, errlen,
+                     "line %d, column %d: the %s of %s() must be a string, as in "
                      "%s('...', 'CSV', 'a Int64, b String', 'gzip')",
                      a->line, a->col, what[k - first], c->name, c->name);
             return -EINVAL;
@@ -87,8 +89,10 @@ int src__structure_parse(const char *text, eng_schema *out, char *err, size_t er
         char name[256], type[256];
         const char *q = struct_name(p, name, sizeof(name));
         if (!q || !isspace((unsigned char)*q)) {
-            snprintf(err, errlen, "cannot read the structure '%.200s' at '%.40s': write "
-                     "'name Type, name Type', as in 'id UInt64, price Decimal(12, 2)'", text, p);
+            snprintf(err, errlen,
+                     "cannot read the structure '%.200s' at '%.40s': write "
+                     "'name Type, name Type', as in 'id UInt64, price Decimal(12, 2)'",
+                     text, p);
             goto fail;
         }
         p = q;
@@ -107,9 +111,11 @@ int src__structure_parse(const char *text, eng_schema *out, char *err, size_t er
         type[n] = 0;
         ex_type t;
         if (!n || eng_parse_type(type, &t) < 0) {
-            snprintf(err, errlen, "unknown type '%.100s' of column '%.100s' in the structure "
+            snprintf(err, errlen,
+                     "unknown type '%.100s' of column '%.100s' in the structure "
                      "argument (use the types of CAST: Int64, UInt32, Float64, String, Date, "
-                     "DateTime, DateTime64(3), Decimal(P, S), Bool, Nullable(T))", type, name);
+                     "DateTime, DateTime64(3), Decimal(P, S), Bool, Nullable(T))",
+                     type, name);
             goto fail;
         }
         for (int i = 0; i < out->n; i++)

@@ -30,8 +30,8 @@ static int walk(const char *dir, const s3_glob *g, int depth, flist *l)
         char p[4096];
         int k = strcmp(dir, ".") == 0 && !s3_glob_prefix(g)[0]
                     ? snprintf(p, sizeof(p), "%s", de->d_name)
-                    : snprintf(p, sizeof(p), "%s%s%s", dir,
-                               dir[strlen(dir) - 1] == '/' ? "" : "/", de->d_name);
+                    : snprintf(p, sizeof(p), "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/",
+                               de->d_name);
         if (k < 0 || (size_t)k >= sizeof(p))
             continue;
         struct stat st;

@@ -44,25 +44,25 @@
 typedef struct src_files {
     eng_source base;
     eng_scan_env env;
-    int kind;                 /* 0 Parquet, TX_* */
+    int kind; /* 0 Parquet, TX_* */
     bool s3;
     char bucket[64];
     efile *files;
     int n_files;
-    const eng_plan *plan;     /* after plan() */
+    const eng_plan *plan; /* after plan() */
     /* units */
     int n_units;
     int *unit_file;
     int *unit_rg;
-    ef *pf;                   /* downloads ahead of the workers (NULL: none) */
-    eng_fail fail;            /* the first error of the footer threads */
+    ef *pf;        /* downloads ahead of the workers (NULL: none) */
+    eng_fail fail; /* the first error of the footer threads */
     /* the plan's scan slots: those read from the files (n_phys, their schema
      * columns in phys_need) and, per slot, the virtual column it is or -1 */
     int n_phys;
     int *phys_need;
     int *vslot;
-    tx_codec codec;           /* text: the compression argument (AUTO: by name) */
-    eng_s3_access own;        /* an S3 access of the source's own (s3() with
+    tx_codec codec;    /* text: the compression argument (AUTO: by name) */
+    eng_s3_access own; /* an S3 access of the source's own (s3() with
                                  credentials), freed with it; env uses it */
 } src_files;
 
@@ -72,7 +72,7 @@ typedef struct src_files {
 struct eng_reader {
     src_files *s;
     ef_blob *blob;
-    rs_source *src;           /* the source of the pq_file being read */
+    rs_source *src; /* the source of the pq_file being read */
     uint8_t *fbuf;
     size_t fcap;
     eng_scan_fn fn;
@@ -431,10 +431,11 @@ static int map_columns(src_files *s, efile *f, char *err, size_t errlen)
         int i = pq_file_find_column(f->pf, c->name);
         char nb[1200];
         if (i < 0) {
-            snprintf(err, errlen,
-                     "column '%s' is missing from %.600s (it is in the first file of the glob; every "
-                     "file must have the columns the query reads)",
-                     c->name, fname(s, f, nb, sizeof(nb)));
+            snprintf(
+                err, errlen,
+                "column '%s' is missing from %.600s (it is in the first file of the glob; every "
+                "file must have the columns the query reads)",
+                c->name, fname(s, f, nb, sizeof(nb)));
             return -EBADMSG;
         }
         const pq_column_info *ci = pq_file_column(f->pf, i);
@@ -443,10 +444,11 @@ static int map_columns(src_files *s, efile *f, char *err, size_t errlen)
             char a[64], b[64];
             ex_type_name(&c->t, a, sizeof(a));
             ex_type_name(&t, b, sizeof(b));
-            snprintf(err, errlen,
-                     "column '%.100s' is %s in %.600s but %s in the first file of the glob: every file "
-                     "must use one type per column",
-                     c->name, b, fname(s, f, nb, sizeof(nb)), a);
+            snprintf(
+                err, errlen,
+                "column '%.100s' is %s in %.600s but %s in the first file of the glob: every file "
+                "must use one type per column",
+                c->name, b, fname(s, f, nb, sizeof(nb)), a);
             return -EBADMSG;
         }
         f->colmap[k] = i;
@@ -575,8 +577,7 @@ static int read_rgs(eng_reader *rd, efile *f, pq_file *pf, int gen, int *colmap,
         int fc = pq_file_find_column(pf, s->base.schema.cols[p->prune[i].col].name);
         if (fc < 0)
             continue;
-        preds[np++] = (pq_pred){.column = fc, .op = p->prune[i].op,
-                                .value = p->prune[i].v};
+        preds[np++] = (pq_pred){.column = fc, .op = p->prune[i].op, .value = p->prune[i].v};
     }
     pq_read_opts o;
     pq_read_opts_init(&o);
@@ -757,7 +758,7 @@ static int run_text_unit(eng_reader *rd, int u)
     uint8_t *text;
     size_t len;
     rc = tx_decompress_as(s->codec, fname(s, f, nb, sizeof(nb)), raw, rawlen, &text, &len, rd->err,
-                       rd->errlen);
+                          rd->errlen);
     if (b)
         ef_release(s->pf, &b);
     else
@@ -771,8 +772,8 @@ static int run_text_unit(eng_reader *rd, int u)
         return -ENOMEM;
     }
     rc = tx_parse(s->env.mem, (tx_format)s->kind, fname(s, f, nb, sizeof(nb)), (const char *)text,
-                  len, &s->base.schema, s->phys_need, s->n_phys,
-                  ENG_BATCH_ROWS, text_batch, rd, rd->err, rd->errlen);
+                  len, &s->base.schema, s->phys_need, s->n_phys, ENG_BATCH_ROWS, text_batch, rd,
+                  rd->err, rd->errlen);
     em_account(s->env.mem, -(int64_t)len);
     free(text);
     atomic_fetch_add(&s->env.stats->units_read, 1);
@@ -785,7 +786,8 @@ static int run_text_unit(eng_reader *rd, int u)
 
 static uint64_t pf_budget(const src_files *s)
 {
-    uint64_t t = (uint64_t)s->env.set->max_download_threads, b = s->env.set->max_download_buffer_size;
+    uint64_t t = (uint64_t)s->env.set->max_download_threads,
+             b = s->env.set->max_download_buffer_size;
     return b && t > UINT64_MAX / b ? UINT64_MAX : t * b;
 }
 
@@ -820,8 +822,8 @@ static int64_t pf_size(void *arg, int u, bool allow_span, int *span)
     rs_range *r;
     size_t n;
     uint64_t total;
-    if (pq_row_group_ranges(pf, s->unit_rg[u], colmap, (size_t)s->n_phys, 0, 0, &r, &n,
-                            &total, NULL, 0) < 0)
+    if (pq_row_group_ranges(pf, s->unit_rg[u], colmap, (size_t)s->n_phys, 0, 0, &r, &n, &total,
+                            NULL, 0) < 0)
         return -1;
     free(r);
     return total <= pf_budget(s) ? (int64_t)total : -1;
@@ -857,8 +859,8 @@ static void pf_fetch(void *arg, ef *p, int u, int span, ef_blob *b)
         b->rc = rs_read(src, 0, b->buf, size, err, sizeof(err));
     } else {
         uint64_t total;
-        b->rc = pq_row_group_ranges(pf, s->unit_rg[u], colmap, (size_t)s->n_phys, 0, 0,
-                                    &b->ranges, &b->n, &total, err, sizeof(err));
+        b->rc = pq_row_group_ranges(pf, s->unit_rg[u], colmap, (size_t)s->n_phys, 0, 0, &b->ranges,
+                                    &b->n, &total, err, sizeof(err));
         if (b->rc < 0)
             return;
         b->buf = ef_buf_get(p, total, &b->cap);
@@ -958,8 +960,7 @@ static int open_footers(src_files *s, int nthreads, char *err, size_t errlen)
         for (int k = 0; k < p->n_prune && np < 64; k++) {
             int fc = pq_file_find_column(f->pf, s->base.schema.cols[p->prune[k].col].name);
             if (fc >= 0)
-                preds[np++] = (pq_pred){.column = fc, .op = p->prune[k].op,
-                                        .value = p->prune[k].v};
+                preds[np++] = (pq_pred){.column = fc, .op = p->prune[k].op, .value = p->prune[k].v};
         }
         int nrg = pq_file_num_row_groups(f->pf), rg0 = 0;
         const eng_unit *un = s->env.unit;
@@ -1048,14 +1049,13 @@ static void files_start(eng_source *b)
     /* as many units ahead as there are download threads: each worker
      * finds the next unit fetched while the downloads stay a step ahead;
      * a small file read whole counts as one; S3 only (see the top) */
-    if (!s->s3 ||
-        ef_create(&s->pf, &ops, s, s->n_units, s->env.set->max_download_threads,
-                  s->env.set->max_download_threads, pf_budget(s), s->env.mem) < 0)
+    if (!s->s3 || ef_create(&s->pf, &ops, s, s->n_units, s->env.set->max_download_threads,
+                            s->env.set->max_download_threads, pf_budget(s), s->env.mem) < 0)
         s->pf = NULL; /* no reading ahead: the workers fetch everything */
 }
 
-static int files_read(eng_source *b, eng_reader *rd, int u, eng_scan_fn fn, void *arg,
-                      char *err, size_t errlen)
+static int files_read(eng_source *b, eng_reader *rd, int u, eng_scan_fn fn, void *arg, char *err,
+                      size_t errlen)
 {
     src_files *s = (src_files *)b;
     rd->fn = fn;
@@ -1182,8 +1182,10 @@ static int parquet_structure(eng_schema *sc, const eng_schema *want, const char 
             char a[64], b[64];
             ex_type_name(&ft, a, sizeof(a));
             ex_type_name(&wt, b, sizeof(b));
-            snprintf(err, errlen, "column '%.100s' is %s in %.600s, not %s as the structure "
-                     "argument says: give %s, or CAST it in the query", w->name, a, fname, b, a);
+            snprintf(err, errlen,
+                     "column '%.100s' is %s in %.600s, not %s as the structure "
+                     "argument says: give %s, or CAST it in the query",
+                     w->name, a, fname, b, a);
             rc = -EINVAL;
             break;
         }
@@ -1235,9 +1237,10 @@ int src__files_open_args(eng_source **out, const eng_scan_env *env, const eng_tf
             if (strcmp(l->f[i].path, env->unit->path) == 0)
                 keep = i;
         if (keep < 0) {
-            snprintf(err, errlen, "the file %s of a distributed query's work unit is no longer "
-                                  "listed by '%s': it was deleted or renamed during the query; "
-                                  "run the query again",
+            snprintf(err, errlen,
+                     "the file %s of a distributed query's work unit is no longer "
+                     "listed by '%s': it was deleted or renamed during the query; "
+                     "run the query again",
                      env->unit->path, path);
             src__flist_free(l);
             free(s);
@@ -1261,8 +1264,9 @@ int src__files_open_args(eng_source **out, const eng_scan_env *env, const eng_tf
     if (fmtarg) {
         kind = tx_format_of_arg(fmtarg);
         if (kind < 0) {
-            snprintf(err, errlen, "unknown input format '%s' (use Parquet, CSV, CSVWithNames, "
-                                  "TSV, TSVWithNames or JSONEachRow)",
+            snprintf(err, errlen,
+                     "unknown input format '%s' (use Parquet, CSV, CSVWithNames, "
+                     "TSV, TSVWithNames or JSONEachRow)",
                      fmtarg);
             rc = -EINVAL;
             goto fail;
@@ -1270,8 +1274,9 @@ int src__files_open_args(eng_source **out, const eng_scan_env *env, const eng_tf
     } else {
         kind = tx_format_of_name(s->files[0].path);
         if (kind < 0) {
-            snprintf(err, errlen, "cannot tell the format of %s from its name: pass it, as in "
-                                  "%s('%s', 'Parquet')",
+            snprintf(err, errlen,
+                     "cannot tell the format of %s from its name: pass it, as in "
+                     "%s('%s', 'Parquet')",
                      s->files[0].path, c->name, path);
             rc = -EINVAL;
             goto fail;
@@ -1281,10 +1286,11 @@ int src__files_open_args(eng_source **out, const eng_scan_env *env, const eng_tf
     if (a->compression) {
         int cd = tx_codec_of_arg(a->compression);
         if (cd < 0 || (kind == 0 && cd != TX_CODEC_NONE)) {
-            snprintf(err, errlen, cd < 0 ? "unknown compression '%s' of %s() (use auto, none, "
-                                           "gzip or zstd)"
-                                         : "compression '%s' of %s() applies to text files: "
-                                           "Parquet compresses inside the file; drop it",
+            snprintf(err, errlen,
+                     cd < 0 ? "unknown compression '%s' of %s() (use auto, none, "
+                              "gzip or zstd)"
+                            : "compression '%s' of %s() applies to text files: "
+                              "Parquet compresses inside the file; drop it",
                      a->compression, c->name);
             rc = -EINVAL;
             goto fail;

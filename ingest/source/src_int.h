@@ -19,19 +19,19 @@
 #include <stdint.h>
 
 typedef struct efile {
-    char *path;               /* local path or key */
+    char *path; /* local path or key */
     uint64_t size;
-    int64_t mtime;            /* seconds since the epoch, -1 when unknown (_time) */
+    int64_t mtime; /* seconds since the epoch, -1 when unknown (_time) */
     pthread_mutex_t mu;
     rs_source *src;
     pq_file *pf;
-    int gen;                  /* reopen count (0 or 1: a file is re-planned once) */
-    bool consumed;            /* rows of it went into the workers' tables */
+    int gen;       /* reopen count (0 or 1: a file is re-planned once) */
+    bool consumed; /* rows of it went into the workers' tables */
     rs_source *old_src[2];
     pq_file *old_pf[2];
-    int *colmap;              /* scan slot -> file column */
-    int rg_first;             /* Parquet: first unit of this file */
-    int n_rg;                 /* Parquet: its units (row groups not pruned) */
+    int *colmap;  /* scan slot -> file column */
+    int rg_first; /* Parquet: first unit of this file */
+    int n_rg;     /* Parquet: its units (row groups not pruned) */
 } efile;
 
 /* _path, _file, _size, _time */
@@ -65,11 +65,11 @@ int src__files_open(eng_source **out, const eng_scan_env *env, const eng_tf_call
 /* An S3 URL as users paste it (src_s3url.c). */
 enum { SRC_URL_S3 = 1, SRC_URL_AWS, SRC_URL_ENDPOINT };
 typedef struct src_s3_url {
-    int kind;                 /* SRC_URL_* */
+    int kind; /* SRC_URL_* */
     char bucket[64];
-    char key[1100];           /* the key or glob, percent-decoded for http(s) URLs */
-    char region[64];          /* SRC_URL_AWS: the host's region ("": the global endpoint) */
-    char endpoint[256];       /* SRC_URL_ENDPOINT: scheme://host[:port] */
+    char key[1100];     /* the key or glob, percent-decoded for http(s) URLs */
+    char region[64];    /* SRC_URL_AWS: the host's region ("": the global endpoint) */
+    char endpoint[256]; /* SRC_URL_ENDPOINT: scheme://host[:port] */
 } src_s3_url;
 /* s3://bucket/key, AWS's virtual-hosted and path-style https URLs, and
  * http(s)://host[:port]/bucket/key. 0, or -EINVAL with a sentence in why. */
@@ -111,11 +111,11 @@ int src__s3_open(const eng_tf_call *c, const eng_scan_env *env, eng_source **out
                  size_t errlen);
 int src__file_open(const eng_tf_call *c, const eng_scan_env *env, eng_source **out, char *err,
                    size_t errlen);
-int src__numbers_open(const eng_tf_call *c, const eng_scan_env *env, eng_source **out,
-                      char *err, size_t errlen);
+int src__numbers_open(const eng_tf_call *c, const eng_scan_env *env, eng_source **out, char *err,
+                      size_t errlen);
 int src__zeros_open(const eng_tf_call *c, const eng_scan_env *env, eng_source **out, char *err,
                     size_t errlen);
-int src__s3cluster_open(const eng_tf_call *c, const eng_scan_env *env, eng_source **out,
-                        char *err, size_t errlen);
+int src__s3cluster_open(const eng_tf_call *c, const eng_scan_env *env, eng_source **out, char *err,
+                        size_t errlen);
 
 #endif /* RINGCACHE_SRC_INT_H */

@@ -9,9 +9,9 @@
 
 #include "eng_source.h"
 
-int src__table_open(const eng_table_ref *t, const eng_scan_env *env, eng_source **out,
-                    char *err, size_t errlen);
-int src__system_open(const eng_table_ref *t, const eng_scan_env *env, eng_source **out,
-                     char *err, size_t errlen);
+int src__table_open(const eng_table_ref *t, const eng_scan_env *env, eng_source **out, char *err,
+                    size_t errlen);
+int src__system_open(const eng_table_ref *t, const eng_scan_env *env, eng_source **out, char *err,
+                     size_t errlen);
 
 #endif

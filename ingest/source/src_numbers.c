@@ -23,14 +23,14 @@
 #include <strings.h>
 
 #define NUM_BLOCK_ROWS 65536u
-#define NUM_ENDLESS UINT64_MAX
+#define NUM_ENDLESS    UINT64_MAX
 
 typedef struct num_source {
     eng_source base;
     eng_scan_env env;
-    uint64_t start, count;   /* count NUM_ENDLESS: no end */
+    uint64_t start, count; /* count NUM_ENDLESS: no end */
     bool zeros;
-    int n_need;              /* the plan reads the column (1) or nothing (0: count()) */
+    int n_need; /* the plan reads the column (1) or nothing (0: count()) */
 } num_source;
 
 struct eng_reader {
@@ -46,8 +46,8 @@ static int num_plan(eng_source *b, const eng_plan *p, char *err, size_t errlen)
         return INT32_MAX;
     uint64_t units = (s->count + NUM_BLOCK_ROWS - 1) / NUM_BLOCK_ROWS;
     if (units > INT32_MAX) {
-        snprintf(err, errlen, "%s(%llu) makes too many rows: at most %llu", s->zeros ? "zeros" : "numbers",
-                 (unsigned long long)s->count,
+        snprintf(err, errlen, "%s(%llu) makes too many rows: at most %llu",
+                 s->zeros ? "zeros" : "numbers", (unsigned long long)s->count,
                  (unsigned long long)INT32_MAX * NUM_BLOCK_ROWS);
         return -EINVAL;
     }
@@ -185,8 +185,8 @@ static int numbers_or_zeros(const eng_tf_call *c, const eng_scan_env *env, bool 
     return num_create(out, env, zeros, a, n, err, errlen);
 }
 
-int src__numbers_open(const eng_tf_call *c, const eng_scan_env *env, eng_source **out,
-                      char *err, size_t errlen)
+int src__numbers_open(const eng_tf_call *c, const eng_scan_env *env, eng_source **out, char *err,
+                      size_t errlen)
 {
     return numbers_or_zeros(c, env, false, out, err, errlen);
 }
@@ -199,8 +199,8 @@ int src__zeros_open(const eng_tf_call *c, const eng_scan_env *env, eng_source **
 
 /* ---- system.one, system.numbers, system.zeros ----------------------------------------- */
 
-int eng_system_table_open(const char *name, const eng_scan_env *env, eng_source **out,
-                          char *err, size_t errlen)
+int eng_system_table_open(const char *name, const eng_scan_env *env, eng_source **out, char *err,
+                          size_t errlen)
 {
     *out = NULL;
     if (strcmp(name, "numbers") == 0 || strcmp(name, "numbers_mt") == 0)

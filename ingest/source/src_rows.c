@@ -18,9 +18,9 @@
 typedef struct rows_source {
     eng_source base;
     eng_scan_env env;
-    ex_vec *cols;            /* schema.n vectors of n rows */
+    ex_vec *cols; /* schema.n vectors of n rows */
     uint32_t n;
-    int *need;               /* the plan's scan slots -> columns */
+    int *need; /* the plan's scan slots -> columns */
     int n_need;
 } rows_source;
 

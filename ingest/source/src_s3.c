@@ -84,8 +84,8 @@ static bool is_format_arg(const char *s)
 /* Splits the arguments: the URL, the credentials (creds->nosign, or the
  * key/secret/token; *has_creds) and what follows them (fa: the format,
  * structure and compression, NULL when absent). */
-static int s3_args(const eng_tf_call *c, const char **url, eng_s3_creds *creds,
-                   bool *has_creds, src_fargs *fa, char *err, size_t errlen)
+static int s3_args(const eng_tf_call *c, const char **url, eng_s3_creds *creds, bool *has_creds,
+                   src_fargs *fa, char *err, size_t errlen)
 {
     memset(creds, 0, sizeof(*creds));
     memset(fa, 0, sizeof(*fa));
@@ -171,8 +171,7 @@ static int url_config(const src_s3_url *u, const eng_s3_creds *creds, s3_config 
     } else if (creds) {
         if (strlen(creds->access_key) >= sizeof(cfg->access_key) ||
             strlen(creds->secret_key) >= sizeof(cfg->secret_key) ||
-            (creds->session_token &&
-             strlen(creds->session_token) >= sizeof(cfg->session_token))) {
+            (creds->session_token && strlen(creds->session_token) >= sizeof(cfg->session_token))) {
             snprintf(err, errlen, "the credentials given to s3() for %s are too long",
                      cfg->endpoint);
             return -EINVAL;
@@ -217,8 +216,10 @@ static int url_open_source(const eng_tf_call *c, const eng_scan_env *env, eng_so
             snprintf(err, errlen, "cannot list %s: %s", path,
                      e.message[0] ? e.message : strerror(-rc));
         else if (fl.n == 0 && (rc = -ENOENT))
-            snprintf(err, errlen, "no objects match '%s' (check the bucket, the prefix and the "
-                                  "glob)", path);
+            snprintf(err, errlen,
+                     "no objects match '%s' (check the bucket, the prefix and the "
+                     "glob)",
+                     path);
     }
     s3_sync_destroy(&sync);
     if (rc < 0) {
@@ -257,8 +258,7 @@ int src__s3_open(const eng_tf_call *c, const eng_scan_env *env, eng_source **out
         return -EINVAL;
     }
     if (u.kind == SRC_URL_ENDPOINT)
-        return url_open_source(c, env, out, path, &u, has_creds ? &creds : NULL, &fa, err,
-                               errlen);
+        return url_open_source(c, env, out, path, &u, has_creds ? &creds : NULL, &fa, err, errlen);
     if (!env->list_s3 || !env->open_s3) {
         snprintf(err, errlen, "s3() is not available here (no S3 client configured)");
         return -ENOTSUP;
@@ -295,8 +295,9 @@ int src__s3_open(const eng_tf_call *c, const eng_scan_env *env, eng_source **out
         rc = own.list_s3(own.s3_impl, u.bucket, u.key, s3_key_cb, &fl, err, errlen);
     }
     if (rc == 0 && fl.n == 0) {
-        snprintf(err, errlen, "no objects match '%s' (check the bucket, the prefix and the "
-                              "glob)",
+        snprintf(err, errlen,
+                 "no objects match '%s' (check the bucket, the prefix and the "
+                 "glob)",
                  path);
         rc = -ENOENT;
     }

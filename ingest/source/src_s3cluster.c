@@ -14,24 +14,26 @@
 #include <errno.h>
 #include <stdio.h>
 
-int src__s3cluster_open(const eng_tf_call *c, const eng_scan_env *env, eng_source **out,
-                        char *err, size_t errlen)
+int src__s3cluster_open(const eng_tf_call *c, const eng_scan_env *env, eng_source **out, char *err,
+                        size_t errlen)
 {
     *out = NULL;
     if (c->n_args < 2 || c->args[0]->kind != SQL_STRING) {
-        snprintf(err, errlen, "line %d, column %d: s3Cluster takes the cluster's name and an S3 "
-                              "URL, as in s3Cluster('default', 's3://bucket/data/*.parquet' [, "
-                              "'Parquet'])",
+        snprintf(err, errlen,
+                 "line %d, column %d: s3Cluster takes the cluster's name and an S3 "
+                 "URL, as in s3Cluster('default', 's3://bucket/data/*.parquet' [, "
+                 "'Parquet'])",
                  c->line, c->col);
         return -EINVAL;
     }
     const char *name = c->args[0]->s;
     const eng_cluster *cl = eng_cluster_find(env->clusters, env->n_clusters, name);
     if (!cl && !env->unit) {
-        snprintf(err, errlen, "line %d, column %d: cluster '%s' is not configured here "
-                              "(CLUSTER_DOESNT_EXIST): start the server with --cluster "
-                              "%s=host:port,host:port (SELECT * FROM system.clusters lists the "
-                              "clusters it knows)",
+        snprintf(err, errlen,
+                 "line %d, column %d: cluster '%s' is not configured here "
+                 "(CLUSTER_DOESNT_EXIST): start the server with --cluster "
+                 "%s=host:port,host:port (SELECT * FROM system.clusters lists the "
+                 "clusters it knows)",
                  c->line, c->col, name, name);
         return -ENOENT;
     }

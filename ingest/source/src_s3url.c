@@ -29,8 +29,10 @@
 
 static int hexv(int c)
 {
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                                          : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
 }
 
 /* Percent-decodes s into out; false when an escape is malformed or a byte
@@ -88,17 +90,21 @@ int src__s3_url_parse(const char *url, src_s3_url *u, char *why, size_t whylen)
     } else {
         bool tls = strncasecmp(url, "https://", 8) == 0;
         if (!tls && strncasecmp(url, "http://", 7) != 0) {
-            snprintf(why, whylen, "bad S3 URL '%.300s': write s3://bucket/path/glob, "
+            snprintf(why, whylen,
+                     "bad S3 URL '%.300s': write s3://bucket/path/glob, "
                      "https://bucket.s3.region.amazonaws.com/path/glob or "
-                     "http://host:port/bucket/path/glob", url);
+                     "http://host:port/bucket/path/glob",
+                     url);
             return -EINVAL;
         }
         const char *host = url + (tls ? 8 : 7);
         const char *path = strchr(host, '/');
         size_t hn = path ? (size_t)(path - host) : strlen(host);
         if (strchr(url, '?') || strchr(url, '#')) {
-            snprintf(why, whylen, "the S3 URL '%.300s' has a query string or a fragment: "
-                     "s3() reads the current version of the objects; drop what follows '?'", url);
+            snprintf(why, whylen,
+                     "the S3 URL '%.300s' has a query string or a fragment: "
+                     "s3() reads the current version of the objects; drop what follows '?'",
+                     url);
             return -EINVAL;
         }
         if (!hn || hn >= sizeof(u->endpoint) - 9 || memchr(host, '@', hn)) {
@@ -147,8 +153,7 @@ int src__s3_url_parse(const char *url, src_s3_url *u, char *why, size_t whylen)
             rest = sl2 ? sl2 + 1 : "";
         }
         if (!pct_decode(rest, keyenc, sizeof(keyenc))) {
-            snprintf(why, whylen, "the S3 URL '%.300s' has a malformed %%-escape in its key",
-                     url);
+            snprintf(why, whylen, "the S3 URL '%.300s' has a malformed %%-escape in its key", url);
             return -EINVAL;
         }
         if (snprintf(s3url, sizeof(s3url), "s3://%s/%s", bucket, keyenc) >= (int)sizeof(s3url)) {

@@ -22,42 +22,65 @@ typedef enum { SYS_TABLES = 1, SYS_COLUMNS, SYS_PARTS, SYS_CLUSTERS } sys_kind;
 
 typedef struct sys_col {
     const char *name;
-    uint8_t kind;              /* EX_STRING, EX_UINT, EX_INT, EX_DATETIME */
+    uint8_t kind; /* EX_STRING, EX_UINT, EX_INT, EX_DATETIME */
     uint8_t bits;
 } sys_col;
 
 static const sys_col tables_cols[] = {
-    {"database", EX_STRING, 0}, {"name", EX_STRING, 0}, {"engine", EX_STRING, 0},
-    {"is_temporary", EX_UINT, 8}, {"metadata_modification_time", EX_DATETIME, 0},
-    {"create_table_query", EX_STRING, 0}, {"partition_key", EX_STRING, 0},
-    {"sorting_key", EX_STRING, 0}, {"primary_key", EX_STRING, 0},
-    {"total_rows", EX_UINT, 64}, {"total_bytes", EX_UINT, 64},
+    {"database", EX_STRING, 0},
+    {"name", EX_STRING, 0},
+    {"engine", EX_STRING, 0},
+    {"is_temporary", EX_UINT, 8},
+    {"metadata_modification_time", EX_DATETIME, 0},
+    {"create_table_query", EX_STRING, 0},
+    {"partition_key", EX_STRING, 0},
+    {"sorting_key", EX_STRING, 0},
+    {"primary_key", EX_STRING, 0},
+    {"total_rows", EX_UINT, 64},
+    {"total_bytes", EX_UINT, 64},
 };
 static const sys_col columns_cols[] = {
-    {"database", EX_STRING, 0}, {"table", EX_STRING, 0}, {"name", EX_STRING, 0},
-    {"type", EX_STRING, 0}, {"position", EX_UINT, 64}, {"default_kind", EX_STRING, 0},
-    {"default_expression", EX_STRING, 0}, {"comment", EX_STRING, 0},
-    {"is_in_partition_key", EX_UINT, 8}, {"is_in_sorting_key", EX_UINT, 8},
-    {"is_in_primary_key", EX_UINT, 8}, {"compression_codec", EX_STRING, 0},
+    {"database", EX_STRING, 0},
+    {"table", EX_STRING, 0},
+    {"name", EX_STRING, 0},
+    {"type", EX_STRING, 0},
+    {"position", EX_UINT, 64},
+    {"default_kind", EX_STRING, 0},
+    {"default_expression", EX_STRING, 0},
+    {"comment", EX_STRING, 0},
+    {"is_in_partition_key", EX_UINT, 8},
+    {"is_in_sorting_key", EX_UINT, 8},
+    {"is_in_primary_key", EX_UINT, 8},
+    {"compression_codec", EX_STRING, 0},
 };
 static const sys_col parts_cols[] = {
-    {"database", EX_STRING, 0}, {"table", EX_STRING, 0}, {"partition", EX_STRING, 0},
-    {"partition_id", EX_STRING, 0}, {"name", EX_STRING, 0}, {"active", EX_UINT, 8},
-    {"rows", EX_UINT, 64}, {"marks", EX_UINT, 64}, {"bytes_on_disk", EX_UINT, 64},
-    {"data_compressed_bytes", EX_UINT, 64}, {"data_uncompressed_bytes", EX_UINT, 64},
-    {"level", EX_UINT, 32}, {"min_block_number", EX_INT, 64},
-    {"max_block_number", EX_INT, 64}, {"modification_time", EX_DATETIME, 0},
+    {"database", EX_STRING, 0},
+    {"table", EX_STRING, 0},
+    {"partition", EX_STRING, 0},
+    {"partition_id", EX_STRING, 0},
+    {"name", EX_STRING, 0},
+    {"active", EX_UINT, 8},
+    {"rows", EX_UINT, 64},
+    {"marks", EX_UINT, 64},
+    {"bytes_on_disk", EX_UINT, 64},
+    {"data_compressed_bytes", EX_UINT, 64},
+    {"data_uncompressed_bytes", EX_UINT, 64},
+    {"level", EX_UINT, 32},
+    {"min_block_number", EX_INT, 64},
+    {"max_block_number", EX_INT, 64},
+    {"modification_time", EX_DATETIME, 0},
 };
 
 /* One row per member of each cluster this process knows (eng_cluster):
  * each member is a shard of one replica, as s3Cluster uses them. */
 static const sys_col clusters_cols[] = {
-    {"cluster", EX_STRING, 0}, {"shard_num", EX_UINT, 32}, {"shard_weight", EX_UINT, 32},
-    {"internal_replication", EX_UINT, 8}, {"replica_num", EX_UINT, 32},
-    {"host_name", EX_STRING, 0}, {"host_address", EX_STRING, 0}, {"port", EX_UINT, 16},
-    {"is_local", EX_UINT, 8}, {"user", EX_STRING, 0}, {"default_database", EX_STRING, 0},
-    {"errors_count", EX_UINT, 32}, {"slowdowns_count", EX_UINT, 32},
-    {"estimated_recovery_time", EX_UINT, 32},
+    {"cluster", EX_STRING, 0},          {"shard_num", EX_UINT, 32},
+    {"shard_weight", EX_UINT, 32},      {"internal_replication", EX_UINT, 8},
+    {"replica_num", EX_UINT, 32},       {"host_name", EX_STRING, 0},
+    {"host_address", EX_STRING, 0},     {"port", EX_UINT, 16},
+    {"is_local", EX_UINT, 8},           {"user", EX_STRING, 0},
+    {"default_database", EX_STRING, 0}, {"errors_count", EX_UINT, 32},
+    {"slowdowns_count", EX_UINT, 32},   {"estimated_recovery_time", EX_UINT, 32},
 };
 
 /* Rows being made: a column of strings or of integers each. */
@@ -157,7 +180,8 @@ static void key_text(const tb_schema *s, uint32_t n, char *buf, size_t cap)
     size_t o = 0;
     buf[0] = 0;
     for (uint32_t k = 0; k < n && o < cap; k++)
-        o += (size_t)snprintf(buf + o, cap - o, "%s%s", k ? ", " : "", s->cols[s->key_cols[k]].name);
+        o +=
+            (size_t)snprintf(buf + o, cap - o, "%s%s", k ? ", " : "", s->cols[s->key_cols[k]].name);
 }
 
 typedef struct fill_arg {
@@ -230,8 +254,10 @@ static int fill_table(const char *db, const char *name, void *arg)
                 size_t l = strlen(nm);
                 for (const char *q = strstr(p, nm); q && !part; q = strstr(q + 1, nm)) {
                     char b = q > p ? q[-1] : ' ', a = q[l];
-                    part = !(b == '_' || (b >= '0' && b <= '9') || ((b | 32) >= 'a' && (b | 32) <= 'z')) &&
-                           !(a == '_' || (a >= '0' && a <= '9') || ((a | 32) >= 'a' && (a | 32) <= 'z'));
+                    part = !(b == '_' || (b >= '0' && b <= '9') ||
+                             ((b | 32) >= 'a' && (b | 32) <= 'z')) &&
+                           !(a == '_' || (a >= '0' && a <= '9') ||
+                             ((a | 32) >= 'a' && (a | 32) <= 'z'));
                 }
             }
             char codec[300];
@@ -260,7 +286,9 @@ static int fill_table(const char *db, const char *name, void *arg)
                 set_s(r, 4, p->name);
                 set_i(r, 5, !pass);
                 set_i(r, 6, (int64_t)p->rows);
-                uint64_t g = ts->index_granularity ? (p->rows + ts->index_granularity - 1) / ts->index_granularity : 0;
+                uint64_t g = ts->index_granularity
+                                 ? (p->rows + ts->index_granularity - 1) / ts->index_granularity
+                                 : 0;
                 set_i(r, 7, (int64_t)(p->granules ? p->granules : g));
                 set_i(r, 8, (int64_t)p->bytes);
                 set_i(r, 9, (int64_t)p->compressed_bytes);
@@ -295,7 +323,8 @@ static int fill_clusters(src_sys *s, char *err, size_t errlen)
                 mb++;
                 hl -= 2;
             }
-            snprintf(host, sizeof(host), "%.*s", (int)(hl < sizeof(host) ? hl : sizeof(host) - 1), mb);
+            snprintf(host, sizeof(host), "%.*s", (int)(hl < sizeof(host) ? hl : sizeof(host) - 1),
+                     mb);
             set_s(r, 0, cl->name);
             set_i(r, 1, m + 1);
             set_i(r, 2, 1);
@@ -402,8 +431,8 @@ static const eng_source_ops sys_ops = {
     .destroy = sys_destroy,
 };
 
-int src__system_open(const eng_table_ref *t, const eng_scan_env *env, eng_source **out,
-                     char *err, size_t errlen)
+int src__system_open(const eng_table_ref *t, const eng_scan_env *env, eng_source **out, char *err,
+                     size_t errlen)
 {
     *out = NULL;
     sys_kind kind = !strcasecmp(t->name, "tables")     ? SYS_TABLES
@@ -412,16 +441,18 @@ int src__system_open(const eng_table_ref *t, const eng_scan_env *env, eng_source
                     : !strcasecmp(t->name, "clusters") ? SYS_CLUSTERS
                                                        : 0;
     if (!kind) {
-        snprintf(err, errlen, "line %d, column %d: table system.%s does not exist here "
-                              "(UNKNOWN_TABLE): the system tables are system.tables, "
-                              "system.columns, system.parts and system.clusters",
+        snprintf(err, errlen,
+                 "line %d, column %d: table system.%s does not exist here "
+                 "(UNKNOWN_TABLE): the system tables are system.tables, "
+                 "system.columns, system.parts and system.clusters",
                  t->line, t->col, t->name);
         return -ENOENT;
     }
     if (!env->wh && kind != SYS_CLUSTERS) {
-        snprintf(err, errlen, "line %d, column %d: system.%s lists the warehouse's tables, and "
-                              "none is configured: pass --warehouse s3://bucket/prefix/ (or "
-                              "set RINGCACHE_WAREHOUSE)",
+        snprintf(err, errlen,
+                 "line %d, column %d: system.%s lists the warehouse's tables, and "
+                 "none is configured: pass --warehouse s3://bucket/prefix/ (or "
+                 "set RINGCACHE_WAREHOUSE)",
                  t->line, t->col, t->name);
         return -EINVAL;
     }

@@ -30,18 +30,18 @@
 #include <string.h>
 
 #define UNIT_GRANULES 16
-#define BATCH_ROWS 65536
+#define BATCH_ROWS    65536
 
 typedef struct tpart {
     const tb_part *p;
     rs_source *src;
     tp_reader *rd;
-    uint32_t *colmap;          /* scan slot -> part column */
+    uint32_t *colmap; /* scan slot -> part column */
 } tpart;
 
 typedef struct tunit {
-    uint32_t part;             /* FINAL: the first part of the partition */
-    uint32_t g0, g1;           /* FINAL: g0 = number of parts */
+    uint32_t part;   /* FINAL: the first part of the partition */
+    uint32_t g0, g1; /* FINAL: g0 = number of parts */
 } tunit;
 
 typedef struct src_table {
@@ -66,8 +66,8 @@ static int open_part(src_table *s, tpart *tp, char *err, size_t errlen)
 {
     int rc;
     if (s->env.open_s3)
-        rc = tb_part_open_via(s->t, tp->p->name, s->env.open_s3, s->env.s3_impl, &tp->src,
-                              &tp->rd, err, errlen);
+        rc = tb_part_open_via(s->t, tp->p->name, s->env.open_s3, s->env.s3_impl, &tp->src, &tp->rd,
+                              err, errlen);
     else
         rc = tb_part_open(s->t, tp->p->name, &tp->src, &tp->rd, err, errlen);
     if (rc < 0)
@@ -178,9 +178,9 @@ static bool put_value(cb_column *c, uint32_t row, const ex_type *ct, int64_t i, 
     if (ct->kind == EX_STRING && (colt->kind == EX_DATE || colt->kind == EX_DATETIME)) {
         /* a date or time written as a string */
         int seen;
-        if (colt->kind == EX_DATE ? !ex_parse_date((const char *)sp, len, &i)
-                                  : !ex_parse_datetime((const char *)sp, len, colt->scale, &i,
-                                                       &seen))
+        if (colt->kind == EX_DATE
+                ? !ex_parse_date((const char *)sp, len, &i)
+                : !ex_parse_datetime((const char *)sp, len, colt->scale, &i, &seen))
             return false;
         tt = *colt;
         ct = &tt;
@@ -205,13 +205,55 @@ static bool put_value(cb_column *c, uint32_t row, const ex_type *ct, int64_t i, 
         return false;
     uint8_t *p = (uint8_t *)c->values + (size_t)row * w;
     switch (ti->type) {
-    case CB_BOOL: case CB_UINT8: if ((uint64_t)i > 255) return false; *p = (uint8_t)i; return true;
-    case CB_INT8: if (i < -128 || i > 127) return false; *(int8_t *)p = (int8_t)i; return true;
-    case CB_INT16: if (i < -32768 || i > 32767) return false; { int16_t x = (int16_t)i; memcpy(p, &x, 2); } return true;
-    case CB_UINT16: if (i < 0 || i > 65535) return false; { uint16_t x = (uint16_t)i; memcpy(p, &x, 2); } return true;
-    case CB_INT32: case CB_DATE: if (i < INT32_MIN || i > INT32_MAX) return false; { int32_t x = (int32_t)i; memcpy(p, &x, 4); } return true;
-    case CB_UINT32: if (i < 0 || i > (int64_t)UINT32_MAX) return false; { uint32_t x = (uint32_t)i; memcpy(p, &x, 4); } return true;
-    case CB_UINT64: if (ct->kind == EX_INT && i < 0) return false; memcpy(p, &i, 8); return true;
+    case CB_BOOL:
+    case CB_UINT8:
+        if ((uint64_t)i > 255)
+            return false;
+        *p = (uint8_t)i;
+        return true;
+    case CB_INT8:
+        if (i < -128 || i > 127)
+            return false;
+        *(int8_t *)p = (int8_t)i;
+        return true;
+    case CB_INT16:
+        if (i < -32768 || i > 32767)
+            return false;
+        {
+            int16_t x = (int16_t)i;
+            memcpy(p, &x, 2);
+        }
+        return true;
+    case CB_UINT16:
+        if (i < 0 || i > 65535)
+            return false;
+        {
+            uint16_t x = (uint16_t)i;
+            memcpy(p, &x, 2);
+        }
+        return true;
+    case CB_INT32:
+    case CB_DATE:
+        if (i < INT32_MIN || i > INT32_MAX)
+            return false;
+        {
+            int32_t x = (int32_t)i;
+            memcpy(p, &x, 4);
+        }
+        return true;
+    case CB_UINT32:
+        if (i < 0 || i > (int64_t)UINT32_MAX)
+            return false;
+        {
+            uint32_t x = (uint32_t)i;
+            memcpy(p, &x, 4);
+        }
+        return true;
+    case CB_UINT64:
+        if (ct->kind == EX_INT && i < 0)
+            return false;
+        memcpy(p, &i, 8);
+        return true;
     default: memcpy(p, &i, 8); return true;
     }
 }
@@ -247,19 +289,22 @@ static const tp_cond *to_cond(carena *a, const src_table *s, const int *keypos, 
         c->n_kids = nk;
         return c;
     }
-    static const tp_cond_op ops[] = {[F_EQ] = TP_COND_EQ, [F_LT] = TP_COND_LT,
-                                     [F_LE] = TP_COND_LE, [F_GT] = TP_COND_GT,
+    static const tp_cond_op ops[] = {[F_EQ] = TP_COND_EQ,
+                                     [F_LT] = TP_COND_LT,
+                                     [F_LE] = TP_COND_LE,
+                                     [F_GT] = TP_COND_GT,
                                      [F_GE] = TP_COND_GE};
-    static const tp_cond_op flip[] = {[TP_COND_EQ] = TP_COND_EQ, [TP_COND_LT] = TP_COND_GT,
-                                      [TP_COND_LE] = TP_COND_GE, [TP_COND_GT] = TP_COND_LT,
+    static const tp_cond_op flip[] = {[TP_COND_EQ] = TP_COND_EQ,
+                                      [TP_COND_LT] = TP_COND_GT,
+                                      [TP_COND_LE] = TP_COND_GE,
+                                      [TP_COND_GT] = TP_COND_LT,
                                       [TP_COND_GE] = TP_COND_LE};
     const bx *col = NULL, *k = NULL;
     tp_cond_op op;
     if (e->fn == F_IN && !e->negated && e->a[0]->op == BX_COL) {
         col = e->a[0];
         op = TP_COND_IN;
-    } else if (e->fn == F_EQ || e->fn == F_LT || e->fn == F_LE || e->fn == F_GT ||
-               e->fn == F_GE) {
+    } else if (e->fn == F_EQ || e->fn == F_LT || e->fn == F_LE || e->fn == F_GT || e->fn == F_GE) {
         if (e->a[0]->op == BX_COL && e->a[1]->op == BX_CONST) {
             col = e->a[0];
             k = e->a[1];
@@ -496,16 +541,23 @@ static int read_final(src_table *s, const tunit *u, eng_scan_fn fn, void *arg, c
     for (uint32_t i = 0; i < u->g0; i++)
         in[i] = s->parts[u->part + i].rd;
     const tp_part_meta *m = tp_reader_meta(in[0]);
-    tp_writer_opts wo = {.part_name = s->parts[u->part].p->partition, .cols = m->cols,
-                         .n_cols = m->n_cols, .key_cols = m->key_cols, .n_key = m->n_key,
-                         .index_granularity = m->granularity, .input_sorted = true};
+    tp_writer_opts wo = {.part_name = s->parts[u->part].p->partition,
+                         .cols = m->cols,
+                         .n_cols = m->n_cols,
+                         .key_cols = m->key_cols,
+                         .n_key = m->n_key,
+                         .index_granularity = m->granularity,
+                         .input_sorted = true};
     tp_writer *w = NULL;
     void *buf = NULL;
     size_t len = 0;
     int rc = tp_writer_create(&w, &wo, err, errlen);
     if (rc == 0) {
-        tm_merge_opts mo = {.inputs = in, .n_inputs = u->g0, .replacing = true,
-                            .version_col = s->snap->schema.version_col, .out = w};
+        tm_merge_opts mo = {.inputs = in,
+                            .n_inputs = u->g0,
+                            .replacing = true,
+                            .version_col = s->snap->schema.version_col,
+                            .out = w};
         rc = tm_merge(&mo, NULL, err, errlen);
     }
     if (rc == 0)
@@ -545,8 +597,8 @@ static int read_final(src_table *s, const tunit *u, eng_scan_fn fn, void *arg, c
     return rc;
 }
 
-static int table_read(eng_source *b, eng_reader *r, int ui, eng_scan_fn fn, void *arg,
-                      char *err, size_t errlen)
+static int table_read(eng_source *b, eng_reader *r, int ui, eng_scan_fn fn, void *arg, char *err,
+                      size_t errlen)
 {
     (void)r;
     src_table *s = (src_table *)b;
@@ -629,14 +681,15 @@ static const eng_source_ops table_ops = {
     .destroy = table_destroy,
 };
 
-int src__table_open(const eng_table_ref *ref, const eng_scan_env *env, eng_source **out,
-                    char *err, size_t errlen)
+int src__table_open(const eng_table_ref *ref, const eng_scan_env *env, eng_source **out, char *err,
+                    size_t errlen)
 {
     *out = NULL;
     if (!env->wh) {
-        snprintf(err, errlen, "line %d, column %d: table %s: no warehouse is configured: pass "
-                              "--warehouse s3://bucket/prefix/ (or set RINGCACHE_WAREHOUSE), or "
-                              "read files with s3('s3://bucket/glob') or file('path/glob')",
+        snprintf(err, errlen,
+                 "line %d, column %d: table %s: no warehouse is configured: pass "
+                 "--warehouse s3://bucket/prefix/ (or set RINGCACHE_WAREHOUSE), or "
+                 "read files with s3('s3://bucket/glob') or file('path/glob')",
                  ref->line, ref->col, ref->name);
         return -EINVAL;
     }

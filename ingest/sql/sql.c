@@ -24,12 +24,19 @@
 #define SQL_MAX_DEPTH 200
 
 typedef enum tok_kind {
-    T_EOF = 0, T_IDENT, T_QIDENT, T_INT, T_FLOAT, T_STRING, T_OP, T_ERR,
+    T_EOF = 0,
+    T_IDENT,
+    T_QIDENT,
+    T_INT,
+    T_FLOAT,
+    T_STRING,
+    T_OP,
+    T_ERR,
 } tok_kind;
 
 typedef struct tok {
     tok_kind kind;
-    const char *p;      /* start in the text */
+    const char *p; /* start in the text */
     size_t len;
     int line, col;
 } tok;
@@ -37,12 +44,12 @@ typedef struct tok {
 typedef struct parser {
     const char *text;
     size_t len, pos;
-    int line, col;      /* of pos */
+    int line, col; /* of pos */
     tok cur;
     char *err;
     size_t errlen;
     int depth;
-    int rc;             /* first error */
+    int rc; /* first error */
 } parser;
 
 /* ---- lexer ---------------------------------------------------------------- */
@@ -146,8 +153,8 @@ static void next(parser *ps)
             }
         }
         if (peekc(ps, 0) >= 0 && (isalpha(peekc(ps, 0)) || peekc(ps, 0) == '_')) {
-            fail(ps, t.line, t.col, "malformed number '%.*s%c'",
-                 (int)(ps->pos - start), ps->text + start, peekc(ps, 0));
+            fail(ps, t.line, t.col, "malformed number '%.*s%c'", (int)(ps->pos - start),
+                 ps->text + start, peekc(ps, 0));
             t.kind = T_ERR;
         }
     } else if (c == '\'' || c == '`' || c == '"') {
@@ -409,19 +416,30 @@ bool sql_node_equal(const sql_node *a, const sql_node *b)
 {
     if (!a || !b)
         return a == b;
-    if (a->kind != b->kind || a->op != b->op || a->nargs != b->nargs ||
-        a->nparams != b->nparams || a->negated != b->negated || a->has_operand != b->has_operand ||
-        a->has_else != b->has_else)
+    if (a->kind != b->kind || a->op != b->op || a->nargs != b->nargs || a->nparams != b->nparams ||
+        a->negated != b->negated || a->has_operand != b->has_operand || a->has_else != b->has_else)
         return false;
     switch (a->kind) {
-    case SQL_INT: if (a->u != b->u) return false; break;
-    case SQL_FLOAT: if (a->d != b->d) return false; break;
-    case SQL_BOOL: if (a->i != b->i) return false; break;
+    case SQL_INT:
+        if (a->u != b->u)
+            return false;
+        break;
+    case SQL_FLOAT:
+        if (a->d != b->d)
+            return false;
+        break;
+    case SQL_BOOL:
+        if (a->i != b->i)
+            return false;
+        break;
     case SQL_FUNC:
         if (strcasecmp(a->s, b->s) != 0 || a->win != b->win)
             return false;
         break;
-    case SQL_STRING: case SQL_COLUMN: case SQL_CAST: case SQL_COLUMNS:
+    case SQL_STRING:
+    case SQL_COLUMN:
+    case SQL_CAST:
+    case SQL_COLUMNS:
         if (a->slen != b->slen || memcmp(a->s, b->s, a->slen) != 0)
             return false;
         break;
@@ -495,8 +513,10 @@ static bool parse_call(parser *ps, sql_node *n)
     n->args = NULL;
     n->nargs = 0;
     if (accept_kw(ps, "DISTINCT")) {
-        fail(ps, line, col, "DISTINCT in the arguments of the parametric %s is not supported: "
-                            "use %sDistinct(params)(args)", n->s, n->s);
+        fail(ps, line, col,
+             "DISTINCT in the arguments of the parametric %s is not supported: "
+             "use %sDistinct(params)(args)",
+             n->s, n->s);
         return false;
     }
     if (!is_op(&ps->cur, ")")) {
@@ -508,8 +528,8 @@ static bool parse_call(parser *ps, sql_node *n)
     if (!expect_op(ps, ")"))
         return false;
     if (is_op(&ps->cur, "(")) {
-        fail(ps, ps->cur.line, ps->cur.col,
-             "%s has two lists of parameters: write f(params)(args)", n->s);
+        fail(ps, ps->cur.line, ps->cur.col, "%s has two lists of parameters: write f(params)(args)",
+             n->s);
         return false;
     }
     return true;
@@ -601,10 +621,10 @@ static sql_node *parse_interval(parser *ps)
     sql_node *amount = parse_unary(ps);
     if (!amount)
         return NULL;
-    static const char *const units[] = {"SECOND", "MINUTE", "HOUR", "DAY", "WEEK", "MONTH",
-                                        "QUARTER", "YEAR"};
-    static const char *const names[] = {"Second", "Minute", "Hour", "Day", "Week", "Month",
-                                        "Quarter", "Year"};
+    static const char *const units[] = {"SECOND", "MINUTE", "HOUR",    "DAY",
+                                        "WEEK",   "MONTH",  "QUARTER", "YEAR"};
+    static const char *const names[] = {"Second", "Minute", "Hour",    "Day",
+                                        "Week",   "Month",  "Quarter", "Year"};
     int u = -1;
     for (int i = 0; i < 8 && u < 0; i++) {
         size_t ul = strlen(units[i]);
@@ -952,7 +972,7 @@ static sql_node *parse_unary(parser *ps)
         } else if (e->kind == SQL_INT && e->u <= (uint64_t)INT64_MAX + 1) {
             e->i = (int64_t)(0 - e->u);
             e->u = (uint64_t)e->i;
-            e->negated = true;  /* a negative literal */
+            e->negated = true; /* a negative literal */
             e->line = t.line;
             e->col = t.col;
             r = e;
@@ -1056,9 +1076,12 @@ static sql_node *parse_cmp(parser *ps)
     sql_node *l = parse_concat(ps);
     while (l && !ps->rc) {
         tok t = ps->cur;
-        static const struct { const char *s; sql_op op; } cmps[] = {
+        static const struct {
+            const char *s;
+            sql_op op;
+        } cmps[] = {
             {"=", SQL_OP_EQ}, {"==", SQL_OP_EQ}, {"!=", SQL_OP_NE}, {"<>", SQL_OP_NE},
-            {"<", SQL_OP_LT}, {"<=", SQL_OP_LE}, {">", SQL_OP_GT}, {">=", SQL_OP_GE},
+            {"<", SQL_OP_LT}, {"<=", SQL_OP_LE}, {">", SQL_OP_GT},  {">=", SQL_OP_GE},
         };
         sql_op op = SQL_OP_NONE;
         for (size_t i = 0; i < sizeof(cmps) / sizeof(cmps[0]); i++)
@@ -1091,8 +1114,8 @@ static sql_node *parse_cmp(parser *ps)
             /* NOT LIKE / NOT ILIKE / NOT IN / NOT BETWEEN */
             parser save = *ps;
             next(ps);
-            if (!is_kw(&ps->cur, "LIKE") && !is_kw(&ps->cur, "ILIKE") &&
-                !is_kw(&ps->cur, "IN") && !is_kw(&ps->cur, "BETWEEN")) {
+            if (!is_kw(&ps->cur, "LIKE") && !is_kw(&ps->cur, "ILIKE") && !is_kw(&ps->cur, "IN") &&
+                !is_kw(&ps->cur, "BETWEEN")) {
                 *ps = save;
                 return l;
             }
@@ -1279,9 +1302,8 @@ static bool grow(parser *ps, void **arr, int n, size_t size)
 
 static bool is_clause_kw(const tok *t)
 {
-    static const char *kws[] = {"FROM", "WHERE", "GROUP", "HAVING", "ORDER", "LIMIT",
-                                "SETTINGS", "FORMAT", "OFFSET", "UNION", "ASC", "DESC",
-                                "INTO"};
+    static const char *kws[] = {"FROM",   "WHERE",  "GROUP", "HAVING", "ORDER", "LIMIT", "SETTINGS",
+                                "FORMAT", "OFFSET", "UNION", "ASC",    "DESC",  "INTO"};
     for (size_t i = 0; i < sizeof(kws) / sizeof(kws[0]); i++)
         if (is_kw(t, kws[i]))
             return true;
@@ -1665,8 +1687,9 @@ int sql_parse(const char *text, size_t len, sql_stmt **out, char *err, size_t er
         return n;
     if (n != 1) {
         if (err && errlen)
-            snprintf(err, errlen, n == 0 ? "line 1, column 1: the query is empty"
-                                         : "line 1, column 1: expected one statement, found %d",
+            snprintf(err, errlen,
+                     n == 0 ? "line 1, column 1: the query is empty"
+                            : "line 1, column 1: expected one statement, found %d",
                      n);
         sql_script_free(&arr, n);
         return -EINVAL;
@@ -1811,7 +1834,8 @@ static void name_rec(const sql_node *n, sbuf *b, int depth)
             return;
         }
         break;
-    case SQL_UNARY: case SQL_BINARY: sb_str(b, op_fn(n->op)); break;
+    case SQL_UNARY:
+    case SQL_BINARY: sb_str(b, op_fn(n->op)); break;
     case SQL_IN: sb_str(b, n->negated ? "notIn" : "in"); break;
     case SQL_LIKE:
         sb_str(b, n->op == SQL_OP_LIKE ? (n->negated ? "notLike" : "like")
@@ -1957,8 +1981,9 @@ static bool parse_into_outfile(parser *ps, sql_stmt *s)
     else if (accept_kw(ps, "TRUNCATE"))
         s->outfile_mode = SQL_OUTFILE_TRUNCATE;
     if (is_kw(&ps->cur, "COMPRESSION")) {
-        fail(ps, ps->cur.line, ps->cur.col, "INTO OUTFILE ... COMPRESSION is not supported: "
-                                            "write the file plain and compress it afterwards");
+        fail(ps, ps->cur.line, ps->cur.col,
+             "INTO OUTFILE ... COMPRESSION is not supported: "
+             "write the file plain and compress it afterwards");
         return false;
     }
     return true;
@@ -2508,7 +2533,6 @@ static void table_stmt_free(sql_stmt *s)
     }
 }
 
-
 /* ---- composition: subqueries, WITH, JOIN, UNION ALL, EXPLAIN ---------------- */
 
 /* Whether t begins a query inside parentheses: (SELECT ...) or (WITH ...). */
@@ -2520,8 +2544,8 @@ static bool starts_query(const tok *t)
 /* Words that end a FROM item where an alias could stand. */
 static bool is_join_kw(const tok *t)
 {
-    static const char *kws[] = {"JOIN", "INNER", "LEFT", "RIGHT", "FULL", "CROSS", "ANY",
-                                "ALL", "ON", "USING", "OUTER", "SEMI", "ANTI", "ASOF",
+    static const char *kws[] = {"JOIN",   "INNER", "LEFT",  "RIGHT",  "FULL",    "CROSS",   "ANY",
+                                "ALL",    "ON",    "USING", "OUTER",  "SEMI",    "ANTI",    "ASOF",
                                 "GLOBAL", "ARRAY", "PASTE", "WINDOW", "QUALIFY", "PREWHERE"};
     for (size_t i = 0; i < sizeof(kws) / sizeof(kws[0]); i++)
         if (is_kw(t, kws[i]))
@@ -2717,7 +2741,8 @@ static bool parse_join(parser *ps, sql_stmt *s)
                     if (is_kw(&ps->cur, un[i])) {
                         fail(ps, ps->cur.line, ps->cur.col,
                              "%s JOIN is not supported: write [ANY|ALL] [INNER|LEFT|RIGHT|FULL] "
-                             "JOIN or CROSS JOIN", un[i]);
+                             "JOIN or CROSS JOIN",
+                             un[i]);
                         return false;
                     }
             }
@@ -2782,13 +2807,15 @@ static bool parse_union(parser *ps, sql_stmt *s)
     tok t = ps->cur;
     next(ps); /* UNION */
     if (accept_kw(ps, "DISTINCT")) {
-        fail(ps, t.line, t.col, "UNION DISTINCT is not supported: write UNION ALL and GROUP BY "
-                                "the columns of the outer query");
+        fail(ps, t.line, t.col,
+             "UNION DISTINCT is not supported: write UNION ALL and GROUP BY "
+             "the columns of the outer query");
         return false;
     }
     if (!accept_kw(ps, "ALL")) {
-        fail(ps, t.line, t.col, "write UNION ALL (UNION alone is ambiguous, as ClickHouse's "
-                                "union_default_mode leaves it)");
+        fail(ps, t.line, t.col,
+             "write UNION ALL (UNION alone is ambiguous, as ClickHouse's "
+             "union_default_mode leaves it)");
         return false;
     }
     if (!is_kw(&ps->cur, "SELECT") && !is_kw(&ps->cur, "WITH")) {
@@ -2992,8 +3019,8 @@ static bool parse_over(parser *ps, sql_node *fn)
         }
         if (w->start == SQL_FB_UNBOUNDED_FOLLOWING || w->end == SQL_FB_UNBOUNDED_PRECEDING ||
             (w->start == SQL_FB_CURRENT && w->end == SQL_FB_PRECEDING) ||
-            (w->start == SQL_FB_FOLLOWING && (w->end == SQL_FB_PRECEDING ||
-                                              w->end == SQL_FB_CURRENT))) {
+            (w->start == SQL_FB_FOLLOWING &&
+             (w->end == SQL_FB_PRECEDING || w->end == SQL_FB_CURRENT))) {
             fail(ps, over.line, over.col, "the window frame ends before it starts");
             return false;
         }
@@ -3039,13 +3066,15 @@ static void db_str(dbuf *b, const char *s)
 static void db_ident(dbuf *b, const char *s)
 {
     static const char *kws[] = {
-        "SELECT", "FROM", "WHERE", "GROUP", "HAVING", "ORDER", "LIMIT", "SETTINGS", "FORMAT",
-        "OFFSET", "UNION", "ASC", "DESC", "JOIN", "INNER", "LEFT", "RIGHT", "FULL", "CROSS",
-        "ANY", "ALL", "ON", "USING", "OUTER", "SEMI", "ANTI", "ASOF", "GLOBAL", "ARRAY", "PASTE",
-        "WINDOW", "QUALIFY", "PREWHERE", "AND", "OR", "NOT", "IN", "IS", "NULL", "LIKE", "ILIKE",
-        "BETWEEN", "CASE", "WHEN", "THEN", "ELSE", "END", "AS", "TRUE", "FALSE", "CAST", "OVER",
-        "WITH", "DISTINCT", "EXPLAIN", "FINAL", "BY", "NULLS", "ROWS", "RANGE", "DESCENDING",
-        "ASCENDING", "INTERVAL", "FIRST", "LAST"};
+        "SELECT",   "FROM",    "WHERE", "GROUP",  "HAVING",     "ORDER",     "LIMIT",    "SETTINGS",
+        "FORMAT",   "OFFSET",  "UNION", "ASC",    "DESC",       "JOIN",      "INNER",    "LEFT",
+        "RIGHT",    "FULL",    "CROSS", "ANY",    "ALL",        "ON",        "USING",    "OUTER",
+        "SEMI",     "ANTI",    "ASOF",  "GLOBAL", "ARRAY",      "PASTE",     "WINDOW",   "QUALIFY",
+        "PREWHERE", "AND",     "OR",    "NOT",    "IN",         "IS",        "NULL",     "LIKE",
+        "ILIKE",    "BETWEEN", "CASE",  "WHEN",   "THEN",       "ELSE",      "END",      "AS",
+        "TRUE",     "FALSE",   "CAST",  "OVER",   "WITH",       "DISTINCT",  "EXPLAIN",  "FINAL",
+        "BY",       "NULLS",   "ROWS",  "RANGE",  "DESCENDING", "ASCENDING", "INTERVAL", "FIRST",
+        "LAST"};
     bool plain = s[0] && (isalpha((unsigned char)s[0]) || s[0] == '_');
     for (const char *c = s; plain && *c; c++)
         plain = isalnum((unsigned char)*c) || *c == '_';
@@ -3194,7 +3223,8 @@ static void expr_text(dbuf *b, const sql_node *n, int depth)
                 order_text(b, w->order, w->n_order, depth + 1);
             }
             if (w->has_frame) {
-                static const char *fb[] = {"", "UNBOUNDED PRECEDING", "PRECEDING", "CURRENT ROW",
+                static const char *fb[] = {"",          "UNBOUNDED PRECEDING",
+                                           "PRECEDING", "CURRENT ROW",
                                            "FOLLOWING", "UNBOUNDED FOLLOWING"};
                 db_str(b, w->n_partition || w->n_order ? " ROWS BETWEEN " : "ROWS BETWEEN ");
                 for (int e = 0; e < 2; e++) {

@@ -35,33 +35,47 @@
 #define SQL_MSG_MAX 512
 
 typedef enum sql_kind {
-    SQL_NULL = 1,   /* NULL literal */
-    SQL_INT,        /* integer literal: u (magnitude fits uint64); i when <= INT64_MAX */
-    SQL_FLOAT,      /* d */
-    SQL_STRING,     /* s (unescaped, may hold NUL: slen) */
-    SQL_BOOL,       /* true/false: i */
-    SQL_COLUMN,     /* s: name */
-    SQL_STAR,       /* * (in count(*) or SELECT *) */
-    SQL_FUNC,       /* s: name as written; args */
-    SQL_UNARY,      /* op: SQL_OP_NEG / SQL_OP_NOT; args[0] */
-    SQL_BINARY,     /* op; args[0], args[1] */
-    SQL_IN,         /* args[0] IN (args[1..]); negated */
-    SQL_LIKE,       /* args[0] LIKE args[1]; negated, op SQL_OP_LIKE/ILIKE */
-    SQL_IS_NULL,    /* args[0] IS [NOT] NULL; negated */
-    SQL_CASE,       /* args: [operand] (when, then)* [else]; has_operand, has_else */
-    SQL_CAST,       /* args[0]; s: type name as written */
-    SQL_BETWEEN,    /* args[0] [NOT] BETWEEN args[1] AND args[2] */
-    SQL_SUBQUERY,   /* sub: (SELECT ...) as a scalar, or the list of IN (SELECT ...) */
-    SQL_COLUMNS,    /* COLUMNS('regex') in the SELECT list: s the regex */
-    SQL_ARRAY,      /* [a, b, ...]: args */
+    SQL_NULL = 1, /* NULL literal */
+    SQL_INT,      /* integer literal: u (magnitude fits uint64); i when <= INT64_MAX */
+    SQL_FLOAT,    /* d */
+    SQL_STRING,   /* s (unescaped, may hold NUL: slen) */
+    SQL_BOOL,     /* true/false: i */
+    SQL_COLUMN,   /* s: name */
+    SQL_STAR,     /* * (in count(*) or SELECT *) */
+    SQL_FUNC,     /* s: name as written; args */
+    SQL_UNARY,    /* op: SQL_OP_NEG / SQL_OP_NOT; args[0] */
+    SQL_BINARY,   /* op; args[0], args[1] */
+    SQL_IN,       /* args[0] IN (args[1..]); negated */
+    SQL_LIKE,     /* args[0] LIKE args[1]; negated, op SQL_OP_LIKE/ILIKE */
+    SQL_IS_NULL,  /* args[0] IS [NOT] NULL; negated */
+    SQL_CASE,     /* args: [operand] (when, then)* [else]; has_operand, has_else */
+    SQL_CAST,     /* args[0]; s: type name as written */
+    SQL_BETWEEN,  /* args[0] [NOT] BETWEEN args[1] AND args[2] */
+    SQL_SUBQUERY, /* sub: (SELECT ...) as a scalar, or the list of IN (SELECT ...) */
+    SQL_COLUMNS,  /* COLUMNS('regex') in the SELECT list: s the regex */
+    SQL_ARRAY,    /* [a, b, ...]: args */
 } sql_kind;
 
 typedef enum sql_op {
     SQL_OP_NONE = 0,
-    SQL_OP_ADD, SQL_OP_SUB, SQL_OP_MUL, SQL_OP_DIV, SQL_OP_MOD,
-    SQL_OP_EQ, SQL_OP_NE, SQL_OP_LT, SQL_OP_LE, SQL_OP_GT, SQL_OP_GE,
-    SQL_OP_AND, SQL_OP_OR, SQL_OP_NOT, SQL_OP_NEG, SQL_OP_CONCAT,
-    SQL_OP_LIKE, SQL_OP_ILIKE,
+    SQL_OP_ADD,
+    SQL_OP_SUB,
+    SQL_OP_MUL,
+    SQL_OP_DIV,
+    SQL_OP_MOD,
+    SQL_OP_EQ,
+    SQL_OP_NE,
+    SQL_OP_LT,
+    SQL_OP_LE,
+    SQL_OP_GT,
+    SQL_OP_GE,
+    SQL_OP_AND,
+    SQL_OP_OR,
+    SQL_OP_NOT,
+    SQL_OP_NEG,
+    SQL_OP_CONCAT,
+    SQL_OP_LIKE,
+    SQL_OP_ILIKE,
 } sql_op;
 
 typedef struct sql_node sql_node;
@@ -91,7 +105,7 @@ struct sql_node {
 typedef struct sql_select_item sql_select_item;
 struct sql_select_item {
     sql_node *expr;
-    char *alias;            /* NULL when none */
+    char *alias; /* NULL when none */
     /* * or COLUMNS('re') EXCEPT (a, b) REPLACE (expr AS c, ...) */
     char **except;
     int n_except;
@@ -102,12 +116,15 @@ struct sql_select_item {
 typedef struct sql_order_item {
     sql_node *expr;
     bool desc;
-    int nulls;              /* 0 default (last), 1 first, 2 last */
+    int nulls; /* 0 default (last), 1 first, 2 last */
 } sql_order_item;
 
 /* A window frame's bound: ROWS BETWEEN <start> AND <end>. */
 typedef enum sql_frame_bound {
-    SQL_FB_UNBOUNDED_PRECEDING = 1, SQL_FB_PRECEDING, SQL_FB_CURRENT, SQL_FB_FOLLOWING,
+    SQL_FB_UNBOUNDED_PRECEDING = 1,
+    SQL_FB_PRECEDING,
+    SQL_FB_CURRENT,
+    SQL_FB_FOLLOWING,
     SQL_FB_UNBOUNDED_FOLLOWING,
 } sql_frame_bound;
 
@@ -121,13 +138,13 @@ typedef struct sql_window {
     int n_order;
     bool has_frame;
     sql_frame_bound start, end;
-    int64_t start_n, end_n;     /* n PRECEDING / n FOLLOWING */
-    int line, col;              /* OVER */
+    int64_t start_n, end_n; /* n PRECEDING / n FOLLOWING */
+    int line, col;          /* OVER */
 } sql_window;
 
 typedef struct sql_setting {
     char *name;
-    sql_node *value;        /* a literal */
+    sql_node *value; /* a literal */
     int line, col;
 } sql_setting;
 
@@ -158,8 +175,8 @@ typedef struct sql_column_def {
 typedef struct sql_table_def {
     sql_column_def *cols;
     int n_cols;
-    char *engine;               /* "MergeTree", "ReplacingMergeTree", ... as written */
-    char *engine_arg;           /* ReplacingMergeTree(ver): "ver"; NULL when none */
+    char *engine;     /* "MergeTree", "ReplacingMergeTree", ... as written */
+    char *engine_arg; /* ReplacingMergeTree(ver): "ver"; NULL when none */
     int engine_line, engine_col;
     char **order_by;
     int n_order_by;
@@ -169,20 +186,20 @@ typedef struct sql_table_def {
     bool has_primary_key;
     sql_node *partition_by;
     char *partition_text;
-    sql_setting *settings;      /* the table's SETTINGS */
+    sql_setting *settings; /* the table's SETTINGS */
     int n_settings;
     struct sql_stmt *as_select; /* CREATE TABLE ... AS SELECT, or NULL */
 } sql_table_def;
 
 /* INSERT INTO t [(cols)] SELECT ... | VALUES (...), ... | FORMAT F <data>. */
 typedef struct sql_insert {
-    char **cols;                /* the column list, or NULL (every column) */
+    char **cols; /* the column list, or NULL (every column) */
     int n_cols;
-    struct sql_stmt *select;    /* INSERT ... SELECT (its SETTINGS apply to both) */
-    sql_node **values;          /* VALUES: n_rows x width expressions, row-major */
+    struct sql_stmt *select; /* INSERT ... SELECT (its SETTINGS apply to both) */
+    sql_node **values;       /* VALUES: n_rows x width expressions, row-major */
     int n_rows, width;
-    char *format;               /* INSERT ... FORMAT name */
-    char *data;                 /* the bytes after the format name (one blank or
+    char *format; /* INSERT ... FORMAT name */
+    char *data;   /* the bytes after the format name (one blank or
                                    newline skipped), to the end of the text; may
                                    be empty: then the data comes from elsewhere */
     size_t data_len;
@@ -198,7 +215,11 @@ typedef struct sql_with {
 } sql_with;
 
 typedef enum sql_join_kind {
-    SQL_JOIN_INNER = 1, SQL_JOIN_LEFT, SQL_JOIN_RIGHT, SQL_JOIN_FULL, SQL_JOIN_CROSS,
+    SQL_JOIN_INNER = 1,
+    SQL_JOIN_LEFT,
+    SQL_JOIN_RIGHT,
+    SQL_JOIN_FULL,
+    SQL_JOIN_CROSS,
 } sql_join_kind;
 
 /* One JOIN of FROM: right is "SELECT * FROM <the right side>" (a table, a
@@ -206,7 +227,7 @@ typedef enum sql_join_kind {
  * the ON condition, or using[] the USING columns (neither: CROSS JOIN). */
 typedef struct sql_join {
     sql_join_kind kind;
-    bool any;                   /* ANY strictness (else ALL) */
+    bool any; /* ANY strictness (else ALL) */
     struct sql_stmt *right;
     sql_node *on;
     char **using;
@@ -215,12 +236,14 @@ typedef struct sql_join {
 } sql_join;
 
 typedef enum sql_explain_kind {
-    SQL_EXPLAIN_NONE = 0, SQL_EXPLAIN_PLAN, SQL_EXPLAIN_SYNTAX,
+    SQL_EXPLAIN_NONE = 0,
+    SQL_EXPLAIN_PLAN,
+    SQL_EXPLAIN_SYNTAX,
 } sql_explain_kind;
 
 typedef struct sql_stmt {
     sql_stmt_kind kind;
-    bool distinct;          /* SELECT DISTINCT */
+    bool distinct; /* SELECT DISTINCT */
     sql_select_item *items;
     int n_items;
     /* FROM: a table function (s3 / file) with literal arguments, or a table
@@ -237,11 +260,11 @@ typedef struct sql_stmt {
     bool final;
     int table_line, table_col;
     bool if_exists, if_not_exists;
-    bool optimize_final;        /* OPTIMIZE TABLE t FINAL */
-    char *like;                 /* SHOW TABLES LIKE */
-    sql_table_def *create;      /* SQL_CREATE_TABLE */
-    sql_insert *insert;         /* SQL_INSERT */
-    sql_node *where;        /* NULL when absent */
+    bool optimize_final;   /* OPTIMIZE TABLE t FINAL */
+    char *like;            /* SHOW TABLES LIKE */
+    sql_table_def *create; /* SQL_CREATE_TABLE */
+    sql_insert *insert;    /* SQL_INSERT */
+    sql_node *where;       /* NULL when absent */
     sql_node **group_by;
     int n_group_by;
     sql_node *having;
@@ -255,18 +278,18 @@ typedef struct sql_stmt {
     int64_t limit_by_n, limit_by_offset;
     sql_setting *settings;
     int n_settings;
-    char *format;           /* FORMAT name, NULL when absent */
-    char *outfile;          /* INTO OUTFILE 'path', NULL when absent */
-    uint8_t outfile_mode;   /* SQL_OUTFILE_* */
-    bool outfile_stdout;    /* ... AND STDOUT */
+    char *format;         /* FORMAT name, NULL when absent */
+    char *outfile;        /* INTO OUTFILE 'path', NULL when absent */
+    uint8_t outfile_mode; /* SQL_OUTFILE_* */
+    bool outfile_stdout;  /* ... AND STDOUT */
     int outfile_line, outfile_col;
-    int line, col;          /* where the statement starts */
+    int line, col; /* where the statement starts */
     /* composition */
-    struct sql_stmt *from_sub;  /* FROM (SELECT ...) */
-    char *from_alias;           /* FROM's [AS] alias, NULL when none */
-    sql_with *with;             /* WITH ... (in the order written) */
+    struct sql_stmt *from_sub; /* FROM (SELECT ...) */
+    char *from_alias;          /* FROM's [AS] alias, NULL when none */
+    sql_with *with;            /* WITH ... (in the order written) */
     int n_with;
-    sql_join *joins;            /* FROM a JOIN b ... JOIN c: left to right */
+    sql_join *joins; /* FROM a JOIN b ... JOIN c: left to right */
     int n_joins;
     struct sql_stmt *union_all; /* the next SELECT of UNION ALL (its SETTINGS and
                                    FORMAT are the head's) */

@@ -164,8 +164,8 @@ static int fail(a_lex *l, char *err, size_t errlen, const char *what)
         snprintf(err, errlen, "line %d, column %d: %s", l->cur.line, l->cur.col, l->cur.text);
     else
         snprintf(err, errlen, "line %d, column %d: expected %s, found %s%s%s", l->cur.line,
-                 l->cur.col, what, l->cur.kind == A_EOF ? "the end of the query" : "'",
-                 l->cur.text, l->cur.kind == A_EOF ? "" : "'");
+                 l->cur.col, what, l->cur.kind == A_EOF ? "the end of the query" : "'", l->cur.text,
+                 l->cur.kind == A_EOF ? "" : "'");
     return -EINVAL;
 }
 
@@ -316,8 +316,8 @@ int sql_admin_parse(const char *text, size_t len, sql_admin *a, char *err, size_
         a->kind = SQL_ADMIN_SYSTEM;
         size_t o = 0;
         while (l.cur.kind == A_WORD && o + 1 < sizeof(a->system)) {
-            int k = snprintf(a->system + o, sizeof(a->system) - o, "%s%s", o ? " " : "",
-                             l.cur.text);
+            int k =
+                snprintf(a->system + o, sizeof(a->system) - o, "%s%s", o ? " " : "", l.cur.text);
             o += (size_t)k;
             a_next(&l);
         }

@@ -39,20 +39,20 @@ typedef enum sql_admin_kind {
 
 typedef struct sql_admin {
     sql_admin_kind kind;
-    char db[128];              /* SHOW TABLES FROM db; EXISTS db.name */
-    char name[128];            /* EXISTS, USE */
-    bool exists_database;      /* EXISTS DATABASE */
+    char db[128];         /* SHOW TABLES FROM db; EXISTS db.name */
+    char name[128];       /* EXISTS, USE */
+    bool exists_database; /* EXISTS DATABASE */
     char like[256];
     bool has_like;
-    char format[64];           /* FORMAT f, "" when absent */
+    char format[64]; /* FORMAT f, "" when absent */
     struct {
         char name[64];
-        char value[256];       /* as written, strings unquoted */
+        char value[256]; /* as written, strings unquoted */
     } sets[SQL_ADMIN_MAX_SETS];
     int n_sets;
-    char query_id[128];        /* KILL QUERY */
+    char query_id[128]; /* KILL QUERY */
     bool sync;
-    char system[128];          /* SYSTEM's words: "DROP PAGE CACHE" */
+    char system[128]; /* SYSTEM's words: "DROP PAGE CACHE" */
 } sql_admin;
 
 /* 1 when text is one of the statements above (*a filled), 0 when it is not

@@ -32,14 +32,14 @@
 #include <stdint.h>
 
 typedef struct tm_settings {
-    uint64_t max_bytes_to_merge;   /* max_bytes_to_merge_at_max_space_in_pool: 150 GiB */
-    uint32_t max_parts_to_merge;   /* max_parts_to_merge_at_once: 100 */
-    double base;                   /* 5 */
+    uint64_t max_bytes_to_merge;           /* max_bytes_to_merge_at_max_space_in_pool: 150 GiB */
+    uint32_t max_parts_to_merge;           /* max_parts_to_merge_at_once: 100 */
+    double base;                           /* 5 */
     uint32_t lower_base_after_parts_start; /* 10 */
     uint32_t lower_base_after_parts_end;   /* 50 */
-    uint64_t fixed_cost_bytes;     /* size_fixed_cost_to_add: 5 MiB */
-    uint64_t min_size_to_lower_base;   /* 1 MiB */
-    uint64_t max_size_to_lower_base;   /* 100 GiB */
+    uint64_t fixed_cost_bytes;             /* size_fixed_cost_to_add: 5 MiB */
+    uint64_t min_size_to_lower_base;       /* 1 MiB */
+    uint64_t max_size_to_lower_base;       /* 100 GiB */
 } tm_settings;
 
 void tm_settings_init(tm_settings *s);
@@ -47,7 +47,7 @@ void tm_settings_init(tm_settings *s);
 /* A range of parts [begin, end) of the list given. */
 typedef struct tm_range {
     size_t begin, end;
-    double score;                  /* lower is better */
+    double score; /* lower is better */
 } tm_range;
 
 /* Picks the best range of sizes[0..n) (one partition, in block order; skip
@@ -58,17 +58,17 @@ int tm_select(const uint64_t *sizes, size_t n, const tm_settings *s, tm_range *o
 /* ---- the merge --------------------------------------------------------------- */
 
 typedef struct tm_merge_opts {
-    tp_reader *const *inputs;      /* in block order (oldest first); same columns and key */
+    tp_reader *const *inputs; /* in block order (oldest first); same columns and key */
     size_t n_inputs;
-    bool replacing;                /* ReplacingMergeTree */
-    int32_t version_col;           /* its version column, or -1 */
-    uint32_t batch_rows;           /* rows per batch handed to the writer; 0: 8192 */
-    tp_writer *out;                /* created with input_sorted and the inputs' columns */
+    bool replacing;      /* ReplacingMergeTree */
+    int32_t version_col; /* its version column, or -1 */
+    uint32_t batch_rows; /* rows per batch handed to the writer; 0: 8192 */
+    tp_writer *out;      /* created with input_sorted and the inputs' columns */
 } tm_merge_opts;
 
 typedef struct tm_merge_stats {
     uint64_t rows_in, rows_out;
-    size_t peak_batch_bytes;       /* input granules + output batch held at once */
+    size_t peak_batch_bytes; /* input granules + output batch held at once */
 } tm_merge_stats;
 
 /* Merges the inputs into o->out (the caller finishes the writer). -EINVAL when
@@ -79,11 +79,11 @@ int tm_merge(const tm_merge_opts *o, tm_merge_stats *stats, char *err, size_t er
 /* ---- one merge of a table ---------------------------------------------------- */
 
 typedef struct tm_result {
-    bool merged;                   /* false: nothing worth merging */
+    bool merged; /* false: nothing worth merging */
     char partition[TB_NAME_MAX];
     size_t n_inputs;
     uint64_t rows_in, rows_out, bytes_out;
-    uint64_t version;              /* of the merge commit */
+    uint64_t version; /* of the merge commit */
 } tm_result;
 
 /* Selects on the table's latest state (refreshed first) and merges the best
@@ -91,7 +91,6 @@ typedef struct tm_result {
  * parts into one, whatever the selector says (OPTIMIZE ... FINAL; one
  * partition per call). -ESTALE when a racing commit removed an input (the
  * output object is deleted; try again), else as tm_merge, tb_commit_run. */
-int tm_run(tb_table *t, const tm_settings *s, bool final, tm_result *res, char *err,
-           size_t errlen);
+int tm_run(tb_table *t, const tm_settings *s, bool final, tm_result *res, char *err, size_t errlen);
 
 #endif /* RINGCACHE_TABLE_MERGE_H */

@@ -84,18 +84,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define TP_FORMAT_VERSION 1
+#define TP_FORMAT_VERSION      1
 #define TP_DEFAULT_GRANULARITY 8192
-#define TP_DEFAULT_MIN_BLOCK (64u << 10)
-#define TP_DEFAULT_MAX_BLOCK (1u << 20)
-#define TP_DEFAULT_STRIPE (8u << 20)
-#define TP_TAIL_SIZE 24
-#define TP_MAX_COLUMNS 4096
+#define TP_DEFAULT_MIN_BLOCK   (64u << 10)
+#define TP_DEFAULT_MAX_BLOCK   (1u << 20)
+#define TP_DEFAULT_STRIPE      (8u << 20)
+#define TP_TAIL_SIZE           24
+#define TP_MAX_COLUMNS         4096
 
 typedef enum tp_codec {
     TP_CODEC_NONE = 0,
-    TP_CODEC_LZ4 = 1,   /* the default */
-    TP_CODEC_ZSTD = 2,  /* level in tp_column_def.level (0: 1) */
+    TP_CODEC_LZ4 = 1,  /* the default */
+    TP_CODEC_ZSTD = 2, /* level in tp_column_def.level (0: 1) */
 } tp_codec;
 
 /* One column of a part. name is borrowed for the call it is passed to. */
@@ -116,20 +116,20 @@ typedef struct tp_column_def {
 typedef int (*tp_write_fn)(void *arg, const void *data, size_t len);
 
 typedef struct tp_writer_opts {
-    const char *part_name;        /* for messages; copied */
-    const tp_column_def *cols;    /* copied */
+    const char *part_name;     /* for messages; copied */
+    const tp_column_def *cols; /* copied */
     uint32_t n_cols;
-    const uint32_t *key_cols;     /* ORDER BY, as indices into cols; copied */
+    const uint32_t *key_cols; /* ORDER BY, as indices into cols; copied */
     uint32_t n_key;
-    const uint32_t *minmax_cols;  /* partition columns (min/max kept); copied */
+    const uint32_t *minmax_cols; /* partition columns (min/max kept); copied */
     uint32_t n_minmax;
-    uint32_t index_granularity;   /* 0: 8192 */
-    size_t min_block_bytes;       /* 0: 64 KiB */
-    size_t max_block_bytes;       /* 0: 1 MiB */
-    size_t stripe_bytes;          /* 0: 8 MiB; SIZE_MAX: one run per column */
-    bool input_sorted;            /* batches come in key order (checked); else
+    uint32_t index_granularity; /* 0: 8192 */
+    size_t min_block_bytes;     /* 0: 64 KiB */
+    size_t max_block_bytes;     /* 0: 1 MiB */
+    size_t stripe_bytes;        /* 0: 8 MiB; SIZE_MAX: one run per column */
+    bool input_sorted;          /* batches come in key order (checked); else
                                      the writer keeps them and sorts at finish */
-    tp_write_fn write;            /* NULL: keep the object in memory */
+    tp_write_fn write;          /* NULL: keep the object in memory */
     void *write_arg;
 } tp_writer_opts;
 
@@ -137,10 +137,10 @@ typedef struct tp_writer_opts {
 typedef struct tp_part_info {
     uint64_t rows;
     uint32_t granules;
-    uint64_t bytes;               /* the object's size */
-    uint64_t compressed_bytes;    /* of all blocks */
-    uint64_t uncompressed_bytes;  /* encoded, before the codec */
-    uint8_t data_hash[16];        /* XXH3-128 over every encoded block: equal
+    uint64_t bytes;              /* the object's size */
+    uint64_t compressed_bytes;   /* of all blocks */
+    uint64_t uncompressed_bytes; /* encoded, before the codec */
+    uint8_t data_hash[16];       /* XXH3-128 over every encoded block: equal
                                      data with equal settings, equal hash */
 } tp_part_info;
 
@@ -183,13 +183,13 @@ typedef struct tp_part_meta {
     uint32_t granularity;
     uint32_t granules;
     uint32_t n_cols;
-    const tp_column_def *cols;        /* names owned by the reader */
+    const tp_column_def *cols; /* names owned by the reader */
     uint32_t n_key;
     const uint32_t *key_cols;
-    const cb_column *const *index;    /* per key column: granules + 1 values */
+    const cb_column *const *index; /* per key column: granules + 1 values */
     uint32_t n_minmax;
     const uint32_t *minmax_cols;
-    const cb_column *const *minmax;   /* per partition column k: minmax[2k] (the min)
+    const cb_column *const *minmax; /* per partition column k: minmax[2k] (the min)
                                          and minmax[2k + 1] (the max), one value each,
                                          both NULL when the column held only NULLs */
 } tp_part_meta;
@@ -218,8 +218,8 @@ int tp_reader_column(const tp_reader *r, const char *name);
  * dictionary-encoded, else plain. -EINVAL for a bad range or column, -EBADMSG
  * for a block whose checksum or encoding is wrong (naming part, column,
  * block), or the source's error. Thread-safe. */
-int tp_reader_read(const tp_reader *r, const uint32_t *cols, uint32_t n, uint32_t g0,
-                   uint32_t g1, cb_batch **out, char *err, size_t errlen);
+int tp_reader_read(const tp_reader *r, const uint32_t *cols, uint32_t n, uint32_t g0, uint32_t g1,
+                   cb_batch **out, char *err, size_t errlen);
 
 /* Bytes the reader keeps (footer, marks, index). */
 size_t tp_reader_memory(const tp_reader *r);
@@ -238,9 +238,9 @@ void tp_reader_destroy(tp_reader **r);
 typedef enum tp_cond_op {
     TP_COND_AND = 1,
     TP_COND_OR,
-    TP_COND_EQ,   /* key = values[0] */
-    TP_COND_IN,   /* key IN values */
-    TP_COND_LT,   /* key < values[0] */
+    TP_COND_EQ, /* key = values[0] */
+    TP_COND_IN, /* key IN values */
+    TP_COND_LT, /* key < values[0] */
     TP_COND_LE,
     TP_COND_GT,
     TP_COND_GE,
@@ -259,7 +259,7 @@ struct tp_cond {
 };
 
 typedef struct tp_granule_range {
-    uint32_t begin, end;   /* granules [begin, end) */
+    uint32_t begin, end; /* granules [begin, end) */
 } tp_granule_range;
 
 /* The granule ranges of the part that may hold a row matching c (sorted,
@@ -268,13 +268,12 @@ typedef struct tp_granule_range {
  * granules whose first k key columns are constant across the granule, as a
  * sorted key guarantees nothing more. c == NULL matches every granule.
  * 0, -EINVAL (bad tree, type mismatch, nesting over 64) or -ENOMEM. */
-int tp_prune(const tp_reader *r, const tp_cond *c, tp_granule_range **out, size_t *n,
-             char *err, size_t errlen);
+int tp_prune(const tp_reader *r, const tp_cond *c, tp_granule_range **out, size_t *n, char *err,
+             size_t errlen);
 
 /* The same on a bare index (for tests and for callers that keep indexes):
  * index[k] holds granules + 1 values of key column k. */
 int tp_prune_index(const cb_column *const *index, uint32_t n_key, uint32_t granules,
-                   const tp_cond *c, tp_granule_range **out, size_t *n, char *err,
-                   size_t errlen);
+                   const tp_cond *c, tp_granule_range **out, size_t *n, char *err, size_t errlen);
 
 #endif /* RINGCACHE_TABLE_PART_H */

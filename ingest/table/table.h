@@ -71,26 +71,26 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define TB_LOG_FORMAT 1
-#define TB_DEFAULT_CHECKPOINT_INTERVAL 10
-#define TB_DEFAULT_COMMIT_RETRIES 30
-#define TB_DEFAULT_DEDUP_WINDOW 10000
+#define TB_LOG_FORMAT                   1
+#define TB_DEFAULT_CHECKPOINT_INTERVAL  10
+#define TB_DEFAULT_COMMIT_RETRIES       30
+#define TB_DEFAULT_DEDUP_WINDOW         10000
 #define TB_DEFAULT_DEDUP_WINDOW_SECONDS 3600
-#define TB_DEFAULT_OLD_PARTS_LIFETIME 480
-#define TB_NAME_MAX 128      /* part names, partition ids, block ids */
+#define TB_DEFAULT_OLD_PARTS_LIFETIME   480
+#define TB_NAME_MAX                     128 /* part names, partition ids, block ids */
 
 /* The table's schema as CREATE TABLE gave it. */
 typedef struct tb_schema {
     uint32_t n_cols;
-    tp_column_def *cols;        /* names owned */
+    tp_column_def *cols; /* names owned */
     uint32_t n_key;
-    uint32_t *key_cols;         /* ORDER BY, indices into cols */
-    char *partition_by;         /* the expression's text, or NULL (one partition) */
-    char *engine;               /* "MergeTree" or "ReplacingMergeTree" */
-    int32_t version_col;        /* ReplacingMergeTree(ver): index, or -1 */
+    uint32_t *key_cols;  /* ORDER BY, indices into cols */
+    char *partition_by;  /* the expression's text, or NULL (one partition) */
+    char *engine;        /* "MergeTree" or "ReplacingMergeTree" */
+    int32_t version_col; /* ReplacingMergeTree(ver): index, or -1 */
     uint32_t index_granularity;
-    uint64_t schema_version;    /* 1 at CREATE */
-    char *ddl;                  /* the CREATE TABLE statement as the engine keeps it
+    uint64_t schema_version; /* 1 at CREATE */
+    char *ddl;               /* the CREATE TABLE statement as the engine keeps it
                                    (declared types, settings), or NULL */
 } tb_schema;
 
@@ -100,19 +100,19 @@ void tb_schema_deinit(tb_schema *s);
 
 /* One part as the log records it. */
 typedef struct tb_part {
-    char *name;                 /* "<partition>_<32 hex>": object data/<name>.part */
-    char *partition;            /* partition id: [A-Za-z0-9_-], 1..63 bytes */
+    char *name;      /* "<partition>_<32 hex>": object data/<name>.part */
+    char *partition; /* partition id: [A-Za-z0-9_-], 1..63 bytes */
     uint64_t rows, bytes;
     uint64_t min_block, max_block;
     uint32_t level;
-    int64_t created_ms;         /* time of the version that added it */
-    int64_t removed_ms;         /* removed parts: time of the version that removed it */
-    uint32_t granules;          /* 0 when the writer did not record these three */
+    int64_t created_ms; /* time of the version that added it */
+    int64_t removed_ms; /* removed parts: time of the version that removed it */
+    uint32_t granules;  /* 0 when the writer did not record these three */
     uint64_t compressed_bytes, uncompressed_bytes;
 } tb_part;
 
 typedef struct tb_dedup_id {
-    char *id;                   /* "<partition>_<32 hex>" */
+    char *id; /* "<partition>_<32 hex>" */
     int64_t time_ms;
 } tb_dedup_id;
 
@@ -121,11 +121,11 @@ typedef struct tb_snapshot {
     uint64_t version;
     int64_t time_ms;
     tb_schema schema;
-    tb_part *parts;             /* active, sorted by (partition, min_block) */
+    tb_part *parts; /* active, sorted by (partition, min_block) */
     size_t n_parts;
-    tb_part *removed;           /* removed, objects not yet deleted */
+    tb_part *removed; /* removed, objects not yet deleted */
     size_t n_removed;
-    tb_dedup_id *dedup;         /* oldest first */
+    tb_dedup_id *dedup; /* oldest first */
     size_t n_dedup;
 } tb_snapshot;
 
@@ -133,19 +133,19 @@ void tb_snapshot_destroy(tb_snapshot **s);
 /* The active part named `name`, or NULL. */
 const tb_part *tb_snapshot_part(const tb_snapshot *s, const char *name);
 
-typedef int64_t (*tb_clock_fn)(void *arg);   /* unix milliseconds */
+typedef int64_t (*tb_clock_fn)(void *arg); /* unix milliseconds */
 
 typedef struct tb_table_opts {
-    s3_config s3;               /* copied */
-    const char *bucket;         /* copied */
-    const char *root;           /* "warehouse/default/posts" (copied; no trailing '/') */
-    bool writer;                /* probe the store's conditional writes at open */
-    uint32_t checkpoint_interval;   /* 0: 10 */
-    uint32_t commit_retries;        /* 0: 30 */
-    uint32_t dedup_window;          /* 0: 10000 block ids */
-    uint32_t dedup_window_seconds;  /* 0: 3600 */
-    uint32_t old_parts_lifetime;    /* seconds; 0: 480 */
-    tb_clock_fn clock;          /* NULL: the real clock (tests move time) */
+    s3_config s3;                  /* copied */
+    const char *bucket;            /* copied */
+    const char *root;              /* "warehouse/default/posts" (copied; no trailing '/') */
+    bool writer;                   /* probe the store's conditional writes at open */
+    uint32_t checkpoint_interval;  /* 0: 10 */
+    uint32_t commit_retries;       /* 0: 30 */
+    uint32_t dedup_window;         /* 0: 10000 block ids */
+    uint32_t dedup_window_seconds; /* 0: 3600 */
+    uint32_t old_parts_lifetime;   /* seconds; 0: 480 */
+    tb_clock_fn clock;             /* NULL: the real clock (tests move time) */
     void *clock_arg;
 } tb_table_opts;
 
@@ -183,20 +183,20 @@ void tb_block_id(const char *partition, const uint8_t data_hash[16], const char 
 /* ---- committing ------------------------------------------------------------ */
 
 typedef enum tb_commit_kind {
-    TB_COMMIT_INSERT = 1,       /* add parts (block ids deduplicated) */
-    TB_COMMIT_MERGE,            /* add one part, remove its inputs */
-    TB_COMMIT_PURGE,            /* forget removed parts whose objects are gone */
-    TB_COMMIT_TRUNCATE,         /* remove every active part (TRUNCATE TABLE) */
+    TB_COMMIT_INSERT = 1, /* add parts (block ids deduplicated) */
+    TB_COMMIT_MERGE,      /* add one part, remove its inputs */
+    TB_COMMIT_PURGE,      /* forget removed parts whose objects are gone */
+    TB_COMMIT_TRUNCATE,   /* remove every active part (TRUNCATE TABLE) */
 } tb_commit_kind;
 
 typedef struct tb_part_add {
-    const char *name;           /* from tb_upload_name() */
+    const char *name; /* from tb_upload_name() */
     const char *partition;
     uint64_t rows, bytes;
-    uint32_t level;             /* merges */
-    uint64_t min_block, max_block;  /* merges; inserts get the commit's version */
-    const char *block_id;       /* inserts: dedup id, or NULL for none */
-    uint32_t granules;          /* optional (0: not recorded): for system.parts */
+    uint32_t level;                /* merges */
+    uint64_t min_block, max_block; /* merges; inserts get the commit's version */
+    const char *block_id;          /* inserts: dedup id, or NULL for none */
+    uint32_t granules;             /* optional (0: not recorded): for system.parts */
     uint64_t compressed_bytes, uncompressed_bytes;
 } tb_part_add;
 
@@ -204,26 +204,25 @@ typedef struct tb_commit {
     tb_commit_kind kind;
     const tb_part_add *add;
     size_t n_add;
-    const char *const *remove;  /* merges: the inputs, each must be active */
+    const char *const *remove; /* merges: the inputs, each must be active */
     size_t n_remove;
-    const char *const *purge;   /* purges: removed parts to forget */
+    const char *const *purge; /* purges: removed parts to forget */
     size_t n_purge;
-    uint8_t *dup_out;           /* may be NULL; else n_add flags: 1 = dropped as a
+    uint8_t *dup_out; /* may be NULL; else n_add flags: 1 = dropped as a
                                    duplicate (delete that object) */
 } tb_commit;
 
 typedef struct tb_commit_result {
-    uint64_t version;           /* written, or the latest when nothing was */
-    size_t n_added;             /* parts the version added (0: all duplicates) */
-    int attempts;               /* conditional PUTs sent */
-    bool landed_after_timeout;  /* an attempt's 412 was our own earlier write */
+    uint64_t version;          /* written, or the latest when nothing was */
+    size_t n_added;            /* parts the version added (0: all duplicates) */
+    int attempts;              /* conditional PUTs sent */
+    bool landed_after_timeout; /* an attempt's 412 was our own earlier write */
 } tb_commit_result;
 
 /* Commits (protocol above). res may be NULL. 0, -ESTALE (a merge input is no
  * longer active), -EBUSY (retries exhausted), -EINVAL (a bad request: names,
  * a remove in an insert, ...), or an S3 error. */
-int tb_commit_run(tb_table *t, const tb_commit *c, tb_commit_result *res, char *err,
-                  size_t errlen);
+int tb_commit_run(tb_table *t, const tb_commit *c, tb_commit_result *res, char *err, size_t errlen);
 
 /* ---- uploading a part ---------------------------------------------------------- */
 
@@ -236,8 +235,8 @@ int tb_commit_run(tb_table *t, const tb_commit *c, tb_commit_result *res, char *
  * needed). */
 typedef struct tb_upload tb_upload;
 /* part_size 0: 8 MiB (at least 5 MiB). The name is "<partition>_<random>". */
-int tb_upload_create(tb_upload **out, const tb_table *t, const char *partition,
-                     size_t part_size, char *err, size_t errlen);
+int tb_upload_create(tb_upload **out, const tb_table *t, const char *partition, size_t part_size,
+                     char *err, size_t errlen);
 const char *tb_upload_name(const tb_upload *u);
 int tb_upload_write(void *u, const void *data, size_t len);
 /* Completes the object. size_out may be NULL. */
@@ -250,14 +249,14 @@ const char *tb_upload_error(const tb_upload *u);
 /* Opens a part of the table for reading straight from S3 (the engine opens
  * through the cache with rs_rc_open() on tb_part_key() instead). *src and
  * *r belong to the caller: destroy r, then src. */
-int tb_part_open(const tb_table *t, const char *name, rs_source **src, tp_reader **r,
-                 char *err, size_t errlen);
+int tb_part_open(const tb_table *t, const char *name, rs_source **src, tp_reader **r, char *err,
+                 size_t errlen);
 
 /* The same through any byte-range source the caller opens, e.g. the cache
  * client: open(arg, bucket, key, &src, err, errlen) with rs_rc_open() inside
  * (reads then come from the cache nodes, filled from S3 once). */
-typedef int (*tb_source_open_fn)(void *arg, const char *bucket, const char *key,
-                                 rs_source **out, char *err, size_t errlen);
+typedef int (*tb_source_open_fn)(void *arg, const char *bucket, const char *key, rs_source **out,
+                                 char *err, size_t errlen);
 int tb_part_open_via(const tb_table *t, const char *name, tb_source_open_fn open, void *arg,
                      rs_source **src, tp_reader **r, char *err, size_t errlen);
 
@@ -292,9 +291,9 @@ int tb_part_delete(tb_table *t, const char *name, char *err, size_t errlen);
 /* ---- cleanup -------------------------------------------------------------------- */
 
 typedef struct tb_cleanup_result {
-    size_t deleted;             /* removed parts whose objects were deleted */
-    size_t orphans;             /* objects no version refers to, deleted */
-    uint64_t version;           /* the purge version, 0 if none */
+    size_t deleted;   /* removed parts whose objects were deleted */
+    size_t orphans;   /* objects no version refers to, deleted */
+    uint64_t version; /* the purge version, 0 if none */
 } tb_cleanup_result;
 
 /* For a long-lived process, now and then: deletes the objects of parts removed

@@ -23,11 +23,11 @@ typedef struct tj_val tj_val;
 struct tj_val {
     tj_kind kind;
     bool b;
-    int64_t i;          /* TJ_INT: an integer that fits int64 */
-    char *s;            /* TJ_STR: NUL-terminated, len bytes (may hold NUL) */
+    int64_t i; /* TJ_INT: an integer that fits int64 */
+    char *s;   /* TJ_STR: NUL-terminated, len bytes (may hold NUL) */
     size_t len;
-    tj_val *items;      /* TJ_ARR / TJ_OBJ: n values */
-    char **keys;        /* TJ_OBJ: n keys */
+    tj_val *items; /* TJ_ARR / TJ_OBJ: n values */
+    char **keys;   /* TJ_OBJ: n keys */
     size_t n;
 };
 
@@ -54,9 +54,9 @@ int tj_put_i64(tp__bytes *b, int64_t v);
 /* One version as written. */
 typedef struct tb__version {
     uint64_t version;
-    char writer[33];            /* 32 hex */
+    char writer[33]; /* 32 hex */
     int64_t time_ms;
-    int kind;                   /* tb_commit_kind, 0 for CREATE */
+    int kind; /* tb_commit_kind, 0 for CREATE */
     uint64_t schema_version;
     bool has_schema;
     tb_schema schema;
@@ -85,8 +85,8 @@ int tb__checkpoint_write(const tb_snapshot *s, tp__bytes *out);
  * removals (each must be active), additions, purges, dedup ids, then trims the
  * dedup window (count, and age against v's time). -EBADMSG when v does not
  * follow s. */
-int tb__apply(tb_snapshot *s, const tb__version *v, uint32_t window, uint32_t window_s,
-              char *err, size_t errlen);
+int tb__apply(tb_snapshot *s, const tb__version *v, uint32_t window, uint32_t window_s, char *err,
+              size_t errlen);
 
 int tb__snapshot_copy(tb_snapshot *dst, const tb_snapshot *src);
 void tb__snapshot_deinit(tb_snapshot *s);
@@ -105,21 +105,20 @@ int tb__schema_parse(const tj_val *v, tb_schema *s, char *err, size_t errlen);
 typedef struct tb__s3 tb__s3;
 int tb__s3_create(tb__s3 **out, const s3_config *cfg, const char *bucket);
 void tb__s3_destroy(tb__s3 **s);
-int tb__s3_put(tb__s3 *s, const char *key, const void *data, size_t len,
-               const s3_write_cond *cond, s3_error *err);
+int tb__s3_put(tb__s3 *s, const char *key, const void *data, size_t len, const s3_write_cond *cond,
+               s3_error *err);
 /* Whole object into *buf (malloc'd, NUL-terminated), at most max bytes. */
 int tb__s3_get(tb__s3 *s, const char *key, char **buf, size_t *len, size_t max, s3_error *err);
 /* Every key under prefix after start_after (pages by start-after); fn < 0 stops. */
 typedef int (*tb__list_fn)(const s3_object_info *o, void *arg);
-int tb__s3_list(tb__s3 *s, const char *prefix, const char *start_after, tb__list_fn fn,
-                void *arg, s3_error *err);
+int tb__s3_list(tb__s3 *s, const char *prefix, const char *start_after, tb__list_fn fn, void *arg,
+                s3_error *err);
 int tb__s3_delete(tb__s3 *s, const char *key, s3_error *err);
 int tb__s3_mpu_create(tb__s3 *s, const char *key, char **upload_id, s3_error *err);
-int tb__s3_mpu_part(tb__s3 *s, const char *key, const char *upload_id, int number,
-                    const void *data, size_t len, char etag[S3_ETAG_MAX], s3_error *err);
-int tb__s3_mpu_complete(tb__s3 *s, const char *key, const char *upload_id,
-                        const char *const *etags, int n, const s3_write_cond *cond,
-                        s3_error *err);
+int tb__s3_mpu_part(tb__s3 *s, const char *key, const char *upload_id, int number, const void *data,
+                    size_t len, char etag[S3_ETAG_MAX], s3_error *err);
+int tb__s3_mpu_complete(tb__s3 *s, const char *key, const char *upload_id, const char *const *etags,
+                        int n, const s3_write_cond *cond, s3_error *err);
 int tb__s3_mpu_abort(tb__s3 *s, const char *key, const char *upload_id, s3_error *err);
 
 /* Fault injection for tests, at the log's edge: after each PUT of a log

@@ -27,8 +27,8 @@ static int jerr(jp *j, const char *what)
 
 static void ws(jp *j)
 {
-    while (j->at < j->len && (j->p[j->at] == ' ' || j->p[j->at] == '\t' ||
-                              j->p[j->at] == '\n' || j->p[j->at] == '\r'))
+    while (j->at < j->len && (j->p[j->at] == ' ' || j->p[j->at] == '\t' || j->p[j->at] == '\n' ||
+                              j->p[j->at] == '\r'))
         j->at++;
 }
 
@@ -152,9 +152,7 @@ static int parse_string(jp *j, char **out, size_t *out_len)
             rc = tp__bytes_add(&b, u, n);
             break;
         }
-        default:
-            rc = jerr(j, "an unknown escape");
-            break;
+        default: rc = jerr(j, "an unknown escape"); break;
         }
         if (rc < 0)
             break;
@@ -314,21 +312,14 @@ static int parse_value(jp *j, tj_val *v, int depth)
     char c = j->p[j->at];
     switch (c) {
     case '{':
-    case '[':
-        return parse_container(j, v, depth);
-    case '"':
-        v->kind = TJ_STR;
-        return parse_string(j, &v->s, &v->len);
+    case '[': return parse_container(j, v, depth);
+    case '"': v->kind = TJ_STR; return parse_string(j, &v->s, &v->len);
     case 't':
         v->kind = TJ_BOOL;
         v->b = true;
         return lit(j, "true");
-    case 'f':
-        v->kind = TJ_BOOL;
-        return lit(j, "false");
-    case 'n':
-        v->kind = TJ_NULL;
-        return lit(j, "null");
+    case 'f': v->kind = TJ_BOOL; return lit(j, "false");
+    case 'n': v->kind = TJ_NULL; return lit(j, "null");
     default:
         if (c == '-' || (c >= '0' && c <= '9'))
             return parse_number(j, v);
@@ -363,7 +354,10 @@ const tj_val *tj_get(const tj_val *obj, const char *key)
     return NULL;
 }
 
-int tj_put_raw(tp__bytes *b, const char *s) { return tp__bytes_add(b, s, strlen(s)); }
+int tj_put_raw(tp__bytes *b, const char *s)
+{
+    return tp__bytes_add(b, s, strlen(s));
+}
 
 int tj_put_i64(tp__bytes *b, int64_t v)
 {

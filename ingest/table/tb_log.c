@@ -132,7 +132,11 @@ int tb__schema_write(const tb_schema *s, tp__bytes *o)
     return rc ? -ENOMEM : 0;
 }
 
-#define BADJ(...) do { rc = tp__fail(err, errlen, -EBADMSG, __VA_ARGS__); goto fail; } while (0)
+#define BADJ(...)                                                                                  \
+    do {                                                                                           \
+        rc = tp__fail(err, errlen, -EBADMSG, __VA_ARGS__);                                         \
+        goto fail;                                                                                 \
+    } while (0)
 
 static bool get_int(const tj_val *o, const char *k, int64_t lo, int64_t hi, int64_t *out)
 {
@@ -499,8 +503,7 @@ static int parse_part(const tj_val *e, tb_part *p, bool created, bool removed, c
     p->removed_ms = r;
     /* optional: what system.parts shows (absent in logs of older writers) */
     int64_t g, cb, ub;
-    if (get_int(e, "granules", 1, UINT32_MAX, &g) &&
-        get_int(e, "compressed", 0, INT64_MAX, &cb) &&
+    if (get_int(e, "granules", 1, UINT32_MAX, &g) && get_int(e, "compressed", 0, INT64_MAX, &cb) &&
         get_int(e, "uncompressed", 0, INT64_MAX, &ub)) {
         p->granules = (uint32_t)g;
         p->compressed_bytes = (uint64_t)cb;
@@ -551,7 +554,8 @@ static int parse_names(const tj_val *a, char ***out, size_t *n, char *err, size_
             free(s);
             return e->kind == TJ_STR && tb__name_ok(e->s)
                        ? -ENOMEM
-                       : tp__fail(err, errlen, -EBADMSG, "entry %zu of a part list is not a part name", i);
+                       : tp__fail(err, errlen, -EBADMSG,
+                                  "entry %zu of a part list is not a part name", i);
         }
     }
     *out = s;
@@ -609,11 +613,12 @@ int tb__version_parse(const char *buf, size_t len, tb__version *v, char *err, si
     v->schema_version = (uint64_t)x;
     if (!kind)
         BADJ("the kind is missing");
-    v->kind = !strcmp(kind, "insert") ? TB_COMMIT_INSERT
-              : !strcmp(kind, "merge") ? TB_COMMIT_MERGE
-              : !strcmp(kind, "purge") ? TB_COMMIT_PURGE
+    v->kind = !strcmp(kind, "insert")     ? TB_COMMIT_INSERT
+              : !strcmp(kind, "merge")    ? TB_COMMIT_MERGE
+              : !strcmp(kind, "purge")    ? TB_COMMIT_PURGE
               : !strcmp(kind, "truncate") ? TB_COMMIT_TRUNCATE
-              : !strcmp(kind, "create") ? 0 : -1;
+              : !strcmp(kind, "create")   ? 0
+                                          : -1;
     if (v->kind < 0)
         BADJ("unknown kind %s", kind);
     if ((rc = parse_parts(tj_get(&j, "add"), &v->add, &v->n_add, false, false, err, errlen)) < 0 ||
@@ -679,8 +684,8 @@ int tb__checkpoint_parse(const char *buf, size_t len, tb_snapshot *s, char *err,
     if (!get_int(&j, "time_ms", 0, INT64_MAX, &s->time_ms))
         BADJ("the checkpoint's time is missing");
     if ((rc = tb__schema_parse(tj_get(&j, "schema"), &s->schema, err, errlen)) < 0 ||
-        (rc = parse_parts(tj_get(&j, "parts"), &s->parts, &s->n_parts, true, false, err,
-                          errlen)) < 0 ||
+        (rc = parse_parts(tj_get(&j, "parts"), &s->parts, &s->n_parts, true, false, err, errlen)) <
+            0 ||
         (rc = parse_parts(tj_get(&j, "removed"), &s->removed, &s->n_removed, true, true, err,
                           errlen)) < 0 ||
         (rc = parse_dedup(tj_get(&j, "dedup"), &s->dedup, &s->n_dedup, err, errlen)) < 0)
@@ -708,8 +713,8 @@ static int part_cmp(const void *a, const void *b)
     return x->min_block < y->min_block ? -1 : x->min_block > y->min_block;
 }
 
-int tb__apply(tb_snapshot *s, const tb__version *v, uint32_t window, uint32_t window_s,
-              char *err, size_t errlen)
+int tb__apply(tb_snapshot *s, const tb__version *v, uint32_t window, uint32_t window_s, char *err,
+              size_t errlen)
 {
     if (v->version != s->version + 1 && !(v->version == 0 && s->version == 0 && !s->schema.cols))
         return tp__fail(err, errlen, -EBADMSG, "version %llu does not follow version %llu",
@@ -726,7 +731,8 @@ int tb__apply(tb_snapshot *s, const tb__version *v, uint32_t window, uint32_t wi
     /* check first, then change: a failed apply leaves the state as it was */
     for (size_t i = 0; i < v->n_remove; i++)
         if (!tb_snapshot_part(s, v->remove[i]))
-            return tp__fail(err, errlen, -EBADMSG, "version %llu removes part %s, which is not active",
+            return tp__fail(err, errlen, -EBADMSG,
+                            "version %llu removes part %s, which is not active",
                             (unsigned long long)v->version, v->remove[i]);
     for (size_t i = 0; i < v->n_add; i++)
         if (tb_snapshot_part(s, v->add[i].name))
@@ -784,8 +790,7 @@ int tb__apply(tb_snapshot *s, const tb__version *v, uint32_t window, uint32_t wi
     }
     /* the window: the last `window` ids, none older than window_s */
     size_t drop = s->n_dedup > window ? s->n_dedup - window : 0;
-    while (drop < s->n_dedup &&
-           s->dedup[drop].time_ms + (int64_t)window_s * 1000 < v->time_ms)
+    while (drop < s->n_dedup && s->dedup[drop].time_ms + (int64_t)window_s * 1000 < v->time_ms)
         drop++;
     for (size_t i = 0; i < drop; i++)
         free(s->dedup[i].id);

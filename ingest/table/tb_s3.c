@@ -88,8 +88,8 @@ static void put_cb(const s3_error *err, const char *etag, void *arg)
     w->done = true;
 }
 
-int tb__s3_put(tb__s3 *s, const char *key, const void *data, size_t len,
-               const s3_write_cond *cond, s3_error *err)
+int tb__s3_put(tb__s3 *s, const char *key, const void *data, size_t len, const s3_write_cond *cond,
+               s3_error *err)
 {
     wait_t w = {0};
     int rc = s3_put_cond(s->c, s->bucket, key, data, len, cond, put_cb, &w);
@@ -159,8 +159,8 @@ static void list_cb(const s3_error *err, const s3_list_page *page, void *arg)
     w->done = true;
 }
 
-int tb__s3_list(tb__s3 *s, const char *prefix, const char *start_after, tb__list_fn fn,
-                void *arg, s3_error *err)
+int tb__s3_list(tb__s3 *s, const char *prefix, const char *start_after, tb__list_fn fn, void *arg,
+                s3_error *err)
 {
     wait_t w = {0};
     w.fn = fn;
@@ -231,8 +231,8 @@ int tb__s3_mpu_create(tb__s3 *s, const char *key, char **upload_id, s3_error *er
     return w.err.code;
 }
 
-int tb__s3_mpu_part(tb__s3 *s, const char *key, const char *upload_id, int number,
-                    const void *data, size_t len, char etag[S3_ETAG_MAX], s3_error *err)
+int tb__s3_mpu_part(tb__s3 *s, const char *key, const char *upload_id, int number, const void *data,
+                    size_t len, char etag[S3_ETAG_MAX], s3_error *err)
 {
     wait_t w = {0};
     int rc = s3_mpu_upload_part(s->c, s->bucket, key, upload_id, number, data, len, put_cb, &w);
@@ -246,9 +246,8 @@ int tb__s3_mpu_part(tb__s3 *s, const char *key, const char *upload_id, int numbe
     return w.err.code;
 }
 
-int tb__s3_mpu_complete(tb__s3 *s, const char *key, const char *upload_id,
-                        const char *const *etags, int n, const s3_write_cond *cond,
-                        s3_error *err)
+int tb__s3_mpu_complete(tb__s3 *s, const char *key, const char *upload_id, const char *const *etags,
+                        int n, const s3_write_cond *cond, s3_error *err)
 {
     wait_t w = {0};
     int rc = s3_mpu_complete_cond(s->c, s->bucket, key, upload_id, etags, n, cond, put_cb, &w);

@@ -230,8 +230,8 @@ static int replay(tb_table *t, const log_list *l, uint64_t from, char *err, size
                           (unsigned long long)ver.version);
         }
         if (rc < 0)
-            return tp__fail(err, errlen, rc, "log object s3://%s/%s is damaged: %s", t->bucket,
-                            key, msg);
+            return tp__fail(err, errlen, rc, "log object s3://%s/%s is damaged: %s", t->bucket, key,
+                            msg);
         rc = tb__apply(&t->state, &ver, t->o.dedup_window, t->o.dedup_window_seconds, msg,
                        sizeof(msg));
         tb__version_free(&ver);
@@ -275,8 +275,9 @@ static int load(tb_table *t, char *err, size_t errlen)
     rc = tb__s3_list(t->s3, prefix, after, list_log_cb, &l, &e);
     if (rc < 0 || l.rc < 0) {
         free(l.versions);
-        return tp__fail(err, errlen, rc < 0 ? rc : l.rc, "cannot list the log of table s3://%s/%s: %s",
-                        t->bucket, t->root, rc < 0 ? e.message : "out of memory");
+        return tp__fail(err, errlen, rc < 0 ? rc : l.rc,
+                        "cannot list the log of table s3://%s/%s: %s", t->bucket, t->root,
+                        rc < 0 ? e.message : "out of memory");
     }
     if (!l.n && !l.have_ckpt) {
         free(l.versions);
@@ -304,8 +305,8 @@ static int load(tb_table *t, char *err, size_t errlen)
         if (rc < 0) {
             free(l.versions);
             tb__snapshot_deinit(&t->state);
-            return tp__fail(err, errlen, rc, "checkpoint s3://%s/%s is damaged: %s", t->bucket,
-                            key, msg);
+            return tp__fail(err, errlen, rc, "checkpoint s3://%s/%s is damaged: %s", t->bucket, key,
+                            msg);
         }
         from = l.ckpt + 1;
     } else if (have_hint) {
@@ -347,8 +348,9 @@ int tb_table_refresh(tb_table *t, char *err, size_t errlen)
     int rc = tb__s3_list(t->s3, prefix, after, list_log_cb, &l, &e);
     if (rc < 0 || l.rc < 0) {
         free(l.versions);
-        return tp__fail(err, errlen, rc < 0 ? rc : l.rc, "cannot list the log of table s3://%s/%s: %s",
-                        t->bucket, t->root, rc < 0 ? e.message : "out of memory");
+        return tp__fail(err, errlen, rc < 0 ? rc : l.rc,
+                        "cannot list the log of table s3://%s/%s: %s", t->bucket, t->root,
+                        rc < 0 ? e.message : "out of memory");
     }
     rc = replay(t, &l, t->state.version + 1, err, errlen);
     free(l.versions);
@@ -367,9 +369,18 @@ int tb_table_snapshot(tb_table *t, tb_snapshot **out, char *err, size_t errlen)
     return 0;
 }
 
-uint64_t tb_table_version(const tb_table *t) { return t->state.version; }
-const char *tb_table_bucket(const tb_table *t) { return t->bucket; }
-const s3_config *tb_table_s3(const tb_table *t) { return &t->cfg; }
+uint64_t tb_table_version(const tb_table *t)
+{
+    return t->state.version;
+}
+const char *tb_table_bucket(const tb_table *t)
+{
+    return t->bucket;
+}
+const s3_config *tb_table_s3(const tb_table *t)
+{
+    return &t->cfg;
+}
 
 int tb_part_key(const tb_table *t, const char *name, char *buf, size_t cap)
 {
@@ -413,8 +424,7 @@ static int schema_check(const tb_schema *s, char *err, size_t errlen)
             return tp__fail(err, errlen, -EINVAL, "column %u needs a name and a known type", i);
         for (uint32_t k = 0; k < i; k++)
             if (strcmp(s->cols[k].name, s->cols[i].name) == 0)
-                return tp__fail(err, errlen, -EINVAL, "column %s is named twice",
-                                s->cols[i].name);
+                return tp__fail(err, errlen, -EINVAL, "column %s is named twice", s->cols[i].name);
     }
     for (uint32_t k = 0; k < s->n_key; k++)
         if (s->key_cols[k] >= s->n_cols || s->cols[s->key_cols[k]].nullable)
@@ -481,8 +491,7 @@ static void write_checkpoint(tb_table *t)
         return;
     }
     char key[1024];
-    tkey(t, key, sizeof(key), "_log/%020llu.checkpoint.json",
-         (unsigned long long)t->state.version);
+    tkey(t, key, sizeof(key), "_log/%020llu.checkpoint.json", (unsigned long long)t->state.version);
     s3_write_cond c = {.if_none_match = true};
     s3_error e;
     int rc = tb__s3_put(t->s3, key, b.p, b.len, &c, &e);
@@ -490,8 +499,8 @@ static void write_checkpoint(tb_table *t)
     if (rc < 0 && rc != -EEXIST)
         return; /* best effort: readers replay a few more versions */
     char hint[64];
-    int n = snprintf(hint, sizeof(hint), "{\"version\":%llu}\n",
-                     (unsigned long long)t->state.version);
+    int n =
+        snprintf(hint, sizeof(hint), "{\"version\":%llu}\n", (unsigned long long)t->state.version);
     tkey(t, key, sizeof(key), "_log/_last_checkpoint");
     tb__s3_put(t->s3, key, hint, (size_t)n, NULL, &e);
 }
@@ -514,11 +523,11 @@ static bool removed_known(const tb_snapshot *s, const char *name)
 
 static int check_request(const tb_commit *c, char *err, size_t errlen)
 {
-    bool ok = c->kind == TB_COMMIT_INSERT ? c->n_add >= 1 && !c->n_remove && !c->n_purge
-              : c->kind == TB_COMMIT_MERGE ? c->n_add == 1 && c->n_remove >= 1 && !c->n_purge
-              : c->kind == TB_COMMIT_PURGE ? !c->n_add && !c->n_remove && c->n_purge >= 1
+    bool ok = c->kind == TB_COMMIT_INSERT     ? c->n_add >= 1 && !c->n_remove && !c->n_purge
+              : c->kind == TB_COMMIT_MERGE    ? c->n_add == 1 && c->n_remove >= 1 && !c->n_purge
+              : c->kind == TB_COMMIT_PURGE    ? !c->n_add && !c->n_remove && c->n_purge >= 1
               : c->kind == TB_COMMIT_TRUNCATE ? !c->n_add && !c->n_remove && !c->n_purge
-                                           : false;
+                                              : false;
     if (!ok)
         return tp__fail(err, errlen, -EINVAL,
                         "a commit adds parts (insert), replaces inputs by one part (merge), "
@@ -614,8 +623,8 @@ static int build(tb_table *t, const tb_commit *c, tb__version *v, char *err, siz
         }
     }
     for (size_t i = 0; i < n_remove; i++, v->n_remove++)
-        if (!(v->remove[i] = strdup(c->kind == TB_COMMIT_TRUNCATE ? s->parts[i].name
-                                                                  : c->remove[i])))
+        if (!(v->remove[i] =
+                  strdup(c->kind == TB_COMMIT_TRUNCATE ? s->parts[i].name : c->remove[i])))
             return -ENOMEM;
     for (size_t i = 0; i < c->n_purge; i++) {
         if (!removed_known(s, c->purge[i]))
@@ -642,8 +651,7 @@ static bool mine(const attempts_t *a, const char *w)
     return false;
 }
 
-int tb_commit_run(tb_table *t, const tb_commit *c, tb_commit_result *res, char *err,
-                  size_t errlen)
+int tb_commit_run(tb_table *t, const tb_commit *c, tb_commit_result *res, char *err, size_t errlen)
 {
     tb_commit_result r = {0};
     int rc = check_request(c, err, errlen);
@@ -668,8 +676,8 @@ int tb_commit_run(tb_table *t, const tb_commit *c, tb_commit_result *res, char *
                 rc = 0;
                 r.version = t->state.version;
             } else if (rc == -ENOMEM) {
-                tp__fail(err, errlen, rc, "out of memory committing to table s3://%s/%s",
-                         t->bucket, t->root);
+                tp__fail(err, errlen, rc, "out of memory committing to table s3://%s/%s", t->bucket,
+                         t->root);
             }
             break;
         }
@@ -749,8 +757,8 @@ int tb_commit_run(tb_table *t, const tb_commit *c, tb_commit_result *res, char *
         int prc = tb__version_parse(got, len, &lv, msg, sizeof(msg));
         free(got);
         if (prc < 0) {
-            rc = tp__fail(err, errlen, prc, "log object s3://%s/%s is damaged: %s", t->bucket,
-                          key, msg);
+            rc = tp__fail(err, errlen, prc, "log object s3://%s/%s is damaged: %s", t->bucket, key,
+                          msg);
             break;
         }
         if (mine(&at, lv.writer)) {
@@ -795,7 +803,7 @@ int tb_commit_run(tb_table *t, const tb_commit *c, tb_commit_result *res, char *
 
 struct tb_upload {
     tb__s3 *s3;
-    tb_io io;                   /* put: gathered in buf up to io.put_max, then put */
+    tb_io io; /* put: gathered in buf up to io.put_max, then put */
     char bucket[64];
     char key[1100];
     char name[TB_NAME_MAX];
@@ -809,8 +817,8 @@ struct tb_upload {
     char err[S3_MSG_MAX + 64];
 };
 
-int tb_upload_create(tb_upload **out, const tb_table *t, const char *partition,
-                     size_t part_size, char *err, size_t errlen)
+int tb_upload_create(tb_upload **out, const tb_table *t, const char *partition, size_t part_size,
+                     char *err, size_t errlen)
 {
     *out = NULL;
     if (!partition || !tb__name_ok(partition) || strlen(partition) > 63)
@@ -840,8 +848,14 @@ int tb_upload_create(tb_upload **out, const tb_table *t, const char *partition,
     return 0;
 }
 
-const char *tb_upload_name(const tb_upload *u) { return u->name; }
-const char *tb_upload_error(const tb_upload *u) { return u->err; }
+const char *tb_upload_name(const tb_upload *u)
+{
+    return u->name;
+}
+const char *tb_upload_error(const tb_upload *u)
+{
+    return u->err;
+}
 
 static int upload_piece(tb_upload *u, const void *data, size_t len)
 {
@@ -861,7 +875,8 @@ static int upload_piece(tb_upload *u, const void *data, size_t len)
     }
     char etag[S3_ETAG_MAX];
     if (u->n_parts >= 10000) {
-        snprintf(u->err, sizeof(u->err), "the part needs more than 10000 pieces of %zu bytes", u->part_size);
+        snprintf(u->err, sizeof(u->err), "the part needs more than 10000 pieces of %zu bytes",
+                 u->part_size);
         return -EFBIG;
     }
     rc = tb__s3_mpu_part(u->s3, u->key, u->upload_id, u->n_parts + 1, data, len, etag, &e);
@@ -974,8 +989,8 @@ int tb_part_open_via(const tb_table *t, const char *name, tb_source_open_fn open
     return rc;
 }
 
-int tb_part_open(const tb_table *t, const char *name, rs_source **src, tp_reader **r,
-                 char *err, size_t errlen)
+int tb_part_open(const tb_table *t, const char *name, rs_source **src, tp_reader **r, char *err,
+                 size_t errlen)
 {
     if (t->io.open)
         return tb_part_open_via(t, name, t->io.open, t->io.open_arg, src, r, err, errlen);
@@ -997,7 +1012,7 @@ typedef struct {
     const char *prefix;
     size_t plen;
     int64_t now;
-    char **keys;   /* collected in the listing's callback, deleted after it:
+    char **keys; /* collected in the listing's callback, deleted after it:
                       no S3 call may run from inside the loop's callback */
     size_t n, cap;
     int rc;

@@ -47,8 +47,8 @@ bool tb_wh_name_ok(const char *s)
     return n > 0 && n < TB_WH_NAME_MAX;
 }
 
-int tb_wh_root(const tb_wh *w, const char *db, const char *table, char *buf, size_t cap,
-               char *err, size_t errlen)
+int tb_wh_root(const tb_wh *w, const char *db, const char *table, char *buf, size_t cap, char *err,
+               size_t errlen)
 {
     if (!db)
         db = TB_WH_DEFAULT_DB;
@@ -100,9 +100,9 @@ int tb_wh_open(const tb_wh *w, const char *db, const char *table, bool writer, t
 
 typedef struct wh_list {
     const tb_wh *w;
-    size_t plen;               /* of "<prefix>/" */
+    size_t plen; /* of "<prefix>/" */
     const char *db;
-    char **names;              /* "db\0table" pairs as "db/table" */
+    char **names; /* "db\0table" pairs as "db/table" */
     size_t n, cap;
     int rc;
 } wh_list;
@@ -255,8 +255,7 @@ int tb_wh_drop(const tb_wh *w, const char *db, const char *table, char *err, siz
     free(k.keys);
     s3_sync_destroy(&s);
     if (rc < 0)
-        return tp__fail(err, errlen, rc, "cannot drop table %s.%s: %s",
-                        db ? db : TB_WH_DEFAULT_DB, table,
-                        e.message[0] ? e.message : strerror(-rc));
+        return tp__fail(err, errlen, rc, "cannot drop table %s.%s: %s", db ? db : TB_WH_DEFAULT_DB,
+                        table, e.message[0] ? e.message : strerror(-rc));
     return 0;
 }

@@ -29,8 +29,8 @@ typedef struct {
     cursor *cur;
     size_t *heap, n_heap;
     uint32_t *all_cols;
-    tp__colbuf *out;       /* output batch being filled */
-    tp__colbuf *pend;      /* replacing: the row kept for the current key */
+    tp__colbuf *out;  /* output batch being filled */
+    tp__colbuf *pend; /* replacing: the row kept for the current key */
     bool have_pend;
     tm_merge_stats st;
     char *err;
@@ -55,8 +55,8 @@ static int load(mctx *x, cursor *c)
     c->bytes = 0;
     if (c->g >= c->granules)
         return 0;
-    int rc = tp_reader_read(c->r, x->all_cols, x->m->n_cols, c->g, c->g + 1, &c->b, x->err,
-                            x->errlen);
+    int rc =
+        tp_reader_read(c->r, x->all_cols, x->m->n_cols, c->g, c->g + 1, &c->b, x->err, x->errlen);
     if (rc == 0)
         c->bytes = batch_bytes(c->b);
     return rc;
@@ -226,8 +226,8 @@ int tm_merge(const tm_merge_opts *o, tm_merge_stats *stats, char *err, size_t er
             rc = emit_from_cursor(&x, c);
         } else if (x.have_pend && same_key_as_pending(&x, c)) {
             /* the later row wins, unless its version is smaller */
-            if (o->version_col < 0 ||
-                tp__cmp_buf_col(&x.pend[o->version_col], 0, c->b->cols[o->version_col], c->row) <= 0)
+            if (o->version_col < 0 || tp__cmp_buf_col(&x.pend[o->version_col], 0,
+                                                      c->b->cols[o->version_col], c->row) <= 0)
                 rc = take_pending(&x, c);
         } else {
             rc = emit_pending(&x);
@@ -275,8 +275,7 @@ out:
 
 /* ---- tm_run ------------------------------------------------------------------- */
 
-int tm_run(tb_table *t, const tm_settings *s, bool final, tm_result *res, char *err,
-           size_t errlen)
+int tm_run(tb_table *t, const tm_settings *s, bool final, tm_result *res, char *err, size_t errlen)
 {
     memset(res, 0, sizeof(*res));
     int rc = tb_table_refresh(t, err, errlen);
@@ -334,18 +333,27 @@ int tm_run(tb_table *t, const tm_settings *s, bool final, tm_result *res, char *
         rc = tb_upload_create(&u, t, in[0].partition, 0, err, errlen);
     const tp_part_meta *m = rc ? NULL : tp_reader_meta(rds[0]);
     if (!rc) {
-        tp_writer_opts wo = {.part_name = tb_upload_name(u), .cols = m->cols,
-                             .n_cols = m->n_cols, .key_cols = m->key_cols, .n_key = m->n_key,
-                             .minmax_cols = m->minmax_cols, .n_minmax = m->n_minmax,
+        tp_writer_opts wo = {.part_name = tb_upload_name(u),
+                             .cols = m->cols,
+                             .n_cols = m->n_cols,
+                             .key_cols = m->key_cols,
+                             .n_key = m->n_key,
+                             .minmax_cols = m->minmax_cols,
+                             .n_minmax = m->n_minmax,
                              .index_granularity = snap->schema.index_granularity,
-                             .input_sorted = true, .write = tb_upload_write, .write_arg = u};
+                             .input_sorted = true,
+                             .write = tb_upload_write,
+                             .write_arg = u};
         rc = tp_writer_create(&w, &wo, err, errlen);
     }
     tm_merge_stats st = {0};
     if (!rc) {
         bool replacing = snap->schema.engine && !strcmp(snap->schema.engine, "ReplacingMergeTree");
-        tm_merge_opts mo = {.inputs = rds, .n_inputs = n, .replacing = replacing,
-                            .version_col = snap->schema.version_col, .out = w};
+        tm_merge_opts mo = {.inputs = rds,
+                            .n_inputs = n,
+                            .replacing = replacing,
+                            .version_col = snap->schema.version_col,
+                            .out = w};
         rc = tm_merge(&mo, &st, err, errlen);
     }
     tp_part_info info;
@@ -356,9 +364,13 @@ int tm_run(tb_table *t, const tm_settings *s, bool final, tm_result *res, char *
     if (!rc)
         rc = tb_upload_finish(u, &size, err, errlen);
     if (!rc) {
-        tb_part_add add = {.name = tb_upload_name(u), .partition = in[0].partition,
-                           .rows = info.rows, .bytes = size, .min_block = in[0].min_block,
-                           .max_block = in[0].max_block, .granules = info.granules,
+        tb_part_add add = {.name = tb_upload_name(u),
+                           .partition = in[0].partition,
+                           .rows = info.rows,
+                           .bytes = size,
+                           .min_block = in[0].min_block,
+                           .max_block = in[0].max_block,
+                           .granules = info.granules,
                            .compressed_bytes = info.compressed_bytes,
                            .uncompressed_bytes = info.uncompressed_bytes};
         for (size_t i = 0; i < n; i++) {
@@ -369,8 +381,8 @@ int tm_run(tb_table *t, const tm_settings *s, bool final, tm_result *res, char *
             if (in[i].max_block > add.max_block)
                 add.max_block = in[i].max_block;
         }
-        tb_commit c = {.kind = TB_COMMIT_MERGE, .add = &add, .n_add = 1,
-                       .remove = names, .n_remove = n};
+        tb_commit c = {
+            .kind = TB_COMMIT_MERGE, .add = &add, .n_add = 1, .remove = names, .n_remove = n};
         tb_commit_result cr;
         rc = tb_commit_run(t, &c, &cr, err, errlen);
         if (rc < 0) {

@@ -418,28 +418,74 @@ static int cmp_float(double x, double y)
 int tp__cmp_fixed(const cb_typeinfo *info, const void *a, const void *b)
 {
     switch (info->type) {
-    case CB_BOOL: case CB_UINT8: return CMP(*(const uint8_t *)a, *(const uint8_t *)b);
-    case CB_UINT16: { uint16_t x, y; memcpy(&x, a, 2); memcpy(&y, b, 2); return CMP(x, y); }
-    case CB_UINT32: { uint32_t x, y; memcpy(&x, a, 4); memcpy(&y, b, 4); return CMP(x, y); }
-    case CB_UINT64: { uint64_t x, y; memcpy(&x, a, 8); memcpy(&y, b, 8); return CMP(x, y); }
-    case CB_INT8: return CMP(*(const int8_t *)a, *(const int8_t *)b);
-    case CB_INT16: { int16_t x, y; memcpy(&x, a, 2); memcpy(&y, b, 2); return CMP(x, y); }
-    case CB_INT32: case CB_DATE: { int32_t x, y; memcpy(&x, a, 4); memcpy(&y, b, 4); return CMP(x, y); }
-    case CB_INT64: case CB_TIME: case CB_TIMESTAMP: {
-        int64_t x, y; memcpy(&x, a, 8); memcpy(&y, b, 8); return CMP(x, y);
+    case CB_BOOL:
+    case CB_UINT8: return CMP(*(const uint8_t *)a, *(const uint8_t *)b);
+    case CB_UINT16: {
+        uint16_t x, y;
+        memcpy(&x, a, 2);
+        memcpy(&y, b, 2);
+        return CMP(x, y);
     }
-    case CB_FLOAT: { float x, y; memcpy(&x, a, 4); memcpy(&y, b, 4); return cmp_float(x, y); }
-    case CB_DOUBLE: { double x, y; memcpy(&x, a, 8); memcpy(&y, b, 8); return cmp_float(x, y); }
+    case CB_UINT32: {
+        uint32_t x, y;
+        memcpy(&x, a, 4);
+        memcpy(&y, b, 4);
+        return CMP(x, y);
+    }
+    case CB_UINT64: {
+        uint64_t x, y;
+        memcpy(&x, a, 8);
+        memcpy(&y, b, 8);
+        return CMP(x, y);
+    }
+    case CB_INT8: return CMP(*(const int8_t *)a, *(const int8_t *)b);
+    case CB_INT16: {
+        int16_t x, y;
+        memcpy(&x, a, 2);
+        memcpy(&y, b, 2);
+        return CMP(x, y);
+    }
+    case CB_INT32:
+    case CB_DATE: {
+        int32_t x, y;
+        memcpy(&x, a, 4);
+        memcpy(&y, b, 4);
+        return CMP(x, y);
+    }
+    case CB_INT64:
+    case CB_TIME:
+    case CB_TIMESTAMP: {
+        int64_t x, y;
+        memcpy(&x, a, 8);
+        memcpy(&y, b, 8);
+        return CMP(x, y);
+    }
+    case CB_FLOAT: {
+        float x, y;
+        memcpy(&x, a, 4);
+        memcpy(&y, b, 4);
+        return cmp_float(x, y);
+    }
+    case CB_DOUBLE: {
+        double x, y;
+        memcpy(&x, a, 8);
+        memcpy(&y, b, 8);
+        return cmp_float(x, y);
+    }
     case CB_DECIMAL:
         if (info->precision <= 18) {
-            int64_t x, y; memcpy(&x, a, 8); memcpy(&y, b, 8); return CMP(x, y);
+            int64_t x, y;
+            memcpy(&x, a, 8);
+            memcpy(&y, b, 8);
+            return CMP(x, y);
         } else {
             cb_i128 x, y;
             memcpy(&x, a, 16);
             memcpy(&y, b, 16);
             return x.hi != y.hi ? CMP(x.hi, y.hi) : CMP(x.lo, y.lo);
         }
-    case CB_STRING: case CB_BINARY: break;
+    case CB_STRING:
+    case CB_BINARY: break;
     }
     return 0;
 }
@@ -481,10 +527,10 @@ int tp__cmp_buf_col(const tp__colbuf *a, uint32_t i, const cb_column *b, uint32_
 /* Distinct values of a string colbuf, by open addressing on XXH3: gives up
  * (returns false) past max_distinct. */
 typedef struct {
-    uint32_t *slots;    /* row of the first occurrence + 1, 0 = empty */
+    uint32_t *slots; /* row of the first occurrence + 1, 0 = empty */
     uint32_t mask;
-    uint32_t *index;    /* per row: dictionary entry */
-    uint32_t *first;    /* per entry: its first row */
+    uint32_t *index; /* per row: dictionary entry */
+    uint32_t *first; /* per entry: its first row */
     uint32_t n;
 } dict_build;
 
@@ -620,7 +666,7 @@ fail:
 
 /* The parts of an encoded block, checked against raw_len. */
 typedef struct {
-    const uint8_t *validity;     /* NULL: no nulls */
+    const uint8_t *validity; /* NULL: no nulls */
     const uint8_t *body;
     size_t body_len;
 } block_view;
@@ -673,9 +719,8 @@ static int colbuf_mark_nulls(tp__colbuf *out, const block_view *v, uint32_t lo, 
     return 0;
 }
 
-int tp__block_decode(const uint8_t *raw, size_t raw_len, uint8_t enc, uint32_t rows,
-                     bool nullable, uint32_t lo, uint32_t hi, tp__colbuf *out, char *err,
-                     size_t errlen)
+int tp__block_decode(const uint8_t *raw, size_t raw_len, uint8_t enc, uint32_t rows, bool nullable,
+                     uint32_t lo, uint32_t hi, tp__colbuf *out, char *err, size_t errlen)
 {
     if (lo > hi || hi > rows)
         return tp__fail(err, errlen, -EINVAL, "rows %u..%u are outside the block's %u", lo, hi,
@@ -772,18 +817,19 @@ int tp__block_decode(const uint8_t *raw, size_t raw_len, uint8_t enc, uint32_t r
     unsigned iw = v.body[at++];
     if ((iw != 1 && iw != 2 && iw != 4) || (v.body_len - at) != (size_t)iw * rows) {
         free(doff);
-        return tp__fail(err, errlen, -EBADMSG,
-                        "the block's index (width %u) does not hold %u rows", iw, rows);
+        return tp__fail(err, errlen, -EBADMSG, "the block's index (width %u) does not hold %u rows",
+                        iw, rows);
     }
     const uint8_t *idx = v.body + at, *dict = v.body + dstart;
     for (uint32_t r = lo; r < hi && !rc; r++) {
-        uint32_t e = iw == 1 ? idx[r] : iw == 2 ? tp__get16(idx + 2 * (size_t)r)
-                                                : tp__get32(idx + 4 * (size_t)r);
+        uint32_t e = iw == 1   ? idx[r]
+                     : iw == 2 ? tp__get16(idx + 2 * (size_t)r)
+                               : tp__get32(idx + 4 * (size_t)r);
         if (view_null(&v, r)) {
             rc = tp__colbuf_append_null(out);
         } else if (e >= nd) {
-            rc = tp__fail(err, errlen, -EBADMSG, "row %u points at dictionary entry %u of %u",
-                          r, e, nd);
+            rc = tp__fail(err, errlen, -EBADMSG, "row %u points at dictionary entry %u of %u", r, e,
+                          nd);
         } else {
             rc = tp__colbuf_append_bytes(out, dict + doff[e], doff[e + 1] - doff[e]);
         }
@@ -822,8 +868,8 @@ int tp__block_decode_dict(const uint8_t *raw, size_t raw_len, uint32_t rows, boo
         return tp__fail(err, errlen, -EBADMSG, "the block's index width is missing");
     unsigned iw = v.body[iat++];
     if ((iw != 1 && iw != 2 && iw != 4) || (v.body_len - iat) != (size_t)iw * rows)
-        return tp__fail(err, errlen, -EBADMSG,
-                        "the block's index (width %u) does not hold %u rows", iw, rows);
+        return tp__fail(err, errlen, -EBADMSG, "the block's index (width %u) does not hold %u rows",
+                        iw, rows);
     cb_column *dict = NULL, *c = NULL;
     if ((rc = cb_column_create(&dict, info, NULL, nd)) < 0)
         return rc;
@@ -849,8 +895,9 @@ int tp__block_decode_dict(const uint8_t *raw, size_t raw_len, uint32_t rows, boo
     dict = NULL;
     const uint8_t *idx = v.body + iat;
     for (uint32_t r = lo; r < hi; r++) {
-        uint32_t e = iw == 1 ? idx[r] : iw == 2 ? tp__get16(idx + 2 * (size_t)r)
-                                                : tp__get32(idx + 4 * (size_t)r);
+        uint32_t e = iw == 1   ? idx[r]
+                     : iw == 2 ? tp__get16(idx + 2 * (size_t)r)
+                               : tp__get32(idx + 4 * (size_t)r);
         if (view_null(&v, r)) {
             if (!c->validity && (rc = cb_column_alloc_validity(c)) < 0)
                 goto fail;
@@ -858,8 +905,8 @@ int tp__block_decode_dict(const uint8_t *raw, size_t raw_len, uint32_t rows, boo
             c->null_count++;
             e = 0;
         } else if (e >= nd) {
-            rc = tp__fail(err, errlen, -EBADMSG, "row %u points at dictionary entry %u of %u", r,
-                          e, nd);
+            rc = tp__fail(err, errlen, -EBADMSG, "row %u points at dictionary entry %u of %u", r, e,
+                          nd);
             goto fail;
         }
         c->indices[r - lo] = e;
@@ -924,8 +971,7 @@ int tp__compress(tp_codec codec, int level, const uint8_t *raw, size_t raw_len, 
     return 0;
 }
 
-int tp__decompress(uint8_t codec, const uint8_t *src, size_t src_len, uint8_t *raw,
-                   size_t raw_len)
+int tp__decompress(uint8_t codec, const uint8_t *src, size_t src_len, uint8_t *raw, size_t raw_len)
 {
     switch (codec) {
     case TP_CODEC_NONE:

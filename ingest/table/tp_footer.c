@@ -28,7 +28,10 @@ static bool need(rd *r, size_t n)
     return true;
 }
 
-static uint8_t r8(rd *r) { return need(r, 1) ? r->p[r->at++] : 0; }
+static uint8_t r8(rd *r)
+{
+    return need(r, 1) ? r->p[r->at++] : 0;
+}
 static uint16_t r16(rd *r)
 {
     if (!need(r, 2))
@@ -134,8 +137,8 @@ int tp__footer_write(const tp__footer *f, uint8_t **out, size_t *out_len)
         rc |= tp__bytes_u16(&o, (uint16_t)nl);
         rc |= tp__bytes_add(&o, c->def.name, nl);
         uint8_t t[8] = {(uint8_t)c->def.info.type, (uint8_t)c->def.info.unit, c->def.info.utc,
-                        c->def.info.precision, c->def.info.scale, c->def.nullable,
-                        (uint8_t)c->def.codec, (uint8_t)c->def.level};
+                        c->def.info.precision,     c->def.info.scale,         c->def.nullable,
+                        (uint8_t)c->def.codec,     (uint8_t)c->def.level};
         rc |= tp__bytes_add(&o, t, 8);
         rc |= tp__bytes_u32(&o, c->n_blocks);
         for (uint32_t b = 0; b < c->n_blocks; b++) {
@@ -177,10 +180,14 @@ int tp__footer_write(const tp__footer *f, uint8_t **out, size_t *out_len)
     return 0;
 }
 
-#define BAD(...) do { rc = tp__fail(err, errlen, -EBADMSG, __VA_ARGS__); goto fail; } while (0)
+#define BAD(...)                                                                                   \
+    do {                                                                                           \
+        rc = tp__fail(err, errlen, -EBADMSG, __VA_ARGS__);                                         \
+        goto fail;                                                                                 \
+    } while (0)
 
-int tp__footer_parse(const uint8_t *buf, size_t len, uint64_t data_end, tp__footer *f,
-                     char *err, size_t errlen)
+int tp__footer_parse(const uint8_t *buf, size_t len, uint64_t data_end, tp__footer *f, char *err,
+                     size_t errlen)
 {
     memset(f, 0, sizeof(*f));
     rd r = {buf, len, 0, false};
@@ -263,8 +270,8 @@ int tp__footer_parse(const uint8_t *buf, size_t len, uint64_t data_end, tp__foot
             if (r.bad)
                 BAD("column %s block %u is cut short", name, b);
             if (e->offset < prev || e->offset > data_end || e->comp_len > data_end - e->offset)
-                BAD("column %s block %u (%u bytes at %llu) lies outside the part's data", name,
-                    b, e->comp_len, (unsigned long long)e->offset);
+                BAD("column %s block %u (%u bytes at %llu) lies outside the part's data", name, b,
+                    e->comp_len, (unsigned long long)e->offset);
             if (e->rows == 0 || e->raw_len == 0 || e->raw_len > TP__MAX_RAW_BLOCK ||
                 e->codec > TP_CODEC_ZSTD || e->enc > TP__ENC_DICT)
                 BAD("column %s block %u has %u rows, %u bytes, codec %u, encoding %u", name, b,
@@ -275,8 +282,8 @@ int tp__footer_parse(const uint8_t *buf, size_t len, uint64_t data_end, tp__foot
             rows += e->rows;
         }
         if (rows != f->rows)
-            BAD("column %s's blocks hold %llu rows, the part %llu", name,
-                (unsigned long long)rows, (unsigned long long)f->rows);
+            BAD("column %s's blocks hold %llu rows, the part %llu", name, (unsigned long long)rows,
+                (unsigned long long)f->rows);
         for (uint32_t g = 0; g < f->granules; g++) {
             c->marks[g].block = r32(&r);
             c->marks[g].row = r32(&r);
@@ -322,8 +329,7 @@ int tp__footer_parse(const uint8_t *buf, size_t len, uint64_t data_end, tp__foot
         if (f->granules == UINT32_MAX)
             BAD("too many granules");
         for (uint32_t k = 0; k < n_key; k++) {
-            rc = read_values(&r, &f->cols[f->key_cols[k]].def.info, f->granules + 1,
-                             &f->index[k]);
+            rc = read_values(&r, &f->cols[f->key_cols[k]].def.info, f->granules + 1, &f->index[k]);
             if (rc == -EBADMSG)
                 BAD("the primary index of column %s is cut short",
                     f->cols[f->key_cols[k]].def.name);

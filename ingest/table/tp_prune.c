@@ -42,7 +42,11 @@ static int check(const pctx *p, const tp_cond *c, int depth, char *err, size_t e
                 return rc;
         }
         return 0;
-    case TP_COND_EQ: case TP_COND_IN: case TP_COND_LT: case TP_COND_LE: case TP_COND_GT:
+    case TP_COND_EQ:
+    case TP_COND_IN:
+    case TP_COND_LT:
+    case TP_COND_LE:
+    case TP_COND_GT:
     case TP_COND_GE:
         if (c->key_pos >= p->n_key)
             return tp__fail(err, errlen, -EINVAL, "key condition on ORDER BY column %u of %u",
@@ -82,8 +86,7 @@ static bool may(const pctx *p, const tp_cond *c, uint32_t g)
             if (may(p, c->kids[i], g))
                 return true;
         return false;
-    default:
-        break;
+    default: break;
     }
     uint32_t k = c->key_pos;
     if (!bounded(p, k, g))
@@ -105,16 +108,17 @@ static bool may(const pctx *p, const tp_cond *c, uint32_t g)
 }
 
 int tp_prune_index(const cb_column *const *index, uint32_t n_key, uint32_t granules,
-                   const tp_cond *c, tp_granule_range **out, size_t *n, char *err,
-                   size_t errlen)
+                   const tp_cond *c, tp_granule_range **out, size_t *n, char *err, size_t errlen)
 {
     *out = NULL;
     *n = 0;
     pctx p = {index, n_key};
     for (uint32_t k = 0; k < n_key; k++)
         if (!index[k] || index[k]->n != (uint64_t)granules + 1)
-            return tp__fail(err, errlen, -EINVAL, "the index of key column %u has %u entries, "
-                            "not %u", k, index[k] ? index[k]->n : 0, granules + 1);
+            return tp__fail(err, errlen, -EINVAL,
+                            "the index of key column %u has %u entries, "
+                            "not %u",
+                            k, index[k] ? index[k]->n : 0, granules + 1);
     if (c) {
         int rc = check(&p, c, 0, err, errlen);
         if (rc < 0)

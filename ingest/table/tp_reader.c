@@ -28,8 +28,7 @@ struct tp_reader {
     tp_part_meta meta;
 };
 
-int tp_reader_open(tp_reader **out, rs_source *src, const char *part_name, char *err,
-                   size_t errlen)
+int tp_reader_open(tp_reader **out, rs_source *src, const char *part_name, char *err, size_t errlen)
 {
     *out = NULL;
     const char *name = part_name ? part_name : rs_name(src);
@@ -132,7 +131,10 @@ void tp_reader_destroy(tp_reader **rp)
     *rp = NULL;
 }
 
-const tp_part_meta *tp_reader_meta(const tp_reader *r) { return &r->meta; }
+const tp_part_meta *tp_reader_meta(const tp_reader *r)
+{
+    return &r->meta;
+}
 
 uint64_t tp_reader_rows(const tp_reader *r, uint32_t g0, uint32_t g1)
 {
@@ -169,8 +171,8 @@ size_t tp_reader_memory(const tp_reader *r)
 
 /* The blocks and the rows inside them that granules [g0, g1) of c cover. */
 typedef struct {
-    uint32_t b0, b1;       /* blocks [b0, b1] */
-    uint32_t row0, row1;   /* first row in b0; end row (exclusive) in b1 */
+    uint32_t b0, b1;     /* blocks [b0, b1] */
+    uint32_t row0, row1; /* first row in b0; end row (exclusive) in b1 */
 } span;
 
 static span col_span(const tp_reader *r, const tp__col_meta *c, uint32_t g0, uint32_t g1)
@@ -195,14 +197,13 @@ static span col_span(const tp_reader *r, const tp__col_meta *c, uint32_t g0, uin
 }
 
 typedef struct {
-    uint32_t col;        /* index into the request */
-    uint32_t b0, b1;     /* blocks of this range */
+    uint32_t col;    /* index into the request */
+    uint32_t b0, b1; /* blocks of this range */
     uint8_t *buf;
 } range_ctx;
 
-static int decode_col(const tp_reader *r, const tp__col_meta *c, const span *s,
-                      const range_ctx *rg, size_t n_rg, uint32_t req_i, cb_column **out,
-                      char *err, size_t errlen)
+static int decode_col(const tp_reader *r, const tp__col_meta *c, const span *s, const range_ctx *rg,
+                      size_t n_rg, uint32_t req_i, cb_column **out, char *err, size_t errlen)
 {
     int rc = 0;
     tp__colbuf b;
@@ -221,8 +222,7 @@ static int decode_col(const tp_reader *r, const tp__col_meta *c, const span *s,
                 rc = tp__fail(err, errlen, -EBADMSG,
                               "part %s: column %s: block %u (%u bytes at offset %llu): checksum "
                               "mismatch, the part object is damaged",
-                              r->name, c->def.name, bi, e->comp_len,
-                              (unsigned long long)e->offset);
+                              r->name, c->def.name, bi, e->comp_len, (unsigned long long)e->offset);
                 break;
             }
             if (e->raw_len > raw_cap) {
@@ -242,16 +242,15 @@ static int decode_col(const tp_reader *r, const tp__col_meta *c, const span *s,
             }
             uint32_t lo = bi == s->b0 ? s->row0 : 0, hi = bi == s->b1 ? s->row1 : e->rows;
             if (single_dict) {
-                rc = tp__block_decode_dict(raw, e->raw_len, e->rows, c->def.nullable,
-                                           &c->def.info, c->def.name, lo, hi, out, msg,
-                                           sizeof(msg));
+                rc = tp__block_decode_dict(raw, e->raw_len, e->rows, c->def.nullable, &c->def.info,
+                                           c->def.name, lo, hi, out, msg, sizeof(msg));
             } else {
-                rc = tp__block_decode(raw, e->raw_len, e->enc, e->rows, c->def.nullable, lo, hi,
-                                      &b, msg, sizeof(msg));
+                rc = tp__block_decode(raw, e->raw_len, e->enc, e->rows, c->def.nullable, lo, hi, &b,
+                                      msg, sizeof(msg));
             }
             if (rc == -EBADMSG || rc == -EINVAL)
-                rc = tp__fail(err, errlen, -EBADMSG, "part %s: column %s: block %u: %s",
-                              r->name, c->def.name, bi, msg);
+                rc = tp__fail(err, errlen, -EBADMSG, "part %s: column %s: block %u: %s", r->name,
+                              c->def.name, bi, msg);
             p += e->comp_len;
         }
     }
@@ -262,8 +261,8 @@ static int decode_col(const tp_reader *r, const tp__col_meta *c, const span *s,
     return rc;
 }
 
-int tp_reader_read(const tp_reader *r, const uint32_t *cols, uint32_t n, uint32_t g0,
-                   uint32_t g1, cb_batch **out, char *err, size_t errlen)
+int tp_reader_read(const tp_reader *r, const uint32_t *cols, uint32_t n, uint32_t g0, uint32_t g1,
+                   cb_batch **out, char *err, size_t errlen)
 {
     *out = NULL;
     if (g0 >= g1 || g1 > r->f.granules)
@@ -325,8 +324,8 @@ int tp_reader_read(const tp_reader *r, const uint32_t *cols, uint32_t n, uint32_
         rc = decode_col(r, c, &spans[i], rg, n_rg, i, &b->cols[i], err, errlen);
         if (!rc && b->cols[i]->n != rows)
             rc = tp__fail(err, errlen, -EBADMSG,
-                          "part %s: column %s gave %u rows for granules %u..%u, not %llu",
-                          r->name, c->def.name, b->cols[i]->n, g0, g1, (unsigned long long)rows);
+                          "part %s: column %s gave %u rows for granules %u..%u, not %llu", r->name,
+                          c->def.name, b->cols[i]->n, g0, g1, (unsigned long long)rows);
     }
     for (size_t k = 0; k < n_rg; k++)
         free(rg[k].buf);
@@ -335,8 +334,8 @@ int tp_reader_read(const tp_reader *r, const uint32_t *cols, uint32_t n, uint32_
     free(spans);
     if (rc < 0) {
         if (rc == -ENOMEM)
-            tp__fail(err, errlen, rc, "part %s: out of memory reading granules %u..%u", r->name,
-                     g0, g1);
+            tp__fail(err, errlen, rc, "part %s: out of memory reading granules %u..%u", r->name, g0,
+                     g1);
         cb_batch_destroy(&b);
         return rc;
     }
@@ -360,7 +359,10 @@ static int mem_read(void *impl, const rs_range *ranges, size_t n, char *err, siz
     return 0;
 }
 
-static void mem_destroy(void *impl) { free(impl); }
+static void mem_destroy(void *impl)
+{
+    free(impl);
+}
 
 int tp_mem_source_create(rs_source **out, const void *buf, size_t len, const char *name)
 {

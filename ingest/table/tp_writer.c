@@ -44,13 +44,13 @@ struct tp_writer {
     bool head_done, failed, finished;
     uint64_t rows, rows_in;
     uint32_t in_granule;
-    tp__colbuf *index;   /* n_key: first row of each granule */
-    tp__colbuf *last;    /* n_key: the last row added (1 row) */
-    tp__colbuf *mm;      /* n_mm: row 0 min, row 1 max */
+    tp__colbuf *index; /* n_key: first row of each granule */
+    tp__colbuf *last;  /* n_key: the last row added (1 row) */
+    tp__colbuf *mm;    /* n_mm: row 0 min, row 1 max */
     size_t pending_bytes;
     XXH3_state_t *hash;
     uint64_t comp_total, raw_total;
-    tp__colbuf *stage;   /* unsorted input, n_cols */
+    tp__colbuf *stage; /* unsorted input, n_cols */
 };
 
 static int wfail(tp_writer *w, char *err, size_t errlen, int rc, const char *what)
@@ -69,8 +69,9 @@ int tp_writer_create(tp_writer **out, const tp_writer_opts *o, char *err, size_t
     for (uint32_t i = 0; i < o->n_cols; i++) {
         const tp_column_def *d = &o->cols[i];
         if (!d->name || !d->name[0] || strlen(d->name) > TP__MAX_NAME)
-            return tp__fail(err, errlen, -EINVAL, "part %s: column %u needs a name of 1 to %d bytes",
-                            pname, i, TP__MAX_NAME);
+            return tp__fail(err, errlen, -EINVAL,
+                            "part %s: column %u needs a name of 1 to %d bytes", pname, i,
+                            TP__MAX_NAME);
         if (!tp__type_valid(&d->info))
             return tp__fail(err, errlen, -EINVAL, "part %s: column %s has an unknown type", pname,
                             d->name);

@@ -20,13 +20,13 @@
 #include <stddef.h>
 
 #define TB_WH_DEFAULT_DB "default"
-#define TB_WH_NAME_MAX 64          /* database and table names, NUL included */
+#define TB_WH_NAME_MAX   64 /* database and table names, NUL included */
 
 typedef struct tb_wh {
-    s3_config s3;                  /* the log's and the listings' client */
+    s3_config s3; /* the log's and the listings' client */
     char bucket[64];
-    char prefix[512];              /* without a trailing '/'; "" for the bucket's root */
-    tb_io io;                      /* part I/O every table opened here gets */
+    char prefix[512]; /* without a trailing '/'; "" for the bucket's root */
+    tb_io io;         /* part I/O every table opened here gets */
 } tb_wh;
 
 /* Parses "s3://bucket/prefix/" (the trailing '/' optional) with the S3
@@ -40,8 +40,8 @@ bool tb_wh_name_ok(const char *name);
 
 /* The table's root key: "<prefix>/<db>/<table>". -EINVAL for a bad name
  * (err says which and why), -ENOSPC when cap is short. */
-int tb_wh_root(const tb_wh *w, const char *db, const char *table, char *buf, size_t cap,
-               char *err, size_t errlen);
+int tb_wh_root(const tb_wh *w, const char *db, const char *table, char *buf, size_t cap, char *err,
+               size_t errlen);
 
 /* Table options for that root (borrowed: root and w must outlive o's use). */
 void tb_wh_opts(const tb_wh *w, const char *root, bool writer, tb_table_opts *o);

@@ -30,8 +30,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define H_DNS_MAX 64
-#define H_DNS_NAME 256
+#define H_DNS_MAX      64
+#define H_DNS_NAME     256
 #define H_DNS_TYPE_SRV 33 /* RFC 2782; evdns has no name for it */
 
 struct h_dns_srv {
@@ -98,9 +98,8 @@ static void h_dns_answer(struct evdns_server_request *req, void *arg)
             rdata[5] = (uint8_t)d->srv[k].port;
             int l = h_dns_encode_name(rdata + 6, sizeof(rdata) - 6, d->srv[k].target);
             if (l > 0)
-                evdns_server_request_add_reply(req, EVDNS_ANSWER_SECTION, q->name,
-                                               H_DNS_TYPE_SRV, EVDNS_CLASS_INET, 5, 6 + l, 0,
-                                               (const char *)rdata);
+                evdns_server_request_add_reply(req, EVDNS_ANSWER_SECTION, q->name, H_DNS_TYPE_SRV,
+                                               EVDNS_CLASS_INET, 5, 6 + l, 0, (const char *)rdata);
         }
         for (int k = 0; k < d->nhosts; k++) {
             if (strcasecmp(q->name, d->hosts[k].name) != 0)
@@ -167,8 +166,7 @@ int h_dns_start(h_dns **out)
     d->port_no = ntohs(sa.sin_port);
     snprintf(d->server, sizeof(d->server), "127.0.0.1:%d", d->port_no);
     d->base = event_base_new();
-    d->port = d->base ? evdns_add_server_port_with_base(d->base, d->fd, 0, h_dns_answer, d)
-                      : NULL;
+    d->port = d->base ? evdns_add_server_port_with_base(d->base, d->fd, 0, h_dns_answer, d) : NULL;
     d->stop_ev = d->base ? event_new(d->base, d->stop_fd, EV_READ, h_dns_on_stop, d) : NULL;
     if (!d->port || !d->stop_ev || event_add(d->stop_ev, NULL) < 0) {
         fprintf(stderr, "cannot set up the test DNS server's event loop\n");
@@ -197,9 +195,18 @@ void h_dns_stop(h_dns **dp)
     h_dns_free(d);
 }
 
-const char *h_dns_server(const h_dns *d) { return d->server; }
-int h_dns_port(const h_dns *d) { return d->port_no; }
-int64_t h_dns_queries(const h_dns *d) { return atomic_load(&((h_dns *)d)->queries); }
+const char *h_dns_server(const h_dns *d)
+{
+    return d->server;
+}
+int h_dns_port(const h_dns *d)
+{
+    return d->port_no;
+}
+int64_t h_dns_queries(const h_dns *d)
+{
+    return atomic_load(&((h_dns *)d)->queries);
+}
 
 int h_dns_add_srv(h_dns *d, const char *name, const char *target, uint16_t port)
 {

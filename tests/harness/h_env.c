@@ -33,9 +33,9 @@
  * when its first byte / pid is 0. */
 static char g_dirs[H_MAX_ENVS][PATH_MAX];
 static volatile pid_t g_pids[H_MAX_PIDS];
-static pid_t g_owner;          /* the test process; forked children must not clean up */
+static pid_t g_owner; /* the test process; forked children must not clean up */
 static int g_installed;
-static int g_keep;             /* RINGCACHE_TEST_KEEP=1 */
+static int g_keep; /* RINGCACHE_TEST_KEEP=1 */
 static char g_last_error[1024];
 
 static const int g_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGABRT, SIGSEGV, SIGBUS};
@@ -216,8 +216,8 @@ int h_env_create(h_env **out, const char *test_name)
         base = "/tmp";
     if (mkdir(base, 0755) != 0 && errno != EEXIST) {
         int err = errno;
-        h__err("cannot create temp base %s: %s (set RINGCACHE_TEST_TMP to a writable folder)",
-               base, strerror(err));
+        h__err("cannot create temp base %s: %s (set RINGCACHE_TEST_TMP to a writable folder)", base,
+               strerror(err));
         free(env);
         return -err;
     }
@@ -228,8 +228,9 @@ int h_env_create(h_env **out, const char *test_name)
     }
     if (mkdtemp(tmpl) == NULL) {
         int err = errno;
-        h__err("cannot create a temp folder under %s: %s (set RINGCACHE_TEST_TMP to a writable folder)",
-               base, strerror(err));
+        h__err(
+            "cannot create a temp folder under %s: %s (set RINGCACHE_TEST_TMP to a writable folder)",
+            base, strerror(err));
         free(env);
         return -err;
     }
@@ -300,7 +301,8 @@ int h_build_path(char *buf, size_t len, const char *rel)
     const char *dir = getenv("RINGCACHE_BUILD_DIR");
     if (dir == NULL || dir[0] == '\0') {
         h__err("RINGCACHE_BUILD_DIR is not set, cannot find %s (run the test through ctest, "
-               "or export RINGCACHE_BUILD_DIR=<build folder>)", rel);
+               "or export RINGCACHE_BUILD_DIR=<build folder>)",
+               rel);
         return -ENOENT;
     }
     if ((size_t)snprintf(buf, len, "%s/%s", dir, rel) >= len)

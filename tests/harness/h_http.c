@@ -64,19 +64,14 @@ static size_t h_on_read(char *p, size_t size, size_t nmemb, void *arg)
 static int h_curl_errno(CURLcode c)
 {
     switch (c) {
-    case CURLE_COULDNT_CONNECT:
-        return -ECONNREFUSED;
-    case CURLE_OPERATION_TIMEDOUT:
-        return -ETIMEDOUT;
+    case CURLE_COULDNT_CONNECT: return -ECONNREFUSED;
+    case CURLE_OPERATION_TIMEDOUT: return -ETIMEDOUT;
     case CURLE_RECV_ERROR:
     case CURLE_SEND_ERROR:
     case CURLE_GOT_NOTHING:
-    case CURLE_PARTIAL_FILE:
-        return -ECONNRESET;
-    case CURLE_OUT_OF_MEMORY:
-        return -ENOMEM;
-    default:
-        return -EIO;
+    case CURLE_PARTIAL_FILE: return -ECONNRESET;
+    case CURLE_OUT_OF_MEMORY: return -ENOMEM;
+    default: return -EIO;
     }
 }
 

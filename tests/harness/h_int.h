@@ -16,9 +16,9 @@ struct h_proc {
     h_env *env;
     h_proc *next;
     char name[64];
-    pid_t pid;         /* also the process-group id */
-    int reaped;        /* waitpid collected it; status is valid */
-    int status;        /* h_proc_stop's encoding: code, or 128 + signal */
+    pid_t pid;  /* also the process-group id */
+    int reaped; /* waitpid collected it; status is valid */
+    int status; /* h_proc_stop's encoding: code, or 128 + signal */
     int port;
     char log_path[PATH_MAX];
 };
@@ -26,10 +26,10 @@ struct h_proc {
 struct h_env {
     char name[64];
     char dir[PATH_MAX];
-    h_proc *procs;     /* newest first */
+    h_proc *procs; /* newest first */
     h_s3 *s3s;
     h_s3model *models;
-    int slot;          /* index in the registry */
+    int slot; /* index in the registry */
 };
 
 /* Registry read by the atexit and signal handlers. */

@@ -258,8 +258,8 @@ int h_proc_start(h_env *env, h_proc **out, const char *name, char *const argv[],
         if (h_try_reap(proc, 0)) {
             char st[96];
             h_describe_status(st, sizeof(st), proc->status);
-            h__err("%s (pid %d, %s) %s before it was ready (no port in %s); its log follows",
-                   name, (int)pid, argv[0], st, port_path);
+            h__err("%s (pid %d, %s) %s before it was ready (no port in %s); its log follows", name,
+                   (int)pid, argv[0], st, port_path);
             h_proc_print_log_tail(proc, 30);
             return -ECHILD;
         }
@@ -274,12 +274,12 @@ int h_proc_start(h_env *env, h_proc **out, const char *name, char *const argv[],
         if (h_now_ms() >= deadline) {
             if (port > 0)
                 h__err("%s (pid %d) wrote port %d to %s but 127.0.0.1:%d refused connections "
-                       "for %d ms; its log follows", name, (int)pid, port, port_path, port,
-                       ready_timeout_ms);
+                       "for %d ms; its log follows",
+                       name, (int)pid, port, port_path, port, ready_timeout_ms);
             else
                 h__err("%s (pid %d) wrote no port to %s within %d ms (does it take "
-                       "--port-file?); its log follows", name, (int)pid, port_path,
-                       ready_timeout_ms);
+                       "--port-file?); its log follows",
+                       name, (int)pid, port_path, ready_timeout_ms);
             h_proc_abort_start(proc);
             h_proc_print_log_tail(proc, 30);
             return -ETIMEDOUT;
@@ -330,8 +330,8 @@ int h_proc_stop(h_proc *proc, int timeout_ms)
     kill(-proc->pid, SIGTERM);
     int st = h_proc_wait(proc, timeout_ms);
     if (st == -ETIMEDOUT) {
-        h__err("%s (pid %d) did not exit within %d ms of SIGTERM; sending SIGKILL",
-               proc->name, (int)proc->pid, timeout_ms);
+        h__err("%s (pid %d) did not exit within %d ms of SIGTERM; sending SIGKILL", proc->name,
+               (int)proc->pid, timeout_ms);
         kill(-proc->pid, SIGKILL);
         kill(proc->pid, SIGKILL);
         st = h_proc_wait(proc, -1);

@@ -89,7 +89,8 @@ int h_s3_start(h_env *env, h_s3 **out, const h_s3_opts *opts)
     if (o.version == 0)
         o.version = 3;
     if (o.version != 3 && o.version != 5) {
-        h__err("h_s3_start: version must be 3 (s3rver) or 5 (@20minutes/s3rver), not %d", o.version);
+        h__err("h_s3_start: version must be 3 (s3rver) or 5 (@20minutes/s3rver), not %d",
+               o.version);
         return -EINVAL;
     }
     if (o.name == NULL)
@@ -109,7 +110,8 @@ int h_s3_start(h_env *env, h_s3 **out, const h_s3_opts *opts)
     snprintf(pkg, sizeof(pkg), "%s/%s/package.json", nm,
              o.version == 3 ? "s3rver" : "@20minutes/s3rver");
     if (access(pkg, R_OK) != 0) {
-        h__err("%s is missing (run npm ci in the source folder, or set RINGCACHE_NODE_MODULES)", pkg);
+        h__err("%s is missing (run npm ci in the source folder, or set RINGCACHE_NODE_MODULES)",
+               pkg);
         return -ENOPKG;
     }
     if (h_source_path(js, sizeof(js), "tests/harness/s3server.js") != 0)
@@ -159,8 +161,7 @@ int h_s3_start(h_env *env, h_s3 **out, const h_s3_opts *opts)
     argv[n] = NULL;
     char *const envp[] = {"NODE_OPTIONS=--openssl-legacy-provider", "NODE_NO_WARNINGS=1", NULL};
     h_proc *proc;
-    rc = h_proc_start(env, &proc, o.name, (char *const *)argv, envp, port_file,
-                      o.ready_timeout_ms);
+    rc = h_proc_start(env, &proc, o.name, (char *const *)argv, envp, port_file, o.ready_timeout_ms);
     if (rc < 0) {
         free(s3);
         return rc;
@@ -222,9 +223,10 @@ int h_s3model_start(h_env *env, h_s3model **out, int upstream_port, int latency_
     snprintf(lat, sizeof(lat), "%d", latency_ms);
     snprintf(bw, sizeof(bw), "%d", bandwidth_mib_s);
     unlink(admin_file);
-    const char *argv[] = {bin, "--upstream", upstream, "--port", "0", "--port-file", port_file,
-                          "--admin-port", "0", "--admin-port-file", admin_file,
-                          "--latency-ms", lat, "--bandwidth-mib", bw, NULL};
+    const char *argv[] = {bin, "--upstream",        upstream,   "--port",
+                          "0", "--port-file",       port_file,  "--admin-port",
+                          "0", "--admin-port-file", admin_file, "--latency-ms",
+                          lat, "--bandwidth-mib",   bw,         NULL};
     h_proc *proc;
     rc = h_proc_start(env, &proc, name, (char *const *)argv, NULL, port_file, 0);
     if (rc < 0) {
@@ -283,8 +285,7 @@ static int h_admin_get(const h_s3model *m, const char *path_and_query, h_http_re
         return st;
     }
     if (st != 200) {
-        h__err("s3model admin %s answered %d: %s", url, st,
-               resp->body != NULL ? resp->body : "");
+        h__err("s3model admin %s answered %d: %s", url, st, resp->body != NULL ? resp->body : "");
         h_http_resp_deinit(resp);
         return st == 404 ? -ENOENT : -EINVAL;
     }
@@ -368,8 +369,7 @@ int h_s3model_fault(const h_s3model *m, const char *kind, int count, const char 
     snprintf(st, sizeof(st), "%d", stall_ms);
     if (h_q_add(q, sizeof(q), "kind", kind) < 0 || h_q_add(q, sizeof(q), "count", n) < 0 ||
         h_q_add(q, sizeof(q), "method", method) < 0 ||
-        h_q_add(q, sizeof(q), "path", path_substr) < 0 ||
-        h_q_add(q, sizeof(q), "stall_ms", st) < 0)
+        h_q_add(q, sizeof(q), "path", path_substr) < 0 || h_q_add(q, sizeof(q), "stall_ms", st) < 0)
         return -ENAMETOOLONG;
     h_http_resp resp = {0};
     int rc = h_admin_get(m, q, &resp);

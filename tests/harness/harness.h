@@ -149,7 +149,7 @@ int h_build_path(char *buf, size_t len, const char *rel);
 
 /* Where the build puts the programs tests run, relative to the build folder. */
 #define H_RINGCACHE_CLI "ingest/cli/ringcache"
-#define H_RINGCACHED "cached/ringcached"
+#define H_RINGCACHED    "cached/ringcached"
 
 /* "<$RINGCACHE_SOURCE_DIR>/<rel>" into buf; falls back to the source folder this
  * harness was compiled from. -ENOENT if the file does not exist. */
@@ -247,17 +247,17 @@ int h_dns_set_a(h_dns *dns, const char *host, const char *ipv4);
 /* ---- S3 servers (npm) ----------------------------------------------------- */
 
 #define H_S3_DEFAULT_BUCKET "ringcache-test"
-#define H_S3_DEFAULT_KEY "S3RVER"
+#define H_S3_DEFAULT_KEY    "S3RVER"
 
 typedef struct h_s3_opts {
-    int version;                 /* 3: s3rver 3.7.1 (default), 5: @20minutes/s3rver 5 (SigV4 checked) */
-    const char *const *buckets;  /* NULL-terminated; NULL: just H_S3_DEFAULT_BUCKET */
-    const char *access_key;      /* NULL: S3RVER */
-    const char *secret_key;      /* NULL: S3RVER */
-    const char *name;            /* process/log name; NULL: "s3rver" */
-    int verbose;                 /* log every request to the log file */
-    int ready_timeout_ms;        /* 0: H_READY_TIMEOUT_MS */
-    int no_conditional_writes;   /* ignore If-None-Match / If-Match on PUT, as some stores do */
+    int version; /* 3: s3rver 3.7.1 (default), 5: @20minutes/s3rver 5 (SigV4 checked) */
+    const char *const *buckets; /* NULL-terminated; NULL: just H_S3_DEFAULT_BUCKET */
+    const char *access_key;     /* NULL: S3RVER */
+    const char *secret_key;     /* NULL: S3RVER */
+    const char *name;           /* process/log name; NULL: "s3rver" */
+    int verbose;                /* log every request to the log file */
+    int ready_timeout_ms;       /* 0: H_READY_TIMEOUT_MS */
+    int no_conditional_writes;  /* ignore If-None-Match / If-Match on PUT, as some stores do */
 } h_s3_opts;
 
 /* Starts an S3 server on 127.0.0.1 (free port) through tests/harness/s3server.js,
@@ -321,22 +321,22 @@ int h_s3model_config(const h_s3model *m, int latency_ms, int bandwidth_mib_s);
 /* ---- blocking HTTP on loopback (libcurl) ---------------------------------- */
 
 typedef struct h_http_resp {
-    long status;       /* HTTP status, 0 if no response */
-    char *body;        /* malloc'd, NUL-terminated; NULL if empty */
+    long status; /* HTTP status, 0 if no response */
+    char *body;  /* malloc'd, NUL-terminated; NULL if empty */
     size_t body_len;
-    char *headers;     /* raw response header block, malloc'd, NUL-terminated */
+    char *headers; /* raw response header block, malloc'd, NUL-terminated */
     size_t headers_len;
 } h_http_resp;
 
 typedef struct h_http_req {
-    const char *method;           /* NULL: GET, or PUT when body is set */
+    const char *method; /* NULL: GET, or PUT when body is set */
     const char *url;
-    const void *body;             /* request body, may be NULL */
+    const void *body; /* request body, may be NULL */
     size_t body_len;
-    const char *const *headers;   /* NULL-terminated "Name: value" lines, may be NULL */
-    const char *aws_sigv4;        /* e.g. "aws:amz:us-east-1:s3": sign with libcurl's SigV4 */
-    const char *userpwd;          /* "ACCESS:SECRET" for aws_sigv4 */
-    int timeout_ms;               /* 0: 60000 */
+    const char *const *headers; /* NULL-terminated "Name: value" lines, may be NULL */
+    const char *aws_sigv4;      /* e.g. "aws:amz:us-east-1:s3": sign with libcurl's SigV4 */
+    const char *userpwd;        /* "ACCESS:SECRET" for aws_sigv4 */
+    int timeout_ms;             /* 0: 60000 */
 } h_http_req;
 
 /* Performs one request on a fresh connection. Returns the HTTP status (> 0) and

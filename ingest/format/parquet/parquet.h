@@ -60,16 +60,16 @@ typedef enum pq_physical {
 
 /* A leaf column of the (flat) schema. */
 typedef struct pq_column_info {
-    const char *name;        /* borrowed from the file */
-    cb_typeinfo type;        /* what batches carry */
+    const char *name; /* borrowed from the file */
+    cb_typeinfo type; /* what batches carry */
     pq_physical physical;
-    int32_t type_length;     /* FIXED_LEN_BYTE_ARRAY width */
-    bool nullable;           /* OPTIONAL */
+    int32_t type_length; /* FIXED_LEN_BYTE_ARRAY width */
+    bool nullable;       /* OPTIONAL */
 } pq_column_info;
 
 typedef struct pq_open_opts {
-    uint64_t footer_read;    /* speculative tail read; 0: 512 KiB */
-    uint64_t max_footer;     /* refuse larger footers; 0: 256 MiB */
+    uint64_t footer_read; /* speculative tail read; 0: 512 KiB */
+    uint64_t max_footer;  /* refuse larger footers; 0: 256 MiB */
 } pq_open_opts;
 
 /* Opens a Parquet file on `src` (borrowed; it must outlive the pq_file).
@@ -78,8 +78,7 @@ typedef struct pq_open_opts {
  * be NULL. Returns 0, -EBADMSG (malformed), -ENOTSUP (nested schema, unknown
  * physical type), -ENOMEM, or an error of the source; err (may be NULL) gets a
  * sentence naming the file. */
-int pq_file_open(pq_file **out, rs_source *src, const pq_open_opts *opts, char *err,
-                 size_t errlen);
+int pq_file_open(pq_file **out, rs_source *src, const pq_open_opts *opts, char *err, size_t errlen);
 void pq_file_destroy(pq_file **f);
 
 const char *pq_file_name(const pq_file *f);
@@ -97,19 +96,19 @@ const char *pq_file_created_by(const pq_file *f); /* "" when absent */
  * min/max only for signed integers, floats, dates and timestamps (legacy
  * string and unsigned bounds are in signed byte order and ignored). */
 typedef struct pq_value {
-    int64_t i;               /* ints, bool, date, time, timestamp, decimal <= 18 digits */
-    uint64_t u;              /* unsigned ints */
-    double d;                /* float, double */
-    cb_i128 i128;            /* decimal 19..38 digits */
-    const uint8_t *bytes;    /* strings, binaries (borrowed) */
+    int64_t i;            /* ints, bool, date, time, timestamp, decimal <= 18 digits */
+    uint64_t u;           /* unsigned ints */
+    double d;             /* float, double */
+    cb_i128 i128;         /* decimal 19..38 digits */
+    const uint8_t *bytes; /* strings, binaries (borrowed) */
     size_t len;
 } pq_value;
 
 typedef struct pq_stats {
     bool has_min, has_max, has_null_count;
-    pq_value min, max;       /* borrowed from the file */
+    pq_value min, max; /* borrowed from the file */
     int64_t null_count;
-    int64_t num_values;      /* values in the chunk, nulls included */
+    int64_t num_values; /* values in the chunk, nulls included */
 } pq_stats;
 /* 0, or -ERANGE for a bad index. */
 int pq_file_stats(const pq_file *f, int rg, int col, pq_stats *out);
@@ -121,7 +120,7 @@ typedef enum pq_op { PQ_EQ, PQ_LT, PQ_LE, PQ_GT, PQ_GE, PQ_IS_NULL, PQ_NOT_NULL 
 typedef struct pq_pred {
     int column;
     pq_op op;
-    pq_value value;          /* borrowed until pq_reader_create returns */
+    pq_value value; /* borrowed until pq_reader_create returns */
 } pq_pred;
 
 /* Whether row group rg may hold rows matching ALL of preds (1) or certainly
@@ -129,9 +128,9 @@ typedef struct pq_pred {
 int pq_file_row_group_may_match(const pq_file *f, int rg, const pq_pred *preds, size_t n);
 
 typedef struct pq_read_opts {
-    const int *columns;      /* leaf indices to read, in batch order; NULL: all */
+    const int *columns; /* leaf indices to read, in batch order; NULL: all */
     size_t n_columns;
-    const pq_pred *preds;    /* for pruning; may be NULL */
+    const pq_pred *preds; /* for pruning; may be NULL */
     size_t n_preds;
     int rg_begin, rg_end;    /* row-group window [begin, end); both 0: all (for
                                 splitting a file across threads) */
@@ -191,8 +190,8 @@ size_t pq_reader_mem(const pq_reader *r);
 /* Counters of one reader. */
 typedef struct pq_reader_stats {
     uint64_t row_groups_read, row_groups_pruned;
-    uint64_t ranges_requested;  /* column chunks asked for */
-    uint64_t ranges_fetched;    /* after coalescing */
+    uint64_t ranges_requested; /* column chunks asked for */
+    uint64_t ranges_fetched;   /* after coalescing */
     uint64_t bytes_fetched;
 } pq_reader_stats;
 void pq_reader_stats_get(const pq_reader *r, pq_reader_stats *out);
@@ -208,8 +207,8 @@ typedef struct pq_writer pq_writer;
 typedef int (*pq_write_fn)(void *arg, const void *buf, size_t len);
 typedef struct pq_wcol {
     const char *name;
-    cb_typeinfo type;    /* any but CB_TIME; timestamps with a unit */
-    bool nullable;       /* OPTIONAL (definition levels), else REQUIRED */
+    cb_typeinfo type; /* any but CB_TIME; timestamps with a unit */
+    bool nullable;    /* OPTIONAL (definition levels), else REQUIRED */
 } pq_wcol;
 /* Rows of one column: values as in a cb_column of its type (cb_type_width
  * bytes each; a NULL row's slot is ignored), offsets/data for strings and

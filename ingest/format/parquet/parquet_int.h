@@ -46,7 +46,7 @@ typedef struct pq__tc {
     const uint8_t *p, *end;
     int depth;
     bool bad;
-    const char *why;     /* static string: what was malformed */
+    const char *why; /* static string: what was malformed */
 } pq__tc;
 
 void pq__tc_init(pq__tc *c, const uint8_t *p, size_t len);
@@ -91,42 +91,70 @@ enum {
 
 /* ConvertedType (legacy). */
 enum {
-    PQ__CT_UTF8 = 0, PQ__CT_MAP = 1, PQ__CT_MAP_KEY_VALUE = 2, PQ__CT_LIST = 3,
-    PQ__CT_ENUM = 4, PQ__CT_DECIMAL = 5, PQ__CT_DATE = 6, PQ__CT_TIME_MILLIS = 7,
-    PQ__CT_TIME_MICROS = 8, PQ__CT_TIMESTAMP_MILLIS = 9, PQ__CT_TIMESTAMP_MICROS = 10,
-    PQ__CT_UINT_8 = 11, PQ__CT_UINT_16 = 12, PQ__CT_UINT_32 = 13, PQ__CT_UINT_64 = 14,
-    PQ__CT_INT_8 = 15, PQ__CT_INT_16 = 16, PQ__CT_INT_32 = 17, PQ__CT_INT_64 = 18,
-    PQ__CT_JSON = 19, PQ__CT_BSON = 20, PQ__CT_INTERVAL = 21,
+    PQ__CT_UTF8 = 0,
+    PQ__CT_MAP = 1,
+    PQ__CT_MAP_KEY_VALUE = 2,
+    PQ__CT_LIST = 3,
+    PQ__CT_ENUM = 4,
+    PQ__CT_DECIMAL = 5,
+    PQ__CT_DATE = 6,
+    PQ__CT_TIME_MILLIS = 7,
+    PQ__CT_TIME_MICROS = 8,
+    PQ__CT_TIMESTAMP_MILLIS = 9,
+    PQ__CT_TIMESTAMP_MICROS = 10,
+    PQ__CT_UINT_8 = 11,
+    PQ__CT_UINT_16 = 12,
+    PQ__CT_UINT_32 = 13,
+    PQ__CT_UINT_64 = 14,
+    PQ__CT_INT_8 = 15,
+    PQ__CT_INT_16 = 16,
+    PQ__CT_INT_32 = 17,
+    PQ__CT_INT_64 = 18,
+    PQ__CT_JSON = 19,
+    PQ__CT_BSON = 20,
+    PQ__CT_INTERVAL = 21,
 };
 
 /* Codecs and encodings. */
 enum {
-    PQ__CODEC_UNCOMPRESSED = 0, PQ__CODEC_SNAPPY = 1, PQ__CODEC_GZIP = 2, PQ__CODEC_LZO = 3,
-    PQ__CODEC_BROTLI = 4, PQ__CODEC_LZ4 = 5, PQ__CODEC_ZSTD = 6, PQ__CODEC_LZ4_RAW = 7,
+    PQ__CODEC_UNCOMPRESSED = 0,
+    PQ__CODEC_SNAPPY = 1,
+    PQ__CODEC_GZIP = 2,
+    PQ__CODEC_LZO = 3,
+    PQ__CODEC_BROTLI = 4,
+    PQ__CODEC_LZ4 = 5,
+    PQ__CODEC_ZSTD = 6,
+    PQ__CODEC_LZ4_RAW = 7,
 };
 enum {
-    PQ__ENC_PLAIN = 0, PQ__ENC_PLAIN_DICTIONARY = 2, PQ__ENC_RLE = 3, PQ__ENC_BIT_PACKED = 4,
-    PQ__ENC_DELTA_BINARY_PACKED = 5, PQ__ENC_DELTA_LENGTH_BYTE_ARRAY = 6,
-    PQ__ENC_DELTA_BYTE_ARRAY = 7, PQ__ENC_RLE_DICTIONARY = 8, PQ__ENC_BYTE_STREAM_SPLIT = 9,
+    PQ__ENC_PLAIN = 0,
+    PQ__ENC_PLAIN_DICTIONARY = 2,
+    PQ__ENC_RLE = 3,
+    PQ__ENC_BIT_PACKED = 4,
+    PQ__ENC_DELTA_BINARY_PACKED = 5,
+    PQ__ENC_DELTA_LENGTH_BYTE_ARRAY = 6,
+    PQ__ENC_DELTA_BYTE_ARRAY = 7,
+    PQ__ENC_RLE_DICTIONARY = 8,
+    PQ__ENC_BYTE_STREAM_SPLIT = 9,
 };
 
 typedef struct pq__bytes {
-    const uint8_t *p;    /* borrowed from the footer buffer; NULL when absent */
+    const uint8_t *p; /* borrowed from the footer buffer; NULL when absent */
     uint32_t len;
 } pq__bytes;
 
 typedef struct pq__schema_el {
-    char *name;          /* owned, NUL-terminated */
-    int32_t type;        /* -1 for groups */
+    char *name;   /* owned, NUL-terminated */
+    int32_t type; /* -1 for groups */
     int32_t type_length;
-    int32_t repetition;  /* -1 when absent (the root) */
+    int32_t repetition; /* -1 when absent (the root) */
     int32_t num_children;
     int32_t converted_type; /* -1 when absent */
     int32_t scale, precision;
-    int lt;              /* PQ__LT_* */
-    int lt_unit;         /* TIME/TIMESTAMP: cb_unit */
+    int lt;      /* PQ__LT_* */
+    int lt_unit; /* TIME/TIMESTAMP: cb_unit */
     bool lt_utc;
-    int lt_bits;         /* INTEGER */
+    int lt_bits; /* INTEGER */
     bool lt_signed;
     int32_t lt_scale, lt_precision;
 } pq__schema_el;
@@ -146,9 +174,9 @@ typedef struct pq__chunk_meta {
     int64_t data_page_offset;
     int64_t dictionary_page_offset; /* -1 when absent */
     bool has_meta;
-    bool external;       /* file_path set: the chunk lives in another file */
-    pq__bytes path0;     /* first element of path_in_schema */
-    uint32_t path_len;   /* elements in path_in_schema */
+    bool external;     /* file_path set: the chunk lives in another file */
+    pq__bytes path0;   /* first element of path_in_schema */
+    uint32_t path_len; /* elements in path_in_schema */
     pq__stats_raw stats;
 } pq__chunk_meta;
 
@@ -165,7 +193,7 @@ typedef struct pq__meta {
     pq__schema_el *schema;
     uint32_t n_rgs;
     pq__row_group *rgs;
-    char *created_by;    /* owned; NULL when absent */
+    char *created_by; /* owned; NULL when absent */
 } pq__meta;
 
 /* Decodes FileMetaData from buf (which must outlive *out: statistics point
@@ -182,13 +210,13 @@ typedef struct pq__page_header {
     int32_t type;
     int32_t uncompressed_size;
     int32_t compressed_size;
-    int32_t num_values;      /* data v1/v2, dictionary */
+    int32_t num_values; /* data v1/v2, dictionary */
     int32_t encoding;
-    int32_t def_encoding;    /* v1 */
-    int32_t num_nulls;       /* v2 */
-    int32_t num_rows;        /* v2 */
-    int32_t def_len, rep_len;/* v2 */
-    bool is_compressed;      /* v2; default true */
+    int32_t def_encoding;     /* v1 */
+    int32_t num_nulls;        /* v2 */
+    int32_t num_rows;         /* v2 */
+    int32_t def_len, rep_len; /* v2 */
+    bool is_compressed;       /* v2; default true */
     bool has_data, has_dict, has_v2;
 } pq__page_header;
 
@@ -227,16 +255,16 @@ const char *pq__encoding_name(int enc);
 
 /* What the chunk decoder needs to know about one column. */
 typedef struct pq__coldesc {
-    const char *file;        /* for messages */
+    const char *file; /* for messages */
     const char *name;
-    int rg;                  /* row group, for messages */
+    int rg; /* row group, for messages */
     pq_physical physical;
     int32_t type_length;
     cb_typeinfo type;
-    bool nullable;           /* max definition level 1 (else 0) */
+    bool nullable; /* max definition level 1 (else 0) */
     int32_t codec;
-    int64_t num_values;      /* from ColumnMetaData */
-    uint32_t num_rows;       /* of the row group */
+    int64_t num_values; /* from ColumnMetaData */
+    uint32_t num_rows;  /* of the row group */
     bool keep_dictionary;
     uint64_t max_page_bytes; /* refuse larger uncompressed pages; 0: 1 GiB */
     size_t size_hint;        /* bytes the chunk inflates to (a reservation hint,
@@ -253,9 +281,9 @@ typedef struct pq__scratch {
     size_t levels_cap;
     uint32_t *idx;
     size_t idx_cap;
-    uint8_t *tmp;          /* staging: unsplit streams, delta values */
+    uint8_t *tmp; /* staging: unsplit streams, delta values */
     size_t tmp_cap;
-    uint8_t *cur;          /* DELTA_BYTE_ARRAY: the previous value */
+    uint8_t *cur; /* DELTA_BYTE_ARRAY: the previous value */
     size_t cur_cap;
 } pq__scratch;
 void pq__scratch_deinit(pq__scratch *s);
@@ -267,8 +295,8 @@ void pq__scratch_deinit(pq__scratch *s);
 int pq__decode_chunk(const pq__coldesc *d, const uint8_t *buf, size_t len, cb_column **out,
                      char *err, size_t errlen);
 /* The same with the caller's scratch buffers (s may be NULL). */
-int pq__decode_chunk_with(const pq__coldesc *d, const uint8_t *buf, size_t len,
-                          pq__scratch *s, cb_column **out, char *err, size_t errlen);
+int pq__decode_chunk_with(const pq__coldesc *d, const uint8_t *buf, size_t len, pq__scratch *s,
+                          cb_column **out, char *err, size_t errlen);
 
 /* Maps a schema leaf to an engine type. 0 or -ENOTSUP (*why says what). */
 int pq__map_type(const pq__schema_el *el, cb_typeinfo *out, const char **why);

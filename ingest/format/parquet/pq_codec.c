@@ -97,8 +97,8 @@ static int pq__lz4_hadoop(const uint8_t *src, size_t src_len, uint8_t *dst, size
         in += 8;
         if (clen > src_len - in || ulen > dst_len - out || clen > INT32_MAX || ulen > INT32_MAX)
             return -EBADMSG;
-        int got = LZ4_decompress_safe((const char *)src + in, (char *)dst + out, (int)clen,
-                                      (int)ulen);
+        int got =
+            LZ4_decompress_safe((const char *)src + in, (char *)dst + out, (int)clen, (int)ulen);
         if (got < 0 || (uint32_t)got != ulen)
             return -EBADMSG;
         in += clen;
@@ -137,8 +137,7 @@ int pq__decompress(int codec, const uint8_t *src, size_t src_len, uint8_t *dst, 
         }
         return 0;
     }
-    case PQ__CODEC_GZIP:
-        return pq__gunzip(src, src_len, dst, dst_len, why);
+    case PQ__CODEC_GZIP: return pq__gunzip(src, src_len, dst, dst_len, why);
     case PQ__CODEC_ZSTD: {
         size_t got = ZSTD_decompress(dst, dst_len, src, src_len);
         if (ZSTD_isError(got)) {
@@ -174,8 +173,6 @@ int pq__decompress(int codec, const uint8_t *src, size_t src_len, uint8_t *dst, 
         *why = "the codec is not supported by this reader (LZO and BROTLI are not; rewrite the "
                "file with ZSTD or SNAPPY)";
         return -ENOTSUP;
-    default:
-        *why = "the codec is unknown";
-        return -ENOTSUP;
+    default: *why = "the codec is unknown"; return -ENOTSUP;
     }
 }

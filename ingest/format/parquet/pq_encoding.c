@@ -75,8 +75,7 @@ void pq__unpack32(const uint8_t *in, size_t in_len, int width, uint32_t *out, si
     }
 }
 
-static void pq__unpack64(const uint8_t *in, size_t in_len, int width, uint64_t *out,
-                         size_t count)
+static void pq__unpack64(const uint8_t *in, size_t in_len, int width, uint64_t *out, size_t count)
 {
     if (width == 0) {
         memset(out, 0, count * sizeof(*out));

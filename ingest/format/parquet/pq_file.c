@@ -20,7 +20,7 @@
 
 struct pq_file {
     rs_source *src;
-    uint8_t *footer;       /* the FileMetaData bytes (stats point into them) */
+    uint8_t *footer; /* the FileMetaData bytes (stats point into them) */
     pq__meta *meta;
     int n_cols;
     pq_column_info *cols;
@@ -91,8 +91,8 @@ int pq__map_type(const pq__schema_el *el, cb_typeinfo *out, const char **why)
             return 0;
         }
         if (lt == PQ__LT_TIMESTAMP || lt == PQ__LT_TIME) {
-            if (el->lt_unit == CB_UNIT_NONE || (!i64 && !(lt == PQ__LT_TIME &&
-                                                          el->lt_unit == CB_UNIT_MS))) {
+            if (el->lt_unit == CB_UNIT_NONE ||
+                (!i64 && !(lt == PQ__LT_TIME && el->lt_unit == CB_UNIT_MS))) {
                 *why = "its TIME or TIMESTAMP unit does not fit its physical type";
                 return -ENOTSUP;
             }
@@ -125,14 +125,46 @@ int pq__map_type(const pq__schema_el *el, cb_typeinfo *out, const char **why)
                 out->unit = CB_UNIT_US;
                 out->utc = true;
                 return 0;
-            case PQ__CT_INT_8: if (i64) break; out->type = CB_INT8; return 0;
-            case PQ__CT_INT_16: if (i64) break; out->type = CB_INT16; return 0;
-            case PQ__CT_INT_32: if (i64) break; out->type = CB_INT32; return 0;
-            case PQ__CT_UINT_8: if (i64) break; out->type = CB_UINT8; return 0;
-            case PQ__CT_UINT_16: if (i64) break; out->type = CB_UINT16; return 0;
-            case PQ__CT_UINT_32: if (i64) break; out->type = CB_UINT32; return 0;
-            case PQ__CT_INT_64: if (!i64) break; out->type = CB_INT64; return 0;
-            case PQ__CT_UINT_64: if (!i64) break; out->type = CB_UINT64; return 0;
+            case PQ__CT_INT_8:
+                if (i64)
+                    break;
+                out->type = CB_INT8;
+                return 0;
+            case PQ__CT_INT_16:
+                if (i64)
+                    break;
+                out->type = CB_INT16;
+                return 0;
+            case PQ__CT_INT_32:
+                if (i64)
+                    break;
+                out->type = CB_INT32;
+                return 0;
+            case PQ__CT_UINT_8:
+                if (i64)
+                    break;
+                out->type = CB_UINT8;
+                return 0;
+            case PQ__CT_UINT_16:
+                if (i64)
+                    break;
+                out->type = CB_UINT16;
+                return 0;
+            case PQ__CT_UINT_32:
+                if (i64)
+                    break;
+                out->type = CB_UINT32;
+                return 0;
+            case PQ__CT_INT_64:
+                if (!i64)
+                    break;
+                out->type = CB_INT64;
+                return 0;
+            case PQ__CT_UINT_64:
+                if (!i64)
+                    break;
+                out->type = CB_UINT64;
+                return 0;
             case -1: out->type = i64 ? CB_INT64 : CB_INT32; return 0;
             default: out->type = i64 ? CB_INT64 : CB_INT32; return 0;
             }
@@ -189,7 +221,8 @@ static int pq__schema(pq_file *f, char *err, size_t errlen)
                 return pq__ferr(err, errlen, -ENOTSUP,
                                 "%s: column '%s' is nested (a group of %d fields); only flat "
                                 "schemas are supported (flatten it, e.g. with unnest, before "
-                                "reading)", name, el->name ? el->name : "", el->num_children);
+                                "reading)",
+                                name, el->name ? el->name : "", el->num_children);
         }
         return pq__ferr(err, errlen, -EBADMSG,
                         "%s: the schema's root says %d columns but %u elements follow", name,
@@ -208,14 +241,18 @@ static int pq__schema(pq_file *f, char *err, size_t errlen)
         if (el->num_children > 0 || el->type < 0)
             return pq__ferr(err, errlen, -ENOTSUP,
                             "%s: column '%s' is nested (a group); only flat schemas are "
-                            "supported", name, cn);
+                            "supported",
+                            name, cn);
         if (el->repetition == PQ__REPEATED)
             return pq__ferr(err, errlen, -ENOTSUP,
                             "%s: column '%s' is REPEATED (a list); only flat schemas are "
-                            "supported", name, cn);
+                            "supported",
+                            name, cn);
         if (el->type > PQ_FIXED_LEN_BYTE_ARRAY)
-            return pq__ferr(err, errlen, -ENOTSUP, "%s: column '%s' has an unknown physical "
-                            "type %d", name, cn, el->type);
+            return pq__ferr(err, errlen, -ENOTSUP,
+                            "%s: column '%s' has an unknown physical "
+                            "type %d",
+                            name, cn, el->type);
         const char *why = "unsupported";
         if (pq__map_type(el, &f->cols[i].type, &why) < 0)
             return pq__ferr(err, errlen, -ENOTSUP, "%s: column '%s' cannot be read: %s", name, cn,
@@ -229,44 +266,56 @@ static int pq__schema(pq_file *f, char *err, size_t errlen)
     for (uint32_t r = 0; r < m->n_rgs; r++) {
         const pq__row_group *rg = &m->rgs[r];
         if (rg->n_cols != (uint32_t)f->n_cols)
-            return pq__ferr(err, errlen, -EBADMSG, "%s: row group %u has %u column chunks, the "
-                            "schema has %d columns", name, r, rg->n_cols, f->n_cols);
+            return pq__ferr(err, errlen, -EBADMSG,
+                            "%s: row group %u has %u column chunks, the "
+                            "schema has %d columns",
+                            name, r, rg->n_cols, f->n_cols);
         if (rg->num_rows < 0 || rg->num_rows > UINT32_MAX)
-            return pq__ferr(err, errlen, -EBADMSG, "%s: row group %u says it has %" PRId64
-                            " rows", name, r, rg->num_rows);
+            return pq__ferr(err, errlen, -EBADMSG, "%s: row group %u says it has %" PRId64 " rows",
+                            name, r, rg->num_rows);
         total += rg->num_rows;
         for (int c = 0; c < f->n_cols; c++) {
             const pq__chunk_meta *cm = &rg->cols[c];
             const char *cn = f->cols[c].name;
             if (cm->external)
-                return pq__ferr(err, errlen, -ENOTSUP, "%s: column '%s' of row group %u lives in "
-                                "another file (file_path is set); not supported", name, cn, r);
+                return pq__ferr(err, errlen, -ENOTSUP,
+                                "%s: column '%s' of row group %u lives in "
+                                "another file (file_path is set); not supported",
+                                name, cn, r);
             if (!cm->has_meta)
-                return pq__ferr(err, errlen, -EBADMSG, "%s: column '%s' of row group %u has no "
-                                "metadata", name, cn, r);
+                return pq__ferr(err, errlen, -EBADMSG,
+                                "%s: column '%s' of row group %u has no "
+                                "metadata",
+                                name, cn, r);
             if (cm->type != (int32_t)f->cols[c].physical)
-                return pq__ferr(err, errlen, -EBADMSG, "%s: column '%s' of row group %u has "
-                                "physical type %d, the schema says %d", name, cn, r, cm->type,
-                                (int)f->cols[c].physical);
+                return pq__ferr(err, errlen, -EBADMSG,
+                                "%s: column '%s' of row group %u has "
+                                "physical type %d, the schema says %d",
+                                name, cn, r, cm->type, (int)f->cols[c].physical);
             if (cm->path_len > 1)
-                return pq__ferr(err, errlen, -ENOTSUP, "%s: column '%s' is nested (its path has "
-                                "%u parts)", name, cn, cm->path_len);
+                return pq__ferr(err, errlen, -ENOTSUP,
+                                "%s: column '%s' is nested (its path has "
+                                "%u parts)",
+                                name, cn, cm->path_len);
             if (cm->total_compressed_size < 0 || cm->data_page_offset < 0 ||
                 (uint64_t)cm->data_page_offset > rs_size(f->src) ||
                 (uint64_t)cm->total_compressed_size > rs_size(f->src))
-                return pq__ferr(err, errlen, -EBADMSG, "%s: column '%s' of row group %u has "
-                                "offsets or sizes outside the file", name, cn, r);
+                return pq__ferr(err, errlen, -EBADMSG,
+                                "%s: column '%s' of row group %u has "
+                                "offsets or sizes outside the file",
+                                name, cn, r);
         }
     }
     if (total != m->num_rows)
-        return pq__ferr(err, errlen, -EBADMSG, "%s: the footer says %" PRId64 " rows but its row "
-                        "groups hold %" PRId64, name, m->num_rows, total);
+        return pq__ferr(err, errlen, -EBADMSG,
+                        "%s: the footer says %" PRId64 " rows but its row "
+                        "groups hold %" PRId64,
+                        name, m->num_rows, total);
     f->num_rows = total;
     return 0;
 }
 
-int pq_file_open(pq_file **out, rs_source *src, const pq_open_opts *opts, char *err,
-                 size_t errlen)
+int pq_file_open(pq_file **out, rs_source *src, const pq_open_opts *opts, char *err, size_t errlen)
 {
     *out = NULL;
     const char *name = rs_name(src);
@@ -274,8 +323,10 @@ int pq_file_open(pq_file **out, rs_source *src, const pq_open_opts *opts, char *
     uint64_t want = opts && opts->footer_read ? opts->footer_read : 512 * 1024;
     uint64_t max_footer = opts && opts->max_footer ? opts->max_footer : 256u << 20;
     if (size < 12)
-        return pq__ferr(err, errlen, -EBADMSG, "%s is not a Parquet file: it is %" PRIu64
-                        " bytes long (a Parquet file has at least 12)", name, size);
+        return pq__ferr(err, errlen, -EBADMSG,
+                        "%s is not a Parquet file: it is %" PRIu64
+                        " bytes long (a Parquet file has at least 12)",
+                        name, size);
     if (want < 8)
         want = 8;
     uint64_t tail = size < want ? size : want;
@@ -290,31 +341,41 @@ int pq_file_open(pq_file **out, rs_source *src, const pq_open_opts *opts, char *
     const uint8_t *end = buf + tail;
     if (memcmp(end - 4, "PARE", 4) == 0) {
         free(buf);
-        return pq__ferr(err, errlen, -ENOTSUP, "%s: the footer is encrypted (magic PARE); "
-                        "encrypted Parquet is not supported", name);
+        return pq__ferr(err, errlen, -ENOTSUP,
+                        "%s: the footer is encrypted (magic PARE); "
+                        "encrypted Parquet is not supported",
+                        name);
     }
     if (memcmp(end - 4, "PAR1", 4) != 0) {
         free(buf);
-        return pq__ferr(err, errlen, -EBADMSG, "%s is not a Parquet file: it does not end with "
-                        "the magic PAR1", name);
+        return pq__ferr(err, errlen, -EBADMSG,
+                        "%s is not a Parquet file: it does not end with "
+                        "the magic PAR1",
+                        name);
     }
     if (tail == size && memcmp(buf, "PAR1", 4) != 0) {
         free(buf);
-        return pq__ferr(err, errlen, -EBADMSG, "%s is not a Parquet file: it does not start "
-                        "with the magic PAR1", name);
+        return pq__ferr(err, errlen, -EBADMSG,
+                        "%s is not a Parquet file: it does not start "
+                        "with the magic PAR1",
+                        name);
     }
     uint32_t flen = (uint32_t)end[-8] | (uint32_t)end[-7] << 8 | (uint32_t)end[-6] << 16 |
                     (uint32_t)end[-5] << 24;
     if ((uint64_t)flen > size - 12) {
         free(buf);
-        return pq__ferr(err, errlen, -EBADMSG, "%s: the footer length (%" PRIu32 " bytes) is "
+        return pq__ferr(err, errlen, -EBADMSG,
+                        "%s: the footer length (%" PRIu32 " bytes) is "
                         "larger than the file allows (%" PRIu64 " bytes); the file is truncated "
-                        "or not Parquet", name, flen, size - 12);
+                        "or not Parquet",
+                        name, flen, size - 12);
     }
     if (flen > max_footer) {
         free(buf);
-        return pq__ferr(err, errlen, -EBADMSG, "%s: the footer is %" PRIu32 " bytes, over the "
-                        "limit of %" PRIu64, name, flen, max_footer);
+        return pq__ferr(err, errlen, -EBADMSG,
+                        "%s: the footer is %" PRIu32 " bytes, over the "
+                        "limit of %" PRIu64,
+                        name, flen, max_footer);
     }
     if (flen == 0) {
         free(buf);
@@ -372,10 +433,22 @@ void pq_file_destroy(pq_file **f)
     *f = NULL;
 }
 
-const char *pq_file_name(const pq_file *f) { return rs_name(f->src); }
-int64_t pq_file_num_rows(const pq_file *f) { return f->num_rows; }
-int pq_file_num_row_groups(const pq_file *f) { return (int)f->meta->n_rgs; }
-int pq_file_num_columns(const pq_file *f) { return f->n_cols; }
+const char *pq_file_name(const pq_file *f)
+{
+    return rs_name(f->src);
+}
+int64_t pq_file_num_rows(const pq_file *f)
+{
+    return f->num_rows;
+}
+int pq_file_num_row_groups(const pq_file *f)
+{
+    return (int)f->meta->n_rgs;
+}
+int pq_file_num_columns(const pq_file *f)
+{
+    return f->n_cols;
+}
 const char *pq_file_created_by(const pq_file *f)
 {
     return f->meta->created_by ? f->meta->created_by : "";
@@ -403,7 +476,10 @@ int pq_file_find_column(const pq_file *f, const char *name)
     return -ENOENT;
 }
 
-rs_source *pq__file_source(const pq_file *f) { return f->src; }
+rs_source *pq__file_source(const pq_file *f)
+{
+    return f->src;
+}
 const pq__chunk_meta *pq__file_chunk(const pq_file *f, int rg, int col)
 {
     return &f->meta->rgs[rg].cols[col];
@@ -491,8 +567,7 @@ static bool pq__stat_value(const pq_column_info *ci, pq__bytes b, pq_value *v)
         v->bytes = b.p;
         v->len = b.len;
         return true;
-    case PQ_INT96:
-        return false;
+    case PQ_INT96: return false;
     }
     return false;
 }
@@ -501,8 +576,11 @@ static bool pq__stat_value(const pq_column_info *ci, pq__bytes b, pq_value *v)
 static bool pq__legacy_ok(const pq_column_info *ci)
 {
     switch (ci->physical) {
-    case PQ_BOOLEAN: case PQ_FLOAT: case PQ_DOUBLE: return true;
-    case PQ_INT32: case PQ_INT64: {
+    case PQ_BOOLEAN:
+    case PQ_FLOAT:
+    case PQ_DOUBLE: return true;
+    case PQ_INT32:
+    case PQ_INT64: {
         cb_type t = ci->type.type;
         return t != CB_UINT8 && t != CB_UINT16 && t != CB_UINT32 && t != CB_UINT64;
     }
@@ -533,11 +611,14 @@ int pq_file_stats(const pq_file *f, int rg, int col, pq_stats *out)
 static int pq__cmp(const pq_column_info *ci, const pq_value *a, const pq_value *b)
 {
     switch (ci->type.type) {
-    case CB_UINT8: case CB_UINT16: case CB_UINT32: case CB_UINT64:
-        return a->u < b->u ? -1 : a->u > b->u;
-    case CB_FLOAT: case CB_DOUBLE:
-        return a->d < b->d ? -1 : a->d > b->d;
-    case CB_STRING: case CB_BINARY: {
+    case CB_UINT8:
+    case CB_UINT16:
+    case CB_UINT32:
+    case CB_UINT64: return a->u < b->u ? -1 : a->u > b->u;
+    case CB_FLOAT:
+    case CB_DOUBLE: return a->d < b->d ? -1 : a->d > b->d;
+    case CB_STRING:
+    case CB_BINARY: {
         size_t n = a->len < b->len ? a->len : b->len;
         int c = n ? memcmp(a->bytes, b->bytes, n) : 0;
         if (c)
@@ -551,8 +632,7 @@ static int pq__cmp(const pq_column_info *ci, const pq_value *a, const pq_value *
             return a->i128.lo < b->i128.lo ? -1 : a->i128.lo > b->i128.lo;
         }
         return a->i < b->i ? -1 : a->i > b->i;
-    default:
-        return a->i < b->i ? -1 : a->i > b->i;
+    default: return a->i < b->i ? -1 : a->i > b->i;
     }
 }
 
@@ -605,8 +685,7 @@ int pq_file_row_group_may_match(const pq_file *f, int rg, const pq_pred *preds, 
             if (s.has_max && cmax > 0)
                 return 0;
             break;
-        default:
-            break;
+        default: break;
         }
     }
     return 1;

@@ -30,15 +30,15 @@ typedef struct pq__chunk {
     char *err;
     size_t errlen;
     cb_column *col;
-    uint32_t row;          /* rows filled so far */
-    int page;              /* page number in the chunk, for messages */
-    int64_t page_offset;   /* offset of the page in the chunk, for messages */
-    cb_column *dict;       /* decoded dictionary (output type), or NULL */
-    bool dict_mode;        /* col holds indices into dict */
+    uint32_t row;        /* rows filled so far */
+    int page;            /* page number in the chunk, for messages */
+    int64_t page_offset; /* offset of the page in the chunk, for messages */
+    cb_column *dict;     /* decoded dictionary (output type), or NULL */
+    bool dict_mode;      /* col holds indices into dict */
     bool seen_data;
-    size_t width;          /* output value width (0: strings/binaries) */
-    size_t pwidth;         /* physical width of fixed-size values */
-    pq__scratch *s;        /* the caller's, or own */
+    size_t width;   /* output value width (0: strings/binaries) */
+    size_t pwidth;  /* physical width of fixed-size values */
+    pq__scratch *s; /* the caller's, or own */
     pq__scratch own;
 } pq__chunk;
 
@@ -48,9 +48,9 @@ static int pq__fail(pq__chunk *st, int rc, const char *fmt, ...)
 {
     if (!st->err || !st->errlen)
         return rc;
-    int n = snprintf(st->err, st->errlen, "%s: column '%s', row group %d, page %d (offset %" PRId64
-                     " in the chunk): ", st->d->file, st->d->name, st->d->rg, st->page,
-                     st->page_offset);
+    int n = snprintf(st->err, st->errlen,
+                     "%s: column '%s', row group %d, page %d (offset %" PRId64 " in the chunk): ",
+                     st->d->file, st->d->name, st->d->rg, st->page, st->page_offset);
     if (n >= 0 && (size_t)n < st->errlen) {
         va_list ap;
         va_start(ap, fmt);
@@ -120,17 +120,17 @@ static void pq__be_decimal(const uint8_t *p, size_t len, uint8_t *dst, size_t wi
 }
 
 /* One variable-size or fixed-size byte value into row pos of c. */
-static int pq__emit_bytes(pq__chunk *st, cb_column *c, uint32_t pos, const uint8_t *p,
-                          size_t len)
+static int pq__emit_bytes(pq__chunk *st, cb_column *c, uint32_t pos, const uint8_t *p, size_t len)
 {
     switch (c->info.type) {
     case CB_STRING:
     case CB_BINARY: {
         int rc = pq__append_bytes(c, pos, p, len);
         if (rc < 0)
-            return pq__fail(st, rc, rc == -E2BIG ? "the row group holds more than 4 GiB of "
-                                                   "string data in one column"
-                                                 : "out of memory");
+            return pq__fail(st, rc,
+                            rc == -E2BIG ? "the row group holds more than 4 GiB of "
+                                           "string data in one column"
+                                         : "out of memory");
         return 0;
     }
     case CB_DECIMAL:
@@ -158,8 +158,7 @@ static bool pq__is_unsigned(cb_type t)
 
 /* n fixed-size physical values (pwidth bytes each, little endian) into rows
  * pos.. of c, converted to its width. */
-static void pq__emit_fixed(pq__chunk *st, cb_column *c, uint32_t pos, const uint8_t *src,
-                           size_t n)
+static void pq__emit_fixed(pq__chunk *st, cb_column *c, uint32_t pos, const uint8_t *src, size_t n)
 {
     size_t w = st->width, pw = st->pwidth;
     uint8_t *dst = (uint8_t *)c->values + (size_t)pos * w;
@@ -186,8 +185,16 @@ static void pq__emit_fixed(pq__chunk *st, cb_column *c, uint32_t pos, const uint
         }
         switch (w) {
         case 1: dst[i] = (uint8_t)v; break;
-        case 2: { uint16_t x = (uint16_t)v; memcpy(dst + i * 2, &x, 2); break; }
-        case 4: { uint32_t x = (uint32_t)v; memcpy(dst + i * 4, &x, 4); break; }
+        case 2: {
+            uint16_t x = (uint16_t)v;
+            memcpy(dst + i * 2, &x, 2);
+            break;
+        }
+        case 4: {
+            uint32_t x = (uint32_t)v;
+            memcpy(dst + i * 4, &x, 4);
+            break;
+        }
         case 8: memcpy(dst + i * 8, &v, 8); break;
         case 16: {
             cb_i128 x = {.lo = (uint64_t)v, .hi = v < 0 ? -1 : 0};
@@ -274,7 +281,8 @@ static int pq__plain(pq__chunk *st, cb_column *c, uint32_t pos, const uint8_t *p
                     memcpy(data + end, p + at, 32);
                 } else {
                     if (end + l > c->data_cap)
-                        return pq__fail(st, -E2BIG, "the row group holds more than 4 GiB of "
+                        return pq__fail(st, -E2BIG,
+                                        "the row group holds more than 4 GiB of "
                                         "string data in one column");
                     memcpy(data + end, p + at, l);
                 }
@@ -292,8 +300,8 @@ static int pq__plain(pq__chunk *st, cb_column *c, uint32_t pos, const uint8_t *p
             memcpy(&l, p + at, 4);
             at += 4;
             if (l > len - at)
-                return pq__fail(st, -EBADMSG, "a PLAIN value of %" PRIu32 " bytes runs past the page",
-                                l);
+                return pq__fail(st, -EBADMSG,
+                                "a PLAIN value of %" PRIu32 " bytes runs past the page", l);
             int rc = pq__emit_bytes(st, c, pos + (uint32_t)i, p + at, l);
             if (rc < 0)
                 return rc;
@@ -311,8 +319,10 @@ static int pq__byte_stream_split(pq__chunk *st, uint32_t pos, const uint8_t *p, 
     const pq__coldesc *d = st->d;
     size_t k;
     switch (d->physical) {
-    case PQ_INT32: case PQ_FLOAT: k = 4; break;
-    case PQ_INT64: case PQ_DOUBLE: k = 8; break;
+    case PQ_INT32:
+    case PQ_FLOAT: k = 4; break;
+    case PQ_INT64:
+    case PQ_DOUBLE: k = 8; break;
     case PQ_FIXED_LEN_BYTE_ARRAY: k = (size_t)d->type_length; break;
     default:
         return pq__fail(st, -EBADMSG, "BYTE_STREAM_SPLIT is not defined for this physical type");
@@ -322,12 +332,16 @@ static int pq__byte_stream_split(pq__chunk *st, uint32_t pos, const uint8_t *p, 
     /* The streams are exactly n values long: the page length tells us the
      * stride (some writers' pages hold only the non-null values). */
     if (len % k)
-        return pq__fail(st, -EBADMSG, "BYTE_STREAM_SPLIT data of %zu bytes is not a multiple of "
-                        "the value size %zu", len, k);
+        return pq__fail(st, -EBADMSG,
+                        "BYTE_STREAM_SPLIT data of %zu bytes is not a multiple of "
+                        "the value size %zu",
+                        len, k);
     size_t stride = len / k;
     if (stride != n)
-        return pq__fail(st, -EBADMSG, "BYTE_STREAM_SPLIT holds %zu values, the page header says "
-                        "%zu non-null ones", stride, n);
+        return pq__fail(st, -EBADMSG,
+                        "BYTE_STREAM_SPLIT holds %zu values, the page header says "
+                        "%zu non-null ones",
+                        stride, n);
     if (pq__grow((void **)&st->s->tmp, &st->s->tmp_cap, (n ? n : 1) * k) < 0)
         return pq__fail(st, -ENOMEM, "out of memory");
     for (size_t b = 0; b < k; b++) {
@@ -349,8 +363,10 @@ static int64_t pq__delta_stage(pq__chunk *st, const uint8_t *p, size_t len, size
     if (used < 0)
         return pq__fail(st, -EBADMSG, "the DELTA_BINARY_PACKED data is malformed or truncated");
     if (count != n)
-        return pq__fail(st, -EBADMSG, "DELTA_BINARY_PACKED holds %zu values, the page has %zu "
-                        "non-null ones", count, n);
+        return pq__fail(st, -EBADMSG,
+                        "DELTA_BINARY_PACKED holds %zu values, the page has %zu "
+                        "non-null ones",
+                        count, n);
     *vals = (int64_t *)st->s->tmp;
     return used;
 }
@@ -388,8 +404,9 @@ static int pq__delta_length(pq__chunk *st, uint32_t pos, const uint8_t *p, size_
         return pq__fail(st, -ENOMEM, "out of memory");
     for (size_t i = 0; i < n; i++) {
         if (lens[i] < 0 || (uint64_t)lens[i] > len - at)
-            return pq__fail(st, -EBADMSG, "a DELTA_LENGTH_BYTE_ARRAY length (%" PRId64
-                            ") runs past the page", lens[i]);
+            return pq__fail(st, -EBADMSG,
+                            "a DELTA_LENGTH_BYTE_ARRAY length (%" PRId64 ") runs past the page",
+                            lens[i]);
         int rc = pq__emit_bytes(st, c, pos + (uint32_t)i, p + at, (size_t)lens[i]);
         if (rc < 0)
             return rc;
@@ -398,8 +415,7 @@ static int pq__delta_length(pq__chunk *st, uint32_t pos, const uint8_t *p, size_
     return 0;
 }
 
-static int pq__delta_byte_array(pq__chunk *st, uint32_t pos, const uint8_t *p, size_t len,
-                                size_t n)
+static int pq__delta_byte_array(pq__chunk *st, uint32_t pos, const uint8_t *p, size_t len, size_t n)
 {
     const pq__coldesc *d = st->d;
     if (d->physical != PQ_BYTE_ARRAY && d->physical != PQ_FIXED_LEN_BYTE_ARRAY)
@@ -426,8 +442,10 @@ static int pq__delta_byte_array(pq__chunk *st, uint32_t pos, const uint8_t *p, s
     for (size_t i = 0; i < n; i++) {
         if (prefix[i] < 0 || (uint64_t)prefix[i] > cur_len || suffix[i] < 0 ||
             (uint64_t)suffix[i] > len - at) {
-            rc = pq__fail(st, -EBADMSG, "a DELTA_BYTE_ARRAY prefix (%" PRId64 ") or suffix (%"
-                          PRId64 ") length is out of range", prefix[i], suffix[i]);
+            rc = pq__fail(st, -EBADMSG,
+                          "a DELTA_BYTE_ARRAY prefix (%" PRId64 ") or suffix (%" PRId64
+                          ") length is out of range",
+                          prefix[i], suffix[i]);
             goto out;
         }
         size_t nl = (size_t)prefix[i] + (size_t)suffix[i];
@@ -469,7 +487,8 @@ static int pq__dict_indices(pq__chunk *st, const uint8_t *p, size_t len, size_t 
     if (max >= st->dict->n) {
         for (size_t i = 0; i < n; i++)
             if (st->s->idx[i] >= st->dict->n)
-                return pq__fail(st, -EBADMSG, "dictionary index %" PRIu32
+                return pq__fail(st, -EBADMSG,
+                                "dictionary index %" PRIu32
                                 " is out of range (the dictionary has %" PRIu32 " entries)",
                                 st->s->idx[i], st->dict->n);
     }
@@ -571,25 +590,17 @@ static int pq__rle_bool(pq__chunk *st, uint32_t pos, const uint8_t *p, size_t le
 }
 
 /* Values of one data page, densely at rows pos.. of st->col. */
-static int pq__values(pq__chunk *st, int enc, uint32_t pos, const uint8_t *p, size_t len,
-                      size_t n)
+static int pq__values(pq__chunk *st, int enc, uint32_t pos, const uint8_t *p, size_t len, size_t n)
 {
     switch (enc) {
-    case PQ__ENC_PLAIN:
-        return pq__plain(st, st->col, pos, p, len, n);
+    case PQ__ENC_PLAIN: return pq__plain(st, st->col, pos, p, len, n);
     case PQ__ENC_PLAIN_DICTIONARY:
-    case PQ__ENC_RLE_DICTIONARY:
-        return pq__dict_values(st, pos, p, len, n);
-    case PQ__ENC_RLE:
-        return pq__rle_bool(st, pos, p, len, n);
-    case PQ__ENC_DELTA_BINARY_PACKED:
-        return pq__delta_ints(st, pos, p, len, n);
-    case PQ__ENC_DELTA_LENGTH_BYTE_ARRAY:
-        return pq__delta_length(st, pos, p, len, n);
-    case PQ__ENC_DELTA_BYTE_ARRAY:
-        return pq__delta_byte_array(st, pos, p, len, n);
-    case PQ__ENC_BYTE_STREAM_SPLIT:
-        return pq__byte_stream_split(st, pos, p, len, n);
+    case PQ__ENC_RLE_DICTIONARY: return pq__dict_values(st, pos, p, len, n);
+    case PQ__ENC_RLE: return pq__rle_bool(st, pos, p, len, n);
+    case PQ__ENC_DELTA_BINARY_PACKED: return pq__delta_ints(st, pos, p, len, n);
+    case PQ__ENC_DELTA_LENGTH_BYTE_ARRAY: return pq__delta_length(st, pos, p, len, n);
+    case PQ__ENC_DELTA_BYTE_ARRAY: return pq__delta_byte_array(st, pos, p, len, n);
+    case PQ__ENC_BYTE_STREAM_SPLIT: return pq__byte_stream_split(st, pos, p, len, n);
     default:
         return pq__fail(st, -ENOTSUP, "the value encoding %s (%d) is not supported",
                         pq__encoding_name(enc), enc);
@@ -637,7 +648,7 @@ static int pq__spread(pq__chunk *st, const uint8_t *levels, size_t nv, size_t no
     for (size_t r = 0; r < nv; r++) {
         if (!levels[r]) {
             uint32_t i = row + (uint32_t)r;
-            c->validity[i >> 3] &= (uint8_t)~(1u << (i & 7));
+            c->validity[i >> 3] &= (uint8_t) ~(1u << (i & 7));
         }
     }
     c->null_count += (uint32_t)(nv - nonnull);
@@ -645,16 +656,20 @@ static int pq__spread(pq__chunk *st, const uint8_t *levels, size_t nv, size_t no
 }
 
 /* Decompresses a page body into st->s->page_buf (or returns it as is). */
-static int pq__body(pq__chunk *st, const uint8_t *src, size_t src_len, size_t ulen,
-                    bool compressed, const uint8_t **out)
+static int pq__body(pq__chunk *st, const uint8_t *src, size_t src_len, size_t ulen, bool compressed,
+                    const uint8_t **out)
 {
     if (!compressed || st->d->codec == PQ__CODEC_UNCOMPRESSED) {
         if (src_len != ulen && !compressed)
-            return pq__fail(st, -EBADMSG, "an uncompressed page body is %zu bytes, its header "
-                            "says %zu", src_len, ulen);
+            return pq__fail(st, -EBADMSG,
+                            "an uncompressed page body is %zu bytes, its header "
+                            "says %zu",
+                            src_len, ulen);
         if (src_len != ulen)
-            return pq__fail(st, -EBADMSG, "the page's compressed size (%zu) and uncompressed "
-                            "size (%zu) differ without compression", src_len, ulen);
+            return pq__fail(st, -EBADMSG,
+                            "the page's compressed size (%zu) and uncompressed "
+                            "size (%zu) differ without compression",
+                            src_len, ulen);
         *out = src;
         return 0;
     }
@@ -705,8 +720,7 @@ static int pq__dictionary_page(pq__chunk *st, const pq__page_header *h, const ui
     return pq__plain(st, st->dict, 0, data, (size_t)h->uncompressed_size, (size_t)h->num_values);
 }
 
-static int pq__data_page(pq__chunk *st, const pq__page_header *h, const uint8_t *body,
-                         size_t clen)
+static int pq__data_page(pq__chunk *st, const pq__page_header *h, const uint8_t *body, size_t clen)
 {
     const pq__coldesc *d = st->d;
     bool v2 = h->type == PQ__PAGE_DATA_V2;
@@ -714,8 +728,10 @@ static int pq__data_page(pq__chunk *st, const pq__page_header *h, const uint8_t 
         return pq__fail(st, -EBADMSG, "the data page header has no %s",
                         v2 ? "data_page_header_v2" : "data_page_header");
     if (h->num_values < 0 || (uint64_t)h->num_values > (uint64_t)(d->num_rows - st->row))
-        return pq__fail(st, -EBADMSG, "the page holds %d values but only %" PRIu32
-                        " rows of the row group are left", h->num_values, d->num_rows - st->row);
+        return pq__fail(st, -EBADMSG,
+                        "the page holds %d values but only %" PRIu32
+                        " rows of the row group are left",
+                        h->num_values, d->num_rows - st->row);
     size_t nv = (size_t)h->num_values;
     const uint8_t *levels_src = NULL, *values;
     size_t levels_len = 0, values_len;
@@ -730,18 +746,21 @@ static int pq__data_page(pq__chunk *st, const pq__page_header *h, const uint8_t 
             if (h->def_encoding == PQ__ENC_RLE) {
                 uint32_t l;
                 if (ulen < 4)
-                    return pq__fail(st, -EBADMSG, "the page is too short for its definition levels");
+                    return pq__fail(st, -EBADMSG,
+                                    "the page is too short for its definition levels");
                 memcpy(&l, data, 4);
                 if (l > ulen - 4)
-                    return pq__fail(st, -EBADMSG, "the definition levels' length (%" PRIu32
-                                    ") runs past the page", l);
+                    return pq__fail(
+                        st, -EBADMSG,
+                        "the definition levels' length (%" PRIu32 ") runs past the page", l);
                 levels_src = data + 4;
                 levels_len = l;
                 at = 4 + (size_t)l;
             } else if (h->def_encoding == PQ__ENC_BIT_PACKED) {
                 size_t l = (nv + 7) / 8;
                 if (l > ulen)
-                    return pq__fail(st, -EBADMSG, "the page is too short for its definition levels");
+                    return pq__fail(st, -EBADMSG,
+                                    "the page is too short for its definition levels");
                 levels_src = data;
                 levels_len = l;
                 bit_packed_levels = true;
@@ -754,8 +773,7 @@ static int pq__data_page(pq__chunk *st, const pq__page_header *h, const uint8_t 
         values = data + at;
         values_len = ulen - at;
     } else {
-        if (h->rep_len < 0 || h->def_len < 0 ||
-            (size_t)h->rep_len + (size_t)h->def_len > clen ||
+        if (h->rep_len < 0 || h->def_len < 0 || (size_t)h->rep_len + (size_t)h->def_len > clen ||
             (size_t)h->rep_len + (size_t)h->def_len > (size_t)h->uncompressed_size)
             return pq__fail(st, -EBADMSG, "the level lengths (%d + %d) do not fit in the page",
                             h->rep_len, h->def_len);
@@ -793,7 +811,8 @@ static int pq__data_page(pq__chunk *st, const pq__page_header *h, const uint8_t 
         lv = st->s->levels;
     }
     /* A string column keeps its dictionary while every page uses it. */
-    bool dict_enc = h->encoding == PQ__ENC_PLAIN_DICTIONARY || h->encoding == PQ__ENC_RLE_DICTIONARY;
+    bool dict_enc =
+        h->encoding == PQ__ENC_PLAIN_DICTIONARY || h->encoding == PQ__ENC_RLE_DICTIONARY;
     if (!st->seen_data && dict_enc && st->dict && !st->width && d->keep_dictionary &&
         st->col->info.type != CB_DECIMAL) {
         cb_column *c = st->col;
@@ -844,8 +863,8 @@ int pq__decode_chunk(const pq__coldesc *d, const uint8_t *buf, size_t len, cb_co
     return pq__decode_chunk_with(d, buf, len, NULL, out, err, errlen);
 }
 
-int pq__decode_chunk_with(const pq__coldesc *d, const uint8_t *buf, size_t len,
-                          pq__scratch *s, cb_column **out, char *err, size_t errlen)
+int pq__decode_chunk_with(const pq__coldesc *d, const uint8_t *buf, size_t len, pq__scratch *s,
+                          cb_column **out, char *err, size_t errlen)
 {
     *out = NULL;
     pq__chunk st = {.d = d, .err = err, .errlen = errlen};
@@ -856,8 +875,10 @@ int pq__decode_chunk_with(const pq__coldesc *d, const uint8_t *buf, size_t len,
     st.width = cb_type_width(&d->type);
     switch (d->physical) {
     case PQ_BOOLEAN: st.pwidth = 1; break;
-    case PQ_INT32: case PQ_FLOAT: st.pwidth = 4; break;
-    case PQ_INT64: case PQ_DOUBLE: st.pwidth = 8; break;
+    case PQ_INT32:
+    case PQ_FLOAT: st.pwidth = 4; break;
+    case PQ_INT64:
+    case PQ_DOUBLE: st.pwidth = 8; break;
     case PQ_INT96: st.pwidth = 12; break;
     default: st.pwidth = 0; break;
     }
@@ -866,8 +887,9 @@ int pq__decode_chunk_with(const pq__coldesc *d, const uint8_t *buf, size_t len,
     while (st.row < d->num_rows) {
         st.page_offset = (int64_t)pos;
         if (pos >= len) {
-            rc = pq__fail(&st, -EBADMSG, "the column chunk ends after %" PRIu32 " of %" PRIu32
-                          " rows", st.row, d->num_rows);
+            rc = pq__fail(&st, -EBADMSG,
+                          "the column chunk ends after %" PRIu32 " of %" PRIu32 " rows", st.row,
+                          d->num_rows);
             goto fail;
         }
         pq__page_header h;
@@ -880,13 +902,17 @@ int pq__decode_chunk_with(const pq__coldesc *d, const uint8_t *buf, size_t len,
         pos += (size_t)hl;
         size_t clen = (size_t)h.compressed_size;
         if (clen > len - pos) {
-            rc = pq__fail(&st, -EBADMSG, "the page's compressed size (%zu bytes) runs past the "
-                          "end of the column chunk (%zu bytes left)", clen, len - pos);
+            rc = pq__fail(&st, -EBADMSG,
+                          "the page's compressed size (%zu bytes) runs past the "
+                          "end of the column chunk (%zu bytes left)",
+                          clen, len - pos);
             goto fail;
         }
         if ((uint64_t)h.uncompressed_size > max_page) {
-            rc = pq__fail(&st, -EBADMSG, "the page's uncompressed size (%d bytes) is over the "
-                          "limit of %" PRIu64 " bytes", h.uncompressed_size, max_page);
+            rc = pq__fail(&st, -EBADMSG,
+                          "the page's uncompressed size (%d bytes) is over the "
+                          "limit of %" PRIu64 " bytes",
+                          h.uncompressed_size, max_page);
             goto fail;
         }
         const uint8_t *body = buf + pos;
@@ -900,15 +926,9 @@ int pq__decode_chunk_with(const pq__coldesc *d, const uint8_t *buf, size_t len,
             rc = pq__dictionary_page(&st, &h, body, clen);
             break;
         case PQ__PAGE_DATA:
-        case PQ__PAGE_DATA_V2:
-            rc = pq__data_page(&st, &h, body, clen);
-            break;
-        case PQ__PAGE_INDEX:
-            rc = 0;
-            break;
-        default:
-            rc = pq__fail(&st, -EBADMSG, "the page type %d is unknown", h.type);
-            break;
+        case PQ__PAGE_DATA_V2: rc = pq__data_page(&st, &h, body, clen); break;
+        case PQ__PAGE_INDEX: rc = 0; break;
+        default: rc = pq__fail(&st, -EBADMSG, "the page type %d is unknown", h.type); break;
         }
         if (rc < 0)
             goto fail;

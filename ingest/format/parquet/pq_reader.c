@@ -26,16 +26,16 @@ struct pq_reader {
     pq_file *f;
     int *cols;
     size_t n_cols;
-    int *rgs;              /* row groups to read, after pruning */
+    int *rgs; /* row groups to read, after pruning */
     int n_rgs;
     int next;
     int cur;
     uint64_t gap, max;
     bool keep_dict;
     uint64_t max_page;
-    pq_fetcher fetcher;    /* zero: read from the source */
-    pq__scratch scratch;   /* decoder buffers, kept across row groups */
-    uint8_t *fetch;        /* fetched ranges, kept across row groups */
+    pq_fetcher fetcher;  /* zero: read from the source */
+    pq__scratch scratch; /* decoder buffers, kept across row groups */
+    uint8_t *fetch;      /* fetched ranges, kept across row groups */
     size_t fetch_cap;
     pq_reader_stats stats;
     char err[PQ_MSG_MAX];
@@ -43,8 +43,8 @@ struct pq_reader {
 
 typedef struct pq__want {
     uint64_t off, len;
-    size_t col;            /* position in r->cols */
-    int group;             /* merged range it belongs to */
+    size_t col; /* position in r->cols */
+    int group;  /* merged range it belongs to */
 } pq__want;
 
 void pq_read_opts_init(pq_read_opts *o)
@@ -96,8 +96,10 @@ int pq_reader_create(pq_reader **out, pq_file *f, const pq_read_opts *opts, char
         int c = opts->columns ? opts->columns[i] : (int)i;
         if (c < 0 || c >= nc) {
             if (err && errlen)
-                snprintf(err, errlen, "%s: column index %d is out of range (the file has %d "
-                         "columns)", pq_file_name(f), c, nc);
+                snprintf(err, errlen,
+                         "%s: column index %d is out of range (the file has %d "
+                         "columns)",
+                         pq_file_name(f), c, nc);
             pq_reader_destroy(&r);
             return -ERANGE;
         }
@@ -106,8 +108,10 @@ int pq_reader_create(pq_reader **out, pq_file *f, const pq_read_opts *opts, char
     for (size_t i = 0; i < opts->n_preds; i++) {
         if (opts->preds[i].column < 0 || opts->preds[i].column >= nc) {
             if (err && errlen)
-                snprintf(err, errlen, "%s: a predicate names column index %d, out of range (the "
-                         "file has %d columns)", pq_file_name(f), opts->preds[i].column, nc);
+                snprintf(err, errlen,
+                         "%s: a predicate names column index %d, out of range (the "
+                         "file has %d columns)",
+                         pq_file_name(f), opts->preds[i].column, nc);
             pq_reader_destroy(&r);
             return -ERANGE;
         }
@@ -142,9 +146,18 @@ void pq_reader_destroy(pq_reader **r)
     *r = NULL;
 }
 
-int pq_reader_row_group(const pq_reader *r) { return r->cur; }
-const char *pq_reader_error(const pq_reader *r) { return r->err; }
-void pq_reader_stats_get(const pq_reader *r, pq_reader_stats *out) { *out = r->stats; }
+int pq_reader_row_group(const pq_reader *r)
+{
+    return r->cur;
+}
+const char *pq_reader_error(const pq_reader *r)
+{
+    return r->err;
+}
+void pq_reader_stats_get(const pq_reader *r, pq_reader_stats *out)
+{
+    *out = r->stats;
+}
 
 static bool pq__grow_fetch(pq_reader *r, size_t need)
 {
@@ -163,9 +176,8 @@ static int pq__want_cmp(const void *a, const void *b)
 
 /* Fills w[0..n) (each column's chunk and the merged range it lands in) and
  * ranges[0..*ng) (offsets and lengths, bufs untouched) for row group rg. */
-static int pq__plan(const pq_file *f, int rg, const int *cols, size_t n, uint64_t gap,
-                    uint64_t max, pq__want *w, rs_range *ranges, size_t *ng_out, char *err,
-                    size_t errlen)
+static int pq__plan(const pq_file *f, int rg, const int *cols, size_t n, uint64_t gap, uint64_t max,
+                    pq__want *w, rs_range *ranges, size_t *ng_out, char *err, size_t errlen)
 {
     const char *name = pq_file_name(f);
     uint64_t fsize = rs_size(pq__file_source(f));
@@ -177,9 +189,10 @@ static int pq__plan(const pq_file *f, int rg, const int *cols, size_t n, uint64_
         uint64_t len = (uint64_t)cm->total_compressed_size;
         if (start < 0 || (uint64_t)start > fsize || len > fsize - (uint64_t)start) {
             if (err && errlen)
-                snprintf(err, errlen, "%s: column '%s' of row group %d spans bytes %" PRId64
-                         "..+%" PRIu64 ", outside the file (%" PRIu64 " bytes)", name,
-                         pq_file_column(f, cols[i])->name, rg, start, len, fsize);
+                snprintf(err, errlen,
+                         "%s: column '%s' of row group %d spans bytes %" PRId64 "..+%" PRIu64
+                         ", outside the file (%" PRIu64 " bytes)",
+                         name, pq_file_column(f, cols[i])->name, rg, start, len, fsize);
             return -EBADMSG;
         }
         w[i].off = (uint64_t)start;
@@ -296,8 +309,8 @@ int pq_reader_next(pq_reader *r, cb_batch **out)
     for (size_t g = 0; g < ng; g++)
         total += ranges[g].length;
     if (total > SIZE_MAX / 2 || (total > r->fetch_cap && !pq__grow_fetch(r, (size_t)total))) {
-        rc = pq__rerr(r, -ENOMEM, "%s: out of memory for %" PRIu64 " bytes of row group %d",
-                      name, total, rg);
+        rc = pq__rerr(r, -ENOMEM, "%s: out of memory for %" PRIu64 " bytes of row group %d", name,
+                      total, rg);
         goto out;
     }
     total = 0;
@@ -358,6 +371,5 @@ out:
 size_t pq_reader_mem(const pq_reader *r)
 {
     const pq__scratch *s = &r->scratch;
-    return s->page_cap + s->levels_cap + s->idx_cap + s->tmp_cap +
-           s->cur_cap + r->fetch_cap;
+    return s->page_cap + s->levels_cap + s->idx_cap + s->tmp_cap + s->cur_cap + r->fetch_cap;
 }

@@ -159,8 +159,7 @@ void pq__tc_skip(pq__tc *c, uint8_t type)
         return;
     switch (type) {
     case PQ__T_TRUE:
-    case PQ__T_FALSE:
-        return; /* in a struct the value is the type; list elements use skip_elem */
+    case PQ__T_FALSE: return; /* in a struct the value is the type; list elements use skip_elem */
     case PQ__T_I8:
         if (c->p >= c->end)
             pq__tc_fail(c, "it ends in the middle of a value");
@@ -169,9 +168,7 @@ void pq__tc_skip(pq__tc *c, uint8_t type)
         return;
     case PQ__T_I16:
     case PQ__T_I32:
-    case PQ__T_I64:
-        (void)pq__tc_varint(c);
-        return;
+    case PQ__T_I64: (void)pq__tc_varint(c); return;
     case PQ__T_DOUBLE:
         if (c->end - c->p < 8)
             pq__tc_fail(c, "it ends in the middle of a double");
@@ -183,8 +180,7 @@ void pq__tc_skip(pq__tc *c, uint8_t type)
         (void)pq__tc_binary(c, &n);
         return;
     }
-    default:
-        break;
+    default: break;
     }
     if (++c->depth > PQ__THRIFT_MAX_DEPTH) {
         pq__tc_fail(c, "structures are nested too deeply");
@@ -236,9 +232,7 @@ void pq__tc_skip(pq__tc *c, uint8_t type)
             pq__tc_skip(c, ft);
         break;
     }
-    default:
-        pq__tc_fail(c, "a field has an unknown type");
-        break;
+    default: pq__tc_fail(c, "a field has an unknown type"); break;
     }
     c->depth--;
 }
@@ -672,9 +666,18 @@ int pq__page_header_parse(const uint8_t *buf, size_t len, pq__page_header *h, co
         int16_t l2 = 0, id2;
         uint8_t t2;
         switch (id) {
-        case 1: h->type = pq__get_i32(&c, t); have_type = true; break;
-        case 2: h->uncompressed_size = pq__get_i32(&c, t); have_u = true; break;
-        case 3: h->compressed_size = pq__get_i32(&c, t); have_c = true; break;
+        case 1:
+            h->type = pq__get_i32(&c, t);
+            have_type = true;
+            break;
+        case 2:
+            h->uncompressed_size = pq__get_i32(&c, t);
+            have_u = true;
+            break;
+        case 3:
+            h->compressed_size = pq__get_i32(&c, t);
+            have_c = true;
+            break;
         case 5:
             pq__enter(&c, t, PQ__T_STRUCT);
             if (c.bad)

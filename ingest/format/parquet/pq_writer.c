@@ -31,7 +31,7 @@ typedef struct wbuf {
     uint8_t *p;
     size_t len, cap;
     bool oom;
-    int16_t last[16];    /* last field id per struct level */
+    int16_t last[16]; /* last field id per struct level */
     int depth;
 } wbuf;
 
@@ -158,9 +158,9 @@ static void t_list(wbuf *b, int16_t id, uint8_t elem, uint32_t n)
 /* ---- the writer ---------------------------------------------------------------- */
 
 typedef struct wchunk {
-    int64_t offset;          /* of its first page */
+    int64_t offset; /* of its first page */
     int64_t values;
-    int64_t usize, csize;    /* with the page headers */
+    int64_t usize, csize; /* with the page headers */
 } wchunk;
 
 typedef struct wrg {
@@ -173,11 +173,11 @@ struct pq_writer {
     void *arg;
     pq_wcol *cols;
     int n_cols;
-    int64_t pos;             /* bytes written so far */
+    int64_t pos; /* bytes written so far */
     wrg *rgs;
     int n_rgs;
     int64_t rows;
-    wbuf page, comp, hdr;    /* scratch */
+    wbuf page, comp, hdr; /* scratch */
     bool failed;
 };
 
@@ -198,12 +198,17 @@ static pq_physical phys(const cb_typeinfo *t, int32_t *flba)
     *flba = 0;
     switch (t->type) {
     case CB_BOOL: return PQ_BOOLEAN;
-    case CB_INT8: case CB_INT16: case CB_INT32: case CB_UINT8: case CB_UINT16: case CB_UINT32:
-    case CB_DATE:
-        return PQ_INT32;
+    case CB_INT8:
+    case CB_INT16:
+    case CB_INT32:
+    case CB_UINT8:
+    case CB_UINT16:
+    case CB_UINT32:
+    case CB_DATE: return PQ_INT32;
     case CB_FLOAT: return PQ_FLOAT;
     case CB_DOUBLE: return PQ_DOUBLE;
-    case CB_STRING: case CB_BINARY: return PQ_BYTE_ARRAY;
+    case CB_STRING:
+    case CB_BINARY: return PQ_BYTE_ARRAY;
     case CB_DECIMAL:
         if (t->precision <= 9)
             return PQ_INT32;
@@ -221,10 +226,13 @@ int pq_writer_create(pq_writer **out, const pq_wcol *cols, int n_cols, pq_write_
     *out = NULL;
     for (int k = 0; k < n_cols; k++) {
         const cb_typeinfo *t = &cols[k].type;
-        if (t->type == CB_TIME || (t->type == CB_DECIMAL && (t->precision < 1 || t->precision > 38)) ||
+        if (t->type == CB_TIME ||
+            (t->type == CB_DECIMAL && (t->precision < 1 || t->precision > 38)) ||
             (t->type == CB_TIMESTAMP && t->unit == CB_UNIT_NONE))
-            return pq__ferr(err, errlen, -ENOTSUP, "column '%s' has a type the Parquet writer "
-                         "does not write (%s)", cols[k].name, cb_type_name(t->type));
+            return pq__ferr(err, errlen, -ENOTSUP,
+                            "column '%s' has a type the Parquet writer "
+                            "does not write (%s)",
+                            cols[k].name, cb_type_name(t->type));
     }
     pq_writer *w = calloc(1, sizeof(*w));
     if (!w || !(w->cols = calloc((size_t)n_cols + 1, sizeof(pq_wcol)))) {
@@ -298,9 +306,24 @@ static void plain_values(wbuf *b, const pq_wcol *c, const pq_wdata *d, uint32_t 
             switch (t->type) {
             case CB_INT8: x = *(const int8_t *)v; break;
             case CB_UINT8: x = *v; break;
-            case CB_INT16: { int16_t y; memcpy(&y, v, 2); x = y; break; }
-            case CB_UINT16: { uint16_t y; memcpy(&y, v, 2); x = y; break; }
-            case CB_DECIMAL: { int64_t y; memcpy(&y, v, 8); x = (int32_t)y; break; }
+            case CB_INT16: {
+                int16_t y;
+                memcpy(&y, v, 2);
+                x = y;
+                break;
+            }
+            case CB_UINT16: {
+                uint16_t y;
+                memcpy(&y, v, 2);
+                x = y;
+                break;
+            }
+            case CB_DECIMAL: {
+                int64_t y;
+                memcpy(&y, v, 8);
+                x = (int32_t)y;
+                break;
+            }
             default: memcpy(&x, v, 4); break;
             }
             wb_u32le(b, (uint32_t)x);
@@ -359,8 +382,10 @@ static int write_page(pq_writer *w, const pq_wcol *c, const pq_wdata *d, uint32_
     if (pg->oom)
         return pq__ferr(err, errlen, -ENOMEM, "out of memory while writing Parquet");
     if (pg->len > INT32_MAX)
-        return pq__ferr(err, errlen, -E2BIG, "a Parquet page of column '%s' would exceed 2 GiB: "
-                     "its strings are too long for one page", c->name);
+        return pq__ferr(err, errlen, -E2BIG,
+                        "a Parquet page of column '%s' would exceed 2 GiB: "
+                        "its strings are too long for one page",
+                        c->name);
     cp->len = 0;
     size_t bound = ZSTD_compressBound(pg->len);
     wb_reserve(cp, bound);
@@ -369,24 +394,25 @@ static int write_page(pq_writer *w, const pq_wcol *c, const pq_wdata *d, uint32_
     size_t clen = ZSTD_compress(cp->p, bound, pg->p, pg->len, 1);
     if (ZSTD_isError(clen))
         return pq__ferr(err, errlen, -EIO, "ZSTD failed on a Parquet page: %s",
-                     ZSTD_getErrorName(clen));
+                        ZSTD_getErrorName(clen));
     h->len = 0;
     h->depth = 0;
     h->last[0] = 0;
-    t_i32(h, 1, 0);                  /* DATA_PAGE */
+    t_i32(h, 1, 0); /* DATA_PAGE */
     t_i32(h, 2, (int32_t)pg->len);
     t_i32(h, 3, (int32_t)clen);
-    t_begin(h, 5);                   /* DataPageHeader */
+    t_begin(h, 5); /* DataPageHeader */
     t_i32(h, 1, (int32_t)n);
-    t_i32(h, 2, 0);                  /* PLAIN */
-    t_i32(h, 3, 3);                  /* RLE levels */
+    t_i32(h, 2, 0); /* PLAIN */
+    t_i32(h, 3, 3); /* RLE levels */
     t_i32(h, 4, 3);
     t_end(h);
     wb_byte(h, PQ__T_STOP);
     if (h->oom)
         return pq__ferr(err, errlen, -ENOMEM, "out of memory while writing Parquet");
     int rc;
-    if ((rc = emit(w, h->p, h->len, err, errlen)) < 0 || (rc = emit(w, cp->p, clen, err, errlen)) < 0)
+    if ((rc = emit(w, h->p, h->len, err, errlen)) < 0 ||
+        (rc = emit(w, cp->p, clen, err, errlen)) < 0)
         return rc;
     ch->values += n;
     ch->usize += (int64_t)(h->len + pg->len);
@@ -442,16 +468,38 @@ static void schema_elem(wbuf *b, const pq_wcol *c)
     int conv = -1, bits = 0;
     bool sig = true;
     switch (t->type) {
-    case CB_STRING: conv = 0; break;                          /* UTF8 */
+    case CB_STRING: conv = 0; break; /* UTF8 */
     case CB_DECIMAL: conv = 5; break;
     case CB_DATE: conv = 6; break;
     case CB_TIMESTAMP: conv = t->unit == CB_UNIT_MS ? 9 : t->unit == CB_UNIT_US ? 10 : -1; break;
-    case CB_UINT8: conv = 11; bits = 8; sig = false; break;
-    case CB_UINT16: conv = 12; bits = 16; sig = false; break;
-    case CB_UINT32: conv = 13; bits = 32; sig = false; break;
-    case CB_UINT64: conv = 14; bits = 64; sig = false; break;
-    case CB_INT8: conv = 15; bits = 8; break;
-    case CB_INT16: conv = 16; bits = 16; break;
+    case CB_UINT8:
+        conv = 11;
+        bits = 8;
+        sig = false;
+        break;
+    case CB_UINT16:
+        conv = 12;
+        bits = 16;
+        sig = false;
+        break;
+    case CB_UINT32:
+        conv = 13;
+        bits = 32;
+        sig = false;
+        break;
+    case CB_UINT64:
+        conv = 14;
+        bits = 64;
+        sig = false;
+        break;
+    case CB_INT8:
+        conv = 15;
+        bits = 8;
+        break;
+    case CB_INT16:
+        conv = 16;
+        bits = 16;
+        break;
     default: break;
     }
     if (conv >= 0)
@@ -512,9 +560,9 @@ int pq_writer_finish(pq_writer *w, char *err, size_t errlen)
     if (w->failed)
         return pq__ferr(err, errlen, -EIO, "the Parquet output failed before");
     wbuf b = {0};
-    t_i32(&b, 1, 1);                                   /* version */
+    t_i32(&b, 1, 1); /* version */
     t_list(&b, 2, PQ__T_STRUCT, (uint32_t)w->n_cols + 1);
-    t_begin_elem(&b);                                  /* the root */
+    t_begin_elem(&b); /* the root */
     t_bin(&b, 4, "schema", 6);
     t_i32(&b, 5, w->n_cols);
     t_end(&b);
@@ -531,15 +579,15 @@ int pq_writer_finish(pq_writer *w, char *err, size_t errlen)
             int32_t flba;
             t_begin_elem(&b);
             t_i64(&b, 2, ch->offset);
-            t_begin(&b, 3);                            /* ColumnMetaData */
+            t_begin(&b, 3); /* ColumnMetaData */
             t_i32(&b, 1, phys(&w->cols[k].type, &flba));
             t_list(&b, 2, PQ__T_I32, 2);
-            wb_varint(&b, zigzag(0));                  /* PLAIN */
-            wb_varint(&b, zigzag(3));                  /* RLE */
+            wb_varint(&b, zigzag(0)); /* PLAIN */
+            wb_varint(&b, zigzag(3)); /* RLE */
             t_list(&b, 3, PQ__T_BINARY, 1);
             wb_varint(&b, strlen(w->cols[k].name));
             wb_bytes(&b, w->cols[k].name, strlen(w->cols[k].name));
-            t_i32(&b, 4, 6);                           /* ZSTD */
+            t_i32(&b, 4, 6); /* ZSTD */
             t_i64(&b, 5, ch->values);
             t_i64(&b, 6, ch->usize);
             t_i64(&b, 7, ch->csize);
@@ -551,7 +599,7 @@ int pq_writer_finish(pq_writer *w, char *err, size_t errlen)
         t_i64(&b, 3, rg->rows);
         t_end(&b);
     }
-    t_bin(&b, 6, "ringcache", 9);                      /* created_by */
+    t_bin(&b, 6, "ringcache", 9); /* created_by */
     wb_byte(&b, PQ__T_STOP);
     int rc = 0;
     if (b.oom)
@@ -561,7 +609,8 @@ int pq_writer_finish(pq_writer *w, char *err, size_t errlen)
     if (rc == 0) {
         wb_u32le(&b, (uint32_t)b.len);
         wb_bytes(&b, "PAR1", 4);
-        rc = b.oom ? pq__ferr(err, errlen, -ENOMEM, "out of memory") : emit(w, b.p, b.len, err, errlen);
+        rc = b.oom ? pq__ferr(err, errlen, -ENOMEM, "out of memory")
+                   : emit(w, b.p, b.len, err, errlen);
     }
     free(b.p);
     return rc;

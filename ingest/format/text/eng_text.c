@@ -56,11 +56,20 @@ int tx_format_of_name(const char *name)
 
 int tx_format_of_arg(const char *f)
 {
-    static const struct { const char *n; int k; } t[] = {
-        {"Parquet", 0}, {"CSV", TX_CSV}, {"CSVWithNames", TX_CSV_NAMES}, {"TSV", TX_TSV},
-        {"TabSeparated", TX_TSV}, {"TSVWithNames", TX_TSV_NAMES},
-        {"TabSeparatedWithNames", TX_TSV_NAMES}, {"JSONEachRow", TX_JSON_EACH_ROW},
-        {"NDJSON", TX_JSON_EACH_ROW}, {"JSONLines", TX_JSON_EACH_ROW},
+    static const struct {
+        const char *n;
+        int k;
+    } t[] = {
+        {"Parquet", 0},
+        {"CSV", TX_CSV},
+        {"CSVWithNames", TX_CSV_NAMES},
+        {"TSV", TX_TSV},
+        {"TabSeparated", TX_TSV},
+        {"TSVWithNames", TX_TSV_NAMES},
+        {"TabSeparatedWithNames", TX_TSV_NAMES},
+        {"JSONEachRow", TX_JSON_EACH_ROW},
+        {"NDJSON", TX_JSON_EACH_ROW},
+        {"JSONLines", TX_JSON_EACH_ROW},
     };
     for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
         if (strcasecmp(f, t[i].n) == 0)
@@ -72,9 +81,12 @@ int tx_format_of_arg(const char *f)
 
 int tx_codec_of_arg(const char *s)
 {
-    static const struct { const char *n; tx_codec c; } t[] = {
-        {"auto", TX_CODEC_AUTO}, {"none", TX_CODEC_NONE}, {"gzip", TX_CODEC_GZIP},
-        {"gz", TX_CODEC_GZIP}, {"deflate", TX_CODEC_GZIP}, {"zstd", TX_CODEC_ZSTD},
+    static const struct {
+        const char *n;
+        tx_codec c;
+    } t[] = {
+        {"auto", TX_CODEC_AUTO}, {"none", TX_CODEC_NONE},    {"gzip", TX_CODEC_GZIP},
+        {"gz", TX_CODEC_GZIP},   {"deflate", TX_CODEC_GZIP}, {"zstd", TX_CODEC_ZSTD},
         {"zst", TX_CODEC_ZSTD},
     };
     for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
@@ -83,17 +95,18 @@ int tx_codec_of_arg(const char *s)
     return -ENOENT;
 }
 
-int tx_decompress(const char *name, const uint8_t *in, size_t len, uint8_t **out,
-                  size_t *outlen, char *err, size_t errlen)
+int tx_decompress(const char *name, const uint8_t *in, size_t len, uint8_t **out, size_t *outlen,
+                  char *err, size_t errlen)
 {
     return tx_decompress_as(TX_CODEC_AUTO, name, in, len, out, outlen, err, errlen);
 }
 
-int tx_decompress_as(tx_codec codec, const char *name, const uint8_t *in, size_t len,
-                     uint8_t **out, size_t *outlen, char *err, size_t errlen)
+int tx_decompress_as(tx_codec codec, const char *name, const uint8_t *in, size_t len, uint8_t **out,
+                     size_t *outlen, char *err, size_t errlen)
 {
     size_t n = strlen(name);
-    bool gz = ends_with(name, n, ".gz"), zs = ends_with(name, n, ".zst") || ends_with(name, n, ".zstd");
+    bool gz = ends_with(name, n, ".gz"),
+         zs = ends_with(name, n, ".zst") || ends_with(name, n, ".zstd");
     if (codec != TX_CODEC_AUTO) {
         gz = codec == TX_CODEC_GZIP;
         zs = codec == TX_CODEC_ZSTD;
@@ -218,10 +231,10 @@ int tx_decompress_as(tx_codec codec, const char *name, const uint8_t *in, size_t
 /* ---- tokenizing ------------------------------------------------------------------ */
 
 typedef struct field {
-    const char *p;   /* raw bytes (inside quotes for quoted CSV) */
+    const char *p; /* raw bytes (inside quotes for quoted CSV) */
     size_t len;
     bool quoted;
-    bool escaped;    /* needs unescaping ("" in CSV, \x in TSV) */
+    bool escaped; /* needs unescaping ("" in CSV, \x in TSV) */
     bool null;
 } field;
 
@@ -255,8 +268,9 @@ static int lx_err(lexer *l, long line, const char *fmt, ...)
 static int bad_width(lexer *l, long line, int nf, int want, bool header)
 {
     bool csv = l->f == TX_CSV || l->f == TX_CSV_NAMES;
-    return lx_err(l, line, "the row has %d field%s, the %s %d: every row needs the same number "
-                           "of fields (%s)",
+    return lx_err(l, line,
+                  "the row has %d field%s, the %s %d: every row needs the same number "
+                  "of fields (%s)",
                   nf, nf == 1 ? "" : "s", header ? "header" : "first row", want,
                   csv ? "a comma inside a value must be in double quotes"
                       : "a tab inside a value must be written \\t");
@@ -305,8 +319,9 @@ static int next_record(lexer *l)
             fd.quoted = true;
             for (;;) {
                 if (p >= l->n)
-                    return lx_err(l, start_line, "unterminated quoted field (a '\"' opens it and "
-                                                 "none closes it): fix the quoting");
+                    return lx_err(l, start_line,
+                                  "unterminated quoted field (a '\"' opens it and "
+                                  "none closes it): fix the quoting");
                 if (l->s[p] == '"') {
                     if (p + 1 < l->n && l->s[p + 1] == '"') {
                         fd.escaped = true;
@@ -324,8 +339,9 @@ static int next_record(lexer *l)
             l->pos = p + 1;
             if (l->pos < l->n && l->s[l->pos] != delim && l->s[l->pos] != '\n' &&
                 l->s[l->pos] != '\r')
-                return lx_err(l, l->line, "unexpected '%c' after a closing quote in field %d: "
-                                          "quote the whole field and double inner quotes",
+                return lx_err(l, l->line,
+                              "unexpected '%c' after a closing quote in field %d: "
+                              "quote the whole field and double inner quotes",
                               l->s[l->pos], l->nf + 1);
         } else {
             size_t p = l->pos;
@@ -396,8 +412,8 @@ static size_t unescape(const lexer *l, const field *fd, char *buf)
 
 typedef struct jval {
     char key[256];
-    int kind;        /* 0 null, 1 number, 2 string, 3 bool */
-    const char *p;   /* number text / string raw (between quotes) */
+    int kind;      /* 0 null, 1 number, 2 string, 3 bool */
+    const char *p; /* number text / string raw (between quotes) */
     size_t len;
     bool escaped;
     bool is_float;
@@ -458,8 +474,9 @@ static size_t json_unescape(const char *p, size_t len, char *out)
             unsigned cp = 0;
             int k = 0;
             for (; k < 4 && i + 1 < len && isxdigit((unsigned char)p[i + 1]); k++, i++)
-                cp = cp * 16 + (unsigned)(isdigit((unsigned char)p[i + 1]) ? p[i + 1] - '0'
-                                                                           : (tolower((unsigned char)p[i + 1]) - 'a' + 10));
+                cp = cp * 16 + (unsigned)(isdigit((unsigned char)p[i + 1])
+                                              ? p[i + 1] - '0'
+                                              : (tolower((unsigned char)p[i + 1]) - 'a' + 10));
             if (cp < 0x80)
                 out[o++] = (char)cp;
             else if (cp < 0x800) {
@@ -535,8 +552,9 @@ static int next_object(lexer *l, jval **vals, int *nv, int *capv)
             if ((rc = json_string(l, &v->p, &v->len, &v->escaped)) < 0)
                 return rc;
         } else if (c == '{' || c == '[') {
-            return lx_err(l, l->line, "the value of \"%s\" is a nested %s: only flat objects "
-                                      "(numbers, strings, booleans, null) are supported",
+            return lx_err(l, l->line,
+                          "the value of \"%s\" is a nested %s: only flat objects "
+                          "(numbers, strings, booleans, null) are supported",
                           v->key, c == '{' ? "object" : "array");
         } else if (strncmp(l->s + l->pos, "null", l->n - l->pos < 4 ? l->n - l->pos : 4) == 0 &&
                    l->n - l->pos >= 4) {
@@ -553,8 +571,9 @@ static int next_object(lexer *l, jval **vals, int *nv, int *capv)
             size_t q = l->pos;
             if (l->s[q] == '-')
                 q++;
-            while (q < l->n && (isdigit((unsigned char)l->s[q]) || l->s[q] == '.' ||
-                                l->s[q] == 'e' || l->s[q] == 'E' || l->s[q] == '+' || l->s[q] == '-')) {
+            while (q < l->n &&
+                   (isdigit((unsigned char)l->s[q]) || l->s[q] == '.' || l->s[q] == 'e' ||
+                    l->s[q] == 'E' || l->s[q] == '+' || l->s[q] == '-')) {
                 if (!isdigit((unsigned char)l->s[q]))
                     v->is_float = true;
                 q++;
@@ -597,10 +616,12 @@ static int classify(const char *s, size_t n, int *scale)
         char *end;
         errno = 0;
         (void)strtoll(buf, &end, 10);
-        if (!*end && errno == 0 && (isdigit((unsigned char)buf[0]) || ((buf[0] == '-' || buf[0] == '+') && n > 1)))
+        if (!*end && errno == 0 &&
+            (isdigit((unsigned char)buf[0]) || ((buf[0] == '-' || buf[0] == '+') && n > 1)))
             return K_INT;
         (void)strtod(buf, &end);
-        if (!*end && (isdigit((unsigned char)buf[0]) || buf[0] == '-' || buf[0] == '+' || buf[0] == '.') &&
+        if (!*end &&
+            (isdigit((unsigned char)buf[0]) || buf[0] == '-' || buf[0] == '+' || buf[0] == '.') &&
             strpbrk(buf, "0123456789"))
             return K_FLOAT;
     }
@@ -634,10 +655,22 @@ static ex_type type_of_kind(int k, int scale)
     ex_type t = {.nullable = true};
     switch (k) {
     case K_BOOL: t.kind = EX_BOOL; break;
-    case K_INT: t.kind = EX_INT; t.bits = 64; break;
-    case K_FLOAT: t.kind = EX_FLOAT; t.bits = 64; break;
-    case K_DATE: t.kind = EX_DATE; t.bits = 16; break;
-    case K_DATETIME: t.kind = EX_DATETIME; t.scale = scale ? 9 : 0; break;
+    case K_INT:
+        t.kind = EX_INT;
+        t.bits = 64;
+        break;
+    case K_FLOAT:
+        t.kind = EX_FLOAT;
+        t.bits = 64;
+        break;
+    case K_DATE:
+        t.kind = EX_DATE;
+        t.bits = 16;
+        break;
+    case K_DATETIME:
+        t.kind = EX_DATETIME;
+        t.scale = scale ? 9 : 0;
+        break;
     default: t.kind = EX_STRING; break;
     }
     return t;
@@ -908,7 +941,10 @@ static int put_text(builder *b, lexer *l, const eng_schema *s, int col, int k, u
         char *end;
         errno = 0;
         switch (v->t.kind) {
-        case EX_INT: v->i[r] = strtoll(buf, &end, 10); ok = n && !*end && !errno; break;
+        case EX_INT:
+            v->i[r] = strtoll(buf, &end, 10);
+            ok = n && !*end && !errno;
+            break;
         case EX_UINT:
             v->i[r] = (int64_t)strtoull(buf, &end, 10);
             ok = n && !*end && !errno && buf[0] != '-';
@@ -917,7 +953,10 @@ static int put_text(builder *b, lexer *l, const eng_schema *s, int col, int k, u
             ok = ex_parse_decimal((const uint8_t *)buf, n, v->t.scale, &v->i[r]) &&
                  ex_decimal_fits(v->i[r], v->t.prec);
             break;
-        case EX_FLOAT: v->d[r] = strtod(buf, &end); ok = n && !*end; break;
+        case EX_FLOAT:
+            v->d[r] = strtod(buf, &end);
+            ok = n && !*end;
+            break;
         case EX_BOOL:
             ok = strcasecmp(buf, "true") == 0 || strcasecmp(buf, "false") == 0 ||
                  strcmp(buf, "1") == 0 || strcmp(buf, "0") == 0;
@@ -940,11 +979,13 @@ static int put_text(builder *b, lexer *l, const eng_schema *s, int col, int k, u
         char tn[64];
         ex_type_name(&v->t, tn, sizeof(tn));
         if (s->given)
-            return lx_err(l, line, "cannot parse '%.*s' as %s for column '%s' (the type the "
-                                   "structure argument gives: fix the value or the structure)",
+            return lx_err(l, line,
+                          "cannot parse '%.*s' as %s for column '%s' (the type the "
+                          "structure argument gives: fix the value or the structure)",
                           (int)(n > 60 ? 60 : n), p, tn, s->cols[col].name);
-        return lx_err(l, line, "cannot parse '%.*s' as %s for column '%s' (the type was inferred "
-                               "from the first rows; CAST it as String, or fix the value)",
+        return lx_err(l, line,
+                      "cannot parse '%.*s' as %s for column '%s' (the type was inferred "
+                      "from the first rows; CAST it as String, or fix the value)",
                       (int)(n > 60 ? 60 : n), p, tn, s->cols[col].name);
     }
     return 0;
@@ -971,7 +1012,7 @@ int tx_parse(eng_mem *m, tx_format f, const char *name, const char *text, size_t
     }
     for (int k = 0; k < nwant; k++)
         pos[k] = want[k];
-    int width = 0;        /* fields every row has: the header's, else the schema's
+    int width = 0; /* fields every row has: the header's, else the schema's
                              (its file columns: virtual ones come after them) */
     for (int i = 0; i < s->n; i++)
         width += !s->cols[i].virt;
@@ -1013,9 +1054,10 @@ int tx_parse(eng_mem *m, tx_format f, const char *name, const char *text, size_t
                     }
                 }
                 if (pos[k] < 0) {
-                    rc = lx_err(&l, 1, "column '%s' is missing from the header (the schema, "
-                                       "read from the first file, has it; every file must "
-                                       "have the columns the query reads)",
+                    rc = lx_err(&l, 1,
+                                "column '%s' is missing from the header (the schema, "
+                                "read from the first file, has it; every file must "
+                                "have the columns the query reads)",
                                 cn);
                     goto out;
                 }

@@ -12,10 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(c)                                                                               \
-    do {                                                                                       \
-        if (!(c))                                                                              \
-            abort();                                                                           \
+#define CHECK(c)                                                                                   \
+    do {                                                                                           \
+        if (!(c))                                                                                  \
+            abort();                                                                               \
     } while (0)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

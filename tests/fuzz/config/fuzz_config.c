@@ -58,8 +58,8 @@ static void check_roundtrip(const conf *a)
     /* the redacted secret reads back as the text "<redacted>" */
     if (cfg_load_text(opts, N, &b, buf, (size_t)n, "formatted", err, sizeof err) != 0)
         abort();
-    if (strcmp(a->dir, b.dir) != 0 || a->port != b.port || a->size != b.size ||
-        a->ms != b.ms || a->any != b.any || a->flag != b.flag)
+    if (strcmp(a->dir, b.dir) != 0 || a->port != b.port || a->size != b.size || a->ms != b.ms ||
+        a->any != b.any || a->flag != b.flag)
         abort();
 }
 

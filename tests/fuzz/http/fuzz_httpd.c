@@ -31,7 +31,6 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-
 static struct event_base *base;
 static httpd_server *srv;
 static int handed, done_calls, live;
@@ -60,9 +59,7 @@ static void answer(fz_req *x)
     char body[300];
     memset(body, 'z', sizeof body);
     switch (x->mode % 4) {
-    case 0:
-        httpd_resp_send(x->req, 200, "text/plain", body, (size_t)(x->got % sizeof body));
-        break;
+    case 0: httpd_resp_send(x->req, 200, "text/plain", body, (size_t)(x->got % sizeof body)); break;
     case 1:
         httpd_resp_start(x->req, -1);
         httpd_resp_write(x->req, body, 7);

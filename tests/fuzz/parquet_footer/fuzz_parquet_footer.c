@@ -38,8 +38,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     char err[PQ_MSG_MAX];
     /* A small tail read so both footer paths (one read, two reads) run. */
-    pq_open_opts oo = {.footer_read = size > 64 && (data[0] & 1) ? 64 : 0,
-                       .max_footer = 1 << 20};
+    pq_open_opts oo = {.footer_read = size > 64 && (data[0] & 1) ? 64 : 0, .max_footer = 1 << 20};
     pq_file *f;
     if (pq_file_open(&f, src, &oo, err, sizeof(err)) == 0) {
         int64_t rows = 0;

@@ -30,12 +30,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     el.type_length = data[6] % 20;
     switch (data[1] % 9) {
     case 1: el.converted_type = PQ__CT_UTF8; break;
-    case 2: el.converted_type = PQ__CT_DECIMAL; el.precision = 18; el.scale = 2; break;
+    case 2:
+        el.converted_type = PQ__CT_DECIMAL;
+        el.precision = 18;
+        el.scale = 2;
+        break;
     case 3: el.converted_type = PQ__CT_DATE; break;
     case 4: el.converted_type = PQ__CT_TIMESTAMP_MILLIS; break;
     case 5: el.converted_type = data[0] & 8 ? PQ__CT_UINT_8 : PQ__CT_UINT_64; break;
     case 6: el.lt = PQ__LT_FLOAT16; break;
-    case 7: el.converted_type = PQ__CT_DECIMAL; el.precision = 38; el.scale = 4; break;
+    case 7:
+        el.converted_type = PQ__CT_DECIMAL;
+        el.precision = 38;
+        el.scale = 4;
+        break;
     case 8: el.converted_type = PQ__CT_INT_16; break;
     default: break;
     }

@@ -12,10 +12,10 @@
 #include <string.h>
 
 /* CHECK() vanishes under NDEBUG; a fuzz check must not */
-#define CHECK(c)                                                                               \
-    do {                                                                                       \
-        if (!(c))                                                                              \
-            abort();                                                                           \
+#define CHECK(c)                                                                                   \
+    do {                                                                                           \
+        if (!(c))                                                                                  \
+            abort();                                                                               \
     } while (0)
 
 static void body_parsers(const uint8_t *b, size_t n)

@@ -21,7 +21,6 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-
 static int lookup(void *arg, const char *akid, char *secret, size_t cap, void **principal)
 {
     (void)arg;
@@ -73,8 +72,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         h[nh].value = val;
         nh++;
     }
-    s3a_request r = {.method = method, .path = target, .query = query, .headers = h,
-                     .n_headers = nh, .vhost_bucket = (size & 1) ? "examplebucket" : NULL};
+    s3a_request r = {.method = method,
+                     .path = target,
+                     .query = query,
+                     .headers = h,
+                     .n_headers = nh,
+                     .vhost_bucket = (size & 1) ? "examplebucket" : NULL};
     s3a_auth a;
     s3a_error e = {0};
     int rc = s3a_verify(v, &r, 1369353600, &a, &e);

@@ -22,7 +22,6 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-
 typedef struct out {
     unsigned char *p;
     size_t len, cap;
@@ -40,8 +39,8 @@ static void collect(void *arg, const void *d, size_t n)
     o->len += n;
 }
 
-static int run(const s3a_chunked_config *cfg, const uint8_t *body, size_t len, size_t piece,
-               out *o, const char **code)
+static int run(const s3a_chunked_config *cfg, const uint8_t *body, size_t len, size_t piece, out *o,
+               const char **code)
 {
     s3a_error e = {0};
     s3a_chunked *d;
@@ -107,7 +106,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(r1 == r2);
     CHECK((c1 == NULL) == (c2 == NULL) && (c1 == NULL || strcmp(c1, c2) == 0));
     if (r1 == 0) {
-        CHECK(whole.len == parts.len && (whole.len == 0 || memcmp(whole.p, parts.p, whole.len) == 0));
+        CHECK(whole.len == parts.len &&
+              (whole.len == 0 || memcmp(whole.p, parts.p, whole.len) == 0));
         CHECK(whole.len <= len);
     }
     free(whole.p);

@@ -22,7 +22,6 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-
 static bool object_op(s3a_op op)
 {
     return op >= S3A_OP_GET_OBJECT && op <= S3A_OP_LIST_PARTS;
@@ -48,8 +47,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     s3a_route_config cfg = {.domains = domains, .n_domains = 2};
     s3a_route r;
     s3a_error e = {0};
-    int rc = s3a_route_parse(&cfg, f[0], f[1][0] ? f[1] : NULL, f[2], f[3], f[4][0] != '\0', &r,
-                             &e);
+    int rc =
+        s3a_route_parse(&cfg, f[0], f[1][0] ? f[1] : NULL, f[2], f[3], f[4][0] != '\0', &r, &e);
     if (rc == 0) {
         CHECK(r.op > S3A_OP_NONE && r.op < S3A_OP__COUNT);
         CHECK(e.code == NULL);

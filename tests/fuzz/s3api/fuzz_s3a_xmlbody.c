@@ -19,9 +19,8 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-
-static s3a_xmlbody *run(s3a_xmlbody_kind kind, const uint8_t *d, size_t len, size_t piece,
-                        int *rc, const char **code)
+static s3a_xmlbody *run(s3a_xmlbody_kind kind, const uint8_t *d, size_t len, size_t piece, int *rc,
+                        const char **code)
 {
     s3a_xmlbody *x;
     CHECK(s3a_xmlbody_create(&x, kind, 1 << 16) == 0);

@@ -12,10 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(c)                                                                               \
-    do {                                                                                       \
-        if (!(c))                                                                              \
-            abort();                                                                           \
+#define CHECK(c)                                                                                   \
+    do {                                                                                           \
+        if (!(c))                                                                                  \
+            abort();                                                                               \
     } while (0)
 
 static int literal_dot_segment(const uint8_t *p, size_t n)

@@ -22,10 +22,11 @@ static eng_schema schema;
 static void init_schema(void)
 {
     static const char *names[] = {"a", "s", "d", "f", "t"};
-    static const ex_type types[] = {
-        {.kind = EX_INT, .bits = 64, .nullable = true}, {.kind = EX_STRING},
-        {.kind = EX_DATE, .bits = 32}, {.kind = EX_FLOAT, .bits = 64},
-        {.kind = EX_DATETIME, .scale = 6, .nullable = true}};
+    static const ex_type types[] = {{.kind = EX_INT, .bits = 64, .nullable = true},
+                                    {.kind = EX_STRING},
+                                    {.kind = EX_DATE, .bits = 32},
+                                    {.kind = EX_FLOAT, .bits = 64},
+                                    {.kind = EX_DATETIME, .scale = 6, .nullable = true}};
     schema.cols = calloc(5, sizeof(eng_col));
     if (!schema.cols)
         abort();
@@ -132,8 +133,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 if (!def.schema.ddl)
                     abort();
                 sql_stmt *again;
-                if (sql_parse(def.schema.ddl, strlen(def.schema.ddl), &again, terr,
-                              sizeof(terr)) != 0)
+                if (sql_parse(def.schema.ddl, strlen(def.schema.ddl), &again, terr, sizeof(terr)) !=
+                    0)
                     abort(); /* the normalised statement must read back */
                 sql_stmt_destroy(&again);
                 eng_tdef_free(&def);

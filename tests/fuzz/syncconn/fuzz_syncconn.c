@@ -48,7 +48,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     uint8_t *buf = malloc(want ? want : 1);
     rcp_get_req g = {.obj = {rcp_s("bucket"), rcp_s("key"), rcp_s("etag"), 1u << 20},
-                     .block = 0, .offset = 0, .length = want, .flags = 0};
+                     .block = 0,
+                     .offset = 0,
+                     .length = want,
+                     .flags = 0};
     int node_err = 0;
     char msg[256];
     int rc = sc_get(c, &g, buf, want, &node_err, msg, sizeof(msg));

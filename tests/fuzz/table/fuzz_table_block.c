@@ -51,8 +51,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         tp__colbuf_deinit(&out);
         if (!cb_type_width(&info)) {
             cb_column *c = NULL;
-            if (tp__block_decode_dict(use, use_len, rows, nullable, &info, "f", lo, rows, &c,
-                                      err, sizeof(err)) == 0)
+            if (tp__block_decode_dict(use, use_len, rows, nullable, &info, "f", lo, rows, &c, err,
+                                      sizeof(err)) == 0)
                 cb_column_destroy(&c);
         }
     }

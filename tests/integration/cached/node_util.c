@@ -15,12 +15,12 @@
 #include <unistd.h>
 
 /* Not cmocka (benchmarks use this file too): a failed step ends the process. */
-#define T_CHECK(cond)                                                                      \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            fprintf(stderr, "%s:%d: %s failed\n", __FILE__, __LINE__, #cond);              \
-            exit(1);                                                                       \
-        }                                                                                  \
+#define T_CHECK(cond)                                                                              \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: %s failed\n", __FILE__, __LINE__, #cond);                      \
+            exit(1);                                                                               \
+        }                                                                                          \
     } while (0)
 
 int t_node_try_start(h_env *env, t_node *n, const char *name, const char *s3_endpoint,
@@ -48,12 +48,35 @@ int t_node_try_start_wrapped(h_env *env, t_node *n, const char *name, const char
     int k = 0;
     for (int i = 0; wrap && wrap[i] && k < 8; i++)
         argv[k++] = wrap[i];
-    const char *base[] = {bin, "--node-id", name, "--listen", "127.0.0.1", "--port", "0",
-                          "--port-file", port_file, "--admin-listen", "127.0.0.1",
-                          "--admin-port", "0", "--admin-port-file", admin_file,
-                          "--data-dir", n->dir, "--ssd-capacity", "512MiB", "--ram-capacity",
-                          "64MiB", "--no-sync", "--s3-endpoint", s3_endpoint,
-                          "--s3-access-key", "S3RVER", "--s3-secret-key", "S3RVER", NULL};
+    const char *base[] = {bin,
+                          "--node-id",
+                          name,
+                          "--listen",
+                          "127.0.0.1",
+                          "--port",
+                          "0",
+                          "--port-file",
+                          port_file,
+                          "--admin-listen",
+                          "127.0.0.1",
+                          "--admin-port",
+                          "0",
+                          "--admin-port-file",
+                          admin_file,
+                          "--data-dir",
+                          n->dir,
+                          "--ssd-capacity",
+                          "512MiB",
+                          "--ram-capacity",
+                          "64MiB",
+                          "--no-sync",
+                          "--s3-endpoint",
+                          s3_endpoint,
+                          "--s3-access-key",
+                          "S3RVER",
+                          "--s3-secret-key",
+                          "S3RVER",
+                          NULL};
     for (int i = 0; base[i]; i++)
         argv[k++] = base[i];
     for (int i = 0; extra && extra[i] && k < 68; i++) {

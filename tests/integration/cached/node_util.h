@@ -17,7 +17,7 @@ typedef struct t_node {
     h_proc *proc;
     int port;
     int admin_port;
-    int s3api_port;          /* with --s3-api-port in extra: the port it bound, else 0 */
+    int s3api_port; /* with --s3-api-port in extra: the port it bound, else 0 */
     char name[32];
     char dir[512];
 } t_node;

@@ -274,8 +274,8 @@ static void test_write_through_then_read_costs_no_get(void **state)
     assert_int_equal(s3_sync_create(&s, &direct), 0);
     unsigned char *back = malloc(size);
     s3_error err;
-    s3_sync_get_args ga = {.bucket = bucket, .key = "wt/big.bin", .fd = -1, .buf = back,
-                           .cap = size, .parallel = 4};
+    s3_sync_get_args ga = {
+        .bucket = bucket, .key = "wt/big.bin", .fd = -1, .buf = back, .cap = size, .parallel = 4};
     assert_int_equal(s3_sync_get(s, &ga, &err), (int64_t)size);
     assert_memory_equal(back, data, size);
     s3_sync_destroy(&s);
@@ -359,7 +359,6 @@ static void test_tenants(void **state)
 }
 
 /* ---- raw bytes --------------------------------------------------------------- */
-
 
 static void test_bad_input_keeps_serving(void **state)
 {

@@ -70,9 +70,10 @@ static void test_help(void **state)
     run_result r;
     run(&r, (const char *[]){"--help", NULL});
     assert_int_equal(r.status, 0);
-    const char *keys[] = {"--data-dir", "--ssd-capacity", "--ram-capacity", "--block-size",
-                          "--listen", "--port", "--admin-port", "--s3-endpoint", "--s3-region",
-                          "--members", "--tenants", "--tls-cert", "--config", "--port-file"};
+    const char *keys[] = {"--data-dir",  "--ssd-capacity", "--ram-capacity", "--block-size",
+                          "--listen",    "--port",         "--admin-port",   "--s3-endpoint",
+                          "--s3-region", "--members",      "--tenants",      "--tls-cert",
+                          "--config",    "--port-file"};
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         if (!strstr(r.out, keys[i]))
             fprintf(stderr, "--help does not list %s\n", keys[i]);
@@ -112,10 +113,10 @@ static void test_errors_name_the_fix(void **state)
     getsockname(fd, (struct sockaddr *)&sa, &sl);
     char port[16];
     snprintf(port, sizeof(port), "%d", ntohs(sa.sin_port));
-    run(&r, (const char *[]){"--data-dir", data, "--s3-endpoint", "http://127.0.0.1:1",
-                             "--listen", "127.0.0.1", "--port", port, "--admin-listen",
-                             "127.0.0.1", "--admin-port", "0", "--ssd-capacity", "256MiB",
-                             "--ram-capacity", "0", NULL});
+    run(&r,
+        (const char *[]){"--data-dir", data, "--s3-endpoint", "http://127.0.0.1:1", "--listen",
+                         "127.0.0.1", "--port", port, "--admin-listen", "127.0.0.1", "--admin-port",
+                         "0", "--ssd-capacity", "256MiB", "--ram-capacity", "0", NULL});
     assert_int_not_equal(r.status, 0);
     assert_non_null(strstr(r.err, "in use"));
     assert_non_null(strstr(r.err, "--port"));
@@ -174,15 +175,15 @@ static void test_config_file_and_effective_config(void **state)
                "ssd-capacity = 256MiB\nram-capacity = 32MiB\ns3-endpoint = http://127.0.0.1:1\n"
                "s3-secret-key = very-secret-value\nthreads = 1\n");
     fclose(f);
-    const char *argv[] = {bin, "--config", conf, "--data-dir", data, "--port-file", pf,
-                          "--admin-port-file", af, "--chunk-size", "128KiB", NULL};
+    const char *argv[] = {bin, "--config",          conf, "--data-dir",   data,     "--port-file",
+                          pf,  "--admin-port-file", af,   "--chunk-size", "128KiB", NULL};
     h_proc *p;
     assert_int_equal(h_proc_start(env, &p, "good", (char *const *)argv, NULL, pf, 0), 0);
     char url[128];
     h_http_resp resp;
     admin_get(af, "/config", url, sizeof(url), &resp);
-    assert_non_null(strstr(resp.body, "ram-capacity = 32MiB"));   /* from the file */
-    assert_non_null(strstr(resp.body, "chunk-size = 128KiB"));    /* from a flag */
+    assert_non_null(strstr(resp.body, "ram-capacity = 32MiB")); /* from the file */
+    assert_non_null(strstr(resp.body, "chunk-size = 128KiB"));  /* from a flag */
     assert_non_null(strstr(resp.body, "s3-secret-key = <redacted>"));
     assert_null(strstr(resp.body, "very-secret-value"));
     h_http_resp_deinit(&resp);
@@ -253,10 +254,30 @@ static void test_build_and_process_metrics(void **state)
     mkdir(data, 0755);
     h_env_path(env, pf, sizeof(pf), "metrics.port");
     h_env_path(env, af, sizeof(af), "metrics.admin");
-    const char *argv[] = {bin, "--data-dir", data, "--listen", "127.0.0.1", "--port", "0",
-                          "--port-file", pf, "--admin-listen", "127.0.0.1", "--admin-port", "0",
-                          "--admin-port-file", af, "--ssd-capacity", "256MiB", "--ram-capacity",
-                          "0", "--s3-endpoint", "http://127.0.0.1:1", "--threads", "1", NULL};
+    const char *argv[] = {bin,
+                          "--data-dir",
+                          data,
+                          "--listen",
+                          "127.0.0.1",
+                          "--port",
+                          "0",
+                          "--port-file",
+                          pf,
+                          "--admin-listen",
+                          "127.0.0.1",
+                          "--admin-port",
+                          "0",
+                          "--admin-port-file",
+                          af,
+                          "--ssd-capacity",
+                          "256MiB",
+                          "--ram-capacity",
+                          "0",
+                          "--s3-endpoint",
+                          "http://127.0.0.1:1",
+                          "--threads",
+                          "1",
+                          NULL};
     time_t before = time(NULL);
     h_proc *p;
     assert_int_equal(h_proc_start(env, &p, "metrics", (char *const *)argv, NULL, pf, 0), 0);

@@ -120,8 +120,8 @@ static void test_block_numbers_past_the_end(void **state)
     const uint64_t bad[] = {5, 1ull << 44, (1ull << 44) + 2, 1ull << 63, UINT64_MAX};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         cc_result r = t_get(base, c, bucket, "wrap/obj", etag, size, bad[i], buf, 1u << 20);
-        fprintf(stderr, "GET block %llu: code %d rcp %d bytes %u: %s\n",
-                (unsigned long long)bad[i], r.code, r.rcp_code, r.bytes, r.message);
+        fprintf(stderr, "GET block %llu: code %d rcp %d bytes %u: %s\n", (unsigned long long)bad[i],
+                r.code, r.rcp_code, r.bytes, r.message);
         assert_int_equal(r.code, -EREMOTEIO);
         assert_int_equal(r.rcp_code, RCP_E_BAD_REQUEST);
     }
@@ -173,8 +173,8 @@ static void escape_against(int version)
     assert_int_equal(s3_sync_create(&sy, &cfg), 0);
     s3_error err;
     char etag[S3_ETAG_MAX], etag_src[S3_ETAG_MAX];
-    s3_sync_put_args pa = {.bucket = bucket, .key = "wt/k01", .fd = -1, .data = "SECRET-wt",
-                           .size = 9};
+    s3_sync_put_args pa = {
+        .bucket = bucket, .key = "wt/k01", .fd = -1, .data = "SECRET-wt", .size = 9};
     assert_int_equal(s3_sync_put(sy, &pa, etag, &err), 0);
     pa.key = "src/k00";
     pa.data = "public-src";
@@ -182,8 +182,8 @@ static void escape_against(int version)
     assert_int_equal(s3_sync_put(sy, &pa, etag_src, &err), 0);
     /* what the server does with the dots when asked directly */
     char got[64] = "";
-    s3_sync_get_args ga = {.bucket = bucket, .key = "src/../wt/k01", .fd = -1, .buf = got,
-                           .cap = sizeof(got) - 1};
+    s3_sync_get_args ga = {
+        .bucket = bucket, .key = "src/../wt/k01", .fd = -1, .buf = got, .cap = sizeof(got) - 1};
     int64_t k = s3_sync_get(sy, &ga, &err);
     fprintf(stderr, "s3rver %d, GET src/../wt/k01 straight from S3: %lld bytes%s\n", version,
             (long long)k, k == 9 && memcmp(got, "SECRET-wt", 9) == 0 ? " (wt/k01's)" : "");
@@ -201,15 +201,15 @@ static void escape_against(int version)
     snprintf(nname, sizeof(nname), "esc-v%d", version);
     t_node_start(env, &n, nname, h_s3_endpoint(srv), extra);
     cc_conn *c = t_conn(base, &n, "src-token-0123456789");
-    const char *keys[] = {"src/../wt/k01", "src/./../wt/k01", "src/#/../../wt/k01",
-                          "src/%2e%2e/wt/k01", "src/%2E%2e/wt/k01", "src/.%2e/wt/k01",
-                          "src/..%2Fwt/k01", "src/%252e%252e/wt/k01"};
+    const char *keys[] = {"src/../wt/k01",     "src/./../wt/k01",      "src/#/../../wt/k01",
+                          "src/%2e%2e/wt/k01", "src/%2E%2e/wt/k01",    "src/.%2e/wt/k01",
+                          "src/..%2Fwt/k01",   "src/%252e%252e/wt/k01"};
     char buf[64];
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         t_wait w = {0};
         cc_result r = t_wait_run(base, &w, cc_head(c, bucket, keys[i], t_done, &w));
-        fprintf(stderr, "s3rver %d, HEAD %s as tenant src: code %d rcp %d size %llu: %s\n",
-                version, keys[i], r.code, r.rcp_code, (unsigned long long)r.size, r.message);
+        fprintf(stderr, "s3rver %d, HEAD %s as tenant src: code %d rcp %d size %llu: %s\n", version,
+                keys[i], r.code, r.rcp_code, (unsigned long long)r.size, r.message);
         assert_int_equal(r.code, -EREMOTEIO);
         assert_int_equal(r.rcp_code, RCP_E_FORBIDDEN);
         r = t_get(base, c, bucket, keys[i], etag, 9, 0, buf, sizeof(buf));
@@ -224,8 +224,8 @@ static void escape_against(int version)
     /* a write to an escaping key is refused too */
     src_buf sb = {"overwrite", 9, 0};
     t_wait w = {0};
-    cc_result r = t_wait_run(base, &w, cc_put(c, bucket, "src/../wt/k01", 9, src_read, &sb,
-                                              t_done, &w));
+    cc_result r =
+        t_wait_run(base, &w, cc_put(c, bucket, "src/../wt/k01", 9, src_read, &sb, t_done, &w));
     assert_int_equal(r.rcp_code, RCP_E_FORBIDDEN);
     /* what the tenant may read still reads */
     r = t_get(base, c, bucket, "src/k00", etag_src, 10, 0, buf, sizeof(buf));
@@ -329,8 +329,7 @@ static void test_protected_mode(void **state)
 
     /* an explicit 0.0.0.0 without tenants: refused with the fix */
     const char *open_listen[] = {"--listen", "0.0.0.0", NULL};
-    assert_true(t_node_try_start(env, &n, "prot-open", h_s3model_endpoint(model),
-                                 open_listen) < 0);
+    assert_true(t_node_try_start(env, &n, "prot-open", h_s3model_endpoint(model), open_listen) < 0);
     char path[600];
     h_env_path(env, path, sizeof(path), "prot-open.log");
     FILE *f = fopen(path, "r");
@@ -507,7 +506,7 @@ static void test_out_of_descriptors(void **state)
     t_node n;
     /* more connections allowed than descriptors: accept itself fails */
     const char *extra[] = {"--max-connections", "100000", "--threads", "2",
-                           "--s3-connections", "4", NULL};
+                           "--s3-connections",  "4",      NULL};
     const char *wrap[] = {"prlimit", "--nofile=128:128", NULL};
     if (t_node_try_start_wrapped(env, &n, "nofd", h_s3model_endpoint(model), extra, wrap) < 0) {
         fprintf(stderr, "cannot start a node under prlimit: %s\n", h_last_error());
@@ -608,16 +607,20 @@ static void test_warm_cannot_take_the_node_down(void **state)
     for (int i = 0; i < 6; i++) {
         bufs[i] = malloc(1u << 20);
         rcp_get_req g = {{rcp_s(bucket), rcp_s("warm/obj"), rcp_s(etag), size},
-                         (uint64_t)(BLOCKS - 1 - i), 0, 0, 0};
+                         (uint64_t)(BLOCKS - 1 - i),
+                         0,
+                         0,
+                         0};
         assert_int_equal(cc_get(c2, &g, bufs[i], 1u << 20, t_done, &ws[i], NULL), 0);
     }
     event_base_loop(base, EVLOOP_NONBLOCK);
     usleep(300000);
     int64_t t0 = h_now_ms();
     int status = h_proc_stop(n.proc, 6000);
-    fprintf(stderr, "SIGTERM with fills in flight, drain timeout 1 s: exit %d after %lld ms; "
-            "RSS %lld -> %lld KiB\n", status, (long long)(h_now_ms() - t0), (long long)rss0,
-            (long long)rss1);
+    fprintf(stderr,
+            "SIGTERM with fills in flight, drain timeout 1 s: exit %d after %lld ms; "
+            "RSS %lld -> %lld KiB\n",
+            status, (long long)(h_now_ms() - t0), (long long)rss0, (long long)rss1);
     assert_int_equal(status, 0);
     assert_int_equal(h_s3model_config(model, 0, -1), 0);
     cc_conn_destroy(&c);
@@ -787,8 +790,7 @@ static void test_max_buffered_is_the_bound(void **state)
     (void)state;
     t_node n;
     /* no RAM tier: every hit is an SSD read into a buffer of its own */
-    const char *extra[] = {"--max-buffered", "2MiB", "--ram-capacity", "0", "--threads", "2",
-                           NULL};
+    const char *extra[] = {"--max-buffered", "2MiB", "--ram-capacity", "0", "--threads", "2", NULL};
     t_node_start(env, &n, "maxbuf", h_s3model_endpoint(model), extra);
     enum { BLOCKS = 32, CONNS = 20 };
     size_t size = (size_t)BLOCKS << 20;
@@ -815,8 +817,8 @@ static void test_max_buffered_is_the_bound(void **state)
         setsockopt(fds[k], SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
         for (uint32_t i = 1; i <= 64; i++) {
             uint8_t frame[RCP_HEADER_SIZE + 512];
-            rcp_get_req g = {{rcp_s(bucket), rcp_s("maxbuf/obj"), rcp_s(etag), size},
-                             (i - 1) % BLOCKS, 0, 0, 0};
+            rcp_get_req g = {
+                {rcp_s(bucket), rcp_s("maxbuf/obj"), rcp_s(etag), size}, (i - 1) % BLOCKS, 0, 0, 0};
             int len = rcp_encode_get_req(&g, frame + RCP_HEADER_SIZE, 512);
             rcp_header hd = {RCP_OP_GET, 0, i, (uint32_t)len};
             rcp_header_encode(&hd, frame);
@@ -871,8 +873,8 @@ static void test_metric_types(void **state)
             fprintf(stderr, "%s is declared %s\n", name, kind);
         assert_true(!total || strcmp(kind, "counter") == 0);
         counters += strcmp(kind, "counter") == 0;
-        checksum |= strcmp(name, "ringcached_checksum_failures_total") == 0 &&
-                    strcmp(kind, "counter") == 0;
+        checksum |=
+            strcmp(name, "ringcached_checksum_failures_total") == 0 && strcmp(kind, "counter") == 0;
     }
     fprintf(stderr, "%d metrics, %d counters\n", types, counters);
     assert_true(checksum);

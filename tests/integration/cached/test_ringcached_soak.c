@@ -67,8 +67,8 @@ static void soak_issue(soak_conn *sc)
     uint32_t off = (uint32_t)((sc->rnd >> 20) % 16) * 65536, len = (sc->rnd & 1) ? 65536 : 0;
     if (!len)
         off = 0;
-    rcp_get_req g = {{rcp_s(H_S3_DEFAULT_BUCKET), rcp_s("soak/obj"), rcp_s(s->etag), s->size},
-                     b, off, len, 0};
+    rcp_get_req g = {
+        {rcp_s(H_S3_DEFAULT_BUCKET), rcp_s("soak/obj"), rcp_s(s->etag), s->size}, b, off, len, 0};
     if (cc_get(sc->c, &g, sc->buf, 1u << 20, soak_done, sc, NULL) == 0)
         s->inflight++;
     else
@@ -100,8 +100,8 @@ static void test_soak(void **state)
     s3_sync *sy;
     assert_int_equal(s3_sync_create(&sy, &direct), 0);
     s3_error err;
-    s3_sync_put_args pa = {.bucket = H_S3_DEFAULT_BUCKET, .key = "soak/obj", .fd = -1,
-                           .data = data, .size = s->size};
+    s3_sync_put_args pa = {
+        .bucket = H_S3_DEFAULT_BUCKET, .key = "soak/obj", .fd = -1, .data = data, .size = s->size};
     assert_int_equal(s3_sync_put(sy, &pa, s->etag, &err), 0);
     s3_sync_destroy(&sy);
 
@@ -124,8 +124,9 @@ static void test_soak(void **state)
     int64_t rss10 = t_node_rss_kib(&n);
     run_until(s, s->deadline_ms + 30000);
     int64_t rss_end = t_node_rss_kib(&n);
-    fprintf(stderr, "soak: %d connections, %d s: %llu GETs, %llu failed; RSS %lld KiB at 10 s, "
-                    "%lld KiB at the end\n",
+    fprintf(stderr,
+            "soak: %d connections, %d s: %llu GETs, %llu failed; RSS %lld KiB at 10 s, "
+            "%lld KiB at the end\n",
             CONNS, secs, (unsigned long long)s->done, (unsigned long long)s->failed,
             (long long)rss10, (long long)rss_end);
     if (s->failed)

@@ -53,8 +53,13 @@ static int setup(void **state)
     s3_sync *s;
     assert_int_equal(s3_sync_create(&s, &cfg), 0);
     s3_error err;
-    s3_sync_put_args pa = {.bucket = H_S3_DEFAULT_BUCKET, .key = KEY, .fd = -1, .data = data,
-                           .size = size, .part_size = 64u << 20, .parallel = 1};
+    s3_sync_put_args pa = {.bucket = H_S3_DEFAULT_BUCKET,
+                           .key = KEY,
+                           .fd = -1,
+                           .data = data,
+                           .size = size,
+                           .part_size = 64u << 20,
+                           .parallel = 1};
     assert_int_equal(s3_sync_put(s, &pa, etag, &err), 0);
     s3_sync_destroy(&s);
     return 0;
@@ -117,8 +122,8 @@ static void garble_file(const char *path)
 
 enum damage { D_SB_SHORT, D_SB_GARBLED, D_INDEX, D_DATA_SHORT, D_BLOCK_SIZE, D__COUNT };
 static const char *const names[D__COUNT] = {"superblock truncated", "superblock garbled",
-                                             "index files garbled", "data file truncated",
-                                             "another block size"};
+                                            "index files garbled", "data file truncated",
+                                            "another block size"};
 
 static void damage(const char *dir, enum damage d)
 {
@@ -156,8 +161,7 @@ static void damage(const char *dir, enum damage d)
         snprintf(p, sizeof(p), "%s/data", dir);
         assert_int_equal(truncate(p, 3 * MIB), 0);
         break;
-    default:
-        break;
+    default: break;
     }
 }
 

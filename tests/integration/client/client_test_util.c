@@ -66,14 +66,14 @@ void t_cluster_start(t_cluster *tc, const char *name, const char *const *node_ex
             char nm[16], port[16];
             snprintf(nm, sizeof(nm), "n%d", i);
             snprintf(port, sizeof(port), "%d", ports[i]);
-            const char *extra[32] = {"--port", port, "--members", tc->members,
+            const char *extra[32] = {"--port",         port,  "--members", tc->members,
                                      "--ssd-capacity", "3GiB"};
             int k = 6;
             for (int j = 0; node_extra && node_extra[j] && k < 31; j++)
                 extra[k++] = node_extra[j];
             extra[k] = NULL;
-            err = t_node_try_start(tc->env, &tc->nodes[i], nm, h_s3model_endpoint(tc->model),
-                                  extra);
+            err =
+                t_node_try_start(tc->env, &tc->nodes[i], nm, h_s3model_endpoint(tc->model), extra);
         }
         if (err == 0)
             break;
@@ -125,8 +125,12 @@ void t_run_cli_at(h_env *env, const char *endpoint, h_run_result *r, const char 
     argv[n] = NULL;
     char ep[300];
     snprintf(ep, sizeof(ep), "AWS_ENDPOINT_URL=%s", endpoint);
-    const char *set[24] = {"AWS_PROFILE", "RINGCACHE_CACHE", "AWS_ACCESS_KEY_ID=S3RVER",
-                           "AWS_SECRET_ACCESS_KEY=S3RVER", "AWS_REGION=us-east-1", ep};
+    const char *set[24] = {"AWS_PROFILE",
+                           "RINGCACHE_CACHE",
+                           "AWS_ACCESS_KEY_ID=S3RVER",
+                           "AWS_SECRET_ACCESS_KEY=S3RVER",
+                           "AWS_REGION=us-east-1",
+                           ep};
     int k = 6;
     for (int i = 0; env_extra && env_extra[i] && k < 23; i++)
         set[k++] = env_extra[i];
@@ -136,8 +140,7 @@ void t_run_cli_at(h_env *env, const char *endpoint, h_run_result *r, const char 
         fprintf(stderr, "ringcache %s: exit %d: %s\n", args[0], r->status, r->err);
 }
 
-void t_scattered_reads(rc_handle *h, const unsigned char *data, size_t size, int n,
-                       uint64_t seed)
+void t_scattered_reads(rc_handle *h, const unsigned char *data, size_t size, int n, uint64_t seed)
 {
     const size_t len = 64u << 10;
     unsigned char *b = malloc(len);
@@ -191,8 +194,13 @@ void t_put_direct(t_cluster *tc, const char *key, const void *data, size_t len, 
     assert_int_equal(s3_sync_create(&s, &tc->direct), 0);
     s3_error err;
     char e[S3_ETAG_MAX];
-    s3_sync_put_args pa = {.bucket = H_S3_DEFAULT_BUCKET, .key = key, .fd = -1, .data = data,
-                           .size = len, .part_size = 64u << 20, .parallel = 4};
+    s3_sync_put_args pa = {.bucket = H_S3_DEFAULT_BUCKET,
+                           .key = key,
+                           .fd = -1,
+                           .data = data,
+                           .size = len,
+                           .part_size = 64u << 20,
+                           .parallel = 4};
     int rc = s3_sync_put(s, &pa, etag ? etag : e, &err);
     if (rc < 0)
         fprintf(stderr, "put %s: %s\n", key, err.message);

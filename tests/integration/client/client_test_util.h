@@ -24,10 +24,10 @@ typedef struct t_cluster {
     h_env *env;
     h_s3 *s3;
     h_s3model *model;
-    s3_config direct;      /* straight to s3rver, not counted */
-    s3_config via_model;   /* through the model, counted */
+    s3_config direct;    /* straight to s3rver, not counted */
+    s3_config via_model; /* through the model, counted */
     t_node nodes[T_NODES];
-    char members[512];     /* "n0=127.0.0.1:P,..." */
+    char members[512]; /* "n0=127.0.0.1:P,..." */
 } t_cluster;
 
 /* Starts S3, the model and three nodes (extra flags for each node, may be
@@ -43,8 +43,7 @@ void t_cluster_publish(t_cluster *tc, h_dns *dns, const char *svc);
 
 /* n reads of 64 KiB at seeded random offsets of h (an object of size bytes
  * whose content is data), each asserted whole and equal to data. */
-void t_scattered_reads(rc_handle *h, const unsigned char *data, size_t size, int n,
-                       uint64_t seed);
+void t_scattered_reads(rc_handle *h, const unsigned char *data, size_t size, int n, uint64_t seed);
 
 /* Runs the ringcache CLI at cli with args (NULL-terminated, without the
  * program) against tc's S3 model with the S3RVER credentials and neither

@@ -59,8 +59,8 @@ int main(int argc, char **argv)
     }
     rc_stats s;
     rc_stats_get(c, &s);
-    printf("blocks=%" PRIu64 " readahead=%" PRIu64 " fallbacks=%" PRIu64 " failovers=%" PRIu64
-           "\n", s.node_blocks, s.readahead_fetches, s.fallbacks, s.failovers);
+    printf("blocks=%" PRIu64 " readahead=%" PRIu64 " fallbacks=%" PRIu64 " failovers=%" PRIu64 "\n",
+           s.node_blocks, s.readahead_fetches, s.fallbacks, s.failovers);
     XXH3_freeState(st);
     free(buf);
     rc_close(&h);

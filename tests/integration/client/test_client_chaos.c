@@ -37,9 +37,9 @@
 #define N_OBJECTS 6
 #define N_READERS 3
 #define N_WRITERS 2
-#define BLOCK (1u << 20)
-#define MAGIC 0x52434843u /* "CHCR" */
-#define HDR 24
+#define BLOCK     (1u << 20)
+#define MAGIC     0x52434843u /* "CHCR" */
+#define HDR       24
 
 static t_cluster tc;
 static int g_seconds = 100;
@@ -89,8 +89,7 @@ static uint64_t size_of(uint32_t seed)
 }
 
 /* Block b of version seed of object obj, as it must read (len bytes). */
-static void make_block(int obj, uint32_t seed, uint64_t size, uint64_t b, uint8_t *out,
-                       size_t len)
+static void make_block(int obj, uint32_t seed, uint64_t size, uint64_t b, uint8_t *out, size_t len)
 {
     t_fill(out, len, ((uint64_t)seed << 20) ^ (b * 0x100000001b3ull) ^ (uint64_t)obj);
     if (len >= HDR) {
@@ -116,8 +115,8 @@ static void *writer_main(void *arg)
         }
         char key[64], err[RC_ERR_MAX];
         key_of(obj, key, sizeof(key));
-        int rc = rc_put(g_writers, H_S3_DEFAULT_BUCKET, key, buf, (size_t)size, NULL, err,
-                        sizeof(err));
+        int rc =
+            rc_put(g_writers, H_S3_DEFAULT_BUCKET, key, buf, (size_t)size, NULL, err, sizeof(err));
         if (rc < 0)
             fail_once("writer: put %s: %d %s", key, rc, err);
         else
@@ -164,8 +163,8 @@ static bool check_range(rc_handle *h, int obj, uint64_t b, uint64_t off, size_t 
     uint64_t blen = size - b * BLOCK < BLOCK ? size - b * BLOCK : BLOCK;
     make_block(obj, *seed, size, b, want, (size_t)blen);
     if (memcmp(got, want + (off - b * BLOCK), len) != 0) {
-        fail_once("reader: object %d version %u block %llu: wrong bytes at %llu (+%zu)", obj,
-                  *seed, (unsigned long long)b, (unsigned long long)off, len);
+        fail_once("reader: object %d version %u block %llu: wrong bytes at %llu (+%zu)", obj, *seed,
+                  (unsigned long long)b, (unsigned long long)off, len);
         return false;
     }
     atomic_fetch_add(&g_st.bytes_checked, len);
@@ -244,8 +243,7 @@ static void restart_node(int i)
     char nm[16], port[16];
     snprintf(nm, sizeof(nm), "n%d", i);
     snprintf(port, sizeof(port), "%d", tc.nodes[i].port);
-    const char *extra[] = {"--port", port, "--members", tc.members, "--ssd-capacity", "3GiB",
-                           NULL};
+    const char *extra[] = {"--port", port, "--members", tc.members, "--ssd-capacity", "3GiB", NULL};
     for (int attempt = 0;; attempt++) {
         int rc = t_node_try_start(tc.env, &tc.nodes[i], nm, h_s3model_endpoint(tc.model), extra);
         if (rc == 0)
@@ -299,8 +297,8 @@ static void test_chaos(void **state)
      * sanitizer build): up to three times the time asked for */
     int64_t t0 = h_now_ms(), end = t0 + (int64_t)g_seconds * 1000;
     int64_t hard_end = t0 + 3 * (int64_t)g_seconds * 1000;
-    for (int n = 0; n < 10000 && (h_now_ms() < end || kills + stops < 3) &&
-                    h_now_ms() < hard_end && !atomic_load(&g_st.errors);
+    for (int n = 0; n < 10000 && (h_now_ms() < end || kills + stops < 3) && h_now_ms() < hard_end &&
+                    !atomic_load(&g_st.errors);
          n++) {
         sleep_ms(300 + (int)(rnd(&x) % 1200));
         int i = (int)(rnd(&x) % T_NODES);

@@ -123,8 +123,8 @@ static void test_warm_then_cat(void **state)
     for (int i = 0; i < T_NODES; i++)
         served0 += t_node_metric(&tc.nodes[i], "ringcached_bytes_served_total");
     run_result *r = malloc(sizeof(*r));
-    run(r, (const char *[]){"warm", "s3://ringcache-test/warm/x/*.bin", "--cache", tc.members,
-                            NULL});
+    run(r,
+        (const char *[]){"warm", "s3://ringcache-test/warm/x/*.bin", "--cache", tc.members, NULL});
     assert_int_equal(r->status, 0);
     assert_non_null(strstr(r->out, "warmed 2 objects"));
     assert_non_null(strstr(r->err, "warm/x/a.bin")); /* progress, one line per object */
@@ -136,8 +136,8 @@ static void test_warm_then_cat(void **state)
     for (int i = 0; i < T_NODES; i++)
         served += t_node_metric(&tc.nodes[i], "ringcached_bytes_served_total");
     assert_true(served - served0 <= 9);
-    run(r, (const char *[]){"cat", "s3://ringcache-test/warm/x/a.bin", "--cache", tc.members,
-                            NULL});
+    run(r,
+        (const char *[]){"cat", "s3://ringcache-test/warm/x/a.bin", "--cache", tc.members, NULL});
     assert_int_equal(r->status, 0);
     file_equals(r->out_path, da, a);
     assert_int_equal(t_s3_gets(&tc, "warm/x/a.bin"), 6); /* all from the nodes */
@@ -176,8 +176,8 @@ static void cache_line(const run_result *r, double *node, double *s3)
     for (int i = 0; i < 4; i++, scale *= 1000) {
         if (!strcmp(nu, units[i]))
             *node *= scale;
-        if (!strncmp(su, units[i], strlen(units[i])) && (su[strlen(units[i])] == 0 ||
-                                                         su[strlen(units[i])] == ','))
+        if (!strncmp(su, units[i], strlen(units[i])) &&
+            (su[strlen(units[i])] == 0 || su[strlen(units[i])] == ','))
             *s3 *= scale;
     }
 }
@@ -240,8 +240,8 @@ static void stats_row_of(const char *out, const char *id, stats_row *row)
     char addr[64], hit[16];
     int used = 0;
     assert_int_equal(sscanf(l + 1, "%31s %63s %15s %lf %lf %lf %lf %lf %lf %lf %n", row->id, addr,
-                            hit, &row->hits, &row->misses, &row->blocks, &row->fills,
-                            &row->s3_err, &row->disk, &row->err, &used),
+                            hit, &row->hits, &row->misses, &row->blocks, &row->fills, &row->s3_err,
+                            &row->disk, &row->err, &used),
                      10);
     row->hit_pct = strcmp(hit, "-") == 0 ? -1 : strtod(hit, NULL);
     /* S3 BYTES (two words), then "SSD used / capacity" */

@@ -47,8 +47,13 @@ static void put_direct(const char *key, const void *buf, size_t len)
     assert_int_equal(s3_sync_create(&s, &direct), 0);
     s3_error err;
     char etag[S3_ETAG_MAX];
-    s3_sync_put_args pa = {.bucket = H_S3_DEFAULT_BUCKET, .key = key, .fd = -1, .data = buf,
-                           .size = len, .part_size = 64u << 20, .parallel = 1};
+    s3_sync_put_args pa = {.bucket = H_S3_DEFAULT_BUCKET,
+                           .key = key,
+                           .fd = -1,
+                           .data = buf,
+                           .size = len,
+                           .part_size = 64u << 20,
+                           .parallel = 1};
     int rc = s3_sync_put(s, &pa, etag, &err);
     if (rc < 0)
         fprintf(stderr, "put %s: %s\n", key, err.message);
@@ -107,8 +112,7 @@ static int lines_with(const char *text, const char *needle)
         const char *e = strchr(l, '\n');
         size_t len = e ? (size_t)(e - l) : strlen(l);
         char line[4096];
-        snprintf(line, sizeof(line), "%.*s", (int)(len < sizeof(line) ? len : sizeof(line) - 1),
-                 l);
+        snprintf(line, sizeof(line), "%.*s", (int)(len < sizeof(line) ? len : sizeof(line) - 1), l);
         if (strstr(line, needle))
             n++;
         l = e ? e + 1 : NULL;
@@ -243,8 +247,8 @@ static void test_cache_only_all_down(void **state)
     assert_int_equal(r->status, 1);
     assert_non_null(strstr(r->err, "cache_only"));
     assert_non_null(strstr(r->err, "Connection refused"));
-    run(r, (const char *[]){"ls", "s3://" H_S3_DEFAULT_BUCKET "/deg/", "--cache",
-                            "n0=127.0.0.1:1", "--cache-only", NULL});
+    run(r, (const char *[]){"ls", "s3://" H_S3_DEFAULT_BUCKET "/deg/", "--cache", "n0=127.0.0.1:1",
+                            "--cache-only", NULL});
     assert_int_equal(r->status, 1);
     assert_non_null(strstr(r->err, "listing"));
     assert_int_equal(h_s3model_stat(model, "requests"), 0);

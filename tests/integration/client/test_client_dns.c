@@ -129,7 +129,8 @@ static void test_ring_from_dns_follows_changes(void **state)
     while (rc_members(c) != 2) {
         if (h_now_ms() > guard)
             fail_msg("the client's ring still has %zu members after 60 s (DNS queries since "
-                     "the change: %lld)", rc_members(c), (long long)(h_dns_queries(dns) - q0));
+                     "the change: %lld)",
+                     rc_members(c), (long long)(h_dns_queries(dns) - q0));
         usleep(20000);
     }
     int64_t n2 = node_gets(2);

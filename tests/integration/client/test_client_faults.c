@@ -131,8 +131,8 @@ static void test_all_down(void **state)
     /* a write with every node down goes to S3 directly, and reads back */
     char v[RC_VERSION_MAX];
     unsigned char *w = t_alloc_data(3u << 20, 33);
-    assert_int_equal(rc_put(c, H_S3_DEFAULT_BUCKET, "faults/c.bin", w, 3u << 20, v, err,
-                            sizeof(err)), 0);
+    assert_int_equal(
+        rc_put(c, H_S3_DEFAULT_BUCKET, "faults/c.bin", w, 3u << 20, v, err, sizeof(err)), 0);
     assert_int_equal(rc_open(c, H_S3_DEFAULT_BUCKET, "faults/c.bin", &h, err, sizeof(err)), 0);
     assert_string_equal(rc_version(h), v);
     assert_int_equal(rc_pread(h, buf, 3u << 20, 0), 3u << 20);

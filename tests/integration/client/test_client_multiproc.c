@@ -44,8 +44,13 @@ static void test_six_cold_readers(void **state)
      * loaded machine) would have its blocks asked of the next owner, which
      * fills them again, by design; what is counted here is the single flight
      * of one owner (hedging has its own tests) */
-    char *envp[] = {cache, endpoint, "AWS_ACCESS_KEY_ID=S3RVER", "AWS_SECRET_ACCESS_KEY=S3RVER",
-                    "AWS_REGION=us-east-1", "RINGCACHE_HEDGE_MS=0", NULL};
+    char *envp[] = {cache,
+                    endpoint,
+                    "AWS_ACCESS_KEY_ID=S3RVER",
+                    "AWS_SECRET_ACCESS_KEY=S3RVER",
+                    "AWS_REGION=us-east-1",
+                    "RINGCACHE_HEDGE_MS=0",
+                    NULL};
     char *argv[] = {bin, H_S3_DEFAULT_BUCKET, "multi/cold.bin", hash, NULL};
     h_proc *p[N_READERS];
     for (int i = 0; i < N_READERS; i++) {
@@ -67,7 +72,8 @@ static void test_six_cold_readers(void **state)
         waits += t_node_metric(&tc.nodes[i], "ringcached_singleflight_waits_total");
         fbuf += t_node_metric(&tc.nodes[i], "ringcached_fill_buffer_hits_total");
     }
-    fprintf(stderr, "blocks %" PRIu64 ", S3 GETs %" PRId64 ", node fills %" PRId64
+    fprintf(stderr,
+            "blocks %" PRIu64 ", S3 GETs %" PRId64 ", node fills %" PRId64
             ", single-flight waits %" PRId64 ", fill-buffer hits %" PRId64 "\n",
             blocks, gets, fills, waits, fbuf);
     assert_int_equal(gets, (int64_t)blocks);

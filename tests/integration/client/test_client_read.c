@@ -134,8 +134,8 @@ static void test_put_read_your_writes(void **state)
     /* overwrite: the same client sees the new version at once, though the
      * TTL of the first entry has a minute to run */
     assert_int_equal(h_s3model_reset(tc.model), 0);
-    assert_int_equal(rc_put(c, H_S3_DEFAULT_BUCKET, "read/rw.bin", v2, size, e2, err,
-                            sizeof(err)), 0);
+    assert_int_equal(rc_put(c, H_S3_DEFAULT_BUCKET, "read/rw.bin", v2, size, e2, err, sizeof(err)),
+                     0);
     assert_string_not_equal(e1, e2);
     rc_stats before, after;
     rc_stats_get(c, &before);
@@ -339,12 +339,9 @@ static void test_prefault(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_whole_and_ranges),
-        cmocka_unit_test(test_put_read_your_writes),
-        cmocka_unit_test(test_missing_key),
-        cmocka_unit_test(test_prefault),
-        cmocka_unit_test(test_connection_pool),
-        cmocka_unit_test(test_scan_reads),
+        cmocka_unit_test(test_whole_and_ranges),   cmocka_unit_test(test_put_read_your_writes),
+        cmocka_unit_test(test_missing_key),        cmocka_unit_test(test_prefault),
+        cmocka_unit_test(test_connection_pool),    cmocka_unit_test(test_scan_reads),
         cmocka_unit_test(test_small_reads_inline),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

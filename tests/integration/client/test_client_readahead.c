@@ -66,7 +66,8 @@ static void test_sequential_stalls_once_per_window(void **state)
     }
     rc_stats st;
     rc_stats_get(c, &st);
-    fprintf(stderr, "sequential: %" PRIu64 " blocks, window %d, stalls %" PRIu64
+    fprintf(stderr,
+            "sequential: %" PRIu64 " blocks, window %d, stalls %" PRIu64
             ", read-ahead fetches %" PRIu64 ", waits %" PRIu64 ", hits %" PRIu64 "\n",
             blocks, window, st.stalls, st.readahead_fetches, st.waits, st.hits);
     assert_true(st.stalls <= blocks / (uint64_t)window);
@@ -98,8 +99,9 @@ static void test_random_reads_no_readahead(void **state)
     }
     rc_stats st;
     rc_stats_get(c, &st);
-    fprintf(stderr, "random: read-ahead fetches %" PRIu64 ", range fetches %" PRIu64
-            ", hits %" PRIu64 "\n", st.readahead_fetches, st.partial_fetches, st.hits);
+    fprintf(stderr,
+            "random: read-ahead fetches %" PRIu64 ", range fetches %" PRIu64 ", hits %" PRIu64 "\n",
+            st.readahead_fetches, st.partial_fetches, st.hits);
     assert_int_equal(st.readahead_fetches, 0);
     assert_true(st.partial_fetches > 0);
     rc_close(&h);

@@ -34,11 +34,11 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#define SVC "ringcache-headless.rc-test.svc.cluster.local"
+#define SVC       "ringcache-headless.rc-test.svc.cluster.local"
 #define SVC_OTHER "other-headless.rc-test.svc.cluster.local"
 
 static t_cluster tc;
-static h_env *certs;    /* made before the cluster's folder exists */
+static h_env *certs; /* made before the cluster's folder exists */
 static h_dns *dns;
 static char cert[600], cert_key[600], other_cert[600], other_key[600];
 static char cli[4096];
@@ -58,8 +58,8 @@ static int setup(void **state)
     /* a certificate shared by the pods names their SRV targets, not their IPs;
      * 127.0.0.1 is there for the static-list tests */
     assert_int_equal(h_make_cert_san(cert, cert_key,
-                                     "DNS:n0." SVC ",DNS:n1." SVC ",DNS:n2." SVC
-                                     ",IP:127.0.0.1"), 0);
+                                     "DNS:n0." SVC ",DNS:n1." SVC ",DNS:n2." SVC ",IP:127.0.0.1"),
+                     0);
     assert_int_equal(h_make_cert(other_cert, other_key), 0);
     const char *extra[] = {"--tls-cert", cert, "--tls-key", cert_key, "--tls-ca", cert, NULL};
     t_cluster_start(&tc, "test_client_tls", extra);
@@ -239,8 +239,9 @@ static void test_cli(void **state)
     /* the first read fills the nodes (--cache-only would ask them not to);
      * the next ones, --cache-only, can only have come from the nodes */
     assert_int_equal(h_s3model_reset(tc.model), 0);
-    run(r, NULL, (const char *[]){"get", url, "-o", out, "--cache", tc.members,
-                                  "--cache-tls-ca", cert, NULL});
+    run(r, NULL,
+        (const char *[]){"get", url, "-o", out, "--cache", tc.members, "--cache-tls-ca", cert,
+                         NULL});
     assert_int_equal(r->status, 0);
     file_equals(out, data, size);
     assert_int_equal(t_s3_gets(&tc, "tls/cli.bin"), 4); /* one per block */
@@ -252,28 +253,30 @@ static void test_cli(void **state)
         (const char *[]){"get", url, "-o", out, "--cache", tc.members, "--cache-only", NULL});
     assert_int_equal(r->status, 0);
     file_equals(out, data, size);
-    run(r, NULL, (const char *[]){"get", url, "-o", out, "--cache", dns_members, "--dns-server",
-                                  h_dns_server(dns), "--cache-tls", "--cache-tls-ca", cert,
-                                  "--cache-only", NULL});
+    run(r, NULL,
+        (const char *[]){"get", url, "-o", out, "--cache", dns_members, "--dns-server",
+                         h_dns_server(dns), "--cache-tls", "--cache-tls-ca", cert, "--cache-only",
+                         NULL});
     assert_int_equal(r->status, 0);
     file_equals(out, data, size);
     assert_int_equal(t_s3_gets(&tc, "tls/cli.bin"), 4); /* the nodes had it */
 
     /* a wrong CA with --cache-only: exit 1, and the reason */
-    run(r, NULL, (const char *[]){"get", url, "-o", out, "--cache", tc.members,
-                                  "--cache-tls-ca", other_cert, "--cache-only", NULL});
+    run(r, NULL,
+        (const char *[]){"get", url, "-o", out, "--cache", tc.members, "--cache-tls-ca", other_cert,
+                         "--cache-only", NULL});
     assert_int_equal(r->status, 1);
     assert_non_null(strstr(r->err, "certificate verify failed"));
-    run(r, NULL, (const char *[]){"get", url, "-o", out, "--cache", other_members,
-                                  "--dns-server", h_dns_server(dns), "--cache-tls-ca", cert,
-                                  "--cache-only", NULL});
+    run(r, NULL,
+        (const char *[]){"get", url, "-o", out, "--cache", other_members, "--dns-server",
+                         h_dns_server(dns), "--cache-tls-ca", cert, "--cache-only", NULL});
     assert_int_equal(r->status, 1);
     assert_non_null(strstr(r->err, "hostname mismatch"));
     unlink(out);
 
     /* plain TCP to TLS nodes with --cache-only fails too, it does not hang */
-    run(r, NULL, (const char *[]){"get", url, "-o", out, "--cache", tc.members, "--cache-only",
-                                  NULL});
+    run(r, NULL,
+        (const char *[]){"get", url, "-o", out, "--cache", tc.members, "--cache-only", NULL});
     assert_int_equal(r->status, 1);
     unlink(out);
 

@@ -25,9 +25,9 @@
 #include <time.h>
 #include <cmocka.h>
 
-#define N_THREADS 8
+#define N_THREADS  8
 #define N_VERSIONS 6
-#define OBJ_KEY "versions/stamped.bin"
+#define OBJ_KEY    "versions/stamped.bin"
 
 static t_cluster tc;
 static size_t obj_size;
@@ -78,8 +78,7 @@ static void *reader(void *arg)
             break;
         }
         if (rc_size(h) != obj_size) {
-            fprintf(stderr, "open: size %llu, not %zu\n", (unsigned long long)rc_size(h),
-                    obj_size);
+            fprintf(stderr, "open: size %llu, not %zu\n", (unsigned long long)rc_size(h), obj_size);
             atomic_fetch_add(&bad, 1);
             rc_close(&h);
             break;
@@ -191,8 +190,8 @@ static void test_stale_then_reopen(void **state)
     char err[RC_ERR_MAX], e2[S3_ETAG_MAX];
     assert_int_equal(rc_create(&client, &cfg, err, sizeof(err)), 0);
     rc_handle *h;
-    assert_int_equal(rc_open(client, H_S3_DEFAULT_BUCKET, "versions/s.bin", &h, err,
-                             sizeof(err)), 0);
+    assert_int_equal(rc_open(client, H_S3_DEFAULT_BUCKET, "versions/s.bin", &h, err, sizeof(err)),
+                     0);
     unsigned char *buf = malloc(size);
     assert_int_equal(rc_pread(h, buf, 1u << 20, 0), 1u << 20);
     assert_int_equal(check(buf, 1u << 20, 0), 1);
@@ -203,8 +202,8 @@ static void test_stale_then_reopen(void **state)
     assert_non_null(strstr(err, "versions/s.bin"));
     assert_int_equal(rc_pread(h, buf, 1u << 20, 0), -ESTALE); /* dead, even where cached */
     rc_close(&h);
-    assert_int_equal(rc_open(client, H_S3_DEFAULT_BUCKET, "versions/s.bin", &h, err,
-                             sizeof(err)), 0);
+    assert_int_equal(rc_open(client, H_S3_DEFAULT_BUCKET, "versions/s.bin", &h, err, sizeof(err)),
+                     0);
     assert_string_equal(rc_version(h), e2);
     assert_int_equal(rc_pread(h, buf, size, 0), size);
     assert_int_equal(check(buf, size, 0), 2);
@@ -226,10 +225,10 @@ static void test_stale_then_reopen(void **state)
     cfg.no_fill = true;
     assert_int_equal(rc_create(&direct, &cfg, err, sizeof(err)), 0);
     rc_handle *hd;
-    assert_int_equal(rc_open(client, H_S3_DEFAULT_BUCKET, "versions/s.bin", &h, err,
-                             sizeof(err)), 0);
-    assert_int_equal(rc_open(direct, H_S3_DEFAULT_BUCKET, "versions/s.bin", &hd, err,
-                             sizeof(err)), 0);
+    assert_int_equal(rc_open(client, H_S3_DEFAULT_BUCKET, "versions/s.bin", &h, err, sizeof(err)),
+                     0);
+    assert_int_equal(rc_open(direct, H_S3_DEFAULT_BUCKET, "versions/s.bin", &hd, err, sizeof(err)),
+                     0);
     assert_int_equal(rc_size(h), size);
     assert_int_equal(rc_size(hd), size);
     stamp(data, 1u << 20, 4);

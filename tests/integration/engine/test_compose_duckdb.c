@@ -195,11 +195,15 @@ static void test_clickhouse_join_defaults(void **state)
     (void)state;
     char sql[20000];
     char lq[5000], rq[5000];
-    snprintf(lq, sizeof(lq), "(SELECT coalesce(j, 0) AS id, coalesce(k, -2) AS k FROM "
-             "file('%s/dims.parquet') WHERE j IN (752, 34, 102))", dir);
-    snprintf(rq, sizeof(rq), "(SELECT coalesce(k, -1) AS k, coalesce(name, '') AS name, "
+    snprintf(lq, sizeof(lq),
+             "(SELECT coalesce(j, 0) AS id, coalesce(k, -2) AS k FROM "
+             "file('%s/dims.parquet') WHERE j IN (752, 34, 102))",
+             dir);
+    snprintf(rq, sizeof(rq),
+             "(SELECT coalesce(k, -1) AS k, coalesce(name, '') AS name, "
              "coalesce(j, 0) AS j, coalesce(w, 0) AS w FROM file('%s/dims.parquet') WHERE j IN "
-             "(34, 834, 5, 752))", dir);
+             "(34, 834, 5, 752))",
+             dir);
     /* the keys (gen_compose.mjs's dims): left 752 (k 752), 34 (k 34), 102 (k NULL
      * -> -2); right 34 and 834 (k 34), 5 (k NULL -> -1), 752 (k 752) */
     snprintf(sql, sizeof(sql), "SELECT id, k FROM %s ORDER BY id", lq);
@@ -208,12 +212,14 @@ static void test_clickhouse_join_defaults(void **state)
     /* LEFT JOIN, default join_use_nulls = 0: unmatched rows get '' and 0 */
     snprintf(sql, sizeof(sql),
              "SELECT l.id, r.name, r.j, r.w FROM %s AS l LEFT JOIN %s AS r ON l.k = r.k "
-             "WHERE l.id = 102 ORDER BY l.id, r.j", lq, rq);
+             "WHERE l.id = 102 ORDER BY l.id, r.j",
+             lq, rq);
     expect_rows(sql, "102\t\t0\t0\n");
     /* the same with join_use_nulls = 1: NULL */
     snprintf(sql, sizeof(sql),
              "SELECT l.id, r.name, r.j, r.w FROM %s AS l LEFT JOIN %s AS r ON l.k = r.k "
-             "WHERE l.id = 102 ORDER BY l.id, r.j SETTINGS join_use_nulls = 1", lq, rq);
+             "WHERE l.id = 102 ORDER BY l.id, r.j SETTINGS join_use_nulls = 1",
+             lq, rq);
     expect_rows(sql, "102\t\\N\t\\N\t\\N\n");
     /* RIGHT JOIN: the left's columns of an unmatched right row are defaults */
     snprintf(sql, sizeof(sql),
@@ -222,7 +228,8 @@ static void test_clickhouse_join_defaults(void **state)
     /* ANY LEFT JOIN: the first right row of the key (j 34 before j 834) */
     snprintf(sql, sizeof(sql),
              "SELECT r.j, count() FROM %s AS l ANY LEFT JOIN %s AS r ON l.k = r.k GROUP BY r.j "
-             "ORDER BY r.j", lq, rq);
+             "ORDER BY r.j",
+             lq, rq);
     assert_int_equal(run(sql, &out, err, sizeof(err), 1), 0);
     /* every left row once, 102's with the default j 0, and never j 834 */
     assert_string_equal(out, "0\t1\n34\t1\n752\t1\n");
@@ -238,13 +245,19 @@ static void test_explain_names_the_stages(void **state)
     snprintf(sql, sizeof(sql),
              "EXPLAIN SELECT d.s, count(), sum(f.v) FROM file('%s/facts.parquet') AS f LEFT JOIN "
              "file('%s/dims.parquet') AS d ON f.k = d.k WHERE f.v > 10 GROUP BY d.s ORDER BY d.s "
-             "LIMIT 3 SETTINGS max_threads = 2", dir, dir);
+             "LIMIT 3 SETTINGS max_threads = 2",
+             dir, dir);
     assert_int_equal(run(sql, &out, err, sizeof(err), 2), 0);
-    const char *want[] = {"Expression (SELECT ", "Limit (3, offset 0)", "Sorting (ORDER BY s",
-                          "Aggregating (GROUP BY s: count(), sum(v)", "Filter (WHERE greater(v, 10)",
+    const char *want[] = {"Expression (SELECT ",
+                          "Limit (3, offset 0)",
+                          "Sorting (ORDER BY s",
+                          "Aggregating (GROUP BY s: count(), sum(v)",
+                          "Filter (WHERE greater(v, 10)",
                           "Join (LEFT JOIN, hash join on 1 key; join_use_nulls = 0)",
-                          "1000 rows in memory", "Left side (probed in parallel, 6 units)",
-                          "facts.parquet'): 1 file; 6 units to read", "Threads: max_threads = 2"};
+                          "1000 rows in memory",
+                          "Left side (probed in parallel, 6 units)",
+                          "facts.parquet'): 1 file; 6 units to read",
+                          "Threads: max_threads = 2"};
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
         if (!strstr(out, want[i]))
             fprintf(stderr, "EXPLAIN lacks '%s':\n%s", want[i], out);
@@ -252,8 +265,10 @@ static void test_explain_names_the_stages(void **state)
     }
     free(out);
     /* pruning: id < 10000 keeps the first of the 6 row groups */
-    snprintf(sql, sizeof(sql), "EXPLAIN SELECT id FROM file('%s/facts.parquet') WHERE id < 10000 "
-             "ORDER BY id DESC LIMIT 5", dir);
+    snprintf(sql, sizeof(sql),
+             "EXPLAIN SELECT id FROM file('%s/facts.parquet') WHERE id < 10000 "
+             "ORDER BY id DESC LIMIT 5",
+             dir);
     assert_int_equal(run(sql, &out, err, sizeof(err), 2), 0);
     if (!strstr(out, "1 unit to read") || !strstr(out, "5 pruned by WHERE; columns id"))
         fprintf(stderr, "%s", out);
@@ -261,22 +276,27 @@ static void test_explain_names_the_stages(void **state)
     assert_non_null(strstr(out, "5 pruned by WHERE; columns id"));
     free(out);
     /* through a LEFT JOIN, WHERE on the left's columns prunes the left */
-    snprintf(sql, sizeof(sql), "EXPLAIN SELECT count() FROM file('%s/facts.parquet') AS f LEFT JOIN "
-             "file('%s/dims.parquet') AS d ON f.k = d.k WHERE f.id < 10000", dir, dir);
+    snprintf(sql, sizeof(sql),
+             "EXPLAIN SELECT count() FROM file('%s/facts.parquet') AS f LEFT JOIN "
+             "file('%s/dims.parquet') AS d ON f.k = d.k WHERE f.id < 10000",
+             dir, dir);
     assert_int_equal(run(sql, &out, err, sizeof(err), 2), 0);
     if (!strstr(out, "Left side (probed in parallel, 1 units)"))
         fprintf(stderr, "%s", out);
     assert_non_null(strstr(out, "Left side (probed in parallel, 1 units)"));
     assert_non_null(strstr(out, "5 pruned by WHERE"));
     free(out);
-    snprintf(sql, sizeof(sql), "EXPLAIN SELECT id, rank() OVER (ORDER BY v) FROM "
-             "file('%s/facts.parquet') UNION ALL SELECT j, 1 FROM file('%s/dims.parquet')", dir, dir);
+    snprintf(sql, sizeof(sql),
+             "EXPLAIN SELECT id, rank() OVER (ORDER BY v) FROM "
+             "file('%s/facts.parquet') UNION ALL SELECT j, 1 FROM file('%s/dims.parquet')",
+             dir, dir);
     assert_int_equal(run(sql, &out, err, sizeof(err), 2), 0);
     assert_non_null(strstr(out, "Union (UNION ALL of 2 SELECTs"));
     assert_non_null(strstr(out, "Window (1 function: rank() OVER (ORDER BY v ASC)"));
     free(out);
     /* EXPLAIN SYNTAX: one clause a line */
-    snprintf(sql, sizeof(sql), "EXPLAIN SYNTAX SELECT a.id AS i FROM file('x') AS a JOIN t USING k "
+    snprintf(sql, sizeof(sql),
+             "EXPLAIN SYNTAX SELECT a.id AS i FROM file('x') AS a JOIN t USING k "
              "WHERE i>1 LIMIT 2");
     expect_rows(sql, "SELECT a.id AS i\nFROM file('x') AS a\nINNER JOIN t USING (k)\n"
                      "WHERE (i > 1)\nLIMIT 2\n");
@@ -288,12 +308,15 @@ static void test_right_side_over_the_memory_limit(void **state)
     char sql[20000];
     snprintf(sql, sizeof(sql),
              "SELECT count() FROM file('%s/dims.parquet') AS d JOIN file('%s/facts.parquet') AS f "
-             "ON d.k = f.k SETTINGS max_memory_usage = 1500000", dir, dir);
+             "ON d.k = f.k SETTINGS max_memory_usage = 1500000",
+             dir, dir);
     expect_error(sql, "memory limit", "max_memory_usage", NULL);
     /* with room, the same join runs */
-    snprintf(sql, sizeof(sql),
-             "SELECT count() > 0 FROM file('%s/dims.parquet') AS d JOIN file('%s/facts.parquet') AS f "
-             "ON d.k = f.k SETTINGS max_memory_usage = 200000000", dir, dir);
+    snprintf(
+        sql, sizeof(sql),
+        "SELECT count() > 0 FROM file('%s/dims.parquet') AS d JOIN file('%s/facts.parquet') AS f "
+        "ON d.k = f.k SETTINGS max_memory_usage = 200000000",
+        dir, dir);
     expect_rows(sql, "1\n");
 }
 
@@ -301,52 +324,79 @@ static void test_unsupported_forms_are_named(void **state)
 {
     (void)state;
     char sql[20000];
-    snprintf(sql, sizeof(sql), "SELECT count() FROM file('%s/facts.parquet') AS f\nJOIN "
-             "file('%s/dims.parquet') AS d ON f.k < d.k", dir, dir);
+    snprintf(sql, sizeof(sql),
+             "SELECT count() FROM file('%s/facts.parquet') AS f\nJOIN "
+             "file('%s/dims.parquet') AS d ON f.k < d.k",
+             dir, dir);
     expect_error(sql, "line 2, column", "JOIN ON supports equalities", NULL);
-    snprintf(sql, sizeof(sql), "SELECT count() FROM file('%s/facts.parquet') AS f ANY RIGHT JOIN "
-             "file('%s/dims.parquet') AS d ON f.k = d.k", dir, dir);
+    snprintf(sql, sizeof(sql),
+             "SELECT count() FROM file('%s/facts.parquet') AS f ANY RIGHT JOIN "
+             "file('%s/dims.parquet') AS d ON f.k = d.k",
+             dir, dir);
     expect_error(sql, "ANY RIGHT JOIN is not supported", NULL);
-    snprintf(sql, sizeof(sql), "SELECT count() FROM file('%s/facts.parquet') AS f SEMI JOIN "
-             "file('%s/dims.parquet') AS d ON f.k = d.k", dir, dir);
+    snprintf(sql, sizeof(sql),
+             "SELECT count() FROM file('%s/facts.parquet') AS f SEMI JOIN "
+             "file('%s/dims.parquet') AS d ON f.k = d.k",
+             dir, dir);
     expect_error(sql, "SEMI JOIN is not supported", NULL);
-    snprintf(sql, sizeof(sql), "SELECT id FROM file('%s/facts.parquet') UNION SELECT j FROM "
-             "file('%s/dims.parquet')", dir, dir);
+    snprintf(sql, sizeof(sql),
+             "SELECT id FROM file('%s/facts.parquet') UNION SELECT j FROM "
+             "file('%s/dims.parquet')",
+             dir, dir);
     expect_error(sql, "write UNION ALL", NULL);
-    snprintf(sql, sizeof(sql), "SELECT id FROM file('%s/facts.parquet') UNION DISTINCT SELECT j "
-             "FROM file('%s/dims.parquet')", dir, dir);
+    snprintf(sql, sizeof(sql),
+             "SELECT id FROM file('%s/facts.parquet') UNION DISTINCT SELECT j "
+             "FROM file('%s/dims.parquet')",
+             dir, dir);
     expect_error(sql, "UNION DISTINCT is not supported", NULL);
-    snprintf(sql, sizeof(sql), "SELECT id, s FROM file('%s/facts.parquet') UNION ALL SELECT j "
-             "FROM file('%s/dims.parquet')", dir, dir);
+    snprintf(sql, sizeof(sql),
+             "SELECT id, s FROM file('%s/facts.parquet') UNION ALL SELECT j "
+             "FROM file('%s/dims.parquet')",
+             dir, dir);
     expect_error(sql, "as many columns", NULL);
-    snprintf(sql, sizeof(sql), "SELECT s FROM file('%s/facts.parquet') UNION ALL SELECT j "
-             "FROM file('%s/dims.parquet')", dir, dir);
+    snprintf(sql, sizeof(sql),
+             "SELECT s FROM file('%s/facts.parquet') UNION ALL SELECT j "
+             "FROM file('%s/dims.parquet')",
+             dir, dir);
     expect_error(sql, "no common type", NULL);
-    snprintf(sql, sizeof(sql), "SELECT count() FROM file('%s/facts.parquet') WHERE v = "
-             "(SELECT v FROM file('%s/facts.parquet'))", dir, dir);
+    snprintf(sql, sizeof(sql),
+             "SELECT count() FROM file('%s/facts.parquet') WHERE v = "
+             "(SELECT v FROM file('%s/facts.parquet'))",
+             dir, dir);
     expect_error(sql, "scalar subquery returned 60000 rows", NULL);
-    snprintf(sql, sizeof(sql), "SELECT count() FROM file('%s/facts.parquet') WHERE v IN "
-             "(SELECT v, k FROM file('%s/facts.parquet'))", dir, dir);
+    snprintf(sql, sizeof(sql),
+             "SELECT count() FROM file('%s/facts.parquet') WHERE v IN "
+             "(SELECT v, k FROM file('%s/facts.parquet'))",
+             dir, dir);
     expect_error(sql, "must return one column", NULL);
     snprintf(sql, sizeof(sql), "WITH x AS (SELECT * FROM x) SELECT * FROM x");
     expect_error(sql, "recursive WITH", NULL);
-    snprintf(sql, sizeof(sql), "SELECT s FROM file('%s/facts.parquet') AS f JOIN "
-             "file('%s/dims.parquet') AS d ON f.k = d.k", dir, dir);
+    snprintf(sql, sizeof(sql),
+             "SELECT s FROM file('%s/facts.parquet') AS f JOIN "
+             "file('%s/dims.parquet') AS d ON f.k = d.k",
+             dir, dir);
     /* s is in both: the bare name is the left's (d.s is the right's), as in ClickHouse */
     char *out = NULL, err[ENG_MSG_MAX];
     assert_int_equal(run(sql, &out, err, sizeof(err), 2), 0);
     free(out);
-    snprintf(sql, sizeof(sql), "SELECT count() FROM file('%s/facts.parquet') AS f JOIN "
-             "file('%s/dims.parquet') AS d ON k = k", dir, dir);
+    snprintf(sql, sizeof(sql),
+             "SELECT count() FROM file('%s/facts.parquet') AS f JOIN "
+             "file('%s/dims.parquet') AS d ON k = k",
+             dir, dir);
     expect_error(sql, "column 'k' of ON is in both tables", NULL);
-    snprintf(sql, sizeof(sql), "SELECT id,\n  sum(v) OVER (ORDER BY t RANGE BETWEEN 1 PRECEDING AND "
-             "CURRENT ROW) FROM file('%s/facts.parquet')", dir);
+    snprintf(sql, sizeof(sql),
+             "SELECT id,\n  sum(v) OVER (ORDER BY t RANGE BETWEEN 1 PRECEDING AND "
+             "CURRENT ROW) FROM file('%s/facts.parquet')",
+             dir);
     expect_error(sql, "line 2, column 27", "window frames with RANGE are not supported", NULL);
     snprintf(sql, sizeof(sql), "SELECT sum(v) OVER w FROM file('%s/facts.parquet')", dir);
     expect_error(sql, "named windows", NULL);
-    snprintf(sql, sizeof(sql), "SELECT 1 + row_number() OVER () FROM file('%s/facts.parquet')", dir);
-    expect_error(sql, "line 1, column 12", "only supported as a whole item of the SELECT list", NULL);
-    snprintf(sql, sizeof(sql), "SELECT ntile(4) OVER (ORDER BY t) FROM file('%s/facts.parquet')", dir);
+    snprintf(sql, sizeof(sql), "SELECT 1 + row_number() OVER () FROM file('%s/facts.parquet')",
+             dir);
+    expect_error(sql, "line 1, column 12", "only supported as a whole item of the SELECT list",
+                 NULL);
+    snprintf(sql, sizeof(sql), "SELECT ntile(4) OVER (ORDER BY t) FROM file('%s/facts.parquet')",
+             dir);
     expect_error(sql, "ntile() is not supported as a window function", NULL);
 }
 

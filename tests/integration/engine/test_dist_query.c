@@ -36,8 +36,7 @@ static char dir[4096];
 static const char *bucket = H_S3_DEFAULT_BUCKET;
 
 static const char *const members[] = {"127.0.0.1:9001", "127.0.0.1:9002", "127.0.0.1:9003"};
-static const eng_cluster cluster = {.name = "test", .members = members, .n_members = 3,
-                                    .local = 0};
+static const eng_cluster cluster = {.name = "test", .members = members, .n_members = 3, .local = 0};
 
 /* ---- S3 access for the engine ---- */
 
@@ -59,8 +58,8 @@ static int list_cb(const s3_object_info *info, void *arg)
     return l->fn(info->key, info->size, l->arg);
 }
 
-static int t_list(void *impl, const char *b, const char *glob, eng_key_fn fn, void *arg,
-                  char *err, size_t errlen)
+static int t_list(void *impl, const char *b, const char *glob, eng_key_fn fn, void *arg, char *err,
+                  size_t errlen)
 {
     (void)impl;
     s3_sync *s;
@@ -78,20 +77,25 @@ static int t_list(void *impl, const char *b, const char *glob, eng_key_fn fn, vo
 
 static eng_ctx base_ctx(FILE *out)
 {
-    return (eng_ctx){.out = out, .format = ENG_FMT_TSV, .max_threads = 2, .list_s3 = t_list,
-                     .open_s3 = t_open, .clusters = &cluster, .n_clusters = 1};
+    return (eng_ctx){.out = out,
+                     .format = ENG_FMT_TSV,
+                     .max_threads = 2,
+                     .list_s3 = t_list,
+                     .open_s3 = t_open,
+                     .clusters = &cluster,
+                     .n_clusters = 1};
 }
 
 /* ---- the transport: units run here, scripted to fail ---- */
 
 typedef struct script {
-    _Atomic int ran[3];        /* units each server started */
-    int die_after[3];          /* after this many units the server is dead (-1: never) */
-    int stall_at[3];           /* its unit number k stalls until cancelled (-1: never) */
-    bool down[3];              /* down at the start (ping fails) */
-    int kill_at;               /* the server running the query's unit number k dies then (-1: none) */
-    _Atomic int handed;        /* units handed to any server so far */
-    _Atomic int killed;        /* the server that died that way + 1 (0: none) */
+    _Atomic int ran[3]; /* units each server started */
+    int die_after[3];   /* after this many units the server is dead (-1: never) */
+    int stall_at[3];    /* its unit number k stalls until cancelled (-1: never) */
+    bool down[3];       /* down at the start (ping fails) */
+    int kill_at;        /* the server running the query's unit number k dies then (-1: none) */
+    _Atomic int handed; /* units handed to any server so far */
+    _Atomic int killed; /* the server that died that way + 1 (0: none) */
     _Atomic int cancelled;
 } script;
 
@@ -223,8 +227,8 @@ static void upload_dir(const char *d, const char *prefix)
         }
         char *data = dc_slurp(p);
         assert_non_null(data);
-        s3_sync_put_args a = {.bucket = bucket, .key = key, .fd = -1, .data = data,
-                              .size = (uint64_t)st.st_size};
+        s3_sync_put_args a = {
+            .bucket = bucket, .key = key, .fd = -1, .data = data, .size = (uint64_t)st.st_size};
         s3_error er = {0};
         assert_int_equal(s3_sync_put(s, &a, NULL, &er), 0);
         free(data);
@@ -305,8 +309,9 @@ static void test_s3cluster_queries_equal_single_server(void **state)
         free(cq);
     }
     free(cases);
-    fprintf(stderr, "%d queries through s3Cluster over 3 servers, %d mismatches, %d not over "
-                    "the files\n",
+    fprintf(stderr,
+            "%d queries through s3Cluster over 3 servers, %d mismatches, %d not over "
+            "the files\n",
             n, failed, skipped);
     assert_true(n >= 30);
     assert_int_equal(failed, 0);
@@ -335,7 +340,8 @@ static void test_killed_and_stalled_workers_still_answer(void **state)
         size_t len = 0;
         FILE *f = open_memstream(&o, &len);
         eng_ctx ctx = base_ctx(f);
-        assert_int_equal(eng_run(&ctx, single_sql, strlen(single_sql), NULL, &r, err, sizeof(err)), 0);
+        assert_int_equal(eng_run(&ctx, single_sql, strlen(single_sql), NULL, &r, err, sizeof(err)),
+                         0);
         fclose(f);
         free(o);
         rows_single = r.rows_read;
@@ -367,8 +373,8 @@ static void test_killed_and_stalled_workers_still_answer(void **state)
         int sum = 0;
         for (int s = 0; s < 3; s++)
             sum += rep.units_run[s];
-        assert_int_equal(sum, rep.units);               /* every unit once */
-        assert_int_equal(res.rows_read, rows_single);   /* read rows counted once */
+        assert_int_equal(sum, rep.units);             /* every unit once */
+        assert_int_equal(res.rows_read, rows_single); /* read rows counted once */
     }
     fprintf(stderr, "killed_worker_ok=%d/10 (%d of them lost a server mid-query)\n", ok, killed);
     assert_int_equal(ok, 10);

@@ -189,7 +189,10 @@ static void test_dist_states_match_single_run(void **state)
         char *want = dc_slurp(path);
         assert_non_null(want);
         /* by file; by row group; by row group with a server lost */
-        static const struct { uint64_t split; int lose; } passes[] = {{0, -1}, {1, -1}, {1, 1}};
+        static const struct {
+            uint64_t split;
+            int lose;
+        } passes[] = {{0, -1}, {1, -1}, {1, 1}};
         for (size_t k = 0; k < sizeof(passes) / sizeof(passes[0]); k++) {
             char *got = NULL;
             dist_counts dc = {0};
@@ -228,13 +231,14 @@ static void test_dist_states_match_single_run(void **state)
         n++;
     }
     free(cases);
-    fprintf(stderr, "%d queries distributed over 3 simulated servers, %d mismatches, %d runs "
-                    "split by row group, %d late results dropped\n",
+    fprintf(stderr,
+            "%d queries distributed over 3 simulated servers, %d mismatches, %d runs "
+            "split by row group, %d late results dropped\n",
             n, failed, split_units, dropped);
     assert_true(n >= 35);
     assert_int_equal(failed, 0);
-    assert_true(split_units >= n);   /* the glob gives several units to every query */
-    assert_true(dropped >= n);       /* every lost-server pass dropped its late results */
+    assert_true(split_units >= n); /* the glob gives several units to every query */
+    assert_true(dropped >= n);     /* every lost-server pass dropped its late results */
 }
 
 /* Every kind of aggregate through the wire, with keys of each type, against
@@ -243,10 +247,14 @@ static void test_dist_states_refuse_another_statement(void **state)
 {
     (void)state;
     char sql[8192], sql2[8192], err[ENG_MSG_MAX];
-    snprintf(sql, sizeof(sql), "SELECT OwnerDisplayName, count() FROM file('%s/posts.parquet') "
-                               "GROUP BY OwnerDisplayName", dir);
-    snprintf(sql2, sizeof(sql2), "SELECT OwnerDisplayName, sum(Score) FROM file('%s/posts.parquet') "
-                                 "GROUP BY OwnerDisplayName", dir);
+    snprintf(sql, sizeof(sql),
+             "SELECT OwnerDisplayName, count() FROM file('%s/posts.parquet') "
+             "GROUP BY OwnerDisplayName",
+             dir);
+    snprintf(sql2, sizeof(sql2),
+             "SELECT OwnerDisplayName, sum(Score) FROM file('%s/posts.parquet') "
+             "GROUP BY OwnerDisplayName",
+             dir);
     eng_ctx ctx = {.format = ENG_FMT_TSV, .max_threads = 1};
     eng_pstate *a, *b;
     assert_int_equal(eng_pstate_open(&ctx, sql, strlen(sql), &a, err, sizeof(err)), 0);

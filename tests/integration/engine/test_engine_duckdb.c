@@ -142,14 +142,16 @@ static void test_sql_errors_point_at_the_place(void **state)
 {
     (void)state;
     char sql[8192];
-    snprintf(sql, sizeof(sql), "SELECT OwnerDisplayNam, count() FROM file('%s/posts.parquet') GROUP BY 1", dir);
+    snprintf(sql, sizeof(sql),
+             "SELECT OwnerDisplayNam, count() FROM file('%s/posts.parquet') GROUP BY 1", dir);
     expect_error(sql, "line 1, column 8", "unknown column 'OwnerDisplayNam'",
                  "did you mean 'OwnerDisplayName'?", NULL);
     snprintf(sql, sizeof(sql), "SELECT Id\nFROM file('%s/posts.parquet')\nWHERE Scor > 1", dir);
     expect_error(sql, "line 3, column 7", "did you mean 'Score'?", NULL);
     snprintf(sql, sizeof(sql), "SELECT Id, count() FROM file('%s/posts.parquet')", dir);
     expect_error(sql, "not under an aggregate function", NULL);
-    snprintf(sql, sizeof(sql), "SELECT Id FROM file('%s/posts.parquet') SETTINGS max_thread = 2", dir);
+    snprintf(sql, sizeof(sql), "SELECT Id FROM file('%s/posts.parquet') SETTINGS max_thread = 2",
+             dir);
     expect_error(sql, "unknown setting 'max_thread'", "did you mean 'max_threads'?", NULL);
 }
 
@@ -206,9 +208,8 @@ static void test_memory_counts_fetched_chunks(void **state)
         rs_range *r;
         size_t n;
         uint64_t total;
-        assert_int_equal(pq_row_group_ranges(pf, rg, &id, 1, 0, 0, &r, &n, &total, err,
-                                             sizeof(err)),
-                         0);
+        assert_int_equal(
+            pq_row_group_ranges(pf, rg, &id, 1, 0, 0, &r, &n, &total, err, sizeof(err)), 0);
         free(r);
         uint64_t need = total + 8 * (uint64_t)pq_file_row_group_rows(pf, rg);
         if (need > want)

@@ -34,7 +34,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#define ROWS 5000000
+#define ROWS    5000000
 #define THREADS "2"
 
 static h_env *env;
@@ -79,8 +79,7 @@ static int probe(const char *sql, const char *warm, int threads)
         return 1;
     int fd = open("/proc/self/clear_refs", O_WRONLY);
     if (fd < 0 || write(fd, "5", 1) != 1) {
-        fprintf(stderr, "cannot reset the peak RSS (/proc/self/clear_refs): %s\n",
-                strerror(errno));
+        fprintf(stderr, "cannot reset the peak RSS (/proc/self/clear_refs): %s\n", strerror(errno));
         return 77;
     }
     close(fd);
@@ -149,8 +148,8 @@ static void check_shape(const char *name, const char *shape)
     free(r);
     double growth = (double)(hwm - before) * 1024.0;
     double ratio = growth > 0 ? (double)peak / growth : 0;
-    fprintf(stderr, "%s: peak memory %.1f MiB, RSS growth %.1f MiB (%ld -> %ld KiB): %.3f\n",
-            name, (double)peak / 1048576.0, growth / 1048576.0, before, hwm, ratio);
+    fprintf(stderr, "%s: peak memory %.1f MiB, RSS growth %.1f MiB (%ld -> %ld KiB): %.3f\n", name,
+            (double)peak / 1048576.0, growth / 1048576.0, before, hwm, ratio);
     assert_true(growth > 4.0 * 1048576.0); /* a shape that measures something */
     assert_true(ratio >= 0.9 && ratio <= 1.1);
 }

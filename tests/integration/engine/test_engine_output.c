@@ -94,8 +94,8 @@ static int run(const char *sql, char **out, char *err, size_t errlen, bool allow
     size_t len = 0;
     FILE *f = open_memstream(out, &len);
     assert_non_null(f);
-    eng_ctx ctx = {.out = f, .format = ENG_FMT_TSV, .max_threads = 2,
-                   .allow_outfile = allow_outfile};
+    eng_ctx ctx = {
+        .out = f, .format = ENG_FMT_TSV, .max_threads = 2, .allow_outfile = allow_outfile};
     int rc = eng_run(&ctx, sql, strlen(sql), NULL, NULL, err, errlen);
     fclose(f);
     return rc;
@@ -126,21 +126,23 @@ static void same(const char *name, char *got, char *want)
 }
 
 /* The source's columns as DuckDB prints what the engine wrote of them. */
-#define DUCK_COLS                                                                             \
-    "Id, I8, I16, I32, U8, U16, U32, U64, F64, F32, S, B, strftime(D, '%%Y-%%m-%%d'), "      \
+#define DUCK_COLS                                                                                  \
+    "Id, I8, I16, I32, U8, U16, U32, U64, F64, F32, S, B, strftime(D, '%%Y-%%m-%%d'), "            \
     "strftime(TS::TIMESTAMP, '%%Y-%%m-%%d %%H:%%M:%%S.%%f'), P, Q"
 
 static void test_parquet_reads_back_in_duckdb(void **state)
 {
     (void)state;
     /* every type, NULLs, through INTO OUTFILE (the name says Parquet) */
-    free(q("SELECT * FROM file('%s/src.parquet') ORDER BY Id INTO OUTFILE '%s/all.parquet'", dir, dir));
+    free(q("SELECT * FROM file('%s/src.parquet') ORDER BY Id INTO OUTFILE '%s/all.parquet'", dir,
+           dir));
     same("all", duck("SELECT " DUCK_COLS " FROM '%s/all.parquet' ORDER BY Id", dir),
          q("SELECT * FROM file('%s/src.parquet') ORDER BY Id", dir));
     /* the types ClickHouse writes */
     char *types = duck("SELECT string_agg(column_type, ',' ORDER BY rowid) FROM "
                        "(SELECT row_number() OVER () AS rowid, column_type FROM "
-                       "(DESCRIBE SELECT * FROM '%s/all.parquet'))", dir);
+                       "(DESCRIBE SELECT * FROM '%s/all.parquet'))",
+                       dir);
     assert_string_equal(types, "BIGINT,TINYINT,SMALLINT,INTEGER,UTINYINT,USMALLINT,UINTEGER,"
                                "UBIGINT,DOUBLE,FLOAT,VARCHAR,BOOLEAN,DATE,TIMESTAMP WITH TIME "
                                "ZONE,DECIMAL(12,2),DECIMAL(5,3)\n");
@@ -151,41 +153,51 @@ static void test_parquet_reads_back_in_duckdb(void **state)
     FILE *f = fopen(path, "wb");
     assert_non_null(f);
     char sql[8192];
-    snprintf(sql, sizeof(sql), "SELECT * FROM file('%s/src.parquet') ORDER BY Id FORMAT Parquet", dir);
+    snprintf(sql, sizeof(sql), "SELECT * FROM file('%s/src.parquet') ORDER BY Id FORMAT Parquet",
+             dir);
     eng_ctx ctx = {.out = f, .format = ENG_FMT_TSV, .max_threads = 2};
     assert_int_equal(eng_run(&ctx, sql, strlen(sql), NULL, NULL, err, sizeof(err)), 0);
     assert_int_equal(fclose(f), 0);
     same("format", duck("SELECT " DUCK_COLS " FROM '%s/fmt.parquet' ORDER BY Id", dir),
          q("SELECT * FROM file('%s/src.parquet') ORDER BY Id", dir));
     /* no rows: a file with the schema and no row group */
-    free(q("SELECT * FROM file('%s/src.parquet') WHERE Id < 0 INTO OUTFILE '%s/empty.parquet'", dir, dir));
-    char *e = duck("SELECT count(*), (SELECT count(*) FROM (DESCRIBE SELECT * FROM '%s/empty.parquet')) "
-                   "FROM '%s/empty.parquet'", dir, dir);
+    free(q("SELECT * FROM file('%s/src.parquet') WHERE Id < 0 INTO OUTFILE '%s/empty.parquet'", dir,
+           dir));
+    char *e =
+        duck("SELECT count(*), (SELECT count(*) FROM (DESCRIBE SELECT * FROM '%s/empty.parquet')) "
+             "FROM '%s/empty.parquet'",
+             dir, dir);
     assert_string_equal(e, "0\t16\n");
     free(e);
     /* one row */
-    free(q("SELECT * FROM file('%s/src.parquet') WHERE Id = 7 INTO OUTFILE '%s/one.parquet'", dir, dir));
+    free(q("SELECT * FROM file('%s/src.parquet') WHERE Id = 7 INTO OUTFILE '%s/one.parquet'", dir,
+           dir));
     same("one", duck("SELECT " DUCK_COLS " FROM '%s/one.parquet'", dir),
          q("SELECT * FROM file('%s/src.parquet') WHERE Id = 7", dir));
     /* a glob with an empty file, and the engine's own reader on what it wrote */
-    free(q("SELECT * FROM file('%s/glob/*.parquet') ORDER BY Id INTO OUTFILE '%s/glob.parquet'", dir, dir));
+    free(q("SELECT * FROM file('%s/glob/*.parquet') ORDER BY Id INTO OUTFILE '%s/glob.parquet'",
+           dir, dir));
     same("glob", duck("SELECT " DUCK_COLS " FROM '%s/glob.parquet' ORDER BY Id", dir),
          q("SELECT * FROM file('%s/glob/*.parquet') ORDER BY Id", dir));
     same("glob_ours", q("SELECT * FROM file('%s/glob.parquet') ORDER BY Id", dir),
          q("SELECT * FROM file('%s/glob/*.parquet') ORDER BY Id", dir));
     /* aggregates: Decimal(38, 2) sums (16-byte FLBA), UInt64 counts */
     free(q("SELECT K, count() AS c, sum(Id) AS s, sum(CAST(Id AS Decimal(18, 2))) AS d FROM "
-           "file('%s/big.parquet') GROUP BY K ORDER BY K INTO OUTFILE '%s/agg.parquet'", dir, dir));
-    same("agg", duck("SELECT K, c, s, d FROM '%s/agg.parquet' ORDER BY K", dir),
-         q("SELECT K, count(), sum(Id), sum(CAST(Id AS Decimal(18, 2))) FROM file('%s/big.parquet') "
-           "GROUP BY K ORDER BY K", dir));
+           "file('%s/big.parquet') GROUP BY K ORDER BY K INTO OUTFILE '%s/agg.parquet'",
+           dir, dir));
+    same(
+        "agg", duck("SELECT K, c, s, d FROM '%s/agg.parquet' ORDER BY K", dir),
+        q("SELECT K, count(), sum(Id), sum(CAST(Id AS Decimal(18, 2))) FROM file('%s/big.parquet') "
+          "GROUP BY K ORDER BY K",
+          dir));
     char *t = duck("SELECT column_type FROM (DESCRIBE SELECT d FROM '%s/agg.parquet')", dir);
     assert_string_equal(t, "DECIMAL(38,2)\n");
     free(t);
     /* 1.2M rows: two row groups */
     free(q("SELECT * FROM file('%s/big.parquet') INTO OUTFILE '%s/big_out.parquet'", dir, dir));
     char *g = duck("SELECT count(*), sum(Id), sum(K), (SELECT count(DISTINCT row_group_id) FROM "
-                   "parquet_metadata('%s/big_out.parquet')) FROM '%s/big_out.parquet'", dir, dir);
+                   "parquet_metadata('%s/big_out.parquet')) FROM '%s/big_out.parquet'",
+                   dir, dir);
     assert_string_equal(g, "1200000\t719999400000\t599400000\t2\n");
     free(g);
 }
@@ -259,12 +271,13 @@ static void test_into_outfile(void **state)
     free(tsv);
     free(want);
     /* refused where files are not allowed, and what is not supported says so */
-    expect_error(false, "INTO OUTFILE is not allowed here", "%s INTO OUTFILE '%s/b.csv'", base, dir);
+    expect_error(false, "INTO OUTFILE is not allowed here", "%s INTO OUTFILE '%s/b.csv'", base,
+                 dir);
     char b_csv[4300];
     snprintf(b_csv, sizeof(b_csv), "%s/b.csv", dir);
     assert_int_equal(access(b_csv, F_OK), -1);
-    expect_error(true, "COMPRESSION is not supported", "%s INTO OUTFILE '%s/c.gz' COMPRESSION 'gzip'",
-                 base, dir);
+    expect_error(true, "COMPRESSION is not supported",
+                 "%s INTO OUTFILE '%s/c.gz' COMPRESSION 'gzip'", base, dir);
     expect_error(true, "line 1, column", "%s INTO '%s/d.csv'", base, dir);
     expect_error(true, "cannot open", "%s INTO OUTFILE '%s/no/such/dir/x.csv'", base, dir);
 }

@@ -43,10 +43,10 @@ static struct {
     pthread_mutex_t mu;
     char key[256];
     int mode;
-    int at;              /* TRIP_ONCE: fire at this read of the key (1: the first) */
-    int reads;           /* reads of the key so far */
-    int fired;           /* overwrites done */
-    int which;           /* content now in S3: 0 old, 1 new */
+    int at;    /* TRIP_ONCE: fire at this read of the key (1: the first) */
+    int reads; /* reads of the key so far */
+    int fired; /* overwrites done */
+    int which; /* content now in S3: 0 old, 1 new */
     char *content[2];
     char new_path[4200]; /* when set: the overwrite puts this file's bytes */
 } trip = {.mu = PTHREAD_MUTEX_INITIALIZER};
@@ -55,8 +55,8 @@ static void put(const char *key, const char *data)
 {
     s3_sync *s;
     assert_int_equal(s3_sync_create(&s, &cfg), 0);
-    s3_sync_put_args a = {.bucket = bucket, .key = key, .fd = -1, .data = data,
-                          .size = strlen(data)};
+    s3_sync_put_args a = {
+        .bucket = bucket, .key = key, .fd = -1, .data = data, .size = strlen(data)};
     s3_error e = {0};
     int rc = s3_sync_put(s, &a, NULL, &e);
     if (rc < 0)
@@ -70,7 +70,7 @@ static void put_file(const char *key, const char *path);
 typedef struct wrap {
     rs_source *inner;
     bool watched;
-    bool read_once;      /* under trip.mu: threads share a source */
+    bool read_once; /* under trip.mu: threads share a source */
 } wrap;
 
 static int wrap_read(void *impl, const rs_range *r, size_t n, char *err, size_t errlen)
@@ -156,8 +156,8 @@ static int list_cb(const s3_object_info *info, void *arg)
     return l->fn(info->key, info->size, l->arg);
 }
 
-static int t_list(void *impl, const char *b, const char *glob, eng_key_fn fn, void *arg,
-                  char *err, size_t errlen)
+static int t_list(void *impl, const char *b, const char *glob, eng_key_fn fn, void *arg, char *err,
+                  size_t errlen)
 {
     (void)impl;
     s3_sync *s;
@@ -251,8 +251,11 @@ static int run(const char *sql, int threads, char **out, char *err, size_t errle
     size_t len = 0;
     FILE *f = open_memstream(out, &len);
     assert_non_null(f);
-    eng_ctx ctx = {.out = f, .format = ENG_FMT_TSV, .max_threads = threads,
-                   .list_s3 = t_list, .open_s3 = t_open};
+    eng_ctx ctx = {.out = f,
+                   .format = ENG_FMT_TSV,
+                   .max_threads = threads,
+                   .list_s3 = t_list,
+                   .open_s3 = t_open};
     int rc = eng_run(&ctx, sql, strlen(sql), NULL, NULL, err, errlen);
     fclose(f);
     return rc;
@@ -274,8 +277,8 @@ static void stage(int k, int fmt, int mode)
     pthread_mutex_lock(&trip.mu);
     free(trip.content[0]);
     free(trip.content[1]);
-    trip.content[0] = make_text(fmt, 3000, 1);  /* old: 3000 rows of 1 */
-    trip.content[1] = make_text(fmt, 5000, 2);  /* new: 5000 rows of 2 */
+    trip.content[0] = make_text(fmt, 3000, 1); /* old: 3000 rows of 1 */
+    trip.content[1] = make_text(fmt, 5000, 2); /* new: 5000 rows of 2 */
     snprintf(trip.key, sizeof(trip.key), "t%d/b.%s", k, fmt_ext[fmt]);
     trip.mode = TRIP_NONE;
     trip.fired = 0;
@@ -309,7 +312,8 @@ static void test_overwritten_text_is_one_version_whole(void **state)
                 assert_int_equal(trip.fired, 1); /* the read really met a new version */
                 /* 100 rows of 0 from a, and b wholly old (3000 x 1) or wholly new (5000 x 2);
                  * the old version's read was cut by the overwrite, so: new */
-                bool old = strcmp(out, "3100\t3000\n") == 0, fresh = strcmp(out, "5100\t10000\n") == 0;
+                bool old = strcmp(out, "3100\t3000\n") == 0,
+                     fresh = strcmp(out, "5100\t10000\n") == 0;
                 assert_true(old || fresh);
                 assert_true(fresh);
                 free(out);
@@ -324,8 +328,9 @@ static void test_text_changing_at_every_read_fails_naming_it(void **state)
         for (int ahead = 0; ahead < 2; ahead++) {
             stage(++k, fmt, TRIP_EVERY);
             char sql[1024], err[ENG_MSG_MAX] = "", *out = NULL;
-            snprintf(sql, sizeof(sql), "SELECT count(), sum(%s) FROM s3('s3://%s/t%d/*.%s', '%s')%s",
-                     col_v[fmt], bucket, k, fmt_ext[fmt], fmt_name[fmt],
+            snprintf(sql, sizeof(sql),
+                     "SELECT count(), sum(%s) FROM s3('s3://%s/t%d/*.%s', '%s')%s", col_v[fmt],
+                     bucket, k, fmt_ext[fmt], fmt_name[fmt],
                      ahead ? "" : " SETTINGS max_download_buffer_size = 4096");
             int rc = run(sql, 2, &out, err, sizeof(err));
             fprintf(stderr, "%s: rc %d after %d overwrites: %s\n", sql, rc, trip.fired,
@@ -379,7 +384,7 @@ static const char *pq_old = "200000\t19999900000\n", *pq_new = "16667\t166663333
 
 typedef struct pq_case {
     int threads, download_threads, at;
-    int want;           /* 0: the new version, 1: the named error, 2: either */
+    int want; /* 0: the new version, 1: the named error, 2: either */
 } pq_case;
 
 static void test_overwritten_parquet_is_one_version_or_an_error(void **state)
@@ -393,8 +398,7 @@ static void test_overwritten_parquet_is_one_version_or_an_error(void **state)
         {1, 0, 4, 1}, /* after two row groups were used: the error */
         {2, 0, 3, 2}, /* threads and downloads at once: */
         {2, 4, 2, 2}, /*   one of the two, never a mix */
-        {2, 4, 5, 2},
-        {1, 4, 3, 2},
+        {2, 4, 5, 2}, {1, 4, 3, 2},
         {2, 4, 1, 0}, /* at the footer, downloads or not: opened again */
     };
     char old_path[4200], new_path[4200];

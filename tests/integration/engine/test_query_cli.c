@@ -31,7 +31,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#define KEY "AKQUERYTEST"
+#define KEY    "AKQUERYTEST"
 #define SECRET "query-test-secret"
 
 static h_env *env;
@@ -67,8 +67,8 @@ static void run_env(h_run_result *r, const char *const *set, const char *const *
 /* The process's own credentials: a key the server knows with a wrong secret. */
 static const char *const wrong_env[] = {"AWS_ACCESS_KEY_ID=" KEY,
                                         "AWS_SECRET_ACCESS_KEY=not-the-secret", NULL};
-static const char *const right_env[] = {"AWS_ACCESS_KEY_ID=" KEY,
-                                        "AWS_SECRET_ACCESS_KEY=" SECRET, NULL};
+static const char *const right_env[] = {"AWS_ACCESS_KEY_ID=" KEY, "AWS_SECRET_ACCESS_KEY=" SECRET,
+                                        NULL};
 
 static void query(h_run_result *r, const char *const *set, const char *sql)
 {
@@ -118,23 +118,26 @@ static void test_credentials_in_s3(void **state)
     assert_int_equal(r->status, 1);
     assert_non_null(strstr(r->err, "403 SignatureDoesNotMatch"));
     /* the key and secret given to s3() are used for that source */
-    query(r, wrong_env, "SELECT sum(a) FROM s3('s3://ringcache-test/q/t.csv', '" KEY "', '"
-                        SECRET "')");
+    query(r, wrong_env,
+          "SELECT sum(a) FROM s3('s3://ringcache-test/q/t.csv', '" KEY "', '" SECRET "')");
     assert_int_equal(r->status, 0);
     assert_string_equal(r->out, "6\n");
-    query(r, wrong_env, "SELECT sum(a) FROM s3('s3://ringcache-test/q/t.csv', '" KEY "', '"
-                        SECRET "', 'CSVWithNames')");
+    query(r, wrong_env,
+          "SELECT sum(a) FROM s3('s3://ringcache-test/q/t.csv', '" KEY "', '" SECRET
+          "', 'CSVWithNames')");
     assert_int_equal(r->status, 0);
     assert_string_equal(r->out, "6\n");
     /* a session token (s3rver ignores it; the form must parse and sign) */
-    query(r, wrong_env, "SELECT sum(a) FROM s3('s3://ringcache-test/q/t.csv', '" KEY "', '"
-                        SECRET "', 'FwoGZXIvYXdzEJr//token=', 'CSVWithNames')");
+    query(r, wrong_env,
+          "SELECT sum(a) FROM s3('s3://ringcache-test/q/t.csv', '" KEY "', '" SECRET
+          "', 'FwoGZXIvYXdzEJr//token=', 'CSVWithNames')");
     assert_int_equal(r->status, 0);
     assert_string_equal(r->out, "6\n");
 
     /* an unknown key in s3() fails, the advice naming it */
-    query(r, right_env, "SELECT sum(a) FROM s3('s3://ringcache-test/q/t.csv', 'WRONG', "
-                        "'WRONG', 'CSVWithNames')");
+    query(r, right_env,
+          "SELECT sum(a) FROM s3('s3://ringcache-test/q/t.csv', 'WRONG', "
+          "'WRONG', 'CSVWithNames')");
     assert_int_equal(r->status, 1);
     assert_non_null(strstr(r->err, "403 InvalidAccessKeyId"));
     assert_non_null(strstr(r->err, "check the access key given to s3()"));
@@ -142,16 +145,17 @@ static void test_credentials_in_s3(void **state)
 
     /* a wrong secret in s3() fails with the sentence ls gives for a wrong secret,
      * even when the process's own credentials are right */
-    query(r, right_env, "SELECT sum(a) FROM s3('s3://ringcache-test/q/t.csv', '" KEY "', "
-                        "'wrong-secret', 'CSVWithNames')");
+    query(r, right_env,
+          "SELECT sum(a) FROM s3('s3://ringcache-test/q/t.csv', '" KEY "', "
+          "'wrong-secret', 'CSVWithNames')");
     assert_int_equal(r->status, 1);
     assert_non_null(strstr(r->err, "403 SignatureDoesNotMatch"));
     /* its advice is about the secret given to s3(), not the environment's */
     assert_non_null(strstr(r->err, "check the secret given to s3()"));
     assert_null(strstr(r->err, "AWS_SECRET_ACCESS_KEY"));
     char ls_err[8192];
-    run_env(r, (const char *[]){"AWS_ACCESS_KEY_ID=" KEY, "AWS_SECRET_ACCESS_KEY=wrong-secret",
-                                NULL},
+    run_env(r,
+            (const char *[]){"AWS_ACCESS_KEY_ID=" KEY, "AWS_SECRET_ACCESS_KEY=wrong-secret", NULL},
             (const char *[]){"ls", "s3://ringcache-test/q/", NULL});
     assert_int_equal(r->status, 1);
     snprintf(ls_err, sizeof(ls_err), "%s", r->err);
@@ -159,8 +163,9 @@ static void test_credentials_in_s3(void **state)
     assert_non_null(what);
     char sentence[200];
     snprintf(sentence, sizeof(sentence), "%.60s", what);
-    query(r, right_env, "SELECT sum(a) FROM s3('s3://ringcache-test/q/t.csv', '" KEY "', "
-                        "'wrong-secret')");
+    query(r, right_env,
+          "SELECT sum(a) FROM s3('s3://ringcache-test/q/t.csv', '" KEY "', "
+          "'wrong-secret')");
     assert_int_equal(r->status, 1);
     assert_non_null(strstr(r->err, sentence));
 
@@ -168,18 +173,19 @@ static void test_credentials_in_s3(void **state)
     query(r, wrong_env, "SELECT sum(a) FROM s3('s3://ringcache-test/q/t.csv', NOSIGN)");
     assert_int_equal(r->status, 0);
     assert_string_equal(r->out, "6\n");
-    query(r, wrong_env, "SELECT sum(a) FROM s3('s3://ringcache-test/q/t.csv', 'nosign', "
-                        "'CSVWithNames')");
+    query(r, wrong_env,
+          "SELECT sum(a) FROM s3('s3://ringcache-test/q/t.csv', 'nosign', "
+          "'CSVWithNames')");
     assert_int_equal(r->status, 0);
     assert_string_equal(r->out, "6\n");
 
     /* forms that cannot be meant: a misspelt format is not taken for a token */
-    query(r, right_env, "SELECT sum(a) FROM s3('s3://ringcache-test/q/t.csv', '" KEY "', '"
-                        SECRET "', 'CSVWithNamez')");
+    query(r, right_env,
+          "SELECT sum(a) FROM s3('s3://ringcache-test/q/t.csv', '" KEY "', '" SECRET
+          "', 'CSVWithNamez')");
     assert_int_equal(r->status, 1);
     assert_non_null(strstr(r->err, "unknown input format 'CSVWithNamez'"));
-    query(r, right_env, "SELECT sum(a) FROM s3('s3://ringcache-test/q/t.csv', '', '"
-                        SECRET "')");
+    query(r, right_env, "SELECT sum(a) FROM s3('s3://ringcache-test/q/t.csv', '', '" SECRET "')");
     assert_int_equal(r->status, 1);
     assert_non_null(strstr(r->err, "access key is empty"));
     free(r);
@@ -194,8 +200,8 @@ static void test_credentials_in_s3_with_cache(void **state)
      * cache client, which warns about the node. */
     run_env(r, wrong_env,
             (const char *[]){"query", "--format", "TSV", "--cache", "n0=127.0.0.1:1",
-                             "SELECT sum(a) FROM s3('s3://ringcache-test/q/t.csv', '" KEY "', '"
-                             SECRET "')",
+                             "SELECT sum(a) FROM s3('s3://ringcache-test/q/t.csv', '" KEY
+                             "', '" SECRET "')",
                              NULL});
     assert_int_equal(r->status, 0);
     assert_string_equal(r->out, "6\n");
@@ -276,8 +282,9 @@ static void test_one_set_of_options(void **state)
     assert_non_null(strstr(r->err, "warning: cache node n0 (127.0.0.1:1) is not used"));
     run_env(r, right_env,
             (const char *[]){"query", "--format", "TSV", "--cache", "n0=127.0.0.1:1",
-                             "--cache-only", "SELECT sum(a) FROM s3('s3://ringcache-test/q/"
-                                             "t.csv')",
+                             "--cache-only",
+                             "SELECT sum(a) FROM s3('s3://ringcache-test/q/"
+                             "t.csv')",
                              NULL});
     assert_int_equal(r->status, 1);
     assert_non_null(strstr(r->err, "cache_only"));
@@ -287,21 +294,32 @@ static void test_one_set_of_options(void **state)
     assert_int_equal(r->status, 2);
     assert_non_null(strstr(r->err, "/nonexistent/ca.pem"));
     run_env(r, right_env,
-            (const char *[]){"query", "--format", "TSV", "--cache", "n0=127.0.0.1:1",
-                             "--cache-tls", sql, NULL});
+            (const char *[]){"query", "--format", "TSV", "--cache", "n0=127.0.0.1:1", "--cache-tls",
+                             sql, NULL});
     assert_int_equal(r->status, 0);
     /* one size parser: junk is refused, not read as its digits */
     run_env(r, right_env, (const char *[]){"query", "--page-cache", "1x", sql, NULL});
     assert_int_equal(r->status, 2);
     assert_non_null(strstr(r->err, "--page-cache: '1x' is not a size"));
     /* every command lists every connection option, with its variable */
-    static const char *const cmds[] = {"ls", "head", "get", "cat", "put", "rm", "stats",
-                                       "warm", "query"};
-    static const char *const want[] = {
-        "--endpoint", "--region", "--profile", "--no-sign-request", "--cache MEMBERS",
-        "--token", "--cache-tls ", "--cache-tls-ca", "--cache-only", "--no-fill",
-        "RINGCACHE_CACHE)", "RINGCACHE_TOKEN", "RINGCACHE_CACHE_TLS=1", "RINGCACHE_CACHE_TLS_CA",
-        "AWS_ACCESS_KEY_ID", "AWS_PROFILE"};
+    static const char *const cmds[] = {"ls", "head",  "get",  "cat",  "put",
+                                       "rm", "stats", "warm", "query"};
+    static const char *const want[] = {"--endpoint",
+                                       "--region",
+                                       "--profile",
+                                       "--no-sign-request",
+                                       "--cache MEMBERS",
+                                       "--token",
+                                       "--cache-tls ",
+                                       "--cache-tls-ca",
+                                       "--cache-only",
+                                       "--no-fill",
+                                       "RINGCACHE_CACHE)",
+                                       "RINGCACHE_TOKEN",
+                                       "RINGCACHE_CACHE_TLS=1",
+                                       "RINGCACHE_CACHE_TLS_CA",
+                                       "AWS_ACCESS_KEY_ID",
+                                       "AWS_PROFILE"};
     for (size_t c = 0; c < sizeof cmds / sizeof cmds[0]; c++) {
         run_env(r, right_env, (const char *[]){cmds[c], "--help", NULL});
         assert_int_equal(r->status, 0);

@@ -30,8 +30,7 @@ static h_s3 *s3;
 static tb_wh wh;
 static char dir[4096];
 
-static int run(const char *sql, char **out, char *err, size_t errlen, int threads,
-               eng_result *res)
+static int run(const char *sql, char **out, char *err, size_t errlen, int threads, eng_result *res)
 {
     size_t len = 0;
     FILE *f = open_memstream(out, &len);
@@ -115,8 +114,9 @@ static void test_file_queries_on_a_table(void **state)
        "Day Nullable(Date32), Ratio Nullable(Float64)) ENGINE = MergeTree "
        "ORDER BY (PostTypeId, CreationDate, Id) PARTITION BY toYear(CreationDate) "
        "SETTINGS index_granularity = 2048");
-    snprintf(sql, sizeof(sql), "INSERT INTO posts SELECT * FROM %s SETTINGS "
-                               "max_insert_threads = 2, min_insert_block_size_rows = 60000",
+    snprintf(sql, sizeof(sql),
+             "INSERT INTO posts SELECT * FROM %s SETTINGS "
+             "max_insert_threads = 2, min_insert_block_size_rows = 60000",
              file);
     ok(sql);
     /* several parts over several partitions */
@@ -183,11 +183,15 @@ static void test_file_queries_on_a_table(void **state)
     for (size_t i = 0; i < sizeof(where) / sizeof(where[0]); i++) {
         char *a = NULL, *b = NULL;
         eng_result ra, rb;
-        snprintf(sql, sizeof(sql), "SELECT count(), sum(Score), min(Id), max(Id) FROM posts "
-                                   "WHERE %s", where[i]);
+        snprintf(sql, sizeof(sql),
+                 "SELECT count(), sum(Score), min(Id), max(Id) FROM posts "
+                 "WHERE %s",
+                 where[i]);
         assert_int_equal(run(sql, &a, err, sizeof(err), 2, &ra), 0);
-        snprintf(sql, sizeof(sql), "SELECT count(), sum(Score), min(Id), max(Id) FROM %s "
-                                   "WHERE %s", file, where[i]);
+        snprintf(sql, sizeof(sql),
+                 "SELECT count(), sum(Score), min(Id), max(Id) FROM %s "
+                 "WHERE %s",
+                 file, where[i]);
         assert_int_equal(run(sql, &b, err, sizeof(err), 2, &rb), 0);
         assert_string_equal(a, b);
         fprintf(stderr, "pruned %zu: %llu of 200000 rows read\n", i,

@@ -185,12 +185,13 @@ static void test_ready_and_stop_status(void **state)
     assert_int_equal(h_env_create(&env, "h_ready"), 0);
     char py[4096];
     /* A real listener: python3 binds port 0 and writes the port file. */
-    snprintf(py, sizeof(py),
-             "import socket,signal,sys,os\n"
-             "signal.signal(signal.SIGTERM, lambda *a: sys.exit(int(os.environ['H_EXIT'])))\n"
-             "s=socket.socket(); s.bind(('127.0.0.1',0)); s.listen(8)\n"
-             "open('ok.port.tmp','w').write('%%d\\n' %% s.getsockname()[1]); os.rename('ok.port.tmp','ok.port')\n"
-             "while True: c,_=s.accept(); c.close()\n");
+    snprintf(
+        py, sizeof(py),
+        "import socket,signal,sys,os\n"
+        "signal.signal(signal.SIGTERM, lambda *a: sys.exit(int(os.environ['H_EXIT'])))\n"
+        "s=socket.socket(); s.bind(('127.0.0.1',0)); s.listen(8)\n"
+        "open('ok.port.tmp','w').write('%%d\\n' %% s.getsockname()[1]); os.rename('ok.port.tmp','ok.port')\n"
+        "while True: c,_=s.accept(); c.close()\n");
     char *const argv[] = {"python3", "-c", py, NULL};
     char *const env0[] = {"H_EXIT=0", NULL};
     char *const env7[] = {"H_EXIT=7", NULL};
@@ -225,9 +226,8 @@ static void test_destroy_removes_everything(void **state)
     assert_true(dir_exists(dir));
     /* Ignores SIGTERM (forces the SIGKILL path) and leaves a grandchild in its
      * process group, as node does. */
-    char *const stubborn[] = {"sh", "-c",
-                              "trap '' TERM; echo $$ > pid1; sleep 1000 & echo $! > pid2; wait",
-                              NULL};
+    char *const stubborn[] = {
+        "sh", "-c", "trap '' TERM; echo $$ > pid1; sleep 1000 & echo $! > pid2; wait", NULL};
     char *const plain[] = {"sleep", "1000", NULL};
     h_proc *a, *b;
     assert_int_equal(h_proc_start(env, &a, "stubborn", stubborn, NULL, NULL, 0), 0);
@@ -265,8 +265,8 @@ static void run_abandoned(const char *how, int expect_signal, int expect_code)
             _exit(91);
         pid_t p2 = read_pid(env, "pid2");
         char msg[4200];
-        int n = snprintf(msg, sizeof(msg), "%d %d %s\n", (int)h_proc_pid(p), (int)p2,
-                         h_env_dir(env));
+        int n =
+            snprintf(msg, sizeof(msg), "%d %d %s\n", (int)h_proc_pid(p), (int)p2, h_env_dir(env));
         if (write(fds[1], msg, (size_t)n) != n)
             _exit(92);
         close(fds[1]);

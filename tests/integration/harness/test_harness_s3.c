@@ -103,7 +103,10 @@ static void list_paginates(const h_s3 *s3, const char *bucket)
 static int cond_put(const char *url, const char *cond, const char *body)
 {
     const char *hdrs[] = {cond, NULL};
-    h_http_req put = {.method = "PUT", .url = url, .body = body, .body_len = strlen(body),
+    h_http_req put = {.method = "PUT",
+                      .url = url,
+                      .body = body,
+                      .body_len = strlen(body),
                       .headers = cond != NULL ? hdrs : NULL};
     h_http_resp resp;
     int st = h_http(&put, &resp);
@@ -172,10 +175,14 @@ static int multipart_put(const char *url, const char *cond, const char *body)
     char xml[512];
     snprintf(xml, sizeof(xml),
              "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>%s</ETag></Part>"
-             "</CompleteMultipartUpload>", etag);
+             "</CompleteMultipartUpload>",
+             etag);
     snprintf(u, sizeof(u), "%s?uploadId=%s", url, id);
     const char *hdrs[] = {cond, NULL};
-    h_http_req done = {.method = "POST", .url = u, .body = xml, .body_len = strlen(xml),
+    h_http_req done = {.method = "POST",
+                       .url = u,
+                       .body = xml,
+                       .body_len = strlen(xml),
                        .headers = cond != NULL ? hdrs : NULL};
     int st = h_http(&done, &resp);
     if (st == 412)
@@ -305,8 +312,11 @@ static void test_s3rver_v3(void **state)
 static int signed_get(const char *url, const char *userpwd)
 {
     const char *hdrs[] = {"x-amz-content-sha256: UNSIGNED-PAYLOAD", NULL};
-    h_http_req req = {.method = "GET", .url = url, .headers = hdrs,
-                      .aws_sigv4 = "aws:amz:us-east-1:s3", .userpwd = userpwd};
+    h_http_req req = {.method = "GET",
+                      .url = url,
+                      .headers = hdrs,
+                      .aws_sigv4 = "aws:amz:us-east-1:s3",
+                      .userpwd = userpwd};
     h_http_resp resp;
     int st = h_http(&req, &resp);
     if (st == 403)
@@ -339,8 +349,8 @@ static void test_custom_credentials(void **state)
     (void)state;
     h_env *env;
     assert_int_equal(h_env_create(&env, "h_s3rver_creds"), 0);
-    h_s3_opts o = {.version = 5, .access_key = "AKIDRINGCACHE", .secret_key = "s3cr3t",
-                   .name = "s3creds"};
+    h_s3_opts o = {
+        .version = 5, .access_key = "AKIDRINGCACHE", .secret_key = "s3cr3t", .name = "s3creds"};
     h_s3 *s3;
     assert_int_equal(h_s3_start(env, &s3, &o), 0);
     char url[512];

@@ -16,7 +16,8 @@ int pqt_generate(h_env *env, const char *dir)
 {
     char script[4096];
     if (h_source_path(script, sizeof(script), "tests/integration/parquet/gen.mjs") < 0) {
-        fprintf(stderr, "cannot find tests/integration/parquet/gen.mjs (set RINGCACHE_SOURCE_DIR)\n");
+        fprintf(stderr,
+                "cannot find tests/integration/parquet/gen.mjs (set RINGCACHE_SOURCE_DIR)\n");
         return -1;
     }
     char *argv[] = {"node", script, (char *)dir, NULL};
@@ -124,7 +125,9 @@ int pqt_format(const cb_column *c, uint32_t row, char *buf, size_t cap)
         return snprintf(buf, cap, "%" PRId64, ((const int64_t *)v)[row] * ns_per[c->info.unit]);
     case CB_TIME: {
         int64_t x = ((const int64_t *)v)[row];
-        int64_t us = c->info.unit == CB_UNIT_MS ? x * 1000 : c->info.unit == CB_UNIT_NS ? x / 1000 : x;
+        int64_t us = c->info.unit == CB_UNIT_MS   ? x * 1000
+                     : c->info.unit == CB_UNIT_NS ? x / 1000
+                                                  : x;
         return snprintf(buf, cap, "%" PRId64, us);
     }
     case CB_DECIMAL: return pqt_decimal(c, row, buf, cap);
@@ -161,7 +164,7 @@ static char *pqt_slurp(const char *path, size_t *len)
 
 typedef struct pqt_refcol {
     char *name;
-    char **lines;  /* rows entries, pointing into the buffer */
+    char **lines; /* rows entries, pointing into the buffer */
 } pqt_refcol;
 
 long pqt_compare(pq_file *f, const char *ref_path, const pq_read_opts *opts)
@@ -246,8 +249,8 @@ long pqt_compare(pq_file *f, const char *ref_path, const pq_read_opts *opts)
                 break;
             }
             if (c->n != b->n_rows) {
-                fprintf(stderr, "%s: column '%s' has %u rows in a batch of %u\n",
-                        pq_file_name(f), c->name, c->n, b->n_rows);
+                fprintf(stderr, "%s: column '%s' has %u rows in a batch of %u\n", pq_file_name(f),
+                        c->name, c->n, b->n_rows);
                 rc = -1;
                 break;
             }
@@ -256,10 +259,11 @@ long pqt_compare(pq_file *f, const char *ref_path, const pq_read_opts *opts)
                 pqt_format(c, i, got, sizeof(got));
                 const char *want = rc2->lines[at];
                 if (!want || strcmp(want, got) != 0) {
-                    fprintf(stderr, "%s: column '%s' (%s), row %" PRId64 " (row group %d): "
-                            "DuckDB reads '%.200s', we read '%.200s'\n", pq_file_name(f),
-                            c->name, cb_type_name(c->info.type), at, g, want ? want : "(none)",
-                            got);
+                    fprintf(stderr,
+                            "%s: column '%s' (%s), row %" PRId64 " (row group %d): "
+                            "DuckDB reads '%.200s', we read '%.200s'\n",
+                            pq_file_name(f), c->name, cb_type_name(c->info.type), at, g,
+                            want ? want : "(none)", got);
                     rc = -1;
                     break;
                 }

@@ -276,12 +276,15 @@ static void test_row_groups_pruned_by_statistics(void **state)
     pq_pred both[2] = {ge, {.column = id, .op = PQ_LT, .value = {.i = last_start}}};
     assert_int_equal(count_batches(f, both, 2, &st), 0);
     /* Strings by min_value/max_value: "zzz" sorts after every 'cat_*'. */
-    pq_pred sgt = {.column = s_low, .op = PQ_GT, .value = {.bytes = (const uint8_t *)"zzz", .len = 3}};
+    pq_pred sgt = {
+        .column = s_low, .op = PQ_GT, .value = {.bytes = (const uint8_t *)"zzz", .len = 3}};
     assert_int_equal(count_batches(f, &sgt, 1, &st), 0);
-    pq_pred seq = {.column = s_low, .op = PQ_EQ, .value = {.bytes = (const uint8_t *)"cat_3", .len = 5}};
+    pq_pred seq = {
+        .column = s_low, .op = PQ_EQ, .value = {.bytes = (const uint8_t *)"cat_3", .len = 5}};
     assert_int_equal(count_batches(f, &seq, 1, &st), nrg);
     /* md5 hex strings never sort below "0". */
-    pq_pred hlt = {.column = s_high, .op = PQ_LT, .value = {.bytes = (const uint8_t *)"0", .len = 1}};
+    pq_pred hlt = {
+        .column = s_high, .op = PQ_LT, .value = {.bytes = (const uint8_t *)"0", .len = 1}};
     assert_int_equal(count_batches(f, &hlt, 1, &st), 0);
     /* A column with nothing but nulls. */
     pq_pred nn = {.column = all_null, .op = PQ_NOT_NULL};
@@ -317,7 +320,8 @@ static void test_row_group_window(void **state)
     o.rg_end = 2;
     char ref[4200];
     path_of(ref, sizeof(ref), "hy_enc_gzip", "ref");
-    assert_int_equal(pqt_compare(f, ref, &o), pq_file_row_group_rows(f, 1) * pq_file_num_columns(f));
+    assert_int_equal(pqt_compare(f, ref, &o),
+                     pq_file_row_group_rows(f, 1) * pq_file_num_columns(f));
     pq_file_destroy(&f);
     rs_destroy(&src);
 }
@@ -359,8 +363,15 @@ static void write_damaged(const char *name, const char *out, void (*damage)(uint
     free(buf);
 }
 
-static void dmg_magic(uint8_t *b, size_t *n) { memcpy(b + *n - 4, "PAR2", 4); }
-static void dmg_truncate(uint8_t *b, size_t *n) { (void)b; *n -= 100; }
+static void dmg_magic(uint8_t *b, size_t *n)
+{
+    memcpy(b + *n - 4, "PAR2", 4);
+}
+static void dmg_truncate(uint8_t *b, size_t *n)
+{
+    (void)b;
+    *n -= 100;
+}
 static void dmg_footer_len(uint8_t *b, size_t *n)
 {
     uint32_t l = (uint32_t)*n;
@@ -372,7 +383,11 @@ static void dmg_footer_bytes(uint8_t *b, size_t *n)
     memcpy(&l, b + *n - 8, 4);
     memset(b + *n - 8 - l + l / 3, 0xff, 24);
 }
-static void dmg_tiny(uint8_t *b, size_t *n) { (void)b; *n = 10; }
+static void dmg_tiny(uint8_t *b, size_t *n)
+{
+    (void)b;
+    *n = 10;
+}
 
 /* Opens and reads everything; returns the first error (or 0) with err. */
 static int read_all(const char *path, char *err, size_t errlen)
@@ -432,8 +447,8 @@ static void test_malformed_files_name_the_file(void **state)
 static void test_damaged_pages_fail_cleanly(void **state)
 {
     (void)state;
-    static const char *files[] = {"duck_snappy_v1", "duck_zstd_v2", "duck_gzip_v1",
-                                  "duck_lz4_v2", "duck_uncompressed_v2", "hy_enc_snappy"};
+    static const char *files[] = {"duck_snappy_v1", "duck_zstd_v2",         "duck_gzip_v1",
+                                  "duck_lz4_v2",    "duck_uncompressed_v2", "hy_enc_snappy"};
     int errors = 0;
     for (size_t fi = 0; fi < sizeof(files) / sizeof(files[0]); fi++) {
         char src_path[4200];

@@ -39,8 +39,11 @@ static void run(run_result *r, const char *const *args)
     argv[n] = NULL;
     char ep[300];
     snprintf(ep, sizeof(ep), "AWS_ENDPOINT_URL=%s", h_s3_endpoint(s3));
-    const char *const set[] = {"AWS_PROFILE", "AWS_ACCESS_KEY_ID=S3RVER",
-                               "AWS_SECRET_ACCESS_KEY=S3RVER", "AWS_REGION=us-east-1", ep,
+    const char *const set[] = {"AWS_PROFILE",
+                               "AWS_ACCESS_KEY_ID=S3RVER",
+                               "AWS_SECRET_ACCESS_KEY=S3RVER",
+                               "AWS_REGION=us-east-1",
+                               ep,
                                NULL};
     assert_int_equal(h_run(env, r, argv, set), 0);
 }
@@ -95,8 +98,8 @@ static void test_put_ls_head_get_rm(void **state)
     run(&r, (const char *[]){"put", small, "s3://ringcache-test/cli/a/small.txt", NULL});
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "etag="));
-    run(&r, (const char *[]){"put", big, "s3://ringcache-test/cli/b/big.bin", "--part-size",
-                             "5MiB", NULL});
+    run(&r, (const char *[]){"put", big, "s3://ringcache-test/cli/b/big.bin", "--part-size", "5MiB",
+                             NULL});
     if (r.status)
         fprintf(stderr, "%s", r.err);
     assert_int_equal(r.status, 0);
@@ -125,8 +128,8 @@ static void test_put_ls_head_get_rm(void **state)
     fclose(f);
     assert_memory_equal(back, bdata, bsize);
 
-    run(&r, (const char *[]){"get", "s3://ringcache-test/cli/b/big.bin", "--range",
-                             "1000-1999", NULL});
+    run(&r,
+        (const char *[]){"get", "s3://ringcache-test/cli/b/big.bin", "--range", "1000-1999", NULL});
     assert_int_equal(r.status, 0);
     /* stdout captured into a file: compare the 1000 bytes */
     f = fopen(r.out_path, "rb");

@@ -79,8 +79,7 @@ static void test_list_pagination_and_glob(void **state)
     assert_int_equal(s3_sync_glob(s, bucket, "many/obj-010*", count_cb, &g, &err), 0);
     assert_int_equal(g.n, 100); /* 01000..01099 */
     count_state g2 = {0, "", 1};
-    assert_int_equal(s3_sync_glob(s, bucket, "many/obj-0{0001,1104,9999}", count_cb, &g2, &err),
-                     0);
+    assert_int_equal(s3_sync_glob(s, bucket, "many/obj-0{0001,1104,9999}", count_cb, &g2, &err), 0);
     assert_int_equal(g2.n, 2);
     count_state g3 = {0, "", 1};
     assert_int_equal(s3_sync_glob(s, bucket, "many/obj-{00010..00019}", count_cb, &g3, &err), 0);
@@ -102,8 +101,8 @@ static void test_ranged_gets_byte_for_byte(void **state)
     s3_sync *s;
     assert_int_equal(s3_sync_create(&s, &cfg), 0);
     s3_error err;
-    s3_sync_put_args pa = {.bucket = bucket, .key = "ranges/obj.bin", .fd = -1, .data = data,
-                           .size = size};
+    s3_sync_put_args pa = {
+        .bucket = bucket, .key = "ranges/obj.bin", .fd = -1, .data = data, .size = size};
     char etag[S3_ETAG_MAX];
     assert_int_equal(s3_sync_put(s, &pa, etag, &err), 0);
     assert_true(strlen(etag) > 0);
@@ -118,16 +117,29 @@ static void test_ranged_gets_byte_for_byte(void **state)
     struct {
         uint64_t off, len;
     } ranges[] = {
-        {0, 1}, {0, 65536}, {size - 1, 1}, {size - 65536, 65536}, {1000000, 3000000},
-        {1048575, 2}, {12345, 0 /* to the end */}, {0, 0 /* whole */}, {size - 10, 100 /* past the end: trimmed */},
+        {0, 1},
+        {0, 65536},
+        {size - 1, 1},
+        {size - 65536, 65536},
+        {1000000, 3000000},
+        {1048575, 2},
+        {12345, 0 /* to the end */},
+        {0, 0 /* whole */},
+        {size - 10, 100 /* past the end: trimmed */},
     };
     for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++) {
         for (int par = 1; par <= 4; par += 3) {
             memset(buf, 0xAA, size);
-            s3_sync_get_args ga = {.bucket = bucket, .key = "ranges/obj.bin",
-                                   .offset = ranges[i].off, .length = ranges[i].len,
-                                   .fd = -1, .buf = buf, .cap = size, .parallel = par,
-                                   .part_size = 1 << 20, .if_match = etag};
+            s3_sync_get_args ga = {.bucket = bucket,
+                                   .key = "ranges/obj.bin",
+                                   .offset = ranges[i].off,
+                                   .length = ranges[i].len,
+                                   .fd = -1,
+                                   .buf = buf,
+                                   .cap = size,
+                                   .parallel = par,
+                                   .part_size = 1 << 20,
+                                   .if_match = etag};
             int64_t n = s3_sync_get(s, &ga, &err);
             uint64_t avail = size - ranges[i].off;
             uint64_t want = ranges[i].len && ranges[i].len < avail ? ranges[i].len : avail;
@@ -138,8 +150,14 @@ static void test_ranged_gets_byte_for_byte(void **state)
         }
     }
     /* a range starting past the end is an error that says so */
-    s3_sync_get_args bad = {.bucket = bucket, .key = "ranges/obj.bin", .offset = size + 5,
-                            .length = 10, .fd = -1, .buf = buf, .cap = size, .parallel = 1};
+    s3_sync_get_args bad = {.bucket = bucket,
+                            .key = "ranges/obj.bin",
+                            .offset = size + 5,
+                            .length = 10,
+                            .fd = -1,
+                            .buf = buf,
+                            .cap = size,
+                            .parallel = 1};
     assert_true(s3_sync_get(s, &bad, &err) < 0);
     assert_non_null(strstr(err.message, "ranges/obj.bin"));
 
@@ -166,8 +184,12 @@ static void test_multipart_64mib_roundtrip(void **state)
     s3_error err;
     int fd = open(path, O_RDONLY);
     assert_true(fd >= 0);
-    s3_sync_put_args pa = {.bucket = bucket, .key = "big/64mib.bin", .fd = fd, .size = size,
-                           .part_size = 8u << 20, .parallel = 4};
+    s3_sync_put_args pa = {.bucket = bucket,
+                           .key = "big/64mib.bin",
+                           .fd = fd,
+                           .size = size,
+                           .part_size = 8u << 20,
+                           .parallel = 4};
     char etag[S3_ETAG_MAX];
     int rc = s3_sync_put(s, &pa, etag, &err);
     if (rc < 0)
@@ -176,8 +198,13 @@ static void test_multipart_64mib_roundtrip(void **state)
     close(fd);
 
     unsigned char *back = malloc(size);
-    s3_sync_get_args ga = {.bucket = bucket, .key = "big/64mib.bin", .fd = -1, .buf = back,
-                           .cap = size, .parallel = 4, .part_size = 4u << 20};
+    s3_sync_get_args ga = {.bucket = bucket,
+                           .key = "big/64mib.bin",
+                           .fd = -1,
+                           .buf = back,
+                           .cap = size,
+                           .parallel = 4,
+                           .part_size = 4u << 20};
     assert_int_equal(s3_sync_get(s, &ga, &err), (int64_t)size);
     assert_memory_equal(back, data, size);
 
@@ -205,15 +232,19 @@ static void test_missing_key_and_changed_version(void **state)
     assert_int_equal(err.attempts, 1); /* a 404 is not retried */
 
     char buf[16];
-    s3_sync_get_args ga = {.bucket = bucket, .key = "no/such/key", .fd = -1, .buf = buf,
-                           .cap = sizeof(buf), .parallel = 1};
+    s3_sync_get_args ga = {.bucket = bucket,
+                           .key = "no/such/key",
+                           .fd = -1,
+                           .buf = buf,
+                           .cap = sizeof(buf),
+                           .parallel = 1};
     assert_int_equal(s3_sync_get(s, &ga, &err), -ENOENT);
 
     /* overwrite: the old version is gone, a read pinned to it is "stale" */
     const char *v1 = "version one", *v2 = "version two!";
     char e1[S3_ETAG_MAX], e2[S3_ETAG_MAX];
-    s3_sync_put_args pa = {.bucket = bucket, .key = "ver/obj", .fd = -1, .data = v1,
-                           .size = strlen(v1)};
+    s3_sync_put_args pa = {
+        .bucket = bucket, .key = "ver/obj", .fd = -1, .data = v1, .size = strlen(v1)};
     assert_int_equal(s3_sync_put(s, &pa, e1, &err), 0);
     pa.data = v2;
     pa.size = strlen(v2);
@@ -256,16 +287,21 @@ static void test_async_get_version_check(void **state)
     assert_int_equal(s3_sync_create(&s, &cfg), 0);
     s3_error err;
     char e1[S3_ETAG_MAX];
-    s3_sync_put_args pa = {.bucket = bucket, .key = "async/obj", .fd = -1, .data = "0123456789",
-                           .size = 10};
+    s3_sync_put_args pa = {
+        .bucket = bucket, .key = "async/obj", .fd = -1, .data = "0123456789", .size = 10};
     assert_int_equal(s3_sync_put(s, &pa, e1, &err), 0);
     struct event_base *base = event_base_new();
     s3_client *c;
     assert_int_equal(s3_client_create(&c, &cfg, base), 0);
     char buf[10];
     get_wait w = {0};
-    s3_get_args ga = {.bucket = bucket, .key = "async/obj", .offset = 2, .length = 5,
-                      .if_match = e1, .buf = buf, .cap = sizeof(buf)};
+    s3_get_args ga = {.bucket = bucket,
+                      .key = "async/obj",
+                      .offset = 2,
+                      .length = 5,
+                      .if_match = e1,
+                      .buf = buf,
+                      .cap = sizeof(buf)};
     assert_int_equal(s3_get(c, &ga, get_cb, &w), 0);
     assert_int_equal(w.done, 0); /* never completes inside the submit */
     while (!w.done)

@@ -133,8 +133,8 @@ static void test_reset_retried_and_resumed(void **state)
     assert_int_equal(h_s3model_fault(model, "reset", 2, "GET", "f/reset", 0), 0);
     unsigned char *back = malloc(size);
     s3_error err;
-    s3_sync_get_args ga = {.bucket = bucket, .key = "f/reset", .fd = -1, .buf = back,
-                           .cap = size, .parallel = 1};
+    s3_sync_get_args ga = {
+        .bucket = bucket, .key = "f/reset", .fd = -1, .buf = back, .cap = size, .parallel = 1};
     assert_int_equal(s3_sync_get(s, &ga, &err), (int64_t)size);
     assert_memory_equal(back, data, size);
     assert_int_equal(h_s3model_stat(model, "faults_reset"), 2);
@@ -184,8 +184,13 @@ static void test_failed_multipart_is_aborted(void **state)
     /* every part PUT fails: the upload must be aborted, not left behind */
     assert_int_equal(h_s3model_fault(model, "503", 1000, "PUT", "f/mpu-fail", 0), 0);
     s3_error err;
-    s3_sync_put_args pa = {.bucket = bucket, .key = "f/mpu-fail", .fd = -1, .data = data,
-                           .size = size, .part_size = 5u << 20, .parallel = 2};
+    s3_sync_put_args pa = {.bucket = bucket,
+                           .key = "f/mpu-fail",
+                           .fd = -1,
+                           .data = data,
+                           .size = size,
+                           .part_size = 5u << 20,
+                           .parallel = 2};
     assert_true(s3_sync_put(s, &pa, NULL, &err) < 0);
     fprintf(stderr, "failed multipart: %s\n", err.message);
     assert_int_equal(h_s3model_count(model, "POST", "/ringcache-test/f/mpu-fail"), 1);

@@ -56,8 +56,8 @@ static void test_signed_operations_accepted(void **state)
     const char *keys[] = {"plain.txt", "dir/with space.txt", "dir/unicode-\xc3\xa9\xe2\x82\xac.bin",
                           "dir/sym+b=ol&s~(1)!.dat", "deep/a/b/c/d.txt"};
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-        s3_sync_put_args pa = {.bucket = bucket, .key = keys[i], .fd = -1, .data = keys[i],
-                               .size = strlen(keys[i])};
+        s3_sync_put_args pa = {
+            .bucket = bucket, .key = keys[i], .fd = -1, .data = keys[i], .size = strlen(keys[i])};
         int rc = s3_sync_put(s, &pa, NULL, &err);
         if (rc < 0)
             fprintf(stderr, "PUT %s: %s\n", keys[i], err.message);
@@ -66,8 +66,14 @@ static void test_signed_operations_accepted(void **state)
         assert_int_equal(s3_sync_head(s, bucket, keys[i], &info, &err), 0);
         assert_int_equal(info.size, strlen(keys[i]));
         char buf[128];
-        s3_sync_get_args ga = {.bucket = bucket, .key = keys[i], .offset = 1, .length = 3,
-                               .fd = -1, .buf = buf, .cap = sizeof(buf), .parallel = 1};
+        s3_sync_get_args ga = {.bucket = bucket,
+                               .key = keys[i],
+                               .offset = 1,
+                               .length = 3,
+                               .fd = -1,
+                               .buf = buf,
+                               .cap = sizeof(buf),
+                               .parallel = 1};
         assert_int_equal(s3_sync_get(s, &ga, &err), 3);
         assert_memory_equal(buf, keys[i] + 1, 3);
     }
@@ -84,15 +90,25 @@ static void test_signed_operations_accepted(void **state)
     /* multipart: uploads=, partNumber= and uploadId= are signed too */
     size_t size = 11u << 20;
     void *data = t_alloc_data(size, 5);
-    s3_sync_put_args pa = {.bucket = bucket, .key = "mpu/eleven mib.bin", .fd = -1,
-                           .data = data, .size = size, .part_size = 5u << 20, .parallel = 2};
+    s3_sync_put_args pa = {.bucket = bucket,
+                           .key = "mpu/eleven mib.bin",
+                           .fd = -1,
+                           .data = data,
+                           .size = size,
+                           .part_size = 5u << 20,
+                           .parallel = 2};
     int rc = s3_sync_put(s, &pa, NULL, &err);
     if (rc < 0)
         fprintf(stderr, "multipart: %s\n", err.message);
     assert_int_equal(rc, 0);
     void *back = malloc(size);
-    s3_sync_get_args ga = {.bucket = bucket, .key = "mpu/eleven mib.bin", .fd = -1, .buf = back,
-                           .cap = size, .parallel = 3, .part_size = 2u << 20};
+    s3_sync_get_args ga = {.bucket = bucket,
+                           .key = "mpu/eleven mib.bin",
+                           .fd = -1,
+                           .buf = back,
+                           .cap = size,
+                           .parallel = 3,
+                           .part_size = 2u << 20};
     assert_int_equal(s3_sync_get(s, &ga, &err), (int64_t)size);
     assert_memory_equal(back, data, size);
     assert_int_equal(s3_sync_delete(s, bucket, "mpu/eleven mib.bin", &err), 0);
@@ -135,8 +151,8 @@ static void test_paged_list_async(void **state)
     page_wait w = {0};
     do {
         w.done = 0;
-        assert_int_equal(s3_list(c, bucket, "tok/", NULL, w.token[0] ? w.token : NULL, 2,
-                                 page_cb, &w), 0);
+        assert_int_equal(
+            s3_list(c, bucket, "tok/", NULL, w.token[0] ? w.token : NULL, 2, page_cb, &w), 0);
         while (!w.done)
             event_base_loop(base, EVLOOP_ONCE);
         if (w.err.code)

@@ -26,7 +26,7 @@
 #include <event2/thread.h>
 #include <openssl/evp.h>
 
-#define MAX_BODY (64u << 20)
+#define MAX_BODY    (64u << 20)
 #define MAX_HEADERS 128
 
 typedef struct obj {
@@ -48,7 +48,7 @@ typedef struct upload {
     struct upload *next;
     char id[32];
     char *key;
-    part *parts;       /* by number, 1..10000 */
+    part *parts; /* by number, 1..10000 */
 } upload;
 
 struct s3stub {
@@ -62,7 +62,7 @@ struct s3stub {
     bool ready;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    obj *objs;         /* sorted by key */
+    obj *objs; /* sorted by key */
     upload *ups;
     unsigned seq;
     s3stub_counts c;
@@ -301,10 +301,18 @@ static void list(rq *r, bool v2)
         }
     }
     s3a_xml_owner owner = {"stub", "stub"};
-    s3a_xml_list l = {.v2 = v2, .bucket = s->bucket, .prefix = prefix, .delimiter = delim,
-                      .max_keys = max, .truncated = truncated, .url_encode = enc != NULL,
-                      .objects = objs, .n_objects = no, .prefixes = (const char *const *)pfx,
-                      .n_prefixes = np, .owner = &owner};
+    s3a_xml_list l = {.v2 = v2,
+                      .bucket = s->bucket,
+                      .prefix = prefix,
+                      .delimiter = delim,
+                      .max_keys = max,
+                      .truncated = truncated,
+                      .url_encode = enc != NULL,
+                      .objects = objs,
+                      .n_objects = no,
+                      .prefixes = (const char *const *)pfx,
+                      .n_prefixes = np,
+                      .owner = &owner};
     if (v2) {
         l.continuation_token = s3a_route_param(&r->route, "continuation-token");
         l.start_after = s3a_route_param(&r->route, "start-after");
@@ -407,9 +415,10 @@ static void complete(rq *r)
     s3stub *s = r->s;
     upload *u = find_upload(s, r->route.upload_id, r->route.key);
     if (u == NULL) {
-        fail(r, 404, "NoSuchUpload", "The specified upload does not exist. The upload ID may "
-                                     "be invalid, or the upload may have been aborted or "
-                                     "completed.");
+        fail(r, 404, "NoSuchUpload",
+             "The specified upload does not exist. The upload ID may "
+             "be invalid, or the upload may have been aborted or "
+             "completed.");
         return;
     }
     s3a_xmlbody *x = xml_body(r, S3A_BODY_COMPLETE_MPU);
@@ -595,9 +604,7 @@ static void execute(rq *r)
         send_empty(r, 204);
         return;
     }
-    default:
-        fail(r, 501, "NotImplemented", "The stub does not serve this operation.");
-        return;
+    default: fail(r, 501, "NotImplemented", "The stub does not serve this operation."); return;
     }
 }
 
@@ -699,7 +706,9 @@ static void start_body(rq *r)
     if (pl == S3A_PAYLOAD_STREAMING_SIGNED || pl == S3A_PAYLOAD_STREAMING_SIGNED_TRAILER ||
         pl == S3A_PAYLOAD_STREAMING_UNSIGNED_TRAILER) {
         const char *dl = hdr(r, "x-amz-decoded-content-length");
-        s3a_chunked_config cc = {.payload = pl, .auth = &r->auth, .trailer = hdr(r, "x-amz-trailer"),
+        s3a_chunked_config cc = {.payload = pl,
+                                 .auth = &r->auth,
+                                 .trailer = hdr(r, "x-amz-trailer"),
                                  .decoded_length = dl ? strtoll(dl, NULL, 10) : -1};
         if (s3a_chunked_create(&r->dec, &cc, &r->err) < 0) {
             send_error(r, &r->err);
@@ -766,8 +775,11 @@ static void handler(httpd_req *req, void *arg)
         send_error(r, &r->err);
         return;
     }
-    s3a_request sr = {.method = httpd_req_method(req), .path = httpd_req_path(req),
-                      .query = httpd_req_query(req), .headers = r->hdr, .n_headers = r->nh};
+    s3a_request sr = {.method = httpd_req_method(req),
+                      .path = httpd_req_path(req),
+                      .query = httpd_req_query(req),
+                      .headers = r->hdr,
+                      .n_headers = r->nh};
     rc = s3a_verify(s->v, &sr, time(NULL), &r->auth, &r->err);
     if (rc < 0) {
         atomic_fetch_add(&s->c.refused_auth, 1);

@@ -28,14 +28,14 @@ typedef struct s3stub s3stub;
 typedef struct s3stub_counts {
     atomic_int requests;
     atomic_int sigv4, sigv4_query, sigv2_query, anonymous;
-    atomic_int refused_auth;          /* SignatureDoesNotMatch, InvalidAccessKeyId, ... */
+    atomic_int refused_auth; /* SignatureDoesNotMatch, InvalidAccessKeyId, ... */
     atomic_int payload_sha256_checked;
     atomic_int content_md5_checked;
     atomic_int chunked_unsigned_trailer;
     atomic_int chunked_signed;
-    atomic_int trailer_checksum[8];   /* by s3a_ck_alg: verified trailing checksums */
-    atomic_int header_checksum[8];    /* by s3a_ck_alg: verified x-amz-checksum-* headers */
-    atomic_int continue_sent;         /* bodies read after Expect: 100-continue */
+    atomic_int trailer_checksum[8]; /* by s3a_ck_alg: verified trailing checksums */
+    atomic_int header_checksum[8];  /* by s3a_ck_alg: verified x-amz-checksum-* headers */
+    atomic_int continue_sent;       /* bodies read after Expect: 100-continue */
     atomic_int completed_uploads;
     atomic_int bad_digest;
 } s3stub_counts;

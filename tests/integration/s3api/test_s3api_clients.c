@@ -32,7 +32,7 @@
 #include <openssl/ssl.h>
 
 #define BUCKET "stub-bucket"
-#define AKID "AKIDSTUBTEST"
+#define AKID   "AKIDSTUBTEST"
 #define SECRET "stub/secret+key=="
 
 static h_env *env;
@@ -87,8 +87,7 @@ static bool same_files(const char *a, const char *b)
 }
 
 /* Runs awscli with the stub's credentials (or another secret). */
-static void aws(h_run_result *r, const char *endpoint, const char *secret,
-                const char *const *args)
+static void aws(h_run_result *r, const char *endpoint, const char *secret, const char *const *args)
 {
     const char *argv[32] = {"/usr/bin/aws", "--endpoint-url", endpoint};
     int n = 3;
@@ -101,9 +100,14 @@ static void aws(h_run_result *r, const char *endpoint, const char *secret,
     argv[n] = NULL;
     char sk[200];
     snprintf(sk, sizeof sk, "AWS_SECRET_ACCESS_KEY=%s", secret ? secret : SECRET);
-    const char *set[] = {"AWS_ACCESS_KEY_ID=" AKID, sk, "AWS_DEFAULT_REGION=us-east-1",
-                         "AWS_PAGER=", "AWS_EC2_METADATA_DISABLED=true", "AWS_PROFILE",
-                         "AWS_SESSION_TOKEN", NULL};
+    const char *set[] = {"AWS_ACCESS_KEY_ID=" AKID,
+                         sk,
+                         "AWS_DEFAULT_REGION=us-east-1",
+                         "AWS_PAGER=",
+                         "AWS_EC2_METADATA_DISABLED=true",
+                         "AWS_PROFILE",
+                         "AWS_SESSION_TOKEN",
+                         NULL};
     assert_int_equal(h_run(env, r, argv, set), 0);
     if (r->status != 0)
         fprintf(stderr, "aws %s %s: exit %d\n%s\n", args[0], args[1] ? args[1] : "", r->status,
@@ -127,7 +131,8 @@ static void test_awscli(void **state)
     h_run_result r;
 
     /* a key that needs encoding, then a 20 MB multipart upload */
-    aws(&r, ep, NULL, (const char *[]){"s3", "cp", small, "s3://" BUCKET "/dir/a b/c+d~e!.txt", NULL});
+    aws(&r, ep, NULL,
+        (const char *[]){"s3", "cp", small, "s3://" BUCKET "/dir/a b/c+d~e!.txt", NULL});
     assert_int_equal(r.status, 0);
     aws(&r, ep, NULL, (const char *[]){"s3", "cp", big, "s3://" BUCKET "/big.bin", NULL});
     assert_int_equal(r.status, 0);
@@ -137,7 +142,8 @@ static void test_awscli(void **state)
     assert_true(atomic_load(&c->continue_sent) >= 4);
 
     /* paginated, url-encoded listing */
-    aws(&r, ep, NULL, (const char *[]){"s3", "ls", "s3://" BUCKET, "--recursive", "--page-size", "1", NULL});
+    aws(&r, ep, NULL,
+        (const char *[]){"s3", "ls", "s3://" BUCKET, "--recursive", "--page-size", "1", NULL});
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, " 20971520 big.bin"));
     assert_non_null(strstr(r.out, "     1024 dir/a b/c+d~e!.txt"));
@@ -149,16 +155,18 @@ static void test_awscli(void **state)
     aws(&r, ep, NULL, (const char *[]){"s3", "cp", "s3://" BUCKET "/big.bin", back, NULL});
     assert_int_equal(r.status, 0);
     assert_true(same_files(big, back));
-    aws(&r, ep, NULL, (const char *[]){"s3api", "get-object", "--bucket", BUCKET, "--key",
-                                        "big.bin", "--range", "bytes=100-199", part, NULL});
+    aws(&r, ep, NULL,
+        (const char *[]){"s3api", "get-object", "--bucket", BUCKET, "--key", "big.bin", "--range",
+                         "bytes=100-199", part, NULL});
     assert_int_equal(r.status, 0);
     struct stat sb;
     assert_int_equal(stat(part, &sb), 0);
     assert_int_equal(sb.st_size, 100);
-    aws(&r, ep, NULL, (const char *[]){"s3api", "head-object", "--bucket", BUCKET, "--key", "big.bin", NULL});
+    aws(&r, ep, NULL,
+        (const char *[]){"s3api", "head-object", "--bucket", BUCKET, "--key", "big.bin", NULL});
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "\"ContentLength\": 20971520"));
-    assert_non_null(strstr(r.out, "-3\\\""));  /* a multipart ETag */
+    assert_non_null(strstr(r.out, "-3\\\"")); /* a multipart ETag */
     aws(&r, ep, NULL, (const char *[]){"s3api", "get-bucket-location", "--bucket", BUCKET, NULL});
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "\"LocationConstraint\": null"));
@@ -167,8 +175,9 @@ static void test_awscli(void **state)
     assert_non_null(strstr(r.out, BUCKET));
 
     /* presigned (SigV4), fetched by curl; then one that has expired */
-    aws(&r, ep, NULL, (const char *[]){"s3", "presign", "s3://" BUCKET "/dir/a b/c+d~e!.txt",
-                                        "--expires-in", "600", NULL});
+    aws(&r, ep, NULL,
+        (const char *[]){"s3", "presign", "s3://" BUCKET "/dir/a b/c+d~e!.txt", "--expires-in",
+                         "600", NULL});
     assert_int_equal(r.status, 0);
     static char url[sizeof r.out];
     memcpy(url, r.out, sizeof r.out);
@@ -181,13 +190,15 @@ static void test_awscli(void **state)
     assert_int_equal(cr.status, 0);
     assert_true(same_files(small, out));
     assert_true(atomic_load(&c->sigv4_query) >= 1);
-    aws(&r, ep, NULL, (const char *[]){"s3", "presign", "s3://" BUCKET "/big.bin", "--expires-in", "1", NULL});
+    aws(&r, ep, NULL,
+        (const char *[]){"s3", "presign", "s3://" BUCKET "/big.bin", "--expires-in", "1", NULL});
     memcpy(url, r.out, sizeof r.out);
     url[strcspn(url, "\n")] = '\0';
     sleep(2); /* let it expire: its signature says one second */
     const char *curl2[] = {"/usr/bin/curl", "-sS", url, NULL};
     assert_int_equal(h_run(env, &cr, curl2, NULL), 0);
-    assert_non_null(strstr(cr.out, "<Code>AccessDenied</Code><Message>Request has expired</Message>"));
+    assert_non_null(
+        strstr(cr.out, "<Code>AccessDenied</Code><Message>Request has expired</Message>"));
 
     /* a wrong secret */
     aws(&r, ep, "not-the-secret", (const char *[]){"s3", "ls", "s3://" BUCKET, NULL});
@@ -198,7 +209,8 @@ static void test_awscli(void **state)
     /* delete, then the object is gone */
     aws(&r, ep, NULL, (const char *[]){"s3", "rm", "s3://" BUCKET "/big.bin", NULL});
     assert_int_equal(r.status, 0);
-    aws(&r, ep, NULL, (const char *[]){"s3api", "head-object", "--bucket", BUCKET, "--key", "big.bin", NULL});
+    aws(&r, ep, NULL,
+        (const char *[]){"s3api", "head-object", "--bucket", BUCKET, "--key", "big.bin", NULL});
     assert_int_not_equal(r.status, 0);
     assert_non_null(strstr(r.err, "404"));
 
@@ -227,11 +239,12 @@ static void test_boto3(void **state)
     char ep[64], eps[64], script[1024];
     snprintf(ep, sizeof ep, "http://127.0.0.1:%d", s3stub_port(s));
     snprintf(eps, sizeof eps, "https://127.0.0.1:%d", s3stub_port(st));
-    assert_int_equal(h_source_path(script, sizeof script, "tests/integration/s3api/boto3_client.py"), 0);
+    assert_int_equal(
+        h_source_path(script, sizeof script, "tests/integration/s3api/boto3_client.py"), 0);
     const char *argv[] = {"/usr/bin/python3", script, ep, eps, cert, AKID, SECRET, BUCKET,
-                          h_env_dir(env), NULL};
-    const char *set[] = {"AWS_EC2_METADATA_DISABLED=true", "AWS_PROFILE", "AWS_CONFIG_FILE=/dev/null",
-                         "PYTHONDONTWRITEBYTECODE=1", NULL};
+                          h_env_dir(env),     NULL};
+    const char *set[] = {"AWS_EC2_METADATA_DISABLED=true", "AWS_PROFILE",
+                         "AWS_CONFIG_FILE=/dev/null", "PYTHONDONTWRITEBYTECODE=1", NULL};
     h_run_result r;
     assert_int_equal(h_run(env, &r, argv, set), 0);
     if (r.status != 0)

@@ -45,14 +45,14 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#define BUCKET H_S3_DEFAULT_BUCKET
-#define AKID "AKIDANALYTICS"
-#define SECRET "analytics/secret+key=="
+#define BUCKET     H_S3_DEFAULT_BUCKET
+#define AKID       "AKIDANALYTICS"
+#define SECRET     "analytics/secret+key=="
 #define PEER_TOKEN "peer-token-0123456789abcdef"
-#define TOKEN "tok-analytics-0123456789"
+#define TOKEN      "tok-analytics-0123456789"
 
 static t_cluster tc;
-static h_env *files;                  /* the test's own files: tenants, data, outputs */
+static h_env *files; /* the test's own files: tenants, data, outputs */
 static char tenants[1024], cert[1024], key[1024];
 
 static int setup(void **state)
@@ -78,8 +78,9 @@ static int setup(void **state)
                "allow = s3://" BUCKET "/pub/\n"
                "public = true\n");
     fclose(f);
-    const char *extra[] = {"--tenants", tenants, "--peer-token", PEER_TOKEN, "--threads", "2",
-                           "--s3-api-port", "0", NULL};
+    const char *extra[] = {"--tenants",     tenants,     "--peer-token",
+                           PEER_TOKEN,      "--threads", "2",
+                           "--s3-api-port", "0",         NULL};
     t_cluster_start(&tc, "test_s3api_node", extra);
     return 0;
 }
@@ -122,10 +123,14 @@ static bool same_files(const char *a, const char *b)
     return system(cmd) == 0;
 }
 
-static const char *const aws_env_base[] = {"AWS_DEFAULT_REGION=us-east-1", "AWS_PAGER=",
-                                           "AWS_EC2_METADATA_DISABLED=true", "AWS_PROFILE",
-                                           "AWS_SESSION_TOKEN", "AWS_CONFIG_FILE=/dev/null",
-                                           "AWS_SHARED_CREDENTIALS_FILE=/dev/null", NULL};
+static const char *const aws_env_base[] = {"AWS_DEFAULT_REGION=us-east-1",
+                                           "AWS_PAGER=",
+                                           "AWS_EC2_METADATA_DISABLED=true",
+                                           "AWS_PROFILE",
+                                           "AWS_SESSION_TOKEN",
+                                           "AWS_CONFIG_FILE=/dev/null",
+                                           "AWS_SHARED_CREDENTIALS_FILE=/dev/null",
+                                           NULL};
 
 /* Runs awscli against the S3 API at ep with the tenant's keys (or secret). */
 static void aws_at(h_run_result *r, const char *ep, const char *secret, const char *const *args)
@@ -180,19 +185,24 @@ static void test_awscli(void **state)
 
     /* up: a multipart upload through n0; down through n1: not one S3 GET, the
      * blocks were placed on their owners from the parts n0 staged */
-    aws(r, 0, (const char *[]){"s3", "cp", "--only-show-errors", big, "s3://" BUCKET "/t/big.bin", NULL});
+    aws(r, 0,
+        (const char *[]){"s3", "cp", "--only-show-errors", big, "s3://" BUCKET "/t/big.bin", NULL});
     assert_int_equal(r->status, 0);
-    assert_true(h_s3model_count(tc.model, "POST", "/" BUCKET "/t/big.bin") >= 2); /* create, complete */
+    assert_true(h_s3model_count(tc.model, "POST", "/" BUCKET "/t/big.bin") >=
+                2); /* create, complete */
     assert_int_equal(h_s3model_reset(tc.model), 0);
-    aws(r, 1, (const char *[]){"s3", "cp", "--only-show-errors", "s3://" BUCKET "/t/big.bin", back, NULL});
+    aws(r, 1,
+        (const char *[]){"s3", "cp", "--only-show-errors", "s3://" BUCKET "/t/big.bin", back,
+                         NULL});
     assert_int_equal(r->status, 0);
     assert_true(same_files(big, back));
     assert_int_equal(t_s3_gets(&tc, "t/big.bin"), 0);
     assert_true(metric(1, "ringcached_s3api_bytes_served_total{source=\"peer\"}") > 0);
 
     /* one range, and the object's head */
-    aws(r, 2, (const char *[]){"s3api", "get-object", "--bucket", BUCKET, "--key", "t/big.bin",
-                               "--range", "bytes=1048500-1048699", part, NULL});
+    aws(r, 2,
+        (const char *[]){"s3api", "get-object", "--bucket", BUCKET, "--key", "t/big.bin", "--range",
+                         "bytes=1048500-1048699", part, NULL});
     assert_int_equal(r->status, 0);
     assert_non_null(strstr(r->out, "\"ContentRange\": \"bytes 1048500-1048699/"));
     char cmd[3000];
@@ -201,7 +211,8 @@ static void test_awscli(void **state)
     struct stat sb;
     assert_int_equal(stat(part, &sb), 0);
     assert_int_equal(sb.st_size, 200);
-    aws(r, 0, (const char *[]){"s3api", "head-object", "--bucket", BUCKET, "--key", "t/big.bin", NULL});
+    aws(r, 0,
+        (const char *[]){"s3api", "head-object", "--bucket", BUCKET, "--key", "t/big.bin", NULL});
     assert_int_equal(r->status, 0);
     char want[64];
     snprintf(want, sizeof want, "\"ContentLength\": %zu", big_size);
@@ -216,7 +227,8 @@ static void test_awscli(void **state)
     assert_non_null(strstr(r->out, "\"LocationConstraint\": null"));
     aws(r, 2, (const char *[]){"s3api", "head-bucket", "--bucket", BUCKET, NULL});
     assert_int_equal(r->status, 0);
-    aws(r, 2, (const char *[]){"s3api", "list-objects", "--bucket", BUCKET, "--prefix", "t/", NULL});
+    aws(r, 2,
+        (const char *[]){"s3api", "list-objects", "--bucket", BUCKET, "--prefix", "t/", NULL});
     assert_int_equal(r->status, 0);
     assert_non_null(strstr(r->out, "\"Key\": \"t/big.bin\""));
     aws(r, 2, (const char *[]){"s3api", "list-objects", "--bucket", BUCKET, NULL});
@@ -245,9 +257,12 @@ static void test_awscli(void **state)
         snprintf(name, sizeof name, "syncdir/f%d.dat", i);
         write_file(name, 3000 + (size_t)i * 100000, 20 + (uint64_t)i, p);
     }
-    aws(r, 0, (const char *[]){"s3", "sync", "--only-show-errors", dir, "s3://" BUCKET "/t/sync/", NULL});
+    aws(r, 0,
+        (const char *[]){"s3", "sync", "--only-show-errors", dir, "s3://" BUCKET "/t/sync/", NULL});
     assert_int_equal(r->status, 0);
-    aws(r, 2, (const char *[]){"s3", "sync", "--only-show-errors", "s3://" BUCKET "/t/sync/", dir2, NULL});
+    aws(r, 2,
+        (const char *[]){"s3", "sync", "--only-show-errors", "s3://" BUCKET "/t/sync/", dir2,
+                         NULL});
     assert_int_equal(r->status, 0);
     snprintf(cmd, sizeof cmd, "diff -r '%s' '%s'", dir, dir2);
     assert_int_equal(system(cmd), 0);
@@ -261,10 +276,14 @@ static void test_awscli(void **state)
     aws_at(r, ep, "not-the-secret", (const char *[]){"s3", "ls", "s3://" BUCKET "/t/", NULL});
     assert_int_not_equal(r->status, 0);
     assert_non_null(strstr(r->err, "SignatureDoesNotMatch"));
-    aws(r, 0, (const char *[]){"s3", "cp", "--only-show-errors", small, "s3://" BUCKET "/other/x.txt", NULL});
+    aws(r, 0,
+        (const char *[]){"s3", "cp", "--only-show-errors", small, "s3://" BUCKET "/other/x.txt",
+                         NULL});
     assert_int_not_equal(r->status, 0);
     assert_non_null(strstr(r->err, "AccessDenied"));
-    aws(r, 0, (const char *[]){"s3api", "get-object", "--bucket", BUCKET, "--key", "t/../other/x", part, NULL});
+    aws(r, 0,
+        (const char *[]){"s3api", "get-object", "--bucket", BUCKET, "--key", "t/../other/x", part,
+                         NULL});
     assert_int_not_equal(r->status, 0);
     assert_non_null(strstr(r->err, "AccessDenied"));
     assert_true(metric(0, "ringcached_forbidden_total") >= 3);
@@ -273,9 +292,11 @@ static void test_awscli(void **state)
     int64_t blocks_before = 0;
     for (int i = 0; i < T_NODES; i++)
         blocks_before += metric(i, "ringcached_blocks_stored");
-    aws(r, 0, (const char *[]){"s3", "rm", "--only-show-errors", "s3://" BUCKET "/t/big.bin", NULL});
+    aws(r, 0,
+        (const char *[]){"s3", "rm", "--only-show-errors", "s3://" BUCKET "/t/big.bin", NULL});
     assert_int_equal(r->status, 0);
-    aws(r, 1, (const char *[]){"s3api", "head-object", "--bucket", BUCKET, "--key", "t/big.bin", NULL});
+    aws(r, 1,
+        (const char *[]){"s3api", "head-object", "--bucket", BUCKET, "--key", "t/big.bin", NULL});
     assert_int_not_equal(r->status, 0);
     assert_non_null(strstr(r->err, "404"));
     int64_t blocks_after = 0;
@@ -285,14 +306,18 @@ static void test_awscli(void **state)
 
     /* HTTPS on a node with a certificate (awscli then signs UNSIGNED-PAYLOAD) */
     t_node tn;
-    const char *textra[] = {"--tenants", tenants, "--tls-cert", cert, "--tls-key", key,
-                            "--s3-api-port", "0", "--threads", "1", NULL};
+    const char *textra[] = {"--tenants",     tenants, "--tls-cert", cert, "--tls-key", key,
+                            "--s3-api-port", "0",     "--threads",  "1",  NULL};
     t_node_start(tc.env, &tn, "tls0", h_s3model_endpoint(tc.model), textra);
     char eps[64];
     snprintf(eps, sizeof eps, "https://127.0.0.1:%d", tn.s3api_port);
-    aws_at(r, eps, NULL, (const char *[]){"s3", "cp", "--only-show-errors", small, "s3://" BUCKET "/t/tls.txt", NULL});
+    aws_at(r, eps, NULL,
+           (const char *[]){"s3", "cp", "--only-show-errors", small, "s3://" BUCKET "/t/tls.txt",
+                            NULL});
     assert_int_equal(r->status, 0);
-    aws_at(r, eps, NULL, (const char *[]){"s3", "cp", "--only-show-errors", "s3://" BUCKET "/t/tls.txt", back, NULL});
+    aws_at(r, eps, NULL,
+           (const char *[]){"s3", "cp", "--only-show-errors", "s3://" BUCKET "/t/tls.txt", back,
+                            NULL});
     assert_int_equal(r->status, 0);
     assert_true(same_files(small, back));
     assert_int_equal(h_proc_stop(tn.proc, 15000), 0);
@@ -307,13 +332,15 @@ static void test_boto3(void **state)
     if (system("/usr/bin/python3 -c 'import boto3' >/dev/null 2>&1") != 0)
         h_skip("Debian's python3-boto3 is not installed; scripts/setup.sh installs it");
     char script[1024], ep[64], ep2[64];
-    assert_int_equal(h_source_path(script, sizeof script, "tests/integration/s3api/boto3_node.py"), 0);
+    assert_int_equal(h_source_path(script, sizeof script, "tests/integration/s3api/boto3_node.py"),
+                     0);
     endpoint_of(1, ep, sizeof ep);
     endpoint_of(2, ep2, sizeof ep2);
     const char *argv[] = {"/usr/bin/python3", script, ep, ep2, AKID, SECRET, BUCKET,
-                          h_env_dir(files), NULL};
-    const char *set[] = {"AWS_EC2_METADATA_DISABLED=true", "AWS_PROFILE", "AWS_CONFIG_FILE=/dev/null",
-                         "AWS_SHARED_CREDENTIALS_FILE=/dev/null", "PYTHONDONTWRITEBYTECODE=1", NULL};
+                          h_env_dir(files),   NULL};
+    const char *set[] = {"AWS_EC2_METADATA_DISABLED=true", "AWS_PROFILE",
+                         "AWS_CONFIG_FILE=/dev/null",      "AWS_SHARED_CREDENTIALS_FILE=/dev/null",
+                         "PYTHONDONTWRITEBYTECODE=1",      NULL};
     h_run_result *r = malloc(sizeof(*r));
     assert_non_null(r);
     assert_int_equal(h_run(files, r, argv, set), 0);
@@ -340,8 +367,9 @@ static void test_js_sdk(void **state)
         h_skip("@aws-sdk/client-s3 is not installed (npm ci installs it from package.json)");
     endpoint_of(0, ep, sizeof ep);
     const char *argv[] = {"node", script, ep, AKID, SECRET, BUCKET, NULL};
-    const char *set[] = {"AWS_EC2_METADATA_DISABLED=true", "AWS_PROFILE", "AWS_CONFIG_FILE=/dev/null",
-                         "AWS_SHARED_CREDENTIALS_FILE=/dev/null", NULL};
+    const char *set[] = {"AWS_EC2_METADATA_DISABLED=true", "AWS_PROFILE",
+                         "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null",
+                         NULL};
     int64_t parts = metric(0, "ringcached_s3api_requests_total{op=\"UploadPart\",code=\"200\"}");
     int64_t trailers = metric(0, "ringcached_s3api_body_checks_total{check=\"checksum_trailer\"}");
     int64_t headers = metric(0, "ringcached_s3api_body_checks_total{check=\"checksum_header\"}");
@@ -376,7 +404,8 @@ static void test_engine(void **state)
     char cli[1024], pq[1024];
     if (h_build_path(cli, sizeof cli, H_RINGCACHE_CLI) < 0)
         h_skip("the ringcache CLI is not built");
-    assert_int_equal(h_source_path(pq, sizeof pq, "tests/fuzz/corpus/parquet_footer/duck_snappy_V1.parquet"), 0);
+    assert_int_equal(
+        h_source_path(pq, sizeof pq, "tests/fuzz/corpus/parquet_footer/duck_snappy_V1.parquet"), 0);
     FILE *f = fopen(pq, "rb");
     assert_non_null(f);
     static unsigned char buf[1 << 20];
@@ -387,14 +416,19 @@ static void test_engine(void **state)
     t_put_direct(&tc, "t/pq/b.parquet", buf, n, NULL);
     char url[256], ep[64];
     endpoint_of(2, ep, sizeof ep);
-    snprintf(url, sizeof url, "SELECT id, i32, d FROM s3('%s/" BUCKET "/t/pq/*.parquet') ORDER BY id, i32", ep);
+    snprintf(url, sizeof url,
+             "SELECT id, i32, d FROM s3('%s/" BUCKET "/t/pq/*.parquet') ORDER BY id, i32", ep);
     h_run_result *a = malloc(sizeof(*a)), *b = malloc(sizeof(*b));
     assert_non_null(a);
     assert_non_null(b);
     const char *argv1[] = {cli, "query", "--format", "TSVWithNames", url, NULL};
-    const char *set1[] = {"AWS_ACCESS_KEY_ID=" AKID, "AWS_SECRET_ACCESS_KEY=" SECRET,
-                          "AWS_REGION=us-east-1", "AWS_ENDPOINT_URL", "RINGCACHE_CACHE",
-                          "AWS_PROFILE", NULL};
+    const char *set1[] = {"AWS_ACCESS_KEY_ID=" AKID,
+                          "AWS_SECRET_ACCESS_KEY=" SECRET,
+                          "AWS_REGION=us-east-1",
+                          "AWS_ENDPOINT_URL",
+                          "RINGCACHE_CACHE",
+                          "AWS_PROFILE",
+                          NULL};
     assert_int_equal(h_run(files, a, argv1, set1), 0);
     if (a->status != 0)
         fprintf(stderr, "query through the S3 API: %s\n", a->err);
@@ -402,11 +436,17 @@ static void test_engine(void **state)
     char cache[600], s3ep[300];
     snprintf(cache, sizeof cache, "RINGCACHE_CACHE=%s", tc.members);
     snprintf(s3ep, sizeof s3ep, "AWS_ENDPOINT_URL=%s", h_s3model_endpoint(tc.model));
-    const char *sql2 = "SELECT id, i32, d FROM s3('s3://" BUCKET "/t/pq/*.parquet') ORDER BY id, i32";
+    const char *sql2 =
+        "SELECT id, i32, d FROM s3('s3://" BUCKET "/t/pq/*.parquet') ORDER BY id, i32";
     const char *argv2[] = {cli, "query", "--format", "TSVWithNames", sql2, NULL};
-    const char *set2[] = {"AWS_ACCESS_KEY_ID=S3RVER", "AWS_SECRET_ACCESS_KEY=S3RVER",
-                          "AWS_REGION=us-east-1", s3ep, cache, "RINGCACHE_TOKEN=" TOKEN,
-                          "AWS_PROFILE", NULL};
+    const char *set2[] = {"AWS_ACCESS_KEY_ID=S3RVER",
+                          "AWS_SECRET_ACCESS_KEY=S3RVER",
+                          "AWS_REGION=us-east-1",
+                          s3ep,
+                          cache,
+                          "RINGCACHE_TOKEN=" TOKEN,
+                          "AWS_PROFILE",
+                          NULL};
     assert_int_equal(h_run(files, b, argv2, set2), 0);
     if (b->status != 0)
         fprintf(stderr, "query through --cache: %s\n", b->err);
@@ -440,11 +480,21 @@ static void test_six_cold_readers(void **state)
         snprintf(name, sizeof name, "six%d.out", i);
         path_of(name, outs[i]);
         endpoint_of(i % T_NODES, ep, sizeof ep);
-        char *argv[] = {"/usr/bin/aws", "--endpoint-url", ep, "s3", "cp", "--only-show-errors",
-                        "s3://" BUCKET "/t/six/cold.bin", outs[i], NULL};
-        char *envp[] = {"AWS_ACCESS_KEY_ID=" AKID, "AWS_SECRET_ACCESS_KEY=" SECRET,
-                        "AWS_DEFAULT_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true",
-                        "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null",
+        char *argv[] = {"/usr/bin/aws",
+                        "--endpoint-url",
+                        ep,
+                        "s3",
+                        "cp",
+                        "--only-show-errors",
+                        "s3://" BUCKET "/t/six/cold.bin",
+                        outs[i],
+                        NULL};
+        char *envp[] = {"AWS_ACCESS_KEY_ID=" AKID,
+                        "AWS_SECRET_ACCESS_KEY=" SECRET,
+                        "AWS_DEFAULT_REGION=us-east-1",
+                        "AWS_EC2_METADATA_DISABLED=true",
+                        "AWS_CONFIG_FILE=/dev/null",
+                        "AWS_SHARED_CREDENTIALS_FILE=/dev/null",
                         NULL};
         snprintf(name, sizeof name, "aws-six%d", i);
         assert_int_equal(h_proc_start(files, &p[i], name, argv, envp, NULL, 0), 0);
@@ -529,15 +579,16 @@ static void test_malformed(void **state)
     int fd, st;
     /* a Content-Length shorter than the body: the rest is the next request, malformed */
     fd = raw_connect(port);
-    const char *lying = "PUT /" BUCKET "/pub/lie.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n"
-                        "helloGARBAGE that is no request\r\n\r\n";
+    const char *lying =
+        "PUT /" BUCKET "/pub/lie.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n"
+        "helloGARBAGE that is no request\r\n\r\n";
     send_all(fd, lying, strlen(lying));
     size_t got = 0;
     for (ssize_t k; got + 1 < sizeof buf && (k = recv(fd, buf + got, sizeof buf - 1 - got, 0)) > 0;)
         got += (size_t)k; /* until the node closes */
     buf[got] = '\0';
     char *ok200 = strstr(buf, "HTTP/1.1 200"), *bad400 = strstr(buf, "HTTP/1.1 400");
-    assert_non_null(ok200); /* the PUT of 5 bytes */
+    assert_non_null(ok200);  /* the PUT of 5 bytes */
     assert_non_null(bad400); /* then the garbage */
     assert_true(bad400 > ok200);
     close(fd);
@@ -581,8 +632,10 @@ static void test_malformed(void **state)
     free(batch);
     sleep(1);
     int64_t rss1 = t_node_rss_kib(&on);
-    fprintf(stderr, "pipelined: %d requests sent before the node stopped reading, RSS %" PRId64
-                    " -> %" PRId64 " KiB\n", sent, rss0, rss1);
+    fprintf(stderr,
+            "pipelined: %d requests sent before the node stopped reading, RSS %" PRId64
+            " -> %" PRId64 " KiB\n",
+            sent, rss0, rss1);
     assert_true(rss1 - rss0 < 64 * 1024);
     close(fd);
     /* a node at its connection limit sheds load as S3 does: 503 SlowDown in
@@ -600,7 +653,8 @@ static void test_malformed(void **state)
     fd = raw_connect(bn.s3api_port);
     send_all(fd, req, rl);
     size_t bgot = 0;
-    for (ssize_t k; bgot + 1 < sizeof buf && (k = recv(fd, buf + bgot, sizeof buf - 1 - bgot, 0)) > 0;)
+    for (ssize_t k;
+         bgot + 1 < sizeof buf && (k = recv(fd, buf + bgot, sizeof buf - 1 - bgot, 0)) > 0;)
         bgot += (size_t)k; /* until the node closes */
     buf[bgot] = '\0';
     assert_int_equal(strncmp(buf, "HTTP/1.1 503", 12), 0);
@@ -636,7 +690,7 @@ static void test_replaced_mid_answer(void **state)
 {
     (void)state;
     t_node on;
-    const char *oextra[] = {"--s3-api-port", "0", "--threads", "1", "--s3-api-domain",
+    const char *oextra[] = {"--s3-api-port",       "0", "--threads", "1", "--s3-api-domain",
                             "s3.example.internal", NULL};
     t_node_start(tc.env, &on, "cut0", h_s3model_endpoint(tc.model), oextra);
     size_t size = 48u << 20;
@@ -674,9 +728,9 @@ static void test_replaced_mid_answer(void **state)
     while (n < size && (k = recv(fd, got + n, size - n, 0)) > 0)
         n += (size_t)k;
     fprintf(stderr, "replaced mid-answer: %zu of %zu bytes sent before the cut\n", n, size);
-    assert_true(n < size);                 /* cut, */
-    assert_int_equal(k, 0);                /* by the node closing, not a time-out */
-    assert_memory_equal(got, a, n);        /* and nothing of the new version */
+    assert_true(n < size);          /* cut, */
+    assert_int_equal(k, 0);         /* by the node closing, not a time-out */
+    assert_memory_equal(got, a, n); /* and nothing of the new version */
     close(fd);
 
     /* the new version, virtual-hosted style (the bucket in Host, a --s3-api-domain) */
@@ -724,11 +778,22 @@ static void test_node_killed(void **state)
     assert_int_equal(h_s3model_config(tc.model, 20, 40), 0);
     char ep[64];
     endpoint_of(0, ep, sizeof ep);
-    char *argv[] = {"/usr/bin/aws", "--endpoint-url", ep, "s3", "cp", "--only-show-errors",
-                    "s3://" BUCKET "/t/kill/obj.bin", out, NULL};
-    char *envp[] = {"AWS_ACCESS_KEY_ID=" AKID, "AWS_SECRET_ACCESS_KEY=" SECRET,
-                    "AWS_DEFAULT_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true",
-                    "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null", NULL};
+    char *argv[] = {"/usr/bin/aws",
+                    "--endpoint-url",
+                    ep,
+                    "s3",
+                    "cp",
+                    "--only-show-errors",
+                    "s3://" BUCKET "/t/kill/obj.bin",
+                    out,
+                    NULL};
+    char *envp[] = {"AWS_ACCESS_KEY_ID=" AKID,
+                    "AWS_SECRET_ACCESS_KEY=" SECRET,
+                    "AWS_DEFAULT_REGION=us-east-1",
+                    "AWS_EC2_METADATA_DISABLED=true",
+                    "AWS_CONFIG_FILE=/dev/null",
+                    "AWS_SHARED_CREDENTIALS_FILE=/dev/null",
+                    NULL};
     h_proc *p;
     assert_int_equal(h_proc_start(files, &p, "aws-kill", argv, envp, NULL, 0), 0);
     /* kill n2 once n0 has served part of the object */

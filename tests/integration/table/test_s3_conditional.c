@@ -70,8 +70,8 @@ static void expect_body(s3_sync *s, const char *key, const void *want, size_t le
 {
     char *buf = malloc(len + 16);
     s3_error err;
-    s3_sync_get_args g = {.bucket = bucket, .key = key, .fd = -1, .buf = buf, .cap = len + 16,
-                          .parallel = 1};
+    s3_sync_get_args g = {
+        .bucket = bucket, .key = key, .fd = -1, .buf = buf, .cap = len + 16, .parallel = 1};
     assert_int_equal(s3_sync_get(s, &g, &err), (int64_t)len);
     assert_memory_equal(buf, want, len);
     free(buf);
@@ -175,9 +175,9 @@ static void test_eight_writers_one_key(void **state)
     s3_write_cond cond = {.if_none_match = true};
     for (int i = 0; i < 8; i++) {
         snprintf(bodies[i], sizeof(bodies[i]), "writer-%d", i);
-        assert_int_equal(s3_put_cond(c, bucket, "cond/race", bodies[i], strlen(bodies[i]),
-                                     &cond, race_cb, &r),
-                         0);
+        assert_int_equal(
+            s3_put_cond(c, bucket, "cond/race", bodies[i], strlen(bodies[i]), &cond, race_cb, &r),
+            0);
     }
     while (r.done < 8)
         event_base_loop(base, EVLOOP_ONCE);

@@ -269,8 +269,8 @@ static void test_merge_loses_input(void **state)
     out.level = 1;
     out.min_block = 1;
     out.max_block = 2;
-    tb_commit c = {.kind = TB_COMMIT_MERGE, .add = &out, .n_add = 1, .remove = inputs,
-                   .n_remove = 2};
+    tb_commit c = {
+        .kind = TB_COMMIT_MERGE, .add = &out, .n_add = 1, .remove = inputs, .n_remove = 2};
     assert_int_equal(tb_commit_run(t2, &c, &r, err, sizeof(err)), 0);
     assert_int_equal(r.version, 3);
     /* t1 has not seen it and merges the same inputs: refused */
@@ -298,7 +298,7 @@ static void test_merge_loses_input(void **state)
 
 typedef struct {
     int calls;
-    int fake;        /* what the first PUT reports */
+    int fake; /* what the first PUT reports */
 } hook_state;
 
 static int lose_answer(void *arg, const char *key, int rc)
@@ -435,9 +435,9 @@ static void test_merges_on_s3(void **state)
         for (int i = 0; i < 15; i++) {
             tb_part_add add;
             uint64_t first = replacing ? (uint64_t)(i % 3) * 500 : (uint64_t)i * 1000;
-            assert_int_equal(tt_write_part(t, "all", first, 1, 1000, i * 10000, name, &add, err,
-                                           sizeof(err)),
-                             0);
+            assert_int_equal(
+                tt_write_part(t, "all", first, 1, 1000, i * 10000, name, &add, err, sizeof(err)),
+                0);
             tb_commit c = {.kind = TB_COMMIT_INSERT, .add = &add, .n_add = 1};
             assert_int_equal(tb_commit_run(t, &c, &r, err, sizeof(err)), 0);
         }

@@ -163,12 +163,15 @@ static void test_two_processes_race(void **state)
 
 /* ---- kill -9 ------------------------------------------------------------------ */
 
-#define KILLS 20
+#define KILLS            20
 #define PARTS_PER_INSERT 4
-#define ROWS 300
+#define ROWS             300
 
 /* every 3rd insert streams one part big enough for a multipart upload */
-static uint64_t rows_of(int k, int j) { return (k % 3 == 0 && j == 1) ? 1000000 : ROWS; }
+static uint64_t rows_of(int k, int j)
+{
+    return (k % 3 == 0 && j == 1) ? 1000000 : ROWS;
+}
 
 static void insert_all(tb_table *t, int k, bool quiet_fail)
 {
@@ -288,8 +291,8 @@ static void test_flipped_byte_on_s3(void **state)
     s3_error e;
     assert_int_equal(s3_sync_head(ss, o.bucket, key, &info, &e), 0);
     uint8_t *buf = malloc(info.size);
-    s3_sync_get_args g = {.bucket = o.bucket, .key = key, .fd = -1, .buf = buf,
-                          .cap = info.size, .parallel = 1};
+    s3_sync_get_args g = {
+        .bucket = o.bucket, .key = key, .fd = -1, .buf = buf, .cap = info.size, .parallel = 1};
     assert_int_equal(s3_sync_get(ss, &g, &e), (int64_t)info.size);
     uint32_t flen = tp__get32(buf + info.size - TP_TAIL_SIZE);
     tp__footer f;
@@ -301,17 +304,15 @@ static void test_flipped_byte_on_s3(void **state)
     uint32_t bad_block = f.cols[2].n_blocks - 1;
     tp__footer_free(&f);
     buf[blk.offset + blk.comp_len / 2] ^= 0x10;
-    s3_sync_put_args p = {.bucket = o.bucket, .key = key, .fd = -1, .data = buf,
-                          .size = info.size};
+    s3_sync_put_args p = {.bucket = o.bucket, .key = key, .fd = -1, .data = buf, .size = info.size};
     assert_int_equal(s3_sync_put(ss, &p, NULL, &e), 0);
     rs_source *src;
     tp_reader *r;
     assert_int_equal(tb_part_open(t, name, &src, &r, err, sizeof(err)), 0);
     uint32_t col = 2;
     cb_batch *b;
-    assert_int_equal(tp_reader_read(r, &col, 1, 0, tp_reader_meta(r)->granules, &b, err,
-                                    sizeof(err)),
-                     -EBADMSG);
+    assert_int_equal(
+        tp_reader_read(r, &col, 1, 0, tp_reader_meta(r)->granules, &b, err, sizeof(err)), -EBADMSG);
     char want[64];
     snprintf(want, sizeof(want), "block %u", bad_block);
     assert_non_null(strstr(err, name));
@@ -319,9 +320,8 @@ static void test_flipped_byte_on_s3(void **state)
     assert_non_null(strstr(err, want));
     /* the other columns still read */
     col = 0;
-    assert_int_equal(tp_reader_read(r, &col, 1, 0, tp_reader_meta(r)->granules, &b, err,
-                                    sizeof(err)),
-                     0);
+    assert_int_equal(
+        tp_reader_read(r, &col, 1, 0, tp_reader_meta(r)->granules, &b, err, sizeof(err)), 0);
     cb_batch_destroy(&b);
     tp_reader_destroy(&r);
     rs_destroy(&src);

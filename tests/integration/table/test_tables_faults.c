@@ -34,9 +34,9 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#define KILLS 24
+#define KILLS       24
 #define MERGE_KILLS 12
-#define ROWS 60000
+#define ROWS        60000
 
 static h_env *env;
 static h_s3 *s3;
@@ -81,10 +81,13 @@ static uint64_t rnd(void)
     return seed >> 11;
 }
 
-static char *cli_env[] = {"AWS_ACCESS_KEY_ID=S3RVER", "AWS_SECRET_ACCESS_KEY=S3RVER",
-                          "AWS_REGION=us-east-1", ep,
+static char *cli_env[] = {"AWS_ACCESS_KEY_ID=S3RVER",
+                          "AWS_SECRET_ACCESS_KEY=S3RVER",
+                          "AWS_REGION=us-east-1",
+                          ep,
                           "RINGCACHE_WAREHOUSE=s3://" H_S3_DEFAULT_BUCKET "/wh/",
-                          "RINGCACHE_CACHE=", NULL};
+                          "RINGCACHE_CACHE=",
+                          NULL};
 
 static h_run_result rr;
 
@@ -133,7 +136,8 @@ static double now_ms(void)
 
 static void sleep_ms(double ms)
 {
-    struct timespec ts = {(time_t)(ms / 1000), (long)((ms - (double)(time_t)(ms / 1000) * 1000) * 1e6)};
+    struct timespec ts = {(time_t)(ms / 1000),
+                          (long)((ms - (double)(time_t)(ms / 1000) * 1000) * 1e6)};
     nanosleep(&ts, NULL);
 }
 
@@ -145,11 +149,14 @@ static void test_kill9_insert(void **state)
     snprintf(want_all, sizeof(want_all), "%d\t%lld\n", ROWS, (long long)ROWS * (ROWS - 1) / 2);
     /* how long one takes, on a table of its own */
     ok("CREATE TABLE probe (k UInt64, g UInt8, s String) ENGINE = MergeTree ORDER BY k "
-       "PARTITION BY g", NULL);
+       "PARTITION BY g",
+       NULL);
     char ins[8192];
-    snprintf(ins, sizeof(ins), "INSERT INTO probe SELECT * FROM file('%s', 'CSV') SETTINGS "
-                               "insert_deduplication_token = 'probe', max_insert_threads = 2, "
-                               "min_insert_block_size_rows = 5000", csv);
+    snprintf(ins, sizeof(ins),
+             "INSERT INTO probe SELECT * FROM file('%s', 'CSV') SETTINGS "
+             "insert_deduplication_token = 'probe', max_insert_threads = 2, "
+             "min_insert_block_size_rows = 5000",
+             csv);
     double t0 = now_ms();
     h_proc *pp = start("probe", ins);
     assert_int_equal(h_proc_wait(pp, 120000), 0);
@@ -158,8 +165,10 @@ static void test_kill9_insert(void **state)
     int finished = 0, committed = 0;
     for (int i = 0; i < KILLS; i++) {
         char sql[8192];
-        snprintf(sql, sizeof(sql), "CREATE TABLE k%d (k UInt64, g UInt8, s String) ENGINE = "
-                                   "MergeTree ORDER BY k PARTITION BY g", i);
+        snprintf(sql, sizeof(sql),
+                 "CREATE TABLE k%d (k UInt64, g UInt8, s String) ENGINE = "
+                 "MergeTree ORDER BY k PARTITION BY g",
+                 i);
         ok(sql, NULL);
         snprintf(ins, sizeof(ins),
                  "INSERT INTO k%d SELECT * FROM file('%s', 'CSV') SETTINGS "
@@ -197,19 +206,25 @@ static void test_kill9_merge(void **state)
 {
     (void)state;
     ok("CREATE TABLE mg (k UInt64, g UInt8, s String) ENGINE = MergeTree ORDER BY k "
-       "PARTITION BY g", NULL);
+       "PARTITION BY g",
+       NULL);
     char ins[8192];
-    snprintf(ins, sizeof(ins), "INSERT INTO mg SELECT * FROM file('%s', 'CSV') SETTINGS "
-                               "min_insert_block_size_rows = 4000", csv);
+    snprintf(ins, sizeof(ins),
+             "INSERT INTO mg SELECT * FROM file('%s', 'CSV') SETTINGS "
+             "min_insert_block_size_rows = 4000",
+             csv);
     ok(ins, NULL);
     ok("SELECT count() FROM system.parts WHERE table = 'mg' AND active", NULL);
     assert_true(atoi(rr.out) >= 40);
     double t0 = now_ms();
     ok("CREATE TABLE mprobe (k UInt64, g UInt8, s String) ENGINE = MergeTree ORDER BY k "
-       "PARTITION BY g", NULL);
+       "PARTITION BY g",
+       NULL);
     char probe[8192];
-    snprintf(probe, sizeof(probe), "INSERT INTO mprobe SELECT * FROM file('%s', 'CSV') SETTINGS "
-                                   "min_insert_block_size_rows = 4000", csv);
+    snprintf(probe, sizeof(probe),
+             "INSERT INTO mprobe SELECT * FROM file('%s', 'CSV') SETTINGS "
+             "min_insert_block_size_rows = 4000",
+             csv);
     ok(probe, NULL);
     t0 = now_ms();
     ok("OPTIMIZE TABLE mprobe FINAL", NULL);
@@ -223,8 +238,7 @@ static void test_kill9_merge(void **state)
         ok("SELECT count(), sum(k) FROM mg", want_all);
     }
     ok("OPTIMIZE TABLE mg FINAL", NULL);
-    ok("SELECT count(), sum(rows) FROM system.parts WHERE table = 'mg' AND active",
-       "4\t60000\n");
+    ok("SELECT count(), sum(rows) FROM system.parts WHERE table = 'mg' AND active", "4\t60000\n");
     ok("SELECT count(), sum(k) FROM mg", want_all);
 }
 
@@ -236,11 +250,13 @@ static void test_two_writers(void **state)
     uint64_t want = 0, rows = 0;
     for (int round = 0; round < 4; round++) {
         /* different rows for each writer and round: nothing to deduplicate */
-        snprintf(a, sizeof(a), "INSERT INTO two SELECT c1 + %d, 1 FROM file('%s', 'CSV') "
-                               "SETTINGS min_insert_block_size_rows = 10000",
+        snprintf(a, sizeof(a),
+                 "INSERT INTO two SELECT c1 + %d, 1 FROM file('%s', 'CSV') "
+                 "SETTINGS min_insert_block_size_rows = 10000",
                  round * 2 * ROWS, csv);
-        snprintf(b, sizeof(b), "INSERT INTO two SELECT c1 + %d, 2 FROM file('%s', 'CSV') "
-                               "SETTINGS min_insert_block_size_rows = 10000",
+        snprintf(b, sizeof(b),
+                 "INSERT INTO two SELECT c1 + %d, 2 FROM file('%s', 'CSV') "
+                 "SETTINGS min_insert_block_size_rows = 10000",
                  (round * 2 + 1) * ROWS, csv);
         h_proc *pa = start("writer_a", a), *pb = start("writer_b", b);
         int sa = h_proc_wait(pa, 120000), sb = h_proc_wait(pb, 120000);
@@ -256,8 +272,8 @@ static void test_two_writers(void **state)
         rows += 2 * ROWS;
     }
     char w[64];
-    snprintf(w, sizeof(w), "%llu\t%llu\t%llu\n", (unsigned long long)rows,
-             (unsigned long long)want, (unsigned long long)rows);
+    snprintf(w, sizeof(w), "%llu\t%llu\t%llu\n", (unsigned long long)rows, (unsigned long long)want,
+             (unsigned long long)rows);
     ok("SELECT count(), sum(k), uniqExact(k) FROM two", w);
     /* the versions: 0 (CREATE), then one per insert, none missing, none twice */
     s3_config cfg;
@@ -304,12 +320,18 @@ static void test_flipped_byte_and_ragged_source(void **state)
     assert_int_equal(s3_sync_head(s, H_S3_DEFAULT_BUCKET, key, &oi, &e), 0);
     uint8_t *buf = malloc(oi.size);
     assert_non_null(buf);
-    s3_sync_get_args ga = {.bucket = H_S3_DEFAULT_BUCKET, .key = key, .fd = -1, .buf = buf,
-                           .cap = oi.size, .offset = 0, .length = oi.size, .parallel = 1};
+    s3_sync_get_args ga = {.bucket = H_S3_DEFAULT_BUCKET,
+                           .key = key,
+                           .fd = -1,
+                           .buf = buf,
+                           .cap = oi.size,
+                           .offset = 0,
+                           .length = oi.size,
+                           .parallel = 1};
     assert_int_equal(s3_sync_get(s, &ga, &e), (int64_t)oi.size);
     buf[oi.size / 3] ^= 0x40;
-    s3_sync_put_args pa = {.bucket = H_S3_DEFAULT_BUCKET, .key = key, .fd = -1, .data = buf,
-                           .size = oi.size};
+    s3_sync_put_args pa = {
+        .bucket = H_S3_DEFAULT_BUCKET, .key = key, .fd = -1, .data = buf, .size = oi.size};
     assert_int_equal(s3_sync_put(s, &pa, NULL, &e), 0);
     free(buf);
     s3_sync_destroy(&s);

@@ -73,8 +73,12 @@ static int run_at(const tb_wh *w, const char *sql, char **out, char *err, size_t
     size_t len = 0;
     FILE *f = open_memstream(out, &len);
     assert_non_null(f);
-    eng_ctx ctx = {.out = f, .format = ENG_FMT_TSV, .max_threads = 2, .warehouse = w,
-                   .input = g_input, .input_len = g_input_len};
+    eng_ctx ctx = {.out = f,
+                   .format = ENG_FMT_TSV,
+                   .max_threads = 2,
+                   .warehouse = w,
+                   .input = g_input,
+                   .input_len = g_input_len};
     int rc = eng_run(&ctx, sql, strlen(sql), NULL, res, err, errlen);
     fclose(f);
     return rc;
@@ -171,7 +175,8 @@ static void test_ddl_and_catalog(void **state)
     free(out);
     fails("SELECT * FROM nosuch", "table default.nosuch does not exist", "UNKNOWN_TABLE");
     fails("INSERT INTO nosuch VALUES (1)", "does not exist");
-    fails("SELECT * FROM system.nosuch", "system.tables, system.columns, system.parts and system.clusters");
+    fails("SELECT * FROM system.nosuch",
+          "system.tables, system.columns, system.parts and system.clusters");
     free(q("DROP TABLE t2"));
     q_is("t1\n", "SHOW TABLES");
     fails("DROP TABLE t2", "does not exist");
@@ -190,8 +195,9 @@ static void test_insert_values_format_and_conversions(void **state)
          "3\tc\t2020-01-02\t2020-01-02 03:04:05\t1950-01-01\tab\\0\t12.34\ttrue\t-5\n",
          "SELECT * FROM t1 ORDER BY id");
     /* FORMAT: the data after the statement, and the caller's buffer */
-    free(q("INSERT INTO t1 (id, s, d) FORMAT JSONEachRow\n"
-           "{\"id\": 10, \"s\": \"j\", \"d\": \"2022-01-01\"}\n{\"id\": 11, \"d\": \"2022-01-02\"}\n"));
+    free(q(
+        "INSERT INTO t1 (id, s, d) FORMAT JSONEachRow\n"
+        "{\"id\": 10, \"s\": \"j\", \"d\": \"2022-01-01\"}\n{\"id\": 11, \"d\": \"2022-01-02\"}\n"));
     static const char csv[] = "id,d,n\n12,2022-02-02,7\n13,2022-02-03,\\N\n";
     g_input = csv;
     g_input_len = sizeof(csv) - 1;
@@ -206,8 +212,8 @@ static void test_insert_values_format_and_conversions(void **state)
          "SELECT id, s, n FROM t1 WHERE id >= 10 ORDER BY id");
     q_is("8\n", "SELECT count() FROM t1");
     /* impossible conversions: an error naming column and row, nothing committed */
-    fails("INSERT INTO t1 (id, d) VALUES (20, '2020-01-01'), (21, 'soon')",
-          "row 2", "column d (Date)", "soon", "nothing of this INSERT was committed");
+    fails("INSERT INTO t1 (id, d) VALUES (20, '2020-01-01'), (21, 'soon')", "row 2",
+          "column d (Date)", "soon", "nothing of this INSERT was committed");
     fails("INSERT INTO t1 (id, d, f) VALUES (22, '2020-01-01', 'toolong')", "column f",
           "FixedString(3)");
     fails("INSERT INTO t1 (id, d, dec) VALUES (23, '2020-01-01', 123456789012)", "column dec",
@@ -241,7 +247,8 @@ static void test_tables_in_composed_queries(void **state)
          "SELECT c.id, b.n, b.d FROM tc AS c LEFT JOIN (SELECT id, count() AS n, any(d) AS d "
          "FROM t1 GROUP BY id) AS b USING (id) ORDER BY c.id");
     fails("INSERT INTO tc SELECT 7, '2020-01-01' FROM t1 LIMIT 1 UNION ALL SELECT 8, "
-          "'2020-01-01' FROM t1 LIMIT 1", "UNION ALL is not supported in INSERT");
+          "'2020-01-01' FROM t1 LIMIT 1",
+          "UNION ALL is not supported in INSERT");
     q_is("3\n", "SELECT count() FROM tc");
     free(q("DROP TABLE tc"));
 }
@@ -270,7 +277,7 @@ static void test_dedup_truncate_optimize(void **state)
     free(q("OPTIMIZE TABLE d FINAL"));
     q_is("3\t10\n", "SELECT count(), sum(rows) FROM system.parts WHERE table = 'd' AND active");
     q_is("1\t3\n", "SELECT min(level), count() FROM system.parts WHERE table = 'd' AND active "
-         "AND level >= 1");
+                   "AND level >= 1");
     q_is("8\n", "SELECT count() FROM system.parts WHERE table = 'd' AND NOT active");
     q_is("10\t34\n", "SELECT count(), sum(k) FROM d");
     free(q("TRUNCATE TABLE d"));
@@ -299,8 +306,9 @@ static void test_replacing_merge_tree(void **state)
 static void test_limits(void **state)
 {
     (void)state;
-    free(q("CREATE TABLE m (k UInt64, s String) ENGINE = MergeTree ORDER BY k "
-           "SETTINGS parts_to_delay_insert = 2, parts_to_throw_insert = 3, max_delay_to_insert = 0"));
+    free(q(
+        "CREATE TABLE m (k UInt64, s String) ENGINE = MergeTree ORDER BY k "
+        "SETTINGS parts_to_delay_insert = 2, parts_to_throw_insert = 3, max_delay_to_insert = 0"));
     for (int i = 0; i < 3; i++)
         free(q("INSERT INTO m VALUES (%d, 'x')", i));
     fails("INSERT INTO m VALUES (9, 'y')", "Too many parts (3 with average size of",
@@ -342,8 +350,9 @@ static void test_insert_memory_budget(void **state)
     const uint64_t block = 16u << 20;
     eng_result res;
     char ins[512];
-    snprintf(ins, sizeof(ins), "INSERT INTO dst SELECT * FROM src SETTINGS max_insert_threads = 2, "
-                               "min_insert_block_size_rows = 0, min_insert_block_size_bytes = %llu",
+    snprintf(ins, sizeof(ins),
+             "INSERT INTO dst SELECT * FROM src SETTINGS max_insert_threads = 2, "
+             "min_insert_block_size_rows = 0, min_insert_block_size_bytes = %llu",
              (unsigned long long)block);
     out = NULL;
     assert_int_equal(run_at(&wh, ins, &out, err, sizeof(err), &res), 0);

@@ -12,16 +12,23 @@
 static tp_column_def tt_cols[3] = {
     {.name = "id", .info = {.type = CB_UINT64}, .codec = TP_CODEC_LZ4},
     {.name = "ver", .info = {.type = CB_INT64}, .codec = TP_CODEC_LZ4},
-    {.name = "s", .info = {.type = CB_STRING}, .nullable = true, .codec = TP_CODEC_ZSTD,
+    {.name = "s",
+     .info = {.type = CB_STRING},
+     .nullable = true,
+     .codec = TP_CODEC_ZSTD,
      .level = 1},
 };
 static uint32_t tt_key[1] = {0};
 
 tb_schema tt_schema(bool replacing)
 {
-    tb_schema s = {.n_cols = 3, .cols = tt_cols, .n_key = 1, .key_cols = tt_key,
+    tb_schema s = {.n_cols = 3,
+                   .cols = tt_cols,
+                   .n_key = 1,
+                   .key_cols = tt_key,
                    .engine = replacing ? "ReplacingMergeTree" : "MergeTree",
-                   .version_col = replacing ? 1 : -1, .index_granularity = 1024,
+                   .version_col = replacing ? 1 : -1,
+                   .index_granularity = 1024,
                    .schema_version = 1};
     return s;
 }
@@ -42,17 +49,23 @@ void tt_opts(tb_table_opts *o, const char *endpoint, const char *root, bool writ
 }
 
 int tt_write_part(const tb_table *t, const char *partition, uint64_t first, uint64_t step,
-                  uint32_t n, int64_t ver_base, char name[TB_NAME_MAX], tb_part_add *add,
-                  char *err, size_t errlen)
+                  uint32_t n, int64_t ver_base, char name[TB_NAME_MAX], tb_part_add *add, char *err,
+                  size_t errlen)
 {
     tb_upload *u;
     int rc = tb_upload_create(&u, t, partition, 0, err, errlen);
     if (rc < 0)
         return rc;
     tb_schema sc = tt_schema(false);
-    tp_writer_opts wo = {.part_name = tb_upload_name(u), .cols = sc.cols, .n_cols = 3,
-                         .key_cols = sc.key_cols, .n_key = 1, .index_granularity = 1024,
-                         .input_sorted = true, .write = tb_upload_write, .write_arg = u};
+    tp_writer_opts wo = {.part_name = tb_upload_name(u),
+                         .cols = sc.cols,
+                         .n_cols = 3,
+                         .key_cols = sc.key_cols,
+                         .n_key = 1,
+                         .index_granularity = 1024,
+                         .input_sorted = true,
+                         .write = tb_upload_write,
+                         .write_arg = u};
     tp_writer *w;
     if ((rc = tp_writer_create(&w, &wo, err, errlen)) < 0) {
         tb_upload_destroy(&u);

@@ -24,8 +24,8 @@ void tt_opts(tb_table_opts *o, const char *endpoint, const char *root, bool writ
  * request (name/partition point into static-lifetime copies owned by the
  * caller's `names` buffer of TB_NAME_MAX). 0 or -errno (err says why). */
 int tt_write_part(const tb_table *t, const char *partition, uint64_t first, uint64_t step,
-                  uint32_t n, int64_t ver_base, char name[TB_NAME_MAX], tb_part_add *add,
-                  char *err, size_t errlen);
+                  uint32_t n, int64_t ver_base, char name[TB_NAME_MAX], tb_part_add *add, char *err,
+                  size_t errlen);
 
 /* Reads every active part of a snapshot: total rows, and the sum and xor of
  * the ids (to compare with what was inserted). 0 or -errno. */

@@ -282,7 +282,8 @@ static void test_endpoints(void **state)
     assert_non_null(strstr(r.body, "\nringcached_hits_total{tier=\"ram\"} 42\n"));
     assert_non_null(strstr(r.body, "\nringcached_hits_total{tier=\"ssd\"} 5\n"));
     assert_non_null(strstr(r.body, "\nringcached_io_inflight 3\n"));
-    assert_non_null(strstr(r.body, "ringcached_request_seconds_bucket{op=\"get\",le=\"0.00025\"} 1\n"));
+    assert_non_null(
+        strstr(r.body, "ringcached_request_seconds_bucket{op=\"get\",le=\"0.00025\"} 1\n"));
     /* one HELP per family even with two label sets */
     const char *h = strstr(r.body, "# HELP ringcached_hits_total");
     assert_non_null(h);
@@ -422,7 +423,6 @@ static void test_start_errors(void **state)
 }
 
 /* ---- TLS: a self-signed certificate for 127.0.0.1, made here ------------ */
-
 
 static void test_tls(void **state)
 {

@@ -245,11 +245,18 @@ static int quarantine_dirs(const char *dir, char *first, size_t cap)
     return n;
 }
 
-enum damage { D_SB_SHORT, D_SB_GARBLED, D_INDEX_SST, D_INDEX_MANIFEST, D_DATA_SHORT,
-              D_BLOCK_SIZE, D__COUNT };
-static const char *const damage_name[D__COUNT] = {
-    "superblock truncated", "superblock garbled", "index tables garbled",
-    "index manifest garbled", "data file truncated", "another block size"};
+enum damage {
+    D_SB_SHORT,
+    D_SB_GARBLED,
+    D_INDEX_SST,
+    D_INDEX_MANIFEST,
+    D_DATA_SHORT,
+    D_BLOCK_SIZE,
+    D__COUNT
+};
+static const char *const damage_name[D__COUNT] = {"superblock truncated", "superblock garbled",
+                                                  "index tables garbled", "index manifest garbled",
+                                                  "data file truncated",  "another block size"};
 
 /* Writes blocks, closes, damages the folder one way; returns the config to
  * reopen it with (the block size changes for D_BLOCK_SIZE). */
@@ -276,18 +283,13 @@ static bs_config make_damaged(fx *f, enum damage d, bst_id *ids, int nids)
     case D_INDEX_SST:
         assert_true(garble_index(f->dir, "0") > 0); /* the tables and logs: 0000NN.* */
         break;
-    case D_INDEX_MANIFEST:
-        assert_true(garble_index(f->dir, "MANIFEST") > 0);
-        break;
+    case D_INDEX_MANIFEST: assert_true(garble_index(f->dir, "MANIFEST") > 0); break;
     case D_DATA_SHORT:
         snprintf(p, sizeof(p), "%s/data", f->dir);
         assert_int_equal(truncate(p, RSZ + 4096), 0);
         break;
-    case D_BLOCK_SIZE:
-        c.block_size = 2 * BSZ;
-        break;
-    default:
-        break;
+    case D_BLOCK_SIZE: c.block_size = 2 * BSZ; break;
+    default: break;
     }
     return c;
 }
@@ -383,8 +385,8 @@ static void test_roundtrip_sizes(void **state)
     f->cfg = bst_config(f->dir, 64);
     fx_open(f);
     /* Objects whose last block is short by many amounts. */
-    const uint64_t sizes[] = {1, 100, 4095, 4096, 4097, 65535, 65536, 65537, 3 * BSZ - 1,
-                              3 * BSZ + 12345, 5 * BSZ};
+    const uint64_t sizes[] = {
+        1, 100, 4095, 4096, 4097, 65535, 65536, 65537, 3 * BSZ - 1, 3 * BSZ + 12345, 5 * BSZ};
     for (unsigned o = 0; o < sizeof(sizes) / sizeof(sizes[0]); o++) {
         uint64_t n = bkey_block_count(sizes[o], BSZ);
         for (uint64_t i = 0; i < n; i++) {
@@ -439,9 +441,11 @@ static void test_range_reads(void **state)
     bst_id_init(&shortb, "b", 1, "v", 2 * BSZ - 7777, 1);
     assert_int_equal(bst_write_block(f->w, f->base, &full.id, BSZ), 0);
     assert_int_equal(bst_write_block(f->w, f->base, &shortb.id, BSZ), 0);
-    const struct { uint64_t off, len; } r[] = {
-        {0, 1}, {1, 1}, {4095, 2}, {4096, 4096}, {12345, 20000}, {BSZ - 1, 1},
-        {100, BSZ - 100}, {0, BSZ}, {BSZ / 2, 0},
+    const struct {
+        uint64_t off, len;
+    } r[] = {
+        {0, 1},       {1, 1},           {4095, 2}, {4096, 4096}, {12345, 20000},
+        {BSZ - 1, 1}, {100, BSZ - 100}, {0, BSZ},  {BSZ / 2, 0},
     };
     for (unsigned i = 0; i < sizeof(r) / sizeof(r[0]); i++) {
         uint64_t want = r[i].len ? r[i].len : BSZ - r[i].off;

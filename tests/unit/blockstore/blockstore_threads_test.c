@@ -172,12 +172,14 @@ static void race(bs_evict_policy pol, bool reinsert, uint64_t ram)
         assert_true(sd[i].hits > 0);
         free(sd[i].buf);
     }
-    fprintf(stderr, "policy=%s reinsert=%d ram=%llu: hits %llu+%llu misses %llu+%llu evictions %llu reinsertions %llu ram_hits %llu\n",
-            bs_evict_policy_name(pol), reinsert, (unsigned long long)ram,
-            (unsigned long long)sd[0].hits, (unsigned long long)sd[1].hits,
-            (unsigned long long)sd[0].misses, (unsigned long long)sd[1].misses,
-            (unsigned long long)st.evictions, (unsigned long long)st.reinsertions,
-            (unsigned long long)st.ram_hits);
+    fprintf(
+        stderr,
+        "policy=%s reinsert=%d ram=%llu: hits %llu+%llu misses %llu+%llu evictions %llu reinsertions %llu ram_hits %llu\n",
+        bs_evict_policy_name(pol), reinsert, (unsigned long long)ram,
+        (unsigned long long)sd[0].hits, (unsigned long long)sd[1].hits,
+        (unsigned long long)sd[0].misses, (unsigned long long)sd[1].misses,
+        (unsigned long long)st.evictions, (unsigned long long)st.reinsertions,
+        (unsigned long long)st.ram_hits);
     assert_true(st.evictions > 10);
     assert_int_equal(st.checksum_failures, 0);
     assert_int_equal(st.io_errors, 0);

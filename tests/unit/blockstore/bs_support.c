@@ -191,8 +191,8 @@ int bst_write_block(bs_worker *w, struct event_base *base, const bkey_id *id, ui
     return rc;
 }
 
-int bst_read(bs_worker *w, struct event_base *base, const bkey_id *id, uint64_t off,
-             uint64_t len, uint8_t *out)
+int bst_read(bs_worker *w, struct event_base *base, const bkey_id *id, uint64_t off, uint64_t len,
+             uint8_t *out)
 {
     struct wait wt = {.out = out};
     in_call = true;

@@ -49,8 +49,8 @@ bool bst_check(const bkey_id *id, uint64_t off, const uint8_t *buf, size_t len);
 int bst_write(bs_worker *w, struct event_base *base, const bkey_id *id, const void *data,
               size_t len);
 int bst_write_block(bs_worker *w, struct event_base *base, const bkey_id *id, uint32_t bsize);
-int bst_read(bs_worker *w, struct event_base *base, const bkey_id *id, uint64_t off,
-             uint64_t len, uint8_t *out);
+int bst_read(bs_worker *w, struct event_base *base, const bkey_id *id, uint64_t off, uint64_t len,
+             uint8_t *out);
 
 /* Callbacks that ran inside their submitting call (must stay 0). */
 extern unsigned bst_sync_callbacks;

@@ -53,8 +53,8 @@ static void test_units(void **state)
         char err[256] = "";
         int rc = bytesize_parse(ok[i].text, &v, err, sizeof err);
         if (rc != 0 || v != ok[i].want)
-            fprintf(stderr, "'%s': rc %d value %llu (%s)\n", ok[i].text, rc,
-                    (unsigned long long)v, err);
+            fprintf(stderr, "'%s': rc %d value %llu (%s)\n", ok[i].text, rc, (unsigned long long)v,
+                    err);
         assert_int_equal(rc, 0);
         assert_true(v == ok[i].want);
     }

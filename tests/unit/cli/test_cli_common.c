@@ -24,8 +24,8 @@ static void test_sizes(void **state)
         const char *s;
         uint64_t v;
     } ok[] = {
-        {"0", 0}, {"4096", 4096}, {"64k", 65536}, {"64KB", 65536}, {"8MiB", 8u << 20},
-        {"1M", 1u << 20}, {"2GiB", 2ull << 30},
+        {"0", 0},           {"4096", 4096},   {"64k", 65536},       {"64KB", 65536},
+        {"8MiB", 8u << 20}, {"1M", 1u << 20}, {"2GiB", 2ull << 30},
     };
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         uint64_t v = 7;
@@ -86,9 +86,11 @@ static void test_connection_options(void **state)
     assert_true(cli_s3_signable(&c.s3.cfg));
     assert_ptr_equal(c.cache.s3, &c.s3.cfg);
     /* the command line wins */
-    char *w[] = {"--cache", "a:1", "--token=t2", "--cache-only", "--no-fill", "--hedge-ms", "0",
-                 "--cache-tls-ca", "/ca.pem", "--dns-server", "127.0.0.1:53", "--region",
-                 "eu-west-3", "--no-sign-request", "--endpoint", "http://127.0.0.1:9"};
+    char *w[] = {
+        "--cache",           "a:1",      "--token=t2",     "--cache-only",      "--no-fill",
+        "--hedge-ms",        "0",        "--cache-tls-ca", "/ca.pem",           "--dns-server",
+        "127.0.0.1:53",      "--region", "eu-west-3",      "--no-sign-request", "--endpoint",
+        "http://127.0.0.1:9"};
     assert_int_equal(conn(&c, w, 16), 0);
     assert_string_equal(c.cache.members, "a:1");
     assert_string_equal(c.cache.token, "t2");
@@ -128,13 +130,29 @@ static void test_help_names_every_option_and_variable(void **state)
     assert_non_null(f);
     cli_conn_help(f);
     fclose(f);
-    static const char *const want[] = {
-        "--endpoint URL", "--region NAME", "--profile NAME", "--no-sign-request",
-        "--ca-bundle FILE", "--cache MEMBERS", "--token TOKEN", "--cache-tls ",
-        "--cache-tls-ca FILE", "--dns-server IP:PORT", "--hedge-ms MS", "--cache-only",
-        "--no-fill", "RINGCACHE_CACHE)", "RINGCACHE_TOKEN", "RINGCACHE_CACHE_TLS=1",
-        "RINGCACHE_CACHE_TLS_CA", "RINGCACHE_DNS_SERVER", "RINGCACHE_HEDGE_MS",
-        "AWS_ACCESS_KEY_ID", "AWS_PROFILE", "AWS_REGION", "AWS_ENDPOINT_URL"};
+    static const char *const want[] = {"--endpoint URL",
+                                       "--region NAME",
+                                       "--profile NAME",
+                                       "--no-sign-request",
+                                       "--ca-bundle FILE",
+                                       "--cache MEMBERS",
+                                       "--token TOKEN",
+                                       "--cache-tls ",
+                                       "--cache-tls-ca FILE",
+                                       "--dns-server IP:PORT",
+                                       "--hedge-ms MS",
+                                       "--cache-only",
+                                       "--no-fill",
+                                       "RINGCACHE_CACHE)",
+                                       "RINGCACHE_TOKEN",
+                                       "RINGCACHE_CACHE_TLS=1",
+                                       "RINGCACHE_CACHE_TLS_CA",
+                                       "RINGCACHE_DNS_SERVER",
+                                       "RINGCACHE_HEDGE_MS",
+                                       "AWS_ACCESS_KEY_ID",
+                                       "AWS_PROFILE",
+                                       "AWS_REGION",
+                                       "AWS_ENDPOINT_URL"};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         if (!strstr(text, want[i]))
             fail_msg("--help lacks '%s':\n%s", want[i], text);

@@ -84,7 +84,7 @@ static void test_slots(void **state)
     memset(s1, 0xab, SLOT);
     rc__arena_free(&a, s0, SLOT);
     assert_ptr_equal(rc__arena_alloc(&a, 4096, SLOT), s0); /* the freed slot first */
-    void *other = rc__arena_alloc(&a, 64, 100); /* not a slot: the heap */
+    void *other = rc__arena_alloc(&a, 64, 100);            /* not a slot: the heap */
     assert_non_null(other);
     assert_true((uint8_t *)other < a.start || (uint8_t *)other >= a.start + 4 * SLOT);
     rc__arena_free(&a, other, 100);

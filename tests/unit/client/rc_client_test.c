@@ -162,8 +162,7 @@ static void test_nothing_listens(void **state)
     assert_int_equal(rc_open(c, "bucket-a", "k", &h, err, sizeof(err)), -EHOSTDOWN);
     assert_non_null(strstr(err, "cache_only"));
     assert_int_equal(rc_put(c, "bucket-a", "k", "x", 1, NULL, err, sizeof(err)), -EHOSTDOWN);
-    assert_int_equal(rc_warm(c, "bucket-a", "k", true, NULL, NULL, err, sizeof(err)),
-                     -EHOSTDOWN);
+    assert_int_equal(rc_warm(c, "bucket-a", "k", true, NULL, NULL, err, sizeof(err)), -EHOSTDOWN);
     rc_stats_get(c, &st);
     assert_int_equal(st.head_fallbacks, 0);
     rc_destroy(&c);

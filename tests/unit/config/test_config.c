@@ -124,9 +124,9 @@ static void test_value_types(void **state)
         {"--block-size", "1MiB", 1 << 20}, {"--block-size", "1m", 1 << 20},
         {"--block-size", "2G", 0},         {"--block-size", "4096", 4096},
         {"--block-size", "8KB", 8192},     {"--block-size", "64MiB", 64 << 20},
-        {"--block-size", "64Ki", 65536},
-        {"--fill-timeout", "2s", 2000},    {"--fill-timeout", "1m", 60000},
-        {"--fill-timeout", "1h", 3600000}, {"--fill-timeout", "250", 250},
+        {"--block-size", "64Ki", 65536},   {"--fill-timeout", "2s", 2000},
+        {"--fill-timeout", "1m", 60000},   {"--fill-timeout", "1h", 3600000},
+        {"--fill-timeout", "250", 250},
     };
     char err[256];
     conf c;
@@ -144,20 +144,30 @@ static void test_value_types(void **state)
     }
 
     static const char *const bad[][2] = {
-        {"--port", "abc"}, {"--port", "70000"}, {"--port", "-1"}, {"--port", "12x"},
-        {"--port", ""},    {"--block-size", "1.5M"}, {"--block-size", "1MiBB"},
-        {"--block-size", "-4096"}, {"--fill-timeout", "2 s"}, {"--fill-timeout", "0"},
-        {"--fill-timeout", "99999999999999999999s"}, {"--tls=maybe", NULL},
+        {"--port", "abc"},
+        {"--port", "70000"},
+        {"--port", "-1"},
+        {"--port", "12x"},
+        {"--port", ""},
+        {"--block-size", "1.5M"},
+        {"--block-size", "1MiBB"},
+        {"--block-size", "-4096"},
+        {"--fill-timeout", "2 s"},
+        {"--fill-timeout", "0"},
+        {"--fill-timeout", "99999999999999999999s"},
+        {"--tls=maybe", NULL},
         {"--offset", "99999999999999999999"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err[0] = '\0';
-        int rc = bad[i][1] ? load(&c, err, sizeof err, "--s3-endpoint", "e", bad[i][0], bad[i][1], NULL)
-                           : load(&c, err, sizeof err, "--s3-endpoint", "e", bad[i][0], NULL);
+        int rc = bad[i][1]
+                     ? load(&c, err, sizeof err, "--s3-endpoint", "e", bad[i][0], bad[i][1], NULL)
+                     : load(&c, err, sizeof err, "--s3-endpoint", "e", bad[i][0], NULL);
         assert_int_equal(rc, -EINVAL);
         assert_true(strlen(err) > 10);
     }
-    assert_int_equal(load(&c, err, sizeof err, "--s3-endpoint", "e", "--port", "abc", NULL), -EINVAL);
+    assert_int_equal(load(&c, err, sizeof err, "--s3-endpoint", "e", "--port", "abc", NULL),
+                     -EINVAL);
     assert_string_equal(err, "--port: 'abc' is not an integer");
     assert_int_equal(load(&c, err, sizeof err, "--s3-endpoint", "e", "--port", "70000", NULL),
                      -EINVAL);
@@ -168,9 +178,9 @@ static void test_value_types(void **state)
     assert_non_null(strstr(err, "--block-size: '10XB' is not a size: 'XB' is not a unit"));
 
     /* without a range, any int64 goes */
-    assert_int_equal(load(&c, err, sizeof err, "--s3-endpoint", "e", "--offset",
-                          "-9223372036854775808", NULL),
-                     0);
+    assert_int_equal(
+        load(&c, err, sizeof err, "--s3-endpoint", "e", "--offset", "-9223372036854775808", NULL),
+        0);
     assert_int_equal(c.offset, INT64_MIN);
     /* a string longer than its buffer */
     char longv[100];
@@ -230,7 +240,8 @@ static void test_secret_never_echoed(void **state)
     assert_null(strstr(err, "123456789"));
     assert_non_null(strstr(err, "--pin: the value is out of range"));
     const char *text = "key = hunter2hunter2\n";
-    assert_int_equal(cfg_load_text(sopts, 2, &s, text, strlen(text), "f", err, sizeof err), -EINVAL);
+    assert_int_equal(cfg_load_text(sopts, 2, &s, text, strlen(text), "f", err, sizeof err),
+                     -EINVAL);
     assert_null(strstr(err, "hunter2"));
 }
 
@@ -317,9 +328,11 @@ static void test_file_errors(void **state)
         {"port = 1\nport = 2\n", "F:2: key 'port' is already set on line 1; keep one of the two"},
         {"token = \"abc\n", "F:1: the quoted value has no closing quote"},
         {"token = \"abc\" x\n", "F:1: text after the closing quote (start a comment with #)"},
-        {"token = \"a\\qb\"\n", "F:1: unknown escape in a quoted value (use \\\" \\\\ \\n \\t or \\r)"},
+        {"token = \"a\\qb\"\n",
+         "F:1: unknown escape in a quoted value (use \\\" \\\\ \\n \\t or \\r)"},
         {"port = 80 80\n", "F:1: port: '80 80' is not an integer"},
-        {"config = /etc/x\n", "F:1: `config` cannot be set inside a config file (pass --config once)"},
+        {"config = /etc/x\n",
+         "F:1: `config` cannot be set inside a config file (pass --config once)"},
         {"tls = \n", "F:1: tls: '' is not a boolean (use true or false)"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -368,7 +381,8 @@ static void test_format_roundtrip(void **state)
     assert_non_null(strstr(buf, "s3-endpoint = \" spaced\\tvalue # x\\n \"\n"));
 
     memset(&b, 0, sizeof b);
-    assert_int_equal(cfg_load_text(opts, NOPTS, &b, buf, (size_t)n, "formatted", err, sizeof err), 0);
+    assert_int_equal(cfg_load_text(opts, NOPTS, &b, buf, (size_t)n, "formatted", err, sizeof err),
+                     0);
     assert_string_equal(a.data_dir, b.data_dir);
     assert_string_equal(a.endpoint, b.endpoint);
     assert_int_equal(a.port, b.port);
@@ -379,7 +393,8 @@ static void test_format_roundtrip(void **state)
     assert_int_equal(a.verbose, b.verbose);
 
     /* a set secret is redacted */
-    assert_int_equal(load(&a, err, sizeof err, "--s3-endpoint", "e", "--token", "s3cr3t-value", NULL), 0);
+    assert_int_equal(
+        load(&a, err, sizeof err, "--s3-endpoint", "e", "--token", "s3cr3t-value", NULL), 0);
     n = cfg_format(opts, NOPTS, &a, buf, sizeof buf);
     assert_true(n > 0);
     assert_null(strstr(buf, "s3cr3t"));

@@ -63,7 +63,8 @@ static void test_register_rules(void **state)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         assert_int_equal(met_register(r, bad[i], 1), -EINVAL);
     assert_int_equal(met_register(r, &a[1], 1), -EEXIST);
-    static const met_def twice[] = {{"y", "h", MET_GAUGE, "a=\"1\""}, {"y", "h", MET_GAUGE, "a=\"1\""}};
+    static const met_def twice[] = {{"y", "h", MET_GAUGE, "a=\"1\""},
+                                    {"y", "h", MET_GAUGE, "a=\"1\""}};
     assert_int_equal(met_register(r, twice, 2), -EEXIST);
     /* nothing of a refused table was added */
     static const met_def ok[] = {{"y", "h", MET_GAUGE, "a=\"1\",b=\"x\\\"y\""}};
@@ -196,11 +197,11 @@ static void test_histogram_edges(void **state)
     assert_int_equal(met_create(&r, 2), 0);
     static const met_def d[] = {{"lat_seconds", "latency", MET_HISTOGRAM, NULL}};
     assert_int_equal(met_register(r, d, 1), 0);
-    met_observe_us(r, 0, 0, 0);          /* first bucket */
-    met_observe_us(r, 0, 0, 50);         /* le 5e-05, on the bound */
-    met_observe_us(r, 1, 0, 51);         /* le 0.0001 */
-    met_observe_us(r, 2, 0, 10000000);   /* le 10, on the last bound (shared slot) */
-    met_observe_us(r, 1, 0, 10000001);   /* +Inf only */
+    met_observe_us(r, 0, 0, 0);        /* first bucket */
+    met_observe_us(r, 0, 0, 50);       /* le 5e-05, on the bound */
+    met_observe_us(r, 1, 0, 51);       /* le 0.0001 */
+    met_observe_us(r, 2, 0, 10000000); /* le 10, on the last bound (shared slot) */
+    met_observe_us(r, 1, 0, 10000001); /* +Inf only */
     uint64_t sum, cum[MET_HIST_BUCKETS + 1];
     assert_int_equal(met_get_histogram(r, 0, &sum, cum), 0);
     assert_int_equal(sum, 0 + 50 + 51 + 10000000 + 10000001);
@@ -237,36 +238,35 @@ static void test_render_exact(void **state)
     size_t len;
     assert_int_equal(met_render(r, &text, &len), 0);
     assert_int_equal(len, strlen(text));
-    const char *want =
-        "# HELP ringcached_hits_total Blocks served from the cache.\n"
-        "# TYPE ringcached_hits_total counter\n"
-        "ringcached_hits_total{tier=\"ram\"} 3\n"
-        "ringcached_hits_total{tier=\"ssd\"} 4\n"
-        "# HELP ringcached_conns Open connections\\nnow; a \\\\ b.\n"
-        "# TYPE ringcached_conns gauge\n"
-        "ringcached_conns -1\n"
-        "# HELP ringcached_req_seconds Request latency.\n"
-        "# TYPE ringcached_req_seconds histogram\n"
-        "ringcached_req_seconds_bucket{op=\"get\",le=\"5e-05\"} 0\n"
-        "ringcached_req_seconds_bucket{op=\"get\",le=\"0.0001\"} 0\n"
-        "ringcached_req_seconds_bucket{op=\"get\",le=\"0.00025\"} 0\n"
-        "ringcached_req_seconds_bucket{op=\"get\",le=\"0.0005\"} 0\n"
-        "ringcached_req_seconds_bucket{op=\"get\",le=\"0.001\"} 0\n"
-        "ringcached_req_seconds_bucket{op=\"get\",le=\"0.0025\"} 0\n"
-        "ringcached_req_seconds_bucket{op=\"get\",le=\"0.005\"} 0\n"
-        "ringcached_req_seconds_bucket{op=\"get\",le=\"0.01\"} 0\n"
-        "ringcached_req_seconds_bucket{op=\"get\",le=\"0.025\"} 0\n"
-        "ringcached_req_seconds_bucket{op=\"get\",le=\"0.05\"} 0\n"
-        "ringcached_req_seconds_bucket{op=\"get\",le=\"0.1\"} 0\n"
-        "ringcached_req_seconds_bucket{op=\"get\",le=\"0.25\"} 0\n"
-        "ringcached_req_seconds_bucket{op=\"get\",le=\"0.5\"} 0\n"
-        "ringcached_req_seconds_bucket{op=\"get\",le=\"1\"} 0\n"
-        "ringcached_req_seconds_bucket{op=\"get\",le=\"2.5\"} 1\n"
-        "ringcached_req_seconds_bucket{op=\"get\",le=\"5\"} 1\n"
-        "ringcached_req_seconds_bucket{op=\"get\",le=\"10\"} 1\n"
-        "ringcached_req_seconds_bucket{op=\"get\",le=\"+Inf\"} 1\n"
-        "ringcached_req_seconds_sum{op=\"get\"} 1.500000\n"
-        "ringcached_req_seconds_count{op=\"get\"} 1\n";
+    const char *want = "# HELP ringcached_hits_total Blocks served from the cache.\n"
+                       "# TYPE ringcached_hits_total counter\n"
+                       "ringcached_hits_total{tier=\"ram\"} 3\n"
+                       "ringcached_hits_total{tier=\"ssd\"} 4\n"
+                       "# HELP ringcached_conns Open connections\\nnow; a \\\\ b.\n"
+                       "# TYPE ringcached_conns gauge\n"
+                       "ringcached_conns -1\n"
+                       "# HELP ringcached_req_seconds Request latency.\n"
+                       "# TYPE ringcached_req_seconds histogram\n"
+                       "ringcached_req_seconds_bucket{op=\"get\",le=\"5e-05\"} 0\n"
+                       "ringcached_req_seconds_bucket{op=\"get\",le=\"0.0001\"} 0\n"
+                       "ringcached_req_seconds_bucket{op=\"get\",le=\"0.00025\"} 0\n"
+                       "ringcached_req_seconds_bucket{op=\"get\",le=\"0.0005\"} 0\n"
+                       "ringcached_req_seconds_bucket{op=\"get\",le=\"0.001\"} 0\n"
+                       "ringcached_req_seconds_bucket{op=\"get\",le=\"0.0025\"} 0\n"
+                       "ringcached_req_seconds_bucket{op=\"get\",le=\"0.005\"} 0\n"
+                       "ringcached_req_seconds_bucket{op=\"get\",le=\"0.01\"} 0\n"
+                       "ringcached_req_seconds_bucket{op=\"get\",le=\"0.025\"} 0\n"
+                       "ringcached_req_seconds_bucket{op=\"get\",le=\"0.05\"} 0\n"
+                       "ringcached_req_seconds_bucket{op=\"get\",le=\"0.1\"} 0\n"
+                       "ringcached_req_seconds_bucket{op=\"get\",le=\"0.25\"} 0\n"
+                       "ringcached_req_seconds_bucket{op=\"get\",le=\"0.5\"} 0\n"
+                       "ringcached_req_seconds_bucket{op=\"get\",le=\"1\"} 0\n"
+                       "ringcached_req_seconds_bucket{op=\"get\",le=\"2.5\"} 1\n"
+                       "ringcached_req_seconds_bucket{op=\"get\",le=\"5\"} 1\n"
+                       "ringcached_req_seconds_bucket{op=\"get\",le=\"10\"} 1\n"
+                       "ringcached_req_seconds_bucket{op=\"get\",le=\"+Inf\"} 1\n"
+                       "ringcached_req_seconds_sum{op=\"get\"} 1.500000\n"
+                       "ringcached_req_seconds_count{op=\"get\"} 1\n";
     assert_string_equal(text, want);
     free(text);
 
@@ -307,14 +307,10 @@ static void test_render_large(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_create_destroy),
-        cmocka_unit_test(test_register_rules),
-        cmocka_unit_test(test_counters_and_gauges),
-        cmocka_unit_test(test_gauge_callback),
-        cmocka_unit_test(test_counter_callback),
-        cmocka_unit_test(test_scaled_values),
-        cmocka_unit_test(test_histogram_edges),
-        cmocka_unit_test(test_render_exact),
+        cmocka_unit_test(test_create_destroy),      cmocka_unit_test(test_register_rules),
+        cmocka_unit_test(test_counters_and_gauges), cmocka_unit_test(test_gauge_callback),
+        cmocka_unit_test(test_counter_callback),    cmocka_unit_test(test_scaled_values),
+        cmocka_unit_test(test_histogram_edges),     cmocka_unit_test(test_render_exact),
         cmocka_unit_test(test_render_large),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -19,7 +19,7 @@
 #include <cmocka.h>
 
 #define WORKERS 4
-#define ROUNDS 200000
+#define ROUNDS  200000
 
 typedef struct ctx {
     met_registry *r;

@@ -24,7 +24,8 @@ enum { PS = 256 }; /* page size for most tests */
 static pc_cache *make(pc_policy policy, size_t pages, unsigned shards)
 {
     pc_cache *c = NULL;
-    pc_config cfg = {.capacity_bytes = pages * PS, .page_size = PS, .shards = shards, .policy = policy};
+    pc_config cfg = {
+        .capacity_bytes = pages * PS, .page_size = PS, .shards = shards, .policy = policy};
     assert_int_equal(pc_create(&c, &cfg), 0);
     assert_non_null(c);
     return c;
@@ -87,8 +88,8 @@ static void test_create_rejects_bad_config(void **state)
     assert_null(c);
     pc_config bad[] = {
         {.capacity_bytes = 4096, .page_size = 0},
-        {.capacity_bytes = 4096, .page_size = 100},          /* not a multiple of 64 */
-        {.capacity_bytes = 128, .page_size = 256},           /* below one page */
+        {.capacity_bytes = 4096, .page_size = 100},               /* not a multiple of 64 */
+        {.capacity_bytes = 128, .page_size = 256},                /* below one page */
         {.capacity_bytes = 4096, .page_size = 256, .shards = 17}, /* more shards than pages */
         {.capacity_bytes = 1 << 20, .page_size = 64, .shards = PC_MAX_SHARDS + 1},
         {.capacity_bytes = 4096, .page_size = 256, .policy = (pc_policy)7},
@@ -187,9 +188,13 @@ static void test_create_allocation_failures(void **state)
             struct pc_counting_alloc a;
             pc_counting_init(&a);
             atomic_store(&a.fail_after, k);
-            pc_config cfg = {.capacity_bytes = 64 * 300, .page_size = 64, .shards = 4,
-                             .policy = policies[pi], .alloc_fn = pc_counting_alloc,
-                             .free_fn = pc_counting_free, .alloc_ctx = &a};
+            pc_config cfg = {.capacity_bytes = 64 * 300,
+                             .page_size = 64,
+                             .shards = 4,
+                             .policy = policies[pi],
+                             .alloc_fn = pc_counting_alloc,
+                             .free_fn = pc_counting_free,
+                             .alloc_ctx = &a};
             pc_cache *c = NULL;
             int rc = pc_create(&c, &cfg);
             if (rc == 0) {
@@ -212,8 +217,12 @@ static void test_page_buffer_allocation_failure(void **state)
     (void)state;
     struct pc_counting_alloc a;
     pc_counting_init(&a);
-    pc_config cfg = {.capacity_bytes = 4 * PS, .page_size = PS, .shards = 1,
-                     .alloc_fn = pc_counting_alloc, .free_fn = pc_counting_free, .alloc_ctx = &a};
+    pc_config cfg = {.capacity_bytes = 4 * PS,
+                     .page_size = PS,
+                     .shards = 1,
+                     .alloc_fn = pc_counting_alloc,
+                     .free_fn = pc_counting_free,
+                     .alloc_ctx = &a};
     pc_cache *c = NULL;
     assert_int_equal(pc_create(&c, &cfg), 0);
     atomic_store(&a.fail_after, 0);

@@ -326,16 +326,23 @@ static void test_capacity_under_many_threads(void **state)
         struct pc_counting_alloc a;
         pc_counting_init(&a);
         size_t cap = CAP_PAGES * PAGE;
-        pc_config cfg = {.capacity_bytes = cap, .page_size = PAGE, .shards = SHARDS,
-                         .policy = policies[pi], .alloc_fn = pc_counting_alloc,
-                         .free_fn = pc_counting_free, .alloc_ctx = &a};
+        pc_config cfg = {.capacity_bytes = cap,
+                         .page_size = PAGE,
+                         .shards = SHARDS,
+                         .policy = policies[pi],
+                         .alloc_fn = pc_counting_alloc,
+                         .free_fn = pc_counting_free,
+                         .alloc_ctx = &a};
         pc_cache *c = NULL;
         assert_int_equal(pc_create(&c, &cfg), 0);
         size_t ov = pc_overhead_bytes(c);
 
         struct hammer h[NTHREADS];
         for (int i = 0; i < NTHREADS; i++) {
-            h[i] = (struct hammer){.cache = c, .alloc = &a, .capacity = cap, .overhead = ov,
+            h[i] = (struct hammer){.cache = c,
+                                   .alloc = &a,
+                                   .capacity = cap,
+                                   .overhead = ov,
                                    .seed = 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1 + pi * 100)};
             assert_int_equal(pthread_create(&h[i].tid, NULL, hammer_main, &h[i]), 0);
         }

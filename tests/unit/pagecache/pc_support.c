@@ -100,9 +100,7 @@ static int trace_read(pc_cache *c, const pc_key *k, unsigned flags, bool *hit)
     int rc = pc_fetch(c, k, flags, &p);
     *hit = rc == PC_HIT;
     switch (rc) {
-    case PC_HIT:
-        pc_release(c, &p);
-        return 0;
+    case PC_HIT: pc_release(c, &p); return 0;
     case PC_FILL: {
         size_t len = pc_page_size(c);
         pc_pattern_fill(pc_page_data(p), len, k);
@@ -110,10 +108,8 @@ static int trace_read(pc_cache *c, const pc_key *k, unsigned flags, bool *hit)
         pc_release(c, &p);
         return rc;
     }
-    case PC_UNCACHED:
-        return 0;
-    default:
-        return rc < 0 ? rc : -EPROTO;
+    case PC_UNCACHED: return 0;
+    default: return rc < 0 ? rc : -EPROTO;
     }
 }
 

@@ -24,10 +24,10 @@
 /* ---- counting allocator -------------------------------------------------- */
 
 struct pc_counting_alloc {
-    atomic_size_t live;      /* bytes currently allocated */
-    atomic_size_t peak;      /* highest value of live */
-    atomic_long fail_after;  /* < 0: never fail; else allocations left */
-    atomic_size_t nallocs;   /* successful allocations */
+    atomic_size_t live;     /* bytes currently allocated */
+    atomic_size_t peak;     /* highest value of live */
+    atomic_long fail_after; /* < 0: never fail; else allocations left */
+    atomic_size_t nallocs;  /* successful allocations */
 };
 
 /* Zeroes the counters; fail_after = -1 (never fail). */
@@ -63,16 +63,16 @@ struct pc_trace_config {
     double scan_multiple; /* of capacity, e.g. 10 */
     unsigned scan_per_hot;
     unsigned warm_passes;
-    unsigned scan_flags;  /* pc_fetch() flags for scan reads (0 or ONCE) */
+    unsigned scan_flags; /* pc_fetch() flags for scan reads (0 or ONCE) */
     uint64_t seed;
 };
 
 struct pc_trace_result {
-    uint64_t hot_reads;  /* during the scan */
+    uint64_t hot_reads; /* during the scan */
     uint64_t hot_hits;
     uint64_t scan_reads;
     double hot_hit_ratio;
-    pc_stats stats;      /* the cache's counters at the end */
+    pc_stats stats; /* the cache's counters at the end */
 };
 
 /* The issue's acceptance trace: hot 25% of capacity, scan 10x capacity,

@@ -22,13 +22,13 @@
 #include "s3_sigv4.h"
 #include "s3a_auth.h"
 
-#define AK "AKIAIOSFODNN7EXAMPLE"
-#define SK "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+#define AK        "AKIAIOSFODNN7EXAMPLE"
+#define SK        "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
 #define EMPTY_SHA "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
-#define HOST "examplebucket.s3.amazonaws.com"
-#define DATE "20130524T000000Z"
-#define T0 1369353600 /* 2013-05-24T00:00:00Z */
-#define CRED "Credential=" AK "/20130524/us-east-1/s3/aws4_request"
+#define HOST      "examplebucket.s3.amazonaws.com"
+#define DATE      "20130524T000000Z"
+#define T0        1369353600 /* 2013-05-24T00:00:00Z */
+#define CRED      "Credential=" AK "/20130524/us-east-1/s3/aws4_request"
 
 static const char *current_secret = SK;
 static int lookups;
@@ -47,8 +47,8 @@ static int tenant_marker;
 
 static s3a_verifier *make(bool strict, const char *region)
 {
-    s3a_auth_config cfg = {.secret = lookup, .secret_arg = &tenant_marker, .region = region,
-                           .strict_region = strict};
+    s3a_auth_config cfg = {
+        .secret = lookup, .secret_arg = &tenant_marker, .region = region, .strict_region = strict};
     s3a_verifier *v;
     assert_int_equal(s3a_verifier_create(&v, &cfg), 0);
     return v;
@@ -57,8 +57,7 @@ static s3a_verifier *make(bool strict, const char *region)
 static int run(s3a_verifier *v, const char *method, const char *path, const char *query,
                const s3a_header *h, size_t nh, int64_t now, s3a_auth *a, s3a_error *e)
 {
-    s3a_request r = {.method = method, .path = path, .query = query, .headers = h,
-                     .n_headers = nh};
+    s3a_request r = {.method = method, .path = path, .query = query, .headers = h, .n_headers = nh};
     return s3a_verify(v, &r, now, a, e);
 }
 
@@ -102,7 +101,8 @@ static void test_aws_header_examples(void **state)
         {"Date", "Fri, 24 May 2013 00:00:00 GMT"},
         {"x-amz-date", DATE},
         {"x-amz-storage-class", "REDUCED_REDUNDANCY"},
-        {"x-amz-content-sha256", "44ce7dd67c959e0d3524ffac1771dfbba87d2b6b4b4e99e42034a8b803f8b072"},
+        {"x-amz-content-sha256",
+         "44ce7dd67c959e0d3524ffac1771dfbba87d2b6b4b4e99e42034a8b803f8b072"},
         {"Content-Length", "21"},
         {"Authorization", "AWS4-HMAC-SHA256 " CRED ",SignedHeaders=date;host;x-amz-content-sha256;"
                           "x-amz-date;x-amz-storage-class,Signature=98ad721746da40c64f1a55b78f14c2"
@@ -124,7 +124,9 @@ static void test_aws_header_examples(void **state)
     assert_int_equal(run(v, "GET", "/", "lifecycle", base, 4, T0, &a, &e), 0);
     assert_int_equal(run(v, "GET", "/", "lifecycle=", base, 4, T0, &a, &e), 0);
     const s3a_header list[] = {
-        base[0], base[1], base[2],
+        base[0],
+        base[1],
+        base[2],
         {"Authorization", "AWS4-HMAC-SHA256 " CRED ",SignedHeaders=host;x-amz-content-sha256;"
                           "x-amz-date,Signature=34b48302e7b5fa45bde8084f4b7868a86f0a534bc59db667"
                           "0ed5711ef69dc6f7"},
@@ -183,9 +185,9 @@ static void test_aws_streaming_seeds(void **state)
     s3a_verifier_destroy(&v);
 }
 
-#define PRESIGN_Q                                                                       \
-    "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=" AK "%2F20130524%2Fus-east-1%2Fs3%2F" \
-    "aws4_request&X-Amz-Date=20130524T000000Z&X-Amz-Expires=86400&X-Amz-SignedHeaders=host" \
+#define PRESIGN_Q                                                                                  \
+    "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=" AK "%2F20130524%2Fus-east-1%2Fs3%2F"      \
+    "aws4_request&X-Amz-Date=20130524T000000Z&X-Amz-Expires=86400&X-Amz-SignedHeaders=host"        \
     "&X-Amz-Signature=aeeed9bbccd4d02ee5c0109b86d86835f995330da4c265957d157751f604d404"
 
 static void test_aws_presigned(void **state)
@@ -223,19 +225,24 @@ static void test_aws_presigned(void **state)
         {"X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=00", "requires the X-Amz-Algorithm"},
         {"X-Amz-Algorithm=AWS4-HMAC-SHA1&X-Amz-Credential=a%2F20130524%2Fus-east-1%2Fs3%2F"
          "aws4_request&X-Amz-Date=20130524T000000Z&X-Amz-Expires=1&X-Amz-SignedHeaders=host&"
-         "X-Amz-Signature=00", "only supports"},
+         "X-Amz-Signature=00",
+         "only supports"},
         {"X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=a%2F20130524%2Fus-east-1%2Fs3%2F"
          "aws4_request&X-Amz-Date=2013-05-24&X-Amz-Expires=1&X-Amz-SignedHeaders=host&"
-         "X-Amz-Signature=00", "ISO8601"},
+         "X-Amz-Signature=00",
+         "ISO8601"},
         {"X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=a%2F20130524%2Fus-east-1%2Fs3%2F"
          "aws4_request&X-Amz-Date=20130524T000000Z&X-Amz-Expires=soon&X-Amz-SignedHeaders=host&"
-         "X-Amz-Signature=00", "should be a number"},
+         "X-Amz-Signature=00",
+         "should be a number"},
         {"X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=a%2F20130524%2Fus-east-1%2Fs3%2F"
          "aws4_request&X-Amz-Date=20130524T000000Z&X-Amz-Expires=604801&X-Amz-SignedHeaders=host&"
-         "X-Amz-Signature=00", "less than a week"},
+         "X-Amz-Signature=00",
+         "less than a week"},
         {"X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=a%2F20130524%2Fus-east-1%2Fec2%2F"
          "aws4_request&X-Amz-Date=20130524T000000Z&X-Amz-Expires=1&X-Amz-SignedHeaders=host&"
-         "X-Amz-Signature=00", "/s3/aws4_request"},
+         "X-Amz-Signature=00",
+         "/s3/aws4_request"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         assert_int_equal(run(v, "GET", "/k", bad[i].q, h, 1, T0, &a, &e), -EINVAL);
@@ -254,9 +261,14 @@ static void test_sigv2_query(void **state)
     s3a_auth a;
     s3a_error e = {0};
     const s3a_header h[] = {{"Host", "awsexamplebucket1.s3.us-west-1.amazonaws.com"}};
-    const char *q = "AWSAccessKeyId=" AK "&Expires=1175139620&Signature=1No4mq5ETf02z8aet9voy6gui6E%3D";
-    s3a_request r = {.method = "GET", .path = "/photos/puppy.jpg", .query = q, .headers = h,
-                     .n_headers = 1, .vhost_bucket = "awsexamplebucket1"};
+    const char *q =
+        "AWSAccessKeyId=" AK "&Expires=1175139620&Signature=1No4mq5ETf02z8aet9voy6gui6E%3D";
+    s3a_request r = {.method = "GET",
+                     .path = "/photos/puppy.jpg",
+                     .query = q,
+                     .headers = h,
+                     .n_headers = 1,
+                     .vhost_bucket = "awsexamplebucket1"};
     assert_int_equal(s3a_verify(v, &r, 1175139000, &a, &e), 0);
     assert_int_equal(a.kind, S3A_AUTH_SIGV2_QUERY);
     assert_string_equal(a.access_key, AK);
@@ -313,10 +325,11 @@ static void test_refusals(void **state)
     assert_int_equal(run(v, "GET", "/test.txt", "", h, 5, T0, &a, &e), -EACCES);
     assert_string_equal(e.code, "SignatureDoesNotMatch");
 
-    with(h, "Authorization", "AWS4-HMAC-SHA256 Credential=NOBODY/20130524/us-east-1/s3/"
-                             "aws4_request,SignedHeaders=host;range;x-amz-content-sha256;"
-                             "x-amz-date,Signature=f0e8bdb87c964420e857bd35b5d6ed310bd44f0170"
-                             "aba48dd91039c6036bdb41");
+    with(h, "Authorization",
+         "AWS4-HMAC-SHA256 Credential=NOBODY/20130524/us-east-1/s3/"
+         "aws4_request,SignedHeaders=host;range;x-amz-content-sha256;"
+         "x-amz-date,Signature=f0e8bdb87c964420e857bd35b5d6ed310bd44f0170"
+         "aba48dd91039c6036bdb41");
     assert_int_equal(run(v, "GET", "/test.txt", "", h, 5, T0, &a, &e), -EACCES);
     assert_string_equal(e.code, "InvalidAccessKeyId");
     assert_string_equal(extra(&e, "AWSAccessKeyId"), "NOBODY");
@@ -328,21 +341,24 @@ static void test_refusals(void **state)
     assert_string_equal(extra(&e, "MaxAllowedSkewMilliseconds"), "900000");
     assert_string_equal(extra(&e, "RequestTime"), DATE);
 
-    with(h, "Authorization", "AWS4-HMAC-SHA256 " CRED ",SignedHeaders=range;host;"
-                             "x-amz-content-sha256;x-amz-date,Signature=f0e8bdb87c964420e857bd35"
-                             "b5d6ed310bd44f0170aba48dd91039c6036bdb41");
+    with(h, "Authorization",
+         "AWS4-HMAC-SHA256 " CRED ",SignedHeaders=range;host;"
+         "x-amz-content-sha256;x-amz-date,Signature=f0e8bdb87c964420e857bd35"
+         "b5d6ed310bd44f0170aba48dd91039c6036bdb41");
     assert_int_equal(run(v, "GET", "/test.txt", "", h, 5, T0, &a, &e), -EACCES);
     assert_string_equal(e.code, "SignatureDoesNotMatch");
 
-    with(h, "Authorization", "AWS4-HMAC-SHA256 " CRED ",SignedHeaders=host;if-match;range;"
-                             "x-amz-content-sha256;x-amz-date,Signature=f0e8bdb87c964420e857bd35"
-                             "b5d6ed310bd44f0170aba48dd91039c6036bdb41");
+    with(h, "Authorization",
+         "AWS4-HMAC-SHA256 " CRED ",SignedHeaders=host;if-match;range;"
+         "x-amz-content-sha256;x-amz-date,Signature=f0e8bdb87c964420e857bd35"
+         "b5d6ed310bd44f0170aba48dd91039c6036bdb41");
     assert_int_equal(run(v, "GET", "/test.txt", "", h, 5, T0, &a, &e), -EACCES);
     assert_non_null(strstr(e.message, "'if-match' is not in the request"));
 
-    with(h, "Authorization", "AWS4-HMAC-SHA256 " CRED ",SignedHeaders=range;x-amz-content-sha256;"
-                             "x-amz-date,Signature=f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba4"
-                             "8dd91039c6036bdb41");
+    with(h, "Authorization",
+         "AWS4-HMAC-SHA256 " CRED ",SignedHeaders=range;x-amz-content-sha256;"
+         "x-amz-date,Signature=f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba4"
+         "8dd91039c6036bdb41");
     assert_int_equal(run(v, "GET", "/test.txt", "", h, 5, T0, &a, &e), -EACCES);
     assert_non_null(strstr(e.message, "host header to be signed"));
 
@@ -350,8 +366,9 @@ static void test_refusals(void **state)
     assert_int_equal(run(v, "GET", "/test.txt", "", h, 5, T0, &a, &e), -EINVAL);
     assert_string_equal(e.code, "AuthorizationHeaderMalformed");
 
-    with(h, "Authorization", "AWS4-HMAC-SHA256 Credential=" AK "/20130525/us-east-1/s3/"
-                             "aws4_request,SignedHeaders=host,Signature=00");
+    with(h, "Authorization",
+         "AWS4-HMAC-SHA256 Credential=" AK "/20130525/us-east-1/s3/"
+         "aws4_request,SignedHeaders=host,Signature=00");
     assert_int_equal(run(v, "GET", "/test.txt", "", h, 5, T0, &a, &e), -EINVAL);
     assert_non_null(strstr(e.message, "Invalid credential date"));
 
@@ -409,10 +426,18 @@ static void test_region(void **state)
 /* A request signed by the client's signer with secret `sk`. */
 static char *signed_auth(const char *sk)
 {
-    const s3__kv h[] = {{"host", "h:9000"}, {"x-amz-date", DATE}, {"x-amz-content-sha256", EMPTY_SHA}};
-    s3__sign_input in = {.method = "GET", .canonical_uri = "/b/k", .headers = h, .n_headers = 3,
-                         .payload_hash = EMPTY_SHA, .amz_date = DATE, .region = "us-east-1",
-                         .service = "s3", .access_key = AK, .secret_key = sk};
+    const s3__kv h[] = {
+        {"host", "h:9000"}, {"x-amz-date", DATE}, {"x-amz-content-sha256", EMPTY_SHA}};
+    s3__sign_input in = {.method = "GET",
+                         .canonical_uri = "/b/k",
+                         .headers = h,
+                         .n_headers = 3,
+                         .payload_hash = EMPTY_SHA,
+                         .amz_date = DATE,
+                         .region = "us-east-1",
+                         .service = "s3",
+                         .access_key = AK,
+                         .secret_key = sk};
     s3__sign_output o;
     assert_int_equal(s3__sigv4_sign(&in, &o), 0);
     char *r = strdup(o.authorization);
@@ -427,8 +452,10 @@ static void test_key_cache_follows_secret(void **state)
     s3a_auth a;
     s3a_error e = {0};
     char *auth_a = signed_auth("secret-A"), *auth_b = signed_auth("secret-B");
-    s3a_header h[] = {{"Host", "h:9000"}, {"x-amz-date", DATE},
-                      {"x-amz-content-sha256", EMPTY_SHA}, {"Authorization", auth_a}};
+    s3a_header h[] = {{"Host", "h:9000"},
+                      {"x-amz-date", DATE},
+                      {"x-amz-content-sha256", EMPTY_SHA},
+                      {"Authorization", auth_a}};
     current_secret = "secret-A";
     for (int i = 0; i < 3; i++)
         assert_int_equal(run(v, "GET", "/b/k", "", h, 4, T0, &a, &e), 0);
@@ -452,12 +479,21 @@ static void test_missing_payload_header(void **state)
     s3a_error e = {0};
     /* curl --aws-sigv4 sends no x-amz-content-sha256: fine without a body */
     const s3__kv sh[] = {{"host", "h"}, {"x-amz-date", DATE}};
-    s3__sign_input in = {.method = "GET", .canonical_uri = "/b/k", .headers = sh, .n_headers = 2,
-                         .payload_hash = EMPTY_SHA, .amz_date = DATE, .region = "us-east-1",
-                         .service = "s3", .access_key = AK, .secret_key = SK};
+    s3__sign_input in = {.method = "GET",
+                         .canonical_uri = "/b/k",
+                         .headers = sh,
+                         .n_headers = 2,
+                         .payload_hash = EMPTY_SHA,
+                         .amz_date = DATE,
+                         .region = "us-east-1",
+                         .service = "s3",
+                         .access_key = AK,
+                         .secret_key = SK};
     s3__sign_output o;
     assert_int_equal(s3__sigv4_sign(&in, &o), 0);
-    s3a_header h[] = {{"host", "h"}, {"x-amz-date", DATE}, {"Authorization", o.authorization},
+    s3a_header h[] = {{"host", "h"},
+                      {"x-amz-date", DATE},
+                      {"Authorization", o.authorization},
                       {"Content-Length", "5"}};
     assert_int_equal(run(v, "GET", "/b/k", "", h, 3, T0, &a, &e), 0);
     assert_int_equal(run(v, "GET", "/b/k", "", h, 4, T0, &a, &e), -EINVAL);

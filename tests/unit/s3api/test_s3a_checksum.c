@@ -19,7 +19,8 @@
 
 #include "s3a_checksum.h"
 
-static void digest_b64(s3a_ck_alg alg, const void *d, size_t n, size_t piece, char out[S3A_CK_B64_MAX])
+static void digest_b64(s3a_ck_alg alg, const void *d, size_t n, size_t piece,
+                       char out[S3A_CK_B64_MAX])
 {
     s3a_checksum c;
     assert_int_equal(s3a_checksum_init(&c, alg), 0);
@@ -78,8 +79,8 @@ static void test_split_invariant(void **state)
     unsigned char *d = malloc(n);
     for (size_t i = 0; i < n; i++)
         d[i] = (unsigned char)(i * 7 + (i >> 9));
-    s3a_ck_alg algs[] = {S3A_CK_CRC32, S3A_CK_CRC32C, S3A_CK_CRC64NVME, S3A_CK_SHA1,
-                         S3A_CK_SHA256, S3A_CK_MD5};
+    s3a_ck_alg algs[] = {S3A_CK_CRC32, S3A_CK_CRC32C, S3A_CK_CRC64NVME,
+                         S3A_CK_SHA1,  S3A_CK_SHA256, S3A_CK_MD5};
     size_t pieces[] = {1, 3, 7, 8, 9, 4096, 65536};
     for (size_t a = 0; a < sizeof algs / sizeof algs[0]; a++) {
         char whole[S3A_CK_B64_MAX], part[S3A_CK_B64_MAX];
@@ -111,7 +112,8 @@ static void test_verify(void **state)
     assert_int_equal(s3a_checksum_verify(S3A_CK_CRC32, dig, "DUoRhQ==", &e), 0);
     assert_int_equal(s3a_checksum_verify(S3A_CK_CRC32, dig, "DUoRhA==", &e), -EINVAL);
     assert_string_equal(e.code, "BadDigest");
-    assert_string_equal(e.message, "The CRC32 you specified did not match the calculated checksum.");
+    assert_string_equal(e.message,
+                        "The CRC32 you specified did not match the calculated checksum.");
     assert_int_equal(s3a_checksum_verify(S3A_CK_CRC32, dig, "DUoRhQ", &e), -EINVAL);
     assert_string_equal(e.code, "InvalidRequest");
     assert_int_equal(s3a_checksum_verify(S3A_CK_CRC32, dig, "DU*RhQ==", &e), -EINVAL);
@@ -151,10 +153,8 @@ static void test_payload_sha256(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_check_values),
-        cmocka_unit_test(test_split_invariant),
-        cmocka_unit_test(test_names),
-        cmocka_unit_test(test_verify),
+        cmocka_unit_test(test_check_values),   cmocka_unit_test(test_split_invariant),
+        cmocka_unit_test(test_names),          cmocka_unit_test(test_verify),
         cmocka_unit_test(test_payload_sha256),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -79,19 +79,31 @@ static char *aws_body(bool trailer, size_t *len)
     memset(a, 'a', 65536);
     s3a_buf b = {0};
     if (!trailer) {
-        s3a_buf_adds(&b, "10000;chunk-signature=ad80c730a21e5b8d04586a2213dd63b9a0e99e0e2307b0ade35a65485a288648\r\n");
+        s3a_buf_adds(
+            &b,
+            "10000;chunk-signature=ad80c730a21e5b8d04586a2213dd63b9a0e99e0e2307b0ade35a65485a288648\r\n");
         s3a_buf_add(&b, a, 65536);
-        s3a_buf_adds(&b, "\r\n400;chunk-signature=0055627c9e194cb4542bae2aa5492e3c1575bbb81b612b7d234b86a503ef5497\r\n");
+        s3a_buf_adds(
+            &b,
+            "\r\n400;chunk-signature=0055627c9e194cb4542bae2aa5492e3c1575bbb81b612b7d234b86a503ef5497\r\n");
         s3a_buf_add(&b, a, 1024);
-        s3a_buf_adds(&b, "\r\n0;chunk-signature=b6c6ea8a5354eaf15b3cb7646744f4275b71ea724fed81ceb9323e279d449df9\r\n\r\n");
+        s3a_buf_adds(
+            &b,
+            "\r\n0;chunk-signature=b6c6ea8a5354eaf15b3cb7646744f4275b71ea724fed81ceb9323e279d449df9\r\n\r\n");
     } else {
-        s3a_buf_adds(&b, "10000;chunk-signature=b474d8862b1487a5145d686f57f013e54db672cee1c953b3010fb58501ef5aa2\r\n");
+        s3a_buf_adds(
+            &b,
+            "10000;chunk-signature=b474d8862b1487a5145d686f57f013e54db672cee1c953b3010fb58501ef5aa2\r\n");
         s3a_buf_add(&b, a, 65536);
-        s3a_buf_adds(&b, "\r\n400;chunk-signature=1c1344b170168f8e65b41376b44b20fe354e373826ccbbe2c1d40a8cae51e5c7\r\n");
+        s3a_buf_adds(
+            &b,
+            "\r\n400;chunk-signature=1c1344b170168f8e65b41376b44b20fe354e373826ccbbe2c1d40a8cae51e5c7\r\n");
         s3a_buf_add(&b, a, 1024);
-        s3a_buf_adds(&b, "\r\n0;chunk-signature=2ca2aba2005185cf7159c6277faf83795951dd77a3a99e6e65d5c9f85863f992\r\n"
-                         "x-amz-checksum-crc32c:sOO8/Q==\r\n"
-                         "x-amz-trailer-signature:d81f82fc3505edab99d459891051a732e8730629a2e4a59689829ca17fe2e435\r\n\r\n");
+        s3a_buf_adds(
+            &b,
+            "\r\n0;chunk-signature=2ca2aba2005185cf7159c6277faf83795951dd77a3a99e6e65d5c9f85863f992\r\n"
+            "x-amz-checksum-crc32c:sOO8/Q==\r\n"
+            "x-amz-trailer-signature:d81f82fc3505edab99d459891051a732e8730629a2e4a59689829ca17fe2e435\r\n\r\n");
     }
     free(a);
     *len = b.len;
@@ -115,8 +127,8 @@ static void test_aws_signed(void **state)
     char *body = aws_body(false, &len);
     assert_int_equal(len, 66824); /* the example's Content-Length */
     s3a_auth a = aws_auth("4f232c4386841ef735655705268965c44a0e4690baa4adea153f7db9fa80a0a9");
-    s3a_chunked_config cfg = {.payload = S3A_PAYLOAD_STREAMING_SIGNED, .auth = &a,
-                              .decoded_length = 66560};
+    s3a_chunked_config cfg = {
+        .payload = S3A_PAYLOAD_STREAMING_SIGNED, .auth = &a, .decoded_length = 66560};
     s3a_error e = {0};
     size_t pieces[] = {0, 1, 7, 85, 4096, 65537};
     for (size_t i = 0; i < sizeof pieces / sizeof pieces[0]; i++) {
@@ -162,8 +174,10 @@ static void test_aws_signed_trailer(void **state)
     char *body = aws_body(true, &len);
     assert_int_equal(len, 66946);
     s3a_auth a = aws_auth("106e2a8a18243abcf37539882f36619c00e2dfc72633413f02d3b74544bfeb8e");
-    s3a_chunked_config cfg = {.payload = S3A_PAYLOAD_STREAMING_SIGNED_TRAILER, .auth = &a,
-                              .trailer = "x-amz-checksum-crc32c", .decoded_length = 66560};
+    s3a_chunked_config cfg = {.payload = S3A_PAYLOAD_STREAMING_SIGNED_TRAILER,
+                              .auth = &a,
+                              .trailer = "x-amz-checksum-crc32c",
+                              .decoded_length = 66560};
     s3a_error e = {0};
     size_t pieces[] = {0, 1, 13, 4096};
     for (size_t i = 0; i < sizeof pieces / sizeof pieces[0]; i++) {
@@ -206,7 +220,8 @@ static void test_unsigned_trailer(void **state)
 {
     (void)state;
     s3a_chunked_config cfg = {.payload = S3A_PAYLOAD_STREAMING_UNSIGNED_TRAILER,
-                              .trailer = "x-amz-checksum-crc32", .decoded_length = 11};
+                              .trailer = "x-amz-checksum-crc32",
+                              .decoded_length = 11};
     s3a_error e = {0};
     sink s;
     const char *good = "6\r\nhello \r\n5\r\nworld\r\n0\r\nx-amz-checksum-crc32:DUoRhQ==\r\n\r\n";
@@ -250,7 +265,8 @@ static void test_framing_refused(void **state)
 {
     (void)state;
     s3a_chunked_config cfg = {.payload = S3A_PAYLOAD_STREAMING_UNSIGNED_TRAILER,
-                              .decoded_length = -1, .max_chunk_bytes = 1024};
+                              .decoded_length = -1,
+                              .max_chunk_bytes = 1024};
     s3a_error e = {0};
     sink s;
     const struct {

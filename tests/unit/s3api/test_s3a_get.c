@@ -18,7 +18,7 @@
 #include "s3a_get.h"
 
 #define ETAG "0123456789abcdef0123456789abcdef"
-#define T0 1700000000 /* Tue, 14 Nov 2023 22:13:20 GMT */
+#define T0   1700000000 /* Tue, 14 Nov 2023 22:13:20 GMT */
 
 static s3a_get_plan decide(uint64_t size, const s3a_get_headers *h)
 {
@@ -40,17 +40,17 @@ static void test_ranges(void **state)
         {NULL, 1000, 200, 0, 999},
         {"bytes=0-99", 1000, 206, 0, 99},
         {"bytes=100-199", 1000, 206, 100, 199},
-        {"bytes=900-5000", 1000, 206, 900, 999},          /* clamped */
+        {"bytes=900-5000", 1000, 206, 900, 999},                /* clamped */
         {"bytes=16777216-", 20000000, 206, 16777216, 19999999}, /* awscli's last part */
-        {"bytes=-100", 1000, 206, 900, 999},              /* the last 100 */
-        {"bytes=-5000", 1000, 206, 0, 999},               /* more than the size */
+        {"bytes=-100", 1000, 206, 900, 999},                    /* the last 100 */
+        {"bytes=-5000", 1000, 206, 0, 999},                     /* more than the size */
         {"bytes=999-999", 1000, 206, 999, 999},
-        {"bytes=1000-", 1000, 416, 0, 0},                  /* past the end */
-        {"bytes=5-2", 1000, 416, 0, 0},                    /* last before first */
+        {"bytes=1000-", 1000, 416, 0, 0}, /* past the end */
+        {"bytes=5-2", 1000, 416, 0, 0},   /* last before first */
         {"bytes=-0", 1000, 416, 0, 0},
-        {"bytes=0-", 0, 416, 0, 0},                        /* an empty object */
-        {"bytes=0-1,5-6", 1000, 200, 0, 999},              /* several: the whole object */
-        {"items=0-5", 1000, 200, 0, 999},                  /* another unit: ignored */
+        {"bytes=0-", 0, 416, 0, 0},           /* an empty object */
+        {"bytes=0-1,5-6", 1000, 200, 0, 999}, /* several: the whole object */
+        {"items=0-5", 1000, 200, 0, 999},     /* another unit: ignored */
         {"bytes=abc", 1000, 200, 0, 999},
         {"bytes=-", 1000, 200, 0, 999},
         {"bytes=99999999999999999999999-", 1000, 200, 0, 999}, /* does not fit: ignored */

@@ -35,8 +35,8 @@ static void test_operations(void **state)
     const rcase cases[] = {
         {"GET", "127.0.0.1:9000", "/", "", false, S3A_OP_LIST_BUCKETS, "", NULL},
         {"GET", "127.0.0.1:9000", "/", "x-id=ListBuckets", false, S3A_OP_LIST_BUCKETS, "", NULL},
-        {"GET", "h", "/bkt", "list-type=2&prefix=&encoding-type=url", false,
-         S3A_OP_LIST_OBJECTS_V2, "bkt", NULL},
+        {"GET", "h", "/bkt", "list-type=2&prefix=&encoding-type=url", false, S3A_OP_LIST_OBJECTS_V2,
+         "bkt", NULL},
         {"GET", "h", "/bkt/", "delimiter=%2F&list-type=2&max-keys=10&prefix=p%2F", false,
          S3A_OP_LIST_OBJECTS_V2, "bkt", NULL},
         {"GET", "h", "/bkt", "location", false, S3A_OP_GET_BUCKET_LOCATION, "bkt", NULL},
@@ -59,21 +59,25 @@ static void test_operations(void **state)
         {"POST", "h", "/bkt/k", "uploads", false, S3A_OP_CREATE_MULTIPART_UPLOAD, "bkt", "k"},
         {"POST", "h", "/bkt/k", "uploads=&x-id=CreateMultipartUpload", false,
          S3A_OP_CREATE_MULTIPART_UPLOAD, "bkt", "k"},
-        {"POST", "h", "/bkt/k", "uploadId=UPID", false, S3A_OP_COMPLETE_MULTIPART_UPLOAD, "bkt", "k"},
-        {"DELETE", "h", "/bkt/k", "uploadId=UPID", false, S3A_OP_ABORT_MULTIPART_UPLOAD, "bkt", "k"},
+        {"POST", "h", "/bkt/k", "uploadId=UPID", false, S3A_OP_COMPLETE_MULTIPART_UPLOAD, "bkt",
+         "k"},
+        {"DELETE", "h", "/bkt/k", "uploadId=UPID", false, S3A_OP_ABORT_MULTIPART_UPLOAD, "bkt",
+         "k"},
         {"DELETE", "h", "/bkt/k", "", false, S3A_OP_DELETE_OBJECT, "bkt", "k"},
         {"GET", "h", "/bkt/k", "uploadId=UPID&max-parts=10", false, S3A_OP_LIST_PARTS, "bkt", "k"},
         /* keys as awscli and the JS SDK encode them */
-        {"GET", "h", "/bkt/a%20b/c%2Bd~e%21.txt", "", false, S3A_OP_GET_OBJECT, "bkt", "a b/c+d~e!.txt"},
-        {"PUT", "h", "/bkt/a%20b/k%2B1", "x-id=PutObject", false, S3A_OP_PUT_OBJECT, "bkt", "a b/k+1"},
+        {"GET", "h", "/bkt/a%20b/c%2Bd~e%21.txt", "", false, S3A_OP_GET_OBJECT, "bkt",
+         "a b/c+d~e!.txt"},
+        {"PUT", "h", "/bkt/a%20b/k%2B1", "x-id=PutObject", false, S3A_OP_PUT_OBJECT, "bkt",
+         "a b/k+1"},
         {"GET", "h", "/bkt/dir/", "", false, S3A_OP_GET_OBJECT, "bkt", "dir/"},
         {"GET", "h", "/bkt//double", "", false, S3A_OP_GET_OBJECT, "bkt", "/double"},
         {"GET", "h", "/bkt/caf%C3%A9", "", false, S3A_OP_GET_OBJECT, "bkt", "caf\xc3\xa9"},
         /* presigned URLs: their parameters sign, they do not route */
         {"GET", "h", "/bkt/k", "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=00", false,
          S3A_OP_GET_OBJECT, "bkt", "k"},
-        {"GET", "h", "/bkt/k", "AWSAccessKeyId=a&Signature=b&Expires=1", false,
-         S3A_OP_GET_OBJECT, "bkt", "k"},
+        {"GET", "h", "/bkt/k", "AWSAccessKeyId=a&Signature=b&Expires=1", false, S3A_OP_GET_OBJECT,
+         "bkt", "k"},
         /* virtual-hosted under a configured domain, path-style otherwise */
         {"GET", "bkt.s3.example.com:9000", "/key/x", "", false, S3A_OP_GET_OBJECT, "bkt", "key/x"},
         {"GET", "my.bucket.s3.example.com", "/", "list-type=2", false, S3A_OP_LIST_OBJECTS_V2,
@@ -116,12 +120,16 @@ static void test_params(void **state)
     s3a_route r;
     s3a_error e = {0};
     assert_int_equal(s3a_route_parse(&cfg, "PUT", "h", "/bkt/k", "uploadId=a%2Bb&partNumber=10000",
-                                     false, &r, &e), 0);
+                                     false, &r, &e),
+                     0);
     assert_int_equal(r.part_number, 10000);
     assert_string_equal(r.upload_id, "a+b");
     s3a_route_deinit(&r);
-    assert_int_equal(s3a_route_parse(&cfg, "GET", "h", "/bkt", "list-type=2&prefix=a%20b&"
-                                     "continuation-token=tok%3D&fetch-owner", false, &r, &e), 0);
+    assert_int_equal(s3a_route_parse(&cfg, "GET", "h", "/bkt",
+                                     "list-type=2&prefix=a%20b&"
+                                     "continuation-token=tok%3D&fetch-owner",
+                                     false, &r, &e),
+                     0);
     assert_string_equal(s3a_route_param(&r, "prefix"), "a b");
     assert_string_equal(s3a_route_param(&r, "continuation-token"), "tok=");
     assert_string_equal(s3a_route_param(&r, "fetch-owner"), "");
@@ -160,15 +168,18 @@ static void test_refusals(void **state)
         {"GET", "/192.168.1.1/k", "", -EINVAL, 400, "InvalidBucketName", "not valid"},
         {"GET", "/a..b/k", "", -EINVAL, 400, "InvalidBucketName", "not valid"},
         {"GET", "/-abc/k", "", -EINVAL, 400, "InvalidBucketName", "not valid"},
-        {"GET", "//k", "", -EINVAL, 400, "InvalidBucketName", "not valid"}, /* found by fuzz_s3a_route */
+        {"GET", "//k", "", -EINVAL, 400, "InvalidBucketName",
+         "not valid"}, /* found by fuzz_s3a_route */
         {"GET", longkey, "", -EINVAL, 400, "KeyTooLongError", "too long"},
         {"GET", "/bkt/%zz", "", -EINVAL, 400, "InvalidURI", "escape"},
         {"GET", "/bkt/a%00b", "", -EINVAL, 400, "InvalidURI", "escape"},
         {"GET", "/bkt", "prefix=%", -EINVAL, 400, "InvalidURI", "escape"},
         {"GET", "bkt", "", -EINVAL, 400, "InvalidURI", "parse"},
         {"GET", "/bkt", "list-type=1", -EINVAL, 400, "InvalidArgument", "list-type"},
-        {"PUT", "/bkt/k", "uploadId=U&partNumber=0", -EINVAL, 400, "InvalidArgument", "between 1 and 10000"},
-        {"PUT", "/bkt/k", "uploadId=U&partNumber=10001", -EINVAL, 400, "InvalidArgument", "between"},
+        {"PUT", "/bkt/k", "uploadId=U&partNumber=0", -EINVAL, 400, "InvalidArgument",
+         "between 1 and 10000"},
+        {"PUT", "/bkt/k", "uploadId=U&partNumber=10001", -EINVAL, 400, "InvalidArgument",
+         "between"},
         {"PUT", "/bkt/k", "uploadId=U&partNumber=2x", -EINVAL, 400, "InvalidArgument", "between"},
         {"PUT", "/bkt/k", "partNumber=2", -EINVAL, 400, "InvalidRequest", "both"},
     };
@@ -178,8 +189,8 @@ static void test_refusals(void **state)
         s3a_error e = {0};
         int rc = s3a_route_parse(&cfg, c->method, "h", c->path, c->query, false, &r, &e);
         if (rc != c->rc || e.code == NULL || strcmp(e.code, c->code) != 0)
-            fprintf(stderr, "case %zu: %s %s?%s: rc %d %s\n", i, c->method, c->path, c->query,
-                    rc, e.message);
+            fprintf(stderr, "case %zu: %s %s?%s: rc %d %s\n", i, c->method, c->path, c->query, rc,
+                    e.message);
         assert_int_equal(rc, c->rc);
         assert_int_equal(e.status, c->status);
         assert_string_equal(e.code, c->code);

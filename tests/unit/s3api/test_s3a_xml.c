@@ -23,8 +23,8 @@
 #include "s3a_xml.h"
 
 #define DECL "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-#define NS "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\""
-#define T1 1704067200123LL /* 2024-01-01T00:00:00.123Z */
+#define NS   "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\""
+#define T1   1704067200123LL /* 2024-01-01T00:00:00.123Z */
 
 static void well_formed(const s3a_buf *b)
 {
@@ -43,7 +43,8 @@ static void test_error(void **state)
     s3a_error_set(&e, 404, "NoSuchKey", "The specified key does not exist.");
     s3a_buf b = {0};
     assert_int_equal(s3a_xml_error(&b, &e, "bkt", "a<b>&\"c\"", NULL, "4442587FB7D0A2F9", "h2"), 0);
-    assert_string_equal(b.p, DECL "<Error><Code>NoSuchKey</Code><Message>The specified key does "
+    assert_string_equal(b.p,
+                        DECL "<Error><Code>NoSuchKey</Code><Message>The specified key does "
                              "not exist.</Message><Key>a&lt;b&gt;&amp;&quot;c&quot;</Key>"
                              "<BucketName>bkt</BucketName><RequestId>4442587FB7D0A2F9</RequestId>"
                              "<HostId>h2</HostId></Error>");
@@ -67,13 +68,23 @@ static void test_list_v2(void **state)
         {"ctl\x01z", 0, 0, "\"q\"", "STANDARD_IA"},
     };
     const char *pfx[] = {"p/sub dir/"};
-    s3a_xml_list l = {.v2 = true, .bucket = "bkt", .prefix = "p/", .delimiter = "/",
-                      .max_keys = 1000, .truncated = true, .url_encode = true,
-                      .continuation_token = "c1", .next_continuation_token = "c2",
-                      .objects = objs, .n_objects = 2, .prefixes = pfx, .n_prefixes = 1};
+    s3a_xml_list l = {.v2 = true,
+                      .bucket = "bkt",
+                      .prefix = "p/",
+                      .delimiter = "/",
+                      .max_keys = 1000,
+                      .truncated = true,
+                      .url_encode = true,
+                      .continuation_token = "c1",
+                      .next_continuation_token = "c2",
+                      .objects = objs,
+                      .n_objects = 2,
+                      .prefixes = pfx,
+                      .n_prefixes = 1};
     s3a_buf b = {0};
     assert_int_equal(s3a_xml_list_objects(&b, &l), 0);
-    assert_string_equal(b.p, DECL "<ListBucketResult " NS "><Name>bkt</Name><Prefix>p/</Prefix>"
+    assert_string_equal(b.p, DECL
+                        "<ListBucketResult " NS "><Name>bkt</Name><Prefix>p/</Prefix>"
                         "<ContinuationToken>c1</ContinuationToken>"
                         "<NextContinuationToken>c2</NextContinuationToken><KeyCount>3</KeyCount>"
                         "<MaxKeys>1000</MaxKeys><Delimiter>/</Delimiter>"
@@ -110,11 +121,16 @@ static void test_list_v1(void **state)
 {
     (void)state;
     const s3a_xml_object objs[] = {{"k1", 5, T1, "e1", NULL}};
-    s3a_xml_list l = {.bucket = "bkt", .max_keys = 2, .truncated = true, .next_marker = "k1",
-                      .objects = objs, .n_objects = 1};
+    s3a_xml_list l = {.bucket = "bkt",
+                      .max_keys = 2,
+                      .truncated = true,
+                      .next_marker = "k1",
+                      .objects = objs,
+                      .n_objects = 1};
     s3a_buf b = {0};
     assert_int_equal(s3a_xml_list_objects(&b, &l), 0);
-    assert_string_equal(b.p, DECL "<ListBucketResult " NS "><Name>bkt</Name><Prefix></Prefix>"
+    assert_string_equal(b.p, DECL
+                        "<ListBucketResult " NS "><Name>bkt</Name><Prefix></Prefix>"
                         "<Marker></Marker><NextMarker>k1</NextMarker><MaxKeys>2</MaxKeys>"
                         "<IsTruncated>true</IsTruncated><Contents><Key>k1</Key>"
                         "<LastModified>2024-01-01T00:00:00.123Z</LastModified>"
@@ -132,7 +148,8 @@ static void test_small_answers(void **state)
     s3a_xml_owner o = {"i", "n"};
     s3a_xml_bucket bk[] = {{"b1", T1}, {"b2", 0}};
     assert_int_equal(s3a_xml_list_buckets(&b, &o, bk, 2), 0);
-    assert_string_equal(b.p, DECL "<ListAllMyBucketsResult " NS "><Owner><ID>i</ID><DisplayName>"
+    assert_string_equal(b.p, DECL
+                        "<ListAllMyBucketsResult " NS "><Owner><ID>i</ID><DisplayName>"
                         "n</DisplayName></Owner><Buckets><Bucket><Name>b1</Name><CreationDate>"
                         "2024-01-01T00:00:00.123Z</CreationDate></Bucket><Bucket><Name>b2</Name>"
                         "<CreationDate>1970-01-01T00:00:00.000Z</CreationDate></Bucket></Buckets>"
@@ -150,13 +167,15 @@ static void test_small_answers(void **state)
 
     assert_int_equal(s3a_xml_initiate_mpu(&b, "bkt", "a&b", "UP1"), 0);
     assert_string_equal(b.p, DECL "<InitiateMultipartUploadResult " NS "><Bucket>bkt</Bucket>"
-                        "<Key>a&amp;b</Key><UploadId>UP1</UploadId>"
-                        "</InitiateMultipartUploadResult>");
+                                  "<Key>a&amp;b</Key><UploadId>UP1</UploadId>"
+                                  "</InitiateMultipartUploadResult>");
     s3a_buf_free(&b);
 
     assert_int_equal(s3a_xml_complete_mpu(&b, "http://h/bkt/k", "bkt", "k", "md5-3", "CRC32",
-                                          "AAAAAA==-3", "COMPOSITE"), 0);
-    assert_string_equal(b.p, DECL "<CompleteMultipartUploadResult " NS "><Location>http://h/bkt/k"
+                                          "AAAAAA==-3", "COMPOSITE"),
+                     0);
+    assert_string_equal(b.p, DECL
+                        "<CompleteMultipartUploadResult " NS "><Location>http://h/bkt/k"
                         "</Location><Bucket>bkt</Bucket><Key>k</Key><ETag>&quot;md5-3&quot;"
                         "</ETag><ChecksumCRC32>AAAAAA==-3</ChecksumCRC32><ChecksumType>COMPOSITE"
                         "</ChecksumType></CompleteMultipartUploadResult>");
@@ -164,8 +183,13 @@ static void test_small_answers(void **state)
     s3a_buf_free(&b);
 
     s3a_xml_part parts[] = {{1, T1, "e1", 5242880}, {2, T1, "e2", 7}};
-    s3a_xml_parts lp = {.bucket = "bkt", .key = "k", .upload_id = "U", .owner = &o,
-                        .next_part_number_marker = 2, .max_parts = 1000, .parts = parts,
+    s3a_xml_parts lp = {.bucket = "bkt",
+                        .key = "k",
+                        .upload_id = "U",
+                        .owner = &o,
+                        .next_part_number_marker = 2,
+                        .max_parts = 1000,
+                        .parts = parts,
                         .n_parts = 2};
     assert_int_equal(s3a_xml_list_parts(&b, &lp), 0);
     assert_non_null(strstr(b.p, "<ListPartsResult " NS "><Bucket>bkt</Bucket><Key>k</Key>"
@@ -179,9 +203,10 @@ static void test_small_answers(void **state)
 
     s3a_xml_deleted del[] = {{"a", NULL, NULL}, {"b", "AccessDenied", "Access Denied"}};
     assert_int_equal(s3a_xml_delete_result(&b, del, 2, false), 0);
-    assert_string_equal(b.p, DECL "<DeleteResult " NS "><Deleted><Key>a</Key></Deleted><Error>"
-                        "<Key>b</Key><Code>AccessDenied</Code><Message>Access Denied</Message>"
-                        "</Error></DeleteResult>");
+    assert_string_equal(b.p,
+                        DECL "<DeleteResult " NS "><Deleted><Key>a</Key></Deleted><Error>"
+                             "<Key>b</Key><Code>AccessDenied</Code><Message>Access Denied</Message>"
+                             "</Error></DeleteResult>");
     s3a_buf_free(&b);
     assert_int_equal(s3a_xml_delete_result(&b, del, 1, true), 0);
     assert_string_equal(b.p, DECL "<DeleteResult " NS "></DeleteResult>");
@@ -190,7 +215,7 @@ static void test_small_answers(void **state)
 
     assert_int_equal(s3a_xml_copy_result(&b, false, "e", T1), 0);
     assert_string_equal(b.p, DECL "<CopyObjectResult " NS "><LastModified>2024-01-01T00:00:00.123Z"
-                        "</LastModified><ETag>&quot;e&quot;</ETag></CopyObjectResult>");
+                                  "</LastModified><ETag>&quot;e&quot;</ETag></CopyObjectResult>");
     s3a_buf_free(&b);
     assert_int_equal(s3a_xml_copy_result(&b, true, "e", T1), 0);
     assert_non_null(strstr(b.p, "<CopyPartResult " NS ">"));
@@ -265,7 +290,8 @@ static void test_complete_refused(void **state)
     } bad[] = {
         {"", "MalformedXML", "no <CompleteMultipartUpload>"},
         {"<CompleteMultipartUpload>", "MalformedXML", "not well-formed"},
-        {"<CompleteMultipartUpload></CompleteMultipartUpload>", "InvalidRequest", "at least one part"},
+        {"<CompleteMultipartUpload></CompleteMultipartUpload>", "InvalidRequest",
+         "at least one part"},
         {"<Delete><Object><Key>a</Key></Object></Delete>", "MalformedXML", "root is <Delete>"},
         {"<CompleteMultipartUpload><Part><ETag>e</ETag></Part></CompleteMultipartUpload>",
          "MalformedXML", "<PartNumber> and an <ETag>"},
@@ -276,14 +302,17 @@ static void test_complete_refused(void **state)
          "<Part><PartNumber>1</PartNumber><ETag>e</ETag></Part></CompleteMultipartUpload>",
          "InvalidPartOrder", "ascending"},
         {"<CompleteMultipartUpload><Part><PartNumber>0</PartNumber><ETag>e</ETag></Part>"
-         "</CompleteMultipartUpload>", "InvalidArgument", "between 1 and 10000"},
+         "</CompleteMultipartUpload>",
+         "InvalidArgument", "between 1 and 10000"},
         {"<CompleteMultipartUpload><Part><PartNumber>1x</PartNumber><ETag>e</ETag></Part>"
-         "</CompleteMultipartUpload>", "InvalidArgument", "between 1 and 10000"},
+         "</CompleteMultipartUpload>",
+         "InvalidArgument", "between 1 and 10000"},
         {"<?xml version=\"1.0\"?><!DOCTYPE x [<!ENTITY a \"aaaa\">]><CompleteMultipartUpload/>",
          "MalformedXML", "DOCTYPE"},
         {"<CompleteMultipartUpload><a><b><c><d><e><f><g><h><i><j><k><l><m><n><o><p><q>",
          "MalformedXML", "deeper"},
-        {"<CompleteMultipartUpload></CompleteMultipartUpload><x/>", "MalformedXML", "not well-formed"},
+        {"<CompleteMultipartUpload></CompleteMultipartUpload><x/>", "MalformedXML",
+         "not well-formed"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         s3a_xmlbody *x;
@@ -366,8 +395,10 @@ static void test_delete_body(void **state)
         const char *xml, *code, *msg;
     } bad[] = {
         {"<Delete></Delete>", "MalformedXML", "at least one <Object>"},
-        {"<Delete><Object><VersionId>1</VersionId></Object></Delete>", "MalformedXML", "needs a <Key>"},
-        {"<Delete><Object><Key>a</Key></Object><Quiet>yes</Quiet></Delete>", "MalformedXML", "true or false"},
+        {"<Delete><Object><VersionId>1</VersionId></Object></Delete>", "MalformedXML",
+         "needs a <Key>"},
+        {"<Delete><Object><Key>a</Key></Object><Quiet>yes</Quiet></Delete>", "MalformedXML",
+         "true or false"},
         {"<Delete><Object><Key>a</Key><Key>b</Key></Object></Delete>", "MalformedXML", "twice"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -391,14 +422,10 @@ static void test_delete_body(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_error),
-        cmocka_unit_test(test_list_v2),
-        cmocka_unit_test(test_list_v1),
-        cmocka_unit_test(test_small_answers),
-        cmocka_unit_test(test_complete_body),
-        cmocka_unit_test(test_complete_refused),
-        cmocka_unit_test(test_delete_body),
-        cmocka_unit_test(test_iso8601_read),
+        cmocka_unit_test(test_error),         cmocka_unit_test(test_list_v2),
+        cmocka_unit_test(test_list_v1),       cmocka_unit_test(test_small_answers),
+        cmocka_unit_test(test_complete_body), cmocka_unit_test(test_complete_refused),
+        cmocka_unit_test(test_delete_body),   cmocka_unit_test(test_iso8601_read),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -39,9 +39,9 @@ static void test_json(void **state)
     assert_int_equal(tj_get(&v, "n")->kind, TJ_NULL);
     assert_null(tj_get(&v, "missing"));
     tj_free(&v);
-    const char *bad[] = {"", "{", "[1,]", "{\"a\"}", "{\"a\":1,}", "01", "-", "1.", "1e",
-                         "\"\\x\"", "\"\\ud800\"", "\"\\udc00\"", "\"a", "tru", "[1] 2",
-                         "{1:2}", "\"\x01\"", "9223372036854775808x"};
+    const char *bad[] = {"",    "{",   "[1,]",  "{\"a\"}", "{\"a\":1,}",  "01",
+                         "-",   "1.",  "1e",    "\"\\x\"", "\"\\ud800\"", "\"\\udc00\"",
+                         "\"a", "tru", "[1] 2", "{1:2}",   "\"\x01\"",    "9223372036854775808x"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         err[0] = 0;
         if (tj_parse(bad[i], strlen(bad[i]), &v, err, sizeof(err)) != -EBADMSG)
@@ -60,12 +60,20 @@ static tb_schema schema2(void)
     static tp_column_def cols[3];
     static uint32_t key[1] = {0};
     cols[0] = (tp_column_def){.name = "id", .info = {.type = CB_UINT32}, .codec = TP_CODEC_LZ4};
-    cols[1] = (tp_column_def){.name = "ts", .info = {.type = CB_TIMESTAMP, .unit = CB_UNIT_MS, .utc = true},
-                              .codec = TP_CODEC_ZSTD, .level = 3};
+    cols[1] = (tp_column_def){.name = "ts",
+                              .info = {.type = CB_TIMESTAMP, .unit = CB_UNIT_MS, .utc = true},
+                              .codec = TP_CODEC_ZSTD,
+                              .level = 3};
     cols[2] = (tp_column_def){.name = "body\"x", .info = {.type = CB_STRING}, .nullable = true};
-    tb_schema s = {.n_cols = 3, .cols = cols, .n_key = 1, .key_cols = key,
-                   .partition_by = "toYear(ts)", .engine = "ReplacingMergeTree",
-                   .version_col = 1, .index_granularity = 8192, .schema_version = 1};
+    tb_schema s = {.n_cols = 3,
+                   .cols = cols,
+                   .n_key = 1,
+                   .key_cols = key,
+                   .partition_by = "toYear(ts)",
+                   .engine = "ReplacingMergeTree",
+                   .version_col = 1,
+                   .index_granularity = 8192,
+                   .schema_version = 1};
     return s;
 }
 
@@ -110,16 +118,31 @@ static void test_version_roundtrip(void **state)
     tb__version_free(&back);
 
     tb_part parts[2] = {
-        {.name = "2019_aa", .partition = "2019", .rows = 10, .bytes = 100, .min_block = 1,
+        {.name = "2019_aa",
+         .partition = "2019",
+         .rows = 10,
+         .bytes = 100,
+         .min_block = 1,
          .max_block = 1},
-        {.name = "2020_bb", .partition = "2020", .rows = 5, .bytes = 50, .min_block = 1,
+        {.name = "2020_bb",
+         .partition = "2020",
+         .rows = 5,
+         .bytes = 50,
+         .min_block = 1,
          .max_block = 1},
     };
     char *rem[] = {"2018_cc"};
     tb_dedup_id dd[] = {{"2019_ffee", 1234}};
-    tb__version v1 = {.version = 1, .time_ms = 2000, .kind = TB_COMMIT_INSERT,
-                      .schema_version = 1, .add = parts, .n_add = 2, .remove = rem,
-                      .n_remove = 1, .dedup = dd, .n_dedup = 1};
+    tb__version v1 = {.version = 1,
+                      .time_ms = 2000,
+                      .kind = TB_COMMIT_INSERT,
+                      .schema_version = 1,
+                      .add = parts,
+                      .n_add = 2,
+                      .remove = rem,
+                      .n_remove = 1,
+                      .dedup = dd,
+                      .n_dedup = 1};
     memcpy(v1.writer, "ffffffffffffffffffffffffffffffff", 33);
     parse_back(&v1, &back);
     assert_int_equal(back.n_add, 2);
@@ -163,10 +186,14 @@ static tb__version ins(uint64_t ver, int64_t t, const char *name, const char *bl
     static tb_dedup_id d[1];
     static char nm[64], bl[64];
     snprintf(nm, sizeof(nm), "%s", name);
-    p[0] = (tb_part){.name = nm, .partition = "all", .rows = 1, .bytes = 1, .min_block = ver,
-                     .max_block = ver};
-    tb__version v = {.version = ver, .time_ms = t, .kind = TB_COMMIT_INSERT,
-                     .schema_version = 1, .add = p, .n_add = 1};
+    p[0] = (tb_part){
+        .name = nm, .partition = "all", .rows = 1, .bytes = 1, .min_block = ver, .max_block = ver};
+    tb__version v = {.version = ver,
+                     .time_ms = t,
+                     .kind = TB_COMMIT_INSERT,
+                     .schema_version = 1,
+                     .add = p,
+                     .n_add = 1};
     if (block) {
         snprintf(bl, sizeof(bl), "%s", block);
         d[0] = (tb_dedup_id){bl, t};
@@ -205,10 +232,21 @@ static void test_apply_and_checkpoint(void **state)
     assert_string_equal(s.dedup[0].id, "all_b5");
     /* a merge removes active parts only */
     char *rem[] = {"p1", "p2"};
-    tb_part out = {.name = "m12", .partition = "all", .rows = 2, .bytes = 2, .min_block = 1,
-                   .max_block = 2, .level = 1};
-    tb__version m = {.version = 7, .time_ms = 9000000, .kind = TB_COMMIT_MERGE,
-                     .schema_version = 1, .add = &out, .n_add = 1, .remove = rem, .n_remove = 2};
+    tb_part out = {.name = "m12",
+                   .partition = "all",
+                   .rows = 2,
+                   .bytes = 2,
+                   .min_block = 1,
+                   .max_block = 2,
+                   .level = 1};
+    tb__version m = {.version = 7,
+                     .time_ms = 9000000,
+                     .kind = TB_COMMIT_MERGE,
+                     .schema_version = 1,
+                     .add = &out,
+                     .n_add = 1,
+                     .remove = rem,
+                     .n_remove = 2};
     assert_int_equal(tb__apply(&s, &m, 3, 3600, err, sizeof(err)), 0);
     assert_int_equal(s.n_parts, 5);
     assert_int_equal(s.n_removed, 2);
@@ -239,8 +277,12 @@ static void test_apply_and_checkpoint(void **state)
     assert_int_equal(c.schema.n_cols, 3);
     /* purge forgets removed parts */
     char *pg[] = {"p1"};
-    tb__version p = {.version = 8, .time_ms = 9000001, .kind = TB_COMMIT_PURGE,
-                     .schema_version = 1, .purge = pg, .n_purge = 1};
+    tb__version p = {.version = 8,
+                     .time_ms = 9000001,
+                     .kind = TB_COMMIT_PURGE,
+                     .schema_version = 1,
+                     .purge = pg,
+                     .n_purge = 1};
     assert_int_equal(tb__apply(&c, &p, 3, 3600, err, sizeof(err)), 0);
     assert_int_equal(c.n_removed, 1);
     assert_string_equal(c.removed[0].name, "p2");

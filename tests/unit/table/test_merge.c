@@ -67,7 +67,7 @@ static void test_select_basics(void **state)
  * are not offered to the selector. */
 typedef struct {
     uint64_t size;
-    int merge;     /* -1: idle, else the merge it belongs to */
+    int merge; /* -1: idle, else the merge it belongs to */
 } sim_part;
 
 static void test_simulated_insert_stream_stays_bounded(void **state)
@@ -77,7 +77,10 @@ static void test_simulated_insert_stream_stays_bounded(void **state)
     tm_settings_init(&s);
     sim_part *p = calloc(20000, sizeof(sim_part));
     size_t n = 0, max_n = 0, merges_done = 0;
-    struct { bool on; double left; } m[2] = {{0}};
+    struct {
+        bool on;
+        double left;
+    } m[2] = {{0}};
     uint64_t written = 0, inserted = 0;
     const int ticks = 8000;
     for (int tick = 0; tick < ticks; tick++) {
@@ -202,8 +205,13 @@ static void *make_part(int idx, uint32_t n, int32_t range, uint64_t seed, size_t
         memcpy(b->cols[2]->data + (size_t)i * (size_t)tl, tag, (size_t)tl);
         b->cols[2]->offsets[i + 1] = (i + 1) * (uint32_t)tl;
     }
-    tp_writer_opts o = {.part_name = "in", .cols = mcols, .n_cols = 3, .key_cols = mkey,
-                        .n_key = 1, .index_granularity = 256, .input_sorted = true};
+    tp_writer_opts o = {.part_name = "in",
+                        .cols = mcols,
+                        .n_cols = 3,
+                        .key_cols = mkey,
+                        .n_key = 1,
+                        .index_granularity = 256,
+                        .input_sorted = true};
     tp_writer *w;
     char err[256];
     assert_int_equal(tp_writer_create(&w, &o, err, sizeof(err)), 0);
@@ -234,8 +242,8 @@ static void open_inputs(inputs *in, int k, uint32_t rows, int32_t range)
     in->k = k;
     for (int i = 0; i < k; i++) {
         in->n[i] = rows + (uint32_t)i * 37;
-        in->buf[i] = make_part(i, in->n[i], range, 1000 + (uint64_t)i, &in->len[i],
-                               &in->keys[i], &in->vers[i]);
+        in->buf[i] = make_part(i, in->n[i], range, 1000 + (uint64_t)i, &in->len[i], &in->keys[i],
+                               &in->vers[i]);
         assert_int_equal(tp_mem_source_create(&in->src[i], in->buf[i], in->len[i], "in"), 0);
         assert_int_equal(tp_reader_open(&in->r[i], in->src[i], "in", err, sizeof(err)), 0);
     }
@@ -252,16 +260,24 @@ static void close_inputs(inputs *in)
     }
 }
 
-static cb_batch *merge_all(inputs *in, bool replacing, int32_t version_col,
-                           tm_merge_stats *st)
+static cb_batch *merge_all(inputs *in, bool replacing, int32_t version_col, tm_merge_stats *st)
 {
-    tp_writer_opts o = {.part_name = "out", .cols = mcols, .n_cols = 3, .key_cols = mkey,
-                        .n_key = 1, .index_granularity = 256, .input_sorted = true};
+    tp_writer_opts o = {.part_name = "out",
+                        .cols = mcols,
+                        .n_cols = 3,
+                        .key_cols = mkey,
+                        .n_key = 1,
+                        .index_granularity = 256,
+                        .input_sorted = true};
     tp_writer *w;
     char err[256];
     assert_int_equal(tp_writer_create(&w, &o, err, sizeof(err)), 0);
-    tm_merge_opts mo = {.inputs = in->r, .n_inputs = (size_t)in->k, .replacing = replacing,
-                        .version_col = version_col, .batch_rows = 1000, .out = w};
+    tm_merge_opts mo = {.inputs = in->r,
+                        .n_inputs = (size_t)in->k,
+                        .replacing = replacing,
+                        .version_col = version_col,
+                        .batch_rows = 1000,
+                        .out = w};
     if (tm_merge(&mo, st, err, sizeof(err)) < 0)
         fail_msg("merge: %s", err);
     void *buf;
@@ -274,9 +290,8 @@ static cb_batch *merge_all(inputs *in, bool replacing, int32_t version_col,
     assert_int_equal(tp_reader_open(&r, src, "out", err, sizeof(err)), 0);
     uint32_t cols[3] = {0, 1, 2};
     cb_batch *b;
-    assert_int_equal(tp_reader_read(r, cols, 3, 0, tp_reader_meta(r)->granules, &b, err,
-                                    sizeof(err)),
-                     0);
+    assert_int_equal(
+        tp_reader_read(r, cols, 3, 0, tp_reader_meta(r)->granules, &b, err, sizeof(err)), 0);
     tp_reader_destroy(&r);
     rs_destroy(&src);
     free(buf);
@@ -351,8 +366,8 @@ static void test_replacing(void **state)
             snprintf(want, sizeof(want), "p%d", best_part[k[r]]);
             if (tl != strlen(want) || memcmp(tag, want, tl) != 0 ||
                 (with_version && v[r] != best_ver[k[r]]))
-                fail_msg("key %d: kept %.*s ver %u, want %s ver %u", k[r], (int)tl, tag, v[r],
-                         want, best_ver[k[r]]);
+                fail_msg("key %d: kept %.*s ver %u, want %s ver %u", k[r], (int)tl, tag, v[r], want,
+                         best_ver[k[r]]);
         }
         cb_batch_destroy(&b);
         free(best_part);
@@ -369,8 +384,12 @@ static void test_merge_refuses_mismatched_inputs(void **state)
     tp_column_def other[3];
     memcpy(other, mcols, sizeof(other));
     other[1].info.type = CB_INT64;
-    tp_writer_opts o = {.part_name = "x", .cols = other, .n_cols = 3, .key_cols = mkey,
-                        .n_key = 1, .input_sorted = true};
+    tp_writer_opts o = {.part_name = "x",
+                        .cols = other,
+                        .n_cols = 3,
+                        .key_cols = mkey,
+                        .n_key = 1,
+                        .input_sorted = true};
     tp_writer *w;
     char err[256];
     assert_int_equal(tp_writer_create(&w, &o, err, sizeof(err)), 0);

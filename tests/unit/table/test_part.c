@@ -193,8 +193,8 @@ static void roundtrip(tp_codec codec, int level, uint32_t granularity, size_t mi
     for (uint32_t g = 0; g <= m->granules; g++) {
         uint32_t at = g < m->granules ? g * granularity : in->rows - 1;
         for (int k = 0; k < 3; k++)
-            assert_true(tg_same(m->index[k], g, in->b[in->perm_batch[at]]->cols[k],
-                                in->perm_row[at]));
+            assert_true(
+                tg_same(m->index[k], g, in->b[in->perm_batch[at]]->cols[k], in->perm_row[at]));
     }
     /* min/max of the partition columns */
     assert_int_equal(m->n_minmax, 2);
@@ -236,9 +236,8 @@ static void test_roundtrip_zstd_and_none(void **state)
 
 /* Writes rows of `sizes` (seed, body_max) as a part of the given granularity
  * and opens it: *buf, *src and *r belong to the caller. */
-static input *write_and_open(const uint32_t *sizes, uint32_t nb, uint64_t seed,
-                             uint32_t body_max, uint32_t granularity, void **buf,
-                             rs_source **src, tp_reader **r)
+static input *write_and_open(const uint32_t *sizes, uint32_t nb, uint64_t seed, uint32_t body_max,
+                             uint32_t granularity, void **buf, rs_source **src, tp_reader **r)
 {
     input *in = make_input(sizes, nb, seed, body_max);
     tp_column_def defs[TG_NCOLS];
@@ -460,8 +459,7 @@ static bool row_matches(const tp_cond *c, const cb_batch *b, uint32_t row)
             if (row_matches(c->kids[i], b, row))
                 return true;
         return false;
-    default:
-        break;
+    default: break;
     }
     const cb_column *col = b->cols[tg_key[c->key_pos]];
     int r = tp__cmp_col(col, row, c->values, 0);
@@ -520,8 +518,8 @@ static const tp_cond *rand_cond(cond_pool *p, const cb_batch *b, int depth, uint
         c->kids = p->kids[i];
         return c;
     }
-    static const tp_cond_op ops[] = {TP_COND_EQ, TP_COND_IN, TP_COND_LT, TP_COND_LE,
-                                     TP_COND_GT, TP_COND_GE};
+    static const tp_cond_op ops[] = {TP_COND_EQ, TP_COND_IN, TP_COND_LT,
+                                     TP_COND_LE, TP_COND_GT, TP_COND_GE};
     c->op = ops[tg_rand(s) % 6];
     c->key_pos = (uint32_t)(tg_rand(s) % 3);
     p->vals[i] = vals_from(b, c->key_pos, c->op == TP_COND_IN ? 3 : 1, s);
@@ -566,8 +564,7 @@ static void test_prune_vs_brute_force(void **state)
         }
         for (uint32_t row = 0; row < by_pos->n_rows; row++)
             if (row_matches(c, by_pos, row) && !in_range[row / G])
-                fail_msg("condition %d: row %u matches but granule %u was pruned", t, row,
-                         row / G);
+                fail_msg("condition %d: row %u matches but granule %u was pruned", t, row, row / G);
         for (uint32_t g = 0; g < granules; g++)
             in_range[g] ? kept_total++ : pruned_total++;
         free(in_range);

@@ -66,8 +66,8 @@ static inline void tg_defs(tp_column_def *d, tp_codec codec, int level)
     }
 }
 
-static const char *const tg_words[] = {"alpha", "bravo", "charlie", "delta", "echo", "fox",
-                                       "golf", "hotel", "india", "juliet", "kilo", ""};
+static const char *const tg_words[] = {"alpha", "bravo", "charlie", "delta",  "echo", "fox",
+                                       "golf",  "hotel", "india",   "juliet", "kilo", ""};
 
 /* A batch of n rows from seed; body strings up to body_max bytes. */
 static inline cb_batch *tg_batch(uint32_t n, uint64_t seed, uint32_t body_max)
@@ -113,17 +113,35 @@ static inline cb_batch *tg_batch(uint32_t n, uint64_t seed, uint32_t body_max)
             uint8_t *v = (uint8_t *)col->values + (size_t)r * w;
             switch (c) {
             case 0: *v = (uint8_t)(x % 4); break;
-            case 2: { int64_t k = (int64_t)(x % 1000) - 500; memcpy(v, &k, 8); break; }
-            case 9: { float f = (float)((int64_t)(x % 20001) - 10000) / 8.0f; memcpy(v, &f, 4); break; }
-            case 10: { double d = (double)(x % 1000003) / 3.0; memcpy(v, &d, 8); break; }
+            case 2: {
+                int64_t k = (int64_t)(x % 1000) - 500;
+                memcpy(v, &k, 8);
+                break;
+            }
+            case 9: {
+                float f = (float)((int64_t)(x % 20001) - 10000) / 8.0f;
+                memcpy(v, &f, 4);
+                break;
+            }
+            case 10: {
+                double d = (double)(x % 1000003) / 3.0;
+                memcpy(v, &d, 8);
+                break;
+            }
             case 11: *v = (uint8_t)(x & 1); break;
-            case 15: { int64_t d = (int64_t)(x % 2000000) - 1000000; memcpy(v, &d, 8); break; }
+            case 15: {
+                int64_t d = (int64_t)(x % 2000000) - 1000000;
+                memcpy(v, &d, 8);
+                break;
+            }
             case 16: {
                 cb_i128 d = {x, (int64_t)(x % 5) - 2};
                 memcpy(v, &d, 16);
                 break;
             }
-            case 1: case 17: case 18: {
+            case 1:
+            case 17:
+            case 18: {
                 char buf[4096];
                 size_t len;
                 if (c == 1) {

@@ -21,24 +21,23 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
-#define TOK_A "9f2c1e0a7b3d4c5e6f708192a3b4c5d6"
-#define TOK_B "tok-bbbbbbbbbbbbbbbb"
+#define TOK_A  "9f2c1e0a7b3d4c5e6f708192a3b4c5d6"
+#define TOK_B  "tok-bbbbbbbbbbbbbbbb"
 #define SECRET "wJalrXUtnFEMI/K7MDENG/bPxRfiCYSECRETKEY"
 
-static const char full[] =
-    "# tenants of the test cluster\n"
-    "\n"
-    "[tenant analytics]\n"
-    "token = " TOK_A "   # what clients send in HELLO\n"
-    "allow = s3://bucket-a/prefix/ s3://bucket-b/,s3://bucket-c\n"
-    "allow = s3://bucket-d/logs   s3://bucket-a/prefix/\n"
-    "aws_access_key_id = AKIAEXAMPLE\n"
-    "aws_secret_access_key = " SECRET "\n"
-    "aws_session_token = \"FwoGZXIvYXdzE\\\"x\"\n"
-    "\r\n"
-    "[ tenant   ingest ]\r\n"
-    "  token=" TOK_B "\n"
-    "  allow = s3://raw/\n";
+static const char full[] = "# tenants of the test cluster\n"
+                           "\n"
+                           "[tenant analytics]\n"
+                           "token = " TOK_A "   # what clients send in HELLO\n"
+                           "allow = s3://bucket-a/prefix/ s3://bucket-b/,s3://bucket-c\n"
+                           "allow = s3://bucket-d/logs   s3://bucket-a/prefix/\n"
+                           "aws_access_key_id = AKIAEXAMPLE\n"
+                           "aws_secret_access_key = " SECRET "\n"
+                           "aws_session_token = \"FwoGZXIvYXdzE\\\"x\"\n"
+                           "\r\n"
+                           "[ tenant   ingest ]\r\n"
+                           "  token=" TOK_B "\n"
+                           "  allow = s3://raw/\n";
 
 static bool allows(const ten_tenant *t, const char *bucket, const char *key)
 {
@@ -90,7 +89,7 @@ static void test_full_file(void **state)
     assert_true(allows(a, "bucket-c", "x"));
     assert_true(allows(a, "bucket-d", "logs/2024"));
     assert_true(allows(a, "bucket-d", "logs-old/x")); /* a plain prefix, as in S3 */
-    assert_false(allows(a, "bucket-bb", "x"));       /* buckets match exactly */
+    assert_false(allows(a, "bucket-bb", "x"));        /* buckets match exactly */
     assert_false(allows(a, "bucket-", "x"));
     assert_false(allows(a, "raw", "x"));
     assert_true(allows(b, "raw", "x"));
@@ -112,24 +111,30 @@ static void test_refusals(void **state)
     static const struct {
         const char *text, *want;
     } cases[] = {
-        {"token = " TOK_A "\n", "T:1: `token` is outside a tenant section; start one with [tenant NAME]"},
+        {"token = " TOK_A "\n",
+         "T:1: `token` is outside a tenant section; start one with [tenant NAME]"},
         {"[tenant a]\ntoken = short\nallow = s3://b/\n",
          "T:2: the token of tenant a is 5 characters long; use 16 to 256 (for example the output of `openssl rand -hex 16`)"},
         {"[tenant a]\ntoken = \"has a space in it!!\"\nallow = s3://b/\n",
          "T:2: the token of tenant a contains a space or a control character; use printable characters only"},
-        {"[tenant a]\nallow = s3://b/\n", "T:1: tenant a has no token; add `token = ...` (16 characters or more), or S3 API keys (s3api_access_key_id and s3api_secret_access_key)"},
+        {"[tenant a]\nallow = s3://b/\n",
+         "T:1: tenant a has no token; add `token = ...` (16 characters or more), or S3 API keys (s3api_access_key_id and s3api_secret_access_key)"},
         {"[tenant a]\nallow = s3://b/\ns3api_access_key_id = AKIDA\n",
          "T:3: tenant a sets s3api_access_key_id but not s3api_secret_access_key; set both or neither"},
-        {"[tenant a]\nallow = s3://b/\ns3api_access_key_id = AKIDA\ns3api_secret_access_key = " SECRET "\n"
+        {"[tenant a]\nallow = s3://b/\ns3api_access_key_id = AKIDA\ns3api_secret_access_key = " SECRET
+         "\n"
          "[tenant b]\nallow = s3://c/\ns3api_access_key_id = AKIDA\ns3api_secret_access_key = x\n",
          "T:7: tenant b has the same s3api_access_key_id as tenant a (line 3); give every tenant its own"},
-        {"[tenant a]\nallow = s3://b/\npublic = maybe\n", "T:3: public of tenant a must be true or false, not 'maybe'"},
-        {"[tenant a]\npublic = true\npublic = false\n", "T:3: public of tenant a is already set on line 2; keep one"},
+        {"[tenant a]\nallow = s3://b/\npublic = maybe\n",
+         "T:3: public of tenant a must be true or false, not 'maybe'"},
+        {"[tenant a]\npublic = true\npublic = false\n",
+         "T:3: public of tenant a is already set on line 2; keep one"},
         {"[tenant a]\ntoken = " TOK_A "\n",
          "T:1: tenant a has no allow line, so it could read nothing; add `allow = s3://bucket/prefix/`"},
         {"[tenant a]\ntoken = " TOK_A "\nallow = s3://b/\n[tenant a]\n",
          "T:4: tenant a is already defined on line 1; merge the two sections or rename one"},
-        {"[tenant a]\ntoken = " TOK_A "\nallow = s3://b/\n\n[tenant b]\ntoken = " TOK_A "\nallow = s3://c/\n",
+        {"[tenant a]\ntoken = " TOK_A "\nallow = s3://b/\n\n[tenant b]\ntoken = " TOK_A
+         "\nallow = s3://c/\n",
          "T:6: tenant b has the same token as tenant a (line 2); give every tenant its own token"},
         {"[tenant a]\ntoken = " TOK_A "\ntoken = " TOK_B "\n",
          "T:3: the token of tenant a is already set on line 2; keep one"},
@@ -151,12 +156,14 @@ static void test_refusals(void **state)
         {"[tenant a]\naws_secret_access_key = \"" SECRET " x\"\n",
          "T:2: aws_secret_access_key of tenant a must be 1 to 127 printable characters without spaces"},
         {"[user a]\n", "T:1: unknown section [user a]; sections are [tenant NAME]"},
-        {"[tenant a b]\n", "T:1: tenant name 'a b' is not 1 to 64 letters, digits, '.', '_' or '-'"},
+        {"[tenant a b]\n",
+         "T:1: tenant name 'a b' is not 1 to 64 letters, digits, '.', '_' or '-'"},
         {"[tenant a\n", "T:1: a section header without its closing ']' (write [tenant NAME])"},
         {"[tenant a] x\n", "T:1: text after the section header (start a comment with #)"},
         {"[tenant a]\ntoken " TOK_A "\n", "T:2: expected `key = value` or a [tenant NAME] header"},
         {"[tenant a]\ntoken = \"" TOK_A "\n", "T:2: the quoted value has no closing quote"},
-        {"# nothing here\n\n", "T defines no tenant; add a [tenant NAME] section with a token and an allow line"},
+        {"# nothing here\n\n",
+         "T defines no tenant; add a [tenant NAME] section with a token and an allow line"},
         {"", "T defines no tenant; add a [tenant NAME] section with a token and an allow line"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -280,8 +287,8 @@ static void test_token_and_loopback(void **state)
     assert_false(ten_token_equal("peer-token-1234", 15, "", 0));
     assert_false(ten_token_equal("", 0, "", 0)); /* no token configured: nobody */
     const char *yes[] = {"127.0.0.1", "127.1.2.3", "::1", "::ffff:127.0.0.1"};
-    const char *no[] = {"0.0.0.0", "::", "10.0.0.1", "128.0.0.1", "::ffff:10.0.0.1", "::2",
-                        "localhost", "", "127.0.0.1 "};
+    const char *no[] = {"0.0.0.0", "::",        "10.0.0.1", "128.0.0.1", "::ffff:10.0.0.1",
+                        "::2",     "localhost", "",         "127.0.0.1 "};
     for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++)
         assert_true(ten_addr_text_is_loopback(yes[i]));
     for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++)
@@ -302,10 +309,8 @@ static void test_token_and_loopback(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_full_file),
-        cmocka_unit_test(test_refusals),
-        cmocka_unit_test(test_s3api_keys),
-        cmocka_unit_test(test_load_file),
+        cmocka_unit_test(test_full_file),          cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_s3api_keys),         cmocka_unit_test(test_load_file),
         cmocka_unit_test(test_token_and_loopback),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -55,10 +55,10 @@ typedef struct ts_server {
     atomic_int requests;
     atomic_int done_ok, done_err, last_done_status;
     atomic_int body_end_ok, body_end_err, last_body_end;
-    atomic_llong body_bytes;        /* body bytes delivered to handlers */
-    atomic_int writable_calls;      /* /big's writable callbacks */
-    atomic_int drained;             /* the drain callback ran */
-    int file_fd;                    /* served by /file; set before ts_start */
+    atomic_llong body_bytes;   /* body bytes delivered to handlers */
+    atomic_int writable_calls; /* /big's writable callbacks */
+    atomic_int drained;        /* the drain callback ran */
+    int file_fd;               /* served by /file; set before ts_start */
     int64_t file_len;
 } ts_server;
 

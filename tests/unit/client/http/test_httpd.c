@@ -112,7 +112,7 @@ static void test_chunked_upload(void **state)
         url(u, sizeof u, "http", ts.port, routes[i]);
         h_run_result r;
         const char *argv[] = {"/usr/bin/curl", "-sS", "-H", "Transfer-Encoding: chunked",
-                              "--data-binary", data, u, NULL};
+                              "--data-binary", data,  u,    NULL};
         assert_int_equal(h_run(env, &r, argv, NULL), 0);
         assert_int_equal(r.status, 0);
         assert_string_equal(r.out, want);
@@ -139,8 +139,16 @@ static void test_expect_continue_curl(void **state)
     h_run_result r;
     /* --expect100-timeout 30: if no 100 came, curl would wait 30 s and the
      * verbose log would not show it */
-    const char *argv[] = {"/usr/bin/curl", "-sSv", "--expect100-timeout", "30", "-H",
-                          "Expect: 100-continue", "--data-binary", data, u, NULL};
+    const char *argv[] = {"/usr/bin/curl",
+                          "-sSv",
+                          "--expect100-timeout",
+                          "30",
+                          "-H",
+                          "Expect: 100-continue",
+                          "--data-binary",
+                          data,
+                          u,
+                          NULL};
     assert_int_equal(h_run(env, &r, argv, NULL), 0);
     assert_string_equal(r.out, want);
     assert_non_null(strstr(r.err, "HTTP/1.1 100 Continue"));
@@ -158,8 +166,7 @@ static void test_slow_client_bounded(void **state)
     ts_start(&ts, &cfg);
     const uint64_t total = 64ull << 20;
     char u[128], out[1024];
-    snprintf(u, sizeof u, "http://127.0.0.1:%d/big?bytes=%llu", ts.port,
-             (unsigned long long)total);
+    snprintf(u, sizeof u, "http://127.0.0.1:%d/big?bytes=%llu", ts.port, (unsigned long long)total);
     assert_int_equal(h_env_path(env, out, sizeof out, "big.out"), 0);
     h_run_result r;
     const char *argv[] = {"/usr/bin/curl", "-sS", "--limit-rate", "48M", "-o", out, u, NULL};
@@ -198,8 +205,8 @@ static void test_chunked_response_curl(void **state)
     char u[128];
     snprintf(u, sizeof u, "http://127.0.0.1:%d/big?bytes=3000000&chunked=1", ts.port);
     h_run_result r;
-    const char *argv[] = {"/usr/bin/curl", "-sS", "-D", "-", "-o", "/dev/null", "-w",
-                          "size=%{size_download}\n", u, NULL};
+    const char *argv[] = {"/usr/bin/curl",           "-sS", "-D", "-", "-o", "/dev/null", "-w",
+                          "size=%{size_download}\n", u,     NULL};
     assert_int_equal(h_run(env, &r, argv, NULL), 0);
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "Transfer-Encoding: chunked"));
@@ -236,8 +243,8 @@ static void test_tls(void **state)
     url(u1, sizeof u1, "https", ts.port, "/hello");
     url(u2, sizeof u2, "https", ts.port, "/echo");
     h_run_result r;
-    const char *argv[] = {"/usr/bin/curl", "-sSv", "--cacert", cert, u1, "--data-binary", data, u2,
-                          NULL};
+    const char *argv[] = {"/usr/bin/curl", "-sSv", "--cacert", cert, u1,
+                          "--data-binary", data,   u2,         NULL};
     assert_int_equal(h_run(env, &r, argv, NULL), 0);
     assert_int_equal(r.status, 0);
     assert_string_equal(r.out, want);
@@ -547,15 +554,24 @@ static void test_head_limits(void **state)
     assert_int_equal(one_status(ts.port, "GET /hello HTTP/1.1\r\n\r\n", true), 400);
     assert_int_equal(one_status(ts.port, "GET /hello HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", true),
                      400);
-    assert_int_equal(one_status(ts.port, "PUT /echo HTTP/1.1\r\nHost: t\r\nExpect: magic\r\n"
-                                         "Content-Length: 1\r\n\r\nx", true), 417);
+    assert_int_equal(one_status(ts.port,
+                                "PUT /echo HTTP/1.1\r\nHost: t\r\nExpect: magic\r\n"
+                                "Content-Length: 1\r\n\r\nx",
+                                true),
+                     417);
     assert_int_equal(one_status(ts.port, "CONNECT a:443 HTTP/1.1\r\nHost: a\r\n\r\n", true), 501);
-    assert_int_equal(one_status(ts.port, "POST /echo HTTP/1.1\r\nHost: t\r\n"
-                                         "Content-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n"
-                                         "0\r\n\r\n", true), 400);
+    assert_int_equal(one_status(ts.port,
+                                "POST /echo HTTP/1.1\r\nHost: t\r\n"
+                                "Content-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                "0\r\n\r\n",
+                                true),
+                     400);
     /* a malformed chunked body reaches the handler as -EPROTO */
-    assert_int_equal(one_status(ts.port, "POST /echo HTTP/1.1\r\nHost: t\r\n"
-                                         "Transfer-Encoding: chunked\r\n\r\nzz\r\n", true), 400);
+    assert_int_equal(one_status(ts.port,
+                                "POST /echo HTTP/1.1\r\nHost: t\r\n"
+                                "Transfer-Encoding: chunked\r\n\r\nzz\r\n",
+                                true),
+                     400);
     assert_int_equal(atomic_load(&ts.last_body_end), -EPROTO);
     /* at the limits exactly: fine */
     memset(big, 'b', 1000);
@@ -563,8 +579,8 @@ static void test_head_limits(void **state)
     snprintf(raw, sizeof raw, "GET /hello?%s HTTP/1.1\r\nHost: t\r\n\r\n", big);
     assert_int_equal(one_status(ts.port, raw, false), 200);
     /* absolute-form targets are served by their path */
-    assert_int_equal(one_status(ts.port, "GET http://example/hello HTTP/1.1\r\nHost: t\r\n\r\n",
-                                false), 200);
+    assert_int_equal(
+        one_status(ts.port, "GET http://example/hello HTTP/1.1\r\nHost: t\r\n\r\n", false), 200);
     httpd_stats st;
     ts_stats(&ts, &st);
     assert_int_equal(st.parse_errors, 10);
@@ -620,8 +636,9 @@ static void test_head_and_http10(void **state)
     tc_reader_destroy(&rd);
     close(fd);
     /* Connection: close from an HTTP/1.1 client */
-    assert_int_equal(one_status(ts.port, "GET /hello HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
-                                true), 200);
+    assert_int_equal(
+        one_status(ts.port, "GET /hello HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", true),
+        200);
     ts_stop(&ts);
 }
 

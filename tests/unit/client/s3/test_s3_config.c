@@ -21,9 +21,9 @@
 #include "s3_int.h"
 
 static const char *aws_vars[] = {
-    "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
-    "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3",
-    "AWS_CA_BUNDLE", "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE",
+    "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",       "AWS_SESSION_TOKEN", "AWS_PROFILE",
+    "AWS_REGION",        "AWS_DEFAULT_REGION",          "AWS_ENDPOINT_URL",  "AWS_ENDPOINT_URL_S3",
+    "AWS_CA_BUNDLE",     "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE",
 };
 
 typedef struct fixture {
@@ -200,8 +200,10 @@ static void test_missing_profile(void **state)
     char err[512];
     assert_int_equal(load(&c, err, sizeof err), -EINVAL);
     char want[900];
-    snprintf(want, sizeof want, "AWS profile 'prod' (from AWS_PROFILE) is in neither %s nor %s; "
-             "add a [prod] section or unset AWS_PROFILE", f->cred, f->conf);
+    snprintf(want, sizeof want,
+             "AWS profile 'prod' (from AWS_PROFILE) is in neither %s nor %s; "
+             "add a [prod] section or unset AWS_PROFILE",
+             f->cred, f->conf);
     assert_string_equal(err, want);
     /* A profile that exists only in the config file is a profile. */
     write_file(f->conf, "[profile prod]\nregion = sa-east-1\n");
@@ -269,8 +271,10 @@ static void test_bad_values(void **state)
     write_file(f->cred, "[default]\naws_access_key_id=AKIDONLY\n");
     assert_int_equal(load(&c, err, sizeof err), -EINVAL);
     char want[700];
-    snprintf(want, sizeof want, "AWS profile 'default' in %s has aws_access_key_id but not "
-             "aws_secret_access_key; add the missing line", f->cred);
+    snprintf(want, sizeof want,
+             "AWS profile 'default' in %s has aws_access_key_id but not "
+             "aws_secret_access_key; add the missing line",
+             f->cred);
     assert_string_equal(err, want);
 
     /* A NULL error buffer is allowed. */

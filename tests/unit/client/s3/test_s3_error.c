@@ -17,14 +17,13 @@
 
 #include "s3_int.h"
 
-static s3_error fill(const char *op, int status, int terr, const char *tmsg,
-                     const char *code, const char *smsg, int attempts)
+static s3_error fill(const char *op, int status, int terr, const char *tmsg, const char *code,
+                     const char *smsg, int attempts)
 {
     s3_error e;
     memset(&e, 0x5a, sizeof e);
     e.attempts = attempts;
-    s3__error_fill(&e, op, "bucket", "key", status, terr, tmsg, code, smsg,
-                   "http://127.0.0.1:1");
+    s3__error_fill(&e, op, "bucket", "key", status, terr, tmsg, code, smsg, "http://127.0.0.1:1");
     assert_int_equal(e.attempts, attempts);
     assert_true(strlen(e.message) < S3_MSG_MAX);
     assert_null(strchr(e.message, '\n'));
@@ -111,8 +110,10 @@ static void test_transport(void **state)
     e = fill("GET", 0, -EACCES, "weird", NULL, NULL, 1); /* any other: -EIO */
     assert_int_equal(e.code, -EIO);
     assert_non_null(strstr(e.message, "cannot talk to http://127.0.0.1:1 (weird)"));
-    e = fill("LIST", 0, -EPROTO, "SSL certificate problem: unable to get local issuer "
-             "certificate", NULL, NULL, 1);
+    e = fill("LIST", 0, -EPROTO,
+             "SSL certificate problem: unable to get local issuer "
+             "certificate",
+             NULL, NULL, 1);
     assert_int_equal(e.code, -EPROTO);
     assert_non_null(strstr(e.message, "TLS or protocol failure with http://127.0.0.1:1 (SSL "
                                       "certificate problem"));
@@ -163,8 +164,8 @@ static void test_hostile_inputs(void **state)
     assert_non_null(strstr(e.message, "GET s3://bucket/kkk"));
     assert_non_null(strstr(e.message, "...")); /* shortened, visibly */
     /* Control characters from the network do not break the line. */
-    s3__error_fill(&e, "GET", "b\nx", "k\r\ney", 0, -ECONNREFUSED, "refused\n\x1b[31m",
-                   NULL, NULL, "http://user:hunter2@s3.example.com:9000/base?x=secret");
+    s3__error_fill(&e, "GET", "b\nx", "k\r\ney", 0, -ECONNREFUSED, "refused\n\x1b[31m", NULL, NULL,
+                   "http://user:hunter2@s3.example.com:9000/base?x=secret");
     assert_null(strchr(e.message, '\n'));
     assert_null(strchr(e.message, '\r'));
     assert_null(strchr(e.message, '\x1b'));
@@ -180,12 +181,9 @@ static void test_hostile_inputs(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_success),
-        cmocka_unit_test(test_403),
-        cmocka_unit_test(test_404_412),
-        cmocka_unit_test(test_transport),
-        cmocka_unit_test(test_5xx_and_throttle),
-        cmocka_unit_test(test_hostile_inputs),
+        cmocka_unit_test(test_success),          cmocka_unit_test(test_403),
+        cmocka_unit_test(test_404_412),          cmocka_unit_test(test_transport),
+        cmocka_unit_test(test_5xx_and_throttle), cmocka_unit_test(test_hostile_inputs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -38,10 +38,10 @@ static void check(const char *pattern, const row *rows, size_t n)
     assert_null(g);
 }
 
-#define CHECK(p, ...)                                                                    \
-    do {                                                                                 \
-        const row r_[] = {__VA_ARGS__};                                                  \
-        check(p, r_, sizeof r_ / sizeof r_[0]);                                          \
+#define CHECK(p, ...)                                                                              \
+    do {                                                                                           \
+        const row r_[] = {__VA_ARGS__};                                                            \
+        check(p, r_, sizeof r_ / sizeof r_[0]);                                                    \
     } while (0)
 
 static void test_star(void **state)
@@ -71,8 +71,8 @@ static void test_question(void **state)
     (void)state;
     CHECK("file?.csv", {"file1.csv", true}, {"filex.csv", true}, {"file.csv", false},
           {"file12.csv", false}, {"file/.csv", false},
-          {"file\xc3\xa9.csv", true},      /* one two-byte character */
-          {"file\xe2\x82\xac.csv", true},  /* one three-byte character */
+          {"file\xc3\xa9.csv", true},     /* one two-byte character */
+          {"file\xe2\x82\xac.csv", true}, /* one three-byte character */
           {"file\xc3\xa9\xc3\xa9.csv", false});
     CHECK("??", {"ab", true}, {"a", false}, {"abc", false}, {"\xc3\xa9x", true});
 }
@@ -85,8 +85,7 @@ static void test_alternatives(void **state)
     CHECK("f{,.gz}", {"f", true}, {"f.gz", true}, {"f.g", false});
     CHECK("x{,}y", {"xy", true}, {"x,y", false}); /* only empty alternatives */
     CHECK("{,}", {"", true}, {"a", false});
-    CHECK("{*.csv,*.tsv}", {"a.csv", true}, {"b.tsv", true}, {"a.json", false},
-          {"d/a.csv", false});
+    CHECK("{*.csv,*.tsv}", {"a.csv", true}, {"b.tsv", true}, {"a.json", false}, {"d/a.csv", false});
     CHECK("{a/**,b?}", {"a/x/y", true}, {"bz", true}, {"b", false}, {"b/", false});
     CHECK("{abc}", {"abc", true}, {"ab", false});
     CHECK("x{a,b}{c,d}y", {"xacy", true}, {"xbdy", true}, {"xaby", false});
@@ -96,19 +95,17 @@ static void test_alternatives(void **state)
 static void test_ranges(void **state)
 {
     (void)state;
-    CHECK("part-{1..10}.csv", {"part-1.csv", true}, {"part-10.csv", true},
-          {"part-5.csv", true}, {"part-0.csv", false}, {"part-11.csv", false},
-          {"part-01.csv", false}, {"part-.csv", false}, {"part-1a.csv", false});
+    CHECK("part-{1..10}.csv", {"part-1.csv", true}, {"part-10.csv", true}, {"part-5.csv", true},
+          {"part-0.csv", false}, {"part-11.csv", false}, {"part-01.csv", false},
+          {"part-.csv", false}, {"part-1a.csv", false});
     CHECK("f{001..010}", {"f001", true}, {"f010", true}, {"f005", true}, {"f1", false},
           {"f0010", false}, {"f011", false}, {"f000", false});
     CHECK("f{01..120}", {"f001", true}, {"f120", true}, {"f01", false}, {"f121", false});
     CHECK("f{0..3}", {"f0", true}, {"f3", true}, {"f00", false}, {"f4", false});
     /* Descending: the same set as ascending. */
-    CHECK("f{10..1}", {"f1", true}, {"f10", true}, {"f7", true}, {"f0", false},
-          {"f11", false});
+    CHECK("f{10..1}", {"f1", true}, {"f10", true}, {"f7", true}, {"f0", false}, {"f11", false});
     /* Digits after the range: every split is tried. */
-    CHECK("{1..10}5", {"15", true}, {"105", true}, {"55", true}, {"1005", false},
-          {"5", false});
+    CHECK("{1..10}5", {"15", true}, {"105", true}, {"55", true}, {"1005", false}, {"5", false});
     CHECK("{0..999999999999999999}", {"123456789012345678", true}, {"0", true},
           {"1234567890123456789", false});
 }
@@ -145,8 +142,14 @@ static void test_bad_patterns(void **state)
 {
     (void)state;
     static const char *bad[] = {
-        "{1..", "{", "a{b", "{}", "x{}y", "{a,{b,c}}", "{{a}}", "{1..}", "{..2}", "{a..b}",
-        "{-1..3}", "{1..2..3}", "{1...3}", "{0..9999999999999999999}", "{1.5..3}",
+        "{1..",     "{",
+        "a{b",      "{}",
+        "x{}y",     "{a,{b,c}}",
+        "{{a}}",    "{1..}",
+        "{..2}",    "{a..b}",
+        "{-1..3}",  "{1..2..3}",
+        "{1...3}",  "{0..9999999999999999999}",
+        "{1.5..3}",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         s3_glob *g = (s3_glob *)&g; /* not NULL: create must set it to NULL */
@@ -220,14 +223,10 @@ static void test_pathological(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_star),
-        cmocka_unit_test(test_double_star),
-        cmocka_unit_test(test_question),
-        cmocka_unit_test(test_alternatives),
-        cmocka_unit_test(test_ranges),
-        cmocka_unit_test(test_prefix),
-        cmocka_unit_test(test_bad_patterns),
-        cmocka_unit_test(test_pathological),
+        cmocka_unit_test(test_star),         cmocka_unit_test(test_double_star),
+        cmocka_unit_test(test_question),     cmocka_unit_test(test_alternatives),
+        cmocka_unit_test(test_ranges),       cmocka_unit_test(test_prefix),
+        cmocka_unit_test(test_bad_patterns), cmocka_unit_test(test_pathological),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -62,8 +62,8 @@ static void test_classification(void **state)
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         s3__attempt a = {t[i].status, t[i].terr, t[i].code};
         if (s3__retry_should(&a) != t[i].retry)
-            fail_msg("row %zu: status %d terr %d code %s: expected retry=%d", i,
-                     t[i].status, t[i].terr, t[i].code ? t[i].code : "-", t[i].retry);
+            fail_msg("row %zu: status %d terr %d code %s: expected retry=%d", i, t[i].status,
+                     t[i].terr, t[i].code ? t[i].code : "-", t[i].retry);
     }
     assert_false(s3__retry_should(NULL));
 }

@@ -20,21 +20,29 @@
 
 #include "s3_int.h"
 
-#define AK "AKIAIOSFODNN7EXAMPLE"
-#define SK "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+#define AK        "AKIAIOSFODNN7EXAMPLE"
+#define SK        "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
 #define EMPTY_SHA "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
-#define HOST "examplebucket.s3.amazonaws.com"
-#define DATE "20130524T000000Z"
-#define SCOPE "20130524/us-east-1/s3/aws4_request"
+#define HOST      "examplebucket.s3.amazonaws.com"
+#define DATE      "20130524T000000Z"
+#define SCOPE     "20130524/us-east-1/s3/aws4_request"
 
-static s3__sign_input example_input(const char *method, const char *uri, const s3__kv *q,
-                                    size_t nq, const s3__kv *h, size_t nh,
-                                    const char *payload)
+static s3__sign_input example_input(const char *method, const char *uri, const s3__kv *q, size_t nq,
+                                    const s3__kv *h, size_t nh, const char *payload)
 {
     s3__sign_input in = {
-        .method = method, .canonical_uri = uri, .query = q, .n_query = nq,
-        .headers = h, .n_headers = nh, .payload_hash = payload, .amz_date = DATE,
-        .region = "us-east-1", .service = "s3", .access_key = AK, .secret_key = SK,
+        .method = method,
+        .canonical_uri = uri,
+        .query = q,
+        .n_query = nq,
+        .headers = h,
+        .n_headers = nh,
+        .payload_hash = payload,
+        .amz_date = DATE,
+        .region = "us-east-1",
+        .service = "s3",
+        .access_key = AK,
+        .secret_key = SK,
     };
     return in;
 }
@@ -70,10 +78,11 @@ static void test_get_object_range(void **state)
     assert_string_equal(out.signature,
                         "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41");
     assert_string_equal(out.signed_headers, "host;range;x-amz-content-sha256;x-amz-date");
-    assert_string_equal(out.authorization,
-                        "AWS4-HMAC-SHA256 Credential=" AK "/" SCOPE
-                        ", SignedHeaders=host;range;x-amz-content-sha256;x-amz-date"
-                        ", Signature=f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41");
+    assert_string_equal(
+        out.authorization,
+        "AWS4-HMAC-SHA256 Credential=" AK "/" SCOPE
+        ", SignedHeaders=host;range;x-amz-content-sha256;x-amz-date"
+        ", Signature=f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41");
     s3__sign_output_free(&out);
     assert_null(out.authorization);
 }
@@ -98,15 +107,16 @@ static void test_put_object(void **state)
     s3__sign_input in = example_input("PUT", uri, NULL, 0, h, 5, hash);
     s3__sign_output out;
     assert_int_equal(s3__sigv4_sign(&in, &out), 0);
-    assert_string_equal(out.canonical_request,
-                        "PUT\n/test%24file.text\n\n"
-                        "date:Fri, 24 May 2013 00:00:00 GMT\n"
-                        "host:" HOST "\n"
-                        "x-amz-content-sha256:44ce7dd67c959e0d3524ffac1771dfbba87d2b6b4b4e99e42034a8b803f8b072\n"
-                        "x-amz-date:" DATE "\n"
-                        "x-amz-storage-class:REDUCED_REDUNDANCY\n\n"
-                        "date;host;x-amz-content-sha256;x-amz-date;x-amz-storage-class\n"
-                        "44ce7dd67c959e0d3524ffac1771dfbba87d2b6b4b4e99e42034a8b803f8b072");
+    assert_string_equal(
+        out.canonical_request,
+        "PUT\n/test%24file.text\n\n"
+        "date:Fri, 24 May 2013 00:00:00 GMT\n"
+        "host:" HOST "\n"
+        "x-amz-content-sha256:44ce7dd67c959e0d3524ffac1771dfbba87d2b6b4b4e99e42034a8b803f8b072\n"
+        "x-amz-date:" DATE "\n"
+        "x-amz-storage-class:REDUCED_REDUNDANCY\n\n"
+        "date;host;x-amz-content-sha256;x-amz-date;x-amz-storage-class\n"
+        "44ce7dd67c959e0d3524ffac1771dfbba87d2b6b4b4e99e42034a8b803f8b072");
     check_sts(&out, "9e0e90d9c76de8fa5b200d8c849cd5b8dc7a3be3951ddb7f6a76b4158342019d");
     assert_string_equal(out.signature,
                         "98ad721746da40c64f1a55b78f14c238d841ea1380cd77a1b5971af0ece108bd");
@@ -127,12 +137,11 @@ static void test_get_lifecycle(void **state)
     s3__sign_input in = example_input("GET", "/", q, 1, base_headers, 3, EMPTY_SHA);
     s3__sign_output out;
     assert_int_equal(s3__sigv4_sign(&in, &out), 0);
-    assert_string_equal(out.canonical_request,
-                        "GET\n/\nlifecycle=\n"
-                        "host:" HOST "\n"
-                        "x-amz-content-sha256:" EMPTY_SHA "\n"
-                        "x-amz-date:" DATE "\n\n"
-                        "host;x-amz-content-sha256;x-amz-date\n" EMPTY_SHA);
+    assert_string_equal(out.canonical_request, "GET\n/\nlifecycle=\n"
+                                               "host:" HOST "\n"
+                                               "x-amz-content-sha256:" EMPTY_SHA "\n"
+                                               "x-amz-date:" DATE "\n\n"
+                                               "host;x-amz-content-sha256;x-amz-date\n" EMPTY_SHA);
     check_sts(&out, "9766c798316ff2757b517bc739a67f6213b4ab36dd5da2f94eaebf79c77395ca");
     assert_string_equal(out.signature,
                         "fea454ca298b7da1c68078a5d1bdbfbbe0d65c699e0f91ac7a200a0136783543");
@@ -147,12 +156,11 @@ static void test_list_objects(void **state)
     s3__sign_input in = example_input("GET", "/", q, 2, base_headers, 3, EMPTY_SHA);
     s3__sign_output out;
     assert_int_equal(s3__sigv4_sign(&in, &out), 0);
-    assert_string_equal(out.canonical_request,
-                        "GET\n/\nmax-keys=2&prefix=J\n"
-                        "host:" HOST "\n"
-                        "x-amz-content-sha256:" EMPTY_SHA "\n"
-                        "x-amz-date:" DATE "\n\n"
-                        "host;x-amz-content-sha256;x-amz-date\n" EMPTY_SHA);
+    assert_string_equal(out.canonical_request, "GET\n/\nmax-keys=2&prefix=J\n"
+                                               "host:" HOST "\n"
+                                               "x-amz-content-sha256:" EMPTY_SHA "\n"
+                                               "x-amz-date:" DATE "\n\n"
+                                               "host;x-amz-content-sha256;x-amz-date\n" EMPTY_SHA);
     check_sts(&out, "df57d21db20da04d7fa30298dd4488ba3a2b47ca3a489c74750e0f1e7df1b9b7");
     assert_string_equal(out.signature,
                         "34b48302e7b5fa45bde8084f4b7868a86f0a534bc59db6670ed5711ef69dc6f7");
@@ -207,11 +215,8 @@ static void test_header_trim_and_fold(void **state)
 {
     (void)state;
     const s3__kv h[] = {
-        {"HOST", "  h  "},
-        {"X-Amz-Meta-A", "  a   b \t c  "},
-        {"x-amz-date", DATE},
-        {"X-Amz-Meta-A", "second"},
-        {"x-amz-meta-empty", "   "},
+        {"HOST", "  h  "},          {"X-Amz-Meta-A", "  a   b \t c  "}, {"x-amz-date", DATE},
+        {"X-Amz-Meta-A", "second"}, {"x-amz-meta-empty", "   "},
     };
     s3__sign_input in = example_input("GET", "/", NULL, 0, h, 5, EMPTY_SHA);
     s3__sign_output out;
@@ -233,7 +238,8 @@ static void test_signing_key_and_sign_with_key(void **state)
     (void)state;
     unsigned char k[32];
     assert_int_equal(s3__sigv4_signing_key("wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "20120215",
-                                           "us-east-1", "iam", k), 0);
+                                           "us-east-1", "iam", k),
+                     0);
     char hex[65];
     for (int i = 0; i < 32; i++)
         snprintf(hex + 2 * i, 3, "%02x", k[i]);

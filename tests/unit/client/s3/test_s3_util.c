@@ -44,8 +44,8 @@ static void test_etag(void **state)
     check_etag("W/\"W/abc\"", "abc");
     check_etag("\" \"abc\" \"", "abc");
     check_etag("&quot;\"abc\"&quot;", "abc");
-    static const char *odd[] = {"\"abc\"\"", "W/\"W/x\"", "\"\"\"", "&quot;&quot;a\"",
-                                " w/ &quot;x&quot; ", "\"a\"b\""};
+    static const char *odd[] = {"\"abc\"\"",       "W/\"W/x\"",          "\"\"\"",
+                                "&quot;&quot;a\"", " w/ &quot;x&quot; ", "\"a\"b\""};
     for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++) {
         char once[S3_ETAG_MAX], twice[S3_ETAG_MAX];
         assert_true(s3_etag_normalize(odd[i], once, sizeof once) >= 0);
@@ -76,18 +76,40 @@ static void test_etag_limits(void **state)
 static void test_key_check(void **state)
 {
     (void)state;
-    const char *ok[] = {"", "src/k01", "src/.hidden", "src/..x/y", "src/x../y", "src/.../y",
-                        "a.b/c..d", "src//x", "%zz/%2", "src/%2ex", "caf\xc3\xa9/\xef\xbc\x8e\xef"};
+    const char *ok[] = {"",
+                        "src/k01",
+                        "src/.hidden",
+                        "src/..x/y",
+                        "src/x../y",
+                        "src/.../y",
+                        "a.b/c..d",
+                        "src//x",
+                        "%zz/%2",
+                        "src/%2ex",
+                        "caf\xc3\xa9/\xef\xbc\x8e\xef"};
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
         char why[256] = "";
         if (s3_key_check(ok[i], strlen(ok[i]), why, sizeof why) != 0)
             fprintf(stderr, "refused '%s': %s\n", ok[i], why);
         assert_int_equal(s3_key_check(ok[i], strlen(ok[i]), why, sizeof why), 0);
     }
-    const char *bad[] = {"src/../wt/k01", "src/./../x", "src/#/../../x", "..", ".", "./x",
-                         "src/..", "src/.", "src/%2e%2e/x", "src/%2E%2e/x", "src/.%2E/x",
-                         "src/%252e%252e/x", "src%2F..%2Fx", "src\\..\\x", "src/%5C..%5Cx",
-                         "src/\xef\xbc\x8e\xef\xbc\x8e/x", "src/\xe2\x80\xa4./x",
+    const char *bad[] = {"src/../wt/k01",
+                         "src/./../x",
+                         "src/#/../../x",
+                         "..",
+                         ".",
+                         "./x",
+                         "src/..",
+                         "src/.",
+                         "src/%2e%2e/x",
+                         "src/%2E%2e/x",
+                         "src/.%2E/x",
+                         "src/%252e%252e/x",
+                         "src%2F..%2Fx",
+                         "src\\..\\x",
+                         "src/%5C..%5Cx",
+                         "src/\xef\xbc\x8e\xef\xbc\x8e/x",
+                         "src/\xe2\x80\xa4./x",
                          "src/%2500/x"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         char why[256] = "";
@@ -135,10 +157,24 @@ static void test_url_bad(void **state)
     (void)state;
     char b[64], k[1025];
     static const char *bad[] = {
-        "http://bucket/key", "s3:/bucket/key", "S3://bucket/key", "bucket/key", "s3://",
-        "s3:///key", "s3://ab/key", "s3://Bucket/key", "s3://bu_cket/key", "s3://-bucket/k",
-        "s3://bucket-/k", "s3://buc..ket/k", "s3://192.168.5.4/k", "s3://xn--bucket/k",
-        "s3://bucket-s3alias/k", "s3://bucket--ol-s3/k", "s3://buck et/k", "",
+        "http://bucket/key",
+        "s3:/bucket/key",
+        "S3://bucket/key",
+        "bucket/key",
+        "s3://",
+        "s3:///key",
+        "s3://ab/key",
+        "s3://Bucket/key",
+        "s3://bu_cket/key",
+        "s3://-bucket/k",
+        "s3://bucket-/k",
+        "s3://buc..ket/k",
+        "s3://192.168.5.4/k",
+        "s3://xn--bucket/k",
+        "s3://bucket-s3alias/k",
+        "s3://bucket--ol-s3/k",
+        "s3://buck et/k",
+        "",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         if (s3_url_parse(bad[i], b, sizeof b, k, sizeof k) != -EINVAL)
@@ -202,12 +238,9 @@ static void test_url_explain(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_etag),
-        cmocka_unit_test(test_etag_limits),
-        cmocka_unit_test(test_key_check),
-        cmocka_unit_test(test_url_ok),
-        cmocka_unit_test(test_url_bad),
-        cmocka_unit_test(test_url_explain),
+        cmocka_unit_test(test_etag),      cmocka_unit_test(test_etag_limits),
+        cmocka_unit_test(test_key_check), cmocka_unit_test(test_url_ok),
+        cmocka_unit_test(test_url_bad),   cmocka_unit_test(test_url_explain),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -278,7 +278,8 @@ static void test_error_doc(void **state)
     assert_string_equal(msg, "");
     /* A huge message is cut, not refused. */
     char *huge = repeat("<Error><Code>SlowDown</Code><Message>", "m", 100000, "</Message></Error>");
-    assert_int_equal(s3__xml_parse_error(huge, strlen(huge), code, sizeof code, msg, sizeof msg), 0);
+    assert_int_equal(s3__xml_parse_error(huge, strlen(huge), code, sizeof code, msg, sizeof msg),
+                     0);
     assert_string_equal(code, "SlowDown");
     assert_int_equal(strlen(msg), 255);
     free(huge);
@@ -307,8 +308,7 @@ static void test_mpu_initiate(void **state)
     free(id);
     const char *none = "<InitiateMultipartUploadResult><Bucket>b</Bucket>"
                        "</InitiateMultipartUploadResult>";
-    assert_int_equal(s3__xml_parse_mpu_initiate(none, strlen(none), &id, err, sizeof err),
-                     -EPROTO);
+    assert_int_equal(s3__xml_parse_mpu_initiate(none, strlen(none), &id, err, sizeof err), -EPROTO);
     assert_null(id);
     assert_non_null(strstr(err, "has no <UploadId>"));
     const char *e = "<Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>";
@@ -365,19 +365,19 @@ static void test_mpu_complete(void **state)
 static void test_build_complete(void **state)
 {
     (void)state;
-    const char *etags[] = {"\"a54357aff0632cce46d942af68356b38\"", "0c78aef83f66abc1fa1e8477f296d394",
-                           "W/\"x&y<z>\""};
+    const char *etags[] = {"\"a54357aff0632cce46d942af68356b38\"",
+                           "0c78aef83f66abc1fa1e8477f296d394", "W/\"x&y<z>\""};
     char *body = s3__xml_build_mpu_complete(etags, 3);
     assert_non_null(body);
-    assert_string_equal(body,
-                        "<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
-                        "<Part><PartNumber>1</PartNumber>"
-                        "<ETag>\"a54357aff0632cce46d942af68356b38\"</ETag></Part>"
-                        "<Part><PartNumber>2</PartNumber>"
-                        "<ETag>\"0c78aef83f66abc1fa1e8477f296d394\"</ETag></Part>"
-                        "<Part><PartNumber>3</PartNumber>"
-                        "<ETag>\"x&amp;y&lt;z&gt;\"</ETag></Part>"
-                        "</CompleteMultipartUpload>");
+    assert_string_equal(
+        body, "<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+              "<Part><PartNumber>1</PartNumber>"
+              "<ETag>\"a54357aff0632cce46d942af68356b38\"</ETag></Part>"
+              "<Part><PartNumber>2</PartNumber>"
+              "<ETag>\"0c78aef83f66abc1fa1e8477f296d394\"</ETag></Part>"
+              "<Part><PartNumber>3</PartNumber>"
+              "<ETag>\"x&amp;y&lt;z&gt;\"</ETag></Part>"
+              "</CompleteMultipartUpload>");
     free(body);
     assert_null(s3__xml_build_mpu_complete(etags, 0));
     assert_null(s3__xml_build_mpu_complete(etags, 10001));

@@ -159,8 +159,8 @@ static void test_other_bodies_roundtrip(void **state)
     n = rcp_encode_hello_req(&hq, b, sizeof(b));
     assert_int_equal(rcp_parse_hello_req(b, (size_t)n, &hq2), -EBADMSG);
 
-    rcp_hello_resp hr = {1, 1u << 20, 256, 8u << 20, 2u << 20, 256u << 10, rcp_s("node-0"),
-                         rcp_s("t1")};
+    rcp_hello_resp hr = {1,          1u << 20,        256,        8u << 20, 2u << 20,
+                         256u << 10, rcp_s("node-0"), rcp_s("t1")};
     n = rcp_encode_hello_resp(&hr, b, sizeof(b));
     rcp_hello_resp hr2;
     assert_int_equal(rcp_parse_hello_resp(b, (size_t)n, &hr2), 0);

@@ -70,9 +70,9 @@ static void *slow_node_main(void *arg)
         rcp_header a = {RCP_OP_GET, RCP_F_RESPONSE, h.id, RCP_GET_RESP_HEAD_SIZE + 10};
         rcp_header_encode(&a, out);
         rcp_get_resp_head gh = {10, RCP_SRC_RAM};
-        assert_int_equal(rcp_encode_get_resp_head(&gh, out + RCP_HEADER_SIZE,
-                                                  RCP_GET_RESP_HEAD_SIZE),
-                         RCP_GET_RESP_HEAD_SIZE);
+        assert_int_equal(
+            rcp_encode_get_resp_head(&gh, out + RCP_HEADER_SIZE, RCP_GET_RESP_HEAD_SIZE),
+            RCP_GET_RESP_HEAD_SIZE);
         memset(out + RCP_HEADER_SIZE + RCP_GET_RESP_HEAD_SIZE, 'a' + i, 10);
         assert_int_equal(write(n->fd, out, sizeof(out)), (ssize_t)sizeof(out));
     }

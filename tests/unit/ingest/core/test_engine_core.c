@@ -22,9 +22,17 @@ static void test_double_format(void **state)
 {
     (void)state;
     char b[64];
-    static const struct { double d; const char *s; } t[] = {
-        {0.1, "0.1"}, {1.0 / 3, "0.3333333333333333"}, {100, "100"}, {1e21, "1e+21"},
-        {1e-8, "1e-8"}, {-2.5e-7, "-0.00000025"}, {123456789012345680.0, "123456789012345680"},
+    static const struct {
+        double d;
+        const char *s;
+    } t[] = {
+        {0.1, "0.1"},
+        {1.0 / 3, "0.3333333333333333"},
+        {100, "100"},
+        {1e21, "1e+21"},
+        {1e-8, "1e-8"},
+        {-2.5e-7, "-0.00000025"},
+        {123456789012345680.0, "123456789012345680"},
     };
     for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
         ex_fmt_double(t[i].d, b, sizeof(b));
@@ -123,11 +131,25 @@ static void test_memory_charges_what_is_used(void **state)
         size_t n = (size_t)((x >> 16) % 4 == 0 ? (x >> 20) % (3u << 20) : (x >> 20) % 5000);
         void *p = NULL;
         switch (op) {
-        case 0: em_free(&m, blk[k]); blk[k] = em_alloc(&m, n + 1); break;
-        case 1: p = em_realloc(&m, blk[k], n + 1); if (p) blk[k] = p; break;
-        case 2: p = em_grow(&m, blk[k], n + 1); if (p) blk[k] = p; break;
+        case 0:
+            em_free(&m, blk[k]);
+            blk[k] = em_alloc(&m, n + 1);
+            break;
+        case 1:
+            p = em_realloc(&m, blk[k], n + 1);
+            if (p)
+                blk[k] = p;
+            break;
+        case 2:
+            p = em_grow(&m, blk[k], n + 1);
+            if (p)
+                blk[k] = p;
+            break;
         case 3: assert_true(em_use(&m, blk[k], n)); break;
-        default: em_free(&m, blk[k]); blk[k] = em_calloc(&m, n + 1); break;
+        default:
+            em_free(&m, blk[k]);
+            blk[k] = em_calloc(&m, n + 1);
+            break;
         }
         if (blk[k] && em_size(blk[k]) >= 1)
             ((uint8_t *)blk[k])[0] = 1;

@@ -227,8 +227,8 @@ static int run(const char *sql, char **out, char *err, size_t errlen)
     size_t len = 0;
     FILE *f = open_memstream(out, &len);
     assert_non_null(f);
-    eng_ctx ctx = {.out = f, .format = ENG_FMT_TSV, .max_threads = 1, .clusters = clusters,
-                   .n_clusters = 2};
+    eng_ctx ctx = {
+        .out = f, .format = ENG_FMT_TSV, .max_threads = 1, .clusters = clusters, .n_clusters = 2};
     int rc = eng_run(&ctx, sql, strlen(sql), NULL, NULL, err, errlen);
     fclose(f);
     return rc;
@@ -296,8 +296,9 @@ static void test_cluster_option_grammar(void **state)
     (void)state;
     dist_clusters cs;
     char err[512];
-    assert_int_equal(dist_clusters_parse(&cs, " default = 10.0.0.1:8123, [::1]:8124 ,h:9;"
-                                              "svc=dns:compute.ns.svc.cluster.local",
+    assert_int_equal(dist_clusters_parse(&cs,
+                                         " default = 10.0.0.1:8123, [::1]:8124 ,h:9;"
+                                         "svc=dns:compute.ns.svc.cluster.local",
                                          "[::1]:8124", err, sizeof(err)),
                      0);
     assert_int_equal(cs.n, 2);
@@ -308,7 +309,9 @@ static void test_cluster_option_grammar(void **state)
     assert_string_equal(cs.c[1].dns, "compute.ns.svc.cluster.local");
     assert_int_equal(cs.c[1].local, -1);
     dist_clusters_free(&cs);
-    static const struct { const char *spec, *needle; } bad[] = {
+    static const struct {
+        const char *spec, *needle;
+    } bad[] = {
         {"default", "has no '='"},
         {"default=", "has no members"},
         {"de fault=h:1", "not a cluster name"},

@@ -127,7 +127,8 @@ static void test_failures_carry_clickhouse_codes(void **state)
     expect_code("SELECT nofn(1)", NULL, ENG_E_UNKNOWN_FUNCTION, "unknown function");
     expect_code("SELECT 1 SETTINGS max_thread = 1", NULL, ENG_E_UNKNOWN_SETTING, "max_threads");
     expect_code("SELECT 1 FORMAT Nope", NULL, ENG_E_UNKNOWN_FORMAT, "unknown output format");
-    expect_code("SELECT * FROM nope", NULL, ENG_E_UNKNOWN_TABLE, "table default.nope does not exist");
+    expect_code("SELECT * FROM nope", NULL, ENG_E_UNKNOWN_TABLE,
+                "table default.nope does not exist");
     expect_code("SELECT * FROM system.nope", NULL, ENG_E_UNKNOWN_TABLE, "system.nope");
     expect_code("SELECT * FROM nofn(1)", NULL, ENG_E_UNKNOWN_FUNCTION, "unknown table function");
     expect_code("SELECT 'a' + 1", NULL, ENG_E_ILLEGAL_TYPE_OF_ARGUMENT, "illegal types");
@@ -258,11 +259,11 @@ static void test_the_callers_settings(void **state)
 {
     (void)state;
     seen s = {0};
-    eng_settings defaults = {.max_threads = 1, .max_download_threads = 2,
-                             .max_download_buffer_size = 1 << 20};
+    eng_settings defaults = {
+        .max_threads = 1, .max_download_threads = 2, .max_download_buffer_size = 1 << 20};
     eng_live live = {0};
-    eng_ctx ctx = {.setting = take_setting, .setting_arg = &s, .settings = &defaults,
-                   .live = &live};
+    eng_ctx ctx = {
+        .setting = take_setting, .setting_arg = &s, .settings = &defaults, .live = &live};
     expect_text("SELECT count() FROM numbers(100000) SETTINGS max_execution_time = 5, "
                 "max_threads = 2, send_progress_in_http_headers = 1",
                 &ctx, "100000\n");

@@ -24,7 +24,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#define N_FILES 24
+#define N_FILES       24
 #define ROWS_PER_FILE 20000
 
 static h_env *env;
@@ -68,7 +68,7 @@ static int teardown(void **state)
 typedef struct capture {
     char *p;
     size_t n, cap;
-    size_t fail_after;   /* > 0: a write past this many bytes fails with EPIPE */
+    size_t fail_after; /* > 0: a write past this many bytes fails with EPIPE */
 } capture;
 
 static int cap_write(void *arg, const void *buf, size_t len)
@@ -140,8 +140,8 @@ static void test_select_star_streams_under_the_limit(void **state)
     assert_true(len > 15u << 20); /* the result is about 16 MiB ... */
     /* ... and the query may hold a third of it */
     outcome o = {0};
-    run("SELECT * FROM file('{D}/*.csv', 'CSVWithNames') SETTINGS max_memory_usage = 5000000",
-        NULL, &o);
+    run("SELECT * FROM file('{D}/*.csv', 'CSVWithNames') SETTINGS max_memory_usage = 5000000", NULL,
+        &o);
     assert_int_equal(o.rc, 0);
     assert_int_equal(o.res.rows_out, N_FILES * ROWS_PER_FILE);
     assert_true(o.res.peak_memory < 5000000);
@@ -226,8 +226,7 @@ static void test_blocks_reach_the_callers_sink_one_at_a_time(void **state)
     counting_sink cs = {.base.ops = &cs_ops};
     eng_ctx ctx = {.open_sink = cs_open, .sink_arg = &cs};
     outcome o = {0};
-    run("SELECT id AS k, name FROM file('{D}/*.csv', 'CSVWithNames') FORMAT JSONEachRow", &ctx,
-        &o);
+    run("SELECT id AS k, name FROM file('{D}/*.csv', 'CSVWithNames') FORMAT JSONEachRow", &ctx, &o);
     assert_int_equal(o.rc, 0);
     assert_int_equal(cs.begins, 1);
     assert_int_equal(cs.ends, 1);
@@ -243,14 +242,21 @@ static void test_blocks_reach_the_callers_sink_one_at_a_time(void **state)
 static void test_offset_and_limit_cut_across_blocks(void **state)
 {
     (void)state;
-    static const struct { int offset, limit; } t[] = {
-        {0, 5}, {3, 7}, {19998, 5}, {70000, 45000}, {N_FILES * ROWS_PER_FILE - 2, 10},
+    static const struct {
+        int offset, limit;
+    } t[] = {
+        {0, 5},
+        {3, 7},
+        {19998, 5},
+        {70000, 45000},
+        {N_FILES * ROWS_PER_FILE - 2, 10},
         {N_FILES * ROWS_PER_FILE + 5, 10},
     };
     for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
         char sql[256];
-        snprintf(sql, sizeof(sql), "SELECT * FROM file('{D}/*.csv', 'CSVWithNames') LIMIT %d OFFSET %d",
-                 t[i].limit, t[i].offset);
+        snprintf(sql, sizeof(sql),
+                 "SELECT * FROM file('{D}/*.csv', 'CSVWithNames') LIMIT %d OFFSET %d", t[i].limit,
+                 t[i].offset);
         outcome o = {0};
         run(sql, NULL, &o);
         assert_int_equal(o.rc, 0);
@@ -337,8 +343,8 @@ static void test_a_failing_writer_fails_the_query(void **state)
 static void test_a_row_of_the_wrong_width(void **state)
 {
     (void)state;
-    static const char *const files[] = {"wide.csv", "a,b,c\n1,x,2\n3,z,4,5\n",
-                                        "narrow.csv", "a,b,c\n1,x,2\n3,z\n"};
+    static const char *const files[] = {"wide.csv", "a,b,c\n1,x,2\n3,z,4,5\n", "narrow.csv",
+                                        "a,b,c\n1,x,2\n3,z\n"};
     static const char *const queries[] = {"DESCRIBE", "SELECT * FROM", "SELECT a FROM",
                                           "SELECT count() FROM", "SELECT b, a FROM"};
     for (int f = 0; f < 2; f++) {

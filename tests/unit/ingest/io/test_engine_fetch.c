@@ -25,12 +25,12 @@
 #define UNITS 200
 
 typedef struct fake {
-    int span_every;              /* units u % span_every == 0 start a job of span_every units */
+    int span_every; /* units u % span_every == 0 start a job of span_every units */
     uint64_t unit_bytes;
-    _Atomic int fetches[UNITS];  /* jobs fetched starting at u */
-    _Atomic int covered[UNITS];  /* units covered by a fetched job */
+    _Atomic int fetches[UNITS]; /* jobs fetched starting at u */
+    _Atomic int covered[UNITS]; /* units covered by a fetched job */
     _Atomic int64_t held, max_held;
-    _Atomic int failed;          /* 1: every fetch fails */
+    _Atomic int failed; /* 1: every fetch fails */
     eng_mem *mem;
 } fake;
 
@@ -73,8 +73,8 @@ typedef struct wctx {
     ef *p;
     fake *f;
     _Atomic int *next;
-    int stop_at;                 /* stop the prefetcher when a worker reaches it (-1: never) */
-    _Atomic int *got;            /* per unit: 1 taken from a blob, 2 fetched itself */
+    int stop_at;      /* stop the prefetcher when a worker reaches it (-1: never) */
+    _Atomic int *got; /* per unit: 1 taken from a blob, 2 fetched itself */
 } wctx;
 
 static void *worker(void *arg)
@@ -136,10 +136,13 @@ static void run(fake *f, eng_mem *mem, int dl_threads, int window, uint64_t budg
         pthread_join(th[i], NULL);
     uint64_t jobs, hits, peak;
     ef_stats(p, &jobs, &hits, &peak);
-    fprintf(stderr, "  %d download threads, window %d, budget %llu: %llu jobs, %llu units taken "
-            "from them, peak held %llu\n", dl_threads, window, (unsigned long long)budget,
-            (unsigned long long)jobs, (unsigned long long)hits, (unsigned long long)peak);
-    assert_true(peak <= budget || peak <= f->unit_bytes * (uint64_t)(f->span_every ? f->span_every : 1));
+    fprintf(stderr,
+            "  %d download threads, window %d, budget %llu: %llu jobs, %llu units taken "
+            "from them, peak held %llu\n",
+            dl_threads, window, (unsigned long long)budget, (unsigned long long)jobs,
+            (unsigned long long)hits, (unsigned long long)peak);
+    assert_true(peak <= budget ||
+                peak <= f->unit_bytes * (uint64_t)(f->span_every ? f->span_every : 1));
     ef_destroy(&p);
     assert_null(p);
     assert_int_equal(atomic_load(&mem->cur), 0); /* every blob uncharged */
@@ -158,15 +161,15 @@ static void test_every_unit_once(void **state)
             run(f, &mem, 4, 4, 10 * 10000, threads, -1, got);
             int ahead = 0;
             for (int u = 0; u < UNITS; u++) {
-                assert_true(got[u] == 1 || got[u] == 2); /* exactly one way */
+                assert_true(got[u] == 1 || got[u] == 2);       /* exactly one way */
                 assert_true(atomic_load(&f->covered[u]) <= 1); /* never fetched twice */
                 if (got[u] == 1)
                     assert_int_equal(atomic_load(&f->covered[u]), 1);
                 ahead += got[u] == 1;
             }
             assert_int_equal(got[0], 1);
-            fprintf(stderr, "  span %d, %d workers: %d of %d units fetched ahead\n", span,
-                    threads, ahead, UNITS);
+            fprintf(stderr, "  span %d, %d workers: %d of %d units fetched ahead\n", span, threads,
+                    ahead, UNITS);
             free(f);
         }
 }

@@ -28,7 +28,10 @@ static eng_schema schema;
 static int schema_setup(void **state)
 {
     (void)state;
-    static const struct { const char *n; ex_type t; } cols[] = {
+    static const struct {
+        const char *n;
+        ex_type t;
+    } cols[] = {
         {"i", {.kind = EX_INT, .bits = 64, .nullable = true}},
         {"s", {.kind = EX_STRING, .nullable = true}},
         {"d", {.kind = EX_DATE, .bits = 32}},
@@ -75,11 +78,16 @@ static void eval_rows(const char *expr, char *out, size_t cap)
         in[k].t = c->t;
         for (uint32_t r = 0; r < 3; r++) {
             switch (c->t.kind) {
-            case EX_INT: in[k].i[r] = r == 0 ? 1 : -7; in[k].nulls[r] = r == 1; break;
+            case EX_INT:
+                in[k].i[r] = r == 0 ? 1 : -7;
+                in[k].nulls[r] = r == 1;
+                break;
             case EX_FLOAT: in[k].d[r] = r == 0 ? 2.5 : r == 1 ? 3.5 : -0.125; break;
             case EX_DATE: in[k].i[r] = ex_days_from_civil(2020, 2, 29) + r; break;
             default: {
-                const char *v = c->name[0] == 's' ? (r == 0 ? "Hello" : r == 1 ? "" : "wörld")
+                const char *v = c->name[0] == 's' ? (r == 0   ? "Hello"
+                                                     : r == 1 ? ""
+                                                              : "wörld")
                                                   : (r == 2 ? "anon" : "Bob");
                 in[k].nulls[r] = c->name[0] == 's' && r == 1;
                 assert_int_equal(ex_vec_str_put(&mem, &in[k], r, v, strlen(v)), 0);
@@ -101,7 +109,8 @@ static void eval_rows(const char *expr, char *out, size_t cap)
         size_t l = ex_null(&v, r) ? (size_t)snprintf(b, sizeof(b), "\\N")
                                   : ex_fmt_value(&v, r, b, sizeof(b), &sp);
         if (!ex_null(&v, r) && sp) {
-            o += (size_t)snprintf(out + o, cap - o, "%s%.*s", r ? "|" : "", (int)l, (const char *)sp);
+            o += (size_t)snprintf(out + o, cap - o, "%s%.*s", r ? "|" : "", (int)l,
+                                  (const char *)sp);
         } else {
             o += (size_t)snprintf(out + o, cap - o, "%s%s", r ? "|" : "", b);
         }
@@ -134,25 +143,25 @@ static void test_eval_semantics(void **state)
     expect("NULL AND 0", "0|0|0");
     expect("s LIKE 'H_llo'", "1|\\N|0");
     expect("s ILIKE '%LLO'", "1|\\N|0");
-    expect("s LIKE 'w_rld'", "0|\\N|1");          /* _ is one UTF-8 character */
-    expect("length(s)", "5|\\N|6");               /* bytes, as ClickHouse */
+    expect("s LIKE 'w_rld'", "0|\\N|1"); /* _ is one UTF-8 character */
+    expect("length(s)", "5|\\N|6");      /* bytes, as ClickHouse */
     expect("substring(s, 2, 3)", "ell|\\N|\xc3\xb6r");
     expect("substring(s, -2)", "lo|\\N|ld");
-    expect("upper(s)", "HELLO|\\N|W\xc3\xb6RLD");  /* ASCII only, as upper() */
+    expect("upper(s)", "HELLO|\\N|W\xc3\xb6RLD"); /* ASCII only, as upper() */
     expect("position(s, 'l')", "3|\\N|5");
     expect("concat(s, '-', i)", "Hello-1|\\N|w\xc3\xb6rld--7");
     expect("coalesce(i, 42)", "1|42|-7");
-    expect("if(i > 0, 'p', 'n')", "p|n|n");        /* a NULL condition is false */
+    expect("if(i > 0, 'p', 'n')", "p|n|n"); /* a NULL condition is false */
     expect("multiIf(i = 1, 'one', i = -7, 'minus seven', 'other')", "one|other|minus seven");
     expect("CASE i WHEN 1 THEN 'a' ELSE 'b' END", "a|b|b");
-    expect("round(f)", "2|4|-0");                   /* banker's rounding */
+    expect("round(f)", "2|4|-0"); /* banker's rounding */
     expect("round(f, 2)", "2.5|3.5|-0.12");
     expect("abs(i)", "1|\\N|7");
     expect("d", "2020-02-29|2020-03-01|2020-03-02");
     expect("toYear(d) * 100 + toMonth(d)", "202002|202003|202003");
     expect("toStartOfMonth(d)", "2020-02-01|2020-03-01|2020-03-01");
     expect("dateDiff('month', toDate('2019-12-31'), d)", "2|3|3");
-    expect("d >= '2020-03-01'", "0|1|1");           /* a string literal as a date */
+    expect("d >= '2020-03-01'", "0|1|1"); /* a string literal as a date */
     expect("d + 1", "2020-03-01|2020-03-02|2020-03-03");
     expect("toStartOfDay(d)", "2020-02-29 00:00:00|2020-03-01 00:00:00|2020-03-02 00:00:00");
     expect("CAST('2021-05-06' AS Date)", "2021-05-06|2021-05-06|2021-05-06");
@@ -179,9 +188,11 @@ static void bind_err(const char *sql, const char *want)
 static void test_bind_errors(void **state)
 {
     (void)state;
-    bind_err("SELECT OwnerDisplayNam FROM file('x')",
-             "line 1, column 8: unknown column 'OwnerDisplayNam', did you mean 'OwnerDisplayName'?");
-    bind_err("SELECT lenght(s) FROM file('x')", "unknown function 'lenght', did you mean 'length'?");
+    bind_err(
+        "SELECT OwnerDisplayNam FROM file('x')",
+        "line 1, column 8: unknown column 'OwnerDisplayNam', did you mean 'OwnerDisplayName'?");
+    bind_err("SELECT lenght(s) FROM file('x')",
+             "unknown function 'lenght', did you mean 'length'?");
     bind_err("SELECT i FROM file('x') WHERE count() > 1", "not allowed in WHERE");
     bind_err("SELECT i, count() FROM file('x')", "not under an aggregate function");
     bind_err("SELECT s + 1 FROM file('x')", "illegal types");
@@ -211,36 +222,36 @@ static void test_eval_functions(void **state)
     expect3("formatReadableQuantity(1000000)", "1.00 million");
     expect3("formatReadableTimeDelta(100)", "1 minute and 40 seconds");
     expect3("formatReadableTimeDelta(12345)", "3 hours, 25 minutes and 45 seconds");
-    expect3("xxHash64('')", "17241709254077376921");   /* XXH64 of nothing, seed 0 */
+    expect3("xxHash64('')", "17241709254077376921"); /* XXH64 of nothing, seed 0 */
     expect3("toYYYYMM(toDate('2023-09-25'))", "202309");
-    expect3("toDayOfWeek(toDate('2023-09-24'))", "7");  /* Sunday; Monday is 1 */
+    expect3("toDayOfWeek(toDate('2023-09-24'))", "7"); /* Sunday; Monday is 1 */
     expect3("toStartOfWeek(toDate('2023-09-27'))", "2023-09-24");
     expect3("dateAdd(month, 1, toDate('2020-01-31'))", "2020-02-29");
     expect3("toDate('2018-01-01') + INTERVAL 3 YEAR", "2021-01-01");
     expect3("formatDateTime(toDateTime('2010-01-04 12:34:56'), '%F %T %i %M %j')",
             "2010-01-04 12:34:56 34 January 004");
     expect3("intDiv(-7, 2)", "-3");
-    expect3("toInt8(300)", "44");                      /* wraps, as CAST */
+    expect3("toInt8(300)", "44"); /* wraps, as CAST */
     expect3("toUInt32OrZero('x1')", "0");
     expect3("toInt32OrNull('12a')", "\\N");
     expect3("parseDateTimeBestEffort('2021-05-06T13:45:12+02:00')", "2021-05-06 11:45:12");
     expect3("parseDateTimeBestEffortOrNull('yesterday')", "\\N");
     expect3("replaceRegexpAll('Hello, World!', '.', '\\\\0\\\\0')",
-            "HHeelllloo,,  WWoorrlldd!!");               /* ClickHouse's example */
+            "HHeelllloo,,  WWoorrlldd!!"); /* ClickHouse's example */
     expect3("extract('key=val;', 'key=([a-z]+)')", "val");
     expect3("floor(1234.5678, -2)", "1200");
     expect3("ceil(-1.25, 1)", "-1.2");
     /* over the rows */
     expect("ifNull(i, 0)", "1|0|-7");
     expect("nullIf(i, 1)", "\\N|\\N|-7");
-    expect("if(i > 0, NULL, i)", "\\N|\\N|-7");      /* a typed NULL branch */
+    expect("if(i > 0, NULL, i)", "\\N|\\N|-7"); /* a typed NULL branch */
     expect("assumeNotNull(i)", "1|0|-7");
     expect("trimBoth(concat(' ', s, '  '))", "Hello|\\N|w\xc3\xb6rld");
     expect("reverse(OwnerDisplayName)", "boB|boB|nona");
     expect("match(s, '^H.l+o$')", "1|\\N|0");
     expect("empty(OwnerDisplayName)", "0|0|0");
     expect("toStartOfHour(toDateTime('2020-01-01 10:20:30') + INTERVAL i HOUR)",
-            "2020-01-01 11:00:00|\\N|2020-01-01 03:00:00");
+           "2020-01-01 11:00:00|\\N|2020-01-01 03:00:00");
     expect("d - INTERVAL 1 MONTH", "2020-01-29|2020-02-01|2020-02-02");
     expect("toString(f)", "2.5|3.5|-0.125");
     /* the reference vector of SipHash-2-4: key 00..0f, an empty message */
@@ -268,12 +279,15 @@ static void test_bind_aggregate_errors(void **state)
     bind_err("SELECT median(0.5)(i) FROM file('x')", "median takes no parameters");
     bind_err("SELECT sum(2)(i) FROM file('x')", "sum takes no parameters");
     bind_err("SELECT lower(1)(s) FROM file('x')", "lower takes no parameters");
-    bind_err("SELECT median(s) FROM file('x')", "illegal type Nullable(String) of the argument of median()");
+    bind_err("SELECT median(s) FROM file('x')",
+             "illegal type Nullable(String) of the argument of median()");
     bind_err("SELECT sumIf(i, s) FROM file('x')", "the condition of sumIf must be a number");
     bind_err("SELECT sumIf(i) FROM file('x')", "sumIf takes 2 arguments, not 1");
     bind_err("SELECT corr(i) FROM file('x')", "corr takes 2 arguments");
-    bind_err("SELECT varPopDistinct(i) FROM file('x')", "Distinct combinator of varPop is not supported");
-    bind_err("SELECT DISTINCT count() FROM file('x')", "SELECT DISTINCT with GROUP BY or aggregate");
+    bind_err("SELECT varPopDistinct(i) FROM file('x')",
+             "Distinct combinator of varPop is not supported");
+    bind_err("SELECT DISTINCT count() FROM file('x')",
+             "SELECT DISTINCT with GROUP BY or aggregate");
     bind_err("SELECT * EXCEPT (nope) FROM file('x')", "EXCEPT names column 'nope'");
     bind_err("SELECT * REPLACE (1 AS nope) FROM file('x')", "REPLACE names column 'nope'");
     bind_err("SELECT COLUMNS('^zz') FROM file('x')", "COLUMNS('^zz') matches no column");

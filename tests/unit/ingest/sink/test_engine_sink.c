@@ -23,7 +23,7 @@ typedef struct capture {
     char *p;
     size_t n, cap;
     int flushes;
-    int fail;            /* write fails with this (-errno) when set */
+    int fail; /* write fails with this (-errno) when set */
 } capture;
 
 static int cap_write(void *arg, const void *buf, size_t len)
@@ -151,17 +151,18 @@ static void test_row_formats(void **state)
 static void test_json_formats(void **state)
 {
     (void)state;
-    expect(ENG_FMT_JSON, 2,
-           "{\n\t\"meta\":\n\t[\n"
-           "\t\t{\n\t\t\t\"name\": \"i\",\n\t\t\t\"type\": \"Nullable(Int64)\"\n\t\t},\n"
-           "\t\t{\n\t\t\t\"name\": \"s\\tx\",\n\t\t\t\"type\": \"String\"\n\t\t},\n"
-           "\t\t{\n\t\t\t\"name\": \"f\",\n\t\t\t\"type\": \"Float64\"\n\t\t}\n"
-           "\t],\n\n\t\"data\":\n\t[\n"
-           "\t\t{\n\t\t\t\"i\": \"0\",\n\t\t\t\"s\\tx\": \"a\\tb\\n\\\\c\",\n\t\t\t\"f\": 0.5\n\t\t},\n"
-           "\t\t{\n\t\t\t\"i\": null,\n\t\t\t\"s\\tx\": \"say \\\"hi\\\"\",\n\t\t\t\"f\": null\n\t\t}\n"
-           "\t],\n\n\t\"rows\": 2,\n\n"
-           "\t\"statistics\":\n\t{\n\t\t\"elapsed\": 0.5,\n\t\t\"rows_read\": 10,\n"
-           "\t\t\"bytes_read\": 80\n\t}\n}\n");
+    expect(
+        ENG_FMT_JSON, 2,
+        "{\n\t\"meta\":\n\t[\n"
+        "\t\t{\n\t\t\t\"name\": \"i\",\n\t\t\t\"type\": \"Nullable(Int64)\"\n\t\t},\n"
+        "\t\t{\n\t\t\t\"name\": \"s\\tx\",\n\t\t\t\"type\": \"String\"\n\t\t},\n"
+        "\t\t{\n\t\t\t\"name\": \"f\",\n\t\t\t\"type\": \"Float64\"\n\t\t}\n"
+        "\t],\n\n\t\"data\":\n\t[\n"
+        "\t\t{\n\t\t\t\"i\": \"0\",\n\t\t\t\"s\\tx\": \"a\\tb\\n\\\\c\",\n\t\t\t\"f\": 0.5\n\t\t},\n"
+        "\t\t{\n\t\t\t\"i\": null,\n\t\t\t\"s\\tx\": \"say \\\"hi\\\"\",\n\t\t\t\"f\": null\n\t\t}\n"
+        "\t],\n\n\t\"rows\": 2,\n\n"
+        "\t\"statistics\":\n\t{\n\t\t\"elapsed\": 0.5,\n\t\t\"rows_read\": 10,\n"
+        "\t\t\"bytes_read\": 80\n\t}\n}\n");
     /* no rows: an empty data array, as ClickHouse leaves it */
     char *t = render(ENG_FMT_JSON, 0, 1);
     assert_non_null(strstr(t, "\t\"data\":\n\t[\n\n\t],\n\n\t\"rows\": 0,\n\n"));
@@ -192,8 +193,9 @@ static void test_other_formats(void **state)
     expect(ENG_FMT_CSV_WITH_NAMES_AND_TYPES, 0,
            "\"i\",\"s\tx\",\"f\"\n\"Nullable(Int64)\",\"String\",\"Float64\"\n");
     expect(ENG_FMT_TSV_RAW, 1, "0\ta\tb\n\\c\t0.5\n");
-    expect(ENG_FMT_VALUES, 3, "(0,'a\\tb\\n\\\\c',0.5),(NULL,'say \"hi\"',inf),"
-                              "(2000000014,'\x01z',nan)");
+    expect(ENG_FMT_VALUES, 3,
+           "(0,'a\\tb\\n\\\\c',0.5),(NULL,'say \"hi\"',inf),"
+           "(2000000014,'\x01z',nan)");
     expect(ENG_FMT_VERTICAL, 2,
            "Row 1:\n──────\ni:   0\ns\tx: a\tb\n\\c\nf:   0.5\n"
            "\nRow 2:\n──────\ni:   ᴺᵁᴸᴸ\ns\tx: say \"hi\"\nf:   inf\n");
@@ -216,9 +218,9 @@ static void test_other_formats(void **state)
 static void test_blocks_write_what_one_block_writes(void **state)
 {
     (void)state;
-    static const eng_format f[] = {ENG_FMT_TSV_WITH_NAMES, ENG_FMT_CSV, ENG_FMT_JSON_EACH_ROW,
-                                   ENG_FMT_PRETTY_COMPACT, ENG_FMT_JSON, ENG_FMT_JSON_COMPACT,
-                                   ENG_FMT_VERTICAL, ENG_FMT_VALUES, ENG_FMT_PRETTY};
+    static const eng_format f[] = {ENG_FMT_TSV_WITH_NAMES, ENG_FMT_CSV,    ENG_FMT_JSON_EACH_ROW,
+                                   ENG_FMT_PRETTY_COMPACT, ENG_FMT_JSON,   ENG_FMT_JSON_COMPACT,
+                                   ENG_FMT_VERTICAL,       ENG_FMT_VALUES, ENG_FMT_PRETTY};
     for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
         char *whole = render(f[i], 2500, 2500);
         char *cut = render(f[i], 2500, 7);
@@ -235,12 +237,11 @@ static void test_pretty_compact(void **state)
     /* the widest value (row 2's i) decides the column's width, even though it
      * comes in a later block than the first rows */
     char *t = render(ENG_FMT_PRETTY_COMPACT, 3, 2);
-    assert_string_equal(t,
-        "┌──────────i─┬─s\tx──────┬───f─┐\n"
-        "│          0 │ a\tb\n\\c   │ 0.5 │\n"
-        "│       ᴺᵁᴸᴸ │ say \"hi\" │ inf │\n"
-        "│ 2000000014 │ \x01z       │ nan │\n"
-        "└────────────┴──────────┴─────┘\n");
+    assert_string_equal(t, "┌──────────i─┬─s\tx──────┬───f─┐\n"
+                           "│          0 │ a\tb\n\\c   │ 0.5 │\n"
+                           "│       ᴺᵁᴸᴸ │ say \"hi\" │ inf │\n"
+                           "│ 2000000014 │ \x01z       │ nan │\n"
+                           "└────────────┴──────────┴─────┘\n");
     free(t);
     t = render(ENG_FMT_PRETTY_COMPACT, 0, 1);
     assert_string_equal(t, ""); /* an empty result draws nothing */

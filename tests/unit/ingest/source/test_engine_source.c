@@ -58,10 +58,10 @@ static void test_s3_urls(void **state)
            "my.dotted.bucket", "x/y.parquet", "us-west-2", "");
     url_is("https://bucket.s3.dualstack.ap-south-1.amazonaws.com/k", SRC_URL_AWS, "bucket", "k",
            "ap-south-1", "");
-    url_is("https://s3.us-east-2.amazonaws.com/bucket/dir/file%20name.csv", SRC_URL_AWS,
-           "bucket", "dir/file name.csv", "us-east-2", "");
-    url_is("https://s3.amazonaws.com/bucket/k{1..3}.tsv", SRC_URL_AWS, "bucket", "k{1..3}.tsv",
-           "", "");
+    url_is("https://s3.us-east-2.amazonaws.com/bucket/dir/file%20name.csv", SRC_URL_AWS, "bucket",
+           "dir/file name.csv", "us-east-2", "");
+    url_is("https://s3.amazonaws.com/bucket/k{1..3}.tsv", SRC_URL_AWS, "bucket", "k{1..3}.tsv", "",
+           "");
     url_is("https://S3-EU-WEST-1.AMAZONAWS.COM/bucket/K.csv", SRC_URL_AWS, "bucket", "K.csv",
            "eu-west-1", "");
     url_is("https://bucket.s3.cn-north-1.amazonaws.com.cn/k", SRC_URL_AWS, "bucket", "k",
@@ -79,7 +79,8 @@ static void test_s3_urls(void **state)
     url_bad("http://host:9000/", "names no bucket");
     url_bad("https://s3.amazonaws.com/bucket/a%2", "%-escape");
     url_bad("https://s3.amazonaws.com/bucket/a%00b", "%-escape");
-    url_bad("https://s3.amazonaws.com/Bad_Bucket/k", "is not a valid bucket name: it has an upper-case letter");
+    url_bad("https://s3.amazonaws.com/Bad_Bucket/k",
+            "is not a valid bucket name: it has an upper-case letter");
     url_bad("https://user@host/bucket/k", "bad host");
 }
 

@@ -62,10 +62,10 @@ static void test_parser_precedence_and_names(void **state)
 static void test_parser_clauses(void **state)
 {
     (void)state;
-    sql_stmt *s = parse_ok(
-        "select a as x, count(*) from s3('s3://b/k/*.parquet', 'Parquet') t where a > 1 "
-        "group by 1 having count() > 2 order by x desc nulls first, 2 limit 5 offset 10 "
-        "settings max_threads = 2, max_memory_usage = 1000000 format JSONEachRow;");
+    sql_stmt *s =
+        parse_ok("select a as x, count(*) from s3('s3://b/k/*.parquet', 'Parquet') t where a > 1 "
+                 "group by 1 having count() > 2 order by x desc nulls first, 2 limit 5 offset 10 "
+                 "settings max_threads = 2, max_memory_usage = 1000000 format JSONEachRow;");
     assert_int_equal(s->kind, SQL_SELECT);
     assert_int_equal(s->n_items, 2);
     assert_string_equal(s->items[0].alias, "x");

@@ -53,8 +53,8 @@ static void test_statements(void **state)
     assert_int_equal(parse("USE db2", err), 1);
     assert_int_equal(a.kind, SQL_ADMIN_USE);
     assert_string_equal(a.name, "db2");
-    assert_int_equal(parse("SET max_threads = 2, log_comment = 'a''b', max_execution_time = -1",
-                           err), 1);
+    assert_int_equal(
+        parse("SET max_threads = 2, log_comment = 'a''b', max_execution_time = -1", err), 1);
     assert_int_equal(a.kind, SQL_ADMIN_SET);
     assert_int_equal(a.n_sets, 3);
     assert_string_equal(a.sets[0].name, "max_threads");

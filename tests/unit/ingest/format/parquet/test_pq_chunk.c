@@ -165,8 +165,8 @@ static void test_dictionary_then_plain_fallback(void **state)
     uint8_t lv[4] = {1, 0, 1, 1};
     uint8_t body[64];
     size_t n = levels_rle(body, lv, 4);
-    body[n++] = 2;    /* bit width */
-    body[n++] = 0x03; /* one bit-packed group */
+    body[n++] = 2;                            /* bit width */
+    body[n++] = 0x03;                         /* one bit-packed group */
     body[n++] = 0x02 | 0x00 << 2 | 0x01 << 4; /* 2, 0, 1 */
     body[n++] = 0;
     tw_page_v1(&w, (int32_t)n, (int32_t)n, 4, PQ__ENC_RLE_DICTIONARY);
@@ -357,9 +357,14 @@ static void test_int96_decimals_float16_bss(void **state)
     uint8_t b[64];
     size_t n = 0;
     uint32_t l = 1;
-    memcpy(b + n, &l, 4); b[n + 4] = 0xfe; n += 5;
+    memcpy(b + n, &l, 4);
+    b[n + 4] = 0xfe;
+    n += 5;
     l = 2;
-    memcpy(b + n, &l, 4); b[n + 4] = 0x01; b[n + 5] = 0x00; n += 6;
+    memcpy(b + n, &l, 4);
+    b[n + 4] = 0x01;
+    b[n + 5] = 0x00;
+    n += 6;
     tw_page_v1(&w2, (int32_t)n, (int32_t)n, 2, PQ__ENC_PLAIN);
     tw_bytes(&w2, b, n);
     d = desc(PQ_BYTE_ARRAY, CB_DECIMAL, false, 2);

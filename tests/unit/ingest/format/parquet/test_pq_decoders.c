@@ -62,22 +62,42 @@ static void test_thrift_skip_every_type(void **state)
     tw w = {0};
     tw_begin_elem(&w);
     tw_bool(&w, 1, 1);
-    tw_field(&w, 2, 3); tw_byte(&w, 0x7f);                 /* i8 */
-    tw_field(&w, 3, 4); tw_varint(&w, tw_zz(-300));        /* i16 */
-    tw_field(&w, 4, 7); tw_bytes(&w, "\0\0\0\0\0\0\xf0\x3f", 8); /* double */
+    tw_field(&w, 2, 3);
+    tw_byte(&w, 0x7f); /* i8 */
+    tw_field(&w, 3, 4);
+    tw_varint(&w, tw_zz(-300)); /* i16 */
+    tw_field(&w, 4, 7);
+    tw_bytes(&w, "\0\0\0\0\0\0\xf0\x3f", 8); /* double */
     tw_bin(&w, 5, "hello", 5);
-    tw_list(&w, 6, 1, 3); tw_byte(&w, 1); tw_byte(&w, 2); tw_byte(&w, 1); /* bools */
-    tw_list(&w, 7, 12, 2);                                 /* structs */
-    tw_begin_elem(&w); tw_i32(&w, 1, 1); tw_end(&w);
-    tw_begin_elem(&w); tw_bin(&w, 9, "x", 1); tw_end(&w);
-    tw_field(&w, 8, 11); tw_varint(&w, 2); tw_byte(&w, 0x85);  /* map<binary,i32> */
-    tw_varint(&w, 1); tw_byte(&w, 'a'); tw_varint(&w, 2);
-    tw_varint(&w, 1); tw_byte(&w, 'b'); tw_varint(&w, 4);
-    tw_field(&w, 9, 11); tw_byte(&w, 0);                   /* empty map */
-    tw_list(&w, 10, 5, 20);                                /* long list header */
+    tw_list(&w, 6, 1, 3);
+    tw_byte(&w, 1);
+    tw_byte(&w, 2);
+    tw_byte(&w, 1);        /* bools */
+    tw_list(&w, 7, 12, 2); /* structs */
+    tw_begin_elem(&w);
+    tw_i32(&w, 1, 1);
+    tw_end(&w);
+    tw_begin_elem(&w);
+    tw_bin(&w, 9, "x", 1);
+    tw_end(&w);
+    tw_field(&w, 8, 11);
+    tw_varint(&w, 2);
+    tw_byte(&w, 0x85); /* map<binary,i32> */
+    tw_varint(&w, 1);
+    tw_byte(&w, 'a');
+    tw_varint(&w, 2);
+    tw_varint(&w, 1);
+    tw_byte(&w, 'b');
+    tw_varint(&w, 4);
+    tw_field(&w, 9, 11);
+    tw_byte(&w, 0);         /* empty map */
+    tw_list(&w, 10, 5, 20); /* long list header */
     for (int i = 0; i < 20; i++)
         tw_varint(&w, tw_zz(i));
-    tw_begin(&w, 11); tw_begin(&w, 1); tw_end(&w); tw_end(&w); /* nested structs */
+    tw_begin(&w, 11);
+    tw_begin(&w, 1);
+    tw_end(&w);
+    tw_end(&w); /* nested structs */
     tw_end(&w);
     tw_i32(&w, 12, 99);
     tw_byte(&w, 0);
@@ -162,11 +182,24 @@ static void build_footer(tw *w, int nested)
 {
     tw_i32(w, 1, 2);
     tw_list(w, 2, 12, 3);
-    tw_begin_elem(w); tw_bin(w, 4, "schema", 6); tw_i32(w, 5, 2); tw_end(w);
-    tw_begin_elem(w); tw_i32(w, 1, 2); tw_i32(w, 3, 1); tw_bin(w, 4, "a", 1); tw_end(w);
-    tw_begin_elem(w); tw_i32(w, 1, 6); tw_i32(w, 3, nested ? 2 : 0); tw_bin(w, 4, "s", 1);
+    tw_begin_elem(w);
+    tw_bin(w, 4, "schema", 6);
+    tw_i32(w, 5, 2);
+    tw_end(w);
+    tw_begin_elem(w);
+    tw_i32(w, 1, 2);
+    tw_i32(w, 3, 1);
+    tw_bin(w, 4, "a", 1);
+    tw_end(w);
+    tw_begin_elem(w);
+    tw_i32(w, 1, 6);
+    tw_i32(w, 3, nested ? 2 : 0);
+    tw_bin(w, 4, "s", 1);
     tw_i32(w, 6, 0);
-    tw_begin(w, 10); tw_begin(w, 1); tw_end(w); tw_end(w); /* LogicalType STRING */
+    tw_begin(w, 10);
+    tw_begin(w, 1);
+    tw_end(w);
+    tw_end(w); /* LogicalType STRING */
     tw_end(w);
     tw_i64(w, 3, 7);
     tw_list(w, 4, 12, 1);
@@ -177,8 +210,11 @@ static void build_footer(tw *w, int nested)
         tw_i64(w, 2, 4);
         tw_begin(w, 3);
         tw_i32(w, 1, c ? 6 : 2);
-        tw_list(w, 2, 5, 1); tw_varint(w, 0);
-        tw_list(w, 3, 8, 1); tw_varint(w, 1); tw_byte(w, c ? 's' : 'a');
+        tw_list(w, 2, 5, 1);
+        tw_varint(w, 0);
+        tw_list(w, 3, 8, 1);
+        tw_varint(w, 1);
+        tw_byte(w, c ? 's' : 'a');
         tw_i32(w, 4, 1);
         tw_i64(w, 5, 7);
         tw_i64(w, 6, 50);
@@ -239,21 +275,27 @@ static void test_map_types(void **state)
     const char *why;
     assert_int_equal(pq__map_type(&el, &t, &why), 0);
     assert_int_equal(t.type, CB_UINT16);
-    el = (pq__schema_el){.type = PQ_INT64, .converted_type = -1, .lt = PQ__LT_TIMESTAMP,
-                         .lt_unit = CB_UNIT_NS, .lt_utc = true};
+    el = (pq__schema_el){.type = PQ_INT64,
+                         .converted_type = -1,
+                         .lt = PQ__LT_TIMESTAMP,
+                         .lt_unit = CB_UNIT_NS,
+                         .lt_utc = true};
     assert_int_equal(pq__map_type(&el, &t, &why), 0);
     assert_int_equal(t.type, CB_TIMESTAMP);
     assert_int_equal(t.unit, CB_UNIT_NS);
     assert_true(t.utc);
-    el = (pq__schema_el){.type = PQ_FIXED_LEN_BYTE_ARRAY, .type_length = 16, .converted_type = 5,
-                         .precision = 38, .scale = 10};
+    el = (pq__schema_el){.type = PQ_FIXED_LEN_BYTE_ARRAY,
+                         .type_length = 16,
+                         .converted_type = 5,
+                         .precision = 38,
+                         .scale = 10};
     assert_int_equal(pq__map_type(&el, &t, &why), 0);
     assert_int_equal(t.type, CB_DECIMAL);
     assert_int_equal(cb_type_width(&t), 16);
     el.precision = 39;
     assert_int_equal(pq__map_type(&el, &t, &why), -ENOTSUP);
-    el = (pq__schema_el){.type = PQ_INT32, .converted_type = -1, .lt = PQ__LT_INTEGER,
-                         .lt_bits = 64};
+    el = (pq__schema_el){
+        .type = PQ_INT32, .converted_type = -1, .lt = PQ__LT_INTEGER, .lt_bits = 64};
     assert_int_equal(pq__map_type(&el, &t, &why), -ENOTSUP);
     el = (pq__schema_el){.type = PQ_INT96, .converted_type = -1};
     assert_int_equal(pq__map_type(&el, &t, &why), 0);
@@ -310,8 +352,8 @@ static void test_delta_binary_packed(void **state)
     for (int i = 0; i < 5; i++)
         assert_int_equal(out[i], i + 1);
     /* Example 2: 7 5 3 1 2 3 4 5 (min delta -2, width 2). */
-    uint8_t e2[] = {0x80, 0x01, 0x04, 0x08, 0x0e, 0x03, 0x02, 0x00, 0x00, 0x00,
-                    0xc0, 0xff, 0, 0, 0, 0, 0, 0};
+    uint8_t e2[] = {0x80, 0x01, 0x04, 0x08, 0x0e, 0x03, 0x02, 0x00, 0x00,
+                    0x00, 0xc0, 0xff, 0,    0,    0,    0,    0,    0};
     assert_int_equal(pq__delta_decode(e2, sizeof(e2), out, 16, &n), (int64_t)sizeof(e2));
     assert_int_equal(n, 8);
     static const int64_t want[] = {7, 5, 3, 1, 2, 3, 4, 5};
@@ -327,9 +369,9 @@ static void test_delta_binary_packed(void **state)
     wide[6] = 65;
     assert_int_equal(pq__delta_decode(wide, sizeof(wide), out, 16, &n), -EBADMSG);
     /* Extremes wrap (a delta of 2^64 - 1). */
-    uint8_t ext[] = {0x80, 0x01, 0x04, 0x02,
-                     0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, /* INT64_MAX */
-                     0x01, /* min delta -1 */
+    uint8_t ext[] = {0x80, 0x01, 0x04, 0x02, 0xfe, 0xff, 0xff,
+                     0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, /* INT64_MAX */
+                     0x01,                                     /* min delta -1 */
                      0x00, 0x00, 0x00, 0x00};
     assert_true(pq__delta_decode(ext, sizeof(ext), out, 16, &n) > 0);
     assert_int_equal(n, 2);

@@ -20,7 +20,10 @@ typedef struct tw {
     int depth;
 } tw;
 
-static inline void tw_byte(tw *w, uint8_t b) { w->buf[w->len++] = b; }
+static inline void tw_byte(tw *w, uint8_t b)
+{
+    w->buf[w->len++] = b;
+}
 static inline void tw_bytes(tw *w, const void *p, size_t n)
 {
     memcpy(w->buf + w->len, p, n);
@@ -34,7 +37,10 @@ static inline void tw_varint(tw *w, uint64_t v)
     }
     tw_byte(w, (uint8_t)v);
 }
-static inline uint64_t tw_zz(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
+static inline uint64_t tw_zz(int64_t v)
+{
+    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
 static inline void tw_field(tw *w, int16_t id, uint8_t type)
 {
     int16_t d = (int16_t)(id - w->last[w->depth]);
@@ -56,7 +62,10 @@ static inline void tw_i64(tw *w, int16_t id, int64_t v)
     tw_field(w, id, 6);
     tw_varint(w, tw_zz(v));
 }
-static inline void tw_bool(tw *w, int16_t id, int v) { tw_field(w, id, v ? 1 : 2); }
+static inline void tw_bool(tw *w, int16_t id, int v)
+{
+    tw_field(w, id, v ? 1 : 2);
+}
 static inline void tw_bin(tw *w, int16_t id, const void *p, size_t n)
 {
     tw_field(w, id, 8);
@@ -68,7 +77,10 @@ static inline void tw_begin(tw *w, int16_t id) /* a struct field */
     tw_field(w, id, 12);
     w->last[++w->depth] = 0;
 }
-static inline void tw_begin_elem(tw *w) { w->last[++w->depth] = 0; } /* a struct in a list */
+static inline void tw_begin_elem(tw *w)
+{
+    w->last[++w->depth] = 0;
+} /* a struct in a list */
 static inline void tw_end(tw *w)
 {
     tw_byte(w, 0);

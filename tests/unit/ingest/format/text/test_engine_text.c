@@ -34,8 +34,8 @@ static int collect_fn(ex_vec *cols, int ncols, uint32_t n, void *arg)
             size_t l = ex_null(&cols[k], r) ? (size_t)snprintf(b, sizeof(b), "\\N")
                                             : ex_fmt_value(&cols[k], r, b, sizeof(b), &sp);
             const char *p = !ex_null(&cols[k], r) && sp ? (const char *)sp : b;
-            c->o += (size_t)snprintf(c->text + c->o, sizeof(c->text) - c->o, "%s%.*s",
-                                     k ? "," : "", (int)l, p);
+            c->o += (size_t)snprintf(c->text + c->o, sizeof(c->text) - c->o, "%s%.*s", k ? "," : "",
+                                     (int)l, p);
         }
         c->o += (size_t)snprintf(c->text + c->o, sizeof(c->text) - c->o, ";");
     }
@@ -59,7 +59,8 @@ static void read_text(tx_format f, const char *text, const char *types, const ch
     for (int k = 0; k < s.n; k++) {
         char tn[64];
         ex_type_name(&s.cols[k].t, tn, sizeof(tn));
-        o += (size_t)snprintf(got + o, sizeof(got) - o, "%s%s %s", k ? ", " : "", s.cols[k].name, tn);
+        o += (size_t)snprintf(got + o, sizeof(got) - o, "%s%s %s", k ? ", " : "", s.cols[k].name,
+                              tn);
         want[k] = k;
     }
     assert_string_equal(got, types);
@@ -83,8 +84,8 @@ static void read_err(tx_format f, const char *text, const char *want)
         for (int k = 0; k < s.n; k++)
             w[k] = k;
         collect c = {0};
-        rc = tx_parse(NULL, f, "bad.txt", text, strlen(text), &s, w, s.n, 100, collect_fn, &c,
-                      err, sizeof(err));
+        rc = tx_parse(NULL, f, "bad.txt", text, strlen(text), &s, w, s.n, 100, collect_fn, &c, err,
+                      sizeof(err));
         eng_schema_free(&s);
     }
     assert_int_equal(rc, -EBADMSG);
@@ -104,8 +105,9 @@ static void test_text_readers(void **state)
     read_text(TX_CSV, "1,2.5\n2,x\n", "c1 Nullable(Int64), c2 Nullable(String)", "1,2.5;2,x;");
     read_text(TX_TSV_NAMES, "a\tb\n1\tx\\ty\n\\N\t2024-01-01 10:00:00\n",
               "a Nullable(Int64), b Nullable(String)", "1,x\ty;\\N,2024-01-01 10:00:00;");
-    read_text(TX_JSON_EACH_ROW, "{\"a\": 1, \"b\": \"x\\n\"}\n{\"b\": null, \"a\": 2.5, \"c\": true}\n",
-              "a Nullable(Float64), b Nullable(String), c Nullable(Bool)", "1,x\n,\\N;2.5,\\N,true;");
+    read_text(
+        TX_JSON_EACH_ROW, "{\"a\": 1, \"b\": \"x\\n\"}\n{\"b\": null, \"a\": 2.5, \"c\": true}\n",
+        "a Nullable(Float64), b Nullable(String), c Nullable(Bool)", "1,x\n,\\N;2.5,\\N,true;");
     read_err(TX_CSV, "a,b\n1,\"open\n2,3\n", "bad.txt, line 2: unterminated quoted field");
     read_err(TX_CSV, "a,b\n1,\"x\"y\n", "after a closing quote");
     read_err(TX_JSON_EACH_ROW, "{\"a\": 1}\n{\"a\": [1]}\n", "line 2");
@@ -114,13 +116,13 @@ static void test_text_readers(void **state)
 }
 
 /* tx_parse of text with schema s reading columns want (n of them): its error. */
-static void parse_err(tx_format f, const char *text, const eng_schema *s, const int *want,
-                      int n, const char *expect)
+static void parse_err(tx_format f, const char *text, const eng_schema *s, const int *want, int n,
+                      const char *expect)
 {
     char err[512] = "";
     collect c = {0};
-    int rc = tx_parse(NULL, f, "t.csv", text, strlen(text), s, want, n, 100, collect_fn, &c,
-                      err, sizeof(err));
+    int rc = tx_parse(NULL, f, "t.csv", text, strlen(text), s, want, n, 100, collect_fn, &c, err,
+                      sizeof(err));
     assert_int_equal(rc, -EBADMSG);
     if (!strstr(err, expect))
         fprintf(stderr, "error '%s' lacks '%s'\n", err, expect);
@@ -130,13 +132,13 @@ static void parse_err(tx_format f, const char *text, const eng_schema *s, const 
 /* A row with more or fewer fields than the header is the same error whatever
  * the query reads (no column, one before it, all), and inference never makes
  * a column up from it. */
-static void check_width(tx_format f, const char *good, const char *bad_row, long line,
-                        int nf, int want_nf, const char *against)
+static void check_width(tx_format f, const char *good, const char *bad_row, long line, int nf,
+                        int want_nf, const char *against)
 {
     char text[256], expect[160];
     snprintf(text, sizeof(text), "%s%s", good, bad_row);
-    snprintf(expect, sizeof(expect), "t.csv, line %ld: the row has %d fields, the %s %d", line,
-             nf, against, want_nf);
+    snprintf(expect, sizeof(expect), "t.csv, line %ld: the row has %d fields, the %s %d", line, nf,
+             against, want_nf);
     eng_schema s;
     char err[512] = "";
     /* inference over the whole text meets the bad row: an error, no new column */
