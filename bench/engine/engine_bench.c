@@ -50,6 +50,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "engine_bench_util.h"
+#include "../bench_posts.h"
 
 static h_env *env;
 static char dir[4096];
@@ -199,30 +200,8 @@ static double cached_seed(const eng_ctx *local, const char *seed_local, const ch
     snprintf(cfg.access_key, sizeof(cfg.access_key), "S3RVER");
     snprintf(cfg.secret_key, sizeof(cfg.secret_key), "S3RVER");
     cfg.path_style = true;
-    s3_sync *sy;
-    if (s3_sync_create(&sy, &cfg) < 0)
-        die("cannot create an S3 client");
-    for (int i = 0; i < 4; i++) {
-        char path[4300], key[64];
-        snprintf(path, sizeof(path), "%s/data/posts_%d.parquet", dir, i);
-        snprintf(key, sizeof(key), "posts/posts_%d.parquet", i);
-        int fd = open(path, O_RDONLY);
-        struct stat st;
-        if (fd < 0 || fstat(fd, &st) < 0)
-            die("cannot open a data file for upload");
-        s3_sync_put_args pa = {.bucket = "ringcache-test",
-                               .key = key,
-                               .fd = fd,
-                               .size = (uint64_t)st.st_size,
-                               .parallel = 4};
-        s3_error e = {0};
-        if (s3_sync_put(sy, &pa, NULL, &e) < 0) {
-            fprintf(stderr, "engine_bench: upload failed: %s\n", e.message);
-            die("cannot upload the dataset to the S3 server");
-        }
-        close(fd);
-    }
-    s3_sync_destroy(&sy);
+    if (bench_upload_posts(&cfg, dir, "ringcache-test", "posts/") < 0)
+        die("cannot upload the dataset to the S3 server");
     double t[16], tl[16];
     uint64_t rows_cached = 0, rows_local = 0;
     int n = runs > 16 ? 16 : runs;

@@ -49,6 +49,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "../bench.h"
+#include "../bench_posts.h"
 
 static h_env *env;
 static char dir[4096], cli[1024], endpoint[256];
@@ -189,23 +190,12 @@ int main(int argc, char **argv)
     if (h_build_path(cli, sizeof(cli), H_RINGCACHE_CLI) < 0 || access(cli, X_OK) != 0)
         die("ringcache is not built (build the ringcache target)");
 
-    char gen[4096], rs[32];
-    if (h_source_path(gen, sizeof(gen), "bench/engine/bench_gen.mjs") < 0)
-        die("cannot find bench/engine/bench_gen.mjs (set RINGCACHE_SOURCE_DIR)");
-    snprintf(rs, sizeof(rs), "%lld", rows);
     double t0 = bench_now_s();
-    {
-        const char *a[] = {"/usr/bin/env", "node", gen, dir, rs, "0", NULL};
-        h_run_result *r = calloc(1, sizeof(*r));
-        if (!r || h_run(env, r, a, NULL) < 0 || r->status != 0) {
-            if (r && r->status == 77) {
-                fprintf(stderr, "%s", r->err);
-                exit(77);
-            }
-            die("bench_gen.mjs failed to write the posts dataset");
-        }
-        free(r);
-    }
+    int gen_rc = bench_gen_posts(env, dir, rows);
+    if (gen_rc == 77)
+        exit(77);
+    if (gen_rc < 0)
+        die("bench_gen.mjs failed to write the posts dataset");
     h_s3 *s3;
     h_s3model *model;
     if (h_s3_start(env, &s3, NULL) < 0)
@@ -219,30 +209,8 @@ int main(int argc, char **argv)
     snprintf(cfg.access_key, sizeof(cfg.access_key), "S3RVER");
     snprintf(cfg.secret_key, sizeof(cfg.secret_key), "S3RVER");
     cfg.path_style = true;
-    s3_sync *sy;
-    if (s3_sync_create(&sy, &cfg) < 0)
-        die("cannot create an S3 client");
-    for (int i = 0; i < 4; i++) {
-        char path[4300], key[64];
-        snprintf(path, sizeof(path), "%s/data/posts_%d.parquet", dir, i);
-        snprintf(key, sizeof(key), "posts/posts_%d.parquet", i);
-        int fd = open(path, O_RDONLY);
-        struct stat st;
-        if (fd < 0 || fstat(fd, &st) < 0)
-            die("cannot open a data file for upload");
-        s3_sync_put_args pa = {.bucket = "ringcache-test",
-                               .key = key,
-                               .fd = fd,
-                               .size = (uint64_t)st.st_size,
-                               .parallel = 4};
-        s3_error e = {0};
-        if (s3_sync_put(sy, &pa, NULL, &e) < 0) {
-            fprintf(stderr, "insert_bench: upload failed: %s\n", e.message);
-            die("cannot upload the dataset to the S3 server");
-        }
-        close(fd);
-    }
-    s3_sync_destroy(&sy);
+    if (bench_upload_posts(&cfg, dir, "ringcache-test", "posts/") < 0)
+        die("cannot upload the dataset to the S3 server");
     fprintf(stderr, "insert_bench: %lld rows written and uploaded in %.1f s\n", rows,
             bench_now_s() - t0);
 

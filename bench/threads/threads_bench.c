@@ -42,6 +42,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "../bench.h"
+#include "../bench_posts.h"
 
 #define MAX_T 8
 
@@ -214,22 +215,15 @@ int main(int argc, char **argv)
         return 1;
     snprintf(dir, sizeof(dir), "%s", h_env_dir(env));
 
-    char gen[4096], rs[32];
-    if (h_source_path(gen, sizeof(gen), "bench/engine/bench_gen.mjs") < 0)
-        die("cannot find bench/engine/bench_gen.mjs");
+    char rs[32];
     snprintf(rs, sizeof(rs), "%lld", rows);
     double t0 = bench_now_s();
     {
-        const char *argv_gen[] = {"/usr/bin/env", "node", gen, dir, rs, "0", NULL};
-        h_run_result *r = calloc(1, sizeof(*r));
-        if (!r || h_run(env, r, argv_gen, NULL) < 0 || r->status != 0) {
-            if (r && r->status == 77) {
-                fprintf(stderr, "%s", r->err);
-                exit(77);
-            }
+        int g = bench_gen_posts(env, dir, rows);
+        if (g == 77)
+            exit(77);
+        if (g < 0)
             die("bench_gen.mjs failed to write the posts dataset");
-        }
-        free(r);
         const char *a[] = {"gen", dir, rs, NULL};
         duck("", a);
     }
