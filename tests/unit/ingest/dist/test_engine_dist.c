@@ -282,9 +282,13 @@ static void test_s3cluster_arguments_and_settings(void **state)
                  "skip_unavailable_shards is 0 or 1", NULL);
     expect_error("SELECT 1 FROM system.clusters SETTINGS parallel_distributed_insert_selct = 2",
                  "did you mean 'parallel_distributed_insert_select'?", NULL);
+    expect_error("SELECT 1 FROM system.clusters SETTINGS parallel_distributed_insert_select = 2",
+                 "parallel_distributed_insert_select = 2 (each server inserting its share) is "
+                 "not supported yet",
+                 "use 0");
     char *out = NULL, err[ENG_MSG_MAX];
     assert_int_equal(run("SELECT count() FROM system.clusters SETTINGS "
-                         "parallel_distributed_insert_select = 2, skip_unavailable_shards = true",
+                         "parallel_distributed_insert_select = 0, skip_unavailable_shards = true",
                          &out, err, sizeof(err)),
                      0);
     assert_string_equal(out, "4\n");
