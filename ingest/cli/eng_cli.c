@@ -526,6 +526,10 @@ int eng_cli_query(int argc, char **argv)
             rcfg.page_cache_bytes = (size_t)pcache;
         if (ctx.max_threads > 0)
             rcfg.max_threads = ctx.max_threads;
+        /* a file may be read more than once in one query (a text file's schema
+         * is inferred from its first bytes, then scanned; several statements
+         * read the same files): what was fetched stays for the next read */
+        rcfg.cache_scans = true;
         rc = rc_create(&rcc, &rcfg, err, sizeof(err));
         if (rc < 0) {
             cli_error("--cache: %s", err);
