@@ -6,7 +6,7 @@
 #   release  Release build, warnings as errors, unit + integration tests
 #   asan     ASan+UBSan build, unit + integration tests
 #   tsan     TSan build, the `threads` label
-#   fuzz     clang libFuzzer build, each target for RINGCACHE_FUZZ_SECONDS (30)
+#   fuzz     clang libFuzzer build, each target for RINGCACHE_FUZZ_SECONDS (15)
 # Stages can be chosen: scripts/test.sh release asan. Safe to run again: builds
 # are incremental (build/<stage>), tests use their own temp folders.
 set -euo pipefail
@@ -16,7 +16,7 @@ root=$PWD
 stages=("$@")
 ((${#stages[@]})) || stages=(release asan tsan fuzz)
 jobs=$(nproc)
-fuzz_seconds=${RINGCACHE_FUZZ_SECONDS:-30}
+fuzz_seconds=${RINGCACHE_FUZZ_SECONDS:-15}
 
 bash scripts/setup.sh
 
