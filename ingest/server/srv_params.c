@@ -10,6 +10,7 @@
 #include "srv_params.h"
 
 #include "eng_error.h"
+#include "sql.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -174,38 +175,6 @@ bool srv_param_is_reserved(const char *name)
 
 /* ---- query parameters -------------------------------------------------------------- */
 
-typedef struct sbuf {
-    char *p;
-    size_t n, cap;
-    bool oom;
-} sbuf;
-
-static void put(sbuf *b, const char *s, size_t n)
-{
-    if (b->oom)
-        return;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 256;
-        while (cap < b->n + n + 1)
-            cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = true;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = 0;
-}
-
-static void puts_(sbuf *b, const char *s)
-{
-    put(b, s, strlen(s));
-}
-
 /* The value's text with its TSV escapes undone (\t \n \r \0 \\ \' \b \f). */
 static char *unescape(const char *v, size_t *len)
 {
@@ -233,23 +202,6 @@ static char *unescape(const char *v, size_t *len)
     o[k] = 0;
     *len = k;
     return o;
-}
-
-/* A quoted SQL string of s[0..n): every quote and backslash escaped. */
-static void quoted(sbuf *b, const char *s, size_t n)
-{
-    put(b, "'", 1);
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (c == '\'' || c == '\\')
-            put(b, "\\", 1);
-        if (c == '\0') {
-            put(b, "\\0", 2);
-            continue;
-        }
-        put(b, &c, 1);
-    }
-    put(b, "'", 1);
 }
 
 static bool is_ident_start(int c)
@@ -307,7 +259,7 @@ static bool int_ok(const char *v, int bits, bool is_signed)
 }
 
 /* One {name:Type} -> the literal. 0 or a code with a sentence. */
-static int substitute_one(sbuf *b, const char *name, const char *type, const srv_params *p,
+static int substitute_one(sql_text *b, const char *name, const char *type, const srv_params *p,
                           char *err, size_t errlen)
 {
     char key[160];
@@ -335,7 +287,7 @@ static int substitute_one(sbuf *b, const char *name, const char *type, const srv
                      type, name);
             return ENG_E_BAD_QUERY_PARAMETER;
         }
-        puts_(b, "NULL");
+        sql_text_str(b, "NULL");
         return 0;
     }
     size_t n;
@@ -348,30 +300,30 @@ static int substitute_one(sbuf *b, const char *name, const char *type, const srv
     bool sgn;
     char *end = NULL;
     if (strcmp(t, "Identifier") == 0) {
-        put(b, "`", 1);
+        sql_text_put(b, "`", 1);
         for (size_t i = 0; i < n; i++) {
             if (u[i] == '`')
-                put(b, "`", 1);
+                sql_text_put(b, "`", 1);
             if (u[i] == '\0') {
                 rc = ENG_E_BAD_QUERY_PARAMETER;
                 break;
             }
-            put(b, &u[i], 1);
+            sql_text_put(b, &u[i], 1);
         }
-        put(b, "`", 1);
+        sql_text_put(b, "`", 1);
     } else if (strcmp(t, "String") == 0 || strncmp(t, "FixedString(", 12) == 0 ||
                strcmp(t, "UUID") == 0 || strcmp(t, "IPv4") == 0 || strcmp(t, "IPv6") == 0 ||
                strncmp(t, "LowCardinality(", 15) == 0) {
-        quoted(b, u, n);
+        sql_text_quoted(b, u, n);
     } else if (int_type(t, &bits, &sgn)) {
         if (!int_ok(u, bits, sgn) || strlen(u) != n)
             rc = ENG_E_BAD_QUERY_PARAMETER;
         else {
-            puts_(b, "CAST(");
-            puts_(b, u);
-            puts_(b, " AS ");
-            puts_(b, t);
-            puts_(b, ")");
+            sql_text_str(b, "CAST(");
+            sql_text_str(b, u);
+            sql_text_str(b, " AS ");
+            sql_text_str(b, t);
+            sql_text_str(b, ")");
         }
     } else if (strcmp(t, "Float32") == 0 || strcmp(t, "Float64") == 0) {
         double d = strtod(u, &end);
@@ -380,17 +332,17 @@ static int substitute_one(sbuf *b, const char *name, const char *type, const srv
         else {
             char num[40];
             snprintf(num, sizeof(num), "%.17g", d);
-            puts_(b, "CAST(");
-            puts_(b, num);
-            puts_(b, " AS ");
-            puts_(b, t); /* Float32 or Float64 */
-            puts_(b, ")");
+            sql_text_str(b, "CAST(");
+            sql_text_str(b, num);
+            sql_text_str(b, " AS ");
+            sql_text_str(b, t); /* Float32 or Float64 */
+            sql_text_str(b, ")");
         }
     } else if (strcmp(t, "Bool") == 0 || strcmp(t, "Boolean") == 0) {
         if (strcmp(u, "1") == 0 || strcmp(u, "true") == 0)
-            puts_(b, "true");
+            sql_text_str(b, "true");
         else if (strcmp(u, "0") == 0 || strcmp(u, "false") == 0)
-            puts_(b, "false");
+            sql_text_str(b, "false");
         else
             rc = ENG_E_BAD_QUERY_PARAMETER;
     } else if (strcmp(t, "Date") == 0 || strcmp(t, "Date32") == 0 || strcmp(t, "DateTime") == 0 ||
@@ -404,14 +356,14 @@ static int substitute_one(sbuf *b, const char *name, const char *type, const srv
         if (!ok)
             rc = ENG_E_BAD_QUERY_PARAMETER;
         else {
-            puts_(b, "CAST(");
+            sql_text_str(b, "CAST(");
             if (digits)
-                puts_(b, u); /* a unix timestamp */
+                sql_text_str(b, u); /* a unix timestamp */
             else
-                quoted(b, u, n);
-            puts_(b, " AS ");
-            puts_(b, strncmp(t, "DateTime(", 9) == 0 ? "DateTime" : t);
-            puts_(b, ")");
+                sql_text_quoted(b, u, n);
+            sql_text_str(b, " AS ");
+            sql_text_str(b, strncmp(t, "DateTime(", 9) == 0 ? "DateTime" : t);
+            sql_text_str(b, ")");
         }
     } else {
         snprintf(err, errlen,
@@ -431,7 +383,7 @@ static int substitute_one(sbuf *b, const char *name, const char *type, const srv
 int srv_params_substitute(const char *sql, size_t len, const srv_params *p, char **out,
                           size_t *outlen, char *err, size_t errlen)
 {
-    sbuf b = {0};
+    sql_text b = {0};
     *out = NULL;
     *outlen = 0;
     size_t i = 0, copied = 0;
@@ -506,15 +458,15 @@ int srv_params_substitute(const char *sql, size_t len, const srv_params *p, char
         name[ne - ns] = 0;
         memcpy(type, sql + ts, te - ts);
         type[te - ts] = 0;
-        put(&b, sql + copied, i - copied);
+        sql_text_put(&b, sql + copied, i - copied);
         rc = substitute_one(&b, name, type, p, err, errlen);
         i = j + 1;
         copied = i;
     }
     if (!rc && copied < len)
-        put(&b, sql + copied, len - copied);
+        sql_text_put(&b, sql + copied, len - copied);
     if (!rc && !b.p)
-        put(&b, "", 0);
+        sql_text_put(&b, "", 0);
     if (!rc && b.oom) {
         snprintf(err, errlen, "out of memory substituting the query parameters");
         rc = ENG_E_MEMORY_LIMIT_EXCEEDED;
@@ -524,6 +476,6 @@ int srv_params_substitute(const char *sql, size_t len, const srv_params *p, char
         return rc;
     }
     *out = b.p;
-    *outlen = b.n;
+    *outlen = b.len;
     return 0;
 }

@@ -3030,13 +3030,7 @@ static bool parse_over(parser *ps, sql_node *fn)
 
 /* ---- a statement as SQL text (EXPLAIN SYNTAX) -------------------------------- */
 
-typedef struct dbuf {
-    char *p;
-    size_t len, cap;
-    bool oom;
-} dbuf;
-
-static void db_put(dbuf *b, const char *s, size_t n)
+void sql_text_put(sql_text *b, const char *s, size_t n)
 {
     if (b->oom)
         return;
@@ -3057,13 +3051,13 @@ static void db_put(dbuf *b, const char *s, size_t n)
     b->p[b->len] = 0;
 }
 
-static void db_str(dbuf *b, const char *s)
+void sql_text_str(sql_text *b, const char *s)
 {
-    db_put(b, s, strlen(s));
+    sql_text_put(b, s, strlen(s));
 }
 
 /* A name, backquoted unless it is a plain word that is no keyword. */
-static void db_ident(dbuf *b, const char *s)
+static void db_ident(sql_text *b, const char *s)
 {
     static const char *kws[] = {
         "SELECT",   "FROM",    "WHERE", "GROUP",  "HAVING",     "ORDER",     "LIMIT",    "SETTINGS",
@@ -3082,34 +3076,34 @@ static void db_ident(dbuf *b, const char *s)
         if (strcasecmp(s, kws[i]) == 0)
             plain = false;
     if (plain) {
-        db_str(b, s);
+        sql_text_str(b, s);
         return;
     }
-    db_str(b, "`");
+    sql_text_str(b, "`");
     for (const char *c = s; *c; c++) {
         if (*c == '`' || *c == '\\')
-            db_put(b, "\\", 1);
-        db_put(b, c, 1);
+            sql_text_put(b, "\\", 1);
+        sql_text_put(b, c, 1);
     }
-    db_str(b, "`");
+    sql_text_str(b, "`");
 }
 
-static void db_quoted(dbuf *b, const char *s, size_t n)
+void sql_text_quoted(sql_text *b, const char *s, size_t n)
 {
-    db_str(b, "'");
+    sql_text_str(b, "'");
     for (size_t i = 0; i < n; i++) {
         char c = s[i];
         if (c == '\'' || c == '\\')
-            db_put(b, "\\", 1);
+            sql_text_put(b, "\\", 1);
         if (c == 0)
-            db_str(b, "\\0");
+            sql_text_str(b, "\\0");
         else
-            db_put(b, &c, 1);
+            sql_text_put(b, &c, 1);
     }
-    db_str(b, "'");
+    sql_text_str(b, "'");
 }
 
-static void stmt_text(dbuf *b, const sql_stmt *s, bool pretty, int depth);
+static void stmt_text(sql_text *b, const sql_stmt *s, bool pretty, int depth);
 
 static const char *op_sql(sql_op op)
 {
@@ -3132,9 +3126,9 @@ static const char *op_sql(sql_op op)
     }
 }
 
-static void order_text(dbuf *b, const sql_order_item *o, int n, int depth);
+static void order_text(sql_text *b, const sql_order_item *o, int n, int depth);
 
-static void expr_text(dbuf *b, const sql_node *n, int depth)
+static void expr_text(sql_text *b, const sql_node *n, int depth)
 {
     char tmp[64];
     if (depth > SQL_MAX_DEPTH * 4) {
@@ -3142,14 +3136,14 @@ static void expr_text(dbuf *b, const sql_node *n, int depth)
         return;
     }
     switch (n->kind) {
-    case SQL_NULL: db_str(b, "NULL"); return;
-    case SQL_BOOL: db_str(b, n->i ? "true" : "false"); return;
+    case SQL_NULL: sql_text_str(b, "NULL"); return;
+    case SQL_BOOL: sql_text_str(b, n->i ? "true" : "false"); return;
     case SQL_INT:
         if (n->negated)
             snprintf(tmp, sizeof(tmp), "%lld", (long long)n->i);
         else
             snprintf(tmp, sizeof(tmp), "%llu", (unsigned long long)n->u);
-        db_str(b, tmp);
+        sql_text_str(b, tmp);
         return;
     case SQL_FLOAT:
         if (isinf(n->d))
@@ -3165,213 +3159,213 @@ static void expr_text(dbuf *b, const sql_node *n, int depth)
             if (!strpbrk(tmp, ".eEn"))
                 strcat(tmp, ".0");
         }
-        db_str(b, tmp);
+        sql_text_str(b, tmp);
         return;
-    case SQL_STRING: db_quoted(b, n->s, n->slen); return;
+    case SQL_STRING: sql_text_quoted(b, n->s, n->slen); return;
     case SQL_COLUMN:
         if (n->qual) {
             db_ident(b, n->qual);
-            db_str(b, ".");
+            sql_text_str(b, ".");
         }
         db_ident(b, n->s);
         return;
-    case SQL_STAR: db_str(b, "*"); return;
+    case SQL_STAR: sql_text_str(b, "*"); return;
     case SQL_COLUMNS:
-        db_str(b, "COLUMNS(");
-        db_quoted(b, n->s, n->slen);
-        db_str(b, ")");
+        sql_text_str(b, "COLUMNS(");
+        sql_text_quoted(b, n->s, n->slen);
+        sql_text_str(b, ")");
         return;
     case SQL_ARRAY:
-        db_str(b, "[");
+        sql_text_str(b, "[");
         for (int i = 0; i < n->nargs; i++) {
             if (i)
-                db_str(b, ", ");
+                sql_text_str(b, ", ");
             expr_text(b, n->args[i], depth + 1);
         }
-        db_str(b, "]");
+        sql_text_str(b, "]");
         return;
     case SQL_FUNC:
-        db_str(b, n->s);
+        sql_text_str(b, n->s);
         if (n->nparams) {
-            db_str(b, "(");
+            sql_text_str(b, "(");
             for (int i = 0; i < n->nparams; i++) {
                 if (i)
-                    db_str(b, ", ");
+                    sql_text_str(b, ", ");
                 expr_text(b, n->params[i], depth + 1);
             }
-            db_str(b, ")");
+            sql_text_str(b, ")");
         }
-        db_str(b, "(");
+        sql_text_str(b, "(");
         for (int i = 0; i < n->nargs; i++) {
             if (i)
-                db_str(b, ", ");
+                sql_text_str(b, ", ");
             expr_text(b, n->args[i], depth + 1);
         }
-        db_str(b, ")");
+        sql_text_str(b, ")");
         if (n->win) {
             const sql_window *w = n->win;
-            db_str(b, " OVER (");
+            sql_text_str(b, " OVER (");
             if (w->n_partition)
-                db_str(b, "PARTITION BY ");
+                sql_text_str(b, "PARTITION BY ");
             for (int i = 0; i < w->n_partition; i++) {
                 if (i)
-                    db_str(b, ", ");
+                    sql_text_str(b, ", ");
                 expr_text(b, w->partition[i], depth + 1);
             }
             if (w->n_order) {
-                db_str(b, w->n_partition ? " ORDER BY " : "ORDER BY ");
+                sql_text_str(b, w->n_partition ? " ORDER BY " : "ORDER BY ");
                 order_text(b, w->order, w->n_order, depth + 1);
             }
             if (w->has_frame) {
                 static const char *fb[] = {"",          "UNBOUNDED PRECEDING",
                                            "PRECEDING", "CURRENT ROW",
                                            "FOLLOWING", "UNBOUNDED FOLLOWING"};
-                db_str(b, w->n_partition || w->n_order ? " ROWS BETWEEN " : "ROWS BETWEEN ");
+                sql_text_str(b, w->n_partition || w->n_order ? " ROWS BETWEEN " : "ROWS BETWEEN ");
                 for (int e = 0; e < 2; e++) {
                     sql_frame_bound f = e ? w->end : w->start;
                     if (f == SQL_FB_PRECEDING || f == SQL_FB_FOLLOWING) {
                         snprintf(tmp, sizeof(tmp), "%lld ", (long long)(e ? w->end_n : w->start_n));
-                        db_str(b, tmp);
+                        sql_text_str(b, tmp);
                     }
-                    db_str(b, fb[f]);
+                    sql_text_str(b, fb[f]);
                     if (!e)
-                        db_str(b, " AND ");
+                        sql_text_str(b, " AND ");
                 }
             }
-            db_str(b, ")");
+            sql_text_str(b, ")");
         }
         return;
     case SQL_UNARY:
-        db_str(b, n->op == SQL_OP_NOT ? "NOT (" : "-(");
+        sql_text_str(b, n->op == SQL_OP_NOT ? "NOT (" : "-(");
         expr_text(b, n->args[0], depth + 1);
-        db_str(b, ")");
+        sql_text_str(b, ")");
         return;
     case SQL_BINARY:
-        db_str(b, "(");
+        sql_text_str(b, "(");
         expr_text(b, n->args[0], depth + 1);
-        db_str(b, op_sql(n->op));
+        sql_text_str(b, op_sql(n->op));
         expr_text(b, n->args[1], depth + 1);
-        db_str(b, ")");
+        sql_text_str(b, ")");
         return;
     case SQL_IN:
-        db_str(b, "(");
+        sql_text_str(b, "(");
         expr_text(b, n->args[0], depth + 1);
-        db_str(b, n->negated ? " NOT IN " : " IN ");
+        sql_text_str(b, n->negated ? " NOT IN " : " IN ");
         if (n->nargs == 2 && n->args[1]->kind == SQL_SUBQUERY) {
             expr_text(b, n->args[1], depth + 1);
         } else {
-            db_str(b, "(");
+            sql_text_str(b, "(");
             for (int i = 1; i < n->nargs; i++) {
                 if (i > 1)
-                    db_str(b, ", ");
+                    sql_text_str(b, ", ");
                 expr_text(b, n->args[i], depth + 1);
             }
-            db_str(b, ")");
+            sql_text_str(b, ")");
         }
-        db_str(b, ")");
+        sql_text_str(b, ")");
         return;
     case SQL_LIKE:
-        db_str(b, "(");
+        sql_text_str(b, "(");
         expr_text(b, n->args[0], depth + 1);
-        db_str(b, n->negated ? " NOT" : "");
-        db_str(b, n->op == SQL_OP_LIKE ? " LIKE " : " ILIKE ");
+        sql_text_str(b, n->negated ? " NOT" : "");
+        sql_text_str(b, n->op == SQL_OP_LIKE ? " LIKE " : " ILIKE ");
         expr_text(b, n->args[1], depth + 1);
-        db_str(b, ")");
+        sql_text_str(b, ")");
         return;
     case SQL_IS_NULL:
-        db_str(b, "(");
+        sql_text_str(b, "(");
         expr_text(b, n->args[0], depth + 1);
-        db_str(b, n->negated ? " IS NOT NULL)" : " IS NULL)");
+        sql_text_str(b, n->negated ? " IS NOT NULL)" : " IS NULL)");
         return;
     case SQL_CASE: {
-        db_str(b, "CASE");
+        sql_text_str(b, "CASE");
         int i = 0;
         if (n->has_operand) {
-            db_str(b, " ");
+            sql_text_str(b, " ");
             expr_text(b, n->args[i++], depth + 1);
         }
         int end = n->nargs - (n->has_else ? 1 : 0);
         for (; i + 1 < end; i += 2) {
-            db_str(b, " WHEN ");
+            sql_text_str(b, " WHEN ");
             expr_text(b, n->args[i], depth + 1);
-            db_str(b, " THEN ");
+            sql_text_str(b, " THEN ");
             expr_text(b, n->args[i + 1], depth + 1);
         }
         if (n->has_else) {
-            db_str(b, " ELSE ");
+            sql_text_str(b, " ELSE ");
             expr_text(b, n->args[n->nargs - 1], depth + 1);
         }
-        db_str(b, " END");
+        sql_text_str(b, " END");
         return;
     }
     case SQL_CAST:
-        db_str(b, "CAST(");
+        sql_text_str(b, "CAST(");
         expr_text(b, n->args[0], depth + 1);
-        db_str(b, ", ");
-        db_quoted(b, n->s, n->slen);
-        db_str(b, ")");
+        sql_text_str(b, ", ");
+        sql_text_quoted(b, n->s, n->slen);
+        sql_text_str(b, ")");
         return;
     case SQL_BETWEEN:
-        db_str(b, "(");
+        sql_text_str(b, "(");
         expr_text(b, n->args[0], depth + 1);
-        db_str(b, n->negated ? " NOT BETWEEN " : " BETWEEN ");
+        sql_text_str(b, n->negated ? " NOT BETWEEN " : " BETWEEN ");
         expr_text(b, n->args[1], depth + 1);
-        db_str(b, " AND ");
+        sql_text_str(b, " AND ");
         expr_text(b, n->args[2], depth + 1);
-        db_str(b, ")");
+        sql_text_str(b, ")");
         return;
     case SQL_SUBQUERY:
-        db_str(b, "(");
+        sql_text_str(b, "(");
         stmt_text(b, n->sub, false, depth + 1);
-        db_str(b, ")");
+        sql_text_str(b, ")");
         return;
     }
 }
 
-static void order_text(dbuf *b, const sql_order_item *o, int n, int depth)
+static void order_text(sql_text *b, const sql_order_item *o, int n, int depth)
 {
     for (int i = 0; i < n; i++) {
         if (i)
-            db_str(b, ", ");
+            sql_text_str(b, ", ");
         expr_text(b, o[i].expr, depth);
-        db_str(b, o[i].desc ? " DESC" : " ASC");
+        sql_text_str(b, o[i].desc ? " DESC" : " ASC");
         if (o[i].nulls)
-            db_str(b, o[i].nulls == 1 ? " NULLS FIRST" : " NULLS LAST");
+            sql_text_str(b, o[i].nulls == 1 ? " NULLS FIRST" : " NULLS LAST");
     }
 }
 
 /* FROM's item (also a JOIN's right side). */
-static void from_text(dbuf *b, const sql_stmt *s, int depth)
+static void from_text(sql_text *b, const sql_stmt *s, int depth)
 {
     if (s->from_sub) {
-        db_str(b, "(");
+        sql_text_str(b, "(");
         stmt_text(b, s->from_sub, false, depth + 1);
-        db_str(b, ")");
+        sql_text_str(b, ")");
     } else if (s->from_fn) {
-        db_str(b, s->from_fn);
-        db_str(b, "(");
+        sql_text_str(b, s->from_fn);
+        sql_text_str(b, "(");
         for (int i = 0; i < s->n_from_args; i++) {
             if (i)
-                db_str(b, ", ");
+                sql_text_str(b, ", ");
             expr_text(b, s->from_args[i], depth + 1);
         }
-        db_str(b, ")");
+        sql_text_str(b, ")");
     } else if (s->table) {
         if (s->table_db) {
             db_ident(b, s->table_db);
-            db_str(b, ".");
+            sql_text_str(b, ".");
         }
         db_ident(b, s->table);
         if (s->final)
-            db_str(b, " FINAL");
+            sql_text_str(b, " FINAL");
     }
     if (s->from_alias) {
-        db_str(b, " AS ");
+        sql_text_str(b, " AS ");
         db_ident(b, s->from_alias);
     }
 }
 
-static void stmt_text(dbuf *b, const sql_stmt *s, bool pretty, int depth)
+static void stmt_text(sql_text *b, const sql_stmt *s, bool pretty, int depth)
 {
     const char *nl = pretty ? "\n" : " ";
     if (depth > SQL_MAX_DEPTH * 2) {
@@ -3379,121 +3373,121 @@ static void stmt_text(dbuf *b, const sql_stmt *s, bool pretty, int depth)
         return;
     }
     if (s->n_with) {
-        db_str(b, "WITH ");
+        sql_text_str(b, "WITH ");
         for (int i = 0; i < s->n_with; i++) {
             const sql_with *w = &s->with[i];
             if (i)
-                db_str(b, ", ");
+                sql_text_str(b, ", ");
             if (w->sub) {
                 db_ident(b, w->name);
-                db_str(b, " AS (");
+                sql_text_str(b, " AS (");
                 stmt_text(b, w->sub, false, depth + 1);
-                db_str(b, ")");
+                sql_text_str(b, ")");
             } else {
                 expr_text(b, w->expr, depth + 1);
-                db_str(b, " AS ");
+                sql_text_str(b, " AS ");
                 db_ident(b, w->name);
             }
         }
-        db_str(b, nl);
+        sql_text_str(b, nl);
     }
-    db_str(b, s->distinct ? "SELECT DISTINCT " : "SELECT ");
+    sql_text_str(b, s->distinct ? "SELECT DISTINCT " : "SELECT ");
     for (int i = 0; i < s->n_items; i++) {
         const sql_select_item *it = &s->items[i];
         if (i)
-            db_str(b, ", ");
+            sql_text_str(b, ", ");
         expr_text(b, it->expr, depth + 1);
         if (it->n_except) {
-            db_str(b, " EXCEPT (");
+            sql_text_str(b, " EXCEPT (");
             for (int k = 0; k < it->n_except; k++) {
                 if (k)
-                    db_str(b, ", ");
+                    sql_text_str(b, ", ");
                 db_ident(b, it->except[k]);
             }
-            db_str(b, ")");
+            sql_text_str(b, ")");
         }
         if (it->n_replace) {
-            db_str(b, " REPLACE (");
+            sql_text_str(b, " REPLACE (");
             for (int k = 0; k < it->n_replace; k++) {
                 if (k)
-                    db_str(b, ", ");
+                    sql_text_str(b, ", ");
                 expr_text(b, it->replace[k].expr, depth + 1);
-                db_str(b, " AS ");
+                sql_text_str(b, " AS ");
                 db_ident(b, it->replace[k].alias);
             }
-            db_str(b, ")");
+            sql_text_str(b, ")");
         }
         if (s->items[i].alias) {
-            db_str(b, " AS ");
+            sql_text_str(b, " AS ");
             db_ident(b, s->items[i].alias);
         }
     }
     if (s->from_sub || s->from_fn || s->table) {
-        db_str(b, nl);
-        db_str(b, "FROM ");
+        sql_text_str(b, nl);
+        sql_text_str(b, "FROM ");
         from_text(b, s, depth);
     }
     for (int i = 0; i < s->n_joins; i++) {
         const sql_join *j = &s->joins[i];
         static const char *kinds[] = {"", "INNER", "LEFT", "RIGHT", "FULL", "CROSS"};
-        db_str(b, nl);
+        sql_text_str(b, nl);
         if (j->any)
-            db_str(b, "ANY ");
-        db_str(b, kinds[j->kind]);
-        db_str(b, " JOIN ");
+            sql_text_str(b, "ANY ");
+        sql_text_str(b, kinds[j->kind]);
+        sql_text_str(b, " JOIN ");
         from_text(b, j->right, depth);
         if (j->on) {
-            db_str(b, " ON ");
+            sql_text_str(b, " ON ");
             expr_text(b, j->on, depth + 1);
         } else if (j->n_using) {
-            db_str(b, " USING (");
+            sql_text_str(b, " USING (");
             for (int k = 0; k < j->n_using; k++) {
                 if (k)
-                    db_str(b, ", ");
+                    sql_text_str(b, ", ");
                 db_ident(b, j->using[k]);
             }
-            db_str(b, ")");
+            sql_text_str(b, ")");
         }
     }
     if (s->where) {
-        db_str(b, nl);
-        db_str(b, "WHERE ");
+        sql_text_str(b, nl);
+        sql_text_str(b, "WHERE ");
         expr_text(b, s->where, depth + 1);
     }
     if (s->n_group_by) {
-        db_str(b, nl);
-        db_str(b, "GROUP BY ");
+        sql_text_str(b, nl);
+        sql_text_str(b, "GROUP BY ");
         for (int i = 0; i < s->n_group_by; i++) {
             if (i)
-                db_str(b, ", ");
+                sql_text_str(b, ", ");
             expr_text(b, s->group_by[i], depth + 1);
         }
     }
     if (s->having) {
-        db_str(b, nl);
-        db_str(b, "HAVING ");
+        sql_text_str(b, nl);
+        sql_text_str(b, "HAVING ");
         expr_text(b, s->having, depth + 1);
     }
     if (s->n_order_by) {
-        db_str(b, nl);
-        db_str(b, "ORDER BY ");
+        sql_text_str(b, nl);
+        sql_text_str(b, "ORDER BY ");
         order_text(b, s->order_by, s->n_order_by, depth + 1);
     }
     if (s->n_limit_by) {
         char tmp[96];
-        db_str(b, nl);
+        sql_text_str(b, nl);
         snprintf(tmp, sizeof(tmp), "LIMIT %lld OFFSET %lld BY ", (long long)s->limit_by_n,
                  (long long)s->limit_by_offset);
-        db_str(b, tmp);
+        sql_text_str(b, tmp);
         for (int i = 0; i < s->n_limit_by; i++) {
             if (i)
-                db_str(b, ", ");
+                sql_text_str(b, ", ");
             expr_text(b, s->limit_by[i], depth + 1);
         }
     }
     if (s->has_limit) {
         char tmp[64];
-        db_str(b, nl);
+        sql_text_str(b, nl);
         if (s->limit == INT64_MAX)
             snprintf(tmp, sizeof(tmp), "OFFSET %lld", (long long)s->offset);
         else if (s->offset)
@@ -3501,22 +3495,22 @@ static void stmt_text(dbuf *b, const sql_stmt *s, bool pretty, int depth)
                      (long long)s->offset);
         else
             snprintf(tmp, sizeof(tmp), "LIMIT %lld", (long long)s->limit);
-        db_str(b, tmp);
+        sql_text_str(b, tmp);
     }
     if (s->union_all) {
-        db_str(b, nl);
-        db_str(b, "UNION ALL");
-        db_str(b, nl);
+        sql_text_str(b, nl);
+        sql_text_str(b, "UNION ALL");
+        sql_text_str(b, nl);
         stmt_text(b, s->union_all, pretty, depth + 1);
     }
     if (s->n_settings) {
-        db_str(b, nl);
-        db_str(b, "SETTINGS ");
+        sql_text_str(b, nl);
+        sql_text_str(b, "SETTINGS ");
         for (int i = 0; i < s->n_settings; i++) {
             if (i)
-                db_str(b, ", ");
+                sql_text_str(b, ", ");
             db_ident(b, s->settings[i].name);
-            db_str(b, " = ");
+            sql_text_str(b, " = ");
             expr_text(b, s->settings[i].value, depth + 1);
         }
     }
@@ -3524,7 +3518,7 @@ static void stmt_text(dbuf *b, const sql_stmt *s, bool pretty, int depth)
 
 int sql_stmt_text(const sql_stmt *s, bool pretty, char **out)
 {
-    dbuf b = {0};
+    sql_text b = {0};
     *out = NULL;
     if (s->kind != SQL_SELECT)
         return -EINVAL;

@@ -323,6 +323,19 @@ size_t sql_node_name(const sql_node *n, char *buf, size_t cap);
  * -EINVAL for another statement, or -ENOMEM. */
 int sql_stmt_text(const sql_stmt *s, bool pretty, char **out);
 
+/* A growable SQL text: appends keep p NUL-terminated; an allocation that fails
+ * sets oom and makes every later append a no-op (check it once at the end).
+ * Start from {0}; the caller frees p. One per thread. */
+typedef struct sql_text {
+    char *p;
+    size_t len, cap;
+    bool oom;
+} sql_text;
+void sql_text_put(sql_text *b, const char *s, size_t n);
+void sql_text_str(sql_text *b, const char *s);
+/* s[0..n) as a quoted SQL string: quotes and backslashes escaped, NUL as \0. */
+void sql_text_quoted(sql_text *b, const char *s, size_t n);
+
 /* Deep copy. NULL on -ENOMEM. */
 sql_node *sql_node_clone(const sql_node *n);
 
