@@ -105,4 +105,24 @@ static inline void bench_hwm_reset(void)
     }
 }
 
+/* The scale name of a results file for `rows` rows ("4M", or the count). */
+static inline void bench_scale_name(long long rows, char *buf, size_t cap)
+{
+    if (rows % 1000000 == 0)
+        snprintf(buf, cap, "%lldM", rows / 1000000);
+    else
+        snprintf(buf, cap, "%lld", rows);
+}
+
+/* Runs gnuplot on the script gp (then removes it); says so on stderr, naming
+ * the bench, when gnuplot fails or is missing. */
+static inline void bench_gnuplot(const char *bench, const char *gp)
+{
+    char cmd[8800];
+    snprintf(cmd, sizeof(cmd), "gnuplot '%.8000s' 2>/dev/null", gp);
+    if (system(cmd) != 0)
+        fprintf(stderr, "%s: gnuplot failed or is missing: no PNG\n", bench);
+    remove(gp);
+}
+
 #endif /* RINGCACHE_BENCH_H */

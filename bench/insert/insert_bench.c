@@ -173,10 +173,7 @@ int main(int argc, char **argv)
         die("--rows >= 10000, --runs 1..9 and --peak >= 16 MiB");
     char scale_buf[32], out_buf[4096];
     if (!scale) {
-        if (rows % 1000000 == 0)
-            snprintf(scale_buf, sizeof(scale_buf), "%lldM", rows / 1000000);
-        else
-            snprintf(scale_buf, sizeof(scale_buf), "%lld", rows);
+        bench_scale_name(rows, scale_buf, sizeof(scale_buf));
         scale = scale_buf;
     }
     if (!out_dir) {
@@ -349,11 +346,7 @@ int main(int argc, char **argv)
                     "plot '%s' using 2:xtic(1) title 'ours', '' using 3 title 'the guide'\n",
                     png, rows, dat);
             fclose(f);
-            char cmd[8800];
-            snprintf(cmd, sizeof(cmd), "gnuplot '%s' 2>/dev/null", gp);
-            if (system(cmd) != 0)
-                fprintf(stderr, "insert_bench: gnuplot failed or is missing: no PNG\n");
-            remove(gp);
+            bench_gnuplot("insert_bench", gp);
         }
         remove(dat);
     }

@@ -199,10 +199,7 @@ int main(int argc, char **argv)
         die("--threads must include 1 and 2 (the summary compares them)");
     char scale_buf[32];
     if (!scale) {
-        if (rows % 1000000 == 0)
-            snprintf(scale_buf, sizeof(scale_buf), "%lldM", rows / 1000000);
-        else
-            snprintf(scale_buf, sizeof(scale_buf), "%lld", rows);
+        bench_scale_name(rows, scale_buf, sizeof(scale_buf));
         scale = scale_buf;
     }
     char out_buf[4096];
@@ -345,11 +342,7 @@ int main(int argc, char **argv)
                         qname[q], rows, dat, q, q, q, q);
             fprintf(f, "unset multiplot\n");
             fclose(f);
-            char cmd[8800];
-            snprintf(cmd, sizeof(cmd), "gnuplot '%s' 2>/dev/null", gp);
-            if (system(cmd) != 0)
-                fprintf(stderr, "threads_bench: gnuplot failed or is missing: no PNG\n");
-            remove(gp);
+            bench_gnuplot("threads_bench", gp);
         }
         remove(dat);
     }
