@@ -26,12 +26,18 @@
  * Stack-Overflow-shaped Parquet dataset written by bench/engine/bench_gen.mjs)
  * runs as a third workload through `ringcache query` in set-ups 1-4 and
  * against S3 directly; its result must be the same in every set-up.
+ * The post's own workload, a MergeTree table queried through `ringcache
+ * server` processes in the same five set-ups, runs last as coldwarm_table.mjs
+ * (its comment says how) on this run's S3 model and link cap.
  *
  *   coldwarm [--scale tiny|small|medium|large] [--threads N] [--latency-us U]
- *            [--bandwidth-mib X] [--out DIR] [--help]
+ *            [--bandwidth-mib X] [--out DIR] [--no-table | --table-only] [--help]
  *
  * Prints a Markdown table, writes it and a PNG plot (gnuplot) to DIR
  * (default: bench/results), and ends with
+ *   coldwarm-table: second_node_vs_first=.. hot_server_vs_local=..
+ *   scattered_p50_ms_second_node=.. six_servers_s3_gets_per_block=..
+ *   coldwarm-query: ...
  *   coldwarm: dc_second_node_vs_cold=<x> six_nodes_aggregate_vs_one=<y>
  *   hot_vs_direct_s3=<z> s3_gets_six_cold_per_block=<n>
  *   six_nodes_cpu_efficiency=<e> hot_cpu_per_gib_vs_nginx=<c>
@@ -1093,6 +1099,11 @@ int main(int argc, char **argv)
     }
     printf("\nwritten: %s, %s\n", path, png);
     printf("%s\n", BENCH_RATIO_CONVENTION);
+    const char *tlast = tmd ? strstr(tmd, "coldwarm-table:") : NULL;
+    if (with_table)
+        printf("%s", tlast ? tlast
+                           : "coldwarm-table: second_node_vs_first=na hot_server_vs_local=na "
+                             "scattered_p50_ms_second_node=na six_servers_s3_gets_per_block=na\n");
     printf("coldwarm-query: second_node_vs_first_load=%.2f second_node_vs_s3=%.2f "
            "second_node_vs_local=%.2f\n",
            q_dc, q_s3, q_local);
@@ -1100,11 +1111,6 @@ int main(int argc, char **argv)
            "hot_vs_direct_s3=%.2f s3_gets_six_cold_per_block=%.2f six_nodes_cpu_efficiency=%.2f "
            "hot_cpu_per_gib_vs_nginx=%.2f\n",
            x_dc, y_six, z_hot, n_gets, e_six, c_hot);
-    const char *tlast = tmd ? strstr(tmd, "coldwarm-table:") : NULL;
-    if (with_table)
-        printf("%s", tlast ? tlast
-                           : "coldwarm-table: second_node_vs_first=na hot_server_vs_local=na "
-                             "scattered_p50_ms_second_node=na six_servers_s3_gets_per_block=na\n");
     free(tmd);
     h_env_destroy(&env);
     return 0;
