@@ -773,10 +773,7 @@ int srv_create(srv **out, const srv_conf *conf, char *err, size_t errlen)
         goto fail;
     if (conf->cluster[0]) {
         /* the member that is this server: its listen address and bound port */
-        char self[300];
-        snprintf(self, sizeof(self), strchr(conf->listen, ':') ? "[%s]:%d" : "%s:%d", conf->listen,
-                 httpd_server_port(s->http));
-        if ((rc = dist_clusters_parse(&s->clusters, conf->cluster, self, err, errlen)) < 0)
+        if ((rc = srv_clusters_start(s, httpd_server_port(s->http), err, errlen)) < 0)
             goto fail;
         if (!conf->cluster_secret[0]) {
             snprintf(err, errlen,
@@ -992,7 +989,7 @@ void srv_destroy(srv **ps)
     free(s->threads);
     free(s->merging);
     srv_users_destroy(&s->users);
-    dist_clusters_free(&s->clusters);
+    srv_clusters_stop(s);
     if (s->tls)
         SSL_CTX_free(s->tls);
     if (s->base)
