@@ -7,7 +7,8 @@
  * Before the name has records s3Cluster fails with a sentence that names it;
  * then the members follow the records as they are added and removed
  * (re-resolved every 200 ms), system.clusters lists them, and the distributed
- * sum equals the one computed here every time. Skips (77) without s3rver or a
+ * sum equals the one computed here every time (one server reads the shared
+ * secret from a file, --cluster-secret-file). Skips (77) without s3rver or a
  * UDP port.
  */
 #include "harness.h"
@@ -65,6 +66,13 @@ static int setup(void **state)
     snprintf(dns_env, sizeof(dns_env), "RINGCACHE_DNS_SERVER=%s", h_dns_server(dns));
     char *const envx[] = {dns_env, "AWS_ACCESS_KEY_ID=S3RVER", "AWS_SECRET_ACCESS_KEY=S3RVER",
                           "AWS_REGION=us-east-1", NULL};
+    /* the last server reads the secret from a file, as the chart mounts it */
+    char secret_file[1024];
+    snprintf(secret_file, sizeof(secret_file), "%s/cluster-secret", h_env_dir(env));
+    FILE *sf = fopen(secret_file, "w");
+    assert_non_null(sf);
+    fputs("test-dns-secret\n", sf);
+    fclose(sf);
     for (int i = 0; i < N_SRV; i++) {
         char name[16], pf[1024];
         snprintf(name, sizeof(name), "server%d", i);
@@ -79,8 +87,8 @@ static int setup(void **state)
                               (char *)h_s3_endpoint(s3),
                               "--cluster",
                               "default=dns:" SVC,
-                              "--cluster-secret",
-                              "test-dns-secret",
+                              i == N_SRV - 1 ? "--cluster-secret-file" : "--cluster-secret",
+                              i == N_SRV - 1 ? secret_file : "test-dns-secret",
                               "--cluster-dns-interval-ms",
                               "200",
                               "--max-threads",
