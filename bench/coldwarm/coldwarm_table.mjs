@@ -169,9 +169,10 @@ for (const f of fs.readdirSync(data).filter((x) => x.endsWith('.parquet')).sort(
 
 // The post's table holds about 21k rows a date (150M rows, 20 years) in granules of 8192 rows:
 // a date spans 2-3 granules and 20 dates read about 0.3% of it. At our scales a date has far
-// fewer rows, so the granule shrinks with them (a power of two near rows a date / 2.6, 64 to
-// 8192): otherwise 20 dates would touch a third of a small table.
-const granularity = Math.min(8192, Math.max(64, 2 ** Math.floor(Math.log2(rows / 7500 / 2.6))));
+// fewer rows, so the granule shrinks with them (a power of two near rows a date / 2.6, 1024 to
+// 8192): at 8192 20 dates touch a third of a 500k-row table, at 1024 about 4%. Below 1024
+// a granule of 15 columns is 15 small ranges, and S3 directly pays 30 ms for each.
+const granularity = Math.min(8192, Math.max(1024, 2 ** Math.floor(Math.log2(rows / 7500 / 2.6))));
 const TABLE = `CREATE TABLE amazon_reviews (review_date Date, marketplace String, customer_id UInt64,
   review_id String, product_id String, product_parent UInt64, product_title String, product_category String,
   star_rating UInt8, helpful_votes UInt32, total_votes UInt32, vine Bool, verified_purchase Bool,
@@ -322,7 +323,7 @@ const cell = (r, six) => (r ? `${f2(r.s)} s, ${mibs(r.s / (six ? 6 : 1)).toFixed
 const scell = (sc) => (sc ? `${f2(sc.p50)} / ${f2(sc.p99)} ms, ${gets(sc.gets)} in all` : '-');
 let md = `\nThe distributed-cache post's table: ${rows} Amazon-reviews-shaped rows (${(parquetBytes / 1048576).toFixed(1)} MiB of zstd Parquet) `
   + `loaded by \`INSERT INTO amazon_reviews SELECT * FROM s3(...)\` through a \`ringcache server\` on three cache nodes in ${f2(loadS)} s `
-  + `(${loadGets.all} S3 GETs), a MergeTree table ORDER BY (review_date, product_category) (index_granularity ${granularity}: a date spans about as many granules as in the post) of ${parts} parts, ${objects} objects, `
+  + `(${loadGets.all} S3 GETs), a MergeTree table ORDER BY (review_date, product_category) (index_granularity ${granularity}, smaller than the post's 8192 so that 20 dates read a small share of it) of ${parts} parts, ${objects} objects, `
   + `${(tableBytes / 1048576).toFixed(1)} MiB (the parts' objects ${tableBlocks} blocks of 1 MiB). Each compute node is a \`ringcache server\` (max_threads ${threads}) `
   + `reaching the nodes through its own link (${latency} us each way, ${bw} MiB/s); (a) \`SELECT count() FROM amazon_reviews WHERE NOT ignore(*)\`, `
   + `(b) \`SELECT * FROM amazon_reviews WHERE review_date IN [20 dates] FORMAT Null\`, ${nScattered} runs of other dates (S3 directly ${Math.min(3, nScattered)}), `
