@@ -7,7 +7,8 @@
  * with them and the server's endpoint and settings: the cache nodes and the
  * page cache fill with the server's credentials, so serving such a source
  * from them would answer without its key ever being checked. An error of
- * such a source says whose credentials failed.
+ * such a source says whose credentials failed (srv_params.h's
+ * srv_mask_secrets hides them in the text query_log and processes show).
  */
 #include "srv_int.h"
 

@@ -468,8 +468,8 @@ void srv_qlog_add(srv *s, const srv_query *q, srv_qtype type, const char *except
     }
     e.exception_code = code;
     e.http_method = q->http_method;
-    e.query =
-        strndup(q->text ? q->text : "", q->text ? (q->data_off ? q->data_off : q->text_len) : 0);
+    e.query = srv_mask_secrets(q->text ? q->text : "",
+                               q->text ? (q->data_off ? q->data_off : q->text_len) : 0);
     e.query_id = strdup(q->id);
     e.user = strdup(q->user);
     e.database = strdup(q->database);

@@ -285,7 +285,9 @@ static int processes(srv *s, const eng_scan_env *env, eng_source **out, char *er
         put_i(&r, k++, i, atomic_load(&q->live.peak_memory));
         char text[4096];
         size_t tl = q->text ? (q->data_off ? q->data_off : q->text_len) : 0;
-        snprintf(text, sizeof(text), "%.*s", (int)tl, q->text ? q->text : "");
+        char *masked = srv_mask_secrets(q->text ? q->text : "", tl);
+        snprintf(text, sizeof(text), "%s", masked ? masked : "");
+        free(masked);
         put_s(&r, k++, i, text);
         put_s(&r, k++, i, q->kind);
         put_s(&r, k++, i, q->database);

@@ -11,7 +11,8 @@
 // query, read_rows, read_bytes, written_rows, result_rows, memory_usage,
 // query_duration_ms, exception, is_initial_query, initial_query_id), the
 // failed one with its exception, and the ring keeps at most --query-log-size
-// rows. The server must exit 0 on SIGTERM.
+// rows; the secret is '[HIDDEN]' in the logged text, as ClickHouse shows it.
+// The server must exit 0 on SIGTERM.
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { check, finish, nodeModules, skip, startS3, startServer, tempDir } from './srvutil.mjs';
@@ -90,6 +91,8 @@ await refused('NOBODY', 'reader2-secret', 'an unknown access key', 'wrong-key');
       `QueryFinish memory_usage=${fin.memory_usage} query_duration_ms=${fin.query_duration_ms}`);
     check(/READER2/.test(fin.query) && /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/.test(fin.event_time),
       `the query's text and event_time: ${fin.event_time}`);
+    check(fin.query.includes("'READER2', '[HIDDEN]', 'CSVWithNames'") && !fin.query.includes('reader2-secret'),
+      `the secret given to s3() is hidden in the logged text: ${fin.query}`);
     check(Number(fin.is_initial_query) === 1 && fin.initial_query_id === 'right-key',
       `a query from a client is initial: is_initial_query=${fin.is_initial_query} initial_query_id=${fin.initial_query_id}`);
   }
