@@ -206,6 +206,8 @@ typedef struct srv_qlog {
     int64_t memory_usage;
     int exception_code;
     char *query, *query_id, *user, *database, *exception, *settings, *address, *kind, *log_comment;
+    char *initial_query_id; /* a cluster's work unit: the initiator's query; else query_id */
+    bool initial;           /* not a cluster's work unit */
     int http_method;
 } srv_qlog;
 
@@ -277,6 +279,7 @@ struct srv_query {
     char *qparam;                /* query= (owned), until the text is whole */
     char *dist_unit;             /* X-RingCache-Unit of a cluster's work unit (owned) */
     bool dist_auth;              /* it came with the cluster secret */
+    char dist_initial[128];      /* X-RingCache-Initial-Query-Id: the initiator's query */
     srv_params params;           /* the param_* of the URL (owned) */
     bool launched;               /* a thread has it (srv_submit succeeded) */
     bool finalized;              /* logged and unregistered */

@@ -404,6 +404,7 @@ static void qlog_clear(srv_qlog *e)
 {
     free(e->query);
     free(e->query_id);
+    free(e->initial_query_id);
     free(e->user);
     free(e->database);
     free(e->exception);
@@ -466,6 +467,8 @@ void srv_qlog_add(srv *s, const srv_query *q, srv_qtype type, const char *except
     e.query =
         strndup(q->text ? q->text : "", q->text ? (q->data_off ? q->data_off : q->text_len) : 0);
     e.query_id = strdup(q->id);
+    e.initial = !q->dist_unit;
+    e.initial_query_id = strdup(q->dist_unit && q->dist_initial[0] ? q->dist_initial : q->id);
     e.user = strdup(q->user);
     e.database = strdup(q->database);
     e.exception = strdup(exception ? exception : "");
@@ -473,8 +476,8 @@ void srv_qlog_add(srv *s, const srv_query *q, srv_qtype type, const char *except
     e.address = strdup(q->address);
     e.kind = strdup(q->kind);
     e.log_comment = strdup(q->set.log_comment);
-    if (!e.query || !e.query_id || !e.user || !e.database || !e.exception || !e.settings ||
-        !e.address || !e.kind || !e.log_comment) {
+    if (!e.query || !e.query_id || !e.initial_query_id || !e.user || !e.database || !e.exception ||
+        !e.settings || !e.address || !e.kind || !e.log_comment) {
         qlog_clear(&e);
         return;
     }

@@ -164,6 +164,7 @@ static const colspec qlog_cols[] = {
     {"is_initial_query", T_U8},
     {"user", T_STR},
     {"query_id", T_STR},
+    {"initial_query_id", T_STR},
     {"address", T_STR},
     {"interface", T_U8},
     {"http_method", T_U8},
@@ -207,9 +208,10 @@ static int query_log(srv *s, const eng_scan_env *env, eng_source **out, char *er
         put_s(&r, k++, i, e->kind);
         put_i(&r, k++, i, e->exception_code);
         put_s(&r, k++, i, e->exception_code ? e->exception : "");
-        put_i(&r, k++, i, 1);
+        put_i(&r, k++, i, e->initial);
         put_s(&r, k++, i, e->user);
         put_s(&r, k++, i, e->query_id);
+        put_s(&r, k++, i, e->initial_query_id);
         put_s(&r, k++, i, e->address);
         put_i(&r, k++, i, 2);
         put_i(&r, k++, i, e->http_method);
@@ -263,13 +265,13 @@ static int processes(srv *s, const eng_scan_env *env, eng_source **out, char *er
     uint32_t i = 0;
     for (srv_query *q = s->running; q && !r.oom; q = q->next, i++) {
         int k = 0;
-        put_i(&r, k++, i, 1);
+        put_i(&r, k++, i, !q->dist_unit);
         put_s(&r, k++, i, q->user);
         put_s(&r, k++, i, q->id);
         put_s(&r, k++, i, q->address);
         put_i(&r, k++, i, q->port);
         put_s(&r, k++, i, q->user);
-        put_s(&r, k++, i, q->id);
+        put_s(&r, k++, i, q->dist_unit && q->dist_initial[0] ? q->dist_initial : q->id);
         put_i(&r, k++, i, 2);
         put_i(&r, k++, i, q->http_method);
         put_f(&r, k++, i, now - q->t0);
