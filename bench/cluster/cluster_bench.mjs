@@ -12,6 +12,13 @@
 //   cluster  the same with s3Cluster('bench', ...) on the initiator over the
 //            three, page caches dropped on all (cold), then again (warm)
 //
+//   insert   INSERT INTO a MergeTree table (the warehouse on the same S3,
+//            through each server's link) SELECT FROM s3Cluster on the
+//            initiator: parallel_distributed_insert_select = 0 (the
+//            initiator reads and inserts every row) against = 2 (each server
+//            inserts its units), the table truncated before each; both
+//            checked to load every row
+//
 // "warm" is the servers' page cache; the cache nodes' warm case is not part
 // of this run. CPU seconds are the servers' (utime + stime from /proc)
 // during each kind of run. Then --kills runs of the seed query with one
@@ -20,11 +27,11 @@
 // The last line (bench/README.md's convention: a bare name is a speed, above
 // 1 we are faster; the ideal speed-up is 3):
 //   cluster: select_cold_speedup=<single s / cluster s, cold>
-//            select_warm_speedup=<the same, warm> insert_pdis2_speedup=na
+//            select_warm_speedup=<the same, warm>
+//            insert_pdis2_speedup=<pdis = 0 s / pdis = 2 s>
 //            cpu_per_row_vs_single=<cluster CPU s per row / single's>
 //            killed_worker_ok=N/N
-// insert_pdis2_speedup is `na`: INSERT ... SELECT FROM s3Cluster is not
-// distributed yet. Every process is stopped and the temp folder removed.
+// Every process is stopped and the temp folder removed.
 //
 //   node bench/cluster/cluster_bench.mjs [--rows N] [--runs R] [--latency-us U]
 //        [--bandwidth-mib B] [--kills K]
@@ -67,7 +74,7 @@ const ports = [await freePort(), await freePort(), await freePort()];
 const members = ports.map((p) => `127.0.0.1:${p}`).join(',');
 const np = [await proxy(0), await proxy(1), await proxy(2)];
 const args = (i) => ['--port', String(ports[i]), '--s3-endpoint', `http://127.0.0.1:${np[i]}`, '--cluster-secret', secret,
-  '--cluster', `bench=${members}`, '--max-threads', '2'];
+  '--cluster', `bench=${members}`, '--max-threads', '2', '--warehouse', `s3://${bucket}/wh/`];
 const srv = [];
 for (let i = 0; i < 3; i++) srv.push(await startServer(args(i), {}, `server${i}`));
 
@@ -88,7 +95,7 @@ const one = seed(`s3('s3://${bucket}/bench/*.parquet')`), dist = seed(`s3Cluster
 async function timed(s, sql) { const t0 = process.hrtime.bigint(); const out = await q(s, sql); return [Number(process.hrtime.bigint() - t0) / 1e9, out]; }
 const dropAll = async () => { for (const s of srv) await q(s, 'SYSTEM DROP PAGE CACHE'); };
 
-const m = { sc: [], sw: [], cc: [], cw: [] };
+const m = { sc: [], sw: [], cc: [], cw: [], i0: [], i2: [] };
 let cpuSingle = 0, cpuCluster = 0, want = null;
 for (let r = 0; r < runs; r++) {
   await dropAll();
@@ -108,6 +115,22 @@ for (let r = 0; r < runs; r++) {
 }
 const med = (x) => [...x].sort((p, q2) => p - q2)[Math.floor(x.length / 2)];
 
+await q(srv[0], `CREATE TABLE ins (Id Int64, PostTypeId Int32, Score Int32, ViewCount Nullable(Int32),
+  OwnerDisplayName String, Title String) ENGINE = MergeTree ORDER BY Id`);
+const ins = (pdis) => `INSERT INTO ins SELECT Id, PostTypeId, Score, ViewCount, OwnerDisplayName, Title
+  FROM s3Cluster('bench', 's3://${bucket}/bench/*.parquet') SETTINGS parallel_distributed_insert_select = ${pdis}, max_insert_threads = 2`;
+for (let r = 0; r < runs; r++) {
+  for (const pdis of [0, 2]) {
+    await q(srv[0], 'TRUNCATE TABLE ins');
+    await dropAll();
+    const [t] = await timed(srv[0], ins(pdis));
+    const n = Number((await q(srv[0], 'SELECT count() FROM ins')).trim());
+    if (n !== rows) { console.error(`cluster_bench: pdis = ${pdis} loaded ${n} rows of ${rows}`); process.exit(1); }
+    (pdis ? m.i2 : m.i0).push(t);
+    console.error(`run ${r}: insert pdis = ${pdis} ${t.toFixed(3)} s`);
+  }
+}
+
 let ok = 0;
 for (let k = 0; k < kills; k++) {
   await dropAll();
@@ -121,7 +144,8 @@ const f = (x) => x.toFixed(2);
 console.log('| run | single s (median) | 3 servers s (median) | speed-up |\n|---|---|---|---|');
 console.log(`| seed, cold | ${med(m.sc).toFixed(3)} | ${med(m.cc).toFixed(3)} | ${f(med(m.sc) / med(m.cc))} |`);
 console.log(`| seed, warm page cache | ${med(m.sw).toFixed(3)} | ${med(m.cw).toFixed(3)} | ${f(med(m.sw) / med(m.cw))} |`);
+console.log(`| INSERT ... SELECT FROM s3Cluster, pdis = 0 vs 2 | ${med(m.i0).toFixed(3)} | ${med(m.i2).toFixed(3)} | ${f(med(m.i0) / med(m.i2))} |`);
 console.log(`(rows ${rows}, runs ${runs}, each server's link ${latency} us one way, ${bw} MiB/s; CPU s single ${cpuSingle.toFixed(2)}, cluster ${cpuCluster.toFixed(2)})`);
-console.log(`cluster: select_cold_speedup=${f(med(m.sc) / med(m.cc))} select_warm_speedup=${f(med(m.sw) / med(m.cw))} insert_pdis2_speedup=na cpu_per_row_vs_single=${f(cpuCluster / cpuSingle)} killed_worker_ok=${ok}/${kills}`);
+console.log(`cluster: select_cold_speedup=${f(med(m.sc) / med(m.cc))} select_warm_speedup=${f(med(m.sw) / med(m.cw))} insert_pdis2_speedup=${f(med(m.i0) / med(m.i2))} cpu_per_row_vs_single=${f(cpuCluster / cpuSingle)} killed_worker_ok=${ok}/${kills}`);
 for (const s of srv) await s.stop();
 process.exit(0);

@@ -23,8 +23,9 @@
  * (59.82M rows on 8-vCPU / 32 GiB nodes) are printed beside ours as ratios to
  * its own first row: ours to ours, theirs to theirs; the shape is what
  * compares. The guide's three-server rows (s3Cluster with
- * parallel_distributed_insert_select = 2) need s3Cluster in this build: until
- * then the bench says so and pdis2_3_vs_1 is na.
+ * parallel_distributed_insert_select = 2) need `ringcache server` processes:
+ * bench/cluster/cluster_bench.mjs measures them (insert_pdis2_speedup), here
+ * pdis2_3_vs_1 is na and the bench says where to look.
  *
  *   insert_bench [--rows N] [--runs R] [--peak BYTES] [--scale NAME] [--out DIR]
  *
@@ -303,9 +304,10 @@ int main(int argc, char **argv)
                               ladder[0].secs / g->secs, gs, gr);
     }
     printf("\n%s", table);
-    const char *pdis_na = "s3Cluster is not built into this ringcache; the three-server rungs "
-                          "(the guide: 171.2 s with parallel_distributed_insert_select = 0, "
-                          "54.6 s with 2) are not measured";
+    const char *pdis_na = "this ladder runs `ringcache query` processes, which have no cluster; "
+                          "the three-server rungs (the guide: 171.2 s with "
+                          "parallel_distributed_insert_select = 0, 54.6 s with 2) are "
+                          "`bash scripts/bench.sh cluster`'s insert_pdis2_speedup";
     fprintf(stderr, "insert_bench: pdis2_3_vs_1=na: %s\n", pdis_na);
     char line[512];
     snprintf(line, sizeof(line),

@@ -38,6 +38,8 @@ struct dq {
     dist_report *rep;
     dq_server *sv;
     _Atomic int stop_all;
+    bool insert;     /* INSERT ... SELECT: each server inserts its units */
+    eng_result sums; /* an INSERT's: what its units read and wrote */
 };
 
 static uint64_t now_ms(void)
@@ -74,6 +76,9 @@ static void *feeder_main(void *arg)
         int rc = q->tr->run_unit(q->tr->arg, sv->idx, member, q->sql, q->len, &eu, (uint32_t)u,
                                  &sv->stop, &b, err, sizeof(err));
         dist_state_hdr h;
+        dist_insert_done d = {0};
+        if (rc == 0 && q->insert)
+            rc = dist_state_read_insert(b.p, b.n, &d, err, sizeof(err));
         if (rc == 0 && (rc = dist_state_header(b.p, b.n, &h, err, sizeof(err))) == 0 &&
             h.unit != (uint32_t)u) {
             snprintf(err, sizeof(err), "it answered unit %u for unit %d", h.unit, u);
@@ -90,7 +95,19 @@ static void *feeder_main(void *arg)
         }
         pthread_mutex_lock(&q->mu);
         if (dist_sched_complete(q->s, u, sv->idx)) {
-            rc = dist_state_merge(q->ps, b.p, b.n, err, sizeof(err));
+            if (q->insert) {
+                q->sums.rows_read += d.rows_read;
+                q->sums.bytes_read += d.bytes_read;
+                q->sums.rows_written += d.rows_written;
+                q->sums.bytes_written += d.bytes_written;
+                if (q->rep) {
+                    q->rep->rows_written[sv->idx] += d.rows_written;
+                    q->rep->bytes_written[sv->idx] += d.bytes_written;
+                }
+                rc = 0;
+            } else {
+                rc = dist_state_merge(q->ps, b.p, b.n, err, sizeof(err));
+            }
             if (rc < 0) {
                 eng_fail_set(&q->fail, rc, err);
                 atomic_store(&q->stop_all, 1);
@@ -146,6 +163,12 @@ int dist_query_run(const eng_ctx *ctx, const char *sql, size_t len, const dist_t
                  q.cl->n_members, DIST_MAX_SERVERS);
         eng_pstate_destroy(&q.ps);
         return -EINVAL;
+    }
+    q.insert = eng_pstate_is_insert(q.ps);
+    if (q.insert && eng_pstate_settings(q.ps)->parallel_distributed_insert_select == 0) {
+        eng_pstate_destroy(&q.ps);
+        snprintf(err, errlen, "parallel_distributed_insert_select = 0: this server inserts");
+        return -ENOTSUP;
     }
     int n = q.cl->n_members;
     uint64_t split = o && o->split_bytes ? o->split_bytes : 8ull << 20;
@@ -247,7 +270,15 @@ int dist_query_run(const eng_ctx *ctx, const char *sql, size_t len, const dist_t
         rc = -EHOSTUNREACH;
         goto out;
     }
-    rc = eng_pstate_finish(q.ps, res, err, errlen);
+    if (q.insert) {
+        rc = 0;
+        if (res) {
+            memset(res, 0, sizeof(*res));
+            *res = q.sums;
+        }
+    } else {
+        rc = eng_pstate_finish(q.ps, res, err, errlen);
+    }
     if (rep)
         for (int i = 0; i < n; i++)
             rep->lost[i] = !rep->skipped[i] && q.sv[i].why[0];

@@ -15,6 +15,13 @@
  * At the end the merged state is finished (HAVING, ORDER BY, LIMIT) into the
  * statement's sink, its counters the sum of the servers'.
  *
+ * An INSERT ... SELECT over s3Cluster with parallel_distributed_insert_select
+ * 1 or 2 runs the same way, but each server runs the INSERT over its unit
+ * into the shared table itself (its deduplication token is the unit's, so a
+ * unit redone elsewhere after its server was lost commits once) and answers
+ * what it read and wrote; the result is their sum. With 0 it is not
+ * distributed (-ENOTSUP: the caller inserts).
+ *
  * The transport is the caller's: the compute server's sends a unit over
  * HTTP to the member with the cluster secret and reads the state back; the
  * tests' runs it in-process.
@@ -60,6 +67,8 @@ typedef struct dist_report {
     int units;                       /* units of the query */
     int units_run[DIST_MAX_SERVERS]; /* results that counted */
     uint64_t rows_read[DIST_MAX_SERVERS], bytes_read[DIST_MAX_SERVERS];
+    /* an INSERT's: what each server inserted */
+    uint64_t rows_written[DIST_MAX_SERVERS], bytes_written[DIST_MAX_SERVERS];
     bool lost[DIST_MAX_SERVERS];    /* given up on during the query */
     bool skipped[DIST_MAX_SERVERS]; /* down at the start, left out */
     int dropped;                    /* late results of units done elsewhere */

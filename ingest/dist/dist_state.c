@@ -92,3 +92,44 @@ int dist_state_merge(eng_pstate *ps, const void *p, size_t n, char *err, size_t 
         eng_pstate_add_stats(ps, h.rows_read, h.bytes_read);
     return rc;
 }
+
+int dist_state_encode_insert(uint32_t unit, const dist_insert_done *d, ew_buf *b)
+{
+    size_t start = b->n;
+    ew_u32(b, DIST_STATE_MAGIC);
+    uint8_t vf[4] = {DIST_STATE_VERSION & 0xff, DIST_STATE_VERSION >> 8, 0, 0};
+    ew_raw(b, vf, 4);
+    ew_u64(b, DIST_STATE_INSERT_FINGERPRINT);
+    ew_u32(b, unit);
+    ew_u64(b, d->rows_read);
+    ew_u64(b, d->bytes_read);
+    ew_u32(b, 17);
+    uint8_t kind = DIST_STATE_KIND_INSERT;
+    ew_raw(b, &kind, 1);
+    ew_u64(b, d->rows_written);
+    ew_u64(b, d->bytes_written);
+    if (!b->err && b->n - start != DIST_STATE_HEADER + 17)
+        b->err = -EINVAL;
+    return b->err;
+}
+
+int dist_state_read_insert(const void *p, size_t n, dist_insert_done *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof(*out));
+    dist_state_hdr h;
+    int rc = dist_state_header(p, n, &h, err, errlen);
+    if (rc < 0)
+        return rc;
+    if (h.fingerprint != DIST_STATE_INSERT_FINGERPRINT || h.body_len != 17)
+        return bad(err, errlen, "not the answer of an INSERT's unit");
+    er_buf r;
+    er_init(&r, (const uint8_t *)p + DIST_STATE_HEADER, h.body_len);
+    const uint8_t *kind = er_raw(&r, 1);
+    if (r.err || kind[0] != DIST_STATE_KIND_INSERT)
+        return bad(err, errlen, "not the answer of an INSERT's unit");
+    out->rows_written = er_u64(&r);
+    out->bytes_written = er_u64(&r);
+    out->rows_read = h.rows_read;
+    out->bytes_read = h.bytes_read;
+    return r.err ? bad(err, errlen, "its body") : 0;
+}

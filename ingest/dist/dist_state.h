@@ -37,6 +37,9 @@
  *   kind 2, rows:       [u32 columns] per column [6 bytes: its type]
  *                       [u32 rows] per column: [rows x u8 null] then per row
  *                         [u32 len][bytes] | [f64] | [i64]   (nothing for NULL-typed)
+ *   kind 3, an INSERT's unit done (the worker inserted it into the table
+ *                       itself; fingerprint DIST_STATE_INSERT_FINGERPRINT):
+ *                       [u64 rows written][u64 bytes written]
  *
  * Partial aggregates are exact: sums and counts add, avg carries its sums
  * and count, uniq and uniqExact carry the set of value hashes (as the
@@ -79,5 +82,21 @@ int dist_state_header(const void *p, size_t n, dist_state_hdr *out, char *err, s
  * counting the unit's rows and bytes. 0, -EBADMSG (another statement,
  * version, or malformed) or -ENOMEM, with a sentence in err. */
 int dist_state_merge(eng_pstate *ps, const void *p, size_t n, char *err, size_t errlen);
+
+/* A distributed INSERT's unit, done by the worker that inserted it. */
+#define DIST_STATE_KIND_INSERT        3
+#define DIST_STATE_INSERT_FINGERPRINT 0x545245534e49ull /* "INSERT" */
+
+typedef struct dist_insert_done {
+    uint64_t rows_read, bytes_read;       /* what it read */
+    uint64_t rows_written, bytes_written; /* what it inserted */
+} dist_insert_done;
+
+/* Writes the answer for an INSERT's unit to b. 0 or b->err. */
+int dist_state_encode_insert(uint32_t unit, const dist_insert_done *d, ew_buf *b);
+/* Reads one (header checked as dist_state_header). 0 or -EBADMSG with a
+ * sentence. */
+int dist_state_read_insert(const void *p, size_t n, dist_insert_done *out, char *err,
+                           size_t errlen);
 
 #endif /* RINGCACHE_DIST_STATE_H */

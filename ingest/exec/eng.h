@@ -135,6 +135,14 @@ typedef struct eng_ctx {
     /* a distributed query's work unit (ingest/dist/): the FROM reads only
      * it; NULL: everything */
     const eng_unit *unit;
+    /* a distributed INSERT's work unit: its name (path and row groups) and
+     * the initiator's query id. The unit's block ids then take the token
+     * "<insert_deduplication_token, else unit_query>/<unit_name>" and its
+     * parts commit as one piece (all dropped when any is a duplicate), so
+     * the unit redone on another server commits once, and the statement
+     * rerun with the same insert_deduplication_token adds nothing. NULL:
+     * not a unit. */
+    const char *unit_name, *unit_query;
     /* the clusters of compute servers this process knows (s3Cluster,
      * system.clusters); borrowed */
     const eng_cluster *clusters;
@@ -143,10 +151,11 @@ typedef struct eng_ctx {
 
 /* What a finished query did (for the summary line). */
 typedef struct eng_result {
-    uint64_t rows_out;     /* rows written */
-    uint64_t rows_read;    /* rows that came out of the readers */
-    uint64_t rows_written; /* INSERT: rows written to the table */
-    uint64_t bytes_read;   /* their uncompressed bytes */
+    uint64_t rows_out;      /* rows written */
+    uint64_t rows_read;     /* rows that came out of the readers */
+    uint64_t rows_written;  /* INSERT: rows written to the table */
+    uint64_t bytes_written; /* INSERT: their uncompressed bytes in the parts */
+    uint64_t bytes_read;    /* their uncompressed bytes */
     uint64_t files, row_groups, row_groups_pruned;
     int64_t peak_memory; /* tracked bytes */
     double elapsed_s;

@@ -582,6 +582,7 @@ static int run_stmt(const eng_ctx *ctx, const sql_stmt *st, FILE *summary, eng_r
     r.elapsed_s = eng__now_s() - q->t0;
     r.has_output = q->out.sink != NULL;
     r.rows_written = q->rows_written;
+    r.bytes_written = q->bytes_written;
     if (table && q->rows_written)
         r.rows_read = q->rows_written;
     if (rc < 0)

@@ -29,6 +29,7 @@ struct eng_pstate {
     agg_tab *agg; /* aggregate: the merged groups */
     rtab rows;    /* else: the rows (cut to the top N with a LIMIT) */
     uint64_t more_rows, more_bytes;
+    bool insert; /* INSERT ... SELECT: the SELECT's source, for its units */
 };
 
 static int oom(char *err, size_t errlen)
@@ -66,18 +67,25 @@ int eng_pstate_open(const eng_ctx *ctx, const char *sql, size_t len, eng_pstate 
         return rc;
     }
     ps->n_st = rc;
-    if (ps->n_st != 1 || ps->st[0]->kind != SQL_SELECT || eng__is_table_stmt(ps->st[0])) {
-        snprintf(err, errlen, "a distributed query is one SELECT statement");
+    const sql_stmt *st = ps->n_st == 1 ? ps->st[0] : NULL;
+    if (st && st->kind == SQL_INSERT && st->insert && st->insert->select) {
+        ps->insert = true;
+        st = st->insert->select;
+    }
+    if (!st || st->kind != SQL_SELECT || eng__is_table_stmt(st)) {
+        snprintf(err, errlen,
+                 "a distributed query is one SELECT statement, or one INSERT ... SELECT");
         eng_pstate_destroy(&ps);
         return -ENOTSUP;
     }
-    const sql_stmt *st = ps->st[0];
     if (!(ps->q = eng__query_create(ctx))) {
         eng_pstate_destroy(&ps);
         return oom(err, errlen);
     }
     equery *q = ps->q;
     rc = eng__stmt_settings(q, st, &ps->fmt, err, errlen);
+    if (rc == 0 && ps->insert) /* INSERT ... SETTINGS ... SELECT */
+        rc = eng_settings_apply(ps->st[0], &q->set, err, errlen);
     if (rc == 0)
         rc = eng__stmt_source(q, st, err, errlen);
     if (rc == 0)
@@ -137,6 +145,11 @@ uint64_t eng_pstate_fingerprint(const eng_pstate *ps)
 const eng_cluster *eng_pstate_cluster(const eng_pstate *ps)
 {
     return ps->q->src->cluster;
+}
+
+bool eng_pstate_is_insert(const eng_pstate *ps)
+{
+    return ps->insert;
 }
 
 const eng_settings *eng_pstate_settings(const eng_pstate *ps)

@@ -30,7 +30,9 @@
 
 typedef struct eng_pstate eng_pstate;
 
-/* Parses sql (one SELECT), applies its SETTINGS, opens its FROM (through
+/* Parses sql (one SELECT, or one INSERT ... SELECT: then only its SELECT's
+ * source is planned, for the units of a distributed INSERT whose servers
+ * each run the INSERT over their units), applies its SETTINGS, opens its FROM (through
  * ctx, over ctx->unit when set), binds it and plans the source's units.
  * ctx is borrowed for the pstate's life. 0 or -errno with a sentence in err
  * (-ENOTSUP for statements that are not one SELECT over a source). */
@@ -48,6 +50,8 @@ int eng_pstate_unit_info(const eng_pstate *ps, int u, eng_unit_info *out);
  * settings (SETTINGS over the defaults). Borrowed from the pstate. */
 const eng_cluster *eng_pstate_cluster(const eng_pstate *ps);
 const eng_settings *eng_pstate_settings(const eng_pstate *ps);
+/* Whether the statement is an INSERT ... SELECT (not run nor finished here). */
+bool eng_pstate_is_insert(const eng_pstate *ps);
 /* Runs the statement over its units into the state. 0 or -errno (err). */
 int eng_pstate_run(eng_pstate *ps, char *err, size_t errlen);
 /* The rows and bytes the readers produced (the summary's "processed"). */

@@ -509,6 +509,7 @@ typedef struct insert_job {
     uint32_t *in_cols; /* per input column: its table column */
     eng_sink *sink;
     eng_mem *mem; /* the tracker the sink charges */
+    char *utok;   /* a distributed INSERT's unit: its block ids' token */
 } insert_job;
 
 static void ij_free(insert_job *j)
@@ -522,6 +523,7 @@ static void ij_free(insert_job *j)
     tb_table_destroy(&j->t);
     free(j->col_of);
     free(j->in_cols);
+    free(j->utok);
 }
 
 /* The columns an INSERT gives: its list, or every column. */
@@ -662,6 +664,18 @@ static int ij_sink(insert_job *j, eng_mem *mem, char *err, size_t errlen)
         j->pe.mem = mem;
     const tb_schema *ts = &j->def.schema;
     bool replacing = ts->engine && !strcmp(ts->engine, "ReplacingMergeTree");
+    const eng_ctx *ctx = j->q->ctx;
+    if (ctx->unit_name && !j->utok) {
+        const char *base = j->is.insert_deduplication_token[0] ? j->is.insert_deduplication_token
+                           : ctx->unit_query                   ? ctx->unit_query
+                                                               : "";
+        size_t n = strlen(base) + strlen(ctx->unit_name) + 2;
+        if (!(j->utok = malloc(n))) {
+            snprintf(err, errlen, "out of memory");
+            return -ENOMEM;
+        }
+        snprintf(j->utok, n, "%s/%s", base, ctx->unit_name);
+    }
     eng_part_sink_opts o = {.table = j->t,
                             .schema = ts,
                             .fixed = j->def.fixed,
@@ -676,7 +690,7 @@ static int ij_sink(insert_job *j, eng_mem *mem, char *err, size_t errlen)
                             .max_uploads = j->is.max_insert_delayed_streams_for_parallel_write,
                             .replacing = replacing && j->is.optimize_on_insert,
                             .dedup = j->is.insert_deduplicate,
-                            .token = j->is.insert_deduplication_token,
+                            .token = j->utok ? j->utok : j->is.insert_deduplication_token,
                             .partition = j->have_pe ? partition_cb : NULL,
                             .partition_arg = &j->pe,
                             .minmax_cols = j->have_pe ? j->pe.minmax : NULL,
@@ -700,11 +714,18 @@ static int ij_commit(insert_job *j, eng_sink *sink, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         return -ENOMEM;
     }
-    tb_commit c = {.kind = TB_COMMIT_INSERT, .add = adds, .n_add = n, .dup_out = dup};
+    tb_commit c = {.kind = TB_COMMIT_INSERT,
+                   .add = adds,
+                   .n_add = n,
+                   .dup_out = dup,
+                   .whole = j->utok && j->is.insert_deduplicate};
     tb_commit_result res;
     int rc = tb_commit_run(j->t, &c, &res, err, errlen);
-    if (rc == 0)
+    if (rc == 0) {
+        for (size_t i = 0; i < n; i++)
+            j->q->bytes_written += adds[i].uncompressed_bytes;
         eng_part_sink_discard(sink, j->t, dup); /* the duplicates' objects */
+    }
     free(dup);
     return rc;
 }

@@ -94,6 +94,7 @@ typedef struct equery {
     _Atomic int64_t child_peak; /* the largest peak of the queries run for this one */
     eng_memtab keep;            /* a UNION ALL's result, until the query ends */
     uint64_t rows_written;      /* INSERT: rows written to the table */
+    uint64_t bytes_written;     /* INSERT: their uncompressed bytes */
 } equery;
 
 typedef struct worker {

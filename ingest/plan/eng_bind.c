@@ -2623,21 +2623,12 @@ int eng_settings_apply(const sql_stmt *st, eng_settings *s, char *err, size_t er
         case 2: s->max_download_buffer_size = u; break;
         case 3: s->max_memory_usage = u > INT64_MAX ? INT64_MAX : (int64_t)u; break;
         case 4:
-            if (u == 2) {
-                /* accepted and ignored would load every row through the
-                 * initiator while the user believes the servers share it */
+            if (u > 2) {
                 snprintf(err, errlen,
-                         "line %d, column %d: parallel_distributed_insert_select = 2 (each "
-                         "server inserting its share) is not supported yet: use 0, the "
-                         "INSERT then runs on this server",
+                         "line %d, column %d: parallel_distributed_insert_select is 0 (this "
+                         "server inserts), 1 or 2 (each server of the s3Cluster inserts its "
+                         "share)",
                          v->line, v->col);
-                return -EINVAL;
-            }
-            if (u != 0) {
-                snprintf(err, errlen,
-                         "line %d, column %d: parallel_distributed_insert_select = "
-                         "%llu is not supported: use 0 (this server inserts)",
-                         v->line, v->col, (unsigned long long)u);
                 return -EINVAL;
             }
             s->parallel_distributed_insert_select = (int)u;

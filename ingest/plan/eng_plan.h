@@ -85,8 +85,9 @@ typedef struct eng_settings {
     int max_download_threads;
     uint64_t max_download_buffer_size;
     int64_t max_memory_usage;
-    /* s3Cluster: 0 workers read and the initiator inserts, 2 each worker
-     * inserts its units (ClickHouse's 1 and 3 are refused) */
+    /* INSERT ... SELECT over s3Cluster: 0 the initiator inserts what the
+     * source reads, 1 or 2 each server of the cluster inserts its units
+     * (for cluster table functions ClickHouse runs 1 as 2) */
     int parallel_distributed_insert_select;
     bool skip_unavailable_shards; /* servers down at the start are left out */
     bool join_use_nulls;          /* 0 (ClickHouse's default): a missing side's columns

@@ -14,6 +14,13 @@
  * progress callback once the unit is given up on; a member is pinged with
  * GET /ping at the start. A member that is this server is sent its units
  * over HTTP too (its own query threads run them).
+ *
+ * An INSERT ... SELECT over s3Cluster with parallel_distributed_insert_select
+ * 1 or 2 goes the same way: each unit's request carries the INSERT, the
+ * worker runs it over the unit into the shared table (the unit's name and
+ * the initiator's query id, X-RingCache-Initial-Query-Id, key its block ids,
+ * eng_ctx.unit_name) and answers what it read and wrote (dist_state.h kind
+ * 3); the initiator's summary is their sum.
  */
 #include "srv_int.h"
 
@@ -32,6 +39,49 @@ static int hexv(char c)
     return c >= '0' && c <= '9'                 ? c - '0'
            : (c | 32) >= 'a' && (c | 32) <= 'f' ? (c | 32) - 'a' + 10
                                                 : -1;
+}
+
+/* An INSERT's unit: the INSERT over it, into the table here; the answer
+ * says what it read and wrote. The unit's name keys its block ids. */
+static int run_insert_unit(srv_query *q, eng_ctx *ctx, uint32_t id, const char *sql, size_t len,
+                           char *err, size_t errlen)
+{
+    const eng_unit *u = ctx->unit;
+    size_t nn = strlen(u->path) + 48;
+    char *name = malloc(nn);
+    if (!name) {
+        snprintf(err, errlen, "out of memory");
+        return ENG_E_MEMORY_LIMIT_EXCEEDED;
+    }
+    snprintf(name, nn, "%s#%d-%d", u->path, u->rg_begin, u->rg_end);
+    ctx->unit_name = name;
+    ctx->unit_query = q->initial_id[0] ? q->initial_id : q->id;
+    eng_result res = {0};
+    int rc = eng_run(ctx, sql, len, NULL, &res, err, errlen);
+    free(name);
+    atomic_store(&q->live.rows_read, res.rows_read);
+    atomic_store(&q->live.bytes_read, res.bytes_read);
+    atomic_store(&q->written_rows, res.rows_written);
+    atomic_store(&q->written_bytes, res.bytes_written);
+    if (rc < 0) {
+        if (atomic_load(&q->cancel))
+            return ENG_E_QUERY_WAS_CANCELLED;
+        return res.code ? res.code : ENG_E_STD_EXCEPTION;
+    }
+    dist_insert_done d = {res.rows_read, res.bytes_read, res.rows_written, res.bytes_written};
+    ew_buf w;
+    ew_init(&w, 4096);
+    rc = dist_state_encode_insert(id, &d, &w);
+    if (rc == 0) {
+        eng_writer wr;
+        srv_query_writer(q, &wr);
+        if ((rc = wr.write(wr.arg, w.p, w.n)) < 0)
+            snprintf(err, errlen, "the initiator went away");
+    } else {
+        snprintf(err, errlen, "out of memory");
+    }
+    ew_free(&w);
+    return rc == 0 ? 0 : ENG_E_STD_EXCEPTION;
 }
 
 int srv_dist_run_unit(srv_query *q, const eng_ctx *ctx0, const char *sql, size_t len, char *err,
@@ -69,6 +119,11 @@ int srv_dist_run_unit(srv_query *q, const eng_ctx *ctx0, const char *sql, size_t
     eng_unit u = {path, b, e};
     eng_ctx ctx = *ctx0;
     ctx.unit = &u;
+    if (!strcmp(q->kind, "Insert")) {
+        int rc = run_insert_unit(q, &ctx, id, sql, len, err, errlen);
+        free(path);
+        return rc;
+    }
     eng_pstate *ps;
     int rc = eng_pstate_open(&ctx, sql, len, &ps, err, errlen);
     if (rc == 0)
@@ -126,7 +181,7 @@ static int t_run_unit(void *arg, int server, const char *member, const char *sql
                       char *err, size_t errlen)
 {
     (void)server;
-    const srv_query *q = arg;
+    srv_query *q = arg;
     srv *s = q->s;
     CURL *c = curl_easy_init();
     if (!c) {
@@ -227,6 +282,8 @@ int srv_dist_run_query(srv_query *q, const eng_ctx *ctx, const char *sql, size_t
     atomic_store(&q->live.rows_read, res->rows_read);
     atomic_store(&q->live.bytes_read, res->bytes_read);
     atomic_store(&q->live.result_rows, res->rows_out);
+    atomic_store(&q->written_rows, res->rows_written);
+    atomic_store(&q->written_bytes, res->bytes_written);
     if (rc == 0) {
         srv_log(SRV_LOG_DEBUG, "msg=\"distributed query\" query_id=%s units=%d dropped=%d", q->id,
                 rep.units, rep.dropped);

@@ -209,6 +209,7 @@ typedef struct srv_qlog {
     int exception_code;
     char *query, *query_id, *user, *database, *exception, *settings, *address, *kind, *log_comment;
     char *initial_query_id; /* the initiator's for a cluster's work unit, else query_id */
+    bool initial;           /* not a cluster's work unit */
     int http_method;
 } srv_qlog;
 

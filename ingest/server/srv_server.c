@@ -408,6 +408,7 @@ static void qlog_clear(srv_qlog *e)
 {
     free(e->query);
     free(e->query_id);
+    free(e->initial_query_id);
     free(e->user);
     free(e->database);
     free(e->exception);
@@ -471,6 +472,7 @@ void srv_qlog_add(srv *s, const srv_query *q, srv_qtype type, const char *except
     e.query = srv_mask_secrets(q->text ? q->text : "",
                                q->text ? (q->data_off ? q->data_off : q->text_len) : 0);
     e.query_id = strdup(q->id);
+    e.initial = !q->dist_unit;
     e.user = strdup(q->user);
     e.database = strdup(q->database);
     e.exception = strdup(exception ? exception : "");

@@ -208,7 +208,7 @@ static int query_log(srv *s, const eng_scan_env *env, eng_source **out, char *er
         put_s(&r, k++, i, e->kind);
         put_i(&r, k++, i, e->exception_code);
         put_s(&r, k++, i, e->exception_code ? e->exception : "");
-        put_i(&r, k++, i, strcmp(e->initial_query_id, e->query_id) == 0);
+        put_i(&r, k++, i, e->initial);
         put_s(&r, k++, i, e->user);
         put_s(&r, k++, i, e->query_id);
         put_s(&r, k++, i, e->address);
@@ -265,7 +265,7 @@ static int processes(srv *s, const eng_scan_env *env, eng_source **out, char *er
     uint32_t i = 0;
     for (srv_query *q = s->running; q && !r.oom; q = q->next, i++) {
         int k = 0;
-        put_i(&r, k++, i, !q->initial_id[0]);
+        put_i(&r, k++, i, !q->dist_unit);
         put_s(&r, k++, i, q->user);
         put_s(&r, k++, i, q->id);
         put_s(&r, k++, i, q->address);

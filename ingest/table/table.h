@@ -210,6 +210,11 @@ typedef struct tb_commit {
     size_t n_purge;
     uint8_t *dup_out; /* may be NULL; else n_add flags: 1 = dropped as a
                                    duplicate (delete that object) */
+    /* an insert that is one piece (a distributed INSERT's work unit, its
+     * block ids from one token): when any of its block ids is known, every
+     * part is dropped as a duplicate (the piece landed before, whole, and a
+     * rerun may cut its blocks differently) */
+    bool whole;
 } tb_commit;
 
 typedef struct tb_commit_result {

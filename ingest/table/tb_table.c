@@ -582,10 +582,18 @@ static int build(tb_table *t, const tb_commit *c, tb__version *v, char *err, siz
                                 "active (a racing commit removed it); drop the merged part",
                                 t->bucket, t->root, c->remove[i]);
     }
+    bool whole_dup = false;
+    for (size_t i = 0; c->whole && i < c->n_add && !whole_dup; i++)
+        whole_dup = c->add[i].block_id && dedup_known(s, c->add[i].block_id);
     for (size_t i = 0; i < c->n_add; i++) {
         const tb_part_add *a = &c->add[i];
         if (c->dup_out)
             c->dup_out[i] = 0;
+        if (whole_dup) {
+            if (c->dup_out)
+                c->dup_out[i] = 1;
+            continue;
+        }
         if (a->block_id) {
             bool dup = dedup_known(s, a->block_id);
             for (size_t k = 0; k < v->n_dedup && !dup; k++)

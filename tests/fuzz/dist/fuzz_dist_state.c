@@ -6,7 +6,8 @@
  * the states of quantiles, moments, argMin/argMax and the combinators);
  * the rest goes to dist_state_merge (envelope and body) and, past the
  * envelope's size, straight to eng_pstate_merge (the body alone, so the
- * fingerprint does not guard it). A merge that succeeds must finish and
+ * fingerprint does not guard it); the bytes also go to
+ * dist_state_read_insert (a distributed INSERT unit's answer). A merge that succeeds must finish and
  * encode again; one that fails must say why. Real checks, not assert().
  *
  * With RINGCACHE_DIST_FUZZ_SEEDS=DIR set, the first run writes every
@@ -133,6 +134,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     int q = data[0] % N_SQL;
     one(q, data + 1, size - 1, true);
+    /* the same bytes as an INSERT unit's answer: read, or refused with a
+     * sentence; one read encodes back to the same bytes */
+    dist_insert_done d;
+    char ierr[256] = "";
+    if (dist_state_read_insert(data + 1, size - 1, &d, ierr, sizeof(ierr)) == 0) {
+        dist_state_hdr h;
+        CHECK(dist_state_header(data + 1, size - 1, &h, ierr, sizeof(ierr)) == 0);
+        ew_buf b;
+        ew_init(&b, 4096);
+        CHECK(dist_state_encode_insert(h.unit, &d, &b) == 0);
+        CHECK(b.n == size - 1 && !memcmp(b.p, data + 1, b.n));
+        ew_free(&b);
+    } else {
+        CHECK(ierr[0] != 0);
+    }
     if (size - 1 > DIST_STATE_HEADER)
         one(q, data + 1 + DIST_STATE_HEADER, size - 1 - DIST_STATE_HEADER, false);
     return 0;

@@ -276,17 +276,20 @@ static void test_s3cluster_arguments_and_settings(void **state)
                  "s3()'s secret is empty", NULL);
     expect_error("SELECT count() FROM s3Cluster('default', 's3://bucket/x/*.parquet')",
                  "no S3 client configured", NULL);
-    expect_error("SELECT 1 FROM system.clusters SETTINGS parallel_distributed_insert_select = 1",
-                 "parallel_distributed_insert_select = 1 is not supported", "use 0");
+    expect_error("SELECT 1 FROM system.clusters SETTINGS parallel_distributed_insert_select = 3",
+                 "parallel_distributed_insert_select is 0 (this server inserts), 1 or 2", NULL);
     expect_error("SELECT 1 FROM system.clusters SETTINGS skip_unavailable_shards = 2",
                  "skip_unavailable_shards is 0 or 1", NULL);
     expect_error("SELECT 1 FROM system.clusters SETTINGS parallel_distributed_insert_selct = 2",
                  "did you mean 'parallel_distributed_insert_select'?", NULL);
-    expect_error("SELECT 1 FROM system.clusters SETTINGS parallel_distributed_insert_select = 2",
-                 "parallel_distributed_insert_select = 2 (each server inserting its share) is "
-                 "not supported yet",
-                 "use 0");
     char *out = NULL, err[ENG_MSG_MAX];
+    assert_int_equal(run("SELECT count() FROM system.clusters SETTINGS "
+                         "parallel_distributed_insert_select = 2, skip_unavailable_shards = true",
+                         &out, err, sizeof(err)),
+                     0);
+    assert_string_equal(out, "4\n");
+    free(out);
+    out = NULL;
     assert_int_equal(run("SELECT count() FROM system.clusters SETTINGS "
                          "parallel_distributed_insert_select = 0, skip_unavailable_shards = true",
                          &out, err, sizeof(err)),
