@@ -28,7 +28,7 @@
  * against S3 directly; its result must be the same in every set-up.
  *
  *   coldwarm [--scale tiny|small|medium|large] [--threads N] [--latency-us U]
- *            [--bandwidth-mib X] [--out DIR] [--help]
+ *            [--bandwidth-mib X] [--out DIR] [--plain-reads] [--help]
  *
  * Prints a Markdown table, writes it and a PNG plot (gnuplot) to DIR
  * (default: bench/results), and ends with
@@ -69,6 +69,7 @@ static double bw_mib, link_mib;
 static char list_path[700], data_dir[700];
 static uint64_t dataset_bytes, dataset_blocks;
 static int node_gen;
+static bool plain_reads; /* --plain-reads: the readers' scans through rc_pread */
 
 static void die(const char *what)
 {
@@ -264,6 +265,8 @@ static void start_reader(reader_t *r, const char *name, const char *source, cons
         argv[k++] = opt;
         argv[k++] = arg;
     }
+    if (plain_reads)
+        argv[k++] = "--plain-reads";
     argv[k] = NULL;
     char ep[300];
     snprintf(ep, sizeof(ep), "AWS_ENDPOINT_URL=%s", h_s3model_endpoint(model));
@@ -582,16 +585,20 @@ int main(int argc, char **argv)
             bw_mib = atof(v), i++;
         else if (!strcmp(a, "--out") && v)
             out_dir = v, i++;
+        else if (!strcmp(a, "--plain-reads"))
+            plain_reads = true;
         else {
             printf("usage: coldwarm [--scale tiny|small|medium|large (small)] [--threads N (4)]\n"
                    "                [--latency-us U (200)] [--bandwidth-mib X (measured)]\n"
-                   "                [--out DIR (bench/results)]\n"
+                   "                [--out DIR (bench/results)] [--plain-reads]\n"
                    "scales: tiny 4 x 4 MiB, small 8 x 32 MiB, medium 24 x 128 MiB, large 48 x "
                    "128 MiB objects;\n"
                    "        the seed query's Parquet dataset: 0.2M, 2M, 10M, 20M rows;\n"
                    "        scattered 64 KiB reads: 200 at tiny, 2000 at the others\n"
                    "X, the cap per compute node, defaults to half the loopback ceiling (iperf3 "
-                   "-P 4, this run) over 6\n");
+                   "-P 4, this run) over 6\n"
+                   "--plain-reads: the compute nodes scan with rc_pread (page cache, read-ahead)\n"
+                   "        rather than RC_READ_SCAN reads (straight into the reader's buffer)\n");
             return strcmp(a, "--help") == 0 ? 0 : 2;
         }
     }
