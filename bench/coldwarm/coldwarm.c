@@ -31,7 +31,8 @@
  * (its comment says how) on this run's S3 model and link cap.
  *
  *   coldwarm [--scale tiny|small|medium|large] [--threads N] [--latency-us U]
- *            [--bandwidth-mib X] [--out DIR] [--no-table | --table-only] [--help]
+ *            [--bandwidth-mib X] [--out DIR] [--no-table | --table-only] [--plain-reads]
+ *            [--help]
  *
  * Prints a Markdown table, writes it and a PNG plot (gnuplot) to DIR
  * (default: bench/results), and ends with
@@ -76,6 +77,7 @@ static double bw_mib, link_mib;
 static char list_path[700], data_dir[700];
 static uint64_t dataset_bytes, dataset_blocks;
 static int node_gen;
+static bool plain_reads; /* --plain-reads: the readers' scans through rc_pread */
 
 static void die(const char *what)
 {
@@ -271,6 +273,8 @@ static void start_reader(reader_t *r, const char *name, const char *source, cons
         argv[k++] = opt;
         argv[k++] = arg;
     }
+    if (plain_reads)
+        argv[k++] = "--plain-reads";
     argv[k] = NULL;
     char ep[300];
     snprintf(ep, sizeof(ep), "AWS_ENDPOINT_URL=%s", h_s3model_endpoint(model));
@@ -666,6 +670,8 @@ int main(int argc, char **argv)
             bw_mib = atof(v), i++;
         else if (!strcmp(a, "--out") && v)
             out_dir = v, i++;
+        else if (!strcmp(a, "--plain-reads"))
+            plain_reads = true;
         else if (!strcmp(a, "--no-table"))
             with_table = false;
         else if (!strcmp(a, "--table-only"))
@@ -675,6 +681,7 @@ int main(int argc, char **argv)
                 "usage: coldwarm [--scale tiny|small|medium|large (small)] [--threads N (4)]\n"
                 "                [--latency-us U (200)] [--bandwidth-mib X (measured)]\n"
                 "                [--out DIR (bench/results)] [--no-table | --table-only]\n"
+                "                [--plain-reads]\n"
                 "scales: tiny 4 x 4 MiB, small 8 x 32 MiB, medium 24 x 128 MiB, large 48 x "
                 "128 MiB objects;\n"
                 "        the seed query's Parquet dataset: 0.2M, 2M, 10M, 20M rows;\n"
@@ -683,7 +690,9 @@ int main(int argc, char **argv)
                 "        0.1M, 0.5M, 5M, 20M rows (--no-table leaves it out, --table-only runs it "
                 "alone)\n"
                 "X, the cap per compute node, defaults to half the loopback ceiling (iperf3 "
-                "-P 4, this run) over 6\n");
+                "-P 4, this run) over 6\n"
+                "--plain-reads: the compute nodes scan with rc_pread (page cache, read-ahead)\n"
+                "        rather than RC_READ_SCAN reads (straight into the reader's buffer)\n");
             return strcmp(a, "--help") == 0 ? 0 : 2;
         }
     }

@@ -8,7 +8,12 @@
  *   --source local   files on local disk (pread)
  *   --source http    an HTTP cache such as nginx's slice cache (Range GETs)
  * Workloads: `scan` reads every byte of every object (threads take objects in
- * turn, 1 MiB reads, each object checked against its XXH64 from the list);
+ * turn, reads of --scan-read-mib (8) MiB from every source, each object
+ * checked against its XXH64 from the list; through libringcache as
+ * RC_READ_SCAN reads, as the engine reads a column chunk: the read's blocks
+ * are fetched at once and land straight in the reader's buffer, one copy per
+ * byte, nothing kept and no read-ahead; --plain-reads: plain rc_pread, through
+ * the page cache with its read-ahead);
  * `scattered` makes --reads small reads at seeded random offsets, one at a
  * time, and reports p50/p99.
  *
@@ -44,6 +49,8 @@ static const char *source, *bucket = "ringcache-bench", *dir, *url_base;
 static rc_client *client;
 static atomic_size_t next_obj;
 static atomic_uint_fast64_t total_bytes, errors;
+static unsigned scan_flags = RC_READ_SCAN; /* --plain-reads: 0 */
+static size_t scan_read = 8u << 20;        /* --scan-read-mib */
 
 static double now_s(void)
 {
@@ -79,10 +86,10 @@ static size_t http_sink(char *d, size_t s, size_t n, void *arg)
 
 /* Reads [off, off+len) of object o into buf; bytes or -1. */
 static int64_t read_range(const obj_t *o, rc_handle *h, int fd, http_t *ht, uint8_t *buf,
-                          size_t len, uint64_t off)
+                          size_t len, uint64_t off, unsigned rc_flags)
 {
     if (!strcmp(source, "cache") || !strcmp(source, "s3"))
-        return rc_pread(h, buf, len, off);
+        return rc_pread_flags(h, buf, len, off, rc_flags);
     if (!strcmp(source, "local")) {
         size_t got = 0;
         while (got < len) {
@@ -144,7 +151,7 @@ static void close_obj(opened *op)
 static void *scan_thread(void *arg)
 {
     (void)arg;
-    uint8_t *buf = malloc(1u << 20);
+    uint8_t *buf = malloc(scan_read);
     http_t ht = {0};
     if (!strcmp(source, "http")) {
         ht.curl = curl_easy_init();
@@ -165,8 +172,8 @@ static void *scan_thread(void *arg)
         XXH64_reset(st, 0);
         uint64_t off = 0;
         while (off < o->size) {
-            size_t want = o->size - off < (1u << 20) ? (size_t)(o->size - off) : (1u << 20);
-            int64_t k = read_range(o, op.h, op.fd, &ht, buf, want, off);
+            size_t want = o->size - off < scan_read ? (size_t)(o->size - off) : scan_read;
+            int64_t k = read_range(o, op.h, op.fd, &ht, buf, want, off, scan_flags);
             if (k <= 0) {
                 atomic_fetch_add(&errors, 1);
                 if (op.h) {
@@ -226,13 +233,17 @@ int main(int argc, char **argv)
             reads = atoi(v), i++;
         else if (!strcmp(a, "--read-size") && v)
             read_size = (size_t)atol(v), i++;
+        else if (!strcmp(a, "--plain-reads"))
+            scan_flags = 0;
+        else if (!strcmp(a, "--scan-read-mib") && v)
+            scan_read = (size_t)atol(v) << 20, i++;
         else if (!strcmp(a, "--page-cache-mib") && v)
             page_cache = (size_t)atol(v) << 20, i++;
         else
             die("unknown or incomplete option (see the file's header)", a);
     }
-    if (!source || !list || threads < 1 || reads < 1)
-        die("give --source, --list, and positive --threads/--reads", NULL);
+    if (!source || !list || threads < 1 || reads < 1 || scan_read == 0)
+        die("give --source, --list, and positive --threads/--reads/--scan-read-mib", NULL);
     FILE *f = fopen(list, "r");
     if (!f)
         die("cannot read the list", list);
@@ -307,7 +318,7 @@ int main(int argc, char **argv)
             if (at + read_size > objs[i].size)
                 at = objs[i].size > read_size ? objs[i].size - read_size : 0;
             double s = now_s();
-            int64_t k = read_range(&objs[i], ops[i].h, ops[i].fd, &ht, buf, read_size, at);
+            int64_t k = read_range(&objs[i], ops[i].h, ops[i].fd, &ht, buf, read_size, at, 0);
             lat[r] = (now_s() - s) * 1000;
             if (k <= 0)
                 atomic_fetch_add(&errors, 1);
