@@ -72,6 +72,8 @@ typedef struct srv_conf {
     char log_level[16];
     char cluster[4096];       /* --cluster NAME=host:port,...[;NAME=...] */
     char cluster_secret[256]; /* --cluster-secret */
+    char cluster_secret_file[1024];
+    int64_t cluster_dns_interval_ms;
 } srv_conf;
 
 /* Loads the options: defaults, --config FILE, then the flags (argv[0] is

@@ -97,7 +97,13 @@ static const cfg_opt srv_opts[] = {
      O(cluster), 0, 0, false, false},
     {"cluster-secret", CFG_STR, NULL,
      "the secret the servers of a cluster share: work units are taken only from a server that sends it (required with --cluster, and on every worker)",
-     O(cluster_secret), 0, 0, false, false},
+     O(cluster_secret), 0, 0, true, false},
+    {"cluster-secret-file", CFG_STR, NULL,
+     "read --cluster-secret from this file (its first line), e.g. a mounted Secret",
+     O(cluster_secret_file), 0, 0, false, false},
+    {"cluster-dns-interval-ms", CFG_INT, "10000",
+     "how often a NAME=dns:SRV-NAME cluster's name is resolved again (servers that joined or left; the DNS server is RINGCACHE_DNS_SERVER's, else /etc/resolv.conf's)",
+     O(cluster_dns_interval_ms), 100, 3600000, false, false},
     {"log-level", CFG_STR, "info", "error, warn, info or debug", O(log_level), 0, 0, false, false},
 };
 

@@ -338,7 +338,13 @@ struct srv {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     srv_cache *cache;
-    dist_clusters clusters; /* --cluster, members marked local after binding */
+    /* --cluster (srv_cluster.c): the set queries see, swapped whole under mu
+     * when a dns: name resolves to other members; this server's addresses */
+    struct srv_clset *clset;
+    struct srv_cldns *cldns;
+    int n_cldns;
+    char **selves;
+    int n_selves;
     srv_query *running;
     int n_running; /* counted in max_concurrent_queries */
     srv_session *sessions;
@@ -358,6 +364,19 @@ struct srv {
     int m_base;      /* index of the first metric */
     int m_code_base; /* failures by code */
 };
+
+/* ---- clusters (srv_cluster.c) ------------------------------------------------------------ */
+
+typedef struct srv_clset srv_clset;
+/* Builds the set of --cluster once the HTTP port is bound and starts resolving
+ * its dns: clusters on s->base (loop thread). 0 or -errno with err. */
+int srv_clusters_start(srv *s, int port, char *err, size_t errlen);
+/* Stops the resolution and drops the set (loop thread, after the queries). */
+void srv_clusters_stop(srv *s);
+/* The current set with a reference (NULL: no --cluster); any thread. */
+srv_clset *srv_clusters_get(srv *s);
+void srv_clusters_put(srv_clset *c);
+const dist_clusters *srv_clset_clusters(const srv_clset *c);
 
 /* Metrics (indices from m_base); counters unless said. */
 enum {

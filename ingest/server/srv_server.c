@@ -15,6 +15,8 @@
  */
 #include "srv_int.h"
 
+#include "config.h"
+
 #include "merge.h"
 #include "rs_rc.h"
 
@@ -771,17 +773,26 @@ int srv_create(srv **out, const srv_conf *conf, char *err, size_t errlen)
     if (conf->port_file[0] &&
         (rc = write_port_file(conf->port_file, httpd_server_port(s->http), err, errlen)) < 0)
         goto fail;
+    if (s->conf.cluster_secret_file[0]) {
+        if (s->conf.cluster_secret[0]) {
+            snprintf(err, errlen, "give --cluster-secret or --cluster-secret-file, not both");
+            rc = -EINVAL;
+            goto fail;
+        }
+        if ((rc = cfg_read_secret_line(s->conf.cluster_secret_file, "cluster secret file",
+                                       "--cluster-secret-file", s->conf.cluster_secret,
+                                       sizeof(s->conf.cluster_secret), err, errlen)) < 0)
+            goto fail;
+    }
     if (conf->cluster[0]) {
         /* the member that is this server: its listen address and bound port */
-        char self[300];
-        snprintf(self, sizeof(self), strchr(conf->listen, ':') ? "[%s]:%d" : "%s:%d", conf->listen,
-                 httpd_server_port(s->http));
-        if ((rc = dist_clusters_parse(&s->clusters, conf->cluster, self, err, errlen)) < 0)
+        if ((rc = srv_clusters_start(s, httpd_server_port(s->http), err, errlen)) < 0)
             goto fail;
-        if (!conf->cluster_secret[0]) {
-            snprintf(err, errlen,
-                     "--cluster needs --cluster-secret: the servers of a cluster "
-                     "take work units only from servers that hold it");
+        if (!s->conf.cluster_secret[0]) {
+            snprintf(
+                err, errlen,
+                "--cluster needs --cluster-secret (or --cluster-secret-file): the servers of a cluster "
+                "take work units only from servers that hold it");
             rc = -EINVAL;
             goto fail;
         }
@@ -992,7 +1003,7 @@ void srv_destroy(srv **ps)
     free(s->threads);
     free(s->merging);
     srv_users_destroy(&s->users);
-    dist_clusters_free(&s->clusters);
+    srv_clusters_stop(s);
     if (s->tls)
         SSL_CTX_free(s->tls);
     if (s->base)
