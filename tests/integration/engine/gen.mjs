@@ -68,6 +68,8 @@ writeFileSync(`${D}/bad_value.csv`, 'a,b\n1,2\n3,4\nzz,5\n');
 mkdirSync(join(D, 'mixed'), { recursive: true });
 await con.run(`COPY (SELECT Id, Score FROM posts LIMIT 10) TO '${D}/mixed/a.parquet' (FORMAT parquet)`);
 await con.run(`COPY (SELECT Id FROM posts LIMIT 10) TO '${D}/mixed/b.parquet' (FORMAT parquet)`);
+// a Parquet LIST column (DuckDB's list): refused by name, as Array columns are
+await con.run(`COPY (SELECT Id, [Id, Score] AS L FROM posts LIMIT 10) TO '${D}/list.parquet' (FORMAT parquet)`);
 
 // decimals: DECIMAL(12,2) and (4,1) and (9,3) as INT64 / INT32, (30,4) as
 // FIXED_LEN_BYTE_ARRAY, with NULLs; a glob of three files, one of them empty; one row
