@@ -66,6 +66,7 @@ typedef struct srv_conf {
     int64_t background_pool_size;
     bool background_merges;
     int64_t merge_interval_ms;
+    int64_t merge_memory; /* bytes the background merges may hold; 0: none */
     char tls_cert[1024];
     char tls_key[1024];
     char display_name[256];

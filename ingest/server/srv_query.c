@@ -17,7 +17,6 @@
  */
 #include "srv_int.h"
 
-#include "rs_rc.h"
 #include "sql_admin.h"
 
 #include <ctype.h>
@@ -254,9 +253,11 @@ int srv_run_engine_input(srv_query *q, const char *sql, size_t len, eng_input_fn
     ctx.cancel = &q->cancel;
     ctx.mem_parent = &s->mem;
     ctx.live = &q->live;
-    ctx.list_s3 = rs_rc_list;
-    ctx.open_s3 = rs_rc_open_key;
-    ctx.s3_impl = q->cache->rc;
+    q->s3io = (srv_s3io){q->cache->rc, &s->s3};
+    ctx.list_s3 = srv_s3_list;
+    ctx.open_s3 = srv_s3_open;
+    ctx.s3_impl = &q->s3io;
+    ctx.s3_as = srv_s3_as;
     if (s->wh_set) {
         srv_wh_for(s, q->cache->rc, &q->wh);
         ctx.warehouse = &q->wh;
