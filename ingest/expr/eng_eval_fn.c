@@ -355,6 +355,7 @@ static int eval_strfn(ex_ectx *c, const bx *e, ex_vec *a, int na, uint32_t n, ex
         case F_EMPTY: out->i[r] = l == 0; continue;
         case F_NOTEMPTY: out->i[r] = l != 0; continue;
         case F_XXHASH64: out->i[r] = (int64_t)XXH64(s, l, 0); continue;
+        case F_CITYHASH64: out->i[r] = (int64_t)bx_cityhash64(s, l); continue;
         default: break;
         }
         (void)tmp;
@@ -886,7 +887,8 @@ int bx_eval_fn(ex_ectx *c, const bx *e, ex_vec *a, int na, uint32_t n, ex_vec *o
     case F_REVERSE:
     case F_EMPTY:
     case F_NOTEMPTY:
-    case F_XXHASH64: return eval_strfn(c, e, a, na, n, out);
+    case F_XXHASH64:
+    case F_CITYHASH64: return eval_strfn(c, e, a, na, n, out);
     case F_SIPHASH64: {
         if (bx_out_new(c, out, e->t, n, a, na) < 0)
             return -ENOMEM;

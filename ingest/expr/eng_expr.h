@@ -83,6 +83,7 @@ typedef enum bx_fn {
     F_FMT_TIMEDELTA,
     F_XXHASH64,
     F_SIPHASH64,
+    F_CITYHASH64,
     F_TOSTARTOF,      /* unit: BX_U_* */
     F_DATEPART,       /* unit: BX_P_* */
     F_DATEADD,        /* a[0] amount, a[1] date; unit BX_U_*; negated: subtract */

@@ -18,6 +18,10 @@ int bx_eval_fn(ex_ectx *c, const bx *e, ex_vec *a, int na, uint32_t n, ex_vec *o
 
 /* SipHash-2-4 of m with the key (k0, k1); sipHash64 uses the key 0. */
 uint64_t bx_siphash24(uint64_t k0, uint64_t k1, const uint8_t *m, size_t len);
+/* CityHash64 of version 1.0.2, as ClickHouse's cityHash64 (eng_cityhash.c), and
+ * the mix of two 64-bit values into one it uses (its Hash128to64). */
+uint64_t bx_cityhash64(const uint8_t *s, size_t len);
+uint64_t bx_city_hash128to64(uint64_t lo, uint64_t hi);
 
 /* out is allocated (n rows, nulls merged); e->t is EX_DECIMAL. Fills the
  * values of F_ADD .. F_MOD, F_NEG, F_ABS, F_ROUND. 0 or -errno (err filled). */

@@ -576,6 +576,7 @@ static const struct fn_def {
     {"formatReadableTimeDelta", F_FMT_TIMEDELTA, 1, 1, false},
     {"xxHash64", F_XXHASH64, 1, 1, false},
     {"sipHash64", F_SIPHASH64, 1, 1, false},
+    {"cityHash64", F_CITYHASH64, 1, 1, false},
     {"toStartOfSecond", F_TOSTARTOF, 1, 1, false},
     {"toStartOfMinute", F_TOSTARTOF, 1, 1, false},
     {"toStartOfFiveMinutes", F_TOSTARTOF, 1, 1, false},
@@ -1212,11 +1213,13 @@ static bx *bind_fn_more(binder *b, const sql_node *n, int fn, bx **a, int na)
     case F_NOTEMPTY:
     case F_XXHASH64:
     case F_SIPHASH64:
+    case F_CITYHASH64:
         if (!str_arg(b, n, a, 0, false))
             goto fail;
-        t = fn == F_EMPTY || fn == F_NOTEMPTY       ? t_u8()
-            : fn == F_XXHASH64 || fn == F_SIPHASH64 ? (ex_type){.kind = EX_UINT, .bits = 64}
-                                                    : (ex_type){.kind = EX_STRING};
+        t = fn == F_EMPTY || fn == F_NOTEMPTY ? t_u8()
+            : fn == F_XXHASH64 || fn == F_SIPHASH64 || fn == F_CITYHASH64
+                ? (ex_type){.kind = EX_UINT, .bits = 64}
+                : (ex_type){.kind = EX_STRING};
         break;
     case F_FMT_SIZE:
     case F_FMT_QUANTITY:
@@ -2044,6 +2047,49 @@ static bx *bind_date_add(binder *b, const sql_node *at, int unit, bool neg, cons
     return fold(b, e);
 }
 
+/* toUnixTimestamp(x [, 'UTC']): the seconds of x as a DateTime (a String is
+ * parsed as toDateTime does, a Date is its midnight, a DateTime64 loses its
+ * fraction), as UInt32, wrapping as ClickHouse's does outside 1970..2106. */
+static bx *bind_unix_timestamp(binder *b, const sql_node *n, bmode mode)
+{
+    if (n->nargs < 1 || n->nargs > 2) {
+        berr(b, n,
+             "function toUnixTimestamp takes 1 or 2 arguments (a date and a time zone), "
+             "not %d",
+             n->nargs);
+        return NULL;
+    }
+    if (n->nargs == 2 && (n->args[1]->kind != SQL_STRING || n->args[1]->slen != 3 ||
+                          memcmp(n->args[1]->s, "UTC", 3) != 0)) {
+        berr(b, n->args[1], "toUnixTimestamp: time zones other than 'UTC' are not supported");
+        return NULL;
+    }
+    bx *x = bind(b, n->args[0], mode);
+    if (!x)
+        return NULL;
+    uint8_t k = x->t.kind;
+    if (k != EX_STRING && k != EX_DATE && k != EX_DATETIME && k != EX_NOTHING) {
+        char tn[64];
+        ex_type_name(&x->t, tn, sizeof(tn));
+        bx_free(b->mem, x);
+        berr(b, n->args[0],
+             "illegal type %s of the argument of toUnixTimestamp(): it takes a String, a Date "
+             "or a DateTime",
+             tn);
+        return NULL;
+    }
+    bool nul = x->t.nullable || k == EX_NOTHING;
+    bx *a[1] = {x};
+    bx *dt = k == EX_DATETIME && x->t.scale == 0
+                 ? x
+                 : bx_fn_new(b, F_CAST, (ex_type){.kind = EX_DATETIME, .nullable = nul}, a, 1);
+    if (!dt)
+        return NULL;
+    bx *a2[1] = {dt};
+    return fold(
+        b, bx_fn_new(b, F_CAST, (ex_type){.kind = EX_UINT, .bits = 32, .nullable = nul}, a2, 1));
+}
+
 /* Calls that are rewritten rather than bound as written: dateAdd(unit, n,
  * d), date +/- INTERVAL, nullIf, and the conversions toT / toTOrZero /
  * toTOrNull / toDateTime64(x, s) (as CASTs). *handled says whether n was one. */
@@ -2151,6 +2197,8 @@ static bx *bind_special(binder *b, const sql_node *n, bmode mode, bool *handled)
         }
         return bind_fn(b, &call, mode, F_MULTIIF, a, 3);
     }
+    if (strcmp(n->s, "toUnixTimestamp") == 0)
+        return bind_unix_timestamp(b, n, mode);
     /* conversions */
     size_t l = strlen(n->s);
     int mode_or = 0;
@@ -2170,11 +2218,18 @@ static bx *bind_special(binder *b, const sql_node *n, bmode mode, bool *handled)
     }
     ex_type t;
     bool dt64 = strcmp(tn, "DateTime64") == 0;
-    if (!dt64 && (eng_parse_type(tn, &t) < 0 || strchr(tn, '(') || tn[0] < 'A' || tn[0] > 'Z')) {
+    /* toDecimal32/64/128/256(x, S): Decimal(9/18/38/76, S) */
+    int dec_prec = strcmp(tn, "Decimal32") == 0    ? 9
+                   : strcmp(tn, "Decimal64") == 0  ? 18
+                   : strcmp(tn, "Decimal128") == 0 ? 38
+                   : strcmp(tn, "Decimal256") == 0 ? 76
+                                                   : 0;
+    if (!dt64 && !dec_prec &&
+        (eng_parse_type(tn, &t) < 0 || strchr(tn, '(') || tn[0] < 'A' || tn[0] > 'Z')) {
         *handled = false;
         return NULL;
     }
-    int want = dt64 ? 2 : 1;
+    int want = dt64 || dec_prec ? 2 : 1;
     if (n->nargs != want && !(dt64 && n->nargs == 3)) {
         berr(b, n, "function %s takes %d argument%s, not %d", n->s, want, want == 1 ? "" : "s",
              n->nargs);
@@ -2187,6 +2242,28 @@ static bx *bind_special(binder *b, const sql_node *n, bmode mode, bool *handled)
             return NULL;
         }
         t = (ex_type){.kind = EX_DATETIME, .scale = (uint8_t)sc->u};
+    }
+    if (dec_prec) {
+        const sql_node *sc = n->args[1];
+        if (dec_prec == 76) {
+            berr(b, n,
+                 "%s is not supported: this engine holds Decimal values in 64 bits; use "
+                 "toDecimal64 or toDecimal128 (values of up to 18 digits)",
+                 n->s);
+            return NULL;
+        }
+        if (sc->kind != SQL_INT || sc->negated || sc->u > (uint64_t)dec_prec) {
+            berr(b, sc, "the scale of %s must be a constant from 0 to %d", n->s, dec_prec);
+            return NULL;
+        }
+        if (sc->u > 18) {
+            berr(b, sc,
+                 "a scale of %llu is not supported: this engine holds Decimal values in 64 bits "
+                 "(scales of 0 to 18)",
+                 (unsigned long long)sc->u);
+            return NULL;
+        }
+        t = ex_decimal_type(dec_prec, (int)sc->u, false);
     }
     bx *x = bind(b, n->args[0], mode);
     if (!x)

@@ -217,6 +217,11 @@ static int pq__schema(pq_file *f, char *err, size_t errlen)
         /* A child with children of its own: find and name it. */
         for (uint32_t i = 1; i < m->n_schema; i++) {
             const pq__schema_el *el = &m->schema[i];
+            if (el->num_children > 0 && el->converted_type == 3) /* LIST */
+                return pq__ferr(err, errlen, -ENOTSUP,
+                                "%s: column '%s' is a LIST: Array columns in Parquet are not "
+                                "supported (flatten it, e.g. with unnest, before reading)",
+                                name, el->name ? el->name : "");
             if (el->num_children > 0)
                 return pq__ferr(err, errlen, -ENOTSUP,
                                 "%s: column '%s' is nested (a group of %d fields); only flat "
@@ -245,8 +250,8 @@ static int pq__schema(pq_file *f, char *err, size_t errlen)
                             name, cn);
         if (el->repetition == PQ__REPEATED)
             return pq__ferr(err, errlen, -ENOTSUP,
-                            "%s: column '%s' is REPEATED (a list); only flat schemas are "
-                            "supported",
+                            "%s: column '%s' is REPEATED (a list): Array columns in Parquet "
+                            "are not supported",
                             name, cn);
         if (el->type > PQ_FIXED_LEN_BYTE_ARRAY)
             return pq__ferr(err, errlen, -ENOTSUP,

@@ -28,6 +28,9 @@ export function sqlfnCases(P, Q, D) {
       '-', "LIKE's _ matches any byte in both; DuckDB escapes it here only to keep the same rows: 'User_1%' starts every such name"],
     ['distinct_nulls', `SELECT DISTINCT OwnerUserId % 3 AS k, Title IS NULL FROM ${P}`,
       `SELECT DISTINCT OwnerUserId % 3 AS k, (Title IS NULL)::INT FROM ${Q}`, 'sorted', 'NULL is one distinct value'],
+    // toUnixTimestamp of a DateTime column (DuckDB's epoch of the same TIMESTAMP)
+    ['unix_timestamp', `SELECT Id, toUnixTimestamp(CreationDate), toUnixTimestamp(toDate(CreationDate)) FROM ${P} WHERE Id < 500 ORDER BY Id`,
+      `SELECT Id, epoch(CreationDate)::BIGINT, epoch(CreationDate::DATE)::BIGINT FROM ${Q} WHERE Id < 500 ORDER BY Id`, 'exact'],
     ['distinct_glob', `SELECT DISTINCT PostTypeId FROM ${G} ORDER BY PostTypeId`,
       `SELECT DISTINCT PostTypeId FROM ${GQ} ORDER BY PostTypeId`],
     ['distinct_empty', `SELECT DISTINCT Title FROM ${P} WHERE Id < 0`, `SELECT DISTINCT Title FROM ${Q} WHERE Id < 0`, 'sorted'],

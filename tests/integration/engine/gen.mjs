@@ -68,6 +68,8 @@ writeFileSync(`${D}/bad_value.csv`, 'a,b\n1,2\n3,4\nzz,5\n');
 mkdirSync(join(D, 'mixed'), { recursive: true });
 await con.run(`COPY (SELECT Id, Score FROM posts LIMIT 10) TO '${D}/mixed/a.parquet' (FORMAT parquet)`);
 await con.run(`COPY (SELECT Id FROM posts LIMIT 10) TO '${D}/mixed/b.parquet' (FORMAT parquet)`);
+// a Parquet LIST column (DuckDB's list): refused by name, as Array columns are
+await con.run(`COPY (SELECT Id, [Id, Score] AS L FROM posts LIMIT 10) TO '${D}/list.parquet' (FORMAT parquet)`);
 
 // decimals: DECIMAL(12,2) and (4,1) and (9,3) as INT64 / INT32, (30,4) as
 // FIXED_LEN_BYTE_ARRAY, with NULLs; a glob of three files, one of them empty; one row
@@ -203,6 +205,9 @@ const cases = [
     `SELECT count(*) FROM ${DQ} WHERE Qty > Small AND Price < Big`, 'exact'],
   ['dec_order', `SELECT Id, Big, Price FROM ${DP} ORDER BY Big DESC NULLS LAST, Id LIMIT 12`,
     `SELECT Id, Big, Price FROM ${DQ} ORDER BY Big DESC NULLS LAST, Id LIMIT 12`, 'exact'],
+  // toDecimal*(x, S) widening an integer or a Decimal (exact in both: no digits dropped)
+  ['dec_to_decimal', `SELECT Id, toDecimal64(Id, 3), toDecimal128(Qty, 5), toDecimal64(Small, 2) FROM ${DP} WHERE Id < 300 ORDER BY Id`,
+    `SELECT Id, Id::DECIMAL(18,3), Qty::DECIMAL(38,5), Small::DECIMAL(18,2) FROM ${DQ} WHERE Id < 300 ORDER BY Id`, 'exact'],
   ['dec_avg', `SELECT avg(Price), avg(Qty), avg(Big), avg(Small) FROM ${DP}`,
     `SELECT avg(Price)::DOUBLE, avg(Qty)::DOUBLE, avg(Big)::DOUBLE, avg(Small)::DOUBLE FROM ${DQ}`, '-', 'avg of a Decimal is Float64'],
   ['dec_null_sum', `SELECT sum(Qty), count() FROM ${DP} WHERE Qty IS NULL`,

@@ -136,6 +136,9 @@ static void test_malformed_inputs_name_file_and_place(void **state)
     expect_error(sql, "column 'Score' is missing from", "b.parquet", NULL);
     snprintf(sql, sizeof(sql), "SELECT count() FROM file('%s/nothing_here_*.parquet')", dir);
     expect_error(sql, "no files match", NULL);
+    snprintf(sql, sizeof(sql), "SELECT Id FROM file('%s/list.parquet')", dir);
+    expect_error(sql, "list.parquet", "column 'L' is a LIST",
+                 "Array columns in Parquet are not supported", NULL);
 }
 
 static void test_sql_errors_point_at_the_place(void **state)

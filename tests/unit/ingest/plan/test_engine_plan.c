@@ -200,6 +200,15 @@ static void test_bind_errors(void **state)
     bind_err("SELECT CAST(i AS Int33) FROM file('x')", "unknown type 'Int33'");
     bind_err("SELECT sum(s) FROM file('x')", "sum()");
     bind_err("SELECT i FROM file('x') GROUP BY 3", "position 3 is out of range");
+    bind_err("SELECT toDecimal32(i, 10) FROM file('x')",
+             "the scale of toDecimal32 must be a constant from 0 to 9");
+    bind_err("SELECT toDecimal128(i, 20) FROM file('x')", "a scale of 20 is not supported");
+    bind_err("SELECT toDecimal256(i, 2) FROM file('x')", "toDecimal256 is not supported");
+    bind_err("SELECT toDecimal64(i) FROM file('x')", "toDecimal64 takes 2 arguments, not 1");
+    bind_err("SELECT toUnixTimestamp(i) FROM file('x')",
+             "illegal type Nullable(Int64) of the argument of toUnixTimestamp()");
+    bind_err("SELECT toUnixTimestamp(d, 'Asia/Tokyo') FROM file('x')",
+             "time zones other than 'UTC' are not supported");
 }
 
 static void expect3(const char *expr, const char *one)
@@ -264,6 +273,68 @@ static void test_eval_functions(void **state)
                 0xa129ca6149be45e5ull);
 }
 
+/* cityHash64 is CityHash 1.0.2 (not 1.1's values): ClickHouse's documented
+ * cityHash64('Moscow'), and the values ClickHouse gives for inputs of every
+ * length case (0..3, 4..8, 9..16, 17..32, 33..64, over 64 bytes: one round,
+ * several rounds), as go-faster/city's corpus records them from ClickHouse. */
+static void test_cityhash64(void **state)
+{
+    (void)state;
+    expect3("cityHash64('Moscow')", "12507901496292878638");
+    expect3("cityHash64('')", "11160318154034397263");
+    /* toUnixTimestamp: ClickHouse's documented 2017-11-05 08:07:47 in UTC */
+    expect3("toUnixTimestamp('2017-11-05 08:07:47')", "1509869267");
+    expect3("toUnixTimestamp(toDateTime('2017-11-05 08:07:47'), 'UTC')", "1509869267");
+    expect3("toUnixTimestamp(toDate('1970-01-02'))", "86400");
+    expect3("toUnixTimestamp(toDateTime64('2017-11-05 08:07:47.789', 3))", "1509869267");
+    expect("toUnixTimestamp(toDateTime('2020-01-01 00:00:00') + INTERVAL i SECOND)",
+           "1577836801|\\N|1577836793");
+    /* toDecimal32/64/128(x, S): ClickHouse's documented values (excess digits truncated) */
+    expect3("toDecimal32(toString(-1.111), 5)", "-1.111");
+    expect3("toDecimal32OrNull(toString(-1.111), 2)", "-1.11");
+    expect3("toDecimal64('12.345', 2)", "12.34");
+    expect3("toDecimal128(123, 2) * 2", "246");
+    expect3("toDecimal32OrZero('x', 2)", "0");
+    expect("toDecimal64(i, 1)", "1|\\N|-7");
+    expect("cityHash64(OwnerDisplayName) = cityHash64('Bob')", "1|1|0");
+    static const struct {
+        const char *in;
+        uint64_t h;
+    } v[] = {
+        {"", 11160318154034397263ull},
+        {"a", 2603192927274642682ull},
+        {"ab", 1725057946192985918ull},
+        {"abc", 4220206313085259313ull},
+        {"abcd", 17823623939509273229ull},
+        {"abcdefgh", 4864636163090995991ull},
+        {"abcdefghi", 7406163328168016081ull},
+        {"ClickHouse", 12904064065176299341ull},
+        {"0123456789'01234", 342587571233817010ull},
+        {"0123456789=012345", 9851079735554060767ull},
+        {"size:  a.out:  bad magic", 50265519040903215ull},
+        {"Nepal premier won't resign.", 2758531837809990903ull},
+        {"!YruL!hdfIjEzXNb-uP+@ ^Q?pwK*?=k,)J", 8764260547178480178ull},
+        {"inngL?!RLNROnX?#n+z)Ac^eIsFj+%*#rh*vlR.)CuUaTy=ax", 6315376271546870056ull},
+        {"oBMHMfbiZmMjah#M,o$dcDC(FApU*H!?fmKFGXtEjEOfA?#zYyKF_#svHEQSlDyDQylnx*w^StgATQ",
+         10663240751588130913ull},
+        {"ebzyE@)cuvGgoZ=@CIZohGLujuHk(e)PauZEemRSbKKSQ)+FaFeZMOHPf(wI-Ej(hH#CImRlgLSf@UZFyZ "
+         "D#,=B.oGMXwCr(X",
+         17619703291247162881ull},
+        {"#.cWiYWYW,WLhDQhS=iM-j$=$XDV+,QeBqAO,vkZHKEP-$=I(Lg(lgSG-BcqO-e*x@SY-IpOBYXorJ "
+         "B?kLHbui.EWSQz%J I+?fI!Y=oc "
+         "cgUHDNYDQ#+^XbZ_fX^iD^xUGJWrYBK!mxG@pfQM*NYG%Hhue@sVXfA,nalzA!lVSBjtOHpKmaRfEeFHRJGy%"
+         "ecEBOL*is(EZ+HEfhrXbS^=w))l*@Zq@m,$n(Mon",
+         17768715786773222123ull},
+    };
+    for (size_t k = 0; k < sizeof(v) / sizeof(v[0]); k++) {
+        uint64_t h = bx_cityhash64((const uint8_t *)v[k].in, strlen(v[k].in));
+        if (h != v[k].h)
+            fprintf(stderr, "cityHash64 of %zu bytes: %llu, ClickHouse %llu\n", strlen(v[k].in),
+                    (unsigned long long)h, (unsigned long long)v[k].h);
+        assert_true(h == v[k].h);
+    }
+}
+
 /* The combinators' and the new aggregates' errors name the function and the
  * fix; a suggestion is given only when it means the same thing. */
 static void test_bind_aggregate_errors(void **state)
@@ -304,6 +375,7 @@ int main(void)
         cmocka_unit_test(test_bind_errors),
         cmocka_unit_test(test_bind_aggregate_errors),
         cmocka_unit_test(test_eval_functions),
+        cmocka_unit_test(test_cityhash64),
     };
     return cmocka_run_group_tests(tests, schema_setup, schema_teardown);
 }
