@@ -416,7 +416,6 @@ static void qlog_clear(srv_qlog *e)
     free(e->address);
     free(e->kind);
     free(e->log_comment);
-    free(e->initial_query_id);
     memset(e, 0, sizeof(*e));
 }
 
