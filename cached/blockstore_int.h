@@ -305,6 +305,10 @@ void bs__pool_destroy(bs_pool **p);
 void bs__pool_flush(bs_worker *w);
 /* Detach: takes w's not-started ops back out of the queue; returns them. */
 bs_op *bs__pool_steal(bs_pool *p, bs_worker *w);
+/* Unlinks the ops of w from the singly linked queue *head (caller holds the
+ * queue's lock), keeps the others in order and sets *tail to the last of them
+ * (NULL when none is left); returns w's ops in their order. */
+bs_op *bs__ops_take_worker(bs_op **head, bs_op **tail, const bs_worker *w);
 
 /* ---- the store ------------------------------------------------------------ */
 

@@ -263,22 +263,8 @@ void bs__region_unread(bs_store *s, uint32_t region)
 
 bs_op *bs__waiters_take(bs_store *s, bs_worker *w)
 {
-    bs_op *mine = NULL, **tail = &mine;
     pthread_mutex_lock(&s->alloc_lock);
-    bs_op **pp = &s->waiters;
-    s->waiters_tail = NULL;
-    while (*pp) {
-        bs_op *op = *pp;
-        if (op->w == w) {
-            *pp = op->next;
-            op->next = NULL;
-            *tail = op;
-            tail = &op->next;
-        } else {
-            s->waiters_tail = op;
-            pp = &op->next;
-        }
-    }
+    bs_op *mine = bs__ops_take_worker(&s->waiters, &s->waiters_tail, w);
     pthread_mutex_unlock(&s->alloc_lock);
     return mine;
 }

@@ -133,22 +133,28 @@ void bs__pool_flush(bs_worker *w)
 
 bs_op *bs__pool_steal(bs_pool *p, bs_worker *w)
 {
-    bs_op *mine = NULL, **tail = &mine;
     pthread_mutex_lock(&p->lock);
-    bs_op **pp = &p->head;
-    p->tail = NULL;
+    bs_op *mine = bs__ops_take_worker(&p->head, &p->tail, w);
+    pthread_mutex_unlock(&p->lock);
+    return mine;
+}
+
+bs_op *bs__ops_take_worker(bs_op **head, bs_op **tail, const bs_worker *w)
+{
+    bs_op *mine = NULL, **mine_tail = &mine;
+    bs_op **pp = head;
+    *tail = NULL;
     while (*pp) {
         bs_op *op = *pp;
         if (op->w == w) {
             *pp = op->next;
             op->next = NULL;
-            *tail = op;
-            tail = &op->next;
+            *mine_tail = op;
+            mine_tail = &op->next;
         } else {
-            p->tail = op;
+            *tail = op;
             pp = &op->next;
         }
     }
-    pthread_mutex_unlock(&p->lock);
     return mine;
 }

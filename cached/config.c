@@ -918,3 +918,31 @@ int cfg_format(const cfg_opt *opts, size_t n, const void *conf, char *buf, size_
         return -ENOSPC;
     return (int)w.len;
 }
+
+int cfg_read_secret_line(const char *path, const char *what, const char *flag, char *out,
+                         size_t cap, char *err, size_t errlen)
+{
+    char *text = NULL;
+    size_t len = 0;
+    int rc = cfg_read_file(path, 64u << 10, what, flag, &text, &len, err, errlen);
+    if (rc < 0)
+        return rc;
+    size_t line = strcspn(text, "\r\n");
+    rc = -EINVAL;
+    if (line == 0) {
+        cfg_errf(err, errlen, "the %s %s %s (write it on its first line)", what, path,
+                 len ? "has an empty first line" : "is empty");
+    } else if (line >= cap) {
+        cfg_errf(err, errlen,
+                 "the first line of the %s %s is longer than %zu bytes (it is one line of at "
+                 "most that)",
+                 what, path, cap - 1);
+    } else {
+        memcpy(out, text, line);
+        out[line] = '\0';
+        rc = 0;
+    }
+    explicit_bzero(text, len);
+    free(text);
+    return rc;
+}

@@ -144,6 +144,13 @@ void cfg_errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((for
  * 0. Returns 0 or a negative errno with a sentence in err. */
 int cfg_read_file(const char *path, size_t max, const char *what, const char *flag, char **out,
                   size_t *len, char *err, size_t errlen);
+
+/* A secret kept on the first line of a file (a mounted Secret ends it with a
+ * newline or not): copies that line into out (cap bytes with the NUL) and
+ * wipes what was read. 0, or a negative errno with a sentence in err naming
+ * the file and the fix: unreadable, empty first line, longer than cap - 1. */
+int cfg_read_secret_line(const char *path, const char *what, const char *flag, char *out,
+                         size_t cap, char *err, size_t errlen);
 int cfg_write_port_file(const char *path, int port, const char *what, const char *flag, char *err,
                         size_t errlen);
 

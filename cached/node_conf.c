@@ -13,7 +13,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <openssl/crypto.h>
 
 /* ---- the options ------------------------------------------------------------- */
 
@@ -205,30 +204,8 @@ static int read_peer_token(node_conf *conf, char *err, size_t errlen)
         cfg_errf(err, errlen, "give --peer-token or --peer-token-file, not both");
         return -EINVAL;
     }
-    char *text = NULL;
-    size_t len = 0;
-    int rc = cfg_read_file(conf->peer_token_file, 64u << 10, "peer token file", "--peer-token-file",
-                           &text, &len, err, errlen);
-    if (rc < 0)
-        return rc;
-    size_t line = strcspn(text, "\r\n");
-    rc = -EINVAL;
-    if (line == 0) {
-        cfg_errf(err, errlen, "the peer token file %s %s (write the token on its first line)",
-                 conf->peer_token_file, len ? "has an empty first line" : "is empty");
-    } else if (line >= sizeof(conf->peer_token)) {
-        cfg_errf(err, errlen,
-                 "the first line of the peer token file %s is longer than %zu bytes (a token is "
-                 "one line of at most that)",
-                 conf->peer_token_file, sizeof(conf->peer_token) - 1);
-    } else {
-        memcpy(conf->peer_token, text, line);
-        conf->peer_token[line] = '\0';
-        rc = 0;
-    }
-    OPENSSL_cleanse(text, len);
-    free(text);
-    return rc;
+    return cfg_read_secret_line(conf->peer_token_file, "peer token file", "--peer-token-file",
+                                conf->peer_token, sizeof(conf->peer_token), err, errlen);
 }
 
 int node_conf_load(node_conf *conf, int argc, char **argv, char *err, size_t errlen)

@@ -52,6 +52,14 @@ struct node_fill {
     uint64_t index;
     uint32_t got;     /* bytes S3 delivered into buf */
     bool had_waiters; /* a GET asked (not only a WARM) */
+    bool finished;    /* its part of the S3 GET is over (done or failed) */
+    /* a run: one S3 GET for this block and the ones after it. The first fill
+     * (the GET's) links the others in block order; rx is the one receiving
+     * S3's bytes now. Each fill of a run is its own table entry, so each
+     * block is still filled once however many ask. */
+    node_fill *run_next;
+    node_fill *rx;
+    uint64_t run_len; /* the first fill: the bytes of the whole run */
     int rcp_code;
     char message[2048];
 };
@@ -137,38 +145,15 @@ static void fill_stored(void *arg, int rc)
     pthread_mutex_unlock(&n->fills->lock);
 }
 
-static void fill_got(const s3_error *err, const s3_get_result *res, void *arg)
+/* f's part of the S3 GET is over: its bytes are whole (err->code 0) or it
+ * failed; its waiters are told and a whole block is stored. The GET's
+ * reference to f is not dropped here (fill_got does, for the run). */
+static void fill_finish(node_fill *f, const s3_error *err)
 {
-    node_fill *f = arg;
     node *n = f->n;
     node_worker *w = f->owner;
-    if (err->code == 0 && res->bytes != f->block_len) {
-        /* the object is not the size the client pinned: another version */
-        s3_error e2 = *err;
-        e2.code = -ESTALE;
-        snprintf(e2.message, sizeof(e2.message),
-                 "s3://%s/%.300s is %llu bytes, not the %llu the request was pinned to",
-                 f->obj.bucket, f->obj.key, (unsigned long long)res->object_size,
-                 (unsigned long long)f->obj.size);
-        fill_got(&e2, res, arg);
-        return;
-    }
-    if (err->code && err->http_status == 416) {
-        /* a range inside the pinned size is outside the object now: it is
-         * another, shorter version (servers that ignore If-Match say so) */
-        s3_error e2 = *err;
-        e2.code = -ESTALE;
-        e2.http_status = 412;
-        snprintf(e2.message, sizeof(e2.message),
-                 "s3://%s/%.300s is shorter than the %llu bytes the request was pinned to "
-                 "(it changed)",
-                 f->obj.bucket, f->obj.key, (unsigned long long)f->obj.size);
-        fill_got(&e2, res, arg);
-        return;
-    }
-    if (err->code == 0)
-        node__count(w, NM_S3_GET_BYTES, res->bytes);
-    else if (err->code != -ECANCELED)
+    f->finished = true;
+    if (err->code != 0 && err->code != -ECANCELED)
         node__count(w, err->code == -ESTALE ? NM_VERSION_CHANGED : NM_S3_ERRORS, 1);
     pthread_mutex_lock(&n->fills->lock);
     bool store = false;
@@ -187,7 +172,7 @@ static void fill_got(const s3_error *err, const s3_get_result *res, void *arg)
             else
                 snprintf(f->message, sizeof(f->message), "%s", err->message);
             /* out of the table: the next request tries again. The S3 GET's
-             * reference (dropped below) keeps f alive until then. */
+             * reference (dropped by fill_got) keeps f alive until then. */
             if (fill_remove_locked(n->fills, f))
                 f->ref--;
         }
@@ -209,8 +194,42 @@ static void fill_got(const s3_error *err, const s3_get_result *res, void *arg)
     } else if (store) {
         fill_stored(f, -ESHUTDOWN);
     }
+}
+
+/* The S3 GET of a run ended: the fills whose bytes did not all come fail
+ * with its error (or as another version, when S3 answered short). */
+static void fill_got(const s3_error *err, const s3_get_result *res, void *arg)
+{
+    node_fill *lead = arg;
+    node *n = lead->n;
+    s3_error e = *err;
+    if (err->code == 0 && res->bytes != lead->run_len) {
+        /* the object is not the size the client pinned: another version */
+        e.code = -ESTALE;
+        snprintf(e.message, sizeof(e.message),
+                 "s3://%s/%.300s is %llu bytes, not the %llu the request was pinned to",
+                 lead->obj.bucket, lead->obj.key, (unsigned long long)res->object_size,
+                 (unsigned long long)lead->obj.size);
+    } else if (err->code && err->http_status == 416) {
+        /* a range inside the pinned size is outside the object now: it is
+         * another, shorter version (servers that ignore If-Match say so) */
+        e.code = -ESTALE;
+        e.http_status = 412;
+        snprintf(e.message, sizeof(e.message),
+                 "s3://%s/%.300s is shorter than the %llu bytes the request was pinned to "
+                 "(it changed)",
+                 lead->obj.bucket, lead->obj.key, (unsigned long long)lead->obj.size);
+    }
+    if (e.code == 0)
+        node__count(lead->owner, NM_S3_GET_BYTES, res->bytes);
+    for (node_fill *f = lead; f; f = f->run_next)
+        if (!f->finished)
+            fill_finish(f, &e);
     pthread_mutex_lock(&n->fills->lock);
-    fill_unref_locked(f); /* the S3 GET's reference */
+    for (node_fill *f = lead, *next; f; f = next) {
+        next = f->run_next;
+        fill_unref_locked(f); /* the S3 GET's reference */
+    }
     pthread_mutex_unlock(&n->fills->lock);
 }
 
@@ -236,22 +255,46 @@ static void fill_deadline_cb(evutil_socket_t fd, short what, void *arg)
     pthread_mutex_unlock(&n->fills->lock);
 }
 
-/* S3 delivers a fill's bytes here (the S3 client's thread is the owner's).
- * A fill that timed out, or whose every waiter left, stops its S3 request
- * at the next bytes instead of downloading a block nobody waits for. */
+/* Nobody waits for f or any fill after it in its run (under the lock). */
+static bool run_abandoned_locked(const node_fill *f)
+{
+    if (f->state == FILL_RUNNING && !(f->had_waiters && !f->waiters))
+        return false;
+    for (const node_fill *g = f->run_next; g; g = g->run_next)
+        if (g->state == FILL_RUNNING && (g->waiters || !g->had_waiters))
+            return false;
+    return true;
+}
+
+/* S3 delivers a run's bytes here (the S3 client's thread is the owner's), in
+ * order: each fill of the run takes its block's, and is finished as soon as
+ * they are whole, not at the end of the run. A run whose every remaining
+ * fill timed out, or lost every waiter, stops its S3 request at the next
+ * bytes instead of downloading blocks nobody waits for. */
 static int fill_data(const void *data, size_t len, void *arg)
 {
-    node_fill *f = arg;
-    node *n = f->n;
-    pthread_mutex_lock(&n->fills->lock);
-    bool abandoned = f->state != FILL_RUNNING || (f->had_waiters && !f->waiters);
-    pthread_mutex_unlock(&n->fills->lock);
-    if (abandoned)
-        return -ECANCELED;
-    if (len > f->block_len - f->got)
-        return -EMSGSIZE;
-    memcpy(f->buf->data + f->got, data, len);
-    f->got += (uint32_t)len;
+    node_fill *lead = arg;
+    node *n = lead->n;
+    const uint8_t *p = data;
+    while (len > 0) {
+        node_fill *f = lead->rx;
+        if (!f)
+            return -EMSGSIZE;
+        pthread_mutex_lock(&n->fills->lock);
+        bool abandoned = run_abandoned_locked(f);
+        pthread_mutex_unlock(&n->fills->lock);
+        if (abandoned)
+            return -ECANCELED;
+        size_t k = f->block_len - f->got < len ? f->block_len - f->got : len;
+        memcpy(f->buf->data + f->got, p, k);
+        f->got += (uint32_t)k;
+        p += k;
+        len -= k;
+        if (f->got == f->block_len) {
+            lead->rx = f->run_next;
+            fill_finish(f, &(s3_error){0});
+        }
+    }
     return 0;
 }
 
@@ -261,6 +304,44 @@ size_t node_fill_active(node_fills *t)
     size_t k = t->active;
     pthread_mutex_unlock(&t->lock);
     return k;
+}
+
+/* A new running fill of block id (block_len bytes, table key k), in the table
+ * with no waiter, its references the table's and the S3 GET's; NULL when out
+ * of memory. Under the lock. */
+static node_fill *fill_new_locked(node_worker *w, const bkey_id *id, uint32_t block_len, bkey k)
+{
+    node *n = w->n;
+    node_fills *t = n->fills;
+    node_fill *f = calloc(1, sizeof(*f));
+    if (!f)
+        return NULL;
+    f->n = n;
+    f->owner = w;
+    f->key = k;
+    f->block_len = block_len;
+    f->obj.size = id->object_size;
+    f->index = id->index;
+    f->buf = node_buf_new(block_len);
+    f->deadline = evtimer_new(w->base, fill_deadline_cb, f);
+    if (!f->buf || !f->deadline ||
+        bkey_field_set(f->obj.tenant, sizeof(f->obj.tenant), id->tenant, id->tenant_len) ||
+        bkey_field_set(f->obj.bucket, sizeof(f->obj.bucket), id->bucket, id->bucket_len) ||
+        bkey_field_set(f->obj.key, sizeof(f->obj.key), id->key, id->key_len) ||
+        bkey_field_set(f->obj.version, sizeof(f->obj.version), id->version, id->version_len)) {
+        node_buf_unref(f->buf);
+        if (f->deadline)
+            event_free(f->deadline);
+        free(f);
+        return NULL;
+    }
+    f->ref = 2; /* the table and the S3 GET */
+    f->in_table = true;
+    size_t b = fill_bucket(t, k);
+    f->hnext = t->table[b];
+    t->table[b] = f;
+    t->active++;
+    return f;
 }
 
 int node_fill_join(node_worker *w, const node_fill_args *a, node_fill **joined)
@@ -326,31 +407,9 @@ int node_fill_join(node_worker *w, const node_fill_args *a, node_fill **joined)
         return -EBUSY;
     }
     /* a new fill, run on this worker */
-    f = calloc(1, sizeof(*f));
+    f = fill_new_locked(w, a->id, a->block_len, k);
     if (!f) {
         pthread_mutex_unlock(&n->fills->lock);
-        free(wt);
-        return -ENOMEM;
-    }
-    f->n = n;
-    f->owner = w;
-    f->key = k;
-    f->block_len = a->block_len;
-    f->obj.size = a->id->object_size;
-    f->index = a->id->index;
-    f->buf = node_buf_new(a->block_len);
-    f->deadline = evtimer_new(w->base, fill_deadline_cb, f);
-    if (!f->buf || !f->deadline ||
-        bkey_field_set(f->obj.tenant, sizeof(f->obj.tenant), a->id->tenant, a->id->tenant_len) ||
-        bkey_field_set(f->obj.bucket, sizeof(f->obj.bucket), a->id->bucket, a->id->bucket_len) ||
-        bkey_field_set(f->obj.key, sizeof(f->obj.key), a->id->key, a->id->key_len) ||
-        bkey_field_set(f->obj.version, sizeof(f->obj.version), a->id->version,
-                       a->id->version_len)) {
-        pthread_mutex_unlock(&n->fills->lock);
-        node_buf_unref(f->buf);
-        if (f->deadline)
-            event_free(f->deadline);
-        free(f);
         free(wt);
         return -ENOMEM;
     }
@@ -358,32 +417,53 @@ int node_fill_join(node_worker *w, const node_fill_args *a, node_fill **joined)
         wt->creator = true;
     f->waiters = wt;
     f->had_waiters = wt != NULL;
-    f->ref = 2; /* the table and the S3 GET */
-    f->in_table = true;
-    size_t b = fill_bucket(t, k);
-    f->hnext = t->table[b];
-    t->table[b] = f;
-    t->active++;
+    f->rx = f;
+    f->run_len = f->block_len;
+    /* the blocks after it the caller will ask for next, in the same S3 GET
+     * while none of them runs or is stored */
+    uint64_t bsz = (uint64_t)n->conf.block_size;
+    node_fill *tail = f;
+    bkey_id nid = *a->id;
+    for (uint32_t i = 1; i < a->run && t->active < (size_t)n->conf.max_fills; i++) {
+        nid.index = a->id->index + i;
+        uint64_t blen = bkey_block_len(nid.object_size, bsz, nid.index);
+        if (blen == 0)
+            break;
+        bkey nk = bkey_of(&nid);
+        node_fill *g = t->table[fill_bucket(t, nk)];
+        while (g && !bkey_equal(g->key, nk))
+            g = g->hnext;
+        if (g || bs_contains(n->store, &nid))
+            break;
+        g = fill_new_locked(w, &nid, (uint32_t)blen, nk);
+        if (!g)
+            break;
+        tail->run_next = g;
+        tail = g;
+        f->run_len += blen;
+    }
     pthread_mutex_unlock(&n->fills->lock);
 
-    node__count(w, NM_FILLS, 1);
-    uint64_t start = a->id->index * (uint64_t)n->conf.block_size;
+    uint64_t start = a->id->index * bsz;
     s3_get_args ga = {.bucket = f->obj.bucket,
                       .key = f->obj.key,
                       .offset = start,
-                      .length = f->block_len,
+                      .length = f->run_len,
                       .if_match = f->obj.version[0] ? f->obj.version : NULL,
                       .on_data = fill_data,
                       .data_arg = f};
     struct timeval tv = {n->conf.fill_deadline_ms / 1000, (n->conf.fill_deadline_ms % 1000) * 1000};
-    evtimer_add(f->deadline, &tv);
+    for (node_fill *g = f; g; g = g->run_next) {
+        node__count(w, NM_FILLS, 1);
+        evtimer_add(g->deadline, &tv);
+    }
     int rc = s3_get(node__s3_for(w, a->tenant), &ga, fill_got, f);
     if (rc < 0) {
         s3_error e = {0};
         e.code = rc;
         snprintf(e.message, sizeof(e.message), "cannot start the S3 GET for s3://%s/%.300s: %s",
                  f->obj.bucket, f->obj.key, strerror(-rc));
-        /* fill_got runs the failure path: waiters told, table entry removed */
+        /* fill_got runs the failure path: waiters told, table entries removed */
         s3_get_result res = {0};
         fill_got(&e, &res, f);
     }

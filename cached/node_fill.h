@@ -53,6 +53,11 @@ typedef struct node_fill_args {
                                       worker (node_req.h); 0: nobody (WARM) */
     uint32_t off, len; /* slice of the block the waiter wants */
     bool force;        /* start a fill even if the store has the block now */
+    uint32_t run;      /* blocks from this one on the caller asks of this node
+                          next (0, 1: this one): a new fill takes the ones
+                          after it that neither run nor are stored, up to the
+                          first that does, into the same S3 GET (a ranged GET
+                          of the run; each block still its own fill) */
 } node_fill_args;
 
 /* Join (or start, on worker w) the fill of block a->id. The answer arrives

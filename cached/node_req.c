@@ -237,7 +237,8 @@ static void get_from_fill(node_req *r)
 {
     bkey_id id;
     bkey_object_block(&r->obj, r->block, &id);
-    node_fill_args fa = {r->who.tenant, &id, r->block_len, r->serial, r->off, r->len, r->reread};
+    node_fill_args fa = {r->who.tenant, &id,    r->block_len, r->serial,
+                         r->off,        r->len, r->reread,    r->run};
     /* in the table before the join: the fill may answer from its buffer at once */
     r->state = NR_FILL_WAIT;
     wait_insert(r);
@@ -282,10 +283,12 @@ void node_req_deliver(node_worker *w, node_msg *m)
     free(m);
 }
 
-void node_req_get(node_req *r, node_worker *w, const node_caller *who, const bkey_object *obj,
-                  uint64_t block, uint32_t off, uint32_t len, uint32_t flags, const node_sink *sink)
+static void req_get(node_req *r, node_worker *w, const node_caller *who, const bkey_object *obj,
+                    uint64_t block, uint32_t off, uint32_t len, uint32_t flags, uint32_t run,
+                    const node_sink *sink)
 {
     req_init(r, w, who, sink);
+    r->run = run;
     node__count(w, NM_GET, 1);
     req_object(r, obj);
     if (!access_ok(r, "read", r->obj.bucket, r->obj.key))
@@ -315,6 +318,19 @@ void node_req_get(node_req *r, node_worker *w, const node_caller *who, const bke
     int rc = bs_read(w->bs, &bid, r->off, r->len, store_read_done, r);
     if (rc < 0) /* the store refused the read: treat it as a miss */
         store_read_done(r, rc, NULL);
+}
+
+void node_req_get(node_req *r, node_worker *w, const node_caller *who, const bkey_object *obj,
+                  uint64_t block, uint32_t off, uint32_t len, uint32_t flags, const node_sink *sink)
+{
+    req_get(r, w, who, obj, block, off, len, flags, 0, sink);
+}
+
+void node_req_get_run(node_req *r, node_worker *w, const node_caller *who, const bkey_object *obj,
+                      uint64_t block, uint32_t off, uint32_t len, uint32_t run,
+                      const node_sink *sink)
+{
+    req_get(r, w, who, obj, block, off, len, 0, run, sink);
 }
 
 /* ---- HEAD ----------------------------------------------------------------------------- */
@@ -483,7 +499,7 @@ static void warm_head_done(const s3_error *err, const s3_object_info *info, void
             continue;
         if (node_fill_active(n->fills) >= budget)
             break; /* the rest is left for a later WARM, or the first GET */
-        node_fill_args fa = {r->who.tenant, &bid, (uint32_t)blen, 0, 0, 0, false};
+        node_fill_args fa = {r->who.tenant, &bid, (uint32_t)blen, 0, 0, 0, false, 0};
         node_fill *f;
         if (node_fill_join(r->w, &fa, &f) == 0)
             queued++;

@@ -121,6 +121,7 @@ struct node_req {
     uint64_t block;
     uint32_t off, len, flags, block_len;
     bool reread;    /* the store was asked again after a fill finished */
+    uint32_t run;   /* GET: the blocks from this one on the caller asks next */
     uint64_t *warm; /* WARM: the blocks named, until S3's HEAD answers */
     uint32_t n_warm;
     node_put *put; /* PUT: the write-through, until it answers */
@@ -136,6 +137,14 @@ struct node_req {
 void node_req_get(node_req *r, node_worker *w, const node_caller *who, const bkey_object *obj,
                   uint64_t block, uint32_t off, uint32_t len, uint32_t flags,
                   const node_sink *sink);
+
+/* node_req_get of block `block` for a caller that asks this node for the
+ * run - 1 blocks after it next (a sequential read): a fill it starts takes
+ * those that are neither filling nor stored into the same ranged S3 GET
+ * (node_fill_args.run). */
+void node_req_get_run(node_req *r, node_worker *w, const node_caller *who, const bkey_object *obj,
+                      uint64_t block, uint32_t off, uint32_t len, uint32_t run,
+                      const node_sink *sink);
 
 /* Size, version and modification time of bucket/key, asked of S3 with the
  * caller's tenant's credentials: answer() or error(). */

@@ -41,6 +41,7 @@
 #define GET_WINDOW   16   /* blocks asked for or waiting to be sent, per GET */
 #define PEER_DOWN_MS 5000 /* an owner that failed is not asked for this long */
 #define MAX_OWNERS   3
+#define FILL_RUN     8 /* blocks one fill from S3 may take (one ranged GET) */
 
 enum { S_FREE, S_FETCH, S_READY };
 enum { F_NONE, F_LOCAL, F_PEER, F_S3 };
@@ -82,6 +83,7 @@ struct ns3_get {
 static void pump(ns3_get *g);
 static void slot_next(ns3_slot *s);
 static void get_begin(ns3_get *g);
+static bool is_down(const node_worker *w, size_t idx);
 
 /* ---- the slots' buffers ---------------------------------------------------------- */
 
@@ -221,6 +223,45 @@ static void local_answer(void *arg, const node_answer *a)
 static const node_sink_ops local_ops = {NULL,        local_piece, local_answer,
                                         local_error, NULL,        local_done};
 
+/* Whether this node is the first owner of block index not marked down (or
+ * there is no ring). */
+static bool local_first(ns3_get *g, const struct ring *ring, uint64_t index)
+{
+    if (!ring)
+        return true;
+    node_worker *w = g->r->w;
+    bkey_id id;
+    bkey_object_block(&g->obj, index, &id);
+    uint8_t rk[16];
+    bkey_ring_key(bkey_of(&id), rk);
+    const struct ring_member *owners[MAX_OWNERS];
+    int k = ring_lookup(ring, rk, sizeof(rk), owners, MAX_OWNERS);
+    for (int i = 0; i < k; i++) {
+        if (strcmp(owners[i]->id, w->n->conf.node_id) == 0)
+            return true;
+        if (!is_down(w, ring_member_index(ring, owners[i])))
+            return false;
+    }
+    return false;
+}
+
+/* The blocks from s's on (at most FILL_RUN, none past the answer's last)
+ * this GET will ask of this node: s's, and the next ones this node owns
+ * first, so a fill from S3 takes them in one ranged GET. */
+static uint32_t local_run(ns3_slot *s)
+{
+    ns3_get *g = s->g;
+    node *n = g->r->w->n;
+    struct ring *ring = n->members ? membership_ring(n->members) : NULL;
+    uint32_t run = 1;
+    while (run < FILL_RUN && s->index + run <= g->last_block &&
+           local_first(g, ring, s->index + run))
+        run++;
+    if (ring)
+        ring_unref(&ring);
+    return run;
+}
+
 static void fetch_local(ns3_slot *s)
 {
     ns3_get *g = s->g;
@@ -231,8 +272,9 @@ static void fetch_local(ns3_slot *s)
     bkey_object_block(&g->obj, s->index, &id);
     bs_info info;
     s->ram = bs_lookup(r->w->n->store, &id, &info) == 0 && info.in_ram;
-    node_req_get(&s->lr, r->w, &r->who, &g->obj, s->index, s->off, s->len, 0,
-                 &(node_sink){&local_ops, s});
+    uint32_t run = s->ram ? 1 : local_run(s);
+    node_req_get_run(&s->lr, r->w, &r->who, &g->obj, s->index, s->off, s->len, run,
+                     &(node_sink){&local_ops, s});
 }
 
 /* ---- S3 directly (this node is at --max-fills) ------------------------------------------ */

@@ -26,12 +26,18 @@
  * Stack-Overflow-shaped Parquet dataset written by bench/engine/bench_gen.mjs)
  * runs as a third workload through `ringcache query` in set-ups 1-4 and
  * against S3 directly; its result must be the same in every set-up.
+ * The post's own workload, a MergeTree table queried through `ringcache
+ * server` processes in the same five set-ups, runs last as coldwarm_table.mjs
+ * (its comment says how) on this run's S3 model and link cap.
  *
  *   coldwarm [--scale tiny|small|medium|large] [--threads N] [--latency-us U]
- *            [--bandwidth-mib X] [--out DIR] [--help]
+ *            [--bandwidth-mib X] [--out DIR] [--no-table | --table-only] [--help]
  *
  * Prints a Markdown table, writes it and a PNG plot (gnuplot) to DIR
  * (default: bench/results), and ends with
+ *   coldwarm-table: second_node_vs_first=.. hot_server_vs_local=..
+ *   scattered_p50_ms_second_node=.. six_servers_s3_gets_per_block=..
+ *   coldwarm-query: ...
  *   coldwarm: dc_second_node_vs_cold=<x> six_nodes_aggregate_vs_one=<y>
  *   hot_vs_direct_s3=<z> s3_gets_six_cold_per_block=<n>
  *   six_nodes_cpu_efficiency=<e> hot_cpu_per_gib_vs_nginx=<c>
@@ -51,6 +57,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -567,9 +574,86 @@ static qres_t run_query(const char *where, const char *members, bool colscan)
     return q;
 }
 
+/* ---- the post's table --------------------------------------------------------------- */
+
+/* Runs coldwarm_table.mjs (the MergeTree table workload: its set-ups are its
+ * own `ringcache server` processes and cache nodes, on this run's S3 model and
+ * link cap) with its progress on stderr; its Markdown (ending with the
+ * coldwarm-table line) is returned, malloc'ed, or NULL when it could not run
+ * (the reason on stderr). */
+static char *run_table(long long rows)
+{
+    char script[1024], md[700], dir[700], rs[32], adm[16], lat[16], bw[16], th[16];
+    if (h_source_path(script, sizeof(script), "bench/coldwarm/coldwarm_table.mjs") < 0)
+        die("cannot find bench/coldwarm/coldwarm_table.mjs (set RINGCACHE_SOURCE_DIR)");
+    h_env_path(env, md, sizeof(md), "table.md");
+    h_env_path(env, dir, sizeof(dir), "table");
+    snprintf(rs, sizeof(rs), "%lld", rows);
+    snprintf(adm, sizeof(adm), "%d", h_s3model_admin_port(model));
+    snprintf(lat, sizeof(lat), "%d", latency_us);
+    snprintf(bw, sizeof(bw), "%.0f", bw_mib);
+    snprintf(th, sizeof(th), "%d", threads < 2 ? threads : 2); /* the machine's cores */
+    const char *argv[] = {"node",
+                          script,
+                          "--rows",
+                          rs,
+                          "--s3",
+                          h_s3model_endpoint(model),
+                          "--s3-admin",
+                          adm,
+                          "--s3-direct",
+                          h_s3_endpoint(s3),
+                          "--bucket",
+                          bucket,
+                          "--dir",
+                          dir,
+                          "--md",
+                          md,
+                          "--latency-us",
+                          lat,
+                          "--bandwidth-mib",
+                          bw,
+                          "--threads",
+                          th,
+                          NULL};
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0)
+        die("cannot fork for node");
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        if (null >= 0)
+            dup2(null, 1); /* the table comes back through the --md file */
+        execvp("node", (char *const *)argv);
+        fprintf(stderr, "coldwarm: cannot run node: %s\n", strerror(errno));
+        _exit(127);
+    }
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        fprintf(stderr, "coldwarm: the table workload failed (exit %d; its messages are above)\n",
+                WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+        return NULL;
+    }
+    FILE *f = fopen(md, "r");
+    if (!f)
+        return NULL;
+    char *buf = NULL;
+    size_t cap = 0;
+    ssize_t n = getdelim(&buf, &cap, '\0', f);
+    fclose(f);
+    if (n <= 0) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
 int main(int argc, char **argv)
 {
     const char *scale = "small", *out_dir = NULL;
+    bool with_table = true, table_only = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--scale") && v)
@@ -582,30 +666,38 @@ int main(int argc, char **argv)
             bw_mib = atof(v), i++;
         else if (!strcmp(a, "--out") && v)
             out_dir = v, i++;
+        else if (!strcmp(a, "--no-table"))
+            with_table = false;
+        else if (!strcmp(a, "--table-only"))
+            table_only = true;
         else {
-            printf("usage: coldwarm [--scale tiny|small|medium|large (small)] [--threads N (4)]\n"
-                   "                [--latency-us U (200)] [--bandwidth-mib X (measured)]\n"
-                   "                [--out DIR (bench/results)]\n"
-                   "scales: tiny 4 x 4 MiB, small 8 x 32 MiB, medium 24 x 128 MiB, large 48 x "
-                   "128 MiB objects;\n"
-                   "        the seed query's Parquet dataset: 0.2M, 2M, 10M, 20M rows;\n"
-                   "        scattered 64 KiB reads: 200 at tiny, 2000 at the others\n"
-                   "X, the cap per compute node, defaults to half the loopback ceiling (iperf3 "
-                   "-P 4, this run) over 6\n");
+            printf(
+                "usage: coldwarm [--scale tiny|small|medium|large (small)] [--threads N (4)]\n"
+                "                [--latency-us U (200)] [--bandwidth-mib X (measured)]\n"
+                "                [--out DIR (bench/results)] [--no-table | --table-only]\n"
+                "scales: tiny 4 x 4 MiB, small 8 x 32 MiB, medium 24 x 128 MiB, large 48 x "
+                "128 MiB objects;\n"
+                "        the seed query's Parquet dataset: 0.2M, 2M, 10M, 20M rows;\n"
+                "        scattered 64 KiB reads: 200 at tiny, 2000 at the others;\n"
+                "        the post's MergeTree table (Amazon-reviews-shaped, loaded by INSERT):\n"
+                "        0.1M, 0.5M, 5M, 20M rows (--no-table leaves it out, --table-only runs it "
+                "alone)\n"
+                "X, the cap per compute node, defaults to half the loopback ceiling (iperf3 "
+                "-P 4, this run) over 6\n");
             return strcmp(a, "--help") == 0 ? 0 : 2;
         }
     }
     int files, file_mib;
-    long long qrows;
+    long long qrows, trows;
     if (!strcmp(scale, "tiny")) /* 200 scattered reads: 2000 one at a time at S3's 30 ms
                                    would take a minute alone */
-        files = 4, file_mib = 4, qrows = 200000, scattered_reads = 200;
+        files = 4, file_mib = 4, qrows = 200000, scattered_reads = 200, trows = 100000;
     else if (!strcmp(scale, "small"))
-        files = 8, file_mib = 32, qrows = 2000000;
+        files = 8, file_mib = 32, qrows = 2000000, trows = 500000;
     else if (!strcmp(scale, "medium"))
-        files = 24, file_mib = 128, qrows = 10000000;
+        files = 24, file_mib = 128, qrows = 10000000, trows = 5000000;
     else if (!strcmp(scale, "large"))
-        files = 48, file_mib = 128, qrows = 20000000;
+        files = 48, file_mib = 128, qrows = 20000000, trows = 20000000;
     else
         die("--scale is tiny, small, medium or large");
     if (threads < 1 || latency_us < 0 || bw_mib < 0)
@@ -654,6 +746,32 @@ int main(int argc, char **argv)
             "loopback ceiling (iperf3 -P 4): %.0f MiB/s; cap per compute node X = %.0f "
             "MiB/s, latency %d us each way; one link through netproxy carries %.0f MiB/s\n",
             ceiling, bw_mib, latency_us, link);
+    char dirbuf[1024];
+    if (!out_dir) {
+        const char *src = getenv("RINGCACHE_SOURCE_DIR");
+        snprintf(dirbuf, sizeof(dirbuf), "%s/bench/results", src ? src : ".");
+        out_dir = dirbuf;
+    }
+    if (table_only) {
+        stage("the post's table");
+        char *tmd = run_table(trows);
+        if (!tmd)
+            die("the table workload did not run");
+        mkdir(out_dir, 0755);
+        char tpath[1200];
+        snprintf(tpath, sizeof(tpath), "%s/coldwarm-table-%s.md", out_dir, scale);
+        FILE *tf = fopen(tpath, "w");
+        if (tf) {
+            fprintf(tf, "# cold versus warm, the post's table, scale %s\n%s", scale, tmd);
+            fclose(tf);
+        }
+        printf("%s\nwritten: %s\n%s\n", tmd, tpath, BENCH_RATIO_CONVENTION);
+        const char *last = strstr(tmd, "coldwarm-table:");
+        printf("%s", last ? last : "coldwarm-table: na\n");
+        free(tmd);
+        h_env_destroy(&env);
+        return 0;
+    }
     stage("writing the dataset");
     make_dataset(files, file_mib);
     stage("writing the Parquet dataset for the seed query (DuckDB)");
@@ -833,6 +951,12 @@ int main(int argc, char **argv)
         h_proc_stop(proxies[c], 5000);
     stop_cluster(nodes, N_NODES);
 
+    char *tmd = NULL;
+    if (with_table) {
+        stage("the post's table");
+        tmd = run_table(trows);
+    }
+
     double agg_warm = 6.0 * (double)dataset_bytes / 1048576.0 / six_warm_s;
     double agg_cold = 6.0 * (double)dataset_bytes / 1048576.0 / six_cold_s;
     double one_warm = mib_s(&second->hot);
@@ -924,19 +1048,16 @@ int main(int argc, char **argv)
            table);
     printf("%s", qtable);
 
+    if (tmd)
+        printf("%s", tmd);
+
     /* files */
-    char dirbuf[1024];
-    if (!out_dir) {
-        const char *src = getenv("RINGCACHE_SOURCE_DIR");
-        snprintf(dirbuf, sizeof(dirbuf), "%s/bench/results", src ? src : ".");
-        out_dir = dirbuf;
-    }
     mkdir(out_dir, 0755);
     char path[1200];
     snprintf(path, sizeof(path), "%s/coldwarm-%s.md", out_dir, scale);
     FILE *f = fopen(path, "w");
     if (f) {
-        fprintf(f, "# cold versus warm, scale %s\n\n%s%s", scale, table, qtable);
+        fprintf(f, "# cold versus warm, scale %s\n\n%s%s%s", scale, table, qtable, tmd ? tmd : "");
         fprintf(f,
                 "\ncoldwarm-query: second_node_vs_first_load=%.2f second_node_vs_s3=%.2f "
                 "second_node_vs_local=%.2f\n",
@@ -978,6 +1099,11 @@ int main(int argc, char **argv)
     }
     printf("\nwritten: %s, %s\n", path, png);
     printf("%s\n", BENCH_RATIO_CONVENTION);
+    const char *tlast = tmd ? strstr(tmd, "coldwarm-table:") : NULL;
+    if (with_table)
+        printf("%s", tlast ? tlast
+                           : "coldwarm-table: second_node_vs_first=na hot_server_vs_local=na "
+                             "scattered_p50_ms_second_node=na six_servers_s3_gets_per_block=na\n");
     printf("coldwarm-query: second_node_vs_first_load=%.2f second_node_vs_s3=%.2f "
            "second_node_vs_local=%.2f\n",
            q_dc, q_s3, q_local);
@@ -985,6 +1111,7 @@ int main(int argc, char **argv)
            "hot_vs_direct_s3=%.2f s3_gets_six_cold_per_block=%.2f six_nodes_cpu_efficiency=%.2f "
            "hot_cpu_per_gib_vs_nginx=%.2f\n",
            x_dc, y_six, z_hot, n_gets, e_six, c_hot);
+    free(tmd);
     h_env_destroy(&env);
     return 0;
 }

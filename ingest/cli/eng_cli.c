@@ -92,30 +92,7 @@ static int glob_cb(const s3_object_info *info, void *arg)
  * does not use, so the advice names what was given to s3() instead. */
 static int own_error(const s3_access *a, int rc, char *err, size_t errlen)
 {
-    static const struct {
-        const char *env, *own;
-    } advice[] = {
-        {"; check AWS_ACCESS_KEY_ID or AWS_PROFILE", "; check the access key given to s3()"},
-        {"; check AWS_SECRET_ACCESS_KEY and the region",
-         "; check the secret given to s3() and the region"},
-    };
-    if (rc >= 0 || !a->own || errlen < 2)
-        return rc;
-    char *m = strdup(err);
-    if (!m)
-        return rc;
-    for (size_t i = 0; i < sizeof(advice) / sizeof(advice[0]); i++) {
-        char *at = strstr(m, advice[i].env);
-        if (at) {
-            *at = 0;
-            snprintf(err, errlen, "%s%s%s", m, advice[i].own, at + strlen(advice[i].env));
-            free(m);
-            return rc;
-        }
-    }
-    snprintf(err, errlen, "%s (%s)", m, a->own);
-    free(m);
-    return rc;
+    return a->own ? rs_s3_own_error(a->own, rc, err, errlen) : rc;
 }
 
 static int direct_list(const s3_config *cfg, const char *bucket, const char *glob, glob_ctx *g,

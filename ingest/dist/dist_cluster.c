@@ -71,8 +71,23 @@ static int add_member(dist_clusters *cs, const char *m, char **out)
     return 0;
 }
 
+static bool is_self(const char *m, const char *const *selves, int n_self)
+{
+    for (int i = 0; i < n_self; i++)
+        if (selves[i] && strcmp(selves[i], m) == 0)
+            return true;
+    return false;
+}
+
 int dist_clusters_parse(dist_clusters *out, const char *spec, const char *self, char *err,
                         size_t errlen)
+{
+    const char *selves[1] = {self};
+    return dist_clusters_build(out, spec, selves, self ? 1 : 0, NULL, 0, err, errlen);
+}
+
+int dist_clusters_build(dist_clusters *out, const char *spec, const char *const *selves, int n_self,
+                        const dist_resolved *res, int n_res, char *err, size_t errlen)
 {
     memset(out, 0, sizeof(*out));
     if (!spec || !*spec)
@@ -122,6 +137,24 @@ int dist_clusters_parse(dist_clusters *out, const char *spec, const char *self, 
                 goto bad;
             }
             c->dns = list + 4;
+            const dist_resolved *r = NULL;
+            for (int i = 0; i < n_res; i++)
+                if (strcmp(res[i].cluster, name) == 0)
+                    r = &res[i];
+            if (!r || r->n == 0)
+                continue; /* not resolved yet: no members */
+            const char **ms = calloc((size_t)r->n, sizeof(char *));
+            if (!ms)
+                goto oom;
+            c->members = ms;
+            for (int i = 0; i < r->n; i++) {
+                char *own;
+                if (add_member(out, r->members[i], &own) < 0)
+                    goto oom;
+                if (c->local < 0 && is_self(own, selves, n_self))
+                    c->local = c->n_members;
+                ms[c->n_members++] = own;
+            }
             continue;
         }
         int cap = 1;
@@ -149,7 +182,7 @@ int dist_clusters_parse(dist_clusters *out, const char *spec, const char *self, 
             char *own;
             if (add_member(out, m, &own) < 0)
                 goto oom;
-            if (self && strcmp(self, m) == 0)
+            if (c->local < 0 && is_self(m, selves, n_self))
                 c->local = c->n_members;
             ms[c->n_members++] = own;
         }

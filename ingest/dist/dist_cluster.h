@@ -2,8 +2,9 @@
  *
  * dist_cluster.h: the clusters a compute server is configured with, parsed
  * from --cluster's value: "NAME=host:port,host:port" or "NAME=dns:SRV-NAME"
- * (the members are then the name's SRV answers, resolved by the server and
- * set with dist_clusters_set_members), several clusters separated by ';'.
+ * (the members are then the name's SRV answers, or its A records with the
+ * server's own port, resolved by the server: dist_clusters_build), several
+ * clusters separated by ';'.
  * Members are named by their HTTP address; the one equal to the server's own
  * is its local member.
  *
@@ -32,6 +33,21 @@ typedef struct dist_clusters {
  * naming the part that is wrong and the form it takes. */
 int dist_clusters_parse(dist_clusters *out, const char *spec, const char *self, char *err,
                         size_t errlen);
+
+/* What a dns: cluster's name resolved to: its members, "host:port" each. */
+typedef struct dist_resolved {
+    const char *cluster;
+    const char *const *members;
+    int n;
+} dist_resolved;
+
+/* The same as dist_clusters_parse, with the server's own addresses (any of
+ * selves marks the local member: a server on 0.0.0.0 is each of its
+ * interfaces' addresses) and the members each dns: cluster resolved to (a
+ * dns: cluster absent from res has no members yet). The server builds a new
+ * set this way whenever a name resolves to other members, and swaps it in. */
+int dist_clusters_build(dist_clusters *out, const char *spec, const char *const *selves, int n_self,
+                        const dist_resolved *res, int n_res, char *err, size_t errlen);
 void dist_clusters_free(dist_clusters *cs);
 
 #endif /* RINGCACHE_DIST_CLUSTER_H */

@@ -133,6 +133,14 @@ int dist_query_run(const eng_ctx *ctx, const char *sql, size_t len, const dist_t
         snprintf(err, errlen, "not a query over s3Cluster()");
         return -ENOTSUP;
     }
+    if (q.cl->n_members == 0 && q.cl->dns) {
+        snprintf(err, errlen,
+                 "cluster '%s' has no servers yet: dns:%s has not resolved to any "
+                 "(check the name, its SRV or A records, and the DNS server)",
+                 q.cl->name, q.cl->dns);
+        eng_pstate_destroy(&q.ps);
+        return -EINVAL;
+    }
     if (q.cl->n_members < 1 || q.cl->n_members > DIST_MAX_SERVERS) {
         snprintf(err, errlen, "cluster '%s' has %d servers: it needs 1 to %d", q.cl->name,
                  q.cl->n_members, DIST_MAX_SERVERS);

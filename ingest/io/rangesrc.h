@@ -143,4 +143,10 @@ int rs_s3_list(void *impl, const char *bucket, const char *glob, eng_key_fn fn, 
 int rs_s3_open_key(void *impl, const char *bucket, const char *key, rs_source **out, char *err,
                    size_t errlen);
 
+/* An error of a source read with its own credentials (an eng_s3_access made
+ * by an eng_s3_as_fn) says whose they are: the S3 sentence's advice names the
+ * environment's variables, which that source does not use, so it names what
+ * was given to s3() instead, else appends " (whose)". Returns rc. */
+int rs_s3_own_error(const char *whose, int rc, char *err, size_t errlen);
+
 #endif /* RINGCACHE_RANGESRC_H */

@@ -310,3 +310,31 @@ int rs_s3_open_key(void *impl, const char *bucket, const char *key, rs_source **
 {
     return rs_s3_open(out, impl, bucket, key, err, errlen);
 }
+
+int rs_s3_own_error(const char *whose, int rc, char *err, size_t errlen)
+{
+    static const struct {
+        const char *env, *own;
+    } advice[] = {
+        {"; check AWS_ACCESS_KEY_ID or AWS_PROFILE", "; check the access key given to s3()"},
+        {"; check AWS_SECRET_ACCESS_KEY and the region",
+         "; check the secret given to s3() and the region"},
+    };
+    if (rc >= 0 || errlen < 2)
+        return rc;
+    char *m = strdup(err);
+    if (!m)
+        return rc;
+    for (size_t i = 0; i < sizeof(advice) / sizeof(advice[0]); i++) {
+        char *at = strstr(m, advice[i].env);
+        if (at) {
+            *at = 0;
+            snprintf(err, errlen, "%s%s%s", m, advice[i].own, at + strlen(advice[i].env));
+            free(m);
+            return rc;
+        }
+    }
+    snprintf(err, errlen, "%s (%s)", m, whose);
+    free(m);
+    return rc;
+}

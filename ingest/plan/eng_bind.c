@@ -2088,6 +2088,38 @@ static bx *bind_special(binder *b, const sql_node *n, bmode mode, bool *handled)
              "d + INTERVAL 1 DAY");
         return NULL;
     }
+    if (strcmp(n->s, "ignore") == 0) {
+        /* ignore(...) is 0 whatever its arguments, which are read all the
+         * same: `WHERE NOT ignore(*)` scans every column (ClickHouse's idiom
+         * for a full read). '*' stands for every column of the source, as in
+         * SELECT * (not the virtual _path, _file, ...). */
+        for (int i = 0; i < n->nargs; i++) {
+            if (n->args[i]->kind == SQL_STAR) {
+                for (int c = 0; c < b->sc->n; c++) {
+                    if (b->sc->cols[c].virt)
+                        continue;
+                    sql_node col = {.kind = SQL_COLUMN,
+                                    .line = n->line,
+                                    .col = n->col,
+                                    .s = (char *)b->sc->cols[c].name,
+                                    .slen = strlen(b->sc->cols[c].name)};
+                    bx *e = col_ref(b, &col);
+                    if (!e)
+                        return NULL;
+                    bx_free(b->mem, e);
+                }
+                continue;
+            }
+            bx *e = bind(b, n->args[i], mode);
+            if (!e)
+                return NULL;
+            bx_free(b->mem, e);
+        }
+        bx *z = const_new(b, t_u8());
+        if (z)
+            z->cval.i[0] = 0;
+        return z;
+    }
     if (strcasecmp(n->s, "nullIf") == 0) {
         if (n->nargs != 2) {
             berr(b, n, "function nullIf takes 2 arguments, not %d", n->nargs);

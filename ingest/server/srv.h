@@ -66,12 +66,15 @@ typedef struct srv_conf {
     int64_t background_pool_size;
     bool background_merges;
     int64_t merge_interval_ms;
+    int64_t merge_memory; /* bytes the background merges may hold; 0: none */
     char tls_cert[1024];
     char tls_key[1024];
     char display_name[256];
     char log_level[16];
     char cluster[4096];       /* --cluster NAME=host:port,...[;NAME=...] */
     char cluster_secret[256]; /* --cluster-secret */
+    char cluster_secret_file[1024];
+    int64_t cluster_dns_interval_ms;
 } srv_conf;
 
 /* Loads the options: defaults, --config FILE, then the flags (argv[0] is

@@ -126,21 +126,24 @@ static int t_run_unit(void *arg, int server, const char *member, const char *sql
                       char *err, size_t errlen)
 {
     (void)server;
-    srv *s = arg;
+    const srv_query *q = arg;
+    srv *s = q->s;
     CURL *c = curl_easy_init();
     if (!c) {
         snprintf(err, errlen, "out of memory");
         return -ENOMEM;
     }
-    char url[512], hu[8192], hs[512];
+    char url[512], hu[8192], hs[512], hq[192];
     snprintf(url, sizeof(url), "http://%s/", member);
     char *ep = curl_easy_escape(c, u->path, 0);
     snprintf(hu, sizeof(hu), "X-RingCache-Unit: %u %d %d %s", unit_id, u->rg_begin, u->rg_end,
              ep ? ep : "");
     curl_free(ep);
     snprintf(hs, sizeof(hs), "X-RingCache-Cluster-Secret: %s", s->conf.cluster_secret);
+    snprintf(hq, sizeof(hq), "X-RingCache-Initial-Query-Id: %s", q->id);
     struct curl_slist *h = curl_slist_append(NULL, hu);
     h = curl_slist_append(h, hs);
+    h = curl_slist_append(h, hq);
     h = curl_slist_append(h, "Content-Type: text/plain");
     xfer x = {out, stop};
     curl_easy_setopt(c, CURLOPT_URL, url);
@@ -215,7 +218,7 @@ static int t_ping(void *arg, int server, const char *member, char *err, size_t e
 int srv_dist_run_query(srv_query *q, const eng_ctx *ctx, const char *sql, size_t len,
                        eng_result *res, char *err, size_t errlen)
 {
-    dist_transport tr = {t_run_unit, t_ping, q->s};
+    dist_transport tr = {t_run_unit, t_ping, q};
     dist_report rep;
     memset(res, 0, sizeof(*res));
     int rc = dist_query_run(ctx, sql, len, &tr, NULL, res, &rep, err, errlen);

@@ -1035,6 +1035,9 @@ static void query_request(srv *s, httpd_req *req, srv_params *p)
         for (size_t i = 0; i < ls && i < lm; i++)
             diff |= (unsigned)(sec[i] ^ mine[i]);
         q->dist_auth = lm > 0 && diff == 0;
+        const char *iq = httpd_req_header(req, "X-RingCache-Initial-Query-Id");
+        if (q->dist_auth && iq)
+            snprintf(q->initial_id, sizeof(q->initial_id), "%s", iq);
         if (!(q->dist_unit = strdup(du))) {
             answer_error(s, req, q->id, ENG_E_STD_EXCEPTION, "out of memory");
             return;

@@ -10,6 +10,8 @@
  *                   progress, chunks, compression, errors)
  *   srv_query.c     a query thread's side: statements, eng_run, KILL, USE, SET
  *   srv_insert.c    INSERT ... FORMAT: the body's rows to a table's sink
+ *   srv_s3.c        a query's S3 access: the cache client, or S3 directly
+ *                   with the credentials given to s3()
  *   srv_system.c    system.query_log, processes, settings, metrics, events,
  *                   databases
  *   srv_settings.c  the settings a request may set, their defaults and checks
@@ -206,6 +208,7 @@ typedef struct srv_qlog {
     int64_t memory_usage;
     int exception_code;
     char *query, *query_id, *user, *database, *exception, *settings, *address, *kind, *log_comment;
+    char *initial_query_id; /* the initiator's for a cluster's work unit, else query_id */
     int http_method;
 } srv_qlog;
 
@@ -219,6 +222,20 @@ typedef enum srv_cancel_why {
 
 typedef struct srv_session srv_session;
 typedef struct srv_cache srv_cache;
+
+/* A query's S3 access (srv_s3.c): the eng_ctx list_s3 / open_s3 / s3_as
+ * over it. Both borrowed for the query's life. */
+typedef struct srv_s3io {
+    rc_client *rc;        /* the cache client (the query's reference) */
+    const s3_config *cfg; /* the server's S3 settings (srv.s3) */
+} srv_s3io;
+int srv_s3_list(void *impl, const char *bucket, const char *glob, eng_key_fn fn, void *arg,
+                char *err, size_t errlen);
+int srv_s3_open(void *impl, const char *bucket, const char *key, rs_source **out, char *err,
+                size_t errlen);
+/* s3(url, key, secret [, token]) and s3(url, NOSIGN): S3 directly with those
+ * credentials and the server's endpoint and settings (eng_s3_as_fn). */
+int srv_s3_as(void *impl, const eng_s3_creds *creds, eng_s3_access *out, char *err, size_t errlen);
 typedef struct srv_query srv_query;
 typedef struct srv_pool srv_pool;
 
@@ -246,6 +263,7 @@ struct srv_query {
     double t0;            /* monotonic start */
     int64_t start_us;     /* wall clock start */
     srv_cache *cache;     /* borrowed reference */
+    srv_s3io s3io;        /* the engine's S3 access over cache */
     tb_wh wh;             /* the server's, parts through this cache client */
     /* what the engine updates, read by system.processes and progress */
     eng_live live;
@@ -276,6 +294,7 @@ struct srv_query {
     /* the loop's side */
     char *qparam;                /* query= (owned), until the text is whole */
     char *dist_unit;             /* X-RingCache-Unit of a cluster's work unit (owned) */
+    char initial_id[128];        /* a work unit's: its initiator's query id; else "" */
     bool dist_auth;              /* it came with the cluster secret */
     srv_params params;           /* the param_* of the URL (owned) */
     bool launched;               /* a thread has it (srv_submit succeeded) */
@@ -333,12 +352,19 @@ struct srv {
     int n_merging;
     uint64_t merge_cursor;
     s3_config s3;
-    eng_mem mem; /* every query's bytes (max_server_memory_usage) */
+    eng_mem mem;       /* every query's and merge's bytes (max_server_memory_usage) */
+    eng_mem merge_mem; /* the background merges' (merge_memory), under mem */
     double t_start;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     srv_cache *cache;
-    dist_clusters clusters; /* --cluster, members marked local after binding */
+    /* --cluster (srv_cluster.c): the set queries see, swapped whole under mu
+     * when a dns: name resolves to other members; this server's addresses */
+    struct srv_clset *clset;
+    struct srv_cldns *cldns;
+    int n_cldns;
+    char **selves;
+    int n_selves;
     srv_query *running;
     int n_running; /* counted in max_concurrent_queries */
     srv_session *sessions;
@@ -358,6 +384,19 @@ struct srv {
     int m_base;      /* index of the first metric */
     int m_code_base; /* failures by code */
 };
+
+/* ---- clusters (srv_cluster.c) ------------------------------------------------------------ */
+
+typedef struct srv_clset srv_clset;
+/* Builds the set of --cluster once the HTTP port is bound and starts resolving
+ * its dns: clusters on s->base (loop thread). 0 or -errno with err. */
+int srv_clusters_start(srv *s, int port, char *err, size_t errlen);
+/* Stops the resolution and drops the set (loop thread, after the queries). */
+void srv_clusters_stop(srv *s);
+/* The current set with a reference (NULL: no --cluster); any thread. */
+srv_clset *srv_clusters_get(srv *s);
+void srv_clusters_put(srv_clset *c);
+const dist_clusters *srv_clset_clusters(const srv_clset *c);
 
 /* Metrics (indices from m_base); counters unless said. */
 enum {
@@ -382,6 +421,7 @@ enum {
     SRV_M_CACHE_DROPS,
     SRV_M_MERGES,
     SRV_M_MERGE_ERRORS,
+    SRV_M_MERGES_SKIPPED,
     SRV_M_QUERY_US /* histogram */,
     SRV_M_N
 };

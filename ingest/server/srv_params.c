@@ -10,6 +10,7 @@
 #include "srv_params.h"
 
 #include "eng_error.h"
+#include "eng_text.h"
 #include "sql.h"
 
 #include <ctype.h>
@@ -19,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* ---- URL parameters -------------------------------------------------------------- */
 
@@ -478,4 +480,141 @@ int srv_params_substitute(const char *sql, size_t len, const srv_params *p, char
     *out = b.p;
     *outlen = b.len;
     return 0;
+}
+
+/* ---- the secrets in a query's text --------------------------------------------------- */
+
+typedef struct arg_span {
+    size_t b, e; /* [b, e) of the argument, literal quotes included */
+    bool str;
+} arg_span;
+
+/* The end of the string literal starting at t[i] (a quote). */
+static size_t literal_end(const char *t, size_t n, size_t i)
+{
+    char qc = t[i++];
+    while (i < n) {
+        if (t[i] == '\\' && i + 1 < n) {
+            i += 2;
+        } else if (t[i] == qc) {
+            if (i + 1 < n && t[i + 1] == qc)
+                i += 2;
+            else
+                return i + 1;
+        } else {
+            i++;
+        }
+    }
+    return n;
+}
+
+/* A string argument that names a format ('Parquet', 'auto', ...). */
+static bool format_arg(const char *t, const arg_span *a)
+{
+    char v[64];
+    size_t len = a->e - a->b;
+    if (!a->str || len < 2 || len - 2 >= sizeof(v))
+        return false;
+    memcpy(v, t + a->b + 1, len - 2);
+    v[len - 2] = 0;
+    return strcasecmp(v, "auto") == 0 || tx_format_of_arg(v) >= 0;
+}
+
+/* Splits the arguments of the call whose '(' is at t[i]; returns their count
+ * (at most cap) and *end just past the ')'. */
+static int split_args(const char *t, size_t n, size_t i, arg_span *a, int cap, size_t *end)
+{
+    int k = 0, depth = 0;
+    size_t b = ++i;
+    while (i < n) {
+        char ch = t[i];
+        if (ch == '\'' || ch == '"' || ch == '`') {
+            i = literal_end(t, n, i);
+            continue;
+        }
+        if (ch == '(') {
+            depth++;
+        } else if (ch == ')' && depth > 0) {
+            depth--;
+        } else if ((ch == ',' || ch == ')') && depth == 0) {
+            size_t s = b, e = i;
+            while (s < e && isspace((unsigned char)t[s]))
+                s++;
+            while (e > s && isspace((unsigned char)t[e - 1]))
+                e--;
+            if (k < cap)
+                a[k++] = (arg_span){s, e, s < e && t[s] == '\'' && literal_end(t, n, s) == e};
+            if (ch == ')') {
+                *end = i + 1;
+                return k;
+            }
+            b = i + 1;
+        }
+        i++;
+    }
+    /* unterminated (a query that will not parse is logged too): the last one */
+    size_t s = b, e = n;
+    while (s < e && isspace((unsigned char)t[s]))
+        s++;
+    while (e > s && isspace((unsigned char)t[e - 1]))
+        e--;
+    if (s < e && k < cap)
+        a[k++] = (arg_span){s, e, t[s] == '\'' && literal_end(t, n, s) == e};
+    *end = n;
+    return k;
+}
+
+char *srv_mask_secrets(const char *t, size_t n)
+{
+    /* each hidden argument is at least '' and a comma: at most 4 times n */
+    char *out = malloc(4 * n + 16);
+    if (!out)
+        return NULL;
+    size_t o = 0, i = 0;
+    while (i < n) {
+        char ch = t[i];
+        if (ch == '\'' || ch == '"' || ch == '`') {
+            size_t e = literal_end(t, n, i);
+            memcpy(out + o, t + i, e - i);
+            o += e - i;
+            i = e;
+            continue;
+        }
+        bool word_start = i == 0 || !(isalnum((unsigned char)t[i - 1]) || t[i - 1] == '_');
+        size_t w = 0;
+        if (word_start && i + 2 <= n && strncasecmp(t + i, "s3", 2) == 0)
+            w = i + 9 <= n && strncasecmp(t + i, "s3Cluster", 9) == 0 ? 9 : 2;
+        size_t p = i + w;
+        while (w && p < n && isspace((unsigned char)t[p]))
+            p++;
+        if (!w || p >= n || t[p] != '(' ||
+            (p == i + w && i + w < n && (isalnum((unsigned char)t[i + w]) || t[i + w] == '_'))) {
+            out[o++] = ch;
+            i++;
+            continue;
+        }
+        arg_span a[9];
+        size_t end;
+        int k = split_args(t, n, p, a, 9, &end);
+        int u = w == 9 ? 1 : 0; /* s3Cluster: the cluster's name first */
+        int hide_from = -1, hide_to = -1;
+        if (k - u >= 3 && a[u].str && a[u + 1].str && a[u + 2].str && !format_arg(t, &a[u + 1])) {
+            hide_from = hide_to = u + 2;
+            if (k - u >= 4 && a[u + 3].str && (k - u == 7 || !format_arg(t, &a[u + 3])))
+                hide_to = u + 3;
+        }
+        size_t at = i;
+        for (int j = hide_from; j >= 0 && j <= hide_to; j++) {
+            memcpy(out + o, t + at, a[j].b - at);
+            o += a[j].b - at;
+            memcpy(out + o, "'[HIDDEN]'", 10);
+            o += 10;
+            at = a[j].e;
+        }
+        memcpy(out + o, t + at, end - at);
+        o += end - at;
+        i = end;
+    }
+    out[o] = 0;
+    return out;
 }

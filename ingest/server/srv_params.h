@@ -11,6 +11,8 @@
  *    substituted as a literal of that type (a String value is quoted and
  *    escaped, so a value can never become SQL), an Identifier as a quoted
  *    name;
+ *  - the secrets given to s3() in a query's text, hidden for query_log and
+ *    processes (srv_mask_secrets);
  *  - an INSERT's head (srv_insert_parse, in srv_int.h) lives with the INSERT.
  *
  * Thread-safety: pure functions on the caller's memory.
@@ -58,5 +60,11 @@ bool srv_param_is_reserved(const char *name);
  * not a parameter), MEMORY_LIMIT_EXCEEDED (no memory). */
 int srv_params_substitute(const char *sql, size_t len, const srv_params *p, char **out,
                           size_t *outlen, char *err, size_t errlen);
+
+/* t[0..n) with the secrets given to s3() and s3Cluster() (the secret and the
+ * session token, string literals) written '[HIDDEN]', as ClickHouse shows
+ * them in query_log and processes; the rest as it was. Pure. malloc'd, NUL-
+ * terminated, at most 4 * n + 15 bytes; NULL when out of memory. */
+char *srv_mask_secrets(const char *t, size_t n);
 
 #endif /* RINGCACHE_SRV_PARAMS_H */

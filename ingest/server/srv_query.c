@@ -17,7 +17,6 @@
  */
 #include "srv_int.h"
 
-#include "rs_rc.h"
 #include "sql_admin.h"
 
 #include <ctype.h>
@@ -228,6 +227,9 @@ int srv_run_engine(srv_query *q, const char *sql, size_t len, bool input, char *
     return srv_run_engine_input(q, sql, len, input ? input_read : NULL, q, err, errlen);
 }
 
+static int run_with_clusters(srv_query *q, eng_ctx *ctx, const char *sql, size_t len, char *err,
+                             size_t errlen);
+
 int srv_run_engine_input(srv_query *q, const char *sql, size_t len, eng_input_fn read,
                          void *read_arg, char *err, size_t errlen)
 {
@@ -251,29 +253,44 @@ int srv_run_engine_input(srv_query *q, const char *sql, size_t len, eng_input_fn
     ctx.cancel = &q->cancel;
     ctx.mem_parent = &s->mem;
     ctx.live = &q->live;
-    ctx.list_s3 = rs_rc_list;
-    ctx.open_s3 = rs_rc_open_key;
-    ctx.s3_impl = q->cache->rc;
+    q->s3io = (srv_s3io){q->cache->rc, &s->s3};
+    ctx.list_s3 = srv_s3_list;
+    ctx.open_s3 = srv_s3_open;
+    ctx.s3_impl = &q->s3io;
+    ctx.s3_as = srv_s3_as;
     if (s->wh_set) {
         srv_wh_for(s, q->cache->rc, &q->wh);
         ctx.warehouse = &q->wh;
     }
     ctx.input_read = read;
     ctx.input_arg = read_arg;
-    ctx.clusters = s->clusters.c;
-    ctx.n_clusters = s->clusters.n;
+    srv_clset *cl = srv_clusters_get(s);
+    const dist_clusters *cs = srv_clset_clusters(cl);
+    if (cs) {
+        ctx.clusters = cs->c;
+        ctx.n_clusters = cs->n;
+    }
+    int rc = run_with_clusters(q, &ctx, sql, len, err, errlen);
+    srv_clusters_put(cl);
+    return rc;
+}
+
+/* The statement with ctx's clusters (held by the caller for the run). */
+static int run_with_clusters(srv_query *q, eng_ctx *ctx, const char *sql, size_t len, char *err,
+                             size_t errlen)
+{
     if (q->dist_unit)
-        return srv_dist_run_unit(q, &ctx, sql, len, err, errlen);
+        return srv_dist_run_unit(q, ctx, sql, len, err, errlen);
     eng_result res;
     int rc = -ENOTSUP;
-    if (s->clusters.n && strcasestr(sql, "s3Cluster")) {
-        rc = srv_dist_run_query(q, &ctx, sql, len, &res, err, errlen);
+    if (ctx->n_clusters && strcasestr(sql, "s3Cluster")) {
+        rc = srv_dist_run_query(q, ctx, sql, len, &res, err, errlen);
         if (rc != -ENOTSUP) {
             q->result_rows = res.rows_out;
             return rc;
         }
     }
-    rc = eng_run(&ctx, sql, len, NULL, &res, err, errlen);
+    rc = eng_run(ctx, sql, len, NULL, &res, err, errlen);
     q->result_rows = res.rows_out;
     atomic_store(&q->written_rows, res.rows_written);
     if (rc == 0)

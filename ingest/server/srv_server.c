@@ -15,6 +15,8 @@
  */
 #include "srv_int.h"
 
+#include "config.h"
+
 #include "merge.h"
 #include "rs_rc.h"
 
@@ -90,6 +92,8 @@ static const met_def srv_metric_defs[SRV_M_N] = {
                       MET_COUNTER, NULL},
     [SRV_M_MERGE_ERRORS] = {"ringcache_server_background_failures_total",
                             "rounds of background work that failed", MET_COUNTER, NULL},
+    [SRV_M_MERGES_SKIPPED] = {"ringcache_server_merges_skipped_for_memory_total",
+                              "table merges not started: over --merge-memory", MET_COUNTER, NULL},
     [SRV_M_QUERY_US] = {"ringcache_server_query_seconds", "time from a query's request to its end",
                         MET_HISTOGRAM, NULL},
 };
@@ -411,6 +415,7 @@ static void qlog_clear(srv_qlog *e)
     free(e->address);
     free(e->kind);
     free(e->log_comment);
+    free(e->initial_query_id);
     memset(e, 0, sizeof(*e));
 }
 
@@ -463,8 +468,8 @@ void srv_qlog_add(srv *s, const srv_query *q, srv_qtype type, const char *except
     }
     e.exception_code = code;
     e.http_method = q->http_method;
-    e.query =
-        strndup(q->text ? q->text : "", q->text ? (q->data_off ? q->data_off : q->text_len) : 0);
+    e.query = srv_mask_secrets(q->text ? q->text : "",
+                               q->text ? (q->data_off ? q->data_off : q->text_len) : 0);
     e.query_id = strdup(q->id);
     e.user = strdup(q->user);
     e.database = strdup(q->database);
@@ -473,8 +478,9 @@ void srv_qlog_add(srv *s, const srv_query *q, srv_qtype type, const char *except
     e.address = strdup(q->address);
     e.kind = strdup(q->kind);
     e.log_comment = strdup(q->set.log_comment);
+    e.initial_query_id = strdup(q->initial_id[0] ? q->initial_id : q->id);
     if (!e.query || !e.query_id || !e.user || !e.database || !e.exception || !e.settings ||
-        !e.address || !e.kind || !e.log_comment) {
+        !e.address || !e.kind || !e.log_comment || !e.initial_query_id) {
         qlog_clear(&e);
         return;
     }
@@ -698,6 +704,8 @@ int srv_create(srv **out, const srv_conf *conf, char *err, size_t errlen)
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     s->mem.limit = conf->max_server_memory_usage;
+    s->merge_mem.limit = conf->merge_memory;
+    s->merge_mem.parent = &s->mem;
     if (conf->display_name[0])
         snprintf(s->display_name, sizeof(s->display_name), "%s", conf->display_name);
     else if (gethostname(s->display_name, sizeof(s->display_name) - 1) < 0)
@@ -771,17 +779,26 @@ int srv_create(srv **out, const srv_conf *conf, char *err, size_t errlen)
     if (conf->port_file[0] &&
         (rc = write_port_file(conf->port_file, httpd_server_port(s->http), err, errlen)) < 0)
         goto fail;
+    if (s->conf.cluster_secret_file[0]) {
+        if (s->conf.cluster_secret[0]) {
+            snprintf(err, errlen, "give --cluster-secret or --cluster-secret-file, not both");
+            rc = -EINVAL;
+            goto fail;
+        }
+        if ((rc = cfg_read_secret_line(s->conf.cluster_secret_file, "cluster secret file",
+                                       "--cluster-secret-file", s->conf.cluster_secret,
+                                       sizeof(s->conf.cluster_secret), err, errlen)) < 0)
+            goto fail;
+    }
     if (conf->cluster[0]) {
         /* the member that is this server: its listen address and bound port */
-        char self[300];
-        snprintf(self, sizeof(self), strchr(conf->listen, ':') ? "[%s]:%d" : "%s:%d", conf->listen,
-                 httpd_server_port(s->http));
-        if ((rc = dist_clusters_parse(&s->clusters, conf->cluster, self, err, errlen)) < 0)
+        if ((rc = srv_clusters_start(s, httpd_server_port(s->http), err, errlen)) < 0)
             goto fail;
-        if (!conf->cluster_secret[0]) {
-            snprintf(err, errlen,
-                     "--cluster needs --cluster-secret: the servers of a cluster "
-                     "take work units only from servers that hold it");
+        if (!s->conf.cluster_secret[0]) {
+            snprintf(
+                err, errlen,
+                "--cluster needs --cluster-secret (or --cluster-secret-file): the servers of a cluster "
+                "take work units only from servers that hold it");
             rc = -EINVAL;
             goto fail;
         }
@@ -892,9 +909,19 @@ static int merge_task(void *arg, char *err, size_t errlen)
     if (rc == 0) {
         tm_settings ts;
         tm_settings_init(&ts);
+        ts.mem = &s->merge_mem;
         rc = tm_run(t, &ts, false, &res, err, errlen);
         if (rc == -ESTALE)
             rc = 0; /* a racing commit: the next round looks again */
+    }
+    if (rc == 0 && res.skipped_for_memory) {
+        srv_count(s, SRV_M_MERGES_SKIPPED, 1);
+        srv_log(SRV_LOG_WARN,
+                "msg=\"merge not started: it needs more memory than the background merges may "
+                "hold (raise --merge-memory)\" table=%s.%s partition=\"%s\" parts=%zu "
+                "needs=%llu merging_now=%lld merge_memory=%lld",
+                p.db, p.table, res.partition, res.n_inputs, (unsigned long long)res.mem_needed,
+                (long long)atomic_load(&s->merge_mem.cur), (long long)s->merge_mem.limit);
     }
     if (rc == 0 && res.merged) {
         srv_count(s, SRV_M_MERGES, 1);
@@ -907,7 +934,8 @@ static int merge_task(void *arg, char *err, size_t errlen)
         srv_count(s, SRV_M_MERGE_ERRORS, 1);
         char e2[512];
         snprintf(e2, sizeof(e2), "%s", err);
-        snprintf(err, errlen, "merging table %s.%s: %s", p.db, p.table, e2);
+        snprintf(err, errlen, "merging table %s.%s: %s%s", p.db, p.table, e2,
+                 rc == -ENOMEM ? " (raise --merge-memory or --max-server-memory-usage)" : "");
     }
     tb_table_destroy(&t);
     srv_cache_put(s, c);
@@ -992,7 +1020,7 @@ void srv_destroy(srv **ps)
     free(s->threads);
     free(s->merging);
     srv_users_destroy(&s->users);
-    dist_clusters_free(&s->clusters);
+    srv_clusters_stop(s);
     if (s->tls)
         SSL_CTX_free(s->tls);
     if (s->base)

@@ -165,6 +165,7 @@ static const colspec qlog_cols[] = {
     {"user", T_STR},
     {"query_id", T_STR},
     {"address", T_STR},
+    {"initial_query_id", T_STR},
     {"interface", T_U8},
     {"http_method", T_U8},
     {"Settings", T_STR},
@@ -207,10 +208,11 @@ static int query_log(srv *s, const eng_scan_env *env, eng_source **out, char *er
         put_s(&r, k++, i, e->kind);
         put_i(&r, k++, i, e->exception_code);
         put_s(&r, k++, i, e->exception_code ? e->exception : "");
-        put_i(&r, k++, i, 1);
+        put_i(&r, k++, i, strcmp(e->initial_query_id, e->query_id) == 0);
         put_s(&r, k++, i, e->user);
         put_s(&r, k++, i, e->query_id);
         put_s(&r, k++, i, e->address);
+        put_s(&r, k++, i, e->initial_query_id);
         put_i(&r, k++, i, 2);
         put_i(&r, k++, i, e->http_method);
         put_s(&r, k++, i, e->settings);
@@ -263,13 +265,13 @@ static int processes(srv *s, const eng_scan_env *env, eng_source **out, char *er
     uint32_t i = 0;
     for (srv_query *q = s->running; q && !r.oom; q = q->next, i++) {
         int k = 0;
-        put_i(&r, k++, i, 1);
+        put_i(&r, k++, i, !q->initial_id[0]);
         put_s(&r, k++, i, q->user);
         put_s(&r, k++, i, q->id);
         put_s(&r, k++, i, q->address);
         put_i(&r, k++, i, q->port);
         put_s(&r, k++, i, q->user);
-        put_s(&r, k++, i, q->id);
+        put_s(&r, k++, i, q->initial_id[0] ? q->initial_id : q->id);
         put_i(&r, k++, i, 2);
         put_i(&r, k++, i, q->http_method);
         put_f(&r, k++, i, now - q->t0);
@@ -283,7 +285,9 @@ static int processes(srv *s, const eng_scan_env *env, eng_source **out, char *er
         put_i(&r, k++, i, atomic_load(&q->live.peak_memory));
         char text[4096];
         size_t tl = q->text ? (q->data_off ? q->data_off : q->text_len) : 0;
-        snprintf(text, sizeof(text), "%.*s", (int)tl, q->text ? q->text : "");
+        char *masked = srv_mask_secrets(q->text ? q->text : "", tl);
+        snprintf(text, sizeof(text), "%s", masked ? masked : "");
+        free(masked);
         put_s(&r, k++, i, text);
         put_s(&r, k++, i, q->kind);
         put_s(&r, k++, i, q->database);

@@ -24,6 +24,7 @@
 #ifndef RINGCACHE_TABLE_MERGE_H
 #define RINGCACHE_TABLE_MERGE_H
 
+#include "eng_types.h"
 #include "part.h"
 #include "table.h"
 
@@ -40,6 +41,13 @@ typedef struct tm_settings {
     uint64_t fixed_cost_bytes;             /* size_fixed_cost_to_add: 5 MiB */
     uint64_t min_size_to_lower_base;       /* 1 MiB */
     uint64_t max_size_to_lower_base;       /* 100 GiB */
+    /* The merge's memory tracker (borrowed; NULL: none): what a merge holds
+     * (one granule of every input, the output batch) is charged to it. A
+     * merge whose estimate (one granule of each input, from the parts'
+     * uncompressed sizes) does not fit its limit is not started; one that
+     * crosses it while running stops with -ENOMEM. Either way nothing is
+     * committed, so the inputs stay as they were. */
+    eng_mem *mem;
 } tm_settings;
 
 void tm_settings_init(tm_settings *s);
@@ -58,6 +66,7 @@ int tm_select(const uint64_t *sizes, size_t n, const tm_settings *s, tm_range *o
 /* ---- the merge --------------------------------------------------------------- */
 
 typedef struct tm_merge_opts {
+    eng_mem *mem;             /* what the merge holds is charged here; NULL: none */
     tp_reader *const *inputs; /* in block order (oldest first); same columns and key */
     size_t n_inputs;
     bool replacing;      /* ReplacingMergeTree */
@@ -79,7 +88,11 @@ int tm_merge(const tm_merge_opts *o, tm_merge_stats *stats, char *err, size_t er
 /* ---- one merge of a table ---------------------------------------------------- */
 
 typedef struct tm_result {
-    bool merged; /* false: nothing worth merging */
+    bool merged; /* false: nothing worth merging, or skipped */
+    /* not started: the estimate (mem_needed bytes) does not fit the
+     * tracker's limit with what it holds now (tm_settings.mem) */
+    bool skipped_for_memory;
+    uint64_t mem_needed;
     char partition[TB_NAME_MAX];
     size_t n_inputs;
     uint64_t rows_in, rows_out, bytes_out;
@@ -90,7 +103,8 @@ typedef struct tm_result {
  * range of any partition. final: merge every partition holding two or more
  * parts into one, whatever the selector says (OPTIMIZE ... FINAL; one
  * partition per call). -ESTALE when a racing commit removed an input (the
- * output object is deleted; try again), else as tm_merge, tb_commit_run. */
+ * output object is deleted; try again), else as tm_merge, tb_commit_run.
+ * -ENOMEM with a sentence when the merge crossed s->mem's limit. */
 int tm_run(tb_table *t, const tm_settings *s, bool final, tm_result *res, char *err, size_t errlen);
 
 #endif /* RINGCACHE_TABLE_MERGE_H */

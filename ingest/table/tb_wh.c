@@ -176,7 +176,8 @@ int tb_wh_list(const tb_wh *w, const char *db, tb_wh_table_fn fn, void *arg, cha
         tp__fail(err, errlen, rc, "cannot list the warehouse s3://%s/%s: %s", w->bucket, prefix,
                  e.message[0] ? e.message : strerror(-rc));
     if (rc == 0) {
-        qsort(l.names, l.n, sizeof(char *), name_cmp);
+        if (l.n) /* qsort of NULL is undefined, even of 0 items */
+            qsort(l.names, l.n, sizeof(char *), name_cmp);
         for (size_t i = 0; i < l.n && rc == 0; i++) {
             char *slash = strchr(l.names[i], '/');
             *slash = 0;

@@ -33,6 +33,7 @@ typedef struct {
     tp__colbuf *pend; /* replacing: the row kept for the current key */
     bool have_pend;
     tm_merge_stats st;
+    int64_t charged; /* bytes charged to o->mem now */
     char *err;
     size_t errlen;
 } mctx;
@@ -222,6 +223,24 @@ int tm_merge(const tm_merge_opts *o, tm_merge_stats *stats, char *err, size_t er
             held += tp__colbuf_memory(&x.out[i]);
         if (held > x.st.peak_batch_bytes)
             x.st.peak_batch_bytes = held;
+        if (o->mem && (int64_t)held != x.charged) {
+            int64_t d = (int64_t)held - x.charged;
+            if (!em_account(o->mem, d)) {
+                int64_t now = atomic_load(&o->mem->cur) + d;
+                bool own = o->mem->limit > 0 && now > o->mem->limit;
+                rc = tp__fail(err, errlen, -ENOMEM,
+                              "%s memory limit (%lld bytes) is exceeded: merging %zu parts "
+                              "would hold %zu bytes; the merge stops and its parts stay as "
+                              "they were",
+                              own ? "the background merges'" : "the server's",
+                              (long long)(own              ? o->mem->limit
+                                          : o->mem->parent ? o->mem->parent->limit
+                                                           : 0),
+                              o->n_inputs, held);
+                break;
+            }
+            x.charged = (int64_t)held;
+        }
         if (!o->replacing) {
             rc = emit_from_cursor(&x, c);
         } else if (x.have_pend && same_key_as_pending(&x, c)) {
@@ -255,6 +274,8 @@ int tm_merge(const tm_merge_opts *o, tm_merge_stats *stats, char *err, size_t er
     if (!rc)
         rc = flush_out(&x);
 out:
+    if (o->mem && x.charged)
+        em_account(o->mem, -x.charged);
     for (size_t i = 0; x.cur && i < o->n_inputs; i++)
         cb_batch_destroy(&x.cur[i].b);
     for (uint32_t i = 0; x.out && x.pend && i < nc; i++) {
@@ -266,7 +287,7 @@ out:
     free(x.all_cols);
     free(x.out);
     free(x.pend);
-    if (rc == -ENOMEM && err && errlen)
+    if (rc == -ENOMEM && err && errlen && !err[0])
         tp__fail(err, errlen, rc, "out of memory merging %zu parts", o->n_inputs);
     if (stats)
         *stats = x.st;
@@ -319,6 +340,19 @@ int tm_run(tb_table *t, const tm_settings *s, bool final, tm_result *res, char *
     }
     size_t n = best.end - best.begin;
     const tb_part *in = &snap->parts[best_base + best.begin];
+    if (s->mem && s->mem->limit > 0) {
+        uint64_t need = 0;
+        for (size_t i = 0; i < n; i++)
+            need += in[i].granules ? in[i].uncompressed_bytes / in[i].granules : in[i].bytes;
+        if ((int64_t)need > s->mem->limit - atomic_load(&s->mem->cur)) {
+            res->skipped_for_memory = true;
+            res->mem_needed = need;
+            snprintf(res->partition, sizeof(res->partition), "%s", in[0].partition);
+            res->n_inputs = n;
+            tb_snapshot_destroy(&snap);
+            return 0;
+        }
+    }
     rs_source **srcs = calloc(n, sizeof(rs_source *));
     tp_reader **rds = calloc(n, sizeof(tp_reader *));
     const char **names = calloc(n, sizeof(char *));
@@ -349,7 +383,8 @@ int tm_run(tb_table *t, const tm_settings *s, bool final, tm_result *res, char *
     tm_merge_stats st = {0};
     if (!rc) {
         bool replacing = snap->schema.engine && !strcmp(snap->schema.engine, "ReplacingMergeTree");
-        tm_merge_opts mo = {.inputs = rds,
+        tm_merge_opts mo = {.mem = s->mem,
+                            .inputs = rds,
                             .n_inputs = n,
                             .replacing = replacing,
                             .version_col = snap->schema.version_col,

@@ -26,6 +26,7 @@ void tm_settings_init(tm_settings *s)
     s->fixed_cost_bytes = 5ull << 20;
     s->min_size_to_lower_base = 1ull << 20;
     s->max_size_to_lower_base = 100ull << 30;
+    s->mem = NULL;
 }
 
 static double unit(double v, double lo, double hi)

@@ -9,7 +9,10 @@
 //
 //   node s3server.js --node-modules DIR --version 3|5 --dir DATA --port-file F
 //                    [--port 0] [--bucket NAME]... [--access-key K --secret-key S]
-//                    [--verbose] [--no-conditional-writes]
+//                    [--extra-key K:S]... [--verbose] [--no-conditional-writes]
+//
+// --extra-key adds a key pair beside the account's (S3RVER/S3RVER, or --access-key):
+// tests of credentials given per request (s3(url, KEY, SECRET)) use a second pair.
 //
 // s3rver 3 needs NODE_OPTIONS=--openssl-legacy-provider (its ListObjectsV2
 // continuation token uses DES); the harness sets it for both versions.
@@ -41,7 +44,7 @@ function usage(msg) {
   process.stderr.write(`s3server.js: ${msg}\n` +
     'usage: node s3server.js --node-modules DIR --version 3|5 --dir DATA ' +
     '--port-file F [--port 0] [--bucket NAME]... [--access-key K --secret-key S] [--verbose]\n' +
-    '       [--no-conditional-writes]\n');
+    '       [--extra-key K:S]... [--no-conditional-writes]\n');
   process.exit(2);
 }
 
@@ -183,7 +186,7 @@ function atomicOverwrites(store, S3Error, conditional) {
 }
 
 function parseArgs(argv) {
-  const o = { port: 0, buckets: [], version: '3', verbose: false, conditional: true };
+  const o = { port: 0, buckets: [], extraKeys: [], version: '3', verbose: false, conditional: true };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const val = () => {
@@ -199,6 +202,13 @@ function parseArgs(argv) {
       case '--bucket': o.buckets.push(val()); break;
       case '--access-key': o.accessKey = val(); break;
       case '--secret-key': o.secretKey = val(); break;
+      case '--extra-key': {
+        const v = val();
+        const at = v.indexOf(':');
+        if (at <= 0 || at === v.length - 1) usage(`--extra-key takes KEY:SECRET, not ${v}`);
+        o.extraKeys.push([v.slice(0, at), v.slice(at + 1)]);
+        break;
+      }
       case '--verbose': o.verbose = true; break;
       case '--no-conditional-writes': o.conditional = false; break;
       default: usage(`unknown flag ${a}`);
@@ -231,6 +241,11 @@ async function main() {
     process.stderr.write(`s3server.js: cannot load ${pkgDir}: ${err.message} ` +
       '(run npm ci in the source folder, or set RINGCACHE_NODE_MODULES)\n');
     process.exit(3);
+  }
+  if (o.extraKeys.length) {
+    // More key pairs on the same account, beside the default (or --access-key) one.
+    const account = require(path.join(pkgDir, 'lib', 'models', 'account.js'));
+    for (const [k, s] of o.extraKeys) account.DUMMY_ACCOUNT.createKeyPair(k, s);
   }
   if (o.accessKey !== undefined) {
     // Both versions keep credentials in lib/models/account.js; the default

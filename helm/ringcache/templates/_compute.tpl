@@ -32,3 +32,20 @@ chart's cache nodes by the headless Service's SRV records. */ -}}
 {{- define "ringcache.computeCache" -}}
 {{- default (include "ringcache.members" .) .Values.compute.cache -}}
 {{- end -}}
+
+{{- /* The compute servers' headless Service: its DNS records are the members
+of the compute cluster (compute.cluster). */ -}}
+{{- define "ringcache.computeHeadlessName" -}}
+{{- printf "%s-headless" (include "ringcache.computeName" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "ringcache.computeClusterSpec" -}}
+{{- printf "%s=dns:%s.%s.svc.%s:%d" .Values.compute.cluster.name (include "ringcache.computeHeadlessName" .) .Release.Namespace .Values.clusterDomain (int .Values.compute.port) -}}
+{{- end -}}
+
+{{- /* The Secret holding the cluster secret: compute.cluster.existingSecret,
+else the chart's own (compute-secret.yaml). */ -}}
+{{- define "ringcache.computeSecretName" -}}
+{{- default (printf "%s-cluster" (include "ringcache.computeName" .)) .Values.compute.cluster.existingSecret -}}
+{{- end -}}
+

@@ -4,6 +4,7 @@
  * URL's query string (srv_params_parse), the {name:Type} substitution of
  * param_* values into the SQL (srv_params_substitute), and the statements
  * the server answers itself (sql_admin_parse) on the substituted text.
+ * Also the secret masking of query_log's text (srv_mask_secrets).
  * Besides memory errors, it checks what the parsers promise: decoded names
  * are never empty and hold no NUL; the first and last lookups agree with
  * the list; a substitution that succeeds gives a text NUL-terminated at its
@@ -52,6 +53,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (ps.n) /* the first of a name is its first occurrence */
         CHECK(srv_params_first(&ps, ps.kv[0].name) == ps.kv[0].value);
+
+    /* the text query_log shows: never longer than promised, NUL-terminated */
+    char *masked = srv_mask_secrets(sql, slen);
+    CHECK(masked != NULL);
+    CHECK(strlen(masked) <= 4 * slen + 15);
+    free(masked);
 
     char *out = NULL;
     size_t olen = 0;

@@ -72,15 +72,7 @@ static int teardown(void **state)
 
 static void put_direct(const char *key, const void *data, size_t len, char etag[S3_ETAG_MAX])
 {
-    s3_sync *s;
-    assert_int_equal(s3_sync_create(&s, &direct), 0);
-    s3_error err;
-    s3_sync_put_args pa = {.bucket = bucket, .key = key, .fd = -1, .data = data, .size = len};
-    int rc = s3_sync_put(s, &pa, etag, &err);
-    if (rc < 0)
-        fprintf(stderr, "%s\n", err.message);
-    assert_int_equal(rc, 0);
-    s3_sync_destroy(&s);
+    assert_int_equal(t_put_object(&direct, bucket, key, data, len, etag), 0);
 }
 
 static void stop_clean(t_node *n)

@@ -43,22 +43,7 @@ static size_t size;
 
 static void put_direct(const char *key, const void *buf, size_t len)
 {
-    s3_sync *s;
-    assert_int_equal(s3_sync_create(&s, &direct), 0);
-    s3_error err;
-    char etag[S3_ETAG_MAX];
-    s3_sync_put_args pa = {.bucket = H_S3_DEFAULT_BUCKET,
-                           .key = key,
-                           .fd = -1,
-                           .data = buf,
-                           .size = len,
-                           .part_size = 64u << 20,
-                           .parallel = 1};
-    int rc = s3_sync_put(s, &pa, etag, &err);
-    if (rc < 0)
-        fprintf(stderr, "put %s: %s\n", key, err.message);
-    assert_int_equal(rc, 0);
-    s3_sync_destroy(&s);
+    assert_int_equal(t_put_object(&direct, H_S3_DEFAULT_BUCKET, key, buf, len, NULL), 0);
 }
 
 static int setup(void **state)

@@ -91,6 +91,11 @@ export function sqlfnCases(P, Q, D) {
     ['fn_math_conv', `SELECT Id, intDiv(Score, 7), intDiv(Id, 3), pow(Ratio, 2), sqrt(Id), log(Id + 1), log10(Id + 1), exp(Ratio / 100), floor(Ratio, 1), ceil(Ratio), trunc(Score / 7, 1), floor(Id, -1), toString(Score), toInt32(Ratio), toFloat64(Score) / 2, toUInt16(Id), toInt64OrZero(OwnerDisplayName), toInt64OrNull(substring(OwnerDisplayName, 6)), ifNull(ViewCount, -1), nullIf(PostTypeId, 2), assumeNotNull(ViewCount) FROM ${P} WHERE Id < 40 ORDER BY Id`,
       `SELECT Id, trunc(Score / 7)::BIGINT, Id // 3, pow(Ratio, 2), sqrt(Id), ln(Id + 1), log10(Id + 1), exp(Ratio / 100), floor(Ratio * 10) / 10, ceil(Ratio), trunc(Score / 7 * 10) / 10, (Id // 10) * 10, Score::VARCHAR, trunc(Ratio)::INTEGER, Score / 2, Id, coalesce(TRY_CAST(OwnerDisplayName AS BIGINT), 0), TRY_CAST(substring(OwnerDisplayName, 6) AS BIGINT), coalesce(ViewCount, -1), nullif(PostTypeId, 2), coalesce(ViewCount, 0) FROM ${Q} WHERE Id < 40 ORDER BY Id`,
       '-', 'intDiv and toInt32 of a float truncate toward zero; assumeNotNull of NULL reads as the default 0'],
+    ['fn_ignore', `SELECT count() FROM ${P} WHERE NOT ignore(*)`, `SELECT count(*) FROM ${Q}`],
+    ['fn_ignore_args', `SELECT Id, ignore(Title, Score + 1) FROM ${P} WHERE Id < 40 ORDER BY Id`,
+      `SELECT Id, 0 FROM ${Q} WHERE Id < 40 ORDER BY Id`, '-', 'ignore(...) is 0 whatever it reads; NOT ignore(*) keeps every row'],
+    ['fn_ignore_where', `SELECT count() FROM ${P} WHERE ignore(*) OR Id < 40`,
+      `SELECT count(*) FROM ${Q} WHERE Id < 40`],
     ['fn_glob', `SELECT toYYYYMM(Day) AS m, countIf(Score > 0), sumIf(Score, match(Title, 'cache')), uniqExactIf(OwnerUserId, toDayOfWeek(Day) = 7) FROM ${G} GROUP BY m ORDER BY m LIMIT 12`,
       `SELECT year(Day) * 100 + month(Day) AS m, count(*) FILTER (WHERE Score > 0), coalesce(sum(Score) FILTER (WHERE regexp_matches(Title, 'cache')), 0), count(DISTINCT OwnerUserId) FILTER (WHERE isodow(Day) = 7) FROM ${GQ} GROUP BY m ORDER BY m LIMIT 12`],
   ];

@@ -724,7 +724,8 @@ const expect = {
   if (dep) {
     const cpod = dep.spec.template;
     const cctr = cpod.spec.containers[0];
-    const csvc = cKind("Service")[0];
+    const csvc = cKind("Service").find((o) => o.spec.clusterIP !== "None");
+    const chl = cKind("Service").find((o) => o.spec.clusterIP === "None");
     const ccm = cKind("ConfigMap")[0];
     const port = cctr.ports.find((p) => p.name === "http")?.containerPort;
     check(matches(dep.spec.selector.matchLabels, cpod.metadata.labels), "the compute Deployment does not select its pods");
@@ -743,6 +744,26 @@ const expect = {
     check(cache === `dns:${headless?.metadata.name}.${namespace}.svc.${values.clusterDomain}:${protoPort}` || values.compute?.cache === cache,
       `compute config's cache is not this release's headless Service: ${cache}`);
     check(!("users.conf" in (ccm?.data ?? {})) === !sconf.has("users"), "compute users file and its key disagree");
+    // the compute cluster: members by the headless Service's records, the secret from a mounted Secret
+    const cl = { enabled: true, name: "default", key: "cluster-secret", ...(values.compute?.cluster ?? {}) };
+    if (cl.enabled) {
+      check(chl && matches(chl.spec.selector, cpod.metadata.labels) && chl.spec.ports.some((p) => p.port === port),
+        "the compute cluster's headless Service does not select the compute pods on the http port");
+      check(sconf.get("cluster") === `${cl.name}=dns:${chl?.metadata.name}.${namespace}.svc.${values.clusterDomain}:${port}`,
+        `compute config's cluster is not the headless Service: ${sconf.get("cluster")}`);
+      const secretName = cl.existingSecret || `${dep.metadata.name}-cluster`;
+      const vol = cpod.spec.volumes.find((v) => v.secret?.secretName === secretName);
+      const mount = cctr.volumeMounts.find((m) => m.name === vol?.name);
+      check(vol && mount && sconf.get("cluster-secret-file") === `${mount.mountPath}/${cl.key}`,
+        `the cluster secret file is not the mounted Secret ${secretName}: ${sconf.get("cluster-secret-file")}`);
+      const own = computeObjects.find((o) => o.kind === "Secret" && o.metadata.name === secretName);
+      check(cl.existingSecret ? !own : own && Buffer.from(own.data[cl.key], "base64").toString().length >= 16,
+        "the chart's cluster Secret is missing, too short, or rendered beside an existingSecret");
+      check(!Object.values(ccm?.data ?? {}).some((t) => own && t.includes(Buffer.from(own.data[cl.key], "base64").toString())),
+        "the cluster secret appears in a ConfigMap");
+    } else {
+      check(!chl && !sconf.has("cluster"), "compute.cluster.enabled=false still renders the cluster");
+    }
     check(cctr.securityContext?.readOnlyRootFilesystem === true && cctr.securityContext?.allowPrivilegeEscalation === false,
       "compute container is not read-only / unprivileged");
     if (cKind("HorizontalPodAutoscaler").length)

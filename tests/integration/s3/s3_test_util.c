@@ -122,6 +122,29 @@ int t_put_many(const s3_config *cfg, const char *bucket, const char *prefix, int
     return rc;
 }
 
+int t_put_object(const s3_config *cfg, const char *bucket, const char *key, const void *data,
+                 size_t len, char *etag)
+{
+    s3_sync *s;
+    int rc = s3_sync_create(&s, cfg);
+    if (rc < 0)
+        return rc;
+    s3_error err;
+    char tag[S3_ETAG_MAX];
+    s3_sync_put_args pa = {.bucket = bucket,
+                           .key = key,
+                           .fd = -1,
+                           .data = data,
+                           .size = len,
+                           .part_size = 64u << 20,
+                           .parallel = 1};
+    rc = s3_sync_put(s, &pa, etag ? etag : tag, &err);
+    if (rc < 0)
+        fprintf(stderr, "put %s/%s: %s\n", bucket, key, err.message);
+    s3_sync_destroy(&s);
+    return rc;
+}
+
 h_s3 *t_start_s3(h_env *env, int version)
 {
     h_s3 *s3 = NULL;

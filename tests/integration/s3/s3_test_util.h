@@ -27,6 +27,12 @@ void *t_alloc_data(size_t len, uint64_t seed);
 int t_put_many(const s3_config *cfg, const char *bucket, const char *prefix, int n, size_t size,
                int inflight);
 
+/* PUT one object of len bytes with a blocking client for cfg (one request
+ * below 64 MiB, multipart above); etag (S3_ETAG_MAX, may be NULL) gets its ETag.
+ * 0, or -errno with S3's message printed to stderr. */
+int t_put_object(const s3_config *cfg, const char *bucket, const char *key, const void *data,
+                 size_t len, char *etag);
+
 /* Starts s3rver (version 3 or 5) in env, or skips the test when it is not
  * installed. */
 h_s3 *t_start_s3(h_env *env, int version);

@@ -19,7 +19,7 @@
  *   engine   ringcache query over s3('http://node/bucket/...') equals the same
  *            query through --cache
  *   six      six awscli readers of one cold object at once, spread over the
- *            nodes: one S3 GET per block
+ *            nodes: each block filled once (S3 sends each byte once)
  *   bad      truncated aws-chunked bodies, a lying Content-Length, 10,000
  *            pipelined requests never read: 4xx, the node stays up, memory
  *            bounded
@@ -508,8 +508,18 @@ static void test_six_cold_readers(void **state)
     }
     int64_t blocks = (int64_t)((size + (1u << 20) - 1) >> 20);
     int64_t gets = t_s3_gets(&tc, "t/six/cold.bin");
-    fprintf(stderr, "six readers: %" PRId64 " S3 GETs for %" PRId64 " blocks\n", gets, blocks);
-    assert_int_equal(gets, blocks);
+    int64_t bytes = h_s3model_stat(tc.model, "bytes_out");
+    int64_t reqs = h_s3model_stat(tc.model, "requests");
+    fprintf(stderr,
+            "six readers: %" PRId64 " S3 GETs for %" PRId64 " blocks, %" PRId64
+            " bytes from S3 in %" PRId64 " requests for %zu\n",
+            gets, blocks, bytes, reqs, size);
+    /* each block filled once: a fill may take the next blocks its node owns
+     * in the same ranged GET, so at most one GET per block, and S3 sent each
+     * byte once (a block read twice would be 1 MiB over; heads are small) */
+    assert_true(gets >= 1 && gets <= blocks);
+    assert_true(bytes >= (int64_t)size);
+    assert_true(bytes < (int64_t)size + reqs * 4096);
 }
 
 /* ---- malformed requests -------------------------------------------------------------------------- */

@@ -6,7 +6,8 @@
 // --cluster-secret) run on loopback with --port 0 --port-file. Every
 // DuckDB-oracle query rewritten to s3Cluster('test', ...) answers as s3()
 // on one server; system.clusters lists the members; a unit without the
-// secret is refused; a worker down at the start fails the query with its
+// secret is refused; a worker's query_log marks its units not initial,
+// naming the initiator's query id; a worker down at the start fails the query with its
 // name unless skip_unavailable_shards = 1; a worker killed while a query
 // runs (scripted, 10 times, restarted on its port each time) still gives
 // the right answer. Exits 77 without node packages or the binary.
@@ -66,6 +67,23 @@ check(same === cases.length && cases.length >= 35, `${same}/${cases.length} quer
 
 const c = await q(init, 'SELECT cluster, shard_num, port FROM system.clusters ORDER BY shard_num');
 check(c.text === members.map((m, i) => `test\t${i + 1}\t${m.split(':')[1]}`).join('\n') + '\n', `system.clusters lists the members: ${c.text}`);
+
+// a worker's query_log: its units are not initial, and name the initiator's query
+{
+  const r = await fetch(`${init.url}/?default_format=TSV&query_id=dist-qlog`, { method: 'POST',
+    body: `SELECT count() FROM s3Cluster('test', 's3://${bucket}/{posts.parquet,small/*.parquet}')` });
+  await r.text();
+  let units = 0;
+  for (const w of workers) {
+    const t = (await q(w, "SELECT count() FROM system.query_log WHERE type = 'QueryFinish' AND " +
+      "is_initial_query = 0 AND initial_query_id = 'dist-qlog' AND query_id != 'dist-qlog'")).text;
+    units += Number(t);
+  }
+  const own = (await q(init, "SELECT is_initial_query, initial_query_id FROM system.query_log " +
+    "WHERE query_id = 'dist-qlog' AND type = 'QueryFinish'")).text;
+  check(r.status === 200 && units > 0 && own === '1\tdist-qlog\n',
+    `query_log: the workers' units say is_initial_query = 0 and the initiator's query id (${units} units; initiator: ${JSON.stringify(own)})`);
+}
 
 // a unit without the secret is refused
 const seed = `SELECT OwnerDisplayName, count() AS num_posts FROM s3Cluster('test', 's3://${bucket}/{posts.parquet,small/*.parquet}') WHERE OwnerDisplayName NOT IN ('', 'anon') GROUP BY OwnerDisplayName ORDER BY num_posts DESC, OwnerDisplayName LIMIT 5`;

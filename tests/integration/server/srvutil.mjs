@@ -89,13 +89,14 @@ function start(name, cmd, args, env) {
 }
 
 // s3rver on a free port with the bucket ringcache-test; returns its endpoint.
-export async function startS3() {
+// extra: more s3server.js arguments (e.g. ['--extra-key', 'K:S']).
+export async function startS3(extra = []) {
   const portFile = path.join(tmp, 's3.port');
   const js = path.join(srcDir, 'tests/harness/s3server.js');
   if (!fs.existsSync(path.join(nodeModules, 's3rver'))) skip(`s3rver is not in ${nodeModules}`);
   const { proc, log } = start('s3rver', process.execPath,
     [js, '--node-modules', nodeModules, '--version', '3', '--dir', path.join(tmp, 's3-data'),
-      '--port-file', portFile, '--bucket', 'ringcache-test'],
+      '--port-file', portFile, '--bucket', 'ringcache-test', ...extra],
     { NODE_OPTIONS: '--openssl-legacy-provider' });
   const port = await waitPortFile(portFile, proc, 's3rver', log);
   return { port, endpoint: `http://127.0.0.1:${port}`, proc };

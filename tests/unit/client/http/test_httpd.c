@@ -77,6 +77,30 @@ static void make_file(const char *name, size_t n, char path[1024], char hex[65])
 
 /* ---- curl ------------------------------------------------------------------- */
 
+/* Reads the next answer on rd and checks its status (0: any) and its body
+ * (NULL: any). */
+static void expect_answer(tc_reader *rd, int status, const char *body)
+{
+    tc_resp r;
+    assert_int_equal(tc_read(rd, &r, false), 0);
+    if (status)
+        assert_int_equal(r.status, status);
+    if (body)
+        assert_string_equal(r.body, body);
+    tc_resp_free(&r);
+}
+
+/* One request on a new connection, its answer checked as by expect_answer. */
+static void expect_one(int port, const char *raw, int status, const char *body)
+{
+    int fd = tc_connect(port);
+    tc_sends(fd, raw);
+    tc_reader *rd = tc_reader_create(fd);
+    expect_answer(rd, status, body);
+    tc_reader_destroy(&rd);
+    close(fd);
+}
+
 static void test_keepalive_reuse(void **state)
 {
     (void)state;
@@ -320,26 +344,14 @@ static void test_pipelining_in_order(void **state)
                  "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nabcde"
                  "GET /nope HTTP/1.1\r\nHost: t\r\n\r\n");
     tc_reader *rd = tc_reader_create(fd);
-    tc_resp r;
-    assert_int_equal(tc_read(rd, &r, false), 0);
-    assert_int_equal(r.status, 200);
-    assert_string_equal(r.body, "hello\n");
-    tc_resp_free(&r);
-    assert_int_equal(tc_read(rd, &r, false), 0);
-    assert_string_equal(r.body, "async\n");
-    tc_resp_free(&r);
-    assert_int_equal(tc_read(rd, &r, false), 0);
-    assert_string_equal(r.body, "hello\n");
-    tc_resp_free(&r);
+    expect_answer(rd, 200, "hello\n");
+    expect_answer(rd, 0, "async\n");
+    expect_answer(rd, 0, "hello\n");
     char want[128], hex[65];
     sha_hex("abcde", 5, hex);
     snprintf(want, sizeof want, "5 %s\n", hex);
-    assert_int_equal(tc_read(rd, &r, false), 0);
-    assert_string_equal(r.body, want);
-    tc_resp_free(&r);
-    assert_int_equal(tc_read(rd, &r, false), 0);
-    assert_int_equal(r.status, 404);
-    tc_resp_free(&r);
+    expect_answer(rd, 0, want);
+    expect_answer(rd, 404, NULL);
     tc_reader_destroy(&rd);
     close(fd);
     httpd_stats st;
@@ -395,15 +407,7 @@ static void test_pipelined_never_read_bounded(void **state)
     assert_true(st.out_peak_bytes <= cfg.out_high_bytes + 100000 + 1024);
     close(fd);
     /* the server goes on serving others */
-    int fd2 = tc_connect(ts.port);
-    tc_sends(fd2, "GET /hello HTTP/1.1\r\nHost: t\r\n\r\n");
-    tc_reader *rd = tc_reader_create(fd2);
-    tc_resp r;
-    assert_int_equal(tc_read(rd, &r, false), 0);
-    assert_int_equal(r.status, 200);
-    tc_resp_free(&r);
-    tc_reader_destroy(&rd);
-    close(fd2);
+    expect_one(ts.port, "GET /hello HTTP/1.1\r\nHost: t\r\n\r\n", 200, NULL);
     ts_stop(&ts);
 }
 
@@ -464,9 +468,7 @@ static void test_unread_body_skipped(void **state)
     assert_int_equal(r.status, 403);
     assert_string_equal(r.connection, "");
     tc_resp_free(&r);
-    assert_int_equal(tc_read(rd, &r, false), 0);
-    assert_string_equal(r.body, "hello\n");
-    tc_resp_free(&r);
+    expect_answer(rd, 0, "hello\n");
     tc_reader_destroy(&rd);
     close(fd);
     ts_stop(&ts);
@@ -494,15 +496,7 @@ static void test_client_vanishes_mid_body(void **state)
     ts_stats(&ts, &st);
     assert_int_equal(st.aborted, 1);
     /* and the server is fine */
-    fd = tc_connect(ts.port);
-    tc_sends(fd, "GET /hello HTTP/1.1\r\nHost: t\r\n\r\n");
-    tc_reader *rd = tc_reader_create(fd);
-    tc_resp r;
-    assert_int_equal(tc_read(rd, &r, false), 0);
-    assert_int_equal(r.status, 200);
-    tc_resp_free(&r);
-    tc_reader_destroy(&rd);
-    close(fd);
+    expect_one(ts.port, "GET /hello HTTP/1.1\r\nHost: t\r\n\r\n", 200, NULL);
     ts_stop(&ts);
 }
 
@@ -603,9 +597,7 @@ static void test_head_and_http10(void **state)
     assert_string_equal(r.content_length, "1000");
     assert_int_equal(r.body_len, 0);
     tc_resp_free(&r);
-    assert_int_equal(tc_read(rd, &r, false), 0);
-    assert_string_equal(r.body, "hello\n");
-    tc_resp_free(&r);
+    expect_answer(rd, 0, "hello\n");
     tc_reader_destroy(&rd);
     close(fd);
 
@@ -717,19 +709,12 @@ static void test_timeouts(void **state)
     assert_int_equal(recv(fd, b, sizeof b, 0), 0);
     close(fd);
     /* a head that never ends: 408 */
-    fd = tc_connect(ts.port);
-    tc_sends(fd, "GET /hello HTTP/1.1\r\nHost: t\r\n");
-    tc_reader *rd = tc_reader_create(fd);
-    tc_resp r;
-    assert_int_equal(tc_read(rd, &r, false), 0);
-    assert_int_equal(r.status, 408);
-    tc_resp_free(&r);
-    tc_reader_destroy(&rd);
-    close(fd);
+    expect_one(ts.port, "GET /hello HTTP/1.1\r\nHost: t\r\n", 408, NULL);
     /* a body that stops: the handler hears -ETIMEDOUT and answers 408 */
     fd = tc_connect(ts.port);
     tc_sends(fd, "PUT /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n0123456789");
-    rd = tc_reader_create(fd);
+    tc_reader *rd = tc_reader_create(fd);
+    tc_resp r;
     assert_int_equal(tc_read(rd, &r, false), 0);
     assert_int_equal(r.status, 408);
     assert_string_equal(r.connection, "close");
@@ -775,9 +760,7 @@ static void test_max_conns(void **state)
     /* the two admitted ones are served */
     tc_sends(a, "GET /hello HTTP/1.1\r\nHost: t\r\n\r\n");
     rd = tc_reader_create(a);
-    assert_int_equal(tc_read(rd, &r, false), 0);
-    assert_int_equal(r.status, 200);
-    tc_resp_free(&r);
+    expect_answer(rd, 200, NULL);
     tc_reader_destroy(&rd);
     close(a);
     close(b);
