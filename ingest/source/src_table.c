@@ -10,7 +10,10 @@
  * the granules that the sparse primary index cannot rule out (=, IN, <, <=,
  * >, >=, BETWEEN and their AND / OR on the ORDER BY columns) are cut into work
  * units of up to UNIT_GRANULES granules. A unit reads only the columns the
- * query needs, and only the blocks of its granules (part.h).
+ * query needs, and only the blocks of its granules (part.h). The prefetcher
+ * (eng_fetch.h) downloads the units after the ones the workers hold, each
+ * unit's column runs in one request with touching runs coalesced, so a
+ * worker finds its blocks in memory instead of waiting for each request.
  *
  * FINAL on a ReplacingMergeTree: one unit per partition, its parts merged
  * by the k-way merge (merge.h) into a part in memory, which is then read: of
@@ -20,6 +23,7 @@
 #include "src_int.h"
 #include "src_int_table.h"
 
+#include "eng_fetch.h"
 #include "eng_tdef.h"
 #include "merge.h"
 
@@ -56,6 +60,7 @@ typedef struct src_table {
     size_t n_parts;
     tunit *units;
     int n_units;
+    ef *pf; /* reading ahead (NULL: none) */
     _Atomic size_t next_open;
     eng_fail fail;
 } src_table;
@@ -612,15 +617,20 @@ static int table_read(eng_source *b, eng_reader *r, int ui, eng_scan_fn fn, void
         uint32_t gran = tp_reader_meta(tp->rd)->granularity;
         uint32_t step = gran >= BATCH_ROWS ? 1 : BATCH_ROWS / gran;
         rc = 0;
+        ef_blob *blob = NULL;
+        ef_take(s->pf, ui, &blob);
+        const rs_range *pre = blob && blob->rc == 0 ? blob->ranges : NULL;
+        size_t n_pre = pre ? blob->n : 0;
         for (uint32_t g = u->g0; rc == 0 && g < u->g1 && !atomic_load(s->env.stop); g += step) {
             uint32_t e = g + step < u->g1 ? g + step : u->g1;
             cb_batch *bt = NULL;
-            rc = tp_reader_read(tp->rd, tp->colmap, (uint32_t)s->plan->n_need, g, e, &bt, err,
-                                errlen);
+            rc = tp_reader_read_from(tp->rd, tp->colmap, (uint32_t)s->plan->n_need, g, e, pre,
+                                     n_pre, &bt, err, errlen);
             if (rc == 0)
                 rc = src__scan_batch(&s->env, bt, fn, arg, err, errlen);
             cb_batch_destroy(&bt);
         }
+        ef_release(s->pf, &blob);
     }
     if (rc == 0)
         atomic_fetch_add(&s->env.stats->units_read, 1);
@@ -644,14 +654,90 @@ static void table_reader_destroy(eng_source *b, eng_reader *r)
     (void)r;
 }
 
-static void table_nop(eng_source *b)
+/* ---- reading ahead ------------------------------------------------------------------ */
+
+static uint64_t pf_budget(const src_table *s)
 {
-    (void)b;
+    uint64_t t = (uint64_t)s->env.set->max_download_threads,
+             b = s->env.set->max_download_buffer_size;
+    return b && t > UINT64_MAX / b ? UINT64_MAX : t * b;
+}
+
+static int64_t pf_size(void *arg, int u, bool allow_span, int *span)
+{
+    (void)allow_span;
+    src_table *s = arg;
+    const tunit *un = &s->units[u];
+    const tpart *tp = &s->parts[un->part];
+    *span = 1;
+    rs_range *r = NULL;
+    size_t n = 0;
+    uint64_t total = 0;
+    if (tp_reader_ranges(tp->rd, tp->colmap, (uint32_t)s->plan->n_need, un->g0, un->g1, &r, &n,
+                         &total, NULL, 0) < 0)
+        return -1;
+    free(r);
+    return total && total <= pf_budget(s) ? (int64_t)total : -1;
+}
+
+static void pf_fetch(void *arg, ef *p, int u, int span, ef_blob *b)
+{
+    (void)span;
+    src_table *s = arg;
+    const tunit *un = &s->units[u];
+    const tpart *tp = &s->parts[un->part];
+    char err[ENG_MSG_MAX];
+    uint64_t total = 0;
+    b->whole = false;
+    b->tag = tp->rd;
+    b->rc = tp_reader_ranges(tp->rd, tp->colmap, (uint32_t)s->plan->n_need, un->g0, un->g1,
+                             &b->ranges, &b->n, &total, err, sizeof(err));
+    if (b->rc < 0)
+        return;
+    b->buf = ef_buf_get(p, total ? total : 1, &b->cap);
+    if (!b->buf) {
+        b->rc = -ENOMEM;
+        return;
+    }
+    b->bytes = total;
+    uint64_t at = 0;
+    for (size_t i = 0; i < b->n; i++) {
+        b->ranges[i].buf = b->buf + at;
+        at += b->ranges[i].length;
+    }
+    b->rc = rs_read_ranges(tp->src, b->ranges, b->n, err, sizeof(err));
+    if (b->rc < 0) { /* the worker reads it again and reports what it meets */
+        ef_buf_put(p, b->buf, b->cap);
+        b->buf = NULL;
+        b->bytes = 0;
+    }
+}
+
+static void table_start(eng_source *b)
+{
+    src_table *s = (src_table *)b;
+    static const ef_ops ops = {pf_size, pf_fetch};
+    /* FINAL merges whole partitions in memory: nothing to read ahead */
+    if ((s->final && s->replacing) || s->n_units <= 1 ||
+        ef_create(&s->pf, &ops, s, s->n_units, s->env.set->max_download_threads,
+                  s->env.set->max_download_threads, pf_budget(s), s->env.mem) < 0)
+        s->pf = NULL; /* no reading ahead: the workers fetch everything */
+}
+
+static void table_stop(eng_source *b)
+{
+    ef_stop(((src_table *)b)->pf);
+}
+
+static void table_finish(eng_source *b)
+{
+    ef_destroy(&((src_table *)b)->pf);
 }
 
 static void table_destroy(eng_source *b)
 {
     src_table *s = (src_table *)b;
+    ef_destroy(&s->pf);
     for (size_t i = 0; i < s->n_parts; i++) {
         tp_reader_destroy(&s->parts[i].rd);
         rs_destroy(&s->parts[i].src);
@@ -674,10 +760,10 @@ static const eng_source_ops table_ops = {
     .plan = table_plan,
     .reader_create = table_reader_create,
     .reader_destroy = table_reader_destroy,
-    .start = table_nop,
+    .start = table_start,
     .read = table_read,
-    .stop = table_nop,
-    .finish = table_nop,
+    .stop = table_stop,
+    .finish = table_finish,
     .destroy = table_destroy,
 };
 

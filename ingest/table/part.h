@@ -221,6 +221,24 @@ int tp_reader_column(const tp_reader *r, const char *name);
 int tp_reader_read(const tp_reader *r, const uint32_t *cols, uint32_t n, uint32_t g0, uint32_t g1,
                    cb_batch **out, char *err, size_t errlen);
 
+/* For reading ahead: the byte ranges tp_reader_read() of the same columns
+ * and granules would fetch, sorted by offset, with ranges that touch (a
+ * column's run followed by the next column's in the same stripe) coalesced
+ * into one. *ranges (bufs NULL) is the caller's to free; *total their bytes.
+ * 0, -EINVAL or -ENOMEM. Thread-safe. */
+int tp_reader_ranges(const tp_reader *r, const uint32_t *cols, uint32_t n, uint32_t g0, uint32_t g1,
+                     rs_range **ranges, size_t *n_ranges, uint64_t *total, char *err,
+                     size_t errlen);
+
+/* tp_reader_read(), taking block bytes from pre[0..n_pre) (ranges sorted by
+ * offset, their bufs filled: e.g. tp_reader_ranges() of a span of granules
+ * holding [g0, g1), fetched ahead) where they hold them, and fetching only
+ * the rest. The bytes are borrowed for the call; checksums are verified as
+ * ever. pre NULL: tp_reader_read(). Thread-safe. */
+int tp_reader_read_from(const tp_reader *r, const uint32_t *cols, uint32_t n, uint32_t g0,
+                        uint32_t g1, const rs_range *pre, size_t n_pre, cb_batch **out, char *err,
+                        size_t errlen);
+
 /* Bytes the reader keeps (footer, marks, index). */
 size_t tp_reader_memory(const tp_reader *r);
 

@@ -261,17 +261,22 @@ static int decode_col(const tp_reader *r, const tp__col_meta *c, const span *s, 
     return rc;
 }
 
-int tp_reader_read(const tp_reader *r, const uint32_t *cols, uint32_t n, uint32_t g0, uint32_t g1,
-                   cb_batch **out, char *err, size_t errlen)
+/* The runs of blocks that columns cols[0..n) of granules [g0, g1) need, one
+ * range each (adjacent blocks of a column in one), and each column's span. */
+static int plan_runs(const tp_reader *r, const uint32_t *cols, uint32_t n, uint32_t g0, uint32_t g1,
+                     span **spans_out, range_ctx **rg_out, rs_range **rr_out, size_t *n_out,
+                     char *err, size_t errlen)
 {
-    *out = NULL;
+    *spans_out = NULL;
+    *rg_out = NULL;
+    *rr_out = NULL;
+    *n_out = 0;
     if (g0 >= g1 || g1 > r->f.granules)
         return tp__fail(err, errlen, -EINVAL, "part %s: granules %u..%u are not inside its %u",
                         r->name, g0, g1, r->f.granules);
     for (uint32_t i = 0; i < n; i++)
         if (cols[i] >= r->f.n_cols)
             return tp__fail(err, errlen, -EINVAL, "part %s has no column %u", r->name, cols[i]);
-    uint64_t rows = tp_reader_rows(r, g0, g1);
     span *spans = calloc(n + 1, sizeof(span));
     size_t n_rg = 0, cap_rg = 0;
     range_ctx *rg = NULL;
@@ -307,14 +312,122 @@ int tp_reader_read(const tp_reader *r, const uint32_t *cols, uint32_t n, uint32_
             n_rg++;
         }
     }
+    if (rc < 0) {
+        free(spans);
+        free(rg);
+        free(rr);
+        return rc;
+    }
+    *spans_out = spans;
+    *rg_out = rg;
+    *rr_out = rr;
+    *n_out = n_rg;
+    return 0;
+}
+
+static int cmp_range(const void *a, const void *b)
+{
+    const rs_range *x = a, *y = b;
+    return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+int tp_reader_ranges(const tp_reader *r, const uint32_t *cols, uint32_t n, uint32_t g0, uint32_t g1,
+                     rs_range **ranges, size_t *n_ranges, uint64_t *total, char *err, size_t errlen)
+{
+    *ranges = NULL;
+    *n_ranges = 0;
+    *total = 0;
+    span *spans;
+    range_ctx *rg;
+    rs_range *rr;
+    size_t n_rg;
+    int rc = plan_runs(r, cols, n, g0, g1, &spans, &rg, &rr, &n_rg, err, errlen);
+    if (rc < 0)
+        return rc == -ENOMEM ? tp__fail(err, errlen, rc, "part %s: out of memory", r->name) : rc;
+    free(spans);
+    free(rg);
+    if (n_rg > 1)
+        qsort(rr, n_rg, sizeof(*rr), cmp_range);
+    size_t m = 0;
+    for (size_t k = 0; k < n_rg; k++) {
+        if (m && rr[m - 1].offset + rr[m - 1].length >= rr[k].offset) {
+            /* touching or overlapping (a column asked twice): one range */
+            uint64_t end = rr[k].offset + rr[k].length;
+            if (end > rr[m - 1].offset + rr[m - 1].length)
+                rr[m - 1].length = end - rr[m - 1].offset;
+            continue;
+        }
+        rr[m++] = rr[k];
+    }
+    for (size_t k = 0; k < m; k++)
+        *total += rr[k].length;
+    if (!m) {
+        free(rr);
+        rr = NULL;
+    }
+    *ranges = rr;
+    *n_ranges = m;
+    return 0;
+}
+
+/* The range of pre[] (sorted) that holds [off, off + len), or NULL. */
+static const rs_range *find_pre(const rs_range *pre, size_t n_pre, uint64_t off, uint64_t len)
+{
+    size_t lo = 0, hi = n_pre;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (pre[mid].offset + pre[mid].length <= off)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < n_pre && pre[lo].buf && pre[lo].offset <= off &&
+        off + len <= pre[lo].offset + pre[lo].length)
+        return &pre[lo];
+    return NULL;
+}
+
+int tp_reader_read(const tp_reader *r, const uint32_t *cols, uint32_t n, uint32_t g0, uint32_t g1,
+                   cb_batch **out, char *err, size_t errlen)
+{
+    return tp_reader_read_from(r, cols, n, g0, g1, NULL, 0, out, err, errlen);
+}
+
+int tp_reader_read_from(const tp_reader *r, const uint32_t *cols, uint32_t n, uint32_t g0,
+                        uint32_t g1, const rs_range *pre, size_t n_pre, cb_batch **out, char *err,
+                        size_t errlen)
+{
+    *out = NULL;
+    span *spans;
+    range_ctx *rg;
+    rs_range *rr;
+    size_t n_rg;
+    int rc = plan_runs(r, cols, n, g0, g1, &spans, &rg, &rr, &n_rg, err, errlen);
+    if (rc == -EINVAL)
+        return rc;
+    uint64_t rows = tp_reader_rows(r, g0, g1);
+    /* runs read ahead point into pre's bytes; the rest are fetched here */
+    bool *own = rc ? NULL : calloc(n_rg + 1, sizeof(bool));
+    size_t n_fetch = 0;
+    if (!rc && !own)
+        rc = -ENOMEM;
     for (size_t k = 0; k < n_rg && !rc; k++) {
+        const rs_range *p = pre ? find_pre(pre, n_pre, rr[k].offset, rr[k].length) : NULL;
+        if (p) {
+            rg[k].buf = (uint8_t *)p->buf + (rr[k].offset - p->offset);
+            continue;
+        }
+        own[k] = true;
         rg[k].buf = malloc(rr[k].length ? rr[k].length : 1);
-        rr[k].buf = rg[k].buf;
-        if (!rg[k].buf)
+        if (!rg[k].buf) {
             rc = -ENOMEM;
+            break;
+        }
+        rr[n_fetch] = (rs_range){rr[k].offset, rr[k].length, rg[k].buf};
+        n_fetch++;
     }
     char msg[RS_MSG_MAX];
-    if (!rc && n_rg && (rc = rs_read_ranges(r->src, rr, n_rg, msg, sizeof(msg))) < 0)
+    if (!rc && n_fetch && (rc = rs_read_ranges(r->src, rr, n_fetch, msg, sizeof(msg))) < 0)
         tp__fail(err, errlen, rc, "part %s: cannot read its blocks: %s", r->name, msg);
     cb_batch *b = NULL;
     if (!rc)
@@ -328,7 +441,9 @@ int tp_reader_read(const tp_reader *r, const uint32_t *cols, uint32_t n, uint32_
                           c->def.name, b->cols[i]->n, g0, g1, (unsigned long long)rows);
     }
     for (size_t k = 0; k < n_rg; k++)
-        free(rg[k].buf);
+        if (own && own[k])
+            free(rg[k].buf);
+    free(own);
     free(rg);
     free(rr);
     free(spans);
