@@ -230,34 +230,17 @@ static int access_as(void *impl, const eng_s3_creds *cr, eng_s3_access *out, cha
                  "not call S3: drop the credentials from s3() or --cache-only");
         return -EHOSTDOWN;
     }
-    const char *tok = cr->session_token ? cr->session_token : "";
     s3_access *a = calloc(1, sizeof(*a));
     if (!a) {
         snprintf(err, errlen, "out of memory");
         return -ENOMEM;
     }
-    a->cfg = q->cfg;
-    memset(a->cfg.access_key, 0, sizeof(a->cfg.access_key));
-    memset(a->cfg.secret_key, 0, sizeof(a->cfg.secret_key));
-    memset(a->cfg.session_token, 0, sizeof(a->cfg.session_token));
-    a->cfg.anonymous = cr->nosign != 0;
     a->count = q->rc ? (_Atomic uint64_t *)&((s3_access *)impl)->direct_bytes : NULL;
-    a->own =
-        cr->nosign ? "unsigned: NOSIGN was given to s3()" : "with the key and secret given to s3()";
-    if (!cr->nosign) {
-        const char *too_long = strlen(cr->access_key) >= sizeof(a->cfg.access_key)   ? "access key"
-                               : strlen(cr->secret_key) >= sizeof(a->cfg.secret_key) ? "secret"
-                               : strlen(tok) >= sizeof(a->cfg.session_token) ? "session token"
-                                                                             : NULL;
-        if (too_long) {
-            snprintf(err, errlen, "the %s given to s3() is longer than this client accepts",
-                     too_long);
-            access_free(a);
-            return -EINVAL;
-        }
-        snprintf(a->cfg.access_key, sizeof(a->cfg.access_key), "%s", cr->access_key);
-        snprintf(a->cfg.secret_key, sizeof(a->cfg.secret_key), "%s", cr->secret_key);
-        snprintf(a->cfg.session_token, sizeof(a->cfg.session_token), "%s", tok);
+    int rc = rs_s3_own_config(&a->cfg, &q->cfg, cr->nosign != 0, cr->access_key, cr->secret_key,
+                              cr->session_token, &a->own, err, errlen);
+    if (rc < 0) {
+        access_free(a);
+        return rc;
     }
     *out = (eng_s3_access){access_list, access_open, a, access_free};
     return 0;

@@ -28,6 +28,7 @@
 #ifndef RINGCACHE_RANGESRC_H
 #define RINGCACHE_RANGESRC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -148,5 +149,15 @@ int rs_s3_open_key(void *impl, const char *bucket, const char *key, rs_source **
  * environment's variables, which that source does not use, so it names what
  * was given to s3() instead, else appends " (whose)". Returns rc. */
 int rs_s3_own_error(const char *whose, int rc, char *err, size_t errlen);
+
+/* The S3 config of a source given its own credentials in s3(): base (the
+ * endpoint, region, retries) with base's own keys wiped and replaced by key,
+ * secret and token (token may be NULL), or unsigned when nosign; *whose gets
+ * the words rs_s3_own_error adds. 0, or -EINVAL with a sentence when one of
+ * them is longer than an S3 config holds. */
+struct s3_config;
+int rs_s3_own_config(struct s3_config *out, const struct s3_config *base, bool nosign,
+                     const char *key, const char *secret, const char *token, const char **whose,
+                     char *err, size_t errlen);
 
 #endif /* RINGCACHE_RANGESRC_H */

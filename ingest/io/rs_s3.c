@@ -338,3 +338,31 @@ int rs_s3_own_error(const char *whose, int rc, char *err, size_t errlen)
     free(m);
     return rc;
 }
+
+int rs_s3_own_config(s3_config *out, const s3_config *base, bool nosign, const char *key,
+                     const char *secret, const char *token, const char **whose, char *err,
+                     size_t errlen)
+{
+    const char *tok = token ? token : "";
+    *out = *base;
+    memset(out->access_key, 0, sizeof(out->access_key));
+    memset(out->secret_key, 0, sizeof(out->secret_key));
+    memset(out->session_token, 0, sizeof(out->session_token));
+    out->anonymous = nosign;
+    *whose =
+        nosign ? "unsigned: NOSIGN was given to s3()" : "with the key and secret given to s3()";
+    if (nosign)
+        return 0;
+    const char *too_long = strlen(key) >= sizeof(out->access_key)      ? "access key"
+                           : strlen(secret) >= sizeof(out->secret_key) ? "secret"
+                           : strlen(tok) >= sizeof(out->session_token) ? "session token"
+                                                                       : NULL;
+    if (too_long) {
+        snprintf(err, errlen, "the %s given to s3() is longer than an S3 config holds", too_long);
+        return -EINVAL;
+    }
+    snprintf(out->access_key, sizeof(out->access_key), "%s", key);
+    snprintf(out->secret_key, sizeof(out->secret_key), "%s", secret);
+    snprintf(out->session_token, sizeof(out->session_token), "%s", tok);
+    return 0;
+}
