@@ -326,7 +326,7 @@ static int compact_names(srv_query *q, const srv_insert_head *h, const char *db,
             list[n++] = h->cols[i];
     } else {
         tb_wh wh;
-        srv_wh_for(q->s, q->cache->rc, &wh);
+        srv_wh_for(q->s, q->cache, &wh);
         int rc = tb_wh_open(&wh, db, h->table, false, &t, err, errlen);
         if (rc == 0)
             rc = tb_table_snapshot(t, &snap, err, errlen);

@@ -40,6 +40,7 @@ typedef struct tpart {
     const tb_part *p;
     rs_source *src;
     tp_reader *rd;
+    tb_part_ref *ref; /* src and rd are the catalog's (kept across queries) */
     uint32_t *colmap; /* scan slot -> part column */
 } tpart;
 
@@ -70,7 +71,10 @@ typedef struct src_table {
 static int open_part(src_table *s, tpart *tp, char *err, size_t errlen)
 {
     int rc;
-    if (s->env.open_s3)
+    if (s->env.wh->cat)
+        rc = tb_cat_part_open(s->env.wh->cat, s->t, tp->p->name, NULL, NULL, &tp->ref, &tp->src,
+                              &tp->rd, err, errlen); /* the warehouse's part I/O */
+    else if (s->env.open_s3)
         rc = tb_part_open_via(s->t, tp->p->name, s->env.open_s3, s->env.s3_impl, &tp->src, &tp->rd,
                               err, errlen);
     else
@@ -739,8 +743,12 @@ static void table_destroy(eng_source *b)
     src_table *s = (src_table *)b;
     ef_destroy(&s->pf);
     for (size_t i = 0; i < s->n_parts; i++) {
-        tp_reader_destroy(&s->parts[i].rd);
-        rs_destroy(&s->parts[i].src);
+        if (s->parts[i].ref) {
+            tb_part_release(&s->parts[i].ref);
+        } else {
+            tp_reader_destroy(&s->parts[i].rd);
+            rs_destroy(&s->parts[i].src);
+        }
         free(s->parts[i].colmap);
     }
     free(s->parts);

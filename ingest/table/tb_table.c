@@ -27,6 +27,8 @@ struct tb_table {
     tb__put_hook_fn put_hook;
     void *put_hook_arg;
     tb_io io;
+    tb_cat *cat;               /* shares the state with later opens (or NULL) */
+    char etag[S3_ETAG_MAX];    /* of the state's version object, "" if unknown */
 };
 
 void tb_table_set_io(tb_table *t, const tb_io *io)
@@ -35,6 +37,11 @@ void tb_table_set_io(tb_table *t, const tb_io *io)
         t->io = *io;
     else
         memset(&t->io, 0, sizeof(t->io));
+}
+
+const tb_io *tb__table_io(const tb_table *t)
+{
+    return &t->io;
 }
 
 void tb__table_set_put_hook(tb_table *t, tb__put_hook_fn fn, void *arg)
@@ -125,6 +132,8 @@ void tb_table_destroy(tb_table **tp)
     if (!tp || !*tp)
         return;
     tb_table *t = *tp;
+    if (t->cat)
+        tb__cat_publish(t->cat, t->bucket, t->root, &t->state, t->etag, false);
     tb__snapshot_deinit(&t->state);
     tb__s3_destroy(&t->s3);
     free(t->bucket);
@@ -166,6 +175,7 @@ typedef struct {
     size_t n, cap;
     bool have_ckpt;
     uint64_t ckpt;
+    char first_etag[S3_ETAG_MAX], last_etag[S3_ETAG_MAX]; /* of versions[0], [n - 1] */
     int rc;
 } log_list;
 
@@ -195,6 +205,9 @@ static int list_log_cb(const s3_object_info *o, void *arg)
         l->versions = p;
         l->cap = cap;
     }
+    if (!l->n)
+        snprintf(l->first_etag, sizeof(l->first_etag), "%s", o->etag);
+    snprintf(l->last_etag, sizeof(l->last_etag), "%s", o->etag);
     l->versions[l->n++] = v;
     return 0;
 }
@@ -239,6 +252,8 @@ static int replay(tb_table *t, const log_list *l, uint64_t from, char *err, size
             return tp__fail(err, errlen, rc, "table s3://%s/%s: %s", t->bucket, t->root, msg);
         want = v + 1;
     }
+    if (l->n && t->state.version == l->versions[l->n - 1])
+        snprintf(t->etag, sizeof(t->etag), "%s", l->last_etag);
     return 0;
 }
 
@@ -287,6 +302,7 @@ static int load(tb_table *t, char *err, size_t errlen)
     }
     tb__snapshot_deinit(&t->state);
     t->state.schema.version_col = -1;
+    t->etag[0] = 0;
     uint64_t from = 0;
     if (l.have_ckpt) {
         tkey(t, key, sizeof(key), "_log/%020llu.checkpoint.json", (unsigned long long)l.ckpt);
@@ -336,6 +352,75 @@ int tb_table_open(tb_table **out, const tb_table_opts *o, char *err, size_t errl
     }
     *out = t;
     return 0;
+}
+
+/* From a state known to be the table's at version N (a long-lived process
+ * keeps it: log versions are immutable): one List of _log/ from N on. When
+ * version N is still there with the ETag it had, only the newer versions are
+ * read; when it is gone or another object (the table was dropped and made
+ * again), or a checkpoint was written since, the log is read from scratch
+ * (*reloaded). */
+static int catch_up(tb_table *t, const char *etag, bool *reloaded, char *err, size_t errlen)
+{
+    char prefix[1024], after[1024];
+    uint64_t n = t->state.version;
+    tkey(t, prefix, sizeof(prefix), "_log/");
+    tkey(t, after, sizeof(after), "_log/%020llu", (unsigned long long)n);
+    log_list l = {.prefix = prefix, .plen = strlen(prefix)};
+    s3_error e;
+    int rc = tb__s3_list(t->s3, prefix, after, list_log_cb, &l, &e);
+    if (rc < 0 || l.rc < 0) {
+        free(l.versions);
+        return tp__fail(err, errlen, rc < 0 ? rc : l.rc,
+                        "cannot list the log of table s3://%s/%s: %s", t->bucket, t->root,
+                        rc < 0 ? e.message : "out of memory");
+    }
+    bool same = l.n && l.versions[0] == n && (!etag[0] || strcmp(etag, l.first_etag) == 0) &&
+                !(l.have_ckpt && l.ckpt > n);
+    if (!same) {
+        free(l.versions);
+        *reloaded = true;
+        return load(t, err, errlen);
+    }
+    snprintf(t->etag, sizeof(t->etag), "%s", l.first_etag);
+    rc = replay(t, &l, n + 1, err, errlen);
+    free(l.versions);
+    return rc;
+}
+
+int tb__table_open_known(tb_table **out, const tb_table_opts *o, const tb_snapshot *known,
+                         const char *etag, bool probe_first, tb_cat *cat, char *err,
+                         size_t errlen)
+{
+    *out = NULL;
+    tb_table *t = NULL;
+    int rc = table_new(&t, o, err, errlen);
+    if (rc < 0)
+        return rc;
+    bool reloaded = !known;
+    if (probe_first && (rc = probe(t, err, errlen)) < 0)
+        goto fail;
+    if (known) {
+        tb__snapshot_deinit(&t->state);
+        if ((rc = tb__snapshot_copy(&t->state, known)) < 0) {
+            t->state.schema.version_col = -1;
+            rc = tp__fail(err, errlen, -ENOMEM, "out of memory");
+            goto fail;
+        }
+        rc = catch_up(t, etag ? etag : "", &reloaded, err, errlen);
+    } else {
+        rc = load(t, err, errlen);
+    }
+    if (rc < 0)
+        goto fail;
+    t->cat = cat;
+    if (cat)
+        tb__cat_publish(cat, t->bucket, t->root, &t->state, t->etag, reloaded);
+    *out = t;
+    return 0;
+fail:
+    tb_table_destroy(&t);
+    return rc;
 }
 
 int tb_table_refresh(tb_table *t, char *err, size_t errlen)
@@ -661,6 +746,7 @@ static bool mine(const attempts_t *a, const char *w)
 
 int tb_commit_run(tb_table *t, const tb_commit *c, tb_commit_result *res, char *err, size_t errlen)
 {
+    t->etag[0] = 0; /* the state moves on without a listing */
     tb_commit_result r = {0};
     int rc = check_request(c, err, errlen);
     if (rc < 0)
