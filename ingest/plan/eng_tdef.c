@@ -260,8 +260,11 @@ void eng_tdef_free(eng_tdef *d)
         free(d->types[i]);
     for (uint32_t i = 0; d->codecs && i < d->schema.n_cols; i++)
         free(d->codecs[i]);
+    for (uint32_t i = 0; d->defaults && i < d->schema.n_cols; i++)
+        free(d->defaults[i]);
     free(d->types);
     free(d->codecs);
+    free(d->defaults);
     free(d->fixed);
     free(d->date16);
     tb_schema_deinit(&d->schema);
@@ -373,10 +376,12 @@ static int tdef_create(const sql_stmt *st, const char *db, eng_tdef *out, char *
     s->cols = calloc(n, sizeof(tp_column_def));
     out->types = calloc(n, sizeof(char *));
     out->codecs = calloc(n, sizeof(char *));
+    out->defaults = calloc(n, sizeof(char *));
     out->fixed = calloc(n, sizeof(uint32_t));
     out->date16 = calloc(n, sizeof(bool));
     s->engine = strdup(c->engine);
-    if (!s->cols || !out->types || !out->codecs || !out->fixed || !out->date16 || !s->engine)
+    if (!s->cols || !out->types || !out->codecs || !out->defaults || !out->fixed ||
+        !out->date16 || !s->engine)
         goto oom;
     s->n_cols = n; /* every entry starts empty: eng_tdef_free frees what is set */
     for (uint32_t i = 0; i < n; i++) {
@@ -392,7 +397,8 @@ static int tdef_create(const sql_stmt *st, const char *db, eng_tdef *out, char *
             return fail(err, errlen, "line %d, column %d: column %s: %s", cd->line, cd->col,
                         cd->name, msg);
         if (!(d->name = strdup(cd->name)) || !(out->types[i] = strdup(cd->type)) ||
-            (cd->codec && !(out->codecs[i] = strdup(cd->codec))))
+            (cd->codec && !(out->codecs[i] = strdup(cd->codec))) ||
+            (cd->default_text && !(out->defaults[i] = strdup(cd->default_text))))
             goto oom;
     }
     char *const *keys = c->has_order_by ? c->order_by : c->primary_key;
@@ -465,6 +471,10 @@ static int tdef_create(const sql_stmt *st, const char *db, eng_tdef *out, char *
         ds_ident(&d, s->cols[i].name);
         ds_put(&d, " ");
         ds_put(&d, out->types[i]);
+        if (out->defaults[i]) {
+            ds_put(&d, " DEFAULT ");
+            ds_put(&d, out->defaults[i]);
+        }
         if (out->codecs[i]) {
             ds_put(&d, " CODEC(");
             ds_put(&d, out->codecs[i]);
@@ -559,9 +569,10 @@ int eng_tdef_from_schema(const tb_schema *s, eng_tdef *out, char *err, size_t er
     uint32_t n = s->n_cols;
     out->types = calloc(n + 1, sizeof(char *));
     out->codecs = calloc(n + 1, sizeof(char *));
+    out->defaults = calloc(n + 1, sizeof(char *));
     out->fixed = calloc(n + 1, sizeof(uint32_t));
     out->date16 = calloc(n + 1, sizeof(bool));
-    if (!out->types || !out->codecs || !out->fixed || !out->date16 ||
+    if (!out->types || !out->codecs || !out->defaults || !out->fixed || !out->date16 ||
         tb_schema_copy(&out->schema, s) < 0) {
         eng_tdef_free(out);
         return -ENOMEM;

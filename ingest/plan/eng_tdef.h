@@ -41,6 +41,7 @@ typedef struct eng_tdef {
     uint32_t *fixed;    /* per column: N of FixedString(N), else 0 */
     bool *date16;       /* per column: Date (1970-01-01 .. 2149-06-06), not Date32 */
     char **codecs;      /* per column: the CODEC(...) text, or NULL */
+    char **defaults;    /* per column: the DEFAULT expression's text, or NULL */
     uint32_t n_primary; /* PRIMARY KEY: a prefix of ORDER BY */
     eng_table_settings set;
 } eng_tdef;

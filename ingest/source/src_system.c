@@ -272,6 +272,10 @@ static int fill_table(const char *db, const char *name, void *arg)
             set_i(r, 9, sorting);
             set_i(r, 10, primary);
             set_s(r, 11, codec);
+            if (def.defaults && def.defaults[i]) {
+                set_s(r, 5, "DEFAULT");
+                set_s(r, 6, def.defaults[i]);
+            }
         }
     } else {
         for (int pass = 0; pass < 2; pass++) {

@@ -757,6 +757,10 @@ static void table_destroy(eng_source *b)
         for (int i = 0; i < s->base.schema.n; i++)
             free(s->base.type_names[i]);
     free(s->base.type_names);
+    if (s->base.default_exprs)
+        for (int i = 0; i < s->base.schema.n; i++)
+            free(s->base.default_exprs[i]);
+    free(s->base.default_exprs);
     eng_schema_free(&s->base.schema);
     tb_snapshot_destroy(&s->snap);
     tb_table_destroy(&s->t);
@@ -814,7 +818,8 @@ int src__table_open(const eng_table_ref *ref, const eng_scan_env *env, eng_sourc
     }
     s->base.schema.cols = calloc(ts->n_cols + 1, sizeof(eng_col));
     s->base.type_names = calloc(ts->n_cols + 1, sizeof(char *));
-    rc = s->base.schema.cols && s->base.type_names ? 0 : -ENOMEM;
+    s->base.default_exprs = calloc(ts->n_cols + 1, sizeof(char *));
+    rc = s->base.schema.cols && s->base.type_names && s->base.default_exprs ? 0 : -ENOMEM;
     for (uint32_t i = 0; rc == 0 && i < ts->n_cols; i++) {
         eng_col *c = &s->base.schema.cols[i];
         c->name = strdup(ts->cols[i].name);
@@ -823,6 +828,9 @@ int src__table_open(const eng_table_ref *ref, const eng_scan_env *env, eng_sourc
         if (def.date16 && def.date16[i])
             c->t.bits = 16;
         s->base.type_names[i] = strdup(def.types[i]);
+        if (def.defaults && def.defaults[i] &&
+            !(s->base.default_exprs[i] = strdup(def.defaults[i])))
+            rc = -ENOMEM;
         s->base.schema.n = (int)i + 1;
         if (!c->name || !s->base.type_names[i])
             rc = -ENOMEM;

@@ -2119,6 +2119,13 @@ static bool column_def(parser *ps, sql_table_def *d)
         return false;
     }
     next(ps);
+    if (is_kw(&ps->cur, "DEFAULT") || is_kw(&ps->cur, "MATERIALIZED") ||
+        is_kw(&ps->cur, "ALIAS") || is_kw(&ps->cur, "EPHEMERAL")) {
+        fail(ps, ps->cur.line, ps->cur.col,
+             "column %s needs its type before %.*s, as in %s UInt32 DEFAULT 0", c->name,
+             (int)ps->cur.len, ps->cur.p, c->name);
+        return false;
+    }
     if (!(c->type = type_text(ps, "a column type")))
         return false;
     for (;;) {
@@ -2156,12 +2163,30 @@ static bool column_def(parser *ps, sql_table_def *d)
                 return false;
             }
             next(ps);
-        } else if (is_kw(&ps->cur, "DEFAULT") || is_kw(&ps->cur, "MATERIALIZED") ||
-                   is_kw(&ps->cur, "ALIAS") || is_kw(&ps->cur, "EPHEMERAL") ||
-                   is_kw(&ps->cur, "TTL")) {
+        } else if (is_kw(&ps->cur, "DEFAULT")) {
+            int line = ps->cur.line, col = ps->cur.col;
+            next(ps);
+            const char *start = ps->cur.p;
+            sql_node *e = parse_expr(ps);
+            if (!e)
+                return false;
+            sql_node_free(e);
+            const char *end = ps->cur.kind == T_EOF ? ps->text + ps->len : ps->cur.p;
+            while (end > start && isspace((unsigned char)end[-1]))
+                end--;
+            if (c->default_text) {
+                fail(ps, line, col, "column %s has two DEFAULT expressions", c->name);
+                return false;
+            }
+            if (!(c->default_text = strndup(start, (size_t)(end - start)))) {
+                ps->rc = -ENOMEM;
+                return false;
+            }
+        } else if (is_kw(&ps->cur, "MATERIALIZED") || is_kw(&ps->cur, "ALIAS") ||
+                   is_kw(&ps->cur, "EPHEMERAL") || is_kw(&ps->cur, "TTL")) {
             fail(ps, ps->cur.line, ps->cur.col,
-                 "column %.*s expressions are not supported: declare the column with its type "
-                 "only",
+                 "column %.*s expressions are not supported: declare the column with its type, "
+                 "with DEFAULT expr to fill it when an INSERT leaves it out",
                  (int)ps->cur.len, ps->cur.p);
             return false;
         } else {
@@ -2498,6 +2523,7 @@ static void table_stmt_free(sql_stmt *s)
             free(d->cols[i].name);
             free(d->cols[i].type);
             free(d->cols[i].codec);
+            free(d->cols[i].default_text);
         }
         free(d->cols);
         free(d->engine);
