@@ -237,8 +237,9 @@ static int want(dsink *s, uint32_t i, int depth, char *err, size_t errlen)
     if (c->want_full)
         return 0;
     if (depth > (int)d->schema.n_cols + 1) {
-        snprintf(err, errlen, "the DEFAULT expressions of the table depend on each other in a "
-                              "cycle");
+        snprintf(err, errlen,
+                 "the DEFAULT expressions of the table depend on each other in a "
+                 "cycle");
         return -EINVAL;
     }
     c->want_full = true;
@@ -318,8 +319,8 @@ static int ds_begin(eng_sink *b, const char *const *names, const ex_type *types,
             else if (r.kind == EX_STRING)
                 snprintf(text, sizeof(text), "ifNull(" RAW ", toString(CAST((%s) AS %s)))", dx, t);
             else
-                snprintf(text, sizeof(text), "ifNull(" RAW ", CAST(CAST((%s) AS %s) AS %s))", dx,
-                         t, rn);
+                snprintf(text, sizeof(text), "ifNull(" RAW ", CAST(CAST((%s) AS %s) AS %s))", dx, t,
+                         rn);
             char msg[ENG_MSG_MAX];
             rc = dplan_bind(s->mem, d, types[ci], text, &s->c[i].out, msg, sizeof(msg));
             if (rc < 0)

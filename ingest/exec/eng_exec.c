@@ -434,8 +434,8 @@ static int run_describe(equery *q, eng_format fmt, char *err, size_t errlen)
         else
             ex_type_name(&schema->cols[i].t, tn, sizeof(tn));
         const char *dx = q->src->default_exprs ? q->src->default_exprs[i] : NULL;
-        const char *vals[7] = {schema->cols[i].name, tn, dx ? "DEFAULT" : "", dx ? dx : "", "",
-                               "", ""};
+        const char *vals[7] = {
+            schema->cols[i].name, tn, dx ? "DEFAULT" : "", dx ? dx : "", "", "", ""};
         for (int k = 0; k < 7; k++) {
             t.c[k].nulls[t.n] = 0;
             if (ex_vec_str_put(&q->mem, &t.c[k], t.n, vals[k], strlen(vals[k])) < 0)

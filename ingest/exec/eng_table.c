@@ -512,10 +512,10 @@ typedef struct insert_job {
     int n_in;          /* input columns */
     uint32_t *in_cols; /* per input column: its table column */
     eng_sink *sink;
-    eng_sink *part;  /* the part sink inside sink when DEFAULTs fill columns, else NULL */
-    int *col_of2;    /* the part sink's column map then */
-    eng_mem *mem; /* the tracker the sink charges */
-    char *utok;   /* a distributed INSERT's unit: its block ids' token */
+    eng_sink *part; /* the part sink inside sink when DEFAULTs fill columns, else NULL */
+    int *col_of2;   /* the part sink's column map then */
+    eng_mem *mem;   /* the tracker the sink charges */
+    char *utok;     /* a distributed INSERT's unit: its block ids' token */
 } insert_job;
 
 static void ij_free(insert_job *j)
@@ -544,21 +544,26 @@ static int map_columns(insert_job *j, const sql_insert *in, char *err, size_t er
 {
     const tb_schema *ts = &j->def.schema;
     j->col_of = calloc(ts->n_cols + 1, sizeof(int));
-    int n = in && in->n_cols ? in->n_cols : (int)ts->n_cols;
+    int visible = 0; /* the declared columns: key expressions' are filled, never given */
+    for (uint32_t i = 0; i < ts->n_cols; i++)
+        visible += !eng_tdef_hidden(ts->cols[i].name);
+    int n = in && in->n_cols ? in->n_cols : visible;
     j->in_cols = calloc((size_t)n + 1, sizeof(uint32_t));
     if (!j->col_of || !j->in_cols)
         return -ENOMEM;
-    for (uint32_t i = 0; i < ts->n_cols; i++)
-        j->col_of[i] = in && in->n_cols ? -1 : (int)i;
+    for (uint32_t i = 0, k = 0; i < ts->n_cols; i++) {
+        bool implicit = !(in && in->n_cols) && !eng_tdef_hidden(ts->cols[i].name);
+        j->col_of[i] = implicit ? (int)k : -1;
+        if (implicit)
+            j->in_cols[k++] = i;
+    }
     j->n_in = n;
     for (int k = 0; k < n; k++) {
-        if (!(in && in->n_cols)) {
-            j->in_cols[k] = (uint32_t)k;
+        if (!(in && in->n_cols))
             continue;
-        }
         int found = -1;
         for (uint32_t i = 0; i < ts->n_cols; i++)
-            if (strcmp(ts->cols[i].name, in->cols[k]) == 0)
+            if (strcmp(ts->cols[i].name, in->cols[k]) == 0 && !eng_tdef_hidden(ts->cols[i].name))
                 found = (int)i;
         if (found < 0) {
             const char **names = calloc(ts->n_cols + 1, sizeof(char *));

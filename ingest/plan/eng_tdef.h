@@ -46,6 +46,12 @@ typedef struct eng_tdef {
     eng_table_settings set;
 } eng_tdef;
 
+/* A sorting key expression's value is a stored column named ENG_KEY_COLUMN<k>
+ * after the declared ones, with the expression as its DEFAULT: hidden from
+ * SELECT *, DESCRIBE, system.columns and INSERT's columns. */
+#define ENG_KEY_COLUMN "__key_expr_"
+bool eng_tdef_hidden(const char *name);
+
 /* The definition of CREATE TABLE db.name (stmt->create). Checks the types,
  * codecs, engine, keys (columns of the table, not Nullable) and settings.
  * 0 or -EINVAL with "line L, column C: ..." in err. */

@@ -33,9 +33,9 @@ typedef struct cat_state {
 } cat_state;
 
 struct tb_part_ref {
-    struct tb_part_ref *next;               /* hash chain */
+    struct tb_part_ref *next;                /* hash chain */
     struct tb_part_ref *lru_prev, *lru_next; /* most recent first */
-    char *key;                              /* "bucket/object key" */
+    char *key;                               /* "bucket/object key" */
     tb_source_open_fn open;
     void *arg;
     rs_source *src;

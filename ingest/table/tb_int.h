@@ -147,8 +147,7 @@ void tb__cat_set_probed(tb_cat *c);
  * probes the store's conditional writes first; the table publishes its state
  * to cat (may be NULL) now and when destroyed. */
 int tb__table_open_known(tb_table **out, const tb_table_opts *o, const tb_snapshot *known,
-                         const char *etag, bool probe_first, tb_cat *cat, char *err,
-                         size_t errlen);
+                         const char *etag, bool probe_first, tb_cat *cat, char *err, size_t errlen);
 
 /* The table's part I/O (tb_table_set_io; open NULL: its own S3 client). */
 const tb_io *tb__table_io(const tb_table *t);

@@ -27,8 +27,8 @@ struct tb_table {
     tb__put_hook_fn put_hook;
     void *put_hook_arg;
     tb_io io;
-    tb_cat *cat;               /* shares the state with later opens (or NULL) */
-    char etag[S3_ETAG_MAX];    /* of the state's version object, "" if unknown */
+    tb_cat *cat;            /* shares the state with later opens (or NULL) */
+    char etag[S3_ETAG_MAX]; /* of the state's version object, "" if unknown */
 };
 
 void tb_table_set_io(tb_table *t, const tb_io *io)
@@ -389,8 +389,7 @@ static int catch_up(tb_table *t, const char *etag, bool *reloaded, char *err, si
 }
 
 int tb__table_open_known(tb_table **out, const tb_table_opts *o, const tb_snapshot *known,
-                         const char *etag, bool probe_first, tb_cat *cat, char *err,
-                         size_t errlen)
+                         const char *etag, bool probe_first, tb_cat *cat, char *err, size_t errlen)
 {
     *out = NULL;
     tb_table *t = NULL;

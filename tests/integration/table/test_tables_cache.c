@@ -198,8 +198,8 @@ static const char *srv_query(int i, const char *sql)
 static int64_t s3_requests(const char *what)
 {
     int64_t all = h_s3model_count(tc.model, NULL, NULL);
-    fprintf(stderr, "%s: %lld S3 requests (%lld GET, %lld HEAD, %lld PUT)\n", what,
-            (long long)all, (long long)h_s3model_count(tc.model, "GET", NULL),
+    fprintf(stderr, "%s: %lld S3 requests (%lld GET, %lld HEAD, %lld PUT)\n", what, (long long)all,
+            (long long)h_s3model_count(tc.model, "GET", NULL),
             (long long)h_s3model_count(tc.model, "HEAD", NULL),
             (long long)h_s3model_count(tc.model, "PUT", NULL));
     return all;

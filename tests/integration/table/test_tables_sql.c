@@ -248,8 +248,9 @@ static void test_column_defaults(void **state)
            "ORDER BY (b, k)"));
     free(q("INSERT INTO df (k) VALUES (1), (2)"));
     free(q("INSERT INTO df (k, a, z) VALUES (3, 'xyz', 1), (4, NULL, NULL)"));
-    free(q("INSERT INTO df FORMAT JSONEachRow\n{\"k\": 5}\n"
-           "{\"k\": 6, \"a\": \"yy\", \"n\": 3}\n{\"k\": 7, \"b\": null, \"d\": \"2000-01-01\"}\n"));
+    free(
+        q("INSERT INTO df FORMAT JSONEachRow\n{\"k\": 5}\n"
+          "{\"k\": 6, \"a\": \"yy\", \"n\": 3}\n{\"k\": 7, \"b\": null, \"d\": \"2000-01-01\"}\n"));
     free(q("INSERT INTO df (k, z) SELECT number + 10, 9 FROM numbers(2)"));
     q_is("1\tk1\t4\t2020-01-03\t\\N\t7\n"
          "2\tk2\t6\t2020-01-04\t\\N\t7\n"
