@@ -848,6 +848,8 @@ void srv_wh_for(srv *s, srv_cache *c, tb_wh *out)
         out->io.open = rs_rc_open_key;
         out->io.open_arg = rc;
         out->io.put = rs_rc_put_key;
+        out->io.put_v = rs_rc_put_key_v;
+        out->io.open_known = rs_rc_open_known_key;
         out->io.put_arg = rc;
     }
 }

@@ -83,8 +83,10 @@ static int open_part(src_table *s, tpart *tp, char *err, size_t errlen)
 {
     int rc;
     if (s->env.wh->cat)
-        rc = tb_cat_part_open(s->env.wh->cat, s->t, tp->p->name, NULL, NULL, &tp->ref, &tp->src,
-                              &tp->rd, err, errlen); /* the warehouse's part I/O */
+        rc = tb_cat_part_open_known(s->env.wh->cat, s->t, tp->p, &tp->ref, &tp->src, &tp->rd, err,
+                                    errlen); /* the warehouse's part I/O */
+    else if (tb_part_known(s->t, tp->p)) /* its size and version in the log: no HEAD */
+        rc = tb_part_open_known(s->t, tp->p, &tp->src, &tp->rd, err, errlen);
     else if (s->env.open_s3)
         rc = tb_part_open_via(s->t, tp->p->name, s->env.open_s3, s->env.s3_impl, &tp->src, &tp->rd,
                               err, errlen);

@@ -299,9 +299,27 @@ static tb_part_ref *evict_locked(tb_cat *c)
     return dead;
 }
 
+static int part_open(tb_cat *c, const tb_table *t, const char *name, const tb_part *known,
+                     tb_source_open_fn open, void *arg, tb_part_ref **out, rs_source **src,
+                     tp_reader **r, char *err, size_t errlen);
+
 int tb_cat_part_open(tb_cat *c, const tb_table *t, const char *name, tb_source_open_fn open,
                      void *arg, tb_part_ref **out, rs_source **src, tp_reader **r, char *err,
                      size_t errlen)
+{
+    return part_open(c, t, name, NULL, open, arg, out, src, r, err, errlen);
+}
+
+int tb_cat_part_open_known(tb_cat *c, const tb_table *t, const tb_part *p, tb_part_ref **out,
+                           rs_source **src, tp_reader **r, char *err, size_t errlen)
+{
+    return part_open(c, t, p->name, tb_part_known(t, p) ? p : NULL, NULL, NULL, out, src, r, err,
+                     errlen);
+}
+
+static int part_open(tb_cat *c, const tb_table *t, const char *name, const tb_part *known,
+                     tb_source_open_fn open, void *arg, tb_part_ref **out, rs_source **src,
+                     tp_reader **r, char *err, size_t errlen)
 {
     *out = NULL;
     *src = NULL;
@@ -332,8 +350,9 @@ int tb_cat_part_open(tb_cat *c, const tb_table *t, const char *name, tb_source_o
         n->open = open;
         n->arg = arg;
         n->cat = c;
-        int rc = open ? tb_part_open_via(t, name, open, arg, &n->src, &n->rd, err, errlen)
-                      : tb_part_open(t, name, &n->src, &n->rd, err, errlen);
+        int rc = known  ? tb_part_open_known(t, known, &n->src, &n->rd, err, errlen)
+                 : open ? tb_part_open_via(t, name, open, arg, &n->src, &n->rd, err, errlen)
+                        : tb_part_open(t, name, &n->src, &n->rd, err, errlen);
         if (rc < 0) {
             part_free(n);
             return rc;

@@ -705,6 +705,9 @@ static int build(tb_table *t, const tb_commit *c, tb__version *v, char *err, siz
         p->granules = a->granules;
         p->compressed_bytes = a->compressed_bytes;
         p->uncompressed_bytes = a->uncompressed_bytes;
+        if (a->etag && a->etag[0] && strlen(a->etag) < S3_ETAG_MAX &&
+            !(p->etag = strdup(a->etag)))
+            return -ENOMEM;
         if (c->kind == TB_COMMIT_INSERT) {
             p->min_block = p->max_block = v->version;
             p->level = 0;
@@ -908,6 +911,7 @@ struct tb_upload {
     uint64_t total;
     bool finished, failed;
     char err[S3_MSG_MAX + 64];
+    char etag[S3_ETAG_MAX]; /* put_v told it */
 };
 
 int tb_upload_create(tb_upload **out, const tb_table *t, const char *partition, size_t part_size,
@@ -939,6 +943,11 @@ int tb_upload_create(tb_upload **out, const tb_table *t, const char *partition, 
     }
     *out = u;
     return 0;
+}
+
+const char *tb_upload_etag(const tb_upload *u)
+{
+    return u->etag;
 }
 
 const char *tb_upload_name(const tb_upload *u)
@@ -1013,7 +1022,13 @@ int tb_upload_finish(tb_upload *u, uint64_t *size_out, char *err, size_t errlen)
     s3_error e;
     int rc;
     e.message[0] = 0;
-    if (!u->upload_id && u->io.put) {
+    if (!u->upload_id && u->io.put_v) {
+        char v[S3_ETAG_MAX > 130 ? S3_ETAG_MAX : 130] = "";
+        rc = u->io.put_v(u->io.put_arg, u->bucket, u->key, u->buf.p, u->buf.len, v, u->err,
+                         sizeof(u->err));
+        if (rc == 0 && strlen(v) < sizeof(u->etag))
+            snprintf(u->etag, sizeof(u->etag), "%s", v);
+    } else if (!u->upload_id && u->io.put) {
         rc = u->io.put(u->io.put_arg, u->bucket, u->key, u->buf.p, u->buf.len, u->err,
                        sizeof(u->err));
     } else if (!u->upload_id) {
@@ -1077,6 +1092,31 @@ int tb_part_open_via(const tb_table *t, const char *name, tb_source_open_fn open
     if (rc < 0)
         return tp__fail(err, errlen, rc, "cannot open part %s: %s", name, msg);
     rc = tp_reader_open(r, *src, name, err, errlen);
+    if (rc < 0)
+        rs_destroy(src);
+    return rc;
+}
+
+bool tb_part_known(const tb_table *t, const tb_part *p)
+{
+    return p->etag && p->etag[0] && t->io.open_known;
+}
+
+int tb_part_open_known(const tb_table *t, const tb_part *p, rs_source **src, tp_reader **r,
+                       char *err, size_t errlen)
+{
+    if (!tb_part_known(t, p))
+        return tb_part_open(t, p->name, src, r, err, errlen);
+    *src = NULL;
+    *r = NULL;
+    char key[1100], msg[RS_MSG_MAX];
+    if (tb_part_key(t, p->name, key, sizeof(key)) < 0)
+        return tp__fail(err, errlen, -EINVAL, "part name %s is too long", p->name);
+    int rc = t->io.open_known(t->io.open_arg, t->bucket, key, p->bytes, p->etag, src, msg,
+                              sizeof(msg));
+    if (rc < 0)
+        return tp__fail(err, errlen, rc, "cannot open part %s: %s", p->name, msg);
+    rc = tp_reader_open(r, *src, p->name, err, errlen);
     if (rc < 0)
         rs_destroy(src);
     return rc;

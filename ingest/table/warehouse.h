@@ -45,6 +45,10 @@ typedef struct tb_part_ref tb_part_ref;
 int tb_cat_part_open(tb_cat *c, const tb_table *t, const char *name, tb_source_open_fn open,
                      void *arg, tb_part_ref **ref, rs_source **src, tp_reader **r, char *err,
                      size_t errlen);
+/* The same for a part of t's log: opened with its known size and version
+ * when it can be (tb_part_known), with no request to the store. */
+int tb_cat_part_open_known(tb_cat *c, const tb_table *t, const tb_part *p, tb_part_ref **ref,
+                           rs_source **src, tp_reader **r, char *err, size_t errlen);
 void tb_part_release(tb_part_ref **ref);
 
 typedef struct tb_wh {
