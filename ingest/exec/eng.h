@@ -126,6 +126,10 @@ typedef struct eng_ctx {
 
     /* tables (CREATE TABLE, INSERT, FROM t, system.*): */
     const tb_wh *warehouse; /* where tables live (borrowed); NULL: no tables */
+    /* CREATE TABLE and INSERT may name the system database's tables in the
+     * warehouse (a server flushing its own system.query_log); users' queries
+     * leave it false: the system database is read-only to them */
+    bool system_writable;
     /* the data of INSERT ... FORMAT F when none follows the statement: a
      * buffer, else a stream read to its end (a server's request body) */
     const void *input;

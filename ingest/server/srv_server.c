@@ -486,9 +486,12 @@ void srv_qlog_add(srv *s, const srv_query *q, srv_qtype type, const char *except
         return;
     }
     pthread_mutex_lock(&s->mu);
+    e.seq = ++s->qlog_seq;
     size_t slot = (s->qlog_head + s->qlog_n) % s->qlog_cap;
     if (s->qlog_n == s->qlog_cap) {
         slot = s->qlog_head;
+        if (!s->qlog[slot].flushed && srv_qlog_stored(s))
+            s->qlog_lost++; /* the flushes fail or lag: said by the next one */
         qlog_clear(&s->qlog[slot]);
         s->qlog_head = (s->qlog_head + 1) % s->qlog_cap;
     } else {
@@ -603,7 +606,8 @@ static int db_of_table(const char *db, const char *table, void *arg)
 {
     (void)table;
     db_walk *w = arg;
-    if (strcmp(db, w->last) != 0 && strcmp(db, "default") != 0) {
+    /* default and system are there without tables (system.query_log may be in the warehouse) */
+    if (strcmp(db, w->last) != 0 && strcmp(db, "default") != 0 && strcmp(db, "system") != 0) {
         snprintf(w->last, sizeof(w->last), "%s", db);
         w->fn(db, w->arg);
     }
@@ -704,6 +708,8 @@ int srv_create(srv **out, const srv_conf *conf, char *err, size_t errlen)
     s->t_start = srv_now();
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
+    pthread_mutex_init(&s->qlog_flush_mu, NULL);
+    pthread_cond_init(&s->qlog_cv, NULL);
     s->mem.limit = conf->max_server_memory_usage;
     s->merge_mem.limit = conf->merge_memory;
     s->merge_mem.parent = &s->mem;
@@ -958,8 +964,11 @@ int srv_run(srv *s)
         srv_pool_start(&s->bg, (int)s->conf.background_pool_size, (int)s->conf.merge_interval_ms,
                        merge_task, s) < 0)
         srv_log(SRV_LOG_ERROR, "msg=\"cannot start the background pool\"");
+    if (srv_qlog_stored(s) && srv_qlog_flusher_start(s) < 0)
+        srv_log(SRV_LOG_ERROR, "msg=\"cannot start the thread that flushes system.query_log\"");
     event_base_dispatch(s->base);
     srv_pool_stop(&s->bg);
+    srv_qlog_flusher_stop(s);
     return s->drained ? 0 : 1;
 }
 
@@ -996,6 +1005,7 @@ void srv_destroy(srv **ps)
         return;
     srv *s = *ps;
     srv_pool_stop(&s->bg);
+    srv_qlog_flusher_stop(s);
     httpd_server_destroy(&s->http);
     pthread_mutex_lock(&s->mu);
     s->stop_threads = true;
@@ -1029,6 +1039,8 @@ void srv_destroy(srv **ps)
     met_destroy(&s->met);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->qlog_flush_mu);
+    pthread_cond_destroy(&s->qlog_cv);
     free(s);
     *ps = NULL;
 }

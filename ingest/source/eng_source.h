@@ -184,6 +184,12 @@ typedef struct eng_table_ref {
 int eng_source_open_table(const eng_table_ref *t, const eng_scan_env *env, eng_source **out,
                           char *err, size_t errlen);
 
+/* Opens a MergeTree table of the warehouse, also one in the system database
+ * (a server's flushed system.query_log), which eng_source_open_table takes
+ * for the engine's own system tables. As eng_source_open_table otherwise. */
+int eng_source_open_wh_table(const eng_table_ref *t, const eng_scan_env *env, eng_source **out,
+                             char *err, size_t errlen);
+
 /* ops->destroy; accepts NULL and sets *s to NULL. */
 void eng_source_destroy(eng_source **s);
 
