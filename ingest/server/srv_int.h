@@ -438,6 +438,9 @@ enum {
     SRV_M_MERGES,
     SRV_M_MERGE_ERRORS,
     SRV_M_MERGES_SKIPPED,
+    SRV_M_QLOG_FLUSHED /* rows written to the warehouse's system.query_log */,
+    SRV_M_QLOG_FLUSH_FAILURES,
+    SRV_M_QLOG_LOST /* rows gone from the ring before they were flushed */,
     SRV_M_QUERY_US /* histogram */,
     SRV_M_N
 };

@@ -94,6 +94,16 @@ static const met_def srv_metric_defs[SRV_M_N] = {
                             "rounds of background work that failed", MET_COUNTER, NULL},
     [SRV_M_MERGES_SKIPPED] = {"ringcache_server_merges_skipped_for_memory_total",
                               "table merges not started: over --merge-memory", MET_COUNTER, NULL},
+    [SRV_M_QLOG_FLUSHED] = {"ringcache_server_query_log_flushed_rows_total",
+                            "system.query_log rows written to the warehouse's table", MET_COUNTER,
+                            NULL},
+    [SRV_M_QLOG_FLUSH_FAILURES] = {"ringcache_server_query_log_flush_failures_total",
+                                   "flushes of system.query_log to the warehouse that failed",
+                                   MET_COUNTER, NULL},
+    [SRV_M_QLOG_LOST] = {"ringcache_server_query_log_lost_rows_total",
+                         "system.query_log rows dropped from memory before they were flushed "
+                         "(raise --query-log-size)",
+                         MET_COUNTER, NULL},
     [SRV_M_QUERY_US] = {"ringcache_server_query_seconds", "time from a query's request to its end",
                         MET_HISTOGRAM, NULL},
 };

@@ -534,6 +534,7 @@ int srv_qlog_flush(srv *s, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         return rc;
     }
+    srv_count(s, SRV_M_QLOG_LOST, lost);
     if (lost)
         srv_log(SRV_LOG_WARN,
                 "msg=\"system.query_log lost rows before they were flushed (the flushes failed or "
@@ -567,6 +568,7 @@ int srv_qlog_flush(srv *s, char *err, size_t errlen)
         if (rc == -ENOENT) /* dropped behind our back: made again next time */
             s->qlog_table_ready = false;
     }
+    srv_count(s, rc == 0 ? SRV_M_QLOG_FLUSHED : SRV_M_QLOG_FLUSH_FAILURES, rc == 0 ? b.r.n : 1);
     if (!b.taken)
         rows_free(&b.r);
     pthread_mutex_unlock(&s->qlog_flush_mu);

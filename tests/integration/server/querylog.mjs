@@ -67,6 +67,8 @@ try {
   flushErr = String(e.message);
 }
 check(/cannot flush system\.query_log/.test(flushErr), `a flush with S3 down fails in words: ${flushErr.slice(0, 300)}`);
+const mt = await (await fetch(`${a2.url}/metrics`)).text();
+check(/^ringcache_server_query_log_flush_failures_total [1-9]/m.test(mt), 'the failed flush is counted in /metrics');
 const one = await rows(ca2, 'SELECT 1 AS one');
 check(one.length === 1 && one[0].one === 1, 'other queries go on while the flush fails');
 fs.rmSync(path.join(dir, 's3.port'), { force: true }); // the new server's, not the old one's
@@ -75,6 +77,9 @@ await ca2.command({ query: 'SYSTEM FLUSH LOGS' });
 check(await count(cb, "query_id = 'qa2-down'") === 2,
   'once S3 is back the rows kept in memory are flushed, each once, and server b sees them');
 check(await count(ca2, "query_id = 'qa2-down'") === 2, 'server a counts them once too');
+const mt2 = await (await fetch(`${a2.url}/metrics`)).text();
+check(/^ringcache_server_query_log_flushed_rows_total [1-9]/m.test(mt2) && /^ringcache_server_query_log_lost_rows_total 0$/m.test(mt2),
+  'rows flushed are counted in /metrics, none lost');
 
 // the periodic flush: a server flushing every 200 ms, seen from b without SYSTEM FLUSH LOGS
 const c = await startServer([...args(s3.endpoint), '--display-name', 'srv-c', '--query-log-flush-interval', '200ms'], {}, 'c');
