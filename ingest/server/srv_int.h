@@ -339,6 +339,9 @@ typedef struct srv_job {
     srv_query *q;
 } srv_job;
 
+/* Bytes of idle prefetch buffers the server keeps for the next queries. */
+#define SRV_SHELF_BYTES (256u << 20)
+
 struct srv {
     srv_conf conf;
     char display_name[256];
@@ -361,6 +364,7 @@ struct srv {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     srv_cache *cache;
+    struct ef_shelf *shelf; /* prefetch buffers kept between queries (thread-safe) */
     /* --cluster (srv_cluster.c): the set queries see, swapped whole under mu
      * when a dns: name resolves to other members; this server's addresses */
     struct srv_clset *clset;

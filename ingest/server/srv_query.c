@@ -253,6 +253,7 @@ int srv_run_engine_input(srv_query *q, const char *sql, size_t len, eng_input_fn
     ctx.cancel = &q->cancel;
     ctx.mem_parent = &s->mem;
     ctx.live = &q->live;
+    ctx.fetch_shelf = s->shelf;
     q->s3io = (srv_s3io){q->cache->rc, &s->s3};
     ctx.list_s3 = srv_s3_list;
     ctx.open_s3 = srv_s3_open;
@@ -405,7 +406,7 @@ static bool table_exists(srv_query *q, const char *db, const char *name)
         srv_wh_for(q->s, q->cache->rc, &wh);
     eng_scan_env env = {
         &mem,        &es,  NULL, NULL, NULL, &st, &stop, NULL, q->s->wh_set ? &wh : NULL,
-        q->database, NULL, NULL, 0};
+        q->database, NULL, NULL, 0,    NULL};
     eng_source *src = NULL;
     char err[ENG_MSG_MAX];
     int rc = -ENOENT;

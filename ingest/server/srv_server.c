@@ -17,6 +17,7 @@
 
 #include "config.h"
 
+#include "eng_fetch.h"
 #include "merge.h"
 #include "rs_rc.h"
 
@@ -766,6 +767,11 @@ int srv_create(srv **out, const srv_conf *conf, char *err, size_t errlen)
             goto fail;
         }
     }
+    /* a hot query's download buffers come from here, not from fresh mappings */
+    if ((rc = ef_shelf_create(&s->shelf, SRV_SHELF_BYTES)) < 0) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
     char e2[RC_ERR_MAX];
     if ((rc = cache_new(s, &s->cache, e2, sizeof(e2))) < 0) {
         snprintf(err, errlen, "cannot start the cache client: %s", e2);
@@ -1047,6 +1053,7 @@ void srv_destroy(srv **ps)
     if (s->base)
         event_base_free(s->base);
     met_destroy(&s->met);
+    ef_shelf_destroy(&s->shelf);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->qlog_flush_mu);

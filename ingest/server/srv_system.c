@@ -27,6 +27,8 @@
  */
 #include "srv_int.h"
 
+#include "eng_fetch.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -802,6 +804,8 @@ static int metrics(srv *s, const eng_scan_env *env, eng_source **out, char *err,
         {"PageCacheBytes", s->conf.page_cache, "Bytes of RAM the page cache may hold"},
         {"HTTPSessions", sessions, "Sessions (session_id) alive"},
         {"QueryThreads", threads, "Threads that run queries"},
+        {"PrefetchShelfBytes", (int64_t)ef_shelf_bytes(s->shelf),
+         "Bytes of idle download buffers kept for the next queries (not in MemoryTracking)"},
         {"Uptime", (int64_t)(srv_now() - s->t_start), "Seconds since the server started"},
     };
     return kv_table("metric", kv, (int)(sizeof(kv) / sizeof(kv[0])), env, out, err, errlen);

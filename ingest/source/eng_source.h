@@ -109,6 +109,7 @@ typedef struct eng_scan_env {
     const eng_unit *unit;        /* a distributed query's unit: read only it; NULL: all */
     const eng_cluster *clusters; /* the clusters this process knows (s3Cluster, */
     int n_clusters;              /*   system.clusters) */
+    struct ef_shelf *shelf;      /* spare prefetch buffers kept between queries; NULL: none */
 } eng_scan_env;
 
 /* A table function as written in FROM: name(args...) at line/col. */
