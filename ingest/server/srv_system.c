@@ -353,25 +353,40 @@ static const eng_source_ops cat_ops = {
     .destroy = cat_destroy,
 };
 
-/* Whether the table's columns begin with the memory rows' (name and type). */
-static bool same_columns(const eng_schema *table, const eng_schema *mem, char *err, size_t errlen)
+/* The first of b's columns that a's columns do not begin with (name and
+ * type), or -1 when they all match. */
+static int other_column(const eng_schema *a, const eng_schema *b)
 {
-    for (int k = 0; k < mem->n; k++) {
-        const eng_col *m = &mem->cols[k];
-        const eng_col *t = k < table->n ? &table->cols[k] : NULL;
+    for (int k = 0; k < b->n; k++) {
+        const eng_col *m = &b->cols[k];
+        const eng_col *t = k < a->n ? &a->cols[k] : NULL;
         if (!t || t->virt || strcmp(t->name, m->name) != 0 || t->t.kind != m->t.kind ||
             t->t.nullable != m->t.nullable || t->t.scale != m->t.scale ||
-            (ex_is_num(m->t.kind) && t->t.bits != m->t.bits)) {
-            snprintf(err, errlen,
-                     "the warehouse's system.query_log does not have this server's columns "
-                     "(column %d should be %s): a server of another version made it; move it "
-                     "away (its folder system/query_log/ under the warehouse) or run the "
-                     "server with --query-log-flush false",
-                     k + 1, m->name);
-            return false;
-        }
+            (ex_is_num(m->t.kind) && t->t.bits != m->t.bits))
+            return k;
     }
-    return true;
+    return -1;
+}
+
+/* a's rows then b's as one source (both taken, also on failure). 0, -ENOMEM,
+ * or -EINVAL when a's columns do not begin with b's (*bad: which). */
+static int cat_create(eng_source *a, eng_source *b, eng_source **out, int *bad)
+{
+    *out = NULL;
+    *bad = other_column(&a->schema, &b->schema);
+    cat_source *c = *bad < 0 ? calloc(1, sizeof(*c)) : NULL;
+    if (!c) {
+        eng_source_destroy(&a);
+        eng_source_destroy(&b);
+        return *bad < 0 ? -ENOMEM : -EINVAL;
+    }
+    c->base.ops = &cat_ops;
+    c->base.schema = b->schema;
+    c->base.files = a->files;
+    c->a = a;
+    c->b = b;
+    *out = &c->base;
+    return 0;
 }
 
 static int query_log(srv *s, const eng_scan_env *env, eng_source **out, char *err, size_t errlen)
@@ -425,22 +440,18 @@ static int query_log(srv *s, const eng_scan_env *env, eng_source **out, char *er
         *out = mem;
         return 0;
     }
-    cat_source *c = calloc(1, sizeof(*c));
-    if (!c || !same_columns(&tab->schema, &mem->schema, err, errlen)) {
-        if (!c)
-            snprintf(err, errlen, "out of memory");
-        free(c);
-        eng_source_destroy(&tab);
-        eng_source_destroy(&mem);
-        return c ? -EINVAL : -ENOMEM;
-    }
-    c->base.ops = &cat_ops;
-    c->base.schema = mem->schema;
-    c->base.files = tab->files;
-    c->a = tab;
-    c->b = mem;
-    *out = &c->base;
-    return 0;
+    int bad;
+    rc = cat_create(tab, mem, out, &bad);
+    if (rc == -EINVAL)
+        snprintf(err, errlen,
+                 "the warehouse's system.query_log does not have this server's columns "
+                 "(column %d should be %s): a server of another version made it; move it "
+                 "away (its folder system/query_log/ under the warehouse) or run the "
+                 "server with --no-query-log-flush",
+                 bad + 1, qlog_cols[bad].name);
+    else if (rc < 0)
+        snprintf(err, errlen, "out of memory");
+    return rc;
 }
 
 /* ---- flushing system.query_log into the warehouse --------------------------------------- */
@@ -888,9 +899,9 @@ static int databases(srv *s, const eng_scan_env *env, eng_source **out, char *er
     return rows_source(&r, env, out, err, errlen);
 }
 
-static const char *const system_names[] = {"databases", "events",    "metrics",   "numbers",
-                                           "one",       "processes", "query_log", "settings",
-                                           "tables",    "zeros"};
+static const char *const system_names[] = {"clusters", "databases", "events",    "metrics",
+                                           "numbers",  "one",       "processes", "query_log",
+                                           "settings", "tables",    "zeros"};
 
 static int tables(const eng_scan_env *env, eng_source **out, char *err, size_t errlen)
 {
@@ -911,6 +922,71 @@ static int tables(const eng_scan_env *env, eng_source **out, char *err, size_t e
     return rows_source(&r, env, out, err, errlen);
 }
 
+/* The warehouse's system.tables (the engine's) then the system tables, with
+ * its columns; the warehouse's system.query_log once it is there. */
+static int wh_tables(srv *s, const eng_scan_env *env, eng_source **out, char *err, size_t errlen)
+{
+    static const colspec cs[] = {{"database", T_STR},
+                                 {"name", T_STR},
+                                 {"engine", T_STR},
+                                 {"is_temporary", T_U8},
+                                 {"metadata_modification_time", T_DT},
+                                 {"create_table_query", T_STR},
+                                 {"partition_key", T_STR},
+                                 {"sorting_key", T_STR},
+                                 {"primary_key", T_STR},
+                                 {"total_rows", T_U64},
+                                 {"total_bytes", T_U64}};
+    eng_source *wt = NULL;
+    eng_table_ref t = {"system", "tables", false, 1, 1};
+    int rc = eng_source_open_table(&t, env, &wt, err, errlen);
+    if (rc < 0)
+        return rc;
+    bool stored = false;
+    if (srv_qlog_stored(s)) {
+        tb_table *qt = NULL;
+        char e2[256];
+        stored = tb_wh_open(env->wh, "system", "query_log", false, &qt, e2, sizeof(e2)) == 0;
+        tb_table_destroy(&qt);
+    }
+    static const char *const engine_own[] = {"columns", "parts"}; /* the warehouse's */
+    int n_sys = (int)(sizeof(system_names) / sizeof(system_names[0]));
+    rows r;
+    if (rows_init(&r, cs, (int)(sizeof(cs) / sizeof(cs[0])), (uint32_t)(n_sys + 2 - stored)) < 0) {
+        eng_source_destroy(&wt);
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    uint32_t i = 0;
+    for (int k = 0; k < n_sys + 2; k++) {
+        const char *nm = k < n_sys ? system_names[k] : engine_own[k - n_sys];
+        if (stored && strcmp(nm, "query_log") == 0)
+            continue; /* the warehouse's row says it */
+        put_s(&r, 0, i, "system");
+        put_s(&r, 1, i, nm);
+        put_s(&r, 2, i, "SystemTable");
+        put_i(&r, 3, i, 0);
+        put_i(&r, 4, i, 0);
+        for (int c = 5; c < 9; c++)
+            put_s(&r, c, i, "");
+        put_i(&r, 9, i, 0);
+        put_i(&r, 10, i, 0);
+        i++;
+    }
+    eng_source *sys = NULL;
+    if ((rc = rows_source(&r, env, &sys, err, errlen)) < 0) {
+        eng_source_destroy(&wt);
+        return rc;
+    }
+    int bad;
+    rc = cat_create(wt, sys, out, &bad);
+    if (rc == -EINVAL)
+        snprintf(err, errlen, "system.tables: the warehouse's columns differ at %s", cs[bad].name);
+    else if (rc < 0)
+        snprintf(err, errlen, "out of memory");
+    return rc;
+}
+
 int srv_open_table(void *arg, const char *db, const char *name, const eng_scan_env *env,
                    eng_source **out, char *err, size_t errlen)
 {
@@ -929,9 +1005,11 @@ int srv_open_table(void *arg, const char *db, const char *name, const eng_scan_e
             return events(s, env, out, err, errlen);
         if (strcmp(name, "databases") == 0)
             return databases(s, env, out, err, errlen);
-        /* system.tables, columns, parts: the warehouse's (the engine's) */
-        if (strcmp(name, "tables") == 0 && !s->wh_set)
-            return tables(env, out, err, errlen);
+        /* system.tables, columns, parts: the warehouse's (the engine's), and
+         * system.tables also lists the system tables */
+        if (strcmp(name, "tables") == 0)
+            return s->wh_set && env->wh ? wh_tables(s, env, out, err, errlen)
+                                        : tables(env, out, err, errlen);
         return -ENOENT;
     }
     return -ENOENT; /* the warehouse's tables: the engine's */

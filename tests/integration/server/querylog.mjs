@@ -43,6 +43,11 @@ check(fromB.length === 2 && fromB.every((r) => r.hostname === 'srv-a' && r.serve
 `server b reads a's flushed rows from the warehouse, with a's hostname and address: ${JSON.stringify(fromB)}`);
 await cb.query({ query: 'SELECT 42', query_id: 'qb-1', format: 'JSONEachRow' });
 check(await count(cb, "query_id = 'qb-1'") === 2, "server b's own rows not yet flushed are there beside a's");
+const sysq = await rows(cb, "SELECT name, engine FROM system.tables WHERE database = 'system' AND name = 'query_log'");
+check(sysq.length === 1 && sysq[0].engine === 'MergeTree', `system.tables lists system.query_log once, as the warehouse's MergeTree table: ${JSON.stringify(sysq)}`);
+const shown = (await (await cb.query({ query: 'SHOW TABLES FROM system', format: 'TabSeparated' })).text()).split('\n');
+check(shown.filter((n) => n === 'query_log').length === 1 && shown.includes('processes') && shown.includes('parts'),
+  `SHOW TABLES FROM system with a warehouse: the server's system tables and the warehouse's: ${shown.join(' ')}`);
 const dup = await rows(cb, 'SELECT query_id, type, count() AS n FROM system.query_log GROUP BY query_id, type HAVING n > 1');
 check(dup.length === 0, `no row twice on server b: ${JSON.stringify(dup)}`);
 
