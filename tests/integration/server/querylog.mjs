@@ -9,7 +9,8 @@
 // first server restarts and still sees its old rows. With the S3 server
 // stopped, a flush fails with a sentence, other queries go on, and the rows
 // stay in memory: after S3 comes back the next flush writes them, once. A
-// server with a short --query-log-flush-interval flushes by itself.
+// server with a short --query-log-flush-interval flushes by itself, logging
+// each failure while S3 is down and writing the rows it kept once it is back.
 // Every server must exit 0 on SIGTERM.
 import fs from 'node:fs';
 import path from 'node:path';
@@ -61,6 +62,8 @@ check(await count(ca2, "query_id LIKE 'qa-%' AND hostname = 'srv-a'") === 8,
   'after a restart server a sees its old rows, those flushed as it stopped among them, each once');
 
 // S3 down: the flush fails with a sentence, queries go on, the rows wait in memory
+const c = await startServer([...args(s3.endpoint), '--display-name', 'srv-c', '--query-log-flush-interval', '200ms'], {}, 'c');
+const cc = ch.createClient({ url: c.url, request_timeout: 60000 });
 await ca2.query({ query: 'SELECT 8', query_id: 'qa2-down', format: 'JSONEachRow' });
 const s3port = s3.port;
 s3.proc.kill('SIGTERM');
@@ -72,6 +75,14 @@ try {
   flushErr = String(e.message);
 }
 check(/cannot flush system\.query_log/.test(flushErr), `a flush with S3 down fails in words: ${flushErr.slice(0, 300)}`);
+// server c flushes every 200 ms by itself: with S3 down it logs each failure and keeps its rows
+await cc.query({ query: 'SELECT 3', query_id: 'qc-1', format: 'JSONEachRow' });
+let warned = '';
+for (let i = 0; i < 100 && !warned; i++) {
+  warned = fs.readFileSync(c.log, 'utf8').split('\n').find((l) => /level=warn msg="cannot flush system\.query_log/.test(l)) || '';
+  if (!warned) await new Promise((r) => setTimeout(r, 100));
+}
+check(/its rows stay in memory/.test(warned) && /error="/.test(warned), `a periodic flush that fails is logged: ${warned.slice(0, 300)}`);
 const mt = await (await fetch(`${a2.url}/metrics`)).text();
 check(/^ringcache_server_query_log_flush_failures_total [1-9]/m.test(mt), 'the failed flush is counted in /metrics');
 const one = await rows(ca2, 'SELECT 1 AS one');
@@ -82,22 +93,19 @@ await ca2.command({ query: 'SYSTEM FLUSH LOGS' });
 check(await count(cb, "query_id = 'qa2-down'") === 2,
   'once S3 is back the rows kept in memory are flushed, each once, and server b sees them');
 check(await count(ca2, "query_id = 'qa2-down'") === 2, 'server a counts them once too');
-const mt2 = await (await fetch(`${a2.url}/metrics`)).text();
-check(/^ringcache_server_query_log_flushed_rows_total [1-9]/m.test(mt2) && /^ringcache_server_query_log_lost_rows_total 0$/m.test(mt2),
-  'rows flushed are counted in /metrics, none lost');
-
-// the periodic flush: a server flushing every 200 ms, seen from b without SYSTEM FLUSH LOGS
-const c = await startServer([...args(s3.endpoint), '--display-name', 'srv-c', '--query-log-flush-interval', '200ms'], {}, 'c');
-const cc = ch.createClient({ url: c.url, request_timeout: 60000 });
-await cc.query({ query: 'SELECT 3', query_id: 'qc-1', format: 'JSONEachRow' });
 let seen = 0;
 for (let i = 0; i < 100 && seen < 2; i++) {
   seen = await count(cb, "query_id = 'qc-1'");
   if (seen < 2) await new Promise((r) => setTimeout(r, 100));
 }
-check(seen === 2, `a server with --query-log-flush-interval 200ms flushes by itself: b sees its rows (${seen})`);
+check(seen === 2, `server c's periodic flush writes the rows it kept while S3 was down: b sees them once (${seen})`);
+check(await count(cc, "query_id = 'qc-1'") === 2, 'and c counts them once');
 await cc.close();
 check((await c.stop()) === 0, 'server c exits 0 after SIGTERM');
+const mt2 = await (await fetch(`${a2.url}/metrics`)).text();
+check(/^ringcache_server_query_log_flushed_rows_total [1-9]/m.test(mt2) && /^ringcache_server_query_log_lost_rows_total 0$/m.test(mt2),
+  'rows flushed are counted in /metrics, none lost');
+
 
 await ca2.close();
 await cb.close();
