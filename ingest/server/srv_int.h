@@ -449,6 +449,9 @@ enum {
     SRV_M_N
 };
 void srv_count(srv *s, int m, uint64_t v);
+/* One failure by its ClickHouse code in ringcache_server_query_failures_total
+ * (a query's come through its query_log row; a refused request's here). */
+void srv_count_failure(srv *s, int code);
 
 /* The current cache client, with a reference (release with srv_cache_put). */
 srv_cache *srv_cache_get(srv *s);

@@ -170,6 +170,12 @@ static void count_failure(srv *s, int code)
     met_add(s->met, met_shared_slot(s->met), s->m_code_base + (int)k, 1);
 }
 
+void srv_count_failure(srv *s, int code)
+{
+    if (s->met)
+        count_failure(s, code);
+}
+
 /* ---- the cache client ---------------------------------------------------------------- */
 
 static int cache_new(srv *s, srv_cache **out, char *err, size_t errlen)
