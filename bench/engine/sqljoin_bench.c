@@ -87,6 +87,7 @@ static double duck_value(const char *name)
 
 int main(int argc, char **argv)
 {
+    eng_tune_malloc(); /* as the CLI and the server run */
     long long fact = 20000000, dim = 1000000;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--fact") == 0 && i + 1 < argc)

@@ -253,6 +253,8 @@ void tb_upload_destroy(tb_upload **u);
 /* The version (ETag) the finished object got, when the put told it (tb_io's
  * put_v), else "". */
 const char *tb_upload_etag(const tb_upload *u);
+/* Bytes the upload holds in memory now (what is gathered and not yet sent). */
+size_t tb_upload_memory(const void *u);
 /* The last error of tb_upload_write (a tp_write_fn returns only a code). */
 const char *tb_upload_error(const tb_upload *u);
 
