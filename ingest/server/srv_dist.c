@@ -10,10 +10,14 @@
  * As the initiator: a SELECT over s3Cluster('name', ...) of a configured
  * cluster runs through dist_query_run with the transport here: each unit is
  * a blocking POST of the query to the member with those headers (libcurl,
- * one easy handle per call, on the feeder thread), cancelled through its
+ * one easy handle per server and query on its feeder thread, so the
+ * connection is kept alive from unit to unit), cancelled through its
  * progress callback once the unit is given up on; a member is pinged with
  * GET /ping at the start. A member that is this server is sent its units
- * over HTTP too (its own query threads run them).
+ * over HTTP too (its own query threads run them). When this server serves
+ * HTTPS (--tls-cert) the cluster does: every request is https:// and the
+ * member's certificate is verified (its host, against --cluster-tls-ca or
+ * the system's CAs); a member on plain HTTP fails with a sentence naming it.
  *
  * An INSERT ... SELECT over s3Cluster with parallel_distributed_insert_select
  * 1 or 2 goes the same way: each unit's request carries the INSERT, the
@@ -31,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* ---- the worker's side ---- */
 
@@ -154,10 +159,67 @@ int srv_dist_run_unit(srv_query *q, const eng_ctx *ctx0, const char *sql, size_t
 
 /* ---- the initiator's transport ---- */
 
+/* One libcurl handle per server of the query, used only by that server's
+ * feeder thread (and by the ping before the feeders start), so its
+ * connection is kept alive from unit to unit: one TCP (and TLS) handshake
+ * per server and query, not per unit. */
+typedef struct dist_tx {
+    srv_query *q;
+    CURL *h[DIST_MAX_SERVERS];
+    /* the unit in flight on each server: what its progress headers said
+     * (each only by that server's feeder thread) */
+    uint64_t cur_rows[DIST_MAX_SERVERS], cur_bytes[DIST_MAX_SERVERS];
+    char member[DIST_MAX_SERVERS][80]; /* each server's name, for query_log */
+} dist_tx;
+
 typedef struct xfer {
     ew_buf *out;
     const _Atomic int *stop;
+    dist_tx *t;
+    int server;
+    bool failed; /* X-ClickHouse-Exception-Code after a flushed head */
 } xfer;
+
+/* The initiator's live counters (progress headers, system.processes) are
+ * the units that finished plus what the units in flight said so far: a
+ * unit's counters replace what its progress said (deltas modulo 2^64). */
+static void tx_progress(dist_tx *t, int server, uint64_t rows, uint64_t bytes)
+{
+    eng_live *l = &t->q->live;
+    atomic_fetch_add(&l->rows_read, rows - t->cur_rows[server]);
+    atomic_fetch_add(&l->bytes_read, bytes - t->cur_bytes[server]);
+    t->cur_rows[server] = rows;
+    t->cur_bytes[server] = bytes;
+}
+
+static uint64_t json_u64(const char *p, size_t n, const char *key)
+{
+    char k[48];
+    int kl = snprintf(k, sizeof(k), "\"%s\":\"", key);
+    for (size_t i = 0; i + (size_t)kl < n; i++)
+        if (memcmp(p + i, k, (size_t)kl) == 0)
+            return strtoull(p + i + kl, NULL, 10);
+    return 0;
+}
+
+/* A worker's head: X-ClickHouse-Progress while its unit runs (sent when the
+ * initiator's query asked for progress headers), and the exception code
+ * that follows a flushed head when the unit failed after all. */
+static size_t on_header(char *p, size_t sz, size_t n, void *arg)
+{
+    xfer *x = arg;
+    size_t len = sz * n;
+    static const char prog[] = "x-clickhouse-progress:", exc[] = "x-clickhouse-exception-code:";
+    if (len > sizeof(prog) && strncasecmp(p, prog, sizeof(prog) - 1) == 0) {
+        /* read_rows never goes down within a unit */
+        uint64_t r = json_u64(p, len, "read_rows"), b = json_u64(p, len, "read_bytes");
+        if (r >= x->t->cur_rows[x->server])
+            tx_progress(x->t, x->server, r, b);
+    } else if (len > sizeof(exc) && strncasecmp(p, exc, sizeof(exc) - 1) == 0) {
+        x->failed = true;
+    }
+    return len;
+}
 
 static size_t on_body(char *p, size_t sz, size_t n, void *arg)
 {
@@ -176,20 +238,84 @@ static int on_progress(void *arg, curl_off_t a, curl_off_t b, curl_off_t c, curl
     return x->stop && atomic_load(x->stop) ? 1 : 0;
 }
 
+/* The handle of server, reset, pointed at path on member: https:// when this
+ * server serves HTTPS (the cluster is then TLS, every member verified against
+ * --cluster-tls-ca or the system's CAs), else http://. */
+static CURL *tx_handle(dist_tx *t, int server, const char *member, const char *path, char *curl_err)
+{
+    if (server < 0 || server >= DIST_MAX_SERVERS)
+        return NULL;
+    if (!t->member[server][0])
+        snprintf(t->member[server], sizeof(t->member[server]), "%s", member);
+    CURL *c = t->h[server];
+    if (c) {
+        curl_easy_reset(c);
+    } else if (!(c = t->h[server] = curl_easy_init())) {
+        return NULL;
+    }
+    const srv_conf *cf = &t->q->s->conf;
+    bool tls = cf->tls_cert[0] != 0;
+    char url[600];
+    snprintf(url, sizeof(url), "%s://%s%s", tls ? "https" : "http", member, path);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    if (tls) {
+        curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
+        curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
+        if (cf->cluster_tls_ca[0])
+            curl_easy_setopt(c, CURLOPT_CAINFO, cf->cluster_tls_ca);
+    }
+    curl_err[0] = 0;
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, curl_err);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    return c;
+}
+
+/* The sentence of a failed transfer: TLS failures say what to configure. */
+static void tx_error(const srv_conf *cf, CURLcode cc, const char *curl_err, char *err,
+                     size_t errlen)
+{
+    const char *what = curl_err[0] ? curl_err : curl_easy_strerror(cc);
+    bool tls = cf->tls_cert[0] != 0;
+    if (tls && (cc == CURLE_SSL_CONNECT_ERROR || cc == CURLE_GOT_NOTHING))
+        snprintf(err, errlen,
+                 "no HTTPS handshake with it (%s): this server has --tls-cert, so the "
+                 "cluster talks HTTPS; every member needs --tls-cert and --tls-key",
+                 what);
+    else if (tls && cc == CURLE_PEER_FAILED_VERIFICATION)
+        snprintf(err, errlen,
+                 "its certificate is not trusted (%s): give --cluster-tls-ca the CA "
+                 "that signed the members' certificates, each naming the member's host",
+                 what);
+    else if (tls && cc == CURLE_SSL_CACERT_BADFILE)
+        snprintf(err, errlen, "cannot read --cluster-tls-ca %s (%s)", cf->cluster_tls_ca, what);
+    else if (!tls && (cc == CURLE_GOT_NOTHING || cc == CURLE_RECV_ERROR))
+        snprintf(err, errlen,
+                 "%s (if it serves HTTPS, this server needs --tls-cert and --tls-key too: "
+                 "a cluster talks HTTPS only when every member does)",
+                 what);
+    else
+        snprintf(err, errlen, "%s", what);
+}
+
 static int t_run_unit(void *arg, int server, const char *member, const char *sql, size_t len,
                       const eng_unit *u, uint32_t unit_id, const _Atomic int *stop, ew_buf *out,
                       char *err, size_t errlen)
 {
-    (void)server;
-    srv_query *q = arg;
+    dist_tx *t = arg;
+    srv_query *q = t->q;
     srv *s = q->s;
-    CURL *c = curl_easy_init();
+    char cerr[CURL_ERROR_SIZE], path[96] = "/";
+    if (q->set.send_progress_in_http_headers)
+        snprintf(path, sizeof(path),
+                 "/?send_progress_in_http_headers=1&http_headers_progress_interval_ms=%llu",
+                 (unsigned long long)q->set.http_headers_progress_interval_ms);
+    CURL *c = tx_handle(t, server, member, path, cerr);
     if (!c) {
         snprintf(err, errlen, "out of memory");
         return -ENOMEM;
     }
-    char url[512], hu[8192], hs[512], hq[192];
-    snprintf(url, sizeof(url), "http://%s/", member);
+    char hu[8192], hs[512], hq[192];
     char *ep = curl_easy_escape(c, u->path, 0);
     snprintf(hu, sizeof(hu), "X-RingCache-Unit: %u %d %d %s", unit_id, u->rg_begin, u->rg_end,
              ep ? ep : "");
@@ -200,9 +326,10 @@ static int t_run_unit(void *arg, int server, const char *member, const char *sql
     h = curl_slist_append(h, hs);
     h = curl_slist_append(h, hq);
     h = curl_slist_append(h, "Content-Type: text/plain");
-    xfer x = {out, stop};
-    curl_easy_setopt(c, CURLOPT_URL, url);
+    xfer x = {out, stop, t, server, false};
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, &x);
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, sql);
     curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
@@ -210,22 +337,30 @@ static int t_run_unit(void *arg, int server, const char *member, const char *sql
     curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
     curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
     curl_easy_setopt(c, CURLOPT_XFERINFODATA, &x);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     CURLcode cc = curl_easy_perform(c);
     long status = 0;
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, NULL);
     curl_slist_free_all(h);
-    curl_easy_cleanup(c);
+    /* what the unit read: its state's counters, else nothing */
+    dist_state_hdr sh;
+    char herr[64];
+    if (cc == CURLE_OK && status == 200 && !x.failed &&
+        dist_state_header(out->p, out->n, &sh, herr, sizeof(herr)) == 0)
+        tx_progress(t, server, sh.rows_read, sh.bytes_read);
+    else
+        tx_progress(t, server, 0, 0);
+    t->cur_rows[server] = t->cur_bytes[server] = 0;
     if (cc == CURLE_ABORTED_BY_CALLBACK) {
         snprintf(err, errlen, "cancelled");
         return -ECANCELED;
     }
     if (cc != CURLE_OK) {
-        snprintf(err, errlen, "%s", curl_easy_strerror(cc));
+        tx_error(&s->conf, cc, cerr, err, errlen);
         return -ECONNRESET;
     }
-    if (status != 200) {
+    if (status != 200 || x.failed) {
         /* its ClickHouse exception text */
         int n = (int)(out->n < 400 ? out->n : 400);
         snprintf(err, errlen, "it answered %ld: %.*s", status, n, out->p ? (char *)out->p : "");
@@ -239,28 +374,24 @@ static int t_run_unit(void *arg, int server, const char *member, const char *sql
 
 static int t_ping(void *arg, int server, const char *member, char *err, size_t errlen)
 {
-    (void)arg;
-    (void)server;
-    CURL *c = curl_easy_init();
+    dist_tx *t = arg;
+    char cerr[CURL_ERROR_SIZE];
+    CURL *c = tx_handle(t, server, member, "/ping", cerr);
     if (!c)
         return -ENOMEM;
-    char url[512];
-    snprintf(url, sizeof(url), "http://%s/ping", member);
     ew_buf sink;
     ew_init(&sink, 4096);
-    xfer x = {&sink, NULL};
-    curl_easy_setopt(c, CURLOPT_URL, url);
+    xfer x = {&sink, NULL, t, server, false};
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &x);
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 3000L);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     CURLcode cc = curl_easy_perform(c);
     long status = 0;
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-    curl_easy_cleanup(c);
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, NULL);
     ew_free(&sink);
     if (cc != CURLE_OK) {
-        snprintf(err, errlen, "%s", curl_easy_strerror(cc));
+        tx_error(&t->q->s->conf, cc, cerr, err, errlen);
         return -ECONNREFUSED;
     }
     if (status != 200) {
@@ -270,15 +401,52 @@ static int t_ping(void *arg, int server, const char *member, char *err, size_t e
     return 0;
 }
 
+/* query_log's cluster_shares: "member=ROWS/BYTES" of each server, in the
+ * cluster's order, comma-separated; "(lost)" after one given up on during
+ * the query (what it finished still counts), "member=skipped" for one down
+ * at the start. NULL when out of memory. */
+static char *shares(const dist_tx *t, const dist_report *rep)
+{
+    char *out = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    if (!f)
+        return NULL;
+    for (int i = 0; i < rep->n_servers && i < DIST_MAX_SERVERS; i++) {
+        const char *m = t->member[i][0] ? t->member[i] : "?";
+        if (rep->skipped[i])
+            fprintf(f, "%s%s=skipped", i ? "," : "", m);
+        else
+            fprintf(f, "%s%s=%llu/%llu%s", i ? "," : "", m, (unsigned long long)rep->rows_read[i],
+                    (unsigned long long)rep->bytes_read[i], rep->lost[i] ? "(lost)" : "");
+    }
+    if (fclose(f) != 0) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
 int srv_dist_run_query(srv_query *q, const eng_ctx *ctx, const char *sql, size_t len,
                        eng_result *res, char *err, size_t errlen)
 {
-    dist_transport tr = {t_run_unit, t_ping, q};
+    dist_tx *t = calloc(1, sizeof(*t));
+    if (!t) {
+        snprintf(err, errlen, "out of memory");
+        return ENG_E_MEMORY_LIMIT_EXCEEDED;
+    }
+    t->q = q;
+    dist_transport tr = {t_run_unit, t_ping, t};
     dist_report rep;
     memset(res, 0, sizeof(*res));
     int rc = dist_query_run(ctx, sql, len, &tr, NULL, res, &rep, err, errlen);
-    if (rc == -ENOTSUP)
+    for (int i = 0; i < DIST_MAX_SERVERS; i++)
+        if (t->h[i])
+            curl_easy_cleanup(t->h[i]);
+    if (rc == -ENOTSUP) {
+        free(t);
         return rc;
+    }
     atomic_store(&q->live.rows_read, res->rows_read);
     atomic_store(&q->live.bytes_read, res->bytes_read);
     atomic_store(&q->live.result_rows, res->rows_out);
@@ -287,8 +455,12 @@ int srv_dist_run_query(srv_query *q, const eng_ctx *ctx, const char *sql, size_t
     if (rc == 0) {
         srv_log(SRV_LOG_DEBUG, "msg=\"distributed query\" query_id=%s units=%d dropped=%d", q->id,
                 rep.units, rep.dropped);
+        free(q->dist_shares);
+        q->dist_shares = shares(t, &rep);
+        free(t);
         return 0;
     }
+    free(t);
     if (atomic_load(&q->cancel))
         return ENG_E_QUERY_WAS_CANCELLED;
     return rc == -EHOSTUNREACH ? ENG_E_NETWORK_ERROR : eng_error_classify(ENG_STAGE_EXEC, rc, err);

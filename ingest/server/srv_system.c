@@ -6,7 +6,11 @@
  * ClickHouse's Enum8, IPv6 and Map columns are String here):
  *
  *   system.query_log   the query log ring: QueryStart, QueryFinish,
- *                      ExceptionBeforeStart, ExceptionWhileProcessing rows
+ *                      ExceptionBeforeStart, ExceptionWhileProcessing rows;
+ *                      an s3Cluster query's initiator row has one column of
+ *                      its own, cluster_shares ("member=ROWS/BYTES,...":
+ *                      what each server read; ClickHouse has no such
+ *                      column, its workers' rows say it)
  *   system.processes   the queries running now
  *   system.settings    the settings of this query: name, value, changed, ...
  *   system.metrics     values now: Query, MemoryTracking, ...
@@ -170,6 +174,7 @@ static const colspec qlog_cols[] = {
     {"http_method", T_U8},
     {"Settings", T_STR},
     {"log_comment", T_STR},
+    {"cluster_shares", T_STR},
 };
 
 static int query_log(srv *s, const eng_scan_env *env, eng_source **out, char *err, size_t errlen)
@@ -217,6 +222,7 @@ static int query_log(srv *s, const eng_scan_env *env, eng_source **out, char *er
         put_i(&r, k++, i, e->http_method);
         put_s(&r, k++, i, e->settings);
         put_s(&r, k++, i, e->log_comment);
+        put_s(&r, k++, i, e->cluster_shares);
     }
     pthread_mutex_unlock(&s->mu);
     return rows_source(&r, env, out, err, errlen);
