@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * dist_query.c: the initiator of a distributed query (dist_query.h): one
- * feeder thread per server, the scheduler between them, the merge under a
+ * dist_query.c: the initiator of a distributed query (dist_query.h): a
+ * few feeder threads per server (one per unit in flight on it), the scheduler between them, the merge under a
  * mutex, the deadline watched by the calling thread.
  */
 #include "dist_query.h"
@@ -18,10 +18,10 @@ typedef struct dq dq;
 typedef struct dq_server {
     dq *q;
     int idx;
-    pthread_t th;
-    bool started;
+    pthread_t th[DIST_MAX_LANES]; /* its feeders: one per unit in flight on it */
+    int started;
     _Atomic int stop;
-    _Atomic int finished;
+    _Atomic int finished;  /* feeders that returned */
     char why[ENG_MSG_MAX]; /* why it was given up on */
 } dq_server;
 
@@ -91,6 +91,7 @@ static void *feeder_main(void *arg)
                 snprintf(sv->why, sizeof(sv->why), "%s", err[0] ? err : strerror(-rc));
             pthread_mutex_unlock(&q->mu);
             dist_sched_lose(q->s, sv->idx);
+            atomic_store(&sv->stop, 1); /* its other feeders' units are cancelled */
             break;
         }
         pthread_mutex_lock(&q->mu);
@@ -122,7 +123,7 @@ static void *feeder_main(void *arg)
         pthread_mutex_unlock(&q->mu);
         ew_free(&b);
     }
-    atomic_store(&sv->finished, 1);
+    atomic_fetch_add(&sv->finished, 1);
     return NULL;
 }
 
@@ -174,6 +175,9 @@ int dist_query_run(const eng_ctx *ctx, const char *sql, size_t len, const dist_t
     uint64_t split = o && o->split_bytes ? o->split_bytes : 8ull << 20;
     uint64_t grace = o && o->grace_ms ? o->grace_ms : 100;
     uint64_t deadline = o && o->deadline_ms ? o->deadline_ms : 120000;
+    int lanes = o && o->lanes ? o->lanes : 2;
+    if (lanes > DIST_MAX_LANES)
+        lanes = DIST_MAX_LANES;
     if (rep) {
         memset(rep, 0, sizeof(*rep));
         rep->n_servers = n;
@@ -220,13 +224,14 @@ int dist_query_run(const eng_ctx *ctx, const char *sql, size_t len, const dist_t
             rep->skipped[i] = true;
     }
     for (int i = 0; i < n; i++)
-        if (pthread_create(&q.sv[i].th, NULL, feeder_main, &q.sv[i]) == 0)
-            q.sv[i].started = true;
+        for (int l = 0; l < lanes; l++)
+            if (pthread_create(&q.sv[i].th[q.sv[i].started], NULL, feeder_main, &q.sv[i]) == 0)
+                q.sv[i].started++;
     /* watch: stalls, the end, no server left */
     for (;;) {
         bool all_done = true;
         for (int i = 0; i < n; i++)
-            if (q.sv[i].started && !atomic_load(&q.sv[i].finished))
+            if (atomic_load(&q.sv[i].finished) < q.sv[i].started)
                 all_done = false;
         if (all_done || atomic_load(&q.stop_all))
             break;
@@ -255,8 +260,8 @@ int dist_query_run(const eng_ctx *ctx, const char *sql, size_t len, const dist_t
     atomic_store(&q.stop_all, 1);
     for (int i = 0; i < n; i++) {
         atomic_store(&q.sv[i].stop, 1);
-        if (q.sv[i].started)
-            pthread_join(q.sv[i].th, NULL);
+        for (int l = 0; l < q.sv[i].started; l++)
+            pthread_join(q.sv[i].th[l], NULL);
     }
     if ((rc = atomic_load(&q.fail.rc)) < 0) {
         snprintf(err, errlen, "%s", q.fail.msg);

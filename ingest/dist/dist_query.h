@@ -2,11 +2,13 @@
  *
  * dist_query.h: the initiator of a distributed query. dist_query_run opens
  * a SELECT over s3Cluster(...) (its cluster one of eng_ctx.clusters),
- * expands the glob once into units (dist_plan.h), and runs one feeder thread
- * per server of the cluster: each asks the scheduler for that server's next
- * unit, hands it to the server through the transport (blocking, one unit in
- * flight per server), and merges the state that comes back (the first
- * result of a unit only). The calling thread watches the deadline: a server
+ * expands the glob once into units (dist_plan.h), and runs a few feeder
+ * threads per server of the cluster (dist_opts.lanes, 2 by default): each
+ * asks the scheduler for that server's next unit, hands it to the server
+ * through the transport (blocking; so that many units are in flight per
+ * server, and a server never waits idle for the round trip of its next
+ * unit), and merges the state that comes back (the first result of a unit
+ * only). The calling thread watches the deadline: a server
  * with a unit in flight past it is given up on (a stall), as is one whose
  * transport fails (it died, refused, answered garbage): its units go to the
  * others. The query fails only when no server remains, with a sentence
@@ -27,8 +29,8 @@
  * tests' runs it in-process.
  *
  * Thread-safety: dist_query_run may run in several threads at once; it
- * calls the transport from its feeder threads concurrently (one call per
- * server at a time).
+ * calls the transport from its feeder threads concurrently (up to
+ * dist_opts.lanes calls per server at once).
  */
 #ifndef RINGCACHE_DIST_QUERY_H
 #define RINGCACHE_DIST_QUERY_H
@@ -56,9 +58,11 @@ typedef struct dist_opts {
     uint64_t split_bytes; /* Parquet row-group ranges of about this; 0: 8 MiB */
     uint64_t grace_ms;    /* an idle server steals after this; 0: 100 ms */
     uint64_t deadline_ms; /* a unit in flight longer loses its server; 0: 120 s */
+    int lanes;            /* units in flight per server, 1 to DIST_MAX_LANES; 0: 2 */
 } dist_opts;
 
 #define DIST_MAX_SERVERS 256
+#define DIST_MAX_LANES   8
 
 /* What each server did (for query_log, progress): indexed like the
  * cluster's members. */

@@ -10,8 +10,8 @@
  * As the initiator: a SELECT over s3Cluster('name', ...) of a configured
  * cluster runs through dist_query_run with the transport here: each unit is
  * a blocking POST of the query to the member with those headers (libcurl,
- * one easy handle per server and query on its feeder thread, so the
- * connection is kept alive from unit to unit), cancelled through its
+ * from the feeder threads, each taking one of the server's kept-alive
+ * connections of the query), cancelled through its
  * progress callback once the unit is given up on; a member is pinged with
  * GET /ping at the start. A member that is this server is sent its units
  * over HTTP too (its own query threads run them). When this server serves
@@ -159,16 +159,20 @@ int srv_dist_run_unit(srv_query *q, const eng_ctx *ctx0, const char *sql, size_t
 
 /* ---- the initiator's transport ---- */
 
-/* One libcurl handle per server of the query, used only by that server's
- * feeder thread (and by the ping before the feeders start), so its
- * connection is kept alive from unit to unit: one TCP (and TLS) handshake
- * per server and query, not per unit. */
+/* A connection to a server: a libcurl handle taken by one feeder thread
+ * at a time (tx_get/tx_put), so it is kept alive from unit to unit: one TCP
+ * (and TLS) handshake per unit in flight, server and query, not per unit. */
+typedef struct tx_conn {
+    CURL *c;
+    bool busy;
+    /* the unit on it: what its progress headers said (its feeder's only) */
+    uint64_t cur_rows, cur_bytes;
+} tx_conn;
+
 typedef struct dist_tx {
     srv_query *q;
-    CURL *h[DIST_MAX_SERVERS];
-    /* the unit in flight on each server: what its progress headers said
-     * (each only by that server's feeder thread) */
-    uint64_t cur_rows[DIST_MAX_SERVERS], cur_bytes[DIST_MAX_SERVERS];
+    pthread_mutex_t mu; /* busy, member */
+    tx_conn conn[DIST_MAX_SERVERS][DIST_MAX_LANES];
     char member[DIST_MAX_SERVERS][80]; /* each server's name, for query_log */
 } dist_tx;
 
@@ -176,20 +180,20 @@ typedef struct xfer {
     ew_buf *out;
     const _Atomic int *stop;
     dist_tx *t;
-    int server;
+    tx_conn *conn;
     bool failed; /* X-ClickHouse-Exception-Code after a flushed head */
 } xfer;
 
 /* The initiator's live counters (progress headers, system.processes) are
  * the units that finished plus what the units in flight said so far: a
  * unit's counters replace what its progress said (deltas modulo 2^64). */
-static void tx_progress(dist_tx *t, int server, uint64_t rows, uint64_t bytes)
+static void tx_progress(dist_tx *t, tx_conn *k, uint64_t rows, uint64_t bytes)
 {
     eng_live *l = &t->q->live;
-    atomic_fetch_add(&l->rows_read, rows - t->cur_rows[server]);
-    atomic_fetch_add(&l->bytes_read, bytes - t->cur_bytes[server]);
-    t->cur_rows[server] = rows;
-    t->cur_bytes[server] = bytes;
+    atomic_fetch_add(&l->rows_read, rows - k->cur_rows);
+    atomic_fetch_add(&l->bytes_read, bytes - k->cur_bytes);
+    k->cur_rows = rows;
+    k->cur_bytes = bytes;
 }
 
 static uint64_t json_u64(const char *p, size_t n, const char *key)
@@ -213,8 +217,8 @@ static size_t on_header(char *p, size_t sz, size_t n, void *arg)
     if (len > sizeof(prog) && strncasecmp(p, prog, sizeof(prog) - 1) == 0) {
         /* read_rows never goes down within a unit */
         uint64_t r = json_u64(p, len, "read_rows"), b = json_u64(p, len, "read_bytes");
-        if (r >= x->t->cur_rows[x->server])
-            tx_progress(x->t, x->server, r, b);
+        if (r >= x->conn->cur_rows)
+            tx_progress(x->t, x->conn, r, b);
     } else if (len > sizeof(exc) && strncasecmp(p, exc, sizeof(exc) - 1) == 0) {
         x->failed = true;
     }
@@ -238,19 +242,34 @@ static int on_progress(void *arg, curl_off_t a, curl_off_t b, curl_off_t c, curl
     return x->stop && atomic_load(x->stop) ? 1 : 0;
 }
 
-/* The handle of server, reset, pointed at path on member: https:// when this
- * server serves HTTPS (the cluster is then TLS, every member verified against
- * --cluster-tls-ca or the system's CAs), else http://. */
-static CURL *tx_handle(dist_tx *t, int server, const char *member, const char *path, char *curl_err)
+/* A free connection to server (the caller's until tx_put), its handle
+ * reset and pointed at path on member: https:// when this server serves
+ * HTTPS (the cluster is then TLS, every member verified against
+ * --cluster-tls-ca or the system's CAs), else http://. NULL: out of memory. */
+static tx_conn *tx_get(dist_tx *t, int server, const char *member, const char *path, char *curl_err)
 {
     if (server < 0 || server >= DIST_MAX_SERVERS)
         return NULL;
+    tx_conn *k = NULL;
+    pthread_mutex_lock(&t->mu);
     if (!t->member[server][0])
         snprintf(t->member[server], sizeof(t->member[server]), "%s", member);
-    CURL *c = t->h[server];
+    for (int i = 0; i < DIST_MAX_LANES && !k; i++)
+        if (!t->conn[server][i].busy && t->conn[server][i].c)
+            k = &t->conn[server][i];
+    for (int i = 0; i < DIST_MAX_LANES && !k; i++)
+        if (!t->conn[server][i].busy)
+            k = &t->conn[server][i];
+    if (k)
+        k->busy = true;
+    pthread_mutex_unlock(&t->mu);
+    if (!k)
+        return NULL;
+    CURL *c = k->c;
     if (c) {
         curl_easy_reset(c);
-    } else if (!(c = t->h[server] = curl_easy_init())) {
+    } else if (!(c = k->c = curl_easy_init())) {
+        k->busy = false;
         return NULL;
     }
     const srv_conf *cf = &t->q->s->conf;
@@ -268,7 +287,15 @@ static CURL *tx_handle(dist_tx *t, int server, const char *member, const char *p
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, curl_err);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    return c;
+    k->cur_rows = k->cur_bytes = 0;
+    return k;
+}
+
+static void tx_put(dist_tx *t, tx_conn *k)
+{
+    pthread_mutex_lock(&t->mu);
+    k->busy = false;
+    pthread_mutex_unlock(&t->mu);
 }
 
 /* The sentence of a failed transfer: TLS failures say what to configure. */
@@ -310,11 +337,12 @@ static int t_run_unit(void *arg, int server, const char *member, const char *sql
         snprintf(path, sizeof(path),
                  "/?send_progress_in_http_headers=1&http_headers_progress_interval_ms=%llu",
                  (unsigned long long)q->set.http_headers_progress_interval_ms);
-    CURL *c = tx_handle(t, server, member, path, cerr);
-    if (!c) {
+    tx_conn *k = tx_get(t, server, member, path, cerr);
+    if (!k) {
         snprintf(err, errlen, "out of memory");
         return -ENOMEM;
     }
+    CURL *c = k->c;
     char hu[8192], hs[512], hq[192];
     char *ep = curl_easy_escape(c, u->path, 0);
     snprintf(hu, sizeof(hu), "X-RingCache-Unit: %u %d %d %s", unit_id, u->rg_begin, u->rg_end,
@@ -326,7 +354,7 @@ static int t_run_unit(void *arg, int server, const char *member, const char *sql
     h = curl_slist_append(h, hs);
     h = curl_slist_append(h, hq);
     h = curl_slist_append(h, "Content-Type: text/plain");
-    xfer x = {out, stop, t, server, false};
+    xfer x = {out, stop, t, k, false};
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(c, CURLOPT_HEADERDATA, &x);
@@ -348,10 +376,10 @@ static int t_run_unit(void *arg, int server, const char *member, const char *sql
     char herr[64];
     if (cc == CURLE_OK && status == 200 && !x.failed &&
         dist_state_header(out->p, out->n, &sh, herr, sizeof(herr)) == 0)
-        tx_progress(t, server, sh.rows_read, sh.bytes_read);
+        tx_progress(t, k, sh.rows_read, sh.bytes_read);
     else
-        tx_progress(t, server, 0, 0);
-    t->cur_rows[server] = t->cur_bytes[server] = 0;
+        tx_progress(t, k, 0, 0);
+    tx_put(t, k);
     if (cc == CURLE_ABORTED_BY_CALLBACK) {
         snprintf(err, errlen, "cancelled");
         return -ECANCELED;
@@ -376,12 +404,13 @@ static int t_ping(void *arg, int server, const char *member, char *err, size_t e
 {
     dist_tx *t = arg;
     char cerr[CURL_ERROR_SIZE];
-    CURL *c = tx_handle(t, server, member, "/ping", cerr);
-    if (!c)
+    tx_conn *k = tx_get(t, server, member, "/ping", cerr);
+    if (!k)
         return -ENOMEM;
+    CURL *c = k->c;
     ew_buf sink;
     ew_init(&sink, 4096);
-    xfer x = {&sink, NULL, t, server, false};
+    xfer x = {&sink, NULL, t, k, false};
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &x);
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 3000L);
@@ -389,6 +418,7 @@ static int t_ping(void *arg, int server, const char *member, char *err, size_t e
     long status = 0;
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, NULL);
+    tx_put(t, k);
     ew_free(&sink);
     if (cc != CURLE_OK) {
         tx_error(&t->q->s->conf, cc, cerr, err, errlen);
@@ -436,13 +466,16 @@ int srv_dist_run_query(srv_query *q, const eng_ctx *ctx, const char *sql, size_t
         return ENG_E_MEMORY_LIMIT_EXCEEDED;
     }
     t->q = q;
+    pthread_mutex_init(&t->mu, NULL);
     dist_transport tr = {t_run_unit, t_ping, t};
     dist_report rep;
     memset(res, 0, sizeof(*res));
     int rc = dist_query_run(ctx, sql, len, &tr, NULL, res, &rep, err, errlen);
     for (int i = 0; i < DIST_MAX_SERVERS; i++)
-        if (t->h[i])
-            curl_easy_cleanup(t->h[i]);
+        for (int l = 0; l < DIST_MAX_LANES; l++)
+            if (t->conn[i][l].c)
+                curl_easy_cleanup(t->conn[i][l].c);
+    pthread_mutex_destroy(&t->mu);
     if (rc == -ENOTSUP) {
         free(t);
         return rc;
