@@ -39,6 +39,7 @@ struct dq {
     dq_server *sv;
     _Atomic int stop_all;
     bool insert;     /* INSERT ... SELECT: each server inserts its units */
+    int batch;       /* units handed over at once, at most */
     eng_result sums; /* an INSERT's: what its units read and wrote */
 };
 
@@ -68,12 +69,25 @@ static void *feeder_main(void *arg)
         }
         if (u < 0)
             break; /* done, or given up on */
-        eng_unit eu;
-        dist_unit_to_eng(&q->us.u[u], &eu);
+        /* a batch: more of its own queue, one request and one state */
+        int us[DIST_MAX_BATCH], nb = 1;
+        uint32_t ids[DIST_MAX_BATCH];
+        eng_unit eu[DIST_MAX_BATCH];
+        us[0] = u;
+        while (nb < q->batch) {
+            int v = dist_sched_next_own(q->s, sv->idx, now_ms());
+            if (v < 0)
+                break;
+            us[nb++] = v;
+        }
+        for (int k = 0; k < nb; k++) {
+            ids[k] = (uint32_t)us[k];
+            dist_unit_to_eng(&q->us.u[us[k]], &eu[k]);
+        }
         ew_buf b;
         ew_init(&b, (size_t)DIST_STATE_MAX_BODY + DIST_STATE_HEADER);
         char err[ENG_MSG_MAX] = "";
-        int rc = q->tr->run_unit(q->tr->arg, sv->idx, member, q->sql, q->len, &eu, (uint32_t)u,
+        int rc = q->tr->run_unit(q->tr->arg, sv->idx, member, q->sql, q->len, eu, ids, nb,
                                  &sv->stop, &b, err, sizeof(err));
         dist_state_hdr h;
         dist_insert_done d = {0};
@@ -95,7 +109,7 @@ static void *feeder_main(void *arg)
             break;
         }
         pthread_mutex_lock(&q->mu);
-        if (dist_sched_complete(q->s, u, sv->idx)) {
+        if (dist_sched_complete_n(q->s, us, nb, sv->idx)) {
             if (q->insert) {
                 q->sums.rows_read += d.rows_read;
                 q->sums.bytes_read += d.bytes_read;
@@ -113,7 +127,7 @@ static void *feeder_main(void *arg)
                 eng_fail_set(&q->fail, rc, err);
                 atomic_store(&q->stop_all, 1);
             } else if (q->rep) {
-                q->rep->units_run[sv->idx]++;
+                q->rep->units_run[sv->idx] += nb;
                 q->rep->rows_read[sv->idx] += h.rows_read;
                 q->rep->bytes_read[sv->idx] += h.bytes_read;
             }
@@ -198,6 +212,14 @@ int dist_query_run(const eng_ctx *ctx, const char *sql, size_t len, const dist_t
     }
     if (rep)
         rep->units = q.us.n;
+    /* a batch of a fair share of the units per request at most (a server's
+     * own, in one state: fewer partial states to build, send and merge);
+     * an INSERT's units one by one (each unit's block ids are its own) */
+    q.batch = o && o->batch ? o->batch : (q.us.n + n * lanes - 1) / (n * lanes);
+    if (q.batch > DIST_MAX_BATCH)
+        q.batch = DIST_MAX_BATCH;
+    if (q.batch < 1 || q.insert)
+        q.batch = 1;
     if ((rc = dist_sched_create(&q.s, &q.us, q.cl->members, n, grace)) < 0) {
         snprintf(err, errlen, "out of memory");
         goto out;

@@ -3,7 +3,8 @@
  * srv_dist.c: distributed execution in the compute server (ingest/dist/).
  *
  * As a worker: a request with X-RingCache-Unit ("ID RG_BEGIN RG_END PATH",
- * the path percent-encoded) and the cluster's secret in
+ * the path percent-encoded; a batch of a SELECT's units: several, joined by
+ * ';', run as one query into one state named by the first ID) and the cluster's secret in
  * X-RingCache-Cluster-Secret runs its text over that one unit up to the
  * mergeable state, which is the answer's body (dist_state.h bytes).
  *
@@ -99,38 +100,73 @@ int srv_dist_run_unit(srv_query *q, const eng_ctx *ctx0, const char *sql, size_t
                  "--cluster-secret");
         return ENG_E_AUTHENTICATION_FAILED;
     }
-    unsigned id;
-    int b, e, off = 0;
-    if (sscanf(q->dist_unit, "%u %d %d %n", &id, &b, &e, &off) != 3 || off <= 0) {
-        snprintf(err, errlen, "X-RingCache-Unit is not 'ID RG_BEGIN RG_END PATH'");
-        return ENG_E_BAD_ARGUMENTS;
-    }
-    const char *enc = q->dist_unit + off;
-    char *path = malloc(strlen(enc) + 1);
-    if (!path) {
-        snprintf(err, errlen, "out of memory");
-        return ENG_E_MEMORY_LIMIT_EXCEEDED;
-    }
-    size_t o = 0;
-    for (const char *p = enc; *p; p++) {
-        if (*p == '%' && hexv(p[1]) >= 0 && hexv(p[2]) >= 0) {
-            path[o++] = (char)(hexv(p[1]) * 16 + hexv(p[2]));
-            p += 2;
-        } else {
-            path[o++] = *p;
+    /* "ID RG_BEGIN RG_END PATH", several separated by ';' (a batch: one
+     * query over them, one state named by the first ID; ';' is
+     * percent-encoded in a path) */
+    eng_unit u[DIST_MAX_BATCH];
+    char *paths[DIST_MAX_BATCH] = {0};
+    unsigned id = 0;
+    int n = 0, rc = 0;
+    for (const char *p = q->dist_unit; *p && rc == 0; n++) {
+        unsigned uid;
+        int b, e, off = 0;
+        if (n == DIST_MAX_BATCH) {
+            snprintf(err, errlen, "X-RingCache-Unit has over %d units", DIST_MAX_BATCH);
+            rc = ENG_E_BAD_ARGUMENTS;
+            break;
         }
+        if (sscanf(p, "%u %d %d %n", &uid, &b, &e, &off) != 3 || off <= 0) {
+            snprintf(err, errlen, "X-RingCache-Unit is not 'ID RG_BEGIN RG_END PATH[;...]'");
+            rc = ENG_E_BAD_ARGUMENTS;
+            break;
+        }
+        if (n == 0)
+            id = uid;
+        const char *enc = p + off;
+        size_t el = strcspn(enc, ";");
+        char *path = malloc(el + 1);
+        if (!path) {
+            snprintf(err, errlen, "out of memory");
+            rc = ENG_E_MEMORY_LIMIT_EXCEEDED;
+            break;
+        }
+        size_t o = 0;
+        for (size_t i = 0; i < el; i++) {
+            if (enc[i] == '%' && i + 2 < el && hexv(enc[i + 1]) >= 0 && hexv(enc[i + 2]) >= 0) {
+                path[o++] = (char)(hexv(enc[i + 1]) * 16 + hexv(enc[i + 2]));
+                i += 2;
+            } else {
+                path[o++] = enc[i];
+            }
+        }
+        path[o] = 0;
+        paths[n] = path;
+        u[n] = (eng_unit){path, b, e};
+        p = enc + el + (enc[el] == ';');
     }
-    path[o] = 0;
-    eng_unit u = {path, b, e};
+    if (rc == 0 && n == 0) {
+        snprintf(err, errlen, "X-RingCache-Unit names no unit");
+        rc = ENG_E_BAD_ARGUMENTS;
+    }
+    if (rc == 0 && n > 1 && !strcmp(q->kind, "Insert")) {
+        snprintf(err, errlen, "an INSERT's work unit is one unit, not %d", n);
+        rc = ENG_E_BAD_ARGUMENTS;
+    }
+    if (rc != 0) {
+        for (int i = 0; i < n && i < DIST_MAX_BATCH; i++)
+            free(paths[i]);
+        return rc;
+    }
     eng_ctx ctx = *ctx0;
-    ctx.unit = &u;
+    ctx.unit = u;
+    ctx.n_unit = n;
     if (!strcmp(q->kind, "Insert")) {
-        int rc = run_insert_unit(q, &ctx, id, sql, len, err, errlen);
-        free(path);
+        rc = run_insert_unit(q, &ctx, id, sql, len, err, errlen);
+        free(paths[0]);
         return rc;
     }
     eng_pstate *ps;
-    int rc = eng_pstate_open(&ctx, sql, len, &ps, err, errlen);
+    rc = eng_pstate_open(&ctx, sql, len, &ps, err, errlen);
     if (rc == 0)
         rc = eng_pstate_run(ps, err, errlen);
     ew_buf w;
@@ -151,7 +187,8 @@ int srv_dist_run_unit(srv_query *q, const eng_ctx *ctx0, const char *sql, size_t
     atomic_store(&q->live.bytes_read, bytes);
     ew_free(&w);
     eng_pstate_destroy(&ps);
-    free(path);
+    for (int i = 0; i < n; i++)
+        free(paths[i]);
     if (rc == 0)
         return 0;
     return eng_error_classify(ENG_STAGE_EXEC, rc, err);
@@ -326,8 +363,8 @@ static void tx_error(const srv_conf *cf, CURLcode cc, const char *curl_err, char
 }
 
 static int t_run_unit(void *arg, int server, const char *member, const char *sql, size_t len,
-                      const eng_unit *u, uint32_t unit_id, const _Atomic int *stop, ew_buf *out,
-                      char *err, size_t errlen)
+                      const eng_unit *u, const uint32_t *unit_ids, int n_units,
+                      const _Atomic int *stop, ew_buf *out, char *err, size_t errlen)
 {
     dist_tx *t = arg;
     srv_query *q = t->q;
@@ -343,11 +380,19 @@ static int t_run_unit(void *arg, int server, const char *member, const char *sql
         return -ENOMEM;
     }
     CURL *c = k->c;
-    char hu[8192], hs[512], hq[192];
-    char *ep = curl_easy_escape(c, u->path, 0);
-    snprintf(hu, sizeof(hu), "X-RingCache-Unit: %u %d %d %s", unit_id, u->rg_begin, u->rg_end,
-             ep ? ep : "");
-    curl_free(ep);
+    char hu[16384], hs[512], hq[192];
+    size_t o = (size_t)snprintf(hu, sizeof(hu), "X-RingCache-Unit: ");
+    for (int i = 0; i < n_units && o < sizeof(hu); i++) {
+        char *ep = curl_easy_escape(c, u[i].path, 0);
+        o += (size_t)snprintf(hu + o, sizeof(hu) - o, "%s%u %d %d %s", i ? ";" : "", unit_ids[i],
+                              u[i].rg_begin, u[i].rg_end, ep ? ep : "");
+        curl_free(ep);
+    }
+    if (o >= sizeof(hu)) {
+        tx_put(t, k);
+        snprintf(err, errlen, "the paths of a batch of units are over %zu bytes", sizeof(hu));
+        return -ENAMETOOLONG;
+    }
     snprintf(hs, sizeof(hs), "X-RingCache-Cluster-Secret: %s", s->conf.cluster_secret);
     snprintf(hq, sizeof(hq), "X-RingCache-Initial-Query-Id: %s", q->id);
     struct curl_slist *h = curl_slist_append(NULL, hu);
