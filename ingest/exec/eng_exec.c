@@ -320,7 +320,7 @@ int eng__stmt_source(equery *q, const sql_stmt *st, char *err, size_t errlen)
 {
     int rc = from_source(q, st, err, errlen);
     for (int i = 0; rc == 0 && i < st->n_joins; i++)
-        rc = eng__join_wrap(q, &st->joins[i], err, errlen);
+        rc = eng__join_wrap(q, st, &st->joins[i], err, errlen);
     return rc;
 }
 
