@@ -18,6 +18,7 @@
 #include <strings.h>
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -597,6 +598,14 @@ static int run_stmt(const eng_ctx *ctx, const sql_stmt *st, FILE *summary, eng_r
         *res = r;
     eng__query_free(q);
     return rc;
+}
+
+void eng_tune_malloc(void)
+{
+    if (!getenv("MALLOC_MMAP_THRESHOLD_"))
+        mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    if (!getenv("MALLOC_TRIM_THRESHOLD_"))
+        mallopt(M_TRIM_THRESHOLD, 64 << 20);
 }
 
 int eng_run(const eng_ctx *ctx, const char *sql, size_t len, FILE *summary, eng_result *res,

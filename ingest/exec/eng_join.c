@@ -372,50 +372,53 @@ static int probe_block(void *arg, ex_vec *cols, uint32_t n)
         kv[k] = &cols[j->lslot[j->keys[k].lcol]];
     bool outer_left = j->kind == SQL_JOIN_LEFT || j->kind == SQL_JOIN_FULL;
     bool cross = j->kind == SQL_JOIN_CROSS;
-    if (!cross && n > jr->hcap) {
-        free(jr->hs);
-        free(jr->nul);
-        jr->hs = malloc(sizeof(uint64_t) * n);
-        jr->nul = malloc(n);
-        jr->hcap = jr->hs && jr->nul ? n : 0;
+    /* the rows in chunks: their hashes first, then the probes with the
+     * slots a few rows ahead prefetched (the table is larger than the
+     * caches); a chunk's hashes stay in the cache, whatever the block's size */
+    enum { CHUNK = 4096, AHEAD = 8 };
+    if (!cross && !jr->hcap) {
+        jr->hs = malloc(sizeof(uint64_t) * CHUNK);
+        jr->nul = malloc(CHUNK);
+        jr->hcap = jr->hs && jr->nul ? CHUNK : 0;
         if (!jr->hcap)
             return -ENOMEM;
     }
-    /* the hashes first, then the probes with the slots a few rows ahead
-     * prefetched: the table is larger than the caches */
-    for (uint32_t r = 0; !cross && r < n; r++) {
-        bool null;
-        jr->hs[r] = key_hash(j, kv, r, &null);
-        jr->nul[r] = null;
-    }
-    enum { AHEAD = 8 };
-    for (uint32_t r = 0; !cross && r < n && r < AHEAD; r++)
-        if (!jr->nul[r])
-            __builtin_prefetch(&j->slots[slot_of(j, jr->hs[r])]);
-    for (uint32_t r = 0; r < n; r++) {
-        int rc = 0;
-        if (cross) {
-            for (uint32_t x = 0; x < nr && rc == 0; x++)
+    for (uint32_t c0 = 0; c0 < n; c0 += CHUNK) {
+        uint32_t cn = n - c0 < CHUNK ? n - c0 : CHUNK;
+        for (uint32_t i = 0; !cross && i < cn; i++) {
+            bool null;
+            jr->hs[i] = key_hash(j, kv, c0 + i, &null);
+            jr->nul[i] = null;
+        }
+        for (uint32_t i = 0; !cross && i < cn && i < AHEAD; i++)
+            if (!jr->nul[i])
+                __builtin_prefetch(&j->slots[slot_of(j, jr->hs[i])]);
+        for (uint32_t i = 0; i < cn; i++) {
+            uint32_t r = c0 + i;
+            int rc = 0;
+            if (cross) {
+                for (uint32_t x = 0; x < nr && rc == 0; x++)
+                    rc = add_pair(j, jr, r, x, cols, pa->fn, pa->arg);
+                if (rc < 0)
+                    return rc;
+                continue;
+            }
+            if (i + AHEAD < cn && !jr->nul[i + AHEAD])
+                __builtin_prefetch(&j->slots[slot_of(j, jr->hs[i + AHEAD])]);
+            uint32_t f = jr->nul[i] ? NONE : probe(j, kv, r, jr->hs[i]);
+            if (f == NONE) {
+                if (outer_left && (rc = add_pair(j, jr, r, NONE, cols, pa->fn, pa->arg)) < 0)
+                    return rc;
+                continue;
+            }
+            for (uint32_t x = f; x != NONE && rc == 0; x = j->next[x] ? j->next[x] - 1 : NONE) {
+                if (j->matched)
+                    atomic_store_explicit(&j->matched[x], 1, memory_order_relaxed);
                 rc = add_pair(j, jr, r, x, cols, pa->fn, pa->arg);
+            }
             if (rc < 0)
                 return rc;
-            continue;
         }
-        if (r + AHEAD < n && !jr->nul[r + AHEAD])
-            __builtin_prefetch(&j->slots[slot_of(j, jr->hs[r + AHEAD])]);
-        uint32_t f = jr->nul[r] ? NONE : probe(j, kv, r, jr->hs[r]);
-        if (f == NONE) {
-            if (outer_left && (rc = add_pair(j, jr, r, NONE, cols, pa->fn, pa->arg)) < 0)
-                return rc;
-            continue;
-        }
-        for (uint32_t x = f; x != NONE && rc == 0; x = j->next[x] ? j->next[x] - 1 : NONE) {
-            if (j->matched)
-                atomic_store_explicit(&j->matched[x], 1, memory_order_relaxed);
-            rc = add_pair(j, jr, r, x, cols, pa->fn, pa->arg);
-        }
-        if (rc < 0)
-            return rc;
         if (atomic_load_explicit(&j->q->stop, memory_order_relaxed))
             break;
     }
