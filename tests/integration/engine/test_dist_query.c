@@ -279,7 +279,7 @@ static void test_s3cluster_queries_equal_single_server(void **state)
     snprintf(path, sizeof(path), "%s/cases.tsv", dir);
     char *cases = dc_slurp(path);
     assert_non_null(cases);
-    int n = 0, failed = 0, skipped = 0;
+    int n = 0, failed = 0, skipped = 0, not_dist = 0;
     for (char *line = strtok(cases, "\n"); line; line = strtok(NULL, "\n")) {
         char *name = line, *t1 = strchr(line, '\t');
         assert_non_null(t1);
@@ -296,7 +296,14 @@ static void test_s3cluster_queries_equal_single_server(void **state)
             script_init(&sc);
             dist_report rep;
             eng_result res;
-            if (run_cluster(cq, &sc, 60000, &got, &rep, &res, err, sizeof(err)) < 0) {
+            int rc = run_cluster(cq, &sc, 60000, &got, &rep, &res, err, sizeof(err));
+            if (rc == -ENOTSUP) {
+                /* s3Cluster below the top (a subquery in FROM): not
+                 * distributed, the caller runs it alone */
+                fprintf(stderr, "%s: not distributed (%s)\n", name, err);
+                not_dist++;
+                n--;
+            } else if (rc < 0) {
                 fprintf(stderr, "%s: s3Cluster failed: %s\n  %s\n", name, err, cq);
                 failed++;
             } else if (!dc_same_result(name, got, single, strcmp(flags, "sorted") == 0)) {
@@ -313,8 +320,9 @@ static void test_s3cluster_queries_equal_single_server(void **state)
     free(cases);
     fprintf(stderr,
             "%d queries through s3Cluster over 3 servers, %d mismatches, %d not over "
-            "the files\n",
-            n, failed, skipped);
+            "the files, %d not distributed\n",
+            n, failed, skipped, not_dist);
+    assert_true(not_dist <= 2); /* a subquery's s3Cluster only */
     assert_true(n >= 30);
     assert_int_equal(failed, 0);
 }
