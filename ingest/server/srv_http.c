@@ -294,6 +294,7 @@ static void query_free(srv_query *q)
     free(q->text);
     free(q->qparam);
     free(q->dist_unit);
+    free(q->dist_shares);
     srv_params_free(&q->params);
     free(q->err_msg);
     pthread_mutex_destroy(&q->mu);
