@@ -336,6 +336,13 @@ void em_error(eng_mem *m, char *err, size_t errlen)
 void ex_type_name(const ex_type *t, char *buf, size_t cap)
 {
     char inner[64];
+    if (t->kind == EX_ARRAY) {
+        ex_type e = ex_arr_elem(t);
+        char en[128];
+        ex_type_name(&e, en, sizeof(en));
+        snprintf(buf, cap, "Array(%s)", en);
+        return;
+    }
     switch (t->kind) {
     case EX_NOTHING: snprintf(buf, cap, "Nullable(Nothing)"); return;
     case EX_BOOL: snprintf(inner, sizeof(inner), "Bool"); break;
@@ -454,7 +461,7 @@ int ex_vec_alloc(eng_mem *m, ex_vec *v, ex_type t, uint32_t n)
         if (!(v->d = em_alloc(m, cnt * sizeof(double))))
             return -ENOMEM;
         v->own |= EXO_D;
-    } else if (t.kind == EX_STRING) {
+    } else if (ex_is_bytes(t.kind)) {
         if (!(v->off = em_alloc(m, (cnt + 1) * sizeof(uint32_t))))
             return -ENOMEM;
         v->off[0] = 0;
@@ -830,6 +837,20 @@ size_t ex_fmt_value(const ex_vec *v, uint32_t r, char *buf, size_t cap, const ui
         return n;
     }
     case EX_DECIMAL: return ex_fmt_decimal(v->i[k], v->t.scale, buf, cap);
+    case EX_ARRAY: {
+        /* the text, cut at cap (the sinks print whole arrays: sk_cell) */
+        uint32_t len;
+        const uint8_t *p = ex_str(v, r, &len);
+        ex_bytes t = {0};
+        size_t n = 0;
+        if (ex_arr_text(&v->t, p, len, false, &t) == 0 && cap) {
+            n = t.n < cap - 1 ? t.n : cap - 1;
+            memcpy(buf, t.p, n);
+            buf[n] = 0;
+        }
+        ex_bytes_free(&t);
+        return n;
+    }
     }
     return 0;
 }

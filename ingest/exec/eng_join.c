@@ -713,6 +713,7 @@ static int make_schema(jsrc *j, const sql_join *jn, char *err, size_t errlen)
     for (int k = 0; k < ls->n; k++) {
         sc->cols[k].t = ls->cols[k].t;
         sc->cols[k].cb = ls->cols[k].cb; /* the left's Parquet types: WHERE's pruning */
+        sc->cols[k].nested = ls->cols[k].nested;
         bool is_using = j->using_r && j->using_r[k] >= 0;
         if (lnull && !is_using)
             sc->cols[k].t.nullable = true;

@@ -780,6 +780,13 @@ static bx *col_ref(binder *b, const sql_node *n)
         free(cands);
         return NULL;
     }
+    if (b->sc->cols[c].nested) {
+        berr(b, n,
+             "column '%s' is %s, which is not supported yet (leave it out of the query: the "
+             "other columns can be read; SELECT * EXCEPT (%s) reads them all)",
+             b->sc->cols[c].name, b->sc->cols[c].nested, b->sc->cols[c].name);
+        return NULL;
+    }
     int slot = -1;
     for (int k = 0; k < b->p->n_need; k++)
         if (b->p->need[k] == c)

@@ -285,7 +285,9 @@ static int schema_from_parquet(const pq_file *pf, eng_schema *s)
         if (!s->cols[i].name)
             return -ENOMEM;
         s->cols[i].cb = ci->type;
-        s->cols[i].t = ex_type_of_column(&ci->type, ci->nullable);
+        s->cols[i].nested = ci->nested;
+        if (!ci->nested)
+            s->cols[i].t = ex_type_of_column(&ci->type, ci->nullable);
         s->n = i + 1;
     }
     return 0;

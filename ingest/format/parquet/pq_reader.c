@@ -103,6 +103,16 @@ int pq_reader_create(pq_reader **out, pq_file *f, const pq_read_opts *opts, char
             pq_reader_destroy(&r);
             return -ERANGE;
         }
+        const pq_column_info *ci = pq_file_column(f, c);
+        if (ci->nested) {
+            if (err && errlen)
+                snprintf(err, errlen,
+                         "%s: column '%s' is %s, which this reader does not read yet (leave it "
+                         "out of the query: the file's other columns can be read)",
+                         pq_file_name(f), ci->name, ci->nested);
+            pq_reader_destroy(&r);
+            return -ENOTSUP;
+        }
         r->cols[i] = c;
     }
     for (size_t i = 0; i < opts->n_preds; i++) {

@@ -19,6 +19,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { loadDuckDB } from '../../../bench/duckdb.mjs';
+import { arrayCases, arrayData } from './cases_array.mjs';
 import { sqlfnCases, sqlfnData } from './cases_sqlfn.mjs';
 import { duckText } from './duck_fmt.mjs';
 
@@ -68,7 +69,7 @@ writeFileSync(`${D}/bad_value.csv`, 'a,b\n1,2\n3,4\nzz,5\n');
 mkdirSync(join(D, 'mixed'), { recursive: true });
 await con.run(`COPY (SELECT Id, Score FROM posts LIMIT 10) TO '${D}/mixed/a.parquet' (FORMAT parquet)`);
 await con.run(`COPY (SELECT Id FROM posts LIMIT 10) TO '${D}/mixed/b.parquet' (FORMAT parquet)`);
-// a Parquet LIST column (DuckDB's list): refused by name, as Array columns are
+// a Parquet LIST column (DuckDB's list) beside a flat one
 await con.run(`COPY (SELECT Id, [Id, Score] AS L FROM posts LIMIT 10) TO '${D}/list.parquet' (FORMAT parquet)`);
 
 // decimals: DECIMAL(12,2) and (4,1) and (9,3) as INT64 / INT32, (30,4) as
@@ -240,8 +241,10 @@ const cases = [
   ['compression_arg', `SELECT count(), sum(Score) FROM file('{D}/posts_csv_gz.bin', 'CSVWithNames', 'Score Int64', 'gzip')`,
     `SELECT count(*), sum(Score) FROM t`, '-', 'a gzip file whose name does not say so'],
   ...sqlfnCases(P, Q, D),
+  ...arrayCases(P, Q, D),
 ];
 await sqlfnData(con, D);
+await arrayData(con, D);
 
 let list = '';
 for (const [name, ch, dk, flags = '-'] of cases) {

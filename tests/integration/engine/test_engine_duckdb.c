@@ -136,9 +136,15 @@ static void test_malformed_inputs_name_file_and_place(void **state)
     expect_error(sql, "column 'Score' is missing from", "b.parquet", NULL);
     snprintf(sql, sizeof(sql), "SELECT count() FROM file('%s/nothing_here_*.parquet')", dir);
     expect_error(sql, "no files match", NULL);
-    snprintf(sql, sizeof(sql), "SELECT Id FROM file('%s/list.parquet')", dir);
-    expect_error(sql, "list.parquet", "column 'L' is a LIST",
-                 "Array columns in Parquet are not supported", NULL);
+    /* nested columns the engine does not read: named when the query reads
+     * them (directly, through *, DESCRIBE), never in the way of the others */
+    snprintf(sql, sizeof(sql), "SELECT * FROM file('%s/nested.parquet')", dir);
+    expect_error(sql, "column 'L' is a Parquet LIST (an Array)", "not supported",
+                 "SELECT * EXCEPT (L)", NULL);
+    snprintf(sql, sizeof(sql), "SELECT Id, T FROM file('%s/nested.parquet')", dir);
+    expect_error(sql, "line 1, column 12", "column 'T' is a group of fields (a Tuple)", NULL);
+    snprintf(sql, sizeof(sql), "DESCRIBE file('%s/nested.parquet')", dir);
+    expect_error(sql, "column 'L' is a Parquet LIST", NULL);
 }
 
 static void test_sql_errors_point_at_the_place(void **state)
