@@ -339,7 +339,10 @@ void ex_type_name(const ex_type *t, char *buf, size_t cap)
     if (t->kind == EX_ARRAY) {
         ex_type e = ex_arr_elem(t);
         char en[128];
-        ex_type_name(&e, en, sizeof(en));
+        if (e.kind == EX_NOTHING && !t->enull)
+            snprintf(en, sizeof(en), "Nothing"); /* [] */
+        else
+            ex_type_name(&e, en, sizeof(en));
         snprintf(buf, cap, "Array(%s)", en);
         return;
     }

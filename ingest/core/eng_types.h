@@ -281,6 +281,10 @@ void ex_arr_end(ex_bytes *b, size_t at, uint32_t count);
  * (borrowed from v). */
 void ex_arr_val_of(const ex_vec *v, uint32_t r, ex_arr_val *out);
 
+/* Three-way comparison of two encoded arrays of type arr as ClickHouse orders
+ * arrays: element by element (NULL after values), a prefix first. */
+int ex_arr_cmp(const ex_type *arr, const uint8_t *a, uint32_t la, const uint8_t *b, uint32_t lb);
+
 /* The text of an array as ClickHouse prints it: [1,2], ['a','b'] with
  * strings, dates and times quoted and escaped (\' and \\), NULL, nested
  * arrays; json: as a JSON array (strings as JSON strings, 64-bit integers

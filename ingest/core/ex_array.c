@@ -210,6 +210,43 @@ void ex_arr_val_of(const ex_vec *v, uint32_t r, ex_arr_val *out)
         out->i = v->i ? v->i[k] : 0;
 }
 
+static int cmp_bytes(const uint8_t *a, uint32_t la, const uint8_t *b, uint32_t lb)
+{
+    uint32_t mn = la < lb ? la : lb;
+    int c = mn ? memcmp(a, b, mn) : 0;
+    if (c)
+        return c < 0 ? -1 : 1;
+    return la < lb ? -1 : la > lb;
+}
+
+int ex_arr_cmp(const ex_type *arr, const uint8_t *a, uint32_t la, const uint8_t *b, uint32_t lb)
+{
+    ex_arr_it x, y;
+    ex_arr_open(&x, arr, a, la);
+    ex_arr_open(&y, arr, b, lb);
+    ex_arr_val u, v;
+    for (;;) {
+        bool hu = ex_arr_next(&x, &u), hv = ex_arr_next(&y, &v);
+        if (!hu || !hv)
+            return hu ? 1 : hv ? -1 : 0; /* a prefix first */
+        int c = 0;
+        if (u.null || v.null)
+            c = u.null == v.null ? 0 : u.null ? 1 : -1; /* NULL after values */
+        else if (x.et.kind == EX_ARRAY)
+            c = ex_arr_cmp(&x.et, u.s, u.len, v.s, v.len);
+        else if (x.et.kind == EX_STRING)
+            c = cmp_bytes(u.s, u.len, v.s, v.len);
+        else if (x.et.kind == EX_FLOAT)
+            c = u.d < v.d ? -1 : u.d > v.d;
+        else if (x.et.kind == EX_UINT)
+            c = (uint64_t)u.i < (uint64_t)v.i ? -1 : (uint64_t)u.i > (uint64_t)v.i;
+        else
+            c = u.i < v.i ? -1 : u.i > v.i;
+        if (c)
+            return c;
+    }
+}
+
 /* The quoted text of a String (ClickHouse's writeQuotedString). */
 static int put_quoted(ex_bytes *o, const uint8_t *s, size_t n)
 {
