@@ -91,8 +91,10 @@ static int array_join(worker *w, ex_vec *in, uint32_t n)
             bool any = false;
             while (rc == 0 && (ex_arr_next(&it, &v) || (!any && p->ajoin_left))) {
                 if (!any && it.at == 0) {
-                    /* LEFT ARRAY JOIN of []: the element type's default */
+                    /* LEFT ARRAY JOIN of []: the element type's default (NULL when
+                     * the elements are Nullable) */
                     memset(&v, 0, sizeof(v));
+                    v.null = et.nullable;
                     if (et.kind == EX_ARRAY) {
                         static const uint8_t empty[4] = {0};
                         v.s = empty;

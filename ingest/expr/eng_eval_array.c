@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * eng_eval_array.c: the Array functions over vectors (F_ARRAY .. F_ARR_EQ,
+ * eng_eval_array.c: the Array functions over vectors (F_ARRAY .. F_ARR_CAST,
  * expr_int.h): building arrays from their elements, has, arr[i], length,
- * empty / notEmpty, splitByChar / splitByString, and equality. An Array row is
+ * empty / notEmpty, splitByChar / splitByString, equality, and re-encoding
+ * an array as a wider Array type. An Array row is
  * its encoded elements in the string storage (ex_arr_*, eng_types.h); the
  * binder has cast the arguments so that elements are already of the array's
  * element type. Reentrant.
@@ -222,6 +223,72 @@ static int eval_eq(ex_ectx *c, const bx *e, ex_vec *a, uint32_t n, ex_vec *out)
     return 0;
 }
 
+/* The elements of (p, len), of Array type from, appended to o as Array
+ * type to (the binder's supertype of from: Nullable, wider numbers). */
+static int recode(const ex_type *from, const ex_type *to, const uint8_t *p, uint32_t len,
+                  ex_bytes *o)
+{
+    ex_arr_it it;
+    ex_arr_open(&it, from, p, len);
+    ex_type et = ex_arr_elem(to);
+    size_t at;
+    int rc = ex_arr_begin(o, &at);
+    ex_arr_val v;
+    uint32_t cnt = 0;
+    ex_bytes inner = {0};
+    while (rc == 0 && ex_arr_next(&it, &v)) {
+        cnt++;
+        if (!v.null && et.kind == EX_ARRAY) {
+            inner.n = 0;
+            if ((rc = recode(&it.et, &et, v.s, v.len, &inner)) < 0)
+                break;
+            v.s = inner.p;
+            v.len = (uint32_t)inner.n;
+        } else if (!v.null && et.kind == EX_FLOAT && it.et.kind != EX_FLOAT) {
+            v.d = it.et.kind == EX_UINT ? (double)(uint64_t)v.i : (double)v.i;
+            if (it.et.kind == EX_DECIMAL)
+                v.d /= (double)ex_pow10(it.et.scale);
+        } else if (!v.null && et.kind == EX_DECIMAL && it.et.kind != EX_DECIMAL) {
+            int64_t x = v.i;
+            if (!ex_decimal_rescale(x, 0, et.scale, &v.i))
+                rc = -ERANGE;
+        } else if (!v.null && et.kind == EX_DECIMAL && it.et.scale != et.scale) {
+            if (!ex_decimal_rescale(v.i, it.et.scale, et.scale, &v.i))
+                rc = -ERANGE;
+        }
+        if (rc == 0)
+            rc = ex_arr_put(o, &et, &v);
+    }
+    ex_bytes_free(&inner);
+    if (rc == 0)
+        ex_arr_end(o, at, cnt);
+    return rc;
+}
+
+static int eval_recode(ex_ectx *c, const bx *e, ex_vec *a, uint32_t n, ex_vec *out)
+{
+    if (bx_out_new(c, out, e->t, n, NULL, 0) < 0)
+        return -ENOMEM;
+    ex_bytes b = {0};
+    int rc = 0;
+    for (uint32_t r = 0; r < n && rc == 0; r++) {
+        uint32_t l;
+        const uint8_t *p = ex_str(&a[0], r, &l);
+        b.n = 0;
+        rc = recode(&a[0].t, &e->t, p, l, &b);
+        if (rc == -ERANGE) {
+            if (c->err && c->errlen)
+                snprintf(c->err, c->errlen, "an element of an array does not fit its Decimal type");
+        } else if (rc < 0) {
+            rc = bx_oom(c);
+        } else {
+            rc = put_row(c, out, r, &b);
+        }
+    }
+    ex_bytes_free(&b);
+    return rc;
+}
+
 int bx__eval_array(ex_ectx *c, const bx *e, ex_vec *a, int na, uint32_t n, ex_vec *out)
 {
     switch (e->fn) {
@@ -234,6 +301,7 @@ int bx__eval_array(ex_ectx *c, const bx *e, ex_vec *a, int na, uint32_t n, ex_ve
     case F_SPLITBYCHAR:
     case F_SPLITBYSTRING: return eval_split(c, e, a, n, out);
     case F_ARR_EQ: return eval_eq(c, e, a, n, out);
+    case F_ARR_CAST: return eval_recode(c, e, a, n, out);
     default: break;
     }
     if (c->err && c->errlen)

@@ -935,7 +935,8 @@ int bx_eval_fn(ex_ectx *c, const bx *e, ex_vec *a, int na, uint32_t n, ex_vec *o
     case F_ARR_NOTEMPTY:
     case F_SPLITBYCHAR:
     case F_SPLITBYSTRING:
-    case F_ARR_EQ: return bx__eval_array(c, e, a, na, n, out);
+    case F_ARR_EQ:
+    case F_ARR_CAST: return bx__eval_array(c, e, a, na, n, out);
     default:
         if (c->err && c->errlen)
             snprintf(c->err, c->errlen, "internal: function %d has no evaluation", e->fn);

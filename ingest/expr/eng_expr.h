@@ -100,6 +100,7 @@ typedef enum bx_fn {
     F_SPLITBYCHAR,   /* splitByChar(sep, s): sep one byte (a constant) */
     F_SPLITBYSTRING, /* splitByString(sep, s): sep a constant; '' splits into bytes */
     F_ARR_EQ,        /* arr = arr, arr != arr (negated): equal elements */
+    F_ARR_CAST,      /* an Array re-encoded as another Array type (Nullable, wider) */
 } bx_fn;
 
 /* Units of F_TOSTARTOF and F_DATEADD (the first eight are dateDiff's). */

@@ -16,7 +16,7 @@ int bx_oom(ex_ectx *c);
 /* The functions of eng_eval_fn.c over evaluated arguments a[0..na), n rows. */
 int bx_eval_fn(ex_ectx *c, const bx *e, ex_vec *a, int na, uint32_t n, ex_vec *out);
 
-/* The Array functions (eng_eval_array.c), F_ARRAY .. F_ARR_EQ. */
+/* The Array functions (eng_eval_array.c), F_ARRAY .. F_ARR_CAST. */
 int bx__eval_array(ex_ectx *c, const bx *e, ex_vec *a, int na, uint32_t n, ex_vec *out);
 
 /* SipHash-2-4 of m with the key (k0, k1); sipHash64 uses the key 0. */

@@ -202,8 +202,10 @@ static bool arr_is_empty_type(ex_type a)
     return a.kind == EX_ARRAY && a.depth == 1 && a.elem == EX_NOTHING && !a.enull;
 }
 
-/* The common type of two Array types: the same encoding (element kind class,
- * depth, Nullable elements), or one of them []. */
+static bool supertype(ex_type a, ex_type b, ex_type *out);
+
+/* The common type of two Array types: Array(the supertype of the elements),
+ * or the other when one is []. */
 static bool arr_supertype(ex_type a, ex_type b, ex_type *out)
 {
     if (a.kind != EX_ARRAY || b.kind != EX_ARRAY)
@@ -212,16 +214,28 @@ static bool arr_supertype(ex_type a, ex_type b, ex_type *out)
         *out = arr_is_empty_type(a) ? b : a;
         return true;
     }
-    if (a.depth != b.depth || a.enull != b.enull || a.scale != b.scale ||
-        (a.elem != b.elem && !((a.elem == EX_INT || a.elem == EX_UINT) &&
-                               (b.elem == EX_INT || b.elem == EX_UINT))))
+    if (a.depth != b.depth)
         return false;
-    *out = a;
-    if (a.elem != b.elem)
-        out->elem = EX_INT;
-    if (b.bits > a.bits)
-        out->bits = b.bits;
+    ex_type et;
+    if (!supertype(ex_arr_elem(&a), ex_arr_elem(&b), &et))
+        return false;
+    if (et.kind == EX_NOTHING) {
+        *out = a;
+        return true;
+    }
+    *out = ex_arr_of(et);
     return true;
+}
+
+/* Whether values of Array types a and b have the same bytes (b can be
+ * retyped as a without re-encoding). */
+static bool arr_same_bytes(ex_type a, ex_type b)
+{
+    if (arr_is_empty_type(b))
+        return true;
+    bool ia = a.elem == EX_INT || a.elem == EX_UINT, ib = b.elem == EX_INT || b.elem == EX_UINT;
+    return a.depth == b.depth && a.enull == b.enull && a.scale == b.scale &&
+           (a.elem == b.elem || (ia && ib));
 }
 
 /* The common type of a and b for if/multiIf/coalesce/IN; false if none. */
@@ -378,21 +392,27 @@ static bx *cast_to(binder *b, bx *e, ex_type t)
         return NULL;
     if ((e->t.kind == EX_ARRAY || t.kind == EX_ARRAY) &&
         !(e->t.kind == EX_ARRAY && t.kind == EX_STRING)) {
-        /* arrays of one encoding (or []) are the same bytes: retyped, not converted;
-         * an Array to a String is its text (F_CAST) */
+        /* arrays of one encoding (or []) are the same bytes: retyped; others are
+         * re-encoded element by element (F_ARR_CAST); an Array to a String is
+         * its text (F_CAST) */
         ex_type st;
-        if (!arr_supertype(e->t, t, &st) || (st.elem != t.elem && !arr_is_empty_type(e->t))) {
+        if (e->t.kind != EX_ARRAY || t.kind != EX_ARRAY || !arr_supertype(e->t, t, &st) ||
+            !arr_same_bytes(t, st)) {
             char x[128], y[128];
             ex_type_name(&e->t, x, sizeof(x));
             ex_type_name(&t, y, sizeof(y));
-            berr(b, NULL, "cannot convert %s to %s: Array conversions are not supported", x, y);
+            berr(b, NULL, "cannot convert %s to %s: CAST the elements", x, y);
             bx_free(b->mem, e);
             return NULL;
         }
-        e->t = t;
-        if (e->op == BX_CONST)
-            e->cval.t = t;
-        return e;
+        if (arr_same_bytes(t, e->t)) {
+            e->t = t;
+            if (e->op == BX_CONST)
+                e->cval.t = t;
+            return e;
+        }
+        bx *a[1] = {e};
+        return fold(b, bx_fn_new(b, F_ARR_CAST, t, a, 1));
     }
     if (e->t.kind == t.kind && e->t.scale == t.scale && e->t.nullable == t.nullable)
         return e;
@@ -1491,8 +1511,13 @@ static bx *bind_array_fn(binder *b, const sql_node *n, int fn, bx **a, int na)
         if (!arr_elem_type(b, n, a, na, &et))
             goto fail;
         for (int i = 0; i < na; i++) {
-            if (a[i]->t.kind == EX_NOTHING || a[i]->t.kind == EX_ARRAY)
-                continue; /* a NULL; an inner array (its encoding matches) */
+            if (a[i]->t.kind == EX_NOTHING)
+                continue; /* a NULL */
+            if (a[i]->t.kind == EX_ARRAY) {
+                if (!(a[i] = cast_to(b, a[i], et)))
+                    goto fail;
+                continue;
+            }
             if (a[i]->t.kind != et.kind || a[i]->t.scale != et.scale) {
                 ex_type ct = et;
                 ct.nullable = a[i]->t.nullable;
@@ -1539,14 +1564,15 @@ static bx *bind_array_fn(binder *b, const sql_node *n, int fn, bx **a, int na)
     case F_EQ:
     case F_NE: {
         ex_type st;
-        if (a[1]->t.kind != EX_ARRAY || !arr_supertype(a[0]->t, a[1]->t, &st) ||
-            (a[0]->t.elem != a[1]->t.elem && !arr_is_empty_type(a[0]->t) &&
-             !arr_is_empty_type(a[1]->t))) {
+        if (a[1]->t.kind != EX_ARRAY || !arr_supertype(a[0]->t, a[1]->t, &st)) {
             char y[128];
             type_str(&a[1]->t, y, sizeof(y));
             berr(b, n, "cannot compare %s with %s: compare arrays of one element type", t0, y);
             goto fail;
         }
+        for (int i = 0; i < 2; i++)
+            if (!(a[i] = cast_to(b, a[i], st)))
+                goto fail;
         bx *r = bx_fn_new(b, F_ARR_EQ, t_u8(), a, 2);
         if (r)
             r->negated = fn == F_NE;

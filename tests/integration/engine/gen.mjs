@@ -6,7 +6,8 @@
 // TSVWithNames / plain CSV / JSONEachRow / gzip / zstd copies), then runs the
 // table below: each ClickHouse-dialect query (what the engine runs) has a
 // hand-written DuckDB equivalent (the oracle, @duckdb/node-api), whose result
-// goes to OUTDIR/<name>.expected as TSV. OUTDIR/cases.tsv lists
+// goes to OUTDIR/<name>.expected as TSV. OUTDIR/cases.tsv (and cases_local.tsv,
+// the cases one server runs but s3Cluster does not split) lists
 // name<TAB>flags<TAB>ClickHouse SQL; flags: 'sorted' = compare as a multiset
 // (no ORDER BY), '-' otherwise. `{D}` in a query is OUTDIR.
 //
@@ -19,7 +20,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { loadDuckDB } from '../../../bench/duckdb.mjs';
-import { arrayCases, arrayData } from './cases_array.mjs';
+import { arrayCases, arrayData, arrayLocalCases } from './cases_array.mjs';
 import { sqlfnCases, sqlfnData } from './cases_sqlfn.mjs';
 import { duckText } from './duck_fmt.mjs';
 
@@ -246,13 +247,16 @@ const cases = [
 await sqlfnData(con, D);
 await arrayData(con, D);
 
-let list = '';
-for (const [name, ch, dk, flags = '-'] of cases) {
-  const sql = dk.replaceAll('{D}', D);
-  const r = await con.runAndReadAll(sql);
-  const rows = r.getRows().map((row) => row.map((v) => duckText(duck, v)).join('\t'));
-  writeFileSync(join(D, `${name}.expected`), rows.map((l) => l + '\n').join(''));
-  list += `${name}\t${flags}\t${ch.replaceAll('{D}', D)}\n`;
+// cases.tsv: every server set-up runs them; cases_local.tsv: one server only
+for (const [file, list0] of [['cases.tsv', cases], ['cases_local.tsv', arrayLocalCases(P, Q, D)]]) {
+  let list = '';
+  for (const [name, ch, dk, flags = '-'] of list0) {
+    const sql = dk.replaceAll('{D}', D);
+    const r = await con.runAndReadAll(sql);
+    const rows = r.getRows().map((row) => row.map((v) => duckText(duck, v)).join('\t'));
+    writeFileSync(join(D, `${name}.expected`), rows.map((l) => l + '\n').join(''));
+    list += `${name}\t${flags}\t${ch.replaceAll('{D}', D)}\n`;
+  }
+  writeFileSync(join(D, file), list);
 }
-writeFileSync(join(D, 'cases.tsv'), list);
 console.error(`gen.mjs: ${cases.length} cases, datasets in ${D}`);
