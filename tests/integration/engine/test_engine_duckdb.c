@@ -115,6 +115,56 @@ static void test_queries_match_duckdb(void **state)
     assert_int_equal(failed, 0);
 }
 
+static void expect_error(const char *sql, ...);
+
+/* Runs sql in format fmt (2 threads); the output must be `want` exactly. */
+static void expect_output(const char *sql, eng_format fmt, const char *want)
+{
+    char *out = NULL, err[ENG_MSG_MAX];
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    assert_non_null(f);
+    eng_ctx ctx = {.out = f, .format = fmt, .max_threads = 2};
+    int rc = eng_run(&ctx, sql, strlen(sql), NULL, NULL, err, sizeof(err));
+    fclose(f);
+    if (rc < 0)
+        fprintf(stderr, "%s: %s\n", sql, err);
+    assert_int_equal(rc, 0);
+    if (strcmp(out, want) != 0)
+        fprintf(stderr, "%s:\n got: [%s]\nwant: [%s]\n", sql, out, want);
+    assert_string_equal(out, want);
+    free(out);
+}
+
+/* Arrays in every output format, as ClickHouse writes them: in text formats
+ * [1,2] and ['a','b'] with strings quoted and escaped (the array's text is
+ * not escaped again in TSV; CSV quotes it whole), JSON arrays (64-bit
+ * integers quoted, as output_format_json_quote_64bit_integers=1 does), and
+ * the type names Array(T). */
+static void test_array_formats(void **state)
+{
+    (void)state;
+    const char *q = "SELECT [1, 2] AS a, ['x', 'it''s'] AS s, [[toInt64(1)], []] AS n, [] AS e, "
+                    "[NULL, 1.5] AS f";
+    expect_output(q, ENG_FMT_TSV, "[1,2]\t['x','it\\'s']\t[[1],[]]\t[]\t[NULL,1.5]\n");
+    expect_output(q, ENG_FMT_TSV_WITH_NAMES_AND_TYPES,
+                  "a\ts\tn\te\tf\nArray(UInt8)\tArray(String)\tArray(Array(Int64))\t"
+                  "Array(Nothing)\tArray(Nullable(Float64))\n"
+                  "[1,2]\t['x','it\\'s']\t[[1],[]]\t[]\t[NULL,1.5]\n");
+    expect_output(q, ENG_FMT_CSV, "\"[1,2]\",\"['x','it\\'s']\",\"[[1],[]]\",\"[]\",\"[NULL,1.5]\"\n");
+    expect_output(q, ENG_FMT_JSON_EACH_ROW,
+                  "{\"a\":[1,2],\"s\":[\"x\",\"it's\"],\"n\":[[\"1\"],[]],\"e\":[],"
+                  "\"f\":[null,1.5]}\n");
+    expect_output(q, ENG_FMT_JSON_COMPACT_EACH_ROW, "[[1,2], [\"x\",\"it's\"], [[\"1\"],[]], [], [null,1.5]]\n");
+    expect_output(q, ENG_FMT_VALUES, "([1,2],['x','it\\'s'],[[1],[]],[],[NULL,1.5])");
+    expect_output("SELECT ['a'] AS s, [3] AS a", ENG_FMT_VERTICAL,
+                  "Row 1:\n──────\ns: ['a']\na: [3]\n");
+    expect_output("SELECT toUInt64(0) AS k, groupArray(number) AS g FROM numbers(2) GROUP BY k",
+                  ENG_FMT_JSON_COMPACT_EACH_ROW, "[\"0\", [\"0\",\"1\"]]\n");
+    expect_error("SELECT [1] AS a FORMAT Parquet", "column 'a' is an Array(UInt8)",
+                 "Parquet output format does not write arrays", NULL);
+}
+
 /* Runs a query that must fail; its message must contain every needle. */
 static void expect_error(const char *sql, ...)
 {
@@ -259,6 +309,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_queries_match_duckdb),
         cmocka_unit_test(test_malformed_inputs_name_file_and_place),
+        cmocka_unit_test(test_array_formats),
         cmocka_unit_test(test_sql_errors_point_at_the_place),
         cmocka_unit_test(test_max_memory_usage_stops_the_query),
         cmocka_unit_test(test_memory_counts_fetched_chunks),
