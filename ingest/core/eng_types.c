@@ -431,6 +431,11 @@ ex_type ex_type_of_column(const cb_typeinfo *ti, bool nullable)
         break;
     case CB_STRING:
     case CB_BINARY: t.kind = EX_STRING; break;
+    case CB_LIST: {
+        cb_typeinfo ei = *ti;
+        ei.type = ti->elem == CB_LIST ? CB_BINARY : ti->elem;
+        return ex_arr_of(ex_type_of_column(&ei, ti->elem_null));
+    }
     }
     return t;
 }
@@ -565,6 +570,7 @@ int ex_vec_from_column(eng_mem *m, const cb_column *c, ex_vec *v)
     }
     case CB_STRING:
     case CB_BINARY:
+    case CB_LIST:
         if (c->dict) {
             v->dict = c->dict;
             v->idx = c->indices;

@@ -67,8 +67,13 @@ typedef struct pq_column_info {
     pq_physical physical;
     int32_t type_length; /* FIXED_LEN_BYTE_ARRAY width */
     bool nullable;       /* OPTIONAL */
-    const char *nested;  /* NULL, or "a Parquet LIST (an Array)", ... (static) */
+    const char *nested;  /* NULL, or "a Parquet MAP (a Map)", ... (static) */
     int leaf, n_leaves;  /* its column chunks in a row group */
+    /* a LIST of a primitive (type CB_LIST; physical and type_length are the
+     * element's): the definition level from which an entry is an element
+     * (below it the list is empty, or NULL, which reads as empty as in
+     * ClickHouse) and the element's own maximum */
+    uint8_t def_elem, max_def;
 } pq_column_info;
 
 typedef struct pq_open_opts {

@@ -245,6 +245,57 @@ static const char *pq__nested_kind(const pq__schema_el *el)
     return "a repeated field (an Array)";
 }
 
+/* Whether top-level field i is a LIST of a primitive (DuckDB's and pyarrow's
+ * three levels, optional group (LIST) { repeated group list { [optional]
+ * T element } }; the legacy two, { repeated T element }; or a bare repeated
+ * primitive): its element's schema index and levels. A repeated group of
+ * several fields, or the legacy one-field struct ("array", "x_tuple"), is an
+ * Array of Tuples, not read. */
+static bool pq__list_shape(const pq__meta *m, uint32_t i, uint32_t *elem, uint8_t *def_elem,
+                           uint8_t *max_def, bool *enull)
+{
+    const pq__schema_el *el = &m->schema[i];
+    *enull = false;
+    if (el->num_children <= 0) {
+        if (el->repetition != PQ__REPEATED || el->type < 0)
+            return false;
+        *elem = i;
+        *def_elem = *max_def = 1;
+        return true;
+    }
+    bool list = el->lt == PQ__LT_LIST || el->converted_type == PQ__CT_LIST;
+    if (!list || el->num_children != 1 || el->repetition == PQ__REPEATED || i + 1 >= m->n_schema)
+        return false;
+    uint8_t d = el->repetition == PQ__OPTIONAL ? 1 : 0;
+    const pq__schema_el *r = &m->schema[i + 1];
+    if (r->repetition != PQ__REPEATED)
+        return false;
+    d++;
+    *def_elem = d;
+    if (r->num_children <= 0) { /* two levels: repeated T element */
+        if (r->type < 0)
+            return false;
+        *elem = i + 1;
+        *max_def = d;
+        return true;
+    }
+    if (r->num_children != 1 || i + 2 >= m->n_schema || !r->name ||
+        strcmp(r->name, "array") == 0 ||
+        (el->name && strlen(r->name) == strlen(el->name) + 6 &&
+         strncmp(r->name, el->name, strlen(el->name)) == 0 &&
+         strcmp(r->name + strlen(el->name), "_tuple") == 0))
+        return false;
+    const pq__schema_el *e = &m->schema[i + 2];
+    if (e->num_children > 0 || e->type < 0 || e->repetition == PQ__REPEATED)
+        return false;
+    if (e->repetition == PQ__OPTIONAL)
+        d++;
+    *elem = i + 2;
+    *max_def = d;
+    *enull = e->repetition == PQ__OPTIONAL;
+    return true;
+}
+
 /* The top-level fields become the columns. A flat field is one leaf column
  * chunk; a nested one (LIST, MAP, group, repeated) spans the chunks of its
  * leaves and is kept, marked with what it is, so that the other columns of
@@ -276,6 +327,7 @@ static int pq__schema(pq_file *f, char *err, size_t errlen)
         if (!el->name)
             return pq__ferr(err, errlen, -EBADMSG, "%s: schema element %u has no name", name, at);
         int first = leaves;
+        uint32_t start = at;
         if (pq__subtree(m, &at, &leaves, 0) < 0)
             return pq__ferr(err, errlen, -EBADMSG,
                             "%s: the schema's element counts of column '%s' run past its end",
@@ -285,6 +337,25 @@ static int pq__schema(pq_file *f, char *err, size_t errlen)
         f->cols[i].n_leaves = leaves - first;
         f->cols[i].nullable = el->repetition != PQ__REQUIRED;
         if (el->num_children > 0 || el->repetition == PQ__REPEATED) {
+            uint32_t ei;
+            uint8_t de, md;
+            bool enull;
+            const char *why = "unsupported";
+            cb_typeinfo et;
+            if (leaves - first == 1 && pq__list_shape(m, start, &ei, &de, &md, &enull) &&
+                m->schema[ei].type <= PQ_FIXED_LEN_BYTE_ARRAY &&
+                pq__map_type(&m->schema[ei], &et, &why) == 0) {
+                /* Array(T): the element's physical type, a CB_LIST of its engine type */
+                f->cols[i].type = et;
+                f->cols[i].type.type = CB_LIST;
+                f->cols[i].type.elem = et.type;
+                f->cols[i].type.elem_null = enull;
+                f->cols[i].physical = (pq_physical)m->schema[ei].type;
+                f->cols[i].type_length = m->schema[ei].type_length;
+                f->cols[i].def_elem = de;
+                f->cols[i].max_def = md;
+                continue;
+            }
             f->cols[i].nested = pq__nested_kind(el);
             continue;
         }
@@ -337,7 +408,7 @@ static int pq__schema(pq_file *f, char *err, size_t errlen)
                                 "%s: column '%s' of row group %u has "
                                 "physical type %d, the schema says %d",
                                 name, cn, r, cm->type, (int)f->cols[c].physical);
-            if (cm->path_len > 1)
+            if (cm->path_len > 1 && f->cols[c].type.type != CB_LIST)
                 return pq__ferr(err, errlen, -ENOTSUP,
                                 "%s: column '%s' is nested (its path has "
                                 "%u parts)",
@@ -639,8 +710,8 @@ int pq_file_stats(const pq_file *f, int rg, int col, pq_stats *out)
     if (rg < 0 || (uint32_t)rg >= f->meta->n_rgs || col < 0 || col >= f->n_cols)
         return -ERANGE;
     const pq_column_info *ci = &f->cols[col];
-    if (ci->nested)
-        return 0; /* no bounds: nothing is pruned on it */
+    if (ci->nested || ci->type.type == CB_LIST)
+        return 0; /* no bounds (a LIST's are its elements'): nothing is pruned on it */
     const pq__chunk_meta *cm = &f->meta->rgs[rg].cols[ci->leaf];
     const pq__stats_raw *s = &cm->stats;
     out->num_values = cm->num_values;

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // cases_array.mjs: gen.mjs's cases for Array values and for Parquet files
-// with nested columns (LIST, MAP, STRUCT as DuckDB writes them: the file's
-// flat columns are read as in any other file while the nested ones are left
-// out of the query).
+// with nested columns as DuckDB writes them: LIST columns read as Array(T)
+// (with NULL lists and NULL elements), while MAP and STRUCT columns are left
+// out of the query and the file's other columns read.
 //
 // DuckDB's lists are the oracle: list literals, [i] (1-based, negative from
 // the end), list_contains, len, string_split, unnest, list(x). Where
@@ -38,8 +38,18 @@ export function arrayCases(P, Q, D) {
       `SELECT Id, After FROM ${NQ} WHERE Id % 250 = 7 ORDER BY Id`],
     ['nested_flat_agg', `SELECT After, count(), sum(Id) FROM ${N} GROUP BY After ORDER BY After`,
       `SELECT After, count(*), sum(Id) FROM ${NQ} GROUP BY After ORDER BY After`],
-    ['nested_star_except', `SELECT * EXCEPT (L, S, M, T) FROM ${N} WHERE Id < 5 ORDER BY Id`,
-      `SELECT Id, After FROM ${NQ} WHERE Id < 5 ORDER BY Id`],
+    ['nested_star_except', `SELECT * EXCEPT (M, T) FROM ${N} WHERE Id < 50 ORDER BY Id`,
+      `SELECT Id, coalesce(L, []), S, After FROM ${NQ} WHERE Id < 50 ORDER BY Id`,
+      '-', 'a NULL LIST reads as [] (an Array is never NULL in ClickHouse); NULL elements are NULLs of Array(Nullable(T))'],
+    // LIST columns as Array(T)
+    ['list_functions', `SELECT Id, length(L), L[1], L[-1], has(L, 4), has(S, 'x'), notEmpty(L) FROM ${N} WHERE Id % 97 < 12 ORDER BY Id`,
+      `SELECT Id, coalesce(len(L), 0), L[1], L[-1], coalesce(list_contains(L, 4), false)::INT, list_contains(S, 'x')::INT, (coalesce(len(L), 0) > 0)::INT FROM ${NQ} WHERE Id % 97 < 12 ORDER BY Id`],
+    ['list_array_join', `SELECT x, count() FROM ${N} ARRAY JOIN L AS x GROUP BY x ORDER BY x NULLS LAST LIMIT 20`,
+      `SELECT x, count(*) FROM (SELECT unnest(L) AS x FROM ${NQ}) GROUP BY x ORDER BY x NULLS LAST LIMIT 20`],
+    ['list_group', `SELECT S, count(), sum(length(L)) FROM ${N} GROUP BY S ORDER BY S`,
+      `SELECT S, count(*), sum(coalesce(len(L), 0)) FROM ${NQ} GROUP BY S ORDER BY S`, '-', 'a LIST column as a GROUP BY key'],
+    ['list_where', `SELECT count(), sum(Id) FROM ${N} WHERE has(L, NULL) OR length(S) = 2`,
+      `SELECT count(*), sum(Id) FROM ${NQ} WHERE list_contains(list_transform(L, x -> x IS NULL), true) OR len(S) = 2`],
     ['nested_count', `SELECT count() FROM ${N}`, `SELECT count(*) FROM ${NQ}`],
     // literals and indexing over columns (Nullable elements: the files' columns are)
     ['array_literals', `SELECT Id, [Id, Score] AS a, [OwnerDisplayName, 'x'] AS s, [ViewCount] AS n, [[Id], [], [Score, 1]] AS nn FROM ${P} WHERE Id < 20 ORDER BY Id`,
