@@ -3,8 +3,9 @@
  * parquet.h: the native Parquet reader (and, at the end, a writer). Opens a file through a byte-range
  * source (rangesrc.h) with one speculative tail read for the footer, decodes
  * the Thrift footer by hand, maps the schema's flat fields (OPTIONAL and REQUIRED
- * leaves) to engine types (colbatch.h; nested and repeated fields are listed but
- * refused by name when read, so a file's other columns stay readable), prunes row groups by min_value/max_value statistics for the
+ * leaves) and LISTs of them (CB_LIST) to engine types (colbatch.h; other nested
+ * fields, MAP and groups, are listed but refused by name when read, so a file's
+ * other columns stay readable), prunes row groups by min_value/max_value statistics for the
  * predicates a caller passes down, and reads only the requested column chunks,
  * by byte range, with nearby ranges coalesced and all ranges of a row group in
  * flight at once. Output: one cb_batch per row group.
