@@ -442,7 +442,8 @@ static int map_columns(src_files *s, efile *f, char *err, size_t errlen)
         }
         const pq_column_info *ci = pq_file_column(f->pf, i);
         ex_type t = ex_type_of_column(&ci->type, ci->nullable);
-        if (t.kind != c->t.kind || t.scale != c->t.scale) {
+        if (t.kind != c->t.kind || t.scale != c->t.scale ||
+            (t.kind == EX_ARRAY && (t.elem != c->t.elem || t.enull != c->t.enull))) {
             char a[64], b[64];
             ex_type_name(&c->t, a, sizeof(a));
             ex_type_name(&t, b, sizeof(b));
