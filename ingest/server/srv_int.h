@@ -210,6 +210,7 @@ typedef struct srv_qlog {
     char *query, *query_id, *user, *database, *exception, *settings, *address, *kind, *log_comment;
     char *initial_query_id; /* the initiator's for a cluster's work unit, else query_id */
     bool initial;           /* not a cluster's work unit */
+    char *cluster_shares;   /* a distributed query's "member=rows/bytes,...", else "" */
     int http_method;
     uint64_t seq; /* 1, 2, ... in the order rows were added */
     bool flushed; /* in the warehouse's system.query_log */
@@ -297,6 +298,7 @@ struct srv_query {
     /* the loop's side */
     char *qparam;                /* query= (owned), until the text is whole */
     char *dist_unit;             /* X-RingCache-Unit of a cluster's work unit (owned) */
+    char *dist_shares;           /* an initiator's: what each member read (owned, query_log) */
     char initial_id[128];        /* a work unit's: its initiator's query id; else "" */
     bool dist_auth;              /* it came with the cluster secret */
     srv_params params;           /* the param_* of the URL (owned) */
@@ -449,6 +451,9 @@ enum {
     SRV_M_N
 };
 void srv_count(srv *s, int m, uint64_t v);
+/* One failure by its ClickHouse code in ringcache_server_query_failures_total
+ * (a query's come through its query_log row; a refused request's here). */
+void srv_count_failure(srv *s, int code);
 
 /* The current cache client, with a reference (release with srv_cache_put). */
 srv_cache *srv_cache_get(srv *s);

@@ -406,7 +406,7 @@ static bool table_exists(srv_query *q, const char *db, const char *name)
         srv_wh_for(q->s, q->cache->rc, &wh);
     eng_scan_env env = {
         &mem,        &es,  NULL, NULL, NULL, &st, &stop, NULL, q->s->wh_set ? &wh : NULL,
-        q->database, NULL, NULL, 0,    NULL};
+        q->database, NULL, NULL, 0,    NULL, 0};
     eng_source *src = NULL;
     char err[ENG_MSG_MAX];
     int rc = -ENOENT;

@@ -170,6 +170,12 @@ static void count_failure(srv *s, int code)
     met_add(s->met, met_shared_slot(s->met), s->m_code_base + (int)k, 1);
 }
 
+void srv_count_failure(srv *s, int code)
+{
+    if (s->met)
+        count_failure(s, code);
+}
+
 /* ---- the cache client ---------------------------------------------------------------- */
 
 static int cache_new(srv *s, srv_cache **out, char *err, size_t errlen)
@@ -427,6 +433,7 @@ static void qlog_clear(srv_qlog *e)
     free(e->address);
     free(e->kind);
     free(e->log_comment);
+    free(e->cluster_shares);
     memset(e, 0, sizeof(*e));
 }
 
@@ -491,8 +498,9 @@ void srv_qlog_add(srv *s, const srv_query *q, srv_qtype type, const char *except
     e.kind = strdup(q->kind);
     e.log_comment = strdup(q->set.log_comment);
     e.initial_query_id = strdup(q->initial_id[0] ? q->initial_id : q->id);
+    e.cluster_shares = strdup(q->dist_shares && type != SRV_QT_START ? q->dist_shares : "");
     if (!e.query || !e.query_id || !e.user || !e.database || !e.exception || !e.settings ||
-        !e.address || !e.kind || !e.log_comment || !e.initial_query_id) {
+        !e.address || !e.kind || !e.log_comment || !e.initial_query_id || !e.cluster_shares) {
         qlog_clear(&e);
         return;
     }
@@ -812,6 +820,21 @@ int srv_create(srv **out, const srv_conf *conf, char *err, size_t errlen)
                                        "--cluster-secret-file", s->conf.cluster_secret,
                                        sizeof(s->conf.cluster_secret), err, errlen)) < 0)
             goto fail;
+    }
+    if (s->conf.cluster_tls_ca[0]) {
+        if (!s->conf.tls_cert[0]) {
+            snprintf(err, errlen,
+                     "--cluster-tls-ca verifies the members' HTTPS, which a cluster talks only "
+                     "when its servers serve it: give --tls-cert and --tls-key too");
+            rc = -EINVAL;
+            goto fail;
+        }
+        if (access(s->conf.cluster_tls_ca, R_OK) < 0) {
+            rc = -errno;
+            snprintf(err, errlen, "cannot read --cluster-tls-ca %s: %s (give a PEM CA bundle)",
+                     s->conf.cluster_tls_ca, strerror(errno));
+            goto fail;
+        }
     }
     if (conf->cluster[0]) {
         /* the member that is this server: its listen address and bound port */

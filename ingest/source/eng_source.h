@@ -110,7 +110,14 @@ typedef struct eng_scan_env {
     const eng_cluster *clusters; /* the clusters this process knows (s3Cluster, */
     int n_clusters;              /*   system.clusters) */
     struct ef_shelf *shelf;      /* spare prefetch buffers kept between queries; NULL: none */
+    int n_unit;                  /* units at unit (0 with a unit: 1) */
 } eng_scan_env;
+
+/* The units of a distributed query's source: env->unit[0..n), 0: all. */
+static inline int eng_scan_units(const eng_scan_env *env)
+{
+    return !env->unit ? 0 : env->n_unit > 0 ? env->n_unit : 1;
+}
 
 /* A table function as written in FROM: name(args...) at line/col. */
 typedef struct eng_tf_call {
