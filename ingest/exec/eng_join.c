@@ -770,8 +770,8 @@ static void used_node(used_names *u, const sql_node *e)
 }
 
 /* Every name st uses outside its FROM: the SELECT list, WHERE, GROUP BY,
- * HAVING, ORDER BY, LIMIT BY, WITH's expressions and every JOIN's ON and
- * USING. A name that is not a column (an alias, a WITH name) costs nothing. */
+ * HAVING, ORDER BY, LIMIT BY, WITH's expressions, ARRAY JOIN and every
+ * JOIN's ON and USING. A name that is not a column (an alias, a WITH name) costs nothing. */
 static void used_stmt(used_names *u, const sql_stmt *st)
 {
     for (int i = 0; i < st->n_items; i++) {
@@ -792,6 +792,7 @@ static void used_stmt(used_names *u, const sql_stmt *st)
         used_node(u, st->limit_by[i]);
     for (int i = 0; i < st->n_with; i++)
         used_node(u, st->with[i].expr);
+    used_node(u, st->array_join);
     for (int i = 0; i < st->n_joins; i++) {
         used_node(u, st->joins[i].on);
         for (int k = 0; k < st->joins[i].n_using; k++)
