@@ -84,6 +84,12 @@ function(ringcache_test name)
     SKIP_RETURN_CODE 77
     TIMEOUT ${T_TIMEOUT}
     ENVIRONMENT "${RINGCACHE_TEST_ENV}")
+  # For the build targets test_binaries and test_binaries_<label> (top-level CMakeLists.txt).
+  set_property(GLOBAL APPEND PROPERTY RINGCACHE_TEST_TARGETS ${name})
+  foreach(label ${T_LABELS})
+    set_property(GLOBAL APPEND PROPERTY RINGCACHE_TEST_LABELS ${label})
+    set_property(GLOBAL APPEND PROPERTY RINGCACHE_TEST_TARGETS_${label} ${name})
+  endforeach()
 endfunction()
 
 # ringcache_fuzz(NAME SOURCES ... [LIBS ...]) declares a libFuzzer target; only
