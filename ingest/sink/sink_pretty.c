@@ -124,7 +124,7 @@ static int pretty_write(eng_sink *sk, const eng_block *t, char *err, size_t errl
             s->null[c] = nul;
             if (!nul) {
                 size_t l;
-                const uint8_t *p = sk_cell(&t->cols[k], r, buf, sizeof(buf), &l);
+                const uint8_t *p = sk_cell(&s->b, &t->cols[k], r, buf, sizeof(buf), &l);
                 if (keep(s, p, l) < 0) {
                     snprintf(err, errlen, "out of memory");
                     return -ENOMEM;
