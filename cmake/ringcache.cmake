@@ -58,7 +58,9 @@ set(RINGCACHE_TEST_ENV
   "RINGCACHE_NODE_MODULES=${PROJECT_SOURCE_DIR}/node_modules"
   "ASAN_OPTIONS=detect_leaks=1:abort_on_error=0"
   "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1"
-  "TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1")
+  "TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1"
+  # 'address', 'thread' or empty: tests repeat fewer rounds under a sanitizer (h_rounds)
+  "RINGCACHE_TEST_SANITIZE=${RINGCACHE_SANITIZE}")
 
 # ringcache_test(NAME SOURCES ... [LIBS ...] [LABELS ...] [TIMEOUT s] [ARGS ...])
 # Declares one test binary and its ctest entry. Labels: unit, integration, slow,
@@ -82,6 +84,12 @@ function(ringcache_test name)
     SKIP_RETURN_CODE 77
     TIMEOUT ${T_TIMEOUT}
     ENVIRONMENT "${RINGCACHE_TEST_ENV}")
+  # For the build targets test_binaries and test_binaries_<label> (top-level CMakeLists.txt).
+  set_property(GLOBAL APPEND PROPERTY RINGCACHE_TEST_TARGETS ${name})
+  foreach(label ${T_LABELS})
+    set_property(GLOBAL APPEND PROPERTY RINGCACHE_TEST_LABELS ${label})
+    set_property(GLOBAL APPEND PROPERTY RINGCACHE_TEST_TARGETS_${label} ${name})
+  endforeach()
 endfunction()
 
 # ringcache_fuzz(NAME SOURCES ... [LIBS ...]) declares a libFuzzer target; only

@@ -24,7 +24,7 @@
  * Environment variables read: RINGCACHE_TEST_TMP (base of temp folders, default
  * /tmp), RINGCACHE_BUILD_DIR, RINGCACHE_SOURCE_DIR, RINGCACHE_NODE_MODULES (all
  * three set by ctest), RINGCACHE_TEST_KEEP=1 (keep the temp folders, for
- * debugging).
+ * debugging), RINGCACHE_TEST_SANITIZE and RINGCACHE_TEST_FULL (h_rounds).
  *
  * Errors: functions return >= 0 on success and -errno on failure, and print a
  * sentence naming the thing and the fix to stderr; h_last_error() returns it.
@@ -157,6 +157,13 @@ int h_source_path(char *buf, size_t len, const char *rel);
 
 /* Prints "SKIP: <why>" to stderr and exits H_EXIT_SKIP (cleanup runs at exit). */
 _Noreturn void h_skip(const char *why);
+
+/* How many times to repeat a round whose count is not what the test checks
+ * (kills at random moments, restarts, queries again): full, or sanitized
+ * (at least 1) when RINGCACHE_TEST_SANITIZE is set, as ctest sets it in the
+ * ASan and TSan builds, where one round costs several times as much.
+ * RINGCACHE_TEST_FULL=1 asks for the full count there too. */
+int h_rounds(int full, int sanitized);
 
 /* The last error message the harness printed (empty string if none). */
 const char *h_last_error(void);
