@@ -38,6 +38,19 @@ static inline double bench_median(double *v, int n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* The p-quantile (0 < p <= 1) of v[0..n), n >= 1, nearest rank (v is sorted
+ * in place). */
+static inline double bench_pct(double *v, size_t n, double p)
+{
+    qsort(v, n, sizeof *v, bench_cmp_double);
+    double r = p * (double)n;
+    size_t i = (size_t)r;
+    if ((double)i < r)
+        i++; /* the rank, ceil(p * n) */
+    i = i ? i - 1 : 0;
+    return v[i < n ? i : n - 1];
+}
+
 /* Integer options "--NAME N": names[i] (without the dashes) fills vals[i],
  * which holds its default; usage is printed with each default. 0, or 2 (the
  * exit code) after an unknown option or a missing value. */
