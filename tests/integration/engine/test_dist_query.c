@@ -40,48 +40,14 @@ static const eng_cluster cluster = {.name = "test", .members = members, .n_membe
 
 /* ---- S3 access for the engine ---- */
 
-static int t_open(void *impl, const char *b, const char *key, rs_source **out, char *err,
-                  size_t errlen)
-{
-    (void)impl;
-    return rs_s3_open(out, &cfg, b, key, err, errlen);
-}
-
-typedef struct list_ctx {
-    eng_key_fn fn;
-    void *arg;
-} list_ctx;
-
-static int list_cb(const s3_object_info *info, void *arg)
-{
-    list_ctx *l = arg;
-    return l->fn(info->key, info->size, l->arg);
-}
-
-static int t_list(void *impl, const char *b, const char *glob, eng_key_fn fn, void *arg, char *err,
-                  size_t errlen)
-{
-    (void)impl;
-    s3_sync *s;
-    int rc = s3_sync_create(&s, &cfg);
-    if (rc < 0)
-        return rc;
-    list_ctx l = {fn, arg};
-    s3_error e = {0};
-    rc = s3_sync_glob(s, b, glob, list_cb, &l, &e);
-    s3_sync_destroy(&s);
-    if (rc < 0)
-        snprintf(err, errlen, "cannot list: %s", e.message);
-    return rc;
-}
-
 static eng_ctx base_ctx(FILE *out)
 {
     return (eng_ctx){.out = out,
                      .format = ENG_FMT_TSV,
                      .max_threads = 2,
-                     .list_s3 = t_list,
-                     .open_s3 = t_open,
+                     .list_s3 = rs_s3_list,
+                     .s3_impl = &cfg,
+                     .open_s3 = rs_s3_open_key,
                      .clusters = &cluster,
                      .n_clusters = 1};
 }

@@ -9,6 +9,7 @@
 #include "pq_ref.h"
 
 #include "s3.h"
+#include "s3_test_util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -34,18 +35,8 @@ static int setup(void **state)
     (void)state;
     if (h_env_create(&env, "test_parquet_s3") < 0)
         return -1;
-    int rc = h_s3_start(env, &s3, NULL);
-    if (rc == -ENOPKG)
-        h_skip(h_last_error());
-    if (rc < 0)
-        return -1;
-    s3_config_init(&cfg);
-    snprintf(cfg.endpoint, sizeof(cfg.endpoint), "%s", h_s3_endpoint(s3));
-    snprintf(cfg.access_key, sizeof(cfg.access_key), "S3RVER");
-    snprintf(cfg.secret_key, sizeof(cfg.secret_key), "S3RVER");
-    cfg.path_style = true;
-    cfg.retry_base_ms = 5;
-    cfg.retry_cap_ms = 50;
+    s3 = t_start_s3(env, 3);
+    t_s3_config(&cfg, h_s3_endpoint(s3), NULL, NULL);
     h_env_path(env, dir, sizeof(dir), "files");
     return pqt_generate(env, dir);
 }
