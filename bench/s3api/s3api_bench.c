@@ -50,13 +50,6 @@ static void die(const char *what)
     exit(1);
 }
 
-static double pct(double *v, size_t n, double p)
-{
-    qsort(v, n, sizeof(*v), bench_cmp_double);
-    size_t i = (size_t)ceil(p * (double)n);
-    return v[i ? i - 1 : 0];
-}
-
 /* Seconds for `aws s3 cp` against endpoint: "get" the object into out_path
  * (dies unless it has size bytes), or "cp" the file `from` up to it. */
 static double aws(const char *endpoint, const char *what, const char *from, uint64_t size)
@@ -169,60 +162,25 @@ int main(int argc, char **argv)
     unlink(in_path);
 
     /* the node: one, RAM tier over the object, the S3 API on a free port */
-    char bin[1024], dir[600], pf[700], af[700], sf[700], ram[32];
-    if (h_build_path(bin, sizeof(bin), H_RINGCACHED) < 0)
-        die("ringcached is not built");
-    h_env_path(env, dir, sizeof(dir), "node-data");
-    mkdir(dir, 0755);
-    snprintf(pf, sizeof(pf), "%s/../node.port", dir);
-    snprintf(af, sizeof(af), "%s/../node.admin", dir);
-    snprintf(sf, sizeof(sf), "%s/../node.s3api", dir);
+    char ram[32];
     snprintf(ram, sizeof(ram), "%dMiB", size_mib + 256);
-    const char *nargv[] = {bin,
-                           "--node-id",
-                           "bench-0",
-                           "--listen",
-                           "127.0.0.1",
-                           "--port",
-                           "0",
-                           "--port-file",
-                           pf,
-                           "--admin-listen",
-                           "127.0.0.1",
-                           "--admin-port",
-                           "0",
-                           "--admin-port-file",
-                           af,
-                           "--s3-api-port",
-                           "0",
-                           "--s3-api-port-file",
-                           sf,
-                           "--data-dir",
-                           dir,
-                           "--ssd-capacity",
-                           "2GiB",
-                           "--ram-capacity",
-                           ram,
-                           "--threads",
-                           "2",
-                           "--no-sync",
-                           "--s3-endpoint",
-                           h_s3model_endpoint(model),
-                           "--s3-access-key",
-                           "S3RVER",
-                           "--s3-secret-key",
-                           "S3RVER",
-                           "--log-level",
-                           "warn",
-                           NULL};
-    h_proc *node;
-    if (h_proc_start(env, &node, "node", (char *const *)nargv, NULL, pf, 0) < 0)
+    static const char *const s3api_flag[] = {"--s3-api-port", "0", NULL};
+    char dir[PATH_MAX];
+    h_env_path(env, dir, sizeof(dir), "node-data");
+    h_node_opts no = {.name = "node",
+                      .id = "bench-0",
+                      .dir = dir,
+                      .s3_endpoint = h_s3model_endpoint(model),
+                      .ssd = "2GiB",
+                      .ram = ram,
+                      .threads = 2,
+                      .log_level = "warn",
+                      .extra = s3api_flag};
+    h_node hn;
+    if (h_node_start(env, &hn, &no) < 0)
         die(h_last_error());
-    int s3api_port = 0;
-    FILE *f = fopen(sf, "r");
-    if (!f || fscanf(f, "%d", &s3api_port) != 1)
-        die("the node wrote no S3 API port");
-    fclose(f);
+    h_proc *node = hn.proc;
+    int s3api_port = hn.s3api_port;
     h_proc *ngx;
     int nport;
     if (h_nginx_start(env, &ngx, h_s3model_port(model), &nport) < 0)
@@ -259,8 +217,8 @@ int main(int argc, char **argv)
     }
     double gib = (double)reps * (double)size / (1u << 30);
     double mib = (double)size / (1u << 20);
-    double warm_ours = mib / pct(t_ours, (size_t)reps, 0.5);
-    double warm_ng = mib / pct(t_ng, (size_t)reps, 0.5);
+    double warm_ours = mib / bench_pct(t_ours, (size_t)reps, 0.5);
+    double warm_ng = mib / bench_pct(t_ng, (size_t)reps, 0.5);
 
     /* random 64 KiB ranges, both warm, interleaved in batches of 100 */
     uint64_t *offs = malloc(sizeof(uint64_t) * (size_t)n_ranges);
@@ -279,8 +237,10 @@ int main(int argc, char **argv)
         random_gets(url_node, offs + b0, k, lo + b0);
         random_gets(url_ngx, offs + b0, k, ln + b0);
     }
-    double p50_o = pct(lo, (size_t)n_ranges, 0.5), p99_o = pct(lo, (size_t)n_ranges, 0.99);
-    double p50_n = pct(ln, (size_t)n_ranges, 0.5), p99_n = pct(ln, (size_t)n_ranges, 0.99);
+    double p50_o = bench_pct(lo, (size_t)n_ranges, 0.5),
+           p99_o = bench_pct(lo, (size_t)n_ranges, 0.99);
+    double p50_n = bench_pct(ln, (size_t)n_ranges, 0.5),
+           p99_n = bench_pct(ln, (size_t)n_ranges, 0.99);
 
     if (h_proc_stop(node, 15000) != 0)
         fprintf(stderr, "s3api_bench: the node did not exit cleanly (see its log)\n");
