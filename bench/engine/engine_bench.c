@@ -92,30 +92,6 @@ static double duck_value(const char *name)
 
 /* ---- the cached path: s3rver + three ringcached nodes ---- */
 
-typedef struct glob_ctx {
-    eng_key_fn fn;
-    void *arg;
-} glob_ctx;
-
-static int glob_cb(const s3_object_info *info, void *arg)
-{
-    glob_ctx *g = arg;
-    return g->fn(info->key, info->size, g->arg);
-}
-
-static int cache_list(void *impl, const char *bucket, const char *glob, eng_key_fn fn, void *arg,
-                      char *err, size_t errlen)
-{
-    glob_ctx g = {fn, arg};
-    return rc_list(impl, bucket, glob, glob_cb, &g, err, errlen);
-}
-
-static int cache_open(void *impl, const char *bucket, const char *key, rs_source **out, char *err,
-                      size_t errlen)
-{
-    return rs_rc_open(out, impl, bucket, key, err, errlen);
-}
-
 static double cached_seed(const eng_ctx *local, const char *seed_local, const char *seed_s3)
 {
     char bin[1024];
@@ -174,7 +150,8 @@ static double cached_seed(const eng_ctx *local, const char *seed_local, const ch
             fprintf(stderr, "engine_bench: cached_vs_local=na: %s\n", err);
             return -1;
         }
-        eng_ctx ctx = {.out = stdout, .list_s3 = cache_list, .open_s3 = cache_open, .s3_impl = c};
+        eng_ctx ctx = {
+            .out = stdout, .list_s3 = rs_rc_list, .open_s3 = rs_rc_open_key, .s3_impl = c};
         double s = run_query(&ctx, seed_s3, 2, &rows_cached);
         rc_destroy(&c);
         if (i >= 0) {

@@ -63,18 +63,6 @@ static double duck_value(const char *txt, const char *key)
     return p ? strtod(p + strlen(key) + 1, NULL) : -1;
 }
 
-static int cache_open(void *impl, const char *bucket, const char *key, rs_source **out, char *err,
-                      size_t errlen)
-{
-    return rs_rc_open(out, impl, bucket, key, err, errlen);
-}
-
-static int cache_put(void *arg, const char *bucket, const char *key, const void *data, size_t len,
-                     char *err, size_t errlen)
-{
-    return rc_put(arg, bucket, key, data, len, NULL, err, errlen);
-}
-
 /* Runs sql; its seconds, the result in *res; dies on failure. */
 static double run(const eng_ctx *ctx0, const char *sql, int threads, eng_result *res, char **out)
 {
@@ -236,9 +224,9 @@ int main(int argc, char **argv)
     if (rc_create(&rc, &rcfg, err, sizeof(err)) < 0)
         die(err);
     tb_wh whc = wh;
-    whc.io = (tb_io){.open = cache_open, .open_arg = rc, .put = cache_put, .put_arg = rc};
+    whc.io = (tb_io){.open = rs_rc_open_key, .open_arg = rc, .put = rs_rc_put_key, .put_arg = rc};
     eng_ctx cached = {
-        .format = ENG_FMT_TSV, .warehouse = &whc, .open_s3 = cache_open, .s3_impl = rc};
+        .format = ENG_FMT_TSV, .warehouse = &whc, .open_s3 = rs_rc_open_key, .s3_impl = rc};
     run(&direct, "DROP TABLE IF EXISTS posts", 1, NULL, NULL);
     snprintf(sql, sizeof(sql), "CREATE TABLE posts %s", cols);
     run(&direct, sql, 1, NULL, NULL);
