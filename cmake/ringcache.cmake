@@ -60,6 +60,20 @@ set(RINGCACHE_TEST_ENV
   "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1"
   "TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1")
 
+# ringcache_add_subdirectories() adds every sub-folder of the current source
+# folder that has its own CMakeLists.txt (one per module or area), in name order.
+macro(ringcache_add_subdirectories)
+  file(GLOB _rc_subdirs LIST_DIRECTORIES true RELATIVE ${CMAKE_CURRENT_SOURCE_DIR}
+    ${CMAKE_CURRENT_SOURCE_DIR}/*)
+  list(SORT _rc_subdirs)
+  foreach(_rc_sub ${_rc_subdirs})
+    if(IS_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}/${_rc_sub}
+       AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/${_rc_sub}/CMakeLists.txt)
+      add_subdirectory(${_rc_sub})
+    endif()
+  endforeach()
+endmacro()
+
 # ringcache_test(NAME SOURCES ... [LIBS ...] [LABELS ...] [TIMEOUT s] [ARGS ...])
 # Declares one test binary and its ctest entry. Labels: unit, integration, slow,
 # threads. Exit code 77 means "skipped" (the test prints why).
