@@ -173,10 +173,8 @@ static void gen_parquet(void)
 static int setup(void **state)
 {
     (void)state;
-    if (h_env_create(&env, "test_engine_stale") < 0)
+    if (t_s3_setup(&env, &s3, &cfg, "test_engine_stale", 3) < 0)
         return -1;
-    s3 = t_start_s3(env, 3);
-    t_s3_config(&cfg, h_s3_endpoint(s3), NULL, NULL);
     gen_parquet();
     return 0;
 }
@@ -184,11 +182,9 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    int st = h_proc_stop(h_s3_proc(s3), 5000);
-    h_env_destroy(&env);
     free(trip.content[0]);
     free(trip.content[1]);
-    return st == 0 || st == 128 + 15 ? 0 : -1;
+    return t_s3_teardown(&env, s3);
 }
 
 /* rows rows of (id, v): in the format fmt (0 CSVWithNames, 1 TSV, 2 JSONEachRow). */

@@ -159,3 +159,19 @@ h_s3 *t_start_s3(h_env *env, int version)
     }
     return s3;
 }
+
+int t_s3_setup(h_env **env, h_s3 **s3, s3_config *cfg, const char *test_name, int version)
+{
+    if (h_env_create(env, test_name) < 0)
+        return -1;
+    *s3 = t_start_s3(*env, version);
+    t_s3_config(cfg, h_s3_endpoint(*s3), NULL, NULL);
+    return 0;
+}
+
+int t_s3_teardown(h_env **env, h_s3 *s3)
+{
+    int st = h_proc_stop(h_s3_proc(s3), 5000);
+    h_env_destroy(env);
+    return st == 0 || st == 128 + 15 ? 0 : -1;
+}

@@ -37,4 +37,13 @@ int t_put_object(const s3_config *cfg, const char *bucket, const char *key, cons
  * installed. */
 h_s3 *t_start_s3(h_env *env, int version);
 
+/* The start of an S3 test's setup: *env for test_name, s3rver `version` in it
+ * (skipping the test when it is not installed) in *s3, and cfg for that
+ * server (t_s3_config with S3RVER). 0, or -1 when env cannot be made. */
+int t_s3_setup(h_env **env, h_s3 **s3, s3_config *cfg, const char *test_name, int version);
+
+/* Its end: stops s3 (SIGTERM ending it counts as clean), then destroys *env.
+ * 0, or -1 when the server did not exit cleanly. */
+int t_s3_teardown(h_env **env, h_s3 *s3);
+
 #endif
