@@ -125,6 +125,12 @@ int t_put_many(const s3_config *cfg, const char *bucket, const char *prefix, int
 int t_put_object(const s3_config *cfg, const char *bucket, const char *key, const void *data,
                  size_t len, char *etag)
 {
+    return t_put_object_parallel(cfg, bucket, key, data, len, 1, etag);
+}
+
+int t_put_object_parallel(const s3_config *cfg, const char *bucket, const char *key,
+                          const void *data, size_t len, int parallel, char *etag)
+{
     s3_sync *s;
     int rc = s3_sync_create(&s, cfg);
     if (rc < 0)
@@ -137,7 +143,7 @@ int t_put_object(const s3_config *cfg, const char *bucket, const char *key, cons
                            .data = data,
                            .size = len,
                            .part_size = 64u << 20,
-                           .parallel = 1};
+                           .parallel = parallel};
     rc = s3_sync_put(s, &pa, etag ? etag : tag, &err);
     if (rc < 0)
         fprintf(stderr, "put %s/%s: %s\n", bucket, key, err.message);

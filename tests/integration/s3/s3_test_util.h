@@ -32,6 +32,9 @@ int t_put_many(const s3_config *cfg, const char *bucket, const char *prefix, int
  * 0, or -errno with S3's message printed to stderr. */
 int t_put_object(const s3_config *cfg, const char *bucket, const char *key, const void *data,
                  size_t len, char *etag);
+/* The same with `parallel` parts in flight. */
+int t_put_object_parallel(const s3_config *cfg, const char *bucket, const char *key,
+                          const void *data, size_t len, int parallel, char *etag);
 
 /* Starts s3rver (version 3 or 5) in env, or skips the test when it is not
  * installed. */
