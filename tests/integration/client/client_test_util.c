@@ -209,3 +209,15 @@ int64_t t_s3_gets(t_cluster *tc, const char *key)
     snprintf(path, sizeof(path), "/%s/%s", H_S3_DEFAULT_BUCKET, key);
     return h_s3model_count(tc->model, "GET", path);
 }
+
+void t_file_equals(const char *path, const void *data, size_t len)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    unsigned char *b = malloc(len + 1);
+    assert_non_null(b);
+    assert_int_equal(fread(b, 1, len + 1, f), len);
+    fclose(f);
+    assert_memory_equal(b, data, len);
+    free(b);
+}
