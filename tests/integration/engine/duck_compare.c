@@ -189,6 +189,15 @@ void dc_expect_error(const eng_ctx *base, const char *sql, ...)
     va_end(ap);
 }
 
+char *dc_cases(const char *dir)
+{
+    char path[4300];
+    snprintf(path, sizeof(path), "%s/cases.tsv", dir);
+    char *cases = dc_slurp(path);
+    assert_non_null(cases);
+    return cases;
+}
+
 void dc_case_parse(char *line, dc_case *c)
 {
     c->name = line;

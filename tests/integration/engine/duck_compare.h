@@ -49,6 +49,9 @@ int dc_run(const eng_ctx *base, const char *sql, int threads, char **out, eng_re
 void dc_expect_error(const eng_ctx *base, const char *sql, ...);
 void dc_expect_errorv(const eng_ctx *base, const char *sql, va_list needles);
 
+/* dir's cases.tsv whole (malloc'ed; asserts it is there). */
+char *dc_cases(const char *dir);
+
 /* A line of a generator's cases.tsv, "name<TAB>flags<TAB>sql", cut in place
  * (asserts the two tabs). */
 typedef struct dc_case {

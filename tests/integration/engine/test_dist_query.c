@@ -239,10 +239,7 @@ static const char *seed_sql(char *buf, size_t cap)
 static void test_s3cluster_queries_equal_single_server(void **state)
 {
     (void)state;
-    char path[4300];
-    snprintf(path, sizeof(path), "%s/cases.tsv", dir);
-    char *cases = dc_slurp(path);
-    assert_non_null(cases);
+    char *cases = dc_cases(dir);
     int n = 0, failed = 0, skipped = 0;
     for (char *line = strtok(cases, "\n"); line; line = strtok(NULL, "\n")) {
         char *name = line, *t1 = strchr(line, '\t');

@@ -55,10 +55,7 @@ static int run(const char *sql, char **out, char *err, size_t errlen, int thread
 static void test_queries_match_duckdb(void **state)
 {
     (void)state;
-    char path[4300];
-    snprintf(path, sizeof(path), "%s/cases.tsv", dir);
-    char *cases = dc_slurp(path);
-    assert_non_null(cases);
+    char *cases = dc_cases(dir);
     int n = 0, failed = 0;
     for (char *line = strtok(cases, "\n"); line; line = strtok(NULL, "\n")) {
         dc_case c;

@@ -127,9 +127,7 @@ static void test_file_queries_on_a_table(void **state)
     assert_int_equal(rows, 200000);
     free(out);
 
-    snprintf(sql, sizeof(sql), "%s/cases.tsv", dir);
-    char *cases = dc_slurp(sql);
-    assert_non_null(cases);
+    char *cases = dc_cases(dir);
     int n = 0, failed = 0;
     for (char *line = strtok(cases, "\n"); line; line = strtok(NULL, "\n")) {
         dc_case c;
