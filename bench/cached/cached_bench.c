@@ -44,6 +44,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "../bench.h"
+#include "../bench_curl.h"
 #include "../bench_s3.h"
 
 static const char *bucket = H_S3_DEFAULT_BUCKET;
@@ -218,23 +219,12 @@ static void ours_random(int port, const char *version, uint64_t size, const uint
 
 /* ---- nginx -------------------------------------------------------------------- */
 
-typedef struct {
-    size_t got;
-} sink;
-
-static size_t sink_write(char *d, size_t s, size_t n, void *arg)
-{
-    (void)d;
-    ((sink *)arg)->got += s * n;
-    return s * n;
-}
-
 /* k connections, each reading 1 MiB ranges in turn: `target` blocks. */
 static double nginx_load(int port, uint64_t size, uint64_t target, int k)
 {
     CURLM *m = curl_multi_init();
     CURL **h = calloc((size_t)k, sizeof(*h));
-    sink *sk = calloc((size_t)k, sizeof(*sk));
+    size_t *sk = calloc((size_t)k, sizeof(*sk));
     uint64_t blocks = size >> 20, next = 0;
     char url[256];
     snprintf(url, sizeof(url), "http://127.0.0.1:%d/%s/%s", port, bucket, okey);
@@ -242,7 +232,7 @@ static double nginx_load(int port, uint64_t size, uint64_t target, int k)
     for (int i = 0; i < k; i++) {
         h[i] = curl_easy_init();
         curl_easy_setopt(h[i], CURLOPT_URL, url);
-        curl_easy_setopt(h[i], CURLOPT_WRITEFUNCTION, sink_write);
+        curl_easy_setopt(h[i], CURLOPT_WRITEFUNCTION, bench_curl_count);
         curl_easy_setopt(h[i], CURLOPT_WRITEDATA, &sk[i]);
         char r[64];
         uint64_t b = next++ % blocks;
@@ -300,27 +290,14 @@ static void nginx_random(int port, const uint64_t *offs, int n, double *lat)
     CURL *e = curl_easy_init();
     char url[256];
     snprintf(url, sizeof(url), "http://127.0.0.1:%d/%s/%s", port, bucket, okey);
-    sink sk = {0};
     curl_easy_setopt(e, CURLOPT_URL, url);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, sink_write);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, &sk);
     for (int i = 0; i < n; i++) {
         uint64_t b = offs[i] >> 20;
         uint32_t in = (uint32_t)(offs[i] & ((1u << 20) - 1));
         if (in + 65536 > (1u << 20))
             in = (1u << 20) - 65536;
-        char r[64];
-        snprintf(r, sizeof(r), "%llu-%llu", (unsigned long long)((b << 20) + in),
-                 (unsigned long long)((b << 20) + in + 65535));
-        curl_easy_setopt(e, CURLOPT_RANGE, r);
-        double t0 = bench_now_s();
-        sk.got = 0;
-        long code = 0;
-        if (curl_easy_perform(e) != CURLE_OK ||
-            curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &code) != CURLE_OK || code != 206 ||
-            sk.got != 65536)
+        if ((lat[i] = bench_curl_range64k(e, (b << 20) + in, "cached_bench")) < 0)
             die("nginx random GET failed");
-        lat[i] = (bench_now_s() - t0) * 1000;
     }
     curl_easy_cleanup(e);
 }
@@ -562,13 +539,7 @@ int main(int argc, char **argv)
     }
     double ng_gib = bench_pct(t_ng, (size_t)reps, 0.5);
     uint64_t *offs = malloc(sizeof(uint64_t) * (size_t)n_ranges);
-    uint64_t x = 88172645463325252ull;
-    for (int i = 0; i < n_ranges; i++) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        offs[i] = x % (size - 65536);
-    }
+    bench_range_offsets(offs, n_ranges, size, 88172645463325252ull);
     double *lo = malloc(sizeof(double) * (size_t)n_ranges);
     double *ln = malloc(sizeof(double) * (size_t)n_ranges);
     for (int b0 = 0; b0 < n_ranges; b0 += 100) {

@@ -232,13 +232,7 @@ int main(int argc, char **argv)
     uint64_t *offs = malloc(sizeof(uint64_t) * (size_t)n_ranges);
     double *ours = malloc(sizeof(double) * (size_t)n_ranges);
     double *theirs = malloc(sizeof(double) * (size_t)n_ranges);
-    uint64_t x = 88172645463325252ull;
-    for (int i = 0; i < n_ranges; i++) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        offs[i] = x % (range_obj - 65536);
-    }
+    bench_range_offsets(offs, n_ranges, range_obj, 88172645463325252ull);
     struct event_base *base = event_base_new();
     s3_client *c;
     if (s3_client_create(&c, &direct_cfg, base) < 0)
