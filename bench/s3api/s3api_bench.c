@@ -34,6 +34,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "../bench.h"
+#include "../bench_curl.h"
 
 static const char *bucket = H_S3_DEFAULT_BUCKET;
 static const char *okey = "bench/s3api.bin";
@@ -82,42 +83,17 @@ static double aws(const char *endpoint, const char *what, const char *from, uint
     return t;
 }
 
-typedef struct {
-    size_t got;
-} sink;
-
-static size_t sink_write(char *d, size_t s, size_t n, void *arg)
-{
-    (void)d;
-    ((sink *)arg)->got += s * n;
-    return s * n;
-}
-
 /* n 64 KiB ranged GETs of url at offs on one kept-alive connection; each
  * latency in ms into lat. */
 static void random_gets(const char *url, const uint64_t *offs, int n, double *lat)
 {
     CURL *e = curl_easy_init();
-    sink sk = {0};
     curl_easy_setopt(e, CURLOPT_URL, url);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, sink_write);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, &sk);
-    for (int i = 0; i < n; i++) {
-        char r[64];
-        snprintf(r, sizeof(r), "%" PRIu64 "-%" PRIu64, offs[i], offs[i] + 65535);
-        curl_easy_setopt(e, CURLOPT_RANGE, r);
-        sk.got = 0;
-        long code = 0;
-        double t0 = bench_now_s();
-        if (curl_easy_perform(e) != CURLE_OK ||
-            curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &code) != CURLE_OK || code != 206 ||
-            sk.got != 65536) {
-            fprintf(stderr, "s3api_bench: GET %s range %s answered %ld with %zu bytes\n", url, r,
-                    code, sk.got);
+    for (int i = 0; i < n; i++)
+        if ((lat[i] = bench_curl_range64k(e, offs[i], "s3api_bench")) < 0) {
+            fprintf(stderr, "s3api_bench: the GET was of %s\n", url);
             die("a ranged GET failed");
         }
-        lat[i] = (bench_now_s() - t0) * 1000;
-    }
     curl_easy_cleanup(e);
 }
 
@@ -224,11 +200,7 @@ int main(int argc, char **argv)
     uint64_t *offs = malloc(sizeof(uint64_t) * (size_t)n_ranges);
     double *lo = malloc(sizeof(double) * (size_t)n_ranges);
     double *ln = malloc(sizeof(double) * (size_t)n_ranges);
-    uint64_t s = 0x853c49e6748fea9bull;
-    for (int i = 0; i < n_ranges; i++) {
-        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-        offs[i] = s % (size - 65536);
-    }
+    bench_range_offsets(offs, n_ranges, size, 0x853c49e6748fea9bull);
     char url_node[256], url_ngx[256];
     snprintf(url_node, sizeof(url_node), "%s/%s/%s", ep_node, bucket, okey);
     snprintf(url_ngx, sizeof(url_ngx), "%s/%s/%s", ep_ngx, bucket, okey);
