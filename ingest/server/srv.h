@@ -56,6 +56,8 @@ typedef struct srv_conf {
     int64_t max_execution_time_ms;
     char users[1024];
     int64_t query_log_size;
+    bool query_log_flush;                /* into the warehouse's system.query_log */
+    int64_t query_log_flush_interval_ms; /* how often */
     int64_t max_query_size;
     int64_t max_body_size;
     int64_t max_connections;

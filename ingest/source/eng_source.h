@@ -109,6 +109,7 @@ typedef struct eng_scan_env {
     const eng_unit *unit;        /* a distributed query's unit: read only it; NULL: all */
     const eng_cluster *clusters; /* the clusters this process knows (s3Cluster, */
     int n_clusters;              /*   system.clusters) */
+    struct ef_shelf *shelf;      /* spare prefetch buffers kept between queries; NULL: none */
 } eng_scan_env;
 
 /* A table function as written in FROM: name(args...) at line/col. */
@@ -183,6 +184,12 @@ typedef struct eng_table_ref {
 } eng_table_ref;
 int eng_source_open_table(const eng_table_ref *t, const eng_scan_env *env, eng_source **out,
                           char *err, size_t errlen);
+
+/* Opens a MergeTree table of the warehouse, also one in the system database
+ * (a server's flushed system.query_log), which eng_source_open_table takes
+ * for the engine's own system tables. As eng_source_open_table otherwise. */
+int eng_source_open_wh_table(const eng_table_ref *t, const eng_scan_env *env, eng_source **out,
+                             char *err, size_t errlen);
 
 /* ops->destroy; accepts NULL and sets *s to NULL. */
 void eng_source_destroy(eng_source **s);

@@ -1049,8 +1049,9 @@ static void files_start(eng_source *b)
     /* as many units ahead as there are download threads: each worker
      * finds the next unit fetched while the downloads stay a step ahead;
      * a small file read whole counts as one; S3 only (see the top) */
-    if (!s->s3 || ef_create(&s->pf, &ops, s, s->n_units, s->env.set->max_download_threads,
-                            s->env.set->max_download_threads, pf_budget(s), s->env.mem) < 0)
+    if (!s->s3 || ef_create_shelved(&s->pf, &ops, s, s->n_units, s->env.set->max_download_threads,
+                                    s->env.set->max_download_threads, pf_budget(s), s->env.mem,
+                                    s->env.shelf) < 0)
         s->pf = NULL; /* no reading ahead: the workers fetch everything */
 }
 
