@@ -242,15 +242,12 @@ static void test_s3cluster_queries_equal_single_server(void **state)
     char *cases = dc_cases(dir);
     int n = 0, failed = 0, skipped = 0;
     for (char *line = strtok(cases, "\n"); line; line = strtok(NULL, "\n")) {
-        char *name = line, *t1 = strchr(line, '\t');
-        assert_non_null(t1);
-        *t1 = 0;
-        char *flags = t1 + 1, *t2 = strchr(flags, '\t');
-        assert_non_null(t2);
-        *t2 = 0;
-        char *sq = rewrite(t2 + 1, false), *cq = rewrite(t2 + 1, true);
+        dc_case c;
+        dc_case_parse(line, &c);
+        const char *name = c.name, *flags = c.flags;
+        char *sq = rewrite(c.sql, false), *cq = rewrite(c.sql, true);
         char *single = NULL, *got = NULL, err[ENG_MSG_MAX];
-        if (strcmp(sq, t2 + 1) == 0 || run_single(sq, &single, err, sizeof(err)) < 0) {
+        if (strcmp(sq, c.sql) == 0 || run_single(sq, &single, err, sizeof(err)) < 0) {
             skipped++; /* not over one of the files (or not readable through s3()) */
         } else {
             script sc;
