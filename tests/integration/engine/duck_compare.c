@@ -232,3 +232,10 @@ bool dc_run_matches(const eng_ctx *base, const char *dir, const char *name, cons
     free(out);
     return same;
 }
+
+int dc_setup(h_env **env, const char *test_name, char *dir, size_t cap)
+{
+    if (h_env_create(env, test_name) < 0)
+        return -1;
+    return dc_gen_data(*env, dir, cap);
+}

@@ -29,6 +29,8 @@ int dc_generate(h_env *env, const char *name, const char *script, const char *co
 /* Runs gen.mjs (the dataset of the DuckDB comparisons) into env's folder
  * "data", its path in dir: dc_generate's answers. */
 int dc_gen_data(h_env *env, char *dir, size_t cap);
+/* The start of such a test's setup: *env for test_name, then dc_gen_data. */
+int dc_setup(h_env **env, const char *test_name, char *dir, size_t cap);
 
 /* The file's bytes, NUL-terminated (malloc'ed), or NULL when it cannot be read. */
 char *dc_slurp(const char *path);

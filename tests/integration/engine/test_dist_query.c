@@ -206,9 +206,7 @@ static void upload_dir(const char *d, const char *prefix)
 static int setup(void **state)
 {
     (void)state;
-    if (h_env_create(&env, "test_dist_query") < 0)
-        return -1;
-    if (dc_gen_data(env, dir, sizeof(dir)) < 0)
+    if (dc_setup(&env, "test_dist_query", dir, sizeof(dir)) < 0)
         return -1;
     s3 = t_start_s3(env, 3);
     t_s3_config(&cfg, h_s3_endpoint(s3), NULL, NULL);

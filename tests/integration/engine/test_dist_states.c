@@ -35,9 +35,7 @@ static char dir[4096];
 static int setup(void **state)
 {
     (void)state;
-    if (h_env_create(&env, "test_dist_states") < 0)
-        return -1;
-    return dc_gen_data(env, dir, sizeof(dir));
+    return dc_setup(&env, "test_dist_states", dir, sizeof(dir));
 }
 
 static int teardown(void **state)

@@ -34,9 +34,7 @@ static char dir[4096];
 static int setup(void **state)
 {
     (void)state;
-    if (h_env_create(&env, "test_engine_duckdb") < 0)
-        return -1;
-    return dc_gen_data(env, dir, sizeof(dir));
+    return dc_setup(&env, "test_engine_duckdb", dir, sizeof(dir));
 }
 
 static int teardown(void **state)

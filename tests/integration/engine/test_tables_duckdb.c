@@ -49,9 +49,7 @@ static void ok(const char *sql)
 static int setup(void **state)
 {
     (void)state;
-    if (h_env_create(&env, "test_tables_duckdb") < 0)
-        return -1;
-    if (dc_gen_data(env, dir, sizeof(dir)) < 0)
+    if (dc_setup(&env, "test_tables_duckdb", dir, sizeof(dir)) < 0)
         return -1;
     int rc = h_s3_start(env, &s3, NULL);
     if (rc == -ENOPKG)
