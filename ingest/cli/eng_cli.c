@@ -293,6 +293,8 @@ static int setup_warehouse(tb_wh *wh, const char *url, const s3_config *cfg, rc_
         wh->io.open = cache_open;
         wh->io.open_arg = rcc;
         wh->io.put = cache_put;
+        wh->io.put_v = rs_rc_put_key_v;           /* the log records each part's version */
+        wh->io.open_known = rs_rc_open_known_key; /* and a query opens it without a HEAD */
         wh->io.put_arg = rcc;
     }
     return 1;

@@ -139,9 +139,10 @@ typedef struct eng_ctx {
     size_t input_len;
     eng_input_fn input_read;
     void *input_arg;
-    /* a distributed query's work unit (ingest/dist/): the FROM reads only
-     * it; NULL: everything */
+    /* a distributed query's work units (ingest/dist/): the FROM reads only
+     * unit[0..n_unit) (n_unit 0 with a unit: that one); NULL: everything */
     const eng_unit *unit;
+    int n_unit;
     /* a distributed INSERT's work unit: its name (path and row groups) and
      * the initiator's query id. The unit's block ids then take the token
      * "<insert_deduplication_token, else unit_query>/<unit_name>" and its

@@ -328,9 +328,9 @@ int eng__stmt_source(equery *q, const sql_stmt *st, char *err, size_t errlen)
 static int from_source(equery *q, const sql_stmt *st, char *err, size_t errlen)
 {
     const eng_ctx *ctx = q->ctx;
-    eng_scan_env env = {&q->mem,   &q->set,       ctx->list_s3,    ctx->open_s3,    ctx->s3_impl,
-                        &q->stats, &q->stop,      ctx->s3_as,      ctx->warehouse,  ctx->database,
-                        ctx->unit, ctx->clusters, ctx->n_clusters, ctx->fetch_shelf};
+    eng_scan_env env = {&q->mem,   &q->set,       ctx->list_s3,    ctx->open_s3,     ctx->s3_impl,
+                        &q->stats, &q->stop,      ctx->s3_as,      ctx->warehouse,   ctx->database,
+                        ctx->unit, ctx->clusters, ctx->n_clusters, ctx->fetch_shelf, ctx->n_unit};
     if (!q->scope_here && eng__scope_init(q, st) < 0) {
         snprintf(err, errlen, "out of memory");
         return -ENOMEM;
@@ -434,7 +434,9 @@ static int run_describe(equery *q, eng_format fmt, char *err, size_t errlen)
             snprintf(tn, sizeof(tn), "%s", q->src->type_names[i]);
         else
             ex_type_name(&schema->cols[i].t, tn, sizeof(tn));
-        const char *vals[7] = {schema->cols[i].name, tn, "", "", "", "", ""};
+        const char *dx = q->src->default_exprs ? q->src->default_exprs[i] : NULL;
+        const char *vals[7] = {
+            schema->cols[i].name, tn, dx ? "DEFAULT" : "", dx ? dx : "", "", "", ""};
         for (int k = 0; k < 7; k++) {
             t.c[k].nulls[t.n] = 0;
             if (ex_vec_str_put(&q->mem, &t.c[k], t.n, vals[k], strlen(vals[k])) < 0)

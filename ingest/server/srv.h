@@ -77,6 +77,7 @@ typedef struct srv_conf {
     char cluster_secret[256]; /* --cluster-secret */
     char cluster_secret_file[1024];
     int64_t cluster_dns_interval_ms;
+    char cluster_tls_ca[1024]; /* --cluster-tls-ca: CA bundle the members' certificates chain to */
 } srv_conf;
 
 /* Loads the options: defaults, --config FILE, then the flags (argv[0] is

@@ -113,6 +113,9 @@ static const cfg_opt srv_opts[] = {
     {"cluster-dns-interval-ms", CFG_INT, "10000",
      "how often a NAME=dns:SRV-NAME cluster's name is resolved again (servers that joined or left; the DNS server is RINGCACHE_DNS_SERVER's, else /etc/resolv.conf's)",
      O(cluster_dns_interval_ms), 100, 3600000, false, false},
+    {"cluster-tls-ca", CFG_STR, NULL,
+     "with --tls-cert the servers of a cluster talk HTTPS to each other and verify each member's certificate (its host:port name) against this PEM CA bundle (default: the system's CAs)",
+     O(cluster_tls_ca), 0, 0, false, false},
     {"log-level", CFG_STR, "info", "error, warn, info or debug", O(log_level), 0, 0, false, false},
 };
 

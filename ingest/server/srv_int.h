@@ -210,6 +210,7 @@ typedef struct srv_qlog {
     char *query, *query_id, *user, *database, *exception, *settings, *address, *kind, *log_comment;
     char *initial_query_id; /* the initiator's for a cluster's work unit, else query_id */
     bool initial;           /* not a cluster's work unit */
+    char *cluster_shares;   /* a distributed query's "member=rows/bytes,...", else "" */
     int http_method;
     uint64_t seq; /* 1, 2, ... in the order rows were added */
     bool flushed; /* in the warehouse's system.query_log */
@@ -297,6 +298,7 @@ struct srv_query {
     /* the loop's side */
     char *qparam;                /* query= (owned), until the text is whole */
     char *dist_unit;             /* X-RingCache-Unit of a cluster's work unit (owned) */
+    char *dist_shares;           /* an initiator's: what each member read (owned, query_log) */
     char initial_id[128];        /* a work unit's: its initiator's query id; else "" */
     bool dist_auth;              /* it came with the cluster secret */
     srv_params params;           /* the param_* of the URL (owned) */
@@ -319,7 +321,8 @@ struct srv_query {
 
 struct srv_cache {
     rc_client *rc;
-    int refs; /* queries using it + 1 while current */
+    tb_cat *cat; /* tables' states and open parts (the parts are rc's) */
+    int refs;    /* queries using it + 1 while current */
 };
 
 struct srv_session {
@@ -449,6 +452,9 @@ enum {
     SRV_M_N
 };
 void srv_count(srv *s, int m, uint64_t v);
+/* One failure by its ClickHouse code in ringcache_server_query_failures_total
+ * (a query's come through its query_log row; a refused request's here). */
+void srv_count_failure(srv *s, int code);
 
 /* The current cache client, with a reference (release with srv_cache_put). */
 srv_cache *srv_cache_get(srv *s);
@@ -476,9 +482,9 @@ void srv_qlog_add(srv *s, const srv_query *q, srv_qtype type, const char *except
 int srv_session_acquire(srv *s, const char *id, const char *user, const char *timeout, bool check,
                         srv_session **out, char *err, size_t errlen);
 void srv_session_release(srv *s, srv_session *ss, bool close);
-/* The server's warehouse with its parts read and written through rc (the
- * cache nodes; S3 directly without --cache) into *out. */
-void srv_wh_for(srv *s, rc_client *rc, tb_wh *out);
+/* The server's warehouse with its parts read and written through c's client
+ * (the cache nodes; S3 directly without --cache) and c's catalog into *out. */
+void srv_wh_for(srv *s, srv_cache *c, tb_wh *out);
 /* Whether a database exists (default, system, the warehouse's). */
 bool srv_database_exists(srv *s, const char *name);
 /* fn(name) for each database of the warehouse besides default (sorted; a

@@ -170,6 +170,12 @@ static void count_failure(srv *s, int code)
     met_add(s->met, met_shared_slot(s->met), s->m_code_base + (int)k, 1);
 }
 
+void srv_count_failure(srv *s, int code)
+{
+    if (s->met)
+        count_failure(s, code);
+}
+
 /* ---- the cache client ---------------------------------------------------------------- */
 
 static int cache_new(srv *s, srv_cache **out, char *err, size_t errlen)
@@ -194,6 +200,10 @@ static int cache_new(srv *s, srv_cache **out, char *err, size_t errlen)
         rcfg.cache_scans = true;
         rc = rc_create(&c->rc, &rcfg, err, errlen);
     }
+    if (rc == 0 && (rc = tb_cat_create(&c->cat, 0)) < 0) {
+        snprintf(err, errlen, "out of memory");
+        rc_destroy(&c->rc);
+    }
     if (rc < 0) {
         free(c);
         return rc;
@@ -214,6 +224,7 @@ static void cache_free(srv_cache *c)
 {
     if (!c)
         return;
+    tb_cat_destroy(&c->cat); /* its parts' handles first */
     rc_destroy(&c->rc);
     free(c);
 }
@@ -427,6 +438,7 @@ static void qlog_clear(srv_qlog *e)
     free(e->address);
     free(e->kind);
     free(e->log_comment);
+    free(e->cluster_shares);
     memset(e, 0, sizeof(*e));
 }
 
@@ -491,8 +503,9 @@ void srv_qlog_add(srv *s, const srv_query *q, srv_qtype type, const char *except
     e.kind = strdup(q->kind);
     e.log_comment = strdup(q->set.log_comment);
     e.initial_query_id = strdup(q->initial_id[0] ? q->initial_id : q->id);
+    e.cluster_shares = strdup(q->dist_shares && type != SRV_QT_START ? q->dist_shares : "");
     if (!e.query || !e.query_id || !e.user || !e.database || !e.exception || !e.settings ||
-        !e.address || !e.kind || !e.log_comment || !e.initial_query_id) {
+        !e.address || !e.kind || !e.log_comment || !e.initial_query_id || !e.cluster_shares) {
         qlog_clear(&e);
         return;
     }
@@ -813,6 +826,21 @@ int srv_create(srv **out, const srv_conf *conf, char *err, size_t errlen)
                                        sizeof(s->conf.cluster_secret), err, errlen)) < 0)
             goto fail;
     }
+    if (s->conf.cluster_tls_ca[0]) {
+        if (!s->conf.tls_cert[0]) {
+            snprintf(err, errlen,
+                     "--cluster-tls-ca verifies the members' HTTPS, which a cluster talks only "
+                     "when its servers serve it: give --tls-cert and --tls-key too");
+            rc = -EINVAL;
+            goto fail;
+        }
+        if (access(s->conf.cluster_tls_ca, R_OK) < 0) {
+            rc = -errno;
+            snprintf(err, errlen, "cannot read --cluster-tls-ca %s: %s (give a PEM CA bundle)",
+                     s->conf.cluster_tls_ca, strerror(errno));
+            goto fail;
+        }
+    }
     if (conf->cluster[0]) {
         /* the member that is this server: its listen address and bound port */
         if ((rc = srv_clusters_start(s, httpd_server_port(s->http), err, errlen)) < 0)
@@ -856,13 +884,17 @@ int srv_port(const srv *s)
     return s->http ? httpd_server_port(s->http) : 0;
 }
 
-void srv_wh_for(srv *s, rc_client *rc, tb_wh *out)
+void srv_wh_for(srv *s, srv_cache *c, tb_wh *out)
 {
     *out = s->wh;
+    rc_client *rc = c ? c->rc : NULL;
+    out->cat = c ? c->cat : NULL;
     if (s->conf.cache[0] && rc) {
         out->io.open = rs_rc_open_key;
         out->io.open_arg = rc;
         out->io.put = rs_rc_put_key;
+        out->io.put_v = rs_rc_put_key_v;
+        out->io.open_known = rs_rc_open_known_key;
         out->io.put_arg = rc;
     }
 }
@@ -925,7 +957,7 @@ static int merge_task(void *arg, char *err, size_t errlen)
         return rc < 0 ? rc : 0;
     srv_cache *c = srv_cache_get(s);
     tb_wh wh;
-    srv_wh_for(s, c->rc, &wh);
+    srv_wh_for(s, c, &wh);
     tb_table *t = NULL;
     rc = tb_wh_open(&wh, p.db, p.table, true, &t, err, errlen);
     tm_result res = {0};

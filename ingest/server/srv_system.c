@@ -12,7 +12,11 @@
  *                      into the warehouse's MergeTree table
  *                      system.query_log that the servers of the warehouse
  *                      share: a SELECT reads that table's snapshot and the
- *                      ring's rows not yet flushed, each row once
+ *                      ring's rows not yet flushed, each row once;
+ *                      an s3Cluster query's initiator row has one column of
+ *                      its own, cluster_shares ("member=ROWS/BYTES,...":
+ *                      what each server read; ClickHouse has no such
+ *                      column, its workers' rows say it)
  *   system.processes   the queries running now
  *   system.settings    the settings of this query: name, value, changed, ...
  *   system.metrics     values now: Query, MemoryTracking, ...
@@ -180,6 +184,7 @@ static const colspec qlog_cols[] = {
     {"http_method", T_U8},
     {"Settings", T_STR},
     {"log_comment", T_STR},
+    {"cluster_shares", T_STR},
 };
 #define N_QLOG_COLS ((int)(sizeof(qlog_cols) / sizeof(qlog_cols[0])))
 
@@ -245,6 +250,7 @@ static int qlog_rows_locked(srv *s, bool unflushed, rows *r, uint64_t *max_seq)
         put_i(r, k++, i, e->http_method);
         put_s(r, k++, i, e->settings);
         put_s(r, k++, i, e->log_comment);
+        put_s(r, k++, i, e->cluster_shares ? e->cluster_shares : "");
         i++;
     }
     return 0;
@@ -491,7 +497,7 @@ static int flush_run(srv *s, flush_batch *b, const char *sql, char *err, size_t 
     srv_cache *c = srv_cache_get(s);
     srv_s3io io = {c->rc, &s->s3};
     tb_wh wh;
-    srv_wh_for(s, c->rc, &wh);
+    srv_wh_for(s, c, &wh);
     eng_ctx ctx = {0};
     ctx.format = ENG_FMT_NULL;
     ctx.max_threads = 1;

@@ -110,7 +110,14 @@ typedef struct eng_scan_env {
     const eng_cluster *clusters; /* the clusters this process knows (s3Cluster, */
     int n_clusters;              /*   system.clusters) */
     struct ef_shelf *shelf;      /* spare prefetch buffers kept between queries; NULL: none */
+    int n_unit;                  /* units at unit (0 with a unit: 1) */
 } eng_scan_env;
+
+/* The units of a distributed query's source: env->unit[0..n), 0: all. */
+static inline int eng_scan_units(const eng_scan_env *env)
+{
+    return !env->unit ? 0 : env->n_unit > 0 ? env->n_unit : 1;
+}
 
 /* A table function as written in FROM: name(args...) at line/col. */
 typedef struct eng_tf_call {
@@ -153,6 +160,8 @@ struct eng_source {
     eng_schema schema;          /* the columns a query may read */
     uint64_t files;             /* objects behind it (the summary's "files") */
     char **type_names;          /* tables: the columns' declared types (DESCRIBE), or NULL */
+    char **default_exprs;       /* tables: per column its DEFAULT expression or NULL (DESCRIBE);
+                                   the array itself may be NULL */
     const eng_cluster *cluster; /* s3Cluster: the servers its units may go to, else NULL */
 };
 

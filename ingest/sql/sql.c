@@ -2063,9 +2063,11 @@ static char *type_text(parser *ps, const char *what)
     return r;
 }
 
-/* A key list: x | (a, b, ...) | tuple() */
+/* A key list: x | (a, b, ...) | tuple(); each element a column name or an
+ * expression over columns (kept as its text, e.g. "toDate(d)"). */
 static bool key_list(parser *ps, char ***out, int *n, const char *clause)
 {
+    (void)clause;
     bool paren = false;
     if (is_kw(&ps->cur, "tuple")) {
         next(ps);
@@ -2078,29 +2080,28 @@ static bool key_list(parser *ps, char ***out, int *n, const char *clause)
     if (paren && accept_op(ps, ")"))
         return true;
     do {
-        if (ps->cur.kind != T_IDENT && ps->cur.kind != T_QIDENT) {
-            fail(ps, ps->cur.line, ps->cur.col,
-                 "%s takes column names, as in %s (a, b): expressions in keys are not "
-                 "supported",
-                 clause, clause);
+        const char *start = ps->cur.p;
+        sql_node *e = parse_expr(ps);
+        if (!e)
+            return false;
+        if (!grow(ps, (void **)out, *n, sizeof(char *))) {
+            sql_node_free(e);
             return false;
         }
-        if (!grow(ps, (void **)out, *n, sizeof(char *)))
-            return false;
-        if (!((*out)[*n] = tokdup(&ps->cur))) {
+        if (e->kind == SQL_COLUMN && !e->qual) {
+            (*out)[*n] = strdup(e->s);
+        } else {
+            const char *end = ps->cur.kind == T_EOF ? ps->text + ps->len : ps->cur.p;
+            while (end > start && isspace((unsigned char)end[-1]))
+                end--;
+            (*out)[*n] = strndup(start, (size_t)(end - start));
+        }
+        sql_node_free(e);
+        if (!(*out)[*n]) {
             ps->rc = -ENOMEM;
             return false;
         }
         (*n)++;
-        next(ps);
-        if (is_op(&ps->cur, "(") || is_op(&ps->cur, "+") || is_op(&ps->cur, "-") ||
-            is_op(&ps->cur, "*") || is_op(&ps->cur, "/")) {
-            fail(ps, ps->cur.line, ps->cur.col,
-                 "%s takes column names, as in %s (a, b): expressions in keys are not "
-                 "supported",
-                 clause, clause);
-            return false;
-        }
     } while (paren && accept_op(ps, ","));
     return !paren || expect_op(ps, ")");
 }
@@ -2123,6 +2124,13 @@ static bool column_def(parser *ps, sql_table_def *d)
         return false;
     }
     next(ps);
+    if (is_kw(&ps->cur, "DEFAULT") || is_kw(&ps->cur, "MATERIALIZED") || is_kw(&ps->cur, "ALIAS") ||
+        is_kw(&ps->cur, "EPHEMERAL")) {
+        fail(ps, ps->cur.line, ps->cur.col,
+             "column %s needs its type before %.*s, as in %s UInt32 DEFAULT 0", c->name,
+             (int)ps->cur.len, ps->cur.p, c->name);
+        return false;
+    }
     if (!(c->type = type_text(ps, "a column type")))
         return false;
     for (;;) {
@@ -2160,12 +2168,30 @@ static bool column_def(parser *ps, sql_table_def *d)
                 return false;
             }
             next(ps);
-        } else if (is_kw(&ps->cur, "DEFAULT") || is_kw(&ps->cur, "MATERIALIZED") ||
-                   is_kw(&ps->cur, "ALIAS") || is_kw(&ps->cur, "EPHEMERAL") ||
-                   is_kw(&ps->cur, "TTL")) {
+        } else if (is_kw(&ps->cur, "DEFAULT")) {
+            int line = ps->cur.line, col = ps->cur.col;
+            next(ps);
+            const char *start = ps->cur.p;
+            sql_node *e = parse_expr(ps);
+            if (!e)
+                return false;
+            sql_node_free(e);
+            const char *end = ps->cur.kind == T_EOF ? ps->text + ps->len : ps->cur.p;
+            while (end > start && isspace((unsigned char)end[-1]))
+                end--;
+            if (c->default_text) {
+                fail(ps, line, col, "column %s has two DEFAULT expressions", c->name);
+                return false;
+            }
+            if (!(c->default_text = strndup(start, (size_t)(end - start)))) {
+                ps->rc = -ENOMEM;
+                return false;
+            }
+        } else if (is_kw(&ps->cur, "MATERIALIZED") || is_kw(&ps->cur, "ALIAS") ||
+                   is_kw(&ps->cur, "EPHEMERAL") || is_kw(&ps->cur, "TTL")) {
             fail(ps, ps->cur.line, ps->cur.col,
-                 "column %.*s expressions are not supported: declare the column with its type "
-                 "only",
+                 "column %.*s expressions are not supported: declare the column with its type, "
+                 "with DEFAULT expr to fill it when an INSERT leaves it out",
                  (int)ps->cur.len, ps->cur.p);
             return false;
         } else {
@@ -2502,6 +2528,7 @@ static void table_stmt_free(sql_stmt *s)
             free(d->cols[i].name);
             free(d->cols[i].type);
             free(d->cols[i].codec);
+            free(d->cols[i].default_text);
         }
         free(d->cols);
         free(d->engine);

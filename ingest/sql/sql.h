@@ -172,6 +172,7 @@ typedef struct sql_column_def {
     char *name;
     char *type;
     char *codec;
+    char *default_text; /* DEFAULT <expr>: the expression as written, or NULL */
     int line, col;
 } sql_column_def;
 

@@ -176,10 +176,103 @@ static void test_file_queries_on_a_table(void **state)
     }
 }
 
+/* Sorting key expressions: ORDER BY (PostTypeId, toDate(CreationDate)),
+ * ORDER BY (toYYYYMM(CreationDate), Id) PRIMARY KEY toYYYYMM(CreationDate).
+ * Every WHERE gives the file's answer (the file's answers
+ * are DuckDB's, above); the index prunes on a WHERE on the key expression
+ * itself and on its column through the non-decreasing toDate / toYYYYMM,
+ * also after a merge. */
+static void test_key_expressions(void **state)
+{
+    (void)state;
+    static const char *const cols =
+        "(Id Int64, PostTypeId Int32, CreationDate DateTime64(6), Score Nullable(Int32), "
+        "ViewCount Nullable(Int64), OwnerUserId Nullable(Int64), OwnerDisplayName "
+        "Nullable(String), Tags Nullable(String), Title Nullable(String), Day Nullable(Date32), "
+        "Ratio Nullable(Float64))";
+    static const char *const keys[] = {
+        "ORDER BY (PostTypeId, toDate(CreationDate))",
+        "ORDER BY (toYYYYMM(CreationDate), Id) PRIMARY KEY toYYYYMM(CreationDate)",
+    };
+    char sql[16384], file[4400], err[ENG_MSG_MAX];
+    snprintf(file, sizeof(file), "file('%s/posts.parquet')", dir);
+    for (int t = 0; t < 2; t++) {
+        snprintf(sql, sizeof(sql),
+                 "CREATE TABLE pk%d %s ENGINE = MergeTree %s SETTINGS index_granularity = 2048", t,
+                 cols, keys[t]);
+        ok(sql);
+        snprintf(sql, sizeof(sql),
+                 "INSERT INTO pk%d SELECT * FROM %s SETTINGS min_insert_block_size_rows = 70000", t,
+                 file);
+        ok(sql);
+    }
+    /* where, and which table must read fewer than a quarter of the rows */
+    static const struct {
+        const char *where;
+        int prunes;
+    } w[] = {
+        {"PostTypeId = 2 AND CreationDate < '2015-03-01 00:00:00'", 0},
+        {"PostTypeId = 1 AND toDate(CreationDate) = '2016-05-05'", 0},
+        {"PostTypeId IN (1, 3) AND CreationDate > '2018-06-10 12:00:00'", 0},
+        {"CreationDate >= '2018-06-01 00:00:00' AND CreationDate < '2018-07-01 00:00:00'", 1},
+        {"toYYYYMM(CreationDate) IN (201601, 201705)", 1},
+        {"CreationDate = '2017-03-04 05:06:07'", 1},
+        {"Id = 12345 OR Score > 90", -1}, /* no key: every row, the same answer */
+        {"(PostTypeId = 3 AND CreationDate BETWEEN '2016-01-01 00:00:00' AND "
+         "'2016-01-15 00:00:00') OR toDate(CreationDate) < '2015-01-03'",
+         -1},
+    };
+    for (int round = 0; round < 2; round++) {
+        for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
+            char *want = NULL;
+            snprintf(sql, sizeof(sql),
+                     "SELECT count(), sum(Score), uniqExact(Id), uniqExact(CreationDate), "
+                     "countIf(Id %% 7 = 3) FROM %s "
+                     "WHERE %s",
+                     file, w[i].where);
+            assert_int_equal(run(sql, &want, err, sizeof(err), 2, NULL), 0);
+            for (int t = 0; t < 2; t++) {
+                char *got = NULL;
+                eng_result r;
+                snprintf(sql, sizeof(sql),
+                         "SELECT count(), sum(Score), uniqExact(Id), uniqExact(CreationDate), "
+                         "countIf(Id %% 7 = 3) FROM pk%d WHERE %s",
+                         t, w[i].where);
+                int rc = run(sql, &got, err, sizeof(err), 2, &r);
+                if (rc < 0)
+                    fprintf(stderr, "failed: %s\n  %s\n", err, sql);
+                assert_int_equal(rc, 0);
+                if (strcmp(got, want) != 0)
+                    fprintf(stderr, "%s\n  gave %s  want %s", sql, got, want);
+                assert_string_equal(got, want);
+                if (w[i].prunes == t) {
+                    fprintf(stderr, "pk%d WHERE %s: %llu of 200000 rows read\n", t, w[i].where,
+                            (unsigned long long)r.rows_read);
+                    assert_true(r.rows_read < 200000 / 4);
+                }
+                free(got);
+            }
+            free(want);
+        }
+        ok("OPTIMIZE TABLE pk0 FINAL");
+        ok("OPTIMIZE TABLE pk1 FINAL");
+    }
+    char *out = NULL;
+    assert_int_equal(run("SELECT name, sorting_key, primary_key FROM system.tables WHERE name "
+                         "LIKE 'pk%' ORDER BY name",
+                         &out, err, sizeof(err), 1, NULL),
+                     0);
+    assert_string_equal(out, "pk0\tPostTypeId, toDate(CreationDate)\tPostTypeId, "
+                             "toDate(CreationDate)\n"
+                             "pk1\ttoYYYYMM(CreationDate), Id\ttoYYYYMM(CreationDate)\n");
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_file_queries_on_a_table),
+        cmocka_unit_test(test_key_expressions),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -235,6 +235,8 @@ r "$U/ping"; eq "$body" "Ok." "the server stays up"
 # ---- /metrics, keep-alive, HTTP/1.0 ----------------------------------------------------------
 r "$U/metrics"; has "$body" "ringcache_server_queries_total" "/metrics"
 has "$body" 'ringcache_server_query_failures_total{code="62",name="SYNTAX_ERROR"}' "failures by code"
+# a request refused before its query starts counts by its code too (the unknown setting above)
+has "$body" 'ringcache_server_query_failures_total{code="115",name="UNKNOWN_SETTING"} 1' "refusals by code"
 curl -sv "$U/?query=SELECT+1" "$U/?query=SELECT+2" >"$tmp/ka.out" 2>"$tmp/ka.err"
 has "$(cat "$tmp/ka.err")" "Re-using existing connection" "keep-alive between queries"
 r -0 "$U/?query=SELECT+3"; eq "$body" "3" "HTTP/1.0"
