@@ -34,9 +34,7 @@ static char dir[4096];
 static int setup(void **state)
 {
     (void)state;
-    if (h_env_create(&env, "test_engine_duckdb") < 0)
-        return -1;
-    return dc_gen_data(env, dir, sizeof(dir));
+    return dc_setup(&env, "test_engine_duckdb", dir, sizeof(dir));
 }
 
 static int teardown(void **state)
@@ -49,13 +47,7 @@ static int teardown(void **state)
 /* Runs sql; returns rc, the output in *out (malloc'ed) and the error in err. */
 static int run(const char *sql, char **out, char *err, size_t errlen, int threads)
 {
-    size_t len = 0;
-    FILE *f = open_memstream(out, &len);
-    assert_non_null(f);
-    eng_ctx ctx = {.out = f, .format = ENG_FMT_TSV, .max_threads = threads};
-    int rc = eng_run(&ctx, sql, strlen(sql), NULL, NULL, err, errlen);
-    fclose(f);
-    return rc;
+    return dc_run(NULL, sql, threads, out, NULL, err, errlen);
 }
 
 /* Runs the cases of one list file; returns how many, adding mismatches to *failed. */
@@ -67,36 +59,12 @@ static int run_cases(const char *list, int *failed_out)
     assert_non_null(cases);
     int n = 0, failed = 0;
     for (char *line = strtok(cases, "\n"); line; line = strtok(NULL, "\n")) {
-        char *name = line, *t1 = strchr(line, '\t');
-        assert_non_null(t1);
-        *t1 = 0;
-        char *flags = t1 + 1, *t2 = strchr(flags, '\t');
-        assert_non_null(t2);
-        *t2 = 0;
-        const char *sql = t2 + 1;
+        dc_case c;
+        dc_case_parse(line, &c);
+        bool exact = strcmp(c.flags, "exact") == 0, sorted = strcmp(c.flags, "sorted") == 0;
         /* 1 and 2 threads: partial aggregates and top-N must merge to the same result */
-        for (int threads = 1; threads <= 2; threads++) {
-            char *out = NULL, err[ENG_MSG_MAX];
-            int rc = run(sql, &out, err, sizeof(err), threads);
-            if (rc < 0) {
-                fprintf(stderr, "%s: the engine failed: %s\n  %s\n", name, err, sql);
-                failed++;
-                free(out);
-                continue;
-            }
-            snprintf(path, sizeof(path), "%s/%s.expected", dir, name);
-            char *want = dc_slurp(path);
-            assert_non_null(want);
-            bool same = strcmp(flags, "exact") == 0
-                            ? dc_same_text(name, out, want, false)
-                            : dc_same_result(name, out, want, strcmp(flags, "sorted") == 0);
-            if (!same) {
-                fprintf(stderr, "  query (%d threads): %s\n", threads, sql);
-                failed++;
-            }
-            free(want);
-            free(out);
-        }
+        for (int threads = 1; threads <= 2; threads++)
+            failed += !dc_run_matches(NULL, dir, c.name, "query", c.sql, threads, sorted, exact);
         n++;
     }
     free(cases);
@@ -115,7 +83,8 @@ static void test_queries_match_duckdb(void **state)
     assert_int_equal(failed, 0);
 }
 
-static void expect_error(const char *sql, ...);
+/* A query that must fail; its message must contain every needle. */
+#define expect_error(...) dc_expect_error(NULL, __VA_ARGS__)
 
 /* Runs sql in format fmt (2 threads); the output must be `want` exactly. */
 static void expect_output(const char *sql, eng_format fmt, const char *want)
@@ -163,25 +132,6 @@ static void test_array_formats(void **state)
                   ENG_FMT_JSON_COMPACT_EACH_ROW, "[\"0\", [\"0\",\"1\"]]\n");
     expect_error("SELECT [1] AS a FORMAT Parquet", "column 'a' is an Array(UInt8)",
                  "Parquet output format does not write arrays", NULL);
-}
-
-/* Runs a query that must fail; its message must contain every needle. */
-static void expect_error(const char *sql, ...)
-{
-    char *out = NULL, err[ENG_MSG_MAX];
-    int rc = run(sql, &out, err, sizeof(err), 2);
-    free(out);
-    if (rc >= 0)
-        fprintf(stderr, "expected an error from: %s\n", sql);
-    assert_true(rc < 0);
-    va_list ap;
-    va_start(ap, sql);
-    for (const char *n; (n = va_arg(ap, const char *));) {
-        if (!strstr(err, n))
-            fprintf(stderr, "error '%s' lacks '%s'\n", err, n);
-        assert_non_null(strstr(err, n));
-    }
-    va_end(ap);
 }
 
 static void test_malformed_inputs_name_file_and_place(void **state)
