@@ -41,7 +41,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -256,6 +258,11 @@ static void test_awscli(void **state)
         char name[64], p[1024];
         snprintf(name, sizeof name, "syncdir/f%d.dat", i);
         write_file(name, 3000 + (size_t)i * 100000, 20 + (uint64_t)i, p);
+        /* a minute old: LastModified has whole seconds (as S3's), so a file
+         * written in the second of its upload would look newer than its
+         * object to the last sync, and be sent again */
+        struct timespec old[2] = {{time(NULL) - 60, 0}, {time(NULL) - 60, 0}};
+        assert_int_equal(utimensat(AT_FDCWD, p, old, 0), 0);
     }
     aws(r, 0,
         (const char *[]){"s3", "sync", "--only-show-errors", dir, "s3://" BUCKET "/t/sync/", NULL});
