@@ -30,3 +30,13 @@ export async function medianSeconds(con, sql, runs) {
   ts.sort((a, b) => a - b);
   return ts[Math.floor(ts.length / 2)];
 }
+
+// The CPU-seconds of this process (DuckDB's threads included) per run of sql
+// on con, over `runs` runs: on a loaded machine a cost that the time of day
+// does not change, where the wall time does.
+export async function cpuSecondsPerRun(con, sql, runs) {
+  const u0 = process.cpuUsage();
+  for (let r = 0; r < runs; r++) await con.runAndReadAll(sql);
+  const u = process.cpuUsage(u0);
+  return (u.user + u.system) / 1e6 / runs;
+}

@@ -249,6 +249,7 @@ static double cached_seed(const eng_ctx *local, const char *seed_local, const ch
 
 int main(int argc, char **argv)
 {
+    eng_tune_malloc(); /* as the CLI and the server run */
     long long rows = 20000000;
     bool cache = true;
     const char *data = NULL;

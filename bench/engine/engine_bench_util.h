@@ -14,6 +14,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+
+/* The CPU-seconds (user + system) this process has spent, all its threads. */
+static inline double bench_cpu_self_s(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0)
+        return 0;
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
 
 /* Runs sql at threads threads on a copy of base (format Null): its seconds,
  * or -1 with the error printed; *rows (may be NULL) gets the rows read. */

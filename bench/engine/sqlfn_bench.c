@@ -75,6 +75,7 @@ static double duck(const char *name)
 
 int main(int argc, char **argv)
 {
+    eng_tune_malloc(); /* as the CLI and the server run */
     long long rows = 20000000;
     for (int i = 1; i < argc; i += 2) {
         bool has_value = i + 1 < argc;

@@ -11,12 +11,13 @@
 //
 //   node sqljoin_gen.mjs DIR FACT DIM RUNS -> DIR/fact.parquet, DIR/dim.parquet, DIR/duckdb.txt
 //
-// duckdb.txt: "<query>_<threads>t <seconds>" per measurement and
-// "mem_join_2t <bytes>". The queries are sqljoin_bench.c's, in DuckDB's dialect.
+// duckdb.txt: "<query>_<threads>t <seconds>" per measurement,
+// "<query>_cpu_1t <CPU-seconds per run>" at 1 thread and "mem_join_2t <bytes>". The queries are sqljoin_bench.c's, in DuckDB's dialect.
 // Exits 77 (printing why) when the npm package is missing.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadDuck, status, medianTime } from './duck_util.mjs';
+import { cpuSecondsPerRun } from '../duckdb.mjs';
 
 const duck = await loadDuck();
 const [dir, factArg, dimArg, runsArg] = process.argv.slice(2);
@@ -48,6 +49,9 @@ for (const th of [1, 2]) {
   for (const [name, sql] of Object.entries(Q))
     out += `${name}_${th}t ${await time(sql)}\n`;
 }
+await con.run('SET threads = 1');
+for (const [name, sql] of Object.entries(Q))
+  out += `${name}_cpu_1t ${await cpuSecondsPerRun(con, sql, runs)}\n`;
 const inst2 = await duck.DuckDBInstance.create(':memory:', { threads: '2' });
 const con2 = await inst2.connect();
 await con2.runAndReadAll('SELECT 1');

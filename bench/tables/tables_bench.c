@@ -102,6 +102,7 @@ static double run(const eng_ctx *ctx0, const char *sql, int threads, eng_result 
 
 int main(int argc, char **argv)
 {
+    eng_tune_malloc(); /* as the CLI and the server run */
     long long rows = 1000000;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--rows") == 0 && i + 1 < argc)

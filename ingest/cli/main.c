@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "cli_cache.h"
 #include "cli_ring.h"
+#include "eng.h"
 #include "eng_cli.h"
 #include "srv.h"
 
@@ -51,6 +52,7 @@ static void cli_usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+    eng_tune_malloc();
     if (argc < 2) {
         cli_usage(stderr);
         return CLI_USAGE;

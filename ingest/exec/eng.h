@@ -174,6 +174,15 @@ typedef struct eng_result {
 int eng_run(const eng_ctx *ctx, const char *sql, size_t len, FILE *summary, eng_result *res,
             char *err, size_t errlen);
 
+/* Process policy for a process that runs queries (the CLI, the server, the
+ * engine's benches), called once from main before any thread starts: glibc's
+ * malloc keeps freed buffers of up to 32 MiB in its heap (trimmed past 64 MiB
+ * free) instead of unmapping each one, so a scan's column buffers are reused,
+ * not faulted in and zeroed again for every column chunk (a Decimal sum over
+ * 20M rows: system time 0.13 s -> 0.01 s). MALLOC_MMAP_THRESHOLD_ or
+ * MALLOC_TRIM_THRESHOLD_ in the environment win. */
+void eng_tune_malloc(void);
+
 /* Writes "N rows in set. Elapsed: X sec. Processed R rows, B (r rows/s., b/s.)\n
  * Peak memory usage: M." to f. */
 void eng_print_summary(FILE *f, const eng_result *r);

@@ -18,6 +18,7 @@
 #include <strings.h>
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -320,7 +321,7 @@ int eng__stmt_source(equery *q, const sql_stmt *st, char *err, size_t errlen)
 {
     int rc = from_source(q, st, err, errlen);
     for (int i = 0; rc == 0 && i < st->n_joins; i++)
-        rc = eng__join_wrap(q, &st->joins[i], err, errlen);
+        rc = eng__join_wrap(q, st, &st->joins[i], err, errlen);
     return rc;
 }
 
@@ -597,6 +598,14 @@ static int run_stmt(const eng_ctx *ctx, const sql_stmt *st, FILE *summary, eng_r
         *res = r;
     eng__query_free(q);
     return rc;
+}
+
+void eng_tune_malloc(void)
+{
+    if (!getenv("MALLOC_MMAP_THRESHOLD_"))
+        mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    if (!getenv("MALLOC_TRIM_THRESHOLD_"))
+        mallopt(M_TRIM_THRESHOLD, 64 << 20);
 }
 
 int eng_run(const eng_ctx *ctx, const char *sql, size_t len, FILE *summary, eng_result *res,

@@ -235,11 +235,19 @@ static int explain_one(equery *q, const sql_stmt *st, xlines *x, int ind, char *
         xadd(x, ind, "Join (%s%s%s, hash join on %d key%s; join_use_nulls = %d)",
              ji.any ? "ANY " : "", join_kind(ji.kind), ji.kind == SQL_JOIN_CROSS ? "" : " JOIN",
              ji.n_keys, ji.n_keys == 1 ? "" : "s", ji.use_nulls ? 1 : 0);
+        char cols[1024];
+        size_t cl = 0;
+        cols[0] = 0;
+        for (int c = 0; c < ji.n_right && cl + 1 < sizeof(cols); c++) {
+            int w = snprintf(cols + cl, sizeof(cols) - cl, "%s%s", c ? ", " : "",
+                             ji.right_names[c]);
+            cl = w < 0 ? sizeof(cols) : cl + (size_t)w;
+        }
         xadd(x, ind + 1,
-             "Right side: %s%s%s: %u rows in memory with its hash table, built "
+             "Right side: %s%s%s: %u rows in memory (columns %s) with its hash table, built "
              "before the left side is read",
              rn, j->right->from_alias ? " AS " : "",
-             j->right->from_alias ? j->right->from_alias : "", ji.right_rows);
+             j->right->from_alias ? j->right->from_alias : "", ji.right_rows, cols);
         if (ji.kind == SQL_JOIN_RIGHT || ji.kind == SQL_JOIN_FULL)
             xadd(x, ind + 1, "Then: the right rows nothing matched, after every left unit");
         xadd(x, ind + 1, "Left side (probed in parallel, %d units):", ji.left_units);

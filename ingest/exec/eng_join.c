@@ -284,7 +284,19 @@ static int flush_pairs(jsrc *j, jreader *jr, const ex_vec *lcols, eng_scan_fn fn
             t.kind != EX_NOTHING) {
             ex_vec *ov = &out[k];
             bool fl = t.kind == EX_FLOAT;
+            /* the right's rows come in probe order, all over a table larger
+             * than the caches: their cells are prefetched a few pairs ahead */
+            enum { AHEAD = 16 };
+            bool ahead = rows == jr->pr;
             for (uint32_t i = 0; i < jr->n; i++) {
+                if (ahead && i + AHEAD < jr->n && rows[i + AHEAD] != NONE) {
+                    if (fl)
+                        __builtin_prefetch(&src->d[rows[i + AHEAD]]);
+                    else
+                        __builtin_prefetch(&src->i[rows[i + AHEAD]]);
+                    if (src->nulls)
+                        __builtin_prefetch(&src->nulls[rows[i + AHEAD]]);
+                }
                 uint32_t r = rows[i];
                 if (r == NONE) {
                     ov->nulls[i] = miss_null;
@@ -360,50 +372,53 @@ static int probe_block(void *arg, ex_vec *cols, uint32_t n)
         kv[k] = &cols[j->lslot[j->keys[k].lcol]];
     bool outer_left = j->kind == SQL_JOIN_LEFT || j->kind == SQL_JOIN_FULL;
     bool cross = j->kind == SQL_JOIN_CROSS;
-    if (!cross && n > jr->hcap) {
-        free(jr->hs);
-        free(jr->nul);
-        jr->hs = malloc(sizeof(uint64_t) * n);
-        jr->nul = malloc(n);
-        jr->hcap = jr->hs && jr->nul ? n : 0;
+    /* the rows in chunks: their hashes first, then the probes with the
+     * slots a few rows ahead prefetched (the table is larger than the
+     * caches); a chunk's hashes stay in the cache, whatever the block's size */
+    enum { CHUNK = 4096, AHEAD = 8 };
+    if (!cross && !jr->hcap) {
+        jr->hs = malloc(sizeof(uint64_t) * CHUNK);
+        jr->nul = malloc(CHUNK);
+        jr->hcap = jr->hs && jr->nul ? CHUNK : 0;
         if (!jr->hcap)
             return -ENOMEM;
     }
-    /* the hashes first, then the probes with the slots a few rows ahead
-     * prefetched: the table is larger than the caches */
-    for (uint32_t r = 0; !cross && r < n; r++) {
-        bool null;
-        jr->hs[r] = key_hash(j, kv, r, &null);
-        jr->nul[r] = null;
-    }
-    enum { AHEAD = 8 };
-    for (uint32_t r = 0; !cross && r < n && r < AHEAD; r++)
-        if (!jr->nul[r])
-            __builtin_prefetch(&j->slots[slot_of(j, jr->hs[r])]);
-    for (uint32_t r = 0; r < n; r++) {
-        int rc = 0;
-        if (cross) {
-            for (uint32_t x = 0; x < nr && rc == 0; x++)
+    for (uint32_t c0 = 0; c0 < n; c0 += CHUNK) {
+        uint32_t cn = n - c0 < CHUNK ? n - c0 : CHUNK;
+        for (uint32_t i = 0; !cross && i < cn; i++) {
+            bool null;
+            jr->hs[i] = key_hash(j, kv, c0 + i, &null);
+            jr->nul[i] = null;
+        }
+        for (uint32_t i = 0; !cross && i < cn && i < AHEAD; i++)
+            if (!jr->nul[i])
+                __builtin_prefetch(&j->slots[slot_of(j, jr->hs[i])]);
+        for (uint32_t i = 0; i < cn; i++) {
+            uint32_t r = c0 + i;
+            int rc = 0;
+            if (cross) {
+                for (uint32_t x = 0; x < nr && rc == 0; x++)
+                    rc = add_pair(j, jr, r, x, cols, pa->fn, pa->arg);
+                if (rc < 0)
+                    return rc;
+                continue;
+            }
+            if (i + AHEAD < cn && !jr->nul[i + AHEAD])
+                __builtin_prefetch(&j->slots[slot_of(j, jr->hs[i + AHEAD])]);
+            uint32_t f = jr->nul[i] ? NONE : probe(j, kv, r, jr->hs[i]);
+            if (f == NONE) {
+                if (outer_left && (rc = add_pair(j, jr, r, NONE, cols, pa->fn, pa->arg)) < 0)
+                    return rc;
+                continue;
+            }
+            for (uint32_t x = f; x != NONE && rc == 0; x = j->next[x] ? j->next[x] - 1 : NONE) {
+                if (j->matched)
+                    atomic_store_explicit(&j->matched[x], 1, memory_order_relaxed);
                 rc = add_pair(j, jr, r, x, cols, pa->fn, pa->arg);
+            }
             if (rc < 0)
                 return rc;
-            continue;
         }
-        if (r + AHEAD < n && !jr->nul[r + AHEAD])
-            __builtin_prefetch(&j->slots[slot_of(j, jr->hs[r + AHEAD])]);
-        uint32_t f = jr->nul[r] ? NONE : probe(j, kv, r, jr->hs[r]);
-        if (f == NONE) {
-            if (outer_left && (rc = add_pair(j, jr, r, NONE, cols, pa->fn, pa->arg)) < 0)
-                return rc;
-            continue;
-        }
-        for (uint32_t x = f; x != NONE && rc == 0; x = j->next[x] ? j->next[x] - 1 : NONE) {
-            if (j->matched)
-                atomic_store_explicit(&j->matched[x], 1, memory_order_relaxed);
-            rc = add_pair(j, jr, r, x, cols, pa->fn, pa->arg);
-        }
-        if (rc < 0)
-            return rc;
         if (atomic_load_explicit(&j->q->stop, memory_order_relaxed))
             break;
     }
@@ -698,6 +713,117 @@ static int on_keys(jsrc *j, const sql_join *jn, const sql_node *e, char *err, si
                    : add_key(j, c1, c0, "JOIN ON", e->line, e->col, err, errlen);
 }
 
+/* ---- the right side's columns ----------------------------------------------------- */
+
+/* The names a query uses, to read only those of a JOIN's right side. */
+typedef struct used_names {
+    const char **v;
+    int n, cap;
+    bool all; /* SELECT * or COLUMNS(...): every column */
+    bool oom;
+} used_names;
+
+static void used_add(used_names *u, const char *s)
+{
+    if (!s || u->oom)
+        return;
+    for (int i = 0; i < u->n; i++)
+        if (strcmp(u->v[i], s) == 0)
+            return;
+    if (u->n == u->cap) {
+        int cap = u->cap ? u->cap * 2 : 32;
+        const char **v = realloc(u->v, sizeof(char *) * (size_t)cap);
+        if (!v) {
+            u->oom = true;
+            return;
+        }
+        u->v = v;
+        u->cap = cap;
+    }
+    u->v[u->n++] = s;
+}
+
+static void used_node(used_names *u, const sql_node *e)
+{
+    if (!e)
+        return;
+    if (e->kind == SQL_COLUMN)
+        used_add(u, e->s);
+    if (e->kind == SQL_COLUMNS)
+        u->all = true;
+    for (int i = 0; i < e->nargs; i++)
+        used_node(u, e->args[i]);
+    for (int i = 0; i < e->nparams; i++)
+        used_node(u, e->params[i]);
+    if (e->win) {
+        for (int i = 0; i < e->win->n_partition; i++)
+            used_node(u, e->win->partition[i]);
+        for (int i = 0; i < e->win->n_order; i++)
+            used_node(u, e->win->order[i].expr);
+    }
+    /* a subquery's names are its own FROM's */
+}
+
+/* Every name st uses outside its FROM: the SELECT list, WHERE, GROUP BY,
+ * HAVING, ORDER BY, LIMIT BY, WITH's expressions and every JOIN's ON and
+ * USING. A name that is not a column (an alias, a WITH name) costs nothing. */
+static void used_stmt(used_names *u, const sql_stmt *st)
+{
+    for (int i = 0; i < st->n_items; i++) {
+        const sql_select_item *it = &st->items[i];
+        if (it->expr && (it->expr->kind == SQL_STAR || it->expr->kind == SQL_COLUMNS))
+            u->all = true;
+        used_node(u, it->expr);
+        for (int r = 0; r < it->n_replace; r++)
+            used_node(u, it->replace[r].expr);
+    }
+    used_node(u, st->where);
+    for (int i = 0; i < st->n_group_by; i++)
+        used_node(u, st->group_by[i]);
+    used_node(u, st->having);
+    for (int i = 0; i < st->n_order_by; i++)
+        used_node(u, st->order_by[i].expr);
+    for (int i = 0; i < st->n_limit_by; i++)
+        used_node(u, st->limit_by[i]);
+    for (int i = 0; i < st->n_with; i++)
+        used_node(u, st->with[i].expr);
+    for (int i = 0; i < st->n_joins; i++) {
+        used_node(u, st->joins[i].on);
+        for (int k = 0; k < st->joins[i].n_using; k++)
+            used_add(u, st->joins[i].using[k]);
+    }
+}
+
+/* Runs the right side into memory with only the columns the outer statement
+ * names, when the right is a table read whole ("SELECT * FROM item"): a
+ * dimension's other columns are neither read nor kept. */
+static int materialize_right(jsrc *j, const sql_stmt *outer, const sql_join *jn, char *err,
+                             size_t errlen)
+{
+    sql_stmt *r = jn->right;
+    used_names u = {0};
+    sql_select_item *star = NULL;
+    if (outer && r->n_items == 1 && r->items[0].expr && r->items[0].expr->kind == SQL_STAR &&
+        !r->items[0].n_except && !r->items[0].n_replace && !r->union_all) {
+        used_stmt(&u, outer);
+        if (!u.all && !u.oom)
+            star = &r->items[0];
+    }
+    if (star) {
+        star->keep_set = true;
+        star->keep = u.v;
+        star->n_keep = u.n;
+    }
+    int rc = eng__materialize(j->q, r, &j->q->mem, &j->right, err, errlen);
+    if (star) {
+        star->keep_set = false;
+        star->keep = NULL;
+        star->n_keep = 0;
+    }
+    free(u.v);
+    return rc;
+}
+
 /* The join's columns: the left's, then the right's (less USING's). */
 static int make_schema(jsrc *j, const sql_join *jn, char *err, size_t errlen)
 {
@@ -753,7 +879,8 @@ oom:
     return -ENOMEM;
 }
 
-int eng__join_wrap(equery *q, const sql_join *jn, char *err, size_t errlen)
+int eng__join_wrap(equery *q, const sql_stmt *outer, const sql_join *jn, char *err,
+                   size_t errlen)
 {
     jsrc *j = calloc(1, sizeof(*j));
     if (!j) {
@@ -777,7 +904,7 @@ int eng__join_wrap(equery *q, const sql_join *jn, char *err, size_t errlen)
                  jn->line, jn->col, j->kind == SQL_JOIN_RIGHT ? "RIGHT" : "FULL");
         return -EINVAL;
     }
-    int rc = eng__materialize(q, jn->right, &q->mem, &j->right, err, errlen);
+    int rc = materialize_right(j, outer, jn, err, errlen);
     if (rc < 0)
         return rc;
     if (jn->n_using) {
@@ -823,6 +950,8 @@ bool eng__join_info(const eng_source *s, eng_join_info *out)
     out->any = j->any;
     out->use_nulls = j->use_nulls;
     out->right_rows = j->right.rows.n;
+    out->right_names = (const char *const *)j->right.names;
+    out->n_right = j->right.n_names;
     out->n_keys = j->n_keys;
     out->left = j->left;
     out->left_units = j->n_left_units;

@@ -143,7 +143,7 @@ static int wcmp(const void *x, const void *y, void *arg)
 }
 
 /* One partition key and one order key, both integers (the common shape,
- * PARTITION BY k ORDER BY t): sorted as packed keys with a tight comparator;
+ * PARTITION BY k ORDER BY t): sorted as packed keys by a radix sort;
  * anything else through wcmp. */
 typedef struct pkey {
     int64_t p, o;
@@ -157,23 +157,78 @@ static bool int_key(const ex_vec *v)
            v->t.kind == EX_BOOL;
 }
 
-static int pkcmp(const void *x, const void *y, void *arg)
+/* The radix key of a value: its bits with the sign flipped, so unsigned
+ * order is signed order; inverted for DESC. */
+static inline uint64_t rkey(int64_t v, bool desc)
 {
-    const pkey *a = x, *b = y;
-    const int *dir = arg; /* desc, nulls first */
-    if (a->pn != b->pn)
-        return a->pn < b->pn ? -1 : 1;
-    if (!a->pn && a->p != b->p)
-        return a->p < b->p ? -1 : 1;
-    if (a->on != b->on) {
-        int c = a->on < b->on ? -1 : 1;
-        return dir[1] ? -c : c;
+    uint64_t u = (uint64_t)v ^ (1ull << 63);
+    return desc ? ~u : u;
+}
+
+/* Digit d of an item's sort key: 0-7 the order key's bytes (least
+ * significant first), 8-15 the partition key's, 16 the order key's NULL
+ * placement, 17 the partition key's NULL flag (NULL partitions last). */
+static inline unsigned digit(const pkey *e, int d, bool desc, bool nulls_first)
+{
+    if (d < 8)
+        return (unsigned)(rkey(e->o, desc) >> (8 * d)) & 0xff;
+    if (d < 16)
+        return (unsigned)(rkey(e->p, false) >> (8 * (d - 8))) & 0xff;
+    if (d == 16)
+        return nulls_first ? !e->on : e->on;
+    return e->pn;
+}
+
+/* Sorts k[0..n) by (partition NULL last, partition, order NULL placement,
+ * order, row) with a least-significant-digit radix sort, skipping every digit
+ * all items share: the keys are usually narrow (a partition key of a few
+ * hundred thousand values is three bytes wide). Stable passes over items in
+ * row order keep ties in row order. Returns the buffer holding the result
+ * (k or tmp). */
+static pkey *pkey_radix(pkey *k, pkey *tmp, uint32_t n, bool desc, bool nulls_first)
+{
+    enum { DIGITS = 18 };
+    uint32_t(*cnt)[256] = calloc(DIGITS, sizeof(*cnt));
+    if (!cnt)
+        return NULL;
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t o = rkey(k[i].o, desc), p = rkey(k[i].p, false);
+        for (int b = 0; b < 8; b++) {
+            cnt[b][(o >> (8 * b)) & 0xff]++;
+            cnt[8 + b][(p >> (8 * b)) & 0xff]++;
+        }
+        cnt[16][nulls_first ? !k[i].on : k[i].on]++;
+        cnt[17][k[i].pn]++;
     }
-    if (!a->on && a->o != b->o) {
-        int c = a->o < b->o ? -1 : 1;
-        return dir[0] ? -c : c;
+    /* least significant first: the order key, its NULL placement, then the
+     * partition key and its NULL flag */
+    static const int pass[DIGITS] = {0, 1, 2, 3, 4, 5, 6, 7, 16, 8, 9, 10, 11, 12, 13, 14, 15, 17};
+    pkey *src = k, *dst = tmp;
+    for (int pi = 0; pi < DIGITS; pi++) {
+        int d = pass[pi];
+        uint32_t *c = cnt[d];
+        bool one = false;
+        for (int b = 0; b < 256; b++)
+            if (c[b] == n) {
+                one = true;
+                break;
+            }
+        if (one)
+            continue;
+        uint32_t at = 0;
+        for (int b = 0; b < 256; b++) {
+            uint32_t m = c[b];
+            c[b] = at;
+            at += m;
+        }
+        for (uint32_t i = 0; i < n; i++)
+            dst[c[digit(&src[i], d, desc, nulls_first)]++] = src[i];
+        pkey *t = src;
+        src = dst;
+        dst = t;
     }
-    return a->r < b->r ? -1 : a->r > b->r;
+    free(cnt);
+    return src;
 }
 
 /* brk[p]: bit 0, sorted position p starts a partition; bit 1, a peer group
@@ -185,7 +240,8 @@ static void sort_positions(const wsort *so, uint32_t *pos, uint8_t *brk, uint32_
     if (w->n_part <= 1 && w->n_ord <= 1 && (!w->n_part || int_key(&t->c[w->part0])) &&
         (!w->n_ord || int_key(&t->c[w->ord0]))) {
         pkey *k = malloc(sizeof(pkey) * ((size_t)n + 1));
-        if (k) {
+        pkey *tmp = k ? malloc(sizeof(pkey) * ((size_t)n + 1)) : NULL;
+        if (k && tmp) {
             const ex_vec *pv = w->n_part ? &t->c[w->part0] : NULL;
             const ex_vec *ov = w->n_ord ? &t->c[w->ord0] : NULL;
             for (uint32_t i = 0; i < n; i++) {
@@ -195,16 +251,20 @@ static void sort_positions(const wsort *so, uint32_t *pos, uint8_t *brk, uint32_
                 k[i].on = ov && ex_null(ov, i);
                 k[i].o = ov && !k[i].on ? ov->i[ex_row(ov, i)] : 0;
             }
-            int dir[2] = {ov && so->win->order[0].desc, ov && so->win->order[0].nulls == 1};
-            qsort_r(k, n, sizeof(pkey), pkcmp, dir);
-            for (uint32_t i = 0; i < n; i++) {
-                pos[i] = k[i].r;
-                bool np = i == 0 || k[i].pn != k[i - 1].pn || (!k[i].pn && k[i].p != k[i - 1].p);
-                bool no = np || k[i].on != k[i - 1].on || (!k[i].on && k[i].o != k[i - 1].o);
+            pkey *s = pkey_radix(k, tmp, n, ov && so->win->order[0].desc,
+                                 ov && so->win->order[0].nulls == 1);
+            for (uint32_t i = 0; s && i < n; i++) {
+                pos[i] = s[i].r;
+                bool np = i == 0 || s[i].pn != s[i - 1].pn || (!s[i].pn && s[i].p != s[i - 1].p);
+                bool no = np || s[i].on != s[i - 1].on || (!s[i].on && s[i].o != s[i - 1].o);
                 brk[i] = (uint8_t)((np ? 1 : 0) | (no ? 2 : 0));
             }
             free(k);
-            return;
+            free(tmp);
+            if (s)
+                return;
+        } else {
+            free(k);
         }
     }
     for (uint32_t i = 0; i < n; i++)

@@ -147,12 +147,15 @@ bool eng__has_window(const sql_stmt *st);
 int eng__run_window(equery *q, const sql_stmt *st, eng_format fmt, char *err, size_t errlen);
 /* JOIN (eng_join.c): runs the right side into memory, builds its hash table
  * and makes q->src the join of q->src and it. 0 or -errno (err). */
-int eng__join_wrap(equery *q, const sql_join *jn, char *err, size_t errlen);
+int eng__join_wrap(equery *q, const sql_stmt *outer, const sql_join *jn, char *err,
+                   size_t errlen);
 /* What EXPLAIN says of a join source (false: s is not one). */
 typedef struct eng_join_info {
     sql_join_kind kind;
     bool any, use_nulls;
     uint32_t right_rows;
+    const char *const *right_names; /* the columns the right side kept */
+    int n_right;
     int n_keys;
     const eng_source *left;
     int left_units; /* after plan */

@@ -622,16 +622,74 @@ static int eval_logic(ex_ectx *c, const bx *e, ex_vec *a, int na, uint32_t n, ex
     return 0;
 }
 
-static int cmp_i64(const void *x, const void *y)
+/* Sorts n 64-bit keys as unsigned by a least-significant-byte radix sort,
+ * skipping the bytes every key shares (an IN list of a million values sorts
+ * in a few passes). false when the scratch buffer cannot be had. */
+static bool sort_u64(uint64_t *a, size_t n)
 {
-    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
-    return (a > b) - (a < b);
+    uint64_t *tmp = malloc(sizeof(uint64_t) * (n ? n : 1));
+    size_t(*cnt)[256] = calloc(8, sizeof(*cnt));
+    if (!tmp || !cnt) {
+        free(tmp);
+        free(cnt);
+        return false;
+    }
+    for (size_t i = 0; i < n; i++)
+        for (int b = 0; b < 8; b++)
+            cnt[b][(a[i] >> (8 * b)) & 0xff]++;
+    uint64_t *src = a, *dst = tmp;
+    for (int b = 0; b < 8; b++) {
+        size_t *c = cnt[b], at = 0;
+        bool one = false;
+        for (int d = 0; d < 256 && !one; d++)
+            one = c[d] == n;
+        if (one)
+            continue;
+        for (int d = 0; d < 256; d++) {
+            size_t m = c[d];
+            c[d] = at;
+            at += m;
+        }
+        for (size_t i = 0; i < n; i++)
+            dst[c[(src[i] >> (8 * b)) & 0xff]++] = src[i];
+        uint64_t *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != a)
+        memcpy(a, src, sizeof(uint64_t) * n);
+    free(tmp);
+    free(cnt);
+    return true;
 }
 
-static int cmp_f64(const void *x, const void *y)
+/* Signed integers in order: the sign bit flipped makes unsigned order signed. */
+static bool sort_i64(int64_t *v, size_t n)
 {
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
+    uint64_t *u = (uint64_t *)v;
+    for (size_t i = 0; i < n; i++)
+        u[i] ^= 1ull << 63;
+    bool ok = sort_u64(u, n);
+    for (size_t i = 0; i < n; i++)
+        u[i] ^= 1ull << 63;
+    return ok;
+}
+
+/* Doubles in order, NaNs last (a NaN equals nothing, so where it sorts only
+ * has to keep the bisection's order): negative values' bits inverted,
+ * positive values' sign bit set. */
+static bool sort_f64(double *v, size_t n)
+{
+    uint64_t *u = (uint64_t *)v;
+    for (size_t i = 0; i < n; i++) {
+        if (isnan(v[i]))
+            u[i] = 0x7ff8000000000000ull;
+        u[i] = u[i] >> 63 ? ~u[i] : u[i] | 1ull << 63;
+    }
+    bool ok = sort_u64(u, n);
+    for (size_t i = 0; i < n; i++)
+        u[i] = u[i] >> 63 ? u[i] & ~(1ull << 63) : ~u[i];
+    return ok;
 }
 
 typedef struct in_str {
@@ -671,19 +729,28 @@ void bx_in_index(bx *e)
 {
     if (e->n_in < 16 || !e->in_i || !e->in_d || !e->in_s || !e->in_len)
         return;
-    in_str *ss = malloc(sizeof(in_str) * (size_t)e->n_in);
-    if (!ss)
-        return; /* stays a list: slower, still right */
-    qsort(e->in_i, (size_t)e->n_in, sizeof(int64_t), cmp_i64);
-    qsort(e->in_d, (size_t)e->n_in, sizeof(double), cmp_f64);
-    for (int k = 0; k < e->n_in; k++)
-        ss[k] = (in_str){e->in_s[k], e->in_len[k]};
-    qsort(ss, (size_t)e->n_in, sizeof(in_str), cmp_in_str);
-    for (int k = 0; k < e->n_in; k++) {
-        e->in_s[k] = ss[k].s;
-        e->in_len[k] = ss[k].len;
+    /* Each list is looked up only by an operand of its kind (strings by a
+     * string, doubles by a Float, integers by the rest); an operand of no
+     * known kind keeps all three. Each list is sorted on its own. */
+    ex_kind k0 = e->na > 0 && e->a[0] ? e->a[0]->t.kind : EX_NOTHING;
+    bool any = k0 == EX_NOTHING;
+    if (any || k0 == EX_STRING) {
+        in_str *ss = malloc(sizeof(in_str) * (size_t)e->n_in);
+        if (!ss)
+            return; /* stays a list: slower, still right */
+        for (int k = 0; k < e->n_in; k++)
+            ss[k] = (in_str){e->in_s[k], e->in_len[k]};
+        qsort(ss, (size_t)e->n_in, sizeof(in_str), cmp_in_str);
+        for (int k = 0; k < e->n_in; k++) {
+            e->in_s[k] = ss[k].s;
+            e->in_len[k] = ss[k].len;
+        }
+        free(ss);
     }
-    free(ss);
+    if ((any || k0 == EX_FLOAT) && !sort_f64(e->in_d, (size_t)e->n_in))
+        return;
+    if ((any || (k0 != EX_STRING && k0 != EX_FLOAT)) && !sort_i64(e->in_i, (size_t)e->n_in))
+        return;
     e->in_sorted = true;
     /* integers also go in a hash set: a probe is one or two cache lines where
      * bisecting a long list misses the cache at every step */

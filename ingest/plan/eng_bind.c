@@ -2832,6 +2832,15 @@ static bool bind_distinct(binder *b, bool aggs, sql_node **items, int n)
     return true;
 }
 
+/* Whether a star with a keep list (a JOIN's right side) keeps column cn. */
+static bool keep_named(const sql_select_item *it, const char *cn)
+{
+    for (int e = 0; e < it->n_keep; e++)
+        if (strcmp(it->keep[e], cn) == 0)
+            return true;
+    return false;
+}
+
 /* The columns of * or COLUMNS('re') into items[k...] (their names into
  * names[k...]), less EXCEPT's, with REPLACE's expressions in place of the
  * columns they name. Returns the next k. */
@@ -2866,6 +2875,20 @@ static int expand_star(binder *b, const sql_select_item *it, sql_node **items, c
                  "have",
                  it->replace[r].alias);
     int first = k;
+    /* a JOIN's right side reads the columns the outer query names; at least
+     * one (the first), so that it has rows */
+    int keep_fallback = -1;
+    if (it->keep_set) {
+        bool any = false;
+        for (int c = 0; c < sc->n && !any; c++)
+            if (!sc->cols[c].virt) {
+                if (keep_fallback < 0)
+                    keep_fallback = c;
+                any = keep_named(it, sc->cols[c].name);
+            }
+        if (any)
+            keep_fallback = -1;
+    }
     for (int c = 0; c < sc->n && !b->rc; c++) {
         const char *cn = sc->cols[c].name;
         if (sc->cols[c].virt)
@@ -2873,6 +2896,8 @@ static int expand_star(binder *b, const sql_select_item *it, sql_node **items, c
         bool skip = has_re && regexec(&re, cn, 0, NULL, 0) != 0;
         for (int e = 0; e < it->n_except && !skip; e++)
             skip = strcmp(it->except[e], cn) == 0;
+        if (!skip && it->keep_set)
+            skip = !keep_named(it, cn) && c != keep_fallback;
         if (skip)
             continue;
         const sql_node *rep = NULL;

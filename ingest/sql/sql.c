@@ -1615,6 +1615,10 @@ tail:
         }
         s->format = tokdup(&ps->cur);
         next(ps);
+        /* ClickHouse also takes SETTINGS after FORMAT ("FORMAT Null SETTINGS
+         * max_threads = 1"): both lists apply */
+        if (accept_kw(ps, "SETTINGS") && !parse_settings(ps, &s->settings, &s->n_settings))
+            goto fail;
     }
     if (ps->rc)
         goto fail;

@@ -111,6 +111,12 @@ struct sql_select_item {
     int n_except;
     sql_select_item *replace; /* expr and alias (the column it replaces) */
     int n_replace;
+    /* set by the engine on a JOIN's right side ("SELECT * FROM item") for the
+     * time it runs: * expands only the columns named in keep (the names the
+     * outer query uses), at least one; borrowed, never freed here */
+    bool keep_set;
+    const char *const *keep;
+    int n_keep;
 };
 
 typedef struct sql_order_item {

@@ -275,6 +275,23 @@ static void test_explain_names_the_stages(void **state)
     assert_non_null(strstr(out, "1 unit to read"));
     assert_non_null(strstr(out, "5 pruned by WHERE; columns id"));
     free(out);
+    /* the right side reads only the columns the query names */
+    snprintf(sql, sizeof(sql),
+             "EXPLAIN SELECT count(), sum(d.w) FROM file('%s/facts.parquet') AS f JOIN "
+             "file('%s/dims.parquet') AS d ON f.k = d.k WHERE d.s != 'x'",
+             dir, dir);
+    assert_int_equal(run(sql, &out, err, sizeof(err), 2), 0);
+    if (!strstr(out, "rows in memory (columns k, w, s) with"))
+        fprintf(stderr, "%s", out);
+    assert_non_null(strstr(out, "rows in memory (columns k, w, s) with"));
+    free(out);
+    snprintf(sql, sizeof(sql),
+             "EXPLAIN SELECT * FROM file('%s/facts.parquet') AS f JOIN "
+             "file('%s/dims.parquet') AS d ON f.k = d.k",
+             dir, dir);
+    assert_int_equal(run(sql, &out, err, sizeof(err), 2), 0);
+    assert_non_null(strstr(out, "rows in memory (columns j, k, name, w, s) with"));
+    free(out);
     /* through a LEFT JOIN, WHERE on the left's columns prunes the left */
     snprintf(sql, sizeof(sql),
              "EXPLAIN SELECT count() FROM file('%s/facts.parquet') AS f LEFT JOIN "

@@ -141,6 +141,13 @@ static void test_parser_from_table_or_nothing(void **state)
     assert_null(s->table);
     assert_string_equal(s->format, "JSON");
     sql_stmt_destroy(&s);
+    /* SETTINGS before FORMAT, after it, or both */
+    s = parse_ok("SELECT 1 SETTINGS max_threads = 1 FORMAT Null SETTINGS max_block_size = 10");
+    assert_string_equal(s->format, "Null");
+    assert_int_equal(s->n_settings, 2);
+    assert_string_equal(s->settings[1].name, "max_block_size");
+    sql_stmt_destroy(&s);
+    parse_err("SELECT 1 FORMAT Null SETTINGS", "a setting name");
     s = parse_ok("SELECT name FROM system.query_log AS q WHERE 1 LIMIT 2");
     assert_null(s->from_fn);
     assert_string_equal(s->table_db, "system");
