@@ -73,7 +73,7 @@ struct node_conn {
     bool closed, close_after_flush, hello, peer, paused;
     bool put_hold;         /* a write-through PUT asked to stop reading */
     bool loopback;         /* the client is on this host */
-    bool file_sends;       /* plaintext: RAM-tier hits go out with sendfile() */
+    bool file_sends;       /* plaintext, --sendfile: RAM-tier hits go out with sendfile() */
     int64_t last_ms;       /* last byte read or written (idle timeout) */
     int64_t wait_since_ms; /* waiting for the rest of a frame since (0: not) */
     const ten_tenant *tenant;
@@ -819,7 +819,7 @@ void node__accept(node_worker *w, int fd)
             SSL_free(ssl);
     } else {
         c->bev = bufferevent_socket_new(w->base, fd, BEV_OPT_CLOSE_ON_FREE);
-        c->file_sends = !n->conf.copy_sends;
+        c->file_sends = node__sendfile_to(&n->conf, c->loopback);
     }
     if (!c->bev) {
         close(fd);

@@ -117,13 +117,14 @@ static void cleanup_bs_file(void *arg)
 }
 
 /* A block's bytes into the answer: a RAM-tier hit as a piece of the tier's
- * file (sendfile on a plain connection: no copy on the node), else by
- * reference. On success the answer owns the slot's reference. */
+ * file (sendfile on a plain connection: no copy on the node) when --sendfile
+ * says so for this client, else by reference. On success the answer owns the slot's reference. */
 static int write_slot(ns3_req *r, ns3_slot *s)
 {
     int fd;
     uint64_t off;
-    if (s->bs && !r->w->n->conf.copy_sends && bs_buf_file(s->bs, s->data, &fd, &off) == 0)
+    if (s->bs && node__sendfile_to(&r->w->n->conf, r->who.loopback) &&
+        bs_buf_file(s->bs, s->data, &fd, &off) == 0)
         return httpd_resp_write_file_ref(r->h, fd, (int64_t)off, s->len, cleanup_bs_file, s->bs);
     return s->bs ? httpd_resp_write_ref(r->h, s->data, s->len, cleanup_bs, s->bs)
                  : httpd_resp_write_ref(r->h, s->data, s->len, cleanup_nb, s->nb);

@@ -32,7 +32,7 @@
  *
  *   coldwarm [--scale tiny|small|medium|large] [--threads N] [--latency-us U]
  *            [--bandwidth-mib X] [--out DIR] [--no-table | --table-only] [--plain-reads]
- *            [--copy-sends]
+ *            [--sendfile remote|always|never]
  *            [--help]
  *
  * Prints a Markdown table, writes it and a PNG plot (gnuplot) to DIR
@@ -79,7 +79,7 @@ static char list_path[700], data_dir[700];
 static uint64_t dataset_bytes, dataset_blocks;
 static int node_gen;
 static bool plain_reads; /* --plain-reads: the readers' scans through rc_pread */
-static bool copy_sends;  /* --copy-sends: the nodes copy RAM hits into the socket */
+static const char *sendfile_mode = "remote"; /* the nodes' --sendfile */
 
 static void die(const char *what)
 {
@@ -152,8 +152,8 @@ static void start_node(node_t *n, const char *id)
                           "--threads",
                           "2",
                           "--no-sync",
-                          "--copy-sends",
-                          copy_sends ? "true" : "false",
+                          "--sendfile",
+                          sendfile_mode,
                           "--s3-endpoint",
                           h_s3model_endpoint(model),
                           "--s3-access-key",
@@ -676,8 +676,8 @@ int main(int argc, char **argv)
             out_dir = v, i++;
         else if (!strcmp(a, "--plain-reads"))
             plain_reads = true;
-        else if (!strcmp(a, "--copy-sends"))
-            copy_sends = true;
+        else if (!strcmp(a, "--sendfile") && v)
+            sendfile_mode = v, i++;
         else if (!strcmp(a, "--no-table"))
             with_table = false;
         else if (!strcmp(a, "--table-only"))
@@ -687,7 +687,7 @@ int main(int argc, char **argv)
                 "usage: coldwarm [--scale tiny|small|medium|large (small)] [--threads N (4)]\n"
                 "                [--latency-us U (200)] [--bandwidth-mib X (measured)]\n"
                 "                [--out DIR (bench/results)] [--no-table | --table-only]\n"
-                "                [--plain-reads] [--copy-sends]\n"
+                "                [--plain-reads] [--sendfile remote|always|never (remote)]\n"
                 "scales: tiny 4 x 4 MiB, small 8 x 32 MiB, medium 24 x 128 MiB, large 48 x "
                 "128 MiB objects;\n"
                 "        the seed query's Parquet dataset: 0.2M, 2M, 10M, 20M rows;\n"
@@ -699,8 +699,8 @@ int main(int argc, char **argv)
                 "-P 4, this run) over 6\n"
                 "--plain-reads: the compute nodes scan with rc_pread (page cache, read-ahead)\n"
                 "        rather than RC_READ_SCAN reads (straight into the reader's buffer)\n"
-                "--copy-sends: the cache nodes copy RAM-tier hits into the socket rather than\n"
-                "        sendfile() them from the tier's pages (ringcached --copy-sends)\n");
+                "--sendfile: the cache nodes' --sendfile (RAM-tier hits sent from the tier's\n"
+                "        pages; the readers' netproxies are on this host: remote copies)\n");
             return strcmp(a, "--help") == 0 ? 0 : 2;
         }
     }

@@ -19,8 +19,8 @@
  *   s3api: warm_vs_nginx=<a> cold_vs_direct=<b> p99_vs_nginx=<c>
  *   cpu_per_gib_vs_nginx=<d>
  * Usage: s3api_bench [--size-mib N (512)] [--reps N (3)] [--ranges N (2000)]
- *                    [--copy-sends 0|1 (0; 1: the node copies RAM hits into the
- *                    socket instead of sendfile() from its RAM tier's pages)]
+ *                    [--sendfile 0|1|2 (the node's --sendfile: 0 remote, the
+ *                    default, 1 always, 2 never; awscli is on the node's host)]
  */
 #include "harness.h"
 
@@ -132,12 +132,12 @@ static void random_gets(const char *url, const uint64_t *offs, int n, double *la
 
 int main(int argc, char **argv)
 {
-    static const char *const names[] = {"size-mib", "reps", "ranges", "copy-sends"};
+    static const char *const names[] = {"size-mib", "reps", "ranges", "sendfile"};
     int opt[4] = {512, 3, 2000, 0};
     if (bench_int_opts(argc, argv, "s3api_bench", 4, names, opt))
         return 2;
     int size_mib = opt[0], reps = opt[1], n_ranges = opt[2];
-    bool copy_sends = opt[3] != 0;
+    const char *sendfile_mode = opt[3] == 1 ? "always" : opt[3] == 2 ? "never" : "remote";
     if (size_mib < 16 || reps < 1 || n_ranges < 100)
         die("--size-mib >= 16, --reps >= 1, --ranges >= 100");
     if (access("/usr/bin/aws", X_OK) != 0)
@@ -209,8 +209,8 @@ int main(int argc, char **argv)
                            "--threads",
                            "2",
                            "--no-sync",
-                           "--copy-sends",
-                           copy_sends ? "true" : "false",
+                           "--sendfile",
+                           sendfile_mode,
                            "--s3-endpoint",
                            h_s3model_endpoint(model),
                            "--s3-access-key",
