@@ -117,13 +117,17 @@ const med = (x) => [...x].sort((p, q2) => p - q2)[Math.floor(x.length / 2)];
 
 await q(srv[0], `CREATE TABLE ins (Id Int64, PostTypeId Int32, Score Int32, ViewCount Nullable(Int32),
   OwnerDisplayName String, Title String) ENGINE = MergeTree ORDER BY Id`);
-const ins = (pdis) => `INSERT INTO ins SELECT Id, PostTypeId, Score, ViewCount, OwnerDisplayName, Title
-  FROM s3Cluster('bench', 's3://${bucket}/bench/*.parquet') SETTINGS parallel_distributed_insert_select = ${pdis}, max_insert_threads = 2`;
+// each run its own insert_deduplication_token: the same rows inserted again
+// after the TRUNCATE are otherwise dropped as duplicates whenever the
+// blocks come out as in an earlier run (their ids are their hashes)
+const ins = (pdis, r) => `INSERT INTO ins SELECT Id, PostTypeId, Score, ViewCount, OwnerDisplayName, Title
+  FROM s3Cluster('bench', 's3://${bucket}/bench/*.parquet') SETTINGS parallel_distributed_insert_select = ${pdis}, max_insert_threads = 2,
+  insert_deduplication_token = 'bench-${r}-${pdis}'`;
 for (let r = 0; r < runs; r++) {
   for (const pdis of [0, 2]) {
     await q(srv[0], 'TRUNCATE TABLE ins');
     await dropAll();
-    const [t] = await timed(srv[0], ins(pdis));
+    const [t] = await timed(srv[0], ins(pdis, r));
     const n = Number((await q(srv[0], 'SELECT count() FROM ins')).trim());
     if (n !== rows) { console.error(`cluster_bench: pdis = ${pdis} loaded ${n} rows of ${rows}`); process.exit(1); }
     (pdis ? m.i2 : m.i0).push(t);

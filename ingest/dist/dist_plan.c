@@ -271,6 +271,41 @@ int dist_sched_next(dist_sched *s, int srv, uint64_t now)
     return rc;
 }
 
+int dist_sched_next_own(dist_sched *s, int srv, uint64_t now)
+{
+    if (srv < 0 || srv >= s->n)
+        return -EINVAL;
+    pthread_mutex_lock(&s->mu);
+    int rc = DIST_SCHED_WAIT;
+    squeue *me = &s->sq[srv];
+    if (me->live && me->len) {
+        int u = me->q[me->head];
+        me->head = (me->head + 1) % s->n_units;
+        me->len--;
+        rc = take(s, srv, u, now);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+bool dist_sched_complete_n(dist_sched *s, const int *units, int n, int srv)
+{
+    if (srv < 0 || srv >= s->n || n <= 0)
+        return false;
+    pthread_mutex_lock(&s->mu);
+    bool counts = s->sq[srv].live;
+    for (int k = 0; k < n && counts; k++)
+        counts = units[k] >= 0 && units[k] < s->n_units && s->state[units[k]] == U_FLIGHT &&
+                 s->owner[units[k]] == srv;
+    for (int k = 0; k < n && counts; k++) {
+        s->state[units[k]] = U_DONE;
+        s->left--;
+        s->sq[srv].done++;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return counts;
+}
+
 bool dist_sched_complete(dist_sched *s, int unit, int srv)
 {
     if (unit < 0 || unit >= s->n_units || srv < 0 || srv >= s->n)

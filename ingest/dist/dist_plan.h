@@ -70,9 +70,16 @@ void dist_sched_destroy(dist_sched **s);
 /* The next unit for server (>= 0, now in flight on it), or DIST_SCHED_WAIT,
  * DIST_SCHED_DONE or DIST_SCHED_LOST. now_ms: a monotonic clock. */
 int dist_sched_next(dist_sched *s, int server, uint64_t now_ms);
+/* The next unit of server's own queue (now in flight on it), else
+ * DIST_SCHED_WAIT: never a stolen one (the rest of a batch). */
+int dist_sched_next_own(dist_sched *s, int server, uint64_t now_ms);
 /* A result for unit from server: true when it counts (the unit's first),
  * false when the unit already has one (drop it). */
 bool dist_sched_complete(dist_sched *s, int unit, int server);
+/* One result for the n units (a batch) from server, all or none: true when
+ * every one is in flight on it and it is live (each then done), false when
+ * any is not (the result is dropped whole). */
+bool dist_sched_complete_n(dist_sched *s, const int *units, int n, int server);
 /* Gives up on server (it died or was refused): its queued and in-flight
  * units go to the live servers; its later results are dropped. Returns the
  * number of units moved. */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * dist_query.c: the initiator of a distributed query (dist_query.h): one
- * feeder thread per server, the scheduler between them, the merge under a
+ * dist_query.c: the initiator of a distributed query (dist_query.h): a
+ * few feeder threads per server (one per unit in flight on it), the scheduler between them, the merge under a
  * mutex, the deadline watched by the calling thread.
  */
 #include "dist_query.h"
@@ -18,10 +18,10 @@ typedef struct dq dq;
 typedef struct dq_server {
     dq *q;
     int idx;
-    pthread_t th;
-    bool started;
+    pthread_t th[DIST_MAX_LANES]; /* its feeders: one per unit in flight on it */
+    int started;
     _Atomic int stop;
-    _Atomic int finished;
+    _Atomic int finished;  /* feeders that returned */
     char why[ENG_MSG_MAX]; /* why it was given up on */
 } dq_server;
 
@@ -39,6 +39,7 @@ struct dq {
     dq_server *sv;
     _Atomic int stop_all;
     bool insert;     /* INSERT ... SELECT: each server inserts its units */
+    int batch;       /* units handed over at once, at most */
     eng_result sums; /* an INSERT's: what its units read and wrote */
 };
 
@@ -68,12 +69,25 @@ static void *feeder_main(void *arg)
         }
         if (u < 0)
             break; /* done, or given up on */
-        eng_unit eu;
-        dist_unit_to_eng(&q->us.u[u], &eu);
+        /* a batch: more of its own queue, one request and one state */
+        int us[DIST_MAX_BATCH], nb = 1;
+        uint32_t ids[DIST_MAX_BATCH];
+        eng_unit eu[DIST_MAX_BATCH];
+        us[0] = u;
+        while (nb < q->batch) {
+            int v = dist_sched_next_own(q->s, sv->idx, now_ms());
+            if (v < 0)
+                break;
+            us[nb++] = v;
+        }
+        for (int k = 0; k < nb; k++) {
+            ids[k] = (uint32_t)us[k];
+            dist_unit_to_eng(&q->us.u[us[k]], &eu[k]);
+        }
         ew_buf b;
         ew_init(&b, (size_t)DIST_STATE_MAX_BODY + DIST_STATE_HEADER);
         char err[ENG_MSG_MAX] = "";
-        int rc = q->tr->run_unit(q->tr->arg, sv->idx, member, q->sql, q->len, &eu, (uint32_t)u,
+        int rc = q->tr->run_unit(q->tr->arg, sv->idx, member, q->sql, q->len, eu, ids, nb,
                                  &sv->stop, &b, err, sizeof(err));
         dist_state_hdr h;
         dist_insert_done d = {0};
@@ -91,10 +105,11 @@ static void *feeder_main(void *arg)
                 snprintf(sv->why, sizeof(sv->why), "%s", err[0] ? err : strerror(-rc));
             pthread_mutex_unlock(&q->mu);
             dist_sched_lose(q->s, sv->idx);
+            atomic_store(&sv->stop, 1); /* its other feeders' units are cancelled */
             break;
         }
         pthread_mutex_lock(&q->mu);
-        if (dist_sched_complete(q->s, u, sv->idx)) {
+        if (dist_sched_complete_n(q->s, us, nb, sv->idx)) {
             if (q->insert) {
                 q->sums.rows_read += d.rows_read;
                 q->sums.bytes_read += d.bytes_read;
@@ -112,7 +127,7 @@ static void *feeder_main(void *arg)
                 eng_fail_set(&q->fail, rc, err);
                 atomic_store(&q->stop_all, 1);
             } else if (q->rep) {
-                q->rep->units_run[sv->idx]++;
+                q->rep->units_run[sv->idx] += nb;
                 q->rep->rows_read[sv->idx] += h.rows_read;
                 q->rep->bytes_read[sv->idx] += h.bytes_read;
             }
@@ -122,7 +137,7 @@ static void *feeder_main(void *arg)
         pthread_mutex_unlock(&q->mu);
         ew_free(&b);
     }
-    atomic_store(&sv->finished, 1);
+    atomic_fetch_add(&sv->finished, 1);
     return NULL;
 }
 
@@ -174,6 +189,9 @@ int dist_query_run(const eng_ctx *ctx, const char *sql, size_t len, const dist_t
     uint64_t split = o && o->split_bytes ? o->split_bytes : 8ull << 20;
     uint64_t grace = o && o->grace_ms ? o->grace_ms : 100;
     uint64_t deadline = o && o->deadline_ms ? o->deadline_ms : 120000;
+    int lanes = o && o->lanes ? o->lanes : 2;
+    if (lanes > DIST_MAX_LANES)
+        lanes = DIST_MAX_LANES;
     if (rep) {
         memset(rep, 0, sizeof(*rep));
         rep->n_servers = n;
@@ -194,6 +212,14 @@ int dist_query_run(const eng_ctx *ctx, const char *sql, size_t len, const dist_t
     }
     if (rep)
         rep->units = q.us.n;
+    /* a batch of a fair share of the units per request at most (a server's
+     * own, in one state: fewer partial states to build, send and merge);
+     * an INSERT's units one by one (each unit's block ids are its own) */
+    q.batch = o && o->batch ? o->batch : (q.us.n + n * lanes - 1) / (n * lanes);
+    if (q.batch > DIST_MAX_BATCH)
+        q.batch = DIST_MAX_BATCH;
+    if (q.batch < 1 || q.insert)
+        q.batch = 1;
     if ((rc = dist_sched_create(&q.s, &q.us, q.cl->members, n, grace)) < 0) {
         snprintf(err, errlen, "out of memory");
         goto out;
@@ -220,13 +246,14 @@ int dist_query_run(const eng_ctx *ctx, const char *sql, size_t len, const dist_t
             rep->skipped[i] = true;
     }
     for (int i = 0; i < n; i++)
-        if (pthread_create(&q.sv[i].th, NULL, feeder_main, &q.sv[i]) == 0)
-            q.sv[i].started = true;
+        for (int l = 0; l < lanes; l++)
+            if (pthread_create(&q.sv[i].th[q.sv[i].started], NULL, feeder_main, &q.sv[i]) == 0)
+                q.sv[i].started++;
     /* watch: stalls, the end, no server left */
     for (;;) {
         bool all_done = true;
         for (int i = 0; i < n; i++)
-            if (q.sv[i].started && !atomic_load(&q.sv[i].finished))
+            if (atomic_load(&q.sv[i].finished) < q.sv[i].started)
                 all_done = false;
         if (all_done || atomic_load(&q.stop_all))
             break;
@@ -255,8 +282,8 @@ int dist_query_run(const eng_ctx *ctx, const char *sql, size_t len, const dist_t
     atomic_store(&q.stop_all, 1);
     for (int i = 0; i < n; i++) {
         atomic_store(&q.sv[i].stop, 1);
-        if (q.sv[i].started)
-            pthread_join(q.sv[i].th, NULL);
+        for (int l = 0; l < q.sv[i].started; l++)
+            pthread_join(q.sv[i].th[l], NULL);
     }
     if ((rc = atomic_load(&q.fail.rc)) < 0) {
         snprintf(err, errlen, "%s", q.fail.msg);

@@ -2,11 +2,15 @@
  *
  * dist_query.h: the initiator of a distributed query. dist_query_run opens
  * a SELECT over s3Cluster(...) (its cluster one of eng_ctx.clusters),
- * expands the glob once into units (dist_plan.h), and runs one feeder thread
- * per server of the cluster: each asks the scheduler for that server's next
- * unit, hands it to the server through the transport (blocking, one unit in
- * flight per server), and merges the state that comes back (the first
- * result of a unit only). The calling thread watches the deadline: a server
+ * expands the glob once into units (dist_plan.h), and runs a few feeder
+ * threads per server of the cluster (dist_opts.lanes, 2 by default): each
+ * asks the scheduler for that server's next unit (with more of the
+ * server's own queue for a SELECT: a batch of up to dist_opts.batch units
+ * in one request and one state, counted all or none), hands it to the server
+ * through the transport (blocking; so that many units are in flight per
+ * server, and a server never waits idle for the round trip of its next
+ * unit), and merges the state that comes back (the first result of a unit
+ * only). The calling thread watches the deadline: a server
  * with a unit in flight past it is given up on (a stall), as is one whose
  * transport fails (it died, refused, answered garbage): its units go to the
  * others. The query fails only when no server remains, with a sentence
@@ -27,8 +31,8 @@
  * tests' runs it in-process.
  *
  * Thread-safety: dist_query_run may run in several threads at once; it
- * calls the transport from its feeder threads concurrently (one call per
- * server at a time).
+ * calls the transport from its feeder threads concurrently (up to
+ * dist_opts.lanes calls per server at once).
  */
 #ifndef RINGCACHE_DIST_QUERY_H
 #define RINGCACHE_DIST_QUERY_H
@@ -39,13 +43,15 @@
 #include <stdatomic.h>
 
 typedef struct dist_transport {
-    /* Runs unit unit_id (u) of the statement sql on server (member: its
-     * "host:port") and appends the state it answers (dist_state.h bytes) to
-     * out. Blocking; returns early with -ECANCELED once *stop is set. 0, or
-     * -errno with a sentence in err: the server is then given up on. */
+    /* Runs the n units unit_ids[0..n) (u[0..n)) of the statement sql on
+     * server (member: its "host:port") as one query, and appends the one
+     * state it answers (dist_state.h bytes, its unit unit_ids[0]) to out.
+     * n is 1 for an INSERT. Blocking; returns early with -ECANCELED once
+     * *stop is set. 0, or -errno with a sentence in err: the server is then
+     * given up on. */
     int (*run_unit)(void *arg, int server, const char *member, const char *sql, size_t len,
-                    const eng_unit *u, uint32_t unit_id, const _Atomic int *stop, ew_buf *out,
-                    char *err, size_t errlen);
+                    const eng_unit *u, const uint32_t *unit_ids, int n, const _Atomic int *stop,
+                    ew_buf *out, char *err, size_t errlen);
     /* Whether server answers at the start: 0 or -errno with a sentence; NULL:
      * every server is taken as up. */
     int (*ping)(void *arg, int server, const char *member, char *err, size_t errlen);
@@ -56,9 +62,14 @@ typedef struct dist_opts {
     uint64_t split_bytes; /* Parquet row-group ranges of about this; 0: 8 MiB */
     uint64_t grace_ms;    /* an idle server steals after this; 0: 100 ms */
     uint64_t deadline_ms; /* a unit in flight longer loses its server; 0: 120 s */
+    int lanes;            /* units in flight per server, 1 to DIST_MAX_LANES; 0: 2 */
+    int batch;            /* a SELECT's units per request at most, 1 to DIST_MAX_BATCH;
+                             0: units / (servers * lanes), rounded up */
 } dist_opts;
 
 #define DIST_MAX_SERVERS 256
+#define DIST_MAX_LANES   8
+#define DIST_MAX_BATCH   8
 
 /* What each server did (for query_log, progress): indexed like the
  * cluster's members. */

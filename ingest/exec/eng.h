@@ -123,18 +123,26 @@ typedef struct eng_ctx {
                                   (max_server_memory_usage): the query whose allocation
                                   crosses its limit fails, the others go on */
     eng_live *live;            /* counters to keep up to date; NULL: none */
+    /* prefetch buffers kept from one query to the next (a server's; borrowed,
+     * thread-safe: io/eng_fetch.h); NULL: each query maps its own */
+    struct ef_shelf *fetch_shelf;
 
     /* tables (CREATE TABLE, INSERT, FROM t, system.*): */
     const tb_wh *warehouse; /* where tables live (borrowed); NULL: no tables */
+    /* CREATE TABLE and INSERT may name the system database's tables in the
+     * warehouse (a server flushing its own system.query_log); users' queries
+     * leave it false: the system database is read-only to them */
+    bool system_writable;
     /* the data of INSERT ... FORMAT F when none follows the statement: a
      * buffer, else a stream read to its end (a server's request body) */
     const void *input;
     size_t input_len;
     eng_input_fn input_read;
     void *input_arg;
-    /* a distributed query's work unit (ingest/dist/): the FROM reads only
-     * it; NULL: everything */
+    /* a distributed query's work units (ingest/dist/): the FROM reads only
+     * unit[0..n_unit) (n_unit 0 with a unit: that one); NULL: everything */
     const eng_unit *unit;
+    int n_unit;
     /* a distributed INSERT's work unit: its name (path and row groups) and
      * the initiator's query id. The unit's block ids then take the token
      * "<insert_deduplication_token, else unit_query>/<unit_name>" and its

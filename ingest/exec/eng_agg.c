@@ -106,7 +106,17 @@ struct agg_tab {
     uint32_t *dmap; /* dictionary entry -> group, AGG_UNMAPPED until seen */
     uint32_t dmap_cap;
     cb_column *dmap_dict; /* the dictionary dmap is for (one reference) */
+    /* one integer key: a small map from the key's value to its group in
+     * front of the table (no serializing, no XXH3, one cache line); groups
+     * are still made by the table, so the map only remembers. Dropped past
+     * AGG_I1_MAX groups (the table alone then) */
+    int64_t *i1_key;
+    uint32_t *i1_gid; /* gid + 1; 0: empty */
+    uint32_t i1_mask, i1_n;
+    bool i1_off;
 };
+
+#define AGG_I1_MAX 65536u
 
 #define AGG_UNMAPPED UINT32_MAX
 
@@ -151,6 +161,8 @@ void agg_tab_destroy(agg_tab **tp)
         return;
     agg_tab *t = *tp;
     eng_mem *m = t->mem;
+    free(t->i1_key);
+    free(t->i1_gid);
     for (int a = 0; t->ac && a < t->p->n_aggs; a++) {
         agg_col *c = &t->ac[a];
         em_free(m, c->i);
@@ -1113,6 +1125,119 @@ static int update_global(agg_tab *t, ex_ectx *ec, const ex_vec *in, const uint32
     return rc;
 }
 
+static inline uint32_t i1_slot(const agg_tab *t, int64_t x)
+{
+    uint64_t h = (uint64_t)x * 0x9e3779b97f4a7c15ull;
+    return (uint32_t)(h >> 32) & t->i1_mask;
+}
+
+/* The integer-key map at cap slots (a power of two), its entries moved;
+ * false (and the map dropped) without memory. */
+static bool i1_alloc(agg_tab *t, uint32_t cap)
+{
+    int64_t *nk = malloc(sizeof(int64_t) * cap);
+    uint32_t *ng = calloc(cap, sizeof(uint32_t));
+    if (!nk || !ng) {
+        free(nk);
+        free(ng);
+        free(t->i1_key);
+        free(t->i1_gid);
+        t->i1_key = NULL;
+        t->i1_gid = NULL;
+        t->i1_off = true;
+        return false;
+    }
+    int64_t *ok = t->i1_key;
+    uint32_t *og = t->i1_gid, oc = ok ? t->i1_mask + 1 : 0;
+    t->i1_key = nk;
+    t->i1_gid = ng;
+    t->i1_mask = cap - 1;
+    for (uint32_t i = 0; i < oc; i++)
+        if (og[i]) {
+            uint32_t sl = i1_slot(t, ok[i]);
+            while (ng[sl])
+                sl = (sl + 1) & t->i1_mask;
+            nk[sl] = ok[i];
+            ng[sl] = og[i];
+        }
+    free(ok);
+    free(og);
+    return true;
+}
+
+/* Remembers key x -> group g in the integer-key map; grows it, or drops it
+ * (i1_off) past AGG_I1_MAX groups or without memory. */
+static void i1_put(agg_tab *t, int64_t x, uint32_t g)
+{
+    if (t->i1_off || !t->i1_key)
+        return;
+    if ((t->i1_n + 1) * 2 > t->i1_mask + 1) {
+        uint32_t cap = (t->i1_mask + 1) * 2;
+        if (cap > 2 * AGG_I1_MAX) {
+            free(t->i1_key);
+            free(t->i1_gid);
+            t->i1_key = NULL;
+            t->i1_gid = NULL;
+            t->i1_off = true;
+            return;
+        }
+        if (!i1_alloc(t, cap))
+            return;
+    }
+    uint32_t sl = i1_slot(t, x);
+    while (t->i1_gid[sl]) {
+        if (t->i1_key[sl] == x)
+            return;
+        sl = (sl + 1) & t->i1_mask;
+    }
+    t->i1_key[sl] = x;
+    t->i1_gid[sl] = g + 1;
+    t->i1_n++;
+}
+
+/* The groups of one plain integer key column through the map: a value the
+ * map lacks (or a NULL) goes to the table, and the map remembers it. Returns
+ * the rows done (n, or fewer when the map was dropped: the rest go through
+ * the table) or -ENOMEM. */
+static int64_t i1_groups(agg_tab *t, const ex_vec *v, const uint32_t *s0, uint32_t n,
+                         uint32_t *gid)
+{
+    if (!t->i1_key && !i1_alloc(t, 1024))
+        return 0;
+    const int64_t *iv = v->i;
+    const uint8_t *nulls = v->nulls;
+    for (uint32_t r = 0; r < n; r++) {
+        uint32_t x = s0 ? s0[r] : r;
+        if (!(nulls && nulls[x]) && t->i1_key) {
+            int64_t k = iv[x];
+            uint32_t sl = i1_slot(t, k);
+            uint32_t g1;
+            while ((g1 = t->i1_gid[sl]) && t->i1_key[sl] != k)
+                sl = (sl + 1) & t->i1_mask;
+            if (g1) {
+                gid[r] = g1 - 1;
+                continue;
+            }
+        }
+        uint8_t kb[256] = {0}; /* XXH3 reads up to 240 bytes on its short paths */
+        size_t l = key_put(kb, v, x, true);
+        int64_t g = lookup(t, kb, (uint32_t)l);
+        if (g < 0)
+            return -ENOMEM;
+        gid[r] = (uint32_t)g;
+        if (!(nulls && nulls[x]))
+            i1_put(t, iv[x], (uint32_t)g);
+        if (t->i1_off)
+            return r + 1; /* too many groups: the rest through the table */
+    }
+    return n;
+}
+
+static bool i1_kind(ex_kind k)
+{
+    return k == EX_INT || k == EX_UINT || k == EX_DATE || k == EX_DATETIME || k == EX_BOOL;
+}
+
 int agg_tab_update(agg_tab *t, ex_ectx *ec, const ex_vec *in, const uint32_t *sel, uint32_t n)
 {
     const eng_plan *p = t->p;
@@ -1174,8 +1299,18 @@ int agg_tab_update(agg_tab *t, ex_ectx *ec, const ex_vec *in, const uint32_t *se
                 gid[r] = t->dmap[idx[x]];
             }
         } else if (rc == 0) {
+            uint32_t from = 0;
+            if (nk == 1 && !t->i1_off && i1_kind(kv[0].t.kind) && !kv[0].dict &&
+                !kv[0].is_const && kv[0].i) {
+                /* one integer key: through the map while it holds */
+                int64_t done_rows = i1_groups(t, &kv[0], ks[0], n, gid);
+                if (done_rows < 0)
+                    rc = (int)done_rows;
+                else
+                    from = (uint32_t)done_rows;
+            }
             /* a chunk at a time: serialize and hash, then probe */
-            for (uint32_t base = 0; base < n && rc == 0; base += AGG_CHUNK) {
+            for (uint32_t base = from; base < n && rc == 0; base += AGG_CHUNK) {
                 uint32_t m = n - base < AGG_CHUNK ? n - base : AGG_CHUNK;
                 size_t need = 0;
                 for (uint32_t r = base; r < base + m; r++)

@@ -328,9 +328,9 @@ int eng__stmt_source(equery *q, const sql_stmt *st, char *err, size_t errlen)
 static int from_source(equery *q, const sql_stmt *st, char *err, size_t errlen)
 {
     const eng_ctx *ctx = q->ctx;
-    eng_scan_env env = {&q->mem,   &q->set,       ctx->list_s3,   ctx->open_s3,   ctx->s3_impl,
-                        &q->stats, &q->stop,      ctx->s3_as,     ctx->warehouse, ctx->database,
-                        ctx->unit, ctx->clusters, ctx->n_clusters};
+    eng_scan_env env = {&q->mem,   &q->set,       ctx->list_s3,    ctx->open_s3,     ctx->s3_impl,
+                        &q->stats, &q->stop,      ctx->s3_as,      ctx->warehouse,   ctx->database,
+                        ctx->unit, ctx->clusters, ctx->n_clusters, ctx->fetch_shelf, ctx->n_unit};
     if (!q->scope_here && eng__scope_init(q, st) < 0) {
         snprintf(err, errlen, "out of memory");
         return -ENOMEM;

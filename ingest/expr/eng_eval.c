@@ -1029,7 +1029,15 @@ static int eval_date_fn(ex_ectx *c, const bx *e, ex_vec *a, int na, uint32_t n, 
             ex_civil_from_days(days_of(&a[0], r), &y, &m, &d);
             out->i[r] = m;
             break;
-        case F_TODATE: out->i[r] = days_of(&a[0], r); break;
+        case F_TODATE:
+            if (a[0].t.kind == EX_DATE || a[0].t.kind == EX_DATETIME) {
+                out->i[r] = days_of(&a[0], r);
+            } else {
+                /* a number: days since 1970-01-01, past 65535 a Unix timestamp */
+                int64_t v = a[0].t.kind == EX_FLOAT ? (int64_t)ex_f(&a[0], r) : iv(&a[0], r);
+                out->i[r] = v > 65535 ? floordiv(v, 86400) : v;
+            }
+            break;
         case F_TOSTARTOFMONTH:
             ex_civil_from_days(days_of(&a[0], r), &y, &m, &d);
             out->i[r] = ex_days_from_civil(y, m, 1);
@@ -1196,7 +1204,16 @@ static int eval_cast(ex_ectx *c, const bx *e, ex_vec *a, uint32_t n, ex_vec *out
             if (t.bits == 32)
                 out->d[r] = (float)out->d[r];
             break;
-        case EX_DATE: out->i[r] = x->t.kind == EX_DATETIME ? days_of(x, r) : iv(x, r); break;
+        case EX_DATE:
+            if (x->t.kind == EX_DATETIME) {
+                out->i[r] = days_of(x, r);
+            } else {
+                /* a number: days since 1970-01-01, or past 65535 (ClickHouse's
+                 * rule) a Unix timestamp in seconds */
+                int64_t v = x->t.kind == EX_FLOAT ? (int64_t)ex_f(x, r) : iv(x, r);
+                out->i[r] = x->t.kind != EX_DATE && v > 65535 ? floordiv(v, 86400) : v;
+            }
+            break;
         case EX_DATETIME:
             if (x->t.kind == EX_DATE)
                 out->i[r] = iv(x, r) * 86400 * pow10i(t.scale);

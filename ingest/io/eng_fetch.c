@@ -35,7 +35,83 @@ typedef struct ef__pooled {
 
 enum { EF_EMPTY = 0, EF_FETCHING, EF_READY, EF_TAKEN, EF_OWN };
 
+#define EF_SHELF_MAX 64 /* buffers on a shelf */
+
+struct ef_shelf {
+    pthread_mutex_t mu;
+    ef__pooled b[EF_SHELF_MAX];
+    int n;
+    uint64_t bytes, max_bytes;
+};
+
+int ef_shelf_create(ef_shelf **out, uint64_t max_bytes)
+{
+    *out = calloc(1, sizeof(**out));
+    if (!*out)
+        return -ENOMEM;
+    pthread_mutex_init(&(*out)->mu, NULL);
+    (*out)->max_bytes = max_bytes;
+    return 0;
+}
+
+void ef_shelf_destroy(ef_shelf **ps)
+{
+    if (!ps || !*ps)
+        return;
+    ef_shelf *s = *ps;
+    for (int i = 0; i < s->n; i++)
+        munmap(s->b[i].buf, (size_t)s->b[i].cap);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+    *ps = NULL;
+}
+
+uint64_t ef_shelf_bytes(ef_shelf *s)
+{
+    pthread_mutex_lock(&s->mu);
+    uint64_t b = s->bytes;
+    pthread_mutex_unlock(&s->mu);
+    return b;
+}
+
+/* The smallest buffer of at least n bytes on the shelf, or NULL. */
+static uint8_t *shelf_take(ef_shelf *s, uint64_t n, uint64_t *cap)
+{
+    pthread_mutex_lock(&s->mu);
+    int best = -1;
+    for (int i = 0; i < s->n; i++)
+        if (s->b[i].cap >= n && (best < 0 || s->b[i].cap < s->b[best].cap))
+            best = i;
+    uint8_t *buf = NULL;
+    if (best >= 0) {
+        buf = s->b[best].buf;
+        *cap = s->b[best].cap;
+        s->bytes -= s->b[best].cap;
+        s->b[best] = s->b[--s->n];
+    }
+    pthread_mutex_unlock(&s->mu);
+    return buf;
+}
+
+/* Keeps buf when there is room, else unmaps it. */
+static void shelf_put(ef_shelf *s, uint8_t *buf, uint64_t cap)
+{
+    if (s) {
+        pthread_mutex_lock(&s->mu);
+        bool room = s->n < EF_SHELF_MAX && s->bytes + cap <= s->max_bytes;
+        if (room) {
+            s->b[s->n++] = (ef__pooled){buf, cap};
+            s->bytes += cap;
+        }
+        pthread_mutex_unlock(&s->mu);
+        if (room)
+            return;
+    }
+    munmap(buf, (size_t)cap);
+}
+
 struct ef {
+    ef_shelf *shelf; /* spare buffers between prefetchers, or NULL */
     ef_ops ops;
     void *arg;
     eng_mem *mem;
@@ -79,6 +155,9 @@ uint8_t *ef_buf_get(ef *p, uint64_t n, uint64_t *cap)
     uint64_t c = (n + EF_BUF_ROUND - 1) / EF_BUF_ROUND * EF_BUF_ROUND;
     if (c == 0)
         c = EF_BUF_ROUND;
+    uint8_t *kept = p->shelf ? shelf_take(p->shelf, c, cap) : NULL;
+    if (kept)
+        return kept;
     void *m = mmap(NULL, (size_t)c, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED)
         return NULL;
@@ -107,7 +186,7 @@ void ef_buf_put(ef *p, uint8_t *buf, uint64_t cap)
     ef__pooled out = ef__pool_put_locked(p, buf, cap);
     pthread_mutex_unlock(&p->mu);
     if (out.buf)
-        munmap(out.buf, (size_t)out.cap);
+        shelf_put(p->shelf, out.buf, out.cap);
 }
 
 /* Called with p->mu held. */
@@ -117,8 +196,8 @@ static void ef__free_blob_locked(ef *p, ef_blob *b)
         return;
     if (b->buf) {
         ef__pooled out = ef__pool_put_locked(p, b->buf, b->cap);
-        if (out.buf)
-            munmap(out.buf, (size_t)out.cap);
+        if (out.buf) /* the shelf's lock is taken inside p->mu, never the other way */
+            shelf_put(p->shelf, out.buf, out.cap);
     }
     free(b->ranges);
     free(b);
@@ -224,6 +303,12 @@ static void *ef__main(void *arg)
 int ef_create(ef **out, const ef_ops *ops, void *arg, int n_units, int threads, int window,
               uint64_t budget, eng_mem *mem)
 {
+    return ef_create_shelved(out, ops, arg, n_units, threads, window, budget, mem, NULL);
+}
+
+int ef_create_shelved(ef **out, const ef_ops *ops, void *arg, int n_units, int threads, int window,
+                      uint64_t budget, eng_mem *mem, ef_shelf *shelf)
+{
     *out = NULL;
     if (threads <= 0 || budget == 0 || n_units <= 0 || window <= 0)
         return 0;
@@ -243,6 +328,7 @@ int ef_create(ef **out, const ef_ops *ops, void *arg, int n_units, int threads, 
         return -ENOMEM;
     }
     p->ops = *ops;
+    p->shelf = shelf;
     p->arg = arg;
     p->mem = mem;
     p->n_units = n_units;
@@ -336,7 +422,7 @@ void ef_destroy(ef **pp)
             p->blob[u] = NULL;
         }
     for (int i = 0; i < p->n_pool; i++)
-        munmap(p->pool[i].buf, (size_t)p->pool[i].cap);
+        shelf_put(p->shelf, p->pool[i].buf, p->pool[i].cap);
     p->n_pool = 0;
     pthread_mutex_unlock(&p->mu);
     pthread_mutex_destroy(&p->mu);

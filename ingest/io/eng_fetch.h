@@ -7,7 +7,8 @@
  *
  * Thread-safety: ef_take / ef_release / ef_stop / ef_buf_* from any worker
  * or download thread; ef_create / ef_destroy / ef_stats from the thread that
- * owns the prefetcher. No globals: every query has its own.
+ * owns the prefetcher. No globals: every query has its own (a shelf of spare
+ * buffers is the caller's, given to ef_create_shelved).
  */
 #ifndef RINGCACHE_ENG_FETCH_H
 #define RINGCACHE_ENG_FETCH_H
@@ -66,6 +67,21 @@ typedef struct ef_ops {
  * -ENOMEM. */
 int ef_create(ef **out, const ef_ops *ops, void *arg, int n_units, int threads, int window,
               uint64_t budget, eng_mem *mem);
+
+/* A shelf of buffers kept between prefetchers (a server's queries, one after
+ * another): what a prefetcher's pool holds when it is destroyed goes on the
+ * shelf, up to max_bytes, and the next prefetcher takes its buffers from it
+ * before mapping new ones, so a hot query pays no page faults for them.
+ * Thread-safe; it must outlive every prefetcher given it. 0 or -ENOMEM. */
+typedef struct ef_shelf ef_shelf;
+int ef_shelf_create(ef_shelf **out, uint64_t max_bytes);
+/* Unmaps what it holds; accepts NULL; sets *s to NULL. */
+void ef_shelf_destroy(ef_shelf **s);
+/* Bytes on the shelf now. */
+uint64_t ef_shelf_bytes(ef_shelf *s);
+/* ef_create with a shelf (NULL: none, as ef_create). */
+int ef_create_shelved(ef **out, const ef_ops *ops, void *arg, int n_units, int threads, int window,
+                      uint64_t budget, eng_mem *mem, ef_shelf *shelf);
 /* 1: *b holds unit u's bytes (ef_release it when done); 0: no download
  * started it and none will: fetch it yourself. Waits while it is in flight. */
 int ef_take(ef *p, int u, ef_blob **b);

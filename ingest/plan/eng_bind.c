@@ -883,6 +883,21 @@ static bool unify_cmp(binder *b, const sql_node *at, bx **x, bx **y)
         *y = cast_to(b, *y, t);
         return *x && *y;
     }
+    /* a date against a number: the number as the date's type (days, or
+     * seconds for DateTime), as ClickHouse compares now() > 0 */
+    bool nx = tx.kind == EX_INT || tx.kind == EX_UINT, ny = ty.kind == EX_INT || ty.kind == EX_UINT;
+    if (is_temporal(tx.kind) && ny) {
+        ex_type t = tx;
+        t.nullable = ty.nullable;
+        *y = cast_to(b, *y, t);
+        return *y != NULL;
+    }
+    if (is_temporal(ty.kind) && nx) {
+        ex_type t = ty;
+        t.nullable = tx.nullable;
+        *x = cast_to(b, *x, t);
+        return *x != NULL;
+    }
     bool sx = tx.kind == EX_STRING, sy = ty.kind == EX_STRING;
     if (sx != sy || (is_temporal(tx.kind) != is_temporal(ty.kind) && !(sx || sy))) {
         char a[64], c[64];

@@ -56,6 +56,8 @@ typedef struct srv_conf {
     int64_t max_execution_time_ms;
     char users[1024];
     int64_t query_log_size;
+    bool query_log_flush;                /* into the warehouse's system.query_log */
+    int64_t query_log_flush_interval_ms; /* how often */
     int64_t max_query_size;
     int64_t max_body_size;
     int64_t max_connections;
@@ -75,6 +77,7 @@ typedef struct srv_conf {
     char cluster_secret[256]; /* --cluster-secret */
     char cluster_secret_file[1024];
     int64_t cluster_dns_interval_ms;
+    char cluster_tls_ca[1024]; /* --cluster-tls-ca: CA bundle the members' certificates chain to */
 } srv_conf;
 
 /* Loads the options: defaults, --config FILE, then the flags (argv[0] is

@@ -129,6 +129,16 @@ static void answer_error(srv *s, httpd_req *req, const char *query_id, int code,
     httpd_resp_send(req, srv_http_status(code), "text/plain; charset=UTF-8", text, n);
 }
 
+/* A request refused before its query starts (a bad login, an unknown
+ * setting or format, a body too large, ...): no query_log row, but counted by
+ * its code in ringcache_server_query_failures_total as the queries' failures
+ * are. */
+static void refuse(srv *s, httpd_req *req, const char *query_id, int code, const char *msg)
+{
+    srv_count_failure(s, code);
+    answer_error(s, req, query_id, code, msg);
+}
+
 static void answer_metrics(srv *s, httpd_req *req)
 {
     rc_stats st;
@@ -284,6 +294,7 @@ static void query_free(srv_query *q)
     free(q->text);
     free(q->qparam);
     free(q->dist_unit);
+    free(q->dist_shares);
     srv_params_free(&q->params);
     free(q->err_msg);
     pthread_mutex_destroy(&q->mu);
@@ -894,7 +905,7 @@ static void query_request(srv *s, httpd_req *req, srv_params *p)
     if (!c) {
         if (q)
             srv_query_unref(q);
-        answer_error(s, req, NULL, ENG_E_MEMORY_LIMIT_EXCEEDED, "out of memory");
+        refuse(s, req, NULL, ENG_E_MEMORY_LIMIT_EXCEEDED, "out of memory");
         return;
     }
     c->q = q;
@@ -943,7 +954,7 @@ static void query_request(srv *s, httpd_req *req, srv_params *p)
         code = srv_users_auth(s->users, user, pass, given, peer, &u, err, sizeof(err));
     explicit_bzero(pass, sizeof(pass));
     if (code) {
-        answer_error(s, req, q->id, code, err);
+        refuse(s, req, q->id, code, err);
         return;
     }
     snprintf(q->user, sizeof(q->user), "%s", u->name);
@@ -956,7 +967,7 @@ static void query_request(srv *s, httpd_req *req, srv_params *p)
         code = srv_session_acquire(s, sid, q->user, srv_params_last(p, "session_timeout"),
                                    chk && strcmp(chk, "1") == 0, &q->session, err, sizeof(err));
         if (code) {
-            answer_error(s, req, q->id, code, err);
+            refuse(s, req, q->id, code, err);
             return;
         }
         const char *cl = srv_params_last(p, "close_session");
@@ -975,14 +986,14 @@ static void query_request(srv *s, httpd_req *req, srv_params *p)
             continue;
         code = srv_qset_apply(&q->set, p->kv[i].name, p->kv[i].value, err, sizeof(err));
         if (code) {
-            answer_error(s, req, q->id, code, err);
+            refuse(s, req, q->id, code, err);
             return;
         }
     }
     const char *bs = srv_params_last(p, "buffer_size");
     if (bs &&
         (code = srv_qset_apply(&q->set, "http_response_buffer_size", bs, err, sizeof(err))) != 0) {
-        answer_error(s, req, q->id, code, err);
+        refuse(s, req, q->id, code, err);
         return;
     }
     const char *we = srv_params_last(p, "wait_end_of_query");
@@ -991,7 +1002,7 @@ static void query_request(srv *s, httpd_req *req, srv_params *p)
     const char *cmp = srv_params_last(p, "compress");
     const char *dcmp = srv_params_last(p, "decompress");
     if ((cmp && strcmp(cmp, "1") == 0) || (dcmp && strcmp(dcmp, "1") == 0)) {
-        answer_error(s, req, q->id, ENG_E_NOT_IMPLEMENTED,
+        refuse(s, req, q->id, ENG_E_NOT_IMPLEMENTED,
                      "ClickHouse's native block compression (compress=1, decompress=1) is not "
                      "supported: use enable_http_compression=1 with Accept-Encoding, and "
                      "Content-Encoding for request bodies");
@@ -1007,7 +1018,7 @@ static void query_request(srv *s, httpd_req *req, srv_params *p)
         snprintf(q->database, sizeof(q->database), "%s", u->database[0] ? u->database : "default");
     if (!srv_database_exists(s, q->database)) {
         snprintf(err, sizeof(err), "Database %s does not exist", q->database);
-        answer_error(s, req, q->id, ENG_E_UNKNOWN_DATABASE, err);
+        refuse(s, req, q->id, ENG_E_UNKNOWN_DATABASE, err);
         return;
     }
     /* the default format */
@@ -1019,7 +1030,7 @@ static void query_request(srv *s, httpd_req *req, srv_params *p)
         int f = eng_format_parse(fmt);
         if (f < 0) {
             snprintf(err, sizeof(err), "Unknown format %.64s (use %s)", fmt, eng_format_list());
-            answer_error(s, req, q->id, ENG_E_UNKNOWN_FORMAT, err);
+            refuse(s, req, q->id, ENG_E_UNKNOWN_FORMAT, err);
             return;
         }
         q->format = (eng_format)f;
@@ -1039,7 +1050,7 @@ static void query_request(srv *s, httpd_req *req, srv_params *p)
         if (q->dist_auth && iq)
             snprintf(q->initial_id, sizeof(q->initial_id), "%s", iq);
         if (!(q->dist_unit = strdup(du))) {
-            answer_error(s, req, q->id, ENG_E_STD_EXCEPTION, "out of memory");
+            refuse(s, req, q->id, ENG_E_STD_EXCEPTION, "out of memory");
             return;
         }
     }
@@ -1053,7 +1064,7 @@ static void query_request(srv *s, httpd_req *req, srv_params *p)
     bool has_body = post && cl != 0;
     if (!has_body) {
         if (!query || !query[0]) {
-            answer_error(s, req, q->id, ENG_E_SYNTAX_ERROR, "Empty query");
+            refuse(s, req, q->id, ENG_E_SYNTAX_ERROR, "Empty query");
             return;
         }
         c->body.q = q;
@@ -1067,12 +1078,12 @@ static void query_request(srv *s, httpd_req *req, srv_params *p)
                  "Unknown Content-Encoding '%.32s' of the request body (use "
                  "gzip, deflate or zstd)",
                  httpd_req_header(req, "Content-Encoding"));
-        answer_error(s, req, q->id, ENG_E_UNKNOWN_COMPRESSION_METHOD, err);
+        refuse(s, req, q->id, ENG_E_UNKNOWN_COMPRESSION_METHOD, err);
         return;
     }
     if (codec != SRV_CODEC_NONE) {
         if (srv_zstream_create(&q->dec, (srv_codec)codec, false, 0) < 0) {
-            answer_error(s, req, q->id, ENG_E_MEMORY_LIMIT_EXCEEDED, "out of memory");
+            refuse(s, req, q->id, ENG_E_MEMORY_LIMIT_EXCEEDED, "out of memory");
             return;
         }
         srv_zstream_set_max_out(q->dec, (uint64_t)s->conf.max_body_size);
@@ -1080,7 +1091,7 @@ static void query_request(srv *s, httpd_req *req, srv_params *p)
     if (cl > s->conf.max_body_size) {
         snprintf(err, sizeof(err), "the request body is larger than max-body-size (%lld bytes)",
                  (long long)s->conf.max_body_size);
-        answer_error(s, req, q->id, ENG_E_QUERY_IS_TOO_LARGE, err);
+        refuse(s, req, q->id, ENG_E_QUERY_IS_TOO_LARGE, err);
         return;
     }
     c->body.q = q;
@@ -1092,7 +1103,7 @@ static void query_request(srv *s, httpd_req *req, srv_params *p)
         c->body.query_param = q->qparam;
     }
     if (!c->body.pending || (query && query[0] && !q->qparam)) {
-        answer_error(s, req, q->id, ENG_E_MEMORY_LIMIT_EXCEEDED, "out of memory");
+        refuse(s, req, q->id, ENG_E_MEMORY_LIMIT_EXCEEDED, "out of memory");
         return;
     }
     c->has_body = true;
@@ -1148,7 +1159,7 @@ void srv_http_handler(httpd_req *req, void *arg)
     const char *qs = httpd_req_query(req);
     if (srv_params_parse(&p, qs, strlen(qs), err, sizeof(err)) < 0) {
         srv_params_free(&p);
-        answer_error(s, req, NULL, ENG_E_BAD_ARGUMENTS, err);
+        refuse(s, req, NULL, ENG_E_BAD_ARGUMENTS, err);
         return;
     }
     const char *query = srv_params_last(&p, "query");

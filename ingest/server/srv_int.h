@@ -210,7 +210,10 @@ typedef struct srv_qlog {
     char *query, *query_id, *user, *database, *exception, *settings, *address, *kind, *log_comment;
     char *initial_query_id; /* the initiator's for a cluster's work unit, else query_id */
     bool initial;           /* not a cluster's work unit */
+    char *cluster_shares;   /* a distributed query's "member=rows/bytes,...", else "" */
     int http_method;
+    uint64_t seq; /* 1, 2, ... in the order rows were added */
+    bool flushed; /* in the warehouse's system.query_log */
 } srv_qlog;
 
 typedef enum srv_cancel_why {
@@ -295,6 +298,7 @@ struct srv_query {
     /* the loop's side */
     char *qparam;                /* query= (owned), until the text is whole */
     char *dist_unit;             /* X-RingCache-Unit of a cluster's work unit (owned) */
+    char *dist_shares;           /* an initiator's: what each member read (owned, query_log) */
     char initial_id[128];        /* a work unit's: its initiator's query id; else "" */
     bool dist_auth;              /* it came with the cluster secret */
     srv_params params;           /* the param_* of the URL (owned) */
@@ -337,6 +341,9 @@ typedef struct srv_job {
     srv_query *q;
 } srv_job;
 
+/* Bytes of idle prefetch buffers the server keeps for the next queries. */
+#define SRV_SHELF_BYTES (256u << 20)
+
 struct srv {
     srv_conf conf;
     char display_name[256];
@@ -359,6 +366,7 @@ struct srv {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     srv_cache *cache;
+    struct ef_shelf *shelf; /* prefetch buffers kept between queries (thread-safe) */
     /* --cluster (srv_cluster.c): the set queries see, swapped whole under mu
      * when a dns: name resolves to other members; this server's addresses */
     struct srv_clset *clset;
@@ -371,6 +379,19 @@ struct srv {
     srv_session *sessions;
     srv_qlog *qlog; /* ring of query_log_size rows */
     size_t qlog_cap, qlog_head, qlog_n;
+    uint64_t qlog_seq;  /* the last row's seq */
+    uint64_t qlog_lost; /* rows that went from the ring before they were flushed */
+    /* flushing the query log into the warehouse (srv_system.c): one flush at
+     * a time (flush_mu); its INSERT (committing) and a SELECT's reading of the
+     * table's snapshot and the unflushed rows (opening) exclude each other,
+     * under mu with qlog_cv, so a SELECT sees each row once */
+    pthread_mutex_t qlog_flush_mu;
+    pthread_cond_t qlog_cv;
+    bool qlog_committing;
+    int qlog_opening;
+    bool qlog_table_ready; /* CREATE TABLE IF NOT EXISTS done (flush_mu) */
+    pthread_t qlog_thread;
+    bool qlog_thread_on, qlog_stop;
     /* query threads */
     pthread_t *threads;
     int n_threads, idle_threads;
@@ -423,10 +444,16 @@ enum {
     SRV_M_MERGES,
     SRV_M_MERGE_ERRORS,
     SRV_M_MERGES_SKIPPED,
+    SRV_M_QLOG_FLUSHED /* rows written to the warehouse's system.query_log */,
+    SRV_M_QLOG_FLUSH_FAILURES,
+    SRV_M_QLOG_LOST /* rows gone from the ring before they were flushed */,
     SRV_M_QUERY_US /* histogram */,
     SRV_M_N
 };
 void srv_count(srv *s, int m, uint64_t v);
+/* One failure by its ClickHouse code in ringcache_server_query_failures_total
+ * (a query's come through its query_log row; a refused request's here). */
+void srv_count_failure(srv *s, int code);
 
 /* The current cache client, with a reference (release with srv_cache_put). */
 srv_cache *srv_cache_get(srv *s);
@@ -500,6 +527,18 @@ void srv_http_handler(httpd_req *req, void *arg);
 void srv_http_tick(srv *s, double now);
 
 /* ---- system tables (srv_system.c) -------------------------------------------------- */
+
+/* Whether system.query_log is flushed into the warehouse. */
+bool srv_qlog_stored(const srv *s);
+/* Writes the query log's unflushed rows into the warehouse's
+ * system.query_log (creating it), then marks them flushed; one at a time.
+ * 0 (also: nothing to write, or no flushing) or -errno with a sentence. Any
+ * thread but the loop's. */
+int srv_qlog_flush(srv *s, char *err, size_t errlen);
+/* The thread flushing every query_log_flush_interval (srv_qlog_stored only). */
+int srv_qlog_flusher_start(srv *s);
+/* Stops it and flushes once more (the rows of a server that stops). */
+void srv_qlog_flusher_stop(srv *s);
 
 /* eng_ctx.open_table for a query: system.* of the server, then the tables
  * provider. arg is the srv_query. */

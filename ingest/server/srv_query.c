@@ -253,6 +253,7 @@ int srv_run_engine_input(srv_query *q, const char *sql, size_t len, eng_input_fn
     ctx.cancel = &q->cancel;
     ctx.mem_parent = &s->mem;
     ctx.live = &q->live;
+    ctx.fetch_shelf = s->shelf;
     q->s3io = (srv_s3io){q->cache->rc, &s->s3};
     ctx.list_s3 = srv_s3_list;
     ctx.open_s3 = srv_s3_open;
@@ -405,7 +406,7 @@ static bool table_exists(srv_query *q, const char *db, const char *name)
         srv_wh_for(q->s, q->cache->rc, &wh);
     eng_scan_env env = {
         &mem,        &es,  NULL, NULL, NULL, &st, &stop, NULL, q->s->wh_set ? &wh : NULL,
-        q->database, NULL, NULL, 0};
+        q->database, NULL, NULL, 0,    NULL, 0};
     eng_source *src = NULL;
     char err[ENG_MSG_MAX];
     int rc = -ENOENT;
@@ -539,8 +540,16 @@ static int run_admin(srv_query *q, const sql_admin *a, char *err, size_t errlen)
             srv_log(SRV_LOG_INFO, "msg=\"page cache dropped\" query_id=%s", q->id);
             return 0;
         }
-        if (strcmp(a->system, "FLUSH LOGS") == 0)
-            return 0; /* system.query_log is in memory: always flushed */
+        if (strcmp(a->system, "FLUSH LOGS") == 0) {
+            /* the warehouse's system.query_log gets the rows so far (none to
+             * write without one: the log is in memory) */
+            char e2[ENG_MSG_MAX];
+            if (srv_qlog_flush(q->s, e2, sizeof(e2)) < 0) {
+                snprintf(err, errlen, "cannot flush system.query_log: %.900s", e2);
+                return ENG_E_STD_EXCEPTION;
+            }
+            return 0;
+        }
         snprintf(err, errlen,
                  "SYSTEM %s is not supported (this server has SYSTEM DROP PAGE "
                  "CACHE and SYSTEM FLUSH LOGS)",

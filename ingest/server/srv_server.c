@@ -17,6 +17,7 @@
 
 #include "config.h"
 
+#include "eng_fetch.h"
 #include "merge.h"
 #include "rs_rc.h"
 
@@ -94,6 +95,16 @@ static const met_def srv_metric_defs[SRV_M_N] = {
                             "rounds of background work that failed", MET_COUNTER, NULL},
     [SRV_M_MERGES_SKIPPED] = {"ringcache_server_merges_skipped_for_memory_total",
                               "table merges not started: over --merge-memory", MET_COUNTER, NULL},
+    [SRV_M_QLOG_FLUSHED] = {"ringcache_server_query_log_flushed_rows_total",
+                            "system.query_log rows written to the warehouse's table", MET_COUNTER,
+                            NULL},
+    [SRV_M_QLOG_FLUSH_FAILURES] = {"ringcache_server_query_log_flush_failures_total",
+                                   "flushes of system.query_log to the warehouse that failed",
+                                   MET_COUNTER, NULL},
+    [SRV_M_QLOG_LOST] = {"ringcache_server_query_log_lost_rows_total",
+                         "system.query_log rows dropped from memory before they were flushed "
+                         "(raise --query-log-size)",
+                         MET_COUNTER, NULL},
     [SRV_M_QUERY_US] = {"ringcache_server_query_seconds", "time from a query's request to its end",
                         MET_HISTOGRAM, NULL},
 };
@@ -157,6 +168,12 @@ static void count_failure(srv *s, int code)
         if (counted_codes[i] == code)
             k = i;
     met_add(s->met, met_shared_slot(s->met), s->m_code_base + (int)k, 1);
+}
+
+void srv_count_failure(srv *s, int code)
+{
+    if (s->met)
+        count_failure(s, code);
 }
 
 /* ---- the cache client ---------------------------------------------------------------- */
@@ -416,6 +433,7 @@ static void qlog_clear(srv_qlog *e)
     free(e->address);
     free(e->kind);
     free(e->log_comment);
+    free(e->cluster_shares);
     memset(e, 0, sizeof(*e));
 }
 
@@ -480,15 +498,19 @@ void srv_qlog_add(srv *s, const srv_query *q, srv_qtype type, const char *except
     e.kind = strdup(q->kind);
     e.log_comment = strdup(q->set.log_comment);
     e.initial_query_id = strdup(q->initial_id[0] ? q->initial_id : q->id);
+    e.cluster_shares = strdup(q->dist_shares && type != SRV_QT_START ? q->dist_shares : "");
     if (!e.query || !e.query_id || !e.user || !e.database || !e.exception || !e.settings ||
-        !e.address || !e.kind || !e.log_comment || !e.initial_query_id) {
+        !e.address || !e.kind || !e.log_comment || !e.initial_query_id || !e.cluster_shares) {
         qlog_clear(&e);
         return;
     }
     pthread_mutex_lock(&s->mu);
+    e.seq = ++s->qlog_seq;
     size_t slot = (s->qlog_head + s->qlog_n) % s->qlog_cap;
     if (s->qlog_n == s->qlog_cap) {
         slot = s->qlog_head;
+        if (!s->qlog[slot].flushed && srv_qlog_stored(s))
+            s->qlog_lost++; /* the flushes fail or lag: said by the next one */
         qlog_clear(&s->qlog[slot]);
         s->qlog_head = (s->qlog_head + 1) % s->qlog_cap;
     } else {
@@ -603,7 +625,8 @@ static int db_of_table(const char *db, const char *table, void *arg)
 {
     (void)table;
     db_walk *w = arg;
-    if (strcmp(db, w->last) != 0 && strcmp(db, "default") != 0) {
+    /* default and system are there without tables (system.query_log may be in the warehouse) */
+    if (strcmp(db, w->last) != 0 && strcmp(db, "default") != 0 && strcmp(db, "system") != 0) {
         snprintf(w->last, sizeof(w->last), "%s", db);
         w->fn(db, w->arg);
     }
@@ -704,6 +727,8 @@ int srv_create(srv **out, const srv_conf *conf, char *err, size_t errlen)
     s->t_start = srv_now();
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
+    pthread_mutex_init(&s->qlog_flush_mu, NULL);
+    pthread_cond_init(&s->qlog_cv, NULL);
     s->mem.limit = conf->max_server_memory_usage;
     s->merge_mem.limit = conf->merge_memory;
     s->merge_mem.parent = &s->mem;
@@ -750,6 +775,11 @@ int srv_create(srv **out, const srv_conf *conf, char *err, size_t errlen)
             goto fail;
         }
     }
+    /* a hot query's download buffers come from here, not from fresh mappings */
+    if ((rc = ef_shelf_create(&s->shelf, SRV_SHELF_BYTES)) < 0) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
     char e2[RC_ERR_MAX];
     if ((rc = cache_new(s, &s->cache, e2, sizeof(e2))) < 0) {
         snprintf(err, errlen, "cannot start the cache client: %s", e2);
@@ -790,6 +820,21 @@ int srv_create(srv **out, const srv_conf *conf, char *err, size_t errlen)
                                        "--cluster-secret-file", s->conf.cluster_secret,
                                        sizeof(s->conf.cluster_secret), err, errlen)) < 0)
             goto fail;
+    }
+    if (s->conf.cluster_tls_ca[0]) {
+        if (!s->conf.tls_cert[0]) {
+            snprintf(err, errlen,
+                     "--cluster-tls-ca verifies the members' HTTPS, which a cluster talks only "
+                     "when its servers serve it: give --tls-cert and --tls-key too");
+            rc = -EINVAL;
+            goto fail;
+        }
+        if (access(s->conf.cluster_tls_ca, R_OK) < 0) {
+            rc = -errno;
+            snprintf(err, errlen, "cannot read --cluster-tls-ca %s: %s (give a PEM CA bundle)",
+                     s->conf.cluster_tls_ca, strerror(errno));
+            goto fail;
+        }
     }
     if (conf->cluster[0]) {
         /* the member that is this server: its listen address and bound port */
@@ -958,8 +1003,11 @@ int srv_run(srv *s)
         srv_pool_start(&s->bg, (int)s->conf.background_pool_size, (int)s->conf.merge_interval_ms,
                        merge_task, s) < 0)
         srv_log(SRV_LOG_ERROR, "msg=\"cannot start the background pool\"");
+    if (srv_qlog_stored(s) && srv_qlog_flusher_start(s) < 0)
+        srv_log(SRV_LOG_ERROR, "msg=\"cannot start the thread that flushes system.query_log\"");
     event_base_dispatch(s->base);
     srv_pool_stop(&s->bg);
+    srv_qlog_flusher_stop(s);
     return s->drained ? 0 : 1;
 }
 
@@ -996,6 +1044,7 @@ void srv_destroy(srv **ps)
         return;
     srv *s = *ps;
     srv_pool_stop(&s->bg);
+    srv_qlog_flusher_stop(s);
     httpd_server_destroy(&s->http);
     pthread_mutex_lock(&s->mu);
     s->stop_threads = true;
@@ -1027,8 +1076,11 @@ void srv_destroy(srv **ps)
     if (s->base)
         event_base_free(s->base);
     met_destroy(&s->met);
+    ef_shelf_destroy(&s->shelf);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->qlog_flush_mu);
+    pthread_cond_destroy(&s->qlog_cv);
     free(s);
     *ps = NULL;
 }

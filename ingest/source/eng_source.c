@@ -60,6 +60,13 @@ int eng_source_open_table(const eng_table_ref *t, const eng_scan_env *env, eng_s
     return src__table_open(t, env, out, err, errlen);
 }
 
+int eng_source_open_wh_table(const eng_table_ref *t, const eng_scan_env *env, eng_source **out,
+                             char *err, size_t errlen)
+{
+    *out = NULL;
+    return src__table_open(t, env, out, err, errlen);
+}
+
 const eng_cluster *eng_cluster_find(const eng_cluster *cs, int n, const char *name)
 {
     for (int i = 0; cs && i < n; i++)

@@ -109,7 +109,15 @@ typedef struct eng_scan_env {
     const eng_unit *unit;        /* a distributed query's unit: read only it; NULL: all */
     const eng_cluster *clusters; /* the clusters this process knows (s3Cluster, */
     int n_clusters;              /*   system.clusters) */
+    struct ef_shelf *shelf;      /* spare prefetch buffers kept between queries; NULL: none */
+    int n_unit;                  /* units at unit (0 with a unit: 1) */
 } eng_scan_env;
+
+/* The units of a distributed query's source: env->unit[0..n), 0: all. */
+static inline int eng_scan_units(const eng_scan_env *env)
+{
+    return !env->unit ? 0 : env->n_unit > 0 ? env->n_unit : 1;
+}
 
 /* A table function as written in FROM: name(args...) at line/col. */
 typedef struct eng_tf_call {
@@ -183,6 +191,12 @@ typedef struct eng_table_ref {
 } eng_table_ref;
 int eng_source_open_table(const eng_table_ref *t, const eng_scan_env *env, eng_source **out,
                           char *err, size_t errlen);
+
+/* Opens a MergeTree table of the warehouse, also one in the system database
+ * (a server's flushed system.query_log), which eng_source_open_table takes
+ * for the engine's own system tables. As eng_source_open_table otherwise. */
+int eng_source_open_wh_table(const eng_table_ref *t, const eng_scan_env *env, eng_source **out,
+                             char *err, size_t errlen);
 
 /* ops->destroy; accepts NULL and sets *s to NULL. */
 void eng_source_destroy(eng_source **s);

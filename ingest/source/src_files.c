@@ -792,6 +792,19 @@ static uint64_t pf_budget(const src_files *s)
 }
 
 /* A Parquet file is read whole, in one request, when it is this small. */
+/* Whether a distributed query's units read row group rg of file path. */
+static bool unit_has_rg(const eng_scan_env *env, const char *path, int rg)
+{
+    for (int k = 0; k < eng_scan_units(env); k++) {
+        const eng_unit *un = &env->unit[k];
+        if (strcmp(un->path, path) != 0)
+            continue;
+        if ((un->rg_begin <= 0 || rg >= un->rg_begin) && (un->rg_end <= 0 || rg < un->rg_end))
+            return true;
+    }
+    return false;
+}
+
 static bool pf_small(const src_files *s, uint64_t size)
 {
     uint64_t b = s->env.set->max_download_buffer_size;
@@ -963,15 +976,11 @@ static int open_footers(src_files *s, int nthreads, char *err, size_t errlen)
                 preds[np++] = (pq_pred){.column = fc, .op = p->prune[k].op, .value = p->prune[k].v};
         }
         int nrg = pq_file_num_row_groups(f->pf), rg0 = 0;
-        const eng_unit *un = s->env.unit;
-        if (un) {
-            /* a distributed query's unit: its row groups only */
-            rg0 = un->rg_begin > 0 ? un->rg_begin : 0;
-            if (un->rg_end > 0 && un->rg_end < nrg)
-                nrg = un->rg_end;
-        }
+        int nun = eng_scan_units(&s->env);
         f->rg_first = s->n_units;
         for (int rg = rg0; rg < nrg; rg++) {
+            if (nun && !unit_has_rg(&s->env, f->path, rg))
+                continue; /* a distributed query's units: their row groups only */
             if (np && pq_file_row_group_may_match(f->pf, rg, preds, np) == 0) {
                 atomic_fetch_add(&s->env.stats->units_pruned, 1);
                 continue;
@@ -1049,8 +1058,9 @@ static void files_start(eng_source *b)
     /* as many units ahead as there are download threads: each worker
      * finds the next unit fetched while the downloads stay a step ahead;
      * a small file read whole counts as one; S3 only (see the top) */
-    if (!s->s3 || ef_create(&s->pf, &ops, s, s->n_units, s->env.set->max_download_threads,
-                            s->env.set->max_download_threads, pf_budget(s), s->env.mem) < 0)
+    if (!s->s3 || ef_create_shelved(&s->pf, &ops, s, s->n_units, s->env.set->max_download_threads,
+                                    s->env.set->max_download_threads, pf_budget(s), s->env.mem,
+                                    s->env.shelf) < 0)
         s->pf = NULL; /* no reading ahead: the workers fetch everything */
 }
 
@@ -1231,26 +1241,33 @@ int src__files_open_args(eng_source **out, const eng_scan_env *env, const eng_tf
     snprintf(s->bucket, sizeof(s->bucket), "%s", bucket);
     eng_fail_init(&s->fail);
     if (env->unit) {
-        /* a distributed query's unit: only its file of the glob */
-        int keep = -1;
-        for (int i = 0; i < l->n; i++)
-            if (strcmp(l->f[i].path, env->unit->path) == 0)
-                keep = i;
-        if (keep < 0) {
-            snprintf(err, errlen,
-                     "the file %s of a distributed query's work unit is no longer "
-                     "listed by '%s': it was deleted or renamed during the query; "
-                     "run the query again",
-                     env->unit->path, path);
-            src__flist_free(l);
-            free(s);
-            return -ENOENT;
+        /* a distributed query's units: only their files of the glob, in the
+         * units' order */
+        int nun = eng_scan_units(env), kept = 0;
+        for (int k = 0; k < nun; k++) {
+            if (src__unit_seen(env, k))
+                continue;
+            int keep = -1;
+            for (int i = kept; i < l->n; i++)
+                if (strcmp(l->f[i].path, env->unit[k].path) == 0)
+                    keep = i;
+            if (keep < 0) {
+                snprintf(err, errlen,
+                         "the file %s of a distributed query's work unit is no longer "
+                         "listed by '%s': it was deleted or renamed during the query; "
+                         "run the query again",
+                         env->unit[k].path, path);
+                src__flist_free(l);
+                free(s);
+                return -ENOENT;
+            }
+            efile t = l->f[kept];
+            l->f[kept++] = l->f[keep];
+            l->f[keep] = t;
         }
-        for (int i = 0; i < l->n; i++)
-            if (i != keep)
-                free(l->f[i].path);
-        l->f[0] = l->f[keep];
-        l->n = 1;
+        for (int i = kept; i < l->n; i++)
+            free(l->f[i].path);
+        l->n = kept;
     }
     s->files = l->f;
     s->n_files = l->n;

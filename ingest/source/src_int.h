@@ -17,6 +17,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 typedef struct efile {
     char *path; /* local path or key */
@@ -45,6 +46,16 @@ typedef struct flist {
 
 int src__flist_add(flist *l, const char *path, uint64_t size);
 void src__flist_free(flist *l);
+
+/* Whether a distributed query's unit k names the file of an earlier unit
+ * (row-group ranges of one file): the file is listed once. */
+static inline bool src__unit_seen(const eng_scan_env *env, int k)
+{
+    for (int j = 0; j < k; j++)
+        if (strcmp(env->unit[j].path, env->unit[k].path) == 0)
+            return true;
+    return false;
+}
 
 /* The arguments of a table function that reads files: a path (a string
  * literal, then up to max_args - 1 more, the last a string: the format).

@@ -202,12 +202,17 @@ static int url_open_source(const eng_tf_call *c, const eng_scan_env *env, eng_so
         snprintf(err, errlen, "cannot start the S3 client for %s: %s", cfg->endpoint,
                  strerror(-rc));
     if (rc == 0 && env->unit) {
-        /* a distributed query's unit: its one object, opened by its key */
-        rs_source *one;
-        rc = url_open(cfg, u->bucket, env->unit->path, &one, err, errlen);
-        if (rc == 0) {
-            rc = src__flist_add(&fl, env->unit->path, rs_size(one));
-            rs_destroy(&one);
+        /* a distributed query's units: their objects, each opened by its key */
+        for (int k = 0; k < eng_scan_units(env) && rc == 0; k++) {
+            const char *key = env->unit[k].path;
+            if (src__unit_seen(env, k))
+                continue;
+            rs_source *one;
+            rc = url_open(cfg, u->bucket, key, &one, err, errlen);
+            if (rc == 0) {
+                rc = src__flist_add(&fl, key, rs_size(one));
+                rs_destroy(&one);
+            }
         }
     } else if (rc == 0) {
         s3_error e = {0};
@@ -283,13 +288,19 @@ int src__s3_open(const eng_tf_call *c, const eng_scan_env *env, eng_source **out
     }
     flist fl = {0};
     if (env->unit) {
-        /* a distributed query's unit: its one object, opened by its key (no
-         * listing: the initiator expanded the glob) */
-        rs_source *one;
-        rc = own.open_s3(own.s3_impl, u.bucket, env->unit->path, &one, err, errlen);
-        if (rc == 0) {
-            rc = src__flist_add(&fl, env->unit->path, rs_size(one));
-            rs_destroy(&one);
+        /* a distributed query's units: their objects, each opened by its key
+         * (no listing: the initiator expanded the glob) */
+        rc = 0;
+        for (int k = 0; k < eng_scan_units(env) && rc == 0; k++) {
+            const char *key = env->unit[k].path;
+            if (src__unit_seen(env, k))
+                continue;
+            rs_source *one;
+            rc = own.open_s3(own.s3_impl, u.bucket, key, &one, err, errlen);
+            if (rc == 0) {
+                rc = src__flist_add(&fl, key, rs_size(one));
+                rs_destroy(&one);
+            }
         }
     } else {
         rc = own.list_s3(own.s3_impl, u.bucket, u.key, s3_key_cb, &fl, err, errlen);

@@ -719,8 +719,9 @@ static void table_start(eng_source *b)
     static const ef_ops ops = {pf_size, pf_fetch};
     /* FINAL merges whole partitions in memory: nothing to read ahead */
     if ((s->final && s->replacing) || s->n_units <= 1 ||
-        ef_create(&s->pf, &ops, s, s->n_units, s->env.set->max_download_threads,
-                  s->env.set->max_download_threads, pf_budget(s), s->env.mem) < 0)
+        ef_create_shelved(&s->pf, &ops, s, s->n_units, s->env.set->max_download_threads,
+                          s->env.set->max_download_threads, pf_budget(s), s->env.mem,
+                          s->env.shelf) < 0)
         s->pf = NULL; /* no reading ahead: the workers fetch everything */
 }
 

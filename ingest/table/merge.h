@@ -73,11 +73,16 @@ typedef struct tm_merge_opts {
     int32_t version_col; /* its version column, or -1 */
     uint32_t batch_rows; /* rows per batch handed to the writer; 0: 8192 */
     tp_writer *out;      /* created with input_sorted and the inputs' columns */
+    /* bytes out's sink holds (the part's upload buffer), charged with the
+     * rest; NULL: none */
+    size_t (*out_held)(const void *arg);
+    const void *out_held_arg;
 } tm_merge_opts;
 
 typedef struct tm_merge_stats {
     uint64_t rows_in, rows_out;
-    size_t peak_batch_bytes; /* input granules + output batch held at once */
+    size_t peak_batch_bytes; /* input granules + output batch held at once (the
+                                tracker also gets the writer's and out_held's) */
 } tm_merge_stats;
 
 /* Merges the inputs into o->out (the caller finishes the writer). -EINVAL when

@@ -248,6 +248,8 @@ int tb_upload_write(void *u, const void *data, size_t len);
 int tb_upload_finish(tb_upload *u, uint64_t *size_out, char *err, size_t errlen);
 /* Aborts an unfinished upload (nothing is left behind), frees it. */
 void tb_upload_destroy(tb_upload **u);
+/* Bytes the upload holds in memory now (what is gathered and not yet sent). */
+size_t tb_upload_memory(const void *u);
 /* The last error of tb_upload_write (a tp_write_fn returns only a code). */
 const char *tb_upload_error(const tb_upload *u);
 

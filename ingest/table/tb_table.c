@@ -860,6 +860,12 @@ const char *tb_upload_name(const tb_upload *u)
 {
     return u->name;
 }
+size_t tb_upload_memory(const void *arg)
+{
+    const tb_upload *u = arg;
+    return u->buf.cap;
+}
+
 const char *tb_upload_error(const tb_upload *u)
 {
     return u->err;

@@ -223,6 +223,11 @@ int tm_merge(const tm_merge_opts *o, tm_merge_stats *stats, char *err, size_t er
             held += tp__colbuf_memory(&x.out[i]);
         if (held > x.st.peak_batch_bytes)
             x.st.peak_batch_bytes = held;
+        /* the tracker also gets the writer's buffers and its sink's */
+        if (o->out)
+            held += tp_writer_memory(o->out);
+        if (o->out_held)
+            held += o->out_held(o->out_held_arg);
         if (o->mem && (int64_t)held != x.charged) {
             int64_t d = (int64_t)held - x.charged;
             if (!em_account(o->mem, d)) {
@@ -388,16 +393,34 @@ int tm_run(tb_table *t, const tm_settings *s, bool final, tm_result *res, char *
                             .n_inputs = n,
                             .replacing = replacing,
                             .version_col = snap->schema.version_col,
-                            .out = w};
+                            .out = w,
+                            .out_held = tb_upload_memory,
+                            .out_held_arg = u};
         rc = tm_merge(&mo, &st, err, errlen);
     }
     tp_part_info info;
     if (!rc && (rc = tp_writer_finish(w, &info, NULL, NULL, err, errlen)) < 0 &&
         tb_upload_error(u)[0])
         snprintf(err, errlen, "%s", tb_upload_error(u));
+    /* the part's last bytes, gathered for the upload: still under the limit */
+    int64_t held = rc || !s->mem ? 0 : (int64_t)tb_upload_memory(u);
+    if (held && !em_account(s->mem, held)) {
+        bool own = s->mem->limit > 0 && atomic_load(&s->mem->cur) + held > s->mem->limit;
+        rc = tp__fail(err, errlen, -ENOMEM,
+                      "%s memory limit (%lld bytes) is exceeded: the merged part's upload "
+                      "would hold %lld bytes; the merge stops and its parts stay as they were",
+                      own ? "the background merges'" : "the server's",
+                      (long long)(own              ? s->mem->limit
+                                  : s->mem->parent ? s->mem->parent->limit
+                                                   : 0),
+                      (long long)held);
+        held = 0;
+    }
     uint64_t size = 0;
     if (!rc)
         rc = tb_upload_finish(u, &size, err, errlen);
+    if (held)
+        em_account(s->mem, -held);
     if (!rc) {
         tb_part_add add = {.name = tb_upload_name(u),
                            .partition = in[0].partition,

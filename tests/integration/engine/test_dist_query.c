@@ -97,6 +97,7 @@ typedef struct script {
     _Atomic int handed; /* units handed to any server so far */
     _Atomic int killed; /* the server that died that way + 1 (0: none) */
     _Atomic int cancelled;
+    int batch; /* dist_opts.batch (0: the initiator's choice) */
 } script;
 
 static void sleep_ms(int ms)
@@ -106,8 +107,8 @@ static void sleep_ms(int ms)
 }
 
 static int t_run_unit(void *arg, int server, const char *member, const char *sql, size_t len,
-                      const eng_unit *u, uint32_t unit_id, const _Atomic int *stop, ew_buf *out,
-                      char *err, size_t errlen)
+                      const eng_unit *u, const uint32_t *unit_ids, int n_units,
+                      const _Atomic int *stop, ew_buf *out, char *err, size_t errlen)
 {
     script *sc = arg;
     int k = atomic_fetch_add(&sc->ran[server], 1);
@@ -128,12 +129,13 @@ static int t_run_unit(void *arg, int server, const char *member, const char *sql
     eng_ctx ctx = base_ctx(NULL);
     ctx.max_threads = 1;
     ctx.unit = u;
+    ctx.n_unit = n_units;
     eng_pstate *ps;
     int rc = eng_pstate_open(&ctx, sql, len, &ps, err, errlen);
     if (rc == 0)
         rc = eng_pstate_run(ps, err, errlen);
     if (rc == 0)
-        rc = dist_state_encode(ps, unit_id, out);
+        rc = dist_state_encode(ps, unit_ids[0], out);
     eng_pstate_destroy(&ps);
     return rc;
 }
@@ -178,7 +180,7 @@ static int run_cluster(const char *sql, script *sc, uint64_t deadline_ms, char *
     eng_ctx ctx = base_ctx(f);
     dist_transport tr = {t_run_unit, t_ping, sc};
     /* small ranges, so the 7 row groups of posts.parquet spread */
-    dist_opts o = {.split_bytes = 1, .grace_ms = 5, .deadline_ms = deadline_ms};
+    dist_opts o = {.split_bytes = 1, .grace_ms = 5, .deadline_ms = deadline_ms, .batch = sc->batch};
     int rc = dist_query_run(&ctx, sql, strlen(sql), &tr, &o, res, rep, err, errlen);
     fclose(f);
     return rc;
@@ -277,7 +279,7 @@ static void test_s3cluster_queries_equal_single_server(void **state)
     snprintf(path, sizeof(path), "%s/cases.tsv", dir);
     char *cases = dc_slurp(path);
     assert_non_null(cases);
-    int n = 0, failed = 0, skipped = 0;
+    int n = 0, failed = 0, skipped = 0, not_dist = 0;
     for (char *line = strtok(cases, "\n"); line; line = strtok(NULL, "\n")) {
         char *name = line, *t1 = strchr(line, '\t');
         assert_non_null(t1);
@@ -294,7 +296,14 @@ static void test_s3cluster_queries_equal_single_server(void **state)
             script_init(&sc);
             dist_report rep;
             eng_result res;
-            if (run_cluster(cq, &sc, 60000, &got, &rep, &res, err, sizeof(err)) < 0) {
+            int rc = run_cluster(cq, &sc, 60000, &got, &rep, &res, err, sizeof(err));
+            if (rc == -ENOTSUP) {
+                /* s3Cluster below the top (a subquery in FROM): not
+                 * distributed, the caller runs it alone */
+                fprintf(stderr, "%s: not distributed (%s)\n", name, err);
+                not_dist++;
+                n--;
+            } else if (rc < 0) {
                 fprintf(stderr, "%s: s3Cluster failed: %s\n  %s\n", name, err, cq);
                 failed++;
             } else if (!dc_same_result(name, got, single, strcmp(flags, "sorted") == 0)) {
@@ -311,8 +320,9 @@ static void test_s3cluster_queries_equal_single_server(void **state)
     free(cases);
     fprintf(stderr,
             "%d queries through s3Cluster over 3 servers, %d mismatches, %d not over "
-            "the files\n",
-            n, failed, skipped);
+            "the files, %d not distributed\n",
+            n, failed, skipped, not_dist);
+    assert_true(not_dist <= 2); /* a subquery's s3Cluster only */
     assert_true(n >= 30);
     assert_int_equal(failed, 0);
 }
@@ -346,13 +356,16 @@ static void test_killed_and_stalled_workers_still_answer(void **state)
         free(o);
         rows_single = r.rows_read;
     }
-    /* ten scripted deaths: the server that is handed the query's unit number
-     * i % 6 dies then (its earlier results counted, that unit and its queue
-     * go to the others) */
+    /* ten scripted deaths: the server that is handed the query's request
+     * number i % 4 dies then (its earlier results counted, that request's
+     * units and its queue go to the others); requests of up to two units
+     * (7 units: 4 requests at least), so a death loses a whole batch,
+     * counted all or none */
     for (int i = 0; i < 10; i++) {
         script sc;
         script_init(&sc);
-        sc.kill_at = i % 6;
+        sc.kill_at = i % 4;
+        sc.batch = 2;
         char *got = NULL;
         dist_report rep;
         eng_result res;

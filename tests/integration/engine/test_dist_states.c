@@ -168,7 +168,7 @@ static void test_dist_states_match_single_run(void **state)
     snprintf(path, sizeof(path), "%s/cases.tsv", dir);
     char *cases = dc_slurp(path);
     assert_non_null(cases);
-    int n = 0, failed = 0, split_units = 0, dropped = 0;
+    int n = 0, failed = 0, split_units = 0, dropped = 0, not_dist = 0;
     for (char *line = strtok(cases, "\n"); line; line = strtok(NULL, "\n")) {
         char *name = line, *t1 = strchr(line, '\t');
         assert_non_null(t1);
@@ -193,10 +193,20 @@ static void test_dist_states_match_single_run(void **state)
             uint64_t split;
             int lose;
         } passes[] = {{0, -1}, {1, -1}, {1, 1}};
-        for (size_t k = 0; k < sizeof(passes) / sizeof(passes[0]); k++) {
+        bool local = false;
+        for (size_t k = 0; k < sizeof(passes) / sizeof(passes[0]) && !local; k++) {
             char *got = NULL;
             dist_counts dc = {0};
             int rc = run_dist(sql, passes[k].split, passes[k].lose, &got, &dc, err, sizeof(err));
+            if (rc == -ENOTSUP) {
+                /* the files are read below its top (a subquery in FROM): not
+                 * distributed, the initiator runs it alone */
+                fprintf(stderr, "%s: not distributed (%s)\n", name, err);
+                not_dist++;
+                local = true;
+                free(got);
+                continue;
+            }
             if (rc < 0) {
                 fprintf(stderr, "%s: the distributed run failed: %s\n  %s\n", name, err, sql);
                 failed++;
@@ -228,13 +238,14 @@ static void test_dist_states_match_single_run(void **state)
         }
         free(want);
         free(single);
-        n++;
+        n += !local;
     }
     free(cases);
     fprintf(stderr,
             "%d queries distributed over 3 simulated servers, %d mismatches, %d runs "
-            "split by row group, %d late results dropped\n",
-            n, failed, split_units, dropped);
+            "split by row group, %d late results dropped, %d not distributed\n",
+            n, failed, split_units, dropped, not_dist);
+    assert_true(not_dist <= 2); /* a subquery's files only */
     assert_true(n >= 35);
     assert_int_equal(failed, 0);
     assert_true(split_units >= n); /* the glob gives several units to every query */

@@ -7,12 +7,16 @@
 // DuckDB-oracle query rewritten to s3Cluster('test', ...) answers as s3()
 // on one server; system.clusters lists the members; a unit without the
 // secret is refused; a worker's query_log marks its units not initial,
-// naming the initiator's query id; a worker down at the start fails the query with its
+// naming the initiator's query id, and the initiator's row has the total
+// read and each member's share (cluster_shares); progress headers on the
+// initiator count a unit in flight (a relay in front of a worker holds its
+// answer back); a worker down at the start fails the query with its
 // name unless skip_unavailable_shards = 1; a worker killed while a query
 // runs (scripted, 10 times, restarted on its port each time) still gives
 // the right answer. Exits 77 without node packages or the binary.
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import { check, failed, ringcache, skip, sleep, srcDir, startS3, startServer, tempDir } from './srvutil.mjs';
 
@@ -42,7 +46,28 @@ const common = ['--s3-endpoint', s3.endpoint, '--cluster-secret', secret, '--max
 const workers = [];
 for (let i = 0; i < 3; i++) workers.push(await startServer(common, {}, `worker${i}`));
 const members = workers.map((w) => `127.0.0.1:${w.port}`);
-const init = await startServer([...common, '--cluster', `test=${members.join(',')}`], {}, 'initiator');
+// a relay in front of worker 0: it passes a unit on, then answers with the
+// worker's read_rows in an early X-ClickHouse-Progress header and holds the
+// body back 400 ms, so the initiator's progress while the unit is in flight
+// can be seen (cluster 'relay')
+let relayAsked = 0;
+const relay = http.createServer(async (req, res) => {
+  let body = '';
+  for await (const d of req) body += d;
+  const h = {};
+  for (const k of ['x-ringcache-unit', 'x-ringcache-cluster-secret', 'x-ringcache-initial-query-id']) if (req.headers[k]) h[k] = req.headers[k];
+  if (req.url.includes('send_progress_in_http_headers=1')) relayAsked++;
+  const r = await fetch(`${workers[0].url}${req.url.split('?')[0]}`, { method: req.method, headers: h, body: req.method === 'POST' ? body : undefined });
+  const buf = Buffer.from(await r.arrayBuffer());
+  const sum = JSON.parse(r.headers.get('x-clickhouse-summary') || '{}');
+  if (req.method !== 'POST') { res.writeHead(r.status); res.end(buf); return; }
+  res.writeHead(r.status, { 'X-ClickHouse-Progress': JSON.stringify({ read_rows: sum.read_rows || '0', read_bytes: sum.read_bytes || '0' }) });
+  res.flushHeaders();
+  setTimeout(() => res.end(buf), 400);
+});
+await new Promise((r) => relay.listen(0, '127.0.0.1', r));
+const relayMember = `127.0.0.1:${relay.address().port}`;
+const init = await startServer([...common, '--cluster', `test=${members.join(',')};relay=${relayMember}`], {}, 'initiator');
 
 async function q(srv, sql) {
   const r = await fetch(`${srv.url}/?default_format=TSV`, { method: 'POST', body: sql });
@@ -65,7 +90,7 @@ for (const line of cases) {
 }
 check(same === cases.length && cases.length >= 35, `${same}/${cases.length} queries through s3Cluster equal s3() on one server`);
 
-const c = await q(init, 'SELECT cluster, shard_num, port FROM system.clusters ORDER BY shard_num');
+const c = await q(init, "SELECT cluster, shard_num, port FROM system.clusters WHERE cluster = 'test' ORDER BY shard_num");
 check(c.text === members.map((m, i) => `test\t${i + 1}\t${m.split(':')[1]}`).join('\n') + '\n', `system.clusters lists the members: ${c.text}`);
 
 // a worker's query_log: its units are not initial, and name the initiator's query
@@ -83,6 +108,26 @@ check(c.text === members.map((m, i) => `test\t${i + 1}\t${m.split(':')[1]}`).joi
     "WHERE query_id = 'dist-qlog' AND type = 'QueryFinish'")).text;
   check(r.status === 200 && units > 0 && own === '1\tdist-qlog\n',
     `query_log: the workers' units say is_initial_query = 0 and the initiator's query id (${units} units; initiator: ${JSON.stringify(own)})`);
+  // the initiator's row: the total read and each member's share of it
+  const [rows, bytes, shares] = (await q(init, "SELECT read_rows, read_bytes, cluster_shares FROM system.query_log " +
+    "WHERE query_id = 'dist-qlog' AND type = 'QueryFinish'")).text.trim().split('\t');
+  const parts = (shares || '').split(',').map((p) => p.split('='));
+  const sumR = parts.reduce((a, p) => a + Number((p[1] || '').split('/')[0]), 0);
+  const sumB = parts.reduce((a, p) => a + Number((p[1] || '').split('/')[1]), 0);
+  check(parts.map((p) => p[0]).join(',') === members.join(',') && Number(rows) > 0 && sumR === Number(rows) &&
+    sumB === Number(bytes), `query_log: the initiator's cluster_shares sum to its read_rows ${rows} / read_bytes ${bytes}: ${shares}`);
+}
+
+// progress headers on the initiator count what the units in flight read
+{
+  const r = await fetch(`${init.url}/?default_format=TSV&send_progress_in_http_headers=1&http_headers_progress_interval_ms=10&query_id=dist-prog`,
+    { method: 'POST', body: `SELECT sum(Score) FROM s3Cluster('relay', 's3://${bucket}/posts.parquet')` });
+  const text = await r.text();
+  const prog = (r.headers.get('x-clickhouse-progress') || '').match(/"read_rows":"\d+"/g) || [];
+  const seen = prog.map((p) => Number(p.match(/\d+/)[0]));
+  const total = Number((await q(init, "SELECT read_rows FROM system.query_log WHERE query_id = 'dist-prog' AND type = 'QueryFinish'")).text);
+  check(r.status === 200 && text.trim() !== '' && relayAsked > 0 && seen.some((v) => v > 0) && seen.every((v) => v <= total),
+    `progress headers sum the workers' progress while a unit runs: ${seen.join(' ')} (of ${total}; worker asked for progress: ${relayAsked})`);
 }
 
 // a unit without the secret is refused
@@ -125,5 +170,6 @@ for (let i = 0; i < 10; i++) {
 console.log(`killed_worker_ok=${right}/10 (${mid} killed while the query ran)`);
 check(right === 10, `a worker killed mid-query: ${right}/10 right answers`);
 
+relay.close();
 for (const w of [init, workers[0], workers[1]]) check((await w.stop()) === 0, 'a server exits 0 on SIGTERM');
 process.exit(failed() ? 1 : 0);

@@ -165,6 +165,14 @@ eq "$code" "200" "with a 1-byte buffer the head goes at the first row"
 has "$body" "Code: 159. DB::Exception: Timeout exceeded" "then the error ends the body"
 r "$U/?query=$slow&max_execution_time=0.5&http_response_buffer_size=1&wait_end_of_query=1"
 eq "$code" "408" "wait_end_of_query keeps the status for the error"
+# progress in the head while the query runs, then the summary
+r "$U/?query=$slow+LIMIT+2+SETTINGS+max_threads=1&send_progress_in_http_headers=1&http_headers_progress_interval_ms=100"
+n_progress=$(grep -c '^X-ClickHouse-Progress: {"read_rows":"[1-9]' <<<"$head")
+[[ $code == 200 && $n_progress -ge 2 ]] && ok "send_progress_in_http_headers: $n_progress X-ClickHouse-Progress headers" ||
+  fail "send_progress_in_http_headers: code $code, $n_progress progress headers in [${head:0:600}]"
+has "$(header X-ClickHouse-Summary)" '"result_rows":"2"' "and X-ClickHouse-Summary after them"
+r "$U/?query=$slow+LIMIT+2+SETTINGS+max_threads=1"
+eq "$(grep -c '^X-ClickHouse-Progress' <<<"$head")" "0" "no progress headers without the setting"
 
 # ---- sessions ----------------------------------------------------------------------------
 r --data-binary "USE system" "$U/?session_id=s1"; eq "$code" "200" "USE in a session"
@@ -227,6 +235,8 @@ r "$U/ping"; eq "$body" "Ok." "the server stays up"
 # ---- /metrics, keep-alive, HTTP/1.0 ----------------------------------------------------------
 r "$U/metrics"; has "$body" "ringcache_server_queries_total" "/metrics"
 has "$body" 'ringcache_server_query_failures_total{code="62",name="SYNTAX_ERROR"}' "failures by code"
+# a request refused before its query starts counts by its code too (the unknown setting above)
+has "$body" 'ringcache_server_query_failures_total{code="115",name="UNKNOWN_SETTING"} 1' "refusals by code"
 curl -sv "$U/?query=SELECT+1" "$U/?query=SELECT+2" >"$tmp/ka.out" 2>"$tmp/ka.err"
 has "$(cat "$tmp/ka.err")" "Re-using existing connection" "keep-alive between queries"
 r -0 "$U/?query=SELECT+3"; eq "$body" "3" "HTTP/1.0"

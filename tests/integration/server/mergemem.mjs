@@ -7,7 +7,9 @@
 // 200 ms and starts none (its log says so, naming --merge-memory, and
 // /metrics counts the merges skipped), the six parts and every row stay. A
 // second server on the same warehouse with room to merge then merges them,
-// the rows the same. Both servers must exit 0 on SIGTERM.
+// the rows the same. A third, on its own warehouse, starts a merge that fits
+// the estimate and crosses the limit as it runs: it stops before its commit,
+// and the parts and rows stay. Every server must exit 0 on SIGTERM.
 import fs from 'node:fs';
 import { check, finish, requireClient, sleep, startS3, startServer, tempDir } from './srvutil.mjs';
 
@@ -59,4 +61,37 @@ check(active < 6, `with --merge-memory 256MiB the pool merges the parts (active 
 const r2 = JSON.stringify(await rows(c2, scan));
 check(r2 === want, `the rows stay after the merge: ${r2}`);
 await c2.close();
-await finish(roomy);
+check((await roomy.stop()) === 0, 'the roomy server exits 0 after SIGTERM');
+
+// A merge whose estimate fits and whose run does not: parts of many small
+// granules (the estimate is one granule per input, a few KiB) whose merged
+// part is megabytes of barely compressible text, held by the part writer and
+// its upload until the commit. Under 1 MiB the merge starts, crosses the
+// limit, stops before its commit, and the parts and rows stay.
+const crossing = await startServer(['--s3-endpoint', s3.endpoint, '--warehouse', 's3://ringcache-test/wh2/',
+  '--max-threads', '2', '--merge-interval', '200ms', '--merge-memory', '1MiB'], {}, 'crossing');
+const c3 = ch.createClient({ url: crossing.url, request_timeout: 60000 });
+await c3.command({ query: 'CREATE TABLE u (k UInt32, h String) ENGINE = MergeTree ORDER BY k SETTINGS index_granularity = 128' });
+const { randomBytes } = await import('node:crypto');
+for (let p = 0; p < 6; p++) {
+  const values = Array.from({ length: 20000 }, (_, i) => ({ k: p * 20000 + i, h: randomBytes(24).toString('hex') }));
+  await c3.insert({ table: 'u', values, format: 'JSONEachRow' });
+}
+let stopped = '';
+for (let i = 0; i < 150 && !stopped; i++) {
+  stopped = fs.readFileSync(crossing.log, 'utf8').split('\n').find((l) => /merge stops and its parts stay/.test(l)) || '';
+  if (!stopped) await sleep(100);
+}
+check(/background merges' memory limit \(1048576 bytes\) is exceeded/.test(stopped) && /table default\.u/.test(stopped),
+  `a merge that crosses --merge-memory mid-run stops, and the log says so: ${stopped.slice(0, 400)}`);
+const m3 = await (await fetch(`${crossing.url}/metrics`)).text();
+check(/^ringcache_server_merges_total 0$/m.test(m3) && /^ringcache_server_background_failures_total [1-9]/m.test(m3) &&
+  /^ringcache_server_merges_skipped_for_memory_total 0$/m.test(m3),
+  'it was started (not skipped), failed, and committed nothing (/metrics)');
+const uParts = Number((await rows(c3, "SELECT count() AS n FROM system.parts WHERE table = 'u' AND active = 1"))[0].n);
+check(uParts === 6, `the six parts stay (${uParts})`);
+const u = (await rows(c3, 'SELECT count() AS n, sum(k) AS sk, min(length(h)) AS l0, max(length(h)) AS l1 FROM u'))[0];
+check(u.n === '120000' && u.sk === String((119999 * 120000) / 2) && Number(u.l0) === 48 && Number(u.l1) === 48,
+  `every row stays: ${JSON.stringify(u)}`);
+await c3.close();
+await finish(crossing);

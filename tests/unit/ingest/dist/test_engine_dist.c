@@ -107,6 +107,47 @@ static void test_own_queue_first_then_steal_after_grace(void **state)
     dist_units_free(&us);
 }
 
+/* A batch: the rest from the server's own queue only, its result counted
+ * all or none (a server lost with a batch in flight counts none of it). */
+static void test_batch_own_queue_all_or_none(void **state)
+{
+    (void)state;
+    dist_units us;
+    make_units(&us, 30);
+    dist_sched *s;
+    assert_int_equal(dist_sched_create(&s, &us, servers, 3, 100), 0);
+    int b[4];
+    for (int k = 0; k < 4; k++) {
+        b[k] = dist_sched_next_own(s, 1, 1000);
+        assert_true(b[k] >= 0);
+        assert_int_equal(dist_sched_home(s, b[k]), 1);
+    }
+    assert_true(dist_sched_complete_n(s, b, 2, 1));
+    assert_false(dist_sched_complete_n(s, b, 2, 1)); /* counted once */
+    /* a batch with a unit already done elsewhere counts none of it */
+    assert_true(dist_sched_complete(s, b[3], 1));
+    assert_false(dist_sched_complete_n(s, b + 2, 2, 1));
+    assert_true(dist_sched_complete(s, b[2], 1));
+    /* server 2's batch in flight when it is lost: none of it counts */
+    int c[2];
+    c[0] = dist_sched_next_own(s, 2, 1000);
+    c[1] = dist_sched_next_own(s, 2, 1000);
+    assert_true(c[0] >= 0 && c[1] >= 0);
+    assert_true(dist_sched_lose(s, 2) > 0);
+    assert_false(dist_sched_complete_n(s, c, 2, 2));
+    /* a lost server's own queue gives nothing */
+    assert_int_equal(dist_sched_next_own(s, 2, 1000), DIST_SCHED_WAIT);
+    /* an empty own queue never steals, though server 1's still has units */
+    int got = 0;
+    while (got <= us.n && dist_sched_next_own(s, 0, 1000) >= 0)
+        got++;
+    assert_true(got > 0 && got < us.n);
+    assert_int_equal(dist_sched_next_own(s, 0, 999999), DIST_SCHED_WAIT);
+    assert_true(dist_sched_next_own(s, 1, 1000) >= 0);
+    dist_sched_destroy(&s);
+    dist_units_free(&us);
+}
+
 /* Runs every unit to the end, servers taking turns; returns results that
  * counted. */
 static int drain(dist_sched *s, int n_servers, uint64_t now)
@@ -346,6 +387,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rendezvous_is_stable_and_moves_only_the_lost),
         cmocka_unit_test(test_own_queue_first_then_steal_after_grace),
+        cmocka_unit_test(test_batch_own_queue_all_or_none),
         cmocka_unit_test(test_lost_server_units_go_to_others_counted_once),
         cmocka_unit_test(test_stalled_server_is_given_up),
         cmocka_unit_test(test_wire_reader_bounds_counts_before_allocation),

@@ -258,6 +258,50 @@ static void test_no_threads_no_prefetcher(void **state)
     ef_destroy(&p);
 }
 
+/* A shelf keeps a prefetcher's buffers for the next one, within its bound. */
+static void test_shelf_keeps_buffers_between_prefetchers(void **state)
+{
+    (void)state;
+    ef_shelf *shelf = NULL;
+    assert_int_equal(ef_shelf_create(&shelf, 3u << 20), 0);
+    static const ef_ops ops = {f_size, f_fetch};
+    fake *f = calloc(1, sizeof(*f));
+    f->unit_bytes = 1000;
+    ef *p = NULL;
+    assert_int_equal(ef_create_shelved(&p, &ops, f, 4, 1, 1, 8u << 20, NULL, shelf), 0);
+    ef_stop(p);
+    uint64_t c1 = 0, c2 = 0, c3 = 0;
+    uint8_t *b1 = ef_buf_get(p, 1u << 20, &c1);
+    uint8_t *b2 = ef_buf_get(p, 1u << 20, &c2);
+    uint8_t *b3 = ef_buf_get(p, 2u << 20, &c3);
+    assert_non_null(b1);
+    assert_non_null(b2);
+    assert_non_null(b3);
+    memset(b1, 1, c1);
+    ef_buf_put(p, b1, c1);
+    ef_buf_put(p, b2, c2);
+    ef_buf_put(p, b3, c3);
+    assert_int_equal(ef_shelf_bytes(shelf), 0); /* in the prefetcher's own pool */
+    ef_destroy(&p);
+    /* 1 + 1 MiB fit the 3 MiB bound; the 2 MiB one is unmapped */
+    assert_true(ef_shelf_bytes(shelf) >= (2u << 20) && ef_shelf_bytes(shelf) <= (3u << 20));
+    uint64_t held = ef_shelf_bytes(shelf);
+    assert_int_equal(ef_create_shelved(&p, &ops, f, 4, 1, 1, 8u << 20, NULL, shelf), 0);
+    ef_stop(p);
+    uint64_t c4 = 0;
+    /* (a download may have fetched a unit before the stop: 64 KiB buffers) */
+    uint8_t *b4 = ef_buf_get(p, 512u << 10, &c4);
+    assert_true(b4 == b1 || b4 == b2); /* a kept buffer, not a new mapping */
+    assert_true(c4 == (1u << 20));
+    assert_true(ef_shelf_bytes(shelf) <= held - c4);
+    ef_buf_put(p, b4, c4);
+    ef_destroy(&p);
+    assert_true(ef_shelf_bytes(shelf) >= held && ef_shelf_bytes(shelf) <= (3u << 20));
+    ef_shelf_destroy(&shelf);
+    assert_null(shelf);
+    free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -267,6 +311,7 @@ int main(void)
         cmocka_unit_test(test_failed_fetches_fall_back_to_the_worker),
         cmocka_unit_test(test_memory_limit_means_no_read_ahead),
         cmocka_unit_test(test_no_threads_no_prefetcher),
+        cmocka_unit_test(test_shelf_keeps_buffers_between_prefetchers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -237,6 +237,14 @@ static void test_eval_functions(void **state)
     expect3("toStartOfWeek(toDate('2023-09-27'))", "2023-09-24");
     expect3("dateAdd(month, 1, toDate('2020-01-31'))", "2020-02-29");
     expect3("toDate('2018-01-01') + INTERVAL 3 YEAR", "2021-01-01");
+    /* a number becomes a Date as days, past 65535 as a Unix timestamp; a date
+     * compares with a number as its days or seconds */
+    expect3("toDate(18262)", "2020-01-01");
+    expect3("toDate(1600000000)", "2020-09-13");
+    expect3("toDate('2020-01-01') = 18262", "1");
+    expect3("toDateTime('2020-01-01 00:00:00') > 0", "1");
+    expect3("0 < toDateTime('1970-01-01 00:00:00')", "0");
+    expect3("toDateTime64('2020-01-01 00:00:00', 3) > 1577836800", "0");
     expect3("formatDateTime(toDateTime('2010-01-04 12:34:56'), '%F %T %i %M %j')",
             "2010-01-04 12:34:56 34 January 004");
     expect3("intDiv(-7, 2)", "-3");
