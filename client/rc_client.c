@@ -114,8 +114,27 @@ int rc_readahead_window(const rc_config *cfg, uint32_t block_size)
 
 /* ---- open, close --------------------------------------------------------------------------- */
 
+static int open_id(rc_client *c, const char *bucket, const char *key, const uint64_t *known_size,
+                   const char *known_version, rc_handle **out, char *err, size_t errlen);
+
 int rc_open(rc_client *c, const char *bucket, const char *key, rc_handle **out, char *err,
             size_t errlen)
+{
+    return open_id(c, bucket, key, NULL, NULL, out, err, errlen);
+}
+
+int rc_open_known(rc_client *c, const char *bucket, const char *key, uint64_t size,
+                  const char *version, rc_handle **out, char *err, size_t errlen)
+{
+    if (!version || !version[0] || strlen(version) > BKEY_VERSION_MAX)
+        return open_id(c, bucket, key, NULL, NULL, out, err, errlen);
+    return open_id(c, bucket, key, &size, version, out, err, errlen);
+}
+
+/* rc_open; with known_size set, the version and size are the caller's (no
+ * HEAD, nothing asked of the metadata cache). */
+static int open_id(rc_client *c, const char *bucket, const char *key, const uint64_t *known_size,
+                   const char *known_version, rc_handle **out, char *err, size_t errlen)
 {
     char scratch[RC_ERR_MAX];
     if (!err) {
@@ -144,7 +163,10 @@ int rc_open(rc_client *c, const char *bucket, const char *key, rc_handle **out, 
     }
     atomic_init(&o->refs, 1);
     atomic_init(&o->stale, false);
-    if (rc__meta_get(&c->meta, bucket, key, &o->id.size, o->id.version)) {
+    if (known_size) {
+        o->id.size = *known_size;
+        bkey_field_set(o->id.version, sizeof(o->id.version), known_version, strlen(known_version));
+    } else if (rc__meta_get(&c->meta, bucket, key, &o->id.size, o->id.version)) {
         RC_COUNT(c, meta_hits, 1);
     } else {
         rc_head_req req = {.bucket = bucket, .key = key};

@@ -231,6 +231,12 @@ void rc_destroy(rc_client **c);
 int rc_open(rc_client *c, const char *bucket, const char *key, rc_handle **out, char *err,
             size_t errlen);
 
+/* rc_open of an object whose size and version the caller knows (an
+ * immutable object named by a manifest, with the version a write-through PUT
+ * gave it): no HEAD. An empty version: rc_open. Same results. */
+int rc_open_known(rc_client *c, const char *bucket, const char *key, uint64_t size,
+                  const char *version, rc_handle **out, char *err, size_t errlen);
+
 /* Frees a handle (read-ahead in flight for it finishes on its own). Accepts
  * NULL; sets *h to NULL. */
 void rc_close(rc_handle **h);

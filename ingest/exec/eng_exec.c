@@ -429,12 +429,22 @@ static int run_describe(equery *q, eng_format fmt, char *err, size_t errlen)
     for (int i = 0; rc == 0 && i < schema->n; i++) {
         if (schema->cols[i].virt)
             continue;
+        if (schema->cols[i].nested) {
+            snprintf(err, errlen,
+                     "column '%s' is %s, which is not supported yet (the other columns can be "
+                     "read: SELECT * EXCEPT (%s))",
+                     schema->cols[i].name, schema->cols[i].nested, schema->cols[i].name);
+            rc = -ENOTSUP;
+            break;
+        }
         char tn[256];
         if (q->src->type_names && q->src->type_names[i])
             snprintf(tn, sizeof(tn), "%s", q->src->type_names[i]);
         else
             ex_type_name(&schema->cols[i].t, tn, sizeof(tn));
-        const char *vals[7] = {schema->cols[i].name, tn, "", "", "", "", ""};
+        const char *dx = q->src->default_exprs ? q->src->default_exprs[i] : NULL;
+        const char *vals[7] = {
+            schema->cols[i].name, tn, dx ? "DEFAULT" : "", dx ? dx : "", "", "", ""};
         for (int k = 0; k < 7; k++) {
             t.c[k].nulls[t.n] = 0;
             if (ex_vec_str_put(&q->mem, &t.c[k], t.n, vals[k], strlen(vals[k])) < 0)

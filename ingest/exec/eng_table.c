@@ -316,6 +316,10 @@ static int run_create(equery *q, const sql_stmt *st, char *err, size_t errlen)
         rc = eng_tdef_from_create(st, db, &def, err, errlen);
     if (rc < 0)
         return rc;
+    if ((rc = eng__default_check(&q->mem, &def, err, errlen)) < 0) {
+        eng_tdef_free(&def);
+        return rc;
+    }
     if (def.schema.partition_by) {
         part_expr pe;
         rc = part_expr_bind(&pe, &q->mem, &def.schema, err, errlen);
@@ -508,8 +512,10 @@ typedef struct insert_job {
     int n_in;          /* input columns */
     uint32_t *in_cols; /* per input column: its table column */
     eng_sink *sink;
-    eng_mem *mem; /* the tracker the sink charges */
-    char *utok;   /* a distributed INSERT's unit: its block ids' token */
+    eng_sink *part; /* the part sink inside sink when DEFAULTs fill columns, else NULL */
+    int *col_of2;   /* the part sink's column map then */
+    eng_mem *mem;   /* the tracker the sink charges */
+    char *utok;     /* a distributed INSERT's unit: its block ids' token */
 } insert_job;
 
 static void ij_free(insert_job *j)
@@ -522,8 +528,15 @@ static void ij_free(insert_job *j)
     tb_snapshot_destroy(&j->snap);
     tb_table_destroy(&j->t);
     free(j->col_of);
+    free(j->col_of2);
     free(j->in_cols);
     free(j->utok);
+}
+
+/* The part sink of what the INSERT writes to. */
+static eng_sink *part_of(const insert_job *j, eng_sink *s)
+{
+    return j->part && s ? j->part : s;
 }
 
 /* The columns an INSERT gives: its list, or every column. */
@@ -531,21 +544,26 @@ static int map_columns(insert_job *j, const sql_insert *in, char *err, size_t er
 {
     const tb_schema *ts = &j->def.schema;
     j->col_of = calloc(ts->n_cols + 1, sizeof(int));
-    int n = in && in->n_cols ? in->n_cols : (int)ts->n_cols;
+    int visible = 0; /* the declared columns: key expressions' are filled, never given */
+    for (uint32_t i = 0; i < ts->n_cols; i++)
+        visible += !eng_tdef_hidden(ts->cols[i].name);
+    int n = in && in->n_cols ? in->n_cols : visible;
     j->in_cols = calloc((size_t)n + 1, sizeof(uint32_t));
     if (!j->col_of || !j->in_cols)
         return -ENOMEM;
-    for (uint32_t i = 0; i < ts->n_cols; i++)
-        j->col_of[i] = in && in->n_cols ? -1 : (int)i;
+    for (uint32_t i = 0, k = 0; i < ts->n_cols; i++) {
+        bool implicit = !(in && in->n_cols) && !eng_tdef_hidden(ts->cols[i].name);
+        j->col_of[i] = implicit ? (int)k : -1;
+        if (implicit)
+            j->in_cols[k++] = i;
+    }
     j->n_in = n;
     for (int k = 0; k < n; k++) {
-        if (!(in && in->n_cols)) {
-            j->in_cols[k] = (uint32_t)k;
+        if (!(in && in->n_cols))
             continue;
-        }
         int found = -1;
         for (uint32_t i = 0; i < ts->n_cols; i++)
-            if (strcmp(ts->cols[i].name, in->cols[k]) == 0)
+            if (strcmp(ts->cols[i].name, in->cols[k]) == 0 && !eng_tdef_hidden(ts->cols[i].name))
                 found = (int)i;
         if (found < 0) {
             const char **names = calloc(ts->n_cols + 1, sizeof(char *));
@@ -676,13 +694,22 @@ static int ij_sink(insert_job *j, eng_mem *mem, char *err, size_t errlen)
         }
         snprintf(j->utok, n, "%s/%s", base, ctx->unit_name);
     }
+    int n_in2 = j->n_in;
+    bool dflt = false;
+    free(j->col_of2);
+    j->col_of2 = NULL;
+    j->part = NULL;
+    if (eng__default_map(&j->def, j->col_of, j->n_in, &j->col_of2, &n_in2, &dflt) < 0) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
     eng_part_sink_opts o = {.table = j->t,
                             .schema = ts,
                             .fixed = j->def.fixed,
                             .date16 = j->def.date16,
                             .types = (const char *const *)j->def.types,
-                            .col_of = j->col_of,
-                            .n_in = j->n_in,
+                            .col_of = dflt ? j->col_of2 : j->col_of,
+                            .n_in = dflt ? n_in2 : j->n_in,
                             .mem = mem,
                             .min_rows = j->is.min_insert_block_size_rows,
                             .min_bytes = j->is.min_insert_block_size_bytes,
@@ -697,12 +724,24 @@ static int ij_sink(insert_job *j, eng_mem *mem, char *err, size_t errlen)
                             .n_minmax = j->have_pe ? j->pe.n_minmax : 0,
                             .table_name = j->name,
                             .db_name = j->db};
-    return eng_part_sink_create(&j->sink, &o, err, errlen);
+    int rc = eng_part_sink_create(&j->sink, &o, err, errlen);
+    if (rc < 0 || !dflt)
+        return rc;
+    eng_sink *ds;
+    if (eng__default_sink_create(&ds, j->sink, mem, &j->def, j->col_of, j->n_in, j->col_of2,
+                                 n_in2) < 0) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM; /* j->sink is still the part sink: ij_free destroys it */
+    }
+    j->part = j->sink;
+    j->sink = ds;
+    return 0;
 }
 
 /* Commits what the sink wrote (after its end): one version, duplicates dropped. */
 static int ij_commit(insert_job *j, eng_sink *sink, char *err, size_t errlen)
 {
+    sink = part_of(j, sink);
     const tb_part_add *adds;
     size_t n;
     eng_part_sink_parts(sink, &adds, &n);
@@ -1128,7 +1167,7 @@ static int insert_select(insert_job *j, const sql_stmt *outer, const sql_stmt *s
     if (rc == 0)
         rc = ij_commit(j, sink, err, errlen);
     if (rc < 0 && sink)
-        eng_part_sink_discard(sink, j->t, NULL);
+        eng_part_sink_discard(part_of(j, sink), j->t, NULL);
     j->q->mem.peak = j->q->mem.peak > q2->mem.peak ? j->q->mem.peak : atomic_load(&q2->mem.peak);
     j->q->stats.rows_read = atomic_load(&q2->stats.rows_read);
     j->q->stats.bytes_read = atomic_load(&q2->stats.bytes_read);
@@ -1170,7 +1209,7 @@ static int run_insert_into(equery *q, const sql_stmt *st, const char *db, const 
         if (rc == 0)
             rc = ij_commit(&j, j.sink, err, errlen);
         if (rc < 0 && j.sink)
-            eng_part_sink_discard(j.sink, j.t, NULL);
+            eng_part_sink_discard(part_of(&j, j.sink), j.t, NULL);
     }
     ij_free(&j);
     if (rc == -ENOMEM && strstr(err, "memory limit") && !strstr(err, "MEMORY_LIMIT_EXCEEDED")) {

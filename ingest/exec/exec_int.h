@@ -18,6 +18,7 @@
 #include "eng_agg.h"
 #include "eng_plan.h"
 #include "eng_source.h"
+#include "eng_tdef.h"
 #include "rtab.h"
 
 #include <pthread.h>
@@ -112,6 +113,7 @@ typedef struct worker {
  * q->given_sink when set, and a result of string columns. */
 equery *eng__query_create(const eng_ctx *ctx);
 void eng__query_free(equery *q);
+
 int eng__stmt_settings(equery *q, const sql_stmt *st, eng_format *ofmt, char *err, size_t errlen);
 int eng__stmt_source(equery *q, const sql_stmt *st, char *err, size_t errlen);
 int eng__run_select(equery *q, const sql_stmt *st, eng_format fmt, char *err, size_t errlen);
@@ -120,6 +122,19 @@ int eng__stmt_output(equery *q, eng_format fmt, const char *const *names, const 
                      int n_cols, char *err, size_t errlen);
 int eng__out_strings(equery *q, eng_format fmt, const char *const *names, int n_cols,
                      const char *const *cells, uint32_t n_rows, char *err, size_t errlen);
+
+/* DEFAULT expressions (eng_default.c). CREATE TABLE: each binds over the
+ * table's columns, without aggregates or a cycle. 0 or -EINVAL. */
+int eng__default_check(eng_mem *m, const eng_tdef *d, char *err, size_t errlen);
+/* INSERT: the part sink's column map (*col_of2, malloc'd: left-out columns
+ * with a DEFAULT come after the n_in given ones) and whether defaults apply
+ * (*needed). 0 or -ENOMEM. */
+int eng__default_map(const eng_tdef *d, const int *col_of, int n_in, int **col_of2, int *n_in2,
+                     bool *needed);
+/* A sink that fills them in front of inner (which it retains and destroys);
+ * d, col_of and col_of2 are borrowed for its life. 0 or -ENOMEM. */
+int eng__default_sink_create(eng_sink **out, eng_sink *inner, eng_mem *m, const eng_tdef *d,
+                             const int *col_of, int n_in, const int *col_of2, int n_in2);
 /* The output's sink and columns (names and types borrowed until the query ends). */
 int eng__stmt_output(equery *q, eng_format fmt, const char *const *names, const ex_type *types,
                      int n_cols, char *err, size_t errlen);

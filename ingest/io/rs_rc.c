@@ -52,13 +52,14 @@ static void rs_rc_destroy(void *impl)
     free(s);
 }
 
-int rs_rc_open(rs_source **out, struct rc_client *c, const char *bucket, const char *key, char *err,
-               size_t errlen)
+static int open_as(rs_source **out, struct rc_client *c, const char *bucket, const char *key,
+                   const uint64_t *size, const char *version, char *err, size_t errlen)
 {
     rs_rc *s = calloc(1, sizeof(*s));
     if (!s)
         return -ENOMEM;
-    int rc = rc_open(c, bucket, key, &s->h, err, errlen);
+    int rc = size ? rc_open_known(c, bucket, key, *size, version, &s->h, err, errlen)
+                  : rc_open(c, bucket, key, &s->h, err, errlen);
     if (rc < 0) {
         free(s);
         return rc;
@@ -73,30 +74,25 @@ int rs_rc_open(rs_source **out, struct rc_client *c, const char *bucket, const c
     return rc;
 }
 
-/* ---- the cache client as an object store ------------------------------------------- */
-
-typedef struct rc_glob {
-    eng_key_fn fn;
-    void *arg;
-    int rc;
-} rc_glob;
-
-static int rc_glob_cb(const s3_object_info *info, void *arg)
+int rs_rc_open(rs_source **out, struct rc_client *c, const char *bucket, const char *key, char *err,
+               size_t errlen)
 {
-    rc_glob *g = arg;
-    int rc = g->fn(info->key, info->size, g->arg);
-    if (rc < 0) {
-        g->rc = rc;
-        return rc;
-    }
-    return 0;
+    return open_as(out, c, bucket, key, NULL, NULL, err, errlen);
 }
+
+int rs_rc_open_known_key(void *impl, const char *bucket, const char *key, uint64_t size,
+                         const char *version, rs_source **out, char *err, size_t errlen)
+{
+    return open_as(out, impl, bucket, key, &size, version, err, errlen);
+}
+
+/* ---- the cache client as an object store ------------------------------------------- */
 
 int rs_rc_list(void *impl, const char *bucket, const char *glob, eng_key_fn fn, void *arg,
                char *err, size_t errlen)
 {
-    rc_glob g = {fn, arg, 0};
-    int rc = rc_list(impl, bucket, glob, rc_glob_cb, &g, err, errlen);
+    rs_key_ctx g = {fn, arg, 0};
+    int rc = rc_list(impl, bucket, glob, rs_key_cb, &g, err, errlen);
     return g.rc < 0 ? g.rc : rc;
 }
 
@@ -110,4 +106,10 @@ int rs_rc_put_key(void *impl, const char *bucket, const char *key, const void *d
                   char *err, size_t errlen)
 {
     return rc_put(impl, bucket, key, data, len, NULL, err, errlen);
+}
+
+int rs_rc_put_key_v(void *impl, const char *bucket, const char *key, const void *data, size_t len,
+                    char *version, char *err, size_t errlen)
+{
+    return rc_put(impl, bucket, key, data, len, version, err, errlen);
 }

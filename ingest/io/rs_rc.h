@@ -16,6 +16,7 @@
 #include "rangesrc.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct rc_client;
 
@@ -36,5 +37,13 @@ int rs_rc_open_key(void *impl, const char *bucket, const char *key, rs_source **
  * a table's part upload (table.h's tb_put_fn, impl an rc_client). */
 int rs_rc_put_key(void *impl, const char *bucket, const char *key, const void *data, size_t len,
                   char *err, size_t errlen);
+/* The same, with the version (ETag) the object got into version
+ * (RC_VERSION_MAX bytes): table.h's tb_put_v_fn. */
+int rs_rc_put_key_v(void *impl, const char *bucket, const char *key, const void *data, size_t len,
+                    char *version, char *err, size_t errlen);
+/* rs_rc_open of an object whose size and version are known (rc_open_known:
+ * no HEAD; an empty version: rs_rc_open): table.h's tb_source_open_known_fn. */
+int rs_rc_open_known_key(void *impl, const char *bucket, const char *key, uint64_t size,
+                         const char *version, rs_source **out, char *err, size_t errlen);
 
 #endif /* RINGCACHE_RS_RC_H */

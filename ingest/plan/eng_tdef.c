@@ -260,8 +260,11 @@ void eng_tdef_free(eng_tdef *d)
         free(d->types[i]);
     for (uint32_t i = 0; d->codecs && i < d->schema.n_cols; i++)
         free(d->codecs[i]);
+    for (uint32_t i = 0; d->defaults && i < d->schema.n_cols; i++)
+        free(d->defaults[i]);
     free(d->types);
     free(d->codecs);
+    free(d->defaults);
     free(d->fixed);
     free(d->date16);
     tb_schema_deinit(&d->schema);
@@ -325,18 +328,106 @@ static void ds_ident(dstr *d, const char *s)
     ds_put(d, "`");
 }
 
-static void ds_keys(dstr *d, const char *clause, char *const *k, int n)
+static void ds_keys(dstr *d, const sql_table_def *c, const char *clause, char *const *k, int n)
 {
     ds_put(d, clause);
     ds_put(d, n == 1 ? " " : " (");
     for (int i = 0; i < n; i++) {
         if (i)
             ds_put(d, ", ");
-        ds_ident(d, k[i]);
+        if (col_index(c, k[i]) >= 0)
+            ds_ident(d, k[i]);
+        else
+            ds_put(d, k[i]); /* an expression, as written */
     }
     ds_put(d, n == 1 ? "" : ")");
     if (n == 0)
         ds_put(d, "");
+}
+
+bool eng_tdef_hidden(const char *name)
+{
+    return strncmp(name, ENG_KEY_COLUMN, strlen(ENG_KEY_COLUMN)) == 0;
+}
+
+/* A sorting key expression (ORDER BY toDate(d)): its value is kept as a
+ * stored column of the table (ENG_KEY_COLUMN<k>, filled by its DEFAULT at
+ * every INSERT, never shown by SELECT * or DESCRIBE), so that sorting, the
+ * sparse index and merges work on it as on any key column. The index of that
+ * column, or -EINVAL / -ENOMEM. */
+static int key_column(const sql_table_def *c, eng_tdef *out, const char *expr, char *err,
+                      size_t errlen)
+{
+    tb_schema *s = &out->schema;
+    for (uint32_t i = (uint32_t)c->n_cols; i < s->n_cols; i++)
+        if (out->defaults[i] && strcmp(out->defaults[i], expr) == 0)
+            return (int)i; /* ORDER BY and PRIMARY KEY name it both */
+    eng_schema sc = {calloc(s->n_cols + 1, sizeof(eng_col)), 0, false};
+    if (!sc.cols)
+        return -ENOMEM;
+    int rc = 0;
+    for (uint32_t i = 0; i < s->n_cols && rc == 0; i++) {
+        sc.cols[i].name = strdup(s->cols[i].name);
+        sc.cols[i].t = ex_type_of_column(&s->cols[i].info, s->cols[i].nullable);
+        if (out->date16[i])
+            sc.cols[i].t.bits = 16;
+        sc.cols[i].cb = s->cols[i].info;
+        sc.n = (int)i + 1;
+        if (!sc.cols[i].name)
+            rc = -ENOMEM;
+    }
+    size_t len = strlen(expr) + 32;
+    char *sql = rc == 0 ? malloc(len) : NULL;
+    char msg[512] = "";
+    sql_stmt *st = NULL;
+    eng_mem mem = {0};
+    eng_plan plan;
+    bool bound = false;
+    ex_type t = {0};
+    if (rc == 0 && !sql)
+        rc = -ENOMEM;
+    if (rc == 0) {
+        snprintf(sql, len, "SELECT (%s) FROM t", expr);
+        rc = sql_parse(sql, strlen(sql), &st, msg, sizeof(msg));
+    }
+    if (rc == 0 && st->n_items != 1)
+        rc = -EINVAL, snprintf(msg, sizeof(msg), "it is not one expression");
+    if (rc == 0 && (rc = eng_bind(&mem, st, &sc, &plan, msg, sizeof(msg))) == 0)
+        bound = true;
+    if (rc == 0 && plan.aggregate)
+        rc = -EINVAL, snprintf(msg, sizeof(msg), "it has an aggregate function");
+    if (rc == 0 && plan.n_need == 0)
+        rc = -EINVAL, snprintf(msg, sizeof(msg), "it reads no column (a constant sorts nothing)");
+    if (rc == 0)
+        t = plan.outs[0].e->t;
+    if (bound)
+        eng_plan_free(&mem, &plan);
+    sql_stmt_destroy(&st);
+    free(sql);
+    eng_schema_free(&sc);
+    if (rc == -ENOMEM)
+        return rc;
+    char tn[96] = "";
+    ex_type_name(&t, tn, sizeof(tn));
+    uint32_t i = s->n_cols;
+    tp_column_def *d = &s->cols[i];
+    if (rc == 0 && t.nullable)
+        rc = -EINVAL, snprintf(msg, sizeof(msg), "its type %s is Nullable: keys cannot be", tn);
+    if (rc == 0 && eng_decl_type(tn, &d->info, &d->nullable, &out->fixed[i], &out->date16[i], msg,
+                                 sizeof(msg)) < 0)
+        rc = -EINVAL;
+    if (rc < 0)
+        return fail(err, errlen,
+                    "line %d, column %d: the sorting key expression %s cannot be used: %s",
+                    c->engine_line, c->engine_col, expr, msg);
+    char name[64];
+    snprintf(name, sizeof(name), "%s%u", ENG_KEY_COLUMN, i - (uint32_t)c->n_cols + 1);
+    d->codec = TP_CODEC_LZ4;
+    if (!(d->name = strdup(name)) || !(out->types[i] = strdup(tn)) ||
+        !(out->defaults[i] = strdup(expr)))
+        return -ENOMEM;
+    s->n_cols = i + 1;
+    return (int)i;
 }
 
 static int tdef_create(const sql_stmt *st, const char *db, eng_tdef *out, char *err, size_t errlen)
@@ -370,13 +461,17 @@ static int tdef_create(const sql_stmt *st, const char *db, eng_tdef *out, char *
         return rc;
     tb_schema *s = &out->schema;
     uint32_t n = (uint32_t)c->n_cols;
-    s->cols = calloc(n, sizeof(tp_column_def));
-    out->types = calloc(n, sizeof(char *));
-    out->codecs = calloc(n, sizeof(char *));
-    out->fixed = calloc(n, sizeof(uint32_t));
-    out->date16 = calloc(n, sizeof(bool));
+    /* room for a stored column per key expression after the declared ones */
+    size_t nall = (size_t)n + (size_t)c->n_order_by + (size_t)c->n_primary_key + 1;
+    s->cols = calloc(nall, sizeof(tp_column_def));
+    out->types = calloc(nall, sizeof(char *));
+    out->codecs = calloc(nall, sizeof(char *));
+    out->defaults = calloc(nall, sizeof(char *));
+    out->fixed = calloc(nall, sizeof(uint32_t));
+    out->date16 = calloc(nall, sizeof(bool));
     s->engine = strdup(c->engine);
-    if (!s->cols || !out->types || !out->codecs || !out->fixed || !out->date16 || !s->engine)
+    if (!s->cols || !out->types || !out->codecs || !out->defaults || !out->fixed || !out->date16 ||
+        !s->engine)
         goto oom;
     s->n_cols = n; /* every entry starts empty: eng_tdef_free frees what is set */
     for (uint32_t i = 0; i < n; i++) {
@@ -385,6 +480,11 @@ static int tdef_create(const sql_stmt *st, const char *db, eng_tdef *out, char *
         if (col_index(c, cd->name) != (int)i)
             return fail(err, errlen, "line %d, column %d: column %s is declared twice", cd->line,
                         cd->col, cd->name);
+        if (eng_tdef_hidden(cd->name))
+            return fail(err, errlen,
+                        "line %d, column %d: column names starting with %s are kept for sorting "
+                        "key expressions: rename column %s",
+                        cd->line, cd->col, ENG_KEY_COLUMN, cd->name);
         char msg[400];
         if (eng_decl_type(cd->type, &d->info, &d->nullable, &out->fixed[i], &out->date16[i], msg,
                           sizeof(msg)) < 0 ||
@@ -392,7 +492,8 @@ static int tdef_create(const sql_stmt *st, const char *db, eng_tdef *out, char *
             return fail(err, errlen, "line %d, column %d: column %s: %s", cd->line, cd->col,
                         cd->name, msg);
         if (!(d->name = strdup(cd->name)) || !(out->types[i] = strdup(cd->type)) ||
-            (cd->codec && !(out->codecs[i] = strdup(cd->codec))))
+            (cd->codec && !(out->codecs[i] = strdup(cd->codec))) ||
+            (cd->default_text && !(out->defaults[i] = strdup(cd->default_text))))
             goto oom;
     }
     char *const *keys = c->has_order_by ? c->order_by : c->primary_key;
@@ -402,11 +503,17 @@ static int tdef_create(const sql_stmt *st, const char *db, eng_tdef *out, char *
         goto oom;
     for (int k = 0; k < nk; k++) {
         int i = col_index(c, keys[k]);
-        if (i < 0)
+        bool name =
+            strspn(keys[k], "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") ==
+            strlen(keys[k]);
+        if (i < 0 && name)
             return fail(err, errlen,
                         "line %d, column %d: ORDER BY names column %s, which the "
                         "table does not have",
                         c->engine_line, c->engine_col, keys[k]);
+        if (i < 0 && (i = key_column(c, out, keys[k], err, errlen)) < 0)
+            return i == -ENOMEM ? (eng_tdef_free(out), snprintf(err, errlen, "out of memory"), i)
+                                : i;
         if (s->cols[i].nullable)
             return fail(err, errlen,
                         "line %d, column %d: the sorting key has Nullable column "
@@ -422,7 +529,7 @@ static int tdef_create(const sql_stmt *st, const char *db, eng_tdef *out, char *
     s->n_key = (uint32_t)nk;
     out->n_primary = (uint32_t)nk;
     if (c->has_order_by && c->has_primary_key) {
-        bool prefix = c->n_primary_key <= c->n_order_by;
+        bool prefix = c->n_primary_key <= c->n_order_by; /* names or expressions' texts */
         for (int k = 0; prefix && k < c->n_primary_key; k++)
             prefix = strcmp(c->primary_key[k], c->order_by[k]) == 0;
         if (!prefix)
@@ -465,6 +572,10 @@ static int tdef_create(const sql_stmt *st, const char *db, eng_tdef *out, char *
         ds_ident(&d, s->cols[i].name);
         ds_put(&d, " ");
         ds_put(&d, out->types[i]);
+        if (out->defaults[i]) {
+            ds_put(&d, " DEFAULT ");
+            ds_put(&d, out->defaults[i]);
+        }
         if (out->codecs[i]) {
             ds_put(&d, " CODEC(");
             ds_put(&d, out->codecs[i]);
@@ -483,11 +594,11 @@ static int tdef_create(const sql_stmt *st, const char *db, eng_tdef *out, char *
         ds_put(&d, c->partition_text);
     }
     if (c->has_primary_key)
-        ds_keys(&d, " PRIMARY KEY", c->primary_key, c->n_primary_key);
+        ds_keys(&d, c, " PRIMARY KEY", c->primary_key, c->n_primary_key);
     if (nk == 0)
         ds_put(&d, " ORDER BY tuple()");
     else
-        ds_keys(&d, " ORDER BY", keys, nk);
+        ds_keys(&d, c, " ORDER BY", keys, nk);
     for (int i = 0; i < N_TSET; i++) {
         uint32_t *u32;
         uint64_t *f = tset_field(&out->set, i, &u32);
@@ -559,9 +670,10 @@ int eng_tdef_from_schema(const tb_schema *s, eng_tdef *out, char *err, size_t er
     uint32_t n = s->n_cols;
     out->types = calloc(n + 1, sizeof(char *));
     out->codecs = calloc(n + 1, sizeof(char *));
+    out->defaults = calloc(n + 1, sizeof(char *));
     out->fixed = calloc(n + 1, sizeof(uint32_t));
     out->date16 = calloc(n + 1, sizeof(bool));
-    if (!out->types || !out->codecs || !out->fixed || !out->date16 ||
+    if (!out->types || !out->codecs || !out->defaults || !out->fixed || !out->date16 ||
         tb_schema_copy(&out->schema, s) < 0) {
         eng_tdef_free(out);
         return -ENOMEM;

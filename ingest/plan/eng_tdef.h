@@ -41,9 +41,16 @@ typedef struct eng_tdef {
     uint32_t *fixed;    /* per column: N of FixedString(N), else 0 */
     bool *date16;       /* per column: Date (1970-01-01 .. 2149-06-06), not Date32 */
     char **codecs;      /* per column: the CODEC(...) text, or NULL */
+    char **defaults;    /* per column: the DEFAULT expression's text, or NULL */
     uint32_t n_primary; /* PRIMARY KEY: a prefix of ORDER BY */
     eng_table_settings set;
 } eng_tdef;
+
+/* A sorting key expression's value is a stored column named ENG_KEY_COLUMN<k>
+ * after the declared ones, with the expression as its DEFAULT: hidden from
+ * SELECT *, DESCRIBE, system.columns and INSERT's columns. */
+#define ENG_KEY_COLUMN "__key_expr_"
+bool eng_tdef_hidden(const char *name);
 
 /* The definition of CREATE TABLE db.name (stmt->create). Checks the types,
  * codecs, engine, keys (columns of the table, not Nullable) and settings.

@@ -19,6 +19,8 @@
  */
 #include "srv_int.h"
 
+#include "eng_tdef.h"
+
 #include <ctype.h>
 #include <event2/buffer.h>
 #include <errno.h>
@@ -326,7 +328,7 @@ static int compact_names(srv_query *q, const srv_insert_head *h, const char *db,
             list[n++] = h->cols[i];
     } else {
         tb_wh wh;
-        srv_wh_for(q->s, q->cache->rc, &wh);
+        srv_wh_for(q->s, q->cache, &wh);
         int rc = tb_wh_open(&wh, db, h->table, false, &t, err, errlen);
         if (rc == 0)
             rc = tb_table_snapshot(t, &snap, err, errlen);
@@ -335,7 +337,8 @@ static int compact_names(srv_query *q, const srv_insert_head *h, const char *db,
             return rc == -ENOENT ? ENG_E_UNKNOWN_TABLE : ENG_E_STD_EXCEPTION;
         }
         for (uint32_t i = 0; i < snap->schema.n_cols && n < 64; i++)
-            list[n++] = snap->schema.cols[i].name;
+            if (!eng_tdef_hidden(snap->schema.cols[i].name)) /* a key expression's value */
+                list[n++] = snap->schema.cols[i].name;
     }
     c->names = calloc((size_t)n + 1, sizeof(char *));
     for (int i = 0; c->names && i < n; i++) {

@@ -321,7 +321,8 @@ struct srv_query {
 
 struct srv_cache {
     rc_client *rc;
-    int refs; /* queries using it + 1 while current */
+    tb_cat *cat; /* tables' states and open parts (the parts are rc's) */
+    int refs;    /* queries using it + 1 while current */
 };
 
 struct srv_session {
@@ -481,9 +482,9 @@ void srv_qlog_add(srv *s, const srv_query *q, srv_qtype type, const char *except
 int srv_session_acquire(srv *s, const char *id, const char *user, const char *timeout, bool check,
                         srv_session **out, char *err, size_t errlen);
 void srv_session_release(srv *s, srv_session *ss, bool close);
-/* The server's warehouse with its parts read and written through rc (the
- * cache nodes; S3 directly without --cache) into *out. */
-void srv_wh_for(srv *s, rc_client *rc, tb_wh *out);
+/* The server's warehouse with its parts read and written through c's client
+ * (the cache nodes; S3 directly without --cache) and c's catalog into *out. */
+void srv_wh_for(srv *s, srv_cache *c, tb_wh *out);
 /* Whether a database exists (default, system, the warehouse's). */
 bool srv_database_exists(srv *s, const char *name);
 /* fn(name) for each database of the warehouse besides default (sorted; a

@@ -260,7 +260,7 @@ int srv_run_engine_input(srv_query *q, const char *sql, size_t len, eng_input_fn
     ctx.s3_impl = &q->s3io;
     ctx.s3_as = srv_s3_as;
     if (s->wh_set) {
-        srv_wh_for(s, q->cache->rc, &q->wh);
+        srv_wh_for(s, q->cache, &q->wh);
         ctx.warehouse = &q->wh;
     }
     ctx.input_read = read;
@@ -403,7 +403,7 @@ static bool table_exists(srv_query *q, const char *db, const char *name)
     eng_settings es = q->set.eng;
     tb_wh wh;
     if (q->s->wh_set)
-        srv_wh_for(q->s, q->cache->rc, &wh);
+        srv_wh_for(q->s, q->cache, &wh);
     eng_scan_env env = {
         &mem,        &es,  NULL, NULL, NULL, &st, &stop, NULL, q->s->wh_set ? &wh : NULL,
         q->database, NULL, NULL, 0,    NULL, 0};

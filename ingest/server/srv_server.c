@@ -200,6 +200,10 @@ static int cache_new(srv *s, srv_cache **out, char *err, size_t errlen)
         rcfg.cache_scans = true;
         rc = rc_create(&c->rc, &rcfg, err, errlen);
     }
+    if (rc == 0 && (rc = tb_cat_create(&c->cat, 0)) < 0) {
+        snprintf(err, errlen, "out of memory");
+        rc_destroy(&c->rc);
+    }
     if (rc < 0) {
         free(c);
         return rc;
@@ -220,6 +224,7 @@ static void cache_free(srv_cache *c)
 {
     if (!c)
         return;
+    tb_cat_destroy(&c->cat); /* its parts' handles first */
     rc_destroy(&c->rc);
     free(c);
 }
@@ -879,13 +884,17 @@ int srv_port(const srv *s)
     return s->http ? httpd_server_port(s->http) : 0;
 }
 
-void srv_wh_for(srv *s, rc_client *rc, tb_wh *out)
+void srv_wh_for(srv *s, srv_cache *c, tb_wh *out)
 {
     *out = s->wh;
+    rc_client *rc = c ? c->rc : NULL;
+    out->cat = c ? c->cat : NULL;
     if (s->conf.cache[0] && rc) {
         out->io.open = rs_rc_open_key;
         out->io.open_arg = rc;
         out->io.put = rs_rc_put_key;
+        out->io.put_v = rs_rc_put_key_v;
+        out->io.open_known = rs_rc_open_known_key;
         out->io.put_arg = rc;
     }
 }
@@ -948,7 +957,7 @@ static int merge_task(void *arg, char *err, size_t errlen)
         return rc < 0 ? rc : 0;
     srv_cache *c = srv_cache_get(s);
     tb_wh wh;
-    srv_wh_for(s, c->rc, &wh);
+    srv_wh_for(s, c, &wh);
     tb_table *t = NULL;
     rc = tb_wh_open(&wh, p.db, p.table, true, &t, err, errlen);
     tm_result res = {0};

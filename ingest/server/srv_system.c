@@ -497,7 +497,7 @@ static int flush_run(srv *s, flush_batch *b, const char *sql, char *err, size_t 
     srv_cache *c = srv_cache_get(s);
     srv_s3io io = {c->rc, &s->s3};
     tb_wh wh;
-    srv_wh_for(s, c->rc, &wh);
+    srv_wh_for(s, c, &wh);
     eng_ctx ctx = {0};
     ctx.format = ENG_FMT_NULL;
     ctx.max_threads = 1;

@@ -33,6 +33,7 @@ typedef struct written {
     char name[TB_NAME_MAX];
     char partition[TB_NAME_MAX];
     char block_id[TB_NAME_MAX];
+    char etag[S3_ETAG_MAX]; /* the object's version, when the put told it */
 } written;
 
 typedef struct job job;
@@ -713,6 +714,7 @@ static int write_piece(psink *s, const cb_batch *b, uint32_t *idx, uint32_t m,
     memset(wr, 0, sizeof(*wr));
     snprintf(wr->name, sizeof(wr->name), "%s", tb_upload_name(u));
     snprintf(wr->partition, sizeof(wr->partition), "%s", partition);
+    snprintf(wr->etag, sizeof(wr->etag), "%s", tb_upload_etag(u));
     if (s->o.dedup)
         tb_block_id(partition, info.data_hash, s->o.token && s->o.token[0] ? s->o.token : NULL, seq,
                     wr->block_id);
@@ -1021,6 +1023,7 @@ static int ps_end(eng_sink *b, char *err, size_t errlen)
         s->adds[i].name = w->name;
         s->adds[i].partition = w->partition;
         s->adds[i].block_id = w->block_id[0] ? w->block_id : NULL;
+        s->adds[i].etag = w->etag[0] ? w->etag : NULL;
     }
     s->ended = true;
     return 0;

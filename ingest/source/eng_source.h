@@ -160,6 +160,8 @@ struct eng_source {
     eng_schema schema;          /* the columns a query may read */
     uint64_t files;             /* objects behind it (the summary's "files") */
     char **type_names;          /* tables: the columns' declared types (DESCRIBE), or NULL */
+    char **default_exprs;       /* tables: per column its DEFAULT expression or NULL (DESCRIBE);
+                                   the array itself may be NULL */
     const eng_cluster *cluster; /* s3Cluster: the servers its units may go to, else NULL */
 };
 

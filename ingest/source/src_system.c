@@ -175,13 +175,19 @@ static void set_i(sys_rows *r, int k, int64_t v)
 
 /* ---- filling ------------------------------------------------------------------------- */
 
-static void key_text(const tb_schema *s, uint32_t n, char *buf, size_t cap)
+/* A key's columns, an expression's text for a key expression. */
+static void key_text(const eng_tdef *d, uint32_t n, char *buf, size_t cap)
 {
+    const tb_schema *s = &d->schema;
     size_t o = 0;
     buf[0] = 0;
-    for (uint32_t k = 0; k < n && o < cap; k++)
-        o +=
-            (size_t)snprintf(buf + o, cap - o, "%s%s", k ? ", " : "", s->cols[s->key_cols[k]].name);
+    for (uint32_t k = 0; k < n && o < cap; k++) {
+        uint32_t i = s->key_cols[k];
+        const char *t = eng_tdef_hidden(s->cols[i].name) && d->defaults && d->defaults[i]
+                            ? d->defaults[i]
+                            : s->cols[i].name;
+        o += (size_t)snprintf(buf + o, cap - o, "%s%s", k ? ", " : "", t);
+    }
 }
 
 typedef struct fill_arg {
@@ -221,8 +227,8 @@ static int fill_table(const char *db, const char *name, void *arg)
     const tb_schema *ts = &snap->schema;
     if (s->kind == SYS_TABLES) {
         char sk[1024], pk[1024];
-        key_text(ts, ts->n_key, sk, sizeof(sk));
-        key_text(ts, def.n_primary, pk, sizeof(pk));
+        key_text(&def, ts->n_key, sk, sizeof(sk));
+        key_text(&def, def.n_primary, pk, sizeof(pk));
         uint64_t rows = 0, bytes = 0;
         for (size_t i = 0; i < snap->n_parts; i++) {
             rows += snap->parts[i].rows;
@@ -241,7 +247,11 @@ static int fill_table(const char *db, const char *name, void *arg)
             set_i(r, 10, (int64_t)bytes);
         }
     } else if (s->kind == SYS_COLUMNS) {
-        for (uint32_t i = 0; i < ts->n_cols && row_new(r); i++) {
+        for (uint32_t i = 0; i < ts->n_cols; i++) {
+            if (eng_tdef_hidden(ts->cols[i].name))
+                continue; /* a key expression's value */
+            if (!row_new(r))
+                break;
             bool sorting = false, primary = false;
             for (uint32_t k = 0; k < ts->n_key; k++)
                 if (ts->key_cols[k] == i) {
@@ -272,6 +282,10 @@ static int fill_table(const char *db, const char *name, void *arg)
             set_i(r, 9, sorting);
             set_i(r, 10, primary);
             set_s(r, 11, codec);
+            if (def.defaults && def.defaults[i]) {
+                set_s(r, 5, "DEFAULT");
+                set_s(r, 6, def.defaults[i]);
+            }
         }
     } else {
         for (int pass = 0; pass < 2; pass++) {

@@ -40,6 +40,7 @@ typedef struct tpart {
     const tb_part *p;
     rs_source *src;
     tp_reader *rd;
+    tb_part_ref *ref; /* src and rd are the catalog's (kept across queries) */
     uint32_t *colmap; /* scan slot -> part column */
 } tpart;
 
@@ -63,6 +64,17 @@ typedef struct src_table {
     ef *pf; /* reading ahead (NULL: none) */
     _Atomic size_t next_open;
     eng_fail fail;
+    /* sorting key expressions (their values are stored columns): bound over
+     * the schema, for pruning by a WHERE on them or on their column */
+    struct tkey {
+        int col;      /* the stored column of its value */
+        sql_stmt *st; /* SELECT (expr) FROM t */
+        eng_plan plan;
+        bool bound;
+        int mono_col; /* f(col) with f non-decreasing (toDate, toYYYYMM, ...): col, else -1 */
+    } * keys;
+    int n_keys;
+    eng_mem kmem;
 } src_table;
 
 /* ---- opening parts --------------------------------------------------------------- */
@@ -70,7 +82,12 @@ typedef struct src_table {
 static int open_part(src_table *s, tpart *tp, char *err, size_t errlen)
 {
     int rc;
-    if (s->env.open_s3)
+    if (s->env.wh->cat)
+        rc = tb_cat_part_open_known(s->env.wh->cat, s->t, tp->p, &tp->ref, &tp->src, &tp->rd, err,
+                                    errlen); /* the warehouse's part I/O */
+    else if (tb_part_known(s->t, tp->p)) /* its size and version in the log: no HEAD */
+        rc = tb_part_open_known(s->t, tp->p, &tp->src, &tp->rd, err, errlen);
+    else if (s->env.open_s3)
         rc = tb_part_open_via(s->t, tp->p->name, s->env.open_s3, s->env.s3_impl, &tp->src, &tp->rd,
                               err, errlen);
     else
@@ -263,6 +280,116 @@ static bool put_value(cb_column *c, uint32_t row, const ex_type *ct, int64_t i, 
     }
 }
 
+/* Whether query expression a (its columns scan slots of aneed) is key
+ * expression b (columns of bneed): the same tree over the same columns. */
+static bool same_expr(const bx *a, const int *aneed, const bx *b, const int *bneed, int depth)
+{
+    if (a->op != b->op || a->t.kind != b->t.kind || depth > 30)
+        return false;
+    if (a->op == BX_COL)
+        return aneed[a->col] == bneed[b->col];
+    if (a->op == BX_CONST) {
+        char x[128], y[128];
+        const uint8_t *xs = NULL, *ys = NULL;
+        size_t xn = ex_fmt_value(&a->cval, 0, x, sizeof(x), &xs);
+        size_t yn = ex_fmt_value(&b->cval, 0, y, sizeof(y), &ys);
+        return ex_null(&a->cval, 0) == ex_null(&b->cval, 0) && xn == yn &&
+               memcmp(xs ? (const char *)xs : x, ys ? (const char *)ys : y, xn) == 0;
+    }
+    if (a->fn != b->fn || a->na != b->na || a->negated != b->negated || a->unit != b->unit ||
+        a->n_in || b->n_in)
+        return false;
+    for (int i = 0; i < a->na; i++)
+        if (!same_expr(a->a[i], aneed, b->a[i], bneed, depth + 1))
+            return false;
+    return true;
+}
+
+/* f(col) for an f that never decreases as its argument grows, over a Date
+ * or DateTime column: toDate, toYear, toYYYYMM(DD(hhmmss)), toStartOf*. */
+static int mono_column(const bx *e, const int *need, const eng_schema *sc)
+{
+    if (e->op != BX_FUNC || e->na != 1 || e->a[0]->op != BX_COL)
+        return -1;
+    bool mono = e->fn == F_TODATE || e->fn == F_TOYEAR || e->fn == F_TOSTARTOFMONTH ||
+                e->fn == F_TOSTARTOFDAY || e->fn == F_TOSTARTOF ||
+                (e->fn == F_DATEPART && (e->unit == BX_P_YYYYMM || e->unit == BX_P_YYYYMMDD ||
+                                         e->unit == BX_P_YYYYMMDDHHMMSS));
+    int c = need[e->a[0]->col];
+    uint8_t k = sc->cols[c].t.kind;
+    return mono && (k == EX_DATE || k == EX_DATETIME) && !sc->cols[c].t.nullable ? c : -1;
+}
+
+static void keys_free(src_table *s)
+{
+    for (int i = 0; i < s->n_keys; i++) {
+        if (s->keys[i].bound)
+            eng_plan_free(&s->kmem, &s->keys[i].plan);
+        sql_stmt_destroy(&s->keys[i].st);
+    }
+    free(s->keys);
+    s->keys = NULL;
+    s->n_keys = 0;
+}
+
+/* Binds the table's sorting key expressions (best effort: one that does not
+ * bind is only not used for pruning). */
+static void keys_bind(src_table *s, const eng_tdef *def)
+{
+    const tb_schema *ts = &def->schema;
+    if (!(s->keys = calloc(ts->n_key + 1, sizeof(*s->keys))))
+        return;
+    for (uint32_t k = 0; k < ts->n_key; k++) {
+        uint32_t c = ts->key_cols[k];
+        if (!eng_tdef_hidden(ts->cols[c].name) || !def->defaults || !def->defaults[c])
+            continue;
+        struct tkey *tk = &s->keys[s->n_keys];
+        size_t n = strlen(def->defaults[c]) + 32;
+        char *sql = malloc(n), msg[ENG_MSG_MAX];
+        if (!sql)
+            return;
+        snprintf(sql, n, "SELECT (%s) FROM t", def->defaults[c]);
+        int rc = sql_parse(sql, strlen(sql), &tk->st, msg, sizeof(msg));
+        free(sql);
+        if (rc == 0 && tk->st->n_items == 1 &&
+            eng_bind(&s->kmem, tk->st, &s->base.schema, &tk->plan, msg, sizeof(msg)) == 0) {
+            tk->bound = true;
+            tk->col = (int)c;
+            tk->mono_col = mono_column(tk->plan.outs[0].e, tk->plan.need, &s->base.schema);
+            s->n_keys++;
+        } else {
+            sql_stmt_destroy(&tk->st);
+        }
+    }
+}
+
+/* v[row] = f(the constant) of key expression tk, in its stored column's
+ * type; false when it cannot be computed exactly. */
+static bool put_mapped(const src_table *s, const struct tkey *tk, cb_column *v, uint32_t row,
+                       const ex_type *ct, int64_t i, double d, const uint8_t *sp, uint32_t len)
+{
+    const eng_col *src = &s->base.schema.cols[tk->mono_col];
+    const eng_col *dst = &s->base.schema.cols[tk->col];
+    cb_column *one;
+    if (cb_column_create(&one, &src->cb, NULL, 1) < 0)
+        return false;
+    bool ok = put_value(one, 0, ct, i, d, sp, len, &src->t);
+    one->n = 1;
+    ex_vec in = {0}, out = {0};
+    char err[256];
+    eng_mem mem = {0}; /* for this one value */
+    ex_ectx ec = {&mem, err, sizeof(err)};
+    if (ok)
+        ok = ex_vec_from_column(&mem, one, &in) == 0 &&
+             bx_eval(&ec, tk->plan.outs[0].e, &in, NULL, 1, &out) == 0 && !ex_null(&out, 0) &&
+             out.t.kind != EX_STRING && out.t.kind != EX_FLOAT &&
+             put_value(v, row, &out.t, out.i[ex_row(&out, 0)], 0, NULL, 0, &dst->t);
+    ex_vec_clear(&mem, &out);
+    ex_vec_clear(&mem, &in);
+    cb_column_unref(one);
+    return ok;
+}
+
 /* keypos[schema column] = position in the key (or -1). NULL: match anything. */
 static const tp_cond *to_cond(carena *a, const src_table *s, const int *keypos, const bx *e,
                               int depth)
@@ -306,15 +433,15 @@ static const tp_cond *to_cond(carena *a, const src_table *s, const int *keypos, 
                                       [TP_COND_GE] = TP_COND_LE};
     const bx *col = NULL, *k = NULL;
     tp_cond_op op;
-    if (e->fn == F_IN && !e->negated && e->a[0]->op == BX_COL) {
+    if (e->fn == F_IN && !e->negated) {
         col = e->a[0];
         op = TP_COND_IN;
     } else if (e->fn == F_EQ || e->fn == F_LT || e->fn == F_LE || e->fn == F_GT || e->fn == F_GE) {
-        if (e->a[0]->op == BX_COL && e->a[1]->op == BX_CONST) {
+        if (e->a[1]->op == BX_CONST && e->a[0]->op != BX_CONST) {
             col = e->a[0];
             k = e->a[1];
             op = ops[e->fn];
-        } else if (e->a[1]->op == BX_COL && e->a[0]->op == BX_CONST) {
+        } else if (e->a[0]->op == BX_CONST && e->a[1]->op != BX_CONST) {
             col = e->a[1];
             k = e->a[0];
             op = flip[ops[e->fn]];
@@ -324,7 +451,32 @@ static const tp_cond *to_cond(carena *a, const src_table *s, const int *keypos, 
     } else {
         return NULL;
     }
-    int sc = p->need[col->col];
+    /* the key column it constrains: a column, a key expression (its stored
+     * value), or a column under a key expression f(col) that never decreases:
+     * col = c gives f(col) = f(c), col < c or <= c gives f(col) <= f(c), col >
+     * c or >= c gives f(col) >= f(c) */
+    int sc = -1;
+    const struct tkey *mono = NULL;
+    if (col->op == BX_COL) {
+        sc = p->need[col->col];
+    } else {
+        for (int i = 0; i < s->n_keys && sc < 0; i++)
+            if (same_expr(col, p->need, s->keys[i].plan.outs[0].e, s->keys[i].plan.need, 0))
+                sc = s->keys[i].col;
+    }
+    if (sc < 0)
+        return NULL;
+    if (keypos[sc] < 0 && col->op == BX_COL)
+        for (int i = 0; i < s->n_keys && !mono; i++)
+            if (s->keys[i].mono_col == sc && keypos[s->keys[i].col] >= 0)
+                mono = &s->keys[i];
+    if (mono) {
+        sc = mono->col;
+        if (op == TP_COND_LT)
+            op = TP_COND_LE;
+        else if (op == TP_COND_GT)
+            op = TP_COND_GE;
+    }
     if (keypos[sc] < 0)
         return NULL;
     const eng_col *ec = &s->base.schema.cols[sc];
@@ -343,8 +495,10 @@ static const tp_cond *to_cond(carena *a, const src_table *s, const int *keypos, 
         for (int i = 0; i < e->n_in; i++) {
             if (it.kind != EX_STRING && it.kind != EX_FLOAT && e->in_i[i] == INT64_MIN)
                 continue; /* can never match */
-            if (!put_value(v, m, &it, e->in_i[i], e->in_d[i], (const uint8_t *)e->in_s[i],
-                           e->in_len[i], &ec->t))
+            if (!(mono ? put_mapped(s, mono, v, m, &it, e->in_i[i], e->in_d[i],
+                                    (const uint8_t *)e->in_s[i], e->in_len[i])
+                       : put_value(v, m, &it, e->in_i[i], e->in_d[i], (const uint8_t *)e->in_s[i],
+                                   e->in_len[i], &ec->t)))
                 return NULL;
             m++;
         }
@@ -358,7 +512,8 @@ static const tp_cond *to_cond(carena *a, const src_table *s, const int *keypos, 
         uint32_t len = 0;
         const uint8_t *sp = k->t.kind == EX_STRING ? ex_str(&k->cval, 0, &len) : NULL;
         int64_t iv = k->t.kind == EX_FLOAT || k->t.kind == EX_STRING ? 0 : k->cval.i[0];
-        if (!put_value(v, 0, &k->t, iv, 0, sp, len, &ec->t))
+        if (!(mono ? put_mapped(s, mono, v, 0, &k->t, iv, 0, sp, len)
+                   : put_value(v, 0, &k->t, iv, 0, sp, len, &ec->t)))
             return NULL;
         m = 1;
     }
@@ -740,8 +895,12 @@ static void table_destroy(eng_source *b)
     src_table *s = (src_table *)b;
     ef_destroy(&s->pf);
     for (size_t i = 0; i < s->n_parts; i++) {
-        tp_reader_destroy(&s->parts[i].rd);
-        rs_destroy(&s->parts[i].src);
+        if (s->parts[i].ref) {
+            tb_part_release(&s->parts[i].ref);
+        } else {
+            tp_reader_destroy(&s->parts[i].rd);
+            rs_destroy(&s->parts[i].src);
+        }
         free(s->parts[i].colmap);
     }
     free(s->parts);
@@ -750,7 +909,12 @@ static void table_destroy(eng_source *b)
         for (int i = 0; i < s->base.schema.n; i++)
             free(s->base.type_names[i]);
     free(s->base.type_names);
+    if (s->base.default_exprs)
+        for (int i = 0; i < s->base.schema.n; i++)
+            free(s->base.default_exprs[i]);
+    free(s->base.default_exprs);
     eng_schema_free(&s->base.schema);
+    keys_free(s);
     tb_snapshot_destroy(&s->snap);
     tb_table_destroy(&s->t);
     eng_fail_deinit(&s->fail);
@@ -807,19 +971,26 @@ int src__table_open(const eng_table_ref *ref, const eng_scan_env *env, eng_sourc
     }
     s->base.schema.cols = calloc(ts->n_cols + 1, sizeof(eng_col));
     s->base.type_names = calloc(ts->n_cols + 1, sizeof(char *));
-    rc = s->base.schema.cols && s->base.type_names ? 0 : -ENOMEM;
+    s->base.default_exprs = calloc(ts->n_cols + 1, sizeof(char *));
+    rc = s->base.schema.cols && s->base.type_names && s->base.default_exprs ? 0 : -ENOMEM;
     for (uint32_t i = 0; rc == 0 && i < ts->n_cols; i++) {
         eng_col *c = &s->base.schema.cols[i];
         c->name = strdup(ts->cols[i].name);
+        c->virt = eng_tdef_hidden(ts->cols[i].name); /* a key expression's value */
         c->cb = ts->cols[i].info;
         c->t = ex_type_of_column(&ts->cols[i].info, ts->cols[i].nullable);
         if (def.date16 && def.date16[i])
             c->t.bits = 16;
         s->base.type_names[i] = strdup(def.types[i]);
+        if (def.defaults && def.defaults[i] &&
+            !(s->base.default_exprs[i] = strdup(def.defaults[i])))
+            rc = -ENOMEM;
         s->base.schema.n = (int)i + 1;
         if (!c->name || !s->base.type_names[i])
             rc = -ENOMEM;
     }
+    if (rc == 0)
+        keys_bind(s, &def);
     eng_tdef_free(&def);
     if (rc < 0) {
         snprintf(err, errlen, "out of memory");

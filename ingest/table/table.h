@@ -107,6 +107,7 @@ typedef struct tb_part {
     uint32_t level;
     int64_t created_ms; /* time of the version that added it */
     int64_t removed_ms; /* removed parts: time of the version that removed it */
+    char *etag;         /* the object's version (ETag) as its writer got it, or NULL */
     uint32_t granules;  /* 0 when the writer did not record these three */
     uint64_t compressed_bytes, uncompressed_bytes;
 } tb_part;
@@ -198,6 +199,7 @@ typedef struct tb_part_add {
     const char *block_id;          /* inserts: dedup id, or NULL for none */
     uint32_t granules;             /* optional (0: not recorded): for system.parts */
     uint64_t compressed_bytes, uncompressed_bytes;
+    const char *etag; /* optional (NULL or ""): the object's version, tb_upload_etag() */
 } tb_part_add;
 
 typedef struct tb_commit {
@@ -248,6 +250,9 @@ int tb_upload_write(void *u, const void *data, size_t len);
 int tb_upload_finish(tb_upload *u, uint64_t *size_out, char *err, size_t errlen);
 /* Aborts an unfinished upload (nothing is left behind), frees it. */
 void tb_upload_destroy(tb_upload **u);
+/* The version (ETag) the finished object got, when the put told it (tb_io's
+ * put_v), else "". */
+const char *tb_upload_etag(const tb_upload *u);
 /* Bytes the upload holds in memory now (what is gathered and not yet sent). */
 size_t tb_upload_memory(const void *u);
 /* The last error of tb_upload_write (a tp_write_fn returns only a code). */
@@ -266,6 +271,12 @@ typedef int (*tb_source_open_fn)(void *arg, const char *bucket, const char *key,
                                  char *err, size_t errlen);
 int tb_part_open_via(const tb_table *t, const char *name, tb_source_open_fn open, void *arg,
                      rs_source **src, tp_reader **r, char *err, size_t errlen);
+/* Whether the table can open part p without asking the store for its size
+ * and version (its log entry has its version, the table's part I/O has
+ * open_known); then tb_part_open_known does, else it is tb_part_open. */
+bool tb_part_known(const tb_table *t, const tb_part *p);
+int tb_part_open_known(const tb_table *t, const tb_part *p, rs_source **src, tp_reader **r,
+                       char *err, size_t errlen);
 
 /* ---- where part objects go and come from ----------------------------------------- */
 
@@ -273,6 +284,13 @@ int tb_part_open_via(const tb_table *t, const char *name, tb_source_open_fn open
  * cache client's write-through PUT. 0 or -errno with a sentence in err. */
 typedef int (*tb_put_fn)(void *arg, const char *bucket, const char *key, const void *data,
                          size_t len, char *err, size_t errlen);
+/* The same, telling the object's version (ETag) into version (S3_ETAG_MAX). */
+typedef int (*tb_put_v_fn)(void *arg, const char *bucket, const char *key, const void *data,
+                           size_t len, char *version, char *err, size_t errlen);
+/* Opens an object whose size and version are known (no HEAD). */
+typedef int (*tb_source_open_known_fn)(void *arg, const char *bucket, const char *key,
+                                       uint64_t size, const char *version, rs_source **out,
+                                       char *err, size_t errlen);
 
 /* Part I/O of a table other than its own S3 client: with open set,
  * tb_part_open (and so merges) reads parts through it; with put set, an
@@ -286,6 +304,11 @@ typedef struct tb_io {
     tb_put_fn put;
     void *put_arg;
     size_t put_max;
+    /* optional: put_v instead of put (with put_arg), so that the log records
+     * each part's version; open_known (with open_arg) for parts whose log
+     * entry has it, so that opening one asks nothing of the store */
+    tb_put_v_fn put_v;
+    tb_source_open_known_fn open_known;
 } tb_io;
 
 /* Sets the table's part I/O (copied; NULL: its own S3 client). Uploads

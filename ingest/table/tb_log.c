@@ -276,6 +276,7 @@ void tb__part_deinit(tb_part *p)
 {
     free(p->name);
     free(p->partition);
+    free(p->etag);
     memset(p, 0, sizeof(*p));
 }
 
@@ -284,7 +285,8 @@ int tb__part_copy(tb_part *d, const tb_part *s)
     *d = *s;
     d->name = strdup(s->name);
     d->partition = strdup(s->partition);
-    if (!d->name || !d->partition) {
+    d->etag = s->etag ? strdup(s->etag) : NULL;
+    if (!d->name || !d->partition || (s->etag && !d->etag)) {
         tb__part_deinit(d);
         return -ENOMEM;
     }
@@ -409,6 +411,10 @@ static int put_part(tp__bytes *o, const tb_part *p, bool created, bool removed)
         rc |= tj_put_raw(o, ",\"uncompressed\":");
         rc |= tj_put_i64(o, (int64_t)p->uncompressed_bytes);
     }
+    if (p->etag && p->etag[0]) {
+        rc |= tj_put_raw(o, ",\"etag\":");
+        rc |= tj_put_str(o, p->etag);
+    }
     if (created) {
         rc |= tj_put_raw(o, ",\"created_ms\":");
         rc |= tj_put_i64(o, p->created_ms);
@@ -501,6 +507,12 @@ static int parse_part(const tj_val *e, tb_part *p, bool created, bool removed, c
     p->level = (uint32_t)lvl;
     p->created_ms = c;
     p->removed_ms = r;
+    /* optional: the object's version (its writer's put told it) */
+    const char *etag = get_str(e, "etag");
+    if (etag && etag[0] && strlen(etag) < S3_ETAG_MAX && !(p->etag = strdup(etag))) {
+        tb__part_deinit(p);
+        return -ENOMEM;
+    }
     /* optional: what system.parts shows (absent in logs of older writers) */
     int64_t g, cb, ub;
     if (get_int(e, "granules", 1, UINT32_MAX, &g) && get_int(e, "compressed", 0, INT64_MAX, &cb) &&

@@ -27,6 +27,8 @@ struct tb_table {
     tb__put_hook_fn put_hook;
     void *put_hook_arg;
     tb_io io;
+    tb_cat *cat;            /* shares the state with later opens (or NULL) */
+    char etag[S3_ETAG_MAX]; /* of the state's version object, "" if unknown */
 };
 
 void tb_table_set_io(tb_table *t, const tb_io *io)
@@ -35,6 +37,11 @@ void tb_table_set_io(tb_table *t, const tb_io *io)
         t->io = *io;
     else
         memset(&t->io, 0, sizeof(t->io));
+}
+
+const tb_io *tb__table_io(const tb_table *t)
+{
+    return &t->io;
 }
 
 void tb__table_set_put_hook(tb_table *t, tb__put_hook_fn fn, void *arg)
@@ -125,6 +132,8 @@ void tb_table_destroy(tb_table **tp)
     if (!tp || !*tp)
         return;
     tb_table *t = *tp;
+    if (t->cat)
+        tb__cat_publish(t->cat, t->bucket, t->root, &t->state, t->etag, false);
     tb__snapshot_deinit(&t->state);
     tb__s3_destroy(&t->s3);
     free(t->bucket);
@@ -166,6 +175,7 @@ typedef struct {
     size_t n, cap;
     bool have_ckpt;
     uint64_t ckpt;
+    char first_etag[S3_ETAG_MAX], last_etag[S3_ETAG_MAX]; /* of versions[0], [n - 1] */
     int rc;
 } log_list;
 
@@ -195,6 +205,9 @@ static int list_log_cb(const s3_object_info *o, void *arg)
         l->versions = p;
         l->cap = cap;
     }
+    if (!l->n)
+        snprintf(l->first_etag, sizeof(l->first_etag), "%s", o->etag);
+    snprintf(l->last_etag, sizeof(l->last_etag), "%s", o->etag);
     l->versions[l->n++] = v;
     return 0;
 }
@@ -239,6 +252,8 @@ static int replay(tb_table *t, const log_list *l, uint64_t from, char *err, size
             return tp__fail(err, errlen, rc, "table s3://%s/%s: %s", t->bucket, t->root, msg);
         want = v + 1;
     }
+    if (l->n && t->state.version == l->versions[l->n - 1])
+        snprintf(t->etag, sizeof(t->etag), "%s", l->last_etag);
     return 0;
 }
 
@@ -287,6 +302,7 @@ static int load(tb_table *t, char *err, size_t errlen)
     }
     tb__snapshot_deinit(&t->state);
     t->state.schema.version_col = -1;
+    t->etag[0] = 0;
     uint64_t from = 0;
     if (l.have_ckpt) {
         tkey(t, key, sizeof(key), "_log/%020llu.checkpoint.json", (unsigned long long)l.ckpt);
@@ -336,6 +352,74 @@ int tb_table_open(tb_table **out, const tb_table_opts *o, char *err, size_t errl
     }
     *out = t;
     return 0;
+}
+
+/* From a state known to be the table's at version N (a long-lived process
+ * keeps it: log versions are immutable): one List of _log/ from N on. When
+ * version N is still there with the ETag it had, only the newer versions are
+ * read; when it is gone or another object (the table was dropped and made
+ * again), or a checkpoint was written since, the log is read from scratch
+ * (*reloaded). */
+static int catch_up(tb_table *t, const char *etag, bool *reloaded, char *err, size_t errlen)
+{
+    char prefix[1024], after[1024];
+    uint64_t n = t->state.version;
+    tkey(t, prefix, sizeof(prefix), "_log/");
+    tkey(t, after, sizeof(after), "_log/%020llu", (unsigned long long)n);
+    log_list l = {.prefix = prefix, .plen = strlen(prefix)};
+    s3_error e;
+    int rc = tb__s3_list(t->s3, prefix, after, list_log_cb, &l, &e);
+    if (rc < 0 || l.rc < 0) {
+        free(l.versions);
+        return tp__fail(err, errlen, rc < 0 ? rc : l.rc,
+                        "cannot list the log of table s3://%s/%s: %s", t->bucket, t->root,
+                        rc < 0 ? e.message : "out of memory");
+    }
+    bool same = l.n && l.versions[0] == n && (!etag[0] || strcmp(etag, l.first_etag) == 0) &&
+                !(l.have_ckpt && l.ckpt > n);
+    if (!same) {
+        free(l.versions);
+        *reloaded = true;
+        return load(t, err, errlen);
+    }
+    snprintf(t->etag, sizeof(t->etag), "%s", l.first_etag);
+    rc = replay(t, &l, n + 1, err, errlen);
+    free(l.versions);
+    return rc;
+}
+
+int tb__table_open_known(tb_table **out, const tb_table_opts *o, const tb_snapshot *known,
+                         const char *etag, bool probe_first, tb_cat *cat, char *err, size_t errlen)
+{
+    *out = NULL;
+    tb_table *t = NULL;
+    int rc = table_new(&t, o, err, errlen);
+    if (rc < 0)
+        return rc;
+    bool reloaded = !known;
+    if (probe_first && (rc = probe(t, err, errlen)) < 0)
+        goto fail;
+    if (known) {
+        tb__snapshot_deinit(&t->state);
+        if ((rc = tb__snapshot_copy(&t->state, known)) < 0) {
+            t->state.schema.version_col = -1;
+            rc = tp__fail(err, errlen, -ENOMEM, "out of memory");
+            goto fail;
+        }
+        rc = catch_up(t, etag ? etag : "", &reloaded, err, errlen);
+    } else {
+        rc = load(t, err, errlen);
+    }
+    if (rc < 0)
+        goto fail;
+    t->cat = cat;
+    if (cat)
+        tb__cat_publish(cat, t->bucket, t->root, &t->state, t->etag, reloaded);
+    *out = t;
+    return 0;
+fail:
+    tb_table_destroy(&t);
+    return rc;
 }
 
 int tb_table_refresh(tb_table *t, char *err, size_t errlen)
@@ -621,6 +705,9 @@ static int build(tb_table *t, const tb_commit *c, tb__version *v, char *err, siz
         p->granules = a->granules;
         p->compressed_bytes = a->compressed_bytes;
         p->uncompressed_bytes = a->uncompressed_bytes;
+        if (a->etag && a->etag[0] && strlen(a->etag) < S3_ETAG_MAX &&
+            !(p->etag = strdup(a->etag)))
+            return -ENOMEM;
         if (c->kind == TB_COMMIT_INSERT) {
             p->min_block = p->max_block = v->version;
             p->level = 0;
@@ -661,6 +748,7 @@ static bool mine(const attempts_t *a, const char *w)
 
 int tb_commit_run(tb_table *t, const tb_commit *c, tb_commit_result *res, char *err, size_t errlen)
 {
+    t->etag[0] = 0; /* the state moves on without a listing */
     tb_commit_result r = {0};
     int rc = check_request(c, err, errlen);
     if (rc < 0)
@@ -823,6 +911,7 @@ struct tb_upload {
     uint64_t total;
     bool finished, failed;
     char err[S3_MSG_MAX + 64];
+    char etag[S3_ETAG_MAX]; /* put_v told it */
 };
 
 int tb_upload_create(tb_upload **out, const tb_table *t, const char *partition, size_t part_size,
@@ -854,6 +943,11 @@ int tb_upload_create(tb_upload **out, const tb_table *t, const char *partition, 
     }
     *out = u;
     return 0;
+}
+
+const char *tb_upload_etag(const tb_upload *u)
+{
+    return u->etag;
 }
 
 const char *tb_upload_name(const tb_upload *u)
@@ -934,7 +1028,13 @@ int tb_upload_finish(tb_upload *u, uint64_t *size_out, char *err, size_t errlen)
     s3_error e;
     int rc;
     e.message[0] = 0;
-    if (!u->upload_id && u->io.put) {
+    if (!u->upload_id && u->io.put_v) {
+        char v[S3_ETAG_MAX > 130 ? S3_ETAG_MAX : 130] = "";
+        rc = u->io.put_v(u->io.put_arg, u->bucket, u->key, u->buf.p, u->buf.len, v, u->err,
+                         sizeof(u->err));
+        if (rc == 0 && strlen(v) < sizeof(u->etag))
+            snprintf(u->etag, sizeof(u->etag), "%s", v);
+    } else if (!u->upload_id && u->io.put) {
         rc = u->io.put(u->io.put_arg, u->bucket, u->key, u->buf.p, u->buf.len, u->err,
                        sizeof(u->err));
     } else if (!u->upload_id) {
@@ -998,6 +1098,31 @@ int tb_part_open_via(const tb_table *t, const char *name, tb_source_open_fn open
     if (rc < 0)
         return tp__fail(err, errlen, rc, "cannot open part %s: %s", name, msg);
     rc = tp_reader_open(r, *src, name, err, errlen);
+    if (rc < 0)
+        rs_destroy(src);
+    return rc;
+}
+
+bool tb_part_known(const tb_table *t, const tb_part *p)
+{
+    return p->etag && p->etag[0] && t->io.open_known;
+}
+
+int tb_part_open_known(const tb_table *t, const tb_part *p, rs_source **src, tp_reader **r,
+                       char *err, size_t errlen)
+{
+    if (!tb_part_known(t, p))
+        return tb_part_open(t, p->name, src, r, err, errlen);
+    *src = NULL;
+    *r = NULL;
+    char key[1100], msg[RS_MSG_MAX];
+    if (tb_part_key(t, p->name, key, sizeof(key)) < 0)
+        return tp__fail(err, errlen, -EINVAL, "part name %s is too long", p->name);
+    int rc = t->io.open_known(t->io.open_arg, t->bucket, key, p->bytes, p->etag, src, msg,
+                              sizeof(msg));
+    if (rc < 0)
+        return tp__fail(err, errlen, rc, "cannot open part %s: %s", p->name, msg);
+    rc = tp_reader_open(r, *src, p->name, err, errlen);
     if (rc < 0)
         rs_destroy(src);
     return rc;

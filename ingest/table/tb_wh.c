@@ -5,6 +5,7 @@
  */
 #include "warehouse.h"
 
+#include "tb_int.h"
 #include "tp_int.h"
 
 #include <errno.h>
@@ -86,7 +87,22 @@ int tb_wh_open(const tb_wh *w, const char *db, const char *table, bool writer, t
     tb_table_opts o;
     tb_wh_opts(w, root, writer, &o);
     char msg[1024];
-    rc = tb_table_open(out, &o, msg, sizeof(msg));
+    if (w->cat) {
+        tb_snapshot *known = NULL;
+        char etag[S3_ETAG_MAX] = "";
+        if (tb__cat_get(w->cat, w->bucket, root, &known, etag) < 0)
+            known = NULL;
+        bool probe = writer && !tb__cat_probed(w->cat);
+        o.writer = false; /* probed here or before, once per process */
+        rc = tb__table_open_known(out, &o, known, etag, probe, w->cat, msg, sizeof(msg));
+        tb_snapshot_destroy(&known);
+        if (rc == 0 && probe)
+            tb__cat_set_probed(w->cat);
+        if (rc == -ENOENT)
+            tb__cat_forget(w->cat, w->bucket, root);
+    } else {
+        rc = tb_table_open(out, &o, msg, sizeof(msg));
+    }
     if (rc == -ENOENT)
         return tp__fail(err, errlen, rc, "table %s.%s does not exist (UNKNOWN_TABLE)",
                         db ? db : TB_WH_DEFAULT_DB, table);
@@ -231,6 +247,8 @@ int tb_wh_drop(const tb_wh *w, const char *db, const char *table, char *err, siz
     memset(&oi, 0, sizeof(oi));
     rc = s3_sync_head(s, w->bucket, key, &oi, &e);
     free(oi.key);
+    if (w->cat)
+        tb__cat_forget(w->cat, w->bucket, root);
     if (rc == -ENOENT) {
         s3_sync_destroy(&s);
         return tp__fail(err, errlen, rc, "table %s.%s does not exist (UNKNOWN_TABLE)",

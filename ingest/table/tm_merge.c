@@ -430,7 +430,8 @@ int tm_run(tb_table *t, const tm_settings *s, bool final, tm_result *res, char *
                            .max_block = in[0].max_block,
                            .granules = info.granules,
                            .compressed_bytes = info.compressed_bytes,
-                           .uncompressed_bytes = info.uncompressed_bytes};
+                           .uncompressed_bytes = info.uncompressed_bytes,
+                           .etag = tb_upload_etag(u)};
         for (size_t i = 0; i < n; i++) {
             if (in[i].level + 1 > add.level)
                 add.level = in[i].level + 1;

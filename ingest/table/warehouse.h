@@ -22,11 +22,41 @@
 #define TB_WH_DEFAULT_DB "default"
 #define TB_WH_NAME_MAX   64 /* database and table names, NUL included */
 
+/* What a long-lived process keeps of its tables between queries: each
+ * table's log replayed to the newest version seen (with that version
+ * object's ETag), whether the store's conditional writes were checked, and
+ * open parts (source, size, parsed footer), up to max_parts unused ones,
+ * least recently used dropped first. Log versions and parts are immutable,
+ * so nothing kept goes stale: opening a table kept here costs one List of
+ * its log from the kept version on (a version of another process is read,
+ * one GET each), a kept part costs nothing. Thread-safe. */
+typedef struct tb_cat tb_cat;
+#define TB_CAT_DEFAULT_PARTS 4096
+int tb_cat_create(tb_cat **out, size_t max_parts); /* 0: TB_CAT_DEFAULT_PARTS */
+/* Every part must have been released. Accepts NULL; sets *c to NULL. */
+void tb_cat_destroy(tb_cat **c);
+/* Open parts kept (held or not). */
+size_t tb_cat_parts(tb_cat *c);
+
+/* Opens part name of t as tb_part_open_via(open, arg) does (open NULL:
+ * tb_part_open), or shares the one kept: *src and *r are borrowed from *ref
+ * until tb_part_release(ref). Thread-safe. */
+typedef struct tb_part_ref tb_part_ref;
+int tb_cat_part_open(tb_cat *c, const tb_table *t, const char *name, tb_source_open_fn open,
+                     void *arg, tb_part_ref **ref, rs_source **src, tp_reader **r, char *err,
+                     size_t errlen);
+/* The same for a part of t's log: opened with its known size and version
+ * when it can be (tb_part_known), with no request to the store. */
+int tb_cat_part_open_known(tb_cat *c, const tb_table *t, const tb_part *p, tb_part_ref **ref,
+                           rs_source **src, tp_reader **r, char *err, size_t errlen);
+void tb_part_release(tb_part_ref **ref);
+
 typedef struct tb_wh {
     s3_config s3; /* the log's and the listings' client */
     char bucket[64];
     char prefix[512]; /* without a trailing '/'; "" for the bucket's root */
     tb_io io;         /* part I/O every table opened here gets */
+    tb_cat *cat;      /* borrowed, NULL: none (each open reads the log afresh) */
 } tb_wh;
 
 /* Parses "s3://bucket/prefix/" (the trailing '/' optional) with the S3
@@ -47,7 +77,9 @@ int tb_wh_root(const tb_wh *w, const char *db, const char *table, char *buf, siz
 void tb_wh_opts(const tb_wh *w, const char *root, bool writer, tb_table_opts *o);
 
 /* Opens [db.]table (db NULL: default): tb_table_open with the warehouse's part
- * I/O set. -ENOENT with "table db.t does not exist" in err. */
+ * I/O set; with a catalog (w->cat), from the state kept there (one List), and
+ * the table's state goes back to it when it is destroyed (after commits).
+ * -ENOENT with "table db.t does not exist" in err. */
 int tb_wh_open(const tb_wh *w, const char *db, const char *table, bool writer, tb_table **out,
                char *err, size_t errlen);
 

@@ -7,10 +7,19 @@
  * merge (OPTIMIZE TABLE ... FINAL), the first full scan asks S3 for the log
  * only, never for a part object: the parts' blocks were placed on their ring
  * owners as they were written.
+ *
+ * Then two `ringcache server` processes on the same warehouse and nodes: a
+ * server keeps each table's replayed log and its open parts between queries,
+ * so a repeated query asks S3 for one List of the log, the first query after
+ * an INSERT on the same server too, and the first after an INSERT by the
+ * other server that List and a GET of the new version (a part's size and
+ * version are in the log: opening it asks S3 nothing); every answer is
+ * checked (snapshot: the other server's rows are seen by the next query).
  */
 #include "client_test_util.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -121,6 +130,8 @@ static void test_first_scan_after_insert_reads_only_the_log(void **state)
             (long long)parts, (long long)all);
     assert_int_equal(parts, 0);
     assert_true(all >= 1); /* the log */
+    /* the parts' sizes and versions are in the log: no HEAD of a part */
+    assert_int_equal(h_s3model_count(tc.model, "HEAD", NULL), 0);
 
     /* a merge through the cache: its output too is on the nodes */
     cli_query("OPTIMIZE TABLE t FINAL", NULL);
@@ -134,12 +145,139 @@ static void test_first_scan_after_insert_reads_only_the_log(void **state)
             (long long)parts, (long long)all);
     assert_int_equal(parts, 0);
     assert_true(all >= 1);
+    assert_int_equal(h_s3model_count(tc.model, "HEAD", NULL), 0);
+}
+
+/* ---- long-lived servers --------------------------------------------------------- */
+
+static int srv_port[2];
+
+static void start_server(int i)
+{
+    char name[16], pf[1024];
+    snprintf(name, sizeof(name), "server%d", i);
+    snprintf(pf, sizeof(pf), "%s/%s.port", h_env_dir(tc.env), name);
+    char *const argv[] = {cli,
+                          "server",
+                          "--port",
+                          "0",
+                          "--port-file",
+                          pf,
+                          "--s3-endpoint",
+                          (char *)h_s3model_endpoint(tc.model),
+                          "--warehouse",
+                          "s3://" H_S3_DEFAULT_BUCKET "/wh/",
+                          "--cache",
+                          tc.members,
+                          "--no-background-merges",
+                          "--max-threads",
+                          "2",
+                          NULL};
+    char *const envx[] = {"AWS_ACCESS_KEY_ID=S3RVER", "AWS_SECRET_ACCESS_KEY=S3RVER",
+                          "AWS_REGION=us-east-1", NULL};
+    h_proc *p;
+    assert_int_equal(h_proc_start(tc.env, &p, name, argv, envx, pf, 0), 0);
+    srv_port[i] = h_proc_port(p);
+}
+
+/* POSTs sql to server i, asserts 200; the body. */
+static const char *srv_query(int i, const char *sql)
+{
+    static char out[65536];
+    char url[128];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/", srv_port[i]);
+    h_http_req req = {.method = "POST", .url = url, .body = sql, .body_len = strlen(sql)};
+    h_http_resp resp = {0};
+    int st = h_http(&req, &resp);
+    snprintf(out, sizeof(out), "%s", resp.body ? resp.body : "");
+    h_http_resp_deinit(&resp);
+    if (st != 200)
+        fprintf(stderr, "server%d: %d %s\n(for %s)\n", i, st, out, sql);
+    assert_int_equal(st, 200);
+    return out;
+}
+
+/* Every request S3 saw since the last reset, printed by method. */
+static int64_t s3_requests(const char *what)
+{
+    int64_t all = h_s3model_count(tc.model, NULL, NULL);
+    fprintf(stderr, "%s: %lld S3 requests (%lld GET, %lld HEAD, %lld PUT)\n", what, (long long)all,
+            (long long)h_s3model_count(tc.model, "GET", NULL),
+            (long long)h_s3model_count(tc.model, "HEAD", NULL),
+            (long long)h_s3model_count(tc.model, "PUT", NULL));
+    return all;
+}
+
+static void insert_rows(int i, int from, int n)
+{
+    size_t cap = (size_t)n * 48 + 64, len = 0;
+    char *sql = malloc(cap);
+    assert_non_null(sql);
+    len += (size_t)snprintf(sql, cap, "INSERT INTO s VALUES ");
+    for (int k = from; k < from + n; k++)
+        len += (size_t)snprintf(sql + len, cap - len, "%s(%d, 'v%d')", k > from ? ", " : "", k, k);
+    srv_query(i, sql);
+    free(sql);
+}
+
+static void expect_rows(int i, long long n)
+{
+    char want[128];
+    snprintf(want, sizeof(want), "%lld\t%lld\n", n, n * (n - 1) / 2);
+    assert_string_equal(srv_query(i, "SELECT count(), sum(k) FROM s"), want);
+}
+
+static void test_server_asks_s3_for_the_log_only(void **state)
+{
+    (void)state;
+    start_server(0);
+    start_server(1);
+    srv_query(0, "CREATE TABLE s (k UInt64, v String) ENGINE = MergeTree ORDER BY k");
+    insert_rows(0, 0, 1000);
+    expect_rows(0, 1000); /* the first open of the table reads its log */
+
+    /* the same query again: nothing changed, one List of the log */
+    assert_int_equal(h_s3model_reset(tc.model), 0);
+    expect_rows(0, 1000);
+    assert_int_equal(s3_requests("a repeated query"), 1);
+
+    /* after an INSERT on the same server: the List; the new part's blocks
+     * are on the nodes and its size in the log */
+    insert_rows(0, 1000, 1000);
+    assert_int_equal(h_s3model_reset(tc.model), 0);
+    expect_rows(0, 2000);
+    assert_int_equal(s3_requests("the first query after an INSERT here"), 1);
+
+    /* after an INSERT by the other server: the List and the new version (the
+     * new part's size and version are in it: no HEAD) */
+    insert_rows(1, 2000, 1000);
+    assert_int_equal(h_s3model_reset(tc.model), 0);
+    expect_rows(0, 3000);
+    int64_t n = s3_requests("the first query after an INSERT there");
+    assert_int_equal(h_s3model_count(tc.model, "GET", NULL), 2);
+    assert_int_equal(n, 2);
+    assert_int_equal(h_s3model_reset(tc.model), 0);
+    expect_rows(0, 3000);
+    assert_int_equal(s3_requests("and again"), 1);
+    /* the other server sees its own rows, and a DROP there is seen here */
+    expect_rows(1, 3000);
+    srv_query(1, "DROP TABLE s");
+    char url[128];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/", srv_port[0]);
+    const char *sql = "SELECT count() FROM s";
+    h_http_req req = {.method = "POST", .url = url, .body = sql, .body_len = strlen(sql)};
+    h_http_resp resp = {0};
+    int st = h_http(&req, &resp);
+    assert_true(st >= 400);
+    assert_non_null(strstr(resp.body ? resp.body : "", "does not exist"));
+    h_http_resp_deinit(&resp);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_first_scan_after_insert_reads_only_the_log),
+        cmocka_unit_test(test_server_asks_s3_for_the_log_only),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

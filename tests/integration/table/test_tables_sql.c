@@ -234,6 +234,64 @@ static void test_insert_values_format_and_conversions(void **state)
     q_is("1\ta\n2\t\n3\tc\n", "SELECT * FROM t3 ORDER BY id");
 }
 
+/* DEFAULT expressions: filled where an INSERT leaves the column out (a
+ * column list, INSERT ... SELECT of fewer columns, a JSONEachRow row without
+ * the key) and where a non-Nullable column is given NULL; an expression may
+ * read other columns, filled ones too; shown by DESCRIBE and system.columns;
+ * bad ones refused at CREATE; MATERIALIZED and ALIAS refused by name. */
+static void test_column_defaults(void **state)
+{
+    (void)state;
+    free(q("CREATE TABLE df (k UInt32, a String DEFAULT concat('k', toString(k)), "
+           "b UInt64 DEFAULT k * 2 + length(a), d Date DEFAULT toDate('2020-01-02') + k, "
+           "n Nullable(Int32), z UInt8 DEFAULT 7 CODEC(ZSTD(1))) ENGINE = MergeTree "
+           "ORDER BY (b, k)"));
+    free(q("INSERT INTO df (k) VALUES (1), (2)"));
+    free(q("INSERT INTO df (k, a, z) VALUES (3, 'xyz', 1), (4, NULL, NULL)"));
+    free(
+        q("INSERT INTO df FORMAT JSONEachRow\n{\"k\": 5}\n"
+          "{\"k\": 6, \"a\": \"yy\", \"n\": 3}\n{\"k\": 7, \"b\": null, \"d\": \"2000-01-01\"}\n"));
+    free(q("INSERT INTO df (k, z) SELECT number + 10, 9 FROM numbers(2)"));
+    q_is("1\tk1\t4\t2020-01-03\t\\N\t7\n"
+         "2\tk2\t6\t2020-01-04\t\\N\t7\n"
+         "3\txyz\t9\t2020-01-05\t\\N\t1\n"
+         "4\tk4\t10\t2020-01-06\t\\N\t7\n"
+         "5\tk5\t12\t2020-01-07\t\\N\t7\n"
+         "6\tyy\t14\t2020-01-08\t3\t7\n"
+         "7\tk7\t16\t2000-01-01\t\\N\t7\n"
+         "10\tk10\t23\t2020-01-12\t\\N\t9\n"
+         "11\tk11\t25\t2020-01-13\t\\N\t9\n",
+         "SELECT * FROM df ORDER BY k");
+    /* the sorting key b was filled before the rows were sorted */
+    q_is("4\n6\n9\n", "SELECT b FROM df ORDER BY b LIMIT 3");
+    q_is("k\tUInt32\t\t\t\t\t\n"
+         "a\tString\tDEFAULT\tconcat(\\'k\\', toString(k))\t\t\t\n"
+         "b\tUInt64\tDEFAULT\tk * 2 + length(a)\t\t\t\n"
+         "d\tDate\tDEFAULT\ttoDate(\\'2020-01-02\\') + k\t\t\t\n"
+         "n\tNullable(Int32)\t\t\t\t\t\n"
+         "z\tUInt8\tDEFAULT\t7\t\t\t\n",
+         "DESCRIBE df");
+    q_is("b\tDEFAULT\tk * 2 + length(a)\nk\t\t\n",
+         "SELECT name, default_kind, default_expression FROM system.columns WHERE table = 'df' "
+         "AND name IN ('k', 'b') ORDER BY name");
+    fails("CREATE TABLE bad (a UInt32 DEFAULT b + 1, b UInt32 DEFAULT a) ENGINE = MergeTree "
+          "ORDER BY tuple()",
+          "depends on itself", "CYCLIC_ALIASES");
+    fails("CREATE TABLE bad (a UInt32 DEFAULT nosuch + 1) ENGINE = MergeTree ORDER BY tuple()",
+          "names column nosuch");
+    fails("CREATE TABLE bad (a UInt32 DEFAULT sum(a)) ENGINE = MergeTree ORDER BY tuple()",
+          "aggregate");
+    fails("CREATE TABLE bad (a UInt32 MATERIALIZED 1) ENGINE = MergeTree ORDER BY tuple()",
+          "MATERIALIZED expressions are not supported");
+    fails("CREATE TABLE bad (a UInt32 ALIAS 1) ENGINE = MergeTree ORDER BY tuple()",
+          "ALIAS expressions are not supported");
+    fails("CREATE TABLE bad (a DEFAULT 1) ENGINE = MergeTree ORDER BY tuple()",
+          "needs its type before DEFAULT");
+    /* a bad given value is still named by column and row */
+    fails("INSERT INTO df (k, b) VALUES (20, 1), (21, 'x')", "column b", "row 2");
+    free(q("DROP TABLE df"));
+}
+
 /* Tables in composed queries: a join of a table with a subquery over it,
  * INSERT ... SELECT from a UNION ALL in a subquery; UNION ALL straight in
  * INSERT ... SELECT is refused by name. */
@@ -373,6 +431,7 @@ int main(void)
         cmocka_unit_test(test_ddl_and_catalog),
         cmocka_unit_test(test_insert_values_format_and_conversions),
         cmocka_unit_test(test_tables_in_composed_queries),
+        cmocka_unit_test(test_column_defaults),
         cmocka_unit_test(test_dedup_truncate_optimize),
         cmocka_unit_test(test_replacing_merge_tree),
         cmocka_unit_test(test_limits),

@@ -106,10 +106,12 @@ static void test_parser_errors_have_line_and_column(void **state)
     parse_err("SELECT 'abc FROM file('x')", "line 1, column");
     parse_err("SELECT a FROM system.", "a table name after '.'");
     parse_err("SELECT a FROM t FINAL,", "expected");
-    parse_err("CREATE TABLE t (a UInt8) ENGINE = MergeTree ORDER BY (a + 1)",
-              "expressions in keys are not supported");
-    parse_err("CREATE TABLE t (a UInt8 DEFAULT 1) ENGINE = MergeTree ORDER BY a",
-              "DEFAULT expressions are not supported");
+    parse_err("CREATE TABLE t (a UInt8 MATERIALIZED 1) ENGINE = MergeTree ORDER BY a",
+              "MATERIALIZED expressions are not supported");
+    parse_err("CREATE TABLE t (a UInt8 ALIAS 1) ENGINE = MergeTree ORDER BY a",
+              "ALIAS expressions are not supported");
+    parse_err("CREATE TABLE t (a DEFAULT 1) ENGINE = MergeTree ORDER BY a",
+              "needs its type before DEFAULT");
     parse_err("INSERT INTO t VALUES (1, 2), (3)", "row 2 of VALUES has 1 values");
     parse_err("INSERT INTO t", "SELECT, VALUES or FORMAT");
     parse_err("DROP TABLE IF t", "EXISTS");
@@ -196,6 +198,17 @@ static void test_parser_table_statements(void **state)
     assert_int_equal(d->n_primary_key, 1);
     assert_string_equal(d->partition_text, "toYear(d)");
     assert_int_equal(d->n_settings, 1);
+    sql_stmt_destroy(&s);
+    /* key expressions keep their text; DEFAULT its expression's */
+    s = parse_ok("CREATE TABLE t (a UInt8 DEFAULT 1 + 2 CODEC(ZSTD(1)), d DateTime) ENGINE = "
+                 "MergeTree ORDER BY (a, toDate(d)) PRIMARY KEY a");
+    d = s->create;
+    assert_string_equal(d->cols[0].default_text, "1 + 2");
+    assert_string_equal(d->cols[0].codec, "ZSTD(1)");
+    assert_null(d->cols[1].default_text);
+    assert_int_equal(d->n_order_by, 2);
+    assert_string_equal(d->order_by[0], "a");
+    assert_string_equal(d->order_by[1], "toDate(d)");
     sql_stmt_destroy(&s);
 
     s = parse_ok("INSERT INTO t (a, b) SELECT x, y FROM s3('s3://b/*.parquet') "
