@@ -244,6 +244,14 @@ size_t bs_buf_len(const bs_buf *buf);
 void bs_buf_ref(bs_buf *buf);
 /* Drops a reference; *buf becomes NULL; accepts NULL. Thread-safe. */
 void bs_buf_unref(bs_buf **buf);
+/* Where the bytes at p (inside buf's data) lie in a file, for sendfile(): a
+ * RAM-tier hit is a page of the tier's memfd. 0 with *fd (owned by the store,
+ * open until bs_close) and *off filled, and the page marked as lent: the
+ * kernel may keep references to its memory after the send returns, so the
+ * tier never rewrites it in place (it is replaced before its next fill).
+ * Keep a reference to buf until the send has taken the bytes. -ENOENT when
+ * the bytes are not in a file (a read from SSD, or no RAM tier). Thread-safe. */
+int bs_buf_file(bs_buf *buf, const void *p, int *fd, uint64_t *off);
 
 /* True when the map holds the block under this exact identity. RAM map only
  * (no I/O, no RocksDB); the answer may be stale at once. Thread-safe. */

@@ -195,6 +195,10 @@ void bs__bufs_deinit(bs_store *s);
 bs_buf *bs__buf_get(bs_store *s);
 /* A buffer wrapping a pinned page (the buffer owns the pin), refs = 1. */
 bs_buf *bs__buf_page(bs_store *s, pc_page *page);
+/* A RAM-tier page about to be filled (PC_FILL): if its buffer was sent from
+ * the file, its old pages are dropped from the file first, so bytes still
+ * queued in a socket keep the old contents and the fill writes new pages. */
+void bs__ram_fresh(bs_store *s, pc_page *page);
 
 /* ---- superblock, folder and O_DIRECT checks (bs_super.c) ------------------ */
 
@@ -342,6 +346,15 @@ struct bs_store {
     bs_index *ix;
     bs_pool *pool;
     pc_cache *ram;
+    /* The RAM tier's page buffers: slots of one memfd mapping, so a hit can
+     * be sent from the file (sendfile) without a copy (bs_ram.c). */
+    int ram_fd; /* -1: no arena, pages from posix_memalign */
+    uint8_t *ram_base;
+    uint32_t ram_slots;
+    uint32_t *ram_free; /* stack of free slot numbers */
+    uint32_t ram_nfree;
+    _Atomic uint8_t *ram_lent; /* per slot: sent from the file since its last fill */
+    pthread_mutex_t ram_lock;
 
     bool bufs_ready;
     pthread_mutex_t buf_lock;

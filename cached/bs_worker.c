@@ -404,6 +404,7 @@ int bs_read(bs_worker *w, const bkey_id *id, uint64_t off, uint64_t len, bs_read
             }
         }
         if (r == PC_FILL && whole) {
+            bs__ram_fresh(s, pg);
             op->page = pg;
         } else if (pg) {
             pc_release(s->ram, &pg);
@@ -471,9 +472,10 @@ int bs_write(bs_worker *w, const bkey_id *id, const void *data, size_t len, bs_w
          * being written from a page: no second copy. */
         pc_key pk = {k.hi, k.lo};
         pc_page *pg = NULL;
-        if (pc_fetch(s->ram, &pk, PC_FETCH_NOWAIT, &pg) == PC_FILL)
+        if (pc_fetch(s->ram, &pk, PC_FETCH_NOWAIT, &pg) == PC_FILL) {
+            bs__ram_fresh(s, pg);
             op->page = pg;
-        else
+        } else
             pc_release(s->ram, &pg);
     }
     op->buf = op->page ? bs__buf_page(s, op->page) : bs__buf_get(s);

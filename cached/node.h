@@ -65,6 +65,7 @@ typedef struct node_conf {
     int64_t max_outstanding;
     int64_t max_buffered;
     int64_t chunk_size;
+    char sendfile[16];
     int64_t part_size;
     int64_t drain_timeout_ms;
     int64_t max_connections;

@@ -94,6 +94,9 @@ const cfg_opt node_opts[] = {
      O(max_buffered), 64 << 10, 1LL << 31, false, false},
     {"chunk-size", CFG_SIZE, "256KiB", "answers go out in chunks of this size, interleaved",
      O(chunk_size), 4096, 16 << 20, false, false},
+    {"sendfile", CFG_STR, "remote",
+     "send RAM-tier hits with sendfile() from the tier's pages, no copy on the node: to clients on other hosts (remote), to all (always), never (to this host's clients a copy costs less CPU in all)",
+     O(sendfile), 0, 0, false, false},
     {"part-size", CFG_SIZE, "8MiB", "multipart part size for write-through PUTs", O(part_size),
      5 << 20, 5LL << 30, false, false},
     {"drain-timeout", CFG_MS, "10s", "on SIGTERM, time given to in-flight requests",
@@ -228,6 +231,12 @@ int node_conf_load(node_conf *conf, int argc, char **argv, char *err, size_t err
                  (long long)conf->block_size);
         return -EINVAL;
     }
+    if (strcmp(conf->sendfile, "remote") && strcmp(conf->sendfile, "always") &&
+        strcmp(conf->sendfile, "never")) {
+        cfg_errf(err, errlen, "--sendfile must be remote, always or never, not '%s'",
+                 conf->sendfile);
+        return -EINVAL;
+    }
     if (strcmp(conf->io, "auto") && strcmp(conf->io, "io_uring") && strcmp(conf->io, "threads")) {
         cfg_errf(err, errlen, "--io must be auto, io_uring or threads, not '%s'", conf->io);
         return -EINVAL;
@@ -237,4 +246,9 @@ int node_conf_load(node_conf *conf, int argc, char **argv, char *err, size_t err
     if (!conf->node_id[0] && gethostname(conf->node_id, sizeof(conf->node_id) - 1) != 0)
         snprintf(conf->node_id, sizeof(conf->node_id), "ringcached");
     return 0;
+}
+
+bool node__sendfile_to(const node_conf *conf, bool loopback)
+{
+    return !strcmp(conf->sendfile, "always") || (!loopback && !strcmp(conf->sendfile, "remote"));
 }

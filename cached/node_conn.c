@@ -73,6 +73,7 @@ struct node_conn {
     bool closed, close_after_flush, hello, peer, paused;
     bool put_hold;         /* a write-through PUT asked to stop reading */
     bool loopback;         /* the client is on this host */
+    bool file_sends;       /* plaintext, --sendfile: RAM-tier hits go out with sendfile() */
     int64_t last_ms;       /* last byte read or written (idle timeout) */
     int64_t wait_since_ms; /* waiting for the rest of a frame since (0: not) */
     const ten_tenant *tenant;
@@ -191,6 +192,35 @@ static void chunk_unref_nb(const void *data, size_t len, void *extra)
     node_buf_unref(extra);
 }
 
+static void seg_unref_bs(const struct evbuffer_file_segment *seg, int flags, void *arg)
+{
+    (void)seg;
+    (void)flags;
+    bs_buf *b = arg;
+    bs_buf_unref(&b);
+}
+
+/* Queues [p, p+k) of b as a piece of the tier's file, sent with sendfile():
+ * the socket references the pages instead of copying the bytes. The buffer's
+ * reference is dropped once the piece has been written. false: not in a file
+ * (a read from SSD), or no memory; the caller copies instead. */
+static bool add_from_file(struct evbuffer *out, bs_buf *b, const uint8_t *p, size_t k)
+{
+    int fd;
+    uint64_t off;
+    if (bs_buf_file(b, p, &fd, &off) < 0)
+        return false;
+    struct evbuffer_file_segment *seg = evbuffer_file_segment_new(
+        fd, (ev_off_t)off, (ev_off_t)k, EVBUF_FS_DISABLE_MMAP | EVBUF_FS_DISABLE_LOCKING);
+    if (!seg)
+        return false;
+    bs_buf_ref(b);
+    evbuffer_file_segment_add_cleanup_cb(seg, seg_unref_bs, b);
+    int rc = evbuffer_add_file_segment(out, seg, 0, (ev_off_t)k);
+    evbuffer_file_segment_free(seg); /* the buffer's chain holds its own */
+    return rc == 0;
+}
+
 static void send_free(node_send *s)
 {
     bs_buf_unref(&s->bs);
@@ -222,7 +252,9 @@ static void conn_pump(node_conn *c)
         if (head)
             evbuffer_add(out, s->head, head);
         if (k) {
-            if (s->bs) {
+            if (s->bs && c->file_sends && add_from_file(out, s->bs, s->p + s->off, k)) {
+                /* queued from the tier's file */
+            } else if (s->bs) {
                 bs_buf_ref(s->bs);
                 evbuffer_add_reference(out, s->p + s->off, k, chunk_unref_bs, s->bs);
             } else if (s->nb) {
@@ -787,6 +819,7 @@ void node__accept(node_worker *w, int fd)
             SSL_free(ssl);
     } else {
         c->bev = bufferevent_socket_new(w->base, fd, BEV_OPT_CLOSE_ON_FREE);
+        c->file_sends = node__sendfile_to(&n->conf, c->loopback);
     }
     if (!c->bev) {
         close(fd);

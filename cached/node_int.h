@@ -171,6 +171,11 @@ struct node {
 int node_log_level_of(const char *name);
 /* Lines above this level are dropped (before the threads start). */
 void node_log_set_level(int level);
+/* Whether RAM-tier hits go to a client with sendfile() (--sendfile): to one on
+ * this host (loopback) the kernel hands the tier's pages to a process that
+ * copies them out anyway, and a copy into the socket costs less in all
+ * (bench/README.md); to one on another host the NIC sends the pages. */
+bool node__sendfile_to(const node_conf *conf, bool loopback);
 
 /* ---- node_metrics.c ---- */
 int node_metrics_setup(node *n, char *err, size_t errlen);

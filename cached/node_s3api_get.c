@@ -110,6 +110,26 @@ static void cleanup_nb(const void *data, size_t len, void *arg)
     node_buf_unref(arg);
 }
 
+static void cleanup_bs_file(void *arg)
+{
+    bs_buf *b = arg;
+    bs_buf_unref(&b);
+}
+
+/* A block's bytes into the answer: a RAM-tier hit as a piece of the tier's
+ * file (sendfile on a plain connection: no copy on the node) when --sendfile
+ * says so for this client, else by reference. On success the answer owns the slot's reference. */
+static int write_slot(ns3_req *r, ns3_slot *s)
+{
+    int fd;
+    uint64_t off;
+    if (s->bs && node__sendfile_to(&r->w->n->conf, r->who.loopback) &&
+        bs_buf_file(s->bs, s->data, &fd, &off) == 0)
+        return httpd_resp_write_file_ref(r->h, fd, (int64_t)off, s->len, cleanup_bs_file, s->bs);
+    return s->bs ? httpd_resp_write_ref(r->h, s->data, s->len, cleanup_bs, s->bs)
+                 : httpd_resp_write_ref(r->h, s->data, s->len, cleanup_nb, s->nb);
+}
+
 /* ---- a block's fetch ended ------------------------------------------------------------ */
 
 /* The version named is not S3's any more, or the object is gone: nothing
@@ -551,8 +571,7 @@ static void pump(ns3_get *g)
                 start_answer(g);
             if (httpd_resp_room(r->h) == 0)
                 break; /* the writable callback comes back */
-            int rc = s->bs ? httpd_resp_write_ref(r->h, s->data, s->len, cleanup_bs, s->bs)
-                           : httpd_resp_write_ref(r->h, s->data, s->len, cleanup_nb, s->nb);
+            int rc = write_slot(r, s);
             if (rc < 0)
                 break;
             ns3_count_bytes(r->w, s->source, s->len);

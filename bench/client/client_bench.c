@@ -37,6 +37,7 @@
  *
  * Run: RINGCACHE_BUILD_DIR=build RINGCACHE_SOURCE_DIR=. \
  *      RINGCACHE_NODE_MODULES=./node_modules build/bench/client/client_bench [--size-mib N]
+ *      [--sendfile remote|always|never] (the nodes' --sendfile; this client is on their host)
  */
 #include "node_util.h"
 #include "ringcache.h"
@@ -391,6 +392,7 @@ static int start_nginx(h_env *env, int upstream_port, int *port_out, h_proc **pr
 int main(int argc, char **argv)
 {
     size_t mib = 1024;
+    const char *sendfile_mode = "remote";
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--size-mib") == 0 && i + 1 < argc)
             mib = (size_t)atoi(argv[++i]);
@@ -402,10 +404,13 @@ int main(int argc, char **argv)
             block_mib = atoi(argv[++i]);
         else if (strcmp(argv[i], "--node-ram-mib") == 0 && i + 1 < argc)
             ram_mib = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--sendfile") == 0 && i + 1 < argc)
+            sendfile_mode = argv[++i];
         else {
             fprintf(stderr, "usage: client_bench [--size-mib N (1024)] [--pread-mib N (16)] "
                             "[--readahead BLOCKS (16)] [--block-mib N (1)]\n"
-                            "       [--node-ram-mib N (1024)]\n");
+                            "       [--node-ram-mib N (1024)] [--sendfile remote|always|never "
+                            "(the nodes' --sendfile; remote)]\n");
             return 2;
         }
     }
@@ -449,6 +454,8 @@ int main(int argc, char **argv)
                                "64MiB",
                                "--ram-capacity",
                                ram,
+                               "--sendfile",
+                               sendfile_mode,
                                NULL};
         t_node_start(env, &nodes[i], nm, h_s3model_endpoint(model), extra);
     }

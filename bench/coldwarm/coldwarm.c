@@ -32,6 +32,7 @@
  *
  *   coldwarm [--scale tiny|small|medium|large] [--threads N] [--latency-us U]
  *            [--bandwidth-mib X] [--out DIR] [--no-table | --table-only] [--plain-reads]
+ *            [--sendfile remote|always|never]
  *            [--help]
  *
  * Prints a Markdown table, writes it and a PNG plot (gnuplot) to DIR
@@ -78,6 +79,7 @@ static char list_path[700], data_dir[700];
 static uint64_t dataset_bytes, dataset_blocks;
 static int node_gen;
 static bool plain_reads; /* --plain-reads: the readers' scans through rc_pread */
+static const char *sendfile_mode = "remote"; /* the nodes' --sendfile */
 
 static void die(const char *what)
 {
@@ -118,7 +120,8 @@ static void start_node(node_t *n, const char *id)
                      .ssd = cap,
                      .ram = "512MiB",
                      .threads = 2,
-                     .log_level = "warn"};
+                     .log_level = "warn",
+                     .extra = (const char *const[]){"--sendfile", sendfile_mode, NULL}};
     h_node hn;
     if (h_node_start(env, &hn, &o) < 0)
         die(h_last_error());
@@ -634,6 +637,8 @@ int main(int argc, char **argv)
             out_dir = v, i++;
         else if (!strcmp(a, "--plain-reads"))
             plain_reads = true;
+        else if (!strcmp(a, "--sendfile") && v)
+            sendfile_mode = v, i++;
         else if (!strcmp(a, "--no-table"))
             with_table = false;
         else if (!strcmp(a, "--table-only"))
@@ -643,7 +648,7 @@ int main(int argc, char **argv)
                 "usage: coldwarm [--scale tiny|small|medium|large (small)] [--threads N (4)]\n"
                 "                [--latency-us U (200)] [--bandwidth-mib X (measured)]\n"
                 "                [--out DIR (bench/results)] [--no-table | --table-only]\n"
-                "                [--plain-reads]\n"
+                "                [--plain-reads] [--sendfile remote|always|never (remote)]\n"
                 "scales: tiny 4 x 4 MiB, small 8 x 32 MiB, medium 24 x 128 MiB, large 48 x "
                 "128 MiB objects;\n"
                 "        the seed query's Parquet dataset: 0.2M, 2M, 10M, 20M rows;\n"
@@ -654,7 +659,9 @@ int main(int argc, char **argv)
                 "X, the cap per compute node, defaults to half the loopback ceiling (iperf3 "
                 "-P 4, this run) over 6\n"
                 "--plain-reads: the compute nodes scan with rc_pread (page cache, read-ahead)\n"
-                "        rather than RC_READ_SCAN reads (straight into the reader's buffer)\n");
+                "        rather than RC_READ_SCAN reads (straight into the reader's buffer)\n"
+                "--sendfile: the cache nodes' --sendfile (RAM-tier hits sent from the tier's\n"
+                "        pages; the readers' netproxies are on this host: remote copies)\n");
             return strcmp(a, "--help") == 0 ? 0 : 2;
         }
     }

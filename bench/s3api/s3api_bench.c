@@ -19,6 +19,8 @@
  *   s3api: warm_vs_nginx=<a> cold_vs_direct=<b> p99_vs_nginx=<c>
  *   cpu_per_gib_vs_nginx=<d>
  * Usage: s3api_bench [--size-mib N (512)] [--reps N (3)] [--ranges N (2000)]
+ *                    [--sendfile 0|1|2 (the node's --sendfile: 0 remote, the
+ *                    default, 1 always, 2 never; awscli is on the node's host)]
  */
 #include "harness.h"
 
@@ -99,11 +101,12 @@ static void random_gets(const char *url, const uint64_t *offs, int n, double *la
 
 int main(int argc, char **argv)
 {
-    static const char *const names[] = {"size-mib", "reps", "ranges"};
-    int opt[3] = {512, 3, 2000};
-    if (bench_int_opts(argc, argv, "s3api_bench", 3, names, opt))
+    static const char *const names[] = {"size-mib", "reps", "ranges", "sendfile"};
+    int opt[4] = {512, 3, 2000, 0};
+    if (bench_int_opts(argc, argv, "s3api_bench", 4, names, opt))
         return 2;
     int size_mib = opt[0], reps = opt[1], n_ranges = opt[2];
+    const char *sendfile_mode = opt[3] == 1 ? "always" : opt[3] == 2 ? "never" : "remote";
     if (size_mib < 16 || reps < 1 || n_ranges < 100)
         die("--size-mib >= 16, --reps >= 1, --ranges >= 100");
     if (access("/usr/bin/aws", X_OK) != 0)
@@ -140,7 +143,7 @@ int main(int argc, char **argv)
     /* the node: one, RAM tier over the object, the S3 API on a free port */
     char ram[32];
     snprintf(ram, sizeof(ram), "%dMiB", size_mib + 256);
-    static const char *const s3api_flag[] = {"--s3-api-port", "0", NULL};
+    const char *const s3api_flag[] = {"--s3-api-port", "0", "--sendfile", sendfile_mode, NULL};
     char dir[PATH_MAX];
     h_env_path(env, dir, sizeof(dir), "node-data");
     h_node_opts no = {.name = "node",

@@ -310,6 +310,14 @@ int httpd_resp_write_buffer(httpd_req *req, struct evbuffer *buf);
  * borrowed (duplicated inside; the caller may close it at once). The file
  * must not shrink before the bytes are sent. -errno of dup, else as above. */
 int httpd_resp_write_file(httpd_req *req, int fd, int64_t offset, size_t len);
+/* The same for a file the caller keeps open, without duplicating fd: it must
+ * stay open, and the bytes unchanged, until cleanup(arg) has run, once the
+ * bytes have left or been dropped (it may run inside this call when they are
+ * dropped at once, e.g. for HEAD). On an error (< 0) it does not run: the
+ * caller keeps what arg holds. */
+typedef void (*httpd_file_cleanup_fn)(void *arg);
+int httpd_resp_write_file_ref(httpd_req *req, int fd, int64_t offset, size_t len,
+                              httpd_file_cleanup_fn cleanup, void *arg);
 
 /* Bytes the handler may still queue before the output reaches out_high_bytes
  * (0: wait for the writable callback). */

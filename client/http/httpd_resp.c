@@ -490,6 +490,49 @@ int httpd_resp_write_file(httpd_req *req, int fd, int64_t offset, size_t len)
     return rc;
 }
 
+typedef struct file_ref {
+    httpd_file_cleanup_fn fn;
+    void *arg;
+} file_ref;
+
+static void file_ref_done(const struct evbuffer_file_segment *seg, int flags, void *arg)
+{
+    (void)seg, (void)flags;
+    file_ref *f = arg;
+    f->fn(f->arg);
+    free(f);
+}
+
+int httpd_resp_write_file_ref(httpd_req *req, int fd, int64_t offset, size_t len,
+                              httpd_file_cleanup_fn cleanup, void *arg)
+{
+    if (offset < 0)
+        return -EINVAL;
+    int rc = body_check(req, len);
+    if (rc != 0) {
+        if (rc > 0)
+            cleanup(arg);
+        return rc < 0 ? rc : 0;
+    }
+    file_ref *f = malloc(sizeof *f);
+    struct evbuffer_file_segment *seg =
+        f ? evbuffer_file_segment_new(fd, offset, (ev_off_t)len, EVBUF_FS_DISABLE_LOCKING) : NULL;
+    if (seg == NULL) {
+        free(f);
+        return -ENOMEM;
+    }
+    rc = queue(req, len, add_segment, seg);
+    if (rc == 0) {
+        /* from now on the bytes are the buffer's: cleanup once they are out */
+        *f = (file_ref){cleanup, arg};
+        evbuffer_file_segment_add_cleanup_cb(seg, file_ref_done, f);
+    } else {
+        free(f);
+    }
+    evbuffer_file_segment_free(seg); /* the buffer holds its own reference */
+    return rc;
+}
+
 size_t httpd_resp_room(const httpd_req *req)
 {
     if (req->conn->dead)

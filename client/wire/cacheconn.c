@@ -57,8 +57,10 @@
  * other connections (the event is level-triggered: it comes back). */
 #define CC_RX_BUDGET (2u * 1024 * 1024)
 /* The most bytes the socket is asked to gather (SO_RCVLOWAT) before it says
- * it is readable, while the rest of a frame is known to be on its way. */
-#define CC_LOWAT_MAX (128u * 1024)
+ * it is readable, while the rest of a frame is known to be on its way: a
+ * whole chunk body of a node's answer (256 KiB by default) and the next
+ * header. */
+#define CC_LOWAT_MAX (1024u * 1024)
 
 typedef struct cc_req cc_req;
 struct cc_req {
@@ -162,9 +164,11 @@ static void cc_finish(cc_req *r, int code, int rcp_code, const char *msg)
         c->put_active = NULL;
     if (c->rx_req == r) {
         /* timed out or cancelled in the middle of a chunk: the caller may
-         * free its buffer once told, so the rest of the chunk is discarded */
+         * free its buffer once told, so the rest of the chunk is discarded
+         * (and no more of the answer may come: the node was told) */
         c->rx_req = NULL;
         c->rx_dst = NULL;
+        c->rx_more = false;
     }
     r->res.code = code;
     r->res.rcp_code = rcp_code;
@@ -431,6 +435,7 @@ static int cc_get_chunk(cc_conn *c, const rcp_header *h, cc_req *r, struct evbuf
             c->rx_req = NULL; /* the rest of the chunk, if any, is discarded */
             c->rx_dst = NULL;
             c->rx_left = len - avail;
+            c->rx_more = false;
             c->outstanding--;
             if (more)
                 cc_cancel(c, r->id);
@@ -646,6 +651,7 @@ static void cc_parse(cc_conn *c, struct evbuffer *in)
                 c->rx_req = NULL;
                 c->rx_dst = NULL;
                 c->rx_left = h.len - avail;
+                c->rx_more = false;
             }
         } else {
             c->rx_need = h.len - avail;
@@ -673,12 +679,16 @@ static void cc_on_read(struct bufferevent *bev, void *arg)
  * body, or the tail of a header), the socket wakes the loop only once that
  * much has arrived (up to CC_LOWAT_MAX), not for every segment: a link that
  * delivers a block a few KiB at a time (a capped one) costs a wake-up per
- * 128 KiB instead of one per segment. At a frame boundary it wakes for the
- * first byte again. The bytes waited for are sure to come (a node writes a
- * chunk whole, or closes), and every request keeps its deadline. */
+ * chunk instead of one per segment. A chunk that is not its answer's last is
+ * followed by another frame (the answer's next chunk, or an error): its
+ * header is waited for too, so the body and the next header take one
+ * wake-up, and nothing waits on a request that could complete. Otherwise, at
+ * a frame boundary, it wakes for the first byte again. The bytes waited for
+ * are sure to come (a node writes a chunk whole, or closes), and every
+ * request keeps its deadline. */
 static void cc_rx_lowat(cc_conn *c, evutil_socket_t fd)
 {
-    size_t need = c->rx_left ? c->rx_left : c->rx_need;
+    size_t need = c->rx_left ? c->rx_left + (c->rx_more ? RCP_HEADER_SIZE : 0) : c->rx_need;
     int want = need > CC_LOWAT_MAX ? (int)CC_LOWAT_MAX : need > 1 ? (int)need : 1;
     if (want == c->rx_lowat || c->broken)
         return;
@@ -1235,6 +1245,7 @@ int cc_cancel(cc_conn *c, uint32_t id)
     if (c->rx_req == r) {
         c->rx_req = NULL;
         c->rx_dst = NULL;
+        c->rx_more = false;
     }
     evtimer_del(r->timer);
     event_active(r->timer, EV_TIMEOUT, 0);

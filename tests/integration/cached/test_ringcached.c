@@ -75,21 +75,25 @@ static void stop_clean(t_node *n)
     assert_int_equal(h_proc_stop(n->proc, 15000), 0);
 }
 
-static void test_read_through_and_warm(void **state)
+/* name: the node's and the object's; extra: the node's flags. */
+static void read_through(const char *name, const char *const *extra)
 {
-    (void)state;
     t_node n;
-    t_node_start(env, &n, "rt", h_s3model_endpoint(model), NULL);
+    t_node_start(env, &n, name, h_s3model_endpoint(model), extra);
     size_t size = (2u << 20) + 12345;
     unsigned char *data = t_alloc_data(size, 1);
-    char etag[S3_ETAG_MAX];
-    put_direct("rt/obj", data, size, etag);
+    char etag[S3_ETAG_MAX], key[64], path[128];
+    snprintf(key, sizeof(key), "%s/obj", name);
+    snprintf(path, sizeof(path), "/ringcache-test/%s", key);
+    put_direct(key, data, size, etag);
     assert_int_equal(h_s3model_reset(model), 0);
     cc_conn *c = t_conn(base, &n, NULL);
     unsigned char *buf = malloc(1 << 20);
-    for (int pass = 0; pass < 2; pass++)
+    /* the third pass: RAM-tier hits (with --sendfile always, sent from the
+     * tier's pages) */
+    for (int pass = 0; pass < 3; pass++)
         for (uint64_t b = 0; b < 3; b++) {
-            cc_result r = t_get(base, c, bucket, "rt/obj", etag, size, b, buf, 1 << 20);
+            cc_result r = t_get(base, c, bucket, key, etag, size, b, buf, 1 << 20);
             if (r.code)
                 fprintf(stderr, "block %llu: %s\n", (unsigned long long)b, r.message);
             assert_int_equal(r.code, 0);
@@ -104,16 +108,31 @@ static void test_read_through_and_warm(void **state)
                 assert_true(r.source == RCP_SRC_SSD || r.source == RCP_SRC_FILL_WAIT);
         }
     /* one S3 GET per block, on the first pass only */
-    assert_int_equal(h_s3model_count(model, "GET", "/ringcache-test/rt/obj"), 3);
+    assert_int_equal(h_s3model_count(model, "GET", path), 3);
     assert_int_equal(t_node_metric(&n, "ringcached_hits_total") +
                          t_node_metric(&n, "ringcached_fill_buffer_hits_total"),
-                     3);
+                     6);
     assert_int_equal(t_node_metric(&n, "ringcached_s3_get_requests_total"), 3);
     cc_conn_destroy(&c);
     event_base_loop(base, EVLOOP_NONBLOCK);
     free(buf);
     free(data);
     stop_clean(&n);
+}
+
+static void test_read_through_and_warm(void **state)
+{
+    (void)state;
+    read_through("rt", NULL);
+}
+
+/* This client is on the node's host: by default its hits are copied; with
+ * --sendfile always they go out with sendfile() from the RAM tier. */
+static void test_read_through_sendfile(void **state)
+{
+    (void)state;
+    const char *extra[] = {"--sendfile", "always", NULL};
+    read_through("rtsf", extra);
 }
 
 typedef struct {
@@ -569,6 +588,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_read_through_and_warm),
+        cmocka_unit_test(test_read_through_sendfile),
         cmocka_unit_test(test_single_flight),
         cmocka_unit_test(test_version_changed),
         cmocka_unit_test(test_write_through_then_read_costs_no_get),

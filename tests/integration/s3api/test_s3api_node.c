@@ -328,6 +328,27 @@ static void test_awscli(void **state)
     assert_int_equal(r->status, 0);
     assert_true(same_files(small, back));
     assert_int_equal(h_proc_stop(tn.proc, 15000), 0);
+
+    /* RAM-tier hits sent with sendfile() from the tier's pages (--sendfile
+     * always: awscli is on the node's host, where it would be copied) */
+    t_node sn;
+    const char *sextra[] = {"--s3-api-port", "0", "--threads", "1", "--sendfile", "always", NULL};
+    t_node_start(tc.env, &sn, "sf0", h_s3model_endpoint(tc.model), sextra);
+    char epf[64];
+    snprintf(epf, sizeof epf, "http://127.0.0.1:%d", sn.s3api_port);
+    aws_at(r, epf, NULL,
+           (const char *[]){"s3", "cp", "--only-show-errors", big, "s3://" BUCKET "/t/sf.bin",
+                            NULL});
+    assert_int_equal(r->status, 0);
+    for (int pass = 0; pass < 2; pass++) {
+        unlink(back);
+        aws_at(r, epf, NULL,
+               (const char *[]){"s3", "cp", "--only-show-errors", "s3://" BUCKET "/t/sf.bin",
+                                back, NULL});
+        assert_int_equal(r->status, 0);
+        assert_true(same_files(big, back));
+    }
+    assert_int_equal(h_proc_stop(sn.proc, 15000), 0);
     free(r);
 }
 

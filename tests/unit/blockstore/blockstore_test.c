@@ -30,8 +30,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
 #include <cmocka.h>
 #include <dirent.h>
+#include <netinet/in.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
 
 enum { BSZ = 64 * 1024, RSZ = 256 * 1024 };
 
@@ -810,6 +814,93 @@ static void test_ram_tier(void **state)
     }
 }
 
+/* A RAM hit sent with sendfile() from the tier's file, then its page evicted
+ * and filled with other blocks while the bytes still sit in the socket: the
+ * receiver must get the block as it was sent, not what the page holds now. */
+struct held {
+    bool done;
+    int rc;
+    bs_buf *buf;
+};
+
+static void hold_read(void *arg, int rc, bs_buf *buf)
+{
+    struct held *h = arg;
+    h->rc = rc;
+    h->buf = buf;
+    h->done = true;
+}
+
+static bs_buf *read_held(fx *f, const bkey_id *id, uint64_t off, uint64_t len)
+{
+    struct held h = {0};
+    assert_int_equal(bs_read(f->w, id, off, len, hold_read, &h), 0);
+    while (!h.done)
+        event_base_loop(f->base, EVLOOP_ONCE);
+    assert_int_equal(h.rc, len ? (int)len : BSZ);
+    return h.buf;
+}
+
+static void tcp_pair(int *tx, int *rx)
+{
+    int l = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t al = sizeof(a);
+    assert_int_equal(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(listen(l, 1), 0);
+    assert_int_equal(getsockname(l, (struct sockaddr *)&a, &al), 0);
+    *tx = socket(AF_INET, SOCK_STREAM, 0);
+    assert_int_equal(connect(*tx, (struct sockaddr *)&a, sizeof(a)), 0);
+    *rx = accept(l, NULL, NULL);
+    assert_true(*rx >= 0);
+    close(l);
+}
+
+static void test_ram_file_sends(void **state)
+{
+    fx *f = *state;
+    f->cfg.ram_bytes = 2 * BSZ;
+    fx_open(f);
+    bst_id a;
+    bst_id_init(&a, "b", 1, "v", BSZ, 0);
+    assert_int_equal(bst_write_block(f->w, f->base, &a.id, BSZ), 0);
+    bs_buf *b = read_held(f, &a.id, 0, 0);
+    int fd = -1;
+    uint64_t off = 0;
+    assert_int_equal(bs_buf_file(b, bs_buf_data(b), &fd, &off), 0);
+    int tx, rx;
+    tcp_pair(&tx, &rx);
+    off_t o = (off_t)off;
+    assert_int_equal(sendfile(tx, fd, &o, BSZ), BSZ);
+    bs_buf_unref(&b);
+    /* a's page goes to other blocks, written and read through the tier */
+    for (unsigned i = 0; i < 6; i++) {
+        bst_id id;
+        bst_id_init(&id, "b", 10 + i, "v", BSZ, 0);
+        assert_int_equal(bst_write_block(f->w, f->base, &id.id, BSZ), 0);
+        assert_int_equal(bst_read(f->w, f->base, &id.id, 0, 0, f->buf), BSZ);
+        assert_true(bst_check(&id.id, 0, f->buf, BSZ));
+    }
+    size_t got = 0;
+    while (got < BSZ) {
+        ssize_t k = recv(rx, f->buf + got, BSZ - got, 0);
+        assert_true(k > 0);
+        got += (size_t)k;
+    }
+    assert_true(bst_check(&a.id, 0, f->buf, BSZ));
+    close(tx);
+    close(rx);
+    /* a part of a block read from SSD (the tier is cold after a restart)
+     * lands in a pool buffer, no page of the tier's file */
+    fx_close(f);
+    fx_open(f);
+    b = read_held(f, &a.id, 1000, 10);
+    assert_int_equal(stats(f).ssd_hits, 1);
+    assert_true(bst_check(&a.id, 1000, bs_buf_data(b), 10));
+    assert_int_equal(bs_buf_file(b, bs_buf_data(b), &fd, &off), -ENOENT);
+    bs_buf_unref(&b);
+}
+
 /* ---- asynchrony and detach ------------------------------------------------- */
 
 struct count {
@@ -914,6 +1005,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_corrupt_byte, setup, teardown),
         cmocka_unit_test_setup_teardown(test_corrupt_chunk_of_big_block, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ram_tier, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ram_file_sends, setup, teardown),
         cmocka_unit_test_setup_teardown(test_detach_completes_everything, setup, teardown),
         cmocka_unit_test_setup_teardown(test_many_in_flight, setup, teardown),
     };

@@ -39,7 +39,7 @@ typedef struct rq {
     struct event *timer;
     /* /big */
     uint64_t total, sent;
-    bool chunked;
+    bool chunked, ref;
     unsigned char piece[64 * 1024];
 } rq;
 
@@ -142,6 +142,13 @@ static void big_fill(httpd_req *req, void *arg)
         httpd_resp_end(req);
 }
 
+static void file_piece_done(void *arg)
+{
+    ts_server *ts = arg;
+    atomic_fetch_add(&ts->file_refs_done, 1);
+    atomic_fetch_sub(&ts->file_refs_out, 1);
+}
+
 static void file_fill(httpd_req *req, void *arg)
 {
     rq *x = arg;
@@ -149,7 +156,15 @@ static void file_fill(httpd_req *req, void *arg)
         size_t n = sizeof x->piece;
         if (x->total - x->sent < n)
             n = (size_t)(x->total - x->sent);
-        if (httpd_resp_write_file(req, x->ts->file_fd, (int64_t)x->sent, n) < 0)
+        int rc;
+        if (x->ref) {
+            atomic_fetch_add(&x->ts->file_refs_out, 1);
+            rc = httpd_resp_write_file_ref(req, x->ts->file_fd, (int64_t)x->sent, n,
+                                           file_piece_done, x->ts);
+        } else {
+            rc = httpd_resp_write_file(req, x->ts->file_fd, (int64_t)x->sent, n);
+        }
+        if (rc < 0)
             return;
         x->sent += n;
     }
@@ -209,6 +224,7 @@ static void handler(httpd_req *req, void *arg)
         httpd_resp_on_writable(req, big_fill, x);
     } else if (strcmp(path, "/file") == 0) {
         x->total = (uint64_t)ts->file_len;
+        x->ref = query_u64(q, "ref", 0) != 0;
         httpd_resp_start(req, query_u64(q, "chunked", 0) ? -1 : ts->file_len);
         httpd_resp_on_writable(req, file_fill, x);
     } else if (strcmp(path, "/async") == 0) {

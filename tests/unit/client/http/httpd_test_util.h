@@ -20,8 +20,10 @@
  *   /early?ms=N                 202 with X-Early: 1 flushed at once
  *                               (httpd_resp_flush_head), then N ms later
  *                               X-Late: 2 and a chunked "late\n"
- *   /file[?chunked=1]           the file ts->file_fd whole, in 64 KiB pieces
- *                               with httpd_resp_write_file
+ *   /file[?chunked=1][&ref=1]   the file ts->file_fd whole, in 64 KiB pieces
+ *                               with httpd_resp_write_file (ref=1:
+ *                               httpd_resp_write_file_ref, each piece's
+ *                               cleanup counted in file_refs_*)
  * anything else is 404.
  *
  * Thread-safety: ts_start/ts_stop/ts_call from the test's main thread; the
@@ -58,6 +60,8 @@ typedef struct ts_server {
     atomic_llong body_bytes;   /* body bytes delivered to handlers */
     atomic_int writable_calls; /* /big's writable callbacks */
     atomic_int drained;        /* the drain callback ran */
+    atomic_int file_refs_out;  /* /file?ref=1 pieces queued, cleanup not run yet */
+    atomic_int file_refs_done; /* their cleanups that ran */
     int file_fd;               /* served by /file; set before ts_start */
     int64_t file_len;
 } ts_server;

@@ -291,7 +291,9 @@ static void test_tls(void **state)
 }
 
 /* A file served with httpd_resp_write_file: sendfile on plain TCP, read and
- * copied under TLS; sized and chunked; the bytes equal the file's. */
+ * copied under TLS; sized and chunked; the bytes equal the file's. The same
+ * with httpd_resp_write_file_ref (the descriptor not duplicated): every
+ * piece's cleanup runs once its bytes are out. */
 static void test_write_file(void **state)
 {
     (void)state;
@@ -310,10 +312,11 @@ static void test_write_file(void **state)
         cfg.tls = tls ? ctx : NULL;
         ts_server ts;
         ts_start_file(&ts, &cfg, fd, 3000001);
-        for (int chunked = 0; chunked < 2; chunked++) {
+        for (int v = 0; v < 4; v++) {
+            int chunked = v & 1, ref = v >> 1;
             char u[128], out[1024];
-            snprintf(u, sizeof u, "%s://127.0.0.1:%d/file%s", tls ? "https" : "http", ts.port,
-                     chunked ? "?chunked=1" : "");
+            snprintf(u, sizeof u, "%s://127.0.0.1:%d/file?chunked=%d&ref=%d",
+                     tls ? "https" : "http", ts.port, chunked, ref);
             assert_int_equal(h_env_path(env, out, sizeof out, "served.out"), 0);
             h_run_result r;
             const char *argv[] = {"/usr/bin/curl", "-sS", "--cacert", cert, "-o", out, u, NULL};
@@ -322,7 +325,12 @@ static void test_write_file(void **state)
             const char *cmp[] = {"/usr/bin/cmp", path, out, NULL};
             assert_int_equal(h_run(env, &r, cmp, NULL), 0);
             assert_int_equal(r.status, 0);
+            for (int i = 0; i < 200 && atomic_load(&ts.file_refs_out) != 0; i++)
+                usleep(10000);
+            assert_int_equal(atomic_load(&ts.file_refs_out), 0);
         }
+        /* 3000001 bytes in 64 KiB pieces, twice (sized and chunked) */
+        assert_int_equal(atomic_load(&ts.file_refs_done), 2 * ((3000001 + 65535) / 65536));
         ts_stop(&ts);
     }
     SSL_CTX_free(ctx);
