@@ -12,6 +12,7 @@
     "(a bare name: throughput, or 1/time) above 1 is better, a cost (a name with p50, "            \
     "p99, cpu, mem, rss, overhead or a unit) below 1 is better)"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,32 @@ static inline double bench_median(double *v, int n)
 {
     qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* The p-quantile (0 < p <= 1) of v[0..n), n >= 1, nearest rank (v is sorted
+ * in place). */
+static inline double bench_pct(double *v, size_t n, double p)
+{
+    qsort(v, n, sizeof *v, bench_cmp_double);
+    double r = p * (double)n;
+    size_t i = (size_t)r;
+    if ((double)i < r)
+        i++; /* the rank, ceil(p * n) */
+    i = i ? i - 1 : 0;
+    return v[i < n ? i : n - 1];
+}
+
+/* n offsets of 64 KiB ranges inside [0, span), span > 64 KiB: a xorshift
+ * sequence from seed (non-zero), the same in every run. */
+static inline void bench_range_offsets(uint64_t *offs, int n, uint64_t span, uint64_t seed)
+{
+    uint64_t x = seed;
+    for (int i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        offs[i] = x % (span - 65536);
+    }
 }
 
 /* Integer options "--NAME N": names[i] (without the dashes) fills vals[i],

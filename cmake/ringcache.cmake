@@ -58,7 +58,23 @@ set(RINGCACHE_TEST_ENV
   "RINGCACHE_NODE_MODULES=${PROJECT_SOURCE_DIR}/node_modules"
   "ASAN_OPTIONS=detect_leaks=1:abort_on_error=0"
   "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1"
-  "TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1")
+  "TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1"
+  # 'address', 'thread' or empty: tests repeat fewer rounds under a sanitizer (h_rounds)
+  "RINGCACHE_TEST_SANITIZE=${RINGCACHE_SANITIZE}")
+
+# ringcache_add_subdirectories() adds every sub-folder of the current source
+# folder that has its own CMakeLists.txt (one per module or area), in name order.
+macro(ringcache_add_subdirectories)
+  file(GLOB _rc_subdirs LIST_DIRECTORIES true RELATIVE ${CMAKE_CURRENT_SOURCE_DIR}
+    ${CMAKE_CURRENT_SOURCE_DIR}/*)
+  list(SORT _rc_subdirs)
+  foreach(_rc_sub ${_rc_subdirs})
+    if(IS_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}/${_rc_sub}
+       AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/${_rc_sub}/CMakeLists.txt)
+      add_subdirectory(${_rc_sub})
+    endif()
+  endforeach()
+endmacro()
 
 # ringcache_test(NAME SOURCES ... [LIBS ...] [LABELS ...] [TIMEOUT s] [ARGS ...])
 # Declares one test binary and its ctest entry. Labels: unit, integration, slow,
@@ -82,6 +98,40 @@ function(ringcache_test name)
     SKIP_RETURN_CODE 77
     TIMEOUT ${T_TIMEOUT}
     ENVIRONMENT "${RINGCACHE_TEST_ENV}")
+  # For the build targets test_binaries and test_binaries_<label> (top-level CMakeLists.txt).
+  set_property(GLOBAL APPEND PROPERTY RINGCACHE_TEST_TARGETS ${name})
+  foreach(label ${T_LABELS})
+    set_property(GLOBAL APPEND PROPERTY RINGCACHE_TEST_LABELS ${label})
+    set_property(GLOBAL APPEND PROPERTY RINGCACHE_TEST_TARGETS_${label} ${name})
+  endforeach()
+endfunction()
+
+# ringcache_node_test(NAME SOURCES ... LIBS ... [LABELS ...] [TIMEOUT s] [CLIENT])
+# A test against real ringcached nodes: tests/integration's node_util.c and
+# s3_test_util.c join its sources (with CLIENT also the client tests' cluster
+# set-up, client_test_util.c, and RC_TEST_SANITIZED in sanitizer builds),
+# their folders its include path, ringcached and s3model its dependencies.
+function(ringcache_node_test name)
+  cmake_parse_arguments(N "CLIENT" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+  set(_it ${PROJECT_SOURCE_DIR}/tests/integration)
+  set(_src ${N_SOURCES} ${_it}/cached/node_util.c ${_it}/s3/s3_test_util.c)
+  set(_inc ${_it}/cached ${_it}/s3)
+  if(N_CLIENT)
+    list(APPEND _src ${_it}/client/client_test_util.c)
+    list(APPEND _inc ${_it}/client)
+  endif()
+  if(NOT N_TIMEOUT)
+    set(N_TIMEOUT 300)
+  endif()
+  ringcache_test(${name} SOURCES ${_src} LIBS ${N_LIBS} LABELS "${N_LABELS}" TIMEOUT ${N_TIMEOUT})
+  if(NOT TARGET ${name})
+    return()
+  endif()
+  target_include_directories(${name} PRIVATE ${_inc})
+  if(N_CLIENT AND RINGCACHE_SANITIZE)
+    target_compile_definitions(${name} PRIVATE RC_TEST_SANITIZED=1)
+  endif()
+  add_dependencies(${name} ringcached s3model)
 endfunction()
 
 # ringcache_fuzz(NAME SOURCES ... [LIBS ...]) declares a libFuzzer target; only

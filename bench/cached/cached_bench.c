@@ -44,30 +44,12 @@
 #include <time.h>
 #include <unistd.h>
 #include "../bench.h"
+#include "../bench_curl.h"
+#include "../bench_s3.h"
 
 static const char *bucket = H_S3_DEFAULT_BUCKET;
 static const char *okey = "bench/obj.bin";
 static h_env *env;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double pct(double *v, size_t n, double p)
-{
-    qsort(v, n, sizeof(*v), cmp_d);
-    size_t i = (size_t)ceil(p * (double)n);
-    return v[i ? i - 1 : 0];
-}
 
 static void die(const char *what)
 {
@@ -77,118 +59,23 @@ static void die(const char *what)
 
 /* ---- a node ----------------------------------------------------------------- */
 
-typedef struct {
-    h_proc *proc;
-    int port;
-    int admin_port;
-    char dir[600];
-} node_t;
-
-static void node_start(node_t *n, const char *name, const char *s3_endpoint, const char *ram,
-                       bool fresh, const char *const *extra)
+/* The bench's one node (id bench-0) on the data folder every start shares. */
+static void node_start(h_node *n, const char *name, const char *s3_endpoint, const char *ram,
+                       const char *const *extra)
 {
-    char bin[1024], pf[700], af[700];
-    if (h_build_path(bin, sizeof(bin), H_RINGCACHED) < 0)
-        die("ringcached is not built");
-    h_env_path(env, n->dir, sizeof(n->dir), "node-data");
-    if (fresh)
-        mkdir(n->dir, 0755);
-    snprintf(pf, sizeof(pf), "%s/../%s.port", n->dir, name);
-    snprintf(af, sizeof(af), "%s/../%s.admin", n->dir, name);
-    const char *argv[] = {bin,
-                          "--node-id",
-                          "bench-0",
-                          "--listen",
-                          "127.0.0.1",
-                          "--port",
-                          "0",
-                          "--port-file",
-                          pf,
-                          "--admin-listen",
-                          "127.0.0.1",
-                          "--admin-port",
-                          "0",
-                          "--admin-port-file",
-                          af,
-                          "--data-dir",
-                          n->dir,
-                          "--ssd-capacity",
-                          "2GiB",
-                          "--ram-capacity",
-                          ram,
-                          "--threads",
-                          "2",
-                          "--no-sync",
-                          "--s3-endpoint",
-                          s3_endpoint,
-                          "--s3-access-key",
-                          "S3RVER",
-                          "--s3-secret-key",
-                          "S3RVER",
-                          "--log-level",
-                          "warn",
-                          NULL};
-    const char *all[48];
-    int k = 0;
-    for (int i = 0; argv[i]; i++)
-        all[k++] = argv[i];
-    for (int i = 0; extra && extra[i] && k < 46; i++)
-        all[k++] = extra[i];
-    all[k] = NULL;
-    if (h_proc_start(env, &n->proc, name, (char *const *)all, NULL, pf, 0) < 0)
+    char dir[PATH_MAX];
+    h_env_path(env, dir, sizeof(dir), "node-data");
+    h_node_opts o = {.name = name,
+                     .id = "bench-0",
+                     .dir = dir,
+                     .s3_endpoint = s3_endpoint,
+                     .ssd = "2GiB",
+                     .ram = ram,
+                     .threads = 2,
+                     .log_level = "warn",
+                     .extra = extra};
+    if (h_node_start(env, n, &o) < 0)
         die(h_last_error());
-    n->port = h_proc_port(n->proc);
-    FILE *f = fopen(af, "r");
-    if (!f || fscanf(f, "%d", &n->admin_port) != 1)
-        die("the node wrote no admin port");
-    fclose(f);
-}
-
-typedef struct {
-    char *p;
-    size_t n;
-} membuf;
-
-static size_t membuf_write(char *d, size_t s, size_t k, void *arg)
-{
-    membuf *m = arg;
-    char *q = realloc(m->p, m->n + s * k + 1);
-    if (!q)
-        return 0;
-    memcpy(q + m->n, d, s * k);
-    m->p = q;
-    m->n += s * k;
-    q[m->n] = '\0';
-    return s * k;
-}
-
-/* One sample of the node's /metrics (name with its labels, e.g.
- * ringcached_capacity_used_bytes{tier="ram"}); -1 if absent. */
-static double node_metric(const node_t *n, const char *sample)
-{
-    char url[128];
-    snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", n->admin_port);
-    CURL *e = curl_easy_init();
-    membuf m = {0};
-    curl_easy_setopt(e, CURLOPT_URL, url);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, membuf_write);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, &m);
-    double v = -1;
-    if (curl_easy_perform(e) == CURLE_OK && m.p) {
-        size_t l = strlen(sample);
-        for (char *line = m.p; line && *line;) {
-            if (!strncmp(line, sample, l) && line[l] == ' ') {
-                v = atof(line + l + 1);
-                break;
-            }
-            line = strchr(line, '\n');
-            if (line)
-                line++;
-        }
-    }
-    free(m.p);
-    curl_easy_cleanup(e);
-    return v;
 }
 
 /* ---- our load: K connections, D block GETs in flight each -------------------- */
@@ -266,13 +153,13 @@ static double load_run(int port, const char *version, uint64_t size, uint64_t ta
         if (cc_conn_create(&l.conns[i].c, l.base, &cc) < 0)
             die("cannot connect to the node");
     }
-    double t0 = now_s();
+    double t0 = bench_now_s();
     for (int d = 0; d < depth; d++)
         for (int i = 0; i < k; i++)
             load_issue(&l.conns[i]);
     while (l.inflight > 0 && !l.failed)
         event_base_loop(l.base, EVLOOP_ONCE);
-    double t = now_s() - t0;
+    double t = bench_now_s() - t0;
     if (l.failed)
         die("a GET through the node failed");
     for (int i = 0; i < k; i++) {
@@ -315,12 +202,12 @@ static void ours_random(int port, const char *version, uint64_t size, const uint
         if (in + len > (1u << 20))
             in = (1u << 20) - len;
         rcp_get_req g = {{rcp_s(bucket), rcp_s(okey), rcp_s(version), size}, b, in, len, 0};
-        double t0 = now_s();
+        double t0 = bench_now_s();
         if (cc_get(c, &g, buf, 65536, one_cb, &w, NULL) < 0)
             die("cc_get");
         while (!w.done)
             event_base_loop(base, EVLOOP_ONCE);
-        lat[i] = (now_s() - t0) * 1000;
+        lat[i] = (bench_now_s() - t0) * 1000;
         if (w.r.code)
             die("random GET failed");
     }
@@ -332,31 +219,20 @@ static void ours_random(int port, const char *version, uint64_t size, const uint
 
 /* ---- nginx -------------------------------------------------------------------- */
 
-typedef struct {
-    size_t got;
-} sink;
-
-static size_t sink_write(char *d, size_t s, size_t n, void *arg)
-{
-    (void)d;
-    ((sink *)arg)->got += s * n;
-    return s * n;
-}
-
 /* k connections, each reading 1 MiB ranges in turn: `target` blocks. */
 static double nginx_load(int port, uint64_t size, uint64_t target, int k)
 {
     CURLM *m = curl_multi_init();
     CURL **h = calloc((size_t)k, sizeof(*h));
-    sink *sk = calloc((size_t)k, sizeof(*sk));
+    size_t *sk = calloc((size_t)k, sizeof(*sk));
     uint64_t blocks = size >> 20, next = 0;
     char url[256];
     snprintf(url, sizeof(url), "http://127.0.0.1:%d/%s/%s", port, bucket, okey);
-    double t0 = now_s();
+    double t0 = bench_now_s();
     for (int i = 0; i < k; i++) {
         h[i] = curl_easy_init();
         curl_easy_setopt(h[i], CURLOPT_URL, url);
-        curl_easy_setopt(h[i], CURLOPT_WRITEFUNCTION, sink_write);
+        curl_easy_setopt(h[i], CURLOPT_WRITEFUNCTION, bench_curl_count);
         curl_easy_setopt(h[i], CURLOPT_WRITEDATA, &sk[i]);
         char r[64];
         uint64_t b = next++ % blocks;
@@ -398,7 +274,7 @@ static double nginx_load(int port, uint64_t size, uint64_t target, int k)
             break;
         curl_multi_poll(m, NULL, 0, 100, NULL);
     }
-    double t = now_s() - t0;
+    double t = bench_now_s() - t0;
     for (int i = 0; i < k; i++) {
         curl_multi_remove_handle(m, h[i]);
         curl_easy_cleanup(h[i]);
@@ -414,27 +290,14 @@ static void nginx_random(int port, const uint64_t *offs, int n, double *lat)
     CURL *e = curl_easy_init();
     char url[256];
     snprintf(url, sizeof(url), "http://127.0.0.1:%d/%s/%s", port, bucket, okey);
-    sink sk = {0};
     curl_easy_setopt(e, CURLOPT_URL, url);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, sink_write);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, &sk);
     for (int i = 0; i < n; i++) {
         uint64_t b = offs[i] >> 20;
         uint32_t in = (uint32_t)(offs[i] & ((1u << 20) - 1));
         if (in + 65536 > (1u << 20))
             in = (1u << 20) - 65536;
-        char r[64];
-        snprintf(r, sizeof(r), "%llu-%llu", (unsigned long long)((b << 20) + in),
-                 (unsigned long long)((b << 20) + in + 65535));
-        curl_easy_setopt(e, CURLOPT_RANGE, r);
-        double t0 = now_s();
-        sk.got = 0;
-        long code = 0;
-        if (curl_easy_perform(e) != CURLE_OK ||
-            curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &code) != CURLE_OK || code != 206 ||
-            sk.got != 65536)
+        if ((lat[i] = bench_curl_range64k(e, (b << 20) + in, "cached_bench")) < 0)
             die("nginx random GET failed");
-        lat[i] = (now_s() - t0) * 1000;
     }
     curl_easy_cleanup(e);
 }
@@ -496,11 +359,11 @@ static double s3_ranged_read(const s3_config *cfg, uint8_t *buf, uint64_t size, 
     ranged_load l = {NULL, buf, 0, size, 0, parallel, 0};
     if (s3_client_create(&l.c, &c2, base) < 0)
         die("cannot create an S3 client");
-    double t0 = now_s();
+    double t0 = bench_now_s();
     ranged_launch(&l);
     while (l.inflight > 0)
         event_base_loop(base, EVLOOP_ONCE);
-    double t = now_s() - t0;
+    double t = bench_now_s() - t0;
     s3_client_destroy(&l.c);
     event_base_free(base);
     if (l.failed)
@@ -544,7 +407,7 @@ static double store_read_all(const char *dir, const char *version, uint64_t size
         die("bs_worker_attach");
     store_load sl = {0};
     uint64_t blocks = bkey_block_count(size, 1u << 20), next = 0;
-    double t0 = now_s();
+    double t0 = bench_now_s();
     while (next < blocks || sl.inflight) {
         while (next < blocks && sl.inflight < 16) {
             bkey_id id;
@@ -556,7 +419,7 @@ static double store_read_all(const char *dir, const char *version, uint64_t size
         }
         event_base_loop(base, EVLOOP_ONCE);
     }
-    *secs = now_s() - t0;
+    *secs = bench_now_s() - t0;
     bs_worker_detach(&w);
     event_base_free(base);
     bs_close(&st);
@@ -593,11 +456,7 @@ int main(int argc, char **argv)
         memcpy(data + i, &x, 8);
     }
     s3_config dc;
-    s3_config_init(&dc);
-    snprintf(dc.endpoint, sizeof(dc.endpoint), "%s", h_s3_endpoint(s3));
-    snprintf(dc.access_key, sizeof(dc.access_key), "S3RVER");
-    snprintf(dc.secret_key, sizeof(dc.secret_key), "S3RVER");
-    dc.path_style = true;
+    bench_s3_config(&dc, h_s3_endpoint(s3));
     s3_sync *direct;
     s3_sync_create(&direct, &dc);
     s3_error err;
@@ -621,19 +480,19 @@ int main(int argc, char **argv)
     uint8_t *buf = malloc(size);
     s3_sync_get_args ga = {
         .bucket = bucket, .key = okey, .fd = -1, .buf = buf, .cap = size, .parallel = 1};
-    double t0 = now_s();
+    double t0 = bench_now_s();
     if (s3_sync_get(via, &ga, &err) != (int64_t)size)
         die(err.message);
-    double t_single = now_s() - t0;
+    double t_single = bench_now_s() - t0;
     fprintf(stderr, "single-stream GET via the model: %.2f s\n", t_single);
     double t_ranged = s3_ranged_read(&mc, buf, size, 32);
     fprintf(stderr, "32 x 1 MiB ranged GETs via the model: %.2f s\n", t_ranged);
 
     /* cold through one node, then warm from RAM */
-    node_t n;
+    h_node n;
     char ram[32];
     snprintf(ram, sizeof(ram), "%dMiB", size_mib + 256);
-    node_start(&n, "node", h_s3model_endpoint(model), ram, true, NULL);
+    node_start(&n, "node", h_s3model_endpoint(model), ram, NULL);
     long rss_rest = h_pid_rss_kib(h_proc_pid(n.proc));
     uint64_t blocks = bkey_block_count(size, 1u << 20);
     double t_cold = load_run(n.port, etag, size, blocks, 4, 8);
@@ -656,12 +515,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "rep %d: iperf3 -P 4 %.2f GiB/s, node RAM tier %.2f GiB/s\n", r + 1,
                 t_ip[r], t_ram[r]);
     }
-    double ram_gib = pct(t_ram, (size_t)reps, 0.5), ip_gib = pct(t_ip, (size_t)reps, 0.5);
+    double ram_gib = bench_pct(t_ram, (size_t)reps, 0.5),
+           ip_gib = bench_pct(t_ip, (size_t)reps, 0.5);
 
     /* random 64 KiB ranges vs nginx, both warm, interleaved in batches */
     int nport;
     double ram_used_mib =
-        node_metric(&n, "ringcached_capacity_used_bytes{tier=\"ram\"}") / 1048576.0;
+        (double)h_metric(n.admin_port, "ringcached_capacity_used_bytes{tier=\"ram\"}") / 1048576.0;
     h_proc *ngx;
     if (h_nginx_start(env, &ngx, h_s3model_port(model), &nport) < 0)
         die("cannot start nginx (apt-get install nginx)");
@@ -677,15 +537,9 @@ int main(int argc, char **argv)
         t_ng[r] = 2.0 * (double)size / (1u << 30) / t;
         fprintf(stderr, "rep %d: nginx warm %.2f GiB/s\n", r + 1, t_ng[r]);
     }
-    double ng_gib = pct(t_ng, (size_t)reps, 0.5);
+    double ng_gib = bench_pct(t_ng, (size_t)reps, 0.5);
     uint64_t *offs = malloc(sizeof(uint64_t) * (size_t)n_ranges);
-    uint64_t x = 88172645463325252ull;
-    for (int i = 0; i < n_ranges; i++) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        offs[i] = x % (size - 65536);
-    }
+    bench_range_offsets(offs, n_ranges, size, 88172645463325252ull);
     double *lo = malloc(sizeof(double) * (size_t)n_ranges);
     double *ln = malloc(sizeof(double) * (size_t)n_ranges);
     for (int b0 = 0; b0 < n_ranges; b0 += 100) {
@@ -693,15 +547,15 @@ int main(int argc, char **argv)
         ours_random(n.port, etag, size, offs + b0, k, lo + b0);
         nginx_random(nport, offs + b0, k, ln + b0);
     }
-    double o99 = pct(lo, (size_t)n_ranges, 0.99), n99 = pct(ln, (size_t)n_ranges, 0.99);
-    double o50 = pct(lo, (size_t)n_ranges, 0.5), n50 = pct(ln, (size_t)n_ranges, 0.5);
+    double o99 = bench_pct(lo, (size_t)n_ranges, 0.99), n99 = bench_pct(ln, (size_t)n_ranges, 0.99);
+    double o50 = bench_pct(lo, (size_t)n_ranges, 0.5), n50 = bench_pct(ln, (size_t)n_ranges, 0.5);
     h_proc_stop(ngx, 5000);
 
     /* SSD: restart the node with the RAM tier off; then the store alone */
     if (h_proc_stop(n.proc, 15000) != 0)
         die("the node did not exit cleanly");
-    node_t n2;
-    node_start(&n2, "node-ssd", h_s3model_endpoint(model), "0", false, NULL);
+    h_node n2;
+    node_start(&n2, "node-ssd", h_s3model_endpoint(model), "0", NULL);
     double *t_ssd = calloc((size_t)reps, sizeof(double));
     double *t_store = calloc((size_t)reps, sizeof(double));
     for (int r = 0; r < reps; r++) {
@@ -717,7 +571,8 @@ int main(int argc, char **argv)
         t_store[r] = bytes / (1u << 30) / secs;
         fprintf(stderr, "rep %d: block store alone %.2f GiB/s\n", r + 1, t_store[r]);
     }
-    double ssd_gib = pct(t_ssd, (size_t)reps, 0.5), store_gib = pct(t_store, (size_t)reps, 0.5);
+    double ssd_gib = bench_pct(t_ssd, (size_t)reps, 0.5),
+           store_gib = bench_pct(t_store, (size_t)reps, 0.5);
 
     /* TLS beside plaintext: the same node (RAM tier on), restarted with TLS,
      * interleaved with a plaintext node on the same data */
@@ -727,8 +582,8 @@ int main(int argc, char **argv)
     if (h_make_cert(cert, key) < 0)
         die("cannot make a TLS certificate");
     const char *tls_args[] = {"--tls-cert", cert, "--tls-key", key, NULL};
-    node_t nt;
-    node_start(&nt, "node-tls", h_s3model_endpoint(model), ram, false, tls_args);
+    h_node nt;
+    node_start(&nt, "node-tls", h_s3model_endpoint(model), ram, tls_args);
     g_tls_ca = cert;
     load_run(nt.port, etag, size, blocks, 4, 4); /* warm its RAM tier */
     double *t_tls = calloc((size_t)reps, sizeof(double));
@@ -737,7 +592,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "rep %d: RAM tier over TLS %.2f GiB/s\n", r + 1, t_tls[r]);
     }
     g_tls_ca = NULL;
-    double tls_gib = pct(t_tls, (size_t)reps, 0.5);
+    double tls_gib = bench_pct(t_tls, (size_t)reps, 0.5);
     if (h_proc_stop(nt.proc, 15000) != 0)
         die("the TLS node did not exit cleanly");
 

@@ -66,13 +66,6 @@ static int ra_blocks = 16;
 static int block_mib = 1;
 static int ram_mib = 1024; /* the nodes' default RAM tier */
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static int free_port(void)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -95,22 +88,9 @@ static double self_cpu_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double pct(double *v, size_t n, double p)
-{
-    qsort(v, n, sizeof(*v), cmp_double);
-    size_t i = (size_t)ceil(p * (double)n) - 1;
-    return v[i < n ? i : n - 1];
-}
-
 static double median3(double *v)
 {
-    qsort(v, RUNS, sizeof(*v), cmp_double);
+    qsort(v, RUNS, sizeof(*v), bench_cmp_double);
     return v[RUNS / 2];
 }
 
@@ -166,10 +146,10 @@ static double read_through(const char *members, const s3_config *s3, const unsig
         bench_callgrind_on();
     double cpu0 = self_cpu_s() + nodes_cpu_s(work_pids + 1);
     for (size_t off = 0; off < size; off += step) {
-        double t0 = now_s();
+        double t0 = bench_now_s();
         size_t len = size - off < step ? size - off : step;
         int64_t n = rc_pread(h, buf + off, len, off);
-        t += now_s() - t0;
+        t += bench_now_s() - t0;
         if (n != (int64_t)len) {
             rc_last_error(h, err, sizeof(err));
             fprintf(stderr, "client_bench: pread: %s\n", n < 0 ? err : "short");
@@ -217,23 +197,23 @@ static void hot_reread(const char *members, const s3_config *s3, const unsigned 
     for (int r = 0; r < N; r++) {
         if (r == 1)
             bench_callgrind_on();
-        double t0 = now_s();
+        double t0 = bench_now_s();
         for (size_t off = 0; off < bytes; off += step)
             if (rc_pread(h, buf, step, off) != (int64_t)step) {
                 fprintf(stderr, "client_bench: a hot re-read failed\n");
                 exit(1);
             }
-        hit[r] = (double)(bytes >> 20) / (now_s() - t0);
+        hit[r] = (double)(bytes >> 20) / (bench_now_s() - t0);
         if (r == 1)
             bench_callgrind_off("hits");
         if (memcmp(buf, want + bytes - step, step) != 0) {
             fprintf(stderr, "client_bench: a hot re-read gave other bytes\n");
             exit(1);
         }
-        t0 = now_s();
+        t0 = bench_now_s();
         for (size_t off = 0; off < bytes; off += step)
             memcpy(buf, src + off, step);
-        cp[r] = (double)(bytes >> 20) / (now_s() - t0);
+        cp[r] = (double)(bytes >> 20) / (bench_now_s() - t0);
     }
     rc_stats st;
     rc_stats_get(c, &st);
@@ -265,9 +245,9 @@ static double s3_read(s3_sync *s, uint64_t off, uint64_t len, void *buf, int par
                            .cap = len,
                            .parallel = parallel,
                            .part_size = part};
-    double t0 = now_s();
+    double t0 = bench_now_s();
     int64_t n = s3_sync_get(s, &ga, &err);
-    double t = now_s() - t0;
+    double t = bench_now_s() - t0;
     if (n != (int64_t)len) {
         fprintf(stderr, "client_bench: GET %" PRIu64 "+%" PRIu64 ": %s\n", off, len,
                 n < 0 ? err.message : "short");
@@ -328,11 +308,11 @@ static double rr_read(rr_client *rc, uint64_t off, uint64_t len, void *buf, int 
                       uint64_t part)
 {
     rr_state st = {rc, off, off + len, part, off, buf, 0, parallel, 0};
-    double t0 = now_s();
+    double t0 = bench_now_s();
     rr_launch(&st);
     while (st.inflight > 0)
         event_base_loop(rc->base, EVLOOP_ONCE);
-    double t = now_s() - t0;
+    double t = bench_now_s() - t0;
     return st.failed ? -1 : t;
 }
 
@@ -620,12 +600,12 @@ int main(int argc, char **argv)
     for (int i = 0; i < N; i++) {
         x = x * 6364136223846793005ull + 1442695040888963407ull;
         uint64_t o = (x >> 7) % (size - LEN);
-        double t0 = now_s();
+        double t0 = bench_now_s();
         if (rc_pread(h, buf, LEN, o) != LEN || memcmp(buf, data + o, LEN) != 0) {
             fprintf(stderr, "client_bench: scattered read at %" PRIu64 " failed\n", o);
             return 1;
         }
-        lat[i] = now_s() - t0;
+        lat[i] = bench_now_s() - t0;
         if (nginx) {
             lat_ng[i] = rr_read(sn, o, LEN, buf + LEN, 1, LEN);
             if (lat_ng[i] < 0 || memcmp(buf + LEN, data + o, LEN) != 0)
@@ -635,14 +615,14 @@ int main(int argc, char **argv)
     rc_stats_get(c, &st);
     rc_close(&h);
     rc_destroy(&c);
-    double p50 = pct(lat, N, 0.50) * 1e6, p99 = pct(lat, N, 0.99) * 1e6;
+    double p50 = bench_pct(lat, N, 0.50) * 1e6, p99 = bench_pct(lat, N, 0.99) * 1e6;
     printf("scattered 64 KiB:    p50 %6.0f us  p99 %6.0f us  (ranges fetched %" PRIu64 ", %" PRIu64
            " on the reader's thread; read-ahead %" PRIu64 ")\n",
            p50, p99, st.partial_fetches, st.inline_reads, st.readahead_fetches);
     double np50 = 0, np99 = 0;
     if (nginx) {
-        np50 = pct(lat_ng, N, 0.50) * 1e6;
-        np99 = pct(lat_ng, N, 0.99) * 1e6;
+        np50 = bench_pct(lat_ng, N, 0.50) * 1e6;
+        np99 = bench_pct(lat_ng, N, 0.99) * 1e6;
         printf("nginx scattered:     p50 %6.0f us  p99 %6.0f us\n", np50, np99);
     }
     s3_client_destroy(&sn->c);

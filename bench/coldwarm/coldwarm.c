@@ -90,16 +90,9 @@ static double t_start;
 /* Progress on stderr: what runs now and how long the run has taken. */
 static void stage(const char *what);
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void stage(const char *what)
 {
-    fprintf(stderr, "coldwarm: [%5.1f s] %s\n", now_s() - t_start, what);
+    fprintf(stderr, "coldwarm: [%5.1f s] %s\n", bench_now_s() - t_start, what);
 }
 
 /* ---- processes ----------------------------------------------------------------- */
@@ -112,56 +105,25 @@ typedef struct {
 
 static void start_node(node_t *n, const char *id)
 {
-    char bin[1024], d[700], pf[760], af[760], cap[32];
+    char cap[32], name[64];
     /* room for the whole dataset on any one node, plus regions to evict into;
      * the store preallocates it, so no more than that */
     snprintf(cap, sizeof(cap), "%lluMiB",
              (unsigned long long)((dataset_bytes >> 20) + (dataset_bytes >> 21) + 512));
-    if (h_build_path(bin, sizeof(bin), H_RINGCACHED) < 0)
-        die("ringcached is not built");
     snprintf(n->id, sizeof(n->id), "%s", id);
-    char name[64];
     snprintf(name, sizeof(name), "%s-g%d", id, node_gen);
-    h_env_path(env, d, sizeof(d), name);
-    mkdir(d, 0755);
-    snprintf(pf, sizeof(pf), "%s/port", d);
-    snprintf(af, sizeof(af), "%s/admin", d);
-    const char *argv[] = {bin,
-                          "--node-id",
-                          id,
-                          "--listen",
-                          "127.0.0.1",
-                          "--port",
-                          "0",
-                          "--port-file",
-                          pf,
-                          "--admin-listen",
-                          "127.0.0.1",
-                          "--admin-port",
-                          "0",
-                          "--admin-port-file",
-                          af,
-                          "--data-dir",
-                          d,
-                          "--ssd-capacity",
-                          cap,
-                          "--ram-capacity",
-                          "512MiB",
-                          "--threads",
-                          "2",
-                          "--no-sync",
-                          "--s3-endpoint",
-                          h_s3model_endpoint(model),
-                          "--s3-access-key",
-                          "S3RVER",
-                          "--s3-secret-key",
-                          "S3RVER",
-                          "--log-level",
-                          "warn",
-                          NULL};
-    if (h_proc_start(env, &n->proc, name, (char *const *)argv, NULL, pf, 0) < 0)
+    h_node_opts o = {.name = name,
+                     .id = id,
+                     .s3_endpoint = h_s3model_endpoint(model),
+                     .ssd = cap,
+                     .ram = "512MiB",
+                     .threads = 2,
+                     .log_level = "warn"};
+    h_node hn;
+    if (h_node_start(env, &hn, &o) < 0)
         die(h_last_error());
-    n->port = h_proc_port(n->proc);
+    n->proc = hn.proc;
+    n->port = hn.port;
 }
 
 static void start_cluster(node_t *nodes)
@@ -554,10 +516,10 @@ static qres_t run_query(const char *where, const char *members, bool colscan)
     struct rusage r0, r1;
     getrusage(RUSAGE_CHILDREN, &r0);
     h_run_result *rr = malloc(sizeof(*rr));
-    double t0 = now_s();
+    double t0 = bench_now_s();
     if (!rr || h_run(env, rr, argv, set) < 0)
         die("cannot run ringcache query");
-    q.seconds = now_s() - t0;
+    q.seconds = bench_now_s() - t0;
     getrusage(RUSAGE_CHILDREN, &r1);
     q.cpu_s = (double)(r1.ru_utime.tv_sec - r0.ru_utime.tv_sec + r1.ru_stime.tv_sec -
                        r0.ru_stime.tv_sec) +
@@ -720,7 +682,7 @@ int main(int argc, char **argv)
         die(h_last_error());
     if (h_s3model_start(env, &model, h_s3_port(s3), 30, 100) < 0)
         die(h_last_error());
-    t_start = now_s();
+    t_start = bench_now_s();
     stage("measuring the loopback ceiling (iperf3)");
     double ceiling = h_iperf_gib_s(env, 4, 2) * 1024.0;
     if (bw_mib == 0)
@@ -920,7 +882,7 @@ int main(int argc, char **argv)
     reader_t rd[MAX_COMPUTE];
     result_t six[MAX_COMPUTE];
     double six_nodes_cpu = nodes_cpu(nodes, N_NODES);
-    double t0 = now_s();
+    double t0 = bench_now_s();
     for (int c = 0; c < MAX_COMPUTE; c++) {
         char name[32];
         snprintf(name, sizeof(name), "six-warm-%d", c);
@@ -928,7 +890,7 @@ int main(int argc, char **argv)
     }
     for (int c = 0; c < MAX_COMPUTE; c++)
         wait_reader(&rd[c], &six[c]);
-    double six_warm_s = now_s() - t0;
+    double six_warm_s = bench_now_s() - t0;
     six_nodes_cpu = nodes_cpu(nodes, N_NODES) - six_nodes_cpu;
     double six_cpu = six_nodes_cpu, six_bytes_read = 0;
     for (int c = 0; c < MAX_COMPUTE; c++) {
@@ -944,7 +906,7 @@ int main(int argc, char **argv)
     for (int c = 0; c < MAX_COMPUTE; c++)
         proxies[c] = start_proxy(nodes, c, members[c], sizeof(members[c]));
     h_s3model_reset(model);
-    t0 = now_s();
+    t0 = bench_now_s();
     for (int c = 0; c < MAX_COMPUTE; c++) {
         char name[32];
         snprintf(name, sizeof(name), "six-cold-%d", c);
@@ -953,7 +915,7 @@ int main(int argc, char **argv)
     result_t six_cold[MAX_COMPUTE];
     for (int c = 0; c < MAX_COMPUTE; c++)
         wait_reader(&rd[c], &six_cold[c]);
-    double six_cold_s = now_s() - t0;
+    double six_cold_s = bench_now_s() - t0;
     uint64_t six_gets, six_bytes;
     s3_counts(&six_gets, &six_bytes);
     for (int c = 0; c < MAX_COMPUTE; c++)

@@ -36,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
+#include "../bench.h"
 
 typedef struct {
     char key[512];
@@ -51,13 +52,6 @@ static atomic_size_t next_obj;
 static atomic_uint_fast64_t total_bytes, errors;
 static unsigned scan_flags = RC_READ_SCAN; /* --plain-reads: 0 */
 static size_t scan_read = 8u << 20;        /* --scan-read-mib */
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void die(const char *what, const char *detail)
 {
@@ -200,12 +194,6 @@ static void *scan_thread(void *arg)
     return NULL;
 }
 
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 int main(int argc, char **argv)
 {
     const char *list = NULL, *workload = "scan", *members = NULL;
@@ -278,7 +266,7 @@ int main(int argc, char **argv)
 
     struct rusage ru0, ru1;
     getrusage(RUSAGE_SELF, &ru0);
-    double t0 = now_s(), p50 = 0, p99 = 0;
+    double t0 = bench_now_s(), p50 = 0, p99 = 0;
     if (!strcmp(workload, "scan")) {
         pthread_t *th = calloc((size_t)threads, sizeof(*th));
         for (int i = 0; i < threads; i++)
@@ -304,7 +292,7 @@ int main(int argc, char **argv)
         uint8_t *buf = malloc(read_size);
         double *lat = malloc(sizeof(double) * (size_t)reads);
         uint64_t x = 0x243F6A8885A308D3ull;
-        t0 = now_s();
+        t0 = bench_now_s();
         for (int r = 0; r < reads; r++) {
             x ^= x << 13;
             x ^= x >> 7;
@@ -317,15 +305,15 @@ int main(int argc, char **argv)
             }
             if (at + read_size > objs[i].size)
                 at = objs[i].size > read_size ? objs[i].size - read_size : 0;
-            double s = now_s();
+            double s = bench_now_s();
             int64_t k = read_range(&objs[i], ops[i].h, ops[i].fd, &ht, buf, read_size, at, 0);
-            lat[r] = (now_s() - s) * 1000;
+            lat[r] = (bench_now_s() - s) * 1000;
             if (k <= 0)
                 atomic_fetch_add(&errors, 1);
             else
                 atomic_fetch_add(&total_bytes, (uint64_t)k);
         }
-        qsort(lat, (size_t)reads, sizeof(double), cmp_d);
+        qsort(lat, (size_t)reads, sizeof(double), bench_cmp_double);
         p50 = lat[(size_t)ceil(0.50 * reads) - 1];
         p99 = lat[(size_t)ceil(0.99 * reads) - 1];
         for (size_t i = 0; i < n_objs; i++)
@@ -336,7 +324,7 @@ int main(int argc, char **argv)
         free(buf);
         free(lat);
     }
-    double secs = now_s() - t0;
+    double secs = bench_now_s() - t0;
     getrusage(RUSAGE_SELF, &ru1);
     double cpu = (double)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec) +
                  (double)(ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) +

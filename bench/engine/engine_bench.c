@@ -51,17 +51,11 @@
 #include <unistd.h>
 #include "engine_bench_util.h"
 #include "../bench_posts.h"
+#include "../bench_s3.h"
 
 static h_env *env;
 static char dir[4096];
 static int runs = 3;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static _Noreturn void die(const char *msg)
 {
@@ -78,19 +72,13 @@ static double run_query(const eng_ctx *base, const char *sql, int threads, uint6
     return t;
 }
 
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static double median(const eng_ctx *ctx, const char *sql, int threads)
 {
     double t[16];
     int n = runs > 16 ? 16 : runs;
     for (int i = 0; i < n; i++)
         t[i] = run_query(ctx, sql, threads, NULL);
-    qsort(t, (size_t)n, sizeof(double), cmp_d);
+    qsort(t, (size_t)n, sizeof(double), bench_cmp_double);
     return t[n / 2];
 }
 
@@ -103,30 +91,6 @@ static double duck_value(const char *name)
 }
 
 /* ---- the cached path: s3rver + three ringcached nodes ---- */
-
-typedef struct glob_ctx {
-    eng_key_fn fn;
-    void *arg;
-} glob_ctx;
-
-static int glob_cb(const s3_object_info *info, void *arg)
-{
-    glob_ctx *g = arg;
-    return g->fn(info->key, info->size, g->arg);
-}
-
-static int cache_list(void *impl, const char *bucket, const char *glob, eng_key_fn fn, void *arg,
-                      char *err, size_t errlen)
-{
-    glob_ctx g = {fn, arg};
-    return rc_list(impl, bucket, glob, glob_cb, &g, err, errlen);
-}
-
-static int cache_open(void *impl, const char *bucket, const char *key, rs_source **out, char *err,
-                      size_t errlen)
-{
-    return rs_rc_open(out, impl, bucket, key, err, errlen);
-}
 
 static double cached_seed(const eng_ctx *local, const char *seed_local, const char *seed_s3)
 {
@@ -144,62 +108,27 @@ static double cached_seed(const eng_ctx *local, const char *seed_local, const ch
     }
     char members[512] = "";
     for (int i = 0; i < 3; i++) {
-        char d[4200], pf[4300], af[4300], id[32];
+        char d[4200], id[32];
         snprintf(id, sizeof(id), "ringcache-%d", i);
         snprintf(d, sizeof(d), "%s/node%d", h_env_dir(env), i);
-        mkdir(d, 0755);
-        snprintf(pf, sizeof(pf), "%s/port", d);
-        snprintf(af, sizeof(af), "%s/admin", d);
-        const char *argv[] = {bin,
-                              "--node-id",
-                              id,
-                              "--listen",
-                              "127.0.0.1",
-                              "--port",
-                              "0",
-                              "--port-file",
-                              pf,
-                              "--admin-listen",
-                              "127.0.0.1",
-                              "--admin-port",
-                              "0",
-                              "--admin-port-file",
-                              af,
-                              "--data-dir",
-                              d,
-                              "--ssd-capacity",
-                              "4GiB",
-                              "--ram-capacity",
-                              "256MiB",
-                              "--threads",
-                              "2",
-                              "--no-sync",
-                              "--s3-endpoint",
-                              h_s3_endpoint(s3),
-                              "--s3-access-key",
-                              "S3RVER",
-                              "--s3-secret-key",
-                              "S3RVER",
-                              "--log-level",
-                              "warn",
-                              NULL};
-        h_proc *p;
-        if (h_proc_start(env, &p, id, (char *const *)argv, NULL, pf, 0) < 0) {
+        h_node_opts o = {.name = id,
+                         .dir = d,
+                         .s3_endpoint = h_s3_endpoint(s3),
+                         .ssd = "4GiB",
+                         .ram = "256MiB",
+                         .threads = 2,
+                         .log_level = "warn"};
+        h_node node;
+        if (h_node_start(env, &node, &o) < 0) {
             fprintf(stderr, "engine_bench: cached_vs_local=na: a cache node did not start: %s\n",
                     h_last_error());
             return -1;
         }
-        size_t o = strlen(members);
-        snprintf(members + o, sizeof(members) - o, "%s%s=127.0.0.1:%d", o ? "," : "", id,
-                 h_proc_port(p));
+        h_members_add(members, sizeof(members), id, node.port);
     }
     /* upload the files */
     s3_config cfg;
-    s3_config_init(&cfg);
-    snprintf(cfg.endpoint, sizeof(cfg.endpoint), "%s", h_s3_endpoint(s3));
-    snprintf(cfg.access_key, sizeof(cfg.access_key), "S3RVER");
-    snprintf(cfg.secret_key, sizeof(cfg.secret_key), "S3RVER");
-    cfg.path_style = true;
+    bench_s3_config(&cfg, h_s3_endpoint(s3));
     if (bench_upload_posts(&cfg, dir, "ringcache-test", "posts/") < 0)
         die("cannot upload the dataset to the S3 server");
     double t[16], tl[16];
@@ -221,7 +150,8 @@ static double cached_seed(const eng_ctx *local, const char *seed_local, const ch
             fprintf(stderr, "engine_bench: cached_vs_local=na: %s\n", err);
             return -1;
         }
-        eng_ctx ctx = {.out = stdout, .list_s3 = cache_list, .open_s3 = cache_open, .s3_impl = c};
+        eng_ctx ctx = {
+            .out = stdout, .list_s3 = rs_rc_list, .open_s3 = rs_rc_open_key, .s3_impl = c};
         double s = run_query(&ctx, seed_s3, 2, &rows_cached);
         rc_destroy(&c);
         if (i >= 0) {
@@ -238,8 +168,8 @@ static double cached_seed(const eng_ctx *local, const char *seed_local, const ch
             fprintf(stderr, "cached: warm-up run (cold nodes) %.3f s\n", s);
         }
     }
-    qsort(t, (size_t)n, sizeof(double), cmp_d);
-    qsort(tl, (size_t)n, sizeof(double), cmp_d);
+    qsort(t, (size_t)n, sizeof(double), bench_cmp_double);
+    qsort(tl, (size_t)n, sizeof(double), bench_cmp_double);
     fprintf(stderr,
             "cached: seed (2 threads) through 3 warm nodes, empty page cache: %.3f s; "
             "local files, runs interleaved: %.3f s (%llu rows each)\n",
@@ -285,7 +215,7 @@ int main(int argc, char **argv)
     snprintf(rn, sizeof(rn), "%d", runs);
     char *gargv[] = {"node", script, dir, rs, rn, NULL};
     h_proc *p;
-    double t0 = now_s();
+    double t0 = bench_now_s();
     if (reuse) {
         fprintf(stderr, "reusing the dataset and DuckDB timings in %s\n", dir);
     } else {
@@ -297,7 +227,7 @@ int main(int argc, char **argv)
             die("bench_gen.mjs failed (see its log above)");
         }
         h_proc_print_log_tail(p, 10);
-        fprintf(stderr, "data and DuckDB timings: %.1f s\n", now_s() - t0);
+        fprintf(stderr, "data and DuckDB timings: %.1f s\n", bench_now_s() - t0);
     }
 
     char glob[4300], seed[8192], sum[8192], pruned[8192];

@@ -50,6 +50,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "../bench.h"
+#include "../bench_s3.h"
 #include "../bench_posts.h"
 
 static h_env *env;
@@ -202,11 +203,7 @@ int main(int argc, char **argv)
         die("cannot start the S3 model (build the s3model target)");
     snprintf(endpoint, sizeof(endpoint), "%s", h_s3model_endpoint(model));
     s3_config cfg;
-    s3_config_init(&cfg);
-    snprintf(cfg.endpoint, sizeof(cfg.endpoint), "%s", endpoint);
-    snprintf(cfg.access_key, sizeof(cfg.access_key), "S3RVER");
-    snprintf(cfg.secret_key, sizeof(cfg.secret_key), "S3RVER");
-    cfg.path_style = true;
+    bench_s3_config(&cfg, endpoint);
     if (bench_upload_posts(&cfg, dir, "ringcache-test", "posts/") < 0)
         die("cannot upload the dataset to the S3 server");
     fprintf(stderr, "insert_bench: %lld rows written and uploaded in %.1f s\n", rows,

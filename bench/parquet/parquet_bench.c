@@ -30,26 +30,13 @@
 #include <time.h>
 #include "../bench.h"
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* Reads one column of path whole; returns seconds, or < 0 on error. */
 static double read_column(const char *path, const char *col, int64_t *rows)
 {
     char err[PQ_MSG_MAX];
     rs_source *src;
     pq_file *f;
-    double t0 = now_s();
+    double t0 = bench_now_s();
     if (rs_file_open(&src, path, err, sizeof(err)) < 0) {
         fprintf(stderr, "%s\n", err);
         return -1;
@@ -78,7 +65,7 @@ static double read_column(const char *path, const char *col, int64_t *rows)
         n += b->n_rows;
         cb_batch_destroy(&b);
     }
-    double t = now_s() - t0;
+    double t = bench_now_s() - t0;
     if (rc < 0)
         fprintf(stderr, "%s\n", pq_reader_error(r));
     pq_reader_destroy(&r);
@@ -175,7 +162,7 @@ int main(int argc, char **argv)
                 if (t[r] < 0)
                     return 1;
             }
-            qsort(t, (size_t)runs, sizeof(double), cmp_double);
+            qsort(t, (size_t)runs, sizeof(double), bench_cmp_double);
             double ours = t[runs / 2], duck = duck_seconds(json, codecs[ci], cols[k]);
             if (duck <= 0 || n != rows) {
                 fprintf(stderr, "no DuckDB time for %s/%s, or %lld rows read of %ld\n", codecs[ci],

@@ -30,22 +30,9 @@
 
 #define KEY_LEN 16
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static double median(double *v, int n)
 {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
@@ -84,10 +71,10 @@ static struct ring *build(const struct ring_member *m, size_t n, unsigned bits, 
     struct ring_options o = {.table_bits = bits};
     struct ring *r = NULL;
     char why[256];
-    double t0 = now_s();
+    double t0 = bench_now_s();
     int rc = ring_create(&r, m, n, &o, why, sizeof why);
     if (secs)
-        *secs = now_s() - t0;
+        *secs = bench_now_s() - t0;
     if (rc != 0) {
         fprintf(stderr, "ring_bench: cannot build a ring of %zu members: %s\n", n, why);
         exit(1);
@@ -124,10 +111,10 @@ static volatile uint64_t sink;
 static double time_hash(const unsigned char *keys, size_t nkeys)
 {
     uint64_t acc = 0;
-    double t0 = now_s();
+    double t0 = bench_now_s();
     for (size_t k = 0; k < nkeys; k++)
         acc += XXH3_64bits(keys + k * KEY_LEN, KEY_LEN);
-    double t = now_s() - t0;
+    double t = bench_now_s() - t0;
     sink += acc;
     return t;
 }
@@ -137,12 +124,12 @@ static double time_ring(const struct ring *r, const unsigned char *keys, size_t 
 {
     uintptr_t acc = 0;
     const struct ring_member *o[RING_OWNERS_MAX];
-    double t0 = now_s();
+    double t0 = bench_now_s();
     for (size_t k = 0; k < nkeys; k++) {
         ring_lookup(r, keys + k * KEY_LEN, KEY_LEN, o, owners);
         acc += (uintptr_t)o[0];
     }
-    double t = now_s() - t0;
+    double t = bench_now_s() - t0;
     sink += acc;
     return t;
 }
@@ -219,10 +206,10 @@ static double vring_balance(const struct vring *v)
 static double time_vring(const struct vring *v, const unsigned char *keys, size_t nkeys)
 {
     uint64_t acc = 0;
-    double t0 = now_s();
+    double t0 = bench_now_s();
     for (size_t k = 0; k < nkeys; k++)
         acc += vring_lookup(v, keys + k * KEY_LEN, KEY_LEN);
-    double t = now_s() - t0;
+    double t = bench_now_s() - t0;
     sink += acc;
     return t;
 }

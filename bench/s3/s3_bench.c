@@ -26,32 +26,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "../bench.h"
+#include "../bench_s3.h"
 
 static const char *bucket = H_S3_DEFAULT_BUCKET;
-
-static void cfg_for(s3_config *c, const char *endpoint)
-{
-    s3_config_init(c);
-    snprintf(c->endpoint, sizeof(c->endpoint), "%s", endpoint);
-    snprintf(c->access_key, sizeof(c->access_key), "S3RVER");
-    snprintf(c->secret_key, sizeof(c->secret_key), "S3RVER");
-    c->path_style = true;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double pct(double *v, size_t n, double p)
-{
-    qsort(v, n, sizeof(double), cmp_double);
-    size_t i = (size_t)ceil(p * (double)n) - 1;
-    if (i >= n)
-        i = n - 1;
-    return v[i];
-}
 
 static int64_t now_us(void)
 {
@@ -195,8 +172,8 @@ int main(int argc, char **argv)
     }
 
     s3_config direct_cfg, model_cfg;
-    cfg_for(&direct_cfg, h_s3_endpoint(s3));
-    cfg_for(&model_cfg, h_s3model_endpoint(model));
+    bench_s3_config(&direct_cfg, h_s3_endpoint(s3));
+    bench_s3_config(&model_cfg, h_s3model_endpoint(model));
     s3_sync *direct, *via;
     if (s3_sync_create(&direct, &direct_cfg) < 0 || s3_sync_create(&via, &model_cfg) < 0)
         return 1;
@@ -241,8 +218,8 @@ int main(int argc, char **argv)
                 r + 1, t_single[r], size_mib / t_single[r], parallel, t_par[r],
                 size_mib / t_par[r]);
     }
-    double med_single = pct(t_single, (size_t)reps, 0.5);
-    double med_par = pct(t_par, (size_t)reps, 0.5);
+    double med_single = bench_pct(t_single, (size_t)reps, 0.5);
+    double med_par = bench_pct(t_par, (size_t)reps, 0.5);
 
     /* 2: 64 KiB random ranges, ours vs curl, on the same server (direct s3rver) */
     const uint64_t range_obj = 64u << 20;
@@ -255,13 +232,7 @@ int main(int argc, char **argv)
     uint64_t *offs = malloc(sizeof(uint64_t) * (size_t)n_ranges);
     double *ours = malloc(sizeof(double) * (size_t)n_ranges);
     double *theirs = malloc(sizeof(double) * (size_t)n_ranges);
-    uint64_t x = 88172645463325252ull;
-    for (int i = 0; i < n_ranges; i++) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        offs[i] = x % (range_obj - 65536);
-    }
+    bench_range_offsets(offs, n_ranges, range_obj, 88172645463325252ull);
     struct event_base *base = event_base_new();
     s3_client *c;
     if (s3_client_create(&c, &direct_cfg, base) < 0)
@@ -296,8 +267,10 @@ int main(int argc, char **argv)
     }
     s3_client_destroy(&c);
     event_base_free(base);
-    double o50 = pct(ours, (size_t)n_ranges, 0.5), o99 = pct(ours, (size_t)n_ranges, 0.99);
-    double c50 = pct(theirs, (size_t)n_ranges, 0.5), c99 = pct(theirs, (size_t)n_ranges, 0.99);
+    double o50 = bench_pct(ours, (size_t)n_ranges, 0.5),
+           o99 = bench_pct(ours, (size_t)n_ranges, 0.99);
+    double c50 = bench_pct(theirs, (size_t)n_ranges, 0.5),
+           c99 = bench_pct(theirs, (size_t)n_ranges, 0.99);
 
     s3_sync_destroy(&direct);
     s3_sync_destroy(&via);

@@ -34,6 +34,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "../bench.h"
+#include "../bench_curl.h"
 
 static const char *bucket = H_S3_DEFAULT_BUCKET;
 static const char *okey = "bench/s3api.bin";
@@ -48,13 +49,6 @@ static void die(const char *what)
     if (in_path[0])
         unlink(in_path);
     exit(1);
-}
-
-static double pct(double *v, size_t n, double p)
-{
-    qsort(v, n, sizeof(*v), bench_cmp_double);
-    size_t i = (size_t)ceil(p * (double)n);
-    return v[i ? i - 1 : 0];
 }
 
 /* Seconds for `aws s3 cp` against endpoint: "get" the object into out_path
@@ -89,42 +83,17 @@ static double aws(const char *endpoint, const char *what, const char *from, uint
     return t;
 }
 
-typedef struct {
-    size_t got;
-} sink;
-
-static size_t sink_write(char *d, size_t s, size_t n, void *arg)
-{
-    (void)d;
-    ((sink *)arg)->got += s * n;
-    return s * n;
-}
-
 /* n 64 KiB ranged GETs of url at offs on one kept-alive connection; each
  * latency in ms into lat. */
 static void random_gets(const char *url, const uint64_t *offs, int n, double *lat)
 {
     CURL *e = curl_easy_init();
-    sink sk = {0};
     curl_easy_setopt(e, CURLOPT_URL, url);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, sink_write);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, &sk);
-    for (int i = 0; i < n; i++) {
-        char r[64];
-        snprintf(r, sizeof(r), "%" PRIu64 "-%" PRIu64, offs[i], offs[i] + 65535);
-        curl_easy_setopt(e, CURLOPT_RANGE, r);
-        sk.got = 0;
-        long code = 0;
-        double t0 = bench_now_s();
-        if (curl_easy_perform(e) != CURLE_OK ||
-            curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &code) != CURLE_OK || code != 206 ||
-            sk.got != 65536) {
-            fprintf(stderr, "s3api_bench: GET %s range %s answered %ld with %zu bytes\n", url, r,
-                    code, sk.got);
+    for (int i = 0; i < n; i++)
+        if ((lat[i] = bench_curl_range64k(e, offs[i], "s3api_bench")) < 0) {
+            fprintf(stderr, "s3api_bench: the GET was of %s\n", url);
             die("a ranged GET failed");
         }
-        lat[i] = (bench_now_s() - t0) * 1000;
-    }
     curl_easy_cleanup(e);
 }
 
@@ -169,60 +138,25 @@ int main(int argc, char **argv)
     unlink(in_path);
 
     /* the node: one, RAM tier over the object, the S3 API on a free port */
-    char bin[1024], dir[600], pf[700], af[700], sf[700], ram[32];
-    if (h_build_path(bin, sizeof(bin), H_RINGCACHED) < 0)
-        die("ringcached is not built");
-    h_env_path(env, dir, sizeof(dir), "node-data");
-    mkdir(dir, 0755);
-    snprintf(pf, sizeof(pf), "%s/../node.port", dir);
-    snprintf(af, sizeof(af), "%s/../node.admin", dir);
-    snprintf(sf, sizeof(sf), "%s/../node.s3api", dir);
+    char ram[32];
     snprintf(ram, sizeof(ram), "%dMiB", size_mib + 256);
-    const char *nargv[] = {bin,
-                           "--node-id",
-                           "bench-0",
-                           "--listen",
-                           "127.0.0.1",
-                           "--port",
-                           "0",
-                           "--port-file",
-                           pf,
-                           "--admin-listen",
-                           "127.0.0.1",
-                           "--admin-port",
-                           "0",
-                           "--admin-port-file",
-                           af,
-                           "--s3-api-port",
-                           "0",
-                           "--s3-api-port-file",
-                           sf,
-                           "--data-dir",
-                           dir,
-                           "--ssd-capacity",
-                           "2GiB",
-                           "--ram-capacity",
-                           ram,
-                           "--threads",
-                           "2",
-                           "--no-sync",
-                           "--s3-endpoint",
-                           h_s3model_endpoint(model),
-                           "--s3-access-key",
-                           "S3RVER",
-                           "--s3-secret-key",
-                           "S3RVER",
-                           "--log-level",
-                           "warn",
-                           NULL};
-    h_proc *node;
-    if (h_proc_start(env, &node, "node", (char *const *)nargv, NULL, pf, 0) < 0)
+    static const char *const s3api_flag[] = {"--s3-api-port", "0", NULL};
+    char dir[PATH_MAX];
+    h_env_path(env, dir, sizeof(dir), "node-data");
+    h_node_opts no = {.name = "node",
+                      .id = "bench-0",
+                      .dir = dir,
+                      .s3_endpoint = h_s3model_endpoint(model),
+                      .ssd = "2GiB",
+                      .ram = ram,
+                      .threads = 2,
+                      .log_level = "warn",
+                      .extra = s3api_flag};
+    h_node hn;
+    if (h_node_start(env, &hn, &no) < 0)
         die(h_last_error());
-    int s3api_port = 0;
-    FILE *f = fopen(sf, "r");
-    if (!f || fscanf(f, "%d", &s3api_port) != 1)
-        die("the node wrote no S3 API port");
-    fclose(f);
+    h_proc *node = hn.proc;
+    int s3api_port = hn.s3api_port;
     h_proc *ngx;
     int nport;
     if (h_nginx_start(env, &ngx, h_s3model_port(model), &nport) < 0)
@@ -259,18 +193,14 @@ int main(int argc, char **argv)
     }
     double gib = (double)reps * (double)size / (1u << 30);
     double mib = (double)size / (1u << 20);
-    double warm_ours = mib / pct(t_ours, (size_t)reps, 0.5);
-    double warm_ng = mib / pct(t_ng, (size_t)reps, 0.5);
+    double warm_ours = mib / bench_pct(t_ours, (size_t)reps, 0.5);
+    double warm_ng = mib / bench_pct(t_ng, (size_t)reps, 0.5);
 
     /* random 64 KiB ranges, both warm, interleaved in batches of 100 */
     uint64_t *offs = malloc(sizeof(uint64_t) * (size_t)n_ranges);
     double *lo = malloc(sizeof(double) * (size_t)n_ranges);
     double *ln = malloc(sizeof(double) * (size_t)n_ranges);
-    uint64_t s = 0x853c49e6748fea9bull;
-    for (int i = 0; i < n_ranges; i++) {
-        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-        offs[i] = s % (size - 65536);
-    }
+    bench_range_offsets(offs, n_ranges, size, 0x853c49e6748fea9bull);
     char url_node[256], url_ngx[256];
     snprintf(url_node, sizeof(url_node), "%s/%s/%s", ep_node, bucket, okey);
     snprintf(url_ngx, sizeof(url_ngx), "%s/%s/%s", ep_ngx, bucket, okey);
@@ -279,8 +209,10 @@ int main(int argc, char **argv)
         random_gets(url_node, offs + b0, k, lo + b0);
         random_gets(url_ngx, offs + b0, k, ln + b0);
     }
-    double p50_o = pct(lo, (size_t)n_ranges, 0.5), p99_o = pct(lo, (size_t)n_ranges, 0.99);
-    double p50_n = pct(ln, (size_t)n_ranges, 0.5), p99_n = pct(ln, (size_t)n_ranges, 0.99);
+    double p50_o = bench_pct(lo, (size_t)n_ranges, 0.5),
+           p99_o = bench_pct(lo, (size_t)n_ranges, 0.99);
+    double p50_n = bench_pct(ln, (size_t)n_ranges, 0.5),
+           p99_n = bench_pct(ln, (size_t)n_ranges, 0.99);
 
     if (h_proc_stop(node, 15000) != 0)
         fprintf(stderr, "s3api_bench: the node did not exit cleanly (see its log)\n");

@@ -202,22 +202,9 @@ static long long client_get(client *c, const char *path)
     return clen;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static double median(double *v, int n)
 {
-    qsort(v, (size_t)n, sizeof(double), cmp_double);
+    qsort(v, (size_t)n, sizeof(double), bench_cmp_double);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
@@ -242,9 +229,9 @@ static int measure(path_def *p, const bench_opts *o, int rep)
     /* Warm-up: connection and first request. */
     if (client_get(&c, p->small) < 0)
         goto fail;
-    double t0 = now_s();
+    double t0 = bench_now_s();
     long long n = client_get(&c, p->large);
-    double t1 = now_s();
+    double t1 = bench_now_s();
     if (n < 0)
         goto fail;
     p->mib_s[rep] = (double)n / MIB / (t1 - t0);
@@ -252,12 +239,12 @@ static int measure(path_def *p, const bench_opts *o, int rep)
     if (lat == NULL)
         goto fail;
     for (int i = 0; i < o->small_count; i++) {
-        double a = now_s();
+        double a = bench_now_s();
         if (client_get(&c, p->small) < 0) {
             free(lat);
             goto fail;
         }
-        lat[i] = (now_s() - a) * 1000.0;
+        lat[i] = (bench_now_s() - a) * 1000.0;
     }
     p->p50_ms[rep] = median(lat, o->small_count);
     free(lat);

@@ -42,6 +42,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "../bench.h"
+#include "../bench_s3.h"
 
 #define BLOCK_BYTES (64ull << 20)
 
@@ -60,18 +61,6 @@ static double duck_value(const char *txt, const char *key)
 {
     const char *p = strstr(txt, key);
     return p ? strtod(p + strlen(key) + 1, NULL) : -1;
-}
-
-static int cache_open(void *impl, const char *bucket, const char *key, rs_source **out, char *err,
-                      size_t errlen)
-{
-    return rs_rc_open(out, impl, bucket, key, err, errlen);
-}
-
-static int cache_put(void *arg, const char *bucket, const char *key, const void *data, size_t len,
-                     char *err, size_t errlen)
-{
-    return rc_put(arg, bucket, key, data, len, NULL, err, errlen);
 }
 
 /* Runs sql; its seconds, the result in *res; dies on failure. */
@@ -162,62 +151,29 @@ int main(int argc, char **argv)
         ports[i] = h_free_port();
         if (ports[i] <= 0)
             die("no free port for a cache node");
-        size_t o = strlen(members);
-        snprintf(members + o, sizeof(members) - o, "%sringcache-%d=127.0.0.1:%d", o ? "," : "", i,
-                 ports[i]);
+        char id[32];
+        snprintf(id, sizeof(id), "ringcache-%d", i);
+        h_members_add(members, sizeof(members), id, ports[i]);
     }
     for (int i = 0; i < 3; i++) {
-        char d[4200], pf[4300], af[4300], id[32], port[16];
+        char d[4200], id[32];
         snprintf(id, sizeof(id), "ringcache-%d", i);
-        snprintf(port, sizeof(port), "%d", ports[i]);
         snprintf(d, sizeof(d), "%s/node%d", dir, i);
-        mkdir(d, 0755);
-        snprintf(pf, sizeof(pf), "%s/port", d);
-        snprintf(af, sizeof(af), "%s/admin", d);
-        const char *nargv[] = {bin,
-                               "--node-id",
-                               id,
-                               "--listen",
-                               "127.0.0.1",
-                               "--port",
-                               port,
-                               "--port-file",
-                               pf,
-                               "--members",
-                               members,
-                               "--admin-listen",
-                               "127.0.0.1",
-                               "--admin-port",
-                               "0",
-                               "--admin-port-file",
-                               af,
-                               "--data-dir",
-                               d,
-                               "--ssd-capacity",
-                               "8GiB",
-                               "--ram-capacity",
-                               "256MiB",
-                               "--threads",
-                               "2",
-                               "--no-sync",
-                               "--s3-endpoint",
-                               h_s3model_endpoint(model),
-                               "--s3-access-key",
-                               "S3RVER",
-                               "--s3-secret-key",
-                               "S3RVER",
-                               "--log-level",
-                               "warn",
-                               NULL};
-        if (h_proc_start(env, &p, id, (char *const *)nargv, NULL, pf, 0) < 0)
+        h_node_opts o = {.name = id,
+                         .dir = d,
+                         .s3_endpoint = h_s3model_endpoint(model),
+                         .ssd = "8GiB",
+                         .ram = "256MiB",
+                         .port = ports[i],
+                         .members = members,
+                         .threads = 2,
+                         .log_level = "warn"};
+        h_node node;
+        if (h_node_start(env, &node, &o) < 0)
             die("a cache node did not start");
     }
     s3_config cfg;
-    s3_config_init(&cfg);
-    snprintf(cfg.endpoint, sizeof(cfg.endpoint), "%s", h_s3model_endpoint(model));
-    snprintf(cfg.access_key, sizeof(cfg.access_key), "S3RVER");
-    snprintf(cfg.secret_key, sizeof(cfg.secret_key), "S3RVER");
-    cfg.path_style = true;
+    bench_s3_config(&cfg, h_s3model_endpoint(model));
     tb_wh wh;
     char err[ENG_MSG_MAX];
     if (tb_wh_init(&wh, "s3://ringcache-test/wh/", &cfg, err, sizeof(err)) < 0)
@@ -269,9 +225,9 @@ int main(int argc, char **argv)
     if (rc_create(&rc, &rcfg, err, sizeof(err)) < 0)
         die(err);
     tb_wh whc = wh;
-    whc.io = (tb_io){.open = cache_open, .open_arg = rc, .put = cache_put, .put_arg = rc};
+    whc.io = (tb_io){.open = rs_rc_open_key, .open_arg = rc, .put = rs_rc_put_key, .put_arg = rc};
     eng_ctx cached = {
-        .format = ENG_FMT_TSV, .warehouse = &whc, .open_s3 = cache_open, .s3_impl = rc};
+        .format = ENG_FMT_TSV, .warehouse = &whc, .open_s3 = rs_rc_open_key, .s3_impl = rc};
     run(&direct, "DROP TABLE IF EXISTS posts", 1, NULL, NULL);
     snprintf(sql, sizeof(sql), "CREATE TABLE posts %s", cols);
     run(&direct, sql, 1, NULL, NULL);

@@ -57,21 +57,6 @@ static _Noreturn void die(const char *msg)
     exit(1);
 }
 
-static long long proc_status(const char *key)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    if (!f)
-        return 0;
-    char line[256];
-    long long v = 0;
-    size_t kl = strlen(key);
-    while (fgets(line, sizeof(line), f))
-        if (strncmp(line, key, kl) == 0 && line[kl] == ':')
-            v = atoll(line + kl + 1) * 1024;
-    fclose(f);
-    return v;
-}
-
 static double run_once(const char *sql, int threads)
 {
     static FILE *devnull;
@@ -106,9 +91,9 @@ static double our_mem(const char *sql, int threads)
             fputs("5", cr);
             fclose(cr);
         }
-        long long base = proc_status("VmRSS");
+        long long base = bench_status_bytes("VmRSS");
         run_once(sql, threads);
-        long long v = proc_status("VmHWM") - base;
+        long long v = bench_status_bytes("VmHWM") - base;
         ssize_t w = write(fds[1], &v, sizeof(v));
         _exit(w == (ssize_t)sizeof(v) ? 0 : 1);
     }

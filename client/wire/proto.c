@@ -183,28 +183,45 @@ static bool pow2(uint32_t v)
     return v && !(v & (v - 1));
 }
 
+/* A bucket and key, as every request that names an object starts: read
+ * (bad when either is out of its bounds), written, checked before writing. */
+static void rd_name(rd *r, rcp_str *bucket, rcp_str *key)
+{
+    *bucket = rd_str(r, BKEY_BUCKET_MAX);
+    *key = rd_str(r, BKEY_KEY_MAX);
+    if (!r->bad && (bucket->len < 3 || key->len == 0))
+        r->bad = true;
+}
+
+static void wr_name(wr *w, rcp_str bucket, rcp_str key)
+{
+    wr_str(w, bucket);
+    wr_str(w, key);
+}
+
+static bool name_ok(rcp_str bucket, rcp_str key)
+{
+    return bucket.len >= 3 && bucket.len <= BKEY_BUCKET_MAX && key.len >= 1 &&
+           key.len <= BKEY_KEY_MAX;
+}
+
 static void rd_object(rd *r, rcp_object *o)
 {
-    o->bucket = rd_str(r, BKEY_BUCKET_MAX);
-    o->key = rd_str(r, BKEY_KEY_MAX);
+    rd_name(r, &o->bucket, &o->key);
     o->version = rd_str(r, BKEY_VERSION_MAX);
     o->size = rd_uint(r, 8);
-    if (!r->bad && (o->bucket.len < 3 || o->key.len == 0))
-        r->bad = true;
 }
 
 static void wr_object(wr *w, const rcp_object *o)
 {
-    wr_str(w, o->bucket);
-    wr_str(w, o->key);
+    wr_name(w, o->bucket, o->key);
     wr_str(w, o->version);
     wr_uint(w, o->size, 8);
 }
 
 static bool object_ok(const rcp_object *o)
 {
-    return o->bucket.len >= 3 && o->bucket.len <= BKEY_BUCKET_MAX && o->key.len >= 1 &&
-           o->key.len <= BKEY_KEY_MAX && o->version.len <= BKEY_VERSION_MAX;
+    return name_ok(o->bucket, o->key) && o->version.len <= BKEY_VERSION_MAX;
 }
 
 int rcp_parse_hello_req(const uint8_t *body, size_t len, rcp_hello_req *out)
@@ -336,21 +353,16 @@ int rcp_encode_get_resp_head(const rcp_get_resp_head *q, uint8_t *out, size_t ca
 int rcp_parse_head_req(const uint8_t *body, size_t len, rcp_head_req *out)
 {
     rd r = {body, len, false};
-    out->bucket = rd_str(&r, BKEY_BUCKET_MAX);
-    out->key = rd_str(&r, BKEY_KEY_MAX);
-    if (!r.bad && (out->bucket.len < 3 || out->key.len == 0))
-        return -EBADMSG;
+    rd_name(&r, &out->bucket, &out->key);
     return rd_end(&r);
 }
 
 int rcp_encode_head_req(const rcp_head_req *q, uint8_t *out, size_t cap)
 {
-    if (q->bucket.len < 3 || q->bucket.len > BKEY_BUCKET_MAX || !q->key.len ||
-        q->key.len > BKEY_KEY_MAX)
+    if (!name_ok(q->bucket, q->key))
         return -EINVAL;
     wr w = {out, cap, 0, false};
-    wr_str(&w, q->bucket);
-    wr_str(&w, q->key);
+    wr_name(&w, q->bucket, q->key);
     return wr_end(&w);
 }
 
@@ -377,22 +389,17 @@ int rcp_encode_head_resp(const rcp_head_resp *q, uint8_t *out, size_t cap)
 int rcp_parse_put_req(const uint8_t *body, size_t len, rcp_put_req *out)
 {
     rd r = {body, len, false};
-    out->bucket = rd_str(&r, BKEY_BUCKET_MAX);
-    out->key = rd_str(&r, BKEY_KEY_MAX);
+    rd_name(&r, &out->bucket, &out->key);
     out->size = rd_uint(&r, 8);
-    if (!r.bad && (out->bucket.len < 3 || out->key.len == 0))
-        return -EBADMSG;
     return rd_end(&r);
 }
 
 int rcp_encode_put_req(const rcp_put_req *q, uint8_t *out, size_t cap)
 {
-    if (q->bucket.len < 3 || q->bucket.len > BKEY_BUCKET_MAX || !q->key.len ||
-        q->key.len > BKEY_KEY_MAX)
+    if (!name_ok(q->bucket, q->key))
         return -EINVAL;
     wr w = {out, cap, 0, false};
-    wr_str(&w, q->bucket);
-    wr_str(&w, q->key);
+    wr_name(&w, q->bucket, q->key);
     wr_uint(&w, q->size, 8);
     return wr_end(&w);
 }

@@ -70,23 +70,6 @@ typedef struct s3_access {
     _Atomic uint64_t *count;
 } s3_access;
 
-typedef struct glob_ctx {
-    eng_key_fn fn;
-    void *arg;
-    int rc;
-} glob_ctx;
-
-static int glob_cb(const s3_object_info *info, void *arg)
-{
-    glob_ctx *g = arg;
-    int rc = g->fn(info->key, info->size, g->arg);
-    if (rc < 0) {
-        g->rc = rc;
-        return rc;
-    }
-    return 0;
-}
-
 /* An error of a source with its own credentials says whose they are: the S3
  * sentence's advice names the environment's variables, which that source
  * does not use, so the advice names what was given to s3() instead. */
@@ -95,40 +78,26 @@ static int own_error(const s3_access *a, int rc, char *err, size_t errlen)
     return a->own ? rs_s3_own_error(a->own, rc, err, errlen) : rc;
 }
 
-static int direct_list(const s3_config *cfg, const char *bucket, const char *glob, glob_ctx *g,
-                       char *err, size_t errlen)
+static int direct_list(const s3_config *cfg, const char *bucket, const char *glob,
+                       const rs_key_ctx *g, char *err, size_t errlen)
 {
     if (!cli_s3_signable(cfg)) {
         snprintf(err, errlen, "cannot list s3://%s/%s: %s", bucket, glob, cli_no_credentials);
         return -EACCES;
     }
-    s3_sync *s;
-    int rc = s3_sync_create(&s, cfg);
-    if (rc < 0) {
-        snprintf(err, errlen, "cannot start the S3 client: %s", strerror(-rc));
-        return rc;
-    }
-    s3_error e = {0};
-    rc = s3_sync_glob(s, bucket, glob, glob_cb, g, &e);
-    s3_sync_destroy(&s);
-    if (g->rc < 0)
-        rc = g->rc;
-    if (rc < 0)
-        snprintf(err, errlen, "cannot list s3://%s/%s: %s", bucket, glob,
-                 e.message[0] ? e.message : strerror(-rc));
-    return rc < 0 ? rc : 0;
+    return rs_s3_list((void *)cfg, bucket, glob, g->fn, g->arg, err, errlen);
 }
 
 /* With --cache-only a listing cannot come from S3: a path without wildcards
  * names one object, whose size a HEAD through the nodes gives. */
-static int cache_only_list(rc_client *c, const char *bucket, const char *glob, glob_ctx *g,
+static int cache_only_list(rc_client *c, const char *bucket, const char *glob, rs_key_ctx *g,
                            char *err, size_t errlen)
 {
     s3_glob *sg = NULL;
     bool wild = s3_glob_create(&sg, glob) < 0 || s3_glob_has_wildcards(sg);
     s3_glob_destroy(&sg);
     if (wild)
-        return rc_list(c, bucket, glob, glob_cb, g, err, errlen); /* refused, in words */
+        return rc_list(c, bucket, glob, rs_key_cb, g, err, errlen); /* refused, in words */
     rc_handle *h;
     int rc = rc_open(c, bucket, glob, &h, err, errlen);
     if (rc < 0)
@@ -142,14 +111,14 @@ static int access_list(void *impl, const char *bucket, const char *glob, eng_key
                        char *err, size_t errlen)
 {
     s3_access *a = impl;
-    glob_ctx g = {fn, arg, 0};
+    rs_key_ctx g = {fn, arg, 0};
     int rc;
     if (!a->rc)
         return own_error(a, direct_list(&a->cfg, bucket, glob, &g, err, errlen), err, errlen);
     if (a->cache_only)
         rc = cache_only_list(a->rc, bucket, glob, &g, err, errlen);
     else
-        rc = rc_list(a->rc, bucket, glob, glob_cb, &g, err, errlen);
+        rc = rc_list(a->rc, bucket, glob, rs_key_cb, &g, err, errlen);
     return g.rc < 0 ? g.rc : rc;
 }
 

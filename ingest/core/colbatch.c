@@ -30,7 +30,8 @@ size_t cb_type_width(const cb_typeinfo *info)
     case CB_TIMESTAMP: return 8;
     case CB_DECIMAL: return info->precision <= 18 ? 8 : 16;
     case CB_STRING:
-    case CB_BINARY: return 0;
+    case CB_BINARY:
+    case CB_LIST: return 0;
     }
     return 0;
 }
@@ -55,13 +56,14 @@ const char *cb_type_name(cb_type t)
     case CB_DECIMAL: return "decimal";
     case CB_STRING: return "string";
     case CB_BINARY: return "binary";
+    case CB_LIST: return "list";
     }
     return "unknown";
 }
 
 static bool cb__valid_info(const cb_typeinfo *info)
 {
-    if (info->type < CB_BOOL || info->type > CB_BINARY)
+    if (info->type < CB_BOOL || info->type > CB_LIST)
         return false;
     if (info->type == CB_DECIMAL &&
         (info->precision < 1 || info->precision > 38 || info->scale > info->precision))

@@ -67,6 +67,9 @@ typedef enum cb_type {
     CB_DECIMAL,   /* int64_t (precision <= 18) or cb_i128 (19..38), scaled by 10^scale */
     CB_STRING,    /* UTF-8 bytes (not validated), offsets or dictionary */
     CB_BINARY,    /* bytes, offsets or dictionary */
+    CB_LIST,      /* an Array per row: its elements encoded as eng_types.h's ex_arr_*
+                   * in plain offsets + data; the element type is info.elem (with
+                   * unit, utc, precision and scale), Nullable when elem_null */
 } cb_type;
 
 /* Unit of CB_TIME and CB_TIMESTAMP. */
@@ -90,6 +93,8 @@ typedef struct cb_typeinfo {
     bool utc;          /* CB_TIME, CB_TIMESTAMP: adjusted to UTC */
     uint8_t precision; /* CB_DECIMAL: 1..38 */
     uint8_t scale;     /* CB_DECIMAL: 0..precision */
+    cb_type elem;      /* CB_LIST: the element's type (never CB_LIST) */
+    bool elem_null;    /* CB_LIST: the elements may be NULL */
 } cb_typeinfo;
 
 typedef struct cb_column cb_column;
@@ -114,8 +119,8 @@ typedef struct cb_batch {
     cb_column **cols; /* n_cols references, each with n == n_rows */
 } cb_batch;
 
-/* Bytes per value in `values` for a fixed-width type; 0 for CB_STRING and
- * CB_BINARY. A CB_DECIMAL is 8 bytes up to precision 18, else 16. */
+/* Bytes per value in `values` for a fixed-width type; 0 for CB_STRING,
+ * CB_BINARY and CB_LIST. A CB_DECIMAL is 8 bytes up to precision 18, else 16. */
 size_t cb_type_width(const cb_typeinfo *info);
 
 /* "int64", "string", "timestamp", ... (static storage). */

@@ -336,6 +336,16 @@ void em_error(eng_mem *m, char *err, size_t errlen)
 void ex_type_name(const ex_type *t, char *buf, size_t cap)
 {
     char inner[64];
+    if (t->kind == EX_ARRAY) {
+        ex_type e = ex_arr_elem(t);
+        char en[128];
+        if (e.kind == EX_NOTHING && !t->enull)
+            snprintf(en, sizeof(en), "Nothing"); /* [] */
+        else
+            ex_type_name(&e, en, sizeof(en));
+        snprintf(buf, cap, "Array(%s)", en);
+        return;
+    }
     switch (t->kind) {
     case EX_NOTHING: snprintf(buf, cap, "Nullable(Nothing)"); return;
     case EX_BOOL: snprintf(inner, sizeof(inner), "Bool"); break;
@@ -421,6 +431,11 @@ ex_type ex_type_of_column(const cb_typeinfo *ti, bool nullable)
         break;
     case CB_STRING:
     case CB_BINARY: t.kind = EX_STRING; break;
+    case CB_LIST: {
+        cb_typeinfo ei = *ti;
+        ei.type = ti->elem == CB_LIST ? CB_BINARY : ti->elem;
+        return ex_arr_of(ex_type_of_column(&ei, ti->elem_null));
+    }
     }
     return t;
 }
@@ -454,7 +469,7 @@ int ex_vec_alloc(eng_mem *m, ex_vec *v, ex_type t, uint32_t n)
         if (!(v->d = em_alloc(m, cnt * sizeof(double))))
             return -ENOMEM;
         v->own |= EXO_D;
-    } else if (t.kind == EX_STRING) {
+    } else if (ex_is_bytes(t.kind)) {
         if (!(v->off = em_alloc(m, (cnt + 1) * sizeof(uint32_t))))
             return -ENOMEM;
         v->off[0] = 0;
@@ -555,6 +570,7 @@ int ex_vec_from_column(eng_mem *m, const cb_column *c, ex_vec *v)
     }
     case CB_STRING:
     case CB_BINARY:
+    case CB_LIST:
         if (c->dict) {
             v->dict = c->dict;
             v->idx = c->indices;
@@ -830,6 +846,20 @@ size_t ex_fmt_value(const ex_vec *v, uint32_t r, char *buf, size_t cap, const ui
         return n;
     }
     case EX_DECIMAL: return ex_fmt_decimal(v->i[k], v->t.scale, buf, cap);
+    case EX_ARRAY: {
+        /* the text, cut at cap (the sinks print whole arrays: sk_cell) */
+        uint32_t len;
+        const uint8_t *p = ex_str(v, r, &len);
+        ex_bytes t = {0};
+        size_t n = 0;
+        if (ex_arr_text(&v->t, p, len, false, &t) == 0 && cap) {
+            n = t.n < cap - 1 ? t.n : cap - 1;
+            memcpy(buf, t.p, n);
+            buf[n] = 0;
+        }
+        ex_bytes_free(&t);
+        return n;
+    }
     }
     return 0;
 }

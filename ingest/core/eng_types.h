@@ -92,6 +92,8 @@ typedef enum ex_kind {
     EX_DATE,     /* int64 days since 1970-01-01 */
     EX_DATETIME, /* int64 in 10^-scale seconds since the epoch (UTC) */
     EX_DECIMAL,  /* int64 scaled by 10^scale: Decimal(prec, scale), exact */
+    EX_ARRAY,    /* Array(T): the string storage holding each row's elements
+                  * encoded as below (ex_arr_*) */
 } ex_kind;
 
 typedef struct ex_type {
@@ -102,10 +104,22 @@ typedef struct ex_type {
     bool utc;      /* DateTime64(s, 'UTC') */
     uint8_t prec;  /* EX_DECIMAL: 1..38 digits as named; values always fit 18 digits
                       * (int64), wider ones are refused with a sentence */
+    /* EX_ARRAY: Array(...(Array(T))) `depth` deep (1 or 2); T is `elem` (an
+     * ex_kind, never EX_ARRAY) with scale, bits, utc and prec above, and
+     * Nullable(T) when enull. An Array is never Nullable itself (nullable is
+     * false), as in ClickHouse. */
+    uint8_t elem;
+    uint8_t depth;
+    bool enull;
 } ex_type;
 
 /* ClickHouse's name of a type: "Nullable(Int64)", "DateTime64(6)", ... */
 void ex_type_name(const ex_type *t, char *buf, size_t cap);
+/* Whether values of kind k live in the string storage (off/data or dict/idx). */
+static inline bool ex_is_bytes(uint8_t k)
+{
+    return k == EX_STRING || k == EX_ARRAY;
+}
 static inline bool ex_is_num(uint8_t k)
 {
     return k == EX_BOOL || k == EX_INT || k == EX_UINT || k == EX_FLOAT;
@@ -214,6 +228,70 @@ void ex_civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d);
 bool ex_parse_date(const char *s, size_t n, int64_t *days);
 bool ex_parse_datetime(const char *s, size_t n, int scale, int64_t *out, int *scale_seen);
 
+/* ---- arrays (ex_array.c) ---------------------------------------------------- */
+
+/* One row of an Array vector is its elements encoded (canonically: equal
+ * arrays have equal bytes, so grouping, DISTINCT and hashing work on the
+ * bytes as on strings):
+ *
+ *   u32 count | element ... (little-endian)
+ *   element:  [u8 is_null: when the element type is Nullable]
+ *             fixed types (ints, floats, dates, decimals): 8 bytes, the
+ *               int64 or double of the scalar storage (0 when NULL)
+ *             String, inner Array: u32 length | bytes (length 0 when NULL)
+ */
+/* The element type of Array type t. */
+ex_type ex_arr_elem(const ex_type *t);
+/* Array(e) (e a scalar or an Array of depth 1). */
+ex_type ex_arr_of(ex_type e);
+
+/* A growable byte buffer (an array's encoding, text). */
+typedef struct ex_bytes {
+    uint8_t *p;
+    size_t n, cap;
+} ex_bytes;
+int ex_bytes_put(ex_bytes *b, const void *s, size_t n); /* 0 or -ENOMEM/-E2BIG */
+void ex_bytes_free(ex_bytes *b);
+
+/* Reading one encoded array: ex_arr_open, then ex_arr_next count times
+ * (after the count, ex_arr_next returns false). A malformed encoding reads
+ * as fewer elements. */
+typedef struct ex_arr_it {
+    const uint8_t *p, *end;
+    ex_type et; /* the element type */
+    uint32_t count, at;
+} ex_arr_it;
+typedef struct ex_arr_val {
+    bool null;
+    int64_t i; /* fixed types but floats */
+    double d;  /* EX_FLOAT */
+    const uint8_t *s; /* String, inner Array: its bytes */
+    uint32_t len;
+} ex_arr_val;
+void ex_arr_open(ex_arr_it *it, const ex_type *arr, const uint8_t *p, uint32_t len);
+bool ex_arr_next(ex_arr_it *it, ex_arr_val *v);
+/* The count of an encoded array (0 when shorter than 4 bytes). */
+uint32_t ex_arr_count(const uint8_t *p, uint32_t len);
+/* Appending to an encoding: begin writes a zero count at b->n (remember it
+ * as `at`), put one element each (of element type et), end writes the count. */
+int ex_arr_begin(ex_bytes *b, size_t *at);
+int ex_arr_put(ex_bytes *b, const ex_type *et, const ex_arr_val *v);
+void ex_arr_end(ex_bytes *b, size_t at, uint32_t count);
+/* Row r of v (any scalar vector, or an Array one) as an element value
+ * (borrowed from v). */
+void ex_arr_val_of(const ex_vec *v, uint32_t r, ex_arr_val *out);
+
+/* Three-way comparison of two encoded arrays of type arr as ClickHouse orders
+ * arrays: element by element (NULL after values), a prefix first. */
+int ex_arr_cmp(const ex_type *arr, const uint8_t *a, uint32_t la, const uint8_t *b, uint32_t lb);
+
+/* The text of an array as ClickHouse prints it: [1,2], ['a','b'] with
+ * strings, dates and times quoted and escaped (\' and \\), NULL, nested
+ * arrays; json: as a JSON array (strings as JSON strings, 64-bit integers
+ * quoted as output_format_json_quote_64bit_integers=1 does, nan and inf as
+ * null). Appends to out: 0 or -ENOMEM. */
+int ex_arr_text(const ex_type *arr, const uint8_t *p, uint32_t len, bool json, ex_bytes *out);
+
 /* ---- schemas ---------------------------------------------------------------- */
 
 /* The columns of a source: names and engine types (Parquet: the batch type
@@ -225,6 +303,8 @@ typedef struct eng_col {
     cb_typeinfo cb; /* Parquet: the batch type; text: unused */
     bool virt;      /* a virtual column (_path, _file, _size, _time): read by
                           * name only, never by SELECT * or DESCRIBE */
+    const char *nested; /* NULL, or what a column the engine cannot read is
+                          * ("a Parquet MAP (a Map)", static): naming it fails */
 } eng_col;
 
 struct eng_schema {

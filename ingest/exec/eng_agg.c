@@ -61,6 +61,20 @@ typedef struct qbuf {
     uint32_t n, cap;
 } qbuf;
 
+/* groupArray, groupUniqArray, topK: the values as encoded Array elements of
+ * the argument's type (eng_types.h), element k at b[off[k] .. off[k + 1]);
+ * for groupUniqArray and topK a hash index of them (slot: k + 1, 0 empty)
+ * and, for topK, each value's count. */
+typedef struct vlist {
+    uint8_t *b;
+    size_t n, cap;
+    uint32_t *off; /* cnt + 1 entries */
+    uint32_t cnt, ecap;
+    uint64_t *hits;
+    uint32_t *slot;
+    uint32_t mask;
+} vlist;
+
 typedef struct agg_col {
     int64_t *i;    /* sum int/uint, min/max/any int-like */
     double *d;     /* sum/avg float, min/max/any float; var/corr: mean (of x) */
@@ -74,6 +88,7 @@ typedef struct agg_col {
     qbuf **q;               /* quantile */
     int64_t *ki;            /* argMin/argMax: the key (int-like, or double bits) */
     uint8_t **ks;           /* argMin/argMax: a string key */
+    vlist **vl;             /* groupArray, groupUniqArray, topK */
 } agg_col;
 
 #define AGG_INLINE 12
@@ -103,6 +118,7 @@ struct agg_tab {
     uint32_t kcap_rows;
     uint32_t *gids;
     uint32_t gids_cap;
+    ex_bytes elem;  /* one value encoded as an Array element (vlist) */
     uint32_t *dmap; /* dictionary entry -> group, AGG_UNMAPPED until seen */
     uint32_t dmap_cap;
     cb_column *dmap_dict; /* the dictionary dmap is for (one reference) */
@@ -155,6 +171,17 @@ static void uset_free(eng_mem *m, uset *s)
     em_free(m, s);
 }
 
+static void vlist_free(eng_mem *m, vlist *l)
+{
+    if (!l)
+        return;
+    em_free(m, l->b);
+    em_free(m, l->off);
+    em_free(m, l->hits);
+    em_free(m, l->slot);
+    em_free(m, l);
+}
+
 void agg_tab_destroy(agg_tab **tp)
 {
     if (!tp || !*tp)
@@ -193,7 +220,12 @@ void agg_tab_destroy(agg_tab **tp)
             for (uint32_t g = 0; g < t->n; g++)
                 em_free(m, c->ks[g]);
         em_free(m, c->ks);
+        if (c->vl)
+            for (uint32_t g = 0; g < t->n; g++)
+                vlist_free(m, c->vl[g]);
+        em_free(m, c->vl);
     }
+    ex_bytes_free(&t->elem);
     free(t->ac);
     em_free(m, t->slots);
     em_free(m, t->rec);
@@ -229,7 +261,8 @@ static int charge_groups(agg_tab *t, uint32_t rows)
              em_use(m, c->my, (size_t)rows * 8) && em_use(m, c->m2y, (size_t)rows * 8) &&
              em_use(m, c->cxy, (size_t)rows * 8) &&
              em_use(m, c->q, (size_t)rows * sizeof(qbuf *)) && em_use(m, c->ki, (size_t)rows * 8) &&
-             em_use(m, c->ks, (size_t)rows * sizeof(uint8_t *));
+             em_use(m, c->ks, (size_t)rows * sizeof(uint8_t *)) &&
+             em_use(m, c->vl, (size_t)rows * sizeof(vlist *));
     }
     if (!ok)
         return -ENOMEM;
@@ -283,11 +316,11 @@ static int room_for_group(agg_tab *t)
                 break;
             case AG_ARGMIN:
             case AG_ARGMAX:
-                if (ag->arg2->t.kind == EX_STRING)
+                if (ex_is_bytes(ag->arg2->t.kind))
                     GROW(c->ks, sizeof(uint8_t *));
                 else
                     GROW(c->ki, 8);
-                if (ag->t.kind == EX_STRING)
+                if (ex_is_bytes(ag->t.kind))
                     GROW(c->s, sizeof(uint8_t *));
                 else if (ag->t.kind == EX_FLOAT)
                     GROW(c->d, 8);
@@ -300,8 +333,11 @@ static int room_for_group(agg_tab *t)
                 GROW(c->i, 8);
                 break;
             case AG_UNIQ: GROW(c->u, sizeof(uset *)); break;
+            case AG_GROUPARRAY:
+            case AG_GROUPUNIQ:
+            case AG_TOPK: GROW(c->vl, sizeof(vlist *)); break;
             default:
-                if (ag->t.kind == EX_STRING)
+                if (ex_is_bytes(ag->t.kind))
                     GROW(c->s, sizeof(uint8_t *));
                 else if (ag->t.kind == EX_FLOAT)
                     GROW(c->d, 8);
@@ -376,6 +412,8 @@ static void group_init(agg_tab *t, uint32_t g)
             c->ki[g] = 0;
         if (c->ks)
             c->ks[g] = NULL;
+        if (c->vl)
+            c->vl[g] = NULL;
     }
 }
 
@@ -465,7 +503,7 @@ static size_t key_put(uint8_t *o, const ex_vec *v, uint32_t r, bool last)
         return 1;
     }
     o[0] = 0;
-    if (v->t.kind == EX_STRING) {
+    if (ex_is_bytes(v->t.kind)) {
         uint32_t l;
         const uint8_t *s = ex_str(v, r, &l);
         if (last) {
@@ -491,7 +529,7 @@ static size_t key_put(uint8_t *o, const ex_vec *v, uint32_t r, bool last)
 
 static size_t key_size(const ex_vec *v, uint32_t r)
 {
-    if (v->t.kind == EX_STRING && !ex_null(v, r)) {
+    if (ex_is_bytes(v->t.kind) && !ex_null(v, r)) {
         uint32_t l;
         ex_str(v, r, &l);
         return 5 + l;
@@ -687,7 +725,7 @@ static int uset_add(eng_mem *m, uset **sp, uint64_t h)
 
 static uint64_t val_hash(const ex_vec *v, uint32_t r)
 {
-    if (v->t.kind == EX_STRING) {
+    if (ex_is_bytes(v->t.kind)) {
         uint32_t l;
         const uint8_t *s = ex_str(v, r, &l);
         return XXH3_64bits(s, l);
@@ -727,7 +765,7 @@ static int scmp(const uint8_t *a, uint32_t al, const uint8_t *b, uint32_t bl)
 static int keep_value(agg_tab *t, agg_col *c, const eng_agg *ag, uint32_t g, const ex_vec *v,
                       uint32_t r)
 {
-    if (ag->t.kind == EX_STRING) {
+    if (ex_is_bytes(ag->t.kind)) {
         uint32_t l;
         const uint8_t *s = ex_str(v, r, &l);
         return str_set(t->mem, &c->s[g], s, l);
@@ -789,7 +827,7 @@ static int update_one(agg_tab *t, int a, uint32_t g, const ex_vec *v, uint32_t r
         bool take = !c->seen[g];
         if (!take && ag->fn != AG_ANY) {
             int cmpv;
-            if (ag->t.kind == EX_STRING) {
+            if (ex_is_bytes(ag->t.kind)) {
                 uint32_t l, ol;
                 const uint8_t *s = ex_str(v, r, &l);
                 memcpy(&ol, c->s[g], 4);
@@ -859,10 +897,193 @@ static int qbuf_push(eng_mem *m, qbuf **qp, int64_t x)
     return 0;
 }
 
+/* ---- groupArray, groupUniqArray, topK ---- */
+
+static uint64_t vl_hash(const uint8_t *p, uint32_t n)
+{
+    return XXH3_64bits(p, n) | 1;
+}
+
+/* The index of value (p, n) in l (with an index), or -1. */
+static int64_t vl_find(const vlist *l, const uint8_t *p, uint32_t n, uint64_t h)
+{
+    if (!l->slot)
+        return -1;
+    for (uint32_t s = (uint32_t)h & l->mask;; s = (s + 1) & l->mask) {
+        uint32_t k = l->slot[s];
+        if (!k)
+            return -1;
+        k--;
+        uint32_t kl = l->off[k + 1] - l->off[k];
+        if (kl == n && memcmp(l->b + l->off[k], p, n) == 0)
+            return k;
+    }
+}
+
+static int vl_index_put(eng_mem *m, vlist *l, uint32_t k, uint64_t h)
+{
+    if (!l->slot || (uint64_t)(l->cnt + 1) * 2 > (uint64_t)l->mask + 1) {
+        uint32_t nm = l->slot ? l->mask * 2 + 1 : 15;
+        uint32_t *ns = em_calloc(m, ((size_t)nm + 1) * 4);
+        if (!ns)
+            return -ENOMEM;
+        for (uint32_t j = 0; j < l->cnt; j++) {
+            if (j == k)
+                continue;
+            uint64_t hj = vl_hash(l->b + l->off[j], l->off[j + 1] - l->off[j]);
+            uint32_t s = (uint32_t)hj & nm;
+            while (ns[s])
+                s = (s + 1) & nm;
+            ns[s] = j + 1;
+        }
+        em_free(m, l->slot);
+        l->slot = ns;
+        l->mask = nm;
+    }
+    uint32_t s = (uint32_t)h & l->mask;
+    while (l->slot[s])
+        s = (s + 1) & l->mask;
+    l->slot[s] = k + 1;
+    return 0;
+}
+
+/* Appends value (p, n) as element cnt of *lp (created on first use). */
+static int vl_append(eng_mem *m, vlist **lp, const uint8_t *p, uint32_t n, bool counts)
+{
+    vlist *l = *lp;
+    if (!l) {
+        if (!(l = em_calloc(m, sizeof(*l))))
+            return -ENOMEM;
+        *lp = l;
+    }
+    if (l->n + n > UINT32_MAX)
+        return -E2BIG;
+    if (l->n + n > l->cap) {
+        size_t nc = l->cap ? l->cap * 2 : 64;
+        while (nc < l->n + n)
+            nc *= 2;
+        uint8_t *nb = em_realloc(m, l->b, nc);
+        if (!nb)
+            return -ENOMEM;
+        l->b = nb;
+        l->cap = nc;
+    }
+    if (l->cnt + 1 >= l->ecap) {
+        uint32_t nc = l->ecap ? l->ecap * 2 : 16;
+        uint32_t *no = em_realloc(m, l->off, ((size_t)nc + 1) * 4);
+        if (!no)
+            return -ENOMEM;
+        l->off = no;
+        if (counts) {
+            uint64_t *nh = em_realloc(m, l->hits, (size_t)nc * 8);
+            if (!nh)
+                return -ENOMEM;
+            l->hits = nh;
+        }
+        l->ecap = nc;
+    }
+    if (l->cnt == 0)
+        l->off[0] = 0;
+    memcpy(l->b + l->n, p, n);
+    l->n += n;
+    if (counts)
+        l->hits[l->cnt] = 0;
+    l->off[++l->cnt] = (uint32_t)l->n;
+    return 0;
+}
+
+/* Adds one value (p, n) seen `times` times to state lp of aggregate ag. */
+static int vl_add(eng_mem *m, const eng_agg *ag, vlist **lp, const uint8_t *p, uint32_t n,
+                  uint64_t times)
+{
+    vlist *l = *lp;
+    if (ag->fn == AG_GROUPARRAY) {
+        if (ag->limit && l && l->cnt >= ag->limit)
+            return 0;
+        return vl_append(m, lp, p, n, false);
+    }
+    uint64_t h = vl_hash(p, n);
+    int64_t k = l ? vl_find(l, p, n, h) : -1;
+    if (k < 0) {
+        if (ag->fn == AG_GROUPUNIQ && ag->limit && l && l->cnt >= ag->limit)
+            return 0;
+        int rc = vl_append(m, lp, p, n, ag->fn == AG_TOPK);
+        l = *lp;
+        if (rc < 0 || (rc = vl_index_put(m, l, l->cnt - 1, h)) < 0)
+            return rc;
+        k = l->cnt - 1;
+    }
+    if (ag->fn == AG_TOPK)
+        l->hits[k] += times;
+    return 0;
+}
+
+/* Row r of v (not NULL) into state g of aggregate ag. */
+static int vl_update(agg_tab *t, const eng_agg *ag, agg_col *c, uint32_t g, const ex_vec *v,
+                     uint32_t r)
+{
+    ex_type et = v->t;
+    et.nullable = false;
+    ex_arr_val x;
+    ex_arr_val_of(v, r, &x);
+    t->elem.n = 0;
+    if (ex_arr_put(&t->elem, &et, &x) < 0)
+        return -ENOMEM;
+    return vl_add(t->mem, ag, &c->vl[g], t->elem.p, (uint32_t)t->elem.n, 1);
+}
+
+/* topK's order: the larger count first, then the smaller value (bytes), so
+ * that ties come out the same however the rows were split between threads. */
+static int tk_cmp(const void *x, const void *y, void *arg)
+{
+    uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+    const vlist *l = arg;
+    if (l->hits[a] != l->hits[b])
+        return l->hits[a] > l->hits[b] ? -1 : 1;
+    uint32_t la = l->off[a + 1] - l->off[a], lb = l->off[b + 1] - l->off[b];
+    uint32_t mn = la < lb ? la : lb;
+    int k = mn ? memcmp(l->b + l->off[a], l->b + l->off[b], mn) : 0;
+    if (k)
+        return k;
+    return la < lb ? -1 : la > lb;
+}
+
+/* The result of state l of aggregate ag, as row g of Array vector v. */
+static int vl_finish(agg_tab *t, const eng_agg *ag, const vlist *l, ex_vec *v, uint32_t g)
+{
+    ex_bytes *o = &t->elem;
+    o->n = 0;
+    size_t at;
+    if (ex_arr_begin(o, &at) < 0)
+        return -ENOMEM;
+    uint32_t cnt = l ? l->cnt : 0;
+    if (ag->fn == AG_TOPK && l) {
+        uint32_t *ord = malloc(((size_t)cnt + 1) * 4);
+        if (!ord)
+            return -ENOMEM;
+        for (uint32_t k = 0; k < cnt; k++)
+            ord[k] = k;
+        qsort_r(ord, cnt, 4, tk_cmp, (void *)l);
+        if (cnt > ag->limit)
+            cnt = ag->limit;
+        int rc = 0;
+        for (uint32_t k = 0; k < cnt && rc == 0; k++)
+            rc = ex_bytes_put(o, l->b + l->off[ord[k]], l->off[ord[k] + 1] - l->off[ord[k]]);
+        free(ord);
+        if (rc < 0)
+            return rc;
+    } else if (l && ex_bytes_put(o, l->b, l->n) < 0) {
+        return -ENOMEM;
+    }
+    ex_arr_end(o, at, cnt);
+    v->nulls[g] = 0;
+    return ex_vec_str_put(t->mem, v, g, o->p, o->n);
+}
+
 /* Compares keys of argMin/argMax: row r of v against the kept key of g. */
 static int key_cmp(const agg_col *c, uint32_t g, const ex_vec *v, uint32_t r)
 {
-    if (v->t.kind == EX_STRING) {
+    if (ex_is_bytes(v->t.kind)) {
         uint32_t l, ol;
         const uint8_t *s = ex_str(v, r, &l);
         memcpy(&ol, c->ks[g], 4);
@@ -901,6 +1122,14 @@ static int update_ext(agg_tab *t, int a, uint32_t g, const ex_vec *v, const ex_v
         if (keep_value(t, c, ag, g, v, r) < 0)
             return -ENOMEM;
         break;
+    case AG_GROUPARRAY:
+    case AG_GROUPUNIQ:
+    case AG_TOPK: {
+        int rc = vl_update(t, ag, c, g, v, r);
+        if (rc < 0)
+            return rc;
+        break;
+    }
     case AG_QUANTILE:
     case AG_QUANTILE_EXACT: {
         int64_t x;
@@ -947,7 +1176,7 @@ static int update_ext(agg_tab *t, int a, uint32_t g, const ex_vec *v, const ex_v
         }
         if (!take)
             break;
-        if (v2->t.kind == EX_STRING) {
+        if (ex_is_bytes(v2->t.kind)) {
             uint32_t l;
             const uint8_t *s = ex_str(v2, r, &l);
             if (str_set(t->mem, &c->ks[g], s, l) < 0)
@@ -1321,7 +1550,7 @@ int agg_tab_update(agg_tab *t, ex_ectx *ec, const ex_vec *in, const uint32_t *se
                     break;
                 }
                 size_t o = 0;
-                if (nk == 1 && kv[0].t.kind == EX_STRING && !kv[0].dict && !kv[0].is_const) {
+                if (nk == 1 && ex_is_bytes(kv[0].t.kind) && !kv[0].dict && !kv[0].is_const) {
                     /* one plain string key: key_put without the dispatch */
                     const uint32_t *off = kv[0].off, *s0 = ks[0];
                     const uint8_t *data = kv[0].data, *nulls = kv[0].nulls;
@@ -1420,7 +1649,7 @@ int agg_tab_update(agg_tab *t, ex_ectx *ec, const ex_vec *in, const uint32_t *se
 static void move_value(agg_tab *dst, const eng_agg *ag, agg_col *d, uint32_t g, agg_col *s,
                        uint32_t sg)
 {
-    if (ag->t.kind == EX_STRING) {
+    if (ex_is_bytes(ag->t.kind)) {
         em_free(dst->mem, d->s[g]);
         d->s[g] = s->s[sg];
         s->s[sg] = NULL;
@@ -1450,6 +1679,18 @@ static int merge_ext(agg_tab *dst, int a, uint32_t g, agg_tab *src, uint32_t sg)
     }
     bool first = !d->seen[g];
     switch (ag->fn) {
+    case AG_GROUPARRAY:
+    case AG_GROUPUNIQ:
+    case AG_TOPK: {
+        const vlist *l = s->vl[sg];
+        for (uint32_t k = 0; l && k < l->cnt; k++) {
+            int rc = vl_add(dst->mem, ag, &d->vl[g], l->b + l->off[k], l->off[k + 1] - l->off[k],
+                            l->hits ? l->hits[k] : 1);
+            if (rc < 0)
+                return rc;
+        }
+        return 0;
+    }
     case AG_QUANTILE:
     case AG_QUANTILE_EXACT: {
         qbuf *q = s->q[sg];
@@ -1483,7 +1724,7 @@ static int merge_ext(agg_tab *dst, int a, uint32_t g, agg_tab *src, uint32_t sg)
         bool take = first;
         if (!take) {
             int k;
-            if (ag->arg2->t.kind == EX_STRING) {
+            if (ex_is_bytes(ag->arg2->t.kind)) {
                 uint32_t l1, l2;
                 memcpy(&l1, s->ks[sg], 4);
                 memcpy(&l2, d->ks[g], 4);
@@ -1504,7 +1745,7 @@ static int merge_ext(agg_tab *dst, int a, uint32_t g, agg_tab *src, uint32_t sg)
         }
         if (!take)
             return 0;
-        if (ag->arg2->t.kind == EX_STRING) {
+        if (ex_is_bytes(ag->arg2->t.kind)) {
             em_free(dst->mem, d->ks[g]);
             d->ks[g] = s->ks[sg];
             s->ks[sg] = NULL;
@@ -1579,7 +1820,7 @@ int agg_tab_merge(agg_tab *dst, agg_tab *src, char *err, size_t errlen)
                 bool take = !d->seen[g];
                 if (!take && ag->fn != AG_ANY) {
                     int cmpv;
-                    if (ag->t.kind == EX_STRING) {
+                    if (ex_is_bytes(ag->t.kind)) {
                         uint32_t l1, l2;
                         memcpy(&l1, s->s[sg], 4);
                         memcpy(&l2, d->s[g], 4);
@@ -1796,7 +2037,7 @@ int agg_tab_finish(agg_tab *t, ex_vec *out, char *err, size_t errlen)
             ex_vec *v = &out[k];
             bool nul = *kp++ == 1;
             v->nulls[g] = nul;
-            if (v->t.kind == EX_STRING) {
+            if (ex_is_bytes(v->t.kind)) {
                 uint32_t l = 0;
                 if (!nul && k == p->n_keys - 1) {
                     l = (uint32_t)(kend - kp);
@@ -1850,6 +2091,17 @@ int agg_tab_finish(agg_tab *t, ex_vec *out, char *err, size_t errlen)
         bool any_null = false;
         for (uint32_t g = 0; g < n; g++) {
             bool seen = c->seen ? c->seen[g] : false;
+            if (ag->fn == AG_GROUPARRAY || ag->fn == AG_GROUPUNIQ || ag->fn == AG_TOPK) {
+                int rc = vl_finish(t, ag, c->vl[g], v, g);
+                if (rc == -E2BIG) {
+                    snprintf(err, errlen, "the arrays of %s are larger than 4 GiB",
+                             ag->node && ag->node->s ? ag->node->s : "an aggregate");
+                    return rc;
+                }
+                if (rc < 0)
+                    return tab_oom(t, err, errlen);
+                continue;
+            }
             if ((ag->distinct || ag->fn >= AG_ANYLAST) && ag->fn != AG_ANYLAST &&
                 ag->fn != AG_ARGMIN && ag->fn != AG_ARGMAX) {
                 finish_ext(t, a, g, v);
@@ -1874,7 +2126,7 @@ int agg_tab_finish(agg_tab *t, ex_vec *out, char *err, size_t errlen)
                 break;
             default:
                 v->nulls[g] = ag->t.nullable && !seen;
-                if (ag->t.kind == EX_STRING) {
+                if (ex_is_bytes(ag->t.kind)) {
                     uint32_t l = 0;
                     const uint8_t *s = (const uint8_t *)"";
                     if (seen && c->s[g]) {
@@ -1917,7 +2169,7 @@ static bool key_valid(const eng_plan *p, const uint8_t *k, uint32_t kl)
             return false;
         if (nul)
             continue;
-        if (p->keys[c]->t.kind == EX_STRING) {
+        if (ex_is_bytes(p->keys[c]->t.kind)) {
             if (c == p->n_keys - 1)
                 return true; /* the last string runs to the end */
             if (kl - o < 4)
@@ -1941,7 +2193,7 @@ static bool key_valid(const eng_plan *p, const uint8_t *k, uint32_t kl)
  * with its length, a double, or the int64. */
 static void enc_value(ew_buf *b, const eng_agg *ag, const agg_col *c, uint32_t g)
 {
-    if (ag->t.kind == EX_STRING) {
+    if (ex_is_bytes(ag->t.kind)) {
         uint32_t l = 0;
         if (c->s[g])
             memcpy(&l, c->s[g], 4);
@@ -1986,6 +2238,20 @@ int agg_tab_encode(const agg_tab *t, ew_buf *b)
                 ew_u64(b, c->cnt[g]);
                 break;
             case AG_UNIQ: enc_set(b, c->u[g]); break;
+            case AG_GROUPARRAY:
+            case AG_GROUPUNIQ:
+            case AG_TOPK: {
+                const vlist *l = c->vl[g];
+                ew_u32(b, l ? l->cnt : 0);
+                for (uint32_t k = 0; l && k < l->cnt; k++) {
+                    uint32_t kl = l->off[k + 1] - l->off[k];
+                    ew_u32(b, kl);
+                    ew_raw(b, l->b + l->off[k], kl);
+                    if (ag->fn == AG_TOPK)
+                        ew_u64(b, l->hits[k]);
+                }
+                break;
+            }
             case AG_QUANTILE:
             case AG_QUANTILE_EXACT: {
                 const qbuf *q = c->q[g];
@@ -2012,7 +2278,7 @@ int agg_tab_encode(const agg_tab *t, ew_buf *b)
             case AG_ARGMAX:
                 if (!c->seen[g])
                     break; /* no key and no value yet */
-                if (ag->arg2->t.kind == EX_STRING) {
+                if (ex_is_bytes(ag->arg2->t.kind)) {
                     uint32_t l = 0;
                     if (c->ks[g])
                         memcpy(&l, c->ks[g], 4);
@@ -2046,7 +2312,7 @@ static int wire_bad(er_buf *r, char *err, size_t errlen, const char *what)
  * set) or -ENOMEM. */
 static int dec_value(agg_tab *t, const eng_agg *ag, agg_col *c, uint32_t g, er_buf *r)
 {
-    if (ag->t.kind == EX_STRING) {
+    if (ex_is_bytes(ag->t.kind)) {
         uint32_t l;
         const uint8_t *s = er_bytes(r, (uint32_t)er_left(r), &l);
         if (!s)
@@ -2130,6 +2396,27 @@ int agg_tab_decode(agg_tab *t, er_buf *r, char *err, size_t errlen)
                 if (dec_set(t, &c->u[g], r) < 0)
                     return r->err ? wire_bad(r, err, errlen, "uniq set") : tab_oom(t, err, errlen);
                 break;
+            case AG_GROUPARRAY:
+            case AG_GROUPUNIQ:
+            case AG_TOPK: {
+                /* each value is at least its 4-byte length (and a topK count) */
+                uint32_t m = er_count(r, ag->fn == AG_TOPK ? 12 : 4, UINT32_MAX / 16);
+                if (r->err)
+                    return wire_bad(r, err, errlen, "array aggregate values");
+                for (uint32_t q = 0; q < m; q++) {
+                    uint32_t l;
+                    const uint8_t *vp = er_bytes(r, (uint32_t)er_left(r), &l);
+                    uint64_t times = ag->fn == AG_TOPK ? er_u64(r) : 1;
+                    if (!vp || r->err)
+                        return wire_bad(r, err, errlen, "array aggregate values");
+                    int rc = vl_add(t->mem, ag, &c->vl[g], vp, l, times);
+                    if (rc < 0)
+                        return tab_oom(t, err, errlen);
+                }
+                if (m && !seen)
+                    return wire_bad(r, err, errlen, "array aggregate values without a seen flag");
+                break;
+            }
             case AG_QUANTILE:
             case AG_QUANTILE_EXACT: {
                 uint32_t m = er_count(r, 8, UINT32_MAX / 8);
@@ -2162,7 +2449,7 @@ int agg_tab_decode(agg_tab *t, er_buf *r, char *err, size_t errlen)
             case AG_ARGMAX:
                 if (!seen)
                     break;
-                if (ag->arg2->t.kind == EX_STRING) {
+                if (ex_is_bytes(ag->arg2->t.kind)) {
                     uint32_t l;
                     const uint8_t *ks = er_bytes(r, (uint32_t)er_left(r), &l);
                     if (!ks)

@@ -429,6 +429,14 @@ static int run_describe(equery *q, eng_format fmt, char *err, size_t errlen)
     for (int i = 0; rc == 0 && i < schema->n; i++) {
         if (schema->cols[i].virt)
             continue;
+        if (schema->cols[i].nested) {
+            snprintf(err, errlen,
+                     "column '%s' is %s, which is not supported yet (the other columns can be "
+                     "read: SELECT * EXCEPT (%s))",
+                     schema->cols[i].name, schema->cols[i].nested, schema->cols[i].name);
+            rc = -ENOTSUP;
+            break;
+        }
         char tn[256];
         if (q->src->type_names && q->src->type_names[i])
             snprintf(tn, sizeof(tn), "%s", q->src->type_names[i]);

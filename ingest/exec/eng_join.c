@@ -232,7 +232,7 @@ static int put_val(eng_mem *m, ex_vec *out, uint32_t i, const ex_vec *src, uint3
 {
     bool nul = r == NONE ? missing_null : ex_null(src, r);
     out->nulls[i] = nul;
-    if (out->t.kind == EX_STRING) {
+    if (ex_is_bytes(out->t.kind)) {
         uint32_t l = 0;
         const uint8_t *s = (const uint8_t *)"";
         if (r != NONE && !nul)
@@ -280,7 +280,7 @@ static int flush_pairs(jsrc *j, jreader *jr, const ex_vec *lcols, eng_scan_fn fn
             src = &j->right.rows.c[j->rmap[c - j->n_lcols]];
             rows = jr->pr;
         }
-        if (src && !src->is_const && src->t.kind == t.kind && t.kind != EX_STRING &&
+        if (src && !src->is_const && src->t.kind == t.kind && !ex_is_bytes(t.kind) &&
             t.kind != EX_NOTHING) {
             ex_vec *ov = &out[k];
             bool fl = t.kind == EX_FLOAT;
@@ -604,6 +604,11 @@ static int key_mode(const jsrc *j, int lc, int rc, const char *what, int line, i
                     size_t errlen)
 {
     ex_type a = j->left->schema.cols[lc].t, b = j->right.rows.c[rc].t;
+    if (a.kind == EX_ARRAY || b.kind == EX_ARRAY) {
+        snprintf(err, errlen, "line %d, column %d: %s on an Array column is not supported", line,
+                 col, what);
+        return -ENOTSUP;
+    }
     bool sa = a.kind == EX_STRING, sb = b.kind == EX_STRING;
     if (a.kind == EX_NOTHING || b.kind == EX_NOTHING)
         return a.kind == EX_STRING || b.kind == EX_STRING ? JK_STR : JK_INT;
@@ -765,8 +770,8 @@ static void used_node(used_names *u, const sql_node *e)
 }
 
 /* Every name st uses outside its FROM: the SELECT list, WHERE, GROUP BY,
- * HAVING, ORDER BY, LIMIT BY, WITH's expressions and every JOIN's ON and
- * USING. A name that is not a column (an alias, a WITH name) costs nothing. */
+ * HAVING, ORDER BY, LIMIT BY, WITH's expressions, ARRAY JOIN and every
+ * JOIN's ON and USING. A name that is not a column (an alias, a WITH name) costs nothing. */
 static void used_stmt(used_names *u, const sql_stmt *st)
 {
     for (int i = 0; i < st->n_items; i++) {
@@ -787,6 +792,7 @@ static void used_stmt(used_names *u, const sql_stmt *st)
         used_node(u, st->limit_by[i]);
     for (int i = 0; i < st->n_with; i++)
         used_node(u, st->with[i].expr);
+    used_node(u, st->array_join);
     for (int i = 0; i < st->n_joins; i++) {
         used_node(u, st->joins[i].on);
         for (int k = 0; k < st->joins[i].n_using; k++)
@@ -839,6 +845,7 @@ static int make_schema(jsrc *j, const sql_join *jn, char *err, size_t errlen)
     for (int k = 0; k < ls->n; k++) {
         sc->cols[k].t = ls->cols[k].t;
         sc->cols[k].cb = ls->cols[k].cb; /* the left's Parquet types: WHERE's pruning */
+        sc->cols[k].nested = ls->cols[k].nested;
         bool is_using = j->using_r && j->using_r[k] >= 0;
         if (lnull && !is_using)
             sc->cols[k].t.nullable = true;

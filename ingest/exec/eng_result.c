@@ -161,7 +161,7 @@ static int limit_by(eng_mem *m, rtab *t, const eng_plan *p, int first_key)
             uint64_t x;
             if (ex_null(v, r)) {
                 x = 0x6e756c6cull;
-            } else if (v->t.kind == EX_STRING) {
+            } else if (ex_is_bytes(v->t.kind)) {
                 uint32_t l;
                 const uint8_t *s = ex_str(v, r, &l);
                 x = 1469598103934665603ull;
@@ -194,7 +194,7 @@ static int limit_by(eng_mem *m, rtab *t, const eng_plan *p, int first_key)
                 bool na = ex_null(v, a), nb = ex_null(v, r);
                 if (na || nb) {
                     same = na == nb;
-                } else if (v->t.kind == EX_STRING) {
+                } else if (ex_is_bytes(v->t.kind)) {
                     uint32_t la, lb;
                     const uint8_t *x = ex_str(v, a, &la), *y = ex_str(v, r, &lb);
                     same = la == lb && (la == 0 || memcmp(x, y, la) == 0);

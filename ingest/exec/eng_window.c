@@ -304,7 +304,7 @@ static int put_cell(eng_mem *m, ex_vec *out, uint32_t i, const ex_vec *src, int6
 {
     bool nul = r < 0 || ex_null(src, (uint32_t)r);
     out->nulls[i] = nul && out->t.nullable;
-    if (out->t.kind == EX_STRING) {
+    if (ex_is_bytes(out->t.kind)) {
         uint32_t l = 0;
         const uint8_t *s = (const uint8_t *)"";
         if (!nul)
@@ -369,7 +369,7 @@ static int compute(eng_mem *m, witem *w, const rtab *t, char *err, size_t errlen
     if (ex_vec_alloc(m, &w->res, at, n) < 0)
         goto oom;
     w->res.t = rt;
-    if (rt.kind == EX_STRING && n)
+    if (ex_is_bytes(rt.kind) && n)
         for (uint32_t i = 0; i <= n; i++)
             w->res.off[i] = 0;
     uint32_t *pos = malloc(sizeof(uint32_t) * ((size_t)n + 1));
@@ -378,9 +378,9 @@ static int compute(eng_mem *m, witem *w, const rtab *t, char *err, size_t errlen
     int64_t *ps_i = malloc(sizeof(int64_t) * ((size_t)n + 1));
     uint32_t *ps_c = malloc(sizeof(uint32_t) * ((size_t)n + 1));
     /* strings go in row order: results are first kept per row, then put */
-    int64_t *src_row = rt.kind == EX_STRING ? malloc(sizeof(int64_t) * ((size_t)n + 1)) : NULL;
+    int64_t *src_row = ex_is_bytes(rt.kind) ? malloc(sizeof(int64_t) * ((size_t)n + 1)) : NULL;
     int rc = 0;
-    if (!pos || !brk || !ps_d || !ps_i || !ps_c || (rt.kind == EX_STRING && !src_row)) {
+    if (!pos || !brk || !ps_d || !ps_i || !ps_c || (ex_is_bytes(rt.kind) && !src_row)) {
         rc = -ENOMEM;
         goto out;
     }

@@ -33,8 +33,118 @@ int eng__n_res_cols(const eng_plan *p)
     return p->n_outs + p->n_order;
 }
 
+static int process_rows(worker *w, ex_vec *in, uint32_t n);
+
+/* ARRAY JOIN: each row of the block once per element of the plan's array
+ * (an empty one once, with the default, under LEFT), the element after the
+ * source's slots; then the rest of the plan on those rows. */
+static int array_join(worker *w, ex_vec *in, uint32_t n)
+{
+    equery *q = w->q;
+    const eng_plan *p = &q->plan;
+    ex_ectx ec = {&q->mem, w->err, sizeof(w->err)};
+    ex_vec arr;
+    int rc = bx_eval(&ec, p->ajoin, in, NULL, n, &arr);
+    if (rc < 0)
+        return rc;
+    ex_type et = ex_arr_elem(&arr.t);
+    int nin = p->n_need;
+    ex_vec *in2 = calloc((size_t)nin + 2, sizeof(ex_vec));
+    uint32_t *rep = NULL;
+    if (!in2) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    /* rows at a time, so that a block of long arrays stays a slice */
+    for (uint32_t r0 = 0; r0 < n && rc == 0;) {
+        uint64_t tot = 0;
+        uint32_t r1 = r0;
+        for (; r1 < n && (tot < ENG_SLICE_ROWS || r1 == r0); r1++) {
+            uint32_t l;
+            const uint8_t *a = ex_str(&arr, r1, &l);
+            uint32_t k = ex_arr_count(a, l);
+            tot += k ? k : p->ajoin_left;
+        }
+        if (tot > UINT32_MAX / 2) {
+            snprintf(w->err, sizeof(w->err), "an array of ARRAY JOIN has more than 2^31 elements");
+            rc = -E2BIG;
+            break;
+        }
+        free(rep);
+        if (!(rep = malloc(sizeof(uint32_t) * (size_t)(tot ? tot : 1)))) {
+            rc = -ENOMEM;
+            break;
+        }
+        ex_vec *el = &in2[nin];
+        ex_type at = et;
+        at.nullable = true;
+        if ((rc = ex_vec_alloc(&q->mem, el, at, (uint32_t)tot)) < 0)
+            break;
+        el->t = et;
+        uint32_t m = 0;
+        for (uint32_t r = r0; r < r1 && rc == 0; r++) {
+            uint32_t l;
+            const uint8_t *a = ex_str(&arr, r, &l);
+            ex_arr_it it;
+            ex_arr_open(&it, &arr.t, a, l);
+            ex_arr_val v;
+            bool any = false;
+            while (rc == 0 && (ex_arr_next(&it, &v) || (!any && p->ajoin_left))) {
+                if (!any && it.at == 0) {
+                    /* LEFT ARRAY JOIN of []: the element type's default (NULL when
+                     * the elements are Nullable) */
+                    memset(&v, 0, sizeof(v));
+                    v.null = et.nullable;
+                    if (et.kind == EX_ARRAY) {
+                        static const uint8_t empty[4] = {0};
+                        v.s = empty;
+                        v.len = 4;
+                    }
+                }
+                any = true;
+                rep[m] = r;
+                el->nulls[m] = v.null;
+                if (ex_is_bytes(et.kind))
+                    rc = ex_vec_str_put(&q->mem, el, m, v.null ? (const uint8_t *)"" : v.s,
+                                        v.null ? 0 : v.len);
+                else if (et.kind == EX_FLOAT)
+                    el->d[m] = v.null ? 0 : v.d;
+                else if (et.kind != EX_NOTHING)
+                    el->i[m] = v.null ? 0 : v.i;
+                m++;
+                if (it.at >= it.count)
+                    break;
+            }
+        }
+        /* every other column repeated by rep (a gather, as a column reference) */
+        for (int k = 0; k < nin && rc == 0; k++) {
+            bx col = {.op = BX_COL, .col = k};
+            rc = bx_eval(&ec, &col, in, rep, m, &in2[k]);
+        }
+        if (rc == 0 && m)
+            rc = process_rows(w, in2, m);
+        for (int k = 0; k <= nin; k++)
+            ex_vec_clear(&q->mem, &in2[k]);
+        r0 = r1;
+    }
+out:
+    if (rc == -ENOMEM && !w->err[0])
+        snprintf(w->err, sizeof(w->err), "out of memory in ARRAY JOIN");
+    free(rep);
+    free(in2);
+    ex_vec_clear(&q->mem, &arr);
+    return rc;
+}
+
 /* Filter + aggregate or project one block of scan vectors. */
 static int process(worker *w, ex_vec *in, uint32_t n)
+{
+    if (w->q->plan.ajoin)
+        return array_join(w, in, n);
+    return process_rows(w, in, n);
+}
+
+static int process_rows(worker *w, ex_vec *in, uint32_t n)
 {
     equery *q = w->q;
     const eng_plan *p = &q->plan;

@@ -51,7 +51,7 @@ int rtab_reserve(eng_mem *m, rtab *t, uint32_t need)
                 if (!(p = em_grow(m, v->d, (size_t)cap * 8)))
                     return -ENOMEM;
                 v->d = p;
-            } else if (v->t.kind == EX_STRING) {
+            } else if (ex_is_bytes(v->t.kind)) {
                 if (!(p = em_grow(m, v->off, ((size_t)cap + 1) * 4)))
                     return -ENOMEM;
                 v->off = p;
@@ -83,7 +83,7 @@ int rtab_put(eng_mem *m, rtab *t, int k, const ex_vec *v, uint32_t r)
     uint32_t at = t->n;
     bool nul = ex_null(v, r);
     c->nulls[at] = nul;
-    if (c->t.kind == EX_STRING) {
+    if (ex_is_bytes(c->t.kind)) {
         uint32_t l = 0;
         const uint8_t *s = nul ? (const uint8_t *)"" : ex_str(v, r, &l);
         return ex_vec_str_put(m, c, at, s, l);
@@ -142,6 +142,10 @@ static void type_put(ew_buf *b, const ex_type *t)
 {
     uint8_t x[6] = {t->kind, t->nullable, t->scale, t->bits, t->utc, t->prec};
     ew_raw(b, x, 6);
+    if (t->kind == EX_ARRAY) { /* an Array's element: 3 bytes more */
+        uint8_t y[3] = {t->elem, t->depth, t->enull};
+        ew_raw(b, y, 3);
+    }
 }
 
 int rtab_encode(const rtab *t, ew_buf *b)
@@ -154,7 +158,7 @@ int rtab_encode(const rtab *t, ew_buf *b)
         const ex_vec *v = &t->c[k];
         ew_raw(b, v->nulls, t->n);
         for (uint32_t r = 0; r < t->n; r++) {
-            if (v->t.kind == EX_STRING) {
+            if (ex_is_bytes(v->t.kind)) {
                 uint32_t l;
                 const uint8_t *s = ex_str(v, r, &l);
                 ew_bytes(b, s, l);
@@ -179,6 +183,11 @@ int rtab_decode_append(eng_mem *m, rtab *t, er_buf *r)
         if (!x || x[0] != w->kind || x[1] != w->nullable || x[2] != w->scale || x[3] != w->bits ||
             x[4] != w->utc || x[5] != w->prec)
             return er_fail(r);
+        if (w->kind == EX_ARRAY) {
+            const uint8_t *y = er_raw(r, 3);
+            if (!y || y[0] != w->elem || y[1] != w->depth || y[2] != w->enull)
+                return er_fail(r);
+        }
     }
     /* each row is at least its null byte in every column */
     uint32_t n = er_count(r, nc ? nc : 1, UINT32_MAX / 2 - t->n);
@@ -196,7 +205,7 @@ int rtab_decode_append(eng_mem *m, rtab *t, er_buf *r)
             if (nl[i] > 1)
                 return er_fail(r);
             v->nulls[at + i] = nl[i];
-            if (v->t.kind == EX_STRING) {
+            if (ex_is_bytes(v->t.kind)) {
                 uint32_t l;
                 const uint8_t *s = er_bytes(r, (uint32_t)er_left(r), &l);
                 if (!s || ex_vec_str_put(m, v, at + i, s, l) < 0)
@@ -225,6 +234,11 @@ int rtab_cmp_values(const ex_vec *v, uint32_t a, uint32_t b)
         if (!c)
             c = la < lb ? -1 : la > lb;
         return c < 0 ? -1 : c > 0;
+    }
+    case EX_ARRAY: {
+        uint32_t la, lb;
+        const uint8_t *x = ex_str(v, a, &la), *y = ex_str(v, b, &lb);
+        return ex_arr_cmp(&v->t, x, la, y, lb);
     }
     case EX_FLOAT: return v->d[a] < v->d[b] ? -1 : v->d[a] > v->d[b];
     case EX_UINT:

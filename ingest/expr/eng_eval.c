@@ -161,7 +161,7 @@ static int gather(ex_ectx *c, const ex_vec *src, const uint32_t *sel, uint32_t n
         out->own |= EXO_D;
         for (uint32_t r = 0; r < n; r++)
             out->d[r] = src->d[sel[r]];
-    } else if (src->t.kind == EX_STRING) {
+    } else if (ex_is_bytes(src->t.kind)) {
         if (src->dict) {
             out->dict = src->dict;
             if (!(out->idx = em_alloc(c->mem, cnt * 4)))
@@ -1131,6 +1131,17 @@ static int eval_cast(ex_ectx *c, const bx *e, ex_vec *a, uint32_t n, ex_vec *out
     int rc = 0;
     for (uint32_t r = 0; r < n && !rc; r++) {
         bool nul = out->nulls && out->nulls[r];
+        if (t.kind == EX_STRING && x->t.kind == EX_ARRAY) {
+            /* toString(arr): its text as ClickHouse prints it */
+            uint32_t l;
+            const uint8_t *p = ex_str(x, r, &l);
+            ex_bytes tx = {0};
+            rc = ex_arr_text(&x->t, p, l, false, &tx);
+            if (rc == 0)
+                rc = ex_vec_str_put(c->mem, out, r, tx.p ? tx.p : (const uint8_t *)"", tx.n);
+            ex_bytes_free(&tx);
+            continue;
+        }
         if (t.kind == EX_STRING) {
             uint32_t l = 0;
             const uint8_t *s = nul ? (const uint8_t *)"" : any_text(x, r, nb, sizeof(nb), &l);
@@ -1291,7 +1302,7 @@ static int eval_choice(ex_ectx *c, const bx *e, ex_vec *a, int na, uint32_t n, e
             if (!pick)
                 pick = &a[na - 1];
         }
-        if (out->t.kind == EX_STRING) {
+        if (ex_is_bytes(out->t.kind)) {
             uint32_t l = 0;
             const uint8_t *s = ex_null(pick, r) ? (const uint8_t *)"" : ex_str(pick, r, &l);
             if (ex_vec_str_put(c->mem, out, r, s, l) < 0)

@@ -927,6 +927,16 @@ int bx_eval_fn(ex_ectx *c, const bx *e, ex_vec *a, int na, uint32_t n, ex_vec *o
         }
         return 0;
     }
+    case F_ARRAY:
+    case F_HAS:
+    case F_ELEMENT:
+    case F_ARR_LENGTH:
+    case F_ARR_EMPTY:
+    case F_ARR_NOTEMPTY:
+    case F_SPLITBYCHAR:
+    case F_SPLITBYSTRING:
+    case F_ARR_EQ:
+    case F_ARR_CAST: return bx__eval_array(c, e, a, na, n, out);
     default:
         if (c->err && c->errlen)
             snprintf(c->err, c->errlen, "internal: function %d has no evaluation", e->fn);

@@ -90,6 +90,17 @@ typedef enum bx_fn {
     F_FORMATDATETIME, /* a[0] date, a[1] the format (a constant) */
     F_PARSEDATETIME,  /* parseDateTimeBestEffort; unit: 0 error, 1 OrNull, 2 OrZero */
     F_ASSUMENOTNULL,
+    /* eng_eval_array.c */
+    F_ARRAY,         /* [a, b, ...]: an Array of the arguments (cast to the element type) */
+    F_HAS,           /* has(arr, x) */
+    F_ELEMENT,       /* arr[i]: 1-based, negative from the end, else the default */
+    F_ARR_LENGTH,    /* length(arr) */
+    F_ARR_EMPTY,     /* empty(arr) */
+    F_ARR_NOTEMPTY,  /* notEmpty(arr) */
+    F_SPLITBYCHAR,   /* splitByChar(sep, s): sep one byte (a constant) */
+    F_SPLITBYSTRING, /* splitByString(sep, s): sep a constant; '' splits into bytes */
+    F_ARR_EQ,        /* arr = arr, arr != arr (negated): equal elements */
+    F_ARR_CAST,      /* an Array re-encoded as another Array type (Nullable, wider) */
 } bx_fn;
 
 /* Units of F_TOSTARTOF and F_DATEADD (the first eight are dateDiff's). */

@@ -16,6 +16,9 @@ int bx_oom(ex_ectx *c);
 /* The functions of eng_eval_fn.c over evaluated arguments a[0..na), n rows. */
 int bx_eval_fn(ex_ectx *c, const bx *e, ex_vec *a, int na, uint32_t n, ex_vec *out);
 
+/* The Array functions (eng_eval_array.c), F_ARRAY .. F_ARR_CAST. */
+int bx__eval_array(ex_ectx *c, const bx *e, ex_vec *a, int na, uint32_t n, ex_vec *out);
+
 /* SipHash-2-4 of m with the key (k0, k1); sipHash64 uses the key 0. */
 uint64_t bx_siphash24(uint64_t k0, uint64_t k1, const uint8_t *m, size_t len);
 /* CityHash64 of version 1.0.2, as ClickHouse's cityHash64 (eng_cityhash.c), and

@@ -137,6 +137,17 @@ typedef struct eng_s3_access {
  * itself). Called from the thread running the statement. */
 typedef int (*eng_s3_as_fn)(void *impl, const eng_s3_creds *creds, eng_s3_access *out, char *err,
                             size_t errlen);
+/* An S3 listing's callback (s3_object_fn) that hands each key and size to an
+ * eng_key_fn: arg is an rs_key_ctx {fn, arg, 0}; a negative answer of fn
+ * stops the listing and stays in rc. */
+struct s3_object_info;
+typedef struct rs_key_ctx {
+    eng_key_fn fn;
+    void *arg;
+    int rc;
+} rs_key_ctx;
+int rs_key_cb(const struct s3_object_info *info, void *arg);
+
 /* S3 directly: the list and open above with impl an s3_config (borrowed;
  * rs_s3.c). Anonymous requests when it has no credentials. */
 int rs_s3_list(void *impl, const char *bucket, const char *glob, eng_key_fn fn, void *arg,

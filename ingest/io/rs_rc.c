@@ -88,28 +88,11 @@ int rs_rc_open_known_key(void *impl, const char *bucket, const char *key, uint64
 
 /* ---- the cache client as an object store ------------------------------------------- */
 
-typedef struct rc_glob {
-    eng_key_fn fn;
-    void *arg;
-    int rc;
-} rc_glob;
-
-static int rc_glob_cb(const s3_object_info *info, void *arg)
-{
-    rc_glob *g = arg;
-    int rc = g->fn(info->key, info->size, g->arg);
-    if (rc < 0) {
-        g->rc = rc;
-        return rc;
-    }
-    return 0;
-}
-
 int rs_rc_list(void *impl, const char *bucket, const char *glob, eng_key_fn fn, void *arg,
                char *err, size_t errlen)
 {
-    rc_glob g = {fn, arg, 0};
-    int rc = rc_list(impl, bucket, glob, rc_glob_cb, &g, err, errlen);
+    rs_key_ctx g = {fn, arg, 0};
+    int rc = rc_list(impl, bucket, glob, rs_key_cb, &g, err, errlen);
     return g.rc < 0 ? g.rc : rc;
 }
 

@@ -267,15 +267,9 @@ int rs_s3_open(rs_source **out, const s3_config *cfg, const char *bucket, const 
 
 /* ---- S3 as an object store (rangesrc.h) ------------------------------------------ */
 
-typedef struct glob_ctx {
-    eng_key_fn fn;
-    void *arg;
-    int rc;
-} glob_ctx;
-
-static int glob_cb(const s3_object_info *info, void *arg)
+int rs_key_cb(const s3_object_info *info, void *arg)
 {
-    glob_ctx *g = arg;
+    rs_key_ctx *g = arg;
     int rc = g->fn(info->key, info->size, g->arg);
     if (rc < 0) {
         g->rc = rc;
@@ -293,9 +287,9 @@ int rs_s3_list(void *impl, const char *bucket, const char *glob, eng_key_fn fn, 
         snprintf(err, errlen, "cannot start the S3 client: %s", strerror(-rc));
         return rc;
     }
-    glob_ctx g = {fn, arg, 0};
+    rs_key_ctx g = {fn, arg, 0};
     s3_error e = {0};
-    rc = s3_sync_glob(s, bucket, glob, glob_cb, &g, &e);
+    rc = s3_sync_glob(s, bucket, glob, rs_key_cb, &g, &e);
     s3_sync_destroy(&s);
     if (g.rc < 0)
         rc = g.rc;

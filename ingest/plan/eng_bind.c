@@ -43,7 +43,14 @@ typedef struct binder {
     /* the SELECT list, * and aliases expanded (for GROUP BY / ORDER BY positions) */
     sql_node **items;
     int n_items;
+    /* ARRAY JOIN: the name the element goes by, or the arrayJoin(...) call
+     * whose value it is; a reference binds to slot AJ_SLOT until the end */
+    const char *aj_name;
+    const sql_node *aj_call;
 } binder;
+
+/* The element of ARRAY JOIN while binding (moved to slot n_need at the end). */
+#define AJ_SLOT (1 << 30)
 
 static int berr(binder *b, const sql_node *at, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -188,9 +195,54 @@ static int int_digits(ex_type t)
     return t.kind == EX_BOOL ? 1 : t.bits == 8 ? 3 : t.bits == 16 ? 5 : t.bits == 32 ? 10 : 19;
 }
 
+/* Whether an Array type is that of the empty literal [] (Array(Nothing)),
+ * whose rows are valid arrays of any element type. */
+static bool arr_is_empty_type(ex_type a)
+{
+    return a.kind == EX_ARRAY && a.depth == 1 && a.elem == EX_NOTHING && !a.enull;
+}
+
+static bool supertype(ex_type a, ex_type b, ex_type *out);
+
+/* The common type of two Array types: Array(the supertype of the elements),
+ * or the other when one is []. */
+static bool arr_supertype(ex_type a, ex_type b, ex_type *out)
+{
+    if (a.kind != EX_ARRAY || b.kind != EX_ARRAY)
+        return false;
+    if (arr_is_empty_type(a) || arr_is_empty_type(b)) {
+        *out = arr_is_empty_type(a) ? b : a;
+        return true;
+    }
+    if (a.depth != b.depth)
+        return false;
+    ex_type et;
+    if (!supertype(ex_arr_elem(&a), ex_arr_elem(&b), &et))
+        return false;
+    if (et.kind == EX_NOTHING) {
+        *out = a;
+        return true;
+    }
+    *out = ex_arr_of(et);
+    return true;
+}
+
+/* Whether values of Array types a and b have the same bytes (b can be
+ * retyped as a without re-encoding). */
+static bool arr_same_bytes(ex_type a, ex_type b)
+{
+    if (arr_is_empty_type(b))
+        return true;
+    bool ia = a.elem == EX_INT || a.elem == EX_UINT, ib = b.elem == EX_INT || b.elem == EX_UINT;
+    return a.depth == b.depth && a.enull == b.enull && a.scale == b.scale &&
+           (a.elem == b.elem || (ia && ib));
+}
+
 /* The common type of a and b for if/multiIf/coalesce/IN; false if none. */
 static bool supertype(ex_type a, ex_type b, ex_type *out)
 {
+    if (a.kind == EX_ARRAY || b.kind == EX_ARRAY)
+        return arr_supertype(a, b, out);
     bool nul = a.nullable || b.nullable || a.kind == EX_NOTHING || b.kind == EX_NOTHING;
     bool da = a.kind == EX_DECIMAL, db = b.kind == EX_DECIMAL;
     if (a.kind == EX_NOTHING) {
@@ -322,7 +374,7 @@ static bx *fold(binder *b, bx *e)
     k->cval.nulls[0] = ex_null(&v, 0);
     if (v.t.kind == EX_FLOAT)
         k->cval.d[0] = v.d[0];
-    else if (v.t.kind == EX_STRING) {
+    else if (ex_is_bytes(v.t.kind)) {
         uint32_t l;
         const uint8_t *s = ex_str(&v, 0, &l);
         if (ex_vec_str_put(b->mem, &k->cval, 0, s, l) < 0)
@@ -338,6 +390,30 @@ static bx *cast_to(binder *b, bx *e, ex_type t)
 {
     if (!e)
         return NULL;
+    if ((e->t.kind == EX_ARRAY || t.kind == EX_ARRAY) &&
+        !(e->t.kind == EX_ARRAY && t.kind == EX_STRING)) {
+        /* arrays of one encoding (or []) are the same bytes: retyped; others are
+         * re-encoded element by element (F_ARR_CAST); an Array to a String is
+         * its text (F_CAST) */
+        ex_type st;
+        if (e->t.kind != EX_ARRAY || t.kind != EX_ARRAY || !arr_supertype(e->t, t, &st) ||
+            !arr_same_bytes(t, st)) {
+            char x[128], y[128];
+            ex_type_name(&e->t, x, sizeof(x));
+            ex_type_name(&t, y, sizeof(y));
+            berr(b, NULL, "cannot convert %s to %s: CAST the elements", x, y);
+            bx_free(b->mem, e);
+            return NULL;
+        }
+        if (arr_same_bytes(t, e->t)) {
+            e->t = t;
+            if (e->op == BX_CONST)
+                e->cval.t = t;
+            return e;
+        }
+        bx *a[1] = {e};
+        return fold(b, bx_fn_new(b, F_ARR_CAST, t, a, 1));
+    }
     if (e->t.kind == t.kind && e->t.scale == t.scale && e->t.nullable == t.nullable)
         return e;
     if (e->t.kind == EX_NOTHING && e->op == BX_CONST) {
@@ -522,6 +598,9 @@ static const struct fn_def {
     {"corr", AG_CORR, 2, 2, true},
     {"argMin", AG_ARGMIN, 2, 2, true},
     {"argMax", AG_ARGMAX, 2, 2, true},
+    {"groupArray", AG_GROUPARRAY, 1, 1, true},
+    {"groupUniqArray", AG_GROUPUNIQ, 1, 1, true},
+    {"topK", AG_TOPK, 1, 1, true},
     {"if", F_IF, 3, 3, false},
     {"multiIf", F_MULTIIF, 3, 255, false},
     {"coalesce", F_COALESCE, 1, 255, false},
@@ -569,6 +648,11 @@ static const struct fn_def {
     {"trimLeft", F_TRIMLEFT, 1, 1, false},
     {"trimRight", F_TRIMRIGHT, 1, 1, false},
     {"reverse", F_REVERSE, 1, 1, false},
+    {"array", F_ARRAY, 0, 255, false},
+    {"has", F_HAS, 2, 2, false},
+    {"arrayElement", F_ELEMENT, 2, 2, false},
+    {"splitByChar", F_SPLITBYCHAR, 2, 2, false},
+    {"splitByString", F_SPLITBYSTRING, 2, 2, false},
     {"empty", F_EMPTY, 1, 1, false},
     {"notEmpty", F_NOTEMPTY, 1, 1, false},
     {"formatReadableSize", F_FMT_SIZE, 1, 1, false},
@@ -758,8 +842,20 @@ typedef enum { MODE_PRE, MODE_POST } bmode;
 
 static bx *bind(binder *b, const sql_node *n, bmode mode);
 
+static bx *aj_ref(binder *b)
+{
+    bx *e = bx_new(b, BX_COL);
+    if (!e)
+        return NULL;
+    e->col = AJ_SLOT;
+    e->t = ex_arr_elem(&b->p->ajoin->t);
+    return e;
+}
+
 static bx *col_ref(binder *b, const sql_node *n)
 {
+    if (b->aj_name && n->kind == SQL_COLUMN && strcmp(n->s, b->aj_name) == 0)
+        return aj_ref(b);
     int c = resolve_column(b->sc, n);
     if (c < 0) {
         const char **cands = malloc(sizeof(char *) * (size_t)(b->sc->n + b->st->n_items + 1));
@@ -778,6 +874,13 @@ static bx *col_ref(binder *b, const sql_node *n)
             berr(b, n, "unknown column '%s': the file has %d columns (DESCRIBE lists them)", n->s,
                  b->sc->n);
         free(cands);
+        return NULL;
+    }
+    if (b->sc->cols[c].nested) {
+        berr(b, n,
+             "column '%s' is %s, which is not supported yet (leave it out of the query: the "
+             "other columns can be read; SELECT * EXCEPT (%s) reads them all)",
+             b->sc->cols[c].name, b->sc->cols[c].nested, b->sc->cols[c].name);
         return NULL;
     }
     int slot = -1;
@@ -991,7 +1094,30 @@ static bx *bind_agg(binder *b, const sql_node *n, const agg_call *call)
             return NULL;
         }
         eng_agg ag = {.fn = (eng_agg_fn)d->fn, .distinct = call->distinct};
-        if (!agg_level(b, n, d, &ag.level))
+        bool listed = d->fn == AG_GROUPARRAY || d->fn == AG_GROUPUNIQ || d->fn == AG_TOPK;
+        if (listed) {
+            /* groupArray(N)(x), groupUniqArray(N)(x): at most N; topK(N)(x): N, 10 by default */
+            ag.limit = d->fn == AG_TOPK ? 10 : 0;
+            if (n->nparams > 1) {
+                berr(b, n, "aggregate function %s takes one parameter, the count: %s(10)(x)", n->s,
+                     d->name);
+                return NULL;
+            }
+            if (n->nparams == 1) {
+                const sql_node *v = n->params[0];
+                if (v->kind != SQL_INT || v->negated || v->u == 0 || v->u > 0xffffff) {
+                    berr(b, v, "the parameter of %s must be a positive integer (at most 16777215)",
+                         d->name);
+                    return NULL;
+                }
+                ag.limit = (uint32_t)v->u;
+            }
+            if (call->distinct) {
+                berr(b, n, "the Distinct combinator of %s is not supported%s", d->name,
+                     d->fn == AG_GROUPARRAY ? ": groupUniqArray keeps each value once" : "");
+                return NULL;
+            }
+        } else if (!agg_level(b, n, d, &ag.level))
             return NULL;
         if (call->distinct) {
             if (d->fn == AG_COUNT) {
@@ -1031,6 +1157,16 @@ static bx *bind_agg(binder *b, const sql_node *n, const agg_call *call)
         b->in_agg = false;
         if (b->rc)
             goto fail;
+        if ((ag.arg && ag.arg->t.kind == EX_ARRAY &&
+             !(listed || ag.fn == AG_COUNT || ag.fn == AG_UNIQ || ag.fn == AG_ANY ||
+               ag.fn == AG_ANYLAST || ag.fn == AG_ARGMIN || ag.fn == AG_ARGMAX)) ||
+            (ag.arg2 && ag.arg2->t.kind == EX_ARRAY)) {
+            char tn[128];
+            type_str(ag.arg2 && ag.arg2->t.kind == EX_ARRAY ? &ag.arg2->t : &ag.arg->t, tn,
+                     sizeof(tn));
+            berr(b, n, "aggregate function %s does not take an Array (%s)", n->s, tn);
+            goto fail;
+        }
         bx *arg = ag.arg;
         ex_type t = {0};
         bool nul = arg && (arg->t.nullable || arg->t.kind == EX_NOTHING);
@@ -1069,6 +1205,25 @@ static bx *bind_agg(binder *b, const sql_node *n, const agg_call *call)
             if (t.kind == EX_BOOL)
                 t = (ex_type){.kind = EX_UINT, .bits = 8, .nullable = t.nullable};
             break;
+        case AG_GROUPARRAY:
+        case AG_GROUPUNIQ:
+        case AG_TOPK: {
+            ex_type et = arg->t;
+            et.nullable = false; /* NULLs are skipped */
+            if (et.kind == EX_ARRAY && et.depth >= 2) {
+                berr(b, n,
+                     "%s of an Array of Arrays: arrays nested more than two deep are not "
+                     "supported",
+                     n->s);
+                goto fail;
+            }
+            if (et.kind == EX_NOTHING) {
+                t = (ex_type){.kind = EX_ARRAY, .elem = EX_NOTHING, .depth = 1};
+                break;
+            }
+            t = ex_arr_of(et);
+            break;
+        }
         default: t = arg->t; break;
         }
         ag.t = t;
@@ -1307,6 +1462,184 @@ fail:
     return NULL;
 }
 
+/* ---- arrays ------------------------------------------------------------------ */
+
+/* The element type of an array literal: the supertype of its elements. */
+static bool arr_elem_type(binder *b, const sql_node *n, bx **a, int na, ex_type *out)
+{
+    ex_type st = {.kind = EX_NOTHING, .nullable = true};
+    for (int i = 0; i < na; i++) {
+        ex_type nt;
+        if (i == 0) {
+            st = a[0]->t;
+            continue;
+        }
+        if (!supertype(st, a[i]->t, &nt)) {
+            char x[128], y[128];
+            type_str(&st, x, sizeof(x));
+            type_str(&a[i]->t, y, sizeof(y));
+            berr(b, n,
+                 "there is no supertype for the elements %s and %s of an array: CAST them to "
+                 "one type",
+                 x, y);
+            return false;
+        }
+        st = nt;
+    }
+    if (st.kind == EX_ARRAY && st.depth >= 2) {
+        berr(b, n, "arrays nested more than two deep are not supported");
+        return false;
+    }
+    *out = st;
+    return true;
+}
+
+/* Whether a value of type x can be looked up among elements of type et
+ * (has, IN): numbers with numbers, strings with strings, one temporal kind. */
+static bool arr_comparable(ex_type et, ex_type x)
+{
+    if (x.kind == EX_NOTHING || et.kind == EX_NOTHING)
+        return true;
+    if (ex_is_num(et.kind) || et.kind == EX_DECIMAL)
+        return ex_is_num(x.kind) || x.kind == EX_DECIMAL;
+    return et.kind == x.kind && et.scale == x.scale;
+}
+
+static bx *bind_array_fn(binder *b, const sql_node *n, int fn, bx **a, int na)
+{
+    ex_type t = {0};
+    char t0[128] = "";
+    if (na)
+        type_str(&a[0]->t, t0, sizeof(t0));
+    const char *name = n->s ? n->s : "this operator";
+    if (fn != F_ARRAY && fn != F_SPLITBYCHAR && fn != F_SPLITBYSTRING && a[0]->t.kind != EX_ARRAY) {
+        berr(b, n, "illegal type %s of the first argument of %s: it needs an Array", t0, name);
+        goto fail;
+    }
+    switch (fn) {
+    case F_ARRAY: {
+        if (na == 0) {
+            t = (ex_type){.kind = EX_ARRAY, .elem = EX_NOTHING, .depth = 1};
+            break;
+        }
+        ex_type et;
+        if (!arr_elem_type(b, n, a, na, &et))
+            goto fail;
+        for (int i = 0; i < na; i++) {
+            if (a[i]->t.kind == EX_NOTHING)
+                continue; /* a NULL */
+            if (a[i]->t.kind == EX_ARRAY) {
+                if (!(a[i] = cast_to(b, a[i], et)))
+                    goto fail;
+                continue;
+            }
+            if (a[i]->t.kind != et.kind || a[i]->t.scale != et.scale) {
+                ex_type ct = et;
+                ct.nullable = a[i]->t.nullable;
+                if (!(a[i] = cast_to(b, a[i], ct)))
+                    goto fail;
+            }
+        }
+        t = ex_arr_of(et);
+        break;
+    }
+    case F_HAS: {
+        ex_type et = ex_arr_elem(&a[0]->t);
+        if (is_temporal(et.kind) && a[1]->t.kind == EX_STRING) {
+            ex_type ct = et;
+            ct.nullable = a[1]->t.nullable;
+            if (!(a[1] = cast_to(b, a[1], ct)))
+                goto fail;
+        }
+        if (a[1]->t.kind == EX_ARRAY || !arr_comparable(et, a[1]->t)) {
+            char y[128];
+            type_str(&a[1]->t, y, sizeof(y));
+            berr(b, n, "has(%s, %s): the value must be of the array's element type", t0, y);
+            goto fail;
+        }
+        t = t_u8();
+        break;
+    }
+    case F_ELEMENT:
+        if (!ex_is_num(a[1]->t.kind) || a[1]->t.kind == EX_FLOAT || a[1]->t.kind == EX_BOOL) {
+            if (a[1]->t.kind != EX_NOTHING) {
+                berr(b, n, "the index of %s[...] must be an integer", t0);
+                goto fail;
+            }
+        }
+        t = ex_arr_elem(&a[0]->t);
+        if (a[1]->t.kind == EX_NOTHING || a[1]->t.nullable)
+            t.nullable = true; /* arr[NULL] is NULL */
+        if (t.kind == EX_ARRAY)
+            t.nullable = false;
+        break;
+    case F_LENGTH: t = (ex_type){.kind = EX_UINT, .bits = 64}; break;
+    case F_EMPTY:
+    case F_NOTEMPTY: t = t_u8(); break;
+    case F_EQ:
+    case F_NE: {
+        ex_type st;
+        if (a[1]->t.kind != EX_ARRAY || !arr_supertype(a[0]->t, a[1]->t, &st)) {
+            char y[128];
+            type_str(&a[1]->t, y, sizeof(y));
+            berr(b, n, "cannot compare %s with %s: compare arrays of one element type", t0, y);
+            goto fail;
+        }
+        for (int i = 0; i < 2; i++)
+            if (!(a[i] = cast_to(b, a[i], st)))
+                goto fail;
+        bx *r = bx_fn_new(b, F_ARR_EQ, t_u8(), a, 2);
+        if (r)
+            r->negated = fn == F_NE;
+        return fold(b, r);
+    }
+    case F_SPLITBYCHAR:
+    case F_SPLITBYSTRING: {
+        if (a[0]->op != BX_CONST || a[0]->t.kind != EX_STRING || ex_null(&a[0]->cval, 0)) {
+            berr(b, n, "the separator of %s must be a constant String", name);
+            goto fail;
+        }
+        uint32_t l;
+        (void)ex_str(&a[0]->cval, 0, &l);
+        if (fn == F_SPLITBYCHAR && l != 1) {
+            berr(b, n, "the separator of splitByChar must be exactly one character (%u given): use "
+                 "splitByString",
+                 l);
+            goto fail;
+        }
+        if (a[1]->t.kind != EX_STRING) {
+            char y[128];
+            type_str(&a[1]->t, y, sizeof(y));
+            berr(b, n, "illegal type %s of the second argument of %s: it needs a String", y, name);
+            goto fail;
+        }
+        if (a[1]->t.nullable) {
+            berr(b, n,
+                 "%s of a Nullable(String): an Array cannot be inside Nullable (write "
+                 "%s(sep, ifNull(s, '')) or assumeNotNull(s))",
+                 name, name);
+            goto fail;
+        }
+        t = ex_arr_of((ex_type){.kind = EX_STRING});
+        break;
+    }
+    default:
+        berr(b, n, "%s does not take an Array", name);
+        goto fail;
+    }
+    if (fn == F_LENGTH)
+        fn = F_ARR_LENGTH;
+    else if (fn == F_EMPTY)
+        fn = F_ARR_EMPTY;
+    else if (fn == F_NOTEMPTY)
+        fn = F_ARR_NOTEMPTY;
+    return fold(b, bx_fn_new(b, (bx_fn)fn, t, a, na));
+fail:
+    for (int i = 0; i < na; i++)
+        bx_free(b->mem, a[i]);
+    return NULL;
+}
+
 static bx *bind_fn(binder *b, const sql_node *n, bmode mode, int fn, bx **a, int na)
 {
     ex_type t = {0};
@@ -1316,6 +1649,19 @@ static bx *bind_fn(binder *b, const sql_node *n, bmode mode, int fn, bx **a, int
     char t0[64] = "";
     if (na)
         type_str(&a[0]->t, t0, sizeof(t0));
+    if (fn >= F_ARRAY || (na && a[0]->t.kind == EX_ARRAY && (fn == F_LENGTH || fn == F_EMPTY ||
+                                                             fn == F_NOTEMPTY || fn == F_EQ ||
+                                                             fn == F_NE)))
+        return bind_array_fn(b, n, fn, a, na);
+    for (int i = 0; i < na; i++)
+        if (a[i]->t.kind == EX_ARRAY && fn != F_ISNULL && fn != F_ISNOTNULL && fn != F_IF &&
+            fn != F_MULTIIF && fn != F_COALESCE) {
+            char tn[128];
+            type_str(&a[i]->t, tn, sizeof(tn));
+            berr(b, n, "%s%s does not take an Array: argument %d is %s", n->s ? "function " : "",
+                 n->s ? n->s : "this operator", i + 1, tn);
+            goto fail;
+        }
     switch (fn) {
     case F_ADD:
     case F_SUB:
@@ -1600,6 +1946,11 @@ static bx *bind_in(binder *b, const sql_node *n, bmode mode)
     bx *x = bind(b, n->args[0], mode);
     if (!x)
         return NULL;
+    if (x->t.kind == EX_ARRAY) {
+        bx_free(b->mem, x);
+        berr(b, n, "an Array on the left of IN is not supported: use has(arr, x)");
+        return NULL;
+    }
     bx *e = bx_new(b, BX_FUNC);
     if (!e) {
         bx_free(b->mem, x);
@@ -1957,17 +2308,20 @@ static const char *const fn_synonyms[][2] = {
  * aggregate for an aggregate; never the base for a combinator's name, since
  * countIf is not count). */
 static const char *const array_fns[] = {
-    "quantiles",   "quantilesExact", "topK",  "groupArray", "groupUniqArray", "arrayJoin",
-    "splitByChar", "splitByString",  "range", "array",      "arrayMap",       "arrayFilter",
+    "quantiles", "quantilesExact", "range",      "arrayMap",  "arrayFilter", "arrayConcat",
+    "indexOf",   "arraySort",      "arrayDistinct", "arrayZip", "arrayStringConcat",
 };
 
 static void unknown_fn(binder *b, const sql_node *n)
 {
     for (size_t i = 0; i < sizeof(array_fns) / sizeof(array_fns[0]); i++)
         if (strcasecmp(n->s, array_fns[i]) == 0) {
-            berr(b, n, "%s() returns an array, and Array values are not supported%s", n->s,
-                 strncasecmp(n->s, "quantiles", 9) == 0 ? ": use quantile(level)(x) once per level"
-                                                        : "");
+            berr(b, n,
+                 "%s() is not supported%s", n->s,
+                 strncasecmp(n->s, "quantiles", 9) == 0
+                     ? ": use quantile(level)(x) once per level"
+                     : " (the Array functions there are: has, length, empty, notEmpty, arr[i], "
+                       "splitByChar, splitByString, arrayJoin, groupArray, groupUniqArray, topK)");
             return;
         }
     /* a combinator in the wrong case: countif is countIf */
@@ -2283,6 +2637,13 @@ static bx *bind_special(binder *b, const sql_node *n, bmode mode, bool *handled)
     bx *x = bind(b, n->args[0], mode);
     if (!x)
         return NULL;
+    if (x->t.kind == EX_ARRAY && t.kind != EX_STRING) {
+        char xn[128];
+        type_str(&x->t, xn, sizeof(xn));
+        bx_free(b->mem, x);
+        berr(b, n, "%s of an %s is not supported (an Array converts to a String only)", n->s, xn);
+        return NULL;
+    }
     t.nullable = x->t.nullable || x->t.kind == EX_NOTHING || mode_or == 2;
     if (x->t.kind == EX_NOTHING && !t.nullable) {
         bx_free(b->mem, x);
@@ -2294,6 +2655,74 @@ static bx *bind_special(binder *b, const sql_node *n, bmode mode, bool *handled)
     if (e)
         e->unit = mode_or;
     return fold(b, e);
+}
+
+/* The array of ARRAY JOIN or arrayJoin(): p->ajoin. */
+static bool bind_ajoin_array(binder *b, const sql_node *at, const sql_node *arr)
+{
+    bx *a = bind(b, arr, MODE_PRE);
+    if (!a)
+        return false;
+    if (a->t.kind != EX_ARRAY) {
+        char tn[128];
+        type_str(&a->t, tn, sizeof(tn));
+        bx_free(b->mem, a);
+        berr(b, at, "ARRAY JOIN and arrayJoin() take an Array, not %s", tn);
+        return false;
+    }
+    b->p->ajoin = a;
+    return true;
+}
+
+/* arrayJoin(arr): the rows repeat once per element, the call's value is the
+ * element (one arrayJoin per query; the same call may appear more than once). */
+static bx *bind_array_join_fn(binder *b, const sql_node *n, bmode mode)
+{
+    if (n->nargs != 1 || n->nparams) {
+        berr(b, n, "function arrayJoin takes 1 argument, not %d", n->nargs);
+        return NULL;
+    }
+    if (b->aj_call && sql_node_equal(b->aj_call, n))
+        return aj_ref(b);
+    if (b->p->ajoin) {
+        berr(b, n,
+             b->aj_call ? "a second arrayJoin() is not supported: one array per query level"
+                        : "arrayJoin() together with ARRAY JOIN is not supported");
+        return NULL;
+    }
+    if (mode == MODE_POST || b->in_agg) {
+        berr(b, n,
+             "arrayJoin() is supported in the SELECT list, WHERE and GROUP BY, not inside an "
+             "aggregate or after GROUP BY (put it in GROUP BY)");
+        return NULL;
+    }
+    if (!bind_ajoin_array(b, n, n->args[0]))
+        return NULL;
+    b->aj_call = n;
+    return aj_ref(b);
+}
+
+/* AJ_SLOT -> slot, in a tree over scan slots. */
+static void aj_fix(bx *e, int slot)
+{
+    if (!e)
+        return;
+    if (e->op == BX_COL && e->col == AJ_SLOT)
+        e->col = slot;
+    for (int i = 0; i < e->na; i++)
+        aj_fix(e->a[i], slot);
+}
+
+/* Whether every element of an array literal is a literal (no NULL: has()
+ * finds NULL elements, where IN never matches NULL). */
+static bool all_literals(const sql_node *arr)
+{
+    for (int i = 0; i < arr->nargs; i++) {
+        int k = arr->args[i]->kind;
+        if (k != SQL_BOOL && k != SQL_INT && k != SQL_FLOAT && k != SQL_STRING)
+            return false;
+    }
+    return true;
 }
 
 /* has([a, b, ...], x) is x IN (a, b, ...). */
@@ -2337,7 +2766,8 @@ static bx *bind(binder *b, const sql_node *n, bmode mode)
     case SQL_STAR: berr(b, n, "'*' is only allowed in count(*) and SELECT *"); return NULL;
     case SQL_COLUMN:
         if (mode == MODE_POST) {
-            if (resolve_column(b->sc, n) < 0)
+            bool aj = b->aj_name && strcmp(n->s, b->aj_name) == 0;
+            if (!aj && resolve_column(b->sc, n) < 0)
                 return col_ref(b, n); /* the unknown-column error */
             berr(b, n,
                  "column '%s' is not under an aggregate function and not in the GROUP BY "
@@ -2361,17 +2791,32 @@ static bx *bind(binder *b, const sql_node *n, bmode mode)
             return c;
     }
     if (n->kind == SQL_ARRAY) {
-        berr(b, n,
-             "array values are not supported here: an array literal goes in IN [...] or "
-             "has([...], x)");
-        return NULL;
+        bx **v = calloc((size_t)n->nargs + 1, sizeof(bx *));
+        if (!v) {
+            boom(b);
+            return NULL;
+        }
+        for (int i = 0; i < n->nargs; i++)
+            if (!(v[i] = bind(b, n->args[i], mode))) {
+                for (int j = 0; j < i; j++)
+                    bx_free(b->mem, v[j]);
+                free(v);
+                return NULL;
+            }
+        sql_node fake = *n;
+        fake.s = "array";
+        bx *r = bind_fn(b, &fake, mode, F_ARRAY, v, n->nargs);
+        free(v);
+        return r;
     }
     if (n->kind == SQL_COLUMNS) {
         berr(b, n, "COLUMNS('regex') is only allowed in the SELECT list");
         return NULL;
     }
+    if (n->kind == SQL_FUNC && strcmp(n->s, "arrayJoin") == 0)
+        return bind_array_join_fn(b, n, mode);
     if (n->kind == SQL_FUNC && strcasecmp(n->s, "has") == 0 && n->nargs == 2 &&
-        n->args[0]->kind == SQL_ARRAY)
+        n->args[0]->kind == SQL_ARRAY && all_literals(n->args[0]))
         return bind_has(b, n, mode);
     bool handled = false;
     bx *sp = bind_special(b, n, mode, &handled);
@@ -2443,6 +2888,14 @@ static bx *bind(binder *b, const sql_node *n, bmode mode)
         bx *x = bind(b, n->args[0], mode);
         if (!x)
             return NULL;
+        if (x->t.kind == EX_ARRAY && t.kind != EX_STRING) {
+            char tn[128];
+            type_str(&x->t, tn, sizeof(tn));
+            bx_free(b->mem, x);
+            berr(b, n, "CAST of an %s to %s is not supported (an Array converts to a String only)",
+                 tn, n->s);
+            return NULL;
+        }
         if (x->t.kind == EX_NOTHING) {
             if (!t.nullable) {
                 bx_free(b->mem, x);
@@ -2564,6 +3017,8 @@ static bx *bind(binder *b, const sql_node *n, bmode mode)
 static void add_prune(binder *b, const bx *colx, pq_op op, const bx *k)
 {
     eng_plan *p = b->p;
+    if (colx->col >= p->n_need)
+        return; /* ARRAY JOIN's element: not a column of the files */
     int sc = p->need[colx->col];
     const eng_col *col = &b->sc->cols[sc];
     if (col->cb.type == 0)
@@ -2637,7 +3092,7 @@ static void collect_prune(binder *b, const bx *e)
         return;
     }
     if (e->fn == F_ISNULL || e->fn == F_ISNOTNULL) {
-        if (e->a[0]->op == BX_COL) {
+        if (e->a[0]->op == BX_COL && e->a[0]->col < b->p->n_need) {
             eng_plan *p = b->p;
             eng_prune *np = realloc(p->prune, sizeof(*np) * (size_t)(p->n_prune + 1));
             if (np) {
@@ -2745,6 +3200,7 @@ void eng_plan_free(eng_mem *m, eng_plan *p)
 {
     free(p->need);
     bx_free(m, p->where);
+    bx_free(m, p->ajoin);
     for (int i = 0; i < p->n_keys; i++)
         bx_free(m, p->keys[i]);
     free(p->keys);
@@ -2998,6 +3454,28 @@ int eng_bind_ex(eng_mem *m, const sql_stmt *st, const eng_schema *sc, const eng_
     b.n_items = n_items;
     if (b.rc)
         goto out;
+    /* ARRAY JOIN: the array over the source's columns; then its name is the element */
+    if (st->array_join) {
+        sql_node at = {.line = st->array_join_line, .col = st->array_join_col};
+        if (st->n_joins) {
+            berr(&b, &at, "ARRAY JOIN together with JOIN is not supported: join in a subquery");
+            goto out;
+        }
+        if (has_agg(st->array_join)) {
+            berr(&b, &at, "aggregate functions are not allowed in ARRAY JOIN");
+            goto out;
+        }
+        if (!bind_ajoin_array(&b, &at, st->array_join))
+            goto out;
+        p->ajoin_left = st->array_join_left;
+        b.aj_name = st->array_join_alias
+                        ? st->array_join_alias
+                        : st->array_join->kind == SQL_COLUMN ? st->array_join->s : NULL;
+        if (!b.aj_name) {
+            berr(&b, &at, "ARRAY JOIN of an expression needs a name: ARRAY JOIN expr AS x");
+            goto out;
+        }
+    }
     /* WHERE */
     if (st->where) {
         sql_node *w = expand(&b, st->where);
@@ -3100,6 +3578,23 @@ int eng_bind_ex(eng_mem *m, const sql_stmt *st, const eng_schema *sc, const eng_
     p->offset = st->offset;
     if (st->n_limit_by && !bind_limit_by(&b, mode))
         goto out;
+    if (p->ajoin) {
+        /* the element goes after the source's slots */
+        aj_fix(p->where, p->n_need);
+        for (int i = 0; i < p->n_keys; i++)
+            aj_fix(p->keys[i], p->n_need);
+        for (int i = 0; i < p->n_aggs; i++) {
+            aj_fix(p->aggs[i].arg, p->n_need);
+            aj_fix(p->aggs[i].arg2, p->n_need);
+            aj_fix(p->aggs[i].cond, p->n_need);
+        }
+        if (!p->aggregate) {
+            for (int i = 0; i < p->n_outs; i++)
+                aj_fix(p->outs[i].e, p->n_need);
+            for (int i = 0; i < p->n_order; i++)
+                aj_fix(p->order[i].e, p->n_need);
+        }
+    }
     collect_prune(&b, p->where);
 out:
     if (ex_items)

@@ -45,7 +45,10 @@ typedef enum eng_agg_fn {
     AG_STDDEV_SAMP, /* Welford's moments */
     AG_CORR,        /* arg and arg2: Pearson's coefficient */
     AG_ARGMIN,
-    AG_ARGMAX, /* arg at the least / greatest arg2 */
+    AG_ARGMAX,      /* arg at the least / greatest arg2 */
+    AG_GROUPARRAY,  /* the values in the order read (limit: at most that many) */
+    AG_GROUPUNIQ,   /* each distinct value once (limit: at most that many) */
+    AG_TOPK,        /* the `limit` most frequent values, by exact counts */
 } eng_agg_fn;
 
 typedef struct eng_agg {
@@ -57,6 +60,7 @@ typedef struct eng_agg {
     bx *cond;       /* the -If combinator's condition, or NULL */
     bool distinct;  /* the -Distinct combinator: each distinct value once */
     double level;   /* quantile's level, 0..1 */
+    uint32_t limit; /* groupArray(N), groupUniqArray(N): 0 none; topK(N): N (10 by default) */
 } eng_agg;
 
 /* ---- plan ------------------------------------------------------------------ */
@@ -98,6 +102,12 @@ typedef struct eng_plan {
     const eng_schema *schema;
     int *need; /* scan slot k reads schema column need[k] */
     int n_need;
+    /* ARRAY JOIN arr / arrayJoin(arr): over scan slots; each row of a block
+     * becomes one row per element of arr, the element in slot n_need (after
+     * the source's slots), before WHERE. ajoin_left: an empty array keeps its
+     * row, with the element type's default. NULL: none. */
+    bx *ajoin;
+    bool ajoin_left;
     bx *where; /* over scan slots; NULL: none */
     bool aggregate;
     bx **keys; /* over scan slots */

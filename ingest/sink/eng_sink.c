@@ -125,6 +125,7 @@ int sk_buf_init(sk_buf *b, const eng_writer *w)
 
 void sk_buf_deinit(sk_buf *b)
 {
+    ex_bytes_free(&b->arr);
     free(b->p);
     memset(b, 0, sizeof(*b));
 }
@@ -255,8 +256,20 @@ void sk_json_value(sk_buf *f, const ex_vec *v, uint32_t r, bool as_string)
         sk_puts(f, "null");
         return;
     }
+    if (v->t.kind == EX_ARRAY && !as_string) {
+        uint32_t al;
+        const uint8_t *p = ex_str(v, r, &al);
+        f->arr.n = 0;
+        if (ex_arr_text(&v->t, p, al, true, &f->arr) < 0)
+            f->arr.n = 0;
+        if (f->arr.n)
+            sk_write(f, f->arr.p, f->arr.n);
+        else
+            sk_puts(f, "[]");
+        return;
+    }
     size_t l;
-    const uint8_t *s = sk_cell(v, r, buf, sizeof(buf), &l);
+    const uint8_t *s = sk_cell(f, v, r, buf, sizeof(buf), &l);
     if (as_string) {
         sk_json_str(f, s, l);
         return;

@@ -24,7 +24,8 @@ typedef struct sk_buf {
     eng_writer w;
     uint8_t *p;
     size_t n, cap;
-    int rc; /* the writer's first error; later bytes are dropped */
+    int rc;       /* the writer's first error; later bytes are dropped */
+    ex_bytes arr; /* the text of the last Array cell (sk_cell) */
 } sk_buf;
 
 /* 0 or -ENOMEM. */
@@ -51,11 +52,22 @@ static inline void sk_puts(sk_buf *b, const char *s)
 }
 
 /* The text of row r of v as ClickHouse's TSV prints it (unescaped): its bytes
- * and length (pointing into buf, >= 64 bytes, or into the vector). */
-static inline const uint8_t *sk_cell(const ex_vec *v, uint32_t r, char *buf, size_t cap,
-                                     size_t *len)
+ * and length (pointing into buf, >= 64 bytes, into the vector, or for an
+ * Array, whose text is already escaped as ClickHouse writes arrays, into b's
+ * scratch until the next call). */
+static inline const uint8_t *sk_cell(sk_buf *b, const ex_vec *v, uint32_t r, char *buf,
+                                     size_t cap, size_t *len)
 {
     const uint8_t *sp;
+    if (v->t.kind == EX_ARRAY) {
+        uint32_t l;
+        const uint8_t *p = ex_str(v, r, &l);
+        b->arr.n = 0;
+        if (ex_arr_text(&v->t, p, l, false, &b->arr) < 0)
+            b->arr.n = 0; /* out of memory: an empty cell */
+        *len = b->arr.n;
+        return b->arr.p ? b->arr.p : (const uint8_t *)"";
+    }
     size_t n = ex_fmt_value(v, r, buf, cap, &sp);
     *len = n;
     return sp ? sp : (const uint8_t *)buf;

@@ -225,6 +225,17 @@ static int pqs_begin(eng_sink *b, const char *const *names, const ex_type *types
         return -ENOMEM;
     }
     s->n_cols = n_cols;
+    for (int k = 0; k < n_cols; k++)
+        if (types[k].kind == EX_ARRAY) {
+            char tn[128];
+            ex_type_name(&types[k], tn, sizeof(tn));
+            snprintf(err, errlen,
+                     "column '%s' is an %s: the Parquet output format does not write arrays yet "
+                     "(use another format, or arrayJoin the column)",
+                     names[k], tn);
+            free(wc);
+            return -ENOTSUP;
+        }
     for (int k = 0; k < n_cols; k++) {
         pq_colbuf *c = &s->cols[k];
         c->t = types[k];

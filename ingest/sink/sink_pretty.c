@@ -124,7 +124,7 @@ static int pretty_write(eng_sink *sk, const eng_block *t, char *err, size_t errl
             s->null[c] = nul;
             if (!nul) {
                 size_t l;
-                const uint8_t *p = sk_cell(&t->cols[k], r, buf, sizeof(buf), &l);
+                const uint8_t *p = sk_cell(&s->b, &t->cols[k], r, buf, sizeof(buf), &l);
                 if (keep(s, p, l) < 0) {
                     snprintf(err, errlen, "out of memory");
                     return -ENOMEM;
@@ -173,6 +173,22 @@ static void rule(sk_buf *f, const size_t *w, int nc, const char *l, const char *
     sk_putc(f, '\n');
 }
 
+/* Row r of the kept rows between light rules: "│ a │ b │". */
+static void data_row(pretty_sink *s, const size_t *w, uint32_t r)
+{
+    sk_buf *f = &s->b;
+    int nc = s->n_cols;
+    sk_puts(f, "│");
+    for (int k = 0; k < nc; k++) {
+        size_t l, dw;
+        const uint8_t *p = cell_text(s, (size_t)r * (size_t)nc + (size_t)k, &l, &dw);
+        sk_putc(f, ' ');
+        padded(f, &s->types[k], p, l, dw, w[k]);
+        sk_puts(f, " │");
+    }
+    sk_putc(f, '\n');
+}
+
 static void draw_compact(pretty_sink *s, const size_t *w)
 {
     sk_buf *f = &s->b;
@@ -189,17 +205,8 @@ static void draw_compact(pretty_sink *s, const size_t *w)
         sk_puts(f, "─");
         sk_puts(f, k + 1 < nc ? "┬" : "┐\n");
     }
-    for (uint32_t r = 0; r < s->kept; r++) {
-        sk_puts(f, "│");
-        for (int k = 0; k < nc; k++) {
-            size_t l, dw;
-            const uint8_t *p = cell_text(s, (size_t)r * (size_t)nc + (size_t)k, &l, &dw);
-            sk_putc(f, ' ');
-            padded(f, &s->types[k], p, l, dw, w[k]);
-            sk_puts(f, " │");
-        }
-        sk_putc(f, '\n');
-    }
+    for (uint32_t r = 0; r < s->kept; r++)
+        data_row(s, w, r);
     rule(f, w, nc, "└", "─", "┴", "┘");
 }
 
@@ -220,15 +227,7 @@ static void draw_full(pretty_sink *s, const size_t *w)
     for (uint32_t r = 0; r < s->kept; r++) {
         if (r)
             rule(f, w, nc, "├", "─", "┼", "┤");
-        sk_puts(f, "│");
-        for (int k = 0; k < nc; k++) {
-            size_t l, dw;
-            const uint8_t *p = cell_text(s, (size_t)r * (size_t)nc + (size_t)k, &l, &dw);
-            sk_putc(f, ' ');
-            padded(f, &s->types[k], p, l, dw, w[k]);
-            sk_puts(f, " │");
-        }
-        sk_putc(f, '\n');
+        data_row(s, w, r);
     }
     rule(f, w, nc, "└", "─", "┴", "┘");
 }

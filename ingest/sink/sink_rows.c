@@ -114,7 +114,7 @@ static void write_vertical(rows_sink *s, const eng_block *t, uint32_t r)
             sk_puts(f, "ᴺᵁᴸᴸ");
         } else {
             size_t l;
-            const uint8_t *p = sk_cell(&t->cols[k], r, buf, sizeof(buf), &l);
+            const uint8_t *p = sk_cell(f, &t->cols[k], r, buf, sizeof(buf), &l);
             sk_write(f, p, l);
         }
         sk_putc(f, '\n');
@@ -132,7 +132,7 @@ static void write_markdown(rows_sink *s, const eng_block *t, uint32_t r)
             sk_puts(f, "ᴺᵁᴸᴸ");
         } else {
             size_t l;
-            const uint8_t *p = sk_cell(&t->cols[k], r, buf, sizeof(buf), &l);
+            const uint8_t *p = sk_cell(f, &t->cols[k], r, buf, sizeof(buf), &l);
             for (size_t i = 0; i < l; i++) {
                 if (p[i] == '|')
                     sk_putc(f, '\\');
@@ -158,7 +158,7 @@ static void write_values(rows_sink *s, const eng_block *t, uint32_t r)
             continue;
         }
         size_t l;
-        const uint8_t *p = sk_cell(v, r, buf, sizeof(buf), &l);
+        const uint8_t *p = sk_cell(f, v, r, buf, sizeof(buf), &l);
         if (v->t.kind == EX_STRING || v->t.kind == EX_DATE || v->t.kind == EX_DATETIME)
             quoted(f, p, l);
         else

@@ -83,8 +83,8 @@ static void write_tsv(sk_buf *f, const eng_block *t, bool raw)
                 continue;
             }
             size_t l;
-            const uint8_t *s = sk_cell(&t->cols[k], r, buf, sizeof(buf), &l);
-            if (raw)
+            const uint8_t *s = sk_cell(f, &t->cols[k], r, buf, sizeof(buf), &l);
+            if (raw || t->cols[k].t.kind == EX_ARRAY) /* an array's text is escaped */
                 sk_write(f, s, l);
             else
                 sk_tsv_escape(f, s, l);
@@ -106,8 +106,9 @@ static void write_csv(sk_buf *f, const eng_block *t)
                 continue;
             }
             size_t l;
-            const uint8_t *s = sk_cell(v, r, buf, sizeof(buf), &l);
-            if (v->t.kind == EX_STRING || v->t.kind == EX_DATE || v->t.kind == EX_DATETIME)
+            const uint8_t *s = sk_cell(f, v, r, buf, sizeof(buf), &l);
+            if (v->t.kind == EX_STRING || v->t.kind == EX_DATE || v->t.kind == EX_DATETIME ||
+                v->t.kind == EX_ARRAY)
                 sk_csv_quote(f, s, l);
             else
                 sk_write(f, s, l);

@@ -285,7 +285,9 @@ static int schema_from_parquet(const pq_file *pf, eng_schema *s)
         if (!s->cols[i].name)
             return -ENOMEM;
         s->cols[i].cb = ci->type;
-        s->cols[i].t = ex_type_of_column(&ci->type, ci->nullable);
+        s->cols[i].nested = ci->nested;
+        if (!ci->nested)
+            s->cols[i].t = ex_type_of_column(&ci->type, ci->nullable);
         s->n = i + 1;
     }
     return 0;
@@ -440,7 +442,8 @@ static int map_columns(src_files *s, efile *f, char *err, size_t errlen)
         }
         const pq_column_info *ci = pq_file_column(f->pf, i);
         ex_type t = ex_type_of_column(&ci->type, ci->nullable);
-        if (t.kind != c->t.kind || t.scale != c->t.scale) {
+        if (t.kind != c->t.kind || t.scale != c->t.scale ||
+            (t.kind == EX_ARRAY && (t.elem != c->t.elem || t.enull != c->t.enull))) {
             char a[64], b[64];
             ex_type_name(&c->t, a, sizeof(a));
             ex_type_name(&t, b, sizeof(b));

@@ -889,9 +889,28 @@ static sql_node *parse_primary(parser *ps)
 static sql_node *parse_cast_postfix(parser *ps)
 {
     sql_node *e = parse_primary(ps);
-    while (e && is_op(&ps->cur, "::")) {
+    while (e && (is_op(&ps->cur, "::") || is_op(&ps->cur, "["))) {
         tok t = ps->cur;
         next(ps);
+        if (is_op(&t, "[")) {
+            /* arr[i]: arrayElement(arr, i) */
+            sql_node *f = node_new(ps, SQL_FUNC, t.line, t.col);
+            if (!f || !(f->s = strdup("arrayElement"))) {
+                if (f)
+                    ps->rc = -ENOMEM;
+                sql_node_free(f);
+                sql_node_free(e);
+                return NULL;
+            }
+            f->slen = strlen(f->s);
+            if (!node_push(ps, f, e) || !node_push(ps, f, parse_expr(ps)) ||
+                !expect_op(ps, "]")) {
+                sql_node_free(f);
+                return NULL;
+            }
+            e = f;
+            continue;
+        }
         if (ps->cur.kind != T_IDENT) {
             fail_expected(ps, "a type name after '::'");
             sql_node_free(e);
@@ -2753,6 +2772,41 @@ static bool parse_using(parser *ps, sql_join *j)
     return !paren || expect_op(ps, ")");
 }
 
+/* [LEFT] ARRAY JOIN expr [AS alias], at ARRAY. */
+static bool parse_array_join(parser *ps, sql_stmt *s, bool left, const tok *start)
+{
+    next(ps); /* ARRAY */
+    if (!expect_kw(ps, "JOIN"))
+        return false;
+    if (s->array_join) {
+        fail(ps, start->line, start->col,
+             "more than one ARRAY JOIN is not supported: join one array per query level");
+        return false;
+    }
+    s->array_join_line = start->line;
+    s->array_join_col = start->col;
+    s->array_join_left = left;
+    if (!(s->array_join = parse_expr(ps)))
+        return false;
+    if (accept_kw(ps, "AS")) {
+        if (ps->cur.kind != T_IDENT && ps->cur.kind != T_QIDENT) {
+            fail_expected(ps, "an alias after AS");
+            return false;
+        }
+        if (!(s->array_join_alias = tokdup(&ps->cur))) {
+            ps->rc = -ENOMEM;
+            return false;
+        }
+        next(ps);
+    }
+    if (is_op(&ps->cur, ",")) {
+        fail(ps, ps->cur.line, ps->cur.col,
+             "ARRAY JOIN of several arrays is not supported: join one array per query level");
+        return false;
+    }
+    return true;
+}
+
 /* One JOIN: [ALL|ANY] [INNER|LEFT|RIGHT|FULL] [OUTER] JOIN item ON e | USING
  * (..); CROSS JOIN item; ', item' (a cross join). false: none or an error. */
 static bool parse_join(parser *ps, sql_stmt *s)
@@ -2764,6 +2818,9 @@ static bool parse_join(parser *ps, sql_stmt *s)
         cross = true;
     } else {
         for (int pass = 0; pass < 2; pass++) {
+            if (is_kw(&ps->cur, "ARRAY") && !j.any &&
+                (pass == 0 || j.kind == SQL_JOIN_LEFT || j.kind == SQL_JOIN_INNER))
+                return parse_array_join(ps, s, pass == 1 && j.kind == SQL_JOIN_LEFT, &t);
             if (accept_kw(ps, "ANY"))
                 j.any = true;
             else if (!accept_kw(ps, "ALL")) {
@@ -2905,6 +2962,8 @@ static void compose_free(sql_stmt *s)
 {
     sql_stmt_destroy(&s->from_sub);
     free(s->from_alias);
+    sql_node_free(s->array_join);
+    free(s->array_join_alias);
     for (int i = 0; i < s->n_with; i++) {
         free(s->with[i].name);
         sql_stmt_destroy(&s->with[i].sub);
@@ -3478,6 +3537,15 @@ static void stmt_text(sql_text *b, const sql_stmt *s, bool pretty, int depth)
                 db_ident(b, j->using[k]);
             }
             sql_text_str(b, ")");
+        }
+    }
+    if (s->array_join) {
+        sql_text_str(b, nl);
+        sql_text_str(b, s->array_join_left ? "LEFT ARRAY JOIN " : "ARRAY JOIN ");
+        expr_text(b, s->array_join, depth + 1);
+        if (s->array_join_alias) {
+            sql_text_str(b, " AS ");
+            db_ident(b, s->array_join_alias);
         }
     }
     if (s->where) {

@@ -298,6 +298,11 @@ typedef struct sql_stmt {
     int n_with;
     sql_join *joins; /* FROM a JOIN b ... JOIN c: left to right */
     int n_joins;
+    /* [LEFT] ARRAY JOIN expr [AS alias]: one row per element of expr */
+    sql_node *array_join;
+    char *array_join_alias; /* NULL: the element takes expr's column name */
+    bool array_join_left;   /* LEFT: an empty array gives one row of defaults */
+    int array_join_line, array_join_col;
     struct sql_stmt *union_all; /* the next SELECT of UNION ALL (its SETTINGS and
                                    FORMAT are the head's) */
     sql_explain_kind explain;   /* EXPLAIN [PLAN] / EXPLAIN SYNTAX */

@@ -485,7 +485,8 @@ int tp__cmp_fixed(const cb_typeinfo *info, const void *a, const void *b)
             return x.hi != y.hi ? CMP(x.hi, y.hi) : CMP(x.lo, y.lo);
         }
     case CB_STRING:
-    case CB_BINARY: break;
+    case CB_BINARY:
+    case CB_LIST: break;
     }
     return 0;
 }

@@ -335,6 +335,15 @@ _Noreturn void h_skip(const char *why)
     exit(H_EXIT_SKIP);
 }
 
+int h_rounds(int full, int sanitized)
+{
+    const char *san = getenv("RINGCACHE_TEST_SANITIZE");
+    const char *all = getenv("RINGCACHE_TEST_FULL");
+    if (san == NULL || san[0] == '\0' || (all != NULL && strcmp(all, "1") == 0))
+        return full;
+    return sanitized < 1 ? 1 : sanitized;
+}
+
 int h_tcp_connect(int port, int timeout_ms)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);

@@ -24,7 +24,7 @@
  * Environment variables read: RINGCACHE_TEST_TMP (base of temp folders, default
  * /tmp), RINGCACHE_BUILD_DIR, RINGCACHE_SOURCE_DIR, RINGCACHE_NODE_MODULES (all
  * three set by ctest), RINGCACHE_TEST_KEEP=1 (keep the temp folders, for
- * debugging).
+ * debugging), RINGCACHE_TEST_SANITIZE and RINGCACHE_TEST_FULL (h_rounds).
  *
  * Errors: functions return >= 0 on success and -errno on failure, and print a
  * sentence naming the thing and the fix to stderr; h_last_error() returns it.
@@ -32,6 +32,7 @@
 #ifndef RINGCACHE_TESTS_HARNESS_H
 #define RINGCACHE_TESTS_HARNESS_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -157,6 +158,13 @@ int h_source_path(char *buf, size_t len, const char *rel);
 
 /* Prints "SKIP: <why>" to stderr and exits H_EXIT_SKIP (cleanup runs at exit). */
 _Noreturn void h_skip(const char *why);
+
+/* How many times to repeat a round whose count is not what the test checks
+ * (kills at random moments, restarts, queries again): full, or sanitized
+ * (at least 1) when RINGCACHE_TEST_SANITIZE is set, as ctest sets it in the
+ * ASan and TSan builds, where one round costs several times as much.
+ * RINGCACHE_TEST_FULL=1 asks for the full count there too. */
+int h_rounds(int full, int sanitized);
 
 /* The last error message the harness printed (empty string if none). */
 const char *h_last_error(void);
@@ -317,6 +325,50 @@ int h_s3model_fault(const h_s3model *m, const char *kind, int count, const char 
 
 /* Changes latency and bandwidth at run time; a negative value leaves it as is. */
 int h_s3model_config(const h_s3model *m, int latency_ms, int bandwidth_mib_s);
+
+/* ---- ringcached nodes ----------------------------------------------------- */
+
+typedef struct h_node_opts {
+    const char *name;         /* the process and log name, and the --node-id unless id is set */
+    const char *id;           /* --node-id; NULL: name */
+    const char *dir;          /* the data folder (created); NULL: "<env dir>/<name>" */
+    const char *s3_endpoint;  /* --s3-endpoint, with S3RVER's credentials */
+    const char *ssd;          /* --ssd-capacity; NULL: 512MiB */
+    const char *ram;          /* --ram-capacity; NULL: 64MiB */
+    int port;                 /* --port; 0: the node picks one */
+    const char *members;      /* --members; NULL: none */
+    int threads;              /* --threads; 0: the node's default */
+    const char *log_level;    /* --log-level; NULL: the node's default */
+    const char *const *extra; /* more flags, NULL-terminated (may be NULL); with
+                               * --s3-api-port among them, its port file is added
+                               * and read into s3api_port */
+    const char *const *wrap;  /* NULL, or a command that execs the node keeping
+                               * its pid ({"prlimit", "--nofile=128:128", NULL}) */
+} h_node_opts;
+
+typedef struct h_node {
+    h_proc *proc; /* belongs to env */
+    int port;
+    int admin_port;
+    int s3api_port; /* 0 without --s3-api-port */
+    char dir[PATH_MAX];
+} h_node;
+
+/* Starts ringcached (o->name's log in env) on 127.0.0.1 with --no-sync, its
+ * data, admin (and S3 API) ports written to files in env's folder and read
+ * back, ready when its data port takes a connection. 0; -ENOENT when the
+ * binary is not built; an error of h_proc_start; -EPROTO when it wrote no
+ * admin (or S3 API) port. h_last_error() says which. */
+int h_node_start(h_env *env, h_node *out, const h_node_opts *o);
+
+/* Appends "id=127.0.0.1:port" to the --members list in members (comma
+ * separated; cut to cap). */
+void h_members_add(char *members, size_t cap, const char *id, int port);
+
+/* A sample from a node's Prometheus text at http://127.0.0.1:admin_port/metrics:
+ * the first line that starts with metric (a name, or a name with its labels)
+ * followed by a space or '{'. -1 when absent or unreachable. */
+int64_t h_metric(int admin_port, const char *metric);
 
 /* ---- blocking HTTP on loopback (libcurl) ---------------------------------- */
 

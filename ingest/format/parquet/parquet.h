@@ -2,9 +2,10 @@
  *
  * parquet.h: the native Parquet reader (and, at the end, a writer). Opens a file through a byte-range
  * source (rangesrc.h) with one speculative tail read for the footer, decodes
- * the Thrift footer by hand, maps flat schemas (OPTIONAL and REQUIRED leaves;
- * nested and repeated columns are refused, naming the column) to engine types
- * (colbatch.h), prunes row groups by min_value/max_value statistics for the
+ * the Thrift footer by hand, maps the schema's flat fields (OPTIONAL and REQUIRED
+ * leaves) and LISTs of them (CB_LIST) to engine types (colbatch.h; other nested
+ * fields, MAP and groups, are listed but refused by name when read, so a file's
+ * other columns stay readable), prunes row groups by min_value/max_value statistics for the
  * predicates a caller passes down, and reads only the requested column chunks,
  * by byte range, with nearby ranges coalesced and all ranges of a row group in
  * flight at once. Output: one cb_batch per row group.
@@ -58,13 +59,22 @@ typedef enum pq_physical {
     PQ_FIXED_LEN_BYTE_ARRAY = 7,
 } pq_physical;
 
-/* A leaf column of the (flat) schema. */
+/* A top-level field of the schema. A nested one (LIST, MAP, group, repeated
+ * field) is listed with `nested` saying what it is; it cannot be read (the
+ * reader refuses it by name), but the file's other columns can. */
 typedef struct pq_column_info {
     const char *name; /* borrowed from the file */
-    cb_typeinfo type; /* what batches carry */
+    cb_typeinfo type; /* what batches carry (zero when nested) */
     pq_physical physical;
     int32_t type_length; /* FIXED_LEN_BYTE_ARRAY width */
     bool nullable;       /* OPTIONAL */
+    const char *nested;  /* NULL, or "a Parquet MAP (a Map)", ... (static) */
+    int leaf, n_leaves;  /* its column chunks in a row group */
+    /* a LIST of a primitive (type CB_LIST; physical and type_length are the
+     * element's): the definition level from which an entry is an element
+     * (below it the list is empty, or NULL, which reads as empty as in
+     * ClickHouse) and the element's own maximum */
+    uint8_t def_elem, max_def;
 } pq_column_info;
 
 typedef struct pq_open_opts {

@@ -262,6 +262,10 @@ typedef struct pq__coldesc {
     int32_t type_length;
     cb_typeinfo type;
     bool nullable; /* max definition level 1 (else 0) */
+    /* a LIST's leaf: max_rep 1 and max_def its definition levels (up to 3);
+     * num_rows is then the chunk's entries (num_values), and the levels of
+     * every entry land in the scratch's reps / defs. 0: a flat column. */
+    uint8_t max_rep, max_def;
     int32_t codec;
     int64_t num_values; /* from ColumnMetaData */
     uint32_t num_rows;  /* of the row group */
@@ -285,6 +289,8 @@ typedef struct pq__scratch {
     size_t tmp_cap;
     uint8_t *cur; /* DELTA_BYTE_ARRAY: the previous value */
     size_t cur_cap;
+    uint8_t *reps, *defs; /* a LIST leaf's levels, one per entry */
+    size_t reps_cap, defs_cap;
 } pq__scratch;
 void pq__scratch_deinit(pq__scratch *s);
 

@@ -2,7 +2,7 @@
  *
  * pq_file.c: opening a Parquet file (parquet.h): one speculative read of the
  * tail, the magic and footer-length checks, the footer decoded (pq_thrift.c),
- * the flat schema mapped to engine types, statistics decoded into engine
+ * the schema's top-level fields mapped to engine types (nested ones marked), statistics decoded into engine
  * values, and row-group pruning against the caller's predicates.
  *
  *   file:  "PAR1" <column chunks ...> <FileMetaData (thrift)> <u32 LE length> "PAR1"
@@ -22,7 +22,8 @@ struct pq_file {
     rs_source *src;
     uint8_t *footer; /* the FileMetaData bytes (stats point into them) */
     pq__meta *meta;
-    int n_cols;
+    int n_cols; /* top-level fields */
+    int n_leaves; /* column chunks per row group */
     pq_column_info *cols;
     int64_t num_rows;
 };
@@ -207,52 +208,157 @@ int pq__map_type(const pq__schema_el *el, cb_typeinfo *out, const char **why)
     return -ENOTSUP;
 }
 
+/* The subtree of schema element *i (depth-first order): moves *i past it and
+ * counts its leaves. -EBADMSG when the counts run past the schema. */
+static int pq__subtree(const pq__meta *m, uint32_t *i, int *leaves, int depth)
+{
+    if (*i >= m->n_schema || depth > 64)
+        return -EBADMSG;
+    const pq__schema_el *el = &m->schema[(*i)++];
+    if (el->num_children <= 0) {
+        if (el->type < 0)
+            return -EBADMSG; /* a group without children */
+        (*leaves)++;
+        return 0;
+    }
+    for (int32_t k = 0; k < el->num_children; k++) {
+        int rc = pq__subtree(m, i, leaves, depth + 1);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* What a top-level field this reader cannot read is, as the sentence part
+ * after "column 'x' is". */
+static const char *pq__nested_kind(const pq__schema_el *el)
+{
+    if (el->lt == PQ__LT_LIST || el->converted_type == PQ__CT_LIST)
+        return "a Parquet LIST (an Array)";
+    if (el->lt == PQ__LT_MAP || el->converted_type == PQ__CT_MAP ||
+        el->converted_type == PQ__CT_MAP_KEY_VALUE)
+        return "a Parquet MAP (a Map)";
+    if (el->num_children > 0 && el->repetition == PQ__REPEATED)
+        return "a repeated group (an Array of Tuples)";
+    if (el->num_children > 0)
+        return "a group of fields (a Tuple)";
+    return "a repeated field (an Array)";
+}
+
+/* Whether top-level field i is a LIST of a primitive (DuckDB's and pyarrow's
+ * three levels, optional group (LIST) { repeated group list { [optional]
+ * T element } }; the legacy two, { repeated T element }; or a bare repeated
+ * primitive): its element's schema index and levels. A repeated group of
+ * several fields, or the legacy one-field struct ("array", "x_tuple"), is an
+ * Array of Tuples, not read. */
+static bool pq__list_shape(const pq__meta *m, uint32_t i, uint32_t *elem, uint8_t *def_elem,
+                           uint8_t *max_def, bool *enull)
+{
+    const pq__schema_el *el = &m->schema[i];
+    *enull = false;
+    if (el->num_children <= 0) {
+        if (el->repetition != PQ__REPEATED || el->type < 0)
+            return false;
+        *elem = i;
+        *def_elem = *max_def = 1;
+        return true;
+    }
+    bool list = el->lt == PQ__LT_LIST || el->converted_type == PQ__CT_LIST;
+    if (!list || el->num_children != 1 || el->repetition == PQ__REPEATED || i + 1 >= m->n_schema)
+        return false;
+    uint8_t d = el->repetition == PQ__OPTIONAL ? 1 : 0;
+    const pq__schema_el *r = &m->schema[i + 1];
+    if (r->repetition != PQ__REPEATED)
+        return false;
+    d++;
+    *def_elem = d;
+    if (r->num_children <= 0) { /* two levels: repeated T element */
+        if (r->type < 0)
+            return false;
+        *elem = i + 1;
+        *max_def = d;
+        return true;
+    }
+    if (r->num_children != 1 || i + 2 >= m->n_schema || !r->name ||
+        strcmp(r->name, "array") == 0 ||
+        (el->name && strlen(r->name) == strlen(el->name) + 6 &&
+         strncmp(r->name, el->name, strlen(el->name)) == 0 &&
+         strcmp(r->name + strlen(el->name), "_tuple") == 0))
+        return false;
+    const pq__schema_el *e = &m->schema[i + 2];
+    if (e->num_children > 0 || e->type < 0 || e->repetition == PQ__REPEATED)
+        return false;
+    if (e->repetition == PQ__OPTIONAL)
+        d++;
+    *elem = i + 2;
+    *max_def = d;
+    *enull = e->repetition == PQ__OPTIONAL;
+    return true;
+}
+
+/* The top-level fields become the columns. A flat field is one leaf column
+ * chunk; a nested one (LIST, MAP, group, repeated) spans the chunks of its
+ * leaves and is kept, marked with what it is, so that the other columns of
+ * the file stay readable. */
 static int pq__schema(pq_file *f, char *err, size_t errlen)
 {
     const char *name = rs_name(f->src);
     const pq__meta *m = f->meta;
     if (m->n_schema < 1)
         return pq__ferr(err, errlen, -EBADMSG, "%s: the schema is empty (no root element)", name);
-    if (m->schema[0].num_children < 0 || (uint32_t)m->schema[0].num_children != m->n_schema - 1) {
-        /* A child with children of its own: find and name it. */
-        for (uint32_t i = 1; i < m->n_schema; i++) {
-            const pq__schema_el *el = &m->schema[i];
-            if (el->num_children > 0 && el->converted_type == 3) /* LIST */
-                return pq__ferr(err, errlen, -ENOTSUP,
-                                "%s: column '%s' is a LIST: Array columns in Parquet are not "
-                                "supported (flatten it, e.g. with unnest, before reading)",
-                                name, el->name ? el->name : "");
-            if (el->num_children > 0)
-                return pq__ferr(err, errlen, -ENOTSUP,
-                                "%s: column '%s' is nested (a group of %d fields); only flat "
-                                "schemas are supported (flatten it, e.g. with unnest, before "
-                                "reading)",
-                                name, el->name ? el->name : "", el->num_children);
-        }
+    int top = m->schema[0].num_children;
+    if (top < 0 || (uint32_t)top > m->n_schema - 1)
         return pq__ferr(err, errlen, -EBADMSG,
                         "%s: the schema's root says %d columns but %u elements follow", name,
-                        m->schema[0].num_children, m->n_schema - 1);
-    }
-    f->n_cols = (int)(m->n_schema - 1);
+                        top, m->n_schema - 1);
+    f->n_cols = top;
     f->cols = calloc(f->n_cols ? (size_t)f->n_cols : 1, sizeof(*f->cols));
     if (!f->cols)
         return -ENOMEM;
+    uint32_t at = 1;
+    int leaves = 0;
     for (int i = 0; i < f->n_cols; i++) {
-        const pq__schema_el *el = &m->schema[i + 1];
+        if (at >= m->n_schema)
+            return pq__ferr(err, errlen, -EBADMSG,
+                            "%s: the schema's root says %d columns but its elements end after %d",
+                            name, top, i);
+        const pq__schema_el *el = &m->schema[at];
         const char *cn = el->name ? el->name : "";
         if (!el->name)
-            return pq__ferr(err, errlen, -EBADMSG, "%s: schema element %d has no name", name,
-                            i + 1);
-        if (el->num_children > 0 || el->type < 0)
-            return pq__ferr(err, errlen, -ENOTSUP,
-                            "%s: column '%s' is nested (a group); only flat schemas are "
-                            "supported",
+            return pq__ferr(err, errlen, -EBADMSG, "%s: schema element %u has no name", name, at);
+        int first = leaves;
+        uint32_t start = at;
+        if (pq__subtree(m, &at, &leaves, 0) < 0)
+            return pq__ferr(err, errlen, -EBADMSG,
+                            "%s: the schema's element counts of column '%s' run past its end",
                             name, cn);
-        if (el->repetition == PQ__REPEATED)
-            return pq__ferr(err, errlen, -ENOTSUP,
-                            "%s: column '%s' is REPEATED (a list): Array columns in Parquet "
-                            "are not supported",
-                            name, cn);
+        f->cols[i].name = el->name;
+        f->cols[i].leaf = first;
+        f->cols[i].n_leaves = leaves - first;
+        f->cols[i].nullable = el->repetition != PQ__REQUIRED;
+        if (el->num_children > 0 || el->repetition == PQ__REPEATED) {
+            uint32_t ei;
+            uint8_t de, md;
+            bool enull;
+            const char *why = "unsupported";
+            cb_typeinfo et;
+            if (leaves - first == 1 && pq__list_shape(m, start, &ei, &de, &md, &enull) &&
+                m->schema[ei].type <= PQ_FIXED_LEN_BYTE_ARRAY &&
+                pq__map_type(&m->schema[ei], &et, &why) == 0) {
+                /* Array(T): the element's physical type, a CB_LIST of its engine type */
+                f->cols[i].type = et;
+                f->cols[i].type.type = CB_LIST;
+                f->cols[i].type.elem = et.type;
+                f->cols[i].type.elem_null = enull;
+                f->cols[i].physical = (pq_physical)m->schema[ei].type;
+                f->cols[i].type_length = m->schema[ei].type_length;
+                f->cols[i].def_elem = de;
+                f->cols[i].max_def = md;
+                continue;
+            }
+            f->cols[i].nested = pq__nested_kind(el);
+            continue;
+        }
         if (el->type > PQ_FIXED_LEN_BYTE_ARRAY)
             return pq__ferr(err, errlen, -ENOTSUP,
                             "%s: column '%s' has an unknown physical "
@@ -262,25 +368,30 @@ static int pq__schema(pq_file *f, char *err, size_t errlen)
         if (pq__map_type(el, &f->cols[i].type, &why) < 0)
             return pq__ferr(err, errlen, -ENOTSUP, "%s: column '%s' cannot be read: %s", name, cn,
                             why);
-        f->cols[i].name = el->name;
         f->cols[i].physical = (pq_physical)el->type;
         f->cols[i].type_length = el->type_length;
-        f->cols[i].nullable = el->repetition != PQ__REQUIRED;
     }
+    if (at != m->n_schema)
+        return pq__ferr(err, errlen, -EBADMSG,
+                        "%s: the schema's root says %d columns but %u elements follow", name,
+                        top, m->n_schema - 1);
+    f->n_leaves = leaves;
     int64_t total = 0;
     for (uint32_t r = 0; r < m->n_rgs; r++) {
         const pq__row_group *rg = &m->rgs[r];
-        if (rg->n_cols != (uint32_t)f->n_cols)
+        if (rg->n_cols != (uint32_t)f->n_leaves)
             return pq__ferr(err, errlen, -EBADMSG,
                             "%s: row group %u has %u column chunks, the "
-                            "schema has %d columns",
-                            name, r, rg->n_cols, f->n_cols);
+                            "schema has %d leaf columns",
+                            name, r, rg->n_cols, f->n_leaves);
         if (rg->num_rows < 0 || rg->num_rows > UINT32_MAX)
             return pq__ferr(err, errlen, -EBADMSG, "%s: row group %u says it has %" PRId64 " rows",
                             name, r, rg->num_rows);
         total += rg->num_rows;
         for (int c = 0; c < f->n_cols; c++) {
-            const pq__chunk_meta *cm = &rg->cols[c];
+            if (f->cols[c].nested)
+                continue; /* its chunks are checked when it can be read */
+            const pq__chunk_meta *cm = &rg->cols[f->cols[c].leaf];
             const char *cn = f->cols[c].name;
             if (cm->external)
                 return pq__ferr(err, errlen, -ENOTSUP,
@@ -297,7 +408,7 @@ static int pq__schema(pq_file *f, char *err, size_t errlen)
                                 "%s: column '%s' of row group %u has "
                                 "physical type %d, the schema says %d",
                                 name, cn, r, cm->type, (int)f->cols[c].physical);
-            if (cm->path_len > 1)
+            if (cm->path_len > 1 && f->cols[c].type.type != CB_LIST)
                 return pq__ferr(err, errlen, -ENOTSUP,
                                 "%s: column '%s' is nested (its path has "
                                 "%u parts)",
@@ -487,7 +598,7 @@ rs_source *pq__file_source(const pq_file *f)
 }
 const pq__chunk_meta *pq__file_chunk(const pq_file *f, int rg, int col)
 {
-    return &f->meta->rgs[rg].cols[col];
+    return &f->meta->rgs[rg].cols[f->cols[col].leaf];
 }
 
 /* ---- statistics ------------------------------------------------------------ */
@@ -598,8 +709,10 @@ int pq_file_stats(const pq_file *f, int rg, int col, pq_stats *out)
     memset(out, 0, sizeof(*out));
     if (rg < 0 || (uint32_t)rg >= f->meta->n_rgs || col < 0 || col >= f->n_cols)
         return -ERANGE;
-    const pq__chunk_meta *cm = &f->meta->rgs[rg].cols[col];
     const pq_column_info *ci = &f->cols[col];
+    if (ci->nested || ci->type.type == CB_LIST)
+        return 0; /* no bounds (a LIST's are its elements'): nothing is pruned on it */
+    const pq__chunk_meta *cm = &f->meta->rgs[rg].cols[ci->leaf];
     const pq__stats_raw *s = &cm->stats;
     out->num_values = cm->num_values;
     out->has_null_count = s->has_null_count;

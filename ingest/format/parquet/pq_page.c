@@ -720,6 +720,43 @@ static int pq__dictionary_page(pq__chunk *st, const pq__page_header *h, const ui
     return pq__plain(st, st->dict, 0, data, (size_t)h->uncompressed_size, (size_t)h->num_values);
 }
 
+static int pq__bits(unsigned v)
+{
+    int b = 0;
+    while (v >> b)
+        b++;
+    return b;
+}
+
+/* A LIST leaf's page: the repetition and definition levels of its nv entries
+ * (RLE, each at its bit width) into the scratch's reps / defs at st->row, and
+ * the present flags (definition level at its maximum) into levels. */
+static int pq__list_levels(pq__chunk *st, const uint8_t *rep, size_t rep_len, const uint8_t *def,
+                           size_t def_len, size_t nv, size_t *nonnull)
+{
+    const pq__coldesc *d = st->d;
+    pq__scratch *s = st->s;
+    size_t need = (size_t)st->row + nv;
+    if (pq__grow((void **)&s->reps, &s->reps_cap, need ? need : 1) < 0 ||
+        pq__grow((void **)&s->defs, &s->defs_cap, need ? need : 1) < 0 ||
+        pq__grow((void **)&s->levels, &s->levels_cap, nv ? nv : 1) < 0)
+        return pq__fail(st, -ENOMEM, "out of memory");
+    uint8_t *r = s->reps + st->row, *df = s->defs + st->row;
+    if (pq__rle_decode8(rep, rep_len, pq__bits(d->max_rep), r, nv) < 0)
+        return pq__fail(st, -EBADMSG, "the repetition levels are malformed or truncated");
+    if (pq__rle_decode8(def, def_len, pq__bits(d->max_def), df, nv) < 0)
+        return pq__fail(st, -EBADMSG, "the definition levels are malformed or truncated");
+    size_t cnt = 0;
+    for (size_t i = 0; i < nv; i++) {
+        if (r[i] > d->max_rep || df[i] > d->max_def)
+            return pq__fail(st, -EBADMSG, "a level is above its column's maximum");
+        s->levels[i] = df[i] == d->max_def;
+        cnt += s->levels[i];
+    }
+    *nonnull = cnt;
+    return 0;
+}
+
 static int pq__data_page(pq__chunk *st, const pq__page_header *h, const uint8_t *body, size_t clen)
 {
     const pq__coldesc *d = st->d;
@@ -733,6 +770,7 @@ static int pq__data_page(pq__chunk *st, const pq__page_header *h, const uint8_t 
                         " rows of the row group are left",
                         h->num_values, d->num_rows - st->row);
     size_t nv = (size_t)h->num_values;
+    size_t list_nonnull = 0;
     const uint8_t *levels_src = NULL, *values;
     size_t levels_len = 0, values_len;
     bool bit_packed_levels = false;
@@ -742,7 +780,30 @@ static int pq__data_page(pq__chunk *st, const pq__page_header *h, const uint8_t 
         if (rc < 0)
             return rc;
         size_t ulen = (size_t)h->uncompressed_size, at = 0;
-        if (d->nullable) {
+        if (d->max_rep) {
+            /* a LIST leaf: repetition then definition levels, each RLE with its length */
+            if (h->def_encoding != PQ__ENC_RLE)
+                return pq__fail(st, -ENOTSUP, "a LIST's levels are %s-encoded",
+                                pq__encoding_name(h->def_encoding));
+            const uint8_t *lp[2];
+            size_t ll[2];
+            for (int k = 0; k < 2; k++) {
+                uint32_t l;
+                if (ulen - at < 4)
+                    return pq__fail(st, -EBADMSG, "the page is too short for its levels");
+                memcpy(&l, data + at, 4);
+                if (l > ulen - at - 4)
+                    return pq__fail(st, -EBADMSG, "the levels' length (%" PRIu32 ") runs past the page", l);
+                lp[k] = data + at + 4;
+                ll[k] = l;
+                at += 4 + (size_t)l;
+            }
+            size_t nn;
+            rc = pq__list_levels(st, lp[0], ll[0], lp[1], ll[1], nv, &nn);
+            if (rc < 0)
+                return rc;
+            list_nonnull = nn;
+        } else if (d->nullable) {
             if (h->def_encoding == PQ__ENC_RLE) {
                 uint32_t l;
                 if (ulen < 4)
@@ -777,9 +838,16 @@ static int pq__data_page(pq__chunk *st, const pq__page_header *h, const uint8_t 
             (size_t)h->rep_len + (size_t)h->def_len > (size_t)h->uncompressed_size)
             return pq__fail(st, -EBADMSG, "the level lengths (%d + %d) do not fit in the page",
                             h->rep_len, h->def_len);
-        if (h->rep_len)
+        if (d->max_rep) {
+            size_t nn;
+            int rc = pq__list_levels(st, body, (size_t)h->rep_len, body + h->rep_len,
+                                     (size_t)h->def_len, nv, &nn);
+            if (rc < 0)
+                return rc;
+            list_nonnull = nn;
+        } else if (h->rep_len) {
             return pq__fail(st, -EBADMSG, "a flat column has repetition levels");
-        if (d->nullable) {
+        } else if (d->nullable) {
             levels_src = body + h->rep_len;
             levels_len = (size_t)h->def_len;
         } else if (h->def_len) {
@@ -794,7 +862,10 @@ static int pq__data_page(pq__chunk *st, const pq__page_header *h, const uint8_t 
     }
     size_t nonnull = nv;
     const uint8_t *lv = NULL;
-    if (d->nullable && nv > 0) {
+    if (d->max_rep) {
+        nonnull = list_nonnull;
+        lv = st->s->levels;
+    } else if (d->nullable && nv > 0) {
         if (pq__grow((void **)&st->s->levels, &st->s->levels_cap, nv) < 0)
             return pq__fail(st, -ENOMEM, "out of memory");
         if (bit_packed_levels) {
@@ -848,6 +919,8 @@ void pq__scratch_deinit(pq__scratch *s)
     free(s->idx);
     free(s->tmp);
     free(s->cur);
+    free(s->reps);
+    free(s->defs);
     memset(s, 0, sizeof(*s));
 }
 

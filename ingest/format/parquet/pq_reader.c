@@ -15,6 +15,8 @@
  */
 #include "parquet_int.h"
 
+#include "eng_types.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -102,6 +104,16 @@ int pq_reader_create(pq_reader **out, pq_file *f, const pq_read_opts *opts, char
                          pq_file_name(f), c, nc);
             pq_reader_destroy(&r);
             return -ERANGE;
+        }
+        const pq_column_info *ci = pq_file_column(f, c);
+        if (ci->nested) {
+            if (err && errlen)
+                snprintf(err, errlen,
+                         "%s: column '%s' is %s, which this reader does not read yet (leave it "
+                         "out of the query: the file's other columns can be read)",
+                         pq_file_name(f), ci->name, ci->nested);
+            pq_reader_destroy(&r);
+            return -ENOTSUP;
         }
         r->cols[i] = c;
     }
@@ -272,6 +284,99 @@ int pq_row_group_ranges(const pq_file *f, int rg, const int *cols, size_t n_cols
     return 0;
 }
 
+/* A LIST column chunk: its leaf decoded as entries (with their levels),
+ * then put together into one encoded Array per row (colbatch.h CB_LIST). A
+ * NULL list reads as [] (an Array is never NULL, as in ClickHouse); a NULL
+ * element is a NULL of Array(Nullable(T)). */
+static int pq__read_list(pq_reader *r, const pq_column_info *ci, pq__coldesc *d,
+                         const pq__chunk_meta *cm, const uint8_t *p, size_t len, uint32_t rows,
+                         cb_column **out)
+{
+    *out = NULL;
+    if (cm->num_values < 0 || cm->num_values > (int64_t)(UINT32_MAX / 2))
+        return pq__rerr(r, -EBADMSG, "%s: column '%s' of row group %d says it has %" PRId64
+                        " values", d->file, ci->name, d->rg, cm->num_values);
+    cb_typeinfo et = ci->type;
+    et.type = ci->type.elem;
+    et.elem = 0;
+    et.elem_null = false;
+    d->type = et;
+    d->nullable = false;
+    d->max_rep = 1;
+    d->max_def = ci->max_def;
+    d->num_rows = (uint32_t)cm->num_values;
+    d->keep_dictionary = false;
+    cb_column *leaf = NULL;
+    int rc = pq__decode_chunk_with(d, p, len, &r->scratch, &leaf, r->err, sizeof(r->err));
+    if (rc < 0)
+        return rc;
+    ex_vec ev;
+    if ((rc = ex_vec_from_column(NULL, leaf, &ev)) < 0) {
+        cb_column_destroy(&leaf);
+        return pq__rerr(r, rc == -ERANGE ? -ENOTSUP : rc,
+                        "%s: column '%s' of row group %d: %s", d->file, ci->name, d->rg,
+                        rc == -ERANGE ? "a Decimal element needs more than 18 digits"
+                                      : "out of memory");
+    }
+    ex_type at = ex_type_of_column(&ci->type, false);
+    ex_type xt = ex_arr_elem(&at);
+    cb_column *c = NULL;
+    if ((rc = cb_column_create(&c, &ci->type, ci->name, rows)) < 0)
+        goto done;
+    ex_bytes buf = {0};
+    const uint8_t *reps = r->scratch.reps, *defs = r->scratch.defs;
+    uint32_t n = leaf->n, row = 0, cnt = 0;
+    size_t start = 0;
+    for (uint32_t k = 0; k <= n && rc == 0; k++) {
+        if (k == n || reps[k] == 0) {
+            if (k > 0) { /* the row so far is done */
+                if (row >= rows) {
+                    rc = pq__rerr(r, -EBADMSG, "%s: column '%s' of row group %d holds more lists "
+                                  "than the row group's %" PRIu32 " rows", d->file, ci->name,
+                                  d->rg, rows);
+                    break;
+                }
+                ex_arr_end(&buf, start, cnt);
+                c->offsets[++row] = (uint32_t)buf.n;
+            }
+            if (k == n)
+                break;
+            cnt = 0;
+            if ((rc = ex_arr_begin(&buf, &start)) < 0)
+                break;
+        } else if (k == 0) {
+            rc = pq__rerr(r, -EBADMSG, "%s: column '%s' of row group %d starts inside a list",
+                          d->file, ci->name, d->rg);
+            break;
+        }
+        if (defs[k] < ci->def_elem)
+            continue; /* an empty or NULL list */
+        ex_arr_val v;
+        ex_arr_val_of(&ev, k, &v);
+        if ((rc = ex_arr_put(&buf, &xt, &v)) < 0)
+            break;
+        cnt++;
+    }
+    if (rc == 0 && row != rows)
+        rc = pq__rerr(r, -EBADMSG, "%s: column '%s' of row group %d holds %" PRIu32
+                      " lists for %" PRIu32 " rows", d->file, ci->name, d->rg, row, rows);
+    if (rc == 0 && buf.n && (rc = cb_column_reserve_data(c, buf.n)) == 0)
+        memcpy(c->data, buf.p, buf.n);
+    ex_bytes_free(&buf);
+done:
+    if (rc == -ENOMEM || rc == -E2BIG)
+        pq__rerr(r, rc, "%s: column '%s' of row group %d: %s", d->file, ci->name, d->rg,
+                 rc == -E2BIG ? "its arrays take more than 4 GiB" : "out of memory");
+    ex_vec_clear(NULL, &ev);
+    cb_column_destroy(&leaf);
+    if (rc < 0) {
+        cb_column_destroy(&c);
+        return rc;
+    }
+    *out = c;
+    return 0;
+}
+
 int pq_reader_next(pq_reader *r, cb_batch **out)
 {
     *out = NULL;
@@ -352,6 +457,12 @@ fetched:
             const rs_range *g = &ranges[w[i].group];
             p = (const uint8_t *)g->buf + (w[i].off - g->offset);
             len = (size_t)w[i].len;
+        }
+        if (ci->type.type == CB_LIST) {
+            rc = pq__read_list(r, ci, &d, cm, p, len, (uint32_t)rows, &b->cols[i]);
+            if (rc < 0)
+                goto out;
+            continue;
         }
         rc = pq__decode_chunk_with(&d, p, len, &r->scratch, &b->cols[i], r->err, sizeof(r->err));
         if (rc < 0)

@@ -32,80 +32,24 @@ int t_node_try_start(h_env *env, t_node *n, const char *name, const char *s3_end
 int t_node_try_start_wrapped(h_env *env, t_node *n, const char *name, const char *s3_endpoint,
                              const char *const *extra, const char *const *wrap)
 {
-    char bin[1024];
-    if (h_build_path(bin, sizeof(bin), H_RINGCACHED) < 0)
-        h_skip("ringcached is not built");
     memset(n, 0, sizeof(*n));
     snprintf(n->name, sizeof(n->name), "%s", name);
-    h_env_path(env, n->dir, sizeof(n->dir), name);
-    mkdir(n->dir, 0755);
-    char port_file[600], admin_file[600], s3api_file[600];
-    snprintf(port_file, sizeof(port_file), "%s/port", n->dir);
-    snprintf(admin_file, sizeof(admin_file), "%s/admin-port", n->dir);
-    snprintf(s3api_file, sizeof(s3api_file), "%s/s3api-port", n->dir);
-    bool s3api = false;
-    const char *argv[72];
-    int k = 0;
-    for (int i = 0; wrap && wrap[i] && k < 8; i++)
-        argv[k++] = wrap[i];
-    const char *base[] = {bin,
-                          "--node-id",
-                          name,
-                          "--listen",
-                          "127.0.0.1",
-                          "--port",
-                          "0",
-                          "--port-file",
-                          port_file,
-                          "--admin-listen",
-                          "127.0.0.1",
-                          "--admin-port",
-                          "0",
-                          "--admin-port-file",
-                          admin_file,
-                          "--data-dir",
-                          n->dir,
-                          "--ssd-capacity",
-                          "512MiB",
-                          "--ram-capacity",
-                          "64MiB",
-                          "--no-sync",
-                          "--s3-endpoint",
-                          s3_endpoint,
-                          "--s3-access-key",
-                          "S3RVER",
-                          "--s3-secret-key",
-                          "S3RVER",
-                          NULL};
-    for (int i = 0; base[i]; i++)
-        argv[k++] = base[i];
-    for (int i = 0; extra && extra[i] && k < 68; i++) {
-        argv[k++] = extra[i];
-        s3api |= strcmp(extra[i], "--s3-api-port") == 0;
-    }
-    if (s3api) {
-        argv[k++] = "--s3-api-port-file";
-        argv[k++] = s3api_file;
-    }
-    argv[k] = NULL;
-    int rc = h_proc_start(env, &n->proc, name, (char *const *)argv, NULL, port_file, 0);
-    if (rc < 0)
-        return rc;
-    n->port = h_proc_port(n->proc);
-    FILE *f = fopen(admin_file, "r");
-    if (!f || fscanf(f, "%d", &n->admin_port) != 1) {
-        fprintf(stderr, "%s wrote no admin port\n", name);
+    h_node hn;
+    h_node_opts o = {.name = name, .s3_endpoint = s3_endpoint, .extra = extra, .wrap = wrap};
+    int rc = h_node_start(env, &hn, &o);
+    if (rc == -ENOENT)
+        h_skip("ringcached is not built");
+    if (rc == -EPROTO) {
+        fprintf(stderr, "%s\n", h_last_error());
         exit(1);
     }
-    fclose(f);
-    if (s3api) {
-        f = fopen(s3api_file, "r");
-        if (!f || fscanf(f, "%d", &n->s3api_port) != 1) {
-            fprintf(stderr, "%s wrote no S3 API port\n", name);
-            exit(1);
-        }
-        fclose(f);
-    }
+    if (rc < 0)
+        return rc;
+    n->proc = hn.proc;
+    n->port = hn.port;
+    n->admin_port = hn.admin_port;
+    n->s3api_port = hn.s3api_port;
+    memcpy(n->dir, hn.dir, sizeof(n->dir) - 1); /* env folders are short */
     return 0;
 }
 
@@ -120,28 +64,7 @@ void t_node_start(h_env *env, t_node *n, const char *name, const char *s3_endpoi
 
 int64_t t_node_metric(const t_node *n, const char *metric)
 {
-    char url[128];
-    snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", n->admin_port);
-    h_http_resp r = {0};
-    if (h_http_get(url, &r) != 200 || !r.body) {
-        h_http_resp_deinit(&r);
-        return -1;
-    }
-    int64_t v = -1;
-    size_t ml = strlen(metric);
-    for (const char *l = r.body; l && *l;) {
-        if (strncmp(l, metric, ml) == 0 && (l[ml] == ' ' || l[ml] == '{')) {
-            const char *sp = strchr(l, ' ');
-            if (sp)
-                v = (int64_t)strtod(sp + 1, NULL);
-            break;
-        }
-        l = strchr(l, '\n');
-        if (l)
-            l++;
-    }
-    h_http_resp_deinit(&r);
-    return v;
+    return h_metric(n->admin_port, metric);
 }
 
 int64_t t_node_rss_kib(const t_node *n)

@@ -249,38 +249,17 @@ static double sample(const char *text, const char *name, const char *labels, con
 static void test_build_and_process_metrics(void **state)
 {
     (void)state;
-    char data[600], pf[600], af[600];
-    h_env_path(env, data, sizeof(data), "data3");
-    mkdir(data, 0755);
-    h_env_path(env, pf, sizeof(pf), "metrics.port");
-    h_env_path(env, af, sizeof(af), "metrics.admin");
-    const char *argv[] = {bin,
-                          "--data-dir",
-                          data,
-                          "--listen",
-                          "127.0.0.1",
-                          "--port",
-                          "0",
-                          "--port-file",
-                          pf,
-                          "--admin-listen",
-                          "127.0.0.1",
-                          "--admin-port",
-                          "0",
-                          "--admin-port-file",
-                          af,
-                          "--ssd-capacity",
-                          "256MiB",
-                          "--ram-capacity",
-                          "0",
-                          "--s3-endpoint",
-                          "http://127.0.0.1:1",
-                          "--threads",
-                          "1",
-                          NULL};
     time_t before = time(NULL);
-    h_proc *p;
-    assert_int_equal(h_proc_start(env, &p, "metrics", (char *const *)argv, NULL, pf, 0), 0);
+    h_node_opts o = {.name = "metrics",
+                     .s3_endpoint = "http://127.0.0.1:1",
+                     .ssd = "256MiB",
+                     .ram = "0",
+                     .threads = 1};
+    h_node n;
+    assert_int_equal(h_node_start(env, &n, &o), 0);
+    h_proc *p = n.proc;
+    char af[600];
+    h_env_path(env, af, sizeof(af), "metrics.admin-port"); /* written by the node */
     char url[128];
     h_http_resp resp;
     admin_get(af, "/metrics", url, sizeof(url), &resp);

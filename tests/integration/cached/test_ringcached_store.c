@@ -50,18 +50,7 @@ static int setup(void **state)
     data = t_alloc_data(size, 77);
     s3_config cfg;
     t_s3_config(&cfg, h_s3_endpoint(s3), NULL, NULL);
-    s3_sync *s;
-    assert_int_equal(s3_sync_create(&s, &cfg), 0);
-    s3_error err;
-    s3_sync_put_args pa = {.bucket = H_S3_DEFAULT_BUCKET,
-                           .key = KEY,
-                           .fd = -1,
-                           .data = data,
-                           .size = size,
-                           .part_size = 64u << 20,
-                           .parallel = 1};
-    assert_int_equal(s3_sync_put(s, &pa, etag, &err), 0);
-    s3_sync_destroy(&s);
+    assert_int_equal(t_put_object(&cfg, H_S3_DEFAULT_BUCKET, KEY, data, size, etag), 0);
     return 0;
 }
 

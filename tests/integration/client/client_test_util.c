@@ -190,22 +190,8 @@ size_t t_size_mib(size_t release_mib, size_t sanitized_mib)
 
 void t_put_direct(t_cluster *tc, const char *key, const void *data, size_t len, char *etag)
 {
-    s3_sync *s;
-    assert_int_equal(s3_sync_create(&s, &tc->direct), 0);
-    s3_error err;
-    char e[S3_ETAG_MAX];
-    s3_sync_put_args pa = {.bucket = H_S3_DEFAULT_BUCKET,
-                           .key = key,
-                           .fd = -1,
-                           .data = data,
-                           .size = len,
-                           .part_size = 64u << 20,
-                           .parallel = 4};
-    int rc = s3_sync_put(s, &pa, etag ? etag : e, &err);
-    if (rc < 0)
-        fprintf(stderr, "put %s: %s\n", key, err.message);
-    assert_int_equal(rc, 0);
-    s3_sync_destroy(&s);
+    assert_int_equal(
+        t_put_object_parallel(&tc->direct, H_S3_DEFAULT_BUCKET, key, data, len, 4, etag), 0);
 }
 
 void t_rc_config(t_cluster *tc, rc_config *cfg)
@@ -222,4 +208,16 @@ int64_t t_s3_gets(t_cluster *tc, const char *key)
     char path[1200];
     snprintf(path, sizeof(path), "/%s/%s", H_S3_DEFAULT_BUCKET, key);
     return h_s3model_count(tc->model, "GET", path);
+}
+
+void t_file_equals(const char *path, const void *data, size_t len)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    unsigned char *b = malloc(len + 1);
+    assert_non_null(b);
+    assert_int_equal(fread(b, 1, len + 1, f), len);
+    fclose(f);
+    assert_memory_equal(b, data, len);
+    free(b);
 }

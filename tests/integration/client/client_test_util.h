@@ -55,6 +55,9 @@ void t_run_cli(t_cluster *tc, h_run_result *r, const char *cli, const char *cons
 void t_run_cli_at(h_env *env, const char *endpoint, h_run_result *r, const char *cli,
                   const char *const *env_extra, const char *const *args);
 
+/* The file at path holds exactly the len bytes at data (asserts). */
+void t_file_equals(const char *path, const void *data, size_t len);
+
 /* A size in bytes: `release_mib` MiB, or less in sanitizer builds
  * (`sanitized_mib`) or under RINGCACHE_CLIENT_TEST_MIB. */
 size_t t_size_mib(size_t release_mib, size_t sanitized_mib);

@@ -37,17 +37,6 @@ static void run(run_result *r, const char *const *args)
     t_run_cli(&tc, r, cli, NULL, args);
 }
 
-static void file_equals(const char *path, const void *data, size_t len)
-{
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    unsigned char *b = malloc(len + 1);
-    assert_int_equal(fread(b, 1, len + 1, f), len);
-    fclose(f);
-    assert_memory_equal(b, data, len);
-    free(b);
-}
-
 static int setup(void **state)
 {
     (void)state;
@@ -85,13 +74,13 @@ static void test_put_head_get_cat_ls_stats(void **state)
     assert_non_null(strstr(r->out, "size: 3145733"));
     run(r, (const char *[]){"get", url, "-o", out, "--cache", tc.members, NULL});
     assert_int_equal(r->status, 0);
-    file_equals(out, data, size);
+    t_file_equals(out, data, size);
     run(r, (const char *[]){"cat", url, "--cache", tc.members, NULL});
     assert_int_equal(r->status, 0);
-    file_equals(r->out_path, data, size);
+    t_file_equals(r->out_path, data, size);
     run(r, (const char *[]){"cat", url, "--range", "100-199", "--cache", tc.members, NULL});
     assert_int_equal(r->status, 0);
-    file_equals(r->out_path, data + 100, 100);
+    t_file_equals(r->out_path, data + 100, 100);
     run(r, (const char *[]){"ls", "s3://ringcache-test/cli/*.bin", "--cache", tc.members, NULL});
     assert_int_equal(r->status, 0);
     assert_non_null(strstr(r->out, url));
@@ -139,7 +128,7 @@ static void test_warm_then_cat(void **state)
     run(r,
         (const char *[]){"cat", "s3://ringcache-test/warm/x/a.bin", "--cache", tc.members, NULL});
     assert_int_equal(r->status, 0);
-    file_equals(r->out_path, da, a);
+    t_file_equals(r->out_path, da, a);
     assert_int_equal(t_s3_gets(&tc, "warm/x/a.bin"), 6); /* all from the nodes */
     int64_t served_after = 0;
     for (int i = 0; i < T_NODES; i++)
@@ -300,7 +289,7 @@ static void test_stats_table(void **state)
         run(r, (const char *[]){"cat", "s3://ringcache-test/stats/a.bin", "--cache", tc.members,
                                 NULL});
         assert_int_equal(r->status, 0);
-        file_equals(r->out_path, data, size);
+        t_file_equals(r->out_path, data, size);
     }
     run(r, (const char *[]){"stats", "--cache", tc.members, NULL});
     assert_int_equal(r->status, 0);

@@ -105,17 +105,6 @@ static int lines_with(const char *text, const char *needle)
     return n;
 }
 
-static void file_equals(const char *path, const void *want, size_t len)
-{
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    unsigned char *b = malloc(len + 1);
-    assert_int_equal(fread(b, 1, len + 1, f), len);
-    fclose(f);
-    assert_memory_equal(b, want, len);
-    free(b);
-}
-
 static void members_of(const t_node *n, char *out, size_t cap)
 {
     snprintf(out, cap, "%s=127.0.0.1:%d", n->name, n->port);
@@ -133,7 +122,7 @@ static void get_through(const t_node *n, const char *hedge, const char *must_say
     run(r, (const char *[]){"get", "s3://" H_S3_DEFAULT_BUCKET "/" OBJ, "-o", out, "--cache", m,
                             "--hedge-ms", hedge, NULL});
     assert_int_equal(r->status, 0);
-    file_equals(out, data, size);
+    t_file_equals(out, data, size);
     assert_int_equal(lines_with(r->err, "warning:"), 1);
     assert_int_equal(lines_with(r->err, n->name), 1);
     assert_int_equal(lines_with(r->err, must_say), 1);
@@ -193,7 +182,7 @@ static void test_cache_only_cold_node(void **state)
     run(r, (const char *[]){"get", "s3://" H_S3_DEFAULT_BUCKET "/deg/cold.bin", "-o", out,
                             "--cache", m, "--cache-only", NULL});
     assert_int_equal(r->status, 0);
-    file_equals(out, cold, len);
+    t_file_equals(out, cold, len);
     assert_int_equal(h_s3model_stat(model, "requests"), 0); /* nothing from this process */
     assert_int_equal(t_node_metric(&good, "ringcached_s3_get_requests_total"), fills + 4);
     assert_int_equal(lines_with(r->err, "warning:"), 0);
@@ -202,7 +191,7 @@ static void test_cache_only_cold_node(void **state)
     run(r, (const char *[]){"get", "s3://" H_S3_DEFAULT_BUCKET "/deg/cold.bin", "-o", out,
                             "--cache", m, "--cache-only", "--no-fill", NULL});
     assert_int_equal(r->status, 0);
-    file_equals(out, cold, len);
+    t_file_equals(out, cold, len);
     run(r, (const char *[]){"get", "s3://" H_S3_DEFAULT_BUCKET "/deg/cold2.bin", "-o", out,
                             "--cache", m, "--cache-only", "--no-fill", NULL});
     assert_int_equal(r->status, 1);
@@ -213,7 +202,7 @@ static void test_cache_only_cold_node(void **state)
     run(r, (const char *[]){"get", "s3://" H_S3_DEFAULT_BUCKET "/deg/cold2.bin", "-o", out,
                             "--cache", m, "--no-fill", NULL});
     assert_int_equal(r->status, 0);
-    file_equals(out, cold, len);
+    t_file_equals(out, cold, len);
     assert_int_equal(h_s3model_count(model, "GET", "/" H_S3_DEFAULT_BUCKET "/deg/cold2.bin"), 4);
     assert_int_equal(t_node_metric(&good, "ringcached_s3_get_requests_total"), fills + 4);
     free(r);
@@ -247,7 +236,7 @@ static void test_typo_port_warns_once_per_node(void **state)
     run(r, (const char *[]){"cat", "s3://" H_S3_DEFAULT_BUCKET "/" OBJ, "--cache",
                             "n0=127.0.0.1:1,n1=127.0.0.1:2", NULL});
     assert_int_equal(r->status, 0);
-    file_equals(r->out_path, data, size);
+    t_file_equals(r->out_path, data, size);
     assert_int_equal(lines_with(r->err, "warning:"), 2);
     assert_int_equal(lines_with(r->err, "n0 (127.0.0.1:1)"), 1);
     assert_int_equal(lines_with(r->err, "n1 (127.0.0.1:2)"), 1);

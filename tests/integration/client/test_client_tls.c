@@ -209,15 +209,10 @@ static void run(run_result *r, const char *const *env, const char *const *args)
     t_run_cli(&tc, r, cli, env, args);
 }
 
+/* The file holds the bytes; it is removed then. */
 static void file_equals(const char *path, const void *data, size_t len)
 {
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    unsigned char *b = malloc(len + 1);
-    assert_int_equal(fread(b, 1, len + 1, f), len);
-    fclose(f);
-    assert_memory_equal(b, data, len);
-    free(b);
+    t_file_equals(path, data, len);
     unlink(path);
 }
 

@@ -150,3 +150,92 @@ int dc_gen_data(h_env *env, char *dir, size_t cap)
     return dc_generate(env, "gen", "tests/integration/engine/gen.mjs", (const char *[]){dir, NULL},
                        120000);
 }
+
+int dc_run(const eng_ctx *base, const char *sql, int threads, char **out, eng_result *res,
+           char *err, size_t errlen)
+{
+    size_t len = 0;
+    *out = NULL;
+    FILE *f = open_memstream(out, &len);
+    assert_non_null(f);
+    eng_ctx ctx = base ? *base : (eng_ctx){.format = ENG_FMT_TSV};
+    ctx.out = f;
+    ctx.max_threads = threads;
+    int rc = eng_run(&ctx, sql, strlen(sql), NULL, res, err, errlen);
+    fclose(f);
+    return rc;
+}
+
+void dc_expect_errorv(const eng_ctx *base, const char *sql, va_list needles)
+{
+    char *out = NULL, err[ENG_MSG_MAX] = "";
+    int rc = dc_run(base, sql, 2, &out, NULL, err, sizeof(err));
+    free(out);
+    if (rc >= 0)
+        fprintf(stderr, "expected an error from: %s\n", sql);
+    assert_true(rc < 0);
+    for (const char *n; (n = va_arg(needles, const char *));) {
+        if (!strstr(err, n))
+            fprintf(stderr, "error '%s' lacks '%s'\n", err, n);
+        assert_non_null(strstr(err, n));
+    }
+}
+
+void dc_expect_error(const eng_ctx *base, const char *sql, ...)
+{
+    va_list ap;
+    va_start(ap, sql);
+    dc_expect_errorv(base, sql, ap);
+    va_end(ap);
+}
+
+char *dc_cases(const char *dir)
+{
+    char path[4300];
+    snprintf(path, sizeof(path), "%s/cases.tsv", dir);
+    char *cases = dc_slurp(path);
+    assert_non_null(cases);
+    return cases;
+}
+
+void dc_case_parse(char *line, dc_case *c)
+{
+    c->name = line;
+    char *t1 = strchr(line, '\t');
+    assert_non_null(t1);
+    *t1 = 0;
+    c->flags = t1 + 1;
+    char *t2 = strchr(c->flags, '\t');
+    assert_non_null(t2);
+    *t2 = 0;
+    c->sql = t2 + 1;
+}
+
+bool dc_run_matches(const eng_ctx *base, const char *dir, const char *name, const char *what,
+                    const char *sql, int threads, bool sorted, bool exact)
+{
+    char *out = NULL, err[ENG_MSG_MAX];
+    if (dc_run(base, sql, threads, &out, NULL, err, sizeof(err)) < 0) {
+        fprintf(stderr, "%s: the engine failed: %s\n  %s\n", name, err, sql);
+        free(out);
+        return false;
+    }
+    char path[4300];
+    snprintf(path, sizeof(path), "%s/%s.expected", dir, name);
+    char *want = dc_slurp(path);
+    assert_non_null(want);
+    bool same =
+        exact ? dc_same_text(name, out, want, sorted) : dc_same_result(name, out, want, sorted);
+    if (!same)
+        fprintf(stderr, "  %s (%d threads): %s\n", what, threads, sql);
+    free(want);
+    free(out);
+    return same;
+}
+
+int dc_setup(h_env **env, const char *test_name, char *dir, size_t cap)
+{
+    if (h_env_create(env, test_name) < 0)
+        return -1;
+    return dc_gen_data(*env, dir, cap);
+}

@@ -6,7 +6,8 @@
 // TSVWithNames / plain CSV / JSONEachRow / gzip / zstd copies), then runs the
 // table below: each ClickHouse-dialect query (what the engine runs) has a
 // hand-written DuckDB equivalent (the oracle, @duckdb/node-api), whose result
-// goes to OUTDIR/<name>.expected as TSV. OUTDIR/cases.tsv lists
+// goes to OUTDIR/<name>.expected as TSV. OUTDIR/cases.tsv (and cases_local.tsv,
+// the cases one server runs but s3Cluster does not split) lists
 // name<TAB>flags<TAB>ClickHouse SQL; flags: 'sorted' = compare as a multiset
 // (no ORDER BY), '-' otherwise. `{D}` in a query is OUTDIR.
 //
@@ -19,6 +20,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { loadDuckDB } from '../../../bench/duckdb.mjs';
+import { arrayCases, arrayData, arrayLocalCases } from './cases_array.mjs';
 import { sqlfnCases, sqlfnData } from './cases_sqlfn.mjs';
 import { duckText } from './duck_fmt.mjs';
 
@@ -68,7 +70,7 @@ writeFileSync(`${D}/bad_value.csv`, 'a,b\n1,2\n3,4\nzz,5\n');
 mkdirSync(join(D, 'mixed'), { recursive: true });
 await con.run(`COPY (SELECT Id, Score FROM posts LIMIT 10) TO '${D}/mixed/a.parquet' (FORMAT parquet)`);
 await con.run(`COPY (SELECT Id FROM posts LIMIT 10) TO '${D}/mixed/b.parquet' (FORMAT parquet)`);
-// a Parquet LIST column (DuckDB's list): refused by name, as Array columns are
+// a Parquet LIST column (DuckDB's list) beside a flat one
 await con.run(`COPY (SELECT Id, [Id, Score] AS L FROM posts LIMIT 10) TO '${D}/list.parquet' (FORMAT parquet)`);
 
 // decimals: DECIMAL(12,2) and (4,1) and (9,3) as INT64 / INT32, (30,4) as
@@ -244,16 +246,24 @@ const cases = [
   ['compression_arg', `SELECT count(), sum(Score) FROM file('{D}/posts_csv_gz.bin', 'CSVWithNames', 'Score Int64', 'gzip')`,
     `SELECT count(*), sum(Score) FROM t`, '-', 'a gzip file whose name does not say so'],
   ...sqlfnCases(P, Q, D),
+  ...arrayCases(P, Q, D),
 ];
 await sqlfnData(con, D);
+await arrayData(con, D);
 
-let list = '';
-for (const [name, ch, dk, flags = '-'] of cases) {
-  const sql = dk.replaceAll('{D}', D);
-  const r = await con.runAndReadAll(sql);
-  const rows = r.getRows().map((row) => row.map((v) => duckText(duck, v)).join('\t'));
-  writeFileSync(join(D, `${name}.expected`), rows.map((l) => l + '\n').join(''));
-  list += `${name}\t${flags}\t${ch.replaceAll('{D}', D)}\n`;
+// cases.tsv: every server set-up runs them; cases_local.tsv: one server only
+// (a subquery as the source, which s3Cluster does not split)
+const local = new Set(['group_int_many']);
+for (const [file, list0] of [['cases.tsv', cases.filter((c) => !local.has(c[0]))],
+  ['cases_local.tsv', [...cases.filter((c) => local.has(c[0])), ...arrayLocalCases(P, Q, D)]]]) {
+  let list = '';
+  for (const [name, ch, dk, flags = '-'] of list0) {
+    const sql = dk.replaceAll('{D}', D);
+    const r = await con.runAndReadAll(sql);
+    const rows = r.getRows().map((row) => row.map((v) => duckText(duck, v)).join('\t'));
+    writeFileSync(join(D, `${name}.expected`), rows.map((l) => l + '\n').join(''));
+    list += `${name}\t${flags}\t${ch.replaceAll('{D}', D)}\n`;
+  }
+  writeFileSync(join(D, file), list);
 }
-writeFileSync(join(D, 'cases.tsv'), list);
 console.error(`gen.mjs: ${cases.length} cases, datasets in ${D}`);

@@ -32,28 +32,8 @@ static int setup(void **state)
     if (h_env_create(&env, "test_compose_duckdb") < 0)
         return -1;
     h_env_path(env, dir, sizeof(dir), "data");
-    char script[4096];
-    if (h_source_path(script, sizeof(script), "tests/integration/engine/gen_compose.mjs") < 0)
-        return -1;
-    char *argv[] = {"node", script, dir, NULL};
-    h_proc *p;
-    int rc = h_proc_start(env, &p, "gen", argv, NULL, NULL, 0);
-    if (rc == -ENOENT)
-        h_skip("node is not installed (it runs the DuckDB oracle, gen_compose.mjs)");
-    if (rc < 0)
-        return -1;
-    int st = h_proc_wait(p, 120000);
-    if (st == 77) {
-        h_proc_print_log_tail(p, 5);
-        h_skip("gen_compose.mjs needs @duckdb/node-api (see its log above)");
-    }
-    if (st == 127)
-        h_skip("node is not installed (it runs the DuckDB oracle, gen_compose.mjs)");
-    if (st != 0) {
-        h_proc_print_log_tail(p, 30);
-        return -1;
-    }
-    return 0;
+    return dc_generate(env, "gen", "tests/integration/engine/gen_compose.mjs",
+                       (const char *[]){dir, NULL}, 120000);
 }
 
 static int teardown(void **state)
@@ -68,77 +48,34 @@ static int teardown(void **state)
  * as ClickHouse does), to be read and run again as they are. */
 static int run(const char *sql, char **out, char *err, size_t errlen, int threads)
 {
-    size_t len = 0;
-    FILE *f = open_memstream(out, &len);
-    assert_non_null(f);
     eng_format fmt = strncmp(sql, "EXPLAIN", 7) == 0 ? ENG_FMT_TSV_RAW : ENG_FMT_TSV;
-    eng_ctx ctx = {.out = f, .format = fmt, .max_threads = threads};
-    int rc = eng_run(&ctx, sql, strlen(sql), NULL, NULL, err, errlen);
-    fclose(f);
-    return rc;
+    return dc_run(&(eng_ctx){.format = fmt}, sql, threads, out, NULL, err, errlen);
 }
 
 static void test_compositions_match_duckdb(void **state)
 {
     (void)state;
-    char path[4300];
-    snprintf(path, sizeof(path), "%s/cases.tsv", dir);
-    char *cases = dc_slurp(path);
-    assert_non_null(cases);
+    char *cases = dc_cases(dir);
     int n = 0, failed = 0;
     for (char *line = strtok(cases, "\n"); line; line = strtok(NULL, "\n")) {
-        char *name = line, *t1 = strchr(line, '\t');
-        assert_non_null(t1);
-        *t1 = 0;
-        char *flags = t1 + 1, *t2 = strchr(flags, '\t');
-        assert_non_null(t2);
-        *t2 = 0;
-        const char *sql = t2 + 1;
-        for (int threads = 1; threads <= 2; threads++) {
-            char *out = NULL, err[ENG_MSG_MAX];
-            int rc = run(sql, &out, err, sizeof(err), threads);
-            if (rc < 0) {
-                fprintf(stderr, "%s: the engine failed: %s\n  %s\n", name, err, sql);
-                failed++;
-                free(out);
-                continue;
-            }
-            snprintf(path, sizeof(path), "%s/%s.expected", dir, name);
-            char *want = dc_slurp(path);
-            assert_non_null(want);
-            if (!dc_same_result(name, out, want, strcmp(flags, "sorted") == 0)) {
-                fprintf(stderr, "  query (%d threads): %s\n", threads, sql);
-                failed++;
-            }
-            free(want);
-            free(out);
-        }
+        dc_case c;
+        dc_case_parse(line, &c);
+        bool sorted = strcmp(c.flags, "sorted") == 0;
+        for (int threads = 1; threads <= 2; threads++)
+            failed += !dc_run_matches(NULL, dir, c.name, "query", c.sql, threads, sorted, false);
         /* EXPLAIN SYNTAX's text is the same query: it runs to the same rows */
-        size_t el = strlen(sql) + 32;
+        size_t el = strlen(c.sql) + 32;
         char *ex = malloc(el), *text = NULL, err[ENG_MSG_MAX];
         assert_non_null(ex);
-        snprintf(ex, el, "EXPLAIN SYNTAX %s", sql);
+        snprintf(ex, el, "EXPLAIN SYNTAX %s", c.sql);
         int rc = run(ex, &text, err, sizeof(err), 1);
         free(ex);
         if (rc < 0) {
-            fprintf(stderr, "%s: EXPLAIN SYNTAX failed: %s\n", name, err);
+            fprintf(stderr, "%s: EXPLAIN SYNTAX failed: %s\n", c.name, err);
             failed++;
         } else {
-            char *out = NULL;
-            if ((rc = run(text, &out, err, sizeof(err), 2)) < 0) {
-                fprintf(stderr, "%s: EXPLAIN SYNTAX's text failed: %s\n  %s", name, err, text);
-                failed++;
-            } else {
-                snprintf(path, sizeof(path), "%s/%s.expected", dir, name);
-                char *want = dc_slurp(path);
-                assert_non_null(want);
-                if (!dc_same_result(name, out, want, strcmp(flags, "sorted") == 0)) {
-                    fprintf(stderr, "  EXPLAIN SYNTAX's text: %s\n", text);
-                    failed++;
-                }
-                free(want);
-            }
-            free(out);
+            failed +=
+                !dc_run_matches(NULL, dir, c.name, "EXPLAIN SYNTAX's text", text, 2, sorted, false);
         }
         free(text);
         n++;
@@ -163,24 +100,8 @@ static void expect_rows(const char *sql, const char *want)
     free(out);
 }
 
-/* Runs a query that must fail; its message must contain every needle. */
-static void expect_error(const char *sql, ...)
-{
-    char *out = NULL, err[ENG_MSG_MAX];
-    int rc = run(sql, &out, err, sizeof(err), 2);
-    free(out);
-    if (rc >= 0)
-        fprintf(stderr, "expected an error from: %s\n", sql);
-    assert_true(rc < 0);
-    va_list ap;
-    va_start(ap, sql);
-    for (const char *n; (n = va_arg(ap, const char *));) {
-        if (!strstr(err, n))
-            fprintf(stderr, "error '%s' lacks '%s'\n", err, n);
-        assert_non_null(strstr(err, n));
-    }
-    va_end(ap);
-}
+/* A query that must fail; its message must contain every needle. */
+#define expect_error(...) dc_expect_error(NULL, __VA_ARGS__)
 
 /* ClickHouse's documented answers, not DuckDB's. The join_use_nulls setting
  * (ClickHouse docs, Settings, join_use_nulls): "0 — The empty cells are filled

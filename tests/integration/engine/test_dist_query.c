@@ -40,48 +40,14 @@ static const eng_cluster cluster = {.name = "test", .members = members, .n_membe
 
 /* ---- S3 access for the engine ---- */
 
-static int t_open(void *impl, const char *b, const char *key, rs_source **out, char *err,
-                  size_t errlen)
-{
-    (void)impl;
-    return rs_s3_open(out, &cfg, b, key, err, errlen);
-}
-
-typedef struct list_ctx {
-    eng_key_fn fn;
-    void *arg;
-} list_ctx;
-
-static int list_cb(const s3_object_info *info, void *arg)
-{
-    list_ctx *l = arg;
-    return l->fn(info->key, info->size, l->arg);
-}
-
-static int t_list(void *impl, const char *b, const char *glob, eng_key_fn fn, void *arg, char *err,
-                  size_t errlen)
-{
-    (void)impl;
-    s3_sync *s;
-    int rc = s3_sync_create(&s, &cfg);
-    if (rc < 0)
-        return rc;
-    list_ctx l = {fn, arg};
-    s3_error e = {0};
-    rc = s3_sync_glob(s, b, glob, list_cb, &l, &e);
-    s3_sync_destroy(&s);
-    if (rc < 0)
-        snprintf(err, errlen, "cannot list: %s", e.message);
-    return rc;
-}
-
 static eng_ctx base_ctx(FILE *out)
 {
     return (eng_ctx){.out = out,
                      .format = ENG_FMT_TSV,
                      .max_threads = 2,
-                     .list_s3 = t_list,
-                     .open_s3 = t_open,
+                     .list_s3 = rs_s3_list,
+                     .s3_impl = &cfg,
+                     .open_s3 = rs_s3_open_key,
                      .clusters = &cluster,
                      .n_clusters = 1};
 }
@@ -242,9 +208,7 @@ static void upload_dir(const char *d, const char *prefix)
 static int setup(void **state)
 {
     (void)state;
-    if (h_env_create(&env, "test_dist_query") < 0)
-        return -1;
-    if (dc_gen_data(env, dir, sizeof(dir)) < 0)
+    if (dc_setup(&env, "test_dist_query", dir, sizeof(dir)) < 0)
         return -1;
     s3 = t_start_s3(env, 3);
     t_s3_config(&cfg, h_s3_endpoint(s3), NULL, NULL);
@@ -275,21 +239,15 @@ static const char *seed_sql(char *buf, size_t cap)
 static void test_s3cluster_queries_equal_single_server(void **state)
 {
     (void)state;
-    char path[4300];
-    snprintf(path, sizeof(path), "%s/cases.tsv", dir);
-    char *cases = dc_slurp(path);
-    assert_non_null(cases);
+    char *cases = dc_cases(dir);
     int n = 0, failed = 0, skipped = 0, not_dist = 0;
     for (char *line = strtok(cases, "\n"); line; line = strtok(NULL, "\n")) {
-        char *name = line, *t1 = strchr(line, '\t');
-        assert_non_null(t1);
-        *t1 = 0;
-        char *flags = t1 + 1, *t2 = strchr(flags, '\t');
-        assert_non_null(t2);
-        *t2 = 0;
-        char *sq = rewrite(t2 + 1, false), *cq = rewrite(t2 + 1, true);
+        dc_case c;
+        dc_case_parse(line, &c);
+        const char *name = c.name, *flags = c.flags;
+        char *sq = rewrite(c.sql, false), *cq = rewrite(c.sql, true);
         char *single = NULL, *got = NULL, err[ENG_MSG_MAX];
-        if (strcmp(sq, t2 + 1) == 0 || run_single(sq, &single, err, sizeof(err)) < 0) {
+        if (strcmp(sq, c.sql) == 0 || run_single(sq, &single, err, sizeof(err)) < 0) {
             skipped++; /* not over one of the files (or not readable through s3()) */
         } else {
             script sc;

@@ -35,9 +35,7 @@ static char dir[4096];
 static int setup(void **state)
 {
     (void)state;
-    if (h_env_create(&env, "test_dist_states") < 0)
-        return -1;
-    return dc_gen_data(env, dir, sizeof(dir));
+    return dc_setup(&env, "test_dist_states", dir, sizeof(dir));
 }
 
 static int teardown(void **state)
@@ -50,13 +48,7 @@ static int teardown(void **state)
 /* The single run: eng_run's TSV. */
 static int run_single(const char *sql, char **out, char *err, size_t errlen)
 {
-    size_t len = 0;
-    FILE *f = open_memstream(out, &len);
-    assert_non_null(f);
-    eng_ctx ctx = {.out = f, .format = ENG_FMT_TSV, .max_threads = 2};
-    int rc = eng_run(&ctx, sql, strlen(sql), NULL, NULL, err, errlen);
-    fclose(f);
-    return rc;
+    return dc_run(NULL, sql, 2, out, NULL, err, errlen);
 }
 
 /* One unit run to its state, on the wire. */
@@ -165,19 +157,13 @@ static void test_dist_states_match_single_run(void **state)
 {
     (void)state;
     char path[4300];
-    snprintf(path, sizeof(path), "%s/cases.tsv", dir);
-    char *cases = dc_slurp(path);
-    assert_non_null(cases);
+    char *cases = dc_cases(dir);
     int n = 0, failed = 0, split_units = 0, dropped = 0, not_dist = 0;
     for (char *line = strtok(cases, "\n"); line; line = strtok(NULL, "\n")) {
-        char *name = line, *t1 = strchr(line, '\t');
-        assert_non_null(t1);
-        *t1 = 0;
-        char *flags = t1 + 1, *t2 = strchr(flags, '\t');
-        assert_non_null(t2);
-        *t2 = 0;
-        const char *sql = t2 + 1;
-        bool sorted = strcmp(flags, "sorted") == 0;
+        dc_case c;
+        dc_case_parse(line, &c);
+        const char *name = c.name, *sql = c.sql;
+        bool sorted = strcmp(c.flags, "sorted") == 0;
         char *single = NULL, err[ENG_MSG_MAX];
         if (run_single(sql, &single, err, sizeof(err)) < 0) {
             fprintf(stderr, "%s: the single run failed: %s\n", name, err);

@@ -17,9 +17,11 @@
  * versions). Skips (77) without node or s3rver; the Parquet case skips alone
  * without @duckdb/node-api.
  */
+#include "duck_compare.h"
 #include "eng.h"
 #include "harness.h"
 #include "s3.h"
+#include "s3_test_util.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -145,34 +147,6 @@ static int t_open(void *impl, const char *b, const char *key, rs_source **out, c
                             rs_version(w->inner));
 }
 
-typedef struct list_ctx {
-    eng_key_fn fn;
-    void *arg;
-} list_ctx;
-
-static int list_cb(const s3_object_info *info, void *arg)
-{
-    list_ctx *l = arg;
-    return l->fn(info->key, info->size, l->arg);
-}
-
-static int t_list(void *impl, const char *b, const char *glob, eng_key_fn fn, void *arg, char *err,
-                  size_t errlen)
-{
-    (void)impl;
-    s3_sync *s;
-    int rc = s3_sync_create(&s, &cfg);
-    if (rc < 0)
-        return rc;
-    list_ctx l = {fn, arg};
-    s3_error e = {0};
-    rc = s3_sync_glob(s, b, glob, list_cb, &l, &e);
-    s3_sync_destroy(&s);
-    if (rc < 0)
-        snprintf(err, errlen, "cannot list: %s", e.message);
-    return rc;
-}
-
 static char pq_dir[4096];
 static bool have_parquet;
 
@@ -199,20 +173,8 @@ static void gen_parquet(void)
 static int setup(void **state)
 {
     (void)state;
-    if (h_env_create(&env, "test_engine_stale") < 0)
+    if (t_s3_setup(&env, &s3, &cfg, "test_engine_stale", 3) < 0)
         return -1;
-    int rc = h_s3_start(env, &s3, NULL);
-    if (rc == -ENOPKG)
-        h_skip(h_last_error());
-    if (rc < 0)
-        return -1;
-    s3_config_init(&cfg);
-    snprintf(cfg.endpoint, sizeof(cfg.endpoint), "%s", h_s3_endpoint(s3));
-    snprintf(cfg.access_key, sizeof(cfg.access_key), "S3RVER");
-    snprintf(cfg.secret_key, sizeof(cfg.secret_key), "S3RVER");
-    cfg.path_style = true;
-    cfg.retry_base_ms = 5;
-    cfg.retry_cap_ms = 50;
     gen_parquet();
     return 0;
 }
@@ -220,11 +182,9 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    int st = h_proc_stop(h_s3_proc(s3), 5000);
-    h_env_destroy(&env);
     free(trip.content[0]);
     free(trip.content[1]);
-    return st == 0 || st == 128 + 15 ? 0 : -1;
+    return t_s3_teardown(&env, s3);
 }
 
 /* rows rows of (id, v): in the format fmt (0 CSVWithNames, 1 TSV, 2 JSONEachRow). */
@@ -254,7 +214,8 @@ static int run(const char *sql, int threads, char **out, char *err, size_t errle
     eng_ctx ctx = {.out = f,
                    .format = ENG_FMT_TSV,
                    .max_threads = threads,
-                   .list_s3 = t_list,
+                   .list_s3 = rs_s3_list,
+                   .s3_impl = &cfg,
                    .open_s3 = t_open};
     int rc = eng_run(&ctx, sql, strlen(sql), NULL, NULL, err, errlen);
     fclose(f);
@@ -347,21 +308,6 @@ static void test_text_changing_at_every_read_fails_naming_it(void **state)
     pthread_mutex_unlock(&trip.mu);
 }
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    assert_non_null(b);
-    assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
-    b[n] = 0;
-    fclose(f);
-    return b;
-}
-
 /* Binary-safe put of a file's bytes. */
 static void put_file(const char *key, const char *path)
 {
@@ -370,7 +316,8 @@ static void put_file(const char *key, const char *path)
     fseek(f, 0, SEEK_END);
     long n = ftell(f);
     fclose(f);
-    char *b = slurp(path);
+    char *b = dc_slurp(path);
+    assert_non_null(b);
     s3_sync *s;
     assert_int_equal(s3_sync_create(&s, &cfg), 0);
     s3_sync_put_args a = {.bucket = bucket, .key = key, .fd = -1, .data = b, .size = (uint64_t)n};

@@ -32,13 +32,8 @@ static char dir[4096];
 
 static int run(const char *sql, char **out, char *err, size_t errlen, int threads, eng_result *res)
 {
-    size_t len = 0;
-    FILE *f = open_memstream(out, &len);
-    assert_non_null(f);
-    eng_ctx ctx = {.out = f, .format = ENG_FMT_TSV, .max_threads = threads, .warehouse = &wh};
-    int rc = eng_run(&ctx, sql, strlen(sql), NULL, res, err, errlen);
-    fclose(f);
-    return rc;
+    return dc_run(&(eng_ctx){.format = ENG_FMT_TSV, .warehouse = &wh}, sql, threads, out, res, err,
+                  errlen);
 }
 
 static void ok(const char *sql)
@@ -54,9 +49,7 @@ static void ok(const char *sql)
 static int setup(void **state)
 {
     (void)state;
-    if (h_env_create(&env, "test_tables_duckdb") < 0)
-        return -1;
-    if (dc_gen_data(env, dir, sizeof(dir)) < 0)
+    if (dc_setup(&env, "test_tables_duckdb", dir, sizeof(dir)) < 0)
         return -1;
     int rc = h_s3_start(env, &s3, NULL);
     if (rc == -ENOPKG)
@@ -132,39 +125,18 @@ static void test_file_queries_on_a_table(void **state)
     assert_int_equal(rows, 200000);
     free(out);
 
-    snprintf(sql, sizeof(sql), "%s/cases.tsv", dir);
-    char *cases = dc_slurp(sql);
-    assert_non_null(cases);
+    char *cases = dc_cases(dir);
     int n = 0, failed = 0;
     for (char *line = strtok(cases, "\n"); line; line = strtok(NULL, "\n")) {
-        char *name = line, *t1 = strchr(line, '\t');
-        assert_non_null(t1);
-        *t1 = 0;
-        char *flags = t1 + 1, *t2 = strchr(flags, '\t');
-        assert_non_null(t2);
-        *t2 = 0;
-        char *q = replace_all(t2 + 1, file, "posts");
+        dc_case c;
+        dc_case_parse(line, &c);
+        char *q = replace_all(c.sql, file, "posts");
         if (!q)
             continue; /* another dataset */
-        for (int threads = 1; threads <= 2; threads++) {
-            out = NULL;
-            int rc = run(q, &out, err, sizeof(err), threads, NULL);
-            if (rc < 0) {
-                fprintf(stderr, "%s: failed on the table: %s\n  %s\n", name, err, q);
-                failed++;
-                free(out);
-                continue;
-            }
-            snprintf(sql, sizeof(sql), "%s/%s.expected", dir, name);
-            char *want = dc_slurp(sql);
-            assert_non_null(want);
-            if (!dc_same_result(name, out, want, strcmp(flags, "sorted") == 0)) {
-                fprintf(stderr, "  query (%d threads): %s\n", threads, q);
-                failed++;
-            }
-            free(want);
-            free(out);
-        }
+        for (int threads = 1; threads <= 2; threads++)
+            failed += !dc_run_matches(&(eng_ctx){.format = ENG_FMT_TSV, .warehouse = &wh}, dir,
+                                      c.name, "query on the table", q, threads,
+                                      strcmp(c.flags, "sorted") == 0, false);
         free(q);
         n++;
     }

@@ -109,8 +109,9 @@ await duckFile('duck_big', `SELECT i::BIGINT AS id, 'k' || (i % 97) AS s_low,
   CASE WHEN i % 101 = 0 THEN NULL ELSE md5(i::VARCHAR) END AS s_high,
   (i * 0.5)::DOUBLE AS x FROM range(260000) t(i)`, 'COMPRESSION zstd, PARQUET_VERSION V2');
 
-// A nested column (a LIST): not in the manifest, the reader must refuse it.
-await con.run(`COPY (SELECT 1 AS a, [1, 2] AS l) TO '${join(outdir, 'nested.parquet')}' (FORMAT parquet)`);
+// Nested columns beside a flat one: not in the manifest; the flat one and the
+// LIST read (as an Array), the reader refuses the MAP by name.
+await con.run(`COPY (SELECT 1 AS a, [1, 2] AS l, MAP {'k': 1} AS m) TO '${join(outdir, 'nested.parquet')}' (FORMAT parquet)`);
 
 // ---- hyparquet-writer files (data pages v2) -------------------------------
 function gzipMulti(bytes) {

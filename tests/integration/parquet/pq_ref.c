@@ -132,7 +132,8 @@ int pqt_format(const cb_column *c, uint32_t row, char *buf, size_t cap)
     }
     case CB_DECIMAL: return pqt_decimal(c, row, buf, cap);
     case CB_STRING:
-    case CB_BINARY: {
+    case CB_BINARY:
+    case CB_LIST: { /* a LIST: its encoded elements (the manifests hold no lists) */
         size_t n;
         const uint8_t *p = cb_column_bytes(c, row, &n);
         return pqt_hex(p, n, buf, cap);

@@ -9,6 +9,7 @@
 #include "pq_ref.h"
 
 #include "s3.h"
+#include "s3_test_util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -32,20 +33,8 @@ static const char *bucket = H_S3_DEFAULT_BUCKET;
 static int setup(void **state)
 {
     (void)state;
-    if (h_env_create(&env, "test_parquet_s3") < 0)
+    if (t_s3_setup(&env, &s3, &cfg, "test_parquet_s3", 3) < 0)
         return -1;
-    int rc = h_s3_start(env, &s3, NULL);
-    if (rc == -ENOPKG)
-        h_skip(h_last_error());
-    if (rc < 0)
-        return -1;
-    s3_config_init(&cfg);
-    snprintf(cfg.endpoint, sizeof(cfg.endpoint), "%s", h_s3_endpoint(s3));
-    snprintf(cfg.access_key, sizeof(cfg.access_key), "S3RVER");
-    snprintf(cfg.secret_key, sizeof(cfg.secret_key), "S3RVER");
-    cfg.path_style = true;
-    cfg.retry_base_ms = 5;
-    cfg.retry_cap_ms = 50;
     h_env_path(env, dir, sizeof(dir), "files");
     return pqt_generate(env, dir);
 }
@@ -53,9 +42,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    int st = h_proc_stop(h_s3_proc(s3), 5000);
-    h_env_destroy(&env);
-    return st == 0 || st == 128 + 15 ? 0 : -1;
+    return t_s3_teardown(&env, s3);
 }
 
 static void upload(const char *name, const char *key)

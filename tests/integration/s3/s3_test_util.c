@@ -125,6 +125,12 @@ int t_put_many(const s3_config *cfg, const char *bucket, const char *prefix, int
 int t_put_object(const s3_config *cfg, const char *bucket, const char *key, const void *data,
                  size_t len, char *etag)
 {
+    return t_put_object_parallel(cfg, bucket, key, data, len, 1, etag);
+}
+
+int t_put_object_parallel(const s3_config *cfg, const char *bucket, const char *key,
+                          const void *data, size_t len, int parallel, char *etag)
+{
     s3_sync *s;
     int rc = s3_sync_create(&s, cfg);
     if (rc < 0)
@@ -137,7 +143,7 @@ int t_put_object(const s3_config *cfg, const char *bucket, const char *key, cons
                            .data = data,
                            .size = len,
                            .part_size = 64u << 20,
-                           .parallel = 1};
+                           .parallel = parallel};
     rc = s3_sync_put(s, &pa, etag ? etag : tag, &err);
     if (rc < 0)
         fprintf(stderr, "put %s/%s: %s\n", bucket, key, err.message);
@@ -158,4 +164,20 @@ h_s3 *t_start_s3(h_env *env, int version)
         exit(1);
     }
     return s3;
+}
+
+int t_s3_setup(h_env **env, h_s3 **s3, s3_config *cfg, const char *test_name, int version)
+{
+    if (h_env_create(env, test_name) < 0)
+        return -1;
+    *s3 = t_start_s3(*env, version);
+    t_s3_config(cfg, h_s3_endpoint(*s3), NULL, NULL);
+    return 0;
+}
+
+int t_s3_teardown(h_env **env, h_s3 *s3)
+{
+    int st = h_proc_stop(h_s3_proc(s3), 5000);
+    h_env_destroy(env);
+    return st == 0 || st == 128 + 15 ? 0 : -1;
 }

@@ -32,9 +32,21 @@ int t_put_many(const s3_config *cfg, const char *bucket, const char *prefix, int
  * 0, or -errno with S3's message printed to stderr. */
 int t_put_object(const s3_config *cfg, const char *bucket, const char *key, const void *data,
                  size_t len, char *etag);
+/* The same with `parallel` parts in flight. */
+int t_put_object_parallel(const s3_config *cfg, const char *bucket, const char *key,
+                          const void *data, size_t len, int parallel, char *etag);
 
 /* Starts s3rver (version 3 or 5) in env, or skips the test when it is not
  * installed. */
 h_s3 *t_start_s3(h_env *env, int version);
+
+/* The start of an S3 test's setup: *env for test_name, s3rver `version` in it
+ * (skipping the test when it is not installed) in *s3, and cfg for that
+ * server (t_s3_config with S3RVER). 0, or -1 when env cannot be made. */
+int t_s3_setup(h_env **env, h_s3 **s3, s3_config *cfg, const char *test_name, int version);
+
+/* Its end: stops s3 (SIGTERM ending it counts as clean), then destroys *env.
+ * 0, or -1 when the server did not exit cleanly. */
+int t_s3_teardown(h_env **env, h_s3 *s3);
 
 #endif

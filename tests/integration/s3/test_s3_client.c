@@ -28,19 +28,13 @@ static const char *bucket = H_S3_DEFAULT_BUCKET;
 static int setup(void **state)
 {
     (void)state;
-    if (h_env_create(&env, "test_s3_client") < 0)
-        return -1;
-    s3 = t_start_s3(env, 3);
-    t_s3_config(&cfg, h_s3_endpoint(s3), NULL, NULL);
-    return 0;
+    return t_s3_setup(&env, &s3, &cfg, "test_s3_client", 3);
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    int st = h_proc_stop(h_s3_proc(s3), 5000);
-    h_env_destroy(&env);
-    return st == 0 || st == 128 + 15 ? 0 : -1;
+    return t_s3_teardown(&env, s3);
 }
 
 typedef struct {

@@ -26,11 +26,7 @@ static const char *bucket = H_S3_DEFAULT_BUCKET;
 static int setup(void **state)
 {
     (void)state;
-    if (h_env_create(&env, "test_s3_sigv4_server") < 0)
-        return -1;
-    s3 = t_start_s3(env, 5);
-    t_s3_config(&cfg, h_s3_endpoint(s3), NULL, NULL);
-    return 0;
+    return t_s3_setup(&env, &s3, &cfg, "test_s3_sigv4_server", 5);
 }
 
 static int teardown(void **state)

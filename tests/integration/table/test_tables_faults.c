@@ -2,12 +2,12 @@
  *
  * test_tables_faults.c: tables under faults, through `ringcache query`
  * processes against the harness S3 server:
- *  - an INSERT killed with SIGKILL at a random moment, 24 times (a table
- *    each): the table holds the source rows once or not at all, never part
+ *  - an INSERT killed with SIGKILL at a random moment, 24 times (8 under a
+ *    sanitizer; a table each): the table holds the source rows once or not at all, never part
  *    of them, and every part reads whole; the same INSERT with the same
  *    insert_deduplication_token run to its end then leaves exactly the source
  *    rows, once;
- *  - OPTIMIZE TABLE ... FINAL killed mid-merge 12 times: the rows stay the
+ *  - OPTIMIZE TABLE ... FINAL killed mid-merge 12 times (4 under a sanitizer): the rows stay the
  *    same; a merge run to its end leaves one part per partition;
  *  - two processes inserting into one table at once, 4 rounds: every row
  *    lands once, and the log's versions are one unbroken sequence;
@@ -34,8 +34,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#define KILLS       24
-#define MERGE_KILLS 12
+#define KILLS       h_rounds(24, 8)
+#define MERGE_KILLS h_rounds(12, 4)
 #define ROWS        60000
 
 static h_env *env;

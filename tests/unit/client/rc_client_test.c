@@ -7,6 +7,7 @@
  * cache_only refuses S3 with -EHOSTDOWN, a handle stays usable after a
  * failed open. Addresses are 127.0.0.1 ports nobody listens on.
  */
+#include "harness.h"
 #include "ringcache.h"
 
 #include <errno.h>
@@ -25,13 +26,9 @@
 /* A loopback port with nothing listening (bound, then closed). */
 static int dead_port(void)
 {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof(a);
-    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-    close(fd);
-    return ntohs(a.sin_port);
+    int port = h_free_port();
+    assert_true(port > 0);
+    return port;
 }
 
 static void base_config(rc_config *cfg, char *members, size_t cap, char *s3_port_out)

@@ -298,6 +298,37 @@ static void test_object_identity_limits(void **state)
     assert_int_equal(rcp_encode_get_req(&go, buf, sizeof(buf)), -EINVAL);
 }
 
+/* HEAD and PUT name an object by bucket and key: both sides refuse a bucket
+ * under 3 bytes and an empty key. */
+static void test_head_and_put_name_bounds(void **state)
+{
+    (void)state;
+    uint8_t buf[RCP_PUT_REQ_MAX];
+    rcp_head_req hq = {rcp_s("abc"), rcp_s("k")};
+    int n = rcp_encode_head_req(&hq, buf, sizeof(buf));
+    assert_true(n > 0);
+    rcp_head_req hb;
+    assert_int_equal(rcp_parse_head_req(buf, (size_t)n, &hb), 0);
+    assert_int_equal(hb.bucket.len, 3);
+    assert_int_equal(hb.key.len, 1);
+    rcp_put_req pq = {rcp_s("abc"), rcp_s("k"), 9};
+    n = rcp_encode_put_req(&pq, buf, sizeof(buf));
+    assert_true(n > 0);
+    rcp_put_req pb;
+    assert_int_equal(rcp_parse_put_req(buf, (size_t)n, &pb), 0);
+    assert_int_equal(pb.size, 9);
+
+    hq.bucket = rcp_s("ab");
+    assert_int_equal(rcp_encode_head_req(&hq, buf, sizeof(buf)), -EINVAL);
+    pq.key = rcp_s("");
+    assert_int_equal(rcp_encode_put_req(&pq, buf, sizeof(buf)), -EINVAL);
+    /* on the wire: a 2-byte bucket "ab", key "k" (lengths little-endian) */
+    static const uint8_t short_bucket[] = {2, 0, 'a', 'b', 1, 0, 'k'};
+    assert_int_equal(rcp_parse_head_req(short_bucket, sizeof(short_bucket), &hb), -EBADMSG);
+    static const uint8_t no_key[] = {3, 0, 'a', 'b', 'c', 0, 0, 9, 0, 0, 0, 0, 0, 0, 0};
+    assert_int_equal(rcp_parse_put_req(no_key, sizeof(no_key), &pb), -EBADMSG);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -307,6 +338,7 @@ int main(void)
         cmocka_unit_test(test_other_bodies_roundtrip),
         cmocka_unit_test(test_block_keys),
         cmocka_unit_test(test_object_identity_limits),
+        cmocka_unit_test(test_head_and_put_name_bounds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,6 +7,7 @@
  * kept, and a connection to an address nobody listens on fails with a
  * sentence naming it.
  */
+#include "harness.h"
 #include "syncconn.h"
 
 #include <arpa/inet.h>
@@ -107,13 +108,8 @@ static void test_broken_not_kept(void **state)
     sc_pool_put(p, "n0", 1, &c);
     assert_null(c);
     /* nothing idle for n0 now: get must connect, and nobody listens there */
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof(a);
-    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-    close(fd);
-    int port = ntohs(a.sin_port);
+    int port = h_free_port();
+    assert_true(port > 0);
     sc_conn *got = NULL;
     char err[256] = "";
     int rc = sc_pool_get(p, "127.0.0.1", port, &got, err, sizeof(err));

@@ -352,7 +352,12 @@ static void test_bind_aggregate_errors(void **state)
     bind_err("SELECT countif(i > 1) FROM file('x')", "did you mean 'countIf'?");
     bind_err("SELECT strlen(s) FROM file('x')", "ClickHouse calls it length()");
     bind_err("SELECT quantiles(0.5)(i) FROM file('x')", "use quantile(level)(x) once per level");
-    bind_err("SELECT groupArray(i) FROM file('x')", "Array values are not supported");
+    bind_err("SELECT arrayConcat([1], [2]) FROM file('x')", "arrayConcat() is not supported");
+    bind_err("SELECT groupArrayDistinct(i) FROM file('x')",
+             "Distinct combinator of groupArray is not supported: groupUniqArray");
+    bind_err("SELECT topK(0)(i) FROM file('x')", "the parameter of topK must be a positive");
+    bind_err("SELECT sum([i]) FROM file('x')",
+             "aggregate function sum does not take an Array (Array(Nullable(Int64)))");
     bind_err("SELECT quantile(1.5)(i) FROM file('x')",
              "line 1, column 17: the level of quantile must be a number from 0 to 1");
     bind_err("SELECT median(0.5)(i) FROM file('x')", "median takes no parameters");
@@ -372,8 +377,68 @@ static void test_bind_aggregate_errors(void **state)
     bind_err("SELECT COLUMNS('^zz') FROM file('x')", "COLUMNS('^zz') matches no column");
     bind_err("SELECT COLUMNS('(') FROM file('x')", "bad regular expression in COLUMNS('(')");
     bind_err("SELECT i FROM file('x') WHERE COLUMNS('i') > 1", "only allowed in the SELECT list");
-    bind_err("SELECT [1, 2] FROM file('x')", "line 1, column 8: array values are not supported");
+    bind_err("SELECT [1, 'a'] FROM file('x')",
+             "line 1, column 8: there is no supertype for the elements UInt8 and String");
+    bind_err("SELECT [i] + 1 FROM file('x')", "does not take an Array: argument 1 is");
+    bind_err("SELECT lower(splitByChar(',', OwnerDisplayName)) FROM file('x')",
+             "function lower does not take an Array");
+    bind_err("SELECT splitByChar(',', s) FROM file('x')",
+             "splitByChar of a Nullable(String): an Array cannot be inside Nullable");
+    bind_err("SELECT splitByChar(', ', OwnerDisplayName) FROM file('x')",
+             "exactly one character");
+    bind_err("SELECT has(['a'], i) FROM file('x')", "cannot compare");
+    bind_err("SELECT has(splitByChar(',', OwnerDisplayName), i) FROM file('x')",
+             "the value must be of the array's element type");
+    bind_err("SELECT [i][1.5] FROM file('x')", "must be an integer");
+    bind_err("SELECT [i] IN (1) FROM file('x')", "an Array on the left of IN");
+    bind_err("SELECT CAST([i] AS Int64) FROM file('x')", "an Array converts to a String only");
+    bind_err("SELECT x FROM file('x') ARRAY JOIN i AS x", "ARRAY JOIN and arrayJoin() take an Array");
+    bind_err("SELECT 1 FROM file('x') ARRAY JOIN [i]", "needs a name: ARRAY JOIN expr AS x");
+    bind_err("SELECT arrayJoin([1]), arrayJoin([2]) FROM file('x')", "a second arrayJoin()");
+    bind_err("SELECT x, count() FROM file('x') ARRAY JOIN [i] AS x",
+             "column 'x' is not under an aggregate function");
     bind_err("SELECT sum(i) FROM file('x') WHERE sumIf(i, 1) > 0", "not allowed in WHERE");
+}
+
+/* Array values over the three rows (i = {1, NULL, -7}, s = {'Hello', NULL,
+ * 'wörld'}, OwnerDisplayName = {'Bob', 'Bob', 'anon'}), as ClickHouse prints
+ * and indexes them: 1-based, negative from the end, the element type's
+ * default out of range (NULL for a Nullable element). */
+static void test_eval_arrays(void **state)
+{
+    (void)state;
+    expect("[i, 2]", "[1,2]|[NULL,2]|[-7,2]");
+    expect("[s]", "['Hello']|[NULL]|['w\xc3\xb6rld']");
+    expect3("[]", "[]");
+    expect3("[[1, 2], [], [3]]", "[[1,2],[],[3]]");
+    expect3("['it''s', 'a\\\\b']", "['it\\'s','a\\\\b']");
+    expect3("[1.5, 2]", "[1.5,2]");
+    expect3("[toDate('2020-01-02')]", "['2020-01-02']");
+    expect("[i, 2][1]", "1|\\N|-7");
+    expect3("[10, 20, 30][-1]", "30");
+    expect3("[10, 20, 30][4]", "0");
+    expect3("[10, 20, 30][0]", "0");
+    expect3("['a', 'b'][3]", "");
+    expect3("[[1, 2], [3]][1]", "[1,2]");
+    expect3("[[1, 2], [3]][5]", "[]");
+    expect("length([i, i])", "2|2|2");
+    expect3("length([])", "0");
+    expect3("empty([]) * 10 + notEmpty([1])", "11");
+    expect("has([i, 3], 3)", "1|1|1");
+    expect("has([i], 1)", "1|0|0");
+    expect("has([i], NULL)", "0|1|0"); /* has() finds a NULL element */
+    expect("has(splitByChar('o', OwnerDisplayName), 'B')", "1|1|0");
+    expect("splitByChar('o', OwnerDisplayName)", "['B','b']|['B','b']|['an','n']");
+    expect3("splitByChar(',', '')", "['']");
+    expect3("splitByChar(',', 'a,,b,')", "['a','','b','']");
+    expect3("splitByString('ab', 'xabyab')", "['x','y','']");
+    expect3("splitByString('', 'abc')", "['a','b','c']");
+    expect3("[1, 2] = [1, 2]", "1");
+    expect3("[1, 2] != [2, 1]", "1");
+    expect3("[1] = []", "0");
+    expect("if(i > 0, [i], [])", "[1]|[]|[]");
+    expect3("toString([1, 2])", "[1,2]");
+    expect3("1 IN [1, 2]", "1");
 }
 
 int main(void)
@@ -383,6 +448,7 @@ int main(void)
         cmocka_unit_test(test_bind_errors),
         cmocka_unit_test(test_bind_aggregate_errors),
         cmocka_unit_test(test_eval_functions),
+        cmocka_unit_test(test_eval_arrays),
         cmocka_unit_test(test_cityhash64),
     };
     return cmocka_run_group_tests(tests, schema_setup, schema_teardown);
