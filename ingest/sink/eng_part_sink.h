@@ -16,8 +16,11 @@
  *
  * Memory: rows held are charged to the query's tracker as they are squashed
  * and while their block is written; at most max_insert_threads blocks are
- * being written while the next is squashed, so the query's peak stays near
- * 3 x max_insert_threads x min_insert_block_size_bytes.
+ * being written while the next is squashed. A block is held once while its
+ * part is encoded (its rows go to the writer sorted, in runs of about 1 MiB,
+ * not as a whole sorted copy) and is freed before the part is uploaded, so
+ * the query's peak stays under 3 x max_insert_threads x
+ * min_insert_block_size_bytes whatever the timing of the uploads.
  *
  * Thread-safety: the sink is used by one thread at a time (as every sink);
  * its writer threads are its own and are joined by end() and destroy.

@@ -609,8 +609,16 @@ static int64_t batch_bytes(const cb_batch *b)
     return n;
 }
 
-/* Writes the rows idx[0..m) of b (one partition) as one part. */
-static int write_piece(psink *s, const cb_batch *b, uint32_t *idx, uint32_t m,
+/* Sorted rows are copied to the part's writer in runs of about this many
+ * bytes, so that a block is held once (not beside a sorted copy of itself)
+ * while its part is encoded. */
+#define SORTED_RUN_BYTES (1u << 20)
+
+/* Writes the rows idx[0..m) of b (one partition) as one part. When the
+ * block's job is given (its last piece), the block is freed, and its charge
+ * dropped, once the part is encoded: only the encoded part waits for its
+ * upload. */
+static int write_piece(psink *s, cb_batch *b, job *own, uint32_t *idx, uint32_t m,
                        const char *partition, uint64_t seq)
 {
     const tb_schema *sc = s->o.schema;
@@ -634,15 +642,13 @@ static int write_piece(psink *s, const cb_batch *b, uint32_t *idx, uint32_t m,
         }
         m = o;
     }
-    cb_batch *out = NULL;
-    int rc = cb_batch_create(&out, m, b->n_cols);
-    for (uint32_t k = 0; rc == 0 && k < b->n_cols; k++)
-        rc = gather(b->cols[k], idx, m, &out->cols[k]);
-    int64_t gb = rc == 0 ? batch_bytes(out) : 0;
-    if (rc == 0 && !charge(s, gb)) {
-        cb_batch_destroy(&out);
-        return -ENOMEM;
-    }
+    int64_t bb = batch_bytes(b);
+    uint64_t step = bb > (int64_t)SORTED_RUN_BYTES
+                        ? (uint64_t)b->n_rows * SORTED_RUN_BYTES / (uint64_t)bb
+                        : (uint64_t)m;
+    if (step < 1024)
+        step = 1024;
+    int rc = 0;
     tb_upload *u = NULL;
     tp_writer *w = NULL;
     char err[ENG_MSG_MAX];
@@ -663,13 +669,34 @@ static int write_piece(psink *s, const cb_batch *b, uint32_t *idx, uint32_t m,
                              .write_arg = u};
         rc = tp_writer_create(&w, &wo, err, sizeof(err));
     }
-    if (rc == 0)
-        rc = tp_writer_add(w, out, err, sizeof(err));
-    int64_t wm = rc == 0 ? (int64_t)tp_writer_memory(w) : 0;
-    if (rc == 0 && !charge(s, wm))
-        rc = -ENOMEM, wm = 0;
-    cb_batch_destroy(&out);
-    em_account(s->o.mem, -gb);
+    int64_t wm = 0; /* the writer's memory, charged */
+    for (uint32_t r = 0; rc == 0 && (r < m || r == 0); r += (uint32_t)step) {
+        uint32_t c = (uint64_t)(m - r) < step ? m - r : (uint32_t)step;
+        cb_batch *out = NULL;
+        rc = cb_batch_create(&out, c, b->n_cols);
+        for (uint32_t k = 0; rc == 0 && k < b->n_cols; k++)
+            rc = gather(b->cols[k], idx + r, c, &out->cols[k]);
+        int64_t gb = rc == 0 ? batch_bytes(out) : 0;
+        if (rc == 0 && !charge(s, gb))
+            rc = -ENOMEM, gb = 0;
+        if (rc == 0)
+            rc = tp_writer_add(w, out, err, sizeof(err));
+        cb_batch_destroy(&out);
+        em_account(s->o.mem, -gb);
+        int64_t now = rc == 0 ? (int64_t)tp_writer_memory(w) : wm;
+        if (now != wm && !charge(s, now - wm))
+            rc = -ENOMEM;
+        else
+            wm = now;
+        if (m == 0)
+            break;
+    }
+    if (own) {
+        for (uint32_t k = 0; k < b->n_cols; k++)
+            cb_column_destroy(&b->cols[k]);
+        em_account(s->o.mem, -own->charged);
+        own->charged = 0;
+    }
     tp_part_info info;
     /* parts uploading at once */
     pthread_mutex_lock(&s->mu);
@@ -731,8 +758,10 @@ static int write_piece(psink *s, const cb_batch *b, uint32_t *idx, uint32_t m,
     return 0;
 }
 
-static int write_block(psink *s, cb_batch *b, uint64_t seq)
+static int write_block(psink *s, job *jb)
 {
+    cb_batch *b = jb->b;
+    uint64_t seq = jb->seq;
     uint32_t n = b->n_rows;
     uint32_t *idx = malloc(((size_t)n + 1) * sizeof(uint32_t));
     if (!idx) {
@@ -743,7 +772,7 @@ static int write_block(psink *s, cb_batch *b, uint64_t seq)
     if (!s->o.partition) {
         for (uint32_t i = 0; i < n; i++)
             idx[i] = i;
-        rc = write_piece(s, b, idx, n, "all", seq << 16);
+        rc = write_piece(s, b, jb, idx, n, "all", seq << 16);
         free(idx);
         return rc;
     }
@@ -780,7 +809,7 @@ static int write_block(psink *s, cb_batch *b, uint64_t seq)
             if (rp[i] == p)
                 idx[m++] = i;
         if (m)
-            rc = write_piece(s, b, idx, m, ids[p], (seq << 16) | q);
+            rc = write_piece(s, b, q + 1 == n_ids ? jb : NULL, idx, m, ids[p], (seq << 16) | q);
     }
     for (uint32_t i = 0; i < n_ids; i++)
         free(ids[i]);
@@ -795,7 +824,7 @@ static void *job_main(void *arg)
 {
     job *j = arg;
     psink *s = j->s;
-    write_block(s, j->b, j->seq);
+    write_block(s, j);
     cb_batch_destroy(&j->b);
     em_account(s->o.mem, -j->charged);
     pthread_mutex_lock(&s->mu);
