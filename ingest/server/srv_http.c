@@ -356,7 +356,7 @@ static void summary_json(srv_query *q, char *buf, size_t cap)
              (unsigned long long)rr, (unsigned long long)atomic_load(&q->live.bytes_read),
              (unsigned long long)atomic_load(&q->written_rows),
              (unsigned long long)atomic_load(&q->written_bytes), (unsigned long long)rr,
-             (unsigned long long)q->result_rows, (unsigned long long)q->out_total,
+             (unsigned long long)atomic_load(&q->result_rows), (unsigned long long)q->out_total,
              (unsigned long long)((srv_now() - q->t0) * 1e9),
              (long long)atomic_load(&q->live.peak_memory));
 }

@@ -289,7 +289,7 @@ struct srv_query {
     eng_format out_format;
     int err_code; /* the failure, once done */
     char *err_msg;
-    uint64_t result_rows;
+    _Atomic uint64_t result_rows; /* written by the query thread, read by progress */
     struct evbuffer *in; /* INSERT body bytes not yet read */
     bool in_eof;
     int in_err;

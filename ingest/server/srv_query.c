@@ -287,12 +287,12 @@ static int run_with_clusters(srv_query *q, eng_ctx *ctx, const char *sql, size_t
     if (ctx->n_clusters && strcasestr(sql, "s3Cluster")) {
         rc = srv_dist_run_query(q, ctx, sql, len, &res, err, errlen);
         if (rc != -ENOTSUP) {
-            q->result_rows = res.rows_out;
+            atomic_store(&q->result_rows, res.rows_out);
             return rc;
         }
     }
     rc = eng_run(ctx, sql, len, NULL, &res, err, errlen);
-    q->result_rows = res.rows_out;
+    atomic_store(&q->result_rows, res.rows_out);
     atomic_store(&q->written_rows, res.rows_written);
     if (rc == 0)
         return 0;

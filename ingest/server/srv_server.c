@@ -485,7 +485,7 @@ void srv_qlog_add(srv *s, const srv_query *q, srv_qtype type, const char *except
         e.read_bytes = atomic_load(&((srv_query *)q)->live.bytes_read);
         e.written_rows = atomic_load(&((srv_query *)q)->written_rows);
         e.written_bytes = atomic_load(&((srv_query *)q)->written_bytes);
-        e.result_rows = q->result_rows;
+        e.result_rows = atomic_load(&q->result_rows);
         e.result_bytes = q->out_total;
         e.memory_usage = atomic_load(&((srv_query *)q)->live.peak_memory);
     }
