@@ -282,6 +282,20 @@ static bool put_value(cb_column *c, uint32_t row, const ex_type *ct, int64_t i, 
 
 /* Whether query expression a (its columns scan slots of aneed) is key
  * expression b (columns of bneed): the same tree over the same columns. */
+/* Whether every column e reads is one of the source's n needed columns (not
+ * a slot past them, as ARRAY JOIN's element is). */
+static bool cols_in_range(const bx *e, int n, int depth)
+{
+    if (depth > 30)
+        return false;
+    if (e->op == BX_COL)
+        return e->col >= 0 && e->col < n;
+    for (int i = 0; i < e->na; i++)
+        if (!cols_in_range(e->a[i], n, depth + 1))
+            return false;
+    return true;
+}
+
 static bool same_expr(const bx *a, const int *aneed, const bx *b, const int *bneed, int depth)
 {
     if (a->op != b->op || a->t.kind != b->t.kind || depth > 30)
@@ -457,6 +471,9 @@ static const tp_cond *to_cond(carena *a, const src_table *s, const int *keypos, 
      * c or >= c gives f(col) >= f(c) */
     int sc = -1;
     const struct tkey *mono = NULL;
+    /* a slot past the source's columns (ARRAY JOIN's element) prunes nothing */
+    if (!cols_in_range(col, p->n_need, 0))
+        return NULL;
     if (col->op == BX_COL) {
         sc = p->need[col->col];
     } else {
