@@ -354,6 +354,27 @@ int tb_table_open(tb_table **out, const tb_table_opts *o, char *err, size_t errl
     return 0;
 }
 
+/* Lists the table's log versions after the key `after` into *l (zeroed by
+ * the caller), the log's prefix into prefix[cap], which l points at. 0, or
+ * -errno with err filled and l's versions freed. */
+static int list_log(tb_table *t, char *prefix, size_t cap, const char *after, log_list *l,
+                    char *err, size_t errlen)
+{
+    tkey(t, prefix, cap, "_log/");
+    l->prefix = prefix;
+    l->plen = strlen(prefix);
+    s3_error e;
+    int rc = tb__s3_list(t->s3, prefix, after, list_log_cb, l, &e);
+    if (rc < 0 || l->rc < 0) {
+        free(l->versions);
+        l->versions = NULL;
+        return tp__fail(err, errlen, rc < 0 ? rc : l->rc,
+                        "cannot list the log of table s3://%s/%s: %s", t->bucket, t->root,
+                        rc < 0 ? e.message : "out of memory");
+    }
+    return 0;
+}
+
 /* From a state known to be the table's at version N (a long-lived process
  * keeps it: log versions are immutable): one List of _log/ from N on. When
  * version N is still there with the ETag it had, only the newer versions are
@@ -364,17 +385,11 @@ static int catch_up(tb_table *t, const char *etag, bool *reloaded, char *err, si
 {
     char prefix[1024], after[1024];
     uint64_t n = t->state.version;
-    tkey(t, prefix, sizeof(prefix), "_log/");
-    tkey(t, after, sizeof(after), "_log/%020llu", (unsigned long long)n);
-    log_list l = {.prefix = prefix, .plen = strlen(prefix)};
-    s3_error e;
-    int rc = tb__s3_list(t->s3, prefix, after, list_log_cb, &l, &e);
-    if (rc < 0 || l.rc < 0) {
-        free(l.versions);
-        return tp__fail(err, errlen, rc < 0 ? rc : l.rc,
-                        "cannot list the log of table s3://%s/%s: %s", t->bucket, t->root,
-                        rc < 0 ? e.message : "out of memory");
-    }
+    tkey(t, after, sizeof(after), "_log/%020llu", (unsigned long long)n); /* N itself too */
+    log_list l = {0};
+    int rc = list_log(t, prefix, sizeof(prefix), after, &l, err, errlen);
+    if (rc < 0)
+        return rc;
     bool same = l.n && l.versions[0] == n && (!etag[0] || strcmp(etag, l.first_etag) == 0) &&
                 !(l.have_ckpt && l.ckpt > n);
     if (!same) {
@@ -425,17 +440,11 @@ fail:
 int tb_table_refresh(tb_table *t, char *err, size_t errlen)
 {
     char prefix[1024], after[1024];
-    tkey(t, prefix, sizeof(prefix), "_log/");
     version_key(t, t->state.version, after, sizeof(after));
-    log_list l = {.prefix = prefix, .plen = strlen(prefix)};
-    s3_error e;
-    int rc = tb__s3_list(t->s3, prefix, after, list_log_cb, &l, &e);
-    if (rc < 0 || l.rc < 0) {
-        free(l.versions);
-        return tp__fail(err, errlen, rc < 0 ? rc : l.rc,
-                        "cannot list the log of table s3://%s/%s: %s", t->bucket, t->root,
-                        rc < 0 ? e.message : "out of memory");
-    }
+    log_list l = {0};
+    int rc = list_log(t, prefix, sizeof(prefix), after, &l, err, errlen);
+    if (rc < 0)
+        return rc;
     rc = replay(t, &l, t->state.version + 1, err, errlen);
     free(l.versions);
     return rc;
