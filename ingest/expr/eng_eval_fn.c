@@ -149,36 +149,87 @@ static bool sb_add(sbuf *b, const void *s, size_t n)
     return true;
 }
 
+/* The size of a pattern once regcomp has expanded its bounded repetitions,
+ * in atoms: regcomp copies the atom or group before {m,n} max(m,n) times, so
+ * nested repetitions multiply (a 30-byte pattern can ask for gigabytes). */
+static double regex_expanded_atoms(const char *re, size_t n)
+{
+    enum { DEPTH = 64 };
+    double size[DEPTH + 1] = {0}; /* atoms so far in each open group */
+    double last[DEPTH + 1] = {0}; /* the atom or group a repetition would copy */
+    int d = 0;
+    for (size_t i = 0; i < n; i++) {
+        char ch = re[i];
+        if (ch == '(') {
+            if (d == DEPTH)
+                return INFINITY;
+            size[++d] = 0;
+            last[d] = 0;
+            continue;
+        }
+        if (ch == ')' && d > 0) {
+            double g = size[d--];
+            size[d] += g;
+            last[d] = g;
+            continue;
+        }
+        if (ch == '{') {
+            long hi = 0;
+            size_t k = i + 1;
+            for (; k < n && re[k] != '}'; k++)
+                if (isdigit((unsigned char)re[k])) {
+                    long v = strtol(re + k, NULL, 10);
+                    if (v > hi)
+                        hi = v;
+                    while (k + 1 < n && isdigit((unsigned char)re[k + 1]))
+                        k++;
+                }
+            if (hi > 1000)
+                return INFINITY;
+            /* "{m,}" is m copies and a star: one more copy either way */
+            size[d] += last[d] * (double)hi;
+            last[d] *= (double)(hi + 1);
+            i = k < n ? k : n;
+            continue;
+        }
+        if (ch == '+') { /* a+ is a a* */
+            size[d] += last[d];
+            last[d] *= 2;
+            continue;
+        }
+        if (ch == '*' || ch == '?' || ch == '|')
+            continue;
+        if (ch == '[') { /* a bracket expression is one atom */
+            size_t k = i + 1;
+            if (k < n && re[k] == '^')
+                k++;
+            if (k < n && re[k] == ']')
+                k++;
+            for (; k < n && re[k] != ']'; k++)
+                if (re[k] == '[' && k + 1 < n &&
+                    (re[k + 1] == ':' || re[k + 1] == '.' || re[k + 1] == '=')) {
+                    char close = re[k + 1];
+                    for (k += 2; k + 1 < n && !(re[k] == close && re[k + 1] == ']'); k++)
+                        ;
+                    k++;
+                }
+            i = k < n ? k : n;
+        } else if (ch == '\\' && i + 1 < n) {
+            i++;
+        }
+        size[d] += 1;
+        last[d] = 1;
+    }
+    double total = 0;
+    for (int k = 0; k <= d; k++)
+        total += size[k];
+    return total;
+}
+
 bool bx_regex_bounded(const char *re)
 {
     size_t n = strlen(re);
-    if (n > 1024)
-        return false;
-    /* bounded repetitions expand into copies: keep their product small */
-    double prod = 1;
-    for (size_t i = 0; i < n; i++) {
-        if (re[i] == '\\' && i + 1 < n) {
-            i++;
-            continue;
-        }
-        if (re[i] != '{')
-            continue;
-        long hi = 0;
-        for (size_t k = i + 1; k < n && re[k] != '}'; k++)
-            if (isdigit((unsigned char)re[k])) {
-                long v = strtol(re + k, NULL, 10);
-                if (v > hi)
-                    hi = v;
-                while (k + 1 < n && isdigit((unsigned char)re[k + 1]))
-                    k++;
-            }
-        if (hi > 1000)
-            return false;
-        prod *= (double)(hi + 1);
-        if (prod > 10000)
-            return false;
-    }
-    return true;
+    return n <= BX_REGEX_MAX_BYTES && regex_expanded_atoms(re, n) <= BX_REGEX_MAX_ATOMS;
 }
 
 /* The constant pattern of a regular-expression function, compiled. */
@@ -196,9 +247,7 @@ static int compile_const(ex_ectx *c, const bx *e, const ex_vec *pat, regex_t *re
     if (!bx_regex_bounded(z)) {
         if (c->err && c->errlen)
             snprintf(c->err, c->errlen,
-                     "the regular expression '%.64s' is too large: at most "
-                     "1024 bytes and repetition counts of at most 1000",
-                     z);
+                     "the regular expression '%.64s' is too large: " BX_REGEX_LIMITS, z);
         free(z);
         return -EINVAL;
     }

@@ -179,9 +179,16 @@ void bx_in_index(bx *e);
  * x and y when one of them is a Decimal: false with why filled when there is
  * none (a String, a scale above 18). */
 bool bx_dec_result_type(bx_fn fn, ex_type x, ex_type y, ex_type *out, char *why, size_t wlen);
-/* Whether a regular expression is small enough to compile: at most 1024
- * bytes, its bounded repetitions ({m,n}) at most 1000 and together
- * expanding it at most 10000 times (glibc's regcomp copies them out). */
+/* Whether a regular expression is small enough to compile: at most
+ * BX_REGEX_MAX_BYTES bytes, each bounded repetition ({m,n}) at most 1000, and
+ * at most BX_REGEX_MAX_ATOMS atoms once its repetitions are expanded (glibc's
+ * regcomp copies the repeated atom or group out, so nested repetitions
+ * multiply: about 100 bytes of compiled pattern per atom). */
+#define BX_REGEX_MAX_BYTES 1024
+#define BX_REGEX_MAX_ATOMS 20000
+#define BX_REGEX_LIMITS                                                                            \
+    "at most 1024 bytes, repetition counts of at most 1000, and at most 20000 characters "         \
+    "once its repetitions are expanded"
 bool bx_regex_bounded(const char *re);
 /* Fills sel with the rows where the boolean vector is true (not NULL, != 0);
  * returns their count. */

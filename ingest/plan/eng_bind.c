@@ -3322,8 +3322,7 @@ static int expand_star(binder *b, const sql_select_item *it, sql_node **items, c
     bool has_re = it->expr->kind == SQL_COLUMNS;
     if (has_re && !bx_regex_bounded(it->expr->s)) {
         berr(b, it->expr,
-             "the regular expression of COLUMNS is too large: at most 1024 bytes "
-             "and repetition counts of at most 1000");
+             "the regular expression of COLUMNS is too large: " BX_REGEX_LIMITS);
         return k;
     }
     if (has_re) {

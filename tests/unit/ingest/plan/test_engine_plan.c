@@ -218,6 +218,37 @@ static void expect3(const char *expr, const char *one)
     expect(expr, want);
 }
 
+/* The bound on what regcomp is asked to build: nested repetitions multiply
+ * (the fuzzer found a short pattern that made regcomp take over 2 GiB), a
+ * bracket expression is one atom whatever it holds, and patterns people
+ * write pass. */
+static void test_regex_bounded(void **state)
+{
+    (void)state;
+    assert_true(bx_regex_bounded("^H.l+o$"));
+    assert_true(bx_regex_bounded("key=([a-z]+)"));
+    assert_true(bx_regex_bounded("^[0-9]{4}-[0-9]{2}-[0-9]{2}$"));
+    assert_true(bx_regex_bounded("(ab){1000}"));
+    assert_true(bx_regex_bounded("[[:alpha:]{}]{1000}"));      /* braces inside [] are not counts */
+    assert_true(bx_regex_bounded("(([0-9]{3}-){10}x){10}"));   /* about 600 atoms */
+    assert_false(bx_regex_bounded("a{1001}"));                 /* one count over 1000 */
+    assert_false(bx_regex_bounded("((a{1000}){1000}){1000}")); /* 10^9 atoms in 24 bytes */
+    assert_false(bx_regex_bounded("(a{100}){300}"));           /* 30000 atoms */
+    assert_false(
+        bx_regex_bounded("(abcdefghijklmnopqrstuvwxyz){1000}")); /* the group's size counts */
+    assert_false(bx_regex_bounded("(((((x+)+)+)+)+){900}"));     /* a+ is a a*: 32 copies */
+    char deep[200];
+    memset(deep, '(', 100);
+    deep[100] = 0;
+    assert_false(bx_regex_bounded(deep)); /* deeper than the estimator follows */
+    char big[1100];
+    memset(big, 'a', 1025);
+    big[1025] = 0;
+    assert_false(bx_regex_bounded(big));
+    bind_err("SELECT COLUMNS('(x{1000}){1000}') FROM file('x')",
+             "the regular expression of COLUMNS is too large");
+}
+
 /* The scalar functions over the three rows; the values ClickHouse's
  * documentation gives are marked so. */
 static void test_eval_functions(void **state)
@@ -384,15 +415,15 @@ static void test_bind_aggregate_errors(void **state)
              "function lower does not take an Array");
     bind_err("SELECT splitByChar(',', s) FROM file('x')",
              "splitByChar of a Nullable(String): an Array cannot be inside Nullable");
-    bind_err("SELECT splitByChar(', ', OwnerDisplayName) FROM file('x')",
-             "exactly one character");
+    bind_err("SELECT splitByChar(', ', OwnerDisplayName) FROM file('x')", "exactly one character");
     bind_err("SELECT has(['a'], i) FROM file('x')", "cannot compare");
     bind_err("SELECT has(splitByChar(',', OwnerDisplayName), i) FROM file('x')",
              "the value must be of the array's element type");
     bind_err("SELECT [i][1.5] FROM file('x')", "must be an integer");
     bind_err("SELECT [i] IN (1) FROM file('x')", "an Array on the left of IN");
     bind_err("SELECT CAST([i] AS Int64) FROM file('x')", "an Array converts to a String only");
-    bind_err("SELECT x FROM file('x') ARRAY JOIN i AS x", "ARRAY JOIN and arrayJoin() take an Array");
+    bind_err("SELECT x FROM file('x') ARRAY JOIN i AS x",
+             "ARRAY JOIN and arrayJoin() take an Array");
     bind_err("SELECT 1 FROM file('x') ARRAY JOIN [i]", "needs a name: ARRAY JOIN expr AS x");
     bind_err("SELECT arrayJoin([1]), arrayJoin([2]) FROM file('x')", "a second arrayJoin()");
     bind_err("SELECT x, count() FROM file('x') ARRAY JOIN [i] AS x",
@@ -444,12 +475,10 @@ static void test_eval_arrays(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_eval_semantics),
-        cmocka_unit_test(test_bind_errors),
-        cmocka_unit_test(test_bind_aggregate_errors),
-        cmocka_unit_test(test_eval_functions),
-        cmocka_unit_test(test_eval_arrays),
-        cmocka_unit_test(test_cityhash64),
+        cmocka_unit_test(test_eval_semantics),        cmocka_unit_test(test_bind_errors),
+        cmocka_unit_test(test_bind_aggregate_errors), cmocka_unit_test(test_eval_functions),
+        cmocka_unit_test(test_eval_arrays),           cmocka_unit_test(test_cityhash64),
+        cmocka_unit_test(test_regex_bounded),
     };
     return cmocka_run_group_tests(tests, schema_setup, schema_teardown);
 }
