@@ -9,6 +9,7 @@
  */
 #include "admin.h"
 #include "config.h"
+#include "errf.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -227,7 +228,7 @@ static int listen_on(const char *addr, int port, int *fd_out, int *port_out, cha
     snprintf(ps, sizeof ps, "%d", port);
     int g = getaddrinfo(addr, ps, &hints, &res);
     if (g != 0 || res == NULL) {
-        cfg_errf(err, errlen,
+        errf_set(err, errlen,
                  "cannot resolve the admin address %s: %s (set --admin-addr to an IP "
                  "address such as 127.0.0.1)",
                  addr, gai_strerror(g));
@@ -238,7 +239,7 @@ static int listen_on(const char *addr, int port, int *fd_out, int *port_out, cha
     int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         int e = errno;
-        cfg_errf(err, errlen, "cannot create the admin socket: %s", strerror(e));
+        errf_set(err, errlen, "cannot create the admin socket: %s", strerror(e));
         freeaddrinfo(res);
         return -e;
     }
@@ -248,18 +249,18 @@ static int listen_on(const char *addr, int port, int *fd_out, int *port_out, cha
     if (bind(fd, res->ai_addr, res->ai_addrlen) != 0) {
         rc = -errno;
         if (rc == -EADDRINUSE)
-            cfg_errf(err, errlen, "admin port %s:%d is in use (set --admin-port)", addr, port);
+            errf_set(err, errlen, "admin port %s:%d is in use (set --admin-port)", addr, port);
         else
-            cfg_errf(err, errlen,
+            errf_set(err, errlen,
                      "cannot bind the admin port %s:%d: %s (set --admin-addr and "
                      "--admin-port)",
                      addr, port, strerror(-rc));
     } else if (listen(fd, 128) != 0) {
         rc = -errno;
         if (rc == -EADDRINUSE)
-            cfg_errf(err, errlen, "admin port %s:%d is in use (set --admin-port)", addr, port);
+            errf_set(err, errlen, "admin port %s:%d is in use (set --admin-port)", addr, port);
         else
-            cfg_errf(err, errlen, "cannot listen on the admin port %s:%d: %s", addr, port,
+            errf_set(err, errlen, "cannot listen on the admin port %s:%d: %s", addr, port,
                      strerror(-rc));
     }
     freeaddrinfo(res);
@@ -268,7 +269,7 @@ static int listen_on(const char *addr, int port, int *fd_out, int *port_out, cha
         socklen_t sl = sizeof ss;
         if (getsockname(fd, (struct sockaddr *)&ss, &sl) != 0) {
             rc = -errno;
-            cfg_errf(err, errlen, "cannot read the admin socket's address: %s", strerror(-rc));
+            errf_set(err, errlen, "cannot read the admin socket's address: %s", strerror(-rc));
         } else if (ss.ss_family == AF_INET6) {
             *port_out = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
         } else {
@@ -288,14 +289,14 @@ static int tls_setup(adm_server *a, const adm_config *cfg, char *err, size_t err
     if (cfg->tls_cert == NULL && cfg->tls_key == NULL)
         return 0;
     if (cfg->tls_cert == NULL || cfg->tls_key == NULL) {
-        cfg_errf(err, errlen,
+        errf_set(err, errlen,
                  "admin TLS needs both a certificate and a key (set both "
                  "--admin-tls-cert and --admin-tls-key, or neither)");
         return -EINVAL;
     }
     a->ssl = SSL_CTX_new(TLS_server_method());
     if (a->ssl == NULL) {
-        cfg_errf(err, errlen, "cannot create the admin TLS context: out of memory");
+        errf_set(err, errlen, "cannot create the admin TLS context: out of memory");
         return -ENOMEM;
     }
     SSL_CTX_set_min_proto_version(a->ssl, TLS1_2_VERSION);
@@ -312,7 +313,7 @@ static int tls_setup(adm_server *a, const adm_config *cfg, char *err, size_t err
             what = NULL;
     }
     if (what == NULL && (file != NULL || SSL_CTX_check_private_key(a->ssl) != 1)) {
-        cfg_errf(err, errlen,
+        errf_set(err, errlen,
                  "the admin TLS key %s does not match the certificate %s (set "
                  "--admin-tls-key to the certificate's key)",
                  cfg->tls_key, cfg->tls_cert);
@@ -323,7 +324,7 @@ static int tls_setup(adm_server *a, const adm_config *cfg, char *err, size_t err
         char why[256];
         ERR_error_string_n(ERR_peek_last_error(), why, sizeof why);
         ERR_clear_error();
-        cfg_errf(err, errlen,
+        errf_set(err, errlen,
                  "cannot load the admin TLS %s %s: %s (set --admin-tls-%s to a "
                  "readable PEM file)",
                  what, file, why, strcmp(what, "key") == 0 ? "key" : "cert");
@@ -340,13 +341,13 @@ int adm_start(adm_server **out, const adm_config *cfg, met_registry *metrics,
         err[0] = '\0';
     const char *addr = cfg->addr != NULL && cfg->addr[0] != '\0' ? cfg->addr : "127.0.0.1";
     if (cfg->port < 0 || cfg->port > 65535) {
-        cfg_errf(err, errlen, "admin port %d is out of range (set --admin-port to 0..65535)",
+        errf_set(err, errlen, "admin port %d is out of range (set --admin-port to 0..65535)",
                  cfg->port);
         return -EINVAL;
     }
     adm_server *a = calloc(1, sizeof *a);
     if (a == NULL) {
-        cfg_errf(err, errlen, "out of memory starting the admin server");
+        errf_set(err, errlen, "out of memory starting the admin server");
         return -ENOMEM;
     }
     a->wake_fd[0] = a->wake_fd[1] = -1;
@@ -365,7 +366,7 @@ int adm_start(adm_server **out, const adm_config *cfg, met_registry *metrics,
         a->base = event_base_new();
         a->http = a->base != NULL ? evhttp_new(a->base) : NULL;
         if (a->http == NULL) {
-            cfg_errf(err, errlen, "cannot create the admin event loop: out of memory");
+            errf_set(err, errlen, "cannot create the admin event loop: out of memory");
             rc = -ENOMEM;
             close(fd);
         }
@@ -383,7 +384,7 @@ int adm_start(adm_server **out, const adm_config *cfg, met_registry *metrics,
             evhttp_set_bevcb(a->http, make_tls_bev, a);
         if (evhttp_accept_socket_with_handle(a->http, fd) == NULL) {
             close(fd);
-            cfg_errf(err, errlen, "cannot serve the admin port %s:%d: out of memory", addr,
+            errf_set(err, errlen, "cannot serve the admin port %s:%d: out of memory", addr,
                      a->port);
             rc = -ENOMEM;
         }
@@ -391,11 +392,11 @@ int adm_start(adm_server **out, const adm_config *cfg, met_registry *metrics,
     if (rc == 0) {
         if (pipe2(a->wake_fd, O_NONBLOCK | O_CLOEXEC) != 0) {
             rc = -errno;
-            cfg_errf(err, errlen, "cannot create the admin wake-up pipe: %s", strerror(-rc));
+            errf_set(err, errlen, "cannot create the admin wake-up pipe: %s", strerror(-rc));
         } else {
             a->wake = event_new(a->base, a->wake_fd[0], EV_READ | EV_PERSIST, on_wake, a);
             if (a->wake == NULL || event_add(a->wake, NULL) != 0) {
-                cfg_errf(err, errlen, "cannot create the admin event loop: out of memory");
+                errf_set(err, errlen, "cannot create the admin event loop: out of memory");
                 rc = -ENOMEM;
             }
         }
@@ -412,7 +413,7 @@ int adm_start(adm_server **out, const adm_config *cfg, met_registry *metrics,
         int e = pthread_create(&a->thread, NULL, run, a);
         pthread_sigmask(SIG_SETMASK, &old, NULL);
         if (e != 0) {
-            cfg_errf(err, errlen, "cannot start the admin thread: %s", strerror(e));
+            errf_set(err, errlen, "cannot start the admin thread: %s", strerror(e));
             rc = -e;
         } else {
             a->thread_started = true;

@@ -374,7 +374,6 @@ struct bs_store {
 };
 
 void bs__log(bs_store *s, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-void bs__errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 static inline uint64_t bs__round_up(uint64_t n, uint64_t a)
 {

@@ -13,6 +13,7 @@
  * Hits write nothing here: recency lives in RAM.
  */
 #include "blockstore_int.h"
+#include "errf.h"
 
 #include <errno.h>
 #include <rocksdb/c.h>
@@ -105,7 +106,7 @@ int bs__index_open(bs_index **out, const char *path, bool sync, bs_store *s, cha
     ix->db = rocksdb_open(ix->opts, path, &e);
     if (e) {
         int rc = ix_code(e);
-        bs__errf(err, errlen, "cannot open the block index %s: %s (%s)", path, e,
+        errf_set(err, errlen, "cannot open the block index %s: %s (%s)", path, e,
                  rc == -EUCLEAN ? "the index is damaged; empty the data folder to start over"
                                 : "check the disk and that no other process uses the folder");
         rocksdb_free(e);

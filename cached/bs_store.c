@@ -6,6 +6,7 @@
  * counters, and the map-only queries.
  */
 #include "blockstore_int.h"
+#include "errf.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -13,16 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-void bs__errf(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 void bs__log(bs_store *s, int level, const char *fmt, ...)
 {
@@ -58,32 +49,32 @@ const char *bs_evict_policy_name(bs_evict_policy policy)
 static int check_config(bs_store *s, const bs_config *cfg, char *err, size_t errlen)
 {
     if (!cfg->dir || !*cfg->dir || strlen(cfg->dir) >= sizeof(s->dir) - 64) {
-        bs__errf(err, errlen,
+        errf_set(err, errlen,
                  "no data folder given, or its path is too long (set the data folder)");
         return -EINVAL;
     }
     s->block_size = cfg->block_size ? cfg->block_size : BS_DEFAULT_BLOCK_SIZE;
     s->region_size = cfg->region_size ? cfg->region_size : BS_DEFAULT_REGION_SIZE;
     if (s->block_size % BS_ALIGN || s->block_size > 256u * 1024 * 1024) {
-        bs__errf(err, errlen,
+        errf_set(err, errlen,
                  "block size %u is not a multiple of %u bytes up to 256 MiB (use e.g. 1MiB)",
                  s->block_size, BS_ALIGN);
         return -EINVAL;
     }
     if (s->region_size % s->block_size || s->region_size > (1u << 31)) {
-        bs__errf(
+        errf_set(
             err, errlen,
             "region size %u is not a multiple of the block size %u up to 2 GiB (use e.g. 64MiB)",
             s->region_size, s->block_size);
         return -EINVAL;
     }
     if ((unsigned)cfg->io_mode > BS_IO_THREADS || (unsigned)cfg->evict > BS_EVICT_LRU) {
-        bs__errf(err, errlen, "unknown I/O mode or eviction policy");
+        errf_set(err, errlen, "unknown I/O mode or eviction policy");
         return -EINVAL;
     }
     uint64_t n = cfg->ssd_bytes / s->region_size;
     if (n < BS_MIN_REGIONS || n > UINT32_MAX / 2) {
-        bs__errf(
+        errf_set(
             err, errlen,
             "SSD capacity %llu bytes is %llu regions of %u bytes; the store needs at least %u (raise the capacity or lower the region size)",
             (unsigned long long)cfg->ssd_bytes, (unsigned long long)n, s->region_size,
@@ -123,7 +114,7 @@ static int open_once(bs_store **out, const bs_config *cfg, int lock_fd, char *er
         if (u == 0) {
             s->uring = true;
         } else if (cfg->io_mode == BS_IO_URING) {
-            bs__errf(
+            errf_set(
                 err, errlen,
                 "io_uring cannot be set up here: %s (allow io_uring_setup in the seccomp profile, or use the thread-pool I/O mode)",
                 strerror(-u));
@@ -139,7 +130,7 @@ static int open_once(bs_store **out, const bs_config *cfg, int lock_fd, char *er
 
     if ((rc = bs__map_init(s)) < 0 || (rc = bs__regions_init(s)) < 0 ||
         (rc = bs__bufs_init(s)) < 0) {
-        bs__errf(err, errlen, "out of memory setting up the block store");
+        errf_set(err, errlen, "out of memory setting up the block store");
         goto fail;
     }
     if ((rc = bs__super_setup(s, err, errlen)) < 0)
@@ -150,12 +141,12 @@ static int open_once(bs_store **out, const bs_config *cfg, int lock_fd, char *er
         goto fail;
     if ((rc = bs__index_load(s->ix, bs__load_entry, s)) < 0) {
         if (rc == -EUCLEAN)
-            bs__errf(
+            errf_set(
                 err, errlen,
                 "the block index in %s is damaged (see the log; empty the folder to start over)",
                 ixpath);
         else
-            bs__errf(
+            errf_set(
                 err, errlen,
                 "cannot read the block index in %s (see the log; empty the folder to start over)",
                 ixpath);
@@ -163,12 +154,12 @@ static int open_once(bs_store **out, const bs_config *cfg, int lock_fd, char *er
     }
     bs__regions_after_load(s);
     if ((rc = bs__index_start(s->ix)) < 0 || (rc = bs__evictor_start(s)) < 0) {
-        bs__errf(err, errlen, "cannot start the block store's threads: %s", strerror(-rc));
+        errf_set(err, errlen, "cannot start the block store's threads: %s", strerror(-rc));
         goto fail;
     }
     if (!s->uring &&
         (rc = bs__pool_create(&s->pool, s, cfg->io_threads ? cfg->io_threads : 4)) < 0) {
-        bs__errf(err, errlen, "cannot start the I/O threads: %s", strerror(-rc));
+        errf_set(err, errlen, "cannot start the I/O threads: %s", strerror(-rc));
         goto fail;
     }
     *out = s;
@@ -206,7 +197,7 @@ int bs_open(bs_store **out, const bs_config *cfg, char *err, size_t errlen)
     if (err && errlen)
         err[0] = '\0';
     if (!out || !cfg) {
-        bs__errf(err, errlen, "bs_open needs a config");
+        errf_set(err, errlen, "bs_open needs a config");
         return -EINVAL;
     }
     *out = NULL;

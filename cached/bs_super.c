@@ -38,6 +38,7 @@
  * per-chunk checksums seeded by its identity reject stale bytes.
  */
 #include "blockstore_int.h"
+#include "errf.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -86,14 +87,14 @@ static int probe_folder(bs_store *s, char *err, size_t errlen)
     struct stat st;
     if (stat(s->dir, &st) != 0) {
         int e = errno;
-        bs__errf(
+        errf_set(
             err, errlen,
             "cannot use data folder %s: %s (create it, or set the data folder to an existing one)",
             s->dir, strerror(e));
         return -e;
     }
     if (!S_ISDIR(st.st_mode)) {
-        bs__errf(err, errlen,
+        errf_set(err, errlen,
                  "data folder %s is not a folder (point the data folder at a directory)", s->dir);
         return -ENOTDIR;
     }
@@ -102,7 +103,7 @@ static int probe_folder(bs_store *s, char *err, size_t errlen)
     int fd = open(p, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0) {
         int e = errno;
-        bs__errf(
+        errf_set(
             err, errlen,
             "data folder %s is not writable: %s (give this user write access, or choose a writable folder)",
             s->dir, strerror(e));
@@ -120,21 +121,21 @@ static int probe_folder(bs_store *s, char *err, size_t errlen)
     unlink(p);
     if (e == EINVAL || (e == 0 && (!(sx.stx_mask & STATX_DIOALIGN) || sx.stx_dio_mem_align == 0 ||
                                    sx.stx_dio_offset_align == 0))) {
-        bs__errf(
+        errf_set(
             err, errlen,
             "the filesystem of data folder %s does not support O_DIRECT (it reports no direct-I/O alignment; use a folder on a local disk with ext4 or xfs)",
             s->dir);
         return -EOPNOTSUPP;
     }
     if (e) {
-        bs__errf(err, errlen, "cannot open a file with O_DIRECT in data folder %s: %s", s->dir,
+        errf_set(err, errlen, "cannot open a file with O_DIRECT in data folder %s: %s", s->dir,
                  strerror(e));
         return -e;
     }
     uint32_t a = sx.stx_dio_mem_align > sx.stx_dio_offset_align ? sx.stx_dio_mem_align
                                                                 : sx.stx_dio_offset_align;
     if (a > BS_ALIGN) {
-        bs__errf(
+        errf_set(
             err, errlen,
             "data folder %s needs O_DIRECT alignment of %u bytes, above the store's %u (use another disk)",
             s->dir, a, BS_ALIGN);
@@ -182,7 +183,7 @@ static int write_superblock(bs_store *s, char *err, size_t errlen)
         }
     }
     if (rc < 0)
-        bs__errf(err, errlen, "cannot write the superblock in %s: %s", s->dir, strerror(-rc));
+        errf_set(err, errlen, "cannot write the superblock in %s: %s", s->dir, strerror(-rc));
     return rc;
 }
 
@@ -196,7 +197,7 @@ static int read_superblock(bs_store *s, char *err, size_t errlen)
         if (errno == ENOENT)
             return 0;
         int e = errno;
-        bs__errf(err, errlen, "cannot read %s: %s", path, strerror(e));
+        errf_set(err, errlen, "cannot read %s: %s", path, strerror(e));
         return -e;
     }
     uint8_t sb[SB_SIZE];
@@ -204,7 +205,7 @@ static int read_superblock(bs_store *s, char *err, size_t errlen)
     close(fd);
     if (n != (ssize_t)sizeof(sb) || memcmp(sb, SB_MAGIC, 8) != 0 ||
         rd64(sb + SB_SIZE - 8) != XXH64(sb, SB_SIZE - 8, 0)) {
-        bs__errf(
+        errf_set(
             err, errlen,
             "%s is not a ringcache block store superblock or is damaged (point the data folder elsewhere, or empty this folder to start over)",
             path);
@@ -212,21 +213,21 @@ static int read_superblock(bs_store *s, char *err, size_t errlen)
     }
     uint32_t ver = rd32(sb + 8), bsz = rd32(sb + 12), rsz = rd32(sb + 16), nr = rd32(sb + 20);
     if (ver != BS_FORMAT_VERSION) {
-        bs__errf(
+        errf_set(
             err, errlen,
             "data folder %s holds store format %u, this build reads format %u (empty the folder to start over)",
             s->dir, ver, BS_FORMAT_VERSION);
         return -EMEDIUMTYPE;
     }
     if (bsz != s->block_size) {
-        bs__errf(
+        errf_set(
             err, errlen,
             "data folder %s was created with block size %u, not %u (use block size %u, or empty the folder to start over)",
             s->dir, bsz, s->block_size, bsz);
         return -EMEDIUMTYPE;
     }
     if (rsz != s->region_size || nr != s->nregions) {
-        bs__errf(
+        errf_set(
             err, errlen,
             "data folder %s was created with %u regions of %u bytes, not %u of %u (keep the capacity and region size, or empty the folder to start over)",
             s->dir, nr, rsz, s->nregions, s->region_size);
@@ -245,20 +246,20 @@ int bs__lock_folder(const char *dir, int *fd_out, char *err, size_t errlen)
     int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0) {
         int e = errno;
-        bs__errf(err, errlen, "cannot create the lock file %s: %s", p, strerror(e));
+        errf_set(err, errlen, "cannot create the lock file %s: %s", p, strerror(e));
         return -e;
     }
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         int e = errno;
         close(fd);
         if (e == EWOULDBLOCK) {
-            bs__errf(
+            errf_set(
                 err, errlen,
                 "data folder %s is in use by another process (stop it, or give this one another data folder)",
                 dir);
             return -EBUSY;
         }
-        bs__errf(err, errlen, "cannot lock data folder %s: %s", dir, strerror(e));
+        errf_set(err, errlen, "cannot lock data folder %s: %s", dir, strerror(e));
         return -e;
     }
     *fd_out = fd;
@@ -285,7 +286,7 @@ int bs__super_setup(bs_store *s, char *err, size_t errlen)
         char ixp[4200];
         snprintf(ixp, sizeof(ixp), "%s/index", s->dir);
         if (bs__index_destroy(ixp) < 0) {
-            bs__errf(err, errlen, "cannot clear the unfinished index in %s (remove it by hand)",
+            errf_set(err, errlen, "cannot clear the unfinished index in %s (remove it by hand)",
                      s->dir);
             return -EIO;
         }
@@ -294,7 +295,7 @@ int bs__super_setup(bs_store *s, char *err, size_t errlen)
         struct statvfs vfs;
         if (!s->cfg.sparse && statvfs(s->dir, &vfs) == 0 &&
             (uint64_t)vfs.f_bavail * vfs.f_frsize + have < size) {
-            bs__errf(
+            errf_set(
                 err, errlen,
                 "data folder %s has %llu MiB free, less than the %llu MiB asked for (lower the SSD capacity or free space)",
                 s->dir, (unsigned long long)(((uint64_t)vfs.f_bavail * vfs.f_frsize + have) >> 20),
@@ -306,7 +307,7 @@ int bs__super_setup(bs_store *s, char *err, size_t errlen)
     int fd = open(path, O_RDWR | O_CREAT | O_DIRECT | O_CLOEXEC, 0644);
     if (fd < 0) {
         int e = errno;
-        bs__errf(err, errlen, "cannot open the data file %s: %s", path, strerror(e));
+        errf_set(err, errlen, "cannot open the data file %s: %s", path, strerror(e));
         return -e;
     }
     if (fresh) {
@@ -317,7 +318,7 @@ int bs__super_setup(bs_store *s, char *err, size_t errlen)
         if (rc == 0 && fsync(fd) != 0)
             rc = -errno;
         if (rc < 0) {
-            bs__errf(
+            errf_set(
                 err, errlen,
                 "cannot preallocate %llu MiB for %s: %s (free space, or lower the SSD capacity)",
                 (unsigned long long)(size >> 20), path, strerror(-rc));
@@ -332,7 +333,7 @@ int bs__super_setup(bs_store *s, char *err, size_t errlen)
     } else {
         struct stat st;
         if (fstat(fd, &st) != 0 || (uint64_t)st.st_size != size) {
-            bs__errf(
+            errf_set(
                 err, errlen,
                 "data file %s has the wrong size for its superblock (empty the folder to start over)",
                 path);
@@ -416,7 +417,7 @@ int bs__quarantine(const char *dir, const char *reason, char *qdir, size_t qlen,
         rc = mkdir(q, 0755) == 0 ? 0 : -errno;
     }
     if (rc < 0) {
-        bs__errf(err, errlen,
+        errf_set(err, errlen,
                  "cannot make a quarantine folder in %s: %s (empty the folder by hand)", dir,
                  strerror(-rc));
         return rc;
@@ -428,7 +429,7 @@ int bs__quarantine(const char *dir, const char *reason, char *qdir, size_t qlen,
         snprintf(to, sizeof(to), "%s/%s", q, kept[i]);
         if (rename(from, to) != 0 && errno != ENOENT) {
             int e = errno;
-            bs__errf(err, errlen, "cannot move %s into %s: %s (empty the folder by hand)", from, q,
+            errf_set(err, errlen, "cannot move %s into %s: %s (empty the folder by hand)", from, q,
                      strerror(e));
             return -e;
         }
@@ -437,7 +438,7 @@ int bs__quarantine(const char *dir, const char *reason, char *qdir, size_t qlen,
     snprintf(p, sizeof(p), "%s/data", dir);
     if (unlink(p) != 0 && errno != ENOENT) {
         int e = errno;
-        bs__errf(err, errlen,
+        errf_set(err, errlen,
                  "cannot remove the damaged data file %s: %s (empty the folder by hand)", p,
                  strerror(e));
         return -e;

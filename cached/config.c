@@ -9,12 +9,12 @@
 #include "config.h"
 
 #include "bytesize.h"
+#include "errf.h"
 
 #include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,16 +23,6 @@
 
 #define CFG_MAX_FILE (1u << 20)
 #define CFG_WHY      512
-
-void cfg_errf(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err == NULL || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 /* ---- the table ---------------------------------------------------------- */
 
@@ -111,7 +101,7 @@ static int check_table(const cfg_opt *opts, size_t n, char *err, size_t errlen)
         else if (find_opt(opts, i, o->name, strlen(o->name)) >= 0)
             bad = "appears twice";
         if (bad != NULL) {
-            cfg_errf(err, errlen, "option table entry %zu (%s) %s; fix the table in the source", i,
+            errf_set(err, errlen, "option table entry %zu (%s) %s; fix the table in the source", i,
                      o->name != NULL ? o->name : "?", bad);
             return -EINVAL;
         }
@@ -324,7 +314,7 @@ int cfg_next_line(const char *text, size_t len, size_t *pos, unsigned *lineno, c
         end++;
     size_t ll = end - *pos;
     if (memchr(text + *pos, '\0', ll) != NULL) {
-        cfg_errf(err, errlen, "%s:%u: the line contains a NUL byte (is this a text file?)", source,
+        errf_set(err, errlen, "%s:%u: the line contains a NUL byte (is this a text file?)", source,
                  *lineno);
         return -EINVAL;
     }
@@ -422,7 +412,7 @@ static int load_text(const cfg_opt *opts, size_t n, void *conf, const char *text
     if (buf == NULL || line_of == NULL) {
         free(buf);
         free(line_of);
-        cfg_errf(err, errlen, "out of memory reading %s", source);
+        errf_set(err, errlen, "out of memory reading %s", source);
         return -ENOMEM;
     }
     int rc = 0;
@@ -438,7 +428,7 @@ static int load_text(const cfg_opt *opts, size_t n, void *conf, const char *text
         char *key, *val;
         int s = cfg_split_line(buf, NULL, &key, &val, why, sizeof why);
         if (s < 0) {
-            cfg_errf(err, errlen, "%s:%u: %s", source, lineno, why);
+            errf_set(err, errlen, "%s:%u: %s", source, lineno, why);
             rc = -EINVAL;
             break;
         }
@@ -447,12 +437,12 @@ static int load_text(const cfg_opt *opts, size_t n, void *conf, const char *text
         int i = find_opt(opts, n, key, strlen(key));
         if (i < 0) {
             if (strcmp(key, "config") == 0) {
-                cfg_errf(err, errlen,
+                errf_set(err, errlen,
                          "%s:%u: `config` cannot be set inside a config file (pass --config once)",
                          source, lineno);
             } else {
                 const char *s2 = suggest(opts, n, key, strlen(key));
-                cfg_errf(err, errlen, "%s:%u: unknown key '%.64s'%s%s%s", source, lineno, key,
+                errf_set(err, errlen, "%s:%u: unknown key '%.64s'%s%s%s", source, lineno, key,
                          s2 ? " (did you mean '" : " (see --help for the known keys)", s2 ? s2 : "",
                          s2 ? "'?)" : "");
             }
@@ -460,14 +450,14 @@ static int load_text(const cfg_opt *opts, size_t n, void *conf, const char *text
             break;
         }
         if (line_of[i] != 0) {
-            cfg_errf(err, errlen, "%s:%u: key '%s' is already set on line %u; keep one of the two",
+            errf_set(err, errlen, "%s:%u: key '%s' is already set on line %u; keep one of the two",
                      source, lineno, key, line_of[i]);
             rc = -EINVAL;
             break;
         }
         line_of[i] = lineno;
         if (apply_value(&opts[i], val, conf, why, sizeof why) != 0) {
-            cfg_errf(err, errlen, "%s:%u: %s: %s", source, lineno, opts[i].name, why);
+            errf_set(err, errlen, "%s:%u: %s: %s", source, lineno, opts[i].name, why);
             rc = -EINVAL;
             break;
         }
@@ -496,7 +486,7 @@ int cfg_read_file(const char *path, size_t max, const char *what, const char *fl
     FILE *f = fopen(path, "rb");
     if (f == NULL) {
         int e = errno;
-        cfg_errf(err, errlen, "cannot open %s %s: %s (fix the path given to %s)", what, path,
+        errf_set(err, errlen, "cannot open %s %s: %s (fix the path given to %s)", what, path,
                  strerror(e), flag);
         return -e;
     }
@@ -526,12 +516,12 @@ int cfg_read_file(const char *path, size_t max, const char *what, const char *fl
     if (rc == 0 && n > max)
         rc = -EFBIG;
     if (rc == -EFBIG)
-        cfg_errf(err, errlen, "%s %s is larger than %zu bytes; is it the right file?", what, path,
+        errf_set(err, errlen, "%s %s is larger than %zu bytes; is it the right file?", what, path,
                  max);
     else if (rc == -ENOMEM)
-        cfg_errf(err, errlen, "out of memory reading %s %s", what, path);
+        errf_set(err, errlen, "out of memory reading %s %s", what, path);
     else if (rc != 0)
-        cfg_errf(err, errlen, "cannot read %s %s: %s (fix the path given to %s)", what, path,
+        errf_set(err, errlen, "cannot read %s %s: %s (fix the path given to %s)", what, path,
                  strerror(-rc), flag);
     if (rc != 0) {
         free(buf);
@@ -549,7 +539,7 @@ int cfg_write_port_file(const char *path, int port, const char *what, const char
     size_t n = strlen(path) + 32;
     char *tmp = malloc(n);
     if (tmp == NULL) {
-        cfg_errf(err, errlen, "out of memory writing the %s", what);
+        errf_set(err, errlen, "out of memory writing the %s", what);
         return -ENOMEM;
     }
     snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
@@ -568,7 +558,7 @@ int cfg_write_port_file(const char *path, int port, const char *what, const char
             unlink(tmp);
     }
     if (rc != 0)
-        cfg_errf(err, errlen, "cannot write the %s %s: %s (set %s to a path in a writable folder)",
+        errf_set(err, errlen, "cannot write the %s %s: %s (set %s to a path in a writable folder)",
                  what, path, strerror(-rc), flag);
     free(tmp);
     return rc;
@@ -681,7 +671,7 @@ static int apply_default(const cfg_opt *o, void *conf, char *err, size_t errlen)
     }
     char why[CFG_WHY];
     if (apply_value(o, o->def, conf, why, sizeof why) != 0) {
-        cfg_errf(err, errlen,
+        errf_set(err, errlen,
                  "the default of option %s is invalid: %s; fix the table in the source", o->name,
                  why);
         return -EINVAL;
@@ -717,7 +707,7 @@ int cfg_load(const cfg_opt *opts, size_t n, void *conf, int argc, char **argv, c
 
     bool *set = calloc(n ? n : 1, sizeof *set);
     if (set == NULL) {
-        cfg_errf(err, errlen, "out of memory loading the configuration");
+        errf_set(err, errlen, "out of memory loading the configuration");
         return -ENOMEM;
     }
     for (size_t k = 0; k < n && rc == 0; k++) {
@@ -727,7 +717,7 @@ int cfg_load(const cfg_opt *opts, size_t n, void *conf, int argc, char **argv, c
 
     if (rc == 0 && config != NULL) {
         if (config[0] == '\0') {
-            cfg_errf(err, errlen, "--config is empty; give the path of a config file");
+            errf_set(err, errlen, "--config is empty; give the path of a config file");
             rc = -EINVAL;
         } else {
             char *text = NULL;
@@ -738,7 +728,7 @@ int cfg_load(const cfg_opt *opts, size_t n, void *conf, int argc, char **argv, c
                 size_t sl = strlen(config) + sizeof "config file ";
                 char *source = malloc(sl);
                 if (source == NULL) {
-                    cfg_errf(err, errlen, "out of memory loading the configuration");
+                    errf_set(err, errlen, "out of memory loading the configuration");
                     rc = -ENOMEM;
                 } else {
                     snprintf(source, sl, "config file %s", config);
@@ -756,19 +746,19 @@ int cfg_load(const cfg_opt *opts, size_t n, void *conf, int argc, char **argv, c
         switch (t.kind) {
         case TOK_HELP: break;
         case TOK_ERR:
-            cfg_errf(err, errlen, "%s", why);
+            errf_set(err, errlen, "%s", why);
             rc = -EINVAL;
             break;
         case TOK_CONFIG:
             if (seen_config) {
-                cfg_errf(err, errlen, "--config is given twice; give one config file");
+                errf_set(err, errlen, "--config is given twice; give one config file");
                 rc = -EINVAL;
             }
             seen_config = true;
             break;
         case TOK_OPT:
             if (apply_value(&opts[t.opt], t.value, conf, why, sizeof why) != 0) {
-                cfg_errf(err, errlen, "%s: %s", t.flag, why);
+                errf_set(err, errlen, "%s: %s", t.flag, why);
                 rc = -EINVAL;
             } else {
                 set[t.opt] = true;
@@ -779,7 +769,7 @@ int cfg_load(const cfg_opt *opts, size_t n, void *conf, int argc, char **argv, c
 
     for (size_t k = 0; k < n && rc == 0; k++) {
         if (opts[k].required && (!set[k] || !value_is_set(&opts[k], conf))) {
-            cfg_errf(err, errlen, "%s is required: set --%s or `%s = ...` in the --config file",
+            errf_set(err, errlen, "%s is required: set --%s or `%s = ...` in the --config file",
                      opts[k].name, opts[k].name, opts[k].name);
             rc = -EINVAL;
         }
@@ -930,10 +920,10 @@ int cfg_read_secret_line(const char *path, const char *what, const char *flag, c
     size_t line = strcspn(text, "\r\n");
     rc = -EINVAL;
     if (line == 0) {
-        cfg_errf(err, errlen, "the %s %s %s (write it on its first line)", what, path,
+        errf_set(err, errlen, "the %s %s %s (write it on its first line)", what, path,
                  len ? "has an empty first line" : "is empty");
     } else if (line >= cap) {
-        cfg_errf(err, errlen,
+        errf_set(err, errlen,
                  "the first line of the %s %s is longer than %zu bytes (it is one line of at "
                  "most that)",
                  what, path, cap - 1);

@@ -127,10 +127,6 @@ void cfg_help(const cfg_opt *opts, size_t n, const char *usage_line, FILE *f);
  * length written (without the NUL), or -ENOSPC when buf is too small. */
 int cfg_format(const cfg_opt *opts, size_t n, const void *conf, char *buf, size_t cap);
 
-/* Writes a sentence into err (nothing when err is NULL or errlen is 0): the
- * error convention of the daemon's modules (config, tenants, admin, node). */
-void cfg_errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
 /* The files options name. `what` names the file in sentences ("tenants
  * file"), `flag` the option that gives its path ("--tenants").
  *

@@ -25,6 +25,7 @@
  */
 #include "node_int.h"
 #include "node_s3api.h"
+#include "errf.h"
 
 #include <errno.h>
 #include <event2/event.h>
@@ -43,7 +44,7 @@ static int log_setup(node *n, char *err, size_t errlen)
 {
     int level = node_log_level_of(n->conf.log_level);
     if (level < 0) {
-        cfg_errf(err, errlen, "--log-level must be error, warn, info or debug, not '%s'",
+        errf_set(err, errlen, "--log-level must be error, warn, info or debug, not '%s'",
                  n->conf.log_level);
         return -EINVAL;
     }
@@ -72,7 +73,7 @@ static int s3_setup(node *n, char *err, size_t errlen)
     n->s3cfg.retry_budget_ms = (int)conf->fill_deadline_ms;
     if (!n->s3cfg.endpoint[0] && !conf->s3_region[0] && !getenv("AWS_REGION") &&
         !getenv("AWS_DEFAULT_REGION")) {
-        cfg_errf(err, errlen,
+        errf_set(err, errlen,
                  "no S3 endpoint: set --s3-endpoint (or AWS_ENDPOINT_URL) for an "
                  "S3-compatible store, or --s3-region (or AWS_REGION) for AWS");
         return -EINVAL;
@@ -101,7 +102,7 @@ static int access_setup(node *n, char *err, size_t errlen)
         snprintf(conf->listen, sizeof(conf->listen), "%s",
                  protected_mode ? "127.0.0.1" : "0.0.0.0");
     } else if (protected_mode && !ten_addr_text_is_loopback(conf->listen)) {
-        cfg_errf(err, errlen,
+        errf_set(err, errlen,
                  "--listen %s without --tenants would let any host that reaches the port read "
                  "whatever this node's S3 credentials can read: give --tenants FILE, or "
                  "--allow-anonymous to serve anonymous clients on purpose, or listen on "
@@ -156,7 +157,7 @@ static int tls_setup(node *n, char *err, size_t errlen)
     if (!conf->tls_cert[0] && !conf->tls_key[0])
         return 0;
     if (!conf->tls_cert[0] || !conf->tls_key[0]) {
-        cfg_errf(err, errlen, "TLS needs both --tls-cert and --tls-key");
+        errf_set(err, errlen, "TLS needs both --tls-cert and --tls-key");
         return -EINVAL;
     }
     n->ssl_ctx = SSL_CTX_new(TLS_server_method());
@@ -165,7 +166,7 @@ static int tls_setup(node *n, char *err, size_t errlen)
         SSL_CTX_check_private_key(n->ssl_ctx) != 1) {
         char why[256];
         ERR_error_string_n(ERR_get_error(), why, sizeof(why));
-        cfg_errf(err, errlen,
+        errf_set(err, errlen,
                  "cannot load the TLS certificate %s / key %s: %s (check the files and that the "
                  "key matches the certificate)",
                  conf->tls_cert, conf->tls_key, why);
@@ -225,7 +226,7 @@ static int fills_setup(node *n, char *err, size_t errlen)
 {
     int rc = node_fills_setup(&n->fills, n);
     if (rc < 0)
-        cfg_errf(err, errlen, "out of memory setting up the fill table");
+        errf_set(err, errlen, "out of memory setting up the fill table");
     return rc;
 }
 
@@ -250,7 +251,7 @@ static int main_loop_setup(node *n, char *err, size_t errlen)
 {
     n->main_base = event_base_new();
     if (!n->main_base) {
-        cfg_errf(err, errlen, "out of memory setting up the main event loop");
+        errf_set(err, errlen, "out of memory setting up the main event loop");
         return -ENOMEM;
     }
     if (!n->conf.members[0])
@@ -261,7 +262,7 @@ static int main_loop_setup(node *n, char *err, size_t errlen)
     char why[512];
     int rc = membership_create(&n->members, n->conf.members, &mo, why, sizeof(why));
     if (rc < 0)
-        cfg_errf(err, errlen, "--members: %s", why);
+        errf_set(err, errlen, "--members: %s", why);
     return rc;
 }
 
@@ -346,7 +347,7 @@ int node_create(node **out, const node_conf *conf, char *err, size_t errlen)
     evthread_use_pthreads();
     node *n = calloc(1, sizeof(*n));
     if (!n) {
-        cfg_errf(err, errlen, "out of memory creating the node");
+        errf_set(err, errlen, "out of memory creating the node");
         return -ENOMEM;
     }
     n->conf = *conf;

@@ -5,6 +5,7 @@
  * express, and the node's log: logfmt lines handed to the caller's sink.
  */
 #include "node_int.h"
+#include "errf.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -204,7 +205,7 @@ void node_conf_help(FILE *f)
 static int read_peer_token(node_conf *conf, char *err, size_t errlen)
 {
     if (conf->peer_token[0]) {
-        cfg_errf(err, errlen, "give --peer-token or --peer-token-file, not both");
+        errf_set(err, errlen, "give --peer-token or --peer-token-file, not both");
         return -EINVAL;
     }
     return cfg_read_secret_line(conf->peer_token_file, "peer token file", "--peer-token-file",
@@ -222,23 +223,23 @@ int node_conf_load(node_conf *conf, int argc, char **argv, char *err, size_t err
     if (rc < 0)
         return -EINVAL;
     if (node_log_level_of(conf->log_level) < 0) {
-        cfg_errf(err, errlen, "--log-level must be error, warn, info or debug, not '%s'",
+        errf_set(err, errlen, "--log-level must be error, warn, info or debug, not '%s'",
                  conf->log_level);
         return -EINVAL;
     }
     if (conf->block_size & (conf->block_size - 1)) {
-        cfg_errf(err, errlen, "--block-size must be a power of two (e.g. 1MiB), not %lld",
+        errf_set(err, errlen, "--block-size must be a power of two (e.g. 1MiB), not %lld",
                  (long long)conf->block_size);
         return -EINVAL;
     }
     if (strcmp(conf->sendfile, "remote") && strcmp(conf->sendfile, "always") &&
         strcmp(conf->sendfile, "never")) {
-        cfg_errf(err, errlen, "--sendfile must be remote, always or never, not '%s'",
+        errf_set(err, errlen, "--sendfile must be remote, always or never, not '%s'",
                  conf->sendfile);
         return -EINVAL;
     }
     if (strcmp(conf->io, "auto") && strcmp(conf->io, "io_uring") && strcmp(conf->io, "threads")) {
-        cfg_errf(err, errlen, "--io must be auto, io_uring or threads, not '%s'", conf->io);
+        errf_set(err, errlen, "--io must be auto, io_uring or threads, not '%s'", conf->io);
         return -EINVAL;
     }
     if (conf->peer_token_file[0] && (rc = read_peer_token(conf, err, errlen)) < 0)

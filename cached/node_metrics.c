@@ -10,6 +10,7 @@
  * /proc/self at render time), the node's uptime and ringcached_build_info.
  */
 #include "node_int.h"
+#include "errf.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -409,7 +410,7 @@ int node_metrics_setup(node *n, char *err, size_t errlen)
     if (rc >= 0)
         rc = register_build_info(n);
     if (rc < 0)
-        cfg_errf(err, errlen, "cannot set up the node's metrics: %s", strerror(-rc));
+        errf_set(err, errlen, "cannot set up the node's metrics: %s", strerror(-rc));
     return rc < 0 ? rc : 0;
 }
 

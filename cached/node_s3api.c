@@ -14,6 +14,7 @@
  * bytes stream, so an operation hears "ok" only for a body S3 would take.
  */
 #include "node_s3api.h"
+#include "errf.h"
 
 #include <errno.h>
 #include <event2/buffer.h>
@@ -858,7 +859,7 @@ int node_s3api_setup(node *n, char *err, size_t errlen)
         snprintf(conf->s3_api_listen, sizeof(conf->s3_api_listen), "%s",
                  protected_mode ? "127.0.0.1" : "0.0.0.0");
     } else if (protected_mode && !ten_addr_text_is_loopback(conf->s3_api_listen)) {
-        cfg_errf(err, errlen,
+        errf_set(err, errlen,
                  "--s3-api-listen %s without --tenants would let any host that reaches the port "
                  "read and write whatever this node's S3 credentials can: give --tenants FILE "
                  "(with S3 API keys), or --allow-anonymous to serve anonymous clients on "
@@ -898,7 +899,7 @@ int node_s3api_setup(node *n, char *err, size_t errlen)
     }
     int rc = metrics_setup(n);
     if (rc < 0 || (rc = ns3_meta_setup(n)) < 0) {
-        cfg_errf(err, errlen, "cannot set up the S3 API: %s", strerror(-rc));
+        errf_set(err, errlen, "cannot set up the S3 API: %s", strerror(-rc));
         return rc;
     }
     int port = (int)conf->s3_api_port;
@@ -908,7 +909,7 @@ int node_s3api_setup(node *n, char *err, size_t errlen)
             s3a_auth_config ac = {
                 .secret = secret_of, .secret_arg = n, .region = conf->s3_api_region};
             if ((rc = s3a_verifier_create(&w->s3auth, &ac)) < 0) {
-                cfg_errf(err, errlen, "cannot set up the S3 API's signature checks: %s",
+                errf_set(err, errlen, "cannot set up the S3 API's signature checks: %s",
                          rc == -EINVAL ? "--s3-api-region is empty or too long" : strerror(-rc));
                 return rc;
             }
@@ -929,12 +930,12 @@ int node_s3api_setup(node *n, char *err, size_t errlen)
         rc = httpd_server_create(&w->s3api, w->base, &hc, why, sizeof(why));
         if (rc < 0) {
             if (rc == -EADDRINUSE)
-                cfg_errf(err, errlen,
+                errf_set(err, errlen,
                          "the S3 API port %s:%d is in use (set --s3-api-port, or "
                          "0 for any)",
                          conf->s3_api_listen, port);
             else
-                cfg_errf(err, errlen,
+                errf_set(err, errlen,
                          "cannot serve the S3 API on %s:%d: %s (check "
                          "--s3-api-listen and --s3-api-port)",
                          conf->s3_api_listen, port, why[0] ? why : strerror(-rc));

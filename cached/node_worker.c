@@ -10,6 +10,7 @@
  */
 #include "node_int.h"
 #include "node_s3api.h"
+#include "errf.h"
 
 #include <errno.h>
 #include <event2/event.h>
@@ -300,7 +301,7 @@ int node_workers_setup(node *n, char *err, size_t errlen)
     unsigned threads = n->n_workers;
     n->workers = calloc(threads, sizeof(*n->workers));
     if (!n->workers) {
-        cfg_errf(err, errlen, "out of memory setting up %u worker threads", threads);
+        errf_set(err, errlen, "out of memory setting up %u worker threads", threads);
         return -ENOMEM;
     }
     /* the protocol port: one socket per worker on the same port (SO_REUSEPORT) */
@@ -314,19 +315,19 @@ int node_workers_setup(node *n, char *err, size_t errlen)
         pthread_mutex_init(&w->mb_lock, NULL);
         w->base = event_base_new();
         if (!w->base) {
-            cfg_errf(err, errlen, "cannot set up worker %u: out of memory", i);
+            errf_set(err, errlen, "cannot set up worker %u: out of memory", i);
             return -ENOMEM;
         }
         int fd = -1;
         rc = bind_listener(conf->listen, port, &fd, &port);
         if (rc < 0) {
             if (rc == -EADDRINUSE)
-                cfg_errf(err, errlen, "port %s:%lld is in use (set --port, or 0 for any)",
+                errf_set(err, errlen, "port %s:%lld is in use (set --port, or 0 for any)",
                          conf->listen, (long long)conf->port);
             else if (rc == -EINVAL)
-                cfg_errf(err, errlen, "--listen '%s' is not an IP address", conf->listen);
+                errf_set(err, errlen, "--listen '%s' is not an IP address", conf->listen);
             else
-                cfg_errf(err, errlen, "cannot listen on %s:%d: %s", conf->listen, port,
+                errf_set(err, errlen, "cannot listen on %s:%d: %s", conf->listen, port,
                          strerror(-rc));
             return rc;
         }
@@ -347,13 +348,13 @@ int node_workers_setup(node *n, char *err, size_t errlen)
             w->tenant_s3 = calloc(ten_count(n->tenants) + 1, sizeof(s3_client *));
         if (!w->listener || !w->mailbox_ev || !w->stop_ev || !w->accept_timer || !w->sweep_timer ||
             (n->tenants && !w->tenant_s3) || node_reqs_setup(w) < 0) {
-            cfg_errf(err, errlen, "cannot set up worker %u: out of memory", i);
+            errf_set(err, errlen, "cannot set up worker %u: out of memory", i);
             return -ENOMEM;
         }
         event_add(w->mailbox_ev, NULL);
         if ((rc = bs_worker_attach(n->store, w->base, &w->bs)) < 0 ||
             (rc = s3_client_create(&w->s3, &n->s3cfg, w->base)) < 0) {
-            cfg_errf(err, errlen, "cannot set up worker %u: %s", i, strerror(-rc));
+            errf_set(err, errlen, "cannot set up worker %u: %s", i, strerror(-rc));
             return rc;
         }
     }

@@ -8,6 +8,7 @@
  */
 #include "tenants.h"
 #include "config.h"
+#include "errf.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -164,7 +165,7 @@ static int add_allow(parser *p, const char *entry, size_t len)
 {
     ten_tenant *t = p->cur;
     if (len < 5 || memcmp(entry, "s3://", 5) != 0) {
-        cfg_errf(p->err, p->errlen,
+        errf_set(p->err, p->errlen,
                  "%s:%u: allow entry '%.*s' of tenant %s must start with s3:// "
                  "(for example s3://bucket/prefix/)",
                  p->src, p->line, (int)(len > 80 ? 80 : len), entry, t->name);
@@ -178,7 +179,7 @@ static int add_allow(parser *p, const char *entry, size_t len)
     for (size_t i = 0; ok && i < blen; i++)
         ok = name_char(b[i]);
     if (!ok) {
-        cfg_errf(p->err, p->errlen,
+        errf_set(p->err, p->errlen,
                  "%s:%u: allow entry '%.*s' of tenant %s has no valid bucket "
                  "name (write s3://bucket/ or s3://bucket/prefix/)",
                  p->src, p->line, (int)(len > 80 ? 80 : len), entry, t->name);
@@ -231,7 +232,7 @@ static int parse_allow(parser *p, const char *v)
         s = e;
     }
     if (added == 0) {
-        cfg_errf(p->err, p->errlen,
+        errf_set(p->err, p->errlen,
                  "%s:%u: allow of tenant %s is empty (list s3://bucket/prefix/ "
                  "entries, separated by spaces or commas)",
                  p->src, p->line, p->cur->name);
@@ -245,13 +246,13 @@ static int set_secret(parser *p, char **dst, unsigned *line, const char *key, co
 {
     ten_tenant *t = p->cur;
     if (*dst != NULL) {
-        cfg_errf(p->err, p->errlen, "%s:%u: %s of tenant %s is already set on line %u; keep one",
+        errf_set(p->err, p->errlen, "%s:%u: %s of tenant %s is already set on line %u; keep one",
                  p->src, p->line, key, t->name, *line);
         return -EINVAL;
     }
     size_t len = strlen(v);
     if (len == 0 || len > max || !printable(v)) {
-        cfg_errf(p->err, p->errlen,
+        errf_set(p->err, p->errlen,
                  "%s:%u: %s of tenant %s must be 1 to %zu printable characters "
                  "without spaces",
                  p->src, p->line, key, t->name, max);
@@ -268,7 +269,7 @@ static int key_value(parser *p, const char *key, char *v)
 {
     ten_tenant *t = p->cur;
     if (t == NULL) {
-        cfg_errf(p->err, p->errlen,
+        errf_set(p->err, p->errlen,
                  "%s:%u: `%.40s` is outside a tenant section; start one with "
                  "[tenant NAME]",
                  p->src, p->line, key);
@@ -276,7 +277,7 @@ static int key_value(parser *p, const char *key, char *v)
     }
     if (strcmp(key, "token") == 0) {
         if (t->token_line != 0) {
-            cfg_errf(p->err, p->errlen,
+            errf_set(p->err, p->errlen,
                      "%s:%u: the token of tenant %s is already set on line %u; "
                      "keep one",
                      p->src, p->line, t->name, t->token_line);
@@ -284,14 +285,14 @@ static int key_value(parser *p, const char *key, char *v)
         }
         size_t len = strlen(v);
         if (!printable(v)) {
-            cfg_errf(p->err, p->errlen,
+            errf_set(p->err, p->errlen,
                      "%s:%u: the token of tenant %s contains a space or a "
                      "control character; use printable characters only",
                      p->src, p->line, t->name);
             return -EINVAL;
         }
         if (len < TEN_TOKEN_MIN || len > TEN_TOKEN_MAX) {
-            cfg_errf(p->err, p->errlen,
+            errf_set(p->err, p->errlen,
                      "%s:%u: the token of tenant %s is %zu characters long; use "
                      "%d to %d (for example the output of `openssl rand -hex 16`)",
                      p->src, p->line, t->name, len, TEN_TOKEN_MIN, TEN_TOKEN_MAX);
@@ -328,7 +329,7 @@ static int key_value(parser *p, const char *key, char *v)
     }
     if (strcmp(key, "public") == 0) {
         if (t->public_line != 0) {
-            cfg_errf(p->err, p->errlen,
+            errf_set(p->err, p->errlen,
                      "%s:%u: public of tenant %s is already set on line %u; "
                      "keep one",
                      p->src, p->line, t->name, t->public_line);
@@ -339,7 +340,7 @@ static int key_value(parser *p, const char *key, char *v)
         } else if (strcmp(v, "false") == 0 || strcmp(v, "no") == 0 || strcmp(v, "off") == 0) {
             t->is_public = false;
         } else {
-            cfg_errf(p->err, p->errlen,
+            errf_set(p->err, p->errlen,
                      "%s:%u: public of tenant %s must be true or false, not "
                      "'%.40s'",
                      p->src, p->line, t->name, v);
@@ -382,7 +383,7 @@ static int key_value(parser *p, const char *key, char *v)
                 hint = b;
         }
     }
-    cfg_errf(
+    errf_set(
         p->err, p->errlen, "%s:%u: unknown key '%.40s' in tenant %s (%s%s%s)", p->src, p->line, key,
         t->name,
         hint ? "did you mean '"
@@ -402,35 +403,35 @@ static int close_section(parser *p)
     p->cur = NULL;
     const char *src = p->src;
     if (t->token_line == 0 && t->s3api_key == NULL && !t->is_public) {
-        cfg_errf(p->err, p->errlen,
+        errf_set(p->err, p->errlen,
                  "%s:%u: tenant %s has no token; add `token = ...` (%d characters "
                  "or more), or S3 API keys (s3api_access_key_id and s3api_secret_access_key)",
                  src, t->line, t->name, TEN_TOKEN_MIN);
         return -EINVAL;
     }
     if (t->n_allow == 0) {
-        cfg_errf(p->err, p->errlen,
+        errf_set(p->err, p->errlen,
                  "%s:%u: tenant %s has no allow line, so it could read nothing; "
                  "add `allow = s3://bucket/prefix/`",
                  src, t->line, t->name);
         return -EINVAL;
     }
     if ((t->access_key == NULL) != (t->secret_key == NULL)) {
-        cfg_errf(p->err, p->errlen, "%s:%u: tenant %s sets %s but not %s; set both or neither", src,
+        errf_set(p->err, p->errlen, "%s:%u: tenant %s sets %s but not %s; set both or neither", src,
                  t->access_key ? t->ak_line : t->sk_line, t->name,
                  t->access_key ? "aws_access_key_id" : "aws_secret_access_key",
                  t->access_key ? "aws_secret_access_key" : "aws_access_key_id");
         return -EINVAL;
     }
     if (t->session_token != NULL && t->access_key == NULL) {
-        cfg_errf(p->err, p->errlen,
+        errf_set(p->err, p->errlen,
                  "%s:%u: tenant %s sets aws_session_token without "
                  "aws_access_key_id and aws_secret_access_key; set all three or drop it",
                  src, t->st_line, t->name);
         return -EINVAL;
     }
     if ((t->s3api_key == NULL) != (t->s3api_secret == NULL)) {
-        cfg_errf(p->err, p->errlen, "%s:%u: tenant %s sets %s but not %s; set both or neither", src,
+        errf_set(p->err, p->errlen, "%s:%u: tenant %s sets %s but not %s; set both or neither", src,
                  t->s3api_key ? t->s3k_line : t->s3s_line, t->name,
                  t->s3api_key ? "s3api_access_key_id" : "s3api_secret_access_key",
                  t->s3api_key ? "s3api_secret_access_key" : "s3api_access_key_id");
@@ -439,7 +440,7 @@ static int close_section(parser *p)
     for (size_t i = 0; i + 1 < p->set->n; i++) {
         const ten_tenant *o = &p->set->t[i];
         if (t->s3api_key && o->s3api_key && strcmp(o->s3api_key, t->s3api_key) == 0) {
-            cfg_errf(p->err, p->errlen,
+            errf_set(p->err, p->errlen,
                      "%s:%u: tenant %s has the same s3api_access_key_id as "
                      "tenant %s (line %u); give every tenant its own",
                      src, t->s3k_line, t->name, o->name, o->s3k_line);
@@ -448,7 +449,7 @@ static int close_section(parser *p)
         if (t->token_line == 0 || o->token_line == 0)
             continue; /* a tenant of the S3 API only has no token to compare */
         if (CRYPTO_memcmp(o->digest, t->digest, sizeof t->digest) == 0) {
-            cfg_errf(p->err, p->errlen,
+            errf_set(p->err, p->errlen,
                      "%s:%u: tenant %s has the same token as tenant %s (line "
                      "%u); give every tenant its own token",
                      src, t->token_line, t->name, o->name, o->token_line);
@@ -464,7 +465,7 @@ static int open_section(parser *p, const char *hdr)
     if (rc != 0)
         return rc;
     if (strncmp(hdr, "tenant", 6) != 0 || !is_space(hdr[6])) {
-        cfg_errf(p->err, p->errlen, "%s:%u: unknown section [%.40s]; sections are [tenant NAME]",
+        errf_set(p->err, p->errlen, "%s:%u: unknown section [%.40s]; sections are [tenant NAME]",
                  p->src, p->line, hdr);
         return -EINVAL;
     }
@@ -476,7 +477,7 @@ static int open_section(parser *p, const char *hdr)
     for (size_t i = 0; ok && i < len; i++)
         ok = name_char(name[i]);
     if (!ok) {
-        cfg_errf(p->err, p->errlen,
+        errf_set(p->err, p->errlen,
                  "%s:%u: tenant name '%.40s' is not 1 to %d letters, digits, "
                  "'.', '_' or '-'",
                  p->src, p->line, name, TEN_NAME_MAX);
@@ -485,7 +486,7 @@ static int open_section(parser *p, const char *hdr)
     ten_set *s = p->set;
     for (size_t i = 0; i < s->n; i++) {
         if (strcmp(s->t[i].name, name) == 0) {
-            cfg_errf(p->err, p->errlen,
+            errf_set(p->err, p->errlen,
                      "%s:%u: tenant %s is already defined on line %u; merge the "
                      "two sections or rename one",
                      p->src, p->line, name, s->t[i].line);
@@ -523,7 +524,7 @@ int ten_parse(ten_set **out, const char *text, size_t len, const char *source, c
     if (s == NULL || buf == NULL) {
         free(s);
         free(buf);
-        cfg_errf(err, errlen, "out of memory reading %s", src);
+        errf_set(err, errlen, "out of memory reading %s", src);
         return -ENOMEM;
     }
     parser p = {s, NULL, src, 0, err, errlen};
@@ -541,7 +542,7 @@ int ten_parse(ten_set **out, const char *text, size_t len, const char *source, c
         switch (split_line(buf, &key, &val, why, sizeof why)) {
         case L_BLANK: break;
         case L_ERR:
-            cfg_errf(err, errlen, "%s:%u: %s", src, p.line, why);
+            errf_set(err, errlen, "%s:%u: %s", src, p.line, why);
             rc = -EINVAL;
             break;
         case L_SECTION: rc = open_section(&p, key); break;
@@ -552,7 +553,7 @@ int ten_parse(ten_set **out, const char *text, size_t len, const char *source, c
     if (rc == 0)
         rc = close_section(&p);
     if (rc == 0 && s->n == 0) {
-        cfg_errf(err, errlen,
+        errf_set(err, errlen,
                  "%s defines no tenant; add a [tenant NAME] section with a token and "
                  "an allow line",
                  src);
@@ -560,7 +561,7 @@ int ten_parse(ten_set **out, const char *text, size_t len, const char *source, c
     }
     free(buf);
     if (rc == -ENOMEM)
-        cfg_errf(err, errlen, "out of memory reading %s", src);
+        errf_set(err, errlen, "out of memory reading %s", src);
     if (rc != 0) {
         ten_destroy(&s);
         return rc;
@@ -580,7 +581,7 @@ int ten_load(ten_set **out, const char *path, char *err, size_t errlen)
     size_t sl = strlen(path) + sizeof "tenants file ";
     char *source = malloc(sl);
     if (source == NULL) {
-        cfg_errf(err, errlen, "out of memory reading tenants file %s", path);
+        errf_set(err, errlen, "out of memory reading tenants file %s", path);
         rc = -ENOMEM;
     } else {
         snprintf(source, sl, "tenants file %s", path);

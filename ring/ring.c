@@ -5,10 +5,10 @@
  * algorithm and why it was chosen.
  */
 #include "ring.h"
+#include "errf.h"
 
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -38,19 +38,6 @@ struct ring {
     char *strings;
     size_t strings_len;
 };
-
-static void ring__why(char *why, size_t why_len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void ring__why(char *why, size_t why_len, const char *fmt, ...)
-{
-    if (why == NULL || why_len == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, why_len, fmt, ap);
-    va_end(ap);
-}
 
 /* The per-(member, slot) score; larger wins. Equal-weight rings compare the raw
  * XXH3; weighted rings map ln(u)/w (always < 0) to an order-preserving integer
@@ -93,43 +80,43 @@ static int ring__validate(const struct ring_member *members, size_t n,
                           size_t why_len)
 {
     if (members == NULL || n == 0) {
-        ring__why(why, why_len, "the member list is empty (give at least one member)");
+        errf_set(why, why_len, "the member list is empty (give at least one member)");
         return -EINVAL;
     }
     if (n > RING_MEMBERS_MAX) {
-        ring__why(why, why_len,
-                  "%zu members is more than the ring supports "
-                  "(at most %u)",
-                  n, RING_MEMBERS_MAX);
+        errf_set(why, why_len,
+                 "%zu members is more than the ring supports "
+                 "(at most %u)",
+                 n, RING_MEMBERS_MAX);
         return -E2BIG;
     }
     *bits = (opts && opts->table_bits) ? opts->table_bits : RING_TABLE_BITS_DEFAULT;
     if (*bits < RING_TABLE_BITS_MIN || *bits > RING_TABLE_BITS_MAX) {
-        ring__why(why, why_len, "table_bits %u is out of range (use %u..%u)", *bits,
-                  RING_TABLE_BITS_MIN, RING_TABLE_BITS_MAX);
+        errf_set(why, why_len, "table_bits %u is out of range (use %u..%u)", *bits,
+                 RING_TABLE_BITS_MIN, RING_TABLE_BITS_MAX);
         return -EINVAL;
     }
     for (size_t i = 0; i < n; i++) {
         const struct ring_member *m = &members[i];
         if (m->id == NULL || m->id[0] == '\0') {
-            ring__why(why, why_len,
-                      "member %zu (address %s) has an empty id "
-                      "(give every member a stable id)",
-                      i, m->addr ? m->addr : "(none)");
+            errf_set(why, why_len,
+                     "member %zu (address %s) has an empty id "
+                     "(give every member a stable id)",
+                     i, m->addr ? m->addr : "(none)");
             return -EINVAL;
         }
         if (m->addr == NULL || m->addr[0] == '\0') {
-            ring__why(why, why_len,
-                      "member %s has no address "
-                      "(give it as id=host:port)",
-                      m->id);
+            errf_set(why, why_len,
+                     "member %s has no address "
+                     "(give it as id=host:port)",
+                     m->id);
             return -EINVAL;
         }
         if (m->weight > RING_WEIGHT_MAX) {
-            ring__why(why, why_len,
-                      "member %s has weight %u, over the "
-                      "maximum %u (scale the weights down)",
-                      m->id, m->weight, RING_WEIGHT_MAX);
+            errf_set(why, why_len,
+                     "member %s has weight %u, over the "
+                     "maximum %u (scale the weights down)",
+                     m->id, m->weight, RING_WEIGHT_MAX);
             return -EINVAL;
         }
     }
@@ -182,10 +169,10 @@ static int ring__check_seeds(const struct ring *r, char *why, size_t why_len)
     int rc = 0;
     for (uint32_t i = 1; i < r->n && rc == 0; i++)
         if (v[i].seed == v[i - 1].seed) {
-            ring__why(why, why_len,
-                      "member ids %s and %s hash alike "
-                      "(rename one)",
-                      r->m[v[i - 1].idx].id, r->m[v[i].idx].id);
+            errf_set(why, why_len,
+                     "member ids %s and %s hash alike "
+                     "(rename one)",
+                     r->m[v[i - 1].idx].id, r->m[v[i].idx].id);
             rc = -EINVAL;
         }
     free(v);
@@ -238,10 +225,10 @@ int ring_create(struct ring **out, const struct ring_member *members, size_t n,
     qsort(r->m, n, sizeof *r->m, ring__cmp_id);
     for (size_t i = 0; i < n; i++) {
         if (i > 0 && strcmp(r->m[i - 1].id, r->m[i].id) == 0) {
-            ring__why(why, why_len,
-                      "member id %s appears twice (ids must be "
-                      "unique: remove or rename one)",
-                      r->m[i].id);
+            errf_set(why, why_len,
+                     "member id %s appears twice (ids must be "
+                     "unique: remove or rename one)",
+                     r->m[i].id);
             rc = -EINVAL;
             goto fail;
         }
@@ -266,7 +253,7 @@ int ring_create(struct ring **out, const struct ring_member *members, size_t n,
     return 0;
 
 nomem:
-    ring__why(why, why_len, "out of memory building a ring of %zu members", n);
+    errf_set(why, why_len, "out of memory building a ring of %zu members", n);
     rc = -ENOMEM;
 fail:
     ring_destroy(&r);

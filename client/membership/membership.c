@@ -6,6 +6,7 @@
  * membership_dns.c.
  */
 #include "membership_int.h"
+#include "errf.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -33,19 +34,6 @@ const char *membership__q(char *out, size_t len, const char *s)
         out[k++] = (*s == '"' || (unsigned char)*s < 0x20) ? '\'' : *s;
     out[k] = '\0';
     return out;
-}
-
-static void why_set(char *why, size_t why_len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void why_set(char *why, size_t why_len, const char *fmt, ...)
-{
-    if (why == NULL || why_len == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, why_len, fmt, ap);
-    va_end(ap);
 }
 
 static int cmp_member_id(const void *a, const void *b)
@@ -164,10 +152,10 @@ static int read_file(const char *path, char **out, size_t *len, char *why, size_
     FILE *f = fopen(path, "rb");
     if (f == NULL) {
         int e = errno;
-        why_set(why, why_len,
-                "cannot open member file %s: %s (check the path given "
-                "as file:PATH)",
-                path, strerror(e));
+        errf_set(why, why_len,
+                 "cannot open member file %s: %s (check the path given "
+                 "as file:PATH)",
+                 path, strerror(e));
         return -e;
     }
     char *buf = malloc(MEMBERSHIP_FILE_MAX + 1);
@@ -179,15 +167,15 @@ static int read_file(const char *path, char **out, size_t *len, char *why, size_
     int err = ferror(f) ? errno : 0;
     fclose(f);
     if (err != 0) {
-        why_set(why, why_len, "cannot read member file %s: %s", path, strerror(err));
+        errf_set(why, why_len, "cannot read member file %s: %s", path, strerror(err));
         free(buf);
         return -err;
     }
     if (n > MEMBERSHIP_FILE_MAX) {
-        why_set(why, why_len,
-                "member file %s is larger than %u bytes (is it the right "
-                "file?)",
-                path, MEMBERSHIP_FILE_MAX);
+        errf_set(why, why_len,
+                 "member file %s is larger than %u bytes (is it the right "
+                 "file?)",
+                 path, MEMBERSHIP_FILE_MAX);
         free(buf);
         return -EFBIG;
     }
@@ -207,7 +195,7 @@ static int load_file(struct membership *ms, char *why, size_t why_len)
     rc = install_text(ms, text, len, inner, sizeof inner);
     free(text);
     if (rc < 0)
-        why_set(why, why_len, "member file %s: %s", ms->path, inner);
+        errf_set(why, why_len, "member file %s: %s", ms->path, inner);
     return rc;
 }
 
@@ -215,9 +203,9 @@ int membership_create(struct membership **out, const char *spec,
                       const struct membership_options *opts, char *why, size_t why_len)
 {
     if (spec == NULL || spec[0] == '\0') {
-        why_set(why, why_len,
-                "no members given (give a list id=host:port,..., "
-                "file:PATH or dns:NAME)");
+        errf_set(why, why_len,
+                 "no members given (give a list id=host:port,..., "
+                 "file:PATH or dns:NAME)");
         return -EINVAL;
     }
     struct membership *ms = calloc(1, sizeof *ms);
@@ -245,7 +233,7 @@ int membership_create(struct membership **out, const char *spec,
             goto fail;
         }
         if (ms->path[0] == '\0') {
-            why_set(why, why_len, "file: needs a path (file:/etc/ringcache/members)");
+            errf_set(why, why_len, "file: needs a path (file:/etc/ringcache/members)");
             rc = -EINVAL;
             goto fail;
         }
@@ -265,7 +253,7 @@ int membership_create(struct membership **out, const char *spec,
     return 0;
 fail:
     if (rc == -ENOMEM)
-        why_set(why, why_len, "out of memory setting up membership %s", spec);
+        errf_set(why, why_len, "out of memory setting up membership %s", spec);
     membership_destroy(&ms);
     return rc;
 }

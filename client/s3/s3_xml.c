@@ -16,6 +16,7 @@
  * server that writes <s3:Key> is read like one that writes <Key>.
  */
 #include "s3_int.h"
+#include "errf.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -125,12 +126,10 @@ __attribute__((format(printf, 3, 4))) static void xp_fail(xp *x, int rc, const c
     if (x->rc != 0)
         return;
     x->rc = rc;
-    if (x->err != NULL && x->errlen > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(x->err, x->errlen, fmt, ap);
-        va_end(ap);
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    errf_vset(x->err, x->errlen, fmt, ap);
+    va_end(ap);
     XML_StopParser(x->p, XML_FALSE);
 }
 
@@ -643,17 +642,6 @@ void s3__list_page_free(s3_list_page *page)
     memset(page, 0, sizeof *page);
 }
 
-__attribute__((format(printf, 3, 4))) static void set_err(char *err, size_t errlen, const char *fmt,
-                                                          ...)
-{
-    if (err == NULL || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 int s3__xml_parse_list(const char *xml, size_t len, s3_list_page *page, char *err, size_t errlen)
 {
     if (page == NULL)
@@ -669,30 +657,30 @@ int s3__xml_parse_list(const char *xml, size_t len, s3_list_page *page, char *er
     int rc = xp_run(&x, xml, len);
     free(st.key);
     if (rc == 0 && page->truncated && (page->next_token == NULL || page->next_token[0] == 0)) {
-        set_err(err, errlen,
-                "the %s says it is truncated but has no <NextContinuationToken>; "
-                "is the endpoint an S3 server with ListObjectsV2?",
-                x.what);
+        errf_set(err, errlen,
+                 "the %s says it is truncated but has no <NextContinuationToken>; "
+                 "is the endpoint an S3 server with ListObjectsV2?",
+                 x.what);
         rc = -EPROTO;
     }
     /* encoding-type=url: keys and prefixes arrive percent-encoded. */
     for (size_t i = 0; rc == 0 && i < page->n_objects; i++) {
         char *k = page->objects[i].key;
         if ((st.url_encoded && !url_decode(k)) || k[0] == '\0') {
-            set_err(err, errlen, "the %s has a <Key> with a bad %%-escape", x.what);
+            errf_set(err, errlen, "the %s has a <Key> with a bad %%-escape", x.what);
             rc = -EPROTO;
         } else if (strlen(k) > XP_KEY_MAX) {
-            set_err(err, errlen, "the %s has a <Key> longer than S3's 1024 bytes", x.what);
+            errf_set(err, errlen, "the %s has a <Key> longer than S3's 1024 bytes", x.what);
             rc = -EPROTO;
         }
     }
     for (size_t i = 0; rc == 0 && i < page->n_prefixes; i++) {
         char *p = page->prefixes[i];
         if (st.url_encoded && !url_decode(p)) {
-            set_err(err, errlen, "the %s has a <Prefix> with a bad %%-escape", x.what);
+            errf_set(err, errlen, "the %s has a <Prefix> with a bad %%-escape", x.what);
             rc = -EPROTO;
         } else if (strlen(p) > XP_KEY_MAX) {
-            set_err(err, errlen, "the %s has a <Prefix> longer than S3's 1024 bytes", x.what);
+            errf_set(err, errlen, "the %s has a <Prefix> longer than S3's 1024 bytes", x.what);
             rc = -EPROTO;
         }
     }
@@ -785,7 +773,7 @@ int s3__xml_parse_mpu_initiate(const char *xml, size_t len, char **upload_id, ch
             snprintf(err, errlen, "the %s is an S3 error (%s: %s)", x.what, x.ecode, x.emsg);
         rc = -EPROTO;
     } else if (rc == 0 && (st.value == NULL || st.value[0] == '\0')) {
-        set_err(err, errlen, "the %s has no <UploadId>; is the endpoint an S3 server?", x.what);
+        errf_set(err, errlen, "the %s has no <UploadId>; is the endpoint an S3 server?", x.what);
         rc = -EPROTO;
     }
     if (rc < 0) {
@@ -816,10 +804,10 @@ int s3__xml_parse_mpu_complete(const char *xml, size_t len, char etag[S3_ETAG_MA
             snprintf(err, errlen, "%s: %s", x.ecode, x.emsg);
         rc = -EIO;
     } else if (rc == 0 && st.value == NULL) {
-        set_err(err, errlen, "the %s has no <ETag>; is the endpoint an S3 server?", x.what);
+        errf_set(err, errlen, "the %s has no <ETag>; is the endpoint an S3 server?", x.what);
         rc = -EPROTO;
     } else if (rc == 0 && s3_etag_normalize(st.value, etag, S3_ETAG_MAX) < 0) {
-        set_err(err, errlen, "the %s has an <ETag> longer than 129 bytes", x.what);
+        errf_set(err, errlen, "the %s has an <ETag> longer than 129 bytes", x.what);
         etag[0] = '\0';
         rc = -EPROTO;
     }

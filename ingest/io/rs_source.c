@@ -5,11 +5,11 @@
  * counters. Also the local-file implementation, which is a few lines of pread.
  */
 #include "rangesrc.h"
+#include "errf.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,18 +25,6 @@ struct rs_source {
     uint64_t size;
     atomic_uint_fast64_t calls, ranges, bytes;
 };
-
-static void rs__msg(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void rs__msg(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 int rs_source_create(rs_source **out, const rs_ops *ops, void *impl, const char *name,
                      uint64_t size, const char *version)
@@ -113,10 +101,10 @@ int rs_read_ranges(rs_source *s, const rs_range *ranges, size_t n, char *err, si
     for (size_t i = 0; i < n; i++) {
         const rs_range *r = &ranges[i];
         if (r->offset > s->size || r->length > s->size - r->offset) {
-            rs__msg(err, errlen,
-                    "%s: range of %" PRIu64 " bytes at offset %" PRIu64
-                    " runs past the end of the object (%" PRIu64 " bytes)",
-                    s->name, r->length, r->offset, s->size);
+            errf_set(err, errlen,
+                     "%s: range of %" PRIu64 " bytes at offset %" PRIu64
+                     " runs past the end of the object (%" PRIu64 " bytes)",
+                     s->name, r->length, r->offset, s->size);
             return -ERANGE;
         }
         total += r->length;
@@ -127,7 +115,7 @@ int rs_read_ranges(rs_source *s, const rs_range *ranges, size_t n, char *err, si
     atomic_fetch_add_explicit(&s->ranges, n, memory_order_relaxed);
     int rc = s->ops.read_ranges(s->impl, ranges, n, err, errlen);
     if (rc < 0 && !err[0])
-        rs__msg(err, errlen, "%s: read failed: %s", s->name, strerror(-rc));
+        errf_set(err, errlen, "%s: read failed: %s", s->name, strerror(-rc));
     if (rc >= 0)
         atomic_fetch_add_explicit(&s->bytes, total, memory_order_relaxed);
     return rc < 0 ? rc : 0;
@@ -159,16 +147,16 @@ static int rs__file_read(void *impl, const rs_range *ranges, size_t n, char *err
                 if (errno == EINTR)
                     continue;
                 int e = errno;
-                rs__msg(err, errlen, "%s: cannot read %" PRIu64 " bytes at offset %" PRIu64 ": %s",
-                        f->path, ranges[i].length, ranges[i].offset, strerror(e));
+                errf_set(err, errlen, "%s: cannot read %" PRIu64 " bytes at offset %" PRIu64 ": %s",
+                         f->path, ranges[i].length, ranges[i].offset, strerror(e));
                 return -e;
             }
             if (got == 0) {
                 /* The file shrank since open: the version we pinned is gone. */
-                rs__msg(err, errlen,
-                        "%s: the file ended at offset %" PRIu64
-                        " while reading it (it changed since it was opened; open it again)",
-                        f->path, off);
+                errf_set(err, errlen,
+                         "%s: the file ended at offset %" PRIu64
+                         " while reading it (it changed since it was opened; open it again)",
+                         f->path, off);
                 return -ESTALE;
             }
             p += got;
@@ -196,19 +184,19 @@ int rs_file_open(rs_source **out, const char *path, char *err, size_t errlen)
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         int e = errno;
-        rs__msg(err, errlen, "cannot open %s: %s", path, strerror(e));
+        errf_set(err, errlen, "cannot open %s: %s", path, strerror(e));
         return -e;
     }
     struct stat st;
     if (fstat(fd, &st) < 0) {
         int e = errno;
         close(fd);
-        rs__msg(err, errlen, "cannot stat %s: %s", path, strerror(e));
+        errf_set(err, errlen, "cannot stat %s: %s", path, strerror(e));
         return -e;
     }
     if (S_ISDIR(st.st_mode)) {
         close(fd);
-        rs__msg(err, errlen, "cannot read %s: it is a folder, not a file", path);
+        errf_set(err, errlen, "cannot read %s: it is a folder, not a file", path);
         return -EISDIR;
     }
     rs__file *f = calloc(1, sizeof(*f));
@@ -224,6 +212,6 @@ int rs_file_open(rs_source **out, const char *path, char *err, size_t errlen)
     static const rs_ops ops = {.read_ranges = rs__file_read, .destroy = rs__file_destroy};
     int rc = rs_source_create(out, &ops, f, path, (uint64_t)st.st_size, version);
     if (rc < 0)
-        rs__msg(err, errlen, "cannot open %s: %s", path, strerror(-rc));
+        errf_set(err, errlen, "cannot open %s: %s", path, strerror(-rc));
     return rc;
 }

@@ -3,7 +3,9 @@
 #
 # check_layers.sh SOURCE_DIR: no import up the layers. Fails (exit 1), naming
 # the file and the header, when
-#  - anything under ring/, pagecache/, client/ or cached/ includes a header of
+#  - anything under base/ includes a header of the tree outside base/: it is
+#    the lowest layer, every module may use it and it uses none;
+#  - anything under base/, ring/, pagecache/, client/ or cached/ includes a header of
 #    the engine (ingest/): the engine sits on the client, never the reverse;
 #  - a folder of ingest/ includes a header of a folder it may not use; the
 #    table below is the engine's layering, lowest first (a folder may use
@@ -43,7 +45,19 @@ done < <(find ingest -name '*.h' | sort)
 bad=0
 includes() { grep -oE '^[[:space:]]*#[[:space:]]*include[[:space:]]+"[^"]+"' "$1" | sed -E 's/.*"([^"]+)"/\1/'; }
 
-for top in ring pagecache client cached; do
+# base/: only its own headers
+declare -A in_base=()
+while IFS= read -r h; do in_base[${h##*/}]=1; done < <(find base -name '*.h' | sort)
+while IFS= read -r f; do
+  for inc in $(includes "$f"); do
+    if [[ -z ${in_base[${inc##*/}]:-} ]]; then
+      echo "$f includes \"$inc\": base/ is the lowest layer and may use only its own headers"
+      bad=1
+    fi
+  done
+done < <(find base -name '*.[ch]' | sort)
+
+for top in base ring pagecache client cached; do
   [[ -d $top ]] || continue
   while IFS= read -r f; do
     for inc in $(includes "$f"); do
