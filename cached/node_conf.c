@@ -6,13 +6,13 @@
  */
 #include "node_int.h"
 #include "errf.h"
+#include "logfmt.h"
 
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 /* ---- the options ------------------------------------------------------------- */
@@ -147,8 +147,6 @@ const size_t node_n_opts = sizeof(node_opts) / sizeof(node_opts[0]);
 static node_log_fn g_log_fn;
 static void *g_log_arg;
 static int g_log_level = NODE_LOG_INFO;
-static const char *const g_level_names[] = {"error", "warn", "info", "debug"};
-
 void node_log_to(node_log_fn fn, void *arg)
 {
     g_log_fn = fn;
@@ -157,10 +155,7 @@ void node_log_to(node_log_fn fn, void *arg)
 
 int node_log_level_of(const char *name)
 {
-    for (int i = 0; i < 4; i++)
-        if (strcmp(name, g_level_names[i]) == 0)
-            return i;
-    return -EINVAL;
+    return logfmt_level_of(name);
 }
 
 void node_log_set_level(int level)
@@ -173,16 +168,9 @@ void node_log(int level, const char *fmt, ...)
     if (level > g_log_level || !g_log_fn)
         return;
     char line[2048];
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    struct tm tm;
-    gmtime_r(&ts.tv_sec, &tm);
-    int n = snprintf(line, sizeof(line), "ts=%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ level=%s ",
-                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                     ts.tv_nsec / 1000000, g_level_names[level]);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+    logfmt_vline(line, sizeof line, level, fmt, ap);
     va_end(ap);
     g_log_fn(g_log_arg, level, line);
 }

@@ -6,24 +6,22 @@
  * or above per request except failed queries.
  */
 #include "srv_int.h"
+#include "logfmt.h"
 
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 static _Atomic int g_level = SRV_LOG_INFO;
 
 int srv_log_set_level(const char *name)
 {
-    static const char *const names[] = {"error", "warn", "info", "debug"};
-    for (int i = 0; i < 4; i++)
-        if (strcmp(name, names[i]) == 0) {
-            atomic_store(&g_level, i);
-            return 0;
-        }
-    return -EINVAL;
+    int level = logfmt_level_of(name);
+    if (level < 0)
+        return level;
+    atomic_store(&g_level, level);
+    return 0;
 }
 
 bool srv_log_enabled(int level)
@@ -35,18 +33,10 @@ void srv_log(int level, const char *fmt, ...)
 {
     if (!srv_log_enabled(level))
         return;
-    static const char *const names[] = {"error", "warn", "info", "debug"};
     char line[4096];
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    struct tm tm;
-    gmtime_r(&ts.tv_sec, &tm);
-    int n = snprintf(line, sizeof(line), "ts=%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ level=%s ",
-                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                     ts.tv_nsec / 1000000, names[level]);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+    logfmt_vline(line, sizeof line, level, fmt, ap);
     va_end(ap);
     fprintf(stderr, "%s\n", line);
 }
