@@ -7,6 +7,7 @@
  * prints an array as ClickHouse does: [1,2], ['a','b'], [[1],[]], NULL.
  */
 #include "eng_types.h"
+#include "bufgrow.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -49,16 +50,8 @@ int ex_bytes_put(ex_bytes *b, const void *s, size_t n)
 {
     if (b->n + n > UINT32_MAX)
         return -E2BIG;
-    if (b->n + n > b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 64;
-        while (cap < b->n + n)
-            cap *= 2;
-        uint8_t *p = realloc(b->p, cap);
-        if (!p)
-            return -ENOMEM;
-        b->p = p;
-        b->cap = cap;
-    }
+    if (b->n + n > b->cap && bufgrow(&b->p, &b->cap, b->n + n, 64) < 0)
+        return -ENOMEM;
     if (n)
         memcpy(b->p + b->n, s, n);
     b->n += n;

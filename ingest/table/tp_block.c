@@ -7,6 +7,7 @@
  * tests/fuzz/table_block), and the codecs (LZ4, ZSTD).
  */
 #include "tp_int.h"
+#include "bufgrow.h"
 
 #include <errno.h>
 #include <lz4.h>
@@ -60,18 +61,9 @@ int tp__bytes_reserve(tp__bytes *b, size_t more)
 {
     if (b->cap - b->len >= more)
         return 0;
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap - b->len < more) {
-        if (cap > SIZE_MAX / 2)
-            return -ENOMEM;
-        cap *= 2;
-    }
-    uint8_t *p = realloc(b->p, cap);
-    if (!p)
+    if (more > SIZE_MAX - b->len)
         return -ENOMEM;
-    b->p = p;
-    b->cap = cap;
-    return 0;
+    return bufgrow(&b->p, &b->cap, b->len + more, 256);
 }
 
 int tp__bytes_add(tp__bytes *b, const void *p, size_t n)
