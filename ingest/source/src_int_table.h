@@ -3,6 +3,12 @@
  * src_int_table.h: the registry's entries for tables (eng_source.c):
  * MergeTree tables of the warehouse (src_table.c) and the system tables
  * (src_system.c).
+ *
+ * Each open fills *out with a source the caller owns (eng_source_destroy
+ * frees it; the table reference and the scan environment are borrowed for the
+ * call); on failure it returns -errno, *out is NULL and err holds the
+ * sentence. The sources follow eng_source.h's thread rules; the opens keep no
+ * globals and run on the thread that runs the statement.
  */
 #ifndef RINGCACHE_SRC_INT_TABLE_H
 #define RINGCACHE_SRC_INT_TABLE_H
