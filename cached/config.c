@@ -10,6 +10,7 @@
 
 #include "bytesize.h"
 #include "errf.h"
+#include "readfile.h"
 
 #include <assert.h>
 #include <ctype.h>
@@ -483,54 +484,9 @@ int cfg_load_text(const cfg_opt *opts, size_t n, void *conf, const char *text, s
 int cfg_read_file(const char *path, size_t max, const char *what, const char *flag, char **out,
                   size_t *len, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        int e = errno;
-        errf_set(err, errlen, "cannot open %s %s: %s (fix the path given to %s)", what, path,
-                 strerror(e), flag);
-        return -e;
-    }
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    int rc = 0;
-    while (rc == 0 && buf != NULL) {
-        if (n + 1 >= cap) { /* room for the NUL */
-            char *nb = cap > max ? NULL : realloc(buf, cap * 2);
-            if (nb == NULL) {
-                rc = cap > max ? -EFBIG : -ENOMEM;
-                break;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        size_t got = fread(buf + n, 1, cap - 1 - n, f);
-        n += got;
-        if (got == 0 && ferror(f))
-            rc = errno ? -errno : -EIO;
-        if (got == 0)
-            break;
-    }
-    fclose(f);
-    if (buf == NULL)
-        rc = -ENOMEM;
-    if (rc == 0 && n > max)
-        rc = -EFBIG;
-    if (rc == -EFBIG)
-        errf_set(err, errlen, "%s %s is larger than %zu bytes; is it the right file?", what, path,
-                 max);
-    else if (rc == -ENOMEM)
-        errf_set(err, errlen, "out of memory reading %s %s", what, path);
-    else if (rc != 0)
-        errf_set(err, errlen, "cannot read %s %s: %s (fix the path given to %s)", what, path,
-                 strerror(-rc), flag);
-    if (rc != 0) {
-        free(buf);
-        return rc;
-    }
-    buf[n] = '\0';
-    *out = buf;
-    *len = n;
-    return 0;
+    char fix[160];
+    snprintf(fix, sizeof fix, "fix the path given to %s", flag);
+    return readfile_all(path, max, what, fix, out, len, err, errlen);
 }
 
 int cfg_write_port_file(const char *path, int port, const char *what, const char *flag, char *err,

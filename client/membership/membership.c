@@ -7,6 +7,7 @@
  */
 #include "membership_int.h"
 #include "errf.h"
+#include "readfile.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -147,48 +148,12 @@ static int install_text(struct membership *ms, const char *text, size_t len, cha
     return rc;
 }
 
-static int read_file(const char *path, char **out, size_t *len, char *why, size_t why_len)
-{
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        int e = errno;
-        errf_set(why, why_len,
-                 "cannot open member file %s: %s (check the path given "
-                 "as file:PATH)",
-                 path, strerror(e));
-        return -e;
-    }
-    char *buf = malloc(MEMBERSHIP_FILE_MAX + 1);
-    if (buf == NULL) {
-        fclose(f);
-        return -ENOMEM;
-    }
-    size_t n = fread(buf, 1, MEMBERSHIP_FILE_MAX + 1, f);
-    int err = ferror(f) ? errno : 0;
-    fclose(f);
-    if (err != 0) {
-        errf_set(why, why_len, "cannot read member file %s: %s", path, strerror(err));
-        free(buf);
-        return -err;
-    }
-    if (n > MEMBERSHIP_FILE_MAX) {
-        errf_set(why, why_len,
-                 "member file %s is larger than %u bytes (is it the right "
-                 "file?)",
-                 path, MEMBERSHIP_FILE_MAX);
-        free(buf);
-        return -EFBIG;
-    }
-    *out = buf;
-    *len = n;
-    return 0;
-}
-
 static int load_file(struct membership *ms, char *why, size_t why_len)
 {
     char *text = NULL;
     size_t len = 0;
-    int rc = read_file(ms->path, &text, &len, why, why_len);
+    int rc = readfile_all(ms->path, MEMBERSHIP_FILE_MAX, "member file",
+                          "check the path given as file:PATH", &text, &len, why, why_len);
     if (rc < 0)
         return rc;
     char inner[512] = "";

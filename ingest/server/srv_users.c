@@ -27,6 +27,7 @@
 #include "srv_int.h"
 
 #include "config.h"
+#include "readfile.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -373,28 +374,15 @@ int srv_users_load(srv_users **out, const char *path, char *err, size_t errlen)
         *out = us;
         return 0;
     }
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        int e = errno;
-        snprintf(err, errlen, "cannot open the users file %s: %s (check --users)", path,
-                 strerror(e));
-        return -e;
-    }
-    char *buf = malloc(USERS_MAX_FILE + 1);
-    size_t n = buf ? fread(buf, 1, USERS_MAX_FILE + 1, f) : 0;
-    fclose(f);
-    if (!buf) {
-        snprintf(err, errlen, "out of memory");
-        return -ENOMEM;
-    }
-    if (n > USERS_MAX_FILE) {
-        free(buf);
-        snprintf(err, errlen, "the users file %s is larger than 4 MiB", path);
-        return -EFBIG;
-    }
+    char *buf = NULL;
+    size_t n = 0;
+    int rc =
+        readfile_all(path, USERS_MAX_FILE, "users file", "check --users", &buf, &n, err, errlen);
+    if (rc < 0)
+        return rc;
     char src[1100];
     snprintf(src, sizeof(src), "users file %s", path);
-    int rc = srv_users_parse(out, buf, n, src, err, errlen);
+    rc = srv_users_parse(out, buf, n, src, err, errlen);
     OPENSSL_cleanse(buf, n);
     free(buf);
     return rc;
