@@ -45,15 +45,12 @@
  * saves the two hand-offs; anything but a clean answer takes the I/O
  * thread's path, which knows failover, S3 and "version changed".
  *
- * Why this shape (bench/client/client_bench, 2-core VM, 1 GiB, quiet runs):
- * hits never cross threads (a page cache hit is a shard lock and a memcpy on
- * the reader's own thread); one loop multiplexes every node connection and
- * the S3 client, so a reader's misses of many blocks go out together,
- * pipelined to several nodes over a pool of connections each. Warm (nodes
- * warm, page cache empty) one reader reads 3.4 GiB/s, 35x a single-stream GET
- * through the S3 model and 1.2-1.4x nginx's slice cache; cold 230-290 MiB/s,
- * 2.3-3.1x; scattered 64 KiB reads p50 66-74 us (nginx 140 us), p99 at
- * 0.9-2.3x nginx's (above 1: ours is lower).
+ * Why this shape: hits never cross threads (a page cache hit is a shard lock
+ * and a memcpy on the reader's own thread); one loop multiplexes every node
+ * connection and the S3 client, so a reader's misses of many blocks go out
+ * together, pipelined to several nodes over a pool of connections each. What
+ * that measured against one S3 stream and nginx's slice cache is in
+ * bench/README.md ("The client's shape").
  *
  * Thread-safety: rc_open, rc_pread, rc_close, rc_put*, rc_warm, rc_list,
  * rc_node_stats, rc_stats_get and the accessors may be called from any number

@@ -55,18 +55,11 @@
  *     A hit bumps a 2-bit counter; it moves nothing.
  *   PC_POLICY_LRU: classic LRU, the baseline; a scan of more than the
  *     capacity evicts the hot set unless the caller marks it PC_FETCH_ONCE.
- *   Why S3-FIFO (bench/pagecache/pagecache_bench, one run on the 2-core VM):
- *   - scan trace of tests/unit/pagecache (hot set 25% of capacity read
- *     uniformly, a one-shot scan of 10x capacity, no hints), hot hits with
- *     1 / 4 / 16 scan reads per hot read: S3-FIFO 1.00 / 1.00 / 1.00,
- *     LRU 0.95 / 0.61 / 0.28 (LRU reaches 1.00 only if the scan is marked);
- *   - Zipf hit ratio, cache 10% of the keys, alpha 0.7 / 0.9 / 1.1:
- *     S3-FIFO 0.43 / 0.66 / 0.86, LRU 0.34 / 0.59 / 0.82;
- *   - bare hits (fetch + release, 2 threads): no measurable difference on
- *     this shared VM (5-11 M/s for either, order flipping between runs);
- *     the shard mutex dominates, not the policy update.
- *   SLRU and W-TinyLFU were not built: S3-FIFO already keeps every hot hit
- *   on the scan trace, beats LRU on Zipf, and needs no list move on a hit.
+ *   Why S3-FIFO: a one-shot scan does not evict the hot set without a hint,
+ *   it beats LRU on Zipf-shaped hits, and a hit moves nothing (the shard
+ *   mutex, not the policy, bounds bare hits). The figures, and why SLRU and
+ *   W-TinyLFU were not built, are in bench/README.md ("The page cache's
+ *   policy").
  *
  * HINTS
  *   PC_FETCH_READAHEAD pages enter at low priority. S3-FIFO: the small FIFO,
