@@ -112,6 +112,47 @@ static int pq__uleb(const uint8_t *p, size_t len, size_t *pos, uint64_t *out)
     return -EBADMSG;
 }
 
+/* One run of the RLE / bit-packed hybrid, read from its header at *pos: the
+ * values it gives (at most want), and for a bit-packed run the bytes of it
+ * that are there (avail: a last run may be cut short by the writer, so only
+ * what is used must be there). On return *pos is at the run's bytes (the
+ * packed values, or the repeated value's vbytes, both checked to be there). */
+typedef struct pq__run {
+    bool packed;
+    size_t take, avail;
+} pq__run;
+
+static inline __attribute__((always_inline)) int pq__run_next(const uint8_t *p, size_t len,
+                                                              size_t *pos, int bit_width,
+                                                              size_t vbytes, size_t want,
+                                                              pq__run *r)
+{
+    uint64_t header;
+    if (pq__uleb(p, len, pos, &header) < 0)
+        return -EBADMSG;
+    uint64_t count;
+    r->packed = header & 1;
+    if (r->packed) {
+        uint64_t groups = header >> 1;
+        if (groups > (1ull << 40))
+            return -EBADMSG;
+        count = groups * 8;
+        uint64_t bytes = groups * (uint64_t)bit_width;
+        r->take = count < want ? (size_t)count : want;
+        size_t need = (r->take * (size_t)bit_width + 7) / 8;
+        if (need > len - *pos)
+            return -EBADMSG;
+        r->avail = bytes < len - *pos ? (size_t)bytes : len - *pos;
+    } else {
+        count = header >> 1;
+        if (vbytes > len - *pos)
+            return -EBADMSG;
+        r->take = count < want ? (size_t)count : want;
+        r->avail = vbytes;
+    }
+    return 0;
+}
+
 int64_t pq__rle_decode(const uint8_t *p, size_t len, int bit_width, uint32_t *out, size_t n)
 {
     if (bit_width < 0 || bit_width > 32)
@@ -119,39 +160,22 @@ int64_t pq__rle_decode(const uint8_t *p, size_t len, int bit_width, uint32_t *ou
     size_t pos = 0, got = 0;
     const size_t vbytes = ((size_t)bit_width + 7) / 8;
     while (got < n) {
-        uint64_t header;
-        if (pq__uleb(p, len, &pos, &header) < 0)
+        pq__run r;
+        if (pq__run_next(p, len, &pos, bit_width, vbytes, n - got, &r) < 0)
             return -EBADMSG;
-        if (header & 1) {
-            uint64_t groups = header >> 1;
-            if (groups > (1ull << 40))
-                return -EBADMSG;
-            uint64_t count = groups * 8, bytes = groups * (uint64_t)bit_width;
-            size_t take = count < n - got ? (size_t)count : n - got;
-            size_t need = (take * (size_t)bit_width + 7) / 8;
-            if (need > len - pos)
-                return -EBADMSG;
-            /* A last run may be cut short by the writer: only what is used
-             * must be there. */
-            size_t avail = bytes < len - pos ? (size_t)bytes : len - pos;
-            pq__unpack32(p + pos, avail, bit_width, out + got, take);
-            pos += avail;
-            got += take;
+        if (r.packed) {
+            pq__unpack32(p + pos, r.avail, bit_width, out + got, r.take);
         } else {
-            uint64_t count = header >> 1;
-            if (vbytes > len - pos)
-                return -EBADMSG;
             uint32_t v = 0;
             for (size_t i = 0; i < vbytes; i++)
                 v |= (uint32_t)p[pos + i] << (8 * i);
             if (bit_width < 32)
                 v &= (1u << bit_width) - 1;
-            pos += vbytes;
-            size_t take = count < n - got ? (size_t)count : n - got;
-            for (size_t i = 0; i < take; i++)
+            for (size_t i = 0; i < r.take; i++)
                 out[got + i] = v;
-            got += take;
         }
+        pos += r.avail;
+        got += r.take;
     }
     return (int64_t)pos;
 }
@@ -164,19 +188,11 @@ int64_t pq__rle_decode8(const uint8_t *p, size_t len, int bit_width, uint8_t *ou
     const size_t vbytes = ((size_t)bit_width + 7) / 8;
     uint32_t tmp[64];
     while (got < n) {
-        uint64_t header;
-        if (pq__uleb(p, len, &pos, &header) < 0)
+        pq__run r;
+        if (pq__run_next(p, len, &pos, bit_width, vbytes, n - got, &r) < 0)
             return -EBADMSG;
-        if (header & 1) {
-            uint64_t groups = header >> 1;
-            if (groups > (1ull << 40))
-                return -EBADMSG;
-            uint64_t count = groups * 8, bytes = groups * (uint64_t)bit_width;
-            size_t take = count < n - got ? (size_t)count : n - got;
-            size_t need = (take * (size_t)bit_width + 7) / 8;
-            if (need > len - pos)
-                return -EBADMSG;
-            size_t avail = bytes < len - pos ? (size_t)bytes : len - pos;
+        size_t take = r.take, avail = r.avail;
+        if (r.packed) {
             if (bit_width == 1) {
                 for (size_t i = 0; i < take; i++)
                     out[got + i] = (p[pos + (i >> 3)] >> (i & 7)) & 1;
@@ -190,20 +206,14 @@ int64_t pq__rle_decode8(const uint8_t *p, size_t len, int bit_width, uint8_t *ou
                     done += k;
                 }
             }
-            pos += avail;
-            got += take;
         } else {
-            uint64_t count = header >> 1;
-            if (vbytes > len - pos)
-                return -EBADMSG;
             /* Bits above the width are not part of the value (a writer's
              * garbage must not become a level of 253). */
             uint8_t v = vbytes ? (uint8_t)(p[pos] & ((1u << bit_width) - 1)) : 0;
-            pos += vbytes;
-            size_t take = count < n - got ? (size_t)count : n - got;
             memset(out + got, v, take);
-            got += take;
         }
+        pos += avail;
+        got += take;
     }
     return (int64_t)pos;
 }
