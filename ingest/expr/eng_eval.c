@@ -15,6 +15,7 @@
  */
 #include "eng_expr.h"
 #include "expr_int.h"
+#include "errf.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -27,12 +28,10 @@
 static int eval_err(ex_ectx *c, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int eval_err(ex_ectx *c, int rc, const char *fmt, ...)
 {
-    if (c->err && c->errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(c->err, c->errlen, fmt, ap);
-        va_end(ap);
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    errf_vset(c->err, c->errlen, fmt, ap);
+    va_end(ap);
     return rc;
 }
 

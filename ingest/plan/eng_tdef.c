@@ -5,6 +5,7 @@
  * normalised statement, that statement read back, and INSERT settings.
  */
 #include "eng_tdef.h"
+#include "errf.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -18,12 +19,10 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static int fail(char *err, size_t errlen, const char *fmt, ...)
 {
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    errf_vset(err, errlen, fmt, ap);
+    va_end(ap);
     return -EINVAL;
 }
 

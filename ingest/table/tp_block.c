@@ -8,6 +8,7 @@
  */
 #include "tp_int.h"
 #include "bufgrow.h"
+#include "errf.h"
 
 #include <errno.h>
 #include <lz4.h>
@@ -20,12 +21,10 @@
 
 int tp__fail(char *err, size_t errlen, int rc, const char *fmt, ...)
 {
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    errf_vset(err, errlen, fmt, ap);
+    va_end(ap);
     return rc;
 }
 

@@ -9,6 +9,7 @@
  *                                     '------ length bytes ------'
  */
 #include "parquet_int.h"
+#include "errf.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -30,12 +31,10 @@ struct pq_file {
 
 int pq__ferr(char *err, size_t errlen, int rc, const char *fmt, ...)
 {
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    errf_vset(err, errlen, fmt, ap);
+    va_end(ap);
     return rc;
 }
 
