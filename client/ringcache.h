@@ -6,7 +6,7 @@
  *
  *   rc_config cfg;  rc_config_init(&cfg);  rc_config_from_env(&cfg, err, n);
  *   rc_client *c;   rc_create(&c, &cfg, err, n);
- *   rc_handle *h;   rc_open(c, "bucket", "key", &h);       HEAD, pinned version
+ *   rc_handle *h;   rc_open(c, "bucket", "key", &h, err, n); HEAD, pinned version
  *   rc_pread(h, buf, len, off);                            any thread, any time
  *   rc_close(&h);   rc_destroy(&c);
  *
