@@ -391,6 +391,12 @@ int eng__scope_init(equery *q, const sql_stmt *st)
 {
     if (st->n_with == 0)
         return 0;
+    /* a UNION ALL's first branch (or a window statement's inner query)
+     * carries the WITH of the statement whose scope is already up: its
+     * queries run once, there */
+    for (const eng_scope *u = q->scope_up; u; u = u->up)
+        if (u->st->with == st->with)
+            return 0;
     eng_scope *s = calloc(1, sizeof(*s));
     if (!s || !(s->tabs = calloc((size_t)st->n_with, sizeof(eng_memtab))) ||
         !(s->done = calloc((size_t)st->n_with, sizeof(bool)))) {

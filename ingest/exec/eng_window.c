@@ -359,7 +359,10 @@ static int64_t arg_int(const ex_vec *v, uint32_t r, int64_t dflt)
     return v->t.kind == EX_FLOAT ? (int64_t)ex_f(v, r) : v->i[ex_row(v, r)];
 }
 
-static int compute(eng_mem *m, witem *w, const rtab *t, char *err, size_t errlen)
+/* w's result, a row per row of t: in t's order, or, with keep, in the
+ * window's sorted order (result row p is t's row (*keep)[p]; *keep is the
+ * caller's to free). */
+static int compute(eng_mem *m, witem *w, const rtab *t, uint32_t **keep, char *err, size_t errlen)
 {
     const sql_window *win = w->n->win;
     uint32_t n = t->n;
@@ -374,9 +377,13 @@ static int compute(eng_mem *m, witem *w, const rtab *t, char *err, size_t errlen
             w->res.off[i] = 0;
     uint32_t *pos = malloc(sizeof(uint32_t) * ((size_t)n + 1));
     uint8_t *brk = malloc((size_t)n + 1);
-    double *ps_d = malloc(sizeof(double) * ((size_t)n + 1));
-    int64_t *ps_i = malloc(sizeof(int64_t) * ((size_t)n + 1));
-    uint32_t *ps_c = malloc(sizeof(uint32_t) * ((size_t)n + 1));
+    /* prefix sums: only the frame aggregates over an argument read them */
+    const ex_vec *a0 = w->n_args ? &t->c[w->arg0] : NULL;
+    bool sums = a0 && (w->fn == WF_SUM || w->fn == WF_AVG || w->fn == WF_COUNT);
+    size_t ns = sums ? (size_t)n + 1 : 1;
+    double *ps_d = malloc(sizeof(double) * ns);
+    int64_t *ps_i = malloc(sizeof(int64_t) * ns);
+    uint32_t *ps_c = malloc(sizeof(uint32_t) * ns);
     /* strings go in row order: results are first kept per row, then put */
     int64_t *src_row = ex_is_bytes(rt.kind) ? malloc(sizeof(int64_t) * ((size_t)n + 1)) : NULL;
     int rc = 0;
@@ -386,17 +393,16 @@ static int compute(eng_mem *m, witem *w, const rtab *t, char *err, size_t errlen
     }
     wsort so = {t, w, win};
     sort_positions(&so, pos, brk, n);
-    const ex_vec *a0 = w->n_args ? &t->c[w->arg0] : NULL;
     bool af = a0 && a0->t.kind == EX_FLOAT;
     for (uint32_t ps = 0; ps < n && rc == 0;) {
         uint32_t pe = ps + 1;
         while (pe < n && !(brk[pe] & 1))
             pe++;
         /* prefix sums of the argument over the partition */
-        ps_d[ps] = 0;
-        ps_i[ps] = 0;
-        ps_c[ps] = 0;
-        if (a0 && (w->fn == WF_SUM || w->fn == WF_AVG || w->fn == WF_COUNT)) {
+        if (sums) {
+            ps_d[ps] = 0;
+            ps_i[ps] = 0;
+            ps_c[ps] = 0;
             double sd = 0;
             int64_t si = 0;
             uint32_t sc = 0;
@@ -417,7 +423,8 @@ static int compute(eng_mem *m, witem *w, const rtab *t, char *err, size_t errlen
         uint32_t peer_start = ps, rank = 0, dense = 0;
         uint32_t peer_end = ps;
         for (uint32_t p = ps; p < pe && rc == 0; p++) {
-            uint32_t r = pos[p];
+            /* r: t's row (the arguments'); wr: the result's */
+            uint32_t r = pos[p], wr = keep ? p : r;
             if (p == ps || (brk[p] & 2)) {
                 peer_start = p;
                 dense++;
@@ -432,32 +439,32 @@ static int compute(eng_mem *m, witem *w, const rtab *t, char *err, size_t errlen
             ex_vec *o = &w->res;
             switch (w->fn) {
             case WF_ROW_NUMBER:
-                o->i[r] = (int64_t)(p - ps + 1);
-                o->nulls[r] = 0;
+                o->i[wr] = (int64_t)(p - ps + 1);
+                o->nulls[wr] = 0;
                 break;
             case WF_RANK:
-                o->i[r] = rank;
-                o->nulls[r] = 0;
+                o->i[wr] = rank;
+                o->nulls[wr] = 0;
                 break;
             case WF_DENSE_RANK:
-                o->i[r] = dense;
-                o->nulls[r] = 0;
+                o->i[wr] = dense;
+                o->nulls[wr] = 0;
                 break;
             case WF_COUNT:
-                o->nulls[r] = 0;
-                o->i[r] = a0 ? (int64_t)(ps_c[fe] - ps_c[fs]) : fe - fs;
+                o->nulls[wr] = 0;
+                o->i[wr] = a0 ? (int64_t)(ps_c[fe] - ps_c[fs]) : fe - fs;
                 break;
             case WF_SUM:
             case WF_AVG: {
                 uint32_t c = ps_c[fe] - ps_c[fs];
                 bool nul = c == 0 && a0->t.nullable;
-                o->nulls[r] = nul;
+                o->nulls[wr] = nul;
                 if (w->fn == WF_AVG)
-                    o->d[r] = c ? (ps_d[fe] - ps_d[fs]) / c : NAN;
+                    o->d[wr] = c ? (ps_d[fe] - ps_d[fs]) / c : NAN;
                 else if (af)
-                    o->d[r] = ps_d[fe] - ps_d[fs];
+                    o->d[wr] = ps_d[fe] - ps_d[fs];
                 else
-                    o->i[r] = (int64_t)((uint64_t)ps_i[fe] - (uint64_t)ps_i[fs]);
+                    o->i[wr] = (int64_t)((uint64_t)ps_i[fe] - (uint64_t)ps_i[fs]);
                 break;
             }
             case WF_MIN:
@@ -476,9 +483,9 @@ static int compute(eng_mem *m, witem *w, const rtab *t, char *err, size_t errlen
                         best = xr;
                 }
                 if (src_row)
-                    src_row[r] = best;
+                    src_row[wr] = best;
                 else
-                    rc = put_cell(m, o, r, a0, best);
+                    rc = put_cell(m, o, wr, a0, best);
                 break;
             }
             default: { /* lag, lead, lagInFrame, leadInFrame */
@@ -495,9 +502,9 @@ static int compute(eng_mem *m, witem *w, const rtab *t, char *err, size_t errlen
                 }
                 if (src_row) {
                     /* the default's column is not the argument's: kept as -2 - r */
-                    src_row[r] = src == a0 ? from : -2 - (int64_t)r;
+                    src_row[wr] = src == a0 ? from : -2 - (int64_t)r;
                 } else {
-                    rc = put_cell(m, o, r, src, from);
+                    rc = put_cell(m, o, wr, src, from);
                 }
                 break;
             }
@@ -513,6 +520,10 @@ static int compute(eng_mem *m, witem *w, const rtab *t, char *err, size_t errlen
             rc = put_cell(m, &w->res, r, a0, from);
     }
 out:
+    if (keep && rc == 0) {
+        *keep = pos;
+        pos = NULL;
+    }
     free(pos);
     free(brk);
     free(ps_d);
@@ -723,8 +734,13 @@ int eng__run_window(equery *q, const sql_stmt *st, eng_format fmt, char *err, si
         snprintf(err, errlen, "out of memory");
     if (rc == 0)
         rc = eng__materialize(q, &in.st, &q->mem, &mt, err, errlen);
+    /* without ORDER BY the rows come in the first window's order, as
+     * ClickHouse's come out of its sort: that window's results are written
+     * in turn, the other columns taken through its positions */
+    uint32_t *pos0 = NULL;
+    bool sorted_out = st->n_order_by == 0;
     for (int i = 0; rc == 0 && i < nw; i++)
-        rc = compute(&q->mem, &ws[i], &mt.rows, err, errlen);
+        rc = compute(&q->mem, &ws[i], &mt.rows, i == 0 && sorted_out ? &pos0 : NULL, err, errlen);
     /* the result: the items in order (a star's columns in a row), then ORDER BY's keys */
     int plain_cols = rc == 0 ? mt.n_names - in.n_aliases : 0;
     int n_star = 0;
@@ -777,13 +793,24 @@ int eng__run_window(equery *q, const sql_stmt *st, eng_format fmt, char *err, si
     if (rc == 0 && (rtab_init(&q->mem, &fin, types, n_out + st->n_order_by) < 0 ||
                     rtab_reserve(&q->mem, &fin, mt.rows.n) < 0))
         rc = -ENOMEM;
-    for (uint32_t r = 0; rc == 0 && r < mt.rows.n; r++) {
-        for (int k = 0; rc == 0 && k < fin.nc; k++) {
-            int s = src_col[k];
-            rc = rtab_put(&q->mem, &fin, k, s >= 0 ? &mt.rows.c[s] : &ws[-1 - s].res, r);
+    /* a column at a time; the first window's result, already in the
+     * output's order, is moved */
+    for (int k = 0; rc == 0 && k < fin.nc; k++) {
+        int s = src_col[k];
+        if (pos0 && s == -1) {
+            ex_vec tmp = fin.c[k];
+            fin.c[k] = ws[0].res;
+            ws[0].res = tmp;
+            continue;
         }
-        fin.n++;
+        const ex_vec *v = s >= 0 ? &mt.rows.c[s] : &ws[-1 - s].res;
+        for (uint32_t r = 0; rc == 0 && r < mt.rows.n; r++) {
+            fin.n = r;
+            rc = rtab_put(&q->mem, &fin, k, v, pos0 ? pos0[r] : r);
+        }
     }
+    fin.n = rc == 0 ? mt.rows.n : 0;
+    free(pos0);
     eng_order *ords = calloc((size_t)st->n_order_by + 1, sizeof(eng_order));
     if (rc == 0 && !ords)
         rc = -ENOMEM;

@@ -95,16 +95,48 @@ int rtab_put(eng_mem *m, rtab *t, int k, const ex_vec *v, uint32_t r)
     return 0;
 }
 
+/* Rows [0, n) of v after column k's rows: rtab_put's values (a NULL row's
+ * value 0), a whole run at a time when the column and v keep the same
+ * numbers. */
+static int append_col(eng_mem *m, rtab *t, int k, const ex_vec *v, uint32_t n)
+{
+    ex_vec *c = &t->c[k];
+    uint32_t at = t->n;
+    bool same = !v->is_const && v->t.kind == c->t.kind && !ex_is_bytes(c->t.kind) &&
+                c->t.kind != EX_NOTHING && (c->t.kind != EX_FLOAT ? !!v->i : !!v->d);
+    if (!same) {
+        /* other kinds and strings: row by row */
+        for (uint32_t r = 0; r < n; r++) {
+            t->n = at + r;
+            if (rtab_put(m, t, k, v, r) < 0) {
+                t->n = at;
+                return -ENOMEM;
+            }
+        }
+        t->n = at;
+        return 0;
+    }
+    int64_t *dst = c->t.kind == EX_FLOAT ? (int64_t *)(void *)(c->d + at) : c->i + at;
+    const int64_t *src = c->t.kind == EX_FLOAT ? (const int64_t *)(const void *)v->d : v->i;
+    if (!v->nulls) {
+        memcpy(dst, src, (size_t)n * 8);
+        memset(c->nulls + at, 0, n);
+        return 0;
+    }
+    memcpy(c->nulls + at, v->nulls, n);
+    for (uint32_t r = 0; r < n; r++)
+        dst[r] = v->nulls[r] ? 0 : src[r];
+    return 0;
+}
+
 int rtab_append(eng_mem *m, rtab *t, const ex_vec *vals, uint32_t n)
 {
     if (rtab_reserve(m, t, t->n + n) < 0)
         return -ENOMEM;
-    for (uint32_t r = 0; r < n; r++) {
-        for (int k = 0; k < t->nc; k++)
-            if (rtab_put(m, t, k, &vals[k], r) < 0)
-                return -ENOMEM;
-        t->n++;
-    }
+    for (int k = 0; k < t->nc; k++)
+        if (append_col(m, t, k, &vals[k], n) < 0)
+            return -ENOMEM;
+    t->n += n;
     return 0;
 }
 

@@ -240,6 +240,35 @@ static void test_explain_names_the_stages(void **state)
                      "WHERE (i > 1)\nLIMIT 2\n");
 }
 
+/* A WITH query named by both branches of a UNION ALL runs once: the
+ * statement reads the 60000 fact rows once, then the WITH's rows once per
+ * branch. */
+static void test_with_query_runs_once(void **state)
+{
+    (void)state;
+    char sql[20000], *out = NULL, err[ENG_MSG_MAX];
+    snprintf(sql, sizeof(sql),
+             "WITH a AS (SELECT k, sum(v) AS sv FROM file('%s/facts.parquet') GROUP BY k) "
+             "SELECT count() FROM a UNION ALL SELECT count() FROM a",
+             dir);
+    for (int threads = 1; threads <= 2; threads++) {
+        eng_result r;
+        int rc =
+            dc_run(&(eng_ctx){.format = ENG_FMT_TSV}, sql, threads, &out, &r, err, sizeof(err));
+        if (rc < 0)
+            fprintf(stderr, "%s\n  failed: %s\n", sql, err);
+        assert_int_equal(rc, 0);
+        unsigned long long groups = strtoull(out, NULL, 10);
+        if (r.rows_read != 60000 + 2 * groups)
+            fprintf(stderr, "%d threads: %llu rows read, %llu groups\n", threads,
+                    (unsigned long long)r.rows_read, groups);
+        assert_true(groups > 0);
+        assert_int_equal(r.rows_read, 60000 + 2 * groups);
+        free(out);
+        out = NULL;
+    }
+}
+
 static void test_right_side_over_the_memory_limit(void **state)
 {
     (void)state;
@@ -344,6 +373,7 @@ int main(void)
         cmocka_unit_test(test_compositions_match_duckdb),
         cmocka_unit_test(test_clickhouse_join_defaults),
         cmocka_unit_test(test_explain_names_the_stages),
+        cmocka_unit_test(test_with_query_runs_once),
         cmocka_unit_test(test_right_side_over_the_memory_limit),
         cmocka_unit_test(test_unsupported_forms_are_named),
     };
