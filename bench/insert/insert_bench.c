@@ -312,6 +312,8 @@ typedef struct rung {
     int pdis;       /* with servers == 3 */
     double guide_s; /* the guide's seconds for this rung; 0: none */
     double secs, peak, mb_s, parts_per_m, settled;
+    double t[9], bytes; /* each run's seconds; the bytes read */
+    long long parts;    /* active parts after an insert */
     bool done;
 } rung;
 
@@ -325,90 +327,87 @@ static void check_rows(const rung *g, int run, long long n, long long rows, cons
     die("an insert lost or duplicated rows");
 }
 
-/* Runs one rung --runs times, each into a fresh table, and fills its figures. */
-static void run_rung(rung *g, int k, long long rows, unsigned long long block, const char *create)
+/* Runs rung g's run r into a fresh table; the last run also lets the
+ * merges settle and fills the rung's figures. */
+static void run_rung(rung *g, int k, int r, long long rows, unsigned long long block,
+                     const char *create)
 {
     char settings[1024], sql[8192], tname[64], buf[2300];
     bool on_srv = g->servers > 0;
     rung_settings(settings, sizeof(settings), g->threads, block, g->no_dedup, g->no_optimize,
                   g->servers == N_SRV ? g->pdis : -1);
-    double t[9], pk = 0, bytes = 0;
     long long parts = 0, settled = 0;
-    for (int r = 0; r < runs; r++) {
-        /* a table of its own per run: no run's block ids meet another's */
-        snprintf(tname, sizeof(tname), "posts_%d_%d", k + 1, r + 1);
-        snprintf(buf, sizeof(buf), "DROP TABLE IF EXISTS %s", tname);
-        if (on_srv)
-            squery(0, buf, NULL, NULL);
-        else
-            query(buf, NULL);
-        snprintf(buf, sizeof(buf), "CREATE TABLE %s %s", tname, create);
-        if (on_srv) {
-            squery(0, buf, NULL, NULL);
-            for (int i = 0; i < N_SRV; i++)
-                squery(i, "SYSTEM DROP PAGE CACHE", NULL, NULL);
-        } else {
-            query(buf, NULL);
-        }
-        snprintf(sql, sizeof(sql), "INSERT INTO %s SELECT * FROM %s('%sposts/posts_*.parquet')%s%s",
-                 tname, g->servers == N_SRV ? "s3Cluster" : "s3",
-                 g->servers == N_SRV ? "default', 's3://ringcache-test/" : "s3://ringcache-test/",
-                 settings[0] ? " SETTINGS " : "", settings);
-        stmt_out o;
-        if (on_srv) {
-            char qid[64];
-            snprintf(qid, sizeof(qid), "insert-bench-%d-%d", k + 1, r + 1);
-            squery(0, sql, qid, &o);
-            check_rows(g, r, o.written, rows, "the summary says written");
-            o.peak = servers_peak(qid);
-        } else {
-            query(sql, &o);
-        }
-        t[r] = o.seconds;
-        if (o.peak > pk)
-            pk = o.peak;
-        bytes = o.bytes_read;
-        snprintf(buf, sizeof(buf), "SELECT count() FROM system.parts WHERE table = '%s' AND active",
-                 tname);
-        parts = on_srv ? scount(buf) : count_of(buf);
-        char cnt[128];
-        snprintf(cnt, sizeof(cnt), "SELECT count() FROM %s", tname);
-        check_rows(g, r, on_srv ? scount(cnt) : count_of(cnt), rows, "the table holds");
-        fprintf(stderr, "  %s, run %d: %.2f s, %lld parts\n", g->name, r + 1, o.seconds, parts);
-        if (r == runs - 1) {
-            /* merges settle: one merge per OPTIMIZE until the count stops falling */
-            settled = parts;
-            char opt[128];
-            snprintf(opt, sizeof(opt), "OPTIMIZE TABLE %s", tname);
-            for (int m = 0; m < 64 && settled > 1; m++) {
-                if (on_srv)
-                    squery(0, opt, NULL, NULL);
-                else
-                    query(opt, NULL);
-                long long now = on_srv ? scount(buf) : count_of(buf);
-                if (now >= settled)
-                    break;
-                settled = now;
-            }
-            check_rows(g, r, on_srv ? scount(cnt) : count_of(cnt), rows,
-                       "after the merges the table holds");
-        }
-        snprintf(buf, sizeof(buf), "DROP TABLE %s", tname);
-        if (on_srv)
-            squery(0, buf, NULL, NULL);
-        else
-            query(buf, NULL);
+    /* a table of its own per run: no run's block ids meet another's */
+    snprintf(tname, sizeof(tname), "posts_%d_%d", k + 1, r + 1);
+    snprintf(buf, sizeof(buf), "DROP TABLE IF EXISTS %s", tname);
+    if (on_srv)
+        squery(0, buf, NULL, NULL);
+    else
+        query(buf, NULL);
+    snprintf(buf, sizeof(buf), "CREATE TABLE %s %s", tname, create);
+    if (on_srv) {
+        squery(0, buf, NULL, NULL);
+        for (int i = 0; i < N_SRV; i++)
+            squery(i, "SYSTEM DROP PAGE CACHE", NULL, NULL);
+    } else {
+        query(buf, NULL);
     }
-    g->secs = bench_median(t, runs);
-    g->peak = pk;
-    g->mb_s = bytes / 1e6 / g->secs;
+    snprintf(sql, sizeof(sql), "INSERT INTO %s SELECT * FROM %s('%sposts/posts_*.parquet')%s%s",
+             tname, g->servers == N_SRV ? "s3Cluster" : "s3",
+             g->servers == N_SRV ? "default', 's3://ringcache-test/" : "s3://ringcache-test/",
+             settings[0] ? " SETTINGS " : "", settings);
+    stmt_out o;
+    if (on_srv) {
+        char qid[64];
+        snprintf(qid, sizeof(qid), "insert-bench-%d-%d", k + 1, r + 1);
+        squery(0, sql, qid, &o);
+        check_rows(g, r, o.written, rows, "the summary says written");
+        o.peak = servers_peak(qid);
+    } else {
+        query(sql, &o);
+    }
+    g->t[r] = o.seconds;
+    if (o.peak > g->peak)
+        g->peak = o.peak;
+    g->bytes = o.bytes_read;
+    snprintf(buf, sizeof(buf), "SELECT count() FROM system.parts WHERE table = '%s' AND active",
+             tname);
+    parts = on_srv ? scount(buf) : count_of(buf);
+    char cnt[128];
+    snprintf(cnt, sizeof(cnt), "SELECT count() FROM %s", tname);
+    check_rows(g, r, on_srv ? scount(cnt) : count_of(cnt), rows, "the table holds");
+    fprintf(stderr, "  %s, run %d: %.2f s, %lld parts\n", g->name, r + 1, o.seconds, parts);
+    if (r == runs - 1) {
+        /* merges settle: one merge per OPTIMIZE until the count stops falling */
+        settled = parts;
+        char opt[128];
+        snprintf(opt, sizeof(opt), "OPTIMIZE TABLE %s", tname);
+        for (int m = 0; m < 64 && settled > 1; m++) {
+            if (on_srv)
+                squery(0, opt, NULL, NULL);
+            else
+                query(opt, NULL);
+            long long now = on_srv ? scount(buf) : count_of(buf);
+            if (now >= settled)
+                break;
+            settled = now;
+        }
+        check_rows(g, r, on_srv ? scount(cnt) : count_of(cnt), rows,
+                   "after the merges the table holds");
+    }
+    snprintf(buf, sizeof(buf), "DROP TABLE %s", tname);
+    if (on_srv)
+        squery(0, buf, NULL, NULL);
+    else
+        query(buf, NULL);
+    g->parts = parts;
+    if (r < runs - 1)
+        return;
+    g->secs = bench_median(g->t, runs);
+    g->mb_s = g->bytes / 1e6 / g->secs;
     g->parts_per_m = (double)parts * 1e6 / (double)rows;
     g->settled = (double)settled;
     g->done = true;
-    fprintf(stderr,
-            "%-44s %.2f s  %.0f rows/s  %.1f MB/s  peak %.1f MiB  %lld parts "
-            "(%lld after merges)\n",
-            g->name, g->secs, (double)rows / g->secs, g->mb_s, pk / 1048576.0, parts, settled);
 }
 
 static void fmt_ratio(char *buf, size_t cap, bool ok, double v)
@@ -510,22 +509,49 @@ int main(int argc, char **argv)
             " = %.0f / (3 x %d) = %llu (peak %.2f GiB; T = half of %ld cores)\n",
             peak_budget, t_half, block, peak_budget / 1073741824.0, cores);
     rung ladder[] = {
-        {"1 default", 0, false, false, 0, -1, 191.692, 0, 0, 0, 0, 0, false},
-        {"2 tuned (T = half the cores)", t_half, false, false, 0, -1, 128.566, 0, 0, 0, 0, 0,
-         false},
-        {"3 T = all the cores (guide: a 2x node)", t_all, false, false, 0, -1, 67.294, 0, 0, 0, 0,
-         0, false},
-        {"4 tuned, insert_deduplicate = 0", t_half, true, false, 0, -1, 0, 0, 0, 0, 0, 0, false},
-        {"5 and optimize_on_insert = 0", t_half, true, true, 0, -1, 0, 0, 0, 0, 0, 0, false},
-        {"6 one server, tuned, s3() (guide: rung 2)", t_half, false, false, 1, -1, 128.566, 0, 0, 0,
-         0, 0, false},
-        {"7 3 servers, s3Cluster, pdis = 0", t_half, false, false, N_SRV, 0, 171.202, 0, 0, 0, 0, 0,
-         false},
-        {"8 3 servers, pdis = 2", t_half, false, false, N_SRV, 2, 54.571, 0, 0, 0, 0, 0, false},
-        {"9 and insert_deduplicate = 0", t_half, true, false, N_SRV, 2, 52.992, 0, 0, 0, 0, 0,
-         false},
-        {"10 and optimize_on_insert = 0", t_half, true, true, N_SRV, 2, 49.688, 0, 0, 0, 0, 0,
-         false},
+        {.name = "1 default", .pdis = -1, .guide_s = 191.692},
+        {.name = "2 tuned (T = half the cores)", .threads = t_half, .pdis = -1, .guide_s = 128.566},
+        {.name = "3 T = all the cores (guide: a 2x node)",
+         .threads = t_all,
+         .pdis = -1,
+         .guide_s = 67.294},
+        {.name = "4 tuned, insert_deduplicate = 0",
+         .threads = t_half,
+         .no_dedup = true,
+         .pdis = -1},
+        {.name = "5 and optimize_on_insert = 0",
+         .threads = t_half,
+         .no_dedup = true,
+         .no_optimize = true,
+         .pdis = -1},
+        {.name = "6 one server, tuned, s3() (guide: rung 2)",
+         .threads = t_half,
+         .servers = 1,
+         .pdis = -1,
+         .guide_s = 128.566},
+        {.name = "7 3 servers, s3Cluster, pdis = 0",
+         .threads = t_half,
+         .servers = N_SRV,
+         .pdis = 0,
+         .guide_s = 171.202},
+        {.name = "8 3 servers, pdis = 2",
+         .threads = t_half,
+         .servers = N_SRV,
+         .pdis = 2,
+         .guide_s = 54.571},
+        {.name = "9 and insert_deduplicate = 0",
+         .threads = t_half,
+         .no_dedup = true,
+         .servers = N_SRV,
+         .pdis = 2,
+         .guide_s = 52.992},
+        {.name = "10 and optimize_on_insert = 0",
+         .threads = t_half,
+         .no_dedup = true,
+         .no_optimize = true,
+         .servers = N_SRV,
+         .pdis = 2,
+         .guide_s = 49.688},
     };
     int nr = (int)(sizeof(ladder) / sizeof(ladder[0]));
     const char *create =
@@ -533,34 +559,47 @@ int main(int argc, char **argv)
         "ViewCount Nullable(Int32), OwnerUserId Nullable(Int64), OwnerDisplayName String, "
         "Tags String, Title String, Body String) ENGINE = MergeTree ORDER BY (PostTypeId, "
         "CreationDate)";
+    if (cluster) {
+        start_servers(h_s3model_port(model), latency_us, bw_mib);
+        fprintf(stderr,
+                "three servers, the cluster default, each through its own link to S3 (%d us "
+                "one way, %.0f MiB/s)\n",
+                latency_us, bw_mib);
+    }
+    /* the runs interleaved: run r of every rung, then run r + 1 */
+    for (int r = 0; r < runs; r++)
+        for (int k = 0; k < nr; k++)
+            if (!ladder[k].servers || cluster)
+                run_rung(&ladder[k], k, r, rows, block, create);
     for (int k = 0; k < nr; k++) {
         rung *g = &ladder[k];
-        if (g->servers && !cluster)
-            continue;
-        if (g->servers && !srv_port[0]) {
-            start_servers(h_s3model_port(model), latency_us, bw_mib);
+        if (g->done)
             fprintf(stderr,
-                    "three servers, the cluster default, each through its own link to S3 (%d us "
-                    "one way, %.0f MiB/s)\n",
-                    latency_us, bw_mib);
-        }
-        run_rung(g, k, rows, block, create);
+                    "%-44s %.2f s  %.0f rows/s  %.1f MB/s  peak %.1f MiB  %lld parts "
+                    "(%.0f after merges)\n",
+                    g->name, g->secs, (double)rows / g->secs, g->mb_s, g->peak / 1048576.0,
+                    g->parts, g->settled);
     }
 
     char table[12288], settings[1024];
     size_t o = (size_t)snprintf(
         table, sizeof(table),
         "| rung | settings | seconds | rows/s | MB/s | peak (MiB) | parts per 1M rows | parts "
-        "after merges | ours vs rung 1 | guide's seconds | guide vs its rung 1 |\n"
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+        "after merges | ours vs rung 1 | guide's seconds | guide vs its rung 1 | ours vs one server "
+        "(rung 6) | guide vs its tuned node (rung 2) |\n"
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (int k = 0; k < nr && o < sizeof(table); k++) {
         rung *g = &ladder[k];
         if (!g->done)
             continue;
-        char gs[32] = "", gr[32] = "";
+        char gs[32] = "", gr[32] = "", o6[32] = "", g2[32] = "";
         if (g->guide_s > 0) {
             snprintf(gs, sizeof(gs), "%.1f", g->guide_s);
             snprintf(gr, sizeof(gr), "%.2f", ladder[0].guide_s / g->guide_s);
+        }
+        if (g->servers && ladder[5].done) {
+            snprintf(o6, sizeof(o6), "%.2f", ladder[5].secs / g->secs);
+            snprintf(g2, sizeof(g2), "%.2f", ladder[1].guide_s / g->guide_s);
         }
         rung_settings(settings, sizeof(settings), g->threads, block, g->no_dedup, g->no_optimize,
                       g->servers == N_SRV ? g->pdis : -1);
@@ -568,10 +607,10 @@ int main(int argc, char **argv)
             snprintf(settings, sizeof(settings), "ClickHouse's defaults");
         o += (size_t)snprintf(table + o, sizeof(table) - o,
                               "| %s | %s | %.2f | %.0f | %.1f | %.1f | %.2f | %.0f | %.2f | %s | "
-                              "%s |\n",
+                              "%s | %s | %s |\n",
                               g->name, settings, g->secs, (double)rows / g->secs, g->mb_s,
                               g->peak / 1048576.0, g->parts_per_m, g->settled,
-                              ladder[0].secs / g->secs, gs, gr);
+                              ladder[0].secs / g->secs, gs, gr, o6, g2);
     }
     printf("\n%s", table);
     bool c = ladder[7].done;
@@ -605,13 +644,14 @@ int main(int argc, char **argv)
     snprintf(png, sizeof(png), "%s/insert-%s.png", out_dir, scale);
     FILE *f = fopen(path, "w");
     if (f) {
-        fprintf(f,
-                "# the S3 insert ladder, %lld SO-posts rows (%ld cores here; the guide: 59.82M "
-                "rows on 8-vCPU nodes)\n\nmin_insert_block_size_bytes = %.0f / (3 x %d) = %llu. "
-                "Time is the median of %d run(s), each into a fresh table, every run checked to "
-                "load exactly %lld rows. Rungs 1-5: `ringcache query` processes on the S3 model. "
-                "%s.\n\n%s\n%s\n",
-                rows, cores, peak_budget, t_half, block, runs, rows, links, table, line);
+        fprintf(
+            f,
+            "# the S3 insert ladder, %lld SO-posts rows (%ld cores here; the guide: 59.82M "
+            "rows on 8-vCPU nodes)\n\nmin_insert_block_size_bytes = %.0f / (3 x %d) = %llu. "
+            "Time is the median of %d run(s), interleaved (run r of every rung, then r + 1), each into a fresh table, every run checked to "
+            "load exactly %lld rows. Rungs 1-5: `ringcache query` processes on the S3 model. "
+            "%s.\n\n%s\n%s\n",
+            rows, cores, peak_budget, t_half, block, runs, rows, links, table, line);
         fclose(f);
     }
     f = fopen(dat, "w");
