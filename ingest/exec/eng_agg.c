@@ -679,47 +679,136 @@ out:
 
 /* ---- uniq sets ---- */
 
-static int uset_add(eng_mem *m, uset **sp, uint64_t h)
+static inline uint32_t uset_home(uint64_t h, uint32_t mask)
 {
-    uset *s = *sp;
-    if (!s) {
-        if (!(s = em_calloc(m, sizeof(*s))))
-            return -ENOMEM;
-        s->mask = 7;
-        if (!(s->v = em_calloc(m, 8 * sizeof(uint64_t)))) {
-            em_free(m, s);
-            return -ENOMEM;
+    return (uint32_t)(h ^ (h >> 32)) & mask;
+}
+
+static int uset_new(eng_mem *m, uset **sp)
+{
+    uset *s = em_calloc(m, sizeof(*s));
+    if (!s)
+        return -ENOMEM;
+    s->mask = 7;
+    if (!(s->v = em_calloc(m, 8 * sizeof(uint64_t)))) {
+        em_free(m, s);
+        return -ENOMEM;
+    }
+    *sp = s;
+    return 0;
+}
+
+/* Rebuilds s with mask nm (a slot of the old table k lands at its home in
+ * the new one, which is k or k + the old size: both written in order). */
+static int uset_grow(eng_mem *m, uset *s, uint32_t nm)
+{
+    uint64_t *nv = em_calloc(m, (size_t)(nm + 1) * 8);
+    if (!nv)
+        return -ENOMEM;
+    for (uint32_t k = 0; k <= s->mask; k++)
+        if (s->v[k]) {
+            uint32_t j = uset_home(s->v[k], nm);
+            while (nv[j])
+                j = (j + 1) & nm;
+            nv[j] = s->v[k];
         }
-        *sp = s;
-    }
-    if (h == 0) {
-        s->has_zero = true;
+    em_free(m, s->v);
+    s->v = nv;
+    s->mask = nm;
+    return 0;
+}
+
+/* Room for `more` new values without growing: the table is kept at most
+ * half full. */
+static int uset_reserve(eng_mem *m, uset **sp, uint32_t more)
+{
+    if (!*sp && uset_new(m, sp) < 0)
+        return -ENOMEM;
+    uset *s = *sp;
+    uint64_t need = ((uint64_t)s->n + more) * 2;
+    if (need <= s->mask)
         return 0;
-    }
-    uint32_t i = (uint32_t)(h ^ (h >> 32)) & s->mask;
+    uint64_t nm = (uint64_t)s->mask + 1;
+    while (nm - 1 < need)
+        nm *= 2;
+    if (nm > (1ull << 32))
+        return -ENOMEM;
+    return uset_grow(m, s, (uint32_t)(nm - 1));
+}
+
+/* Puts h (not 0) into s, which has room (uset_reserve). */
+static inline void uset_put(uset *s, uint64_t h)
+{
+    uint32_t i = uset_home(h, s->mask);
     while (s->v[i]) {
         if (s->v[i] == h)
-            return 0;
+            return;
         i = (i + 1) & s->mask;
     }
     s->v[i] = h;
     s->n++;
-    if (s->n * 2 > s->mask) {
-        uint32_t nm = (s->mask + 1) * 2 - 1;
-        uint64_t *nv = em_calloc(m, (size_t)(nm + 1) * 8);
-        if (!nv)
-            return -ENOMEM;
-        for (uint32_t k = 0; k <= s->mask; k++)
-            if (s->v[k]) {
-                uint32_t j = (uint32_t)(s->v[k] ^ (s->v[k] >> 32)) & nm;
-                while (nv[j])
-                    j = (j + 1) & nm;
-                nv[j] = s->v[k];
-            }
-        em_free(m, s->v);
-        s->v = nv;
-        s->mask = nm;
+}
+
+static int uset_add(eng_mem *m, uset **sp, uint64_t h)
+{
+    if (!*sp && uset_new(m, sp) < 0)
+        return -ENOMEM;
+    uset *s = *sp;
+    if (h == 0) {
+        s->has_zero = true;
+        return 0;
     }
+    uset_put(s, h);
+    if (s->n * 2 > s->mask)
+        return uset_grow(m, s, (s->mask + 1) * 2 - 1);
+    return 0;
+}
+
+/* How far ahead a batch of insertions prefetches the slot of a value. */
+#define USET_PF 16
+
+/* Puts n hashes into *sp: room made once, then each value's slot fetched
+ * USET_PF values before it is probed, so the cache misses of a large set
+ * overlap instead of queuing. */
+static int uset_add_many(eng_mem *m, uset **sp, const uint64_t *h, uint32_t n)
+{
+    if (uset_reserve(m, sp, n) < 0)
+        return -ENOMEM;
+    uset *s = *sp;
+    for (uint32_t k = 0; k < n; k++) {
+        if (k + USET_PF < n)
+            __builtin_prefetch(&s->v[uset_home(h[k + USET_PF], s->mask)], 1);
+        if (h[k])
+            uset_put(s, h[k]);
+        else
+            s->has_zero = true;
+    }
+    return 0;
+}
+
+/* Adds the values of *srcp into *dstp; the larger set takes the other's
+ * values (the two may be swapped: both belong to the same memory). */
+static int uset_merge(eng_mem *m, uset **dstp, uset **srcp)
+{
+    if (!*srcp)
+        return 0;
+    if (!*dstp || (*dstp)->n < (*srcp)->n) {
+        uset *x = *dstp;
+        *dstp = *srcp;
+        *srcp = x;
+        if (!*srcp)
+            return 0;
+    }
+    uset *d = *dstp, *s = *srcp;
+    d->has_zero |= s->has_zero;
+    /* grown as the union grows (not for the sum of both sizes: the union
+     * is often much smaller, and the table's memory is the peak's) */
+    for (uint32_t k = 0; k <= s->mask; k++)
+        if (s->v[k]) {
+            uset_put(d, s->v[k]);
+            if (d->n * 2 > d->mask && uset_grow(m, d, (d->mask + 1) * 2 - 1) < 0)
+                return -ENOMEM;
+        }
     return 0;
 }
 
@@ -1290,6 +1379,25 @@ out:
     return rc;
 }
 
+/* uniq of the one group: the values hashed a batch at a time, then put in
+ * the set together (uset_add_many). */
+static int uniq_rows(agg_tab *t, agg_col *c, const ex_vec *v, uint32_t n)
+{
+    uint64_t h[1024];
+    for (uint32_t r0 = 0; r0 < n; r0 += 1024) {
+        uint32_t e = n - r0 < 1024 ? n : r0 + 1024, m = 0;
+        for (uint32_t r = r0; r < e; r++)
+            if (!ex_null(v, r))
+                h[m++] = val_hash(v, r);
+        if (m == 0)
+            continue;
+        if (uset_add_many(t->mem, &c->u[0], h, m) < 0)
+            return -ENOMEM;
+        c->seen[0] = 1;
+    }
+    return 0;
+}
+
 /* No GROUP BY: one group (0). count() adds n; sum() of a column without
  * NULLs reduces it in a tight loop with four accumulators (the additions of
  * one accumulator do not wait on each other's; integer sums wrap as
@@ -1343,6 +1451,9 @@ static int update_global(agg_tab *t, ex_ectx *ec, const ex_vec *in, const uint32
                 c->i[0] = (int64_t)((uint64_t)c->i[0] + s0);
             }
             c->seen[0] = 1;
+        } else if (ag->fn == AG_UNIQ) {
+            if ((rc = uniq_rows(t, c, &v, n)) < 0)
+                rc = tab_oom(t, ec->err, ec->errlen);
         } else {
             for (uint32_t r = 0; r < n && rc == 0; r++)
                 rc = update_one(t, a, 0, &v, r);
@@ -1428,8 +1539,7 @@ static void i1_put(agg_tab *t, int64_t x, uint32_t g)
  * map lacks (or a NULL) goes to the table, and the map remembers it. Returns
  * the rows done (n, or fewer when the map was dropped: the rest go through
  * the table) or -ENOMEM. */
-static int64_t i1_groups(agg_tab *t, const ex_vec *v, const uint32_t *s0, uint32_t n,
-                         uint32_t *gid)
+static int64_t i1_groups(agg_tab *t, const ex_vec *v, const uint32_t *s0, uint32_t n, uint32_t *gid)
 {
     if (!t->i1_key && !i1_alloc(t, 1024))
         return 0;
@@ -1529,8 +1639,8 @@ int agg_tab_update(agg_tab *t, ex_ectx *ec, const ex_vec *in, const uint32_t *se
             }
         } else if (rc == 0) {
             uint32_t from = 0;
-            if (nk == 1 && !t->i1_off && i1_kind(kv[0].t.kind) && !kv[0].dict &&
-                !kv[0].is_const && kv[0].i) {
+            if (nk == 1 && !t->i1_off && i1_kind(kv[0].t.kind) && !kv[0].dict && !kv[0].is_const &&
+                kv[0].i) {
                 /* one integer key: through the map while it holds */
                 int64_t done_rows = i1_groups(t, &kv[0], ks[0], n, gid);
                 if (done_rows < 0)
@@ -1667,15 +1777,7 @@ static int merge_ext(agg_tab *dst, int a, uint32_t g, agg_tab *src, uint32_t sg)
     const eng_agg *ag = &dst->p->aggs[a];
     agg_col *d = &dst->ac[a], *s = &src->ac[a];
     if (ag->distinct || ag->fn == AG_UNIQ) {
-        uset *u = s->u[sg];
-        if (!u)
-            return 0;
-        if (u->has_zero && uset_add(dst->mem, &d->u[g], 0) < 0)
-            return -ENOMEM;
-        for (uint32_t k = 0; k <= u->mask; k++)
-            if (u->v[k] && uset_add(dst->mem, &d->u[g], u->v[k]) < 0)
-                return -ENOMEM;
-        return 0;
+        return uset_merge(dst->mem, &d->u[g], &s->u[sg]);
     }
     bool first = !d->seen[g];
     switch (ag->fn) {
@@ -1805,17 +1907,10 @@ int agg_tab_merge(agg_tab *dst, agg_tab *src, char *err, size_t errlen)
                     d->i[g] += s->i[sg];
                 d->cnt[g] += s->cnt[sg];
                 break;
-            case AG_UNIQ: {
-                uset *u = s->u[sg];
-                if (!u)
-                    break;
-                if (u->has_zero && uset_add(dst->mem, &d->u[g], 0) < 0)
+            case AG_UNIQ:
+                if (uset_merge(dst->mem, &d->u[g], &s->u[sg]) < 0)
                     return tab_oom(dst, err, errlen);
-                for (uint32_t k = 0; k <= u->mask; k++)
-                    if (u->v[k] && uset_add(dst->mem, &d->u[g], u->v[k]) < 0)
-                        return tab_oom(dst, err, errlen);
                 break;
-            }
             default: {
                 bool take = !d->seen[g];
                 if (!take && ag->fn != AG_ANY) {
