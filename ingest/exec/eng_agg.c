@@ -1864,80 +1864,142 @@ static int merge_ext(agg_tab *dst, int a, uint32_t g, agg_tab *src, uint32_t sg)
     }
 }
 
-int agg_tab_merge(agg_tab *dst, agg_tab *src, char *err, size_t errlen)
+/* Merges group sg of src into group g of dst: 0 or -ENOMEM. */
+static int merge_group(agg_tab *dst, agg_tab *src, uint32_t g, uint32_t sg)
 {
     const eng_plan *p = dst->p;
-    for (uint32_t sg = 0; sg < src->n; sg++) {
-        const grec *sr = &src->rec[sg];
-        int64_t x = lookup_h(dst, key_of(src, sr), sr->len, rec_hash(src, sr));
-        if (x < 0)
-            return tab_oom(dst, err, errlen);
-        uint32_t g = (uint32_t)x;
-        for (int a = 0; a < p->n_aggs; a++) {
-            const eng_agg *ag = &p->aggs[a];
-            agg_col *d = &dst->ac[a], *s = &src->ac[a];
-            if (!s->seen[sg] && ag->fn != AG_COUNT)
+    for (int a = 0; a < p->n_aggs; a++) {
+        const eng_agg *ag = &p->aggs[a];
+        agg_col *d = &dst->ac[a], *s = &src->ac[a];
+        if (!s->seen[sg] && ag->fn != AG_COUNT)
+            continue;
+        if (agg_generic(ag) && ag->fn != AG_COUNT) {
+            int mr = merge_ext(dst, a, g, src, sg);
+            if (mr < 0)
+                return -ENOMEM;
+            if (mr == 0) {
+                d->seen[g] |= s->seen[sg];
                 continue;
-            if (agg_generic(ag) && ag->fn != AG_COUNT) {
-                int mr = merge_ext(dst, a, g, src, sg);
-                if (mr < 0)
-                    return tab_oom(dst, err, errlen);
-                if (mr == 0) {
-                    d->seen[g] |= s->seen[sg];
-                    continue;
-                }
             }
-            switch (ag->fn) {
-            case AG_COUNT: d->cnt[g] += s->cnt[sg]; break;
-            case AG_SUM:
-                if (ag->t.kind == EX_FLOAT)
-                    d->d[g] += s->d[sg];
-                else if (ag->t.kind == EX_DECIMAL)
-                    d->ovf |= s->ovf | __builtin_add_overflow(d->i[g], s->i[sg], &d->i[g]);
-                else
-                    d->i[g] = (int64_t)((uint64_t)d->i[g] + (uint64_t)s->i[sg]);
-                break;
-            case AG_AVG:
+        }
+        switch (ag->fn) {
+        case AG_COUNT: d->cnt[g] += s->cnt[sg]; break;
+        case AG_SUM:
+            if (ag->t.kind == EX_FLOAT)
                 d->d[g] += s->d[sg];
-                if (ag->arg && ag->arg->t.kind == EX_DECIMAL &&
-                    __builtin_add_overflow(d->i[g], s->i[sg], &d->i[g])) {
-                    d->d[g] += (double)d->i[g];
-                    d->i[g] = s->i[sg];
-                } else if (!ag->arg || ag->arg->t.kind != EX_DECIMAL)
-                    d->i[g] += s->i[sg];
-                d->cnt[g] += s->cnt[sg];
-                break;
-            case AG_UNIQ:
-                if (uset_merge(dst->mem, &d->u[g], &s->u[sg]) < 0)
-                    return tab_oom(dst, err, errlen);
-                break;
-            default: {
-                bool take = !d->seen[g];
-                if (!take && ag->fn != AG_ANY) {
-                    int cmpv;
-                    if (ex_is_bytes(ag->t.kind)) {
-                        uint32_t l1, l2;
-                        memcpy(&l1, s->s[sg], 4);
-                        memcpy(&l2, d->s[g], 4);
-                        cmpv = scmp(s->s[sg] + 4, l1, d->s[g] + 4, l2);
-                    } else if (ag->t.kind == EX_FLOAT)
-                        cmpv = s->d[sg] < d->d[g] ? -1 : s->d[sg] > d->d[g];
-                    else if (ag->t.kind == EX_UINT)
-                        cmpv = (uint64_t)s->i[sg] < (uint64_t)d->i[g]
-                                   ? -1
-                                   : (uint64_t)s->i[sg] > (uint64_t)d->i[g];
-                    else
-                        cmpv = s->i[sg] < d->i[g] ? -1 : s->i[sg] > d->i[g];
-                    take = ag->fn == AG_MIN ? cmpv < 0 : cmpv > 0;
-                }
-                if (take)
-                    move_value(dst, ag, d, g, s, sg);
+            else if (ag->t.kind == EX_DECIMAL)
+                d->ovf |= s->ovf | __builtin_add_overflow(d->i[g], s->i[sg], &d->i[g]);
+            else
+                d->i[g] = (int64_t)((uint64_t)d->i[g] + (uint64_t)s->i[sg]);
+            break;
+        case AG_AVG:
+            d->d[g] += s->d[sg];
+            if (ag->arg && ag->arg->t.kind == EX_DECIMAL &&
+                __builtin_add_overflow(d->i[g], s->i[sg], &d->i[g])) {
+                d->d[g] += (double)d->i[g];
+                d->i[g] = s->i[sg];
+            } else if (!ag->arg || ag->arg->t.kind != EX_DECIMAL)
+                d->i[g] += s->i[sg];
+            d->cnt[g] += s->cnt[sg];
+            break;
+        case AG_UNIQ:
+            if (uset_merge(dst->mem, &d->u[g], &s->u[sg]) < 0)
+                return -ENOMEM;
+            break;
+        default: {
+            bool take = !d->seen[g];
+            if (!take && ag->fn != AG_ANY) {
+                int cmpv;
+                if (ex_is_bytes(ag->t.kind)) {
+                    uint32_t l1, l2;
+                    memcpy(&l1, s->s[sg], 4);
+                    memcpy(&l2, d->s[g], 4);
+                    cmpv = scmp(s->s[sg] + 4, l1, d->s[g] + 4, l2);
+                } else if (ag->t.kind == EX_FLOAT)
+                    cmpv = s->d[sg] < d->d[g] ? -1 : s->d[sg] > d->d[g];
+                else if (ag->t.kind == EX_UINT)
+                    cmpv = (uint64_t)s->i[sg] < (uint64_t)d->i[g]
+                               ? -1
+                               : (uint64_t)s->i[sg] > (uint64_t)d->i[g];
+                else
+                    cmpv = s->i[sg] < d->i[g] ? -1 : s->i[sg] > d->i[g];
+                take = ag->fn == AG_MIN ? cmpv < 0 : cmpv > 0;
             }
+            if (take)
+                move_value(dst, ag, d, g, s, sg);
+        }
+        }
+        d->seen[g] |= s->seen[sg];
+    }
+    return 0;
+}
+
+/* Groups merged a chunk at a time: the chunk's keys hashed, then looked up
+ * in dst with a slot and a record prefetched ahead (as probe_keys), then
+ * the states folded with the destination's states prefetched ahead, so the
+ * misses of a large destination overlap. */
+#define AGG_MCHUNK 512
+
+static void prefetch_states(const agg_tab *t, uint32_t g)
+{
+    for (int a = 0; a < t->p->n_aggs; a++) {
+        const agg_col *c = &t->ac[a];
+        __builtin_prefetch(&c->seen[g], 1);
+        if (c->cnt)
+            __builtin_prefetch(&c->cnt[g], 1);
+        if (c->d)
+            __builtin_prefetch(&c->d[g], 1);
+        if (c->i)
+            __builtin_prefetch(&c->i[g], 1);
+    }
+}
+
+static uint32_t agg_part_of(uint64_t h, uint32_t nparts)
+{
+    return (uint32_t)(((h >> 32) * nparts) >> 32);
+}
+
+int agg_tab_merge_part(agg_tab *dst, agg_tab *src, uint32_t part, uint32_t nparts, char *err,
+                       size_t errlen)
+{
+    uint64_t hs[AGG_MCHUNK];
+    uint32_t gid[AGG_MCHUNK], sgs[AGG_MCHUNK];
+    for (uint32_t s0 = 0; s0 < src->n;) {
+        uint32_t m = 0;
+        for (; s0 < src->n && m < AGG_MCHUNK; s0++) {
+            uint64_t h = rec_hash(src, &src->rec[s0]);
+            if (nparts > 1 && agg_part_of(h, nparts) != part)
+                continue;
+            hs[m] = h;
+            sgs[m++] = s0;
+        }
+        for (uint32_t j = 0; j < m; j++) {
+            if (j + AGG_PF_SLOT < m)
+                __builtin_prefetch(&dst->slots[(uint32_t)hs[j + AGG_PF_SLOT] & dst->mask]);
+            if (j + AGG_PF_REC < m) {
+                uint64_t h = hs[j + AGG_PF_REC], e = dst->slots[(uint32_t)h & dst->mask];
+                if (e && ((e ^ h) >> 32) == 0)
+                    __builtin_prefetch(&dst->rec[(uint32_t)e - 1]);
             }
-            d->seen[g] |= s->seen[sg];
+            const grec *sr = &src->rec[sgs[j]];
+            int64_t x = lookup_h(dst, key_of(src, sr), sr->len, hs[j]);
+            if (x < 0)
+                return tab_oom(dst, err, errlen);
+            gid[j] = (uint32_t)x;
+        }
+        for (uint32_t j = 0; j < m; j++) {
+            if (j + AGG_PF_REC < m)
+                prefetch_states(dst, gid[j + AGG_PF_REC]);
+            if (merge_group(dst, src, gid[j], sgs[j]) < 0)
+                return tab_oom(dst, err, errlen);
         }
     }
     return 0;
+}
+
+int agg_tab_merge(agg_tab *dst, agg_tab *src, char *err, size_t errlen)
+{
+    return agg_tab_merge_part(dst, src, 0, 1, err, errlen);
 }
 
 /* Quickselect: a[k] is the k-th smallest of a[0..n) after it (elements
