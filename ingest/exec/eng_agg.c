@@ -1437,11 +1437,17 @@ static int update_global(agg_tab *t, ex_ectx *ec, const ex_vec *in, const uint32
                     s0 += v.d[r];
                 c->d[0] += (s0 + s1) + (s2 + s3);
             } else if (ag->t.kind == EX_DECIMAL) {
-                /* n values of 64 bits cannot overflow 128 */
-                __int128 s0 = 0;
-                for (; r < n; r++)
-                    s0 += v.i[r];
-                s0 += c->i[0];
+                /* exact in 128 bits through two 64-bit sums that vectorize:
+                 * each value biased to unsigned (x + 2^63), its low and
+                 * high 32-bit halves summed apart (n < 2^32 halves cannot
+                 * overflow 64 bits), the bias taken off at the end */
+                uint64_t lo = 0, hi = 0;
+                for (; r < n; r++) {
+                    uint64_t u = (uint64_t)v.i[r] ^ 0x8000000000000000ull;
+                    lo += u & 0xffffffffu;
+                    hi += u >> 32;
+                }
+                __int128 s0 = ((__int128)hi << 32) + (__int128)lo - ((__int128)n << 63) + c->i[0];
                 c->ovf |= s0 > INT64_MAX || s0 < INT64_MIN;
                 c->i[0] = (int64_t)s0;
             } else {

@@ -120,11 +120,13 @@ static void test_array_formats(void **state)
                   "a\ts\tn\te\tf\nArray(UInt8)\tArray(String)\tArray(Array(Int64))\t"
                   "Array(Nothing)\tArray(Nullable(Float64))\n"
                   "[1,2]\t['x','it\\'s']\t[[1],[]]\t[]\t[NULL,1.5]\n");
-    expect_output(q, ENG_FMT_CSV, "\"[1,2]\",\"['x','it\\'s']\",\"[[1],[]]\",\"[]\",\"[NULL,1.5]\"\n");
+    expect_output(q, ENG_FMT_CSV,
+                  "\"[1,2]\",\"['x','it\\'s']\",\"[[1],[]]\",\"[]\",\"[NULL,1.5]\"\n");
     expect_output(q, ENG_FMT_JSON_EACH_ROW,
                   "{\"a\":[1,2],\"s\":[\"x\",\"it's\"],\"n\":[[\"1\"],[]],\"e\":[],"
                   "\"f\":[null,1.5]}\n");
-    expect_output(q, ENG_FMT_JSON_COMPACT_EACH_ROW, "[[1,2], [\"x\",\"it's\"], [[\"1\"],[]], [], [null,1.5]]\n");
+    expect_output(q, ENG_FMT_JSON_COMPACT_EACH_ROW,
+                  "[[1,2], [\"x\",\"it's\"], [[\"1\"],[]], [], [null,1.5]]\n");
     expect_output(q, ENG_FMT_VALUES, "([1,2],['x','it\\'s'],[[1],[]],[],[NULL,1.5])");
     expect_output("SELECT ['a'] AS s, [3] AS a", ENG_FMT_VERTICAL,
                   "Row 1:\n──────\ns: ['a']\na: [3]\n");
@@ -132,6 +134,25 @@ static void test_array_formats(void **state)
                   ENG_FMT_JSON_COMPACT_EACH_ROW, "[\"0\", [\"0\",\"1\"]]\n");
     expect_error("SELECT [1] AS a FORMAT Parquet", "column 'a' is an Array(UInt8)",
                  "Parquet output format does not write arrays", NULL);
+}
+
+/* sum() of a Decimal column without GROUP BY: exact over values near the
+ * 64-bit limit with both signs (9e17 at scale 1 is 9e18 units; the
+ * alternating sum of 9e17 - 2k over k < 1001 is 9e17 - 1000 by arithmetic),
+ * and a sum past 64 bits is an error, never a wrapped value. */
+static void test_decimal_sums_exact_or_refused(void **state)
+{
+    (void)state;
+    expect_output("SELECT sum(toDecimal64(900000000000000000 - toInt64(number) * 2, 1) * "
+                  "if(number % 2 = 0, 1, -1)) FROM numbers(1001)",
+                  ENG_FMT_TSV, "899999999999999000\n");
+    expect_output("SELECT sum(toDecimal64(toInt64(number) - 500, 2)) FROM numbers(1001)",
+                  ENG_FMT_TSV, "0\n");
+    expect_error("SELECT sum(toDecimal64(900000000000000000 + number, 1)) FROM numbers(2)",
+                 "overflows", "Decimal sums in 64 bits", NULL);
+    expect_error("SELECT sum(toDecimal64(-900000000000000000 - toInt64(number), 1)) FROM "
+                 "numbers(2)",
+                 "overflows", NULL);
 }
 
 static void test_malformed_inputs_name_file_and_place(void **state)
@@ -149,8 +170,8 @@ static void test_malformed_inputs_name_file_and_place(void **state)
     /* nested columns the engine does not read: named when the query reads
      * them (directly, through *, DESCRIBE), never in the way of the others */
     snprintf(sql, sizeof(sql), "SELECT * FROM file('%s/nested.parquet')", dir);
-    expect_error(sql, "column 'M' is a Parquet MAP (a Map)", "not supported",
-                 "SELECT * EXCEPT (M)", NULL);
+    expect_error(sql, "column 'M' is a Parquet MAP (a Map)", "not supported", "SELECT * EXCEPT (M)",
+                 NULL);
     snprintf(sql, sizeof(sql), "SELECT Id, T FROM file('%s/nested.parquet')", dir);
     expect_error(sql, "line 1, column 12", "column 'T' is a group of fields (a Tuple)", NULL);
     snprintf(sql, sizeof(sql), "DESCRIBE file('%s/nested.parquet')", dir);
@@ -260,6 +281,7 @@ int main(void)
         cmocka_unit_test(test_queries_match_duckdb),
         cmocka_unit_test(test_malformed_inputs_name_file_and_place),
         cmocka_unit_test(test_array_formats),
+        cmocka_unit_test(test_decimal_sums_exact_or_refused),
         cmocka_unit_test(test_sql_errors_point_at_the_place),
         cmocka_unit_test(test_max_memory_usage_stops_the_query),
         cmocka_unit_test(test_memory_counts_fetched_chunks),
