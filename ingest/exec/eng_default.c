@@ -250,7 +250,9 @@ static int want(dsink *s, uint32_t i, int depth, char *err, size_t errlen)
     char t[96], tn[96], text[4096];
     tname(d, i, cd->nullable, t, sizeof(t));
     tname(d, i, true, tn, sizeof(tn));
-    if (ci < 0 && dx)
+    if (cd->info.type == CB_LIST) /* an Array: the part sink converts its elements */
+        snprintf(text, sizeof(text), "%s", ci >= 0 ? RAW : dx ? dx : "[]");
+    else if (ci < 0 && dx)
         snprintf(text, sizeof(text), "CAST((%s) AS %s)", dx, t);
     else if (ci >= 0 && dx && !cd->nullable && raw.nullable)
         snprintf(text, sizeof(text), "CAST(ifNull(CAST(" RAW " AS %s), CAST((%s) AS %s)) AS %s)",
@@ -314,7 +316,13 @@ static int ds_begin(eng_sink *b, const char *const *names, const ex_type *types,
             char rn[96], t[96], text[4096];
             ex_type_name(&r, rn, sizeof(rn));
             tname(d, i, false, t, sizeof(t));
-            if (r.kind == EX_NOTHING) /* a column of NULLs only */
+            if (d->schema.cols[i].info.type == CB_LIST) /* text of arrays, or NULL */
+                snprintf(text, sizeof(text),
+                         r.kind == EX_NOTHING  ? "(%s)"
+                         : r.kind == EX_STRING ? "ifNull(" RAW ", toString(%s))"
+                                               : RAW "%.0s",
+                         dx);
+            else if (r.kind == EX_NOTHING) /* a column of NULLs only */
                 snprintf(text, sizeof(text), "CAST((%s) AS %s)", dx, t);
             else if (r.kind == EX_STRING)
                 snprintf(text, sizeof(text), "ifNull(" RAW ", toString(CAST((%s) AS %s)))", dx, t);

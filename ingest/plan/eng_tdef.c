@@ -52,10 +52,38 @@ int eng_decl_type(const char *type, cb_typeinfo *info, bool *nullable, uint32_t 
     if (strlen(type) >= sizeof(t))
         return fail(err, errlen, "type %.60s... is too long", type);
     snprintf(t, sizeof(t), "%s", type);
+    if (unwrap(t, "Array", in, sizeof(in))) {
+        cb_typeinfo ei;
+        bool enull, edate16;
+        uint32_t efixed;
+        int rc = eng_decl_type(in, &ei, &enull, &efixed, &edate16, err, errlen);
+        if (rc < 0)
+            return rc;
+        if (ei.type == CB_LIST)
+            return fail(err, errlen,
+                        "type %s is not supported in tables: nested arrays are not (use "
+                        "Array(T) of a scalar T)",
+                        type);
+        if (efixed)
+            return fail(err, errlen,
+                        "type %s is not supported in tables: use Array(String) for arrays of "
+                        "strings",
+                        type);
+        *info = ei;
+        info->type = CB_LIST;
+        info->elem = ei.type;
+        info->elem_null = enull;
+        return 0;
+    }
     for (int depth = 0; depth < 3; depth++) {
         if (unwrap(t, "LowCardinality", in, sizeof(in)) ||
             (!*nullable && unwrap(t, "Nullable", in, sizeof(in)) && (*nullable = true))) {
             memmove(t, in, strlen(in) + 1);
+            if (unwrap(t, "Array", in, sizeof(in)))
+                return fail(err, errlen,
+                            "type %s is not supported: an Array cannot be inside Nullable or "
+                            "LowCardinality (write Array(Nullable(T)))",
+                            type);
             continue;
         }
         break;
@@ -128,7 +156,7 @@ int eng_decl_type(const char *type, cb_typeinfo *info, bool *nullable, uint32_t 
     return fail(err, errlen,
                 "type %s is not supported in tables: use (U)Int8..64, Float32/64, Bool, String, "
                 "FixedString(N), Date, Date32, DateTime, DateTime64(p), Decimal(P, S), "
-                "Nullable(T) or LowCardinality(String)",
+                "Nullable(T), LowCardinality(String) or Array(T)",
                 t);
 }
 
@@ -514,6 +542,11 @@ static int tdef_create(const sql_stmt *st, const char *db, eng_tdef *out, char *
         if (i < 0 && (i = key_column(c, out, keys[k], err, errlen)) < 0)
             return i == -ENOMEM ? (eng_tdef_free(out), snprintf(err, errlen, "out of memory"), i)
                                 : i;
+        if (s->cols[i].info.type == CB_LIST)
+            return fail(err, errlen,
+                        "line %d, column %d: the sorting key has Array column %s: arrays "
+                        "cannot be in the sorting key",
+                        c->engine_line, c->engine_col, keys[k]);
         if (s->cols[i].nullable)
             return fail(err, errlen,
                         "line %d, column %d: the sorting key has Nullable column "
@@ -548,7 +581,7 @@ static int tdef_create(const sql_stmt *st, const char *db, eng_tdef *out, char *
                         c->engine_line, c->engine_col, c->engine_arg);
         cb_type t = s->cols[i].info.type;
         if (s->cols[i].nullable || t == CB_STRING || t == CB_BINARY || t == CB_FLOAT ||
-            t == CB_DOUBLE || t == CB_DECIMAL || t == CB_BOOL)
+            t == CB_DOUBLE || t == CB_DECIMAL || t == CB_BOOL || t == CB_LIST)
             return fail(err, errlen,
                         "line %d, column %d: the version column %s of "
                         "ReplacingMergeTree must be an unsigned or signed integer, "

@@ -597,6 +597,7 @@ int srv_qlog_flush(srv *s, char *err, size_t errlen)
 static void *flusher(void *arg)
 {
     srv *s = arg;
+    uint64_t fails = 0; /* in a row: logged at the 1st, 2nd, 4th, 8th, ... */
     pthread_mutex_lock(&s->mu);
     while (!s->qlog_stop) {
         struct timespec ts;
@@ -611,12 +612,22 @@ static void *flusher(void *arg)
         pthread_mutex_unlock(&s->mu);
         char err[ENG_MSG_MAX] = "";
         if (srv_qlog_flush(s, err, sizeof(err)) < 0) {
-            char q[1200];
-            srv_log_quote(q, sizeof(q), err, strlen(err));
-            srv_log(SRV_LOG_WARN,
-                    "msg=\"cannot flush system.query_log into the warehouse (its rows stay in "
-                    "memory and the next flush tries again)\" error=%s",
-                    q);
+            fails++;
+            if ((fails & (fails - 1)) == 0) {
+                char q[1200];
+                srv_log_quote(q, sizeof(q), err, strlen(err));
+                srv_log(SRV_LOG_WARN,
+                        "msg=\"cannot flush system.query_log into the warehouse (its rows stay in "
+                        "memory and the next flush tries again; logged again at twice as many "
+                        "failures in a row)\" failures=%llu error=%s",
+                        (unsigned long long)fails, q);
+            }
+        } else if (fails) {
+            srv_log(SRV_LOG_INFO,
+                    "msg=\"system.query_log is flushed into the warehouse again\" "
+                    "failed_flushes=%llu",
+                    (unsigned long long)fails);
+            fails = 0;
         }
         pthread_mutex_lock(&s->mu);
     }

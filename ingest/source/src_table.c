@@ -85,7 +85,7 @@ static int open_part(src_table *s, tpart *tp, char *err, size_t errlen)
     if (s->env.wh->cat)
         rc = tb_cat_part_open_known(s->env.wh->cat, s->t, tp->p, &tp->ref, &tp->src, &tp->rd, err,
                                     errlen); /* the warehouse's part I/O */
-    else if (tb_part_known(s->t, tp->p)) /* its size and version in the log: no HEAD */
+    else if (tb_part_known(s->t, tp->p))     /* its size and version in the log: no HEAD */
         rc = tb_part_open_known(s->t, tp->p, &tp->src, &tp->rd, err, errlen);
     else if (s->env.open_s3)
         rc = tb_part_open_via(s->t, tp->p->name, s->env.open_s3, s->env.s3_impl, &tp->src, &tp->rd,
@@ -103,7 +103,8 @@ static int open_part(src_table *s, tpart *tp, char *err, size_t errlen)
         const eng_col *c = &s->base.schema.cols[p->need[k]];
         int i = tp_reader_column(tp->rd, c->name);
         if (i < 0 || m->cols[i].info.type != c->cb.type || m->cols[i].info.unit != c->cb.unit ||
-            m->cols[i].info.scale != c->cb.scale) {
+            m->cols[i].info.scale != c->cb.scale || m->cols[i].info.elem != c->cb.elem ||
+            m->cols[i].info.elem_null != c->cb.elem_null) {
             snprintf(err, errlen,
                      "part %s of table %s.%s does not hold column %s as the table declares it: "
                      "the part is damaged or from another table",

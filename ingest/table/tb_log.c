@@ -114,6 +114,11 @@ int tb__schema_write(const tb_schema *s, tp__bytes *o)
         rc |= tj_put_str(o, c->name);
         rc |= tj_put_raw(o, ",\"type\":");
         rc |= tj_put_str(o, cb_type_name(c->info.type));
+        if (c->info.type == CB_LIST) {
+            rc |= tj_put_raw(o, ",\"elem\":");
+            rc |= tj_put_str(o, cb_type_name(c->info.elem));
+            rc |= tj_put_raw(o, c->info.elem_null ? ",\"elem_null\":true" : ",\"elem_null\":false");
+        }
         rc |= tj_put_raw(o, ",\"unit\":");
         rc |= tj_put_i64(o, c->info.unit);
         rc |= tj_put_raw(o, c->info.utc ? ",\"utc\":true" : ",\"utc\":false");
@@ -130,6 +135,15 @@ int tb__schema_write(const tb_schema *s, tp__bytes *o)
     }
     rc |= tj_put_raw(o, "]}");
     return rc ? -ENOMEM : 0;
+}
+
+/* The storage type cb_type_name names, 0 for none. */
+static cb_type type_named(const char *name)
+{
+    for (int t = CB_BOOL; t <= CB_LIST; t++)
+        if (strcmp(cb_type_name((cb_type)t), name) == 0)
+            return (cb_type)t;
+    return 0;
 }
 
 #define BADJ(...)                                                                                  \
@@ -214,10 +228,15 @@ int tb__schema_parse(const tj_val *v, tb_schema *s, char *err, size_t errlen)
         s->n_cols++;
         if (find_col(s, name) != (int)s->n_cols - 1)
             BADJ("the schema names column %s twice", name);
-        d->info.type = 0;
-        for (int t = CB_BOOL; t <= CB_BINARY; t++)
-            if (strcmp(cb_type_name((cb_type)t), type) == 0)
-                d->info.type = (cb_type)t;
+        d->info.type = type_named(type);
+        if (d->info.type == CB_LIST) {
+            const char *et = get_str(c, "elem");
+            const tj_val *en = tj_get(c, "elem_null");
+            if (!et || !en || en->kind != TJ_BOOL)
+                BADJ("column %s of the schema is an Array without its element type", name);
+            d->info.elem = type_named(et);
+            d->info.elem_null = en->b;
+        }
         int64_t unit = 0, prec = 0, scale = 0, level = 0;
         const tj_val *utc = tj_get(c, "utc"), *nul = tj_get(c, "nullable");
         if (!d->info.type || !get_int(c, "unit", 0, 3, &unit) ||

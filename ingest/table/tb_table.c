@@ -714,8 +714,7 @@ static int build(tb_table *t, const tb_commit *c, tb__version *v, char *err, siz
         p->granules = a->granules;
         p->compressed_bytes = a->compressed_bytes;
         p->uncompressed_bytes = a->uncompressed_bytes;
-        if (a->etag && a->etag[0] && strlen(a->etag) < S3_ETAG_MAX &&
-            !(p->etag = strdup(a->etag)))
+        if (a->etag && a->etag[0] && strlen(a->etag) < S3_ETAG_MAX && !(p->etag = strdup(a->etag)))
             return -ENOMEM;
         if (c->kind == TB_COMMIT_INSERT) {
             p->min_block = p->max_block = v->version;
@@ -1127,8 +1126,8 @@ int tb_part_open_known(const tb_table *t, const tb_part *p, rs_source **src, tp_
     char key[1100], msg[RS_MSG_MAX];
     if (tb_part_key(t, p->name, key, sizeof(key)) < 0)
         return tp__fail(err, errlen, -EINVAL, "part name %s is too long", p->name);
-    int rc = t->io.open_known(t->io.open_arg, t->bucket, key, p->bytes, p->etag, src, msg,
-                              sizeof(msg));
+    int rc =
+        t->io.open_known(t->io.open_arg, t->bucket, key, p->bytes, p->etag, src, msg, sizeof(msg));
     if (rc < 0)
         return tp__fail(err, errlen, rc, "cannot open part %s: %s", p->name, msg);
     rc = tp_reader_open(r, *src, p->name, err, errlen);

@@ -20,11 +20,15 @@ int tb_wh_init(tb_wh *w, const char *url, const s3_config *cfg, char *err, size_
     memset(w, 0, sizeof(*w));
     w->s3 = *cfg;
     char key[1100];
-    if (!url || s3_url_parse(url, w->bucket, sizeof(w->bucket), key, sizeof(key)) < 0)
+    if (!url || s3_url_parse(url, w->bucket, sizeof(w->bucket), key, sizeof(key)) < 0) {
+        char why[256] = "";
+        if (url)
+            s3_url_explain(url, why, sizeof(why));
         return tp__fail(err, errlen, -EINVAL,
-                        "bad warehouse '%s': write s3://bucket/prefix/ (--warehouse or "
+                        "bad warehouse '%s'%s%s: write s3://bucket/prefix/ (--warehouse or "
                         "RINGCACHE_WAREHOUSE)",
-                        url ? url : "");
+                        url ? url : "", why[0] ? ": " : "", why);
+    }
     size_t n = strlen(key);
     while (n && key[n - 1] == '/')
         key[--n] = 0;

@@ -163,6 +163,8 @@ static int check_inputs(const tm_merge_opts *o, char *err, size_t errlen)
                  a->cols[c].info.unit == b->cols[c].info.unit &&
                  a->cols[c].info.precision == b->cols[c].info.precision &&
                  a->cols[c].info.scale == b->cols[c].info.scale &&
+                 a->cols[c].info.elem == b->cols[c].info.elem &&
+                 a->cols[c].info.elem_null == b->cols[c].info.elem_null &&
                  a->cols[c].nullable == b->cols[c].nullable;
         for (uint32_t k = 0; ok && k < a->n_key; k++)
             ok = a->key_cols[k] == b->key_cols[k];

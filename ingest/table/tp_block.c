@@ -30,6 +30,11 @@ int tp__fail(char *err, size_t errlen, int rc, const char *fmt, ...)
 
 bool tp__type_valid(const cb_typeinfo *info)
 {
+    if (info->type == CB_LIST) { /* an Array of a scalar */
+        cb_typeinfo e = *info;
+        e.type = info->elem;
+        return e.type != CB_LIST && tp__type_valid(&e);
+    }
     if (info->type < CB_BOOL || info->type > CB_BINARY)
         return false;
     if ((info->type == CB_TIME || info->type == CB_TIMESTAMP) &&

@@ -140,6 +140,10 @@ int tp__footer_write(const tp__footer *f, uint8_t **out, size_t *out_len)
                         c->def.info.precision,     c->def.info.scale,         c->def.nullable,
                         (uint8_t)c->def.codec,     (uint8_t)c->def.level};
         rc |= tp__bytes_add(&o, t, 8);
+        if (c->def.info.type == CB_LIST) { /* an Array: its element type */
+            rc |= tp__bytes_u8(&o, (uint8_t)c->def.info.elem);
+            rc |= tp__bytes_u8(&o, c->def.info.elem_null);
+        }
         rc |= tp__bytes_u32(&o, c->n_blocks);
         for (uint32_t b = 0; b < c->n_blocks; b++) {
             const tp__block_ent *e = &c->blocks[b];
@@ -241,6 +245,10 @@ int tp__footer_parse(const uint8_t *buf, size_t len, uint64_t data_end, tp__foot
         c->def.nullable = r8(&r) != 0;
         c->def.codec = (tp_codec)r8(&r);
         c->def.level = (int8_t)r8(&r);
+        if (c->def.info.type == CB_LIST) {
+            c->def.info.elem = (cb_type)r8(&r);
+            c->def.info.elem_null = r8(&r) != 0;
+        }
         c->n_blocks = r32(&r);
         if (r.bad)
             BAD("column %s is cut short", name);

@@ -423,8 +423,10 @@ static int add_sorted(tp_writer *w, const cb_batch *b, char *err, size_t errlen)
 
 static bool same_type(const cb_typeinfo *a, const cb_typeinfo *b)
 {
+    cb_type t = a->type == CB_LIST ? a->elem : a->type;
     return a->type == b->type && a->unit == b->unit &&
-           (a->type != CB_DECIMAL || (a->precision == b->precision && a->scale == b->scale));
+           (a->type != CB_LIST || (a->elem == b->elem && a->elem_null == b->elem_null)) &&
+           (t != CB_DECIMAL || (a->precision == b->precision && a->scale == b->scale));
 }
 
 int tp_writer_add(tp_writer *w, const cb_batch *b, char *err, size_t errlen)

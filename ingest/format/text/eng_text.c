@@ -551,11 +551,44 @@ static int next_object(lexer *l, jval **vals, int *nv, int *capv)
             v->kind = 2;
             if ((rc = json_string(l, &v->p, &v->len, &v->escaped)) < 0)
                 return rc;
-        } else if (c == '{' || c == '[') {
+        } else if (c == '[') {
+            /* an array: its text, which an Array column parses */
+            size_t q = l->pos;
+            int depth = 0;
+            bool in_str = false;
+            for (; q < l->n; q++) {
+                char ch = l->s[q];
+                if (in_str) {
+                    if (ch == '\\')
+                        q++;
+                    else if (ch == '"')
+                        in_str = false;
+                } else if (ch == '"') {
+                    in_str = true;
+                } else if (ch == '[') {
+                    depth++;
+                } else if (ch == ']' && --depth == 0) {
+                    break;
+                } else if (ch == '{' || ch == '\n') {
+                    break;
+                }
+            }
+            if (q >= l->n || l->s[q] != ']')
+                return lx_err(l, l->line,
+                              "the array value of \"%s\" is not closed on its line, or holds an "
+                              "object (arrays of numbers, strings, booleans and null are "
+                              "supported)",
+                              v->key);
+            v->kind = 2;
+            v->p = l->s + l->pos;
+            v->len = q + 1 - l->pos;
+            v->escaped = false;
+            l->pos = q + 1;
+        } else if (c == '{') {
             return lx_err(l, l->line,
-                          "the value of \"%s\" is a nested %s: only flat objects "
-                          "(numbers, strings, booleans, null) are supported",
-                          v->key, c == '{' ? "object" : "array");
+                          "the value of \"%s\" is a nested object: only flat objects "
+                          "(numbers, strings, arrays, booleans, null) are supported",
+                          v->key);
         } else if (strncmp(l->s + l->pos, "null", l->n - l->pos < 4 ? l->n - l->pos : 4) == 0 &&
                    l->n - l->pos >= 4) {
             v->kind = 0;

@@ -132,8 +132,8 @@ static void test_array_formats(void **state)
                   "Row 1:\n──────\ns: ['a']\na: [3]\n");
     expect_output("SELECT toUInt64(0) AS k, groupArray(number) AS g FROM numbers(2) GROUP BY k",
                   ENG_FMT_JSON_COMPACT_EACH_ROW, "[\"0\", [\"0\",\"1\"]]\n");
-    expect_error("SELECT [1] AS a FORMAT Parquet", "column 'a' is an Array(UInt8)",
-                 "Parquet output format does not write arrays", NULL);
+    expect_error("SELECT [[1]] AS a FORMAT Parquet", "column 'a' is an Array(Array(UInt8))",
+                 "Parquet output format does not write nested arrays", NULL);
 }
 
 /* sum() of a Decimal column without GROUP BY: exact over values near the

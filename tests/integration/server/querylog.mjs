@@ -87,6 +87,10 @@ const mt = await (await fetch(`${a2.url}/metrics`)).text();
 check(/^ringcache_server_query_log_flush_failures_total [1-9]/m.test(mt), 'the failed flush is counted in /metrics');
 const one = await rows(ca2, 'SELECT 1 AS one');
 check(one.length === 1 && one[0].one === 1, 'other queries go on while the flush fails');
+// let server c fail five flushes in a row, so that its log shows fewer lines than failures
+const cFailures = async () => Number(((await (await fetch(`${c.url}/metrics`)).text())
+  .match(/^ringcache_server_query_log_flush_failures_total (\d+)/m) || [0, 0])[1]);
+for (let i = 0; i < 100 && (await cFailures()) < 5; i++) await new Promise((r) => setTimeout(r, 100));
 fs.rmSync(path.join(dir, 's3.port'), { force: true }); // the new server's, not the old one's
 s3 = await startS3(['--port', String(s3port)]);
 await ca2.command({ query: 'SYSTEM FLUSH LOGS' });
@@ -100,6 +104,19 @@ for (let i = 0; i < 100 && seen < 2; i++) {
 }
 check(seen === 2, `server c's periodic flush writes the rows it kept while S3 was down: b sees them once (${seen})`);
 check(await count(cc, "query_id = 'qc-1'") === 2, 'and c counts them once');
+// the failures in a row are logged at the 1st, 2nd, 4th, ... and the recovery once
+const cFails = await cFailures();
+let clog = [];
+for (let i = 0; i < 50; i++) {
+  clog = fs.readFileSync(c.log, 'utf8').split('\n');
+  if (clog.some((l) => /msg="system\.query_log is flushed into the warehouse again"/.test(l))) break;
+  await new Promise((r) => setTimeout(r, 100));
+}
+const warns = clog.filter((l) => /level=warn msg="cannot flush system\.query_log/.test(l));
+const back = clog.filter((l) => /msg="system\.query_log is flushed into the warehouse again" failed_flushes=\d+/.test(l));
+check(cFails >= 5 && warns.length >= 1 && warns.length <= Math.floor(Math.log2(cFails)) + 1,
+  `server c logs ${warns.length} of its ${cFails} failed flushes (the 1st, 2nd, 4th, ...)`);
+check(back.length === 1, `server c logs once that the flushes work again: ${back.join(' | ').slice(0, 300)}`);
 await cc.close();
 check((await c.stop()) === 0, 'server c exits 0 after SIGTERM');
 const mt2 = await (await fetch(`${a2.url}/metrics`)).text();
