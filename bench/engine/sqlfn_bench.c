@@ -11,6 +11,9 @@
  *   if        SELECT K, sumIf(V, C > 50), countIf(C < 10) GROUP BY K (1000 groups)
  *   decimal   SELECT sum(Amount)            a Decimal(18, 2) column of as many rows
  *             in two more files (exact in both)
+ *   groupby   SELECT count(), sum(c), max(s) FROM (SELECT G, count() AS c,
+ *             sum(V) AS s ... GROUP BY G)  G: up to 1M distinct BIGINTs in
+ *             random order (hash aggregation of many groups)
  *   memory    `distinct` at 2 threads: peak RSS minus RSS after start-up, each
  *             side first thing after its start-up
  *
@@ -18,7 +21,7 @@
  *
  * The last line is
  *   sqlfn: distinct_vs_duckdb=<a> quantile_vs_duckdb=<b> if_vs_duckdb=<c>
- *          decimal_vs_duckdb=<d> mem_vs_duckdb=<e>
+ *          decimal_vs_duckdb=<d> mem_vs_duckdb=<e> groupby_vs_duckdb=<f>
  * speeds at 2 threads (above 1: faster than DuckDB), memory below 1 means
  * less; `na` when a figure could not be measured, with the reason on stderr.
  */
@@ -110,7 +113,7 @@ int main(int argc, char **argv)
     h_proc_print_log_tail(p, 10);
     fprintf(stderr, "data and DuckDB timings: %.1f s\n", bench_now_s() - t0);
 
-    char g[4300], q[4][8192];
+    char g[4300], q[5][8192];
     snprintf(g, sizeof(g), "file('%s/data/fn_*.parquet')", h_env_dir(env));
     snprintf(q[0], sizeof(q[0]), "SELECT count(DISTINCT S) FROM %s", g);
     snprintf(q[1], sizeof(q[1]), "SELECT median(V) FROM %s", g);
@@ -118,7 +121,11 @@ int main(int argc, char **argv)
              g);
     snprintf(q[3], sizeof(q[3]), "SELECT sum(Amount) FROM file('%s/data/dec_*.parquet')",
              h_env_dir(env));
-    static const char *const names[] = {"distinct", "quantile", "if", "decimal"};
+    snprintf(q[4], sizeof(q[4]),
+             "SELECT count(), sum(c), max(s) FROM (SELECT G, count() AS c, sum(V) AS s FROM %s "
+             "GROUP BY G)",
+             g);
+    static const char *const names[] = {"distinct", "quantile", "if", "decimal", "groupby"};
     FILE *devnull = fopen("/dev/null", "w");
     if (!devnull)
         die("cannot open /dev/null");
@@ -134,8 +141,8 @@ int main(int argc, char **argv)
     double mem_ours = (double)(bench_status_bytes("VmHWM") - base),
            mem_duck = duck("mem_distinct_2t");
 
-    double ratio[4] = {0};
-    for (int k = 0; k < 4; k++) {
+    double ratio[5] = {0};
+    for (int k = 0; k < 5; k++) {
         for (int th = 1; th <= 2; th++) {
             char dn[32];
             snprintf(dn, sizeof(dn), "%s_%dt", names[k], th);
@@ -157,7 +164,7 @@ int main(int argc, char **argv)
         snprintf(mem, sizeof(mem), "%.2f", mem_ours / mem_duck);
     printf("%s\n", BENCH_RATIO_CONVENTION);
     printf("sqlfn: distinct_vs_duckdb=%.2f quantile_vs_duckdb=%.2f if_vs_duckdb=%.2f "
-           "decimal_vs_duckdb=%.2f mem_vs_duckdb=%s\n",
-           ratio[0], ratio[1], ratio[2], ratio[3], mem);
+           "decimal_vs_duckdb=%.2f mem_vs_duckdb=%s groupby_vs_duckdb=%.2f\n",
+           ratio[0], ratio[1], ratio[2], ratio[3], mem, ratio[4]);
     return 0;
 }

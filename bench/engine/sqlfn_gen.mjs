@@ -2,12 +2,15 @@
 //
 // sqlfn_gen.mjs: the DuckDB half of bench/engine's sqlfn_bench. Writes ROWS
 // rows in two Parquet files (zstd): Id, K (1000 group keys), S (a string of
-// about 0.8 * ROWS distinct values), V (a double), C (0..99), then times
+// about 0.8 * ROWS distinct values), V (a double), C (0..99), G (a BIGINT of
+// up to 1M distinct values in random order), then times
 // DuckDB on them (median of RUNS, warm page cache) at 1 and 2 threads:
 //
 //   distinct   SELECT count(DISTINCT S)
 //   quantile   SELECT quantile_cont(V, 0.5)           (ClickHouse: median(V))
 //   if         SELECT K, sum(V) FILTER (WHERE C > 50), count(*) FILTER (WHERE C < 10) GROUP BY K
+//   groupby    SELECT count(*), sum(c), max(s) FROM (SELECT G, count(*) AS c, sum(V) AS s
+//              GROUP BY G)                              (up to 1M groups)
 //
 //   decimal    SELECT sum(Amount)                       (as many rows of Id, Amount
 //                                                       DECIMAL(18,2) in dec_*.parquet)
@@ -36,7 +39,8 @@ for (let f = 0; f < 2; f++) {
   const lo = f * per, hi = Math.min(rows, lo + per);
   await con.run(`COPY (SELECT i::BIGINT AS Id, (hash(i) % 1000)::INTEGER AS K,
     'key_' || (hash(i * 7) % ${Math.max(1, Math.floor(rows * 1.6))})::VARCHAR AS S,
-    (hash(i * 3) % 1000000)::DOUBLE / 1000 AS V, (hash(i * 5) % 100)::INTEGER AS C
+    (hash(i * 3) % 1000000)::DOUBLE / 1000 AS V, (hash(i * 5) % 100)::INTEGER AS C,
+    (hash(i * 11) % 1000000)::BIGINT AS G
     FROM range(${lo}, ${hi}) t(i)) TO '${dir}/data/fn_${f}.parquet' (FORMAT parquet, COMPRESSION zstd)`);
 }
 // the Decimal sum: one DECIMAL(18,2) column (INT64 in Parquet), the same row count
@@ -53,6 +57,7 @@ const Q = {
   quantile: `SELECT quantile_cont(V, 0.5) FROM ${G}`,
   if: `SELECT K, sum(V) FILTER (WHERE C > 50), count(*) FILTER (WHERE C < 10) FROM ${G} GROUP BY K`,
   decimal: `SELECT sum(Amount) FROM '${dir}/data/dec_*.parquet'`,
+  groupby: `SELECT count(*), sum(c), max(s) FROM (SELECT G, count(*) AS c, sum(V) AS s FROM ${G} GROUP BY G)`,
 };
 const time = (sql) => medianSeconds(con, sql, runs);
 let out = '';

@@ -679,47 +679,136 @@ out:
 
 /* ---- uniq sets ---- */
 
-static int uset_add(eng_mem *m, uset **sp, uint64_t h)
+static inline uint32_t uset_home(uint64_t h, uint32_t mask)
 {
-    uset *s = *sp;
-    if (!s) {
-        if (!(s = em_calloc(m, sizeof(*s))))
-            return -ENOMEM;
-        s->mask = 7;
-        if (!(s->v = em_calloc(m, 8 * sizeof(uint64_t)))) {
-            em_free(m, s);
-            return -ENOMEM;
+    return (uint32_t)(h ^ (h >> 32)) & mask;
+}
+
+static int uset_new(eng_mem *m, uset **sp)
+{
+    uset *s = em_calloc(m, sizeof(*s));
+    if (!s)
+        return -ENOMEM;
+    s->mask = 7;
+    if (!(s->v = em_calloc(m, 8 * sizeof(uint64_t)))) {
+        em_free(m, s);
+        return -ENOMEM;
+    }
+    *sp = s;
+    return 0;
+}
+
+/* Rebuilds s with mask nm (a slot of the old table k lands at its home in
+ * the new one, which is k or k + the old size: both written in order). */
+static int uset_grow(eng_mem *m, uset *s, uint32_t nm)
+{
+    uint64_t *nv = em_calloc(m, (size_t)(nm + 1) * 8);
+    if (!nv)
+        return -ENOMEM;
+    for (uint32_t k = 0; k <= s->mask; k++)
+        if (s->v[k]) {
+            uint32_t j = uset_home(s->v[k], nm);
+            while (nv[j])
+                j = (j + 1) & nm;
+            nv[j] = s->v[k];
         }
-        *sp = s;
-    }
-    if (h == 0) {
-        s->has_zero = true;
+    em_free(m, s->v);
+    s->v = nv;
+    s->mask = nm;
+    return 0;
+}
+
+/* Room for `more` new values without growing: the table is kept at most
+ * half full. */
+static int uset_reserve(eng_mem *m, uset **sp, uint32_t more)
+{
+    if (!*sp && uset_new(m, sp) < 0)
+        return -ENOMEM;
+    uset *s = *sp;
+    uint64_t need = ((uint64_t)s->n + more) * 2;
+    if (need <= s->mask)
         return 0;
-    }
-    uint32_t i = (uint32_t)(h ^ (h >> 32)) & s->mask;
+    uint64_t nm = (uint64_t)s->mask + 1;
+    while (nm - 1 < need)
+        nm *= 2;
+    if (nm > (1ull << 32))
+        return -ENOMEM;
+    return uset_grow(m, s, (uint32_t)(nm - 1));
+}
+
+/* Puts h (not 0) into s, which has room (uset_reserve). */
+static inline void uset_put(uset *s, uint64_t h)
+{
+    uint32_t i = uset_home(h, s->mask);
     while (s->v[i]) {
         if (s->v[i] == h)
-            return 0;
+            return;
         i = (i + 1) & s->mask;
     }
     s->v[i] = h;
     s->n++;
-    if (s->n * 2 > s->mask) {
-        uint32_t nm = (s->mask + 1) * 2 - 1;
-        uint64_t *nv = em_calloc(m, (size_t)(nm + 1) * 8);
-        if (!nv)
-            return -ENOMEM;
-        for (uint32_t k = 0; k <= s->mask; k++)
-            if (s->v[k]) {
-                uint32_t j = (uint32_t)(s->v[k] ^ (s->v[k] >> 32)) & nm;
-                while (nv[j])
-                    j = (j + 1) & nm;
-                nv[j] = s->v[k];
-            }
-        em_free(m, s->v);
-        s->v = nv;
-        s->mask = nm;
+}
+
+static int uset_add(eng_mem *m, uset **sp, uint64_t h)
+{
+    if (!*sp && uset_new(m, sp) < 0)
+        return -ENOMEM;
+    uset *s = *sp;
+    if (h == 0) {
+        s->has_zero = true;
+        return 0;
     }
+    uset_put(s, h);
+    if (s->n * 2 > s->mask)
+        return uset_grow(m, s, (s->mask + 1) * 2 - 1);
+    return 0;
+}
+
+/* How far ahead a batch of insertions prefetches the slot of a value. */
+#define USET_PF 16
+
+/* Puts n hashes into *sp: room made once, then each value's slot fetched
+ * USET_PF values before it is probed, so the cache misses of a large set
+ * overlap instead of queuing. */
+static int uset_add_many(eng_mem *m, uset **sp, const uint64_t *h, uint32_t n)
+{
+    if (uset_reserve(m, sp, n) < 0)
+        return -ENOMEM;
+    uset *s = *sp;
+    for (uint32_t k = 0; k < n; k++) {
+        if (k + USET_PF < n)
+            __builtin_prefetch(&s->v[uset_home(h[k + USET_PF], s->mask)], 1);
+        if (h[k])
+            uset_put(s, h[k]);
+        else
+            s->has_zero = true;
+    }
+    return 0;
+}
+
+/* Adds the values of *srcp into *dstp; the larger set takes the other's
+ * values (the two may be swapped: both belong to the same memory). */
+static int uset_merge(eng_mem *m, uset **dstp, uset **srcp)
+{
+    if (!*srcp)
+        return 0;
+    if (!*dstp || (*dstp)->n < (*srcp)->n) {
+        uset *x = *dstp;
+        *dstp = *srcp;
+        *srcp = x;
+        if (!*srcp)
+            return 0;
+    }
+    uset *d = *dstp, *s = *srcp;
+    d->has_zero |= s->has_zero;
+    /* grown as the union grows (not for the sum of both sizes: the union
+     * is often much smaller, and the table's memory is the peak's) */
+    for (uint32_t k = 0; k <= s->mask; k++)
+        if (s->v[k]) {
+            uset_put(d, s->v[k]);
+            if (d->n * 2 > d->mask && uset_grow(m, d, (d->mask + 1) * 2 - 1) < 0)
+                return -ENOMEM;
+        }
     return 0;
 }
 
@@ -1290,6 +1379,25 @@ out:
     return rc;
 }
 
+/* uniq of the one group: the values hashed a batch at a time, then put in
+ * the set together (uset_add_many). */
+static int uniq_rows(agg_tab *t, agg_col *c, const ex_vec *v, uint32_t n)
+{
+    uint64_t h[1024];
+    for (uint32_t r0 = 0; r0 < n; r0 += 1024) {
+        uint32_t e = n - r0 < 1024 ? n : r0 + 1024, m = 0;
+        for (uint32_t r = r0; r < e; r++)
+            if (!ex_null(v, r))
+                h[m++] = val_hash(v, r);
+        if (m == 0)
+            continue;
+        if (uset_add_many(t->mem, &c->u[0], h, m) < 0)
+            return -ENOMEM;
+        c->seen[0] = 1;
+    }
+    return 0;
+}
+
 /* No GROUP BY: one group (0). count() adds n; sum() of a column without
  * NULLs reduces it in a tight loop with four accumulators (the additions of
  * one accumulator do not wait on each other's; integer sums wrap as
@@ -1329,11 +1437,17 @@ static int update_global(agg_tab *t, ex_ectx *ec, const ex_vec *in, const uint32
                     s0 += v.d[r];
                 c->d[0] += (s0 + s1) + (s2 + s3);
             } else if (ag->t.kind == EX_DECIMAL) {
-                /* n values of 64 bits cannot overflow 128 */
-                __int128 s0 = 0;
-                for (; r < n; r++)
-                    s0 += v.i[r];
-                s0 += c->i[0];
+                /* exact in 128 bits through two 64-bit sums that vectorize:
+                 * each value biased to unsigned (x + 2^63), its low and
+                 * high 32-bit halves summed apart (n < 2^32 halves cannot
+                 * overflow 64 bits), the bias taken off at the end */
+                uint64_t lo = 0, hi = 0;
+                for (; r < n; r++) {
+                    uint64_t u = (uint64_t)v.i[r] ^ 0x8000000000000000ull;
+                    lo += u & 0xffffffffu;
+                    hi += u >> 32;
+                }
+                __int128 s0 = ((__int128)hi << 32) + (__int128)lo - ((__int128)n << 63) + c->i[0];
                 c->ovf |= s0 > INT64_MAX || s0 < INT64_MIN;
                 c->i[0] = (int64_t)s0;
             } else {
@@ -1343,6 +1457,9 @@ static int update_global(agg_tab *t, ex_ectx *ec, const ex_vec *in, const uint32
                 c->i[0] = (int64_t)((uint64_t)c->i[0] + s0);
             }
             c->seen[0] = 1;
+        } else if (ag->fn == AG_UNIQ) {
+            if ((rc = uniq_rows(t, c, &v, n)) < 0)
+                rc = tab_oom(t, ec->err, ec->errlen);
         } else {
             for (uint32_t r = 0; r < n && rc == 0; r++)
                 rc = update_one(t, a, 0, &v, r);
@@ -1428,8 +1545,7 @@ static void i1_put(agg_tab *t, int64_t x, uint32_t g)
  * map lacks (or a NULL) goes to the table, and the map remembers it. Returns
  * the rows done (n, or fewer when the map was dropped: the rest go through
  * the table) or -ENOMEM. */
-static int64_t i1_groups(agg_tab *t, const ex_vec *v, const uint32_t *s0, uint32_t n,
-                         uint32_t *gid)
+static int64_t i1_groups(agg_tab *t, const ex_vec *v, const uint32_t *s0, uint32_t n, uint32_t *gid)
 {
     if (!t->i1_key && !i1_alloc(t, 1024))
         return 0;
@@ -1529,8 +1645,8 @@ int agg_tab_update(agg_tab *t, ex_ectx *ec, const ex_vec *in, const uint32_t *se
             }
         } else if (rc == 0) {
             uint32_t from = 0;
-            if (nk == 1 && !t->i1_off && i1_kind(kv[0].t.kind) && !kv[0].dict &&
-                !kv[0].is_const && kv[0].i) {
+            if (nk == 1 && !t->i1_off && i1_kind(kv[0].t.kind) && !kv[0].dict && !kv[0].is_const &&
+                kv[0].i) {
                 /* one integer key: through the map while it holds */
                 int64_t done_rows = i1_groups(t, &kv[0], ks[0], n, gid);
                 if (done_rows < 0)
@@ -1667,15 +1783,7 @@ static int merge_ext(agg_tab *dst, int a, uint32_t g, agg_tab *src, uint32_t sg)
     const eng_agg *ag = &dst->p->aggs[a];
     agg_col *d = &dst->ac[a], *s = &src->ac[a];
     if (ag->distinct || ag->fn == AG_UNIQ) {
-        uset *u = s->u[sg];
-        if (!u)
-            return 0;
-        if (u->has_zero && uset_add(dst->mem, &d->u[g], 0) < 0)
-            return -ENOMEM;
-        for (uint32_t k = 0; k <= u->mask; k++)
-            if (u->v[k] && uset_add(dst->mem, &d->u[g], u->v[k]) < 0)
-                return -ENOMEM;
-        return 0;
+        return uset_merge(dst->mem, &d->u[g], &s->u[sg]);
     }
     bool first = !d->seen[g];
     switch (ag->fn) {
@@ -1762,87 +1870,142 @@ static int merge_ext(agg_tab *dst, int a, uint32_t g, agg_tab *src, uint32_t sg)
     }
 }
 
-int agg_tab_merge(agg_tab *dst, agg_tab *src, char *err, size_t errlen)
+/* Merges group sg of src into group g of dst: 0 or -ENOMEM. */
+static int merge_group(agg_tab *dst, agg_tab *src, uint32_t g, uint32_t sg)
 {
     const eng_plan *p = dst->p;
-    for (uint32_t sg = 0; sg < src->n; sg++) {
-        const grec *sr = &src->rec[sg];
-        int64_t x = lookup_h(dst, key_of(src, sr), sr->len, rec_hash(src, sr));
-        if (x < 0)
-            return tab_oom(dst, err, errlen);
-        uint32_t g = (uint32_t)x;
-        for (int a = 0; a < p->n_aggs; a++) {
-            const eng_agg *ag = &p->aggs[a];
-            agg_col *d = &dst->ac[a], *s = &src->ac[a];
-            if (!s->seen[sg] && ag->fn != AG_COUNT)
+    for (int a = 0; a < p->n_aggs; a++) {
+        const eng_agg *ag = &p->aggs[a];
+        agg_col *d = &dst->ac[a], *s = &src->ac[a];
+        if (!s->seen[sg] && ag->fn != AG_COUNT)
+            continue;
+        if (agg_generic(ag) && ag->fn != AG_COUNT) {
+            int mr = merge_ext(dst, a, g, src, sg);
+            if (mr < 0)
+                return -ENOMEM;
+            if (mr == 0) {
+                d->seen[g] |= s->seen[sg];
                 continue;
-            if (agg_generic(ag) && ag->fn != AG_COUNT) {
-                int mr = merge_ext(dst, a, g, src, sg);
-                if (mr < 0)
-                    return tab_oom(dst, err, errlen);
-                if (mr == 0) {
-                    d->seen[g] |= s->seen[sg];
-                    continue;
-                }
             }
-            switch (ag->fn) {
-            case AG_COUNT: d->cnt[g] += s->cnt[sg]; break;
-            case AG_SUM:
-                if (ag->t.kind == EX_FLOAT)
-                    d->d[g] += s->d[sg];
-                else if (ag->t.kind == EX_DECIMAL)
-                    d->ovf |= s->ovf | __builtin_add_overflow(d->i[g], s->i[sg], &d->i[g]);
-                else
-                    d->i[g] = (int64_t)((uint64_t)d->i[g] + (uint64_t)s->i[sg]);
-                break;
-            case AG_AVG:
+        }
+        switch (ag->fn) {
+        case AG_COUNT: d->cnt[g] += s->cnt[sg]; break;
+        case AG_SUM:
+            if (ag->t.kind == EX_FLOAT)
                 d->d[g] += s->d[sg];
-                if (ag->arg && ag->arg->t.kind == EX_DECIMAL &&
-                    __builtin_add_overflow(d->i[g], s->i[sg], &d->i[g])) {
-                    d->d[g] += (double)d->i[g];
-                    d->i[g] = s->i[sg];
-                } else if (!ag->arg || ag->arg->t.kind != EX_DECIMAL)
-                    d->i[g] += s->i[sg];
-                d->cnt[g] += s->cnt[sg];
-                break;
-            case AG_UNIQ: {
-                uset *u = s->u[sg];
-                if (!u)
-                    break;
-                if (u->has_zero && uset_add(dst->mem, &d->u[g], 0) < 0)
-                    return tab_oom(dst, err, errlen);
-                for (uint32_t k = 0; k <= u->mask; k++)
-                    if (u->v[k] && uset_add(dst->mem, &d->u[g], u->v[k]) < 0)
-                        return tab_oom(dst, err, errlen);
-                break;
+            else if (ag->t.kind == EX_DECIMAL)
+                d->ovf |= s->ovf | __builtin_add_overflow(d->i[g], s->i[sg], &d->i[g]);
+            else
+                d->i[g] = (int64_t)((uint64_t)d->i[g] + (uint64_t)s->i[sg]);
+            break;
+        case AG_AVG:
+            d->d[g] += s->d[sg];
+            if (ag->arg && ag->arg->t.kind == EX_DECIMAL &&
+                __builtin_add_overflow(d->i[g], s->i[sg], &d->i[g])) {
+                d->d[g] += (double)d->i[g];
+                d->i[g] = s->i[sg];
+            } else if (!ag->arg || ag->arg->t.kind != EX_DECIMAL)
+                d->i[g] += s->i[sg];
+            d->cnt[g] += s->cnt[sg];
+            break;
+        case AG_UNIQ:
+            if (uset_merge(dst->mem, &d->u[g], &s->u[sg]) < 0)
+                return -ENOMEM;
+            break;
+        default: {
+            bool take = !d->seen[g];
+            if (!take && ag->fn != AG_ANY) {
+                int cmpv;
+                if (ex_is_bytes(ag->t.kind)) {
+                    uint32_t l1, l2;
+                    memcpy(&l1, s->s[sg], 4);
+                    memcpy(&l2, d->s[g], 4);
+                    cmpv = scmp(s->s[sg] + 4, l1, d->s[g] + 4, l2);
+                } else if (ag->t.kind == EX_FLOAT)
+                    cmpv = s->d[sg] < d->d[g] ? -1 : s->d[sg] > d->d[g];
+                else if (ag->t.kind == EX_UINT)
+                    cmpv = (uint64_t)s->i[sg] < (uint64_t)d->i[g]
+                               ? -1
+                               : (uint64_t)s->i[sg] > (uint64_t)d->i[g];
+                else
+                    cmpv = s->i[sg] < d->i[g] ? -1 : s->i[sg] > d->i[g];
+                take = ag->fn == AG_MIN ? cmpv < 0 : cmpv > 0;
             }
-            default: {
-                bool take = !d->seen[g];
-                if (!take && ag->fn != AG_ANY) {
-                    int cmpv;
-                    if (ex_is_bytes(ag->t.kind)) {
-                        uint32_t l1, l2;
-                        memcpy(&l1, s->s[sg], 4);
-                        memcpy(&l2, d->s[g], 4);
-                        cmpv = scmp(s->s[sg] + 4, l1, d->s[g] + 4, l2);
-                    } else if (ag->t.kind == EX_FLOAT)
-                        cmpv = s->d[sg] < d->d[g] ? -1 : s->d[sg] > d->d[g];
-                    else if (ag->t.kind == EX_UINT)
-                        cmpv = (uint64_t)s->i[sg] < (uint64_t)d->i[g]
-                                   ? -1
-                                   : (uint64_t)s->i[sg] > (uint64_t)d->i[g];
-                    else
-                        cmpv = s->i[sg] < d->i[g] ? -1 : s->i[sg] > d->i[g];
-                    take = ag->fn == AG_MIN ? cmpv < 0 : cmpv > 0;
-                }
-                if (take)
-                    move_value(dst, ag, d, g, s, sg);
+            if (take)
+                move_value(dst, ag, d, g, s, sg);
+        }
+        }
+        d->seen[g] |= s->seen[sg];
+    }
+    return 0;
+}
+
+/* Groups merged a chunk at a time: the chunk's keys hashed, then looked up
+ * in dst with a slot and a record prefetched ahead (as probe_keys), then
+ * the states folded with the destination's states prefetched ahead, so the
+ * misses of a large destination overlap. */
+#define AGG_MCHUNK 512
+
+static void prefetch_states(const agg_tab *t, uint32_t g)
+{
+    for (int a = 0; a < t->p->n_aggs; a++) {
+        const agg_col *c = &t->ac[a];
+        __builtin_prefetch(&c->seen[g], 1);
+        if (c->cnt)
+            __builtin_prefetch(&c->cnt[g], 1);
+        if (c->d)
+            __builtin_prefetch(&c->d[g], 1);
+        if (c->i)
+            __builtin_prefetch(&c->i[g], 1);
+    }
+}
+
+static uint32_t agg_part_of(uint64_t h, uint32_t nparts)
+{
+    return (uint32_t)(((h >> 32) * nparts) >> 32);
+}
+
+int agg_tab_merge_part(agg_tab *dst, agg_tab *src, uint32_t part, uint32_t nparts, char *err,
+                       size_t errlen)
+{
+    uint64_t hs[AGG_MCHUNK];
+    uint32_t gid[AGG_MCHUNK], sgs[AGG_MCHUNK];
+    for (uint32_t s0 = 0; s0 < src->n;) {
+        uint32_t m = 0;
+        for (; s0 < src->n && m < AGG_MCHUNK; s0++) {
+            uint64_t h = rec_hash(src, &src->rec[s0]);
+            if (nparts > 1 && agg_part_of(h, nparts) != part)
+                continue;
+            hs[m] = h;
+            sgs[m++] = s0;
+        }
+        for (uint32_t j = 0; j < m; j++) {
+            if (j + AGG_PF_SLOT < m)
+                __builtin_prefetch(&dst->slots[(uint32_t)hs[j + AGG_PF_SLOT] & dst->mask]);
+            if (j + AGG_PF_REC < m) {
+                uint64_t h = hs[j + AGG_PF_REC], e = dst->slots[(uint32_t)h & dst->mask];
+                if (e && ((e ^ h) >> 32) == 0)
+                    __builtin_prefetch(&dst->rec[(uint32_t)e - 1]);
             }
-            }
-            d->seen[g] |= s->seen[sg];
+            const grec *sr = &src->rec[sgs[j]];
+            int64_t x = lookup_h(dst, key_of(src, sr), sr->len, hs[j]);
+            if (x < 0)
+                return tab_oom(dst, err, errlen);
+            gid[j] = (uint32_t)x;
+        }
+        for (uint32_t j = 0; j < m; j++) {
+            if (j + AGG_PF_REC < m)
+                prefetch_states(dst, gid[j + AGG_PF_REC]);
+            if (merge_group(dst, src, gid[j], sgs[j]) < 0)
+                return tab_oom(dst, err, errlen);
         }
     }
     return 0;
+}
+
+int agg_tab_merge(agg_tab *dst, agg_tab *src, char *err, size_t errlen)
+{
+    return agg_tab_merge_part(dst, src, 0, 1, err, errlen);
 }
 
 /* Quickselect: a[k] is the k-th smallest of a[0..n) after it (elements

@@ -22,6 +22,12 @@ uint32_t agg_tab_groups(const agg_tab *t);
 int agg_tab_update(agg_tab *t, ex_ectx *ec, const ex_vec *in, const uint32_t *sel, uint32_t n);
 /* Adds src's groups into dst (src's string states move). 0 or -ENOMEM. */
 int agg_tab_merge(agg_tab *dst, agg_tab *src, char *err, size_t errlen);
+/* The groups of src whose key falls in partition `part` of nparts (by the
+ * top bits of its hash), added into dst as agg_tab_merge does. Threads may merge
+ * different partitions of the same sources at once, each into its own dst:
+ * a source group belongs to one partition, and only its states are moved. */
+int agg_tab_merge_part(agg_tab *dst, agg_tab *src, uint32_t part, uint32_t nparts, char *err,
+                       size_t errlen);
 /* Writes the result block: n_keys + n_aggs vectors of one row per group
  * (caller clears them). Returns the number of groups or -ENOMEM. */
 int agg_tab_finish(agg_tab *t, ex_vec *out, char *err, size_t errlen);

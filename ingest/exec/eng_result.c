@@ -317,25 +317,18 @@ int eng__stream_rows(equery *q, const rtab *t, char *err, size_t errlen)
 
 /* ---- the materialised result ----------------------------------------------------------- */
 
-/* GROUP BY: the workers' tables merged into the first, then HAVING and the
- * SELECT list (with the ORDER BY keys) evaluated over the groups into final. */
-static int finish_aggregate(equery *q, worker *ws, int nthreads, rtab *final, char *err,
-                            size_t errlen)
+/* HAVING and the SELECT list (with the ORDER BY keys) evaluated over the
+ * groups of *tp, appended to final; *tp is destroyed. */
+static int emit_groups(equery *q, agg_tab **tp, rtab *final, char *err, size_t errlen)
 {
     ex_ectx ec = {&q->mem, err, errlen};
     int rc = 0, nrc = eng__n_res_cols(&q->plan);
-    for (int i = 1; i < nthreads && rc == 0; i++) {
-        rc = agg_tab_merge(ws[0].agg, ws[i].agg, err, errlen);
-        agg_tab_destroy(&ws[i].agg);
-    }
-    if (rc < 0)
-        return rc;
     int n_post = q->plan.n_keys + q->plan.n_aggs;
     ex_vec *post = calloc((size_t)n_post + 1, sizeof(ex_vec));
     if (!post)
         return -ENOMEM;
-    int ng = agg_tab_finish(ws[0].agg, post, err, errlen);
-    agg_tab_destroy(&ws[0].agg);
+    int ng = agg_tab_finish(*tp, post, err, errlen);
+    agg_tab_destroy(tp);
     if (ng < 0) {
         free(post);
         return ng;
@@ -355,8 +348,6 @@ static int finish_aggregate(equery *q, worker *ws, int nthreads, rtab *final, ch
             ex_vec_clear(&q->mem, &hb);
         }
     }
-    if (rc == 0)
-        rc = rtab_init(&q->mem, final, q->rtypes, nrc);
     ex_vec *vals = calloc((size_t)nrc + 1, sizeof(ex_vec));
     int done = 0;
     if (!vals)
@@ -378,6 +369,93 @@ static int finish_aggregate(equery *q, worker *ws, int nthreads, rtab *final, ch
         ex_vec_clear(&q->mem, &post[k]);
     free(post);
     return rc;
+}
+
+/* Past this many groups in the workers' tables, they are merged by
+ * partitions in parallel: each thread takes the groups of every table whose
+ * key falls in its partition into a table of its own, so no key is in two
+ * of them and each is finished on its own. Below it, merging one table
+ * into the first costs less than starting threads. */
+#define AGG_PAR_MIN_GROUPS 65536u
+
+typedef struct part_job {
+    worker *ws;
+    int nthreads;
+    uint32_t part, nparts;
+    agg_tab *dst;
+    int rc;
+    char err[ENG_MSG_MAX];
+} part_job;
+
+static void *part_main(void *arg)
+{
+    part_job *j = arg;
+    for (int i = 0; i < j->nthreads && j->rc == 0; i++)
+        j->rc =
+            agg_tab_merge_part(j->dst, j->ws[i].agg, j->part, j->nparts, j->err, sizeof(j->err));
+    return NULL;
+}
+
+static int merge_parts(equery *q, worker *ws, int nthreads, rtab *final, char *err, size_t errlen)
+{
+    part_job *jobs = calloc((size_t)nthreads, sizeof(*jobs));
+    pthread_t *th = calloc((size_t)nthreads, sizeof(*th));
+    bool *started = calloc((size_t)nthreads, sizeof(*started));
+    int rc = jobs && th && started ? 0 : -ENOMEM;
+    for (int j = 0; j < nthreads && rc == 0; j++) {
+        jobs[j] = (part_job){
+            .ws = ws, .nthreads = nthreads, .part = (uint32_t)j, .nparts = (uint32_t)nthreads};
+        rc = agg_tab_create(&jobs[j].dst, &q->mem, &q->plan);
+    }
+    if (rc == 0) {
+        for (int j = 1; j < nthreads; j++)
+            started[j] = pthread_create(&th[j], NULL, part_main, &jobs[j]) == 0;
+        part_main(&jobs[0]);
+        for (int j = 1; j < nthreads; j++) {
+            if (started[j])
+                pthread_join(th[j], NULL);
+            else
+                part_main(&jobs[j]); /* no thread: this one does it */
+        }
+        for (int j = 0; j < nthreads && rc == 0; j++)
+            if (jobs[j].rc < 0) {
+                rc = jobs[j].rc;
+                snprintf(err, errlen, "%s", jobs[j].err);
+            }
+    }
+    for (int i = 0; i < nthreads; i++)
+        agg_tab_destroy(&ws[i].agg);
+    for (int j = 0; jobs && j < nthreads; j++) {
+        if (rc == 0)
+            rc = emit_groups(q, &jobs[j].dst, final, err, errlen);
+        agg_tab_destroy(&jobs[j].dst);
+    }
+    free(jobs);
+    free(th);
+    free(started);
+    return rc;
+}
+
+/* GROUP BY: the workers' tables merged (into the first, or by partitions
+ * when they hold many groups), then emit_groups. */
+static int finish_aggregate(equery *q, worker *ws, int nthreads, rtab *final, char *err,
+                            size_t errlen)
+{
+    int rc = rtab_init(&q->mem, final, q->rtypes, eng__n_res_cols(&q->plan));
+    if (rc < 0)
+        return rc;
+    uint64_t groups = 0;
+    for (int i = 0; i < nthreads; i++)
+        groups += agg_tab_groups(ws[i].agg);
+    if (nthreads > 1 && q->plan.n_keys > 0 && groups >= AGG_PAR_MIN_GROUPS)
+        return merge_parts(q, ws, nthreads, final, err, errlen);
+    for (int i = 1; i < nthreads && rc == 0; i++) {
+        rc = agg_tab_merge(ws[0].agg, ws[i].agg, err, errlen);
+        agg_tab_destroy(&ws[i].agg);
+    }
+    if (rc < 0)
+        return rc;
+    return emit_groups(q, &ws[0].agg, final, err, errlen);
 }
 
 /* ORDER BY: the workers' tables (each already cut to its top N when there is

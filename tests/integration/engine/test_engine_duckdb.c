@@ -136,6 +136,25 @@ static void test_array_formats(void **state)
                  "Parquet output format does not write nested arrays", NULL);
 }
 
+/* sum() of a Decimal column without GROUP BY: exact over values near the
+ * 64-bit limit with both signs (9e17 at scale 1 is 9e18 units; the
+ * alternating sum of 9e17 - 2k over k < 1001 is 9e17 - 1000 by arithmetic),
+ * and a sum past 64 bits is an error, never a wrapped value. */
+static void test_decimal_sums_exact_or_refused(void **state)
+{
+    (void)state;
+    expect_output("SELECT sum(toDecimal64(900000000000000000 - toInt64(number) * 2, 1) * "
+                  "if(number % 2 = 0, 1, -1)) FROM numbers(1001)",
+                  ENG_FMT_TSV, "899999999999999000\n");
+    expect_output("SELECT sum(toDecimal64(toInt64(number) - 500, 2)) FROM numbers(1001)",
+                  ENG_FMT_TSV, "0\n");
+    expect_error("SELECT sum(toDecimal64(900000000000000000 + number, 1)) FROM numbers(2)",
+                 "overflows", "Decimal sums in 64 bits", NULL);
+    expect_error("SELECT sum(toDecimal64(-900000000000000000 - toInt64(number), 1)) FROM "
+                 "numbers(2)",
+                 "overflows", NULL);
+}
+
 static void test_malformed_inputs_name_file_and_place(void **state)
 {
     (void)state;
@@ -262,6 +281,7 @@ int main(void)
         cmocka_unit_test(test_queries_match_duckdb),
         cmocka_unit_test(test_malformed_inputs_name_file_and_place),
         cmocka_unit_test(test_array_formats),
+        cmocka_unit_test(test_decimal_sums_exact_or_refused),
         cmocka_unit_test(test_sql_errors_point_at_the_place),
         cmocka_unit_test(test_max_memory_usage_stops_the_query),
         cmocka_unit_test(test_memory_counts_fetched_chunks),
