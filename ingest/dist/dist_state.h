@@ -80,7 +80,8 @@ int dist_state_encode(const eng_pstate *ps, uint32_t unit, ew_buf *b);
 int dist_state_header(const void *p, size_t n, dist_state_hdr *out, char *err, size_t errlen);
 /* Checks the header against ps's statement and merges the body into ps,
  * counting the unit's rows and bytes. 0, -EBADMSG (another statement,
- * version, or malformed) or -ENOMEM, with a sentence in err. */
+ * version, or malformed) or -ENOMEM, with a sentence in err; after an
+ * error in the body ps may only be destroyed (eng_pstate_merge). */
 int dist_state_merge(eng_pstate *ps, const void *p, size_t n, char *err, size_t errlen);
 
 /* A distributed INSERT's unit, done by the worker that inserted it. */

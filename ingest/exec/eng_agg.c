@@ -130,6 +130,11 @@ struct agg_tab {
     uint32_t *i1_gid; /* gid + 1; 0: empty */
     uint32_t i1_mask, i1_n;
     bool i1_off;
+    /* agg_tab_decode_merge: per group, the number of the last state that
+     * touched it; a one-group table a state is read into before it merges */
+    uint32_t *stamp;
+    uint32_t stamp_cap, stamp_now;
+    agg_tab *one;
 };
 
 #define AGG_I1_MAX 65536u
@@ -226,6 +231,8 @@ void agg_tab_destroy(agg_tab **tp)
         em_free(m, c->vl);
     }
     ex_bytes_free(&t->elem);
+    em_free(m, t->stamp);
+    agg_tab_destroy(&t->one);
     free(t->ac);
     em_free(m, t->slots);
     em_free(m, t->rec);
@@ -1870,73 +1877,80 @@ static int merge_ext(agg_tab *dst, int a, uint32_t g, agg_tab *src, uint32_t sg)
     }
 }
 
+/* Merges aggregate a's state sg of src into state g of dst (src's strings
+ * move). 0 or -ENOMEM. */
+static int merge_agg(agg_tab *dst, uint32_t g, agg_tab *src, uint32_t sg, int a)
+{
+    const eng_agg *ag = &dst->p->aggs[a];
+    agg_col *d = &dst->ac[a], *s = &src->ac[a];
+    if (!s->seen[sg] && ag->fn != AG_COUNT)
+        return 0;
+    if (agg_generic(ag) && ag->fn != AG_COUNT) {
+        int mr = merge_ext(dst, a, g, src, sg);
+        if (mr < 0)
+            return -ENOMEM;
+        if (mr == 0) {
+            d->seen[g] |= s->seen[sg];
+            return 0;
+        }
+    }
+    switch (ag->fn) {
+    case AG_COUNT: d->cnt[g] += s->cnt[sg]; break;
+    case AG_SUM:
+        if (ag->t.kind == EX_FLOAT)
+            d->d[g] += s->d[sg];
+        else if (ag->t.kind == EX_DECIMAL)
+            d->ovf |= s->ovf | __builtin_add_overflow(d->i[g], s->i[sg], &d->i[g]);
+        else
+            d->i[g] = (int64_t)((uint64_t)d->i[g] + (uint64_t)s->i[sg]);
+        break;
+    case AG_AVG:
+        d->d[g] += s->d[sg];
+        if (ag->arg && ag->arg->t.kind == EX_DECIMAL &&
+            __builtin_add_overflow(d->i[g], s->i[sg], &d->i[g])) {
+            d->d[g] += (double)d->i[g];
+            d->i[g] = s->i[sg];
+        } else if (!ag->arg || ag->arg->t.kind != EX_DECIMAL)
+            d->i[g] += s->i[sg];
+        d->cnt[g] += s->cnt[sg];
+        break;
+    case AG_UNIQ:
+        if (uset_merge(dst->mem, &d->u[g], &s->u[sg]) < 0)
+            return -ENOMEM;
+        break;
+    default: {
+        bool take = !d->seen[g];
+        if (!take && ag->fn != AG_ANY) {
+            int cmpv;
+            if (ex_is_bytes(ag->t.kind)) {
+                uint32_t l1, l2;
+                memcpy(&l1, s->s[sg], 4);
+                memcpy(&l2, d->s[g], 4);
+                cmpv = scmp(s->s[sg] + 4, l1, d->s[g] + 4, l2);
+            } else if (ag->t.kind == EX_FLOAT)
+                cmpv = s->d[sg] < d->d[g] ? -1 : s->d[sg] > d->d[g];
+            else if (ag->t.kind == EX_UINT)
+                cmpv = (uint64_t)s->i[sg] < (uint64_t)d->i[g]
+                           ? -1
+                           : (uint64_t)s->i[sg] > (uint64_t)d->i[g];
+            else
+                cmpv = s->i[sg] < d->i[g] ? -1 : s->i[sg] > d->i[g];
+            take = ag->fn == AG_MIN ? cmpv < 0 : cmpv > 0;
+        }
+        if (take)
+            move_value(dst, ag, d, g, s, sg);
+    }
+    }
+    d->seen[g] |= s->seen[sg];
+    return 0;
+}
+
 /* Merges group sg of src into group g of dst: 0 or -ENOMEM. */
 static int merge_group(agg_tab *dst, agg_tab *src, uint32_t g, uint32_t sg)
 {
-    const eng_plan *p = dst->p;
-    for (int a = 0; a < p->n_aggs; a++) {
-        const eng_agg *ag = &p->aggs[a];
-        agg_col *d = &dst->ac[a], *s = &src->ac[a];
-        if (!s->seen[sg] && ag->fn != AG_COUNT)
-            continue;
-        if (agg_generic(ag) && ag->fn != AG_COUNT) {
-            int mr = merge_ext(dst, a, g, src, sg);
-            if (mr < 0)
-                return -ENOMEM;
-            if (mr == 0) {
-                d->seen[g] |= s->seen[sg];
-                continue;
-            }
-        }
-        switch (ag->fn) {
-        case AG_COUNT: d->cnt[g] += s->cnt[sg]; break;
-        case AG_SUM:
-            if (ag->t.kind == EX_FLOAT)
-                d->d[g] += s->d[sg];
-            else if (ag->t.kind == EX_DECIMAL)
-                d->ovf |= s->ovf | __builtin_add_overflow(d->i[g], s->i[sg], &d->i[g]);
-            else
-                d->i[g] = (int64_t)((uint64_t)d->i[g] + (uint64_t)s->i[sg]);
-            break;
-        case AG_AVG:
-            d->d[g] += s->d[sg];
-            if (ag->arg && ag->arg->t.kind == EX_DECIMAL &&
-                __builtin_add_overflow(d->i[g], s->i[sg], &d->i[g])) {
-                d->d[g] += (double)d->i[g];
-                d->i[g] = s->i[sg];
-            } else if (!ag->arg || ag->arg->t.kind != EX_DECIMAL)
-                d->i[g] += s->i[sg];
-            d->cnt[g] += s->cnt[sg];
-            break;
-        case AG_UNIQ:
-            if (uset_merge(dst->mem, &d->u[g], &s->u[sg]) < 0)
-                return -ENOMEM;
-            break;
-        default: {
-            bool take = !d->seen[g];
-            if (!take && ag->fn != AG_ANY) {
-                int cmpv;
-                if (ex_is_bytes(ag->t.kind)) {
-                    uint32_t l1, l2;
-                    memcpy(&l1, s->s[sg], 4);
-                    memcpy(&l2, d->s[g], 4);
-                    cmpv = scmp(s->s[sg] + 4, l1, d->s[g] + 4, l2);
-                } else if (ag->t.kind == EX_FLOAT)
-                    cmpv = s->d[sg] < d->d[g] ? -1 : s->d[sg] > d->d[g];
-                else if (ag->t.kind == EX_UINT)
-                    cmpv = (uint64_t)s->i[sg] < (uint64_t)d->i[g]
-                               ? -1
-                               : (uint64_t)s->i[sg] > (uint64_t)d->i[g];
-                else
-                    cmpv = s->i[sg] < d->i[g] ? -1 : s->i[sg] > d->i[g];
-                take = ag->fn == AG_MIN ? cmpv < 0 : cmpv > 0;
-            }
-            if (take)
-                move_value(dst, ag, d, g, s, sg);
-        }
-        }
-        d->seen[g] |= s->seen[sg];
-    }
+    for (int a = 0; a < dst->p->n_aggs; a++)
+        if (merge_agg(dst, g, src, sg, a) < 0)
+            return -ENOMEM;
     return 0;
 }
 
@@ -2510,17 +2524,206 @@ static int dec_set(agg_tab *t, uset **sp, er_buf *r)
     return 0;
 }
 
-int agg_tab_decode(agg_tab *t, er_buf *r, char *err, size_t errlen)
+/* Reads aggregate a's state (after its seen flag) into the empty state g
+ * of t. 0, -EBADMSG or -ENOMEM with a sentence in err. */
+static int dec_state(agg_tab *t, int a, uint32_t g, uint8_t seen, er_buf *r, char *err,
+                     size_t errlen)
+{
+    const eng_agg *ag = &t->p->aggs[a];
+    agg_col *c = &t->ac[a];
+    c->seen[g] = seen;
+    if (ag->distinct) {
+        if (dec_set(t, &c->u[g], r) < 0)
+            return r->err ? wire_bad(r, err, errlen, "distinct set") : tab_oom(t, err, errlen);
+        return 0;
+    }
+    switch (ag->fn) {
+    case AG_COUNT: c->cnt[g] = er_u64(r); break;
+    case AG_AVG:
+        c->d[g] = er_f64(r);
+        c->i[g] = (int64_t)er_u64(r);
+        c->cnt[g] = er_u64(r);
+        break;
+    case AG_UNIQ:
+        if (dec_set(t, &c->u[g], r) < 0)
+            return r->err ? wire_bad(r, err, errlen, "uniq set") : tab_oom(t, err, errlen);
+        break;
+    case AG_GROUPARRAY:
+    case AG_GROUPUNIQ:
+    case AG_TOPK: {
+        /* each value is at least its 4-byte length (and a topK count) */
+        uint32_t m = er_count(r, ag->fn == AG_TOPK ? 12 : 4, UINT32_MAX / 16);
+        if (r->err)
+            return wire_bad(r, err, errlen, "array aggregate values");
+        for (uint32_t q = 0; q < m; q++) {
+            uint32_t l;
+            const uint8_t *vp = er_bytes(r, (uint32_t)er_left(r), &l);
+            uint64_t times = ag->fn == AG_TOPK ? er_u64(r) : 1;
+            if (!vp || r->err)
+                return wire_bad(r, err, errlen, "array aggregate values");
+            int rc = vl_add(t->mem, ag, &c->vl[g], vp, l, times);
+            if (rc < 0)
+                return tab_oom(t, err, errlen);
+        }
+        if (m && !seen)
+            return wire_bad(r, err, errlen, "array aggregate values without a seen flag");
+        break;
+    }
+    case AG_QUANTILE:
+    case AG_QUANTILE_EXACT: {
+        uint32_t m = er_count(r, 8, UINT32_MAX / 8);
+        if (r->err)
+            return wire_bad(r, err, errlen, "quantile values");
+        for (uint32_t q = 0; q < m; q++)
+            if (qbuf_push(t->mem, &c->q[g], (int64_t)er_u64(r)) < 0)
+                return tab_oom(t, err, errlen);
+        if (m && !seen)
+            return wire_bad(r, err, errlen, "quantile values without a seen flag");
+        break;
+    }
+    case AG_VAR_POP:
+    case AG_VAR_SAMP:
+    case AG_STDDEV_POP:
+    case AG_STDDEV_SAMP:
+    case AG_CORR:
+        c->cnt[g] = er_u64(r);
+        c->d[g] = er_f64(r);
+        c->m2[g] = er_f64(r);
+        if (ag->fn == AG_CORR) {
+            c->my[g] = er_f64(r);
+            c->m2y[g] = er_f64(r);
+            c->cxy[g] = er_f64(r);
+        }
+        if (!r->err && (c->cnt[g] > 0) != (seen != 0))
+            return wire_bad(r, err, errlen, "moments");
+        break;
+    case AG_ARGMIN:
+    case AG_ARGMAX:
+        if (!seen)
+            break;
+        if (ex_is_bytes(ag->arg2->t.kind)) {
+            uint32_t l;
+            const uint8_t *ks = er_bytes(r, (uint32_t)er_left(r), &l);
+            if (!ks)
+                return wire_bad(r, err, errlen, "argMin/argMax key");
+            if (str_set(t->mem, &c->ks[g], ks, l) < 0)
+                return tab_oom(t, err, errlen);
+        } else {
+            c->ki[g] = (int64_t)er_u64(r);
+        }
+        if (dec_value(t, ag, c, g, r) < 0)
+            return r->err ? wire_bad(r, err, errlen, "string state") : tab_oom(t, err, errlen);
+        break;
+    default:
+        if (ag->fn != AG_SUM && !seen)
+            break;
+        if (dec_value(t, ag, c, g, r) < 0)
+            return r->err ? wire_bad(r, err, errlen, "string state") : tab_oom(t, err, errlen);
+    }
+    if (r->err)
+        return wire_bad(r, err, errlen, "truncated state");
+    return 0;
+}
+
+/* Frees what state g of aggregate a owns and empties it. */
+static void clear_state(agg_tab *t, int a, uint32_t g)
+{
+    eng_mem *m = t->mem;
+    agg_col *c = &t->ac[a];
+    c->seen[g] = 0;
+    if (c->i)
+        c->i[g] = 0;
+    if (c->d)
+        c->d[g] = 0;
+    if (c->cnt)
+        c->cnt[g] = 0;
+    if (c->s) {
+        em_free(m, c->s[g]);
+        c->s[g] = NULL;
+    }
+    if (c->u) {
+        uset_free(m, c->u[g]);
+        c->u[g] = NULL;
+    }
+    if (c->m2)
+        c->m2[g] = 0;
+    if (c->my) {
+        c->my[g] = 0;
+        c->m2y[g] = 0;
+        c->cxy[g] = 0;
+    }
+    if (c->q) {
+        if (c->q[g]) {
+            em_free(m, c->q[g]->v);
+            em_free(m, c->q[g]);
+        }
+        c->q[g] = NULL;
+    }
+    if (c->ki)
+        c->ki[g] = 0;
+    if (c->ks) {
+        em_free(m, c->ks[g]);
+        c->ks[g] = NULL;
+    }
+    if (c->vl) {
+        vlist_free(m, c->vl[g]);
+        c->vl[g] = NULL;
+    }
+}
+
+/* Adds a state from the wire into group g, which has one: the sums and
+ * counts add in place; any other state is read into the one group of
+ * t->one, merged as agg_tab_merge does, and cleared there. */
+static int dec_merge_state(agg_tab *t, int a, uint32_t g, uint8_t seen, er_buf *r, char *err,
+                           size_t errlen)
+{
+    const eng_agg *ag = &t->p->aggs[a];
+    agg_col *c = &t->ac[a];
+    if (!ag->distinct && !agg_generic(ag) &&
+        (ag->fn == AG_COUNT || (ag->fn == AG_SUM && ag->t.kind != EX_DECIMAL))) {
+        if (ag->fn == AG_COUNT) {
+            c->cnt[g] += er_u64(r);
+        } else if (ag->t.kind == EX_FLOAT) {
+            double x = er_f64(r);
+            if (seen)
+                c->d[g] += x;
+        } else {
+            uint64_t x = er_u64(r);
+            if (seen)
+                c->i[g] = (int64_t)((uint64_t)c->i[g] + x);
+        }
+        if (r->err)
+            return wire_bad(r, err, errlen, "truncated state");
+        c->seen[g] |= seen;
+        return 0;
+    }
+    if (!t->one) {
+        uint8_t z = 0;
+        if (agg_tab_create(&t->one, t->mem, t->p) < 0 || lookup(t->one, &z, 0) < 0)
+            return tab_oom(t, err, errlen);
+    }
+    int rc = dec_state(t->one, a, 0, seen, r, err, errlen);
+    if (rc == 0 && merge_agg(t, g, t->one, 0, a) < 0)
+        rc = tab_oom(t, err, errlen);
+    clear_state(t->one, a, 0);
+    return rc;
+}
+
+int agg_tab_decode_merge(agg_tab *t, er_buf *r, char *err, size_t errlen)
 {
     const eng_plan *p = t->p;
-    if (t->n)
-        return wire_bad(r, err, errlen, "decoded into a table that has groups");
     /* a group is at least its key length and a seen byte per aggregate */
     uint32_t n = er_count(r, 4 + (size_t)p->n_aggs, UINT32_MAX / 2);
     if (r->err)
         return wire_bad(r, err, errlen, "group count");
     if (p->n_keys == 0 && n > 1)
         return wire_bad(r, err, errlen, "several groups without GROUP BY");
+    /* the groups this state touched carry its number, so one sent twice
+     * is refused */
+    if (++t->stamp_now == 0) {
+        memset(t->stamp, 0, (size_t)t->stamp_cap * sizeof(uint32_t));
+        t->stamp_now = 1;
+    }
     for (uint32_t i = 0; i < n; i++) {
         uint32_t kl;
         const uint8_t *k = er_bytes(r, (uint32_t)er_left(r), &kl);
@@ -2532,109 +2735,30 @@ int agg_tab_decode(agg_tab *t, er_buf *r, char *err, size_t errlen)
         int64_t x = lookup(t, k, kl);
         if (x < 0)
             return tab_oom(t, err, errlen);
-        if (t->n == before)
-            return wire_bad(r, err, errlen, "a group sent twice");
         uint32_t g = (uint32_t)x;
+        if (g >= t->stamp_cap) {
+            uint32_t nc = t->cap > g ? t->cap : g + 1;
+            uint32_t *ns = em_realloc(t->mem, t->stamp, (size_t)nc * sizeof(uint32_t));
+            if (!ns)
+                return tab_oom(t, err, errlen);
+            memset(ns + t->stamp_cap, 0, (size_t)(nc - t->stamp_cap) * sizeof(uint32_t));
+            t->stamp = ns;
+            t->stamp_cap = nc;
+        }
+        if (t->stamp[g] == t->stamp_now)
+            return wire_bad(r, err, errlen, "a group sent twice");
+        t->stamp[g] = t->stamp_now;
+        bool fresh = t->n != before;
         for (int a = 0; a < p->n_aggs; a++) {
-            const eng_agg *ag = &p->aggs[a];
-            agg_col *c = &t->ac[a];
             uint8_t seen = er_u8(r);
-            if (seen > 1)
-                return wire_bad(r, err, errlen, "seen flag");
-            c->seen[g] = seen;
-            if (ag->distinct) {
-                if (dec_set(t, &c->u[g], r) < 0)
-                    return r->err ? wire_bad(r, err, errlen, "distinct set")
-                                  : tab_oom(t, err, errlen);
-                continue;
-            }
-            switch (ag->fn) {
-            case AG_COUNT: c->cnt[g] = er_u64(r); break;
-            case AG_AVG:
-                c->d[g] = er_f64(r);
-                c->i[g] = (int64_t)er_u64(r);
-                c->cnt[g] = er_u64(r);
-                break;
-            case AG_UNIQ:
-                if (dec_set(t, &c->u[g], r) < 0)
-                    return r->err ? wire_bad(r, err, errlen, "uniq set") : tab_oom(t, err, errlen);
-                break;
-            case AG_GROUPARRAY:
-            case AG_GROUPUNIQ:
-            case AG_TOPK: {
-                /* each value is at least its 4-byte length (and a topK count) */
-                uint32_t m = er_count(r, ag->fn == AG_TOPK ? 12 : 4, UINT32_MAX / 16);
-                if (r->err)
-                    return wire_bad(r, err, errlen, "array aggregate values");
-                for (uint32_t q = 0; q < m; q++) {
-                    uint32_t l;
-                    const uint8_t *vp = er_bytes(r, (uint32_t)er_left(r), &l);
-                    uint64_t times = ag->fn == AG_TOPK ? er_u64(r) : 1;
-                    if (!vp || r->err)
-                        return wire_bad(r, err, errlen, "array aggregate values");
-                    int rc = vl_add(t->mem, ag, &c->vl[g], vp, l, times);
-                    if (rc < 0)
-                        return tab_oom(t, err, errlen);
-                }
-                if (m && !seen)
-                    return wire_bad(r, err, errlen, "array aggregate values without a seen flag");
-                break;
-            }
-            case AG_QUANTILE:
-            case AG_QUANTILE_EXACT: {
-                uint32_t m = er_count(r, 8, UINT32_MAX / 8);
-                if (r->err)
-                    return wire_bad(r, err, errlen, "quantile values");
-                for (uint32_t q = 0; q < m; q++)
-                    if (qbuf_push(t->mem, &c->q[g], (int64_t)er_u64(r)) < 0)
-                        return tab_oom(t, err, errlen);
-                if (m && !seen)
-                    return wire_bad(r, err, errlen, "quantile values without a seen flag");
-                break;
-            }
-            case AG_VAR_POP:
-            case AG_VAR_SAMP:
-            case AG_STDDEV_POP:
-            case AG_STDDEV_SAMP:
-            case AG_CORR:
-                c->cnt[g] = er_u64(r);
-                c->d[g] = er_f64(r);
-                c->m2[g] = er_f64(r);
-                if (ag->fn == AG_CORR) {
-                    c->my[g] = er_f64(r);
-                    c->m2y[g] = er_f64(r);
-                    c->cxy[g] = er_f64(r);
-                }
-                if (!r->err && (c->cnt[g] > 0) != (seen != 0))
-                    return wire_bad(r, err, errlen, "moments");
-                break;
-            case AG_ARGMIN:
-            case AG_ARGMAX:
-                if (!seen)
-                    break;
-                if (ex_is_bytes(ag->arg2->t.kind)) {
-                    uint32_t l;
-                    const uint8_t *ks = er_bytes(r, (uint32_t)er_left(r), &l);
-                    if (!ks)
-                        return wire_bad(r, err, errlen, "argMin/argMax key");
-                    if (str_set(t->mem, &c->ks[g], ks, l) < 0)
-                        return tab_oom(t, err, errlen);
-                } else {
-                    c->ki[g] = (int64_t)er_u64(r);
-                }
-                if (dec_value(t, ag, c, g, r) < 0)
-                    return r->err ? wire_bad(r, err, errlen, "string state")
-                                  : tab_oom(t, err, errlen);
-                break;
-            default:
-                if (ag->fn != AG_SUM && !seen)
-                    break;
-                if (dec_value(t, ag, c, g, r) < 0)
-                    return r->err ? wire_bad(r, err, errlen, "string state")
-                                  : tab_oom(t, err, errlen);
-            }
             if (r->err)
                 return wire_bad(r, err, errlen, "truncated state");
+            if (seen > 1)
+                return wire_bad(r, err, errlen, "seen flag");
+            int rc = fresh ? dec_state(t, a, g, seen, r, err, errlen)
+                           : dec_merge_state(t, a, g, seen, r, err, errlen);
+            if (rc < 0)
+                return rc;
         }
     }
     return 0;

@@ -35,10 +35,13 @@ int agg_tab_finish(agg_tab *t, ex_vec *out, char *err, size_t errlen);
 /* Appends every group's key and states to b (the layout is drawn in
  * dist/dist_state.h): b->err (0, -ENOMEM or -E2BIG). */
 int agg_tab_encode(const agg_tab *t, ew_buf *b);
-/* Reads groups agg_tab_encode wrote for the same plan into t, which has no
- * groups yet: every length and count is checked against the bytes left and
- * every key against the plan's key types before anything is allocated.
- * 0, -EBADMSG or -ENOMEM with a sentence in err. */
-int agg_tab_decode(agg_tab *t, er_buf *r, char *err, size_t errlen);
+/* Merges groups agg_tab_encode wrote for the same plan into t as it reads
+ * them, as agg_tab_merge would merge the table that wrote them (no table in
+ * between): every length and count is checked against the bytes left and
+ * every key against the plan's key types before anything is allocated, and
+ * a group sent twice is refused. 0, -EBADMSG or -ENOMEM with a sentence in
+ * err; after an error t holds part of the state, and the caller gives the
+ * query up (t may only be destroyed). */
+int agg_tab_decode_merge(agg_tab *t, er_buf *r, char *err, size_t errlen);
 
 #endif /* RINGCACHE_ENG_AGG_H */

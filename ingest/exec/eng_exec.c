@@ -594,8 +594,8 @@ static int run_stmt(const eng_ctx *ctx, const sql_stmt *st, FILE *summary, eng_r
     r.has_output = q->out.sink != NULL;
     r.rows_written = q->rows_written;
     r.bytes_written = q->bytes_written;
-    if (table && q->rows_written)
-        r.rows_read = q->rows_written;
+    if (table && q->rows_written + q->rows_dropped)
+        r.rows_read = q->rows_written + q->rows_dropped;
     if (rc < 0)
         r.code = eng_error_classify(q->stage, rc, err);
     eng__live_update(q);

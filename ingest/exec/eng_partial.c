@@ -251,13 +251,7 @@ int eng_pstate_merge(eng_pstate *ps, er_buf *r, char *err, size_t errlen)
     }
     int rc;
     if (kind == PS_AGG) {
-        agg_tab *t;
-        if (agg_tab_create(&t, &q->mem, &q->plan) < 0)
-            return oom(err, errlen);
-        rc = agg_tab_decode(t, r, err, errlen);
-        if (rc == 0)
-            rc = agg_tab_merge(ps->agg, t, err, errlen);
-        agg_tab_destroy(&t);
+        rc = agg_tab_decode_merge(ps->agg, r, err, errlen);
     } else {
         rc = rtab_decode_append(&q->mem, &ps->rows, r);
         if (rc == -EBADMSG)

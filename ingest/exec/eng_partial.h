@@ -58,9 +58,11 @@ int eng_pstate_run(eng_pstate *ps, char *err, size_t errlen);
 void eng_pstate_stats(const eng_pstate *ps, uint64_t *rows, uint64_t *bytes);
 /* Appends the state's body to b: b->err (0, -ENOMEM, -E2BIG). */
 int eng_pstate_encode(const eng_pstate *ps, ew_buf *b);
-/* Merges a body eng_pstate_encode wrote (for the same statement) into ps;
- * every length is checked before anything is allocated. 0, -EBADMSG or
- * -ENOMEM with a sentence in err. */
+/* Merges a body eng_pstate_encode wrote (for the same statement) into ps,
+ * aggregates straight into its table as they are read; every length is
+ * checked before anything is allocated. 0, -EBADMSG or -ENOMEM with a
+ * sentence in err; after an error ps holds part of the body and may only
+ * be destroyed (the query is given up). */
 int eng_pstate_merge(eng_pstate *ps, er_buf *r, char *err, size_t errlen);
 /* Finishes the statement over the merged state: HAVING, ORDER BY,
  * LIMIT / OFFSET, then its sink (ctx's, as eng_run's). res (may be NULL)

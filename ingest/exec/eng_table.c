@@ -761,8 +761,17 @@ static int ij_commit(insert_job *j, eng_sink *sink, char *err, size_t errlen)
     tb_commit_result res;
     int rc = tb_commit_run(j->t, &c, &res, err, errlen);
     if (rc == 0) {
-        for (size_t i = 0; i < n; i++)
-            j->q->bytes_written += adds[i].uncompressed_bytes;
+        /* a block dropped as a duplicate is not written (ClickHouse's
+         * written_rows of a deduplicated insert is 0) */
+        for (size_t i = 0; i < n; i++) {
+            if (!dup[i]) {
+                j->q->bytes_written += adds[i].uncompressed_bytes;
+                continue;
+            }
+            uint64_t r = adds[i].rows < j->q->rows_written ? adds[i].rows : j->q->rows_written;
+            j->q->rows_written -= r;
+            j->q->rows_dropped += r;
+        }
         eng_part_sink_discard(sink, j->t, dup); /* the duplicates' objects */
     }
     free(dup);

@@ -96,6 +96,7 @@ typedef struct equery {
     eng_memtab keep;            /* a UNION ALL's result, until the query ends */
     uint64_t rows_written;      /* INSERT: rows written to the table */
     uint64_t bytes_written;     /* INSERT: their uncompressed bytes */
+    uint64_t rows_dropped;      /* INSERT: rows of blocks dropped as duplicates */
 } equery;
 
 typedef struct worker {

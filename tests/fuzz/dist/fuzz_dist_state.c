@@ -6,7 +6,8 @@
  * the states of quantiles, moments, argMin/argMax and the combinators);
  * the rest goes to dist_state_merge (envelope and body) and, past the
  * envelope's size, straight to eng_pstate_merge (the body alone, so the
- * fingerprint does not guard it); the bytes also go to
+ * fingerprint does not guard it), each merged twice (the second time into
+ * the groups the first made); the bytes also go to
  * dist_state_read_insert (a distributed INSERT unit's answer). A merge that succeeds must finish and
  * encode again; one that fails must say why. Real checks, not assert().
  *
@@ -111,6 +112,18 @@ static void one(int q, const uint8_t *p, size_t n, bool envelope)
         er_buf r;
         er_init(&r, p, n);
         rc = eng_pstate_merge(ps, &r, err, sizeof(err));
+    }
+    if (rc == 0) {
+        /* the same bytes again: every group is there now, so each state
+         * merges into one it has (as a second worker's does) */
+        if (envelope) {
+            rc = dist_state_merge(ps, p, n, err, sizeof(err));
+        } else {
+            er_buf r;
+            er_init(&r, p, n);
+            rc = eng_pstate_merge(ps, &r, err, sizeof(err));
+        }
+        CHECK(rc == 0 || rc == -ENOMEM);
     }
     if (rc < 0) {
         CHECK(rc == -EBADMSG || rc == -ENOMEM);

@@ -9,7 +9,8 @@
 // --port-file. Checked against DuckDB reading the same Parquet: the row
 // count and a checksum of the table (sums over every column, the distinct
 // Ids) after the distributed insert, after = 0 (the initiator inserts) and
-// after = 1; the summary's written_rows; each worker inserted a share;
+// after = 1; the summary's written_rows (0 for a rerun deduplicated whole,
+// pdis = 2 and 0); each worker inserted a share;
 // a unit run twice (on two workers, as when its first server died after its
 // commit) lands once, and twice under insert_deduplicate = 0; the statement
 // rerun with the same insert_deduplication_token adds nothing; a worker
@@ -95,10 +96,18 @@ const ilog = (await must(init, "SELECT query_id FROM system.query_log WHERE type
 check(wlog === `0\t${ilog}`, `a worker's query_log row is not initial and names the initiator's query: '${wlog}' (initiator ${ilog})`);
 
 // the statement rerun with the same token adds nothing
-await must(init, 'TRUNCATE TABLE t');
-await must(init, ins("parallel_distributed_insert_select = 2, insert_deduplication_token = 'load-1'"));
-await must(init, ins("parallel_distributed_insert_select = 2, insert_deduplication_token = 'load-1'"));
-check(await checksum() === oracle, 'the statement rerun with the same insert_deduplication_token adds nothing');
+// and its summary says it wrote nothing, with pdis = 2 (the workers' sum)
+// and with pdis = 0 (the initiator's own insert)
+for (const pdis of [2, 0]) {
+  await must(init, 'TRUNCATE TABLE t');
+  const tok = `parallel_distributed_insert_select = ${pdis}, insert_deduplication_token = 'load-${pdis}'`;
+  const first = await must(init, ins(tok));
+  const again = await must(init, ins(tok));
+  check(await checksum() === oracle, `pdis = ${pdis}: the statement rerun with the same insert_deduplication_token adds nothing`);
+  check(Number(first.summary.written_rows) === 200000 && Number(again.summary.written_rows) === 0 &&
+    Number(again.summary.written_bytes) === 0,
+  `pdis = ${pdis}: the rerun's summary says 0 rows written (first ${JSON.stringify(first.summary)}, rerun ${JSON.stringify(again.summary)})`);
+}
 
 // pdis = 0 (the initiator inserts) and 1 (as 2 for s3Cluster) load the same
 for (const pdis of [0, 1]) {
@@ -122,6 +131,8 @@ for (const [dedup, want] of [['', part3], [', insert_deduplicate = 0', 2 * part3
   const n = await count();
   check(a.status === 200 && b.status === 200 && n === want,
     `a unit run on two workers${dedup}: ${n} rows, want ${want} (${a.status} ${b.status} ${b.text.slice(0, 200)})`);
+  const wrote = Number(b.summary.written_rows);
+  check(wrote === want - part3, `the second run of the unit${dedup} says it wrote ${wrote} rows, want ${want - part3}`);
 }
 
 // a worker killed while the insert runs: every row exactly once
