@@ -11,7 +11,8 @@
  * as TIMESTAMP(MILLIS) (seconds have no unit of their own) and DateTime64(p)
  * in milliseconds, microseconds or nanoseconds (the smallest unit holding p
  * digits), Decimal(P, S) as DECIMAL(P, S), Bool as BOOLEAN, Nullable(T) as an
- * OPTIONAL column.
+ * OPTIONAL column, Array(T) as a LIST of T (its elements OPTIONAL when T is
+ * Nullable).
  */
 #include "sink_int.h"
 
@@ -25,8 +26,12 @@
 #define SK_PQ_GROUP_ROWS  (1u << 20)
 #define SK_PQ_GROUP_BYTES (128u << 20)
 
+/* One column's rows of the row group being gathered. A list column (an
+ * Array) keeps its elements in values/valid/offsets/data, `ne` of them in
+ * room for `ecap`, and row r's elements at lists[r] .. lists[r + 1]. */
 typedef struct pq_colbuf {
-    ex_type t;
+    ex_type t;  /* the column's */
+    ex_type et; /* its values': t, or an Array's element type */
     cb_typeinfo cb;
     size_t width;
     uint8_t *values;
@@ -34,6 +39,9 @@ typedef struct pq_colbuf {
     uint32_t *offsets;
     uint8_t *data;
     size_t data_len, data_cap;
+    bool list;
+    uint32_t *lists;
+    uint32_t ne, ecap;
 } pq_colbuf;
 
 typedef struct pq_sink {
@@ -93,9 +101,35 @@ static void free_cols(pq_sink *s)
         free(s->cols[k].valid);
         free(s->cols[k].offsets);
         free(s->cols[k].data);
+        free(s->cols[k].lists);
     }
     free(s->cols);
     s->cols = NULL;
+}
+
+/* Room for `cap` values (rows, or a list column's elements) in c. */
+static int grow_values(pq_colbuf *c, uint32_t cap)
+{
+    if (c->width) {
+        uint8_t *v = realloc(c->values, (size_t)cap * c->width);
+        if (!v)
+            return -ENOMEM;
+        c->values = v;
+    } else {
+        uint32_t *o = realloc(c->offsets, ((size_t)cap + 1) * sizeof(uint32_t));
+        if (!o)
+            return -ENOMEM;
+        if (!c->offsets)
+            o[0] = 0;
+        c->offsets = o;
+    }
+    if (c->et.nullable || c->et.kind == EX_NOTHING) {
+        uint8_t *v = realloc(c->valid, cap);
+        if (!v)
+            return -ENOMEM;
+        c->valid = v;
+    }
+    return 0;
 }
 
 static int grow_rows(pq_sink *s, uint32_t need)
@@ -107,39 +141,31 @@ static int grow_rows(pq_sink *s, uint32_t need)
         cap *= 2;
     for (int k = 0; k < s->n_cols; k++) {
         pq_colbuf *c = &s->cols[k];
-        if (c->width) {
-            uint8_t *v = realloc(c->values, (size_t)cap * c->width);
-            if (!v)
+        if (c->list) {
+            uint32_t *l = realloc(c->lists, ((size_t)cap + 1) * sizeof(uint32_t));
+            if (!l)
                 return -ENOMEM;
-            c->values = v;
-        } else {
-            uint32_t *o = realloc(c->offsets, ((size_t)cap + 1) * sizeof(uint32_t));
-            if (!o)
-                return -ENOMEM;
-            if (!c->offsets)
-                o[0] = 0;
-            c->offsets = o;
+            if (!c->lists)
+                l[0] = 0;
+            c->lists = l;
+            continue;
         }
-        if (c->t.nullable || c->t.kind == EX_NOTHING) {
-            uint8_t *v = realloc(c->valid, cap);
-            if (!v)
-                return -ENOMEM;
-            c->valid = v;
-        }
+        int rc = grow_values(c, cap);
+        if (rc < 0)
+            return rc;
     }
     s->cap = cap;
     return 0;
 }
 
-/* Row r of v into row g of c. */
-static int put(pq_colbuf *c, uint32_t g, const ex_vec *v, uint32_t r)
+/* Value v into slot g of c's values. */
+static int put_val(pq_colbuf *c, uint32_t g, const ex_arr_val *v)
 {
-    bool nul = ex_null(v, r);
+    bool nul = v->null;
     if (c->valid)
         c->valid[g] = !nul;
     if (!c->width) {
-        uint32_t l = 0;
-        const uint8_t *p = nul ? NULL : ex_str(v, r, &l);
+        uint32_t l = nul ? 0 : v->len;
         if (c->data_len + l > UINT32_MAX)
             return -E2BIG;
         if (c->data_len + l > c->data_cap) {
@@ -153,7 +179,7 @@ static int put(pq_colbuf *c, uint32_t g, const ex_vec *v, uint32_t r)
             c->data_cap = cap;
         }
         if (l)
-            memcpy(c->data + c->data_len, p, l);
+            memcpy(c->data + c->data_len, v->s, l);
         c->data_len += l;
         c->offsets[g + 1] = (uint32_t)c->data_len;
         return 0;
@@ -162,33 +188,59 @@ static int put(pq_colbuf *c, uint32_t g, const ex_vec *v, uint32_t r)
     memset(dst, 0, c->width);
     if (nul)
         return 0;
-    uint32_t k = ex_row(v, r);
     switch (c->cb.type) {
     case CB_FLOAT: {
-        float f = (float)v->d[k];
+        float f = (float)v->d;
         memcpy(dst, &f, 4);
         break;
     }
-    case CB_DOUBLE: memcpy(dst, &v->d[k], 8); break;
-    case CB_BOOL: *dst = v->i[k] != 0; break;
+    case CB_DOUBLE: memcpy(dst, &v->d, 8); break;
+    case CB_BOOL: *dst = v->i != 0; break;
     case CB_TIMESTAMP: {
         int want = c->cb.unit == CB_UNIT_MS ? 3 : c->cb.unit == CB_UNIT_US ? 6 : 9;
-        int64_t x = v->i[k];
-        for (int q = c->t.scale; q < want; q++)
+        int64_t x = v->i;
+        for (int q = c->et.scale; q < want; q++)
             x *= 10;
         memcpy(dst, &x, 8);
         break;
     }
     case CB_DECIMAL:
         if (c->width == 16) {
-            cb_i128 x = {.lo = (uint64_t)v->i[k], .hi = v->i[k] < 0 ? -1 : 0};
+            cb_i128 x = {.lo = (uint64_t)v->i, .hi = v->i < 0 ? -1 : 0};
             memcpy(dst, &x, 16);
         } else {
-            memcpy(dst, &v->i[k], 8);
+            memcpy(dst, &v->i, 8);
         }
         break;
-    default: memcpy(dst, &v->i[k], c->width); break; /* little-endian low bytes */
+    default: memcpy(dst, &v->i, c->width); break; /* little-endian low bytes */
     }
+    return 0;
+}
+
+/* Row r of v into row g of c. */
+static int put(pq_colbuf *c, uint32_t g, const ex_vec *v, uint32_t r)
+{
+    ex_arr_val x;
+    if (!c->list) {
+        ex_arr_val_of(v, r, &x);
+        return put_val(c, g, &x);
+    }
+    uint32_t l = 0;
+    const uint8_t *p = ex_str(v, r, &l);
+    ex_arr_it it;
+    ex_arr_open(&it, &c->t, p, l);
+    while (ex_arr_next(&it, &x)) {
+        if (c->ne == c->ecap) {
+            uint32_t cap = c->ecap ? c->ecap * 2 : 1024;
+            if (cap < c->ecap || grow_values(c, cap) < 0)
+                return -ENOMEM;
+            c->ecap = cap;
+        }
+        int rc = put_val(c, c->ne++, &x);
+        if (rc < 0)
+            return rc;
+    }
+    c->lists[g + 1] = c->ne;
     return 0;
 }
 
@@ -203,13 +255,15 @@ static int flush_group(pq_sink *s, char *err, size_t errlen)
     }
     for (int k = 0; k < s->n_cols; k++) {
         pq_colbuf *c = &s->cols[k];
-        d[k] = (pq_wdata){c->values, c->offsets, c->data, c->valid};
+        d[k] = (pq_wdata){c->values, c->offsets, c->data, c->valid, c->list ? c->lists : NULL};
     }
     int rc = pq_writer_row_group(s->pw, d, s->n, err, errlen);
     free(d);
     s->n = 0;
-    for (int k = 0; k < s->n_cols; k++)
+    for (int k = 0; k < s->n_cols; k++) {
         s->cols[k].data_len = 0;
+        s->cols[k].ne = 0;
+    }
     return rc;
 }
 
@@ -226,12 +280,12 @@ static int pqs_begin(eng_sink *b, const char *const *names, const ex_type *types
     }
     s->n_cols = n_cols;
     for (int k = 0; k < n_cols; k++)
-        if (types[k].kind == EX_ARRAY) {
+        if (types[k].kind == EX_ARRAY && types[k].depth > 1) {
             char tn[128];
             ex_type_name(&types[k], tn, sizeof(tn));
             snprintf(err, errlen,
-                     "column '%s' is an %s: the Parquet output format does not write arrays yet "
-                     "(use another format, or arrayJoin the column)",
+                     "column '%s' is an %s: the Parquet output format does not write nested "
+                     "arrays (use another format, or arrayJoin the column)",
                      names[k], tn);
             free(wc);
             return -ENOTSUP;
@@ -239,9 +293,11 @@ static int pqs_begin(eng_sink *b, const char *const *names, const ex_type *types
     for (int k = 0; k < n_cols; k++) {
         pq_colbuf *c = &s->cols[k];
         c->t = types[k];
-        c->cb = cb_of(&types[k]);
+        c->list = types[k].kind == EX_ARRAY;
+        c->et = c->list ? ex_arr_elem(&types[k]) : types[k];
+        c->cb = cb_of(&c->et);
         c->width = cb_type_width(&c->cb);
-        wc[k] = (pq_wcol){names[k], c->cb, types[k].nullable || types[k].kind == EX_NOTHING};
+        wc[k] = (pq_wcol){names[k], c->cb, c->et.nullable || c->et.kind == EX_NOTHING, c->list};
     }
     int rc = pq_writer_create(&s->pw, wc, n_cols, pw_write, &s->w, err, errlen);
     free(wc);
@@ -269,8 +325,10 @@ static int pqs_write(eng_sink *b, const eng_block *blk, char *err, size_t errlen
         s->n += m;
         r0 += m;
         size_t bytes = 0;
-        for (int k = 0; k < s->n_cols; k++)
-            bytes += s->cols[k].width * s->n + s->cols[k].data_len;
+        for (int k = 0; k < s->n_cols; k++) {
+            const pq_colbuf *c = &s->cols[k];
+            bytes += c->width * (c->list ? c->ne : s->n) + c->data_len;
+        }
         if (s->n == SK_PQ_GROUP_ROWS || bytes >= SK_PQ_GROUP_BYTES)
             if ((rc = flush_group(s, err, errlen)) < 0)
                 return rc;

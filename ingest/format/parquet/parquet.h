@@ -208,7 +208,7 @@ void pq_reader_stats_get(const pq_reader *r, pq_reader_stats *out);
 
 /* ---- writing (pq_writer.c) ----------------------------------------------------- */
 
-/* The writer: flat files of REQUIRED and OPTIONAL columns, PLAIN values in
+/* The writer: REQUIRED and OPTIONAL columns and lists of them, PLAIN values in
  * ZSTD data pages v1, one row group per pq_writer_row_group call, and the
  * footer at pq_writer_finish; the bytes go out in order through a write
  * callback (a stream: nothing is sought back). A writer belongs to one thread. */
@@ -219,15 +219,22 @@ typedef struct pq_wcol {
     const char *name;
     cb_typeinfo type; /* any but CB_TIME; timestamps with a unit */
     bool nullable;    /* OPTIONAL (definition levels), else REQUIRED */
+    /* A list column (ClickHouse's Array(T)): a REQUIRED group `name` (LIST)
+     * of a repeated group `list` of `element`, whose type is `type`,
+     * OPTIONAL when nullable. Its rows are lists of elements. */
+    bool list;
 } pq_wcol;
 /* Rows of one column: values as in a cb_column of its type (cb_type_width
  * bytes each; a NULL row's slot is ignored), offsets/data for strings and
- * binaries, valid one byte per row (0: NULL) or NULL when none is NULL. */
+ * binaries, valid one byte per row (0: NULL) or NULL when none is NULL.
+ * A list column describes its elements so, and lists[r] .. lists[r + 1]
+ * are the elements of row r (n + 1 entries, lists[0] == 0). */
 typedef struct pq_wdata {
     const void *values;
     const uint32_t *offsets;
     const uint8_t *data;
     const uint8_t *valid;
+    const uint32_t *lists;
 } pq_wdata;
 
 /* Writes the magic. 0, -ENOTSUP (a type it does not write; err names the

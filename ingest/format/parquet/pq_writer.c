@@ -1,14 +1,20 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * pq_writer.c: the Parquet writer (parquet.h, pq_writer_*): flat files of
- * REQUIRED and OPTIONAL columns, one column chunk per column and row group,
- * data pages v1 of at most PQ__W_PAGE_ROWS rows, PLAIN values, definition
- * levels as one bit-packed run, ZSTD pages, and the Thrift compact footer
- * with both LogicalType and ConvertedType so that old readers understand it.
+ * pq_writer.c: the Parquet writer (parquet.h, pq_writer_*): REQUIRED and
+ * OPTIONAL columns and three-level LISTs of them, one column chunk per column
+ * and row group, data pages v1 of at most PQ__W_PAGE_ROWS rows, PLAIN values,
+ * repetition and definition levels each as one bit-packed run, ZSTD pages,
+ * and the Thrift compact footer with both LogicalType and ConvertedType so
+ * that old readers understand it.
  *
  *   "PAR1" | chunk(col 0, rg 0) | chunk(col 1, rg 0) | ... | footer | len | "PAR1"
- *   chunk:  page header | [def-level length (4 LE) | bit-packed levels] values
+ *   chunk:  page header | [rep-level length (4 LE) | bit-packed levels]
+ *           [def-level length (4 LE) | bit-packed levels] values
  *           (level bytes and values compressed together, v1)
+ *
+ * A list column's levels: repetition 0 starts a row, 1 continues its list;
+ * definition 0 is an empty list (one level entry, no value), 1 an element
+ * (a NULL one when the element is OPTIONAL), 2 a non-NULL OPTIONAL element.
  *
  * Types: Bool BOOLEAN; Int8..Int32, UInt8..UInt32, Date INT32 (INTEGER(w,
  * signed) / DATE); Int64, UInt64, timestamps INT64 (TIMESTAMP(unit, UTC));
@@ -178,6 +184,8 @@ struct pq_writer {
     int n_rgs;
     int64_t rows;
     wbuf page, comp, hdr; /* scratch */
+    uint8_t *lv;          /* scratch levels */
+    size_t lv_cap;
     bool failed;
 };
 
@@ -268,6 +276,7 @@ void pq_writer_destroy(pq_writer **wp)
     free(w->page.p);
     free(w->comp.p);
     free(w->hdr.p);
+    free(w->lv);
     free(w);
     *wp = NULL;
 }
@@ -353,17 +362,19 @@ static void plain_values(wbuf *b, const pq_wcol *c, const pq_wdata *d, uint32_t 
     }
 }
 
-/* Definition levels of rows [r0, r0 + n): one bit-packed run of width 1. */
-static void def_levels(wbuf *b, const pq_wdata *d, uint32_t r0, uint32_t n)
+/* Levels lv[0 .. n) of `width` bits (1 or 2) as one bit-packed run, with its
+ * 4-byte length before it. */
+static void put_levels(wbuf *b, const uint8_t *lv, uint32_t n, int width)
 {
     uint32_t groups = (n + 7) / 8;
     wbuf run = {0};
     wb_varint(&run, (uint64_t)groups << 1 | 1);
     for (uint32_t g = 0; g < groups; g++) {
-        uint8_t acc = 0;
+        uint32_t acc = 0; /* 8 levels of width bits: width bytes */
         for (uint32_t i = 0; i < 8 && g * 8 + i < n; i++)
-            acc |= (uint8_t)((d->valid ? d->valid[r0 + g * 8 + i] != 0 : 1) << i);
-        wb_byte(&run, acc);
+            acc |= (uint32_t)lv[g * 8 + i] << (i * (uint32_t)width);
+        for (int k = 0; k < width; k++)
+            wb_byte(&run, (uint8_t)(acc >> (8 * k)));
     }
     wb_u32le(b, (uint32_t)run.len);
     wb_bytes(b, run.p, run.len);
@@ -371,14 +382,73 @@ static void def_levels(wbuf *b, const pq_wdata *d, uint32_t r0, uint32_t n)
     free(run.p);
 }
 
+/* Room for n levels in the writer's scratch. */
+static bool lv_room(pq_writer *w, wbuf *b, size_t n)
+{
+    if (n <= w->lv_cap)
+        return true;
+    uint8_t *p = realloc(w->lv, n);
+    if (!p) {
+        b->oom = true;
+        return false;
+    }
+    w->lv = p;
+    w->lv_cap = n;
+    return true;
+}
+
+/* Definition levels of rows [r0, r0 + n) of a flat OPTIONAL column. */
+static void def_levels(pq_writer *w, wbuf *b, const pq_wdata *d, uint32_t r0, uint32_t n)
+{
+    if (!lv_room(w, b, n))
+        return;
+    for (uint32_t i = 0; i < n; i++)
+        w->lv[i] = d->valid ? d->valid[r0 + i] != 0 : 1;
+    put_levels(b, w->lv, n, 1);
+}
+
+/* Repetition then definition levels of rows [r0, r0 + n) of a list column:
+ * the count of level entries (an empty list has one) in *entries. */
+static void list_levels(pq_writer *w, wbuf *b, const pq_wcol *c, const pq_wdata *d, uint32_t r0,
+                        uint32_t n, uint32_t *entries)
+{
+    uint32_t m = d->lists[r0 + n] - d->lists[r0];
+    for (uint32_t r = r0; r < r0 + n; r++)
+        m += d->lists[r + 1] == d->lists[r];
+    *entries = m;
+    if (!lv_room(w, b, (size_t)m * 2))
+        return;
+    uint8_t *rep = w->lv, *def = w->lv + m;
+    uint32_t k = 0;
+    for (uint32_t r = r0; r < r0 + n; r++) {
+        if (d->lists[r + 1] == d->lists[r]) {
+            rep[k] = 0;
+            def[k++] = 0;
+            continue;
+        }
+        for (uint32_t e = d->lists[r]; e < d->lists[r + 1]; e++) {
+            rep[k] = e != d->lists[r];
+            def[k++] = (uint8_t)(1 + (c->nullable && (!d->valid || d->valid[e])));
+        }
+    }
+    put_levels(b, rep, m, 1);
+    put_levels(b, def, m, c->nullable ? 2 : 1);
+}
+
 static int write_page(pq_writer *w, const pq_wcol *c, const pq_wdata *d, uint32_t r0, uint32_t n,
                       wchunk *ch, char *err, size_t errlen)
 {
     wbuf *pg = &w->page, *cp = &w->comp, *h = &w->hdr;
     pg->len = 0;
-    if (c->nullable)
-        def_levels(pg, d, r0, n);
-    plain_values(pg, c, d, r0, n);
+    uint32_t entries = n;
+    if (c->list) {
+        list_levels(w, pg, c, d, r0, n, &entries);
+        plain_values(pg, c, d, d->lists[r0], d->lists[r0 + n] - d->lists[r0]);
+    } else {
+        if (c->nullable)
+            def_levels(w, pg, d, r0, n);
+        plain_values(pg, c, d, r0, n);
+    }
     if (pg->oom)
         return pq__ferr(err, errlen, -ENOMEM, "out of memory while writing Parquet");
     if (pg->len > INT32_MAX)
@@ -402,7 +472,7 @@ static int write_page(pq_writer *w, const pq_wcol *c, const pq_wdata *d, uint32_
     t_i32(h, 2, (int32_t)pg->len);
     t_i32(h, 3, (int32_t)clen);
     t_begin(h, 5); /* DataPageHeader */
-    t_i32(h, 1, (int32_t)n);
+    t_i32(h, 1, (int32_t)entries);
     t_i32(h, 2, 0); /* PLAIN */
     t_i32(h, 3, 3); /* RLE levels */
     t_i32(h, 4, 3);
@@ -414,7 +484,7 @@ static int write_page(pq_writer *w, const pq_wcol *c, const pq_wdata *d, uint32_
     if ((rc = emit(w, h->p, h->len, err, errlen)) < 0 ||
         (rc = emit(w, cp->p, clen, err, errlen)) < 0)
         return rc;
-    ch->values += n;
+    ch->values += entries;
     ch->usize += (int64_t)(h->len + pg->len);
     ch->csize += (int64_t)(h->len + clen);
     return 0;
@@ -459,12 +529,31 @@ static void schema_elem(wbuf *b, const pq_wcol *c)
     const cb_typeinfo *t = &c->type;
     int32_t flba;
     pq_physical ph = phys(t, &flba);
+    if (c->list) {
+        /* required group name (LIST) { repeated group list { element } } */
+        t_begin_elem(b);
+        t_i32(b, 3, PQ__REQUIRED);
+        t_bin(b, 4, c->name, strlen(c->name));
+        t_i32(b, 5, 1);
+        t_i32(b, 6, 3); /* ConvertedType LIST */
+        t_begin(b, 10);
+        t_begin(b, PQ__LT_LIST);
+        t_end(b);
+        t_end(b);
+        t_end(b);
+        t_begin_elem(b);
+        t_i32(b, 3, PQ__REPEATED);
+        t_bin(b, 4, "list", 4);
+        t_i32(b, 5, 1);
+        t_end(b);
+    }
+    const char *name = c->list ? "element" : c->name;
     t_begin_elem(b);
     t_i32(b, 1, ph);
     if (flba)
         t_i32(b, 2, flba);
     t_i32(b, 3, c->nullable ? PQ__OPTIONAL : PQ__REQUIRED);
-    t_bin(b, 4, c->name, strlen(c->name));
+    t_bin(b, 4, name, strlen(name));
     int conv = -1, bits = 0;
     bool sig = true;
     switch (t->type) {
@@ -561,7 +650,10 @@ int pq_writer_finish(pq_writer *w, char *err, size_t errlen)
         return pq__ferr(err, errlen, -EIO, "the Parquet output failed before");
     wbuf b = {0};
     t_i32(&b, 1, 1); /* version */
-    t_list(&b, 2, PQ__T_STRUCT, (uint32_t)w->n_cols + 1);
+    uint32_t n_elems = (uint32_t)w->n_cols + 1;
+    for (int k = 0; k < w->n_cols; k++)
+        n_elems += w->cols[k].list ? 2 : 0;
+    t_list(&b, 2, PQ__T_STRUCT, n_elems);
     t_begin_elem(&b); /* the root */
     t_bin(&b, 4, "schema", 6);
     t_i32(&b, 5, w->n_cols);
@@ -584,9 +676,15 @@ int pq_writer_finish(pq_writer *w, char *err, size_t errlen)
             t_list(&b, 2, PQ__T_I32, 2);
             wb_varint(&b, zigzag(0)); /* PLAIN */
             wb_varint(&b, zigzag(3)); /* RLE */
-            t_list(&b, 3, PQ__T_BINARY, 1);
+            t_list(&b, 3, PQ__T_BINARY, w->cols[k].list ? 3 : 1);
             wb_varint(&b, strlen(w->cols[k].name));
             wb_bytes(&b, w->cols[k].name, strlen(w->cols[k].name));
+            if (w->cols[k].list) {
+                wb_varint(&b, 4);
+                wb_bytes(&b, "list", 4);
+                wb_varint(&b, 7);
+                wb_bytes(&b, "element", 7);
+            }
             t_i32(&b, 4, 6); /* ZSTD */
             t_i64(&b, 5, ch->values);
             t_i64(&b, 6, ch->usize);

@@ -202,6 +202,57 @@ static void test_parquet_reads_back_in_duckdb(void **state)
     free(g);
 }
 
+/* Array(T) as a three-level LIST: empty arrays, NULL elements of a
+ * Nullable(T) element type, strings, dates, decimals, groupArray's result;
+ * DuckDB reads the rows and the element types back, so does our reader, and
+ * the levels of a list column cross pages and row groups (1.2M rows). */
+static void test_parquet_arrays(void **state)
+{
+    (void)state;
+#define ARRAY_SQL                                                                                  \
+    "SELECT Id, if(Id %% 3 = 0, [], [I32, I32 + 1, I32 + 2]) AS a, "                               \
+    "splitByChar('_', ifNull(S, '')) AS s, [nullIf(U8, 7), NULL, toUInt8(1)] AS n, "               \
+    "[D, D + 1] AS d, [P, P] AS p FROM file('%s/src.parquet')"
+    free(q(ARRAY_SQL " ORDER BY Id INTO OUTFILE '%s/arr.parquet'", dir, dir));
+    same("arrays",
+         duck("SELECT Id, a, s, n, list_transform(d, x -> strftime(x, '%%Y-%%m-%%d')), p "
+              "FROM '%s/arr.parquet' ORDER BY Id",
+              dir),
+         q(ARRAY_SQL " ORDER BY Id", dir));
+    char *types = duck("SELECT string_agg(column_type, ',' ORDER BY rowid) FROM "
+                       "(SELECT row_number() OVER () AS rowid, column_type FROM "
+                       "(DESCRIBE SELECT * FROM '%s/arr.parquet'))",
+                       dir);
+    assert_string_equal(types, "BIGINT,BIGINT[],VARCHAR[],UTINYINT[],DATE[],DECIMAL(12,2)[]\n");
+    free(types);
+    same("arrays_ours", q("SELECT * FROM file('%s/arr.parquet') ORDER BY Id", dir),
+         q(ARRAY_SQL " ORDER BY Id", dir));
+    /* groupArray's result, and lists over two row groups and many pages */
+    free(q("SELECT K, groupArray(Id) AS ids FROM (SELECT * FROM file('%s/big.parquet') ORDER BY "
+           "Id) GROUP BY K ORDER BY K INTO OUTFILE '%s/garr.parquet'",
+           dir, dir));
+    char *g = duck(
+        "SELECT count(*), sum(len(ids)), sum(list_sum(ids)), min(list_min(ids)), max(list_max(ids)) "
+        "FROM '%s/garr.parquet'",
+        dir);
+    assert_string_equal(g, "1000\t1200000\t719999400000\t0\t1199999\n");
+    free(g);
+    free(q("SELECT Id, [Id, Id * 2] AS a, if(Id %% 2 = 0, [], ['x']) AS s FROM "
+           "file('%s/big.parquet') INTO OUTFILE '%s/big_arr.parquet'",
+           dir, dir));
+    char *b = duck("SELECT count(*), sum(list_sum(a)), sum(len(s)), (SELECT count(DISTINCT "
+                   "row_group_id) FROM parquet_metadata('%s/big_arr.parquet')) FROM "
+                   "'%s/big_arr.parquet'",
+                   dir, dir);
+    assert_string_equal(b, "1200000\t2159998200000\t600000\t2\n");
+    free(b);
+    char *o =
+        q("SELECT count(), sum(a[1] + a[2]), sum(length(s)) FROM file('%s/big_arr.parquet')", dir);
+    assert_string_equal(o, "1200000\t2159998200000\t600000\n");
+    free(o);
+#undef ARRAY_SQL
+}
+
 static char *slurp(const char *name)
 {
     char path[4300];
@@ -286,6 +337,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parquet_reads_back_in_duckdb),
+        cmocka_unit_test(test_parquet_arrays),
         cmocka_unit_test(test_into_outfile),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
