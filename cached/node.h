@@ -81,6 +81,8 @@ typedef struct node_conf {
     char s3_api_domain[512];
     int64_t s3_api_meta_ttl_ms;
     int64_t s3_api_staging_max;
+    int64_t s3_api_readahead;     /* bytes one GET fetches ahead of what it sends */
+    int64_t s3_api_readahead_max; /* the same over every GET of the node */
 } node_conf;
 
 extern const cfg_opt node_opts[];

@@ -137,6 +137,12 @@ const cfg_opt node_opts[] = {
     {"s3-api-staging-max", CFG_SIZE, "4GiB",
      "bytes of multipart upload parts kept in the data folder until CompleteMultipartUpload, whose blocks are then placed from them (0: none; past it, a part's blocks are filled on first read)",
      O(s3_api_staging_max), 0, INT64_MAX, false, false},
+    {"s3-api-readahead", CFG_SIZE, "16MiB",
+     "bytes one GetObject fetches ahead of the block it sends (from this node's store, the owners or S3, several at once); a client reading an object range after range also gets the blocks past its range fetched (0: none ahead)",
+     O(s3_api_readahead), 0, 1LL << 40, false, false},
+    {"s3-api-readahead-max", CFG_SIZE, "256MiB",
+     "bytes every GetObject of this node together fetches ahead of what it sends; past it each fetches only the block it sends next",
+     O(s3_api_readahead_max), 0, INT64_MAX, false, false},
 };
 const size_t node_n_opts = sizeof(node_opts) / sizeof(node_opts[0]);
 

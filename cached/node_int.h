@@ -129,6 +129,7 @@ struct node_worker {
     struct s3a_verifier *s3auth; /* its signature checks (with tenants) */
     bool s3api_drained;          /* after SIGTERM: its connections are gone */
     uint64_t s3api_seq;          /* request ids */
+    int s3api_ahead;             /* fetches past GETs' ranges still running */
     int64_t *peer_down_ms;       /* per ring member index: not asked before (S3 API) */
     size_t n_peer_down;
 };

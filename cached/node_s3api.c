@@ -89,9 +89,30 @@ static void count_check(node_worker *w, int check)
             n->s3api_metric_base + N_OPS * (int)N_CODES + N_OPS + NS3_SRC__COUNT + check, 1);
 }
 
+/* After the checks: the read-ahead's bytes, the bytes it holds, their peak. */
+static int metric_readahead(const node *n)
+{
+    return n->s3api_metric_base + N_OPS * (int)N_CODES + N_OPS + NS3_SRC__COUNT + CK__COUNT;
+}
+
+void ns3_count_readahead(node_worker *w, uint64_t bytes)
+{
+    met_add(w->n->metrics, w->idx, metric_readahead(w->n), bytes);
+}
+
+static int64_t gauge_ra_inflight(void *arg)
+{
+    return ns3_ra_inflight(arg);
+}
+
+static int64_t gauge_ra_peak(void *arg)
+{
+    return ns3_ra_peak(arg);
+}
+
 static int metrics_setup(node *n)
 {
-    size_t total = (size_t)N_OPS * N_CODES + (size_t)N_OPS + NS3_SRC__COUNT + CK__COUNT;
+    size_t total = (size_t)N_OPS * N_CODES + (size_t)N_OPS + NS3_SRC__COUNT + CK__COUNT + 3;
     met_def *defs = calloc(total, sizeof(*defs));
     char(*labels)[64] = calloc(total, sizeof(*labels));
     if (!defs || !labels) {
@@ -134,12 +155,25 @@ static int metrics_setup(node *n)
                             "an aws-chunked trailer)",
                             MET_COUNTER, labels[k]};
     }
+    defs[k++] = (met_def){"ringcached_s3api_readahead_bytes_total",
+                          "object bytes GetObject asked for ahead of the block it was sending "
+                          "(--s3-api-readahead)",
+                          MET_COUNTER, NULL};
+    defs[k++] = (met_def){"ringcached_s3api_readahead_inflight_bytes",
+                          "read-ahead bytes GetObject requests hold now, fetching or waiting to "
+                          "be sent (at most --s3-api-readahead-max)",
+                          MET_GAUGE, NULL};
+    defs[k++] =
+        (met_def){"ringcached_s3api_readahead_peak_bytes",
+                  "the most read-ahead bytes GetObject requests held at once", MET_GAUGE, NULL};
     int rc = met_register(n->metrics, defs, total);
     free(defs);
     free(labels);
     if (rc < 0)
         return rc;
     n->s3api_metric_base = rc;
+    met_set_fn(n->metrics, metric_readahead(n) + 1, gauge_ra_inflight, n);
+    met_set_fn(n->metrics, metric_readahead(n) + 2, gauge_ra_peak, n);
     return 0;
 }
 
@@ -839,7 +873,7 @@ void node__s3api_stop(node_worker *w)
 
 bool node__s3api_busy(node_worker *w)
 {
-    return w->s3api && !w->s3api_drained;
+    return (w->s3api && !w->s3api_drained) || w->s3api_ahead > 0;
 }
 
 void node__s3api_exit(node_worker *w)

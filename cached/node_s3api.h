@@ -129,6 +129,8 @@ bool ns3_body_checksum(const ns3_req *r, const char **header, char b64[S3A_CK_B6
 /* Counts what was served to a GET, by where it came from. */
 enum { NS3_SRC_RAM, NS3_SRC_SSD, NS3_SRC_PEER, NS3_SRC_S3, NS3_SRC__COUNT };
 void ns3_count_bytes(node_worker *w, int source, uint64_t bytes);
+/* Counts bytes a GET asked for ahead of what it sends. */
+void ns3_count_readahead(node_worker *w, uint64_t bytes);
 int64_t ns3_now_ms(void);
 
 /* ---- node_s3api_get.c ---- */
@@ -169,6 +171,18 @@ bool ns3_meta_get(node *n, const char *tenant, const char *bucket, const char *k
 void ns3_meta_put(node *n, const char *tenant, const char *bucket, const char *key,
                   const ns3_meta *m);
 void ns3_meta_forget(node *n, const char *tenant, const char *bucket, const char *key);
+
+/* ---- node_s3api_meta.c: sequential reads and the read-ahead budget ---- */
+/* Whether a GET of blocks [first, last] of obj (its version set) goes on from
+ * where an earlier GET of the same version ended (a client reading it range
+ * after range); remembers where the next one would start. */
+bool ns3_seq_note(node *n, const bkey_object *obj, uint64_t first, uint64_t last);
+/* Takes bytes of --s3-api-readahead-max: false (nothing taken) past it. */
+bool ns3_ra_reserve(node *n, uint64_t bytes);
+void ns3_ra_release(node *n, uint64_t bytes);
+/* The bytes taken now, and the most ever taken at once. */
+int64_t ns3_ra_inflight(const node *n);
+int64_t ns3_ra_peak(const node *n);
 
 /* ---- node_s3api_meta.c: the staged parts of multipart uploads ---- */
 typedef struct ns3_part {

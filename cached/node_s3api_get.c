@@ -7,13 +7,24 @@
  *             credentials; HeadObject always), which refreshes the cache
  *   decide    conditionals, then Range (s3a_get.h): 304, 412, 416, or the
  *             bytes [first, last]
- *   blocks    the blocks covering them, up to GET_WINDOW at once, each from
+ *   blocks    the blocks covering them, the one being sent and up to
+ *             --s3-api-readahead bytes ahead of it at once, each from
  *             its first owner on the ring that is not marked down: this
  *             node's store or fill (node_req_get), or the owner over the
  *             protocol (a GET for the tenant, with the peer token); an owner
  *             that fails is marked down and the next asked; when none is
- *             left, this node reads the block through (a fill from S3); a
- *             node at --max-fills reads it from S3 without keeping it
+ *             left, this node reads the block through (a fill from S3, the
+ *             blocks it owns next in one ranged GET, in runs short enough
+ *             that several GETs of S3 run at once); a node at --max-fills
+ *             reads it from S3 without keeping it
+ *   ahead     the blocks past the one being sent count against the node's
+ *             --s3-api-readahead-max while they are fetched or wait: past
+ *             it a GET asks only for the block it sends next. A GET that
+ *             goes on from where an earlier one of the same version ended
+ *             (a client reading range after range, as awscli's parts) also
+ *             fetches the blocks past its range, as far as the read-ahead
+ *             reaches, into the cache of their owners, and drops them: the
+ *             next range finds them stored or filling
  *   answer    once the first block is here: the head (the origin's ETag and
  *             Last-Modified), then each block in order as it comes and as
  *             the client takes the bytes: a block is asked for only when the
@@ -38,10 +49,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define GET_WINDOW   16   /* blocks asked for or waiting to be sent, per GET */
-#define PEER_DOWN_MS 5000 /* an owner that failed is not asked for this long */
-#define MAX_OWNERS   3
-#define FILL_RUN     8 /* blocks one fill from S3 may take (one ranged GET) */
+#define MAX_SLOTS     1024 /* blocks asked for or waiting to be sent, per GET */
+#define PEER_DOWN_MS  5000 /* an owner that failed is not asked for this long */
+#define MAX_OWNERS    3
+#define FILL_RUN      8 /* blocks one fill from S3 may take (one ranged GET) */
+#define FILL_PARALLEL 4 /* the ranged GETs of S3 one GET's blocks are spread over */
 
 enum { S_FREE, S_FETCH, S_READY };
 enum { F_NONE, F_LOCAL, F_PEER, F_S3 };
@@ -53,6 +65,7 @@ typedef struct ns3_slot {
     uint32_t off, len;
     int owner; /* the next owner to try */
     bool tried_local, ram;
+    bool ahead; /* its bytes are taken from the node's read-ahead */
     /* what came */
     const uint8_t *data;
     bs_buf *bs;
@@ -76,8 +89,11 @@ struct ns3_get {
     bool hr_active, head_ok;
     s3a_get_plan plan;
     uint64_t first_block, last_block, next_fetch, next_write;
+    uint64_t fetch_last; /* last_block, or past it for a sequential reader */
+    uint32_t run_cap;    /* the most blocks one fill from S3 takes */
     int inflight;
-    ns3_slot slots[GET_WINDOW];
+    uint32_t n_slots; /* the window: 1 + the read-ahead's blocks */
+    ns3_slot slots[];
 };
 
 static void pump(ns3_get *g);
@@ -89,6 +105,10 @@ static bool is_down(const node_worker *w, size_t idx);
 
 static void slot_release(ns3_slot *s)
 {
+    if (s->ahead) {
+        ns3_ra_release(s->g->r->w->n, s->len);
+        s->ahead = false;
+    }
     bs_buf_unref(&s->bs);
     node_buf_unref(s->nb);
     s->nb = NULL;
@@ -142,7 +162,7 @@ static void version_lost(ns3_get *g, const char *why)
         return;
     if (!g->started && !g->retried && g->inflight == 0) {
         g->retried = true;
-        for (int i = 0; i < GET_WINDOW; i++)
+        for (uint32_t i = 0; i < g->n_slots; i++)
             slot_release(&g->slots[i]);
         get_begin(g);
         return;
@@ -186,8 +206,12 @@ static void slot_ended(ns3_slot *s)
 {
     ns3_get *g = s->g;
     g->inflight--;
-    if (!g->r->h || g->cut) {
-        slot_release(s);
+    if (s->index > g->last_block)
+        g->r->w->s3api_ahead--;
+    if (!g->r->h || g->cut || (s->state == S_READY && s->index > g->last_block)) {
+        slot_release(s); /* past the answer: in the owner's cache now */
+    } else if (s->index > g->last_block && s->state != S_READY) {
+        slot_release(s); /* a read ahead that failed costs the answer nothing */
     } else if (s->state != S_READY) {
         int code = s->code;
         if (code == RCP_E_VERSION_CHANGED || code == RCP_E_NOT_FOUND) {
@@ -274,7 +298,7 @@ static uint32_t local_run(ns3_slot *s)
     node *n = g->r->w->n;
     struct ring *ring = n->members ? membership_ring(n->members) : NULL;
     uint32_t run = 1;
-    while (run < FILL_RUN && s->index + run <= g->last_block &&
+    while (run < g->run_cap && s->index + run <= g->fetch_last &&
            local_first(g, ring, s->index + run))
         run++;
     if (ring)
@@ -471,26 +495,46 @@ static void slot_next(ns3_slot *s)
     }
     /* every source tried */
     g->inflight--;
+    if (s->index > g->last_block) { /* a read ahead: nothing lost */
+        r->w->s3api_ahead--;
+        slot_release(s);
+        ns3_unref(r);
+        return;
+    }
     ns3_unref(r);
-    s->state = S_FREE;
+    slot_release(s);
     get_failed(g, s->code ? s->code : RCP_E_INTERNAL,
                s->msg[0] ? s->msg : "no owner of the block could serve it");
 }
 
-static void slot_start(ns3_get *g, uint64_t index)
+/* Starts the fetch of block index: false when it is ahead of the block being
+ * sent and the node's read-ahead has no room for it. */
+static bool slot_start(ns3_get *g, uint64_t index)
 {
-    ns3_slot *s = &g->slots[index % GET_WINDOW];
-    uint64_t bsz = (uint64_t)g->r->w->n->conf.block_size;
+    ns3_slot *s = &g->slots[index % g->n_slots];
+    node_worker *w = g->r->w;
+    uint64_t bsz = (uint64_t)w->n->conf.block_size;
     uint64_t bstart = index * bsz;
     uint64_t blen = bkey_block_len(g->obj.size, bsz, index);
     uint64_t from = g->plan.first > bstart ? g->plan.first - bstart : 0;
-    uint64_t to = g->plan.last < bstart + blen - 1 ? g->plan.last - bstart + 1 : blen;
+    uint64_t to = index > g->last_block              ? blen
+                  : g->plan.last < bstart + blen - 1 ? g->plan.last - bstart + 1
+                                                     : blen;
+    bool ahead = index > g->next_write;
+    if (ahead && !ns3_ra_reserve(w->n, to - from))
+        return false;
     memset(s, 0, offsetof(ns3_slot, lr));
     s->g = g;
     s->index = index;
     s->off = (uint32_t)from;
     s->len = (uint32_t)(to - from);
+    s->ahead = ahead;
+    if (ahead)
+        ns3_count_readahead(w, s->len);
+    if (index > g->last_block)
+        w->s3api_ahead++; /* the drain waits for it: it outlives the answer */
     slot_next(s);
+    return true;
 }
 
 /* ---- the answer ---------------------------------------------------------------------------- */
@@ -564,7 +608,7 @@ static void pump(ns3_get *g)
         if (!r->h || g->cut || g->ended)
             break;
         while (g->next_write <= g->last_block) {
-            ns3_slot *s = &g->slots[g->next_write % GET_WINDOW];
+            ns3_slot *s = &g->slots[g->next_write % g->n_slots];
             if (s->state != S_READY || s->index != g->next_write)
                 break;
             if (!g->started)
@@ -583,9 +627,9 @@ static void pump(ns3_get *g)
         }
         if (!r->h || g->cut)
             break;
-        while (g->next_fetch <= g->last_block && g->next_fetch - g->next_write < GET_WINDOW &&
-               !g->cut)
-            slot_start(g, g->next_fetch++);
+        while (g->next_fetch <= g->fetch_last && g->next_fetch - g->next_write < g->n_slots &&
+               !g->cut && slot_start(g, g->next_fetch))
+            g->next_fetch++;
         if (g->next_write > g->last_block && g->started && !g->ended) {
             g->ended = true;
             httpd_resp_end(r->h);
@@ -650,10 +694,24 @@ static void get_decide(ns3_get *g)
         httpd_resp_end(r->h);
         return;
     }
-    uint64_t bsz = (uint64_t)r->w->n->conf.block_size;
+    node *n = r->w->n;
+    uint64_t bsz = (uint64_t)n->conf.block_size;
     g->first_block = g->plan.first / bsz;
     g->last_block = g->plan.last / bsz;
     g->next_fetch = g->next_write = g->first_block;
+    g->fetch_last = g->last_block;
+    uint64_t ahead = (uint64_t)n->conf.s3_api_readahead / bsz;
+    if (ahead > g->n_slots - 1u)
+        ahead = g->n_slots - 1u;
+    uint64_t n_blocks = (g->meta.size + bsz - 1) / bsz;
+    if (ns3_seq_note(n, &g->obj, g->first_block, g->last_block) && ahead)
+        g->fetch_last = g->last_block + ahead < n_blocks - 1 ? g->last_block + ahead : n_blocks - 1;
+    /* the window's blocks in FILL_PARALLEL ranged GETs, each of at most FILL_RUN */
+    uint64_t span = g->last_block - g->first_block + 1;
+    if (span > ahead + 1)
+        span = ahead + 1;
+    uint64_t cap = span / FILL_PARALLEL;
+    g->run_cap = (uint32_t)(cap < 1 ? 1 : cap > FILL_RUN ? FILL_RUN : cap);
     pump(g);
 }
 
@@ -709,10 +767,10 @@ static void get_op_done(ns3_req *r)
     ns3_get *g = r->get;
     if (g->hr_active)
         node_req_cancel(&g->hr);
-    for (int i = 0; i < GET_WINDOW; i++) {
+    for (uint32_t i = 0; i < g->n_slots; i++) {
         ns3_slot *s = &g->slots[i];
-        if (s->state != S_FETCH)
-            continue;
+        if (s->state != S_FETCH || (g->ended && !g->cut && s->index > g->last_block))
+            continue; /* a read ahead of an answer sent whole goes on into the cache */
         if (s->kind == F_LOCAL)
             node_req_cancel(&s->lr);
         else if (s->kind == F_PEER && s->cc)
@@ -723,7 +781,7 @@ static void get_op_done(ns3_req *r)
 static void get_op_free(ns3_req *r)
 {
     ns3_get *g = r->get;
-    for (int i = 0; i < GET_WINDOW; i++)
+    for (uint32_t i = 0; i < g->n_slots; i++)
         slot_release(&g->slots[i]);
     free(g);
     r->get = NULL;
@@ -733,12 +791,16 @@ void ns3_get_object(ns3_req *r, bool head)
 {
     if (!ns3_allowed(r, r->route.bucket, r->route.key, false))
         return;
-    ns3_get *g = calloc(1, sizeof(*g));
+    node *n = r->w->n;
+    uint64_t ahead = (uint64_t)n->conf.s3_api_readahead / (uint64_t)n->conf.block_size;
+    uint32_t n_slots = ahead + 1 < MAX_SLOTS ? (uint32_t)ahead + 1 : MAX_SLOTS;
+    ns3_get *g = calloc(1, sizeof(*g) + n_slots * sizeof(ns3_slot));
     if (!g) {
         ns3_fail(r, 503, "SlowDown", "Please reduce your request rate. (out of memory)");
         return;
     }
     g->r = r;
+    g->n_slots = n_slots;
     g->head = head;
     r->get = g;
     r->op_done = get_op_done;

@@ -15,11 +15,17 @@
  * folder, until the upload is completed (its blocks are then placed from
  * them), aborted, or idle for a day. At most --s3-api-staging-max bytes are
  * kept: a part past it is not kept, and its blocks are filled on first read.
+ *
+ * The sequential reads: (tenant, bucket, key, version) -> the block the next
+ * GET of a client reading it range after range would start at, direct-mapped
+ * as the version cache; and the read-ahead bytes every GET of the node holds
+ * (atomics: --s3-api-readahead-max, and the highest it reached).
  */
 #include "node_s3api.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +33,8 @@
 #include <xxhash.h>
 
 #define META_SLOTS     16384
+#define SEQ_SLOTS      1024
+#define SEQ_IDLE_MS    10000 /* a read not continued for this long is forgotten */
 #define UPLOAD_IDLE_MS (24 * 3600 * 1000LL)
 
 typedef struct meta_slot {
@@ -36,7 +44,16 @@ typedef struct meta_slot {
     int64_t expires_ms;
 } meta_slot;
 
+typedef struct seq_slot {
+    uint64_t hash; /* of tenant, bucket, key, version; 0: empty */
+    uint64_t first, next;
+    int64_t last_ms;
+} seq_slot;
+
 struct ns3_tables {
+    pthread_mutex_t seq_lock;
+    seq_slot seq[SEQ_SLOTS];
+    _Atomic int64_t ra_bytes, ra_peak;
     pthread_mutex_t meta_lock;
     meta_slot *slots;
     pthread_mutex_t stage_lock;
@@ -55,10 +72,69 @@ int ns3_meta_setup(node *n)
         free(t);
         return -ENOMEM;
     }
+    pthread_mutex_init(&t->seq_lock, NULL);
     pthread_mutex_init(&t->meta_lock, NULL);
     pthread_mutex_init(&t->stage_lock, NULL);
     n->s3tables = t;
     return 0;
+}
+
+/* ---- the sequential reads and the read-ahead budget ---------------------------- */
+
+bool ns3_seq_note(node *n, const bkey_object *obj, uint64_t first, uint64_t last)
+{
+    struct ns3_tables *t = n->s3tables;
+    const char *parts[4] = {obj->tenant, obj->bucket, obj->key, obj->version};
+    uint64_t h = 0;
+    for (int i = 0; i < 4; i++)
+        h = XXH3_64bits_withSeed(parts[i], strlen(parts[i]) + 1, h);
+    h |= 1;
+    int64_t now = ns3_now_ms();
+    pthread_mutex_lock(&t->seq_lock);
+    seq_slot *s = &t->seq[h % SEQ_SLOTS];
+    bool hit =
+        s->hash == h && now - s->last_ms < SEQ_IDLE_MS && first > s->first && first <= s->next;
+    if (s->hash != h || now - s->last_ms >= SEQ_IDLE_MS) {
+        s->hash = h;
+        s->first = first;
+        s->next = last + 1;
+    } else if (last + 1 > s->next) {
+        s->first = first;
+        s->next = last + 1;
+    }
+    s->last_ms = now;
+    pthread_mutex_unlock(&t->seq_lock);
+    return hit;
+}
+
+bool ns3_ra_reserve(node *n, uint64_t bytes)
+{
+    struct ns3_tables *t = n->s3tables;
+    int64_t max = n->conf.s3_api_readahead_max;
+    int64_t cur = atomic_load(&t->ra_bytes);
+    do {
+        if (cur + (int64_t)bytes > max)
+            return false;
+    } while (!atomic_compare_exchange_weak(&t->ra_bytes, &cur, cur + (int64_t)bytes));
+    int64_t now = cur + (int64_t)bytes, peak = atomic_load(&t->ra_peak);
+    while (now > peak && !atomic_compare_exchange_weak(&t->ra_peak, &peak, now))
+        ;
+    return true;
+}
+
+void ns3_ra_release(node *n, uint64_t bytes)
+{
+    atomic_fetch_sub(&n->s3tables->ra_bytes, (int64_t)bytes);
+}
+
+int64_t ns3_ra_inflight(const node *n)
+{
+    return n->s3tables ? atomic_load(&n->s3tables->ra_bytes) : 0;
+}
+
+int64_t ns3_ra_peak(const node *n)
+{
+    return n->s3tables ? atomic_load(&n->s3tables->ra_peak) : 0;
 }
 
 void ns3_meta_teardown(node *n)
@@ -72,6 +148,7 @@ void ns3_meta_teardown(node *n)
     for (size_t i = 0; i < t->n_ups; i++)
         ns3_upload_free(n, t->ups[i]);
     free(t->ups);
+    pthread_mutex_destroy(&t->seq_lock);
     pthread_mutex_destroy(&t->meta_lock);
     pthread_mutex_destroy(&t->stage_lock);
     free(t);

@@ -23,6 +23,12 @@
  *   bad      truncated aws-chunked bodies, a lying Content-Length, 10,000
  *            pipelined requests never read: 4xx, the node stays up, memory
  *            bounded
+ *   ahead    read-ahead on a node of its own (4 MiB per GET, 6 MiB for the
+ *            node): awscli's copy byte-exact with the read-ahead's peak
+ *            within its bound; a range after range read gets the blocks past
+ *            its range fetched (the next range costs S3 nothing); a client
+ *            reading only the first block, by a Range or by stopping after it,
+ *            does not make the node fetch the whole object
  *   kill     a node killed while awscli copies through another: the copy
  *            completes with the same bytes
  *
@@ -336,15 +342,15 @@ static void test_awscli(void **state)
     t_node_start(tc.env, &sn, "sf0", h_s3model_endpoint(tc.model), sextra);
     char epf[64];
     snprintf(epf, sizeof epf, "http://127.0.0.1:%d", sn.s3api_port);
-    aws_at(r, epf, NULL,
-           (const char *[]){"s3", "cp", "--only-show-errors", big, "s3://" BUCKET "/t/sf.bin",
-                            NULL});
+    aws_at(
+        r, epf, NULL,
+        (const char *[]){"s3", "cp", "--only-show-errors", big, "s3://" BUCKET "/t/sf.bin", NULL});
     assert_int_equal(r->status, 0);
     for (int pass = 0; pass < 2; pass++) {
         unlink(back);
         aws_at(r, epf, NULL,
-               (const char *[]){"s3", "cp", "--only-show-errors", "s3://" BUCKET "/t/sf.bin",
-                                back, NULL});
+               (const char *[]){"s3", "cp", "--only-show-errors", "s3://" BUCKET "/t/sf.bin", back,
+                                NULL});
         assert_int_equal(r->status, 0);
         assert_true(same_files(big, back));
     }
@@ -796,6 +802,137 @@ static void test_replaced_mid_answer(void **state)
     assert_int_equal(h_proc_stop(on.proc, 15000), 0);
 }
 
+/* ---- read-ahead ---------------------------------------------------------------------------- */
+
+/* Waits (at most 60 s) until the node's read-ahead holds nothing. */
+static void ahead_settled(const t_node *on)
+{
+    int64_t t0 = h_now_ms();
+    while (t_node_metric(on, "ringcached_s3api_readahead_inflight_bytes") != 0 &&
+           h_now_ms() - t0 < 60000)
+        usleep(20000);
+    assert_int_equal(t_node_metric(on, "ringcached_s3api_readahead_inflight_bytes"), 0);
+}
+
+/* awscli's s3api get-object of bytes [a, b] of key on the node at ep into out. */
+static void aws_range(h_run_result *r, const char *ep, const char *name, uint64_t a, uint64_t b,
+                      const char *out)
+{
+    char range[64];
+    snprintf(range, sizeof range, "bytes=%" PRIu64 "-%" PRIu64, a, b);
+    aws_at(r, ep, NULL,
+           (const char *[]){"s3api", "get-object", "--bucket", BUCKET, "--key", name, "--range",
+                            range, out, NULL});
+    assert_int_equal(r->status, 0);
+}
+
+static void test_readahead(void **state)
+{
+    (void)state;
+    const uint64_t mib = 1u << 20;
+    t_node on;
+    const char *oextra[] = {
+        "--s3-api-port",          "0",    "--threads", "2", "--s3-api-readahead", "4MiB",
+        "--s3-api-readahead-max", "6MiB", NULL};
+    t_node_start(tc.env, &on, "ahead0", h_s3model_endpoint(tc.model), oextra);
+    char ep[64];
+    snprintf(ep, sizeof ep, "http://127.0.0.1:%d", on.s3api_port);
+    h_run_result *r = malloc(sizeof(*r));
+    assert_non_null(r);
+    size_t size = 64 * mib + 1234;
+    unsigned char *data = t_alloc_data(size, 77);
+    t_put_direct(&tc, "ra/big.bin", data, size, NULL);
+    t_put_direct(&tc, "ra/first.bin", data, size, NULL);
+    t_put_direct(&tc, "ra/stop.bin", data, size, NULL);
+    t_put_direct(&tc, "ra/seq.bin", data, size, NULL);
+    char src[1024], out[1024];
+    path_of("ra.src", src);
+    path_of("ra.out", out);
+    FILE *f = fopen(src, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(data, 1, size, f), size);
+    fclose(f);
+
+    /* awscli's copy (8 MiB ranges, ten at once): byte-exact, read ahead, and
+     * never more ahead than the node's bound */
+    aws_at(r, ep, NULL,
+           (const char *[]){"s3", "cp", "--only-show-errors", "s3://" BUCKET "/ra/big.bin", out,
+                            NULL});
+    assert_int_equal(r->status, 0);
+    assert_true(same_files(src, out));
+    ahead_settled(&on);
+    int64_t ra = t_node_metric(&on, "ringcached_s3api_readahead_bytes_total");
+    int64_t peak = t_node_metric(&on, "ringcached_s3api_readahead_peak_bytes");
+    fprintf(stderr, "read-ahead: %" PRId64 " bytes, peak %" PRId64 "\n", ra, peak);
+    assert_true(ra > 0);
+    assert_true(peak > 0 && peak <= (int64_t)(6 * mib));
+
+    /* the first block only, by a Range: S3 sends that block and no other */
+    assert_int_equal(h_s3model_reset(tc.model), 0);
+    aws_range(r, ep, "ra/first.bin", 0, mib - 1, out);
+    ahead_settled(&on);
+    int64_t bytes = h_s3model_stat(tc.model, "bytes_out");
+    fprintf(stderr, "first block by a Range: %" PRId64 " bytes from S3\n", bytes);
+    assert_true(bytes >= (int64_t)mib && bytes < (int64_t)(mib + mib / 16));
+
+    /* the whole object asked for, the first block read, then nothing: the
+     * node holds its read-ahead and output buffer, not the object */
+    assert_int_equal(h_s3model_reset(tc.model), 0);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    int rcv = 64 * 1024;
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof rcv);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)on.s3api_port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    const char *req = "GET /" BUCKET "/ra/stop.bin HTTP/1.1\r\nHost: x\r\n\r\n";
+    send_all(fd, req, strlen(req));
+    unsigned char *got = malloc(2 * mib);
+    assert_non_null(got);
+    size_t n = 0;
+    while (n < mib) {
+        ssize_t k = recv(fd, got + n, 2 * mib - n, 0);
+        assert_true(k > 0);
+        n += (size_t)k;
+    }
+    usleep(1500000); /* what a node that read the whole object would have done by now */
+    bytes = h_s3model_stat(tc.model, "bytes_out");
+    fprintf(stderr, "first block of a whole GET, then a stop: %" PRId64 " bytes from S3\n", bytes);
+    assert_true(bytes >= (int64_t)mib && bytes < (int64_t)(size / 2));
+    close(fd);
+    free(got);
+    ahead_settled(&on);
+
+    /* range after range: the second range goes on from the first, so the
+     * blocks past it are fetched too, and the third costs S3 nothing */
+    assert_int_equal(h_s3model_reset(tc.model), 0);
+    aws_range(r, ep, "ra/seq.bin", 0, 2 * mib - 1, out);
+    ahead_settled(&on);
+    int64_t before = h_s3model_stat(tc.model, "bytes_out");
+    assert_true(before < (int64_t)(3 * mib));
+    aws_range(r, ep, "ra/seq.bin", 2 * mib, 4 * mib - 1, out);
+    ahead_settled(&on);
+    bytes = h_s3model_stat(tc.model, "bytes_out");
+    fprintf(stderr, "two ranges: %" PRId64 " bytes from S3\n", bytes);
+    assert_true(bytes >= (int64_t)(6 * mib));           /* 4 MiB read, 2 MiB ahead at least */
+    assert_true(bytes < (int64_t)(8 * mib + mib / 16)); /* at most 4 MiB ahead */
+    const char *from_s3 = "ringcached_s3api_bytes_served_total{source=\"s3\"}";
+    int64_t s3_served = t_node_metric(&on, from_s3);
+    aws_range(r, ep, "ra/seq.bin", 4 * mib, 6 * mib - 1, out);
+    assert_int_equal(t_node_metric(&on, from_s3), s3_served); /* all of it from the cache */
+    f = fopen(out, "rb");
+    assert_non_null(f);
+    got = malloc(2 * mib);
+    assert_non_null(got);
+    assert_int_equal(fread(got, 1, 2 * mib, f), 2 * mib);
+    fclose(f);
+    assert_memory_equal(got, data + 4 * mib, 2 * mib);
+    free(got);
+    free(data);
+    free(r);
+    assert_int_equal(h_proc_stop(on.proc, 15000), 0);
+}
+
 /* ---- a node killed mid-copy ------------------------------------------------------------------------- */
 
 static void test_node_killed(void **state)
@@ -861,6 +998,7 @@ int main(void)
         cmocka_unit_test(test_six_cold_readers),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_replaced_mid_answer),
+        cmocka_unit_test(test_readahead),
         cmocka_unit_test(test_node_killed),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
