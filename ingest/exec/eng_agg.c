@@ -1911,7 +1911,7 @@ static int merge_agg(agg_tab *dst, uint32_t g, agg_tab *src, uint32_t sg, int a)
             d->d[g] += (double)d->i[g];
             d->i[g] = s->i[sg];
         } else if (!ag->arg || ag->arg->t.kind != EX_DECIMAL)
-            d->i[g] += s->i[sg];
+            d->i[g] = (int64_t)((uint64_t)d->i[g] + (uint64_t)s->i[sg]); /* wraps, as sum */
         d->cnt[g] += s->cnt[sg];
         break;
     case AG_UNIQ:
