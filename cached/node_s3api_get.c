@@ -18,8 +18,9 @@
  *             that several GETs of S3 run at once); a node at --max-fills
  *             reads it from S3 without keeping it
  *   ahead     the blocks past the one being sent count against the node's
- *             --s3-api-readahead-max while they are fetched or wait: past
- *             it a GET asks only for the block it sends next. A GET that
+ *             --s3-api-readahead-max while they are fetched or wait, and
+ *             are asked for only while fewer than half of --max-fills run:
+ *             past either a GET asks only for the block it sends next. A GET that
  *             goes on from where an earlier one of the same version ended
  *             (a client reading range after range, as awscli's parts) also
  *             fetches the blocks past its range, as far as the read-ahead
@@ -521,7 +522,10 @@ static bool slot_start(ns3_get *g, uint64_t index)
                   : g->plan.last < bstart + blen - 1 ? g->plan.last - bstart + 1
                                                      : blen;
     bool ahead = index > g->next_write;
-    if (ahead && !ns3_ra_reserve(w->n, to - from))
+    /* ahead only while half of --max-fills is left to the blocks being sent
+     * (past it they would be answered busy), and within the node's bound */
+    if (ahead && (node_fill_active(w->n->fills) >= (size_t)w->n->conf.max_fills / 2 ||
+                  !ns3_ra_reserve(w->n, to - from)))
         return false;
     memset(s, 0, offsetof(ns3_slot, lr));
     s->g = g;
