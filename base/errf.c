@@ -20,3 +20,12 @@ void errf_set(char *err, size_t errlen, const char *fmt, ...)
     errf_vset(err, errlen, fmt, ap);
     va_end(ap);
 }
+
+int errf_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    errf_vset(err, errlen, fmt, ap);
+    va_end(ap);
+    return rc;
+}

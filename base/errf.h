@@ -21,4 +21,9 @@ void errf_set(char *err, size_t errlen, const char *fmt, ...) __attribute__((for
 void errf_vset(char *err, size_t errlen, const char *fmt, va_list ap)
     __attribute__((format(printf, 3, 0)));
 
+/* errf_set, then returns rc: the shape of a failure path,
+ * `return errf_fail(err, errlen, -EINVAL, "...", ...);`. */
+int errf_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 #endif

@@ -15,17 +15,6 @@
 #include <string.h>
 #include <strings.h>
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    errf_vset(err, errlen, fmt, ap);
-    va_end(ap);
-    return -EINVAL;
-}
-
 /* "Name(inner)" -> inner, when t is that. */
 static bool unwrap(const char *t, const char *name, char *inner, size_t cap)
 {
@@ -49,7 +38,7 @@ int eng_decl_type(const char *type, cb_typeinfo *info, bool *nullable, uint32_t 
     *fixed = 0;
     *date16 = false;
     if (strlen(type) >= sizeof(t))
-        return fail(err, errlen, "type %.60s... is too long", type);
+        return errf_fail(err, errlen, -EINVAL, "type %.60s... is too long", type);
     snprintf(t, sizeof(t), "%s", type);
     if (unwrap(t, "Array", in, sizeof(in))) {
         cb_typeinfo ei;
@@ -59,15 +48,15 @@ int eng_decl_type(const char *type, cb_typeinfo *info, bool *nullable, uint32_t 
         if (rc < 0)
             return rc;
         if (ei.type == CB_LIST)
-            return fail(err, errlen,
-                        "type %s is not supported in tables: nested arrays are not (use "
-                        "Array(T) of a scalar T)",
-                        type);
+            return errf_fail(err, errlen, -EINVAL,
+                             "type %s is not supported in tables: nested arrays are not (use "
+                             "Array(T) of a scalar T)",
+                             type);
         if (efixed)
-            return fail(err, errlen,
-                        "type %s is not supported in tables: use Array(String) for arrays of "
-                        "strings",
-                        type);
+            return errf_fail(err, errlen, -EINVAL,
+                             "type %s is not supported in tables: use Array(String) for arrays of "
+                             "strings",
+                             type);
         *info = ei;
         info->type = CB_LIST;
         info->elem = ei.type;
@@ -79,10 +68,10 @@ int eng_decl_type(const char *type, cb_typeinfo *info, bool *nullable, uint32_t 
             (!*nullable && unwrap(t, "Nullable", in, sizeof(in)) && (*nullable = true))) {
             memmove(t, in, strlen(in) + 1);
             if (unwrap(t, "Array", in, sizeof(in)))
-                return fail(err, errlen,
-                            "type %s is not supported: an Array cannot be inside Nullable or "
-                            "LowCardinality (write Array(Nullable(T)))",
-                            type);
+                return errf_fail(err, errlen, -EINVAL,
+                                 "type %s is not supported: an Array cannot be inside Nullable or "
+                                 "LowCardinality (write Array(Nullable(T)))",
+                                 type);
             continue;
         }
         break;
@@ -111,7 +100,8 @@ int eng_decl_type(const char *type, cb_typeinfo *info, bool *nullable, uint32_t 
 #define WHOLE(n, ...) (e = -1, sscanf(t, __VA_ARGS__, &e) == (n) && e == L)
     if (WHOLE(1, "FixedString(%u)%n", &a)) {
         if (a < 1 || a > 65535)
-            return fail(err, errlen, "FixedString(N) needs N of 1 to 65535, not %u", a);
+            return errf_fail(err, errlen, -EINVAL, "FixedString(N) needs N of 1 to 65535, not %u",
+                             a);
         info->type = CB_STRING;
         *fixed = a;
         return 0;
@@ -122,8 +112,8 @@ int eng_decl_type(const char *type, cb_typeinfo *info, bool *nullable, uint32_t 
     }
     if (WHOLE(1, "DateTime64(%u)%n", &a) || WHOLE(2, "DateTime64(%u, '%63[^']')%n", &a, tz)) {
         if (a != 0 && a != 3 && a != 6 && a != 9)
-            return fail(err, errlen,
-                        "DateTime64(%u) is not supported: use a precision of 0, 3, 6 or 9", a);
+            return errf_fail(err, errlen, -EINVAL,
+                             "DateTime64(%u) is not supported: use a precision of 0, 3, 6 or 9", a);
         info->type = CB_TIMESTAMP;
         info->unit = a == 3 ? CB_UNIT_MS : a == 6 ? CB_UNIT_US : a == 9 ? CB_UNIT_NS : CB_UNIT_NONE;
         info->utc = true;
@@ -145,18 +135,20 @@ int eng_decl_type(const char *type, cb_typeinfo *info, bool *nullable, uint32_t 
 #undef WHOLE
     if (dec) {
         if (a < 1 || a > 18 || b > a)
-            return fail(err, errlen,
-                        "%s is not supported: use Decimal(P, S) with P of 1 to 18 and S <= P", t);
+            return errf_fail(err, errlen, -EINVAL,
+                             "%s is not supported: use Decimal(P, S) with P of 1 to 18 and S <= P",
+                             t);
         info->type = CB_DECIMAL;
         info->precision = (uint8_t)a;
         info->scale = (uint8_t)b;
         return 0;
     }
-    return fail(err, errlen,
-                "type %s is not supported in tables: use (U)Int8..64, Float32/64, Bool, String, "
-                "FixedString(N), Date, Date32, DateTime, DateTime64(p), Decimal(P, S), "
-                "Nullable(T), LowCardinality(String) or Array(T)",
-                t);
+    return errf_fail(
+        err, errlen, -EINVAL,
+        "type %s is not supported in tables: use (U)Int8..64, Float32/64, Bool, String, "
+        "FixedString(N), Date, Date32, DateTime, DateTime64(p), Decimal(P, S), "
+        "Nullable(T), LowCardinality(String) or Array(T)",
+        t);
 }
 
 static int parse_codec(const char *c, tp_codec *codec, int *level, char *err, size_t errlen)
@@ -178,12 +170,13 @@ static int parse_codec(const char *c, tp_codec *codec, int *level, char *err, si
     }
     if (sscanf(c, "ZSTD(%d)%n", &lv, &e) == 1 && e == (int)strlen(c)) {
         if (lv < 1 || lv > 22)
-            return fail(err, errlen, "CODEC(ZSTD(%d)) needs a level of 1 to 22", lv);
+            return errf_fail(err, errlen, -EINVAL, "CODEC(ZSTD(%d)) needs a level of 1 to 22", lv);
         *codec = TP_CODEC_ZSTD;
         *level = lv;
         return 0;
     }
-    return fail(err, errlen, "CODEC(%s) is not supported: use LZ4, ZSTD, ZSTD(level) or NONE", c);
+    return errf_fail(err, errlen, -EINVAL,
+                     "CODEC(%s) is not supported: use LZ4, ZSTD, ZSTD(level) or NONE", c);
 }
 
 /* ---- table settings --------------------------------------------------------------- */
@@ -255,22 +248,24 @@ static int tset_apply(const sql_setting *st, int n, eng_table_settings *s, char 
                 k = j;
         if (k < 0) {
             const char *sg = eng_suggest(st[i].name, tset_names, N_TSET);
-            return fail(err, errlen, "line %d, column %d: unknown table setting '%s'%s%s%s",
-                        st[i].line, st[i].col, st[i].name, sg ? ", did you mean '" : "",
-                        sg ? sg : "", sg ? "'?" : "");
+            return errf_fail(err, errlen, -EINVAL,
+                             "line %d, column %d: unknown table setting '%s'%s%s%s", st[i].line,
+                             st[i].col, st[i].name, sg ? ", did you mean '" : "", sg ? sg : "",
+                             sg ? "'?" : "");
         }
         uint64_t u;
         if (!setting_u64(st[i].value, &u))
-            return fail(err, errlen,
-                        "line %d, column %d: table setting %s needs a "
-                        "non-negative integer",
-                        st[i].line, st[i].col, st[i].name);
+            return errf_fail(err, errlen, -EINVAL,
+                             "line %d, column %d: table setting %s needs a "
+                             "non-negative integer",
+                             st[i].line, st[i].col, st[i].name);
         uint32_t *u32;
         uint64_t *f = tset_field(s, k, &u32);
         if (u32) {
             if (u < 1 || u > (1u << 24))
-                return fail(err, errlen, "line %d, column %d: index_granularity needs 1 to %u",
-                            st[i].line, st[i].col, 1u << 24);
+                return errf_fail(err, errlen, -EINVAL,
+                                 "line %d, column %d: index_granularity needs 1 to %u", st[i].line,
+                                 st[i].col, 1u << 24);
             *u32 = (uint32_t)u;
         } else {
             *f = u;
@@ -444,9 +439,9 @@ static int key_column(const sql_table_def *c, eng_tdef *out, const char *expr, c
                                  sizeof(msg)) < 0)
         rc = -EINVAL;
     if (rc < 0)
-        return fail(err, errlen,
-                    "line %d, column %d: the sorting key expression %s cannot be used: %s",
-                    c->engine_line, c->engine_col, expr, msg);
+        return errf_fail(err, errlen, -EINVAL,
+                         "line %d, column %d: the sorting key expression %s cannot be used: %s",
+                         c->engine_line, c->engine_col, expr, msg);
     char name[64];
     snprintf(name, sizeof(name), "%s%u", ENG_KEY_COLUMN, i - (uint32_t)c->n_cols + 1);
     d->codec = TP_CODEC_LZ4;
@@ -464,25 +459,25 @@ static int tdef_create(const sql_stmt *st, const char *db, eng_tdef *out, char *
     tset_defaults(&out->set);
     const sql_table_def *c = st->create;
     if (!c || c->n_cols == 0)
-        return fail(err, errlen,
-                    "line %d, column %d: CREATE TABLE %s needs its columns, as in "
-                    "CREATE TABLE %s (id UInt64, name String) ENGINE = MergeTree "
-                    "ORDER BY id",
-                    st->line, st->col, st->table, st->table);
+        return errf_fail(err, errlen, -EINVAL,
+                         "line %d, column %d: CREATE TABLE %s needs its columns, as in "
+                         "CREATE TABLE %s (id UInt64, name String) ENGINE = MergeTree "
+                         "ORDER BY id",
+                         st->line, st->col, st->table, st->table);
     if (strcmp(c->engine, "MergeTree") != 0 && strcmp(c->engine, "ReplacingMergeTree") != 0)
-        return fail(err, errlen,
-                    "line %d, column %d: engine %s is not supported: use MergeTree "
-                    "or ReplacingMergeTree([version column])",
-                    c->engine_line, c->engine_col, c->engine);
+        return errf_fail(err, errlen, -EINVAL,
+                         "line %d, column %d: engine %s is not supported: use MergeTree "
+                         "or ReplacingMergeTree([version column])",
+                         c->engine_line, c->engine_col, c->engine);
     if (c->engine_arg && strcmp(c->engine, "MergeTree") == 0)
-        return fail(err, errlen, "line %d, column %d: MergeTree takes no arguments", c->engine_line,
-                    c->engine_col);
+        return errf_fail(err, errlen, -EINVAL, "line %d, column %d: MergeTree takes no arguments",
+                         c->engine_line, c->engine_col);
     if (!c->has_order_by && !c->has_primary_key)
-        return fail(err, errlen,
-                    "line %d, column %d: a MergeTree table needs ORDER BY (or "
-                    "PRIMARY KEY): write ORDER BY (columns), or ORDER BY tuple() "
-                    "for none",
-                    c->engine_line, c->engine_col);
+        return errf_fail(err, errlen, -EINVAL,
+                         "line %d, column %d: a MergeTree table needs ORDER BY (or "
+                         "PRIMARY KEY): write ORDER BY (columns), or ORDER BY tuple() "
+                         "for none",
+                         c->engine_line, c->engine_col);
     int rc = tset_apply(c->settings, c->n_settings, &out->set, err, errlen);
     if (rc < 0)
         return rc;
@@ -505,19 +500,21 @@ static int tdef_create(const sql_stmt *st, const char *db, eng_tdef *out, char *
         const sql_column_def *cd = &c->cols[i];
         tp_column_def *d = &s->cols[i];
         if (col_index(c, cd->name) != (int)i)
-            return fail(err, errlen, "line %d, column %d: column %s is declared twice", cd->line,
-                        cd->col, cd->name);
+            return errf_fail(err, errlen, -EINVAL,
+                             "line %d, column %d: column %s is declared twice", cd->line, cd->col,
+                             cd->name);
         if (eng_tdef_hidden(cd->name))
-            return fail(err, errlen,
-                        "line %d, column %d: column names starting with %s are kept for sorting "
-                        "key expressions: rename column %s",
-                        cd->line, cd->col, ENG_KEY_COLUMN, cd->name);
+            return errf_fail(
+                err, errlen, -EINVAL,
+                "line %d, column %d: column names starting with %s are kept for sorting "
+                "key expressions: rename column %s",
+                cd->line, cd->col, ENG_KEY_COLUMN, cd->name);
         char msg[400];
         if (eng_decl_type(cd->type, &d->info, &d->nullable, &out->fixed[i], &out->date16[i], msg,
                           sizeof(msg)) < 0 ||
             parse_codec(cd->codec, &d->codec, &d->level, msg, sizeof(msg)) < 0)
-            return fail(err, errlen, "line %d, column %d: column %s: %s", cd->line, cd->col,
-                        cd->name, msg);
+            return errf_fail(err, errlen, -EINVAL, "line %d, column %d: column %s: %s", cd->line,
+                             cd->col, cd->name, msg);
         if (!(d->name = strdup(cd->name)) || !(out->types[i] = strdup(cd->type)) ||
             (cd->codec && !(out->codecs[i] = strdup(cd->codec))) ||
             (cd->default_text && !(out->defaults[i] = strdup(cd->default_text))))
@@ -534,28 +531,29 @@ static int tdef_create(const sql_stmt *st, const char *db, eng_tdef *out, char *
             strspn(keys[k], "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") ==
             strlen(keys[k]);
         if (i < 0 && name)
-            return fail(err, errlen,
-                        "line %d, column %d: ORDER BY names column %s, which the "
-                        "table does not have",
-                        c->engine_line, c->engine_col, keys[k]);
+            return errf_fail(err, errlen, -EINVAL,
+                             "line %d, column %d: ORDER BY names column %s, which the "
+                             "table does not have",
+                             c->engine_line, c->engine_col, keys[k]);
         if (i < 0 && (i = key_column(c, out, keys[k], err, errlen)) < 0)
             return i == -ENOMEM ? (eng_tdef_free(out), snprintf(err, errlen, "out of memory"), i)
                                 : i;
         if (s->cols[i].info.type == CB_LIST)
-            return fail(err, errlen,
-                        "line %d, column %d: the sorting key has Array column %s: arrays "
-                        "cannot be in the sorting key",
-                        c->engine_line, c->engine_col, keys[k]);
+            return errf_fail(err, errlen, -EINVAL,
+                             "line %d, column %d: the sorting key has Array column %s: arrays "
+                             "cannot be in the sorting key",
+                             c->engine_line, c->engine_col, keys[k]);
         if (s->cols[i].nullable)
-            return fail(err, errlen,
-                        "line %d, column %d: the sorting key has Nullable column "
-                        "%s: keys cannot be Nullable (declare it %s without "
-                        "Nullable)",
-                        c->engine_line, c->engine_col, keys[k], keys[k]);
+            return errf_fail(err, errlen, -EINVAL,
+                             "line %d, column %d: the sorting key has Nullable column "
+                             "%s: keys cannot be Nullable (declare it %s without "
+                             "Nullable)",
+                             c->engine_line, c->engine_col, keys[k], keys[k]);
         for (int j = 0; j < k; j++)
             if (s->key_cols[j] == (uint32_t)i)
-                return fail(err, errlen, "line %d, column %d: ORDER BY names %s twice",
-                            c->engine_line, c->engine_col, keys[k]);
+                return errf_fail(err, errlen, -EINVAL,
+                                 "line %d, column %d: ORDER BY names %s twice", c->engine_line,
+                                 c->engine_col, keys[k]);
         s->key_cols[k] = (uint32_t)i;
     }
     s->n_key = (uint32_t)nk;
@@ -565,27 +563,27 @@ static int tdef_create(const sql_stmt *st, const char *db, eng_tdef *out, char *
         for (int k = 0; prefix && k < c->n_primary_key; k++)
             prefix = strcmp(c->primary_key[k], c->order_by[k]) == 0;
         if (!prefix)
-            return fail(err, errlen,
-                        "line %d, column %d: PRIMARY KEY must be a prefix of ORDER "
-                        "BY",
-                        c->engine_line, c->engine_col);
+            return errf_fail(err, errlen, -EINVAL,
+                             "line %d, column %d: PRIMARY KEY must be a prefix of ORDER "
+                             "BY",
+                             c->engine_line, c->engine_col);
         out->n_primary = (uint32_t)c->n_primary_key;
     }
     if (c->engine_arg) {
         int i = col_index(c, c->engine_arg);
         if (i < 0)
-            return fail(err, errlen,
-                        "line %d, column %d: ReplacingMergeTree(%s) names a column "
-                        "the table does not have",
-                        c->engine_line, c->engine_col, c->engine_arg);
+            return errf_fail(err, errlen, -EINVAL,
+                             "line %d, column %d: ReplacingMergeTree(%s) names a column "
+                             "the table does not have",
+                             c->engine_line, c->engine_col, c->engine_arg);
         cb_type t = s->cols[i].info.type;
         if (s->cols[i].nullable || t == CB_STRING || t == CB_BINARY || t == CB_FLOAT ||
             t == CB_DOUBLE || t == CB_DECIMAL || t == CB_BOOL || t == CB_LIST)
-            return fail(err, errlen,
-                        "line %d, column %d: the version column %s of "
-                        "ReplacingMergeTree must be an unsigned or signed integer, "
-                        "Date or DateTime (not Nullable)",
-                        c->engine_line, c->engine_col, c->engine_arg);
+            return errf_fail(err, errlen, -EINVAL,
+                             "line %d, column %d: the version column %s of "
+                             "ReplacingMergeTree must be an unsigned or signed integer, "
+                             "Date or DateTime (not Nullable)",
+                             c->engine_line, c->engine_col, c->engine_arg);
         s->version_col = i;
     }
     if (c->partition_text && !(s->partition_by = strdup(c->partition_text)))
@@ -769,17 +767,18 @@ int eng_insert_settings_apply(const sql_stmt *st, const eng_table_settings *ts,
         if (k == 4) {
             if (x->value->kind != SQL_STRING ||
                 x->value->slen >= sizeof(o->insert_deduplication_token))
-                return fail(err, errlen,
-                            "line %d, column %d: insert_deduplication_token needs a "
-                            "string of up to %zu bytes",
-                            x->line, x->col, sizeof(o->insert_deduplication_token) - 1);
+                return errf_fail(err, errlen, -EINVAL,
+                                 "line %d, column %d: insert_deduplication_token needs a "
+                                 "string of up to %zu bytes",
+                                 x->line, x->col, sizeof(o->insert_deduplication_token) - 1);
             memcpy(o->insert_deduplication_token, x->value->s, x->value->slen + 1);
             continue;
         }
         uint64_t u;
         if (!setting_u64(x->value, &u))
-            return fail(err, errlen, "line %d, column %d: setting %s needs a non-negative integer",
-                        x->line, x->col, x->name);
+            return errf_fail(err, errlen, -EINVAL,
+                             "line %d, column %d: setting %s needs a non-negative integer", x->line,
+                             x->col, x->name);
         switch (k) {
         case 0: o->max_insert_threads = u > 256 ? 256 : u == 0 ? 1 : (int)u; break;
         case 1: o->min_insert_block_size_rows = u; break;

@@ -13,6 +13,7 @@
  * asked anything). Parts are shared by reference count and evicted in least
  * recently used order, beyond max_parts, when no query holds them.
  */
+#include "errf.h"
 #include "tb_int.h"
 #include "warehouse.h"
 
@@ -326,7 +327,7 @@ static int part_open(tb_cat *c, const tb_table *t, const char *name, const tb_pa
     *r = NULL;
     char key[1100];
     if (tb_part_key(t, name, key, sizeof(key)) < 0)
-        return tp__fail(err, errlen, -EINVAL, "part name %s is too long", name);
+        return errf_fail(err, errlen, -EINVAL, "part name %s is too long", name);
     const char *bucket = tb_table_bucket(t);
     if (!open) { /* the table's part I/O: the same for every table of a warehouse */
         const tb_io *io = tb__table_io(t);
@@ -345,7 +346,7 @@ static int part_open(tb_cat *c, const tb_table *t, const char *name, const tb_pa
         tb_part_ref *n = calloc(1, sizeof(*n));
         if (!n || !(n->key = key_make(bucket, key))) {
             free(n);
-            return tp__fail(err, errlen, -ENOMEM, "out of memory");
+            return errf_fail(err, errlen, -ENOMEM, "out of memory");
         }
         n->open = open;
         n->arg = arg;

@@ -6,6 +6,7 @@
  * is checked, and it never reads past the buffer (fuzzed:
  * tests/fuzz/table_log). Recursive descent, one malloc per array or object.
  */
+#include "errf.h"
 #include "tb_int.h"
 
 #include <errno.h>
@@ -22,7 +23,7 @@ typedef struct {
 
 static int jerr(jp *j, const char *what)
 {
-    return tp__fail(j->err, j->errlen, -EBADMSG, "bad JSON at byte %zu: %s", j->at, what);
+    return errf_fail(j->err, j->errlen, -EBADMSG, "bad JSON at byte %zu: %s", j->at, what);
 }
 
 static void ws(jp *j)
@@ -331,7 +332,7 @@ int tj_parse(const char *buf, size_t len, tj_val *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof(*out));
     if (len > TJ_MAX_INPUT)
-        return tp__fail(err, errlen, -EBADMSG, "the JSON is larger than 64 MiB");
+        return errf_fail(err, errlen, -EBADMSG, "the JSON is larger than 64 MiB");
     jp j = {buf, len, 0, err, errlen};
     int rc = parse_value(&j, out, 0);
     if (!rc) {

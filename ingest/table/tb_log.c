@@ -18,6 +18,7 @@
  * A checkpoint: {"format":1,"version":40,"time_ms":..,"schema":{..},
  *    "parts":[part + "created_ms"],"removed":[part + "removed_ms"],"dedup":[..]}
  */
+#include "errf.h"
 #include "tb_int.h"
 
 #include <errno.h>
@@ -148,7 +149,7 @@ static cb_type type_named(const char *name)
 
 #define BADJ(...)                                                                                  \
     do {                                                                                           \
-        rc = tp__fail(err, errlen, -EBADMSG, __VA_ARGS__);                                         \
+        rc = errf_fail(err, errlen, -EBADMSG, __VA_ARGS__);                                        \
         goto fail;                                                                                 \
     } while (0)
 
@@ -182,12 +183,12 @@ int tb__schema_parse(const tj_val *v, tb_schema *s, char *err, size_t errlen)
     int rc = 0;
     int64_t x;
     if (!v || v->kind != TJ_OBJ)
-        return tp__fail(err, errlen, -EBADMSG, "the schema is not an object");
+        return errf_fail(err, errlen, -EBADMSG, "the schema is not an object");
     const tj_val *cols = tj_get(v, "columns"), *ob = tj_get(v, "order_by");
     if (!cols || cols->kind != TJ_ARR || !cols->n || cols->n > TP_MAX_COLUMNS)
-        return tp__fail(err, errlen, -EBADMSG, "the schema has no column list");
+        return errf_fail(err, errlen, -EBADMSG, "the schema has no column list");
     if (!ob || ob->kind != TJ_ARR || ob->n > cols->n)
-        return tp__fail(err, errlen, -EBADMSG, "the schema has no ORDER BY list");
+        return errf_fail(err, errlen, -EBADMSG, "the schema has no ORDER BY list");
     s->cols = calloc(cols->n, sizeof(tp_column_def));
     s->key_cols = calloc(ob->n + 1, sizeof(uint32_t));
     const char *eng = get_str(v, "engine");
@@ -506,13 +507,13 @@ static int parse_part(const tj_val *e, tb_part *p, bool created, bool removed, c
     const char *name = get_str(e, "name"), *part = get_str(e, "partition");
     int64_t rows, bytes, mn, mx, lvl, c = 0, r = 0;
     if (!name || !tb__name_ok(name) || !part || !tb__name_ok(part))
-        return tp__fail(err, errlen, -EBADMSG, "a part has no valid name or partition");
+        return errf_fail(err, errlen, -EBADMSG, "a part has no valid name or partition");
     if (!get_int(e, "rows", 1, INT64_MAX, &rows) || !get_int(e, "bytes", 1, INT64_MAX, &bytes) ||
         !get_int(e, "min_block", 0, INT64_MAX, &mn) ||
         !get_int(e, "max_block", mn, INT64_MAX, &mx) || !get_int(e, "level", 0, 1000, &lvl) ||
         (created && !get_int(e, "created_ms", 0, INT64_MAX, &c)) ||
         (removed && !get_int(e, "removed_ms", 0, INT64_MAX, &r)))
-        return tp__fail(err, errlen, -EBADMSG, "part %s has a missing or bad field", name);
+        return errf_fail(err, errlen, -EBADMSG, "part %s has a missing or bad field", name);
     p->name = strdup(name);
     p->partition = strdup(part);
     if (!p->name || !p->partition) {
@@ -549,7 +550,7 @@ static int parse_parts(const tj_val *a, tb_part **out, size_t *n, bool created, 
     *out = NULL;
     *n = 0;
     if (!a || a->kind != TJ_ARR)
-        return tp__fail(err, errlen, -EBADMSG, "a part list is missing");
+        return errf_fail(err, errlen, -EBADMSG, "a part list is missing");
     tb_part *p = calloc(a->n + 1, sizeof(tb_part));
     if (!p)
         return -ENOMEM;
@@ -572,7 +573,7 @@ static int parse_names(const tj_val *a, char ***out, size_t *n, char *err, size_
     *out = NULL;
     *n = 0;
     if (!a || a->kind != TJ_ARR)
-        return tp__fail(err, errlen, -EBADMSG, "a list of part names is missing");
+        return errf_fail(err, errlen, -EBADMSG, "a list of part names is missing");
     char **s = calloc(a->n + 1, sizeof(char *));
     if (!s)
         return -ENOMEM;
@@ -585,8 +586,8 @@ static int parse_names(const tj_val *a, char ***out, size_t *n, char *err, size_
             free(s);
             return e->kind == TJ_STR && tb__name_ok(e->s)
                        ? -ENOMEM
-                       : tp__fail(err, errlen, -EBADMSG,
-                                  "entry %zu of a part list is not a part name", i);
+                       : errf_fail(err, errlen, -EBADMSG,
+                                   "entry %zu of a part list is not a part name", i);
         }
     }
     *out = s;
@@ -599,7 +600,7 @@ static int parse_dedup(const tj_val *a, tb_dedup_id **out, size_t *n, char *err,
     *out = NULL;
     *n = 0;
     if (!a || a->kind != TJ_ARR)
-        return tp__fail(err, errlen, -EBADMSG, "the dedup list is missing");
+        return errf_fail(err, errlen, -EBADMSG, "the dedup list is missing");
     tb_dedup_id *d = calloc(a->n + 1, sizeof(*d));
     if (!d)
         return -ENOMEM;
@@ -611,7 +612,7 @@ static int parse_dedup(const tj_val *a, tb_dedup_id **out, size_t *n, char *err,
             for (size_t j = 0; j < i; j++)
                 free(d[j].id);
             free(d);
-            return tp__fail(err, errlen, -EBADMSG, "dedup entry %zu is damaged", i);
+            return errf_fail(err, errlen, -EBADMSG, "dedup entry %zu is damaged", i);
         }
         d[i].time_ms = t;
     }
@@ -748,27 +749,27 @@ int tb__apply(tb_snapshot *s, const tb__version *v, uint32_t window, uint32_t wi
               size_t errlen)
 {
     if (v->version != s->version + 1 && !(v->version == 0 && s->version == 0 && !s->schema.cols))
-        return tp__fail(err, errlen, -EBADMSG, "version %llu does not follow version %llu",
-                        (unsigned long long)v->version, (unsigned long long)s->version);
+        return errf_fail(err, errlen, -EBADMSG, "version %llu does not follow version %llu",
+                         (unsigned long long)v->version, (unsigned long long)s->version);
     if (v->has_schema) {
         tb_schema_deinit(&s->schema);
         int rc = tb_schema_copy(&s->schema, &v->schema);
         if (rc < 0)
             return rc;
     } else if (!s->schema.cols) {
-        return tp__fail(err, errlen, -EBADMSG, "version %llu comes before the table's creation",
-                        (unsigned long long)v->version);
+        return errf_fail(err, errlen, -EBADMSG, "version %llu comes before the table's creation",
+                         (unsigned long long)v->version);
     }
     /* check first, then change: a failed apply leaves the state as it was */
     for (size_t i = 0; i < v->n_remove; i++)
         if (!tb_snapshot_part(s, v->remove[i]))
-            return tp__fail(err, errlen, -EBADMSG,
-                            "version %llu removes part %s, which is not active",
-                            (unsigned long long)v->version, v->remove[i]);
+            return errf_fail(err, errlen, -EBADMSG,
+                             "version %llu removes part %s, which is not active",
+                             (unsigned long long)v->version, v->remove[i]);
     for (size_t i = 0; i < v->n_add; i++)
         if (tb_snapshot_part(s, v->add[i].name))
-            return tp__fail(err, errlen, -EBADMSG, "version %llu adds part %s twice",
-                            (unsigned long long)v->version, v->add[i].name);
+            return errf_fail(err, errlen, -EBADMSG, "version %llu adds part %s twice",
+                             (unsigned long long)v->version, v->add[i].name);
     size_t nr = s->n_removed + v->n_remove, np = s->n_parts + v->n_add;
     tb_part *rem = realloc(s->removed, (nr + 1) * sizeof(tb_part));
     if (!rem)

@@ -6,6 +6,7 @@
  * checkpoints, streaming part uploads, and the cleanup of removed and
  * orphaned parts.
  */
+#include "errf.h"
 #include "tb_int.h"
 
 #include <errno.h>
@@ -95,8 +96,8 @@ static int table_new(tb_table **out, const tb_table_opts *o, char *err, size_t e
 {
     if (!o->bucket || !o->bucket[0] || !o->root || !o->root[0] || strlen(o->root) > 800 ||
         o->root[strlen(o->root) - 1] == '/')
-        return tp__fail(err, errlen, -EINVAL,
-                        "a table needs a bucket and a root folder without a trailing '/'");
+        return errf_fail(err, errlen, -EINVAL,
+                         "a table needs a bucket and a root folder without a trailing '/'");
     tb_table *t = calloc(1, sizeof(*t));
     if (!t)
         return -ENOMEM;
@@ -120,8 +121,8 @@ static int table_new(tb_table **out, const tb_table_opts *o, char *err, size_t e
     int rc = t->bucket && t->root ? tb__s3_create(&t->s3, &t->cfg, t->bucket) : -ENOMEM;
     if (rc < 0) {
         tb_table_destroy(&t);
-        return tp__fail(err, errlen, rc, "cannot set up the S3 client for table s3://%s/%s",
-                        o->bucket, o->root);
+        return errf_fail(err, errlen, rc, "cannot set up the S3 client for table s3://%s/%s",
+                         o->bucket, o->root);
     }
     *out = t;
     return 0;
@@ -151,20 +152,20 @@ static int probe(tb_table *t, char *err, size_t errlen)
     s3_error e;
     int rc = tb__s3_put(t->s3, key, "probe 1\n", 8, &c, &e);
     if (rc < 0)
-        return tp__fail(err, errlen, rc, "cannot write to the table's store: %s", e.message);
+        return errf_fail(err, errlen, rc, "cannot write to the table's store: %s", e.message);
     rc = tb__s3_put(t->s3, key, "probe 2\n", 8, &c, &e);
     s3_error de;
     tb__s3_delete(t->s3, key, &de);
     if (rc == 0)
-        return tp__fail(err, errlen, -ENOTSUP,
-                        "the S3 store at %s accepted a second write of s3://%s/%s with "
-                        "If-None-Match: *, so it does not honour conditional writes, which the "
-                        "table's commit log needs to let exactly one writer take each version; "
-                        "use a store that does (AWS S3, MinIO, Cloudflare R2)",
-                        t->cfg.endpoint[0] ? t->cfg.endpoint : "AWS", t->bucket, key);
+        return errf_fail(err, errlen, -ENOTSUP,
+                         "the S3 store at %s accepted a second write of s3://%s/%s with "
+                         "If-None-Match: *, so it does not honour conditional writes, which the "
+                         "table's commit log needs to let exactly one writer take each version; "
+                         "use a store that does (AWS S3, MinIO, Cloudflare R2)",
+                         t->cfg.endpoint[0] ? t->cfg.endpoint : "AWS", t->bucket, key);
     if (rc != -EEXIST)
-        return tp__fail(err, errlen, rc, "cannot probe the store's conditional writes: %s",
-                        e.message);
+        return errf_fail(err, errlen, rc, "cannot probe the store's conditional writes: %s",
+                         e.message);
     return 0;
 }
 
@@ -221,9 +222,9 @@ static int replay(tb_table *t, const log_list *l, uint64_t from, char *err, size
         if (v < from)
             continue;
         if (v != want)
-            return tp__fail(err, errlen, -EBADMSG,
-                            "the log of table s3://%s/%s misses version %llu (found %llu next)",
-                            t->bucket, t->root, (unsigned long long)want, (unsigned long long)v);
+            return errf_fail(err, errlen, -EBADMSG,
+                             "the log of table s3://%s/%s misses version %llu (found %llu next)",
+                             t->bucket, t->root, (unsigned long long)want, (unsigned long long)v);
         char key[1024];
         version_key(t, v, key, sizeof(key));
         char *buf;
@@ -231,25 +232,25 @@ static int replay(tb_table *t, const log_list *l, uint64_t from, char *err, size
         s3_error e;
         int rc = tb__s3_get(t->s3, key, &buf, &len, TB__MAX_LOG_OBJECT, &e);
         if (rc < 0)
-            return tp__fail(err, errlen, rc, "cannot read log version %llu: %s",
-                            (unsigned long long)v, e.message);
+            return errf_fail(err, errlen, rc, "cannot read log version %llu: %s",
+                             (unsigned long long)v, e.message);
         tb__version ver;
         char msg[256];
         rc = tb__version_parse(buf, len, &ver, msg, sizeof(msg));
         free(buf);
         if (rc == 0 && ver.version != v) {
             tb__version_free(&ver);
-            rc = tp__fail(msg, sizeof(msg), -EBADMSG, "it says it is version %llu",
-                          (unsigned long long)ver.version);
+            rc = errf_fail(msg, sizeof(msg), -EBADMSG, "it says it is version %llu",
+                           (unsigned long long)ver.version);
         }
         if (rc < 0)
-            return tp__fail(err, errlen, rc, "log object s3://%s/%s is damaged: %s", t->bucket, key,
-                            msg);
+            return errf_fail(err, errlen, rc, "log object s3://%s/%s is damaged: %s", t->bucket,
+                             key, msg);
         rc = tb__apply(&t->state, &ver, t->o.dedup_window, t->o.dedup_window_seconds, msg,
                        sizeof(msg));
         tb__version_free(&ver);
         if (rc < 0)
-            return tp__fail(err, errlen, rc, "table s3://%s/%s: %s", t->bucket, t->root, msg);
+            return errf_fail(err, errlen, rc, "table s3://%s/%s: %s", t->bucket, t->root, msg);
         want = v + 1;
     }
     if (l->n && t->state.version == l->versions[l->n - 1])
@@ -278,8 +279,8 @@ static int load(tb_table *t, char *err, size_t errlen)
         tj_free(&j);
         free(buf);
     } else if (rc != -ENOENT) {
-        return tp__fail(err, errlen, rc, "cannot open table s3://%s/%s: %s", t->bucket, t->root,
-                        e.message);
+        return errf_fail(err, errlen, rc, "cannot open table s3://%s/%s: %s", t->bucket, t->root,
+                         e.message);
     }
     tkey(t, prefix, sizeof(prefix), "_log/");
     if (have_hint)
@@ -290,15 +291,15 @@ static int load(tb_table *t, char *err, size_t errlen)
     rc = tb__s3_list(t->s3, prefix, after, list_log_cb, &l, &e);
     if (rc < 0 || l.rc < 0) {
         free(l.versions);
-        return tp__fail(err, errlen, rc < 0 ? rc : l.rc,
-                        "cannot list the log of table s3://%s/%s: %s", t->bucket, t->root,
-                        rc < 0 ? e.message : "out of memory");
+        return errf_fail(err, errlen, rc < 0 ? rc : l.rc,
+                         "cannot list the log of table s3://%s/%s: %s", t->bucket, t->root,
+                         rc < 0 ? e.message : "out of memory");
     }
     if (!l.n && !l.have_ckpt) {
         free(l.versions);
-        return tp__fail(err, errlen, -ENOENT,
-                        "there is no table at s3://%s/%s (its log %s has no version)", t->bucket,
-                        t->root, prefix);
+        return errf_fail(err, errlen, -ENOENT,
+                         "there is no table at s3://%s/%s (its log %s has no version)", t->bucket,
+                         t->root, prefix);
     }
     tb__snapshot_deinit(&t->state);
     t->state.schema.version_col = -1;
@@ -309,33 +310,33 @@ static int load(tb_table *t, char *err, size_t errlen)
         rc = tb__s3_get(t->s3, key, &buf, &len, TB__MAX_LOG_OBJECT, &e);
         if (rc < 0) {
             free(l.versions);
-            return tp__fail(err, errlen, rc, "cannot read checkpoint %llu: %s",
-                            (unsigned long long)l.ckpt, e.message);
+            return errf_fail(err, errlen, rc, "cannot read checkpoint %llu: %s",
+                             (unsigned long long)l.ckpt, e.message);
         }
         char msg[256];
         rc = tb__checkpoint_parse(buf, len, &t->state, msg, sizeof(msg));
         free(buf);
         if (rc == 0 && t->state.version != l.ckpt)
-            rc = tp__fail(msg, sizeof(msg), -EBADMSG, "it holds version %llu",
-                          (unsigned long long)t->state.version);
+            rc = errf_fail(msg, sizeof(msg), -EBADMSG, "it holds version %llu",
+                           (unsigned long long)t->state.version);
         if (rc < 0) {
             free(l.versions);
             tb__snapshot_deinit(&t->state);
-            return tp__fail(err, errlen, rc, "checkpoint s3://%s/%s is damaged: %s", t->bucket, key,
-                            msg);
+            return errf_fail(err, errlen, rc, "checkpoint s3://%s/%s is damaged: %s", t->bucket,
+                             key, msg);
         }
         from = l.ckpt + 1;
     } else if (have_hint) {
         free(l.versions);
-        return tp__fail(err, errlen, -EBADMSG,
-                        "table s3://%s/%s: checkpoint %llu named by _last_checkpoint is missing",
-                        t->bucket, t->root, (unsigned long long)hint);
+        return errf_fail(err, errlen, -EBADMSG,
+                         "table s3://%s/%s: checkpoint %llu named by _last_checkpoint is missing",
+                         t->bucket, t->root, (unsigned long long)hint);
     }
     rc = replay(t, &l, from, err, errlen);
     free(l.versions);
     if (rc == 0 && !t->state.schema.cols)
-        rc = tp__fail(err, errlen, -EBADMSG, "table s3://%s/%s has no version 0", t->bucket,
-                      t->root);
+        rc = errf_fail(err, errlen, -EBADMSG, "table s3://%s/%s has no version 0", t->bucket,
+                       t->root);
     return rc;
 }
 
@@ -368,9 +369,9 @@ static int list_log(tb_table *t, char *prefix, size_t cap, const char *after, lo
     if (rc < 0 || l->rc < 0) {
         free(l->versions);
         l->versions = NULL;
-        return tp__fail(err, errlen, rc < 0 ? rc : l->rc,
-                        "cannot list the log of table s3://%s/%s: %s", t->bucket, t->root,
-                        rc < 0 ? e.message : "out of memory");
+        return errf_fail(err, errlen, rc < 0 ? rc : l->rc,
+                         "cannot list the log of table s3://%s/%s: %s", t->bucket, t->root,
+                         rc < 0 ? e.message : "out of memory");
     }
     return 0;
 }
@@ -418,7 +419,7 @@ int tb__table_open_known(tb_table **out, const tb_table_opts *o, const tb_snapsh
         tb__snapshot_deinit(&t->state);
         if ((rc = tb__snapshot_copy(&t->state, known)) < 0) {
             t->state.schema.version_col = -1;
-            rc = tp__fail(err, errlen, -ENOMEM, "out of memory");
+            rc = errf_fail(err, errlen, -ENOMEM, "out of memory");
             goto fail;
         }
         rc = catch_up(t, etag ? etag : "", &reloaded, err, errlen);
@@ -455,8 +456,8 @@ int tb_table_snapshot(tb_table *t, tb_snapshot **out, char *err, size_t errlen)
     tb_snapshot *s = malloc(sizeof(*s));
     if (!s || tb__snapshot_copy(s, &t->state) < 0) {
         free(s);
-        return tp__fail(err, errlen, -ENOMEM, "out of memory copying table s3://%s/%s's state",
-                        t->bucket, t->root);
+        return errf_fail(err, errlen, -ENOMEM, "out of memory copying table s3://%s/%s's state",
+                         t->bucket, t->root);
     }
     *out = s;
     return 0;
@@ -511,24 +512,24 @@ void tb_block_id(const char *partition, const uint8_t data_hash[16], const char 
 static int schema_check(const tb_schema *s, char *err, size_t errlen)
 {
     if (!s->n_cols || s->n_cols > TP_MAX_COLUMNS || !s->cols)
-        return tp__fail(err, errlen, -EINVAL, "a table needs 1 to %d columns", TP_MAX_COLUMNS);
+        return errf_fail(err, errlen, -EINVAL, "a table needs 1 to %d columns", TP_MAX_COLUMNS);
     for (uint32_t i = 0; i < s->n_cols; i++) {
         if (!s->cols[i].name || !s->cols[i].name[0] || !tp__type_valid(&s->cols[i].info))
-            return tp__fail(err, errlen, -EINVAL, "column %u needs a name and a known type", i);
+            return errf_fail(err, errlen, -EINVAL, "column %u needs a name and a known type", i);
         for (uint32_t k = 0; k < i; k++)
             if (strcmp(s->cols[k].name, s->cols[i].name) == 0)
-                return tp__fail(err, errlen, -EINVAL, "column %s is named twice", s->cols[i].name);
+                return errf_fail(err, errlen, -EINVAL, "column %s is named twice", s->cols[i].name);
     }
     for (uint32_t k = 0; k < s->n_key; k++)
         if (s->key_cols[k] >= s->n_cols || s->cols[s->key_cols[k]].nullable)
-            return tp__fail(err, errlen, -EINVAL,
-                            "ORDER BY entry %u must be a column that is not Nullable", k);
+            return errf_fail(err, errlen, -EINVAL,
+                             "ORDER BY entry %u must be a column that is not Nullable", k);
     if (s->version_col >= (int32_t)s->n_cols)
-        return tp__fail(err, errlen, -EINVAL, "the version column is not a column");
+        return errf_fail(err, errlen, -EINVAL, "the version column is not a column");
     const char *eng = s->engine ? s->engine : "MergeTree";
     if (strcmp(eng, "MergeTree") && strcmp(eng, "ReplacingMergeTree"))
-        return tp__fail(err, errlen, -EINVAL,
-                        "engine %s is not supported (MergeTree and ReplacingMergeTree are)", eng);
+        return errf_fail(err, errlen, -EINVAL,
+                         "engine %s is not supported (MergeTree and ReplacingMergeTree are)", eng);
     return 0;
 }
 
@@ -566,10 +567,10 @@ int tb_table_create(const tb_table_opts *o, const tb_schema *schema, char *err, 
         rc = tb__s3_put(t->s3, key, b.p, b.len, &c, &e);
     free(b.p);
     if (rc == -EEXIST)
-        tp__fail(err, errlen, rc, "table s3://%s/%s exists already", t->bucket, t->root);
+        errf_fail(err, errlen, rc, "table s3://%s/%s exists already", t->bucket, t->root);
     else if (rc < 0)
-        tp__fail(err, errlen, rc, "cannot create table s3://%s/%s: %s", t->bucket, t->root,
-                 rc == -ENOMEM ? "out of memory" : e.message);
+        errf_fail(err, errlen, rc, "cannot create table s3://%s/%s: %s", t->bucket, t->root,
+                  rc == -ENOMEM ? "out of memory" : e.message);
     tb_table_destroy(&t);
     return rc;
 }
@@ -622,29 +623,29 @@ static int check_request(const tb_commit *c, char *err, size_t errlen)
               : c->kind == TB_COMMIT_TRUNCATE ? !c->n_add && !c->n_remove && !c->n_purge
                                               : false;
     if (!ok)
-        return tp__fail(err, errlen, -EINVAL,
-                        "a commit adds parts (insert), replaces inputs by one part (merge), "
-                        "forgets removed parts (purge) or removes every part (truncate), not a "
-                        "mix");
+        return errf_fail(err, errlen, -EINVAL,
+                         "a commit adds parts (insert), replaces inputs by one part (merge), "
+                         "forgets removed parts (purge) or removes every part (truncate), not a "
+                         "mix");
     for (size_t i = 0; i < c->n_add; i++) {
         const tb_part_add *a = &c->add[i];
         if (!a->name || !tb__name_ok(a->name) || !a->partition || !tb__name_ok(a->partition) ||
             strlen(a->partition) > 63 || !a->rows || !a->bytes ||
             (a->block_id && !tb__name_ok(a->block_id)))
-            return tp__fail(err, errlen, -EINVAL,
-                            "part %zu of the commit needs a name, a partition id of "
-                            "[A-Za-z0-9_-], rows and bytes",
-                            i);
+            return errf_fail(err, errlen, -EINVAL,
+                             "part %zu of the commit needs a name, a partition id of "
+                             "[A-Za-z0-9_-], rows and bytes",
+                             i);
         for (size_t k = 0; k < i; k++)
             if (!strcmp(c->add[k].name, a->name))
-                return tp__fail(err, errlen, -EINVAL, "the commit adds part %s twice", a->name);
+                return errf_fail(err, errlen, -EINVAL, "the commit adds part %s twice", a->name);
     }
     for (size_t i = 0; i < c->n_remove; i++)
         if (!c->remove[i] || !tb__name_ok(c->remove[i]))
-            return tp__fail(err, errlen, -EINVAL, "merge input %zu is not a part name", i);
+            return errf_fail(err, errlen, -EINVAL, "merge input %zu is not a part name", i);
     for (size_t i = 0; i < c->n_purge; i++)
         if (!c->purge[i] || !tb__name_ok(c->purge[i]))
-            return tp__fail(err, errlen, -EINVAL, "purge entry %zu is not a part name", i);
+            return errf_fail(err, errlen, -EINVAL, "purge entry %zu is not a part name", i);
     return 0;
 }
 
@@ -670,10 +671,10 @@ static int build(tb_table *t, const tb_commit *c, tb__version *v, char *err, siz
     if (c->kind == TB_COMMIT_MERGE) {
         for (size_t i = 0; i < c->n_remove; i++)
             if (!tb_snapshot_part(s, c->remove[i]))
-                return tp__fail(err, errlen, -ESTALE,
-                                "table s3://%s/%s: part %s, an input of the merge, is no longer "
-                                "active (a racing commit removed it); drop the merged part",
-                                t->bucket, t->root, c->remove[i]);
+                return errf_fail(err, errlen, -ESTALE,
+                                 "table s3://%s/%s: part %s, an input of the merge, is no longer "
+                                 "active (a racing commit removed it); drop the merged part",
+                                 t->bucket, t->root, c->remove[i]);
     }
     bool whole_dup = false;
     for (size_t i = 0; c->whole && i < c->n_add && !whole_dup; i++)
@@ -702,7 +703,7 @@ static int build(tb_table *t, const tb_commit *c, tb__version *v, char *err, siz
             v->n_dedup++;
         }
         if (tb_snapshot_part(s, a->name))
-            return tp__fail(err, errlen, -EINVAL, "part %s is in the table already", a->name);
+            return errf_fail(err, errlen, -EINVAL, "part %s is in the table already", a->name);
         tb_part *p = &v->add[v->n_add];
         p->name = strdup(a->name);
         p->partition = strdup(a->partition);
@@ -780,8 +781,8 @@ int tb_commit_run(tb_table *t, const tb_commit *c, tb_commit_result *res, char *
                 rc = 0;
                 r.version = t->state.version;
             } else if (rc == -ENOMEM) {
-                tp__fail(err, errlen, rc, "out of memory committing to table s3://%s/%s", t->bucket,
-                         t->root);
+                errf_fail(err, errlen, rc, "out of memory committing to table s3://%s/%s",
+                          t->bucket, t->root);
             }
             break;
         }
@@ -823,7 +824,7 @@ int tb_commit_run(tb_table *t, const tb_commit *c, tb_commit_result *res, char *
             r.n_added = v.n_add;
             tb__version_free(&v);
             if (rc < 0) {
-                tp__fail(err, errlen, rc, "table s3://%s/%s: %s", t->bucket, t->root, msg);
+                errf_fail(err, errlen, rc, "table s3://%s/%s: %s", t->bucket, t->root, msg);
                 break;
             }
             if (t->state.version % t->o.checkpoint_interval == 0)
@@ -850,10 +851,10 @@ int tb_commit_run(tb_table *t, const tb_commit *c, tb_commit_result *res, char *
             continue;
         }
         if (grc < 0) {
-            rc = tp__fail(err, errlen, grc,
-                          "table s3://%s/%s: the commit of version %s may or may not have "
-                          "landed, and reading it back failed: %s",
-                          t->bucket, t->root, key, ge.message);
+            rc = errf_fail(err, errlen, grc,
+                           "table s3://%s/%s: the commit of version %s may or may not have "
+                           "landed, and reading it back failed: %s",
+                           t->bucket, t->root, key, ge.message);
             break;
         }
         tb__version lv;
@@ -861,8 +862,8 @@ int tb_commit_run(tb_table *t, const tb_commit *c, tb_commit_result *res, char *
         int prc = tb__version_parse(got, len, &lv, msg, sizeof(msg));
         free(got);
         if (prc < 0) {
-            rc = tp__fail(err, errlen, prc, "log object s3://%s/%s is damaged: %s", t->bucket, key,
-                          msg);
+            rc = errf_fail(err, errlen, prc, "log object s3://%s/%s is damaged: %s", t->bucket, key,
+                           msg);
             break;
         }
         if (mine(&at, lv.writer)) {
@@ -881,7 +882,7 @@ int tb_commit_run(tb_table *t, const tb_commit *c, tb_commit_result *res, char *
                 }
             tb__version_free(&lv);
             if (rc < 0)
-                tp__fail(err, errlen, rc, "table s3://%s/%s: %s", t->bucket, t->root, msg);
+                errf_fail(err, errlen, rc, "table s3://%s/%s: %s", t->bucket, t->root, msg);
             else if (t->state.version % t->o.checkpoint_interval == 0)
                 write_checkpoint(t);
             break;
@@ -892,10 +893,10 @@ int tb_commit_run(tb_table *t, const tb_commit *c, tb_commit_result *res, char *
     }
     if (!done) {
         rc = -EBUSY;
-        tp__fail(err, errlen, rc,
-                 "table s3://%s/%s: gave up committing after %d attempts (other writers took "
-                 "every version first, or the store failed: %s)",
-                 t->bucket, t->root, r.attempts, last[0] ? last : "lost every race");
+        errf_fail(err, errlen, rc,
+                  "table s3://%s/%s: gave up committing after %d attempts (other writers took "
+                  "every version first, or the store failed: %s)",
+                  t->bucket, t->root, r.attempts, last[0] ? last : "lost every race");
     }
     free(at.ids);
     if (res)
@@ -927,9 +928,9 @@ int tb_upload_create(tb_upload **out, const tb_table *t, const char *partition, 
 {
     *out = NULL;
     if (!partition || !tb__name_ok(partition) || strlen(partition) > 63)
-        return tp__fail(err, errlen, -EINVAL,
-                        "partition id \"%s\" must be 1 to 63 of [A-Za-z0-9_-]",
-                        partition ? partition : "");
+        return errf_fail(err, errlen, -EINVAL,
+                         "partition id \"%s\" must be 1 to 63 of [A-Za-z0-9_-]",
+                         partition ? partition : "");
     tb_upload *u = calloc(1, sizeof(*u));
     if (!u)
         return -ENOMEM;
@@ -947,7 +948,7 @@ int tb_upload_create(tb_upload **out, const tb_table *t, const char *partition, 
     int rc = tb__s3_create(&u->s3, &t->cfg, t->bucket);
     if (rc < 0) {
         free(u);
-        return tp__fail(err, errlen, rc, "cannot set up an S3 client for an upload");
+        return errf_fail(err, errlen, rc, "cannot set up an S3 client for an upload");
     }
     *out = u;
     return 0;
@@ -1030,8 +1031,8 @@ int tb_upload_write(void *arg, const void *data, size_t len)
 int tb_upload_finish(tb_upload *u, uint64_t *size_out, char *err, size_t errlen)
 {
     if (u->failed || u->finished)
-        return tp__fail(err, errlen, -EINVAL, "upload of %s: %s", u->key,
-                        u->failed ? u->err : "finished already");
+        return errf_fail(err, errlen, -EINVAL, "upload of %s: %s", u->key,
+                         u->failed ? u->err : "finished already");
     s3_write_cond c = {.if_none_match = true};
     s3_error e;
     int rc;
@@ -1055,8 +1056,8 @@ int tb_upload_finish(tb_upload *u, uint64_t *size_out, char *err, size_t errlen)
     }
     if (rc < 0) {
         u->failed = true;
-        return tp__fail(err, errlen, rc, "cannot upload part object s3://%s: %s", u->key,
-                        u->err[0] ? u->err : e.message);
+        return errf_fail(err, errlen, rc, "cannot upload part object s3://%s: %s", u->key,
+                         u->err[0] ? u->err : e.message);
     }
     u->finished = true;
     if (size_out)
@@ -1100,11 +1101,11 @@ int tb_part_open_via(const tb_table *t, const char *name, tb_source_open_fn open
     *r = NULL;
     char key[1100];
     if (tb_part_key(t, name, key, sizeof(key)) < 0)
-        return tp__fail(err, errlen, -EINVAL, "part name %s is too long", name);
+        return errf_fail(err, errlen, -EINVAL, "part name %s is too long", name);
     char msg[RS_MSG_MAX];
     int rc = open(arg, t->bucket, key, src, msg, sizeof(msg));
     if (rc < 0)
-        return tp__fail(err, errlen, rc, "cannot open part %s: %s", name, msg);
+        return errf_fail(err, errlen, rc, "cannot open part %s: %s", name, msg);
     rc = tp_reader_open(r, *src, name, err, errlen);
     if (rc < 0)
         rs_destroy(src);
@@ -1125,11 +1126,11 @@ int tb_part_open_known(const tb_table *t, const tb_part *p, rs_source **src, tp_
     *r = NULL;
     char key[1100], msg[RS_MSG_MAX];
     if (tb_part_key(t, p->name, key, sizeof(key)) < 0)
-        return tp__fail(err, errlen, -EINVAL, "part name %s is too long", p->name);
+        return errf_fail(err, errlen, -EINVAL, "part name %s is too long", p->name);
     int rc =
         t->io.open_known(t->io.open_arg, t->bucket, key, p->bytes, p->etag, src, msg, sizeof(msg));
     if (rc < 0)
-        return tp__fail(err, errlen, rc, "cannot open part %s: %s", p->name, msg);
+        return errf_fail(err, errlen, rc, "cannot open part %s: %s", p->name, msg);
     rc = tp_reader_open(r, *src, p->name, err, errlen);
     if (rc < 0)
         rs_destroy(src);
@@ -1148,10 +1149,10 @@ int tb_part_delete(tb_table *t, const char *name, char *err, size_t errlen)
 {
     char key[1100];
     if (tb_part_key(t, name, key, sizeof(key)) < 0)
-        return tp__fail(err, errlen, -EINVAL, "part name %s is too long", name);
+        return errf_fail(err, errlen, -EINVAL, "part name %s is too long", name);
     s3_error e;
     int rc = tb__s3_delete(t->s3, key, &e);
-    return rc < 0 ? tp__fail(err, errlen, rc, "%s", e.message) : 0;
+    return rc < 0 ? errf_fail(err, errlen, rc, "%s", e.message) : 0;
 }
 
 typedef struct {
@@ -1232,11 +1233,11 @@ int tb_cleanup(tb_table *t, bool orphans, tb_cleanup_result *res, char *err, siz
         s3_error e;
         rc = tb__s3_list(t->s3, prefix, NULL, orphan_cb, &s, &e);
         if (rc < 0)
-            tp__fail(err, errlen, rc, "cannot list the parts of table s3://%s/%s: %s", t->bucket,
-                     t->root, s.rc ? "out of memory" : e.message);
+            errf_fail(err, errlen, rc, "cannot list the parts of table s3://%s/%s: %s", t->bucket,
+                      t->root, s.rc ? "out of memory" : e.message);
         for (size_t i = 0; i < s.n; i++) {
             if (!rc && (rc = tb__s3_delete(t->s3, s.keys[i], &e)) < 0)
-                tp__fail(err, errlen, rc, "%s", e.message);
+                errf_fail(err, errlen, rc, "%s", e.message);
             else if (!rc)
                 r.orphans++;
             free(s.keys[i]);

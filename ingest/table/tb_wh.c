@@ -3,6 +3,7 @@
  * tb_wh.c: the warehouse (warehouse.h): names, roots, listing and dropping
  * tables under an S3 prefix, with a blocking S3 client made per call.
  */
+#include "errf.h"
 #include "warehouse.h"
 
 #include "tb_int.h"
@@ -24,16 +25,16 @@ int tb_wh_init(tb_wh *w, const char *url, const s3_config *cfg, char *err, size_
         char why[256] = "";
         if (url)
             s3_url_explain(url, why, sizeof(why));
-        return tp__fail(err, errlen, -EINVAL,
-                        "bad warehouse '%s'%s%s: write s3://bucket/prefix/ (--warehouse or "
-                        "RINGCACHE_WAREHOUSE)",
-                        url ? url : "", why[0] ? ": " : "", why);
+        return errf_fail(err, errlen, -EINVAL,
+                         "bad warehouse '%s'%s%s: write s3://bucket/prefix/ (--warehouse or "
+                         "RINGCACHE_WAREHOUSE)",
+                         url ? url : "", why[0] ? ": " : "", why);
     }
     size_t n = strlen(key);
     while (n && key[n - 1] == '/')
         key[--n] = 0;
     if (n >= sizeof(w->prefix))
-        return tp__fail(err, errlen, -EINVAL, "the warehouse prefix of '%s' is too long", url);
+        return errf_fail(err, errlen, -EINVAL, "the warehouse prefix of '%s' is too long", url);
     memcpy(w->prefix, key, n + 1);
     return 0;
 }
@@ -58,15 +59,15 @@ int tb_wh_root(const tb_wh *w, const char *db, const char *table, char *buf, siz
     if (!db)
         db = TB_WH_DEFAULT_DB;
     if (!tb_wh_name_ok(db))
-        return tp__fail(err, errlen, -EINVAL,
-                        "database name '%s' is not supported: use 1 to 63 letters, digits and "
-                        "'_', not starting with a digit",
-                        db);
+        return errf_fail(err, errlen, -EINVAL,
+                         "database name '%s' is not supported: use 1 to 63 letters, digits and "
+                         "'_', not starting with a digit",
+                         db);
     if (!tb_wh_name_ok(table))
-        return tp__fail(err, errlen, -EINVAL,
-                        "table name '%s' is not supported: use 1 to 63 letters, digits and "
-                        "'_', not starting with a digit",
-                        table ? table : "");
+        return errf_fail(err, errlen, -EINVAL,
+                         "table name '%s' is not supported: use 1 to 63 letters, digits and "
+                         "'_', not starting with a digit",
+                         table ? table : "");
     int k = snprintf(buf, cap, "%s%s%s/%s", w->prefix, w->prefix[0] ? "/" : "", db, table);
     return k < 0 || (size_t)k >= cap ? -ENOSPC : 0;
 }
@@ -108,10 +109,10 @@ int tb_wh_open(const tb_wh *w, const char *db, const char *table, bool writer, t
         rc = tb_table_open(out, &o, msg, sizeof(msg));
     }
     if (rc == -ENOENT)
-        return tp__fail(err, errlen, rc, "table %s.%s does not exist (UNKNOWN_TABLE)",
-                        db ? db : TB_WH_DEFAULT_DB, table);
+        return errf_fail(err, errlen, rc, "table %s.%s does not exist (UNKNOWN_TABLE)",
+                         db ? db : TB_WH_DEFAULT_DB, table);
     if (rc < 0)
-        return tp__fail(err, errlen, rc, "%s", msg);
+        return errf_fail(err, errlen, rc, "%s", msg);
     tb_table_set_io(*out, &w->io);
     return 0;
 }
@@ -181,11 +182,11 @@ int tb_wh_list(const tb_wh *w, const char *db, tb_wh_table_fn fn, void *arg, cha
     if (k < 0 || (size_t)k >= sizeof(prefix))
         return -ENOSPC;
     if (db && !tb_wh_name_ok(db))
-        return tp__fail(err, errlen, -EINVAL, "database name '%s' is not supported", db);
+        return errf_fail(err, errlen, -EINVAL, "database name '%s' is not supported", db);
     s3_sync *s;
     int rc = s3_sync_create(&s, &w->s3);
     if (rc < 0)
-        return tp__fail(err, errlen, rc, "cannot start an S3 client: %s", strerror(-rc));
+        return errf_fail(err, errlen, rc, "cannot start an S3 client: %s", strerror(-rc));
     wh_list l = {.w = w, .plen = strlen(w->prefix) + (w->prefix[0] ? 1 : 0), .db = db};
     s3_error e = {0};
     rc = s3_sync_list(s, w->bucket, prefix, list_cb, &l, &e);
@@ -193,8 +194,8 @@ int tb_wh_list(const tb_wh *w, const char *db, tb_wh_table_fn fn, void *arg, cha
     if (l.rc < 0)
         rc = l.rc;
     else if (rc < 0)
-        tp__fail(err, errlen, rc, "cannot list the warehouse s3://%s/%s: %s", w->bucket, prefix,
-                 e.message[0] ? e.message : strerror(-rc));
+        errf_fail(err, errlen, rc, "cannot list the warehouse s3://%s/%s: %s", w->bucket, prefix,
+                  e.message[0] ? e.message : strerror(-rc));
     if (rc == 0) {
         if (l.n) /* qsort of NULL is undefined, even of 0 items */
             qsort(l.names, l.n, sizeof(char *), name_cmp);
@@ -244,7 +245,7 @@ int tb_wh_drop(const tb_wh *w, const char *db, const char *table, char *err, siz
         return rc;
     s3_sync *s;
     if ((rc = s3_sync_create(&s, &w->s3)) < 0)
-        return tp__fail(err, errlen, rc, "cannot start an S3 client: %s", strerror(-rc));
+        return errf_fail(err, errlen, rc, "cannot start an S3 client: %s", strerror(-rc));
     snprintf(key, sizeof(key), "%s/%s", root, LOG0);
     s3_error e = {0};
     s3_object_info oi;
@@ -255,8 +256,8 @@ int tb_wh_drop(const tb_wh *w, const char *db, const char *table, char *err, siz
         tb__cat_forget(w->cat, w->bucket, root);
     if (rc == -ENOENT) {
         s3_sync_destroy(&s);
-        return tp__fail(err, errlen, rc, "table %s.%s does not exist (UNKNOWN_TABLE)",
-                        db ? db : TB_WH_DEFAULT_DB, table);
+        return errf_fail(err, errlen, rc, "table %s.%s does not exist (UNKNOWN_TABLE)",
+                         db ? db : TB_WH_DEFAULT_DB, table);
     }
     if (rc == 0)
         rc = s3_sync_delete(s, w->bucket, key, &e);
@@ -278,7 +279,7 @@ int tb_wh_drop(const tb_wh *w, const char *db, const char *table, char *err, siz
     free(k.keys);
     s3_sync_destroy(&s);
     if (rc < 0)
-        return tp__fail(err, errlen, rc, "cannot drop table %s.%s: %s", db ? db : TB_WH_DEFAULT_DB,
-                        table, e.message[0] ? e.message : strerror(-rc));
+        return errf_fail(err, errlen, rc, "cannot drop table %s.%s: %s", db ? db : TB_WH_DEFAULT_DB,
+                         table, e.message[0] ? e.message : strerror(-rc));
     return 0;
 }

@@ -5,6 +5,7 @@
  * output batches of batch_rows), ReplacingMergeTree's "one row per sorting
  * key" on the way, and tm_run(): select, merge from S3 to S3, commit.
  */
+#include "errf.h"
 #include "merge.h"
 #include "tb_int.h"
 #include "tp_int.h"
@@ -152,7 +153,7 @@ static int take_pending(mctx *x, const cursor *c)
 static int check_inputs(const tm_merge_opts *o, char *err, size_t errlen)
 {
     if (!o->n_inputs || !o->out)
-        return tp__fail(err, errlen, -EINVAL, "a merge needs inputs and an output");
+        return errf_fail(err, errlen, -EINVAL, "a merge needs inputs and an output");
     const tp_part_meta *a = tp_reader_meta(o->inputs[0]);
     for (size_t i = 1; i < o->n_inputs; i++) {
         const tp_part_meta *b = tp_reader_meta(o->inputs[i]);
@@ -169,16 +170,16 @@ static int check_inputs(const tm_merge_opts *o, char *err, size_t errlen)
         for (uint32_t k = 0; ok && k < a->n_key; k++)
             ok = a->key_cols[k] == b->key_cols[k];
         if (!ok)
-            return tp__fail(err, errlen, -EINVAL,
-                            "merge input %zu has other columns or another sorting key than "
-                            "input 0",
-                            i);
+            return errf_fail(err, errlen, -EINVAL,
+                             "merge input %zu has other columns or another sorting key than "
+                             "input 0",
+                             i);
     }
     if (o->replacing && o->version_col >= (int32_t)a->n_cols)
-        return tp__fail(err, errlen, -EINVAL, "the version column is not a column");
+        return errf_fail(err, errlen, -EINVAL, "the version column is not a column");
     if (o->replacing && o->version_col >= 0 && a->cols[o->version_col].nullable)
-        return tp__fail(err, errlen, -EINVAL, "the version column %s may not be Nullable",
-                        a->cols[o->version_col].name);
+        return errf_fail(err, errlen, -EINVAL, "the version column %s may not be Nullable",
+                         a->cols[o->version_col].name);
     return 0;
 }
 
@@ -235,15 +236,15 @@ int tm_merge(const tm_merge_opts *o, tm_merge_stats *stats, char *err, size_t er
             if (!em_account(o->mem, d)) {
                 int64_t now = atomic_load(&o->mem->cur) + d;
                 bool own = o->mem->limit > 0 && now > o->mem->limit;
-                rc = tp__fail(err, errlen, -ENOMEM,
-                              "%s memory limit (%lld bytes) is exceeded: merging %zu parts "
-                              "would hold %zu bytes; the merge stops and its parts stay as "
-                              "they were",
-                              own ? "the background merges'" : "the server's",
-                              (long long)(own              ? o->mem->limit
-                                          : o->mem->parent ? o->mem->parent->limit
-                                                           : 0),
-                              o->n_inputs, held);
+                rc = errf_fail(err, errlen, -ENOMEM,
+                               "%s memory limit (%lld bytes) is exceeded: merging %zu parts "
+                               "would hold %zu bytes; the merge stops and its parts stay as "
+                               "they were",
+                               own ? "the background merges'" : "the server's",
+                               (long long)(own              ? o->mem->limit
+                                           : o->mem->parent ? o->mem->parent->limit
+                                                            : 0),
+                               o->n_inputs, held);
                 break;
             }
             x.charged = (int64_t)held;
@@ -295,7 +296,7 @@ out:
     free(x.out);
     free(x.pend);
     if (rc == -ENOMEM && err && errlen && !err[0])
-        tp__fail(err, errlen, rc, "out of memory merging %zu parts", o->n_inputs);
+        errf_fail(err, errlen, rc, "out of memory merging %zu parts", o->n_inputs);
     if (stats)
         *stats = x.st;
     return rc;
@@ -408,14 +409,14 @@ int tm_run(tb_table *t, const tm_settings *s, bool final, tm_result *res, char *
     int64_t held = rc || !s->mem ? 0 : (int64_t)tb_upload_memory(u);
     if (held && !em_account(s->mem, held)) {
         bool own = s->mem->limit > 0 && atomic_load(&s->mem->cur) + held > s->mem->limit;
-        rc = tp__fail(err, errlen, -ENOMEM,
-                      "%s memory limit (%lld bytes) is exceeded: the merged part's upload "
-                      "would hold %lld bytes; the merge stops and its parts stay as they were",
-                      own ? "the background merges'" : "the server's",
-                      (long long)(own              ? s->mem->limit
-                                  : s->mem->parent ? s->mem->parent->limit
-                                                   : 0),
-                      (long long)held);
+        rc = errf_fail(err, errlen, -ENOMEM,
+                       "%s memory limit (%lld bytes) is exceeded: the merged part's upload "
+                       "would hold %lld bytes; the merge stops and its parts stay as they were",
+                       own ? "the background merges'" : "the server's",
+                       (long long)(own              ? s->mem->limit
+                                   : s->mem->parent ? s->mem->parent->limit
+                                                    : 0),
+                       (long long)held);
         held = 0;
     }
     uint64_t size = 0;

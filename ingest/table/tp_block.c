@@ -19,15 +19,6 @@
 #include <xxhash.h>
 #include <zstd.h>
 
-int tp__fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    errf_vset(err, errlen, fmt, ap);
-    va_end(ap);
-    return rc;
-}
-
 bool tp__type_valid(const cb_typeinfo *info)
 {
     if (info->type == CB_LIST) { /* an Array of a scalar */
@@ -672,18 +663,18 @@ static int block_split(const uint8_t *raw, size_t raw_len, uint32_t rows, bool n
                        block_view *v, char *err, size_t errlen)
 {
     if (raw_len < 1)
-        return tp__fail(err, errlen, -EBADMSG, "the block is empty");
+        return errf_fail(err, errlen, -EBADMSG, "the block is empty");
     if (raw[0] > 1)
-        return tp__fail(err, errlen, -EBADMSG, "the block's null flag is %u, not 0 or 1", raw[0]);
+        return errf_fail(err, errlen, -EBADMSG, "the block's null flag is %u, not 0 or 1", raw[0]);
     size_t at = 1;
     v->validity = NULL;
     if (raw[0]) {
         if (!nullable)
-            return tp__fail(err, errlen, -EBADMSG,
-                            "the block has a null map but the column is not nullable");
+            return errf_fail(err, errlen, -EBADMSG,
+                             "the block has a null map but the column is not nullable");
         size_t nb = ((size_t)rows + 7) / 8;
         if (raw_len - at < nb)
-            return tp__fail(err, errlen, -EBADMSG, "the block's null map is cut short");
+            return errf_fail(err, errlen, -EBADMSG, "the block's null map is cut short");
         v->validity = raw + at;
         at += nb;
     }
@@ -720,23 +711,23 @@ int tp__block_decode(const uint8_t *raw, size_t raw_len, uint8_t enc, uint32_t r
                      uint32_t lo, uint32_t hi, tp__colbuf *out, char *err, size_t errlen)
 {
     if (lo > hi || hi > rows)
-        return tp__fail(err, errlen, -EINVAL, "rows %u..%u are outside the block's %u", lo, hi,
-                        rows);
+        return errf_fail(err, errlen, -EINVAL, "rows %u..%u are outside the block's %u", lo, hi,
+                         rows);
     block_view v = {0};
     int rc = block_split(raw, raw_len, rows, nullable, &v, err, errlen);
     if (rc < 0)
         return rc;
     size_t w = out->width;
     if ((w != 0) != (enc == TP__ENC_FIXED))
-        return tp__fail(err, errlen, -EBADMSG, "the block's encoding %u does not suit a %s column",
-                        enc, cb_type_name(out->info.type));
+        return errf_fail(err, errlen, -EBADMSG, "the block's encoding %u does not suit a %s column",
+                         enc, cb_type_name(out->info.type));
     if ((rc = tp__colbuf_reserve(out, hi - lo)) < 0)
         return rc;
     if (enc == TP__ENC_FIXED) {
         if (v.body_len != (size_t)rows * w)
-            return tp__fail(err, errlen, -EBADMSG,
-                            "the block holds %zu bytes of values, %u rows of %zu bytes need %zu",
-                            v.body_len, rows, w, (size_t)rows * w);
+            return errf_fail(err, errlen, -EBADMSG,
+                             "the block holds %zu bytes of values, %u rows of %zu bytes need %zu",
+                             v.body_len, rows, w, (size_t)rows * w);
         /* one copy of the values; NULL rows keep the zero bytes the writer
          * stored there */
         if (hi > lo)
@@ -749,22 +740,22 @@ int tp__block_decode(const uint8_t *raw, size_t raw_len, uint8_t enc, uint32_t r
     }
     if (enc == TP__ENC_PLAIN) {
         if (v.body_len / 4 < rows)
-            return tp__fail(err, errlen, -EBADMSG, "the block's lengths are cut short");
+            return errf_fail(err, errlen, -EBADMSG, "the block's lengths are cut short");
         const uint8_t *lens = v.body;
         const uint8_t *data = v.body + (size_t)rows * 4;
         size_t data_len = v.body_len - (size_t)rows * 4, at = 0, from = 0;
         for (uint32_t r = 0; r < rows; r++) {
             uint32_t len = tp__get32(lens + (size_t)r * 4);
             if (len > data_len - at)
-                return tp__fail(err, errlen, -EBADMSG,
-                                "row %u's %u bytes run past the block's data", r, len);
+                return errf_fail(err, errlen, -EBADMSG,
+                                 "row %u's %u bytes run past the block's data", r, len);
             if (r == lo)
                 from = at;
             at += len;
         }
         if (at != data_len)
-            return tp__fail(err, errlen, -EBADMSG, "the block has %zu bytes after its last row",
-                            data_len - at);
+            return errf_fail(err, errlen, -EBADMSG, "the block has %zu bytes after its last row",
+                             data_len - at);
         /* rows [lo, hi) are one run of bytes: one copy, offsets from the lengths */
         size_t to = from;
         for (uint32_t r = lo; r < hi; r++)
@@ -785,12 +776,12 @@ int tp__block_decode(const uint8_t *raw, size_t raw_len, uint8_t enc, uint32_t r
         return 0;
     }
     if (enc != TP__ENC_DICT)
-        return tp__fail(err, errlen, -EBADMSG, "unknown block encoding %u", enc);
+        return errf_fail(err, errlen, -EBADMSG, "unknown block encoding %u", enc);
     if (v.body_len < 4)
-        return tp__fail(err, errlen, -EBADMSG, "the block's dictionary is cut short");
+        return errf_fail(err, errlen, -EBADMSG, "the block's dictionary is cut short");
     uint32_t nd = tp__get32(v.body);
     if ((v.body_len - 4) / 4 < nd)
-        return tp__fail(err, errlen, -EBADMSG, "the dictionary's %u lengths are cut short", nd);
+        return errf_fail(err, errlen, -EBADMSG, "the dictionary's %u lengths are cut short", nd);
     const uint8_t *lens = v.body + 4;
     size_t at = 4 + (size_t)nd * 4;
     uint32_t *doff = malloc(((size_t)nd + 1) * sizeof(uint32_t));
@@ -802,20 +793,20 @@ int tp__block_decode(const uint8_t *raw, size_t raw_len, uint8_t enc, uint32_t r
         uint32_t len = tp__get32(lens + (size_t)e * 4);
         if (len > v.body_len - at) {
             free(doff);
-            return tp__fail(err, errlen, -EBADMSG, "dictionary entry %u runs past the block", e);
+            return errf_fail(err, errlen, -EBADMSG, "dictionary entry %u runs past the block", e);
         }
         at += len;
         doff[e + 1] = (uint32_t)(at - dstart);
     }
     if (v.body_len - at < 1) {
         free(doff);
-        return tp__fail(err, errlen, -EBADMSG, "the block's index width is missing");
+        return errf_fail(err, errlen, -EBADMSG, "the block's index width is missing");
     }
     unsigned iw = v.body[at++];
     if ((iw != 1 && iw != 2 && iw != 4) || (v.body_len - at) != (size_t)iw * rows) {
         free(doff);
-        return tp__fail(err, errlen, -EBADMSG, "the block's index (width %u) does not hold %u rows",
-                        iw, rows);
+        return errf_fail(err, errlen, -EBADMSG,
+                         "the block's index (width %u) does not hold %u rows", iw, rows);
     }
     const uint8_t *idx = v.body + at, *dict = v.body + dstart;
     for (uint32_t r = lo; r < hi && !rc; r++) {
@@ -825,8 +816,8 @@ int tp__block_decode(const uint8_t *raw, size_t raw_len, uint8_t enc, uint32_t r
         if (view_null(&v, r)) {
             rc = tp__colbuf_append_null(out);
         } else if (e >= nd) {
-            rc = tp__fail(err, errlen, -EBADMSG, "row %u points at dictionary entry %u of %u", r, e,
-                          nd);
+            rc = errf_fail(err, errlen, -EBADMSG, "row %u points at dictionary entry %u of %u", r,
+                           e, nd);
         } else {
             rc = tp__colbuf_append_bytes(out, dict + doff[e], doff[e + 1] - doff[e]);
         }
@@ -849,24 +840,24 @@ int tp__block_decode_dict(const uint8_t *raw, size_t raw_len, uint32_t rows, boo
     /* Decode the dictionary as a plain column by reusing the plain decoder's
      * checks on the entries: entries form a PLAIN body of nd rows. */
     if (v.body_len < 4)
-        return tp__fail(err, errlen, -EBADMSG, "the block's dictionary is cut short");
+        return errf_fail(err, errlen, -EBADMSG, "the block's dictionary is cut short");
     uint32_t nd = tp__get32(v.body);
     if ((v.body_len - 4) / 4 < nd)
-        return tp__fail(err, errlen, -EBADMSG, "the dictionary's %u lengths are cut short", nd);
+        return errf_fail(err, errlen, -EBADMSG, "the dictionary's %u lengths are cut short", nd);
     size_t at = 4 + (size_t)nd * 4, total = 0;
     for (uint32_t e = 0; e < nd; e++) {
         uint32_t len = tp__get32(v.body + 4 + (size_t)e * 4);
         if (len > v.body_len - at - total)
-            return tp__fail(err, errlen, -EBADMSG, "dictionary entry %u runs past the block", e);
+            return errf_fail(err, errlen, -EBADMSG, "dictionary entry %u runs past the block", e);
         total += len;
     }
     size_t iat = at + total;
     if (v.body_len - iat < 1)
-        return tp__fail(err, errlen, -EBADMSG, "the block's index width is missing");
+        return errf_fail(err, errlen, -EBADMSG, "the block's index width is missing");
     unsigned iw = v.body[iat++];
     if ((iw != 1 && iw != 2 && iw != 4) || (v.body_len - iat) != (size_t)iw * rows)
-        return tp__fail(err, errlen, -EBADMSG, "the block's index (width %u) does not hold %u rows",
-                        iw, rows);
+        return errf_fail(err, errlen, -EBADMSG,
+                         "the block's index (width %u) does not hold %u rows", iw, rows);
     cb_column *dict = NULL, *c = NULL;
     if ((rc = cb_column_create(&dict, info, NULL, nd)) < 0)
         return rc;
@@ -902,8 +893,8 @@ int tp__block_decode_dict(const uint8_t *raw, size_t raw_len, uint32_t rows, boo
             c->null_count++;
             e = 0;
         } else if (e >= nd) {
-            rc = tp__fail(err, errlen, -EBADMSG, "row %u points at dictionary entry %u of %u", r, e,
-                          nd);
+            rc = errf_fail(err, errlen, -EBADMSG, "row %u points at dictionary entry %u of %u", r,
+                           e, nd);
             goto fail;
         }
         c->indices[r - lo] = e;

@@ -7,6 +7,7 @@
  * relies on (blocks inside the data area and in order, rows adding up, marks
  * inside their blocks and non-decreasing) is checked here once.
  */
+#include "errf.h"
 #include "tp_int.h"
 
 #include <errno.h>
@@ -186,7 +187,7 @@ int tp__footer_write(const tp__footer *f, uint8_t **out, size_t *out_len)
 
 #define BAD(...)                                                                                   \
     do {                                                                                           \
-        rc = tp__fail(err, errlen, -EBADMSG, __VA_ARGS__);                                         \
+        rc = errf_fail(err, errlen, -EBADMSG, __VA_ARGS__);                                        \
         goto fail;                                                                                 \
     } while (0)
 
@@ -382,18 +383,18 @@ int tp__tail_parse(const uint8_t tail[TP_TAIL_SIZE], uint64_t object_size, uint6
                    uint64_t *checksum, char *err, size_t errlen)
 {
     if (memcmp(tail + 16, TP__TAIL_MAGIC, 8) != 0)
-        return tp__fail(err, errlen, -EBADMSG,
-                        "it does not end like a part (no tail marker: not a part, or cut short)");
+        return errf_fail(err, errlen, -EBADMSG,
+                         "it does not end like a part (no tail marker: not a part, or cut short)");
     *footer_len = tp__get32(tail);
     uint32_t version = tp__get32(tail + 4);
     *checksum = tp__get64(tail + 8);
     if (version != TP_FORMAT_VERSION)
-        return tp__fail(err, errlen, -EBADMSG,
-                        "it is in part format version %u; this build reads version %d", version,
-                        TP_FORMAT_VERSION);
+        return errf_fail(err, errlen, -EBADMSG,
+                         "it is in part format version %u; this build reads version %d", version,
+                         TP_FORMAT_VERSION);
     if (object_size < TP__HEAD_SIZE + TP_TAIL_SIZE ||
         *footer_len > object_size - TP__HEAD_SIZE - TP_TAIL_SIZE)
-        return tp__fail(err, errlen, -EBADMSG, "its tail says the footer has %llu bytes of %llu",
-                        (unsigned long long)*footer_len, (unsigned long long)object_size);
+        return errf_fail(err, errlen, -EBADMSG, "its tail says the footer has %llu bytes of %llu",
+                         (unsigned long long)*footer_len, (unsigned long long)object_size);
     return 0;
 }

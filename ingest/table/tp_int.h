@@ -24,10 +24,6 @@
 
 enum { TP__ENC_FIXED = 0, TP__ENC_PLAIN = 1, TP__ENC_DICT = 2 };
 
-/* Writes a sentence into err (if err && errlen) and returns rc. */
-int tp__fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
 /* ---- growable column ---------------------------------------------------- */
 
 typedef struct tp__colbuf {

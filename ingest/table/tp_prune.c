@@ -10,6 +10,7 @@
  * AND when every kid may match, an OR when one does: conservative, so a
  * granule that holds a matching row is never pruned.
  */
+#include "errf.h"
 #include "tp_int.h"
 
 #include <errno.h>
@@ -30,12 +31,13 @@ static bool same_type(const cb_typeinfo *a, const cb_typeinfo *b)
 static int check(const pctx *p, const tp_cond *c, int depth, char *err, size_t errlen)
 {
     if (depth > 64)
-        return tp__fail(err, errlen, -EINVAL, "the key condition nests deeper than 64");
+        return errf_fail(err, errlen, -EINVAL, "the key condition nests deeper than 64");
     switch (c->op) {
     case TP_COND_AND:
     case TP_COND_OR:
         if (!c->n_kids || !c->kids)
-            return tp__fail(err, errlen, -EINVAL, "an AND or OR of the key condition has no terms");
+            return errf_fail(err, errlen, -EINVAL,
+                             "an AND or OR of the key condition has no terms");
         for (uint32_t i = 0; i < c->n_kids; i++) {
             int rc = check(p, c->kids[i], depth + 1, err, errlen);
             if (rc < 0)
@@ -49,19 +51,19 @@ static int check(const pctx *p, const tp_cond *c, int depth, char *err, size_t e
     case TP_COND_GT:
     case TP_COND_GE:
         if (c->key_pos >= p->n_key)
-            return tp__fail(err, errlen, -EINVAL, "key condition on ORDER BY column %u of %u",
-                            c->key_pos, p->n_key);
+            return errf_fail(err, errlen, -EINVAL, "key condition on ORDER BY column %u of %u",
+                             c->key_pos, p->n_key);
         if (!c->values || !c->values->n || c->values->null_count ||
             !same_type(&c->values->info, &p->index[c->key_pos]->info))
-            return tp__fail(err, errlen, -EINVAL,
-                            "the values of a key condition on ORDER BY column %u must be non-NULL "
-                            "and of the column's type",
-                            c->key_pos);
+            return errf_fail(err, errlen, -EINVAL,
+                             "the values of a key condition on ORDER BY column %u must be non-NULL "
+                             "and of the column's type",
+                             c->key_pos);
         if (c->op != TP_COND_IN && c->values->n != 1)
-            return tp__fail(err, errlen, -EINVAL, "a comparison of the key takes one value");
+            return errf_fail(err, errlen, -EINVAL, "a comparison of the key takes one value");
         return 0;
     }
-    return tp__fail(err, errlen, -EINVAL, "unknown key condition operator %d", c->op);
+    return errf_fail(err, errlen, -EINVAL, "unknown key condition operator %d", c->op);
 }
 
 /* Is column k bounded in granule g (its prefix constant)? */
@@ -115,10 +117,10 @@ int tp_prune_index(const cb_column *const *index, uint32_t n_key, uint32_t granu
     pctx p = {index, n_key};
     for (uint32_t k = 0; k < n_key; k++)
         if (!index[k] || index[k]->n != (uint64_t)granules + 1)
-            return tp__fail(err, errlen, -EINVAL,
-                            "the index of key column %u has %u entries, "
-                            "not %u",
-                            k, index[k] ? index[k]->n : 0, granules + 1);
+            return errf_fail(err, errlen, -EINVAL,
+                             "the index of key column %u has %u entries, "
+                             "not %u",
+                             k, index[k] ? index[k]->n : 0, granules + 1);
     if (c) {
         int rc = check(&p, c, 0, err, errlen);
         if (rc < 0)

@@ -9,6 +9,7 @@
  * wrong value. The reader is immutable after open: reads from many threads
  * share it.
  */
+#include "errf.h"
 #include "tp_int.h"
 
 #include <errno.h>
@@ -34,9 +35,9 @@ int tp_reader_open(tp_reader **out, rs_source *src, const char *part_name, char 
     const char *name = part_name ? part_name : rs_name(src);
     uint64_t size = rs_size(src);
     if (size < TP__HEAD_SIZE + TP_TAIL_SIZE)
-        return tp__fail(err, errlen, -EBADMSG,
-                        "part %s: the object has %llu bytes, too few for a part", name,
-                        (unsigned long long)size);
+        return errf_fail(err, errlen, -EBADMSG,
+                         "part %s: the object has %llu bytes, too few for a part", name,
+                         (unsigned long long)size);
     uint64_t want = size < TP__TAIL_READ ? size : TP__TAIL_READ;
     uint8_t *buf = malloc(want);
     if (!buf)
@@ -45,13 +46,13 @@ int tp_reader_open(tp_reader **out, rs_source *src, const char *part_name, char 
     int rc = rs_read(src, size - want, buf, want, msg, sizeof(msg));
     if (rc < 0) {
         free(buf);
-        return tp__fail(err, errlen, rc, "part %s: cannot read its footer: %s", name, msg);
+        return errf_fail(err, errlen, rc, "part %s: cannot read its footer: %s", name, msg);
     }
     uint64_t flen, sum;
     rc = tp__tail_parse(buf + want - TP_TAIL_SIZE, size, &flen, &sum, msg, sizeof(msg));
     if (rc < 0) {
         free(buf);
-        return tp__fail(err, errlen, rc, "part %s: %s", name, msg);
+        return errf_fail(err, errlen, rc, "part %s: %s", name, msg);
     }
     uint64_t fstart = size - TP_TAIL_SIZE - flen;
     const uint8_t *foot;
@@ -68,16 +69,16 @@ int tp_reader_open(tp_reader **out, rs_source *src, const char *part_name, char 
         if (rc < 0) {
             free(buf);
             free(extra);
-            return tp__fail(err, errlen, rc, "part %s: cannot read its footer: %s", name, msg);
+            return errf_fail(err, errlen, rc, "part %s: cannot read its footer: %s", name, msg);
         }
         foot = extra;
     }
     if (XXH3_64bits(foot, flen) != sum) {
         free(buf);
         free(extra);
-        return tp__fail(err, errlen, -EBADMSG,
-                        "part %s: its footer's checksum does not match (the object is damaged)",
-                        name);
+        return errf_fail(err, errlen, -EBADMSG,
+                         "part %s: its footer's checksum does not match (the object is damaged)",
+                         name);
     }
     tp_reader *r = calloc(1, sizeof(*r));
     if (!r || !(r->name = strdup(name))) {
@@ -90,8 +91,8 @@ int tp_reader_open(tp_reader **out, rs_source *src, const char *part_name, char 
     free(buf);
     free(extra);
     if (rc < 0) {
-        tp__fail(err, errlen, rc, "part %s: its footer is damaged: %s", name,
-                 rc == -ENOMEM ? "out of memory" : msg);
+        errf_fail(err, errlen, rc, "part %s: its footer is damaged: %s", name,
+                  rc == -ENOMEM ? "out of memory" : msg);
         tp_reader_destroy(&r);
         return rc;
     }
@@ -219,7 +220,8 @@ static int decode_col(const tp_reader *r, const tp__col_meta *c, const span *s, 
         for (uint32_t bi = rg[k].b0; bi <= rg[k].b1 && !rc; bi++) {
             const tp__block_ent *e = &c->blocks[bi];
             if (XXH3_64bits(p, e->comp_len) != e->checksum) {
-                rc = tp__fail(err, errlen, -EBADMSG,
+                rc =
+                    errf_fail(err, errlen, -EBADMSG,
                               "part %s: column %s: block %u (%u bytes at offset %llu): checksum "
                               "mismatch, the part object is damaged",
                               r->name, c->def.name, bi, e->comp_len, (unsigned long long)e->offset);
@@ -235,9 +237,9 @@ static int decode_col(const tp_reader *r, const tp__col_meta *c, const span *s, 
                 raw_cap = e->raw_len;
             }
             if (tp__decompress(e->codec, p, e->comp_len, raw, e->raw_len) < 0) {
-                rc = tp__fail(err, errlen, -EBADMSG,
-                              "part %s: column %s: block %u does not decompress to its %u bytes",
-                              r->name, c->def.name, bi, e->raw_len);
+                rc = errf_fail(err, errlen, -EBADMSG,
+                               "part %s: column %s: block %u does not decompress to its %u bytes",
+                               r->name, c->def.name, bi, e->raw_len);
                 break;
             }
             uint32_t lo = bi == s->b0 ? s->row0 : 0, hi = bi == s->b1 ? s->row1 : e->rows;
@@ -249,8 +251,8 @@ static int decode_col(const tp_reader *r, const tp__col_meta *c, const span *s, 
                                       msg, sizeof(msg));
             }
             if (rc == -EBADMSG || rc == -EINVAL)
-                rc = tp__fail(err, errlen, -EBADMSG, "part %s: column %s: block %u: %s", r->name,
-                              c->def.name, bi, msg);
+                rc = errf_fail(err, errlen, -EBADMSG, "part %s: column %s: block %u: %s", r->name,
+                               c->def.name, bi, msg);
             p += e->comp_len;
         }
     }
@@ -272,11 +274,11 @@ static int plan_runs(const tp_reader *r, const uint32_t *cols, uint32_t n, uint3
     *rr_out = NULL;
     *n_out = 0;
     if (g0 >= g1 || g1 > r->f.granules)
-        return tp__fail(err, errlen, -EINVAL, "part %s: granules %u..%u are not inside its %u",
-                        r->name, g0, g1, r->f.granules);
+        return errf_fail(err, errlen, -EINVAL, "part %s: granules %u..%u are not inside its %u",
+                         r->name, g0, g1, r->f.granules);
     for (uint32_t i = 0; i < n; i++)
         if (cols[i] >= r->f.n_cols)
-            return tp__fail(err, errlen, -EINVAL, "part %s has no column %u", r->name, cols[i]);
+            return errf_fail(err, errlen, -EINVAL, "part %s has no column %u", r->name, cols[i]);
     span *spans = calloc(n + 1, sizeof(span));
     size_t n_rg = 0, cap_rg = 0;
     range_ctx *rg = NULL;
@@ -343,7 +345,7 @@ int tp_reader_ranges(const tp_reader *r, const uint32_t *cols, uint32_t n, uint3
     size_t n_rg;
     int rc = plan_runs(r, cols, n, g0, g1, &spans, &rg, &rr, &n_rg, err, errlen);
     if (rc < 0)
-        return rc == -ENOMEM ? tp__fail(err, errlen, rc, "part %s: out of memory", r->name) : rc;
+        return rc == -ENOMEM ? errf_fail(err, errlen, rc, "part %s: out of memory", r->name) : rc;
     free(spans);
     free(rg);
     if (n_rg > 1)
@@ -428,7 +430,7 @@ int tp_reader_read_from(const tp_reader *r, const uint32_t *cols, uint32_t n, ui
     }
     char msg[RS_MSG_MAX];
     if (!rc && n_fetch && (rc = rs_read_ranges(r->src, rr, n_fetch, msg, sizeof(msg))) < 0)
-        tp__fail(err, errlen, rc, "part %s: cannot read its blocks: %s", r->name, msg);
+        errf_fail(err, errlen, rc, "part %s: cannot read its blocks: %s", r->name, msg);
     cb_batch *b = NULL;
     if (!rc)
         rc = cb_batch_create(&b, (uint32_t)rows, n);
@@ -436,9 +438,9 @@ int tp_reader_read_from(const tp_reader *r, const uint32_t *cols, uint32_t n, ui
         const tp__col_meta *c = &r->f.cols[cols[i]];
         rc = decode_col(r, c, &spans[i], rg, n_rg, i, &b->cols[i], err, errlen);
         if (!rc && b->cols[i]->n != rows)
-            rc = tp__fail(err, errlen, -EBADMSG,
-                          "part %s: column %s gave %u rows for granules %u..%u, not %llu", r->name,
-                          c->def.name, b->cols[i]->n, g0, g1, (unsigned long long)rows);
+            rc = errf_fail(err, errlen, -EBADMSG,
+                           "part %s: column %s gave %u rows for granules %u..%u, not %llu", r->name,
+                           c->def.name, b->cols[i]->n, g0, g1, (unsigned long long)rows);
     }
     for (size_t k = 0; k < n_rg; k++)
         if (own && own[k])
@@ -449,8 +451,8 @@ int tp_reader_read_from(const tp_reader *r, const uint32_t *cols, uint32_t n, ui
     free(spans);
     if (rc < 0) {
         if (rc == -ENOMEM)
-            tp__fail(err, errlen, rc, "part %s: out of memory reading granules %u..%u", r->name, g0,
-                     g1);
+            errf_fail(err, errlen, rc, "part %s: out of memory reading granules %u..%u", r->name,
+                      g0, g1);
         cb_batch_destroy(&b);
         return rc;
     }
@@ -468,7 +470,7 @@ static int mem_read(void *impl, const rs_range *ranges, size_t n, char *err, siz
     mem_src *m = impl;
     for (size_t i = 0; i < n; i++) {
         if (ranges[i].offset > m->len || ranges[i].length > m->len - ranges[i].offset)
-            return tp__fail(err, errlen, -ERANGE, "a range runs past the buffer's end");
+            return errf_fail(err, errlen, -ERANGE, "a range runs past the buffer's end");
         memcpy(ranges[i].buf, m->p + ranges[i].offset, ranges[i].length);
     }
     return 0;

@@ -10,6 +10,7 @@
  * comes unsorted: then the writer keeps every row until finish and sorts
  * them, stably, so that of equal keys the row given last stays last.
  */
+#include "errf.h"
 #include "tp_int.h"
 
 #include <errno.h>
@@ -56,42 +57,43 @@ struct tp_writer {
 static int wfail(tp_writer *w, char *err, size_t errlen, int rc, const char *what)
 {
     w->failed = true;
-    return tp__fail(err, errlen, rc, "part %s: %s", w->name, what);
+    return errf_fail(err, errlen, rc, "part %s: %s", w->name, what);
 }
 
 int tp_writer_create(tp_writer **out, const tp_writer_opts *o, char *err, size_t errlen)
 {
     *out = NULL;
     if (!o->cols || o->n_cols == 0 || o->n_cols > TP_MAX_COLUMNS)
-        return tp__fail(err, errlen, -EINVAL, "a part needs 1 to %d columns, not %u",
-                        TP_MAX_COLUMNS, o->n_cols);
+        return errf_fail(err, errlen, -EINVAL, "a part needs 1 to %d columns, not %u",
+                         TP_MAX_COLUMNS, o->n_cols);
     const char *pname = o->part_name ? o->part_name : "(new part)";
     for (uint32_t i = 0; i < o->n_cols; i++) {
         const tp_column_def *d = &o->cols[i];
         if (!d->name || !d->name[0] || strlen(d->name) > TP__MAX_NAME)
-            return tp__fail(err, errlen, -EINVAL,
-                            "part %s: column %u needs a name of 1 to %d bytes", pname, i,
-                            TP__MAX_NAME);
+            return errf_fail(err, errlen, -EINVAL,
+                             "part %s: column %u needs a name of 1 to %d bytes", pname, i,
+                             TP__MAX_NAME);
         if (!tp__type_valid(&d->info))
-            return tp__fail(err, errlen, -EINVAL, "part %s: column %s has an unknown type", pname,
-                            d->name);
+            return errf_fail(err, errlen, -EINVAL, "part %s: column %s has an unknown type", pname,
+                             d->name);
         if (d->codec > TP_CODEC_ZSTD || d->level < -7 || d->level > 22)
-            return tp__fail(err, errlen, -EINVAL,
-                            "part %s: column %s: codec %d level %d is not LZ4, ZSTD(1..22) or none",
-                            pname, d->name, d->codec, d->level);
+            return errf_fail(
+                err, errlen, -EINVAL,
+                "part %s: column %s: codec %d level %d is not LZ4, ZSTD(1..22) or none", pname,
+                d->name, d->codec, d->level);
     }
     for (uint32_t k = 0; k < o->n_key; k++)
         if (o->key_cols[k] >= o->n_cols || o->cols[o->key_cols[k]].nullable)
-            return tp__fail(err, errlen, -EINVAL,
-                            "part %s: ORDER BY column %u must be one of the part's columns and "
-                            "not Nullable",
-                            pname, o->key_cols[k]);
+            return errf_fail(err, errlen, -EINVAL,
+                             "part %s: ORDER BY column %u must be one of the part's columns and "
+                             "not Nullable",
+                             pname, o->key_cols[k]);
     for (uint32_t k = 0; k < o->n_minmax; k++)
         if (o->minmax_cols[k] >= o->n_cols)
-            return tp__fail(err, errlen, -EINVAL, "part %s: partition column %u is not a column",
-                            pname, o->minmax_cols[k]);
+            return errf_fail(err, errlen, -EINVAL, "part %s: partition column %u is not a column",
+                             pname, o->minmax_cols[k]);
     if (o->n_key > o->n_cols || o->n_minmax > o->n_cols)
-        return tp__fail(err, errlen, -EINVAL, "part %s: too many key or partition columns", pname);
+        return errf_fail(err, errlen, -EINVAL, "part %s: too many key or partition columns", pname);
     tp_writer *w = calloc(1, sizeof(*w));
     if (!w)
         return -ENOMEM;
@@ -352,16 +354,16 @@ static int add_sorted(tp_writer *w, const cb_batch *b, char *err, size_t errlen)
         return 0;
     if (w->n_key) {
         if (w->rows && key_cmp_last(w, b, 0) > 0)
-            return tp__fail(err, errlen, -EINVAL,
-                            "part %s: row %llu comes before the row ahead of it in ORDER BY "
-                            "order (the input is not sorted)",
-                            w->name, (unsigned long long)w->rows);
+            return errf_fail(err, errlen, -EINVAL,
+                             "part %s: row %llu comes before the row ahead of it in ORDER BY "
+                             "order (the input is not sorted)",
+                             w->name, (unsigned long long)w->rows);
         for (uint32_t i = 1; i < n; i++)
             if (key_cmp_rows(w, b, i - 1, b, i) > 0)
-                return tp__fail(err, errlen, -EINVAL,
-                                "part %s: row %llu comes before the row ahead of it in ORDER BY "
-                                "order (the input is not sorted)",
-                                w->name, (unsigned long long)(w->rows + i));
+                return errf_fail(err, errlen, -EINVAL,
+                                 "part %s: row %llu comes before the row ahead of it in ORDER BY "
+                                 "order (the input is not sorted)",
+                                 w->name, (unsigned long long)(w->rows + i));
     }
     if ((rc = emit_head(w)) < 0)
         return rc;
@@ -434,8 +436,8 @@ int tp_writer_add(tp_writer *w, const cb_batch *b, char *err, size_t errlen)
     if (err && errlen)
         err[0] = 0;
     if (w->failed || w->finished)
-        return tp__fail(err, errlen, -EINVAL, "part %s: the writer has %s", w->name,
-                        w->failed ? "failed already" : "finished");
+        return errf_fail(err, errlen, -EINVAL, "part %s: the writer has %s", w->name,
+                         w->failed ? "failed already" : "finished");
     if (b->n_cols != w->n_cols)
         return wfail(w, err, errlen, -EINVAL, "the batch's columns do not match the part's");
     for (uint32_t i = 0; i < w->n_cols; i++) {
@@ -443,19 +445,19 @@ int tp_writer_add(tp_writer *w, const cb_batch *b, char *err, size_t errlen)
         const wcol *wc = &w->cols[i];
         if (!c || c->n != b->n_rows || !same_type(&c->info, &wc->def.info)) {
             w->failed = true;
-            return tp__fail(err, errlen, -EINVAL,
-                            "part %s: column %s is %s in the batch but %s in the part", w->name,
-                            wc->def.name, c ? cb_type_name(c->info.type) : "missing",
-                            cb_type_name(wc->def.info.type));
+            return errf_fail(err, errlen, -EINVAL,
+                             "part %s: column %s is %s in the batch but %s in the part", w->name,
+                             wc->def.name, c ? cb_type_name(c->info.type) : "missing",
+                             cb_type_name(wc->def.info.type));
         }
         if (c->null_count && !wc->def.nullable) {
             uint32_t r = 0;
             while (r < c->n && !cb_column_is_null(c, r))
                 r++;
             w->failed = true;
-            return tp__fail(err, errlen, -EINVAL,
-                            "part %s: column %s is not Nullable but row %llu is NULL", w->name,
-                            wc->def.name, (unsigned long long)(w->rows_in + r));
+            return errf_fail(err, errlen, -EINVAL,
+                             "part %s: column %s is not Nullable but row %llu is NULL", w->name,
+                             wc->def.name, (unsigned long long)(w->rows_in + r));
         }
     }
     int rc;
@@ -478,7 +480,7 @@ int tp_writer_add(tp_writer *w, const cb_batch *b, char *err, size_t errlen)
     if (rc < 0) {
         w->failed = true;
         if (err && errlen && !err[0])
-            tp__fail(err, errlen, rc, "part %s: %s", w->name, strerror(-rc));
+            errf_fail(err, errlen, rc, "part %s: %s", w->name, strerror(-rc));
         return rc;
     }
     w->rows_in += b->n_rows;
@@ -548,8 +550,8 @@ int tp_writer_finish(tp_writer *w, tp_part_info *info, void **buf, size_t *len, 
     if (err && errlen)
         err[0] = 0;
     if (w->failed || w->finished)
-        return tp__fail(err, errlen, -EINVAL, "part %s: the writer has %s", w->name,
-                        w->failed ? "failed already" : "finished");
+        return errf_fail(err, errlen, -EINVAL, "part %s: the writer has %s", w->name,
+                         w->failed ? "failed already" : "finished");
     int rc = 0;
     if (w->stage)
         rc = sort_and_feed(w, err, errlen);
@@ -631,7 +633,7 @@ int tp_writer_finish(tp_writer *w, tp_part_info *info, void **buf, size_t *len, 
     if (rc < 0) {
         w->failed = true;
         if (err && errlen && !err[0])
-            tp__fail(err, errlen, rc, "part %s: cannot write it: %s", w->name, strerror(-rc));
+            errf_fail(err, errlen, rc, "part %s: cannot write it: %s", w->name, strerror(-rc));
         return rc;
     }
     w->finished = true;

@@ -16,10 +16,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Writes a sentence into err (when err && errlen) and returns rc. */
-int pq__ferr(char *err, size_t errlen, int rc, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
 /* ---- Thrift compact protocol --------------------------------------------- */
 
 enum {

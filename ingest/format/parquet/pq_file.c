@@ -23,20 +23,11 @@ struct pq_file {
     rs_source *src;
     uint8_t *footer; /* the FileMetaData bytes (stats point into them) */
     pq__meta *meta;
-    int n_cols; /* top-level fields */
+    int n_cols;   /* top-level fields */
     int n_leaves; /* column chunks per row group */
     pq_column_info *cols;
     int64_t num_rows;
 };
-
-int pq__ferr(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    errf_vset(err, errlen, fmt, ap);
-    va_end(ap);
-    return rc;
-}
 
 int pq__map_type(const pq__schema_el *el, cb_typeinfo *out, const char **why)
 {
@@ -278,8 +269,7 @@ static bool pq__list_shape(const pq__meta *m, uint32_t i, uint32_t *elem, uint8_
         *max_def = d;
         return true;
     }
-    if (r->num_children != 1 || i + 2 >= m->n_schema || !r->name ||
-        strcmp(r->name, "array") == 0 ||
+    if (r->num_children != 1 || i + 2 >= m->n_schema || !r->name || strcmp(r->name, "array") == 0 ||
         (el->name && strlen(r->name) == strlen(el->name) + 6 &&
          strncmp(r->name, el->name, strlen(el->name)) == 0 &&
          strcmp(r->name + strlen(el->name), "_tuple") == 0))
@@ -304,12 +294,12 @@ static int pq__schema(pq_file *f, char *err, size_t errlen)
     const char *name = rs_name(f->src);
     const pq__meta *m = f->meta;
     if (m->n_schema < 1)
-        return pq__ferr(err, errlen, -EBADMSG, "%s: the schema is empty (no root element)", name);
+        return errf_fail(err, errlen, -EBADMSG, "%s: the schema is empty (no root element)", name);
     int top = m->schema[0].num_children;
     if (top < 0 || (uint32_t)top > m->n_schema - 1)
-        return pq__ferr(err, errlen, -EBADMSG,
-                        "%s: the schema's root says %d columns but %u elements follow", name,
-                        top, m->n_schema - 1);
+        return errf_fail(err, errlen, -EBADMSG,
+                         "%s: the schema's root says %d columns but %u elements follow", name, top,
+                         m->n_schema - 1);
     f->n_cols = top;
     f->cols = calloc(f->n_cols ? (size_t)f->n_cols : 1, sizeof(*f->cols));
     if (!f->cols)
@@ -318,19 +308,19 @@ static int pq__schema(pq_file *f, char *err, size_t errlen)
     int leaves = 0;
     for (int i = 0; i < f->n_cols; i++) {
         if (at >= m->n_schema)
-            return pq__ferr(err, errlen, -EBADMSG,
-                            "%s: the schema's root says %d columns but its elements end after %d",
-                            name, top, i);
+            return errf_fail(err, errlen, -EBADMSG,
+                             "%s: the schema's root says %d columns but its elements end after %d",
+                             name, top, i);
         const pq__schema_el *el = &m->schema[at];
         const char *cn = el->name ? el->name : "";
         if (!el->name)
-            return pq__ferr(err, errlen, -EBADMSG, "%s: schema element %u has no name", name, at);
+            return errf_fail(err, errlen, -EBADMSG, "%s: schema element %u has no name", name, at);
         int first = leaves;
         uint32_t start = at;
         if (pq__subtree(m, &at, &leaves, 0) < 0)
-            return pq__ferr(err, errlen, -EBADMSG,
-                            "%s: the schema's element counts of column '%s' run past its end",
-                            name, cn);
+            return errf_fail(err, errlen, -EBADMSG,
+                             "%s: the schema's element counts of column '%s' run past its end",
+                             name, cn);
         f->cols[i].name = el->name;
         f->cols[i].leaf = first;
         f->cols[i].n_leaves = leaves - first;
@@ -359,33 +349,33 @@ static int pq__schema(pq_file *f, char *err, size_t errlen)
             continue;
         }
         if (el->type > PQ_FIXED_LEN_BYTE_ARRAY)
-            return pq__ferr(err, errlen, -ENOTSUP,
-                            "%s: column '%s' has an unknown physical "
-                            "type %d",
-                            name, cn, el->type);
+            return errf_fail(err, errlen, -ENOTSUP,
+                             "%s: column '%s' has an unknown physical "
+                             "type %d",
+                             name, cn, el->type);
         const char *why = "unsupported";
         if (pq__map_type(el, &f->cols[i].type, &why) < 0)
-            return pq__ferr(err, errlen, -ENOTSUP, "%s: column '%s' cannot be read: %s", name, cn,
-                            why);
+            return errf_fail(err, errlen, -ENOTSUP, "%s: column '%s' cannot be read: %s", name, cn,
+                             why);
         f->cols[i].physical = (pq_physical)el->type;
         f->cols[i].type_length = el->type_length;
     }
     if (at != m->n_schema)
-        return pq__ferr(err, errlen, -EBADMSG,
-                        "%s: the schema's root says %d columns but %u elements follow", name,
-                        top, m->n_schema - 1);
+        return errf_fail(err, errlen, -EBADMSG,
+                         "%s: the schema's root says %d columns but %u elements follow", name, top,
+                         m->n_schema - 1);
     f->n_leaves = leaves;
     int64_t total = 0;
     for (uint32_t r = 0; r < m->n_rgs; r++) {
         const pq__row_group *rg = &m->rgs[r];
         if (rg->n_cols != (uint32_t)f->n_leaves)
-            return pq__ferr(err, errlen, -EBADMSG,
-                            "%s: row group %u has %u column chunks, the "
-                            "schema has %d leaf columns",
-                            name, r, rg->n_cols, f->n_leaves);
+            return errf_fail(err, errlen, -EBADMSG,
+                             "%s: row group %u has %u column chunks, the "
+                             "schema has %d leaf columns",
+                             name, r, rg->n_cols, f->n_leaves);
         if (rg->num_rows < 0 || rg->num_rows > UINT32_MAX)
-            return pq__ferr(err, errlen, -EBADMSG, "%s: row group %u says it has %" PRId64 " rows",
-                            name, r, rg->num_rows);
+            return errf_fail(err, errlen, -EBADMSG, "%s: row group %u says it has %" PRId64 " rows",
+                             name, r, rg->num_rows);
         total += rg->num_rows;
         for (int c = 0; c < f->n_cols; c++) {
             if (f->cols[c].nested)
@@ -393,39 +383,39 @@ static int pq__schema(pq_file *f, char *err, size_t errlen)
             const pq__chunk_meta *cm = &rg->cols[f->cols[c].leaf];
             const char *cn = f->cols[c].name;
             if (cm->external)
-                return pq__ferr(err, errlen, -ENOTSUP,
-                                "%s: column '%s' of row group %u lives in "
-                                "another file (file_path is set); not supported",
-                                name, cn, r);
+                return errf_fail(err, errlen, -ENOTSUP,
+                                 "%s: column '%s' of row group %u lives in "
+                                 "another file (file_path is set); not supported",
+                                 name, cn, r);
             if (!cm->has_meta)
-                return pq__ferr(err, errlen, -EBADMSG,
-                                "%s: column '%s' of row group %u has no "
-                                "metadata",
-                                name, cn, r);
+                return errf_fail(err, errlen, -EBADMSG,
+                                 "%s: column '%s' of row group %u has no "
+                                 "metadata",
+                                 name, cn, r);
             if (cm->type != (int32_t)f->cols[c].physical)
-                return pq__ferr(err, errlen, -EBADMSG,
-                                "%s: column '%s' of row group %u has "
-                                "physical type %d, the schema says %d",
-                                name, cn, r, cm->type, (int)f->cols[c].physical);
+                return errf_fail(err, errlen, -EBADMSG,
+                                 "%s: column '%s' of row group %u has "
+                                 "physical type %d, the schema says %d",
+                                 name, cn, r, cm->type, (int)f->cols[c].physical);
             if (cm->path_len > 1 && f->cols[c].type.type != CB_LIST)
-                return pq__ferr(err, errlen, -ENOTSUP,
-                                "%s: column '%s' is nested (its path has "
-                                "%u parts)",
-                                name, cn, cm->path_len);
+                return errf_fail(err, errlen, -ENOTSUP,
+                                 "%s: column '%s' is nested (its path has "
+                                 "%u parts)",
+                                 name, cn, cm->path_len);
             if (cm->total_compressed_size < 0 || cm->data_page_offset < 0 ||
                 (uint64_t)cm->data_page_offset > rs_size(f->src) ||
                 (uint64_t)cm->total_compressed_size > rs_size(f->src))
-                return pq__ferr(err, errlen, -EBADMSG,
-                                "%s: column '%s' of row group %u has "
-                                "offsets or sizes outside the file",
-                                name, cn, r);
+                return errf_fail(err, errlen, -EBADMSG,
+                                 "%s: column '%s' of row group %u has "
+                                 "offsets or sizes outside the file",
+                                 name, cn, r);
         }
     }
     if (total != m->num_rows)
-        return pq__ferr(err, errlen, -EBADMSG,
-                        "%s: the footer says %" PRId64 " rows but its row "
-                        "groups hold %" PRId64,
-                        name, m->num_rows, total);
+        return errf_fail(err, errlen, -EBADMSG,
+                         "%s: the footer says %" PRId64 " rows but its row "
+                         "groups hold %" PRId64,
+                         name, m->num_rows, total);
     f->num_rows = total;
     return 0;
 }
@@ -438,10 +428,10 @@ int pq_file_open(pq_file **out, rs_source *src, const pq_open_opts *opts, char *
     uint64_t want = opts && opts->footer_read ? opts->footer_read : 512 * 1024;
     uint64_t max_footer = opts && opts->max_footer ? opts->max_footer : 256u << 20;
     if (size < 12)
-        return pq__ferr(err, errlen, -EBADMSG,
-                        "%s is not a Parquet file: it is %" PRIu64
-                        " bytes long (a Parquet file has at least 12)",
-                        name, size);
+        return errf_fail(err, errlen, -EBADMSG,
+                         "%s is not a Parquet file: it is %" PRIu64
+                         " bytes long (a Parquet file has at least 12)",
+                         name, size);
     if (want < 8)
         want = 8;
     uint64_t tail = size < want ? size : want;
@@ -456,45 +446,45 @@ int pq_file_open(pq_file **out, rs_source *src, const pq_open_opts *opts, char *
     const uint8_t *end = buf + tail;
     if (memcmp(end - 4, "PARE", 4) == 0) {
         free(buf);
-        return pq__ferr(err, errlen, -ENOTSUP,
-                        "%s: the footer is encrypted (magic PARE); "
-                        "encrypted Parquet is not supported",
-                        name);
+        return errf_fail(err, errlen, -ENOTSUP,
+                         "%s: the footer is encrypted (magic PARE); "
+                         "encrypted Parquet is not supported",
+                         name);
     }
     if (memcmp(end - 4, "PAR1", 4) != 0) {
         free(buf);
-        return pq__ferr(err, errlen, -EBADMSG,
-                        "%s is not a Parquet file: it does not end with "
-                        "the magic PAR1",
-                        name);
+        return errf_fail(err, errlen, -EBADMSG,
+                         "%s is not a Parquet file: it does not end with "
+                         "the magic PAR1",
+                         name);
     }
     if (tail == size && memcmp(buf, "PAR1", 4) != 0) {
         free(buf);
-        return pq__ferr(err, errlen, -EBADMSG,
-                        "%s is not a Parquet file: it does not start "
-                        "with the magic PAR1",
-                        name);
+        return errf_fail(err, errlen, -EBADMSG,
+                         "%s is not a Parquet file: it does not start "
+                         "with the magic PAR1",
+                         name);
     }
     uint32_t flen = (uint32_t)end[-8] | (uint32_t)end[-7] << 8 | (uint32_t)end[-6] << 16 |
                     (uint32_t)end[-5] << 24;
     if ((uint64_t)flen > size - 12) {
         free(buf);
-        return pq__ferr(err, errlen, -EBADMSG,
-                        "%s: the footer length (%" PRIu32 " bytes) is "
-                        "larger than the file allows (%" PRIu64 " bytes); the file is truncated "
-                        "or not Parquet",
-                        name, flen, size - 12);
+        return errf_fail(err, errlen, -EBADMSG,
+                         "%s: the footer length (%" PRIu32 " bytes) is "
+                         "larger than the file allows (%" PRIu64 " bytes); the file is truncated "
+                         "or not Parquet",
+                         name, flen, size - 12);
     }
     if (flen > max_footer) {
         free(buf);
-        return pq__ferr(err, errlen, -EBADMSG,
-                        "%s: the footer is %" PRIu32 " bytes, over the "
-                        "limit of %" PRIu64,
-                        name, flen, max_footer);
+        return errf_fail(err, errlen, -EBADMSG,
+                         "%s: the footer is %" PRIu32 " bytes, over the "
+                         "limit of %" PRIu64,
+                         name, flen, max_footer);
     }
     if (flen == 0) {
         free(buf);
-        return pq__ferr(err, errlen, -EBADMSG, "%s: the footer length is 0", name);
+        return errf_fail(err, errlen, -EBADMSG, "%s: the footer length is 0", name);
     }
     uint8_t *footer = malloc(flen);
     if (!footer) {
@@ -522,14 +512,14 @@ int pq_file_open(pq_file **out, rs_source *src, const pq_open_opts *opts, char *
     char why[PQ_MSG_MAX];
     rc = pq__meta_parse(footer, flen, &f->meta, why, sizeof(why));
     if (rc < 0) {
-        pq__ferr(err, errlen, rc, "%s: %s", name, rc == -ENOMEM ? "out of memory" : why);
+        errf_fail(err, errlen, rc, "%s: %s", name, rc == -ENOMEM ? "out of memory" : why);
         pq_file_destroy(&f);
         return rc;
     }
     rc = pq__schema(f, err, errlen);
     if (rc < 0) {
         if (rc == -ENOMEM)
-            pq__ferr(err, errlen, rc, "%s: out of memory reading the schema", name);
+            errf_fail(err, errlen, rc, "%s: out of memory reading the schema", name);
         pq_file_destroy(&f);
         return rc;
     }

@@ -793,7 +793,8 @@ static int pq__data_page(pq__chunk *st, const pq__page_header *h, const uint8_t 
                     return pq__fail(st, -EBADMSG, "the page is too short for its levels");
                 memcpy(&l, data + at, 4);
                 if (l > ulen - at - 4)
-                    return pq__fail(st, -EBADMSG, "the levels' length (%" PRIu32 ") runs past the page", l);
+                    return pq__fail(st, -EBADMSG,
+                                    "the levels' length (%" PRIu32 ") runs past the page", l);
                 lp[k] = data + at + 4;
                 ll[k] = l;
                 at += 4 + (size_t)l;

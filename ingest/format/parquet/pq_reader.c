@@ -294,8 +294,9 @@ static int pq__read_list(pq_reader *r, const pq_column_info *ci, pq__coldesc *d,
 {
     *out = NULL;
     if (cm->num_values < 0 || cm->num_values > (int64_t)(UINT32_MAX / 2))
-        return pq__rerr(r, -EBADMSG, "%s: column '%s' of row group %d says it has %" PRId64
-                        " values", d->file, ci->name, d->rg, cm->num_values);
+        return pq__rerr(r, -EBADMSG,
+                        "%s: column '%s' of row group %d says it has %" PRId64 " values", d->file,
+                        ci->name, d->rg, cm->num_values);
     cb_typeinfo et = ci->type;
     et.type = ci->type.elem;
     et.elem = 0;
@@ -313,8 +314,8 @@ static int pq__read_list(pq_reader *r, const pq_column_info *ci, pq__coldesc *d,
     ex_vec ev;
     if ((rc = ex_vec_from_column(NULL, leaf, &ev)) < 0) {
         cb_column_destroy(&leaf);
-        return pq__rerr(r, rc == -ERANGE ? -ENOTSUP : rc,
-                        "%s: column '%s' of row group %d: %s", d->file, ci->name, d->rg,
+        return pq__rerr(r, rc == -ERANGE ? -ENOTSUP : rc, "%s: column '%s' of row group %d: %s",
+                        d->file, ci->name, d->rg,
                         rc == -ERANGE ? "a Decimal element needs more than 18 digits"
                                       : "out of memory");
     }
@@ -331,9 +332,10 @@ static int pq__read_list(pq_reader *r, const pq_column_info *ci, pq__coldesc *d,
         if (k == n || reps[k] == 0) {
             if (k > 0) { /* the row so far is done */
                 if (row >= rows) {
-                    rc = pq__rerr(r, -EBADMSG, "%s: column '%s' of row group %d holds more lists "
-                                  "than the row group's %" PRIu32 " rows", d->file, ci->name,
-                                  d->rg, rows);
+                    rc = pq__rerr(r, -EBADMSG,
+                                  "%s: column '%s' of row group %d holds more lists "
+                                  "than the row group's %" PRIu32 " rows",
+                                  d->file, ci->name, d->rg, rows);
                     break;
                 }
                 ex_arr_end(&buf, start, cnt);
@@ -358,8 +360,10 @@ static int pq__read_list(pq_reader *r, const pq_column_info *ci, pq__coldesc *d,
         cnt++;
     }
     if (rc == 0 && row != rows)
-        rc = pq__rerr(r, -EBADMSG, "%s: column '%s' of row group %d holds %" PRIu32
-                      " lists for %" PRIu32 " rows", d->file, ci->name, d->rg, row, rows);
+        rc =
+            pq__rerr(r, -EBADMSG,
+                     "%s: column '%s' of row group %d holds %" PRIu32 " lists for %" PRIu32 " rows",
+                     d->file, ci->name, d->rg, row, rows);
     if (rc == 0 && buf.n && (rc = cb_column_reserve_data(c, buf.n)) == 0)
         memcpy(c->data, buf.p, buf.n);
     ex_bytes_free(&buf);

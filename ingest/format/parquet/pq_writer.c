@@ -22,6 +22,7 @@
  * strings); decimals INT32 (up to 9 digits), INT64 (18) or a 16-byte
  * FIXED_LEN_BYTE_ARRAY (38), big-endian, as DECIMAL(P, S).
  */
+#include "errf.h"
 #include "parquet_int.h"
 
 #include <errno.h>
@@ -194,7 +195,7 @@ static int emit(pq_writer *w, const void *p, size_t n, char *err, size_t errlen)
     int rc = w->write(w->arg, p, n);
     if (rc < 0) {
         w->failed = true;
-        return pq__ferr(err, errlen, rc, "cannot write the Parquet output: %s", strerror(-rc));
+        return errf_fail(err, errlen, rc, "cannot write the Parquet output: %s", strerror(-rc));
     }
     w->pos += (int64_t)n;
     return 0;
@@ -237,15 +238,15 @@ int pq_writer_create(pq_writer **out, const pq_wcol *cols, int n_cols, pq_write_
         if (t->type == CB_TIME ||
             (t->type == CB_DECIMAL && (t->precision < 1 || t->precision > 38)) ||
             (t->type == CB_TIMESTAMP && t->unit == CB_UNIT_NONE))
-            return pq__ferr(err, errlen, -ENOTSUP,
-                            "column '%s' has a type the Parquet writer "
-                            "does not write (%s)",
-                            cols[k].name, cb_type_name(t->type));
+            return errf_fail(err, errlen, -ENOTSUP,
+                             "column '%s' has a type the Parquet writer "
+                             "does not write (%s)",
+                             cols[k].name, cb_type_name(t->type));
     }
     pq_writer *w = calloc(1, sizeof(*w));
     if (!w || !(w->cols = calloc((size_t)n_cols + 1, sizeof(pq_wcol)))) {
         free(w);
-        return pq__ferr(err, errlen, -ENOMEM, "out of memory");
+        return errf_fail(err, errlen, -ENOMEM, "out of memory");
     }
     w->write = fn;
     w->arg = arg;
@@ -255,7 +256,7 @@ int pq_writer_create(pq_writer **out, const pq_wcol *cols, int n_cols, pq_write_
         if (!(w->cols[k].name = strdup(cols[k].name))) {
             w->n_cols = k;
             pq_writer_destroy(&w);
-            return pq__ferr(err, errlen, -ENOMEM, "out of memory");
+            return errf_fail(err, errlen, -ENOMEM, "out of memory");
         }
     }
     *out = w;
@@ -450,21 +451,21 @@ static int write_page(pq_writer *w, const pq_wcol *c, const pq_wdata *d, uint32_
         plain_values(pg, c, d, r0, n);
     }
     if (pg->oom)
-        return pq__ferr(err, errlen, -ENOMEM, "out of memory while writing Parquet");
+        return errf_fail(err, errlen, -ENOMEM, "out of memory while writing Parquet");
     if (pg->len > INT32_MAX)
-        return pq__ferr(err, errlen, -E2BIG,
-                        "a Parquet page of column '%s' would exceed 2 GiB: "
-                        "its strings are too long for one page",
-                        c->name);
+        return errf_fail(err, errlen, -E2BIG,
+                         "a Parquet page of column '%s' would exceed 2 GiB: "
+                         "its strings are too long for one page",
+                         c->name);
     cp->len = 0;
     size_t bound = ZSTD_compressBound(pg->len);
     wb_reserve(cp, bound);
     if (cp->oom)
-        return pq__ferr(err, errlen, -ENOMEM, "out of memory while writing Parquet");
+        return errf_fail(err, errlen, -ENOMEM, "out of memory while writing Parquet");
     size_t clen = ZSTD_compress(cp->p, bound, pg->p, pg->len, 1);
     if (ZSTD_isError(clen))
-        return pq__ferr(err, errlen, -EIO, "ZSTD failed on a Parquet page: %s",
-                        ZSTD_getErrorName(clen));
+        return errf_fail(err, errlen, -EIO, "ZSTD failed on a Parquet page: %s",
+                         ZSTD_getErrorName(clen));
     h->len = 0;
     h->depth = 0;
     h->last[0] = 0;
@@ -479,7 +480,7 @@ static int write_page(pq_writer *w, const pq_wcol *c, const pq_wdata *d, uint32_
     t_end(h);
     wb_byte(h, PQ__T_STOP);
     if (h->oom)
-        return pq__ferr(err, errlen, -ENOMEM, "out of memory while writing Parquet");
+        return errf_fail(err, errlen, -ENOMEM, "out of memory while writing Parquet");
     int rc;
     if ((rc = emit(w, h->p, h->len, err, errlen)) < 0 ||
         (rc = emit(w, cp->p, clen, err, errlen)) < 0)
@@ -493,17 +494,17 @@ static int write_page(pq_writer *w, const pq_wcol *c, const pq_wdata *d, uint32_
 int pq_writer_row_group(pq_writer *w, const pq_wdata *cols, uint32_t n, char *err, size_t errlen)
 {
     if (w->failed)
-        return pq__ferr(err, errlen, -EIO, "the Parquet output failed before");
+        return errf_fail(err, errlen, -EIO, "the Parquet output failed before");
     if (n == 0)
         return 0;
     wrg *nr = realloc(w->rgs, sizeof(*nr) * (size_t)(w->n_rgs + 1));
     if (!nr)
-        return pq__ferr(err, errlen, -ENOMEM, "out of memory");
+        return errf_fail(err, errlen, -ENOMEM, "out of memory");
     w->rgs = nr;
     wrg *g = &w->rgs[w->n_rgs];
     *g = (wrg){.chunks = calloc((size_t)w->n_cols + 1, sizeof(wchunk)), .rows = n};
     if (!g->chunks)
-        return pq__ferr(err, errlen, -ENOMEM, "out of memory");
+        return errf_fail(err, errlen, -ENOMEM, "out of memory");
     w->n_rgs++;
     for (int k = 0; k < w->n_cols; k++) {
         wchunk *ch = &g->chunks[k];
@@ -647,7 +648,7 @@ static void schema_elem(wbuf *b, const pq_wcol *c)
 int pq_writer_finish(pq_writer *w, char *err, size_t errlen)
 {
     if (w->failed)
-        return pq__ferr(err, errlen, -EIO, "the Parquet output failed before");
+        return errf_fail(err, errlen, -EIO, "the Parquet output failed before");
     wbuf b = {0};
     t_i32(&b, 1, 1); /* version */
     uint32_t n_elems = (uint32_t)w->n_cols + 1;
@@ -701,13 +702,13 @@ int pq_writer_finish(pq_writer *w, char *err, size_t errlen)
     wb_byte(&b, PQ__T_STOP);
     int rc = 0;
     if (b.oom)
-        rc = pq__ferr(err, errlen, -ENOMEM, "out of memory while writing the Parquet footer");
+        rc = errf_fail(err, errlen, -ENOMEM, "out of memory while writing the Parquet footer");
     else if (b.len > UINT32_MAX)
-        rc = pq__ferr(err, errlen, -E2BIG, "the Parquet footer would exceed 4 GiB");
+        rc = errf_fail(err, errlen, -E2BIG, "the Parquet footer would exceed 4 GiB");
     if (rc == 0) {
         wb_u32le(&b, (uint32_t)b.len);
         wb_bytes(&b, "PAR1", 4);
-        rc = b.oom ? pq__ferr(err, errlen, -ENOMEM, "out of memory")
+        rc = b.oom ? errf_fail(err, errlen, -ENOMEM, "out of memory")
                    : emit(w, b.p, b.len, err, errlen);
     }
     free(b.p);

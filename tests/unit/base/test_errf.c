@@ -2,7 +2,8 @@
  *
  * test_errf.c: the error sentence (base/errf.h): formatted into the caller's
  * buffer, truncated and NUL-terminated when it is short, nothing written (and
- * no crash) without a buffer, and the va_list form the same.
+ * no crash) without a buffer, the va_list form the same, and errf_fail
+ * returning the caller's code.
  */
 #include "errf.h"
 
@@ -65,12 +66,20 @@ static void test_va_list(void **state)
     assert_string_equal(small, "block");
 }
 
+static void test_fail_returns_rc(void **state)
+{
+    (void)state;
+    char err[32];
+    assert_int_equal(errf_fail(err, sizeof err, -22, "bad %s", "frame"), -22);
+    assert_string_equal(err, "bad frame");
+    assert_int_equal(errf_fail(NULL, 0, -5, "unseen"), -5);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_formats),
-        cmocka_unit_test(test_truncates),
-        cmocka_unit_test(test_no_buffer),
+        cmocka_unit_test(test_formats),   cmocka_unit_test(test_truncates),
+        cmocka_unit_test(test_no_buffer), cmocka_unit_test(test_fail_returns_rc),
         cmocka_unit_test(test_va_list),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
