@@ -30,7 +30,7 @@
  * Values by type:
  *   CFG_STR   any text up to size-1 bytes
  *   CFG_INT   decimal integer, optional sign
- *   CFG_SIZE  bytes with an optional unit, as client/bytesize.h reads them:
+ *   CFG_SIZE  bytes with an optional unit, as base/bytesize.h reads them:
  *             b, k/ki/kb/kib, m/.../mib, g/.../gib, t/.../tib, case-insensitive,
  *             every unit a power of 1024 (KB is KiB here, not 1000 as in
  *             ClickHouse or Kubernetes): "64k" = 65536, "1MiB" = "1m" =

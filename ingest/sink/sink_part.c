@@ -5,6 +5,7 @@
  * part per piece.
  */
 #include "eng_part_sink.h"
+#include "jsonu.h"
 
 #include <errno.h>
 #include <math.h>
@@ -360,31 +361,11 @@ static int text_elem(const uint8_t *s, size_t n, size_t *pos, ex_bytes *buf)
                 case 'f': c = '\f'; break;
                 case '0': c = 0; break;
                 case 'u': {
-                    unsigned cp = 0;
-                    if (i + 4 >= n)
+                    uint8_t u[4];
+                    size_t ul, used = jsonu_decode((const char *)s + i + 1, n - i - 1, u, &ul);
+                    if (!used)
                         return -EINVAL;
-                    for (int k = 1; k <= 4; k++) {
-                        uint8_t h = s[i + (size_t)k];
-                        cp = cp * 16 + (unsigned)(h >= '0' && h <= '9'   ? h - '0'
-                                                  : h >= 'a' && h <= 'f' ? h - 'a' + 10
-                                                  : h >= 'A' && h <= 'F' ? h - 'A' + 10
-                                                                         : 99);
-                    }
-                    if (cp > 0xffff)
-                        return -EINVAL;
-                    i += 4;
-                    uint8_t u[3];
-                    size_t ul = 0;
-                    if (cp < 0x80) {
-                        u[ul++] = (uint8_t)cp;
-                    } else if (cp < 0x800) {
-                        u[ul++] = (uint8_t)(0xc0 | cp >> 6);
-                        u[ul++] = (uint8_t)(0x80 | (cp & 0x3f));
-                    } else {
-                        u[ul++] = (uint8_t)(0xe0 | cp >> 12);
-                        u[ul++] = (uint8_t)(0x80 | ((cp >> 6) & 0x3f));
-                        u[ul++] = (uint8_t)(0x80 | (cp & 0x3f));
-                    }
+                    i += used;
                     if (ex_bytes_put(buf, u, ul) < 0)
                         return -ENOMEM;
                     continue;

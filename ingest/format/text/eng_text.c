@@ -12,6 +12,7 @@
  * \N for NULL; an empty TSV field is '' for strings and NULL otherwise.
  */
 #include "eng_text.h"
+#include "jsonu.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -471,22 +472,15 @@ static size_t json_unescape(const char *p, size_t len, char *out)
         case 'b': out[o++] = '\b'; break;
         case 'f': out[o++] = '\f'; break;
         case 'u': {
-            unsigned cp = 0;
-            int k = 0;
-            for (; k < 4 && i + 1 < len && isxdigit((unsigned char)p[i + 1]); k++, i++)
-                cp = cp * 16 + (unsigned)(isdigit((unsigned char)p[i + 1])
-                                              ? p[i + 1] - '0'
-                                              : (tolower((unsigned char)p[i + 1]) - 'a' + 10));
-            if (cp < 0x80)
-                out[o++] = (char)cp;
-            else if (cp < 0x800) {
-                out[o++] = (char)(0xc0 | (cp >> 6));
-                out[o++] = (char)(0x80 | (cp & 0x3f));
-            } else {
-                out[o++] = (char)(0xe0 | (cp >> 12));
-                out[o++] = (char)(0x80 | ((cp >> 6) & 0x3f));
-                out[o++] = (char)(0x80 | (cp & 0x3f));
+            uint8_t u[4];
+            size_t ul, used = jsonu_decode(p + i + 1, len - i - 1, u, &ul);
+            if (!used) { /* not four hex digits: the letter, as any other escape */
+                out[o++] = e;
+                break;
             }
+            i += used;
+            for (size_t k = 0; k < ul; k++)
+                out[o++] = (char)u[k];
             break;
         }
         default: out[o++] = e; break;

@@ -293,8 +293,8 @@ static void test_column_defaults(void **state)
 }
 
 /* Array(T) columns: VALUES, INSERT ... SELECT with element conversions,
- * JSONEachRow and TSV text ([..] with JSON's and ClickHouse's quoting,
- * NULL elements), an omitted column as [] and a DEFAULT array; the values
+ * JSONEachRow and TSV text ([..] with JSON's and ClickHouse's quoting, a
+ * surrogate pair as one code point, NULL elements), an omitted column as [] and a DEFAULT array; the values
  * survive a merge, read back through has/length/arrayJoin and system.columns
  * names the type; what tables refuse is named. */
 static void test_array_columns(void **state)
@@ -308,15 +308,16 @@ static void test_array_columns(void **state)
            "[toUInt8(number), NULL] FROM numbers(2)"));
     free(q(
         "INSERT INTO ar FORMAT JSONEachRow\n"
-        "{\"k\": 2, \"tags\": [\"q\\\"r\", \"\\u00e9\"], \"n\": [null, -3], \"d\": [\"2021-05-06\"], "
+        "{\"k\": 2, \"tags\": [\"q\\\"r\", \"\\u00e9\", \"\\ud83d\\ude00\"], \"n\": [null, -3], \"d\": [\"2021-05-06\"], "
         "\"p\": [2.5, \"3.75\"]}\n{\"k\": 3}\n"));
     free(q("INSERT INTO ar (k, tags, p) FORMAT TSV\n4\t['it\\\\'s','']\t[0.01]\n"));
-    const char *want = "1\t['a','b']\t[1,NULL]\t[1]\t['2020-01-02']\t[1.25]\n"
-                       "2\t['q\"r','\xc3\xa9']\t[NULL,-3]\t[0.5,2]\t['2021-05-06']\t[2.5,3.75]\n"
-                       "3\t[]\t[]\t[0.5,3]\t[]\t[]\n"
-                       "4\t['it\\'s','']\t[]\t[0.5,4]\t[]\t[0.01]\n"
-                       "10\t['x','y']\t[0,NULL]\t[0.5,10]\t[]\t[]\n"
-                       "11\t['x','y']\t[1,NULL]\t[0.5,11]\t[]\t[]\n";
+    const char *want =
+        "1\t['a','b']\t[1,NULL]\t[1]\t['2020-01-02']\t[1.25]\n"
+        "2\t['q\"r','\xc3\xa9','\xf0\x9f\x98\x80']\t[NULL,-3]\t[0.5,2]\t['2021-05-06']\t[2.5,3.75]\n"
+        "3\t[]\t[]\t[0.5,3]\t[]\t[]\n"
+        "4\t['it\\'s','']\t[]\t[0.5,4]\t[]\t[0.01]\n"
+        "10\t['x','y']\t[0,NULL]\t[0.5,10]\t[]\t[]\n"
+        "11\t['x','y']\t[1,NULL]\t[0.5,11]\t[]\t[]\n";
     q_is(want, "SELECT * FROM ar ORDER BY k");
     free(q("OPTIMIZE TABLE ar FINAL"));
     q_is(want, "SELECT * FROM ar ORDER BY k");

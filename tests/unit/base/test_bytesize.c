@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * test_bytesize.c: the one size grammar (client/bytesize.h): every unit and
+ * test_bytesize.c: the one size grammar (base/bytesize.h): every unit and
  * its spellings (all binary), what is refused (junk after the digits, a sign,
  * a fraction, a space, an unknown unit, a value over INT64_MAX) with a
  * sentence that names the value, and the formatter's round trip.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * test_dlist.c: the intrusive list (client/dlist.h): pushing at both ends,
+ * test_dlist.c: the intrusive list (base/dlist.h): pushing at both ends,
  * walking in order, removing the first, a middle and the last node (and the
  * only one), removing while walking, counts, and finding the struct back
  * from its node.

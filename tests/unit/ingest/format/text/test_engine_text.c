@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
  * test_engine_text.c: the CSV / TSV / JSONEachRow readers (eng_text.h):
- * inference, header detection, quoting, errors naming the line.
+ * inference, header detection, quoting, JSON's \u escapes, errors naming
+ * the line.
  */
 #include "eng_text.h"
 
@@ -108,6 +109,12 @@ static void test_text_readers(void **state)
     read_text(
         TX_JSON_EACH_ROW, "{\"a\": 1, \"b\": \"x\\n\"}\n{\"b\": null, \"a\": 2.5, \"c\": true}\n",
         "a Nullable(Float64), b Nullable(String), c Nullable(Bool)", "1,x\n,\\N;2.5,\\N,true;");
+    /* \u escapes: one to three UTF-8 bytes, a surrogate pair as one code
+     * point (Python's json.dumps writes an emoji so), a lone surrogate as
+     * U+FFFD, fewer than four hex digits as the letter */
+    read_text(TX_JSON_EACH_ROW,
+              "{\"s\": \"\\u0041\\u00e9\\u20ac\\ud83d\\ude00.\"}\n{\"s\": \"\\udc00\\u12\"}\n",
+              "s Nullable(String)", "A\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80.;\xef\xbf\xbdu12;");
     read_err(TX_CSV, "a,b\n1,\"open\n2,3\n", "bad.txt, line 2: unterminated quoted field");
     read_err(TX_CSV, "a,b\n1,\"x\"y\n", "after a closing quote");
     /* an array value is its text (an Array column of a table parses it) */
