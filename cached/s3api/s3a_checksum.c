@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -72,12 +73,12 @@ __attribute__((target("sse4.2"))) static uint32_t crc32c_hw(uint32_t crc, const 
 
 static bool have_sse42(void)
 {
-    static int cached = -1;
-    int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    static _Atomic int cached = -1;
+    int v = atomic_load_explicit(&cached, memory_order_relaxed);
     if (v < 0) {
         __builtin_cpu_init();
         v = __builtin_cpu_supports("sse4.2") ? 1 : 0;
-        __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
+        atomic_store_explicit(&cached, v, memory_order_relaxed);
     }
     return v == 1;
 }

@@ -9,6 +9,7 @@
 #include "cli_cache.h"
 
 #include "ringcache.h"
+#include "s3.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -403,7 +404,7 @@ int cli_cache_ls(const cli_cache_opts *o, const char *bucket, const char *patter
 }
 
 typedef struct {
-    char (*keys)[1025];
+    char (*keys)[S3_KEY_MAX + 1];
     uint64_t *sizes;
     size_t n, cap;
 } warm_list;
@@ -413,7 +414,7 @@ static int warm_collect(const s3_object_info *info, void *arg)
     warm_list *l = arg;
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 64;
-        char(*k)[1025] = realloc(l->keys, cap * sizeof(*k));
+        char(*k)[S3_KEY_MAX + 1] = realloc(l->keys, cap * sizeof(*k));
         if (!k)
             return -ENOMEM;
         l->keys = k;

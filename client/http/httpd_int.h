@@ -25,6 +25,7 @@
 #include "httpd.h"
 
 #include <http_parser.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
@@ -145,16 +146,20 @@ struct httpd_server {
     struct event *drain_timer, *drain_done;
     httpd_drained_fn drained;
     void *drained_arg;
-    httpd_stats st; /* written by the loop thread with relaxed atomics */
+    /* httpd_stats as counters: one writer (the loop), relaxed loads anywhere;
+     * field f of httpd_stats is st[HTTPD__STAT(f)] */
+    _Atomic uint64_t st[sizeof(httpd_stats) / sizeof(uint64_t)];
 };
 
 /* Counters: one writer (the loop), readers anywhere. */
+#define HTTPD__STAT(field) (offsetof(httpd_stats, field) / sizeof(uint64_t))
+#define HTTPD__GET(srv, field)                                                                     \
+    atomic_load_explicit(&(srv)->st[HTTPD__STAT(field)], memory_order_relaxed)
 #define HTTPD__ADD(srv, field, n)                                                                  \
-    __atomic_store_n(&(srv)->st.field,                                                             \
-                     __atomic_load_n(&(srv)->st.field, __ATOMIC_RELAXED) + (uint64_t)(n),          \
-                     __ATOMIC_RELAXED)
+    atomic_store_explicit(&(srv)->st[HTTPD__STAT(field)], HTTPD__GET(srv, field) + (uint64_t)(n),  \
+                          memory_order_relaxed)
 #define HTTPD__SET(srv, field, v)                                                                  \
-    __atomic_store_n(&(srv)->st.field, (uint64_t)(v), __ATOMIC_RELAXED)
+    atomic_store_explicit(&(srv)->st[HTTPD__STAT(field)], (uint64_t)(v), memory_order_relaxed)
 void httpd__count_status(httpd_server *srv, int status);
 void httpd__note_out(httpd_conn *c);
 

@@ -213,7 +213,7 @@ void httpd__count_status(httpd_server *srv, int status)
 void httpd__note_out(httpd_conn *c)
 {
     size_t n = evbuffer_get_length(bufferevent_get_output(c->bev));
-    if (n > __atomic_load_n(&c->srv->st.out_peak_bytes, __ATOMIC_RELAXED))
+    if (n > HTTPD__GET(c->srv, out_peak_bytes))
         HTTPD__SET(c->srv, out_peak_bytes, n);
     if (n >= c->srv->cfg.out_high_bytes)
         c->req.writable_blocked = true;

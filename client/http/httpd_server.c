@@ -382,8 +382,8 @@ int httpd_server_drain(httpd_server *srv, int deadline_ms, httpd_drained_fn done
 
 void httpd_server_stats(const httpd_server *srv, httpd_stats *out)
 {
-    const uint64_t *src = (const uint64_t *)&srv->st;
-    uint64_t *dst = (uint64_t *)out;
-    for (size_t i = 0; i < sizeof *out / sizeof(uint64_t); i++)
-        dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+    uint64_t v[sizeof *out / sizeof(uint64_t)];
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+        v[i] = atomic_load_explicit(&srv->st[i], memory_order_relaxed);
+    memcpy(out, v, sizeof *out);
 }

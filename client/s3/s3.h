@@ -28,8 +28,9 @@
 
 struct event_base;
 
-#define S3_ETAG_MAX 130 /* normalised ETag, NUL included */
-#define S3_MSG_MAX  512 /* an error sentence, NUL included */
+#define S3_ETAG_MAX 130  /* normalised ETag, NUL included */
+#define S3_MSG_MAX  512  /* an error sentence, NUL included */
+#define S3_KEY_MAX  1024 /* S3's limit on a key, in bytes, NUL not included */
 
 /* ------------------------------------------------------------------------ */
 /* Configuration                                                             */

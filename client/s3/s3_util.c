@@ -184,7 +184,7 @@ void s3_url_explain(const char *url, char *why, size_t cap)
         return;
     }
     const char *k = slash ? slash + 1 : "";
-    if (strlen(k) > 1024) {
+    if (strlen(k) > S3_KEY_MAX) {
         snprintf(why, cap, "the key of %.100s... is longer than S3's 1024 bytes", url);
         return;
     }
@@ -204,7 +204,7 @@ int s3_url_parse(const char *url, char *bucket, size_t bucket_cap, char *key, si
         return -EINVAL;
     const char *k = slash ? slash + 1 : "";
     size_t klen = strlen(k);
-    if (klen > 1024) /* S3's limit on key length, in bytes */
+    if (klen > S3_KEY_MAX) /* S3's limit on key length, in bytes */
         return -EINVAL;
     if (blen + 1 > bucket_cap || klen + 1 > key_cap)
         return -ENOSPC;
@@ -269,13 +269,13 @@ static int dots_only(const unsigned char *p, size_t n)
 
 int s3_key_check(const char *key, size_t len, char *why, size_t cap)
 {
-    unsigned char buf[1025];
+    unsigned char buf[S3_KEY_MAX + 1];
     if (key == NULL && len > 0) {
         if (why && cap)
             snprintf(why, cap, "no key");
         return -EINVAL;
     }
-    if (len > 1024) {
+    if (len > S3_KEY_MAX) {
         if (why && cap)
             snprintf(why, cap, "the key is %zu bytes, over S3's 1024", len);
         return -EINVAL;
