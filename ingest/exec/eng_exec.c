@@ -109,7 +109,8 @@ static eng_format outfile_format(const char *path)
 
 /* SELECT ... INTO OUTFILE 'path' [AND STDOUT] [APPEND | TRUNCATE]: opens the
  * file (refusing one that exists unless APPEND or TRUNCATE says what to do
- * with it, as ClickHouse does) and picks the format from the name when the
+ * with it, as ClickHouse does; a file it creates is removed again if the
+ * query fails) and picks the format from the name when the
  * statement has no FORMAT. */
 static int stmt_outfile(equery *q, const sql_stmt *st, eng_format *ofmt, char *err, size_t errlen)
 {
@@ -147,6 +148,8 @@ static int stmt_outfile(equery *q, const sql_stmt *st, eng_format *ofmt, char *e
         return -ENOMEM;
     }
     q->outfile_stdout = st->outfile_stdout;
+    q->outfile_created = st->outfile_mode != SQL_OUTFILE_APPEND &&
+                         st->outfile_mode != SQL_OUTFILE_TRUNCATE;
     return 0;
 }
 
@@ -576,6 +579,14 @@ static int run_stmt(const eng_ctx *ctx, const sql_stmt *st, FILE *summary, eng_r
     }
     if (rc == 0)
         rc = close_outfile(q, st, err, errlen);
+    if (rc < 0 && q->outfile_created) {
+        /* a file this query made holds no half answer: a failed query
+         * leaves no file behind, so running it again needs no TRUNCATE */
+        if (q->outfile)
+            fclose(q->outfile);
+        q->outfile = NULL;
+        unlink(st->outfile);
+    }
     if (rc < 0 && ctx->cancel && atomic_load(ctx->cancel)) {
         rc = -ECANCELED;
         snprintf(err, errlen, "the query was cancelled");

@@ -70,6 +70,7 @@ typedef struct equery {
     eng_output out;
     FILE *outfile;       /* INTO OUTFILE's file, closed after the statement */
     bool outfile_stdout; /* ... AND STDOUT: the rows go to both */
+    bool outfile_created; /* the statement made the file: removed if it fails */
     eng_writer tee[2];   /* with AND STDOUT: the file's writer and the output's */
     bool stream;
     pthread_mutex_t out_mu;

@@ -331,6 +331,19 @@ static void test_into_outfile(void **state)
                  "%s INTO OUTFILE '%s/c.gz' COMPRESSION 'gzip'", base, dir);
     expect_error(true, "line 1, column", "%s INTO '%s/d.csv'", base, dir);
     expect_error(true, "cannot open", "%s INTO OUTFILE '%s/no/such/dir/x.csv'", base, dir);
+    /* a query that fails after the file was opened leaves none behind (it
+     * would be empty or half written), and one it truncated stays */
+    expect_error(true, "no_such", "SELECT * FROM file('%s/no_such.parquet') INTO OUTFILE '%s/e.csv'",
+                 dir, dir);
+    char e_csv[4300];
+    snprintf(e_csv, sizeof(e_csv), "%s/e.csv", dir);
+    assert_int_equal(access(e_csv, F_OK), -1);
+    expect_error(true, "no_such",
+                 "SELECT * FROM file('%s/no_such.parquet') INTO OUTFILE '%s/a.csv' TRUNCATE", dir,
+                 dir);
+    char a_csv[4300];
+    snprintf(a_csv, sizeof(a_csv), "%s/a.csv", dir);
+    assert_int_equal(access(a_csv, F_OK), 0);
 }
 
 int main(void)
