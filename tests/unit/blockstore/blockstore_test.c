@@ -546,7 +546,15 @@ static void test_eviction_at_capacity(void **state)
         assert_true(st.bytes_stored <= cap + RSZ);
         assert_true(st.ssd_used <= cap + RSZ);
     }
+    /* The evictor frees regions in the background until BS_FREE_RESERVE are
+     * free again; let it finish, or the count below races it (a loaded
+     * machine showed 28 blocks read back and 24 left in the map). */
     bs_stats st = stats(f);
+    for (int i = 0; i < 5000 && st.regions_free < BS_FREE_RESERVE; i++) {
+        usleep(1000);
+        st = stats(f);
+    }
+    assert_true(st.regions_free >= BS_FREE_RESERVE);
     assert_true(st.evictions >= 2 * cap / RSZ - 2);
     assert_true(st.evicted_blocks > 0);
     /* The newest region's worth of data is all there. */
