@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * jsonu.c: JSON's \uXXXX escape to UTF-8 (jsonu.h).
+ * jsonu.c: JSON's \u escape (four hex digits) to UTF-8 (jsonu.h).
  */
 #include "jsonu.h"
 
@@ -40,6 +40,12 @@ size_t jsonu_decode(const char *p, size_t n, uint8_t out[4], size_t *outlen)
     } else if (cp >= 0xdc00 && cp <= 0xdfff) {
         cp = 0xfffd;
     }
+    *outlen = jsonu_utf8(cp, out);
+    return used;
+}
+
+size_t jsonu_utf8(uint32_t cp, uint8_t out[4])
+{
     size_t o = 0;
     if (cp < 0x80) {
         out[o++] = (uint8_t)cp;
@@ -56,6 +62,5 @@ size_t jsonu_decode(const char *p, size_t n, uint8_t out[4], size_t *outlen)
         out[o++] = (uint8_t)(0x80 | ((cp >> 6) & 0x3f));
         out[o++] = (uint8_t)(0x80 | (cp & 0x3f));
     }
-    *outlen = o;
-    return used;
+    return o;
 }

@@ -7,6 +7,7 @@
  * tests/fuzz/table_log). Recursive descent, one malloc per array or object.
  */
 #include "errf.h"
+#include "jsonu.h"
 #include "tb_int.h"
 
 #include <errno.h>
@@ -130,26 +131,7 @@ static int parse_string(jp *j, char **out, size_t *out_len)
                 break;
             }
             uint8_t u[4];
-            size_t n;
-            if (cp < 0x80) {
-                u[0] = (uint8_t)cp;
-                n = 1;
-            } else if (cp < 0x800) {
-                u[0] = (uint8_t)(0xC0 | (cp >> 6));
-                u[1] = (uint8_t)(0x80 | (cp & 0x3F));
-                n = 2;
-            } else if (cp < 0x10000) {
-                u[0] = (uint8_t)(0xE0 | (cp >> 12));
-                u[1] = (uint8_t)(0x80 | ((cp >> 6) & 0x3F));
-                u[2] = (uint8_t)(0x80 | (cp & 0x3F));
-                n = 3;
-            } else {
-                u[0] = (uint8_t)(0xF0 | (cp >> 18));
-                u[1] = (uint8_t)(0x80 | ((cp >> 12) & 0x3F));
-                u[2] = (uint8_t)(0x80 | ((cp >> 6) & 0x3F));
-                u[3] = (uint8_t)(0x80 | (cp & 0x3F));
-                n = 4;
-            }
+            size_t n = jsonu_utf8(cp, u);
             rc = tp__bytes_add(&b, u, n);
             break;
         }
