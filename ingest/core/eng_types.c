@@ -170,11 +170,31 @@ void *em_alloc(eng_mem *m, size_t n)
     return p + EM_HDR;
 }
 
+/* A zeroed mapping is backed before it is used: the callers (hash tables)
+ * read a slot before they write it, and a fresh page read first is the
+ * shared zero page, so its write faults again and replaces it, a TLB
+ * shootdown of every thread of the process (an IPI per page, the most of
+ * a two-thread count(DISTINCT)'s time). Backed at once, by a write per page
+ * where MADV_POPULATE_WRITE is missing. (Huge pages were tried: the kernel's
+ * compaction and zeroing of them cost more system time than the fewer TLB
+ * misses saved, 0.3-1.6 s more on a 20M-row count(DISTINCT).) */
+static void em_back(uint8_t *b, size_t len)
+{
+#ifdef MADV_POPULATE_WRITE
+    if (madvise(b, len, MADV_POPULATE_WRITE) == 0)
+        return;
+#endif
+    for (size_t o = 0; o < len; o += 4096)
+        ((volatile uint8_t *)b)[o] = 0;
+}
+
 void *em_calloc(eng_mem *m, size_t n)
 {
-    void *p = em_alloc(m, n);
-    if (p && n < EM_BIG) /* fresh mappings are zero */
+    uint8_t *p = em_alloc(m, n);
+    if (p && n < EM_BIG)
         memset(p, 0, n);
+    else if (p) /* fresh mappings are zero */
+        em_back(p - EM_HDR, n + EM_HDR);
     return p;
 }
 

@@ -52,6 +52,7 @@
 typedef struct uset {
     uint64_t *v; /* 0 = empty; value 0 stored as a flag */
     uint32_t n, mask;
+    uint8_t shift; /* 64 - log2(mask + 1): a value's home is in its top bits */
     bool has_zero;
 } uset;
 
@@ -686,9 +687,20 @@ out:
 
 /* ---- uniq sets ---- */
 
-static inline uint32_t uset_home(uint64_t h, uint32_t mask)
+/* A value's home slot: the top bits of the value times an odd constant
+ * (Fibonacci hashing), so -Distinct's raw integers spread as well as uniq's
+ * hashes, and the homes of a table split into ranges by their top bits
+ * (uset_merge_many's partitions). */
+#define USET_MIX 0x9E3779B97F4A7C15ull
+
+static inline uint32_t uset_home(const uset *s, uint64_t h)
 {
-    return (uint32_t)(h ^ (h >> 32)) & mask;
+    return (uint32_t)((h * USET_MIX) >> s->shift);
+}
+
+static uint8_t uset_shift(uint32_t mask)
+{
+    return (uint8_t)(64 - __builtin_popcount(mask));
 }
 
 static int uset_new(eng_mem *m, uset **sp)
@@ -697,6 +709,7 @@ static int uset_new(eng_mem *m, uset **sp)
     if (!s)
         return -ENOMEM;
     s->mask = 7;
+    s->shift = uset_shift(7);
     if (!(s->v = em_calloc(m, 8 * sizeof(uint64_t)))) {
         em_free(m, s);
         return -ENOMEM;
@@ -705,16 +718,17 @@ static int uset_new(eng_mem *m, uset **sp)
     return 0;
 }
 
-/* Rebuilds s with mask nm (a slot of the old table k lands at its home in
- * the new one, which is k or k + the old size: both written in order). */
+/* Rebuilds s with mask nm (the old table read in order, so the new one is
+ * written nearly in order too: homes keep their order as the table grows). */
 static int uset_grow(eng_mem *m, uset *s, uint32_t nm)
 {
     uint64_t *nv = em_calloc(m, (size_t)(nm + 1) * 8);
     if (!nv)
         return -ENOMEM;
+    uint8_t sh = uset_shift(nm);
     for (uint32_t k = 0; k <= s->mask; k++)
         if (s->v[k]) {
-            uint32_t j = uset_home(s->v[k], nm);
+            uint32_t j = (uint32_t)((s->v[k] * USET_MIX) >> sh);
             while (nv[j])
                 j = (j + 1) & nm;
             nv[j] = s->v[k];
@@ -722,6 +736,7 @@ static int uset_grow(eng_mem *m, uset *s, uint32_t nm)
     em_free(m, s->v);
     s->v = nv;
     s->mask = nm;
+    s->shift = sh;
     return 0;
 }
 
@@ -746,7 +761,7 @@ static int uset_reserve(eng_mem *m, uset **sp, uint32_t more)
 /* Puts h (not 0) into s, which has room (uset_reserve). */
 static inline void uset_put(uset *s, uint64_t h)
 {
-    uint32_t i = uset_home(h, s->mask);
+    uint32_t i = uset_home(s, h);
     while (s->v[i]) {
         if (s->v[i] == h)
             return;
@@ -784,7 +799,7 @@ static int uset_add_many(eng_mem *m, uset **sp, const uint64_t *h, uint32_t n)
     uset *s = *sp;
     for (uint32_t k = 0; k < n; k++) {
         if (k + USET_PF < n)
-            __builtin_prefetch(&s->v[uset_home(h[k + USET_PF], s->mask)], 1);
+            __builtin_prefetch(&s->v[uset_home(s, h[k + USET_PF])], 1);
         if (h[k])
             uset_put(s, h[k]);
         else
@@ -817,6 +832,238 @@ static int uset_merge(eng_mem *m, uset **dstp, uset **srcp)
                 return -ENOMEM;
         }
     return 0;
+}
+
+/* ---- the one group's large sets, merged by threads ---- */
+
+/* Below this many values in an aggregate's sets (summed over the tables),
+ * one thread merges them (agg_tab_merge) sooner than threads start. */
+#define USET_PAR_MIN 65536u
+/* Partitions of the merged table: ranges of its slots by the top bits of
+ * the values' homes; thread `part` of nparts takes ranges r with
+ * r % nparts == part. */
+#define USET_RANGE_BITS 6
+#define USET_BATCH 64
+
+typedef struct sets_part {
+    uint64_t *defer; /* values whose probe reached the end of their range */
+    uint32_t nd, cap;
+    uint32_t added;
+    int rc;
+} sets_part;
+
+typedef struct sets_agg {
+    int a;
+    uset *dst;
+    int in; /* dst is table `in`'s own set (not read as a source), or -1 */
+    sets_part *parts; /* nparts */
+} sets_agg;
+
+struct agg_sets {
+    agg_tab **tabs;
+    int n;
+    uint32_t nparts;
+    int nagg;
+    sets_agg *ag;
+};
+
+static uset *one_set(agg_tab *t, int a)
+{
+    return t->n > 0 && t->ac[a].u ? t->ac[a].u[0] : NULL;
+}
+
+void agg_sets_free(agg_sets **smp)
+{
+    agg_sets *sm = *smp;
+    if (!sm)
+        return;
+    eng_mem *m = sm->tabs[0]->mem;
+    for (int k = 0; k < sm->nagg; k++) {
+        if (sm->ag[k].in < 0)
+            uset_free(m, sm->ag[k].dst);
+        for (uint32_t j = 0; sm->ag[k].parts && j < sm->nparts; j++)
+            free(sm->ag[k].parts[j].defer);
+        free(sm->ag[k].parts);
+    }
+    free(sm->ag);
+    free(sm);
+    *smp = NULL;
+}
+
+int agg_sets_begin(agg_sets **out, agg_tab **tabs, int n, uint32_t nparts, char *err,
+                   size_t errlen)
+{
+    *out = NULL;
+    const eng_plan *p = tabs[0]->p;
+    if (p->n_keys != 0 || n < 2 || nparts < 2 || tabs[0]->n == 0)
+        return 0;
+    agg_sets *sm = calloc(1, sizeof(*sm));
+    if (!sm || !(sm->ag = calloc((size_t)p->n_aggs + 1, sizeof(sets_agg)))) {
+        free(sm);
+        return tab_oom(tabs[0], err, errlen);
+    }
+    sm->tabs = tabs;
+    sm->n = n;
+    sm->nparts = nparts;
+    for (int a = 0; a < p->n_aggs; a++) {
+        const eng_agg *ag = &p->aggs[a];
+        if (!ag->distinct && ag->fn != AG_UNIQ)
+            continue;
+        uint64_t sum = 0;
+        int big = -1;
+        for (int i = 0; i < n; i++) {
+            uset *u = one_set(tabs[i], a);
+            sum += u ? u->n : 0;
+            if (u && (big < 0 || u->n > one_set(tabs[big], a)->n))
+                big = i;
+        }
+        if (sum < USET_PAR_MIN)
+            continue;
+        sets_agg *e = &sm->ag[sm->nagg++];
+        e->a = a;
+        e->in = -1;
+        if (!(e->parts = calloc(nparts, sizeof(sets_part)))) {
+            agg_sets_free(&sm);
+            return tab_oom(tabs[0], err, errlen);
+        }
+        /* the largest set takes the others' values in place when it has
+         * room for every value distinct, at most three quarters full (the
+         * union is often smaller; the set grows past that on its own) */
+        uset *b = one_set(tabs[big], a);
+        if (sum * 4 <= ((uint64_t)b->mask + 1) * 3 && b->mask + 1 >= (1u << 16)) {
+            e->dst = b;
+            e->in = big;
+            continue;
+        }
+        uint64_t size = 1u << 16;
+        while (size * 3 < sum * 4)
+            size *= 2;
+        if (size > (1ull << 32) || !(e->dst = em_calloc(tabs[0]->mem, sizeof(uset))) ||
+            !(e->dst->v = em_calloc(tabs[0]->mem, size * 8))) {
+            agg_sets_free(&sm);
+            return tab_oom(tabs[0], err, errlen);
+        }
+        e->dst->mask = (uint32_t)(size - 1);
+        e->dst->shift = uset_shift(e->dst->mask);
+    }
+    if (sm->nagg == 0) {
+        agg_sets_free(&sm);
+        return 0;
+    }
+    *out = sm;
+    return 0;
+}
+
+static int defer_put(sets_part *pt, uint64_t h)
+{
+    if (pt->nd == pt->cap) {
+        uint32_t nc = pt->cap ? pt->cap * 2 : 256;
+        uint64_t *nv = realloc(pt->defer, (size_t)nc * 8);
+        if (!nv)
+            return -ENOMEM;
+        pt->defer = nv;
+        pt->cap = nc;
+    }
+    pt->defer[pt->nd++] = h;
+    return 0;
+}
+
+/* Puts b[0..m) (their homes in hm) into d, probing no further than the end
+ * of each one's range (past it, the value waits in pt->defer). */
+static int sets_put_batch(uset *d, sets_part *pt, const uint64_t *b, const uint32_t *hm, uint32_t m,
+                          uint32_t rmask)
+{
+    for (uint32_t k = 0; k < m; k++) {
+        uint64_t h = b[k];
+        uint32_t i = hm[k];
+        for (;;) {
+            uint64_t x = d->v[i];
+            if (x == 0) {
+                d->v[i] = h;
+                pt->added++;
+                break;
+            }
+            if (x == h)
+                break;
+            if ((++i & rmask) == 0) {
+                if (defer_put(pt, h) < 0)
+                    return -ENOMEM;
+                break;
+            }
+        }
+    }
+    return 0;
+}
+
+void agg_sets_part(agg_sets *sm, uint32_t part)
+{
+    for (int k = 0; k < sm->nagg; k++) {
+        sets_agg *e = &sm->ag[k];
+        sets_part *pt = &e->parts[part];
+        uset *d = e->dst;
+        uint32_t rmask = (d->mask >> USET_RANGE_BITS); /* slots per range - 1 */
+        uint64_t b[USET_BATCH], mine = 0;
+        uint32_t hm[USET_BATCH], m = 0;
+        for (uint32_t r = part; r < (1u << USET_RANGE_BITS); r += sm->nparts)
+            mine |= 1ull << r;
+        for (int i = 0; i < sm->n && pt->rc == 0; i++) {
+            const uset *s = i == e->in ? NULL : one_set(sm->tabs[i], e->a);
+            for (uint32_t j = 0; s && j <= s->mask && pt->rc == 0; j++) {
+                uint64_t h = s->v[j];
+                if (!h)
+                    continue;
+                uint64_t x = h * USET_MIX;
+                if (!(mine >> (x >> (64 - USET_RANGE_BITS)) & 1))
+                    continue;
+                b[m] = h;
+                hm[m] = (uint32_t)(x >> d->shift);
+                __builtin_prefetch(&d->v[hm[m]], 1);
+                if (++m == USET_BATCH) {
+                    pt->rc = sets_put_batch(d, pt, b, hm, m, rmask);
+                    m = 0;
+                }
+            }
+        }
+        if (pt->rc == 0 && m)
+            pt->rc = sets_put_batch(d, pt, b, hm, m, rmask);
+    }
+}
+
+int agg_sets_end(agg_sets **smp, char *err, size_t errlen)
+{
+    agg_sets *sm = *smp;
+    agg_tab *t0 = sm->tabs[0];
+    int rc = 0;
+    for (int k = 0; k < sm->nagg && rc == 0; k++) {
+        sets_agg *e = &sm->ag[k];
+        uset *d = e->dst;
+        for (uint32_t j = 0; j < sm->nparts; j++) {
+            if (e->parts[j].rc < 0)
+                rc = -ENOMEM;
+            d->n += e->parts[j].added;
+        }
+        /* the values that waited: each probes on from its home, past its
+         * range's end, now that no thread writes */
+        for (uint32_t j = 0; j < sm->nparts && rc == 0; j++)
+            for (uint32_t q = 0; q < e->parts[j].nd; q++)
+                uset_put(d, e->parts[j].defer[q]);
+        if (rc < 0)
+            break;
+        for (int i = 0; i < sm->n; i++) {
+            uset *u = one_set(sm->tabs[i], e->a);
+            if (!u)
+                continue;
+            d->has_zero |= u->has_zero;
+            if (u != d)
+                uset_free(t0->mem, u);
+            sm->tabs[i]->ac[e->a].u[0] = NULL;
+        }
+        t0->ac[e->a].u[0] = d;
+        e->dst = NULL;
+        e->in = -1;
+    }
+    agg_sets_free(smp);
+    return rc < 0 ? tab_oom(t0, err, errlen) : 0;
 }
 
 static uint64_t val_hash(const ex_vec *v, uint32_t r)

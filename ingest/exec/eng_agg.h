@@ -28,6 +28,23 @@ int agg_tab_merge(agg_tab *dst, agg_tab *src, char *err, size_t errlen);
  * a source group belongs to one partition, and only its states are moved. */
 int agg_tab_merge_part(agg_tab *dst, agg_tab *src, uint32_t part, uint32_t nparts, char *err,
                        size_t errlen);
+/* The value sets (uniq, count(DISTINCT), -Distinct) of the one group of
+ * tables without GROUP BY, merged by threads. agg_sets_begin looks at
+ * tabs[0..n) and, where an aggregate's sets are large enough to be worth
+ * it, makes an empty merged set sized for their sum; *out is NULL when
+ * there is nothing to do (agg_tab_merge alone merges them). Then
+ * agg_sets_part for each part in 0..nparts: threads may run different parts
+ * at once (each writes its own ranges of the merged sets and only reads the
+ * tables). Then agg_sets_end, on one thread after every part: the merged
+ * sets go to tabs[0] and the other tables' sets are freed (agg_tab_merge
+ * merges everything else afterwards as before). agg_sets_free gives up
+ * without changing the tables. 0 or -ENOMEM with err filled. */
+typedef struct agg_sets agg_sets;
+int agg_sets_begin(agg_sets **out, agg_tab **tabs, int n, uint32_t nparts, char *err,
+                   size_t errlen);
+void agg_sets_part(agg_sets *sm, uint32_t part);
+int agg_sets_end(agg_sets **sm, char *err, size_t errlen);
+void agg_sets_free(agg_sets **sm);
 /* Writes the result block: n_keys + n_aggs vectors of one row per group
  * (caller clears them). Returns the number of groups or -ENOMEM. */
 int agg_tab_finish(agg_tab *t, ex_vec *out, char *err, size_t errlen);

@@ -436,6 +436,57 @@ static int merge_parts(equery *q, worker *ws, int nthreads, rtab *final, char *e
     return rc;
 }
 
+typedef struct sets_job {
+    agg_sets *sm;
+    uint32_t part;
+} sets_job;
+
+static void *sets_main(void *arg)
+{
+    sets_job *j = arg;
+    agg_sets_part(j->sm, j->part);
+    return NULL;
+}
+
+/* No GROUP BY: the one group's large value sets (count(DISTINCT) of many
+ * values) merged by nthreads threads, each taking its ranges of the merged
+ * sets from every worker's; the rest of the states merge after, in one
+ * thread (agg_tab_merge). */
+static int merge_sets(worker *ws, int nthreads, char *err, size_t errlen)
+{
+    agg_tab **tabs = calloc((size_t)nthreads, sizeof(*tabs));
+    sets_job *jobs = calloc((size_t)nthreads, sizeof(*jobs));
+    pthread_t *th = calloc((size_t)nthreads, sizeof(*th));
+    bool *started = calloc((size_t)nthreads, sizeof(*started));
+    agg_sets *sm = NULL;
+    int rc = tabs && jobs && th && started ? 0 : -ENOMEM;
+    if (rc < 0)
+        snprintf(err, errlen, "out of memory merging the workers' sets");
+    for (int i = 0; i < nthreads && rc == 0; i++)
+        tabs[i] = ws[i].agg;
+    if (rc == 0)
+        rc = agg_sets_begin(&sm, tabs, nthreads, (uint32_t)nthreads, err, errlen);
+    if (rc == 0 && sm) {
+        for (int j = 0; j < nthreads; j++)
+            jobs[j] = (sets_job){.sm = sm, .part = (uint32_t)j};
+        for (int j = 1; j < nthreads; j++)
+            started[j] = pthread_create(&th[j], NULL, sets_main, &jobs[j]) == 0;
+        sets_main(&jobs[0]);
+        for (int j = 1; j < nthreads; j++) {
+            if (started[j])
+                pthread_join(th[j], NULL);
+            else
+                sets_main(&jobs[j]); /* no thread: this one does it */
+        }
+        rc = agg_sets_end(&sm, err, errlen);
+    }
+    free(tabs);
+    free(jobs);
+    free(th);
+    free(started);
+    return rc;
+}
+
 /* GROUP BY: the workers' tables merged (into the first, or by partitions
  * when they hold many groups), then emit_groups. */
 static int finish_aggregate(equery *q, worker *ws, int nthreads, rtab *final, char *err,
@@ -449,6 +500,8 @@ static int finish_aggregate(equery *q, worker *ws, int nthreads, rtab *final, ch
         groups += agg_tab_groups(ws[i].agg);
     if (nthreads > 1 && q->plan.n_keys > 0 && groups >= AGG_PAR_MIN_GROUPS)
         return merge_parts(q, ws, nthreads, final, err, errlen);
+    if (nthreads > 1 && q->plan.n_keys == 0)
+        rc = merge_sets(ws, nthreads, err, errlen);
     for (int i = 1; i < nthreads && rc == 0; i++) {
         rc = agg_tab_merge(ws[0].agg, ws[i].agg, err, errlen);
         agg_tab_destroy(&ws[i].agg);

@@ -47,6 +47,11 @@ export function sqlfnCases(P, Q, D) {
       `SELECT Id % 150000 AS k, count(*), sum(Score), min(OwnerDisplayName) FROM ${Q} GROUP BY k ORDER BY k DESC LIMIT 5`],
     ['count_distinct_glob', `SELECT count(DISTINCT OwnerUserId), count(DISTINCT Title), sumDistinct(Score) FROM ${G}`,
       `SELECT count(DISTINCT OwnerUserId), count(DISTINCT Title), sum(DISTINCT Score) FROM ${GQ}`],
+    // sets of more than 65536 values in all: at 2 threads the workers' sets merge by threads
+    ['count_distinct_many', `SELECT count(DISTINCT Id), uniqExact(Id * 7), count(DISTINCT toString(Id)), sumDistinct(Id % 150000), avgDistinct(Id % 90000), count(DISTINCT Id % 2), countDistinct(ViewCount) FROM ${G}`,
+      `SELECT count(DISTINCT Id), count(DISTINCT Id * 7), count(DISTINCT Id::VARCHAR), sum(DISTINCT Id % 150000), avg(DISTINCT Id % 90000), count(DISTINCT Id % 2), count(DISTINCT ViewCount) FROM ${GQ}`],
+    ['count_distinct_many_where', `SELECT count(DISTINCT Id), sumDistinct(Id) FROM ${P} WHERE Id % 3 = 0 OR Id < 100`,
+      `SELECT count(DISTINCT Id), sum(DISTINCT Id) FROM ${Q} WHERE Id % 3 = 0 OR Id < 100`],
     // -If
     ['if_combinator', `SELECT PostTypeId, countIf(Score > 0), countIf(ViewCount, Score > 0), sumIf(Score, ViewCount > 50000), avgIf(ViewCount, Score > 10), minIf(Title, Score = 7), maxIf(CreationDate, Score < -40), uniqIf(OwnerUserId, Score > 100), uniqExactIf(Title, Id % 2 = 0), sumIf(Ratio, Title IS NULL), sumIf(coalesce(Ratio, 0), Title IS NULL) FROM ${P} GROUP BY PostTypeId ORDER BY PostTypeId`,
       `SELECT PostTypeId, count(*) FILTER (WHERE Score > 0), count(ViewCount) FILTER (WHERE Score > 0), coalesce(sum(Score) FILTER (WHERE ViewCount > 50000), 0), avg(ViewCount) FILTER (WHERE Score > 10), min(Title) FILTER (WHERE Score = 7), strftime(max(CreationDate) FILTER (WHERE Score < -40), '%Y-%m-%d %H:%M:%S.%f'), count(DISTINCT OwnerUserId) FILTER (WHERE Score > 100), count(DISTINCT Title) FILTER (WHERE Id % 2 = 0), sum(Ratio) FILTER (WHERE Title IS NULL), coalesce(sum(Ratio) FILTER (WHERE Title IS NULL), 0) FROM ${Q} GROUP BY PostTypeId ORDER BY PostTypeId`,
