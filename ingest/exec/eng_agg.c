@@ -1676,7 +1676,48 @@ static int update_global(agg_tab *t, ex_ectx *ec, const ex_vec *in, const uint32
         ex_vec v;
         if ((rc = bx_eval(ec, ag->arg, in, sel, n, &v)) < 0)
             return rc;
-        if (ag->fn == AG_SUM && !v.nulls && !v.is_const && v.t.kind != EX_NOTHING &&
+        if (ag->fn == AG_SUM && v.nulls && !v.is_const && v.t.kind != EX_NOTHING &&
+            (ag->t.kind == EX_FLOAT) == (v.t.kind == EX_FLOAT)) {
+            /* a Nullable column (a JOIN's side, an outer file's column): the
+             * NULL rows add nothing, in the same tight loop; the sum is
+             * NULL only when every row is */
+            uint32_t r = 0, live = 0;
+            const uint8_t *nu = v.nulls;
+            if (ag->t.kind == EX_FLOAT) {
+                double s0 = 0, s1 = 0;
+                for (; r + 2 <= n; r += 2) {
+                    s0 += nu[r] ? 0.0 : v.d[r];
+                    s1 += nu[r + 1] ? 0.0 : v.d[r + 1];
+                    live += (uint32_t)!nu[r] + !nu[r + 1];
+                }
+                for (; r < n; r++) {
+                    s0 += nu[r] ? 0.0 : v.d[r];
+                    live += !nu[r];
+                }
+                c->d[0] += s0 + s1;
+            } else if (ag->t.kind == EX_DECIMAL) {
+                /* as below, a NULL row as 0 */
+                uint64_t lo = 0, hi = 0;
+                for (; r < n; r++) {
+                    uint64_t u = (uint64_t)(nu[r] ? 0 : v.i[r]) ^ 0x8000000000000000ull;
+                    lo += u & 0xffffffffu;
+                    hi += u >> 32;
+                    live += !nu[r];
+                }
+                __int128 s0 = ((__int128)hi << 32) + (__int128)lo - ((__int128)n << 63) + c->i[0];
+                c->ovf |= s0 > INT64_MAX || s0 < INT64_MIN;
+                c->i[0] = (int64_t)s0;
+            } else {
+                uint64_t s0 = 0;
+                for (; r < n; r++) {
+                    s0 += nu[r] ? 0 : (uint64_t)v.i[r];
+                    live += !nu[r];
+                }
+                c->i[0] = (int64_t)((uint64_t)c->i[0] + s0);
+            }
+            if (live)
+                c->seen[0] = 1;
+        } else if (ag->fn == AG_SUM && !v.nulls && !v.is_const && v.t.kind != EX_NOTHING &&
             (ag->t.kind == EX_FLOAT) == (v.t.kind == EX_FLOAT)) {
             uint32_t r = 0;
             if (ag->t.kind == EX_FLOAT) {

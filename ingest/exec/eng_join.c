@@ -210,16 +210,17 @@ static int build(jsrc *j, char *err, size_t errlen)
     return 0;
 }
 
-/* The first right row of left row lr's key (hash h), or NONE. */
-static inline uint32_t probe(const jsrc *j, const ex_vec *const *lv, uint32_t lr, uint64_t h)
+/* The slot of left row lr's key (hash h): its right rows head..tail, or
+ * NULL when no right row has the key. */
+static inline const jslot *probe(const jsrc *j, const ex_vec *const *lv, uint32_t lr, uint64_t h)
 {
     uint32_t mask = j->cap - 1, s = slot_of(j, h);
     for (;;) {
         const jslot *sl = &j->slots[s];
         if (!sl->head)
-            return NONE;
+            return NULL;
         if (sl->h == h && (j->int1 || key_eq(j, lv, lr, sl->head - 1)))
-            return sl->head - 1;
+            return sl;
         s = (s + 1) & mask;
     }
 }
@@ -405,16 +406,20 @@ static int probe_block(void *arg, ex_vec *cols, uint32_t n)
             }
             if (i + AHEAD < cn && !jr->nul[i + AHEAD])
                 __builtin_prefetch(&j->slots[slot_of(j, jr->hs[i + AHEAD])]);
-            uint32_t f = jr->nul[i] ? NONE : probe(j, kv, r, jr->hs[i]);
-            if (f == NONE) {
+            const jslot *sl = jr->nul[i] ? NULL : probe(j, kv, r, jr->hs[i]);
+            if (!sl) {
                 if (outer_left && (rc = add_pair(j, jr, r, NONE, cols, pa->fn, pa->arg)) < 0)
                     return rc;
                 continue;
             }
-            for (uint32_t x = f; x != NONE && rc == 0; x = j->next[x] ? j->next[x] - 1 : NONE) {
+            /* the chain is read only past its first row (a key of one row,
+             * head == tail, costs no miss in next[]) */
+            for (uint32_t x = sl->head - 1, last = sl->tail - 1;; x = j->next[x] - 1) {
                 if (j->matched)
                     atomic_store_explicit(&j->matched[x], 1, memory_order_relaxed);
                 rc = add_pair(j, jr, r, x, cols, pa->fn, pa->arg);
+                if (rc < 0 || x == last)
+                    break;
             }
             if (rc < 0)
                 return rc;
