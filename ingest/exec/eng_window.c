@@ -95,6 +95,8 @@ typedef struct wsort {
     const rtab *t;
     const witem *w;
     const sql_window *win;
+    eng_mem *m;
+    int nthreads;
 } wsort;
 
 static int cmp_val(const ex_vec *v, uint32_t a, uint32_t b, bool desc, bool nulls_first)
@@ -143,8 +145,9 @@ static int wcmp(const void *x, const void *y, void *arg)
 }
 
 /* One partition key and one order key, both integers (the common shape,
- * PARTITION BY k ORDER BY t): sorted as packed keys by a radix sort;
- * anything else through wcmp. */
+ * PARTITION BY k ORDER BY t): sorted as one 64-bit word each when their
+ * spans fit (sort_packed, below), else as pkeys by a radix sort of their
+ * bytes; anything else through wcmp. */
 typedef struct pkey {
     int64_t p, o;
     uint32_t r;
@@ -231,12 +234,230 @@ static pkey *pkey_radix(pkey *k, pkey *tmp, uint32_t n, bool desc, bool nulls_fi
     return src;
 }
 
+/* ---- one integer partition key and order key packed in 64 bits ---------- */
+
+/* When the spans of both keys (max - min) and their NULL flags fit in 64
+ * bits, a row's sort key is one word: partition NULL flag, partition key
+ * minus its minimum, the order key's NULL placement, the order key from its
+ * minimum (from its maximum for DESC). The rows are sorted as (key, row)
+ * pairs by an 11-bit radix: first by the key's top digit into buckets (one
+ * stable pass), then each bucket by the rest with least-significant-digit
+ * passes, the buckets shared by nthreads threads. */
+typedef struct kr {
+    uint64_t k;
+    uint32_t r;
+} kr;
+
+enum { KR_BITS = 11, KR_RADIX = 1 << KR_BITS };
+
+typedef struct kr_job {
+    kr *a, *b; /* the pairs after the bucket pass, and room of the same size */
+    const uint32_t *start; /* KR_RADIX + 1 bucket bounds */
+    int low_digits;        /* digits below the top one */
+    _Atomic uint32_t *next_bucket;
+    bool fail;
+} kr_job;
+
+/* Sorts a[lo..hi) by its low `digits` 11-bit digits, b as room; the result
+ * ends in a. Digits every pair shares are skipped. */
+static bool kr_lsd(kr *a, kr *b, uint32_t lo, uint32_t hi, int digits)
+{
+    uint32_t n = hi - lo;
+    if (n < 2 || digits == 0)
+        return true;
+    if (n <= 64) { /* insertion sort: stable, and cheaper for few pairs */
+        for (uint32_t i = lo + 1; i < hi; i++) {
+            kr x = a[i];
+            uint64_t mk = x.k & ((1ull << (KR_BITS * digits)) - 1);
+            uint32_t j = i;
+            while (j > lo && (a[j - 1].k & ((1ull << (KR_BITS * digits)) - 1)) > mk) {
+                a[j] = a[j - 1];
+                j--;
+            }
+            a[j] = x;
+        }
+        return true;
+    }
+    uint32_t (*cnt)[KR_RADIX] = calloc((size_t)digits, sizeof(*cnt));
+    if (!cnt)
+        return false;
+    for (uint32_t i = lo; i < hi; i++)
+        for (int d = 0; d < digits; d++)
+            cnt[d][(a[i].k >> (KR_BITS * d)) & (KR_RADIX - 1)]++;
+    kr *src = a, *dst = b;
+    for (int d = 0; d < digits; d++) {
+        uint32_t *c = cnt[d], at = lo;
+        if (c[(src[lo].k >> (KR_BITS * d)) & (KR_RADIX - 1)] == n)
+            continue; /* one value of this digit */
+        for (int v = 0; v < KR_RADIX; v++) {
+            uint32_t m = c[v];
+            c[v] = at;
+            at += m;
+        }
+        for (uint32_t i = lo; i < hi; i++)
+            dst[c[(src[i].k >> (KR_BITS * d)) & (KR_RADIX - 1)]++] = src[i];
+        kr *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != a)
+        memcpy(a + lo, src + lo, sizeof(kr) * n);
+    free(cnt);
+    return true;
+}
+
+static void *kr_main(void *arg)
+{
+    kr_job *j = arg;
+    for (;;) {
+        uint32_t bk = atomic_fetch_add(j->next_bucket, 1);
+        if (bk >= KR_RADIX)
+            break;
+        if (!kr_lsd(j->a, j->b, j->start[bk], j->start[bk + 1], j->low_digits))
+            j->fail = true;
+    }
+    return NULL;
+}
+
+static int bits_of(uint64_t span)
+{
+    return span ? 64 - __builtin_clzll(span) : 0;
+}
+
+/* The packed sort (see above): false when the keys do not fit or memory
+ * runs out (the caller sorts another way). */
+static bool sort_packed(const wsort *so, uint32_t *pos, uint8_t *brk, uint32_t n)
+{
+    const witem *w = so->w;
+    const rtab *t = so->t;
+    if (w->n_part > 1 || w->n_ord > 1 || (w->n_part && !int_key(&t->c[w->part0])) ||
+        (w->n_ord && !int_key(&t->c[w->ord0])) || n < 2)
+        return false;
+    const ex_vec *pv = w->n_part ? &t->c[w->part0] : NULL;
+    const ex_vec *ov = w->n_ord ? &t->c[w->ord0] : NULL;
+    bool desc = ov && so->win->order[0].desc, nfirst = ov && so->win->order[0].nulls == 1;
+    int64_t pmin = INT64_MAX, pmax = INT64_MIN, omin = INT64_MAX, omax = INT64_MIN;
+    bool pnull = false, onull = false;
+    for (uint32_t i = 0; i < n; i++) {
+        if (pv) {
+            if (ex_null(pv, i)) {
+                pnull = true;
+            } else {
+                int64_t x = pv->i[ex_row(pv, i)];
+                pmin = x < pmin ? x : pmin;
+                pmax = x > pmax ? x : pmax;
+            }
+        }
+        if (ov) {
+            if (ex_null(ov, i)) {
+                onull = true;
+            } else {
+                int64_t x = ov->i[ex_row(ov, i)];
+                omin = x < omin ? x : omin;
+                omax = x > omax ? x : omax;
+            }
+        }
+    }
+    int pb = pmin <= pmax ? bits_of((uint64_t)pmax - (uint64_t)pmin) : 0;
+    int ob = omin <= omax ? bits_of((uint64_t)omax - (uint64_t)omin) : 0;
+    int onb = onull ? 1 : 0, pnb = pnull ? 1 : 0;
+    int ord_bits = ob + onb, total = pnb + pb + ord_bits;
+    if (total > 63)
+        return false;
+    kr *a = em_alloc(so->m, sizeof(kr) * (size_t)n), *b = em_alloc(so->m, sizeof(kr) * (size_t)n);
+    uint32_t *start = calloc(KR_RADIX + 1, sizeof(uint32_t));
+    if (!a || !b || !start) {
+        em_free(so->m, a);
+        em_free(so->m, b);
+        free(start);
+        return false;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t k = 0;
+        if (pv) {
+            bool nu = ex_null(pv, i);
+            uint64_t x = nu ? 0 : (uint64_t)pv->i[ex_row(pv, i)] - (uint64_t)pmin;
+            k = ((uint64_t)nu << pb | x) << ord_bits;
+        }
+        if (ov) {
+            bool nu = ex_null(ov, i);
+            uint64_t x = 0;
+            if (!nu)
+                x = desc ? (uint64_t)omax - (uint64_t)ov->i[ex_row(ov, i)]
+                         : (uint64_t)ov->i[ex_row(ov, i)] - (uint64_t)omin;
+            uint64_t nb = onb ? (uint64_t)(nfirst ? !nu : nu) : 0;
+            k |= nb << ob | x;
+        }
+        a[i] = (kr){k, i};
+    }
+    int digits = (total + KR_BITS - 1) / KR_BITS;
+    bool ok = true;
+    if (digits > 0) {
+        /* the top digit: a stable pass into buckets */
+        int top = KR_BITS * (digits - 1);
+        for (uint32_t i = 0; i < n; i++)
+            start[(a[i].k >> top) & (KR_RADIX - 1)]++;
+        uint32_t at = 0;
+        for (int v = 0; v <= KR_RADIX; v++) {
+            uint32_t m = v < KR_RADIX ? start[v] : 0;
+            start[v] = at;
+            at += m;
+        }
+        uint32_t *fill = malloc(sizeof(uint32_t) * KR_RADIX);
+        ok = fill != NULL;
+        if (ok) {
+            memcpy(fill, start, sizeof(uint32_t) * KR_RADIX);
+            for (uint32_t i = 0; i < n; i++)
+                b[fill[(a[i].k >> top) & (KR_RADIX - 1)]++] = a[i];
+            free(fill);
+            _Atomic uint32_t next = 0;
+            kr_job job = {.a = b, .b = a, .start = start, .low_digits = digits - 1,
+                          .next_bucket = &next};
+            int nth = so->nthreads > 1 && n >= (1u << 15) ? so->nthreads : 1;
+            if (nth > 16)
+                nth = 16;
+            pthread_t th[16];
+            kr_job jobs[16];
+            bool started[16] = {false};
+            for (int k = 1; k < nth; k++) {
+                jobs[k] = job;
+                started[k] = pthread_create(&th[k], NULL, kr_main, &jobs[k]) == 0;
+            }
+            kr_main(&job);
+            for (int k = 1; k < nth; k++)
+                if (started[k]) {
+                    pthread_join(th[k], NULL);
+                    job.fail |= jobs[k].fail;
+                }
+            ok = !job.fail;
+            kr *tmp = a; /* the sorted pairs are in b */
+            a = b;
+            b = tmp;
+        }
+    }
+    if (ok) {
+        uint64_t pmask = ~0ull << ord_bits;
+        for (uint32_t i = 0; i < n; i++) {
+            pos[i] = a[i].r;
+            bool np = i == 0 || ((a[i].k ^ a[i - 1].k) & pmask) != 0;
+            bool no = np || a[i].k != a[i - 1].k;
+            brk[i] = (uint8_t)((np ? 1 : 0) | (no ? 2 : 0));
+        }
+    }
+    em_free(so->m, a);
+    em_free(so->m, b);
+    free(start);
+    return ok;
+}
+
 /* brk[p]: bit 0, sorted position p starts a partition; bit 1, a peer group
  * (its order keys differ from p - 1's, or it starts a partition). */
 static void sort_positions(const wsort *so, uint32_t *pos, uint8_t *brk, uint32_t n)
 {
     const witem *w = so->w;
     const rtab *t = so->t;
+    if (sort_packed(so, pos, brk, n))
+        return;
     if (w->n_part <= 1 && w->n_ord <= 1 && (!w->n_part || int_key(&t->c[w->part0])) &&
         (!w->n_ord || int_key(&t->c[w->ord0]))) {
         pkey *k = malloc(sizeof(pkey) * ((size_t)n + 1));
@@ -362,7 +583,8 @@ static int64_t arg_int(const ex_vec *v, uint32_t r, int64_t dflt)
 /* w's result, a row per row of t: in t's order, or, with keep, in the
  * window's sorted order (result row p is t's row (*keep)[p]; *keep is the
  * caller's to free). */
-static int compute(eng_mem *m, witem *w, const rtab *t, uint32_t **keep, char *err, size_t errlen)
+static int compute(eng_mem *m, witem *w, const rtab *t, int nthreads, uint32_t **keep, char *err,
+                   size_t errlen)
 {
     const sql_window *win = w->n->win;
     uint32_t n = t->n;
@@ -391,7 +613,7 @@ static int compute(eng_mem *m, witem *w, const rtab *t, uint32_t **keep, char *e
         rc = -ENOMEM;
         goto out;
     }
-    wsort so = {t, w, win};
+    wsort so = {t, w, win, m, nthreads};
     sort_positions(&so, pos, brk, n);
     bool af = a0 && a0->t.kind == EX_FLOAT;
     for (uint32_t ps = 0; ps < n && rc == 0;) {
@@ -740,7 +962,8 @@ int eng__run_window(equery *q, const sql_stmt *st, eng_format fmt, char *err, si
     uint32_t *pos0 = NULL;
     bool sorted_out = st->n_order_by == 0;
     for (int i = 0; rc == 0 && i < nw; i++)
-        rc = compute(&q->mem, &ws[i], &mt.rows, i == 0 && sorted_out ? &pos0 : NULL, err, errlen);
+        rc = compute(&q->mem, &ws[i], &mt.rows, q->set.max_threads,
+                     i == 0 && sorted_out ? &pos0 : NULL, err, errlen);
     /* the result: the items in order (a star's columns in a row), then ORDER BY's keys */
     int plain_cols = rc == 0 ? mt.n_names - in.n_aliases : 0;
     int n_star = 0;

@@ -166,6 +166,11 @@ const cases = [
   ['win_int_desc', `SELECT id, rank() OVER (PARTITION BY k ORDER BY v - 500 DESC) AS r, dense_rank() OVER (PARTITION BY v % 7 ORDER BY k DESC NULLS FIRST) AS dr, rank() OVER (PARTITION BY -t % 5 ORDER BY k NULLS FIRST) AS r2 FROM ${F} WHERE id < 3000 ORDER BY id`,
     `SELECT id, rank() OVER (PARTITION BY k ORDER BY v - 500 DESC) AS r, dense_rank() OVER (PARTITION BY v % 7 ORDER BY k DESC NULLS FIRST) AS dr, rank() OVER (PARTITION BY -t % 5 ORDER BY k NULLS FIRST) AS r2 FROM ${f} WHERE id < 3000 ORDER BY id`,
     '-', 'integer partition and order keys (the radix-sorted path): negative keys, DESC, NULLs first and last'],
+  // every row (more than 32768: the sort's buckets shared by the threads), a NULL partition key
+  ['win_all_rows', `SELECT count(), sum(r), sum(r * (id % 13)), sum(dr * (id % 7)), max(dr) FROM (SELECT id, rank() OVER (PARTITION BY k ORDER BY v DESC) AS r, dense_rank() OVER (PARTITION BY v % 50 ORDER BY k NULLS FIRST) AS dr FROM ${F})`,
+    `SELECT count(*), sum(r), sum(r * (id % 13)), sum(dr * (id % 7)), max(dr) FROM (SELECT id, rank() OVER (PARTITION BY k ORDER BY v DESC) AS r, dense_rank() OVER (PARTITION BY v % 50 ORDER BY k NULLS FIRST) AS dr FROM ${f})`],
+  ['win_all_rows_number', `SELECT count(), sum(rn * (id % 11)), max(rn) FROM (SELECT id, row_number() OVER (PARTITION BY k % 300 ORDER BY t) AS rn FROM ${F})`,
+    `SELECT count(*), sum(rn * (id % 11)), max(rn) FROM (SELECT id, row_number() OVER (PARTITION BY k % 300 ORDER BY t) AS rn FROM ${f})`],
   ['win_rank', `SELECT s, v, rank() OVER (PARTITION BY s ORDER BY v DESC) AS r, dense_rank() OVER (PARTITION BY s ORDER BY v DESC) AS dr FROM ${F} WHERE id < 2000 ORDER BY s, v DESC`,
     `SELECT s, v, rank() OVER (PARTITION BY s ORDER BY v DESC) AS r, dense_rank() OVER (PARTITION BY s ORDER BY v DESC) AS dr FROM ${f} WHERE id < 2000 ORDER BY s, v DESC`],
   ['win_frames', `SELECT id, sum(v) OVER (ORDER BY t ROWS BETWEEN 2 PRECEDING AND 1 FOLLOWING), avg(v) OVER (PARTITION BY s ORDER BY t ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW), count() OVER (PARTITION BY s), min(v) OVER (PARTITION BY s ORDER BY t ROWS BETWEEN 3 PRECEDING AND 3 FOLLOWING), max(v) OVER (PARTITION BY k ORDER BY t ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING), sum(v) OVER (ORDER BY t ROWS 3 PRECEDING) FROM ${F} WHERE id < 1500 ORDER BY id`,
