@@ -2,9 +2,10 @@
  *
  * sqlfn_bench.c: the functions ClickHouse users type every day, the engine
  * against DuckDB in one run on the same files and threads. sqlfn_gen.mjs
- * writes ROWS rows (default 20M) in two Parquet files and times DuckDB; this
- * program runs the same queries in-process (median of --runs, output format
- * Null) at 1 and 2 threads:
+ * writes ROWS rows (default 20M) in two Parquet files; this program runs the
+ * same queries in-process (output format Null) and in DuckDB (a fresh
+ * instance a turn, sqlfn_gen.mjs --time) in turns, the median of --runs
+ * turns each, at 1 and 2 threads:
  *
  *   distinct  SELECT count(DISTINCT S)      S: about 0.8 * ROWS distinct strings
  *   quantile  SELECT median(V)              every value kept (DuckDB quantile_cont)
@@ -56,15 +57,7 @@ static double run_once(FILE *out, const char *sql, int threads)
     return bench_now_s() - t0;
 }
 
-static double median_of(FILE *out, const char *sql, int threads)
-{
-    double t[16];
-    int n = runs > 16 ? 16 : runs;
-    for (int i = 0; i < n; i++)
-        t[i] = run_once(out, sql, threads);
-    qsort(t, (size_t)n, sizeof(double), bench_cmp_double);
-    return t[n / 2];
-}
+static char script[4096];
 
 static double duck(const char *name)
 {
@@ -74,6 +67,45 @@ static double duck(const char *name)
     if (v < 0)
         die("duckdb.txt (sqlfn_gen.mjs) lacks a measurement");
     return v;
+}
+
+/* One turn of DuckDB: query `name` once at `threads` threads on a fresh
+ * instance (sqlfn_gen.mjs --time). */
+static double duck_turn(const char *name, int threads)
+{
+    char th[16];
+    snprintf(th, sizeof(th), "%d", threads);
+    char *argv[] = {"node", script, (char *)h_env_dir(env), "--time", (char *)name, th, NULL};
+    h_proc *p;
+    if (h_proc_start(env, &p, "duck", argv, NULL, NULL, 0) < 0)
+        die("cannot start node (sqlfn_gen.mjs --time)");
+    int st = h_proc_wait(p, 600000);
+    if (st != 0) {
+        h_proc_print_log_tail(p, 20);
+        die("sqlfn_gen.mjs --time failed (see its log above)");
+    }
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/turn.txt", h_env_dir(env));
+    double v = bench_file_figure(path, name);
+    if (v < 0)
+        die("sqlfn_gen.mjs --time wrote no time");
+    return v;
+}
+
+/* The medians of `runs` turns each, ours and DuckDB's one after the other. */
+static void medians_in_turns(FILE *out, const char *sql, const char *name, int threads,
+                             double *ours, double *theirs)
+{
+    double a[16], b[16];
+    int n = runs > 16 ? 16 : runs;
+    for (int i = 0; i < n; i++) {
+        a[i] = run_once(out, sql, threads);
+        b[i] = duck_turn(name, threads);
+    }
+    qsort(a, (size_t)n, sizeof(double), bench_cmp_double);
+    qsort(b, (size_t)n, sizeof(double), bench_cmp_double);
+    *ours = a[n / 2];
+    *theirs = b[n / 2];
 }
 
 int main(int argc, char **argv)
@@ -95,12 +127,11 @@ int main(int argc, char **argv)
         die("--rows >= 1000 and --runs >= 1");
     if (h_env_create(&env, "sqlfn_bench") < 0)
         return 1;
-    char script[4096], rs[32], rn[32];
+    char rs[32];
     if (h_source_path(script, sizeof(script), "bench/engine/sqlfn_gen.mjs") < 0)
         die("cannot find bench/engine/sqlfn_gen.mjs (set RINGCACHE_SOURCE_DIR)");
     snprintf(rs, sizeof(rs), "%lld", rows);
-    snprintf(rn, sizeof(rn), "%d", runs);
-    char *gargv[] = {"node", script, (char *)h_env_dir(env), rs, rn, NULL};
+    char *gargv[] = {"node", script, (char *)h_env_dir(env), rs, NULL};
     h_proc *p;
     double t0 = bench_now_s();
     if (h_proc_start(env, &p, "gen", gargv, NULL, NULL, 0) < 0)
@@ -111,7 +142,7 @@ int main(int argc, char **argv)
         die("sqlfn_gen.mjs failed (see its log above)");
     }
     h_proc_print_log_tail(p, 10);
-    fprintf(stderr, "data and DuckDB timings: %.1f s\n", bench_now_s() - t0);
+    fprintf(stderr, "data and DuckDB's memory: %.1f s\n", bench_now_s() - t0);
 
     char g[4300], q[5][8192];
     snprintf(g, sizeof(g), "file('%s/data/fn_*.parquet')", h_env_dir(env));
@@ -144,9 +175,8 @@ int main(int argc, char **argv)
     double ratio[5] = {0};
     for (int k = 0; k < 5; k++) {
         for (int th = 1; th <= 2; th++) {
-            char dn[32];
-            snprintf(dn, sizeof(dn), "%s_%dt", names[k], th);
-            double ours = median_of(devnull, q[k], th), theirs = duck(dn);
+            double ours, theirs;
+            medians_in_turns(devnull, q[k], names[k], th, &ours, &theirs);
             fprintf(stderr, "%-8s %d thread%s: engine %.3f s  duckdb %.3f s  (%.2fx)\n", names[k],
                     th, th == 1 ? " " : "s", ours, theirs, theirs / ours);
             if (th == 2)
