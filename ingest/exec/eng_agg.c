@@ -2045,6 +2045,23 @@ int agg_tab_update(agg_tab *t, ex_ectx *ec, const ex_vec *in, const uint32_t *se
             }
             for (uint32_t r = 0; r < n; r++)
                 c->seen[gid[r]] = 1;
+        } else if (ag->fn == AG_SUM && v.nulls && !v.is_const && v.t.kind != EX_NOTHING &&
+                   ag->t.kind != EX_DECIMAL && (ag->t.kind == EX_FLOAT) == (v.t.kind == EX_FLOAT)) {
+            /* a Nullable column (every column a JOIN hands on): its NULL
+             * rows add nothing and leave the group unseen */
+            const uint8_t *nu = v.nulls;
+            if (ag->t.kind == EX_FLOAT) {
+                for (uint32_t r = 0; r < n; r++) {
+                    c->d[gid[r]] += nu[r] ? 0.0 : v.d[r];
+                    c->seen[gid[r]] |= !nu[r];
+                }
+            } else {
+                for (uint32_t r = 0; r < n; r++) {
+                    c->i[gid[r]] =
+                        (int64_t)((uint64_t)c->i[gid[r]] + (nu[r] ? 0 : (uint64_t)v.i[r]));
+                    c->seen[gid[r]] |= !nu[r];
+                }
+            }
         } else {
             for (uint32_t r = 0; r < n && rc == 0; r++)
                 rc = update_one(t, a, gid[r], &v, r);
