@@ -100,6 +100,11 @@ typedef struct grec {
     uint32_t len; /* key bytes */
 } grec;
 
+struct i1e {
+    int64_t k;
+    uint32_t g;
+};
+
 struct agg_tab {
     eng_mem *mem;
     const eng_plan *p;
@@ -123,12 +128,12 @@ struct agg_tab {
     uint32_t *dmap; /* dictionary entry -> group, AGG_UNMAPPED until seen */
     uint32_t dmap_cap;
     cb_column *dmap_dict; /* the dictionary dmap is for (one reference) */
-    /* one integer key: a small map from the key's value to its group in
-     * front of the table (no serializing, no XXH3, one cache line); groups
-     * are still made by the table, so the map only remembers. Dropped past
-     * AGG_I1_MAX groups (the table alone then) */
-    int64_t *i1_key;
-    uint32_t *i1_gid; /* gid + 1; 0: empty */
+    /* one integer key: a map from the key's value to its group in front of
+     * the table (no serializing, no XXH3, one cache miss a row where the
+     * table takes two: its slot, then the group's key); groups are still
+     * made by the table, so the map only remembers. Dropped past AGG_I1_MAX
+     * groups (the table alone then) */
+    struct i1e *i1; /* key and gid + 1 (0: empty) in one slot: one miss a row */
     uint32_t i1_mask, i1_n;
     bool i1_off;
     /* agg_tab_decode_merge: per group, the number of the last state that
@@ -138,7 +143,7 @@ struct agg_tab {
     agg_tab *one;
 };
 
-#define AGG_I1_MAX 65536u
+#define AGG_I1_MAX (1u << 21)
 
 #define AGG_UNMAPPED UINT32_MAX
 
@@ -194,8 +199,7 @@ void agg_tab_destroy(agg_tab **tp)
         return;
     agg_tab *t = *tp;
     eng_mem *m = t->mem;
-    free(t->i1_key);
-    free(t->i1_gid);
+    em_free(t->mem, t->i1);
     for (int a = 0; t->ac && a < t->p->n_aggs; a++) {
         agg_col *c = &t->ac[a];
         em_free(m, c->i);
@@ -1772,37 +1776,34 @@ static inline uint32_t i1_slot(const agg_tab *t, int64_t x)
     return (uint32_t)(h >> 32) & t->i1_mask;
 }
 
+static void i1_drop(agg_tab *t)
+{
+    em_free(t->mem, t->i1);
+    t->i1 = NULL;
+    t->i1_off = true;
+}
+
 /* The integer-key map at cap slots (a power of two), its entries moved;
  * false (and the map dropped) without memory. */
 static bool i1_alloc(agg_tab *t, uint32_t cap)
 {
-    int64_t *nk = malloc(sizeof(int64_t) * cap);
-    uint32_t *ng = calloc(cap, sizeof(uint32_t));
-    if (!nk || !ng) {
-        free(nk);
-        free(ng);
-        free(t->i1_key);
-        free(t->i1_gid);
-        t->i1_key = NULL;
-        t->i1_gid = NULL;
-        t->i1_off = true;
+    struct i1e *ne = em_calloc(t->mem, sizeof(struct i1e) * cap);
+    if (!ne) {
+        i1_drop(t);
         return false;
     }
-    int64_t *ok = t->i1_key;
-    uint32_t *og = t->i1_gid, oc = ok ? t->i1_mask + 1 : 0;
-    t->i1_key = nk;
-    t->i1_gid = ng;
+    struct i1e *old = t->i1;
+    uint32_t oc = old ? t->i1_mask + 1 : 0;
+    t->i1 = ne;
     t->i1_mask = cap - 1;
     for (uint32_t i = 0; i < oc; i++)
-        if (og[i]) {
-            uint32_t sl = i1_slot(t, ok[i]);
-            while (ng[sl])
+        if (old[i].g) {
+            uint32_t sl = i1_slot(t, old[i].k);
+            while (ne[sl].g)
                 sl = (sl + 1) & t->i1_mask;
-            nk[sl] = ok[i];
-            ng[sl] = og[i];
+            ne[sl] = old[i];
         }
-    free(ok);
-    free(og);
+    em_free(t->mem, old);
     return true;
 }
 
@@ -1810,49 +1811,53 @@ static bool i1_alloc(agg_tab *t, uint32_t cap)
  * (i1_off) past AGG_I1_MAX groups or without memory. */
 static void i1_put(agg_tab *t, int64_t x, uint32_t g)
 {
-    if (t->i1_off || !t->i1_key)
+    if (t->i1_off || !t->i1)
         return;
     if ((t->i1_n + 1) * 2 > t->i1_mask + 1) {
         uint32_t cap = (t->i1_mask + 1) * 2;
         if (cap > 2 * AGG_I1_MAX) {
-            free(t->i1_key);
-            free(t->i1_gid);
-            t->i1_key = NULL;
-            t->i1_gid = NULL;
-            t->i1_off = true;
+            i1_drop(t);
             return;
         }
         if (!i1_alloc(t, cap))
             return;
     }
     uint32_t sl = i1_slot(t, x);
-    while (t->i1_gid[sl]) {
-        if (t->i1_key[sl] == x)
+    while (t->i1[sl].g) {
+        if (t->i1[sl].k == x)
             return;
         sl = (sl + 1) & t->i1_mask;
     }
-    t->i1_key[sl] = x;
-    t->i1_gid[sl] = g + 1;
+    t->i1[sl].k = x;
+    t->i1[sl].g = g + 1;
     t->i1_n++;
 }
 
+/* How far ahead i1_groups prefetches a row's slot. */
+#define AGG_I1_PF 16
+
 /* The groups of one plain integer key column through the map: a value the
- * map lacks (or a NULL) goes to the table, and the map remembers it. Returns
- * the rows done (n, or fewer when the map was dropped: the rest go through
- * the table) or -ENOMEM. */
+ * map lacks (or a NULL) goes to the table, and the map remembers it. The
+ * slot of the row AGG_I1_PF ahead is prefetched (a map of many groups is
+ * larger than the caches). Returns the rows done (n, or fewer when the map
+ * was dropped: the rest go through the table) or -ENOMEM. */
 static int64_t i1_groups(agg_tab *t, const ex_vec *v, const uint32_t *s0, uint32_t n, uint32_t *gid)
 {
-    if (!t->i1_key && !i1_alloc(t, 1024))
+    if (!t->i1 && !i1_alloc(t, 1024))
         return 0;
     const int64_t *iv = v->i;
     const uint8_t *nulls = v->nulls;
     for (uint32_t r = 0; r < n; r++) {
+        if (r + AGG_I1_PF < n) {
+            uint32_t y = s0 ? s0[r + AGG_I1_PF] : r + AGG_I1_PF;
+            __builtin_prefetch(&t->i1[i1_slot(t, iv[y])]);
+        }
         uint32_t x = s0 ? s0[r] : r;
-        if (!(nulls && nulls[x]) && t->i1_key) {
+        if (!(nulls && nulls[x])) {
             int64_t k = iv[x];
             uint32_t sl = i1_slot(t, k);
             uint32_t g1;
-            while ((g1 = t->i1_gid[sl]) && t->i1_key[sl] != k)
+            while ((g1 = t->i1[sl].g) && t->i1[sl].k != k)
                 sl = (sl + 1) & t->i1_mask;
             if (g1) {
                 gid[r] = g1 - 1;
@@ -1867,8 +1872,8 @@ static int64_t i1_groups(agg_tab *t, const ex_vec *v, const uint32_t *s0, uint32
         gid[r] = (uint32_t)g;
         if (!(nulls && nulls[x]))
             i1_put(t, iv[x], (uint32_t)g);
-        if (t->i1_off)
-            return r + 1; /* too many groups: the rest through the table */
+        if (t->i1_off || !t->i1)
+            return r + 1; /* too many groups, or no memory: the rest through the table */
     }
     return n;
 }
