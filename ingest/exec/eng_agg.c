@@ -1836,44 +1836,63 @@ static void i1_put(agg_tab *t, int64_t x, uint32_t g)
 /* How far ahead i1_groups prefetches a row's slot. */
 #define AGG_I1_PF 16
 
-/* The groups of one plain integer key column through the map: a value the
- * map lacks (or a NULL) goes to the table, and the map remembers it. The
- * slot of the row AGG_I1_PF ahead is prefetched (a map of many groups is
- * larger than the caches). Returns the rows done (n, or fewer when the map
- * was dropped: the rest go through the table) or -ENOMEM. */
+/* The groups of one plain integer key column through the map, AGG_CHUNK
+ * rows at a time: the slot of the row AGG_I1_PF ahead is prefetched (a map
+ * of many groups is larger than the caches); the values the map lacks (and
+ * NULLs) go to the table together, serialized, hashed and probed as other
+ * keys are (probe_keys), and the map remembers them. Returns the rows done
+ * (n, or fewer when the map was dropped: the rest go through the table) or
+ * -ENOMEM. */
 static int64_t i1_groups(agg_tab *t, const ex_vec *v, const uint32_t *s0, uint32_t n, uint32_t *gid)
 {
     if (!t->i1 && !i1_alloc(t, 1024))
         return 0;
     const int64_t *iv = v->i;
     const uint8_t *nulls = v->nulls;
-    for (uint32_t r = 0; r < n; r++) {
-        if (r + AGG_I1_PF < n) {
-            uint32_t y = s0 ? s0[r + AGG_I1_PF] : r + AGG_I1_PF;
-            __builtin_prefetch(&t->i1[i1_slot(t, iv[y])]);
-        }
-        uint32_t x = s0 ? s0[r] : r;
-        if (!(nulls && nulls[x])) {
-            int64_t k = iv[x];
-            uint32_t sl = i1_slot(t, k);
-            uint32_t g1;
-            while ((g1 = t->i1[sl].g) && t->i1[sl].k != k)
-                sl = (sl + 1) & t->i1_mask;
-            if (g1) {
-                gid[r] = g1 - 1;
-                continue;
+    uint32_t miss[AGG_CHUNK], mg[AGG_CHUNK];
+    for (uint32_t base = 0; base < n; base += AGG_CHUNK) {
+        uint32_t e = n - base < AGG_CHUNK ? n : base + AGG_CHUNK, nm = 0;
+        for (uint32_t r = base; r < e; r++) {
+            if (r + AGG_I1_PF < n) {
+                uint32_t y = s0 ? s0[r + AGG_I1_PF] : r + AGG_I1_PF;
+                __builtin_prefetch(&t->i1[i1_slot(t, iv[y])]);
             }
+            uint32_t x = s0 ? s0[r] : r;
+            if (!(nulls && nulls[x])) {
+                int64_t k = iv[x];
+                uint32_t sl = i1_slot(t, k);
+                uint32_t g1;
+                while ((g1 = t->i1[sl].g) && t->i1[sl].k != k)
+                    sl = (sl + 1) & t->i1_mask;
+                if (g1) {
+                    gid[r] = g1 - 1;
+                    continue;
+                }
+            }
+            miss[nm++] = r;
         }
-        uint8_t kb[256] = {0}; /* XXH3 reads up to 240 bytes on its short paths */
-        size_t l = key_put(kb, v, x, true);
-        int64_t g = lookup(t, kb, (uint32_t)l);
-        if (g < 0)
+        if (nm == 0)
+            continue;
+        if (keys_reserve(t, nm, (size_t)nm * 16) < 0)
             return -ENOMEM;
-        gid[r] = (uint32_t)g;
-        if (!(nulls && nulls[x]))
-            i1_put(t, iv[x], (uint32_t)g);
+        for (uint32_t j = 0; j < nm; j++) {
+            uint8_t *kp = t->scratch + (size_t)j * 16;
+            memset(kp, 0, 16);
+            t->ko[j] = j * 16;
+            t->kls[j] = (uint32_t)key_put(kp, v, s0 ? s0[miss[j]] : miss[j], true);
+        }
+        for (uint32_t j = 0; j < nm; j++)
+            t->hs[j] = XXH3_64bits(t->scratch + t->ko[j], t->kls[j]);
+        if (probe_keys(t, nm, mg) < 0)
+            return -ENOMEM;
+        for (uint32_t j = 0; j < nm; j++) {
+            uint32_t r = miss[j], x = s0 ? s0[r] : r;
+            gid[r] = mg[j];
+            if (!(nulls && nulls[x]))
+                i1_put(t, iv[x], mg[j]);
+        }
         if (t->i1_off || !t->i1)
-            return r + 1; /* too many groups, or no memory: the rest through the table */
+            return e; /* too many groups, or no memory: the rest through the table */
     }
     return n;
 }
