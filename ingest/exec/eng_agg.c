@@ -376,9 +376,8 @@ static uint64_t rec_hash(const agg_tab *t, const grec *r)
     return XXH3_64bits(key_of(t, r), r->len);
 }
 
-static int rehash(agg_tab *t)
+static int rehash_to(agg_tab *t, uint32_t nm)
 {
-    uint32_t nm = (t->mask + 1) * 2 - 1;
     uint64_t *ns = em_calloc(t->mem, (size_t)(nm + 1) * sizeof(uint64_t));
     if (!ns)
         return -ENOMEM;
@@ -393,6 +392,21 @@ static int rehash(agg_tab *t)
     t->slots = ns;
     t->mask = nm;
     return 0;
+}
+
+static int rehash(agg_tab *t)
+{
+    return rehash_to(t, (t->mask + 1) * 2 - 1);
+}
+
+int agg_tab_reserve(agg_tab *t, uint32_t groups)
+{
+    uint64_t size = (uint64_t)t->mask + 1;
+    while ((uint64_t)groups * 4 > size * 3)
+        size *= 2;
+    if (size > (1ull << 32))
+        return -ENOMEM;
+    return size == (uint64_t)t->mask + 1 ? 0 : rehash_to(t, (uint32_t)(size - 1));
 }
 
 /* Empty states for new group g. */

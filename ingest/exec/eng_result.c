@@ -402,10 +402,18 @@ static int merge_parts(equery *q, worker *ws, int nthreads, rtab *final, char *e
     pthread_t *th = calloc((size_t)nthreads, sizeof(*th));
     bool *started = calloc((size_t)nthreads, sizeof(*started));
     int rc = jobs && th && started ? 0 : -ENOMEM;
+    /* each partition holds at least its share of the largest table's
+     * groups (about that when every worker saw every key) */
+    uint32_t most = 0;
+    for (int i = 0; i < nthreads; i++)
+        if (agg_tab_groups(ws[i].agg) > most)
+            most = agg_tab_groups(ws[i].agg);
     for (int j = 0; j < nthreads && rc == 0; j++) {
         jobs[j] = (part_job){
             .ws = ws, .nthreads = nthreads, .part = (uint32_t)j, .nparts = (uint32_t)nthreads};
         rc = agg_tab_create(&jobs[j].dst, &q->mem, &q->plan);
+        if (rc == 0)
+            rc = agg_tab_reserve(jobs[j].dst, most / (uint32_t)nthreads);
     }
     if (rc == 0) {
         for (int j = 1; j < nthreads; j++)
