@@ -69,21 +69,30 @@ static double duck(const char *name)
     return v;
 }
 
+/* Runs sqlfn_gen.mjs with args (after the script), dying with its log's tail
+ * when it fails. */
+static void run_gen(char *const *args, int timeout_ms)
+{
+    char *argv[8] = {"node", script};
+    for (int i = 0; args[i] && i < 5; i++)
+        argv[2 + i] = args[i];
+    h_proc *p;
+    if (h_proc_start(env, &p, "duck", argv, NULL, NULL, 0) < 0)
+        die("cannot start node (sqlfn_gen.mjs)");
+    int st = h_proc_wait(p, timeout_ms);
+    if (st != 0) {
+        h_proc_print_log_tail(p, 20);
+        die("sqlfn_gen.mjs failed (see its log above)");
+    }
+}
+
 /* One turn of DuckDB: query `name` once at `threads` threads on a fresh
  * instance (sqlfn_gen.mjs --time). */
 static double duck_turn(const char *name, int threads)
 {
     char th[16];
     snprintf(th, sizeof(th), "%d", threads);
-    char *argv[] = {"node", script, (char *)h_env_dir(env), "--time", (char *)name, th, NULL};
-    h_proc *p;
-    if (h_proc_start(env, &p, "duck", argv, NULL, NULL, 0) < 0)
-        die("cannot start node (sqlfn_gen.mjs --time)");
-    int st = h_proc_wait(p, 600000);
-    if (st != 0) {
-        h_proc_print_log_tail(p, 20);
-        die("sqlfn_gen.mjs --time failed (see its log above)");
-    }
+    run_gen((char *[]){(char *)h_env_dir(env), "--time", (char *)name, th, NULL}, 600000);
     char path[4200];
     snprintf(path, sizeof(path), "%s/turn.txt", h_env_dir(env));
     double v = bench_file_figure(path, name);
@@ -131,17 +140,8 @@ int main(int argc, char **argv)
     if (h_source_path(script, sizeof(script), "bench/engine/sqlfn_gen.mjs") < 0)
         die("cannot find bench/engine/sqlfn_gen.mjs (set RINGCACHE_SOURCE_DIR)");
     snprintf(rs, sizeof(rs), "%lld", rows);
-    char *gargv[] = {"node", script, (char *)h_env_dir(env), rs, NULL};
-    h_proc *p;
     double t0 = bench_now_s();
-    if (h_proc_start(env, &p, "gen", gargv, NULL, NULL, 0) < 0)
-        die("cannot start node (sqlfn_gen.mjs)");
-    int st = h_proc_wait(p, 1200000);
-    if (st != 0) {
-        h_proc_print_log_tail(p, 20);
-        die("sqlfn_gen.mjs failed (see its log above)");
-    }
-    h_proc_print_log_tail(p, 10);
+    run_gen((char *[]){(char *)h_env_dir(env), rs, NULL}, 1200000);
     fprintf(stderr, "data and DuckDB's memory: %.1f s\n", bench_now_s() - t0);
 
     char g[4300], q[5][8192];

@@ -378,6 +378,30 @@ static int emit_groups(equery *q, agg_tab **tp, rtab *final, char *err, size_t e
  * into the first costs less than starting threads. */
 #define AGG_PAR_MIN_GROUPS 65536u
 
+int eng__fan_out(void *(*fn)(void *), void *jobs, size_t job_size, int n)
+{
+    pthread_t *th = calloc((size_t)n, sizeof(*th));
+    bool *started = calloc((size_t)n, sizeof(*started));
+    if (!th || !started) {
+        free(th);
+        free(started);
+        return -ENOMEM;
+    }
+    uint8_t *j = jobs;
+    for (int k = 1; k < n; k++)
+        started[k] = pthread_create(&th[k], NULL, fn, j + (size_t)k * job_size) == 0;
+    fn(j);
+    for (int k = 1; k < n; k++) {
+        if (started[k])
+            pthread_join(th[k], NULL);
+        else
+            fn(j + (size_t)k * job_size); /* no thread: this one does it */
+    }
+    free(th);
+    free(started);
+    return 0;
+}
+
 typedef struct part_job {
     worker *ws;
     int nthreads;
@@ -399,9 +423,7 @@ static void *part_main(void *arg)
 static int merge_parts(equery *q, worker *ws, int nthreads, rtab *final, char *err, size_t errlen)
 {
     part_job *jobs = calloc((size_t)nthreads, sizeof(*jobs));
-    pthread_t *th = calloc((size_t)nthreads, sizeof(*th));
-    bool *started = calloc((size_t)nthreads, sizeof(*started));
-    int rc = jobs && th && started ? 0 : -ENOMEM;
+    int rc = jobs ? 0 : -ENOMEM;
     /* each partition holds at least its share of the largest table's
      * groups (about that when every worker saw every key) */
     uint32_t most = 0;
@@ -415,16 +437,11 @@ static int merge_parts(equery *q, worker *ws, int nthreads, rtab *final, char *e
         if (rc == 0)
             rc = agg_tab_reserve(jobs[j].dst, most / (uint32_t)nthreads);
     }
+    if (rc == 0)
+        rc = eng__fan_out(part_main, jobs, sizeof(*jobs), nthreads);
+    if (rc < 0)
+        snprintf(err, errlen, "out of memory merging the GROUP BY's partitions");
     if (rc == 0) {
-        for (int j = 1; j < nthreads; j++)
-            started[j] = pthread_create(&th[j], NULL, part_main, &jobs[j]) == 0;
-        part_main(&jobs[0]);
-        for (int j = 1; j < nthreads; j++) {
-            if (started[j])
-                pthread_join(th[j], NULL);
-            else
-                part_main(&jobs[j]); /* no thread: this one does it */
-        }
         for (int j = 0; j < nthreads && rc == 0; j++)
             if (jobs[j].rc < 0) {
                 rc = jobs[j].rc;
@@ -439,8 +456,6 @@ static int merge_parts(equery *q, worker *ws, int nthreads, rtab *final, char *e
         agg_tab_destroy(&jobs[j].dst);
     }
     free(jobs);
-    free(th);
-    free(started);
     return rc;
 }
 
@@ -464,10 +479,8 @@ static int merge_sets(worker *ws, int nthreads, char *err, size_t errlen)
 {
     agg_tab **tabs = calloc((size_t)nthreads, sizeof(*tabs));
     sets_job *jobs = calloc((size_t)nthreads, sizeof(*jobs));
-    pthread_t *th = calloc((size_t)nthreads, sizeof(*th));
-    bool *started = calloc((size_t)nthreads, sizeof(*started));
     agg_sets *sm = NULL;
-    int rc = tabs && jobs && th && started ? 0 : -ENOMEM;
+    int rc = tabs && jobs ? 0 : -ENOMEM;
     if (rc < 0)
         snprintf(err, errlen, "out of memory merging the workers' sets");
     for (int i = 0; i < nthreads && rc == 0; i++)
@@ -477,21 +490,16 @@ static int merge_sets(worker *ws, int nthreads, char *err, size_t errlen)
     if (rc == 0 && sm) {
         for (int j = 0; j < nthreads; j++)
             jobs[j] = (sets_job){.sm = sm, .part = (uint32_t)j};
-        for (int j = 1; j < nthreads; j++)
-            started[j] = pthread_create(&th[j], NULL, sets_main, &jobs[j]) == 0;
-        sets_main(&jobs[0]);
-        for (int j = 1; j < nthreads; j++) {
-            if (started[j])
-                pthread_join(th[j], NULL);
-            else
-                sets_main(&jobs[j]); /* no thread: this one does it */
+        if (eng__fan_out(sets_main, jobs, sizeof(*jobs), nthreads) < 0) {
+            agg_sets_free(&sm);
+            rc = -ENOMEM;
+            snprintf(err, errlen, "out of memory merging the workers' sets");
+        } else {
+            rc = agg_sets_end(&sm, err, errlen);
         }
-        rc = agg_sets_end(&sm, err, errlen);
     }
     free(tabs);
     free(jobs);
-    free(th);
-    free(started);
     return rc;
 }
 

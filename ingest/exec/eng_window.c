@@ -416,20 +416,12 @@ static bool sort_packed(const wsort *so, uint32_t *pos, uint8_t *brk, uint32_t n
             int nth = so->nthreads > 1 && n >= (1u << 15) ? so->nthreads : 1;
             if (nth > 16)
                 nth = 16;
-            pthread_t th[16];
             kr_job jobs[16];
-            bool started[16] = {false};
-            for (int k = 1; k < nth; k++) {
+            for (int k = 0; k < nth; k++)
                 jobs[k] = job;
-                started[k] = pthread_create(&th[k], NULL, kr_main, &jobs[k]) == 0;
-            }
-            kr_main(&job);
-            for (int k = 1; k < nth; k++)
-                if (started[k]) {
-                    pthread_join(th[k], NULL);
-                    job.fail |= jobs[k].fail;
-                }
-            ok = !job.fail;
+            ok = eng__fan_out(kr_main, jobs, sizeof(jobs[0]), nth) == 0;
+            for (int k = 0; k < nth; k++)
+                ok &= !jobs[k].fail;
             kr *tmp = a; /* the sorted pairs are in b */
             a = b;
             b = tmp;

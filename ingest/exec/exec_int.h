@@ -211,6 +211,11 @@ int eng__n_res_cols(const eng_plan *p);
 /* Runs nthreads workers over q's units; the calling thread draws the
  * progress line. The first failure is in q->fail. */
 int eng__run_workers(equery *q, worker *ws, int nthreads);
+/* Runs fn on each of the n jobs (job_size bytes apart from jobs), n - 1 of
+ * them on threads of their own and the first on the caller's (one that
+ * cannot start runs on the caller's too), and joins them: 0, or -ENOMEM
+ * before anything ran. */
+int eng__fan_out(void *(*fn)(void *), void *jobs, size_t job_size, int n);
 /* The execute stage: a worker per thread (up to one per unit) with its table
  * and its reader of the source, run over q's units; *ws / *n get the workers,
  * whose tables the result stage takes. 0 or -errno with a sentence in err. */
