@@ -59,13 +59,16 @@ static double run_once(FILE *out, const char *sql, int threads)
 
 static char script[4096];
 
-static double duck(const char *name)
+/* Figure `name` of the file sqlfn_gen.mjs wrote in the bench's folder. */
+static double gen_figure(const char *file, const char *name)
 {
     char path[4200];
-    snprintf(path, sizeof(path), "%s/duckdb.txt", h_env_dir(env));
+    snprintf(path, sizeof(path), "%s/%s", h_env_dir(env), file);
     double v = bench_file_figure(path, name);
-    if (v < 0)
-        die("duckdb.txt (sqlfn_gen.mjs) lacks a measurement");
+    if (v < 0) {
+        fprintf(stderr, "sqlfn_bench: %s has no '%s'\n", path, name);
+        die("sqlfn_gen.mjs left a measurement out");
+    }
     return v;
 }
 
@@ -93,12 +96,7 @@ static double duck_turn(const char *name, int threads)
     char th[16];
     snprintf(th, sizeof(th), "%d", threads);
     run_gen((char *[]){(char *)h_env_dir(env), "--time", (char *)name, th, NULL}, 600000);
-    char path[4200];
-    snprintf(path, sizeof(path), "%s/turn.txt", h_env_dir(env));
-    double v = bench_file_figure(path, name);
-    if (v < 0)
-        die("sqlfn_gen.mjs --time wrote no time");
-    return v;
+    return gen_figure("turn.txt", name);
 }
 
 /* The medians of `runs` turns each, ours and DuckDB's one after the other. */
@@ -170,7 +168,7 @@ int main(int argc, char **argv)
     long long base = bench_status_bytes("VmRSS");
     run_once(devnull, q[0], 2);
     double mem_ours = (double)(bench_status_bytes("VmHWM") - base),
-           mem_duck = duck("mem_distinct_2t");
+           mem_duck = gen_figure("duckdb.txt", "mem_distinct_2t");
 
     double ratio[5] = {0};
     for (int k = 0; k < 5; k++) {

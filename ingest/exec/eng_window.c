@@ -319,6 +319,18 @@ static void *kr_main(void *arg)
     return NULL;
 }
 
+/* Widens [*mn, *mx] to row i's value, or notes its NULL. */
+static inline void span_add(const ex_vec *v, uint32_t i, int64_t *mn, int64_t *mx, bool *null)
+{
+    if (ex_null(v, i)) {
+        *null = true;
+        return;
+    }
+    int64_t x = v->i[ex_row(v, i)];
+    *mn = x < *mn ? x : *mn;
+    *mx = x > *mx ? x : *mx;
+}
+
 static int bits_of(uint64_t span)
 {
     return span ? 64 - __builtin_clzll(span) : 0;
@@ -339,24 +351,10 @@ static bool sort_packed(const wsort *so, uint32_t *pos, uint8_t *brk, uint32_t n
     int64_t pmin = INT64_MAX, pmax = INT64_MIN, omin = INT64_MAX, omax = INT64_MIN;
     bool pnull = false, onull = false;
     for (uint32_t i = 0; i < n; i++) {
-        if (pv) {
-            if (ex_null(pv, i)) {
-                pnull = true;
-            } else {
-                int64_t x = pv->i[ex_row(pv, i)];
-                pmin = x < pmin ? x : pmin;
-                pmax = x > pmax ? x : pmax;
-            }
-        }
-        if (ov) {
-            if (ex_null(ov, i)) {
-                onull = true;
-            } else {
-                int64_t x = ov->i[ex_row(ov, i)];
-                omin = x < omin ? x : omin;
-                omax = x > omax ? x : omax;
-            }
-        }
+        if (pv)
+            span_add(pv, i, &pmin, &pmax, &pnull);
+        if (ov)
+            span_add(ov, i, &omin, &omax, &onull);
     }
     int pb = pmin <= pmax ? bits_of((uint64_t)pmax - (uint64_t)pmin) : 0;
     int ob = omin <= omax ? bits_of((uint64_t)omax - (uint64_t)omin) : 0;
