@@ -708,7 +708,7 @@ out:
 /* A value's home slot: the top bits of the value times an odd constant
  * (Fibonacci hashing), so -Distinct's raw integers spread as well as uniq's
  * hashes, and the homes of a table split into ranges by their top bits
- * (uset_merge_many's partitions). */
+ * (agg_sets_part's partitions). */
 #define USET_MIX 0x9E3779B97F4A7C15ull
 
 static inline uint32_t uset_home(const uset *s, uint64_t h)
@@ -865,7 +865,8 @@ static int uset_merge(eng_mem *m, uset **dstp, uset **srcp)
 
 typedef struct sets_part {
     uint64_t *defer; /* values whose probe reached the end of their range */
-    uint32_t nd, cap;
+    size_t cap;      /* defer's bytes */
+    uint32_t nd;
     uint32_t added;
     int rc;
 } sets_part;
@@ -974,14 +975,8 @@ int agg_sets_begin(agg_sets **out, agg_tab **tabs, int n, uint32_t nparts, char 
 
 static int defer_put(sets_part *pt, uint64_t h)
 {
-    if (pt->nd == pt->cap) {
-        uint32_t nc = pt->cap ? pt->cap * 2 : 256;
-        uint64_t *nv = realloc(pt->defer, (size_t)nc * 8);
-        if (!nv)
-            return -ENOMEM;
-        pt->defer = nv;
-        pt->cap = nc;
-    }
+    if (ensure((void **)&pt->defer, &pt->cap, ((size_t)pt->nd + 1) * 8) < 0)
+        return -ENOMEM;
     pt->defer[pt->nd++] = h;
     return 0;
 }
@@ -1651,6 +1646,91 @@ out:
     return rc;
 }
 
+/* Whether sum() of v takes the tight loops of sum_one and sum_groups: a
+ * column (not a constant) of the sum's own storage, integer or float. */
+static bool sum_fast(const eng_agg *ag, const ex_vec *v)
+{
+    return ag->fn == AG_SUM && !v->is_const && v->t.kind != EX_NOTHING &&
+           (ag->t.kind == EX_FLOAT) == (v->t.kind == EX_FLOAT);
+}
+
+/* Adds rows [0, n) of v into the one group's sum (no GROUP BY); nu is v's
+ * NULL map or NULL, a constant where it is called, so each call is its own
+ * loop without the test: a NULL row adds nothing, and the sum stays NULL
+ * while every row is. Floats in four accumulators (their additions do not
+ * wait on each other's); integer sums wrap as ClickHouse's Int64 does. */
+static inline __attribute__((always_inline)) void sum_one(agg_col *c, ex_kind k, const ex_vec *v,
+                                                          uint32_t n, const uint8_t *nu)
+{
+    uint32_t r = 0, live = 0;
+    if (k == EX_FLOAT) {
+        double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+        for (; r + 4 <= n; r += 4) {
+            s0 += !nu || !nu[r] ? v->d[r] : 0.0;
+            s1 += !nu || !nu[r + 1] ? v->d[r + 1] : 0.0;
+            s2 += !nu || !nu[r + 2] ? v->d[r + 2] : 0.0;
+            s3 += !nu || !nu[r + 3] ? v->d[r + 3] : 0.0;
+            live += nu ? 4u - nu[r] - nu[r + 1] - nu[r + 2] - nu[r + 3] : 4u;
+        }
+        for (; r < n; r++) {
+            s0 += !nu || !nu[r] ? v->d[r] : 0.0;
+            live += !nu || !nu[r];
+        }
+        c->d[0] += (s0 + s1) + (s2 + s3);
+    } else if (k == EX_DECIMAL) {
+        /* exact in 128 bits through two 64-bit sums that vectorize: each
+         * value biased to unsigned (x + 2^63, a NULL row as 0), its low and
+         * high 32-bit halves summed apart (n < 2^32 halves cannot overflow
+         * 64 bits), the bias taken off at the end */
+        uint64_t lo = 0, hi = 0;
+        for (; r < n; r++) {
+            uint64_t u = (uint64_t)(!nu || !nu[r] ? v->i[r] : 0) ^ 0x8000000000000000ull;
+            lo += u & 0xffffffffu;
+            hi += u >> 32;
+            live += !nu || !nu[r];
+        }
+        __int128 s0 = ((__int128)hi << 32) + (__int128)lo - ((__int128)n << 63) + c->i[0];
+        c->ovf |= s0 > INT64_MAX || s0 < INT64_MIN;
+        c->i[0] = (int64_t)s0;
+    } else {
+        uint64_t s0 = 0;
+        for (; r < n; r++) {
+            s0 += !nu || !nu[r] ? (uint64_t)v->i[r] : 0;
+            live += !nu || !nu[r];
+        }
+        c->i[0] = (int64_t)((uint64_t)c->i[0] + s0);
+    }
+    if (live)
+        c->seen[0] = 1;
+}
+
+/* Adds row r of v into group gid[r]'s sum, for r in [0, n); nu as in
+ * sum_one (a NULL row adds nothing and leaves its group unseen). */
+static inline __attribute__((always_inline)) void sum_groups(agg_col *c, ex_kind k,
+                                                             const ex_vec *v, uint32_t n,
+                                                             const uint32_t *gid,
+                                                             const uint8_t *nu)
+{
+    if (k == EX_FLOAT) {
+        for (uint32_t r = 0; r < n; r++) {
+            c->d[gid[r]] += !nu || !nu[r] ? v->d[r] : 0.0;
+            c->seen[gid[r]] |= !nu || !nu[r];
+        }
+    } else if (k == EX_DECIMAL) {
+        bool o = false;
+        for (uint32_t r = 0; r < n; r++) {
+            o |= __builtin_add_overflow(c->i[gid[r]], !nu || !nu[r] ? v->i[r] : 0, &c->i[gid[r]]);
+            c->seen[gid[r]] |= !nu || !nu[r];
+        }
+        c->ovf |= o;
+    } else {
+        for (uint32_t r = 0; r < n; r++) {
+            c->i[gid[r]] = (int64_t)((uint64_t)c->i[gid[r]] + (!nu || !nu[r] ? (uint64_t)v->i[r] : 0));
+            c->seen[gid[r]] |= !nu || !nu[r];
+        }
+    }
+}
+
 /* uniq of the one group: the values hashed a batch at a time, then put in
  * the set together (uset_add_many). */
 static int uniq_rows(agg_tab *t, agg_col *c, const ex_vec *v, uint32_t n)
@@ -1670,11 +1750,8 @@ static int uniq_rows(agg_tab *t, agg_col *c, const ex_vec *v, uint32_t n)
     return 0;
 }
 
-/* No GROUP BY: one group (0). count() adds n; sum() of a column without
- * NULLs reduces it in a tight loop with four accumulators (the additions of
- * one accumulator do not wait on each other's; integer sums wrap as
- * ClickHouse's Int64 does, so their order does not matter); everything else
- * goes row by row. */
+/* No GROUP BY: one group (0). count() adds n; sum() of a column reduces it
+ * in a tight loop (sum_one); everything else goes row by row. */
 static int update_global(agg_tab *t, ex_ectx *ec, const ex_vec *in, const uint32_t *sel, uint32_t n)
 {
     const eng_plan *p = t->p;
@@ -1694,82 +1771,11 @@ static int update_global(agg_tab *t, ex_ectx *ec, const ex_vec *in, const uint32
         ex_vec v;
         if ((rc = bx_eval(ec, ag->arg, in, sel, n, &v)) < 0)
             return rc;
-        if (ag->fn == AG_SUM && v.nulls && !v.is_const && v.t.kind != EX_NOTHING &&
-            (ag->t.kind == EX_FLOAT) == (v.t.kind == EX_FLOAT)) {
-            /* a Nullable column (a JOIN's side, an outer file's column): the
-             * NULL rows add nothing, in the same tight loop; the sum is
-             * NULL only when every row is */
-            uint32_t r = 0, live = 0;
-            const uint8_t *nu = v.nulls;
-            if (ag->t.kind == EX_FLOAT) {
-                double s0 = 0, s1 = 0;
-                for (; r + 2 <= n; r += 2) {
-                    s0 += nu[r] ? 0.0 : v.d[r];
-                    s1 += nu[r + 1] ? 0.0 : v.d[r + 1];
-                    live += (uint32_t)!nu[r] + !nu[r + 1];
-                }
-                for (; r < n; r++) {
-                    s0 += nu[r] ? 0.0 : v.d[r];
-                    live += !nu[r];
-                }
-                c->d[0] += s0 + s1;
-            } else if (ag->t.kind == EX_DECIMAL) {
-                /* as below, a NULL row as 0 */
-                uint64_t lo = 0, hi = 0;
-                for (; r < n; r++) {
-                    uint64_t u = (uint64_t)(nu[r] ? 0 : v.i[r]) ^ 0x8000000000000000ull;
-                    lo += u & 0xffffffffu;
-                    hi += u >> 32;
-                    live += !nu[r];
-                }
-                __int128 s0 = ((__int128)hi << 32) + (__int128)lo - ((__int128)n << 63) + c->i[0];
-                c->ovf |= s0 > INT64_MAX || s0 < INT64_MIN;
-                c->i[0] = (int64_t)s0;
-            } else {
-                uint64_t s0 = 0;
-                for (; r < n; r++) {
-                    s0 += nu[r] ? 0 : (uint64_t)v.i[r];
-                    live += !nu[r];
-                }
-                c->i[0] = (int64_t)((uint64_t)c->i[0] + s0);
-            }
-            if (live)
-                c->seen[0] = 1;
-        } else if (ag->fn == AG_SUM && !v.nulls && !v.is_const && v.t.kind != EX_NOTHING &&
-            (ag->t.kind == EX_FLOAT) == (v.t.kind == EX_FLOAT)) {
-            uint32_t r = 0;
-            if (ag->t.kind == EX_FLOAT) {
-                double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-                for (; r + 4 <= n; r += 4) {
-                    s0 += v.d[r];
-                    s1 += v.d[r + 1];
-                    s2 += v.d[r + 2];
-                    s3 += v.d[r + 3];
-                }
-                for (; r < n; r++)
-                    s0 += v.d[r];
-                c->d[0] += (s0 + s1) + (s2 + s3);
-            } else if (ag->t.kind == EX_DECIMAL) {
-                /* exact in 128 bits through two 64-bit sums that vectorize:
-                 * each value biased to unsigned (x + 2^63), its low and
-                 * high 32-bit halves summed apart (n < 2^32 halves cannot
-                 * overflow 64 bits), the bias taken off at the end */
-                uint64_t lo = 0, hi = 0;
-                for (; r < n; r++) {
-                    uint64_t u = (uint64_t)v.i[r] ^ 0x8000000000000000ull;
-                    lo += u & 0xffffffffu;
-                    hi += u >> 32;
-                }
-                __int128 s0 = ((__int128)hi << 32) + (__int128)lo - ((__int128)n << 63) + c->i[0];
-                c->ovf |= s0 > INT64_MAX || s0 < INT64_MIN;
-                c->i[0] = (int64_t)s0;
-            } else {
-                uint64_t s0 = 0;
-                for (; r < n; r++)
-                    s0 += (uint64_t)v.i[r];
-                c->i[0] = (int64_t)((uint64_t)c->i[0] + s0);
-            }
-            c->seen[0] = 1;
+        if (sum_fast(ag, &v)) {
+            if (v.nulls)
+                sum_one(c, ag->t.kind, &v, n, v.nulls);
+            else
+                sum_one(c, ag->t.kind, &v, n, NULL);
         } else if (ag->fn == AG_UNIQ) {
             if ((rc = uniq_rows(t, c, &v, n)) < 0)
                 rc = tab_oom(t, ec->err, ec->errlen);
@@ -2065,41 +2071,11 @@ int agg_tab_update(agg_tab *t, ex_ectx *ec, const ex_vec *in, const uint32_t *se
         if ((rc = bx_eval(ec, ag->arg, in, sel, n, &v)) < 0)
             return rc;
         /* tight loops for the common cases */
-        if (ag->fn == AG_SUM && !v.nulls && !v.is_const && v.t.kind != EX_NOTHING) {
-            if (ag->t.kind == EX_FLOAT && v.t.kind == EX_FLOAT) {
-                for (uint32_t r = 0; r < n; r++)
-                    c->d[gid[r]] += v.d[r];
-            } else if (ag->t.kind == EX_DECIMAL) {
-                bool o = false;
-                for (uint32_t r = 0; r < n; r++)
-                    o |= __builtin_add_overflow(c->i[gid[r]], v.i[r], &c->i[gid[r]]);
-                c->ovf |= o;
-            } else if (ag->t.kind != EX_FLOAT && v.t.kind != EX_FLOAT) {
-                for (uint32_t r = 0; r < n; r++)
-                    c->i[gid[r]] = (int64_t)((uint64_t)c->i[gid[r]] + (uint64_t)v.i[r]);
-            } else {
-                for (uint32_t r = 0; r < n && rc == 0; r++)
-                    rc = update_one(t, a, gid[r], &v, r);
-            }
-            for (uint32_t r = 0; r < n; r++)
-                c->seen[gid[r]] = 1;
-        } else if (ag->fn == AG_SUM && v.nulls && !v.is_const && v.t.kind != EX_NOTHING &&
-                   ag->t.kind != EX_DECIMAL && (ag->t.kind == EX_FLOAT) == (v.t.kind == EX_FLOAT)) {
-            /* a Nullable column (every column a JOIN hands on): its NULL
-             * rows add nothing and leave the group unseen */
-            const uint8_t *nu = v.nulls;
-            if (ag->t.kind == EX_FLOAT) {
-                for (uint32_t r = 0; r < n; r++) {
-                    c->d[gid[r]] += nu[r] ? 0.0 : v.d[r];
-                    c->seen[gid[r]] |= !nu[r];
-                }
-            } else {
-                for (uint32_t r = 0; r < n; r++) {
-                    c->i[gid[r]] =
-                        (int64_t)((uint64_t)c->i[gid[r]] + (nu[r] ? 0 : (uint64_t)v.i[r]));
-                    c->seen[gid[r]] |= !nu[r];
-                }
-            }
+        if (sum_fast(ag, &v)) {
+            if (v.nulls)
+                sum_groups(c, ag->t.kind, &v, n, gid, v.nulls);
+            else
+                sum_groups(c, ag->t.kind, &v, n, gid, NULL);
         } else {
             for (uint32_t r = 0; r < n && rc == 0; r++)
                 rc = update_one(t, a, gid[r], &v, r);
