@@ -483,8 +483,14 @@ int eng_cli_query(int argc, char **argv)
         free(text);
         return CLI_USAGE;
     }
-    if (rc > 0)
+    tb_cat *cat = NULL;
+    if (rc > 0) {
+        /* the tables' states and part footers kept between the statements of
+         * one run: the second query of a table costs S3 one List of its log */
+        if (tb_cat_create(&cat, 0) == 0)
+            wh.cat = cat;
         ctx.warehouse = &wh;
+    }
     ctx.database = database;
     if ((sql || qfile) && !isatty(STDIN_FILENO)) { /* stdin: INSERT ... FORMAT F data */
         ctx.input_read = stdin_read;
@@ -494,6 +500,7 @@ int eng_cli_query(int argc, char **argv)
     rc = eng_run(&ctx, text, len, stderr, &res, err, sizeof(err));
     if (rc < 0)
         cli_error("query: %s", err);
+    tb_cat_destroy(&cat);
     rc_destroy(&rcc);
     free(text);
     return rc < 0 ? CLI_FAIL : CLI_OK;

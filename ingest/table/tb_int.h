@@ -109,6 +109,11 @@ int tb__s3_put(tb__s3 *s, const char *key, const void *data, size_t len, const s
                s3_error *err);
 /* Whole object into *buf (malloc'd, NUL-terminated), at most max bytes. */
 int tb__s3_get(tb__s3 *s, const char *key, char **buf, size_t *len, size_t max, s3_error *err);
+/* n whole objects at once (one round trip, not n): bufs[i] and lens[i] as
+ * tb__s3_get's. On failure every buffer is freed, *err and *failed (the
+ * index of the key) say which one failed and why. */
+int tb__s3_get_many(tb__s3 *s, const char *const *keys, size_t n, char **bufs, size_t *lens,
+                    size_t max, s3_error *err, size_t *failed);
 /* Every key under prefix after start_after (pages by start-after); fn < 0 stops. */
 typedef int (*tb__list_fn)(const s3_object_info *o, void *arg);
 int tb__s3_list(tb__s3 *s, const char *prefix, const char *start_after, tb__list_fn fn, void *arg,

@@ -139,6 +139,76 @@ int tb__s3_get(tb__s3 *s, const char *key, char **buf, size_t *len, size_t max, 
     return 0;
 }
 
+typedef struct {
+    wait_t w;
+    int *left;
+} many_t;
+
+static void many_cb(const s3_error *err, const s3_get_result *res, void *arg)
+{
+    (void)res;
+    many_t *m = arg;
+    m->w.err = *err;
+    m->w.done = true;
+    (*m->left)--;
+}
+
+static int many_data(const void *data, size_t len, void *arg)
+{
+    return get_data(data, len, &((many_t *)arg)->w);
+}
+
+int tb__s3_get_many(tb__s3 *s, const char *const *keys, size_t n, char **bufs, size_t *lens,
+                    size_t max, s3_error *err, size_t *failed)
+{
+    many_t *m = calloc(n ? n : 1, sizeof(*m));
+    if (!m) {
+        submit_failed(err, "GET", n ? keys[0] : "", -ENOMEM);
+        *failed = 0;
+        return -ENOMEM;
+    }
+    int left = 0, rc = 0;
+    size_t i;
+    for (i = 0; i < n; i++) {
+        bufs[i] = NULL;
+        m[i].w.max = max;
+        m[i].left = &left;
+        s3_get_args a = {.bucket = s->bucket, .key = keys[i], .on_data = many_data,
+                         .data_arg = &m[i]};
+        rc = s3_get(s->c, &a, many_cb, &m[i]);
+        if (rc < 0) {
+            submit_failed(err, "GET", keys[i], rc);
+            *failed = i;
+            break;
+        }
+        left++;
+    }
+    while (left > 0) /* those sent finish (or fail) before the waits go away */
+        event_base_loop(s->base, EVLOOP_ONCE);
+    for (size_t j = 0; j < i && rc == 0; j++) {
+        if (m[j].w.err.code || tp__bytes_u8(&m[j].w.body, 0) < 0) {
+            *err = m[j].w.err;
+            rc = m[j].w.err.code ? m[j].w.err.code : -ENOMEM;
+            if (!m[j].w.err.code)
+                submit_failed(err, "GET", keys[j], rc);
+            *failed = j;
+            break;
+        }
+        bufs[j] = (char *)m[j].w.body.p;
+        lens[j] = m[j].w.body.len - 1;
+        m[j].w.body.p = NULL;
+    }
+    for (size_t j = 0; j < n; j++)
+        free(m[j].w.body.p);
+    if (rc < 0)
+        for (size_t j = 0; j < n; j++) {
+            free(bufs[j]);
+            bufs[j] = NULL;
+        }
+    free(m);
+    return rc;
+}
+
 static void list_cb(const s3_error *err, const s3_list_page *page, void *arg)
 {
     wait_t *w = arg;

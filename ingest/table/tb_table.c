@@ -213,45 +213,103 @@ static int list_log_cb(const s3_object_info *o, void *arg)
     return 0;
 }
 
-/* Reads and applies versions [from, to] of the listing. */
-static int replay(tb_table *t, const log_list *l, uint64_t from, char *err, size_t errlen)
+/* Parses a checkpoint object into t->state. */
+static int apply_checkpoint(tb_table *t, const char *key, uint64_t ckpt, const char *buf,
+                            size_t len, char *err, size_t errlen)
 {
-    uint64_t want = from;
-    for (size_t i = 0; i < l->n; i++) {
-        uint64_t v = l->versions[i];
-        if (v < from)
-            continue;
-        if (v != want)
+    char msg[256];
+    int rc = tb__checkpoint_parse(buf, len, &t->state, msg, sizeof(msg));
+    if (rc == 0 && t->state.version != ckpt)
+        rc = errf_fail(msg, sizeof(msg), -EBADMSG, "it holds version %llu",
+                       (unsigned long long)t->state.version);
+    if (rc < 0) {
+        tb__snapshot_deinit(&t->state);
+        return errf_fail(err, errlen, rc, "checkpoint s3://%s/%s is damaged: %s", t->bucket, key,
+                         msg);
+    }
+    return 0;
+}
+
+/* Parses log version v and applies it to t->state. */
+static int apply_version(tb_table *t, const char *key, uint64_t v, const char *buf, size_t len,
+                         char *err, size_t errlen)
+{
+    tb__version ver;
+    char msg[256];
+    int rc = tb__version_parse(buf, len, &ver, msg, sizeof(msg));
+    if (rc == 0 && ver.version != v) {
+        tb__version_free(&ver);
+        rc = errf_fail(msg, sizeof(msg), -EBADMSG, "it says it is version %llu",
+                       (unsigned long long)ver.version);
+    }
+    if (rc < 0)
+        return errf_fail(err, errlen, rc, "log object s3://%s/%s is damaged: %s", t->bucket, key,
+                         msg);
+    rc = tb__apply(&t->state, &ver, t->o.dedup_window, t->o.dedup_window_seconds, msg,
+                   sizeof(msg));
+    tb__version_free(&ver);
+    if (rc < 0)
+        return errf_fail(err, errlen, rc, "table s3://%s/%s: %s", t->bucket, t->root, msg);
+    return 0;
+}
+
+/* Log objects fetched at once: a checkpoint and the versions after it cost
+ * one round trip per batch instead of one each. */
+#define REPLAY_BATCH 32
+
+/* Reads and applies the listing's versions from `from` on, in order; with
+ * ckpt (the key of checkpoint from - 1), that checkpoint first, fetched in
+ * the same round trip as the first versions. */
+static int replay(tb_table *t, const log_list *l, uint64_t from, const char *ckpt, char *err,
+                  size_t errlen)
+{
+    size_t first = 0;
+    while (first < l->n && l->versions[first] < from)
+        first++;
+    for (size_t i = first; i < l->n; i++)
+        if (l->versions[i] != from + (i - first))
             return errf_fail(err, errlen, -EBADMSG,
                              "the log of table s3://%s/%s misses version %llu (found %llu next)",
-                             t->bucket, t->root, (unsigned long long)want, (unsigned long long)v);
-        char key[1024];
-        version_key(t, v, key, sizeof(key));
-        char *buf;
-        size_t len;
-        s3_error e;
-        int rc = tb__s3_get(t->s3, key, &buf, &len, TB__MAX_LOG_OBJECT, &e);
-        if (rc < 0)
-            return errf_fail(err, errlen, rc, "cannot read log version %llu: %s",
-                             (unsigned long long)v, e.message);
-        tb__version ver;
-        char msg[256];
-        rc = tb__version_parse(buf, len, &ver, msg, sizeof(msg));
-        free(buf);
-        if (rc == 0 && ver.version != v) {
-            tb__version_free(&ver);
-            rc = errf_fail(msg, sizeof(msg), -EBADMSG, "it says it is version %llu",
-                           (unsigned long long)ver.version);
+                             t->bucket, t->root, (unsigned long long)(from + (i - first)),
+                             (unsigned long long)l->versions[i]);
+    char keys[REPLAY_BATCH][1024];
+    const char *kp[REPLAY_BATCH];
+    char *bufs[REPLAY_BATCH];
+    size_t lens[REPLAY_BATCH];
+    size_t i = first;
+    bool with_ckpt = ckpt != NULL;
+    while (i < l->n || with_ckpt) {
+        size_t n = 0;
+        if (with_ckpt) {
+            snprintf(keys[n], sizeof(keys[n]), "%s", ckpt);
+            n++;
         }
+        size_t v0 = i;
+        for (; i < l->n && n < REPLAY_BATCH; i++, n++)
+            version_key(t, l->versions[i], keys[n], sizeof(keys[n]));
+        for (size_t j = 0; j < n; j++)
+            kp[j] = keys[j];
+        s3_error e;
+        size_t bad = 0;
+        int rc = tb__s3_get_many(t->s3, kp, n, bufs, lens, TB__MAX_LOG_OBJECT, &e, &bad);
+        if (rc < 0) {
+            if (with_ckpt && bad == 0)
+                return errf_fail(err, errlen, rc, "cannot read checkpoint %llu: %s",
+                                 (unsigned long long)(from - 1), e.message);
+            return errf_fail(err, errlen, rc, "cannot read log version %llu: %s",
+                             (unsigned long long)l->versions[v0 + bad - with_ckpt], e.message);
+        }
+        size_t j = 0;
+        if (with_ckpt)
+            rc = apply_checkpoint(t, keys[j], from - 1, bufs[j], lens[j], err, errlen), j++;
+        for (; j < n && rc == 0; j++)
+            rc = apply_version(t, keys[j], l->versions[v0 + j - with_ckpt], bufs[j], lens[j], err,
+                               errlen);
+        for (j = 0; j < n; j++)
+            free(bufs[j]);
         if (rc < 0)
-            return errf_fail(err, errlen, rc, "log object s3://%s/%s is damaged: %s", t->bucket,
-                             key, msg);
-        rc = tb__apply(&t->state, &ver, t->o.dedup_window, t->o.dedup_window_seconds, msg,
-                       sizeof(msg));
-        tb__version_free(&ver);
-        if (rc < 0)
-            return errf_fail(err, errlen, rc, "table s3://%s/%s: %s", t->bucket, t->root, msg);
-        want = v + 1;
+            return rc;
+        with_ckpt = false;
     }
     if (l->n && t->state.version == l->versions[l->n - 1])
         snprintf(t->etag, sizeof(t->etag), "%s", l->last_etag);
@@ -307,24 +365,6 @@ static int load(tb_table *t, char *err, size_t errlen)
     uint64_t from = 0;
     if (l.have_ckpt) {
         tkey(t, key, sizeof(key), "_log/%020llu.checkpoint.json", (unsigned long long)l.ckpt);
-        rc = tb__s3_get(t->s3, key, &buf, &len, TB__MAX_LOG_OBJECT, &e);
-        if (rc < 0) {
-            free(l.versions);
-            return errf_fail(err, errlen, rc, "cannot read checkpoint %llu: %s",
-                             (unsigned long long)l.ckpt, e.message);
-        }
-        char msg[256];
-        rc = tb__checkpoint_parse(buf, len, &t->state, msg, sizeof(msg));
-        free(buf);
-        if (rc == 0 && t->state.version != l.ckpt)
-            rc = errf_fail(msg, sizeof(msg), -EBADMSG, "it holds version %llu",
-                           (unsigned long long)t->state.version);
-        if (rc < 0) {
-            free(l.versions);
-            tb__snapshot_deinit(&t->state);
-            return errf_fail(err, errlen, rc, "checkpoint s3://%s/%s is damaged: %s", t->bucket,
-                             key, msg);
-        }
         from = l.ckpt + 1;
     } else if (have_hint) {
         free(l.versions);
@@ -332,7 +372,7 @@ static int load(tb_table *t, char *err, size_t errlen)
                          "table s3://%s/%s: checkpoint %llu named by _last_checkpoint is missing",
                          t->bucket, t->root, (unsigned long long)hint);
     }
-    rc = replay(t, &l, from, err, errlen);
+    rc = replay(t, &l, from, l.have_ckpt ? key : NULL, err, errlen);
     free(l.versions);
     if (rc == 0 && !t->state.schema.cols)
         rc = errf_fail(err, errlen, -EBADMSG, "table s3://%s/%s has no version 0", t->bucket,
@@ -399,7 +439,7 @@ static int catch_up(tb_table *t, const char *etag, bool *reloaded, char *err, si
         return load(t, err, errlen);
     }
     snprintf(t->etag, sizeof(t->etag), "%s", l.first_etag);
-    rc = replay(t, &l, n + 1, err, errlen);
+    rc = replay(t, &l, n + 1, NULL, err, errlen);
     free(l.versions);
     return rc;
 }
@@ -446,7 +486,7 @@ int tb_table_refresh(tb_table *t, char *err, size_t errlen)
     int rc = list_log(t, prefix, sizeof(prefix), after, &l, err, errlen);
     if (rc < 0)
         return rc;
-    rc = replay(t, &l, t->state.version + 1, err, errlen);
+    rc = replay(t, &l, t->state.version + 1, NULL, err, errlen);
     free(l.versions);
     return rc;
 }

@@ -205,6 +205,75 @@ static void test_checkpoints(void **state)
     tb_table_destroy(&t);
 }
 
+static void put_obj(const char *key, const char *body)
+{
+    tb_table_opts o;
+    tt_opts(&o, h_s3_endpoint(s3), "x", false);
+    s3_sync *s;
+    assert_int_equal(s3_sync_create(&s, &o.s3), 0);
+    s3_error e;
+    s3_sync_put_args a = {.bucket = H_S3_DEFAULT_BUCKET, .key = key, .fd = -1, .data = body,
+                          .size = strlen(body)};
+    assert_int_equal(s3_sync_put(s, &a, NULL, &e), 0);
+    s3_sync_destroy(&s);
+}
+
+/* The log's objects are fetched in batches: a log longer than a batch (no
+ * checkpoints) opens to its last version; a damaged or missing version, or a
+ * damaged checkpoint, fails the open with an error that names it. */
+static void test_log_batches(void **state)
+{
+    (void)state;
+    tb_table_opts o;
+    tt_opts(&o, h_s3_endpoint(s3), "wh/default/lb", true);
+    o.checkpoint_interval = 1000;
+    tb_schema sc = tt_schema(false);
+    char err[512];
+    assert_int_equal(tb_table_create(&o, &sc, err, sizeof(err)), 0);
+    tb_table *t;
+    assert_int_equal(tb_table_open(&t, &o, err, sizeof(err)), 0);
+    char name[TB_NAME_MAX];
+    tb_commit_result r;
+    for (int i = 0; i < 70; i++)
+        insert(t, (uint64_t)i * 3, 3, NULL, name, &r);
+    assert_int_equal(r.version, 70);
+    tb_table_destroy(&t);
+    assert_int_equal(head("wh/default/lb/_log/00000000000000000010.checkpoint.json"), -ENOENT);
+    assert_int_equal(tb_table_open(&t, &o, err, sizeof(err)), 0);
+    assert_int_equal(tb_table_version(t), 70);
+    tb_snapshot *snap;
+    assert_int_equal(tb_table_snapshot(t, &snap, err, sizeof(err)), 0);
+    assert_int_equal(snap->n_parts, 70);
+    uint64_t rows, sum, x;
+    assert_int_equal(tt_read_all(t, snap, &rows, &sum, &x, err, sizeof(err)), 0);
+    assert_int_equal(rows, 210);
+    assert_int_equal(sum, 210ull * 209 / 2);
+    tb_snapshot_destroy(&snap);
+    tb_table_destroy(&t);
+
+    put_obj("wh/default/lb/_log/00000000000000000040.json", "{\"version\": 40, \"bad\"");
+    assert_true(tb_table_open(&t, &o, err, sizeof(err)) < 0);
+    assert_non_null(strstr(err, "_log/00000000000000000040.json is damaged"));
+    del("wh/default/lb/_log/00000000000000000040.json");
+    assert_true(tb_table_open(&t, &o, err, sizeof(err)) < 0);
+    assert_non_null(strstr(err, "misses version 40"));
+
+    /* a damaged checkpoint, read in the same round trip as the versions after it */
+    tb_table_opts oc;
+    tb_table *tc = open_new("wh/default/lbc", &oc);
+    for (int i = 0; i < 12; i++)
+        insert(tc, (uint64_t)i * 2, 2, NULL, name, &r);
+    tb_table_destroy(&tc);
+    assert_true(head("wh/default/lbc/_log/00000000000000000010.checkpoint.json") > 0);
+    assert_int_equal(tb_table_open(&tc, &oc, err, sizeof(err)), 0);
+    assert_int_equal(tb_table_version(tc), 12);
+    tb_table_destroy(&tc);
+    put_obj("wh/default/lbc/_log/00000000000000000010.checkpoint.json", "[]");
+    assert_true(tb_table_open(&tc, &oc, err, sizeof(err)) < 0);
+    assert_non_null(strstr(err, "checkpoint s3://"));
+    assert_non_null(strstr(err, "00000000000000000010.checkpoint.json is damaged"));
+}
+
 static void test_dedup(void **state)
 {
     (void)state;
@@ -493,6 +562,7 @@ int main(void)
         cmocka_unit_test(test_create_open_refuse),
         cmocka_unit_test(test_insert_and_pinned_snapshot),
         cmocka_unit_test(test_checkpoints),
+        cmocka_unit_test(test_log_batches),
         cmocka_unit_test(test_dedup),
         cmocka_unit_test(test_merge_loses_input),
         cmocka_unit_test(test_landed_vs_lost_race),
