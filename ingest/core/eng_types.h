@@ -129,6 +129,12 @@ static inline bool ex_is_num(uint8_t k)
  * (dict column + idx[n]). A constant vector has n == 1 and is_const. nulls is
  * a byte per row (1 = NULL), or NULL when no row is null. `own` says which
  * buffers the vector frees (ex_vec_clear). */
+/* A null byte of 2: NULL because the row did not give the column at all (a
+ * JSONEachRow object without the key), read so only by the INSERT's
+ * DEFAULT filling (eng_default.c); every other reader takes any non-zero
+ * byte as NULL. */
+#define EX_NULL_ABSENT 2
+
 typedef struct ex_vec {
     ex_type t;
     uint32_t n;
@@ -312,6 +318,9 @@ struct eng_schema {
     int n;
     bool given; /* the query's structure argument, not the files': plain
                           * CSV and TSV then have no header row */
+    bool mark_absent; /* JSONEachRow: a row without a column's key gets
+                          * that NULL as EX_NULL_ABSENT, which an INSERT's
+                          * DEFAULT tells apart from an explicit null */
 };
 void eng_schema_free(eng_schema *s);
 

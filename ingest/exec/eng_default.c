@@ -9,7 +9,11 @@
  *     SELECT of fewer columns) gets its expression, computed from the row;
  *   - a column it gives, not Nullable, gets its expression where the value is
  *     NULL (a JSONEachRow row without the key, NULL in VALUES), as
- *     ClickHouse's input_format_null_as_default does.
+ *     ClickHouse's input_format_null_as_default does;
+ *   - a Nullable column it gives gets its expression where a JSONEachRow row
+ *     left the key out (the reader marks that NULL EX_NULL_ABSENT), and keeps
+ *     an explicit null, as ClickHouse's input_format_defaults_for_omitted_fields
+ *     does.
  *
  * The expression sees every column of the table by name, in the table's
  * types: a given column cast to its type, a filled one with its default (in
@@ -27,6 +31,7 @@
 #include <string.h>
 
 #define RAW "__ringcache_raw"
+#define ABSENT "__ringcache_absent" /* 1 where the raw column's NULL is EX_NULL_ABSENT */
 
 /* One column's engine type (its declared Date is 16-bit). */
 static ex_type col_type(const eng_tdef *d, uint32_t i)
@@ -38,20 +43,21 @@ static ex_type col_type(const eng_tdef *d, uint32_t i)
     return t;
 }
 
-/* The table's columns as a schema, plus the raw input column (virtual). */
+/* The table's columns as a schema, plus the raw input column and whether
+ * its row was absent (virtual: n and n + 1). */
 static int dschema(const eng_tdef *d, ex_type raw, eng_schema *s)
 {
     uint32_t n = d->schema.n_cols;
     memset(s, 0, sizeof(*s));
-    if (!(s->cols = calloc(n + 2, sizeof(eng_col))))
+    if (!(s->cols = calloc(n + 3, sizeof(eng_col))))
         return -ENOMEM;
-    for (uint32_t i = 0; i <= n; i++) {
+    for (uint32_t i = 0; i <= n + 1; i++) {
         eng_col *c = &s->cols[i];
-        c->name = strdup(i < n ? d->schema.cols[i].name : RAW);
-        c->t = i < n ? col_type(d, i) : raw;
+        c->name = strdup(i < n ? d->schema.cols[i].name : i == n ? RAW : ABSENT);
+        c->t = i < n ? col_type(d, i) : i == n ? raw : (ex_type){.kind = EX_UINT, .bits = 8};
         if (i < n)
             c->cb = d->schema.cols[i].info;
-        c->virt = i == n;
+        c->virt = i >= n;
         s->n = (int)i + 1;
         if (!c->name)
             return -ENOMEM;
@@ -145,7 +151,8 @@ int eng__default_check(eng_mem *m, const eng_tdef *d, char *err, size_t errlen)
         rc = dplan_bind(m, d, (ex_type){.kind = EX_NOTHING}, d->defaults[i], &p, msg, sizeof(msg));
         for (int k = 0; rc == 0 && k < p.plan.n_need; k++)
             if (p.plan.need[k] >= (int)n)
-                rc = -EINVAL, snprintf(msg, sizeof(msg), "unknown identifier " RAW);
+                rc = -EINVAL, snprintf(msg, sizeof(msg), "unknown identifier %s",
+                                       p.plan.need[k] == (int)n ? RAW : ABSENT);
         if (rc == 0 && !(deps[i] = calloc((size_t)p.plan.n_need + 1, sizeof(int))))
             rc = -ENOMEM;
         for (int k = 0; rc == 0 && k < p.plan.n_need; k++)
@@ -199,8 +206,8 @@ int eng__default_map(const eng_tdef *d, const int *col_of, int n_in, int **col_o
             continue;
         if (col_of[i] < 0)
             (*col_of2)[i] = k++;
-        if (col_of[i] < 0 || !d->schema.cols[i].nullable)
-            *needed = true;
+        *needed = true; /* left out, NULLs of a column that is not Nullable, or
+                           JSONEachRow rows without the key */
     }
     *n_in2 = k;
     return 0;
@@ -257,6 +264,9 @@ static int want(dsink *s, uint32_t i, int depth, char *err, size_t errlen)
     else if (ci >= 0 && dx && !cd->nullable && raw.nullable)
         snprintf(text, sizeof(text), "CAST(ifNull(CAST(" RAW " AS %s), CAST((%s) AS %s)) AS %s)",
                  tn, dx, t, t);
+    else if (ci >= 0 && dx && raw.nullable)
+        snprintf(text, sizeof(text), "if(" ABSENT ", CAST((%s) AS %s), CAST(" RAW " AS %s))", dx,
+                 t, t);
     else if (ci >= 0)
         snprintf(text, sizeof(text), "CAST(" RAW " AS %s)", t);
     else if (cd->nullable)
@@ -340,6 +350,31 @@ static int ds_begin(eng_sink *b, const char *const *names, const ex_type *types,
                     rc = want(s, (uint32_t)s->c[i].out.plan.need[k], 0, err, errlen);
             if (rc == 0)
                 types2[ci] = s->c[i].out.plan.outs[0].e->t;
+        } else if (types[ci].nullable && types[ci].kind != EX_NOTHING &&
+                   d->schema.cols[i].info.type != CB_LIST) {
+            /* given, Nullable: rows that left it out get the default, in the
+             * input's type; an explicit null stays */
+            ex_type r = types[ci];
+            char rn[96], t[96], text[4096];
+            ex_type_name(&r, rn, sizeof(rn));
+            tname(d, i, true, t, sizeof(t));
+            if (r.kind == EX_STRING)
+                snprintf(text, sizeof(text),
+                         "if(" ABSENT ", toString(CAST((%s) AS %s)), " RAW ")", dx, t);
+            else
+                snprintf(text, sizeof(text), "if(" ABSENT ", CAST(CAST((%s) AS %s) AS %s), " RAW ")",
+                         dx, t, rn);
+            char msg[ENG_MSG_MAX];
+            rc = dplan_bind(s->mem, d, types[ci], text, &s->c[i].out, msg, sizeof(msg));
+            if (rc < 0)
+                snprintf(err, errlen, "column %s DEFAULT %s cannot be filled: %s",
+                         d->schema.cols[i].name, dx, msg);
+            s->c[i].has_out = rc == 0;
+            for (int k = 0; rc == 0 && k < s->c[i].out.plan.n_need; k++)
+                if (s->c[i].out.plan.need[k] < (int)n)
+                    rc = want(s, (uint32_t)s->c[i].out.plan.need[k], 0, err, errlen);
+            if (rc == 0)
+                types2[ci] = s->c[i].out.plan.outs[0].e->t;
         }
     }
     if (rc == 0)
@@ -366,6 +401,12 @@ static int eval_plan(dsink *s, uint32_t i, const dplan *p, ex_vec *out, char *er
         if (c == (int)n) {
             in[k] = s->blk->cols[s->col_of[i]]; /* borrowed: never cleared here */
             in[k].own = 0;
+        } else if (c == (int)n + 1) {
+            const ex_vec *raw = &s->blk->cols[s->col_of[i]];
+            uint32_t rows = s->blk->n_rows;
+            rc = ex_vec_alloc(s->mem, &in[k], (ex_type){.kind = EX_UINT, .bits = 8}, rows);
+            for (uint32_t r = 0; rc == 0 && r < rows; r++)
+                in[k].i[r] = raw->nulls && raw->nulls[ex_row(raw, r)] == EX_NULL_ABSENT;
         } else if ((rc = eval_full(s, (uint32_t)c, err, errlen)) == 0) {
             in[k] = s->c[c].v;
             in[k].own = 0;
@@ -374,6 +415,9 @@ static int eval_plan(dsink *s, uint32_t i, const dplan *p, ex_vec *out, char *er
     ex_ectx ec = {s->mem, err, errlen};
     if (rc == 0)
         rc = bx_eval(&ec, p->plan.outs[0].e, in, NULL, s->blk->n_rows, out);
+    for (int k = 0; k < p->plan.n_need; k++)
+        if (p->plan.need[k] == (int)n + 1)
+            ex_vec_clear(s->mem, &in[k]);
     free(in);
     return rc;
 }

@@ -927,7 +927,8 @@ static int insert_format(insert_job *j, const sql_insert *in, int fmt, const cha
     int rc = 0;
     const tb_schema *ts = &j->def.schema;
     ex_type *types = calloc((size_t)j->n_in + 1, sizeof(ex_type));
-    eng_schema sc = {calloc((size_t)j->n_in + 1, sizeof(eng_col)), j->n_in, false};
+    eng_schema sc = {.cols = calloc((size_t)j->n_in + 1, sizeof(eng_col)), .n = j->n_in};
+    sc.mark_absent = true; /* JSONEachRow: the DEFAULT of a Nullable column it leaves out */
     int *want = calloc((size_t)j->n_in + 1, sizeof(int));
     rc = types && sc.cols && want ? 0 : -ENOMEM;
     for (int k = 0; k < j->n_in && rc == 0; k++) {

@@ -384,7 +384,7 @@ static int key_column(const sql_table_def *c, eng_tdef *out, const char *expr, c
     for (uint32_t i = (uint32_t)c->n_cols; i < s->n_cols; i++)
         if (out->defaults[i] && strcmp(out->defaults[i], expr) == 0)
             return (int)i; /* ORDER BY and PRIMARY KEY name it both */
-    eng_schema sc = {calloc(s->n_cols + 1, sizeof(eng_col)), 0, false};
+    eng_schema sc = {.cols = calloc(s->n_cols + 1, sizeof(eng_col))};
     if (!sc.cols)
         return -ENOMEM;
     int rc = 0;

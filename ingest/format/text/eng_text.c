@@ -1114,12 +1114,13 @@ int tx_parse(eng_mem *m, tx_format f, const char *name, const char *text, size_t
         for (int k = 0; k < nwant && rc == 0; k++) {
             const char *p = "";
             size_t n = 0;
-            bool null = true;
+            bool null = true, absent = f == TX_JSON_EACH_ROW;
             if (f == TX_JSON_EACH_ROW) {
                 const char *cn = s->cols[want[k]].name;
                 for (int i = 0; i < nv; i++)
                     if (strcmp(vals[i].key, cn) == 0) {
                         const jval *v = &vals[i];
+                        absent = false;
                         null = v->kind == 0;
                         if (v->kind == 3) {
                             p = v->b ? "true" : "false";
@@ -1168,6 +1169,8 @@ int tx_parse(eng_mem *m, tx_format f, const char *name, const char *text, size_t
             }
             if (rc == 0)
                 rc = put_text(&b, &l, s, want[k], k, r, p, n, null, line);
+            if (rc == 0 && absent && s->mark_absent && b.v[k].nulls)
+                b.v[k].nulls[r] = EX_NULL_ABSENT;
         }
         if (rc < 0)
             goto out;

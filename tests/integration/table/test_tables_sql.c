@@ -236,7 +236,8 @@ static void test_insert_values_format_and_conversions(void **state)
 
 /* DEFAULT expressions: filled where an INSERT leaves the column out (a
  * column list, INSERT ... SELECT of fewer columns, a JSONEachRow row without
- * the key) and where a non-Nullable column is given NULL; an expression may
+ * the key, also of a Nullable column) and where a non-Nullable column is
+ * given NULL; an expression may
  * read other columns, filled ones too; shown by DESCRIBE and system.columns;
  * bad ones refused at CREATE; MATERIALIZED and ALIAS refused by name. */
 static void test_column_defaults(void **state)
@@ -290,6 +291,27 @@ static void test_column_defaults(void **state)
     /* a bad given value is still named by column and row */
     fails("INSERT INTO df (k, b) VALUES (20, 1), (21, 'x')", "column b", "row 2");
     free(q("DROP TABLE df"));
+
+    /* a Nullable column with a DEFAULT: a JSONEachRow row without the key gets
+     * the DEFAULT, an explicit null stays NULL (ClickHouse's
+     * input_format_defaults_for_omitted_fields); a default that reads it sees
+     * the filled value; VALUES' NULL stays NULL */
+    free(q("CREATE TABLE dn (k UInt32, a Nullable(Int32) DEFAULT 7, "
+           "s Nullable(String) DEFAULT concat('x', toString(k)), c Int64 DEFAULT ifNull(a, -1) + 1, "
+           "t Nullable(DateTime) DEFAULT toDateTime('2021-02-03 04:05:06')) "
+           "ENGINE = MergeTree ORDER BY k"));
+    free(q("INSERT INTO dn FORMAT JSONEachRow\n{\"k\": 1}\n"
+           "{\"k\": 2, \"a\": null, \"s\": null, \"t\": null}\n"
+           "{\"k\": 3, \"a\": 5, \"s\": \"z\", \"c\": 40, \"t\": \"2000-01-01 00:00:00\"}\n"
+           "{\"k\": 4, \"s\": null}\n"));
+    free(q("INSERT INTO dn (k, a, s) VALUES (5, NULL, NULL)"));
+    q_is("1\t7\tx1\t8\t2021-02-03 04:05:06\n"
+         "2\t\\N\t\\N\t0\t\\N\n"
+         "3\t5\tz\t40\t2000-01-01 00:00:00\n"
+         "4\t7\t\\N\t8\t2021-02-03 04:05:06\n"
+         "5\t\\N\t\\N\t0\t2021-02-03 04:05:06\n",
+         "SELECT * FROM dn ORDER BY k");
+    free(q("DROP TABLE dn"));
 }
 
 /* Array(T) columns: VALUES, INSERT ... SELECT with element conversions,
