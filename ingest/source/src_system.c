@@ -190,6 +190,19 @@ static void key_text(const eng_tdef *d, uint32_t n, char *buf, size_t cap)
     }
 }
 
+/* Whether expression text names identifier nm as a whole word. */
+static bool names_word(const char *text, const char *nm)
+{
+    size_t l = strlen(nm);
+    for (const char *q = strstr(text, nm); q; q = strstr(q + 1, nm)) {
+        char b = q > text ? q[-1] : ' ', a = q[l];
+        if (!(b == '_' || (b >= '0' && b <= '9') || ((b | 32) >= 'a' && (b | 32) <= 'z')) &&
+            !(a == '_' || (a >= '0' && a <= '9') || ((a | 32) >= 'a' && (a | 32) <= 'z')))
+            return true;
+    }
+    return false;
+}
+
 typedef struct fill_arg {
     src_sys *s;
     char *err;
@@ -252,24 +265,18 @@ static int fill_table(const char *db, const char *name, void *arg)
                 continue; /* a key expression's value */
             if (!row_new(r))
                 break;
+            /* in a key: the key's column, or read by its expression
+             * (ORDER BY toYear(d): d), as ClickHouse counts it */
             bool sorting = false, primary = false;
-            for (uint32_t k = 0; k < ts->n_key; k++)
-                if (ts->key_cols[k] == i) {
-                    sorting = true;
-                    primary = k < def.n_primary;
-                }
-            bool part = false;
-            if (ts->partition_by) {
-                const char *p = ts->partition_by, *nm = ts->cols[i].name;
-                size_t l = strlen(nm);
-                for (const char *q = strstr(p, nm); q && !part; q = strstr(q + 1, nm)) {
-                    char b = q > p ? q[-1] : ' ', a = q[l];
-                    part = !(b == '_' || (b >= '0' && b <= '9') ||
-                             ((b | 32) >= 'a' && (b | 32) <= 'z')) &&
-                           !(a == '_' || (a >= '0' && a <= '9') ||
-                             ((a | 32) >= 'a' && (a | 32) <= 'z'));
-                }
+            for (uint32_t k = 0; k < ts->n_key; k++) {
+                uint32_t kc = ts->key_cols[k];
+                bool in = kc == i || (eng_tdef_hidden(ts->cols[kc].name) && def.defaults &&
+                                      def.defaults[kc] &&
+                                      names_word(def.defaults[kc], ts->cols[i].name));
+                sorting |= in;
+                primary |= in && k < def.n_primary;
             }
+            bool part = ts->partition_by && names_word(ts->partition_by, ts->cols[i].name);
             char codec[300];
             snprintf(codec, sizeof(codec), "%s%s%s", def.codecs[i] ? "CODEC(" : "",
                      def.codecs[i] ? def.codecs[i] : "", def.codecs[i] ? ")" : "");

@@ -166,6 +166,13 @@ static void test_ddl_and_catalog(void **state)
          "d\tDate\t3\t\t1\n",
          "SELECT name, type, position, compression_codec, is_in_partition_key FROM "
          "system.columns WHERE table = 't1' AND name IN ('n', 'd') ORDER BY name DESC");
+    /* a column read by a key expression is in that key, as ClickHouse counts it */
+    free(q("CREATE TABLE kx (d DateTime, k UInt32, v String) ENGINE = MergeTree "
+           "PARTITION BY toYYYYMM(d) ORDER BY (toStartOfHour(d), k) PRIMARY KEY toStartOfHour(d)"));
+    q_is("d\t1\t1\t1\nk\t0\t1\t0\nv\t0\t0\t0\n",
+         "SELECT name, is_in_partition_key, is_in_sorting_key, is_in_primary_key FROM "
+         "system.columns WHERE table = 'kx' ORDER BY position");
+    free(q("DROP TABLE kx"));
     /* another process pointed at the same warehouse sees the same tables */
     tb_wh other;
     wh_at(&other, s3, "s3://" H_S3_DEFAULT_BUCKET "/wh/");
