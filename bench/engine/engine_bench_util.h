@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * engine_bench_util.h: what the engine's benches (engine_bench, sqljoin_bench)
- * share: running a query in-process with the Null format and reading the
- * timings their DuckDB half wrote. Single-threaded callers.
+ * engine_bench_util.h: what the engine's benches (engine_bench, sqlfn_bench,
+ * sqljoin_bench) share: running a query in-process with the Null format,
+ * reading the timings their DuckDB half wrote, and timing DuckDB in turns
+ * with us. Single-threaded callers.
  */
 #ifndef RINGCACHE_ENGINE_BENCH_UTIL_H
 #define RINGCACHE_ENGINE_BENCH_UTIL_H
 
 #include "eng.h"
+#include "harness.h"
 #include "../bench.h"
 
 #include <stdint.h>
@@ -61,6 +63,57 @@ static inline const char *eb_ratio(double ours, double peer, char *buf, size_t c
     else
         snprintf(buf, cap, "na");
     return buf;
+}
+
+/* Runs `node script args...` (at most 5 args) in env: 0, or -1 with its log's
+ * tail printed. */
+static inline int eb_node(h_env *env, const char *script, char *const *args, int timeout_ms)
+{
+    char *argv[8] = {"node", (char *)script};
+    for (int i = 0; args[i] && i < 5; i++)
+        argv[2 + i] = args[i];
+    h_proc *p;
+    if (h_proc_start(env, &p, "duck", argv, NULL, NULL, 0) < 0)
+        return -1;
+    int st = h_proc_wait(p, timeout_ms);
+    if (st != 0) {
+        h_proc_print_log_tail(p, 20);
+        fprintf(stderr, "%s failed (exit %d, its log above)\n", script, st);
+        return -1;
+    }
+    return 0;
+}
+
+/* DuckDB timed in turns with the engine, so that both sides of a ratio see
+ * the same minutes of a noisy machine: each of `runs` turns (at most 16) runs
+ * sql on ctx, then `node script dir --time name threads`, which runs the
+ * same query once on a fresh DuckDB instance and writes "name <seconds>" to
+ * dir/turn.txt. The medians in *ours and *theirs; 0, or -1 (said why). */
+static inline int eb_medians_in_turns(h_env *env, const char *script, const char *dir,
+                                      const eng_ctx *ctx, const char *sql, const char *name,
+                                      int threads, int runs, double *ours, double *theirs)
+{
+    double a[16], b[16];
+    int n = runs > 16 ? 16 : runs;
+    char th[16], path[4300];
+    snprintf(th, sizeof(th), "%d", threads);
+    snprintf(path, sizeof(path), "%s/turn.txt", dir);
+    for (int i = 0; i < n; i++) {
+        if ((a[i] = eb_run(ctx, sql, threads, NULL)) < 0)
+            return -1;
+        if (eb_node(env, script, (char *[]){(char *)dir, "--time", (char *)name, th, NULL},
+                    600000) < 0)
+            return -1;
+        if ((b[i] = bench_file_figure(path, name)) < 0) {
+            fprintf(stderr, "%s has no '%s'\n", path, name);
+            return -1;
+        }
+    }
+    qsort(a, (size_t)n, sizeof(double), bench_cmp_double);
+    qsort(b, (size_t)n, sizeof(double), bench_cmp_double);
+    *ours = a[n / 2];
+    *theirs = b[n / 2];
+    return 0;
 }
 
 #endif /* RINGCACHE_ENGINE_BENCH_UTIL_H */

@@ -33,7 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "../bench.h"
+#include "engine_bench_util.h"
 
 static h_env *env;
 static int runs = 3;
@@ -43,18 +43,6 @@ static _Noreturn void die(const char *msg)
     fprintf(stderr, "sqlfn_bench: %s\n", msg);
     h_env_destroy(&env);
     exit(1);
-}
-
-static double run_once(FILE *out, const char *sql, int threads)
-{
-    eng_ctx ctx = {.out = out, .format = ENG_FMT_NULL, .max_threads = threads};
-    char err[ENG_MSG_MAX];
-    double t0 = bench_now_s();
-    if (eng_run(&ctx, sql, strlen(sql), NULL, NULL, err, sizeof(err)) < 0) {
-        fprintf(stderr, "sqlfn_bench: the query failed: %s\n  %s\n", err, sql);
-        die("a benchmark query failed");
-    }
-    return bench_now_s() - t0;
 }
 
 static char script[4096];
@@ -70,49 +58,6 @@ static double gen_figure(const char *file, const char *name)
         die("sqlfn_gen.mjs left a measurement out");
     }
     return v;
-}
-
-/* Runs sqlfn_gen.mjs with args (after the script), dying with its log's tail
- * when it fails. */
-static void run_gen(char *const *args, int timeout_ms)
-{
-    char *argv[8] = {"node", script};
-    for (int i = 0; args[i] && i < 5; i++)
-        argv[2 + i] = args[i];
-    h_proc *p;
-    if (h_proc_start(env, &p, "duck", argv, NULL, NULL, 0) < 0)
-        die("cannot start node (sqlfn_gen.mjs)");
-    int st = h_proc_wait(p, timeout_ms);
-    if (st != 0) {
-        h_proc_print_log_tail(p, 20);
-        die("sqlfn_gen.mjs failed (see its log above)");
-    }
-}
-
-/* One turn of DuckDB: query `name` once at `threads` threads on a fresh
- * instance (sqlfn_gen.mjs --time). */
-static double duck_turn(const char *name, int threads)
-{
-    char th[16];
-    snprintf(th, sizeof(th), "%d", threads);
-    run_gen((char *[]){(char *)h_env_dir(env), "--time", (char *)name, th, NULL}, 600000);
-    return gen_figure("turn.txt", name);
-}
-
-/* The medians of `runs` turns each, ours and DuckDB's one after the other. */
-static void medians_in_turns(FILE *out, const char *sql, const char *name, int threads,
-                             double *ours, double *theirs)
-{
-    double a[16], b[16];
-    int n = runs > 16 ? 16 : runs;
-    for (int i = 0; i < n; i++) {
-        a[i] = run_once(out, sql, threads);
-        b[i] = duck_turn(name, threads);
-    }
-    qsort(a, (size_t)n, sizeof(double), bench_cmp_double);
-    qsort(b, (size_t)n, sizeof(double), bench_cmp_double);
-    *ours = a[n / 2];
-    *theirs = b[n / 2];
 }
 
 int main(int argc, char **argv)
@@ -139,7 +84,8 @@ int main(int argc, char **argv)
         die("cannot find bench/engine/sqlfn_gen.mjs (set RINGCACHE_SOURCE_DIR)");
     snprintf(rs, sizeof(rs), "%lld", rows);
     double t0 = bench_now_s();
-    run_gen((char *[]){(char *)h_env_dir(env), rs, NULL}, 1200000);
+    if (eb_node(env, script, (char *[]){(char *)h_env_dir(env), rs, NULL}, 1200000) < 0)
+        die("sqlfn_gen.mjs could not write the data");
     fprintf(stderr, "data and DuckDB's memory: %.1f s\n", bench_now_s() - t0);
 
     char g[4300], q[5][8192];
@@ -158,6 +104,7 @@ int main(int argc, char **argv)
     FILE *devnull = fopen("/dev/null", "w");
     if (!devnull)
         die("cannot open /dev/null");
+    eng_ctx ctx = {.out = devnull};
 
     /* memory first, right after start-up */
     FILE *cr = fopen("/proc/self/clear_refs", "w");
@@ -166,7 +113,8 @@ int main(int argc, char **argv)
         fclose(cr);
     }
     long long base = bench_status_bytes("VmRSS");
-    run_once(devnull, q[0], 2);
+    if (eb_run(&ctx, q[0], 2, NULL) < 0)
+        die("a benchmark query failed");
     double mem_ours = (double)(bench_status_bytes("VmHWM") - base),
            mem_duck = gen_figure("duckdb.txt", "mem_distinct_2t");
 
@@ -174,7 +122,9 @@ int main(int argc, char **argv)
     for (int k = 0; k < 5; k++) {
         for (int th = 1; th <= 2; th++) {
             double ours, theirs;
-            medians_in_turns(devnull, q[k], names[k], th, &ours, &theirs);
+            if (eb_medians_in_turns(env, script, h_env_dir(env), &ctx, q[k], names[k], th, runs,
+                                    &ours, &theirs) < 0)
+                die("a benchmark query or DuckDB's turn failed");
             fprintf(stderr, "%-8s %d thread%s: engine %.3f s  duckdb %.3f s  (%.2fx)\n", names[k],
                     th, th == 1 ? " " : "s", ours, theirs, theirs / ours);
             if (th == 2)

@@ -3,9 +3,11 @@
  * sqljoin_bench.c: joins, windows, WITH and IN (SELECT ...) of the engine
  * (ingest/exec/eng.h) against DuckDB, in one run, on the same Parquet files
  * and threads. sqljoin_gen.mjs writes a fact table (--fact rows, default
- * 20M) and a dimension (--dim rows, default 1M) and times DuckDB; this
- * program then runs the same queries in-process (median of --runs, output
- * format Null) at 1 and 2 threads:
+ * 20M) and a dimension (--dim rows, default 1M) and measures DuckDB's CPU
+ * per run and memory; this program then runs the same queries in-process
+ * (output format Null) at 1 and 2 threads, in turns with DuckDB (each of
+ * --runs turns: ours, then one run on a fresh DuckDB instance,
+ * sqljoin_gen.mjs --time), the ratio of the medians:
  *
  *   join    SELECT count(), sum(f.v), sum(d.w) FROM fact AS f JOIN dim AS d
  *           ON f.k = d.k                           (the right side in memory)
@@ -55,15 +57,6 @@ static double run_query(const eng_ctx *base, const char *sql, int threads)
     if (t < 0)
         die("a benchmark query failed");
     return t;
-}
-
-static double median(const eng_ctx *ctx, const char *sql, int threads)
-{
-    double t[16];
-    int n = runs > 16 ? 16 : runs;
-    for (int i = 0; i < n; i++)
-        t[i] = run_query(ctx, sql, threads);
-    return bench_median(t, n);
 }
 
 /* The CPU-seconds this process spends per run of sql (at 1 thread: the
@@ -157,12 +150,10 @@ int main(int argc, char **argv)
 
     double ours[4][2], duck[4][2];
     for (int t = 1; t <= 2; t++)
-        for (int k = 0; k < 4; k++) {
-            char nm[32];
-            snprintf(nm, sizeof(nm), "%s_%dt", names[k], t);
-            ours[k][t - 1] = median(&ctx, q[k], t);
-            duck[k][t - 1] = duck_value(nm);
-        }
+        for (int k = 0; k < 4; k++)
+            if (eb_medians_in_turns(env, script, dir, &ctx, q[k], names[k], t, runs,
+                                    &ours[k][t - 1], &duck[k][t - 1]) < 0)
+                die("a benchmark query or DuckDB's turn failed");
     double cpu_ours[4], cpu_duck[4];
     for (int k = 0; k < 4; k++) {
         char nm[32];

@@ -2,25 +2,40 @@
 //
 // sqljoin_gen.mjs: the DuckDB half of sqljoin_bench. Writes a fact table
 // (FACT rows: id, k a key into the dimension with duplicates, v, t) and a
-// dimension (DIM rows: k unique, w, name) as Parquet with DuckDB, then times
-// DuckDB on the same files at 1 and 2 threads (median of RUNS, warm page
-// cache): the hash join, row_number() over partitions, a WITH query used
-// twice, IN (SELECT ...) with up to 1M values; and DuckDB's peak memory of
-// the join at 2 threads (peak RSS minus RSS after start-up, VmHWM after
-// resetting it through /proc/self/clear_refs).
+// dimension (DIM rows: k unique, w, name) as Parquet with DuckDB, then
+// measures DuckDB's CPU-seconds per run at 1 thread (warm page cache) of
+// the hash join, row_number() over partitions, a WITH query used twice and
+// IN (SELECT ...) with up to 1M values, and its peak memory of the join at
+// 2 threads (peak RSS minus RSS after start-up, VmHWM after resetting it
+// through /proc/self/clear_refs). Their times are taken in turns with the
+// engine's (`--time`: one run on a fresh instance a turn), so both sides see
+// the machine's load of the same minutes:
 //
-//   node sqljoin_gen.mjs DIR FACT DIM RUNS -> DIR/fact.parquet, DIR/dim.parquet, DIR/duckdb.txt
+//   node sqljoin_gen.mjs DIR FACT DIM RUNS     -> DIR/fact.parquet, DIR/dim.parquet,
+//                                                 DIR/duckdb.txt, DIR/queries.json
+//   node sqljoin_gen.mjs DIR --time NAME THREADS -> DIR/turn.txt: "NAME <seconds>"
 //
-// duckdb.txt: "<query>_<threads>t <seconds>" per measurement,
-// "<query>_cpu_1t <CPU-seconds per run>" at 1 thread and "mem_join_2t <bytes>". The queries are sqljoin_bench.c's, in DuckDB's dialect.
+// duckdb.txt: "<query>_cpu_1t <CPU-seconds per run>" and "mem_join_2t
+// <bytes>". The queries are sqljoin_bench.c's, in DuckDB's dialect.
 // Exits 77 (printing why) when the npm package is missing.
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadDuck, status, medianTime } from './duck_util.mjs';
 import { cpuSecondsPerRun } from '../duckdb.mjs';
 
 const duck = await loadDuck();
 const [dir, factArg, dimArg, runsArg] = process.argv.slice(2);
+if (factArg === '--time') {
+  // one turn: query NAME (dimArg) once at THREADS (runsArg) threads on a fresh instance
+  const Q = JSON.parse(readFileSync(join(dir, 'queries.json'), 'utf8'));
+  if (!(dimArg in Q))
+    throw new Error(`--time: no query named ${dimArg}`);
+  const inst = await duck.DuckDBInstance.create(':memory:', { threads: String(Number(runsArg) || 1) });
+  const con = await inst.connect();
+  const secs = await medianTime(con, Q[dimArg], 1);
+  writeFileSync(join(dir, 'turn.txt'), `${dimArg} ${secs}\n`);
+  process.exit(0);
+}
 const fact = Number(factArg), dim = Number(dimArg), runs = Number(runsArg || 3);
 mkdirSync(dir, { recursive: true });
 const inst = await duck.DuckDBInstance.create(':memory:', { threads: '2' });
@@ -41,14 +56,9 @@ const Q = {
   cte: `WITH a AS (SELECT k, sum(v) AS s FROM ${F} GROUP BY k) SELECT count(*), sum(s) FROM a UNION ALL SELECT max(s), min(s) FROM a`,
   in: `SELECT count(*), sum(v) FROM ${F} WHERE t IN (SELECT t FROM ${F} WHERE id < ${inVals})`,
 };
-const time = (sql) => medianTime(con, sql, runs);
+writeFileSync(join(dir, 'queries.json'), JSON.stringify(Q));
 let out = '';
 await con.runAndReadAll(Q.join); // warm the OS page cache
-for (const th of [1, 2]) {
-  await con.run(`SET threads = ${th}`);
-  for (const [name, sql] of Object.entries(Q))
-    out += `${name}_${th}t ${await time(sql)}\n`;
-}
 await con.run('SET threads = 1');
 for (const [name, sql] of Object.entries(Q))
   out += `${name}_cpu_1t ${await cpuSecondsPerRun(con, sql, runs)}\n`;
