@@ -865,7 +865,7 @@ static int uset_merge(eng_mem *m, uset **dstp, uset **srcp)
  * the values' homes; thread `part` of nparts takes ranges r with
  * r % nparts == part. */
 #define USET_RANGE_BITS 6
-#define USET_BATCH 64
+#define USET_BATCH      64
 
 typedef struct sets_part {
     uint64_t *defer; /* values whose probe reached the end of their range */
@@ -878,7 +878,7 @@ typedef struct sets_part {
 typedef struct sets_agg {
     int a;
     uset *dst;
-    int in; /* dst is table `in`'s own set (not read as a source), or -1 */
+    int in;           /* dst is table `in`'s own set (not read as a source), or -1 */
     sets_part *parts; /* nparts */
 } sets_agg;
 
@@ -913,8 +913,7 @@ void agg_sets_free(agg_sets **smp)
     *smp = NULL;
 }
 
-int agg_sets_begin(agg_sets **out, agg_tab **tabs, int n, uint32_t nparts, char *err,
-                   size_t errlen)
+int agg_sets_begin(agg_sets **out, agg_tab **tabs, int n, uint32_t nparts, char *err, size_t errlen)
 {
     *out = NULL;
     const eng_plan *p = tabs[0]->p;
@@ -1710,9 +1709,8 @@ static inline __attribute__((always_inline)) void sum_one(agg_col *c, ex_kind k,
 
 /* Adds row r of v into group gid[r]'s sum, for r in [0, n); nu as in
  * sum_one (a NULL row adds nothing and leaves its group unseen). */
-static inline __attribute__((always_inline)) void sum_groups(agg_col *c, ex_kind k,
-                                                             const ex_vec *v, uint32_t n,
-                                                             const uint32_t *gid,
+static inline __attribute__((always_inline)) void sum_groups(agg_col *c, ex_kind k, const ex_vec *v,
+                                                             uint32_t n, const uint32_t *gid,
                                                              const uint8_t *nu)
 {
     if (k == EX_FLOAT) {
@@ -1733,7 +1731,8 @@ static inline __attribute__((always_inline)) void sum_groups(agg_col *c, ex_kind
         for (uint32_t r = 0; r < n; r++) {
             if (r + AGG_PF_STATE < n)
                 __builtin_prefetch(&c->i[gid[r + AGG_PF_STATE]], 1);
-            c->i[gid[r]] = (int64_t)((uint64_t)c->i[gid[r]] + (!nu || !nu[r] ? (uint64_t)v->i[r] : 0));
+            c->i[gid[r]] =
+                (int64_t)((uint64_t)c->i[gid[r]] + (!nu || !nu[r] ? (uint64_t)v->i[r] : 0));
             c->seen[gid[r]] |= !nu || !nu[r];
         }
     }
@@ -1758,8 +1757,68 @@ static int uniq_rows(agg_tab *t, agg_col *c, const ex_vec *v, uint32_t n)
     return 0;
 }
 
-/* No GROUP BY: one group (0). count() adds n; sum() of a column reduces it
- * in a tight loop (sum_one); everything else goes row by row. */
+/* min() and max() of a number column (of the aggregate's own type) fold in
+ * a tight loop for the one group, as update_one folds them: the first value
+ * that is not NULL, then only one strictly smaller (larger), so a NaN never
+ * replaces a value. */
+static bool minmax_fast(const eng_agg *ag, const ex_vec *v)
+{
+    ex_kind k = v->t.kind;
+    return (ag->fn == AG_MIN || ag->fn == AG_MAX) && !v->is_const && k == ag->t.kind &&
+           (k == EX_FLOAT || k == EX_INT || k == EX_UINT || k == EX_DATE || k == EX_DATETIME ||
+            k == EX_DECIMAL || k == EX_BOOL);
+}
+
+#define MINMAX_ONE(T, vals, state, better)                                                         \
+    do {                                                                                           \
+        const T *x = (const T *)(vals);                                                            \
+        uint32_t r = 0;                                                                            \
+        T best = 0;                                                                                \
+        bool have = c->seen[0];                                                                    \
+        if (have)                                                                                  \
+            best = (T)(state);                                                                     \
+        for (; !have && r < n; r++)                                                                \
+            if (!nu || !nu[r]) {                                                                   \
+                best = x[r];                                                                       \
+                have = true;                                                                       \
+            }                                                                                      \
+        for (; r < n; r++)                                                                         \
+            if ((!nu || !nu[r]) && better(x[r], best))                                             \
+                best = x[r];                                                                       \
+        if (have) {                                                                                \
+            state = best;                                                                          \
+            c->seen[0] = 1;                                                                        \
+        }                                                                                          \
+    } while (0)
+#define MM_LESS(a, b)    ((a) < (b))
+#define MM_GREATER(a, b) ((a) > (b))
+
+static void minmax_one(agg_col *c, const eng_agg *ag, const ex_vec *v, uint32_t n)
+{
+    const uint8_t *nu = v->nulls;
+    bool mn = ag->fn == AG_MIN;
+    if (v->t.kind == EX_FLOAT) {
+        if (mn)
+            MINMAX_ONE(double, v->d, c->d[0], MM_LESS);
+        else
+            MINMAX_ONE(double, v->d, c->d[0], MM_GREATER);
+    } else if (v->t.kind == EX_UINT) {
+        uint64_t st = (uint64_t)c->i[0];
+        if (mn)
+            MINMAX_ONE(uint64_t, v->i, st, MM_LESS);
+        else
+            MINMAX_ONE(uint64_t, v->i, st, MM_GREATER);
+        c->i[0] = (int64_t)st;
+    } else {
+        if (mn)
+            MINMAX_ONE(int64_t, v->i, c->i[0], MM_LESS);
+        else
+            MINMAX_ONE(int64_t, v->i, c->i[0], MM_GREATER);
+    }
+}
+
+/* No GROUP BY: one group (0). count() adds n; sum(), min() and max() of a
+ * column reduce it in tight loops (sum_one, minmax_one); everything else goes row by row. */
 static int update_global(agg_tab *t, ex_ectx *ec, const ex_vec *in, const uint32_t *sel, uint32_t n)
 {
     const eng_plan *p = t->p;
@@ -1784,6 +1843,8 @@ static int update_global(agg_tab *t, ex_ectx *ec, const ex_vec *in, const uint32
                 sum_one(c, ag->t.kind, &v, n, v.nulls);
             else
                 sum_one(c, ag->t.kind, &v, n, NULL);
+        } else if (minmax_fast(ag, &v)) {
+            minmax_one(c, ag, &v, n);
         } else if (ag->fn == AG_UNIQ) {
             if ((rc = uniq_rows(t, c, &v, n)) < 0)
                 rc = tab_oom(t, ec->err, ec->errlen);
