@@ -243,10 +243,10 @@ static pkey *pkey_radix(pkey *k, pkey *tmp, uint32_t n, bool desc, bool nulls_fi
  * pairs by an 11-bit radix: first by the key's top digit into buckets (one
  * stable pass), then each bucket by the rest with least-significant-digit
  * passes, the buckets shared by nthreads threads. */
-typedef struct kr {
+typedef struct __attribute__((packed)) kr {
     uint64_t k;
     uint32_t r;
-} kr;
+} kr; /* 12 bytes, not 16: the two arrays of pairs are the sort's memory */
 
 enum { KR_BITS = 11, KR_RADIX = 1 << KR_BITS };
 
@@ -581,12 +581,6 @@ static int compute(eng_mem *m, witem *w, const rtab *t, int nthreads, uint32_t *
     ex_type rt = result_type(w, t);
     ex_type at = rt;
     at.nullable = true;
-    if (ex_vec_alloc(m, &w->res, at, n) < 0)
-        goto oom;
-    w->res.t = rt;
-    if (ex_is_bytes(rt.kind) && n)
-        for (uint32_t i = 0; i <= n; i++)
-            w->res.off[i] = 0;
     uint32_t *pos = malloc(sizeof(uint32_t) * ((size_t)n + 1));
     uint8_t *brk = malloc((size_t)n + 1);
     /* prefix sums: only the frame aggregates over an argument read them */
@@ -605,6 +599,15 @@ static int compute(eng_mem *m, witem *w, const rtab *t, int nthreads, uint32_t *
     }
     wsort so = {t, w, win, m, nthreads};
     sort_positions(&so, pos, brk, n);
+    /* the result after the sort, whose room is freed by then */
+    if (ex_vec_alloc(m, &w->res, at, n) < 0) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    w->res.t = rt;
+    if (ex_is_bytes(rt.kind) && n)
+        for (uint32_t i = 0; i <= n; i++)
+            w->res.off[i] = 0;
     bool af = a0 && a0->t.kind == EX_FLOAT;
     for (uint32_t ps = 0; ps < n && rc == 0;) {
         uint32_t pe = ps + 1;
@@ -1002,6 +1005,19 @@ int eng__run_window(equery *q, const sql_stmt *st, eng_format fmt, char *err, si
         int s = oc >= 0 ? oc : src_col[item_col[-1 - oc]];
         src_col[n_out + k] = s;
         types[n_out + k] = s >= 0 ? mt.rows.c[s].t : ws[-1 - s].res.t;
+    }
+    /* the windows' own columns (arguments, partition and order keys) are
+     * done with once every window is computed: freed before the result is
+     * built, unless the result shows them too */
+    if (rc == 0) {
+        bool *used = calloc((size_t)mt.rows.nc + 1, sizeof(bool));
+        for (int k = 0; used && k < n_out + st->n_order_by; k++)
+            if (src_col[k] >= 0)
+                used[src_col[k]] = true;
+        for (int c = 0; used && c < mt.rows.nc; c++)
+            if (!used[c])
+                ex_vec_clear(&q->mem, &mt.rows.c[c]);
+        free(used);
     }
     if (rc == 0 && (rtab_init(&q->mem, &fin, types, n_out + st->n_order_by) < 0 ||
                     rtab_reserve(&q->mem, &fin, mt.rows.n) < 0))
