@@ -43,9 +43,15 @@ typedef struct jkey {
     int mode; /* JK_*: how both sides' values compare */
 } jkey;
 
-typedef struct jslot {
-    uint64_t h;          /* the key's hash, or with int1 the key */
-    uint32_t head, tail; /* row + 1; head 0: empty */
+/* A slot's first row of its key: row + 1 (0: an empty slot), JS_MORE set
+ * when next[row] leads on to more rows of the key (entries of next[] are
+ * made the same way), so a key of one row costs no read of next[]. */
+#define JS_MORE 0x80000000u
+#define JS_ROW(e) (((e) & ~JS_MORE) - 1)
+
+typedef struct __attribute__((packed)) jslot {
+    uint64_t h;    /* the key's hash, or with int1 the key */
+    uint32_t head; /* the key's rows, in the right's order: as above */
 } jslot;
 
 typedef struct jsrc {
@@ -60,14 +66,14 @@ typedef struct jsrc {
     int *using_r; /* left column k is USING's, also right column using_r[k]; -1 */
     jkey *keys;
     int n_keys;
-    /* the hash table over the right rows: open addressing, one 16-byte slot
-     * per key (a cache line holds four), its rows chained head..tail by next[];
+    /* the hash table over the right rows: open addressing, one 12-byte slot
+     * per key (a cache line holds five), its rows chained from head by next[];
      * with one integer key (int1) a slot holds the key itself, so a probe
      * reads no right column */
     uint32_t cap;
     bool int1;
     jslot *slots;
-    uint32_t *next;           /* row + 1 of the next row of the key; 0: last */
+    uint32_t *next;           /* the next row of the key, as jslot's head */
     _Atomic uint8_t *matched; /* RIGHT / FULL */
     /* the left's plan: its columns this query needs, and the keys */
     eng_plan lplan;
@@ -184,7 +190,9 @@ static int build(jsrc *j, char *err, size_t errlen)
     for (int k = 0; k < j->n_keys; k++)
         kv[k] = &j->right.rows.c[j->keys[k].rcol];
     uint32_t mask = j->cap - 1;
-    for (uint32_t r = 0; r < n; r++) {
+    /* the rows from the last: each goes in front of its key's chain, which
+     * so ends in the right's order (ANY: the first row alone) */
+    for (uint32_t r = n; r-- > 0;) {
         bool null;
         uint64_t h = key_hash(j, kv, r, &null);
         if (null)
@@ -194,13 +202,15 @@ static int build(jsrc *j, char *err, size_t errlen)
             jslot *sl = &j->slots[s];
             if (!sl->head) {
                 sl->h = h;
-                sl->head = sl->tail = r + 1;
+                sl->head = r + 1;
                 break;
             }
-            if (sl->h == h && (j->int1 || key_eq(j, kv, r, sl->head - 1))) {
-                if (!j->any) {
-                    j->next[sl->tail - 1] = r + 1;
-                    sl->tail = r + 1;
+            if (sl->h == h && (j->int1 || key_eq(j, kv, r, JS_ROW(sl->head)))) {
+                if (j->any) {
+                    sl->head = r + 1;
+                } else {
+                    j->next[r] = sl->head;
+                    sl->head = (r + 1) | JS_MORE;
                 }
                 break;
             }
@@ -210,7 +220,7 @@ static int build(jsrc *j, char *err, size_t errlen)
     return 0;
 }
 
-/* The slot of left row lr's key (hash h): its right rows head..tail, or
+/* The slot of left row lr's key (hash h): its right rows from head, or
  * NULL when no right row has the key. */
 static inline const jslot *probe(const jsrc *j, const ex_vec *const *lv, uint32_t lr, uint64_t h)
 {
@@ -219,7 +229,7 @@ static inline const jslot *probe(const jsrc *j, const ex_vec *const *lv, uint32_
         const jslot *sl = &j->slots[s];
         if (!sl->head)
             return NULL;
-        if (sl->h == h && (j->int1 || key_eq(j, lv, lr, sl->head - 1)))
+        if (sl->h == h && (j->int1 || key_eq(j, lv, lr, JS_ROW(sl->head))))
             return sl;
         s = (s + 1) & mask;
     }
@@ -412,13 +422,14 @@ static int probe_block(void *arg, ex_vec *cols, uint32_t n)
                     return rc;
                 continue;
             }
-            /* the chain is read only past its first row (a key of one row,
-             * head == tail, costs no miss in next[]) */
-            for (uint32_t x = sl->head - 1, last = sl->tail - 1;; x = j->next[x] - 1) {
+            /* the chain is read only past its first row (a key of one row
+             * costs no miss in next[]) */
+            for (uint32_t e = sl->head;; e = j->next[JS_ROW(e)]) {
+                uint32_t x = JS_ROW(e);
                 if (j->matched)
                     atomic_store_explicit(&j->matched[x], 1, memory_order_relaxed);
                 rc = add_pair(j, jr, r, x, cols, pa->fn, pa->arg);
-                if (rc < 0 || x == last)
+                if (rc < 0 || !(e & JS_MORE))
                     break;
             }
             if (rc < 0)
