@@ -30,7 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RAW "__ringcache_raw"
+#define RAW    "__ringcache_raw"
 #define ABSENT "__ringcache_absent" /* 1 where the raw column's NULL is EX_NULL_ABSENT */
 
 /* One column's engine type (its declared Date is 16-bit). */
@@ -265,8 +265,8 @@ static int want(dsink *s, uint32_t i, int depth, char *err, size_t errlen)
         snprintf(text, sizeof(text), "CAST(ifNull(CAST(" RAW " AS %s), CAST((%s) AS %s)) AS %s)",
                  tn, dx, t, t);
     else if (ci >= 0 && dx && raw.nullable)
-        snprintf(text, sizeof(text), "if(" ABSENT ", CAST((%s) AS %s), CAST(" RAW " AS %s))", dx,
-                 t, t);
+        snprintf(text, sizeof(text), "if(" ABSENT ", CAST((%s) AS %s), CAST(" RAW " AS %s))", dx, t,
+                 t);
     else if (ci >= 0)
         snprintf(text, sizeof(text), "CAST(" RAW " AS %s)", t);
     else if (cd->nullable)
@@ -285,6 +285,27 @@ static int want(dsink *s, uint32_t i, int depth, char *err, size_t errlen)
     for (int k = 0; rc == 0 && k < c->full.plan.n_need; k++)
         if (c->full.plan.need[k] < (int)d->schema.n_cols)
             rc = want(s, (uint32_t)c->full.plan.need[k], depth + 1, err, errlen);
+    return rc;
+}
+
+/* Binds text as the plan that replaces given column i (of input type in)
+ * on its way to the part sink, and marks what it reads as wanted; *out_type
+ * gets its type. */
+static int bind_out(dsink *s, uint32_t i, ex_type in, const char *text, ex_type *out_type,
+                    char *err, size_t errlen)
+{
+    const eng_tdef *d = s->d;
+    char msg[ENG_MSG_MAX];
+    int rc = dplan_bind(s->mem, d, in, text, &s->c[i].out, msg, sizeof(msg));
+    if (rc < 0)
+        snprintf(err, errlen, "column %s DEFAULT %s cannot be filled: %s", d->schema.cols[i].name,
+                 d->defaults[i], msg);
+    s->c[i].has_out = rc == 0;
+    for (int k = 0; rc == 0 && k < s->c[i].out.plan.n_need; k++)
+        if (s->c[i].out.plan.need[k] < (int)d->schema.n_cols)
+            rc = want(s, (uint32_t)s->c[i].out.plan.need[k], 0, err, errlen);
+    if (rc == 0)
+        *out_type = s->c[i].out.plan.outs[0].e->t;
     return rc;
 }
 
@@ -339,17 +360,7 @@ static int ds_begin(eng_sink *b, const char *const *names, const ex_type *types,
             else
                 snprintf(text, sizeof(text), "ifNull(" RAW ", CAST(CAST((%s) AS %s) AS %s))", dx, t,
                          rn);
-            char msg[ENG_MSG_MAX];
-            rc = dplan_bind(s->mem, d, types[ci], text, &s->c[i].out, msg, sizeof(msg));
-            if (rc < 0)
-                snprintf(err, errlen, "column %s DEFAULT %s cannot be filled: %s",
-                         d->schema.cols[i].name, dx, msg);
-            s->c[i].has_out = rc == 0;
-            for (int k = 0; rc == 0 && k < s->c[i].out.plan.n_need; k++)
-                if (s->c[i].out.plan.need[k] < (int)n)
-                    rc = want(s, (uint32_t)s->c[i].out.plan.need[k], 0, err, errlen);
-            if (rc == 0)
-                types2[ci] = s->c[i].out.plan.outs[0].e->t;
+            rc = bind_out(s, i, types[ci], text, &types2[ci], err, errlen);
         } else if (types[ci].nullable && types[ci].kind != EX_NOTHING &&
                    d->schema.cols[i].info.type != CB_LIST) {
             /* given, Nullable: rows that left it out get the default, in the
@@ -359,22 +370,12 @@ static int ds_begin(eng_sink *b, const char *const *names, const ex_type *types,
             ex_type_name(&r, rn, sizeof(rn));
             tname(d, i, true, t, sizeof(t));
             if (r.kind == EX_STRING)
-                snprintf(text, sizeof(text),
-                         "if(" ABSENT ", toString(CAST((%s) AS %s)), " RAW ")", dx, t);
+                snprintf(text, sizeof(text), "if(" ABSENT ", toString(CAST((%s) AS %s)), " RAW ")",
+                         dx, t);
             else
-                snprintf(text, sizeof(text), "if(" ABSENT ", CAST(CAST((%s) AS %s) AS %s), " RAW ")",
-                         dx, t, rn);
-            char msg[ENG_MSG_MAX];
-            rc = dplan_bind(s->mem, d, types[ci], text, &s->c[i].out, msg, sizeof(msg));
-            if (rc < 0)
-                snprintf(err, errlen, "column %s DEFAULT %s cannot be filled: %s",
-                         d->schema.cols[i].name, dx, msg);
-            s->c[i].has_out = rc == 0;
-            for (int k = 0; rc == 0 && k < s->c[i].out.plan.n_need; k++)
-                if (s->c[i].out.plan.need[k] < (int)n)
-                    rc = want(s, (uint32_t)s->c[i].out.plan.need[k], 0, err, errlen);
-            if (rc == 0)
-                types2[ci] = s->c[i].out.plan.outs[0].e->t;
+                snprintf(text, sizeof(text),
+                         "if(" ABSENT ", CAST(CAST((%s) AS %s) AS %s), " RAW ")", dx, t, rn);
+            rc = bind_out(s, i, types[ci], text, &types2[ci], err, errlen);
         }
     }
     if (rc == 0)
