@@ -9,11 +9,12 @@
  * binary again, --probe), after the same query over a small file (so code
  * pages and thread arenas are in place), with the peak RSS reset
  * (clear_refs 5) just before it: the growth is VmHWM after minus VmRSS
- * before. Memory, not time: a ratio band is a fair assertion. The scan
- * shape sits near 0.91 (2 threads): glibc keeps about 0.6 MiB of freed batch
- * buffers per worker thread's arena once its mmap threshold has risen, which
- * is resident but not the query's (with a fixed threshold,
- * MALLOC_MMAP_THRESHOLD_=131072, the same shape gives 0.998). Skips (77)
+ * before. Memory, not time: a band is a fair assertion, 10% or 2 MiB,
+ * whichever is larger. The scan shape (about 15 MiB) sits near 0.89-0.91 (2
+ * threads): glibc keeps about 0.6 MiB of freed batch buffers per worker
+ * thread's arena once its mmap threshold has risen, which is resident but
+ * not the query's (with a fixed threshold, MALLOC_MMAP_THRESHOLD_=131072,
+ * the same shape gives 0.998). Skips (77)
  * without node or @duckdb/node-api, and in sanitizer builds (their shadow
  * memory and quarantine are in the RSS).
  */
@@ -151,7 +152,11 @@ static void check_shape(const char *name, const char *shape)
     fprintf(stderr, "%s: peak memory %.1f MiB, RSS growth %.1f MiB (%ld -> %ld KiB): %.3f\n", name,
             (double)peak / 1048576.0, growth / 1048576.0, before, hwm, ratio);
     assert_true(growth > 4.0 * 1048576.0); /* a shape that measures something */
-    assert_true(ratio >= 0.9 && ratio <= 1.1);
+    /* within 10%, or within what glibc's arenas keep of freed buffers
+     * (about 0.6 MiB per thread: 2 MiB for the workers and the main
+     * thread), which decides a shape of a few MiB */
+    double slack = growth * 0.1 > 2.0 * 1048576.0 ? growth * 0.1 : 2.0 * 1048576.0;
+    assert_true((double)peak >= growth - slack && (double)peak <= growth + slack);
 }
 
 static void test_group_by_5m_distinct_strings(void **state)
