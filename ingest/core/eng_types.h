@@ -127,12 +127,10 @@ static inline bool ex_is_num(uint8_t k)
 
 /* A vector of n values. Strings are plain (off[n+1] + data) or dictionary
  * (dict column + idx[n]). A constant vector has n == 1 and is_const. nulls is
- * a byte per row (1 = NULL), or NULL when no row is null. `own` says which
- * buffers the vector frees (ex_vec_clear). */
-/* A null byte of 2: NULL because the row did not give the column at all (a
- * JSONEachRow object without the key), read so only by the INSERT's
- * DEFAULT filling (eng_default.c); every other reader takes any non-zero
- * byte as NULL. */
+ * a byte per row (1 = NULL; EX_NULL_ABSENT = NULL because the row did not
+ * give the column at all, a JSONEachRow object without the key, which only
+ * an INSERT's DEFAULT filling reads as such), or NULL when no row is null.
+ * `own` says which buffers the vector frees (ex_vec_clear). */
 #define EX_NULL_ABSENT 2
 
 typedef struct ex_vec {

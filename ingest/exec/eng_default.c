@@ -218,7 +218,9 @@ typedef struct dcol {
     dplan out;      /* a given column: NULLs replaced by the default, in its input type */
     bool want_full; /* another default reads it, or it is filled */
     bool has_out;
-    ex_vec v; /* this block's full value */
+    bool absent_only; /* out replaces absent rows only: a block without one
+                         passes as it came */
+    ex_vec v;         /* this block's full value */
     bool done;
 } dcol;
 
@@ -309,6 +311,19 @@ static int bind_out(dsink *s, uint32_t i, ex_type in, const char *text, ex_type 
     return rc;
 }
 
+static bool same_type(ex_type a, ex_type b)
+{
+    return a.kind == b.kind && a.nullable == b.nullable && a.scale == b.scale && a.bits == b.bits &&
+           a.utc == b.utc && a.prec == b.prec && a.elem == b.elem && a.depth == b.depth &&
+           a.enull == b.enull;
+}
+
+/* Whether a row of v was left out by its input (EX_NULL_ABSENT). */
+static bool has_absent(const ex_vec *v, uint32_t n)
+{
+    return v->nulls && memchr(v->nulls, EX_NULL_ABSENT, v->is_const ? 1 : n) != NULL;
+}
+
 static int ds_begin(eng_sink *b, const char *const *names, const ex_type *types, int n_cols,
                     char *err, size_t errlen)
 {
@@ -376,6 +391,7 @@ static int ds_begin(eng_sink *b, const char *const *names, const ex_type *types,
                 snprintf(text, sizeof(text),
                          "if(" ABSENT ", CAST(CAST((%s) AS %s) AS %s), " RAW ")", dx, t, rn);
             rc = bind_out(s, i, types[ci], text, &types2[ci], err, errlen);
+            s->c[i].absent_only = rc == 0 && same_type(types2[ci], types[ci]);
         }
     }
     if (rc == 0)
@@ -451,7 +467,7 @@ static int ds_write(eng_sink *b, const eng_block *blk, char *err, size_t errlen)
     }
     for (uint32_t i = 0; rc == 0 && i < n; i++) {
         int ci = s->col_of[i];
-        if (s->c[i].has_out) {
+        if (s->c[i].has_out && !(s->c[i].absent_only && !has_absent(&blk->cols[ci], blk->n_rows))) {
             memset(&s->outv[ci], 0, sizeof(ex_vec));
             rc = eval_plan(s, i, &s->c[i].out, &s->outv[ci], err, errlen);
             mine[ci] = true;

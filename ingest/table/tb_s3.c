@@ -110,35 +110,6 @@ static int get_data(const void *data, size_t len, void *arg)
     return tp__bytes_add(&w->body, data, len);
 }
 
-static void get_cb(const s3_error *err, const s3_get_result *res, void *arg)
-{
-    (void)res;
-    wait_t *w = arg;
-    w->err = *err;
-    w->done = true;
-}
-
-int tb__s3_get(tb__s3 *s, const char *key, char **buf, size_t *len, size_t max, s3_error *err)
-{
-    wait_t w = {0};
-    w.max = max;
-    s3_get_args a = {.bucket = s->bucket, .key = key, .on_data = get_data, .data_arg = &w};
-    int rc = s3_get(s->c, &a, get_cb, &w);
-    if (rc < 0) {
-        submit_failed(err, "GET", key, rc);
-        return rc;
-    }
-    run(s, &w);
-    *err = w.err;
-    if (w.err.code || tp__bytes_u8(&w.body, 0) < 0) {
-        free(w.body.p);
-        return w.err.code ? w.err.code : -ENOMEM;
-    }
-    *buf = (char *)w.body.p;
-    *len = w.body.len - 1;
-    return 0;
-}
-
 typedef struct {
     wait_t w;
     int *left;
@@ -169,12 +140,13 @@ int tb__s3_get_many(tb__s3 *s, const char *const *keys, size_t n, char **bufs, s
     }
     int left = 0, rc = 0;
     size_t i;
-    for (i = 0; i < n; i++) {
+    for (i = 0; i < n; i++)
         bufs[i] = NULL;
+    for (i = 0; i < n; i++) {
         m[i].w.max = max;
         m[i].left = &left;
-        s3_get_args a = {.bucket = s->bucket, .key = keys[i], .on_data = many_data,
-                         .data_arg = &m[i]};
+        s3_get_args a = {
+            .bucket = s->bucket, .key = keys[i], .on_data = many_data, .data_arg = &m[i]};
         rc = s3_get(s->c, &a, many_cb, &m[i]);
         if (rc < 0) {
             submit_failed(err, "GET", keys[i], rc);
@@ -207,6 +179,12 @@ int tb__s3_get_many(tb__s3 *s, const char *const *keys, size_t n, char **bufs, s
         }
     free(m);
     return rc;
+}
+
+int tb__s3_get(tb__s3 *s, const char *key, char **buf, size_t *len, size_t max, s3_error *err)
+{
+    size_t failed;
+    return tb__s3_get_many(s, &key, 1, buf, len, max, err, &failed);
 }
 
 static void list_cb(const s3_error *err, const s3_list_page *page, void *arg)
