@@ -48,9 +48,11 @@ static int teardown(void **state)
     return (a == 0 || a == 143) && (b == 0 || b == 143) ? 0 : -1;
 }
 
-static tb_table *open_new(const char *root, tb_table_opts *o)
+/* A new table at root, opened (checkpoint_interval 0: the default). */
+static tb_table *open_new_ck(const char *root, tb_table_opts *o, uint32_t checkpoint_interval)
 {
     tt_opts(o, h_s3_endpoint(s3), root, true);
+    o->checkpoint_interval = checkpoint_interval;
     tb_schema sc = tt_schema(false);
     char err[512];
     if (tb_table_create(o, &sc, err, sizeof(err)) < 0)
@@ -59,6 +61,31 @@ static tb_table *open_new(const char *root, tb_table_opts *o)
     if (tb_table_open(&t, o, err, sizeof(err)) < 0)
         fail_msg("open: %s", err);
     return t;
+}
+
+static tb_table *open_new(const char *root, tb_table_opts *o)
+{
+    return open_new_ck(root, o, 0);
+}
+
+/* Opens the table of o and checks its version, parts, rows and the sum of
+ * their ids (0 + 1 + ... + rows - 1). */
+static void check_open(const tb_table_opts *o, uint64_t version, size_t parts, uint64_t rows)
+{
+    char err[512];
+    tb_table *t;
+    if (tb_table_open(&t, o, err, sizeof(err)) < 0)
+        fail_msg("open: %s", err);
+    assert_int_equal(tb_table_version(t), version);
+    tb_snapshot *s;
+    assert_int_equal(tb_table_snapshot(t, &s, err, sizeof(err)), 0);
+    assert_int_equal(s->n_parts, parts);
+    uint64_t got, sum, x;
+    assert_int_equal(tt_read_all(t, s, &got, &sum, &x, err, sizeof(err)), 0);
+    assert_int_equal(got, rows);
+    assert_int_equal(sum, rows * (rows - 1) / 2);
+    tb_snapshot_destroy(&s);
+    tb_table_destroy(&t);
 }
 
 static int insert(tb_table *t, uint64_t first, uint32_t n, const char *block, char *name,
@@ -75,6 +102,20 @@ static int insert(tb_table *t, uint64_t first, uint32_t n, const char *block, ch
     if (rc < 0)
         fail_msg("commit: %s", err);
     return dup;
+}
+
+/* A new table at root of `parts` parts of `rows` rows each (ids 0, 1, ...),
+ * one commit each: its last version is `parts`. */
+static void fill_new(const char *root, tb_table_opts *o, uint32_t checkpoint_interval, int parts,
+                     uint32_t rows)
+{
+    tb_table *t = open_new_ck(root, o, checkpoint_interval);
+    char name[TB_NAME_MAX];
+    tb_commit_result r;
+    for (int i = 0; i < parts; i++)
+        insert(t, (uint64_t)i * rows, rows, NULL, name, &r);
+    assert_int_equal(r.version, (uint64_t)parts);
+    tb_table_destroy(&t);
 }
 
 static int64_t head(const char *key)
@@ -170,13 +211,8 @@ static void test_checkpoints(void **state)
 {
     (void)state;
     tb_table_opts o;
-    tb_table *t = open_new("wh/default/ck", &o);
-    char name[TB_NAME_MAX];
-    tb_commit_result r;
-    for (int i = 0; i < 25; i++)
-        insert(t, (uint64_t)i * 10, 10, NULL, name, &r);
-    assert_int_equal(r.version, 25);
-    tb_table_destroy(&t);
+    fill_new("wh/default/ck", &o, 0, 25, 10);
+    tb_table *t;
     assert_true(head("wh/default/ck/_log/00000000000000000010.checkpoint.json") > 0);
     assert_true(head("wh/default/ck/_log/00000000000000000020.checkpoint.json") > 0);
     assert_int_equal(head("wh/default/ck/_log/00000000000000000015.checkpoint.json"), -ENOENT);
@@ -186,18 +222,8 @@ static void test_checkpoints(void **state)
         snprintf(key, sizeof(key), "wh/default/ck/_log/%020d.json", v);
         del(key);
     }
+    check_open(&o, 25, 25, 250);
     char err[512];
-    assert_int_equal(tb_table_open(&t, &o, err, sizeof(err)), 0);
-    assert_int_equal(tb_table_version(t), 25);
-    tb_snapshot *s;
-    assert_int_equal(tb_table_snapshot(t, &s, err, sizeof(err)), 0);
-    assert_int_equal(s->n_parts, 25);
-    uint64_t rows, sum, x;
-    assert_int_equal(tt_read_all(t, s, &rows, &sum, &x, err, sizeof(err)), 0);
-    assert_int_equal(rows, 250);
-    assert_int_equal(sum, 250ull * 249 / 2);
-    tb_snapshot_destroy(&s);
-    tb_table_destroy(&t);
     /* without the hint the listing finds the newest checkpoint itself */
     del("wh/default/ck/_log/_last_checkpoint");
     assert_int_equal(tb_table_open(&t, &o, err, sizeof(err)), 0);
@@ -225,31 +251,11 @@ static void test_log_batches(void **state)
 {
     (void)state;
     tb_table_opts o;
-    tt_opts(&o, h_s3_endpoint(s3), "wh/default/lb", true);
-    o.checkpoint_interval = 1000;
-    tb_schema sc = tt_schema(false);
-    char err[512];
-    assert_int_equal(tb_table_create(&o, &sc, err, sizeof(err)), 0);
+    fill_new("wh/default/lb", &o, 1000, 70, 3);
     tb_table *t;
-    assert_int_equal(tb_table_open(&t, &o, err, sizeof(err)), 0);
-    char name[TB_NAME_MAX];
-    tb_commit_result r;
-    for (int i = 0; i < 70; i++)
-        insert(t, (uint64_t)i * 3, 3, NULL, name, &r);
-    assert_int_equal(r.version, 70);
-    tb_table_destroy(&t);
+    char err[512];
     assert_int_equal(head("wh/default/lb/_log/00000000000000000010.checkpoint.json"), -ENOENT);
-    assert_int_equal(tb_table_open(&t, &o, err, sizeof(err)), 0);
-    assert_int_equal(tb_table_version(t), 70);
-    tb_snapshot *snap;
-    assert_int_equal(tb_table_snapshot(t, &snap, err, sizeof(err)), 0);
-    assert_int_equal(snap->n_parts, 70);
-    uint64_t rows, sum, x;
-    assert_int_equal(tt_read_all(t, snap, &rows, &sum, &x, err, sizeof(err)), 0);
-    assert_int_equal(rows, 210);
-    assert_int_equal(sum, 210ull * 209 / 2);
-    tb_snapshot_destroy(&snap);
-    tb_table_destroy(&t);
+    check_open(&o, 70, 70, 210);
 
     put_obj("wh/default/lb/_log/00000000000000000040.json", "{\"version\": 40, \"bad\"");
     assert_true(tb_table_open(&t, &o, err, sizeof(err)) < 0);
@@ -260,16 +266,11 @@ static void test_log_batches(void **state)
 
     /* a damaged checkpoint, read in the same round trip as the versions after it */
     tb_table_opts oc;
-    tb_table *tc = open_new("wh/default/lbc", &oc);
-    for (int i = 0; i < 12; i++)
-        insert(tc, (uint64_t)i * 2, 2, NULL, name, &r);
-    tb_table_destroy(&tc);
+    fill_new("wh/default/lbc", &oc, 0, 12, 2);
     assert_true(head("wh/default/lbc/_log/00000000000000000010.checkpoint.json") > 0);
-    assert_int_equal(tb_table_open(&tc, &oc, err, sizeof(err)), 0);
-    assert_int_equal(tb_table_version(tc), 12);
-    tb_table_destroy(&tc);
+    check_open(&oc, 12, 12, 24);
     put_obj("wh/default/lbc/_log/00000000000000000010.checkpoint.json", "[]");
-    assert_true(tb_table_open(&tc, &oc, err, sizeof(err)) < 0);
+    assert_true(tb_table_open(&t, &oc, err, sizeof(err)) < 0);
     assert_non_null(strstr(err, "checkpoint s3://"));
     assert_non_null(strstr(err, "00000000000000000010.checkpoint.json is damaged"));
 }
