@@ -211,6 +211,22 @@ void em_free(eng_mem *m, void *p)
         free(b);
 }
 
+/* ThreadSanitizer does not see mremap (its runtime has no interceptor for
+ * it): a range that mremap moved a block away from keeps that block's
+ * access history, and when another thread's block is later moved there,
+ * its first write reads as a race with the first owner. Under TSan a big
+ * block grows by a new mapping, a copy and munmap, which it does see. */
+#if defined(__SANITIZE_THREAD__)
+#define EM_MREMAP 0
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define EM_MREMAP 0
+#endif
+#endif
+#ifndef EM_MREMAP
+#define EM_MREMAP 1
+#endif
+
 /* em_realloc and em_grow: the block resized to n; a mapped result is charged
  * `want` bytes (with the header) when want >= 0, else what it was charged
  * before (a heap block's bytes moved into a mapping were written: charged). */
@@ -244,14 +260,14 @@ static void *em_resize(eng_mem *m, void *p, size_t n, int64_t want)
     if (added && !em_add(m, added))
         return NULL;
     uint8_t *nb;
-    if (old >= EM_BIG && n >= EM_BIG) {
+    if (old >= EM_BIG && n >= EM_BIG && EM_MREMAP) {
         nb = mremap(b, old + EM_HDR, n + EM_HDR, MREMAP_MAYMOVE);
         if (nb == MAP_FAILED)
             nb = NULL;
     } else if (old < EM_BIG && n < EM_BIG) {
         nb = realloc(b, n + EM_HDR);
     } else {
-        /* crossing EM_BIG: a new block of the other kind */
+        /* crossing EM_BIG (or a mapping under TSan): a new block */
         nb = n >= EM_BIG ? em_map(n) : malloc(n + EM_HDR);
         if (nb) {
             memcpy(nb + EM_HDR, b + EM_HDR, n < old ? n : old);
