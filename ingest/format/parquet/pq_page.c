@@ -465,13 +465,19 @@ out:
     return rc;
 }
 
-/* Dictionary indices: <bit width byte> <hybrid>. */
-static int pq__dict_indices(pq__chunk *st, const uint8_t *p, size_t len, size_t n)
+/* Dictionary indices: <bit width byte> <hybrid>, n of them into idx (NULL:
+ * into the scratch's; *out says where they are). */
+static int pq__dict_indices(pq__chunk *st, const uint8_t *p, size_t len, size_t n, uint32_t *idx,
+                            const uint32_t **out)
 {
     if (!st->dict)
         return pq__fail(st, -EBADMSG, "a dictionary-encoded page comes without a dictionary page");
-    if (pq__grow((void **)&st->s->idx, &st->s->idx_cap, (n ? n : 1) * sizeof(uint32_t)) < 0)
-        return pq__fail(st, -ENOMEM, "out of memory");
+    if (!idx) {
+        if (pq__grow((void **)&st->s->idx, &st->s->idx_cap, (n ? n : 1) * sizeof(uint32_t)) < 0)
+            return pq__fail(st, -ENOMEM, "out of memory");
+        idx = st->s->idx;
+    }
+    *out = idx;
     if (n == 0)
         return 0;
     if (len < 1)
@@ -479,18 +485,18 @@ static int pq__dict_indices(pq__chunk *st, const uint8_t *p, size_t len, size_t 
     int width = p[0];
     if (width > 32)
         return pq__fail(st, -EBADMSG, "the dictionary index bit width is %d (at most 32)", width);
-    if (pq__rle_decode(p + 1, len - 1, width, st->s->idx, n) < 0)
+    if (pq__rle_decode(p + 1, len - 1, width, idx, n) < 0)
         return pq__fail(st, -EBADMSG, "the dictionary indices are malformed or truncated");
     uint32_t max = 0;
     for (size_t i = 0; i < n; i++)
-        max = st->s->idx[i] > max ? st->s->idx[i] : max;
+        max = idx[i] > max ? idx[i] : max;
     if (max >= st->dict->n) {
         for (size_t i = 0; i < n; i++)
-            if (st->s->idx[i] >= st->dict->n)
+            if (idx[i] >= st->dict->n)
                 return pq__fail(st, -EBADMSG,
                                 "dictionary index %" PRIu32
                                 " is out of range (the dictionary has %" PRIu32 " entries)",
-                                st->s->idx[i], st->dict->n);
+                                idx[i], st->dict->n);
     }
     return 0;
 }
@@ -529,20 +535,33 @@ static int pq__leave_dict_mode(pq__chunk *st)
     return 0;
 }
 
+/* The values of a dictionary-encoded page. Its indices are decoded where
+ * they are wanted when they fit there: straight into a dictionary-mode
+ * column's indices; into the column's own rows for 4- and 8-byte values (for
+ * 8, into the upper half of the n rows' bytes, so that row i, written after
+ * index i is read, never reaches an index not yet read); elsewhere into the
+ * scratch, which then never holds a page's worth of them. */
 static int pq__dict_values(pq__chunk *st, uint32_t pos, const uint8_t *p, size_t len, size_t n)
 {
-    int rc = pq__dict_indices(st, p, len, n);
-    if (rc < 0)
-        return rc;
     cb_column *c = st->col;
     const cb_column *dict = st->dict;
-    if (st->dict_mode) {
-        memcpy(c->indices + pos, st->s->idx, n * sizeof(uint32_t));
+    const size_t w = st->width;
+    uint32_t *place = NULL;
+    if (st->dict_mode)
+        place = c->indices + pos;
+    else if (w == 4)
+        place = (uint32_t *)c->values + pos;
+    else if (w == 8)
+        place = (uint32_t *)((uint8_t *)c->values + (size_t)pos * 8) + n;
+    const uint32_t *idx = NULL;
+    int rc = pq__dict_indices(st, p, len, n, place, &idx);
+    if (rc < 0)
+        return rc;
+    if (st->dict_mode)
         return 0;
-    }
-    if (!st->width) {
+    if (!w) {
         for (size_t i = 0; i < n; i++) {
-            uint32_t k = st->s->idx[i];
+            uint32_t k = idx[i];
             rc = pq__append_bytes(c, pos + (uint32_t)i, pq__dict_str(dict, k),
                                   dict->offsets[k + 1] - dict->offsets[k]);
             if (rc < 0)
@@ -550,25 +569,28 @@ static int pq__dict_values(pq__chunk *st, uint32_t pos, const uint8_t *p, size_t
         }
         return 0;
     }
-    const size_t w = st->width;
     uint8_t *dst = (uint8_t *)c->values + (size_t)pos * w;
     const uint8_t *src = dict->values;
     switch (w) {
     case 1:
         for (size_t i = 0; i < n; i++)
-            dst[i] = src[st->s->idx[i]];
+            dst[i] = src[idx[i]];
         break;
     case 4:
-        for (size_t i = 0; i < n; i++)
-            memcpy(dst + i * 4, src + (size_t)st->s->idx[i] * 4, 4);
+        for (size_t i = 0; i < n; i++) {
+            uint32_t k = idx[i];
+            memcpy(dst + i * 4, src + (size_t)k * 4, 4);
+        }
         break;
     case 8:
-        for (size_t i = 0; i < n; i++)
-            memcpy(dst + i * 8, src + (size_t)st->s->idx[i] * 8, 8);
+        for (size_t i = 0; i < n; i++) {
+            uint32_t k = idx[i]; /* read before row i's bytes are written over it */
+            memcpy(dst + i * 8, src + (size_t)k * 8, 8);
+        }
         break;
     default:
         for (size_t i = 0; i < n; i++)
-            memcpy(dst + i * w, src + (size_t)st->s->idx[i] * w, w);
+            memcpy(dst + i * w, src + (size_t)idx[i] * w, w);
         break;
     }
     return 0;
@@ -773,12 +795,13 @@ static int pq__data_page(pq__chunk *st, const pq__page_header *h, const uint8_t 
     size_t list_nonnull = 0;
     const uint8_t *levels_src = NULL, *values;
     size_t levels_len = 0, values_len;
-    bool bit_packed_levels = false;
+    bool bit_packed_levels = false, in_scratch = false;
     if (!v2) {
         const uint8_t *data;
         int rc = pq__body(st, body, clen, (size_t)h->uncompressed_size, true, &data);
         if (rc < 0)
             return rc;
+        in_scratch = data != body && data == st->s->page_buf;
         size_t ulen = (size_t)h->uncompressed_size, at = 0;
         if (d->max_rep) {
             /* a LIST leaf: repetition then definition levels, each RLE with its length */
@@ -901,6 +924,27 @@ static int pq__data_page(pq__chunk *st, const pq__page_header *h, const uint8_t 
             return rc;
     }
     st->seen_data = true;
+    /* The chunk in one decompressed PLAIN page of fixed-width values with no
+     * NULL, as wide as the column's (a writer that puts a row group's column
+     * in one page): the page becomes the column's values, moved to its front,
+     * instead of a copy beside it; the scratch lets it go. A page buffer
+     * larger than the values by more than an eighth (grown by another page
+     * before) is copied from as usual. */
+    size_t vbytes = nv * st->width;
+    if (in_scratch && h->encoding == PQ__ENC_PLAIN && st->row == 0 && nv > 0 &&
+        nv == d->num_rows && nonnull == nv && !st->dict_mode && st->width == st->pwidth &&
+        (d->physical == PQ_INT32 || d->physical == PQ_INT64 || d->physical == PQ_FLOAT ||
+         d->physical == PQ_DOUBLE) &&
+        values_len >= vbytes && st->s->page_cap - vbytes <= vbytes / 8) {
+        uint8_t *buf = st->s->page_buf;
+        memmove(buf, values, vbytes);
+        free(st->col->values);
+        st->col->values = buf;
+        st->s->page_buf = NULL;
+        st->s->page_cap = 0;
+        st->row += (uint32_t)nv;
+        return 0;
+    }
     int rc = pq__values(st, h->encoding, st->row, values, values_len, nonnull);
     if (rc < 0)
         return rc;
