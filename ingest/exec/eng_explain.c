@@ -16,6 +16,7 @@
 #include "exec_int.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -232,9 +233,10 @@ static int explain_one(equery *q, const sql_stmt *st, xlines *x, int ind, char *
         const sql_join *j = &st->joins[jn];
         char rn[1024];
         from_name(j->right, rn, sizeof(rn));
-        xadd(x, ind, "Join (%s%s%s, hash join on %d key%s; join_use_nulls = %d)",
+        xadd(x, ind, "Join (%s%s%s, %s join on %d key%s; join_use_nulls = %d)",
              ji.any ? "ANY " : "", join_kind(ji.kind), ji.kind == SQL_JOIN_CROSS ? "" : " JOIN",
-             ji.n_keys, ji.n_keys == 1 ? "" : "s", ji.use_nulls ? 1 : 0);
+             ji.dense ? "direct" : "hash", ji.n_keys, ji.n_keys == 1 ? "" : "s",
+             ji.use_nulls ? 1 : 0);
         char cols[1024];
         size_t cl = 0;
         cols[0] = 0;
@@ -243,11 +245,19 @@ static int explain_one(equery *q, const sql_stmt *st, xlines *x, int ind, char *
                              ji.right_names[c]);
             cl = w < 0 ? sizeof(cols) : cl + (size_t)w;
         }
+        char how[128];
+        if (ji.dense)
+            snprintf(how, sizeof(how),
+                     "indexed by its key, whose values span %" PRId64 "..%" PRId64, ji.dmin,
+                     ji.dmax);
+        else
+            snprintf(how, sizeof(how), "with its hash table");
         xadd(x, ind + 1,
-             "Right side: %s%s%s: %u rows in memory (columns %s) with its hash table, built "
-             "before the left side is read",
-             rn, j->right->from_alias ? " AS " : "",
-             j->right->from_alias ? j->right->from_alias : "", ji.right_rows, cols);
+             "Right side: %s%s%s: %u rows in memory (columns %s) %s, built before the left side "
+             "is read",
+             rn, j->right->from_alias && !j->right->from_sub ? " AS " : "",
+             j->right->from_alias && !j->right->from_sub ? j->right->from_alias : "",
+             ji.right_rows, cols, how);
         if (ji.kind == SQL_JOIN_RIGHT || ji.kind == SQL_JOIN_FULL)
             xadd(x, ind + 1, "Then: the right rows nothing matched, after every left unit");
         xadd(x, ind + 1, "Left side (probed in parallel, %d units):", ji.left_units);

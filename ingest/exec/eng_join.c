@@ -13,6 +13,10 @@
  *
  *   left units --workers--> probe (hash of the ON keys) --> joined blocks --> plan
  *   right query --> mem table --> hash table (chains in the right's row order)
+ *   (one integer key whose values span at most about four times the right's
+ *   rows, as surrogate keys do: an array of heads indexed by key - min, the
+ *   "direct" join of EXPLAIN, which neither hashes nor probes, and the right's
+ *   key column goes after the build unless the query reads it)
  *   RIGHT / FULL: one more unit, after every left unit, emits the right rows
  *   nothing matched
  *
@@ -73,6 +77,12 @@ typedef struct jsrc {
     uint32_t cap;
     bool int1;
     jslot *slots;
+    /* dense: one integer key whose right values span at most a few times
+     * their count (surrogate keys 1..N, dates): the table is an array of
+     * heads indexed by key - dmin (cap of them), no hashing nor probing */
+    bool dense;
+    int64_t dmin;
+    uint32_t *heads;
     uint32_t *next;           /* the next row of the key, as jslot's head */
     _Atomic uint8_t *matched; /* RIGHT / FULL */
     /* the left's plan: its columns this query needs, and the keys */
@@ -173,12 +183,39 @@ static int build(jsrc *j, char *err, size_t errlen)
                  n);
         return -E2BIG;
     }
+    const ex_vec *kv[64];
+    for (int k = 0; k < j->n_keys; k++)
+        kv[k] = &j->right.rows.c[j->keys[k].rcol];
+    if (j->int1) {
+        uint64_t lo = 0, hi = 0;
+        bool any = false;
+        for (uint32_t r = 0; r < n; r++) {
+            bool null;
+            int64_t x = (int64_t)key_hash(j, kv, r, &null);
+            if (null)
+                continue;
+            if (!any || x < (int64_t)lo)
+                lo = (uint64_t)x;
+            if (!any || x > (int64_t)hi)
+                hi = (uint64_t)x;
+            any = true;
+        }
+        uint64_t range = hi - lo + 1; /* 0: the whole of int64 */
+        if (any && range && range <= 4ull * n + 64 && range <= (1ull << 31)) {
+            j->dense = true;
+            j->dmin = (int64_t)lo;
+            cap = range;
+        }
+    }
     j->cap = (uint32_t)cap;
-    j->slots = em_calloc(m, cap * sizeof(jslot));
+    if (j->dense)
+        j->heads = em_calloc(m, cap * sizeof(uint32_t));
+    else
+        j->slots = em_calloc(m, cap * sizeof(jslot));
     j->next = em_calloc(m, ((size_t)n + 1) * sizeof(uint32_t));
     if (j->kind == SQL_JOIN_RIGHT || j->kind == SQL_JOIN_FULL)
         j->matched = em_calloc(m, (size_t)n + 1);
-    if (!j->slots || !j->next ||
+    if (!(j->dense ? (void *)j->heads : (void *)j->slots) || !j->next ||
         ((j->kind == SQL_JOIN_RIGHT || j->kind == SQL_JOIN_FULL) && !j->matched)) {
         if (atomic_load(&m->failed_at))
             em_error(m, err, errlen);
@@ -186,9 +223,6 @@ static int build(jsrc *j, char *err, size_t errlen)
             snprintf(err, errlen, "out of memory");
         return -ENOMEM;
     }
-    const ex_vec *kv[64];
-    for (int k = 0; k < j->n_keys; k++)
-        kv[k] = &j->right.rows.c[j->keys[k].rcol];
     uint32_t mask = j->cap - 1;
     /* the rows from the last: each goes in front of its key's chain, which
      * so ends in the right's order (ANY: the first row alone) */
@@ -197,6 +231,16 @@ static int build(jsrc *j, char *err, size_t errlen)
         uint64_t h = key_hash(j, kv, r, &null);
         if (null)
             continue; /* matches nothing */
+        if (j->dense) {
+            uint32_t *hd = &j->heads[h - (uint64_t)j->dmin];
+            if (!*hd || j->any) {
+                *hd = r + 1;
+            } else {
+                j->next[r] = *hd;
+                *hd = (r + 1) | JS_MORE;
+            }
+            continue;
+        }
         uint32_t s = slot_of(j, h);
         for (;;) {
             jslot *sl = &j->slots[s];
@@ -232,6 +276,29 @@ static inline const jslot *probe(const jsrc *j, const ex_vec *const *lv, uint32_
         if (sl->h == h && (j->int1 || key_eq(j, lv, lr, JS_ROW(sl->head))))
             return sl;
         s = (s + 1) & mask;
+    }
+}
+
+/* The first right row of left row lr's key (hash h), as jslot's head; 0
+ * when no right row has the key. */
+static inline uint32_t probe_head(const jsrc *j, const ex_vec *const *lv, uint32_t lr, uint64_t h)
+{
+    if (j->dense) {
+        uint64_t d = h - (uint64_t)j->dmin;
+        return d < j->cap ? j->heads[d] : 0;
+    }
+    const jslot *sl = probe(j, lv, lr, h);
+    return sl ? sl->head : 0;
+}
+
+static inline void probe_prefetch(const jsrc *j, uint64_t h)
+{
+    if (j->dense) {
+        uint64_t d = h - (uint64_t)j->dmin;
+        if (d < j->cap)
+            __builtin_prefetch(&j->heads[d]);
+    } else {
+        __builtin_prefetch(&j->slots[slot_of(j, h)]);
     }
 }
 
@@ -403,7 +470,7 @@ static int probe_block(void *arg, ex_vec *cols, uint32_t n)
         }
         for (uint32_t i = 0; !cross && i < cn && i < AHEAD; i++)
             if (!jr->nul[i])
-                __builtin_prefetch(&j->slots[slot_of(j, jr->hs[i])]);
+                probe_prefetch(j, jr->hs[i]);
         for (uint32_t i = 0; i < cn; i++) {
             uint32_t r = c0 + i;
             int rc = 0;
@@ -415,16 +482,16 @@ static int probe_block(void *arg, ex_vec *cols, uint32_t n)
                 continue;
             }
             if (i + AHEAD < cn && !jr->nul[i + AHEAD])
-                __builtin_prefetch(&j->slots[slot_of(j, jr->hs[i + AHEAD])]);
-            const jslot *sl = jr->nul[i] ? NULL : probe(j, kv, r, jr->hs[i]);
-            if (!sl) {
+                probe_prefetch(j, jr->hs[i + AHEAD]);
+            uint32_t head = jr->nul[i] ? 0 : probe_head(j, kv, r, jr->hs[i]);
+            if (!head) {
                 if (outer_left && (rc = add_pair(j, jr, r, NONE, cols, pa->fn, pa->arg)) < 0)
                     return rc;
                 continue;
             }
             /* the chain is read only past its first row (a key of one row
              * costs no miss in next[]) */
-            for (uint32_t e = sl->head;; e = j->next[JS_ROW(e)]) {
+            for (uint32_t e = head;; e = j->next[JS_ROW(e)]) {
                 uint32_t x = JS_ROW(e);
                 if (j->matched)
                     atomic_store_explicit(&j->matched[x], 1, memory_order_relaxed);
@@ -442,6 +509,26 @@ static int probe_block(void *arg, ex_vec *cols, uint32_t n)
 }
 
 /* ---- the source ----------------------------------------------------------------- */
+
+/* With one integer key the slots hold the keys themselves: the right's key
+ * column is read by nothing after the build unless the query's columns (or
+ * USING's fallback to it) take it, and goes (a 1M-row dimension's key is 9
+ * MiB of a join's peak). */
+static void drop_right_key(jsrc *j)
+{
+    if (!j->int1 || !j->p)
+        return;
+    int rcol = j->keys[0].rcol;
+    for (int k = 0; k < j->p->n_need; k++) {
+        int c = j->p->need[k];
+        if (c >= j->n_lcols && j->rmap[c - j->n_lcols] == rcol)
+            return;
+    }
+    for (int c = 0; j->using_r && c < j->n_lcols; c++)
+        if (j->using_r[c] == rcol)
+            return;
+    ex_vec_clear(&j->q->mem, &j->right.rows.c[rcol]);
+}
 
 static int js_plan(eng_source *s, const eng_plan *p, char *err, size_t errlen)
 {
@@ -476,6 +563,7 @@ static int js_plan(eng_source *s, const eng_plan *p, char *err, size_t errlen)
     if (rc < 0)
         return rc;
     j->n_left_units = rc;
+    drop_right_key(j);
     bool tail = j->kind == SQL_JOIN_RIGHT || j->kind == SQL_JOIN_FULL;
     return rc + (tail ? 1 : 0);
 }
@@ -572,6 +660,7 @@ static void js_destroy(eng_source *s)
     eng_source_destroy(&j->left);
     eng__memtab_free(m, &j->right);
     em_free(m, j->slots);
+    em_free(m, j->heads);
     em_free(m, j->next);
     em_free(m, (void *)j->matched);
     free(j->rmap);
@@ -976,6 +1065,9 @@ bool eng__join_info(const eng_source *s, eng_join_info *out)
     out->right_names = (const char *const *)j->right.names;
     out->n_right = j->right.n_names;
     out->n_keys = j->n_keys;
+    out->dense = j->dense;
+    out->dmin = j->dmin;
+    out->dmax = j->dense ? (int64_t)((uint64_t)j->dmin + j->cap - 1) : 0;
     out->left = j->left;
     out->left_units = j->n_left_units;
     return true;

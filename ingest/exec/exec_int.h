@@ -174,6 +174,8 @@ typedef struct eng_join_info {
     const char *const *right_names; /* the columns the right side kept */
     int n_right;
     int n_keys;
+    bool dense; /* one integer key indexed directly: its values span dmin..dmax */
+    int64_t dmin, dmax;
     const eng_source *left;
     int left_units; /* after plan */
 } eng_join_info;

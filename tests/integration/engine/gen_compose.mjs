@@ -60,6 +60,7 @@ await con.run(`COPY (SELECT * FROM dims WHERE false) TO '${D}/empty.parquet' (FO
 
 const F = `file('{D}/facts.parquet')`, DM = `file('{D}/dims.parquet')`, E = `file('{D}/empty.parquet')`;
 const f = 'facts', d = 'dims', e = `(SELECT * FROM dims WHERE false)`;
+const DK = `(SELECT * FROM ${DM} WHERE k < 800 OR k IS NULL)`, dk = `(SELECT * FROM dims WHERE k < 800 OR k IS NULL)`;
 // [name, ClickHouse SQL, DuckDB SQL, flags, note]
 const cases = [
   // subqueries, WITH, UNION ALL
@@ -159,6 +160,26 @@ const cases = [
     '-', 'RIGHT JOIN: the left is not pruned (its rows decide which right rows match)'],
   ['join_self', `SELECT count() FROM ${DM} AS a JOIN ${DM} AS b ON a.k = b.k`,
     `SELECT count(*) FROM ${d} AS a JOIN ${d} AS b ON a.k = b.k`, '-', 'duplicate keys on both sides: every pair'],
+  // the right's one integer key dense (0..799, some keys twice, NULLs): its rows indexed by the key, not hashed
+  ['join_dense_inner', `SELECT count(), sum(f.v), sum(d.w), min(d.name), max(d.name) FROM ${F} AS f JOIN ${DK} AS d ON f.k = d.k`,
+    `SELECT count(*), sum(f.v), sum(d.w), min(d.name), max(d.name) FROM ${f} AS f JOIN ${dk} AS d ON f.k = d.k`,
+    '-', 'a dense key on the right: the table is an array indexed by the key'],
+  ['join_dense_rows', `SELECT f.id, f.k, d.k, d.name FROM ${F} AS f JOIN ${DK} AS d ON f.k = d.k WHERE f.id < 400 ORDER BY f.id, d.name`,
+    `SELECT f.id, f.k, d.k, d.name FROM ${f} AS f JOIN ${dk} AS d ON f.k = d.k WHERE f.id < 400 ORDER BY f.id, d.name`,
+    '-', "the right's key column read back after the build"],
+  ['join_dense_left', `SELECT f.id, d.name, d.w FROM ${F} AS f LEFT JOIN ${DK} AS d ON f.k = d.k WHERE f.id < 300 ORDER BY f.id, d.name`,
+    `SELECT f.id, d.name, d.w FROM ${f} AS f LEFT JOIN ${dk} AS d ON f.k = d.k WHERE f.id < 300 ORDER BY f.id, d.name NULLS LAST`],
+  ['join_dense_right', `SELECT count(), count(f.id), count(d.name), sum(d.w) FROM ${F} AS f RIGHT JOIN ${DK} AS d ON f.k = d.k`,
+    `SELECT count(*), count(f.id), count(d.name), sum(d.w) FROM ${f} AS f RIGHT JOIN ${dk} AS d ON f.k = d.k`],
+  ['join_dense_full', `SELECT count(), count(f.id), count(d.name), sum(f.v), sum(d.w) FROM ${F} AS f FULL OUTER JOIN ${DK} AS d ON f.k = d.k`,
+    `SELECT count(*), count(f.id), count(d.name), sum(f.v), sum(d.w) FROM ${f} AS f FULL JOIN ${dk} AS d ON f.k = d.k`],
+  ['join_dense_full_using', `SELECT k, count() FROM ${F} FULL JOIN ${DK} USING k WHERE k < 5 OR k IS NULL GROUP BY k ORDER BY k`,
+    `SELECT k, count(*) FROM ${f} FULL JOIN ${dk} USING (k) WHERE k < 5 OR k IS NULL GROUP BY k ORDER BY k NULLS LAST`],
+  ['join_dense_any_left_first', `SELECT f.id, d.name FROM ${F} AS f ANY LEFT JOIN ${DK} AS d ON f.k = d.k WHERE f.id < 200 ORDER BY f.id`,
+    `SELECT f.id, (SELECT name FROM ${dk} d WHERE d.k = f.k ORDER BY j LIMIT 1) FROM ${f} AS f WHERE f.id < 200 ORDER BY f.id`],
+  ['join_dense_negative', `SELECT count(), sum(f.v), sum(d.w) FROM ${F} AS f JOIN (SELECT k - 400 AS k, w FROM ${DM} WHERE k < 800) AS d ON f.k = d.k`,
+    `SELECT count(*), sum(f.v), sum(d.w) FROM ${f} AS f JOIN (SELECT k - 400 AS k, w FROM ${d} WHERE k < 800) AS d ON f.k = d.k`,
+    '-', 'dense keys from -400: left keys below and above their span match nothing'],
   // window functions
   ['win_row_number', `SELECT k, t, row_number() OVER (PARTITION BY k ORDER BY t) AS rn FROM ${F} WHERE id < 3000 ORDER BY k, t`,
     `SELECT k, t, row_number() OVER (PARTITION BY k ORDER BY t) AS rn FROM ${f} WHERE id < 3000 ORDER BY k NULLS LAST, t`,

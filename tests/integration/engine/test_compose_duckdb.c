@@ -213,6 +213,23 @@ static void test_explain_names_the_stages(void **state)
     assert_int_equal(run(sql, &out, err, sizeof(err), 2), 0);
     assert_non_null(strstr(out, "rows in memory (columns j, k, name, w, s) with"));
     free(out);
+    /* a right side whose one integer key is dense is indexed by it (the
+       join_dense_* cases compare its answers with DuckDB's; dims' k is 1..799
+       there, 0 being one of the keys moved to 5000 + j) */
+    snprintf(sql, sizeof(sql),
+             "EXPLAIN SELECT count() FROM file('%s/facts.parquet') AS f JOIN (SELECT k - 400 AS "
+             "k, w FROM file('%s/dims.parquet') WHERE k < 800) AS d ON f.k = d.k",
+             dir, dir);
+    assert_int_equal(run(sql, &out, err, sizeof(err), 2), 0);
+    const char *dense[] = {"Join (INNER JOIN, direct join on 1 key;",
+                           "Right side: a subquery AS d (run first, into memory): 969 rows",
+                           "indexed by its key, whose values span -399..399"};
+    for (size_t i = 0; i < sizeof(dense) / sizeof(dense[0]); i++) {
+        if (!strstr(out, dense[i]))
+            fprintf(stderr, "EXPLAIN lacks '%s':\n%s", dense[i], out);
+        assert_non_null(strstr(out, dense[i]));
+    }
+    free(out);
     /* through a LEFT JOIN, WHERE on the left's columns prunes the left */
     snprintf(sql, sizeof(sql),
              "EXPLAIN SELECT count() FROM file('%s/facts.parquet') AS f LEFT JOIN "
@@ -273,9 +290,17 @@ static void test_right_side_over_the_memory_limit(void **state)
 {
     (void)state;
     char sql[20000];
+    /* facts' k is dense (0..1199): its 60000 rows indexed by the key, about
+       0.8 MB with the key column */
     snprintf(sql, sizeof(sql),
              "SELECT count() FROM file('%s/dims.parquet') AS d JOIN file('%s/facts.parquet') AS f "
-             "ON d.k = f.k SETTINGS max_memory_usage = 1500000",
+             "ON d.k = f.k SETTINGS max_memory_usage = 400000",
+             dir, dir);
+    expect_error(sql, "memory limit", "max_memory_usage", NULL);
+    /* a sparse key: the hash table's slots alone are 1.5 MB */
+    snprintf(sql, sizeof(sql),
+             "SELECT count() FROM file('%s/dims.parquet') AS d JOIN (SELECT id * 1000 AS k FROM "
+             "file('%s/facts.parquet')) AS f ON d.k = f.k SETTINGS max_memory_usage = 1500000",
              dir, dir);
     expect_error(sql, "memory limit", "max_memory_usage", NULL);
     /* with room, the same join runs */
