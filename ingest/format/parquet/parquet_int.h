@@ -231,6 +231,11 @@ void pq__unpack32(const uint8_t *in, size_t in_len, int width, uint32_t *out, si
 int64_t pq__rle_decode(const uint8_t *p, size_t len, int bit_width, uint32_t *out, size_t n);
 /* Same for levels of width <= 8 into bytes. */
 int64_t pq__rle_decode8(const uint8_t *p, size_t len, int bit_width, uint8_t *out, size_t n);
+/* Whether the first n values of a hybrid of width 1 are all 1 in repeated
+ * runs alone (a page's definition levels with no NULL, as writers put them):
+ * false for anything else, a bit-packed run or bytes that do not parse
+ * included, which the caller then decodes. */
+bool pq__rle_all_ones(const uint8_t *p, size_t len, size_t n);
 
 /* DELTA_BINARY_PACKED: decodes up to cap values into out (as 64-bit; INT32
  * callers truncate), sets *count to the number the header announces (which

@@ -153,6 +153,22 @@ static inline __attribute__((always_inline)) int pq__run_next(const uint8_t *p, 
     return 0;
 }
 
+bool pq__rle_all_ones(const uint8_t *p, size_t len, size_t n)
+{
+    size_t pos = 0, got = 0;
+    while (got < n) {
+        uint64_t header;
+        if (pq__uleb(p, len, &pos, &header) < 0 || (header & 1) || pos >= len || p[pos] != 1)
+            return false;
+        pos++;
+        uint64_t count = header >> 1;
+        if (count == 0)
+            return false;
+        got += count < n - got ? (size_t)count : n - got;
+    }
+    return true;
+}
+
 int64_t pq__rle_decode(const uint8_t *p, size_t len, int bit_width, uint32_t *out, size_t n)
 {
     if (bit_width < 0 || bit_width > 32)

@@ -889,6 +889,9 @@ static int pq__data_page(pq__chunk *st, const pq__page_header *h, const uint8_t 
     if (d->max_rep) {
         nonnull = list_nonnull;
         lv = st->s->levels;
+    } else if (d->nullable && nv > 0 && !bit_packed_levels &&
+               pq__rle_all_ones(levels_src, levels_len, nv)) {
+        nonnull = nv; /* no NULL in the page: no levels to spread by */
     } else if (d->nullable && nv > 0) {
         if (pq__grow((void **)&st->s->levels, &st->s->levels_cap, nv) < 0)
             return pq__fail(st, -ENOMEM, "out of memory");
@@ -931,8 +934,8 @@ static int pq__data_page(pq__chunk *st, const pq__page_header *h, const uint8_t 
      * larger than the values by more than an eighth (grown by another page
      * before) is copied from as usual. */
     size_t vbytes = nv * st->width;
-    if (in_scratch && h->encoding == PQ__ENC_PLAIN && st->row == 0 && nv > 0 &&
-        nv == d->num_rows && nonnull == nv && !st->dict_mode && st->width == st->pwidth &&
+    if (in_scratch && h->encoding == PQ__ENC_PLAIN && st->row == 0 && nv > 0 && nv == d->num_rows &&
+        nonnull == nv && !st->dict_mode && st->width == st->pwidth &&
         (d->physical == PQ_INT32 || d->physical == PQ_INT64 || d->physical == PQ_FLOAT ||
          d->physical == PQ_DOUBLE) &&
         values_len >= vbytes && st->s->page_cap - vbytes <= vbytes / 8) {

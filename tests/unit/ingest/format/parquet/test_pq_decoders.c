@@ -340,6 +340,32 @@ static void test_rle_hybrid(void **state)
     assert_int_equal(out[0], 0xffffffffu);
 }
 
+/* Definition levels that say "no NULL" are known without decoding them. */
+static void test_rle_all_ones(void **state)
+{
+    (void)state;
+    uint8_t one[] = {0x10, 0x01};               /* 8 x 1 */
+    uint8_t big[] = {0x80, 0x89, 0x7a, 0x01};   /* 1000000 x 1 (uleb 2000000) */
+    uint8_t two[] = {0x06, 0x01, 0x0a, 0x01};   /* 3 x 1, then 5 x 1 */
+    uint8_t zero[] = {0x10, 0x00};              /* 8 x 0 */
+    uint8_t mixed[] = {0x06, 0x01, 0x0a, 0x00}; /* 3 x 1, then 5 x 0 */
+    uint8_t packed[] = {0x03, 0xff};            /* 8 bit-packed 1s */
+    uint8_t empty_run[] = {0x00, 0x01, 0x10, 0x01};
+    assert_true(pq__rle_all_ones(one, sizeof(one), 8));
+    assert_true(pq__rle_all_ones(one, sizeof(one), 5));  /* fewer wanted than the run holds */
+    assert_false(pq__rle_all_ones(one, sizeof(one), 9)); /* the runs end first */
+    assert_true(pq__rle_all_ones(big, sizeof(big), 1000000));
+    assert_false(pq__rle_all_ones(big, sizeof(big), 1000001));
+    assert_true(pq__rle_all_ones(two, sizeof(two), 8));
+    assert_false(pq__rle_all_ones(zero, sizeof(zero), 8));
+    assert_true(pq__rle_all_ones(mixed, sizeof(mixed), 3));
+    assert_false(pq__rle_all_ones(mixed, sizeof(mixed), 4));
+    assert_false(pq__rle_all_ones(packed, sizeof(packed), 8)); /* decoded by the caller */
+    assert_false(pq__rle_all_ones(one, 1, 8));                 /* the value byte missing */
+    assert_false(pq__rle_all_ones(empty_run, sizeof(empty_run), 8));
+    assert_false(pq__rle_all_ones(NULL, 0, 1));
+}
+
 static void test_delta_binary_packed(void **state)
 {
     (void)state;
@@ -475,6 +501,7 @@ int main(void)
         cmocka_unit_test(test_footer_parse),
         cmocka_unit_test(test_map_types),
         cmocka_unit_test(test_rle_hybrid),
+        cmocka_unit_test(test_rle_all_ones),
         cmocka_unit_test(test_delta_binary_packed),
         cmocka_unit_test(test_int96_and_half),
         cmocka_unit_test(test_codecs_round_trip),
