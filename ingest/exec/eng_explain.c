@@ -241,8 +241,8 @@ static int explain_one(equery *q, const sql_stmt *st, xlines *x, int ind, char *
         size_t cl = 0;
         cols[0] = 0;
         for (int c = 0; c < ji.n_right && cl + 1 < sizeof(cols); c++) {
-            int w = snprintf(cols + cl, sizeof(cols) - cl, "%s%s", c ? ", " : "",
-                             ji.right_names[c]);
+            int w =
+                snprintf(cols + cl, sizeof(cols) - cl, "%s%s", c ? ", " : "", ji.right_names[c]);
             cl = w < 0 ? sizeof(cols) : cl + (size_t)w;
         }
         char how[128];
@@ -256,8 +256,8 @@ static int explain_one(equery *q, const sql_stmt *st, xlines *x, int ind, char *
              "Right side: %s%s%s: %u rows in memory (columns %s) %s, built before the left side "
              "is read",
              rn, j->right->from_alias && !j->right->from_sub ? " AS " : "",
-             j->right->from_alias && !j->right->from_sub ? j->right->from_alias : "",
-             ji.right_rows, cols, how);
+             j->right->from_alias && !j->right->from_sub ? j->right->from_alias : "", ji.right_rows,
+             cols, how);
         if (ji.kind == SQL_JOIN_RIGHT || ji.kind == SQL_JOIN_FULL)
             xadd(x, ind + 1, "Then: the right rows nothing matched, after every left unit");
         xadd(x, ind + 1, "Left side (probed in parallel, %d units):", ji.left_units);

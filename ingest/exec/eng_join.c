@@ -50,7 +50,7 @@ typedef struct jkey {
 /* A slot's first row of its key: row + 1 (0: an empty slot), JS_MORE set
  * when next[row] leads on to more rows of the key (entries of next[] are
  * made the same way), so a key of one row costs no read of next[]. */
-#define JS_MORE 0x80000000u
+#define JS_MORE   0x80000000u
 #define JS_ROW(e) (((e) & ~JS_MORE) - 1)
 
 typedef struct __attribute__((packed)) jslot {
@@ -83,7 +83,7 @@ typedef struct jsrc {
     bool dense;
     int64_t dmin;
     uint32_t *heads;
-    uint32_t *next;           /* the next row of the key, as jslot's head */
+    uint32_t *next;           /* the next row of the key, as jslot's head; NULL: keys unique */
     _Atomic uint8_t *matched; /* RIGHT / FULL */
     /* the left's plan: its columns this query needs, and the keys */
     eng_plan lplan;
@@ -212,17 +212,13 @@ static int build(jsrc *j, char *err, size_t errlen)
         j->heads = em_calloc(m, cap * sizeof(uint32_t));
     else
         j->slots = em_calloc(m, cap * sizeof(jslot));
-    j->next = em_calloc(m, ((size_t)n + 1) * sizeof(uint32_t));
     if (j->kind == SQL_JOIN_RIGHT || j->kind == SQL_JOIN_FULL)
         j->matched = em_calloc(m, (size_t)n + 1);
-    if (!(j->dense ? (void *)j->heads : (void *)j->slots) || !j->next ||
-        ((j->kind == SQL_JOIN_RIGHT || j->kind == SQL_JOIN_FULL) && !j->matched)) {
-        if (atomic_load(&m->failed_at))
-            em_error(m, err, errlen);
-        else
-            snprintf(err, errlen, "out of memory");
-        return -ENOMEM;
-    }
+    if (!(j->dense ? (void *)j->heads : (void *)j->slots) ||
+        ((j->kind == SQL_JOIN_RIGHT || j->kind == SQL_JOIN_FULL) && !j->matched))
+        goto oom;
+    /* next[] is made at the first key seen twice (unique keys need none) */
+    size_t next_bytes = ((size_t)n + 1) * sizeof(uint32_t);
     uint32_t mask = j->cap - 1;
     /* the rows from the last: each goes in front of its key's chain, which
      * so ends in the right's order (ANY: the first row alone) */
@@ -236,6 +232,8 @@ static int build(jsrc *j, char *err, size_t errlen)
             if (!*hd || j->any) {
                 *hd = r + 1;
             } else {
+                if (!j->next && !(j->next = em_calloc(m, next_bytes)))
+                    goto oom;
                 j->next[r] = *hd;
                 *hd = (r + 1) | JS_MORE;
             }
@@ -253,6 +251,8 @@ static int build(jsrc *j, char *err, size_t errlen)
                 if (j->any) {
                     sl->head = r + 1;
                 } else {
+                    if (!j->next && !(j->next = em_calloc(m, next_bytes)))
+                        goto oom;
                     j->next[r] = sl->head;
                     sl->head = (r + 1) | JS_MORE;
                 }
@@ -262,6 +262,12 @@ static int build(jsrc *j, char *err, size_t errlen)
         }
     }
     return 0;
+oom:
+    if (atomic_load(&m->failed_at))
+        em_error(m, err, errlen);
+    else
+        snprintf(err, errlen, "out of memory");
+    return -ENOMEM;
 }
 
 /* The slot of left row lr's key (hash h): its right rows from head, or
@@ -991,8 +997,7 @@ oom:
     return -ENOMEM;
 }
 
-int eng__join_wrap(equery *q, const sql_stmt *outer, const sql_join *jn, char *err,
-                   size_t errlen)
+int eng__join_wrap(equery *q, const sql_stmt *outer, const sql_join *jn, char *err, size_t errlen)
 {
     jsrc *j = calloc(1, sizeof(*j));
     if (!j) {

@@ -68,10 +68,10 @@ typedef struct equery {
      * OFFSET and LIMIT applied under out_mu as the rows arrive), or the
      * finished table goes to it at the end */
     eng_output out;
-    FILE *outfile;       /* INTO OUTFILE's file, closed after the statement */
-    bool outfile_stdout; /* ... AND STDOUT: the rows go to both */
+    FILE *outfile;        /* INTO OUTFILE's file, closed after the statement */
+    bool outfile_stdout;  /* ... AND STDOUT: the rows go to both */
     bool outfile_created; /* the statement made the file: removed if it fails */
-    eng_writer tee[2];   /* with AND STDOUT: the file's writer and the output's */
+    eng_writer tee[2];    /* with AND STDOUT: the file's writer and the output's */
     bool stream;
     pthread_mutex_t out_mu;
     uint64_t out_skip;   /* rows of OFFSET still to skip */
@@ -164,8 +164,7 @@ bool eng__has_window(const sql_stmt *st);
 int eng__run_window(equery *q, const sql_stmt *st, eng_format fmt, char *err, size_t errlen);
 /* JOIN (eng_join.c): runs the right side into memory, builds its hash table
  * and makes q->src the join of q->src and it. 0 or -errno (err). */
-int eng__join_wrap(equery *q, const sql_stmt *outer, const sql_join *jn, char *err,
-                   size_t errlen);
+int eng__join_wrap(equery *q, const sql_stmt *outer, const sql_join *jn, char *err, size_t errlen);
 /* What EXPLAIN says of a join source (false: s is not one). */
 typedef struct eng_join_info {
     sql_join_kind kind;
