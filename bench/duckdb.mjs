@@ -1,20 +1,26 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// duckdb.mjs: loads the npm package @duckdb/node-api from the project's
-// node_modules (RINGCACHE_NODE_MODULES, else the checkout's), or exits 77
-// saying why, as every bench that runs DuckDB beside us must.
+// duckdb.mjs: loads the npm package @duckdb/node-api (or another of
+// package.json's, loadNpm) from the project's node_modules
+// (RINGCACHE_NODE_MODULES, else the checkout's), or exits 77 saying why, as
+// every bench that runs DuckDB beside us must.
 import { createRequire } from 'node:module';
 import { join, dirname } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 export async function loadDuckDB() {
+  return loadNpm('@duckdb/node-api');
+}
+
+// Any of package.json's packages, found and refused the same way.
+export async function loadNpm(name) {
   const here = dirname(fileURLToPath(import.meta.url));
   const nm = process.env.RINGCACHE_NODE_MODULES || join(here, '..', 'node_modules');
   const req = createRequire(join(nm, 'noop.js'));
   try {
-    return await import(pathToFileURL(req.resolve('@duckdb/node-api')).href);
+    return await import(pathToFileURL(req.resolve(name)).href);
   } catch (e) {
-    console.error(`SKIP: npm package @duckdb/node-api is not installed under ${nm}: ${e.message}`);
+    console.error(`SKIP: npm package ${name} is not installed under ${nm}: ${e.message}`);
     process.exit(77);
   }
 }

@@ -29,9 +29,45 @@ export async function arrayData(con, D) {
     FROM range(3000) t(i)) TO '${D}/nested.parquet' (FORMAT parquet, ROW_GROUP_SIZE 2000)`);
 }
 
+// nested_hy.parquet: LIST columns as another writer (hyparquet-writer) puts
+// them, in the shapes pyarrow and arrow-rs write: the standard three levels
+// with an OPTIONAL 'element' (L3: NULL lists, empty lists, NULL elements), the
+// older 'item' name with REQUIRED elements (Litem, read as Array(Int64)), a
+// REQUIRED list of REQUIRED strings (Lreq); data pages v2 of 4 KiB, so that
+// lists run across pages, and two row groups.
+export function arrayOtherWriterData(hyw, D) {
+  const N = 3000;
+  const ids = Array.from({ length: N }, (_, i) => BigInt(i));
+  const upTo = (n, f) => Array.from({ length: n }, (_, k) => f(k));
+  hyw.parquetWriteFile({
+    filename: `${D}/nested_hy.parquet`, codec: 'SNAPPY', rowGroupSize: 2000, pageSize: 4096,
+    schema: [
+      { name: 'root', num_children: 4 },
+      { name: 'Id', type: 'INT64', repetition_type: 'REQUIRED' },
+      { name: 'L3', repetition_type: 'OPTIONAL', converted_type: 'LIST', num_children: 1 },
+      { name: 'list', repetition_type: 'REPEATED', num_children: 1 },
+      { name: 'element', type: 'INT32', repetition_type: 'OPTIONAL' },
+      { name: 'Litem', repetition_type: 'OPTIONAL', converted_type: 'LIST', num_children: 1 },
+      { name: 'list', repetition_type: 'REPEATED', num_children: 1 },
+      { name: 'item', type: 'INT64', repetition_type: 'REQUIRED' },
+      { name: 'Lreq', repetition_type: 'REQUIRED', converted_type: 'LIST', num_children: 1 },
+      { name: 'list', repetition_type: 'REPEATED', num_children: 1 },
+      { name: 'element', type: 'BYTE_ARRAY', converted_type: 'UTF8', repetition_type: 'REQUIRED' },
+    ],
+    columnData: [
+      { name: 'Id', data: ids },
+      { name: 'L3', data: ids.map((_, i) => (i % 10 === 9 ? null : i % 10 === 8 ? []
+        : upTo(1 + i % 3, (k) => (k === 1 && i % 4 === 1 ? null : i * 10 + k)))) },
+      { name: 'Litem', data: ids.map((_, i) => (i % 7 === 3 ? null : upTo(i % 4, (k) => BigInt(i - k * 1000)))) },
+      { name: 'Lreq', data: ids.map((_, i) => upTo(i % 3, (k) => `s${(i + k) % 11}`)) },
+    ],
+  });
+}
+
 export function arrayCases(P, Q, D) {
   const G = `file('{D}/small/part_*.parquet')`, GQ = `'${D}/small/part_*.parquet'`;
   const N = `file('{D}/nested.parquet')`, NQ = `'${D}/nested.parquet'`;
+  const H = `file('{D}/nested_hy.parquet')`, HQ = `'${D}/nested_hy.parquet'`;
   return [
     // the flat columns of a file with nested ones
     ['nested_flat_cols', `SELECT Id, After FROM ${N} WHERE Id % 250 = 7 ORDER BY Id`,
@@ -51,6 +87,16 @@ export function arrayCases(P, Q, D) {
     ['list_where', `SELECT count(), sum(Id) FROM ${N} WHERE has(L, NULL) OR length(S) = 2`,
       `SELECT count(*), sum(Id) FROM ${NQ} WHERE list_contains(list_transform(L, x -> x IS NULL), true) OR len(S) = 2`],
     ['nested_count', `SELECT count() FROM ${N}`, `SELECT count(*) FROM ${NQ}`],
+    // LIST columns of another writer
+    ['list_other_writer', `SELECT Id, L3, Litem, Lreq, length(L3), has(Litem, Id) FROM ${H} WHERE Id % 97 < 14 ORDER BY Id`,
+      `SELECT Id, coalesce(L3, []), coalesce(Litem, []), Lreq, coalesce(len(L3), 0), coalesce(list_contains(Litem, Id), false)::INT FROM ${HQ} WHERE Id % 97 < 14 ORDER BY Id`,
+      '-', "hyparquet-writer's LISTs: 'element' and 'item', REQUIRED elements (Array(T), not Nullable), lists across pages"],
+    ['list_other_writer_join', `SELECT count(), sum(x), min(x), max(x) FROM ${H} ARRAY JOIN Litem AS x`,
+      `SELECT count(*), sum(x), min(x), max(x) FROM (SELECT unnest(Litem) AS x FROM ${HQ})`],
+    ['list_other_writer_group', `SELECT s, count() FROM ${H} ARRAY JOIN Lreq AS s GROUP BY s ORDER BY s`,
+      `SELECT s, count(*) FROM (SELECT unnest(Lreq) AS s FROM ${HQ}) GROUP BY s ORDER BY s`],
+    ['list_other_writer_sums', `SELECT count(), sum(length(L3)), sum(length(Litem)), sum(length(Lreq)), countIf(has(L3, NULL)) FROM ${H}`,
+      `SELECT count(*), sum(coalesce(len(L3), 0)), sum(coalesce(len(Litem), 0)), sum(len(Lreq)), count(*) FILTER (WHERE list_contains(list_transform(L3, x -> x IS NULL), true)) FROM ${HQ}`],
     // literals and indexing over columns (Nullable elements: the files' columns are)
     ['array_literals', `SELECT Id, [Id, Score] AS a, [OwnerDisplayName, 'x'] AS s, [ViewCount] AS n, [[Id], [], [Score, 1]] AS nn FROM ${P} WHERE Id < 20 ORDER BY Id`,
       `SELECT Id, [Id, Score], [OwnerDisplayName, 'x'], [ViewCount], [[Id], [], [Score, 1]] FROM ${Q} WHERE Id < 20 ORDER BY Id`],

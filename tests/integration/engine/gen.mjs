@@ -19,8 +19,8 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { loadDuckDB } from '../../../bench/duckdb.mjs';
-import { arrayCases, arrayData, arrayLocalCases } from './cases_array.mjs';
+import { loadDuckDB, loadNpm } from '../../../bench/duckdb.mjs';
+import { arrayCases, arrayData, arrayLocalCases, arrayOtherWriterData } from './cases_array.mjs';
 import { sqlfnCases, sqlfnData } from './cases_sqlfn.mjs';
 import { duckText } from './duck_fmt.mjs';
 
@@ -254,6 +254,7 @@ const cases = [
 ];
 await sqlfnData(con, D);
 await arrayData(con, D);
+arrayOtherWriterData(await loadNpm('hyparquet-writer'), D);
 
 // cases.tsv: every server set-up runs them; cases_local.tsv: one server only
 // (a subquery as the source, which s3Cluster does not split)
