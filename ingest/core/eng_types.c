@@ -1010,3 +1010,52 @@ bool eng_fail_set(eng_fail *f, int rc, const char *msg)
     pthread_mutex_unlock(&f->mu);
     return first;
 }
+
+/* ---- whole-string numbers ------------------------------------------------------ */
+
+bool ex_parse_int(const uint8_t *s, size_t n, int64_t *out, bool *neg_ok)
+{
+    char b[40];
+    while (n && (*s == ' ' || *s == '\t'))
+        s++, n--;
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+        n--;
+    if (!n || n >= sizeof(b))
+        return false;
+    memcpy(b, s, n);
+    b[n] = 0;
+    char *end;
+    errno = 0;
+    if (b[0] == '-') {
+        long long v = strtoll(b, &end, 10);
+        *neg_ok = true;
+        *out = v;
+    } else {
+        unsigned long long v = strtoull(b, &end, 10);
+        *out = (int64_t)v;
+        *neg_ok = false;
+    }
+    return !errno && *end == 0;
+}
+
+bool ex_parse_float(const uint8_t *s, size_t n, double *out)
+{
+    char b[64];
+    if (!n || n >= sizeof(b))
+        return false;
+    memcpy(b, s, n);
+    b[n] = 0;
+    char *end;
+    *out = strtod(b, &end);
+    return end != b && *end == 0;
+}
+
+int64_t ex_int_wrap(const ex_type *t, int64_t v)
+{
+    if ((t->kind != EX_INT && t->kind != EX_UINT) || !t->bits || t->bits >= 64)
+        return v;
+    uint64_t mask = (1ull << t->bits) - 1, u = (uint64_t)v & mask;
+    if (t->kind == EX_INT && (u >> (t->bits - 1)))
+        u |= ~mask;
+    return (int64_t)u;
+}

@@ -232,6 +232,16 @@ void ex_civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d);
 bool ex_parse_date(const char *s, size_t n, int64_t *days);
 bool ex_parse_datetime(const char *s, size_t n, int scale, int64_t *out, int *scale_seen);
 
+/* Whole-string numbers (eng_types.c): an integer, spaces around allowed,
+ * up to UInt64 (*neg_ok says it was negative, read as Int64); a float as
+ * strtod reads it. false when the whole string is not one. */
+bool ex_parse_int(const uint8_t *s, size_t n, int64_t *out, bool *neg_ok);
+/* v as a value of integer type t (EX_INT / EX_UINT of t->bits), wrapped as
+ * ClickHouse's CAST does: CAST(300 AS UInt8) and CAST('300' AS UInt8) are
+ * 44. Other types: v. */
+int64_t ex_int_wrap(const ex_type *t, int64_t v);
+bool ex_parse_float(const uint8_t *s, size_t n, double *out);
+
 /* ---- arrays (ex_array.c) ---------------------------------------------------- */
 
 /* One row of an Array vector is its elements encoded (canonically: equal
@@ -267,8 +277,8 @@ typedef struct ex_arr_it {
 } ex_arr_it;
 typedef struct ex_arr_val {
     bool null;
-    int64_t i; /* fixed types but floats */
-    double d;  /* EX_FLOAT */
+    int64_t i;        /* fixed types but floats */
+    double d;         /* EX_FLOAT */
     const uint8_t *s; /* String, inner Array: its bytes */
     uint32_t len;
 } ex_arr_val;
@@ -295,6 +305,15 @@ int ex_arr_cmp(const ex_type *arr, const uint8_t *a, uint32_t la, const uint8_t 
  * quoted as output_format_json_quote_64bit_integers=1 does, nan and inf as
  * null). Appends to out: 0 or -ENOMEM. */
 int ex_arr_text(const ex_type *arr, const uint8_t *p, uint32_t len, bool json, ex_bytes *out);
+/* Row r of v as an Array of type `to` (one level deep), encoded into *out
+ * (emptied first): from an Array of any element type that converts (numbers
+ * to numbers, Decimals rescaled, anything to String) or from its text
+ * ([1,2], ['a'], ["a"], NULL elements, ClickHouse's and JSON's escapes). 0;
+ * -EINVAL with `why` (an element that does not convert, text that does not
+ * parse: CANNOT_PARSE_TEXT, a NULL element of a non-Nullable one), -ENOMEM,
+ * -E2BIG. tmp (tcap >= 64 bytes) holds an element formatted as text. */
+int ex_arr_convert(const ex_vec *v, uint32_t r, const ex_type *to, ex_bytes *out, char *tmp,
+                   size_t tcap, char *why, size_t wlen);
 
 /* ---- schemas ---------------------------------------------------------------- */
 
@@ -304,8 +323,8 @@ typedef struct eng_schema eng_schema;
 typedef struct eng_col {
     char *name;
     ex_type t;
-    cb_typeinfo cb; /* Parquet: the batch type; text: unused */
-    bool virt;      /* a virtual column (_path, _file, _size, _time): read by
+    cb_typeinfo cb;     /* Parquet: the batch type; text: unused */
+    bool virt;          /* a virtual column (_path, _file, _size, _time): read by
                           * name only, never by SELECT * or DESCRIBE */
     const char *nested; /* NULL, or what a column the engine cannot read is
                           * ("a Parquet MAP (a Map)", static): naming it fails */
@@ -314,7 +333,7 @@ typedef struct eng_col {
 struct eng_schema {
     eng_col *cols;
     int n;
-    bool given; /* the query's structure argument, not the files': plain
+    bool given;       /* the query's structure argument, not the files': plain
                           * CSV and TSV then have no header row */
     bool mark_absent; /* JSONEachRow: a row without a column's key gets
                           * that NULL as EX_NULL_ABSENT, which an INSERT's

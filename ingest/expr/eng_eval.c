@@ -1139,6 +1139,21 @@ static int eval_cast(ex_ectx *c, const bx *e, ex_vec *a, uint32_t n, ex_vec *out
     }
     char nb[96];
     int rc = 0;
+    if (t.kind == EX_ARRAY) {
+        /* CAST(arr or its text AS Array(T)) (a NULL was refused above: an
+           Array is never NULL) */
+        ex_bytes a1 = {0};
+        char tmp[128], why[256] = "";
+        for (uint32_t r = 0; r < n && !rc; r++) {
+            rc = ex_arr_convert(x, r, &t, &a1, tmp, sizeof(tmp), why, sizeof(why));
+            if (rc == 0)
+                rc = ex_vec_str_put(c->mem, out, r, a1.p, a1.n);
+        }
+        ex_bytes_free(&a1);
+        if (rc == -EINVAL)
+            return eval_err(c, rc, "CAST: %s", why);
+        return rc < 0 ? oom(c) : 0;
+    }
     for (uint32_t r = 0; r < n && !rc; r++) {
         bool nul = out->nulls && out->nulls[r];
         if (t.kind == EX_STRING && x->t.kind == EX_ARRAY) {
@@ -1198,7 +1213,7 @@ static int eval_cast(ex_ectx *c, const bx *e, ex_vec *a, uint32_t n, ex_vec *out
                 break;
             default:
                 ok = parse_i64(s, l, &v);
-                out->i[r] = v;
+                out->i[r] = ex_int_wrap(&t, v);
                 break;
             }
             if (!ok && e->unit) { /* toTOrZero: 0; toTOrNull: NULL */
@@ -1248,14 +1263,7 @@ static int eval_cast(ex_ectx *c, const bx *e, ex_vec *a, uint32_t n, ex_vec *out
         case EX_BOOL: out->i[r] = truthy(x, r); break;
         default: {
             int64_t v = x->t.kind == EX_FLOAT ? (int64_t)x->d[ex_row(x, r)] : iv(x, r);
-            if (t.bits && t.bits < 64) {
-                uint64_t mask = (1ull << t.bits) - 1;
-                uint64_t u = (uint64_t)v & mask;
-                if (t.kind == EX_INT && (u >> (t.bits - 1)))
-                    u |= ~mask;
-                v = (int64_t)u;
-            }
-            out->i[r] = v;
+            out->i[r] = ex_int_wrap(&t, v);
         }
         }
     }

@@ -1602,7 +1602,8 @@ static bx *bind_array_fn(binder *b, const sql_node *n, int fn, bx **a, int na)
         uint32_t l;
         (void)ex_str(&a[0]->cval, 0, &l);
         if (fn == F_SPLITBYCHAR && l != 1) {
-            berr(b, n, "the separator of splitByChar must be exactly one character (%u given): use "
+            berr(b, n,
+                 "the separator of splitByChar must be exactly one character (%u given): use "
                  "splitByString",
                  l);
             goto fail;
@@ -1623,9 +1624,7 @@ static bx *bind_array_fn(binder *b, const sql_node *n, int fn, bx **a, int na)
         t = ex_arr_of((ex_type){.kind = EX_STRING});
         break;
     }
-    default:
-        berr(b, n, "%s does not take an Array", name);
-        goto fail;
+    default: berr(b, n, "%s does not take an Array", name); goto fail;
     }
     if (fn == F_LENGTH)
         fn = F_ARR_LENGTH;
@@ -1649,9 +1648,9 @@ static bx *bind_fn(binder *b, const sql_node *n, bmode mode, int fn, bx **a, int
     char t0[64] = "";
     if (na)
         type_str(&a[0]->t, t0, sizeof(t0));
-    if (fn >= F_ARRAY || (na && a[0]->t.kind == EX_ARRAY && (fn == F_LENGTH || fn == F_EMPTY ||
-                                                             fn == F_NOTEMPTY || fn == F_EQ ||
-                                                             fn == F_NE)))
+    if (fn >= F_ARRAY ||
+        (na && a[0]->t.kind == EX_ARRAY &&
+         (fn == F_LENGTH || fn == F_EMPTY || fn == F_NOTEMPTY || fn == F_EQ || fn == F_NE)))
         return bind_array_fn(b, n, fn, a, na);
     for (int i = 0; i < na; i++)
         if (a[i]->t.kind == EX_ARRAY && fn != F_ISNULL && fn != F_ISNOTNULL && fn != F_IF &&
@@ -2308,7 +2307,7 @@ static const char *const fn_synonyms[][2] = {
  * aggregate for an aggregate; never the base for a combinator's name, since
  * countIf is not count). */
 static const char *const array_fns[] = {
-    "quantiles", "quantilesExact", "range",      "arrayMap",  "arrayFilter", "arrayConcat",
+    "quantiles", "quantilesExact", "range",         "arrayMap", "arrayFilter",       "arrayConcat",
     "indexOf",   "arraySort",      "arrayDistinct", "arrayZip", "arrayStringConcat",
 };
 
@@ -2316,8 +2315,7 @@ static void unknown_fn(binder *b, const sql_node *n)
 {
     for (size_t i = 0; i < sizeof(array_fns) / sizeof(array_fns[0]); i++)
         if (strcasecmp(n->s, array_fns[i]) == 0) {
-            berr(b, n,
-                 "%s() is not supported%s", n->s,
+            berr(b, n, "%s() is not supported%s", n->s,
                  strncasecmp(n->s, "quantiles", 9) == 0
                      ? ": use quantile(level)(x) once per level"
                      : " (the Array functions there are: has, length, empty, notEmpty, arr[i], "
@@ -2876,6 +2874,42 @@ static bx *bind(binder *b, const sql_node *n, bmode mode)
         return bind_scalar_subquery(b, n);
     if (n->kind == SQL_CAST) {
         ex_type t;
+        size_t tl = strlen(n->s);
+        if (tl > 7 && strncasecmp(n->s, "Array(", 6) == 0 && n->s[tl - 1] == ')') {
+            /* Array(T) of a scalar T, as CAST's target only */
+            char inner[128];
+            if (tl - 7 >= sizeof(inner) || strncasecmp(n->s + 6, "Array(", 6) == 0) {
+                berr(b, n, "CAST to %s is not supported: nested arrays are not", n->s);
+                return NULL;
+            }
+            memcpy(inner, n->s + 6, tl - 7);
+            inner[tl - 7] = 0;
+            ex_type et;
+            if (eng_parse_type(inner, &et) < 0) {
+                berr(b, n, "unknown type '%s' in %s", inner, n->s);
+                return NULL;
+            }
+            bx *x = bind(b, n->args[0], mode);
+            if (!x)
+                return NULL;
+            if (x->t.kind == EX_NOTHING) {
+                bx_free(b->mem, x);
+                berr(b, n, "cannot CAST NULL to %s: an Array is never NULL", n->s);
+                return NULL;
+            }
+            if (!(x->t.kind == EX_STRING || (x->t.kind == EX_ARRAY && x->t.depth == 1))) {
+                char tn[128];
+                type_str(&x->t, tn, sizeof(tn));
+                bx_free(b->mem, x);
+                berr(b, n,
+                     "CAST of %s to %s is not supported (an Array comes from an Array or from "
+                     "its text, such as '[1,2]')",
+                     tn, n->s);
+                return NULL;
+            }
+            bx *a[1] = {x};
+            return fold(b, bx_fn_new(b, F_CAST, ex_arr_of(et), a, 1));
+        }
         if (eng_parse_type(n->s, &t) < 0) {
             const char *s =
                 eng_suggest(n->s, type_names, (int)(sizeof(type_names) / sizeof(type_names[0])));
@@ -2892,7 +2926,9 @@ static bx *bind(binder *b, const sql_node *n, bmode mode)
             char tn[128];
             type_str(&x->t, tn, sizeof(tn));
             bx_free(b->mem, x);
-            berr(b, n, "CAST of an %s to %s is not supported (an Array converts to a String only)",
+            berr(b, n,
+                 "CAST of an %s to %s is not supported (an Array converts to a String or to an "
+                 "Array(T))",
                  tn, n->s);
             return NULL;
         }
@@ -3321,8 +3357,7 @@ static int expand_star(binder *b, const sql_select_item *it, sql_node **items, c
     regex_t re;
     bool has_re = it->expr->kind == SQL_COLUMNS;
     if (has_re && !bx_regex_bounded(it->expr->s)) {
-        berr(b, it->expr,
-             "the regular expression of COLUMNS is too large: " BX_REGEX_LIMITS);
+        berr(b, it->expr, "the regular expression of COLUMNS is too large: " BX_REGEX_LIMITS);
         return k;
     }
     if (has_re) {
@@ -3467,9 +3502,9 @@ int eng_bind_ex(eng_mem *m, const sql_stmt *st, const eng_schema *sc, const eng_
         if (!bind_ajoin_array(&b, &at, st->array_join))
             goto out;
         p->ajoin_left = st->array_join_left;
-        b.aj_name = st->array_join_alias
-                        ? st->array_join_alias
-                        : st->array_join->kind == SQL_COLUMN ? st->array_join->s : NULL;
+        b.aj_name = st->array_join_alias                 ? st->array_join_alias
+                    : st->array_join->kind == SQL_COLUMN ? st->array_join->s
+                                                         : NULL;
         if (!b.aj_name) {
             berr(&b, &at, "ARRAY JOIN of an expression needs a name: ARRAY JOIN expr AS x");
             goto out;

@@ -156,44 +156,6 @@ static int ts_scale(const cb_typeinfo *t)
     return t->unit == CB_UNIT_MS ? 3 : t->unit == CB_UNIT_US ? 6 : t->unit == CB_UNIT_NS ? 9 : 0;
 }
 
-/* Whole-string parses. */
-static bool parse_i64(const uint8_t *s, size_t n, int64_t *out, bool *neg_ok)
-{
-    char b[40];
-    while (n && (*s == ' ' || *s == '\t'))
-        s++, n--;
-    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
-        n--;
-    if (!n || n >= sizeof(b))
-        return false;
-    memcpy(b, s, n);
-    b[n] = 0;
-    char *end;
-    errno = 0;
-    if (b[0] == '-') {
-        long long v = strtoll(b, &end, 10);
-        *neg_ok = true;
-        *out = v;
-    } else {
-        unsigned long long v = strtoull(b, &end, 10);
-        *out = (int64_t)v;
-        *neg_ok = false;
-    }
-    return !errno && *end == 0;
-}
-
-static bool parse_f64(const uint8_t *s, size_t n, double *out)
-{
-    char b[64];
-    if (!n || n >= sizeof(b))
-        return false;
-    memcpy(b, s, n);
-    b[n] = 0;
-    char *end;
-    *out = strtod(b, &end);
-    return end != b && *end == 0;
-}
-
 typedef struct cv_target {
     const cb_typeinfo *t;
     bool nullable;
@@ -205,279 +167,17 @@ typedef struct cv_target {
 
 /* ---- Array columns ------------------------------------------------------------ */
 
-static bool kind_int(uint8_t k)
-{
-    return k == EX_BOOL || k == EX_INT || k == EX_UINT;
-}
-
-/* Element x of type se as an element of type te, into *y (its bytes may
- * point into x or into tmp). 0, or -EINVAL with why. */
-static int conv_elem(const ex_type *se, const ex_type *te, const ex_arr_val *x, ex_arr_val *y,
-                     char *tmp, size_t tcap, char *why, size_t wlen)
-{
-    memset(y, 0, sizeof(*y));
-    if (x->null) {
-        if (!te->nullable) {
-            snprintf(why, wlen,
-                     "an array element is NULL and the elements are not Nullable "
-                     "(declare the column Array(Nullable(T)))");
-            return -EINVAL;
-        }
-        y->null = true;
-        return 0;
-    }
-    uint8_t sk = se->kind, tk = te->kind;
-    const uint8_t *s = x->s;
-    uint32_t sl = x->len;
-    bool neg;
-    int ok = 1;
-    switch (tk) {
-    case EX_STRING:
-        if (sk == EX_STRING) {
-            y->s = s;
-            y->len = sl;
-        } else {
-            ex_vec one = {.t = *se, .n = 1};
-            int64_t iv = x->i;
-            double dv = x->d;
-            if (sk == EX_FLOAT)
-                one.d = &dv;
-            else
-                one.i = &iv;
-            const uint8_t *sp = NULL;
-            size_t l = ex_fmt_value(&one, 0, tmp, tcap, &sp);
-            y->s = sp ? sp : (const uint8_t *)tmp;
-            y->len = (uint32_t)l;
-        }
-        return 0;
-    case EX_BOOL:
-    case EX_INT:
-    case EX_UINT:
-        if (sk == EX_STRING) {
-            ok = (tk == EX_BOOL && sl == 4 && !memcmp(s, "true", 4) && (y->i = 1)) ||
-                 (tk == EX_BOOL && sl == 5 && !memcmp(s, "false", 5)) ||
-                 parse_i64(s, sl, &y->i, &neg);
-        } else if (sk == EX_FLOAT) {
-            ok = isfinite(x->d) && x->d < 18446744073709551616.0 && x->d > -9223372036854775809.0;
-            y->i = x->d < 0 ? (int64_t)x->d : (int64_t)(uint64_t)x->d;
-        } else if (sk == EX_DECIMAL || sk == EX_DATETIME) {
-            y->i = x->i / p10[se->scale];
-        } else {
-            y->i = x->i;
-        }
-        if (tk == EX_BOOL)
-            y->i = y->i != 0;
-        break;
-    case EX_FLOAT:
-        if (sk == EX_STRING)
-            ok = parse_f64(s, sl, &y->d);
-        else if (sk == EX_FLOAT)
-            y->d = x->d;
-        else if (sk == EX_DECIMAL)
-            y->d = (double)x->i / (double)p10[se->scale];
-        else
-            y->d = (double)x->i;
-        break;
-    case EX_DECIMAL:
-        if (sk == EX_STRING) {
-            ok = ex_parse_decimal(s, sl, te->scale, &y->i);
-        } else if (sk == EX_DECIMAL) {
-            ok = ex_decimal_rescale(x->i, se->scale, te->scale, &y->i);
-        } else if (sk == EX_FLOAT) {
-            double v = x->d * (double)p10[te->scale];
-            ok = isfinite(v) && fabs(v) < 9.2e18;
-            y->i = ok ? llround(v) : 0;
-        } else if (kind_int(sk)) {
-            ok = x->i <= INT64_MAX / p10[te->scale] && x->i >= -(INT64_MAX / p10[te->scale]);
-            y->i = x->i * p10[te->scale];
-        } else {
-            ok = 0;
-        }
-        break;
-    case EX_DATE:
-        if (sk == EX_STRING) {
-            ok = ex_parse_date((const char *)s, sl, &y->i);
-        } else if (sk == EX_DATETIME) {
-            int64_t t = x->i / p10[se->scale];
-            y->i = t >= 0 ? t / 86400 : -((-t + 86399) / 86400);
-        } else {
-            ok = sk != EX_FLOAT && sk != EX_DECIMAL;
-            y->i = x->i;
-        }
-        break;
-    case EX_DATETIME: {
-        int sc = te->scale, seen;
-        if (sk == EX_STRING) {
-            int64_t days;
-            if (ex_parse_datetime((const char *)s, sl, sc, &y->i, &seen))
-                break;
-            ok = ex_parse_date((const char *)s, sl, &days);
-            y->i = days * 86400 * p10[sc];
-        } else if (sk == EX_DATETIME) {
-            y->i = se->scale <= sc ? x->i * p10[sc - se->scale] : x->i / p10[se->scale - sc];
-        } else if (sk == EX_DATE) {
-            y->i = x->i * 86400 * p10[sc];
-        } else {
-            ok = kind_int(sk);
-            y->i = x->i * p10[sc];
-        }
-        break;
-    }
-    default: ok = 0; break;
-    }
-    if (!ok) {
-        char sn[64], tn[64];
-        ex_type_name(se, sn, sizeof(sn));
-        ex_type_name(te, tn, sizeof(tn));
-        if (sk == EX_STRING)
-            snprintf(why, wlen, "cannot parse the array element '%.*s' as %s (CANNOT_PARSE_TEXT)",
-                     (int)(sl > 60 ? 60 : sl), (const char *)s, tn);
-        else
-            snprintf(why, wlen, "an array element of type %s does not convert to %s", sn, tn);
-        return -EINVAL;
-    }
-    return 0;
-}
-
-/* One element of an array's text at *pos: NULL, a quoted string ('..' with
- * ClickHouse's escapes, ".." with JSON's) or a bare token (a number, true).
- * Unquoted text and unescaped strings land in *buf. 1 for NULL, 0, or
- * -EINVAL. */
-static int text_elem(const uint8_t *s, size_t n, size_t *pos, ex_bytes *buf)
-{
-    size_t i = *pos;
-    buf->n = 0;
-    if (i < n && (s[i] == '\'' || s[i] == '"')) {
-        uint8_t q = s[i++];
-        for (; i < n && s[i] != q; i++) {
-            uint8_t c = s[i];
-            if (c == '\\' && i + 1 < n) {
-                c = s[++i];
-                switch (c) {
-                case 'n': c = '\n'; break;
-                case 't': c = '\t'; break;
-                case 'r': c = '\r'; break;
-                case 'b': c = '\b'; break;
-                case 'f': c = '\f'; break;
-                case '0': c = 0; break;
-                case 'u': {
-                    uint8_t u[4];
-                    size_t ul, used = jsonu_decode((const char *)s + i + 1, n - i - 1, u, &ul);
-                    if (!used)
-                        return -EINVAL;
-                    i += used;
-                    if (ex_bytes_put(buf, u, ul) < 0)
-                        return -ENOMEM;
-                    continue;
-                }
-                default: break; /* \\ \' \" \/ and any other: the character */
-                }
-            }
-            if (ex_bytes_put(buf, &c, 1) < 0)
-                return -ENOMEM;
-        }
-        if (i >= n)
-            return -EINVAL;
-        *pos = i + 1;
-        return 0;
-    }
-    size_t b = i;
-    while (i < n && s[i] != ',' && s[i] != ']' && s[i] != ' ' && s[i] != '\t' && s[i] != '\n')
-        i++;
-    *pos = i;
-    if (i == b)
-        return -EINVAL;
-    if ((i - b == 4 && (!memcmp(s + b, "NULL", 4) || !memcmp(s + b, "null", 4))))
-        return 1;
-    return ex_bytes_put(buf, s + b, i - b) < 0 ? -ENOMEM : 0;
-}
-
-static size_t skip_ws(const uint8_t *s, size_t n, size_t i)
-{
-    while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r'))
-        i++;
-    return i;
-}
-
-/* Row r of v as an Array of the column's type, encoded into tg->arr: an
- * Array of any element type that converts, or its text ([1,2], ['a'],
- * ["a"], NULL elements). 0, or -EINVAL with why. */
+/* Row r of v as an Array of the column's type, encoded into tg->arr
+ * (ex_arr_convert). 0, or -EINVAL with why. */
 static int conv_array(const cv_target *tg, const ex_vec *v, uint32_t r, char *tmp, size_t tcap,
                       char *why, size_t wlen)
 {
-    ex_type at = ex_type_of_column(tg->t, false), te = ex_arr_elem(&at);
-    ex_bytes *out = tg->arr;
-    out->n = 0;
-    size_t cnt_at;
-    uint32_t count = 0, l = 0;
-    int rc = ex_arr_begin(out, &cnt_at);
-    if (v->t.kind == EX_ARRAY) {
-        const uint8_t *p = ex_str(v, r, &l);
-        if (v->t.depth > 1) {
-            snprintf(why, wlen, "nested arrays are not supported in tables");
-            return -EINVAL;
-        }
-        ex_type se = ex_arr_elem(&v->t);
-        ex_arr_it it;
-        ex_arr_val x, y;
-        ex_arr_open(&it, &v->t, p, l);
-        while (rc == 0 && ex_arr_next(&it, &x)) {
-            if ((rc = conv_elem(&se, &te, &x, &y, tmp, tcap, why, wlen)) == 0)
-                rc = ex_arr_put(out, &te, &y);
-            count++;
-        }
-    } else if (v->t.kind == EX_STRING) {
-        const uint8_t *s = ex_str(v, r, &l);
-        ex_type st = {.kind = EX_STRING};
-        ex_bytes buf = {0};
-        size_t i = skip_ws(s, l, 0);
-        bool bad = i >= l || s[i] != '[';
-        i = skip_ws(s, l, i + 1);
-        if (!bad && i < l && s[i] == ']') {
-            i++;
-        } else {
-            while (!bad && rc == 0) {
-                int er = text_elem(s, l, &i, &buf);
-                if (er == -ENOMEM) {
-                    rc = er;
-                    break;
-                }
-                bad = er < 0;
-                ex_arr_val x = {.null = er == 1, .s = buf.p, .len = (uint32_t)buf.n}, y;
-                if (!bad && (rc = conv_elem(&st, &te, &x, &y, tmp, tcap, why, wlen)) == 0)
-                    rc = ex_arr_put(out, &te, &y);
-                count++;
-                i = skip_ws(s, l, i);
-                if (!bad && i < l && s[i] == ']') {
-                    i++;
-                    break;
-                }
-                bad = bad || i >= l || s[i] != ',';
-                i = skip_ws(s, l, i + 1);
-            }
-        }
-        ex_bytes_free(&buf);
-        if (!bad && rc == 0 && skip_ws(s, l, i) != l)
-            bad = true;
-        if (bad && rc == 0) {
-            snprintf(why, wlen, "cannot parse '%.*s' as %s (CANNOT_PARSE_TEXT)",
-                     (int)(l > 60 ? 60 : l), (const char *)s, tg->type);
-            return -EINVAL;
-        }
-    } else {
-        char sn[64];
-        ex_type_name(&v->t, sn, sizeof(sn));
-        snprintf(why, wlen, "a %s is not an array", sn);
+    if (v->t.kind == EX_ARRAY && v->t.depth > 1) {
+        snprintf(why, wlen, "nested arrays are not supported in tables");
         return -EINVAL;
     }
-    if (rc == -ENOMEM || rc == -E2BIG) {
-        snprintf(why, wlen, rc == -E2BIG ? "the array is over 4 GiB" : "out of memory");
-        return rc;
-    }
-    if (rc < 0)
-        return rc;
-    ex_arr_end(out, cnt_at, count);
-    return 0;
+    ex_type at = ex_type_of_column(tg->t, false);
+    return ex_arr_convert(v, r, &at, tg->arr, tmp, tcap, why, wlen);
 }
 
 /* Converts value r of v into *i / *d / the string (sp, len). 1: NULL (or
@@ -523,7 +223,7 @@ static int conv_value(const cv_target *tg, const ex_vec *v, uint32_t r, int64_t 
             if (t->type == CB_BOOL && (sl == 4 || sl == 5) &&
                 (!strncmp((const char *)s, "true", sl) || !strncmp((const char *)s, "false", sl))) {
                 *i = sl == 4;
-            } else if (!parse_i64(s, sl, i, &neg)) {
+            } else if (!ex_parse_int(s, sl, i, &neg)) {
                 snprintf(why, wlen, "cannot parse '%.*s' as %s (CANNOT_PARSE_TEXT)",
                          (int)(sl > 60 ? 60 : sl), (const char *)s, tg->type);
                 return -EINVAL;
@@ -540,7 +240,7 @@ static int conv_value(const cv_target *tg, const ex_vec *v, uint32_t r, int64_t 
     case CB_FLOAT:
     case CB_DOUBLE:
         if (k == EX_STRING) {
-            if (!parse_f64(s, sl, d)) {
+            if (!ex_parse_float(s, sl, d)) {
                 snprintf(why, wlen, "cannot parse '%.*s' as %s (CANNOT_PARSE_TEXT)",
                          (int)(sl > 60 ? 60 : sl), (const char *)s, tg->type);
                 return -EINVAL;
@@ -621,7 +321,7 @@ static int conv_value(const cv_target *tg, const ex_vec *v, uint32_t r, int64_t 
                 *i = days * 86400 * p10[sc];
             } else {
                 bool neg;
-                if (!parse_i64(s, sl, i, &neg)) {
+                if (!ex_parse_int(s, sl, i, &neg)) {
                     snprintf(why, wlen, "cannot parse '%.*s' as %s (CANNOT_PARSE_DATETIME)",
                              (int)(sl > 60 ? 60 : sl), (const char *)s, tg->type);
                     return -EINVAL;

@@ -3,7 +3,9 @@
  * test_engine_core.c: the value layer (eng_types.h): doubles formatted as
  * ClickHouse prints them; the memory limit's error gives the total the query
  * would have reached; the tracker charges what blocks really take (growable
- * arrays what is in use) and balances to zero.
+ * arrays what is in use) and balances to zero; an Array's text or another
+ * Array converts to an Array(T) (ex_arr_convert), integers wrapped as
+ * ClickHouse's CAST does, and what does not convert says why.
  */
 #include "eng_types.h"
 
@@ -160,6 +162,89 @@ static void test_memory_charges_what_is_used(void **state)
     assert_true(atomic_load(&m.peak) > 0);
 }
 
+/* One string row, its text converted to `to`; the result printed as
+ * ClickHouse does (or the error's sentence) into got. */
+static int convert_text(const char *text, ex_type to, char *got, size_t cap)
+{
+    uint32_t off[2] = {0, (uint32_t)strlen(text)};
+    ex_vec v = {.t = {.kind = EX_STRING}, .n = 1, .off = off, .data = (uint8_t *)text};
+    ex_bytes out = {0}, tx = {0};
+    char tmp[128], why[256] = "";
+    int rc = ex_arr_convert(&v, 0, &to, &out, tmp, sizeof(tmp), why, sizeof(why));
+    if (rc == 0 && (rc = ex_arr_text(&to, out.p, (uint32_t)out.n, false, &tx)) == 0)
+        snprintf(got, cap, "%.*s", (int)tx.n, (const char *)tx.p);
+    else
+        snprintf(got, cap, "%s", why);
+    ex_bytes_free(&out);
+    ex_bytes_free(&tx);
+    return rc;
+}
+
+static void test_array_convert(void **state)
+{
+    (void)state;
+    char got[512];
+    ex_type u8 = {.kind = EX_UINT, .bits = 8}, i64 = {.kind = EX_INT, .bits = 64};
+    ex_type ni32 = {.kind = EX_INT, .bits = 32, .nullable = true}, str = {.kind = EX_STRING};
+    ex_type dec = ex_decimal_type(9, 2, false);
+    assert_int_equal(convert_text(" [ 300, -1 ,5 ] ", ex_arr_of(u8), got, sizeof(got)), 0);
+    assert_string_equal(got, "[44,255,5]");
+    assert_int_equal(convert_text("[1, NULL, 3]", ex_arr_of(ni32), got, sizeof(got)), 0);
+    assert_string_equal(got, "[1,NULL,3]");
+    assert_int_equal(convert_text("['it\\'s', \"b\\u00e9\"]", ex_arr_of(str), got, sizeof(got)), 0);
+    assert_string_equal(got, "['it\\'s','b\xc3\xa9']");
+    assert_int_equal(convert_text("['1.25', -3]", ex_arr_of(dec), got, sizeof(got)), 0);
+    assert_string_equal(got, "[1.25,-3]");
+    assert_int_equal(convert_text("[]", ex_arr_of(i64), got, sizeof(got)), 0);
+    assert_string_equal(got, "[]");
+    /* what does not convert says why */
+    assert_int_equal(convert_text("[1,x]", ex_arr_of(i64), got, sizeof(got)), -EINVAL);
+    assert_non_null(strstr(got, "cannot parse the array element 'x' as Int64 (CANNOT_PARSE_TEXT)"));
+    assert_int_equal(convert_text("[1, NULL]", ex_arr_of(i64), got, sizeof(got)), -EINVAL);
+    assert_non_null(strstr(got, "the elements are not Nullable"));
+    assert_int_equal(convert_text("[1, 2", ex_arr_of(i64), got, sizeof(got)), -EINVAL);
+    assert_non_null(strstr(got, "cannot parse '[1, 2' as Array(Int64)"));
+    assert_int_equal(convert_text("1, 2", ex_arr_of(i64), got, sizeof(got)), -EINVAL);
+    assert_int_equal(convert_text("[1] x", ex_arr_of(i64), got, sizeof(got)), -EINVAL);
+    assert_int_equal(convert_text("['a]", ex_arr_of(str), got, sizeof(got)), -EINVAL);
+    /* from an Array: its elements converted, integers wrapped */
+    ex_bytes a = {0};
+    size_t at;
+    ex_type src = ex_arr_of(i64);
+    ex_type se = ex_arr_elem(&src);
+    assert_int_equal(ex_arr_begin(&a, &at), 0);
+    int64_t xs[3] = {300, -129, 7};
+    for (int k = 0; k < 3; k++)
+        assert_int_equal(ex_arr_put(&a, &se, &(ex_arr_val){.i = xs[k]}), 0);
+    ex_arr_end(&a, at, 3);
+    uint32_t off[2] = {0, (uint32_t)a.n};
+    ex_vec v = {.t = src, .n = 1, .off = off, .data = a.p};
+    ex_type i8 = {.kind = EX_INT, .bits = 8};
+    ex_type to = ex_arr_of(i8), tos = ex_arr_of(str);
+    ex_bytes out = {0}, tx = {0};
+    char tmp[128], why[256] = "";
+    assert_int_equal(ex_arr_convert(&v, 0, &to, &out, tmp, sizeof(tmp), why, sizeof(why)), 0);
+    assert_int_equal(ex_arr_text(&to, out.p, (uint32_t)out.n, false, &tx), 0);
+    assert_int_equal(tx.n, strlen("[44,127,7]"));
+    assert_memory_equal(tx.p, "[44,127,7]", tx.n);
+    tx.n = 0;
+    assert_int_equal(ex_arr_convert(&v, 0, &tos, &out, tmp, sizeof(tmp), why, sizeof(why)), 0);
+    assert_int_equal(ex_arr_text(&tos, out.p, (uint32_t)out.n, false, &tx), 0);
+    assert_memory_equal(tx.p, "['300','-129','7']", tx.n);
+    /* a number is not an array; nested arrays do not convert */
+    ex_vec num = {.t = i64, .n = 1, .i = xs};
+    assert_int_equal(ex_arr_convert(&num, 0, &to, &out, tmp, sizeof(tmp), why, sizeof(why)),
+                     -EINVAL);
+    assert_non_null(strstr(why, "is not an array"));
+    ex_type nested = ex_arr_of(to);
+    assert_int_equal(ex_arr_convert(&v, 0, &nested, &out, tmp, sizeof(tmp), why, sizeof(why)),
+                     -EINVAL);
+    assert_non_null(strstr(why, "nested arrays"));
+    ex_bytes_free(&a);
+    ex_bytes_free(&out);
+    ex_bytes_free(&tx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -167,6 +252,7 @@ int main(void)
         cmocka_unit_test(test_memory_error_gives_the_attempted_total),
         cmocka_unit_test(test_memory_error_just_over_the_limit),
         cmocka_unit_test(test_memory_charges_what_is_used),
+        cmocka_unit_test(test_array_convert),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -421,7 +421,16 @@ static void test_bind_aggregate_errors(void **state)
              "the value must be of the array's element type");
     bind_err("SELECT [i][1.5] FROM file('x')", "must be an integer");
     bind_err("SELECT [i] IN (1) FROM file('x')", "an Array on the left of IN");
-    bind_err("SELECT CAST([i] AS Int64) FROM file('x')", "an Array converts to a String only");
+    bind_err("SELECT CAST([i] AS Int64) FROM file('x')",
+             "an Array converts to a String or to an Array(T)");
+    bind_err("SELECT CAST(i AS Array(Int64)) FROM file('x')",
+             "CAST of Nullable(Int64) to Array(Int64) is not supported (an Array comes from an "
+             "Array or");
+    bind_err("SELECT CAST([[i]] AS Array(Array(Int64))) FROM file('x')",
+             "CAST to Array(Array(Int64)) is not supported: nested arrays are not");
+    bind_err("SELECT CAST('[1]' AS Array(Int65)) FROM file('x')",
+             "unknown type 'Int65' in Array(Int65)");
+    bind_err("SELECT CAST(NULL AS Array(Int64)) FROM file('x')", "an Array is never NULL");
     bind_err("SELECT x FROM file('x') ARRAY JOIN i AS x",
              "ARRAY JOIN and arrayJoin() take an Array");
     bind_err("SELECT 1 FROM file('x') ARRAY JOIN [i]", "needs a name: ARRAY JOIN expr AS x");
