@@ -40,7 +40,12 @@ export function sqlfnCases(P, Q, D) {
     ['count_distinct', `SELECT PostTypeId, count(DISTINCT OwnerDisplayName), count(DISTINCT ViewCount), countDistinct(Title), sumDistinct(Score), avgDistinct(ViewCount), sum(DISTINCT Ratio) FROM ${P} GROUP BY PostTypeId ORDER BY PostTypeId`,
       `SELECT PostTypeId, count(DISTINCT OwnerDisplayName), count(DISTINCT ViewCount), count(DISTINCT Title), sum(DISTINCT Score), avg(DISTINCT ViewCount), sum(DISTINCT Ratio) FROM ${Q} GROUP BY PostTypeId ORDER BY PostTypeId`,
       '-', 'count(DISTINCT x) runs as uniqExact(x) (NULLs not counted)'],
-    // many groups: past 64K groups two threads merge their tables by key partitions
+    // many groups: past 64K groups three threads or more merge their tables by key partitions
+    // (the _3t case; at 1 and 2 threads the tables merge into the first)
+    ['group_many_parts_3t', `SELECT count(), sum(c), sum(s), sum(u), max(t) FROM (SELECT Id % 150000 AS k, count() AS c, sum(Score) AS s, uniqExact(OwnerUserId) AS u, max(Title) AS t FROM ${P} GROUP BY k HAVING c > 1) SETTINGS max_threads = 3`,
+      `SELECT count(*), sum(c), sum(s), sum(u), max(t) FROM (SELECT Id % 150000 AS k, count(*) AS c, sum(Score) AS s, count(DISTINCT OwnerUserId) AS u, max(Title) AS t FROM ${Q} GROUP BY k HAVING count(*) > 1)`],
+    ['group_many_order_3t', `SELECT Id % 150000 AS k, count(), sum(Score), min(OwnerDisplayName) FROM ${P} GROUP BY k ORDER BY k DESC LIMIT 5 SETTINGS max_threads = 3`,
+      `SELECT Id % 150000 AS k, count(*), sum(Score), min(OwnerDisplayName) FROM ${Q} GROUP BY k ORDER BY k DESC LIMIT 5`],
     ['group_many_parts', `SELECT count(), sum(c), sum(s), sum(u), max(t) FROM (SELECT Id % 150000 AS k, count() AS c, sum(Score) AS s, uniqExact(OwnerUserId) AS u, max(Title) AS t FROM ${P} GROUP BY k HAVING c > 1)`,
       `SELECT count(*), sum(c), sum(s), sum(u), max(t) FROM (SELECT Id % 150000 AS k, count(*) AS c, sum(Score) AS s, count(DISTINCT OwnerUserId) AS u, max(Title) AS t FROM ${Q} GROUP BY k HAVING count(*) > 1)`],
     ['group_many_order', `SELECT Id % 150000 AS k, count(), sum(Score), min(OwnerDisplayName) FROM ${P} GROUP BY k ORDER BY k DESC LIMIT 5`,
