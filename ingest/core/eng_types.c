@@ -336,6 +336,15 @@ static void fmt_bytes(double b, char *buf, size_t cap)
     snprintf(buf, cap, "%.2f %s", b, u[k]);
 }
 
+int em_oom(eng_mem *m, char *err, size_t errlen)
+{
+    if (m && atomic_load(&m->failed_at))
+        em_error(m, err, errlen);
+    else
+        snprintf(err, errlen, "out of memory");
+    return -ENOMEM;
+}
+
 void em_error(eng_mem *m, char *err, size_t errlen)
 {
     char a[32], b[32], c[32];

@@ -79,6 +79,9 @@ bool em_account(eng_mem *m, int64_t delta);
 bool em_reserve(eng_mem *m, int64_t n, int64_t keep_free);
 /* "memory limit (max_memory_usage) exceeded: ..." */
 void em_error(eng_mem *m, char *err, size_t errlen);
+/* An allocation failed: em_error's sentence when m's limit was crossed,
+ * else "out of memory". Returns -ENOMEM. */
+int em_oom(eng_mem *m, char *err, size_t errlen);
 
 /* ---- types ---------------------------------------------------------------- */
 

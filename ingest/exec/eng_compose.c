@@ -57,23 +57,14 @@ static int ms_begin(eng_sink *s, const char *const *names, const ex_type *types,
             goto oom;
     return 0;
 oom:
-    if (atomic_load(&m->mem->failed_at))
-        em_error(m->mem, err, errlen);
-    else
-        snprintf(err, errlen, "out of memory");
-    return -ENOMEM;
+    return em_oom(m->mem, err, errlen);
 }
 
 static int ms_write(eng_sink *s, const eng_block *b, char *err, size_t errlen)
 {
     mem_sink *m = (mem_sink *)s;
-    if (rtab_append(m->mem, &m->into->rows, b->cols, b->n_rows) < 0) {
-        if (atomic_load(&m->mem->failed_at))
-            em_error(m->mem, err, errlen);
-        else
-            snprintf(err, errlen, "out of memory");
-        return -ENOMEM;
-    }
+    if (rtab_append(m->mem, &m->into->rows, b->cols, b->n_rows) < 0)
+        return em_oom(m->mem, err, errlen);
     return 0;
 }
 
@@ -371,12 +362,8 @@ int eng__materialize(equery *q, const sql_stmt *st, eng_mem *m, eng_memtab *out,
         }
         if (rc == 0 && rtab_append(m, &out->rows, bt.rows.c, bt.rows.n) < 0)
             rc = -ENOMEM;
-        if (rc == -ENOMEM) {
-            if (atomic_load(&m->failed_at))
-                em_error(m, err, errlen);
-            else
-                snprintf(err, errlen, "out of memory");
-        }
+        if (rc == -ENOMEM)
+            em_oom(m, err, errlen);
         free(ty);
         eng__memtab_free(m, &bt);
     }

@@ -263,11 +263,7 @@ static int build(jsrc *j, char *err, size_t errlen)
     }
     return 0;
 oom:
-    if (atomic_load(&m->failed_at))
-        em_error(m, err, errlen);
-    else
-        snprintf(err, errlen, "out of memory");
-    return -ENOMEM;
+    return em_oom(m, err, errlen);
 }
 
 /* The slot of left row lr's key (hash h): its right rows from head, or

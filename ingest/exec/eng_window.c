@@ -749,11 +749,7 @@ out:
         goto oom;
     return 0;
 oom:
-    if (atomic_load(&m->failed_at))
-        em_error(m, err, errlen);
-    else
-        snprintf(err, errlen, "out of memory");
-    return -ENOMEM;
+    return em_oom(m, err, errlen);
 }
 
 /* ---- the statement ------------------------------------------------------------- */

@@ -957,6 +957,17 @@ static void type_str(const ex_type *t, char *buf, size_t cap)
     ex_type_name(t, buf, cap);
 }
 
+/* CAST(x AS n->s) that cannot be: the sentence names both types and why; x
+ * is freed. NULL. */
+static bx *cast_refused(binder *b, const sql_node *n, bx *x, const char *why)
+{
+    char tn[128];
+    type_str(&x->t, tn, sizeof(tn));
+    bx_free(b->mem, x);
+    berr(b, n, "CAST of %s to %s is not supported (%s)", tn, n->s, why);
+    return NULL;
+}
+
 /* Makes the two operands of a comparison comparable (string constants against
  * dates become dates; Date against DateTime becomes DateTime). */
 static bool unify_cmp(binder *b, const sql_node *at, bx **x, bx **y)
@@ -2897,16 +2908,10 @@ static bx *bind(binder *b, const sql_node *n, bmode mode)
                 berr(b, n, "cannot CAST NULL to %s: an Array is never NULL", n->s);
                 return NULL;
             }
-            if (!(x->t.kind == EX_STRING || (x->t.kind == EX_ARRAY && x->t.depth == 1))) {
-                char tn[128];
-                type_str(&x->t, tn, sizeof(tn));
-                bx_free(b->mem, x);
-                berr(b, n,
-                     "CAST of %s to %s is not supported (an Array comes from an Array or from "
-                     "its text, such as '[1,2]')",
-                     tn, n->s);
-                return NULL;
-            }
+            if (!(x->t.kind == EX_STRING || (x->t.kind == EX_ARRAY && x->t.depth == 1)))
+                return cast_refused(b, n, x,
+                                    "an Array comes from an Array or from its text, such as "
+                                    "'[1,2]'");
             bx *a[1] = {x};
             return fold(b, bx_fn_new(b, F_CAST, ex_arr_of(et), a, 1));
         }
@@ -2922,16 +2927,8 @@ static bx *bind(binder *b, const sql_node *n, bmode mode)
         bx *x = bind(b, n->args[0], mode);
         if (!x)
             return NULL;
-        if (x->t.kind == EX_ARRAY && t.kind != EX_STRING) {
-            char tn[128];
-            type_str(&x->t, tn, sizeof(tn));
-            bx_free(b->mem, x);
-            berr(b, n,
-                 "CAST of an %s to %s is not supported (an Array converts to a String or to an "
-                 "Array(T))",
-                 tn, n->s);
-            return NULL;
-        }
+        if (x->t.kind == EX_ARRAY && t.kind != EX_STRING)
+            return cast_refused(b, n, x, "an Array converts to a String or to an Array(T)");
         if (x->t.kind == EX_NOTHING) {
             if (!t.nullable) {
                 bx_free(b->mem, x);
