@@ -1150,7 +1150,7 @@ static int eval_cast(ex_ectx *c, const bx *e, ex_vec *a, uint32_t n, ex_vec *out
                 rc = ex_vec_str_put(c->mem, out, r, a1.p, a1.n);
         }
         ex_bytes_free(&a1);
-        if (rc == -EINVAL)
+        if (rc == -EINVAL || (rc == -E2BIG && why[0]))
             return eval_err(c, rc, "CAST: %s", why);
         return rc < 0 ? oom(c) : 0;
     }
