@@ -1049,7 +1049,7 @@ bool ex_parse_int(const uint8_t *s, size_t n, int64_t *out, bool *neg_ok)
 
 bool ex_parse_float(const uint8_t *s, size_t n, double *out)
 {
-    char b[64];
+    char b[128];
     if (!n || n >= sizeof(b))
         return false;
     memcpy(b, s, n);

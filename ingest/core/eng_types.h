@@ -239,11 +239,11 @@ bool ex_parse_datetime(const char *s, size_t n, int scale, int64_t *out, int *sc
  * up to UInt64 (*neg_ok says it was negative, read as Int64); a float as
  * strtod reads it. false when the whole string is not one. */
 bool ex_parse_int(const uint8_t *s, size_t n, int64_t *out, bool *neg_ok);
+bool ex_parse_float(const uint8_t *s, size_t n, double *out);
 /* v as a value of integer type t (EX_INT / EX_UINT of t->bits), wrapped as
  * ClickHouse's CAST does: CAST(300 AS UInt8) and CAST('300' AS UInt8) are
  * 44. Other types: v. */
 int64_t ex_int_wrap(const ex_type *t, int64_t v);
-bool ex_parse_float(const uint8_t *s, size_t n, double *out);
 
 /* ---- arrays (ex_array.c) ---------------------------------------------------- */
 
@@ -280,8 +280,8 @@ typedef struct ex_arr_it {
 } ex_arr_it;
 typedef struct ex_arr_val {
     bool null;
-    int64_t i;        /* fixed types but floats */
-    double d;         /* EX_FLOAT */
+    int64_t i; /* fixed types but floats */
+    double d;  /* EX_FLOAT */
     const uint8_t *s; /* String, inner Array: its bytes */
     uint32_t len;
 } ex_arr_val;
@@ -326,8 +326,8 @@ typedef struct eng_schema eng_schema;
 typedef struct eng_col {
     char *name;
     ex_type t;
-    cb_typeinfo cb;     /* Parquet: the batch type; text: unused */
-    bool virt;          /* a virtual column (_path, _file, _size, _time): read by
+    cb_typeinfo cb; /* Parquet: the batch type; text: unused */
+    bool virt;      /* a virtual column (_path, _file, _size, _time): read by
                           * name only, never by SELECT * or DESCRIBE */
     const char *nested; /* NULL, or what a column the engine cannot read is
                           * ("a Parquet MAP (a Map)", static): naming it fails */
@@ -336,7 +336,7 @@ typedef struct eng_col {
 struct eng_schema {
     eng_col *cols;
     int n;
-    bool given;       /* the query's structure argument, not the files': plain
+    bool given; /* the query's structure argument, not the files': plain
                           * CSV and TSV then have no header row */
     bool mark_absent; /* JSONEachRow: a row without a column's key gets
                           * that NULL as EX_NULL_ABSENT, which an INSERT's

@@ -1088,37 +1088,6 @@ static int eval_date_fn(ex_ectx *c, const bx *e, ex_vec *a, int na, uint32_t n, 
 
 /* ---- casts ----------------------------------------------------------------- */
 
-static bool parse_i64(const uint8_t *s, uint32_t l, int64_t *out)
-{
-    char buf[64];
-    if (l == 0 || l >= sizeof(buf))
-        return false;
-    memcpy(buf, s, l);
-    buf[l] = 0;
-    char *end;
-    errno = 0;
-    long long v = strtoll(buf, &end, 10);
-    if (errno || *end)
-        return false;
-    *out = v;
-    return true;
-}
-
-static bool parse_f64(const uint8_t *s, uint32_t l, double *out)
-{
-    char buf[128];
-    if (l == 0 || l >= sizeof(buf))
-        return false;
-    memcpy(buf, s, l);
-    buf[l] = 0;
-    char *end;
-    double v = strtod(buf, &end);
-    if (*end)
-        return false;
-    *out = v;
-    return true;
-}
-
 static int eval_cast(ex_ectx *c, const bx *e, ex_vec *a, uint32_t n, ex_vec *out)
 {
     const ex_vec *x = &a[0];
@@ -1188,7 +1157,7 @@ static int eval_cast(ex_ectx *c, const bx *e, ex_vec *a, uint32_t n, ex_vec *out
             double d = 0;
             switch (t.kind) {
             case EX_FLOAT:
-                ok = parse_f64(s, l, &d);
+                ok = ex_parse_float(s, l, &d);
                 out->d[r] = d;
                 break;
             case EX_DATE:
@@ -1212,7 +1181,7 @@ static int eval_cast(ex_ectx *c, const bx *e, ex_vec *a, uint32_t n, ex_vec *out
                 out->i[r] = v;
                 break;
             default:
-                ok = parse_i64(s, l, &v);
+                ok = ex_parse_int(s, l, &v, &(bool){false});
                 out->i[r] = ex_int_wrap(&t, v);
                 break;
             }

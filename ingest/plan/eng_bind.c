@@ -2751,6 +2751,38 @@ static bx *bind_has(binder *b, const sql_node *n, bmode mode)
     return r;
 }
 
+/* CAST(x AS Array(T)) of a scalar T (Array is CAST's target only, not a
+ * type eng_parse_type knows): x is an Array of one level or its text. */
+static bx *bind_cast_array(binder *b, const sql_node *n, bmode mode)
+{
+    size_t tl = strlen(n->s);
+    char inner[128];
+    if (tl - 7 >= sizeof(inner) || strncasecmp(n->s + 6, "Array(", 6) == 0) {
+        berr(b, n, "CAST to %s is not supported: nested arrays are not", n->s);
+        return NULL;
+    }
+    memcpy(inner, n->s + 6, tl - 7);
+    inner[tl - 7] = 0;
+    ex_type et;
+    if (eng_parse_type(inner, &et) < 0) {
+        berr(b, n, "unknown type '%s' in %s", inner, n->s);
+        return NULL;
+    }
+    bx *x = bind(b, n->args[0], mode);
+    if (!x)
+        return NULL;
+    if (x->t.kind == EX_NOTHING) {
+        bx_free(b->mem, x);
+        berr(b, n, "cannot CAST NULL to %s: an Array is never NULL", n->s);
+        return NULL;
+    }
+    if (!(x->t.kind == EX_STRING || (x->t.kind == EX_ARRAY && x->t.depth == 1)))
+        return cast_refused(b, n, x,
+                            "an Array comes from an Array or from its text, such as '[1,2]'");
+    bx *a[1] = {x};
+    return fold(b, bx_fn_new(b, F_CAST, ex_arr_of(et), a, 1));
+}
+
 static bx *bind(binder *b, const sql_node *n, bmode mode)
 {
     if (b->rc)
@@ -2886,35 +2918,8 @@ static bx *bind(binder *b, const sql_node *n, bmode mode)
     if (n->kind == SQL_CAST) {
         ex_type t;
         size_t tl = strlen(n->s);
-        if (tl > 7 && strncasecmp(n->s, "Array(", 6) == 0 && n->s[tl - 1] == ')') {
-            /* Array(T) of a scalar T, as CAST's target only */
-            char inner[128];
-            if (tl - 7 >= sizeof(inner) || strncasecmp(n->s + 6, "Array(", 6) == 0) {
-                berr(b, n, "CAST to %s is not supported: nested arrays are not", n->s);
-                return NULL;
-            }
-            memcpy(inner, n->s + 6, tl - 7);
-            inner[tl - 7] = 0;
-            ex_type et;
-            if (eng_parse_type(inner, &et) < 0) {
-                berr(b, n, "unknown type '%s' in %s", inner, n->s);
-                return NULL;
-            }
-            bx *x = bind(b, n->args[0], mode);
-            if (!x)
-                return NULL;
-            if (x->t.kind == EX_NOTHING) {
-                bx_free(b->mem, x);
-                berr(b, n, "cannot CAST NULL to %s: an Array is never NULL", n->s);
-                return NULL;
-            }
-            if (!(x->t.kind == EX_STRING || (x->t.kind == EX_ARRAY && x->t.depth == 1)))
-                return cast_refused(b, n, x,
-                                    "an Array comes from an Array or from its text, such as "
-                                    "'[1,2]'");
-            bx *a[1] = {x};
-            return fold(b, bx_fn_new(b, F_CAST, ex_arr_of(et), a, 1));
-        }
+        if (tl > 7 && strncasecmp(n->s, "Array(", 6) == 0 && n->s[tl - 1] == ')')
+            return bind_cast_array(b, n, mode);
         if (eng_parse_type(n->s, &t) < 0) {
             const char *s =
                 eng_suggest(n->s, type_names, (int)(sizeof(type_names) / sizeof(type_names[0])));

@@ -801,7 +801,7 @@ static int pq__data_page(pq__chunk *st, const pq__page_header *h, const uint8_t 
         int rc = pq__body(st, body, clen, (size_t)h->uncompressed_size, true, &data);
         if (rc < 0)
             return rc;
-        in_scratch = data != body && data == st->s->page_buf;
+        in_scratch = data == st->s->page_buf; /* decompressed, not the file's bytes */
         size_t ulen = (size_t)h->uncompressed_size, at = 0;
         if (d->max_rep) {
             /* a LIST leaf: repetition then definition levels, each RLE with its length */
