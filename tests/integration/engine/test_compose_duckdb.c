@@ -157,6 +157,16 @@ static void test_clickhouse_join_defaults(void **state)
     free(out);
 }
 
+/* Every line of want is in the EXPLAIN output out (which is printed when one is not). */
+static void explain_has(const char *out, const char *const *want, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (!strstr(out, want[i]))
+            fprintf(stderr, "EXPLAIN lacks '%s':\n%s", want[i], out);
+        assert_non_null(strstr(out, want[i]));
+    }
+}
+
 /* EXPLAIN: the stages from the output down, each join with its right side's
  * rows, the source's units after pruning, the threads. */
 static void test_explain_names_the_stages(void **state)
@@ -179,11 +189,7 @@ static void test_explain_names_the_stages(void **state)
                           "Left side (probed in parallel, 6 units)",
                           "facts.parquet'): 1 file; 6 units to read",
                           "Threads: max_threads = 2"};
-    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
-        if (!strstr(out, want[i]))
-            fprintf(stderr, "EXPLAIN lacks '%s':\n%s", want[i], out);
-        assert_non_null(strstr(out, want[i]));
-    }
+    explain_has(out, want, sizeof(want) / sizeof(want[0]));
     free(out);
     /* pruning: id < 10000 keeps the first of the 6 row groups */
     snprintf(sql, sizeof(sql),
@@ -224,11 +230,7 @@ static void test_explain_names_the_stages(void **state)
     const char *dense[] = {"Join (INNER JOIN, direct join on 1 key;",
                            "Right side: a subquery AS d (run first, into memory): 969 rows",
                            "indexed by its key, whose values span -399..399"};
-    for (size_t i = 0; i < sizeof(dense) / sizeof(dense[0]); i++) {
-        if (!strstr(out, dense[i]))
-            fprintf(stderr, "EXPLAIN lacks '%s':\n%s", dense[i], out);
-        assert_non_null(strstr(out, dense[i]));
-    }
+    explain_has(out, dense, sizeof(dense) / sizeof(dense[0]));
     free(out);
     /* through a LEFT JOIN, WHERE on the left's columns prunes the left */
     snprintf(sql, sizeof(sql),
