@@ -3165,7 +3165,8 @@ int eng_settings_apply(const sql_stmt *st, eng_settings *s, char *err, size_t er
                                   "max_memory_usage",
                                   "parallel_distributed_insert_select",
                                   "skip_unavailable_shards",
-                                  "join_use_nulls"};
+                                  "join_use_nulls",
+                                  "select_sequential_consistency"};
     enum { N_NAMES = sizeof(names) / sizeof(names[0]) };
     for (int i = 0; i < st->n_settings; i++) {
         const sql_setting *x = &st->settings[i];
@@ -3185,7 +3186,8 @@ int eng_settings_apply(const sql_stmt *st, eng_settings *s, char *err, size_t er
                           "max_download_buffer_size, "
                           "max_memory_usage, "
                           "parallel_distributed_insert_select, "
-                          "skip_unavailable_shards, join_use_nulls)",
+                          "skip_unavailable_shards, join_use_nulls, "
+                          "select_sequential_consistency)",
                      sg ? sg : "", sg ? "'?" : "");
             return -EINVAL;
         }
@@ -3193,7 +3195,7 @@ int eng_settings_apply(const sql_stmt *st, eng_settings *s, char *err, size_t er
         uint64_t u;
         if (v->kind == SQL_INT && !v->negated)
             u = v->u;
-        else if (v->kind == SQL_BOOL && k == 5)
+        else if (v->kind == SQL_BOOL && (k == 5 || k == 6 || k == 7))
             u = v->i != 0;
         else if (v->kind == SQL_STRING && v->s[0] >= '0' && v->s[0] <= '9')
             u = strtoull(v->s, NULL, 10);
@@ -3227,6 +3229,14 @@ int eng_settings_apply(const sql_stmt *st, eng_settings *s, char *err, size_t er
             s->skip_unavailable_shards = u == 1;
             break;
         case 6: s->join_use_nulls = u != 0; break;
+        case 7:
+            if (u > 1) {
+                snprintf(err, errlen, "line %d, column %d: select_sequential_consistency is 0 or 1",
+                         v->line, v->col);
+                return -EINVAL;
+            }
+            s->select_sequential_consistency = u == 1;
+            break;
         }
     }
     return 0;

@@ -96,6 +96,9 @@ typedef struct eng_settings {
     bool skip_unavailable_shards; /* servers down at the start are left out */
     bool join_use_nulls;          /* 0 (ClickHouse's default): a missing side's columns
                                 hold their type's default, not NULL */
+    /* 1: a table's log is listed before the query reads it, even where the
+     * process keeps a state listed a moment ago (tb_wh.reuse_ms) */
+    bool select_sequential_consistency;
 } eng_settings;
 
 typedef struct eng_plan {

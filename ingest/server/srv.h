@@ -68,6 +68,7 @@ typedef struct srv_conf {
     int64_t background_pool_size;
     bool background_merges;
     int64_t merge_interval_ms;
+    int64_t table_refresh_ms; /* a SELECT reuses a table's state listed this recently */
     int64_t merge_memory; /* bytes the background merges may hold; 0: none */
     char tls_cert[1024];
     char tls_key[1024];

@@ -516,6 +516,8 @@ int srv_dist_run_query(srv_query *q, const eng_ctx *ctx, const char *sql, size_t
     dist_report rep;
     memset(res, 0, sizeof(*res));
     int rc = dist_query_run(ctx, sql, len, &tr, NULL, res, &rep, err, errlen);
+    if (q->cache && q->cache->cat)
+        tb_cat_expire(q->cache->cat); /* an INSERT's servers committed, not this one */
     for (int i = 0; i < DIST_MAX_SERVERS; i++)
         for (int l = 0; l < DIST_MAX_LANES; l++)
             if (t->conn[i][l].c)

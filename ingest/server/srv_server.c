@@ -889,6 +889,7 @@ void srv_wh_for(srv *s, srv_cache *c, tb_wh *out)
     *out = s->wh;
     rc_client *rc = c ? c->rc : NULL;
     out->cat = c ? c->cat : NULL;
+    out->reuse_ms = s->conf.table_refresh_ms;
     if (s->conf.cache[0] && rc) {
         out->io.open = rs_rc_open_key;
         out->io.open_arg = rc;

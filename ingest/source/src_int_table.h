@@ -14,6 +14,16 @@
 #define RINGCACHE_SRC_INT_TABLE_H
 
 #include "eng_source.h"
+#include "warehouse.h"
+
+/* The warehouse a table's reader opens it with: env's, except that
+ * select_sequential_consistency = 1 has the log listed (no reuse). */
+static inline void src__wh_read(const eng_scan_env *env, tb_wh *w)
+{
+    *w = *env->wh;
+    if (env->set && env->set->select_sequential_consistency)
+        w->reuse_ms = 0;
+}
 
 int src__table_open(const eng_table_ref *t, const eng_scan_env *env, eng_source **out, char *err,
                     size_t errlen);

@@ -216,7 +216,9 @@ static int fill_table(const char *db, const char *name, void *arg)
     sys_rows *r = &s->rows;
     tb_table *t;
     char msg[ENG_MSG_MAX];
-    int rc = tb_wh_open(s->env.wh, db, name, false, &t, msg, sizeof(msg));
+    tb_wh rw;
+    src__wh_read(&s->env, &rw);
+    int rc = tb_wh_open(&rw, db, name, false, &t, msg, sizeof(msg));
     if (rc == -ENOENT)
         return 0; /* dropped meanwhile */
     if (rc < 0) {

@@ -973,7 +973,9 @@ int src__table_open(const eng_table_ref *ref, const eng_scan_env *env, eng_sourc
     const char *db = ref->db ? ref->db : env->database ? env->database : TB_WH_DEFAULT_DB;
     snprintf(s->db, sizeof(s->db), "%s", db);
     snprintf(s->name, sizeof(s->name), "%s", ref->name);
-    int rc = tb_wh_open(env->wh, db, ref->name, false, &s->t, err, errlen);
+    tb_wh rw;
+    src__wh_read(env, &rw);
+    int rc = tb_wh_open(&rw, db, ref->name, false, &s->t, err, errlen);
     if (rc == 0)
         rc = tb_table_snapshot(s->t, &s->snap, err, errlen);
     if (rc < 0)

@@ -4,9 +4,11 @@
  * (warehouse.h, tb_cat): the replayed state of each table's log at the
  * newest version seen, with the ETag of that version's object, and open
  * parts (their source, sizes and parsed footers). Log versions and parts are
- * immutable objects, so neither can go stale; a query still lists the log
- * from the kept version on (tb__table_open_known) to see what others
- * committed, and pins what it finds.
+ * immutable objects, so neither can go stale; a query lists the log from the
+ * kept version on (tb__table_open_known) to see what others committed, and
+ * pins what it finds -- or, when the warehouse allows it (tb_wh.reuse_ms), a
+ * reader takes a state that a List showed to be the newest a moment ago as
+ * it is.
  *
  * Both are chained hash tables under one mutex each. States are copied in
  * and out (a query gets a copy it owns: the lock is never held while S3 is
@@ -31,6 +33,7 @@ typedef struct cat_state {
     char *key; /* "bucket/root" */
     tb_snapshot s;
     char etag[S3_ETAG_MAX];
+    int64_t listed_ms; /* tb__mono_ms() of the List that showed s the newest; 0: none */
 } cat_state;
 
 struct tb_part_ref {
@@ -140,8 +143,9 @@ static cat_state *state_find_locked(tb_cat *c, const char *bucket, const char *r
 }
 
 int tb__cat_get(tb_cat *c, const char *bucket, const char *root, tb_snapshot **out,
-                char etag[S3_ETAG_MAX])
+                char etag[S3_ETAG_MAX], int64_t *listed_ms)
 {
+    *listed_ms = 0;
     *out = NULL;
     tb_snapshot *s = calloc(1, sizeof(*s));
     if (!s)
@@ -149,8 +153,10 @@ int tb__cat_get(tb_cat *c, const char *bucket, const char *root, tb_snapshot **o
     pthread_mutex_lock(&c->mu);
     cat_state *e = state_find_locked(c, bucket, root);
     int rc = e ? tb__snapshot_copy(s, &e->s) : -ENOENT;
-    if (e)
+    if (e) {
         snprintf(etag, S3_ETAG_MAX, "%s", e->etag);
+        *listed_ms = e->listed_ms;
+    }
     pthread_mutex_unlock(&c->mu);
     if (rc < 0) {
         free(s);
@@ -171,12 +177,16 @@ static bool newer(const cat_state *e, const tb_snapshot *s, const char *etag, bo
 }
 
 void tb__cat_publish(tb_cat *c, const char *bucket, const char *root, const tb_snapshot *s,
-                     const char *etag, bool force)
+                     const char *etag, int64_t listed_ms, bool force)
 {
     if (!s->schema.cols)
         return;
     pthread_mutex_lock(&c->mu);
-    bool want = newer(state_find_locked(c, bucket, root), s, etag, force);
+    cat_state *e = state_find_locked(c, bucket, root);
+    bool want = newer(e, s, etag, force);
+    if (!want && e->s.version == s->version && listed_ms > e->listed_ms &&
+        (!etag[0] || !e->etag[0] || strcmp(etag, e->etag) == 0))
+        e->listed_ms = listed_ms; /* the same state, seen the newest later */
     pthread_mutex_unlock(&c->mu);
     if (!want)
         return;
@@ -190,6 +200,7 @@ void tb__cat_publish(tb_cat *c, const char *bucket, const char *root, const tb_s
         return; /* only a saving is lost */
     }
     snprintf(n->etag, sizeof(n->etag), "%s", etag);
+    n->listed_ms = listed_ms;
     pthread_mutex_lock(&c->mu);
     cat_state **pp = &c->states[slot(bucket, root)];
     while (*pp && !key_is((*pp)->key, bucket, root))
@@ -225,6 +236,15 @@ void tb__cat_forget(tb_cat *c, const char *bucket, const char *root)
         free(old->key);
         free(old);
     }
+}
+
+void tb_cat_expire(tb_cat *c)
+{
+    pthread_mutex_lock(&c->mu);
+    for (size_t i = 0; i < CAT_BUCKETS; i++)
+        for (cat_state *e = c->states[i]; e; e = e->next)
+            e->listed_ms = 0;
+    pthread_mutex_unlock(&c->mu);
 }
 
 bool tb__cat_probed(tb_cat *c)

@@ -135,24 +135,31 @@ void tb__table_set_put_hook(tb_table *t, tb__put_hook_fn fn, void *arg);
 /* ---- the catalog of a long-lived process (warehouse.h, tb_cat.c) ----------- */
 
 typedef struct tb_cat tb_cat;
-/* A copy of the state kept for bucket/root (*out: destroy it) and its
- * version object's ETag ("" if unknown). 0, -ENOENT, -ENOMEM. */
+/* A copy of the state kept for bucket/root (*out: destroy it), its version
+ * object's ETag ("" if unknown) and when a List last showed it the newest
+ * (tb__mono_ms(); 0: unknown). 0, -ENOENT, -ENOMEM. */
 int tb__cat_get(tb_cat *c, const char *bucket, const char *root, tb_snapshot **out,
-                char etag[S3_ETAG_MAX]);
+                char etag[S3_ETAG_MAX], int64_t *listed_ms);
 /* Keeps a copy of s when it is newer than the kept state (or force: the log
- * was read from scratch, e.g. the table was made again). */
+ * was read from scratch, e.g. the table was made again); for the same
+ * version, keeps the later listed_ms. */
 void tb__cat_publish(tb_cat *c, const char *bucket, const char *root, const tb_snapshot *s,
-                     const char *etag, bool force);
+                     const char *etag, int64_t listed_ms, bool force);
 void tb__cat_forget(tb_cat *c, const char *bucket, const char *root);
 bool tb__cat_probed(tb_cat *c);
 void tb__cat_set_probed(tb_cat *c);
 
 /* tb_table_open from a state known (NULL: none) at some version, with that
- * version object's ETag: one List of the log from it (catch_up); probe_first
- * probes the store's conditional writes first; the table publishes its state
- * to cat (may be NULL) now and when destroyed. */
+ * version object's ETag: one List of the log from it (catch_up), or, with
+ * reuse, none (the state is taken as it is, listed_ms its age); probe_first
+ * probes the store's conditional writes first; the table publishes its
+ * state to cat (may be NULL) now and when destroyed. */
 int tb__table_open_known(tb_table **out, const tb_table_opts *o, const tb_snapshot *known,
-                         const char *etag, bool probe_first, tb_cat *cat, char *err, size_t errlen);
+                         const char *etag, int64_t listed_ms, bool reuse, bool probe_first,
+                         tb_cat *cat, char *err, size_t errlen);
+
+/* CLOCK_MONOTONIC in milliseconds. */
+int64_t tb__mono_ms(void);
 
 /* The table's part I/O (tb_table_set_io; open NULL: its own S3 client). */
 const tb_io *tb__table_io(const tb_table *t);

@@ -30,6 +30,8 @@ struct tb_table {
     tb_io io;
     tb_cat *cat;            /* shares the state with later opens (or NULL) */
     char etag[S3_ETAG_MAX]; /* of the state's version object, "" if unknown */
+    int64_t listed_ms;      /* tb__mono_ms() before the last List that found the
+                               state the newest (0: none); commits list first */
 };
 
 void tb_table_set_io(tb_table *t, const tb_io *io)
@@ -57,6 +59,13 @@ static int64_t now_ms(const tb_table_opts *o)
         return o->clock(o->clock_arg);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t tb__mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
@@ -134,7 +143,7 @@ void tb_table_destroy(tb_table **tp)
         return;
     tb_table *t = *tp;
     if (t->cat)
-        tb__cat_publish(t->cat, t->bucket, t->root, &t->state, t->etag, false);
+        tb__cat_publish(t->cat, t->bucket, t->root, &t->state, t->etag, t->listed_ms, false);
     tb__snapshot_deinit(&t->state);
     tb__s3_destroy(&t->s3);
     free(t->bucket);
@@ -177,6 +186,7 @@ typedef struct {
     bool have_ckpt;
     uint64_t ckpt;
     char first_etag[S3_ETAG_MAX], last_etag[S3_ETAG_MAX]; /* of versions[0], [n - 1] */
+    int64_t listed_ms; /* tb__mono_ms() before the List was sent */
     int rc;
 } log_list;
 
@@ -346,6 +356,7 @@ static int load(tb_table *t, char *err, size_t errlen)
     else
         after[0] = 0;
     log_list l = {.prefix = prefix, .plen = strlen(prefix)};
+    l.listed_ms = tb__mono_ms();
     rc = tb__s3_list(t->s3, prefix, after, list_log_cb, &l, &e);
     if (rc < 0 || l.rc < 0) {
         free(l.versions);
@@ -377,6 +388,8 @@ static int load(tb_table *t, char *err, size_t errlen)
     if (rc == 0 && !t->state.schema.cols)
         rc = errf_fail(err, errlen, -EBADMSG, "table s3://%s/%s has no version 0", t->bucket,
                        t->root);
+    if (rc == 0)
+        t->listed_ms = l.listed_ms;
     return rc;
 }
 
@@ -404,6 +417,7 @@ static int list_log(tb_table *t, char *prefix, size_t cap, const char *after, lo
     tkey(t, prefix, cap, "_log/");
     l->prefix = prefix;
     l->plen = strlen(prefix);
+    l->listed_ms = tb__mono_ms();
     s3_error e;
     int rc = tb__s3_list(t->s3, prefix, after, list_log_cb, l, &e);
     if (rc < 0 || l->rc < 0) {
@@ -441,11 +455,14 @@ static int catch_up(tb_table *t, const char *etag, bool *reloaded, char *err, si
     snprintf(t->etag, sizeof(t->etag), "%s", l.first_etag);
     rc = replay(t, &l, n + 1, NULL, err, errlen);
     free(l.versions);
+    if (rc == 0)
+        t->listed_ms = l.listed_ms;
     return rc;
 }
 
 int tb__table_open_known(tb_table **out, const tb_table_opts *o, const tb_snapshot *known,
-                         const char *etag, bool probe_first, tb_cat *cat, char *err, size_t errlen)
+                         const char *etag, int64_t listed_ms, bool reuse, bool probe_first,
+                         tb_cat *cat, char *err, size_t errlen)
 {
     *out = NULL;
     tb_table *t = NULL;
@@ -462,7 +479,13 @@ int tb__table_open_known(tb_table **out, const tb_table_opts *o, const tb_snapsh
             rc = errf_fail(err, errlen, -ENOMEM, "out of memory");
             goto fail;
         }
-        rc = catch_up(t, etag ? etag : "", &reloaded, err, errlen);
+        if (reuse) {
+            snprintf(t->etag, sizeof(t->etag), "%s", etag ? etag : "");
+            t->listed_ms = listed_ms;
+            rc = 0;
+        } else {
+            rc = catch_up(t, etag ? etag : "", &reloaded, err, errlen);
+        }
     } else {
         rc = load(t, err, errlen);
     }
@@ -470,7 +493,7 @@ int tb__table_open_known(tb_table **out, const tb_table_opts *o, const tb_snapsh
         goto fail;
     t->cat = cat;
     if (cat)
-        tb__cat_publish(cat, t->bucket, t->root, &t->state, t->etag, reloaded);
+        tb__cat_publish(cat, t->bucket, t->root, &t->state, t->etag, t->listed_ms, reloaded);
     *out = t;
     return 0;
 fail:
@@ -488,6 +511,8 @@ int tb_table_refresh(tb_table *t, char *err, size_t errlen)
         return rc;
     rc = replay(t, &l, t->state.version + 1, NULL, err, errlen);
     free(l.versions);
+    if (rc == 0)
+        t->listed_ms = l.listed_ms;
     return rc;
 }
 

@@ -95,11 +95,15 @@ int tb_wh_open(const tb_wh *w, const char *db, const char *table, bool writer, t
     if (w->cat) {
         tb_snapshot *known = NULL;
         char etag[S3_ETAG_MAX] = "";
-        if (tb__cat_get(w->cat, w->bucket, root, &known, etag) < 0)
+        int64_t listed = 0;
+        if (tb__cat_get(w->cat, w->bucket, root, &known, etag, &listed) < 0)
             known = NULL;
+        bool reuse = known && !writer && w->reuse_ms > 0 && listed > 0 &&
+                     tb__mono_ms() - listed < w->reuse_ms;
         bool probe = writer && !tb__cat_probed(w->cat);
         o.writer = false; /* probed here or before, once per process */
-        rc = tb__table_open_known(out, &o, known, etag, probe, w->cat, msg, sizeof(msg));
+        rc = tb__table_open_known(out, &o, known, etag, listed, reuse, probe, w->cat, msg,
+                                  sizeof(msg));
         tb_snapshot_destroy(&known);
         if (rc == 0 && probe)
             tb__cat_set_probed(w->cat);

@@ -24,12 +24,14 @@
 
 /* What a long-lived process keeps of its tables between queries: each
  * table's log replayed to the newest version seen (with that version
- * object's ETag), whether the store's conditional writes were checked, and
- * open parts (source, size, parsed footer), up to max_parts unused ones,
- * least recently used dropped first. Log versions and parts are immutable,
- * so nothing kept goes stale: opening a table kept here costs one List of
- * its log from the kept version on (a version of another process is read,
- * one GET each), a kept part costs nothing. Thread-safe. */
+ * object's ETag and when a List last showed it the newest), whether the
+ * store's conditional writes were checked, and open parts (source, size,
+ * parsed footer), up to max_parts unused ones, least recently used dropped
+ * first. Log versions and parts are immutable, so nothing kept goes stale:
+ * opening a table kept here costs one List of its log from the kept version
+ * on (a version of another process is read, one GET each) -- none for a
+ * reader within the warehouse's reuse_ms -- and a kept part costs nothing.
+ * Thread-safe. */
 typedef struct tb_cat tb_cat;
 #define TB_CAT_DEFAULT_PARTS 4096
 int tb_cat_create(tb_cat **out, size_t max_parts); /* 0: TB_CAT_DEFAULT_PARTS */
@@ -37,6 +39,10 @@ int tb_cat_create(tb_cat **out, size_t max_parts); /* 0: TB_CAT_DEFAULT_PARTS */
 void tb_cat_destroy(tb_cat **c);
 /* Open parts kept (held or not). */
 size_t tb_cat_parts(tb_cat *c);
+/* Forgets when each kept state was last seen the newest, so that the next
+ * open of every table lists its log: after commits this process caused but
+ * did not make itself (the servers of a distributed INSERT). */
+void tb_cat_expire(tb_cat *c);
 
 /* Opens part name of t as tb_part_open_via(open, arg) does (open NULL:
  * tb_part_open), or shares the one kept: *src and *r are borrowed from *ref
@@ -57,6 +63,11 @@ typedef struct tb_wh {
     char prefix[512]; /* without a trailing '/'; "" for the bucket's root */
     tb_io io;         /* part I/O every table opened here gets */
     tb_cat *cat;      /* borrowed, NULL: none (each open reads the log afresh) */
+    /* with cat: a reader's open (writer false) takes a kept state that a List
+     * showed to be the newest less than reuse_ms ago as it is, asking the
+     * store nothing (what other processes committed since shows within
+     * reuse_ms; this process's own commits at once). 0: every open lists. */
+    int64_t reuse_ms;
 } tb_wh;
 
 /* Parses "s3://bucket/prefix/" (the trailing '/' optional) with the S3

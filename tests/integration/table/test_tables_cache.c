@@ -8,13 +8,15 @@
  * only, never for a part object: the parts' blocks were placed on their ring
  * owners as they were written.
  *
- * Then two `ringcache server` processes on the same warehouse and nodes: a
- * server keeps each table's replayed log and its open parts between queries,
- * so a repeated query asks S3 for one List of the log, the first query after
- * an INSERT on the same server too, and the first after an INSERT by the
- * other server that List and a GET of the new version (a part's size and
- * version are in the log: opening it asks S3 nothing); every answer is
- * checked (snapshot: the other server's rows are seen by the next query).
+ * Then three `ringcache server` processes on the same warehouse and nodes,
+ * with --table-refresh-interval 60s, 300ms and 0: a server keeps each
+ * table's replayed log and its open parts between queries, so within its
+ * interval a repeated query asks S3 nothing, nor does the first query after
+ * an INSERT on the same server; select_sequential_consistency = 1 lists the
+ * log (and after an INSERT by another server GETs the new version: a part's
+ * size and version are in the log, opening it asks S3 nothing); past the
+ * interval a query lists again and sees other servers' rows; with 0 every
+ * query lists. Every answer is checked.
  */
 #include "client_test_util.h"
 
@@ -26,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <cmocka.h>
 
 static t_cluster tc;
@@ -150,9 +153,10 @@ static void test_first_scan_after_insert_reads_only_the_log(void **state)
 
 /* ---- long-lived servers --------------------------------------------------------- */
 
-static int srv_port[2];
+static int srv_port[3];
 
-static void start_server(int i)
+/* Server i with --table-refresh-interval refresh. */
+static void start_server(int i, const char *refresh)
 {
     char name[16], pf[1024];
     snprintf(name, sizeof(name), "server%d", i);
@@ -172,6 +176,8 @@ static void start_server(int i)
                           "--no-background-merges",
                           "--max-threads",
                           "2",
+                          "--table-refresh-interval",
+                          (char *)refresh,
                           NULL};
     char *const envx[] = {"AWS_ACCESS_KEY_ID=S3RVER", "AWS_SECRET_ACCESS_KEY=S3RVER",
                           "AWS_REGION=us-east-1", NULL};
@@ -220,51 +226,87 @@ static void insert_rows(int i, int from, int n)
     free(sql);
 }
 
-static void expect_rows(int i, long long n)
+static void expect_rows_with(int i, long long n, const char *settings)
 {
-    char want[128];
+    char want[128], sql[256];
     snprintf(want, sizeof(want), "%lld\t%lld\n", n, n * (n - 1) / 2);
-    assert_string_equal(srv_query(i, "SELECT count(), sum(k) FROM s"), want);
+    snprintf(sql, sizeof(sql), "SELECT count(), sum(k) FROM s%s", settings);
+    assert_string_equal(srv_query(i, sql), want);
 }
 
+static void expect_rows(int i, long long n)
+{
+    expect_rows_with(i, n, "");
+}
+
+static const char *const SEQ = " SETTINGS select_sequential_consistency = 1";
+
+/* Server 0 keeps what it knows of a table's log for a minute, server 1 for
+ * 300 ms, server 2 not at all (every query lists the log). */
 static void test_server_asks_s3_for_the_log_only(void **state)
 {
     (void)state;
-    start_server(0);
-    start_server(1);
+    start_server(0, "60s");
+    start_server(1, "300ms");
+    start_server(2, "0");
     srv_query(0, "CREATE TABLE s (k UInt64, v String) ENGINE = MergeTree ORDER BY k");
     insert_rows(0, 0, 1000);
     expect_rows(0, 1000); /* the first open of the table reads its log */
 
-    /* the same query again: nothing changed, one List of the log */
+    /* the same query again: nothing changed and the log was listed a moment
+     * ago: S3 is asked nothing */
     assert_int_equal(h_s3model_reset(tc.model), 0);
     expect_rows(0, 1000);
-    assert_int_equal(s3_requests("a repeated query"), 1);
+    assert_int_equal(s3_requests("a repeated query"), 0);
+    /* select_sequential_consistency = 1: one List of the log */
+    assert_int_equal(h_s3model_reset(tc.model), 0);
+    expect_rows_with(0, 1000, SEQ);
+    assert_int_equal(s3_requests("a repeated query, sequentially consistent"), 1);
 
-    /* after an INSERT on the same server: the List; the new part's blocks
-     * are on the nodes and its size in the log */
+    /* after an INSERT on the same server: nothing either; the new part's
+     * blocks are on the nodes and its size in the log */
     insert_rows(0, 1000, 1000);
     assert_int_equal(h_s3model_reset(tc.model), 0);
     expect_rows(0, 2000);
-    assert_int_equal(s3_requests("the first query after an INSERT here"), 1);
+    assert_int_equal(s3_requests("the first query after an INSERT here"), 0);
 
-    /* after an INSERT by the other server: the List and the new version (the
-     * new part's size and version are in it: no HEAD) */
-    insert_rows(1, 2000, 1000);
+    /* after an INSERT by another server: within server 0's interval its
+     * queries read the table as it last saw it; a sequentially consistent
+     * one lists the log and reads the new version (the new part's size and
+     * version are in it: no HEAD), and the queries after it see it too */
+    insert_rows(2, 2000, 1000);
     assert_int_equal(h_s3model_reset(tc.model), 0);
-    expect_rows(0, 3000);
-    int64_t n = s3_requests("the first query after an INSERT there");
+    expect_rows(0, 2000);
+    assert_int_equal(s3_requests("a query after an INSERT there, within the interval"), 0);
+    expect_rows_with(0, 3000, SEQ);
+    int64_t n = s3_requests("a sequentially consistent query after an INSERT there");
     assert_int_equal(h_s3model_count(tc.model, "GET", NULL), 2);
     assert_int_equal(n, 2);
     assert_int_equal(h_s3model_reset(tc.model), 0);
     expect_rows(0, 3000);
-    assert_int_equal(s3_requests("and again"), 1);
-    /* the other server sees its own rows, and a DROP there is seen here */
+    assert_int_equal(s3_requests("and again"), 0);
+
+    /* server 2 lists the log for every query */
+    expect_rows(2, 3000);
+    assert_int_equal(h_s3model_reset(tc.model), 0);
+    expect_rows(2, 3000);
+    assert_int_equal(s3_requests("a repeated query on a server that keeps nothing"), 1);
+
+    /* server 1: once its interval has passed, a query lists again and sees
+     * another server's rows */
     expect_rows(1, 3000);
-    srv_query(1, "DROP TABLE s");
+    insert_rows(2, 3000, 1000);
+    nanosleep(&(struct timespec){0, 400 * 1000000L}, NULL);
+    assert_int_equal(h_s3model_reset(tc.model), 0);
+    expect_rows(1, 4000);
+    assert_true(s3_requests("a query after the interval") >= 1);
+
+    /* a DROP on server 2 is seen by the others when they ask */
+    srv_query(2, "DROP TABLE s");
     char url[128];
     snprintf(url, sizeof(url), "http://127.0.0.1:%d/", srv_port[0]);
-    const char *sql = "SELECT count() FROM s";
+    char sql[256];
+    snprintf(sql, sizeof(sql), "SELECT count() FROM s%s", SEQ);
     h_http_req req = {.method = "POST", .url = url, .body = sql, .body_len = strlen(sql)};
     h_http_resp resp = {0};
     int st = h_http(&req, &resp);
