@@ -283,6 +283,7 @@ void rc_stats_get(rc_client *c, rc_stats *out)
     RC_LOAD(node_bytes);
     RC_LOAD(s3_bytes);
     RC_LOAD(scan_direct);
+    RC_LOAD(repeat_fills);
 #undef RC_LOAD
 }
 
@@ -505,6 +506,19 @@ static int rc_setup_cache(rc_client *c, char *err, size_t errlen)
     c->chunk = chunk < 1 ? 1 : chunk > RC_CHUNK_MAX ? RC_CHUNK_MAX : (int)chunk;
     c->partial_max = k->partial_read_max == UINT32_MAX ? c->bs / 4 : k->partial_read_max;
     c->cache_scans = k->cache_scans;
+    if (c->cache_scans) {
+        /* 16 small reads per page of the page cache: one is remembered
+         * about as long as a page read once stays */
+        uint64_t n = 4096;
+        while (n < 16 * (uint64_t)pages && n < (1u << 22))
+            n <<= 1;
+        c->seen = calloc(n, sizeof(*c->seen));
+        if (!c->seen) {
+            snprintf(err, errlen, "out of memory");
+            return -ENOMEM;
+        }
+        c->seen_mask = n - 1;
+    }
     c->inline_ok = k->small_reads_inline && !k->tls && c->cl;
     if (c->inline_ok) {
         /* a node silent for hedge_ms gives up a small read on the reader's
@@ -582,6 +596,7 @@ void rc_destroy(rc_client **cp)
     if (c->efd >= 0)
         close(c->efd);
     pc_destroy(&c->pc);
+    free((void *)c->seen);
     rc__arena_deinit(&c->arena);
     rc__meta_deinit(&c->meta);
     sc_pool_destroy(&c->pool);

@@ -271,6 +271,12 @@ struct rc_client {
     int chunk;
     uint32_t partial_max;
     bool cache_scans; /* rc_config.cache_scans */
+    /* with cache_scans: the small parts of blocks that scans read, a hash
+     * each in a direct-mapped table (a lost entry costs one more small read),
+     * atomics: any reader thread records and asks (rc__seen_again) */
+    _Atomic uint64_t *seen; /* hash << 16 | the query's epoch */
+    uint64_t seen_mask;
+    _Atomic uint32_t epoch; /* rc_query_begin */
     char tenant[BKEY_TENANT_MAX + 1];
     pc_cache *pc;
     rc_arena arena;
@@ -303,9 +309,9 @@ struct rc_client {
     atomic_size_t n_members;
     struct {
         atomic_uint_fast64_t preads, hits, misses, stalls, waits, readahead_fetches,
-            partial_fetches, node_blocks, failovers, fallbacks, head_fallbacks, stale, meta_hits,
-            bytes, inline_reads, hedges, hedge_wins, upstream_fallbacks, node_bytes, s3_bytes,
-            scan_direct;
+            partial_fetches, repeat_fills, node_blocks, failovers, fallbacks, head_fallbacks, stale,
+            meta_hits, bytes, inline_reads, hedges, hedge_wins, upstream_fallbacks, node_bytes,
+            s3_bytes, scan_direct;
         atomic_uint_fast64_t inline_hedges; /* given up on the reader's connection */
     } st;
 
@@ -346,5 +352,8 @@ void rc__io_wake(int fd, short what, void *arg);
 
 /* The page cache key of block b of o. */
 pc_key rc__key(const rc_client *c, const rc_obj *o, uint64_t b);
+/* Whether a scan of an earlier query read these len bytes at from of block k
+ * (c->seen), recording them when not. Any thread. */
+bool rc__seen_again(rc_client *c, const pc_key *k, uint64_t from, uint64_t len);
 
 #endif /* RINGCACHE_RC_INT_H */

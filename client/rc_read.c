@@ -42,6 +42,29 @@ pc_key rc__key(const rc_client *c, const rc_obj *o, uint64_t b)
     return (pc_key){k.hi, k.lo};
 }
 
+bool rc__seen_again(rc_client *c, const pc_key *k, uint64_t from, uint64_t len)
+{
+    if (!c->seen)
+        return false;
+    uint64_t h = k->hi ^ (k->lo * 0x9E3779B97F4A7C15ull);
+    h ^= (from << 32 | len) * 0xC2B2AE3D27D4EB4Full;
+    h ^= h >> 29;
+    uint64_t epoch = atomic_load_explicit(&c->epoch, memory_order_relaxed) & 0xffff;
+    uint64_t mine = (h << 16) | epoch;
+    _Atomic uint64_t *slot = &c->seen[h & c->seen_mask];
+    uint64_t was = atomic_load_explicit(slot, memory_order_relaxed);
+    if (was && (was >> 16) == (h & (UINT64_MAX >> 16)) && (was & 0xffff) != epoch)
+        return true; /* an earlier query's */
+    if (was != mine)
+        atomic_store_explicit(slot, mine, memory_order_relaxed);
+    return false;
+}
+
+void rc_query_begin(rc_client *c)
+{
+    atomic_fetch_add_explicit(&c->epoch, 1, memory_order_relaxed);
+}
+
 /* ---- streams and read-ahead -------------------------------------------------------------- */
 
 /* The stream this read continues, or a new one in place of the least
@@ -217,6 +240,8 @@ typedef struct rc_plan {
     int n;
     uint64_t deferred[RC_CHUNK_MAX];
     int nd;
+    uint64_t fill_after[2]; /* blocks whose pages to fill once the chunk is read */
+    int n_fill;
 } rc_plan;
 
 /* Plans block b in pass 0 or 1: copies a hit, defers a block being filled
@@ -238,8 +263,17 @@ static bool rc_plan_block(rc_plan *p, uint64_t b, int pass)
      * whole blocks, read once too, land straight in buf: no page to fill and
      * copy out (one copy of every byte less) */
     bool scan_direct = p->scan && !c->cache_scans; /* else the scan fills pages */
+    /* a small part of a block fetches only its bytes. When a scan that keeps
+     * what it reads (cache_scans) read the same bytes of this block before,
+     * they are wanted again and again (the same query run again, a granule
+     * every query needs): the whole page is filled too, behind this read as
+     * read-ahead is, so that this read does not wait for it. (Other bytes of
+     * the block do not count: the granules of one scattered query are read
+     * once each, and filling whole pages for them would cost it the link.) */
     bool partial = pass == 0 && to - from < blen &&
                    (scan_direct || (!p->seq && c->partial_max && to - from <= c->partial_max));
+    bool fill_after =
+        partial && !scan_direct && p->scan && rc__seen_again(c, &key, from, to - from);
     bool direct = pass == 0 && (partial || scan_direct);
     int r = PC_UNCACHED;
     pc_page *pg = NULL;
@@ -300,6 +334,10 @@ static bool rc_plan_block(rc_plan *p, uint64_t b, int pass)
         it->dst = p->buf + dst_off;
         it->in_off = (uint32_t)from;
         it->in_len = (uint32_t)(to - from);
+    }
+    if (fill_after && p->n_fill < 2) {
+        p->fill_after[p->n_fill++] = b;
+        RC_COUNT(c, repeat_fills, 1);
     }
     return true;
 }
@@ -392,7 +430,7 @@ static void rc_plan_send(rc_plan *p, int first)
  * (the handle's error sentence set). */
 static int rc_read_chunk(rc_plan *p, uint64_t b0, uint64_t b1)
 {
-    p->n = p->nd = 0;
+    p->n = p->nd = p->n_fill = 0;
     p->batch.code = 0;
     p->batch.msg[0] = '\0';
     atomic_init(&p->batch.pending, 0);
@@ -410,6 +448,8 @@ static int rc_read_chunk(rc_plan *p, uint64_t b0, uint64_t b1)
     }
     pthread_cond_destroy(&p->batch.cond);
     int rc = p->batch.code;
+    for (int i = 0; i < p->n_fill && rc == 0; i++)
+        rc_readahead(p->h->c, p->h->obj, p->fill_after[i], p->fill_after[i]);
     if (rc < 0) {
         pthread_mutex_lock(&p->h->lock);
         snprintf(p->h->err, sizeof(p->h->err), "%s", p->batch.msg);

@@ -227,9 +227,12 @@ typedef struct cache_summary {
     uint64_t last_direct;
 } cache_summary;
 
+/* After each statement: the line, and the next statement is another query
+ * to the cache client (rc_query_begin). */
 static void cache_summary_line(void *arg, FILE *f)
 {
     cache_summary *cs = arg;
+    rc_query_begin(cs->a->rc);
     rc_stats st;
     rc_stats_get(cs->a->rc, &st);
     uint64_t direct = atomic_load(&cs->a->direct_bytes);

@@ -255,6 +255,8 @@ int srv_run_engine_input(srv_query *q, const char *sql, size_t len, eng_input_fn
     ctx.live = &q->live;
     ctx.fetch_shelf = s->shelf;
     q->s3io = (srv_s3io){q->cache->rc, &s->s3};
+    if (q->cache->rc)
+        rc_query_begin(q->cache->rc);
     ctx.list_s3 = srv_s3_list;
     ctx.open_s3 = srv_s3_open;
     ctx.s3_impl = &q->s3io;

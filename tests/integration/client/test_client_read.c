@@ -269,6 +269,86 @@ static void test_scan_reads(void **state)
     free(data);
 }
 
+/* One query's reads of test_scan_repeats_kept: 4000 bytes at 1000 into each
+ * of blocks 0..2, checked. */
+static void one_round(rc_handle *h, const unsigned char *data, uint64_t bs)
+{
+    unsigned char buf[4000];
+    for (uint64_t k = 0; k < 3; k++) {
+        assert_int_equal(rc_pread_flags(h, buf, sizeof(buf), k * bs + 1000, RC_READ_SCAN),
+                         (int64_t)sizeof(buf));
+        assert_memory_equal(buf, data + k * bs + 1000, sizeof(buf));
+    }
+}
+
+/* With cache_scans (a long-lived server): a scan's small part of a block is
+ * fetched alone, also when the same query reads it again; when a later query
+ * (rc_query_begin) reads the same bytes, the block's whole page is filled
+ * behind the read, and once filled the page answers. Other bytes of a block
+ * read once per query do not count. The bytes are right every time. */
+static void test_scan_repeats_kept(void **state)
+{
+    (void)state;
+    size_t size = t_size_mib(8, 8);
+    unsigned char *data = t_alloc_data(size, 13);
+    t_put_direct(&tc, "read/repeat.bin", data, size, NULL);
+    rc_config cfg;
+    t_rc_config(&tc, &cfg);
+    cfg.cache_scans = true;
+    char err[RC_ERR_MAX];
+    rc_client *c;
+    assert_int_equal(rc_create(&c, &cfg, err, sizeof(err)), 0);
+    rc_handle *h;
+    assert_int_equal(rc_open(c, H_S3_DEFAULT_BUCKET, "read/repeat.bin", &h, err, sizeof(err)), 0);
+    uint64_t bs = rc_block_size(c);
+    unsigned char buf[4000];
+    rc_stats a, b;
+    rc_query_begin(c);
+    rc_stats_get(c, &a);
+    one_round(h, data, bs);
+    one_round(h, data, bs); /* the same query again: no reason to keep the blocks */
+    rc_stats_get(c, &b);
+    assert_int_equal(b.partial_fetches - a.partial_fetches, 6);
+    assert_int_equal(b.repeat_fills - a.repeat_fills, 0);
+    /* the next query reads the same bytes: fetched alone once more, and each
+     * block's page filled behind */
+    rc_query_begin(c);
+    one_round(h, data, bs);
+    rc_stats_get(c, &a);
+    assert_int_equal(a.partial_fetches - b.partial_fetches, 3);
+    assert_int_equal(a.repeat_fills - b.repeat_fills, 3);
+    /* once those fills are done (a page being filled is no reason to wait:
+     * such a read fetches its part alone), the pages answer: no more fetches
+     * of parts, none filled again */
+    int rounds = 0;
+    for (; rounds < 300; rounds++) {
+        rc_stats_get(c, &a);
+        rc_query_begin(c);
+        one_round(h, data, bs);
+        rc_stats_get(c, &b);
+        if (b.partial_fetches == a.partial_fetches)
+            break;
+        usleep(10000);
+    }
+    assert_true(rounds < 300);
+    assert_int_equal(b.repeat_fills - a.repeat_fills, 0);
+    assert_true(b.hits - a.hits >= 3);
+    /* block 3 read at other bytes by each query: never kept */
+    for (int q = 0; q < 3; q++) {
+        rc_query_begin(c);
+        uint64_t off = 3 * bs + 1000 + (uint64_t)q * 8000;
+        assert_int_equal(rc_pread_flags(h, buf, sizeof(buf), off, RC_READ_SCAN),
+                         (int64_t)sizeof(buf));
+        assert_memory_equal(buf, data + off, sizeof(buf));
+    }
+    rc_stats_get(c, &a);
+    assert_int_equal(a.partial_fetches - b.partial_fetches, 3);
+    assert_int_equal(a.repeat_fills - b.repeat_fills, 0);
+    rc_close(&h);
+    rc_destroy(&c);
+    free(data);
+}
+
 /* Small scattered reads go out on the reader's own connections by default
  * (every one counted in inline_reads), and through the I/O thread with
  * small_reads_inline off; the bytes are right both ways. */
@@ -342,7 +422,7 @@ int main(void)
         cmocka_unit_test(test_whole_and_ranges),   cmocka_unit_test(test_put_read_your_writes),
         cmocka_unit_test(test_missing_key),        cmocka_unit_test(test_prefault),
         cmocka_unit_test(test_connection_pool),    cmocka_unit_test(test_scan_reads),
-        cmocka_unit_test(test_small_reads_inline),
+        cmocka_unit_test(test_small_reads_inline), cmocka_unit_test(test_scan_repeats_kept),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
