@@ -240,8 +240,6 @@ typedef struct rc_plan {
     int n;
     uint64_t deferred[RC_CHUNK_MAX];
     int nd;
-    uint64_t fill_after[2]; /* blocks whose pages to fill once the chunk is read */
-    int n_fill;
 } rc_plan;
 
 /* Plans block b in pass 0 or 1: copies a hit, defers a block being filled
@@ -264,16 +262,17 @@ static bool rc_plan_block(rc_plan *p, uint64_t b, int pass)
      * copy out (one copy of every byte less) */
     bool scan_direct = p->scan && !c->cache_scans; /* else the scan fills pages */
     /* a small part of a block fetches only its bytes. When a scan that keeps
-     * what it reads (cache_scans) read the same bytes of this block before,
-     * they are wanted again and again (the same query run again, a granule
-     * every query needs): the whole page is filled too, behind this read as
-     * read-ahead is, so that this read does not wait for it. (Other bytes of
-     * the block do not count: the granules of one scattered query are read
-     * once each, and filling whole pages for them would cost it the link.) */
+     * what it reads (cache_scans) read the same bytes of this block in an
+     * earlier query, they are wanted again and again (the same query run
+     * again, a granule every query needs): the read fills the block's page.
+     * (A repeat within one query does not count: a scattered query's
+     * granules may share a compressed block that it reads once per granule,
+     * and filling whole pages for them would cost it the link.) */
     bool partial = pass == 0 && to - from < blen &&
                    (scan_direct || (!p->seq && c->partial_max && to - from <= c->partial_max));
-    bool fill_after =
-        partial && !scan_direct && p->scan && rc__seen_again(c, &key, from, to - from);
+    bool repeat = partial && !scan_direct && p->scan && rc__seen_again(c, &key, from, to - from);
+    if (repeat)
+        partial = false;
     bool direct = pass == 0 && (partial || scan_direct);
     int r = PC_UNCACHED;
     pc_page *pg = NULL;
@@ -322,6 +321,8 @@ static bool rc_plan_block(rc_plan *p, uint64_t b, int pass)
     it->obj = o;
     it->block = b;
     if (r == PC_FILL) {
+        if (repeat)
+            RC_COUNT(c, repeat_fills, 1);
         it->kind = RC_ITEM_PAGE;
         it->page = pg;
         it->dst = pc_page_data(pg);
@@ -334,10 +335,6 @@ static bool rc_plan_block(rc_plan *p, uint64_t b, int pass)
         it->dst = p->buf + dst_off;
         it->in_off = (uint32_t)from;
         it->in_len = (uint32_t)(to - from);
-    }
-    if (fill_after && p->n_fill < 2) {
-        p->fill_after[p->n_fill++] = b;
-        RC_COUNT(c, repeat_fills, 1);
     }
     return true;
 }
@@ -430,7 +427,7 @@ static void rc_plan_send(rc_plan *p, int first)
  * (the handle's error sentence set). */
 static int rc_read_chunk(rc_plan *p, uint64_t b0, uint64_t b1)
 {
-    p->n = p->nd = p->n_fill = 0;
+    p->n = p->nd = 0;
     p->batch.code = 0;
     p->batch.msg[0] = '\0';
     atomic_init(&p->batch.pending, 0);
@@ -448,8 +445,6 @@ static int rc_read_chunk(rc_plan *p, uint64_t b0, uint64_t b1)
     }
     pthread_cond_destroy(&p->batch.cond);
     int rc = p->batch.code;
-    for (int i = 0; i < p->n_fill && rc == 0; i++)
-        rc_readahead(p->h->c, p->h->obj, p->fill_after[i], p->fill_after[i]);
     if (rc < 0) {
         pthread_mutex_lock(&p->h->lock);
         snprintf(p->h->err, sizeof(p->h->err), "%s", p->batch.msg);

@@ -327,18 +327,18 @@ typedef struct rc_stats {
     uint64_t s3_bytes;           /* bytes of block reads from S3 directly (fallbacks) */
     uint64_t scan_direct;        /* whole blocks of RC_READ_SCAN reads fetched straight
                                    into the caller's buffer (no page) */
-    uint64_t repeat_fills;       /* blocks kept whole because another query read the
-                                   same small part of them again (cache_scans) */
+    uint64_t repeat_fills;       /* pages filled because a later query read the same
+                                   small part of the block again (cache_scans) */
 } rc_stats;
 
 void rc_stats_get(rc_client *c, rc_stats *out);
 
 /* Tells the client that a new query (or statement) starts. With
- * cache_scans, the small part of a block that a scan reads is fetched alone
- * the first time; when a later query reads the same bytes again, the whole
- * block is kept in the page cache too (a repeat within one query is no
- * reason: one query's granules may share a block without being wanted
- * again). Without these calls no small part has its block kept.
+ * cache_scans, the small part of a block that a scan reads is fetched alone;
+ * when a later query reads the same bytes again, that read fills the whole
+ * block's page instead, and the page answers from then on (a repeat within
+ * one query is no reason: one query's granules may share a block without
+ * being wanted again). Without these calls no small part has its block kept.
  * Thread-safe. */
 void rc_query_begin(rc_client *c);
 

@@ -311,8 +311,12 @@ int main(int argc, char **argv)
         if (tb_cat_create(&cat, 0) < 0)
             die("out of memory");
         whc.cat = cat;
+        /* each a query of its own to the cache client, as the server says */
+        rc_query_begin(rc);
         tsf[r] = run(&cached, seed, 2, NULL, NULL);
+        rc_query_begin(rc);
         ts[r] = run(&cached, seed, 2, NULL, NULL);
+        rc_query_begin(rc);
         tp[r] = run(&cached, point, 2, &pres, NULL);
         whc.cat = NULL;
         tb_cat_destroy(&cat);
