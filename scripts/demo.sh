@@ -158,7 +158,10 @@ echo "against the $rows generated, the table against the files it was loaded fro
 echo "Cold = each 1 MiB block fetched from S3 once, by its owner node; warm = served by the"
 echo "cache nodes' RAM/SSD; hot = the server's own page cache. Every query lists the files in"
 echo "S3 (the LISTs: a glob is expanded at query time)."
-if ((table_gets <= 3)); then
+if ((table_gets == 0)); then
+  echo "The scan of the table cost S3 no GET: the server made the INSERT's commit itself, so it"
+  echo "knew the table's log, and the parts came from the cache nodes, written there by the INSERT."
+elif ((table_gets <= 3)); then
   echo "The scan of the table cost S3 $table_gets GETs (its commit log's): the parts came from the"
   echo "cache nodes, written there by the INSERT."
 else
