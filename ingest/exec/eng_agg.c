@@ -16,7 +16,9 @@
  *
  * Layout (one table per worker):
  *
- *   slots[mask + 1]  uint64: (hash >> 32) << 32 | (gid + 1); 0 empty
+ *   slots[mask + 1]  uint64: (hash >> 32) << 32 | (gid + 1); 0 empty; a
+ *                    key's home slot is the low bits of the hash's top 32
+ *                    (those stored); partitions take its topmost bits
  *   rec[cap]         per group, 16 bytes:
  *                    +----------------------+--------------+--------+
  *                    | key[0..8)            | key[8..12)   | len u32|
@@ -25,8 +27,12 @@
  *                    padded), else the first word is its offset in kbuf
  *
  * so a hit touches the slot and one record: two cache lines, and keys of up
- * to 12 bytes (a name, an integer) compare as two words. Hashes are not
- * kept: growing the index and merging tables rehash the keys. Rows are
+ * to 12 bytes (a name, an integer) compare as two words. The slot keeps the
+ * hash's top 32 bits, and they are all a lookup needs: growing the index
+ * moves the slots by their own words, without reading a key (a merge walks the
+ * source's groups in order and hashes their keys: in the slots' order each
+ * would miss the cache on the source's side). With 2^b slots the probe's 32-bit check has 32 - b
+ * bits the home did not already match (14 at 256k slots). Rows are
  * looked up a chunk at a time: keys serialized and hashed first, then probed
  * with the slot of a row a few ahead prefetched (and its record a little
  * later), so the cache misses of consecutive rows overlap instead of queuing.
@@ -380,17 +386,30 @@ static uint64_t rec_hash(const agg_tab *t, const grec *r)
     return XXH3_64bits(key_of(t, r), r->len);
 }
 
+/* The home slot of hash (or slot word) h: the low bits of its top 32, so
+ * that a partition (agg_part_of: the topmost bits) spreads over all of a
+ * table's slots. */
+static inline uint32_t slot_home(const agg_tab *t, uint64_t h)
+{
+    return (uint32_t)(h >> 32) & t->mask;
+}
+
+/* Moves the index to nm + 1 slots (a power of two) by the slots' own words:
+ * no key is read, and a slot's entry moves to its home or that plus the old
+ * size, two runs in order. */
 static int rehash_to(agg_tab *t, uint32_t nm)
 {
     uint64_t *ns = em_calloc(t->mem, (size_t)(nm + 1) * sizeof(uint64_t));
     if (!ns)
         return -ENOMEM;
-    for (uint32_t g = 0; g < t->n; g++) {
-        uint64_t h = rec_hash(t, &t->rec[g]);
-        uint32_t i = (uint32_t)h & nm;
+    for (uint64_t k = 0; k <= t->mask; k++) {
+        uint64_t e = t->slots[k];
+        if (!e)
+            continue;
+        uint32_t i = (uint32_t)(e >> 32) & nm;
         while (ns[i])
             i = (i + 1) & nm;
-        ns[i] = (h & 0xffffffff00000000ull) | (uint64_t)(g + 1);
+        ns[i] = e;
     }
     em_free(t->mem, t->slots);
     t->slots = ns;
@@ -453,7 +472,7 @@ static void group_init(agg_tab *t, uint32_t g)
  * touches one cache line. */
 static int64_t lookup_p(agg_tab *t, const uint8_t *k, uint32_t kl, uint64_t h)
 {
-    uint32_t s = (uint32_t)h & t->mask;
+    uint32_t s = slot_home(t, h);
     uint64_t hi = h & 0xffffffff00000000ull;
     uint64_t w0 = 0;
     uint32_t w1 = 0;
@@ -619,9 +638,9 @@ static int probe_keys(agg_tab *t, uint32_t m, uint32_t *out)
     const uint64_t *hs = t->hs;
     for (uint32_t j = 0; j < m; j++) {
         if (j + AGG_PF_SLOT < m)
-            __builtin_prefetch(&t->slots[(uint32_t)hs[j + AGG_PF_SLOT] & t->mask]);
+            __builtin_prefetch(&t->slots[slot_home(t, hs[j + AGG_PF_SLOT])]);
         if (j + AGG_PF_REC < m) {
-            uint64_t h = hs[j + AGG_PF_REC], e = t->slots[(uint32_t)h & t->mask];
+            uint64_t h = hs[j + AGG_PF_REC], e = t->slots[slot_home(t, h)];
             if (e && ((e ^ h) >> 32) == 0)
                 __builtin_prefetch(&t->rec[(uint32_t)e - 1]);
         }
@@ -2386,9 +2405,9 @@ int agg_tab_merge_part(agg_tab *dst, agg_tab *src, uint32_t part, uint32_t npart
         }
         for (uint32_t j = 0; j < m; j++) {
             if (j + AGG_PF_SLOT < m)
-                __builtin_prefetch(&dst->slots[(uint32_t)hs[j + AGG_PF_SLOT] & dst->mask]);
+                __builtin_prefetch(&dst->slots[slot_home(dst, hs[j + AGG_PF_SLOT])]);
             if (j + AGG_PF_REC < m) {
-                uint64_t h = hs[j + AGG_PF_REC], e = dst->slots[(uint32_t)h & dst->mask];
+                uint64_t h = hs[j + AGG_PF_REC], e = dst->slots[slot_home(dst, h)];
                 if (e && ((e ^ h) >> 32) == 0)
                     __builtin_prefetch(&dst->rec[(uint32_t)e - 1]);
             }

@@ -319,6 +319,54 @@ int eng__stream_rows(equery *q, const rtab *t, char *err, size_t errlen)
 
 /* HAVING and the SELECT list (with the ORDER BY keys) evaluated over the
  * groups of *tp, appended to final; *tp is destroyed. */
+/* Past this many groups for each row ORDER BY ... LIMIT keeps, the groups
+ * are ranked before their output columns are made (top_groups). */
+#define TOP_GROUPS_FACTOR 4
+
+/* ORDER BY ... LIMIT n over many groups: ranks the groups by the ORDER BY's
+ * values alone and cuts *sel (NULL: all *m groups) to the first offset + n of
+ * them, in order, so the output columns are made for those rows only and not
+ * for every group (a million groups and LIMIT 10 copy ten keys, not a
+ * million). The ranking is the final one's (eng__order_and_cut sorts the
+ * rows kept again, ties in the same order), so the answer is the same. */
+static int top_groups(equery *q, ex_ectx *ec, const ex_vec *post, uint32_t **sel, uint32_t *m)
+{
+    const eng_plan *p = &q->plan;
+    if (!p->has_limit || p->n_order == 0 || p->n_limit_by > 0)
+        return 0;
+    uint64_t want = (uint64_t)p->offset + (uint64_t)p->limit;
+    if (p->limit < 0 || p->offset < 0 || want > *m / TOP_GROUPS_FACTOR)
+        return 0;
+    /* the ORDER BY's values, as eng__order_and_cut reads them: columns
+     * n_outs onwards of a table (those before it are not touched) */
+    ex_vec *ov = calloc((size_t)p->n_outs + (size_t)p->n_order + 1, sizeof(ex_vec));
+    int rc = ov ? 0 : -ENOMEM, done = 0;
+    for (; rc == 0 && done < p->n_order; done++)
+        rc = bx_eval(ec, p->order[done].e, post, *sel, *m, &ov[p->n_outs + done]);
+    uint32_t *idx = NULL;
+    int64_t k = 0;
+    if (rc == 0) {
+        rtab view = {.nc = p->n_outs + p->n_order, .c = ov, .n = *m};
+        ord_ctx o = {&view, p, p->n_outs};
+        k = top_n(&o, *m, want, &idx);
+        if (k < 0)
+            rc = -ENOMEM;
+    }
+    if (rc == 0) {
+        for (int64_t r = 0; r < k; r++)
+            idx[r] = *sel ? (*sel)[idx[r]] : idx[r];
+        free(*sel);
+        *sel = idx;
+        *m = (uint32_t)k;
+        idx = NULL;
+    }
+    free(idx);
+    for (int j = 0; j < done; j++)
+        ex_vec_clear(&q->mem, &ov[p->n_outs + j]);
+    free(ov);
+    return rc;
+}
+
 static int emit_groups(equery *q, agg_tab **tp, rtab *final, char *err, size_t errlen)
 {
     ex_ectx ec = {&q->mem, err, errlen};
@@ -348,6 +396,8 @@ static int emit_groups(equery *q, agg_tab **tp, rtab *final, char *err, size_t e
             ex_vec_clear(&q->mem, &hb);
         }
     }
+    if (rc == 0)
+        rc = top_groups(q, &ec, post, &sel, &m);
     ex_vec *vals = calloc((size_t)nrc + 1, sizeof(ex_vec));
     int done = 0;
     if (!vals)

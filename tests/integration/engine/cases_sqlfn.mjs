@@ -50,6 +50,14 @@ export function sqlfnCases(P, Q, D) {
       `SELECT count(*), sum(c), sum(s), sum(u), max(t) FROM (SELECT Id % 150000 AS k, count(*) AS c, sum(Score) AS s, count(DISTINCT OwnerUserId) AS u, max(Title) AS t FROM ${Q} GROUP BY k HAVING count(*) > 1)`],
     ['group_many_order', `SELECT Id % 150000 AS k, count(), sum(Score), min(OwnerDisplayName) FROM ${P} GROUP BY k ORDER BY k DESC LIMIT 5`,
       `SELECT Id % 150000 AS k, count(*), sum(Score), min(OwnerDisplayName) FROM ${Q} GROUP BY k ORDER BY k DESC LIMIT 5`],
+    // ORDER BY ... LIMIT over many groups: the groups are ranked before their output columns are
+    // made; OFFSET, HAVING, an ORDER BY expression that is not an output and ties broken by a key
+    ['group_top_offset', `SELECT Id % 150000 AS k, count() AS c, min(OwnerDisplayName) FROM ${P} GROUP BY k ORDER BY c DESC, k LIMIT 3, 7`,
+      `SELECT Id % 150000 AS k, count(*) AS c, min(OwnerDisplayName) FROM ${Q} GROUP BY k ORDER BY c DESC, k LIMIT 7 OFFSET 3`],
+    ['group_top_having_3t', `SELECT Id % 150000 AS k, sum(Score) AS s FROM ${P} GROUP BY k HAVING count() > 1 ORDER BY s % 1000 DESC, k LIMIT 6 SETTINGS max_threads = 3`,
+      `SELECT Id % 150000 AS k, sum(Score) AS s FROM ${Q} GROUP BY k HAVING count(*) > 1 ORDER BY s % 1000 DESC, k LIMIT 6`],
+    ['group_top_ties_1t', `SELECT OwnerDisplayName, count() AS c FROM ${P} GROUP BY OwnerDisplayName ORDER BY c, OwnerDisplayName DESC LIMIT 8 SETTINGS max_threads = 1`,
+      `SELECT OwnerDisplayName, count(*) AS c FROM ${Q} GROUP BY OwnerDisplayName ORDER BY c, OwnerDisplayName DESC LIMIT 8`],
     ['count_distinct_glob', `SELECT count(DISTINCT OwnerUserId), count(DISTINCT Title), sumDistinct(Score) FROM ${G}`,
       `SELECT count(DISTINCT OwnerUserId), count(DISTINCT Title), sum(DISTINCT Score) FROM ${GQ}`],
     // sets of more than 65536 values in all: at 2 threads the workers' sets merge by threads
