@@ -166,6 +166,10 @@ typedef struct eng_result {
     uint64_t bytes_read;    /* their uncompressed bytes */
     uint64_t files, row_groups, row_groups_pruned;
     int64_t peak_memory; /* tracked bytes */
+    /* GROUP BY: groups its tables were sized for at the start from the last
+     * run of the same statement (ClickHouse's
+     * AggregationPreallocatedElementsInHashTables) */
+    uint64_t agg_preallocated;
     double elapsed_s;
     int code;        /* a failure's ClickHouse error code (eng_error.h), else 0 */
     bool has_output; /* the statement had a result (its sink was opened) */

@@ -119,6 +119,7 @@ struct agg_tab {
     eng_mem *mem;
     const eng_plan *p;
     uint32_t n, cap;  /* groups */
+    uint32_t want;    /* agg_tab_reserve's groups: the arrays' first size */
     uint32_t charged; /* groups the per-group arrays are charged for (em_use) */
     uint64_t *slots;  /* (hash >> 32) << 32 | (gid + 1); 0 empty */
     uint32_t mask;
@@ -299,6 +300,8 @@ static int room_for_group(agg_tab *t)
 {
     if (t->n == t->cap) {
         uint32_t cap = t->cap ? t->cap * 2 : 256;
+        if (cap < t->want)
+            cap = t->want; /* grown once to the size foretold (mapped: untouched is free) */
         eng_mem *m = t->mem;
 #define GROW(ptr, sz)                                                                              \
     do {                                                                                           \
@@ -429,7 +432,10 @@ int agg_tab_reserve(agg_tab *t, uint32_t groups)
         size *= 2;
     if (size > (1ull << 32))
         return -ENOMEM;
-    return size == (uint64_t)t->mask + 1 ? 0 : rehash_to(t, (uint32_t)(size - 1));
+    int rc = size == (uint64_t)t->mask + 1 ? 0 : rehash_to(t, (uint32_t)(size - 1));
+    if (rc == 0 && groups > t->want)
+        t->want = groups;
+    return rc;
 }
 
 /* Empty states for new group g. */

@@ -17,8 +17,10 @@ typedef struct agg_tab agg_tab;
 int agg_tab_create(agg_tab **out, eng_mem *m, const eng_plan *p);
 void agg_tab_destroy(agg_tab **t);
 uint32_t agg_tab_groups(const agg_tab *t);
-/* Sizes t's slots for `groups` groups (a merge that knows how many are
- * coming grows them once instead of doubling its way there). 0 or -ENOMEM. */
+/* Sizes t's slots for `groups` groups, and its per-group arrays' first
+ * growth (a merge that knows how many are coming, or a query whose last run
+ * said how many, grows them once instead of doubling its way there; the
+ * arrays are charged as groups come). 0 or -ENOMEM. */
 int agg_tab_reserve(agg_tab *t, uint32_t groups);
 /* Folds n rows (selected by sel) of the scan vectors into the table.
  * 0 or -errno (ec->err filled). */

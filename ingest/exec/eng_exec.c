@@ -501,6 +501,10 @@ int eng__run_select(equery *q, const sql_stmt *st, eng_format fmt, char *err, si
     if (rc < 0)
         return rc;
     q->stream = !p->aggregate && p->n_order == 0;
+    if (p->aggregate && p->n_keys > 0 && !q->set.hash_stats_off) {
+        q->agg_stats_key = eng__agg_stats_key(st);
+        q->agg_hint_ok = eng__agg_stats_get(q->agg_stats_key, &q->agg_hint);
+    }
     q->out_skip = p->offset > 0 ? (uint64_t)p->offset : 0;
     q->out_left = p->has_limit ? (uint64_t)p->limit : UINT64_MAX;
     worker *ws;
@@ -605,6 +609,7 @@ static int run_stmt(const eng_ctx *ctx, const sql_stmt *st, FILE *summary, eng_r
     r.has_output = q->out.sink != NULL;
     r.rows_written = q->rows_written;
     r.bytes_written = q->bytes_written;
+    r.agg_preallocated = q->agg_preallocated;
     if (table && q->rows_written + q->rows_dropped)
         r.rows_read = q->rows_written + q->rows_dropped;
     if (rc < 0)

@@ -568,18 +568,36 @@ static int finish_aggregate(equery *q, worker *ws, int nthreads, rtab *final, ch
     if (rc < 0)
         return rc;
     uint64_t groups = 0;
-    for (int i = 0; i < nthreads; i++)
-        groups += agg_tab_groups(ws[i].agg);
-    if (nthreads >= AGG_PAR_MIN_WORKERS && q->plan.n_keys > 0 && groups >= AGG_PAR_MIN_GROUPS)
+    eng_agg_size size = {0, 0};
+    for (int i = 0; i < nthreads; i++) {
+        uint32_t g = agg_tab_groups(ws[i].agg);
+        groups += g;
+        size.worker_max = g > size.worker_max ? g : size.worker_max;
+    }
+    if (nthreads >= AGG_PAR_MIN_WORKERS && q->plan.n_keys > 0 && groups >= AGG_PAR_MIN_GROUPS) {
+        if (q->agg_stats_key)
+            eng__agg_stats_put(q->agg_stats_key, &size); /* the partitions size themselves */
         return merge_parts(q, ws, nthreads, final, err, errlen);
+    }
     if (nthreads > 1 && q->plan.n_keys == 0)
         rc = merge_sets(ws, nthreads, err, errlen);
+    /* the merged table sized once for what it held the last time */
+    if (rc == 0 && nthreads > 1 && q->agg_hint_ok &&
+        q->agg_hint.total > agg_tab_groups(ws[0].agg)) {
+        uint32_t g = eng__agg_prealloc(q, q->agg_hint.total, 1), have = agg_tab_groups(ws[0].agg);
+        if (g > have && eng__agg_reserve(q, ws[0].agg, g))
+            q->agg_preallocated -= have; /* the groups it held were there */
+    }
     for (int i = 1; i < nthreads && rc == 0; i++) {
         rc = agg_tab_merge(ws[0].agg, ws[i].agg, err, errlen);
         agg_tab_destroy(&ws[i].agg);
     }
     if (rc < 0)
         return rc;
+    if (q->agg_stats_key) {
+        size.total = agg_tab_groups(ws[0].agg);
+        eng__agg_stats_put(q->agg_stats_key, &size);
+    }
     return emit_groups(q, &ws[0].agg, final, err, errlen);
 }
 

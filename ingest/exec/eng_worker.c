@@ -357,6 +357,39 @@ int eng__run_workers(equery *q, worker *ws, int nthreads)
     return 0;
 }
 
+/* What one group of a reserved table takes at most: its slot (8 bytes at
+ * least 3/4 full, then doubled), its record and a state or two. */
+#define AGG_PREALLOC_BYTES 48
+
+uint32_t eng__agg_prealloc(const equery *q, uint32_t groups, int tables)
+{
+    uint64_t most = q->set.prealloc_given ? q->set.prealloc_max : ENG_AGG_PREALLOC_MAX;
+    if (q->mem.limit > 0) {
+        /* a quarter of what the query may still take, at most */
+        int64_t left = q->mem.limit - atomic_load(&q->mem.cur);
+        uint64_t by_mem = left > 0 ? (uint64_t)left / 4 / AGG_PREALLOC_BYTES : 0;
+        most = by_mem < most ? by_mem : most;
+    }
+    most /= (uint64_t)(tables > 0 ? tables : 1);
+    return groups < most ? groups : (uint32_t)(most < UINT32_MAX ? most : UINT32_MAX);
+}
+
+bool eng__agg_reserve(equery *q, agg_tab *t, uint32_t groups)
+{
+    if (groups == 0)
+        return false;
+    int64_t failed = atomic_load(&q->mem.failed_at);
+    if (agg_tab_reserve(t, groups) < 0) {
+        /* a hint, not a need: the table grows as it would have; the
+           query's memory error stays the one that really happens */
+        if (!failed)
+            atomic_store(&q->mem.failed_at, 0);
+        return false;
+    }
+    q->agg_preallocated += groups;
+    return true;
+}
+
 int eng__execute(equery *q, worker **out, int *nout, char *err, size_t errlen)
 {
     *out = NULL;
@@ -379,6 +412,10 @@ int eng__execute(equery *q, worker **out, int *nout, char *err, size_t errlen)
             rc = agg_tab_create(&ws[i].agg, &q->mem, &q->plan);
         else
             rc = rtab_init(&q->mem, &ws[i].res, q->rtypes, nrc);
+        if (rc == 0 && q->plan.aggregate && q->agg_hint_ok) {
+            /* sized for what the largest worker's table held the last time */
+            eng__agg_reserve(q, ws[i].agg, eng__agg_prealloc(q, q->agg_hint.worker_max, nthreads));
+        }
         if (rc == 0)
             rc = q->src->ops->reader_create(q->src, &ws[i].rd);
     }

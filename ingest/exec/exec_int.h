@@ -57,6 +57,13 @@ typedef struct eng_scope {
     eng_mem *mem; /* the defining query's tracker */
 } eng_scope;
 
+/* A GROUP BY's sizes when it last ran (eng_aggstats.c): the largest
+ * worker's table's groups, and the merged table's (0: not known). */
+typedef struct eng_agg_size {
+    uint32_t worker_max;
+    uint32_t total;
+} eng_agg_size;
+
 typedef struct equery {
     const eng_ctx *ctx;
     eng_mem mem;
@@ -98,7 +105,29 @@ typedef struct equery {
     uint64_t rows_written;      /* INSERT: rows written to the table */
     uint64_t bytes_written;     /* INSERT: their uncompressed bytes */
     uint64_t rows_dropped;      /* INSERT: rows of blocks dropped as duplicates */
+    /* GROUP BY: the statement's shape (0: its sizes are not kept), and its
+     * sizes the last time (agg_hint_ok) */
+    uint64_t agg_stats_key;
+    eng_agg_size agg_hint;
+    bool agg_hint_ok;
+    uint64_t agg_preallocated; /* groups reserved by the hint */
 } equery;
+
+/* GROUP BY sizes by statement shape, for the whole process
+ * (eng_aggstats.c): the shape's key (never 0), and its sizes got and put.
+ * Thread-safe. */
+uint64_t eng__agg_stats_key(const sql_stmt *st);
+/* Groups a hint may reserve in one of `tables` tables: max_size_to_
+ * preallocate_for_aggregation (ENG_AGG_PREALLOC_MAX when not given) shared
+ * among them. */
+#define ENG_AGG_PREALLOC_MAX 100000000ull
+uint32_t eng__agg_prealloc(const equery *q, uint32_t groups, int tables);
+/* Reserves groups in t for the hint (q->agg_preallocated counts them):
+ * true; a reserve that fails leaves t as it was and the query going:
+ * false. */
+bool eng__agg_reserve(equery *q, agg_tab *t, uint32_t groups);
+bool eng__agg_stats_get(uint64_t key, eng_agg_size *out);
+void eng__agg_stats_put(uint64_t key, const eng_agg_size *size);
 
 typedef struct worker {
     equery *q;

@@ -3166,7 +3166,9 @@ int eng_settings_apply(const sql_stmt *st, eng_settings *s, char *err, size_t er
                                   "parallel_distributed_insert_select",
                                   "skip_unavailable_shards",
                                   "join_use_nulls",
-                                  "select_sequential_consistency"};
+                                  "select_sequential_consistency",
+                                  "collect_hash_table_stats_during_aggregation",
+                                  "max_size_to_preallocate_for_aggregation"};
     enum { N_NAMES = sizeof(names) / sizeof(names[0]) };
     for (int i = 0; i < st->n_settings; i++) {
         const sql_setting *x = &st->settings[i];
@@ -3187,7 +3189,9 @@ int eng_settings_apply(const sql_stmt *st, eng_settings *s, char *err, size_t er
                           "max_memory_usage, "
                           "parallel_distributed_insert_select, "
                           "skip_unavailable_shards, join_use_nulls, "
-                          "select_sequential_consistency)",
+                          "select_sequential_consistency, "
+                          "collect_hash_table_stats_during_aggregation, "
+                          "max_size_to_preallocate_for_aggregation)",
                      sg ? sg : "", sg ? "'?" : "");
             return -EINVAL;
         }
@@ -3195,7 +3199,7 @@ int eng_settings_apply(const sql_stmt *st, eng_settings *s, char *err, size_t er
         uint64_t u;
         if (v->kind == SQL_INT && !v->negated)
             u = v->u;
-        else if (v->kind == SQL_BOOL && (k == 5 || k == 6 || k == 7))
+        else if (v->kind == SQL_BOOL && (k == 5 || k == 6 || k == 7 || k == 8))
             u = v->i != 0;
         else if (v->kind == SQL_STRING && v->s[0] >= '0' && v->s[0] <= '9')
             u = strtoull(v->s, NULL, 10);
@@ -3236,6 +3240,20 @@ int eng_settings_apply(const sql_stmt *st, eng_settings *s, char *err, size_t er
                 return -EINVAL;
             }
             s->select_sequential_consistency = u == 1;
+            break;
+        case 8:
+            if (u > 1) {
+                snprintf(err, errlen,
+                         "line %d, column %d: collect_hash_table_stats_during_aggregation is 0 "
+                         "or 1",
+                         v->line, v->col);
+                return -EINVAL;
+            }
+            s->hash_stats_off = u == 0;
+            break;
+        case 9:
+            s->prealloc_given = true;
+            s->prealloc_max = u;
             break;
         }
     }

@@ -99,6 +99,13 @@ typedef struct eng_settings {
     /* 1: a table's log is listed before the query reads it, even where the
      * process keeps a state listed a moment ago (tb_wh.reuse_ms) */
     bool select_sequential_consistency;
+    /* GROUP BY: collect_hash_table_stats_during_aggregation = 0 (a run
+     * neither reads nor keeps its shape's sizes), and
+     * max_size_to_preallocate_for_aggregation when given (groups reserved
+     * in all the workers' tables; not given: ENG_AGG_PREALLOC_MAX) */
+    bool hash_stats_off;
+    bool prealloc_given;
+    uint64_t prealloc_max;
 } eng_settings;
 
 typedef struct eng_plan {

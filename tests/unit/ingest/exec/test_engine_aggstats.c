@@ -1,0 +1,285 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * test_engine_aggstats.c: a GROUP BY sizes its tables from the last run of
+ * the same statement (collect_hash_table_stats_during_aggregation). Over CSV
+ * files of a temp folder: the first run of a statement reserves nothing and
+ * the second reserves what the first made, at 1 and 2 threads, with the same
+ * answer, which is checked against counts made here; a statement that
+ * differs in its WHERE or its keys is another shape; the data changed
+ * under a kept size (more groups, then fewer) still gives the right
+ * answer; the setting turns it off, max_size_to_preallocate_for_aggregation
+ * caps it, and a wrong value of either is an error naming it. Two threads:
+ * label `threads` (TSan in CI).
+ */
+#include "eng.h"
+#include "harness.h"
+
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#define N_FILES       4
+#define ROWS_PER_FILE 30000
+
+static h_env *env;
+
+/* Writes file f of the data: row i has key k(i) = i % groups, "k<k>". */
+static void write_file(int f, int groups)
+{
+    char path[4096], name[64];
+    snprintf(name, sizeof(name), "part-%02d.csv", f);
+    assert_int_equal(h_env_path(env, path, sizeof(path), name), 0);
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    fputs("id,name\n", fp);
+    for (int r = 0; r < ROWS_PER_FILE; r++) {
+        int i = f * ROWS_PER_FILE + r;
+        fprintf(fp, "%d,k%d\n", i, i % groups);
+    }
+    assert_int_equal(fclose(fp), 0);
+}
+
+static void write_all(int groups)
+{
+    for (int f = 0; f < N_FILES; f++)
+        write_file(f, groups);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    assert_int_equal(h_env_create(&env, "engine_aggstats"), 0);
+    write_all(50000);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    h_env_destroy(&env);
+    return 0;
+}
+
+typedef struct capture {
+    char *p;
+    size_t n, cap;
+} capture;
+
+static int cap_write(void *arg, const void *buf, size_t len)
+{
+    capture *c = arg;
+    if (c->n + len + 1 > c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 1 << 16;
+        while (cap < c->n + len + 1)
+            cap *= 2;
+        char *p = realloc(c->p, cap);
+        assert_non_null(p);
+        c->p = p;
+        c->cap = cap;
+    }
+    memcpy(c->p + c->n, buf, len);
+    c->n += len;
+    c->p[c->n] = 0;
+    return 0;
+}
+
+typedef struct outcome {
+    capture c;
+    eng_result res;
+    char err[ENG_MSG_MAX];
+    int rc;
+} outcome;
+
+/* Runs sql ({D}: the data folder) at `threads` threads, its TSV into o->c. */
+static void run(const char *sql, int threads, outcome *o)
+{
+    memset(o, 0, sizeof(*o));
+    eng_writer w = {cap_write, NULL, &o->c};
+    eng_ctx ctx = {0};
+    ctx.writer = &w;
+    ctx.format = ENG_FMT_TSV;
+    ctx.max_threads = threads;
+    char q[8192];
+    const char *at = strstr(sql, "{D}");
+    assert_non_null(at);
+    snprintf(q, sizeof(q), "%.*s%s%s", (int)(at - sql), sql, h_env_dir(env), at + 3);
+    o->rc = eng_run(&ctx, q, strlen(q), NULL, &o->res, o->err, sizeof(o->err));
+    if (o->rc < 0)
+        fprintf(stderr, "%s: %s\n", q, o->err);
+}
+
+/* The answer of SELECT count(), count(DISTINCT name), max(c) over the
+ * groups of name (rows with id >= from) when the data has `groups` keys. */
+static void expect_counts(const char *got, int groups, int from)
+{
+    int rows = N_FILES * ROWS_PER_FILE;
+    /* key k holds the ids i with i % groups == k, i >= from */
+    int keys = 0, most = 0;
+    for (int k = 0; k < groups; k++) {
+        int n = 0;
+        for (int i = k; i < rows; i += groups)
+            n += i >= from;
+        keys += n > 0;
+        most = n > most ? n : most;
+    }
+    char want[128];
+    snprintf(want, sizeof(want), "%d\t%d\n", keys, most);
+    assert_string_equal(got, want);
+}
+
+#define Q_GROUPS                                                                                   \
+    "SELECT count(), max(c) FROM (SELECT name, count() AS c FROM file('{D}/*.csv', "              \
+    "'CSVWithNames') GROUP BY name)"
+
+static void test_the_second_run_is_sized_by_the_first(void **state)
+{
+    (void)state;
+    for (int threads = 1; threads <= 2; threads++) {
+        /* a WHERE of its own, so that this shape is new to the process */
+        char sql[512];
+        snprintf(sql, sizeof(sql),
+                 "SELECT name, count() AS c FROM file('{D}/*.csv', 'CSVWithNames') "
+                 "WHERE id >= %d GROUP BY name ORDER BY c DESC, name LIMIT 3",
+                 threads);
+        outcome a, b, c;
+        run(sql, threads, &a);
+        assert_int_equal(a.rc, 0);
+        assert_int_equal(a.res.agg_preallocated, 0); /* nothing known yet */
+        run(sql, threads, &b);
+        assert_int_equal(b.rc, 0);
+        /* each worker's table sized for what the largest held, at least */
+        assert_true(b.res.agg_preallocated >= 50000u / (unsigned)threads);
+        assert_string_equal(a.c.p, b.c.p);
+        run(sql, threads, &c);
+        assert_int_equal(c.rc, 0);
+        assert_string_equal(a.c.p, c.c.p);
+        free(a.c.p);
+        free(b.c.p);
+        free(c.c.p);
+    }
+}
+
+static void test_another_shape_is_not_sized(void **state)
+{
+    (void)state;
+    outcome a, b;
+    run("SELECT name, count() FROM file('{D}/*.csv', 'CSVWithNames') WHERE id >= 77 "
+        "GROUP BY name FORMAT Null",
+        2, &a);
+    assert_int_equal(a.rc, 0);
+    /* the same FROM, another WHERE: its own shape */
+    run("SELECT name, count() FROM file('{D}/*.csv', 'CSVWithNames') WHERE id >= 78 "
+        "GROUP BY name FORMAT Null",
+        2, &b);
+    assert_int_equal(b.rc, 0);
+    assert_int_equal(b.res.agg_preallocated, 0);
+    /* another key over the same rows */
+    run("SELECT id % 7 AS k, count() FROM file('{D}/*.csv', 'CSVWithNames') WHERE id >= 77 "
+        "GROUP BY k FORMAT Null",
+        2, &b);
+    assert_int_equal(b.rc, 0);
+    assert_int_equal(b.res.agg_preallocated, 0);
+    free(a.c.p);
+    free(b.c.p);
+}
+
+#define Q_TOP                                                                                      \
+    "SELECT name, count() AS c FROM file('{D}/*.csv', 'CSVWithNames') GROUP BY name ORDER BY c "    \
+    "DESC, name LIMIT 5"
+
+/* Q_TOP at `threads` (its tables sized from the last run when `sized`),
+ * equal to the same statement that reads no kept size, and Q_GROUPS (the
+ * same groups under a subquery) equal to the counts made here. */
+static void check_top(int threads, int groups, bool sized)
+{
+    outcome o, ref;
+    run(Q_TOP, threads, &o);
+    assert_int_equal(o.rc, 0);
+    if (sized)
+        assert_true(o.res.agg_preallocated > 0);
+    run(Q_TOP " SETTINGS collect_hash_table_stats_during_aggregation = 0", threads, &ref);
+    assert_int_equal(ref.rc, 0);
+    assert_int_equal(ref.res.agg_preallocated, 0);
+    assert_string_equal(o.c.p, ref.c.p);
+    free(o.c.p);
+    free(ref.c.p);
+    run(Q_GROUPS, threads, &o);
+    assert_int_equal(o.rc, 0);
+    expect_counts(o.c.p, groups, 0);
+    free(o.c.p);
+}
+
+static void test_changed_data_under_a_kept_size(void **state)
+{
+    (void)state;
+    for (int threads = 1; threads <= 2; threads++) {
+        write_all(50000);
+        check_top(threads, 50000, threads > 1); /* the first pass has run it before */
+        check_top(threads, 50000, true);
+        /* more groups than the kept size: the tables grow past it */
+        write_all(110000);
+        check_top(threads, 110000, true);
+        /* far fewer: the tables are larger than they need, the answer the same */
+        write_all(300);
+        outcome o;
+        run(Q_TOP, threads, &o);
+        assert_int_equal(o.rc, 0);
+        assert_true(o.res.agg_preallocated >= 110000u / (unsigned)threads);
+        free(o.c.p);
+        check_top(threads, 300, true);
+    }
+    write_all(50000);
+}
+
+static void test_the_settings(void **state)
+{
+    (void)state;
+    outcome o;
+    const char *base = "SELECT name, count() FROM file('{D}/*.csv', 'CSVWithNames') WHERE id >= "
+                       "5 GROUP BY name FORMAT Null";
+    char sql[512];
+    run(base, 2, &o);
+    assert_int_equal(o.rc, 0);
+    free(o.c.p);
+    /* off: neither read nor kept */
+    snprintf(sql, sizeof(sql), "%s SETTINGS collect_hash_table_stats_during_aggregation = 0",
+             base);
+    run(sql, 2, &o);
+    assert_int_equal(o.rc, 0);
+    assert_int_equal(o.res.agg_preallocated, 0);
+    free(o.c.p);
+    /* capped: 1000 groups in all, 500 a worker */
+    snprintf(sql, sizeof(sql), "%s SETTINGS max_size_to_preallocate_for_aggregation = 1000", base);
+    run(sql, 2, &o);
+    assert_int_equal(o.rc, 0);
+    assert_true(o.res.agg_preallocated > 0 && o.res.agg_preallocated <= 2000);
+    free(o.c.p);
+    snprintf(sql, sizeof(sql), "%s SETTINGS max_size_to_preallocate_for_aggregation = 0", base);
+    run(sql, 2, &o);
+    assert_int_equal(o.rc, 0);
+    assert_int_equal(o.res.agg_preallocated, 0);
+    free(o.c.p);
+    snprintf(sql, sizeof(sql), "%s SETTINGS collect_hash_table_stats_during_aggregation = 2",
+             base);
+    run(sql, 2, &o);
+    assert_int_equal(o.rc, -EINVAL);
+    assert_non_null(strstr(o.err, "collect_hash_table_stats_during_aggregation is 0 or 1"));
+    free(o.c.p);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_the_second_run_is_sized_by_the_first),
+        cmocka_unit_test(test_another_shape_is_not_sized),
+        cmocka_unit_test(test_changed_data_under_a_kept_size),
+        cmocka_unit_test(test_the_settings),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
