@@ -134,7 +134,7 @@ static void expect_counts(const char *got, int groups, int from)
 }
 
 #define Q_GROUPS                                                                                   \
-    "SELECT count(), max(c) FROM (SELECT name, count() AS c FROM file('{D}/*.csv', "              \
+    "SELECT count(), max(c) FROM (SELECT name, count() AS c FROM file('{D}/*.csv', "               \
     "'CSVWithNames') GROUP BY name)"
 
 static void test_the_second_run_is_sized_by_the_first(void **state)
@@ -190,7 +190,7 @@ static void test_another_shape_is_not_sized(void **state)
 }
 
 #define Q_TOP                                                                                      \
-    "SELECT name, count() AS c FROM file('{D}/*.csv', 'CSVWithNames') GROUP BY name ORDER BY c "    \
+    "SELECT name, count() AS c FROM file('{D}/*.csv', 'CSVWithNames') GROUP BY name ORDER BY c "   \
     "DESC, name LIMIT 5"
 
 /* Q_TOP at `threads` (its tables sized from the last run when `sized`),
@@ -248,8 +248,7 @@ static void test_the_settings(void **state)
     assert_int_equal(o.rc, 0);
     free(o.c.p);
     /* off: neither read nor kept */
-    snprintf(sql, sizeof(sql), "%s SETTINGS collect_hash_table_stats_during_aggregation = 0",
-             base);
+    snprintf(sql, sizeof(sql), "%s SETTINGS collect_hash_table_stats_during_aggregation = 0", base);
     run(sql, 2, &o);
     assert_int_equal(o.rc, 0);
     assert_int_equal(o.res.agg_preallocated, 0);
@@ -265,8 +264,7 @@ static void test_the_settings(void **state)
     assert_int_equal(o.rc, 0);
     assert_int_equal(o.res.agg_preallocated, 0);
     free(o.c.p);
-    snprintf(sql, sizeof(sql), "%s SETTINGS collect_hash_table_stats_during_aggregation = 2",
-             base);
+    snprintf(sql, sizeof(sql), "%s SETTINGS collect_hash_table_stats_during_aggregation = 2", base);
     run(sql, 2, &o);
     assert_int_equal(o.rc, -EINVAL);
     assert_non_null(strstr(o.err, "collect_hash_table_stats_during_aggregation is 0 or 1"));
