@@ -415,6 +415,11 @@ static void test_dedup_truncate_optimize(void **state)
     assert_int_equal(parts, 8); /* 3 + 3 partitions, one part of each token */
     free(q("OPTIMIZE TABLE d FINAL"));
     q_is("3\t10\n", "SELECT count(), sum(rows) FROM system.parts WHERE table = 'd' AND active");
+    /* the guide's own query of its table's size */
+    out = q("SELECT formatReadableQuantity(sum(rows)), sum(data_compressed_bytes) > 0 FROM "
+            "system.parts WHERE active AND table = 'd'");
+    assert_string_equal(out, "10.00\t1\n");
+    free(out);
     q_is("1\t3\n", "SELECT min(level), count() FROM system.parts WHERE table = 'd' AND active "
                    "AND level >= 1");
     q_is("8\n", "SELECT count() FROM system.parts WHERE table = 'd' AND NOT active");
