@@ -66,52 +66,35 @@ static int teardown(void **state)
     return 0;
 }
 
-typedef struct capture {
-    char *p;
-    size_t n, cap;
-} capture;
-
-static int cap_write(void *arg, const void *buf, size_t len)
-{
-    capture *c = arg;
-    if (c->n + len + 1 > c->cap) {
-        size_t cap = c->cap ? c->cap * 2 : 1 << 16;
-        while (cap < c->n + len + 1)
-            cap *= 2;
-        char *p = realloc(c->p, cap);
-        assert_non_null(p);
-        c->p = p;
-        c->cap = cap;
-    }
-    memcpy(c->p + c->n, buf, len);
-    c->n += len;
-    c->p[c->n] = 0;
-    return 0;
-}
-
+/* What a query did: its TSV, counters, error. */
 typedef struct outcome {
-    capture c;
+    char *out;
+    size_t len;
     eng_result res;
     char err[ENG_MSG_MAX];
     int rc;
 } outcome;
 
-/* Runs sql ({D}: the data folder) at `threads` threads, its TSV into o->c. */
-static void run(const char *sql, int threads, outcome *o)
+/* Runs sql ({D}: the data folder) at `threads` threads, then `settings`
+ * (NULL: none) as its SETTINGS clause. */
+static void run_set(const char *sql, const char *settings, int threads, outcome *o)
 {
     memset(o, 0, sizeof(*o));
-    eng_writer w = {cap_write, NULL, &o->c};
-    eng_ctx ctx = {0};
-    ctx.writer = &w;
-    ctx.format = ENG_FMT_TSV;
-    ctx.max_threads = threads;
+    FILE *f = open_memstream(&o->out, &o->len);
+    assert_non_null(f);
+    eng_ctx ctx = {.out = f, .format = ENG_FMT_TSV, .max_threads = threads};
     char q[8192];
     const char *at = strstr(sql, "{D}");
     assert_non_null(at);
-    snprintf(q, sizeof(q), "%.*s%s%s", (int)(at - sql), sql, h_env_dir(env), at + 3);
+    snprintf(q, sizeof(q), "%.*s%s%s%s%s", (int)(at - sql), sql, h_env_dir(env), at + 3,
+             settings ? " SETTINGS " : "", settings ? settings : "");
     o->rc = eng_run(&ctx, q, strlen(q), NULL, &o->res, o->err, sizeof(o->err));
-    if (o->rc < 0)
-        fprintf(stderr, "%s: %s\n", q, o->err);
+    assert_int_equal(fclose(f), 0);
+}
+
+static void run(const char *sql, int threads, outcome *o)
+{
+    run_set(sql, NULL, threads, o);
 }
 
 /* The answer of SELECT count(), count(DISTINCT name), max(c) over the
@@ -155,13 +138,13 @@ static void test_the_second_run_is_sized_by_the_first(void **state)
         assert_int_equal(b.rc, 0);
         /* each worker's table sized for what the largest held, at least */
         assert_true(b.res.agg_preallocated >= 50000u / (unsigned)threads);
-        assert_string_equal(a.c.p, b.c.p);
+        assert_string_equal(a.out, b.out);
         run(sql, threads, &c);
         assert_int_equal(c.rc, 0);
-        assert_string_equal(a.c.p, c.c.p);
-        free(a.c.p);
-        free(b.c.p);
-        free(c.c.p);
+        assert_string_equal(a.out, c.out);
+        free(a.out);
+        free(b.out);
+        free(c.out);
     }
 }
 
@@ -185,8 +168,8 @@ static void test_another_shape_is_not_sized(void **state)
         2, &b);
     assert_int_equal(b.rc, 0);
     assert_int_equal(b.res.agg_preallocated, 0);
-    free(a.c.p);
-    free(b.c.p);
+    free(a.out);
+    free(b.out);
 }
 
 #define Q_TOP                                                                                      \
@@ -206,13 +189,13 @@ static void check_top(int threads, int groups, bool sized)
     run(Q_TOP " SETTINGS collect_hash_table_stats_during_aggregation = 0", threads, &ref);
     assert_int_equal(ref.rc, 0);
     assert_int_equal(ref.res.agg_preallocated, 0);
-    assert_string_equal(o.c.p, ref.c.p);
-    free(o.c.p);
-    free(ref.c.p);
+    assert_string_equal(o.out, ref.out);
+    free(o.out);
+    free(ref.out);
     run(Q_GROUPS, threads, &o);
     assert_int_equal(o.rc, 0);
-    expect_counts(o.c.p, groups, 0);
-    free(o.c.p);
+    expect_counts(o.out, groups, 0);
+    free(o.out);
 }
 
 static void test_changed_data_under_a_kept_size(void **state)
@@ -231,7 +214,7 @@ static void test_changed_data_under_a_kept_size(void **state)
         run(Q_TOP, threads, &o);
         assert_int_equal(o.rc, 0);
         assert_true(o.res.agg_preallocated >= 110000u / (unsigned)threads);
-        free(o.c.p);
+        free(o.out);
         check_top(threads, 300, true);
     }
     write_all(50000);
@@ -240,35 +223,35 @@ static void test_changed_data_under_a_kept_size(void **state)
 static void test_the_settings(void **state)
 {
     (void)state;
-    outcome o;
     const char *base = "SELECT name, count() FROM file('{D}/*.csv', 'CSVWithNames') WHERE id >= "
                        "5 GROUP BY name FORMAT Null";
-    char sql[512];
-    run(base, 2, &o);
-    assert_int_equal(o.rc, 0);
-    free(o.c.p);
-    /* off: neither read nor kept */
-    snprintf(sql, sizeof(sql), "%s SETTINGS collect_hash_table_stats_during_aggregation = 0", base);
-    run(sql, 2, &o);
-    assert_int_equal(o.rc, 0);
-    assert_int_equal(o.res.agg_preallocated, 0);
-    free(o.c.p);
-    /* capped: 1000 groups in all, 500 a worker */
-    snprintf(sql, sizeof(sql), "%s SETTINGS max_size_to_preallocate_for_aggregation = 1000", base);
-    run(sql, 2, &o);
-    assert_int_equal(o.rc, 0);
-    assert_true(o.res.agg_preallocated > 0 && o.res.agg_preallocated <= 2000);
-    free(o.c.p);
-    snprintf(sql, sizeof(sql), "%s SETTINGS max_size_to_preallocate_for_aggregation = 0", base);
-    run(sql, 2, &o);
-    assert_int_equal(o.rc, 0);
-    assert_int_equal(o.res.agg_preallocated, 0);
-    free(o.c.p);
-    snprintf(sql, sizeof(sql), "%s SETTINGS collect_hash_table_stats_during_aggregation = 2", base);
-    run(sql, 2, &o);
-    assert_int_equal(o.rc, -EINVAL);
-    assert_non_null(strstr(o.err, "collect_hash_table_stats_during_aggregation is 0 or 1"));
-    free(o.c.p);
+    static const struct {
+        const char *settings;
+        int rc;
+        uint64_t least, most; /* agg_preallocated */
+    } cases[] = {
+        {NULL, 0, 0, UINT64_MAX}, /* the first run: the size kept */
+        /* off: neither read nor kept */
+        {"collect_hash_table_stats_during_aggregation = 0", 0, 0, 0},
+        /* capped: 1000 groups in all, 500 a worker, the merged table none more */
+        {"max_size_to_preallocate_for_aggregation = 1000", 0, 1, 2000},
+        {"max_size_to_preallocate_for_aggregation = 0", 0, 0, 0},
+        /* on again: the size the first run kept */
+        {NULL, 0, 50000, UINT64_MAX},
+        {"collect_hash_table_stats_during_aggregation = 2", -EINVAL, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        outcome o;
+        run_set(base, cases[i].settings, 2, &o);
+        assert_int_equal(o.rc, cases[i].rc);
+        if (o.rc == 0) {
+            assert_true(o.res.agg_preallocated >= cases[i].least);
+            assert_true(o.res.agg_preallocated <= cases[i].most);
+        } else {
+            assert_non_null(strstr(o.err, "collect_hash_table_stats_during_aggregation is 0 or 1"));
+        }
+        free(o.out);
+    }
 }
 
 int main(void)
