@@ -7,8 +7,9 @@
  * A server and a dashboard run the same queries over and over; a GROUP BY
  * of 120k names over 1M rows spends a tenth of its time growing its tables:
  * every doubling rehashes the index and moves the per-group arrays. The
- * process keeps, per statement shape (what it reads, its WHERE, its GROUP
- * BY keys: the things that decide the groups, by their written names), the
+ * process keeps, per statement shape (what it reads, by its FROM as written,
+ * and the columns of it, its WHERE and its GROUP BY keys as bound: the
+ * things that decide the groups; a DISTINCT's keys are its columns), the
  * largest worker table's groups and the merged table's; the next run of the
  * same shape reserves them (capped by max_size_to_preallocate_for_aggregation
  * in all). A hint that is wrong (the data changed) costs a table too large
@@ -43,7 +44,7 @@ typedef struct kbuf {
 
 static void kput(kbuf *k, const char *s, size_t n)
 {
-    if (k->oom)
+    if (k->oom || n == 0)
         return;
     if (k->n + n + 1 > k->cap) {
         size_t cap = k->cap ? k->cap * 2 : 1024;
@@ -111,15 +112,59 @@ static void kstmt(kbuf *k, const sql_stmt *st, int depth)
         knode(k, st->joins[j].on);
     }
     knode(k, st->array_join);
-    knode(k, st->where);
-    for (int i = 0; i < st->n_group_by; i++)
-        knode(k, st->group_by[i]);
+    knode(k, st->where); /* a join's and a subquery's own; the plan's below */
 }
 
-uint64_t eng__agg_stats_key(const sql_stmt *st)
+/* A bound expression: its operator, function, type, column, constants and
+ * arguments. */
+static void kbx(kbuf *k, const bx *e, int depth)
+{
+    if (!e || depth > 64) {
+        kput(k, "-", 1);
+        return;
+    }
+    int64_t w[8] = {e->op, e->fn, e->t.kind, e->t.scale, e->col, e->negated, e->unit, e->na};
+    kput(k, (const char *)w, sizeof(w));
+    if (e->op == BX_CONST) {
+        const ex_vec *v = &e->cval;
+        if (ex_null(v, 0))
+            kput(k, "N", 1);
+        else if (ex_is_bytes(v->t.kind)) {
+            uint32_t l;
+            const uint8_t *s = ex_str(v, 0, &l);
+            kput(k, (const char *)&l, sizeof(l));
+            kput(k, (const char *)s, l);
+        } else if (v->t.kind == EX_FLOAT && v->d)
+            kput(k, (const char *)v->d, sizeof(double));
+        else if (v->i)
+            kput(k, (const char *)v->i, sizeof(int64_t));
+    }
+    kput(k, (const char *)&e->n_in, sizeof(e->n_in));
+    for (int i = 0; i < e->n_in; i++) {
+        if (e->in_s && e->in_len) {
+            kput(k, (const char *)&e->in_len[i], sizeof(uint32_t));
+            kput(k, e->in_s[i], e->in_len[i]);
+        } else if (e->in_i) {
+            kput(k, (const char *)&e->in_i[i], sizeof(int64_t));
+        } else if (e->in_d) {
+            kput(k, (const char *)&e->in_d[i], sizeof(double));
+        }
+    }
+    for (int i = 0; i < e->na; i++)
+        kbx(k, e->a[i], depth + 1);
+}
+
+uint64_t eng__agg_stats_key(const sql_stmt *st, const eng_plan *p)
 {
     kbuf k = {0};
     kstmt(&k, st, 0);
+    kput(&k, (const char *)&p->n_need, sizeof(p->n_need));
+    for (int i = 0; i < p->n_need; i++)
+        kput(&k, (const char *)&p->need[i], sizeof(int));
+    kbx(&k, p->where, 0);
+    kput(&k, (const char *)&p->n_keys, sizeof(p->n_keys));
+    for (int i = 0; i < p->n_keys; i++)
+        kbx(&k, p->keys[i], 0);
     uint64_t h = k.oom || !k.b ? 0 : XXH3_64bits(k.b, k.n);
     free(k.b);
     return h ? h : 1; /* 0 marks an empty entry */

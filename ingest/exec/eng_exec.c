@@ -502,7 +502,7 @@ int eng__run_select(equery *q, const sql_stmt *st, eng_format fmt, char *err, si
         return rc;
     q->stream = !p->aggregate && p->n_order == 0;
     if (p->aggregate && p->n_keys > 0 && !q->set.hash_stats_off) {
-        q->agg_stats_key = eng__agg_stats_key(st);
+        q->agg_stats_key = eng__agg_stats_key(st, p);
         q->agg_hint_ok = eng__agg_stats_get(q->agg_stats_key, &q->agg_hint);
     }
     q->out_skip = p->offset > 0 ? (uint64_t)p->offset : 0;

@@ -341,18 +341,22 @@ static int top_groups(equery *q, ex_ectx *ec, const ex_vec *post, uint32_t **sel
      * n_outs onwards of a table (those before it are not touched) */
     ex_vec *ov = calloc((size_t)p->n_outs + (size_t)p->n_order + 1, sizeof(ex_vec));
     int rc = ov ? 0 : -ENOMEM, done = 0;
-    for (; rc == 0 && done < p->n_order; done++)
+    bool flat = true; /* every key a vector of *m values, as cmp_rows reads them */
+    for (; rc == 0 && done < p->n_order; done++) {
         rc = bx_eval(ec, p->order[done].e, post, *sel, *m, &ov[p->n_outs + done]);
+        if (rc == 0 && ov[p->n_outs + done].is_const)
+            flat = false; /* a constant key (ORDER BY 7, k): one value, ranked as before */
+    }
     uint32_t *idx = NULL;
     int64_t k = 0;
-    if (rc == 0) {
+    if (rc == 0 && flat) {
         rtab view = {.nc = p->n_outs + p->n_order, .c = ov, .n = *m};
         ord_ctx o = {&view, p, p->n_outs};
         k = top_n(&o, *m, want, &idx);
         if (k < 0)
             rc = -ENOMEM;
     }
-    if (rc == 0) {
+    if (rc == 0 && flat) {
         for (int64_t r = 0; r < k; r++)
             idx[r] = *sel ? (*sel)[idx[r]] : idx[r];
         free(*sel);
@@ -568,7 +572,7 @@ static int finish_aggregate(equery *q, worker *ws, int nthreads, rtab *final, ch
     if (rc < 0)
         return rc;
     uint64_t groups = 0;
-    eng_agg_size size = {0, 0};
+    eng_agg_size size = {0, 0, (uint32_t)nthreads};
     for (int i = 0; i < nthreads; i++) {
         uint32_t g = agg_tab_groups(ws[i].agg);
         groups += g;

@@ -382,12 +382,33 @@ bool eng__agg_reserve(equery *q, agg_tab *t, uint32_t groups)
     if (agg_tab_reserve(t, groups) < 0) {
         /* a hint, not a need: the table grows as it would have; the
            query's memory error stays the one that really happens */
-        if (!failed)
+        if (!failed) {
             atomic_store(&q->mem.failed_at, 0);
+            atomic_store(&q->mem.failed_total, 0);
+            atomic_store(&q->mem.failed_parent, 0);
+        }
         return false;
     }
     q->agg_preallocated += groups;
     return true;
+}
+
+/* What one of `workers` workers' tables is sized for: the last run's
+ * largest, spread over the workers there are now where that run had another
+ * number of them (a 1-thread run's table held every group; 8 workers do not
+ * each need all of them, and 1 after 8 needs more than one of 8 held),
+ * never past the merged count. */
+static uint32_t hint_per_worker(const equery *q, int workers)
+{
+    const eng_agg_size *h = &q->agg_hint;
+    uint64_t g = h->worker_max;
+    if (h->workers > 0 && workers > 0 && (uint32_t)workers != h->workers)
+        g = g * h->workers / (uint32_t)workers;
+    if (h->total > 0 && g > h->total)
+        g = h->total;
+    else if (h->total == 0 && g > h->worker_max)
+        g = h->worker_max; /* more than one worker saw: not known */
+    return (uint32_t)g;
 }
 
 int eng__execute(equery *q, worker **out, int *nout, char *err, size_t errlen)
@@ -414,7 +435,8 @@ int eng__execute(equery *q, worker **out, int *nout, char *err, size_t errlen)
             rc = rtab_init(&q->mem, &ws[i].res, q->rtypes, nrc);
         if (rc == 0 && q->plan.aggregate && q->agg_hint_ok) {
             /* sized for what the largest worker's table held the last time */
-            eng__agg_reserve(q, ws[i].agg, eng__agg_prealloc(q, q->agg_hint.worker_max, nthreads));
+            eng__agg_reserve(q, ws[i].agg,
+                             eng__agg_prealloc(q, hint_per_worker(q, nthreads), nthreads));
         }
         if (rc == 0)
             rc = q->src->ops->reader_create(q->src, &ws[i].rd);

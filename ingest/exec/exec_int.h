@@ -58,10 +58,11 @@ typedef struct eng_scope {
 } eng_scope;
 
 /* A GROUP BY's sizes when it last ran (eng_aggstats.c): the largest
- * worker's table's groups, and the merged table's (0: not known). */
+ * worker's table's groups, the merged table's (0: not known), its workers. */
 typedef struct eng_agg_size {
     uint32_t worker_max;
     uint32_t total;
+    uint32_t workers; /* how many workers that run had */
 } eng_agg_size;
 
 typedef struct equery {
@@ -116,7 +117,7 @@ typedef struct equery {
 /* GROUP BY sizes by statement shape, for the whole process
  * (eng_aggstats.c): the shape's key (never 0), and its sizes got and put.
  * Thread-safe. */
-uint64_t eng__agg_stats_key(const sql_stmt *st);
+uint64_t eng__agg_stats_key(const sql_stmt *st, const eng_plan *p);
 /* Groups a hint may reserve in one of `tables` tables: max_size_to_
  * preallocate_for_aggregation (ENG_AGG_PREALLOC_MAX when not given) shared
  * among them. */

@@ -58,6 +58,11 @@ export function sqlfnCases(P, Q, D) {
       `SELECT Id % 150000 AS k, sum(Score) AS s FROM ${Q} GROUP BY k HAVING count(*) > 1 ORDER BY s % 1000 DESC, k LIMIT 6`],
     ['group_top_ties_1t', `SELECT OwnerDisplayName, count() AS c FROM ${P} GROUP BY OwnerDisplayName ORDER BY c, OwnerDisplayName DESC LIMIT 8 SETTINGS max_threads = 1`,
       `SELECT OwnerDisplayName, count(*) AS c FROM ${Q} GROUP BY OwnerDisplayName ORDER BY c, OwnerDisplayName DESC LIMIT 8`],
+    // a constant ORDER BY key beside a real one: one value, not a column of them
+    ['group_top_const_key', `SELECT Id % 150000 AS k, count() AS c FROM ${P} GROUP BY k ORDER BY toInt64(7), k DESC LIMIT 3`,
+      `SELECT Id % 150000 AS k, count(*) AS c FROM ${Q} GROUP BY k ORDER BY CAST(7 AS BIGINT), k DESC LIMIT 3`],
+    ['group_top_const_float', `SELECT Id % 150000 AS k, count() AS c FROM ${P} GROUP BY k ORDER BY 2.5 + 1, k LIMIT 4`,
+      `SELECT Id % 150000 AS k, count(*) AS c FROM ${Q} GROUP BY k ORDER BY 2.5 + 1, k LIMIT 4`],
     ['count_distinct_glob', `SELECT count(DISTINCT OwnerUserId), count(DISTINCT Title), sumDistinct(Score) FROM ${G}`,
       `SELECT count(DISTINCT OwnerUserId), count(DISTINCT Title), sum(DISTINCT Score) FROM ${GQ}`],
     // sets of more than 65536 values in all: at 2 threads the workers' sets merge by threads

@@ -162,6 +162,7 @@ static void test_another_shape_is_not_sized(void **state)
         2, &b);
     assert_int_equal(b.rc, 0);
     assert_int_equal(b.res.agg_preallocated, 0);
+    free(b.out);
     /* another key over the same rows */
     run("SELECT id % 7 AS k, count() FROM file('{D}/*.csv', 'CSVWithNames') WHERE id >= 77 "
         "GROUP BY k FORMAT Null",
@@ -195,6 +196,55 @@ static void check_top(int threads, int groups, bool sized)
     run(Q_GROUPS, threads, &o);
     assert_int_equal(o.rc, 0);
     expect_counts(o.out, groups, 0);
+    free(o.out);
+}
+
+static void test_shapes_by_their_bound_keys(void **state)
+{
+    (void)state;
+    outcome a, b;
+    /* a DISTINCT's keys are its columns: two DISTINCTs are two shapes */
+    run("SELECT DISTINCT id FROM file('{D}/*.csv', 'CSVWithNames') FORMAT Null", 2, &a);
+    assert_int_equal(a.rc, 0);
+    run("SELECT DISTINCT id % 2 FROM file('{D}/*.csv', 'CSVWithNames') FORMAT Null", 2, &b);
+    assert_int_equal(b.rc, 0);
+    assert_int_equal(b.res.agg_preallocated, 0);
+    free(a.out);
+    free(b.out);
+    run("SELECT DISTINCT id FROM file('{D}/*.csv', 'CSVWithNames') FORMAT Null", 2, &a);
+    assert_true(a.res.agg_preallocated >= 60000); /* its own size, 120k ids over 2 workers */
+    free(a.out);
+    /* GROUP BY an alias and a position: the bound keys, not the words */
+    run("SELECT id AS k, count() FROM file('{D}/*.csv', 'CSVWithNames') GROUP BY k FORMAT Null", 2,
+        &a);
+    assert_int_equal(a.rc, 0);
+    run("SELECT id % 3 AS k, count() FROM file('{D}/*.csv', 'CSVWithNames') GROUP BY k "
+        "FORMAT Null",
+        2, &b);
+    assert_int_equal(b.rc, 0);
+    assert_int_equal(b.res.agg_preallocated, 0);
+    free(a.out);
+    free(b.out);
+    run("SELECT id % 3, count() FROM file('{D}/*.csv', 'CSVWithNames') GROUP BY 1 FORMAT Null", 2,
+        &b);
+    assert_int_equal(b.rc, 0);
+    assert_true(b.res.agg_preallocated <= 3 * 2 + 3); /* the three groups' shape, not the ids' */
+    free(b.out);
+}
+
+static void test_a_size_spread_over_more_workers(void **state)
+{
+    (void)state;
+    const char *sql = "SELECT name, count() FROM file('{D}/*.csv', 'CSVWithNames') WHERE id >= 9 "
+                      "GROUP BY name FORMAT Null";
+    outcome o;
+    run(sql, 1, &o); /* one table of every group: 50000 */
+    assert_int_equal(o.rc, 0);
+    free(o.out);
+    run(sql, 2, &o);
+    assert_int_equal(o.rc, 0);
+    /* each of the two sized for half, the merged table for the rest: not 2 x 50000 and more */
+    assert_true(o.res.agg_preallocated >= 50000 && o.res.agg_preallocated <= 75000);
     free(o.out);
 }
 
@@ -259,6 +309,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_the_second_run_is_sized_by_the_first),
         cmocka_unit_test(test_another_shape_is_not_sized),
+        cmocka_unit_test(test_shapes_by_their_bound_keys),
+        cmocka_unit_test(test_a_size_spread_over_more_workers),
         cmocka_unit_test(test_changed_data_under_a_kept_size),
         cmocka_unit_test(test_the_settings),
     };
