@@ -282,6 +282,12 @@ static int fill_data(const void *data, size_t len, void *arg)
             return -EMSGSIZE;
         pthread_mutex_lock(&n->fills->lock);
         bool abandoned = run_abandoned_locked(f);
+        /* out of the table at once: a request that comes now starts a fill
+         * of its own instead of joining one whose S3 GET is being stopped
+         * (it would get that GET's error). The GET's reference keeps them. */
+        for (node_fill *g = f; abandoned && g; g = g->run_next)
+            if (fill_remove_locked(n->fills, g))
+                g->ref--;
         pthread_mutex_unlock(&n->fills->lock);
         if (abandoned)
             return -ECANCELED;

@@ -444,6 +444,9 @@ static void test_bad_input_keeps_serving(void **state)
     cc_conn *c = t_conn(base, &n, NULL);
     char buf[16];
     cc_result r = t_get(base, c, bucket, "bad/obj", etag, 11, 0, buf, sizeof(buf));
+    if (r.code != 0)
+        fprintf(stderr, "the GET after the vanished clients: %s (node's code %d)\n", r.message,
+                (int)r.rcp_code);
     assert_int_equal(r.code, 0);
     assert_memory_equal(buf, "hello world", 11);
     assert_true(t_node_metric(&n, "ringcached_protocol_errors_total") >= 2);
