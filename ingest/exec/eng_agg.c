@@ -29,10 +29,11 @@
  * so a hit touches the slot and one record: two cache lines, and keys of up
  * to 12 bytes (a name, an integer) compare as two words. The slot keeps the
  * hash's top 32 bits, and they are all a lookup needs: growing the index
- * moves the slots by their own words, without reading a key (a merge walks the
- * source's groups in order and hashes their keys: in the slots' order each
- * would miss the cache on the source's side). With 2^b slots the probe's 32-bit check has 32 - b
- * bits the home did not already match (14 at 256k slots). Rows are
+ * moves the slots by their own words, without reading a key (a merge walks
+ * the source's groups in order and hashes their keys: in the slots' order
+ * each would miss the cache on the source's side). With 2^b slots the
+ * probe's 32-bit check has 32 - b bits the home did not already match (14
+ * at 256k slots). Rows are
  * looked up a chunk at a time: keys serialized and hashed first, then probed
  * with the slot of a row a few ahead prefetched (and its record a little
  * later), so the cache misses of consecutive rows overlap instead of queuing.

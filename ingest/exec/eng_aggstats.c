@@ -36,30 +36,16 @@ typedef struct stat_ent {
 static pthread_mutex_t stats_mu = PTHREAD_MUTEX_INITIALIZER;
 static stat_ent stats[AGG_STATS_SLOTS];
 
+/* The shape's bytes go straight into the hash: nothing is kept. */
 typedef struct kbuf {
-    char *b;
-    size_t n, cap;
+    XXH3_state_t st;
     bool oom;
 } kbuf;
 
 static void kput(kbuf *k, const char *s, size_t n)
 {
-    if (k->oom || n == 0)
-        return;
-    if (k->n + n + 1 > k->cap) {
-        size_t cap = k->cap ? k->cap * 2 : 1024;
-        while (cap < k->n + n + 1)
-            cap *= 2;
-        char *nb = realloc(k->b, cap);
-        if (!nb) {
-            k->oom = true;
-            return;
-        }
-        k->b = nb;
-        k->cap = cap;
-    }
-    memcpy(k->b + k->n, s, n);
-    k->n += n;
+    if (n)
+        XXH3_64bits_update(&k->st, s, n);
 }
 
 static void kstr(kbuf *k, const char *s)
@@ -154,9 +140,10 @@ static void kbx(kbuf *k, const bx *e, int depth)
         kbx(k, e->a[i], depth + 1);
 }
 
-uint64_t eng__agg_stats_key(const sql_stmt *st, const eng_plan *p)
+static uint64_t stats_key(const sql_stmt *st, const eng_plan *p)
 {
-    kbuf k = {0};
+    kbuf k = {.oom = false};
+    XXH3_64bits_reset(&k.st);
     kstmt(&k, st, 0);
     kput(&k, (const char *)&p->n_need, sizeof(p->n_need));
     for (int i = 0; i < p->n_need; i++)
@@ -165,12 +152,13 @@ uint64_t eng__agg_stats_key(const sql_stmt *st, const eng_plan *p)
     kput(&k, (const char *)&p->n_keys, sizeof(p->n_keys));
     for (int i = 0; i < p->n_keys; i++)
         kbx(&k, p->keys[i], 0);
-    uint64_t h = k.oom || !k.b ? 0 : XXH3_64bits(k.b, k.n);
-    free(k.b);
+    if (k.oom)
+        return 0; /* a name too long to write out: no size kept */
+    uint64_t h = XXH3_64bits_digest(&k.st);
     return h ? h : 1; /* 0 marks an empty entry */
 }
 
-bool eng__agg_stats_get(uint64_t key, eng_agg_size *out)
+static bool stats_get(uint64_t key, eng_agg_size *out)
 {
     const stat_ent *e = &stats[key % AGG_STATS_SLOTS];
     pthread_mutex_lock(&stats_mu);
@@ -181,11 +169,101 @@ bool eng__agg_stats_get(uint64_t key, eng_agg_size *out)
     return hit;
 }
 
-void eng__agg_stats_put(uint64_t key, const eng_agg_size *size)
+static void stats_put(uint64_t key, const eng_agg_size *size)
 {
     stat_ent *e = &stats[key % AGG_STATS_SLOTS];
     pthread_mutex_lock(&stats_mu);
     e->key = key;
     e->size = *size;
     pthread_mutex_unlock(&stats_mu);
+}
+
+/* What one group of a reserved table takes at most: its slot (8 bytes at
+ * least 3/4 full, then doubled), its record and a state or two. */
+#define AGG_PREALLOC_BYTES 48
+
+/* Groups a hint may reserve in one of `tables` tables:
+ * max_size_to_preallocate_for_aggregation (ENG_AGG_PREALLOC_MAX when not
+ * given) shared among them, and a quarter of the query's memory left. */
+static uint32_t prealloc_cap(const equery *q, uint32_t groups, int tables)
+{
+    uint64_t most = q->set.prealloc_given ? q->set.prealloc_max : ENG_AGG_PREALLOC_MAX;
+    if (q->mem.limit > 0) {
+        /* a quarter of what the query may still take, at most */
+        int64_t left = q->mem.limit - atomic_load(&q->mem.cur);
+        uint64_t by_mem = left > 0 ? (uint64_t)left / 4 / AGG_PREALLOC_BYTES : 0;
+        most = by_mem < most ? by_mem : most;
+    }
+    most /= (uint64_t)(tables > 0 ? tables : 1);
+    return groups < most ? groups : (uint32_t)(most < UINT32_MAX ? most : UINT32_MAX);
+}
+
+/* Reserves groups in t for the hint (q->agg_preallocated counts them):
+ * true; a reserve that fails leaves t as it was and the query going. */
+static bool hint_reserve(equery *q, agg_tab *t, uint32_t groups)
+{
+    if (groups == 0)
+        return false;
+    int64_t failed = atomic_load(&q->mem.failed_at);
+    if (agg_tab_reserve(t, groups) < 0) {
+        /* a hint, not a need: the table grows as it would have; the
+           query's memory error stays the one that really happens */
+        if (!failed) {
+            atomic_store(&q->mem.failed_at, 0);
+            atomic_store(&q->mem.failed_total, 0);
+            atomic_store(&q->mem.failed_parent, 0);
+        }
+        return false;
+    }
+    q->agg_preallocated += groups;
+    return true;
+}
+
+/* What one of `workers` workers' tables is sized for: the last run's
+ * largest, spread over the workers there are now where that run had another
+ * number of them (a 1-thread run's table held every group; 8 workers do not
+ * each need all of them, and 1 after 8 needs more than one of 8 held),
+ * never past the merged count. */
+static uint32_t hint_per_worker(const equery *q, int workers)
+{
+    const eng_agg_size *h = &q->agg_hint;
+    uint64_t g = h->worker_max;
+    if (h->workers > 0 && workers > 0 && (uint32_t)workers != h->workers)
+        g = g * h->workers / (uint32_t)workers;
+    if (h->total > 0 && g > h->total)
+        g = h->total;
+    else if (h->total == 0 && g > h->worker_max)
+        g = h->worker_max; /* more than one worker saw: not known */
+    return (uint32_t)g;
+}
+
+void eng__agg_hint_begin(equery *q, const sql_stmt *st)
+{
+    const eng_plan *p = &q->plan;
+    if (!p->aggregate || p->n_keys == 0 || q->set.hash_stats_off)
+        return;
+    q->agg_stats_key = stats_key(st, p);
+    q->agg_hint_ok = q->agg_stats_key && stats_get(q->agg_stats_key, &q->agg_hint);
+}
+
+void eng__agg_hint_worker(equery *q, agg_tab *t, int workers)
+{
+    if (q->agg_hint_ok)
+        hint_reserve(q, t, prealloc_cap(q, hint_per_worker(q, workers), workers));
+}
+
+void eng__agg_hint_merged(equery *q, agg_tab *dst)
+{
+    uint32_t have = agg_tab_groups(dst);
+    if (!q->agg_hint_ok || q->agg_hint.total <= have)
+        return;
+    uint32_t g = prealloc_cap(q, q->agg_hint.total, 1);
+    if (g > have && hint_reserve(q, dst, g))
+        q->agg_preallocated -= have; /* the groups it held were there */
+}
+
+void eng__agg_hint_keep(equery *q, const eng_agg_size *size)
+{
+    if (q->agg_stats_key)
+        stats_put(q->agg_stats_key, size);
 }

@@ -501,10 +501,7 @@ int eng__run_select(equery *q, const sql_stmt *st, eng_format fmt, char *err, si
     if (rc < 0)
         return rc;
     q->stream = !p->aggregate && p->n_order == 0;
-    if (p->aggregate && p->n_keys > 0 && !q->set.hash_stats_off) {
-        q->agg_stats_key = eng__agg_stats_key(st, p);
-        q->agg_hint_ok = eng__agg_stats_get(q->agg_stats_key, &q->agg_hint);
-    }
+    eng__agg_hint_begin(q, st);
     q->out_skip = p->offset > 0 ? (uint64_t)p->offset : 0;
     q->out_left = p->has_limit ? (uint64_t)p->limit : UINT64_MAX;
     worker *ws;

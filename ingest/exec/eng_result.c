@@ -30,8 +30,8 @@ static int cmp_rows(const ord_ctx *o, uint32_t a, uint32_t b)
             break;
         const ex_vec *v = &o->t->c[o->first_key + k];
         /* rank: 0 value, 1 NaN, 2 NULL (NULLS LAST); NULLS FIRST puts them first */
-        int ra = ex_null(v, a) ? 2 : (v->t.kind == EX_FLOAT && isnan(v->d[a])) ? 1 : 0;
-        int rb = ex_null(v, b) ? 2 : (v->t.kind == EX_FLOAT && isnan(v->d[b])) ? 1 : 0;
+        int ra = ex_null(v, a) ? 2 : (v->t.kind == EX_FLOAT && isnan(v->d[ex_row(v, a)])) ? 1 : 0;
+        int rb = ex_null(v, b) ? 2 : (v->t.kind == EX_FLOAT && isnan(v->d[ex_row(v, b)])) ? 1 : 0;
         if (ra != rb) {
             int c = ra < rb ? -1 : 1;
             return ord->nulls_first ? -c : c;
@@ -317,8 +317,6 @@ int eng__stream_rows(equery *q, const rtab *t, char *err, size_t errlen)
 
 /* ---- the materialised result ----------------------------------------------------------- */
 
-/* HAVING and the SELECT list (with the ORDER BY keys) evaluated over the
- * groups of *tp, appended to final; *tp is destroyed. */
 /* Past this many groups for each row ORDER BY ... LIMIT keeps, the groups
  * are ranked before their output columns are made (top_groups). */
 #define TOP_GROUPS_FACTOR 4
@@ -341,36 +339,32 @@ static int top_groups(equery *q, ex_ectx *ec, const ex_vec *post, uint32_t **sel
      * n_outs onwards of a table (those before it are not touched) */
     ex_vec *ov = calloc((size_t)p->n_outs + (size_t)p->n_order + 1, sizeof(ex_vec));
     int rc = ov ? 0 : -ENOMEM, done = 0;
-    bool flat = true; /* every key a vector of *m values, as cmp_rows reads them */
-    for (; rc == 0 && done < p->n_order; done++) {
-        rc = bx_eval(ec, p->order[done].e, post, *sel, *m, &ov[p->n_outs + done]);
-        if (rc == 0 && ov[p->n_outs + done].is_const)
-            flat = false; /* a constant key (ORDER BY 7, k): one value, ranked as before */
-    }
-    uint32_t *idx = NULL;
-    int64_t k = 0;
-    if (rc == 0 && flat) {
+    for (; rc == 0 && done < p->n_order; done++)
+        if ((rc = bx_eval(ec, p->order[done].e, post, *sel, *m, &ov[p->n_outs + done])) < 0)
+            break;
+    if (rc == 0) {
         rtab view = {.nc = p->n_outs + p->n_order, .c = ov, .n = *m};
         ord_ctx o = {&view, p, p->n_outs};
-        k = top_n(&o, *m, want, &idx);
-        if (k < 0)
+        uint32_t *idx;
+        int64_t k = top_n(&o, *m, want, &idx);
+        if (k < 0) {
             rc = -ENOMEM;
+        } else {
+            for (int64_t r = 0; r < k; r++)
+                idx[r] = *sel ? (*sel)[idx[r]] : idx[r];
+            free(*sel);
+            *sel = idx;
+            *m = (uint32_t)k;
+        }
     }
-    if (rc == 0 && flat) {
-        for (int64_t r = 0; r < k; r++)
-            idx[r] = *sel ? (*sel)[idx[r]] : idx[r];
-        free(*sel);
-        *sel = idx;
-        *m = (uint32_t)k;
-        idx = NULL;
-    }
-    free(idx);
     for (int j = 0; j < done; j++)
         ex_vec_clear(&q->mem, &ov[p->n_outs + j]);
     free(ov);
     return rc;
 }
 
+/* HAVING and the SELECT list (with the ORDER BY keys) evaluated over the
+ * groups of *tp, appended to final; *tp is destroyed. */
 static int emit_groups(equery *q, agg_tab **tp, rtab *final, char *err, size_t errlen)
 {
     ex_ectx ec = {&q->mem, err, errlen};
@@ -579,29 +573,21 @@ static int finish_aggregate(equery *q, worker *ws, int nthreads, rtab *final, ch
         size.worker_max = g > size.worker_max ? g : size.worker_max;
     }
     if (nthreads >= AGG_PAR_MIN_WORKERS && q->plan.n_keys > 0 && groups >= AGG_PAR_MIN_GROUPS) {
-        if (q->agg_stats_key)
-            eng__agg_stats_put(q->agg_stats_key, &size); /* the partitions size themselves */
+        eng__agg_hint_keep(q, &size); /* the partitions size themselves */
         return merge_parts(q, ws, nthreads, final, err, errlen);
     }
     if (nthreads > 1 && q->plan.n_keys == 0)
         rc = merge_sets(ws, nthreads, err, errlen);
-    /* the merged table sized once for what it held the last time */
-    if (rc == 0 && nthreads > 1 && q->agg_hint_ok &&
-        q->agg_hint.total > agg_tab_groups(ws[0].agg)) {
-        uint32_t g = eng__agg_prealloc(q, q->agg_hint.total, 1), have = agg_tab_groups(ws[0].agg);
-        if (g > have && eng__agg_reserve(q, ws[0].agg, g))
-            q->agg_preallocated -= have; /* the groups it held were there */
-    }
+    if (rc == 0 && nthreads > 1) /* the merged table sized once for its last count */
+        eng__agg_hint_merged(q, ws[0].agg);
     for (int i = 1; i < nthreads && rc == 0; i++) {
         rc = agg_tab_merge(ws[0].agg, ws[i].agg, err, errlen);
         agg_tab_destroy(&ws[i].agg);
     }
     if (rc < 0)
         return rc;
-    if (q->agg_stats_key) {
-        size.total = agg_tab_groups(ws[0].agg);
-        eng__agg_stats_put(q->agg_stats_key, &size);
-    }
+    size.total = agg_tab_groups(ws[0].agg);
+    eng__agg_hint_keep(q, &size);
     return emit_groups(q, &ws[0].agg, final, err, errlen);
 }
 

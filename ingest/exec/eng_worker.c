@@ -357,60 +357,6 @@ int eng__run_workers(equery *q, worker *ws, int nthreads)
     return 0;
 }
 
-/* What one group of a reserved table takes at most: its slot (8 bytes at
- * least 3/4 full, then doubled), its record and a state or two. */
-#define AGG_PREALLOC_BYTES 48
-
-uint32_t eng__agg_prealloc(const equery *q, uint32_t groups, int tables)
-{
-    uint64_t most = q->set.prealloc_given ? q->set.prealloc_max : ENG_AGG_PREALLOC_MAX;
-    if (q->mem.limit > 0) {
-        /* a quarter of what the query may still take, at most */
-        int64_t left = q->mem.limit - atomic_load(&q->mem.cur);
-        uint64_t by_mem = left > 0 ? (uint64_t)left / 4 / AGG_PREALLOC_BYTES : 0;
-        most = by_mem < most ? by_mem : most;
-    }
-    most /= (uint64_t)(tables > 0 ? tables : 1);
-    return groups < most ? groups : (uint32_t)(most < UINT32_MAX ? most : UINT32_MAX);
-}
-
-bool eng__agg_reserve(equery *q, agg_tab *t, uint32_t groups)
-{
-    if (groups == 0)
-        return false;
-    int64_t failed = atomic_load(&q->mem.failed_at);
-    if (agg_tab_reserve(t, groups) < 0) {
-        /* a hint, not a need: the table grows as it would have; the
-           query's memory error stays the one that really happens */
-        if (!failed) {
-            atomic_store(&q->mem.failed_at, 0);
-            atomic_store(&q->mem.failed_total, 0);
-            atomic_store(&q->mem.failed_parent, 0);
-        }
-        return false;
-    }
-    q->agg_preallocated += groups;
-    return true;
-}
-
-/* What one of `workers` workers' tables is sized for: the last run's
- * largest, spread over the workers there are now where that run had another
- * number of them (a 1-thread run's table held every group; 8 workers do not
- * each need all of them, and 1 after 8 needs more than one of 8 held),
- * never past the merged count. */
-static uint32_t hint_per_worker(const equery *q, int workers)
-{
-    const eng_agg_size *h = &q->agg_hint;
-    uint64_t g = h->worker_max;
-    if (h->workers > 0 && workers > 0 && (uint32_t)workers != h->workers)
-        g = g * h->workers / (uint32_t)workers;
-    if (h->total > 0 && g > h->total)
-        g = h->total;
-    else if (h->total == 0 && g > h->worker_max)
-        g = h->worker_max; /* more than one worker saw: not known */
-    return (uint32_t)g;
-}
-
 int eng__execute(equery *q, worker **out, int *nout, char *err, size_t errlen)
 {
     *out = NULL;
@@ -433,11 +379,8 @@ int eng__execute(equery *q, worker **out, int *nout, char *err, size_t errlen)
             rc = agg_tab_create(&ws[i].agg, &q->mem, &q->plan);
         else
             rc = rtab_init(&q->mem, &ws[i].res, q->rtypes, nrc);
-        if (rc == 0 && q->plan.aggregate && q->agg_hint_ok) {
-            /* sized for what the largest worker's table held the last time */
-            eng__agg_reserve(q, ws[i].agg,
-                             eng__agg_prealloc(q, hint_per_worker(q, nthreads), nthreads));
-        }
+        if (rc == 0 && q->plan.aggregate)
+            eng__agg_hint_worker(q, ws[i].agg, nthreads);
         if (rc == 0)
             rc = q->src->ops->reader_create(q->src, &ws[i].rd);
     }

@@ -114,21 +114,15 @@ typedef struct equery {
     uint64_t agg_preallocated; /* groups reserved by the hint */
 } equery;
 
-/* GROUP BY sizes by statement shape, for the whole process
- * (eng_aggstats.c): the shape's key (never 0), and its sizes got and put.
- * Thread-safe. */
-uint64_t eng__agg_stats_key(const sql_stmt *st, const eng_plan *p);
-/* Groups a hint may reserve in one of `tables` tables: max_size_to_
- * preallocate_for_aggregation (ENG_AGG_PREALLOC_MAX when not given) shared
- * among them. */
+/* GROUP BY sizes by statement shape, kept for the whole process
+ * (eng_aggstats.c; thread-safe): the bound statement's shape and its last
+ * sizes looked up (q->agg_stats_key, agg_hint); a worker's table and the
+ * merged table reserved for them; a run's sizes kept for the next. */
 #define ENG_AGG_PREALLOC_MAX 100000000ull
-uint32_t eng__agg_prealloc(const equery *q, uint32_t groups, int tables);
-/* Reserves groups in t for the hint (q->agg_preallocated counts them):
- * true; a reserve that fails leaves t as it was and the query going:
- * false. */
-bool eng__agg_reserve(equery *q, agg_tab *t, uint32_t groups);
-bool eng__agg_stats_get(uint64_t key, eng_agg_size *out);
-void eng__agg_stats_put(uint64_t key, const eng_agg_size *size);
+void eng__agg_hint_begin(equery *q, const sql_stmt *st);
+void eng__agg_hint_worker(equery *q, agg_tab *t, int workers);
+void eng__agg_hint_merged(equery *q, agg_tab *dst);
+void eng__agg_hint_keep(equery *q, const eng_agg_size *size);
 
 typedef struct worker {
     equery *q;

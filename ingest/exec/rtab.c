@@ -272,10 +272,15 @@ int rtab_cmp_values(const ex_vec *v, uint32_t a, uint32_t b)
         const uint8_t *x = ex_str(v, a, &la), *y = ex_str(v, b, &lb);
         return ex_arr_cmp(&v->t, x, la, y, lb);
     }
+    case EX_NOTHING: return 0;
+    default: break;
+    }
+    a = ex_row(v, a); /* a constant vector (an ORDER BY 7) holds one value */
+    b = ex_row(v, b);
+    switch (v->t.kind) {
     case EX_FLOAT: return v->d[a] < v->d[b] ? -1 : v->d[a] > v->d[b];
     case EX_UINT:
         return (uint64_t)v->i[a] < (uint64_t)v->i[b] ? -1 : (uint64_t)v->i[a] > (uint64_t)v->i[b];
-    case EX_NOTHING: return 0;
     default: return v->i[a] < v->i[b] ? -1 : v->i[a] > v->i[b];
     }
 }

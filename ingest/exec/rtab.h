@@ -29,8 +29,8 @@ int rtab_reserve(eng_mem *m, rtab *t, uint32_t need);
 int rtab_put(eng_mem *m, rtab *t, int k, const ex_vec *v, uint32_t r);
 /* Appends n rows, one vector per column. 0 or -ENOMEM. */
 int rtab_append(eng_mem *m, rtab *t, const ex_vec *vals, uint32_t n);
-/* Orders rows a and b of v, both neither NULL nor NaN: -1, 0 or 1 (strings
- * by bytes, then length). */
+/* Orders rows a and b of v (a constant vector too), both neither NULL nor
+ * NaN: -1, 0 or 1 (strings by bytes, then length). */
 int rtab_cmp_values(const ex_vec *v, uint32_t a, uint32_t b);
 /* Keeps only rows idx[0..n) in that order. 0 or -ENOMEM. */
 int rtab_take(eng_mem *m, rtab *t, const uint32_t *idx, uint32_t n);
